@@ -1,0 +1,36 @@
+# meazo-go build and test entry points. The fast kernels need Go 1.26's
+# GOEXPERIMENT=simd (amd64); every target also works without it (portable kernels).
+SHELL := /bin/bash
+GO ?= go
+SIMD := GOEXPERIMENT=simd
+export MEAZO_SHARED ?= $(abspath ../shared)
+
+.PHONY: demo build test test-simd test-portable vet bench fuzz
+
+# The README's first command: the built-in default job, no downloads.
+demo:
+	$(SIMD) $(GO) run ./cmd/meazo-train
+
+build:
+	$(SIMD) $(GO) build ./...
+	$(GO) build ./...
+
+# The README's second command (and what .ci/run calls): every test, with the
+# SIMD kernels and with the portable fallback.
+test: vet test-simd test-portable
+
+vet:
+	$(SIMD) $(GO) vet ./...
+	$(GO) vet ./...
+
+test-simd:
+	$(SIMD) $(GO) test -count=1 ./...
+
+test-portable:
+	$(GO) test -count=1 ./...
+
+bench:
+	$(SIMD) $(GO) run ./cmd/meazo-bench
+
+fuzz:
+	$(SIMD) $(GO) test ./safetensors -run '^$$' -fuzz FuzzParseHeader -fuzztime 3m

@@ -1,0 +1,3 @@
+module github.com/meazo-go/meazo
+
+go 1.26
