@@ -1,0 +1,124 @@
+// Package lora reads and writes PEFT LoRA adapters and attaches them to a
+// model: y = W x + (alpha/r)·B(A x) on the target projections.
+package lora
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// PEFTConfig is the part of PEFT's adapter_config.json that changes the
+// computation.
+type PEFTConfig struct {
+	PeftType      string   `json:"peft_type"`
+	TaskType      string   `json:"task_type"`
+	R             int      `json:"r"`
+	LoraAlpha     float64  `json:"lora_alpha"`
+	LoraDropout   float64  `json:"lora_dropout"`
+	TargetModules []string `json:"target_modules"`
+	Bias          string   `json:"bias"`
+	UseRSLoRA     bool     `json:"use_rslora"`
+	UseDoRA       bool     `json:"use_dora"`
+	FanInFanOut   bool     `json:"fan_in_fan_out"`
+	BaseModel     string   `json:"base_model_name_or_path"`
+}
+
+// Scale is the factor PEFT multiplies B(Ax) by: alpha/r, or alpha/√r with rsLoRA.
+func (c *PEFTConfig) Scale() float32 {
+	if c.UseRSLoRA {
+		return float32(c.LoraAlpha / math.Sqrt(float64(c.R)))
+	}
+	return float32(c.LoraAlpha / float64(c.R))
+}
+
+// supportedTargets are the projections this model can adapt.
+var supportedTargets = []string{"q_proj", "v_proj"}
+
+// ReadPEFTConfig reads and checks adapter_config.json.
+func ReadPEFTConfig(path string) (*PEFTConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load adapter config: %w", err)
+	}
+	var c PEFTConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("adapter config %s: invalid JSON: %w", path, err)
+	}
+	switch {
+	case c.PeftType != "LORA":
+		return nil, fmt.Errorf("adapter config %s: peft_type %q, want LORA", path, c.PeftType)
+	case c.R <= 0:
+		return nil, fmt.Errorf("adapter config %s: r must be positive, got %d", path, c.R)
+	case c.UseDoRA:
+		return nil, fmt.Errorf("adapter config %s: use_dora is not supported", path)
+	case c.FanInFanOut:
+		return nil, fmt.Errorf("adapter config %s: fan_in_fan_out is not supported", path)
+	case c.Bias != "" && c.Bias != "none":
+		return nil, fmt.Errorf("adapter config %s: bias %q is not supported (only \"none\")", path, c.Bias)
+	}
+	for _, t := range c.TargetModules {
+		if !slices.Contains(supportedTargets, t) {
+			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supportedTargets)
+		}
+	}
+	return &c, nil
+}
+
+// tensorName is PEFT's saved key for one adapter matrix (adapter name dropped).
+func tensorName(layer int, target, ab string) string {
+	return fmt.Sprintf("base_model.model.model.layers.%d.self_attn.%s.lora_%s.weight", layer, target, ab)
+}
+
+// LoadPEFT reads a PEFT adapter directory (adapter_config.json and
+// adapter_model.safetensors) and attaches it to m, replacing any adapter
+// already there.
+func LoadPEFT(dir string, m *model.Model) (*PEFTConfig, error) {
+	cfg, err := ReadPEFTConfig(filepath.Join(dir, "adapter_config.json"))
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "adapter_model.safetensors")
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load adapter: %w", err)
+	}
+	defer f.Close()
+	for l := range m.Layers {
+		attn := &m.Layers[l].Attn
+		for _, target := range cfg.TargetModules {
+			out := m.NumHeads * m.HeadDim
+			slot := &attn.QLoRA
+			if target == "v_proj" {
+				out, slot = m.NumKVHeads*m.HeadDim, &attn.VLoRA
+			}
+			a, err := readMatrix(f, tensorName(l, target, "A"), cfg.R, m.HiddenSize)
+			if err != nil {
+				return nil, err
+			}
+			b, err := readMatrix(f, tensorName(l, target, "B"), out, cfg.R)
+			if err != nil {
+				return nil, err
+			}
+			*slot = &model.LoRA{R: cfg.R, A: a, B: b, Scale: cfg.Scale()}
+		}
+	}
+	return cfg, nil
+}
+
+func readMatrix(f *safetensors.File, name string, rows, cols int) ([]float32, error) {
+	info, ok := f.Info(name)
+	if !ok {
+		return nil, fmt.Errorf("adapter %s: missing tensor %q", f.Path(), name)
+	}
+	if len(info.Shape) != 2 || info.Shape[0] != rows || info.Shape[1] != cols {
+		return nil, fmt.Errorf("adapter %s: tensor %q has shape %v, want [%d %d]", f.Path(), name, info.Shape, rows, cols)
+	}
+	return f.Float32(name)
+}

@@ -1,0 +1,342 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// kvCache holds the keys and values of every layer for a batch of B rows:
+// k[layer] and v[layer] are [B][NumKVHeads][capacity][HeadDim], so the keys
+// one attention head reads are contiguous. mask[b·capacity+s] says whether
+// slot s of row b holds a real token. A training forward uses one as scratch.
+type kvCache struct {
+	b, capacity, len int
+	k, v             [][]float32
+	mask             []int
+}
+
+func (m *Model) newCache(b, capacity int) *kvCache {
+	c := &kvCache{b: b, capacity: capacity, mask: make([]int, b*capacity)}
+	size := b * m.NumKVHeads * capacity * m.HeadDim
+	for range m.Layers {
+		c.k = append(c.k, make([]float32, size))
+		c.v = append(c.v, make([]float32, size))
+	}
+	return c
+}
+
+// checkInput validates an Input against the model.
+func (m *Model) checkInput(in Input) error {
+	n := in.B * in.T
+	if in.B <= 0 || in.T <= 0 {
+		return fmt.Errorf("empty batch (B=%d, T=%d)", in.B, in.T)
+	}
+	if len(in.Tokens) != n {
+		return fmt.Errorf("input_ids has %d entries, want B·T = %d", len(in.Tokens), n)
+	}
+	for i, id := range in.Tokens {
+		if id < 0 || id >= m.VocabSize {
+			return fmt.Errorf("input_ids[%d][%d] = %d is outside the vocabulary [0, %d)", i/in.T, i%in.T, id, m.VocabSize)
+		}
+	}
+	if in.Mask != nil {
+		if len(in.Mask) != n {
+			return fmt.Errorf("attention_mask has %d entries, want %d", len(in.Mask), n)
+		}
+		for i, v := range in.Mask {
+			if v != 0 && v != 1 {
+				return fmt.Errorf("attention_mask[%d][%d] = %d, want 0 or 1", i/in.T, i%in.T, v)
+			}
+		}
+	}
+	if in.Positions != nil {
+		if len(in.Positions) != n {
+			return fmt.Errorf("position_ids has %d entries, want %d", len(in.Positions), n)
+		}
+		for i, p := range in.Positions {
+			if p < 0 || p >= 1<<24 {
+				return fmt.Errorf("position_ids[%d][%d] = %d is outside [0, 2^24)", i/in.T, i%in.T, p)
+			}
+		}
+	}
+	return nil
+}
+
+// Forward runs the batch through the model and returns what opts asks for.
+// With only Labels set, the LM head runs only at the positions the loss
+// needs, which is most of the saving in ZO training.
+func (m *Model) Forward(in Input, opts Options) (*Output, error) {
+	if err := m.checkInput(in); err != nil {
+		return nil, err
+	}
+	if opts.Labels != nil && len(opts.Labels) != in.B*in.T {
+		return nil, fmt.Errorf("labels has %d entries, want B·T = %d", len(opts.Labels), in.B*in.T)
+	}
+	mask, positions := in.Mask, in.Positions
+	if mask == nil {
+		mask = ones(in.B * in.T)
+	}
+	if positions == nil {
+		positions = make([]int, in.B*in.T)
+		for i := range positions {
+			positions[i] = i % in.T
+		}
+	}
+	cache := m.newCache(in.B, in.T)
+	out := &Output{}
+	var hidden *[][]float32
+	if opts.HiddenStates {
+		hidden = &out.HiddenStates
+	}
+	h := m.step(cache, in.Tokens, mask, positions, in.T, hidden)
+
+	if opts.Logits {
+		out.Logits = make([]float32, in.B*in.T*m.VocabSize)
+		tensor.MatMulPacked(out.Logits, h, in.B*in.T, m.LMHead)
+	}
+	if opts.Labels != nil {
+		if err := m.loss(out, h, in.B, in.T, opts.Labels); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// loss computes HF's causal-LM loss: logits at position t predict
+// labels[t+1]; the batch loss is the mean over all supervised tokens
+// (token-weighted), accumulated in float64. If out.Logits is set it is
+// reused; otherwise the LM head runs only at supervised positions.
+func (m *Model) loss(out *Output, h []float32, b, t int, labels []int) error {
+	var rows, targets, seqOf []int
+	for s := 0; s < b; s++ {
+		for i := 0; i+1 < t; i++ {
+			y := labels[s*t+i+1]
+			if y == -100 {
+				continue
+			}
+			if y < 0 || y >= m.VocabSize {
+				return fmt.Errorf("labels[%d][%d] = %d is outside the vocabulary [0, %d)", s, i+1, y, m.VocabSize)
+			}
+			rows = append(rows, s*t+i)
+			targets = append(targets, y)
+			seqOf = append(seqOf, s)
+		}
+	}
+	v := m.VocabSize
+	logits := out.Logits
+	if logits == nil {
+		sel := make([]float32, len(rows)*m.HiddenSize)
+		for i, r := range rows {
+			copy(sel[i*m.HiddenSize:(i+1)*m.HiddenSize], h[r*m.HiddenSize:(r+1)*m.HiddenSize])
+		}
+		logits = make([]float32, len(rows)*v)
+		tensor.MatMulPacked(logits, sel, len(rows), m.LMHead)
+		for i := range rows {
+			rows[i] = i
+		}
+	}
+	ce := make([]float64, len(rows))
+	tensor.ParallelFor(len(rows), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := logits[rows[i]*v : (rows[i]+1)*v]
+			ce[i] = tensor.LogSumExp(row) - float64(row[targets[i]])
+		}
+	})
+	sum := make([]float64, b)
+	count := make([]int, b)
+	var total float64
+	for i, c := range ce {
+		sum[seqOf[i]] += c
+		count[seqOf[i]]++
+		total += c
+	}
+	out.Tokens = len(ce)
+	out.Loss = math.NaN()
+	if len(ce) > 0 {
+		out.Loss = total / float64(len(ce))
+	}
+	out.LossPerSeq = make([]float64, b)
+	for s := range sum {
+		out.LossPerSeq[s] = math.NaN()
+		if count[s] > 0 {
+			out.LossPerSeq[s] = sum[s] / float64(count[s])
+		}
+	}
+	return nil
+}
+
+// step runs tn new tokens per row (tokens, mask and positions are [B·tn])
+// through every layer, appending their keys and values to the cache, and
+// returns the final-norm hidden states [B·tn][hidden]. If hidden is not nil,
+// HF's output_hidden_states are appended to it.
+func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, hidden *[][]float32) []float32 {
+	n, d := c.b*tn, m.HiddenSize
+	for b := 0; b < c.b; b++ {
+		copy(c.mask[b*c.capacity+c.len:], mask[b*tn:(b+1)*tn])
+	}
+	x := make([]float32, n*d)
+	for i, id := range tokens {
+		m.Embed.Row(x[i*d:(i+1)*d], id)
+	}
+	rope := newRopeTable(m.invFreq, positions)
+	ws := m.newWorkspace(n)
+	for l := range m.Layers {
+		if hidden != nil {
+			*hidden = append(*hidden, append([]float32(nil), x...))
+		}
+		m.layerForward(l, x, c, rope, tn, ws)
+	}
+	c.len += tn
+	tensor.RMSNorm(x, x, m.Norm, n, d, m.RMSNormEps)
+	if hidden != nil {
+		*hidden = append(*hidden, append([]float32(nil), x...))
+	}
+	return x
+}
+
+// workspace holds the activations of one layer for n token rows, reused by
+// every layer of a forward.
+type workspace struct {
+	xn, q, k, v, attn, proj, gate, up, lora []float32
+}
+
+func (m *Model) newWorkspace(n int) *workspace {
+	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	return &workspace{
+		xn:   make([]float32, n*m.HiddenSize),
+		q:    make([]float32, n*qd),
+		k:    make([]float32, n*kvd),
+		v:    make([]float32, n*kvd),
+		attn: make([]float32, n*qd),
+		proj: make([]float32, n*m.HiddenSize),
+		gate: make([]float32, n*m.IntermediateSize),
+		up:   make([]float32, n*m.IntermediateSize),
+	}
+}
+
+// layerForward applies decoder layer l to x [B·tn][hidden] in place.
+func (m *Model) layerForward(l int, x []float32, c *kvCache, rope *ropeTable, tn int, ws *workspace) {
+	layer := &m.Layers[l]
+	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
+
+	// Attention block.
+	tensor.RMSNorm(ws.xn, x, layer.AttnNorm, n, d, m.RMSNormEps)
+	a := &layer.Attn
+	m.linear(ws.q, ws.xn, n, a.Q, a.QLoRA, ws)
+	m.linear(ws.k, ws.xn, n, a.K, nil, ws)
+	m.linear(ws.v, ws.xn, n, a.V, a.VLoRA, ws)
+	if a.QNorm != nil {
+		tensor.RMSNorm(ws.q, ws.q, a.QNorm, n*m.NumHeads, hd, m.RMSNormEps)
+		tensor.RMSNorm(ws.k, ws.k, a.KNorm, n*m.NumKVHeads, hd, m.RMSNormEps)
+	}
+	tensor.ParallelFor(n, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for h := 0; h < m.NumHeads; h++ {
+				rope.apply(ws.q[(r*m.NumHeads+h)*hd:(r*m.NumHeads+h+1)*hd], r)
+			}
+			for h := 0; h < m.NumKVHeads; h++ {
+				rope.apply(ws.k[(r*m.NumKVHeads+h)*hd:(r*m.NumKVHeads+h+1)*hd], r)
+			}
+		}
+	})
+	m.attention(l, c, ws, tn)
+	tensor.MatMulPacked(ws.proj, ws.attn, n, a.O)
+	tensor.Add(x, ws.proj)
+
+	// MLP block.
+	tensor.RMSNorm(ws.xn, x, layer.MLPNorm, n, d, m.RMSNormEps)
+	tensor.MatMulPacked(ws.gate, ws.xn, n, layer.MLP.Gate)
+	tensor.MatMulPacked(ws.up, ws.xn, n, layer.MLP.Up)
+	tensor.SiLUMul(ws.gate, ws.up)
+	tensor.MatMulPacked(ws.proj, ws.gate, n, layer.MLP.Down)
+	tensor.Add(x, ws.proj)
+}
+
+// linear computes y = x·Wᵀ (+ Scale·(x·Aᵀ)·Bᵀ when an adapter is set), in
+// the order PEFT uses: base output first, then the scaled low-rank term added.
+func (m *Model) linear(y, x []float32, n int, w *tensor.Packed, lora *LoRA, ws *workspace) {
+	tensor.MatMulPacked(y, x, n, w)
+	if lora == nil {
+		return
+	}
+	ax := make([]float32, n*lora.R)
+	tensor.MatMulNT(ax, x, lora.A, n, lora.R, w.K)
+	if cap(ws.lora) < n*w.N {
+		ws.lora = make([]float32, n*w.N)
+	}
+	bax := ws.lora[:n*w.N]
+	tensor.MatMulNT(bax, ax, lora.B, n, w.N, lora.R)
+	for i, v := range bax {
+		y[i] += v * lora.Scale
+	}
+}
+
+// attention stores this step's keys and values in the cache and computes
+// causal, padding-masked softmax(q·kᵀ/√hd)·v for every query head, writing
+// ws.attn [B·tn][heads·hd]. The query heads that share a key/value head are
+// stacked so each (row, kv head) pair is two GEMMs.
+func (m *Model) attention(l int, c *kvCache, ws *workspace, tn int) {
+	hd, kvh, rep := m.HeadDim, m.NumKVHeads, m.NumHeads/m.NumKVHeads
+	s := c.len + tn // keys visible after this step
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	kc, vc := c.k[l], c.v[l]
+	// Append this step's keys and values: cache[b][g][c.len+t] = k[b·tn+t][g].
+	for b := 0; b < c.b; b++ {
+		for g := 0; g < kvh; g++ {
+			for t := 0; t < tn; t++ {
+				src := ((b*tn+t)*kvh + g) * hd
+				dst := ((b*kvh+g)*c.capacity + c.len + t) * hd
+				copy(kc[dst:dst+hd], ws.k[src:src+hd])
+				copy(vc[dst:dst+hd], ws.v[src:src+hd])
+			}
+		}
+	}
+	rows := rep * tn
+	qg := make([]float32, rows*hd)
+	scores := make([]float32, rows*s)
+	og := make([]float32, rows*hd)
+	for b := 0; b < c.b; b++ {
+		keyMask := c.mask[b*c.capacity : b*c.capacity+s]
+		for g := 0; g < kvh; g++ {
+			// Gather the rep query heads of group g: row (j, t) = q[b·tn+t][g·rep+j].
+			for j := 0; j < rep; j++ {
+				for t := 0; t < tn; t++ {
+					src := ((b*tn+t)*m.NumHeads + g*rep + j) * hd
+					copy(qg[(j*tn+t)*hd:(j*tn+t+1)*hd], ws.q[src:src+hd])
+				}
+			}
+			base := (b*kvh + g) * c.capacity * hd
+			tensor.MatMulNT(scores, qg, kc[base:base+s*hd], rows, s, hd)
+			tensor.ParallelFor(rows, func(lo, hi int) {
+				for r := lo; r < hi; r++ {
+					qpos := c.len + r%tn // cache slot of this query
+					row := scores[r*s : (r+1)*s]
+					for i := range row {
+						row[i] *= scale
+					}
+					tensor.SoftmaxRow(row, func(key int) bool {
+						return key <= qpos && keyMask[key] == 1 &&
+							(m.SlidingWindow <= 0 || qpos-key < m.SlidingWindow)
+					})
+				}
+			})
+			tensor.MatMulNN(og, scores, vc[base:base+s*hd], rows, hd, s)
+			for j := 0; j < rep; j++ {
+				for t := 0; t < tn; t++ {
+					dst := ((b*tn+t)*m.NumHeads + g*rep + j) * hd
+					copy(ws.attn[dst:dst+hd], og[(j*tn+t)*hd:(j*tn+t+1)*hd])
+				}
+			}
+		}
+	}
+}
+
+func ones(n int) []int {
+	o := make([]int, n)
+	for i := range o {
+		o[i] = 1
+	}
+	return o
+}

@@ -1,0 +1,113 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// GenerateOptions controls greedy generation.
+type GenerateOptions struct {
+	MaxNewTokens int
+	StopIDs      []int // a row stops after producing one of these; nil means the config's eos ids
+	// OnStep, if set, receives each step's logits [B][vocab] at the last
+	// position of every row (rows that already stopped included).
+	OnStep func(step int, logits []float32)
+}
+
+// Generate continues every row of a left-padded batch with greedy decoding
+// (argmax, first index on ties) using a KV cache, as HF's generate with
+// do_sample=False. Without in.Positions, positions are generate()'s
+// cumsum(mask)-1. It returns each row's new tokens, up to and including the
+// stop token that ended it.
+func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
+	if err := m.checkInput(in); err != nil {
+		return nil, err
+	}
+	if opts.MaxNewTokens <= 0 {
+		return nil, fmt.Errorf("max_new_tokens must be positive, got %d", opts.MaxNewTokens)
+	}
+	stop := opts.StopIDs
+	if stop == nil {
+		stop = m.EOSTokenIDs
+	}
+	b, t := in.B, in.T
+	mask := in.Mask
+	if mask == nil {
+		mask = ones(b * t)
+	}
+	positions := in.Positions
+	next := make([]int, b) // position of each row's next token = its real-token count
+	if positions == nil {
+		positions = make([]int, b*t)
+	}
+	for r := 0; r < b; r++ {
+		count := 0
+		for i := 0; i < t; i++ {
+			if mask[r*t+i] == 1 {
+				count++
+			}
+			if in.Positions == nil {
+				positions[r*t+i] = max(count-1, 0)
+				if mask[r*t+i] == 0 {
+					positions[r*t+i] = 1 // HF fills padded slots with 1
+				}
+			}
+		}
+		next[r] = count
+		if in.Positions != nil {
+			next[r] = in.Positions[r*t+t-1] + 1
+		}
+	}
+
+	cache := m.newCache(b, t+opts.MaxNewTokens)
+	h := m.step(cache, in.Tokens, mask, positions, t, nil)
+	last := make([]float32, b*m.HiddenSize)
+	for r := 0; r < b; r++ {
+		copy(last[r*m.HiddenSize:], h[(r*t+t-1)*m.HiddenSize:(r*t+t)*m.HiddenSize])
+	}
+
+	out := make([][]int, b)
+	done := make([]bool, b)
+	logits := make([]float32, b*m.VocabSize)
+	tokens, stepMask, stepPos := make([]int, b), ones(b), make([]int, b)
+	filler := 0
+	if len(stop) > 0 {
+		filler = stop[0]
+	}
+	for s := 0; s < opts.MaxNewTokens; s++ {
+		tensor.MatMulPacked(logits, last, b, m.LMHead)
+		if opts.OnStep != nil {
+			opts.OnStep(s, logits)
+		}
+		allDone := true
+		for r := 0; r < b; r++ {
+			tok := filler // a stopped row is fed a filler token; its output is ignored
+			if !done[r] {
+				tok = argmax(logits[r*m.VocabSize : (r+1)*m.VocabSize])
+				out[r] = append(out[r], tok)
+				done[r] = slices.Contains(stop, tok)
+			}
+			allDone = allDone && done[r]
+			tokens[r], stepPos[r] = tok, next[r]
+			next[r]++
+		}
+		if allDone || s == opts.MaxNewTokens-1 {
+			break
+		}
+		last = m.step(cache, tokens, stepMask, stepPos, 1, nil)
+	}
+	return out, nil
+}
+
+// argmax returns the index of the largest value, the first one on ties.
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,118 @@
+package model
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// Load reads config.json and the safetensors weights (one file, or shards
+// listed in model.safetensors.index.json) from an HF model directory.
+// F32, BF16 and F16 weights are converted to float32 exactly.
+func Load(dir string) (*Model, error) {
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
+	defer ck.Close()
+	m, err := build(cfg, ck)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
+	return m, nil
+}
+
+// weightSource is where build reads tensors from: a checkpoint on disk, or
+// weights made in memory (random models for benchmarks and the demo).
+type weightSource interface {
+	Float32(name string) ([]float32, error)
+	Info(name string) (safetensors.TensorInfo, bool)
+}
+
+// build assembles a Model from named tensors, checking every shape.
+func build(c *Config, src weightSource) (*Model, error) {
+	m := &Model{Config: *c, invFreq: ropeInvFreq(c)}
+	d, hd := c.HiddenSize, c.HeadDim
+	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
+
+	var err error
+	vector := func(name string, n int) []float32 {
+		if err != nil {
+			return nil
+		}
+		var v []float32
+		v, err = read(src, name, n)
+		return v
+	}
+	matrix := func(name string, rows, cols int) *tensor.Packed {
+		if err != nil {
+			return nil
+		}
+		var v []float32
+		if v, err = read(src, name, rows, cols); err != nil {
+			return nil
+		}
+		return tensor.Pack(v, rows, cols)
+	}
+
+	m.Embed = matrix("model.embed_tokens.weight", c.VocabSize, d)
+	for i := 0; i < c.NumLayers; i++ {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		var l Layer
+		l.AttnNorm = vector(p+"input_layernorm.weight", d)
+		l.Attn.Q = matrix(p+"self_attn.q_proj.weight", qd, d)
+		l.Attn.K = matrix(p+"self_attn.k_proj.weight", kvd, d)
+		l.Attn.V = matrix(p+"self_attn.v_proj.weight", kvd, d)
+		l.Attn.O = matrix(p+"self_attn.o_proj.weight", d, qd)
+		if c.QKNorm {
+			l.Attn.QNorm = vector(p+"self_attn.q_norm.weight", hd)
+			l.Attn.KNorm = vector(p+"self_attn.k_norm.weight", hd)
+		}
+		l.MLPNorm = vector(p+"post_attention_layernorm.weight", d)
+		l.MLP.Gate = matrix(p+"mlp.gate_proj.weight", c.IntermediateSize, d)
+		l.MLP.Up = matrix(p+"mlp.up_proj.weight", c.IntermediateSize, d)
+		l.MLP.Down = matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
+		m.Layers = append(m.Layers, l)
+	}
+	m.Norm = vector("model.norm.weight", d)
+	if c.TieEmbeddings {
+		// HF ties lm_head to embed_tokens; a stored lm_head.weight is ignored.
+		m.LMHead = m.Embed
+	} else {
+		m.LMHead = matrix("lm_head.weight", c.VocabSize, d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// read loads a tensor and checks its shape.
+func read(src weightSource, name string, shape ...int) ([]float32, error) {
+	info, ok := src.Info(name)
+	if !ok {
+		return nil, fmt.Errorf("missing tensor %q", name)
+	}
+	if !sameShape(info.Shape, shape) {
+		return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
+	}
+	return src.Float32(name)
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,84 @@
+// Package model is a forward-only decoder transformer for HF LlamaForCausalLM
+// and Qwen3ForCausalLM checkpoints, computing what HF transformers computes in
+// float32: batched forward with padding masks and explicit positions, the
+// causal-LM loss, and greedy generation with a KV cache.
+//
+// The structs mirror the architecture: a Model is an embedding, a stack of
+// Layers (attention + MLP, each behind an RMSNorm and a residual add), a final
+// norm and the LM head. Their fields are the weights, named as in the HF
+// state dict. The model knows nothing about training: adapters (LoRA) are
+// plain weights it applies when they are set.
+package model
+
+import (
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// Model is a loaded checkpoint. Its weights are frozen: the big matrices are
+// packed once at load for the GEMM kernel.
+type Model struct {
+	Config
+	Embed  *tensor.Packed // model.embed_tokens.weight [vocab][hidden]; rows are looked up
+	Layers []Layer
+	Norm   []float32      // model.norm.weight, the final RMSNorm
+	LMHead *tensor.Packed // lm_head.weight [vocab][hidden]; the same matrix as Embed when tied
+
+	invFreq []float32 // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
+}
+
+// Layer is one decoder block:
+//
+//	h   = x + Attn(AttnNorm(x))
+//	out = h + MLP(MLPNorm(h))
+type Layer struct {
+	AttnNorm []float32 // input_layernorm.weight
+	Attn     Attention
+	MLPNorm  []float32 // post_attention_layernorm.weight
+	MLP      MLP
+}
+
+// Attention is grouped-query self-attention with RoPE. Query head j reads
+// key/value head j / (NumHeads/NumKVHeads).
+type Attention struct {
+	Q, K, V, O   *tensor.Packed // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd]
+	QNorm, KNorm []float32      // Qwen3 only: RMSNorm over each head's hd values, before RoPE (shared by heads)
+	QLoRA, VLoRA *LoRA          // optional low-rank adapters on q_proj and v_proj
+}
+
+// MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x)).
+type MLP struct {
+	Gate, Up, Down *tensor.Packed
+}
+
+// LoRA is a low-rank update of a frozen projection, as PEFT computes it:
+// y = W x + Scale · B (A x).
+type LoRA struct {
+	R     int
+	A     []float32 // lora_A.weight [R][in]
+	B     []float32 // lora_B.weight [out][R]
+	Scale float32   // lora_alpha / r (or / √r with rsLoRA)
+}
+
+// Input is a batch of B token sequences of equal length T (padded).
+type Input struct {
+	B, T      int
+	Tokens    []int // [B·T]
+	Mask      []int // [B·T], 1 = real token, 0 = padding; nil means all real
+	Positions []int // [B·T] RoPE positions; nil means 0..T-1 on every row, pads included (HF's default)
+}
+
+// Options says what Forward should return besides the loss.
+type Options struct {
+	Logits       bool  // all logits [B·T][vocab]
+	HiddenStates bool  // HF's output_hidden_states: embeddings, input of each layer, final-norm output
+	Labels       []int // [B·T], unshifted as in HF; -100 = not supervised; nil = no loss
+}
+
+// Output holds what Forward computed.
+type Output struct {
+	Logits       []float32   // [B·T][vocab] when Options.Logits
+	HiddenStates [][]float32 // NumLayers+1 entries of [B·T][hidden] when Options.HiddenStates
+	Loss         float64     // token-weighted mean cross-entropy over the batch (HF's out.loss)
+	LossPerSeq   []float64   // per-sequence mean cross-entropy; NaN for a row with no supervised token
+	Tokens       int         // number of supervised tokens
+}

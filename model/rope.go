@@ -1,0 +1,81 @@
+package model
+
+import "math"
+
+// ropeInvFreq returns HF's inv_freq buffer for one head: 1/θ^(2i/d) for
+// i < d/2, computed in float32 as modeling_rope_utils does, then llama3
+// frequency scaling when the config asks for it.
+func ropeInvFreq(c *Config) []float32 {
+	d := c.HeadDim
+	inv := make([]float32, d/2)
+	base := float32(c.RopeTheta)
+	for i := range inv {
+		exp := float32(2*i) / float32(d)
+		inv[i] = 1 / float32(math.Pow(float64(base), float64(exp)))
+	}
+	if s := c.RopeScaling; s != nil {
+		llama3Scale(inv, s)
+	}
+	return inv
+}
+
+// llama3Scale applies Llama 3.1's frequency-dependent scaling in place
+// (modeling_rope_utils._compute_llama3_parameters): long wavelengths are
+// divided by factor, short ones kept, and the band between is interpolated.
+func llama3Scale(inv []float32, s *RopeScaling) {
+	factor := float32(s.Factor)
+	lowFF, highFF := float32(s.LowFreqFactor), float32(s.HighFreqFactor)
+	orig := float32(s.OriginalMaxPositionEmbeddings)
+	lowWavelen := orig / lowFF
+	highWavelen := orig / highFF
+	for i, f := range inv {
+		wavelen := float32(2*math.Pi) / f
+		switch {
+		case wavelen > lowWavelen:
+			inv[i] = f / factor
+		case wavelen < highWavelen:
+			// high frequency: unchanged
+		default:
+			smooth := (orig/wavelen - lowFF) / (highFF - lowFF)
+			inv[i] = (1-smooth)*f/factor + smooth*f
+		}
+	}
+}
+
+// ropeTable holds cos and sin for a list of positions, [len(pos)][headDim/2]
+// (HF's table repeats each half twice: cat(freqs, freqs)).
+type ropeTable struct {
+	half     int
+	cos, sin []float32
+}
+
+// newRopeTable computes the angles pos·inv_freq in float32 and their cos/sin
+// rounded to float32, as HF's rotary embedding does with autocast off.
+func newRopeTable(inv []float32, positions []int) *ropeTable {
+	half := len(inv)
+	t := &ropeTable{half: half, cos: make([]float32, len(positions)*half), sin: make([]float32, len(positions)*half)}
+	for p, pos := range positions {
+		for i, f := range inv {
+			angle := float32(pos) * f
+			t.cos[p*half+i] = float32(math.Cos(float64(angle)))
+			t.sin[p*half+i] = float32(math.Sin(float64(angle)))
+		}
+	}
+	return t
+}
+
+// apply rotates one head vector x (length 2·half) at table row p with HF's
+// rotate_half layout: dimension i pairs with i+half, not with i+1.
+//
+//	x'[i]      = x[i]·cos − x[i+half]·sin
+//	x'[i+half] = x[i+half]·cos + x[i]·sin
+func (t *ropeTable) apply(x []float32, p int) {
+	c := t.cos[p*t.half : (p+1)*t.half]
+	s := t.sin[p*t.half : (p+1)*t.half]
+	lo, hi := x[:t.half], x[t.half:2*t.half]
+	for i := range c {
+		a, b := lo[i], hi[i]
+		lo[i] = a*c[i] - b*s[i]
+		hi[i] = b*c[i] + a*s[i]
+	}
+}
