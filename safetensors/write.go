@@ -1,0 +1,215 @@
+package safetensors
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Tensor is a tensor to write: raw little-endian Data of Dtype, row-major.
+type Tensor struct {
+	Name  string
+	Dtype Dtype
+	Shape []int
+	Data  []byte
+}
+
+// F32Tensor packs float32 values. WriteFile checks len(v) against shape.
+func F32Tensor(name string, shape []int, v []float32) Tensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return Tensor{Name: name, Dtype: F32, Shape: slices.Clone(shape), Data: b}
+}
+
+// F64Tensor packs float64 values.
+func F64Tensor(name string, shape []int, v []float64) Tensor {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return Tensor{Name: name, Dtype: F64, Shape: slices.Clone(shape), Data: b}
+}
+
+// I64Tensor packs int64 values.
+func I64Tensor(name string, shape []int, v []int64) Tensor {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return Tensor{Name: name, Dtype: I64, Shape: slices.Clone(shape), Data: b}
+}
+
+// BF16Tensor rounds float32 values to bfloat16, to nearest with ties to even
+// (as torch's .to(torch.bfloat16) does); NaN stays NaN.
+func BF16Tensor(name string, shape []int, v []float32) Tensor {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], float32ToBF16(x))
+	}
+	return Tensor{Name: name, Dtype: BF16, Shape: slices.Clone(shape), Data: b}
+}
+
+func float32ToBF16(x float32) uint16 {
+	u := math.Float32bits(x)
+	if x != x { // NaN: keep the sign, force a quiet NaN that survives truncation
+		return uint16(u>>16) | 0x40
+	}
+	// Add 0x7fff plus the lowest kept bit, then truncate: round half to even.
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// WriteFile writes tensors (any order; they are stored sorted by name) and
+// metadata (may be nil) to path atomically: a temporary file in the same
+// directory is written, synced and renamed over path.
+//
+// The layout is what HF's safetensors writes: header keys __metadata__ first
+// then tensors sorted by name, data in the same order, the JSON compact and
+// padded with spaces to a multiple of 8 bytes.
+func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
+	fail := func(err error) error { return fmt.Errorf("write safetensors %s: %w", path, err) }
+	sorted := slices.Clone(tensors)
+	slices.SortFunc(sorted, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
+	head, err := encodeHeader(sorted, metadata)
+	if err != nil {
+		return fail(err)
+	}
+
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fail(err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	var prefix [8]byte
+	binary.LittleEndian.PutUint64(prefix[:], uint64(len(head)))
+	w.Write(prefix[:])
+	w.Write(head)
+	for _, t := range sorted {
+		w.Write(t.Data)
+	}
+	err = errors.Join(w.Flush(), tmp.Chmod(0o644), tmp.Sync(), tmp.Close())
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fail(err)
+	}
+	ok = true
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// syncDir makes a rename durable where the platform allows it (best effort).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// encodeHeader checks the (name-sorted) tensors and returns the padded JSON header.
+func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, error) {
+	var h bytes.Buffer
+	h.WriteByte('{')
+	if len(metadata) > 0 {
+		h.WriteString(`"` + metadataKey + `":{`)
+		for i, k := range slices.Sorted(maps.Keys(metadata)) {
+			if i > 0 {
+				h.WriteByte(',')
+			}
+			if !utf8.ValidString(k) || !utf8.ValidString(metadata[k]) {
+				return nil, fmt.Errorf("metadata %q: not valid UTF-8", k)
+			}
+			writeJSONString(&h, k)
+			h.WriteByte(':')
+			writeJSONString(&h, metadata[k])
+		}
+		h.WriteByte('}')
+	}
+	var offset int64
+	for i, t := range tensors {
+		if err := checkTensor(t); err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		if i > 0 && t.Name == tensors[i-1].Name {
+			return nil, fmt.Errorf("tensor %q: given twice", t.Name)
+		}
+		if h.Len() > 1 {
+			h.WriteByte(',')
+		}
+		writeJSONString(&h, t.Name)
+		h.WriteString(`:{"dtype":`)
+		writeJSONString(&h, string(t.Dtype))
+		h.WriteString(`,"shape":[`)
+		for j, d := range t.Shape {
+			if j > 0 {
+				h.WriteByte(',')
+			}
+			h.WriteString(strconv.Itoa(d))
+		}
+		end := offset + int64(len(t.Data))
+		fmt.Fprintf(&h, `],"data_offsets":[%d,%d]}`, offset, end)
+		offset = end
+	}
+	h.WriteByte('}')
+	for h.Len()%8 != 0 {
+		h.WriteByte(' ')
+	}
+	if h.Len() > maxHeaderLen {
+		return nil, fmt.Errorf("header of %d bytes exceeds the %d-byte limit", h.Len(), maxHeaderLen)
+	}
+	return h.Bytes(), nil
+}
+
+// checkTensor checks that a tensor to write is well formed.
+func checkTensor(t Tensor) error {
+	switch {
+	case t.Name == metadataKey:
+		return fmt.Errorf("the name %s is reserved", metadataKey)
+	case !utf8.ValidString(t.Name):
+		return fmt.Errorf("name is not valid UTF-8")
+	case !t.Dtype.Valid():
+		return fmt.Errorf("unknown dtype %q", t.Dtype)
+	}
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("shape %v has a negative dimension", t.Shape)
+		}
+	}
+	n, ok := byteSize(t.Dtype, t.Shape)
+	if !ok {
+		return fmt.Errorf("shape %v of %s overflows the byte size", t.Shape, t.Dtype)
+	}
+	if n != int64(len(t.Data)) {
+		return fmt.Errorf("dtype %s shape %v needs %d bytes but Data has %d", t.Dtype, t.Shape, n, len(t.Data))
+	}
+	return nil
+}
+
+// writeJSONString writes s as a JSON string without HTML escaping, as serde_json does.
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)           // cannot fail for a string
+	b.Truncate(b.Len() - 1) // Encode appends a newline
+}
