@@ -1,0 +1,61 @@
+package lora
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
+)
+
+// TestPEFTFixture loads the PEFT adapters written by PEFT 0.15.2 and checks
+// the logits, losses and greedy generations against PEFT's own.
+func TestPEFTFixture(t *testing.T) {
+	for _, name := range []string{"llama-tiny", "qwen3-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			dir := fixture.Dir(t, "fixtures", "models", name)
+			m, err := model.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadPEFT(filepath.Join(dir, "lora"), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Scale() != 2 {
+				t.Fatalf("scale %v, want alpha/r = 8/4 = 2", cfg.Scale())
+			}
+			ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+			shape := ref.Shape("input_ids")
+			mask := ref.Ints("attention_mask")
+			out, err := m.Forward(model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask},
+				model.Options{Logits: true, Labels: ref.Ints("labels")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, at := fixture.MaxAbsDiff(out.Logits, ref.F64("lora_logits_f64"), m.VocabSize, func(r int) bool { return mask[r] == 1 })
+			if d > 3e-4 {
+				t.Errorf("LoRA logits: max |Δ| %.3g at %d > 3e-4", d, at)
+			}
+			t.Logf("LoRA logits max |Δ| = %.3g", d)
+			for s, want := range ref.F64("lora_loss_per_seq_f64") {
+				if got := out.LossPerSeq[s]; math.Abs(got-want) > 2e-5 {
+					t.Errorf("LoRA loss of sequence %d: %.9g, want %.9g", s, got, want)
+				}
+			}
+			for g, prefix := range []string{"gen0_", "gen1_"} {
+				prompt := ref.Ints(prefix + "prompt")
+				want := ref.Ints("lora_" + prefix + "new_tokens")
+				got, err := m.Generate(model.Input{B: 1, T: len(prompt), Tokens: prompt}, model.GenerateOptions{MaxNewTokens: len(want), StopIDs: []int{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got[0], want) {
+					t.Errorf("generation %d with adapter: %v, want %v", g, got[0], want)
+				}
+			}
+		})
+	}
+}
