@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
@@ -21,22 +22,28 @@ func Load(dir string) (*Model, error) {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	defer ck.Close()
-	m, err := build(cfg, ck)
+	m, err := build(cfg, func(name string, shape []int) ([]float32, error) {
+		info, ok := ck.Info(name)
+		if !ok {
+			return nil, fmt.Errorf("missing tensor %q", name)
+		}
+		if !slices.Equal(info.Shape, shape) {
+			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
+		}
+		return ck.Float32(name)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	return m, nil
 }
 
-// weightSource is where build reads tensors from: a checkpoint on disk, or
-// weights made in memory (random models for benchmarks and the demo).
-type weightSource interface {
-	Float32(name string) ([]float32, error)
-	Info(name string) (safetensors.TensorInfo, bool)
-}
+// weightLoader returns the float32 values of the named tensor, which must
+// have the given shape: read from a checkpoint, or made up (random models).
+type weightLoader func(name string, shape []int) ([]float32, error)
 
-// build assembles a Model from named tensors, checking every shape.
-func build(c *Config, src weightSource) (*Model, error) {
+// build assembles a Model from named tensors (HF state-dict names).
+func build(c *Config, load weightLoader) (*Model, error) {
 	m := &Model{Config: *c, invFreq: ropeInvFreq(c)}
 	d, hd := c.HiddenSize, c.HeadDim
 	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
@@ -47,7 +54,7 @@ func build(c *Config, src weightSource) (*Model, error) {
 			return nil
 		}
 		var v []float32
-		v, err = read(src, name, n)
+		v, err = load(name, []int{n})
 		return v
 	}
 	matrix := func(name string, rows, cols int) *tensor.Packed {
@@ -55,7 +62,7 @@ func build(c *Config, src weightSource) (*Model, error) {
 			return nil
 		}
 		var v []float32
-		if v, err = read(src, name, rows, cols); err != nil {
+		if v, err = load(name, []int{rows, cols}); err != nil {
 			return nil
 		}
 		return tensor.Pack(v, rows, cols)
@@ -91,28 +98,4 @@ func build(c *Config, src weightSource) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// read loads a tensor and checks its shape.
-func read(src weightSource, name string, shape ...int) ([]float32, error) {
-	info, ok := src.Info(name)
-	if !ok {
-		return nil, fmt.Errorf("missing tensor %q", name)
-	}
-	if !sameShape(info.Shape, shape) {
-		return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
-	}
-	return src.Float32(name)
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

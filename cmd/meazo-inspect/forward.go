@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+func init() {
+	register("forward", "run a batch through a checkpoint and write logits and losses (safetensors)", runForward)
+	register("generate", "greedy generation from a (left-padded) batch of prompts", runGenerate)
+}
+
+// batchJSON is the input file of forward and generate.
+type batchJSON struct {
+	InputIDs      [][]int `json:"input_ids"`
+	AttentionMask [][]int `json:"attention_mask"`
+	PositionIDs   [][]int `json:"position_ids"`
+	Labels        [][]int `json:"labels"`
+}
+
+// readBatch reads IN.json into a model.Input (and labels, if present).
+func readBatch(path string) (model.Input, []int, error) {
+	var in model.Input
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return in, nil, err
+	}
+	var j batchJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return in, nil, fmt.Errorf("%s: invalid JSON: %w", path, err)
+	}
+	if len(j.InputIDs) == 0 || len(j.InputIDs[0]) == 0 {
+		return in, nil, fmt.Errorf(`%s: "input_ids" must be a non-empty [B][T] array`, path)
+	}
+	in.B, in.T = len(j.InputIDs), len(j.InputIDs[0])
+	flat := func(key string, rows [][]int) ([]int, error) {
+		if rows == nil {
+			return nil, nil
+		}
+		if len(rows) != in.B {
+			return nil, fmt.Errorf("%s: %q has %d rows, input_ids has %d", path, key, len(rows), in.B)
+		}
+		out := make([]int, 0, in.B*in.T)
+		for r, row := range rows {
+			if len(row) != in.T {
+				return nil, fmt.Errorf("%s: %q row %d has %d entries, want %d (rows must be padded to one length)", path, key, r, len(row), in.T)
+			}
+			out = append(out, row...)
+		}
+		return out, nil
+	}
+	if in.Tokens, err = flat("input_ids", j.InputIDs); err != nil {
+		return in, nil, err
+	}
+	if in.Mask, err = flat("attention_mask", j.AttentionMask); err != nil {
+		return in, nil, err
+	}
+	if in.Positions, err = flat("position_ids", j.PositionIDs); err != nil {
+		return in, nil, err
+	}
+	labels, err := flat("labels", j.Labels)
+	return in, labels, err
+}
+
+// loadModel loads a checkpoint and, if adapterDir is set, a PEFT LoRA adapter.
+func loadModel(modelDir, adapterDir string) (*model.Model, error) {
+	if modelDir == "" {
+		return nil, fmt.Errorf("--model is required")
+	}
+	m, err := model.Load(modelDir)
+	if err != nil {
+		return nil, err
+	}
+	if adapterDir != "" {
+		if _, err := lora.LoadPEFT(adapterDir, m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func runForward(args []string, _ io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
+	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
+	adapter := fs.String("adapter", "", "PEFT LoRA adapter directory (optional)")
+	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional)`)
+	outPath := fs.String("out", "", "output safetensors: logits F32 [B,T,V]; loss F32 [1] and loss_per_seq F32 [B] when labels are given")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *input == "" || *outPath == "" {
+		return fmt.Errorf("--input and --out are required")
+	}
+	in, labels, err := readBatch(*input)
+	if err != nil {
+		return err
+	}
+	m, err := loadModel(*modelDir, *adapter)
+	if err != nil {
+		return err
+	}
+	out, err := m.Forward(in, model.Options{Logits: true, Labels: labels})
+	if err != nil {
+		return fmt.Errorf("%s: %w", *input, err)
+	}
+	tensors := []safetensors.Tensor{safetensors.F32Tensor("logits", []int{in.B, in.T, m.VocabSize}, out.Logits)}
+	if labels != nil {
+		perSeq := make([]float32, in.B)
+		for i, v := range out.LossPerSeq {
+			perSeq[i] = float32(v)
+		}
+		tensors = append(tensors,
+			safetensors.F32Tensor("loss", []int{1}, []float32{float32(out.Loss)}),
+			safetensors.F32Tensor("loss_per_seq", []int{in.B}, perSeq))
+		fmt.Fprintf(stdout, "loss %.7g over %d supervised tokens\n", out.Loss, out.Tokens)
+	}
+	if err := safetensors.WriteFile(*outPath, tensors, map[string]string{"format": "pt"}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (logits [%d,%d,%d])\n", *outPath, in.B, in.T, m.VocabSize)
+	return nil
+}
+
+func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
+	adapter := fs.String("adapter", "", "PEFT LoRA adapter directory (optional)")
+	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded batch; mask optional)`)
+	maxNew := fs.Int("max-new-tokens", 32, "number of tokens to generate at most")
+	stopList := fs.String("stop", "", "comma-separated stop token ids (default: the config's eos_token_id; \"none\" disables)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *input == "" {
+		return fmt.Errorf("--input is required")
+	}
+	in, _, err := readBatch(*input)
+	if err != nil {
+		return err
+	}
+	opts := model.GenerateOptions{MaxNewTokens: *maxNew}
+	switch *stopList {
+	case "":
+	case "none":
+		opts.StopIDs = []int{}
+	default:
+		for _, s := range strings.Split(*stopList, ",") {
+			id, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return fmt.Errorf("--stop: %q is not a token id", s)
+			}
+			opts.StopIDs = append(opts.StopIDs, id)
+		}
+	}
+	m, err := loadModel(*modelDir, *adapter)
+	if err != nil {
+		return err
+	}
+	seqs, err := m.Generate(in, opts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *input, err)
+	}
+	return json.NewEncoder(stdout).Encode(map[string][][]int{"sequences": seqs})
+}

@@ -1,0 +1,106 @@
+package model
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tinyConfig is a small Qwen3-style config for tests that need no fixtures.
+func tinyConfig(arch string) *Config {
+	c := &Config{
+		Architecture: arch, VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		TieEmbeddings: true, BOSTokenID: -1, EOSTokenIDs: []int{2},
+	}
+	if arch == "Qwen3ForCausalLM" {
+		c.QKNorm = true
+	} else {
+		c.RopeScaling = &RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
+	}
+	return c
+}
+
+func TestWriteRandomRoundTrip(t *testing.T) {
+	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+		t.Run(arch, func(t *testing.T) {
+			dir := t.TempDir()
+			mem, err := WriteRandom(dir, tinyConfig(arch), 7, 0.2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			disk, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if disk.Config.RMSNormEps != mem.Config.RMSNormEps || disk.QKNorm != mem.QKNorm || (disk.RopeScaling == nil) != (mem.RopeScaling == nil) {
+				t.Fatalf("config changed in the round trip: %+v vs %+v", disk.Config, mem.Config)
+			}
+			in := Input{B: 2, T: 5, Tokens: []int{1, 5, 9, 3, 4, 7, 8, 2, 0, 0}, Mask: []int{1, 1, 1, 1, 1, 1, 1, 1, 0, 0}}
+			a, err := mem.Forward(in, Options{Logits: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := disk.Forward(in, Options{Logits: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(a.Logits, b.Logits) {
+				t.Fatal("logits of the written and reloaded model differ from the in-memory one")
+			}
+		})
+	}
+}
+
+// TestLoadErrors checks that broken checkpoints give one-line errors naming
+// the file and the problem.
+func TestLoadErrors(t *testing.T) {
+	good := t.TempDir()
+	if _, err := WriteRandom(good, tinyConfig("LlamaForCausalLM"), 1, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	weights, _ := os.ReadFile(filepath.Join(good, "model.safetensors"))
+	config, _ := os.ReadFile(filepath.Join(good, "config.json"))
+
+	cases := []struct {
+		name   string
+		mutate func(dir string)
+		want   []string // substrings the error must contain
+	}{
+		{"missing config", func(dir string) { os.Remove(filepath.Join(dir, "config.json")) }, []string{"config.json"}},
+		{"unknown architecture", func(dir string) {
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(config), "LlamaForCausalLM", "GPT2LMHeadModel", 1)), 0o644)
+		}, []string{"config.json", "GPT2LMHeadModel"}},
+		{"truncated weights", func(dir string) {
+			os.WriteFile(filepath.Join(dir, "model.safetensors"), weights[:len(weights)/2], 0o644)
+		}, []string{"model.safetensors"}},
+		{"missing weights", func(dir string) { os.Remove(filepath.Join(dir, "model.safetensors")) }, []string{"model.safetensors"}},
+		{"shape mismatch", func(dir string) {
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(config), `"intermediate_size": 64`, `"intermediate_size": 96`, 1)), 0o644)
+		}, []string{"mlp.gate_proj.weight", "shape"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			os.WriteFile(filepath.Join(d, "config.json"), config, 0o644)
+			os.WriteFile(filepath.Join(d, "model.safetensors"), weights, 0o644)
+			tc.mutate(d)
+			_, err := Load(d)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error spans several lines: %q", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+			t.Log(msg)
+		})
+	}
+}
