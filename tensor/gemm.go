@@ -1,82 +1,310 @@
 package tensor
 
-// This file is the GEMM API the model is written against. The implementation
-// below is a plain reference loop; the fast kernels replace its internals.
+// This file is the GEMM API the model is written against, and the blocked,
+// multi-threaded driver behind it. The inner 4×32 tile kernels live in
+// gemm_kern_*.go (AVX-512, AVX2, portable Go); the path is chosen at start-up
+// from the CPU features (see gemm_path.go).
+//
+// Layout. A right-hand side matrix is stored as panels of nr=32 output
+// columns: panel p holds, for each k, the 32 values W[p*32+j][k] contiguously
+// (zero padded past N). The kernel streams one panel while broadcasting four
+// rows of the left-hand side straight from their row-major storage, so the
+// left side is never repacked.
+//
+// Determinism. Every output element is computed by the same kernel in the
+// same order whatever the number of workers: K is cut into fixed kcBlock
+// slices, each slice is summed in a register from zero in k order, and the
+// slices are added to C in k order. Workers only decide which tiles they
+// compute, never how. A row's result also does not depend on how many other
+// rows are in the call.
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	mr = 4  // rows of a micro tile
+	nr = 32 // columns of a micro tile = width of a packed panel
+
+	// kcBlock is the K slice a tile is accumulated over before it is added
+	// to C: a panel slice is kcBlock*nr*4 = 64 KiB (L2), a row slice 2 KiB.
+	// It fixes the summation order, so it must stay a constant.
+	kcBlock = 512
+	// mcBlock is the number of rows swept per panel slice: mcBlock×kcBlock
+	// of A (512 KiB) stays in L2 while taskPanels panels stream past it.
+	mcBlock = 256
+	// taskPanels is the number of panels in one unit of work handed to a
+	// worker. Work is handed out dynamically (an atomic counter), so a core
+	// taken by another process slows the call instead of stalling it.
+	taskPanels = 8
+	// serialFlops: calls below this many flops run on the calling goroutine.
+	serialFlops = 1 << 21
+)
 
 // Packed is a frozen nn.Linear weight W [N][K] (HF layout: out × in) stored in
 // the layout the GEMM kernel streams, so that y = x·Wᵀ needs no repacking per call.
 type Packed struct {
 	N, K int
-	data []float32 // reference layout: row-major W
+	data []float32 // ceil(N/32) panels of K×32 floats, see the file comment
 }
 
 // Pack copies w (row-major [n][k]) into a Packed matrix.
 func Pack(w []float32, n, k int) *Packed {
-	if len(w) != n*k {
-		panic("tensor.Pack: len(w) != n*k")
+	if n < 0 || k < 0 || len(w) != n*k {
+		panic(fmt.Sprintf("tensor.Pack: len(w)=%d, want n*k=%d*%d", len(w), n, k))
 	}
-	d := make([]float32, n*k)
-	copy(d, w)
+	d := make([]float32, panels(n)*k*nr)
+	packNT(d, w, n, k)
 	return &Packed{N: n, K: k, data: d}
 }
 
 // Row copies row n of W (length K) into dst. The model uses it to read an
 // embedding row out of a tied, packed embedding matrix.
 func (p *Packed) Row(dst []float32, n int) {
-	copy(dst, p.data[n*p.K:(n+1)*p.K])
+	if n < 0 || n >= p.N {
+		panic(fmt.Sprintf("tensor.Packed.Row: row %d out of range [0,%d)", n, p.N))
+	}
+	src := p.data[(n/nr)*p.K*nr+n%nr:]
+	dst = dst[:p.K]
+	for k := range dst {
+		dst[k] = src[k*nr]
+	}
 }
 
 // MatMulPacked computes y[m][N] = x[m][K] · Wᵀ, overwriting y.
 func MatMulPacked(y, x []float32, m int, w *Packed) {
-	for i := 0; i < m; i++ {
-		xi := x[i*w.K : (i+1)*w.K]
-		for j := 0; j < w.N; j++ {
-			wj := w.data[j*w.K : (j+1)*w.K]
-			var s float32
-			for k, v := range xi {
-				s += v * wj[k]
-			}
-			y[i*w.N+j] = s
-		}
-	}
+	checkLen("MatMulPacked", y, m*w.N, x, m*w.K)
+	gemm(y, x, w.data, m, w.N, w.K)
 }
 
 // MatMulNT computes c[m][n] = a[m][k] · b[n][k]ᵀ for unpacked b, overwriting c.
-// Used where the right-hand side changes every call (attention scores, LoRA).
+// Used where the right-hand side changes every call (attention scores, LoRA);
+// b is packed into a pooled scratch buffer first.
 func MatMulNT(c, a, b []float32, m, n, k int) {
-	for i := 0; i < m; i++ {
-		ai := a[i*k : (i+1)*k]
-		for j := 0; j < n; j++ {
-			bj := b[j*k : (j+1)*k]
-			var s float32
-			for kk, v := range ai {
-				s += v * bj[kk]
-			}
-			c[i*n+j] = s
-		}
+	checkLen("MatMulNT", c, m*n, a, m*k)
+	if len(b) < n*k {
+		panic(fmt.Sprintf("tensor.MatMulNT: len(b)=%d < n*k=%d", len(b), n*k))
 	}
+	buf := getScratch(panels(n) * k * nr)
+	packNT(*buf, b, n, k)
+	gemm(c, a, *buf, m, n, k)
+	scratch.Put(buf)
 }
 
 // MatMulNN computes c[m][n] = a[m][k] · b[k][n], overwriting c.
 func MatMulNN(c, a, b []float32, m, n, k int) {
-	for i := 0; i < m*n; i++ {
-		c[i] = 0
+	checkLen("MatMulNN", c, m*n, a, m*k)
+	if len(b) < n*k {
+		panic(fmt.Sprintf("tensor.MatMulNN: len(b)=%d < n*k=%d", len(b), n*k))
 	}
-	for i := 0; i < m; i++ {
-		ci := c[i*n : (i+1)*n]
-		for kk := 0; kk < k; kk++ {
-			av := a[i*k+kk]
-			bk := b[kk*n : (kk+1)*n]
-			for j, bv := range bk {
-				ci[j] += av * bv
+	buf := getScratch(panels(n) * k * nr)
+	packNN(*buf, b, n, k)
+	gemm(c, a, *buf, m, n, k)
+	scratch.Put(buf)
+}
+
+// threads is the number of worker goroutines the kernels use (0 = GOMAXPROCS).
+var threads atomic.Int64
+
+// SetThreads sets the number of worker goroutines the kernels use; n <= 0
+// means runtime.GOMAXPROCS(0). Results do not depend on it.
+func SetThreads(n int) { threads.Store(int64(max(n, 0))) }
+
+// Threads reports the number of worker goroutines the kernels use.
+func Threads() int {
+	if n := int(threads.Load()); n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func checkLen(op string, c []float32, nc int, a []float32, na int) {
+	if len(c) < nc || len(a) < na {
+		panic(fmt.Sprintf("tensor.%s: len(out)=%d want >= %d, len(in)=%d want >= %d", op, len(c), nc, len(a), na))
+	}
+}
+
+func panels(n int) int { return (n + nr - 1) / nr }
+
+// packNT packs b [n][k] (row-major, one output column per row) into panels.
+// Padding columns of the last panel are zeroed.
+func packNT(d, b []float32, n, k int) {
+	for p := range panels(n) {
+		panel := d[p*k*nr : (p+1)*k*nr]
+		cols := min(nr, n-p*nr)
+		if cols < nr {
+			clear(panel)
+		}
+		// Go 8 columns at a time over k so that reads stay sequential in
+		// 8 rows and writes fill whole cache lines.
+		for j0 := 0; j0 < cols; j0 += 8 {
+			j1 := min(cols, j0+8)
+			for j := j0; j < j1; j++ {
+				row := b[(p*nr+j)*k : (p*nr+j+1)*k]
+				for kk, v := range row {
+					panel[kk*nr+j] = v
+				}
 			}
 		}
 	}
 }
 
-// threads is the number of worker goroutines the kernels use (0 = GOMAXPROCS).
-var threads int
+// packNN packs b [k][n] (row-major) into panels.
+func packNN(d, b []float32, n, k int) {
+	for p := range panels(n) {
+		panel := d[p*k*nr : (p+1)*k*nr]
+		cols := min(nr, n-p*nr)
+		for kk := range k {
+			dst := panel[kk*nr : (kk+1)*nr]
+			copy(dst, b[kk*n+p*nr:kk*n+p*nr+cols])
+			clear(dst[cols:])
+		}
+	}
+}
 
-// SetThreads sets the number of worker goroutines the kernels use; n <= 0
-// means runtime.GOMAXPROCS(0). Results do not depend on it.
-func SetThreads(n int) { threads = n }
+// scratch holds the packing buffers of MatMulNT/MatMulNN.
+var scratch sync.Pool
+
+func getScratch(n int) *[]float32 {
+	if v, ok := scratch.Get().(*[]float32); ok && cap(*v) >= n {
+		*v = (*v)[:n]
+		return v
+	}
+	s := make([]float32, n)
+	return &s
+}
+
+// gemmJob is one call's work: c[m][n] = a[m][k] · (packed b), split into
+// tasks of taskPanels panels × mTask rows.
+type gemmJob struct {
+	c, a, b []float32
+	m, n, k int
+	kern    microKernel
+
+	mTask  int // rows per task
+	nTaskN int // tasks across the panels
+	nTask  int
+	next   atomic.Int64
+	wg     sync.WaitGroup
+	tmp    [mr * nr]float32 // edge tile scratch of the calling goroutine
+}
+
+var jobs = sync.Pool{New: func() any { return new(gemmJob) }}
+
+func gemm(c, a, b []float32, m, n, k int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		clear(c[:m*n])
+		return
+	}
+	j := jobs.Get().(*gemmJob)
+	j.c, j.a, j.b, j.m, j.n, j.k = c, a, b, m, n, k
+	j.kern = currentPath().kern
+
+	th := Threads()
+	if 2*m*n*k < serialFlops {
+		th = 1
+	}
+	// Split rows too only when the panels alone give too few tasks
+	// (small N, e.g. LoRA's r=16, or the 512-wide k/v projections).
+	j.nTaskN = (panels(n) + taskPanels - 1) / taskPanels
+	j.mTask = m
+	if th > 1 && j.nTaskN < 4*th {
+		want := (4*th + j.nTaskN - 1) / j.nTaskN
+		j.mTask = max(mr, (m/want+mr-1)/mr*mr)
+	}
+	j.nTask = j.nTaskN * ((m + j.mTask - 1) / j.mTask)
+	th = min(th, j.nTask)
+	j.next.Store(0)
+
+	if th > 1 {
+		startWorkers(th - 1)
+		j.wg.Add(th - 1)
+		for range th - 1 {
+			work <- j
+		}
+	}
+	j.work(&j.tmp)
+	j.wg.Wait()
+
+	j.c, j.a, j.b, j.kern = nil, nil, nil, nil
+	jobs.Put(j)
+}
+
+// work runs tasks until none is left.
+func (j *gemmJob) work(tmp *[mr * nr]float32) {
+	for {
+		t := int(j.next.Add(1) - 1)
+		if t >= j.nTask {
+			return
+		}
+		j.task(t, tmp)
+	}
+}
+
+// task computes the tiles of panels [p0,p1) × rows [i0,i1).
+func (j *gemmJob) task(t int, tmp *[mr * nr]float32) {
+	m, n, k := j.m, j.n, j.k
+	p0 := (t % j.nTaskN) * taskPanels
+	p1 := min(panels(n), p0+taskPanels)
+	i0 := (t / j.nTaskN) * j.mTask
+	i1 := min(m, i0+j.mTask)
+	kern := j.kern
+	for k0 := 0; k0 < k; k0 += kcBlock {
+		kc := min(kcBlock, k-k0)
+		acc := k0 > 0
+		for r0 := i0; r0 < i1; r0 += mcBlock {
+			r1 := min(i1, r0+mcBlock)
+			for p := p0; p < p1; p++ {
+				bp := &j.b[p*k*nr+k0*nr]
+				cols := min(nr, n-p*nr)
+				for i := r0; i < r1; i += mr {
+					rows := min(mr, r1-i)
+					ap := &j.a[i*k+k0]
+					cp := j.c[i*n+p*nr:]
+					if rows == mr && cols == nr {
+						kern(ap, k, mr, bp, &cp[0], n, kc, acc)
+						continue
+					}
+					// Edge tile: run the same kernel on a scratch tile.
+					if acc {
+						for r := range rows {
+							copy(tmp[r*nr:r*nr+cols], cp[r*n:r*n+cols])
+						}
+					}
+					kern(ap, k, rows, bp, &tmp[0], nr, kc, acc)
+					for r := range rows {
+						copy(cp[r*n:r*n+cols], tmp[r*nr:r*nr+cols])
+					}
+				}
+			}
+		}
+	}
+}
+
+// The worker pool: goroutines started on first need that take jobs from
+// work and run tasks from them alongside the calling goroutine.
+var (
+	workMu  sync.Mutex
+	workers int
+	work    = make(chan *gemmJob, 64)
+)
+
+func startWorkers(n int) {
+	workMu.Lock()
+	defer workMu.Unlock()
+	for ; workers < n; workers++ {
+		go func() {
+			var tmp [mr * nr]float32
+			for j := range work {
+				j.work(&tmp)
+				j.wg.Done()
+			}
+		}()
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+func init() {
+	register("gemm", "GEMM GFLOP/s on the model shapes, vs OpenBLAS (-tags openblas) and the FMA peak", runGEMM)
+}
+
+// linear is one nn.Linear shape of a target model (K in, N out).
+type linear struct {
+	name string
+	k, n int
+}
+
+var modelLinears = map[string][]linear{
+	"llama1b": {
+		{"q_o", 2048, 2048}, {"k_v", 2048, 512}, {"gate_up", 2048, 8192}, {"down", 8192, 2048}, {"lm_head", 2048, 128256},
+	},
+	"qwen06b": {
+		{"q", 1024, 2048}, {"k_v", 1024, 1024}, {"o", 2048, 1024}, {"gate_up", 1024, 3072}, {"down", 3072, 1024}, {"lm_head", 1024, 151936},
+	},
+}
+
+func runGEMM(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("gemm", flag.ContinueOnError)
+	models := fs.String("models", "llama1b,qwen06b", "comma-separated models: llama1b, qwen06b")
+	rows := fs.String("m", "8,128,1024", "comma-separated row counts M")
+	reps := fs.Int("reps", 7, "timed repetitions per shape (ours and BLAS interleaved); medians are reported")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
+	lmHead := fs.Bool("lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
+	path := fs.String("path", "", "GEMM path: avx512, avx2, portable (default: fastest available, or $"+tensor.GEMMEnv+")")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *path != "" {
+		if err := tensor.SetGEMMPath(*path); err != nil {
+			return fmt.Errorf("-path: %w", err)
+		}
+	}
+	var ms []int
+	for f := range strings.SplitSeq(*rows, ",") {
+		m, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || m <= 0 {
+			return fmt.Errorf("-m: bad row count %q", f)
+		}
+		ms = append(ms, m)
+	}
+	if *reps < 1 {
+		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
+	}
+	tensor.SetThreads(*threads)
+
+	peak, peakWhat := fmaPeak(*threads)
+	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved)\n",
+		tensor.GEMMPath(), *threads, *reps, orNone(blasName))
+	fmt.Fprintf(stdout, "FMA peak (%s, %d goroutines): %.1f GFLOP/s\n\n", peakWhat, *threads, peak)
+	fmt.Fprintf(stdout, "%-18s %6s %6s %6s  %9s %7s  %9s %7s\n", "shape", "M", "K", "N", "ours", "%peak", "blas", "ours/blas")
+
+	r := rand.New(rand.NewPCG(1, 2))
+	for model := range strings.SplitSeq(*models, ",") {
+		ls, ok := modelLinears[model]
+		if !ok {
+			return fmt.Errorf("-models: unknown model %q (have llama1b, qwen06b)", model)
+		}
+		for _, l := range ls {
+			if l.name == "lm_head" && !*lmHead {
+				continue
+			}
+			w := randMat(r, l.n*l.k)
+			pw := tensor.Pack(w, l.n, l.k)
+			if !haveBLAS {
+				w = nil // let the GC have it
+			}
+			for _, m := range ms {
+				x := randMat(r, m*l.k)
+				y := make([]float32, m*l.n)
+				ours := func() { tensor.MatMulPacked(y, x, m, pw) }
+				blas := func() { blasSgemmNT(y, x, w, m, l.n, l.k, *threads) }
+				ours() // warm up
+				if haveBLAS {
+					blas()
+				}
+				var to, tb []float64
+				for range *reps {
+					to = append(to, timeIt(ours))
+					if haveBLAS {
+						tb = append(tb, timeIt(blas))
+					}
+				}
+				flop := 2 * float64(m) * float64(l.n) * float64(l.k)
+				g := flop / median(to) / 1e9
+				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %6.0f%%", model+"/"+l.name, m, l.k, l.n, g, pct(g, peak))
+				if haveBLAS {
+					gb := flop / median(tb) / 1e9
+					line += fmt.Sprintf("  %9.1f %7.2fx", gb, g/gb)
+				}
+				fmt.Fprintln(stdout, line)
+			}
+		}
+	}
+	return nil
+}
+
+func timeIt(f func()) float64 {
+	start := time.Now()
+	f()
+	return time.Since(start).Seconds()
+}
+
+func median(s []float64) float64 {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func pct(g, peak float64) float64 {
+	if peak == 0 {
+		return 0
+	}
+	return 100 * g / peak
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no BLAS (build with -tags openblas)"
+	}
+	return s
+}
+
+func randMat(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}

@@ -1,0 +1,156 @@
+//go:build goexperiment.simd && amd64
+
+package tensor
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// simdPaths lists the SIMD kernels the CPU supports, fastest first.
+func simdPaths() []*gemmPath {
+	var ps []*gemmPath
+	if cpuAVX512 {
+		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512})
+	}
+	if cpuAVX2 {
+		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2})
+	}
+	return ps
+}
+
+// rowPtrs returns pointers to the four A rows of a tile; rows past the valid
+// ones alias the last valid row.
+func rowPtrs(a *float32, lda, rows int) (p0, p1, p2, p3 unsafe.Pointer) {
+	p0 = unsafe.Pointer(a)
+	step := uintptr(lda) * 4
+	p1 = unsafe.Add(p0, uintptr(min(1, rows-1))*step)
+	p2 = unsafe.Add(p0, uintptr(min(2, rows-1))*step)
+	p3 = unsafe.Add(p0, uintptr(min(3, rows-1))*step)
+	return
+}
+
+func bcast16(p unsafe.Pointer, off uintptr) archsimd.Float32x16 {
+	return archsimd.BroadcastFloat32x16(*(*float32)(unsafe.Add(p, off)))
+}
+
+func load16(p unsafe.Pointer, off uintptr) archsimd.Float32x16 {
+	return archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(p, off)))
+}
+
+func store16(v archsimd.Float32x16, p unsafe.Pointer, off uintptr) {
+	v.Store((*[16]float32)(unsafe.Add(p, off)))
+}
+
+// kernAVX512 keeps the 4×32 tile in 8 zmm accumulators: per k, two panel
+// loads, four broadcasts, eight FMAs. (Go's register allocator uses about 15
+// vector registers, so a 6×32 tile would spill.)
+func kernAVX512(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool) {
+	p0, p1, p2, p3 := rowPtrs(a, lda, rows)
+	pb := unsafe.Pointer(b)
+	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x16
+	end := uintptr(kc) * 4
+	for off := uintptr(0); off < end; off += 4 {
+		b0 := load16(pb, 0)
+		b1 := load16(pb, 64)
+		x := bcast16(p0, off)
+		c00 = x.MulAdd(b0, c00)
+		c01 = x.MulAdd(b1, c01)
+		x = bcast16(p1, off)
+		c10 = x.MulAdd(b0, c10)
+		c11 = x.MulAdd(b1, c11)
+		x = bcast16(p2, off)
+		c20 = x.MulAdd(b0, c20)
+		c21 = x.MulAdd(b1, c21)
+		x = bcast16(p3, off)
+		c30 = x.MulAdd(b0, c30)
+		c31 = x.MulAdd(b1, c31)
+		pb = unsafe.Add(pb, nr*4)
+	}
+	pc := unsafe.Pointer(c)
+	l := uintptr(ldc) * 4
+	if acc {
+		c00 = c00.Add(load16(pc, 0))
+		c01 = c01.Add(load16(pc, 64))
+		c10 = c10.Add(load16(pc, l))
+		c11 = c11.Add(load16(pc, l+64))
+		c20 = c20.Add(load16(pc, 2*l))
+		c21 = c21.Add(load16(pc, 2*l+64))
+		c30 = c30.Add(load16(pc, 3*l))
+		c31 = c31.Add(load16(pc, 3*l+64))
+	}
+	store16(c00, pc, 0)
+	store16(c01, pc, 64)
+	store16(c10, pc, l)
+	store16(c11, pc, l+64)
+	store16(c20, pc, 2*l)
+	store16(c21, pc, 2*l+64)
+	store16(c30, pc, 3*l)
+	store16(c31, pc, 3*l+64)
+}
+
+func bcast8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
+	return archsimd.BroadcastFloat32x8(*(*float32)(unsafe.Add(p, off)))
+}
+
+func load8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))
+}
+
+func store8(v archsimd.Float32x8, p unsafe.Pointer, off uintptr) {
+	v.Store((*[8]float32)(unsafe.Add(p, off)))
+}
+
+// kernAVX2 computes the 4×32 tile as two 4×16 halves, each in 8 ymm
+// accumulators (AVX2 has 16 vector registers).
+func kernAVX2(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool) {
+	kernAVX2Half(a, lda, rows, b, c, ldc, kc, acc)
+	kernAVX2Half(a, lda, rows, (*float32)(unsafe.Add(unsafe.Pointer(b), 64)),
+		(*float32)(unsafe.Add(unsafe.Pointer(c), 64)), ldc, kc, acc)
+}
+
+// kernAVX2Half computes 4 rows × 16 columns; b and c point at the half's
+// first column, panel rows still nr floats apart.
+func kernAVX2Half(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool) {
+	p0, p1, p2, p3 := rowPtrs(a, lda, rows)
+	pb := unsafe.Pointer(b)
+	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x8
+	end := uintptr(kc) * 4
+	for off := uintptr(0); off < end; off += 4 {
+		b0 := load8(pb, 0)
+		b1 := load8(pb, 32)
+		x := bcast8(p0, off)
+		c00 = x.MulAdd(b0, c00)
+		c01 = x.MulAdd(b1, c01)
+		x = bcast8(p1, off)
+		c10 = x.MulAdd(b0, c10)
+		c11 = x.MulAdd(b1, c11)
+		x = bcast8(p2, off)
+		c20 = x.MulAdd(b0, c20)
+		c21 = x.MulAdd(b1, c21)
+		x = bcast8(p3, off)
+		c30 = x.MulAdd(b0, c30)
+		c31 = x.MulAdd(b1, c31)
+		pb = unsafe.Add(pb, nr*4)
+	}
+	pc := unsafe.Pointer(c)
+	l := uintptr(ldc) * 4
+	if acc {
+		c00 = c00.Add(load8(pc, 0))
+		c01 = c01.Add(load8(pc, 32))
+		c10 = c10.Add(load8(pc, l))
+		c11 = c11.Add(load8(pc, l+32))
+		c20 = c20.Add(load8(pc, 2*l))
+		c21 = c21.Add(load8(pc, 2*l+32))
+		c30 = c30.Add(load8(pc, 3*l))
+		c31 = c31.Add(load8(pc, 3*l+32))
+	}
+	store8(c00, pc, 0)
+	store8(c01, pc, 32)
+	store8(c10, pc, l)
+	store8(c11, pc, l+32)
+	store8(c20, pc, 2*l)
+	store8(c21, pc, 2*l+32)
+	store8(c30, pc, 3*l)
+	store8(c31, pc, 3*l+32)
+}

@@ -1,0 +1,77 @@
+package tensor
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+)
+
+// microKernel computes one 4×32 tile of C over kc steps of k:
+//
+//	C[i][j] (+)= Σ_k A[i][k] · B[k][j]    (acc: add to C; otherwise overwrite)
+//
+// a points at A[0][k0] with rows lda apart; only the first rows (1..4) rows
+// are valid, the kernel must not read past them. b points at a packed panel
+// at k0 (32 floats per k); c at C[0][j0] with rows ldc apart, all 4 rows and
+// 32 columns writable. Each element must be accumulated from zero in k order
+// (that is what makes results independent of the tiling).
+type microKernel func(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
+
+// gemmPath is one implementation of the micro kernel.
+type gemmPath struct {
+	name string
+	kern microKernel
+}
+
+// GEMMEnv is the environment variable that forces a GEMM path: "avx512",
+// "avx2" or "portable" (for tests and benchmarks). Unset or "auto": the
+// fastest path the CPU supports.
+const GEMMEnv = "MEAZO_GEMM"
+
+var curPath atomic.Pointer[gemmPath]
+
+func init() {
+	name := os.Getenv(GEMMEnv)
+	if err := SetGEMMPath(name); err != nil {
+		fmt.Fprintf(os.Stderr, "meazo: %s=%q: %v; using %s\n", GEMMEnv, name, err, GEMMPaths()[0])
+		_ = SetGEMMPath("")
+	}
+}
+
+// availablePaths lists the paths this build and CPU support, fastest first.
+func availablePaths() []*gemmPath {
+	return append(simdPaths(), &gemmPath{name: "portable", kern: kernPortable})
+}
+
+// GEMMPaths lists the GEMM paths this build and CPU support, fastest first.
+func GEMMPaths() []string {
+	var names []string
+	for _, p := range availablePaths() {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// GEMMPath reports the GEMM path in use.
+func GEMMPath() string { return curPath.Load().name }
+
+// SetGEMMPath selects the GEMM path by name ("" or "auto": the fastest).
+// Results are bit-identical within one path, not across paths. It is meant
+// for tests and benchmarks; calls already running keep their path.
+func SetGEMMPath(name string) error {
+	ps := availablePaths()
+	if name == "" || name == "auto" {
+		curPath.Store(ps[0])
+		return nil
+	}
+	for _, p := range ps {
+		if p.name == name {
+			curPath.Store(p)
+			return nil
+		}
+	}
+	return fmt.Errorf("GEMM path %q not available on this build/CPU (have %s)", name, strings.Join(GEMMPaths(), ", "))
+}
+
+func currentPath() *gemmPath { return curPath.Load() }

@@ -1,0 +1,187 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randMat(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+// refNT computes c = a·bᵀ in float64 and, per element, Σ|a·b| for the error bound.
+func refNT(a, b []float32, m, n, k int) (c, mag []float64) {
+	c, mag = make([]float64, m*n), make([]float64, m*n)
+	for i := range m {
+		for j := range n {
+			var s, g float64
+			for kk := range k {
+				p := float64(a[i*k+kk]) * float64(b[j*k+kk])
+				s += p
+				g += math.Abs(p)
+			}
+			c[i*n+j], mag[i*n+j] = s, g
+		}
+	}
+	return c, mag
+}
+
+func transpose(b []float32, n, k int) []float32 {
+	t := make([]float32, n*k)
+	for j := range n {
+		for kk := range k {
+			t[kk*n+j] = b[j*k+kk]
+		}
+	}
+	return t
+}
+
+// checkClose compares against the float64 reference with the float32
+// worst-case dot-product bound (k+2)·2⁻²³·Σ|a·b| (a wrong or missing term
+// is far above it for any k used here).
+func checkClose(t *testing.T, what string, got []float32, want, mag []float64, n, k int) {
+	t.Helper()
+	eps := float64(k+2) * math.Pow(2, -23)
+	for i, w := range want {
+		if d := math.Abs(float64(got[i]) - w); !(d <= eps*mag[i]+1e-30) {
+			t.Fatalf("%s: c[%d][%d] = %v, want %v (|diff| %.3g > bound %.3g)", what, i/n, i%n, got[i], w, d, eps*mag[i])
+		}
+	}
+}
+
+var gemmShapes = [][3]int{ // m, n, k
+	{1, 1, 1}, {1, 3, 31}, {3, 1, 33}, {4, 32, 64}, {5, 33, 65}, {31, 127, 3},
+	{33, 65, 127}, {8, 64, 513}, {65, 31, 1030}, {127, 97, 129}, {130, 200, 257},
+	{7, 16, 2048}, {2, 0, 5}, {0, 4, 4}, {3, 5, 0},
+}
+
+// withPaths runs f once per GEMM path this build and CPU support.
+func withPaths(t *testing.T, f func(t *testing.T)) {
+	defer SetGEMMPath("")
+	for _, name := range GEMMPaths() {
+		if err := SetGEMMPath(name); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, f)
+	}
+}
+
+func TestGEMMMatchesFloat64(t *testing.T) {
+	withPaths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(1, 2))
+		for _, s := range gemmShapes {
+			m, n, k := s[0], s[1], s[2]
+			a, b := randMat(r, m*k), randMat(r, n*k)
+			want, mag := refNT(a, b, m, n, k)
+			c := make([]float32, m*n)
+			for _, op := range []struct {
+				name string
+				run  func()
+			}{
+				{"MatMulPacked", func() { MatMulPacked(c, a, m, Pack(b, n, k)) }},
+				{"MatMulNT", func() { MatMulNT(c, a, b, m, n, k) }},
+				{"MatMulNN", func() { MatMulNN(c, a, transpose(b, n, k), m, n, k) }},
+			} {
+				for i := range c {
+					c[i] = float32(math.NaN()) // outputs are overwritten, not accumulated
+				}
+				op.run()
+				checkClose(t, fmt.Sprintf("%s m=%d n=%d k=%d", op.name, m, n, k), c, want, mag, n, k)
+			}
+		}
+	})
+}
+
+// TestGEMMBitIdentical: results do not depend on the number of workers,
+// nor on the other rows in the call, and repeat exactly.
+func TestGEMMBitIdentical(t *testing.T) {
+	defer SetThreads(0)
+	withPaths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for _, s := range [][3]int{{67, 300, 1100}, {1030, 16, 200}, {9, 700, 520}} {
+			m, n, k := s[0], s[1], s[2]
+			a, b := randMat(r, m*k), randMat(r, n*k)
+			w := Pack(b, n, k)
+			var first []float32
+			for _, th := range []int{1, 2, 3, 8, 2} {
+				SetThreads(th)
+				c := make([]float32, m*n)
+				MatMulPacked(c, a, m, w)
+				if first == nil {
+					first = c
+					continue
+				}
+				for i := range c {
+					if math.Float32bits(c[i]) != math.Float32bits(first[i]) {
+						t.Fatalf("m=%d n=%d k=%d threads=%d: c[%d] = %v, threads=1 gave %v", m, n, k, th, i, c[i], first[i])
+					}
+				}
+			}
+			// Row i alone gives the same bits as row i inside the batch.
+			for _, i := range []int{0, m / 2, m - 1} {
+				c := make([]float32, n)
+				MatMulPacked(c, a[i*k:(i+1)*k], 1, w)
+				for j := range c {
+					if math.Float32bits(c[j]) != math.Float32bits(first[i*n+j]) {
+						t.Fatalf("m=%d n=%d k=%d: row %d alone differs from row in batch at col %d", m, n, k, i, j)
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestPackedRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, s := range [][2]int{{1, 1}, {33, 7}, {70, 130}, {64, 32}} {
+		n, k := s[0], s[1]
+		w := randMat(r, n*k)
+		p := Pack(w, n, k)
+		dst := make([]float32, k)
+		for row := range n {
+			p.Row(dst, row)
+			for kk := range k {
+				if dst[kk] != w[row*k+kk] {
+					t.Fatalf("n=%d k=%d: Row(%d)[%d] = %v, want %v", n, k, row, kk, dst[kk], w[row*k+kk])
+				}
+			}
+		}
+	}
+}
+
+func TestGEMMNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items on purpose under the race detector")
+	}
+	defer SetThreads(0)
+	SetThreads(2)
+	r := rand.New(rand.NewPCG(7, 8))
+	m, n, k := 16, 256, 512
+	a, b := randMat(r, m*k), randMat(r, n*k)
+	w := Pack(b, n, k)
+	c := make([]float32, m*n)
+	for name, f := range map[string]func(){
+		"MatMulPacked": func() { MatMulPacked(c, a, m, w) },
+		"MatMulNT":     func() { MatMulNT(c, a, b, m, n, k) },
+	} {
+		f() // warm up pools and workers
+		if allocs := testing.AllocsPerRun(20, f); allocs > 0 {
+			t.Errorf("%s: %v allocations per call", name, allocs)
+		}
+	}
+}
+
+func TestSetGEMMPathUnknown(t *testing.T) {
+	if err := SetGEMMPath("nope"); err == nil {
+		t.Fatal("SetGEMMPath(nope) succeeded")
+	}
+	if GEMMPath() != GEMMPaths()[0] {
+		t.Fatalf("path changed to %s after a failed SetGEMMPath", GEMMPath())
+	}
+}
