@@ -2,24 +2,15 @@ package tensor
 
 import (
 	"math"
-	"runtime"
 	"sync"
 )
-
-// workers is the number of goroutines the element-wise ops split rows over.
-func workers() int {
-	if threads > 0 {
-		return threads
-	}
-	return runtime.GOMAXPROCS(0)
-}
 
 // ParallelFor calls body(lo, hi) on disjoint chunks covering [0, n), using up
 // to the configured number of workers. Chunks are contiguous and each index is
 // handled by exactly one call, so any body that writes only its own rows gives
 // the same result for every worker count.
 func ParallelFor(n int, body func(lo, hi int)) {
-	w := workers()
+	w := Threads()
 	if w > n {
 		w = n
 	}
