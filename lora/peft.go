@@ -90,13 +90,13 @@ func LoadPEFT(dir string, m *model.Model) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("load adapter: %w", err)
 	}
 	defer f.Close()
+	ad := &model.Adapter{Layers: make([]model.LayerAdapter, len(m.Layers))}
 	for l := range m.Layers {
-		attn := &m.Layers[l].Attn
 		for _, target := range cfg.TargetModules {
 			out := m.NumHeads * m.HeadDim
-			slot := &attn.QLoRA
+			slot := &ad.Layers[l].Q
 			if target == "v_proj" {
-				out, slot = m.NumKVHeads*m.HeadDim, &attn.VLoRA
+				out, slot = m.NumKVHeads*m.HeadDim, &ad.Layers[l].V
 			}
 			a, err := readMatrix(f, tensorName(l, target, "A"), cfg.R, m.HiddenSize)
 			if err != nil {
@@ -109,6 +109,7 @@ func LoadPEFT(dir string, m *model.Model) (*PEFTConfig, error) {
 			*slot = &model.LoRA{R: cfg.R, A: a, B: b, Scale: cfg.Scale()}
 		}
 	}
+	m.Adapter = ad
 	return cfg, nil
 }
 

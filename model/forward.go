@@ -10,21 +10,37 @@ import (
 // kvCache holds the keys and values of every layer for a batch of B rows:
 // k[layer] and v[layer] are [B][NumKVHeads][capacity][HeadDim], so the keys
 // one attention head reads are contiguous. mask[b·capacity+s] says whether
-// slot s of row b holds a real token. A training forward uses one as scratch.
+// slot s of row b holds a real token.
+//
+// A forward that is not continued later (training, scoring) needs the keys
+// of one layer at a time: its cache is "scratch", one buffer all layers share.
 type kvCache struct {
 	b, capacity, len int
 	k, v             [][]float32
 	mask             []int
+	scratch          bool
 }
 
-func (m *Model) newCache(b, capacity int) *kvCache {
-	c := &kvCache{b: b, capacity: capacity, mask: make([]int, b*capacity)}
+func (m *Model) newCache(b, capacity int, scratch bool) *kvCache {
+	c := &kvCache{b: b, capacity: capacity, mask: make([]int, b*capacity), scratch: scratch}
 	size := b * m.NumKVHeads * capacity * m.HeadDim
-	for range m.Layers {
+	layers := len(m.Layers)
+	if scratch {
+		layers = 1
+	}
+	for range layers {
 		c.k = append(c.k, make([]float32, size))
 		c.v = append(c.v, make([]float32, size))
 	}
 	return c
+}
+
+// layer returns the cache index that layer l stores its keys in.
+func (c *kvCache) layer(l int) int {
+	if c.scratch {
+		return 0
+	}
+	return l
 }
 
 // checkInput validates an Input against the model.
@@ -84,13 +100,13 @@ func (m *Model) Forward(in Input, opts Options) (*Output, error) {
 			positions[i] = i % in.T
 		}
 	}
-	cache := m.newCache(in.B, in.T)
+	cache := m.newCache(in.B, in.T, true)
 	out := &Output{}
 	var hidden *[][]float32
 	if opts.HiddenStates {
 		hidden = &out.HiddenStates
 	}
-	h := m.step(cache, in.Tokens, mask, positions, in.T, hidden)
+	h := m.step(cache, in.Tokens, mask, positions, in.T, oneSpan(in.B, m.Adapter), hidden)
 
 	if opts.Logits {
 		out.Logits = make([]float32, in.B*in.T*m.VocabSize)
@@ -167,26 +183,43 @@ func (m *Model) loss(out *Output, h []float32, b, t int, labels []int) error {
 	return nil
 }
 
+// span is a run of consecutive sequences [lo, hi) that share one adapter.
+type span struct {
+	lo, hi  int
+	adapter *Adapter
+}
+
+// oneSpan applies a single adapter (possibly nil) to all b sequences.
+func oneSpan(b int, a *Adapter) []span { return []span{{0, b, a}} }
+
+// embed looks up the embedding rows of tokens into x [len(tokens)][hidden].
+func (m *Model) embed(x []float32, tokens []int) {
+	d := m.HiddenSize
+	tensor.ParallelFor(len(tokens), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			m.Embed.Row(x[i*d:(i+1)*d], tokens[i])
+		}
+	})
+}
+
 // step runs tn new tokens per row (tokens, mask and positions are [B·tn])
 // through every layer, appending their keys and values to the cache, and
 // returns the final-norm hidden states [B·tn][hidden]. If hidden is not nil,
 // HF's output_hidden_states are appended to it.
-func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, hidden *[][]float32) []float32 {
+func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []span, hidden *[][]float32) []float32 {
 	n, d := c.b*tn, m.HiddenSize
 	for b := 0; b < c.b; b++ {
 		copy(c.mask[b*c.capacity+c.len:], mask[b*tn:(b+1)*tn])
 	}
 	x := make([]float32, n*d)
-	for i, id := range tokens {
-		m.Embed.Row(x[i*d:(i+1)*d], id)
-	}
+	m.embed(x, tokens)
 	rope := newRopeTable(m.invFreq, positions)
 	ws := m.newWorkspace(n)
 	for l := range m.Layers {
 		if hidden != nil {
 			*hidden = append(*hidden, append([]float32(nil), x...))
 		}
-		m.layerForward(l, x, c, rope, tn, ws)
+		m.layerForward(l, x, c, rope, tn, spans, ws)
 	}
 	c.len += tn
 	tensor.RMSNorm(x, x, m.Norm, n, d, m.RMSNormEps)
@@ -216,32 +249,43 @@ func (m *Model) newWorkspace(n int) *workspace {
 	}
 }
 
-// layerForward applies decoder layer l to x [B·tn][hidden] in place.
-func (m *Model) layerForward(l int, x []float32, c *kvCache, rope *ropeTable, tn int, ws *workspace) {
+// layerForward applies decoder layer l to x [B·tn][hidden] in place. Each
+// span of sequences gets its own adapter's low-rank terms.
+func (m *Model) layerForward(l int, x []float32, c *kvCache, rope *ropeTable, tn int, spans []span, ws *workspace) {
 	layer := &m.Layers[l]
 	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
 
 	// Attention block.
 	tensor.RMSNorm(ws.xn, x, layer.AttnNorm, n, d, m.RMSNormEps)
 	a := &layer.Attn
-	m.linear(ws.q, ws.xn, n, a.Q, a.QLoRA, ws)
-	m.linear(ws.k, ws.xn, n, a.K, nil, ws)
-	m.linear(ws.v, ws.xn, n, a.V, a.VLoRA, ws)
+	tensor.MatMulPacked(ws.q, ws.xn, n, a.Q)
+	tensor.MatMulPacked(ws.k, ws.xn, n, a.K)
+	tensor.MatMulPacked(ws.v, ws.xn, n, a.V)
+	for _, sp := range spans {
+		if sp.adapter == nil {
+			continue
+		}
+		la := sp.adapter.Layers[l]
+		lo, hi := sp.lo*tn, sp.hi*tn
+		m.addLoRA(ws.q[lo*a.Q.N:hi*a.Q.N], ws.xn[lo*d:hi*d], hi-lo, a.Q.N, la.Q, ws)
+		m.addLoRA(ws.v[lo*a.V.N:hi*a.V.N], ws.xn[lo*d:hi*d], hi-lo, a.V.N, la.V, ws)
+	}
 	if a.QNorm != nil {
 		tensor.RMSNorm(ws.q, ws.q, a.QNorm, n*m.NumHeads, hd, m.RMSNormEps)
 		tensor.RMSNorm(ws.k, ws.k, a.KNorm, n*m.NumKVHeads, hd, m.RMSNormEps)
 	}
 	tensor.ParallelFor(n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
+			p := r % rope.rows // variants of one batch share its positions
 			for h := 0; h < m.NumHeads; h++ {
-				rope.apply(ws.q[(r*m.NumHeads+h)*hd:(r*m.NumHeads+h+1)*hd], r)
+				rope.apply(ws.q[(r*m.NumHeads+h)*hd:(r*m.NumHeads+h+1)*hd], p)
 			}
 			for h := 0; h < m.NumKVHeads; h++ {
-				rope.apply(ws.k[(r*m.NumKVHeads+h)*hd:(r*m.NumKVHeads+h+1)*hd], r)
+				rope.apply(ws.k[(r*m.NumKVHeads+h)*hd:(r*m.NumKVHeads+h+1)*hd], p)
 			}
 		}
 	})
-	m.attention(l, c, ws, tn)
+	m.attention(c.layer(l), c, ws, tn)
 	tensor.MatMulPacked(ws.proj, ws.attn, n, a.O)
 	tensor.Add(x, ws.proj)
 
@@ -254,20 +298,19 @@ func (m *Model) layerForward(l int, x []float32, c *kvCache, rope *ropeTable, tn
 	tensor.Add(x, ws.proj)
 }
 
-// linear computes y = x·Wᵀ (+ Scale·(x·Aᵀ)·Bᵀ when an adapter is set), in
-// the order PEFT uses: base output first, then the scaled low-rank term added.
-func (m *Model) linear(y, x []float32, n int, w *tensor.Packed, lora *LoRA, ws *workspace) {
-	tensor.MatMulPacked(y, x, n, w)
+// addLoRA adds PEFT's low-rank term Scale·(x·Aᵀ)·Bᵀ to y [n][out], after
+// the base projection, as PEFT orders it. A nil lora adds nothing.
+func (m *Model) addLoRA(y, x []float32, n, out int, lora *LoRA, ws *workspace) {
 	if lora == nil {
 		return
 	}
 	ax := make([]float32, n*lora.R)
-	tensor.MatMulNT(ax, x, lora.A, n, lora.R, w.K)
-	if cap(ws.lora) < n*w.N {
-		ws.lora = make([]float32, n*w.N)
+	tensor.MatMulNT(ax, x, lora.A, n, lora.R, m.HiddenSize)
+	if cap(ws.lora) < n*out {
+		ws.lora = make([]float32, n*out)
 	}
-	bax := ws.lora[:n*w.N]
-	tensor.MatMulNT(bax, ax, lora.B, n, w.N, lora.R)
+	bax := ws.lora[:n*out]
+	tensor.MatMulNT(bax, ax, lora.B, n, out, lora.R)
 	for i, v := range bax {
 		y[i] += v * lora.Scale
 	}

@@ -61,8 +61,9 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 		}
 	}
 
-	cache := m.newCache(b, t+opts.MaxNewTokens)
-	h := m.step(cache, in.Tokens, mask, positions, t, nil)
+	cache := m.newCache(b, t+opts.MaxNewTokens, false)
+	spans := oneSpan(b, m.Adapter)
+	h := m.step(cache, in.Tokens, mask, positions, t, spans, nil)
 	last := make([]float32, b*m.HiddenSize)
 	for r := 0; r < b; r++ {
 		copy(last[r*m.HiddenSize:], h[(r*t+t-1)*m.HiddenSize:(r*t+t)*m.HiddenSize])
@@ -96,7 +97,7 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 		if allDone || s == opts.MaxNewTokens-1 {
 			break
 		}
-		last = m.step(cache, tokens, stepMask, stepPos, 1, nil)
+		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil)
 	}
 	return out, nil
 }

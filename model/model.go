@@ -23,6 +23,9 @@ type Model struct {
 	Norm   []float32      // model.norm.weight, the final RMSNorm
 	LMHead *tensor.Packed // lm_head.weight [vocab][hidden]; the same matrix as Embed when tied
 
+	// Adapter, when set, is applied by Forward and Generate (PEFT LoRA).
+	Adapter *Adapter
+
 	invFreq []float32 // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
 }
 
@@ -42,12 +45,23 @@ type Layer struct {
 type Attention struct {
 	Q, K, V, O   *tensor.Packed // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd]
 	QNorm, KNorm []float32      // Qwen3 only: RMSNorm over each head's hd values, before RoPE (shared by heads)
-	QLoRA, VLoRA *LoRA          // optional low-rank adapters on q_proj and v_proj
 }
 
 // MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x)).
 type MLP struct {
 	Gate, Up, Down *tensor.Packed
+}
+
+// Adapter holds the low-rank updates of every layer; a nil entry means none.
+// It is separate from the frozen weights so that one forward can run several
+// adapters side by side (the perturbed variants of a ZO step).
+type Adapter struct {
+	Layers []LayerAdapter // one per decoder layer
+}
+
+// LayerAdapter holds a layer's LoRA updates of q_proj and v_proj.
+type LayerAdapter struct {
+	Q, V *LoRA
 }
 
 // LoRA is a low-rank update of a frozen projection, as PEFT computes it:

@@ -45,15 +45,15 @@ func llama3Scale(inv []float32, s *RopeScaling) {
 // ropeTable holds cos and sin for a list of positions, [len(pos)][headDim/2]
 // (HF's table repeats each half twice: cat(freqs, freqs)).
 type ropeTable struct {
-	half     int
-	cos, sin []float32
+	half, rows int
+	cos, sin   []float32
 }
 
 // newRopeTable computes the angles pos·inv_freq in float32 and their cos/sin
 // rounded to float32, as HF's rotary embedding does with autocast off.
 func newRopeTable(inv []float32, positions []int) *ropeTable {
 	half := len(inv)
-	t := &ropeTable{half: half, cos: make([]float32, len(positions)*half), sin: make([]float32, len(positions)*half)}
+	t := &ropeTable{half: half, rows: len(positions), cos: make([]float32, len(positions)*half), sin: make([]float32, len(positions)*half)}
 	for p, pos := range positions {
 		for i, f := range inv {
 			angle := float32(pos) * f

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
+)
+
+func init() {
+	register("forward", "full-model forward time, tokens/s, GFLOP/s and peak RSS on random weights", runForward)
+}
+
+// fullConfigs maps the short model names to their published config.json,
+// under $MEAZO_SHARED/fixtures/models/full-configs.
+var fullConfigs = map[string]string{"llama1b": "Llama-3.2-1B", "qwen06b": "Qwen3-0.6B"}
+
+func runForward(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
+	name := fs.String("model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	shapes := fs.String("shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
+	reps := fs.Int("reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed forwards to this file")
+	logits := fs.Bool("logits", true, "compute logits at every position (as a plain HF forward does); false: the LM head runs only where a loss needs it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tensor.SetThreads(*threads)
+	cfgPath := *name
+	if dir, ok := fullConfigs[*name]; ok {
+		shared := os.Getenv("MEAZO_SHARED")
+		if shared == "" {
+			shared = "../shared"
+		}
+		cfgPath = filepath.Join(shared, "fixtures", "models", "full-configs", dir, "config.json")
+	}
+	cfg, err := model.LoadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := model.NewRandom(cfg, 1, 0.02)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random weights built and packed in %.1fs; %d threads; GEMM path %s\n",
+		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, time.Since(start).Seconds(), *threads, tensor.GEMMPath())
+	fmt.Fprintf(stdout, "%-8s %10s %12s %10s %12s\n", "shape", "seconds", "tokens/s", "GFLOP/s", "peak RSS MiB")
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range strings.Split(*shapes, ",") {
+		b, t, err := parseShape(s)
+		if err != nil {
+			return err
+		}
+		in := model.Input{B: b, T: t, Tokens: make([]int, b*t)}
+		for i := range in.Tokens {
+			in.Tokens[i] = r.IntN(cfg.VocabSize)
+		}
+		opts := model.Options{Logits: *logits}
+		if !*logits { // a training-shaped loss: the last token of each row supervised
+			opts.Labels = make([]int, b*t)
+			for i := range opts.Labels {
+				opts.Labels[i] = -100
+				if i%t == t-1 {
+					opts.Labels[i] = in.Tokens[i]
+				}
+			}
+		}
+		var times []float64
+		for rep := 0; rep <= *reps; rep++ {
+			t0 := time.Now()
+			if _, err := m.Forward(in, opts); err != nil {
+				return err
+			}
+			if rep > 0 { // the first run warms up
+				times = append(times, time.Since(t0).Seconds())
+			}
+		}
+		slices.Sort(times)
+		sec := times[len(times)/2]
+		flops := forwardFLOPs(cfg, b, t, *logits)
+		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %12.0f\n", s, sec, float64(b*t)/sec, flops/sec/1e9, peakRSSMiB())
+	}
+	return nil
+}
+
+func parseShape(s string) (b, t int, err error) {
+	parts := strings.Split(strings.TrimSpace(s), "x")
+	if len(parts) == 2 {
+		b, err1 := strconv.Atoi(parts[0])
+		t, err2 := strconv.Atoi(parts[1])
+		if err1 == nil && err2 == nil && b > 0 && t > 0 {
+			return b, t, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("bad shape %q, want BxT such as 8x128", s)
+}
+
+// forwardFLOPs counts the multiply-adds (×2) of the matrix products of one
+// forward: every projection, the attention products as computed (all T×T
+// scores, masked or not), and the LM head at every position or at one per row.
+func forwardFLOPs(c *model.Config, b, t int, allLogits bool) float64 {
+	n := float64(b * t)
+	d, hd := float64(c.HiddenSize), float64(c.HeadDim)
+	q, kv := float64(c.NumHeads)*hd, float64(c.NumKVHeads)*hd
+	perLayer := 2*n*d*(q+2*kv) + 2*n*q*d + 3*2*n*d*float64(c.IntermediateSize)
+	perLayer += 2 * 2 * float64(b) * float64(c.NumHeads) * float64(t) * float64(t) * hd
+	head := 2 * float64(b) * d * float64(c.VocabSize)
+	if allLogits {
+		head *= float64(t)
+	}
+	return float64(c.NumLayers)*perLayer + head
+}
+
+// peakRSSMiB reads the process's peak resident set size (VmHWM) from /proc.
+func peakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
