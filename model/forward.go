@@ -125,41 +125,10 @@ func (m *Model) Forward(in Input, opts Options) (*Output, error) {
 // (token-weighted), accumulated in float64. If out.Logits is set it is
 // reused; otherwise the LM head runs only at supervised positions.
 func (m *Model) loss(out *Output, h []float32, b, t int, labels []int) error {
-	var rows, targets, seqOf []int
-	for s := 0; s < b; s++ {
-		for i := 0; i+1 < t; i++ {
-			y := labels[s*t+i+1]
-			if y == -100 {
-				continue
-			}
-			if y < 0 || y >= m.VocabSize {
-				return fmt.Errorf("labels[%d][%d] = %d is outside the vocabulary [0, %d)", s, i+1, y, m.VocabSize)
-			}
-			rows = append(rows, s*t+i)
-			targets = append(targets, y)
-			seqOf = append(seqOf, s)
-		}
+	ce, seqOf, err := m.tokenCE(h, out.Logits, b, t, labels)
+	if err != nil {
+		return err
 	}
-	v := m.VocabSize
-	logits := out.Logits
-	if logits == nil {
-		sel := make([]float32, len(rows)*m.HiddenSize)
-		for i, r := range rows {
-			copy(sel[i*m.HiddenSize:(i+1)*m.HiddenSize], h[r*m.HiddenSize:(r+1)*m.HiddenSize])
-		}
-		logits = make([]float32, len(rows)*v)
-		tensor.MatMulPacked(logits, sel, len(rows), m.LMHead)
-		for i := range rows {
-			rows[i] = i
-		}
-	}
-	ce := make([]float64, len(rows))
-	tensor.ParallelFor(len(rows), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := logits[rows[i]*v : (rows[i]+1)*v]
-			ce[i] = tensor.LogSumExp(row) - float64(row[targets[i]])
-		}
-	})
 	sum := make([]float64, b)
 	count := make([]int, b)
 	var total float64
@@ -181,6 +150,50 @@ func (m *Model) loss(out *Output, h []float32, b, t int, labels []int) error {
 		}
 	}
 	return nil
+}
+
+// tokenCE returns the cross-entropy of every supervised token of b
+// sequences of length t, in sequence-then-position order, and the sequence
+// each belongs to. Labels are unshifted (HF's convention): the logits at
+// position i are scored against labels[i+1]. logits, if not nil, holds the
+// logits of every position; otherwise the LM head runs on the hidden states
+// h of the supervised positions only.
+func (m *Model) tokenCE(h, logits []float32, b, t int, labels []int) (ce []float64, seqOf []int, err error) {
+	var rows, targets []int
+	for s := 0; s < b; s++ {
+		for i := 0; i+1 < t; i++ {
+			y := labels[s*t+i+1]
+			if y == -100 {
+				continue
+			}
+			if y < 0 || y >= m.VocabSize {
+				return nil, nil, fmt.Errorf("labels[%d][%d] = %d is outside the vocabulary [0, %d)", s, i+1, y, m.VocabSize)
+			}
+			rows = append(rows, s*t+i)
+			targets = append(targets, y)
+			seqOf = append(seqOf, s)
+		}
+	}
+	v, d := m.VocabSize, m.HiddenSize
+	if logits == nil {
+		sel := make([]float32, len(rows)*d)
+		for i, r := range rows {
+			copy(sel[i*d:(i+1)*d], h[r*d:(r+1)*d])
+		}
+		logits = make([]float32, len(rows)*v)
+		tensor.MatMulPacked(logits, sel, len(rows), m.LMHead)
+		for i := range rows {
+			rows[i] = i
+		}
+	}
+	ce = make([]float64, len(rows))
+	tensor.ParallelFor(len(rows), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := logits[rows[i]*v : (rows[i]+1)*v]
+			ce[i] = tensor.LogSumExp(row) - float64(row[targets[i]])
+		}
+	})
+	return ce, seqOf, nil
 }
 
 // span is a run of consecutive sequences [lo, hi) that share one adapter.

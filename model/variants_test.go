@@ -1,0 +1,212 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// testModels returns the two fixture models when MEAZO_SHARED is set, and
+// two random tiny models always.
+func testModels(t *testing.T) map[string]*Model {
+	t.Helper()
+	out := map[string]*Model{}
+	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+		m, err := NewRandom(tinyConfig(arch), 3, 0.3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["random-"+arch] = m
+	}
+	if root := os.Getenv("MEAZO_SHARED"); root != "" {
+		for _, name := range tinyModels {
+			m, err := Load(filepath.Join(root, "fixtures", "models", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = m
+		}
+	}
+	return out
+}
+
+// randomAdapter makes a LoRA adapter of rank r on q_proj and v_proj.
+func randomAdapter(m *Model, r int, rng *rand.Rand) *Adapter {
+	mk := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * 0.2)
+		}
+		return v
+	}
+	a := &Adapter{Layers: make([]LayerAdapter, m.NumLayers)}
+	for l := range a.Layers {
+		a.Layers[l].Q = &LoRA{R: r, A: mk(r * m.HiddenSize), B: mk(m.NumHeads * m.HeadDim * r), Scale: 2}
+		a.Layers[l].V = &LoRA{R: r, A: mk(r * m.HiddenSize), B: mk(m.NumKVHeads * m.HeadDim * r), Scale: 2}
+	}
+	return a
+}
+
+// testBatch is a right-padded batch of 3 sequences with some labels masked.
+func testBatch(m *Model, rng *rand.Rand) (Input, []int) {
+	b, t := 3, 9
+	lengths := []int{9, 6, 4}
+	in := Input{B: b, T: t, Tokens: make([]int, b*t), Mask: make([]int, b*t)}
+	labels := make([]int, b*t)
+	for s := 0; s < b; s++ {
+		for i := 0; i < t; i++ {
+			r := s*t + i
+			labels[r] = -100
+			if i < lengths[s] {
+				in.Tokens[r], in.Mask[r] = rng.IntN(m.VocabSize), 1
+				if i >= 2 {
+					labels[r] = in.Tokens[r]
+				}
+			}
+		}
+	}
+	return in, labels
+}
+
+// alone computes one variant's loss by the plain Forward path.
+func alone(t *testing.T, m *Model, in Input, labels []int, a *Adapter) float64 {
+	t.Helper()
+	saved := m.Adapter
+	m.Adapter = a
+	defer func() { m.Adapter = saved }()
+	out, err := m.Forward(in, Options{Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Loss
+}
+
+func TestLossesEqualSeparateForwards(t *testing.T) {
+	for name, m := range testModels(t) {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			in, labels := testBatch(m, rng)
+			for _, k := range []int{2, 8} { // q = 1 and q = 4 central differences
+				var variants []Variant
+				for range k {
+					variants = append(variants, Variant{Adapter: randomAdapter(m, 4, rng)})
+				}
+				got, stats, err := m.Losses(in, labels, Variant{}, variants)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stats.LayerEvals != k*m.NumLayers {
+					t.Errorf("%d layer evaluations, want %d", stats.LayerEvals, k*m.NumLayers)
+				}
+				for i, v := range variants {
+					if want := alone(t, m, in, labels, v.Adapter); got[i] != want {
+						t.Errorf("K=%d variant %d: batched loss %.17g, alone %.17g", k, i, got[i], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPrefixCaching perturbs one layer's adapter per variant and checks
+// that starting the variant at that layer from the base pass's hidden state
+// gives exactly the loss of the full computation, with the layer count of
+// the paper's formula.
+func TestPrefixCaching(t *testing.T) {
+	for name, m := range testModels(t) {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			in, labels := testBatch(m, rng)
+			base := randomAdapter(m, 4, rng)
+			q := 2
+			var cached, full []Variant
+			for l := 0; l < m.NumLayers; l++ {
+				for range 2 * q {
+					pert := &Adapter{Layers: append([]LayerAdapter(nil), base.Layers...)}
+					pert.Layers[l] = randomAdapter(m, 4, rng).Layers[l]
+					cached = append(cached, Variant{Adapter: pert, From: l})
+					full = append(full, Variant{Adapter: pert})
+				}
+			}
+			got, stats, err := m.Losses(in, labels, Variant{Adapter: base}, cached)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, fullStats, err := m.Losses(in, labels, Variant{Adapter: base}, full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Errorf("variant %d (layer %d): cached %.17g, uncached %.17g", i, cached[i].From, got[i], want[i])
+				}
+			}
+			// Paper (ALGORITHMS.md): (p-1) + q·Σ_j 2(p-j) = pq(p+1) + p - 1, against 2qp² uncached.
+			p := m.NumLayers
+			if wantEvals := p*q*(p+1) + p - 1; stats.LayerEvals != wantEvals {
+				t.Errorf("cached: %d layer evaluations, formula says %d", stats.LayerEvals, wantEvals)
+			}
+			if fullStats.LayerEvals != 2*q*p*p {
+				t.Errorf("uncached: %d layer evaluations, want 2qp² = %d", fullStats.LayerEvals, 2*q*p*p)
+			}
+			// A variant identical to the base (From = NumLayers) gets the base loss.
+			clean, _, err := m.Losses(in, labels, Variant{Adapter: base}, []Variant{{Adapter: base, From: p}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := alone(t, m, in, labels, base); clean[0] != w {
+				t.Errorf("clean variant: %.17g, plain forward %.17g", clean[0], w)
+			}
+		})
+	}
+}
+
+// TestPromptVariants checks prompt tuning's virtual tokens against the plain
+// forward of a batch whose first tokens are real tokens with those embeddings.
+func TestPromptVariants(t *testing.T) {
+	for name, m := range testModels(t) {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 8))
+			in, labels := testBatch(m, rng)
+			nv := 3
+			var variants []Variant
+			var prefixes [][]int
+			for range 4 {
+				ids := []int{rng.IntN(m.VocabSize), rng.IntN(m.VocabSize), rng.IntN(m.VocabSize)}
+				prompt := make([]float32, nv*m.HiddenSize)
+				for i, id := range ids {
+					m.Embed.Row(prompt[i*m.HiddenSize:(i+1)*m.HiddenSize], id)
+				}
+				variants = append(variants, Variant{Prompt: prompt})
+				prefixes = append(prefixes, ids)
+			}
+			got, _, err := m.Losses(in, labels, Variant{Prompt: variants[0].Prompt}, variants)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, ids := range prefixes {
+				// The same sequences with the virtual tokens as real tokens in front.
+				t2 := in.T + nv
+				ex := Input{B: in.B, T: t2, Tokens: make([]int, in.B*t2), Mask: make([]int, in.B*t2)}
+				exLabels := make([]int, in.B*t2)
+				for s := 0; s < in.B; s++ {
+					for i := 0; i < t2; i++ {
+						r := s*t2 + i
+						if i < nv {
+							ex.Tokens[r], ex.Mask[r], exLabels[r] = ids[i], 1, -100
+						} else {
+							src := s*in.T + i - nv
+							ex.Tokens[r], ex.Mask[r], exLabels[r] = in.Tokens[src], in.Mask[src], labels[src]
+						}
+					}
+				}
+				want := alone(t, m, ex, exLabels, nil)
+				if math.Abs(got[k]-want) > 1e-12 {
+					t.Errorf("prompt variant %d: %.17g, forward with real prefix tokens %.17g", k, got[k], want)
+				}
+			}
+		})
+	}
+}
