@@ -1,0 +1,320 @@
+package lora
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// Options configures a trainable LoRA adapter. The defaults are the paper's:
+// r = 16, alpha = 16 on q_proj and v_proj.
+type Options struct {
+	R       int      // rank (default 16)
+	Alpha   float64  // lora_alpha (default 16); the update is scaled by Alpha/R
+	Targets []string // projections to adapt (default q_proj, v_proj)
+	Seed    uint64   // seeds the A initialisation
+	// GroupByLayer makes each decoder layer its own parameter group (for
+	// grouped ZO estimation); otherwise all parameters form group 0.
+	GroupByLayer bool
+}
+
+func (o *Options) defaults() {
+	if o.R == 0 {
+		o.R = 16
+	}
+	if o.Alpha == 0 {
+		o.Alpha = 16
+	}
+	if len(o.Targets) == 0 {
+		o.Targets = []string{"q_proj", "v_proj"}
+	}
+}
+
+// Adapter is a trainable LoRA adapter whose parameters live in flat float32
+// vectors, one per group, in the canonical order of shared/spec/NOISE.md:
+// layers in increasing order; in a layer q_proj then v_proj (architecture
+// order); for each, lora_A [r][in] then lora_B [out][r], row-major.
+type Adapter struct {
+	opts    Options
+	targets []string // Targets in architecture order
+	layers  int
+	in      int
+	out     map[string]int // output width of each target
+	params  [][]float32    // the groups
+	base    string         // base_model_name_or_path written to adapter_config.json
+}
+
+// New makes an adapter for m with PEFT's initialisation: A ~ U(-1/√in, 1/√in)
+// (kaiming_uniform with a = √5), B = 0, so the adapted model starts equal to
+// the base model. The random stream is ours (seeded by opts.Seed), not torch's.
+func New(m *model.Model, opts Options) (*Adapter, error) {
+	opts.defaults()
+	a, err := newShape(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x10ba))
+	bound := 1 / math.Sqrt(float64(a.in))
+	a.eachMatrix(func(_ int, _ string, ab string, v []float32) {
+		if ab == "A" {
+			for i := range v {
+				v[i] = float32((2*rng.Float64() - 1) * bound)
+			}
+		}
+	})
+	return a, nil
+}
+
+// newShape allocates a zero adapter of the right shape for m.
+func newShape(m *model.Model, opts Options) (*Adapter, error) {
+	if opts.R <= 0 {
+		return nil, fmt.Errorf("lora: rank must be positive, got %d", opts.R)
+	}
+	a := &Adapter{opts: opts, layers: m.NumLayers, in: m.HiddenSize, out: map[string]int{
+		"q_proj": m.NumHeads * m.HeadDim, "v_proj": m.NumKVHeads * m.HeadDim,
+	}}
+	for _, t := range opts.Targets {
+		if !slices.Contains(supportedTargets, t) {
+			return nil, fmt.Errorf("lora: target module %q is not supported (supported: %v)", t, supportedTargets)
+		}
+	}
+	for _, t := range supportedTargets { // architecture order
+		if slices.Contains(opts.Targets, t) {
+			a.targets = append(a.targets, t)
+		}
+	}
+	perLayer := 0
+	for _, t := range a.targets {
+		perLayer += opts.R*a.in + a.out[t]*opts.R
+	}
+	if opts.GroupByLayer {
+		for range a.layers {
+			a.params = append(a.params, make([]float32, perLayer))
+		}
+	} else {
+		a.params = [][]float32{make([]float32, perLayer*a.layers)}
+	}
+	return a, nil
+}
+
+// Params returns the parameter groups (the adapter's own storage: the ZO
+// engine updates them in place).
+func (a *Adapter) Params() [][]float32 { return a.params }
+
+// Count returns the number of trainable parameters.
+func (a *Adapter) Count() int {
+	n := 0
+	for _, g := range a.params {
+		n += len(g)
+	}
+	return n
+}
+
+// Scale is the factor applied to B(Ax): alpha/r.
+func (a *Adapter) Scale() float32 { return float32(a.opts.Alpha / float64(a.opts.R)) }
+
+// GroupLayer returns the first decoder layer group g's parameters touch
+// (prefix caching starts a variant of group g there): g itself when grouped
+// by layer, 0 for a single group.
+func (a *Adapter) GroupLayer(g int) int {
+	if a.opts.GroupByLayer {
+		return g
+	}
+	return 0
+}
+
+// SetBaseModel records base_model_name_or_path for saving.
+func (a *Adapter) SetBaseModel(name string) { a.base = name }
+
+// eachMatrix calls fn for every adapter matrix in canonical order with a
+// slice of the given group storage.
+func (a *Adapter) eachMatrixOf(params [][]float32, fn func(layer int, target, ab string, v []float32)) {
+	r := a.opts.R
+	for l := 0; l < a.layers; l++ {
+		g, off := 0, 0
+		if a.opts.GroupByLayer {
+			g = l
+		} else {
+			off = l * (len(params[0]) / a.layers)
+		}
+		for _, t := range a.targets {
+			nA, nB := r*a.in, a.out[t]*r
+			fn(l, t, "A", params[g][off:off+nA])
+			fn(l, t, "B", params[g][off+nA:off+nA+nB])
+			off += nA + nB
+		}
+	}
+}
+
+func (a *Adapter) eachMatrix(fn func(layer int, target, ab string, v []float32)) {
+	a.eachMatrixOf(a.params, fn)
+}
+
+// View returns the model-side adapter reading the given parameter groups
+// (same shapes as Params) without copying: the ZO objective uses it to run
+// perturbed copies of the parameters.
+func (a *Adapter) View(params [][]float32) *model.Adapter {
+	ad := &model.Adapter{Layers: make([]model.LayerAdapter, a.layers)}
+	var pendingA []float32
+	a.eachMatrixOf(params, func(l int, t, ab string, v []float32) {
+		if ab == "A" {
+			pendingA = v
+			return
+		}
+		lo := &model.LoRA{R: a.opts.R, A: pendingA, B: v, Scale: a.Scale()}
+		if t == "q_proj" {
+			ad.Layers[l].Q = lo
+		} else {
+			ad.Layers[l].V = lo
+		}
+	})
+	return ad
+}
+
+// Attach makes m apply the adapter's current parameters in Forward and Generate.
+func (a *Adapter) Attach(m *model.Model) { m.Adapter = a.View(a.params) }
+
+// Save writes the adapter in PEFT format: adapter_model.safetensors (keys
+// base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight)
+// and adapter_config.json, both atomically.
+func (a *Adapter) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save adapter: %w", err)
+	}
+	var tensors []safetensors.Tensor
+	a.eachMatrix(func(l int, t, ab string, v []float32) {
+		shape := []int{a.opts.R, a.in}
+		if ab == "B" {
+			shape = []int{a.out[t], a.opts.R}
+		}
+		tensors = append(tensors, safetensors.F32Tensor(tensorName(l, t, ab), shape, v))
+	})
+	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
+		return err
+	}
+	cfg := map[string]any{
+		"peft_type":               "LORA",
+		"task_type":               "CAUSAL_LM",
+		"r":                       a.opts.R,
+		"lora_alpha":              a.opts.Alpha,
+		"lora_dropout":            0.0,
+		"target_modules":          a.targets,
+		"bias":                    "none",
+		"base_model_name_or_path": a.base,
+		"fan_in_fan_out":          false,
+		"use_rslora":              false,
+		"use_dora":                false,
+		"init_lora_weights":       true,
+		"inference_mode":          true,
+		"modules_to_save":         nil,
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, "adapter_config.json"), b)
+}
+
+// Load reads a PEFT LoRA adapter directory into a trainable adapter for m
+// (grouped as opts says; R, Alpha and Targets come from the file).
+func Load(dir string, m *model.Model, groupByLayer bool) (*Adapter, error) {
+	cfg, err := ReadPEFTConfig(filepath.Join(dir, "adapter_config.json"))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.UseRSLoRA {
+		return nil, fmt.Errorf("adapter %s: use_rslora adapters can be evaluated (meazo-inspect) but not trained", dir)
+	}
+	a, err := newShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer})
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", dir, err)
+	}
+	a.base = cfg.BaseModel
+	path := filepath.Join(dir, "adapter_model.safetensors")
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load adapter: %w", err)
+	}
+	defer f.Close()
+	a.eachMatrix(func(l int, t, ab string, v []float32) {
+		if err != nil {
+			return
+		}
+		rows, cols := a.opts.R, a.in
+		if ab == "B" {
+			rows, cols = a.out[t], a.opts.R
+		}
+		var w []float32
+		if w, err = readMatrix(f, tensorName(l, t, ab), rows, cols); err == nil {
+			copy(v, w)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Merge returns a copy of m whose q_proj/v_proj weights include the adapter
+// (W + scale·B·A), so evaluation runs without the low-rank terms. m itself
+// is unchanged; the copy shares every other weight with it.
+func (a *Adapter) Merge(m *model.Model) *model.Model {
+	merged := *m
+	merged.Adapter = nil
+	merged.Layers = slices.Clone(m.Layers)
+	view := a.View(a.params)
+	for l := range merged.Layers {
+		attn := &merged.Layers[l].Attn
+		if lo := view.Layers[l].Q; lo != nil {
+			attn.Q = mergeOne(attn.Q, lo)
+		}
+		if lo := view.Layers[l].V; lo != nil {
+			attn.V = mergeOne(attn.V, lo)
+		}
+	}
+	return &merged
+}
+
+// mergeOne returns Pack(W + scale·B·A).
+func mergeOne(w *tensor.Packed, lo *model.LoRA) *tensor.Packed {
+	dense := make([]float32, w.N*w.K)
+	for n := 0; n < w.N; n++ {
+		row := dense[n*w.K : (n+1)*w.K]
+		w.Row(row, n)
+		for r := 0; r < lo.R; r++ {
+			c := lo.Scale * lo.B[n*lo.R+r]
+			for k, av := range lo.A[r*w.K : (r+1)*w.K] {
+				row[k] += c * av
+			}
+		}
+	}
+	return tensor.Pack(dense, w.N, w.K)
+}
+
+// writeFileAtomic writes data beside path and renames it into place.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
