@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -25,14 +24,14 @@ func isLetter(r rune) bool {
 	if r < utf8.RuneSelf {
 		return (r|0x20) >= 'a' && (r|0x20) <= 'z'
 	}
-	return unicode.IsLetter(r)
+	return inRanges(letters16, r)
 }
 
 func isNumber(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= '0' && r <= '9'
 	}
-	return unicode.IsNumber(r)
+	return inRanges(numbers16, r)
 }
 
 // isSpace is Unicode White_Space, which is what \s means in Oniguruma.
@@ -40,7 +39,27 @@ func isSpace(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r == ' ' || (r >= '\t' && r <= '\r')
 	}
-	return unicode.IsSpace(r)
+	return inRanges(spaces16, r)
+}
+
+// runeRange is an inclusive range of code points.
+type runeRange struct{ lo, hi rune }
+
+// inRanges reports whether r lies in one of the sorted, disjoint ranges.
+func inRanges(rs []runeRange, r rune) bool {
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch {
+		case r < rs[m].lo:
+			hi = m
+		case r > rs[m].hi:
+			lo = m + 1
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 func runeAt(s string, i int) (rune, int) {
