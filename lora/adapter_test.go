@@ -1,0 +1,194 @@
+package lora
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// TestTrainableCounts checks the paper's trainable-parameter counts on the
+// published full-size configs (shape only: no weights are loaded).
+func TestTrainableCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want int
+	}{
+		{"Llama-3.2-1B", 1703936},
+		{"Qwen3-0.6B", 2293760},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := model.LoadConfig(fixture.Dir(t, "fixtures", "models", "full-configs", tc.name, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &model.Model{Config: *cfg}
+			for _, grouped := range []bool{false, true} {
+				a, err := newShape(m, Options{R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, GroupByLayer: grouped})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Count() != tc.want {
+					t.Errorf("grouped=%v: %d trainable parameters, want %d", grouped, a.Count(), tc.want)
+				}
+				if grouped && len(a.Params()) != cfg.NumLayers {
+					t.Errorf("%d groups, want one per layer (%d)", len(a.Params()), cfg.NumLayers)
+				}
+			}
+		})
+	}
+}
+
+func TestNewIsPEFTInit(t *testing.T) {
+	m, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(m, Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := 1 / math.Sqrt(float64(m.HiddenSize))
+	a.eachMatrix(func(l int, tgt, ab string, v []float32) {
+		for _, x := range v {
+			if ab == "B" && x != 0 {
+				t.Fatalf("layer %d %s lora_B not zero", l, tgt)
+			}
+			if ab == "A" && (math.Abs(float64(x)) > bound || x == 0) {
+				t.Fatalf("layer %d %s lora_A value %g outside U(-1/√in, 1/√in)", l, tgt, x)
+			}
+		}
+	})
+	// With B = 0 the adapted model equals the base model.
+	in := model.Input{B: 1, T: 4, Tokens: []int{3, 1, 4, 1}}
+	base, _ := m.Forward(in, model.Options{Logits: true})
+	a.Attach(m)
+	adapted, _ := m.Forward(in, model.Options{Logits: true})
+	if !slices.Equal(base.Logits, adapted.Logits) {
+		t.Error("a freshly initialised adapter changes the logits")
+	}
+}
+
+// TestSaveLoadPEFTFormat writes an adapter and checks PEFT's key names,
+// shapes and config fields, then loads it back, grouped and not.
+func TestSaveLoadPEFTFormat(t *testing.T) {
+	m, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(m, Options{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Params()[0] { // make B non-zero too
+		a.Params()[0][i] += float32(i%7) * 1e-3
+	}
+	a.SetBaseModel("meta-llama/Llama-3.2-1B")
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n := len(f.Tensors()); n != 4*m.NumLayers {
+		t.Errorf("%d tensors, want %d", n, 4*m.NumLayers)
+	}
+	for l := 0; l < m.NumLayers; l++ {
+		for _, want := range []struct {
+			name  string
+			shape []int
+		}{
+			{tensorName(l, "q_proj", "A"), []int{16, m.HiddenSize}},
+			{tensorName(l, "q_proj", "B"), []int{m.NumHeads * m.HeadDim, 16}},
+			{tensorName(l, "v_proj", "A"), []int{16, m.HiddenSize}},
+			{tensorName(l, "v_proj", "B"), []int{m.NumKVHeads * m.HeadDim, 16}},
+		} {
+			info, ok := f.Info(want.name)
+			if !ok || !slices.Equal(info.Shape, want.shape) || info.Dtype != "F32" {
+				t.Errorf("tensor %s: %+v, want F32 %v", want.name, info, want.shape)
+			}
+		}
+	}
+	var cfg map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 16.0, "lora_alpha": 16.0,
+		"lora_dropout": 0.0, "bias": "none", "base_model_name_or_path": "meta-llama/Llama-3.2-1B"} {
+		if cfg[k] != v {
+			t.Errorf("adapter_config.json %s = %v, want %v", k, cfg[k], v)
+		}
+	}
+	if tm, _ := cfg["target_modules"].([]any); len(tm) != 2 || tm[0] != "q_proj" || tm[1] != "v_proj" {
+		t.Errorf("target_modules = %v", cfg["target_modules"])
+	}
+	for _, grouped := range []bool{false, true} {
+		back, err := Load(dir, m, grouped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(slices.Concat(back.Params()...), a.Params()[0]) {
+			t.Errorf("grouped=%v: loaded parameters differ from saved ones", grouped)
+		}
+	}
+	// The same file through the PEFT loader gives the same logits as the
+	// trainable adapter, and merging gives them too (up to rounding).
+	in := model.Input{B: 1, T: 5, Tokens: []int{3, 1, 4, 1, 5}}
+	a.Attach(m)
+	want, _ := m.Forward(in, model.Options{Logits: true})
+	if _, err := LoadPEFT(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := m.Forward(in, model.Options{Logits: true})
+	if !slices.Equal(got.Logits, want.Logits) {
+		t.Error("LoadPEFT of a saved adapter gives other logits than the adapter itself")
+	}
+	merged, _ := a.Merge(m).Forward(in, model.Options{Logits: true})
+	for i := range merged.Logits {
+		if math.Abs(float64(merged.Logits[i]-want.Logits[i])) > 1e-4 {
+			t.Fatalf("merged logits differ at %d: %g vs %g", i, merged.Logits[i], want.Logits[i])
+		}
+	}
+}
+
+// TestFixtureAdapterTrainable loads the PEFT fixture as a trainable adapter
+// and reproduces the reference logits through View.
+func TestFixtureAdapterTrainable(t *testing.T) {
+	dir := fixture.Dir(t, "fixtures", "models", "qwen3-tiny")
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Load(filepath.Join(dir, "lora"), m, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Attach(m)
+	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+	shape := ref.Shape("input_ids")
+	mask := ref.Ints("attention_mask")
+	out, err := m.Forward(model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := fixture.MaxAbsDiff(out.Logits, ref.F64("lora_logits_f64"), m.VocabSize, func(r int) bool { return mask[r] == 1 }); d > 3e-4 {
+		t.Errorf("LoRA logits through the trainable adapter: max |Δ| %.3g > 3e-4", d)
+	}
+}
+
+func tinyConfig() *model.Config {
+	return &model.Config{
+		Architecture: "LlamaForCausalLM", VocabSize: 64, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-5, RopeTheta: 5e5, TieEmbeddings: true, BOSTokenID: -1,
+	}
+}
