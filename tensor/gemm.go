@@ -46,9 +46,13 @@ const (
 
 // Packed is a frozen nn.Linear weight W [N][K] (HF layout: out × in) stored in
 // the layout the GEMM kernel streams, so that y = x·Wᵀ needs no repacking per call.
+//
+// A Packed made by PackBF16 stores the panels as bfloat16 (half the memory
+// and bandwidth) and widens them to float32 in the kernel.
 type Packed struct {
-	N, K int
-	data []float32 // ceil(N/32) panels of K×32 floats, see the file comment
+	N, K   int
+	data   []float32 // ceil(N/32) panels of K×32 floats, see the file comment
+	data16 []uint16  // the same panels as bfloat16 bits (PackBF16), data is nil
 }
 
 // Pack copies w (row-major [n][k]) into a Packed matrix.
@@ -67,17 +71,28 @@ func (p *Packed) Row(dst []float32, n int) {
 	if n < 0 || n >= p.N {
 		panic(fmt.Sprintf("tensor.Packed.Row: row %d out of range [0,%d)", n, p.N))
 	}
-	src := p.data[(n/nr)*p.K*nr+n%nr:]
+	off := (n/nr)*p.K*nr + n%nr
 	dst = dst[:p.K]
+	if p.data16 != nil {
+		src := p.data16[off:]
+		for k := range dst {
+			dst[k] = bf16ToF32(src[k*nr])
+		}
+		return
+	}
+	src := p.data[off:]
 	for k := range dst {
 		dst[k] = src[k*nr]
 	}
 }
 
+// IsBF16 reports whether the panels are stored as bfloat16 (PackBF16).
+func (p *Packed) IsBF16() bool { return p.data16 != nil }
+
 // MatMulPacked computes y[m][N] = x[m][K] · Wᵀ, overwriting y.
 func MatMulPacked(y, x []float32, m int, w *Packed) {
 	checkLen("MatMulPacked", y, m*w.N, x, m*w.K)
-	gemm(y, x, w.data, m, w.N, w.K)
+	gemm(y, x, w.data, w.data16, m, w.N, w.K)
 }
 
 // MatMulNT computes c[m][n] = a[m][k] · b[n][k]ᵀ for unpacked b, overwriting c.
@@ -90,7 +105,7 @@ func MatMulNT(c, a, b []float32, m, n, k int) {
 	}
 	buf := getScratch(panels(n) * k * nr)
 	packNT(*buf, b, n, k)
-	gemm(c, a, *buf, m, n, k)
+	gemm(c, a, *buf, nil, m, n, k)
 	scratch.Put(buf)
 }
 
@@ -102,7 +117,7 @@ func MatMulNN(c, a, b []float32, m, n, k int) {
 	}
 	buf := getScratch(panels(n) * k * nr)
 	packNN(*buf, b, n, k)
-	gemm(c, a, *buf, m, n, k)
+	gemm(c, a, *buf, nil, m, n, k)
 	scratch.Put(buf)
 }
 
@@ -181,8 +196,10 @@ func getScratch(n int) *[]float32 {
 // tasks of taskPanels panels × mTask rows.
 type gemmJob struct {
 	c, a, b []float32
+	b16     []uint16 // bf16 panels instead of b
 	m, n, k int
 	kern    microKernel
+	kern16  microKernelBF16
 
 	mTask  int // rows per task
 	nTaskN int // tasks across the panels
@@ -194,7 +211,8 @@ type gemmJob struct {
 
 var jobs = sync.Pool{New: func() any { return new(gemmJob) }}
 
-func gemm(c, a, b []float32, m, n, k int) {
+// gemm computes c = a · (packed b or b16) with the current path.
+func gemm(c, a, b []float32, b16 []uint16, m, n, k int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -203,8 +221,8 @@ func gemm(c, a, b []float32, m, n, k int) {
 		return
 	}
 	j := jobs.Get().(*gemmJob)
-	j.c, j.a, j.b, j.m, j.n, j.k = c, a, b, m, n, k
-	j.kern = currentPath().kern
+	j.c, j.a, j.b, j.b16, j.m, j.n, j.k = c, a, b, b16, m, n, k
+	j.kern, j.kern16 = currentPath().kern, currentPath().kern16
 
 	th := Threads()
 	if 2*m*n*k < serialFlops {
@@ -232,7 +250,7 @@ func gemm(c, a, b []float32, m, n, k int) {
 	j.work(&j.tmp)
 	j.wg.Wait()
 
-	j.c, j.a, j.b, j.kern = nil, nil, nil, nil
+	j.c, j.a, j.b, j.b16, j.kern, j.kern16 = nil, nil, nil, nil, nil, nil
 	jobs.Put(j)
 }
 
@@ -254,21 +272,20 @@ func (j *gemmJob) task(t int, tmp *[mr * nr]float32) {
 	p1 := min(panels(n), p0+taskPanels)
 	i0 := (t / j.nTaskN) * j.mTask
 	i1 := min(m, i0+j.mTask)
-	kern := j.kern
 	for k0 := 0; k0 < k; k0 += kcBlock {
 		kc := min(kcBlock, k-k0)
 		acc := k0 > 0
 		for r0 := i0; r0 < i1; r0 += mcBlock {
 			r1 := min(i1, r0+mcBlock)
 			for p := p0; p < p1; p++ {
-				bp := &j.b[p*k*nr+k0*nr]
+				boff := p*k*nr + k0*nr
 				cols := min(nr, n-p*nr)
 				for i := r0; i < r1; i += mr {
 					rows := min(mr, r1-i)
 					ap := &j.a[i*k+k0]
 					cp := j.c[i*n+p*nr:]
 					if rows == mr && cols == nr {
-						kern(ap, k, mr, bp, &cp[0], n, kc, acc)
+						j.tile(ap, mr, boff, &cp[0], n, kc, acc)
 						continue
 					}
 					// Edge tile: run the same kernel on a scratch tile.
@@ -277,7 +294,7 @@ func (j *gemmJob) task(t int, tmp *[mr * nr]float32) {
 							copy(tmp[r*nr:r*nr+cols], cp[r*n:r*n+cols])
 						}
 					}
-					kern(ap, k, rows, bp, &tmp[0], nr, kc, acc)
+					j.tile(ap, rows, boff, &tmp[0], nr, kc, acc)
 					for r := range rows {
 						copy(cp[r*n:r*n+cols], tmp[r*nr:r*nr+cols])
 					}
@@ -285,6 +302,15 @@ func (j *gemmJob) task(t int, tmp *[mr * nr]float32) {
 			}
 		}
 	}
+}
+
+// tile runs the micro kernel on the panel data at offset boff.
+func (j *gemmJob) tile(a *float32, rows, boff int, c *float32, ldc, kc int, acc bool) {
+	if j.b16 != nil {
+		j.kern16(a, j.k, rows, &j.b16[boff], c, ldc, kc, acc)
+		return
+	}
+	j.kern(a, j.k, rows, &j.b[boff], c, ldc, kc, acc)
 }
 
 // The worker pool: goroutines started on first need that take jobs from

@@ -62,3 +62,24 @@ func BenchmarkMatMulNT(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMatMulPackedBF16: the bf16-weight variant on a few shapes.
+func BenchmarkMatMulPackedBF16(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, l := range benchLinears[:4] {
+		var w *Packed
+		for _, m := range []int{8, 128, 1024} {
+			b.Run(fmt.Sprintf("%s/M=%d", l.name, m), func(b *testing.B) {
+				if w == nil {
+					w = PackBF16(randMat(r, l.n*l.k), l.n, l.k)
+				}
+				x := randMat(r, m*l.k)
+				y := make([]float32, m*l.n)
+				for b.Loop() {
+					MatMulPacked(y, x, m, w)
+				}
+				b.ReportMetric(2*float64(m)*float64(l.n)*float64(l.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -11,10 +11,10 @@ import (
 func simdPaths() []*gemmPath {
 	var ps []*gemmPath
 	if cpuAVX512 {
-		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512})
+		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512, kern16: kernAVX512BF16})
 	}
 	if cpuAVX2 {
-		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2})
+		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2, kern16: kernAVX2BF16})
 	}
 	return ps
 }
@@ -50,9 +50,9 @@ func kernAVX512(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
 	pb := unsafe.Pointer(b)
 	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x16
 	end := uintptr(kc) * 4
-	for off := uintptr(0); off < end; off += 4 {
-		b0 := load16(pb, 0)
-		b1 := load16(pb, 64)
+	for off, bo := uintptr(0), uintptr(0); off < end; off += 4 {
+		b0 := load16(pb, bo)
+		b1 := load16(pb, bo+64)
 		x := bcast16(p0, off)
 		c00 = x.MulAdd(b0, c00)
 		c01 = x.MulAdd(b1, c01)
@@ -65,7 +65,7 @@ func kernAVX512(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
 		x = bcast16(p3, off)
 		c30 = x.MulAdd(b0, c30)
 		c31 = x.MulAdd(b1, c31)
-		pb = unsafe.Add(pb, nr*4)
+		bo += nr * 4 // pointer arithmetic stays inside the panel (checkptr)
 	}
 	pc := unsafe.Pointer(c)
 	l := uintptr(ldc) * 4
@@ -116,9 +116,9 @@ func kernAVX2Half(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc boo
 	pb := unsafe.Pointer(b)
 	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x8
 	end := uintptr(kc) * 4
-	for off := uintptr(0); off < end; off += 4 {
-		b0 := load8(pb, 0)
-		b1 := load8(pb, 32)
+	for off, bo := uintptr(0), uintptr(0); off < end; off += 4 {
+		b0 := load8(pb, bo)
+		b1 := load8(pb, bo+32)
 		x := bcast8(p0, off)
 		c00 = x.MulAdd(b0, c00)
 		c01 = x.MulAdd(b1, c01)
@@ -131,7 +131,113 @@ func kernAVX2Half(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc boo
 		x = bcast8(p3, off)
 		c30 = x.MulAdd(b0, c30)
 		c31 = x.MulAdd(b1, c31)
-		pb = unsafe.Add(pb, nr*4)
+		bo += nr * 4 // pointer arithmetic stays inside the panel (checkptr)
+	}
+	pc := unsafe.Pointer(c)
+	l := uintptr(ldc) * 4
+	if acc {
+		c00 = c00.Add(load8(pc, 0))
+		c01 = c01.Add(load8(pc, 32))
+		c10 = c10.Add(load8(pc, l))
+		c11 = c11.Add(load8(pc, l+32))
+		c20 = c20.Add(load8(pc, 2*l))
+		c21 = c21.Add(load8(pc, 2*l+32))
+		c30 = c30.Add(load8(pc, 3*l))
+		c31 = c31.Add(load8(pc, 3*l+32))
+	}
+	store8(c00, pc, 0)
+	store8(c01, pc, 32)
+	store8(c10, pc, l)
+	store8(c11, pc, l+32)
+	store8(c20, pc, 2*l)
+	store8(c21, pc, 2*l+32)
+	store8(c30, pc, 3*l)
+	store8(c31, pc, 3*l+32)
+}
+
+// loadBF16x16 widens 16 bfloat16 values to float32 (zero-extend, shift left 16).
+func loadBF16x16(p unsafe.Pointer, off uintptr) archsimd.Float32x16 {
+	return archsimd.LoadUint16x16((*[16]uint16)(unsafe.Add(p, off))).ExtendToUint32().ShiftAllLeft(16).AsFloat32x16()
+}
+
+// kernAVX512BF16 is kernAVX512 reading a bfloat16 panel.
+func kernAVX512BF16(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool) {
+	p0, p1, p2, p3 := rowPtrs(a, lda, rows)
+	pb := unsafe.Pointer(b)
+	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x16
+	end := uintptr(kc) * 4
+	for off, bo := uintptr(0), uintptr(0); off < end; off += 4 {
+		b0 := loadBF16x16(pb, bo)
+		b1 := loadBF16x16(pb, bo+32)
+		x := bcast16(p0, off)
+		c00 = x.MulAdd(b0, c00)
+		c01 = x.MulAdd(b1, c01)
+		x = bcast16(p1, off)
+		c10 = x.MulAdd(b0, c10)
+		c11 = x.MulAdd(b1, c11)
+		x = bcast16(p2, off)
+		c20 = x.MulAdd(b0, c20)
+		c21 = x.MulAdd(b1, c21)
+		x = bcast16(p3, off)
+		c30 = x.MulAdd(b0, c30)
+		c31 = x.MulAdd(b1, c31)
+		bo += nr * 2
+	}
+	pc := unsafe.Pointer(c)
+	l := uintptr(ldc) * 4
+	if acc {
+		c00 = c00.Add(load16(pc, 0))
+		c01 = c01.Add(load16(pc, 64))
+		c10 = c10.Add(load16(pc, l))
+		c11 = c11.Add(load16(pc, l+64))
+		c20 = c20.Add(load16(pc, 2*l))
+		c21 = c21.Add(load16(pc, 2*l+64))
+		c30 = c30.Add(load16(pc, 3*l))
+		c31 = c31.Add(load16(pc, 3*l+64))
+	}
+	store16(c00, pc, 0)
+	store16(c01, pc, 64)
+	store16(c10, pc, l)
+	store16(c11, pc, l+64)
+	store16(c20, pc, 2*l)
+	store16(c21, pc, 2*l+64)
+	store16(c30, pc, 3*l)
+	store16(c31, pc, 3*l+64)
+}
+
+// loadBF16x8 widens 8 bfloat16 values to float32.
+func loadBF16x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
+	return archsimd.LoadUint16x8((*[8]uint16)(unsafe.Add(p, off))).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8()
+}
+
+// kernAVX2BF16 is kernAVX2 reading a bfloat16 panel.
+func kernAVX2BF16(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool) {
+	kernAVX2HalfBF16(a, lda, rows, b, c, ldc, kc, acc)
+	kernAVX2HalfBF16(a, lda, rows, (*uint16)(unsafe.Add(unsafe.Pointer(b), 32)),
+		(*float32)(unsafe.Add(unsafe.Pointer(c), 64)), ldc, kc, acc)
+}
+
+func kernAVX2HalfBF16(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool) {
+	p0, p1, p2, p3 := rowPtrs(a, lda, rows)
+	pb := unsafe.Pointer(b)
+	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x8
+	end := uintptr(kc) * 4
+	for off, bo := uintptr(0), uintptr(0); off < end; off += 4 {
+		b0 := loadBF16x8(pb, bo)
+		b1 := loadBF16x8(pb, bo+16)
+		x := bcast8(p0, off)
+		c00 = x.MulAdd(b0, c00)
+		c01 = x.MulAdd(b1, c01)
+		x = bcast8(p1, off)
+		c10 = x.MulAdd(b0, c10)
+		c11 = x.MulAdd(b1, c11)
+		x = bcast8(p2, off)
+		c20 = x.MulAdd(b0, c20)
+		c21 = x.MulAdd(b1, c21)
+		x = bcast8(p3, off)
+		c30 = x.MulAdd(b0, c30)
+		c31 = x.MulAdd(b1, c31)
+		bo += nr * 2
 	}
 	pc := unsafe.Pointer(c)
 	l := uintptr(ldc) * 4

@@ -18,10 +18,14 @@ import (
 // (that is what makes results independent of the tiling).
 type microKernel func(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
 
-// gemmPath is one implementation of the micro kernel.
+// microKernelBF16 is microKernel with the panel stored as bfloat16 bits.
+type microKernelBF16 func(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool)
+
+// gemmPath is one implementation of the micro kernels.
 type gemmPath struct {
-	name string
-	kern microKernel
+	name   string
+	kern   microKernel
+	kern16 microKernelBF16
 }
 
 // GEMMEnv is the environment variable that forces a GEMM path: "avx512",
@@ -41,7 +45,7 @@ func init() {
 
 // availablePaths lists the paths this build and CPU support, fastest first.
 func availablePaths() []*gemmPath {
-	return append(simdPaths(), &gemmPath{name: "portable", kern: kernPortable})
+	return append(simdPaths(), &gemmPath{name: "portable", kern: kernPortable, kern16: kernPortableBF16})
 }
 
 // GEMMPaths lists the GEMM paths this build and CPU support, fastest first.
