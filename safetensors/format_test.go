@@ -125,6 +125,20 @@ func TestOpenMalformed(t *testing.T) {
 	f.Close()
 }
 
+// TestOpenNotAFile: a missing path or a directory is an error naming it.
+func TestOpenNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing.safetensors"), "no such file"},
+		{dir, "not a regular file"},
+	} {
+		_, err := Open(tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%s) = %v, want an error naming it and saying %q", tc.path, err, tc.want)
+		}
+	}
+}
+
 // TestOpenAccepts covers valid corner cases the official crate accepts too.
 func TestOpenAccepts(t *testing.T) {
 	for _, tc := range []struct {
