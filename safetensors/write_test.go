@@ -156,7 +156,7 @@ func TestWriteFileErrors(t *testing.T) {
 		{"wrong length", []Tensor{F32Tensor("w", []int{2, 2}, []float32{1, 2, 3})}, `tensor "w": dtype F32 shape [2 2] needs 16 bytes but Data has 12`},
 		{"negative shape", []Tensor{{Name: "w", Dtype: F32, Shape: []int{-1}}}, `tensor "w": shape [-1] has a negative dimension`},
 		{"unknown dtype", []Tensor{{Name: "w", Dtype: "F31", Shape: []int{0}}}, `tensor "w": unknown dtype "F31"`},
-		{"overflow", []Tensor{{Name: "w", Dtype: F64, Shape: []int{1 << 40, 1 << 40}}}, `tensor "w": shape [1099511627776 1099511627776] of F64 overflows`},
+		{"overflow", []Tensor{{Name: "w", Dtype: F64, Shape: []int{1 << 30, 1 << 30, 1 << 30}}}, `tensor "w": shape [1073741824 1073741824 1073741824] of F64 overflows`},
 		{"duplicate", []Tensor{I64Tensor("a", []int{1}, []int64{1}), I64Tensor("a", []int{1}, []int64{2})}, `tensor "a": given twice`},
 		{"reserved name", []Tensor{I64Tensor("__metadata__", []int{1}, []int64{1})}, `tensor "__metadata__": the name __metadata__ is reserved`},
 		{"bad UTF-8 name", []Tensor{I64Tensor("a\xff", []int{1}, []int64{1})}, `name is not valid UTF-8`},
