@@ -39,6 +39,9 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("safetensors %s: not a regular file", path)
+	}
 	if st.Size() < 8 { // also keeps mmap away from empty files
 		return nil, fmt.Errorf("safetensors %s: file is %d bytes, shorter than the 8-byte header length", path, st.Size())
 	}
