@@ -90,6 +90,14 @@ func (m *Model) Forward(in Input, opts Options) (*Output, error) {
 	if opts.Labels != nil && len(opts.Labels) != in.B*in.T {
 		return nil, fmt.Errorf("labels has %d entries, want B·T = %d", len(opts.Labels), in.B*in.T)
 	}
+	if m.Prompt != nil {
+		nv, err := m.promptLength(m.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		seq := withVirtualTokens(in, opts.Labels, nv)
+		in, opts.Labels = seq.in, seq.labels
+	}
 	mask, positions := in.Mask, in.Positions
 	if mask == nil {
 		mask = ones(in.B * in.T)
@@ -219,6 +227,9 @@ func (m *Model) embed(x []float32, tokens []int) {
 // through every layer, appending their keys and values to the cache, and
 // returns the final-norm hidden states [B·tn][hidden]. If hidden is not nil,
 // HF's output_hidden_states are appended to it.
+//
+// On the first step, if m.Prompt is set, the first rows of each sequence are
+// its virtual tokens (see withVirtualTokens) and get the prompt embeddings.
 func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []span, hidden *[][]float32) []float32 {
 	n, d := c.b*tn, m.HiddenSize
 	for b := 0; b < c.b; b++ {
@@ -226,6 +237,11 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 	}
 	x := make([]float32, n*d)
 	m.embed(x, tokens)
+	if m.Prompt != nil && c.len == 0 {
+		for b := 0; b < c.b; b++ {
+			copy(x[b*tn*d:], m.Prompt)
+		}
+	}
 	rope := newRopeTable(m.invFreq, positions)
 	ws := m.newWorkspace(n)
 	for l := range m.Layers {

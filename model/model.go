@@ -25,6 +25,10 @@ type Model struct {
 
 	// Adapter, when set, is applied by Forward and Generate (PEFT LoRA).
 	Adapter *Adapter
+	// Prompt, when set, holds prompt-tuning virtual-token embeddings
+	// [n][hidden] that Forward and Generate put before every sequence (PEFT
+	// PROMPT_TUNING); their outputs then cover the n+T positions.
+	Prompt []float32
 
 	invFreq []float32 // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
 }

@@ -181,6 +181,12 @@ type sequences struct {
 // are HF's default 0..nv+T-1. With nv = 0 the batch is returned unchanged
 // (positions filled in).
 func withVirtualTokens(in Input, labels []int, nv int) sequences {
+	if labels == nil {
+		labels = make([]int, in.B*in.T)
+		for i := range labels {
+			labels[i] = -100
+		}
+	}
 	t := nv + in.T
 	out := sequences{in: Input{B: in.B, T: t}}
 	out.in.Tokens = make([]int, in.B*t)
