@@ -28,7 +28,9 @@ func TestReadSharedData(t *testing.T) {
 		count int
 		first func(Example) bool
 	}{
-		{"data/sst2/train.tsv", SST2, 67349, func(e Example) bool { return e.Label == 0 && e.Sentence == "hide new secretions from the parental units " }},
+		{"data/sst2/train.tsv", SST2, 67349, func(e Example) bool {
+			return e.Label == 0 && e.Sentence == "hide new secretions from the parental units "
+		}},
 		{"data/sst2/dev.tsv", SST2, 872, func(e Example) bool {
 			return e.Label == 1 && e.Sentence == "it 's a charming and often affecting journey . "
 		}},
