@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/meazo-go/meazo/tokenizer"
+)
+
+func init() {
+	register("tokenize", "encode JSON Lines {\"text\"} with a model's tokenizer", runTokenize)
+}
+
+// runTokenize reads {"text": ...} lines and writes
+// {"ids": [...], "ids_with_special": [...]} for each, in order.
+func runTokenize(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	dir := fs.String("model", "", "model directory with tokenizer.json and tokenizer_config.json")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: meazo-inspect tokenize --model DIR < lines.jsonl\n"+
+			`reads {"text": "..."} per line, writes {"ids": [...], "ids_with_special": [...]} per line`)
+		fs.PrintDefaults()
+	}
+	tk, err := loadModelFlag(fs, args, dir)
+	if err != nil {
+		return err
+	}
+	return eachJSONLine(stdin, stdout, func(line []byte) (any, error) {
+		var in struct {
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(line, &in); err != nil {
+			return nil, err
+		}
+		if in.Text == nil {
+			return nil, errors.New(`field "text": missing or null`)
+		}
+		return struct {
+			IDs            []int `json:"ids"`
+			IDsWithSpecial []int `json:"ids_with_special"`
+		}{tk.Encode(*in.Text, false), tk.Encode(*in.Text, true)}, nil
+	})
+}
+
+// loadModelFlag parses a subcommand's flags and loads the tokenizer that
+// --model names.
+func loadModelFlag(fs *flag.FlagSet, args []string, dir *string) (*tokenizer.Tokenizer, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *dir == "" {
+		return nil, errors.New("--model DIR is required")
+	}
+	return tokenizer.Load(*dir)
+}
+
+// eachJSONLine calls handle for every non-blank line of in and writes each
+// result as one JSON line. Errors name the input line.
+func eachJSONLine(in io.Reader, out io.Writer, handle func(line []byte) (any, error)) error {
+	r := bufio.NewReaderSize(in, 1<<16)
+	w := bufio.NewWriter(out)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			v, herr := handle(line)
+			if herr != nil {
+				w.Flush()
+				return fmt.Errorf("stdin line %d: %w", n, herr)
+			}
+			if err := enc.Encode(v); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,495 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// tokenizerFile is the part of HF's tokenizer.json this package understands.
+type tokenizerFile struct {
+	AddedTokens   []addedTokenJSON `json:"added_tokens"`
+	Normalizer    json.RawMessage  `json:"normalizer"`
+	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage  `json:"post_processor"`
+	Decoder       json.RawMessage  `json:"decoder"`
+	Model         struct {
+		Type                    string          `json:"type"`
+		Vocab                   map[string]int  `json:"vocab"`
+		Merges                  json.RawMessage `json:"merges"`
+		IgnoreMerges            bool            `json:"ignore_merges"`
+		ByteFallback            bool            `json:"byte_fallback"`
+		Dropout                 *float64        `json:"dropout"`
+		ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	} `json:"model"`
+}
+
+type addedTokenJSON struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	Lstrip     bool   `json:"lstrip"`
+	Rstrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+// component is the {"type": ...} shape shared by normalizers, pre-tokenizers,
+// post-processors and decoders.
+type component struct {
+	Type          string            `json:"type"`
+	Normalizers   []json.RawMessage `json:"normalizers"`
+	Pretokenizers []json.RawMessage `json:"pretokenizers"`
+	Processors    []json.RawMessage `json:"processors"`
+	Decoders      []json.RawMessage `json:"decoders"`
+	Pattern       struct {
+		Regex  *string
+		String *string
+	} `json:"pattern"`
+	Behavior       string          `json:"behavior"`
+	Invert         bool            `json:"invert"`
+	AddPrefixSpace bool            `json:"add_prefix_space"`
+	UseRegex       bool            `json:"use_regex"`
+	Single         []templatePiece `json:"single"`
+}
+
+type templatePiece struct {
+	SpecialToken *struct {
+		ID string `json:"id"`
+	} `json:"SpecialToken"`
+	Sequence *struct {
+		ID string `json:"id"`
+	} `json:"Sequence"`
+}
+
+// configFile is the part of tokenizer_config.json this package reads.
+type configFile struct {
+	BOSToken                  json.RawMessage `json:"bos_token"`
+	EOSToken                  json.RawMessage `json:"eos_token"`
+	PadToken                  json.RawMessage `json:"pad_token"`
+	CleanUpTokenizationSpaces *bool           `json:"clean_up_tokenization_spaces"`
+	ChatTemplate              json.RawMessage `json:"chat_template"`
+}
+
+// Load reads a model directory's tokenizer.json, tokenizer_config.json and,
+// when present, chat_template.jinja (which takes precedence over a
+// chat_template inside tokenizer_config.json, as in transformers).
+func Load(dir string) (*Tokenizer, error) {
+	path := filepath.Join(dir, "tokenizer.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	t, err := parseTokenizerJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfgRaw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer config: %w", err)
+	}
+	templateSrc, err := t.applyConfig(cfgRaw)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", cfgPath, err)
+	}
+	tplPath := cfgPath
+	jinjaPath := filepath.Join(dir, "chat_template.jinja")
+	if b, err := os.ReadFile(jinjaPath); err == nil {
+		templateSrc, tplPath = string(b), jinjaPath
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("load chat template: %w", err)
+	}
+	if templateSrc != "" {
+		tpl, err := newChatTemplate(templateSrc)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: chat_template: %w", tplPath, err)
+		}
+		t.template = tpl
+	}
+	return t, nil
+}
+
+// parseTokenizerJSON builds a Tokenizer from tokenizer.json's contents. Errors
+// name the JSON field at fault; anything this package does not implement is
+// refused rather than silently encoded differently from HF.
+func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
+	var f tokenizerFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	m := &f.Model
+	if m.Type != "BPE" {
+		return nil, fmt.Errorf("model.type: %q is not supported (want BPE)", m.Type)
+	}
+	if len(m.Vocab) == 0 {
+		return nil, errors.New("model.vocab: missing or empty")
+	}
+	if m.ByteFallback {
+		return nil, errors.New("model.byte_fallback: true is not supported")
+	}
+	if m.Dropout != nil && *m.Dropout != 0 {
+		return nil, errors.New("model.dropout: BPE dropout is not supported")
+	}
+	if (m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "") ||
+		(m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "") {
+		return nil, errors.New("model.continuing_subword_prefix/end_of_word_suffix: not supported")
+	}
+	t := &Tokenizer{ignoreMerges: m.IgnoreMerges, bosID: -1, eosID: -1, padID: -1}
+
+	// Vocabulary: ids to byte-level strings, and raw bytes to ids.
+	for tok, id := range m.Vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("model.vocab[%q]: negative id %d", tok, id)
+		}
+		if id >= t.vocabSize {
+			t.vocabSize = id + 1
+		}
+	}
+	t.idToToken = make([]string, t.vocabSize)
+	t.idToBytes = make([][]byte, t.vocabSize)
+	t.tokenToID = make(map[string]int, len(m.Vocab)+len(f.AddedTokens))
+	t.rawToID = make(map[string]int32, len(m.Vocab))
+	for tok, id := range m.Vocab {
+		t.idToToken[id] = tok
+		t.tokenToID[tok] = id
+		b := byteLevelDecode(tok)
+		t.idToBytes[id] = b
+		if byteLevelEncode(string(b)) == tok {
+			t.rawToID[string(b)] = int32(id)
+		}
+	}
+	for b := 0; b < 256; b++ {
+		id, ok := m.Vocab[string(byteToRune[b])]
+		if !ok {
+			id = -1 // HF drops characters missing from the vocabulary when there is no unk_token.
+		}
+		t.byteIDs[b] = int32(id)
+	}
+
+	if err := t.parseMerges(m.Merges, m.Vocab); err != nil {
+		return nil, err
+	}
+	if err := t.parseAddedTokens(f.AddedTokens); err != nil {
+		return nil, err
+	}
+	if err := t.parseNormalizer(f.Normalizer); err != nil {
+		return nil, fmt.Errorf("normalizer: %w", err)
+	}
+	if err := t.parsePreTokenizer(f.PreTokenizer); err != nil {
+		return nil, fmt.Errorf("pre_tokenizer: %w", err)
+	}
+	if err := t.parsePostProcessor(f.PostProcessor); err != nil {
+		return nil, fmt.Errorf("post_processor: %w", err)
+	}
+	if err := t.parseDecoder(f.Decoder); err != nil {
+		return nil, fmt.Errorf("decoder: %w", err)
+	}
+	return t, nil
+}
+
+// parseMerges reads model.merges in either spelling ("a b" strings or
+// ["a","b"] pairs). A merge's rank is its index; when a pair is listed twice
+// the later entry wins, as in HF's map construction.
+func (t *Tokenizer) parseMerges(raw json.RawMessage, vocab map[string]int) error {
+	var pairs [][2]string
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return errors.New("model.merges: missing")
+	}
+	if inner := bytes.TrimLeft(trimmed[1:], " \t\r\n"); trimmed[0] == '[' && len(inner) > 0 && inner[0] == '"' {
+		var lines []string
+		if err := json.Unmarshal(raw, &lines); err != nil {
+			return fmt.Errorf("model.merges: %w", err)
+		}
+		pairs = make([][2]string, len(lines))
+		for i, l := range lines {
+			a, b, ok := strings.Cut(l, " ")
+			if !ok || strings.Contains(b, " ") {
+				return fmt.Errorf("model.merges[%d]: %q is not two tokens separated by one space", i, l)
+			}
+			pairs[i] = [2]string{a, b}
+		}
+	} else if err := json.Unmarshal(raw, &pairs); err != nil {
+		return fmt.Errorf("model.merges: %w", err)
+	}
+	t.merges = make(map[uint64]uint64, len(pairs))
+	for i, p := range pairs {
+		a, okA := vocab[p[0]]
+		b, okB := vocab[p[1]]
+		c, okC := vocab[p[0]+p[1]]
+		if !okA || !okB || !okC {
+			return fmt.Errorf("model.merges[%d]: %q %q: token not in model.vocab", i, p[0], p[1])
+		}
+		t.merges[pairKey(int32(a), int32(b))] = uint64(i)<<32 | uint64(c)
+	}
+	return nil
+}
+
+func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
+	t.added = make(map[string]int, len(list))
+	t.addedByID = make(map[int]addedToken, len(list))
+	lengths := map[int]bool{}
+	for i, a := range list {
+		switch {
+		case a.Content == "":
+			return fmt.Errorf("added_tokens[%d]: empty content", i)
+		case a.ID < 0:
+			return fmt.Errorf("added_tokens[%d] (%q): negative id", i, a.Content)
+		case a.SingleWord || a.Lstrip || a.Rstrip:
+			return fmt.Errorf("added_tokens[%d] (%q): single_word/lstrip/rstrip are not supported", i, a.Content)
+		case a.Normalized && a.Special:
+			// HF never normalizes special tokens; the flag has no effect.
+		case a.Normalized:
+			return fmt.Errorf("added_tokens[%d] (%q): normalized=true is not supported", i, a.Content)
+		}
+		t.added[a.Content] = a.ID
+		t.addedByID[a.ID] = addedToken{content: a.Content, special: a.Special}
+		t.tokenToID[a.Content] = a.ID
+		if a.ID >= t.vocabSize {
+			t.vocabSize = a.ID + 1
+		}
+		lengths[len(a.Content)] = true
+		t.addedFirstByte[a.Content[0]] = true
+	}
+	for n := range lengths {
+		t.addedLengths = append(t.addedLengths, n)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(t.addedLengths)))
+	return nil
+}
+
+func (t *Tokenizer) parseNormalizer(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	switch c.Type {
+	case "NFC":
+		t.nfc = true
+		return nil
+	case "Sequence":
+		for i, sub := range c.Normalizers {
+			if err := t.parseNormalizer(sub); err != nil {
+				return fmt.Errorf("normalizers[%d]: %w", i, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("type %q is not supported (only NFC)", c.Type)
+}
+
+// parsePreTokenizer accepts what Llama-3 and Qwen2/3 use: Split with one of
+// the two known regexes, then ByteLevel without its own regex.
+func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
+	if isNull(raw) {
+		return errors.New("missing (a Split + ByteLevel pre-tokenizer is required)")
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	list := []json.RawMessage{raw}
+	if c.Type == "Sequence" {
+		list = c.Pretokenizers
+	}
+	var haveSplit, haveByteLevel bool
+	for i, sub := range list {
+		var p component
+		if err := json.Unmarshal(sub, &p); err != nil {
+			return fmt.Errorf("pretokenizers[%d]: %w", i, err)
+		}
+		switch p.Type {
+		case "Split":
+			if p.Pattern.Regex == nil {
+				return fmt.Errorf("pretokenizers[%d].pattern: only Regex patterns are supported", i)
+			}
+			switch *p.Pattern.Regex {
+			case llama3SplitRegex:
+				t.split = splitter{maxDigits: 3}
+			case qwen2SplitRegex:
+				t.split = splitter{maxDigits: 1}
+			default:
+				return fmt.Errorf("pretokenizers[%d].pattern.Regex: unsupported pattern %q (known: the Llama-3 and Qwen2/3 patterns)", i, *p.Pattern.Regex)
+			}
+			if p.Behavior != "Isolated" || p.Invert {
+				return fmt.Errorf("pretokenizers[%d].behavior: only Isolated without invert is supported", i)
+			}
+			haveSplit = true
+		case "ByteLevel":
+			if p.UseRegex || p.AddPrefixSpace {
+				return fmt.Errorf("pretokenizers[%d]: ByteLevel with use_regex or add_prefix_space is not supported", i)
+			}
+			haveByteLevel = true
+		default:
+			return fmt.Errorf("pretokenizers[%d].type: %q is not supported", i, p.Type)
+		}
+	}
+	if !haveSplit || !haveByteLevel {
+		return errors.New("need both a Split and a ByteLevel pre-tokenizer")
+	}
+	return nil
+}
+
+// parsePostProcessor reads the special tokens a single sequence gets when
+// special tokens are added (TemplateProcessing's "single"); ByteLevel
+// post-processing only moves offsets, which this package does not report.
+func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	switch c.Type {
+	case "ByteLevel":
+		return nil
+	case "Sequence":
+		for i, sub := range c.Processors {
+			if err := t.parsePostProcessor(sub); err != nil {
+				return fmt.Errorf("processors[%d]: %w", i, err)
+			}
+		}
+		return nil
+	case "TemplateProcessing":
+		t.prefix, t.suffix = nil, nil
+		seen := false
+		for i, p := range c.Single {
+			switch {
+			case p.Sequence != nil:
+				if p.Sequence.ID != "A" || seen {
+					return fmt.Errorf("single[%d]: only one sequence A is supported", i)
+				}
+				seen = true
+			case p.SpecialToken != nil:
+				id, ok := t.tokenToID[p.SpecialToken.ID]
+				if !ok {
+					return fmt.Errorf("single[%d].SpecialToken.id: %q is not a token", i, p.SpecialToken.ID)
+				}
+				if seen {
+					t.suffix = append(t.suffix, id)
+				} else {
+					t.prefix = append(t.prefix, id)
+				}
+			default:
+				return fmt.Errorf("single[%d]: want SpecialToken or Sequence", i)
+			}
+		}
+		if !seen {
+			return errors.New("single: no Sequence A")
+		}
+		return nil
+	}
+	return fmt.Errorf("type %q is not supported", c.Type)
+}
+
+func (t *Tokenizer) parseDecoder(raw json.RawMessage) error {
+	if isNull(raw) {
+		return errors.New("missing (ByteLevel is required)")
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	if c.Type != "ByteLevel" {
+		return fmt.Errorf("type %q is not supported (only ByteLevel)", c.Type)
+	}
+	return nil
+}
+
+// applyConfig reads tokenizer_config.json: the special-token names and the
+// clean-up flag. It returns the chat_template string found there, if any.
+func (t *Tokenizer) applyConfig(raw []byte) (string, error) {
+	var c configFile
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return "", fmt.Errorf("invalid JSON: %w", err)
+	}
+	lookup := func(field string, v json.RawMessage) (int, error) {
+		name, err := tokenName(v)
+		if err != nil {
+			return -1, fmt.Errorf("%s: %w", field, err)
+		}
+		if name == "" {
+			return -1, nil
+		}
+		id, ok := t.tokenToID[name]
+		if !ok {
+			return -1, fmt.Errorf("%s: %q is not in tokenizer.json", field, name)
+		}
+		return id, nil
+	}
+	var err error
+	if t.bosID, err = lookup("bos_token", c.BOSToken); err != nil {
+		return "", err
+	}
+	if t.eosID, err = lookup("eos_token", c.EOSToken); err != nil {
+		return "", err
+	}
+	if t.eosID < 0 {
+		return "", errors.New("eos_token: missing")
+	}
+	if t.padID, err = lookup("pad_token", c.PadToken); err != nil {
+		return "", err
+	}
+	t.bosToken, _ = tokenName(c.BOSToken)
+	t.eosToken, _ = tokenName(c.EOSToken)
+	t.padToken, _ = tokenName(c.PadToken)
+	if c.CleanUpTokenizationSpaces != nil {
+		t.cleanUp = *c.CleanUpTokenizationSpaces
+	}
+	t.stopIDs = []int{t.eosID}
+	for _, name := range endOfTurnTokens {
+		if id, ok := t.added[name]; ok && id != t.eosID {
+			t.stopIDs = append(t.stopIDs, id)
+		}
+	}
+	sort.Ints(t.stopIDs)
+
+	if isNull(c.ChatTemplate) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(c.ChatTemplate, &s); err != nil {
+		return "", errors.New("chat_template: want a string (named template lists are not supported)")
+	}
+	return s, nil
+}
+
+// endOfTurnTokens are the added tokens that end a generation for the model
+// families this package knows, besides eos_token (the ids in their
+// generation_config.json: Llama-3.x 128001/128008/128009, Qwen3 151643/151645).
+var endOfTurnTokens = []string{"<|end_of_text|>", "<|eom_id|>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>"}
+
+// tokenName reads a special-token field, which is a string, null, or an
+// AddedToken object with a "content" field.
+func tokenName(v json.RawMessage) (string, error) {
+	if isNull(v) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		return s, nil
+	}
+	var obj struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(v, &obj); err != nil || obj.Content == "" {
+		return "", errors.New("want a string, null or an object with content")
+	}
+	return obj.Content, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) == 0 || bytes.Equal(s, []byte("null"))
+}

@@ -1,0 +1,154 @@
+package tokenizer
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// The Llama-3 and Qwen2/3 pre-tokenizers split text with this regex (Split,
+// behavior Isolated), the two differing only in how many digits go together:
+const (
+	llama3SplitRegex = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	qwen2SplitRegex  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+// splitter is a hand-written matcher for those two patterns. It returns the
+// same pieces as the backtracking regex engine HF uses (the alternatives are
+// tried in order at each position, the first that matches wins), without a
+// regex engine: every position of the text starts a match, so the pieces
+// simply tile the text.
+type splitter struct {
+	maxDigits int // 3 for Llama-3 (\p{N}{1,3}), 1 for Qwen (\p{N})
+}
+
+func isLetter(r rune) bool {
+	if r < utf8.RuneSelf {
+		return (r|0x20) >= 'a' && (r|0x20) <= 'z'
+	}
+	return unicode.IsLetter(r)
+}
+
+func isNumber(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= '0' && r <= '9'
+	}
+	return unicode.IsNumber(r)
+}
+
+// isSpace is Unicode White_Space, which is what \s means in Oniguruma.
+func isSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ' ' || (r >= '\t' && r <= '\r')
+	}
+	return unicode.IsSpace(r)
+}
+
+func runeAt(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+// next returns the end of the piece that starts at s[i] (i < len(s)).
+func (p splitter) next(s string, i int) int {
+	r0, w0 := runeAt(s, i)
+
+	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+	if r0 == '\'' && i+1 < len(s) {
+		switch s[i+1] | 0x20 {
+		case 's', 't', 'm', 'd':
+			return i + 2
+		case 'r', 'v':
+			if i+2 < len(s) && s[i+2]|0x20 == 'e' {
+				return i + 3
+			}
+		case 'l':
+			if i+2 < len(s) && s[i+2]|0x20 == 'l' {
+				return i + 3
+			}
+		}
+	}
+
+	// [^\r\n\p{L}\p{N}]?\p{L}+
+	if isLetter(r0) {
+		return p.letters(s, i+w0)
+	}
+	if r0 != '\r' && r0 != '\n' && !isNumber(r0) && i+w0 < len(s) {
+		if r1, w1 := runeAt(s, i+w0); isLetter(r1) {
+			return p.letters(s, i+w0+w1)
+		}
+	}
+
+	// \p{N}{1,3} or \p{N}
+	if isNumber(r0) {
+		j := i + w0
+		for n := 1; n < p.maxDigits && j < len(s); n++ {
+			r, w := runeAt(s, j)
+			if !isNumber(r) {
+				break
+			}
+			j += w
+		}
+		return j
+	}
+
+	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+	j := i
+	if r0 == ' ' {
+		j++
+	}
+	if j < len(s) {
+		if r, _ := runeAt(s, j); !isSpace(r) && !isLetter(r) && !isNumber(r) {
+			for j < len(s) {
+				r, w := runeAt(s, j)
+				if isSpace(r) || isLetter(r) || isNumber(r) {
+					break
+				}
+				j += w
+			}
+			for j < len(s) && (s[j] == '\r' || s[j] == '\n') {
+				j++
+			}
+			return j
+		}
+	}
+
+	// Only whitespace is left: r0 is a space character. Take the whole run.
+	end, lastBreak, lastStart := i, -1, i
+	for end < len(s) {
+		r, w := runeAt(s, end)
+		if !isSpace(r) {
+			break
+		}
+		if r == '\r' || r == '\n' {
+			lastBreak = end
+		}
+		lastStart = end
+		end += w
+	}
+	// \s*[\r\n]+ ends after the run's last line break.
+	if lastBreak >= 0 {
+		return lastBreak + 1
+	}
+	// \s+(?!\S) takes the run, less its last character when a non-space follows.
+	if end == len(s) {
+		return end
+	}
+	if lastStart > i {
+		return lastStart
+	}
+	// \s+
+	return end
+}
+
+func (p splitter) letters(s string, j int) int {
+	for j < len(s) {
+		r, w := runeAt(s, j)
+		if !isLetter(r) {
+			break
+		}
+		j += w
+	}
+	return j
+}
