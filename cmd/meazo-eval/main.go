@@ -1,0 +1,207 @@
+// Command meazo-eval scores predictions made by any system with the paper's
+// metrics, computed exactly as the official implementations do.
+//
+//	meazo-eval score --metric squad [--in preds.jsonl] [--out scores.jsonl]
+//	meazo-eval score --metric rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]
+//
+// Input is JSON Lines: {"prediction", "ground_truths": [...]} for squad,
+// {"prediction", "reference"} for rouge. Output is one JSON line of scores per
+// input line, then one aggregate line: 100 × mean EM and F1 for squad (the
+// official script's scale), the mean precision/recall/F of each ROUGE type
+// for rouge (0–1 scale, a plain mean, not HF evaluate's bootstrap median).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/eval"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "score" {
+		fmt.Fprintln(os.Stderr, "usage: meazo-eval score --metric squad|rouge [--stem] [--in FILE] [--out FILE]")
+		os.Exit(2)
+	}
+	if err := runScore(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "meazo-eval score: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// runScore parses the flags, reads the predictions and writes the scores.
+func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	metric := fs.String("metric", "", "squad or rouge")
+	stem := fs.Bool("stem", false, "rouge: apply NLTK's Porter stemmer to tokens longer than 3 characters")
+	in := fs.String("in", "-", "input JSON Lines file (- for stdin)")
+	out := fs.String("out", "-", "output JSON Lines file (- for stdout); written atomically")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *metric != "squad" && *metric != "rouge" {
+		return fmt.Errorf("--metric must be squad or rouge, got %q", *metric)
+	}
+	if *stem && *metric != "rouge" {
+		return fmt.Errorf("--stem applies only to --metric rouge")
+	}
+	r, name := stdin, "<stdin>"
+	if *in != "-" {
+		f, err := os.Open(*in)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r, name = f, *in
+	}
+	var buf bytes.Buffer
+	w := io.Writer(&buf)
+	if *out == "-" {
+		w = stdout
+	}
+	bw := bufio.NewWriter(w)
+	var err error
+	if *metric == "squad" {
+		err = scoreSquad(r, name, bw)
+	} else {
+		err = scoreRouge(r, name, *stem, bw)
+	}
+	if err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if *out != "-" {
+		return writeFileAtomic(*out, buf.Bytes())
+	}
+	return nil
+}
+
+// forEachLine calls fn with each non-blank line and its 1-based number.
+func forEachLine(r io.Reader, fn func(line []byte, n int) error) error {
+	br := bufio.NewReaderSize(r, 1<<16)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if ferr := fn(line, n); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// decodeLine unmarshals one line, requiring each named field to be present.
+func decodeLine(line []byte, name string, n int, v any, required ...string) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return fmt.Errorf("%s:%d: not a JSON object: %v", name, n, err)
+	}
+	for _, f := range required {
+		if _, ok := raw[f]; !ok {
+			return fmt.Errorf("%s:%d: field %q is missing", name, n, f)
+		}
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s:%d: field %q: want %s, got JSON %s", name, n, te.Field, te.Type, te.Value)
+		}
+		return fmt.Errorf("%s:%d: %v", name, n, err)
+	}
+	return nil
+}
+
+func scoreSquad(r io.Reader, name string, w io.Writer) error {
+	enc := json.NewEncoder(w)
+	var totals eval.SquadTotals
+	err := forEachLine(r, func(line []byte, n int) error {
+		var rec struct {
+			Prediction   string   `json:"prediction"`
+			GroundTruths []string `json:"ground_truths"`
+		}
+		if err := decodeLine(line, name, n, &rec, "prediction", "ground_truths"); err != nil {
+			return err
+		}
+		em, f1 := eval.SquadScore(rec.Prediction, rec.GroundTruths)
+		totals.Add(em, f1)
+		return enc.Encode(map[string]float64{"exact_match": em, "f1": f1})
+	})
+	if err != nil {
+		return err
+	}
+	em, f1 := totals.Result()
+	return enc.Encode(map[string]any{"aggregate": true, "count": totals.Count, "exact_match": em, "f1": f1})
+}
+
+func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
+	enc := json.NewEncoder(w)
+	var sum eval.RougeScores
+	count := 0
+	add := func(dst *eval.RougeScore, s eval.RougeScore) {
+		dst.Precision += s.Precision
+		dst.Recall += s.Recall
+		dst.FMeasure += s.FMeasure
+	}
+	err := forEachLine(r, func(line []byte, n int) error {
+		var rec struct {
+			Prediction string `json:"prediction"`
+			Reference  string `json:"reference"`
+		}
+		if err := decodeLine(line, name, n, &rec, "prediction", "reference"); err != nil {
+			return err
+		}
+		s := eval.Rouge(rec.Reference, rec.Prediction, stem)
+		add(&sum.Rouge1, s.Rouge1)
+		add(&sum.Rouge2, s.Rouge2)
+		add(&sum.RougeL, s.RougeL)
+		add(&sum.RougeLsum, s.RougeLsum)
+		count++
+		return enc.Encode(s)
+	})
+	if err != nil {
+		return err
+	}
+	mean := func(s eval.RougeScore) eval.RougeScore {
+		if count == 0 {
+			return eval.RougeScore{}
+		}
+		c := float64(count)
+		return eval.RougeScore{Precision: s.Precision / c, Recall: s.Recall / c, FMeasure: s.FMeasure / c}
+	}
+	return enc.Encode(map[string]any{"aggregate": true, "count": count, "stem": stem,
+		"rouge1": mean(sum.Rouge1), "rouge2": mean(sum.Rouge2), "rougeL": mean(sum.RougeL), "rougeLsum": mean(sum.RougeLsum)})
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames it.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp.Name(), path)
+}

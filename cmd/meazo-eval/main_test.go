@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestScoreSquad(t *testing.T) {
+	in := `{"prediction": "Denver Broncos", "ground_truths": ["Denver Broncos", "Broncos"]}
+{"prediction": "Denver", "ground_truths": ["Denver Broncos"]}
+`
+	var out bytes.Buffer
+	if err := runScore([]string{"--metric", "squad"}, strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines, want 2 scores + aggregate:\n%s", len(lines), out.String())
+	}
+	var agg struct {
+		Aggregate  bool
+		Count      int
+		ExactMatch float64 `json:"exact_match"`
+		F1         float64 `json:"f1"`
+	}
+	if err := json.Unmarshal([]byte(lines[2]), &agg); err != nil {
+		t.Fatal(err)
+	}
+	wantF1 := 100 * (1 + 2*0.5/1.5) / 2
+	if !agg.Aggregate || agg.Count != 2 || agg.ExactMatch != 50 || math.Abs(agg.F1-wantF1) > 1e-12 {
+		t.Errorf("aggregate line = %s, want EM 50, F1 %v", lines[2], wantF1)
+	}
+}
+
+func TestScoreRougeFileOut(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "p.jsonl")
+	os.WriteFile(in, []byte(`{"prediction": "the cats sat", "reference": "the cat sat on the mat"}`+"\n"), 0o644)
+	outPath := filepath.Join(dir, "s.jsonl")
+	if err := runScore([]string{"--metric", "rouge", "--stem", "--in", in, "--out", outPath}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first map[string]map[string]float64
+	json.Unmarshal(bytes.SplitN(data, []byte("\n"), 2)[0], &first)
+	if first["rouge1"]["precision"] != 1 || first["rougeL"]["recall"] != 0.5 {
+		t.Errorf("first line = %v (stemming should match cats/cat)", first)
+	}
+}
+
+func TestScoreErrorsNameLineAndField(t *testing.T) {
+	for _, c := range []struct{ metric, in, want string }{
+		{"squad", "{\"prediction\": \"x\", \"ground_truths\": [\"x\"]}\n{\"prediction\": \"x\"}\n", `<stdin>:2: field "ground_truths" is missing`},
+		{"squad", `{"prediction": 3, "ground_truths": []}`, `<stdin>:1: field "prediction"`},
+		{"rouge", `not json`, `<stdin>:1: not a JSON object`},
+	} {
+		err := runScore([]string{"--metric", c.metric}, strings.NewReader(c.in), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error = %v, want it to contain %q", err, c.want)
+		}
+	}
+}

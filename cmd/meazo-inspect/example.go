@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/tokenizer"
+)
+
+func init() {
+	register("example", "show one training example: rendered text, token ids, supervised tokens", runExample)
+}
+
+// runExample loads one example of a data file, renders it with the model's
+// chat template and prints exactly what training sees: the text, every token
+// id with its text, and which tokens the loss supervises.
+func runExample(args []string, _ io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("example", flag.ContinueOnError)
+	model := fs.String("model", "", "model directory with tokenizer.json, tokenizer_config.json [and chat_template.jinja]")
+	taskName := fs.String("task", "", "sst2, squad or xsum")
+	path := fs.String("data", "", "data file: .parquet (HF hub), .tsv (GLUE), .json (official SQuAD) or .jsonl")
+	index := fs.Int("index", 0, "which example (0-based, among the file's well-formed rows)")
+	date := fs.String("date", "", "Llama-3.x date_string (default 26 Jul 2024)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: meazo-inspect example --model DIR --task sst2|squad|xsum --data PATH [--index N]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" || *path == "" {
+		return errors.New("--model and --data are required")
+	}
+	task, err := data.ParseTask(*taskName)
+	if err != nil {
+		return err
+	}
+	if *index < 0 {
+		return fmt.Errorf("--index %d is negative", *index)
+	}
+	tok, err := tokenizer.Load(*model)
+	if err != nil {
+		return err
+	}
+	exs, _, err := data.ReadAll(*path, task, data.ReadOptions{Limit: *index + 1})
+	if err != nil {
+		return err
+	}
+	if *index >= len(exs) {
+		return fmt.Errorf("%s: --index %d, but the file has %d well-formed examples", *path, *index, len(exs))
+	}
+	enc := &data.Encoder{Tok: tok, DateString: *date}
+	e, err := enc.Encode(exs[*index])
+	if err != nil {
+		return err
+	}
+	start, end := e.Supervised()
+	fmt.Fprintf(stdout, "example %d (id %s) of %s, task %s, model %s\n", *index, exs[*index].ID, *path, task, *model)
+	fmt.Fprintf(stdout, "tokens: %d; prompt: %d; supervised: %d (positions %d..%d: assistant content + end-of-turn)\n\n",
+		len(e.IDs), e.PromptLen, end-start, start, end-1)
+	fmt.Fprintln(stdout, "--- rendered text ---")
+	fmt.Fprintln(stdout, e.Text)
+	fmt.Fprintln(stdout, "--- tokens (* = supervised: label = id; others label -100) ---")
+	for i, id := range e.IDs {
+		mark := " "
+		if e.Labels[i] != data.IgnoreIndex {
+			mark = "*"
+		}
+		fmt.Fprintf(stdout, "%s %5d %7d %q\n", mark, i, id, tok.Decode([]int{id}, false))
+	}
+	fmt.Fprintln(stdout, "--- supervised text ---")
+	fmt.Fprintln(stdout, tok.Decode(e.IDs[start:end], false))
+	return nil
+}
+
+// exampleSupervised returns the supervised text section of runExample output.
+func exampleSupervised(out string) string {
+	_, after, _ := strings.Cut(out, "--- supervised text ---\n")
+	return strings.TrimSuffix(after, "\n")
+}

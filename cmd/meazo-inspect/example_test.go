@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExampleCommand(t *testing.T) {
+	dir := os.Getenv("MEAZO_SHARED")
+	if dir == "" {
+		t.Skip("MEAZO_SHARED is not set; it names the shared fixtures folder (e.g. ../shared)")
+	}
+	for _, c := range []struct {
+		model, task, data string
+		index             int
+		want              string
+	}{
+		{"llama3.2", "sst2", "data/sst2/dev.tsv", 1, "Sentiment: terrible<|eot_id|>"},
+		{"qwen3", "squad", "data/squad/dev-v1.1.json", 0, "Answer: Denver Broncos<|im_end|>"},
+		{"qwen3", "xsum", "data/xsum/test_subset.jsonl", 0, "Summary: A new picture of the Queen to appear on coins has been unveiled.<|im_end|>"},
+	} {
+		var out bytes.Buffer
+		err := runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers", c.model), "--task", c.task,
+			"--data", filepath.Join(dir, c.data), "--index", string(rune('0' + c.index))}, nil, &out)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.model, c.task, err)
+		}
+		if got := exampleSupervised(out.String()); got != c.want {
+			t.Errorf("%s %s: supervised text %q, want %q", c.model, c.task, got, c.want)
+		}
+		if !strings.Contains(out.String(), "--- rendered text ---") {
+			t.Errorf("no rendered text in output")
+		}
+	}
+	var out bytes.Buffer
+	err := runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers/qwen3"), "--task", "sst2",
+		"--data", filepath.Join(dir, "data/sst2/dev.tsv"), "--index", "5000"}, nil, &out)
+	if err == nil || !strings.Contains(err.Error(), "872 well-formed examples") {
+		t.Errorf("out-of-range index: %v", err)
+	}
+}

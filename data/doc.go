@@ -1,0 +1,13 @@
+// Package data turns the files users have into the paper's supervised,
+// chat-formatted training examples (DATA.md):
+//
+//   - read.go and the format files load SST-2, SQuAD v1.1 and XSum, streaming,
+//     from HF hub Parquet, GLUE TSV, the official SQuAD JSON and JSON Lines;
+//     a malformed row is reported with file, row and field and skipped unless
+//     the caller asks for strictness.
+//   - split.go draws the paper's splits with a documented seeded permutation.
+//   - chat.go builds the paper's conversations (Boxes 1–3); encode.go renders
+//     them with the model's chat template and marks which tokens are trained.
+//   - batch.go pads batches (right for training, left for generation) and
+//     sampler.go draws them in a seeded order that can resume mid-epoch.
+package data

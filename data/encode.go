@@ -1,0 +1,191 @@
+package data
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/meazo-go/meazo/tokenizer"
+)
+
+// IgnoreIndex marks a label the loss skips (HF's -100).
+const IgnoreIndex = -100
+
+// ChatTokenizer is what this package needs from a tokenizer: the model's
+// chat template rendered and encoded as apply_chat_template does (no special
+// tokens added again), and the ids that end a turn.
+type ChatTokenizer interface {
+	EncodeChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (string, []int, error)
+	StopIDs() []int
+}
+
+// Encoded is one rendered, tokenized training example.
+type Encoded struct {
+	Text string // the full render
+	IDs  []int
+	// Labels is aligned with IDs (the model shifts, as HF does): IDs[i] where
+	// the token is supervised, IgnoreIndex elsewhere. Exactly the assistant
+	// content and the end-of-turn token that closes it are supervised.
+	Labels []int
+	// PromptLen is the length of the generation prompt (system, user,
+	// assistant header, Qwen3's empty think block), a token prefix of IDs.
+	PromptLen int
+}
+
+// Supervised returns the index range [start, end) of the supervised tokens.
+func (e Encoded) Supervised() (start, end int) {
+	start, end = len(e.Labels), len(e.Labels)
+	for i, l := range e.Labels {
+		if l != IgnoreIndex {
+			if start == len(e.Labels) {
+				start = i
+			}
+			end = i + 1
+		}
+	}
+	return start, end
+}
+
+// Encoder renders examples with a model's chat template.
+type Encoder struct {
+	Tok ChatTokenizer
+	// DateString pins Llama-3.x's date ("" means the template default, 26 Jul 2024).
+	DateString string
+}
+
+// options are the template options DATA.md fixes: Qwen3 without thinking, so
+// the generation prompt ends with the empty think block and is an exact
+// prefix of the training text; a pinned date for Llama.
+func (e *Encoder) options(generationPrompt bool) tokenizer.ChatOptions {
+	thinking := false
+	return tokenizer.ChatOptions{AddGenerationPrompt: generationPrompt, EnableThinking: &thinking, DateString: e.DateString}
+}
+
+// EncodePrompt renders and tokenizes the generation prompt of ex.
+func (e *Encoder) EncodePrompt(ex Example) (string, []int, error) {
+	text, ids, err := e.Tok.EncodeChat(Prompt(ex), e.options(true))
+	if err != nil {
+		return "", nil, fmt.Errorf("example %s: render prompt: %w", ex.ID, err)
+	}
+	return text, ids, nil
+}
+
+// Encode renders ex as a training example.
+func (e *Encoder) Encode(ex Example) (Encoded, error) {
+	target, err := Target(ex)
+	if err != nil {
+		return Encoded{}, err
+	}
+	enc, err := e.EncodeWithTarget(Prompt(ex), target)
+	if err != nil {
+		return Encoded{}, fmt.Errorf("example %s: %w", ex.ID, err)
+	}
+	return enc, nil
+}
+
+// EncodeWithTarget renders prompt + an assistant turn with content target
+// and marks the supervised tokens: from the end of the generation prompt
+// through the last end-of-turn id of the render (Qwen3's template writes a
+// "\n" after <|im_end|>, which is not supervised).
+func (e *Encoder) EncodeWithTarget(prompt []tokenizer.Message, target string) (Encoded, error) {
+	promptText, promptIDs, err := e.Tok.EncodeChat(prompt, e.options(true))
+	if err != nil {
+		return Encoded{}, fmt.Errorf("render prompt: %w", err)
+	}
+	msgs := append(slices.Clip(prompt), tokenizer.Message{Role: "assistant", Content: target})
+	text, ids, err := e.Tok.EncodeChat(msgs, e.options(false))
+	if err != nil {
+		return Encoded{}, fmt.Errorf("render conversation: %w", err)
+	}
+	if len(text) < len(promptText) || text[:len(promptText)] != promptText {
+		return Encoded{}, fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation")
+	}
+	if len(ids) < len(promptIDs) || !slices.Equal(ids[:len(promptIDs)], promptIDs) {
+		return Encoded{}, fmt.Errorf("the generation prompt's tokens are not a prefix of the conversation's tokens")
+	}
+	stops := e.Tok.StopIDs()
+	end := -1
+	for i := len(ids) - 1; i >= len(promptIDs); i-- {
+		if slices.Contains(stops, ids[i]) {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return Encoded{}, fmt.Errorf("no end-of-turn token (%v) after the assistant content", stops)
+	}
+	labels := make([]int, len(ids))
+	for i := range labels {
+		labels[i] = IgnoreIndex
+		if i >= len(promptIDs) && i <= end {
+			labels[i] = ids[i]
+		}
+	}
+	return Encoded{Text: text, IDs: ids, Labels: labels, PromptLen: len(promptIDs)}, nil
+}
+
+// LabelCandidates are the two SST-2 candidates of one example, for scoring.
+type LabelCandidates struct {
+	// Full[c] is the conversation with assistant content SST2Target(c).
+	Full [2]Encoded
+	// Span[c] is the [start, end) of Full[c].IDs where the two candidates
+	// differ: the label tokens only, not the shared "Sentiment:" prefix and not
+	// the end-of-turn. A token at position p is scored with the model's
+	// log-probability from position p-1.
+	Span [2][2]int
+}
+
+// SST2Candidates renders both labels of ex for scoring (DATA.md: the class
+// with the higher mean log-probability over its label tokens is predicted).
+func (e *Encoder) SST2Candidates(ex Example) (LabelCandidates, error) {
+	var lc LabelCandidates
+	for c := range 2 {
+		enc, err := e.EncodeWithTarget(Prompt(ex), SST2Target(c))
+		if err != nil {
+			return lc, fmt.Errorf("example %s: %w", ex.ID, err)
+		}
+		lc.Full[c] = enc
+	}
+	a, b := lc.Full[0].IDs, lc.Full[1].IDs
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	lc.Span[0] = [2]int{pre, len(a) - suf}
+	lc.Span[1] = [2]int{pre, len(b) - suf}
+	if lc.Span[0][0] == lc.Span[0][1] || lc.Span[1][0] == lc.Span[1][1] || pre == 0 {
+		return lc, fmt.Errorf("example %s: the two label renders do not differ in a token span", ex.ID)
+	}
+	return lc, nil
+}
+
+// ReadEncoded streams path, encodes each example, and keeps those of at most
+// maxTokens tokens (0: no limit) until limit examples are kept (0: all). This
+// is XSum's length filter (DATA.md: drop examples longer than the context
+// limit, default 2,048, then keep the first 50,000 train / 1,000 validation).
+func ReadEncoded(path string, task Task, opt ReadOptions, enc *Encoder, maxTokens, limit int) (kept []Example, encoded []Encoded, dropped int, err error) {
+	opt.Limit = 0
+	_, err = Read(path, task, opt, func(ex Example) error {
+		e, err := enc.Encode(ex)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if maxTokens > 0 && len(e.IDs) > maxTokens {
+			dropped++
+			return nil
+		}
+		kept = append(kept, ex)
+		encoded = append(encoded, e)
+		if limit > 0 && len(kept) >= limit {
+			return errStop
+		}
+		return nil
+	})
+	return kept, encoded, dropped, err
+}
+
+// DefaultMaxTokens is the paper's context limit for the XSum length filter.
+const DefaultMaxTokens = 2048

@@ -1,0 +1,43 @@
+package data
+
+import "fmt"
+
+// Task is one of the paper's three tasks.
+type Task string
+
+const (
+	SST2  Task = "sst2"
+	SQuAD Task = "squad"
+	XSum  Task = "xsum"
+)
+
+// ParseTask accepts sst2, squad or xsum.
+func ParseTask(s string) (Task, error) {
+	switch t := Task(s); t {
+	case SST2, SQuAD, XSum:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown task %q (want sst2, squad or xsum)", s)
+}
+
+// Example is one row of any task; only the fields of its Task are set.
+type Example struct {
+	Task Task
+	// ID is the dataset's id (SQuAD question id, XSum id, SST-2 idx), or the
+	// row's position in its file when the format has none (GLUE TSV).
+	ID string
+
+	// SST-2.
+	Sentence string
+	Label    int // 0 negative, 1 positive
+
+	// SQuAD v1.1.
+	Title, Context, Question string
+	Answers                  []string // every annotator's answer text, in order; the first is trained
+
+	// XSum.
+	Document, Summary string
+}
+
+// SST-2 label words the assistant answers with (DATA.md Box 1), by label.
+var SST2LabelWords = [2]string{"terrible", "great"}

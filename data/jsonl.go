@@ -1,0 +1,136 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// jsonlRow holds the HF field names of all three tasks. Pointers tell a
+// missing field from an empty one.
+type jsonlRow struct {
+	// SST-2
+	Idx      *json.Number `json:"idx"`
+	Sentence *string      `json:"sentence"`
+	Label    *int         `json:"label"`
+	// SQuAD
+	ID       json.RawMessage `json:"id"`
+	Title    *string         `json:"title"`
+	Context  *string         `json:"context"`
+	Question *string         `json:"question"`
+	Answers  *struct {
+		Text []string `json:"text"`
+	} `json:"answers"`
+	// XSum
+	Document *string `json:"document"`
+	Summary  *string `json:"summary"`
+}
+
+// readJSONL reads one JSON object per line with the HF hub's field names.
+func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowError) error) error {
+	f, err := openFile(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	for line := 1; ; line++ {
+		b, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return fmt.Errorf("%s: line %d: %w", path, line, rerr)
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			row := fmt.Sprintf("line %d", line)
+			ex, field, msg := parseJSONLRow(b, task)
+			if field == "" {
+				field, msg = checkExample(&ex)
+			}
+			if field != "" {
+				if e := bad(&RowError{path, row, field, msg}); e != nil {
+					return e
+				}
+			} else if err := emit(ex); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+	}
+}
+
+// parseJSONLRow decodes one line; on failure it names the field.
+func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
+	var r jsonlRow
+	if err := json.Unmarshal(b, &r); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return ex, te.Field, fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)
+		}
+		return ex, "(line)", "not a JSON object: " + err.Error()
+	}
+	ex.Task = task
+	ex.ID = rawID(r.ID)
+	need := func(p *string, name string) (string, bool) {
+		if p == nil {
+			field, msg = name, "missing"
+			return "", false
+		}
+		return *p, true
+	}
+	var ok bool
+	switch task {
+	case SST2:
+		if ex.Sentence, ok = need(r.Sentence, "sentence"); !ok {
+			return
+		}
+		if r.Label == nil {
+			return ex, "label", "missing"
+		}
+		ex.Label = *r.Label
+		if r.Idx != nil {
+			ex.ID = r.Idx.String()
+		}
+	case SQuAD:
+		if ex.Context, ok = need(r.Context, "context"); !ok {
+			return
+		}
+		if ex.Question, ok = need(r.Question, "question"); !ok {
+			return
+		}
+		if ex.Title, ok = need(r.Title, "title"); !ok {
+			return
+		}
+		if r.Answers == nil {
+			return ex, "answers", "missing"
+		}
+		ex.Answers = r.Answers.Text
+	case XSum:
+		if ex.Document, ok = need(r.Document, "document"); !ok {
+			return
+		}
+		if ex.Summary, ok = need(r.Summary, "summary"); !ok {
+			return
+		}
+	}
+	return ex, "", ""
+}
+
+// rawID turns a JSON string or number id into text ("" if absent).
+func rawID(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		return string(raw)
+	}
+	return ""
+}

@@ -1,0 +1,205 @@
+package data
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// parquetColumns are the HF hub columns each task needs. A path ending in
+// "[]" is a list column inside a struct (answers.text): any leaf under it is
+// taken, whatever the writer named the list's inner nodes (list.element,
+// list.item, array).
+var parquetColumns = map[Task][]string{
+	SST2:  {"sentence", "label", "idx?"},
+	SQuAD: {"id", "title", "context", "question", "answers.text[]"},
+	XSum:  {"document", "summary", "id"},
+}
+
+// readParquet reads an HF hub Parquet file row group by row group, a few rows
+// at a time, through the file's own schema, so any row count fits in memory.
+func readParquet(path string, task Task, emit func(Example) error, bad func(*RowError) error) error {
+	f, err := openFile(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, info.Size())
+	if err != nil {
+		return fmt.Errorf("load %s: not a Parquet file: %w", path, err)
+	}
+	// Map each needed column name to its leaf column index.
+	leaves := pf.Schema().Columns()
+	index := map[string]int{}
+	for _, want := range parquetColumns[task] {
+		name, optional := want, false
+		if name[len(name)-1] == '?' {
+			name, optional = name[:len(name)-1], true
+		}
+		i := findLeaf(leaves, name)
+		if i < 0 {
+			if optional {
+				continue
+			}
+			return fmt.Errorf("%s: column %q is missing (the file has %v); want the HF hub schema of %s",
+				path, name, joinPaths(leaves), task)
+		}
+		index[name] = i
+	}
+
+	rows := parquet.NewReader(pf)
+	defer rows.Close()
+	buf := make([]parquet.Row, 64)
+	for n := 0; ; {
+		k, err := rows.ReadRows(buf)
+		for _, row := range buf[:k] {
+			ex, field, msg := parquetExample(row, task, index)
+			if field == "" {
+				field, msg = checkExample(&ex)
+			}
+			if ex.ID == "" {
+				ex.ID = fmt.Sprint(n)
+			}
+			if field != "" {
+				if e := bad(&RowError{path, fmt.Sprintf("row %d", n), field, msg}); e != nil {
+					return e
+				}
+			} else if e := emit(ex); e != nil {
+				return e
+			}
+			n++
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: row %d: %w", path, n, err)
+		}
+	}
+}
+
+// findLeaf returns the leaf column index for a dotted name; "a.b[]" matches
+// the first leaf under a.b.
+func findLeaf(leaves [][]string, name string) int {
+	list := name[len(name)-2:] == "[]"
+	if list {
+		name = name[:len(name)-2]
+	}
+	want := splitDots(name)
+	for i, p := range leaves {
+		if list && len(p) > len(want) && slices.Equal(p[:len(want)], want) {
+			return i
+		}
+		if !list && slices.Equal(p, want) {
+			return i
+		}
+	}
+	return -1
+}
+
+func splitDots(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func joinPaths(leaves [][]string) []string {
+	out := make([]string, len(leaves))
+	for i, p := range leaves {
+		for j, s := range p {
+			if j > 0 {
+				out[i] += "."
+			}
+			out[i] += s
+		}
+	}
+	return out
+}
+
+// parquetExample builds an Example from one row's values.
+func parquetExample(row parquet.Row, task Task, index map[string]int) (ex Example, field, msg string) {
+	ex.Task = task
+	values := map[int][]parquet.Value{}
+	for _, v := range row {
+		values[v.Column()] = append(values[v.Column()], v)
+	}
+	str := func(name string) (string, bool) {
+		vs := values[index[name]]
+		if len(vs) != 1 || vs[0].IsNull() {
+			field, msg = name, "null or missing"
+			return "", false
+		}
+		return string(vs[0].ByteArray()), true
+	}
+	integer := func(name string) (int64, bool) {
+		vs := values[index[name]]
+		if len(vs) != 1 || vs[0].IsNull() {
+			field, msg = name, "null or missing"
+			return 0, false
+		}
+		switch vs[0].Kind() {
+		case parquet.Int32:
+			return int64(vs[0].Int32()), true
+		case parquet.Int64:
+			return vs[0].Int64(), true
+		}
+		field, msg = name, fmt.Sprintf("want an integer, got %v", vs[0].Kind())
+		return 0, false
+	}
+	var ok bool
+	switch task {
+	case SST2:
+		if ex.Sentence, ok = str("sentence"); !ok {
+			return
+		}
+		label, ok := integer("label")
+		if !ok {
+			return
+		}
+		ex.Label = int(label)
+		if _, has := index["idx"]; has {
+			idx, ok := integer("idx")
+			if !ok {
+				return
+			}
+			ex.ID = fmt.Sprint(idx)
+		}
+	case SQuAD:
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{"id", &ex.ID}, {"title", &ex.Title}, {"context", &ex.Context}, {"question", &ex.Question}} {
+			if *f.dst, ok = str(f.name); !ok {
+				return
+			}
+		}
+		for _, v := range values[index["answers.text[]"]] {
+			if v.IsNull() {
+				continue // an empty list is a single null; checkExample reports it
+			}
+			ex.Answers = append(ex.Answers, string(v.ByteArray()))
+		}
+	case XSum:
+		for _, f := range []struct {
+			name string
+			dst  *string
+		}{{"document", &ex.Document}, {"summary", &ex.Summary}, {"id", &ex.ID}} {
+			if *f.dst, ok = str(f.name); !ok {
+				return
+			}
+		}
+	}
+	return ex, "", ""
+}

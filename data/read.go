@@ -1,0 +1,138 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ReadOptions control how a file is read.
+type ReadOptions struct {
+	// Strict stops at the first malformed row; otherwise it is reported to
+	// OnSkip and left out.
+	Strict bool
+	// OnSkip receives each skipped malformed row (nil: they are only counted).
+	OnSkip func(*RowError)
+	// Limit stops after this many examples (0: no limit).
+	Limit int
+}
+
+// RowError is a malformed row: which file, which row, which field, and why.
+type RowError struct {
+	File  string
+	Row   string // "line 7", "row 12" (Parquet, 0-based) or "data[3].paragraphs[1].qas[0]"
+	Field string
+	Msg   string
+}
+
+func (e *RowError) Error() string {
+	return fmt.Sprintf("%s: %s: field %q: %s", e.File, e.Row, e.Field, e.Msg)
+}
+
+// ReadStats says how a read went.
+type ReadStats struct {
+	Examples int // passed to the callback
+	Skipped  int // malformed rows left out
+}
+
+// errStop ends a read early (Limit reached) without an error.
+var errStop = errors.New("stop")
+
+// Read streams the examples of task in path to fn, one at a time, so a file
+// of any size is read in bounded memory. The format comes from the file
+// name: .parquet (HF hub), .tsv (GLUE SST-2), .json (official SQuAD),
+// .jsonl (JSON Lines with the HF field names).
+func Read(path string, task Task, opt ReadOptions, fn func(Example) error) (ReadStats, error) {
+	var st ReadStats
+	emit := func(ex Example) error {
+		if err := fn(ex); err != nil {
+			return err
+		}
+		st.Examples++
+		if opt.Limit > 0 && st.Examples >= opt.Limit {
+			return errStop
+		}
+		return nil
+	}
+	bad := func(e *RowError) error {
+		if opt.Strict {
+			return e
+		}
+		st.Skipped++
+		if opt.OnSkip != nil {
+			opt.OnSkip(e)
+		}
+		return nil
+	}
+	var err error
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".parquet":
+		err = readParquet(path, task, emit, bad)
+	case ".tsv":
+		if task != SST2 {
+			return st, fmt.Errorf("%s: TSV is GLUE's SST-2 format, not %s", path, task)
+		}
+		err = readGLUETSV(path, emit, bad)
+	case ".json":
+		if task != SQuAD {
+			return st, fmt.Errorf("%s: .json is the official SQuAD format, not %s (use .jsonl)", path, task)
+		}
+		err = readSquadJSON(path, emit, bad)
+	case ".jsonl":
+		err = readJSONL(path, task, emit, bad)
+	default:
+		return st, fmt.Errorf("%s: unknown format %q (want .parquet, .tsv, .json or .jsonl)", path, ext)
+	}
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return st, err
+}
+
+// ReadAll reads every example of path into memory.
+func ReadAll(path string, task Task, opt ReadOptions) ([]Example, ReadStats, error) {
+	var out []Example
+	st, err := Read(path, task, opt, func(ex Example) error {
+		out = append(out, ex)
+		return nil
+	})
+	return out, st, err
+}
+
+// openFile opens path, naming it in the error.
+func openFile(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// checkExample reports the first missing or invalid field of ex, if any.
+// Field names are the HF hub's.
+func checkExample(ex *Example) (field, msg string) {
+	switch ex.Task {
+	case SST2:
+		if ex.Label != 0 && ex.Label != 1 {
+			return "label", fmt.Sprintf("want 0 or 1, got %d", ex.Label)
+		}
+		if strings.TrimSpace(ex.Sentence) == "" {
+			return "sentence", "empty"
+		}
+	case SQuAD:
+		switch {
+		case strings.TrimSpace(ex.Context) == "":
+			return "context", "empty"
+		case strings.TrimSpace(ex.Question) == "":
+			return "question", "empty"
+		case len(ex.Answers) == 0:
+			return "answers", "no answer"
+		}
+	case XSum:
+		// The HF XSum splits hold a few empty documents (validation row 818
+		// of the shared subset is one); they are real rows and are kept.
+	}
+	return "", ""
+}

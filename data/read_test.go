@@ -1,0 +1,189 @@
+package data
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// sharedDir returns $MEAZO_SHARED or skips the test.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("MEAZO_SHARED")
+	if dir == "" {
+		t.Skip("MEAZO_SHARED is not set; it names the shared fixtures folder (e.g. ../shared)")
+	}
+	return dir
+}
+
+func TestReadSharedData(t *testing.T) {
+	dir := sharedDir(t)
+	for _, c := range []struct {
+		path  string
+		task  Task
+		count int
+		first func(Example) bool
+	}{
+		{"data/sst2/train.tsv", SST2, 67349, func(e Example) bool {
+			return e.Label == 0 && e.Sentence == "hide new secretions from the parental units "
+		}},
+		{"data/sst2/dev.tsv", SST2, 872, func(e Example) bool {
+			return e.Label == 1 && e.Sentence == "it 's a charming and often affecting journey . "
+		}},
+		{"data/squad/dev-v1.1.json", SQuAD, 10570, func(e Example) bool {
+			return e.ID == "56be4db0acb8001400a502ec" && e.Title == "Super_Bowl_50" && len(e.Answers) == 3 && e.Answers[0] == "Denver Broncos"
+		}},
+		{"data/squad/train-v1.1-subset.json", SQuAD, 11877, nil},
+		{"data/xsum/test_subset.jsonl", XSum, 1000, func(e Example) bool { return e.ID == "31690289" && strings.HasPrefix(e.Summary, "A new picture") }},
+		{"data/xsum/validation_subset.jsonl", XSum, 1000, nil},
+	} {
+		var skipped []*RowError
+		exs, st, err := ReadAll(filepath.Join(dir, c.path), c.task, ReadOptions{Strict: true, OnSkip: func(e *RowError) { skipped = append(skipped, e) }})
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if len(exs) != c.count || st.Skipped != 0 {
+			t.Errorf("%s: %d examples (%d skipped), want %d", c.path, len(exs), st.Skipped, c.count)
+		}
+		if c.first != nil && !c.first(exs[0]) {
+			t.Errorf("%s: first example %+v is not the file's first row", c.path, exs[0])
+		}
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestMalformedRows(t *testing.T) {
+	for _, c := range []struct {
+		name, content string
+		task          Task
+		good          int
+		wantErr       string // the first row error, strict mode
+	}{
+		{"a.tsv", "sentence\tlabel\ngood one \t1\nbad one\tx\nno label\n", SST2, 1, `line 3: field "label": not an integer: "x"`},
+		{"a.tsv", "sentence\tlabel\nok\t1\nthree\t1\textra\n", SST2, 1, `line 3: field "sentence": want 2 tab-separated columns`},
+		{"a.tsv", "sentence\tlabel\nok\t7\n", SST2, 0, `line 2: field "label": want 0 or 1, got 7`},
+		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"d"}` + "\n", XSum, 1, `line 2: field "summary": missing`},
+		{"x.jsonl", `{"id":"1","document":5,"summary":"s"}` + "\n", XSum, 0, `line 1: field "document": want string, got JSON number`},
+		{"s.jsonl", `{"id":"q","title":"T","context":"C","question":"Q","answers":{"text":[],"answer_start":[]}}`, SQuAD, 0, `line 1: field "answers": no answer`},
+		{"d.json", `{"version":"1.1","data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A","answer_start":0}]},{"id":"q2","question":"","answers":[{"text":"A"}]}]}]}]}`,
+			SQuAD, 1, `data[0].paragraphs[0].qas[1] (id "q2"): field "question": empty`},
+		{"d.json", `{"version":"1.1","data":[{"title":3,"paragraphs":[]}, {"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
+			SQuAD, 1, `data[0]: field "title"`},
+	} {
+		p := writeFile(t, c.name, c.content)
+		var skipped []*RowError
+		exs, st, err := ReadAll(p, c.task, ReadOptions{OnSkip: func(e *RowError) { skipped = append(skipped, e) }})
+		if err != nil {
+			t.Errorf("%s lenient: %v", c.content, err)
+			continue
+		}
+		if len(exs) != c.good || st.Skipped == 0 || len(skipped) != st.Skipped {
+			t.Errorf("%q lenient: %d good, %d skipped; want %d good and the bad ones skipped", c.content, len(exs), st.Skipped, c.good)
+		}
+		_, _, err = ReadAll(p, c.task, ReadOptions{Strict: true})
+		if err == nil || !strings.Contains(err.Error(), p+": "+c.wantErr) {
+			t.Errorf("strict error = %v, want it to contain %q", err, p+": "+c.wantErr)
+		}
+	}
+}
+
+func TestLimitAndFormats(t *testing.T) {
+	p := writeFile(t, "a.tsv", "sentence\tlabel\na\t1\nb\t0\nc\t1\n")
+	exs, _, err := ReadAll(p, SST2, ReadOptions{Limit: 2})
+	if err != nil || len(exs) != 2 || exs[1].Sentence != "b" || exs[1].ID != "1" {
+		t.Errorf("Limit 2: %+v, %v", exs, err)
+	}
+	if _, _, err := ReadAll(p, SQuAD, ReadOptions{}); err == nil {
+		t.Error("TSV for SQuAD accepted")
+	}
+	if _, _, err := ReadAll(writeFile(t, "a.csv", ""), SST2, ReadOptions{}); err == nil {
+		t.Error(".csv accepted")
+	}
+	if _, _, err := ReadAll(writeFile(t, "bad.json", `{"data": [`), SQuAD, ReadOptions{}); err == nil || !strings.Contains(err.Error(), "bad.json") {
+		t.Errorf("truncated SQuAD JSON: %v", err)
+	}
+}
+
+// The HF hub's Parquet schemas, as pyarrow writes them (nullable columns,
+// answers as a struct of two lists).
+type hubSST2 struct {
+	Idx      int32   `parquet:"idx"`
+	Sentence *string `parquet:"sentence,optional"`
+	Label    int64   `parquet:"label"`
+}
+
+type hubSquad struct {
+	ID       string `parquet:"id,optional"`
+	Title    string `parquet:"title,optional"`
+	Context  string `parquet:"context,optional"`
+	Question string `parquet:"question,optional"`
+	Answers  struct {
+		Text        []string `parquet:"text,list"`
+		AnswerStart []int32  `parquet:"answer_start,list"`
+	} `parquet:"answers"`
+}
+
+type hubXSum struct {
+	Document string `parquet:"document,optional"`
+	Summary  string `parquet:"summary,optional"`
+	ID       string `parquet:"id,optional"`
+}
+
+func writeParquet[T any](t *testing.T, rows []T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "train-00000-of-00001.parquet")
+	if err := parquet.WriteFile(p, rows); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestReadParquet(t *testing.T) {
+	sst := writeParquet(t, []hubSST2{{0, ptr("hide new secretions "), 0}, {1, nil, 1}, {2, ptr("great fun "), 1}, {3, ptr("x"), -1}})
+	var skipped []string
+	exs, st, err := ReadAll(sst, SST2, ReadOptions{OnSkip: func(e *RowError) { skipped = append(skipped, e.Error()) }})
+	if err != nil || len(exs) != 2 || st.Skipped != 2 {
+		t.Fatalf("sst2 parquet: %+v %+v %v", exs, st, err)
+	}
+	if !reflect.DeepEqual(exs[1], Example{Task: SST2, ID: "2", Sentence: "great fun ", Label: 1}) {
+		t.Errorf("sst2 row = %+v", exs[1])
+	}
+	if !strings.Contains(skipped[0], `row 1: field "sentence": null or missing`) || !strings.Contains(skipped[1], `row 3: field "label": want 0 or 1, got -1`) {
+		t.Errorf("skipped = %q", skipped)
+	}
+
+	sq := hubSquad{ID: "q1", Title: "T", Context: "ctx", Question: "Q?"}
+	sq.Answers.Text, sq.Answers.AnswerStart = []string{"a1", "a2"}, []int32{0, 1}
+	empty := hubSquad{ID: "q2", Title: "T", Context: "ctx", Question: "Q2?"}
+	exs, st, err = ReadAll(writeParquet(t, []hubSquad{sq, empty}), SQuAD, ReadOptions{})
+	if err != nil || len(exs) != 1 || st.Skipped != 1 {
+		t.Fatalf("squad parquet: %+v %+v %v", exs, st, err)
+	}
+	if e := exs[0]; e.ID != "q1" || e.Title != "T" || e.Context != "ctx" || e.Question != "Q?" || strings.Join(e.Answers, "|") != "a1|a2" {
+		t.Errorf("squad row = %+v", e)
+	}
+
+	exs, _, err = ReadAll(writeParquet(t, []hubXSum{{"doc", "sum", "7"}}), XSum, ReadOptions{Strict: true})
+	if err != nil || len(exs) != 1 || !reflect.DeepEqual(exs[0], Example{Task: XSum, ID: "7", Document: "doc", Summary: "sum"}) {
+		t.Errorf("xsum parquet: %+v %v", exs, err)
+	}
+	// The wrong schema names the missing column.
+	_, _, err = ReadAll(writeParquet(t, []hubXSum{{"doc", "sum", "7"}}), SQuAD, ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), `column "title" is missing`) {
+		t.Errorf("wrong schema: %v", err)
+	}
+}

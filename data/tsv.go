@@ -1,0 +1,93 @@
+package data
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// readGLUETSV reads GLUE's SST-2 TSV: a header naming the columns (sentence,
+// label, optionally idx or index), then one unquoted row per line. The
+// sentence is kept byte for byte, trailing space included, as GLUE and HF
+// have it.
+func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) error) error {
+	f, err := openFile(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	header, err := readLine(br)
+	if err != nil {
+		return fmt.Errorf("%s: line 1: reading the header: %w", path, err)
+	}
+	col := map[string]int{}
+	for i, name := range strings.Split(header, "\t") {
+		col[name] = i
+	}
+	sentenceCol, ok1 := col["sentence"]
+	labelCol, ok2 := col["label"]
+	if !ok1 || !ok2 {
+		return fmt.Errorf("%s: line 1: header %q lacks the sentence and label columns", path, header)
+	}
+	idCol, hasID := col["idx"]
+	if !hasID {
+		idCol, hasID = col["index"]
+	}
+	for line := 2; ; line++ {
+		text, err := readLine(br)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: line %d: %w", path, line, err)
+		}
+		if text == "" {
+			continue
+		}
+		row := fmt.Sprintf("line %d", line)
+		fields := strings.Split(text, "\t")
+		if len(fields) != len(col) {
+			if e := bad(&RowError{path, row, "sentence", fmt.Sprintf("want %d tab-separated columns, got %d", len(col), len(fields))}); e != nil {
+				return e
+			}
+			continue
+		}
+		ex := Example{Task: SST2, Sentence: fields[sentenceCol], ID: strconv.Itoa(line - 2)}
+		if hasID {
+			ex.ID = fields[idCol]
+		}
+		label, err := strconv.Atoi(strings.TrimSpace(fields[labelCol]))
+		if err != nil {
+			if e := bad(&RowError{path, row, "label", fmt.Sprintf("not an integer: %q", fields[labelCol])}); e != nil {
+				return e
+			}
+			continue
+		}
+		ex.Label = label
+		if field, msg := checkExample(&ex); field != "" {
+			if e := bad(&RowError{path, row, field, msg}); e != nil {
+				return e
+			}
+			continue
+		}
+		if err := emit(ex); err != nil {
+			return err
+		}
+	}
+}
+
+// readLine returns the next line without its "\n" or "\r\n"; io.EOF after the last.
+func readLine(br *bufio.Reader) (string, error) {
+	s, err := br.ReadString('\n')
+	if err == io.EOF && s != "" {
+		err = nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s = strings.TrimSuffix(s, "\n")
+	return strings.TrimSuffix(s, "\r"), nil
+}

@@ -1,0 +1,89 @@
+package eval
+
+import (
+	"math"
+	"testing"
+)
+
+// These cases follow the semantics METRICS.md documents for the official
+// code; the fixture tests check the same against the real code's output.
+func TestNormalizeAnswer(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"The Denver Broncos!", "denver broncos"},
+		{"İstanbul", "i\u0307stanbul"},
+		{"ΟΔΟΣ", "οδος"},                           // final sigma
+		{"ΣΑ", "σα"},                               // sigma not final
+		{"thé", "thé"},                             // \b is Unicode-aware
+		{"éthe", "éthe"},                           //
+		{"a\u0301 b", "\u0301 b"},                  // a combining mark is a non-word rune
+		{"x\u00a0y\u001cz\u200bw", "x y z\u200bw"}, // Python split(): NBSP and \x1c split, ZWSP does not
+		{"an apple", "apple"},
+		{"“quoted” – dash", "“quoted” – dash"}, // Unicode punctuation stays
+	} {
+		if got := NormalizeAnswer(c.in); got != c.want {
+			t.Errorf("NormalizeAnswer(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestSquadScore(t *testing.T) {
+	for _, c := range []struct {
+		pred   string
+		gts    []string
+		em, f1 float64
+	}{
+		{"the", []string{"a"}, 1, 0}, // both normalize to "": EM 1, F1 0
+		{"Denver Broncos", []string{"Broncos", "Denver Broncos"}, 1, 1},
+		{"Denver", []string{"Denver Broncos"}, 0, 2 * 1 * 0.5 / 1.5},
+		{"x", nil, 0, 0},
+	} {
+		em, f1 := SquadScore(c.pred, c.gts)
+		if em != c.em || math.Abs(f1-c.f1) > 1e-15 {
+			t.Errorf("SquadScore(%q, %q) = %v, %v; want %v, %v", c.pred, c.gts, em, f1, c.em, c.f1)
+		}
+	}
+}
+
+func TestPorterStem(t *testing.T) {
+	// Known outputs of NLTK's PorterStemmer() (NLTK_EXTENSIONS).
+	for in, want := range map[string]string{
+		"skies": "sky", "dying": "die", "caresses": "caress", "ponies": "poni", "ties": "tie",
+		"cats": "cat", "feed": "feed", "agreed": "agre", "plastered": "plaster", "motoring": "motor",
+		"hopping": "hop", "filing": "file", "happy": "happi", "enjoy": "enjoy", "relational": "relat",
+		"generalization": "gener", "organisers": "organis", "festival": "festiv", "coventry": "coventri",
+		"spied": "spi", "died": "die", "news": "news", "running": "run", "cancelled": "cancel",
+	} {
+		if got := PorterStem(in); got != want {
+			t.Errorf("PorterStem(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRougeBasics(t *testing.T) {
+	if got := RougeTokenize("Naïve café, 40,000 visitors!", false); len(got) != 6 {
+		t.Errorf("RougeTokenize split accented letters wrongly: %q", got)
+	}
+	s := Rouge("the cat sat on the mat", "the cat sat", false)
+	if s.Rouge1.Precision != 1 || s.Rouge1.Recall != 0.5 || s.RougeL.Recall != 0.5 || s.Rouge2.Precision != 1 {
+		t.Errorf("Rouge = %+v", s)
+	}
+	if z := Rouge("", "anything", false); z != (RougeScores{}) {
+		t.Errorf("empty reference gives %+v, want zeros", z)
+	}
+}
+
+func TestExtractAndLabels(t *testing.T) {
+	if got := ExtractAnswer("  Answer: Denver Broncos \n", AnswerPrefix); got != "Denver Broncos" {
+		t.Errorf("ExtractAnswer = %q", got)
+	}
+	if got := ExtractAnswer("Denver", AnswerPrefix); got != "Denver" {
+		t.Errorf("ExtractAnswer without prefix = %q", got)
+	}
+	scores := []float64{MeanLogProb([]float64{-1, -3}), MeanLogProb([]float64{-1.5})}
+	if PredictLabel(scores) != 1 || PredictLabel([]float64{-1, -1}) != 0 {
+		t.Errorf("PredictLabel wrong for %v", scores)
+	}
+	if a := Accuracy([]int{1, 0, 1, 1}, []int{1, 1, 1, 0}); a != 0.5 {
+		t.Errorf("Accuracy = %v", a)
+	}
+}
