@@ -96,6 +96,11 @@ func (s Stream) fillRange(dst []float32, lo int, dist Dist, norm float64) {
 				v[m] = float64(int(x[m]%3) - 1)
 			}
 		}
+		if i := 4 * b; i >= lo && i+4 <= hi {
+			d := dst[i-lo : i-lo+4]
+			d[0], d[1], d[2], d[3] = float32(v[0]), float32(v[1]), float32(v[2]), float32(v[3])
+			continue
+		}
 		for m := range 4 {
 			if i := 4*b + m; i >= lo && i < hi {
 				dst[i-lo] = float32(v[m])
