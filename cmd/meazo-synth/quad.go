@@ -92,15 +92,16 @@ func randomOrthogonal(k int, rng *rand.Rand) [][]float64 {
 }
 
 // value returns F(x) in float64.
-func (q *quadratic) value(x func(i int) float64) float64 {
+func (q *quadratic) value(x []float64) float64 {
 	var f float64
 	for b, idx := range q.blocks {
 		h := q.hb[b]
 		for i, ii := range idx {
-			xi := x(ii)
+			var s float64
 			for j, jj := range idx {
-				f += 0.5 * xi * h[i][j] * x(jj)
+				s += h[i][j] * x[jj]
 			}
+			f += 0.5 * x[ii] * s
 		}
 	}
 	return f
@@ -158,7 +159,5 @@ func (l *layout) flat(p [][]float32) []float64 {
 
 // objective evaluates F on grouped float32 parameters.
 func (l *layout) objective(q *quadratic) func(p [][]float32) float64 {
-	return func(p [][]float32) float64 {
-		return q.value(func(i int) float64 { gk := l.pos[i]; return float64(p[gk[0]][gk[1]]) })
-	}
+	return func(p [][]float32) float64 { return q.value(l.flat(p)) }
 }

@@ -156,7 +156,7 @@ func TestTrackProblem(t *testing.T) {
 	for i := range x {
 		xg += x[i] * g[i]
 	}
-	if f := q.value(func(i int) float64 { return x[i] }); math.Abs(2*f-xg) > 1e-9*math.Abs(xg) {
+	if f := q.value(x); math.Abs(2*f-xg) > 1e-9*math.Abs(xg) {
 		t.Errorf("F = %g but xᵀHx/2 = %g", f, xg/2)
 	}
 	if _, err := trackProblem(10); err == nil {
