@@ -231,6 +231,9 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Chmod(0o644) // CreateTemp makes 0600; outputs are for people to read
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr
