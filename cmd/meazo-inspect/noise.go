@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/meazo-go/meazo/zo"
+)
+
+func init() {
+	register("noise", "print perturbation noise values (NOISE.md contract) as a JSON array", runNoise)
+}
+
+// runNoise prints elements 0..n-1 of the noise vector z of one (run seed,
+// step, direction, group) as float32 values in a JSON array.
+func runNoise(args []string, _ io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("noise", flag.ContinueOnError)
+	seed := fs.Uint64("seed", 0, "run seed")
+	step := fs.Uint64("step", 0, "training step (0-based)")
+	dir := fs.Uint64("direction", 0, "direction j (0-based)")
+	group := fs.Int("group", 0, "parameter group (0 when the run does not group parameters)")
+	distName := fs.String("dist", "normal", "normal, sphere, rademacher or ternary")
+	n := fs.Int("n", 8, "number of elements (the group's dimension, which matters for sphere)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	dist, err := zo.ParseDist(*distName)
+	if err != nil {
+		return fmt.Errorf("--dist: %w", err)
+	}
+	switch {
+	case *step > math.MaxUint32:
+		return fmt.Errorf("--step %d exceeds 2^32-1", *step)
+	case *dir > math.MaxUint32:
+		return fmt.Errorf("--direction %d exceeds 2^32-1", *dir)
+	case *group < 0:
+		return fmt.Errorf("--group %d is negative", *group)
+	case *n < 1 || *n > 1<<28:
+		return fmt.Errorf("--n %d outside 1..2^28", *n)
+	}
+	z := make([]float32, *n)
+	zo.Fill(z, dist, zo.Stream{Seed: zo.StreamSeed(*seed, *group), Step: uint32(*step), Dir: uint32(*dir)}, 0)
+	w := bufio.NewWriter(stdout)
+	w.WriteByte('[')
+	for i, v := range z {
+		if i > 0 {
+			w.WriteString(", ")
+		}
+		w.WriteString(strconv.FormatFloat(float64(v), 'g', -1, 32))
+	}
+	w.WriteString("]\n")
+	return w.Flush()
+}

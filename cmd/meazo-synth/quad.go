@@ -1,0 +1,163 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// quadratic is F(x) = ½ xᵀHx with block-diagonal H: blocks[b] lists the
+// coordinates of block b and hb[b] is that block's dense symmetric matrix.
+type quadratic struct {
+	d      int
+	blocks [][]int
+	hb     [][][]float64
+}
+
+// diagonal returns F(x) = ½ Σ h_i x_i² as one block per coordinate.
+func diagonal(h []float64) *quadratic {
+	q := &quadratic{d: len(h)}
+	for i, v := range h {
+		q.blocks = append(q.blocks, []int{i})
+		q.hb = append(q.hb, [][]float64{{v}})
+	}
+	return q
+}
+
+// rotatedBlocks returns blocks of consecutive coordinates, block b being
+// Q_b diag(eig[b]) Q_bᵀ with Q_b a random orthogonal matrix drawn from rng.
+func rotatedBlocks(eig [][]float64, rng *rand.Rand) *quadratic {
+	q := &quadratic{}
+	for _, lam := range eig {
+		k := len(lam)
+		idx := make([]int, k)
+		for i := range idx {
+			idx[i] = q.d + i
+		}
+		q.d += k
+		Q := randomOrthogonal(k, rng)
+		h := make([][]float64, k)
+		for i := range h {
+			h[i] = make([]float64, k)
+			for j := range h[i] {
+				for l := range k {
+					h[i][j] += Q[i][l] * lam[l] * Q[j][l]
+				}
+			}
+		}
+		q.blocks = append(q.blocks, idx)
+		q.hb = append(q.hb, h)
+	}
+	return q
+}
+
+// randomOrthogonal orthonormalises a Gaussian matrix's columns (Gram-Schmidt).
+func randomOrthogonal(k int, rng *rand.Rand) [][]float64 {
+	cols := make([][]float64, k)
+	for c := range cols {
+		for {
+			v := make([]float64, k)
+			for i := range v {
+				v[i] = rng.NormFloat64()
+			}
+			for _, u := range cols[:c] {
+				var dot float64
+				for i := range v {
+					dot += v[i] * u[i]
+				}
+				for i := range v {
+					v[i] -= dot * u[i]
+				}
+			}
+			var n float64
+			for _, x := range v {
+				n += x * x
+			}
+			if n = math.Sqrt(n); n > 1e-8 {
+				for i := range v {
+					v[i] /= n
+				}
+				cols[c] = v
+				break
+			}
+		}
+	}
+	Q := make([][]float64, k) // Q[i][l] = column l, row i
+	for i := range Q {
+		Q[i] = make([]float64, k)
+		for l := range k {
+			Q[i][l] = cols[l][i]
+		}
+	}
+	return Q
+}
+
+// value returns F(x) in float64.
+func (q *quadratic) value(x []float64) float64 {
+	var f float64
+	for b, idx := range q.blocks {
+		h := q.hb[b]
+		for i, ii := range idx {
+			var s float64
+			for j, jj := range idx {
+				s += h[i][j] * x[jj]
+			}
+			f += 0.5 * x[ii] * s
+		}
+	}
+	return f
+}
+
+// grad writes ∇F(x) = Hx into g.
+func (q *quadratic) grad(x, g []float64) {
+	for b, idx := range q.blocks {
+		h := q.hb[b]
+		for i, ii := range idx {
+			var s float64
+			for j, jj := range idx {
+				s += h[i][j] * x[jj]
+			}
+			g[ii] = s
+		}
+	}
+}
+
+// layout maps the flat vector x onto parameter groups: groups[g] lists the
+// coordinates of group g, in order.
+type layout struct {
+	groups [][]int
+	pos    [][2]int // coordinate -> (group, index in group)
+}
+
+func newLayout(d int, groups [][]int) *layout {
+	l := &layout{groups: groups, pos: make([][2]int, d)}
+	for g, idx := range groups {
+		for k, i := range idx {
+			l.pos[i] = [2]int{g, k}
+		}
+	}
+	return l
+}
+
+func (l *layout) split(x []float64) [][]float32 {
+	p := make([][]float32, len(l.groups))
+	for g, idx := range l.groups {
+		p[g] = make([]float32, len(idx))
+		for k, i := range idx {
+			p[g][k] = float32(x[i])
+		}
+	}
+	return p
+}
+
+func (l *layout) flat(p [][]float32) []float64 {
+	x := make([]float64, len(l.pos))
+	for i, gk := range l.pos {
+		x[i] = float64(p[gk[0]][gk[1]])
+	}
+	return x
+}
+
+// objective evaluates F on grouped float32 parameters.
+func (l *layout) objective(q *quadratic) func(p [][]float32) float64 {
+	return func(p [][]float32) float64 { return q.value(l.flat(p)) }
+}

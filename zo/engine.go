@@ -1,0 +1,392 @@
+package zo
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// Mode says which parameter groups are perturbed together.
+type Mode int
+
+const (
+	// Joint perturbs every group at once (each with its own noise stream)
+	// and estimates one set of projected gradients per step.
+	Joint Mode = iota
+	// Grouped perturbs each group alone, all at the same θ0, and updates all
+	// groups after every estimate (Jacobi block coordinates, paper Alg. 3).
+	Grouped
+	// Cyclic estimates and updates one group per step, group t mod G (block
+	// coordinate descent, BCGD in the paper's Sec. 5.1).
+	Cyclic
+)
+
+var modeNames = [...]string{Joint: "joint", Grouped: "grouped", Cyclic: "cyclic"}
+
+func (m Mode) String() string {
+	if m < 0 || int(m) >= len(modeNames) {
+		return fmt.Sprintf("Mode(%d)", int(m))
+	}
+	return modeNames[m]
+}
+
+// ParseMode reads joint, grouped or cyclic.
+func ParseMode(s string) (Mode, error) {
+	for m, n := range modeNames {
+		if n == s {
+			return Mode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown mode %q (want joint, grouped or cyclic)", s)
+}
+
+// Config holds the estimator's settings (the optimizer holds its own).
+type Config struct {
+	Eps     float64 // perturbation scale ε (paper: 1e-6)
+	Q       int     // directions per step (paper: 1; FZOO needs at least 2)
+	Dist    Dist    // noise distribution
+	Seed    uint64  // run seed; group g draws from StreamSeed(Seed, g)
+	Mode    Mode
+	Workers int // goroutines for noise and updates; 0 means GOMAXPROCS. Results do not depend on it.
+}
+
+// Engine runs zeroth-order steps on parameter groups it does not own: params
+// (one float32 slice per group, canonical order) is θ, read as θ0 at the start
+// of a step and updated in place at its end. Perturbed points θ0 ± εz are
+// written into separate buffers from θ0, never by moving θ in place, so θ0 is
+// restored exactly. z is regenerated from the seed when needed, never stored
+// across steps. Buffers for the variants (2q·d floats, q·d for FZOO) are kept
+// between steps.
+type Engine struct {
+	cfg    Config
+	opt    Optimizer
+	params [][]float32
+	dims   []int
+	step   int
+	bufs   [][][]float32 // bufs[g][slot]: perturbed copies of group g
+}
+
+// Stats describes one step, for logging.
+type Stats struct {
+	Step       int         // 0-based index of the step (the noise's step)
+	Loss       float64     // logged loss: mean of all L± (central); L0 for FZOO
+	Losses     []float64   // every variant's loss, in variant order
+	Units      []UnitStats // one per estimation unit of the step
+	V          []float64   // MEAZO: every unit's v after the step (per group when grouped); nil otherwise
+	UpdateNorm float64     // ‖θ_new - θ0‖ over all groups (float64 of the float32 change)
+}
+
+// UnitStats holds one estimation unit's projected gradients.
+type UnitStats struct {
+	Group int       // the group estimated, or AllGroups for a joint step over several groups
+	D     []float64 // d_j: (L+ - L-)/(2ε) (central) or (L_j - L0)/ε (FZOO); times the dimension for sphere noise
+}
+
+// New returns an engine that steps params with opt.
+func New(params [][]float32, opt Optimizer, cfg Config) (*Engine, error) {
+	if len(params) == 0 {
+		return nil, fmt.Errorf("zo: no parameter groups")
+	}
+	dims := make([]int, len(params))
+	for g, p := range params {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("zo: parameter group %d is empty", g)
+		}
+		dims[g] = len(p)
+	}
+	switch {
+	case !(cfg.Eps > 0) || math.IsInf(cfg.Eps, 0):
+		return nil, fmt.Errorf("zo: eps must be positive and finite, got %g", cfg.Eps)
+	case cfg.Q < 1:
+		return nil, fmt.Errorf("zo: q must be at least 1, got %d", cfg.Q)
+	case opt.oneSided() && cfg.Q < 2:
+		return nil, fmt.Errorf("zo: fzoo needs q >= 2 (the std of one loss is 0), got %d", cfg.Q)
+	case cfg.Dist < Normal || cfg.Dist > Ternary:
+		return nil, fmt.Errorf("zo: unknown noise distribution %d", cfg.Dist)
+	case cfg.Mode < Joint || cfg.Mode > Cyclic:
+		return nil, fmt.Errorf("zo: unknown mode %d", cfg.Mode)
+	case cfg.Dist == Sphere && cfg.Mode == Joint && len(params) > 1:
+		return nil, fmt.Errorf("zo: sphere noise is defined per group; use one group or grouped/cyclic mode")
+	}
+	units := len(params)
+	if cfg.Mode == Joint {
+		units = 1
+	}
+	if err := opt.setup(dims, units); err != nil {
+		return nil, fmt.Errorf("zo: %w", err)
+	}
+	return &Engine{cfg: cfg, opt: opt, params: params, dims: dims, bufs: make([][][]float32, len(params))}, nil
+}
+
+// Params returns θ (the caller's slices).
+func (e *Engine) Params() [][]float32 { return e.params }
+
+// Optimizer returns the engine's optimizer.
+func (e *Engine) Optimizer() Optimizer { return e.opt }
+
+// StepCount returns the number of steps taken (the next step's noise index).
+func (e *Engine) StepCount() int { return e.step }
+
+// unit is one estimation unit: groups perturbed together with one set of d_j.
+type unit struct {
+	id     int   // optimizer state index
+	groups []int // groups perturbed
+	t      int   // 1-based update count of this unit
+}
+
+func (e *Engine) units() []unit {
+	G := len(e.params)
+	switch e.cfg.Mode {
+	case Grouped:
+		us := make([]unit, G)
+		for g := range us {
+			us[g] = unit{id: g, groups: []int{g}, t: e.step + 1}
+		}
+		return us
+	case Cyclic:
+		g := e.step % G
+		return []unit{{id: g, groups: []int{g}, t: e.step/G + 1}}
+	}
+	all := make([]int, G)
+	for g := range all {
+		all[g] = g
+	}
+	return []unit{{id: 0, groups: all, t: e.step + 1}}
+}
+
+func (u unit) label() int {
+	if len(u.groups) == 1 {
+		return u.groups[0]
+	}
+	return AllGroups
+}
+
+func (e *Engine) buf(g, slot int) []float32 {
+	for len(e.bufs[g]) <= slot {
+		e.bufs[g] = append(e.bufs[g], make([]float32, e.dims[g]))
+	}
+	return e.bufs[g][slot]
+}
+
+func (e *Engine) stream(g, j int) Stream {
+	return Stream{Seed: StreamSeed(e.cfg.Seed, g), Step: uint32(e.step), Dir: uint32(j)}
+}
+
+// chunkTask is one chunk of one group of one unit.
+type chunkTask struct{ u, g, lo, hi int }
+
+func (e *Engine) chunkTasks(units []unit) []chunkTask {
+	var ts []chunkTask
+	for ui, u := range units {
+		for _, g := range u.groups {
+			for c := range numChunks(e.dims[g]) {
+				lo, hi := chunkRange(c, e.dims[g])
+				ts = append(ts, chunkTask{ui, g, lo, hi})
+			}
+		}
+	}
+	return ts
+}
+
+var chunkPool = sync.Pool{New: func() any { return &chunkScratch{} }}
+
+type chunkScratch struct {
+	z    [ChunkSize]float32
+	ghat [ChunkSize]float64
+}
+
+// Step runs one zeroth-order step: it builds every perturbed variant, has obj
+// evaluate them all, forms the projected gradients and updates θ. On error θ,
+// the optimizer and the step count are unchanged.
+func (e *Engine) Step(obj Objective) (*Stats, error) {
+	if e.step > math.MaxUint32 {
+		return nil, fmt.Errorf("zo: step %d beyond the noise counter's range", e.step)
+	}
+	q, eps, oneSided := e.cfg.Q, e.cfg.Eps, e.opt.oneSided()
+	units := e.units()
+	tasks := e.chunkTasks(units)
+
+	// Sphere noise needs each (group, direction) norm before any value.
+	var norms [][]float64
+	if e.cfg.Dist == Sphere {
+		norms = make([][]float64, len(e.params))
+		for _, u := range units {
+			for _, g := range u.groups {
+				norms[g] = make([]float64, q)
+				for j := range q {
+					norms[g][j] = e.stream(g, j).sphereNorm(e.dims[g], e.cfg.Workers)
+				}
+			}
+		}
+	}
+	norm := func(g, j int) float64 {
+		if norms == nil {
+			return 1
+		}
+		return norms[g][j]
+	}
+
+	// Materialise θ0 ± εz from θ0 (slot 2j holds +, 2j+1 holds -; FZOO: slot j holds +).
+	for _, u := range units {
+		for _, g := range u.groups {
+			for j := range q {
+				if oneSided {
+					e.buf(g, j)
+				} else {
+					e.buf(g, 2*j+1)
+				}
+			}
+		}
+	}
+	parallelFor(len(tasks), e.cfg.Workers, func(k int) {
+		tk := tasks[k]
+		theta := e.params[tk.g][tk.lo:tk.hi]
+		for j := range q {
+			if oneSided {
+				plus := e.bufs[tk.g][j][tk.lo:tk.hi]
+				e.stream(tk.g, j).fillRange(plus, tk.lo, e.cfg.Dist, norm(tk.g, j))
+				for i, z := range plus {
+					plus[i] = float32(float64(theta[i]) + eps*float64(z))
+				}
+				continue
+			}
+			plus, minus := e.bufs[tk.g][2*j][tk.lo:tk.hi], e.bufs[tk.g][2*j+1][tk.lo:tk.hi]
+			e.stream(tk.g, j).fillRange(minus, tk.lo, e.cfg.Dist, norm(tk.g, j))
+			for i, z := range minus {
+				x, dz := float64(theta[i]), eps*float64(z)
+				plus[i], minus[i] = float32(x+dz), float32(x-dz)
+			}
+		}
+	})
+
+	// The variants, in order: [clean (FZOO)], then per unit, per direction, + (and -).
+	var variants []Variant
+	if oneSided {
+		variants = append(variants, Variant{Group: Clean, Params: e.params})
+	}
+	for _, u := range units {
+		for j := range q {
+			for s, sign := range []int{+1, -1} {
+				if oneSided && sign < 0 {
+					break
+				}
+				p := make([][]float32, len(e.params))
+				copy(p, e.params)
+				for _, g := range u.groups {
+					slot := 2*j + s
+					if oneSided {
+						slot = j
+					}
+					p[g] = e.bufs[g][slot]
+				}
+				variants = append(variants, Variant{Group: u.label(), Dir: j, Sign: sign, Params: p})
+			}
+		}
+	}
+
+	losses, err := obj.Evaluate(e.params, variants)
+	if err != nil {
+		return nil, fmt.Errorf("zo step %d: evaluate: %w", e.step, err)
+	}
+	if len(losses) != len(variants) {
+		return nil, fmt.Errorf("zo step %d: objective returned %d losses for %d variants", e.step, len(losses), len(variants))
+	}
+	for i, l := range losses {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return nil, fmt.Errorf("zo step %d: loss of variant %d (group %d, direction %d, sign %+d) is %g",
+				e.step, i, variants[i].Group, variants[i].Dir, variants[i].Sign, l)
+		}
+	}
+
+	// Projected gradients and the optimizer's weights per unit.
+	st := &Stats{Step: e.step, Losses: losses, Units: make([]UnitStats, len(units))}
+	weights := make([][]float64, len(units))
+	k := 0
+	if oneSided {
+		st.Loss = losses[0]
+		k = 1
+	}
+	var sum float64
+	for ui, u := range units {
+		scale := 1.0
+		if e.cfg.Dist == Sphere {
+			scale = float64(e.dims[u.groups[0]])
+		}
+		d := make([]float64, q)
+		for j := range q {
+			if oneSided {
+				d[j] = (losses[k] - losses[0]) / eps * scale
+				k++
+			} else {
+				sum += losses[k] + losses[k+1]
+				d[j] = (losses[k] - losses[k+1]) / (2 * eps) * scale
+				k += 2
+			}
+		}
+		st.Units[ui] = UnitStats{Group: u.label(), D: d}
+		weights[ui] = make([]float64, q)
+		e.opt.weights(u.id, u.t, d, weights[ui])
+	}
+	if !oneSided {
+		st.Loss = sum / float64(len(losses))
+	}
+
+	// Update θ chunk by chunk, regenerating z: ĝ = Σ_j w_j z_j.
+	sq := make([]float64, len(tasks))
+	parallelFor(len(tasks), e.cfg.Workers, func(k int) {
+		tk := tasks[k]
+		n := tk.hi - tk.lo
+		sc := chunkPool.Get().(*chunkScratch)
+		defer chunkPool.Put(sc)
+		z, ghat := sc.z[:n], sc.ghat[:n]
+		clear(ghat)
+		for j, w := range weights[tk.u] {
+			e.stream(tk.g, j).fillRange(z, tk.lo, e.cfg.Dist, norm(tk.g, j))
+			for i, zi := range z {
+				ghat[i] += w * float64(zi)
+			}
+		}
+		u := units[tk.u]
+		sq[k] = e.opt.update(u.id, tk.g, tk.lo, e.params[tk.g][tk.lo:tk.hi], ghat, u.t)
+	})
+	for _, s := range sq {
+		st.UpdateNorm += s
+	}
+	st.UpdateNorm = math.Sqrt(st.UpdateNorm)
+	if m, ok := e.opt.(*MEAZO); ok {
+		st.V = append([]float64(nil), m.V()...)
+	}
+	e.step++
+	return st, nil
+}
+
+// MarshalBinary saves the engine's state: the step count and the optimizer's
+// state (θ itself is the caller's to save).
+func (e *Engine) MarshalBinary() ([]byte, error) {
+	ob, err := e.opt.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b := []byte("zo-engine")
+	b = binary.LittleEndian.AppendUint64(b, uint64(e.step))
+	return append(b, ob...), nil
+}
+
+// UnmarshalBinary restores state saved by MarshalBinary into an engine built
+// with the same parameter shapes, mode and optimizer kind.
+func (e *Engine) UnmarshalBinary(b []byte) error {
+	const magic = "zo-engine"
+	if len(b) < len(magic)+8 || string(b[:len(magic)]) != magic {
+		return fmt.Errorf("zo engine state: bad header")
+	}
+	step := binary.LittleEndian.Uint64(b[len(magic):])
+	if step > math.MaxUint32 {
+		return fmt.Errorf("zo engine state: step %d out of range", step)
+	}
+	if err := e.opt.UnmarshalBinary(b[len(magic)+8:]); err != nil {
+		return fmt.Errorf("zo engine state: %w", err)
+	}
+	e.step = int(step)
+	return nil
+}
