@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
@@ -220,7 +221,7 @@ func (a *Adapter) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "adapter_config.json"), b)
+	return atomicfile.WriteFile(filepath.Join(dir, "adapter_config.json"), b)
 }
 
 // Load reads a PEFT LoRA adapter directory into a trainable adapter for m
@@ -297,24 +298,4 @@ func mergeOne(w *tensor.Packed, lo *model.LoRA) *tensor.Packed {
 		}
 	}
 	return tensor.Pack(dense, w.N, w.K)
-}
-
-// writeFileAtomic writes data beside path and renames it into place.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/safetensors"
 )
 
@@ -67,7 +68,7 @@ func WriteRandom(dir string, c *Config, seed uint64, std float64) (*Model, error
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "config.json"), cfg); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, err
 	}
 	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
@@ -129,26 +130,4 @@ func (c *Config) MarshalHF() ([]byte, error) {
 		j["rope_scaling"] = nil
 	}
 	return json.MarshalIndent(j, "", "  ")
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it
-// into place, so a reader never sees a half-written file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
 }

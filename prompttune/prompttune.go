@@ -1,0 +1,170 @@
+// Package prompttune is PEFT prompt tuning: n trainable virtual-token
+// embeddings put before every sequence, saved and loaded in PEFT's format.
+package prompttune
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// Prompt holds the virtual-token embeddings [n][hidden] as one flat
+// parameter group (the canonical order: row-major).
+type Prompt struct {
+	N, Hidden int
+	InitText  string // the TEXT initialisation, if used
+	Tokenizer string // tokenizer_name_or_path written to adapter_config.json
+	BaseModel string // base_model_name_or_path
+	params    [][]float32
+}
+
+// Encoder is what TEXT initialisation needs from a tokenizer.
+type Encoder interface {
+	Encode(text string, addSpecial bool) []int
+}
+
+// FromText initialises n virtual tokens from a text as PEFT's TEXT init does:
+// the text is tokenized with special tokens, the ids are repeated until there
+// are at least n, truncated to n, and their embedding rows copied in float32.
+func FromText(m *model.Model, tok Encoder, n int, text string) (*Prompt, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("prompttune: number of virtual tokens must be positive, got %d", n)
+	}
+	ids := tok.Encode(text, true)
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("prompttune: init text %q has no tokens", text)
+	}
+	p := &Prompt{N: n, Hidden: m.HiddenSize, InitText: text, params: [][]float32{make([]float32, n*m.HiddenSize)}}
+	for i := 0; i < n; i++ {
+		id := ids[i%len(ids)]
+		if id < 0 || id >= m.VocabSize {
+			return nil, fmt.Errorf("prompttune: init token id %d is outside the model's vocabulary (%d)", id, m.VocabSize)
+		}
+		m.Embed.Row(p.params[0][i*m.HiddenSize:(i+1)*m.HiddenSize], id)
+	}
+	return p, nil
+}
+
+// Random initialises n virtual tokens from a seeded U(-0.5, 0.5) (PEFT's
+// RANDOM init draws other values; the distribution, not the stream, matches).
+func Random(m *model.Model, n int, seed uint64) *Prompt {
+	r := rand.New(rand.NewPCG(seed, 0x9707))
+	p := &Prompt{N: n, Hidden: m.HiddenSize, params: [][]float32{make([]float32, n*m.HiddenSize)}}
+	for i := range p.params[0] {
+		p.params[0][i] = r.Float32() - 0.5
+	}
+	return p
+}
+
+// Params returns the single parameter group (the prompt's own storage).
+func (p *Prompt) Params() [][]float32 { return p.params }
+
+// Count returns the number of trainable parameters.
+func (p *Prompt) Count() int { return len(p.params[0]) }
+
+// Attach makes m put the prompt before every sequence in Forward and Generate.
+func (p *Prompt) Attach(m *model.Model) { m.Prompt = p.params[0] }
+
+// Save writes adapter_model.safetensors (one tensor prompt_embeddings
+// [n, hidden]) and adapter_config.json in PEFT's PROMPT_TUNING format.
+func (p *Prompt) Save(dir string, m *model.Model) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save prompt: %w", err)
+	}
+	t := safetensors.F32Tensor("prompt_embeddings", []int{p.N, p.Hidden}, p.params[0])
+	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []safetensors.Tensor{t}, map[string]string{"format": "pt"}); err != nil {
+		return err
+	}
+	init := "RANDOM"
+	if p.InitText != "" {
+		init = "TEXT"
+	}
+	cfg := map[string]any{
+		"peft_type":                  "PROMPT_TUNING",
+		"task_type":                  "CAUSAL_LM",
+		"num_virtual_tokens":         p.N,
+		"token_dim":                  p.Hidden,
+		"num_transformer_submodules": 1,
+		"num_attention_heads":        m.NumHeads,
+		"num_layers":                 m.NumLayers,
+		"prompt_tuning_init":         init,
+		"prompt_tuning_init_text":    nilIfEmpty(p.InitText),
+		"tokenizer_name_or_path":     nilIfEmpty(p.Tokenizer),
+		"base_model_name_or_path":    nilIfEmpty(p.BaseModel),
+		"inference_mode":             true,
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, "adapter_config.json"), b)
+}
+
+// Load reads a PEFT PROMPT_TUNING adapter for m.
+func Load(dir string, m *model.Model) (*Prompt, error) {
+	cfgPath := filepath.Join(dir, "adapter_config.json")
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("load prompt: %w", err)
+	}
+	var cfg struct {
+		PeftType   string  `json:"peft_type"`
+		N          int     `json:"num_virtual_tokens"`
+		TokenDim   int     `json:"token_dim"`
+		InitText   *string `json:"prompt_tuning_init_text"`
+		Tokenizer  *string `json:"tokenizer_name_or_path"`
+		BaseModel  *string `json:"base_model_name_or_path"`
+		Submodules int     `json:"num_transformer_submodules"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("adapter config %s: invalid JSON: %w", cfgPath, err)
+	}
+	switch {
+	case cfg.PeftType != "PROMPT_TUNING":
+		return nil, fmt.Errorf("adapter config %s: peft_type %q, want PROMPT_TUNING", cfgPath, cfg.PeftType)
+	case cfg.TokenDim != m.HiddenSize:
+		return nil, fmt.Errorf("adapter config %s: token_dim %d, the model's hidden size is %d", cfgPath, cfg.TokenDim, m.HiddenSize)
+	case cfg.N <= 0:
+		return nil, fmt.Errorf("adapter config %s: num_virtual_tokens must be positive", cfgPath)
+	case cfg.Submodules > 1:
+		return nil, fmt.Errorf("adapter config %s: num_transformer_submodules %d (encoder-decoder) is not supported", cfgPath, cfg.Submodules)
+	}
+	path := filepath.Join(dir, "adapter_model.safetensors")
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load prompt: %w", err)
+	}
+	defer f.Close()
+	info, ok := f.Info("prompt_embeddings")
+	if !ok || len(info.Shape) != 2 || info.Shape[0] != cfg.N || info.Shape[1] != cfg.TokenDim {
+		return nil, fmt.Errorf("adapter %s: want tensor \"prompt_embeddings\" of shape [%d %d], found %+v", path, cfg.N, cfg.TokenDim, info)
+	}
+	v, err := f.Float32("prompt_embeddings")
+	if err != nil {
+		return nil, err
+	}
+	p := &Prompt{N: cfg.N, Hidden: cfg.TokenDim, params: [][]float32{v}}
+	if cfg.InitText != nil {
+		p.InitText = *cfg.InitText
+	}
+	if cfg.Tokenizer != nil {
+		p.Tokenizer = *cfg.Tokenizer
+	}
+	if cfg.BaseModel != nil {
+		p.BaseModel = *cfg.BaseModel
+	}
+	return p, nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

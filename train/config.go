@@ -1,0 +1,325 @@
+// Package train runs zeroth-order fine-tuning: it assembles the model,
+// tokenizer, data, adapter, ZO engine and metrics into a training run that
+// logs every step, validates, keeps the best adapter, checkpoints, resumes
+// bit-identically and evaluates on the task's test split.
+package train
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a whole experiment. Every field's `doc` tag is its documentation;
+// docs/CONFIG.md is generated from it (go run ./cmd/meazo-train -config-doc),
+// and a test checks the file is current.
+type Config struct {
+	Model     ModelConfig     `mapstructure:"model" yaml:"model"`
+	Task      TaskConfig      `mapstructure:"task" yaml:"task"`
+	Adapter   AdapterConfig   `mapstructure:"adapter" yaml:"adapter"`
+	Optimizer OptimizerConfig `mapstructure:"optimizer" yaml:"optimizer"`
+	Train     TrainConfig     `mapstructure:"train" yaml:"train"`
+	Eval      EvalConfig      `mapstructure:"eval" yaml:"eval"`
+	Output    OutputConfig    `mapstructure:"output" yaml:"output"`
+}
+
+type ModelConfig struct {
+	Path       string `mapstructure:"path" yaml:"path" doc:"HF model directory: config.json, safetensors weights (one file or sharded), tokenizer.json, tokenizer_config.json [, chat_template.jinja]"`
+	Name       string `mapstructure:"name" yaml:"name" doc:"base_model_name_or_path written into saved adapters (default: path)"`
+	DateString string `mapstructure:"date_string" yaml:"date_string" doc:"Llama-3.x chat template date_string, pinned for reproducibility"`
+}
+
+type TaskConfig struct {
+	Name          string `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum"`
+	Train         string `mapstructure:"train" yaml:"train" doc:"training data file (.tsv GLUE, .json official SQuAD, .jsonl, .parquet HF hub)"`
+	Validation    string `mapstructure:"validation" yaml:"validation" doc:"validation file; empty: SST-2/SQuAD hold out 5% of train (paper split), XSum requires it"`
+	Test          string `mapstructure:"test" yaml:"test" doc:"test file (SST-2: GLUE dev; SQuAD: dev-v1.1.json; XSum: test)"`
+	DataSeed      uint64 `mapstructure:"data_seed" yaml:"data_seed" doc:"seed of the 95/5 train/validation permutation (the same for every run, so runs are comparable)"`
+	MaxTrain      int    `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2 all)"`
+	MaxValidation int    `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2 all)"`
+	MaxTest       int    `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
+	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (XSum filter)"`
+	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
+}
+
+type AdapterConfig struct {
+	Kind          string   `mapstructure:"kind" yaml:"kind" doc:"lora or prompt (prompt tuning)"`
+	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
+	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r"`
+	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections"`
+	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
+	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: TEXT initialisation (empty: the task's system prompt)"`
+	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer, estimated one at a time with prefix caching (paper Alg. 3); LoRA only"`
+	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one"`
+}
+
+type OptimizerConfig struct {
+	Name        string  `mapstructure:"name" yaml:"name" doc:"meazo, zo-sgd, zo-adam, radazo or fzoo"`
+	LR          float64 `mapstructure:"lr" yaml:"lr" doc:"learning rate η (constant)"`
+	Eps         float64 `mapstructure:"eps" yaml:"eps" doc:"perturbation scale ε"`
+	Q           int     `mapstructure:"q" yaml:"q" doc:"directions per step (fzoo needs at least 2)"`
+	Dist        string  `mapstructure:"dist" yaml:"dist" doc:"noise: normal, sphere, rademacher or ternary (fzoo's reference uses rademacher)"`
+	Beta1       float64 `mapstructure:"beta1" yaml:"beta1" doc:"zo-adam / radazo first-moment decay (0 allowed for zo-adam)"`
+	Beta2       float64 `mapstructure:"beta2" yaml:"beta2" doc:"zo-adam / radazo second-moment decay"`
+	Beta        float64 `mapstructure:"beta" yaml:"beta" doc:"meazo second-moment decay"`
+	Zeta        float64 `mapstructure:"zeta" yaml:"zeta" doc:"meazo denominator constant ζ"`
+	Momentum    float64 `mapstructure:"momentum" yaml:"momentum" doc:"zo-sgd momentum (0: none)"`
+	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay" doc:"zo-sgd weight decay λ"`
+	BiasCorrect bool    `mapstructure:"bias_correction" yaml:"bias_correction" doc:"radazo: apply Adam's bias correction (the reference code does not)"`
+}
+
+type TrainConfig struct {
+	Steps           int    `mapstructure:"steps" yaml:"steps" doc:"number of ZO steps T (paper: 10,000 LoRA, 20,000 prompt tuning)"`
+	BatchSize       int    `mapstructure:"batch_size" yaml:"batch_size" doc:"training examples per step"`
+	Seed            uint64 `mapstructure:"seed" yaml:"seed" doc:"run seed: noise, sampler order and adapter initialisation"`
+	EvalEvery       int    `mapstructure:"eval_every" yaml:"eval_every" doc:"compute the validation loss every N steps (and at the end)"`
+	CheckpointEvery int    `mapstructure:"checkpoint_every" yaml:"checkpoint_every" doc:"write a resumable checkpoint every N steps (0: only at the end)"`
+	Threads         int    `mapstructure:"threads" yaml:"threads" doc:"worker threads for the kernels (0: all cores); results do not depend on it"`
+	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal"`
+}
+
+type EvalConfig struct {
+	BatchSize    int  `mapstructure:"batch_size" yaml:"batch_size" doc:"sequences per evaluation forward / generation batch"`
+	MaxNewTokens int  `mapstructure:"max_new_tokens" yaml:"max_new_tokens" doc:"generation cap (0: the task default, SQuAD 50, XSum 100)"`
+	Base         bool `mapstructure:"base" yaml:"base" doc:"also evaluate the base model (no adapter) on the test split"`
+	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
+	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"merge LoRA into the base weights for evaluation (faster generation)"`
+}
+
+type OutputConfig struct {
+	Dir string `mapstructure:"dir" yaml:"dir" doc:"run directory (created; see docs/RUNDIR.md)"`
+}
+
+// Defaults are the paper's settings where it has one.
+func Defaults() Config {
+	return Config{
+		Model:     ModelConfig{DateString: "26 Jul 2024"},
+		Task:      TaskConfig{MaxLength: 2048},
+		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
+		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "normal", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8},
+		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
+		Eval:      EvalConfig{BatchSize: 8},
+		Output:    OutputConfig{Dir: "runs/run"},
+	}
+}
+
+// configKey describes one leaf key of Config.
+type configKey struct {
+	key, doc, kind string
+	def            any
+}
+
+// keys lists every leaf key of Config with its doc and default, in
+// declaration order.
+func keys() []configKey {
+	var out []configKey
+	def := reflect.ValueOf(Defaults())
+	t := def.Type()
+	for i := range t.NumField() {
+		sec := t.Field(i)
+		for j := range sec.Type.NumField() {
+			f := sec.Type.Field(j)
+			out = append(out, configKey{
+				key:  sec.Tag.Get("mapstructure") + "." + f.Tag.Get("mapstructure"),
+				doc:  f.Tag.Get("doc"),
+				kind: f.Type.String(),
+				def:  def.Field(i).Field(j).Interface(),
+			})
+		}
+	}
+	return out
+}
+
+// Load reads a YAML config (path may be empty: defaults only) and applies
+// "key=value" overrides, whose values are YAML scalars or lists. Unknown keys,
+// in the file or the overrides, are errors that suggest the closest key.
+func Load(path string, overrides []string) (*Config, error) {
+	v := viper.New()
+	known := keys()
+	for _, k := range known {
+		v.SetDefault(k.key, k.def)
+	}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		var raw map[string]any
+		if err := yaml.Unmarshal(b, &raw); err != nil {
+			return nil, fmt.Errorf("config %s: invalid YAML: %w", path, err)
+		}
+		if err := checkKeys(raw, "", known); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		v.SetConfigType("yaml")
+		if err := v.MergeConfig(bytes.NewReader(b)); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	for _, o := range overrides {
+		key, val, ok := strings.Cut(o, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return nil, fmt.Errorf("--set %q: want key=value", o)
+		}
+		if err := checkKey(key, known); err != nil {
+			return nil, fmt.Errorf("--set %s: %w", key, err)
+		}
+		var parsed any
+		if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
+			return nil, fmt.Errorf("--set %s: %w", key, err)
+		}
+		if parsed == nil {
+			parsed = ""
+		}
+		v.Set(key, parsed)
+	}
+	var c Config
+	if err := v.UnmarshalExact(&c); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		if path != "" {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return &c, nil
+}
+
+// checkKeys walks a parsed YAML document and rejects keys Config lacks.
+func checkKeys(m map[string]any, prefix string, known []configKey) error {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		full := prefix + k
+		if sub, ok := m[k].(map[string]any); ok && prefix == "" {
+			if !slices.ContainsFunc(known, func(c configKey) bool { return strings.HasPrefix(c.key, full+".") }) {
+				return unknownKey(full, known)
+			}
+			if err := checkKeys(sub, full+".", known); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := checkKey(full, known); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkKey(key string, known []configKey) error {
+	if slices.ContainsFunc(known, func(c configKey) bool { return c.key == key }) {
+		return nil
+	}
+	return unknownKey(key, known)
+}
+
+// unknownKey names the key and the known key closest to it.
+func unknownKey(key string, known []configKey) error {
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		cand := k.key
+		if !strings.Contains(key, ".") { // a section name
+			cand, _, _ = strings.Cut(k.key, ".")
+		}
+		if d := editDistance(key, cand); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	return fmt.Errorf("unknown key %q (did you mean %q?)", key, best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// Validate checks values that the type system does not.
+func (c *Config) Validate() error {
+	switch {
+	case c.Model.Path == "":
+		return fmt.Errorf("model.path is required")
+	case !slices.Contains([]string{"sst2", "squad", "xsum"}, c.Task.Name):
+		return fmt.Errorf("task.name %q: want sst2, squad or xsum", c.Task.Name)
+	case c.Task.Train == "":
+		return fmt.Errorf("task.train is required")
+	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt":
+		return fmt.Errorf("adapter.kind %q: want lora or prompt", c.Adapter.Kind)
+	case c.Adapter.Kind == "prompt" && c.Adapter.Grouped:
+		return fmt.Errorf("adapter.grouped: prompt tuning has a single parameter group")
+	case c.Adapter.Kind == "prompt" && c.Adapter.VirtualTokens <= 0:
+		return fmt.Errorf("adapter.virtual_tokens must be positive")
+	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
+		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Optimizer.Name)
+	case !(c.Optimizer.LR > 0):
+		return fmt.Errorf("optimizer.lr must be positive, got %g", c.Optimizer.LR)
+	case !(c.Optimizer.Eps > 0):
+		return fmt.Errorf("optimizer.eps must be positive, got %g", c.Optimizer.Eps)
+	case c.Optimizer.Q < 1:
+		return fmt.Errorf("optimizer.q must be at least 1")
+	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
+		return fmt.Errorf("optimizer.q: fzoo needs q >= 2 (the std of one loss is 0), got %d", c.Optimizer.Q)
+	case c.Train.Steps < 0 || c.Train.BatchSize < 1:
+		return fmt.Errorf("train.steps must be >= 0 and train.batch_size >= 1")
+	case c.Train.EvalEvery < 1:
+		return fmt.Errorf("train.eval_every must be at least 1")
+	case c.Eval.BatchSize < 1:
+		return fmt.Errorf("eval.batch_size must be at least 1")
+	case c.Output.Dir == "":
+		return fmt.Errorf("output.dir is required")
+	}
+	return nil
+}
+
+// YAML renders the resolved config (written into the run directory).
+func (c *Config) YAML() ([]byte, error) { return yaml.Marshal(c) }
+
+// ConfigDoc renders docs/CONFIG.md: every key, its type, default and meaning.
+func ConfigDoc() string {
+	var b strings.Builder
+	b.WriteString("# Configuration keys\n\n")
+	b.WriteString("Generated from `train.Config` by `meazo-train -config-doc`; do not edit by hand.\n")
+	b.WriteString("A YAML file sets any of these; `--set key=value` overrides one (the value is YAML: `--set optimizer.lr=2e-4`,\n")
+	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`). Unknown keys are errors.\n")
+	sec := ""
+	for _, k := range keys() {
+		s, _, _ := strings.Cut(k.key, ".")
+		if s != sec {
+			sec = s
+			fmt.Fprintf(&b, "\n## %s\n\n| key | type | default | meaning |\n|---|---|---|---|\n", s)
+		}
+		def := fmt.Sprint(k.def)
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s |\n", k.key, k.kind, def, k.doc)
+	}
+	return b.String()
+}
