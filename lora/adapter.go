@@ -267,11 +267,14 @@ func Load(dir string, m *model.Model, groupByLayer bool) (*Adapter, error) {
 // Merge returns a copy of m whose q_proj/v_proj weights include the adapter
 // (W + scale·B·A), so evaluation runs without the low-rank terms. m itself
 // is unchanged; the copy shares every other weight with it.
-func (a *Adapter) Merge(m *model.Model) *model.Model {
+func (a *Adapter) Merge(m *model.Model) *model.Model { return Merge(m, a.View(a.params)) }
+
+// Merge returns a copy of m with the model-side adapter view merged into its
+// weights (see Adapter.Merge).
+func Merge(m *model.Model, view *model.Adapter) *model.Model {
 	merged := *m
 	merged.Adapter = nil
 	merged.Layers = slices.Clone(m.Layers)
-	view := a.View(a.params)
 	for l := range merged.Layers {
 		attn := &merged.Layers[l].Attn
 		if lo := view.Layers[l].Q; lo != nil {

@@ -1,0 +1,180 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/model"
+)
+
+// The built-in demo: everything a real run needs, made on the spot so that
+// it runs with no download: a tiny Qwen3-style model written in HF format, a
+// byte-level BPE tokenizer.json with a ChatML chat template, and an
+// SST-2-style sentiment dataset in GLUE TSV. The model is random and tiny,
+// so the numbers show the machinery working, not a useful model.
+
+// demoVocab is the tokenizer's vocabulary: the 256 byte tokens of the GPT-2
+// byte-level alphabet, then the special tokens.
+var demoSpecial = []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
+
+const demoTemplate = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endfor %}" +
+	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+
+// WriteDemo writes the demo's model, tokenizer, data and config under dir
+// and returns the config path.
+func WriteDemo(dir string, steps int) (string, error) {
+	modelDir := filepath.Join(dir, "model")
+	cfg := &model.Config{
+		Architecture: "Qwen3ForCausalLM", VocabSize: 288, HiddenSize: 64, IntermediateSize: 128, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
+		BOSTokenID: -1, EOSTokenIDs: []int{258},
+	}
+	if _, err := model.WriteRandom(modelDir, cfg, 1, 0.15); err != nil {
+		return "", err
+	}
+	if err := writeDemoTokenizer(modelDir); err != nil {
+		return "", err
+	}
+	dataDir := filepath.Join(dir, "data")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return "", err
+	}
+	rng := rand.New(rand.NewPCG(2024, 7))
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"train.tsv", 2000}, {"dev.tsv", 200}} {
+		var b strings.Builder
+		b.WriteString("sentence\tlabel\n")
+		for range f.n {
+			s, label := demoSentence(rng)
+			fmt.Fprintf(&b, "%s \t%d\n", s, label)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dataDir, f.name), []byte(b.String())); err != nil {
+			return "", err
+		}
+	}
+	yaml := fmt.Sprintf(`# The built-in demo (meazo-train with no --config): a tiny random model, so the
+# numbers show the machinery working, not a useful model.
+model:
+  path: %[1]s/model
+  name: meazo-demo-tiny
+task:
+  name: sst2
+  train: %[1]s/data/train.tsv
+  test: %[1]s/data/dev.tsv
+  max_validation: 64
+adapter:
+  kind: lora
+  r: 8
+  alpha: 16
+optimizer:
+  name: meazo
+  lr: 0.005
+  eps: 0.001
+train:
+  steps: %[2]d
+  batch_size: 8
+  seed: 0
+  eval_every: 25
+  checkpoint_every: 50
+  log_every: 25
+eval:
+  batch_size: 16
+  base: true
+output:
+  dir: %[1]s/run
+`, dir, steps)
+	path := filepath.Join(dir, "demo.yaml")
+	return path, atomicfile.WriteFile(path, []byte(yaml))
+}
+
+var (
+	demoPositive = []string{"great", "wonderful", "delightful", "moving", "brilliant", "charming", "funny", "superb"}
+	demoNegative = []string{"awful", "boring", "dull", "terrible", "clumsy", "tedious", "bland", "painful"}
+	demoNouns    = []string{"film", "movie", "story", "cast", "script", "ending", "performance", "soundtrack"}
+	demoFrames   = []string{"the %s is %s", "a %s and %s %s", "what a %s %s", "this %s feels %s", "an utterly %s %s"}
+)
+
+// demoSentence makes one short labelled review.
+func demoSentence(r *rand.Rand) (string, int) {
+	label := r.IntN(2)
+	words := demoNegative
+	if label == 1 {
+		words = demoPositive
+	}
+	adj, noun := words[r.IntN(len(words))], demoNouns[r.IntN(len(demoNouns))]
+	switch frame := demoFrames[r.IntN(len(demoFrames))]; frame {
+	case "the %s is %s", "this %s feels %s":
+		return fmt.Sprintf(frame, noun, adj), label
+	case "a %s and %s %s":
+		return fmt.Sprintf(frame, adj, words[r.IntN(len(words))], noun), label
+	default:
+		return fmt.Sprintf(frame, adj, noun), label
+	}
+}
+
+// writeDemoTokenizer writes tokenizer.json (byte-level BPE with Qwen3's
+// normalizer and pre-tokenizer, no merges) and tokenizer_config.json with a
+// ChatML template.
+func writeDemoTokenizer(dir string) error {
+	vocab := map[string]int{}
+	for b, s := range byteAlphabet() {
+		vocab[s] = b
+	}
+	var added []map[string]any
+	for i, s := range demoSpecial {
+		added = append(added, map[string]any{"id": 256 + i, "content": s, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": true})
+	}
+	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}
+	tok := map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
+		"normalizer": map[string]any{"type": "NFC"},
+		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`},
+				"behavior": "Isolated", "invert": false},
+			byteLevel,
+		}},
+		"post_processor": byteLevel,
+		"decoder":        byteLevel,
+		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": "",
+			"end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+			"vocab": vocab, "merges": []string{}},
+	}
+	b, err := json.Marshal(tok)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, "tokenizer.json"), b); err != nil {
+		return err
+	}
+	cfg := map[string]any{"add_bos_token": false, "bos_token": nil, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+		"clean_up_tokenization_spaces": false, "model_max_length": 4096, "tokenizer_class": "Qwen2Tokenizer",
+		"chat_template": demoTemplate}
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, "tokenizer_config.json"), b)
+}
+
+// byteAlphabet is GPT-2's byte-to-character map: printable bytes stand for
+// themselves, the others are shifted to code points from 256 on.
+func byteAlphabet() [256]string {
+	var out [256]string
+	n := 0
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			out[b] = string(rune(b))
+		} else {
+			out[b] = string(rune(256 + n))
+			n++
+		}
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// progress shows training progress: a bar redrawn in place on a terminal,
+// or a plain line every `every` steps otherwise (logs, CI, nohup).
+type progress struct {
+	w        io.Writer
+	terminal bool
+	total    int
+	every    int
+	start    time.Time
+	first    int // first step of this invocation (after a resume)
+	drawn    bool
+}
+
+func newProgress(w io.Writer, terminal bool, total, every int) *progress {
+	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now(), first: -1}
+}
+
+func (p *progress) update(step int, loss, valLoss float64) {
+	if p.first < 0 {
+		p.first, p.start = step-1, time.Now()
+	}
+	done := step - p.first
+	elapsed := time.Since(p.start).Seconds()
+	rate := float64(done) / elapsed
+	eta := time.Duration(float64(p.total-step) / rate * float64(time.Second)).Round(time.Second)
+	val := ""
+	if !math.IsNaN(valLoss) {
+		val = fmt.Sprintf(" val %.4f", valLoss)
+	}
+	if p.terminal {
+		const width = 30
+		fill := width * step / max(p.total, 1)
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %.2f steps/s  ETA %s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
+			step, p.total, loss, val, rate, eta)
+		p.drawn = true
+		return
+	}
+	if step%p.every == 0 || step == p.total {
+		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s (%.2f s/step, ETA %s)\n", step, p.total, loss, val, elapsed/float64(done), eta)
+	}
+}
+
+// done ends the bar's line.
+func (p *progress) done() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
