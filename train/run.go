@@ -62,9 +62,11 @@ type Summary struct {
 type checkpointState struct {
 	Step         int               `json:"step"`
 	Sampler      data.SamplerState `json:"sampler"`
-	BestValLoss  float64           `json:"best_val_loss"`
+	BestValLoss  float64           `json:"-"` // +Inf before the first validation
 	BestStep     int               `json:"best_step"`
-	LastValLoss  float64           `json:"last_val_loss"`
+	LastValLoss  float64           `json:"-"` // NaN before the first validation
+	BestJSON     *float64          `json:"best_val_loss"`
+	LastJSON     *float64          `json:"last_val_loss"`
 	MetricsBytes int64             `json:"metrics_bytes"` // size of metrics.jsonl at this step
 	TimingBytes  int64             `json:"timing_bytes"`
 	Seconds      float64           `json:"seconds"` // training wall-clock so far
@@ -203,6 +205,12 @@ func (r *run) setup() error {
 	if r.timing, err = os.OpenFile(filepath.Join(r.dir, "timing.jsonl"), flags, 0o644); err != nil {
 		return err
 	}
+	if r.opts.Resume == "" {
+		// Step 0 is a checkpoint too: a run that diverges or is killed early
+		// still has a good state to resume or inspect.
+		r.state.Sampler = r.sampler.State()
+		return r.checkpoint()
+	}
 	return nil
 }
 
@@ -323,8 +331,13 @@ func (r *run) train() (*Summary, error) {
 			return nil, err
 		}
 		if (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total {
-			if err := r.validate(step + 1); err != nil {
+			ok, err := r.validate(step + 1)
+			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				prog.done()
+				return r.diverged(step + 1)
 			}
 		}
 		r.state.Step = step + 1
@@ -348,6 +361,11 @@ func finiteStats(st *zo.Stats) bool {
 	ok := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	if !ok(st.Loss) || !ok(st.UpdateNorm) {
 		return false
+	}
+	for _, l := range st.Losses {
+		if !ok(l) {
+			return false
+		}
 	}
 	for _, u := range st.Units {
 		for _, d := range u.D {
@@ -392,26 +410,30 @@ func writeJSONLine(f *os.File, v any) error {
 	return nil
 }
 
-// validate computes the validation loss and keeps the best adapter.
-func (r *run) validate(step int) error {
+// validate computes the validation loss and keeps the best adapter. It
+// returns false if the loss is not finite (the run has diverged).
+func (r *run) validate(step int) (bool, error) {
 	r.attach(r.params)
 	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID())
 	r.detach()
 	if err != nil {
-		return fmt.Errorf("validation at step %d: %w", step, err)
+		return false, fmt.Errorf("validation at step %d: %w", step, err)
+	}
+	if finite(loss) == nil {
+		return false, nil
 	}
 	r.state.LastValLoss = loss
 	if err := writeJSONLine(r.metrics, map[string]any{"kind": "val", "step": step, "val_loss": loss}); err != nil {
-		return err
+		return false, err
 	}
 	if loss < r.state.BestValLoss {
 		r.state.BestValLoss, r.state.BestStep = loss, step
 		copyParams(r.bestCopy, r.params)
 		if err := r.saveAdapter(filepath.Join(r.dir, "best"), r.bestCopy); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // saveAdapter writes the given parameters as a PEFT adapter directory.
@@ -455,6 +477,7 @@ func (r *run) checkpoint() error {
 	if err := atomicfile.WriteFile(filepath.Join(tmp, "optimizer.bin"), eng); err != nil {
 		return err
 	}
+	r.state.BestJSON, r.state.LastJSON = finite(r.state.BestValLoss), finite(r.state.LastValLoss)
 	st, err := json.MarshalIndent(r.state, "", "  ")
 	if err != nil {
 		return err
@@ -490,6 +513,13 @@ func (r *run) restore() error {
 	}
 	if err := json.Unmarshal(b, &r.state); err != nil {
 		return fmt.Errorf("resume %s: state.json: %w", r.dir, err)
+	}
+	r.state.BestValLoss, r.state.LastValLoss = math.Inf(1), math.NaN()
+	if r.state.BestJSON != nil {
+		r.state.BestValLoss = *r.state.BestJSON
+	}
+	if r.state.LastJSON != nil {
+		r.state.LastValLoss = *r.state.LastJSON
 	}
 	if r.lora != nil {
 		a, err := lora.Load(dir, r.m, r.cfg.Adapter.Grouped)
@@ -548,7 +578,7 @@ func (r *run) diverged(step int) (*Summary, error) {
 	r.summary.Diverged = true
 	r.summary.DivergedAt = &step
 	r.summary.StepsDone = step - 1
-	r.summary.Message = fmt.Sprintf("diverged at step %d: the loss or a projected gradient is NaN or infinite (learning rate %g too large?); "+
+	r.summary.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
 		"the last checkpoint (step %d) and the best adapter (step %d) are kept", step, r.cfg.Optimizer.LR, r.lastCheckpointStep(), r.state.BestStep)
 	fmt.Fprintf(r.log, "%s\n", r.summary.Message)
 	r.fillSummary()

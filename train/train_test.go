@@ -1,0 +1,282 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
+)
+
+// demoConfig writes the demo's files into a temp dir and returns the config
+// path with overrides that keep the run short.
+func demoConfig(t *testing.T, steps int) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path, err := WriteDemo(dir, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func readSummary(t *testing.T, dir string) Summary {
+	t.Helper()
+	var s Summary
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestResumeIsBitIdentical interrupts a run, resumes it, and compares
+// metrics.jsonl and the final adapter with an uninterrupted run.
+func TestResumeIsBitIdentical(t *testing.T) {
+	dir, cfg := demoConfig(t, 12)
+	common := []string{"train.eval_every=4", "train.checkpoint_every=3", "eval.skip=true", "task.max_train=200", "task.max_validation=16"}
+	for _, optimizer := range []string{"meazo", "zo-adam"} {
+		t.Run(optimizer, func(t *testing.T) {
+			set := append(slices.Clone(common), "optimizer.name="+optimizer)
+			whole := filepath.Join(dir, optimizer+"-whole")
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+whole)}); err != nil {
+				t.Fatal(err)
+			}
+			cut := filepath.Join(dir, optimizer+"-cut")
+			// Stop after 7 steps: the last checkpoint is at step 6, so step 7 is logged, cut off, and run again.
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+cut), StopAfter: 7}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(cut, "summary.json")); err == nil {
+				t.Fatal("an interrupted run wrote summary.json")
+			}
+			if _, err := Run(Options{Resume: cut}); err != nil {
+				t.Fatal(err)
+			}
+			a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
+			if len(a) != 12+3 {
+				t.Fatalf("%d metrics lines, want 12 steps + 3 validations", len(a))
+			}
+			if !slices.Equal(a, b) {
+				for i := range min(len(a), len(b)) {
+					if a[i] != b[i] {
+						t.Fatalf("metrics line %d differs:\n whole: %s\n cut:   %s", i, a[i], b[i])
+					}
+				}
+				t.Fatalf("metrics differ in length: %d vs %d lines", len(a), len(b))
+			}
+			for _, f := range []string{"last/adapter_model.safetensors", "best/adapter_model.safetensors", "checkpoint/optimizer.bin"} {
+				x, _ := os.ReadFile(filepath.Join(whole, f))
+				y, _ := os.ReadFile(filepath.Join(cut, f))
+				if len(x) == 0 || !bytes.Equal(x, y) {
+					t.Errorf("%s differs between the interrupted and the uninterrupted run", f)
+				}
+			}
+		})
+	}
+}
+
+// TestThreadsDoNotChangeResults runs the same config with 1 and 3 kernel threads.
+func TestThreadsDoNotChangeResults(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	var runs [][]string
+	for _, th := range []string{"1", "3"} {
+		out := filepath.Join(dir, "t"+th)
+		if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"train.threads=" + th, "output.dir=" + out, "eval.skip=true",
+			"task.max_train=100", "task.max_validation=8", "adapter.grouped=true"}}); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, readLines(t, filepath.Join(out, "metrics.jsonl")))
+	}
+	if !slices.Equal(runs[0], runs[1]) {
+		t.Error("metrics differ between 1 and 3 threads")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	typo := filepath.Join(dir, "typo.yaml")
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(typo, []byte(strings.Replace(string(b), "  steps:", "  stpes:", 1)), 0o644)
+	cases := []struct {
+		name      string
+		path      string
+		overrides []string
+		want      []string
+	}{
+		{"typo in file", typo, nil, []string{"typo.yaml", `"train.stpes"`, `did you mean "train.steps"`}},
+		{"typo in --set", cfg, []string{"optimiser.lr=1"}, []string{`"optimiser.lr"`, `"optimizer.lr"`}},
+		{"unknown section", cfg, []string{"trian.steps=3"}, []string{`"train.steps"`}},
+		{"missing model", cfg, []string{"model.path=" + filepath.Join(dir, "nope"), "output.dir=" + filepath.Join(dir, "r1")}, []string{filepath.Join(dir, "nope", "config.json")}},
+		{"bad optimizer", cfg, []string{"optimizer.name=adam"}, []string{"optimizer.name", "meazo"}},
+		{"fzoo q", cfg, []string{"optimizer.name=fzoo"}, []string{"q >= 2"}},
+		{"missing data", cfg, []string{"task.train=/no/such.tsv", "output.dir=" + filepath.Join(dir, "r2")}, []string{"/no/such.tsv"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Options{ConfigPath: tc.path, Overrides: tc.overrides})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDivergenceKeepsCheckpoint runs with an absurd learning rate: the run
+// stops with a clear message, summary.json says diverged, and the last good
+// checkpoint is intact.
+func TestDivergenceKeepsCheckpoint(t *testing.T) {
+	dir, cfg := demoConfig(t, 40)
+	out := filepath.Join(dir, "div")
+	var log bytes.Buffer
+	s, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"output.dir=" + out, "optimizer.name=zo-sgd",
+		"optimizer.lr=1e30", "train.checkpoint_every=1", "train.eval_every=1", "task.max_train=64", "task.max_validation=8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Diverged || s.DivergedAt == nil {
+		t.Fatalf("run did not report divergence: %+v", s)
+	}
+	sum := readSummary(t, out)
+	if !sum.Diverged || !strings.Contains(sum.Message, "diverged at step") {
+		t.Errorf("summary.json: %+v", sum)
+	}
+	if !strings.Contains(log.String(), "diverged at step") {
+		t.Errorf("log does not say the run diverged:\n%s", log.String())
+	}
+	var st checkpointState
+	b, err := os.ReadFile(filepath.Join(out, "checkpoint", "state.json"))
+	if err != nil {
+		t.Fatalf("no checkpoint kept: %v", err)
+	}
+	json.Unmarshal(b, &st)
+	if st.Step != *s.DivergedAt-1 {
+		t.Errorf("checkpoint at step %d, want the last good step %d", st.Step, *s.DivergedAt-1)
+	}
+}
+
+func TestBrokenRowIsReportedAndSkipped(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	train := filepath.Join(dir, "data", "train.tsv")
+	b, _ := os.ReadFile(train)
+	lines := strings.Split(string(b), "\n")
+	lines[3] = "a sentence without a label"
+	os.WriteFile(train, []byte(strings.Join(lines, "\n")), 0o644)
+	var log bytes.Buffer
+	if _, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"output.dir=" + filepath.Join(dir, "a"), "eval.skip=true", "task.max_validation=8"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "train.tsv") || !strings.Contains(log.String(), "line 4") {
+		t.Errorf("the skipped row is not reported with file and line:\n%s", log.String())
+	}
+	_, err := Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: []string{"output.dir=" + filepath.Join(dir, "b"), "task.strict=true"}})
+	if err == nil || !strings.Contains(err.Error(), "line 4") {
+		t.Errorf("strict mode: error %v, want one naming line 4", err)
+	}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"output.dir=" + filepath.Join(dir, "a")}}); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("starting over an existing run: %v, want a refusal pointing at --resume", err)
+	}
+}
+
+func TestConfigDocIsCurrent(t *testing.T) {
+	b, err := os.ReadFile("../docs/CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != ConfigDoc() {
+		t.Error("docs/CONFIG.md is stale: regenerate it with `go run ./cmd/meazo-train -config-doc > docs/CONFIG.md`")
+	}
+}
+
+// TestEndToEndRealData trains on the real SST-2, SQuAD and XSum files with
+// the real Qwen3 tokenizer and chat template, on a tiny random model of
+// Qwen3's vocabulary: every optimizer, LoRA and prompt tuning, grouped and not.
+func TestEndToEndRealData(t *testing.T) {
+	tokDir := fixture.Dir(t, "fixtures", "tokenizers", "qwen3")
+	dataDir := fixture.Dir(t, "data")
+	modelDir := t.TempDir()
+	cfg := &model.Config{Architecture: "Qwen3ForCausalLM", VocabSize: 151936, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
+		BOSTokenID: -1, EOSTokenIDs: []int{151645}}
+	if _, err := model.WriteRandom(modelDir, cfg, 5, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {
+		b, err := os.ReadFile(filepath.Join(tokDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(modelDir, f), b, 0o644)
+	}
+	tasks := map[string][]string{
+		"sst2":  {"task.train=" + filepath.Join(dataDir, "sst2", "train.tsv"), "task.test=" + filepath.Join(dataDir, "sst2", "dev.tsv")},
+		"squad": {"task.train=" + filepath.Join(dataDir, "squad", "train-v1.1-subset.json"), "task.test=" + filepath.Join(dataDir, "squad", "dev-v1.1.json"), "eval.max_new_tokens=4"},
+		"xsum":  {"task.train=" + filepath.Join(dataDir, "xsum", "validation_subset.jsonl"), "task.validation=" + filepath.Join(dataDir, "xsum", "validation_subset.jsonl"), "task.test=" + filepath.Join(dataDir, "xsum", "test_subset.jsonl"), "eval.max_new_tokens=4"},
+	}
+	type run struct{ task, optimizer, adapter, extra string }
+	var runs []run
+	for _, o := range []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"} {
+		runs = append(runs, run{"sst2", o, "lora", ""}, run{"sst2", o, "lora", "adapter.grouped=true"}, run{"sst2", o, "prompt", ""})
+	}
+	runs = append(runs, run{"squad", "meazo", "lora", ""}, run{"xsum", "meazo", "prompt", ""})
+	root := t.TempDir()
+	for _, r := range runs {
+		name := r.task + "-" + r.optimizer + "-" + r.adapter + strings.ReplaceAll(r.extra, "adapter.grouped=true", "-grouped")
+		t.Run(name, func(t *testing.T) {
+			q := "1"
+			if r.optimizer == "fzoo" {
+				q = "2"
+			}
+			set := append([]string{"model.path=" + modelDir, "task.name=" + r.task, "adapter.kind=" + r.adapter, "adapter.virtual_tokens=4",
+				"optimizer.name=" + r.optimizer, "optimizer.q=" + q, "optimizer.lr=1e-3", "optimizer.eps=1e-3",
+				"train.steps=3", "train.batch_size=2", "train.eval_every=3", "train.checkpoint_every=0",
+				"task.max_train=16", "task.max_validation=4", "task.max_test=2", "task.max_length=700",
+				"eval.base=true", "output.dir=" + filepath.Join(root, name)}, tasks[r.task]...)
+			if r.extra != "" {
+				set = append(set, r.extra)
+			}
+			s, err := Run(Options{ConfigPath: "", Overrides: set})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Diverged || s.StepsDone != 3 || s.BestValLoss == nil || len(s.Test["best"]) == 0 || len(s.Test["base"]) == 0 {
+				t.Fatalf("summary: %+v", s)
+			}
+			for _, f := range []string{"config.yaml", "metrics.jsonl", "summary.json", "best/adapter_config.json", "last/adapter_model.safetensors", "checkpoint/state.json"} {
+				if _, err := os.Stat(filepath.Join(root, name, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			wantState := map[string]int64{"meazo": 8, "zo-sgd": 0, "fzoo": 0, "zo-adam": 8 * int64(s.TrainableParams), "radazo": 8 * int64(s.TrainableParams)}[r.optimizer]
+			if r.optimizer == "meazo" && r.extra != "" {
+				wantState = 8 * 2 // one scalar per layer group
+			}
+			if s.StateBytes != wantState {
+				t.Errorf("optimizer state %d bytes, want %d", s.StateBytes, wantState)
+			}
+		})
+	}
+}
