@@ -154,3 +154,59 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example) (map[string]f
 	n := float64(len(exs))
 	return map[string]float64{"rouge1": 100 * r1 / n, "rouge2": 100 * r2 / n, "rougeL": 100 * rl / n, "rougeLsum": 100 * rlsum / n}, nil
 }
+
+// EvalOptions configures Evaluate.
+type EvalOptions struct {
+	Task         string // sst2, squad or xsum
+	Data         string // the test file (any format the data package reads)
+	MaxExamples  int    // first N examples (0: all)
+	BatchSize    int    // default 8
+	MaxNewTokens int    // default: SQuAD 50, XSum 100
+	DateString   string // Llama-3.x date_string (default 26 Jul 2024)
+	Log          io.Writer
+}
+
+// Evaluate computes a task's test metrics for m as it is (with whatever
+// adapter or prompt is attached), as meazo-train does at the end of a run.
+func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[string]float64, error) {
+	task, err := data.ParseTask(o.Task)
+	if err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 8
+	}
+	if o.MaxNewTokens <= 0 {
+		o.MaxNewTokens = map[data.Task]int{data.SQuAD: 50, data.XSum: 100, data.SST2: 1}[task]
+	}
+	if o.DateString == "" {
+		o.DateString = tokenizer.DefaultDateString
+	}
+	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, OnSkip: func(e *data.RowError) {
+		fmt.Fprintf(o.Log, "warning: skipped malformed row: %v\n", e)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if len(exs) == 0 {
+		return nil, fmt.Errorf("%s: no examples", o.Data)
+	}
+	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", st.Examples, o.Data, st.Skipped)
+	e := &evaluator{task: task, tok: tok, enc: &data.Encoder{Tok: tok, DateString: o.DateString}, batchSize: o.BatchSize,
+		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), log: o.Log}
+	return e.testMetrics(m, exs, "evaluation")
+}
+
+// stopIDs are the tokenizer's end-of-turn ids plus the model config's eos ids.
+func stopIDs(tok *tokenizer.Tokenizer, m *model.Model) []int {
+	stops := slices.Clone(tok.StopIDs())
+	for _, id := range m.EOSTokenIDs {
+		if !slices.Contains(stops, id) {
+			stops = append(stops, id)
+		}
+	}
+	return stops
+}

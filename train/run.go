@@ -178,18 +178,12 @@ func (r *run) setup() error {
 		return err
 	}
 	r.obj = &objective{m: r.m, lora: r.lora}
-	stops := slices.Clone(r.tok.StopIDs())
-	for _, id := range r.m.EOSTokenIDs {
-		if !slices.Contains(stops, id) {
-			stops = append(stops, id)
-		}
-	}
 	maxNew := cfg.Eval.MaxNewTokens
 	if maxNew == 0 {
 		maxNew = map[string]int{"squad": 50, "xsum": 100, "sst2": 1}[cfg.Task.Name]
 	}
 	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
-		maxNewTokens: maxNew, stopIDs: stops, padID: r.tok.PadID(), log: r.log}
+		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), log: r.log}
 	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN()}
 	r.bestCopy = cloneParams(r.params)
 

@@ -1,6 +1,8 @@
-// Command meazo-eval scores predictions made by any system with the paper's
-// metrics, computed exactly as the official implementations do.
+// Command meazo-eval evaluates a model or a saved adapter on a task's test
+// split, and scores predictions made by any system with the paper's metrics,
+// computed exactly as the official implementations do.
 //
+//	meazo-eval task --model DIR [--adapter RUN_DIR/best] --task squad --data dev-v1.1.json [--max-examples 200]
 //	meazo-eval score --metric squad [--in preds.jsonl] [--out scores.jsonl]
 //	meazo-eval score --metric rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]
 //
@@ -26,15 +28,22 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != "score" {
+	if len(os.Args) < 2 || (os.Args[1] != "score" && os.Args[1] != "task") {
 		fmt.Fprintln(os.Stderr, "usage: meazo-eval score --metric squad|rouge [--stem] [--in FILE] [--out FILE]")
+		fmt.Fprintln(os.Stderr, "       meazo-eval task --model DIR [--adapter DIR] --task sst2|squad|xsum --data FILE [--max-examples N]")
 		os.Exit(2)
 	}
-	if err := runScore(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+	var err error
+	if os.Args[1] == "score" {
+		err = runScore(os.Args[2:], os.Stdin, os.Stdout)
+	} else {
+		err = runTask(os.Args[2:], os.Stdout, os.Stderr)
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
-		fmt.Fprintf(os.Stderr, "meazo-eval score: %v\n", err)
+		fmt.Fprintf(os.Stderr, "meazo-eval %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/prompttune"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tokenizer"
+	"github.com/meazo-go/meazo/train"
+)
+
+// runTask evaluates a base model, or a saved adapter (LoRA or prompt
+// tuning, PEFT format) on it, on a task's test file, and prints the metrics
+// as one JSON object.
+func runTask(args []string, stdout, log io.Writer) error {
+	fs := flag.NewFlagSet("task", flag.ContinueOnError)
+	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
+	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model")
+	task := fs.String("task", "", "sst2, squad or xsum")
+	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet)")
+	maxExamples := fs.Int("max-examples", 0, "evaluate the first N examples (0: all)")
+	batch := fs.Int("batch-size", 8, "sequences per forward / generation batch")
+	maxNew := fs.Int("max-new-tokens", 0, "generation cap (0: SQuAD 50, XSum 100)")
+	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *modelDir == "" || *task == "" || *dataPath == "" {
+		return fmt.Errorf("--model, --task and --data are required")
+	}
+	tensor.SetThreads(*threads)
+	m, err := model.Load(*modelDir)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.Load(*modelDir)
+	if err != nil {
+		return err
+	}
+	if *adapter != "" {
+		if err := attachAdapter(m, *adapter); err != nil {
+			return err
+		}
+	}
+	res, err := train.Evaluate(m, tok, train.EvalOptions{Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
+		BatchSize: *batch, MaxNewTokens: *maxNew, Log: log})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+// attachAdapter reads adapter_config.json's peft_type and attaches the adapter.
+func attachAdapter(m *model.Model, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	if err != nil {
+		return fmt.Errorf("adapter: %w", err)
+	}
+	var head struct {
+		PeftType string `json:"peft_type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("adapter %s/adapter_config.json: %w", dir, err)
+	}
+	switch head.PeftType {
+	case "LORA":
+		_, err = lora.LoadPEFT(dir, m)
+		return err
+	case "PROMPT_TUNING":
+		p, err := prompttune.Load(dir, m)
+		if err != nil {
+			return err
+		}
+		p.Attach(m)
+		return nil
+	}
+	return fmt.Errorf("adapter %s/adapter_config.json: peft_type %q is not supported (LORA, PROMPT_TUNING)", dir, head.PeftType)
+}
