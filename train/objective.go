@@ -17,9 +17,33 @@ type objective struct {
 	lora   *lora.Adapter // nil for prompt tuning
 	batch  model.Input
 	labels []int
+	// noPrefixCache runs every variant from the first layer (for measuring
+	// what prefix caching saves; results are identical).
+	noPrefixCache bool
 
 	layerEvals int  // decoder-layer evaluations of the last step (one unit = one layer over B sequences)
 	nonFinite  bool // the last step produced a NaN or infinite loss
+}
+
+// Objective is the exported form of the trainer's ZO objective, for
+// benchmarks and tools: LoRA (a != nil) or prompt tuning.
+type Objective struct{ o *objective }
+
+// NewObjective returns the objective for a LoRA adapter on m; with a nil
+// adapter the parameters are prompt-tuning embeddings.
+func NewObjective(m *model.Model, a *lora.Adapter, prefixCache bool) *Objective {
+	return &Objective{&objective{m: m, lora: a, noPrefixCache: !prefixCache}}
+}
+
+// SetBatch sets the mini-batch the next step evaluates.
+func (x *Objective) SetBatch(in model.Input, labels []int) { x.o.batch, x.o.labels = in, labels }
+
+// LayerEvals returns the decoder-layer evaluations of the last step.
+func (x *Objective) LayerEvals() int { return x.o.layerEvals }
+
+// Evaluate implements zo.Objective.
+func (x *Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
+	return x.o.Evaluate(base, vs)
 }
 
 // variant maps a ZO parameter point to the model's view of it.
@@ -40,6 +64,9 @@ func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 			from = o.m.NumLayers // identical to the base: reuse its pass
 		case v.Group >= 0 && o.lora != nil:
 			from = o.lora.GroupLayer(v.Group)
+		}
+		if o.noPrefixCache && v.Group != zo.Clean {
+			from = 0
 		}
 		mv[i] = o.variant(v.Params, from)
 	}

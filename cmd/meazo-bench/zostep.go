@@ -1,0 +1,144 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/train"
+	"github.com/meazo-go/meazo/zo"
+)
+
+func init() {
+	register("zostep", "one ZO step (LoRA, MEAZO) vs two plain forwards; grouped with and without prefix caching", runZOStep)
+}
+
+func runZOStep(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("zostep", flag.ContinueOnError)
+	name := fs.String("model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	shapes := fs.String("shapes", "8x80", "comma-separated BxT batches (SST-2-like 8x80, SQuAD-like 8x300); the last 3 tokens of each row are supervised")
+	qs := fs.String("q", "1,4", "comma-separated numbers of directions")
+	grouped := fs.Bool("grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")
+	reps := fs.Int("reps", 2, "timed repetitions after one warm-up; the median is reported")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tensor.SetThreads(*threads)
+	cfgPath := *name
+	if dir, ok := fullConfigs[*name]; ok {
+		shared := os.Getenv("MEAZO_SHARED")
+		if shared == "" {
+			shared = "../shared"
+		}
+		cfgPath = filepath.Join(shared, "fixtures", "models", "full-configs", dir, "config.json")
+	}
+	cfg, err := model.LoadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	m, err := model.NewRandom(cfg, 1, 0.02)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "# %s, LoRA r=16 on q_proj/v_proj, MEAZO, %d threads, GEMM path %s\n", *name, *threads, tensor.GEMMPath())
+	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s\n", "shape", "what", "seconds", "vs 2 forwards", "layers")
+	median := func(f func() error) (float64, error) {
+		var ts []float64
+		for rep := 0; rep <= *reps; rep++ {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return 0, err
+			}
+			if rep > 0 {
+				ts = append(ts, time.Since(t0).Seconds())
+			}
+		}
+		slices.Sort(ts)
+		return ts[len(ts)/2], nil
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, s := range strings.Split(*shapes, ",") {
+		b, t, err := parseShape(s)
+		if err != nil {
+			return err
+		}
+		in := model.Input{B: b, T: t, Tokens: make([]int, b*t)}
+		labels := make([]int, b*t)
+		for i := range in.Tokens {
+			in.Tokens[i] = rng.IntN(cfg.VocabSize)
+			labels[i] = -100
+			if i%t >= t-3 {
+				labels[i] = in.Tokens[i]
+			}
+		}
+		a, err := lora.New(m, lora.Options{Seed: 1})
+		if err != nil {
+			return err
+		}
+		a.Attach(m)
+		two, err := median(func() error {
+			for range 2 {
+				if _, err := m.Forward(in, model.Options{Labels: labels}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		m.Adapter = nil
+		fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14s %8d\n", s, "2 plain forwards", two, "1.00", 2*cfg.NumLayers)
+		step := func(label string, q int, groupByLayer, cache bool) error {
+			a, err := lora.New(m, lora.Options{Seed: 1, GroupByLayer: groupByLayer})
+			if err != nil {
+				return err
+			}
+			obj := train.NewObjective(m, a, cache)
+			obj.SetBatch(in, labels)
+			mode := zo.Joint
+			if groupByLayer {
+				mode = zo.Grouped
+			}
+			eng, err := zo.New(a.Params(), zo.NewMEAZO(1e-4), zo.Config{Eps: 1e-6, Q: q, Seed: 1, Mode: mode})
+			if err != nil {
+				return err
+			}
+			sec, err := median(func() error { _, err := eng.Step(obj); return err })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %8d\n", s, label, sec, sec/two, obj.LayerEvals())
+			return nil
+		}
+		for _, qv := range strings.Split(*qs, ",") {
+			var q int
+			if _, err := fmt.Sscan(qv, &q); err != nil || q < 1 {
+				return fmt.Errorf("-q: bad value %q", qv)
+			}
+			if err := step(fmt.Sprintf("ZO step q=%d", q), q, false, true); err != nil {
+				return err
+			}
+		}
+		if *grouped {
+			if err := step("grouped q=1, cache", 1, true, true); err != nil {
+				return err
+			}
+			if err := step("grouped q=1, no cache", 1, true, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
