@@ -9,11 +9,12 @@ export MEAZO_SHARED ?= $(abspath ../shared)
 
 # The README's first command: the built-in default job, no downloads.
 demo:
-	$(SIMD) $(GO) run ./cmd/meazo-train
+	$(SIMD) $(GO) run ./cmd/meazo-train --demo-dir demo-run
 
+# Every command into bin/.
 build:
-	$(SIMD) $(GO) build ./...
-	$(GO) build ./...
+	mkdir -p bin
+	$(SIMD) $(GO) build -o bin/ ./cmd/...
 
 # The README's second command (and what .ci/run calls): every test, with the
 # SIMD kernels and with the portable fallback.
@@ -30,7 +31,9 @@ test-portable:
 	$(GO) test -count=1 ./...
 
 bench:
-	$(SIMD) $(GO) run ./cmd/meazo-bench
+	scripts/bench_gemm.sh
+	$(SIMD) $(GO) run ./cmd/meazo-bench forward
+	$(SIMD) $(GO) run ./cmd/meazo-bench zostep
 
 fuzz:
 	$(SIMD) $(GO) test ./safetensors -run '^$$' -fuzz FuzzParseHeader -fuzztime 3m
