@@ -183,7 +183,7 @@ func (f *Figure) SVG() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%g" y="22" text-anchor="middle" font-size="14">%s</text>`+"\n", (ax.p0+ax.p1)/2, html.EscapeString(f.Title))
+	fmt.Fprintf(&b, `<text x="%g" y="22" text-anchor="middle" font-size="14">%s</text>`+"\n", float64(w)/2, html.EscapeString(f.Title))
 	// Grid and ticks.
 	tv, tl := ax.ticks()
 	for i, v := range tv {

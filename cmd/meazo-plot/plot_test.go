@@ -30,8 +30,14 @@ type fakeRun struct {
 // 2 − step/steps + seed/100, validation every 5 steps at best + (1 − step/steps).
 func (f fakeRun) write(t *testing.T, dir string) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := f.writeFiles(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func (f fakeRun) writeFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	var m bytes.Buffer
 	done := f.steps
@@ -66,9 +72,10 @@ func (f fakeRun) write(t *testing.T, dir string) {
 	b, _ := json.Marshal(sum)
 	for name, data := range map[string][]byte{"metrics.jsonl": m.Bytes(), "summary.json": b} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // checkSVG parses an SVG file as XML and returns its text.
@@ -265,6 +272,9 @@ func TestBadInput(t *testing.T) {
 	noLR := filepath.Join(root, "nolr")
 	os.MkdirAll(noLR, 0o755)
 	os.WriteFile(filepath.Join(noLR, "summary.json"), []byte(`{"optimizer":"meazo"}`), 0o644)
+	other := filepath.Join(root, "other")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, other)
+	os.WriteFile(filepath.Join(other, "summary.json"), []byte(`{"optimizer":"meazo","lr":1e-4,"steps":10,"steps_done":10,"task":"sst2"}`), 0o644)
 	out := filepath.Join(root, "plots")
 	for _, c := range []struct {
 		args []string
@@ -275,6 +285,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"curves", "--out", out, cut}, ""},
 		{[]string{"memory", "--out", out, noLR}, filepath.Join(noLR, "summary.json") + `: field "lr"`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"curves", "--out", out, good, other}, "runs from different experiments"},
+		{[]string{"robustness", "--out", out, root + "/plots-none"}, "plots-none"},
 	} {
 		_, _, err := runCmd(t, c.args...)
 		switch {
