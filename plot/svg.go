@@ -166,11 +166,13 @@ func (f *Figure) SVG() []byte {
 	}
 	h += 15 * len(notes) // the plot area keeps its size; notes get their own lines
 	const left, top = 70.0, 36.0
-	right := 170.0 // room for the legend: wider for long names, at most half the figure
+	// Room for the legend; long names widen the image, not shrink the plot.
+	right := 170.0
 	for _, s := range f.Series {
-		right = math.Max(right, 44+7*float64(utf8.RuneCountInString(s.Name)))
+		right = math.Max(right, 44+6.5*float64(utf8.RuneCountInString(s.Name)))
 	}
-	right = math.Min(right, float64(w)/2)
+	right = math.Min(right, 420)
+	w += int(right) - 170
 	bottom := 50.0 + 15*float64(len(notes))
 	var xs, ys [][]float64
 	for _, s := range f.Series {

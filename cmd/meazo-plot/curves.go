@@ -48,7 +48,7 @@ func atBestRate(runs []Run) ([]Run, map[Method]string) {
 		rates := rateStats(groups[m])
 		if len(rates) == 1 {
 			kept = append(kept, rates[0].Runs...)
-			notes[m] = fmt.Sprintf(", η=%g", rates[0].LR)
+			notes[m] = fmt.Sprintf(", η=%s", lrString(rates[0].LR))
 			continue
 		}
 		i := etaStar(rates)
@@ -56,7 +56,7 @@ func atBestRate(runs []Run) ([]Run, map[Method]string) {
 			i = 0 // every rate diverged somewhere: show the smallest
 		}
 		kept = append(kept, rates[i].Runs...)
-		notes[m] = fmt.Sprintf(", η*=%g of %d rates", rates[i].LR, len(rates))
+		notes[m] = fmt.Sprintf(", η*=%s of %d rates", lrString(rates[i].LR), len(rates))
 	}
 	return kept, notes
 }

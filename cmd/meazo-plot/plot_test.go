@@ -223,7 +223,7 @@ func TestFigures(t *testing.T) {
 		}
 	}
 	val := checkSVG(t, filepath.Join(out, "val_loss.svg"))
-	for _, want := range []string{"MEAZO (3 seeds, η*=0.0001 of 3 rates)", "ZO-SGD (grouped) (3 seeds, η*=0.0001 of 3 rates)", "ZO-Adam (3 seeds, η=0.0001)", "<polygon", "stroke-dasharray", colors["meazo"], groupedColors["zo-sgd"]} {
+	for _, want := range []string{"MEAZO (3 seeds, η*=1e-4 of 3 rates)", "ZO-SGD (grouped) (3 seeds, η*=1e-4 of 3 rates)", "ZO-Adam (3 seeds, η=1e-4)", "<polygon", "stroke-dasharray", colors["meazo"], groupedColors["zo-sgd"]} {
 		if !strings.Contains(val, want) {
 			t.Errorf("val_loss.svg lacks %q", want)
 		}
@@ -233,7 +233,7 @@ func TestFigures(t *testing.T) {
 		t.Error("train_loss.svg does not state its smoothing window")
 	}
 	rob := checkSVG(t, filepath.Join(out, "robustness_best.svg"))
-	for _, want := range []string{"MEAZO, η*=0.0001", "ZO-SGD (grouped), η*=0.0001", "ZO-Adam, η*=0.0001", "× on the top edge", "<path d="} {
+	for _, want := range []string{"MEAZO, η*=1e-4", "ZO-SGD (grouped), η*=1e-4", "ZO-Adam, η*=1e-4", "× on the top edge", "<path d="} {
 		if !strings.Contains(rob, want) {
 			t.Errorf("robustness_best.svg lacks %q", want)
 		}
@@ -294,6 +294,14 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%v: %v", c.args, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestLRString(t *testing.T) {
+	for v, want := range map[float64]string{1e-4: "1e-4", 2.5e-4: "2.5e-4", 0.05: "0.05", 1e-1: "0.1", 1e-6: "1e-6", 5e-3: "5e-3"} {
+		if got := lrString(v); got != want {
+			t.Errorf("lrString(%v) = %s, want %s", v, got, want)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func writeRobustness(outDir string, runs []Run) ([]string, error) {
 			marker = plot.Triangle
 		}
 		for i := range figs {
-			s := plot.Series{Name: fmt.Sprintf("%s, η*=%g", m, eta), Color: m.Color(), Dashed: m.Grouped, Marker: marker}
+			s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, lrString(eta)), Color: m.Color(), Dashed: m.Grouped, Marker: marker}
 			div := plot.Series{Color: m.Color(), NoLine: true, InfAtTop: true}
 			for _, r := range rates {
 				x := r.LR / eta

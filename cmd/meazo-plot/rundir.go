@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -374,4 +375,23 @@ func loadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error
 	}
 	sort.Slice(vp, func(i, j int) bool { return vp[i].Step < vp[j].Step })
 	return tp, vp, nil
+}
+
+// lrString writes a learning rate the way configs and sweep directories do:
+// 1e-4, 2.5e-4, 0.5 rather than 0.0001 or 1e-04.
+func lrString(v float64) string {
+	if v >= 0.01 && v < 1000 {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	s := strconv.FormatFloat(v, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	sign := ""
+	if exp[0] == '-' {
+		sign = "-"
+	}
+	exp = strings.TrimLeft(exp[1:], "0")
+	if exp == "" {
+		exp = "0"
+	}
+	return mant + "e" + sign + exp
 }

@@ -193,7 +193,7 @@ func TestSweepScript(t *testing.T) {
 		t.Fatalf("robustness: %v\n%s", err, stderr)
 	}
 	svg := checkSVG(t, filepath.Join(plots, "robustness_best.svg"))
-	if !strings.Contains(svg, "MEAZO, η*=0.0002") {
+	if !strings.Contains(svg, "MEAZO, η*=2e-4") {
 		t.Error("robustness_best.svg lacks the MEAZO series with η* = 2e-4")
 	}
 }

@@ -66,7 +66,7 @@ func writeVT(path string, r Run, warn func(string)) error {
 		return fmt.Errorf("%s: no v values (optimizer %s; only MEAZO logs v)", metrics, r.Optimizer)
 	}
 	fig := &plot.Figure{
-		Title:  fmt.Sprintf("%s second moment v_t per group (η=%g, seed %d)", r.Method(), r.LR, r.Seed),
+		Title:  fmt.Sprintf("%s second moment v_t per group (η=%s, seed %d)", r.Method(), lrString(r.LR), r.Seed),
 		XLabel: "step", YLabel: "v_t (log scale)", LogY: true, Width: 760, Height: 460,
 		Note: "v_t: the optimizer's scalar second-moment estimate of each estimation unit after the step. Run: " + r.Dir,
 	}
