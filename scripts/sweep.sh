@@ -75,16 +75,19 @@ run_one() {
 	local dir="$out/lr=${lr}_seed=${seed}"
 	local status
 	status=$("$plot" sweep-status "$dir") || die "cannot read the state of $dir"
-	local args=(--config "$config" "${sets[@]}" --set "optimizer.lr=$lr" --set "train.seed=$seed" --out "$dir")
+	local args
 	case $status in
 	done | diverged)
 		echo "sweep.sh: skip $dir ($status)"
 		return ;;
 	resume)
+		# The run continues with its own config.yaml; meazo-train takes no --set with --resume.
 		echo "sweep.sh: resume $dir"
-		args+=(--resume "$dir") ;;
+		args=(--resume "$dir") ;;
 	new)
-		echo "sweep.sh: run $dir" ;;
+		# The sweep's settings come after the user's --set so that they win.
+		echo "sweep.sh: run $dir"
+		args=(--config "$config" "${sets[@]}" --set "optimizer.lr=$lr" --set "train.seed=$seed" --out "$dir") ;;
 	*) die "$plot sweep-status $dir said '$status'" ;;
 	esac
 	"$train" "${args[@]}" || die "$train failed for $dir (exit $?); fix the cause and rerun the same command to continue"

@@ -59,8 +59,30 @@ func fakeTrain(args []string) error {
 			return fmt.Errorf("unexpected argument %q", args[i])
 		}
 	}
-	if config == "" || out == "" {
-		return fmt.Errorf("missing --config or --out")
+	if resume != "" { // like meazo-train: the run's own config, nothing else
+		if len(args) != 2 {
+			return fmt.Errorf("--resume takes no other flags, got %q", args)
+		}
+		data, err := os.ReadFile(filepath.Join(resume, "config.yaml"))
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &sets); err != nil {
+			return err
+		}
+		out = resume
+	} else {
+		if config == "" || out == "" {
+			return fmt.Errorf("missing --config or --out")
+		}
+		if _, err := os.Stat(filepath.Join(out, "metrics.jsonl")); err == nil {
+			return fmt.Errorf("run directory %s already holds a run", out)
+		}
+		if err := os.MkdirAll(filepath.Join(out, "checkpoint"), 0o755); err != nil {
+			return err
+		}
+		data, _ := json.Marshal(sets)
+		os.WriteFile(filepath.Join(out, "config.yaml"), data, 0o644) // JSON is YAML
 	}
 	lr, err := strconv.ParseFloat(sets["optimizer.lr"], 64)
 	if err != nil {
@@ -68,11 +90,9 @@ func fakeTrain(args []string) error {
 	}
 	seed, _ := strconv.ParseInt(sets["train.seed"], 10, 64)
 	steps, _ := strconv.Atoi(sets["train.steps"])
-	if err := os.MkdirAll(filepath.Join(out, "checkpoint"), 0o755); err != nil {
-		return err
-	}
 	if filepath.Base(out) == os.Getenv("FAKE_TRAIN_KILL") && resume == "" {
-		os.WriteFile(filepath.Join(out, "checkpoint", "state.json"), []byte(`{"step":3}`), 0o644)
+		os.WriteFile(filepath.Join(out, "metrics.jsonl"), []byte(`{"kind":"train","step":1,"loss":1}`+"\n"), 0o644)
+		os.WriteFile(filepath.Join(out, "checkpoint", "state.json"), []byte(`{"step":1}`), 0o644)
 		return fmt.Errorf("killed")
 	}
 	f := fakeRun{opt: sets["optimizer.name"], lr: lr, seed: seed, steps: steps, stateBytes: 8}
@@ -141,10 +161,10 @@ func TestSweepScript(t *testing.T) {
 	if len(c) != 1+19+21 {
 		t.Fatalf("%d trainer calls on rerun, want 41:\n%s", len(c), strings.Join(c, "\n"))
 	}
-	if !strings.Contains(c[0], "--resume "+filepath.Join(sweepDir, "lr=1e-4_seed=1")) {
+	if c[0] != "--resume "+filepath.Join(sweepDir, "lr=1e-4_seed=1") {
 		t.Errorf("first call does not resume the killed run: %s", c[0])
 	}
-	for _, call := range c {
+	for _, call := range c[1:] {
 		if !strings.Contains(call, "--set train.steps=7") || !strings.Contains(call, "--set optimizer.name=meazo") || !strings.Contains(call, "--config "+config) {
 			t.Errorf("call lacks the config or the pass-through --set: %s", call)
 		}

@@ -73,8 +73,8 @@ func writeVT(path string, r Run, warn func(string)) error {
 	k := max(1, (len(steps)+maxPoints-1)/maxPoints)
 	for u, g := range units {
 		name := fmt.Sprintf("group %d", g)
-		if g < 0 {
-			name = "all parameters"
+		if g < 0 || (!r.Grouped && len(units) == 1) {
+			name = "all parameters (one unit)"
 		}
 		s := plot.Series{Name: name}
 		if len(units) > 10 {
