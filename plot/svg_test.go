@@ -44,3 +44,39 @@ func TestSVG(t *testing.T) {
 		t.Error("file differs from SVG()")
 	}
 }
+
+func TestMarkersNotesLegend(t *testing.T) {
+	var series []Series
+	series = append(series,
+		Series{Name: "points", X: []float64{0.1, 1, 10}, Y: []float64{2, 1, 3}, Marker: Triangle},
+		Series{X: []float64{0.1, 10}, Y: []float64{math.Inf(1), 1}, NoLine: true, InfAtTop: true})
+	for i := range 30 { // more names than the legend has room for
+		series = append(series, Series{Name: "s", X: []float64{1}, Y: []float64{float64(i)}})
+	}
+	f := &Figure{Title: "t", LogX: true, Note: "first note\nsecond note", Series: series}
+	s := string(f.SVG())
+	for _, want := range []string{">first note<", ">second note<", "more</text>", `<path d="M`, ">1e-1<", ">1e1<"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	// The triangle series draws 3 markers plus its legend one. The unnamed
+	// marker-less series draws only its +Inf point, as a cross on the top edge.
+	if n := strings.Count(s, `<polygon points=`); n < 4 {
+		t.Errorf("%d triangles, want at least 4", n)
+	}
+	if n := strings.Count(s, `<path d="M`); n != 1 {
+		t.Errorf("%d crosses, want 1 (the +Inf point)", n)
+	}
+	if strings.Contains(s, ">-0<") {
+		t.Error("a tick reads -0")
+	}
+}
+
+func TestLogTicksWithinADecade(t *testing.T) {
+	a := newAxis(true, [][]float64{{2e-4, 8e-4}}, 0, 100)
+	_, labels := a.ticks()
+	if strings.Join(labels, " ") != "2e-4 5e-4" {
+		t.Errorf("ticks %v, want 2e-4 5e-4", labels)
+	}
+}

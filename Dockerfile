@@ -1,0 +1,34 @@
+# meazo-go in a container: every command (meazo-train, meazo-eval, meazo-plot,
+# …) and scripts/sweep.sh (as meazo-sweep). Usage: docs/DOCKER.md.
+#
+#   docker build -t meazo .
+#   docker run --rm -v "$PWD/runs:/work" meazo      # the built-in demo
+
+# Build: static binaries (CGO_ENABLED=0) with the SIMD kernels on amd64.
+FROM golang:1.26-bookworm AS build
+ARG TARGETARCH
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN export CGO_ENABLED=0; \
+    if [ "${TARGETARCH:-amd64}" = amd64 ]; then export GOEXPERIMENT=simd; fi; \
+    go build -trimpath -ldflags="-s -w" -o /out/bin/ ./cmd/... \
+ && cp scripts/sweep.sh /out/bin/meazo-sweep \
+ && mkdir -p /out/share/meazo \
+ && if [ -d configs ]; then cp -r configs /out/share/meazo/; fi
+
+# Run: a small Debian (bash for meazo-sweep), no Go toolchain, a non-root user.
+FROM debian:bookworm-slim
+RUN useradd --create-home --uid 10001 meazo \
+ && mkdir -p /work /models /data \
+ && chown meazo:meazo /work
+COPY --from=build /out/bin/ /usr/local/bin/
+COPY --from=build /out/share/meazo/ /opt/meazo/
+ENV MEAZO_TRAIN=meazo-train MEAZO_PLOT=meazo-plot
+USER meazo
+WORKDIR /work
+# /models: HF model downloads (read-only is fine); /data: datasets;
+# /work: run directories, sweeps and plots (writable by the container's user).
+VOLUME ["/work"]
+CMD ["meazo-train"]

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/plot"
+)
+
+func cmdMemory(args []string, stdout, stderr io.Writer) error {
+	fs, out := newFlags("memory", stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("no run directories given")
+	}
+	runs, err := loadRuns(fs.Args(), warner(stderr))
+	if err != nil {
+		return err
+	}
+	table, err := memoryTable(runs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, table)
+	if err := mkdirOut(*out); err != nil {
+		return err
+	}
+	return plot.WriteFileAtomic(filepath.Join(*out, "memory.md"), []byte(table))
+}
+
+// memoryTable is a markdown table, one row per method: the optimizer state
+// (the paper's claim: MEAZO keeps ZO-SGD's memory, ZO-Adam adds 2·d floats)
+// and the measured peak resident memory of the whole process.
+func memoryTable(runs []Run) (string, error) {
+	setting, err := sameSetting(runs)
+	if err != nil {
+		return "", err
+	}
+	ms, groups := byMethod(runs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Memory per optimizer, %s\n\n", setting)
+	b.WriteString("| optimizer | runs | trainable params d | optimizer state | state bytes per param | peak RSS (max over runs) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
+	for _, m := range ms {
+		rs := groups[m]
+		params, state, rss := rs[0].TrainableParams, rs[0].OptimizerStateBytes, int64(0)
+		var stateMin, stateMax, paramsMin, paramsMax = state, state, params, params
+		for _, r := range rs {
+			stateMin, stateMax = min(stateMin, r.OptimizerStateBytes), max(stateMax, r.OptimizerStateBytes)
+			paramsMin, paramsMax = min(paramsMin, r.TrainableParams), max(paramsMax, r.TrainableParams)
+			rss = max(rss, r.PeakRSSBytes)
+		}
+		perParam := "–"
+		if paramsMin == paramsMax && params > 0 {
+			perParam = fmt.Sprintf("%.3g", float64(stateMax)/float64(params))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", m, len(rs),
+			span(paramsMin, paramsMax, func(n int64) string { return fmt.Sprint(n) }),
+			span(stateMin, stateMax, bytesString), perParam, bytesString(rss))
+	}
+	b.WriteString("\nOptimizer state: the bytes the optimizer keeps between steps (summary.json optimizer_state_bytes); " +
+		"peak RSS: the process's maximum resident set size (peak_rss_bytes), model and activations included.\n")
+	return b.String(), nil
+}
+
+func span(lo, hi int64, f func(int64) string) string {
+	if lo == hi {
+		return f(lo)
+	}
+	return f(lo) + " – " + f(hi)
+}
+
+// bytesString writes a byte count exactly below 1 KiB and in binary units
+// above, with the exact count for small states (8 B is the point of MEAZO).
+func bytesString(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n)/unit, "KiB"
+	for _, next := range []string{"MiB", "GiB", "TiB"} {
+		if v < unit {
+			break
+		}
+		v, u = v/unit, next
+	}
+	return fmt.Sprintf("%.1f %s", v, u)
+}

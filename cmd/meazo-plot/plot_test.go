@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeRun describes a synthetic run directory written per docs/RUNDIR.md.
+type fakeRun struct {
+	opt        string
+	grouped    bool
+	lr         float64
+	seed       int64
+	steps      int
+	diverged   bool
+	best, last float64
+	groups     []int // units for v (MEAZO only)
+	stateBytes int64
+}
+
+// write creates dir with summary.json and metrics.jsonl: training loss
+// 2 − step/steps + seed/100, validation every 5 steps at best + (1 − step/steps).
+func (f fakeRun) write(t *testing.T, dir string) {
+	t.Helper()
+	if err := f.writeFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f fakeRun) writeFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var m bytes.Buffer
+	done := f.steps
+	if f.diverged {
+		done = f.steps / 2
+	}
+	for s := 1; s <= done; s++ {
+		// Seeds differ by a small deterministic wobble so that bands show.
+		line := map[string]any{"kind": "train", "step": s, "loss": 2 - float64(s)/float64(f.steps) + float64(f.seed)/100 + 0.1*math.Sin(1.7*float64(s)+float64(f.seed)),
+			"d": [][]float64{{0.1}}, "groups": []int{-1}, "v": nil, "lr": f.lr}
+		if f.groups != nil {
+			v := make([]float64, len(f.groups))
+			for u := range v {
+				v[u] = 1e-3 * float64(u+1) * math.Exp(-float64(s)/float64(f.steps))
+			}
+			line["groups"], line["v"] = f.groups, v
+		}
+		b, _ := json.Marshal(line)
+		m.Write(append(b, '\n'))
+		if s%5 == 0 {
+			fmt.Fprintf(&m, `{"kind":"val","step":%d,"val_loss":%g,"elapsed_s":1}`+"\n", s, f.best+1-float64(s)/float64(f.steps)+0.02*math.Sin(float64(s+int(f.seed))))
+		}
+	}
+	sum := map[string]any{"model": "models/Llama-3.2-1B", "task": "squad", "adapter": "lora", "grouped": f.grouped,
+		"optimizer": f.opt, "lr": f.lr, "seed": f.seed, "steps": f.steps, "steps_done": done,
+		"diverged": f.diverged, "diverged_at": nil, "message": "", "best_val_loss": f.best, "best_step": 5, "last_val_loss": f.last,
+		"trainable_params": 1000, "optimizer_state_bytes": f.stateBytes, "peak_rss_bytes": 3 << 30}
+	if f.diverged {
+		sum["diverged_at"] = done + 1
+		sum["message"] = "loss is NaN"
+	}
+	b, _ := json.Marshal(sum)
+	for name, data := range map[string][]byte{"metrics.jsonl": m.Bytes(), "summary.json": b} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSVG parses an SVG file as XML and returns its text.
+func checkSVG(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: invalid XML: %v", path, err)
+		}
+	}
+	return string(data)
+}
+
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestMeanStd(t *testing.T) {
+	for _, c := range []struct {
+		xs        []float64
+		mean, std float64
+		n         int
+	}{
+		{[]float64{1, 2, 3}, 2, 1, 3},
+		{[]float64{2, 4, 4, 4, 5, 5, 7, 9}, 5, math.Sqrt(32.0 / 7), 8},
+		{[]float64{1, math.Inf(1), 3, math.NaN()}, 2, math.Sqrt2, 2},
+		{[]float64{5}, 5, math.NaN(), 1},
+	} {
+		m, s, n := meanStd(c.xs)
+		if n != c.n || math.Abs(m-c.mean) > 1e-12 || !(math.Abs(s-c.std) < 1e-12 || math.IsNaN(s) && math.IsNaN(c.std)) {
+			t.Errorf("meanStd(%v) = %v, %v, %d; want %v, %v, %d", c.xs, m, s, n, c.mean, c.std, c.n)
+		}
+	}
+	got := runningMean([]float64{1, 3, math.NaN(), 5, 7}, 2)
+	want := []float64{1, 2, 3, 5, 6}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("runningMean = %v, want %v", got, want)
+			break
+		}
+	}
+	b := seedBand([]map[int]float64{{1: 1, 2: 2}, {1: 3}})
+	if b.Mean[0] != 2 || b.Hi[0] != 2+2*math.Sqrt2 || b.Mean[1] != 2 || b.N[1] != 1 || !math.IsNaN(b.Hi[1]) {
+		t.Errorf("seedBand = %+v", b)
+	}
+}
+
+// TestEtaStar checks the selection on hand-made numbers: mean best val loss,
+// a diverged seed makes its rate +inf, ties go to the smaller rate.
+func TestEtaStar(t *testing.T) {
+	mk := func(lr float64, seed int64, best float64, div bool) Run {
+		return Run{Summary: Summary{Optimizer: "meazo", LR: lr, Seed: seed, BestValLoss: ptr(best), LastValLoss: ptr(best + 0.1), Diverged: div}}
+	}
+	for _, c := range []struct {
+		name string
+		runs []Run
+		want float64 // 0: none
+	}{
+		{"lowest mean", []Run{mk(1e-4, 0, 1.0, false), mk(1e-4, 1, 1.4, false), mk(1e-3, 0, 1.1, false), mk(1e-3, 1, 1.2, false)}, 1e-3},
+		{"diverged seed is +inf", []Run{mk(1e-4, 0, 1.3, false), mk(1e-4, 1, 1.3, false), mk(1e-3, 0, 0.5, false), mk(1e-3, 1, 0.1, true)}, 1e-4},
+		{"tie goes to the smaller rate", []Run{mk(1e-3, 0, 1, false), mk(1e-4, 0, 1, false)}, 1e-4},
+		{"all diverged", []Run{mk(1e-3, 0, 1, true), mk(1e-4, 0, 1, true)}, 0},
+	} {
+		rates := rateStats(c.runs)
+		i := etaStar(rates)
+		got := 0.0
+		if i >= 0 {
+			got = rates[i].LR
+		}
+		if got != c.want {
+			t.Errorf("%s: η* = %g, want %g", c.name, got, c.want)
+		}
+	}
+	// The robustness figure's numbers at a rate with a diverged seed: the
+	// mean and std of the others.
+	rs := rateStats([]Run{mk(1e-3, 0, 1, false), mk(1e-3, 1, 2, false), mk(1e-3, 2, 9, true)})[0]
+	if rs.Diverged != 1 || rs.MeanBest != 1.5 || rs.StdBest != math.Sqrt(0.5) || rs.MeanLast != 1.6 || !math.IsInf(rs.Score, 1) {
+		t.Errorf("rate stats %+v", rs)
+	}
+}
+
+func TestFineGrid(t *testing.T) {
+	coarse := []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 1e-1}
+	for _, c := range []struct {
+		eta  float64
+		want string
+	}{
+		{1e-4, "6e-5 7e-5 8e-5 9e-5 2e-4 3e-4 4e-4"},
+		{5e-5, "2e-5 3e-5 4e-5 6e-5 7e-5 8e-5 9e-5"},
+		{1e-6, "2e-6 3e-6 4e-6"},
+		{1e-1, "6e-2 7e-2 8e-2 9e-2"},
+	} {
+		got, err := fineGrid(coarse, c.eta)
+		if err != nil || strings.Join(got, " ") != c.want {
+			t.Errorf("fineGrid(%g) = %v, %v; want %s", c.eta, got, err, c.want)
+		}
+	}
+	if _, err := fineGrid(coarse, 2e-4); err == nil {
+		t.Error("η* outside the grid: no error")
+	}
+}
+
+// TestFigures writes MEAZO (3 seeds, one diverged at one rate, two groups),
+// ZO-SGD (grouped) and ZO-Adam runs at several rates and runs every command.
+func TestFigures(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	add := func(f fakeRun) {
+		dir := filepath.Join(root, fmt.Sprintf("%s_g%v_lr=%g_seed=%d", f.opt, f.grouped, f.lr, f.seed))
+		f.write(t, dir)
+		dirs = append(dirs, dir)
+	}
+	for seed := int64(0); seed < 3; seed++ {
+		for _, lr := range []float64{1e-5, 1e-4, 1e-3} {
+			best := map[float64]float64{1e-5: 1.5, 1e-4: 1.1, 1e-3: 1.3}[lr] + 0.01*float64(seed)
+			add(fakeRun{opt: "meazo", lr: lr, seed: seed, steps: 40, best: best, last: best + 0.05, groups: []int{0, 1}, diverged: lr == 1e-3 && seed == 2, stateBytes: 8})
+			add(fakeRun{opt: "zo-sgd", grouped: true, lr: lr, seed: seed, steps: 40, best: best + 0.2, last: best + 0.3, diverged: lr == 1e-3, stateBytes: 0})
+		}
+		add(fakeRun{opt: "zo-adam", lr: 1e-4, seed: seed, steps: 40, best: 1.05, last: 1.1, stateBytes: 8000})
+	}
+	out := filepath.Join(root, "plots")
+	if keep := os.Getenv("MEAZO_PLOT_KEEP"); keep != "" {
+		out = keep // to look at the figures: MEAZO_PLOT_KEEP=/tmp/figs go test -run TestFigures
+	}
+
+	stdout, stderr, err := runCmd(t, append([]string{"all", "--out", out}, dirs...)...)
+	if err != nil {
+		t.Fatalf("all: %v\n%s", err, stderr)
+	}
+	for _, name := range []string{"train_loss.svg", "val_loss.svg", "robustness_best.svg", "robustness_last.svg", "vt_meazo.svg", "memory.md"} {
+		if !strings.Contains(stdout, filepath.Join(out, name)) {
+			t.Errorf("all did not write %s:\n%s", name, stdout)
+		}
+	}
+	val := checkSVG(t, filepath.Join(out, "val_loss.svg"))
+	for _, want := range []string{"MEAZO (3 seeds, η*=1e-4 of 3 rates)", "ZO-SGD (grouped) (3 seeds, η*=1e-4 of 3 rates)", "ZO-Adam (3 seeds, η=1e-4)", "<polygon", "stroke-dasharray", colors["meazo"], groupedColors["zo-sgd"]} {
+		if !strings.Contains(val, want) {
+			t.Errorf("val_loss.svg lacks %q", want)
+		}
+	}
+	train := checkSVG(t, filepath.Join(out, "train_loss.svg"))
+	if !strings.Contains(train, "running mean of 1 steps") {
+		t.Error("train_loss.svg does not state its smoothing window")
+	}
+	rob := checkSVG(t, filepath.Join(out, "robustness_best.svg"))
+	for _, want := range []string{"MEAZO, η*=1e-4", "ZO-SGD (grouped), η*=1e-4", "ZO-Adam, η*=1e-4", "× on the top edge", "<path d="} {
+		if !strings.Contains(rob, want) {
+			t.Errorf("robustness_best.svg lacks %q", want)
+		}
+	}
+	vt := checkSVG(t, filepath.Join(out, "vt_meazo.svg"))
+	if !strings.Contains(vt, ">group 0<") || !strings.Contains(vt, ">group 1<") || strings.Count(vt, "<polyline") != 2 {
+		t.Error("vt_meazo.svg does not draw one line per group")
+	}
+	table, _ := os.ReadFile(filepath.Join(out, "memory.md"))
+	for _, want := range []string{"| MEAZO | 9 | 1000 | 8 B | 0.008 | 3.0 GiB |", "| ZO-Adam | 3 | 1000 | 7.8 KiB | 8 | 3.0 GiB |", "| ZO-SGD (grouped) | 9 | 1000 | 0 B | 0 |"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("memory.md lacks %q:\n%s", want, table)
+		}
+	}
+	// The diverged ZO-SGD runs left out of its line at 1e-3: one cross per figure.
+	if _, _, err := runCmd(t, append([]string{"memory", "--out", out}, dirs[:2]...)...); err != nil {
+		t.Errorf("memory: %v", err)
+	}
+	if _, _, err := runCmd(t, "vt", "--out", out, dirs[1]); err == nil || !strings.Contains(err.Error(), "only MEAZO logs v") {
+		t.Errorf("vt on a ZO-SGD run: %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	root := t.TempDir()
+	good := filepath.Join(root, "good")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, good)
+	broken := filepath.Join(root, "broken")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, broken)
+	os.WriteFile(filepath.Join(broken, "metrics.jsonl"), []byte("{\"kind\":\"train\",\"step\":1,\"loss\":1}\nnot json\n{\"kind\":\"train\",\"step\":3}\n"), 0o644)
+	cut := filepath.Join(root, "cut")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, cut)
+	f, _ := os.OpenFile(filepath.Join(cut, "metrics.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"kind":"train","st`)
+	f.Close()
+	noLR := filepath.Join(root, "nolr")
+	os.MkdirAll(noLR, 0o755)
+	os.WriteFile(filepath.Join(noLR, "summary.json"), []byte(`{"optimizer":"meazo"}`), 0o644)
+	other := filepath.Join(root, "other")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, other)
+	os.WriteFile(filepath.Join(other, "summary.json"), []byte(`{"optimizer":"meazo","lr":1e-4,"steps":10,"steps_done":10,"task":"sst2"}`), 0o644)
+	out := filepath.Join(root, "plots")
+	for _, c := range []struct {
+		args []string
+		want string // in the error; "" means success
+	}{
+		{[]string{"curves", "--out", out, filepath.Join(root, "missing")}, filepath.Join(root, "missing")},
+		{[]string{"curves", "--out", out, broken}, filepath.Join(broken, "metrics.jsonl") + " line 2"},
+		{[]string{"curves", "--out", out, cut}, ""},
+		{[]string{"memory", "--out", out, noLR}, filepath.Join(noLR, "summary.json") + `: field "lr"`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"curves", "--out", out, good, other}, "runs from different experiments"},
+		{[]string{"robustness", "--out", out, root + "/plots-none"}, "plots-none"},
+	} {
+		_, _, err := runCmd(t, c.args...)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestLRString(t *testing.T) {
+	for v, want := range map[float64]string{1e-4: "1e-4", 2.5e-4: "2.5e-4", 0.05: "0.05", 1e-1: "0.1", 1e-6: "1e-6", 5e-3: "5e-3"} {
+		if got := lrString(v); got != want {
+			t.Errorf("lrString(%v) = %s, want %s", v, got, want)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"math"
+	"sort"
+)
+
+// meanStd returns the mean and the sample standard deviation (n−1 in the
+// denominator) of the finite values in xs, and how many there were. The
+// standard deviation is NaN below two values: one seed has no spread to show.
+func meanStd(xs []float64) (mean, std float64, n int) {
+	var sum float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			sum += x
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN(), math.NaN(), 0
+	}
+	mean = sum / float64(n)
+	if n < 2 {
+		return mean, math.NaN(), n
+	}
+	var ss float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			ss += (x - mean) * (x - mean)
+		}
+	}
+	return mean, math.Sqrt(ss / float64(n-1)), n
+}
+
+// runningMean smooths ys with a trailing window: out[i] is the mean of the
+// finite values among ys[i-w+1..i] (fewer at the start), NaN when there are
+// none. w ≤ 1 returns a copy.
+func runningMean(ys []float64, w int) []float64 {
+	out := make([]float64, len(ys))
+	var sum float64
+	var n int
+	for i, y := range ys {
+		if !math.IsNaN(y) && !math.IsInf(y, 0) {
+			sum += y
+			n++
+		}
+		if w > 0 && i >= w {
+			if old := ys[i-w]; !math.IsNaN(old) && !math.IsInf(old, 0) {
+				sum -= old
+				n--
+			}
+		}
+		if n == 0 {
+			out[i] = math.NaN()
+		} else {
+			out[i] = sum / float64(n)
+		}
+	}
+	return out
+}
+
+// Band is a curve over seeds: at each X the mean and mean ± 2 std of the
+// seeds that have a finite value there, and how many did.
+type Band struct {
+	X, Mean, Lo, Hi []float64
+	N               []int
+}
+
+// seedBand aggregates per-seed curves (step → value) at every step any seed
+// has. Seeds missing a step (a diverged run stops early) do not count there.
+func seedBand(curves []map[int]float64) Band {
+	steps := map[int]bool{}
+	for _, c := range curves {
+		for s := range c {
+			steps[s] = true
+		}
+	}
+	xs := make([]int, 0, len(steps))
+	for s := range steps {
+		xs = append(xs, s)
+	}
+	sort.Ints(xs)
+	var b Band
+	vals := make([]float64, 0, len(curves))
+	for _, s := range xs {
+		vals = vals[:0]
+		for _, c := range curves {
+			if v, ok := c[s]; ok {
+				vals = append(vals, v)
+			}
+		}
+		m, sd, n := meanStd(vals)
+		b.X = append(b.X, float64(s))
+		b.Mean = append(b.Mean, m)
+		b.Lo = append(b.Lo, m-2*sd)
+		b.Hi = append(b.Hi, m+2*sd)
+		b.N = append(b.N, n)
+	}
+	return b
+}
+
+// thin keeps at most about max points of a band (every k-th and the last), so
+// that a 20,000-step curve makes a small SVG. Applied after smoothing, it
+// drops no information a reader could see at the figure's resolution.
+func (b Band) thin(max int) Band {
+	n := len(b.X)
+	if n <= max {
+		return b
+	}
+	k := (n + max - 1) / max
+	var out Band
+	for i := 0; i < n; i++ {
+		if i%k == 0 || i == n-1 {
+			out.X = append(out.X, b.X[i])
+			out.Mean = append(out.Mean, b.Mean[i])
+			out.Lo = append(out.Lo, b.Lo[i])
+			out.Hi = append(out.Hi, b.Hi[i])
+			out.N = append(out.N, b.N[i])
+		}
+	}
+	return out
+}
