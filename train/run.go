@@ -288,7 +288,11 @@ func (r *run) detach() { r.m.Adapter, r.m.Prompt = nil, nil }
 func (r *run) train() (*Summary, error) {
 	cfg := r.cfg
 	total := cfg.Train.Steps
-	r.summary = Summary{Model: cfg.Model.Path, Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
+	name := cfg.Model.Name
+	if name == "" {
+		name = cfg.Model.Path
+	}
+	r.summary = Summary{Model: name, Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
 		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
 		TrainableParams: len(slices.Concat(r.params...)), Test: map[string]map[string]float64{}}
 	pad := r.tok.PadID()

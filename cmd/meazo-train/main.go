@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -32,7 +33,7 @@ func main() {
 	out := flag.String("out", "", "shorthand for --set output.dir=DIR")
 	resume := flag.String("resume", "", "continue the run in this directory from its last checkpoint")
 	demoDir := flag.String("demo-dir", "demo-run", "where the built-in demo writes its model, data and run")
-	demoSteps := flag.Int("demo-steps", 200, "steps of the built-in demo")
+	demoSteps := flag.Int("demo-steps", 150, "steps of each run of the built-in demo")
 	configDoc := flag.Bool("config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -50,20 +51,50 @@ func main() {
 	}
 	opts := train.Options{ConfigPath: *config, Overrides: sets, Resume: *resume, Log: os.Stderr, Terminal: isTerminal(os.Stderr)}
 	if *config == "" && *resume == "" {
-		abs, _ := filepath.Abs(*demoDir)
-		fmt.Fprintf(os.Stderr, "No --config given: running the built-in demo in %s.\n"+
-			"It trains LoRA with MEAZO on a TINY RANDOM model and a synthetic sentiment task, all made on the spot:\n"+
-			"the numbers show the whole pipeline working, not a useful model. See README.md for real runs.\n\n", abs)
-		if err := os.RemoveAll(filepath.Join(*demoDir, "run")); err != nil {
+		demo(opts, *demoDir, *demoSteps)
+		return
+	}
+	report(train.Run(opts))
+}
+
+// demo runs the built-in default: the same tiny task trained with MEAZO,
+// ZO-SGD and ZO-Adam, one run directory each (plot them with meazo-plot all;
+// make demo does). Each run is its own process, so that each summary's peak
+// RSS is that run's own.
+func demo(opts train.Options, dir string, steps int) {
+	abs, _ := filepath.Abs(dir)
+	fmt.Fprintf(os.Stderr, "No --config given: running the built-in demo in %s.\n"+
+		"It trains LoRA on a TINY RANDOM model and a synthetic sentiment task, all made on the spot, with\n"+
+		"MEAZO, ZO-SGD and ZO-Adam: the numbers show the whole pipeline working, not a useful model.\n"+
+		"See README.md for real runs.\n\n", abs)
+	path, err := train.WriteDemo(abs, steps)
+	if err != nil {
+		fail(err)
+	}
+	opts.ConfigPath = path
+	for _, opt := range []string{"meazo", "zo-sgd", "zo-adam"} {
+		out := filepath.Join(abs, "run-"+opt)
+		if err := os.RemoveAll(out); err != nil {
 			fail(err)
 		}
-		path, err := train.WriteDemo(abs, *demoSteps)
+		fmt.Fprintf(os.Stderr, "== %s -> %s\n", opt, out)
+		self, err := os.Executable()
 		if err != nil {
 			fail(err)
 		}
-		opts.ConfigPath = path
+		args := []string{"--config", path, "--set", "optimizer.name=" + opt, "--set", "output.dir=" + out}
+		for _, o := range opts.Overrides {
+			args = append(args, "--set", o)
+		}
+		cmd := exec.Command(self, args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fail(fmt.Errorf("demo run %s: %w", opt, err))
+		}
 	}
-	s, err := train.Run(opts)
+}
+
+func report(s *train.Summary, err error) {
 	if err != nil {
 		fail(err)
 	}
@@ -71,7 +102,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "run diverged: %s\n", s.Message)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "done: %d steps, best validation loss %s at step %d; test %v\n", s.StepsDone, fmtPtr(s.BestValLoss), s.BestStep, s.Test)
+	fmt.Fprintf(os.Stderr, "done: %d steps, best validation loss %s at step %d; test %v\n\n", s.StepsDone, fmtPtr(s.BestValLoss), s.BestStep, s.Test)
 }
 
 func fmtPtr(p *float64) string {
