@@ -200,8 +200,13 @@ func (r *run) setup() error {
 		return err
 	}
 	if r.opts.Resume == "" {
-		// Step 0 is a checkpoint too: a run that diverges or is killed early
+		// Step 0: the validation loss of the starting adapter (the curves'
+		// first point, and the best adapter if training never improves on
+		// it), and a checkpoint, so a run that diverges or is killed early
 		// still has a good state to resume or inspect.
+		if ok, err := r.validate(0); err != nil || !ok {
+			return fmt.Errorf("validation of the starting adapter: loss not finite or %v", err)
+		}
 		r.state.Sampler = r.sampler.State()
 		return r.checkpoint()
 	}

@@ -72,8 +72,8 @@ func TestResumeIsBitIdentical(t *testing.T) {
 				t.Fatal(err)
 			}
 			a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
-			if len(a) != 12+3 {
-				t.Fatalf("%d metrics lines, want 12 steps + 3 validations", len(a))
+			if len(a) != 12+4 {
+				t.Fatalf("%d metrics lines, want 12 steps + 4 validations (steps 0, 4, 8, 12)", len(a))
 			}
 			if !slices.Equal(a, b) {
 				for i := range min(len(a), len(b)) {
@@ -198,6 +198,41 @@ func TestBrokenRowIsReportedAndSkipped(t *testing.T) {
 	}
 	if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"output.dir=" + filepath.Join(dir, "a")}}); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("starting over an existing run: %v, want a refusal pointing at --resume", err)
+	}
+}
+
+// TestValidationLossGoesDown trains every optimizer at a tuned rate on the
+// demo task and checks that the validation loss falls below its value at step 0.
+func TestValidationLossGoesDown(t *testing.T) {
+	dir, cfg := demoConfig(t, 30)
+	rates := map[string]string{"meazo": "0.005", "zo-sgd": "0.005", "zo-adam": "0.005", "radazo": "0.0002", "fzoo": "0.005"}
+	for opt, lr := range rates {
+		t.Run(opt, func(t *testing.T) {
+			q := "1"
+			if opt == "fzoo" {
+				q = "2"
+			}
+			out := filepath.Join(dir, opt)
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"output.dir=" + out, "optimizer.name=" + opt, "optimizer.lr=" + lr,
+				"optimizer.q=" + q, "train.eval_every=15", "eval.skip=true", "task.max_validation=16"}}); err != nil {
+				t.Fatal(err)
+			}
+			var vals []float64
+			for _, line := range readLines(t, filepath.Join(out, "metrics.jsonl")) {
+				var rec struct {
+					Kind    string
+					ValLoss float64 `json:"val_loss"`
+				}
+				json.Unmarshal([]byte(line), &rec)
+				if rec.Kind == "val" {
+					vals = append(vals, rec.ValLoss)
+				}
+			}
+			if len(vals) != 3 || !(vals[2] < vals[0]) {
+				t.Errorf("validation losses at steps 0, 15, 30: %v; want the last below the first", vals)
+			}
+			t.Logf("%s lr %s: validation loss %v", opt, lr, vals)
+		})
 	}
 }
 
