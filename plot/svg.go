@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"html"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
 )
 
 // Series is one line. X and Y have the same length; points whose value cannot
@@ -341,27 +341,6 @@ func (f *Figure) WriteFile(path string) error {
 	return WriteFileAtomic(path, f.SVG())
 }
 
-// WriteFileAtomic writes data to a temporary file in path's directory and
-// renames it over path, so a reader never sees a partial file.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Chmod(0o644) // CreateTemp makes 0600; outputs are for people to read
-	}
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
-}
+// WriteFileAtomic writes data so that a reader never sees a partial file
+// (see internal/atomicfile).
+func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }

@@ -524,18 +524,8 @@ func (r *run) restore() error {
 	if r.state.LastJSON != nil {
 		r.state.LastValLoss = *r.state.LastJSON
 	}
-	if r.lora != nil {
-		a, err := lora.Load(dir, r.m, r.cfg.Adapter.Grouped)
-		if err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
-		copyParams(r.params, a.Params())
-	} else {
-		p, err := prompttune.Load(dir, r.m)
-		if err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
-		copyParams(r.params, p.Params())
+	if err := r.loadParams(dir, r.params); err != nil {
+		return fmt.Errorf("resume: %w", err)
 	}
 	eng, err := os.ReadFile(filepath.Join(dir, "optimizer.bin"))
 	if err != nil {
@@ -547,20 +537,9 @@ func (r *run) restore() error {
 	if r.sampler, err = data.ResumeSampler(r.state.Sampler); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	if r.state.BestStep > 0 {
-		best := filepath.Join(r.dir, "best")
-		if r.lora != nil {
-			a, err := lora.Load(best, r.m, r.cfg.Adapter.Grouped)
-			if err != nil {
-				return fmt.Errorf("resume: %w", err)
-			}
-			copyParams(r.bestCopy, a.Params())
-		} else {
-			p, err := prompttune.Load(best, r.m)
-			if err != nil {
-				return fmt.Errorf("resume: %w", err)
-			}
-			copyParams(r.bestCopy, p.Params())
+	if !math.IsInf(r.state.BestValLoss, 1) {
+		if err := r.loadParams(filepath.Join(r.dir, "best"), r.bestCopy); err != nil {
+			return fmt.Errorf("resume: %w", err)
 		}
 	}
 	// Steps logged after the checkpoint are run again: cut them off.
@@ -572,6 +551,29 @@ func (r *run) restore() error {
 	}
 	os.Remove(filepath.Join(r.dir, "summary.json"))
 	fmt.Fprintf(r.log, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)
+	return nil
+}
+
+// loadParams reads a saved adapter directory into dst (shaped like r.params).
+func (r *run) loadParams(dir string, dst [][]float32) error {
+	var src [][]float32
+	if r.lora != nil {
+		a, err := lora.Load(dir, r.m, r.cfg.Adapter.Grouped)
+		if err != nil {
+			return err
+		}
+		src = a.Params()
+	} else {
+		p, err := prompttune.Load(dir, r.m)
+		if err != nil {
+			return err
+		}
+		src = p.Params()
+	}
+	if len(slices.Concat(src...)) != len(slices.Concat(dst...)) {
+		return fmt.Errorf("adapter %s does not match this run's adapter shape", dir)
+	}
+	copyParams(dst, src)
 	return nil
 }
 

@@ -9,57 +9,16 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"io"
-	"os"
-	"sort"
+
+	"github.com/meazo-go/meazo/internal/cli"
 )
 
-// command is one mode: run parses its own flags from args.
-type command struct {
-	summary string
-	run     func(args []string, stdout io.Writer) error
-}
+var modes = cli.New("meazo-bench", "mode")
 
-var commands = map[string]command{}
-
+// register adds a mode; run parses its own flags from args.
 func register(name, summary string, run func(args []string, stdout io.Writer) error) {
-	commands[name] = command{summary: summary, run: run}
+	modes.Register(name, summary, func(args []string, _ io.Reader, stdout io.Writer) error { return run(args, stdout) })
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: meazo-bench <mode> [flags]   (meazo-bench <mode> -h for its flags)")
-	fmt.Fprintln(w, "modes:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-}
-
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage(os.Stderr)
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
-		return
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "meazo-bench: unknown mode %q\n", os.Args[1])
-		usage(os.Stderr)
-		os.Exit(2)
-	}
-	if err := cmd.run(os.Args[2:], os.Stdout); err != nil {
-		if err == flag.ErrHelp {
-			return
-		}
-		fmt.Fprintf(os.Stderr, "meazo-bench %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
-}
+func main() { modes.Main() }

@@ -43,7 +43,7 @@ func runLines(t *testing.T, name, model string, in []any) []map[string]json.RawM
 		b, _ := json.Marshal(v)
 		stdin.Write(append(b, '\n'))
 	}
-	if err := commands[name].run([]string{"--model", model}, &stdin, &stdout); err != nil {
+	if err := commands.Run(name, []string{"--model", model}, &stdin, &stdout); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	var out []map[string]json.RawMessage
@@ -125,7 +125,7 @@ func TestChatCommand(t *testing.T) {
 func TestTokenizeCommandBadLine(t *testing.T) {
 	fx := tokFixtures(t)
 	var stdout bytes.Buffer
-	err := commands["tokenize"].run([]string{"--model", filepath.Join(fx, "qwen3")}, strings.NewReader("{\"text\":\"a\"}\n{\"txt\":1}\n"), &stdout)
+	err := commands.Run("tokenize", []string{"--model", filepath.Join(fx, "qwen3")}, strings.NewReader("{\"text\":\"a\"}\n{\"txt\":1}\n"), &stdout)
 	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), `"text"`) {
 		t.Fatalf("error %v should name line 2 and field text", err)
 	}
