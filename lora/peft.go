@@ -27,7 +27,12 @@ type PEFTConfig struct {
 	UseRSLoRA     bool     `json:"use_rslora"`
 	UseDoRA       bool     `json:"use_dora"`
 	FanInFanOut   bool     `json:"fan_in_fan_out"`
-	BaseModel     string   `json:"base_model_name_or_path"`
+	LoraBias      bool     `json:"lora_bias"`
+	// Fields that change the computation per layer; only empty values are supported.
+	AlphaPattern      map[string]any `json:"alpha_pattern"`
+	RankPattern       map[string]any `json:"rank_pattern"`
+	LayersToTransform any            `json:"layers_to_transform"`
+	BaseModel         string         `json:"base_model_name_or_path"`
 }
 
 // Scale is the factor PEFT multiplies B(Ax) by: alpha/r, or alpha/√r with rsLoRA.
@@ -62,6 +67,12 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("adapter config %s: fan_in_fan_out is not supported", path)
 	case c.Bias != "" && c.Bias != "none":
 		return nil, fmt.Errorf("adapter config %s: bias %q is not supported (only \"none\")", path, c.Bias)
+	case c.LoraBias:
+		return nil, fmt.Errorf("adapter config %s: lora_bias is not supported", path)
+	case len(c.AlphaPattern) > 0 || len(c.RankPattern) > 0:
+		return nil, fmt.Errorf("adapter config %s: alpha_pattern/rank_pattern (per-layer rank or alpha) are not supported", path)
+	case c.LayersToTransform != nil:
+		return nil, fmt.Errorf("adapter config %s: layers_to_transform is not supported (the adapter must cover every layer)", path)
 	}
 	for _, t := range c.TargetModules {
 		if !slices.Contains(supportedTargets, t) {

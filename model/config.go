@@ -81,6 +81,10 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
+	var present map[string]json.RawMessage // which keys the file has at all
+	if err := json.Unmarshal(b, &present); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
 	if len(r.Architectures) != 1 {
 		return nil, fmt.Errorf(`"architectures" must name exactly one class, got %q`, r.Architectures)
 	}
@@ -144,8 +148,17 @@ func ParseConfig(b []byte) (*Config, error) {
 	if r.TieWordEmbeddings != nil {
 		c.TieEmbeddings = *r.TieWordEmbeddings
 	}
-	if r.SlidingWindow != nil && c.Architecture == "Qwen3ForCausalLM" {
-		c.SlidingWindow = *r.SlidingWindow
+	if c.Architecture == "Qwen3ForCausalLM" {
+		// HF 4.51 applies Qwen3's window whenever config.sliding_window is not
+		// None, and Qwen3Config defaults it to 4096 when the key is absent
+		// (MODELS.md §3.13). The real configs say null: no window.
+		c.SlidingWindow = 4096
+		if _, ok := present["sliding_window"]; ok {
+			c.SlidingWindow = 0
+			if r.SlidingWindow != nil {
+				c.SlidingWindow = *r.SlidingWindow
+			}
+		}
 	}
 	if r.BOSTokenID != nil {
 		c.BOSTokenID = *r.BOSTokenID

@@ -32,6 +32,13 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 	if stop == nil {
 		stop = m.EOSTokenIDs
 	}
+	if m.Prompt != nil {
+		nv, err := m.promptLength(m.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		in = withVirtualSlots(in, nv)
+	}
 	b, t := in.B, in.T
 	mask := in.Mask
 	if mask == nil {
@@ -100,6 +107,43 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil)
 	}
 	return out, nil
+}
+
+// withVirtualSlots puts nv prompt-tuning slots before every row of a
+// generation batch, before any left padding, as PEFT does (mask 1; step
+// fills their embeddings). Positions: given ones are shifted by nv behind
+// 0..nv-1; otherwise generate()'s cumsum(mask)-1 over the extended mask
+// applies. PEFT itself drops position_ids, giving 0..nv+T-1 with pads
+// counted; the cumsum form equals that for unpadded rows and, unlike it,
+// does not depend on how much padding a row got (a decision recorded here
+// because HF has no single answer for left-padded prompt tuning).
+func withVirtualSlots(in Input, nv int) Input {
+	t := nv + in.T
+	out := Input{B: in.B, T: t, Tokens: make([]int, in.B*t), Mask: make([]int, in.B*t)}
+	if in.Positions != nil {
+		out.Positions = make([]int, in.B*t)
+	}
+	for s := 0; s < in.B; s++ {
+		for i := 0; i < t; i++ {
+			r := s*t + i
+			if i < nv {
+				out.Mask[r] = 1
+				if out.Positions != nil {
+					out.Positions[r] = i
+				}
+				continue
+			}
+			src := s*in.T + i - nv
+			out.Tokens[r], out.Mask[r] = in.Tokens[src], 1
+			if in.Mask != nil {
+				out.Mask[r] = in.Mask[src]
+			}
+			if out.Positions != nil {
+				out.Positions[r] = in.Positions[src] + nv
+			}
+		}
+	}
+	return out
 }
 
 // argmax returns the index of the largest value, the first one on ties.

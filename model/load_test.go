@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,5 +103,23 @@ func TestLoadErrors(t *testing.T) {
 			}
 			t.Log(msg)
 		})
+	}
+}
+
+// TestQwen3SlidingWindowDefault follows HF 4.51: Qwen3Config's sliding_window
+// defaults to 4096 when config.json lacks the key; null means none.
+func TestQwen3SlidingWindowDefault(t *testing.T) {
+	base := `{"architectures":["Qwen3ForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"head_dim":4%s}`
+	for _, tc := range []struct {
+		extra string
+		want  int
+	}{{"", 4096}, {`,"sliding_window":null`, 0}, {`,"sliding_window":128`, 128}} {
+		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.extra)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.SlidingWindow != tc.want {
+			t.Errorf("%q: sliding window %d, want %d", tc.extra, c.SlidingWindow, tc.want)
+		}
 	}
 }

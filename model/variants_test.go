@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -205,6 +206,51 @@ func TestPromptVariants(t *testing.T) {
 				want := alone(t, m, ex, exLabels, nil)
 				if math.Abs(got[k]-want) > 1e-12 {
 					t.Errorf("prompt variant %d: %.17g, forward with real prefix tokens %.17g", k, got[k], want)
+				}
+			}
+		})
+	}
+}
+
+// TestGenerateWithPrompt checks that prompt-tuning virtual tokens go before
+// every row in generation: with the prompt set to the embeddings of real
+// tokens, generation equals generating from those tokens put in front, for a
+// plain batch and a left-padded one.
+func TestGenerateWithPrompt(t *testing.T) {
+	for name, m := range testModels(t) {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(9, 10))
+			ids := []int{rng.IntN(m.VocabSize), rng.IntN(m.VocabSize), rng.IntN(m.VocabSize)}
+			prompt := make([]float32, len(ids)*m.HiddenSize)
+			for i, id := range ids {
+				m.Embed.Row(prompt[i*m.HiddenSize:(i+1)*m.HiddenSize], id)
+			}
+			// Row 0 has 4 tokens, row 1 has 2 (left-padded with 2 pads).
+			rows := [][]int{{5, 7, 11, 13}, {0, 0, 17, 19}}
+			masks := [][]int{{1, 1, 1, 1}, {0, 0, 1, 1}}
+			var in, ex Input
+			in = Input{B: 2, T: 4}
+			ex = Input{B: 2, T: 7}
+			for r := range rows {
+				in.Tokens = append(in.Tokens, rows[r]...)
+				in.Mask = append(in.Mask, masks[r]...)
+				ex.Tokens = append(append(ex.Tokens, ids...), rows[r]...)
+				ex.Mask = append(append(ex.Mask, 1, 1, 1), masks[r]...)
+			}
+			opts := GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}}
+			want, err := m.Generate(ex, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Prompt = prompt
+			defer func() { m.Prompt = nil }()
+			got, err := m.Generate(in, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range want {
+				if !slices.Equal(got[r], want[r]) {
+					t.Errorf("row %d: with prompt %v, with the tokens in front %v", r, got[r], want[r])
 				}
 			}
 		})

@@ -51,13 +51,14 @@ func FromText(m *model.Model, tok Encoder, n int, text string) (*Prompt, error) 
 	return p, nil
 }
 
-// Random initialises n virtual tokens from a seeded U(-0.5, 0.5) (PEFT's
-// RANDOM init draws other values; the distribution, not the stream, matches).
+// Random initialises n virtual tokens from a seeded N(0, 1), the
+// distribution of PEFT's RANDOM init (torch's nn.Embedding default); the
+// random stream is ours, not torch's.
 func Random(m *model.Model, n int, seed uint64) *Prompt {
 	r := rand.New(rand.NewPCG(seed, 0x9707))
 	p := &Prompt{N: n, Hidden: m.HiddenSize, params: [][]float32{make([]float32, n*m.HiddenSize)}}
 	for i := range p.params[0] {
-		p.params[0][i] = r.Float32() - 0.5
+		p.params[0][i] = float32(r.NormFloat64())
 	}
 	return p
 }

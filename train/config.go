@@ -7,6 +7,7 @@ package train
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -91,6 +92,7 @@ type EvalConfig struct {
 	Base         bool `mapstructure:"base" yaml:"base" doc:"also evaluate the base model (no adapter) on the test split"`
 	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
 	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"merge LoRA into the base weights for evaluation (faster generation)"`
+	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
 }
 
 type OutputConfig struct {
@@ -181,15 +183,16 @@ func Load(path string, overrides []string) (*Config, error) {
 		}
 		v.Set(key, parsed)
 	}
+	where := "config"
+	if path != "" {
+		where = "config " + path
+	}
 	var c Config
 	if err := v.UnmarshalExact(&c); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := c.Validate(); err != nil {
-		if path != "" {
-			return nil, fmt.Errorf("config %s: %w", path, err)
-		}
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &c, nil
 }
@@ -203,6 +206,10 @@ func checkKeys(m map[string]any, prefix string, known []configKey) error {
 	sort.Strings(names)
 	for _, k := range names {
 		full := prefix + k
+		isSection := prefix == "" && slices.ContainsFunc(known, func(c configKey) bool { return strings.HasPrefix(c.key, full+".") })
+		if _, isMap := m[k].(map[string]any); isSection && !isMap {
+			return fmt.Errorf("%q is a section: give it keys (e.g. %s.%s: …), not a value", full, full, firstKey(full, known))
+		}
 		if sub, ok := m[k].(map[string]any); ok && prefix == "" {
 			if !slices.ContainsFunc(known, func(c configKey) bool { return strings.HasPrefix(c.key, full+".") }) {
 				return unknownKey(full, known)
@@ -217,6 +224,16 @@ func checkKeys(m map[string]any, prefix string, known []configKey) error {
 		}
 	}
 	return nil
+}
+
+// firstKey returns the first key of a section, for messages.
+func firstKey(section string, known []configKey) string {
+	for _, k := range known {
+		if s, leaf, _ := strings.Cut(k.key, "."); s == section {
+			return leaf
+		}
+	}
+	return ""
 }
 
 func checkKey(key string, known []configKey) error {
@@ -261,6 +278,14 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// ModelName is base_model_name_or_path for saved adapters: model.name, or the path.
+func (c *Config) ModelName() string {
+	if c.Model.Name != "" {
+		return c.Model.Name
+	}
+	return c.Model.Path
+}
+
 // Validate checks values that the type system does not.
 func (c *Config) Validate() error {
 	switch {
@@ -276,12 +301,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("adapter.grouped: prompt tuning has a single parameter group")
 	case c.Adapter.Kind == "prompt" && c.Adapter.VirtualTokens <= 0:
 		return fmt.Errorf("adapter.virtual_tokens must be positive")
+	case c.Adapter.Kind == "lora" && (c.Adapter.R < 1 || !(c.Adapter.Alpha > 0)):
+		return fmt.Errorf("adapter.r must be at least 1 and adapter.alpha positive (got %d, %g)", c.Adapter.R, c.Adapter.Alpha)
 	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
 		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Optimizer.Name)
-	case !(c.Optimizer.LR > 0):
-		return fmt.Errorf("optimizer.lr must be positive, got %g", c.Optimizer.LR)
-	case !(c.Optimizer.Eps > 0):
-		return fmt.Errorf("optimizer.eps must be positive, got %g", c.Optimizer.Eps)
+	case !(c.Optimizer.LR > 0) || math.IsInf(c.Optimizer.LR, 0):
+		return fmt.Errorf("optimizer.lr must be positive and finite, got %g", c.Optimizer.LR)
+	case !(c.Optimizer.Eps > 0) || math.IsInf(c.Optimizer.Eps, 0):
+		return fmt.Errorf("optimizer.eps must be positive and finite, got %g", c.Optimizer.Eps)
 	case c.Optimizer.Q < 1:
 		return fmt.Errorf("optimizer.q must be at least 1")
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
@@ -290,6 +317,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("train.steps must be >= 0 and train.batch_size >= 1")
 	case c.Train.EvalEvery < 1:
 		return fmt.Errorf("train.eval_every must be at least 1")
+	case c.Train.CheckpointEvery < 0 || c.Train.Threads < 0 || c.Train.LogEvery < 0:
+		return fmt.Errorf("train.checkpoint_every, train.threads and train.log_every must not be negative")
 	case c.Eval.BatchSize < 1:
 		return fmt.Errorf("eval.batch_size must be at least 1")
 	case c.Output.Dir == "":

@@ -24,6 +24,9 @@ func validationLoss(m *model.Model, exs []data.Encoded, batchSize, padID int) (f
 		if err != nil {
 			return 0, err
 		}
+		if out.Tokens == 0 {
+			continue // no supervised token: its NaN mean would poison the sum
+		}
 		sum += out.Loss * float64(out.Tokens)
 		tokens += out.Tokens
 	}
@@ -43,12 +46,14 @@ type evaluator struct {
 	maxNewTokens int
 	stopIDs      []int
 	padID        int
+	rougeStem    bool
 	log          io.Writer
 }
 
 // testMetrics returns the task's metrics on exs: SST-2 {"accuracy"},
 // SQuAD {"exact_match","f1"} (0-100), XSum {"rouge1","rouge2","rougeL","rougeLsum"}
-// (F-measures with stemming, 0-100).
+// (mean sentence-level F-measures, 0-100, without stemming unless asked:
+// HF evaluate's default, METRICS.md).
 func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string) (map[string]float64, error) {
 	start := time.Now()
 	var res map[string]float64
@@ -139,7 +144,7 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example) (map[string]f
 				em, f1 := eval.SquadScore(pred, ex.Answers)
 				squad.Add(em, f1)
 			} else {
-				s := eval.Rouge(ex.Summary, pred, true)
+				s := eval.Rouge(ex.Summary, pred, e.rougeStem)
 				r1 += s.Rouge1.FMeasure
 				r2 += s.Rouge2.FMeasure
 				rl += s.RougeL.FMeasure
@@ -163,6 +168,7 @@ type EvalOptions struct {
 	BatchSize    int    // default 8
 	MaxNewTokens int    // default: SQuAD 50, XSum 100
 	DateString   string // Llama-3.x date_string (default 26 Jul 2024)
+	RougeStem    bool   // XSum: Porter-stem tokens (off by default, as HF evaluate)
 	Log          io.Writer
 }
 
@@ -180,7 +186,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		o.BatchSize = 8
 	}
 	if o.MaxNewTokens <= 0 {
-		o.MaxNewTokens = map[data.Task]int{data.SQuAD: 50, data.XSum: 100, data.SST2: 1}[task]
+		o.MaxNewTokens = defaultMaxNewTokens(task)
 	}
 	if o.DateString == "" {
 		o.DateString = tokenizer.DefaultDateString
@@ -196,8 +202,13 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	}
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", st.Examples, o.Data, st.Skipped)
 	e := &evaluator{task: task, tok: tok, enc: &data.Encoder{Tok: tok, DateString: o.DateString}, batchSize: o.BatchSize,
-		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), log: o.Log}
+		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log}
 	return e.testMetrics(m, exs, "evaluation")
+}
+
+// defaultMaxNewTokens is DATA.md's generation cap: SQuAD 50, XSum 100.
+func defaultMaxNewTokens(task data.Task) int {
+	return map[data.Task]int{data.SQuAD: 50, data.XSum: 100, data.SST2: 1}[task]
 }
 
 // stopIDs are the tokenizer's end-of-turn ids plus the model config's eos ids.

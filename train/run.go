@@ -127,8 +127,13 @@ func (r *run) setup() error {
 			return err
 		}
 		r.dir = r.cfg.Output.Dir
-		if _, err := os.Stat(filepath.Join(r.dir, "metrics.jsonl")); err == nil {
-			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", r.dir, r.dir)
+		// A run exists once it has a checkpoint (written right after the
+		// step-0 validation); a directory without one holds only a start
+		// that never got that far, and is started over.
+		for _, ck := range []string{"checkpoint", "checkpoint.old"} {
+			if _, err := os.Stat(filepath.Join(r.dir, ck, "state.json")); err == nil {
+				return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", r.dir, r.dir)
+			}
 		}
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			return err
@@ -180,15 +185,17 @@ func (r *run) setup() error {
 	r.obj = &objective{m: r.m, lora: r.lora}
 	maxNew := cfg.Eval.MaxNewTokens
 	if maxNew == 0 {
-		maxNew = map[string]int{"squad": 50, "xsum": 100, "sst2": 1}[cfg.Task.Name]
+		maxNew = defaultMaxNewTokens(data.Task(cfg.Task.Name))
 	}
 	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
-		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), log: r.log}
+		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.log}
 	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN()}
 	r.bestCopy = cloneParams(r.params)
 
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	if r.opts.Resume != "" {
+	if r.opts.Resume == "" {
+		flags |= os.O_TRUNC
+	} else {
 		if err := r.restore(); err != nil {
 			return err
 		}
@@ -204,8 +211,12 @@ func (r *run) setup() error {
 		// first point, and the best adapter if training never improves on
 		// it), and a checkpoint, so a run that diverges or is killed early
 		// still has a good state to resume or inspect.
-		if ok, err := r.validate(0); err != nil || !ok {
-			return fmt.Errorf("validation of the starting adapter: loss not finite or %v", err)
+		ok, err := r.validate(0)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("the validation loss of the starting adapter is not finite: check the model and data")
 		}
 		r.state.Sampler = r.sampler.State()
 		return r.checkpoint()
@@ -216,10 +227,7 @@ func (r *run) setup() error {
 // setupAdapter makes the trainable adapter (fresh, or from adapter.init).
 func (r *run) setupAdapter() error {
 	cfg := r.cfg
-	name := cfg.Model.Name
-	if name == "" {
-		name = cfg.Model.Path
-	}
+	name := cfg.ModelName()
 	var err error
 	switch cfg.Adapter.Kind {
 	case "lora":
@@ -293,11 +301,7 @@ func (r *run) detach() { r.m.Adapter, r.m.Prompt = nil, nil }
 func (r *run) train() (*Summary, error) {
 	cfg := r.cfg
 	total := cfg.Train.Steps
-	name := cfg.Model.Name
-	if name == "" {
-		name = cfg.Model.Path
-	}
-	r.summary = Summary{Model: name, Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
+	r.summary = Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
 		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
 		TrainableParams: len(slices.Concat(r.params...)), Test: map[string]map[string]float64{}}
 	pad := r.tok.PadID()
@@ -505,9 +509,12 @@ func (r *run) checkpoint() error {
 func (r *run) restore() error {
 	dir := filepath.Join(r.dir, "checkpoint")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		// An interruption during the swap leaves checkpoint.old complete.
+		// An interruption during the swap leaves checkpoint.old complete:
+		// put it back in place before anything else can remove it.
 		if _, err := os.Stat(dir + ".old"); err == nil {
-			dir += ".old"
+			if err := os.Rename(dir+".old", dir); err != nil {
+				return fmt.Errorf("resume %s: %w", r.dir, err)
+			}
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "state.json"))

@@ -29,6 +29,8 @@ func runTask(args []string, stdout, log io.Writer) error {
 	batch := fs.Int("batch-size", 8, "sequences per forward / generation batch")
 	maxNew := fs.Int("max-new-tokens", 0, "generation cap (0: SQuAD 50, XSum 100)")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024); use the run's model.date_string")
+	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,7 +52,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 		}
 	}
 	res, err := train.Evaluate(m, tok, train.EvalOptions{Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
-		BatchSize: *batch, MaxNewTokens: *maxNew, Log: log})
+		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Log: log})
 	if err != nil {
 		return err
 	}
