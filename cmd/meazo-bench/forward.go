@@ -38,6 +38,9 @@ func runForward(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *reps < 1 {
+		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
+	}
 	tensor.SetThreads(*threads)
 	if os.Getenv("GOGC") == "" {
 		// The weights are a large, long-lived, pointer-free heap: collecting
