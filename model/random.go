@@ -23,9 +23,12 @@ import (
 // is not nil every tensor is also recorded there (to be written out as a
 // checkpoint).
 //
-// Without keep, matrices are made in one reused buffer: build packs each
-// matrix (a copy) and drops its float32 values, so reusing the buffer saves
-// the page faults and the resident memory of a fresh copy per matrix.
+// Without keep, the layers' matrices are made in one reused buffer: build
+// packs each matrix (a copy) and drops its float32 values, so reusing the
+// buffer saves the page faults and the resident memory of a fresh copy per
+// matrix. The vocabulary-sized matrices get their own buffer, which the
+// garbage collector frees: holding one that size through the build would
+// raise the peak memory.
 func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLoader {
 	var reuse []float32
 	return func(name string, shape []int) ([]float32, error) {
@@ -37,7 +40,7 @@ func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLo
 			n *= d
 		}
 		var v []float32
-		if keep == nil && len(shape) == 2 {
+		if keep == nil && len(shape) == 2 && n <= maxReuse {
 			if cap(reuse) < n {
 				reuse = make([]float32, n)
 			}
@@ -72,8 +75,10 @@ func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLo
 	}
 }
 
-// randomChunk is the number of values drawn from one generator.
-const randomChunk = 1 << 16
+const (
+	randomChunk = 1 << 16 // values drawn from one generator
+	maxReuse    = 1 << 25 // largest matrix made in the reused buffer (128 MiB)
+)
 
 // NewRandom builds a model with random weights from a config, for
 // benchmarks at full size without downloading a checkpoint.
