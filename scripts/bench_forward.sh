@@ -102,5 +102,8 @@ EOF
 if [ "$gemm" = 1 ]; then
 	echo
 	echo "## GEMM vs OpenBLAS: load average before $(load)"
-	scripts/bench_gemm.sh -threads "$threads" -m 8,128,1024
+	# OpenBLAS's pthreads keep spinning for a while after each call (2^28
+	# cycles by default); interleaved with ours in one process they take a
+	# core from our GEMM and halve it. 2^4 cycles makes them sleep at once.
+	OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-4} scripts/bench_gemm.sh -threads "$threads" -m 8,128,1024
 fi
