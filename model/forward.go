@@ -3,19 +3,21 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/meazo-go/meazo/tensor"
 )
 
-// kvCache holds the keys and values of every layer for a batch of B rows:
-// k[layer] and v[layer] are [B][NumKVHeads][capacity][HeadDim], so the keys
-// one attention head reads are contiguous. mask[b·capacity+s] says whether
-// slot s of row b holds a real token.
+// kvCache holds the keys and values of every layer for a batch of B rows,
+// one buffer per (row, kv head) in the packed layout tensor.Attend reads
+// (tensor.KVHeadLen), so attending never repacks them. mask[b·capacity+s]
+// says whether slot s of row b holds a real token.
 //
 // A forward that is not continued later (training, scoring) needs the keys
 // of one layer at a time: its cache is "scratch", one buffer all layers share.
 type kvCache struct {
 	b, capacity, len int
+	kLen, vLen       int // floats per (row, kv head) in k[l] and v[l]
 	k, v             [][]float32
 	mask             []int
 	scratch          bool
@@ -23,14 +25,15 @@ type kvCache struct {
 
 func (m *Model) newCache(b, capacity int, scratch bool) *kvCache {
 	c := &kvCache{b: b, capacity: capacity, mask: make([]int, b*capacity), scratch: scratch}
-	size := b * m.NumKVHeads * capacity * m.HeadDim
+	c.kLen, c.vLen = tensor.KVHeadLen(capacity, m.HeadDim)
 	layers := len(m.Layers)
 	if scratch {
 		layers = 1
 	}
+	heads := b * m.NumKVHeads
 	for range layers {
-		c.k = append(c.k, make([]float32, size))
-		c.v = append(c.v, make([]float32, size))
+		c.k = append(c.k, make([]float32, heads*c.kLen))
+		c.v = append(c.v, make([]float32, heads*c.vLen))
 	}
 	return c
 }
@@ -347,62 +350,57 @@ func (m *Model) addLoRA(y, x []float32, n, out int, lora *LoRA, ws *workspace) {
 
 // attention stores this step's keys and values in the cache and computes
 // causal, padding-masked softmax(q·kᵀ/√hd)·v for every query head, writing
-// ws.attn [B·tn][heads·hd]. The query heads that share a key/value head are
-// stacked so each (row, kv head) pair is two GEMMs.
+// ws.attn [B·tn][heads·hd]. The work is split over (row, kv head) pairs, one
+// per task: the rep query heads that share a kv head are stacked position by
+// position (row t·rep+j is head g·rep+j at position t), so each group of four
+// stacked rows sees about the same number of keys, and the kernel skips the
+// keys the causal mask hides.
 func (m *Model) attention(l int, c *kvCache, ws *workspace, tn int) {
-	hd, kvh, rep := m.HeadDim, m.NumKVHeads, m.NumHeads/m.NumKVHeads
-	s := c.len + tn // keys visible after this step
+	hd, kvh, heads := m.HeadDim, m.NumKVHeads, m.NumHeads
+	rep := heads / kvh
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	kc, vc := c.k[l], c.v[l]
-	// Append this step's keys and values: cache[b][g][c.len+t] = k[b·tn+t][g].
-	for b := 0; b < c.b; b++ {
-		for g := 0; g < kvh; g++ {
-			for t := 0; t < tn; t++ {
-				src := ((b*tn+t)*kvh + g) * hd
-				dst := ((b*kvh+g)*c.capacity + c.len + t) * hd
-				copy(kc[dst:dst+hd], ws.k[src:src+hd])
-				copy(vc[dst:dst+hd], ws.v[src:src+hd])
-			}
-		}
-	}
 	rows := rep * tn
-	qg := make([]float32, rows*hd)
-	scores := make([]float32, rows*s)
-	og := make([]float32, rows*hd)
-	for b := 0; b < c.b; b++ {
-		keyMask := c.mask[b*c.capacity : b*c.capacity+s]
-		for g := 0; g < kvh; g++ {
-			// Gather the rep query heads of group g: row (j, t) = q[b·tn+t][g·rep+j].
+	tensor.ParallelTasks(c.b*kvh, func(task int) {
+		b, g := task/kvh, task%kvh
+		kh, vh := kc[task*c.kLen:(task+1)*c.kLen], vc[task*c.vLen:(task+1)*c.vLen]
+		for t := 0; t < tn; t++ {
+			src := ((b*tn+t)*kvh + g) * hd
+			tensor.StoreKV(kh, vh, c.capacity, hd, c.len+t, ws.k[src:src+hd], ws.v[src:src+hd])
+		}
+		sc := getAttnBuf(rows, hd)
+		defer attnBufs.Put(sc)
+		for t := 0; t < tn; t++ {
+			src := ((b*tn+t)*heads + g*rep) * hd // the rep heads of group g are adjacent
+			copy(sc.q[t*rep*hd:(t+1)*rep*hd], ws.q[src:src+rep*hd])
 			for j := 0; j < rep; j++ {
-				for t := 0; t < tn; t++ {
-					src := ((b*tn+t)*m.NumHeads + g*rep + j) * hd
-					copy(qg[(j*tn+t)*hd:(j*tn+t+1)*hd], ws.q[src:src+hd])
-				}
-			}
-			base := (b*kvh + g) * c.capacity * hd
-			tensor.MatMulNT(scores, qg, kc[base:base+s*hd], rows, s, hd)
-			tensor.ParallelFor(rows, func(lo, hi int) {
-				for r := lo; r < hi; r++ {
-					qpos := c.len + r%tn // cache slot of this query
-					row := scores[r*s : (r+1)*s]
-					for i := range row {
-						row[i] *= scale
-					}
-					tensor.SoftmaxRow(row, func(key int) bool {
-						return key <= qpos && keyMask[key] == 1 &&
-							(m.SlidingWindow <= 0 || qpos-key < m.SlidingWindow)
-					})
-				}
-			})
-			tensor.MatMulNN(og, scores, vc[base:base+s*hd], rows, hd, s)
-			for j := 0; j < rep; j++ {
-				for t := 0; t < tn; t++ {
-					dst := ((b*tn+t)*m.NumHeads + g*rep + j) * hd
-					copy(ws.attn[dst:dst+hd], og[(j*tn+t)*hd:(j*tn+t+1)*hd])
-				}
+				sc.pos[t*rep+j] = c.len + t
 			}
 		}
+		keyOK := c.mask[b*c.capacity : (b+1)*c.capacity]
+		tensor.Attend(sc.out, sc.q, sc.pos, kh, vh, c.capacity, hd, keyOK, m.SlidingWindow, scale)
+		for t := 0; t < tn; t++ {
+			dst := ((b*tn+t)*heads + g*rep) * hd
+			copy(ws.attn[dst:dst+rep*hd], sc.out[t*rep*hd:(t+1)*rep*hd])
+		}
+	})
+}
+
+// attnBuf is one attention task's stacked queries, outputs and query slots.
+type attnBuf struct {
+	q, out []float32
+	pos    []int
+}
+
+var attnBufs sync.Pool
+
+func getAttnBuf(rows, hd int) *attnBuf {
+	sc, _ := attnBufs.Get().(*attnBuf)
+	if sc == nil || cap(sc.q) < rows*hd || cap(sc.pos) < rows {
+		sc = &attnBuf{q: make([]float32, rows*hd), out: make([]float32, rows*hd), pos: make([]int, rows)}
 	}
+	sc.q, sc.out, sc.pos = sc.q[:rows*hd], sc.out[:rows*hd], sc.pos[:rows]
+	return sc
 }
 
 func ones(n int) []int {

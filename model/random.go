@@ -13,38 +13,73 @@ import (
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor"
 )
 
 // randomLoader makes up weights: norms near 1 and matrices uniform with
-// standard deviation std, each tensor seeded by (seed, name) so that any
-// subset of tensors is reproducible. If keep is not nil every tensor is also
-// recorded there (to be written out as a checkpoint).
+// standard deviation std. Each tensor is cut into fixed chunks of
+// randomChunk values, each with its own generator seeded by (seed, name,
+// chunk), so that any subset of tensors is reproducible and the chunks can be
+// filled in parallel with the same result for any number of threads. If keep
+// is not nil every tensor is also recorded there (to be written out as a
+// checkpoint).
+//
+// Without keep, the layers' matrices are made in one reused buffer: build
+// packs each matrix (a copy) and drops its float32 values, so reusing the
+// buffer saves the page faults and the resident memory of a fresh copy per
+// matrix. The vocabulary-sized matrices get their own buffer, which the
+// garbage collector frees: holding one that size through the build would
+// raise the peak memory.
 func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLoader {
+	var reuse []float32
 	return func(name string, shape []int) ([]float32, error) {
 		h := fnv.New64a()
 		h.Write([]byte(name))
-		r := rand.New(rand.NewPCG(seed, h.Sum64()))
+		stream := h.Sum64()
 		n := 1
 		for _, d := range shape {
 			n *= d
 		}
-		v := make([]float32, n)
-		if strings.HasSuffix(name, "norm.weight") {
-			for i := range v {
-				v[i] = 1 + 0.1*(2*r.Float32()-1)
+		var v []float32
+		if keep == nil && len(shape) == 2 && n <= maxReuse {
+			if cap(reuse) < n {
+				reuse = make([]float32, n)
 			}
+			v = reuse[:n]
 		} else {
-			a := float32(std * math.Sqrt(3)) // uniform on [-a, a] has std a/√3
-			for i := range v {
-				v[i] = a * (2*r.Float32() - 1)
-			}
+			v = make([]float32, n)
 		}
+		// norm weights: 1 ± 0.1; matrices: uniform on [-a, a], std a/√3.
+		center, a := float32(0), float32(std*math.Sqrt(3))
+		if strings.HasSuffix(name, "norm.weight") {
+			center, a = 1, 0.1
+		}
+		tensor.ParallelFor((n+randomChunk-1)/randomChunk, func(lo, hi int) {
+			for c := lo; c < hi; c++ {
+				r := rand.NewPCG(seed+uint64(c)*0x9e3779b97f4a7c15, stream)
+				chunk := v[c*randomChunk : min(n, (c+1)*randomChunk)]
+				for i := 0; i < len(chunk); i += 2 {
+					// Two uniform values in [-1, 1) from the top and bottom 24
+					// bits of one 64-bit draw.
+					u := r.Uint64()
+					chunk[i] = center + a*(float32(u>>40)*0x1p-23-1)
+					if i+1 < len(chunk) {
+						chunk[i+1] = center + a*(float32(u&(1<<24-1))*0x1p-23-1)
+					}
+				}
+			}
+		})
 		if keep != nil {
 			*keep = append(*keep, safetensors.F32Tensor(name, shape, v))
 		}
 		return v, nil
 	}
 }
+
+const (
+	randomChunk = 1 << 16 // values drawn from one generator
+	maxReuse    = 1 << 25 // largest matrix made in the reused buffer (128 MiB)
+)
 
 // NewRandom builds a model with random weights from a config, for
 // benchmarks at full size without downloading a checkpoint.

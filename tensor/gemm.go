@@ -61,7 +61,7 @@ func Pack(w []float32, n, k int) *Packed {
 		panic(fmt.Sprintf("tensor.Pack: len(w)=%d, want n*k=%d*%d", len(w), n, k))
 	}
 	d := make([]float32, panels(n)*k*nr)
-	packNT(d, w, n, k)
+	ParallelFor(panels(n), func(lo, hi int) { packPanelsNT(d, w, n, k, lo, hi) })
 	return &Packed{N: n, K: k, data: d}
 }
 
@@ -146,8 +146,11 @@ func panels(n int) int { return (n + nr - 1) / nr }
 
 // packNT packs b [n][k] (row-major, one output column per row) into panels.
 // Padding columns of the last panel are zeroed.
-func packNT(d, b []float32, n, k int) {
-	for p := range panels(n) {
+func packNT(d, b []float32, n, k int) { packPanelsNT(d, b, n, k, 0, panels(n)) }
+
+// packPanelsNT packs panels [p0, p1) of b, as packNT.
+func packPanelsNT(d, b []float32, n, k, p0, p1 int) {
+	for p := p0; p < p1; p++ {
 		panel := d[p*k*nr : (p+1)*k*nr]
 		cols := min(nr, n-p*nr)
 		if cols < nr {

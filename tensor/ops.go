@@ -3,6 +3,7 @@ package tensor
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // ParallelFor calls body(lo, hi) on disjoint chunks covering [0, n), using up
@@ -33,6 +34,46 @@ func ParallelFor(n int, body func(lo, hi int)) {
 	wg.Wait()
 }
 
+// The element-wise kernels behind the ops: scalar Go here, replaced at
+// start-up by vector versions when the CPU has them (ops_simd_amd64.go). Both
+// give bit-identical results.
+var (
+	opsPath = "scalar"      // names the kernels in use, for tests and benchmarks
+	siluMul = siluMulScalar // gate[i] = silu(gate[i])·up[i]
+	expSub  = expSubScalar  // x[i] = Exp(x[i] - m)
+	maxOf   = maxOfScalar   // max(x), -Inf for an empty x
+	scaleBy = scaleByScalar // x[i] *= s
+)
+
+// ParallelTasks calls task(i) once for every i in [0, n) on up to the
+// configured number of workers. Tasks are handed out one at a time, so a core
+// taken by another process slows the call instead of stalling it; each task
+// must write only its own outputs, which makes the result independent of the
+// worker count.
+func ParallelTasks(n int, task func(i int)) {
+	w := min(Threads(), n)
+	var next atomic.Int64
+	run := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			task(i)
+		}
+	}
+	var wg sync.WaitGroup
+	for range w - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run()
+		}()
+	}
+	run()
+	wg.Wait()
+}
+
 // RMSNorm normalises each of the rows of x (width n) and scales by weight, as
 // HF's LlamaRMSNorm: weight · (x / sqrt(mean(x²) + eps)). The mean of squares
 // is accumulated in float64. dst may alias x.
@@ -55,19 +96,41 @@ func RMSNorm(dst, x, weight []float32, rows, n int, eps float32) {
 }
 
 // SiLUMul computes gate[i] = silu(gate[i]) · up[i] in place, the SwiGLU MLP's
-// activation: silu(x) = x · sigmoid(x).
+// activation: silu(x) = x · sigmoid(x) = x / (1 + exp(-x)). Every element is
+// computed by the same operations whether it lands in a vector lane or the
+// scalar tail, so results do not depend on the slice's length or offset.
 func SiLUMul(gate, up []float32) {
 	up = up[:len(gate)]
-	ParallelFor(len(gate)/1024+1, func(lo, hi int) {
-		for i := lo * 1024; i < min(hi*1024, len(gate)); i++ {
-			g := gate[i]
-			gate[i] = g / (1 + Exp(-g)) * up[i]
-		}
+	const chunk = 4096
+	ParallelFor((len(gate)+chunk-1)/chunk, func(lo, hi int) {
+		lo, hi = lo*chunk, min(hi*chunk, len(gate))
+		siluMul(gate[lo:hi], up[lo:hi])
 	})
+}
+
+// siluMulScalar is siluMul for one element at a time.
+func siluMulScalar(gate, up []float32) {
+	up = up[:len(gate)]
+	for i, g := range gate {
+		gate[i] = g / (1 + Exp(-g)) * up[i]
+	}
 }
 
 // Add computes dst[i] += src[i].
 func Add(dst, src []float32) {
+	src = src[:len(dst)]
+	const chunk = 1 << 16
+	if len(dst) <= chunk {
+		addScalar(dst, src)
+		return
+	}
+	ParallelFor((len(dst)+chunk-1)/chunk, func(lo, hi int) {
+		lo, hi = lo*chunk, min(hi*chunk, len(dst))
+		addScalar(dst[lo:hi], src[lo:hi])
+	})
+}
+
+func addScalar(dst, src []float32) {
 	src = src[:len(dst)]
 	for i, v := range src {
 		dst[i] += v
@@ -76,7 +139,9 @@ func Add(dst, src []float32) {
 
 // Exp is a float32 exponential accurate to about 1 ulp (Cephes expf), several
 // times faster than float64 math.Exp. It returns 0 below -87.3 (no denormals)
-// and +Inf above 88.7.
+// and +Inf above 88.7. The vector kernels (ops_simd_amd64.go) compute the same
+// operations in the same order, without fused multiply-adds, so they return
+// bit-identical results.
 func Exp(x float32) float32 {
 	const (
 		hi    = 88.72283
@@ -103,6 +168,9 @@ func Exp(x float32) float32 {
 	p = p*r + 1.6666665459e-1
 	p = p*r + 5.0000001201e-1
 	p = p*r*r + r + 1
+	if k > 127 { // x in (88.38, 88.72]: 2^128 is not a float32, scale in two steps (p·2 is exact)
+		return p * 2 * 0x1p127
+	}
 	return p * math.Float32frombits(uint32(int32(k)+127)<<23)
 }
 
@@ -112,31 +180,48 @@ func Exp(x float32) float32 {
 // with at least one allowed entry. A row with none becomes all zeros rather
 // than NaN. The normaliser is accumulated in float64.
 func SoftmaxRow(scores []float32, allowed func(j int) bool) {
-	maxv := float32(math.Inf(-1))
-	for j, s := range scores {
-		if allowed(j) && s > maxv {
-			maxv = s
+	for j := range scores {
+		if !allowed(j) {
+			scores[j] = float32(math.Inf(-1))
 		}
 	}
+	softmaxMasked(scores)
+}
+
+// softmaxMasked is SoftmaxRow with the masked entries already set to -Inf.
+func softmaxMasked(scores []float32) {
+	maxv := maxOf(scores)
 	if math.IsInf(float64(maxv), -1) {
-		for j := range scores {
-			scores[j] = 0
-		}
+		clear(scores)
 		return
 	}
+	expSub(scores, maxv) // exp(-Inf) = 0 for the masked entries
 	var sum float64
-	for j, s := range scores {
-		if allowed(j) {
-			e := Exp(s - maxv)
-			scores[j] = e
-			sum += float64(e)
-		} else {
-			scores[j] = 0
+	for _, e := range scores {
+		sum += float64(e)
+	}
+	scaleBy(scores, float32(1/sum))
+}
+
+func maxOfScalar(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
 		}
 	}
-	inv := float32(1 / sum)
-	for j := range scores {
-		scores[j] *= inv
+	return m
+}
+
+func expSubScalar(x []float32, m float32) {
+	for i, v := range x {
+		x[i] = Exp(v - m)
+	}
+}
+
+func scaleByScalar(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -33,11 +34,22 @@ func runForward(args []string, stdout io.Writer) error {
 	reps := fs.Int("reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed forwards to this file")
+	generate := fs.Int("generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
 	logits := fs.Bool("logits", true, "compute logits at every position (as a plain HF forward does); false: the LM head runs only where a loss needs it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *reps < 1 {
+		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
+	}
 	tensor.SetThreads(*threads)
+	if os.Getenv("GOGC") == "" {
+		// The weights are a large, long-lived, pointer-free heap: collecting
+		// when the heap has grown 10% past them (instead of the default 100%)
+		// costs little and keeps freed buffers (the previous forward's logits,
+		// the unpacked copies made while building) from piling up in RSS.
+		debug.SetGCPercent(10)
+	}
 	cfgPath := *name
 	if dir, ok := fullConfigs[*name]; ok {
 		shared := os.Getenv("MEAZO_SHARED")
@@ -92,6 +104,9 @@ func runForward(args []string, stdout io.Writer) error {
 		}
 		var times []float64
 		for rep := 0; rep <= *reps; rep++ {
+			// Free the previous forward's output before the next one, as
+			// PyTorch's reference counting does (untimed).
+			runtime.GC()
 			t0 := time.Now()
 			if _, err := m.Forward(in, opts); err != nil {
 				return err
@@ -104,7 +119,40 @@ func runForward(args []string, stdout io.Writer) error {
 		sec := times[len(times)/2]
 		flops := forwardFLOPs(cfg, b, t, *logits)
 		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %12.0f\n", s, sec, float64(b*t)/sec, flops/sec/1e9, peakRSSMiB())
+		if *generate > 0 {
+			if err := timeGenerate(stdout, m, in, *generate); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// timeGenerate times greedy generation of n tokens per row after the prompt
+// in, and reports the prompt's time (up to the first logits) and the time
+// per decode step (one new token per row).
+func timeGenerate(stdout io.Writer, m *model.Model, in model.Input, n int) error {
+	runtime.GC()
+	var steps int
+	t0 := time.Now()
+	var first time.Time
+	_, err := m.Generate(in, model.GenerateOptions{
+		MaxNewTokens: n,
+		StopIDs:      []int{}, // never stop early: time exactly n steps
+		OnStep: func(step int, _ []float32) {
+			if step == 0 {
+				first = time.Now() // the prompt has been processed
+			}
+			steps = step + 1
+		},
+	})
+	if err != nil {
+		return err
+	}
+	total := time.Since(t0).Seconds()
+	decode := time.Since(first).Seconds()
+	fmt.Fprintf(stdout, "  generate %d tokens/row: prompt %.3fs, %.1f ms per decode step (%d rows), %.1f new tokens/s\n",
+		n, total-decode, 1000*decode/float64(max(steps-1, 1)), in.B, float64(in.B*(steps-1))/decode)
 	return nil
 }
 

@@ -1,0 +1,106 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// Causal attention over a key/value cache stored in the GEMM's packed panel
+// layout, so that attending needs no repacking: the keys of one head are the
+// packed right-hand side of q·kᵀ (one panel per 32 cache slots), the values
+// that of p·v (one panel per 32 head dimensions, each running over all
+// slots). The micro kernel computes only the 4-row tiles × key panels a
+// causal query can see, on the calling goroutine, so callers parallelise over
+// heads and every row's result is independent of the thread count and of
+// the other rows.
+
+// KVHeadLen returns the lengths of one head's key and value cache buffers
+// for capacity slots of hd-dimensional vectors (zeroed when allocated).
+func KVHeadLen(capacity, hd int) (kLen, vLen int) {
+	return panels(capacity) * hd * nr, panels(hd) * panels(capacity) * nr * nr
+}
+
+// StoreKV writes the key k and value v (length hd) of cache slot slot into
+// one head's key and value buffers (see KVHeadLen).
+func StoreKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
+	if slot < 0 || slot >= capacity {
+		panic(fmt.Sprintf("tensor.StoreKV: slot %d outside the capacity %d", slot, capacity))
+	}
+	kp := kc[(slot/nr)*hd*nr+slot%nr:]
+	for d, x := range k[:hd] {
+		kp[d*nr] = x
+	}
+	panelLen := panels(capacity) * nr * nr
+	for p := range panels(hd) {
+		cols := min(nr, hd-p*nr)
+		off := p*panelLen + slot*nr
+		copy(vc[off:off+cols], v[p*nr:p*nr+cols])
+	}
+}
+
+// Attend computes softmax(scale·q·kᵀ)·v for rows query vectors q [rows][hd]
+// against one head's cache (StoreKV), writing out [rows][hd]. Row r sits at
+// cache slot qpos[r] and sees the keys j ≤ qpos[r] with keyOK[j] == 1 and,
+// if window > 0, qpos[r]-j < window; the others get probability exactly 0
+// (HF's additive mask, up to float32 underflow). A row that sees no key gets
+// zeros. Rows are taken four at a time: sorting them by qpos makes the work
+// track the causal triangle. The softmax is SoftmaxRow's.
+func Attend(out, q []float32, qpos []int, kc, vc []float32, capacity, hd int, keyOK []int, window int, scale float32) {
+	rows := len(qpos)
+	ld := panels(capacity) * nr // scores row stride = value panel height
+	hdPad := panels(hd) * nr
+	rowsPad := (rows + mr - 1) / mr * mr
+	buf := getAttnScratch(rowsPad * (ld + hdPad))
+	defer attnScratch.Put(buf)
+	scores, o := (*buf)[:rowsPad*ld], (*buf)[rowsPad*ld:]
+	kern := currentPath().kern
+	negInf := float32(math.Inf(-1))
+	for i := 0; i < rows; i += mr {
+		n := min(mr, rows-i)
+		lim := 0 // keys this tile can see
+		for _, p := range qpos[i : i+n] {
+			if p < 0 || p >= capacity {
+				panic(fmt.Sprintf("tensor.Attend: query slot %d outside the capacity %d", p, capacity))
+			}
+			lim = max(lim, p+1)
+		}
+		for p := range panels(lim) {
+			for k0 := 0; k0 < hd; k0 += kcBlock {
+				kern(&q[i*hd+k0], hd, n, &kc[p*hd*nr+k0*nr], &scores[i*ld+p*nr], ld, min(kcBlock, hd-k0), k0 > 0)
+			}
+		}
+		for r := i; r < i+n; r++ {
+			qp := qpos[r]
+			row := scores[r*ld : r*ld+lim]
+			for j := range row[:qp+1] {
+				if keyOK[j] == 1 && (window <= 0 || qp-j < window) {
+					row[j] *= scale
+				} else {
+					row[j] = negInf
+				}
+			}
+			softmaxMasked(row[:qp+1])
+			clear(row[qp+1:])
+		}
+		for p := range panels(hd) {
+			for k0 := 0; k0 < lim; k0 += kcBlock {
+				kern(&scores[i*ld+k0], ld, n, &vc[p*ld*nr+k0*nr], &o[i*hdPad+p*nr], hdPad, min(kcBlock, lim-k0), k0 > 0)
+			}
+		}
+		for r := i; r < i+n; r++ {
+			copy(out[r*hd:(r+1)*hd], o[r*hdPad:r*hdPad+hd])
+		}
+	}
+}
+
+var attnScratch sync.Pool
+
+func getAttnScratch(n int) *[]float32 {
+	if v, ok := attnScratch.Get().(*[]float32); ok && cap(*v) >= n {
+		*v = (*v)[:n]
+		return v
+	}
+	s := make([]float32, n)
+	return &s
+}

@@ -1,0 +1,97 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// refAttend is Attend in float64 from unpacked keys and values [slot][hd].
+func refAttend(q []float32, qpos []int, k, v []float32, hd int, keyOK []int, window int, scale float64) []float64 {
+	out := make([]float64, len(qpos)*hd)
+	for r, qp := range qpos {
+		var w []float64
+		var keys []int
+		maxv := math.Inf(-1)
+		for j := 0; j <= qp; j++ {
+			if keyOK[j] != 1 || (window > 0 && qp-j >= window) {
+				continue
+			}
+			var s float64
+			for d := range hd {
+				s += float64(q[r*hd+d]) * float64(k[j*hd+d])
+			}
+			s *= scale
+			w, keys = append(w, s), append(keys, j)
+			maxv = math.Max(maxv, s)
+		}
+		var sum float64
+		for i := range w {
+			w[i] = math.Exp(w[i] - maxv)
+			sum += w[i]
+		}
+		for i, j := range keys {
+			for d := range hd {
+				out[r*hd+d] += w[i] / sum * float64(v[j*hd+d])
+			}
+		}
+	}
+	return out
+}
+
+func TestAttend(t *testing.T) {
+	cases := []struct {
+		capacity, hd, rows, window int
+		pad                        bool
+	}{
+		{1, 32, 1, 0, false},
+		{7, 40, 5, 0, true},
+		{33, 64, 9, 0, false},
+		{100, 128, 37, 0, true},
+		{130, 96, 130, 17, true},
+		{600, 32, 11, 0, false}, // p·v over more than one kcBlock of keys
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("cap%d_hd%d_rows%d_win%d", c.capacity, c.hd, c.rows, c.window), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(c.capacity), uint64(c.hd)))
+			k, v := randMat(r, c.capacity*c.hd), randMat(r, c.capacity*c.hd)
+			keyOK := make([]int, c.capacity)
+			for j := range keyOK {
+				keyOK[j] = 1
+				if c.pad && r.IntN(4) == 0 {
+					keyOK[j] = 0
+				}
+			}
+			kLen, vLen := KVHeadLen(c.capacity, c.hd)
+			kc, vc := make([]float32, kLen), make([]float32, vLen)
+			for j := range c.capacity {
+				StoreKV(kc, vc, c.capacity, c.hd, j, k[j*c.hd:(j+1)*c.hd], v[j*c.hd:(j+1)*c.hd])
+			}
+			q := randMat(r, c.rows*c.hd)
+			qpos := make([]int, c.rows)
+			for i := range qpos {
+				qpos[i] = r.IntN(c.capacity)
+			}
+			scale := 1 / math.Sqrt(float64(c.hd))
+			out := make([]float32, c.rows*c.hd)
+			Attend(out, q, qpos, kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
+			want := refAttend(q, qpos, k, v, c.hd, keyOK, c.window, scale)
+			for i, w := range want {
+				if d := math.Abs(float64(out[i]) - w); d > 2e-5*(1+math.Abs(w)) {
+					t.Fatalf("out[%d][%d] = %v, want %v", i/c.hd, i%c.hd, out[i], w)
+				}
+			}
+			// Each row alone gives the same bits as in the batch.
+			for i := range qpos {
+				one := make([]float32, c.hd)
+				Attend(one, q[i*c.hd:(i+1)*c.hd], qpos[i:i+1], kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
+				for d := range one {
+					if math.Float32bits(one[d]) != math.Float32bits(out[i*c.hd+d]) {
+						t.Fatalf("row %d alone: [%d] = %v, in the batch %v", i, d, one[d], out[i*c.hd+d])
+					}
+				}
+			}
+		})
+	}
+}

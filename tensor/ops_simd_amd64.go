@@ -1,0 +1,89 @@
+//go:build goexperiment.simd && amd64
+
+package tensor
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// AVX-512 versions of the element-wise kernels in ops.go. They perform the
+// same float32 operations in the same order as the scalar code (no fused
+// multiply-adds), so a value's result does not depend on whether it falls in
+// a vector lane or in the scalar tail.
+
+func init() {
+	if cpuAVX512 {
+		opsPath = "avx512"
+		siluMul = siluMulAVX512
+		expSub = expSubAVX512
+		maxOf = maxOfAVX512
+		scaleBy = scaleByAVX512
+	}
+}
+
+// exp16 is Exp on 16 lanes.
+func exp16(x archsimd.Float32x16) archsimd.Float32x16 {
+	bc := archsimd.BroadcastFloat32x16
+	hi, lo := bc(88.72283), bc(-87.33654)
+	xc := x.Min(hi).Max(lo) // NaN lanes become lo here and are restored below
+	k := xc.Mul(bc(1.44269504088896341)).Add(bc(0.5)).FloorScaled(0)
+	r := xc.Sub(k.Mul(bc(0.693359375))).Sub(k.Mul(bc(-2.12194440e-4)))
+	p := bc(1.9875691500e-4)
+	p = p.Mul(r).Add(bc(1.3981999507e-3))
+	p = p.Mul(r).Add(bc(8.3334519073e-3))
+	p = p.Mul(r).Add(bc(4.1665795894e-2))
+	p = p.Mul(r).Add(bc(1.6666665459e-1))
+	p = p.Mul(r).Add(bc(5.0000001201e-1))
+	p = p.Mul(r).Mul(r).Add(r).Add(bc(1))
+	e := p.Scale(k) // p·2^k, exact as the scalar code's multiplication by 2^k
+	// a.Merge(b, m) is a where m, b elsewhere.
+	e = bc(float32(math.Inf(1))).Merge(e, x.Greater(hi))
+	e = bc(0).Merge(e, x.Less(lo))
+	return x.Merge(e, x.IsNaN()) // NaN stays NaN
+}
+
+func siluMulAVX512(gate, up []float32) {
+	up = up[:len(gate)]
+	one := archsimd.BroadcastFloat32x16(1)
+	zero := archsimd.BroadcastFloat32x16(0)
+	i := 0
+	for ; i+16 <= len(gate); i += 16 {
+		g := archsimd.LoadFloat32x16Slice(gate[i:])
+		u := archsimd.LoadFloat32x16Slice(up[i:])
+		g.Div(one.Add(exp16(zero.Sub(g)))).Mul(u).StoreSlice(gate[i:])
+	}
+	siluMulScalar(gate[i:], up[i:])
+}
+
+func expSubAVX512(x []float32, m float32) {
+	mv := archsimd.BroadcastFloat32x16(m)
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		exp16(archsimd.LoadFloat32x16Slice(x[i:]).Sub(mv)).StoreSlice(x[i:])
+	}
+	expSubScalar(x[i:], m)
+}
+
+func maxOfAVX512(x []float32) float32 {
+	if len(x) < 16 {
+		return maxOfScalar(x)
+	}
+	acc := archsimd.LoadFloat32x16Slice(x)
+	i := 16
+	for ; i+16 <= len(x); i += 16 {
+		acc = acc.Max(archsimd.LoadFloat32x16Slice(x[i:]))
+	}
+	var lanes [16]float32
+	acc.Store(&lanes)
+	return max(maxOfScalar(lanes[:]), maxOfScalar(x[i:]))
+}
+
+func scaleByAVX512(x []float32, s float32) {
+	sv := archsimd.BroadcastFloat32x16(s)
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		archsimd.LoadFloat32x16Slice(x[i:]).Mul(sv).StoreSlice(x[i:])
+	}
+	scaleByScalar(x[i:], s)
+}

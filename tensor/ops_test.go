@@ -1,0 +1,132 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestExpAccuracy checks Exp against float64 math.Exp over the range it
+// covers, and its edges.
+func TestExpAccuracy(t *testing.T) {
+	for x := float32(-87.3); x < 88.7; x += 0.00731 {
+		got, want := float64(Exp(x)), math.Exp(float64(x))
+		if rel := math.Abs(got-want) / want; rel > 2.5e-7 {
+			t.Fatalf("Exp(%v) = %v, want %v (rel err %.3g)", x, got, want, rel)
+		}
+	}
+	for _, c := range []struct{ x, want float32 }{
+		{0, 1}, {-100, 0}, {100, float32(math.Inf(1))}, {float32(math.Inf(-1)), 0}, {float32(math.Inf(1)), float32(math.Inf(1))},
+	} {
+		if got := Exp(c.x); got != c.want {
+			t.Errorf("Exp(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+	if got := Exp(float32(math.NaN())); got == got {
+		t.Errorf("Exp(NaN) = %v, want NaN", got)
+	}
+}
+
+// specialInputs are values at and around the edges of Exp's range.
+var specialInputs = []float32{0, -0.0, 1, -1, 88.3, 88.38, 88.5, 88.72, 88.7229, 88.73, 89, 1e30,
+	-87.3, -87.33, -87.3365, -87.34, -88, -1e30, 1e-30, -1e-30,
+	float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+
+func testInputs(n int) []float32 {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := append([]float32(nil), specialInputs...)
+	for len(x) < n {
+		x = append(x, float32(r.Float64()*200-100), float32(r.NormFloat64()*4))
+	}
+	return x
+}
+
+func sameBits(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+// TestKernelsMatchScalar checks that the element-wise kernels in use (vector
+// ones where the CPU has them) are bit-identical to the scalar code for
+// every length and offset.
+func TestKernelsMatchScalar(t *testing.T) {
+	t.Logf("element-wise kernels: %s", opsPath)
+	x := testInputs(4099)
+	up := testInputs(4099)[7:]
+	for _, n := range []int{0, 1, 15, 16, 17, 33, 100, 4000} {
+		for _, off := range []int{0, 3} {
+			in := x[off : off+n]
+			// expSub
+			got, want := append([]float32(nil), in...), append([]float32(nil), in...)
+			expSub(got, 0.75)
+			expSubScalar(want, 0.75)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("expSub n=%d off=%d: [%d] exp(%v) = %v, scalar %v", n, off, i, in[i]-0.75, got[i], want[i])
+				}
+			}
+			// siluMul
+			got, want = append([]float32(nil), in...), append([]float32(nil), in...)
+			siluMul(got, up[:n])
+			siluMulScalar(want, up[:n])
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("siluMul n=%d off=%d: [%d] silu(%v)·%v = %v, scalar %v", n, off, i, in[i], up[i], got[i], want[i])
+				}
+			}
+			// maxOf and scaleBy on finite values
+			fin := make([]float32, n)
+			for i := range fin {
+				fin[i] = float32(math.Sin(float64(i*7 + off)))
+			}
+			if g, w := maxOf(fin), maxOfScalar(fin); g != w {
+				t.Fatalf("maxOf n=%d: %v, scalar %v", n, g, w)
+			}
+			got, want = append([]float32(nil), fin...), append([]float32(nil), fin...)
+			scaleBy(got, 0.3)
+			scaleByScalar(want, 0.3)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("scaleBy n=%d: [%d] %v, scalar %v", n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestSoftmaxRow checks probabilities against float64 and masking.
+func TestSoftmaxRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 5, 16, 37, 300} {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(r.NormFloat64() * 5)
+		}
+		allowed := func(j int) bool { return j%3 != 1 }
+		want := make([]float64, n)
+		maxv, sum := math.Inf(-1), 0.0
+		for j, v := range s {
+			if allowed(j) {
+				maxv = math.Max(maxv, float64(v))
+			}
+		}
+		for j, v := range s {
+			if allowed(j) {
+				want[j] = math.Exp(float64(v) - maxv)
+				sum += want[j]
+			}
+		}
+		SoftmaxRow(s, allowed)
+		for j := range s {
+			if d := math.Abs(float64(s[j]) - want[j]/sum); d > 1e-6 {
+				t.Fatalf("n=%d: p[%d] = %v, want %v", n, j, s[j], want[j]/sum)
+			}
+		}
+	}
+	s := []float32{1, 2, 3}
+	SoftmaxRow(s, func(int) bool { return false })
+	for j, v := range s {
+		if v != 0 {
+			t.Errorf("fully masked row: p[%d] = %v, want 0", j, v)
+		}
+	}
+}
