@@ -18,13 +18,14 @@ import (
 type kvCache struct {
 	b, capacity, len int
 	kLen, vLen       int // floats per (row, kv head) in k[l] and v[l]
+	kvHeads          int // kv heads per row
 	k, v             [][]float32
 	mask             []int
 	scratch          bool
 }
 
 func (m *Model) newCache(b, capacity int, scratch bool) *kvCache {
-	c := &kvCache{b: b, capacity: capacity, mask: make([]int, b*capacity), scratch: scratch}
+	c := &kvCache{b: b, capacity: capacity, mask: make([]int, b*capacity), scratch: scratch, kvHeads: m.NumKVHeads}
 	c.kLen, c.vLen = tensor.KVHeadLen(capacity, m.HeadDim)
 	layers := len(m.Layers)
 	if scratch {
@@ -36,6 +37,18 @@ func (m *Model) newCache(b, capacity int, scratch bool) *kvCache {
 		c.v = append(c.v, make([]float32, heads*c.vLen))
 	}
 	return c
+}
+
+// rows returns a view of a scratch cache for its first nb rows (the buffers
+// are laid out row by row, so a prefix of them is a smaller cache).
+func (c *kvCache) rows(nb int) *kvCache {
+	v := *c
+	v.b = nb
+	heads := nb * c.kvHeads
+	v.k = [][]float32{c.k[0][:heads*c.kLen]}
+	v.v = [][]float32{c.v[0][:heads*c.vLen]}
+	v.mask = c.mask[:nb*c.capacity]
+	return &v
 }
 
 // layer returns the cache index that layer l stores its keys in.
@@ -264,7 +277,18 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 // workspace holds the activations of one layer for n token rows, reused by
 // every layer of a forward.
 type workspace struct {
-	xn, q, k, v, attn, proj, gate, up, lora []float32
+	xn, q, k, v, attn, proj, gate, up []float32
+	ax, lora                          []float32 // LoRA intermediates, grown on demand
+}
+
+// rows returns a view of the workspace for its first n token rows.
+func (ws *workspace) rows(m *Model, n int) *workspace {
+	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	return &workspace{
+		xn: ws.xn[:n*m.HiddenSize], q: ws.q[:n*qd], k: ws.k[:n*kvd], v: ws.v[:n*kvd], attn: ws.attn[:n*qd],
+		proj: ws.proj[:n*m.HiddenSize], gate: ws.gate[:n*m.IntermediateSize], up: ws.up[:n*m.IntermediateSize],
+		ax: ws.ax, lora: ws.lora,
+	}
 }
 
 func (m *Model) newWorkspace(n int) *workspace {
@@ -336,7 +360,10 @@ func (m *Model) addLoRA(y, x []float32, n, out int, lora *LoRA, ws *workspace) {
 	if lora == nil {
 		return
 	}
-	ax := make([]float32, n*lora.R)
+	if cap(ws.ax) < n*lora.R {
+		ws.ax = make([]float32, n*lora.R)
+	}
+	ax := ws.ax[:n*lora.R]
 	tensor.MatMulNT(ax, x, lora.A, n, lora.R, m.HiddenSize)
 	if cap(ws.lora) < n*out {
 		ws.lora = make([]float32, n*out)

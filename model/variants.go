@@ -101,6 +101,14 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 		}
 	}
 	rope := newRopeTable(m.invFreq, seq.in.Positions)
+	// One cache and one workspace, sized for every variant plus the base
+	// pass, serve all layers: each layer uses a view of its first rows.
+	maxSeqs := (len(variants) + 1) * b
+	cache := m.newCache(maxSeqs, t, true)
+	for k := 0; k < len(variants)+1; k++ {
+		copy(cache.mask[k*b*t:], seq.in.Mask)
+	}
+	ws := m.newWorkspace(maxSeqs * t)
 	for l := 0; l < m.NumLayers; l++ {
 		if l > 0 {
 			for i, v := range variants {
@@ -122,11 +130,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 			spans[k] = span{k * b, (k + 1) * b, mb.v.Adapter}
 		}
 		n := len(members) * b
-		cache := m.newCache(n, t, true)
-		for k := range members {
-			copy(cache.mask[k*b*t:], seq.in.Mask)
-		}
-		m.layerForward(l, x, cache, rope, t, spans, m.newWorkspace(n*t))
+		m.layerForward(l, x, cache.rows(n), rope, t, spans, ws.rows(m, n*t))
 		stats.LayerEvals += len(members)
 	}
 	// Variants identical to the base take its final hidden state.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -21,6 +20,21 @@ import (
 
 func init() {
 	register("forward", "full-model forward time, tokens/s, GFLOP/s and peak RSS on random weights", runForward)
+}
+
+// benchConfig resolves a -model flag: a short name of a published config
+// (under $MEAZO_SHARED/fixtures/models/full-configs, default ../shared), or
+// a path to a config.json.
+func benchConfig(name string) (*model.Config, error) {
+	path := name
+	if dir, ok := fullConfigs[name]; ok {
+		shared := os.Getenv("MEAZO_SHARED")
+		if shared == "" {
+			shared = "../shared"
+		}
+		path = filepath.Join(shared, "fixtures", "models", "full-configs", dir, "config.json")
+	}
+	return model.LoadConfig(path)
 }
 
 // fullConfigs maps the short model names to their published config.json,
@@ -43,22 +57,7 @@ func runForward(args []string, stdout io.Writer) error {
 		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
 	}
 	tensor.SetThreads(*threads)
-	if os.Getenv("GOGC") == "" {
-		// The weights are a large, long-lived, pointer-free heap: collecting
-		// when the heap has grown 10% past them (instead of the default 100%)
-		// costs little and keeps freed buffers (the previous forward's logits,
-		// the unpacked copies made while building) from piling up in RSS.
-		debug.SetGCPercent(10)
-	}
-	cfgPath := *name
-	if dir, ok := fullConfigs[*name]; ok {
-		shared := os.Getenv("MEAZO_SHARED")
-		if shared == "" {
-			shared = "../shared"
-		}
-		cfgPath = filepath.Join(shared, "fixtures", "models", "full-configs", dir, "config.json")
-	}
-	cfg, err := model.LoadConfig(cfgPath)
+	cfg, err := benchConfig(*name)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@
 // mode lives in its own file and registers itself in init:
 //
 //	meazo-bench gemm      GEMM GFLOP/s on the model shapes vs OpenBLAS and the FMA peak
+//	meazo-bench forward   full forward time, tokens/s, GFLOP/s and peak RSS (vs PyTorch: scripts/bench_forward.sh)
+//	meazo-bench zostep    one ZO step vs two plain forwards; grouped with and without prefix caching
 //
 // Build with GOEXPERIMENT=simd for the SIMD kernels and with -tags openblas
 // (cgo, libopenblas-dev) to compare against OpenBLAS in the same run; see

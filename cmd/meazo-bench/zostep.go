@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -35,15 +33,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	tensor.SetThreads(*threads)
-	cfgPath := *name
-	if dir, ok := fullConfigs[*name]; ok {
-		shared := os.Getenv("MEAZO_SHARED")
-		if shared == "" {
-			shared = "../shared"
-		}
-		cfgPath = filepath.Join(shared, "fixtures", "models", "full-configs", dir, "config.json")
-	}
-	cfg, err := model.LoadConfig(cfgPath)
+	cfg, err := benchConfig(*name)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 
 	"github.com/meazo-go/meazo/eval"
+	"github.com/meazo-go/meazo/internal/cli"
 )
 
 func main() {
@@ -33,6 +34,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "       meazo-eval task --model DIR [--adapter DIR] --task sst2|squad|xsum --data FILE [--max-examples N]")
 		os.Exit(2)
 	}
+	cli.LowGC()
 	var err error
 	if os.Args[1] == "score" {
 		err = runScore(os.Args[2:], os.Stdin, os.Stdout)

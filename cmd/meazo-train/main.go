@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -36,6 +37,7 @@ func main() {
 	demoSteps := flag.Int("demo-steps", 150, "steps of each run of the built-in demo")
 	configDoc := flag.Bool("config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	flag.Parse()
+	cli.LowGC()
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected argument %q (flags only; see -h)", flag.Arg(0)))
 	}

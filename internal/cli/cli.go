@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 )
 
@@ -52,6 +53,7 @@ func (s *Set) usage(w io.Writer) {
 // Main runs the subcommand named by os.Args[1] and exits: 2 for a usage
 // error, 1 when the subcommand fails (its error printed on one line).
 func (s *Set) Main() {
+	LowGC()
 	args := os.Args[1:]
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		s.usage(os.Stderr)
@@ -83,4 +85,14 @@ func (s *Set) Run(name string, args []string, stdin io.Reader, stdout io.Writer)
 		return fmt.Errorf("unknown %s %q", s.noun, name)
 	}
 	return cmd.run(args, stdin, stdout)
+}
+
+// LowGC makes the garbage collector run when the heap has grown 10% over
+// the live data instead of Go's default 100%, unless GOGC is set. A loaded
+// model is gigabytes of live float32 weights, so the default would let as
+// much again of dead activations pile up and double the peak memory.
+func LowGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(10)
+	}
 }
