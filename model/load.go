@@ -30,7 +30,9 @@ func Load(dir string) (*Model, error) {
 		if !slices.Equal(info.Shape, shape) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
 		}
-		return ck.Float32(name)
+		v, err := ck.Float32(name)
+		ck.Release(name) // the converted copy is all we keep
+		return v, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)

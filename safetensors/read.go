@@ -117,6 +117,19 @@ func (f *File) raw(name string) (TensorInfo, []byte, error) {
 	return t, f.buf[f.dataStart+t.Begin : f.dataStart+t.End], nil
 }
 
+// Release drops the tensor's mapped pages from the process's resident set
+// (after its values were copied out), so that loading a checkpoint does not
+// hold the whole file in memory beside the converted weights. Reading the
+// tensor again still works. Unknown names are ignored.
+func (f *File) Release(name string) {
+	i, ok := f.index[name]
+	if !ok || f.buf == nil {
+		return
+	}
+	t := f.tensors[i]
+	releasePages(f.buf, f.dataStart+t.Begin, f.dataStart+t.End)
+}
+
 // Bytes is a copy of the tensor's raw little-endian bytes, whatever its dtype.
 func (f *File) Bytes(name string) ([]byte, error) {
 	_, b, err := f.raw(name)
@@ -380,6 +393,13 @@ func (c *Checkpoint) Float32(name string) ([]float32, error) {
 		return nil, err
 	}
 	return f.Float32(name)
+}
+
+// Release drops a tensor's mapped pages from memory (see File.Release).
+func (c *Checkpoint) Release(name string) {
+	if f, err := c.file(name); err == nil {
+		f.Release(name)
+	}
 }
 
 // Float64 reads a tensor as float64 (see File.Float64).

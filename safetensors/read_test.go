@@ -357,3 +357,31 @@ func TestF16ToFloat32(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseKeepsValues reads a tensor, releases its pages, and reads it again.
+func TestReleaseKeepsValues(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.safetensors")
+	v := make([]float32, 5000) // spans several pages
+	for i := range v {
+		v[i] = float32(i) * 0.5
+	}
+	if err := WriteFile(path, []Tensor{F32Tensor("w", []int{5000}, v)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 2 {
+		got, err := f.Float32("w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, v) {
+			t.Fatal("values changed after Release")
+		}
+		f.Release("w")
+		f.Release("no-such-tensor")
+	}
+}

@@ -64,7 +64,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer) (*splits, error) 
 	if len(s.train) == 0 || len(s.val) == 0 {
 		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples", len(s.train), len(s.val))
 	}
-	if cfg.Task.Test != "" {
+	if cfg.Task.Test != "" && !cfg.Eval.Skip {
 		if s.test, st, err = data.ReadAll(cfg.Task.Test, task, data.ReadOptions{Strict: opt.Strict, OnSkip: opt.OnSkip, Limit: cfg.Task.MaxTest}); err != nil {
 			return nil, err
 		}
