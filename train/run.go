@@ -303,7 +303,7 @@ func (r *run) train() (*Summary, error) {
 	total := cfg.Train.Steps
 	r.summary = Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
 		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
-		TrainableParams: len(slices.Concat(r.params...)), Test: map[string]map[string]float64{}}
+		TrainableParams: countParams(r.params), Test: map[string]map[string]float64{}}
 	pad := r.tok.PadID()
 	prog := newProgress(r.log, r.opts.Terminal, total, cfg.Train.LogEvery)
 	ran := 0
@@ -577,7 +577,7 @@ func (r *run) loadParams(dir string, dst [][]float32) error {
 		}
 		src = p.Params()
 	}
-	if len(slices.Concat(src...)) != len(slices.Concat(dst...)) {
+	if countParams(src) != countParams(dst) {
 		return fmt.Errorf("adapter %s does not match this run's adapter shape", dir)
 	}
 	copyParams(dst, src)
@@ -668,6 +668,14 @@ func finite(x float64) *float64 {
 		return nil
 	}
 	return &x
+}
+
+func countParams(p [][]float32) int {
+	n := 0
+	for _, g := range p {
+		n += len(g)
+	}
+	return n
 }
 
 func cloneParams(p [][]float32) [][]float32 {
