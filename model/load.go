@@ -12,7 +12,19 @@ import (
 // Load reads config.json and the safetensors weights (one file, or shards
 // listed in model.safetensors.index.json) from an HF model directory.
 // F32, BF16 and F16 weights are converted to float32 exactly.
-func Load(dir string) (*Model, error) {
+func Load(dir string) (*Model, error) { return LoadWith(dir, LoadOptions{}) }
+
+// LoadOptions change how weights are held in memory, never the results.
+type LoadOptions struct {
+	// BF16Weights keeps the matrices a checkpoint stores as BF16 in bfloat16
+	// in memory (half of float32), widened exactly inside the GEMM: the
+	// logits are bit-identical to float32 storage. Matrices stored in other
+	// dtypes stay float32. The GEMM is somewhat slower at large batches.
+	BF16Weights bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
@@ -22,7 +34,13 @@ func Load(dir string) (*Model, error) {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	defer ck.Close()
-	m, err := build(cfg, func(name string, shape []int) ([]float32, error) {
+	pack := func(name string, w []float32, n, k int) *tensor.Packed {
+		if info, _ := ck.Info(name); opts.BF16Weights && info.Dtype == safetensors.BF16 {
+			return tensor.PackBF16(w, n, k) // exact: the values are bfloat16 already
+		}
+		return tensor.Pack(w, n, k)
+	}
+	m, err := build(cfg, pack, func(name string, shape []int) ([]float32, error) {
 		info, ok := ck.Info(name)
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", name)
@@ -44,8 +62,14 @@ func Load(dir string) (*Model, error) {
 // have the given shape: read from a checkpoint, or made up (random models).
 type weightLoader func(name string, shape []int) ([]float32, error)
 
+// packer stores a loaded matrix for the GEMM (float32 or bfloat16 panels).
+type packer func(name string, w []float32, n, k int) *tensor.Packed
+
+// packF32 keeps every matrix in float32.
+func packF32(_ string, w []float32, n, k int) *tensor.Packed { return tensor.Pack(w, n, k) }
+
 // build assembles a Model from named tensors (HF state-dict names).
-func build(c *Config, load weightLoader) (*Model, error) {
+func build(c *Config, pack packer, load weightLoader) (*Model, error) {
 	m := &Model{Config: *c, invFreq: ropeInvFreq(c)}
 	d, hd := c.HiddenSize, c.HeadDim
 	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
@@ -67,7 +91,7 @@ func build(c *Config, load weightLoader) (*Model, error) {
 		if v, err = load(name, []int{rows, cols}); err != nil {
 			return nil
 		}
-		return tensor.Pack(v, rows, cols)
+		return pack(name, v, rows, cols)
 	}
 
 	m.Embed = matrix("model.embed_tokens.weight", c.VocabSize, d)

@@ -232,3 +232,45 @@ func TestGreedyGeneration(t *testing.T) {
 		})
 	}
 }
+
+// TestBF16WeightsInMemory loads the BF16 checkpoints keeping their matrices
+// in bfloat16: the logits must be bit-identical to float32 storage.
+func TestBF16WeightsInMemory(t *testing.T) {
+	for _, name := range tinyModels {
+		t.Run(name, func(t *testing.T) {
+			c := loadCase(t, name)
+			dir := filepath.Join(c.dir, "bf16")
+			f32, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b16, err := LoadWith(dir, LoadOptions{BF16Weights: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !b16.Layers[0].MLP.Gate.IsBF16() || !b16.Embed.IsBF16() || f32.Embed.IsBF16() {
+				t.Fatal("BF16Weights did not keep the BF16 matrices in bfloat16")
+			}
+			in := Input{B: c.b, T: c.t, Tokens: c.ref.Ints("input_ids"), Mask: c.ref.Ints("attention_mask")}
+			a, err := f32.Forward(in, Options{Logits: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := b16.Forward(in, Options{Logits: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(a.Logits, b.Logits) {
+				t.Error("logits with bfloat16 weights in memory differ from float32 storage")
+			}
+			// An F32 checkpoint is never rounded.
+			f, err := LoadWith(c.dir, LoadOptions{BF16Weights: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Embed.IsBF16() {
+				t.Error("an F32 checkpoint's matrices were rounded to bfloat16")
+			}
+		})
+	}
+}

@@ -150,7 +150,7 @@ func (r *run) setup() error {
 	tensor.SetThreads(cfg.Train.Threads)
 
 	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
-	if r.m, err = model.Load(cfg.Model.Path); err != nil {
+	if r.m, err = model.LoadWith(cfg.Model.Path, model.LoadOptions{BF16Weights: cfg.Model.BF16}); err != nil {
 		return err
 	}
 	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
