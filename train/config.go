@@ -47,7 +47,7 @@ type TaskConfig struct {
 	MaxTrain      int    `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2 all)"`
 	MaxValidation int    `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2 all)"`
 	MaxTest       int    `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
-	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (XSum filter)"`
+	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (DATA.md's XSum filter; applied to every task, where for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
 	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
 }
 
@@ -67,7 +67,7 @@ type OptimizerConfig struct {
 	LR          float64 `mapstructure:"lr" yaml:"lr" doc:"learning rate η (constant)"`
 	Eps         float64 `mapstructure:"eps" yaml:"eps" doc:"perturbation scale ε"`
 	Q           int     `mapstructure:"q" yaml:"q" doc:"directions per step (fzoo needs at least 2)"`
-	Dist        string  `mapstructure:"dist" yaml:"dist" doc:"noise: normal, sphere, rademacher or ternary (fzoo's reference uses rademacher)"`
+	Dist        string  `mapstructure:"dist" yaml:"dist" doc:"noise: normal, sphere, rademacher or ternary; empty: the optimizer's default (rademacher for fzoo, as its reference; normal otherwise)"`
 	Beta1       float64 `mapstructure:"beta1" yaml:"beta1" doc:"zo-adam / radazo first-moment decay (0 allowed for zo-adam)"`
 	Beta2       float64 `mapstructure:"beta2" yaml:"beta2" doc:"zo-adam / radazo second-moment decay"`
 	Beta        float64 `mapstructure:"beta" yaml:"beta" doc:"meazo second-moment decay"`
@@ -106,7 +106,7 @@ func Defaults() Config {
 		Model:     ModelConfig{DateString: "26 Jul 2024"},
 		Task:      TaskConfig{MaxLength: 2048},
 		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
-		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "normal", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8},
+		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8},
 		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
 		Eval:      EvalConfig{BatchSize: 8},
 		Output:    OutputConfig{Dir: "runs/run"},
@@ -310,6 +310,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("optimizer.lr must be positive and finite, got %g", c.Optimizer.LR)
 	case !(c.Optimizer.Eps > 0) || math.IsInf(c.Optimizer.Eps, 0):
 		return fmt.Errorf("optimizer.eps must be positive and finite, got %g", c.Optimizer.Eps)
+	case !slices.Contains([]string{"", "normal", "sphere", "rademacher", "ternary"}, c.Optimizer.Dist):
+		return fmt.Errorf("optimizer.dist %q: want normal, sphere, rademacher or ternary", c.Optimizer.Dist)
 	case c.Optimizer.Q < 1:
 		return fmt.Errorf("optimizer.q must be at least 1")
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:

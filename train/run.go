@@ -167,7 +167,14 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	dist, err := zo.ParseDist(cfg.Optimizer.Dist)
+	distName := cfg.Optimizer.Dist
+	if distName == "" {
+		distName = "normal"
+		if cfg.Optimizer.Name == "fzoo" {
+			distName = "rademacher" // FZOO's reference (ALGORITHMS.md)
+		}
+	}
+	dist, err := zo.ParseDist(distName)
 	if err != nil {
 		return fmt.Errorf("optimizer.dist: %w", err)
 	}
