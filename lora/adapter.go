@@ -186,12 +186,16 @@ func (a *Adapter) Attach(m *model.Model) { m.Adapter = a.View(a.params) }
 // Save writes the adapter in PEFT format: adapter_model.safetensors (keys
 // base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight)
 // and adapter_config.json, both atomically.
-func (a *Adapter) Save(dir string) error {
+func (a *Adapter) Save(dir string) error { return a.SaveParams(dir, a.params) }
+
+// SaveParams is Save for other parameter values of the same shape (a best
+// copy kept by the trainer, say).
+func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save adapter: %w", err)
 	}
 	var tensors []safetensors.Tensor
-	a.eachMatrix(func(l int, t, ab string, v []float32) {
+	a.eachMatrixOf(params, func(l int, t, ab string, v []float32) {
 		shape := []int{a.opts.R, a.in}
 		if ab == "B" {
 			shape = []int{a.out[t], a.opts.R}

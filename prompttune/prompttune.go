@@ -74,11 +74,14 @@ func (p *Prompt) Attach(m *model.Model) { m.Prompt = p.params[0] }
 
 // Save writes adapter_model.safetensors (one tensor prompt_embeddings
 // [n, hidden]) and adapter_config.json in PEFT's PROMPT_TUNING format.
-func (p *Prompt) Save(dir string, m *model.Model) error {
+func (p *Prompt) Save(dir string, m *model.Model) error { return p.SaveParams(dir, m, p.params) }
+
+// SaveParams is Save for other embeddings of the same shape (one group).
+func (p *Prompt) SaveParams(dir string, m *model.Model, params [][]float32) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save prompt: %w", err)
 	}
-	t := safetensors.F32Tensor("prompt_embeddings", []int{p.N, p.Hidden}, p.params[0])
+	t := safetensors.F32Tensor("prompt_embeddings", []int{p.N, p.Hidden}, params[0])
 	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []safetensors.Tensor{t}, map[string]string{"format": "pt"}); err != nil {
 		return err
 	}

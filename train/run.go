@@ -452,13 +452,10 @@ func (r *run) validate(step int) (bool, error) {
 
 // saveAdapter writes the given parameters as a PEFT adapter directory.
 func (r *run) saveAdapter(dir string, params [][]float32) error {
-	saved := cloneParams(r.params)
-	copyParams(r.params, params) // the adapter objects save their own storage
-	defer copyParams(r.params, saved)
 	if r.lora != nil {
-		return r.lora.Save(dir)
+		return r.lora.SaveParams(dir, params)
 	}
-	return r.prompt.Save(dir, r.m)
+	return r.prompt.SaveParams(dir, r.m, params)
 }
 
 // checkpoint writes checkpoint/ atomically: a new directory is filled, then
