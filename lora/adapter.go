@@ -25,6 +25,8 @@ type Options struct {
 	// GroupByLayer makes each decoder layer its own parameter group (for
 	// grouped ZO estimation); otherwise all parameters form group 0.
 	GroupByLayer bool
+	// RSLoRA scales by alpha/√r instead of alpha/r (PEFT's use_rslora).
+	RSLoRA bool
 }
 
 func (o *Options) defaults() {
@@ -119,8 +121,13 @@ func (a *Adapter) Count() int {
 	return n
 }
 
-// Scale is the factor applied to B(Ax): alpha/r.
-func (a *Adapter) Scale() float32 { return float32(a.opts.Alpha / float64(a.opts.R)) }
+// Scale is the factor applied to B(Ax): alpha/r (alpha/√r with rsLoRA).
+func (a *Adapter) Scale() float32 {
+	if a.opts.RSLoRA {
+		return float32(a.opts.Alpha / math.Sqrt(float64(a.opts.R)))
+	}
+	return float32(a.opts.Alpha / float64(a.opts.R))
+}
 
 // GroupLayer returns the first decoder layer group g's parameters touch
 // (prefix caching starts a variant of group g there): g itself when grouped
@@ -215,7 +222,7 @@ func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 		"bias":                    "none",
 		"base_model_name_or_path": a.base,
 		"fan_in_fan_out":          false,
-		"use_rslora":              false,
+		"use_rslora":              a.opts.RSLoRA,
 		"use_dora":                false,
 		"init_lora_weights":       true,
 		"inference_mode":          true,
@@ -231,22 +238,25 @@ func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 // Load reads a PEFT LoRA adapter directory into a trainable adapter for m
 // (grouped as opts says; R, Alpha and Targets come from the file).
 func Load(dir string, m *model.Model, groupByLayer bool) (*Adapter, error) {
+	a, _, err := load(dir, m, groupByLayer)
+	return a, err
+}
+
+// load reads an adapter directory and returns it with its config.
+func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig, error) {
 	cfg, err := ReadPEFTConfig(filepath.Join(dir, "adapter_config.json"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if cfg.UseRSLoRA {
-		return nil, fmt.Errorf("adapter %s: use_rslora adapters can be evaluated (meazo-inspect) but not trained", dir)
-	}
-	a, err := newShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer})
+	a, err := newShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {
-		return nil, fmt.Errorf("adapter %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
 	a.base = cfg.BaseModel
 	path := filepath.Join(dir, "adapter_model.safetensors")
 	f, err := safetensors.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("load adapter: %w", err)
+		return nil, nil, fmt.Errorf("load adapter: %w", err)
 	}
 	defer f.Close()
 	a.eachMatrix(func(l int, t, ab string, v []float32) {
@@ -263,9 +273,9 @@ func Load(dir string, m *model.Model, groupByLayer bool) (*Adapter, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return a, nil
+	return a, cfg, nil
 }
 
 // Merge returns a copy of m whose q_proj/v_proj weights include the adapter

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/meazo-go/meazo/model"
@@ -91,36 +90,11 @@ func tensorName(layer int, target, ab string) string {
 // adapter_model.safetensors) and attaches it to m, replacing any adapter
 // already there.
 func LoadPEFT(dir string, m *model.Model) (*PEFTConfig, error) {
-	cfg, err := ReadPEFTConfig(filepath.Join(dir, "adapter_config.json"))
+	a, cfg, err := load(dir, m, false)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "adapter_model.safetensors")
-	f, err := safetensors.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load adapter: %w", err)
-	}
-	defer f.Close()
-	ad := &model.Adapter{Layers: make([]model.LayerAdapter, len(m.Layers))}
-	for l := range m.Layers {
-		for _, target := range cfg.TargetModules {
-			out := m.NumHeads * m.HeadDim
-			slot := &ad.Layers[l].Q
-			if target == "v_proj" {
-				out, slot = m.NumKVHeads*m.HeadDim, &ad.Layers[l].V
-			}
-			a, err := readMatrix(f, tensorName(l, target, "A"), cfg.R, m.HiddenSize)
-			if err != nil {
-				return nil, err
-			}
-			b, err := readMatrix(f, tensorName(l, target, "B"), out, cfg.R)
-			if err != nil {
-				return nil, err
-			}
-			*slot = &model.LoRA{R: cfg.R, A: a, B: b, Scale: cfg.Scale()}
-		}
-	}
-	m.Adapter = ad
+	a.Attach(m)
 	return cfg, nil
 }
 
