@@ -292,27 +292,33 @@ func Merge(m *model.Model, view *model.Adapter) *model.Model {
 	for l := range merged.Layers {
 		attn := &merged.Layers[l].Attn
 		if lo := view.Layers[l].Q; lo != nil {
-			attn.Q = mergeOne(attn.Q, lo)
+			attn.Q = mergeOne(m.Backend, attn.Q, lo)
 		}
 		if lo := view.Layers[l].V; lo != nil {
-			attn.V = mergeOne(attn.V, lo)
+			attn.V = mergeOne(m.Backend, attn.V, lo)
 		}
 	}
 	return &merged
 }
 
-// mergeOne returns Pack(W + scale·B·A).
-func mergeOne(w *tensor.Packed, lo *model.LoRA) *tensor.Packed {
-	dense := make([]float32, w.N*w.K)
-	for n := 0; n < w.N; n++ {
-		row := dense[n*w.K : (n+1)*w.K]
-		w.Row(row, n)
+// mergeOne returns W + scale·B·A, stored by the model's backend in float32.
+func mergeOne(be tensor.Backend, w tensor.Weight, lo *model.LoRA) tensor.Weight {
+	n, k := w.Shape()
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	buf := be.Alloc(n * k)
+	be.Rows(buf, w, ids)
+	dense := be.ToHost(buf)
+	for i := 0; i < n; i++ {
+		row := dense[i*k : (i+1)*k]
 		for r := 0; r < lo.R; r++ {
-			c := lo.Scale * lo.B[n*lo.R+r]
-			for k, av := range lo.A[r*w.K : (r+1)*w.K] {
-				row[k] += c * av
+			c := lo.Scale * lo.B[i*lo.R+r]
+			for j, av := range lo.A[r*k : (r+1)*k] {
+				row[j] += c * av
 			}
 		}
 	}
-	return tensor.Pack(dense, w.N, w.K)
+	return be.Pack(dense, n, k, false)
 }

@@ -3,8 +3,6 @@ package model
 import (
 	"fmt"
 	"slices"
-
-	"github.com/meazo-go/meazo/tensor"
 )
 
 // GenerateOptions controls greedy generation.
@@ -68,32 +66,36 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 		}
 	}
 
+	be := m.Backend
 	cache := m.newCache(b, t+opts.MaxNewTokens, false)
 	spans := oneSpan(b, m.Adapter)
 	h := m.step(cache, in.Tokens, mask, positions, t, spans, nil)
-	last := make([]float32, b*m.HiddenSize)
-	for r := 0; r < b; r++ {
-		copy(last[r*m.HiddenSize:], h[(r*t+t-1)*m.HiddenSize:(r*t+t)*m.HiddenSize])
+	lastRows := make([]int, b)
+	for r := range lastRows {
+		lastRows[r] = r*t + t - 1
 	}
+	last := be.Alloc(b * m.HiddenSize)
+	be.Gather(last, h, m.HiddenSize, lastRows)
 
 	out := make([][]int, b)
 	done := make([]bool, b)
-	logits := make([]float32, b*m.VocabSize)
+	logits := be.Alloc(b * m.VocabSize)
 	tokens, stepMask, stepPos := make([]int, b), ones(b), make([]int, b)
 	filler := 0
 	if len(stop) > 0 {
 		filler = stop[0]
 	}
 	for s := 0; s < opts.MaxNewTokens; s++ {
-		tensor.MatMulPacked(logits, last, b, m.LMHead)
+		be.MatMul(logits, last, b, m.LMHead)
 		if opts.OnStep != nil {
-			opts.OnStep(s, logits)
+			opts.OnStep(s, be.ToHost(logits))
 		}
+		best := be.Argmax(logits, b, m.VocabSize)
 		allDone := true
 		for r := 0; r < b; r++ {
 			tok := filler // a stopped row is fed a filler token; its output is ignored
 			if !done[r] {
-				tok = argmax(logits[r*m.VocabSize : (r+1)*m.VocabSize])
+				tok = best[r]
 				out[r] = append(out[r], tok)
 				done[r] = slices.Contains(stop, tok)
 			}
@@ -144,15 +146,4 @@ func withVirtualSlots(in Input, nv int) Input {
 		}
 	}
 	return out
-}
-
-// argmax returns the index of the largest value, the first one on ties.
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }

@@ -21,6 +21,9 @@ type LoadOptions struct {
 	// logits are bit-identical to float32 storage. Matrices stored in other
 	// dtypes stay float32. The GEMM is somewhat slower at large batches.
 	BF16Weights bool
+	// Backend holds the weights and computes the forward pass; nil means
+	// tensor.CPU.
+	Backend tensor.Backend
 }
 
 // LoadWith is Load with options.
@@ -34,13 +37,15 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	defer ck.Close()
-	pack := func(name string, w []float32, n, k int) *tensor.Packed {
-		if info, _ := ck.Info(name); opts.BF16Weights && info.Dtype == safetensors.BF16 {
-			return tensor.PackBF16(w, n, k) // exact: the values are bfloat16 already
-		}
-		return tensor.Pack(w, n, k)
+	be := opts.Backend
+	if be == nil {
+		be = tensor.CPU
 	}
-	m, err := build(cfg, pack, func(name string, shape []int) ([]float32, error) {
+	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
+		info, _ := ck.Info(name)
+		return opts.BF16Weights && info.Dtype == safetensors.BF16
+	}
+	m, err := build(cfg, be, keepBF16, func(name string, shape []int) ([]float32, error) {
 		info, ok := ck.Info(name)
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", name)
@@ -62,28 +67,26 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 // have the given shape: read from a checkpoint, or made up (random models).
 type weightLoader func(name string, shape []int) ([]float32, error)
 
-// packer stores a loaded matrix for the GEMM (float32 or bfloat16 panels).
-type packer func(name string, w []float32, n, k int) *tensor.Packed
-
-// packF32 keeps every matrix in float32.
-func packF32(_ string, w []float32, n, k int) *tensor.Packed { return tensor.Pack(w, n, k) }
-
-// build assembles a Model from named tensors (HF state-dict names).
-func build(c *Config, pack packer, load weightLoader) (*Model, error) {
-	m := &Model{Config: *c, invFreq: ropeInvFreq(c)}
+// build assembles a Model on backend be from named tensors (HF state-dict
+// names). Matrices for which keepBF16 (if not nil) says so are stored as
+// bfloat16.
+func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load weightLoader) (*Model, error) {
+	m := &Model{Config: *c, Backend: be, invFreq: ropeInvFreq(c)}
 	d, hd := c.HiddenSize, c.HeadDim
 	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
 
 	var err error
-	vector := func(name string, n int) []float32 {
+	vector := func(name string, n int) tensor.Buf {
 		if err != nil {
 			return nil
 		}
 		var v []float32
-		v, err = load(name, []int{n})
-		return v
+		if v, err = load(name, []int{n}); err != nil {
+			return nil
+		}
+		return be.FromHost(v)
 	}
-	matrix := func(name string, rows, cols int) *tensor.Packed {
+	matrix := func(name string, rows, cols int) tensor.Weight {
 		if err != nil {
 			return nil
 		}
@@ -91,7 +94,7 @@ func build(c *Config, pack packer, load weightLoader) (*Model, error) {
 		if v, err = load(name, []int{rows, cols}); err != nil {
 			return nil
 		}
-		return pack(name, v, rows, cols)
+		return be.Pack(v, rows, cols, keepBF16 != nil && keepBF16(name))
 	}
 
 	m.Embed = matrix("model.embed_tokens.weight", c.VocabSize, d)

@@ -8,6 +8,10 @@
 // norm and the LM head. Their fields are the weights, named as in the HF
 // state dict. The model knows nothing about training: adapters (LoRA) are
 // plain weights it applies when they are set.
+//
+// The model does no arithmetic itself: its weights and activations belong
+// to a tensor.Backend (the CPU by default), and every step of the forward
+// pass is one call of that backend.
 package model
 
 import (
@@ -15,13 +19,13 @@ import (
 )
 
 // Model is a loaded checkpoint. Its weights are frozen: the big matrices are
-// packed once at load for the GEMM kernel.
+// stored once at load in the form the backend's GEMM streams.
 type Model struct {
 	Config
-	Embed  *tensor.Packed // model.embed_tokens.weight [vocab][hidden]; rows are looked up
+	Embed  tensor.Weight // model.embed_tokens.weight [vocab][hidden]; rows are looked up
 	Layers []Layer
-	Norm   []float32      // model.norm.weight, the final RMSNorm
-	LMHead *tensor.Packed // lm_head.weight [vocab][hidden]; the same matrix as Embed when tied
+	Norm   tensor.Buf    // model.norm.weight, the final RMSNorm
+	LMHead tensor.Weight // lm_head.weight [vocab][hidden]; the same matrix as Embed when tied
 
 	// Adapter, when set, is applied by Forward and Generate (PEFT LoRA).
 	Adapter *Adapter
@@ -29,6 +33,10 @@ type Model struct {
 	// [n][hidden] that Forward and Generate put before every sequence (PEFT
 	// PROMPT_TUNING); their outputs then cover the n+T positions.
 	Prompt []float32
+
+	// Backend holds the weights and runs every operation of the forward
+	// pass (tensor.CPU unless the loader was given another).
+	Backend tensor.Backend
 
 	invFreq []float32 // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
 }
@@ -38,22 +46,22 @@ type Model struct {
 //	h   = x + Attn(AttnNorm(x))
 //	out = h + MLP(MLPNorm(h))
 type Layer struct {
-	AttnNorm []float32 // input_layernorm.weight
+	AttnNorm tensor.Buf // input_layernorm.weight
 	Attn     Attention
-	MLPNorm  []float32 // post_attention_layernorm.weight
+	MLPNorm  tensor.Buf // post_attention_layernorm.weight
 	MLP      MLP
 }
 
 // Attention is grouped-query self-attention with RoPE. Query head j reads
 // key/value head j / (NumHeads/NumKVHeads).
 type Attention struct {
-	Q, K, V, O   *tensor.Packed // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd]
-	QNorm, KNorm []float32      // Qwen3 only: RMSNorm over each head's hd values, before RoPE (shared by heads)
+	Q, K, V, O   tensor.Weight // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd]
+	QNorm, KNorm tensor.Buf    // Qwen3 only: RMSNorm over each head's hd values, before RoPE (shared by heads)
 }
 
 // MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x)).
 type MLP struct {
-	Gate, Up, Down *tensor.Packed
+	Gate, Up, Down tensor.Weight
 }
 
 // Adapter holds the low-rank updates of every layer; a nil entry means none.

@@ -84,7 +84,7 @@ const (
 // NewRandom builds a model with random weights from a config, for
 // benchmarks at full size without downloading a checkpoint.
 func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
-	return build(c, packF32, randomLoader(seed, std, nil))
+	return build(c, tensor.CPU, nil, randomLoader(seed, std, nil))
 }
 
 // WriteRandom writes a random model in HF format (config.json and an F32
@@ -92,7 +92,7 @@ func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
 // does) and returns it loaded.
 func WriteRandom(dir string, c *Config, seed uint64, std float64) (*Model, error) {
 	var tensors []safetensors.Tensor
-	m, err := build(c, packF32, randomLoader(seed, std, &tensors))
+	m, err := build(c, tensor.CPU, nil, randomLoader(seed, std, &tensors))
 	if err != nil {
 		return nil, err
 	}

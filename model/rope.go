@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"github.com/meazo-go/meazo/tensor"
+)
 
 // ropeInvFreq returns HF's inv_freq buffer for one head: 1/θ^(2i/d) for
 // i < d/2, computed in float32 as modeling_rope_utils does, then llama3
@@ -64,18 +68,14 @@ func newRopeTable(inv []float32, positions []int) *ropeTable {
 	return t
 }
 
-// apply rotates one head vector x (length 2·half) at table row p with HF's
-// rotate_half layout: dimension i pairs with i+half, not with i+1.
-//
-//	x'[i]      = x[i]·cos − x[i+half]·sin
-//	x'[i+half] = x[i+half]·cos + x[i]·sin
-func (t *ropeTable) apply(x []float32, p int) {
-	c := t.cos[p*t.half : (p+1)*t.half]
-	s := t.sin[p*t.half : (p+1)*t.half]
-	lo, hi := x[:t.half], x[t.half:2*t.half]
-	for i := range c {
-		a, b := lo[i], hi[i]
-		lo[i] = a*c[i] - b*s[i]
-		hi[i] = b*c[i] + a*s[i]
-	}
+// rope is a RoPE table as the backend reads it.
+type rope struct {
+	cos, sin tensor.Buf
+	rows     int
+}
+
+// newRope computes the table for positions and hands it to the backend.
+func (m *Model) newRope(positions []int) *rope {
+	t := newRopeTable(m.invFreq, positions)
+	return &rope{cos: m.Backend.FromHost(t.cos), sin: m.Backend.FromHost(t.sin), rows: t.rows}
 }

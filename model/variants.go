@@ -70,27 +70,28 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 	rowsPerMember := b * t
 
 	// Members are the variants in flight; the base ("clean") pass comes first
-	// while a later variant still needs its hidden states.
+	// while a later variant still needs its hidden states. Their hidden states
+	// sit side by side in x, slot k of the buffer holding member k; dropping
+	// the base pass moves the window one slot on.
 	type member struct {
 		variant int // index into variants, or -1 for the base pass
 		v       Variant
 	}
+	be := m.Backend
 	var members []member
-	var x []float32 // [len(members)·b·t][hidden]
-	addMember := func(i int, v Variant, from []float32) {
+	buf := be.Alloc((len(variants) + 1) * rowsPerMember * d)
+	first := 0 // slot of members[0]
+	slot := func(k int) tensor.Buf {
+		return buf.Slice((first+k)*rowsPerMember*d, (first+k+1)*rowsPerMember*d)
+	}
+	addMember := func(i int, v Variant, from tensor.Buf) {
 		members = append(members, member{i, v})
-		start := len(x)
-		x = append(x, make([]float32, rowsPerMember*d)...)
+		x := slot(len(members) - 1)
 		if from != nil {
-			copy(x[start:], from)
+			be.Copy(x, from)
 			return
 		}
-		m.embed(x[start:], seq.in.Tokens)
-		if v.Prompt != nil {
-			for s := 0; s < b; s++ {
-				copy(x[start+s*t*d:], v.Prompt) // virtual tokens lead every sequence
-			}
-		}
+		m.embed(x, seq.in.Tokens, b, t, v.Prompt)
 	}
 	if maxFrom > 0 {
 		addMember(-1, base, nil)
@@ -100,7 +101,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 			addMember(i, v, nil)
 		}
 	}
-	rope := newRopeTable(m.invFreq, seq.in.Positions)
+	rope := m.newRope(seq.in.Positions)
 	// One cache and one workspace, sized for every variant plus the base
 	// pass, serve all layers: each layer uses a view of its first rows.
 	maxSeqs := (len(variants) + 1) * b
@@ -113,14 +114,14 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 		if l > 0 {
 			for i, v := range variants {
 				if v.From == l {
-					addMember(i, v, x[:rowsPerMember*d]) // the base pass is member 0
+					addMember(i, v, slot(0)) // the base pass is member 0
 				}
 			}
 		}
-		if members[0].variant == -1 && maxFrom <= l {
+		if len(members) > 0 && members[0].variant == -1 && maxFrom <= l {
 			// No variant joins after this layer: drop the base pass.
 			members = members[1:]
-			x = x[rowsPerMember*d:]
+			first++
 		}
 		if len(members) == 0 {
 			break
@@ -130,24 +131,25 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 			spans[k] = span{k * b, (k + 1) * b, mb.v.Adapter}
 		}
 		n := len(members) * b
+		x := buf.Slice(first*rowsPerMember*d, (first+len(members))*rowsPerMember*d)
 		m.layerForward(l, x, cache.rows(n), rope, t, spans, ws.rows(m, n*t))
 		stats.LayerEvals += len(members)
 	}
 	// Variants identical to the base take its final hidden state.
 	for i, v := range variants {
 		if v.From == m.NumLayers {
-			addMember(i, v, x[:rowsPerMember*d])
+			addMember(i, v, slot(0))
 		}
 	}
 
 	losses := make([]float64, len(variants))
-	tensor.RMSNorm(x, x, m.Norm, len(members)*rowsPerMember, d, m.RMSNormEps)
+	x := buf.Slice(first*rowsPerMember*d, (first+len(members))*rowsPerMember*d)
+	be.RMSNorm(x, x, m.Norm, len(members)*rowsPerMember, d, m.RMSNormEps)
 	for k, mb := range members {
 		if mb.variant < 0 {
 			continue
 		}
-		h := x[k*rowsPerMember*d : (k+1)*rowsPerMember*d]
-		ce, _, err := m.tokenCE(h, nil, b, t, seq.labels)
+		ce, _, err := m.tokenCE(slot(k), nil, b, t, seq.labels)
 		if err != nil {
 			return nil, stats, err
 		}

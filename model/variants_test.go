@@ -178,7 +178,7 @@ func TestPromptVariants(t *testing.T) {
 				ids := []int{rng.IntN(m.VocabSize), rng.IntN(m.VocabSize), rng.IntN(m.VocabSize)}
 				prompt := make([]float32, nv*m.HiddenSize)
 				for i, id := range ids {
-					m.Embed.Row(prompt[i*m.HiddenSize:(i+1)*m.HiddenSize], id)
+					m.EmbeddingRow(prompt[i*m.HiddenSize:(i+1)*m.HiddenSize], id)
 				}
 				variants = append(variants, Variant{Prompt: prompt})
 				prefixes = append(prefixes, ids)
@@ -223,7 +223,7 @@ func TestGenerateWithPrompt(t *testing.T) {
 			ids := []int{rng.IntN(m.VocabSize), rng.IntN(m.VocabSize), rng.IntN(m.VocabSize)}
 			prompt := make([]float32, len(ids)*m.HiddenSize)
 			for i, id := range ids {
-				m.Embed.Row(prompt[i*m.HiddenSize:(i+1)*m.HiddenSize], id)
+				m.EmbeddingRow(prompt[i*m.HiddenSize:(i+1)*m.HiddenSize], id)
 			}
 			// Row 0 has 4 tokens, row 1 has 2 (left-padded with 2 pads).
 			rows := [][]int{{5, 7, 11, 13}, {0, 0, 17, 19}}

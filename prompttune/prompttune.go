@@ -46,7 +46,7 @@ func FromText(m *model.Model, tok Encoder, n int, text string) (*Prompt, error) 
 		if id < 0 || id >= m.VocabSize {
 			return nil, fmt.Errorf("prompttune: init token id %d is outside the model's vocabulary (%d)", id, m.VocabSize)
 		}
-		m.Embed.Row(p.params[0][i*m.HiddenSize:(i+1)*m.HiddenSize], id)
+		m.EmbeddingRow(p.params[0][i*m.HiddenSize:(i+1)*m.HiddenSize], id)
 	}
 	return p, nil
 }

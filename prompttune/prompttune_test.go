@@ -48,7 +48,7 @@ func TestFromText(t *testing.T) {
 	ids := []int{1, 'a' % 64, 'b' % 64, 'c' % 64, 1, 'a' % 64, 'b' % 64} // [BOS a b c] repeated, cut to 7
 	row := make([]float32, m.HiddenSize)
 	for i, id := range ids {
-		m.Embed.Row(row, id)
+		m.EmbeddingRow(row, id)
 		if !slices.Equal(p.Params()[0][i*m.HiddenSize:(i+1)*m.HiddenSize], row) {
 			t.Fatalf("virtual token %d is not the embedding of token %d", i, id)
 		}

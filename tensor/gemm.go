@@ -86,6 +86,10 @@ func (p *Packed) Row(dst []float32, n int) {
 	}
 }
 
+// Shape returns the matrix's dimensions (N out × K in); Packed is the CPU
+// backend's Weight.
+func (p *Packed) Shape() (n, k int) { return p.N, p.K }
+
 // IsBF16 reports whether the panels are stored as bfloat16 (PackBF16).
 func (p *Packed) IsBF16() bool { return p.data16 != nil }
 

@@ -1,0 +1,113 @@
+package tensor
+
+// Backend is the seam between the model and the hardware it computes on.
+// The model holds its weights as Weights and its activations as Bufs, and
+// does every piece of arithmetic through a Backend's methods; it never reads
+// or writes a Buf's elements itself. The CPU backend (CPU) computes on host
+// memory with this package's kernels. A GPU backend implements the same
+// interface with device memory, without a change to the model's code.
+//
+// What crosses the seam from the host is small and changes every call: token
+// ids, masks, the indices of rows to gather, and the trainable parameters
+// (LoRA matrices, prompt embeddings), which FromHost hands over. What comes
+// back is either small (losses, argmax ids) or asked for explicitly (ToHost:
+// logits, hidden states).
+//
+// Every method computes each output element in an order fixed by the
+// arguments alone, so a backend's results are bit-identical run to run; the
+// CPU backend's are also independent of the number of worker threads.
+type Backend interface {
+	// Name says which backend this is ("cpu").
+	Name() string
+
+	// Alloc returns a zeroed buffer of n float32 values.
+	Alloc(n int) Buf
+	// FromHost returns src as a buffer. The backend may keep using src's
+	// memory (the CPU backend does: no copy), so src must not change while
+	// the buffer is in use.
+	FromHost(src []float32) Buf
+	// ToHost returns b's values in host memory. It may be b's own memory (the
+	// CPU backend's is: no copy), so the caller must copy what it keeps if b
+	// is written again.
+	ToHost(b Buf) []float32
+	// Pack stores a frozen matrix W [n][k] (HF's out × in layout) for MatMul;
+	// bf16 stores it as bfloat16 (exact for a bf16 checkpoint's values).
+	Pack(w []float32, n, k int, bf16 bool) Weight
+
+	// Rows writes rows ids of W into dst [len(ids)][k]: the embedding lookup
+	// (and a way to read a packed matrix back).
+	Rows(dst Buf, w Weight, ids []int)
+	// Gather writes rows ids of src [*][width] into dst [len(ids)][width].
+	Gather(dst, src Buf, width int, ids []int)
+	// Copy copies src into dst (equal lengths).
+	Copy(dst, src Buf)
+
+	// MatMul computes y [rows][N] = x [rows][K] · Wᵀ, overwriting y.
+	MatMul(y, x Buf, rows int, w Weight)
+	// MatMulNT computes y [rows][n] = x [rows][k] · bᵀ for an unpacked b
+	// [n][k] that changes between calls (LoRA's A and B), overwriting y.
+	MatMulNT(y, x, b Buf, rows, n, k int)
+	// Add computes y += x.
+	Add(y, x Buf)
+	// AddScaled computes y += s·x.
+	AddScaled(y, x Buf, s float32)
+	// RMSNorm writes weight · x/√(mean(x²)+eps) for each of rows rows of
+	// width n (HF's LlamaRMSNorm, mean of squares in float64); dst may be x.
+	RMSNorm(dst, x, weight Buf, rows, n int, eps float32)
+	// SiLUMul computes gate = silu(gate) · up, the gated MLP's activation.
+	SiLUMul(gate, up Buf)
+	// RoPE rotates each of the heads vectors of width hd in every row of x
+	// [rows][heads·hd] by HF's rotate_half rule, with cos and sin
+	// [tableRows][hd/2]: row r uses table row r mod tableRows (so several
+	// copies of one batch share a table).
+	RoPE(x Buf, rows, heads, hd int, cos, sin Buf, tableRows int)
+
+	// NewKVCache returns a key/value store for seqs sequences of kvHeads
+	// heads of width hd, capacity positions each, in layers separate layers.
+	NewKVCache(seqs, kvHeads, capacity, hd, layers int) KVCache
+	// Attention stores the new keys and values k, v [seqs·tn][kvHeads·hd] of
+	// a.Tokens positions per sequence at cache slots a.Start… of layer, then
+	// computes causal, padding-masked softmax(a.Scale·q·kᵀ)·v for every query
+	// head of q [seqs·tn][heads·hd] into out (same shape), grouped-query:
+	// head j reads kv head j/(heads/kvHeads). It uses the cache's first
+	// a.Seqs sequences.
+	Attention(out, q, k, v Buf, c KVCache, layer int, a AttentionArgs)
+
+	// CrossEntropy returns, for each i, logsumexp(row) − row[targets[i]] of
+	// row ids[i] of logits [*][width], in float64.
+	CrossEntropy(logits Buf, width int, ids, targets []int) []float64
+	// Argmax returns the index of the largest value of each row of x
+	// [*][width] (the first one on ties), for rows rows.
+	Argmax(x Buf, rows, width int) []int
+}
+
+// Buf is a backend's array of float32 values (activations, norms, adapter
+// parameters). Its elements are reached only through the Backend that made
+// it; Slice gives a view that shares its storage.
+type Buf interface {
+	Len() int
+	// Slice returns the elements [lo, hi) as a buffer sharing storage.
+	Slice(lo, hi int) Buf
+}
+
+// Weight is a frozen matrix W [N][K] stored by a backend for MatMul.
+type Weight interface {
+	Shape() (n, k int)
+}
+
+// KVCache is a backend's key/value store for attention (NewKVCache).
+type KVCache interface {
+	// Capacity is the number of positions each sequence can hold.
+	Capacity() int
+}
+
+// AttentionArgs describes one Attention call.
+type AttentionArgs struct {
+	Seqs, Tokens   int // sequences in the batch, new tokens per sequence
+	Heads, KVHeads int // query heads, key/value heads
+	HeadDim        int
+	Start          int     // cache slot of each sequence's first new token
+	Mask           []int   // [Seqs·Capacity]: 1 where the slot holds a real token
+	Window         int     // sliding window (keys with qpos−kpos < Window); 0 = none
+	Scale          float32 // 1/√HeadDim
+}

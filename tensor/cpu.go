@@ -1,0 +1,222 @@
+package tensor
+
+import (
+	"fmt"
+	"sync"
+)
+
+// CPU is the host backend: buffers are Go float32 slices (HostBuf), weights
+// are Packed panels, and every method runs this package's kernels on the
+// configured number of worker threads (SetThreads).
+var CPU Backend = cpuBackend{}
+
+// HostBuf is the CPU backend's Buf: a float32 slice in host memory.
+type HostBuf []float32
+
+func (b HostBuf) Len() int             { return len(b) }
+func (b HostBuf) Slice(lo, hi int) Buf { return b[lo:hi] }
+
+type cpuBackend struct{}
+
+// host returns the slice behind a CPU buffer. A buffer from another backend
+// is a programming error.
+func host(b Buf) []float32 {
+	h, ok := b.(HostBuf)
+	if !ok {
+		panic(fmt.Sprintf("tensor: CPU backend given a %T buffer", b))
+	}
+	return h
+}
+
+func packed(w Weight) *Packed {
+	p, ok := w.(*Packed)
+	if !ok {
+		panic(fmt.Sprintf("tensor: CPU backend given a %T weight", w))
+	}
+	return p
+}
+
+func (cpuBackend) Name() string               { return "cpu" }
+func (cpuBackend) Alloc(n int) Buf            { return HostBuf(make([]float32, n)) }
+func (cpuBackend) FromHost(src []float32) Buf { return HostBuf(src) }
+func (cpuBackend) ToHost(b Buf) []float32     { return host(b) }
+func (cpuBackend) Copy(dst, src Buf)          { copy(host(dst), host(src)[:dst.Len()]) }
+func (cpuBackend) Add(y, x Buf)               { Add(host(y), host(x)) }
+func (cpuBackend) SiLUMul(gate, up Buf)       { SiLUMul(host(gate), host(up)) }
+func (cpuBackend) MatMul(y, x Buf, rows int, w Weight) {
+	MatMulPacked(host(y), host(x), rows, packed(w))
+}
+
+func (cpuBackend) Pack(w []float32, n, k int, bf16 bool) Weight {
+	if bf16 {
+		return PackBF16(w, n, k)
+	}
+	return Pack(w, n, k)
+}
+
+func (cpuBackend) Rows(dst Buf, w Weight, ids []int) {
+	p, d := packed(w), host(dst)
+	ParallelFor(len(ids), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			p.Row(d[i*p.K:(i+1)*p.K], ids[i])
+		}
+	})
+}
+
+func (cpuBackend) Gather(dst, src Buf, width int, ids []int) {
+	d, s := host(dst), host(src)
+	for i, r := range ids {
+		copy(d[i*width:(i+1)*width], s[r*width:(r+1)*width])
+	}
+}
+
+func (cpuBackend) MatMulNT(y, x, b Buf, rows, n, k int) {
+	MatMulNT(host(y), host(x), host(b), rows, n, k)
+}
+
+func (cpuBackend) AddScaled(y, x Buf, s float32) {
+	yh, xh := host(y), host(x)[:y.Len()]
+	for i, v := range xh {
+		yh[i] += v * s
+	}
+}
+
+func (cpuBackend) RMSNorm(dst, x, weight Buf, rows, n int, eps float32) {
+	RMSNorm(host(dst), host(x), host(weight), rows, n, eps)
+}
+
+func (cpuBackend) RoPE(x Buf, rows, heads, hd int, cos, sin Buf, tableRows int) {
+	xh, ch, sh := host(x), host(cos), host(sin)
+	half := hd / 2
+	ParallelFor(rows, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			p := r % tableRows
+			c, s := ch[p*half:(p+1)*half], sh[p*half:(p+1)*half]
+			for h := range heads {
+				v := xh[(r*heads+h)*hd : (r*heads+h+1)*hd]
+				rotateHalf(v[:half], v[half:], c, s)
+			}
+		}
+	})
+}
+
+// rotateHalf applies RoPE to one head split in halves: dimension i pairs
+// with i+half (HF's rotate_half), not with i+1.
+//
+//	x'[i]      = x[i]·cos − x[i+half]·sin
+//	x'[i+half] = x[i+half]·cos + x[i]·sin
+func rotateHalf(lo, hi, cos, sin []float32) {
+	hi = hi[:len(lo)]
+	for i, c := range cos[:len(lo)] {
+		a, b := lo[i], hi[i]
+		lo[i] = a*c - b*sin[i]
+		hi[i] = b*c + a*sin[i]
+	}
+}
+
+func (cpuBackend) CrossEntropy(logits Buf, width int, ids, targets []int) []float64 {
+	l := host(logits)
+	ce := make([]float64, len(ids))
+	ParallelFor(len(ids), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := l[ids[i]*width : (ids[i]+1)*width]
+			ce[i] = LogSumExp(row) - float64(row[targets[i]])
+		}
+	})
+	return ce
+}
+
+func (cpuBackend) Argmax(x Buf, rows, width int) []int {
+	xh := host(x)
+	out := make([]int, rows)
+	for r := range out {
+		row := xh[r*width : (r+1)*width]
+		for i, v := range row {
+			if v > row[out[r]] {
+				out[r] = i
+			}
+		}
+	}
+	return out
+}
+
+// cpuCache is the CPU backend's KVCache: per layer, one buffer per
+// (sequence, kv head) in the packed layout Attend reads (KVHeadLen), so
+// attending never repacks the keys.
+type cpuCache struct {
+	capacity, hd, kvHeads int
+	kLen, vLen            int // floats per (sequence, kv head)
+	k, v                  [][]float32
+}
+
+func (c *cpuCache) Capacity() int { return c.capacity }
+
+func (cpuBackend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) KVCache {
+	c := &cpuCache{capacity: capacity, hd: hd, kvHeads: kvHeads}
+	c.kLen, c.vLen = KVHeadLen(capacity, hd)
+	for range layers {
+		c.k = append(c.k, make([]float32, seqs*kvHeads*c.kLen))
+		c.v = append(c.v, make([]float32, seqs*kvHeads*c.vLen))
+	}
+	return c
+}
+
+// Attention splits the work over (sequence, kv head) pairs, one per task:
+// the rep query heads that share a kv head are stacked position by position
+// (row t·rep+j is head g·rep+j at position t), so each group of four stacked
+// rows sees about the same number of keys, and Attend skips the keys the
+// causal mask hides.
+func (cpuBackend) Attention(out, q, k, v Buf, cache KVCache, layer int, a AttentionArgs) {
+	c, ok := cache.(*cpuCache)
+	if !ok {
+		panic(fmt.Sprintf("tensor: CPU backend given a %T cache", cache))
+	}
+	outh, qh, kh, vh := host(out), host(q), host(k), host(v)
+	hd, kvh, heads, tn := a.HeadDim, a.KVHeads, a.Heads, a.Tokens
+	if hd != c.hd || kvh != c.kvHeads || a.Start+tn > c.capacity || heads%kvh != 0 {
+		panic(fmt.Sprintf("tensor: Attention(%+v) does not fit the cache (hd %d, kv heads %d, capacity %d)", a, c.hd, c.kvHeads, c.capacity))
+	}
+	rep := heads / kvh
+	kc, vc := c.k[layer], c.v[layer]
+	rows := rep * tn
+	ParallelTasks(a.Seqs*kvh, func(task int) {
+		b, g := task/kvh, task%kvh
+		kt, vt := kc[task*c.kLen:(task+1)*c.kLen], vc[task*c.vLen:(task+1)*c.vLen]
+		for t := range tn {
+			src := ((b*tn+t)*kvh + g) * hd
+			StoreKV(kt, vt, c.capacity, hd, a.Start+t, kh[src:src+hd], vh[src:src+hd])
+		}
+		sc := getAttnBuf(rows, hd)
+		defer attnBufs.Put(sc)
+		for t := range tn {
+			src := ((b*tn+t)*heads + g*rep) * hd // the rep heads of group g are adjacent
+			copy(sc.q[t*rep*hd:(t+1)*rep*hd], qh[src:src+rep*hd])
+			for j := range rep {
+				sc.pos[t*rep+j] = a.Start + t
+			}
+		}
+		keyOK := a.Mask[b*c.capacity : (b+1)*c.capacity]
+		Attend(sc.out, sc.q, sc.pos, kt, vt, c.capacity, hd, keyOK, a.Window, a.Scale)
+		for t := range tn {
+			dst := ((b*tn+t)*heads + g*rep) * hd
+			copy(outh[dst:dst+rep*hd], sc.out[t*rep*hd:(t+1)*rep*hd])
+		}
+	})
+}
+
+// attnBuf is one attention task's stacked queries, outputs and query slots.
+type attnBuf struct {
+	q, out []float32
+	pos    []int
+}
+
+var attnBufs sync.Pool
+
+func getAttnBuf(rows, hd int) *attnBuf {
+	sc, _ := attnBufs.Get().(*attnBuf)
+	if sc == nil || cap(sc.q) < rows*hd || cap(sc.pos) < rows {
+		sc = &attnBuf{q: make([]float32, rows*hd), out: make([]float32, rows*hd), pos: make([]int, rows)}
+	}
+	sc.q, sc.out, sc.pos = sc.q[:rows*hd], sc.out[:rows*hd], sc.pos[:rows]
+	return sc
+}
