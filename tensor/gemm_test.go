@@ -58,7 +58,7 @@ func checkClose(t *testing.T, what string, got []float32, want, mag []float64, n
 var gemmShapes = [][3]int{ // m, n, k
 	{1, 1, 1}, {1, 3, 31}, {3, 1, 33}, {4, 32, 64}, {5, 33, 65}, {31, 127, 3},
 	{33, 65, 127}, {8, 64, 513}, {65, 31, 1030}, {127, 97, 129}, {130, 200, 257},
-	{7, 16, 2048}, {2, 0, 5}, {0, 4, 4}, {3, 5, 0},
+	{7, 16, 2048}, {6, 40, 4200}, {2, 0, 5}, {0, 4, 4}, {3, 5, 0},
 }
 
 // withPaths runs f once per GEMM path this build and CPU support.
@@ -131,6 +131,30 @@ func TestGEMMBitIdentical(t *testing.T) {
 					if math.Float32bits(c[j]) != math.Float32bits(first[i*n+j]) {
 						t.Fatalf("m=%d n=%d k=%d: row %d alone differs from row in batch at col %d", m, n, k, i, j)
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestGEMMLoopOrders: computing tile by tile and sweeping K outermost add
+// the same K slices to every tile in the same order, so they agree bit for
+// bit (edge tiles and several K slices included).
+func TestGEMMLoopOrders(t *testing.T) {
+	defer func() { tileByTileMaxK = defaultTileByTileMaxK }()
+	withPaths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, s := range [][3]int{{67, 300, 1100}, {9, 70, 1537}, {1030, 16, 600}} {
+			m, n, k := s[0], s[1], s[2]
+			a, w := randMat(r, m*k), Pack(randMat(r, n*k), n, k)
+			byTile, kOuter := make([]float32, m*n), make([]float32, m*n)
+			tileByTileMaxK = k
+			MatMulPacked(byTile, a, m, w)
+			tileByTileMaxK = k - 1
+			MatMulPacked(kOuter, a, m, w)
+			for i := range byTile {
+				if math.Float32bits(byTile[i]) != math.Float32bits(kOuter[i]) {
+					t.Fatalf("m=%d n=%d k=%d: c[%d] = %v tile by tile, %v K-outer", m, n, k, i, byTile[i], kOuter[i])
 				}
 			}
 		}
