@@ -43,6 +43,9 @@ var (
 	expSub  = expSubScalar  // x[i] = Exp(x[i] - m)
 	maxOf   = maxOfScalar   // max(x), -Inf for an empty x
 	scaleBy = scaleByScalar // x[i] *= s
+	sumSq   = sumSqScalar   // Σ x[i]² in float64, in sumPartials order
+	sum64   = sum64Scalar   // Σ x[i] in float64, in sumPartials order
+	mulBoth = mulBothScalar // dst[i] = w[i]·(x[i]·s)
 )
 
 // ParallelTasks calls task(i) once for every i in [0, n) on up to the
@@ -78,21 +81,51 @@ func ParallelTasks(n int, task func(i int)) {
 // HF's LlamaRMSNorm: weight · (x / sqrt(mean(x²) + eps)). The mean of squares
 // is accumulated in float64. dst may alias x.
 func RMSNorm(dst, x, weight []float32, rows, n int, eps float32) {
+	weight = weight[:n]
 	ParallelFor(rows, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr := x[r*n : (r+1)*n]
-			dr := dst[r*n : (r+1)*n]
-			var ss float64
-			for _, v := range xr {
-				ss += float64(v) * float64(v)
-			}
-			variance := float32(ss / float64(n))
+			variance := float32(sumSq(xr) / float64(n))
 			inv := float32(1 / math.Sqrt(float64(variance+eps)))
-			for i, v := range xr {
-				dr[i] = weight[i] * (v * inv)
-			}
+			mulBoth(dst[r*n:(r+1)*n], weight, xr, inv)
 		}
 	})
+}
+
+// The float64 reductions add element i into partial sum i mod 16, then add
+// the 16 partial sums in order. The vector kernels keep the partial sums in
+// their lanes, so both give the same bits; the products of two float32
+// values are exact in float64, so a fused multiply-add rounds the same.
+
+func sumSqScalar(x []float32) float64 {
+	var p [16]float64
+	for i, v := range x {
+		p[i%16] += float64(v) * float64(v)
+	}
+	return sumPartials(&p)
+}
+
+func sum64Scalar(x []float32) float64 {
+	var p [16]float64
+	for i, v := range x {
+		p[i%16] += float64(v)
+	}
+	return sumPartials(&p)
+}
+
+func sumPartials(p *[16]float64) float64 {
+	var s float64
+	for _, v := range p {
+		s += v
+	}
+	return s
+}
+
+func mulBothScalar(dst, w, x []float32, s float32) {
+	w, x = w[:len(dst)], x[:len(dst)]
+	for i, v := range x {
+		dst[i] = w[i] * (v * s)
+	}
 }
 
 // SiLUMul computes gate[i] = silu(gate[i]) · up[i] in place, the SwiGLU MLP's
@@ -196,11 +229,7 @@ func softmaxMasked(scores []float32) {
 		return
 	}
 	expSub(scores, maxv) // exp(-Inf) = 0 for the masked entries
-	var sum float64
-	for _, e := range scores {
-		sum += float64(e)
-	}
-	scaleBy(scores, float32(1/sum))
+	scaleBy(scores, float32(1/sum64(scores)))
 }
 
 func maxOfScalar(x []float32) float32 {

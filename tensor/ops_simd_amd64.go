@@ -19,6 +19,9 @@ func init() {
 		expSub = expSubAVX512
 		maxOf = maxOfAVX512
 		scaleBy = scaleByAVX512
+		sumSq = sumSqAVX512
+		sum64 = sum64AVX512
+		mulBoth = mulBothAVX512
 	}
 }
 
@@ -86,4 +89,56 @@ func scaleByAVX512(x []float32, s float32) {
 		archsimd.LoadFloat32x16Slice(x[i:]).Mul(sv).StoreSlice(x[i:])
 	}
 	scaleByScalar(x[i:], s)
+}
+
+// sumSqAVX512 is sumSqScalar with partial sum j in lane j of two 8-lane
+// float64 accumulators.
+func sumSqAVX512(x []float32) float64 {
+	var p [16]float64
+	i := 0
+	if len(x) >= 16 {
+		var a0, a1 archsimd.Float64x8
+		for ; i+16 <= len(x); i += 16 {
+			v0 := archsimd.LoadFloat32x8Slice(x[i:]).ConvertToFloat64()
+			v1 := archsimd.LoadFloat32x8Slice(x[i+8:]).ConvertToFloat64()
+			a0 = a0.Add(v0.Mul(v0))
+			a1 = a1.Add(v1.Mul(v1))
+		}
+		a0.StoreSlice(p[:8])
+		a1.StoreSlice(p[8:])
+	}
+	for ; i < len(x); i++ {
+		p[i%16] += float64(x[i]) * float64(x[i])
+	}
+	return sumPartials(&p)
+}
+
+// sum64AVX512 is sum64Scalar on vector lanes, as sumSqAVX512.
+func sum64AVX512(x []float32) float64 {
+	var p [16]float64
+	i := 0
+	if len(x) >= 16 {
+		var a0, a1 archsimd.Float64x8
+		for ; i+16 <= len(x); i += 16 {
+			a0 = a0.Add(archsimd.LoadFloat32x8Slice(x[i:]).ConvertToFloat64())
+			a1 = a1.Add(archsimd.LoadFloat32x8Slice(x[i+8:]).ConvertToFloat64())
+		}
+		a0.StoreSlice(p[:8])
+		a1.StoreSlice(p[8:])
+	}
+	for ; i < len(x); i++ {
+		p[i%16] += float64(x[i])
+	}
+	return sumPartials(&p)
+}
+
+func mulBothAVX512(dst, w, x []float32, s float32) {
+	w, x = w[:len(dst)], x[:len(dst)]
+	sv := archsimd.BroadcastFloat32x16(s)
+	i := 0
+	for ; i+16 <= len(dst); i += 16 {
+		wv := archsimd.LoadFloat32x16Slice(w[i:])
+		wv.Mul(archsimd.LoadFloat32x16Slice(x[i:]).Mul(sv)).StoreSlice(dst[i:])
+	}
+	mulBothScalar(dst[i:], w[i:], x[i:], s)
 }

@@ -81,6 +81,21 @@ func TestKernelsMatchScalar(t *testing.T) {
 			if g, w := maxOf(fin), maxOfScalar(fin); g != w {
 				t.Fatalf("maxOf n=%d: %v, scalar %v", n, g, w)
 			}
+			// the float64 reductions and RMSNorm's scaling
+			if g, w := sumSq(in), sumSqScalar(in); math.Float64bits(g) != math.Float64bits(w) {
+				t.Fatalf("sumSq n=%d off=%d: %v, scalar %v", n, off, g, w)
+			}
+			if g, w := sum64(in), sum64Scalar(in); math.Float64bits(g) != math.Float64bits(w) {
+				t.Fatalf("sum64 n=%d off=%d: %v, scalar %v", n, off, g, w)
+			}
+			got, want = make([]float32, n), make([]float32, n)
+			mulBoth(got, up[:n], in, 0.37)
+			mulBothScalar(want, up[:n], in, 0.37)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("mulBoth n=%d off=%d: [%d] %v, scalar %v", n, off, i, got[i], want[i])
+				}
+			}
 			got, want = append([]float32(nil), fin...), append([]float32(nil), fin...)
 			scaleBy(got, 0.3)
 			scaleByScalar(want, 0.3)
