@@ -320,5 +320,22 @@ func mergeOne(be tensor.Backend, w tensor.Weight, lo *model.LoRA) tensor.Weight 
 			}
 		}
 	}
-	return be.Pack(dense, n, k, false)
+	merged := be.Pack(dense, n, k, false)
+	be.Free(buf)
+	return merged
+}
+
+// FreeMerged releases the weights a Merge of base made (the merged q_proj
+// and v_proj matrices), once merged is no longer used. On the CPU the
+// garbage collector would free them anyway; a device backend needs it.
+func FreeMerged(merged, base *model.Model) {
+	for l := range merged.Layers {
+		m, b := &merged.Layers[l].Attn, &base.Layers[l].Attn
+		if m.Q != b.Q {
+			base.Backend.FreeWeight(m.Q)
+		}
+		if m.V != b.V {
+			base.Backend.FreeWeight(m.V)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,18 +13,30 @@ import (
 
 // deviceBackend runs the CPU kernels behind the backend seam the way a GPU
 // backend would look to the model: buffers and weights are its own types,
-// FromHost and ToHost copy (an upload, a download), and it counts the
-// downloads. A model that gives bit-identical results on it and on
-// tensor.CPU does all its arithmetic through the seam and relies on no
-// sharing of memory between host and backend.
+// FromHost and ToHost copy (an upload, a download), and it keeps account of
+// the downloads and of the buffers, caches and weights alive. A model that
+// gives bit-identical results on it and on tensor.CPU does all its
+// arithmetic through the seam and relies on no sharing of memory between
+// host and backend; one that leaves the live counts where they were frees
+// what it allocates.
 type deviceBackend struct {
 	downloads int // ToHost calls
+	live      map[*[]float32]bool
+	weights   int // packed and not freed
+	caches    int // KV caches not freed
+	misuse    []string
 }
 
-type devBuf struct{ h tensor.HostBuf }
+func newDeviceBackend() *deviceBackend { return &deviceBackend{live: map[*[]float32]bool{}} }
+
+// devBuf is a view of a buffer; root identifies the buffer for Free.
+type devBuf struct {
+	h    tensor.HostBuf
+	root *[]float32
+}
 
 func (b devBuf) Len() int                    { return len(b.h) }
-func (b devBuf) Slice(lo, hi int) tensor.Buf { return devBuf{b.h[lo:hi]} }
+func (b devBuf) Slice(lo, hi int) tensor.Buf { return devBuf{b.h[lo:hi], nil} }
 
 type devWeight struct{ w tensor.Weight }
 
@@ -33,14 +46,35 @@ func dh(b tensor.Buf) tensor.Buf { return b.(devBuf).h }
 
 var cpu = tensor.CPU
 
+func (d *deviceBackend) newBuf(h []float32) tensor.Buf {
+	root := &h
+	d.live[root] = true
+	return devBuf{h, root}
+}
+
 func (d *deviceBackend) Name() string                    { return "device-test" }
-func (d *deviceBackend) Alloc(n int) tensor.Buf          { return devBuf{make([]float32, n)} }
-func (d *deviceBackend) FromHost(s []float32) tensor.Buf { return devBuf{slices.Clone(s)} }
+func (d *deviceBackend) Alloc(n int) tensor.Buf          { return d.newBuf(make([]float32, n)) }
+func (d *deviceBackend) FromHost(s []float32) tensor.Buf { return d.newBuf(slices.Clone(s)) }
 func (d *deviceBackend) ToHost(b tensor.Buf) []float32 {
 	d.downloads++
 	return slices.Clone(b.(devBuf).h)
 }
+func (d *deviceBackend) Free(bufs ...tensor.Buf) {
+	for _, b := range bufs {
+		r := b.(devBuf).root
+		if r == nil || !d.live[r] {
+			d.misuse = append(d.misuse, fmt.Sprintf("Free of a view or of a freed buffer (%d floats)", b.Len()))
+			continue
+		}
+		delete(d.live, r)
+	}
+}
+func (d *deviceBackend) FreeWeight(tensor.Weight) { d.weights-- }
+func (d *deviceBackend) FreeKVCache(c tensor.KVCache) {
+	d.caches--
+}
 func (d *deviceBackend) Pack(w []float32, n, k int, bf16 bool) tensor.Weight {
+	d.weights++
 	return devWeight{cpu.Pack(w, n, k, bf16)}
 }
 func (d *deviceBackend) Rows(dst tensor.Buf, w tensor.Weight, ids []int) {
@@ -66,6 +100,7 @@ func (d *deviceBackend) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.
 	cpu.RoPE(dh(x), rows, heads, hd, dh(cos), dh(sin), tableRows)
 }
 func (d *deviceBackend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) tensor.KVCache {
+	d.caches++
 	return cpu.NewKVCache(seqs, kvHeads, capacity, hd, layers)
 }
 func (d *deviceBackend) Attention(out, q, k, v tensor.Buf, c tensor.KVCache, layer int, a tensor.AttentionArgs) {
@@ -79,16 +114,21 @@ func (d *deviceBackend) Argmax(x tensor.Buf, rows, width int) []int {
 }
 
 // TestBackendSeam runs forward, generation and batched variants on
-// deviceBackend and on tensor.CPU: every number must be bit-identical, and
-// scoring (Losses, a loss-only Forward) must download nothing.
+// deviceBackend and on tensor.CPU: every number must be bit-identical,
+// scoring (Losses, a loss-only Forward) must download nothing, and every call
+// must free what it allocated.
 func TestBackendSeam(t *testing.T) {
 	dirs := map[string]string{}
-	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+	untied := tinyConfig("Qwen3ForCausalLM") // an untied LM head and a sliding window shorter than the batch
+	untied.TieEmbeddings, untied.SlidingWindow = false, 4
+	for name, c := range map[string]*Config{
+		"random-llama": tinyConfig("LlamaForCausalLM"), "random-qwen3": tinyConfig("Qwen3ForCausalLM"), "random-qwen3-untied-window": untied,
+	} {
 		dir := t.TempDir()
-		if _, err := WriteRandom(dir, tinyConfig(arch), 5, 0.3); err != nil {
+		if _, err := WriteRandom(dir, c, 5, 0.3); err != nil {
 			t.Fatal(err)
 		}
-		dirs["random-"+arch] = dir
+		dirs[name] = dir
 	}
 	if root := os.Getenv("MEAZO_SHARED"); root != "" {
 		for _, name := range tinyModels {
@@ -101,13 +141,25 @@ func TestBackendSeam(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dev := &deviceBackend{}
+			dev := newDeviceBackend()
 			seam, err := LoadWith(dir, LoadOptions{Backend: dev})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if seam.Backend.Name() != "device-test" || host.Backend.Name() != "cpu" {
 				t.Fatalf("backends %q and %q", seam.Backend.Name(), host.Backend.Name())
+			}
+			if name == "random-qwen3-untied-window" && (seam.LMHead == seam.Embed || seam.SlidingWindow != 4) {
+				t.Fatalf("the untied model loaded tied (%v) or with window %d", seam.LMHead == seam.Embed, seam.SlidingWindow)
+			}
+			// After load only the norms are alive; every call must leave it so.
+			baseBufs, baseWeights := len(dev.live), dev.weights
+			checkFreed := func(what string) {
+				t.Helper()
+				if len(dev.live) != baseBufs || dev.weights != baseWeights || dev.caches != 0 || len(dev.misuse) > 0 {
+					t.Errorf("%s: %d buffers, %d weights, %d KV caches left alive (want %d, %d, 0); misuse: %v",
+						what, len(dev.live), dev.weights, dev.caches, baseBufs, baseWeights, dev.misuse)
+				}
 			}
 			rng := rand.New(rand.NewPCG(7, 8))
 			in, labels := testBatch(host, rng)
@@ -116,9 +168,13 @@ func TestBackendSeam(t *testing.T) {
 			for i := range prompt {
 				prompt[i] = float32(rng.NormFloat64())
 			}
+			gen := Input{B: 2, T: 5, Tokens: make([]int, 10), Mask: []int{0, 0, 1, 1, 1, 1, 1, 1, 1, 1}}
+			for i := range gen.Tokens {
+				gen.Tokens[i] = rng.IntN(host.VocabSize)
+			}
 
-			// Plain forward with everything asked for, with an adapter and
-			// with prompt tuning.
+			// Plain forward with everything asked for, and greedy generation
+			// of a left-padded batch, with an adapter and with prompt tuning.
 			for _, c := range []struct {
 				what    string
 				adapter *Adapter
@@ -143,6 +199,7 @@ func TestBackendSeam(t *testing.T) {
 						t.Errorf("%s forward: hidden state %d differs", c.what, i)
 					}
 				}
+				checkFreed(c.what + " forward")
 				before := dev.downloads
 				if _, err := seam.Forward(in, Options{Labels: labels}); err != nil {
 					t.Fatal(err)
@@ -150,31 +207,36 @@ func TestBackendSeam(t *testing.T) {
 				if n := dev.downloads - before; n != 0 {
 					t.Errorf("%s loss-only forward downloaded %d buffers, want 0", c.what, n)
 				}
+				checkFreed(c.what + " loss-only forward")
+
+				var wantSteps, gotSteps []float32
+				wantGen, err := host.Generate(gen, GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { wantSteps = append(wantSteps, l...) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotGen, err := seam.Generate(gen, GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { gotSteps = append(gotSteps, l...) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r := range wantGen {
+					if !slices.Equal(gotGen[r], wantGen[r]) {
+						t.Errorf("%s generation row %d: %v on the seam, %v on the CPU", c.what, r, gotGen[r], wantGen[r])
+					}
+				}
+				if !slices.Equal(gotSteps, wantSteps) {
+					t.Errorf("%s generation: step logits differ", c.what)
+				}
+				checkFreed(c.what + " generation")
 			}
 			host.Adapter, seam.Adapter, host.Prompt, seam.Prompt = nil, nil, nil, nil
 
-			// Greedy generation of a left-padded batch, with step logits.
-			gen := Input{B: 2, T: 5, Tokens: make([]int, 10), Mask: []int{0, 0, 1, 1, 1, 1, 1, 1, 1, 1}}
-			for i := range gen.Tokens {
-				gen.Tokens[i] = rng.IntN(host.VocabSize)
+			row, want := make([]float32, host.HiddenSize), make([]float32, host.HiddenSize)
+			seam.EmbeddingRow(row, 5)
+			host.EmbeddingRow(want, 5)
+			if !slices.Equal(row, want) {
+				t.Errorf("EmbeddingRow differs")
 			}
-			var wantSteps, gotSteps []float32
-			want, err := host.Generate(gen, GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { wantSteps = append(wantSteps, l...) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := seam.Generate(gen, GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { gotSteps = append(gotSteps, l...) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for r := range want {
-				if !slices.Equal(got[r], want[r]) {
-					t.Errorf("generation row %d: %v on the seam, %v on the CPU", r, got[r], want[r])
-				}
-			}
-			if !slices.Equal(gotSteps, wantSteps) {
-				t.Errorf("generation step logits differ")
-			}
+			checkFreed("EmbeddingRow")
 
 			// Batched variants with prefix caching: each variant perturbs one
 			// layer's adapter and starts from the base pass at that layer.
@@ -201,6 +263,7 @@ func TestBackendSeam(t *testing.T) {
 			if n := dev.downloads - before; n != 0 {
 				t.Errorf("Losses downloaded %d buffers, want 0", n)
 			}
+			checkFreed("Losses")
 		})
 	}
 }

@@ -121,10 +121,13 @@ func (m *Model) Forward(in Input, opts Options) (*Output, error) {
 		hidden = &out.HiddenStates
 	}
 	h := m.step(cache, in.Tokens, mask, positions, in.T, oneSpan(in.B, m.Adapter), hidden)
+	be.FreeKVCache(cache.store)
+	defer be.Free(h)
 
-	var logits tensor.Buf
+	var logits tensor.Buf // nil unless asked for
 	if opts.Logits {
 		logits = be.Alloc(in.B * in.T * m.VocabSize)
+		defer be.Free(logits)
 		be.MatMul(logits, h, in.B*in.T, m.LMHead)
 		out.Logits = be.ToHost(logits)
 	}
@@ -197,6 +200,7 @@ func (m *Model) tokenCE(h, logits tensor.Buf, b, t int, labels []int) (ce []floa
 		be.Gather(sel, h, d, rows)
 		logits = be.Alloc(len(rows) * v)
 		be.MatMul(logits, sel, len(rows), m.LMHead)
+		defer be.Free(sel, logits)
 		for i := range rows {
 			rows[i] = i
 		}
@@ -227,6 +231,7 @@ func (m *Model) embed(x tensor.Buf, tokens []int, b, tn int, prompt []float32) {
 		lo := s * tn * m.HiddenSize
 		be.Copy(x.Slice(lo, lo+p.Len()), p)
 	}
+	be.Free(p)
 }
 
 // EmbeddingRow copies the input embedding of token id into dst [hidden]
@@ -235,12 +240,13 @@ func (m *Model) EmbeddingRow(dst []float32, id int) {
 	row := m.Backend.Alloc(m.HiddenSize)
 	m.Backend.Rows(row, m.Embed, []int{id})
 	copy(dst, m.Backend.ToHost(row))
+	m.Backend.Free(row)
 }
 
 // step runs tn new tokens per row (tokens, mask and positions are [B·tn])
 // through every layer, appending their keys and values to the cache, and
-// returns the final-norm hidden states [B·tn][hidden]. If hidden is not nil,
-// HF's output_hidden_states are appended to it.
+// returns the final-norm hidden states [B·tn][hidden], which the caller
+// frees. If hidden is not nil, HF's output_hidden_states are appended to it.
 //
 // On the first step, if m.Prompt is set, the first rows of each sequence are
 // its virtual tokens (see withVirtualTokens) and get the prompt embeddings.
@@ -262,6 +268,8 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 		m.keepHidden(hidden, x)
 		m.layerForward(l, x, c, rope, tn, spans, ws)
 	}
+	rope.free(be)
+	ws.free(be)
 	c.len += tn
 	be.RMSNorm(x, x, m.Norm, n, d, m.RMSNormEps)
 	m.keepHidden(hidden, x)
@@ -295,6 +303,16 @@ func (ws *workspace) rows(m *Model, n int) *workspace {
 		attn: ws.attn.Slice(0, n*qd), proj: ws.proj.Slice(0, n*m.HiddenSize),
 		gate: ws.gate.Slice(0, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
 		lora: ws.lora,
+	}
+}
+
+// free releases the workspace's buffers (not to be called on a view).
+func (ws *workspace) free(be tensor.Backend) {
+	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.proj, ws.gate, ws.up)
+	for _, b := range []tensor.Buf{ws.lora.ax, ws.lora.bax} {
+		if b != nil {
+			be.Free(b)
+		}
 	}
 }
 
@@ -374,16 +392,24 @@ func (m *Model) addLoRA(y, x tensor.Buf, n, out int, lora *LoRA, ws *workspace) 
 	}
 	be, sc := m.Backend, ws.lora
 	if sc.ax == nil || sc.ax.Len() < n*lora.R {
+		if sc.ax != nil {
+			be.Free(sc.ax)
+		}
 		sc.ax = be.Alloc(n * lora.R)
 	}
 	ax := sc.ax.Slice(0, n*lora.R)
-	be.MatMulNT(ax, x, be.FromHost(lora.A), n, lora.R, m.HiddenSize)
+	a, b := be.FromHost(lora.A), be.FromHost(lora.B)
+	be.MatMulNT(ax, x, a, n, lora.R, m.HiddenSize)
 	if sc.bax == nil || sc.bax.Len() < n*out {
+		if sc.bax != nil {
+			be.Free(sc.bax)
+		}
 		sc.bax = be.Alloc(n * out)
 	}
 	bax := sc.bax.Slice(0, n*out)
-	be.MatMulNT(bax, ax, be.FromHost(lora.B), n, out, lora.R)
+	be.MatMulNT(bax, ax, b, n, out, lora.R)
 	be.AddScaled(y, bax, lora.Scale)
+	be.Free(a, b)
 }
 
 func ones(n int) []int {

@@ -10,7 +10,9 @@ type GenerateOptions struct {
 	MaxNewTokens int
 	StopIDs      []int // a row stops after producing one of these; nil means the config's eos ids
 	// OnStep, if set, receives each step's logits [B][vocab] at the last
-	// position of every row (rows that already stopped included).
+	// position of every row (rows that already stopped included), after the
+	// step's tokens were chosen. The slice is only valid during the call and
+	// must not be changed (on the CPU it is the model's own buffer).
 	OnStep func(step int, logits []float32)
 }
 
@@ -68,18 +70,22 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 
 	be := m.Backend
 	cache := m.newCache(b, t+opts.MaxNewTokens, false)
+	defer be.FreeKVCache(cache.store)
 	spans := oneSpan(b, m.Adapter)
 	h := m.step(cache, in.Tokens, mask, positions, t, spans, nil)
 	lastRows := make([]int, b)
 	for r := range lastRows {
 		lastRows[r] = r*t + t - 1
 	}
-	last := be.Alloc(b * m.HiddenSize)
+	last := be.Alloc(b * m.HiddenSize) // the hidden state that predicts each row's next token
 	be.Gather(last, h, m.HiddenSize, lastRows)
+	be.Free(h)
+	defer func() { be.Free(last) }()
 
 	out := make([][]int, b)
 	done := make([]bool, b)
 	logits := be.Alloc(b * m.VocabSize)
+	defer be.Free(logits)
 	tokens, stepMask, stepPos := make([]int, b), ones(b), make([]int, b)
 	filler := 0
 	if len(stop) > 0 {
@@ -87,10 +93,10 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 	}
 	for s := 0; s < opts.MaxNewTokens; s++ {
 		be.MatMul(logits, last, b, m.LMHead)
+		best := be.Argmax(logits, b, m.VocabSize)
 		if opts.OnStep != nil {
 			opts.OnStep(s, be.ToHost(logits))
 		}
-		best := be.Argmax(logits, b, m.VocabSize)
 		allDone := true
 		for r := 0; r < b; r++ {
 			tok := filler // a stopped row is fed a filler token; its output is ignored
@@ -106,6 +112,7 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 		if allDone || s == opts.MaxNewTokens-1 {
 			break
 		}
+		be.Free(last)
 		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil)
 	}
 	return out, nil

@@ -79,3 +79,5 @@ func (m *Model) newRope(positions []int) *rope {
 	t := newRopeTable(m.invFreq, positions)
 	return &rope{cos: m.Backend.FromHost(t.cos), sin: m.Backend.FromHost(t.sin), rows: t.rows}
 }
+
+func (r *rope) free(be tensor.Backend) { be.Free(r.cos, r.sin) }

@@ -71,8 +71,8 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 
 	// Members are the variants in flight; the base ("clean") pass comes first
 	// while a later variant still needs its hidden states. Their hidden states
-	// sit side by side in x, slot k of the buffer holding member k; dropping
-	// the base pass moves the window one slot on.
+	// sit side by side in buf, member k in slot first+k; dropping the base
+	// pass moves the window one slot on (first++).
 	type member struct {
 		variant int // index into variants, or -1 for the base pass
 		v       Variant
@@ -80,6 +80,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 	be := m.Backend
 	var members []member
 	buf := be.Alloc((len(variants) + 1) * rowsPerMember * d)
+	defer be.Free(buf)
 	first := 0 // slot of members[0]
 	slot := func(k int) tensor.Buf {
 		return buf.Slice((first+k)*rowsPerMember*d, (first+k+1)*rowsPerMember*d)
@@ -102,14 +103,17 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 		}
 	}
 	rope := m.newRope(seq.in.Positions)
+	defer rope.free(be)
 	// One cache and one workspace, sized for every variant plus the base
 	// pass, serve all layers: each layer uses a view of its first rows.
 	maxSeqs := (len(variants) + 1) * b
 	cache := m.newCache(maxSeqs, t, true)
+	defer be.FreeKVCache(cache.store)
 	for k := 0; k < len(variants)+1; k++ {
 		copy(cache.mask[k*b*t:], seq.in.Mask)
 	}
 	ws := m.newWorkspace(maxSeqs * t)
+	defer ws.free(be)
 	for l := 0; l < m.NumLayers; l++ {
 		if l > 0 {
 			for i, v := range variants {

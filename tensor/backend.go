@@ -8,10 +8,15 @@ package tensor
 // interface with device memory, without a change to the model's code.
 //
 // What crosses the seam from the host is small and changes every call: token
-// ids, masks, the indices of rows to gather, and the trainable parameters
-// (LoRA matrices, prompt embeddings), which FromHost hands over. What comes
-// back is either small (losses, argmax ids) or asked for explicitly (ToHost:
-// logits, hidden states).
+// ids, attention masks, the indices of rows to gather, RoPE tables, and the
+// trainable parameters (LoRA matrices, prompt embeddings), which FromHost
+// hands over. What comes back is either small (losses, argmax ids) or asked
+// for explicitly (ToHost: logits, hidden states).
+//
+// Lifetimes: the model frees every buffer and cache it allocates or uploads
+// (Free, FreeKVCache) before the call that made it returns, so a device
+// backend's memory use is the weights plus one call's working set. The CPU
+// backend leaves freeing to the garbage collector.
 //
 // Every method computes each output element in an order fixed by the
 // arguments alone, so a backend's results are bit-identical run to run; the
@@ -30,9 +35,14 @@ type Backend interface {
 	// CPU backend's is: no copy), so the caller must copy what it keeps if b
 	// is written again.
 	ToHost(b Buf) []float32
+	// Free releases buffers made by Alloc or FromHost (not views made by
+	// Slice). They must not be used afterwards.
+	Free(bufs ...Buf)
 	// Pack stores a frozen matrix W [n][k] (HF's out × in layout) for MatMul;
 	// bf16 stores it as bfloat16 (exact for a bf16 checkpoint's values).
 	Pack(w []float32, n, k int, bf16 bool) Weight
+	// FreeWeight releases a matrix made by Pack.
+	FreeWeight(w Weight)
 
 	// Rows writes rows ids of W into dst [len(ids)][k]: the embedding lookup
 	// (and a way to read a packed matrix back).
@@ -63,21 +73,34 @@ type Backend interface {
 	RoPE(x Buf, rows, heads, hd int, cos, sin Buf, tableRows int)
 
 	// NewKVCache returns a key/value store for seqs sequences of kvHeads
-	// heads of width hd, capacity positions each, in layers separate layers.
+	// heads of width hd, capacity slots each, in layers separate layers.
 	NewKVCache(seqs, kvHeads, capacity, hd, layers int) KVCache
-	// Attention stores the new keys and values k, v [seqs·tn][kvHeads·hd] of
-	// a.Tokens positions per sequence at cache slots a.Start… of layer, then
-	// computes causal, padding-masked softmax(a.Scale·q·kᵀ)·v for every query
-	// head of q [seqs·tn][heads·hd] into out (same shape), grouped-query:
-	// head j reads kv head j/(heads/kvHeads). It uses the cache's first
-	// a.Seqs sequences.
+	// FreeKVCache releases a cache made by NewKVCache.
+	FreeKVCache(c KVCache)
+	// Attention first stores the new keys and values k, v
+	// [a.Seqs·a.Tokens][kvHeads·hd] of each sequence at cache slots
+	// a.Start … a.Start+a.Tokens−1 of the given layer. Then, for every query
+	// head of q [a.Seqs·a.Tokens][heads·hd], it writes
+	// softmax(a.Scale·q·kᵀ)·v into out (same shape); head j reads kv head
+	// j/(heads/kvHeads) (grouped-query attention). The query of new token t
+	// sits at slot a.Start+t and sees the keys at slots s ≤ a.Start+t with
+	// a.Mask[seq·capacity+s] == 1 and, if a.Window > 0, a.Start+t−s <
+	// a.Window: causality and the window count cache slots, not position
+	// ids. The other keys get probability exactly 0 (HF's additive mask,
+	// whose masked terms underflow to 0). A query that sees no key at all
+	// (a padding slot in a left-padded batch) gets exactly zeros, never NaN,
+	// so that padding cannot spread NaN into real rows of later layers.
+	// Queries at padding slots are still computed and written. The call
+	// uses the cache's first a.Seqs sequences.
 	Attention(out, q, k, v Buf, c KVCache, layer int, a AttentionArgs)
 
 	// CrossEntropy returns, for each i, logsumexp(row) − row[targets[i]] of
 	// row ids[i] of logits [*][width], in float64.
 	CrossEntropy(logits Buf, width int, ids, targets []int) []float64
 	// Argmax returns the index of the largest value of each row of x
-	// [*][width] (the first one on ties), for rows rows.
+	// [*][width] (the first one on ties), for rows rows: a left-to-right
+	// scan that moves to column i when x[i] > x[best], so a NaN never takes
+	// over, and a NaN in column 0 keeps it.
 	Argmax(x Buf, rows, width int) []int
 }
 
@@ -101,13 +124,16 @@ type KVCache interface {
 	Capacity() int
 }
 
-// AttentionArgs describes one Attention call.
+// AttentionArgs describes one Attention call (see Backend.Attention).
 type AttentionArgs struct {
 	Seqs, Tokens   int // sequences in the batch, new tokens per sequence
 	Heads, KVHeads int // query heads, key/value heads
 	HeadDim        int
-	Start          int     // cache slot of each sequence's first new token
-	Mask           []int   // [Seqs·Capacity]: 1 where the slot holds a real token
-	Window         int     // sliding window (keys with qpos−kpos < Window); 0 = none
-	Scale          float32 // 1/√HeadDim
+	Start          int // cache slot of each sequence's first new token
+	// Mask [Seqs·Capacity] is 1 where a slot holds a real token, 0 for
+	// padding; it covers the new slots too. The model passes the same mask
+	// to every layer of a step.
+	Mask   []int
+	Window int     // sliding window in slots (keys with qslot−kslot < Window); 0 = none
+	Scale  float32 // multiplies q·kᵀ: 1/√HeadDim
 }

@@ -40,6 +40,9 @@ func (cpuBackend) Name() string               { return "cpu" }
 func (cpuBackend) Alloc(n int) Buf            { return HostBuf(make([]float32, n)) }
 func (cpuBackend) FromHost(src []float32) Buf { return HostBuf(src) }
 func (cpuBackend) ToHost(b Buf) []float32     { return host(b) }
+func (cpuBackend) Free(...Buf)                {} // the garbage collector frees host memory
+func (cpuBackend) FreeKVCache(KVCache)        {}
+func (cpuBackend) FreeWeight(Weight)          {}
 func (cpuBackend) Copy(dst, src Buf)          { copy(host(dst), host(src)[:dst.Len()]) }
 func (cpuBackend) Add(y, x Buf)               { Add(host(y), host(x)) }
 func (cpuBackend) SiLUMul(gate, up Buf)       { SiLUMul(host(gate), host(up)) }
@@ -144,15 +147,16 @@ func (cpuBackend) Argmax(x Buf, rows, width int) []int {
 // (sequence, kv head) in the packed layout Attend reads (KVHeadLen), so
 // attending never repacks the keys.
 type cpuCache struct {
-	capacity, hd, kvHeads int
-	kLen, vLen            int // floats per (sequence, kv head)
-	k, v                  [][]float32
+	seqs, capacity, hd int
+	kvHeads, layers    int
+	kLen, vLen         int // floats per (sequence, kv head)
+	k, v               [][]float32
 }
 
 func (c *cpuCache) Capacity() int { return c.capacity }
 
 func (cpuBackend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) KVCache {
-	c := &cpuCache{capacity: capacity, hd: hd, kvHeads: kvHeads}
+	c := &cpuCache{seqs: seqs, capacity: capacity, hd: hd, kvHeads: kvHeads, layers: layers}
 	c.kLen, c.vLen = KVHeadLen(capacity, hd)
 	for range layers {
 		c.k = append(c.k, make([]float32, seqs*kvHeads*c.kLen))
@@ -173,8 +177,19 @@ func (cpuBackend) Attention(out, q, k, v Buf, cache KVCache, layer int, a Attent
 	}
 	outh, qh, kh, vh := host(out), host(q), host(k), host(v)
 	hd, kvh, heads, tn := a.HeadDim, a.KVHeads, a.Heads, a.Tokens
-	if hd != c.hd || kvh != c.kvHeads || a.Start+tn > c.capacity || heads%kvh != 0 {
-		panic(fmt.Sprintf("tensor: Attention(%+v) does not fit the cache (hd %d, kv heads %d, capacity %d)", a, c.hd, c.kvHeads, c.capacity))
+	// Check everything before the workers start, so that a caller's mistake
+	// is one clear message rather than an index panic inside a worker.
+	switch {
+	case hd != c.hd || kvh != c.kvHeads || kvh <= 0 || heads%kvh != 0:
+		panic(fmt.Sprintf("tensor: Attention: %d heads, %d kv heads of width %d; the cache holds %d kv heads of width %d", heads, kvh, hd, c.kvHeads, c.hd))
+	case a.Seqs < 0 || a.Seqs > c.seqs || layer < 0 || layer >= c.layers:
+		panic(fmt.Sprintf("tensor: Attention: %d sequences at layer %d; the cache holds %d sequences in %d layers", a.Seqs, layer, c.seqs, c.layers))
+	case a.Start < 0 || tn < 0 || a.Start+tn > c.capacity:
+		panic(fmt.Sprintf("tensor: Attention: slots [%d, %d) outside the capacity %d", a.Start, a.Start+tn, c.capacity))
+	case len(a.Mask) < a.Seqs*c.capacity:
+		panic(fmt.Sprintf("tensor: Attention: mask of %d entries, want %d sequences × %d slots", len(a.Mask), a.Seqs, c.capacity))
+	case len(qh) < a.Seqs*tn*heads*hd || len(outh) < len(qh) || len(kh) < a.Seqs*tn*kvh*hd || len(vh) < len(kh):
+		panic(fmt.Sprintf("tensor: Attention: q/out/k/v of %d/%d/%d/%d floats are too short", len(qh), len(outh), len(kh), len(vh)))
 	}
 	rep := heads / kvh
 	kc, vc := c.k[layer], c.v[layer]

@@ -38,7 +38,7 @@ const (
 	// slices stream past it; in the tile-by-tile order, a whole panel stays
 	// in L2 while mcBlock rows of A stream past it.
 	mcBlock = 256
-	// tileByTileMaxK is the largest K computed tile by tile (all of K for
+	// defaultTileByTileMaxK is the largest K computed tile by tile (all of K for
 	// one 4×32 tile before the next, so C is written to memory once); a
 	// panel is then at most 512 KiB and stays in L2. Larger K (Llama's
 	// down_proj, 8192) sweeps K outermost, one kcBlock slice of every tile

@@ -146,15 +146,17 @@ func TestGEMMLoopOrders(t *testing.T) {
 		r := rand.New(rand.NewPCG(5, 6))
 		for _, s := range [][3]int{{67, 300, 1100}, {9, 70, 1537}, {1030, 16, 600}} {
 			m, n, k := s[0], s[1], s[2]
-			a, w := randMat(r, m*k), Pack(randMat(r, n*k), n, k)
-			byTile, kOuter := make([]float32, m*n), make([]float32, m*n)
-			tileByTileMaxK = k
-			MatMulPacked(byTile, a, m, w)
-			tileByTileMaxK = k - 1
-			MatMulPacked(kOuter, a, m, w)
-			for i := range byTile {
-				if math.Float32bits(byTile[i]) != math.Float32bits(kOuter[i]) {
-					t.Fatalf("m=%d n=%d k=%d: c[%d] = %v tile by tile, %v K-outer", m, n, k, i, byTile[i], kOuter[i])
+			a, b := randMat(r, m*k), randMat(r, n*k)
+			for _, w := range []*Packed{Pack(b, n, k), PackBF16(b, n, k)} {
+				byTile, kOuter := make([]float32, m*n), make([]float32, m*n)
+				tileByTileMaxK = k
+				MatMulPacked(byTile, a, m, w)
+				tileByTileMaxK = k - 1
+				MatMulPacked(kOuter, a, m, w)
+				for i := range byTile {
+					if math.Float32bits(byTile[i]) != math.Float32bits(kOuter[i]) {
+						t.Fatalf("m=%d n=%d k=%d bf16=%v: c[%d] = %v tile by tile, %v K-outer", m, n, k, w.IsBF16(), i, byTile[i], kOuter[i])
+					}
 				}
 			}
 		}

@@ -79,7 +79,8 @@ func ParallelTasks(n int, task func(i int)) {
 
 // RMSNorm normalises each of the rows of x (width n) and scales by weight, as
 // HF's LlamaRMSNorm: weight · (x / sqrt(mean(x²) + eps)). The mean of squares
-// is accumulated in float64. dst may alias x.
+// is accumulated in float64 (in 16 partial sums, see sumSqScalar). dst may
+// alias x.
 func RMSNorm(dst, x, weight []float32, rows, n int, eps float32) {
 	weight = weight[:n]
 	ParallelFor(rows, func(lo, hi int) {

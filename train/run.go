@@ -638,6 +638,9 @@ func (r *run) finish() error {
 				}
 			}
 			res, err := r.eval.testMetrics(m, r.data.test, e.name)
+			if m != r.m {
+				lora.FreeMerged(m, r.m)
+			}
 			r.detach()
 			if err != nil {
 				return fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
