@@ -33,20 +33,19 @@ const (
 	// to C: a panel slice is kcBlock*nr*4 = 64 KiB (L2), a row slice 2 KiB.
 	// It fixes the summation order, so it must stay a constant.
 	kcBlock = 512
-	// mcBlock is the number of rows swept per panel: in the K-outer order,
-	// mcBlock×kcBlock of A (512 KiB) stays in L2 while taskPanels panel
-	// slices stream past it; in the tile-by-tile order, a whole panel stays
-	// in L2 while mcBlock rows of A stream past it.
+	// mcBlock is the number of rows swept past a panel's super-block.
 	mcBlock = 256
-	// defaultTileByTileMaxK is the largest K computed tile by tile (all of K for
-	// one 4×32 tile before the next, so C is written to memory once); a
-	// panel is then at most 512 KiB and stays in L2. Larger K (Llama's
-	// down_proj, 8192) sweeps K outermost, one kcBlock slice of every tile
-	// at a time. Both orders add the same slices to each tile in the same
-	// k order, so they give bit-identical results. Measured on the model
-	// shapes at M = 1024 (docs/PERFORMANCE.md): tile by tile is 3-15 %
-	// faster up to K = 3072 (the LM heads most), K-outer 3 % faster at 8192.
-	defaultTileByTileMaxK = 4096
+	// defaultKSuper is the depth of the K super-blocks: a task computes each
+	// of its tiles over a whole super-block (kSuper/kcBlock slices) before
+	// the next tile, so a tile's C values stay in L1 between slices and the
+	// output is written to memory once per super-block (once for every K of
+	// the target models but Llama's down_proj, 8192). A panel's super-block
+	// is at most 512 KiB and stays in L2 while the rows stream past it. Every
+	// order adds the same slices to a tile in the same k order, so results do
+	// not depend on it. Measured against sweeping one slice of every tile at
+	// a time (docs/PERFORMANCE.md): 3-15 % faster on the shapes with K up to
+	// 3072 (the LM heads most), about the same at 8192.
+	defaultKSuper = 4096
 	// taskPanels is the number of panels in one unit of work handed to a
 	// worker. Work is handed out dynamically (an atomic counter), so a core
 	// taken by another process slows the call instead of stalling it.
@@ -55,9 +54,9 @@ const (
 	serialFlops = 1 << 21
 )
 
-// tileByTileMaxK is defaultTileByTileMaxK, a variable only so that tests
-// can run both loop orders.
-var tileByTileMaxK = defaultTileByTileMaxK
+// kSuper is defaultKSuper, a variable only so that tests can check that
+// the blocking does not change results.
+var kSuper = defaultKSuper
 
 // Packed is a frozen nn.Linear weight W [N][K] (HF layout: out × in) stored in
 // the layout the GEMM kernel streams, so that y = x·Wᵀ needs no repacking per call.
@@ -287,22 +286,21 @@ func (j *gemmJob) work(tmp *[mr * nr]float32) {
 	}
 }
 
-// task computes the tiles of panels [p0,p1) × rows [i0,i1).
+// task computes the tiles of panels [p0,p1) × rows [i0,i1), one K
+// super-block at a time.
 func (j *gemmJob) task(t int, tmp *[mr * nr]float32) {
 	p0 := (t % j.nTaskN) * taskPanels
 	p1 := min(panels(j.n), p0+taskPanels)
 	i0 := (t / j.nTaskN) * j.mTask
 	i1 := min(j.m, i0+j.mTask)
-	if j.k <= tileByTileMaxK {
-		j.tilesByTile(p0, p1, i0, i1, tmp)
-	} else {
-		j.tilesKOuter(p0, p1, i0, i1, tmp)
+	for kLo := 0; kLo < j.k; kLo += kSuper {
+		j.tiles(p0, p1, i0, i1, kLo, min(j.k, kLo+kSuper), tmp)
 	}
 }
 
-// tilesByTile computes each tile over all of K before the next one, so the
-// tile's C values stay in L1 between K slices.
-func (j *gemmJob) tilesByTile(p0, p1, i0, i1 int, tmp *[mr * nr]float32) {
+// tiles adds the slices [kLo, kHi) of K to the tiles of panels [p0,p1) ×
+// rows [i0,i1), each tile over the whole range before the next.
+func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
 	n, k := j.n, j.k
 	for r0 := i0; r0 < i1; r0 += mcBlock {
 		r1 := min(i1, r0+mcBlock)
@@ -311,53 +309,23 @@ func (j *gemmJob) tilesByTile(p0, p1, i0, i1 int, tmp *[mr * nr]float32) {
 			for i := r0; i < r1; i += mr {
 				rows := min(mr, r1-i)
 				cp := j.c[i*n+p*nr:]
+				// An edge tile runs the same kernel on a scratch tile.
 				full := rows == mr && cols == nr
-				for k0 := 0; k0 < k; k0 += kcBlock {
+				if !full && kLo > 0 {
+					for r := range rows {
+						copy(tmp[r*nr:r*nr+cols], cp[r*n:r*n+cols])
+					}
+				}
+				for k0 := kLo; k0 < kHi; k0 += kcBlock {
 					kc := min(kcBlock, k-k0)
 					boff := p*k*nr + k0*nr
 					if full {
 						j.tile(&j.a[i*k+k0], mr, boff, &cp[0], n, kc, k0 > 0)
-					} else { // edge tile: the same kernel on a scratch tile
+					} else {
 						j.tile(&j.a[i*k+k0], rows, boff, &tmp[0], nr, kc, k0 > 0)
 					}
 				}
 				if !full {
-					for r := range rows {
-						copy(cp[r*n:r*n+cols], tmp[r*nr:r*nr+cols])
-					}
-				}
-			}
-		}
-	}
-}
-
-// tilesKOuter sweeps K outermost: one kcBlock slice of every tile, added to
-// C, before the next slice.
-func (j *gemmJob) tilesKOuter(p0, p1, i0, i1 int, tmp *[mr * nr]float32) {
-	n, k := j.n, j.k
-	for k0 := 0; k0 < k; k0 += kcBlock {
-		kc := min(kcBlock, k-k0)
-		acc := k0 > 0
-		for r0 := i0; r0 < i1; r0 += mcBlock {
-			r1 := min(i1, r0+mcBlock)
-			for p := p0; p < p1; p++ {
-				boff := p*k*nr + k0*nr
-				cols := min(nr, n-p*nr)
-				for i := r0; i < r1; i += mr {
-					rows := min(mr, r1-i)
-					ap := &j.a[i*k+k0]
-					cp := j.c[i*n+p*nr:]
-					if rows == mr && cols == nr {
-						j.tile(ap, mr, boff, &cp[0], n, kc, acc)
-						continue
-					}
-					// Edge tile: run the same kernel on a scratch tile.
-					if acc {
-						for r := range rows {
-							copy(tmp[r*nr:r*nr+cols], cp[r*n:r*n+cols])
-						}
-					}
-					j.tile(ap, rows, boff, &tmp[0], nr, kc, acc)
 					for r := range rows {
 						copy(cp[r*n:r*n+cols], tmp[r*nr:r*nr+cols])
 					}

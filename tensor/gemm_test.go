@@ -137,25 +137,28 @@ func TestGEMMBitIdentical(t *testing.T) {
 	})
 }
 
-// TestGEMMLoopOrders: computing tile by tile and sweeping K outermost add
-// the same K slices to every tile in the same order, so they agree bit for
-// bit (edge tiles and several K slices included).
-func TestGEMMLoopOrders(t *testing.T) {
-	defer func() { tileByTileMaxK = defaultTileByTileMaxK }()
+// TestGEMMSuperBlocks: cutting K into super-blocks of any depth adds the
+// same slices to every tile in the same order, so results agree bit for bit
+// (edge tiles, several slices, float32 and bf16 panels).
+func TestGEMMSuperBlocks(t *testing.T) {
+	defer func() { kSuper = defaultKSuper }()
 	withPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(5, 6))
 		for _, s := range [][3]int{{67, 300, 1100}, {9, 70, 1537}, {1030, 16, 600}} {
 			m, n, k := s[0], s[1], s[2]
 			a, b := randMat(r, m*k), randMat(r, n*k)
 			for _, w := range []*Packed{Pack(b, n, k), PackBF16(b, n, k)} {
-				byTile, kOuter := make([]float32, m*n), make([]float32, m*n)
-				tileByTileMaxK = k
-				MatMulPacked(byTile, a, m, w)
-				tileByTileMaxK = k - 1
-				MatMulPacked(kOuter, a, m, w)
-				for i := range byTile {
-					if math.Float32bits(byTile[i]) != math.Float32bits(kOuter[i]) {
-						t.Fatalf("m=%d n=%d k=%d bf16=%v: c[%d] = %v tile by tile, %v K-outer", m, n, k, w.IsBF16(), i, byTile[i], kOuter[i])
+				kSuper = defaultKSuper
+				whole := make([]float32, m*n)
+				MatMulPacked(whole, a, m, w)
+				for _, depth := range []int{kcBlock, 2 * kcBlock} {
+					kSuper = depth
+					c := make([]float32, m*n)
+					MatMulPacked(c, a, m, w)
+					for i := range c {
+						if math.Float32bits(c[i]) != math.Float32bits(whole[i]) {
+							t.Fatalf("m=%d n=%d k=%d bf16=%v: c[%d] = %v in %d-deep super-blocks, %v in one", m, n, k, w.IsBF16(), i, c[i], depth, whole[i])
+						}
 					}
 				}
 			}
