@@ -70,17 +70,11 @@ func runForward(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random weights built and packed in %.1fs; %d threads; GEMM path %s\n",
 		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, time.Since(start).Seconds(), *threads, tensor.GEMMPath())
 	fmt.Fprintf(stdout, "%-8s %10s %12s %10s %12s\n", "shape", "seconds", "tokens/s", "GFLOP/s", "peak RSS MiB")
-	if *profile != "" {
-		f, err := os.Create(*profile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startProfile(*profile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, s := range strings.Split(*shapes, ",") {
 		b, t, err := parseShape(s)
@@ -196,4 +190,24 @@ func peakRSSMiB() float64 {
 		}
 	}
 	return 0
+}
+
+// startProfile starts a CPU profile written to path (nothing if path is
+// empty); stop ends it and closes the file.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -29,10 +29,16 @@ func runZOStep(args []string, stdout io.Writer) error {
 	grouped := fs.Bool("grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")
 	reps := fs.Int("reps", 2, "timed repetitions after one warm-up; the median is reported")
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	tensor.SetThreads(*threads)
+	stop, err := startProfile(*profile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	cfg, err := benchConfig(*name)
 	if err != nil {
 		return err
