@@ -144,7 +144,7 @@ func (cpuBackend) Argmax(x Buf, rows, width int) []int {
 }
 
 // cpuCache is the CPU backend's KVCache: per layer, one buffer per
-// (sequence, kv head) in the packed layout Attend reads (KVHeadLen), so
+// (sequence, kv head) in the packed layout attend reads (kvHeadLen), so
 // attending never repacks the keys.
 type cpuCache struct {
 	seqs, capacity, hd int
@@ -157,7 +157,7 @@ func (c *cpuCache) Capacity() int { return c.capacity }
 
 func (cpuBackend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) KVCache {
 	c := &cpuCache{seqs: seqs, capacity: capacity, hd: hd, kvHeads: kvHeads, layers: layers}
-	c.kLen, c.vLen = KVHeadLen(capacity, hd)
+	c.kLen, c.vLen = kvHeadLen(capacity, hd)
 	for range layers {
 		c.k = append(c.k, make([]float32, seqs*kvHeads*c.kLen))
 		c.v = append(c.v, make([]float32, seqs*kvHeads*c.vLen))
@@ -168,7 +168,7 @@ func (cpuBackend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) KVCache {
 // Attention splits the work over (sequence, kv head) pairs, one per task:
 // the rep query heads that share a kv head are stacked position by position
 // (row t·rep+j is head g·rep+j at position t), so each group of four stacked
-// rows sees about the same number of keys, and Attend skips the keys the
+// rows sees about the same number of keys, and attend skips the keys the
 // causal mask hides.
 func (cpuBackend) Attention(out, q, k, v Buf, cache KVCache, layer int, a AttentionArgs) {
 	c, ok := cache.(*cpuCache)
@@ -199,7 +199,7 @@ func (cpuBackend) Attention(out, q, k, v Buf, cache KVCache, layer int, a Attent
 		kt, vt := kc[task*c.kLen:(task+1)*c.kLen], vc[task*c.vLen:(task+1)*c.vLen]
 		for t := range tn {
 			src := ((b*tn+t)*kvh + g) * hd
-			StoreKV(kt, vt, c.capacity, hd, a.Start+t, kh[src:src+hd], vh[src:src+hd])
+			storeKV(kt, vt, c.capacity, hd, a.Start+t, kh[src:src+hd], vh[src:src+hd])
 		}
 		sc := getAttnBuf(rows, hd)
 		defer attnBufs.Put(sc)
@@ -211,7 +211,7 @@ func (cpuBackend) Attention(out, q, k, v Buf, cache KVCache, layer int, a Attent
 			}
 		}
 		keyOK := a.Mask[b*c.capacity : (b+1)*c.capacity]
-		Attend(sc.out, sc.q, sc.pos, kt, vt, c.capacity, hd, keyOK, a.Window, a.Scale)
+		attend(sc.out, sc.q, sc.pos, kt, vt, c.capacity, hd, keyOK, a.Window, a.Scale)
 		for t := range tn {
 			dst := ((b*tn+t)*heads + g*rep) * hd
 			copy(outh[dst:dst+rep*hd], sc.out[t*rep*hd:(t+1)*rep*hd])

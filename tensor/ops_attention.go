@@ -15,17 +15,17 @@ import (
 // heads and every row's result is independent of the thread count and of
 // the other rows.
 
-// KVHeadLen returns the lengths of one head's key and value cache buffers
+// kvHeadLen returns the lengths of one head's key and value cache buffers
 // for capacity slots of hd-dimensional vectors (zeroed when allocated).
-func KVHeadLen(capacity, hd int) (kLen, vLen int) {
+func kvHeadLen(capacity, hd int) (kLen, vLen int) {
 	return panels(capacity) * hd * nr, panels(hd) * panels(capacity) * nr * nr
 }
 
-// StoreKV writes the key k and value v (length hd) of cache slot slot into
-// one head's key and value buffers (see KVHeadLen).
-func StoreKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
+// storeKV writes the key k and value v (length hd) of cache slot slot into
+// one head's key and value buffers (see kvHeadLen).
+func storeKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
 	if slot < 0 || slot >= capacity {
-		panic(fmt.Sprintf("tensor.StoreKV: slot %d outside the capacity %d", slot, capacity))
+		panic(fmt.Sprintf("tensor.storeKV: slot %d outside the capacity %d", slot, capacity))
 	}
 	kp := kc[(slot/nr)*hd*nr+slot%nr:]
 	for d, x := range k[:hd] {
@@ -39,14 +39,14 @@ func StoreKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
 	}
 }
 
-// Attend computes softmax(scale·q·kᵀ)·v for rows query vectors q [rows][hd]
-// against one head's cache (StoreKV), writing out [rows][hd]. Row r sits at
+// attend computes softmax(scale·q·kᵀ)·v for rows query vectors q [rows][hd]
+// against one head's cache (storeKV), writing out [rows][hd]. Row r sits at
 // cache slot qpos[r] and sees the keys j ≤ qpos[r] with keyOK[j] == 1 and,
 // if window > 0, qpos[r]-j < window; the others get probability exactly 0
 // (HF's additive mask, up to float32 underflow). A row that sees no key gets
 // zeros. Rows are taken four at a time: sorting them by qpos makes the work
 // track the causal triangle. The softmax is SoftmaxRow's.
-func Attend(out, q []float32, qpos []int, kc, vc []float32, capacity, hd int, keyOK []int, window int, scale float32) {
+func attend(out, q []float32, qpos []int, kc, vc []float32, capacity, hd int, keyOK []int, window int, scale float32) {
 	rows := len(qpos)
 	ld := panels(capacity) * nr // scores row stride = value panel height
 	hdPad := panels(hd) * nr
@@ -61,7 +61,7 @@ func Attend(out, q []float32, qpos []int, kc, vc []float32, capacity, hd int, ke
 		lim := 0 // keys this tile can see
 		for _, p := range qpos[i : i+n] {
 			if p < 0 || p >= capacity {
-				panic(fmt.Sprintf("tensor.Attend: query slot %d outside the capacity %d", p, capacity))
+				panic(fmt.Sprintf("tensor.attend: query slot %d outside the capacity %d", p, capacity))
 			}
 			lim = max(lim, p+1)
 		}

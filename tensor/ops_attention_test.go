@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// refAttend is Attend in float64 from unpacked keys and values [slot][hd].
+// refAttend is attend in float64 from unpacked keys and values [slot][hd].
 func refAttend(q []float32, qpos []int, k, v []float32, hd int, keyOK []int, window int, scale float64) []float64 {
 	out := make([]float64, len(qpos)*hd)
 	for r, qp := range qpos {
@@ -63,10 +63,10 @@ func TestAttend(t *testing.T) {
 					keyOK[j] = 0
 				}
 			}
-			kLen, vLen := KVHeadLen(c.capacity, c.hd)
+			kLen, vLen := kvHeadLen(c.capacity, c.hd)
 			kc, vc := make([]float32, kLen), make([]float32, vLen)
 			for j := range c.capacity {
-				StoreKV(kc, vc, c.capacity, c.hd, j, k[j*c.hd:(j+1)*c.hd], v[j*c.hd:(j+1)*c.hd])
+				storeKV(kc, vc, c.capacity, c.hd, j, k[j*c.hd:(j+1)*c.hd], v[j*c.hd:(j+1)*c.hd])
 			}
 			q := randMat(r, c.rows*c.hd)
 			qpos := make([]int, c.rows)
@@ -75,7 +75,7 @@ func TestAttend(t *testing.T) {
 			}
 			scale := 1 / math.Sqrt(float64(c.hd))
 			out := make([]float32, c.rows*c.hd)
-			Attend(out, q, qpos, kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
+			attend(out, q, qpos, kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
 			want := refAttend(q, qpos, k, v, c.hd, keyOK, c.window, scale)
 			for i, w := range want {
 				if d := math.Abs(float64(out[i]) - w); d > 2e-5*(1+math.Abs(w)) {
@@ -85,7 +85,7 @@ func TestAttend(t *testing.T) {
 			// Each row alone gives the same bits as in the batch.
 			for i := range qpos {
 				one := make([]float32, c.hd)
-				Attend(one, q[i*c.hd:(i+1)*c.hd], qpos[i:i+1], kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
+				attend(one, q[i*c.hd:(i+1)*c.hd], qpos[i:i+1], kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
 				for d := range one {
 					if math.Float32bits(one[d]) != math.Float32bits(out[i*c.hd+d]) {
 						t.Fatalf("row %d alone: [%d] = %v, in the batch %v", i, d, one[d], out[i*c.hd+d])
