@@ -88,7 +88,8 @@ func (m *Model) checkInput(in Input) error {
 // Forward runs the batch through the model and returns what opts asks for.
 // With only Labels set, the LM head runs only at the positions the loss
 // needs, which is most of the saving in ZO training.
-func (m *Model) Forward(in Input, opts Options) (*Output, error) {
+func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
+	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	if err := m.checkInput(in); err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func (m *Model) Forward(in Input, opts Options) (*Output, error) {
 	}
 	be := m.Backend
 	cache := m.newCache(in.B, in.T, true)
-	out := &Output{}
+	out = &Output{}
 	var hidden *[][]float32
 	if opts.HiddenStates {
 		hidden = &out.HiddenStates

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"github.com/meazo-go/meazo/tensor"
 	"slices"
 )
 
@@ -21,7 +22,8 @@ type GenerateOptions struct {
 // do_sample=False. Without in.Positions, positions are generate()'s
 // cumsum(mask)-1. It returns each row's new tokens, up to and including the
 // stop token that ended it.
-func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
+func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error) {
+	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	if err := m.checkInput(in); err != nil {
 		return nil, err
 	}
@@ -82,7 +84,7 @@ func (m *Model) Generate(in Input, opts GenerateOptions) ([][]int, error) {
 	be.Free(h)
 	defer func() { be.Free(last) }()
 
-	out := make([][]int, b)
+	out = make([][]int, b)
 	done := make([]bool, b)
 	logits := be.Alloc(b * m.VocabSize)
 	defer be.Free(logits)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // Load reads config.json and the safetensors weights (one file, or shards
@@ -21,9 +22,17 @@ type LoadOptions struct {
 	// logits are bit-identical to float32 storage. Matrices stored in other
 	// dtypes stay float32. The GEMM is somewhat slower at large batches.
 	BF16Weights bool
-	// Backend holds the weights and computes the forward pass; nil means
-	// tensor.CPU.
+	// Backend holds the weights and computes the forward pass; nil means a
+	// CPU backend on all cores.
 	Backend tensor.Backend
+}
+
+// backend is the backend the options name, or the default CPU backend.
+func (o LoadOptions) backend() tensor.Backend {
+	if o.Backend != nil {
+		return o.Backend
+	}
+	return cpu.New(cpu.Options{})
 }
 
 // LoadWith is Load with options.
@@ -37,10 +46,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	defer ck.Close()
-	be := opts.Backend
-	if be == nil {
-		be = tensor.CPU
-	}
+	be := opts.backend()
 	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
 		info, _ := ck.Info(name)
 		return opts.BF16Weights && info.Dtype == safetensors.BF16
@@ -70,12 +76,12 @@ type weightLoader func(name string, shape []int) ([]float32, error)
 // build assembles a Model on backend be from named tensors (HF state-dict
 // names). Matrices for which keepBF16 (if not nil) says so are stored as
 // bfloat16.
-func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load weightLoader) (*Model, error) {
+func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load weightLoader) (_ *Model, err error) {
+	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	m := &Model{Config: *c, Backend: be, invFreq: ropeInvFreq(c)}
 	d, hd := c.HiddenSize, c.HeadDim
 	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
 
-	var err error
 	vector := func(name string, n int) tensor.Buf {
 		if err != nil {
 			return nil

@@ -35,7 +35,7 @@ type Model struct {
 	Prompt []float32
 
 	// Backend holds the weights and runs every operation of the forward
-	// pass (tensor.CPU unless the loader was given another).
+	// pass (a CPU backend unless the loader was given another).
 	Backend tensor.Backend
 
 	invFreq []float32 // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
@@ -107,4 +107,27 @@ type Output struct {
 	Loss         float64     // token-weighted mean cross-entropy over the batch (HF's out.loss)
 	LossPerSeq   []float64   // per-sequence mean cross-entropy; NaN for a row with no supervised token
 	Tokens       int         // number of supervised tokens
+}
+
+// Free releases the model's weights and norms on its backend (device memory
+// on a GPU). The model must not be used afterwards. Matrices merged into it
+// (lora.Merge) are released by lora.FreeMerged, before Free.
+func (m *Model) Free() {
+	be := m.Backend
+	be.FreeWeight(m.Embed)
+	if m.LMHead != m.Embed {
+		be.FreeWeight(m.LMHead)
+	}
+	be.Free(m.Norm)
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		for _, w := range []tensor.Weight{l.Attn.Q, l.Attn.K, l.Attn.V, l.Attn.O, l.MLP.Gate, l.MLP.Up, l.MLP.Down} {
+			be.FreeWeight(w)
+		}
+		be.Free(l.AttnNorm, l.MLPNorm)
+		if l.Attn.QNorm != nil {
+			be.Free(l.Attn.QNorm, l.Attn.KNorm)
+		}
+	}
+	m.Layers, m.Embed, m.LMHead, m.Norm = nil, nil, nil, nil
 }

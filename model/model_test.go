@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
-	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // Tolerances from shared/spec/MODELS.md §2 (Go float32 against exact float64).
@@ -249,7 +249,7 @@ func TestBF16WeightsInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !b16.Layers[0].MLP.Gate.(*tensor.Packed).IsBF16() || !b16.Embed.(*tensor.Packed).IsBF16() || f32.Embed.(*tensor.Packed).IsBF16() {
+			if !b16.Layers[0].MLP.Gate.(*cpu.Packed).IsBF16() || !b16.Embed.(*cpu.Packed).IsBF16() || f32.Embed.(*cpu.Packed).IsBF16() {
 				t.Fatal("BF16Weights did not keep the BF16 matrices in bfloat16")
 			}
 			in := Input{B: c.b, T: c.t, Tokens: c.ref.Ints("input_ids"), Mask: c.ref.Ints("attention_mask")}
@@ -269,7 +269,7 @@ func TestBF16WeightsInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.Embed.(*tensor.Packed).IsBF16() {
+			if f.Embed.(*cpu.Packed).IsBF16() {
 				t.Error("an F32 checkpoint's matrices were rounded to bfloat16")
 			}
 		})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/safetensors"
-	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // randomLoader makes up weights: norms near 1 and matrices uniform with
@@ -54,7 +54,7 @@ func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLo
 		if strings.HasSuffix(name, "norm.weight") {
 			center, a = 1, 0.1
 		}
-		tensor.ParallelFor((n+randomChunk-1)/randomChunk, func(lo, hi int) {
+		cpu.ParallelFor(0, (n+randomChunk-1)/randomChunk, func(lo, hi int) {
 			for c := lo; c < hi; c++ {
 				r := rand.NewPCG(seed+uint64(c)*0x9e3779b97f4a7c15, stream)
 				chunk := v[c*randomChunk : min(n, (c+1)*randomChunk)]
@@ -84,7 +84,14 @@ const (
 // NewRandom builds a model with random weights from a config, for
 // benchmarks at full size without downloading a checkpoint.
 func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
-	return build(c, tensor.CPU, nil, randomLoader(seed, std, nil))
+	return NewRandomWith(c, seed, std, LoadOptions{})
+}
+
+// NewRandomWith is NewRandom on the backend the options name (the weights
+// are drawn on the host and uploaded as a checkpoint's would be). Random
+// weights are float32, so BF16Weights does not apply.
+func NewRandomWith(c *Config, seed uint64, std float64, opts LoadOptions) (*Model, error) {
+	return build(c, opts.backend(), nil, randomLoader(seed, std, nil))
 }
 
 // WriteRandom writes a random model in HF format (config.json and an F32
@@ -92,7 +99,7 @@ func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
 // does) and returns it loaded.
 func WriteRandom(dir string, c *Config, seed uint64, std float64) (*Model, error) {
 	var tensors []safetensors.Tensor
-	m, err := build(c, tensor.CPU, nil, randomLoader(seed, std, &tensors))
+	m, err := build(c, LoadOptions{}.backend(), nil, randomLoader(seed, std, &tensors))
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,8 @@ type VariantStats struct {
 // every row is processed by the same kernels in the same order wherever it
 // sits in the batch, so the results do not depend on which other variants
 // share the pass.
-func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant) ([]float64, VariantStats, error) {
-	var stats VariantStats
+func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant) (losses []float64, stats VariantStats, err error) {
+	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	if err := m.checkInput(in); err != nil {
 		return nil, stats, err
 	}
@@ -146,7 +146,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 		}
 	}
 
-	losses := make([]float64, len(variants))
+	losses = make([]float64, len(variants))
 	x := buf.Slice(first*rowsPerMember*d, (first+len(members))*rowsPerMember*d)
 	be.RMSNorm(x, x, m.Norm, len(members)*rowsPerMember, d, m.RMSNormEps)
 	for k, mb := range members {

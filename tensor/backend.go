@@ -3,9 +3,10 @@ package tensor
 // Backend is the seam between the model and the hardware it computes on.
 // The model holds its weights as Weights and its activations as Bufs, and
 // does every piece of arithmetic through a Backend's methods; it never reads
-// or writes a Buf's elements itself. The CPU backend (CPU) computes on host
-// memory with this package's kernels. A GPU backend implements the same
-// interface with device memory, without a change to the model's code.
+// or writes a Buf's elements itself. The CPU backend (package tensor/cpu)
+// computes on host memory; the CUDA backend (package tensor/cuda) implements
+// the same interface with device memory, without a change to the model's
+// code. Backends are chosen by name (Open).
 //
 // What crosses the seam from the host is small and changes every call: token
 // ids, attention masks, the indices of rows to gather, RoPE tables, and the
@@ -22,8 +23,15 @@ package tensor
 // arguments alone, so a backend's results are bit-identical run to run; the
 // CPU backend's are also independent of the number of worker threads.
 type Backend interface {
-	// Name says which backend this is ("cpu").
+	// Name says which backend this is: the name it is registered under
+	// ("cpu", "cuda").
 	Name() string
+	// Describe says in one line what the backend runs on, for logs: the
+	// CPU's kernel path, or the GPU's name, memory and library versions.
+	Describe() string
+	// Close releases everything the backend holds (device memory, library
+	// handles). The backend must not be used afterwards.
+	Close() error
 
 	// Alloc returns a zeroed buffer of n float32 values.
 	Alloc(n int) Buf
@@ -136,4 +144,30 @@ type AttentionArgs struct {
 	Mask   []int
 	Window int     // sliding window in slots (keys with qslot−kslot < Window); 0 = none
 	Scale  float32 // multiplies q·kᵀ: 1/√HeadDim
+}
+
+// DeviceError is how a backend reports a failure of its device (out of
+// memory, a failed kernel launch) from a method that has no error result:
+// it panics with a *DeviceError. The model's entry points (Forward,
+// Generate, Losses, loading) recover it with Recover and return it as their
+// error, so a user sees one line such as "cuda: out of device memory: 2.1
+// GB asked for, 1.2 GB free of 79.1 GB" instead of a crash.
+type DeviceError struct{ Err error }
+
+func (e *DeviceError) Error() string { return e.Err.Error() }
+func (e *DeviceError) Unwrap() error { return e.Err }
+
+// Fail panics with a *DeviceError wrapping err.
+func Fail(err error) { panic(&DeviceError{err}) }
+
+// Recover, deferred by a function with a named error result, turns a
+// DeviceError panic into that error. Other panics go on.
+func Recover(err *error) {
+	if r := recover(); r != nil {
+		de, ok := r.(*DeviceError)
+		if !ok {
+			panic(r)
+		}
+		*err = de
+	}
 }

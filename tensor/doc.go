@@ -1,13 +1,13 @@
-// Package tensor is what the model computes with. Backend (backend.go) is
-// the seam: the model holds its weights and activations as a backend's
-// Weights and Bufs and calls only Backend methods, so another device can be
-// added by implementing that interface. CPU (cpu.go) is the host backend,
-// built on this package's float32 kernels: a GEMM against weights packed
-// once at load, and the element-wise and reduction ops a decoder layer needs
-// (RMSNorm, RoPE, attention over a packed KV cache, SiLU-gated MLP, softmax,
-// cross-entropy).
+// Package tensor is the seam between the model and the hardware it computes
+// on. Backend (backend.go) is the interface: the model holds its weights and
+// activations as a backend's Weights and Bufs and calls only Backend
+// methods. Backends register themselves by name (registry.go) and are chosen
+// with Open: "cpu" (package tensor/cpu: float32 kernels on host memory, a
+// GEMM against weights packed once at load), "cuda" (package tensor/cuda:
+// NVIDIA GPUs through the driver API and cuBLAS), or "auto", the first of
+// them that opens.
 //
-// Every kernel computes each output element in an order that does not depend
-// on the number of worker goroutines, so results are bit-identical run to run
-// and equal across thread counts.
+// Every backend computes each output element in an order fixed by the
+// arguments alone, so its results are bit-identical run to run. Package
+// tensor/backendtest is the conformance suite every backend passes.
 package tensor

@@ -36,6 +36,7 @@ type ModelConfig struct {
 	Name       string `mapstructure:"name" yaml:"name" doc:"base_model_name_or_path written into saved adapters (default: path)"`
 	DateString string `mapstructure:"date_string" yaml:"date_string" doc:"Llama-3.x chat template date_string, pinned for reproducibility"`
 	BF16       bool   `mapstructure:"bf16_weights" yaml:"bf16_weights" doc:"keep matrices stored as BF16 in the checkpoint in bfloat16 in memory: half the memory, bit-identical results, GEMM somewhat slower at large batches"`
+	Backend    string `mapstructure:"backend" yaml:"backend" doc:"where the forward passes run: auto (CUDA when an NVIDIA GPU and its libraries load, else the CPU; the log says which), cpu or cuda. Each backend is bit-identical to itself run to run; CPU and CUDA agree to float32 rounding, not bit for bit, so resume a run on the backend it started on"`
 }
 
 type TaskConfig struct {
@@ -103,7 +104,7 @@ type OutputConfig struct {
 // Defaults are the paper's settings where it has one.
 func Defaults() Config {
 	return Config{
-		Model:     ModelConfig{DateString: "26 Jul 2024"},
+		Model:     ModelConfig{DateString: "26 Jul 2024", Backend: "auto"},
 		Task:      TaskConfig{MaxLength: 2048},
 		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
 		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8},
@@ -296,6 +297,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("task.name %q: want sst2, squad or xsum", c.Task.Name)
 	case c.Task.Train == "":
 		return fmt.Errorf("task.train is required")
+	case !slices.Contains([]string{"auto", "cpu", "cuda"}, c.Model.Backend):
+		return fmt.Errorf("model.backend %q: want auto, cpu or cuda", c.Model.Backend)
 	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt":
 		return fmt.Errorf("adapter.kind %q: want lora or prompt", c.Adapter.Kind)
 	case c.Adapter.Kind == "prompt" && c.Adapter.Grouped:

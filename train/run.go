@@ -18,6 +18,7 @@ import (
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/prompttune"
 	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
 )
@@ -56,6 +57,7 @@ type Summary struct {
 	StateBytes      int64                         `json:"optimizer_state_bytes"`
 	PeakRSSBytes    int64                         `json:"peak_rss_bytes"`
 	SecondsPerStep  float64                       `json:"seconds_per_step"`
+	Backend         string                        `json:"backend"` // the backend that ran the last session of the run, and on what
 }
 
 // checkpointState is checkpoint/state.json.
@@ -95,6 +97,18 @@ type run struct {
 	metrics  *os.File
 	timing   *os.File
 	summary  Summary
+	backend  tensor.Backend // where the model computes (model.backend)
+}
+
+// closeBackend releases the model and the backend (device memory on a GPU).
+func (r *run) closeBackend() {
+	if r.backend == nil {
+		return
+	}
+	if r.m != nil {
+		r.m.Free()
+	}
+	r.backend.Close()
 }
 
 // Run trains as configured and returns the summary (also written to
@@ -104,6 +118,7 @@ func Run(opts Options) (*Summary, error) {
 		opts.Log = io.Discard
 	}
 	r := &run{log: opts.Log, opts: opts}
+	defer r.closeBackend()
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
@@ -147,10 +162,11 @@ func (r *run) setup() error {
 		}
 	}
 	cfg := r.cfg
-	tensor.SetThreads(cfg.Train.Threads)
-
+	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
+		return fmt.Errorf("model.backend: %w", err)
+	}
 	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
-	if r.m, err = model.LoadWith(cfg.Model.Path, model.LoadOptions{BF16Weights: cfg.Model.BF16}); err != nil {
+	if r.m, err = model.LoadWith(cfg.Model.Path, model.LoadOptions{BF16Weights: cfg.Model.BF16, Backend: r.backend}); err != nil {
 		return err
 	}
 	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
@@ -656,6 +672,7 @@ func (r *run) fillSummary() {
 	r.summary.BestValLoss, r.summary.BestStep, r.summary.LastValLoss = finite(r.state.BestValLoss), r.state.BestStep, finite(r.state.LastValLoss)
 	r.summary.StateBytes = r.engine.Optimizer().StateBytes()
 	r.summary.PeakRSSBytes = peakRSS()
+	r.summary.Backend = r.backend.Name() + ": " + r.backend.Describe()
 	if r.state.Step > 0 {
 		r.summary.SecondsPerStep = r.state.Seconds / float64(r.state.Step)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backends"
 )
 
 func init() {
@@ -46,7 +46,8 @@ func runForward(args []string, stdout io.Writer) error {
 	name := fs.String("model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
 	shapes := fs.String("shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
 	reps := fs.Int("reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
-	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	backend := fs.String("backend", "cpu", backends.Usage)
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed forwards to this file")
 	generate := fs.Int("generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
 	logits := fs.Bool("logits", true, "compute logits at every position (as a plain HF forward does); false: the LM head runs only where a loss needs it")
@@ -56,19 +57,23 @@ func runForward(args []string, stdout io.Writer) error {
 	if *reps < 1 {
 		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
 	}
-	tensor.SetThreads(*threads)
+	be, err := backends.Open(*backend, *threads, stdout)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
 	cfg, err := benchConfig(*name)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	m, err := model.NewRandom(cfg, 1, 0.02)
+	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be})
 	if err != nil {
 		return err
 	}
 	runtime.GC()
-	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random weights built and packed in %.1fs; %d threads; GEMM path %s\n",
-		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, time.Since(start).Seconds(), *threads, tensor.GEMMPath())
+	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random weights built and packed in %.1fs; %d CPU threads; %s\n",
+		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, time.Since(start).Seconds(), *threads, be.Describe())
 	fmt.Fprintf(stdout, "%-8s %10s %12s %10s %12s\n", "shape", "seconds", "tokens/s", "GFLOP/s", "peak RSS MiB")
 	stop, err := startProfile(*profile)
 	if err != nil {

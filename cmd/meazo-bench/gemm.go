@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 func init() {
@@ -41,12 +41,12 @@ func runGEMM(args []string, stdout io.Writer) error {
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
 	lmHead := fs.Bool("lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
 	bf16 := fs.Bool("bf16", false, "also time the bf16-weight variant (PackBF16)")
-	path := fs.String("path", "", "GEMM path: avx512, avx2, portable (default: fastest available, or $"+tensor.GEMMEnv+")")
+	path := fs.String("path", "", "GEMM path: avx512, avx2, portable (default: fastest available, or $"+cpu.GEMMEnv+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *path != "" {
-		if err := tensor.SetGEMMPath(*path); err != nil {
+		if err := cpu.SetGEMMPath(*path); err != nil {
 			return fmt.Errorf("-path: %w", err)
 		}
 	}
@@ -61,11 +61,11 @@ func runGEMM(args []string, stdout io.Writer) error {
 	if *reps < 1 {
 		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
 	}
-	tensor.SetThreads(*threads)
+	wk := cpu.Workers(*threads)
 
 	peak, peakWhat := fmaPeak(*threads)
 	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved)\n",
-		tensor.GEMMPath(), *threads, *reps, orNone(blasName))
+		cpu.GEMMPath(), *threads, *reps, orNone(blasName))
 	fmt.Fprintf(stdout, "FMA peak (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this and a\n"+
 		"re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n", peakWhat, *threads, peak)
 	head := fmt.Sprintf("%-18s %6s %6s %6s  %9s %7s", "shape", "M", "K", "N", "ours", "%peak")
@@ -88,10 +88,10 @@ func runGEMM(args []string, stdout io.Writer) error {
 				continue
 			}
 			w := randMat(r, l.n*l.k)
-			pw := tensor.Pack(w, l.n, l.k)
-			var pw16 *tensor.Packed
+			pw := cpu.Pack(wk, w, l.n, l.k)
+			var pw16 *cpu.Packed
 			if *bf16 {
-				pw16 = tensor.PackBF16(w, l.n, l.k)
+				pw16 = cpu.PackBF16(w, l.n, l.k)
 			}
 			if !haveBLAS {
 				w = nil // let the GC have it
@@ -99,9 +99,9 @@ func runGEMM(args []string, stdout io.Writer) error {
 			for _, m := range ms {
 				x := randMat(r, m*l.k)
 				y := make([]float32, m*l.n)
-				ours := func() { tensor.MatMulPacked(y, x, m, pw) }
+				ours := func() { cpu.MatMulPacked(wk, y, x, m, pw) }
 				blas := func() { blasSgemmNT(y, x, w, m, l.n, l.k, *threads) }
-				ours16 := func() { tensor.MatMulPacked(y, x, m, pw16) }
+				ours16 := func() { cpu.MatMulPacked(wk, y, x, m, pw16) }
 				ours() // warm up
 				if haveBLAS {
 					blas()

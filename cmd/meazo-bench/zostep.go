@@ -12,7 +12,7 @@ import (
 
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/train"
 	"github.com/meazo-go/meazo/zo"
 )
@@ -28,12 +28,17 @@ func runZOStep(args []string, stdout io.Writer) error {
 	qs := fs.String("q", "1,4", "comma-separated numbers of directions")
 	grouped := fs.Bool("grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")
 	reps := fs.Int("reps", 2, "timed repetitions after one warm-up; the median is reported")
-	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	backend := fs.String("backend", "cpu", backends.Usage)
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tensor.SetThreads(*threads)
+	be, err := backends.Open(*backend, *threads, stdout)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
 	stop, err := startProfile(*profile)
 	if err != nil {
 		return err
@@ -43,11 +48,11 @@ func runZOStep(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := model.NewRandom(cfg, 1, 0.02)
+	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "# %s, LoRA r=16 on q_proj/v_proj, MEAZO, %d threads, GEMM path %s\n", *name, *threads, tensor.GEMMPath())
+	fmt.Fprintf(stdout, "# %s, LoRA r=16 on q_proj/v_proj, MEAZO, %d CPU threads, %s\n", *name, *threads, be.Describe())
 	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s\n", "shape", "what", "seconds", "vs 2 forwards", "layers")
 	median := func(f func() error) (float64, error) {
 		var ts []float64

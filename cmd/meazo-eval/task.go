@@ -11,7 +11,7 @@ import (
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/prompttune"
-	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/train"
 )
@@ -28,7 +28,8 @@ func runTask(args []string, stdout, log io.Writer) error {
 	maxExamples := fs.Int("max-examples", 0, "evaluate the first N examples (0: all)")
 	batch := fs.Int("batch-size", 8, "sequences per forward / generation batch")
 	maxNew := fs.Int("max-new-tokens", 0, "generation cap (0: SQuAD 50, XSum 100)")
-	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	threads := fs.Int("threads", 0, "CPU worker threads (0: all cores)")
+	backend := fs.String("backend", "auto", backends.Usage)
 	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024); use the run's model.date_string")
 	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
@@ -38,11 +39,16 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if *modelDir == "" || *task == "" || *dataPath == "" {
 		return fmt.Errorf("--model, --task and --data are required")
 	}
-	tensor.SetThreads(*threads)
-	m, err := model.LoadWith(*modelDir, model.LoadOptions{BF16Weights: *bf16})
+	be, err := backends.Open(*backend, *threads, log)
 	if err != nil {
 		return err
 	}
+	defer be.Close()
+	m, err := model.LoadWith(*modelDir, model.LoadOptions{BF16Weights: *bf16, Backend: be})
+	if err != nil {
+		return err
+	}
+	defer m.Free()
 	tok, err := tokenizer.Load(*modelDir)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor/backends"
 )
 
 func init() {
@@ -71,12 +72,18 @@ func readBatch(path string) (model.Input, []int, error) {
 	return in, labels, err
 }
 
-// loadModel loads a checkpoint and, if adapterDir is set, a PEFT LoRA adapter.
-func loadModel(modelDir, adapterDir string) (*model.Model, error) {
+// loadModel loads a checkpoint on the named backend and, if adapterDir is
+// set, a PEFT LoRA adapter. The backend's one-line description goes to
+// stderr.
+func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
 	if modelDir == "" {
 		return nil, fmt.Errorf("--model is required")
 	}
-	m, err := model.Load(modelDir)
+	be, err := backends.Open(backend, 0, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.LoadWith(modelDir, model.LoadOptions{Backend: be})
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +97,7 @@ func loadModel(modelDir, adapterDir string) (*model.Model, error) {
 
 func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
+	backend := fs.String("backend", "auto", backends.Usage)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
 	adapter := fs.String("adapter", "", "PEFT LoRA adapter directory (optional)")
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional)`)
@@ -104,7 +112,7 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := loadModel(*modelDir, *adapter)
+	m, err := loadModel(*modelDir, *adapter, *backend)
 	if err != nil {
 		return err
 	}
@@ -132,6 +140,7 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 
 func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	backend := fs.String("backend", "auto", backends.Usage)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
 	adapter := fs.String("adapter", "", "PEFT LoRA adapter directory (optional)")
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded batch; mask optional)`)
@@ -161,7 +170,7 @@ func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
 			opts.StopIDs = append(opts.StopIDs, id)
 		}
 	}
-	m, err := loadModel(*modelDir, *adapter)
+	m, err := loadModel(*modelDir, *adapter, *backend)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ func main() {
 	flag.Var(&sets, "set", "override a config key, e.g. --set optimizer.lr=2e-4 (repeatable)")
 	seed := flag.String("seed", "", "shorthand for --set train.seed=N")
 	out := flag.String("out", "", "shorthand for --set output.dir=DIR")
+	backend := flag.String("backend", "", "shorthand for --set model.backend=NAME: auto, cpu or cuda")
 	resume := flag.String("resume", "", "continue the run in this directory from its last checkpoint")
 	demoDir := flag.String("demo-dir", "demo-run", "where the built-in demo writes its model, data and run")
 	demoSteps := flag.Int("demo-steps", 150, "steps of each run of the built-in demo")
@@ -50,6 +51,9 @@ func main() {
 	}
 	if *out != "" {
 		sets = append(sets, "output.dir="+*out)
+	}
+	if *backend != "" {
+		sets = append(sets, "model.backend="+*backend)
 	}
 	opts := train.Options{ConfigPath: *config, Overrides: sets, Resume: *resume, Log: os.Stderr, Terminal: isTerminal(os.Stderr)}
 	if *config == "" && *resume == "" {

@@ -1,5 +1,5 @@
 //go:build !race
 
-package tensor
+package cpu
 
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package tensor
+package cpu
 
 import (
 	"fmt"
@@ -73,6 +73,7 @@ func withPaths(t *testing.T, f func(t *testing.T)) {
 }
 
 func TestGEMMMatchesFloat64(t *testing.T) {
+	const wk = Workers(0)
 	withPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, 2))
 		for _, s := range gemmShapes {
@@ -84,9 +85,9 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 				name string
 				run  func()
 			}{
-				{"MatMulPacked", func() { MatMulPacked(c, a, m, Pack(b, n, k)) }},
-				{"MatMulNT", func() { MatMulNT(c, a, b, m, n, k) }},
-				{"MatMulNN", func() { MatMulNN(c, a, transpose(b, n, k), m, n, k) }},
+				{"MatMulPacked", func() { MatMulPacked(wk, c, a, m, Pack(wk, b, n, k)) }},
+				{"MatMulNT", func() { MatMulNT(wk, c, a, b, m, n, k) }},
+				{"MatMulNN", func() { MatMulNN(wk, c, a, transpose(b, n, k), m, n, k) }},
 			} {
 				for i := range c {
 					c[i] = float32(math.NaN()) // outputs are overwritten, not accumulated
@@ -101,18 +102,18 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 // TestGEMMBitIdentical: results do not depend on the number of workers,
 // nor on the other rows in the call, and repeat exactly.
 func TestGEMMBitIdentical(t *testing.T) {
-	defer SetThreads(0)
+	wk := Workers(0)
 	withPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 4))
 		for _, s := range [][3]int{{67, 300, 1100}, {1030, 16, 200}, {9, 700, 520}} {
 			m, n, k := s[0], s[1], s[2]
 			a, b := randMat(r, m*k), randMat(r, n*k)
-			w := Pack(b, n, k)
+			w := Pack(wk, b, n, k)
 			var first []float32
 			for _, th := range []int{1, 2, 3, 8, 2} {
-				SetThreads(th)
+				wk = Workers(th)
 				c := make([]float32, m*n)
-				MatMulPacked(c, a, m, w)
+				MatMulPacked(wk, c, a, m, w)
 				if first == nil {
 					first = c
 					continue
@@ -126,7 +127,7 @@ func TestGEMMBitIdentical(t *testing.T) {
 			// Row i alone gives the same bits as row i inside the batch.
 			for _, i := range []int{0, m / 2, m - 1} {
 				c := make([]float32, n)
-				MatMulPacked(c, a[i*k:(i+1)*k], 1, w)
+				MatMulPacked(wk, c, a[i*k:(i+1)*k], 1, w)
 				for j := range c {
 					if math.Float32bits(c[j]) != math.Float32bits(first[i*n+j]) {
 						t.Fatalf("m=%d n=%d k=%d: row %d alone differs from row in batch at col %d", m, n, k, i, j)
@@ -141,20 +142,21 @@ func TestGEMMBitIdentical(t *testing.T) {
 // same slices to every tile in the same order, so results agree bit for bit
 // (edge tiles, several slices, float32 and bf16 panels).
 func TestGEMMSuperBlocks(t *testing.T) {
+	const wk = Workers(0)
 	defer func() { kSuper = defaultKSuper }()
 	withPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(5, 6))
 		for _, s := range [][3]int{{67, 300, 1100}, {9, 70, 1537}, {1030, 16, 600}} {
 			m, n, k := s[0], s[1], s[2]
 			a, b := randMat(r, m*k), randMat(r, n*k)
-			for _, w := range []*Packed{Pack(b, n, k), PackBF16(b, n, k)} {
+			for _, w := range []*Packed{Pack(wk, b, n, k), PackBF16(b, n, k)} {
 				kSuper = defaultKSuper
 				whole := make([]float32, m*n)
-				MatMulPacked(whole, a, m, w)
+				MatMulPacked(wk, whole, a, m, w)
 				for _, depth := range []int{kcBlock, 2 * kcBlock} {
 					kSuper = depth
 					c := make([]float32, m*n)
-					MatMulPacked(c, a, m, w)
+					MatMulPacked(wk, c, a, m, w)
 					for i := range c {
 						if math.Float32bits(c[i]) != math.Float32bits(whole[i]) {
 							t.Fatalf("m=%d n=%d k=%d bf16=%v: c[%d] = %v in %d-deep super-blocks, %v in one", m, n, k, w.IsBF16(), i, c[i], depth, whole[i])
@@ -167,11 +169,12 @@ func TestGEMMSuperBlocks(t *testing.T) {
 }
 
 func TestPackedRow(t *testing.T) {
+	const wk = Workers(0)
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, s := range [][2]int{{1, 1}, {33, 7}, {70, 130}, {64, 32}} {
 		n, k := s[0], s[1]
 		w := randMat(r, n*k)
-		p := Pack(w, n, k)
+		p := Pack(wk, w, n, k)
 		dst := make([]float32, k)
 		for row := range n {
 			p.Row(dst, row)
@@ -188,16 +191,16 @@ func TestGEMMNoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items on purpose under the race detector")
 	}
-	defer SetThreads(0)
-	SetThreads(2)
+	wk := Workers(0)
+	wk = Workers(2)
 	r := rand.New(rand.NewPCG(7, 8))
 	m, n, k := 16, 256, 512
 	a, b := randMat(r, m*k), randMat(r, n*k)
-	w := Pack(b, n, k)
+	w := Pack(wk, b, n, k)
 	c := make([]float32, m*n)
 	for name, f := range map[string]func(){
-		"MatMulPacked": func() { MatMulPacked(c, a, m, w) },
-		"MatMulNT":     func() { MatMulNT(c, a, b, m, n, k) },
+		"MatMulPacked": func() { MatMulPacked(wk, c, a, m, w) },
+		"MatMulNT":     func() { MatMulNT(wk, c, a, b, m, n, k) },
 	} {
 		f() // warm up pools and workers
 		if allocs := testing.AllocsPerRun(20, f); allocs > 0 {

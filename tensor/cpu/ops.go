@@ -1,17 +1,34 @@
-package tensor
+package cpu
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
 
+// Workers is how many goroutines a kernel may use; 0 or less means
+// runtime.GOMAXPROCS(0) at the time of the call. Every kernel gives the same
+// bits for every worker count.
+type Workers int
+
+// n is the worker count to use now.
+func (w Workers) n() int {
+	if w > 0 {
+		return int(w)
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
 // ParallelFor calls body(lo, hi) on disjoint chunks covering [0, n), using up
-// to the configured number of workers. Chunks are contiguous and each index is
+// to threads workers (0: GOMAXPROCS). Chunks are contiguous and each index is
 // handled by exactly one call, so any body that writes only its own rows gives
 // the same result for every worker count.
-func ParallelFor(n int, body func(lo, hi int)) {
-	w := Threads()
+func ParallelFor(threads, n int, body func(lo, hi int)) { Workers(threads).For(n, body) }
+
+// For is ParallelFor on w's workers.
+func (wk Workers) For(n int, body func(lo, hi int)) {
+	w := wk.n()
 	if w > n {
 		w = n
 	}
@@ -48,13 +65,13 @@ var (
 	mulBoth = mulBothScalar // dst[i] = w[i]·(x[i]·s)
 )
 
-// ParallelTasks calls task(i) once for every i in [0, n) on up to the
-// configured number of workers. Tasks are handed out one at a time, so a core
+// Tasks calls task(i) once for every i in [0, n) on up to w's workers.
+// Tasks are handed out one at a time, so a core
 // taken by another process slows the call instead of stalling it; each task
 // must write only its own outputs, which makes the result independent of the
 // worker count.
-func ParallelTasks(n int, task func(i int)) {
-	w := min(Threads(), n)
+func (wk Workers) Tasks(n int, task func(i int)) {
+	w := min(wk.n(), n)
 	var next atomic.Int64
 	run := func() {
 		for {
@@ -81,9 +98,9 @@ func ParallelTasks(n int, task func(i int)) {
 // HF's LlamaRMSNorm: weight · (x / sqrt(mean(x²) + eps)). The mean of squares
 // is accumulated in float64 (in 16 partial sums, see sumSqScalar). dst may
 // alias x.
-func RMSNorm(dst, x, weight []float32, rows, n int, eps float32) {
+func RMSNorm(wk Workers, dst, x, weight []float32, rows, n int, eps float32) {
 	weight = weight[:n]
-	ParallelFor(rows, func(lo, hi int) {
+	wk.For(rows, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr := x[r*n : (r+1)*n]
 			variance := float32(sumSq(xr) / float64(n))
@@ -133,10 +150,10 @@ func mulBothScalar(dst, w, x []float32, s float32) {
 // activation: silu(x) = x · sigmoid(x) = x / (1 + exp(-x)). Every element is
 // computed by the same operations whether it lands in a vector lane or the
 // scalar tail, so results do not depend on the slice's length or offset.
-func SiLUMul(gate, up []float32) {
+func SiLUMul(wk Workers, gate, up []float32) {
 	up = up[:len(gate)]
 	const chunk = 4096
-	ParallelFor((len(gate)+chunk-1)/chunk, func(lo, hi int) {
+	wk.For((len(gate)+chunk-1)/chunk, func(lo, hi int) {
 		lo, hi = lo*chunk, min(hi*chunk, len(gate))
 		siluMul(gate[lo:hi], up[lo:hi])
 	})
@@ -151,14 +168,14 @@ func siluMulScalar(gate, up []float32) {
 }
 
 // Add computes dst[i] += src[i].
-func Add(dst, src []float32) {
+func Add(wk Workers, dst, src []float32) {
 	src = src[:len(dst)]
 	const chunk = 1 << 16
 	if len(dst) <= chunk {
 		addScalar(dst, src)
 		return
 	}
-	ParallelFor((len(dst)+chunk-1)/chunk, func(lo, hi int) {
+	wk.For((len(dst)+chunk-1)/chunk, func(lo, hi int) {
 		lo, hi = lo*chunk, min(hi*chunk, len(dst))
 		addScalar(dst[lo:hi], src[lo:hi])
 	})

@@ -1,6 +1,6 @@
 //go:build !goexperiment.simd || !amd64
 
-package tensor
+package cpu
 
 // simdPaths: this build has no SIMD kernels (build with GOEXPERIMENT=simd on
 // amd64 for the AVX-512 and AVX2 paths).

@@ -1,6 +1,6 @@
 //go:build race
 
-package tensor
+package cpu
 
 // raceEnabled: the race detector makes sync.Pool drop items on purpose.
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package tensor
+package cpu
 
 // This file is the GEMM API the model is written against, and the blocked,
 // multi-threaded driver behind it. The inner 4×32 tile kernels live in
@@ -20,7 +20,6 @@ package tensor
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -70,12 +69,12 @@ type Packed struct {
 }
 
 // Pack copies w (row-major [n][k]) into a Packed matrix.
-func Pack(w []float32, n, k int) *Packed {
+func Pack(wk Workers, w []float32, n, k int) *Packed {
 	if n < 0 || k < 0 || len(w) != n*k {
 		panic(fmt.Sprintf("tensor.Pack: len(w)=%d, want n*k=%d*%d", len(w), n, k))
 	}
 	d := make([]float32, panels(n)*k*nr)
-	ParallelFor(panels(n), func(lo, hi int) { packPanelsNT(d, w, n, k, lo, hi) })
+	wk.For(panels(n), func(lo, hi int) { packPanelsNT(d, w, n, k, lo, hi) })
 	return &Packed{N: n, K: k, data: d}
 }
 
@@ -108,50 +107,35 @@ func (p *Packed) Shape() (n, k int) { return p.N, p.K }
 func (p *Packed) IsBF16() bool { return p.data16 != nil }
 
 // MatMulPacked computes y[m][N] = x[m][K] · Wᵀ, overwriting y.
-func MatMulPacked(y, x []float32, m int, w *Packed) {
+func MatMulPacked(wk Workers, y, x []float32, m int, w *Packed) {
 	checkLen("MatMulPacked", y, m*w.N, x, m*w.K)
-	gemm(y, x, w.data, w.data16, m, w.N, w.K)
+	gemm(wk, y, x, w.data, w.data16, m, w.N, w.K)
 }
 
 // MatMulNT computes c[m][n] = a[m][k] · b[n][k]ᵀ for unpacked b, overwriting c.
 // Used where the right-hand side changes every call (attention scores, LoRA);
 // b is packed into a pooled scratch buffer first.
-func MatMulNT(c, a, b []float32, m, n, k int) {
+func MatMulNT(wk Workers, c, a, b []float32, m, n, k int) {
 	checkLen("MatMulNT", c, m*n, a, m*k)
 	if len(b) < n*k {
 		panic(fmt.Sprintf("tensor.MatMulNT: len(b)=%d < n*k=%d", len(b), n*k))
 	}
 	buf := getScratch(panels(n) * k * nr)
 	packNT(*buf, b, n, k)
-	gemm(c, a, *buf, nil, m, n, k)
+	gemm(wk, c, a, *buf, nil, m, n, k)
 	scratch.Put(buf)
 }
 
 // MatMulNN computes c[m][n] = a[m][k] · b[k][n], overwriting c.
-func MatMulNN(c, a, b []float32, m, n, k int) {
+func MatMulNN(wk Workers, c, a, b []float32, m, n, k int) {
 	checkLen("MatMulNN", c, m*n, a, m*k)
 	if len(b) < n*k {
 		panic(fmt.Sprintf("tensor.MatMulNN: len(b)=%d < n*k=%d", len(b), n*k))
 	}
 	buf := getScratch(panels(n) * k * nr)
 	packNN(*buf, b, n, k)
-	gemm(c, a, *buf, nil, m, n, k)
+	gemm(wk, c, a, *buf, nil, m, n, k)
 	scratch.Put(buf)
-}
-
-// threads is the number of worker goroutines the kernels use (0 = GOMAXPROCS).
-var threads atomic.Int64
-
-// SetThreads sets the number of worker goroutines the kernels use; n <= 0
-// means runtime.GOMAXPROCS(0). Results do not depend on it.
-func SetThreads(n int) { threads.Store(int64(max(n, 0))) }
-
-// Threads reports the number of worker goroutines the kernels use.
-func Threads() int {
-	if n := int(threads.Load()); n > 0 {
-		return n
-	}
-	return runtime.GOMAXPROCS(0)
 }
 
 func checkLen(op string, c []float32, nc int, a []float32, na int) {
@@ -233,7 +217,7 @@ type gemmJob struct {
 var jobs = sync.Pool{New: func() any { return new(gemmJob) }}
 
 // gemm computes c = a · (packed b or b16) with the current path.
-func gemm(c, a, b []float32, b16 []uint16, m, n, k int) {
+func gemm(wk Workers, c, a, b []float32, b16 []uint16, m, n, k int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -245,7 +229,7 @@ func gemm(c, a, b []float32, b16 []uint16, m, n, k int) {
 	j.c, j.a, j.b, j.b16, j.m, j.n, j.k = c, a, b, b16, m, n, k
 	j.kern, j.kern16 = currentPath().kern, currentPath().kern16
 
-	th := Threads()
+	th := wk.n()
 	if 2*m*n*k < serialFlops {
 		th = 1
 	}

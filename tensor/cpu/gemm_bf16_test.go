@@ -1,4 +1,4 @@
-package tensor
+package cpu
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func TestF32ToBF16(t *testing.T) {
 // TestPackBF16 checks the bf16 panels against Pack of the rounded weights:
 // same products in the same order, so the same bits, on every path.
 func TestPackBF16(t *testing.T) {
-	defer SetThreads(0)
+	wk := Workers(0)
 	withPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(9, 10))
 		for _, s := range [][3]int{{1, 1, 1}, {5, 33, 65}, {33, 70, 600}, {130, 64, 1030}} {
@@ -46,11 +46,11 @@ func TestPackBF16(t *testing.T) {
 				t.Fatal("PackBF16 result does not report IsBF16")
 			}
 			want := make([]float32, m*n)
-			MatMulPacked(want, a, m, Pack(rounded, n, k))
+			MatMulPacked(wk, want, a, m, Pack(wk, rounded, n, k))
 			for _, th := range []int{1, 2, 3} {
-				SetThreads(th)
+				wk = Workers(th)
 				got := make([]float32, m*n)
-				MatMulPacked(got, a, m, p16)
+				MatMulPacked(wk, got, a, m, p16)
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("m=%d n=%d k=%d threads=%d: c[%d] = %v, want %v", m, n, k, th, i, got[i], want[i])
@@ -73,20 +73,20 @@ func TestPackBF16(t *testing.T) {
 // TestGEMMConcurrentCallers: calls from several goroutines at once share the
 // worker pool without interfering (run with -race).
 func TestGEMMConcurrentCallers(t *testing.T) {
-	defer SetThreads(0)
-	SetThreads(2)
+	wk := Workers(0)
+	wk = Workers(2)
 	r := rand.New(rand.NewPCG(11, 12))
 	m, n, k := 40, 300, 300
 	a, b := randMat(r, m*k), randMat(r, n*k)
-	w := Pack(b, n, k)
+	w := Pack(wk, b, n, k)
 	want := make([]float32, m*n)
-	MatMulPacked(want, a, m, w)
+	MatMulPacked(wk, want, a, m, w)
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
 			c := make([]float32, m*n)
 			for range 5 {
-				MatMulPacked(c, a, m, w)
+				MatMulPacked(wk, c, a, m, w)
 				for i := range c {
 					if c[i] != want[i] {
 						errs <- fmt.Errorf("c[%d] = %v, want %v", i, c[i], want[i])

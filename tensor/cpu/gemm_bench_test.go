@@ -1,4 +1,4 @@
-package tensor
+package cpu
 
 import (
 	"fmt"
@@ -28,19 +28,20 @@ var benchLinears = []struct {
 // M ∈ {8, 128, 1024} rows, on the current path (MEAZO_GEMM forces one).
 // The lm_head shapes need 0.5–0.6 GiB each; filter them out with -bench.
 func BenchmarkMatMulPacked(b *testing.B) {
+	const wk = Workers(0)
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, l := range benchLinears {
 		var w *Packed
 		for _, m := range []int{8, 128, 1024} {
 			b.Run(fmt.Sprintf("%s/M=%d", l.name, m), func(b *testing.B) {
 				if w == nil {
-					w = Pack(randMat(r, l.n*l.k), l.n, l.k)
+					w = Pack(wk, randMat(r, l.n*l.k), l.n, l.k)
 				}
 				x := randMat(r, m*l.k)
 				y := make([]float32, m*l.n)
 				b.ResetTimer()
 				for b.Loop() {
-					MatMulPacked(y, x, m, w)
+					MatMulPacked(wk, y, x, m, w)
 				}
 				b.ReportMetric(2*float64(m)*float64(l.n)*float64(l.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -50,13 +51,14 @@ func BenchmarkMatMulPacked(b *testing.B) {
 
 // BenchmarkMatMulNT: attention scores (q·kᵀ, head_dim 64/128) and LoRA x·Aᵀ (r=16).
 func BenchmarkMatMulNT(b *testing.B) {
+	const wk = Workers(0)
 	r := rand.New(rand.NewPCG(2, 2))
 	for _, s := range [][3]int{{128, 128, 64}, {512, 512, 128}, {1024, 16, 2048}} {
 		m, n, k := s[0], s[1], s[2]
 		b.Run(fmt.Sprintf("m=%d/n=%d/k=%d", m, n, k), func(b *testing.B) {
 			a, bb, c := randMat(r, m*k), randMat(r, n*k), make([]float32, m*n)
 			for b.Loop() {
-				MatMulNT(c, a, bb, m, n, k)
+				MatMulNT(wk, c, a, bb, m, n, k)
 			}
 			b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -65,6 +67,7 @@ func BenchmarkMatMulNT(b *testing.B) {
 
 // BenchmarkMatMulPackedBF16: the bf16-weight variant on a few shapes.
 func BenchmarkMatMulPackedBF16(b *testing.B) {
+	const wk = Workers(0)
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, l := range benchLinears[:4] {
 		var w *Packed
@@ -76,7 +79,7 @@ func BenchmarkMatMulPackedBF16(b *testing.B) {
 				x := randMat(r, m*l.k)
 				y := make([]float32, m*l.n)
 				for b.Loop() {
-					MatMulPacked(y, x, m, w)
+					MatMulPacked(wk, y, x, m, w)
 				}
 				b.ReportMetric(2*float64(m)*float64(l.n)*float64(l.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

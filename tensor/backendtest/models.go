@@ -1,0 +1,432 @@
+package backendtest
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// FixtureModels are the tiny HF models of the shared fixtures.
+var FixtureModels = []string{"llama-tiny", "qwen3-tiny"}
+
+// Models runs the model package on b. Against the HF references of the
+// fixture models (skipped without MEAZO_SHARED): logits, hidden states and
+// losses within tol.Logits and tol.Loss, of the float32 and the bf16
+// checkpoint (stored as float32 and as bfloat16) and with the fixtures' PEFT
+// LoRA adapter, and every greedy generation token-exact. Against the CPU
+// backend, on the fixture models and on random ones (tied and untied LM
+// head, a sliding window shorter than the batch): forward with LoRA and
+// prompt tuning, left-padded generation and batched variants with prefix
+// caching, within tol. On b alone: repeat runs bit-identical, scoring
+// downloads nothing (when b is a *Device) and every call frees what it made
+// (when b implements Counter).
+func Models(t *testing.T, b tensor.Backend, tol Tolerance) {
+	t.Run("References", func(t *testing.T) {
+		for _, name := range FixtureModels {
+			t.Run(name, func(t *testing.T) { references(t, b, name, tol) })
+		}
+	})
+	t.Run("AgainstCPU", func(t *testing.T) {
+		for name, dir := range seamModels(t) {
+			t.Run(name, func(t *testing.T) { againstCPU(t, b, dir, tol) })
+		}
+	})
+}
+
+// leakCheck returns a function that reports what b holds beyond what it
+// held when leakCheck was called.
+func leakCheck(t *testing.T, b tensor.Backend) func(what string) {
+	c, ok := b.(Counter)
+	if !ok {
+		return func(string) {}
+	}
+	b0, w0, k0 := c.Live()
+	return func(what string) {
+		t.Helper()
+		bufs, w, k := c.Live()
+		var misuse []string
+		if d, ok := b.(*Device); ok {
+			misuse = d.Misuse
+		}
+		if bufs != b0 || w != w0 || k != k0 || len(misuse) > 0 {
+			t.Errorf("%s: %d buffers, %d weights, %d KV caches alive (want %d, %d, %d); misuse: %v", what, bufs, w, k, b0, w0, k0, misuse)
+		}
+	}
+}
+
+func closeTo(t *testing.T, what string, got []float32, want []float64, width int, keep func(int) bool, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	if d, at := fixture.MaxAbsDiff(got, want, width, keep); !(d <= tol) {
+		t.Errorf("%s: max |Δ| = %.3g at %d (got %g, want %g), tolerance %g", what, d, at, got[at], want[at], tol)
+	} else {
+		t.Logf("%s: max |Δ| = %.3g (tolerance %g)", what, d, tol)
+	}
+}
+
+func lossClose(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if d := math.Abs(got - want); !(d <= tol) {
+		t.Errorf("%s: %.9g, want %.9g (|Δ| %.3g > %g)", what, got, want, d, tol)
+	}
+}
+
+func references(t *testing.T, b tensor.Backend, name string, tol Tolerance) {
+	dir := fixture.Dir(t, "fixtures", "models", name)
+	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+	shape := ref.Shape("input_ids")
+	mask := ref.Ints("attention_mask")
+	in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}
+	labels := ref.Ints("labels")
+	real := func(r int) bool { return mask[r] == 1 }
+	leaks := leakCheck(t, b)
+
+	m, err := model.LoadWith(dir, model.LoadOptions{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := m.VocabSize
+	out, err := m.Forward(in, model.Options{Logits: true, HiddenStates: true, Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "logits", out.Logits, ref.F64("logits_f64"), v, real, tol.Logits)
+	lossClose(t, "batch loss", out.Loss, ref.F64("batch_loss_f64")[0], tol.Loss)
+	for s, want := range ref.F64("loss_per_seq_f64") {
+		lossClose(t, "loss of a sequence", out.LossPerSeq[s], want, tol.Loss)
+	}
+	hidden := ref.F64("hidden_states_f64")
+	per := in.B * in.T * m.HiddenSize
+	for i, h := range out.HiddenStates {
+		closeTo(t, "hidden state", h, hidden[i*per:(i+1)*per], m.HiddenSize, real, tol.Logits)
+	}
+	again, err := m.Forward(in, model.Options{Logits: true, Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(again.Logits, out.Logits) || again.Loss != out.Loss {
+		t.Errorf("a second forward gives other bits")
+	}
+
+	// Left padding, as generation batches are laid out.
+	left, err := m.Forward(model.Input{B: in.B, T: in.T, Tokens: ref.Ints("left_input_ids"), Mask: ref.Ints("left_attention_mask"),
+		Positions: ref.Ints("left_position_ids")}, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftMask := ref.Ints("left_attention_mask")
+	closeTo(t, "left-padded logits", left.Logits, ref.F64("left_logits_f32"), v, func(r int) bool { return leftMask[r] == 1 }, tol.Logits)
+
+	generations(t, m, ref, "", tol)
+
+	// The fixtures' PEFT LoRA adapter.
+	if _, err := lora.LoadPEFT(filepath.Join(dir, "lora"), m); err != nil {
+		t.Fatal(err)
+	}
+	lo, err := m.Forward(in, model.Options{Logits: true, Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "LoRA logits", lo.Logits, ref.F64("lora_logits_f64"), v, real, tol.Logits+1e-4) // MODELS.md: 3e-4 with an adapter
+	for s, want := range ref.F64("lora_loss_per_seq_f64") {
+		lossClose(t, "LoRA loss of a sequence", lo.LossPerSeq[s], want, tol.Loss)
+	}
+	generations(t, m, ref, "lora_", tol)
+	m.Adapter = nil
+	m.Free()
+
+	// The bf16 checkpoint, widened to float32 and kept in bfloat16.
+	for _, keep := range []bool{false, true} {
+		m16, err := model.LoadWith(filepath.Join(dir, "bf16"), model.LoadOptions{Backend: b, BF16Weights: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := m16.Forward(in, model.Options{Logits: true, Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeTo(t, "bf16-checkpoint logits", o.Logits, ref.F64("bf16ckpt_logits_f32"), v, real, tol.Logits)
+		for s, want := range ref.F64("bf16ckpt_loss_per_seq_f32") {
+			lossClose(t, "bf16-checkpoint loss of a sequence", o.LossPerSeq[s], want, tol.Loss)
+		}
+		m16.Free()
+	}
+	leaks("fixture checks")
+}
+
+// generations checks the fixture's greedy generations (single prompts and a
+// left-padded batch; prefix "" or "lora_").
+func generations(t *testing.T, m *model.Model, ref *fixture.Ref, prefix string, tol Tolerance) {
+	t.Helper()
+	for g := range 2 {
+		p := "gen" + string(rune('0'+g)) + "_"
+		prompt, want := ref.Ints(p+"prompt"), ref.Ints(prefix+p+"new_tokens")
+		var steps []float32
+		got, err := m.Generate(model.Input{B: 1, T: len(prompt), Tokens: prompt}, model.GenerateOptions{
+			MaxNewTokens: len(want), StopIDs: []int{}, OnStep: func(_ int, l []float32) { steps = append(steps, l...) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[0], want) {
+			t.Errorf("%s%s: generated %v, want %v", prefix, p, got[0], want)
+		}
+		if prefix == "" {
+			closeTo(t, p+"step logits", steps, ref.F64(p+"step_logits_f32"), m.VocabSize, nil, tol.Logits)
+		}
+	}
+	if prefix != "" {
+		return
+	}
+	ids, mask, want := ref.Ints("genbatch_input_ids"), ref.Ints("genbatch_attention_mask"), ref.Ints("genbatch_new_tokens")
+	got, err := m.Generate(model.Input{B: 2, T: len(ids) / 2, Tokens: ids, Mask: mask}, model.GenerateOptions{MaxNewTokens: len(want) / 2, StopIDs: []int{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		if w := want[r*len(want)/2 : (r+1)*len(want)/2]; !slices.Equal(got[r], w) {
+			t.Errorf("left-padded batch row %d: generated %v, want %v", r, got[r], w)
+		}
+	}
+}
+
+// tinyConfig is a small Qwen3- or Llama-style config.
+func tinyConfig(arch string) *model.Config {
+	c := &model.Config{
+		Architecture: arch, VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		TieEmbeddings: true, BOSTokenID: -1, EOSTokenIDs: []int{2},
+	}
+	if arch == "Qwen3ForCausalLM" {
+		c.QKNorm = true
+	} else {
+		c.RopeScaling = &model.RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
+	}
+	return c
+}
+
+// seamModels writes the random models and lists them with the fixture
+// models (when MEAZO_SHARED is set).
+func seamModels(t *testing.T) map[string]string {
+	dirs := map[string]string{}
+	untied := tinyConfig("Qwen3ForCausalLM") // an untied LM head and a sliding window shorter than the batch
+	untied.TieEmbeddings, untied.SlidingWindow = false, 4
+	for name, c := range map[string]*model.Config{
+		"random-llama": tinyConfig("LlamaForCausalLM"), "random-qwen3": tinyConfig("Qwen3ForCausalLM"), "random-qwen3-untied-window": untied,
+	} {
+		dir := t.TempDir()
+		if _, err := model.WriteRandom(dir, c, 5, 0.3); err != nil {
+			t.Fatal(err)
+		}
+		dirs[name] = dir
+	}
+	if root := fixtureRoot(); root != "" {
+		for _, name := range FixtureModels {
+			dirs[name] = filepath.Join(root, "fixtures", "models", name)
+		}
+	}
+	return dirs
+}
+
+// randomAdapter makes a LoRA adapter of rank r on q_proj and v_proj.
+func randomAdapter(m *model.Model, r int, rng *rand.Rand) *model.Adapter {
+	mk := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * 0.2)
+		}
+		return v
+	}
+	a := &model.Adapter{Layers: make([]model.LayerAdapter, m.NumLayers)}
+	for l := range a.Layers {
+		a.Layers[l].Q = &model.LoRA{R: r, A: mk(r * m.HiddenSize), B: mk(m.NumHeads * m.HeadDim * r), Scale: 2}
+		a.Layers[l].V = &model.LoRA{R: r, A: mk(r * m.HiddenSize), B: mk(m.NumKVHeads * m.HeadDim * r), Scale: 2}
+	}
+	return a
+}
+
+// testBatch is a right-padded batch of 3 sequences with some labels masked.
+func testBatch(m *model.Model, rng *rand.Rand) (model.Input, []int) {
+	b, t := 3, 9
+	lengths := []int{9, 6, 4}
+	in := model.Input{B: b, T: t, Tokens: make([]int, b*t), Mask: make([]int, b*t)}
+	labels := make([]int, b*t)
+	for s := range b {
+		for i := range t {
+			r := s*t + i
+			labels[r] = -100
+			if i < lengths[s] {
+				in.Tokens[r], in.Mask[r] = rng.IntN(m.VocabSize), 1
+				if i >= 2 {
+					labels[r] = in.Tokens[r]
+				}
+			}
+		}
+	}
+	return in, labels
+}
+
+func fixtureRoot() string { return os.Getenv("MEAZO_SHARED") }
+
+// againstCPU runs forward, generation and batched variants on b and on the
+// CPU backend.
+func againstCPU(t *testing.T, b tensor.Backend, dir string, tol Tolerance) {
+	host, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks := leakCheck(t, b)
+	seam, err := model.LoadWith(dir, model.LoadOptions{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		seam.Free()
+		leaks("after Free")
+	}()
+	afterLoad := leakCheck(t, b)
+	dev, _ := b.(*Device)
+	downloads := func() int {
+		if dev == nil {
+			return 0
+		}
+		return dev.Downloads
+	}
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		if tol.Exact {
+			if !sameBits(got, want) {
+				t.Errorf("%s differ from the CPU backend's", what)
+			}
+			return
+		}
+		w := make([]float64, len(want))
+		for i, v := range want {
+			w[i] = float64(v)
+		}
+		closeTo(t, what+" vs CPU", got, w, len(got), nil, tol.Logits)
+	}
+	sameLoss := func(what string, got, want []float64) {
+		t.Helper()
+		for i := range want {
+			if tol.Exact && math.Float64bits(got[i]) != math.Float64bits(want[i]) ||
+				!tol.Exact && !(math.Abs(got[i]-want[i]) <= tol.Loss) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+				t.Errorf("%s %d: %.17g, the CPU backend's %.17g", what, i, got[i], want[i])
+			}
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(7, 8))
+	in, labels := testBatch(host, rng)
+	adapter := randomAdapter(host, 4, rng)
+	prompt := make([]float32, 3*host.HiddenSize)
+	for i := range prompt {
+		prompt[i] = float32(rng.NormFloat64())
+	}
+	gen := model.Input{B: 2, T: 5, Tokens: make([]int, 10), Mask: []int{0, 0, 1, 1, 1, 1, 1, 1, 1, 1}}
+	for i := range gen.Tokens {
+		gen.Tokens[i] = rng.IntN(host.VocabSize)
+	}
+	for _, c := range []struct {
+		what    string
+		adapter *model.Adapter
+		prompt  []float32
+	}{{"plain", nil, nil}, {"lora", adapter, nil}, {"prompt", nil, prompt}} {
+		host.Adapter, seam.Adapter = c.adapter, c.adapter
+		host.Prompt, seam.Prompt = c.prompt, c.prompt
+		opts := model.Options{Logits: true, HiddenStates: true, Labels: labels}
+		want, err := host.Forward(in, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := seam.Forward(in, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(c.what+" logits", got.Logits, want.Logits)
+		sameLoss(c.what+" loss", append([]float64{got.Loss}, got.LossPerSeq...), append([]float64{want.Loss}, want.LossPerSeq...))
+		for i := range want.HiddenStates {
+			same(c.what+" hidden state", got.HiddenStates[i], want.HiddenStates[i])
+		}
+		afterLoad(c.what + " forward")
+		before := downloads()
+		lossOnly, err := seam.Forward(in, model.Options{Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := downloads() - before; n != 0 {
+			t.Errorf("%s loss-only forward downloaded %d buffers, want 0", c.what, n)
+		}
+		if lossOnly.Loss != got.Loss {
+			t.Errorf("%s: the loss-only forward's loss %.17g differs from the full forward's %.17g", c.what, lossOnly.Loss, got.Loss)
+		}
+		afterLoad(c.what + " loss-only forward")
+
+		var wantSteps, gotSteps []float32
+		wantGen, err := host.Generate(gen, model.GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { wantSteps = append(wantSteps, l...) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotGen, err := seam.Generate(gen, model.GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { gotSteps = append(gotSteps, l...) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range wantGen {
+			if !slices.Equal(gotGen[r], wantGen[r]) {
+				t.Errorf("%s generation row %d: %v on %s, %v on the CPU", c.what, r, gotGen[r], b.Name(), wantGen[r])
+			}
+		}
+		same(c.what+" generation step logits", gotSteps, wantSteps)
+		afterLoad(c.what + " generation")
+	}
+	host.Adapter, seam.Adapter, host.Prompt, seam.Prompt = nil, nil, nil, nil
+
+	row, want := make([]float32, host.HiddenSize), make([]float32, host.HiddenSize)
+	seam.EmbeddingRow(row, 5)
+	host.EmbeddingRow(want, 5)
+	if !sameBits(row, want) {
+		t.Errorf("EmbeddingRow differs")
+	}
+	afterLoad("EmbeddingRow")
+
+	// Batched variants with prefix caching: each variant perturbs one
+	// layer's adapter and starts from the base pass at that layer.
+	base := model.Variant{Adapter: randomAdapter(host, 4, rng)}
+	var variants []model.Variant
+	for l := range host.NumLayers {
+		v := model.Variant{Adapter: &model.Adapter{Layers: slices.Clone(base.Adapter.Layers)}, From: l}
+		v.Adapter.Layers[l] = randomAdapter(host, 4, rng).Layers[l]
+		variants = append(variants, v)
+	}
+	variants = append(variants, model.Variant{Adapter: base.Adapter, From: host.NumLayers})
+	wantL, _, err := host.Losses(in, labels, base, variants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := downloads()
+	gotL, _, err := seam.Losses(in, labels, base, variants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLoss("Losses", gotL, wantL)
+	if n := downloads() - before; n != 0 {
+		t.Errorf("Losses downloaded %d buffers, want 0", n)
+	}
+	again, _, err := seam.Losses(in, labels, base, variants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(again, gotL, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+		t.Errorf("Losses: a second run gives other bits: %v then %v", gotL, again)
+	}
+	afterLoad("Losses")
+}
