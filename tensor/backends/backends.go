@@ -8,7 +8,8 @@ import (
 	"io"
 
 	"github.com/meazo-go/meazo/tensor"
-	_ "github.com/meazo-go/meazo/tensor/cpu" // registers "cpu"
+	_ "github.com/meazo-go/meazo/tensor/cpu"  // registers "cpu"
+	_ "github.com/meazo-go/meazo/tensor/cuda" // registers "cuda"
 )
 
 // Usage is the help text of a --backend flag or a model.backend key.

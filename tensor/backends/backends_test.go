@@ -1,0 +1,66 @@
+package backends
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/cuda"
+)
+
+// TestSelection: "cpu" always opens; "cuda" opens where a GPU is usable and
+// otherwise fails with one line naming what is missing; "auto" takes CUDA
+// when it opens and otherwise falls back to the CPU, saying why in the log.
+func TestSelection(t *testing.T) {
+	if got := tensor.Names(); len(got) != 2 || got[0] != "cuda" || got[1] != "cpu" {
+		t.Fatalf("registered backends %v, want [cuda cpu] (auto's order)", got)
+	}
+	var log strings.Builder
+	b, err := Open("cpu", 1, &log)
+	if err != nil || b.Name() != "cpu" || !strings.HasPrefix(log.String(), "backend cpu: CPU") {
+		t.Fatalf("Open(cpu): %v, %q", err, log.String())
+	}
+
+	gpu, gpuErr := cuda.Open(0)
+	if gpuErr == nil {
+		gpu.Close()
+	}
+	log.Reset()
+	b, err = Open("cuda", 0, &log)
+	if gpuErr == nil {
+		if err != nil || b.Name() != "cuda" {
+			t.Fatalf("a GPU opens, but Open(cuda) gave %v", err)
+		}
+		b.Close()
+	} else {
+		if err == nil {
+			t.Fatalf("Open(cuda) succeeded where cuda.Open fails: %v", gpuErr)
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "not found") && !strings.Contains(msg, "no GPU") {
+			t.Errorf("Open(cuda) error is not one line naming what is missing: %q", msg)
+		}
+		t.Logf("Open(cuda): %v", err)
+	}
+
+	log.Reset()
+	b, err = Open("auto", 0, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if gpuErr == nil {
+		if b.Name() != "cuda" {
+			t.Errorf("auto chose %s where a GPU opens", b.Name())
+		}
+	} else {
+		want := "backend " + gpuErr.Error() + "; trying the next\nbackend cpu: "
+		if b.Name() != "cpu" || !strings.HasPrefix(log.String(), want) {
+			t.Errorf("auto without a GPU: %s, log %q; want the CPU and a log starting %q", b.Name(), log.String(), want)
+		}
+	}
+	t.Logf("auto: %s", log.String())
+
+	if _, err := Open("tpu", 0, &log); err == nil || !strings.Contains(err.Error(), `unknown backend "tpu" (have auto, cuda, cpu)`) {
+		t.Errorf("Open(tpu): %v", err)
+	}
+}

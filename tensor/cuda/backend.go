@@ -1,0 +1,657 @@
+// Package cuda is the NVIDIA GPU implementation of tensor.Backend, in pure
+// Go: the CUDA driver API (libcuda.so.1, from the NVIDIA driver) and cuBLAS
+// (libcublas.so.13, .12 or .11) are loaded at run time with purego, so the
+// binaries need no cgo and run unchanged on machines without a GPU, where
+// Open says what is missing.
+//
+// Weights live in device memory from Pack on (float32, or bfloat16 widened
+// exactly before each product); the matrix products are cuBLAS SGEMMs in
+// full float32 (TF32 off); everything else runs this package's kernels
+// (kernels.cu, compiled to PTX by NVRTC at go generate time and embedded).
+// All work goes to the default stream, in order, so results are
+// bit-identical run to run; see kernels.cu for how they relate to the CPU
+// backend's.
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+func init() {
+	tensor.Register("cuda", 10, func(o tensor.Options) (tensor.Backend, error) { return Open(o.Device) })
+}
+
+// Backend computes on one GPU. Its methods may be called from any
+// goroutine, one at a time (a mutex serialises them): each binds the
+// device's primary context to the calling OS thread.
+type Backend struct {
+	mu          sync.Mutex
+	drv         *driver
+	blas        *cublas
+	dev         int32
+	ctx         uintptr
+	module      uintptr
+	handle      uintptr
+	fns         map[string]uintptr
+	desc        string
+	maxShm      int // dynamic shared memory a block may use (attention)
+	free        map[uint64][]uint64
+	live        map[uint64]uint64 // allocation → bytes, for Free and the leak check
+	weights     int
+	caches      int
+	ids         devArray // staging for row indices, targets and masks
+	ids2        devArray
+	mask        devArray
+	maskNow     []int32  // the mask mask holds
+	wide        devArray // bfloat16 weights widened for one product
+	out         devArray // small results (cross-entropy, argmax)
+	alpha       *float32
+	beta        *float32
+	closed      bool
+	cacheAllocs int // allocations held by KV caches (two per layer), counted in live too
+}
+
+// devArray is a device scratch array that grows as needed.
+type devArray struct {
+	ptr   uint64
+	bytes uint64
+}
+
+// Open initialises the CUDA driver and cuBLAS on GPU ordinal device and
+// loads the kernels. Its error says in one line what is missing: the driver
+// library, cuBLAS, a device, or memory.
+func Open(device int) (*Backend, error) {
+	drv, err := loadDriver()
+	if err != nil {
+		return nil, err
+	}
+	if err := drv.check("cuInit", drv.init(0)); err != nil {
+		return nil, err
+	}
+	var n int32
+	if err := drv.check("cuDeviceGetCount", drv.deviceGetCount(&n)); err != nil {
+		return nil, err
+	}
+	if n == 0 || device < 0 || device >= int(n) {
+		return nil, fmt.Errorf("cuda: no GPU %d (the driver sees %d; check CUDA_VISIBLE_DEVICES and, in Docker, --gpus)", device, n)
+	}
+	blas, err := loadCublas()
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{drv: drv, blas: blas, fns: map[string]uintptr{}, free: map[uint64][]uint64{}, live: map[uint64]uint64{}}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := b.start(int32(device)); err != nil {
+		b.release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// start binds the device, loads the kernels and makes the cuBLAS handle.
+func (b *Backend) start(device int32) error {
+	d := b.drv
+	if err := d.check("cuDeviceGet", d.deviceGet(&b.dev, device)); err != nil {
+		return err
+	}
+	if err := d.check("cuDevicePrimaryCtxRetain", d.primaryCtxRetain(&b.ctx, b.dev)); err != nil {
+		return err
+	}
+	if err := d.check("cuCtxSetCurrent", d.ctxSetCurrent(b.ctx)); err != nil {
+		return err
+	}
+	var major, minor, shm, ver int32
+	d.deviceGetAttribute(&major, attrComputeMajor, b.dev)
+	d.deviceGetAttribute(&minor, attrComputeMinor, b.dev)
+	d.deviceGetAttribute(&shm, attrMaxSharedOptin, b.dev)
+	d.driverGetVersion(&ver)
+	if major < 8 {
+		return fmt.Errorf("cuda: GPU %d has compute capability %d.%d; the kernels are built for 8.0 and later (A100, H100, …)", device, major, minor)
+	}
+	image := append([]byte(kernelsPTX), 0)
+	if err := d.check("cuModuleLoadData (JIT of the embedded PTX)", d.moduleLoadData(&b.module, unsafe.Pointer(&image[0]))); err != nil {
+		return err
+	}
+	for name := range kernelParams {
+		var fn uintptr
+		if err := d.check("cuModuleGetFunction "+name, d.moduleGetFunction(&fn, b.module, name)); err != nil {
+			return err
+		}
+		b.fns[name] = fn
+	}
+	// Attention keeps a query's scores in shared memory: allow what the
+	// device allows beyond the default 48 KiB.
+	b.maxShm = int(shm) - 4096 // the kernel's static shared arrays
+	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(b.fns["attention"], funcAttrMaxDynamicShmem, int32(b.maxShm))); err != nil {
+		return err
+	}
+	c := b.blas
+	if err := c.check("cublasCreate", c.create(&b.handle)); err != nil {
+		return err
+	}
+	if err := c.check("cublasSetMathMode", c.setMathMode(b.handle, defaultMath)); err != nil {
+		return err
+	}
+	var mode, bver int32
+	if err := c.check("cublasGetMathMode", c.getMathMode(b.handle, &mode)); err != nil {
+		return err
+	}
+	if mode != defaultMath {
+		return fmt.Errorf("cuda: cuBLAS math mode is %d after setting CUBLAS_DEFAULT_MATH", mode)
+	}
+	c.getVersion(b.handle, &bver)
+	b.alpha, b.beta = new(float32), new(float32)
+	*b.alpha = 1
+	var name [256]byte
+	d.deviceGetName(&name[0], int32(len(name)), b.dev)
+	var total, free uint64
+	d.memGetInfo(&free, &total)
+	b.desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %d.%d.%d (%s); float32, TF32 off",
+		cString(&name[0]), major, minor, float64(free)/(1<<30), float64(total)/(1<<30), ver/1000, ver%1000/10,
+		bver/10000, bver%10000/100, bver%100, c.path)
+	return nil
+}
+
+// failf reports a device failure (see tensor.DeviceError).
+func failf(format string, args ...any) { tensor.Fail(fmt.Errorf(format, args...)) }
+
+// enter makes the calling goroutine the backend's only user until the
+// returned function runs, on an OS thread with the device's context
+// current.
+func (b *Backend) enter() func() {
+	b.mu.Lock()
+	runtime.LockOSThread()
+	if b.closed {
+		runtime.UnlockOSThread()
+		b.mu.Unlock()
+		panic("cuda: backend used after Close")
+	}
+	if err := b.drv.check("cuCtxSetCurrent", b.drv.ctxSetCurrent(b.ctx)); err != nil {
+		runtime.UnlockOSThread()
+		b.mu.Unlock()
+		tensor.Fail(err)
+	}
+	return func() {
+		runtime.UnlockOSThread()
+		b.mu.Unlock()
+	}
+}
+
+func (b *Backend) Name() string     { return "cuda" }
+func (b *Backend) Describe() string { return b.desc }
+
+// Close frees every allocation the backend still holds and releases the
+// device.
+func (b *Backend) Close() error {
+	defer b.enter()()
+	b.release()
+	b.closed = true
+	return nil
+}
+
+func (b *Backend) release() {
+	for p := range b.live {
+		b.drv.memFree(p)
+	}
+	for _, ps := range b.free {
+		for _, p := range ps {
+			b.drv.memFree(p)
+		}
+	}
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out} {
+		if a.ptr != 0 {
+			b.drv.memFree(a.ptr)
+		}
+	}
+	b.live, b.free = map[uint64]uint64{}, map[uint64][]uint64{}
+	if b.handle != 0 {
+		b.blas.destroy(b.handle)
+	}
+	if b.module != 0 {
+		b.drv.moduleUnload(b.module)
+	}
+	if b.ctx != 0 {
+		b.drv.primaryCtxRelease(b.dev)
+	}
+}
+
+// Live implements backendtest.Counter.
+func (b *Backend) Live() (bufs, weights, caches int) {
+	defer b.enter()()
+	return len(b.live) - b.weights - b.cacheAllocs, b.weights, b.caches
+}
+
+// malloc returns bytes of device memory, reusing a freed block of the same
+// size. On out-of-memory it returns every cached block to the driver and
+// tries once more before failing with the sizes involved.
+func (b *Backend) malloc(bytes uint64) uint64 {
+	bytes = max(bytes, 4)
+	if ps := b.free[bytes]; len(ps) > 0 {
+		p := ps[len(ps)-1]
+		b.free[bytes] = ps[:len(ps)-1]
+		b.live[p] = bytes
+		return p
+	}
+	var p uint64
+	rc := b.drv.memAlloc(&p, bytes)
+	if rc == errOutOfMemory {
+		for size, ps := range b.free {
+			for _, q := range ps {
+				b.drv.memFree(q)
+			}
+			delete(b.free, size)
+		}
+		rc = b.drv.memAlloc(&p, bytes)
+	}
+	if rc != 0 {
+		var free, total uint64
+		b.drv.memGetInfo(&free, &total)
+		err := b.drv.check("cuMemAlloc", rc)
+		if rc == errOutOfMemory {
+			err = fmt.Errorf("cuda: out of device memory: %.3g GB asked for, %.3g GB free of %.3g GB", float64(bytes)/1e9, float64(free)/1e9, float64(total)/1e9)
+		}
+		tensor.Fail(err)
+	}
+	b.live[p] = bytes
+	return p
+}
+
+// release returns an allocation to the cache for reuse.
+func (b *Backend) recycle(p uint64) {
+	bytes, ok := b.live[p]
+	if !ok {
+		panic("cuda: Free of a buffer that is not alive (a view, or freed twice)")
+	}
+	delete(b.live, p)
+	b.free[bytes] = append(b.free[bytes], p)
+}
+
+// grow makes a at least bytes long (contents not kept).
+func (b *Backend) grow(a *devArray, bytes uint64) {
+	if a.bytes >= bytes {
+		return
+	}
+	if a.ptr != 0 {
+		b.drv.memFree(a.ptr)
+		a.ptr, a.bytes = 0, 0
+	}
+	bytes = max(bytes, 1024)
+	var p uint64
+	if err := b.drv.check("cuMemAlloc", b.drv.memAlloc(&p, bytes)); err != nil {
+		tensor.Fail(err)
+	}
+	a.ptr, a.bytes = p, bytes
+}
+
+// upload copies host bytes to device memory at p.
+func (b *Backend) upload(p uint64, src unsafe.Pointer, bytes uint64) {
+	if bytes == 0 {
+		return
+	}
+	if err := b.drv.check("cuMemcpyHtoD", b.drv.memcpyHtoD(p, src, bytes)); err != nil {
+		tensor.Fail(err)
+	}
+}
+
+// uploadInts copies ints to a as int32.
+func (b *Backend) uploadInts(a *devArray, v []int) uint64 {
+	h := make([]int32, len(v))
+	for i, x := range v {
+		h[i] = int32(x)
+	}
+	b.grow(a, uint64(4*len(h)))
+	if len(h) > 0 {
+		b.upload(a.ptr, unsafe.Pointer(&h[0]), uint64(4*len(h)))
+	}
+	return a.ptr
+}
+
+// buf is a device buffer of float32, or a view of one (root 0).
+type buf struct {
+	ptr  uint64 // first element
+	n    int
+	root uint64 // the allocation, for Free; 0 for a view
+}
+
+func (v buf) Len() int { return v.n }
+func (v buf) Slice(lo, hi int) tensor.Buf {
+	if lo < 0 || hi < lo || hi > v.n {
+		panic(fmt.Sprintf("cuda: Slice(%d, %d) of a buffer of %d floats", lo, hi, v.n))
+	}
+	return buf{ptr: v.ptr + uint64(4*lo), n: hi - lo}
+}
+
+func dbuf(x tensor.Buf) buf {
+	v, ok := x.(buf)
+	if !ok {
+		panic(fmt.Sprintf("cuda: CUDA backend given a %T buffer", x))
+	}
+	return v
+}
+
+func (b *Backend) Alloc(n int) tensor.Buf {
+	defer b.enter()()
+	p := b.malloc(uint64(4 * n))
+	if n > 0 {
+		if err := b.drv.check("cuMemsetD32", b.drv.memsetD32(p, 0, uint64(n))); err != nil {
+			tensor.Fail(err)
+		}
+	}
+	return buf{ptr: p, n: n, root: p}
+}
+
+func (b *Backend) FromHost(src []float32) tensor.Buf {
+	defer b.enter()()
+	p := b.malloc(uint64(4 * len(src)))
+	if len(src) > 0 {
+		b.upload(p, unsafe.Pointer(&src[0]), uint64(4*len(src)))
+	}
+	return buf{ptr: p, n: len(src), root: p}
+}
+
+func (b *Backend) ToHost(x tensor.Buf) []float32 {
+	defer b.enter()()
+	v := dbuf(x)
+	h := make([]float32, v.n)
+	if v.n > 0 {
+		if err := b.drv.check("cuMemcpyDtoH", b.drv.memcpyDtoH(unsafe.Pointer(&h[0]), v.ptr, uint64(4*v.n))); err != nil {
+			tensor.Fail(err)
+		}
+	}
+	return h
+}
+
+func (b *Backend) Free(bufs ...tensor.Buf) {
+	defer b.enter()()
+	for _, x := range bufs {
+		v := dbuf(x)
+		if v.root == 0 {
+			panic("cuda: Free of a view (free the buffer it was sliced from)")
+		}
+		b.recycle(v.root)
+	}
+}
+
+// weight is a frozen matrix W [n][k] in device memory, row-major, as
+// float32 or as bfloat16 bits.
+type weight struct {
+	n, k int
+	ptr  uint64
+	bf16 bool
+}
+
+func (w *weight) Shape() (int, int) { return w.n, w.k }
+
+func dweight(x tensor.Weight) *weight {
+	w, ok := x.(*weight)
+	if !ok {
+		panic(fmt.Sprintf("cuda: CUDA backend given a %T weight", x))
+	}
+	return w
+}
+
+func (b *Backend) Pack(w []float32, n, k int, bf16 bool) tensor.Weight {
+	if len(w) != n*k {
+		panic(fmt.Sprintf("cuda: Pack of %d values as %d×%d", len(w), n, k))
+	}
+	defer b.enter()()
+	out := &weight{n: n, k: k, bf16: bf16}
+	if bf16 {
+		h := make([]uint16, len(w))
+		for i, x := range w {
+			h[i] = toBF16(x)
+		}
+		out.ptr = b.malloc(uint64(2 * len(h)))
+		if len(h) > 0 {
+			b.upload(out.ptr, unsafe.Pointer(&h[0]), uint64(2*len(h)))
+		}
+	} else {
+		out.ptr = b.malloc(uint64(4 * len(w)))
+		if len(w) > 0 {
+			b.upload(out.ptr, unsafe.Pointer(&w[0]), uint64(4*len(w)))
+		}
+	}
+	b.weights++
+	return out
+}
+
+// toBF16 rounds to the nearest bfloat16, ties to even (as the CPU
+// backend's PackBF16; exact for a bf16 checkpoint's values); NaN stays NaN.
+func toBF16(f float32) uint16 {
+	u := *(*uint32)(unsafe.Pointer(&f))
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 0x40
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+func (b *Backend) FreeWeight(x tensor.Weight) {
+	defer b.enter()()
+	b.recycle(dweight(x).ptr)
+	b.weights--
+}
+
+// f32Weight returns a float32 copy of w's matrix for cuBLAS: w itself, or
+// its bfloat16 values widened into the scratch array.
+func (b *Backend) f32Weight(w *weight) uint64 {
+	if !w.bf16 {
+		return w.ptr
+	}
+	n := w.n * w.k
+	b.grow(&b.wide, uint64(4*n))
+	b.launch("bf16_to_f32", blocks1D(n), 256, 0, devPtr(b.wide.ptr), devPtr(w.ptr), i64Arg(n))
+	return b.wide.ptr
+}
+
+func (b *Backend) Rows(dst tensor.Buf, x tensor.Weight, ids []int) {
+	defer b.enter()()
+	w, d := dweight(x), dbuf(dst)
+	if len(ids) == 0 {
+		return
+	}
+	for _, id := range ids {
+		if id < 0 || id >= w.n {
+			panic(fmt.Sprintf("cuda: Rows: row %d of a %d-row matrix", id, w.n))
+		}
+	}
+	p := b.uploadInts(&b.ids, ids)
+	name := "gather_rows"
+	if w.bf16 {
+		name = "gather_rows_bf16"
+	}
+	b.launch(name, [3]uint32{uint32(len(ids)), 1, 1}, 256, 0, devPtr(d.ptr), devPtr(w.ptr), i32Arg(w.k), devPtr(p))
+}
+
+func (b *Backend) Gather(dst, src tensor.Buf, width int, ids []int) {
+	defer b.enter()()
+	if len(ids) == 0 {
+		return
+	}
+	p := b.uploadInts(&b.ids, ids)
+	b.launch("gather_rows", [3]uint32{uint32(len(ids)), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(src).ptr), i32Arg(width), devPtr(p))
+}
+
+func (b *Backend) Copy(dst, src tensor.Buf) {
+	defer b.enter()()
+	d, s := dbuf(dst), dbuf(src)
+	if d.n > 0 {
+		if err := b.drv.check("cuMemcpyDtoD", b.drv.memcpyDtoD(d.ptr, s.ptr, uint64(4*d.n))); err != nil {
+			tensor.Fail(err)
+		}
+	}
+}
+
+// gemm computes y [rows][n] = x [rows][k] · Wᵀ for a row-major W [n][k] at
+// w. cuBLAS is column-major: the row-major y is the column-major yᵀ [n ×
+// rows] = W · xᵀ, where W read column-major with leading dimension k is Wᵀ,
+// hence op(A) = Aᵀ on W and op(B) = B on x.
+func (b *Backend) gemm(y, x, w uint64, rows, n, k int) {
+	if rows == 0 || n == 0 {
+		return
+	}
+	rc := b.blas.sgemm(b.handle, opT, opN, int32(n), int32(rows), int32(k), b.alpha, w, int32(k), x, int32(k), b.beta, y, int32(n))
+	if err := b.blas.check("cublasSgemm", rc); err != nil {
+		tensor.Fail(err)
+	}
+}
+
+func (b *Backend) MatMul(y, x tensor.Buf, rows int, wt tensor.Weight) {
+	defer b.enter()()
+	w := dweight(wt)
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k)
+}
+
+func (b *Backend) MatMulNT(y, x, m tensor.Buf, rows, n, k int) {
+	defer b.enter()()
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, dbuf(m).ptr, rows, n, k)
+}
+
+func (b *Backend) Add(y, x tensor.Buf) {
+	defer b.enter()()
+	n := y.Len()
+	b.launch("add", blocks1D(n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(x).ptr), i64Arg(n))
+}
+
+func (b *Backend) AddScaled(y, x tensor.Buf, s float32) {
+	defer b.enter()()
+	n := y.Len()
+	b.launch("add_scaled", blocks1D(n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(x).ptr), f32Arg(s), i64Arg(n))
+}
+
+func (b *Backend) RMSNorm(dst, x, w tensor.Buf, rows, n int, eps float32) {
+	defer b.enter()()
+	b.launch("rms_norm", [3]uint32{uint32(rows), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr), i32Arg(n), f32Arg(eps))
+}
+
+func (b *Backend) SiLUMul(gate, up tensor.Buf) {
+	defer b.enter()()
+	n := gate.Len()
+	b.launch("silu_mul", blocks1D(n), 256, 0, devPtr(dbuf(gate).ptr), devPtr(dbuf(up).ptr), i64Arg(n))
+}
+
+func (b *Backend) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.Buf, tableRows int) {
+	defer b.enter()()
+	b.launch("rope", blocks1D(rows*heads*hd/2), 256, 0, devPtr(dbuf(x).ptr), i64Arg(rows), i32Arg(heads), i32Arg(hd),
+		devPtr(dbuf(cos).ptr), devPtr(dbuf(sin).ptr), i32Arg(tableRows))
+}
+
+// kvCache holds per layer the keys [seqs][kvHeads][hd][capacity]
+// (transposed) and values [seqs][kvHeads][capacity][hd].
+type kvCache struct {
+	seqs, kvHeads, capacity, hd int
+	k, v                        []uint64
+}
+
+func (c *kvCache) Capacity() int { return c.capacity }
+
+func (b *Backend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) tensor.KVCache {
+	defer b.enter()()
+	if need := 4 * (capacity + hd); need > b.maxShm {
+		failf("cuda: attention over %d cache slots needs %d bytes of shared memory per block; this GPU allows %d", capacity, need, b.maxShm)
+	}
+	c := &kvCache{seqs: seqs, kvHeads: kvHeads, capacity: capacity, hd: hd}
+	n := seqs * kvHeads * capacity * hd
+	for range layers {
+		for _, dst := range []*[]uint64{&c.k, &c.v} {
+			p := b.malloc(uint64(4 * n))
+			if n > 0 {
+				b.drv.memsetD32(p, 0, uint64(n))
+			}
+			*dst = append(*dst, p)
+		}
+	}
+	b.caches++
+	b.cacheAllocs += 2 * layers
+	return c
+}
+
+func (b *Backend) FreeKVCache(x tensor.KVCache) {
+	defer b.enter()()
+	c := x.(*kvCache)
+	for i := range c.k {
+		b.recycle(c.k[i])
+		b.recycle(c.v[i])
+	}
+	b.caches--
+	b.cacheAllocs -= 2 * len(c.k)
+}
+
+func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int, a tensor.AttentionArgs) {
+	defer b.enter()()
+	c, ok := x.(*kvCache)
+	if !ok {
+		panic(fmt.Sprintf("cuda: CUDA backend given a %T cache", x))
+	}
+	hd, kvh, heads, tn := a.HeadDim, a.KVHeads, a.Heads, a.Tokens
+	switch {
+	case hd != c.hd || kvh != c.kvHeads || kvh <= 0 || heads%kvh != 0:
+		panic(fmt.Sprintf("cuda: Attention: %d heads, %d kv heads of width %d; the cache holds %d kv heads of width %d", heads, kvh, hd, c.kvHeads, c.hd))
+	case a.Seqs < 0 || a.Seqs > c.seqs || layer < 0 || layer >= len(c.k):
+		panic(fmt.Sprintf("cuda: Attention: %d sequences at layer %d; the cache holds %d sequences in %d layers", a.Seqs, layer, c.seqs, len(c.k)))
+	case a.Start < 0 || tn < 0 || a.Start+tn > c.capacity:
+		panic(fmt.Sprintf("cuda: Attention: slots [%d, %d) outside the capacity %d", a.Start, a.Start+tn, c.capacity))
+	case len(a.Mask) < a.Seqs*c.capacity:
+		panic(fmt.Sprintf("cuda: Attention: mask of %d entries, want %d sequences × %d slots", len(a.Mask), a.Seqs, c.capacity))
+	}
+	if a.Seqs == 0 || tn == 0 {
+		return
+	}
+	// The model passes one mask to every layer of a step: upload it once.
+	mask := a.Mask[:a.Seqs*c.capacity]
+	if !slices.EqualFunc(b.maskNow, mask, func(x int32, y int) bool { return int(x) == y }) {
+		b.uploadInts(&b.mask, mask)
+		b.maskNow = b.maskNow[:0]
+		for _, m := range mask {
+			b.maskNow = append(b.maskNow, int32(m))
+		}
+	}
+	b.launch("store_kv", blocks1D(a.Seqs*tn*kvh*hd), 256, 0, devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(dbuf(k).ptr), devPtr(dbuf(v).ptr),
+		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
+	b.launch("attention", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*(hd+c.capacity)),
+		devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
+		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale))
+}
+
+func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int) []float64 {
+	defer b.enter()()
+	out := make([]float64, len(ids))
+	if len(ids) == 0 {
+		return out
+	}
+	pi, pt := b.uploadInts(&b.ids, ids), b.uploadInts(&b.ids2, targets)
+	b.grow(&b.out, uint64(8*len(ids)))
+	b.launch("cross_entropy", [3]uint32{uint32(len(ids)), 1, 1}, 256, 0, devPtr(b.out.ptr), devPtr(dbuf(logits).ptr), i32Arg(width), devPtr(pi), devPtr(pt))
+	b.download(unsafe.Pointer(&out[0]), b.out.ptr, uint64(8*len(out)))
+	return out
+}
+
+func (b *Backend) Argmax(x tensor.Buf, rows, width int) []int {
+	defer b.enter()()
+	out := make([]int, rows)
+	if rows == 0 {
+		return out
+	}
+	b.grow(&b.out, uint64(4*rows))
+	b.launch("argmax", [3]uint32{uint32(rows), 1, 1}, 256, 0, devPtr(b.out.ptr), devPtr(dbuf(x).ptr), i32Arg(width))
+	h := make([]int32, rows)
+	b.download(unsafe.Pointer(&h[0]), b.out.ptr, uint64(4*rows))
+	for i, v := range h {
+		out[i] = int(v)
+	}
+	return out
+}
+
+func (b *Backend) download(dst unsafe.Pointer, src uint64, bytes uint64) {
+	if err := b.drv.check("cuMemcpyDtoH", b.drv.memcpyDtoH(dst, src, bytes)); err != nil {
+		tensor.Fail(err)
+	}
+}
+
+var _ tensor.Backend = (*Backend)(nil)

@@ -1,0 +1,121 @@
+package cuda
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/tensor/backendtest"
+	"github.com/meazo-go/meazo/tensor/cpu"
+)
+
+// openOrSkip opens GPU 0, or skips the test saying why there is none.
+func openOrSkip(t *testing.T) *Backend {
+	t.Helper()
+	b, err := Open(0)
+	if err != nil {
+		t.Skipf("no CUDA GPU here, so the GPU checks did not run: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	t.Log(b.Describe())
+	return b
+}
+
+// TestConformance runs the backend conformance suite on the GPU: every op
+// against the CPU backend, the fixture models against the HF references, and
+// the model on CUDA against the model on the CPU.
+func TestConformance(t *testing.T) {
+	b := openOrSkip(t)
+	backendtest.Ops(t, b, backendtest.Float32)
+	backendtest.Models(t, b, backendtest.Float32)
+}
+
+// TestOpenFailsInOneLine: where no GPU or library is found, Open's error is
+// one line that names what is missing.
+func TestOpenFailsInOneLine(t *testing.T) {
+	b, err := Open(0)
+	if err == nil {
+		b.Close()
+		t.Skip("a GPU is present: Open succeeded")
+	}
+	msg := err.Error()
+	t.Log(msg)
+	if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "cuda: ") && !strings.Contains(msg, "not found") {
+		t.Errorf("Open's error should be one line naming what is missing, got %q", msg)
+	}
+	if _, err := Open(-1); err == nil {
+		t.Errorf("Open(-1) succeeded")
+	}
+}
+
+// TestKernelTableMatchesPTX checks that every kernel the Go code launches is
+// in the embedded PTX with the parameters kernelParams declares, so a
+// mismatch between kernels.cu and the launches is caught without a GPU.
+func TestKernelTableMatchesPTX(t *testing.T) {
+	entry := regexp.MustCompile(`(?s)\.visible \.entry (\w+)\((.*?)\)`)
+	paramRE := regexp.MustCompile(`\.param \.(\w+) \w+`)
+	found := map[string][]string{}
+	for _, m := range entry.FindAllStringSubmatch(kernelsPTX, -1) {
+		var types []string
+		for _, p := range paramRE.FindAllStringSubmatch(m[2], -1) {
+			types = append(types, p[1])
+		}
+		found[m[1]] = types
+	}
+	ptxType := map[param]string{ptr: "u64", i64: "u64", i32: "u32", f32: "f32"}
+	for name, want := range kernelParams {
+		got, ok := found[name]
+		if !ok {
+			t.Errorf("kernel %s is launched but not in kernels.ptx", name)
+			continue
+		}
+		var w []string
+		for _, p := range want {
+			w = append(w, ptxType[p])
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("kernel %s: PTX parameters %v, launches declare %v", name, got, w)
+		}
+	}
+	for name := range found {
+		if _, ok := kernelParams[name]; !ok {
+			t.Errorf("kernels.ptx has kernel %s that the Go code does not declare", name)
+		}
+	}
+	if !strings.Contains(kernelsPTX, ".target sm_80") {
+		t.Errorf("kernels.ptx does not target compute_80")
+	}
+}
+
+// TestBF16RoundingMatchesCPU: Pack with bf16 stores the same bfloat16
+// values as the CPU backend (round to nearest even, NaN kept).
+func TestBF16RoundingMatchesCPU(t *testing.T) {
+	vals := []float32{0, 1, -1, 1.00390625, 1.01171875, 3.1415927, -2.7182817, 1e-40, 3.4e38, float32(math.Inf(1)),
+		float32(math.Inf(-1)), float32(math.NaN()), 65504, 1.0000001, 0.1}
+	for i := range 2000 {
+		vals = append(vals, math.Float32frombits(uint32(i)*2147483+12345))
+	}
+	packed := cpu.PackBF16(vals, len(vals), 1)
+	c := cpu.New(cpu.Options{})
+	got := make(cpu.HostBuf, len(vals))
+	ids := make([]int, len(vals))
+	for i := range ids {
+		ids[i] = i
+	}
+	c.Rows(got, packed, ids)
+	for i, v := range vals {
+		want := math.Float32bits(got[i])
+		mine := uint32(toBF16(v)) << 16
+		if math.IsNaN(float64(v)) {
+			if !math.IsNaN(float64(math.Float32frombits(mine))) {
+				t.Errorf("toBF16(NaN) is not NaN")
+			}
+			continue
+		}
+		if mine != want {
+			t.Errorf("toBF16(%g) = %#x, the CPU backend's %#x", v, mine, want)
+		}
+	}
+}

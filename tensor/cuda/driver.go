@@ -1,0 +1,152 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// LibPathEnv names a directory searched first for libcuda.so.1 and
+// libcublas.so.N (for example the nvidia/cublas/lib folder of a PyTorch
+// installation).
+const LibPathEnv = "MEAZO_CUDA_LIB_PATH"
+
+// driver holds the CUDA driver API entry points (libcuda.so.1, installed
+// with the NVIDIA driver).
+type driver struct {
+	init               func(flags uint32) int32
+	driverGetVersion   func(v *int32) int32
+	deviceGetCount     func(n *int32) int32
+	deviceGet          func(dev *int32, ordinal int32) int32
+	deviceGetName      func(name *byte, n int32, dev int32) int32
+	deviceTotalMem     func(bytes *uint64, dev int32) int32
+	deviceGetAttribute func(v *int32, attr int32, dev int32) int32
+	primaryCtxRetain   func(ctx *uintptr, dev int32) int32
+	primaryCtxRelease  func(dev int32) int32
+	ctxSetCurrent      func(ctx uintptr) int32
+	ctxSynchronize     func() int32
+	moduleLoadData     func(mod *uintptr, image unsafe.Pointer) int32
+	moduleUnload       func(mod uintptr) int32
+	moduleGetFunction  func(fn *uintptr, mod uintptr, name string) int32
+	funcSetAttribute   func(fn uintptr, attr int32, v int32) int32
+	memAlloc           func(ptr *uint64, bytes uint64) int32
+	memFree            func(ptr uint64) int32
+	memGetInfo         func(free, total *uint64) int32
+	memcpyHtoD         func(dst uint64, src unsafe.Pointer, bytes uint64) int32
+	memcpyDtoH         func(dst unsafe.Pointer, src uint64, bytes uint64) int32
+	memcpyDtoD         func(dst, src uint64, bytes uint64) int32
+	memsetD32          func(dst uint64, v uint32, n uint64) int32
+	launchKernel       func(fn uintptr, gx, gy, gz, bx, by, bz, shmem uint32, stream uintptr, params unsafe.Pointer, extra uintptr) int32
+	getErrorName       func(code int32, s **byte) int32
+	getErrorString     func(code int32, s **byte) int32
+}
+
+// Driver API constants used here (cuda.h).
+const (
+	attrComputeMajor        = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	attrComputeMinor        = 76 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+	attrMaxSharedOptin      = 97 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+	funcAttrMaxDynamicShmem = 8  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	errOutOfMemory          = 2  // CUDA_ERROR_OUT_OF_MEMORY
+	errNoDevice             = 100
+)
+
+// dlopenFirst opens the first of names that loads, looking in
+// $MEAZO_CUDA_LIB_PATH first, and says which it tried when none does.
+func dlopenFirst(what string, names ...string) (uintptr, string, error) {
+	var tried []string
+	dirs := []string{""}
+	if d := os.Getenv(LibPathEnv); d != "" {
+		dirs = []string{d, ""}
+	}
+	for _, dir := range dirs {
+		for _, n := range names {
+			p := n
+			if dir != "" {
+				p = filepath.Join(dir, n)
+			}
+			h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+			if err == nil {
+				return h, p, nil
+			}
+			tried = append(tried, p)
+		}
+	}
+	return 0, "", fmt.Errorf("cuda: %s not found (tried %s; set %s to the directory that holds it)", what, strings.Join(tried, ", "), LibPathEnv)
+}
+
+// bind registers each named C function of lib into the Go function pointer
+// it maps to, failing if a symbol is missing.
+func bind(lib uintptr, libName string, fns map[string]any) error {
+	for name, fn := range fns {
+		if _, err := purego.Dlsym(lib, name); err != nil {
+			return fmt.Errorf("%s has no %s (too old?)", libName, name)
+		}
+		purego.RegisterLibFunc(fn, lib, name)
+	}
+	return nil
+}
+
+func loadDriver() (*driver, error) {
+	lib, path, err := dlopenFirst("the NVIDIA driver library libcuda.so.1", "libcuda.so.1")
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{}
+	err = bind(lib, path, map[string]any{
+		"cuInit": &d.init, "cuDriverGetVersion": &d.driverGetVersion, "cuDeviceGetCount": &d.deviceGetCount,
+		"cuDeviceGet": &d.deviceGet, "cuDeviceGetName": &d.deviceGetName, "cuDeviceTotalMem_v2": &d.deviceTotalMem,
+		"cuDeviceGetAttribute": &d.deviceGetAttribute, "cuDevicePrimaryCtxRetain": &d.primaryCtxRetain,
+		"cuDevicePrimaryCtxRelease_v2": &d.primaryCtxRelease, "cuCtxSetCurrent": &d.ctxSetCurrent,
+		"cuCtxSynchronize": &d.ctxSynchronize, "cuModuleLoadData": &d.moduleLoadData, "cuModuleUnload": &d.moduleUnload,
+		"cuModuleGetFunction": &d.moduleGetFunction, "cuFuncSetAttribute": &d.funcSetAttribute,
+		"cuMemAlloc_v2": &d.memAlloc, "cuMemFree_v2": &d.memFree, "cuMemGetInfo_v2": &d.memGetInfo,
+		"cuMemcpyHtoD_v2": &d.memcpyHtoD, "cuMemcpyDtoH_v2": &d.memcpyDtoH, "cuMemcpyDtoD_v2": &d.memcpyDtoD,
+		"cuMemsetD32_v2": &d.memsetD32, "cuLaunchKernel": &d.launchKernel,
+		"cuGetErrorName": &d.getErrorName, "cuGetErrorString": &d.getErrorString,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// cString reads a NUL-terminated C string (memory the driver owns).
+func cString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	var b []byte
+	for i := 0; ; i++ {
+		c := *(*byte)(unsafe.Add(unsafe.Pointer(p), i))
+		if c == 0 {
+			return string(b)
+		}
+		b = append(b, c)
+	}
+}
+
+// check turns a driver result into an error naming the call.
+func (d *driver) check(call string, rc int32) error {
+	if rc == 0 {
+		return nil
+	}
+	var name, text *byte
+	d.getErrorName(rc, &name)
+	d.getErrorString(rc, &text)
+	return &driverError{call: call, code: rc, name: cString(name), text: cString(text)}
+}
+
+type driverError struct {
+	call       string
+	code       int32
+	name, text string
+}
+
+func (e *driverError) Error() string {
+	return fmt.Sprintf("cuda: %s: %s (%d): %s", e.call, e.name, e.code, e.text)
+}

@@ -1,0 +1,283 @@
+// The CUDA backend's own kernels (the matrix products are cuBLAS's). They are
+// compiled to PTX for compute_80 by NVRTC (go generate; see gen.go) and the
+// driver compiles that PTX for the GPU at hand (A100, H100, ...).
+//
+// Rules that keep the results reproducible and close to the CPU backend's:
+// - Every output element is computed by one thread in a fixed order; every
+//   reduction is a fixed tree in shared memory. No atomics on floats, so a
+//   run is bit-identical to itself.
+// - Element-wise arithmetic uses the explicitly rounded intrinsics
+//   (__fmul_rn, __fadd_rn, ...), which the compiler may not contract into
+//   fused multiply-adds, so that it rounds as the CPU backend's Go code does;
+//   where the CPU kernels use fused multiply-adds (the dot products of
+//   attention), so do these (fmaf). Exp is the CPU backend's Cephes expf,
+//   transcribed operation by operation. Where the CPU reduces in float64 in 16
+//   partial sums (RMSNorm, the softmax normaliser), these kernels do the same
+//   in the same order, so RMSNorm, SiLU, RoPE, the adds and attention give the
+//   CPU backend's bits for the same inputs; cross-entropy's reduction and
+//   cuBLAS's GEMMs sum in other orders.
+
+#define NEG_INF __int_as_float(0xff800000)
+
+// Grid-stride loops over n elements (n may exceed 2^31).
+#define FOR_EACH(i, n) \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (long long)gridDim.x * blockDim.x)
+
+// cephes_expf is the CPU backend's Exp (tensor/cpu/ops.go): Cephes expf,
+// about 1 ulp, 0 below -87.3, +Inf above 88.7.
+__device__ __forceinline__ float cephes_expf(float x) {
+    const float hi = 88.72283f, lo = -87.33654f;
+    const float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440e-4f;
+    if (x != x) return x;
+    if (x > hi) return __int_as_float(0x7f800000);
+    if (x < lo) return 0.0f;
+    float k = (float)floor((double)__fadd_rn(__fmul_rn(x, log2e), 0.5f));
+    float r = __fsub_rn(__fsub_rn(x, __fmul_rn(k, c1)), __fmul_rn(k, c2));
+    float p = 1.9875691500e-4f;
+    p = __fadd_rn(__fmul_rn(p, r), 1.3981999507e-3f);
+    p = __fadd_rn(__fmul_rn(p, r), 8.3334519073e-3f);
+    p = __fadd_rn(__fmul_rn(p, r), 4.1665795894e-2f);
+    p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
+    p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
+    p = __fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(p, r), r), r), 1.0f);
+    if (k > 127.0f) return __fmul_rn(__fmul_rn(p, 2.0f), __int_as_float(254 << 23));
+    return __fmul_rn(p, __int_as_float(((int)k + 127) << 23));
+}
+
+extern "C" {
+
+// y[i] += x[i]
+__global__ void add(float* y, const float* x, long long n) {
+    FOR_EACH(i, n) y[i] = __fadd_rn(y[i], x[i]);
+}
+
+// y[i] += x[i]·s
+__global__ void add_scaled(float* y, const float* x, float s, long long n) {
+    FOR_EACH(i, n) y[i] = __fadd_rn(y[i], __fmul_rn(x[i], s));
+}
+
+// gate[i] = silu(gate[i])·up[i] = gate[i] / (1 + exp(-gate[i])) · up[i]
+__global__ void silu_mul(float* gate, const float* up, long long n) {
+    FOR_EACH(i, n) {
+        float g = gate[i];
+        gate[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, cephes_expf(-g))), up[i]);
+    }
+}
+
+// dst[i] = float32(src[i] as bfloat16 bits): exact widening.
+__global__ void bf16_to_f32(float* dst, const unsigned short* src, long long n) {
+    FOR_EACH(i, n) dst[i] = __int_as_float(((unsigned int)src[i]) << 16);
+}
+
+// dst[i] = src[ids[i]] for rows of width floats; one block per output row.
+__global__ void gather_rows(float* dst, const float* src, int width, const int* ids) {
+    const float* s = src + (long long)ids[blockIdx.x] * width;
+    float* d = dst + (long long)blockIdx.x * width;
+    for (int j = threadIdx.x; j < width; j += blockDim.x) d[j] = s[j];
+}
+
+// gather_rows from a bfloat16 matrix, widened exactly.
+__global__ void gather_rows_bf16(float* dst, const unsigned short* src, int width, const int* ids) {
+    const unsigned short* s = src + (long long)ids[blockIdx.x] * width;
+    float* d = dst + (long long)blockIdx.x * width;
+    for (int j = threadIdx.x; j < width; j += blockDim.x) d[j] = __int_as_float(((unsigned int)s[j]) << 16);
+}
+
+// rms_norm: one block of 16·k threads per row. As the CPU backend: the mean
+// of squares in float64, element j added into partial sum j mod 16 in order,
+// the 16 partials added in order; variance rounded to float32; the scale
+// 1/sqrt(variance+eps) computed in float64 and rounded to float32;
+// dst[j] = w[j]·(x[j]·scale). dst may be x.
+__global__ void rms_norm(float* dst, const float* x, const float* w, int n, float eps) {
+    __shared__ double part[16];
+    __shared__ float scale;
+    const float* xr = x + (long long)blockIdx.x * n;
+    float* dr = dst + (long long)blockIdx.x * n;
+    if (threadIdx.x < 16) {
+        double s = 0;
+        for (int j = threadIdx.x; j < n; j += 16) s = fma((double)xr[j], (double)xr[j], s); // the product is exact in float64
+        part[threadIdx.x] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0;
+        for (int p = 0; p < 16; p++) s = __dadd_rn(s, part[p]);
+        float variance = __double2float_rn(__ddiv_rn(s, (double)n));
+        scale = __double2float_rn(__ddiv_rn(1.0, __dsqrt_rn((double)__fadd_rn(variance, eps))));
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < n; j += blockDim.x) dr[j] = __fmul_rn(w[j], __fmul_rn(xr[j], scale));
+}
+
+// rope rotates each head of width hd in every row of x [rows][heads·hd]
+// (HF's rotate_half: dimension i pairs with i+hd/2), row r using table row
+// r mod table_rows of cos and sin [table_rows][hd/2]. One thread per pair.
+__global__ void rope(float* x, long long rows, int heads, int hd, const float* cos, const float* sin, int table_rows) {
+    int half = hd / 2;
+    FOR_EACH(idx, rows * heads * half) {
+        long long r = idx / ((long long)heads * half);
+        int rest = (int)(idx % ((long long)heads * half));
+        int h = rest / half, i = rest % half;
+        long long t = (r % table_rows) * half + i;
+        float c = cos[t], s = sin[t];
+        float* v = x + (r * heads + h) * hd;
+        float a = v[i], b = v[i + half];
+        v[i] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+        v[i + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+    }
+}
+
+// store_kv writes the new keys and values k, v [seqs·tokens][kv_heads·hd] at
+// cache slots start … start+tokens−1. Cache layout per layer: keys
+// [cache_seqs][kv_heads][hd][capacity] (transposed, so that attention reads
+// them coalesced across slots), values [cache_seqs][kv_heads][capacity][hd].
+__global__ void store_kv(float* kc, float* vc, const float* k, const float* v, int seqs, int tokens,
+                         int kv_heads, int hd, int capacity, int start) {
+    FOR_EACH(idx, (long long)seqs * tokens * kv_heads * hd) {
+        int d = (int)(idx % hd);
+        long long rest = idx / hd;
+        int g = (int)(rest % kv_heads);
+        rest /= kv_heads;
+        int t = (int)(rest % tokens);
+        int s = (int)(rest / tokens);
+        long long head = (long long)s * kv_heads + g;
+        int slot = start + t;
+        kc[(head * hd + d) * capacity + slot] = k[idx];
+        vc[(head * capacity + slot) * hd + d] = v[idx];
+    }
+}
+
+// attention: one block per (new token t, query head h, sequence s); the
+// query sits at slot start+t and sees the slots j <= start+t with
+// mask[s·capacity+j] == 1 and, if window > 0, start+t−j < window. As the CPU
+// backend: score_j = (q·k_j, a fused multiply-add chain over the head's
+// dimensions in order) · scale; masked scores −Inf; p = Exp(score − max);
+// the normaliser in float64 in 16 ordered partial sums; p_j ·= float32(1/sum);
+// out[d] = fused multiply-add chain of p_j·v_j[d] over j in order. A query
+// that sees no key gets zeros. Shared memory: hd + capacity floats.
+__global__ void attention(float* out, const float* q, const float* kc, const float* vc, const int* mask,
+                          int tokens, int heads, int kv_heads, int hd, int capacity, int start, int window,
+                          float scale) {
+    extern __shared__ float sh[];
+    float* qs = sh;           // [hd]
+    float* p = sh + hd;       // [capacity]
+    __shared__ double part[16];
+    __shared__ float red[256];
+    __shared__ float inv;
+    int t = blockIdx.x, h = blockIdx.y, s = blockIdx.z;
+    int rep = heads / kv_heads, g = h / rep;
+    int qslot = start + t, n = qslot + 1;
+    long long row = ((long long)s * tokens + t) * heads + h; // this query's [hd] vector in q and out
+    const float* kh = kc + ((long long)s * kv_heads + g) * hd * capacity;
+    const float* vh = vc + ((long long)s * kv_heads + g) * capacity * hd;
+    const int* m = mask + (long long)s * capacity;
+
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[row * hd + d];
+    __syncthreads();
+    float mx = NEG_INF;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        float sc = NEG_INF;
+        if (m[j] == 1 && (window <= 0 || qslot - j < window)) {
+            float acc = 0.0f;
+            for (int d = 0; d < hd; d++) acc = fmaf(qs[d], kh[(long long)d * capacity + j], acc);
+            sc = __fmul_rn(acc, scale);
+        }
+        p[j] = sc;
+        mx = fmaxf(mx, sc);
+    }
+    red[threadIdx.x] = mx;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
+        if (threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
+        __syncthreads();
+    }
+    mx = red[0];
+    float* o = out + row * hd;
+    if (mx == NEG_INF) { // no visible key: zeros, never NaN
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) o[d] = 0.0f;
+        return;
+    }
+    for (int j = threadIdx.x; j < n; j += blockDim.x) p[j] = cephes_expf(__fsub_rn(p[j], mx));
+    __syncthreads();
+    if (threadIdx.x < 16) {
+        double sum = 0;
+        for (int j = threadIdx.x; j < n; j += 16) sum = __dadd_rn(sum, (double)p[j]);
+        part[threadIdx.x] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sum = 0;
+        for (int i = 0; i < 16; i++) sum = __dadd_rn(sum, part[i]);
+        inv = __double2float_rn(__ddiv_rn(1.0, sum));
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < n; j += blockDim.x) p[j] = __fmul_rn(p[j], inv);
+    __syncthreads();
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int j = 0; j < n; j++) acc = fmaf(p[j], vh[(long long)j * hd + d], acc);
+        o[d] = acc;
+    }
+}
+
+// cross_entropy: one block of 256 threads per requested row ids[b] of
+// logits [*][width]: out[b] = logsumexp(row) − row[targets[b]] in float64
+// (max, then a fixed-tree sum of exp(x − max)).
+__global__ void cross_entropy(double* out, const float* logits, int width, const int* ids, const int* targets) {
+    __shared__ float mred[256];
+    __shared__ double sred[256];
+    const float* r = logits + (long long)ids[blockIdx.x] * width;
+    float mx = NEG_INF;
+    for (int j = threadIdx.x; j < width; j += blockDim.x) mx = fmaxf(mx, r[j]);
+    mred[threadIdx.x] = mx;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) mred[threadIdx.x] = fmaxf(mred[threadIdx.x], mred[threadIdx.x + w]);
+        __syncthreads();
+    }
+    double m = (double)mred[0];
+    double s = 0;
+    for (int j = threadIdx.x; j < width; j += blockDim.x) s += exp((double)r[j] - m);
+    sred[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) sred[threadIdx.x] += sred[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = m + log(sred[0]) - (double)r[targets[blockIdx.x]];
+}
+
+// argmax: one block of 256 threads per row of x [rows][width]: the index of
+// the largest value, the first one on ties, as a left-to-right scan that
+// moves to column i when x[i] > x[best]: a NaN never takes over, and a NaN in
+// column 0 keeps it.
+__global__ void argmax(int* out, const float* x, int width) {
+    __shared__ float bv[256];
+    __shared__ int bi[256];
+    const float* r = x + (long long)blockIdx.x * width;
+    float v = NEG_INF;
+    int best = 0x7fffffff;
+    for (int j = threadIdx.x; j < width; j += blockDim.x) {
+        float e = r[j];
+        if (e == e && (best == 0x7fffffff || e > v)) v = e, best = j; // strided j rises: ties keep the first
+    }
+    bv[threadIdx.x] = v;
+    bi[threadIdx.x] = best;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) {
+            float ov = bv[threadIdx.x + w];
+            int oi = bi[threadIdx.x + w];
+            if (oi != 0x7fffffff && (bi[threadIdx.x] == 0x7fffffff || ov > bv[threadIdx.x] ||
+                                     (ov == bv[threadIdx.x] && oi < bi[threadIdx.x]))) {
+                bv[threadIdx.x] = ov;
+                bi[threadIdx.x] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = (r[0] != r[0] || bi[0] == 0x7fffffff) ? 0 : bi[0];
+}
+
+} // extern "C"

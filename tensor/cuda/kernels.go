@@ -1,0 +1,101 @@
+package cuda
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+//go:generate go run ./internal/ptxgen -in kernels.cu -out kernels.ptx
+
+// kernelsPTX is kernels.cu compiled by NVRTC 11.8 for compute_80.
+//
+//go:embed kernels.ptx
+var kernelsPTX string
+
+// param is the kind of one kernel parameter, as the PTX declares it.
+type param byte
+
+const (
+	ptr param = iota // a device pointer (.u64)
+	i64              // long long (.u64)
+	i32              // int (.u32)
+	f32              // float (.f32)
+)
+
+// kernelParams lists every kernel of kernels.cu with its parameters. launch
+// checks each call against it, and a test checks it against the PTX.
+var kernelParams = map[string][]param{
+	"add":              {ptr, ptr, i64},
+	"add_scaled":       {ptr, ptr, f32, i64},
+	"silu_mul":         {ptr, ptr, i64},
+	"bf16_to_f32":      {ptr, ptr, i64},
+	"gather_rows":      {ptr, ptr, i32, ptr},
+	"gather_rows_bf16": {ptr, ptr, i32, ptr},
+	"rms_norm":         {ptr, ptr, ptr, i32, f32},
+	"rope":             {ptr, i64, i32, i32, ptr, ptr, i32},
+	"store_kv":         {ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32},
+	"attention":        {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32},
+	"cross_entropy":    {ptr, ptr, i32, ptr, ptr},
+	"argmax":           {ptr, ptr, i32},
+}
+
+// Arguments of launch, typed so that each matches its PTX parameter.
+type (
+	devPtr uint64
+	i64Arg int64
+	i32Arg int32
+	f32Arg float32
+)
+
+func kindOf(a any) (param, uint64) {
+	switch v := a.(type) {
+	case devPtr:
+		return ptr, uint64(v)
+	case i64Arg:
+		return i64, uint64(v)
+	case i32Arg:
+		return i32, uint64(uint32(v))
+	case f32Arg:
+		return f32, uint64(math.Float32bits(float32(v)))
+	}
+	panic(fmt.Sprintf("cuda: kernel argument of type %T", a))
+}
+
+// launch runs kernel name on grid × block threads with shmem bytes of
+// dynamic shared memory, on the default stream.
+func (b *Backend) launch(name string, grid [3]uint32, block uint32, shmem uint32, args ...any) {
+	fn, ok := b.fns[name]
+	want := kernelParams[name]
+	if !ok || len(args) != len(want) {
+		panic(fmt.Sprintf("cuda: kernel %s launched with %d arguments, declared %d", name, len(args), len(want)))
+	}
+	// One 8-byte slot per argument (a 4-byte parameter reads the low half,
+	// little-endian), and the array of their addresses cuLaunchKernel
+	// takes; both on the Go heap, which does not move.
+	slots := make([]uint64, len(args))
+	addrs := make([]unsafe.Pointer, len(args))
+	for i, a := range args {
+		k, v := kindOf(a)
+		if k != want[i] {
+			panic(fmt.Sprintf("cuda: kernel %s argument %d has the wrong kind", name, i))
+		}
+		slots[i] = v
+		addrs[i] = unsafe.Pointer(&slots[i])
+	}
+	for i := range grid {
+		grid[i] = max(grid[i], 1)
+	}
+	rc := b.drv.launchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, shmem, 0, unsafe.Pointer(&addrs[0]), 0)
+	if err := b.drv.check("cuLaunchKernel "+name, rc); err != nil {
+		failf("%w", err)
+	}
+}
+
+// blocks1D is the grid of a grid-stride loop over n elements.
+func blocks1D(n int) [3]uint32 {
+	const threads = 256
+	g := min((n+threads-1)/threads, 65535*8)
+	return [3]uint32{uint32(max(g, 1)), 1, 1}
+}
