@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/meazo-go/meazo/tensor/backendtest"
 	"github.com/meazo-go/meazo/tensor/cpu"
+	"github.com/meazo-go/meazo/tensor/cuda/internal/nvrtc"
 )
 
 // openOrSkip opens GPU 0, or skips the test saying why there is none.
@@ -117,5 +119,26 @@ func TestBF16RoundingMatchesCPU(t *testing.T) {
 		if mine != want {
 			t.Errorf("toBF16(%g) = %#x, the CPU backend's %#x", v, mine, want)
 		}
+	}
+}
+
+// TestPTXIsCurrent compiles kernels.cu with the pinned NVRTC and requires
+// the embedded PTX to be exactly that, so every kernel is compile-checked
+// on every change even without a GPU. Without NVRTC it skips, unless
+// MEAZO_REQUIRE_NVRTC=1 (CI sets it, after installing NVRTC).
+func TestPTXIsCurrent(t *testing.T) {
+	src, err := os.ReadFile("kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx, err := nvrtc.Compile(string(src), "kernels.cu")
+	if err != nil {
+		if os.Getenv("MEAZO_REQUIRE_NVRTC") == "1" || strings.Contains(err.Error(), "compilation failed") || strings.Contains(err.Error(), "warnings") {
+			t.Fatal(err)
+		}
+		t.Skipf("NVRTC is not usable here, so the PTX was not regenerated: %v", err)
+	}
+	if string(ptx) != kernelsPTX {
+		t.Fatalf("kernels.ptx is not what NVRTC %d.%d makes of kernels.cu: run go generate ./tensor/cuda and commit it", nvrtc.WantMajor, nvrtc.WantMinor)
 	}
 }

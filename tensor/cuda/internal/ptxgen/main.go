@@ -4,10 +4,7 @@
 // committed and embedded, and CI regenerates it and fails if it differs, so
 // every kernel is compile-checked on every change, on machines without a GPU.
 //
-// The NVRTC version is pinned (PTX differs between compiler versions):
-// 11.8, from Debian bookworm's non-free packages libnvrtc11.2 and
-// libnvrtc-builtins11.8. The target is the compute_80 virtual architecture,
-// which the driver compiles for A100 (sm_80), H100 (sm_90) and later GPUs.
+// The NVRTC version is pinned (see package nvrtc).
 //
 //	go run ./tensor/cuda/internal/ptxgen -in tensor/cuda/kernels.cu -out tensor/cuda/kernels.ptx
 //	go run ./tensor/cuda/internal/ptxgen -check ...   # exit 1 if -out differs
@@ -19,25 +16,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"unsafe"
-
-	"github.com/ebitengine/purego"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
-)
-
-// The pinned compiler and the target.
-const (
-	wantMajor, wantMinor = 11, 8
-	arch                 = "--gpu-architecture=compute_80"
-)
-
-// Library names: NVRTC 11.x keeps the soname libnvrtc.so.11.2 for every
-// 11.x release; the builtins library must be loaded first (NVRTC fails with
-// NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, 7, when it cannot find it).
-var (
-	builtinsLib = []string{"libnvrtc-builtins.so.11.8"}
-	nvrtcLib    = []string{"libnvrtc.so.11.2", "libnvrtc.so.11.8"}
+	"github.com/meazo-go/meazo/tensor/cuda/internal/nvrtc"
 )
 
 func main() {
@@ -56,11 +37,7 @@ func run(in, out string, check bool) error {
 	if err != nil {
 		return err
 	}
-	nv, err := loadNVRTC()
-	if err != nil {
-		return err
-	}
-	ptx, err := nv.compile(string(src), filepath.Base(in), []string{arch})
+	ptx, err := nvrtc.Compile(string(src), filepath.Base(in))
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
@@ -70,112 +47,14 @@ func run(in, out string, check bool) error {
 			return fmt.Errorf("%w (run go generate ./tensor/cuda)", err)
 		}
 		if !bytes.Equal(old, ptx) {
-			return fmt.Errorf("%s is not what NVRTC %d.%d makes of %s: run go generate ./tensor/cuda and commit the result", out, wantMajor, wantMinor, in)
+			return fmt.Errorf("%s is not what NVRTC %d.%d makes of %s: run go generate ./tensor/cuda and commit the result", out, nvrtc.WantMajor, nvrtc.WantMinor, in)
 		}
-		fmt.Printf("ptxgen: %s matches %s (NVRTC %d.%d, %s)\n", out, in, wantMajor, wantMinor, arch)
+		fmt.Printf("ptxgen: %s matches %s (NVRTC %d.%d, %s)\n", out, in, nvrtc.WantMajor, nvrtc.WantMinor, nvrtc.Arch)
 		return nil
 	}
 	if err := atomicfile.WriteFile(out, ptx); err != nil {
 		return err
 	}
-	fmt.Printf("ptxgen: wrote %s (%d bytes) from %s with NVRTC %d.%d, %s\n", out, len(ptx), in, wantMajor, wantMinor, arch)
+	fmt.Printf("ptxgen: wrote %s (%d bytes) from %s with NVRTC %d.%d, %s\n", out, len(ptx), in, nvrtc.WantMajor, nvrtc.WantMinor, nvrtc.Arch)
 	return nil
-}
-
-// nvrtc holds the NVRTC entry points.
-type nvrtc struct {
-	version        func(major, minor *int32) int32
-	createProgram  func(prog *uintptr, src, name string, numHeaders int32, headers, includeNames uintptr) int32
-	compileProgram func(prog uintptr, numOptions int32, options uintptr) int32
-	getLogSize     func(prog uintptr, size *uintptr) int32
-	getLog         func(prog uintptr, log *byte) int32
-	getPTXSize     func(prog uintptr, size *uintptr) int32
-	getPTX         func(prog uintptr, ptx *byte) int32
-	destroyProgram func(prog *uintptr) int32
-	getErrorString func(code int32) string
-}
-
-func dlopenFirst(names []string, mode int) (uintptr, error) {
-	var errs []string
-	for _, n := range names {
-		h, err := purego.Dlopen(n, mode)
-		if err == nil {
-			return h, nil
-		}
-		errs = append(errs, err.Error())
-	}
-	return 0, fmt.Errorf("cannot load %s: %v", names[0], errs)
-}
-
-func loadNVRTC() (*nvrtc, error) {
-	hint := "install NVRTC 11.8 (Debian bookworm non-free: apt-get install libnvrtc11.2 libnvrtc-builtins11.8)"
-	if _, err := dlopenFirst(builtinsLib, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
-		return nil, fmt.Errorf("%w; %s", err, hint)
-	}
-	lib, err := dlopenFirst(nvrtcLib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return nil, fmt.Errorf("%w; %s", err, hint)
-	}
-	nv := &nvrtc{}
-	for name, fn := range map[string]any{
-		"nvrtcVersion": &nv.version, "nvrtcCreateProgram": &nv.createProgram, "nvrtcCompileProgram": &nv.compileProgram,
-		"nvrtcGetProgramLogSize": &nv.getLogSize, "nvrtcGetProgramLog": &nv.getLog, "nvrtcGetPTXSize": &nv.getPTXSize,
-		"nvrtcGetPTX": &nv.getPTX, "nvrtcDestroyProgram": &nv.destroyProgram, "nvrtcGetErrorString": &nv.getErrorString,
-	} {
-		if _, err := purego.Dlsym(lib, name); err != nil {
-			return nil, fmt.Errorf("NVRTC has no %s: %w", name, err)
-		}
-		purego.RegisterLibFunc(fn, lib, name)
-	}
-	var major, minor int32
-	if rc := nv.version(&major, &minor); rc != 0 {
-		return nil, fmt.Errorf("nvrtcVersion: %s", nv.getErrorString(rc))
-	}
-	if major != wantMajor || minor != wantMinor {
-		return nil, fmt.Errorf("NVRTC %d.%d found; the committed PTX is made with %d.%d (other versions make other PTX); %s", major, minor, wantMajor, wantMinor, hint)
-	}
-	return nv, nil
-}
-
-// cStrings returns NUL-terminated copies of ss and an array of their
-// addresses; keep both alive while C reads them.
-func cStrings(ss []string) ([][]byte, []uintptr) {
-	bufs := make([][]byte, len(ss))
-	ptrs := make([]uintptr, len(ss)+1)
-	for i, s := range ss {
-		bufs[i] = append([]byte(s), 0)
-		ptrs[i] = uintptr(unsafe.Pointer(&bufs[i][0]))
-	}
-	return bufs, ptrs
-}
-
-func (nv *nvrtc) compile(src, name string, options []string) ([]byte, error) {
-	var prog uintptr
-	if rc := nv.createProgram(&prog, src, name, 0, 0, 0); rc != 0 {
-		return nil, fmt.Errorf("nvrtcCreateProgram: %s", nv.getErrorString(rc))
-	}
-	defer nv.destroyProgram(&prog)
-	bufs, ptrs := cStrings(options)
-	rc := nv.compileProgram(prog, int32(len(options)), uintptr(unsafe.Pointer(&ptrs[0])))
-	_ = bufs[0]
-	var logSize uintptr
-	nv.getLogSize(prog, &logSize)
-	log := make([]byte, logSize+1)
-	nv.getLog(prog, &log[0])
-	log = bytes.TrimRight(log, "\x00")
-	if rc != 0 {
-		return nil, fmt.Errorf("compilation failed (%s):\n%s", nv.getErrorString(rc), log)
-	}
-	if len(bytes.TrimSpace(log)) > 0 {
-		return nil, fmt.Errorf("NVRTC warnings (the kernels must compile cleanly):\n%s", log)
-	}
-	var size uintptr
-	if rc := nv.getPTXSize(prog, &size); rc != 0 {
-		return nil, fmt.Errorf("nvrtcGetPTXSize: %s", nv.getErrorString(rc))
-	}
-	ptx := make([]byte, size)
-	if rc := nv.getPTX(prog, &ptx[0]); rc != 0 {
-		return nil, fmt.Errorf("nvrtcGetPTX: %s", nv.getErrorString(rc))
-	}
-	return bytes.TrimRight(ptx, "\x00"), nil
 }

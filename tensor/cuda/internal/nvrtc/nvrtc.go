@@ -1,0 +1,141 @@
+// Package nvrtc compiles the CUDA backend's kernels to PTX with NVRTC, the
+// CUDA runtime compiler, loaded from its shared library with purego (no cgo,
+// no CUDA toolkit). The version is pinned, since PTX differs between
+// compiler versions: 11.8, from Debian bookworm's non-free packages
+// libnvrtc11.2 and libnvrtc-builtins11.8. The target is the compute_80
+// virtual architecture, which the driver compiles for A100 (sm_80), H100
+// (sm_90) and later GPUs.
+package nvrtc
+
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// The pinned compiler and the target.
+const (
+	WantMajor, WantMinor = 11, 8
+	Arch                 = "--gpu-architecture=compute_80"
+)
+
+// Hint says how to install the pinned NVRTC.
+const Hint = "install NVRTC 11.8 (Debian bookworm non-free: apt-get install libnvrtc11.2 libnvrtc-builtins11.8; scripts/install_nvrtc.sh)"
+
+// Library names: NVRTC 11.x keeps the soname libnvrtc.so.11.2 for every
+// 11.x release; the builtins library must be loaded first (NVRTC fails with
+// NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, 7, when it cannot find it).
+var (
+	builtinsLib = []string{"libnvrtc-builtins.so.11.8"}
+	nvrtcLib    = []string{"libnvrtc.so.11.2", "libnvrtc.so.11.8"}
+)
+
+// Compile compiles CUDA C source (named name in messages) to PTX for
+// compute_80 with the pinned NVRTC. Warnings are errors.
+func Compile(src, name string) ([]byte, error) {
+	nv, err := load()
+	if err != nil {
+		return nil, err
+	}
+	return nv.compile(src, name, []string{Arch})
+}
+
+// nvrtc holds the NVRTC entry points.
+type nvrtc struct {
+	version        func(major, minor *int32) int32
+	createProgram  func(prog *uintptr, src, name string, numHeaders int32, headers, includeNames uintptr) int32
+	compileProgram func(prog uintptr, numOptions int32, options uintptr) int32
+	getLogSize     func(prog uintptr, size *uintptr) int32
+	getLog         func(prog uintptr, log *byte) int32
+	getPTXSize     func(prog uintptr, size *uintptr) int32
+	getPTX         func(prog uintptr, ptx *byte) int32
+	destroyProgram func(prog *uintptr) int32
+	getErrorString func(code int32) string
+}
+
+func dlopenFirst(names []string, mode int) (uintptr, error) {
+	var errs []string
+	for _, n := range names {
+		h, err := purego.Dlopen(n, mode)
+		if err == nil {
+			return h, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return 0, fmt.Errorf("cannot load %s: %v", names[0], errs)
+}
+
+func load() (*nvrtc, error) {
+	hint := Hint
+	if _, err := dlopenFirst(builtinsLib, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+		return nil, fmt.Errorf("%w; %s", err, hint)
+	}
+	lib, err := dlopenFirst(nvrtcLib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, hint)
+	}
+	nv := &nvrtc{}
+	for name, fn := range map[string]any{
+		"nvrtcVersion": &nv.version, "nvrtcCreateProgram": &nv.createProgram, "nvrtcCompileProgram": &nv.compileProgram,
+		"nvrtcGetProgramLogSize": &nv.getLogSize, "nvrtcGetProgramLog": &nv.getLog, "nvrtcGetPTXSize": &nv.getPTXSize,
+		"nvrtcGetPTX": &nv.getPTX, "nvrtcDestroyProgram": &nv.destroyProgram, "nvrtcGetErrorString": &nv.getErrorString,
+	} {
+		if _, err := purego.Dlsym(lib, name); err != nil {
+			return nil, fmt.Errorf("NVRTC has no %s: %w", name, err)
+		}
+		purego.RegisterLibFunc(fn, lib, name)
+	}
+	var major, minor int32
+	if rc := nv.version(&major, &minor); rc != 0 {
+		return nil, fmt.Errorf("nvrtcVersion: %s", nv.getErrorString(rc))
+	}
+	if major != WantMajor || minor != WantMinor {
+		return nil, fmt.Errorf("NVRTC %d.%d found; the committed PTX is made with %d.%d (other versions make other PTX); %s", major, minor, WantMajor, WantMinor, hint)
+	}
+	return nv, nil
+}
+
+// cStrings returns NUL-terminated copies of ss and an array of their
+// addresses; keep both alive while C reads them.
+func cStrings(ss []string) ([][]byte, []uintptr) {
+	bufs := make([][]byte, len(ss))
+	ptrs := make([]uintptr, len(ss)+1)
+	for i, s := range ss {
+		bufs[i] = append([]byte(s), 0)
+		ptrs[i] = uintptr(unsafe.Pointer(&bufs[i][0]))
+	}
+	return bufs, ptrs
+}
+
+func (nv *nvrtc) compile(src, name string, options []string) ([]byte, error) {
+	var prog uintptr
+	if rc := nv.createProgram(&prog, src, name, 0, 0, 0); rc != 0 {
+		return nil, fmt.Errorf("nvrtcCreateProgram: %s", nv.getErrorString(rc))
+	}
+	defer nv.destroyProgram(&prog)
+	bufs, ptrs := cStrings(options)
+	rc := nv.compileProgram(prog, int32(len(options)), uintptr(unsafe.Pointer(&ptrs[0])))
+	_ = bufs[0]
+	var logSize uintptr
+	nv.getLogSize(prog, &logSize)
+	log := make([]byte, logSize+1)
+	nv.getLog(prog, &log[0])
+	log = bytes.TrimRight(log, "\x00")
+	if rc != 0 {
+		return nil, fmt.Errorf("compilation failed (%s):\n%s", nv.getErrorString(rc), log)
+	}
+	if len(bytes.TrimSpace(log)) > 0 {
+		return nil, fmt.Errorf("NVRTC warnings (the kernels must compile cleanly):\n%s", log)
+	}
+	var size uintptr
+	if rc := nv.getPTXSize(prog, &size); rc != 0 {
+		return nil, fmt.Errorf("nvrtcGetPTXSize: %s", nv.getErrorString(rc))
+	}
+	ptx := make([]byte, size)
+	if rc := nv.getPTX(prog, &ptx[0]); rc != 0 {
+		return nil, fmt.Errorf("nvrtcGetPTX: %s", nv.getErrorString(rc))
+	}
+	return bytes.TrimRight(ptx, "\x00"), nil
+}
