@@ -44,7 +44,7 @@ cd "$(dirname "$0")/.."
 command -v debootstrap >/dev/null || { echo "needs debootstrap: apt-get install -y debootstrap" >&2; exit 1; }
 command -v "$ENGINE" >/dev/null || { echo "needs $ENGINE" >&2; exit 1; }
 
-have() { [ "$FORCE" != 1 ] && "$ENGINE" image exists "$1" 2>/dev/null; }
+have() { [ "$FORCE" != 1 ] && "$ENGINE" image inspect "$1" >/dev/null 2>&1; }
 
 rootfs=$WORK/rootfs-$SUITE
 mkdir -p "$WORK"
