@@ -5,7 +5,7 @@ GO ?= go
 SIMD := GOEXPERIMENT=simd
 export MEAZO_SHARED ?= $(abspath ../shared)
 
-.PHONY: demo build test test-simd test-portable vet bench fuzz
+.PHONY: demo build test test-simd test-portable vet bench fuzz docker docker-cuda docker-bases
 
 # The README's first command: the built-in default job, no downloads.
 demo:
@@ -39,3 +39,18 @@ bench:
 
 fuzz:
 	$(SIMD) $(GO) test ./safetensors -run '^$$' -fuzz FuzzParseHeader -fuzztime 3m
+
+# The images (docs/DOCKER.md). With podman: make docker-cuda DOCKER=podman
+# DOCKER_BUILD_FLAGS="--isolation chroot"; on a machine that cannot pull the
+# base images, run `make docker-bases` (root, debootstrap) first.
+DOCKER ?= docker
+DOCKER_BUILD_FLAGS ?=
+
+docker:
+	$(DOCKER) build $(DOCKER_BUILD_FLAGS) -t meazo .
+
+docker-cuda:
+	$(DOCKER) build $(DOCKER_BUILD_FLAGS) -f Dockerfile.cuda -t meazo-cuda .
+
+docker-bases:
+	ENGINE=$(DOCKER) scripts/docker_bases.sh
