@@ -32,29 +32,20 @@ func init() {
 // device's primary context to the calling OS thread.
 type Backend struct {
 	mu          sync.Mutex
-	drv         *driver
-	blas        *cublas
-	dev         int32
-	ctx         uintptr
-	module      uintptr
-	handle      uintptr
-	fns         map[string]uintptr
+	dev         device
 	desc        string
-	maxShm      int // dynamic shared memory a block may use (attention)
-	free        map[uint64][]uint64
-	live        map[uint64]uint64 // allocation → bytes, for Free and the leak check
+	maxShm      int                 // dynamic shared memory a block may use (attention)
+	free        map[uint64][]uint64 // freed allocations by size, for reuse
+	live        map[uint64]uint64   // allocation → bytes, for Free and the leak check
 	weights     int
 	caches      int
-	ids         devArray // staging for row indices, targets and masks
-	ids2        devArray
-	mask        devArray
-	maskNow     []int32  // the mask mask holds
+	cacheAllocs int      // allocations held by KV caches (two per layer), counted in live too
+	ids, ids2   devArray // staging for row indices and targets
+	mask        devArray // the attention mask of the current step
+	maskNow     []int32  // what mask holds
 	wide        devArray // bfloat16 weights widened for one product
 	out         devArray // small results (cross-entropy, argmax)
-	alpha       *float32
-	beta        *float32
 	closed      bool
-	cacheAllocs int // allocations held by KV caches (two per layer), counted in live too
 }
 
 // devArray is a device scratch array that grows as needed.
@@ -67,96 +58,17 @@ type devArray struct {
 // loads the kernels. Its error says in one line what is missing: the driver
 // library, cuBLAS, a device, or memory.
 func Open(device int) (*Backend, error) {
-	drv, err := loadDriver()
-	if err != nil {
-		return nil, err
-	}
-	if err := drv.check("cuInit", drv.init(0)); err != nil {
-		return nil, err
-	}
-	var n int32
-	if err := drv.check("cuDeviceGetCount", drv.deviceGetCount(&n)); err != nil {
-		return nil, err
-	}
-	if n == 0 || device < 0 || device >= int(n) {
-		return nil, fmt.Errorf("cuda: no GPU %d (the driver sees %d; check CUDA_VISIBLE_DEVICES and, in Docker, --gpus)", device, n)
-	}
-	blas, err := loadCublas()
-	if err != nil {
-		return nil, err
-	}
-	b := &Backend{drv: drv, blas: blas, fns: map[string]uintptr{}, free: map[uint64][]uint64{}, live: map[uint64]uint64{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := b.start(int32(device)); err != nil {
-		b.release()
+	g, desc, maxShm, err := openGPU(device)
+	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	return newBackend(g, desc, maxShm), nil
 }
 
-// start binds the device, loads the kernels and makes the cuBLAS handle.
-func (b *Backend) start(device int32) error {
-	d := b.drv
-	if err := d.check("cuDeviceGet", d.deviceGet(&b.dev, device)); err != nil {
-		return err
-	}
-	if err := d.check("cuDevicePrimaryCtxRetain", d.primaryCtxRetain(&b.ctx, b.dev)); err != nil {
-		return err
-	}
-	if err := d.check("cuCtxSetCurrent", d.ctxSetCurrent(b.ctx)); err != nil {
-		return err
-	}
-	var major, minor, shm, ver int32
-	d.deviceGetAttribute(&major, attrComputeMajor, b.dev)
-	d.deviceGetAttribute(&minor, attrComputeMinor, b.dev)
-	d.deviceGetAttribute(&shm, attrMaxSharedOptin, b.dev)
-	d.driverGetVersion(&ver)
-	if major < 8 {
-		return fmt.Errorf("cuda: GPU %d has compute capability %d.%d; the kernels are built for 8.0 and later (A100, H100, …)", device, major, minor)
-	}
-	image := append([]byte(kernelsPTX), 0)
-	if err := d.check("cuModuleLoadData (JIT of the embedded PTX)", d.moduleLoadData(&b.module, unsafe.Pointer(&image[0]))); err != nil {
-		return err
-	}
-	for name := range kernelParams {
-		var fn uintptr
-		if err := d.check("cuModuleGetFunction "+name, d.moduleGetFunction(&fn, b.module, name)); err != nil {
-			return err
-		}
-		b.fns[name] = fn
-	}
-	// Attention keeps a query's scores in shared memory: allow what the
-	// device allows beyond the default 48 KiB.
-	b.maxShm = int(shm) - 4096 // the kernel's static shared arrays
-	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(b.fns["attention"], funcAttrMaxDynamicShmem, int32(b.maxShm))); err != nil {
-		return err
-	}
-	c := b.blas
-	if err := c.check("cublasCreate", c.create(&b.handle)); err != nil {
-		return err
-	}
-	if err := c.check("cublasSetMathMode", c.setMathMode(b.handle, defaultMath)); err != nil {
-		return err
-	}
-	var mode, bver int32
-	if err := c.check("cublasGetMathMode", c.getMathMode(b.handle, &mode)); err != nil {
-		return err
-	}
-	if mode != defaultMath {
-		return fmt.Errorf("cuda: cuBLAS math mode is %d after setting CUBLAS_DEFAULT_MATH", mode)
-	}
-	c.getVersion(b.handle, &bver)
-	b.alpha, b.beta = new(float32), new(float32)
-	*b.alpha = 1
-	var name [256]byte
-	d.deviceGetName(&name[0], int32(len(name)), b.dev)
-	var total, free uint64
-	d.memGetInfo(&free, &total)
-	b.desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %d.%d.%d (%s); float32, TF32 off",
-		cString(&name[0]), major, minor, float64(free)/(1<<30), float64(total)/(1<<30), ver/1000, ver%1000/10,
-		bver/10000, bver%10000/100, bver%100, c.path)
-	return nil
+func newBackend(dev device, desc string, maxShm int) *Backend {
+	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]uint64{}, live: map[uint64]uint64{}}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -173,7 +85,7 @@ func (b *Backend) enter() func() {
 		b.mu.Unlock()
 		panic("cuda: backend used after Close")
 	}
-	if err := b.drv.check("cuCtxSetCurrent", b.drv.ctxSetCurrent(b.ctx)); err != nil {
+	if err := b.dev.bind(); err != nil {
 		runtime.UnlockOSThread()
 		b.mu.Unlock()
 		tensor.Fail(err)
@@ -198,28 +110,20 @@ func (b *Backend) Close() error {
 
 func (b *Backend) release() {
 	for p := range b.live {
-		b.drv.memFree(p)
+		b.dev.free(p)
 	}
 	for _, ps := range b.free {
 		for _, p := range ps {
-			b.drv.memFree(p)
+			b.dev.free(p)
 		}
 	}
 	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out} {
 		if a.ptr != 0 {
-			b.drv.memFree(a.ptr)
+			b.dev.free(a.ptr)
 		}
 	}
 	b.live, b.free = map[uint64]uint64{}, map[uint64][]uint64{}
-	if b.handle != 0 {
-		b.blas.destroy(b.handle)
-	}
-	if b.module != 0 {
-		b.drv.moduleUnload(b.module)
-	}
-	if b.ctx != 0 {
-		b.drv.primaryCtxRelease(b.dev)
-	}
+	b.dev.close()
 }
 
 // Live implements backendtest.Counter.
@@ -239,31 +143,28 @@ func (b *Backend) malloc(bytes uint64) uint64 {
 		b.live[p] = bytes
 		return p
 	}
-	var p uint64
-	rc := b.drv.memAlloc(&p, bytes)
-	if rc == errOutOfMemory {
+	p, err := b.dev.malloc(bytes)
+	if err == errNoMemory {
 		for size, ps := range b.free {
 			for _, q := range ps {
-				b.drv.memFree(q)
+				b.dev.free(q)
 			}
 			delete(b.free, size)
 		}
-		rc = b.drv.memAlloc(&p, bytes)
+		p, err = b.dev.malloc(bytes)
 	}
-	if rc != 0 {
-		var free, total uint64
-		b.drv.memGetInfo(&free, &total)
-		err := b.drv.check("cuMemAlloc", rc)
-		if rc == errOutOfMemory {
-			err = fmt.Errorf("cuda: out of device memory: %.3g GB asked for, %.3g GB free of %.3g GB", float64(bytes)/1e9, float64(free)/1e9, float64(total)/1e9)
-		}
+	if err == errNoMemory {
+		free, total := b.dev.memInfo()
+		err = fmt.Errorf("cuda: out of device memory: %.3g GB asked for, %.3g GB free of %.3g GB", float64(bytes)/1e9, float64(free)/1e9, float64(total)/1e9)
+	}
+	if err != nil {
 		tensor.Fail(err)
 	}
 	b.live[p] = bytes
 	return p
 }
 
-// release returns an allocation to the cache for reuse.
+// recycle returns an allocation to the cache for reuse.
 func (b *Backend) recycle(p uint64) {
 	bytes, ok := b.live[p]
 	if !ok {
@@ -279,13 +180,13 @@ func (b *Backend) grow(a *devArray, bytes uint64) {
 		return
 	}
 	if a.ptr != 0 {
-		b.drv.memFree(a.ptr)
+		b.dev.free(a.ptr)
 		a.ptr, a.bytes = 0, 0
 	}
 	bytes = max(bytes, 1024)
-	var p uint64
-	if err := b.drv.check("cuMemAlloc", b.drv.memAlloc(&p, bytes)); err != nil {
-		tensor.Fail(err)
+	p, err := b.dev.malloc(bytes)
+	if err != nil {
+		failf("cuda: scratch array of %d bytes: %w", bytes, err)
 	}
 	a.ptr, a.bytes = p, bytes
 }
@@ -295,7 +196,7 @@ func (b *Backend) upload(p uint64, src unsafe.Pointer, bytes uint64) {
 	if bytes == 0 {
 		return
 	}
-	if err := b.drv.check("cuMemcpyHtoD", b.drv.memcpyHtoD(p, src, bytes)); err != nil {
+	if err := b.dev.htod(p, src, bytes); err != nil {
 		tensor.Fail(err)
 	}
 }
@@ -340,7 +241,7 @@ func (b *Backend) Alloc(n int) tensor.Buf {
 	defer b.enter()()
 	p := b.malloc(uint64(4 * n))
 	if n > 0 {
-		if err := b.drv.check("cuMemsetD32", b.drv.memsetD32(p, 0, uint64(n))); err != nil {
+		if err := b.dev.memsetD32(p, 0, uint64(n)); err != nil {
 			tensor.Fail(err)
 		}
 	}
@@ -361,9 +262,7 @@ func (b *Backend) ToHost(x tensor.Buf) []float32 {
 	v := dbuf(x)
 	h := make([]float32, v.n)
 	if v.n > 0 {
-		if err := b.drv.check("cuMemcpyDtoH", b.drv.memcpyDtoH(unsafe.Pointer(&h[0]), v.ptr, uint64(4*v.n))); err != nil {
-			tensor.Fail(err)
-		}
+		b.download(unsafe.Pointer(&h[0]), v.ptr, uint64(4*v.n))
 	}
 	return h
 }
@@ -482,7 +381,7 @@ func (b *Backend) Copy(dst, src tensor.Buf) {
 	defer b.enter()()
 	d, s := dbuf(dst), dbuf(src)
 	if d.n > 0 {
-		if err := b.drv.check("cuMemcpyDtoD", b.drv.memcpyDtoD(d.ptr, s.ptr, uint64(4*d.n))); err != nil {
+		if err := b.dev.dtod(d.ptr, s.ptr, uint64(4*d.n)); err != nil {
 			tensor.Fail(err)
 		}
 	}
@@ -496,8 +395,7 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int) {
 	if rows == 0 || n == 0 {
 		return
 	}
-	rc := b.blas.sgemm(b.handle, opT, opN, int32(n), int32(rows), int32(k), b.alpha, w, int32(k), x, int32(k), b.beta, y, int32(n))
-	if err := b.blas.check("cublasSgemm", rc); err != nil {
+	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n); err != nil {
 		tensor.Fail(err)
 	}
 }
@@ -562,7 +460,9 @@ func (b *Backend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) tensor.KVC
 		for _, dst := range []*[]uint64{&c.k, &c.v} {
 			p := b.malloc(uint64(4 * n))
 			if n > 0 {
-				b.drv.memsetD32(p, 0, uint64(n))
+				if err := b.dev.memsetD32(p, 0, uint64(n)); err != nil {
+					tensor.Fail(err)
+				}
 			}
 			*dst = append(*dst, p)
 		}
@@ -649,7 +549,7 @@ func (b *Backend) Argmax(x tensor.Buf, rows, width int) []int {
 }
 
 func (b *Backend) download(dst unsafe.Pointer, src uint64, bytes uint64) {
-	if err := b.drv.check("cuMemcpyDtoH", b.drv.memcpyDtoH(dst, src, bytes)); err != nil {
+	if err := b.dev.dtoh(dst, src, bytes); err != nil {
 		tensor.Fail(err)
 	}
 }

@@ -32,6 +32,9 @@ func TestConformance(t *testing.T) {
 	b := openOrSkip(t)
 	backendtest.Ops(t, b, backendtest.Float32)
 	backendtest.Models(t, b, backendtest.Float32)
+	if cpu.GEMMPath() != "portable" {
+		t.Run("KernelsMatchCPUBits", func(t *testing.T) { backendtest.Ops(t, b, kernelsMatchCPU) })
+	}
 }
 
 // TestOpenFailsInOneLine: where no GPU or library is found, Open's error is

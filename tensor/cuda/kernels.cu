@@ -19,6 +19,11 @@
 
 #define NEG_INF __int_as_float(0xff800000)
 
+// A kernel's dynamic shared memory (the emulator in emu/ defines its own).
+#ifndef DYNAMIC_SHARED
+#define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
 // Grid-stride loops over n elements (n may exceed 2^31).
 #define FOR_EACH(i, n) \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
@@ -159,7 +164,7 @@ __global__ void store_kv(float* kc, float* vc, const float* k, const float* v, i
 __global__ void attention(float* out, const float* q, const float* kc, const float* vc, const int* mask,
                           int tokens, int heads, int kv_heads, int hd, int capacity, int start, int window,
                           float scale) {
-    extern __shared__ float sh[];
+    DYNAMIC_SHARED(float, sh);
     float* qs = sh;           // [hd]
     float* p = sh + hd;       // [capacity]
     __shared__ double part[16];

@@ -4,7 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
-	"unsafe"
+
+	"github.com/meazo-go/meazo/tensor"
 )
 
 //go:generate go run ./internal/ptxgen -in kernels.cu -out kernels.ptx
@@ -66,30 +67,23 @@ func kindOf(a any) (param, uint64) {
 // launch runs kernel name on grid × block threads with shmem bytes of
 // dynamic shared memory, on the default stream.
 func (b *Backend) launch(name string, grid [3]uint32, block uint32, shmem uint32, args ...any) {
-	fn, ok := b.fns[name]
-	want := kernelParams[name]
+	want, ok := kernelParams[name]
 	if !ok || len(args) != len(want) {
 		panic(fmt.Sprintf("cuda: kernel %s launched with %d arguments, declared %d", name, len(args), len(want)))
 	}
-	// One 8-byte slot per argument (a 4-byte parameter reads the low half,
-	// little-endian), and the array of their addresses cuLaunchKernel
-	// takes; both on the Go heap, which does not move.
 	slots := make([]uint64, len(args))
-	addrs := make([]unsafe.Pointer, len(args))
 	for i, a := range args {
 		k, v := kindOf(a)
 		if k != want[i] {
 			panic(fmt.Sprintf("cuda: kernel %s argument %d has the wrong kind", name, i))
 		}
 		slots[i] = v
-		addrs[i] = unsafe.Pointer(&slots[i])
 	}
 	for i := range grid {
 		grid[i] = max(grid[i], 1)
 	}
-	rc := b.drv.launchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, shmem, 0, unsafe.Pointer(&addrs[0]), 0)
-	if err := b.drv.check("cuLaunchKernel "+name, rc); err != nil {
-		failf("%w", err)
+	if err := b.dev.launch(name, grid, block, shmem, slots); err != nil {
+		tensor.Fail(err)
 	}
 }
 

@@ -1,0 +1,35 @@
+package cuda
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// device is what the backend needs of a GPU: memory, copies, kernel
+// launches and one GEMM. gpu (gpu.go) is a real one, through the CUDA
+// driver and cuBLAS; the tests also run the backend on an emulator that
+// executes kernels.cu on the CPU (emu_test.go), so that everything above
+// this interface is tested on machines without a GPU.
+type device interface {
+	// bind makes the device usable from the calling OS thread (the backend
+	// has locked the goroutine to it).
+	bind() error
+	// malloc returns bytes of device memory, or errNoMemory.
+	malloc(bytes uint64) (uint64, error)
+	free(p uint64)
+	memInfo() (free, total uint64)
+	htod(dst uint64, src unsafe.Pointer, bytes uint64) error
+	dtoh(dst unsafe.Pointer, src uint64, bytes uint64) error
+	dtod(dst, src uint64, bytes uint64) error
+	memsetD32(dst uint64, v uint32, n uint64) error
+	// launch runs a kernel of kernels.cu; args holds one 8-byte slot per
+	// parameter (a 4-byte parameter in the low half).
+	launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error
+	// sgemm is cuBLAS's column-major C = op(A)·op(B) with α = 1, β = 0, in
+	// full float32.
+	sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error
+	close()
+}
+
+// errNoMemory is malloc's error when the device is out of memory.
+var errNoMemory = errors.New("out of device memory")

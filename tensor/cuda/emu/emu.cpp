@@ -1,0 +1,236 @@
+// emu runs the CUDA backend's kernels (../kernels.cu) on the CPU, for tests
+// on machines without a GPU. It is not a GPU model: it executes each block's
+// threads as cooperative fibers on one OS thread, one block after another,
+// switching at __syncthreads, with __shared__ variables as statics (shared
+// by the block, as on a GPU, since blocks do not overlap). The explicitly
+// rounded intrinsics map to IEEE float operations (built with
+// -ffp-contract=off), fmaf to a fused multiply-add. What it checks is the
+// kernels' logic: indexing, layouts, masks, reductions and their order, and
+// the backend's use of them, which then holds on a GPU up to what a GPU
+// computes differently (only libm's exp/log in cross_entropy here).
+//
+// Protocol (stdin/stdout, little-endian, every reply starts with a u32
+// status, 0 = ok): 'A' u64 bytes → u64 ptr | 'F' u64 ptr | 'W' u64 dst u64 n
+// bytes… | 'R' u64 src u64 n → bytes… | 'C' u64 dst u64 src u64 n | 'S' u64
+// dst u32 v u64 n | 'L' u32 len name… u32 grid[3] u32 block u32 shmem u32
+// nargs u64 args… | 'G' i32 ta tb m n k u64 a i32 lda u64 b i32 ldb u64 c
+// i32 ldc (cuBLAS sgemm, column-major, α = 1, β = 0).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <csetjmp>
+#include <ucontext.h>
+#include <vector>
+
+struct dim3 { unsigned x = 0, y = 0, z = 0; };
+static dim3 blockIdx, blockDim, gridDim;
+struct Fiber { ucontext_t ctx; jmp_buf jb; dim3 idx; bool done, started; };
+static Fiber* cur; // the running thread of the block
+#define threadIdx (cur->idx)
+static void* emu_dynamic_shared;
+#define DYNAMIC_SHARED(type, name) type* name = (type*)emu_dynamic_shared
+#define __global__
+#define __device__ static
+#define __forceinline__ inline
+#define __shared__ static
+static ucontext_t sched;
+static jmp_buf schedJB;
+// yield returns to the scheduler; setjmp/longjmp switch without the signal
+// mask system calls of swapcontext (makecontext only sets up each stack).
+static void yield() {
+    if (!_setjmp(cur->jb)) _longjmp(schedJB, 1);
+}
+static void __syncthreads() { yield(); }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
+static inline float __double2float_rn(double a) { return (float)a; }
+static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+
+#include "../kernels.cu"
+
+// The kernels, callable from a slot array.
+template <typename T> static T A(const uint64_t* s, int i) { T v; std::memcpy(&v, &s[i], sizeof v); return v; }
+template <typename T> static T* P(const uint64_t* s, int i) { return reinterpret_cast<T*>(s[i]); }
+static std::map<std::string, std::function<void(const uint64_t*)>> kernels = {
+    {"add", [](const uint64_t* s) { add(P<float>(s, 0), P<const float>(s, 1), A<long long>(s, 2)); }},
+    {"add_scaled", [](const uint64_t* s) { add_scaled(P<float>(s, 0), P<const float>(s, 1), A<float>(s, 2), A<long long>(s, 3)); }},
+    {"silu_mul", [](const uint64_t* s) { silu_mul(P<float>(s, 0), P<const float>(s, 1), A<long long>(s, 2)); }},
+    {"bf16_to_f32", [](const uint64_t* s) { bf16_to_f32(P<float>(s, 0), P<const unsigned short>(s, 1), A<long long>(s, 2)); }},
+    {"gather_rows", [](const uint64_t* s) { gather_rows(P<float>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3)); }},
+    {"gather_rows_bf16", [](const uint64_t* s) { gather_rows_bf16(P<float>(s, 0), P<const unsigned short>(s, 1), A<int>(s, 2), P<const int>(s, 3)); }},
+    {"rms_norm", [](const uint64_t* s) { rms_norm(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), A<int>(s, 3), A<float>(s, 4)); }},
+    {"rope", [](const uint64_t* s) { rope(P<float>(s, 0), A<long long>(s, 1), A<int>(s, 2), A<int>(s, 3), P<const float>(s, 4), P<const float>(s, 5), A<int>(s, 6)); }},
+    {"store_kv", [](const uint64_t* s) {
+         store_kv(P<float>(s, 0), P<float>(s, 1), P<const float>(s, 2), P<const float>(s, 3), A<int>(s, 4), A<int>(s, 5), A<int>(s, 6),
+                  A<int>(s, 7), A<int>(s, 8), A<int>(s, 9));
+     }},
+    {"attention", [](const uint64_t* s) {
+         attention(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), P<const float>(s, 3), P<const int>(s, 4), A<int>(s, 5),
+                   A<int>(s, 6), A<int>(s, 7), A<int>(s, 8), A<int>(s, 9), A<int>(s, 10), A<int>(s, 11), A<float>(s, 12));
+     }},
+    {"cross_entropy", [](const uint64_t* s) { cross_entropy(P<double>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3), P<const int>(s, 4)); }},
+    {"argmax", [](const uint64_t* s) { argmax(P<int>(s, 0), P<const float>(s, 1), A<int>(s, 2)); }},
+};
+
+static std::function<void()> body;
+// fiberMain runs the kernel body once per block, for ever.
+static void fiberMain() {
+    for (;;) {
+        body();
+        cur->done = true;
+        yield();
+    }
+}
+
+// run executes one launch: every block, its threads as fibers, round-robin
+// from one __syncthreads to the next.
+static void run(const std::function<void()>& kernel, dim3 grid, unsigned block, unsigned shmem) {
+    const size_t stack = 64 << 10;
+    static std::vector<Fiber> fibers;
+    static std::vector<std::vector<char>> stacks;
+    if (fibers.size() < block) {
+        fibers.resize(block); // moving a Fiber is safe: its stack stays where it is, and cur is set before each switch
+        stacks.resize(block, std::vector<char>(stack));
+    }
+    std::vector<char> dyn(shmem + 16);
+    emu_dynamic_shared = dyn.data();
+    gridDim = grid;
+    blockDim = dim3{block, 1, 1};
+    body = kernel;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                blockIdx = dim3{x, y, z};
+                for (unsigned t = 0; t < block; t++) {
+                    Fiber& f = fibers[t];
+                    if (!f.started) {
+                        getcontext(&f.ctx);
+                        f.ctx.uc_stack.ss_sp = stacks[t].data();
+                        f.ctx.uc_stack.ss_size = stack;
+                        f.ctx.uc_link = nullptr;
+                        makecontext(&f.ctx, fiberMain, 0);
+                    }
+                    f.idx = dim3{t, 0, 0};
+                    f.done = false;
+                }
+                for (bool left = true; left;) { // one round: every thread to its next barrier or its end
+                    left = false;
+                    for (unsigned t = 0; t < block; t++) {
+                        if (fibers[t].done) continue;
+                        cur = &fibers[t];
+                        if (!_setjmp(schedJB)) {
+                            if (!cur->started) {
+                                cur->started = true;
+                                swapcontext(&sched, &cur->ctx); // first entry: onto its own stack
+                            } else {
+                                _longjmp(cur->jb, 1);
+                            }
+                        }
+                        left = left || !cur->done;
+                    }
+                }
+            }
+}
+
+static void sgemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = 0;
+            for (int l = 0; l < k; l++) {
+                float x = ta ? a[l + (size_t)i * lda] : a[i + (size_t)l * lda];
+                float y = tb ? b[j + (size_t)l * ldb] : b[l + (size_t)j * ldb];
+                acc = std::fmaf(x, y, acc);
+            }
+            c[i + (size_t)j * ldc] = acc;
+        }
+}
+
+template <typename T> static T rd() {
+    T v;
+    if (std::fread(&v, sizeof v, 1, stdin) != 1) std::exit(0);
+    return v;
+}
+static void ok(uint32_t status = 0) { std::fwrite(&status, 4, 1, stdout); }
+
+int main() {
+    for (;;) {
+        int cmd = std::fgetc(stdin);
+        if (cmd == EOF) return 0;
+        switch (cmd) {
+        case 'A': {
+            uint64_t n = rd<uint64_t>();
+            void* p = std::calloc(n, 1);
+            ok(p ? 0 : 2);
+            uint64_t v = (uint64_t)p;
+            std::fwrite(&v, 8, 1, stdout);
+            break;
+        }
+        case 'F': std::free((void*)rd<uint64_t>()); ok(); break;
+        case 'W': {
+            uint64_t dst = rd<uint64_t>(), n = rd<uint64_t>();
+            if (n && std::fread((void*)dst, 1, n, stdin) != n) return 1;
+            ok();
+            break;
+        }
+        case 'R': {
+            uint64_t src = rd<uint64_t>(), n = rd<uint64_t>();
+            ok();
+            std::fwrite((void*)src, 1, n, stdout);
+            break;
+        }
+        case 'C': {
+            uint64_t dst = rd<uint64_t>(), src = rd<uint64_t>(), n = rd<uint64_t>();
+            std::memmove((void*)dst, (void*)src, n);
+            ok();
+            break;
+        }
+        case 'S': {
+            uint64_t dst = rd<uint64_t>();
+            uint32_t v = rd<uint32_t>();
+            uint64_t n = rd<uint64_t>();
+            for (uint64_t i = 0; i < n; i++) std::memcpy((char*)dst + 4 * i, &v, 4);
+            ok();
+            break;
+        }
+        case 'L': {
+            uint32_t len = rd<uint32_t>();
+            std::string name(len, '\0');
+            if (std::fread(name.data(), 1, len, stdin) != len) return 1;
+            dim3 grid{rd<uint32_t>(), rd<uint32_t>(), rd<uint32_t>()};
+            uint32_t block = rd<uint32_t>(), shmem = rd<uint32_t>(), nargs = rd<uint32_t>();
+            std::vector<uint64_t> args(nargs);
+            for (auto& a : args) a = rd<uint64_t>();
+            auto it = kernels.find(name);
+            if (it == kernels.end()) { ok(1); break; }
+            const uint64_t* s = args.data();
+            run([&] { it->second(s); }, grid, block, shmem);
+            ok();
+            break;
+        }
+        case 'G': {
+            int ta = rd<int32_t>(), tb = rd<int32_t>(), m = rd<int32_t>(), n = rd<int32_t>(), k = rd<int32_t>();
+            uint64_t a = rd<uint64_t>();
+            int lda = rd<int32_t>();
+            uint64_t b = rd<uint64_t>();
+            int ldb = rd<int32_t>();
+            uint64_t c = rd<uint64_t>();
+            int ldc = rd<int32_t>();
+            sgemm(ta, tb, m, n, k, (const float*)a, lda, (const float*)b, ldb, (float*)c, ldc);
+            ok();
+            break;
+        }
+        default: return 1;
+        }
+        std::fflush(stdout);
+    }
+}

@@ -1,0 +1,188 @@
+package cuda
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/meazo-go/meazo/tensor/backendtest"
+	"github.com/meazo-go/meazo/tensor/cpu"
+)
+
+// emu is a device that runs kernels.cu on the CPU in a child process built
+// from emu/emu.cpp with the system's C++ compiler (see that file). Memory
+// addresses are the child's own.
+type emu struct {
+	cmd *exec.Cmd
+	in  *bufio.Writer
+	out *bufio.Reader
+	mu  sync.Mutex
+}
+
+var (
+	emuOnce sync.Once
+	emuBin  string
+	emuErr  error
+)
+
+// buildEmu compiles the emulator once per test binary.
+func buildEmu() (string, error) {
+	emuOnce.Do(func() {
+		cxx, err := exec.LookPath("g++")
+		if err != nil {
+			emuErr = fmt.Errorf("no g++ to build the kernel emulator: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "meazo-cuda-emu")
+		if err != nil {
+			emuErr = err
+			return
+		}
+		emuBin = filepath.Join(dir, "emu")
+		out, err := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-U_FORTIFY_SOURCE", "-o", emuBin, "emu/emu.cpp").CombinedOutput()
+		if err != nil {
+			emuErr = fmt.Errorf("building the kernel emulator: %v\n%s", err, out)
+		}
+	})
+	return emuBin, emuErr
+}
+
+// newEmuBackend returns the CUDA backend on the emulator, or skips (fails
+// under MEAZO_REQUIRE_CUDA_EMU=1) where it cannot be built.
+func newEmuBackend(t *testing.T) *Backend {
+	t.Helper()
+	bin, err := buildEmu()
+	if err != nil {
+		if os.Getenv("MEAZO_REQUIRE_CUDA_EMU") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("the kernel emulator is not available, so the emulated checks did not run: %v", err)
+	}
+	e := &emu{cmd: exec.Command(bin)}
+	stdin, _ := e.cmd.StdinPipe()
+	stdout, _ := e.cmd.StdoutPipe()
+	e.cmd.Stderr = os.Stderr
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.in, e.out = bufio.NewWriterSize(stdin, 1<<20), bufio.NewReaderSize(stdout, 1<<20)
+	b := newBackend(e, "kernel emulator (kernels.cu on the CPU)", 48<<10)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func (e *emu) put(vs ...any) {
+	for _, v := range vs {
+		if err := binary.Write(e.in, binary.LittleEndian, v); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// reply flushes the request and reads the status.
+func (e *emu) reply(what string) error {
+	if err := e.in.Flush(); err != nil {
+		return fmt.Errorf("emu %s: %w", what, err)
+	}
+	var status uint32
+	if err := binary.Read(e.out, binary.LittleEndian, &status); err != nil {
+		return fmt.Errorf("emu %s: %w", what, err)
+	}
+	if status != 0 {
+		return fmt.Errorf("emu %s: status %d", what, status)
+	}
+	return nil
+}
+
+func (e *emu) bind() error { return nil }
+
+func (e *emu) malloc(bytes uint64) (uint64, error) {
+	e.put(byte('A'), bytes)
+	if err := e.reply("malloc"); err != nil {
+		return 0, errNoMemory
+	}
+	var p uint64
+	err := binary.Read(e.out, binary.LittleEndian, &p)
+	return p, err
+}
+
+func (e *emu) free(p uint64) {
+	e.put(byte('F'), p)
+	e.reply("free")
+}
+
+func (e *emu) memInfo() (free, total uint64) { return 0, 0 }
+
+func (e *emu) htod(dst uint64, src unsafe.Pointer, bytes uint64) error {
+	e.put(byte('W'), dst, bytes)
+	e.in.Write(unsafe.Slice((*byte)(src), bytes))
+	return e.reply("write")
+}
+
+func (e *emu) dtoh(dst unsafe.Pointer, src uint64, bytes uint64) error {
+	e.put(byte('R'), src, bytes)
+	if err := e.reply("read"); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(e.out, unsafe.Slice((*byte)(dst), bytes))
+	return err
+}
+
+func (e *emu) dtod(dst, src uint64, bytes uint64) error {
+	e.put(byte('C'), dst, src, bytes)
+	return e.reply("copy")
+}
+
+func (e *emu) memsetD32(dst uint64, v uint32, n uint64) error {
+	e.put(byte('S'), dst, v, n)
+	return e.reply("memset")
+}
+
+func (e *emu) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
+	e.put(byte('L'), uint32(len(name)), []byte(name), grid, block, shmem, uint32(len(args)), args)
+	return e.reply("launch " + name)
+}
+
+func (e *emu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error {
+	e.put(byte('G'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc))
+	return e.reply("sgemm")
+}
+
+func (e *emu) close() {
+	e.in.Flush()
+	e.cmd.Process.Kill()
+	e.cmd.Wait()
+}
+
+// TestEmulatedConformance runs the conformance suite on the CUDA backend
+// with its kernels executed by the emulator: every line of the backend
+// above the device (buffers, views, the caching allocator, layouts, launch
+// arguments, the GEMM's transposes, mask uploads) and every kernel's logic,
+// without a GPU.
+func TestEmulatedConformance(t *testing.T) {
+	b := newEmuBackend(t)
+	backendtest.Ops(t, b, backendtest.Float32)
+	backendtest.Models(t, b, backendtest.Float32)
+}
+
+// kernelsMatchCPU is the promise of kernels.cu: every op but the GEMMs and
+// cross-entropy gives the CPU backend's bits, where the CPU backend's
+// kernels use fused multiply-adds as the GPU's do (its AVX-512 and AVX2
+// paths; the portable Go path rounds each product).
+var kernelsMatchCPU = backendtest.Tolerance{Exact: true, Op: 1e-5,
+	Except: []string{"MatMul", "MatMulBF16", "MatMulLarge", "MatMulNT", "CrossEntropy"}}
+
+// TestEmulatedKernelsMatchCPUBits checks that promise on the emulator.
+func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
+	if cpu.GEMMPath() == "portable" {
+		t.Skip("the CPU backend runs its portable path (no fused multiply-adds), whose attention rounds differently by design; the bit-for-bit check needs GOEXPERIMENT=simd on AVX2/AVX-512")
+	}
+	backendtest.Ops(t, newEmuBackend(t), kernelsMatchCPU)
+}

@@ -1,0 +1,172 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// gpu is a device: one NVIDIA GPU through the CUDA driver API and cuBLAS.
+type gpu struct {
+	drv         *driver
+	blas        *cublas
+	dev         int32
+	ctx         uintptr
+	module      uintptr
+	handle      uintptr
+	fns         map[string]uintptr
+	alpha, beta *float32 // cuBLAS reads them through host pointers
+}
+
+// openGPU starts GPU ordinal on the calling OS thread: the primary
+// context, the kernels (the embedded PTX, compiled by the driver for this
+// GPU) and a cuBLAS handle in full float32 math. It returns the device's
+// one-line description and the dynamic shared memory a block may use.
+func openGPU(ordinal int) (g *gpu, desc string, maxShm int, err error) {
+	drv, err := loadDriver()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if err := drv.check("cuInit", drv.init(0)); err != nil {
+		return nil, "", 0, err
+	}
+	var n int32
+	if err := drv.check("cuDeviceGetCount", drv.deviceGetCount(&n)); err != nil {
+		return nil, "", 0, err
+	}
+	if n == 0 || ordinal < 0 || ordinal >= int(n) {
+		return nil, "", 0, fmt.Errorf("cuda: no GPU %d (the driver sees %d; check CUDA_VISIBLE_DEVICES and, in Docker, --gpus)", ordinal, n)
+	}
+	blas, err := loadCublas()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	g = &gpu{drv: drv, blas: blas, fns: map[string]uintptr{}}
+	if desc, maxShm, err = g.start(int32(ordinal)); err != nil {
+		g.close()
+		return nil, "", 0, err
+	}
+	return g, desc, maxShm, nil
+}
+
+func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
+	d := g.drv
+	if err := d.check("cuDeviceGet", d.deviceGet(&g.dev, ordinal)); err != nil {
+		return "", 0, err
+	}
+	if err := d.check("cuDevicePrimaryCtxRetain", d.primaryCtxRetain(&g.ctx, g.dev)); err != nil {
+		return "", 0, err
+	}
+	if err := g.bind(); err != nil {
+		return "", 0, err
+	}
+	var major, minor, shm, ver int32
+	d.deviceGetAttribute(&major, attrComputeMajor, g.dev)
+	d.deviceGetAttribute(&minor, attrComputeMinor, g.dev)
+	d.deviceGetAttribute(&shm, attrMaxSharedOptin, g.dev)
+	d.driverGetVersion(&ver)
+	if major < 8 {
+		return "", 0, fmt.Errorf("cuda: GPU %d has compute capability %d.%d; the kernels are built for 8.0 and later (A100, H100, …)", ordinal, major, minor)
+	}
+	image := append([]byte(kernelsPTX), 0)
+	if err := d.check("cuModuleLoadData (JIT of the embedded PTX)", d.moduleLoadData(&g.module, unsafe.Pointer(&image[0]))); err != nil {
+		return "", 0, err
+	}
+	for name := range kernelParams {
+		var fn uintptr
+		if err := d.check("cuModuleGetFunction "+name, d.moduleGetFunction(&fn, g.module, name)); err != nil {
+			return "", 0, err
+		}
+		g.fns[name] = fn
+	}
+	// Attention keeps a query's scores in shared memory: allow what the
+	// device allows beyond the default 48 KiB, less the kernel's static
+	// shared arrays.
+	maxShm = int(shm) - 4096
+	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
+		return "", 0, err
+	}
+	c := g.blas
+	if err := c.check("cublasCreate", c.create(&g.handle)); err != nil {
+		return "", 0, err
+	}
+	if err := c.check("cublasSetMathMode", c.setMathMode(g.handle, defaultMath)); err != nil {
+		return "", 0, err
+	}
+	var mode, bver int32
+	if err := c.check("cublasGetMathMode", c.getMathMode(g.handle, &mode)); err != nil {
+		return "", 0, err
+	}
+	if mode != defaultMath {
+		return "", 0, fmt.Errorf("cuda: cuBLAS math mode is %d after setting CUBLAS_DEFAULT_MATH", mode)
+	}
+	c.getVersion(g.handle, &bver)
+	g.alpha, g.beta = new(float32), new(float32)
+	*g.alpha = 1
+	var name [256]byte
+	d.deviceGetName(&name[0], int32(len(name)), g.dev)
+	free, total := g.memInfo()
+	desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %d.%d.%d (%s); float32, TF32 off",
+		cString(&name[0]), major, minor, float64(free)/(1<<30), float64(total)/(1<<30), ver/1000, ver%1000/10,
+		bver/10000, bver%10000/100, bver%100, c.path)
+	return desc, maxShm, nil
+}
+
+func (g *gpu) bind() error { return g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)) }
+
+func (g *gpu) malloc(bytes uint64) (uint64, error) {
+	var p uint64
+	rc := g.drv.memAlloc(&p, bytes)
+	if rc == errOutOfMemory {
+		return 0, errNoMemory
+	}
+	return p, g.drv.check("cuMemAlloc", rc)
+}
+
+func (g *gpu) free(p uint64) { g.drv.memFree(p) }
+
+func (g *gpu) memInfo() (free, total uint64) {
+	g.drv.memGetInfo(&free, &total)
+	return free, total
+}
+
+func (g *gpu) htod(dst uint64, src unsafe.Pointer, bytes uint64) error {
+	return g.drv.check("cuMemcpyHtoD", g.drv.memcpyHtoD(dst, src, bytes))
+}
+
+func (g *gpu) dtoh(dst unsafe.Pointer, src uint64, bytes uint64) error {
+	return g.drv.check("cuMemcpyDtoH", g.drv.memcpyDtoH(dst, src, bytes))
+}
+
+func (g *gpu) dtod(dst, src uint64, bytes uint64) error {
+	return g.drv.check("cuMemcpyDtoD", g.drv.memcpyDtoD(dst, src, bytes))
+}
+
+func (g *gpu) memsetD32(dst uint64, v uint32, n uint64) error {
+	return g.drv.check("cuMemsetD32", g.drv.memsetD32(dst, v, n))
+}
+
+func (g *gpu) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
+	addrs := make([]unsafe.Pointer, len(args)) // on the Go heap, which does not move
+	for i := range args {
+		addrs[i] = unsafe.Pointer(&args[i])
+	}
+	rc := g.drv.launchKernel(g.fns[name], grid[0], grid[1], grid[2], block, 1, 1, shmem, 0, unsafe.Pointer(&addrs[0]), 0)
+	return g.drv.check("cuLaunchKernel "+name, rc)
+}
+
+func (g *gpu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error {
+	rc := g.blas.sgemm(g.handle, transA, transB, int32(m), int32(n), int32(k), g.alpha, a, int32(lda), b, int32(ldb), g.beta, c, int32(ldc))
+	return g.blas.check("cublasSgemm", rc)
+}
+
+func (g *gpu) close() {
+	if g.handle != 0 {
+		g.blas.destroy(g.handle)
+	}
+	if g.module != 0 {
+		g.drv.moduleUnload(g.module)
+	}
+	if g.ctx != 0 {
+		g.drv.primaryCtxRelease(g.dev)
+	}
+}
