@@ -182,6 +182,9 @@ func Load(path string, overrides []string) (*Config, error) {
 		if parsed == nil {
 			parsed = ""
 		}
+		if err := checkValue(key, parsed); err != nil {
+			return nil, fmt.Errorf("--set %w", err)
+		}
 		v.Set(key, parsed)
 	}
 	where := "config"
@@ -193,6 +196,12 @@ func Load(path string, overrides []string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := c.Validate(); err != nil {
+		// A value given with --set is blamed on --set, not on the file.
+		for _, o := range overrides {
+			if key, _, _ := strings.Cut(o, "="); strings.HasPrefix(err.Error(), strings.TrimSpace(key)+" ") {
+				where = "--set"
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &c, nil
@@ -222,6 +231,11 @@ func checkKeys(m map[string]any, prefix string, known []configKey) error {
 		}
 		if err := checkKey(full, known); err != nil {
 			return err
+		}
+		if m[k] != nil {
+			if err := checkValue(full, m[k]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
