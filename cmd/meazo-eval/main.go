@@ -178,7 +178,10 @@ func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
 		if err := decodeLine(line, name, n, &rec, "prediction", "reference"); err != nil {
 			return err
 		}
-		s := eval.Rouge(rec.Reference, rec.Prediction, stem)
+		s, err := eval.Rouge(rec.Reference, rec.Prediction, stem)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", name, n, err)
+		}
 		add(&sum.Rouge1, s.Rouge1)
 		add(&sum.Rouge2, s.Rouge2)
 		add(&sum.RougeL, s.RougeL)
