@@ -285,6 +285,9 @@ func (r *run) setupAdapter() error {
 		r.prompt.BaseModel, r.prompt.Tokenizer = name, name
 		r.params = r.prompt.Params()
 	}
+	if cfg.Adapter.Init != "" {
+		return checkInitAdapter(cfg, r.lora, r.prompt)
+	}
 	return nil
 }
 

@@ -326,3 +326,31 @@ func TestConfigValueErrors(t *testing.T) {
 		t.Errorf("valid values: %+v %v", c, err)
 	}
 }
+
+// TestInitAdapterMustMatchConfig: an adapter.init of another rank is refused
+// instead of training rank 8 under a config that says 16.
+func TestInitAdapterMustMatchConfig(t *testing.T) {
+	dir, cfg := demoConfig(t, 0)
+	src := filepath.Join(dir, "src")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+src)}); err != nil {
+		t.Fatal(err)
+	}
+	init := "adapter.init=" + filepath.Join(src, "best")
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"rank", []string{init, "adapter.r=16"}, "rank 8, alpha 16"},
+		{"alpha", []string{init, "adapter.alpha=32"}, "adapter.alpha 32"},
+		{"targets", []string{init, "adapter.targets=[q_proj,k_proj]"}, "adapter.targets"},
+		{"matching", []string{init, "adapter.targets=[v_proj,q_proj]"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(trustSet, "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
