@@ -59,7 +59,7 @@ type AdapterConfig struct {
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: TEXT initialisation (empty: the task's system prompt)"`
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer, estimated one at a time with prefix caching (paper Alg. 3); LoRA only"`
-	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one"`
+	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one; its rank, alpha and targets (prompt tuning: virtual tokens) must equal adapter.r, adapter.alpha, adapter.targets (adapter.virtual_tokens)"`
 }
 
 type OptimizerConfig struct {
@@ -353,7 +353,11 @@ func ConfigDoc() string {
 	b.WriteString("# Configuration keys\n\n")
 	b.WriteString("Generated from `train.Config` by `meazo-train -config-doc`; do not edit by hand.\n")
 	b.WriteString("A YAML file sets any of these; `--set key=value` overrides one (the value is YAML: `--set optimizer.lr=2e-4`,\n")
-	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`). Unknown keys are errors.\n")
+	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`). Unknown keys are errors, and so are values of the wrong type: an int\n")
+	b.WriteString("key takes a whole number (`train.steps: 2.5` is an error, not 2), a uint64 key a non-negative one (`--seed -1` is an\n")
+	b.WriteString("error), a float64 key a number, a bool key `true`/`false`; an error names the key and where it was given (the file or `--set`).\n")
+	b.WriteString("A run keeps the configuration it was started with: `--resume DIR --set key=value` changes only some keys, and records\n")
+	b.WriteString("the change in the run's `changes.jsonl` ([RUNDIR.md](RUNDIR.md)); an edited `config.yaml` in a run directory is refused on resume.\n")
 	sec := ""
 	for _, k := range keys() {
 		s, _, _ := strings.Cut(k.key, ".")
