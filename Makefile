@@ -9,7 +9,7 @@ export MEAZO_SHARED ?= $(abspath ../shared)
 
 # The README's first command: the built-in default job, no downloads.
 demo:
-	$(SIMD) $(GO) run ./cmd/meazo-train --demo-dir demo-run
+	$(SIMD) $(GO) run ./cmd/meazo-train --demo --demo-dir demo-run
 	$(GO) run ./cmd/meazo-plot all --out demo-run/plots demo-run/run-meazo demo-run/run-zo-sgd demo-run/run-zo-adam
 	@echo "plots and memory table in demo-run/plots/"
 

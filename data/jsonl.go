@@ -66,6 +66,15 @@ func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowEr
 // parseJSONLRow decodes one line; on failure it names the field.
 func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
 	var r jsonlRow
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
+		// Valid JSON that is not an object (an array, a string, null) would
+		// decode into an empty row without an error.
+		kind := map[byte]string{'[': "an array", '"': "a string", 'n': "null", 't': "a boolean", 'f': "a boolean"}[t[0]]
+		if kind == "" {
+			kind = "a number or not JSON"
+		}
+		return ex, "(line)", "want a JSON object, got " + kind
+	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ReadOptions control how a file is read.
@@ -135,4 +137,17 @@ func checkExample(ex *Example) (field, msg string) {
 		// of the shared subset is one); they are real rows and are kept.
 	}
 	return "", ""
+}
+
+// clip quotes s for a message, cut to its first 60 bytes (at a rune
+// boundary) when longer than 80: a malformed row may be megabytes long.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return strconv.Quote(s)
+	}
+	cut := 60
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -76,6 +77,10 @@ func TestMalformedRows(t *testing.T) {
 		{"a.tsv", "sentence\tlabel\nok\t7\n", SST2, 0, `line 2: field "label": want 0 or 1, got 7`},
 		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"d"}` + "\n", XSum, 1, `line 2: field "summary": missing`},
 		{"x.jsonl", `{"id":"1","document":5,"summary":"s"}` + "\n", XSum, 0, `line 1: field "document": want string, got JSON number`},
+		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n[1, 2]\n", XSum, 1, `line 2: field "(line)": want a JSON object, got an array`},
+		{"x.jsonl", "null\n" + `{"id":"1","document":"d","summary":"s"}` + "\n", XSum, 1, `line 1: field "(line)": want a JSON object, got null`},
+		{"s.jsonl", `"just a string"` + "\n", SST2, 0, `line 1: field "(line)": want a JSON object, got a string`},
+		{"a.tsv", "sentence\tlabel\nok\t1\nbad\t" + strings.Repeat("9x", 50000) + "\n", SST2, 1, `line 3: field "label": not an integer: "9x9x`},
 		{"s.jsonl", `{"id":"q","title":"T","context":"C","question":"Q","answers":{"text":[],"answer_start":[]}}`, SQuAD, 0, `line 1: field "answers": no answer`},
 		{"d.json", `{"version":"1.1","data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A","answer_start":0}]},{"id":"q2","question":"","answers":[{"text":"A"}]}]}]}]}`,
 			SQuAD, 1, `data[0].paragraphs[0].qas[1] (id "q2"): field "question": empty`},
@@ -185,5 +190,21 @@ func TestReadParquet(t *testing.T) {
 	_, _, err = ReadAll(writeParquet(t, []hubXSum{{"doc", "sum", "7"}}), SQuAD, ReadOptions{})
 	if err == nil || !strings.Contains(err.Error(), `column "title" is missing`) {
 		t.Errorf("wrong schema: %v", err)
+	}
+}
+
+// TestHugeRowsAreClipped: an error about a multi-megabyte row names it
+// without echoing it.
+func TestHugeRowsAreClipped(t *testing.T) {
+	huge := strings.Repeat("é", 1<<20)
+	for _, c := range []struct{ name, content string }{
+		{"h.tsv", huge + "\nx\t1\n"},
+		{"l.tsv", "sentence\tlabel\nok\t" + huge + "\n"},
+	} {
+		p := writeFile(t, c.name, c.content)
+		_, _, err := ReadAll(p, SST2, ReadOptions{Strict: true})
+		if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "bytes)") {
+			t.Errorf("%s: error of %d bytes: %.300v", c.name, len(fmt.Sprint(err)), err)
+		}
 	}
 }

@@ -30,7 +30,7 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 	sentenceCol, ok1 := col["sentence"]
 	labelCol, ok2 := col["label"]
 	if !ok1 || !ok2 {
-		return fmt.Errorf("%s: line 1: header %q lacks the sentence and label columns", path, header)
+		return fmt.Errorf("%s: line 1: header %s lacks the sentence and label columns (a GLUE TSV begins with a sentence<TAB>label header)", path, clip(header))
 	}
 	idCol, hasID := col["idx"]
 	if !hasID {
@@ -61,7 +61,7 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		}
 		label, err := strconv.Atoi(strings.TrimSpace(fields[labelCol]))
 		if err != nil {
-			if e := bad(&RowError{path, row, "label", fmt.Sprintf("not an integer: %q", fields[labelCol])}); e != nil {
+			if e := bad(&RowError{path, row, "label", fmt.Sprintf("not an integer: %s", clip(fields[labelCol]))}); e != nil {
 				return e
 			}
 			continue

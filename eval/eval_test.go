@@ -63,11 +63,11 @@ func TestRougeBasics(t *testing.T) {
 	if got := RougeTokenize("Naïve café, 40,000 visitors!", false); len(got) != 6 {
 		t.Errorf("RougeTokenize split accented letters wrongly: %q", got)
 	}
-	s := Rouge("the cat sat on the mat", "the cat sat", false)
-	if s.Rouge1.Precision != 1 || s.Rouge1.Recall != 0.5 || s.RougeL.Recall != 0.5 || s.Rouge2.Precision != 1 {
+	s, err := Rouge("the cat sat on the mat", "the cat sat", false)
+	if err != nil || s.Rouge1.Precision != 1 || s.Rouge1.Recall != 0.5 || s.RougeL.Recall != 0.5 || s.Rouge2.Precision != 1 {
 		t.Errorf("Rouge = %+v", s)
 	}
-	if z := Rouge("", "anything", false); z != (RougeScores{}) {
+	if z, err := Rouge("", "anything", false); err != nil || z != (RougeScores{}) {
 		t.Errorf("empty reference gives %+v, want zeros", z)
 	}
 }

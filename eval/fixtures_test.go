@@ -116,7 +116,10 @@ func TestRougeFixtures(t *testing.T) {
 				t.Errorf("%s stem=%v: tokens\n got %q / %q\nwant %q / %q", c.ID, v.stem,
 					gotTok.Prediction, gotTok.Reference, v.tokens.Prediction, v.tokens.Reference)
 			}
-			got := Rouge(c.Reference, c.Prediction, v.stem)
+			got, err := Rouge(c.Reference, c.Prediction, v.stem)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, p := range []struct {
 				name      string
 				got, want RougeScore

@@ -1,6 +1,9 @@
 package eval
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // RougeScore is one ROUGE type's precision, recall and F-measure, in [0, 1].
 type RougeScore struct {
@@ -38,17 +41,35 @@ func RougeTokenize(text string, stem bool) []string {
 	return tokens
 }
 
+// MaxRougeTokens caps the tokens of a reference or a prediction that Rouge
+// scores. ROUGE-L and ROUGE-Lsum need time proportional to the product of the
+// two lengths (memory only linear in the shorter): at the cap about a
+// second for ROUGE-L and some seconds to a minute for ROUGE-Lsum, depending
+// on how the text splits into lines; beyond it Rouge returns an error instead
+// of computing for hours. A 500 KB English text has about 90,000 tokens.
+const MaxRougeTokens = 200_000
+
 // Rouge scores a prediction against one reference (rouge_score's
 // RougeScorer(["rouge1","rouge2","rougeL","rougeLsum"]).score(target, prediction)).
-func Rouge(reference, prediction string, stem bool) RougeScores {
+// Texts over MaxRougeTokens tokens are an error.
+func Rouge(reference, prediction string, stem bool) (RougeScores, error) {
 	ref := RougeTokenize(reference, stem)
 	pred := RougeTokenize(prediction, stem)
+	for _, x := range []struct {
+		what string
+		n    int
+	}{{"reference", len(ref)}, {"prediction", len(pred)}} {
+		if x.n > MaxRougeTokens {
+			return RougeScores{}, fmt.Errorf("rouge: the %s has %d tokens, over the cap of %d (MaxRougeTokens: ROUGE-L's time grows with the product of the lengths)",
+				x.what, x.n, MaxRougeTokens)
+		}
+	}
 	return RougeScores{
 		Rouge1:    scoreNgrams(ref, pred, 1),
 		Rouge2:    scoreNgrams(ref, pred, 2),
 		RougeL:    scoreLCS(ref, pred),
 		RougeLsum: summaryLevelLCS(sentences(reference, stem), sentences(prediction, stem)),
-	}
+	}, nil
 }
 
 // fmeasure is rouge_score's scoring.fmeasure.
@@ -83,30 +104,13 @@ func ngrams(tokens []string, n int) (map[string]int, int) {
 	return counts, total
 }
 
-// lcsTable is the dynamic-programming table of longest common subsequence lengths.
-func lcsTable(ref, can []string) [][]int {
-	t := make([][]int, len(ref)+1)
-	for i := range t {
-		t[i] = make([]int, len(can)+1)
-	}
-	for i := 1; i <= len(ref); i++ {
-		for j := 1; j <= len(can); j++ {
-			if ref[i-1] == can[j-1] {
-				t[i][j] = t[i-1][j-1] + 1
-			} else {
-				t[i][j] = max(t[i-1][j], t[i][j-1])
-			}
-		}
-	}
-	return t
-}
-
 // scoreLCS is ROUGE-L over the whole token sequences.
 func scoreLCS(ref, pred []string) RougeScore {
 	if len(ref) == 0 || len(pred) == 0 {
 		return RougeScore{}
 	}
-	lcs := lcsTable(ref, pred)[len(ref)][len(pred)]
+	ids := map[string]int32{}
+	lcs := lcsLength(intern(ref, ids), intern(pred, ids))
 	precision := float64(lcs) / float64(len(pred))
 	recall := float64(lcs) / float64(len(ref))
 	return RougeScore{precision, recall, fmeasure(precision, recall)}
@@ -122,31 +126,6 @@ func sentences(text string, stem bool) [][]string {
 		}
 	}
 	return out
-}
-
-// lcsIndices returns the indices into ref of one LCS of ref and can, chosen
-// by rouge_score's _backtrack_norec.
-func lcsIndices(ref, can []string) []int {
-	t := lcsTable(ref, can)
-	var idx []int
-	i, j := len(ref), len(can)
-	for i > 0 && j > 0 {
-		switch {
-		case ref[i-1] == can[j-1]:
-			idx = append(idx, i-1)
-			i--
-			j--
-		case t[i][j-1] > t[i-1][j]:
-			j--
-		default:
-			i--
-		}
-	}
-	// Collected back to front.
-	for a, b := 0, len(idx)-1; a < b; a, b = a+1, b-1 {
-		idx[a], idx[b] = idx[b], idx[a]
-	}
-	return idx
 }
 
 // summaryLevelLCS is rougeLsum: for each reference sentence, the union of its
@@ -173,11 +152,17 @@ func summaryLevelLCS(refSents, canSents [][]string) RougeScore {
 	if m == 0 || n == 0 {
 		return RougeScore{}
 	}
+	ids := map[string]int32{}
+	cands := make([]*lcsCandidate, len(canSents))
+	for i, c := range canSents {
+		cands[i] = &lcsCandidate{can: intern(c, ids)}
+	}
 	hits := 0
 	for _, r := range refSents {
 		union := map[int]bool{}
-		for _, c := range canSents {
-			for _, i := range lcsIndices(r, c) {
+		rIDs := intern(r, ids)
+		for _, c := range cands {
+			for _, i := range c.indices(rIDs) {
 				union[i] = true
 			}
 		}

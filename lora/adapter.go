@@ -112,6 +112,11 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 // engine updates them in place).
 func (a *Adapter) Params() [][]float32 { return a.params }
 
+// Rank, Alpha and Targets describe the adapter's shape (as loaded or made).
+func (a *Adapter) Rank() int         { return a.opts.R }
+func (a *Adapter) Alpha() float64    { return a.opts.Alpha }
+func (a *Adapter) Targets() []string { return slices.Clone(a.targets) }
+
 // Count returns the number of trainable parameters.
 func (a *Adapter) Count() int {
 	n := 0

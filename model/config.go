@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 )
 
@@ -143,6 +144,12 @@ func ParseConfig(b []byte) (*Config, error) {
 	c.RopeTheta = 10000
 	if r.RopeTheta != nil {
 		c.RopeTheta = *r.RopeTheta
+	}
+	if !(c.RMSNormEps > 0) || math.IsInf(float64(c.RMSNormEps), 0) {
+		return nil, fmt.Errorf(`"rms_norm_eps" must be positive and finite (as a float32), got %v`, *r.RMSNormEps)
+	}
+	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
+		return nil, fmt.Errorf(`"rope_theta" must be positive and finite, got %v`, c.RopeTheta)
 	}
 	c.TieEmbeddings = c.Architecture == "Qwen3ForCausalLM" // Qwen3Config default; Llama's is false
 	if r.TieWordEmbeddings != nil {

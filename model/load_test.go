@@ -123,3 +123,23 @@ func TestQwen3SlidingWindowDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigRejectsNonPositiveNormAndRope: rms_norm_eps and rope_theta must be
+// positive and finite (a zero eps divides by zero on an all-zero row; a zero
+// theta makes every rotation NaN).
+func TestConfigRejectsNonPositiveNormAndRope(t *testing.T) {
+	base := `{"architectures":["Qwen3ForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"head_dim":4%s}`
+	for _, tc := range []struct{ extra, want string }{
+		{`,"rms_norm_eps":0`, `"rms_norm_eps" must be positive`},
+		{`,"rms_norm_eps":-1e-6`, `"rms_norm_eps" must be positive`},
+		{`,"rms_norm_eps":1e-60`, `"rms_norm_eps" must be positive`}, // 0 as a float32
+		{`,"rope_theta":0`, `"rope_theta" must be positive`},
+		{`,"rope_theta":-10000`, `"rope_theta" must be positive`},
+		{`,"rms_norm_eps":1e-6,"rope_theta":1e6`, ""},
+	} {
+		_, err := ParseConfig([]byte(fmt.Sprintf(base, tc.extra)))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.extra, err, tc.want)
+		}
+	}
+}

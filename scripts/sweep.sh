@@ -81,7 +81,8 @@ run_one() {
 		echo "sweep.sh: skip $dir ($status)"
 		return ;;
 	resume)
-		# The run continues with its own config.yaml; meazo-train takes no --set with --resume.
+		# The run continues with its own recorded config: the sweep's --set are not given again
+		# (on --resume, meazo-train would record them as changes to the run).
 		echo "sweep.sh: resume $dir"
 		args=(--resume "$dir") ;;
 	new)

@@ -60,7 +60,7 @@ type AdapterConfig struct {
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: TEXT initialisation (empty: the task's system prompt)"`
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer, estimated one at a time with prefix caching (paper Alg. 3); LoRA only"`
-	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one"`
+	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one; its rank, alpha and targets (prompt tuning: virtual tokens) must equal adapter.r, adapter.alpha, adapter.targets (adapter.virtual_tokens)"`
 }
 
 type OptimizerConfig struct {
@@ -183,6 +183,9 @@ func Load(path string, overrides []string) (*Config, error) {
 		if parsed == nil {
 			parsed = ""
 		}
+		if err := checkValue(key, parsed); err != nil {
+			return nil, fmt.Errorf("--set %w", err)
+		}
 		v.Set(key, parsed)
 	}
 	where := "config"
@@ -194,6 +197,12 @@ func Load(path string, overrides []string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := c.Validate(); err != nil {
+		// A value given with --set is blamed on --set, not on the file.
+		for _, o := range overrides {
+			if key, _, _ := strings.Cut(o, "="); strings.HasPrefix(err.Error(), strings.TrimSpace(key)+" ") {
+				where = "--set"
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &c, nil
@@ -223,6 +232,11 @@ func checkKeys(m map[string]any, prefix string, known []configKey) error {
 		}
 		if err := checkKey(full, known); err != nil {
 			return err
+		}
+		if m[k] != nil {
+			if err := checkValue(full, m[k]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -342,7 +356,11 @@ func ConfigDoc() string {
 	b.WriteString("# Configuration keys\n\n")
 	b.WriteString("Generated from `train.Config` by `meazo-train -config-doc`; do not edit by hand.\n")
 	b.WriteString("A YAML file sets any of these; `--set key=value` overrides one (the value is YAML: `--set optimizer.lr=2e-4`,\n")
-	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`). Unknown keys are errors.\n")
+	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`). Unknown keys are errors, and so are values of the wrong type: an int\n")
+	b.WriteString("key takes a whole number (`train.steps: 2.5` is an error, not 2), a uint64 key a non-negative one (`--seed -1` is an\n")
+	b.WriteString("error), a float64 key a number, a bool key `true`/`false`; an error names the key and where it was given (the file or `--set`).\n")
+	b.WriteString("A run keeps the configuration it was started with: `--resume DIR --set key=value` changes only some keys, and records\n")
+	b.WriteString("the change in the run's `changes.jsonl` ([RUNDIR.md](RUNDIR.md)); an edited `config.yaml` in a run directory is refused on resume.\n")
 	sec := ""
 	for _, k := range keys() {
 		s, _, _ := strings.Cut(k.key, ".")

@@ -144,7 +144,10 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example) (map[string]f
 				em, f1 := eval.SquadScore(pred, ex.Answers)
 				squad.Add(em, f1)
 			} else {
-				s := eval.Rouge(ex.Summary, pred, e.rougeStem)
+				s, err := eval.Rouge(ex.Summary, pred, e.rougeStem)
+				if err != nil {
+					return nil, fmt.Errorf("XSum example %q: %w", ex.ID, err)
+				}
 				r1 += s.Rouge1.FMeasure
 				r2 += s.Rouge2.FMeasure
 				rl += s.RougeL.FMeasure

@@ -57,7 +57,8 @@ type Summary struct {
 	StateBytes      int64                         `json:"optimizer_state_bytes"`
 	PeakRSSBytes    int64                         `json:"peak_rss_bytes"`
 	SecondsPerStep  float64                       `json:"seconds_per_step"`
-	Backend         string                        `json:"backend"` // the backend that ran the last session of the run, and on what
+	Changes         []ConfigChange                `json:"changes,omitempty"` // settings changed on resume (changes.jsonl)
+	Backend         string                        `json:"backend"`           // the backend that ran the last session of the run, and on what
 }
 
 // checkpointState is checkpoint/state.json.
@@ -72,6 +73,11 @@ type checkpointState struct {
 	MetricsBytes int64             `json:"metrics_bytes"` // size of metrics.jsonl at this step
 	TimingBytes  int64             `json:"timing_bytes"`
 	Seconds      float64           `json:"seconds"` // training wall-clock so far
+	// Checksums of the logs' first MetricsBytes/TimingBytes bytes, and the
+	// size of changes.jsonl (resume.go).
+	MetricsSHA256 string `json:"metrics_sha256"`
+	TimingSHA256  string `json:"timing_sha256"`
+	ChangesBytes  int64  `json:"changes_bytes"`
 }
 
 // run is one training run in progress.
@@ -97,6 +103,8 @@ type run struct {
 	metrics  *os.File
 	timing   *os.File
 	summary  Summary
+	lock     *Lock          // run.lock, held from setup to the end of Run
+	changes  []ConfigChange // settings changed with --set on resume
 	backend  tensor.Backend // where the model computes (model.backend)
 }
 
@@ -118,6 +126,7 @@ func Run(opts Options) (*Summary, error) {
 		opts.Log = io.Discard
 	}
 	r := &run{log: opts.Log, opts: opts}
+	defer func() { r.lock.Unlock() }()
 	defer r.closeBackend()
 	if err := r.setup(); err != nil {
 		return nil, err
@@ -130,11 +139,17 @@ func Run(opts Options) (*Summary, error) {
 func (r *run) setup() error {
 	var err error
 	if r.opts.Resume != "" {
-		if len(r.opts.Overrides) > 0 {
-			return fmt.Errorf("--resume continues a run with its own config.yaml; --set is not allowed")
+		if r.opts.ConfigPath != "" {
+			return fmt.Errorf("--resume continues a run with its own recorded config; --config %s is not allowed (change a setting with --set key=value)", r.opts.ConfigPath)
 		}
 		r.dir = r.opts.Resume
-		if r.cfg, err = Load(filepath.Join(r.dir, "config.yaml"), nil); err != nil {
+		if err := checkRunDir(r.dir); err != nil {
+			return err
+		}
+		if r.lock, err = LockDir(r.dir); err != nil {
+			return err
+		}
+		if r.cfg, err = r.resumeConfig(); err != nil {
 			return err
 		}
 	} else {
@@ -142,6 +157,11 @@ func (r *run) setup() error {
 			return err
 		}
 		r.dir = r.cfg.Output.Dir
+		// The lock comes first: a second process on the same directory is
+		// refused before it can write anything there.
+		if r.lock, err = LockDir(r.dir); err != nil {
+			return err
+		}
 		// A run exists once it has a checkpoint (written right after the
 		// step-0 validation); a directory without one holds only a start
 		// that never got that far, and is started over.
@@ -244,7 +264,7 @@ func (r *run) setup() error {
 		r.state.Sampler = r.sampler.State()
 		return r.checkpoint()
 	}
-	return nil
+	return r.applyChanges()
 }
 
 // setupAdapter makes the trainable adapter (fresh, or from adapter.init).
@@ -280,6 +300,9 @@ func (r *run) setupAdapter() error {
 		}
 		r.prompt.BaseModel, r.prompt.Tokenizer = name, name
 		r.params = r.prompt.Params()
+	}
+	if cfg.Adapter.Init != "" {
+		return checkInitAdapter(cfg, r.lora, r.prompt)
 	}
 	return nil
 }
@@ -491,6 +514,9 @@ func (r *run) checkpoint() error {
 		return err
 	}
 	r.state.MetricsBytes, r.state.TimingBytes = mi.Size(), ti.Size()
+	if err := r.stampLogs(); err != nil {
+		return err
+	}
 	final := filepath.Join(r.dir, "checkpoint")
 	tmp := final + ".tmp"
 	os.RemoveAll(tmp)
@@ -510,6 +536,9 @@ func (r *run) checkpoint() error {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(tmp, "state.json"), st); err != nil {
+		return err
+	}
+	if err := r.checkpointExtras(tmp); err != nil {
 		return err
 	}
 	old := final + ".old"
@@ -551,6 +580,9 @@ func (r *run) restore() error {
 	if r.state.LastJSON != nil {
 		r.state.LastValLoss = *r.state.LastJSON
 	}
+	if err := r.checkState(filepath.Join(dir, "state.json")); err != nil {
+		return err
+	}
 	if err := r.loadParams(dir, r.params); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -561,13 +593,19 @@ func (r *run) restore() error {
 	if err := r.engine.UnmarshalBinary(eng); err != nil {
 		return fmt.Errorf("resume %s: optimizer.bin: %w", dir, err)
 	}
+	if r.engine.StepCount() != r.state.Step {
+		return corrupted("%s is at step %d, state.json at step %d", filepath.Join(dir, "optimizer.bin"), r.engine.StepCount(), r.state.Step)
+	}
 	if r.sampler, err = data.ResumeSampler(r.state.Sampler); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.loadParams(filepath.Join(r.dir, "best"), r.bestCopy); err != nil {
+		if err := r.loadParams(filepath.Join(dir, "best"), r.bestCopy); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
+	}
+	if err := r.checkLogs(); err != nil {
+		return err
 	}
 	// Steps logged after the checkpoint are run again: cut them off.
 	if err := os.Truncate(filepath.Join(r.dir, "metrics.jsonl"), r.state.MetricsBytes); err != nil {
@@ -672,6 +710,7 @@ func (r *run) fillSummary() {
 	r.summary.BestValLoss, r.summary.BestStep, r.summary.LastValLoss = finite(r.state.BestValLoss), r.state.BestStep, finite(r.state.LastValLoss)
 	r.summary.StateBytes = r.engine.Optimizer().StateBytes()
 	r.summary.PeakRSSBytes = peakRSS()
+	r.summary.Changes = readChanges(r.dir)
 	r.summary.Backend = r.backend.Name() + ": " + r.backend.Describe()
 	if r.state.Step > 0 {
 		r.summary.SecondsPerStep = r.state.Seconds / float64(r.state.Step)

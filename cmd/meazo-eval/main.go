@@ -125,8 +125,12 @@ func decodeLine(line []byte, name string, n int, v any, required ...string) erro
 		return fmt.Errorf("%s:%d: not a JSON object: %v", name, n, err)
 	}
 	for _, f := range required {
-		if _, ok := raw[f]; !ok {
+		v, ok := raw[f]
+		if !ok {
 			return fmt.Errorf("%s:%d: field %q is missing", name, n, f)
+		}
+		if string(bytes.TrimSpace(v)) == "null" {
+			return fmt.Errorf("%s:%d: field %q is null", name, n, f)
 		}
 	}
 	if err := json.Unmarshal(line, v); err != nil {
@@ -150,12 +154,18 @@ func scoreSquad(r io.Reader, name string, w io.Writer) error {
 		if err := decodeLine(line, name, n, &rec, "prediction", "ground_truths"); err != nil {
 			return err
 		}
+		if len(rec.GroundTruths) == 0 {
+			return fmt.Errorf("%s:%d: field \"ground_truths\" is empty (SQuAD scores against at least one answer)", name, n)
+		}
 		em, f1 := eval.SquadScore(rec.Prediction, rec.GroundTruths)
 		totals.Add(em, f1)
 		return enc.Encode(map[string]float64{"exact_match": em, "f1": f1})
 	})
 	if err != nil {
 		return err
+	}
+	if totals.Count == 0 {
+		return fmt.Errorf("%s: no predictions to score (the input is empty)", name)
 	}
 	em, f1 := totals.Result()
 	return enc.Encode(map[string]any{"aggregate": true, "count": totals.Count, "exact_match": em, "f1": f1})
@@ -178,7 +188,10 @@ func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
 		if err := decodeLine(line, name, n, &rec, "prediction", "reference"); err != nil {
 			return err
 		}
-		s := eval.Rouge(rec.Reference, rec.Prediction, stem)
+		s, err := eval.Rouge(rec.Reference, rec.Prediction, stem)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", name, n, err)
+		}
 		add(&sum.Rouge1, s.Rouge1)
 		add(&sum.Rouge2, s.Rouge2)
 		add(&sum.RougeL, s.RougeL)
@@ -188,6 +201,9 @@ func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
 	})
 	if err != nil {
 		return err
+	}
+	if count == 0 {
+		return fmt.Errorf("%s: no predictions to score (the input is empty)", name)
 	}
 	mean := func(s eval.RougeScore) eval.RougeScore {
 		if count == 0 {

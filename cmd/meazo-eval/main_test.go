@@ -61,6 +61,13 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 		{"squad", "{\"prediction\": \"x\", \"ground_truths\": [\"x\"]}\n{\"prediction\": \"x\"}\n", `<stdin>:2: field "ground_truths" is missing`},
 		{"squad", `{"prediction": 3, "ground_truths": []}`, `<stdin>:1: field "prediction"`},
 		{"rouge", `not json`, `<stdin>:1: not a JSON object`},
+		{"squad", `{"prediction": "x", "ground_truths": null}`, `<stdin>:1: field "ground_truths" is null`},
+		{"squad", `{"prediction": "x", "ground_truths": []}`, `<stdin>:1: field "ground_truths" is empty`},
+		{"squad", `{"prediction": null, "ground_truths": ["x"]}`, `<stdin>:1: field "prediction" is null`},
+		{"rouge", `{"prediction": "x", "reference": null}`, `<stdin>:1: field "reference" is null`},
+		{"squad", "", `<stdin>: no predictions to score`},
+		{"rouge", "\n  \n", `<stdin>: no predictions to score`},
+		{"rouge", `{"prediction": "a", "reference": "` + strings.Repeat("a ", 200001) + `"}`, `<stdin>:1: rouge: the reference has 200001 tokens`},
 	} {
 		err := runScore([]string{"--metric", c.metric}, strings.NewReader(c.in), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

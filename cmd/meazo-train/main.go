@@ -1,19 +1,20 @@
 // Command meazo-train runs zeroth-order fine-tuning as a YAML config says:
 //
 //	meazo-train --config configs/llama1b_squad_lora_meazo.yaml [--set optimizer.lr=2e-4] [--seed 1] [--out runs/x]
-//	meazo-train --resume runs/x          # continue an interrupted run bit-identically
-//	meazo-train                          # the built-in demo: a tiny model made on the spot, no downloads
+//	meazo-train --resume runs/x [--set train.steps=N]  # continue an interrupted run bit-identically
+//	meazo-train --demo [--demo-dir demo-run]          # the built-in demo: a tiny model made on the spot, no downloads
 //	meazo-train --config-doc > docs/CONFIG.md
 //
+// With none of --config, --resume or --demo it prints its usage and exits 2.
 // Everything a run produces lands in its run directory (docs/RUNDIR.md).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
@@ -26,25 +27,95 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, " ") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
-func main() {
-	var sets setFlags
-	config := flag.String("config", "", "experiment YAML (see docs/CONFIG.md); without it the built-in demo runs")
-	flag.Var(&sets, "set", "override a config key, e.g. --set optimizer.lr=2e-4 (repeatable)")
-	seed := flag.String("seed", "", "shorthand for --set train.seed=N")
-	out := flag.String("out", "", "shorthand for --set output.dir=DIR")
-	backend := flag.String("backend", "", "shorthand for --set model.backend=NAME: auto, cpu or cuda")
-	resume := flag.String("resume", "", "continue the run in this directory from its last checkpoint")
-	demoDir := flag.String("demo-dir", "demo-run", "where the built-in demo writes its model, data and run")
-	demoSteps := flag.Int("demo-steps", 150, "steps of each run of the built-in demo")
-	configDoc := flag.Bool("config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
-	flag.Parse()
-	cli.LowGC()
-	if flag.NArg() > 0 {
-		fail(fmt.Errorf("unexpected argument %q (flags only; see -h)", flag.Arg(0)))
+// cmdline is a parsed command line.
+type cmdline struct {
+	configDoc bool
+	demo      bool
+	demoDir   string
+	demoSteps int
+	opts      train.Options
+}
+
+// errUsage asks for the usage text and exit status 2.
+var errUsage = errors.New("usage")
+
+const usageHead = `usage:
+  meazo-train --config C.yaml [--set key=value]... [--seed N] [--out DIR]   train as the config says
+  meazo-train --resume RUN_DIR [--set key=value]...                          continue a run from its last checkpoint
+  meazo-train --demo [--demo-dir demo-run] [--demo-steps N]                  the built-in demo (tiny random model, no downloads)
+  meazo-train --config-doc                                                   print docs/CONFIG.md
+
+`
+
+// parseCmdline reads the flags; a careless invocation (an empty value, a
+// flag that belongs to another mode, no mode at all) is an error, never the demo.
+func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
+	fs := flag.NewFlagSet("meazo-train", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
 	}
-	if *configDoc {
-		fmt.Print(train.ConfigDoc())
-		return
+	var sets setFlags
+	c := &cmdline{}
+	config := fs.String("config", "", "experiment YAML (see docs/CONFIG.md)")
+	fs.Var(&sets, "set", "override a config key, e.g. --set optimizer.lr=2e-4 (repeatable; on --resume: recorded in changes.jsonl)")
+	seed := fs.String("seed", "", "shorthand for --set train.seed=N")
+	out := fs.String("out", "", "shorthand for --set output.dir=DIR")
+	backend := fs.String("backend", "", "shorthand for --set model.backend=NAME: auto, cpu or cuda")
+	resume := fs.String("resume", "", "continue the run in this directory from its last checkpoint")
+	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
+	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "where --demo writes its model, data and runs")
+	fs.IntVar(&c.demoSteps, "demo-steps", 150, "steps of each run of --demo")
+	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errUsage
+		}
+		return nil, fmt.Errorf("%w (see -h)", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range []string{"config", "resume", "out", "seed", "demo-dir", "backend"} {
+		if given[name] && strings.TrimSpace(fs.Lookup(name).Value.String()) == "" {
+			return nil, fmt.Errorf("--%s is given an empty value (an unset shell variable?)", name)
+		}
+	}
+	if c.configDoc {
+		return c, nil
+	}
+	modes := 0
+	for _, m := range []string{"config", "resume", "demo"} {
+		if given[m] {
+			modes++
+		}
+	}
+	switch {
+	case modes == 0 && (given["out"] || given["seed"] || given["set"]):
+		return nil, fmt.Errorf("--out, --seed and --set need --config (a new run) or --resume (a run to continue); nothing was run")
+	case !given["demo"] && (given["demo-dir"] || given["demo-steps"]):
+		return nil, fmt.Errorf("--demo-dir and --demo-steps belong to --demo")
+	case modes == 0:
+		fs.Usage()
+		return nil, errUsage
+	case given["demo"] && modes > 1:
+		return nil, fmt.Errorf("--demo runs the built-in demo; it does not take --config or --resume")
+	case given["demo"] && given["out"]:
+		return nil, fmt.Errorf("--demo writes into --demo-dir (now %s), not --out", c.demoDir)
+	case given["resume"] && given["config"]:
+		return nil, fmt.Errorf("--resume continues a run with its own recorded config; --config is not allowed (change a setting with --set key=value)")
+	case given["resume"] && (given["out"] || given["seed"]):
+		return nil, fmt.Errorf("--resume continues the run in its own directory with its own seed; --out and --seed are not allowed")
+	}
+	if given["demo"] {
+		for _, s := range sets {
+			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "output.dir" {
+				return nil, fmt.Errorf("--demo writes into --demo-dir (now %s), not --set output.dir", c.demoDir)
+			}
+		}
 	}
 	if *seed != "" {
 		sets = append(sets, "train.seed="+*seed)
@@ -55,49 +126,32 @@ func main() {
 	if *backend != "" {
 		sets = append(sets, "model.backend="+*backend)
 	}
-	opts := train.Options{ConfigPath: *config, Overrides: sets, Resume: *resume, Log: os.Stderr, Terminal: isTerminal(os.Stderr)}
-	if *config == "" && *resume == "" {
-		demo(opts, *demoDir, *demoSteps)
-		return
-	}
-	report(train.Run(opts))
+	c.opts = train.Options{ConfigPath: *config, Overrides: sets, Resume: *resume}
+	return c, nil
 }
 
-// demo runs the built-in default: the same tiny task trained with MEAZO,
-// ZO-SGD and ZO-Adam, one run directory each (plot them with meazo-plot all;
-// make demo does). Each run is its own process, so that each summary's peak
-// RSS is that run's own.
-func demo(opts train.Options, dir string, steps int) {
-	abs, _ := filepath.Abs(dir)
-	fmt.Fprintf(os.Stderr, "No --config given: running the built-in demo in %s.\n"+
-		"It trains LoRA on a TINY RANDOM model and a synthetic sentiment task, all made on the spot, with\n"+
-		"MEAZO, ZO-SGD and ZO-Adam: the numbers show the whole pipeline working, not a useful model.\n"+
-		"See README.md for real runs.\n\n", abs)
-	path, err := train.WriteDemo(abs, steps)
+func main() {
+	c, err := parseCmdline(os.Args[1:], os.Stderr)
+	if errors.Is(err, errUsage) {
+		os.Exit(2)
+	}
 	if err != nil {
-		fail(err)
+		fmt.Fprintf(os.Stderr, "meazo-train: %v\n", err)
+		os.Exit(2)
 	}
-	opts.ConfigPath = path
-	for _, opt := range []string{"meazo", "zo-sgd", "zo-adam"} {
-		out := filepath.Join(abs, "run-"+opt)
-		if err := os.RemoveAll(out); err != nil {
+	cli.LowGC()
+	if c.configDoc {
+		fmt.Print(train.ConfigDoc())
+		return
+	}
+	c.opts.Log, c.opts.Terminal = os.Stderr, isTerminal(os.Stderr)
+	if c.demo {
+		if err := demo(c.opts, c.demoDir, c.demoSteps); err != nil {
 			fail(err)
 		}
-		fmt.Fprintf(os.Stderr, "== %s -> %s\n", opt, out)
-		self, err := os.Executable()
-		if err != nil {
-			fail(err)
-		}
-		args := []string{"--config", path, "--set", "optimizer.name=" + opt, "--set", "output.dir=" + out}
-		for _, o := range opts.Overrides {
-			args = append(args, "--set", o)
-		}
-		cmd := exec.Command(self, args...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fail(fmt.Errorf("demo run %s: %w", opt, err))
-		}
+		return
 	}
+	report(train.Run(c.opts))
 }
 
 func report(s *train.Summary, err error) {

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/train"
+)
+
+// demoMarker marks a directory made by the demo (its root and each run
+// directory): only such directories are ever cleaned, and only of the files
+// the demo and the trainer make.
+const demoMarker = ".meazo-demo"
+
+// demoRoot lists what the demo writes at the root of --demo-dir.
+var demoRoot = []string{demoMarker, "model", "data", "demo.yaml", "plots", "run-meazo", "run-zo-sgd", "run-zo-adam"}
+
+// runFiles lists what a run and the demo write in a run directory
+// (docs/RUNDIR.md).
+var runFiles = []string{demoMarker, train.LockFile, "config.yaml", "metrics.jsonl", "timing.jsonl", "summary.json", train.ChangesFile,
+	"checkpoint", "checkpoint.old", "checkpoint.tmp", "best", "last"}
+
+// foreign returns the first entry of dir not in known ("" if none; dir may not exist).
+func foreign(dir string, known []string) (string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if !slices.Contains(known, e.Name()) {
+			return filepath.Join(dir, e.Name()), nil
+		}
+	}
+	return "", nil
+}
+
+// claimDemoDir checks that dir is empty, missing, or made by the demo, and marks it.
+func claimDemoDir(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
+		ents, rerr := os.ReadDir(dir)
+		if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return rerr
+		}
+		if len(ents) > 0 {
+			return fmt.Errorf("demo: %s is not empty and was not made by the demo (no %s in it); choose another --demo-dir", dir, demoMarker)
+		}
+	} else if f, err := foreign(dir, demoRoot); err != nil || f != "" {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("demo: %s holds %s, which the demo did not make; move it away or choose another --demo-dir", dir, f)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, demoMarker), []byte("made by meazo-train --demo\n"))
+}
+
+// cleanDemoRun empties a run directory of an earlier demo, removing only
+// what the trainer and the demo write there; a directory the demo did not
+// make, or one holding anything else, is refused and left as it is.
+func cleanDemoRun(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
+		return fmt.Errorf("demo: %s exists and was not made by the demo (no %s in it); move it away or choose another --demo-dir", dir, demoMarker)
+	}
+	if f, err := foreign(dir, runFiles); err != nil || f != "" {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("demo: %s holds %s, which the demo did not make; move it away or choose another --demo-dir", dir, f)
+	}
+	lock, err := train.LockDir(dir) // not while a run is using it
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer lock.Unlock()
+	for _, name := range runFiles {
+		if name == train.LockFile || name == demoMarker {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demo runs the built-in demo: the same tiny task trained with MEAZO,
+// ZO-SGD and ZO-Adam, one run directory each (plot them with meazo-plot all;
+// make demo does). Each run is its own process, so that each summary's peak
+// RSS is that run's own.
+func demo(opts train.Options, dir string, steps int) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := claimDemoDir(abs); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "Running the built-in demo in %s.\n"+
+		"It trains LoRA on a TINY RANDOM model and a synthetic sentiment task, all made on the spot, with\n"+
+		"MEAZO, ZO-SGD and ZO-Adam: the numbers show the whole pipeline working, not a useful model.\n"+
+		"See README.md for real runs.\n\n", abs)
+	path, err := train.WriteDemo(abs, steps)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, opt := range []string{"meazo", "zo-sgd", "zo-adam"} {
+		out := filepath.Join(abs, "run-"+opt)
+		if err := cleanDemoRun(out); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(out, demoMarker), []byte("made by meazo-train --demo\n")); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "== %s -> %s\n", opt, out)
+		args := []string{"--config", path, "--set", "optimizer.name=" + opt}
+		for _, o := range opts.Overrides {
+			args = append(args, "--set", o)
+		}
+		args = append(args, "--set", "output.dir="+out) // last: nothing overrides where the demo writes
+		cmd := exec.Command(self, args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("demo run %s: %w", opt, err)
+		}
+	}
+	return nil
+}

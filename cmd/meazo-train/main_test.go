@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/train"
+)
+
+// TestCarelessInvocations: nothing but --demo runs the demo, and a mistaken
+// command line is one clear error.
+func TestCarelessInvocations(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string // "" = accepted; "usage" = usage text, exit 2
+	}{
+		{"no flags", nil, "usage"},
+		{"empty --resume", []string{"--resume", ""}, "--resume is given an empty value"},
+		{"empty --config", []string{"--config="}, "--config is given an empty value"},
+		{"empty --out", []string{"--config", "c.yaml", "--out", " "}, "--out is given an empty value"},
+		{"--out without --config", []string{"--out", "runs/x"}, "need --config"},
+		{"--set without --config", []string{"--set", "optimizer.lr=1"}, "need --config"},
+		{"--resume with --config", []string{"--resume", "r", "--config", "c.yaml"}, "--config is not allowed"},
+		{"--resume with --out", []string{"--resume", "r", "--out", "x"}, "not allowed"},
+		{"--demo with --config", []string{"--demo", "--config", "c.yaml"}, "does not take --config"},
+		{"--demo with --out", []string{"--demo", "--out", "x"}, "not --out"},
+		{"--demo with output.dir", []string{"--demo", "--set", "output.dir=x"}, "not --set output.dir"},
+		{"--demo-dir without --demo", []string{"--demo-dir", "d"}, "belong to --demo"},
+		{"argument", []string{"--config", "c.yaml", "extra"}, `unexpected argument "extra"`},
+		{"config", []string{"--config", "c.yaml", "--seed", "3", "--out", "o"}, ""},
+		{"resume", []string{"--resume", "r", "--set", "train.steps=9"}, ""},
+		{"demo", []string{"--demo", "--demo-dir", "d", "--set", "train.batch_size=4"}, ""},
+		{"config-doc", []string{"--config-doc"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseCmdline(tc.args, io.Discard)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "usage" && !errors.Is(err, errUsage):
+				t.Fatalf("got %v, want the usage (exit 2)", err)
+			case tc.want != "" && tc.want != "usage" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+			if err == nil && c.demo != (tc.name == "demo") {
+				t.Errorf("demo = %v", c.demo)
+			}
+		})
+	}
+	c, _ := parseCmdline([]string{"--config", "c.yaml", "--seed", "3", "--out", "o"}, io.Discard)
+	if strings.Join(c.opts.Overrides, " ") != "train.seed=3 output.dir=o" {
+		t.Errorf("overrides %q", c.opts.Overrides)
+	}
+}
+
+// TestDemoDeletesOnlyItsOwnFiles: the demo cleans a run directory it made
+// of the files runs write, and refuses (deleting nothing) a directory it did
+// not make or one holding a file someone else put there.
+func TestDemoDeletesOnlyItsOwnFiles(t *testing.T) {
+	write := func(t *testing.T, p string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		files []string // created under the run directory
+		want  string   // "" = cleaned
+		kept  []string // files that must still exist afterwards
+	}{
+		{"demo run", []string{demoMarker, "config.yaml", "metrics.jsonl", "checkpoint/state.json", "best/adapter_config.json", train.LockFile}, "", []string{demoMarker}},
+		{"user file in a demo run", []string{demoMarker, "config.yaml", "notes.txt"}, "notes.txt, which the demo did not make", []string{"config.yaml", "notes.txt"}},
+		{"foreign directory", []string{"config.yaml", "metrics.jsonl"}, "was not made by the demo", []string{"config.yaml", "metrics.jsonl"}},
+		{"missing", nil, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run-meazo")
+			for _, f := range tc.files {
+				write(t, filepath.Join(dir, f))
+			}
+			err := cleanDemoRun(dir)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			for _, f := range tc.kept {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("%s was removed", f)
+				}
+			}
+			if tc.want == "" && len(tc.files) > 0 {
+				for _, f := range []string{"config.yaml", "metrics.jsonl", "checkpoint", "best"} {
+					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+						t.Errorf("%s was not cleaned", f)
+					}
+				}
+			}
+		})
+	}
+	t.Run("demo dir", func(t *testing.T) {
+		root := t.TempDir()
+		foreignDir := filepath.Join(root, "mine")
+		write(t, filepath.Join(foreignDir, "thesis.tex"))
+		if err := claimDemoDir(foreignDir); err == nil || !strings.Contains(err.Error(), "not made by the demo") {
+			t.Errorf("a foreign non-empty --demo-dir: %v", err)
+		}
+		fresh := filepath.Join(root, "fresh")
+		if err := claimDemoDir(fresh); err != nil {
+			t.Fatal(err)
+		}
+		if err := claimDemoDir(fresh); err != nil {
+			t.Errorf("claiming the demo's own directory again: %v", err)
+		}
+		write(t, filepath.Join(fresh, "thesis.tex"))
+		if err := claimDemoDir(fresh); err == nil || !strings.Contains(err.Error(), "thesis.tex") {
+			t.Errorf("a demo dir with a user's file in it: %v", err)
+		}
+	})
+}

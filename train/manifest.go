@@ -1,0 +1,160 @@
+package train
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// manifestName is the file in checkpoint/ that lists every other file there
+// with its size and SHA-256; resume verifies all of them before reading any.
+const manifestName = "manifest.json"
+
+type manifestEntry struct {
+	Path   string `json:"path"` // relative to the checkpoint directory, slash-separated
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+type manifest struct {
+	Version int             `json:"version"`
+	Files   []manifestEntry `json:"files"`
+}
+
+// corrupted is the error of every failed check of a checkpoint.
+func corrupted(format string, args ...any) error {
+	return fmt.Errorf("checkpoint corrupted: "+format, args...)
+}
+
+// checkpointFiles lists the regular files under dir (relative, sorted),
+// leaving out the manifest itself.
+func checkpointFiles(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return corrupted("%s is not a regular file", p)
+		case rel == manifestName:
+			return nil
+		}
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
+}
+
+// hashFile returns the SHA-256 (hex) of the first n bytes of path (n < 0:
+// all of it) and the number of bytes hashed.
+func hashFile(path string, n int64) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if n >= 0 {
+		r = io.LimitReader(f, n)
+	}
+	h := sha256.New()
+	got, err := io.Copy(h, r)
+	if err != nil {
+		return "", got, fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), got, nil
+}
+
+// writeManifest lists every file of the checkpoint directory dir in its
+// manifest.json (written last, atomically).
+func writeManifest(dir string) error {
+	files, err := checkpointFiles(dir)
+	if err != nil {
+		return err
+	}
+	m := manifest{Version: 1, Files: []manifestEntry{}}
+	for _, rel := range files {
+		sum, size, err := hashFile(filepath.Join(dir, filepath.FromSlash(rel)), -1)
+		if err != nil {
+			return err
+		}
+		m.Files = append(m.Files, manifestEntry{Path: rel, Size: size, SHA256: sum})
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, manifestName), b)
+}
+
+// verifyManifest checks that the checkpoint directory dir holds exactly the
+// files its manifest lists, with their sizes and checksums.
+func verifyManifest(dir string) error {
+	mpath := filepath.Join(dir, manifestName)
+	b, err := os.ReadFile(mpath)
+	if errors.Is(err, os.ErrNotExist) {
+		return corrupted("%s is missing (every checkpoint lists its files there; this one is incomplete or was written by an older version)", mpath)
+	} else if err != nil {
+		return corrupted("%s: %v", mpath, err)
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return corrupted("%s: %v", mpath, err)
+	}
+	if m.Version != 1 {
+		return corrupted("%s: version %d, want 1", mpath, m.Version)
+	}
+	files, err := checkpointFiles(dir)
+	if err != nil {
+		return err
+	}
+	listed := map[string]bool{}
+	for _, e := range m.Files {
+		if e.Path == "" || !filepath.IsLocal(filepath.FromSlash(e.Path)) || listed[e.Path] {
+			return corrupted("%s: bad or repeated entry %q", mpath, e.Path)
+		}
+		listed[e.Path] = true
+		p := filepath.Join(dir, filepath.FromSlash(e.Path))
+		if !slices.Contains(files, e.Path) {
+			return corrupted("%s is missing (listed in %s)", p, manifestName)
+		}
+		// Size first: a truncated or padded file is named without hashing it.
+		st, err := os.Stat(p)
+		if err != nil {
+			return corrupted("%s: %v", p, err)
+		}
+		if st.Size() != e.Size {
+			return corrupted("%s is %d bytes, the manifest says %d", p, st.Size(), e.Size)
+		}
+		sum, _, err := hashFile(p, -1)
+		if err != nil {
+			return corrupted("%v", err)
+		}
+		if sum != e.SHA256 {
+			return corrupted("%s does not match its SHA-256 in %s (the file was changed or damaged)", p, manifestName)
+		}
+	}
+	for _, f := range files {
+		if !listed[f] {
+			return corrupted("%s is not listed in %s (extra state)", filepath.Join(dir, filepath.FromSlash(f)), manifestName)
+		}
+	}
+	return nil
+}

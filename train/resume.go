@@ -1,0 +1,291 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// ChangesFile is the run directory's record of settings changed on resume
+// (docs/RUNDIR.md): one JSON ConfigChange per line.
+const ChangesFile = "changes.jsonl"
+
+// ConfigChange is one setting changed with --resume DIR --set key=value.
+type ConfigChange struct {
+	Step int    `json:"step"` // the change applies from step Step+1 on
+	Key  string `json:"key"`
+	Old  any    `json:"old"`
+	New  any    `json:"new"`
+	Time string `json:"time"`
+}
+
+// resumableKeys may be changed on resume with --set: they do not decide the
+// model, data, adapter shape, noise or sampler order that the checkpoint's
+// state belongs to.
+var resumableKeys = []string{
+	"model.bf16_weights", "model.backend",
+	"task.test", "task.max_test", "task.strict",
+	"optimizer.lr", "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.beta", "optimizer.zeta",
+	"optimizer.momentum", "optimizer.weight_decay",
+	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every",
+	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem",
+}
+
+// configValues flattens a config into key → value.
+func configValues(c *Config) map[string]any {
+	out := map[string]any{}
+	v := reflect.ValueOf(*c)
+	t := v.Type()
+	for i := range t.NumField() {
+		sec := t.Field(i)
+		for j := range sec.Type.NumField() {
+			f := sec.Type.Field(j)
+			out[sec.Tag.Get("mapstructure")+"."+f.Tag.Get("mapstructure")] = v.Field(i).Field(j).Interface()
+		}
+	}
+	return out
+}
+
+// configDiff lists the keys whose values differ between a and b, in
+// declaration order.
+func configDiff(a, b *Config) []ConfigChange {
+	av, bv := configValues(a), configValues(b)
+	var out []ConfigChange
+	for _, k := range keys() {
+		if !reflect.DeepEqual(av[k.key], bv[k.key]) {
+			out = append(out, ConfigChange{Key: k.key, Old: av[k.key], New: bv[k.key]})
+		}
+	}
+	return out
+}
+
+func describeChanges(cs []ConfigChange) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s %v -> %v", c.Key, fmtValue(c.Old), fmtValue(c.New)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fmtValue(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
+}
+
+// recoverCheckpointDir puts checkpoint.old back in place when an
+// interruption during the swap left only it complete.
+func recoverCheckpointDir(runDir string) error {
+	dir := filepath.Join(runDir, "checkpoint")
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(dir + ".old"); err == nil {
+			if err := os.Rename(dir+".old", dir); err != nil {
+				return fmt.Errorf("resume %s: %w", runDir, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("resume %s: no checkpoint (%s): the run stopped before its first one; start it again with --config", runDir, dir)
+	}
+	return nil
+}
+
+// resumeConfig verifies the checkpoint and returns the configuration to
+// continue with: the one the checkpoint was written with, plus the --set
+// overrides (which must be resumable keys; r.changes lists them). A run's
+// config.yaml that differs from the checkpoint's copy is refused.
+func (r *run) resumeConfig() (*Config, error) {
+	if err := recoverCheckpointDir(r.dir); err != nil {
+		return nil, err
+	}
+	ck := filepath.Join(r.dir, "checkpoint")
+	if err := verifyManifest(ck); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	base, err := Load(filepath.Join(ck, "config.yaml"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	cur, err := Load(filepath.Join(r.dir, "config.yaml"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	if d := configDiff(base, cur); len(d) > 0 {
+		return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings: "+
+			"restore config.yaml, or change a setting explicitly with --resume %s --set key=value (recorded in %s)", r.dir, describeChanges(d), r.dir, ChangesFile)
+	}
+	if len(r.opts.Overrides) == 0 {
+		return base, nil
+	}
+	cfg, err := Load(filepath.Join(ck, "config.yaml"), r.opts.Overrides)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	r.changes = configDiff(base, cfg)
+	for _, c := range r.changes {
+		if !slices.Contains(resumableKeys, c.Key) {
+			return nil, fmt.Errorf("resume %s: --set %s: cannot change on resume (it fixes the run's model, data, adapter, noise or directory); start a new run instead. Changeable: %s",
+				r.dir, c.Key, strings.Join(resumableKeys, ", "))
+		}
+	}
+	return cfg, nil
+}
+
+// checkState rejects a state.json whose values cannot belong to this run.
+func (r *run) checkState(path string) error {
+	st := r.state
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("resume %s: %s: %s", r.dir, path, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case st.Step < 0:
+		return bad("step %d is negative", st.Step)
+	case st.Step > r.cfg.Train.Steps:
+		return bad("step %d is beyond train.steps %d (raise it with --set train.steps=N to train longer)", st.Step, r.cfg.Train.Steps)
+	case st.BestStep < 0 || st.BestStep > st.Step:
+		return bad("best_step %d is outside 0..%d", st.BestStep, st.Step)
+	case st.MetricsBytes < 0 || st.TimingBytes < 0 || st.ChangesBytes < 0:
+		return bad("negative log sizes (metrics_bytes %d, timing_bytes %d, changes_bytes %d)", st.MetricsBytes, st.TimingBytes, st.ChangesBytes)
+	case !(st.Seconds >= 0) || math.IsInf(st.Seconds, 0):
+		return bad("seconds %g is not a non-negative number", st.Seconds)
+	case st.Sampler.N != len(r.data.train):
+		return bad("sampler over %d examples, but the training set has %d (the data changed?)", st.Sampler.N, len(r.data.train))
+	case st.Sampler.Seed != r.cfg.Train.Seed:
+		return bad("sampler seed %d, but train.seed is %d", st.Sampler.Seed, r.cfg.Train.Seed)
+	case st.BestJSON != nil && (math.IsNaN(*st.BestJSON) || math.IsInf(*st.BestJSON, 0)):
+		return bad("best_val_loss is not finite")
+	}
+	return nil
+}
+
+// checkLogs checks that metrics.jsonl and timing.jsonl still begin with the
+// bytes the checkpoint recorded (they are then cut back to that length).
+func (r *run) checkLogs() error {
+	for _, l := range []struct {
+		name string
+		size int64
+		sum  string
+	}{{"metrics.jsonl", r.state.MetricsBytes, r.state.MetricsSHA256}, {"timing.jsonl", r.state.TimingBytes, r.state.TimingSHA256}} {
+		p := filepath.Join(r.dir, l.name)
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("resume %s: %w", r.dir, err)
+		}
+		if st.Size() < l.size {
+			return fmt.Errorf("resume %s: %s is %d bytes, shorter than the %d bytes the checkpoint at step %d recorded: the log was cut or replaced, so the run cannot continue it",
+				r.dir, p, st.Size(), l.size, r.state.Step)
+		}
+		if l.sum == "" {
+			return corrupted("%s has no checksum for %s", filepath.Join(r.dir, "checkpoint", "state.json"), l.name)
+		}
+		sum, _, err := hashFile(p, l.size)
+		if err != nil {
+			return fmt.Errorf("resume %s: %w", r.dir, err)
+		}
+		if sum != l.sum {
+			return fmt.Errorf("resume %s: the first %d bytes of %s differ from what the checkpoint at step %d recorded: the log was edited", r.dir, l.size, p, r.state.Step)
+		}
+	}
+	return nil
+}
+
+// stampLogs records the logs' checksums in the state (called with the sizes set).
+func (r *run) stampLogs() error {
+	var err error
+	if r.state.MetricsSHA256, _, err = hashFile(r.metrics.Name(), r.state.MetricsBytes); err != nil {
+		return err
+	}
+	if r.state.TimingSHA256, _, err = hashFile(r.timing.Name(), r.state.TimingBytes); err != nil {
+		return err
+	}
+	if st, err := os.Stat(filepath.Join(r.dir, ChangesFile)); err == nil {
+		r.state.ChangesBytes = st.Size()
+	} else {
+		r.state.ChangesBytes = 0
+	}
+	return nil
+}
+
+// checkpointExtras adds to the checkpoint directory being written what
+// resume needs besides the adapter, state and optimizer: the configuration
+// and the best adapter so far; then the manifest, last.
+func (r *run) checkpointExtras(tmp string) error {
+	y, err := r.cfg.YAML()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "config.yaml"), y); err != nil {
+		return err
+	}
+	if !math.IsInf(r.state.BestValLoss, 1) {
+		if err := r.saveAdapter(filepath.Join(tmp, "best"), r.bestCopy); err != nil {
+			return err
+		}
+	}
+	return writeManifest(tmp)
+}
+
+// applyChanges records the settings changed on resume (changes.jsonl, the
+// run's config.yaml) and checkpoints at once, so that the checkpoint and
+// config.yaml agree again.
+func (r *run) applyChanges() error {
+	p := filepath.Join(r.dir, ChangesFile)
+	if st, err := os.Stat(p); err == nil && st.Size() > r.state.ChangesBytes {
+		if err := os.Truncate(p, r.state.ChangesBytes); err != nil { // lines of a resume that never checkpointed
+			return fmt.Errorf("resume: %w", err)
+		}
+	}
+	if len(r.changes) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for i := range r.changes {
+		r.changes[i].Step, r.changes[i].Time = r.state.Step, now
+		if err := writeJSONLine(f, r.changes[i]); err != nil {
+			f.Close()
+			return err
+		}
+		fmt.Fprintf(r.log, "changed on resume at step %d: %s\n", r.state.Step, describeChanges(r.changes[i:i+1]))
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	y, err := r.cfg.YAML()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(r.dir, "config.yaml"), y); err != nil {
+		return err
+	}
+	return r.checkpoint()
+}
+
+// readChanges reads changes.jsonl (nil when there is none).
+func readChanges(dir string) []ConfigChange {
+	b, err := os.ReadFile(filepath.Join(dir, ChangesFile))
+	if err != nil {
+		return nil
+	}
+	var out []ConfigChange
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var c ConfigChange
+		if json.Unmarshal([]byte(line), &c) == nil && c.Key != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,356 @@
+package train
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// trustSet keeps the runs of these tests short.
+var trustSet = []string{"train.checkpoint_every=3", "train.eval_every=3", "eval.skip=true", "task.max_train=64", "task.max_validation=8"}
+
+// copyDir copies a run directory (regular files and folders).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func flipByte(path string, at int) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if at < 0 {
+		at += len(b)
+	}
+	b[at] ^= 0x10
+	return os.WriteFile(path, b, 0o644)
+}
+
+// editState rewrites checkpoint/state.json through f and re-signs the
+// manifest, as a careful forger (or a bug) would: the state checks, not the
+// checksums, must catch it.
+func editState(dir string, f func(map[string]any)) error {
+	ck := filepath.Join(dir, "checkpoint")
+	b, err := os.ReadFile(filepath.Join(ck, "state.json"))
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	f(m)
+	if b, err = json.Marshal(m); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ck, "state.json"), b, 0o644); err != nil {
+		return err
+	}
+	return writeManifest(ck)
+}
+
+// TestResumeRefusesDamagedRunDir damages an interrupted run's directory in
+// every way issue 14 lists and checks that resume refuses with an error
+// naming the file, instead of reporting a divergence or repairing silently.
+func TestResumeRefusesDamagedRunDir(t *testing.T) {
+	dir, cfg := demoConfig(t, 8)
+	base := filepath.Join(dir, "base")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+base), StopAfter: 4}); err != nil {
+		t.Fatal(err)
+	}
+	ck := func(d, f string) string { return filepath.Join(d, "checkpoint", f) }
+	cases := []struct {
+		name   string
+		damage func(d string) error
+		opts   Options // Resume is set by the loop
+		want   []string
+	}{
+		{"flipped adapter byte", func(d string) error { return flipByte(ck(d, "adapter_model.safetensors"), -3) }, Options{},
+			[]string{"checkpoint corrupted", "adapter_model.safetensors", "SHA-256"}},
+		{"flipped optimizer byte", func(d string) error { return flipByte(ck(d, "optimizer.bin"), -1) }, Options{},
+			[]string{"checkpoint corrupted", "optimizer.bin"}},
+		{"flipped best adapter byte", func(d string) error { return flipByte(ck(d, "best/adapter_model.safetensors"), -2) }, Options{},
+			[]string{"checkpoint corrupted", "best/adapter_model.safetensors"}},
+		{"missing optimizer state", func(d string) error { return os.Remove(ck(d, "optimizer.bin")) }, Options{},
+			[]string{"checkpoint corrupted", "optimizer.bin is missing"}},
+		{"extra state", func(d string) error { return os.WriteFile(ck(d, "extra.bin"), []byte("x"), 0o644) }, Options{},
+			[]string{"checkpoint corrupted", "extra.bin", "not listed"}},
+		{"missing manifest", func(d string) error { return os.Remove(ck(d, manifestName)) }, Options{},
+			[]string{"checkpoint corrupted", "manifest.json is missing"}},
+		{"truncated adapter", func(d string) error { return os.Truncate(ck(d, "adapter_model.safetensors"), 100) }, Options{},
+			[]string{"checkpoint corrupted", "adapter_model.safetensors is 100 bytes"}},
+		{"state.json edited", func(d string) error { return flipByte(ck(d, "state.json"), 15) }, Options{},
+			[]string{"checkpoint corrupted", "state.json"}},
+		{"negative step", func(d string) error { return editState(d, func(m map[string]any) { m["step"] = -5 }) }, Options{},
+			[]string{"state.json", "step -5 is negative"}},
+		{"huge step", func(d string) error { return editState(d, func(m map[string]any) { m["step"] = 1e15 }) }, Options{},
+			[]string{"state.json", "beyond train.steps"}},
+		{"huge sampler", func(d string) error {
+			return editState(d, func(m map[string]any) { m["sampler"].(map[string]any)["n"] = 1e15 })
+		}, Options{}, []string{"state.json", "sampler over"}},
+		{"step disagrees with optimizer", func(d string) error { return editState(d, func(m map[string]any) { m["step"], m["best_step"] = 2, 0 }) }, Options{},
+			[]string{"checkpoint corrupted", "optimizer.bin is at step 3, state.json at step 2"}},
+		{"short metrics", func(d string) error { return os.Truncate(filepath.Join(d, "metrics.jsonl"), 10) }, Options{},
+			[]string{"metrics.jsonl is 10 bytes, shorter than"}},
+		{"edited metrics", func(d string) error { return flipByte(filepath.Join(d, "metrics.jsonl"), 2) }, Options{},
+			[]string{"metrics.jsonl", "was edited"}},
+		{"edited config lr", func(d string) error {
+			p := filepath.Join(d, "config.yaml")
+			b, _ := os.ReadFile(p)
+			return os.WriteFile(p, []byte(strings.Replace(string(b), "lr: 0.005", "lr: 0.05", 1)), 0o644)
+		}, Options{}, []string{"config.yaml was edited", "optimizer.lr 0.005 -> 0.05", "--set"}},
+		{"set a fixed key", nil, Options{Overrides: []string{"train.seed=3"}}, []string{"--set train.seed: cannot change on resume"}},
+		{"config with resume", nil, Options{ConfigPath: cfg}, []string{"--config", "not allowed"}},
+		{"bad --set value", nil, Options{Overrides: []string{"optimizer.lr=fast"}}, []string{"--set optimizer.lr"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			copyDir(t, base, d)
+			before, _ := os.ReadFile(filepath.Join(d, "metrics.jsonl"))
+			if tc.damage != nil {
+				if err := tc.damage(d); err != nil {
+					t.Fatal(err)
+				}
+				before, _ = os.ReadFile(filepath.Join(d, "metrics.jsonl"))
+			}
+			opts := tc.opts
+			opts.Resume = d
+			s, err := Run(opts)
+			if err == nil {
+				t.Fatalf("resume accepted the damaged directory (summary %+v)", s)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("error is not one line: %q", err)
+			}
+			after, _ := os.ReadFile(filepath.Join(d, "metrics.jsonl"))
+			if string(after) != string(before) {
+				t.Error("a refused resume changed metrics.jsonl")
+			}
+		})
+	}
+	t.Run("missing directory", func(t *testing.T) {
+		d := filepath.Join(dir, "no-such-run")
+		if _, err := Run(Options{Resume: d}); err == nil || !strings.Contains(err.Error(), d) {
+			t.Errorf("error %v, want one naming %s", err, d)
+		}
+		if _, err := os.Stat(d); err == nil {
+			t.Error("resume created the missing directory")
+		}
+	})
+}
+
+// TestResumeWithSetIsRecorded changes the learning rate and the step count
+// on resume: the change is used from the checkpoint's step on, and recorded
+// in changes.jsonl and summary.json.
+func TestResumeWithSetIsRecorded(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	out := filepath.Join(dir, "run")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+out), StopAfter: 4}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Run(Options{Resume: out, Overrides: []string{"optimizer.lr=0.001", "train.steps=7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.StepsDone != 7 || s.LR != 0.001 || len(s.Changes) != 2 {
+		t.Fatalf("summary: steps %d, lr %g, changes %+v", s.StepsDone, s.LR, s.Changes)
+	}
+	for i, want := range []ConfigChange{{Step: 3, Key: "optimizer.lr", Old: 0.005, New: 0.001}, {Step: 3, Key: "train.steps", Old: 6.0, New: 7.0}} {
+		got := readSummary(t, out).Changes[i]
+		if got.Step != want.Step || got.Key != want.Key || fmt.Sprint(got.Old) != fmt.Sprint(want.Old) || fmt.Sprint(got.New) != fmt.Sprint(want.New) {
+			t.Errorf("change %d: %+v, want %+v", i, got, want)
+		}
+	}
+	if lines := readLines(t, filepath.Join(out, ChangesFile)); len(lines) != 2 {
+		t.Errorf("changes.jsonl: %q", lines)
+	}
+	for _, line := range readLines(t, filepath.Join(out, "metrics.jsonl")) {
+		var rec struct {
+			Kind string
+			Step int
+			LR   float64
+		}
+		json.Unmarshal([]byte(line), &rec)
+		if want := map[bool]float64{true: 0.005, false: 0.001}[rec.Step <= 3]; rec.Kind == "train" && rec.LR != want {
+			t.Errorf("step %d logged lr %g, want %g", rec.Step, rec.LR, want)
+		}
+	}
+	c, err := Load(filepath.Join(out, "config.yaml"), nil)
+	if err != nil || c.Optimizer.LR != 0.001 || c.Train.Steps != 7 {
+		t.Errorf("config.yaml after the change: %+v %v", c, err)
+	}
+}
+
+// TestRunDirLock: a second process (here a second Run, or a child process)
+// on a run directory in use is refused with the holder named; a crashed
+// holder's lock is released by the OS.
+func TestRunDirLock(t *testing.T) {
+	if os.Getenv("MEAZO_TEST_LOCK_HOLDER") != "" {
+		return // the child's work is in TestLockHolderHelper
+	}
+	dir, cfg := demoConfig(t, 4)
+	out := filepath.Join(dir, "run")
+
+	// Two runs started at once into one directory: exactly one runs.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, seed := range []string{"7", "8"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 50 * time.Millisecond)
+			_, errs[i] = Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+out, "train.seed="+seed)})
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] == nil || !strings.Contains(errs[1].Error(), "in use by pid") {
+		t.Fatalf("two runs at once: errors %v, %v; want the second refused with the holder named", errs[0], errs[1])
+	}
+	if c, err := Load(filepath.Join(out, "config.yaml"), nil); err != nil || c.Train.Seed != 7 {
+		t.Errorf("config.yaml of the run that ran: %v %v", c, err)
+	}
+
+	// A child process holds the lock; resume is refused, naming its pid; once
+	// the child is killed, the lock is free without any clean-up.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderHelper$")
+	cmd.Env = append(os.Environ(), "MEAZO_TEST_LOCK_HOLDER="+out)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if !strings.HasPrefix(line, "locked") {
+		cmd.Process.Kill()
+		t.Fatalf("helper: %q", line)
+	}
+	_, err := Run(Options{Resume: out, Log: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by pid %d", cmd.Process.Pid)) {
+		t.Errorf("resume while another process holds the run: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	l, err := LockDir(out)
+	if err != nil {
+		t.Fatalf("the lock of a killed process is still held: %v", err)
+	}
+	l.Unlock()
+}
+
+// TestLockHolderHelper is the child process of TestRunDirLock: it takes the
+// lock, says so, and waits to be killed.
+func TestLockHolderHelper(t *testing.T) {
+	dir := os.Getenv("MEAZO_TEST_LOCK_HOLDER")
+	if dir == "" {
+		t.Skip("helper process of TestRunDirLock")
+	}
+	if _, err := LockDir(dir); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("locked")
+	time.Sleep(time.Minute)
+	os.Exit(0)
+}
+
+// TestConfigValueErrors: values of the wrong type are errors naming the key
+// and where it was given (the file or --set), never silently converted.
+func TestConfigValueErrors(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	b, _ := os.ReadFile(cfg)
+	halfStep := filepath.Join(dir, "half.yaml")
+	os.WriteFile(halfStep, []byte(strings.Replace(string(b), "  steps: 2", "  steps: 2.5", 1)), 0o644)
+	cases := []struct {
+		name      string
+		path      string
+		overrides []string
+		want      []string
+	}{
+		{"fractional steps in --set", cfg, []string{"train.steps=2.5"}, []string{"--set train.steps", "whole number", "2.5"}},
+		{"fractional steps in file", halfStep, nil, []string{"half.yaml", "train.steps", "whole number"}},
+		{"negative seed", cfg, []string{"train.seed=-1"}, []string{"--set train.seed", "non-negative"}},
+		{"text for a number", cfg, []string{"optimizer.lr=fast"}, []string{"--set optimizer.lr", "want a number"}},
+		{"text for a bool", cfg, []string{"eval.skip=maybe"}, []string{"--set eval.skip", "true or false"}},
+		{"scalar for a list", cfg, []string{"adapter.targets=q_proj"}, []string{"--set adapter.targets", "list"}},
+		{"invalid value by --set", cfg, []string{"optimizer.lr=-1"}, []string{"--set: optimizer.lr must be positive"}},
+		{"huge int", cfg, []string{"train.steps=1e30"}, []string{"--set train.steps", "out of range"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.path, tc.overrides)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if tc.path == cfg && strings.Contains(err.Error(), cfg) {
+				t.Errorf("error %q blames the file for a --set value", err)
+			}
+		})
+	}
+	if c, err := Load(cfg, []string{"train.steps=3", "train.seed=18446744073709551615", "optimizer.lr=1"}); err != nil || c.Train.Steps != 3 || c.Train.Seed != 1<<64-1 {
+		t.Errorf("valid values: %+v %v", c, err)
+	}
+}
+
+// TestInitAdapterMustMatchConfig: an adapter.init of another rank is refused
+// instead of training rank 8 under a config that says 16.
+func TestInitAdapterMustMatchConfig(t *testing.T) {
+	dir, cfg := demoConfig(t, 0)
+	src := filepath.Join(dir, "src")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+src)}); err != nil {
+		t.Fatal(err)
+	}
+	init := "adapter.init=" + filepath.Join(src, "best")
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"rank", []string{init, "adapter.r=16"}, "rank 8, alpha 16"},
+		{"alpha", []string{init, "adapter.alpha=32"}, "adapter.alpha 32"},
+		{"targets", []string{init, "adapter.targets=[q_proj,k_proj]"}, "adapter.targets"},
+		{"matching", []string{init, "adapter.targets=[v_proj,q_proj]"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(trustSet, "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
