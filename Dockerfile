@@ -31,4 +31,4 @@ WORKDIR /work
 # /models: HF model downloads (read-only is fine); /data: datasets;
 # /work: run directories, sweeps and plots (writable by the container's user).
 VOLUME ["/work"]
-CMD ["meazo-train"]
+CMD ["meazo-train", "--demo"]

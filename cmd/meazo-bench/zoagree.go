@@ -1,0 +1,153 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/zo"
+)
+
+func init() {
+	register("zoagree", "projected gradients of one model on two backends (e.g. cpu and cuda): how far ZO estimates agree", runZOAgree)
+}
+
+// runZOAgree computes, on each backend, the central-difference projected
+// gradient d = (L(θ+εz) − L(θ−εz)) / 2ε of a LoRA adapter for many seeded
+// directions z (the trainer's noise), and reports how the two backends'
+// estimates differ: the relative difference |d_a − d_b| / max(|d_a|, |d_b|)
+// (median, 95th percentile, maximum) and the share of directions whose signs
+// agree, for each ε.
+func runZOAgree(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("zoagree", flag.ContinueOnError)
+	dir := fs.String("model", "", "HF model directory (e.g. $MEAZO_SHARED/fixtures/models/llama-tiny)")
+	a := fs.String("a", "cpu", "first backend")
+	b := fs.String("b", "cuda", "second backend")
+	dirs := fs.Int("directions", 64, "number of directions z")
+	epsList := fs.String("eps", "1e-3,1e-6", "comma-separated perturbation scales ε")
+	shape := fs.String("shape", "4x32", "BxT batch of random tokens; the second half of each row is supervised")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return fmt.Errorf("-model is required")
+	}
+	var epss []float64
+	for s := range strings.SplitSeq(*epsList, ",") {
+		e, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || !(e > 0) {
+			return fmt.Errorf("-eps: bad value %q", s)
+		}
+		epss = append(epss, e)
+	}
+	bsz, t, err := parseShape(*shape)
+	if err != nil {
+		return err
+	}
+	// d for every ε and direction, on one backend.
+	estimate := func(name string) ([][]float64, error) {
+		be, err := backends.Open(name, 0, stdout)
+		if err != nil {
+			return nil, err
+		}
+		defer be.Close()
+		m, err := model.LoadWith(*dir, model.LoadOptions{Backend: be})
+		if err != nil {
+			return nil, err
+		}
+		defer m.Free()
+		rng := rand.New(rand.NewPCG(5, 6))
+		in := model.Input{B: bsz, T: t, Tokens: make([]int, bsz*t)}
+		labels := make([]int, bsz*t)
+		for i := range in.Tokens {
+			in.Tokens[i], labels[i] = rng.IntN(m.VocabSize), -100
+			if i%t >= t/2 {
+				labels[i] = in.Tokens[i]
+			}
+		}
+		ad, err := lora.New(m, lora.Options{Seed: 1})
+		if err != nil {
+			return nil, err
+		}
+		theta := ad.Params()
+		for _, g := range theta { // a trained-looking B (PEFT starts it at 0)
+			for i := range g {
+				if g[i] == 0 {
+					g[i] = float32(rng.NormFloat64() * 0.01)
+				}
+			}
+		}
+		base := make([][]float32, len(theta))
+		for i, g := range theta {
+			base[i] = slices.Clone(g)
+		}
+		ad.Attach(m)
+		loss := func() (float64, error) {
+			out, err := m.Forward(in, model.Options{Labels: labels})
+			if err != nil {
+				return 0, err
+			}
+			return out.Loss, nil
+		}
+		ds := make([][]float64, len(epss))
+		for e, eps := range epss {
+			for dirn := range *dirs {
+				var l [2]float64
+				for side, sign := range []float32{1, -1} {
+					for gi, g := range theta {
+						z := make([]float32, len(g))
+						zo.Fill(z, zo.Normal, zo.Stream{Seed: 7 + uint64(gi), Step: uint32(dirn)}, 0)
+						for i := range g {
+							g[i] = base[gi][i] + sign*float32(eps)*z[i]
+						}
+					}
+					if l[side], err = loss(); err != nil {
+						return nil, err
+					}
+				}
+				ds[e] = append(ds[e], (l[0]-l[1])/(2*eps))
+			}
+		}
+		return ds, nil
+	}
+	da, err := estimate(*a)
+	if err != nil {
+		return err
+	}
+	db, err := estimate(*b)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "# %s, %d directions, batch %s, LoRA r=16: projected gradients on %s vs %s\n", *dir, *dirs, *shape, *a, *b)
+	fmt.Fprintf(stdout, "%-8s %12s %12s %12s %12s %14s\n", "eps", "median rel", "p95 rel", "max rel", "signs agree", "median |d|")
+	for e, eps := range epss {
+		var rel, mag []float64
+		agree := 0
+		for i := range da[e] {
+			x, y := da[e][i], db[e][i]
+			den := math.Max(math.Abs(x), math.Abs(y))
+			r := 0.0
+			if den > 0 {
+				r = math.Abs(x-y) / den
+			}
+			rel = append(rel, r)
+			mag = append(mag, math.Abs(x))
+			if (x > 0) == (y > 0) {
+				agree++
+			}
+		}
+		slices.Sort(rel)
+		slices.Sort(mag)
+		q := func(p float64) float64 { return rel[min(len(rel)-1, int(p*float64(len(rel))))] }
+		fmt.Fprintf(stdout, "%-8.0e %12.3g %12.3g %12.3g %11.1f%% %14.4g\n", eps, q(0.5), q(0.95), rel[len(rel)-1], 100*float64(agree)/float64(len(rel)), mag[len(mag)/2])
+	}
+	return nil
+}

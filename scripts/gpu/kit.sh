@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds, on a machine with Go, everything a GPU machine without Go needs to
+# check the CUDA backend, into gpu-kit/ (git-ignored): static binaries
+# (CGO_ENABLED=0), the tensor/cuda test binary, and the shared fixtures and
+# data the checks read (the shared folder does not travel with the tree).
+# Then, on the GPU machine, from the repository root (carry gpu-kit):
+#   scripts/gpu/session.sh OUT_DIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+shared=${MEAZO_SHARED:-../shared}
+kit=gpu-kit
+rm -rf "$kit"
+mkdir -p "$kit/bin" "$kit/shared/fixtures/tokenizers" "$kit/shared/data"
+export CGO_ENABLED=0 GOEXPERIMENT=simd
+# The carried folder must stay under 64 MiB: stripped binaries, only those used.
+go build -trimpath -ldflags="-s -w" -o "$kit/bin/" ./cmd/meazo-train ./cmd/meazo-bench ./cmd/meazo-inspect
+go test -c -trimpath -ldflags="-s -w" -o "$kit/bin/cuda.test" ./tensor/cuda
+cp -r "$shared/fixtures/models" "$kit/shared/fixtures/"
+cp -r "$shared/fixtures/tokenizers/llama3.2" "$kit/shared/fixtures/tokenizers/"
+cp -r "$shared/data/squad" "$kit/shared/data/"
+git rev-parse HEAD >"$kit/commit"
+# Compressed, the kit fits the device tool's 64 MiB with the tree beside it.
+tar -C "$kit" -cJf "$kit.tar.xz" .
+rm -rf "$kit" && mkdir "$kit" && mv "$kit.tar.xz" "$kit/kit.tar.xz"
+du -sh "$kit"
