@@ -121,13 +121,14 @@ func (r *run) closeBackend() {
 
 // Run trains as configured and returns the summary (also written to
 // summary.json). A diverged run is not an error: its summary says so.
-func Run(opts Options) (*Summary, error) {
+func Run(opts Options) (_ *Summary, err error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
 	r := &run{log: opts.Log, opts: opts}
 	defer func() { r.lock.Unlock() }()
 	defer r.closeBackend()
+	defer tensor.Recover(&err) // a device failure outside the model's calls (merging LoRA on a GPU, …) is an error too
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
