@@ -264,14 +264,19 @@ func (r *run) applyChanges() error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if err := r.writeConfig(); err != nil {
+		return err
+	}
+	return r.checkpoint()
+}
+
+// writeConfig writes the run's resolved config to config.yaml, atomically.
+func (r *run) writeConfig() error {
 	y, err := r.cfg.YAML()
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(r.dir, "config.yaml"), y); err != nil {
-		return err
-	}
-	return r.checkpoint()
+	return atomicfile.WriteFile(filepath.Join(r.dir, "config.yaml"), y)
 }
 
 // readChanges reads changes.jsonl (nil when there is none).

@@ -174,11 +174,7 @@ func (r *run) setup() error {
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			return err
 		}
-		y, err := r.cfg.YAML()
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.WriteFile(filepath.Join(r.dir, "config.yaml"), y); err != nil {
+		if err := r.writeConfig(); err != nil {
 			return err
 		}
 	}
