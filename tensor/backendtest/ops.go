@@ -167,6 +167,20 @@ func opCases() []opCase {
 			b.Free(m, x)
 			return down(b, y)
 		}},
+		{"MatMulNTZeroK", func(b tensor.Backend, in *inputs) []float32 { // an empty sum overwrites y with zeros
+			m, x, y := b.Alloc(0), b.Alloc(0), b.FromHost(in.vec(rows*16, 1))
+			b.MatMulNT(y, x, m, rows, 16, 0)
+			b.Free(m, x)
+			return down(b, y)
+		}},
+		{"EmptyOps", func(b tensor.Backend, in *inputs) []float32 { // zero rows: nothing is written
+			x, w := b.FromHost(in.vec(8, 1)), b.FromHost(in.vec(8, 1))
+			b.RMSNorm(x, x, w, 0, 8, 1e-6)
+			b.Add(x.Slice(0, 0), w.Slice(0, 0))
+			b.SiLUMul(x.Slice(0, 0), w.Slice(0, 0))
+			b.Free(w)
+			return down(b, x)
+		}},
 		{"Rows", func(b tensor.Backend, in *inputs) []float32 {
 			w := b.Pack(in.vec(n*k, 1), n, k, false)
 			w16 := b.Pack(in.vec(n*k, 1), n, k, true)

@@ -14,6 +14,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -46,6 +47,7 @@ type Backend struct {
 	wide        devArray // bfloat16 weights widened for one product
 	out         devArray // small results (cross-entropy, argmax)
 	closed      bool
+	poisoned    error // a sticky device error: every later call fails with it
 }
 
 // devArray is a device scratch array that grows as needed.
@@ -74,6 +76,26 @@ func newBackend(dev device, desc string, maxShm int) *Backend {
 // failf reports a device failure (see tensor.DeviceError).
 func failf(format string, args ...any) { tensor.Fail(fmt.Errorf(format, args...)) }
 
+// fail reports a device failure; one that leaves the context unusable (a
+// kernel fault) also fails every later call at once, instead of at some
+// later synchronising call with a confusing message.
+func (b *Backend) fail(err error) {
+	var de *driverError
+	if errors.As(err, &de) && de.sticky() {
+		b.poisoned = err
+	}
+	tensor.Fail(err)
+}
+
+// need panics with a programming-error message unless ok, as the CPU
+// backend's index checks do: a bad argument must never reach a kernel,
+// where it would fault the GPU context.
+func need(ok bool, format string, args ...any) {
+	if !ok {
+		panic(fmt.Sprintf("cuda: "+format, args...))
+	}
+}
+
 // enter makes the calling goroutine the backend's only user until the
 // returned function runs, on an OS thread with the device's context
 // current.
@@ -85,10 +107,14 @@ func (b *Backend) enter() func() {
 		b.mu.Unlock()
 		panic("cuda: backend used after Close")
 	}
-	if err := b.dev.bind(); err != nil {
+	err := b.poisoned
+	if err == nil {
+		err = b.dev.bind()
+	}
+	if err != nil {
 		runtime.UnlockOSThread()
 		b.mu.Unlock()
-		tensor.Fail(err)
+		b.fail(err)
 	}
 	return func() {
 		runtime.UnlockOSThread()
@@ -143,6 +169,15 @@ func (b *Backend) malloc(bytes uint64) uint64 {
 		b.live[p] = bytes
 		return p
 	}
+	p := b.alloc(bytes)
+	b.live[p] = bytes
+	return p
+}
+
+// alloc asks the device for bytes; on out-of-memory it returns every cached
+// block to the driver and tries once more before failing with the sizes
+// involved.
+func (b *Backend) alloc(bytes uint64) uint64 {
 	p, err := b.dev.malloc(bytes)
 	if err == errNoMemory {
 		for size, ps := range b.free {
@@ -158,9 +193,8 @@ func (b *Backend) malloc(bytes uint64) uint64 {
 		err = fmt.Errorf("cuda: out of device memory: %.3g GB asked for, %.3g GB free of %.3g GB", float64(bytes)/1e9, float64(free)/1e9, float64(total)/1e9)
 	}
 	if err != nil {
-		tensor.Fail(err)
+		b.fail(err)
 	}
-	b.live[p] = bytes
 	return p
 }
 
@@ -184,11 +218,7 @@ func (b *Backend) grow(a *devArray, bytes uint64) {
 		a.ptr, a.bytes = 0, 0
 	}
 	bytes = max(bytes, 1024)
-	p, err := b.dev.malloc(bytes)
-	if err != nil {
-		failf("cuda: scratch array of %d bytes: %w", bytes, err)
-	}
-	a.ptr, a.bytes = p, bytes
+	a.ptr, a.bytes = b.alloc(bytes), bytes
 }
 
 // upload copies host bytes to device memory at p.
@@ -197,7 +227,7 @@ func (b *Backend) upload(p uint64, src unsafe.Pointer, bytes uint64) {
 		return
 	}
 	if err := b.dev.htod(p, src, bytes); err != nil {
-		tensor.Fail(err)
+		b.fail(err)
 	}
 }
 
@@ -242,7 +272,7 @@ func (b *Backend) Alloc(n int) tensor.Buf {
 	p := b.malloc(uint64(4 * n))
 	if n > 0 {
 		if err := b.dev.memsetD32(p, 0, uint64(n)); err != nil {
-			tensor.Fail(err)
+			b.fail(err)
 		}
 	}
 	return buf{ptr: p, n: n, root: p}
@@ -352,7 +382,8 @@ func (b *Backend) f32Weight(w *weight) uint64 {
 func (b *Backend) Rows(dst tensor.Buf, x tensor.Weight, ids []int) {
 	defer b.enter()()
 	w, d := dweight(x), dbuf(dst)
-	if len(ids) == 0 {
+	need(d.n >= len(ids)*w.k, "Rows: %d rows of %d into %d floats", len(ids), w.k, d.n)
+	if len(ids) == 0 || w.k == 0 {
 		return
 	}
 	for _, id := range ids {
@@ -370,7 +401,11 @@ func (b *Backend) Rows(dst tensor.Buf, x tensor.Weight, ids []int) {
 
 func (b *Backend) Gather(dst, src tensor.Buf, width int, ids []int) {
 	defer b.enter()()
-	if len(ids) == 0 {
+	need(dst.Len() >= len(ids)*width, "Gather: %d rows of %d into %d floats", len(ids), width, dst.Len())
+	for _, id := range ids {
+		need(id >= 0 && (id+1)*width <= src.Len(), "Gather: row %d of width %d from %d floats", id, width, src.Len())
+	}
+	if len(ids) == 0 || width == 0 {
 		return
 	}
 	p := b.uploadInts(&b.ids, ids)
@@ -380,9 +415,10 @@ func (b *Backend) Gather(dst, src tensor.Buf, width int, ids []int) {
 func (b *Backend) Copy(dst, src tensor.Buf) {
 	defer b.enter()()
 	d, s := dbuf(dst), dbuf(src)
+	need(s.n >= d.n, "Copy: %d floats from %d", d.n, s.n)
 	if d.n > 0 {
 		if err := b.dev.dtod(d.ptr, s.ptr, uint64(4*d.n)); err != nil {
-			tensor.Fail(err)
+			b.fail(err)
 		}
 	}
 }
@@ -395,47 +431,67 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int) {
 	if rows == 0 || n == 0 {
 		return
 	}
+	if k == 0 { // an empty sum; cuBLAS would refuse lda = 0
+		if err := b.dev.memsetD32(y, 0, uint64(rows*n)); err != nil {
+			b.fail(err)
+		}
+		return
+	}
 	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n); err != nil {
-		tensor.Fail(err)
+		b.fail(err)
 	}
 }
 
 func (b *Backend) MatMul(y, x tensor.Buf, rows int, wt tensor.Weight) {
 	defer b.enter()()
 	w := dweight(wt)
+	need(x.Len() >= rows*w.k && y.Len() >= rows*w.n, "MatMul: %d rows of %d×%d with x of %d and y of %d floats", rows, w.n, w.k, x.Len(), y.Len())
 	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k)
 }
 
 func (b *Backend) MatMulNT(y, x, m tensor.Buf, rows, n, k int) {
 	defer b.enter()()
+	need(x.Len() >= rows*k && y.Len() >= rows*n && m.Len() >= n*k, "MatMulNT: %d rows, %d×%d, with x, y, m of %d, %d, %d floats", rows, n, k, x.Len(), y.Len(), m.Len())
 	b.gemm(dbuf(y).ptr, dbuf(x).ptr, dbuf(m).ptr, rows, n, k)
 }
 
 func (b *Backend) Add(y, x tensor.Buf) {
 	defer b.enter()()
 	n := y.Len()
+	need(x.Len() >= n, "Add: %d floats from %d", n, x.Len())
 	b.launch("add", blocks1D(n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(x).ptr), i64Arg(n))
 }
 
 func (b *Backend) AddScaled(y, x tensor.Buf, s float32) {
 	defer b.enter()()
 	n := y.Len()
+	need(x.Len() >= n, "AddScaled: %d floats from %d", n, x.Len())
 	b.launch("add_scaled", blocks1D(n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(x).ptr), f32Arg(s), i64Arg(n))
 }
 
 func (b *Backend) RMSNorm(dst, x, w tensor.Buf, rows, n int, eps float32) {
 	defer b.enter()()
+	need(x.Len() >= rows*n && dst.Len() >= rows*n && w.Len() >= n, "RMSNorm: %d rows of %d with x, dst, weight of %d, %d, %d floats", rows, n, x.Len(), dst.Len(), w.Len())
+	if rows == 0 || n == 0 {
+		return
+	}
 	b.launch("rms_norm", [3]uint32{uint32(rows), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr), i32Arg(n), f32Arg(eps))
 }
 
 func (b *Backend) SiLUMul(gate, up tensor.Buf) {
 	defer b.enter()()
 	n := gate.Len()
+	need(up.Len() >= n, "SiLUMul: %d floats with %d", n, up.Len())
 	b.launch("silu_mul", blocks1D(n), 256, 0, devPtr(dbuf(gate).ptr), devPtr(dbuf(up).ptr), i64Arg(n))
 }
 
 func (b *Backend) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.Buf, tableRows int) {
 	defer b.enter()()
+	need(tableRows > 0 && cos.Len() >= tableRows*hd/2 && sin.Len() >= tableRows*hd/2 && x.Len() >= rows*heads*hd,
+		"RoPE: %d rows of %d heads of %d, %d table rows, with x, cos, sin of %d, %d, %d floats", rows, heads, hd, tableRows, x.Len(), cos.Len(), sin.Len())
+	if rows*heads*hd == 0 {
+		return
+	}
 	b.launch("rope", blocks1D(rows*heads*hd/2), 256, 0, devPtr(dbuf(x).ptr), i64Arg(rows), i32Arg(heads), i32Arg(hd),
 		devPtr(dbuf(cos).ptr), devPtr(dbuf(sin).ptr), i32Arg(tableRows))
 }
@@ -461,7 +517,7 @@ func (b *Backend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) tensor.KVC
 			p := b.malloc(uint64(4 * n))
 			if n > 0 {
 				if err := b.dev.memsetD32(p, 0, uint64(n)); err != nil {
-					tensor.Fail(err)
+					b.fail(err)
 				}
 			}
 			*dst = append(*dst, p)
@@ -499,6 +555,8 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 		panic(fmt.Sprintf("cuda: Attention: slots [%d, %d) outside the capacity %d", a.Start, a.Start+tn, c.capacity))
 	case len(a.Mask) < a.Seqs*c.capacity:
 		panic(fmt.Sprintf("cuda: Attention: mask of %d entries, want %d sequences × %d slots", len(a.Mask), a.Seqs, c.capacity))
+	case q.Len() < a.Seqs*tn*heads*hd || out.Len() < q.Len() || k.Len() < a.Seqs*tn*kvh*hd || v.Len() < k.Len():
+		panic(fmt.Sprintf("cuda: Attention: q/out/k/v of %d/%d/%d/%d floats are too short", q.Len(), out.Len(), k.Len(), v.Len()))
 	}
 	if a.Seqs == 0 || tn == 0 {
 		return
@@ -522,6 +580,11 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int) []float64 {
 	defer b.enter()()
 	out := make([]float64, len(ids))
+	need(len(targets) == len(ids), "CrossEntropy: %d rows, %d targets", len(ids), len(targets))
+	for i, id := range ids {
+		need(id >= 0 && (id+1)*width <= logits.Len() && targets[i] >= 0 && targets[i] < width,
+			"CrossEntropy: row %d, target %d, of logits of %d floats and width %d", id, targets[i], logits.Len(), width)
+	}
 	if len(ids) == 0 {
 		return out
 	}
@@ -535,7 +598,8 @@ func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int)
 func (b *Backend) Argmax(x tensor.Buf, rows, width int) []int {
 	defer b.enter()()
 	out := make([]int, rows)
-	if rows == 0 {
+	need(x.Len() >= rows*width, "Argmax: %d rows of %d from %d floats", rows, width, x.Len())
+	if rows == 0 || width == 0 {
 		return out
 	}
 	b.grow(&b.out, uint64(4*rows))
@@ -550,7 +614,7 @@ func (b *Backend) Argmax(x tensor.Buf, rows, width int) []int {
 
 func (b *Backend) download(dst unsafe.Pointer, src uint64, bytes uint64) {
 	if err := b.dev.dtoh(dst, src, bytes); err != nil {
-		tensor.Fail(err)
+		b.fail(err)
 	}
 }
 

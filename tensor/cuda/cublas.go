@@ -2,7 +2,8 @@ package cuda
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/ebitengine/purego"
 )
 
 // cublas holds the cuBLAS v2 entry points. Any of cuBLAS 13, 12 or 11 works:
@@ -30,15 +31,21 @@ const (
 	defaultMath = 0
 )
 
-var cublasNames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"}
+// cublasMajors are the cuBLAS major versions tried, newest first; cuBLAS N
+// needs a driver that supports CUDA N.0.
+var cublasMajors = []int{13, 12, 11}
 
-func loadCublas() (*cublas, error) {
-	// cuBLAS loads its companion cuBLASLt; open the matching one first from
-	// the same place, so that a MEAZO_CUDA_LIB_PATH directory is used for both.
-	for _, n := range cublasNames {
-		dlopenFirst("", strings.Replace(n, "libcublas", "libcublasLt", 1))
+// loadCublas opens cuBLAS major version major (libcublasLt.so.N first, from
+// the same place, since cuBLAS needs it). The libraries are opened
+// RTLD_LOCAL, so that a version tried and given up on cannot lend its
+// symbols to the next.
+func loadCublas(major int) (*cublas, error) {
+	lt := fmt.Sprintf("libcublasLt.so.%d", major)
+	if _, _, err := dlopenFirstMode(lt, purego.RTLD_NOW|purego.RTLD_LOCAL, lt); err != nil {
+		return nil, err
 	}
-	lib, path, err := dlopenFirst("cuBLAS (libcublas.so.13, .12 or .11)", cublasNames...)
+	name := fmt.Sprintf("libcublas.so.%d", major)
+	lib, path, err := dlopenFirstMode(name, purego.RTLD_NOW|purego.RTLD_LOCAL, name)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +59,16 @@ func loadCublas() (*cublas, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// version decodes cublasGetVersion: MAJOR·10000 + MINOR·100 + PATCH since
+// cuBLAS 11.9 (11.11 ships with CUDA 11.8), MAJOR·1000 + MINOR·100 + PATCH
+// before.
+func (c *cublas) version(v int32) string {
+	if v >= 100000 {
+		return fmt.Sprintf("%d.%d.%d", v/10000, v%10000/100, v%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", v/1000, v%1000/100, v%100)
 }
 
 func (c *cublas) check(call string, rc int32) error {

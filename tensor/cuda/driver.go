@@ -58,6 +58,10 @@ const (
 // dlopenFirst opens the first of names that loads, looking in
 // $MEAZO_CUDA_LIB_PATH first, and says which it tried when none does.
 func dlopenFirst(what string, names ...string) (uintptr, string, error) {
+	return dlopenFirstMode(what, purego.RTLD_NOW|purego.RTLD_GLOBAL, names...)
+}
+
+func dlopenFirstMode(what string, mode int, names ...string) (uintptr, string, error) {
 	var tried []string
 	dirs := []string{""}
 	if d := os.Getenv(LibPathEnv); d != "" {
@@ -69,7 +73,7 @@ func dlopenFirst(what string, names ...string) (uintptr, string, error) {
 			if dir != "" {
 				p = filepath.Join(dir, n)
 			}
-			h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+			h, err := purego.Dlopen(p, mode)
 			if err == nil {
 				return h, p, nil
 			}
@@ -148,5 +152,13 @@ type driverError struct {
 }
 
 func (e *driverError) Error() string {
-	return fmt.Sprintf("cuda: %s: %s (%d): %s", e.call, e.name, e.code, e.text)
+	msg := fmt.Sprintf("cuda: %s: %s (%d): %s", e.call, e.name, e.code, e.text)
+	if e.sticky() {
+		msg += "; the GPU context is unusable after this (a kernel faulted): restart the process"
+	}
+	return msg
 }
+
+// sticky reports an error after which the context cannot be used again
+// (CUDA_ERROR_ILLEGAL_ADDRESS, 700, … CUDA_ERROR_LAUNCH_FAILED, 719).
+func (e *driverError) sticky() bool { return e.code >= 700 && e.code <= 719 }

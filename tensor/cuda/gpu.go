@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -36,11 +37,7 @@ func openGPU(ordinal int) (g *gpu, desc string, maxShm int, err error) {
 	if n == 0 || ordinal < 0 || ordinal >= int(n) {
 		return nil, "", 0, fmt.Errorf("cuda: no GPU %d (the driver sees %d; check CUDA_VISIBLE_DEVICES and, in Docker, --gpus)", ordinal, n)
 	}
-	blas, err := loadCublas()
-	if err != nil {
-		return nil, "", 0, err
-	}
-	g = &gpu{drv: drv, blas: blas, fns: map[string]uintptr{}}
+	g = &gpu{drv: drv, fns: map[string]uintptr{}}
 	if desc, maxShm, err = g.start(int32(ordinal)); err != nil {
 		g.close()
 		return nil, "", 0, err
@@ -64,6 +61,9 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	d.deviceGetAttribute(&minor, attrComputeMinor, g.dev)
 	d.deviceGetAttribute(&shm, attrMaxSharedOptin, g.dev)
 	d.driverGetVersion(&ver)
+	if ver < 11080 {
+		return "", 0, fmt.Errorf("cuda: the driver supports CUDA %d.%d; the kernels' PTX needs 11.8 or later (driver 520 or later)", ver/1000, ver%1000/10)
+	}
 	if major < 8 {
 		return "", 0, fmt.Errorf("cuda: GPU %d has compute capability %d.%d; the kernels are built for 8.0 and later (A100, H100, …)", ordinal, major, minor)
 	}
@@ -85,30 +85,60 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
 		return "", 0, err
 	}
+	bver, err := g.startBlas(ver)
+	if err != nil {
+		return "", 0, err
+	}
 	c := g.blas
-	if err := c.check("cublasCreate", c.create(&g.handle)); err != nil {
-		return "", 0, err
-	}
-	if err := c.check("cublasSetMathMode", c.setMathMode(g.handle, defaultMath)); err != nil {
-		return "", 0, err
-	}
-	var mode, bver int32
-	if err := c.check("cublasGetMathMode", c.getMathMode(g.handle, &mode)); err != nil {
-		return "", 0, err
-	}
-	if mode != defaultMath {
-		return "", 0, fmt.Errorf("cuda: cuBLAS math mode is %d after setting CUBLAS_DEFAULT_MATH", mode)
-	}
-	c.getVersion(g.handle, &bver)
 	g.alpha, g.beta = new(float32), new(float32)
 	*g.alpha = 1
 	var name [256]byte
 	d.deviceGetName(&name[0], int32(len(name)), g.dev)
 	free, total := g.memInfo()
-	desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %d.%d.%d (%s); float32, TF32 off",
+	desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %s (%s); float32, TF32 off",
 		cString(&name[0]), major, minor, float64(free)/(1<<30), float64(total)/(1<<30), ver/1000, ver%1000/10,
-		bver/10000, bver%10000/100, bver%100, c.path)
+		c.version(bver), c.path)
 	return desc, maxShm, nil
+}
+
+// startBlas opens the newest cuBLAS the driver supports (driverVer as
+// cuDriverGetVersion gives it) that makes a handle, in full float32 math;
+// it returns cuBLAS's version.
+func (g *gpu) startBlas(driverVer int32) (int32, error) {
+	var errs []string
+	for _, major := range cublasMajors {
+		if int(driverVer) < major*1000 {
+			continue
+		}
+		c, err := loadCublas(major)
+		if err == nil {
+			err = c.check("cublasCreate", c.create(&g.handle))
+			if err != nil {
+				g.handle = 0
+			}
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		g.blas = c
+		if err := c.check("cublasSetMathMode", c.setMathMode(g.handle, defaultMath)); err != nil {
+			return 0, err
+		}
+		var mode, v int32
+		if err := c.check("cublasGetMathMode", c.getMathMode(g.handle, &mode)); err != nil {
+			return 0, err
+		}
+		if mode != defaultMath {
+			return 0, fmt.Errorf("cuda: cuBLAS math mode is %d after setting CUBLAS_DEFAULT_MATH", mode)
+		}
+		c.getVersion(g.handle, &v)
+		return v, nil
+	}
+	if len(errs) == 0 {
+		return 0, fmt.Errorf("cuda: no cuBLAS version is supported by this driver (CUDA %d.%d)", driverVer/1000, driverVer%1000/10)
+	}
+	return 0, fmt.Errorf("cuda: no usable cuBLAS (libcublas.so.13, .12 or .11, as the driver allows): %s", strings.Join(errs, "; "))
 }
 
 func (g *gpu) bind() error { return g.drv.check("cuCtxSetCurrent", g.drv.ctxSetCurrent(g.ctx)) }
@@ -160,7 +190,7 @@ func (g *gpu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint
 }
 
 func (g *gpu) close() {
-	if g.handle != 0 {
+	if g.handle != 0 && g.blas != nil {
 		g.blas.destroy(g.handle)
 	}
 	if g.module != 0 {

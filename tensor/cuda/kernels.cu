@@ -14,8 +14,9 @@
 //   transcribed operation by operation. Where the CPU reduces in float64 in 16
 //   partial sums (RMSNorm, the softmax normaliser), these kernels do the same
 //   in the same order, so RMSNorm, SiLU, RoPE, the adds and attention give the
-//   CPU backend's bits for the same inputs; cross-entropy's reduction and
-//   cuBLAS's GEMMs sum in other orders.
+//   CPU backend's bits for the same inputs on amd64 (where Go rounds every
+//   float32 operation; on arm64 Go may fuse them); cross-entropy's reduction
+//   and cuBLAS's GEMMs sum in other orders.
 
 #define NEG_INF __int_as_float(0xff800000)
 

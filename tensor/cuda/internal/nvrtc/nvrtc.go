@@ -10,6 +10,7 @@ package nvrtc
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -117,7 +118,8 @@ func (nv *nvrtc) compile(src, name string, options []string) ([]byte, error) {
 	defer nv.destroyProgram(&prog)
 	bufs, ptrs := cStrings(options)
 	rc := nv.compileProgram(prog, int32(len(options)), uintptr(unsafe.Pointer(&ptrs[0])))
-	_ = bufs[0]
+	runtime.KeepAlive(bufs) // C read them through the addresses in ptrs
+	runtime.KeepAlive(ptrs)
 	var logSize uintptr
 	nv.getLogSize(prog, &logSize)
 	log := make([]byte, logSize+1)
