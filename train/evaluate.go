@@ -64,7 +64,7 @@ func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string)
 		res, err = e.generative(m, exs)
 	}
 	if err == nil {
-		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %v\n", what, len(exs), time.Since(start).Seconds(), res)
+		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %s\n", what, len(exs), time.Since(start).Seconds(), FormatMetrics(res))
 	}
 	return res, err
 }
