@@ -65,7 +65,7 @@ func squadWithFixtureContext(dev []Example, msgs []tokenizer.Message) (Example, 
 		if ex.Title == title && ex.Question == question && strings.HasPrefix(ex.Context, context[:40]) {
 			ex.Context = context
 			// The fixture's answer must be one of the question's answers. It is
-			// not always the first (DATA.md's rule): for 5725b81b271a42140099d098
+			// not always the first (the rule of docs/ALGORITHMS.md's data protocol): for 5725b81b271a42140099d098
 			// the fixture uses the second, "5,500,000".
 			answer := strings.TrimPrefix(msgs[2].Content, "Answer: ")
 			if !slices.Contains(ex.Answers, answer) {

@@ -1,5 +1,5 @@
 // Package data turns the files users have into the paper's supervised,
-// chat-formatted training examples (DATA.md):
+// chat-formatted training examples (docs/ALGORITHMS.md's data protocol):
 //
 //   - read.go and the format files load SST-2, SQuAD v1.1 and XSum, streaming,
 //     from HF hub Parquet, GLUE TSV, the official SQuAD JSON and JSON Lines;

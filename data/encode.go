@@ -52,7 +52,7 @@ type Encoder struct {
 	DateString string
 }
 
-// options are the template options DATA.md fixes: Qwen3 without thinking, so
+// options are the template options docs/ALGORITHMS.md's data protocol fixes: Qwen3 without thinking, so
 // the generation prompt ends with the empty think block and is an exact
 // prefix of the training text; a pinned date for Llama.
 func (e *Encoder) options(generationPrompt bool) tokenizer.ChatOptions {
@@ -134,7 +134,7 @@ type LabelCandidates struct {
 	Span [2][2]int
 }
 
-// SST2Candidates renders both labels of ex for scoring (DATA.md: the class
+// SST2Candidates renders both labels of ex for scoring (docs/ALGORITHMS.md's data protocol: the class
 // with the higher mean log-probability over its label tokens is predicted).
 func (e *Encoder) SST2Candidates(ex Example) (LabelCandidates, error) {
 	var lc LabelCandidates
@@ -164,7 +164,7 @@ func (e *Encoder) SST2Candidates(ex Example) (LabelCandidates, error) {
 
 // ReadEncoded streams path, encodes each example, and keeps those of at most
 // maxTokens tokens (0: no limit) until limit examples are kept (0: all). This
-// is XSum's length filter (DATA.md: drop examples longer than the context
+// is XSum's length filter (docs/ALGORITHMS.md's data protocol: drop examples longer than the context
 // limit, default 2,048, then keep the first 50,000 train / 1,000 validation).
 func ReadEncoded(path string, task Task, opt ReadOptions, enc *Encoder, maxTokens, limit int) (kept []Example, encoded []Encoded, dropped int, err error) {
 	opt.Limit = 0

@@ -39,5 +39,5 @@ type Example struct {
 	Document, Summary string
 }
 
-// SST-2 label words the assistant answers with (DATA.md Box 1), by label.
+// SST-2 label words the assistant answers with (docs/ALGORITHMS.md's data protocol Box 1), by label.
 var SST2LabelWords = [2]string{"terrible", "great"}

@@ -44,7 +44,7 @@ func Permutation(n int, seed uint64) []int {
 	return p
 }
 
-// SplitSpec is the paper's protocol for one task (DATA.md, Appendix B.4).
+// SplitSpec is the paper's protocol for one task (docs/ALGORITHMS.md's data protocol, Appendix B.4).
 type SplitSpec struct {
 	// ValidationFraction of the original train set held out as validation
 	// (SST-2, SQuAD: 0.05); 0 when the dataset has its own validation set (XSum).

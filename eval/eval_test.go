@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// These cases follow the semantics METRICS.md documents for the official
+// These cases follow the semantics docs/ALGORITHMS.md's metric rules document for the official
 // code; the fixture tests check the same against the real code's output.
 func TestNormalizeAnswer(t *testing.T) {
 	for _, c := range []struct{ in, want string }{

@@ -81,7 +81,7 @@ func TestSquadFixtures(t *testing.T) {
 		totals.Add(em, f1)
 	}
 	em, f1 := totals.Result()
-	// METRICS.md: public aggregates EM 58.42, F1 67.07 (rounded to 2 decimals).
+	// docs/ALGORITHMS.md's metric rules: public aggregates EM 58.42, F1 67.07 (rounded to 2 decimals).
 	if math.Abs(em-58.42) > 0.005 || math.Abs(f1-67.07) > 0.005 {
 		t.Errorf("aggregate (EM, F1) = (%.4f, %.4f), want (58.42, 67.07)", em, f1)
 	}

@@ -42,7 +42,7 @@ func (o *Options) defaults() {
 }
 
 // Adapter is a trainable LoRA adapter whose parameters live in flat float32
-// vectors, one per group, in the canonical order of shared/spec/NOISE.md:
+// vectors, one per group, in the canonical order of docs/ALGORITHMS.md (the noise contract):
 // layers in increasing order; in a layer q_proj then v_proj (architecture
 // order); for each, lora_A [r][in] then lora_B [out][r], row-major.
 type Adapter struct {

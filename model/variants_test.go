@@ -144,7 +144,7 @@ func TestPrefixCaching(t *testing.T) {
 					t.Errorf("variant %d (layer %d): cached %.17g, uncached %.17g", i, cached[i].From, got[i], want[i])
 				}
 			}
-			// Paper (ALGORITHMS.md): (p-1) + q·Σ_j 2(p-j) = pq(p+1) + p - 1, against 2qp² uncached.
+			// Paper (docs/ALGORITHMS.md): (p-1) + q·Σ_j 2(p-j) = pq(p+1) + p - 1, against 2qp² uncached.
 			p := m.NumLayers
 			if wantEvals := p*q*(p+1) + p - 1; stats.LayerEvals != wantEvals {
 				t.Errorf("cached: %d layer evaluations, formula says %d", stats.LayerEvals, wantEvals)

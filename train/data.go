@@ -15,7 +15,7 @@ type splits struct {
 }
 
 // loadSplits reads the task's files and draws the paper's splits
-// (shared/spec/DATA.md): SST-2 and SQuAD hold out 5% of train (a permutation
+// (docs/ALGORITHMS.md, the data protocol): SST-2 and SQuAD hold out 5% of train (a permutation
 // seeded by task.data_seed) as validation; examples longer than
 // task.max_length tokens after chat rendering are dropped, then the first
 // max_train / max_validation are kept.

@@ -6,35 +6,65 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"unicode"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 )
 
 // The built-in demo: everything a real run needs, made on the spot so that
 // it runs with no download: a tiny Qwen3-style model written in HF format, a
-// byte-level BPE tokenizer.json with a ChatML chat template, and an
-// SST-2-style sentiment dataset in GLUE TSV. The model is random and tiny,
-// so the numbers show the machinery working, not a useful model.
+// word-level byte-level BPE tokenizer.json with a ChatML chat template, and
+// an SST-2-style sentiment dataset in GLUE TSV.
+//
+// The model is random except for one planted feature (plantSentiment): its
+// embeddings carry a sentiment direction, as a pretrained model's do, so that
+// the labels can be learnt from the sentence at all. Nothing in the random
+// attention reads that direction into the answer at the start (the base
+// model's test accuracy is below chance); ZO training of the LoRA adapter has
+// to learn it, which it does in a few hundred steps. README.md ("The demo")
+// says what the demo shows and what it does not.
 
-// demoVocab is the tokenizer's vocabulary: the 256 byte tokens of the GPT-2
-// byte-level alphabet, then the special tokens.
+// DemoSteps is the demo's default number of steps per optimizer.
+const DemoSteps = 600
+
+// demoPlantStrength is the length of the sentiment direction added to the
+// sentiment words' embeddings (an embedding row's length is about 1.2).
+const demoPlantStrength = 2.0
+
+// DemoLR is each demo optimizer's learning rate, chosen by a sweep on this
+// task (lr 0.005 to 0.1, 400 and 600 steps, run seeds 0 to 3; README.md).
+var DemoLR = map[string]string{"meazo": "0.05", "zo-sgd": "0.05", "zo-adam": "0.005"}
+
+// DemoOptimizers are the optimizers the demo trains with, in order.
+var DemoOptimizers = []string{"meazo", "zo-sgd", "zo-adam"}
+
+// demoSpecial are the tokenizer's special tokens, ids 256 on.
 var demoSpecial = []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
 
-const demoTemplate = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endfor %}" +
+// demoTemplate is ChatML without the system turn: the task's system prompt
+// (forty words) would be most of what the tiny model reads, so the demo's
+// conversation is the user's sentence and the assistant's answer only.
+const demoTemplate = "{%- for message in messages %}{%- if message.role != 'system' %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endif %}{%- endfor %}" +
 	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 
 // WriteDemo writes the demo's model, tokenizer, data and config under dir
 // and returns the config path.
 func WriteDemo(dir string, steps int) (string, error) {
 	modelDir := filepath.Join(dir, "model")
+	vocab, _ := demoVocab()
 	cfg := &model.Config{
-		Architecture: "Qwen3ForCausalLM", VocabSize: 288, HiddenSize: 64, IntermediateSize: 128, NumLayers: 2,
+		Architecture: "Qwen3ForCausalLM", VocabSize: (len(vocab) + 63) / 64 * 64, HiddenSize: 64, IntermediateSize: 128, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
 		BOSTokenID: -1, EOSTokenIDs: []int{258},
 	}
 	if _, err := model.WriteRandom(modelDir, cfg, 1, 0.15); err != nil {
+		return "", err
+	}
+	if err := plantSentiment(modelDir, vocab, demoPlantStrength); err != nil {
 		return "", err
 	}
 	if err := writeDemoTokenizer(modelDir); err != nil {
@@ -59,8 +89,11 @@ func WriteDemo(dir string, steps int) (string, error) {
 			return "", err
 		}
 	}
-	yaml := fmt.Sprintf(`# The built-in demo (meazo-train with no --config): a tiny random model, so the
-# numbers show the machinery working, not a useful model.
+	yaml := fmt.Sprintf(`# The built-in demo (meazo-train --demo): a tiny random model with a planted
+# sentiment direction in its embeddings, LoRA trained by zeroth-order steps
+# (README.md, "The demo"). meazo-train --demo sets optimizer.name and
+# optimizer.lr per run (train.DemoLR: meazo 0.05, zo-sgd 0.05, zo-adam 0.005);
+# the lr below is what a run of this file without --set gets.
 model:
   path: %[1]s/model
   name: meazo-demo-tiny
@@ -81,9 +114,9 @@ train:
   steps: %[2]d
   batch_size: 8
   seed: 0
-  eval_every: 25
-  checkpoint_every: 50
-  log_every: 25
+  eval_every: 50
+  checkpoint_every: 200
+  log_every: 100
 eval:
   batch_size: 16
   base: true
@@ -120,13 +153,10 @@ func demoSentence(r *rand.Rand) (string, int) {
 }
 
 // writeDemoTokenizer writes tokenizer.json (byte-level BPE with Qwen3's
-// normalizer and pre-tokenizer, no merges) and tokenizer_config.json with a
+// normalizer and pre-tokenizer, word merges: demoVocab) and tokenizer_config.json with a
 // ChatML template.
 func writeDemoTokenizer(dir string) error {
-	vocab := map[string]int{}
-	for b, s := range byteAlphabet() {
-		vocab[s] = b
-	}
+	vocab, merges := demoVocab()
 	var added []map[string]any
 	for i, s := range demoSpecial {
 		added = append(added, map[string]any{"id": 256 + i, "content": s, "single_word": false, "lstrip": false,
@@ -145,7 +175,7 @@ func writeDemoTokenizer(dir string) error {
 		"decoder":        byteLevel,
 		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": "",
 			"end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
-			"vocab": vocab, "merges": []string{}},
+			"vocab": vocab, "merges": merges},
 	}
 	b, err := json.Marshal(tok)
 	if err != nil {
@@ -177,4 +207,52 @@ func byteAlphabet() [256]string {
 		}
 	}
 	return out
+}
+
+// demoVocab is the tokenizer's vocabulary and merges: the 256 byte tokens of
+// the GPT-2 byte-level alphabet, the special tokens, then one token for every
+// word of the demo's prompts and sentences (with and without a leading space),
+// each built by merges from its first letter on. Words are then single tokens,
+// so a sentence is a dozen tokens, the label (" great" or " terrible") is one
+// token, and the tiny model has a short context to attend over.
+func demoVocab() (map[string]int, []string) {
+	alpha := byteAlphabet()
+	vocab := map[string]int{}
+	for b, s := range alpha {
+		vocab[s] = b
+	}
+	for i, s := range demoSpecial {
+		vocab[s] = 256 + i
+	}
+	var spaced []string // every word, as it follows a space
+	for _, c := range append([]string{data.SST2LabelWords[0], data.SST2LabelWords[1]},
+		slices.Concat(demoPositive, demoNegative, demoNouns, demoFrames)...) {
+		spaced = append(spaced, strings.FieldsFunc(c, func(r rune) bool { return !unicode.IsLetter(r) })...)
+	}
+	slices.Sort(spaced)
+	// The words that start a segment: the roles and the prompts' first words.
+	bare := []string{"user", "assistant", "Sentence", "Sentiment"}
+	var merges []string
+	add := func(space string, words []string) {
+		for _, w := range slices.Compact(words) {
+			prefix := space
+			for _, r := range w {
+				c := alpha[byte(r)] // ASCII letters map to themselves
+				if prefix != "" {
+					if _, ok := vocab[prefix+c]; !ok {
+						merges = append(merges, prefix+" "+c)
+						vocab[prefix+c] = len(vocab)
+					}
+				}
+				prefix += c
+			}
+		}
+	}
+	// The spaced words' merges rank first: within " word" the only pair a
+	// spaced merge applies to is (prefix so far, next letter), so a spaced
+	// word always ends as one token whatever the bare words' merges are
+	// (and the six bare words share no pair that would split another).
+	add(alpha[' '], spaced)
+	add("", bare)
+	return vocab, merges
 }

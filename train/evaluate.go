@@ -53,7 +53,7 @@ type evaluator struct {
 // testMetrics returns the task's metrics on exs: SST-2 {"accuracy"},
 // SQuAD {"exact_match","f1"} (0-100), XSum {"rouge1","rouge2","rougeL","rougeLsum"}
 // (mean sentence-level F-measures, 0-100, without stemming unless asked:
-// HF evaluate's default, METRICS.md).
+// HF evaluate's default, docs/ALGORITHMS.md's metric rules).
 func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string) (map[string]float64, error) {
 	start := time.Now()
 	var res map[string]float64
@@ -64,13 +64,13 @@ func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string)
 		res, err = e.generative(m, exs)
 	}
 	if err == nil {
-		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %v\n", what, len(exs), time.Since(start).Seconds(), res)
+		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %s\n", what, len(exs), time.Since(start).Seconds(), FormatMetrics(res))
 	}
 	return res, err
 }
 
 // sst2 scores both label candidates of every example by the mean
-// log-probability of their label tokens (DATA.md) and reports accuracy.
+// log-probability of their label tokens (docs/ALGORITHMS.md's data protocol) and reports accuracy.
 func (e *evaluator) sst2(m *model.Model, exs []data.Example) (map[string]float64, error) {
 	var seqs []data.Encoded
 	for _, ex := range exs {
@@ -209,7 +209,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	return e.testMetrics(m, exs, "evaluation")
 }
 
-// defaultMaxNewTokens is DATA.md's generation cap: SQuAD 50, XSum 100.
+// defaultMaxNewTokens is the generation cap of docs/ALGORITHMS.md's data protocol: SQuAD 50, XSum 100.
 func defaultMaxNewTokens(task data.Task) int {
 	return map[data.Task]int{data.SQuAD: 50, data.XSum: 100, data.SST2: 1}[task]
 }

@@ -26,7 +26,7 @@ func TestPhiloxKnownAnswers(t *testing.T) {
 	}
 }
 
-// TestNormalReference checks the NOISE.md reference normals (run seed 42,
+// TestNormalReference checks the reference normals of the noise contract (docs/ALGORITHMS.md) (run seed 42,
 // step 3, direction 0), through the group stream and with 42 as the key.
 func TestNormalReference(t *testing.T) {
 	tests := []struct {

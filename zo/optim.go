@@ -7,7 +7,7 @@ import (
 
 // Optimizer turns a step's projected gradients into a parameter update. The
 // implementations are SGD (ZO-SGD, MeZO), Adam (ZO-Adam), RAdaZO, MEAZO and
-// FZOO; the update rules are those of ../shared/spec/ALGORITHMS.md.
+// FZOO; the update rules are those of docs/ALGORITHMS.md.
 //
 // The Engine drives an optimizer; it is not called directly. Its state is what
 // it keeps between steps besides θ: StateBytes reports its size, and

@@ -8,7 +8,7 @@
 // evaluate them in a single batched pass (and reuse work across variants that
 // share a prefix of unchanged groups).
 //
-// The noise contract (../shared/spec/NOISE.md) makes every perturbation value a
+// The noise contract (docs/ALGORITHMS.md) makes every perturbation value a
 // pure function of (run seed, step, direction, group, element index), so runs
 // are identical for any number of goroutines and replayable from a checkpoint.
 package zo

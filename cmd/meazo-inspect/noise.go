@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register("noise", "print perturbation noise values (NOISE.md contract) as a JSON array", runNoise)
+	register("noise", "print perturbation noise values (the noise contract of docs/ALGORITHMS.md) as a JSON array", runNoise)
 }
 
 // runNoise prints elements 0..n-1 of the noise vector z of one (run seed,

@@ -16,7 +16,7 @@ func TestNoiseCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
 		t.Fatalf("output %q is not a JSON array: %v", out.String(), err)
 	}
-	want := []float64{0.60350460, -1.3668854, 1.1087419, -0.45288399, 1.5191921, 0.075946189} // NOISE.md
+	want := []float64{0.60350460, -1.3668854, 1.1087419, -0.45288399, 1.5191921, 0.075946189} // the noise contract (docs/ALGORITHMS.md)
 	if len(got) != len(want) {
 		t.Fatalf("%d values, want %d", len(got), len(want))
 	}

@@ -66,7 +66,7 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	resume := fs.String("resume", "", "continue the run in this directory from its last checkpoint")
 	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
 	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "where --demo writes its model, data and runs")
-	fs.IntVar(&c.demoSteps, "demo-steps", 150, "steps of each run of --demo")
+	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "steps of each run of --demo")
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -162,7 +162,7 @@ func report(s *train.Summary, err error) {
 		fmt.Fprintf(os.Stderr, "run diverged: %s\n", s.Message)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "done: %d steps, best validation loss %s at step %d; test %v\n\n", s.StepsDone, fmtPtr(s.BestValLoss), s.BestStep, s.Test)
+	fmt.Fprintf(os.Stderr, "done: %d steps, best validation loss %s at step %d; test %s\n\n", s.StepsDone, fmtPtr(s.BestValLoss), s.BestStep, train.FormatTest(s.Test))
 }
 
 func fmtPtr(p *float64) string {

@@ -36,7 +36,7 @@ var taskOrder = []string{"sst2", "squad", "xsum"}
 var optimizers = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
 
 // lr are starting points from the paper's reported optimal LoRA step sizes
-// (ALGORITHMS.md: ZO-SGD ~1e-4, ZO-Adam and MEAZO ~2e-4..6e-4, R-AdaZO
+// (docs/ALGORITHMS.md: ZO-SGD ~1e-4, ZO-Adam and MEAZO ~2e-4..6e-4, R-AdaZO
 // ~5e-5..1e-4). FZOO's step is normalised like MEAZO's sign-like first step,
 // so it starts at MEAZO's rate. Prompt tuning is not reported: it starts ten
 // times higher (its parameters are embeddings of norm ~1) and should be swept.
