@@ -6,6 +6,13 @@
 //	meazo-train --config-doc > docs/CONFIG.md
 //
 // Everything a run produces lands in its run directory (docs/RUNDIR.md).
+//
+// SIGINT, SIGTERM or SIGUSR1 end a run cleanly: the step in progress
+// finishes, a checkpoint is written, summary.json says "status":
+// "interrupted" with the signal, and meazo-train exits with status 3
+// (train.ExitInterrupted); --resume continues bit-identically. A second
+// SIGINT exits at once (status 130; the last checkpoint is kept).
+// Exit statuses: 0 done or diverged, 1 error, 3 interrupted.
 package main
 
 import (
@@ -36,6 +43,16 @@ func main() {
 	demoDir := flag.String("demo-dir", "demo-run", "where the built-in demo writes its model, data and run")
 	demoSteps := flag.Int("demo-steps", 150, "steps of each run of the built-in demo")
 	configDoc := flag.Bool("config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `usage: meazo-train [--config FILE.yaml] [--set key=value]... [--seed N] [--out DIR]
+       meazo-train --resume RUN_DIR
+SIGINT, SIGTERM or SIGUSR1 finish the current step, write a checkpoint and
+record the stop in summary.json ("status": "interrupted"), then exit 3.
+exit status: 0 done (or diverged: a result), 1 error, 3 interrupted (continue with --resume)
+flags:
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	cli.LowGC()
 	if flag.NArg() > 0 {
@@ -56,6 +73,7 @@ func main() {
 		demo(opts, *demoDir, *demoSteps)
 		return
 	}
+	opts.Stop = stopOnSignals()
 	report(train.Run(opts))
 }
 
@@ -103,6 +121,10 @@ func report(s *train.Summary, err error) {
 	if s.Diverged {
 		fmt.Fprintf(os.Stderr, "run diverged: %s\n", s.Message)
 		return
+	}
+	if s.Interrupted() {
+		fmt.Fprintf(os.Stderr, "meazo-train: %s\n", s.Message)
+		os.Exit(train.ExitInterrupted)
 	}
 	fmt.Fprintf(os.Stderr, "done: %d steps, best validation loss %s at step %d; test %v\n\n", s.StepsDone, fmtPtr(s.BestValLoss), s.BestStep, s.Test)
 }
