@@ -94,7 +94,11 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// Sweep plan: one experiment × optimizer.
+// Config is the sweep's meazo-train config: the experiment's, with
+// {optimizer} replaced by the sweep's optimizer.
+func (sp *SweepPlan) Config() string { return strings.ReplaceAll(sp.Exp.Config, "{optimizer}", sp.Optimizer) }
+
+// SweepPlan is one experiment × optimizer.
 type SweepPlan struct {
 	Name      string // <experiment>_<optimizer>
 	Dir       string
@@ -248,7 +252,7 @@ func (r RunSpec) TrainArgs() []string {
 
 // FreshArgs starts the run from scratch.
 func (r RunSpec) FreshArgs() []string {
-	args := []string{"--config", r.Sweep.Exp.Config}
+	args := []string{"--config", r.Sweep.Config()}
 	for _, s := range append(append([]string{}, r.Sweep.study.Set...), r.Sweep.Exp.Set...) {
 		args = append(args, "--set", s)
 	}

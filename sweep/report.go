@@ -75,7 +75,7 @@ func (st *Study) Plan(w io.Writer, trainer string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "# sweep %s: %s, optimizer %s\n", sp.Name, sp.Exp.Config, sp.Optimizer)
+		fmt.Fprintf(w, "# sweep %s: %s, optimizer %s\n", sp.Name, sp.Config(), sp.Optimizer)
 		for _, r := range ss.Stage1 {
 			fmt.Fprintf(w, "stage1 %-10s %s %s\n", ss.States[r.Dir].Status, trainer, shellJoin(r.TrainArgs()))
 			n++

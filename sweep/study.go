@@ -35,7 +35,7 @@ type Study struct {
 // Experiment is one meazo-train config searched with each optimizer.
 type Experiment struct {
 	Name       string   `yaml:"name" doc:"names its sweep directories (letters, digits, '-', '_', '.')"`
-	Config     string   `yaml:"config" doc:"the meazo-train config (relative paths: to the directory meazo-sweep runs in, like meazo-train's)"`
+	Config     string   `yaml:"config" doc:"the meazo-train config; {optimizer} in it is replaced by each sweep's optimizer (configs/ has one file per optimizer, with its q and noise). Relative paths are to the directory meazo-sweep runs in, as for meazo-train"`
 	Optimizers []string `yaml:"optimizers" doc:"one sweep per optimizer (default: the config's optimizer.name)"`
 	Set        []string `yaml:"set" doc:"meazo-train --set key=value for this experiment's runs (after the study's)"`
 }
@@ -229,6 +229,9 @@ func (st *Study) validate() error {
 		names[e.Name] = true
 		if e.Config == "" {
 			return fmt.Errorf("%s.config: required", where)
+		}
+		if len(e.Optimizers) == 0 && strings.Contains(e.Config, "{optimizer}") {
+			return fmt.Errorf("%s.optimizers: required when config names {optimizer}", where)
 		}
 		if len(e.Optimizers) == 0 {
 			o, err := configOptimizer(e.Config)

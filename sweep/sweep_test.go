@@ -1,0 +1,170 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The test binary doubles as a fake meazo-train (MEAZO_SWEEP_TEST_TRAINER=1):
+// best validation loss (log10 lr + 2.2)² + 1 + seed/100, lowest near 6e-3;
+// the run directory named in $FAKE_FAIL exits 1 without a summary.
+func TestMain(m *testing.M) {
+	if os.Getenv("MEAZO_SWEEP_TEST_TRAINER") == "1" {
+		if err := fakeTrain(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "fake trainer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func fakeTrain(args []string) error {
+	sets := map[string]string{}
+	var out string
+	for i := 0; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "--out", "--resume":
+			out = args[i+1]
+		case "--set":
+			k, v, _ := strings.Cut(args[i+1], "=")
+			sets[k] = v
+		case "--config":
+		default:
+			return fmt.Errorf("unexpected argument %q", args[i])
+		}
+	}
+	if f := os.Getenv("FAKE_FAIL"); f != "" && strings.HasSuffix(out, f) {
+		return fmt.Errorf("failing %s as asked", out)
+	}
+	lr, err := strconv.ParseFloat(sets["optimizer.lr"], 64)
+	if err != nil {
+		return err
+	}
+	seed, _ := strconv.Atoi(sets["train.seed"])
+	loss := math.Pow(math.Log10(lr)+2.2, 2) + 1 + float64(seed)/100
+	b, _ := json.Marshal(map[string]any{"optimizer": sets["optimizer.name"], "lr": lr, "seed": seed, "steps": 10, "steps_done": 10,
+		"status": "done", "best_val_loss": loss, "last_val_loss": loss + 0.1, "model": "m", "task": "sst2", "adapter": "lora"})
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, ".summary.tmp"), b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(filepath.Join(out, ".summary.tmp"), filepath.Join(out, "summary.json")) // atomic, as meazo-train's
+}
+
+func writeStudy(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "study.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadStudyErrors(t *testing.T) {
+	base := "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\n"
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown top key", "seed: [1]\n" + base, `unknown key "seed" (did you mean "seeds"?)`},
+		{"unknown nested key", base + "executor:\n  slurm:\n    partiton: gpu\n", `unknown key "executor.slurm.partiton" (did you mean "executor.slurm.partition"?)`},
+		{"unknown key in a list", "out: x\nexperiments:\n  - {name: e, confg: c.yaml}\n", `unknown key "experiments.0.confg" (did you mean "experiments.0.config"?)`},
+		{"no out", "experiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\n", "out: the study directory is required"},
+		{"bad optimizer", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [sgd]}\n", `experiments.0.optimizers: "sgd"`},
+		{"sweep key in set", "set: [optimizer.lr=1]\n" + base, "the sweep sets optimizer.lr itself"},
+		{"bad executor", base + "executor: {kind: pbs}\n", `executor.kind: "pbs"`},
+		{"bad name", "out: x\nexperiments:\n  - {name: a/b, config: c.yaml, optimizers: [meazo]}\n", `experiments.0.name: "a/b"`},
+		{"placeholder needs optimizers", "out: x\nexperiments:\n  - {name: e, config: 'c_{optimizer}.yaml'}\n", "required when config names {optimizer}"},
+		{"wrong type", "seeds: abc\n" + base, "cannot unmarshal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeStudy(t, tc.body)
+			_, err := LoadStudy(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("got %v, want an error naming %s and containing %q", err, p, tc.want)
+			}
+		})
+	}
+}
+
+// TestLocalStudy runs a study with the fake trainer: stage 1, the fine grid
+// around the coarse η*, a failing run that does not block stage 2, then
+// resume retrying it, and sweep.json.
+func TestLocalStudy(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("FAKE_FAIL", "lr=1e-3_seed=1")
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0, 1]
+coarse: [1e-3, 5e-3, 1e-2, 5e-2]
+experiments:
+  - {name: e, config: "c_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+executor: {kind: local, parallel: 2, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	err = st.RunLocal(context.Background(), ModeRun, &log)
+	if err == nil || !strings.Contains(err.Error(), "2 runs failed") {
+		t.Fatalf("run: %v, want 2 failed runs\n%s", err, log.String())
+	}
+	ss, err := st.Sweeps()[0].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ss.States[filepath.Join(dir, "out/e_meazo/lr=1e-3_seed=1")].Status; got != StatusFailed {
+		t.Fatalf("failed run's status %q", got)
+	}
+	var fine []string
+	for _, r := range ss.Stage2 {
+		if r.Seed == 0 {
+			fine = append(fine, r.LR)
+		}
+	}
+	if ss.CoarseEta != 5e-3 || strings.Join(fine, " ") != "2e-3 3e-3 4e-3 6e-3 7e-3 8e-3 9e-3" {
+		t.Fatalf("coarse η* %g, fine grid %v", ss.CoarseEta, fine)
+	}
+	sw := readSweep(t, filepath.Join(dir, "out/e_meazo/sweep.json"))
+	if sw.EtaStar != 6e-3 || sw.Rates[0].FailedSeeds != 1 || sw.Rates[0].MeanBestVal != nil {
+		t.Fatalf("sweep.json: η* %g, first rate %+v", sw.EtaStar, sw.Rates[0])
+	}
+	var status bytes.Buffer
+	if err := st.Status(&status, false); err != nil || !strings.Contains(status.String(), "1 failed") {
+		t.Fatalf("status: %v\n%s", err, status.String())
+	}
+	t.Setenv("FAKE_FAIL", "")
+	log.Reset()
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil || strings.Contains(log.String(), "start") {
+		t.Fatalf("run again: %v (it must start nothing)\n%s", err, log.String())
+	}
+	if err := st.RunLocal(context.Background(), ModeResume, &log); err != nil || strings.Count(log.String(), "start") != 2 {
+		t.Fatalf("resume: %v (it must start the 2 failed runs)\n%s", err, log.String())
+	}
+	if sw := readSweep(t, filepath.Join(dir, "out/e_meazo/sweep.json")); sw.Rates[0].FailedSeeds != 0 || sw.EtaStar != 6e-3 {
+		t.Fatalf("after resume: %+v", sw.Rates[0])
+	}
+}
+
+func readSweep(t *testing.T, path string) Sweep {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sw Sweep
+	if err := json.Unmarshal(b, &sw); err != nil {
+		t.Fatal(err)
+	}
+	return sw
+}
