@@ -96,7 +96,9 @@ func exists(path string) bool {
 
 // Config is the sweep's meazo-train config: the experiment's, with
 // {optimizer} replaced by the sweep's optimizer.
-func (sp *SweepPlan) Config() string { return strings.ReplaceAll(sp.Exp.Config, "{optimizer}", sp.Optimizer) }
+func (sp *SweepPlan) Config() string {
+	return strings.ReplaceAll(sp.Exp.Config, "{optimizer}", sp.Optimizer)
+}
 
 // SweepPlan is one experiment × optimizer.
 type SweepPlan struct {
@@ -132,7 +134,7 @@ func (st *Study) Sweeps() []*SweepPlan {
 func (sp *SweepPlan) runs(rates []string, stage int) []RunSpec {
 	var out []RunSpec
 	for _, lr := range rates {
-		for _, s := range sp.study.Seeds {
+		for _, s := range sp.Exp.Seeds {
 			out = append(out, RunSpec{Sweep: sp, LR: lr, Seed: s, Stage: stage,
 				Dir: filepath.Join(sp.Dir, fmt.Sprintf("lr=%s_seed=%d", lr, s))})
 		}
@@ -143,7 +145,7 @@ func (sp *SweepPlan) runs(rates []string, stage int) []RunSpec {
 // Stage1 is the coarse grid × seeds.
 func (sp *SweepPlan) Stage1() []RunSpec {
 	var rates []string
-	for _, r := range sp.study.Coarse {
+	for _, r := range sp.Exp.Coarse {
 		rates = append(rates, LRString(r))
 	}
 	return sp.runs(rates, 1)
@@ -178,16 +180,16 @@ func (sp *SweepPlan) State() (*StageState, error) {
 		return ss, err
 	}
 	ss.Stage2Known = true
-	sw, err := Summarize(sp.Dir, sp.results(ss.Stage1, ss.States), sp.study.Seeds, sp.study.Coarse)
+	sw, err := Summarize(sp.Dir, sp.results(ss.Stage1, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
 	if err != nil {
 		ss.Note = "no stage 2: " + err.Error()
 		return ss, nil
 	}
 	ss.CoarseEta = sw.EtaStar
-	if !*sp.study.Fine {
+	if !*sp.Exp.Fine {
 		return ss, nil
 	}
-	fine, err := FineGrid(sp.study.Coarse, sw.EtaStar)
+	fine, err := FineGrid(sp.Exp.Coarse, sw.EtaStar)
 	if err != nil {
 		return ss, err
 	}
@@ -229,7 +231,7 @@ func (ss *StageState) Complete() bool {
 // WriteSweepJSON selects η* over both stages and writes DIR/sweep.json.
 func (sp *SweepPlan) WriteSweepJSON(ss *StageState) (*Sweep, error) {
 	all := append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...)
-	sw, err := Summarize(sp.Dir, sp.results(all, ss.States), sp.study.Seeds, sp.study.Coarse)
+	sw, err := Summarize(sp.Dir, sp.results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
 	if err != nil {
 		return nil, err
 	}

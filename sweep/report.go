@@ -26,7 +26,7 @@ func (st *Study) Status(w io.Writer, verbose bool) error {
 		switch {
 		case ss.Complete() && ss.Note == "":
 			stage = "complete"
-			if sw, err := Summarize(sp.Dir, sp.results(all, ss.States), st.Seeds, st.Coarse); err == nil {
+			if sw, err := Summarize(sp.Dir, sp.results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse); err == nil {
 				stage += ", η* = " + LRString(sw.EtaStar)
 			}
 		case ss.Stage2Known && ss.Note == "":
@@ -88,9 +88,9 @@ func (st *Study) Plan(w io.Writer, trainer string) error {
 				fmt.Fprintf(w, "stage2 %-10s %s %s\n", ss.States[r.Dir].Status, trainer, shellJoin(r.TrainArgs()))
 				n++
 			}
-		case *st.Fine:
+		case *sp.Exp.Fine:
 			fmt.Fprintf(w, "# stage 2: the fine grid around the coarse η*, known once stage 1 is settled (up to %d rates × %d seeds)\n",
-				maxFine(st.Coarse), len(st.Seeds))
+				maxFine(sp.Exp.Coarse), len(sp.Exp.Seeds))
 		}
 	}
 	fmt.Fprintf(w, "# %d runs known now\n", n)

@@ -107,8 +107,11 @@ func (st *Study) maxArraySize() int {
 }
 
 // buildSlurm makes the scripts for the given runs.
-func (st *Study) buildSlurm(studyPath string, runs []RunSpec, maxArray int) (*slurmSubmission, error) {
+func (st *Study) buildSlurm(studyPath string, runs []RunSpec, maxArray int, dry bool) (*slurmSubmission, error) {
 	trainer, err := st.FindTrainer()
+	if err != nil && dry {
+		trainer, err = "meazo-train", nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +287,7 @@ func (st *Study) SlurmPlan(w io.Writer, studyPath string) error {
 		fmt.Fprintln(w, "# nothing to submit")
 		return nil
 	}
-	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize())
+	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), true)
 	if err != nil {
 		return err
 	}
@@ -314,7 +317,7 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 		}
 		return st.Status(log, false)
 	}
-	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize())
+	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), false)
 	if err != nil {
 		return err
 	}

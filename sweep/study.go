@@ -37,7 +37,10 @@ type Experiment struct {
 	Name       string   `yaml:"name" doc:"names its sweep directories (letters, digits, '-', '_', '.')"`
 	Config     string   `yaml:"config" doc:"the meazo-train config; {optimizer} in it is replaced by each sweep's optimizer (configs/ has one file per optimizer, with its q and noise). Relative paths are to the directory meazo-sweep runs in, as for meazo-train"`
 	Optimizers []string `yaml:"optimizers" doc:"one sweep per optimizer (default: the config's optimizer.name)"`
-	Set        []string `yaml:"set" doc:"meazo-train --set key=value for this experiment's runs (after the study's)"`
+	Set        []string  `yaml:"set" doc:"meazo-train --set key=value for this experiment's runs (after the study's)"`
+	Seeds      []int64   `yaml:"seeds" doc:"this experiment's seeds (default: the study's)"`
+	Coarse     []float64 `yaml:"coarse" doc:"this experiment's coarse grid (default: the study's)"`
+	Fine       *bool     `yaml:"fine" doc:"this experiment's stage 2 (default: the study's)"`
 }
 
 // Executor says where runs go.
@@ -183,26 +186,11 @@ func (st *Study) validate() error {
 	if len(st.Seeds) == 0 {
 		st.Seeds = []int64{0, 1, 2}
 	}
-	seen := map[int64]bool{}
-	for _, s := range st.Seeds {
-		if seen[s] {
-			return fmt.Errorf("seeds: %d given twice", s)
-		}
-		seen[s] = true
-	}
 	if len(st.Coarse) == 0 {
 		st.Coarse = append([]float64(nil), DefaultCoarse...)
 	}
-	for _, r := range st.Coarse {
-		if !(r > 0) {
-			return fmt.Errorf("coarse: %v is not a positive learning rate", r)
-		}
-	}
-	sort.Float64s(st.Coarse)
-	for i := 1; i < len(st.Coarse); i++ {
-		if SameRate(st.Coarse[i], st.Coarse[i-1]) {
-			return fmt.Errorf("coarse: %v given twice", st.Coarse[i])
-		}
+	if err := checkGrid("", st.Seeds, st.Coarse); err != nil {
+		return err
 	}
 	if st.Fine == nil {
 		t := true
@@ -255,6 +243,18 @@ func (st *Study) validate() error {
 				return err
 			}
 		}
+		if len(e.Seeds) == 0 {
+			e.Seeds = st.Seeds
+		}
+		if len(e.Coarse) == 0 {
+			e.Coarse = st.Coarse
+		}
+		if e.Fine == nil {
+			e.Fine = st.Fine
+		}
+		if err := checkGrid(where+".", e.Seeds, e.Coarse); err != nil {
+			return err
+		}
 	}
 	x := &st.Executor
 	switch x.Kind {
@@ -298,6 +298,28 @@ func (st *Study) validate() error {
 	for _, l := range append(append([]string{}, s.Sbatch...), s.Setup...) {
 		if strings.ContainsAny(l, "\n\r") {
 			return fmt.Errorf("executor.slurm: %q: one line per entry", l)
+		}
+	}
+	return nil
+}
+
+func checkGrid(prefix string, seeds []int64, coarse []float64) error {
+	seen := map[int64]bool{}
+	for _, s := range seeds {
+		if seen[s] {
+			return fmt.Errorf("%sseeds: %d given twice", prefix, s)
+		}
+		seen[s] = true
+	}
+	for _, r := range coarse {
+		if !(r > 0) {
+			return fmt.Errorf("%scoarse: %v is not a positive learning rate", prefix, r)
+		}
+	}
+	sort.Float64s(coarse)
+	for i := 1; i < len(coarse); i++ {
+		if SameRate(coarse[i], coarse[i-1]) {
+			return fmt.Errorf("%scoarse: %v given twice", prefix, coarse[i])
 		}
 	}
 	return nil

@@ -216,4 +216,3 @@ func loadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error
 	sort.Slice(vp, func(i, j int) bool { return vp[i].Step < vp[j].Step })
 	return tp, vp, nil
 }
-

@@ -200,4 +200,3 @@ func containsSeed(seeds []int64, s int64) bool {
 	}
 	return false
 }
-

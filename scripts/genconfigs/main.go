@@ -148,7 +148,7 @@ name: demo
 out: runs/study-demo
 demo: runs/study-demo/demo-data
 seeds: [0, 1]
-coarse: [2e-3, 5e-3, 1e-2]
+coarse: [1e-2, 2e-2, 5e-2]
 set: [train.steps=40, train.eval_every=10, train.checkpoint_every=10, task.max_validation=16, eval.skip=true]
 experiments:
   - name: demo_sst2_lora
