@@ -4,7 +4,7 @@
 # temp dir; stopped at exit). It runs a small study on the built-in demo:
 #   - two sweeps (MEAZO, ZO-SGD) × 3 coarse rates × 2 seeds, then the fine grid,
 #     through job arrays throttled to %2 and a selection job between stages;
-#   - one long run killed by its time limit (--time=1, SIGUSR1 50 s before):
+#   - one long run killed by its time limit (--time=2, SIGUSR1 60 s before):
 #     meazo-train checkpoints, the task requeues itself and resumes;
 #   - one run that fails (a missing data file) and must not block stage 2;
 # then runs the same study with the local executor and checks that every
@@ -97,7 +97,7 @@ out: $R/$1
 demo: $R/demo-data
 seeds: [0, 1]
 coarse: [1e-2, 2e-2, 5e-2]
-set: [train.steps=40, train.eval_every=10, train.checkpoint_every=10, task.max_validation=16, eval.skip=true, train.threads=1]
+set: [train.steps=20, train.eval_every=10, train.checkpoint_every=10, task.max_validation=16, eval.skip=true, train.threads=1]
 experiments:
   - name: demo
     config: $R/demo-data/demo.yaml
@@ -108,7 +108,7 @@ experiments:
     seeds: [0]
     coarse: [2e-2]
     fine: false
-    set: [train.steps=350, train.checkpoint_every=25, train.eval_every=50]
+    set: [train.steps=900, train.checkpoint_every=50, train.eval_every=100]
   - name: broken
     config: $R/demo-data/demo.yaml
     optimizers: [meazo]
@@ -120,7 +120,7 @@ executor:
   kind: $2
   trainer: $R/bin/meazo-train
   parallel: 2
-  slurm: {time: "1", signal_seconds: 50, throttle: 2, cpus_per_task: 1, select_time: "5"}
+  slurm: {time: "2", signal_seconds: 60, throttle: 2, cpus_per_task: 1, select_time: "5"}
 STUDY
 }
 study slurm-out slurm >"$R/slurm.yaml"
@@ -128,12 +128,12 @@ study local-out local >"$R/local.yaml"
 
 "$R/bin/meazo-sweep" plan "$R/slurm.yaml" >"$R/plan.txt"
 grep -q -- '--array=0-13%2' "$R/plan.txt" || fail "plan: no stage-1 array of 14 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
-grep -q -- '--signal=B:USR1@50' "$R/plan.txt" || fail "plan: no --signal"
+grep -q -- '--signal=B:USR1@60' "$R/plan.txt" || fail "plan: no --signal"
 say "plan ok; submitting"
 "$R/bin/meazo-sweep" run "$R/slurm.yaml"
 
 # Wait for the chain (stage 1, selection, stage 2, selection) to drain.
-deadline=$((t0 + 420))
+deadline=$((t0 + 480))
 maxrun=0
 while :; do
 	q=$(squeue -h -o '%T %j' 2>/dev/null || true)
@@ -151,7 +151,7 @@ grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status.txt" || fail "the broken run
 grep -Eq 'demo_meazo: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_meazo is not complete"
 grep -Eq 'demo_zo-sgd: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_zo-sgd is not complete"
 grep -l 'requeueing' "$R"/slurm-out/logs/*stage1* >/dev/null || fail "no task was requeued"
-grep -q '"steps_done": 350' "$R/slurm-out/long_meazo/lr=2e-2_seed=0/summary.json" || fail "long run: not 350 steps"
+grep -q '"steps_done": 900' "$R/slurm-out/long_meazo/lr=0.02_seed=0/summary.json" || fail "long run: not 900 steps"
 say "requeued: $(grep -h 'requeueing\|restart 1' "$R"/slurm-out/logs/*stage1* | tr '\n' ' ')"
 
 say "running the same study locally"

@@ -221,6 +221,12 @@ func (st *Study) taskScript(name string, stage, n int, tasksPath, logDir, cwd, t
 	fmt.Fprintf(&b, "# meazo-sweep, study %s, stage %d: one task per run (docs/SWEEPS.md).\nset -u\n", st.Name, stage)
 	st.setupLines(&b, cwd)
 	fmt.Fprintf(&b, "TASKS=%s\nTRAIN=%s\n", shellQuote(tasksPath), shellQuote(trainer))
+	earliest := 0
+	if limit, err := parseSlurmTime(s.Time); err == nil {
+		earliest = max(0, limit-s.SignalSecs-15)
+	}
+	fmt.Fprintf(&b, "# SIGUSR1 earlier than this many seconds after the start is not the time limit's (Slurm 22.05 re-sends\n"+
+		"# it at once to a requeued job): ignored, so that a requeued run is not stopped again after one step.\nEARLIEST=%d\nstart=$SECONDS\n", earliest)
 	b.WriteString(`task_id=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}
 IFS=$'\t' read -r -a task <<< "$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$TASKS")"
 dir=${task[0]}
@@ -239,7 +245,15 @@ else
 fi
 "$TRAIN" "${args[@]}" &
 pid=$!
-trap 'echo "meazo-sweep: SIGUSR1 (time limit near): meazo-train checkpoints and stops"; kill -USR1 $pid 2>/dev/null' USR1
+on_usr1() {
+	if ((SECONDS - start < EARLIEST)); then
+		echo "meazo-sweep: ignoring a SIGUSR1 $((SECONDS - start)) s after the start (the time limit is not near)"
+		return
+	fi
+	echo "meazo-sweep: SIGUSR1 (time limit near): meazo-train checkpoints and stops"
+	kill -USR1 $pid 2>/dev/null
+}
+trap on_usr1 USR1
 trap 'kill -TERM $pid 2>/dev/null' TERM
 wait $pid
 rc=$?
@@ -376,4 +390,43 @@ func sbatch(args ...string) (string, error) {
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
 	return id, nil
+}
+
+// parseSlurmTime reads a Slurm time limit (minutes, minutes:seconds,
+// hours:minutes:seconds, days-hours, days-hours:minutes,
+// days-hours:minutes:seconds) in seconds.
+func parseSlurmTime(t string) (int, error) {
+	bad := fmt.Errorf("executor.slurm.time: %q is not a Slurm time limit", t)
+	days := 0
+	if d, rest, ok := strings.Cut(t, "-"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			return 0, bad
+		}
+		days, t = n, rest
+	}
+	var nums []int
+	for _, f := range strings.Split(t, ":") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return 0, bad
+		}
+		nums = append(nums, n)
+	}
+	var secs int
+	switch {
+	case days > 0 && len(nums) == 1:
+		secs = nums[0] * 3600
+	case days > 0 && len(nums) == 2:
+		secs = nums[0]*3600 + nums[1]*60
+	case len(nums) == 3:
+		secs = nums[0]*3600 + nums[1]*60 + nums[2]
+	case days == 0 && len(nums) == 1:
+		secs = nums[0] * 60
+	case days == 0 && len(nums) == 2:
+		secs = nums[0]*60 + nums[1]
+	default:
+		return 0, bad
+	}
+	return days*86400 + secs, nil
 }

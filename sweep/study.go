@@ -34,9 +34,9 @@ type Study struct {
 
 // Experiment is one meazo-train config searched with each optimizer.
 type Experiment struct {
-	Name       string   `yaml:"name" doc:"names its sweep directories (letters, digits, '-', '_', '.')"`
-	Config     string   `yaml:"config" doc:"the meazo-train config; {optimizer} in it is replaced by each sweep's optimizer (configs/ has one file per optimizer, with its q and noise). Relative paths are to the directory meazo-sweep runs in, as for meazo-train"`
-	Optimizers []string `yaml:"optimizers" doc:"one sweep per optimizer (default: the config's optimizer.name)"`
+	Name       string    `yaml:"name" doc:"names its sweep directories (letters, digits, '-', '_', '.')"`
+	Config     string    `yaml:"config" doc:"the meazo-train config; {optimizer} in it is replaced by each sweep's optimizer (configs/ has one file per optimizer, with its q and noise). Relative paths are to the directory meazo-sweep runs in, as for meazo-train"`
+	Optimizers []string  `yaml:"optimizers" doc:"one sweep per optimizer (default: the config's optimizer.name)"`
 	Set        []string  `yaml:"set" doc:"meazo-train --set key=value for this experiment's runs (after the study's)"`
 	Seeds      []int64   `yaml:"seeds" doc:"this experiment's seeds (default: the study's)"`
 	Coarse     []float64 `yaml:"coarse" doc:"this experiment's coarse grid (default: the study's)"`
@@ -294,6 +294,12 @@ func (st *Study) validate() error {
 	}
 	if s.Throttle < 0 || s.CPUsPerTask < 0 || s.MaxArraySize < 0 || s.SignalSecs < 0 {
 		return fmt.Errorf("executor.slurm: throttle, cpus_per_task, max_array_size and signal_seconds must be positive")
+	}
+	if _, err := parseSlurmTime(s.Time); err != nil {
+		return err
+	}
+	if _, err := parseSlurmTime(s.SelectTime); err != nil {
+		return fmt.Errorf("executor.slurm.select_time: %q is not a Slurm time limit", s.SelectTime)
 	}
 	for _, l := range append(append([]string{}, s.Sbatch...), s.Setup...) {
 		if strings.ContainsAny(l, "\n\r") {

@@ -168,3 +168,15 @@ func readSweep(t *testing.T, path string) Sweep {
 	}
 	return sw
 }
+
+func TestParseSlurmTime(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{"2", 120}, {"2:30", 150}, {"1:00:00", 3600}, {"1-0", 86400}, {"1-2", 93600}, {"1-2:3", 93780}, {"1-2:3:4", 93784}, {"x", -1}, {"1:2:3:4", -1}, {"-1", -1}} {
+		got, err := parseSlurmTime(tc.in)
+		if (err != nil) != (tc.want < 0) || (err == nil && got != tc.want) {
+			t.Errorf("parseSlurmTime(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}

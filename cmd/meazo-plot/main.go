@@ -58,6 +58,7 @@ var commands = map[string]command{
 	"sweep-status": cmdSweepStatus,
 	"sweep-select": cmdSweepSelect,
 	"sweep-fine":   cmdSweepFine,
+	"study":        cmdStudy,
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
