@@ -378,7 +378,8 @@ func StudyDoc() string {
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 				kind = "list of mappings"
 			case ft.Kind() == reflect.Slice:
-				kind = "list of " + ft.Elem().Kind().String()
+				kind = map[reflect.Kind]string{reflect.Int64: "list of integers", reflect.Int: "list of integers",
+					reflect.Float64: "list of numbers", reflect.String: "list of strings"}[ft.Elem().Kind()]
 			case ft.Kind() == reflect.Pointer:
 				kind = ft.Elem().Kind().String()
 			case ft.Kind() == reflect.Struct:

@@ -180,3 +180,41 @@ func TestParseSlurmTime(t *testing.T) {
 		}
 	}
 }
+
+// TestStudyDocIsCurrent checks docs/SWEEPS.md holds StudyDoc's table.
+func TestStudyDocIsCurrent(t *testing.T) {
+	b, err := os.ReadFile("../docs/SWEEPS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<!-- study-doc -->\n"+StudyDoc()+"<!-- /study-doc -->") {
+		t.Fatal("docs/SWEEPS.md: the study file's key table is stale: paste the output of meazo-sweep doc between the study-doc markers")
+	}
+}
+
+// TestShippedStudiesLoad loads configs/studies/*.yaml and checks the paper's
+// study has its 80 sweeps, each config present.
+func TestShippedStudiesLoad(t *testing.T) {
+	paths, _ := filepath.Glob("../configs/studies/*.yaml")
+	if len(paths) < 2 {
+		t.Fatalf("found %v", paths)
+	}
+	for _, p := range paths {
+		st, err := LoadStudy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(p) != "paper.yaml" {
+			continue
+		}
+		sweeps := st.Sweeps()
+		if len(sweeps) != 80 || len(sweeps[0].Stage1()) != 33 {
+			t.Fatalf("paper study: %d sweeps, %d stage-1 runs each; want 80 and 33", len(sweeps), len(sweeps[0].Stage1()))
+		}
+		for _, sp := range sweeps {
+			if _, err := os.Stat(filepath.Join("..", sp.Config())); err != nil {
+				t.Errorf("%s: %v", sp.Name, err)
+			}
+		}
+	}
+}
