@@ -180,7 +180,7 @@ func (sp *SweepPlan) State() (*StageState, error) {
 		return ss, err
 	}
 	ss.Stage2Known = true
-	sw, err := Summarize(sp.Dir, sp.results(ss.Stage1, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
+	sw, err := Summarize(sp.Dir, sp.Results(ss.Stage1, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
 	if err != nil {
 		ss.Note = "no stage 2: " + err.Error()
 		return ss, nil
@@ -198,9 +198,9 @@ func (sp *SweepPlan) State() (*StageState, error) {
 	return ss, err
 }
 
-// results turns settled runs into what the selection reads: a failed or
+// Results turns settled runs into what the selection reads: a failed or
 // unfinished run is a Run marked Failed at its rate and seed.
-func (sp *SweepPlan) results(runs []RunSpec, states map[string]RunState) []Run {
+func (sp *SweepPlan) Results(runs []RunSpec, states map[string]RunState) []Run {
 	var out []Run
 	for _, r := range runs {
 		s := states[r.Dir]
@@ -231,7 +231,7 @@ func (ss *StageState) Complete() bool {
 // WriteSweepJSON selects η* over both stages and writes DIR/sweep.json.
 func (sp *SweepPlan) WriteSweepJSON(ss *StageState) (*Sweep, error) {
 	all := append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...)
-	sw, err := Summarize(sp.Dir, sp.results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
+	sw, err := Summarize(sp.Dir, sp.Results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
 	if err != nil {
 		return nil, err
 	}

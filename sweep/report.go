@@ -26,7 +26,7 @@ func (st *Study) Status(w io.Writer, verbose bool) error {
 		switch {
 		case ss.Complete() && ss.Note == "":
 			stage = "complete"
-			if sw, err := Summarize(sp.Dir, sp.results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse); err == nil {
+			if sw, err := Summarize(sp.Dir, sp.Results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse); err == nil {
 				stage += ", η* = " + LRString(sw.EtaStar)
 			}
 		case ss.Stage2Known && ss.Note == "":

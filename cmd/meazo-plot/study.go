@@ -148,13 +148,15 @@ func studyReport(st *sweep.Study) (*studyRep, error) {
 		}
 		c := studyCell{exp: sp.Exp.Name, optimizer: sp.Optimizer, seeds: len(sp.Exp.Seeds)}
 		var runs []Run
-		for _, r := range append(append([]sweep.RunSpec{}, ss.Stage1...), ss.Stage2...) {
-			s := ss.States[r.Dir]
-			switch s.Status {
-			case sweep.StatusDone, sweep.StatusDiverged:
-				runs = append(runs, s.Run)
-			default:
-				c.missing = append(c.missing, fmt.Sprintf("%s (%s)", r.Dir, s.Status))
+		specs := append(append([]sweep.RunSpec{}, ss.Stage1...), ss.Stage2...)
+		// Every run of the sweep, a run without a result marked Failed, so that
+		// a rate with a missing seed is not eligible for η* (the selection rule).
+		all := sp.Results(specs, ss.States)
+		for i, r := range specs {
+			if all[i].Failed {
+				c.missing = append(c.missing, fmt.Sprintf("%s (%s)", r.Dir, ss.States[r.Dir].Status))
+			} else {
+				runs = append(runs, all[i])
 			}
 		}
 		if !ss.Stage2Known && *sp.Exp.Fine {
@@ -172,10 +174,10 @@ func studyReport(st *sweep.Study) (*studyRep, error) {
 			continue
 		}
 		c.model, c.task, c.adapter, c.grouped = runs[0].Model, runs[0].Task, runs[0].Adapter, runs[0].Grouped
-		rates := rateStats(runs)
+		rates := rateStats(all)
 		i := etaStar(rates)
 		if i < 0 {
-			c.note = "no η*: a seed diverged at every rate"
+			c.note = "no η*: at every rate a seed diverged or has no result"
 			rep.cells = append(rep.cells, c)
 			continue
 		}
@@ -183,7 +185,7 @@ func studyReport(st *sweep.Study) (*studyRep, error) {
 		key, label, scale := taskMetric(c.task)
 		var vals []float64
 		for _, r := range rates[i].Runs {
-			if v, ok := r.Test["best"][key]; ok && key != "" {
+			if v, ok := r.Test["best"][key]; ok && key != "" && !r.Diverged {
 				vals = append(vals, v*scale)
 			}
 		}
