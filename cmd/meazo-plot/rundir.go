@@ -35,6 +35,9 @@ func expandDirs(args []string) ([]string, error) {
 			}
 			for _, r := range sw.Rates {
 				for _, s := range r.Seeds {
+					if s.Failed {
+						continue // no result (meazo-sweep: the run failed); sweep.json says so
+					}
 					if s.Dir == "" {
 						return nil, fmt.Errorf("%s: lr %g seed %d has no \"dir\"", path, r.LR, s.Seed)
 					}
