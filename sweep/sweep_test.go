@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The test binary doubles as a fake meazo-train (MEAZO_SWEEP_TEST_TRAINER=1):
@@ -41,6 +44,14 @@ func fakeTrain(args []string) error {
 		default:
 			return fmt.Errorf("unexpected argument %q", args[i])
 		}
+	}
+	if os.Getenv("FAKE_WAIT") == "1" { // run until SIGTERM, then stop as meazo-train does
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		os.MkdirAll(out, 0o755)
+		os.WriteFile(filepath.Join(out, "started"), nil, 0o644)
+		<-ch
+		os.Exit(3)
 	}
 	if f := os.Getenv("FAKE_FAIL"); f != "" && strings.HasSuffix(out, f) {
 		return fmt.Errorf("failing %s as asked", out)
@@ -216,5 +227,90 @@ func TestShippedStudiesLoad(t *testing.T) {
 				t.Errorf("%s: %v", sp.Name, err)
 			}
 		}
+	}
+}
+
+// TestLocalInterrupt cancels a local study while its runs train: each gets
+// SIGTERM, exits 3, is recorded as interrupted, and nothing new starts.
+func TestLocalInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("FAKE_WAIT", "1")
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {parallel: 2, trainer: %s}\n", dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for range 200 {
+			a, _ := filepath.Glob(filepath.Join(dir, "out/e_meazo/*/started"))
+			if len(a) == 2 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	var log bytes.Buffer
+	if err := st.RunLocal(ctx, ModeRun, &log); err != ErrInterrupted {
+		t.Fatalf("got %v, want ErrInterrupted\n%s", err, log.String())
+	}
+	ss, err := st.Sweeps()[0].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range ss.Stage1 {
+		got = append(got, ss.States[r.Dir].Status)
+	}
+	if strings.Join(got, " ") != "interrupted interrupted new" {
+		t.Fatalf("states %v, want two interrupted runs and one never started\n%s", got, log.String())
+	}
+}
+
+func TestSlurmScripts(t *testing.T) {
+	self, _ := os.Executable()
+	for _, tc := range []struct {
+		name     string
+		slurm    string
+		maxArray int
+		want     []string
+		arrays   int
+	}{
+		{"defaults", "{}", 1001, []string{"#SBATCH --array=0-5%8\n", "#SBATCH --time=1:00:00\n", "#SBATCH --signal=B:USR1@300\n", "#SBATCH --requeue\n", "EARLIEST=3285\n",
+			`scontrol requeue "$task_id"`, "--resume"}, 1},
+		{"pass-through", `{partition: gpu, account: a1, qos: high, time: "2:00:00", mem: 16G, gres: "gpu:1", throttle: 3, signal_seconds: 120, sbatch: ["#SBATCH --constraint=a100", "--exclusive"], setup: ["module load cuda"]}`,
+			1001, []string{"#SBATCH --array=0-5%3\n", "#SBATCH --partition=gpu\n", "#SBATCH --account=a1\n", "#SBATCH --qos=high\n", "#SBATCH --mem=16G\n",
+				"#SBATCH --gres=gpu:1\n", "#SBATCH --constraint=a100\n", "#SBATCH --exclusive\n", "module load cuda\n", "#SBATCH --signal=B:USR1@120\n"}, 1},
+		{"split", "{throttle: 2}", 4, []string{"#SBATCH --array=0-3%2\n"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: %s}\n", dir, self, tc.slurm))
+			st, err := LoadStudy(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub, err := st.buildSlurm(p, st.Sweeps()[0].Stage1(), tc.maxArray, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sub.arrays) != tc.arrays {
+				t.Fatalf("%d arrays, want %d", len(sub.arrays), tc.arrays)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(sub.arrays[0].script, w) {
+					t.Errorf("script lacks %q:\n%s", w, sub.arrays[0].script)
+				}
+			}
+			if n := strings.Count(sub.arrays[0].tasks, "\n"); n != min(6, tc.maxArray) {
+				t.Errorf("%d task lines", n)
+			}
+			if !strings.Contains(sub.selectScript, "run --slurm-select") {
+				t.Errorf("selection script:\n%s", sub.selectScript)
+			}
+		})
 	}
 }
