@@ -53,6 +53,14 @@ func fakeTrain(args []string) error {
 		<-ch
 		os.Exit(3)
 	}
+	if f := os.Getenv("FAKE_GPU_LOG"); f != "" {
+		lf, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(lf, os.Getenv("CUDA_VISIBLE_DEVICES"))
+		lf.Close()
+	}
 	if f := os.Getenv("FAKE_FAIL"); f != "" && strings.HasSuffix(out, f) {
 		return fmt.Errorf("failing %s as asked", out)
 	}
@@ -312,5 +320,36 @@ func TestSlurmScripts(t *testing.T) {
 				t.Errorf("selection script:\n%s", sub.selectScript)
 			}
 		})
+	}
+}
+
+// TestLocalGPUs gives each run one of executor.gpus as CUDA_VISIBLE_DEVICES,
+// one run per GPU at a time.
+func TestLocalGPUs(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("FAKE_GPU_LOG", filepath.Join(dir, "gpus"))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {gpus: [3, 5], trainer: %s}\n", dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Executor.Parallel != 2 {
+		t.Fatalf("parallel %d, want one per GPU", st.Executor.Parallel)
+	}
+	var log bytes.Buffer
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "gpus"))
+	lines := strings.Fields(string(b))
+	if len(lines) != 4 {
+		t.Fatalf("GPUs seen: %q", lines)
+	}
+	for _, l := range lines {
+		if l != "3" && l != "5" {
+			t.Fatalf("GPUs seen: %q", lines)
+		}
 	}
 }
