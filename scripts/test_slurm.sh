@@ -99,9 +99,7 @@ seeds: [0, 1]
 coarse: [1e-2, 2e-2, 5e-2]
 set: [train.steps=20, train.eval_every=10, train.checkpoint_every=10, task.max_validation=16, eval.skip=true, train.threads=1]
 experiments:
-  - name: demo
-    config: $R/demo-data/demo.yaml
-    optimizers: [meazo, zo-sgd]
+  # first, so that task 0 of stage 1 is the long run and the short ones overlap it
   - name: long
     config: $R/demo-data/demo.yaml
     optimizers: [meazo]
@@ -116,6 +114,9 @@ experiments:
     coarse: [2e-2]
     fine: false
     set: [task.train=$R/no-such-file.tsv]
+  - name: demo
+    config: $R/demo-data/demo.yaml
+    optimizers: [meazo, zo-sgd]
 executor:
   kind: $2
   trainer: $R/bin/meazo-train
@@ -150,9 +151,10 @@ grep -q 'long_meazo: 1 runs: 1 done' "$R/status.txt" || fail "the long run did n
 grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status.txt" || fail "the broken run is not failed"
 grep -Eq 'demo_meazo: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_meazo is not complete"
 grep -Eq 'demo_zo-sgd: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_zo-sgd is not complete"
-grep -l 'requeueing' "$R"/slurm-out/logs/*stage1* >/dev/null || fail "no task was requeued"
+grep -l 'requeueing' "$R"/slurm-out/logs/*stage1_*_0.out >/dev/null || fail "no task was requeued"
 grep -q '"steps_done": 900' "$R/slurm-out/long_meazo/lr=0.02_seed=0/summary.json" || fail "long run: not 900 steps"
-say "requeued: $(grep -h 'requeueing\|restart 1' "$R"/slurm-out/logs/*stage1* | tr '\n' ' ')"
+grep -q '^resuming .* at step' "$R"/slurm-out/logs/*stage1_*_0.out || fail "the requeued run did not resume from its checkpoint"
+say "time limit: $(grep -h 'SIGUSR1 (time\|requeueing\|restart 1\|^resuming\|^done:' "$R"/slurm-out/logs/*stage1_*_0.out | tr '\n' ';')"
 
 say "running the same study locally"
 "$R/bin/meazo-sweep" run "$R/local.yaml" 2>"$R/local.log" && fail "local run: the broken run did not make it exit non-zero"
