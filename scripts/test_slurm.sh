@@ -106,7 +106,7 @@ experiments:
     seeds: [0]
     coarse: [2e-2]
     fine: false
-    set: [train.steps=900, train.checkpoint_every=50, train.eval_every=100]
+    set: [train.steps=750, train.checkpoint_every=50, train.eval_every=100]
   - name: broken
     config: $R/demo-data/demo.yaml
     optimizers: [meazo]
@@ -152,7 +152,7 @@ grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status.txt" || fail "the broken run
 grep -Eq 'demo_meazo: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_meazo is not complete"
 grep -Eq 'demo_zo-sgd: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_zo-sgd is not complete"
 grep -l 'requeueing' "$R"/slurm-out/logs/*stage1_*_0.out >/dev/null || fail "no task was requeued"
-grep -q '"steps_done": 900' "$R/slurm-out/long_meazo/lr=0.02_seed=0/summary.json" || fail "long run: not 900 steps"
+grep -q '"steps_done": 750' "$R/slurm-out/long_meazo/lr=0.02_seed=0/summary.json" || fail "long run: not 750 steps"
 grep -q '^resuming .* at step' "$R"/slurm-out/logs/*stage1_*_0.out || fail "the requeued run did not resume from its checkpoint"
 say "time limit: $(grep -h 'SIGUSR1 (time\|requeueing\|restart 1\|^resuming\|^done:' "$R"/slurm-out/logs/*stage1_*_0.out | tr '\n' ';')"
 
