@@ -33,6 +33,9 @@ type Options struct {
 	// StopAfter, if positive, ends the run after this many steps of this
 	// invocation as if interrupted (no final evaluation): for tests of resume.
 	StopAfter int
+	// Stop, if set, is polled once before each step; a non-empty answer (the
+	// reason, e.g. a signal's name) ends the run as interrupted (stop.go).
+	Stop func() string
 }
 
 // Summary is summary.json (docs/RUNDIR.md).
@@ -59,6 +62,10 @@ type Summary struct {
 	SecondsPerStep  float64                       `json:"seconds_per_step"`
 	Changes         []ConfigChange                `json:"changes,omitempty"` // settings changed on resume (changes.jsonl)
 	Backend         string                        `json:"backend"`           // the backend that ran the last session of the run, and on what
+	// Status is "done", "diverged" or "interrupted" (stop.go); Signal names
+	// what interrupted the run.
+	Status string `json:"status"`
+	Signal string `json:"signal,omitempty"`
 }
 
 // checkpointState is checkpoint/state.json.
@@ -357,6 +364,10 @@ func (r *run) train() (*Summary, error) {
 			r.summary.StepsDone = step
 			return &r.summary, nil
 		}
+		if reason := r.stopRequested(); reason != "" {
+			prog.done()
+			return r.interrupted(step, reason)
+		}
 		t0 := time.Now()
 		idx := r.sampler.Next(cfg.Train.BatchSize)
 		exs := make([]data.Encoded, len(idx))
@@ -400,7 +411,7 @@ func (r *run) train() (*Summary, error) {
 		prog.update(step+1, st.Loss, r.state.LastValLoss)
 	}
 	prog.done()
-	r.summary.StepsDone = r.state.Step
+	r.summary.StepsDone, r.summary.Status = r.state.Step, "done"
 	if err := r.finish(); err != nil {
 		return nil, err
 	}
@@ -642,7 +653,7 @@ func (r *run) loadParams(dir string, dst [][]float32) error {
 // diverged ends a run whose loss or projected gradient became NaN/Inf,
 // keeping the last checkpoint and the best adapter as they are.
 func (r *run) diverged(step int) (*Summary, error) {
-	r.summary.Diverged = true
+	r.summary.Diverged, r.summary.Status = true, "diverged"
 	r.summary.DivergedAt = &step
 	r.summary.StepsDone = step - 1
 	r.summary.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+

@@ -136,5 +136,5 @@ func writeCurves(outDir string, runs []Run, smooth int, warn func(string)) ([]st
 
 // bandSeries draws a method's band: its colour, dashed when grouped.
 func bandSeries(m Method, name string, b Band) plot.Series {
-	return plot.Series{Name: name, X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Color: m.Color(), Dashed: m.Grouped}
+	return plot.Series{Name: name, X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Color: methodColor(m), Dashed: m.Grouped}
 }

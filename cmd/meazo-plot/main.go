@@ -7,6 +7,7 @@
 //	meazo-plot vt         [--out DIR] RUN_DIR                          MEAZO's v_t per group over training
 //	meazo-plot memory     [--out DIR] RUN_OR_SWEEP_DIR...              optimizer-state bytes and peak RSS (markdown)
 //	meazo-plot all        [--out DIR] RUN_OR_SWEEP_DIR...              all of the above
+//	meazo-plot study      [--out DIR] [--png=false] STUDY.yaml         a meazo-sweep study: tables at η*, figures, missing runs
 //
 // and, for scripts/sweep.sh (docs/SWEEPS.md):
 //
@@ -31,6 +32,7 @@ const usage = `usage:
   meazo-plot vt         [--out DIR] RUN_DIR
   meazo-plot memory     [--out DIR] RUN_OR_SWEEP_DIR...
   meazo-plot all        [--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...
+  meazo-plot study      [--out DIR] [--smooth W] [--png=false] STUDY.yaml
   meazo-plot sweep-status RUN_DIR
   meazo-plot sweep-select --rates LIST --seeds LIST [--coarse LIST] [--write FILE] SWEEP_DIR
   meazo-plot sweep-fine   --coarse LIST ETA
@@ -58,6 +60,7 @@ var commands = map[string]command{
 	"sweep-status": cmdSweepStatus,
 	"sweep-select": cmdSweepSelect,
 	"sweep-fine":   cmdSweepFine,
+	"study":        cmdStudy,
 }
 
 func run(args []string, stdout, stderr io.Writer) error {

@@ -68,8 +68,8 @@ func writeRobustness(outDir string, runs []Run) ([]string, error) {
 			marker = plot.Triangle
 		}
 		for i := range figs {
-			s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, lrString(eta)), Color: m.Color(), Dashed: m.Grouped, Marker: marker}
-			div := plot.Series{Color: m.Color(), NoLine: true, InfAtTop: true}
+			s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, lrString(eta)), Color: methodColor(m), Dashed: m.Grouped, Marker: marker}
+			div := plot.Series{Color: methodColor(m), NoLine: true, InfAtTop: true}
 			for _, r := range rates {
 				x := r.LR / eta
 				mean, std := r.MeanBest, r.StdBest

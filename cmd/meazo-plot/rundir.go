@@ -7,112 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 )
-
-// Summary is a run's summary.json (docs/RUNDIR.md). Only the fields the plots
-// need are read; the file may hold more.
-type Summary struct {
-	Model     string  `json:"model"`
-	Task      string  `json:"task"`
-	Adapter   string  `json:"adapter"`
-	Grouped   bool    `json:"grouped"`
-	Optimizer string  `json:"optimizer"`
-	LR        float64 `json:"lr"`
-	Seed      int64   `json:"seed"`
-	Steps     int     `json:"steps"`
-	StepsDone int     `json:"steps_done"`
-	Diverged  bool    `json:"diverged"`
-	Message   string  `json:"message"`
-	// Losses are null when no validation happened (or for a run that failed
-	// before its first one); they load as NaN.
-	BestValLoss         *float64 `json:"best_val_loss"`
-	LastValLoss         *float64 `json:"last_val_loss"`
-	TrainableParams     int64    `json:"trainable_params"`
-	OptimizerStateBytes int64    `json:"optimizer_state_bytes"`
-	PeakRSSBytes        int64    `json:"peak_rss_bytes"`
-}
-
-// Finished says whether the run ended as planned: all steps done, or stopped
-// by divergence (which is a result, not a failure).
-func (s *Summary) Finished() bool { return s.Diverged || (s.Steps > 0 && s.StepsDone >= s.Steps) }
-
-func orNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
-}
-
-// Run is one run directory with its summary.
-type Run struct {
-	Dir string
-	Summary
-}
-
-// Name is the run's directory name, for titles and messages.
-func (r *Run) Name() string { return filepath.Base(filepath.Clean(r.Dir)) }
-
-// loadSummary reads dir/summary.json and checks the fields every plot needs.
-func loadSummary(dir string) (Run, error) {
-	path := filepath.Join(dir, "summary.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Run{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	var s Summary
-	if err := json.Unmarshal(data, &s); err != nil {
-		return Run{}, fmt.Errorf("parse %s: %w", path, err)
-	}
-	switch {
-	case s.Optimizer == "":
-		return Run{}, fmt.Errorf("%s: field \"optimizer\" missing or empty", path)
-	case !(s.LR > 0) || math.IsInf(s.LR, 0):
-		return Run{}, fmt.Errorf("%s: field \"lr\" is %v, want a positive learning rate", path, s.LR)
-	}
-	return Run{Dir: dir, Summary: s}, nil
-}
-
-// Sweep is sweep.json, written by "meazo-plot sweep-select --write" at the end
-// of scripts/sweep.sh.
-type Sweep struct {
-	Optimizer   string      `json:"optimizer"`
-	Grouped     bool        `json:"grouped"`
-	Model       string      `json:"model"`
-	Task        string      `json:"task"`
-	Adapter     string      `json:"adapter"`
-	Selection   string      `json:"selection"`
-	Seeds       []int64     `json:"seeds"`
-	CoarseRates []float64   `json:"coarse_rates,omitempty"`
-	CoarseEta   *float64    `json:"coarse_eta_star,omitempty"`
-	FineRates   []float64   `json:"fine_rates,omitempty"`
-	EtaStar     float64     `json:"eta_star"`
-	Rates       []SweepRate `json:"rates"`
-}
-
-// SweepRate is one learning rate of a sweep with its seeds' results.
-type SweepRate struct {
-	LR            float64     `json:"lr"`
-	Stage         string      `json:"stage,omitempty"`    // "coarse" or "fine"
-	MeanBestVal   *float64    `json:"mean_best_val_loss"` // null: a seed diverged (+inf)
-	StdBestVal    *float64    `json:"std_best_val_loss"`
-	DivergedSeeds int         `json:"diverged_seeds"`
-	Seeds         []SweepSeed `json:"seeds"`
-}
-
-// SweepSeed is one run of a sweep.
-type SweepSeed struct {
-	Seed        int64    `json:"seed"`
-	Dir         string   `json:"dir"` // relative to the sweep directory
-	Diverged    bool     `json:"diverged"`
-	BestValLoss *float64 `json:"best_val_loss"`
-	LastValLoss *float64 `json:"last_val_loss"`
-}
 
 // expandDirs turns each argument into run directories: a run directory (it has
 // summary.json) stands for itself; a sweep directory for the runs its
@@ -136,6 +35,9 @@ func expandDirs(args []string) ([]string, error) {
 			}
 			for _, r := range sw.Rates {
 				for _, s := range r.Seeds {
+					if s.Failed {
+						continue // no result (meazo-sweep: the run failed); sweep.json says so
+					}
 					if s.Dir == "" {
 						return nil, fmt.Errorf("%s: lr %g seed %d has no \"dir\"", path, r.LR, s.Seed)
 					}
@@ -214,35 +116,13 @@ func sameSetting(runs []Run) (string, error) {
 	return strings.Join(parts, ", "), nil
 }
 
-// Method identifies what a figure compares: an optimizer, grouped or not.
-type Method struct {
-	Optimizer string
-	Grouped   bool
-}
-
-func (r *Run) Method() Method { return Method{r.Optimizer, r.Grouped} }
-
-var methodOrder = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
-
-var displayNames = map[string]string{"meazo": "MEAZO", "zo-sgd": "ZO-SGD", "zo-adam": "ZO-Adam", "radazo": "R-AdaZO", "fzoo": "FZOO"}
-
 // One colour per optimizer; grouped variants get their own colour (and a
 // dashed line) so that both can share a figure.
 var colors = map[string]string{"meazo": "#1f77b4", "zo-sgd": "#d62728", "zo-adam": "#2ca02c", "radazo": "#ff7f0e", "fzoo": "#9467bd"}
 var groupedColors = map[string]string{"meazo": "#17becf", "zo-sgd": "#e377c2", "zo-adam": "#bcbd22", "radazo": "#8c564b", "fzoo": "#7f7f7f"}
 
-func (m Method) String() string {
-	name, ok := displayNames[m.Optimizer]
-	if !ok {
-		name = m.Optimizer
-	}
-	if m.Grouped {
-		name += " (grouped)"
-	}
-	return name
-}
-
-func (m Method) Color() string {
+// methodColor is a method's colour in every figure.
+func methodColor(m Method) string {
 	table := colors
 	if m.Grouped {
 		table = groupedColors
@@ -251,43 +131,6 @@ func (m Method) Color() string {
 		return c
 	}
 	return "" // the plot palette
-}
-
-// sortMethods orders methods as the paper lists them, unknown names last.
-func sortMethods(ms []Method) {
-	rank := func(m Method) int {
-		for i, o := range methodOrder {
-			if o == m.Optimizer {
-				return i
-			}
-		}
-		return len(methodOrder)
-	}
-	sort.Slice(ms, func(i, j int) bool {
-		a, b := ms[i], ms[j]
-		if rank(a) != rank(b) {
-			return rank(a) < rank(b)
-		}
-		if a.Optimizer != b.Optimizer {
-			return a.Optimizer < b.Optimizer
-		}
-		return !a.Grouped && b.Grouped
-	})
-}
-
-// byMethod groups runs by method, in the paper's order.
-func byMethod(runs []Run) ([]Method, map[Method][]Run) {
-	groups := map[Method][]Run{}
-	var ms []Method
-	for _, r := range runs {
-		m := r.Method()
-		if _, ok := groups[m]; !ok {
-			ms = append(ms, m)
-		}
-		groups[m] = append(groups[m], r)
-	}
-	sortMethods(ms)
-	return ms, groups
 }
 
 // TrainPoint and ValPoint are the metrics.jsonl lines the plots use.
@@ -375,23 +218,4 @@ func loadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error
 	}
 	sort.Slice(vp, func(i, j int) bool { return vp[i].Step < vp[j].Step })
 	return tp, vp, nil
-}
-
-// lrString writes a learning rate the way configs and sweep directories do:
-// 1e-4, 2.5e-4, 0.5 rather than 0.0001 or 1e-04.
-func lrString(v float64) string {
-	if v >= 0.01 && v < 1000 {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	s := strconv.FormatFloat(v, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(s, "e")
-	sign := ""
-	if exp[0] == '-' {
-		sign = "-"
-	}
-	exp = strings.TrimLeft(exp[1:], "0")
-	if exp == "" {
-		exp = "0"
-	}
-	return mant + "e" + sign + exp
 }

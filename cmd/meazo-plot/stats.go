@@ -5,33 +5,6 @@ import (
 	"sort"
 )
 
-// meanStd returns the mean and the sample standard deviation (n−1 in the
-// denominator) of the finite values in xs, and how many there were. The
-// standard deviation is NaN below two values: one seed has no spread to show.
-func meanStd(xs []float64) (mean, std float64, n int) {
-	var sum float64
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			sum += x
-			n++
-		}
-	}
-	if n == 0 {
-		return math.NaN(), math.NaN(), 0
-	}
-	mean = sum / float64(n)
-	if n < 2 {
-		return mean, math.NaN(), n
-	}
-	var ss float64
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			ss += (x - mean) * (x - mean)
-		}
-	}
-	return mean, math.Sqrt(ss / float64(n-1)), n
-}
-
 // runningMean smooths ys with a trailing window: out[i] is the mean of the
 // finite values among ys[i-w+1..i] (fewer at the start), NaN when there are
 // none. w ≤ 1 returns a copy.

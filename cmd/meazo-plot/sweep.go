@@ -10,14 +10,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/plot"
+	"github.com/meazo-go/meazo/sweep"
 )
 
 // cmdSweepStatus prints what the sweep should do with a run directory:
@@ -55,67 +54,6 @@ func runStatus(dir string) (string, error) {
 		return "resume", nil
 	}
 	return "new", nil
-}
-
-// parseRates reads a list of learning rates separated by spaces or commas.
-func parseRates(flagName, list string) ([]float64, error) {
-	var rates []float64
-	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' }) {
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(v > 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("--%s: %q is not a positive learning rate", flagName, f)
-		}
-		rates = append(rates, v)
-	}
-	if len(rates) == 0 {
-		return nil, fmt.Errorf("--%s: no learning rates given", flagName)
-	}
-	sort.Float64s(rates)
-	return rates, nil
-}
-
-// sameRate compares learning rates written in different ways ("5e-5",
-// "0.00005", a trainer's round trip through JSON).
-func sameRate(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(a, b) }
-
-func indexRate(rates []float64, v float64) int {
-	for i, r := range rates {
-		if sameRate(r, v) {
-			return i
-		}
-	}
-	return -1
-}
-
-// fineGrid is the second stage of the paper's search: every m·10^k with an
-// integer mantissa m in 1..9 that lies strictly between η*'s neighbours in the
-// sorted coarse grid, leaving out the coarse rates themselves (already run).
-// At an end of the grid only the side that has a neighbour is searched. For the
-// default grid and η* = 1e-4 (neighbours 5e-5 and 5e-4): 6e-5 7e-5 8e-5 9e-5
-// 2e-4 3e-4 4e-4.
-func fineGrid(coarse []float64, eta float64) ([]string, error) {
-	i := indexRate(coarse, eta)
-	if i < 0 {
-		return nil, fmt.Errorf("η* %g is not in the coarse grid %v", eta, coarse)
-	}
-	lo, hi := eta, eta
-	if i > 0 {
-		lo = coarse[i-1]
-	}
-	if i < len(coarse)-1 {
-		hi = coarse[i+1]
-	}
-	var out []string
-	for k := int(math.Floor(math.Log10(lo))) - 1; k <= int(math.Ceil(math.Log10(hi))); k++ {
-		for m := 1; m <= 9; m++ {
-			s := fmt.Sprintf("%de%d", m, k)
-			v, _ := strconv.ParseFloat(s, 64)
-			if v > lo && v < hi && !sameRate(v, lo) && !sameRate(v, hi) && indexRate(coarse, v) < 0 {
-				out = append(out, s)
-			}
-		}
-	}
-	return out, nil
 }
 
 func cmdSweepFine(args []string, stdout, stderr io.Writer) error {
@@ -251,47 +189,7 @@ func selectSweep(dir string, rates []float64, seeds []int64, coarse []float64) (
 	if _, err := sameSetting(runs); err != nil {
 		return nil, err
 	}
-	stats := rateStats(runs)
-	star := etaStar(stats)
-	if star < 0 {
-		return nil, fmt.Errorf("%s: a seed diverged at every rate, so there is no η*; lower the rates", dir)
-	}
-	sw := &Sweep{
-		Optimizer: first.Optimizer, Grouped: first.Grouped, Model: first.Model, Task: first.Task, Adapter: first.Adapter,
-		Selection: "eta_star: the rate with the lowest mean over seeds of best_val_loss; a diverged seed counts as +inf (mean null); ties go to the smaller rate",
-		Seeds:     seeds, CoarseRates: coarse, EtaStar: stats[star].LR,
-	}
-	var coarseStats []RateStats
-	for _, st := range stats {
-		sr := SweepRate{LR: st.LR, DivergedSeeds: st.Diverged}
-		if coarse != nil {
-			if indexRate(coarse, st.LR) >= 0 {
-				sr.Stage = "coarse"
-				coarseStats = append(coarseStats, st)
-			} else {
-				sr.Stage = "fine"
-				sw.FineRates = append(sw.FineRates, st.LR)
-			}
-		}
-		if !math.IsInf(st.Score, 1) {
-			sr.MeanBestVal = ptr(st.Score)
-			if !math.IsNaN(st.StdBest) {
-				sr.StdBestVal = ptr(st.StdBest)
-			}
-		}
-		for _, r := range st.Runs {
-			rel, err := filepath.Rel(dir, r.Dir)
-			if err != nil {
-				rel = r.Dir
-			}
-			sr.Seeds = append(sr.Seeds, SweepSeed{Seed: r.Seed, Dir: rel, Diverged: r.Diverged, BestValLoss: r.BestValLoss, LastValLoss: r.LastValLoss})
-		}
-		sw.Rates = append(sw.Rates, sr)
-	}
-	if i := etaStar(coarseStats); i >= 0 {
-		sw.CoarseEta = ptr(coarseStats[i].LR)
-	}
-	return sw, nil
+	return sweep.Summarize(dir, runs, seeds, coarse)
 }
 
 func containsSeed(seeds []int64, s int64) bool {
@@ -302,5 +200,3 @@ func containsSeed(seeds []int64, s int64) bool {
 	}
 	return false
 }
-
-func ptr(v float64) *float64 { return &v }

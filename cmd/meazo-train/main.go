@@ -7,6 +7,13 @@
 //
 // With none of --config, --resume or --demo it prints its usage and exits 2.
 // Everything a run produces lands in its run directory (docs/RUNDIR.md).
+//
+// SIGINT, SIGTERM or SIGUSR1 end a run cleanly: the step in progress
+// finishes, a checkpoint is written, summary.json says "status":
+// "interrupted" with the signal, and meazo-train exits with status 3
+// (train.ExitInterrupted); --resume continues bit-identically. A second
+// SIGINT exits at once (status 130; the last checkpoint is kept).
+// Exit statuses: 0 done or diverged, 1 error, 2 bad command line, 3 interrupted.
 package main
 
 import (
@@ -44,6 +51,9 @@ const usageHead = `usage:
   meazo-train --resume RUN_DIR [--set key=value]...                          continue a run from its last checkpoint
   meazo-train --demo [--demo-dir demo-run] [--demo-steps N]                  the built-in demo (tiny random model, no downloads)
   meazo-train --config-doc                                                   print docs/CONFIG.md
+SIGINT, SIGTERM or SIGUSR1 finish the current step, write a checkpoint and record the stop in summary.json
+("status": "interrupted"), then exit 3. Exit status: 0 done (or diverged: a result), 1 error,
+2 bad command line, 3 interrupted (continue with --resume).
 
 `
 
@@ -151,6 +161,7 @@ func main() {
 		}
 		return
 	}
+	c.opts.Stop = stopOnSignals()
 	report(train.Run(c.opts))
 }
 
@@ -161,6 +172,10 @@ func report(s *train.Summary, err error) {
 	if s.Diverged {
 		fmt.Fprintf(os.Stderr, "run diverged: %s\n", s.Message)
 		return
+	}
+	if s.Interrupted() {
+		fmt.Fprintf(os.Stderr, "meazo-train: %s\n", s.Message)
+		os.Exit(train.ExitInterrupted)
 	}
 	fmt.Fprintf(os.Stderr, "done: %d steps, best validation loss %s at step %d; test %s\n\n", s.StepsDone, fmtPtr(s.BestValLoss), s.BestStep, train.FormatTest(s.Test))
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStudyReport writes a small study's runs (one missing) and checks the
+// tables, the CSV, the figures and the list of missing runs.
+func TestStudyReport(t *testing.T) {
+	dir := t.TempDir()
+	study := filepath.Join(dir, "study.yaml")
+	body := fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: squad_lora, config: c.yaml, optimizers: [meazo, zo-sgd]}\n", dir)
+	if err := os.WriteFile(study, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []string{"meazo", "zo-sgd"} {
+		for _, lr := range []string{"1e-3", "0.01"} {
+			for seed := int64(0); seed < 2; seed++ {
+				if opt == "meazo" && lr == "0.01" && seed == 1 {
+					continue // missing
+				}
+				var v float64
+				fmt.Sscan(lr, &v)
+				run := filepath.Join(dir, "out", "squad_lora_"+opt, fmt.Sprintf("lr=%s_seed=%d", lr, seed))
+				best := 1.0
+				if lr == "0.01" {
+					best = 0.9
+				}
+				fakeRun{opt: opt, lr: v, seed: seed, steps: 20, best: best + float64(seed)/100, last: best + 0.1}.write(t, run)
+				// add the test metrics meazo-train writes
+				p := filepath.Join(run, "summary.json")
+				b, _ := os.ReadFile(p)
+				var s map[string]any
+				json.Unmarshal(b, &s)
+				s["test"] = map[string]any{"best": map[string]float64{"f1": 70 + float64(seed)}}
+				s["status"] = "done"
+				b, _ = json.Marshal(s)
+				os.WriteFile(p, b, 0o644)
+			}
+		}
+	}
+	out := filepath.Join(dir, "report")
+	stdout, stderr, err := runCmd(t, "study", "--out", out, "--png=false", study)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
+	for _, want := range []string{"## Table 1: LoRA", "| squad_lora | F1 of the best adapter | 70.50 ± 0.71<br>η*=1e-3 | 70.50 ± 0.71<br>η*=0.01 |",
+		"## Missing (1)", "squad_lora_meazo/lr=0.01_seed=1 (new)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+	if !strings.Contains(stdout, "Table 1") {
+		t.Errorf("stdout: %s", stdout)
+	}
+	csv, _ := os.ReadFile(filepath.Join(out, "results.csv"))
+	if !strings.Contains(string(csv), `squad_lora,models/Llama-3.2-1B,squad,lora,false,meazo,1e-3,"F1 of the best adapter",70.5,0.7071067811865476,2,2,1`) {
+		t.Errorf("results.csv:\n%s", csv)
+	}
+	for _, f := range []string{"train_loss.svg", "val_loss.svg", "robustness_best.svg", "robustness_last.svg"} {
+		checkSVG(t, filepath.Join(out, "squad_lora", f))
+	}
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+var signalNames = map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGUSR1: "SIGUSR1"}
+
+// stopOnSignals catches SIGINT, SIGTERM and SIGUSR1 and returns the poll
+// function for train.Options.Stop: it answers the first signal's name once
+// one has arrived. A second SIGINT (an impatient Ctrl-C) exits at once.
+func stopOnSignals() func() string {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	first := make(chan string, 1)
+	go func() {
+		got := false
+		for sig := range ch {
+			name := signalNames[sig]
+			if !got {
+				got = true
+				fmt.Fprintf(os.Stderr, "\nmeazo-train: %s: stopping after the current step (checkpoint, then exit %d)\n", name, 3)
+				first <- name
+				continue
+			}
+			if sig == syscall.SIGINT {
+				fmt.Fprintf(os.Stderr, "meazo-train: second SIGINT: exiting now; the last checkpoint is kept\n")
+				os.Exit(130)
+			}
+		}
+	}()
+	var reason string
+	return func() string {
+		if reason == "" {
+			select {
+			case reason = <-first:
+			default:
+			}
+		}
+		return reason
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meazo-go/meazo/train"
+)
+
+// TestMain lets the test binary act as meazo-train (MEAZO_TRAIN_AS_MAIN=1),
+// so that the signal test runs a real process without building one.
+func TestMain(m *testing.M) {
+	if os.Getenv("MEAZO_TRAIN_AS_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestSignalInterruptsAndResumes sends each signal to a running meazo-train
+// and checks the exit status, summary.json and that --resume finishes the run.
+func TestSignalInterruptsAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT} {
+		name := map[syscall.Signal]string{syscall.SIGUSR1: "SIGUSR1", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(dir, name)
+			cmd := self(t, "--config", cfg, "--set", "eval.skip=true", "--set", "task.max_validation=8", "--set", "train.eval_every=1000",
+				"--set", "train.checkpoint_every=1000", "--out", out)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitForLines(t, filepath.Join(out, "metrics.jsonl"), 3)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != train.ExitInterrupted {
+				t.Fatalf("exit after %s: %v, want status %d", name, err, train.ExitInterrupted)
+			}
+			var s train.Summary
+			b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Status != "interrupted" || s.Signal != name || s.StepsDone < 1 || s.StepsDone >= 60 {
+				t.Fatalf("summary: status %q signal %q steps_done %d", s.Status, s.Signal, s.StepsDone)
+			}
+			if sig != syscall.SIGUSR1 {
+				return
+			}
+			cmd = self(t, "--resume", out, "--set", "x=1")
+			if err := cmd.Run(); err == nil {
+				t.Fatal("--resume with --set was accepted")
+			}
+			cmd = self(t, "--resume", out)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("resume: %v\n%s", err, b)
+			}
+		})
+	}
+}
+
+func self(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "MEAZO_TRAIN_AS_MAIN=1")
+	return cmd
+}
+
+// waitForLines waits until path has n lines (the run is training).
+func waitForLines(t *testing.T, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && strings.Count(string(b), "\n") >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: no %d lines after 2 minutes", path, n)
+}

@@ -1,0 +1,249 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+
+	"github.com/meazo-go/meazo/train"
+)
+
+// Mode says which runs an invocation starts.
+type Mode int
+
+const (
+	// ModeRun starts runs never started (status new).
+	ModeRun Mode = iota
+	// ModeResume also retries failed runs and continues interrupted or
+	// unfinished ones (from their checkpoints).
+	ModeResume
+)
+
+// startable says whether a run in this state is started in this mode.
+func (m Mode) startable(s RunState) bool {
+	switch s.Status {
+	case StatusNew:
+		return true
+	case StatusFailed, StatusUnfinished, StatusInterrupted, StatusQueued:
+		return m == ModeResume
+	}
+	return false
+}
+
+// Prepare writes what the study needs before any run: the demo's model and
+// data when the study names a demo directory that does not hold them yet.
+func (st *Study) Prepare(log io.Writer) error {
+	if st.Demo == "" || exists(filepath.Join(st.Demo, "demo.yaml")) {
+		return nil
+	}
+	abs, err := filepath.Abs(st.Demo)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "meazo-sweep: writing the built-in demo's model and data into %s\n", st.Demo)
+	_, err = train.WriteDemo(abs, 150)
+	return err
+}
+
+// FindTrainer locates meazo-train: executor.trainer, $MEAZO_TRAIN, next to
+// this executable, or on PATH. The result is absolute.
+func (st *Study) FindTrainer() (string, error) {
+	for _, c := range []string{st.Executor.Trainer, os.Getenv("MEAZO_TRAIN")} {
+		if c == "" {
+			continue
+		}
+		p, err := exec.LookPath(c)
+		if err != nil {
+			return "", fmt.Errorf("executor.trainer %s: %w", c, err)
+		}
+		return filepath.Abs(p)
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "meazo-train")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("meazo-train")
+	if err != nil {
+		return "", errors.New("meazo-train not found next to meazo-sweep nor on PATH: set executor.trainer or MEAZO_TRAIN")
+	}
+	return filepath.Abs(p)
+}
+
+// done is one finished local run.
+type done struct {
+	spec RunSpec
+	code int
+	slot int
+	err  error
+}
+
+// RunLocal runs the study on this machine, executor.parallel runs at a time,
+// each its own meazo-train process: stage 1 of every sweep, then each
+// sweep's stage 2 as soon as its stage 1 is settled, then sweep.json. A
+// failed run is reported and does not stop the others. Cancelling ctx (a
+// signal) forwards SIGTERM to the runs, which checkpoint and stop; nothing
+// new starts. It returns an error naming the failed runs, if any.
+func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
+	if err := st.Prepare(log); err != nil {
+		return err
+	}
+	trainer, err := st.FindTrainer()
+	if err != nil {
+		return err
+	}
+	sweeps := st.Sweeps()
+	attempted := map[string]bool{}
+	running := map[string]*exec.Cmd{}
+	free := make([]int, st.Executor.Parallel) // slots; a slot is a GPU when gpus is set
+	for i := range free {
+		free[i] = i
+	}
+	results := make(chan done)
+	var failed []string
+	interrupted := false
+	start := func(r RunSpec) error {
+		slot := free[0]
+		free = free[1:]
+		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+			return err
+		}
+		if err := clearMarks(r.Dir); err != nil {
+			return err
+		}
+		lf, err := os.OpenFile(filepath.Join(r.Dir, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		args := r.TrainArgs()
+		cmd := exec.Command(trainer, args...)
+		cmd.Stdout, cmd.Stderr = lf, lf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals come from meazo-sweep, once
+		if len(st.Executor.GPUs) > 0 {
+			cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+strconv.Itoa(st.Executor.GPUs[slot]))
+		}
+		fmt.Fprintf(log, "meazo-sweep: start %s (stage %d%s)\n", r.Dir, r.Stage, map[bool]string{true: ", resume", false: ""}[args[0] == "--resume"])
+		if err := cmd.Start(); err != nil {
+			lf.Close()
+			return fmt.Errorf("start %s: %w", trainer, err)
+		}
+		running[r.Dir] = cmd
+		attempted[r.Dir] = true
+		go func() {
+			err := cmd.Wait()
+			lf.Close()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code, err = ee.ExitCode(), nil
+				if code < 0 {
+					code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+				}
+			}
+			results <- done{r, code, slot, err}
+		}()
+		return nil
+	}
+	for {
+		if ctx.Err() == nil && !interrupted {
+			var ready []RunSpec
+			for _, sp := range sweeps {
+				ss, err := sp.State()
+				if err != nil {
+					return err
+				}
+				for _, r := range append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...) {
+					if running[r.Dir] == nil && !attempted[r.Dir] && mode.startable(ss.States[r.Dir]) {
+						ready = append(ready, r)
+					}
+				}
+			}
+			sort.SliceStable(ready, func(i, j int) bool { return ready[i].Stage < ready[j].Stage })
+			for len(free) > 0 && len(ready) > 0 {
+				if err := start(ready[0]); err != nil {
+					return err
+				}
+				ready = ready[1:]
+			}
+		}
+		if len(running) == 0 {
+			break
+		}
+		select {
+		case d := <-results:
+			delete(running, d.spec.Dir)
+			free = append(free, d.slot)
+			if d.err != nil {
+				return fmt.Errorf("%s: %w", d.spec.Dir, d.err)
+			}
+			if err := writeExit(d.spec.Dir, d.code); err != nil {
+				return err
+			}
+			switch {
+			case d.code == train.ExitInterrupted:
+				interrupted = true
+				fmt.Fprintf(log, "meazo-sweep: %s interrupted (checkpointed; meazo-sweep resume continues it)\n", d.spec.Dir)
+			case d.code != 0:
+				failed = append(failed, d.spec.Dir)
+				fmt.Fprintf(log, "meazo-sweep: %s FAILED (exit status %d; see %s)\n", d.spec.Dir, d.code, filepath.Join(d.spec.Dir, LogFile))
+			default:
+				s, _ := ReadState(d.spec.Dir)
+				fmt.Fprintf(log, "meazo-sweep: %s %s\n", d.spec.Dir, s.Status)
+			}
+		case <-ctx.Done():
+			if !interrupted {
+				interrupted = true
+				fmt.Fprintf(log, "meazo-sweep: stopping: the %d running runs checkpoint and stop; nothing new starts\n", len(running))
+				for _, c := range running {
+					c.Process.Signal(syscall.SIGTERM)
+				}
+			}
+			ctx = context.Background() // wait for the runs to end
+		}
+	}
+	if err := st.finishSweeps(log); err != nil {
+		return err
+	}
+	if interrupted {
+		return ErrInterrupted
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d runs failed (meazo-sweep resume retries them): %v", len(failed), failed)
+	}
+	return nil
+}
+
+// ErrInterrupted says the study stopped on a signal; resume continues it.
+var ErrInterrupted = errors.New("interrupted: meazo-sweep resume continues the study")
+
+// finishSweeps writes sweep.json for every complete sweep and reports η*.
+func (st *Study) finishSweeps(log io.Writer) error {
+	for _, sp := range st.Sweeps() {
+		ss, err := sp.State()
+		if err != nil {
+			return err
+		}
+		if ss.Note != "" {
+			fmt.Fprintf(log, "meazo-sweep: %s: %s\n", sp.Name, ss.Note)
+		}
+		if !ss.Complete() || ss.Note != "" {
+			continue
+		}
+		sw, err := sp.WriteSweepJSON(ss)
+		if err != nil {
+			fmt.Fprintf(log, "meazo-sweep: %s: %v\n", sp.Name, err)
+			continue
+		}
+		fmt.Fprintf(log, "meazo-sweep: %s: η* = %s (coarse η* %s), written to %s\n", sp.Name, LRString(sw.EtaStar),
+			LRString(ss.CoarseEta), filepath.Join(sp.Dir, "sweep.json"))
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package sweep
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// Files meazo-sweep keeps in a run directory beside meazo-train's.
+const (
+	ExitFile = "meazo-sweep.exit" // meazo-train's exit status, written when it ends
+	JobFile  = "meazo-sweep.job"  // the Slurm job (array task) the run was submitted as
+	LogFile  = "meazo-sweep.log"  // local executor: meazo-train's output
+)
+
+// Status of a run directory, read from the directory only.
+const (
+	StatusNew         = "new"         // never started
+	StatusQueued      = "queued"      // submitted to Slurm, not ended
+	StatusDone        = "done"        // finished (summary.json)
+	StatusDiverged    = "diverged"    // a result: +∞ in the selection
+	StatusInterrupted = "interrupted" // stopped by a signal after a checkpoint: resumes
+	StatusFailed      = "failed"      // meazo-train exited with an error
+	StatusUnfinished  = "unfinished"  // a checkpoint, but it ended without a word (killed)
+)
+
+// RunState is a run directory's status and, for a result, its summary.
+type RunState struct {
+	Status string
+	Run    Run
+	Detail string // why it failed, which job, …
+}
+
+// Settled says whether the run will not change without a resume: the
+// selection can go on (a failed or unfinished run makes its rate ineligible).
+func (s RunState) Settled() bool {
+	switch s.Status {
+	case StatusDone, StatusDiverged, StatusFailed, StatusUnfinished:
+		return true
+	}
+	return false
+}
+
+// ReadState reads a run directory's status.
+func ReadState(dir string) (RunState, error) {
+	if exists(filepath.Join(dir, "summary.json")) {
+		r, err := LoadSummary(dir)
+		if err != nil {
+			return RunState{}, err
+		}
+		switch {
+		case r.Diverged:
+			return RunState{Status: StatusDiverged, Run: r}, nil
+		case r.Finished():
+			return RunState{Status: StatusDone, Run: r}, nil
+		case r.Status == "interrupted":
+			return RunState{Status: StatusInterrupted, Run: r, Detail: r.Message}, nil
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ExitFile)); err == nil {
+		code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return RunState{}, fmt.Errorf("%s: not an exit status: %q", filepath.Join(dir, ExitFile), b)
+		}
+		if code == 3 {
+			return RunState{Status: StatusInterrupted, Detail: "exit status 3"}, nil
+		}
+		if code == 0 {
+			return RunState{Status: StatusFailed, Detail: "meazo-train exited 0 but summary.json does not say the run finished"}, nil
+		}
+		return RunState{Status: StatusFailed, Detail: fmt.Sprintf("meazo-train exit status %d", code)}, nil
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, JobFile)); err == nil {
+		return RunState{Status: StatusQueued, Detail: "Slurm job " + strings.TrimSpace(string(b))}, nil
+	}
+	if hasCheckpoint(dir) {
+		return RunState{Status: StatusUnfinished}, nil
+	}
+	return RunState{Status: StatusNew}, nil
+}
+
+func hasCheckpoint(dir string) bool {
+	return exists(filepath.Join(dir, "checkpoint", "state.json")) || exists(filepath.Join(dir, "checkpoint.old", "state.json"))
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// Config is the sweep's meazo-train config: the experiment's, with
+// {optimizer} replaced by the sweep's optimizer.
+func (sp *SweepPlan) Config() string {
+	return strings.ReplaceAll(sp.Exp.Config, "{optimizer}", sp.Optimizer)
+}
+
+// SweepPlan is one experiment × optimizer.
+type SweepPlan struct {
+	Name      string // <experiment>_<optimizer>
+	Dir       string
+	Exp       *Experiment
+	Optimizer string
+	study     *Study
+}
+
+// RunSpec is one run of a sweep.
+type RunSpec struct {
+	Sweep *SweepPlan
+	LR    string // as written in the grid and the directory name
+	Seed  int64
+	Stage int // 1 coarse, 2 fine
+	Dir   string
+}
+
+// Sweeps lists the study's sweeps in file order.
+func (st *Study) Sweeps() []*SweepPlan {
+	var out []*SweepPlan
+	for i := range st.Experiments {
+		e := &st.Experiments[i]
+		for _, o := range e.Optimizers {
+			name := e.Name + "_" + o
+			out = append(out, &SweepPlan{Name: name, Dir: filepath.Join(st.Out, name), Exp: e, Optimizer: o, study: st})
+		}
+	}
+	return out
+}
+
+func (sp *SweepPlan) runs(rates []string, stage int) []RunSpec {
+	var out []RunSpec
+	for _, lr := range rates {
+		for _, s := range sp.Exp.Seeds {
+			out = append(out, RunSpec{Sweep: sp, LR: lr, Seed: s, Stage: stage,
+				Dir: filepath.Join(sp.Dir, fmt.Sprintf("lr=%s_seed=%d", lr, s))})
+		}
+	}
+	return out
+}
+
+// Stage1 is the coarse grid × seeds.
+func (sp *SweepPlan) Stage1() []RunSpec {
+	var rates []string
+	for _, r := range sp.Exp.Coarse {
+		rates = append(rates, LRString(r))
+	}
+	return sp.runs(rates, 1)
+}
+
+// StageState is what the run directories say about a sweep.
+type StageState struct {
+	Stage1, Stage2 []RunSpec
+	States         map[string]RunState // by run directory
+	CoarseEta      float64             // 0 until stage 1 is settled
+	Stage2Known    bool                // stage 1 settled: Stage2 is the fine grid (maybe empty)
+	Note           string              // why there is no stage 2
+}
+
+// State reads the sweep's runs and, once stage 1 is settled, the fine grid.
+func (sp *SweepPlan) State() (*StageState, error) {
+	ss := &StageState{Stage1: sp.Stage1(), States: map[string]RunState{}}
+	read := func(runs []RunSpec) (bool, error) {
+		settled := true
+		for _, r := range runs {
+			s, err := ReadState(r.Dir)
+			if err != nil {
+				return false, err
+			}
+			ss.States[r.Dir] = s
+			settled = settled && s.Settled()
+		}
+		return settled, nil
+	}
+	settled, err := read(ss.Stage1)
+	if err != nil || !settled {
+		return ss, err
+	}
+	ss.Stage2Known = true
+	sw, err := Summarize(sp.Dir, sp.Results(ss.Stage1, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
+	if err != nil {
+		ss.Note = "no stage 2: " + err.Error()
+		return ss, nil
+	}
+	ss.CoarseEta = sw.EtaStar
+	if !*sp.Exp.Fine {
+		return ss, nil
+	}
+	fine, err := FineGrid(sp.Exp.Coarse, sw.EtaStar)
+	if err != nil {
+		return ss, err
+	}
+	ss.Stage2 = sp.runs(fine, 2)
+	_, err = read(ss.Stage2)
+	return ss, err
+}
+
+// Results turns settled runs into what the selection reads: a failed or
+// unfinished run is a Run marked Failed at its rate and seed.
+func (sp *SweepPlan) Results(runs []RunSpec, states map[string]RunState) []Run {
+	var out []Run
+	for _, r := range runs {
+		s := states[r.Dir]
+		if s.Status == StatusDone || s.Status == StatusDiverged {
+			out = append(out, s.Run)
+			continue
+		}
+		lr, _ := strconv.ParseFloat(r.LR, 64)
+		out = append(out, Run{Dir: r.Dir, Failed: true, Summary: Summary{Optimizer: sp.Optimizer, LR: lr, Seed: r.Seed,
+			Message: s.Status + " " + s.Detail}})
+	}
+	return out
+}
+
+// Complete says whether every run of both stages is settled.
+func (ss *StageState) Complete() bool {
+	if !ss.Stage2Known {
+		return false
+	}
+	for _, r := range ss.Stage2 {
+		if !ss.States[r.Dir].Settled() {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteSweepJSON selects η* over both stages and writes DIR/sweep.json.
+func (sp *SweepPlan) WriteSweepJSON(ss *StageState) (*Sweep, error) {
+	all := append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...)
+	sw, err := Summarize(sp.Dir, sp.Results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(sw, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return sw, atomicfile.WriteFile(filepath.Join(sp.Dir, "sweep.json"), append(b, '\n'))
+}
+
+// TrainArgs are meazo-train's arguments for a run: --resume when its
+// directory holds a checkpoint, else a fresh start with the study's, the
+// experiment's and the sweep's settings (the sweep's last, so they win).
+func (r RunSpec) TrainArgs() []string {
+	if hasCheckpoint(r.Dir) {
+		return []string{"--resume", r.Dir}
+	}
+	return r.FreshArgs()
+}
+
+// FreshArgs starts the run from scratch.
+func (r RunSpec) FreshArgs() []string {
+	args := []string{"--config", r.Sweep.Config()}
+	for _, s := range append(append([]string{}, r.Sweep.study.Set...), r.Sweep.Exp.Set...) {
+		args = append(args, "--set", s)
+	}
+	return append(args, "--set", "optimizer.name="+r.Sweep.Optimizer, "--set", "optimizer.lr="+r.LR,
+		"--set", "train.seed="+strconv.FormatInt(r.Seed, 10), "--out", r.Dir)
+}
+
+// writeExit records meazo-train's exit status in the run directory.
+func writeExit(dir string, code int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, ExitFile), []byte(strconv.Itoa(code)+"\n"))
+}
+
+// clearMarks removes meazo-sweep's own marks before a (re)start.
+func clearMarks(dir string) error {
+	for _, f := range []string{ExitFile, JobFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

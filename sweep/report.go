@@ -1,0 +1,124 @@
+package sweep
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Status prints every sweep's runs and their state, from the run
+// directories only.
+func (st *Study) Status(w io.Writer, verbose bool) error {
+	total := map[string]int{}
+	for _, sp := range st.Sweeps() {
+		ss, err := sp.State()
+		if err != nil {
+			return err
+		}
+		counts := map[string]int{}
+		all := append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...)
+		for _, r := range all {
+			counts[ss.States[r.Dir].Status]++
+			total[ss.States[r.Dir].Status]++
+		}
+		stage := "stage 1 (coarse)"
+		switch {
+		case ss.Complete() && ss.Note == "":
+			stage = "complete"
+			if sw, err := Summarize(sp.Dir, sp.Results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse); err == nil {
+				stage += ", η* = " + LRString(sw.EtaStar)
+			}
+		case ss.Stage2Known && ss.Note == "":
+			stage = fmt.Sprintf("stage 2 (fine, around coarse η* = %s)", LRString(ss.CoarseEta))
+		case ss.Note != "":
+			stage = ss.Note
+		}
+		fmt.Fprintf(w, "%s: %d runs: %s; %s\n", sp.Name, len(all), countString(counts), stage)
+		for _, r := range all {
+			s := ss.States[r.Dir]
+			if verbose || (s.Status != StatusDone && s.Status != StatusNew) {
+				line := fmt.Sprintf("  %-11s %s", s.Status, r.Dir)
+				if s.Detail != "" {
+					line += "  (" + s.Detail + ")"
+				}
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
+	fmt.Fprintf(w, "total: %s\n", countString(total))
+	return nil
+}
+
+func countString(c map[string]int) string {
+	var keys []string
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Plan prints every run the study makes (stage 2 as far as it is known) and
+// the meazo-train command of each.
+func (st *Study) Plan(w io.Writer, trainer string) error {
+	n := 0
+	for _, sp := range st.Sweeps() {
+		ss, err := sp.State()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "# sweep %s: %s, optimizer %s\n", sp.Name, sp.Config(), sp.Optimizer)
+		for _, r := range ss.Stage1 {
+			fmt.Fprintf(w, "stage1 %-10s %s %s\n", ss.States[r.Dir].Status, trainer, shellJoin(r.TrainArgs()))
+			n++
+		}
+		switch {
+		case ss.Stage2Known && ss.Note != "":
+			fmt.Fprintf(w, "# %s\n", ss.Note)
+		case ss.Stage2Known:
+			for _, r := range ss.Stage2 {
+				fmt.Fprintf(w, "stage2 %-10s %s %s\n", ss.States[r.Dir].Status, trainer, shellJoin(r.TrainArgs()))
+				n++
+			}
+		case *sp.Exp.Fine:
+			fmt.Fprintf(w, "# stage 2: the fine grid around the coarse η*, known once stage 1 is settled (up to %d rates × %d seeds)\n",
+				maxFine(sp.Exp.Coarse), len(sp.Exp.Seeds))
+		}
+	}
+	fmt.Fprintf(w, "# %d runs known now\n", n)
+	return nil
+}
+
+// maxFine is the largest fine grid any coarse η* can give.
+func maxFine(coarse []float64) int {
+	m := 0
+	for _, c := range coarse {
+		f, _ := FineGrid(coarse, c)
+		m = max(m, len(f))
+	}
+	return m
+}
+
+// shellJoin quotes arguments for a POSIX shell.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

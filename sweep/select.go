@@ -1,0 +1,432 @@
+// Package sweep is the paper's two-stage learning-rate search over studies of
+// many experiments (docs/SWEEPS.md): reading run directories (docs/RUNDIR.md),
+// the selection rule (η*), the fine grid, the study file, and the executors
+// that run a study locally or on Slurm. cmd/meazo-sweep is its command line;
+// cmd/meazo-plot uses the selection rule for its figures.
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Summary is a run's summary.json (docs/RUNDIR.md). Only the fields the
+// selection and the plots need are read; the file may hold more.
+type Summary struct {
+	Model     string  `json:"model"`
+	Task      string  `json:"task"`
+	Adapter   string  `json:"adapter"`
+	Grouped   bool    `json:"grouped"`
+	Optimizer string  `json:"optimizer"`
+	LR        float64 `json:"lr"`
+	Seed      int64   `json:"seed"`
+	Steps     int     `json:"steps"`
+	StepsDone int     `json:"steps_done"`
+	Diverged  bool    `json:"diverged"`
+	Message   string  `json:"message"`
+	Status    string  `json:"status"` // done, diverged, interrupted (empty in older runs)
+	Signal    string  `json:"signal"`
+	// Losses are null when no validation happened (or for a run that failed
+	// before its first one); they load as NaN.
+	BestValLoss         *float64                      `json:"best_val_loss"`
+	LastValLoss         *float64                      `json:"last_val_loss"`
+	Test                map[string]map[string]float64 `json:"test"`
+	TrainableParams     int64                         `json:"trainable_params"`
+	OptimizerStateBytes int64                         `json:"optimizer_state_bytes"`
+	PeakRSSBytes        int64                         `json:"peak_rss_bytes"`
+	SecondsPerStep      float64                       `json:"seconds_per_step"`
+}
+
+// Finished says whether the run ended as planned: all steps done, or stopped
+// by divergence (which is a result, not a failure).
+func (s *Summary) Finished() bool {
+	return s.Diverged || (s.Status != "interrupted" && s.Steps > 0 && s.StepsDone >= s.Steps)
+}
+
+// OrNaN reads an optional number, NaN when absent.
+func OrNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+// Run is one run directory with its summary. Failed marks a run that ended
+// with an error (no result): the selection treats its rate like a diverged
+// one (+∞) without counting it as diverged.
+type Run struct {
+	Dir string
+	Summary
+	Failed bool
+}
+
+// Name is the run's directory name, for titles and messages.
+func (r *Run) Name() string { return filepath.Base(filepath.Clean(r.Dir)) }
+
+// LoadSummary reads dir/summary.json and checks the fields every reader needs.
+func LoadSummary(dir string) (Run, error) {
+	path := filepath.Join(dir, "summary.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Run{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Run{}, fmt.Errorf("parse %s: %w", path, err)
+	}
+	switch {
+	case s.Optimizer == "":
+		return Run{}, fmt.Errorf("%s: field \"optimizer\" missing or empty", path)
+	case !(s.LR > 0) || math.IsInf(s.LR, 0):
+		return Run{}, fmt.Errorf("%s: field \"lr\" is %v, want a positive learning rate", path, s.LR)
+	}
+	return Run{Dir: dir, Summary: s}, nil
+}
+
+// Method identifies what a figure or table compares: an optimizer, grouped or not.
+type Method struct {
+	Optimizer string
+	Grouped   bool
+}
+
+func (r *Run) Method() Method { return Method{r.Optimizer, r.Grouped} }
+
+// MethodOrder is the paper's order of optimizers.
+var MethodOrder = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
+
+var displayNames = map[string]string{"meazo": "MEAZO", "zo-sgd": "ZO-SGD", "zo-adam": "ZO-Adam", "radazo": "R-AdaZO", "fzoo": "FZOO"}
+
+func (m Method) String() string {
+	name, ok := displayNames[m.Optimizer]
+	if !ok {
+		name = m.Optimizer
+	}
+	if m.Grouped {
+		name += " (grouped)"
+	}
+	return name
+}
+
+// SortMethods orders methods as the paper lists them, unknown names last.
+func SortMethods(ms []Method) {
+	rank := func(m Method) int {
+		for i, o := range MethodOrder {
+			if o == m.Optimizer {
+				return i
+			}
+		}
+		return len(MethodOrder)
+	}
+	sort.Slice(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
+		if rank(a) != rank(b) {
+			return rank(a) < rank(b)
+		}
+		if a.Optimizer != b.Optimizer {
+			return a.Optimizer < b.Optimizer
+		}
+		return !a.Grouped && b.Grouped
+	})
+}
+
+// ByMethod groups runs by method, in the paper's order.
+func ByMethod(runs []Run) ([]Method, map[Method][]Run) {
+	groups := map[Method][]Run{}
+	var ms []Method
+	for _, r := range runs {
+		m := r.Method()
+		if _, ok := groups[m]; !ok {
+			ms = append(ms, m)
+		}
+		groups[m] = append(groups[m], r)
+	}
+	SortMethods(ms)
+	return ms, groups
+}
+
+// MeanStd returns the mean and the sample standard deviation (n−1 in the
+// denominator) of the finite values in xs, and how many there were. The
+// standard deviation is NaN below two values: one seed has no spread to show.
+func MeanStd(xs []float64) (mean, std float64, n int) {
+	var sum float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			sum += x
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN(), math.NaN(), 0
+	}
+	mean = sum / float64(n)
+	if n < 2 {
+		return mean, math.NaN(), n
+	}
+	var ss float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			ss += (x - mean) * (x - mean)
+		}
+	}
+	return mean, math.Sqrt(ss / float64(n-1)), n
+}
+
+// RateStats is one learning rate of one method with the runs at it (one per
+// seed), as the paper's learning-rate selection sees it.
+type RateStats struct {
+	LR   float64
+	Runs []Run
+	// Score is the selection criterion: the mean over seeds of the best
+	// validation loss, +Inf when any seed diverged, failed or has no
+	// validation loss.
+	Score float64
+	// MeanBest/StdBest and MeanLast/StdLast are over the seeds that neither
+	// diverged nor failed (what the robustness figure draws); Diverged and
+	// Failed count the others.
+	MeanBest, StdBest, MeanLast, StdLast float64
+	Diverged, Failed                     int
+}
+
+// RateStatsOf groups one method's runs by learning rate, in increasing order.
+func RateStatsOf(runs []Run) []RateStats {
+	byLR := map[float64][]Run{}
+	for _, r := range runs {
+		byLR[r.LR] = append(byLR[r.LR], r)
+	}
+	var out []RateStats
+	for lr, rs := range byLR {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Seed < rs[j].Seed })
+		st := RateStats{LR: lr, Runs: rs}
+		var best, last []float64
+		var sum float64
+		for _, r := range rs {
+			b := OrNaN(r.BestValLoss)
+			if r.Diverged || r.Failed || math.IsNaN(b) {
+				sum = math.Inf(1)
+			} else {
+				sum += b
+			}
+			if r.Failed {
+				st.Failed++
+				continue
+			}
+			if r.Diverged {
+				st.Diverged++
+				continue
+			}
+			best = append(best, b)
+			last = append(last, OrNaN(r.LastValLoss))
+		}
+		st.Score = sum / float64(len(rs))
+		st.MeanBest, st.StdBest, _ = MeanStd(best)
+		st.MeanLast, st.StdLast, _ = MeanStd(last)
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LR < out[j].LR })
+	return out
+}
+
+// EtaStar returns the index of the rate with the lowest score (the paper's
+// η*: lowest mean best validation loss over seeds, diverged or failed
+// counting as +∞), the smaller rate on a tie, or -1 when every rate has a
+// diverged or failed seed.
+func EtaStar(rates []RateStats) int {
+	best := -1
+	for i, r := range rates {
+		if math.IsInf(r.Score, 1) || math.IsNaN(r.Score) {
+			continue
+		}
+		if best < 0 || r.Score < rates[best].Score {
+			best = i
+		}
+	}
+	return best
+}
+
+// ParseRates reads a list of learning rates separated by spaces or commas;
+// what names the list in messages (a flag or a key).
+func ParseRates(what, list string) ([]float64, error) {
+	var rates []float64
+	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' }) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s: %q is not a positive learning rate", what, f)
+		}
+		rates = append(rates, v)
+	}
+	if len(rates) == 0 {
+		return nil, fmt.Errorf("%s: no learning rates given", what)
+	}
+	sort.Float64s(rates)
+	return rates, nil
+}
+
+// SameRate compares learning rates written in different ways ("5e-5",
+// "0.00005", a trainer's round trip through JSON).
+func SameRate(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(a, b) }
+
+// IndexRate is the index of v in rates (SameRate), or -1.
+func IndexRate(rates []float64, v float64) int {
+	for i, r := range rates {
+		if SameRate(r, v) {
+			return i
+		}
+	}
+	return -1
+}
+
+// FineGrid is the second stage of the paper's search: every m·10^k with an
+// integer mantissa m in 1..9 that lies strictly between η*'s neighbours in the
+// sorted coarse grid, leaving out the coarse rates themselves (already run).
+// At an end of the grid only the side that has a neighbour is searched. For the
+// default grid and η* = 1e-4 (neighbours 5e-5 and 5e-4): 6e-5 7e-5 8e-5 9e-5
+// 2e-4 3e-4 4e-4.
+func FineGrid(coarse []float64, eta float64) ([]string, error) {
+	i := IndexRate(coarse, eta)
+	if i < 0 {
+		return nil, fmt.Errorf("η* %g is not in the coarse grid %v", eta, coarse)
+	}
+	lo, hi := eta, eta
+	if i > 0 {
+		lo = coarse[i-1]
+	}
+	if i < len(coarse)-1 {
+		hi = coarse[i+1]
+	}
+	var out []string
+	for k := int(math.Floor(math.Log10(lo))) - 1; k <= int(math.Ceil(math.Log10(hi))); k++ {
+		for m := 1; m <= 9; m++ {
+			s := fmt.Sprintf("%de%d", m, k)
+			v, _ := strconv.ParseFloat(s, 64)
+			if v > lo && v < hi && !SameRate(v, lo) && !SameRate(v, hi) && IndexRate(coarse, v) < 0 {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// LRString writes a learning rate the way configs and sweep directories do:
+// 1e-4, 2.5e-4, 0.5 rather than 0.0001 or 1e-04.
+func LRString(v float64) string {
+	if v >= 0.01 && v < 1000 {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	s := strconv.FormatFloat(v, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	sign := ""
+	if exp[0] == '-' {
+		sign = "-"
+	}
+	exp = strings.TrimLeft(exp[1:], "0")
+	if exp == "" {
+		exp = "0"
+	}
+	return mant + "e" + sign + exp
+}
+
+// Sweep is sweep.json: one optimizer's search on one experiment.
+type Sweep struct {
+	Optimizer   string      `json:"optimizer"`
+	Grouped     bool        `json:"grouped"`
+	Model       string      `json:"model"`
+	Task        string      `json:"task"`
+	Adapter     string      `json:"adapter"`
+	Selection   string      `json:"selection"`
+	Seeds       []int64     `json:"seeds"`
+	CoarseRates []float64   `json:"coarse_rates,omitempty"`
+	CoarseEta   *float64    `json:"coarse_eta_star,omitempty"`
+	FineRates   []float64   `json:"fine_rates,omitempty"`
+	EtaStar     float64     `json:"eta_star"`
+	Rates       []SweepRate `json:"rates"`
+}
+
+// SweepRate is one learning rate of a sweep with its seeds' results.
+type SweepRate struct {
+	LR            float64     `json:"lr"`
+	Stage         string      `json:"stage,omitempty"`    // "coarse" or "fine"
+	MeanBestVal   *float64    `json:"mean_best_val_loss"` // null: a seed diverged or failed (+inf)
+	StdBestVal    *float64    `json:"std_best_val_loss"`
+	DivergedSeeds int         `json:"diverged_seeds"`
+	FailedSeeds   int         `json:"failed_seeds,omitempty"`
+	Seeds         []SweepSeed `json:"seeds"`
+}
+
+// SweepSeed is one run of a sweep.
+type SweepSeed struct {
+	Seed        int64    `json:"seed"`
+	Dir         string   `json:"dir"` // relative to the sweep directory
+	Diverged    bool     `json:"diverged"`
+	Failed      bool     `json:"failed,omitempty"`
+	BestValLoss *float64 `json:"best_val_loss"`
+	LastValLoss *float64 `json:"last_val_loss"`
+}
+
+// Selection is the rule, as sweep.json states it.
+const Selection = "eta_star: the rate with the lowest mean over seeds of best_val_loss; a diverged or failed seed counts as +inf (mean null); ties go to the smaller rate"
+
+// Summarize picks η* among runs (one method, every rate × seed) and describes
+// the sweep as sweep.json does; dir is what the runs' "dir" is relative to,
+// coarse (optional) labels each rate's stage. It fails when no rate is
+// eligible.
+func Summarize(dir string, runs []Run, seeds []int64, coarse []float64) (*Sweep, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%s: no runs", dir)
+	}
+	first := runs[0]
+	for _, r := range runs {
+		if !r.Failed {
+			first = r
+			break
+		}
+	}
+	stats := RateStatsOf(runs)
+	star := EtaStar(stats)
+	if star < 0 {
+		return nil, fmt.Errorf("%s: a seed diverged or failed at every rate, so there is no η*; lower the rates or fix the failures", dir)
+	}
+	sw := &Sweep{
+		Optimizer: first.Optimizer, Grouped: first.Grouped, Model: first.Model, Task: first.Task, Adapter: first.Adapter,
+		Selection: Selection, Seeds: seeds, CoarseRates: coarse, EtaStar: stats[star].LR,
+	}
+	var coarseStats []RateStats
+	for _, st := range stats {
+		sr := SweepRate{LR: st.LR, DivergedSeeds: st.Diverged, FailedSeeds: st.Failed}
+		if coarse != nil {
+			if IndexRate(coarse, st.LR) >= 0 {
+				sr.Stage = "coarse"
+				coarseStats = append(coarseStats, st)
+			} else {
+				sr.Stage = "fine"
+				sw.FineRates = append(sw.FineRates, st.LR)
+			}
+		}
+		if !math.IsInf(st.Score, 1) {
+			sr.MeanBestVal = ptr(st.Score)
+			if !math.IsNaN(st.StdBest) {
+				sr.StdBestVal = ptr(st.StdBest)
+			}
+		}
+		for _, r := range st.Runs {
+			rel, err := filepath.Rel(dir, r.Dir)
+			if err != nil {
+				rel = r.Dir
+			}
+			sr.Seeds = append(sr.Seeds, SweepSeed{Seed: r.Seed, Dir: rel, Diverged: r.Diverged, Failed: r.Failed,
+				BestValLoss: r.BestValLoss, LastValLoss: r.LastValLoss})
+		}
+		sw.Rates = append(sw.Rates, sr)
+	}
+	if i := EtaStar(coarseStats); i >= 0 {
+		sw.CoarseEta = ptr(coarseStats[i].LR)
+	}
+	return sw, nil
+}
+
+func ptr(v float64) *float64 { return &v }

@@ -1,0 +1,432 @@
+package sweep
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// A Slurm submission: one job array per stage (split above MaxArraySize),
+// then a selection job that depends on them with afterany (a failed run does
+// not block it) and runs "meazo-sweep run --slurm-select STUDY", which
+// submits the next stage the same way, or writes sweep.json when the study is
+// complete.
+
+type slurmArray struct {
+	stage          int
+	runs           []RunSpec
+	offset         int
+	script, tasks  string // file contents
+	scriptPath     string
+	tasksPath      string
+	jobID          string
+	partIndex, all int
+}
+
+type slurmSubmission struct {
+	arrays       []*slurmArray
+	selectScript string
+	selectPath   string
+}
+
+// slurmCandidates lists the runs to submit now, stage 1 first.
+func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]RunSpec, error) {
+	var out []RunSpec
+	for _, sp := range st.Sweeps() {
+		ss, err := sp.State()
+		if err != nil {
+			return nil, err
+		}
+		if selectJob {
+			// Every job this selection waited for has ended: a run still
+			// marked queued whose job is gone was killed without a word.
+			stale := false
+			for dir, s := range ss.States {
+				if s.Status == StatusQueued && !slurmJobAlive(strings.TrimPrefix(s.Detail, "Slurm job ")) {
+					fmt.Fprintf(log, "meazo-sweep: %s: %s ended without an exit status: counted as failed\n", dir, s.Detail)
+					if err := writeExit(dir, 137); err != nil {
+						return nil, err
+					}
+					stale = true
+				}
+			}
+			if stale {
+				if ss, err = sp.State(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, r := range append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...) {
+			s := ss.States[r.Dir]
+			if !mode.startable(s) {
+				continue
+			}
+			if s.Status == StatusQueued && slurmJobAlive(strings.TrimPrefix(s.Detail, "Slurm job ")) {
+				continue
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// slurmJobAlive says whether squeue still shows the job (pending or running).
+func slurmJobAlive(id string) bool {
+	if id == "" {
+		return false
+	}
+	out, err := exec.Command("squeue", "-h", "-j", id, "-o", "%i").Output()
+	return err == nil && len(bytes.TrimSpace(out)) > 0
+}
+
+var maxArrayRe = regexp.MustCompile(`(?m)^MaxArraySize\s*=\s*(\d+)`)
+
+// maxArraySize is executor.slurm.max_array_size, else the cluster's.
+func (st *Study) maxArraySize() int {
+	if n := st.Executor.Slurm.MaxArraySize; n > 0 {
+		return n
+	}
+	out, err := exec.Command("scontrol", "show", "config").Output()
+	if err == nil {
+		if m := maxArrayRe.FindSubmatch(out); m != nil {
+			if n, err := strconv.Atoi(string(m[1])); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 1001 // Slurm's default
+}
+
+// buildSlurm makes the scripts for the given runs.
+func (st *Study) buildSlurm(studyPath string, runs []RunSpec, maxArray int, dry bool) (*slurmSubmission, error) {
+	trainer, err := st.FindTrainer()
+	if err != nil && dry {
+		trainer, err = "meazo-train", nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	out, err := filepath.Abs(st.Out)
+	if err != nil {
+		return nil, err
+	}
+	studyAbs, err := filepath.Abs(studyPath)
+	if err != nil {
+		return nil, err
+	}
+	stamp := time.Now().Format("20060102-150405")
+	sub := &slurmSubmission{}
+	for stage := 1; stage <= 2; stage++ {
+		var rs []RunSpec
+		for _, r := range runs {
+			if r.Stage == stage {
+				rs = append(rs, r)
+			}
+		}
+		parts := (len(rs) + maxArray - 1) / maxArray
+		for p := 0; p < parts; p++ {
+			chunk := rs[p*maxArray : min(len(rs), (p+1)*maxArray)]
+			a := &slurmArray{stage: stage, runs: chunk, partIndex: p, all: parts}
+			name := fmt.Sprintf("%s-stage%d", stamp, stage)
+			if parts > 1 {
+				name += fmt.Sprintf("-part%d", p+1)
+			}
+			a.scriptPath = filepath.Join(out, "slurm", name+".sbatch")
+			a.tasksPath = filepath.Join(out, "slurm", name+".tasks")
+			var tasks strings.Builder
+			for _, r := range chunk {
+				dir, err := filepath.Abs(r.Dir)
+				if err != nil {
+					return nil, err
+				}
+				fields := append([]string{dir}, r.FreshArgs()...)
+				for _, f := range fields {
+					if strings.ContainsAny(f, "\t\n") {
+						return nil, fmt.Errorf("%s: argument %q holds a tab or newline", r.Dir, f)
+					}
+				}
+				tasks.WriteString(strings.Join(fields, "\t") + "\n")
+			}
+			a.tasks = tasks.String()
+			a.script = st.taskScript(name, stage, len(chunk), a.tasksPath, filepath.Join(out, "logs"), cwd, trainer)
+			sub.arrays = append(sub.arrays, a)
+		}
+	}
+	sub.selectPath = filepath.Join(out, "slurm", stamp+"-select.sbatch")
+	sub.selectScript = st.selectScript(stamp, filepath.Join(out, "logs"), cwd, self, studyAbs)
+	return sub, nil
+}
+
+func (st *Study) commonSbatch(b *strings.Builder) {
+	s := st.Executor.Slurm
+	for _, kv := range [][2]string{{"partition", s.Partition}, {"account", s.Account}, {"qos", s.QOS}} {
+		if kv[1] != "" {
+			fmt.Fprintf(b, "#SBATCH --%s=%s\n", kv[0], kv[1])
+		}
+	}
+	for _, l := range s.Sbatch {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#SBATCH"))
+		fmt.Fprintf(b, "#SBATCH %s\n", l)
+	}
+}
+
+func (st *Study) setupLines(b *strings.Builder, cwd string) {
+	fmt.Fprintf(b, "cd %s || exit 1\n", shellQuote(cwd))
+	for _, l := range st.Executor.Slurm.Setup {
+		b.WriteString(l + "\n")
+	}
+}
+
+// taskScript is one stage's array job: task i runs line OFFSET+i+1 of the
+// tasks file (the run directory, then meazo-train's arguments for a fresh
+// start), with --resume when the directory holds a checkpoint. SIGUSR1 (sent
+// signal_seconds before the time limit) is forwarded to meazo-train, which
+// checkpoints and exits 3; the task then requeues itself and resumes.
+func (st *Study) taskScript(name string, stage, n int, tasksPath, logDir, cwd, trainer string) string {
+	s := st.Executor.Slurm
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	fmt.Fprintf(&b, "#SBATCH --job-name=meazo-%s-s%d\n", st.Name, stage)
+	fmt.Fprintf(&b, "#SBATCH --array=0-%d%%%d\n", n-1, s.Throttle)
+	fmt.Fprintf(&b, "#SBATCH --output=%s/%s_%%A_%%a.out\n", logDir, name)
+	b.WriteString("#SBATCH --open-mode=append\n")
+	fmt.Fprintf(&b, "#SBATCH --time=%s\n", s.Time)
+	fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", s.CPUsPerTask)
+	if s.Mem != "" {
+		fmt.Fprintf(&b, "#SBATCH --mem=%s\n", s.Mem)
+	}
+	if s.Gres != "" {
+		fmt.Fprintf(&b, "#SBATCH --gres=%s\n", s.Gres)
+	}
+	fmt.Fprintf(&b, "#SBATCH --signal=B:USR1@%d\n", s.SignalSecs)
+	b.WriteString("#SBATCH --requeue\n")
+	st.commonSbatch(&b)
+	fmt.Fprintf(&b, "# meazo-sweep, study %s, stage %d: one task per run (docs/SWEEPS.md).\nset -u\n", st.Name, stage)
+	st.setupLines(&b, cwd)
+	fmt.Fprintf(&b, "TASKS=%s\nTRAIN=%s\n", shellQuote(tasksPath), shellQuote(trainer))
+	earliest := 0
+	if limit, err := parseSlurmTime(s.Time); err == nil {
+		earliest = max(0, limit-s.SignalSecs-15)
+	}
+	fmt.Fprintf(&b, "# SIGUSR1 earlier than this many seconds after the start is not the time limit's (Slurm 22.05 re-sends\n"+
+		"# it at once to a requeued job): ignored, so that a requeued run is not stopped again after one step.\nEARLIEST=%d\nstart=$SECONDS\n", earliest)
+	b.WriteString(`task_id=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}
+IFS=$'\t' read -r -a task <<< "$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$TASKS")"
+dir=${task[0]}
+mkdir -p "$dir" || exit 1
+echo "meazo-sweep: task $task_id (restart ${SLURM_RESTART_COUNT:-0}) on $(hostname): $dir"
+if [[ -f $dir/summary.json ]] && grep -Eq '"status": "(done|diverged)"' "$dir/summary.json"; then
+	echo "meazo-sweep: $dir already finished"
+	rm -f "$dir/` + JobFile + `"
+	exit 0
+fi
+rm -f "$dir/` + ExitFile + `"
+if [[ -f $dir/checkpoint/state.json || -f $dir/checkpoint.old/state.json ]]; then
+	args=(--resume "$dir")
+else
+	args=("${task[@]:1}")
+fi
+"$TRAIN" "${args[@]}" &
+pid=$!
+on_usr1() {
+	if ((SECONDS - start < EARLIEST)); then
+		echo "meazo-sweep: ignoring a SIGUSR1 $((SECONDS - start)) s after the start (the time limit is not near)"
+		return
+	fi
+	echo "meazo-sweep: SIGUSR1 (time limit near): meazo-train checkpoints and stops"
+	kill -USR1 $pid 2>/dev/null
+}
+trap on_usr1 USR1
+trap 'kill -TERM $pid 2>/dev/null' TERM
+wait $pid
+rc=$?
+while kill -0 $pid 2>/dev/null; do
+	wait $pid
+	rc=$?
+done
+echo $rc > "$dir/` + ExitFile + `.tmp" && mv -f "$dir/` + ExitFile + `.tmp" "$dir/` + ExitFile + `"
+if [[ $rc -eq 3 ]]; then
+	echo "meazo-sweep: interrupted after a checkpoint: requeueing $task_id"
+	scontrol requeue "$task_id" && exit 0
+fi
+rm -f "$dir/` + JobFile + `"
+echo "meazo-sweep: meazo-train exit status $rc"
+exit $rc
+`)
+	return b.String()
+}
+
+// selectScript is the job between stages: it submits the next stage (or
+// writes sweep.json); its dependency is added by sbatch's command line.
+func (st *Study) selectScript(stamp, logDir, cwd, self, studyAbs string) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	fmt.Fprintf(&b, "#SBATCH --job-name=meazo-%s-select\n", st.Name)
+	fmt.Fprintf(&b, "#SBATCH --output=%s/%s-select_%%j.out\n", logDir, stamp)
+	fmt.Fprintf(&b, "#SBATCH --time=%s\n#SBATCH --cpus-per-task=1\n", st.Executor.Slurm.SelectTime)
+	st.commonSbatch(&b)
+	fmt.Fprintf(&b, "# meazo-sweep, study %s: after a stage, pick each sweep's η* and submit the next stage.\n", st.Name)
+	st.setupLines(&b, cwd)
+	fmt.Fprintf(&b, "exec %s run --slurm-select %s\n", shellQuote(self), shellQuote(studyAbs))
+	return b.String()
+}
+
+// SlurmPlan prints what "run" would submit now (a dry run).
+func (st *Study) SlurmPlan(w io.Writer, studyPath string) error {
+	runs, err := st.slurmCandidates(ModeRun, false, io.Discard)
+	if err != nil {
+		return err
+	}
+	if err := st.Plan(w, "meazo-train"); err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "# nothing to submit")
+		return nil
+	}
+	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), true)
+	if err != nil {
+		return err
+	}
+	var deps []string
+	for i, a := range sub.arrays {
+		fmt.Fprintf(w, "\n# ---- sbatch --parsable %s   (%d runs)\n%s# ---- %s\n%s", a.scriptPath, len(a.runs), a.script, a.tasksPath, a.tasks)
+		deps = append(deps, fmt.Sprintf("$JOB%d", i+1))
+	}
+	fmt.Fprintf(w, "\n# ---- sbatch --parsable --dependency=afterany:%s %s\n%s", strings.Join(deps, ":"), sub.selectPath, sub.selectScript)
+	return nil
+}
+
+// SlurmSubmit submits the runs this mode starts (stage 1, or stage 2 of the
+// sweeps whose stage 1 is settled) and a selection job after them; with
+// nothing left to submit it writes sweep.json for the complete sweeps.
+func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io.Writer) error {
+	if err := st.Prepare(log); err != nil {
+		return err
+	}
+	runs, err := st.slurmCandidates(mode, selectJob, log)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		if err := st.finishSweeps(log); err != nil {
+			return err
+		}
+		return st.Status(log, false)
+	}
+	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), false)
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{filepath.Dir(sub.selectPath), filepath.Join(st.Out, "logs")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	for _, a := range sub.arrays {
+		if err := atomicfile.WriteFile(a.tasksPath, []byte(a.tasks)); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(a.scriptPath, []byte(a.script)); err != nil {
+			return err
+		}
+		for _, r := range a.runs {
+			if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+				return err
+			}
+			if err := clearMarks(r.Dir); err != nil {
+				return err
+			}
+		}
+		id, err := sbatch(a.scriptPath)
+		if err != nil {
+			return err
+		}
+		a.jobID = id
+		ids = append(ids, id)
+		for i, r := range a.runs {
+			if err := atomicfile.WriteFile(filepath.Join(r.Dir, JobFile), []byte(fmt.Sprintf("%s_%d\n", id, i))); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(log, "meazo-sweep: stage %d: %d runs as job array %s (%s)\n", a.stage, len(a.runs), id, a.scriptPath)
+	}
+	if err := atomicfile.WriteFile(sub.selectPath, []byte(sub.selectScript)); err != nil {
+		return err
+	}
+	id, err := sbatch("--dependency=afterany:"+strings.Join(ids, ":"), sub.selectPath)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "meazo-sweep: selection job %s runs after %s\n", id, strings.Join(ids, ", "))
+	return nil
+}
+
+func sbatch(args ...string) (string, error) {
+	cmd := exec.Command("sbatch", append([]string{"--parsable"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("sbatch %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	return id, nil
+}
+
+// parseSlurmTime reads a Slurm time limit (minutes, minutes:seconds,
+// hours:minutes:seconds, days-hours, days-hours:minutes,
+// days-hours:minutes:seconds) in seconds.
+func parseSlurmTime(t string) (int, error) {
+	bad := fmt.Errorf("executor.slurm.time: %q is not a Slurm time limit", t)
+	days := 0
+	if d, rest, ok := strings.Cut(t, "-"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			return 0, bad
+		}
+		days, t = n, rest
+	}
+	var nums []int
+	for _, f := range strings.Split(t, ":") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return 0, bad
+		}
+		nums = append(nums, n)
+	}
+	var secs int
+	switch {
+	case days > 0 && len(nums) == 1:
+		secs = nums[0] * 3600
+	case days > 0 && len(nums) == 2:
+		secs = nums[0]*3600 + nums[1]*60
+	case len(nums) == 3:
+		secs = nums[0]*3600 + nums[1]*60 + nums[2]
+	case days == 0 && len(nums) == 1:
+		secs = nums[0] * 60
+	case days == 0 && len(nums) == 2:
+		secs = nums[0]*60 + nums[1]
+	default:
+		return 0, bad
+	}
+	return days*86400 + secs, nil
+}

@@ -1,0 +1,401 @@
+package sweep
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultCoarse is the paper's coarse grid (docs/SWEEPS.md).
+var DefaultCoarse = []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 1e-1}
+
+// Study is a study file (docs/SWEEPS.md): experiments × optimizers, each a
+// two-stage learning-rate search, and how to run them. Every field's doc tag
+// is its documentation (StudyDoc).
+type Study struct {
+	Name        string       `yaml:"name" doc:"the study's name (Slurm job names)"`
+	Out         string       `yaml:"out" doc:"the study directory: one sweep directory per experiment × optimizer, OUT/<experiment>_<optimizer>/lr=<rate>_seed=<seed>"`
+	Demo        string       `yaml:"demo" doc:"optional: a directory where meazo-sweep first writes the built-in demo's tiny model, tokenizer, data and demo.yaml (once; kept afterwards)"`
+	Seeds       []int64      `yaml:"seeds" doc:"seeds per rate (default [0, 1, 2])"`
+	Coarse      []float64    `yaml:"coarse" doc:"the coarse grid (default: the paper's, 1e-6 … 1e-1)"`
+	Fine        *bool        `yaml:"fine" doc:"run stage 2, the fine grid around the coarse η* (default true)"`
+	Set         []string     `yaml:"set" doc:"meazo-train --set key=value for every run"`
+	Experiments []Experiment `yaml:"experiments" doc:"the experiments (at least one)"`
+	Executor    Executor     `yaml:"executor" doc:"where the runs go"`
+
+	path string // the file it was read from, for messages
+}
+
+// Experiment is one meazo-train config searched with each optimizer.
+type Experiment struct {
+	Name       string    `yaml:"name" doc:"names its sweep directories (letters, digits, '-', '_', '.')"`
+	Config     string    `yaml:"config" doc:"the meazo-train config; {optimizer} in it is replaced by each sweep's optimizer (configs/ has one file per optimizer, with its q and noise). Relative paths are to the directory meazo-sweep runs in, as for meazo-train"`
+	Optimizers []string  `yaml:"optimizers" doc:"one sweep per optimizer (default: the config's optimizer.name)"`
+	Set        []string  `yaml:"set" doc:"meazo-train --set key=value for this experiment's runs (after the study's)"`
+	Seeds      []int64   `yaml:"seeds" doc:"this experiment's seeds (default: the study's)"`
+	Coarse     []float64 `yaml:"coarse" doc:"this experiment's coarse grid (default: the study's)"`
+	Fine       *bool     `yaml:"fine" doc:"this experiment's stage 2 (default: the study's)"`
+}
+
+// Executor says where runs go.
+type Executor struct {
+	Kind     string `yaml:"kind" doc:"local (default) or slurm"`
+	Trainer  string `yaml:"trainer" doc:"the meazo-train binary (default: next to meazo-sweep, else on PATH)"`
+	Parallel int    `yaml:"parallel" doc:"local: runs at a time (default: one per GPU when gpus is set, else one per 2 cores)"`
+	GPUs     []int  `yaml:"gpus" doc:"local: GPU indices; each run gets one as CUDA_VISIBLE_DEVICES"`
+	Slurm    Slurm  `yaml:"slurm" doc:"the slurm executor's settings"`
+}
+
+// Slurm is the slurm executor's settings.
+type Slurm struct {
+	Partition    string   `yaml:"partition" doc:"--partition"`
+	Account      string   `yaml:"account" doc:"--account"`
+	QOS          string   `yaml:"qos" doc:"--qos"`
+	Time         string   `yaml:"time" doc:"--time of each run's job (Slurm format, e.g. 4:00:00; default 1:00:00); a run stopped by it is requeued and resumes"`
+	Mem          string   `yaml:"mem" doc:"--mem, e.g. 16G"`
+	CPUsPerTask  int      `yaml:"cpus_per_task" doc:"--cpus-per-task (default 2)"`
+	Gres         string   `yaml:"gres" doc:"--gres, e.g. gpu:1"`
+	Throttle     int      `yaml:"throttle" doc:"at most this many runs of a stage at once (--array=…%N; default 8)"`
+	MaxArraySize int      `yaml:"max_array_size" doc:"split arrays above this many tasks (default: MaxArraySize from scontrol show config)"`
+	SignalSecs   int      `yaml:"signal_seconds" doc:"SIGUSR1 this many seconds before the time limit (--signal=B:USR1@N; default 300): the run checkpoints and the job is requeued"`
+	Sbatch       []string `yaml:"sbatch" doc:"extra #SBATCH lines, e.g. '--constraint=a100' (with or without the #SBATCH prefix)"`
+	Setup        []string `yaml:"setup" doc:"shell lines run before meazo-train in every job (module load …, cd …)"`
+	SelectTime   string   `yaml:"select_time" doc:"--time of the selection jobs between stages (default 0:10:00)"`
+}
+
+// LoadStudy reads a study file strictly: unknown keys are errors naming the
+// closest known key.
+func LoadStudy(path string) (*Study, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("study: %w", err)
+	}
+	var raw any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("study %s: invalid YAML: %w", path, err)
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("study %s: empty file", path)
+	}
+	if err := checkStrict(raw, reflect.TypeOf(Study{}), ""); err != nil {
+		return nil, fmt.Errorf("study %s: %w", path, err)
+	}
+	var st Study
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("study %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	st.path = path
+	if err := st.validate(); err != nil {
+		return nil, fmt.Errorf("study %s: %w", path, err)
+	}
+	return &st, nil
+}
+
+// checkStrict rejects keys the type t lacks, suggesting the closest one.
+func checkStrict(v any, t reflect.Type, prefix string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			if v == nil {
+				return nil
+			}
+			return fmt.Errorf("%s: want a mapping of keys, got %v", strings.TrimSuffix(prefix, "."), v)
+		}
+		known := map[string]reflect.Type{}
+		var names []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			known[tag] = f.Type
+			names = append(names, tag)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ft, ok := known[k]
+			if !ok {
+				best, bestD := "", 1<<30
+				for _, n := range names {
+					if d := editDistance(k, n); d < bestD {
+						best, bestD = prefix+n, d
+					}
+				}
+				return fmt.Errorf("unknown key %q (did you mean %q?)", prefix+k, best)
+			}
+			if err := checkStrict(m[k], ft, prefix+k+"."); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if l, ok := v.([]any); ok {
+			for i, e := range l {
+				if err := checkStrict(e, t.Elem(), fmt.Sprintf("%s%d.", prefix, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func (st *Study) validate() error {
+	if st.Out == "" {
+		return fmt.Errorf("out: the study directory is required")
+	}
+	if st.Name == "" {
+		st.Name = "study"
+	}
+	if len(st.Seeds) == 0 {
+		st.Seeds = []int64{0, 1, 2}
+	}
+	if len(st.Coarse) == 0 {
+		st.Coarse = append([]float64(nil), DefaultCoarse...)
+	}
+	if err := checkGrid("", st.Seeds, st.Coarse); err != nil {
+		return err
+	}
+	if st.Fine == nil {
+		t := true
+		st.Fine = &t
+	}
+	for _, s := range st.Set {
+		if err := checkSet("set", s); err != nil {
+			return err
+		}
+	}
+	if len(st.Experiments) == 0 {
+		return fmt.Errorf("experiments: at least one is required")
+	}
+	names := map[string]bool{}
+	for i := range st.Experiments {
+		e := &st.Experiments[i]
+		where := fmt.Sprintf("experiments.%d", i)
+		if e.Name == "" || strings.Trim(e.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" || e.Name[0] == '.' {
+			return fmt.Errorf("%s.name: %q: want letters, digits, '-', '_' or '.'", where, e.Name)
+		}
+		if names[e.Name] {
+			return fmt.Errorf("%s.name: %q used twice", where, e.Name)
+		}
+		names[e.Name] = true
+		if e.Config == "" {
+			return fmt.Errorf("%s.config: required", where)
+		}
+		if len(e.Optimizers) == 0 && strings.Contains(e.Config, "{optimizer}") {
+			return fmt.Errorf("%s.optimizers: required when config names {optimizer}", where)
+		}
+		if len(e.Optimizers) == 0 {
+			o, err := configOptimizer(e.Config)
+			if err != nil && st.Demo == "" {
+				return fmt.Errorf("%s.optimizers: not given and %v", where, err)
+			}
+			if o == "" {
+				o = "meazo"
+			}
+			e.Optimizers = []string{o}
+		}
+		for _, o := range e.Optimizers {
+			switch o {
+			case "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo":
+			default:
+				return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", where, o)
+			}
+		}
+		for _, s := range e.Set {
+			if err := checkSet(where+".set", s); err != nil {
+				return err
+			}
+		}
+		if len(e.Seeds) == 0 {
+			e.Seeds = st.Seeds
+		}
+		if len(e.Coarse) == 0 {
+			e.Coarse = st.Coarse
+		}
+		if e.Fine == nil {
+			e.Fine = st.Fine
+		}
+		if err := checkGrid(where+".", e.Seeds, e.Coarse); err != nil {
+			return err
+		}
+	}
+	x := &st.Executor
+	switch x.Kind {
+	case "":
+		x.Kind = "local"
+	case "local", "slurm":
+	default:
+		return fmt.Errorf("executor.kind: %q: want local or slurm", x.Kind)
+	}
+	if x.Parallel < 0 {
+		return fmt.Errorf("executor.parallel: %d: want a positive number (0: the default)", x.Parallel)
+	}
+	if x.Parallel == 0 {
+		x.Parallel = max(1, runtime.NumCPU()/2)
+		if len(x.GPUs) > 0 {
+			x.Parallel = len(x.GPUs)
+		}
+	}
+	if len(x.GPUs) > 0 && x.Parallel > len(x.GPUs) {
+		return fmt.Errorf("executor.parallel: %d runs at a time but only %d gpus", x.Parallel, len(x.GPUs))
+	}
+	s := &x.Slurm
+	if s.Time == "" {
+		s.Time = "1:00:00"
+	}
+	if s.SelectTime == "" {
+		s.SelectTime = "0:10:00"
+	}
+	if s.CPUsPerTask == 0 {
+		s.CPUsPerTask = 2
+	}
+	if s.Throttle == 0 {
+		s.Throttle = 8
+	}
+	if s.SignalSecs == 0 {
+		s.SignalSecs = 300
+	}
+	if s.Throttle < 0 || s.CPUsPerTask < 0 || s.MaxArraySize < 0 || s.SignalSecs < 0 {
+		return fmt.Errorf("executor.slurm: throttle, cpus_per_task, max_array_size and signal_seconds must be positive")
+	}
+	if _, err := parseSlurmTime(s.Time); err != nil {
+		return err
+	}
+	if _, err := parseSlurmTime(s.SelectTime); err != nil {
+		return fmt.Errorf("executor.slurm.select_time: %q is not a Slurm time limit", s.SelectTime)
+	}
+	for _, l := range append(append([]string{}, s.Sbatch...), s.Setup...) {
+		if strings.ContainsAny(l, "\n\r") {
+			return fmt.Errorf("executor.slurm: %q: one line per entry", l)
+		}
+	}
+	return nil
+}
+
+func checkGrid(prefix string, seeds []int64, coarse []float64) error {
+	seen := map[int64]bool{}
+	for _, s := range seeds {
+		if seen[s] {
+			return fmt.Errorf("%sseeds: %d given twice", prefix, s)
+		}
+		seen[s] = true
+	}
+	for _, r := range coarse {
+		if !(r > 0) {
+			return fmt.Errorf("%scoarse: %v is not a positive learning rate", prefix, r)
+		}
+	}
+	sort.Float64s(coarse)
+	for i := 1; i < len(coarse); i++ {
+		if SameRate(coarse[i], coarse[i-1]) {
+			return fmt.Errorf("%scoarse: %v given twice", prefix, coarse[i])
+		}
+	}
+	return nil
+}
+
+func checkSet(where, s string) error {
+	k, _, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("%s: %q: want key=value", where, s)
+	}
+	switch strings.TrimSpace(k) {
+	case "optimizer.name", "optimizer.lr", "train.seed", "output.dir":
+		return fmt.Errorf("%s: %q: the sweep sets %s itself", where, s, strings.TrimSpace(k))
+	}
+	return nil
+}
+
+// configOptimizer reads optimizer.name from a meazo-train config.
+func configOptimizer(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var c struct {
+		Optimizer struct {
+			Name string `yaml:"name"`
+		} `yaml:"optimizer"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return c.Optimizer.Name, nil
+}
+
+// StudyDoc documents every key of a study file (docs/SWEEPS.md includes it).
+func StudyDoc() string {
+	var b strings.Builder
+	b.WriteString("| key | type | |\n|---|---|---|\n")
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if tag == "" {
+				continue
+			}
+			ft := f.Type
+			kind := ft.Kind().String()
+			switch {
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				kind = "list of mappings"
+			case ft.Kind() == reflect.Slice:
+				kind = map[reflect.Kind]string{reflect.Int64: "list of integers", reflect.Int: "list of integers",
+					reflect.Float64: "list of numbers", reflect.String: "list of strings"}[ft.Elem().Kind()]
+			case ft.Kind() == reflect.Pointer:
+				kind = ft.Elem().Kind().String()
+			case ft.Kind() == reflect.Struct:
+				kind = "mapping"
+			case ft.Kind() == reflect.Float64:
+				kind = "number"
+			}
+			fmt.Fprintf(&b, "| `%s%s` | %s | %s |\n", prefix, tag, kind, f.Tag.Get("doc"))
+			if ft.Kind() == reflect.Struct {
+				walk(ft, prefix+tag+".")
+			}
+			if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+				walk(ft.Elem(), prefix+tag+"[].")
+			}
+		}
+	}
+	walk(reflect.TypeOf(Study{}), "")
+	return b.String()
+}

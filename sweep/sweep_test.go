@@ -1,0 +1,355 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a fake meazo-train (MEAZO_SWEEP_TEST_TRAINER=1):
+// best validation loss (log10 lr + 2.2)² + 1 + seed/100, lowest near 6e-3;
+// the run directory named in $FAKE_FAIL exits 1 without a summary.
+func TestMain(m *testing.M) {
+	if os.Getenv("MEAZO_SWEEP_TEST_TRAINER") == "1" {
+		if err := fakeTrain(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "fake trainer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func fakeTrain(args []string) error {
+	sets := map[string]string{}
+	var out string
+	for i := 0; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "--out", "--resume":
+			out = args[i+1]
+		case "--set":
+			k, v, _ := strings.Cut(args[i+1], "=")
+			sets[k] = v
+		case "--config":
+		default:
+			return fmt.Errorf("unexpected argument %q", args[i])
+		}
+	}
+	if os.Getenv("FAKE_WAIT") == "1" { // run until SIGTERM, then stop as meazo-train does
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		os.MkdirAll(out, 0o755)
+		os.WriteFile(filepath.Join(out, "started"), nil, 0o644)
+		<-ch
+		os.Exit(3)
+	}
+	if f := os.Getenv("FAKE_GPU_LOG"); f != "" {
+		lf, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(lf, os.Getenv("CUDA_VISIBLE_DEVICES"))
+		lf.Close()
+	}
+	if f := os.Getenv("FAKE_FAIL"); f != "" && strings.HasSuffix(out, f) {
+		return fmt.Errorf("failing %s as asked", out)
+	}
+	lr, err := strconv.ParseFloat(sets["optimizer.lr"], 64)
+	if err != nil {
+		return err
+	}
+	seed, _ := strconv.Atoi(sets["train.seed"])
+	loss := math.Pow(math.Log10(lr)+2.2, 2) + 1 + float64(seed)/100
+	b, _ := json.Marshal(map[string]any{"optimizer": sets["optimizer.name"], "lr": lr, "seed": seed, "steps": 10, "steps_done": 10,
+		"status": "done", "best_val_loss": loss, "last_val_loss": loss + 0.1, "model": "m", "task": "sst2", "adapter": "lora"})
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, ".summary.tmp"), b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(filepath.Join(out, ".summary.tmp"), filepath.Join(out, "summary.json")) // atomic, as meazo-train's
+}
+
+func writeStudy(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "study.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadStudyErrors(t *testing.T) {
+	base := "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\n"
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown top key", "seed: [1]\n" + base, `unknown key "seed" (did you mean "seeds"?)`},
+		{"unknown nested key", base + "executor:\n  slurm:\n    partiton: gpu\n", `unknown key "executor.slurm.partiton" (did you mean "executor.slurm.partition"?)`},
+		{"unknown key in a list", "out: x\nexperiments:\n  - {name: e, confg: c.yaml}\n", `unknown key "experiments.0.confg" (did you mean "experiments.0.config"?)`},
+		{"no out", "experiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\n", "out: the study directory is required"},
+		{"bad optimizer", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [sgd]}\n", `experiments.0.optimizers: "sgd"`},
+		{"sweep key in set", "set: [optimizer.lr=1]\n" + base, "the sweep sets optimizer.lr itself"},
+		{"bad executor", base + "executor: {kind: pbs}\n", `executor.kind: "pbs"`},
+		{"bad name", "out: x\nexperiments:\n  - {name: a/b, config: c.yaml, optimizers: [meazo]}\n", `experiments.0.name: "a/b"`},
+		{"placeholder needs optimizers", "out: x\nexperiments:\n  - {name: e, config: 'c_{optimizer}.yaml'}\n", "required when config names {optimizer}"},
+		{"wrong type", "seeds: abc\n" + base, "cannot unmarshal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeStudy(t, tc.body)
+			_, err := LoadStudy(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("got %v, want an error naming %s and containing %q", err, p, tc.want)
+			}
+		})
+	}
+}
+
+// TestLocalStudy runs a study with the fake trainer: stage 1, the fine grid
+// around the coarse η*, a failing run that does not block stage 2, then
+// resume retrying it, and sweep.json.
+func TestLocalStudy(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("FAKE_FAIL", "lr=1e-3_seed=1")
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0, 1]
+coarse: [1e-3, 5e-3, 1e-2, 5e-2]
+experiments:
+  - {name: e, config: "c_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+executor: {kind: local, parallel: 2, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	err = st.RunLocal(context.Background(), ModeRun, &log)
+	if err == nil || !strings.Contains(err.Error(), "2 runs failed") {
+		t.Fatalf("run: %v, want 2 failed runs\n%s", err, log.String())
+	}
+	ss, err := st.Sweeps()[0].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ss.States[filepath.Join(dir, "out/e_meazo/lr=1e-3_seed=1")].Status; got != StatusFailed {
+		t.Fatalf("failed run's status %q", got)
+	}
+	var fine []string
+	for _, r := range ss.Stage2 {
+		if r.Seed == 0 {
+			fine = append(fine, r.LR)
+		}
+	}
+	if ss.CoarseEta != 5e-3 || strings.Join(fine, " ") != "2e-3 3e-3 4e-3 6e-3 7e-3 8e-3 9e-3" {
+		t.Fatalf("coarse η* %g, fine grid %v", ss.CoarseEta, fine)
+	}
+	sw := readSweep(t, filepath.Join(dir, "out/e_meazo/sweep.json"))
+	if sw.EtaStar != 6e-3 || sw.Rates[0].FailedSeeds != 1 || sw.Rates[0].MeanBestVal != nil {
+		t.Fatalf("sweep.json: η* %g, first rate %+v", sw.EtaStar, sw.Rates[0])
+	}
+	var status bytes.Buffer
+	if err := st.Status(&status, false); err != nil || !strings.Contains(status.String(), "1 failed") {
+		t.Fatalf("status: %v\n%s", err, status.String())
+	}
+	t.Setenv("FAKE_FAIL", "")
+	log.Reset()
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil || strings.Contains(log.String(), "start") {
+		t.Fatalf("run again: %v (it must start nothing)\n%s", err, log.String())
+	}
+	if err := st.RunLocal(context.Background(), ModeResume, &log); err != nil || strings.Count(log.String(), "start") != 2 {
+		t.Fatalf("resume: %v (it must start the 2 failed runs)\n%s", err, log.String())
+	}
+	if sw := readSweep(t, filepath.Join(dir, "out/e_meazo/sweep.json")); sw.Rates[0].FailedSeeds != 0 || sw.EtaStar != 6e-3 {
+		t.Fatalf("after resume: %+v", sw.Rates[0])
+	}
+}
+
+func readSweep(t *testing.T, path string) Sweep {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sw Sweep
+	if err := json.Unmarshal(b, &sw); err != nil {
+		t.Fatal(err)
+	}
+	return sw
+}
+
+func TestParseSlurmTime(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{"2", 120}, {"2:30", 150}, {"1:00:00", 3600}, {"1-0", 86400}, {"1-2", 93600}, {"1-2:3", 93780}, {"1-2:3:4", 93784}, {"x", -1}, {"1:2:3:4", -1}, {"-1", -1}} {
+		got, err := parseSlurmTime(tc.in)
+		if (err != nil) != (tc.want < 0) || (err == nil && got != tc.want) {
+			t.Errorf("parseSlurmTime(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestStudyDocIsCurrent checks docs/SWEEPS.md holds StudyDoc's table.
+func TestStudyDocIsCurrent(t *testing.T) {
+	b, err := os.ReadFile("../docs/SWEEPS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<!-- study-doc -->\n"+StudyDoc()+"<!-- /study-doc -->") {
+		t.Fatal("docs/SWEEPS.md: the study file's key table is stale: paste the output of meazo-sweep doc between the study-doc markers")
+	}
+}
+
+// TestShippedStudiesLoad loads configs/studies/*.yaml and checks the paper's
+// study has its 80 sweeps, each config present.
+func TestShippedStudiesLoad(t *testing.T) {
+	paths, _ := filepath.Glob("../configs/studies/*.yaml")
+	if len(paths) < 2 {
+		t.Fatalf("found %v", paths)
+	}
+	for _, p := range paths {
+		st, err := LoadStudy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(p) != "paper.yaml" {
+			continue
+		}
+		sweeps := st.Sweeps()
+		if len(sweeps) != 80 || len(sweeps[0].Stage1()) != 33 {
+			t.Fatalf("paper study: %d sweeps, %d stage-1 runs each; want 80 and 33", len(sweeps), len(sweeps[0].Stage1()))
+		}
+		for _, sp := range sweeps {
+			if _, err := os.Stat(filepath.Join("..", sp.Config())); err != nil {
+				t.Errorf("%s: %v", sp.Name, err)
+			}
+		}
+	}
+}
+
+// TestLocalInterrupt cancels a local study while its runs train: each gets
+// SIGTERM, exits 3, is recorded as interrupted, and nothing new starts.
+func TestLocalInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("FAKE_WAIT", "1")
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {parallel: 2, trainer: %s}\n", dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for range 200 {
+			a, _ := filepath.Glob(filepath.Join(dir, "out/e_meazo/*/started"))
+			if len(a) == 2 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	var log bytes.Buffer
+	if err := st.RunLocal(ctx, ModeRun, &log); err != ErrInterrupted {
+		t.Fatalf("got %v, want ErrInterrupted\n%s", err, log.String())
+	}
+	ss, err := st.Sweeps()[0].State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range ss.Stage1 {
+		got = append(got, ss.States[r.Dir].Status)
+	}
+	if strings.Join(got, " ") != "interrupted interrupted new" {
+		t.Fatalf("states %v, want two interrupted runs and one never started\n%s", got, log.String())
+	}
+}
+
+func TestSlurmScripts(t *testing.T) {
+	self, _ := os.Executable()
+	for _, tc := range []struct {
+		name     string
+		slurm    string
+		maxArray int
+		want     []string
+		arrays   int
+	}{
+		{"defaults", "{}", 1001, []string{"#SBATCH --array=0-5%8\n", "#SBATCH --time=1:00:00\n", "#SBATCH --signal=B:USR1@300\n", "#SBATCH --requeue\n", "EARLIEST=3285\n",
+			`scontrol requeue "$task_id"`, "--resume"}, 1},
+		{"pass-through", `{partition: gpu, account: a1, qos: high, time: "2:00:00", mem: 16G, gres: "gpu:1", throttle: 3, signal_seconds: 120, sbatch: ["#SBATCH --constraint=a100", "--exclusive"], setup: ["module load cuda"]}`,
+			1001, []string{"#SBATCH --array=0-5%3\n", "#SBATCH --partition=gpu\n", "#SBATCH --account=a1\n", "#SBATCH --qos=high\n", "#SBATCH --mem=16G\n",
+				"#SBATCH --gres=gpu:1\n", "#SBATCH --constraint=a100\n", "#SBATCH --exclusive\n", "module load cuda\n", "#SBATCH --signal=B:USR1@120\n"}, 1},
+		{"split", "{throttle: 2}", 4, []string{"#SBATCH --array=0-3%2\n"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: %s}\n", dir, self, tc.slurm))
+			st, err := LoadStudy(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub, err := st.buildSlurm(p, st.Sweeps()[0].Stage1(), tc.maxArray, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sub.arrays) != tc.arrays {
+				t.Fatalf("%d arrays, want %d", len(sub.arrays), tc.arrays)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(sub.arrays[0].script, w) {
+					t.Errorf("script lacks %q:\n%s", w, sub.arrays[0].script)
+				}
+			}
+			if n := strings.Count(sub.arrays[0].tasks, "\n"); n != min(6, tc.maxArray) {
+				t.Errorf("%d task lines", n)
+			}
+			if !strings.Contains(sub.selectScript, "run --slurm-select") {
+				t.Errorf("selection script:\n%s", sub.selectScript)
+			}
+		})
+	}
+}
+
+// TestLocalGPUs gives each run one of executor.gpus as CUDA_VISIBLE_DEVICES,
+// one run per GPU at a time.
+func TestLocalGPUs(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("FAKE_GPU_LOG", filepath.Join(dir, "gpus"))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {gpus: [3, 5], trainer: %s}\n", dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Executor.Parallel != 2 {
+		t.Fatalf("parallel %d, want one per GPU", st.Executor.Parallel)
+	}
+	var log bytes.Buffer
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "gpus"))
+	lines := strings.Fields(string(b))
+	if len(lines) != 4 {
+		t.Fatalf("GPUs seen: %q", lines)
+	}
+	for _, l := range lines {
+		if l != "3" && l != "5" {
+			t.Fatalf("GPUs seen: %q", lines)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package train
+
+import "fmt"
+
+// ExitInterrupted is meazo-train's exit status for a run that stopped on a
+// signal (SIGINT, SIGTERM, SIGUSR1) after checkpointing: continue it with
+// --resume. Batch scripts (meazo-sweep's Slurm tasks) requeue on it.
+const ExitInterrupted = 3
+
+// Interrupted says whether a summary is that of a run stopped by Options.Stop.
+func (s *Summary) Interrupted() bool { return s.Status == "interrupted" }
+
+// stopRequested polls Options.Stop (once per step).
+func (r *run) stopRequested() string {
+	if r.opts.Stop == nil {
+		return ""
+	}
+	return r.opts.Stop()
+}
+
+// interrupted ends a run before step+1 because reason (a signal) asked it to:
+// the step in progress has finished, a checkpoint of the state after it is
+// written unless the last one already holds it, and summary.json records the
+// interruption (status "interrupted", the signal, steps_done). --resume
+// continues bit-identically and replaces that summary.
+func (r *run) interrupted(step int, reason string) (*Summary, error) {
+	if r.lastCheckpointStep() != r.state.Step {
+		if err := r.checkpoint(); err != nil {
+			return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)
+		}
+	}
+	r.summary.Status, r.summary.Signal, r.summary.StepsDone = "interrupted", reason, step
+	r.summary.Message = fmt.Sprintf("interrupted by %s after step %d of %d; checkpoint written: continue with --resume %s",
+		reason, step, r.cfg.Train.Steps, r.dir)
+	fmt.Fprintf(r.log, "%s\n", r.summary.Message)
+	r.fillSummary()
+	return &r.summary, r.writeSummary()
+}
