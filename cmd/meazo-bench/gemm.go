@@ -41,7 +41,7 @@ func runGEMM(args []string, stdout io.Writer) error {
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
 	lmHead := fs.Bool("lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
 	bf16 := fs.Bool("bf16", false, "also time the bf16-weight variant (PackBF16)")
-	path := fs.String("path", "", "GEMM path: avx512, avx2, portable (default: fastest available, or $"+cpu.GEMMEnv+")")
+	path := fs.String("path", "", "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $"+cpu.GEMMEnv+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
