@@ -63,11 +63,16 @@ func runGEMM(args []string, stdout io.Writer) error {
 	}
 	wk := cpu.Workers(*threads)
 
-	peak, peakWhat := fmaPeak(*threads)
+	peak, peakWhat := fmaPeak(*threads, cpu.GEMMPath())
 	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved)\n",
 		cpu.GEMMPath(), *threads, *reps, orNone(blasName))
-	fmt.Fprintf(stdout, "FMA peak (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this and a\n"+
-		"re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n", peakWhat, *threads, peak)
+	if peak > 0 {
+		fmt.Fprintf(stdout, "FMA peak of path %s (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this\n"+
+			"and a re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n",
+			cpu.GEMMPath(), peakWhat, *threads, peak)
+	} else {
+		fmt.Fprintf(stdout, "FMA peak: %s\n\n", peakWhat)
+	}
 	head := fmt.Sprintf("%-18s %6s %6s %6s  %9s %7s", "shape", "M", "K", "N", "ours", "%peak")
 	if haveBLAS {
 		head += fmt.Sprintf("  %9s %9s", "blas", "ours/blas")
@@ -119,12 +124,12 @@ func runGEMM(args []string, stdout io.Writer) error {
 						t16 = append(t16, timeIt(ours16))
 					}
 				}
-				if p, _ := fmaPeak(*threads); p > peak {
+				if p, _ := fmaPeak(*threads, cpu.GEMMPath()); p > peak {
 					peak = p
 				}
 				flop := 2 * float64(m) * float64(l.n) * float64(l.k)
 				g := flop / median(to) / 1e9
-				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %6.0f%%", model+"/"+l.name, m, l.k, l.n, g, pct(g, peak))
+				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s", model+"/"+l.name, m, l.k, l.n, g, pctStr(g, peak))
 				if haveBLAS {
 					gb := flop / median(tb) / 1e9
 					line += fmt.Sprintf("  %9.1f %8.2fx", gb, g/gb)
@@ -154,11 +159,12 @@ func median(s []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func pct(g, peak float64) float64 {
+// pctStr formats g as a percentage of peak, "n/a" without a peak.
+func pctStr(g, peak float64) string {
 	if peak == 0 {
-		return 0
+		return "n/a"
 	}
-	return 100 * g / peak
+	return fmt.Sprintf("%.0f%%", 100*g/peak)
 }
 
 func orNone(s string) string {
