@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
@@ -41,6 +40,7 @@ func runGEMM(args []string, stdout io.Writer) error {
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
 	lmHead := fs.Bool("lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
 	bf16 := fs.Bool("bf16", false, "also time the bf16-weight variant (PackBF16)")
+	cputime := fs.Bool("cputime", false, "time by process CPU time / threads instead of wall time (a shared machine: waiting for a core is not counted; Linux)")
 	path := fs.String("path", "", "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $"+cpu.GEMMEnv+")")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,10 +62,15 @@ func runGEMM(args []string, stdout io.Writer) error {
 		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
 	}
 	wk := cpu.Workers(*threads)
+	cpuClock, clockThreads = *cputime, *threads
 
 	peak, peakWhat := fmaPeak(*threads, cpu.GEMMPath())
-	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved)\n",
-		cpu.GEMMPath(), *threads, *reps, orNone(blasName))
+	clock := "wall time"
+	if *cputime {
+		clock = "process CPU time / threads"
+	}
+	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved), timed by %s\n",
+		cpu.GEMMPath(), *threads, *reps, orNone(blasName), clock)
 	if peak > 0 {
 		fmt.Fprintf(stdout, "FMA peak of path %s (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this\n"+
 			"and a re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n",
@@ -145,9 +150,9 @@ func runGEMM(args []string, stdout io.Writer) error {
 }
 
 func timeIt(f func()) float64 {
-	start := time.Now()
+	start := now()
 	f()
-	return time.Since(start).Seconds()
+	return now() - start
 }
 
 func median(s []float64) float64 {
