@@ -41,7 +41,10 @@ func llama3Scale(inv []float32, s *RopeScaling) {
 			// high frequency: unchanged
 		default:
 			smooth := (orig/wavelen - lowFF) / (highFF - lowFF)
-			inv[i] = (1-smooth)*f/factor + smooth*f
+			// The explicit conversions round each product, as PyTorch
+			// does: without them the compiler may fuse the last
+			// multiply-add (it does on arm64).
+			inv[i] = float32((1-smooth)*f/factor) + float32(smooth*f)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 func init() {
@@ -74,7 +75,19 @@ func runForward(args []string, stdout io.Writer) error {
 	runtime.GC()
 	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random weights built and packed in %.1fs; %d CPU threads; %s\n",
 		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, time.Since(start).Seconds(), *threads, be.Describe())
-	fmt.Fprintf(stdout, "%-8s %10s %12s %10s %12s\n", "shape", "seconds", "tokens/s", "GFLOP/s", "peak RSS MiB")
+	// The FMA peak of the GEMM path in use (the CPU backend only): the forward
+	// is ~95 % GEMM, so GFLOP/s against it says how far the whole pass is
+	// from the machine's arithmetic limit.
+	peak, peakWhat := 0.0, "n/a for backend "+be.Name()
+	if be.Name() == "cpu" {
+		peak, peakWhat = fmaPeak(*threads, cpu.GEMMPath())
+	}
+	if peak > 0 {
+		fmt.Fprintf(stdout, "# FMA peak of GEMM path %s (%s, %d goroutines, best of 9): %.1f GFLOP/s\n", cpu.GEMMPath(), peakWhat, *threads, peak)
+	} else {
+		fmt.Fprintf(stdout, "# FMA peak: %s\n", peakWhat)
+	}
+	fmt.Fprintf(stdout, "%-8s %10s %12s %10s %7s %12s\n", "shape", "seconds", "tokens/s", "GFLOP/s", "%peak", "peak RSS MiB")
 	stop, err := startProfile(*profile)
 	if err != nil {
 		return err
@@ -116,7 +129,8 @@ func runForward(args []string, stdout io.Writer) error {
 		slices.Sort(times)
 		sec := times[len(times)/2]
 		flops := forwardFLOPs(cfg, b, t, *logits)
-		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %12.0f\n", s, sec, float64(b*t)/sec, flops/sec/1e9, peakRSSMiB())
+		g := flops / sec / 1e9
+		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %7s %12.0f\n", s, sec, float64(b*t)/sec, g, pctStr(g, peak), peakRSSMiB())
 		if *generate > 0 {
 			if err := timeGenerate(stdout, m, in, *generate); err != nil {
 				return err

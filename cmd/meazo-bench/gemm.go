@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
@@ -41,7 +40,8 @@ func runGEMM(args []string, stdout io.Writer) error {
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
 	lmHead := fs.Bool("lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
 	bf16 := fs.Bool("bf16", false, "also time the bf16-weight variant (PackBF16)")
-	path := fs.String("path", "", "GEMM path: avx512, avx2, portable (default: fastest available, or $"+cpu.GEMMEnv+")")
+	cputime := fs.Bool("cputime", false, "time by process CPU time / threads instead of wall time (a shared machine: waiting for a core is not counted; Linux)")
+	path := fs.String("path", "", "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $"+cpu.GEMMEnv+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,12 +62,22 @@ func runGEMM(args []string, stdout io.Writer) error {
 		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
 	}
 	wk := cpu.Workers(*threads)
+	cpuClock, clockThreads = *cputime, *threads
 
-	peak, peakWhat := fmaPeak(*threads)
-	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved)\n",
-		cpu.GEMMPath(), *threads, *reps, orNone(blasName))
-	fmt.Fprintf(stdout, "FMA peak (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this and a\n"+
-		"re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n", peakWhat, *threads, peak)
+	peak, peakWhat := fmaPeak(*threads, cpu.GEMMPath())
+	clock := "wall time"
+	if *cputime {
+		clock = "process CPU time / threads"
+	}
+	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved), timed by %s\n",
+		cpu.GEMMPath(), *threads, *reps, orNone(blasName), clock)
+	if peak > 0 {
+		fmt.Fprintf(stdout, "FMA peak of path %s (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this\n"+
+			"and a re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n",
+			cpu.GEMMPath(), peakWhat, *threads, peak)
+	} else {
+		fmt.Fprintf(stdout, "FMA peak: %s\n\n", peakWhat)
+	}
 	head := fmt.Sprintf("%-18s %6s %6s %6s  %9s %7s", "shape", "M", "K", "N", "ours", "%peak")
 	if haveBLAS {
 		head += fmt.Sprintf("  %9s %9s", "blas", "ours/blas")
@@ -119,12 +129,12 @@ func runGEMM(args []string, stdout io.Writer) error {
 						t16 = append(t16, timeIt(ours16))
 					}
 				}
-				if p, _ := fmaPeak(*threads); p > peak {
+				if p, _ := fmaPeak(*threads, cpu.GEMMPath()); p > peak {
 					peak = p
 				}
 				flop := 2 * float64(m) * float64(l.n) * float64(l.k)
 				g := flop / median(to) / 1e9
-				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %6.0f%%", model+"/"+l.name, m, l.k, l.n, g, pct(g, peak))
+				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s", model+"/"+l.name, m, l.k, l.n, g, pctStr(g, peak))
 				if haveBLAS {
 					gb := flop / median(tb) / 1e9
 					line += fmt.Sprintf("  %9.1f %8.2fx", gb, g/gb)
@@ -140,9 +150,9 @@ func runGEMM(args []string, stdout io.Writer) error {
 }
 
 func timeIt(f func()) float64 {
-	start := time.Now()
+	start := now()
 	f()
-	return time.Since(start).Seconds()
+	return now() - start
 }
 
 func median(s []float64) float64 {
@@ -154,11 +164,12 @@ func median(s []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func pct(g, peak float64) float64 {
+// pctStr formats g as a percentage of peak, "n/a" without a peak.
+func pctStr(g, peak float64) string {
 	if peak == 0 {
-		return 0
+		return "n/a"
 	}
-	return 100 * g / peak
+	return fmt.Sprintf("%.0f%%", 100*g/peak)
 }
 
 func orNone(s string) string {

@@ -5,21 +5,27 @@ package main
 import (
 	"simd/archsimd"
 	"sync"
-	"time"
 )
 
-// fmaPeak measures the machine's float32 FMA throughput in GFLOP/s: a tight
-// loop of independent FMA chains (10 accumulators, enough to hide the FMA
-// latency) on each of threads goroutines, best of nine short runs (the
-// machine may be shared, and a peak is a best case).
-func fmaPeak(threads int) (gflops float64, what string) {
-	if archsimd.X86.AVX512() {
-		return bestOf(threads, 16, fmaLoop16), "AVX-512 FMA loop"
+// fmaPeak measures the float32 FMA throughput, in GFLOP/s, of the vector
+// width a GEMM path uses: the AVX-512 loop for "avx512", the AVX2 (8-lane)
+// loop for "avx2". Each is a tight loop of independent FMA chains (10
+// accumulators, enough to hide the FMA latency) on each of threads
+// goroutines, best of nine short runs (the machine may be shared, and a peak
+// is a best case). The portable path has no peak to compare with: it is
+// scalar Go without fused multiply-adds (gflops 0).
+func fmaPeak(threads int, path string) (gflops float64, what string) {
+	switch path {
+	case "avx512":
+		if archsimd.X86.AVX512() {
+			return bestOf(threads, 16, fmaLoop16), "AVX-512 FMA loop"
+		}
+	case "avx2":
+		if archsimd.X86.AVX2() && archsimd.X86.FMA() {
+			return bestOf(threads, 8, fmaLoop8), "AVX2 (8-lane) FMA loop"
+		}
 	}
-	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
-		return bestOf(threads, 8, fmaLoop8), "AVX2 FMA loop"
-	}
-	return 0, "no SIMD FMA"
+	return 0, "n/a for path " + path + " (scalar Go, no vector FMA loop to compare with)"
 }
 
 const peakIters = 4_000_000
@@ -30,7 +36,7 @@ func bestOf(threads, lanes int, loop func(int) float32) float64 {
 	best := 0.0
 	for range 9 {
 		var wg sync.WaitGroup
-		start := time.Now()
+		start := now()
 		var sink [64]float32
 		for t := range threads {
 			wg.Add(1)
@@ -40,7 +46,7 @@ func bestOf(threads, lanes int, loop func(int) float32) float64 {
 			}()
 		}
 		wg.Wait()
-		sec := time.Since(start).Seconds()
+		sec := now() - start
 		_ = sink
 		best = max(best, float64(threads)*peakIters*10*2*float64(lanes)/sec/1e9)
 	}

@@ -1,6 +1,7 @@
 // Package cpu is the host implementation of tensor.Backend: float32 kernels
 // on Go slices. The GEMM streams weights packed once at load (gemm.go) through
-// a micro kernel chosen for the CPU (AVX-512 assembly, AVX2 or portable Go;
+// a micro kernel chosen for the CPU (AVX-512 assembly, AVX2 or portable Go on
+// amd64, NEON assembly on arm64;
 // gemm_path.go); the element-wise and reduction ops a decoder layer needs
 // (RMSNorm, RoPE, attention over a packed KV cache, SiLU-gated MLP, softmax,
 // cross-entropy) are in ops.go and ops_attention.go.

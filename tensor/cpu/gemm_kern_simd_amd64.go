@@ -14,7 +14,7 @@ func simdPaths() []*gemmPath {
 		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512asm, kern16: kernAVX512BF16})
 	}
 	if cpuAVX2 {
-		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2, kern16: kernAVX2BF16})
+		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16})
 	}
 	return ps
 }
@@ -110,8 +110,15 @@ func store8(v archsimd.Float32x8, p unsafe.Pointer, off uintptr) {
 	v.Store((*[8]float32)(unsafe.Add(p, off)))
 }
 
+// kernAVX2asm is kernAVX2 in assembly (gemm_kern_avx2_amd64.s).
+//
+//go:noescape
+func kernAVX2asm(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
+
 // kernAVX2 computes the 4×32 tile as two 4×16 halves, each in 8 ymm
-// accumulators (AVX2 has 16 vector registers).
+// accumulators (AVX2 has 16 vector registers). The GEMM runs its assembly
+// transcription, kernAVX2asm (broadcasts from memory, k unrolled four
+// times); this Go version is the reference it is tested against, bit for bit.
 func kernAVX2(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool) {
 	kernAVX2Half(a, lda, rows, b, c, ldc, kc, acc)
 	kernAVX2Half(a, lda, rows, (*float32)(unsafe.Add(unsafe.Pointer(b), 64)),

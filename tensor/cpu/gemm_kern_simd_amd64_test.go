@@ -35,3 +35,26 @@ func TestKernAVX512AsmMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestKernAVX2AsmMatchesGo: the AVX2 assembly kernel gives the bits of the
+// Go kernel it transcribes (kernAVX2), under the same checks.
+func TestKernAVX2AsmMatchesGo(t *testing.T) {
+	if !cpuAVX2 {
+		t.Skip("the CPU has no AVX2+FMA")
+	}
+	checkKernMatches(t, kernAVX2asm, kernAVX2)
+}
+
+// TestKernFMARefMatchesAVX checks the Go reference of the FMA kernels
+// (kernFMARef, which the arm64 kernels are held to) against the hardware's
+// fused multiply-adds: the AVX-512 and AVX2 kernels compute the same chains.
+func TestKernFMARefMatchesAVX(t *testing.T) {
+	if cpuAVX512 {
+		checkKernMatches(t, kernAVX512, kernFMARef)
+		checkKernBF16Matches(t, kernAVX512BF16, kernFMARefBF16)
+	}
+	if cpuAVX2 {
+		checkKernMatches(t, kernAVX2, kernFMARef)
+		checkKernBF16Matches(t, kernAVX2BF16, kernFMARefBF16)
+	}
+}

@@ -29,7 +29,8 @@ type gemmPath struct {
 }
 
 // GEMMEnv is the environment variable that forces a GEMM path: "avx512",
-// "avx2" or "portable" (for tests and benchmarks). Unset or "auto": the
+// "avx2" (amd64 with GOEXPERIMENT=simd), "neon" (arm64) or "portable" (for
+// tests and benchmarks). Unset or "auto": the
 // fastest path the CPU supports.
 const GEMMEnv = "MEAZO_GEMM"
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Cross-compiles the arm64 test binaries of the CPU backend (tensor/cpu: the
+# NEON micro kernels against their Go reference, the GEMM, the ops), the
+# backend conformance suite (tensor/backendtest) and the model (model: the
+# fixture models against the HF references) and runs them under qemu user
+# emulation, with the shared fixtures. Extra arguments go to every test
+# binary (e.g. -test.v, -test.run X).
+#
+# Needs qemu-aarch64-static (Debian: apt-get install qemu-user-static); binfmt
+# need not be registered, the binaries are run through qemu explicitly.
+# Emulation says nothing about arm64 speed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+export MEAZO_SHARED="${MEAZO_SHARED:-$(cd ../shared && pwd)}"
+QEMU="${QEMU:-qemu-aarch64-static}"
+if ! command -v "$QEMU" >/dev/null; then
+  echo "test_arm64.sh: $QEMU not found (apt-get install qemu-user-static)" >&2
+  exit 1
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+pkgs=(tensor/cpu tensor/backendtest model)
+for p in "${pkgs[@]}"; do
+  env -u GOEXPERIMENT CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$tmp/${p//\//_}.test" "./$p"
+done
+CGO_ENABLED=0 GOOS=linux GOARCH=arm64 env -u GOEXPERIMENT go vet "./tensor/..." ./model
+status=0
+for p in "${pkgs[@]}"; do
+  start=$SECONDS
+  # A test binary runs in its package's directory, as go test runs it.
+  if (cd "$p" && "$QEMU" "$tmp/${p//\//_}.test" "$@"); then
+    echo "ok   $p (arm64 under $QEMU, $((SECONDS - start)) s)"
+  else
+    echo "FAIL $p (arm64 under $QEMU)"
+    status=1
+  fi
+done
+exit $status

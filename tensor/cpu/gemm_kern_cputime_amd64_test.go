@@ -1,0 +1,113 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import (
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"simd/archsimd"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
+func threadCPU() time.Duration {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0)
+	return time.Duration(ts.Nano())
+}
+
+func peakLoop8(n int) float32 {
+	m := archsimd.BroadcastFloat32x8(0.999999)
+	a := archsimd.BroadcastFloat32x8(1e-7)
+	b := func(v float32) archsimd.Float32x8 { return archsimd.BroadcastFloat32x8(v) }
+	c0, c1, c2, c3, c4 := b(1), b(2), b(3), b(4), b(5)
+	c5, c6, c7, c8, c9 := b(6), b(7), b(8), b(9), b(10)
+	for range n {
+		c0, c1, c2, c3, c4 = c0.MulAdd(m, a), c1.MulAdd(m, a), c2.MulAdd(m, a), c3.MulAdd(m, a), c4.MulAdd(m, a)
+		c5, c6, c7, c8, c9 = c5.MulAdd(m, a), c6.MulAdd(m, a), c7.MulAdd(m, a), c8.MulAdd(m, a), c9.MulAdd(m, a)
+	}
+	var out [8]float32
+	c0.Add(c1).Add(c2).Add(c3).Add(c4).Add(c5).Add(c6).Add(c7).Add(c8).Add(c9).Store(&out)
+	return out[0]
+}
+
+func peakLoop16(n int) float32 {
+	m := archsimd.BroadcastFloat32x16(0.999999)
+	a := archsimd.BroadcastFloat32x16(1e-7)
+	b := func(v float32) archsimd.Float32x16 { return archsimd.BroadcastFloat32x16(v) }
+	c0, c1, c2, c3, c4 := b(1), b(2), b(3), b(4), b(5)
+	c5, c6, c7, c8, c9 := b(6), b(7), b(8), b(9), b(10)
+	for range n {
+		c0, c1, c2, c3, c4 = c0.MulAdd(m, a), c1.MulAdd(m, a), c2.MulAdd(m, a), c3.MulAdd(m, a), c4.MulAdd(m, a)
+		c5, c6, c7, c8, c9 = c5.MulAdd(m, a), c6.MulAdd(m, a), c7.MulAdd(m, a), c8.MulAdd(m, a), c9.MulAdd(m, a)
+	}
+	var out [16]float32
+	c0.Add(c1).Add(c2).Add(c3).Add(c4).Add(c5).Add(c6).Add(c7).Add(c8).Add(c9).Store(&out)
+	return out[0]
+}
+
+// TestKernCPUTime is a measurement, not a check (it runs only with
+// MEAZO_KERN_CPUTIME=1): the micro kernels' GFLOP per second of thread CPU
+// time on one thread, over eight 4×32 tiles × 16 row blocks with kc = 512 (the
+// panel slices in L2), against the 8- and 16-lane FMA peak loops measured the
+// same way; best of 7. CPU time rather than wall time, so that on a shared
+// machine the time the thread waits for a core is not counted (other jobs
+// still share the caches).
+func TestKernCPUTime(t *testing.T) {
+	if os.Getenv("MEAZO_KERN_CPUTIME") != "1" {
+		t.Skip("a measurement: set MEAZO_KERN_CPUTIME=1 and run with -v")
+	}
+	if !cpuAVX512 {
+		t.Skip("the CPU has no AVX-512")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	best := func(f func() float64) float64 {
+		b := 0.0
+		for range 7 {
+			b = max(b, f())
+		}
+		return b
+	}
+	const it = 10_000_000
+	p8 := best(func() float64 {
+		s := threadCPU()
+		peakLoop8(it)
+		return it * 10 * 16 / (threadCPU() - s).Seconds() / 1e9
+	})
+	p16 := best(func() float64 {
+		s := threadCPU()
+		peakLoop16(it)
+		return it * 10 * 32 / (threadCPU() - s).Seconds() / 1e9
+	})
+	t.Logf("peak 8-lane %.1f, 16-lane %.1f GFLOP/cpu-s (1 thread)", p8, p16)
+	r := rand.New(rand.NewPCG(1, 1))
+	const kc, lda, ldc, ntiles = 512, 2048, 256, 8
+	a := randMat(r, 64*lda)
+	b := randMat(r, ntiles*kc*nr)
+	c := make([]float32, 64*ldc)
+	for _, k := range []struct {
+		name string
+		f    microKernel
+		peak float64
+	}{{"avx2-go", kernAVX2, p8}, {"avx2-asm", kernAVX2asm, p8}, {"avx512-go", kernAVX512, p16}, {"avx512-asm", kernAVX512asm, p16}} {
+		g := best(func() float64 {
+			s := threadCPU()
+			n := 0
+			for range 100 {
+				for i := 0; i < 64; i += 4 {
+					for p := range ntiles {
+						k.f(&a[i*lda], lda, 4, &b[p*kc*nr], &c[i*ldc+(p%ntiles)*nr], ldc, kc, true)
+						n++
+					}
+				}
+			}
+			return float64(n) * 2 * 4 * 32 * kc / (threadCPU() - s).Seconds() / 1e9
+		})
+		t.Logf("%-10s %6.1f GFLOP/cpu-s = %3.0f%% of its peak", k.name, g, 100*g/k.peak)
+	}
+}
