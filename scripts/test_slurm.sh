@@ -4,7 +4,8 @@
 # temp dir; stopped at exit). It runs a small study on the built-in demo:
 #   - two sweeps (MEAZO, ZO-SGD) × 3 coarse rates × 2 seeds, then the fine grid,
 #     through job arrays throttled to %2 and a selection job between stages;
-#   - one long run killed by its time limit (--time=2, SIGUSR1 60 s before):
+#   - one long run killed by its time limit (--time=2, SIGUSR1 60 s before; its
+#     steps sized from a probe run so that it lasts about 110 s here):
 #     meazo-train checkpoints, the task requeues itself and resumes;
 #   - one run that fails (a missing data file) and must not block stage 2;
 # then runs the same study with the local executor and checks that every
@@ -90,6 +91,32 @@ done
 [[ $(sinfo -h -o %t) == idle ]] || fail "the node did not become idle: $(sinfo 2>&1)"
 say "slurm is up ($(sinfo -h -o '%P %D %t %c'))"
 
+# The long run must outlast the moment its time-limit signal comes (60 s
+# after the start) on this machine at its present speed, and not by much (the
+# same run is repeated locally): measure seconds per step on a probe run,
+# which also writes the demo's model and data, and size the run for ~110 s.
+cat >"$R/probe.yaml" <<PROBE
+name: probe
+out: $R/probe
+demo: $R/demo-data
+seeds: [0]
+coarse: [2e-2]
+fine: false
+set: [train.steps=200, train.eval_every=200, train.checkpoint_every=200, task.max_validation=16, eval.skip=true, train.threads=1]
+experiments:
+  - name: probe
+    config: $R/demo-data/demo.yaml
+    optimizers: [meazo]
+executor:
+  kind: local
+  trainer: $R/bin/meazo-train
+  parallel: 1
+PROBE
+"$R/bin/meazo-sweep" run "$R/probe.yaml" >"$R/probe.log" 2>&1 || fail "probe run: $(tail -3 "$R/probe.log")"
+sps=$(grep -ho '"seconds_per_step": [0-9.e+-]*' "$R"/probe/probe_meazo/*/summary.json | awk '{print $2}')
+long_steps=$(awk -v s="$sps" 'BEGIN { n = int(110 / s / 100 + 1) * 100; if (n < 750) n = 750; if (n > 50000) n = 50000; print n }')
+say "probe: $sps s/step; the long run gets $long_steps steps"
+
 # study OUT EXECUTOR: the test study, with the given output directory and executor.
 study() {
 	cat <<STUDY
@@ -107,7 +134,7 @@ experiments:
     seeds: [0]
     coarse: [2e-2]
     fine: false
-    set: [train.steps=750, train.checkpoint_every=50, train.eval_every=100]
+    set: [train.steps=$long_steps, train.checkpoint_every=$((long_steps / 10)), train.eval_every=$((long_steps / 10))]
   - name: broken
     config: $R/demo-data/demo.yaml
     optimizers: [meazo]
@@ -153,7 +180,7 @@ grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status.txt" || fail "the broken run
 grep -Eq 'demo_meazo: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_meazo is not complete"
 grep -Eq 'demo_zo-sgd: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_zo-sgd is not complete"
 grep -l 'requeueing' "$R"/slurm-out/logs/*stage1_*_0.out >/dev/null || fail "no task was requeued"
-grep -q '"steps_done": 750' "$R/slurm-out/long_meazo/lr=0.02_seed=0/summary.json" || fail "long run: not 750 steps"
+grep -q "\"steps_done\": $long_steps" "$R/slurm-out/long_meazo/lr=0.02_seed=0/summary.json" || fail "long run: not $long_steps steps"
 grep -q '^resuming .* at step' "$R"/slurm-out/logs/*stage1_*_0.out || fail "the requeued run did not resume from its checkpoint"
 say "time limit: $(grep -h 'SIGUSR1 (time\|requeueing\|restart 1\|^resuming\|^done:' "$R"/slurm-out/logs/*stage1_*_0.out | tr '\n' ';')"
 
