@@ -73,7 +73,7 @@ type Stats struct {
 	Loss       float64     // logged loss: mean of all L± (central); L0 for FZOO
 	Losses     []float64   // every variant's loss, in variant order
 	Units      []UnitStats // one per estimation unit of the step
-	V          []float64   // MEAZO: every unit's v after the step (per group when grouped); nil otherwise
+	V          []float64   // every unit's v after the step (per group when grouped) when the optimizer is a UnitSecondMoments (MEAZO); nil otherwise
 	UpdateNorm float64     // ‖θ_new - θ0‖ over all groups (float64 of the float32 change)
 }
 
@@ -354,7 +354,7 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 		st.UpdateNorm += s
 	}
 	st.UpdateNorm = math.Sqrt(st.UpdateNorm)
-	if m, ok := e.opt.(*MEAZO); ok {
+	if m, ok := e.opt.(UnitSecondMoments); ok {
 		st.V = append([]float64(nil), m.V()...)
 	}
 	e.step++
