@@ -14,9 +14,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
-	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/prompttune"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
@@ -97,8 +95,7 @@ type run struct {
 	m       *model.Model
 	tok     *tokenizer.Tokenizer
 	data    *splits
-	lora    *lora.Adapter
-	prompt  *prompttune.Prompt
+	adapter trainable // LoRA or prompt tuning
 	params  [][]float32
 	engine  *zo.Engine
 	sampler *data.Sampler
@@ -229,7 +226,7 @@ func (r *run) setup() error {
 	if r.sampler, err = data.NewSampler(len(r.data.train), cfg.Train.Seed); err != nil {
 		return err
 	}
-	r.obj = &objective{m: r.m, lora: r.lora}
+	r.obj = &objective{m: r.m, adapter: r.adapter}
 	maxNew := cfg.Eval.MaxNewTokens
 	if maxNew == 0 {
 		maxNew = defaultMaxNewTokens(data.Task(cfg.Task.Name))
@@ -273,41 +270,11 @@ func (r *run) setup() error {
 
 // setupAdapter makes the trainable adapter (fresh, or from adapter.init).
 func (r *run) setupAdapter() error {
-	cfg := r.cfg
-	name := cfg.ModelName()
 	var err error
-	switch cfg.Adapter.Kind {
-	case "lora":
-		if cfg.Adapter.Init != "" {
-			r.lora, err = lora.Load(cfg.Adapter.Init, r.m, cfg.Adapter.Grouped)
-		} else {
-			r.lora, err = lora.New(r.m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
-				Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
-		}
-		if err != nil {
-			return err
-		}
-		r.lora.SetBaseModel(name)
-		r.params = r.lora.Params()
-	case "prompt":
-		if cfg.Adapter.Init != "" {
-			r.prompt, err = prompttune.Load(cfg.Adapter.Init, r.m)
-		} else {
-			text := cfg.Adapter.InitText
-			if text == "" {
-				text = data.Prompt(data.Example{Task: data.Task(cfg.Task.Name)})[0].Content // the task's system prompt
-			}
-			r.prompt, err = prompttune.FromText(r.m, r.tok, cfg.Adapter.VirtualTokens, text)
-		}
-		if err != nil {
-			return err
-		}
-		r.prompt.BaseModel, r.prompt.Tokenizer = name, name
-		r.params = r.prompt.Params()
+	if r.adapter, err = newTrainable(r.cfg, r.m, r.tok); err != nil {
+		return err
 	}
-	if cfg.Adapter.Init != "" {
-		return checkInitAdapter(cfg, r.lora, r.prompt)
-	}
+	r.params = r.adapter.Params()
 	return nil
 }
 
@@ -334,18 +301,6 @@ func newOptimizer(c OptimizerConfig) (zo.Optimizer, error) {
 	}
 	return nil, fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Name)
 }
-
-// attach makes the model use the given parameters (the live ones, a
-// perturbed copy, or the best copy) in Forward and Generate.
-func (r *run) attach(params [][]float32) {
-	if r.lora != nil {
-		r.m.Adapter = r.lora.View(params)
-	} else {
-		r.m.Prompt = params[0]
-	}
-}
-
-func (r *run) detach() { r.m.Adapter, r.m.Prompt = nil, nil }
 
 // train runs the steps left, validates, checkpoints and evaluates.
 func (r *run) train() (*Summary, error) {
@@ -474,9 +429,9 @@ func writeJSONLine(f *os.File, v any) error {
 // validate computes the validation loss and keeps the best adapter. It
 // returns false if the loss is not finite (the run has diverged).
 func (r *run) validate(step int) (bool, error) {
-	r.attach(r.params)
+	r.adapter.Attach(r.params)
 	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID())
-	r.detach()
+	r.adapter.Detach()
 	if err != nil {
 		return false, fmt.Errorf("validation at step %d: %w", step, err)
 	}
@@ -490,19 +445,11 @@ func (r *run) validate(step int) (bool, error) {
 	if loss < r.state.BestValLoss {
 		r.state.BestValLoss, r.state.BestStep = loss, step
 		copyParams(r.bestCopy, r.params)
-		if err := r.saveAdapter(filepath.Join(r.dir, "best"), r.bestCopy); err != nil {
+		if err := r.adapter.Save(filepath.Join(r.dir, "best"), r.bestCopy); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
-}
-
-// saveAdapter writes the given parameters as a PEFT adapter directory.
-func (r *run) saveAdapter(dir string, params [][]float32) error {
-	if r.lora != nil {
-		return r.lora.SaveParams(dir, params)
-	}
-	return r.prompt.SaveParams(dir, r.m, params)
 }
 
 // checkpoint writes checkpoint/ atomically: a new directory is filled, then
@@ -528,7 +475,7 @@ func (r *run) checkpoint() error {
 	final := filepath.Join(r.dir, "checkpoint")
 	tmp := final + ".tmp"
 	os.RemoveAll(tmp)
-	if err := r.saveAdapter(tmp, r.params); err != nil {
+	if err := r.adapter.Save(tmp, r.params); err != nil {
 		return err
 	}
 	eng, err := r.engine.MarshalBinary()
@@ -591,7 +538,7 @@ func (r *run) restore() error {
 	if err := r.checkState(filepath.Join(dir, "state.json")); err != nil {
 		return err
 	}
-	if err := r.loadParams(dir, r.params); err != nil {
+	if err := r.adapter.Load(dir, r.params); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	eng, err := os.ReadFile(filepath.Join(dir, "optimizer.bin"))
@@ -608,7 +555,7 @@ func (r *run) restore() error {
 		return fmt.Errorf("resume: %w", err)
 	}
 	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.loadParams(filepath.Join(dir, "best"), r.bestCopy); err != nil {
+		if err := r.adapter.Load(filepath.Join(dir, "best"), r.bestCopy); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 	}
@@ -624,29 +571,6 @@ func (r *run) restore() error {
 	}
 	os.Remove(filepath.Join(r.dir, "summary.json"))
 	fmt.Fprintf(r.log, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)
-	return nil
-}
-
-// loadParams reads a saved adapter directory into dst (shaped like r.params).
-func (r *run) loadParams(dir string, dst [][]float32) error {
-	var src [][]float32
-	if r.lora != nil {
-		a, err := lora.Load(dir, r.m, r.cfg.Adapter.Grouped)
-		if err != nil {
-			return err
-		}
-		src = a.Params()
-	} else {
-		p, err := prompttune.Load(dir, r.m)
-		if err != nil {
-			return err
-		}
-		src = p.Params()
-	}
-	if countParams(src) != countParams(dst) {
-		return fmt.Errorf("adapter %s does not match this run's adapter shape", dir)
-	}
-	copyParams(dst, src)
 	return nil
 }
 
@@ -677,7 +601,7 @@ func (r *run) lastCheckpointStep() int {
 
 // finish saves the last adapter, evaluates on the test split and writes the summary.
 func (r *run) finish() error {
-	if err := r.saveAdapter(filepath.Join(r.dir, "last"), r.params); err != nil {
+	if err := r.adapter.Save(filepath.Join(r.dir, "last"), r.params); err != nil {
 		return err
 	}
 	if !r.cfg.Eval.Skip && len(r.data.test) > 0 {
@@ -693,17 +617,18 @@ func (r *run) finish() error {
 		}
 		for _, e := range evals {
 			m := r.m
+			mg, canMerge := r.adapter.(merger)
 			if e.params != nil {
-				r.attach(e.params)
-				if r.cfg.Eval.Merge && r.lora != nil {
-					m = lora.Merge(r.m, r.lora.View(e.params))
+				r.adapter.Attach(e.params)
+				if r.cfg.Eval.Merge && canMerge {
+					m = mg.Merge(e.params)
 				}
 			}
 			res, err := r.eval.testMetrics(m, r.data.test, e.name)
 			if m != r.m {
-				lora.FreeMerged(m, r.m)
+				mg.FreeMerged(m)
 			}
-			r.detach()
+			r.adapter.Detach()
 			if err != nil {
 				return fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
 			}
