@@ -190,3 +190,25 @@ func checkInitPrompt(cfg *Config, p *prompttune.Prompt) error {
 	}
 	return nil
 }
+
+func countParams(p [][]float32) int {
+	n := 0
+	for _, g := range p {
+		n += len(g)
+	}
+	return n
+}
+
+func cloneParams(p [][]float32) [][]float32 {
+	out := make([][]float32, len(p))
+	for i, g := range p {
+		out[i] = slices.Clone(g)
+	}
+	return out
+}
+
+func copyParams(dst, src [][]float32) {
+	for i := range dst {
+		copy(dst[i], src[i])
+	}
+}
