@@ -94,10 +94,10 @@ func (r *run) train() (*Summary, error) {
 	r.summary = Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
 		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
 		TrainableParams: countParams(r.params), Test: map[string]map[string]float64{}}
-	pad := r.tok.PadID()
 	prog := newProgress(r.log, r.opts.Terminal, total, cfg.Train.LogEvery)
 	ran := 0
 	for step := r.state.Step; step < total; step++ {
+		// Stop here if asked to (tests of resume, or a signal).
 		if r.opts.StopAfter > 0 && ran == r.opts.StopAfter {
 			prog.done()
 			fmt.Fprintf(r.log, "stopped after %d steps as asked (resume with --resume %s)\n", ran, r.dir)
@@ -108,15 +108,10 @@ func (r *run) train() (*Summary, error) {
 			prog.done()
 			return r.interrupted(step, reason)
 		}
+		// The mini-batch, drawn by the sampler, handed to the objective.
 		t0 := time.Now()
-		idx := r.sampler.Next(cfg.Train.BatchSize)
-		exs := make([]data.Encoded, len(idx))
-		for i, j := range idx {
-			exs[i] = r.data.train[j]
-		}
-		b := data.TrainBatch(exs, pad)
-		r.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
-		r.obj.labels = b.Labels
+		r.nextBatch()
+		// One ZO step: perturb, evaluate every variant, estimate, update θ.
 		st, err := r.engine.Step(r.obj)
 		if err != nil && !r.obj.nonFinite {
 			return nil, fmt.Errorf("step %d: %w", step+1, err)
@@ -125,12 +120,14 @@ func (r *run) train() (*Summary, error) {
 			prog.done()
 			return r.diverged(step + 1)
 		}
+		// Log the step (metrics.jsonl, timing.jsonl).
 		ran++
 		secs := time.Since(t0).Seconds()
 		r.state.Seconds += secs
 		if err := r.logStep(step+1, st, secs); err != nil {
 			return nil, err
 		}
+		// Validate every eval_every steps and at the end, keeping the best adapter.
 		if (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total {
 			ok, err := r.validate(step + 1)
 			if err != nil {
@@ -141,6 +138,7 @@ func (r *run) train() (*Summary, error) {
 				return r.diverged(step + 1)
 			}
 		}
+		// Checkpoint every checkpoint_every steps and at the end.
 		r.state.Step = step + 1
 		r.state.Sampler = r.sampler.State()
 		if cfg.Train.CheckpointEvery > 0 && (step+1)%cfg.Train.CheckpointEvery == 0 || step+1 == total {
@@ -151,6 +149,7 @@ func (r *run) train() (*Summary, error) {
 		prog.update(step+1, st.Loss, r.state.LastValLoss)
 	}
 	prog.done()
+	// Done: the last adapter, the test metrics and summary.json.
 	r.summary.StepsDone, r.summary.Status = r.state.Step, "done"
 	if err := r.finish(); err != nil {
 		return nil, err
@@ -158,6 +157,20 @@ func (r *run) train() (*Summary, error) {
 	return &r.summary, nil
 }
 
+// nextBatch draws the next mini-batch of training examples and hands it,
+// padded, to the objective.
+func (r *run) nextBatch() {
+	idx := r.sampler.Next(r.cfg.Train.BatchSize)
+	exs := make([]data.Encoded, len(idx))
+	for i, j := range idx {
+		exs[i] = r.data.train[j]
+	}
+	b := data.TrainBatch(exs, r.tok.PadID())
+	r.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
+	r.obj.labels = b.Labels
+}
+
+// finiteStats reports whether every number of the step's stats is finite.
 func finiteStats(st *zo.Stats) bool {
 	ok := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	if !ok(st.Loss) || !ok(st.UpdateNorm) {
