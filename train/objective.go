@@ -13,10 +13,10 @@ import (
 // forward, starting a variant that perturbs only layer b's adapter at layer
 // b (prefix caching).
 type objective struct {
-	m      *model.Model
-	lora   *lora.Adapter // nil for prompt tuning
-	batch  model.Input
-	labels []int
+	m       *model.Model
+	adapter trainable
+	batch   model.Input
+	labels  []int
 	// noPrefixCache runs every variant from the first layer (for measuring
 	// what prefix caching saves; results are identical).
 	noPrefixCache bool
@@ -32,7 +32,11 @@ type Objective struct{ o *objective }
 // NewObjective returns the objective for a LoRA adapter on m; with a nil
 // adapter the parameters are prompt-tuning embeddings.
 func NewObjective(m *model.Model, a *lora.Adapter, prefixCache bool) *Objective {
-	return &Objective{&objective{m: m, lora: a, noPrefixCache: !prefixCache}}
+	var t trainable = &promptAdapter{m: m}
+	if a != nil {
+		t = &loraAdapter{a: a, m: m}
+	}
+	return &Objective{&objective{m: m, adapter: t, noPrefixCache: !prefixCache}}
 }
 
 // SetBatch sets the mini-batch the next step evaluates.
@@ -46,14 +50,6 @@ func (x *Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 	return x.o.Evaluate(base, vs)
 }
 
-// variant maps a ZO parameter point to the model's view of it.
-func (o *objective) variant(params [][]float32, from int) model.Variant {
-	if o.lora != nil {
-		return model.Variant{Adapter: o.lora.View(params), From: from}
-	}
-	return model.Variant{Prompt: params[0], From: from}
-}
-
 // Evaluate implements zo.Objective.
 func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
 	mv := make([]model.Variant, len(vs))
@@ -62,15 +58,15 @@ func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 		switch {
 		case v.Group == zo.Clean:
 			from = o.m.NumLayers // identical to the base: reuse its pass
-		case v.Group >= 0 && o.lora != nil:
-			from = o.lora.GroupLayer(v.Group)
+		case v.Group >= 0:
+			from = o.adapter.GroupLayer(v.Group)
 		}
 		if o.noPrefixCache && v.Group != zo.Clean {
 			from = 0
 		}
-		mv[i] = o.variant(v.Params, from)
+		mv[i] = o.adapter.Variant(v.Params, from)
 	}
-	losses, stats, err := o.m.Losses(o.batch, o.labels, o.variant(base, 0), mv)
+	losses, stats, err := o.m.Losses(o.batch, o.labels, o.adapter.Variant(base, 0), mv)
 	if err != nil {
 		return nil, err
 	}

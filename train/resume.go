@@ -228,7 +228,7 @@ func (r *run) checkpointExtras(tmp string) error {
 		return err
 	}
 	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.saveAdapter(filepath.Join(tmp, "best"), r.bestCopy); err != nil {
+		if err := r.adapter.Save(filepath.Join(tmp, "best"), r.bestCopy); err != nil {
 			return err
 		}
 	}

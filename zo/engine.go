@@ -73,7 +73,7 @@ type Stats struct {
 	Loss       float64     // logged loss: mean of all L± (central); L0 for FZOO
 	Losses     []float64   // every variant's loss, in variant order
 	Units      []UnitStats // one per estimation unit of the step
-	V          []float64   // MEAZO: every unit's v after the step (per group when grouped); nil otherwise
+	V          []float64   // every unit's v after the step (per group when grouped) when the optimizer is a UnitSecondMoments (MEAZO); nil otherwise
 	UpdateNorm float64     // ‖θ_new - θ0‖ over all groups (float64 of the float32 change)
 }
 
@@ -203,31 +203,64 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	if e.step > math.MaxUint32 {
 		return nil, fmt.Errorf("zo: step %d beyond the noise counter's range", e.step)
 	}
-	q, eps, oneSided := e.cfg.Q, e.cfg.Eps, e.opt.oneSided()
 	units := e.units()
 	tasks := e.chunkTasks(units)
 
-	// Sphere noise needs each (group, direction) norm before any value.
-	var norms [][]float64
-	if e.cfg.Dist == Sphere {
-		norms = make([][]float64, len(e.params))
-		for _, u := range units {
-			for _, g := range u.groups {
-				norms[g] = make([]float64, q)
-				for j := range q {
-					norms[g][j] = e.stream(g, j).sphereNorm(e.dims[g], e.cfg.Workers)
-				}
+	// Sphere noise: each (group, direction) norm, before any value is drawn.
+	norms := e.sphereNorms(units)
+	// Perturb: θ0 ± εz into the variant buffers, from θ0.
+	e.perturb(units, tasks, norms)
+	// Variants: every perturbed point, in the objective's order.
+	variants := e.variants(units)
+	// Evaluate: one call of the objective for the whole step.
+	losses, err := e.evaluate(obj, variants)
+	if err != nil {
+		return nil, err
+	}
+	// Estimate: projected gradients d_j and the optimizer's weights w_j per unit.
+	st, weights := e.estimate(units, losses)
+	// Update: θ ← θ - step(ĝ), ĝ = Σ_j w_j z_j with z regenerated chunk by chunk.
+	st.UpdateNorm = e.update(units, tasks, norms, weights)
+	// Record: what the optimizer reports about its state.
+	e.record(st)
+	e.step++
+	return st, nil
+}
+
+// noiseNorms holds sphere noise's norm per (group, direction); nil for the
+// other distributions, whose values need no normalisation.
+type noiseNorms [][]float64
+
+func (n noiseNorms) at(g, j int) float64 {
+	if n == nil {
+		return 1
+	}
+	return n[g][j]
+}
+
+// sphereNorms computes the norm of every (group, direction) the step draws
+// when the noise is Sphere, and returns nil otherwise.
+func (e *Engine) sphereNorms(units []unit) noiseNorms {
+	if e.cfg.Dist != Sphere {
+		return nil
+	}
+	q := e.cfg.Q
+	norms := make(noiseNorms, len(e.params))
+	for _, u := range units {
+		for _, g := range u.groups {
+			norms[g] = make([]float64, q)
+			for j := range q {
+				norms[g][j] = e.stream(g, j).sphereNorm(e.dims[g], e.cfg.Workers)
 			}
 		}
 	}
-	norm := func(g, j int) float64 {
-		if norms == nil {
-			return 1
-		}
-		return norms[g][j]
-	}
+	return norms
+}
 
-	// Materialise θ0 ± εz from θ0 (slot 2j holds +, 2j+1 holds -; FZOO: slot j holds +).
+// perturb materialises θ0 ± εz from θ0 in the buffers, chunk by chunk in
+// parallel: slot 2j holds +, 2j+1 holds - (FZOO: slot j holds +).
+func (e *Engine) perturb(units []unit, tasks []chunkTask, norms noiseNorms) {
+	q, eps, oneSided := e.cfg.Q, e.cfg.Eps, e.opt.oneSided()
 	for _, u := range units {
 		for _, g := range u.groups {
 			for j := range q {
@@ -245,22 +278,26 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 		for j := range q {
 			if oneSided {
 				plus := e.bufs[tk.g][j][tk.lo:tk.hi]
-				e.stream(tk.g, j).fillRange(plus, tk.lo, e.cfg.Dist, norm(tk.g, j))
+				e.stream(tk.g, j).fillRange(plus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
 				for i, z := range plus {
 					plus[i] = float32(float64(theta[i]) + eps*float64(z))
 				}
 				continue
 			}
 			plus, minus := e.bufs[tk.g][2*j][tk.lo:tk.hi], e.bufs[tk.g][2*j+1][tk.lo:tk.hi]
-			e.stream(tk.g, j).fillRange(minus, tk.lo, e.cfg.Dist, norm(tk.g, j))
+			e.stream(tk.g, j).fillRange(minus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
 			for i, z := range minus {
 				x, dz := float64(theta[i]), eps*float64(z)
 				plus[i], minus[i] = float32(x+dz), float32(x-dz)
 			}
 		}
 	})
+}
 
-	// The variants, in order: [clean (FZOO)], then per unit, per direction, + (and -).
+// variants lists the step's variants, in order: [clean (FZOO)], then per
+// unit, per direction, + (and -). Unperturbed groups share θ0's slices.
+func (e *Engine) variants(units []unit) []Variant {
+	q, oneSided := e.cfg.Q, e.opt.oneSided()
 	var variants []Variant
 	if oneSided {
 		variants = append(variants, Variant{Group: Clean, Params: e.params})
@@ -284,7 +321,12 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 			}
 		}
 	}
+	return variants
+}
 
+// evaluate has obj compute every variant's loss and checks that there is one
+// finite loss per variant.
+func (e *Engine) evaluate(obj Objective, variants []Variant) ([]float64, error) {
 	losses, err := obj.Evaluate(e.params, variants)
 	if err != nil {
 		return nil, fmt.Errorf("zo step %d: evaluate: %w", e.step, err)
@@ -298,8 +340,14 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 				e.step, i, variants[i].Group, variants[i].Dir, variants[i].Sign, l)
 		}
 	}
+	return losses, nil
+}
 
-	// Projected gradients and the optimizer's weights per unit.
+// estimate forms each unit's projected gradients from the losses (in the
+// variants' order) and asks the optimizer for the weights of ĝ = Σ_j w_j z_j.
+// It returns the step's stats (all but UpdateNorm and V) and the weights per unit.
+func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64) {
+	q, eps, oneSided := e.cfg.Q, e.cfg.Eps, e.opt.oneSided()
 	st := &Stats{Step: e.step, Losses: losses, Units: make([]UnitStats, len(units))}
 	weights := make([][]float64, len(units))
 	k := 0
@@ -331,8 +379,12 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	if !oneSided {
 		st.Loss = sum / float64(len(losses))
 	}
+	return st, weights
+}
 
-	// Update θ chunk by chunk, regenerating z: ĝ = Σ_j w_j z_j.
+// update moves θ in place chunk by chunk in parallel, regenerating z to form
+// ĝ = Σ_j w_j z_j, and returns ‖θ_new - θ0‖.
+func (e *Engine) update(units []unit, tasks []chunkTask, norms noiseNorms, weights [][]float64) float64 {
 	sq := make([]float64, len(tasks))
 	parallelFor(len(tasks), e.cfg.Workers, func(k int) {
 		tk := tasks[k]
@@ -342,7 +394,7 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 		z, ghat := sc.z[:n], sc.ghat[:n]
 		clear(ghat)
 		for j, w := range weights[tk.u] {
-			e.stream(tk.g, j).fillRange(z, tk.lo, e.cfg.Dist, norm(tk.g, j))
+			e.stream(tk.g, j).fillRange(z, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
 			for i, zi := range z {
 				ghat[i] += w * float64(zi)
 			}
@@ -350,15 +402,19 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 		u := units[tk.u]
 		sq[k] = e.opt.update(u.id, tk.g, tk.lo, e.params[tk.g][tk.lo:tk.hi], ghat, u.t)
 	})
+	var ss float64
 	for _, s := range sq {
-		st.UpdateNorm += s
+		ss += s
 	}
-	st.UpdateNorm = math.Sqrt(st.UpdateNorm)
-	if m, ok := e.opt.(*MEAZO); ok {
+	return math.Sqrt(ss)
+}
+
+// record adds to st what the optimizer reports about its state after the
+// update (v_t when it is a UnitSecondMoments).
+func (e *Engine) record(st *Stats) {
+	if m, ok := e.opt.(UnitSecondMoments); ok {
 		st.V = append([]float64(nil), m.V()...)
 	}
-	e.step++
-	return st, nil
 }
 
 // MarshalBinary saves the engine's state: the step count and the optimizer's

@@ -36,6 +36,17 @@ type Optimizer interface {
 	update(unit, g, lo int, theta []float32, ghat []float64, t int) float64
 }
 
+// UnitSecondMoments is an optional interface of an Optimizer that keeps one
+// second-moment scalar v_t per estimation unit (MEAZO). The engine copies V
+// into Stats.V after every step; optimizers without it leave Stats.V nil.
+type UnitSecondMoments interface {
+	// V returns every unit's second moment after the last step (uncorrected,
+	// per group when grouped); the caller must not modify it.
+	V() []float64
+}
+
+var _ UnitSecondMoments = (*MEAZO)(nil)
+
 func meanWeights(d, w []float64) {
 	for j := range d {
 		w[j] = d[j] / float64(len(d))

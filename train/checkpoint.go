@@ -1,0 +1,167 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// checkpointState is checkpoint/state.json.
+type checkpointState struct {
+	Step         int               `json:"step"`
+	Sampler      data.SamplerState `json:"sampler"`
+	BestValLoss  float64           `json:"-"` // +Inf before the first validation
+	BestStep     int               `json:"best_step"`
+	LastValLoss  float64           `json:"-"` // NaN before the first validation
+	BestJSON     *float64          `json:"best_val_loss"`
+	LastJSON     *float64          `json:"last_val_loss"`
+	MetricsBytes int64             `json:"metrics_bytes"` // size of metrics.jsonl at this step
+	TimingBytes  int64             `json:"timing_bytes"`
+	Seconds      float64           `json:"seconds"` // training wall-clock so far
+	// Checksums of the logs' first MetricsBytes/TimingBytes bytes, and the
+	// size of changes.jsonl (resume.go).
+	MetricsSHA256 string `json:"metrics_sha256"`
+	TimingSHA256  string `json:"timing_sha256"`
+	ChangesBytes  int64  `json:"changes_bytes"`
+}
+
+// checkpoint writes checkpoint/ atomically: a new directory is filled, then
+// swapped in by rename, so an interruption leaves the previous one intact.
+func (r *run) checkpoint() error {
+	for _, f := range []*os.File{r.metrics, r.timing} {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	mi, err := r.metrics.Stat()
+	if err != nil {
+		return err
+	}
+	ti, err := r.timing.Stat()
+	if err != nil {
+		return err
+	}
+	r.state.MetricsBytes, r.state.TimingBytes = mi.Size(), ti.Size()
+	if err := r.stampLogs(); err != nil {
+		return err
+	}
+	final := filepath.Join(r.dir, "checkpoint")
+	tmp := final + ".tmp"
+	os.RemoveAll(tmp)
+	if err := r.adapter.Save(tmp, r.params); err != nil {
+		return err
+	}
+	eng, err := r.engine.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "optimizer.bin"), eng); err != nil {
+		return err
+	}
+	r.state.BestJSON, r.state.LastJSON = finite(r.state.BestValLoss), finite(r.state.LastValLoss)
+	st, err := json.MarshalIndent(r.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(tmp, "state.json"), st); err != nil {
+		return err
+	}
+	if err := r.checkpointExtras(tmp); err != nil {
+		return err
+	}
+	old := final + ".old"
+	os.RemoveAll(old)
+	if _, err := os.Stat(final); err == nil {
+		if err := os.Rename(final, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+// restore loads checkpoint/ into the run and cuts the logs back to it.
+func (r *run) restore() error {
+	dir := filepath.Join(r.dir, "checkpoint")
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		// An interruption during the swap leaves checkpoint.old complete:
+		// put it back in place before anything else can remove it.
+		if _, err := os.Stat(dir + ".old"); err == nil {
+			if err := os.Rename(dir+".old", dir); err != nil {
+				return fmt.Errorf("resume %s: %w", r.dir, err)
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	if err := json.Unmarshal(b, &r.state); err != nil {
+		return fmt.Errorf("resume %s: state.json: %w", r.dir, err)
+	}
+	r.state.BestValLoss, r.state.LastValLoss = math.Inf(1), math.NaN()
+	if r.state.BestJSON != nil {
+		r.state.BestValLoss = *r.state.BestJSON
+	}
+	if r.state.LastJSON != nil {
+		r.state.LastValLoss = *r.state.LastJSON
+	}
+	if err := r.checkState(filepath.Join(dir, "state.json")); err != nil {
+		return err
+	}
+	if err := r.adapter.Load(dir, r.params); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	eng, err := os.ReadFile(filepath.Join(dir, "optimizer.bin"))
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if err := r.engine.UnmarshalBinary(eng); err != nil {
+		return fmt.Errorf("resume %s: optimizer.bin: %w", dir, err)
+	}
+	if r.engine.StepCount() != r.state.Step {
+		return corrupted("%s is at step %d, state.json at step %d", filepath.Join(dir, "optimizer.bin"), r.engine.StepCount(), r.state.Step)
+	}
+	if r.sampler, err = data.ResumeSampler(r.state.Sampler); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if !math.IsInf(r.state.BestValLoss, 1) {
+		if err := r.adapter.Load(filepath.Join(dir, "best"), r.bestCopy); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+	}
+	if err := r.checkLogs(); err != nil {
+		return err
+	}
+	// Steps logged after the checkpoint are run again: cut them off.
+	if err := os.Truncate(filepath.Join(r.dir, "metrics.jsonl"), r.state.MetricsBytes); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if err := os.Truncate(filepath.Join(r.dir, "timing.jsonl"), r.state.TimingBytes); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	os.Remove(filepath.Join(r.dir, "summary.json"))
+	fmt.Fprintf(r.log, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)
+	return nil
+}
+
+// lastCheckpointStep returns the step of checkpoint/ on disk (0 if unreadable).
+func (r *run) lastCheckpointStep() int {
+	b, err := os.ReadFile(filepath.Join(r.dir, "checkpoint", "state.json"))
+	if err != nil {
+		return 0
+	}
+	var st checkpointState
+	if json.Unmarshal(b, &st) != nil {
+		return 0
+	}
+	return st.Step
+}

@@ -1,0 +1,229 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/tokenizer"
+	"github.com/meazo-go/meazo/zo"
+)
+
+// setup prepares a run, new or resumed, up to its first step.
+func (r *run) setup() error {
+	// The run directory: locked, then either a new run's (config.yaml
+	// written) or a resumed run's (its recorded config, with --set changes).
+	if err := r.openRunDir(); err != nil {
+		return err
+	}
+	// The model on its backend, and the tokenizer.
+	if err := r.loadModel(); err != nil {
+		return err
+	}
+	// The task's data, read, split and encoded.
+	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString}
+	var err error
+	if r.data, err = loadSplits(r.cfg, enc, r.log); err != nil {
+		return err
+	}
+	// The trainable adapter and its parameters θ.
+	if err := r.setupAdapter(); err != nil {
+		return err
+	}
+	// The optimizer, the ZO engine over θ, and the sampler.
+	if err := r.setupEngine(); err != nil {
+		return err
+	}
+	// The objective, the evaluator and the run's state before any step.
+	r.setupEvaluation(enc)
+	// A resumed run: its checkpoint, with the logs cut back to it.
+	if r.opts.Resume != "" {
+		if err := r.restore(); err != nil {
+			return err
+		}
+	}
+	// The logs, started afresh or appended to.
+	if err := r.openLogs(); err != nil {
+		return err
+	}
+	if r.opts.Resume != "" {
+		// A resumed run: the --set changes, recorded.
+		return r.applyChanges()
+	}
+	// A new run: step 0's validation and first checkpoint.
+	return r.startRun()
+}
+
+// openRunDir locks the run directory and reads the config: the run's own
+// (config.yaml) when resuming, else the given one, which is written there.
+func (r *run) openRunDir() error {
+	var err error
+	if r.opts.Resume != "" {
+		if r.opts.ConfigPath != "" {
+			return fmt.Errorf("--resume continues a run with its own recorded config; --config %s is not allowed (change a setting with --set key=value)", r.opts.ConfigPath)
+		}
+		r.dir = r.opts.Resume
+		if err := checkRunDir(r.dir); err != nil {
+			return err
+		}
+		if r.lock, err = LockDir(r.dir); err != nil {
+			return err
+		}
+		if r.cfg, err = r.resumeConfig(); err != nil {
+			return err
+		}
+		return nil
+	}
+	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
+		return err
+	}
+	r.dir = r.cfg.Output.Dir
+	// The lock comes first: a second process on the same directory is
+	// refused before it can write anything there.
+	if r.lock, err = LockDir(r.dir); err != nil {
+		return err
+	}
+	// A run exists once it has a checkpoint (written right after the
+	// step-0 validation); a directory without one holds only a start
+	// that never got that far, and is started over.
+	for _, ck := range []string{"checkpoint", "checkpoint.old"} {
+		if _, err := os.Stat(filepath.Join(r.dir, ck, "state.json")); err == nil {
+			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", r.dir, r.dir)
+		}
+	}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return err
+	}
+	return r.writeConfig()
+}
+
+// loadModel opens the backend (model.backend) and loads the model on it,
+// and the tokenizer.
+func (r *run) loadModel() error {
+	cfg := r.cfg
+	var err error
+	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
+		return fmt.Errorf("model.backend: %w", err)
+	}
+	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
+	if r.m, err = model.LoadWith(cfg.Model.Path, model.LoadOptions{BF16Weights: cfg.Model.BF16, Backend: r.backend}); err != nil {
+		return err
+	}
+	r.tok, err = tokenizer.Load(cfg.Model.Path)
+	return err
+}
+
+// setupAdapter makes the trainable adapter (fresh, or from adapter.init).
+func (r *run) setupAdapter() error {
+	var err error
+	if r.adapter, err = newTrainable(r.cfg, r.m, r.tok); err != nil {
+		return err
+	}
+	r.params = r.adapter.Params()
+	return nil
+}
+
+// setupEngine makes the optimizer and the ZO engine over the adapter's
+// parameters (noise distribution, joint or grouped), and the sampler.
+func (r *run) setupEngine() error {
+	cfg := r.cfg
+	opt, err := newOptimizer(cfg.Optimizer)
+	if err != nil {
+		return err
+	}
+	distName := cfg.Optimizer.Dist
+	if distName == "" {
+		distName = "normal"
+		if cfg.Optimizer.Name == "fzoo" {
+			distName = "rademacher" // FZOO's reference (ALGORITHMS.md)
+		}
+	}
+	dist, err := zo.ParseDist(distName)
+	if err != nil {
+		return fmt.Errorf("optimizer.dist: %w", err)
+	}
+	mode := zo.Joint
+	if cfg.Adapter.Grouped {
+		mode = zo.Grouped
+	}
+	if r.engine, err = zo.New(r.params, opt, zo.Config{Eps: cfg.Optimizer.Eps, Q: cfg.Optimizer.Q, Dist: dist,
+		Seed: cfg.Train.Seed, Mode: mode, Workers: cfg.Train.Threads}); err != nil {
+		return err
+	}
+	r.sampler, err = data.NewSampler(len(r.data.train), cfg.Train.Seed)
+	return err
+}
+
+// setupEvaluation makes the objective (model and adapter for the engine),
+// the evaluator (validation and test metrics) and the state before step 1.
+func (r *run) setupEvaluation(enc *data.Encoder) {
+	cfg := r.cfg
+	r.obj = &objective{m: r.m, adapter: r.adapter}
+	maxNew := cfg.Eval.MaxNewTokens
+	if maxNew == 0 {
+		maxNew = defaultMaxNewTokens(data.Task(cfg.Task.Name))
+	}
+	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
+		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.log}
+	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN()}
+	r.bestCopy = cloneParams(r.params)
+}
+
+// openLogs opens metrics.jsonl and timing.jsonl: truncated for a new run,
+// appended to when resuming (restore has cut them back to the checkpoint).
+func (r *run) openLogs() error {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if r.opts.Resume == "" {
+		flags |= os.O_TRUNC
+	}
+	var err error
+	if r.metrics, err = os.OpenFile(filepath.Join(r.dir, "metrics.jsonl"), flags, 0o644); err != nil {
+		return err
+	}
+	r.timing, err = os.OpenFile(filepath.Join(r.dir, "timing.jsonl"), flags, 0o644)
+	return err
+}
+
+// startRun is a new run's step 0: the validation loss of the starting
+// adapter (the curves' first point, and the best adapter if training never
+// improves on it), and a checkpoint, so a run that diverges or is killed
+// early still has a good state to resume or inspect.
+func (r *run) startRun() error {
+	ok, err := r.validate(0)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the validation loss of the starting adapter is not finite: check the model and data")
+	}
+	r.state.Sampler = r.sampler.State()
+	return r.checkpoint()
+}
+
+func newOptimizer(c OptimizerConfig) (zo.Optimizer, error) {
+	switch c.Name {
+	case "meazo":
+		o := zo.NewMEAZO(c.LR)
+		o.Beta, o.Zeta = c.Beta, c.Zeta
+		return o, nil
+	case "zo-sgd":
+		o := zo.NewSGD(c.LR)
+		o.Momentum, o.WeightDecay = c.Momentum, c.WeightDecay
+		return o, nil
+	case "zo-adam":
+		o := zo.NewAdam(c.LR)
+		o.Beta1, o.Beta2 = c.Beta1, c.Beta2
+		return o, nil
+	case "radazo":
+		o := zo.NewRAdaZO(c.LR)
+		o.Beta1, o.Beta2, o.BiasCorrection = c.Beta1, c.Beta2, c.BiasCorrect
+		return o, nil
+	case "fzoo":
+		return zo.NewFZOO(c.LR), nil
+	}
+	return nil, fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Name)
+}

@@ -1,0 +1,137 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// Summary is summary.json (docs/RUNDIR.md).
+type Summary struct {
+	Model           string                        `json:"model"`
+	Task            string                        `json:"task"`
+	Adapter         string                        `json:"adapter"`
+	Grouped         bool                          `json:"grouped"`
+	Optimizer       string                        `json:"optimizer"`
+	LR              float64                       `json:"lr"`
+	Seed            uint64                        `json:"seed"`
+	Steps           int                           `json:"steps"`
+	StepsDone       int                           `json:"steps_done"`
+	Diverged        bool                          `json:"diverged"`
+	DivergedAt      *int                          `json:"diverged_at"`
+	Message         string                        `json:"message"`
+	BestValLoss     *float64                      `json:"best_val_loss"` // null before the first validation
+	BestStep        int                           `json:"best_step"`
+	LastValLoss     *float64                      `json:"last_val_loss"`
+	Test            map[string]map[string]float64 `json:"test"`
+	TrainableParams int                           `json:"trainable_params"`
+	StateBytes      int64                         `json:"optimizer_state_bytes"`
+	PeakRSSBytes    int64                         `json:"peak_rss_bytes"`
+	SecondsPerStep  float64                       `json:"seconds_per_step"`
+	Changes         []ConfigChange                `json:"changes,omitempty"` // settings changed on resume (changes.jsonl)
+	Backend         string                        `json:"backend"`           // the backend that ran the last session of the run, and on what
+	// Status is "done", "diverged" or "interrupted" (stop.go); Signal names
+	// what interrupted the run.
+	Status string `json:"status"`
+	Signal string `json:"signal,omitempty"`
+}
+
+// diverged ends a run whose loss or projected gradient became NaN/Inf,
+// keeping the last checkpoint and the best adapter as they are.
+func (r *run) diverged(step int) (*Summary, error) {
+	r.summary.Diverged, r.summary.Status = true, "diverged"
+	r.summary.DivergedAt = &step
+	r.summary.StepsDone = step - 1
+	r.summary.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
+		"the last checkpoint (step %d) and the best adapter (step %d) are kept", step, r.cfg.Optimizer.LR, r.lastCheckpointStep(), r.state.BestStep)
+	fmt.Fprintf(r.log, "%s\n", r.summary.Message)
+	r.fillSummary()
+	return &r.summary, r.writeSummary()
+}
+
+// finish saves the last adapter, evaluates on the test split and writes the summary.
+func (r *run) finish() error {
+	if err := r.adapter.Save(filepath.Join(r.dir, "last"), r.params); err != nil {
+		return err
+	}
+	if !r.cfg.Eval.Skip && len(r.data.test) > 0 {
+		evals := []struct {
+			name   string
+			params [][]float32
+		}{{"best", r.bestCopy}, {"last", r.params}}
+		if r.cfg.Eval.Base {
+			evals = append(evals, struct {
+				name   string
+				params [][]float32
+			}{"base", nil})
+		}
+		for _, e := range evals {
+			m := r.m
+			mg, canMerge := r.adapter.(merger)
+			if e.params != nil {
+				r.adapter.Attach(e.params)
+				if r.cfg.Eval.Merge && canMerge {
+					m = mg.Merge(e.params)
+				}
+			}
+			res, err := r.eval.testMetrics(m, r.data.test, e.name)
+			if m != r.m {
+				mg.FreeMerged(m)
+			}
+			r.adapter.Detach()
+			if err != nil {
+				return fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
+			}
+			r.summary.Test[e.name] = res
+		}
+	}
+	r.fillSummary()
+	return r.writeSummary()
+}
+
+func (r *run) fillSummary() {
+	r.summary.BestValLoss, r.summary.BestStep, r.summary.LastValLoss = finite(r.state.BestValLoss), r.state.BestStep, finite(r.state.LastValLoss)
+	r.summary.StateBytes = r.engine.Optimizer().StateBytes()
+	r.summary.PeakRSSBytes = peakRSS()
+	r.summary.Changes = readChanges(r.dir)
+	r.summary.Backend = r.backend.Name() + ": " + r.backend.Describe()
+	if r.state.Step > 0 {
+		r.summary.SecondsPerStep = r.state.Seconds / float64(r.state.Step)
+	}
+}
+
+func (r *run) writeSummary() error {
+	b, err := json.MarshalIndent(r.summary, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(r.dir, "summary.json"), b)
+}
+
+// finite returns &x, or nil for NaN and ±Inf (JSON has no such numbers).
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// peakRSS reads the process's peak resident set size (VmHWM) in bytes.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			return kb * 1024
+		}
+	}
+	return 0
+}
