@@ -5,7 +5,7 @@
 #   - two sweeps (MEAZO, ZO-SGD) × 3 coarse rates × 2 seeds, then the fine grid,
 #     through job arrays throttled to %2 and a selection job between stages;
 #   - one long run killed by its time limit (--time=2, SIGUSR1 60 s before; its
-#     steps sized from a probe run so that it lasts about 110 s here):
+#     steps sized from a probe run so that it lasts about 150 s here):
 #     meazo-train checkpoints, the task requeues itself and resumes;
 #   - one run that fails (a missing data file) and must not block stage 2;
 # then runs the same study with the local executor and checks that every
@@ -94,7 +94,7 @@ say "slurm is up ($(sinfo -h -o '%P %D %t %c'))"
 # The long run must outlast the moment its time-limit signal comes (60 s
 # after the start) on this machine at its present speed, and not by much (the
 # same run is repeated locally): measure seconds per step on a probe run,
-# which also writes the demo's model and data, and size the run for ~110 s.
+# which also writes the demo's model and data, and size the run for ~150 s.
 cat >"$R/probe.yaml" <<PROBE
 name: probe
 out: $R/probe
@@ -114,7 +114,7 @@ executor:
 PROBE
 "$R/bin/meazo-sweep" run "$R/probe.yaml" >"$R/probe.log" 2>&1 || fail "probe run: $(tail -3 "$R/probe.log")"
 sps=$(grep -ho '"seconds_per_step": [0-9.e+-]*' "$R"/probe/probe_meazo/*/summary.json | awk '{print $2}')
-long_steps=$(awk -v s="$sps" 'BEGIN { n = int(110 / s / 100 + 1) * 100; if (n < 750) n = 750; if (n > 50000) n = 50000; print n }')
+long_steps=$(awk -v s="$sps" 'BEGIN { n = int(150 / s / 100 + 1) * 100; if (n < 750) n = 750; if (n > 50000) n = 50000; print n }')
 say "probe: $sps s/step; the long run gets $long_steps steps"
 
 # study OUT EXECUTOR: the test study, with the given output directory and executor.
