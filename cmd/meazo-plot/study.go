@@ -16,7 +16,8 @@ import (
 
 // cmdStudy reports a meazo-sweep study (docs/SWEEPS.md): Table 1/2-style
 // results (each optimizer at its η*, mean ± std over seeds), the robustness
-// figures and the loss curves per experiment, and the runs still missing.
+// figures, the loss curves and MEAZO's v_t per experiment, grouped against
+// joint estimation where the study has both, and the runs still missing.
 func cmdStudy(args []string, stdout, stderr io.Writer) error {
 	fs, out := newFlags("study", stderr)
 	smooth := fs.Int("smooth", 0, "training-loss running-mean window in steps (0: 1% of the run's steps, at least 1)")
@@ -64,6 +65,28 @@ func cmdStudy(args []string, stdout, stderr io.Writer) error {
 			warn(fmt.Sprintf("%s: no robustness figure: %v", e.name, err))
 		}
 		paths = append(paths, p...)
+		// v_t per parameter group of MEAZO at η* (its first seed).
+		if r, ok := meazoAtEta(e.runs); ok {
+			vt := filepath.Join(dir, "vt_meazo.svg")
+			if err := writeVT(vt, r, warn); err != nil {
+				warn(fmt.Sprintf("%s: no v_t figure: %v", e.name, err))
+			} else {
+				paths = append(paths, vt)
+			}
+		}
+	}
+	// Grouped against joint estimation: the loss curves at η* of the
+	// experiments that differ only in grouping, in one figure.
+	for _, pair := range groupedPairs(rep.experiments) {
+		dir := filepath.Join(*out, pair.name)
+		if err := mkdirOut(dir); err != nil {
+			return err
+		}
+		p, err := writeCurves(dir, pair.runs, *smooth, warn)
+		if err != nil {
+			return fmt.Errorf("%s: %w", pair.name, err)
+		}
+		paths = append(paths, p...)
 	}
 	if *png {
 		var pngs []string
@@ -83,6 +106,65 @@ func cmdStudy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stdout, rep.markdown())
 	fmt.Fprintln(stdout, strings.Join(paths, "\n"))
 	return nil
+}
+
+// meazoAtEta returns MEAZO's run at its η* with the lowest seed, if the
+// experiment has MEAZO runs.
+func meazoAtEta(runs []Run) (Run, bool) {
+	var m []Run
+	for _, r := range runs {
+		if r.Optimizer == "meazo" {
+			m = append(m, r)
+		}
+	}
+	if len(m) == 0 {
+		return Run{}, false
+	}
+	kept, _ := atBestRate(m)
+	if len(kept) == 0 {
+		return Run{}, false
+	}
+	best := kept[0]
+	for _, r := range kept[1:] {
+		if r.Seed < best.Seed {
+			best = r
+		}
+	}
+	return best, true
+}
+
+// groupedPairs finds, for each model, task and adapter, a grouped and a
+// joint (ungrouped) experiment, and returns their runs together under the
+// name "<joint>_vs_grouped".
+func groupedPairs(exps []studyExperiment) []studyExperiment {
+	type key struct{ model, task, adapter string }
+	joint, grouped := map[key]studyExperiment{}, map[key]studyExperiment{}
+	var order []key
+	for _, e := range exps {
+		if len(e.runs) == 0 {
+			continue
+		}
+		r := e.runs[0]
+		k := key{r.Model, r.Task, r.Adapter}
+		if r.Grouped {
+			grouped[k] = e
+		} else {
+			joint[k] = e
+		}
+		order = append(order, k)
+	}
+	var out []studyExperiment
+	seen := map[key]bool{}
+	for _, k := range order {
+		j, okj := joint[k]
+		g, okg := grouped[k]
+		if !okj || !okg || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, studyExperiment{name: j.name + "_vs_grouped", runs: append(append([]Run{}, j.runs...), g.runs...)})
+	}
+	return out
 }
 
 // svgToPNG converts with rsvg-convert, or ImageMagick's convert.

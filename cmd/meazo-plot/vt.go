@@ -68,7 +68,7 @@ func writeVT(path string, r Run, warn func(string)) error {
 	fig := &plot.Figure{
 		Title:  fmt.Sprintf("%s second moment v_t per group (η=%s, seed %d)", r.Method(), lrString(r.LR), r.Seed),
 		XLabel: "step", YLabel: "v_t (log scale)", LogY: true, Width: 760, Height: 460,
-		Note: "v_t: the optimizer's scalar second-moment estimate of each estimation unit after the step. Run: " + r.Dir,
+		Note: "v_t: the optimizer's scalar second-moment estimate of each estimation unit after the step. Run: " + filepath.Base(filepath.Dir(r.Dir)) + "/" + r.Name(),
 	}
 	k := max(1, (len(steps)+maxPoints-1)/maxPoints)
 	for u, g := range units {
