@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/meazo-go/meazo/internal/suggest"
 )
 
 // DefaultCoarse is the paper's coarse grid (docs/SWEEPS.md).
@@ -132,13 +134,7 @@ func checkStrict(v any, t reflect.Type, prefix string) error {
 		for _, k := range keys {
 			ft, ok := known[k]
 			if !ok {
-				best, bestD := "", 1<<30
-				for _, n := range names {
-					if d := editDistance(k, n); d < bestD {
-						best, bestD = prefix+n, d
-					}
-				}
-				return fmt.Errorf("unknown key %q (did you mean %q?)", prefix+k, best)
+				return fmt.Errorf("unknown key %q (did you mean %q?)", prefix+k, prefix+suggest.Closest(k, names))
 			}
 			if err := checkStrict(m[k], ft, prefix+k+"."); err != nil {
 				return err
@@ -154,26 +150,6 @@ func checkStrict(v any, t reflect.Type, prefix string) error {
 		}
 	}
 	return nil
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func (st *Study) validate() error {

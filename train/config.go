@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/meazo-go/meazo/internal/suggest"
 )
 
 // Config is a whole experiment. Every field's `doc` tag is its documentation;
@@ -261,37 +263,15 @@ func checkKey(key string, known []configKey) error {
 
 // unknownKey names the key and the known key closest to it.
 func unknownKey(key string, known []configKey) error {
-	best, bestD := "", 1<<30
+	var cands []string
 	for _, k := range known {
 		cand := k.key
 		if !strings.Contains(key, ".") { // a section name
 			cand, _, _ = strings.Cut(k.key, ".")
 		}
-		if d := editDistance(key, cand); d < bestD {
-			best, bestD = cand, d
-		}
+		cands = append(cands, cand)
 	}
-	return fmt.Errorf("unknown key %q (did you mean %q?)", key, best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return fmt.Errorf("unknown key %q (did you mean %q?)", key, suggest.Closest(key, cands))
 }
 
 // ModelName is base_model_name_or_path for saved adapters: model.name, or the path.
