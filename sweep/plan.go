@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // Files meazo-sweep keeps in a run directory beside meazo-train's.
@@ -21,13 +22,13 @@ const (
 
 // Status of a run directory, read from the directory only.
 const (
-	StatusNew         = "new"         // never started
-	StatusQueued      = "queued"      // submitted to Slurm, not ended
-	StatusDone        = "done"        // finished (summary.json)
-	StatusDiverged    = "diverged"    // a result: +∞ in the selection
-	StatusInterrupted = "interrupted" // stopped by a signal after a checkpoint: resumes
-	StatusFailed      = "failed"      // meazo-train exited with an error
-	StatusUnfinished  = "unfinished"  // a checkpoint, but it ended without a word (killed)
+	StatusNew         = "new"                    // never started
+	StatusQueued      = "queued"                 // submitted to Slurm, not ended
+	StatusDone        = rundir.StatusDone        // finished (summary.json)
+	StatusDiverged    = rundir.StatusDiverged    // a result: +∞ in the selection
+	StatusInterrupted = rundir.StatusInterrupted // stopped by a signal after a checkpoint: resumes
+	StatusFailed      = "failed"                 // meazo-train exited with an error
+	StatusUnfinished  = "unfinished"             // a checkpoint, but it ended without a word (killed)
 )
 
 // RunState is a run directory's status and, for a result, its summary.
@@ -59,7 +60,7 @@ func ReadState(dir string) (RunState, error) {
 			return RunState{Status: StatusDiverged, Run: r}, nil
 		case r.Finished():
 			return RunState{Status: StatusDone, Run: r}, nil
-		case r.Status == "interrupted":
+		case r.Status == rundir.StatusInterrupted:
 			return RunState{Status: StatusInterrupted, Run: r, Detail: r.Message}, nil
 		}
 	}
@@ -113,7 +114,7 @@ type SweepPlan struct {
 type RunSpec struct {
 	Sweep *SweepPlan
 	LR    string // as written in the grid and the directory name
-	Seed  int64
+	Seed  uint64
 	Stage int // 1 coarse, 2 fine
 	Dir   string
 }
@@ -259,7 +260,7 @@ func (r RunSpec) FreshArgs() []string {
 		args = append(args, "--set", s)
 	}
 	return append(args, "--set", "optimizer.name="+r.Sweep.Optimizer, "--set", "optimizer.lr="+r.LR,
-		"--set", "train.seed="+strconv.FormatInt(r.Seed, 10), "--out", r.Dir)
+		"--set", "train.seed="+strconv.FormatUint(r.Seed, 10), "--out", r.Dir)
 }
 
 // writeExit records meazo-train's exit status in the run directory.

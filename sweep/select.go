@@ -6,48 +6,18 @@
 package sweep
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/meazo-go/meazo/rundir"
 )
 
-// Summary is a run's summary.json (docs/RUNDIR.md). Only the fields the
-// selection and the plots need are read; the file may hold more.
-type Summary struct {
-	Model     string  `json:"model"`
-	Task      string  `json:"task"`
-	Adapter   string  `json:"adapter"`
-	Grouped   bool    `json:"grouped"`
-	Optimizer string  `json:"optimizer"`
-	LR        float64 `json:"lr"`
-	Seed      int64   `json:"seed"`
-	Steps     int     `json:"steps"`
-	StepsDone int     `json:"steps_done"`
-	Diverged  bool    `json:"diverged"`
-	Message   string  `json:"message"`
-	Status    string  `json:"status"` // done, diverged, interrupted (empty in older runs)
-	Signal    string  `json:"signal"`
-	// Losses are null when no validation happened (or for a run that failed
-	// before its first one); they load as NaN.
-	BestValLoss         *float64                      `json:"best_val_loss"`
-	LastValLoss         *float64                      `json:"last_val_loss"`
-	Test                map[string]map[string]float64 `json:"test"`
-	TrainableParams     int64                         `json:"trainable_params"`
-	OptimizerStateBytes int64                         `json:"optimizer_state_bytes"`
-	PeakRSSBytes        int64                         `json:"peak_rss_bytes"`
-	SecondsPerStep      float64                       `json:"seconds_per_step"`
-}
-
-// Finished says whether the run ended as planned: all steps done, or stopped
-// by divergence (which is a result, not a failure).
-func (s *Summary) Finished() bool {
-	return s.Diverged || (s.Status != "interrupted" && s.Steps > 0 && s.StepsDone >= s.Steps)
-}
+// Summary is a run's summary.json (docs/RUNDIR.md); package rundir owns the format.
+type Summary = rundir.Summary
 
 // OrNaN reads an optional number, NaN when absent.
 func OrNaN(p *float64) float64 {
@@ -69,22 +39,12 @@ type Run struct {
 // Name is the run's directory name, for titles and messages.
 func (r *Run) Name() string { return filepath.Base(filepath.Clean(r.Dir)) }
 
-// LoadSummary reads dir/summary.json and checks the fields every reader needs.
+// LoadSummary reads dir/summary.json and checks the fields every reader needs
+// (rundir.ReadSummary).
 func LoadSummary(dir string) (Run, error) {
-	path := filepath.Join(dir, "summary.json")
-	data, err := os.ReadFile(path)
+	s, err := rundir.ReadSummary(dir)
 	if err != nil {
-		return Run{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	var s Summary
-	if err := json.Unmarshal(data, &s); err != nil {
-		return Run{}, fmt.Errorf("parse %s: %w", path, err)
-	}
-	switch {
-	case s.Optimizer == "":
-		return Run{}, fmt.Errorf("%s: field \"optimizer\" missing or empty", path)
-	case !(s.LR > 0) || math.IsInf(s.LR, 0):
-		return Run{}, fmt.Errorf("%s: field \"lr\" is %v, want a positive learning rate", path, s.LR)
+		return Run{}, err
 	}
 	return Run{Dir: dir, Summary: s}, nil
 }
@@ -339,7 +299,7 @@ type Sweep struct {
 	Task        string      `json:"task"`
 	Adapter     string      `json:"adapter"`
 	Selection   string      `json:"selection"`
-	Seeds       []int64     `json:"seeds"`
+	Seeds       []uint64    `json:"seeds"`
 	CoarseRates []float64   `json:"coarse_rates,omitempty"`
 	CoarseEta   *float64    `json:"coarse_eta_star,omitempty"`
 	FineRates   []float64   `json:"fine_rates,omitempty"`
@@ -360,7 +320,7 @@ type SweepRate struct {
 
 // SweepSeed is one run of a sweep.
 type SweepSeed struct {
-	Seed        int64    `json:"seed"`
+	Seed        uint64   `json:"seed"`
 	Dir         string   `json:"dir"` // relative to the sweep directory
 	Diverged    bool     `json:"diverged"`
 	Failed      bool     `json:"failed,omitempty"`
@@ -375,7 +335,7 @@ const Selection = "eta_star: the rate with the lowest mean over seeds of best_va
 // the sweep as sweep.json does; dir is what the runs' "dir" is relative to,
 // coarse (optional) labels each rate's stage. It fails when no rate is
 // eligible.
-func Summarize(dir string, runs []Run, seeds []int64, coarse []float64) (*Sweep, error) {
+func Summarize(dir string, runs []Run, seeds []uint64, coarse []float64) (*Sweep, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("%s: no runs", dir)
 	}

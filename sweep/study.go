@@ -24,7 +24,7 @@ type Study struct {
 	Name        string       `yaml:"name" doc:"the study's name (Slurm job names)"`
 	Out         string       `yaml:"out" doc:"the study directory: one sweep directory per experiment × optimizer, OUT/<experiment>_<optimizer>/lr=<rate>_seed=<seed>"`
 	Demo        string       `yaml:"demo" doc:"optional: a directory where meazo-sweep first writes the built-in demo's tiny model, tokenizer, data and demo.yaml (once; kept afterwards)"`
-	Seeds       []int64      `yaml:"seeds" doc:"seeds per rate (default [0, 1, 2])"`
+	Seeds       []uint64     `yaml:"seeds" doc:"seeds per rate (default [0, 1, 2])"`
 	Coarse      []float64    `yaml:"coarse" doc:"the coarse grid (default: the paper's, 1e-6 … 1e-1)"`
 	Fine        *bool        `yaml:"fine" doc:"run stage 2, the fine grid around the coarse η* (default true)"`
 	Set         []string     `yaml:"set" doc:"meazo-train --set key=value for every run"`
@@ -40,7 +40,7 @@ type Experiment struct {
 	Config     string    `yaml:"config" doc:"the meazo-train config; {optimizer} in it is replaced by each sweep's optimizer (configs/ has one file per optimizer, with its q and noise). Relative paths are to the directory meazo-sweep runs in, as for meazo-train"`
 	Optimizers []string  `yaml:"optimizers" doc:"one sweep per optimizer (default: the config's optimizer.name)"`
 	Set        []string  `yaml:"set" doc:"meazo-train --set key=value for this experiment's runs (after the study's)"`
-	Seeds      []int64   `yaml:"seeds" doc:"this experiment's seeds (default: the study's)"`
+	Seeds      []uint64  `yaml:"seeds" doc:"this experiment's seeds (default: the study's)"`
 	Coarse     []float64 `yaml:"coarse" doc:"this experiment's coarse grid (default: the study's)"`
 	Fine       *bool     `yaml:"fine" doc:"this experiment's stage 2 (default: the study's)"`
 }
@@ -160,7 +160,7 @@ func (st *Study) validate() error {
 		st.Name = "study"
 	}
 	if len(st.Seeds) == 0 {
-		st.Seeds = []int64{0, 1, 2}
+		st.Seeds = []uint64{0, 1, 2}
 	}
 	if len(st.Coarse) == 0 {
 		st.Coarse = append([]float64(nil), DefaultCoarse...)
@@ -285,8 +285,8 @@ func (st *Study) validate() error {
 	return nil
 }
 
-func checkGrid(prefix string, seeds []int64, coarse []float64) error {
-	seen := map[int64]bool{}
+func checkGrid(prefix string, seeds []uint64, coarse []float64) error {
+	seen := map[uint64]bool{}
 	for _, s := range seeds {
 		if seen[s] {
 			return fmt.Errorf("%sseeds: %d given twice", prefix, s)
@@ -354,7 +354,7 @@ func StudyDoc() string {
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 				kind = "list of mappings"
 			case ft.Kind() == reflect.Slice:
-				kind = map[reflect.Kind]string{reflect.Int64: "list of integers", reflect.Int: "list of integers",
+				kind = map[reflect.Kind]string{reflect.Int64: "list of integers", reflect.Int: "list of integers", reflect.Uint64: "list of integers",
 					reflect.Float64: "list of numbers", reflect.String: "list of strings"}[ft.Elem().Kind()]
 			case ft.Kind() == reflect.Pointer:
 				kind = ft.Elem().Kind().String()

@@ -13,20 +13,15 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // ChangesFile is the run directory's record of settings changed on resume
 // (docs/RUNDIR.md): one JSON ConfigChange per line.
-const ChangesFile = "changes.jsonl"
+const ChangesFile = rundir.ChangesFile
 
 // ConfigChange is one setting changed with --resume DIR --set key=value.
-type ConfigChange struct {
-	Step int    `json:"step"` // the change applies from step Step+1 on
-	Key  string `json:"key"`
-	Old  any    `json:"old"`
-	New  any    `json:"new"`
-	Time string `json:"time"`
-}
+type ConfigChange = rundir.ConfigChange
 
 // resumableKeys may be changed on resume with --set: they do not decide the
 // model, data, adapter shape, noise or sampler order that the checkpoint's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
@@ -150,7 +151,7 @@ func (r *run) train() (*Summary, error) {
 	}
 	prog.done()
 	// Done: the last adapter, the test metrics and summary.json.
-	r.summary.StepsDone, r.summary.Status = r.state.Step, "done"
+	r.summary.StepsDone, r.summary.Status = r.state.Step, rundir.StatusDone
 	if err := r.finish(); err != nil {
 		return nil, err
 	}
@@ -193,24 +194,16 @@ func finiteStats(st *zo.Stats) bool {
 
 // logStep appends the step's line to metrics.jsonl (and timing.jsonl).
 func (r *run) logStep(step int, st *zo.Stats, secs float64) error {
-	line := map[string]any{"kind": "train", "step": step, "loss": st.Loss, "losses": st.Losses,
-		"update_norm": st.UpdateNorm, "lr": r.cfg.Optimizer.LR}
-	var d [][]float64
-	var groups []int
+	line := rundir.TrainLine{Kind: rundir.KindTrain, Step: step, Loss: st.Loss, Losses: st.Losses,
+		UpdateNorm: st.UpdateNorm, LR: r.cfg.Optimizer.LR, V: st.V}
 	for _, u := range st.Units {
-		d = append(d, u.D)
-		groups = append(groups, u.Group)
-	}
-	line["d"], line["groups"] = d, groups
-	if st.V != nil {
-		line["v"] = st.V
-	} else {
-		line["v"] = nil
+		line.D = append(line.D, u.D)
+		line.Groups = append(line.Groups, u.Group)
 	}
 	if err := writeJSONLine(r.metrics, line); err != nil {
 		return err
 	}
-	return writeJSONLine(r.timing, map[string]any{"step": step, "seconds": secs, "layer_evals": r.obj.layerEvals})
+	return writeJSONLine(r.timing, rundir.TimingLine{Step: step, Seconds: secs, LayerEvals: r.obj.layerEvals})
 }
 
 func writeJSONLine(f *os.File, v any) error {
@@ -237,7 +230,7 @@ func (r *run) validate(step int) (bool, error) {
 		return false, nil
 	}
 	r.state.LastValLoss = loss
-	if err := writeJSONLine(r.metrics, map[string]any{"kind": "val", "step": step, "val_loss": loss}); err != nil {
+	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
 		return false, err
 	}
 	if loss < r.state.BestValLoss {

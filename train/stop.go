@@ -1,14 +1,15 @@
 package train
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/meazo-go/meazo/rundir"
+)
 
 // ExitInterrupted is meazo-train's exit status for a run that stopped on a
 // signal (SIGINT, SIGTERM, SIGUSR1) after checkpointing: continue it with
 // --resume. Batch scripts (meazo-sweep's Slurm tasks) requeue on it.
 const ExitInterrupted = 3
-
-// Interrupted says whether a summary is that of a run stopped by Options.Stop.
-func (s *Summary) Interrupted() bool { return s.Status == "interrupted" }
 
 // stopRequested polls Options.Stop (once per step).
 func (r *run) stopRequested() string {
@@ -29,7 +30,7 @@ func (r *run) interrupted(step int, reason string) (*Summary, error) {
 			return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)
 		}
 	}
-	r.summary.Status, r.summary.Signal, r.summary.StepsDone = "interrupted", reason, step
+	r.summary.Status, r.summary.Signal, r.summary.StepsDone = rundir.StatusInterrupted, reason, step
 	r.summary.Message = fmt.Sprintf("interrupted by %s after step %d of %d; checkpoint written: continue with --resume %s",
 		reason, step, r.cfg.Train.Steps, r.dir)
 	fmt.Fprintf(r.log, "%s\n", r.summary.Message)

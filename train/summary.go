@@ -9,42 +9,16 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 )
 
-// Summary is summary.json (docs/RUNDIR.md).
-type Summary struct {
-	Model           string                        `json:"model"`
-	Task            string                        `json:"task"`
-	Adapter         string                        `json:"adapter"`
-	Grouped         bool                          `json:"grouped"`
-	Optimizer       string                        `json:"optimizer"`
-	LR              float64                       `json:"lr"`
-	Seed            uint64                        `json:"seed"`
-	Steps           int                           `json:"steps"`
-	StepsDone       int                           `json:"steps_done"`
-	Diverged        bool                          `json:"diverged"`
-	DivergedAt      *int                          `json:"diverged_at"`
-	Message         string                        `json:"message"`
-	BestValLoss     *float64                      `json:"best_val_loss"` // null before the first validation
-	BestStep        int                           `json:"best_step"`
-	LastValLoss     *float64                      `json:"last_val_loss"`
-	Test            map[string]map[string]float64 `json:"test"`
-	TrainableParams int                           `json:"trainable_params"`
-	StateBytes      int64                         `json:"optimizer_state_bytes"`
-	PeakRSSBytes    int64                         `json:"peak_rss_bytes"`
-	SecondsPerStep  float64                       `json:"seconds_per_step"`
-	Changes         []ConfigChange                `json:"changes,omitempty"` // settings changed on resume (changes.jsonl)
-	Backend         string                        `json:"backend"`           // the backend that ran the last session of the run, and on what
-	// Status is "done", "diverged" or "interrupted" (stop.go); Signal names
-	// what interrupted the run.
-	Status string `json:"status"`
-	Signal string `json:"signal,omitempty"`
-}
+// Summary is summary.json (docs/RUNDIR.md); package rundir owns the format.
+type Summary = rundir.Summary
 
 // diverged ends a run whose loss or projected gradient became NaN/Inf,
 // keeping the last checkpoint and the best adapter as they are.
 func (r *run) diverged(step int) (*Summary, error) {
-	r.summary.Diverged, r.summary.Status = true, "diverged"
+	r.summary.Diverged, r.summary.Status = true, rundir.StatusDiverged
 	r.summary.DivergedAt = &step
 	r.summary.StepsDone = step - 1
 	r.summary.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
@@ -110,7 +84,7 @@ func (r *run) writeSummary() error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(r.dir, "summary.json"), b)
+	return atomicfile.WriteFile(filepath.Join(r.dir, rundir.SummaryFile), b)
 }
 
 // finite returns &x, or nil for NaN and ±Inf (JSON has no such numbers).

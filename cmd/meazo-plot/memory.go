@@ -48,11 +48,11 @@ func memoryTable(runs []Run) (string, error) {
 	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
 	for _, m := range ms {
 		rs := groups[m]
-		params, state, rss := rs[0].TrainableParams, rs[0].OptimizerStateBytes, int64(0)
+		params, state, rss := int64(rs[0].TrainableParams), rs[0].StateBytes, int64(0)
 		var stateMin, stateMax, paramsMin, paramsMax = state, state, params, params
 		for _, r := range rs {
-			stateMin, stateMax = min(stateMin, r.OptimizerStateBytes), max(stateMax, r.OptimizerStateBytes)
-			paramsMin, paramsMax = min(paramsMin, r.TrainableParams), max(paramsMax, r.TrainableParams)
+			stateMin, stateMax = min(stateMin, r.StateBytes), max(stateMax, r.StateBytes)
+			paramsMin, paramsMax = min(paramsMin, int64(r.TrainableParams)), max(paramsMax, int64(r.TrainableParams))
 			rss = max(rss, r.PeakRSSBytes)
 		}
 		perParam := "–"

@@ -18,7 +18,7 @@ type fakeRun struct {
 	opt        string
 	grouped    bool
 	lr         float64
-	seed       int64
+	seed       uint64
 	steps      int
 	diverged   bool
 	best, last float64
@@ -138,7 +138,7 @@ func TestMeanStd(t *testing.T) {
 // TestEtaStar checks the selection on hand-made numbers: mean best val loss,
 // a diverged seed makes its rate +inf, ties go to the smaller rate.
 func TestEtaStar(t *testing.T) {
-	mk := func(lr float64, seed int64, best float64, div bool) Run {
+	mk := func(lr float64, seed uint64, best float64, div bool) Run {
 		return Run{Summary: Summary{Optimizer: "meazo", LR: lr, Seed: seed, BestValLoss: ptr(best), LastValLoss: ptr(best + 0.1), Diverged: div}}
 	}
 	for _, c := range []struct {
@@ -200,7 +200,7 @@ func TestFigures(t *testing.T) {
 		f.write(t, dir)
 		dirs = append(dirs, dir)
 	}
-	for seed := int64(0); seed < 3; seed++ {
+	for seed := uint64(0); seed < 3; seed++ {
 		for _, lr := range []float64{1e-5, 1e-4, 1e-3} {
 			best := map[float64]float64{1e-5: 1.5, 1e-4: 1.1, 1e-3: 1.3}[lr] + 0.01*float64(seed)
 			add(fakeRun{opt: "meazo", lr: lr, seed: seed, steps: 40, best: best, last: best + 0.05, groups: []int{0, 1}, diverged: lr == 1e-3 && seed == 2, stateBytes: 8})

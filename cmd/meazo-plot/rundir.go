@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
@@ -131,91 +127,4 @@ func methodColor(m Method) string {
 		return c
 	}
 	return "" // the plot palette
-}
-
-// TrainPoint and ValPoint are the metrics.jsonl lines the plots use.
-type TrainPoint struct {
-	Step   int
-	Loss   float64   // NaN when null
-	V      []float64 // nil when null (optimizers other than MEAZO)
-	Groups []int
-}
-
-type ValPoint struct {
-	Step    int
-	ValLoss float64
-}
-
-type metricLine struct {
-	Kind    string     `json:"kind"`
-	Step    *int       `json:"step"`
-	Loss    *float64   `json:"loss"`
-	V       []*float64 `json:"v"`
-	Groups  []int      `json:"groups"`
-	ValLoss *float64   `json:"val_loss"`
-}
-
-// loadMetrics reads dir/metrics.jsonl. A step logged twice (a resumed run that
-// re-did steps after its last checkpoint) keeps its last line. A final line
-// without its newline is a write cut short by a kill: it is dropped with a
-// warning; any other bad line is an error naming the file and line.
-func loadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error) {
-	path := filepath.Join(dir, "metrics.jsonl")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("read %s: no such file", path)
-		}
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	train := map[int]TrainPoint{}
-	val := map[int]ValPoint{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var m metricLine
-		err := json.Unmarshal(line, &m)
-		if err == nil && m.Step == nil {
-			err = errors.New(`field "step" missing`)
-		}
-		if err != nil {
-			if !bytes.HasSuffix(data, []byte("\n")) && bytes.HasSuffix(bytes.TrimSpace(data), line) {
-				warn(fmt.Sprintf("%s line %d: ignoring a cut-off last line", path, n))
-				break
-			}
-			return nil, nil, fmt.Errorf("%s line %d: %v", path, n, err)
-		}
-		switch m.Kind {
-		case "train":
-			p := TrainPoint{Step: *m.Step, Loss: orNaN(m.Loss), Groups: m.Groups}
-			if m.V != nil {
-				p.V = make([]float64, len(m.V))
-				for i, v := range m.V {
-					p.V[i] = orNaN(v)
-				}
-			}
-			train[p.Step] = p
-		case "val":
-			val[*m.Step] = ValPoint{Step: *m.Step, ValLoss: orNaN(m.ValLoss)}
-		default: // other kinds may be added to the contract; plots ignore them
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	tp := make([]TrainPoint, 0, len(train))
-	for _, p := range train {
-		tp = append(tp, p)
-	}
-	sort.Slice(tp, func(i, j int) bool { return tp[i].Step < tp[j].Step })
-	vp := make([]ValPoint, 0, len(val))
-	for _, p := range val {
-		vp = append(vp, p)
-	}
-	sort.Slice(vp, func(i, j int) bool { return vp[i].Step < vp[j].Step })
-	return tp, vp, nil
 }

@@ -1,9 +1,12 @@
 package main
 
-import "github.com/meazo-go/meazo/sweep"
+import (
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/sweep"
+)
 
-// The run-directory reading and the learning-rate selection rule live in
-// package sweep, shared with meazo-sweep (one rule, docs/SWEEPS.md).
+// The run-directory format lives in package rundir; the run loading and the
+// learning-rate selection rule in package sweep, shared with meazo-sweep (one rule, docs/SWEEPS.md).
 type (
 	Summary   = sweep.Summary
 	Run       = sweep.Run
@@ -12,10 +15,15 @@ type (
 	Sweep     = sweep.Sweep
 	SweepRate = sweep.SweepRate
 	SweepSeed = sweep.SweepSeed
+
+	// TrainPoint and ValPoint are the metrics.jsonl lines the plots use.
+	TrainPoint = rundir.TrainPoint
+	ValPoint   = rundir.ValPoint
 )
 
 var (
 	loadSummary = sweep.LoadSummary
+	loadMetrics = rundir.ReadMetrics
 	meanStd     = sweep.MeanStd
 	indexRate   = sweep.IndexRate
 	orNaN       = sweep.OrNaN

@@ -20,7 +20,7 @@ func TestStudyReport(t *testing.T) {
 	}
 	for _, opt := range []string{"meazo", "zo-sgd"} {
 		for _, lr := range []string{"1e-3", "0.01"} {
-			for seed := int64(0); seed < 2; seed++ {
+			for seed := uint64(0); seed < 2; seed++ {
 				if opt == "meazo" && lr == "0.01" && seed == 1 {
 					continue // missing
 				}

@@ -101,11 +101,11 @@ func cmdSweepSelect(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var seeds []int64
+	var seeds []uint64
 	for _, f := range strings.Fields(strings.ReplaceAll(*seedList, ",", " ")) {
-		s, err := strconv.ParseInt(f, 10, 64)
+		s, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
-			return fmt.Errorf("--seeds: %q is not an integer", f)
+			return fmt.Errorf("--seeds: %q is not a non-negative integer", f)
 		}
 		seeds = append(seeds, s)
 	}
@@ -138,14 +138,14 @@ func cmdSweepSelect(args []string, stdout, stderr io.Writer) error {
 // selectSweep finds the run of every (rate, seed) among dir's subdirectories
 // (by what their summary.json says, whatever the directory is called), checks
 // that each finished, and picks η*.
-func selectSweep(dir string, rates []float64, seeds []int64, coarse []float64) (*Sweep, error) {
+func selectSweep(dir string, rates []float64, seeds []uint64, coarse []float64) (*Sweep, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", dir, err)
 	}
 	type key struct {
 		rate int
-		seed int64
+		seed uint64
 	}
 	found := map[key]Run{}
 	for _, e := range entries {
@@ -192,7 +192,7 @@ func selectSweep(dir string, rates []float64, seeds []int64, coarse []float64) (
 	return sweep.Summarize(dir, runs, seeds, coarse)
 }
 
-func containsSeed(seeds []int64, s int64) bool {
+func containsSeed(seeds []uint64, s uint64) bool {
 	for _, x := range seeds {
 		if x == s {
 			return true

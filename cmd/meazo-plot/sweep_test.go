@@ -88,7 +88,7 @@ func fakeTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	seed, _ := strconv.ParseInt(sets["train.seed"], 10, 64)
+	seed, _ := strconv.ParseUint(sets["train.seed"], 10, 64)
 	steps, _ := strconv.Atoi(sets["train.steps"])
 	if filepath.Base(out) == os.Getenv("FAKE_TRAIN_KILL") && resume == "" {
 		os.WriteFile(filepath.Join(out, "metrics.jsonl"), []byte(`{"kind":"train","step":1,"loss":1}`+"\n"), 0o644)

@@ -1,0 +1,132 @@
+package rundir
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// ReadSummary reads dir/summary.json and checks the fields every reader
+// needs: a named optimizer and a positive learning rate. Errors name the file.
+func ReadSummary(dir string) (Summary, error) {
+	path := filepath.Join(dir, SummaryFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Summary{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var s Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Summary{}, fmt.Errorf("parse %s: %w", path, err)
+	}
+	switch {
+	case s.Optimizer == "":
+		return Summary{}, fmt.Errorf("%s: field \"optimizer\" missing or empty", path)
+	case !(s.LR > 0) || math.IsInf(s.LR, 0):
+		return Summary{}, fmt.Errorf("%s: field \"lr\" is %v, want a positive learning rate", path, s.LR)
+	}
+	return s, nil
+}
+
+// TrainPoint and ValPoint are what readers take from metrics.jsonl's lines.
+type TrainPoint struct {
+	Step   int
+	Loss   float64   // NaN when null
+	V      []float64 // nil when null (optimizers other than MEAZO); a null entry is NaN
+	Groups []int
+}
+
+type ValPoint struct {
+	Step    int
+	ValLoss float64 // NaN when null
+}
+
+// metricLine is any line of metrics.jsonl as read: TrainLine and ValLine's
+// fields that readers use, each optional but "step".
+type metricLine struct {
+	Kind    string     `json:"kind"`
+	Step    *int       `json:"step"`
+	Loss    *float64   `json:"loss"`
+	V       []*float64 `json:"v"`
+	Groups  []int      `json:"groups"`
+	ValLoss *float64   `json:"val_loss"`
+}
+
+// ReadMetrics reads dir/metrics.jsonl, each kind sorted by step. A step
+// logged twice (a resumed run that re-did steps after its last checkpoint)
+// keeps its last line. A final line without its newline is a write cut short
+// by a kill: it is dropped with a warning; any other bad line is an error
+// naming the file and line. Lines of other kinds are skipped.
+func ReadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error) {
+	path := filepath.Join(dir, MetricsFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("read %s: no such file", path)
+		}
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	train := map[int]TrainPoint{}
+	val := map[int]ValPoint{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var m metricLine
+		err := json.Unmarshal(line, &m)
+		if err == nil && m.Step == nil {
+			err = errors.New(`field "step" missing`)
+		}
+		if err != nil {
+			if !bytes.HasSuffix(data, []byte("\n")) && bytes.HasSuffix(bytes.TrimSpace(data), line) {
+				warn(fmt.Sprintf("%s line %d: ignoring a cut-off last line", path, n))
+				break
+			}
+			return nil, nil, fmt.Errorf("%s line %d: %v", path, n, err)
+		}
+		switch m.Kind {
+		case KindTrain:
+			p := TrainPoint{Step: *m.Step, Loss: orNaN(m.Loss), Groups: m.Groups}
+			if m.V != nil {
+				p.V = make([]float64, len(m.V))
+				for i, v := range m.V {
+					p.V[i] = orNaN(v)
+				}
+			}
+			train[p.Step] = p
+		case KindVal:
+			val[*m.Step] = ValPoint{Step: *m.Step, ValLoss: orNaN(m.ValLoss)}
+		default: // other kinds may be added to the contract; readers ignore them
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	tp := make([]TrainPoint, 0, len(train))
+	for _, p := range train {
+		tp = append(tp, p)
+	}
+	sort.Slice(tp, func(i, j int) bool { return tp[i].Step < tp[j].Step })
+	vp := make([]ValPoint, 0, len(val))
+	for _, p := range val {
+		vp = append(vp, p)
+	}
+	sort.Slice(vp, func(i, j int) bool { return vp[i].Step < vp[j].Step })
+	return tp, vp, nil
+}
+
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
