@@ -97,16 +97,21 @@ func runZOAgree(args []string, stdout io.Writer) error {
 			}
 			return out.Loss, nil
 		}
+		z := make([][]float32, len(theta)) // direction dirn's noise, drawn once for both sides and every ε
+		for gi, g := range theta {
+			z[gi] = make([]float32, len(g))
+		}
 		ds := make([][]float64, len(epss))
-		for e, eps := range epss {
-			for dirn := range *dirs {
+		for dirn := range *dirs {
+			for gi := range theta {
+				zo.Fill(z[gi], zo.Normal, zo.Stream{Seed: 7 + uint64(gi), Step: uint32(dirn)}, 0)
+			}
+			for e, eps := range epss {
 				var l [2]float64
 				for side, sign := range []float32{1, -1} {
 					for gi, g := range theta {
-						z := make([]float32, len(g))
-						zo.Fill(z, zo.Normal, zo.Stream{Seed: 7 + uint64(gi), Step: uint32(dirn)}, 0)
 						for i := range g {
-							g[i] = base[gi][i] + sign*float32(eps)*z[i]
+							g[i] = base[gi][i] + sign*float32(eps)*z[gi][i]
 						}
 					}
 					if l[side], err = loss(); err != nil {
