@@ -58,8 +58,10 @@ func packed(w tensor.Weight) *Packed {
 	return p
 }
 
-func (*Backend) Name() string                      { return "cpu" }
-func (*Backend) Describe() string                  { return fmt.Sprintf("CPU, GEMM path %s", GEMMPath()) }
+func (*Backend) Name() string { return "cpu" }
+func (*Backend) Describe() string {
+	return fmt.Sprintf("CPU, GEMM path %s, tile %s", GEMMPath(), GEMMTile())
+}
 func (*Backend) Alloc(n int) tensor.Buf            { return HostBuf(make([]float32, n)) }
 func (*Backend) FromHost(src []float32) tensor.Buf { return HostBuf(src) }
 func (*Backend) ToHost(b tensor.Buf) []float32     { return host(b) }

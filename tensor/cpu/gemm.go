@@ -3,7 +3,9 @@ package cpu
 // This file is the GEMM API the model is written against, and the blocked,
 // multi-threaded driver behind it. The inner 4×32 tile kernels live in
 // gemm_kern_*.go (AVX-512, AVX2, portable Go); the path is chosen at start-up
-// from the CPU features (see gemm_path.go).
+// from the CPU features (see gemm_path.go). A path may also have taller tiles
+// (8×32, 12×32) for the rows that come in whole groups; their height is
+// chosen by a short calibration (gemm_tile.go) and never changes results.
 //
 // Layout. A right-hand side matrix is stored as panels of nr=32 output
 // columns: panel p holds, for each k, the 32 values W[p*32+j][k] contiguously
@@ -205,6 +207,7 @@ type gemmJob struct {
 	m, n, k int
 	kern    microKernel
 	kern16  microKernelBF16
+	tall    []tallKernel // taller float32 kernels in use, tallest first
 
 	mTask  int // rows per task
 	nTaskN int // tasks across the panels
@@ -227,7 +230,8 @@ func gemm(wk Workers, c, a, b []float32, b16 []uint16, m, n, k int) {
 	}
 	j := jobs.Get().(*gemmJob)
 	j.c, j.a, j.b, j.b16, j.m, j.n, j.k = c, a, b, b16, m, n, k
-	j.kern, j.kern16 = currentPath().kern, currentPath().kern16
+	path := currentPath()
+	j.kern, j.kern16, j.tall = path.kern, path.kern16, path.tallInUse()
 
 	th := wk.n()
 	if 2*m*n*k < serialFlops {
@@ -255,7 +259,7 @@ func gemm(wk Workers, c, a, b []float32, b16 []uint16, m, n, k int) {
 	j.work(&j.tmp)
 	j.wg.Wait()
 
-	j.c, j.a, j.b, j.b16, j.kern, j.kern16 = nil, nil, nil, nil, nil, nil
+	j.c, j.a, j.b, j.b16, j.kern, j.kern16, j.tall = nil, nil, nil, nil, nil, nil, nil
 	jobs.Put(j)
 }
 
@@ -290,9 +294,17 @@ func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
 		r1 := min(i1, r0+mcBlock)
 		for p := p0; p < p1; p++ {
 			cols := min(nr, n-p*nr)
-			for i := r0; i < r1; i += mr {
-				rows := min(mr, r1-i)
+			for i := r0; i < r1; {
 				cp := j.c[i*n+p*nr:]
+				if t := j.tallTile(r1-i, cols); t != nil {
+					for k0 := kLo; k0 < kHi; k0 += kcBlock {
+						kc := min(kcBlock, k-k0)
+						t.kern(&j.a[i*k+k0], k, &j.b[p*k*nr+k0*nr], &cp[0], n, kc, k0 > 0)
+					}
+					i += t.rows
+					continue
+				}
+				rows := min(mr, r1-i)
 				// An edge tile runs the same kernel on a scratch tile.
 				full := rows == mr && cols == nr
 				if !full && kLo > 0 {
@@ -314,9 +326,25 @@ func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
 						copy(cp[r*n:r*n+cols], tmp[r*nr:r*nr+cols])
 					}
 				}
+				i += mr
 			}
 		}
 	}
+}
+
+// tallTile returns the tallest of the job's tall kernels that fits in the
+// rows left, for a tile of whole columns over float32 panels; nil: use the
+// 4-row kernel.
+func (j *gemmJob) tallTile(rowsLeft, cols int) *tallKernel {
+	if cols != nr || j.b16 != nil {
+		return nil
+	}
+	for i := range j.tall {
+		if j.tall[i].rows <= rowsLeft {
+			return &j.tall[i]
+		}
+	}
+	return nil
 }
 
 // tile runs the micro kernel on the panel data at offset boff.

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -21,7 +22,7 @@ func threadCPU() time.Duration {
 
 // TestKernCPUTime is a measurement, not a check (it runs only with
 // MEAZO_KERN_CPUTIME=1): the micro kernels' GFLOP per second of thread CPU
-// time on one thread, over eight 4×32 tiles × 16 row blocks with kc = 512 (the
+// time on one thread, over eight panels × the row blocks of 64 rows (4, 8 or 12 rows a tile) with kc = 512 (the
 // panel slices in L2), against the 8- and 16-lane FMA peak loops measured the
 // same way; best of 7. CPU time rather than wall time, so that on a shared
 // machine the time the thread waits for a core is not counted (other jobs
@@ -55,27 +56,39 @@ func TestKernCPUTime(t *testing.T) {
 	})
 	t.Logf("peak 8-lane %.1f, 16-lane %.1f GFLOP/cpu-s (1 thread)", p8, p16)
 	r := rand.New(rand.NewPCG(1, 1))
-	const kc, lda, ldc, ntiles = 512, 2048, 256, 8
+	const kc, ldc, ntiles = 512, 256, 8
+	lda := 2048
+	if v := os.Getenv("MEAZO_KERN_LDA"); v != "" {
+		fmt.Sscan(v, &lda)
+	}
 	a := randMat(r, 64*lda)
 	b := randMat(r, ntiles*kc*nr)
 	c := make([]float32, 64*ldc)
+	four := func(f microKernel) func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool) {
+		return func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool) { f(a, lda, mr, b, c, ldc, kc, acc) }
+	}
 	for _, k := range []struct {
 		name string
-		f    microKernel
+		rows int
+		f    func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
 		peak float64
-	}{{"avx2-go", kernAVX2, p8}, {"avx2-asm", kernAVX2asm, p8}, {"avx512-go", kernAVX512, p16}, {"avx512-asm", kernAVX512asm, p16}} {
+	}{
+		{"avx2-go", 4, four(kernAVX2), p8}, {"avx2-asm", 4, four(kernAVX2asm), p8},
+		{"avx512-go", 4, four(kernAVX512), p16}, {"avx512-asm", 4, four(kernAVX512asm), p16},
+		{"avx512-x8", 8, kernAVX512x8, p16}, {"avx512-x12", 12, kernAVX512x12, p16},
+	} {
 		g := best(func() float64 {
 			s := threadCPU()
 			n := 0
 			for range 100 {
-				for i := 0; i < 64; i += 4 {
+				for i := 0; i+k.rows <= 64; i += k.rows {
 					for p := range ntiles {
-						k.f(&a[i*lda], lda, 4, &b[p*kc*nr], &c[i*ldc+(p%ntiles)*nr], ldc, kc, true)
+						k.f(&a[i*lda], lda, &b[p*kc*nr], &c[i*ldc+(p%ntiles)*nr], ldc, kc, true)
 						n++
 					}
 				}
 			}
-			return float64(n) * 2 * 4 * 32 * kc / (threadCPU() - s).Seconds() / 1e9
+			return float64(n) * 2 * float64(k.rows) * 32 * kc / (threadCPU() - s).Seconds() / 1e9
 		})
 		t.Logf("%-10s %6.1f GFLOP/cpu-s = %3.0f%% of its peak", k.name, g, 100*g/k.peak)
 	}

@@ -11,7 +11,8 @@ import (
 func simdPaths() []*gemmPath {
 	var ps []*gemmPath
 	if cpuAVX512 {
-		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512asm, kern16: kernAVX512BF16})
+		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512asm, kern16: kernAVX512BF16,
+			tall: []tallKernel{{12, kernAVX512x12}, {8, kernAVX512x8}}})
 	}
 	if cpuAVX2 {
 		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16})
@@ -46,6 +47,16 @@ func store16(v archsimd.Float32x16, p unsafe.Pointer, off uintptr) {
 //
 //go:noescape
 func kernAVX512asm(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
+
+// kernAVX512x12 and kernAVX512x8 are the 12×32 and 8×32 tiles of
+// kernAVX512asm (gemm_kern_avx512_tall_amd64.s): every element the same bits,
+// all rows valid.
+//
+//go:noescape
+func kernAVX512x12(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
+
+//go:noescape
+func kernAVX512x8(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
 
 // kernAVX512 keeps the 4×32 tile in 8 zmm accumulators: per k, two panel
 // loads, four broadcasts, eight FMAs. (Go's register allocator uses about 15

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -21,11 +22,24 @@ type microKernel func(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc
 // microKernelBF16 is microKernel with the panel stored as bfloat16 bits.
 type microKernelBF16 func(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool)
 
+// tallKernel computes a whole rows×32 tile of C the way microKernel computes
+// a 4×32 one (the same bits per element), for a path whose 4-row tile leaves
+// the FMA pipes waiting: a taller tile shares each panel load among more rows
+// and keeps more independent accumulators in flight. All rows and columns of
+// the tile must be valid.
+type tallKernel struct {
+	rows int
+	kern func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
+}
+
 // gemmPath is one implementation of the micro kernels.
 type gemmPath struct {
 	name   string
 	kern   microKernel
 	kern16 microKernelBF16
+	tall   []tallKernel // float32 panels only, tallest first; may be empty
+
+	tile tileChoice // which of tall are used (gemm_tile.go)
 }
 
 // GEMMEnv is the environment variable that forces a GEMM path: "avx512",
@@ -45,9 +59,10 @@ func init() {
 }
 
 // availablePaths lists the paths this build and CPU support, fastest first.
-func availablePaths() []*gemmPath {
+// They are made once, so that a path's tile calibration is made once too.
+var availablePaths = sync.OnceValue(func() []*gemmPath {
 	return append(simdPaths(), &gemmPath{name: "portable", kern: kernPortable, kern16: kernPortableBF16})
-}
+})
 
 // GEMMPaths lists the GEMM paths this build and CPU support, fastest first.
 func GEMMPaths() []string {

@@ -1,0 +1,185 @@
+package cpu
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Tile height. The 4×32 micro kernel keeps 8 accumulators and reads a panel
+// vector for every 4 rows. That is enough on a CPU with one 512-bit FMA pipe
+// per core (Zen 4: it reached ~90 % of peak), but a CPU with two pipes of
+// latency 4 (Zen 5) needs at least 8 FMAs in flight at all times and twice
+// the panel bandwidth, and the 4-row tile leaves it at 70-75 %. A path may
+// therefore carry taller kernels (8×32, 12×32) that compute every element
+// with the same chain of fused multiply-adds — the same bits — and the GEMM
+// uses them for the rows that come in whole groups.
+//
+// Which height is fastest depends on the CPU, so it is measured: the first
+// GEMM on a path times each height on a small problem that stays in L2
+// (about a millisecond, on the calling goroutine) and keeps the fastest.
+// Because every height gives the same bits, the choice changes speed only,
+// never results. MEAZO_GEMM_TILE fixes the height instead (4, 8 or 12).
+
+// GEMMTileEnv is the environment variable that fixes the tile height of the
+// GEMM: the tallest tile used, in rows ("4", "8", "12"); unset or "auto":
+// calibrated.
+const GEMMTileEnv = "MEAZO_GEMM_TILE"
+
+// tileChoice is a path's chosen tall kernels: chosen once, replaced only by
+// SetGEMMTile.
+type tileChoice struct {
+	once sync.Once
+	cur  atomic.Pointer[tileState]
+}
+
+// tileState is one choice of tall kernels.
+type tileState struct {
+	tall []tallKernel // tallest first; empty: the 4×32 kernel only
+	desc string       // e.g. "12×32 (calibrated, 1 thread: 4 rows 170, 8 rows 199, 12 rows 205 GFLOP/s)"
+}
+
+// tallInUse returns the tall kernels the GEMM uses on this path, tallest
+// first, choosing them on first use.
+func (p *gemmPath) tallInUse() []tallKernel {
+	p.tile.once.Do(func() { p.tile.cur.Store(p.chooseTile(tileFromEnv())) })
+	if t := p.tile.cur.Load(); t != nil {
+		return t.tall
+	}
+	return nil
+}
+
+// tileFromEnv reads GEMMTileEnv; a value that is not a height is reported
+// on stderr and calibrated instead, as a bad MEAZO_GEMM is.
+func tileFromEnv() int {
+	v := os.Getenv(GEMMTileEnv)
+	if v == "" || v == "auto" {
+		return 0
+	}
+	h, err := strconv.Atoi(v)
+	if err != nil || h < mr {
+		fmt.Fprintf(os.Stderr, "meazo: %s=%q: not a tile height (4, 8, 12 or auto); calibrating\n", GEMMTileEnv, v)
+		return 0
+	}
+	return h
+}
+
+// chooseTile returns the path's tall kernels no taller than limit, or the
+// fastest set by calibration when limit is 0.
+func (p *gemmPath) chooseTile(limit int) *tileState {
+	if len(p.tall) == 0 {
+		return &tileState{desc: "4×32"}
+	}
+	if limit > 0 {
+		tall := tallUpTo(p.tall, limit)
+		return &tileState{tall, fmt.Sprintf("%d×32 (%s=%d)", tileHeight(tall), GEMMTileEnv, limit)}
+	}
+	heights := []int{mr}
+	for i := len(p.tall) - 1; i >= 0; i-- {
+		heights = append(heights, p.tall[i].rows)
+	}
+	rates := calibrateTiles(p, heights)
+	best := 0
+	for i := range heights {
+		if rates[i] > rates[best] {
+			best = i
+		}
+	}
+	parts := make([]string, len(heights))
+	for i, h := range heights {
+		parts[i] = fmt.Sprintf("%d rows %.0f", h, rates[i])
+	}
+	return &tileState{tallUpTo(p.tall, heights[best]),
+		fmt.Sprintf("%d×32 (calibrated, 1 thread: %s GFLOP/s)", heights[best], strings.Join(parts, ", "))}
+}
+
+// tallUpTo returns the kernels of tall (tallest first) no taller than max.
+func tallUpTo(tall []tallKernel, max int) []tallKernel {
+	for i := range tall {
+		if tall[i].rows <= max {
+			return tall[i:]
+		}
+	}
+	return nil
+}
+
+func tileHeight(tall []tallKernel) int {
+	if len(tall) == 0 {
+		return mr
+	}
+	return tall[0].rows
+}
+
+// calibrateTiles returns, for each tile height, the best GFLOP/s of the
+// path's kernels over a 48-row × 4-panel × kc=512 problem (A 96 KiB, the
+// panels 256 KiB: the L2 of any AVX-512 CPU), best of 7 rounds with the
+// heights interleaved so that a busy moment slows them alike.
+func calibrateTiles(p *gemmPath, heights []int) []float64 {
+	const rows, np, kc = 48, 4, kcBlock
+	lda := kc + 16 // rows not a multiple of 4 KiB apart, as in a real call where K is
+	a := make([]float32, rows*lda)
+	b := make([]float32, np*kc*nr)
+	c := make([]float32, rows*np*nr)
+	for i := range a {
+		a[i] = float32(i%7) * 0.25
+	}
+	for i := range b {
+		b[i] = float32(i%5) * 0.5
+	}
+	best := make([]float64, len(heights))
+	for range 7 {
+		for hi, h := range heights {
+			tall := tallUpTo(p.tall, h)
+			start := time.Now()
+			for q := range np {
+				for i := 0; i < rows; {
+					cp := &c[i*np*nr+q*nr]
+					if len(tall) > 0 && h > mr {
+						t := tall[0]
+						t.kern(&a[i*lda], lda, &b[q*kc*nr], cp, np*nr, kc, false)
+						i += t.rows
+						continue
+					}
+					p.kern(&a[i*lda], lda, mr, &b[q*kc*nr], cp, np*nr, kc, false)
+					i += mr
+				}
+			}
+			if s := time.Since(start).Seconds(); s > 0 {
+				best[hi] = max(best[hi], 2*rows*np*nr*kc/s/1e9)
+			}
+		}
+	}
+	return best
+}
+
+// GEMMTile describes the tile the current path uses and how it was chosen,
+// calibrating first if that has not happened yet.
+func GEMMTile() string {
+	p := currentPath()
+	p.tallInUse()
+	if t := p.tile.cur.Load(); t != nil {
+		return t.desc
+	}
+	return "4×32"
+}
+
+// SetGEMMTile fixes the tallest tile of the current path (4, 8 or 12 rows;
+// 0: calibrate now), for benchmarks and tests; every height gives the same
+// bits. Calls already running keep their tiles.
+func SetGEMMTile(rows int) error {
+	p := currentPath()
+	ok := rows == 0 || rows == mr
+	for _, t := range p.tall {
+		ok = ok || rows == t.rows
+	}
+	if !ok {
+		return fmt.Errorf("tile height %d not available on GEMM path %s", rows, p.name)
+	}
+	p.tile.once.Do(func() {}) // a later first use must not choose again
+	p.tile.cur.Store(p.chooseTile(rows))
+	return nil
+}

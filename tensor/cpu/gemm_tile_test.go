@@ -1,0 +1,121 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestTallKernelsMatchFourRows: every tall kernel of every path gives, for
+// each of its rows, the bits of the path's 4×32 kernel (unrolled loops and
+// tails, with and without accumulation), and writes nothing outside its tile.
+func TestTallKernelsMatchFourRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const lda, ldc = 700, 40
+	for _, p := range availablePaths() {
+		for _, tk := range p.tall {
+			for _, kc := range []int{0, 1, 3, 4, 5, 8, 17, 512} {
+				a, b := randMat(r, tk.rows*lda), randMat(r, kc*nr+1)
+				for _, acc := range []bool{false, true} {
+					start := randMat(r, (tk.rows+1)*ldc)
+					want, got := append([]float32(nil), start...), append([]float32(nil), start...)
+					for i := 0; i < tk.rows; i += mr {
+						p.kern(&a[i*lda], lda, mr, &b[0], &want[i*ldc], ldc, kc, acc)
+					}
+					tk.kern(&a[0], lda, &b[0], &got[0], ldc, kc, acc)
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("%s %d-row kernel, kc=%d acc=%v: c[%d] = %v, 4-row kernel %v", p.name, tk.rows, kc, acc, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGEMMSameBitsEveryTile: the tile height changes no bit of any GEMM
+// (edge rows and columns, several K slices and super-blocks, every worker
+// count), so calibration can never change results.
+func TestGEMMSameBitsEveryTile(t *testing.T) {
+	defer SetGEMMTile(0)
+	defer func() { kSuper = defaultKSuper }()
+	withPaths(t, func(t *testing.T) {
+		heights := []int{mr}
+		for _, tk := range currentPath().tall {
+			heights = append(heights, tk.rows)
+		}
+		if len(heights) == 1 {
+			t.Skip("this path has only the 4×32 tile")
+		}
+		r := rand.New(rand.NewPCG(23, 24))
+		for _, s := range [][3]int{{1, 64, 40}, {8, 96, 600}, {12, 64, 33}, {23, 70, 1100}, {67, 300, 520}, {261, 64, 1537}} {
+			m, n, k := s[0], s[1], s[2]
+			a, b := randMat(r, m*k), randMat(r, n*k)
+			w := Pack(Workers(1), b, n, k)
+			var want []float32
+			for _, h := range heights {
+				for _, depth := range []int{defaultKSuper, kcBlock} {
+					for _, th := range []int{1, 3} {
+						if err := SetGEMMTile(h); err != nil {
+							t.Fatal(err)
+						}
+						kSuper = depth
+						c := make([]float32, m*n)
+						MatMulPacked(Workers(th), c, a, m, w)
+						if want == nil {
+							want = c
+							continue
+						}
+						for i := range c {
+							if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("m=%d n=%d k=%d: tile %d rows, super-block %d, %d threads: c[%d] = %v, 4-row tile %v", m, n, k, h, depth, th, i, c[i], want[i])
+							}
+						}
+					}
+				}
+			}
+			kSuper = defaultKSuper
+		}
+	})
+}
+
+// TestGEMMTileChoice: a fixed height is used and said; an impossible one is
+// refused; calibration picks one of the path's heights and says how fast
+// each was.
+func TestGEMMTileChoice(t *testing.T) {
+	defer SetGEMMTile(0)
+	withPaths(t, func(t *testing.T) {
+		if err := SetGEMMTile(5); err == nil {
+			t.Fatal("SetGEMMTile(5) succeeded")
+		}
+		if err := SetGEMMTile(mr); err != nil {
+			t.Fatal(err)
+		}
+		if got := currentPath().tallInUse(); len(got) != 0 {
+			t.Fatalf("height 4: %d tall kernels in use", len(got))
+		}
+		if err := SetGEMMTile(0); err != nil {
+			t.Fatal(err)
+		}
+		desc := GEMMTile()
+		if len(currentPath().tall) == 0 {
+			if desc != "4×32" {
+				t.Fatalf("GEMMTile() = %q on a path without tall tiles", desc)
+			}
+			return
+		}
+		if !strings.Contains(desc, "calibrated") || !strings.Contains(desc, "4 rows") {
+			t.Fatalf("GEMMTile() = %q, want the calibration's rates", desc)
+		}
+		for _, tk := range currentPath().tall {
+			if err := SetGEMMTile(tk.rows); err != nil {
+				t.Fatal(err)
+			}
+			if got := currentPath().tallInUse(); len(got) == 0 || got[0].rows != tk.rows {
+				t.Fatalf("height %d: tallest in use %v", tk.rows, got)
+			}
+		}
+	})
+}
