@@ -42,12 +42,18 @@ func runGEMM(args []string, stdout io.Writer) error {
 	bf16 := fs.Bool("bf16", false, "also time the bf16-weight variant (PackBF16)")
 	cputime := fs.Bool("cputime", false, "time by process CPU time / threads instead of wall time (a shared machine: waiting for a core is not counted; Linux)")
 	path := fs.String("path", "", "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $"+cpu.GEMMEnv+")")
+	tile := fs.Int("tile", 0, "tallest tile in rows: 4, 8, 12 (default: calibrated, or $"+cpu.GEMMTileEnv+"; same bits for every height)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *path != "" {
 		if err := cpu.SetGEMMPath(*path); err != nil {
 			return fmt.Errorf("-path: %w", err)
+		}
+	}
+	if *tile != 0 {
+		if err := cpu.SetGEMMTile(*tile); err != nil {
+			return fmt.Errorf("-tile: %w", err)
 		}
 	}
 	var ms []int
@@ -69,8 +75,8 @@ func runGEMM(args []string, stdout io.Writer) error {
 	if *cputime {
 		clock = "process CPU time / threads"
 	}
-	fmt.Fprintf(stdout, "path %s, %d threads, %d reps (medians; ours and %s interleaved), timed by %s\n",
-		cpu.GEMMPath(), *threads, *reps, orNone(blasName), clock)
+	fmt.Fprintf(stdout, "path %s, tile %s, %d threads, %d reps (medians; ours and %s interleaved), timed by %s\n",
+		cpu.GEMMPath(), cpu.GEMMTile(), *threads, *reps, orNone(blasName), clock)
 	if peak > 0 {
 		fmt.Fprintf(stdout, "FMA peak of path %s (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this\n"+
 			"and a re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n",
