@@ -73,7 +73,7 @@ func TestKernCPUTime(t *testing.T) {
 		f    func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
 		peak float64
 	}{
-		{"avx2-go", 4, four(kernAVX2), p8}, {"avx2-asm", 4, four(kernAVX2asm), p8},
+		{"avx2-go", 4, four(kernAVX2), p8}, {"avx2-asm", 4, four(kernAVX2asm), p8}, {"avx2-x6", 6, kernAVX2x6, p8},
 		{"avx512-go", 4, four(kernAVX512), p16}, {"avx512-asm", 4, four(kernAVX512asm), p16},
 		{"avx512-x8", 8, kernAVX512x8, p16}, {"avx512-x12", 12, kernAVX512x12, p16},
 	} {

@@ -15,7 +15,8 @@ func simdPaths() []*gemmPath {
 			tall: []tallKernel{{12, kernAVX512x12}, {8, kernAVX512x8}}})
 	}
 	if cpuAVX2 {
-		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16})
+		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16,
+			tall: []tallKernel{{6, kernAVX2x6}}})
 	}
 	return ps
 }
@@ -120,6 +121,12 @@ func load8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
 func store8(v archsimd.Float32x8, p unsafe.Pointer, off uintptr) {
 	v.Store((*[8]float32)(unsafe.Add(p, off)))
 }
+
+// kernAVX2x6 is the 6×32 tile of kernAVX2asm (gemm_kern_avx2_tall_amd64.s):
+// every element the same bits, all rows valid.
+//
+//go:noescape
+func kernAVX2x6(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
 
 // kernAVX2asm is kernAVX2 in assembly (gemm_kern_avx2_amd64.s).
 //
