@@ -51,6 +51,10 @@ const (
 	// worker. Work is handed out dynamically (an atomic counter), so a core
 	// taken by another process slows the call instead of stalling it.
 	taskPanels = 8
+	// smallM is the most rows for which a call is treated as bound by
+	// streaming the panels (decoding; the LoRA products of a few rows):
+	// tasks are cut across panels rather than rows.
+	smallM = 16
 	// serialFlops: calls below this many flops run on the calling goroutine.
 	serialFlops = 1 << 21
 )
@@ -200,7 +204,7 @@ func getScratch(n int) *[]float32 {
 }
 
 // gemmJob is one call's work: c[m][n] = a[m][k] · (packed b), split into
-// tasks of taskPanels panels × mTask rows.
+// tasks of j.taskPanels panels × mTask rows.
 type gemmJob struct {
 	c, a, b []float32
 	b16     []uint16 // bf16 panels instead of b
@@ -209,12 +213,13 @@ type gemmJob struct {
 	kern16  microKernelBF16
 	tall    []tallKernel // taller float32 kernels in use, tallest first
 
-	mTask  int // rows per task
-	nTaskN int // tasks across the panels
-	nTask  int
-	next   atomic.Int64
-	wg     sync.WaitGroup
-	tmp    [mr * nr]float32 // edge tile scratch of the calling goroutine
+	taskPanels int // panels per task
+	mTask      int // rows per task
+	nTaskN     int // tasks across the panels
+	nTask      int
+	next       atomic.Int64
+	wg         sync.WaitGroup
+	tmp        [mr * nr]float32 // edge tile scratch of the calling goroutine
 }
 
 var jobs = sync.Pool{New: func() any { return new(gemmJob) }}
@@ -238,8 +243,16 @@ func gemm(wk Workers, c, a, b []float32, b16 []uint16, m, n, k int) {
 		th = 1
 	}
 	// Split rows too only when the panels alone give too few tasks
-	// (small N, e.g. LoRA's r=16, or the 512-wide k/v projections).
+	// (small N, e.g. LoRA's r=16, or the 512-wide k/v projections). With
+	// few rows (decoding, M = 8) the call is bound by streaming the panels
+	// once: cut the panels finer first, so that no panel is read by two
+	// row tiles.
+	j.taskPanels = taskPanels
 	j.nTaskN = (panels(n) + taskPanels - 1) / taskPanels
+	if th > 1 && j.nTaskN < 4*th && m <= smallM {
+		j.taskPanels = max(1, panels(n)/(4*th))
+		j.nTaskN = (panels(n) + j.taskPanels - 1) / j.taskPanels
+	}
 	j.mTask = m
 	if th > 1 && j.nTaskN < 4*th {
 		want := (4*th + j.nTaskN - 1) / j.nTaskN
@@ -277,8 +290,8 @@ func (j *gemmJob) work(tmp *[mr * nr]float32) {
 // task computes the tiles of panels [p0,p1) × rows [i0,i1), one K
 // super-block at a time.
 func (j *gemmJob) task(t int, tmp *[mr * nr]float32) {
-	p0 := (t % j.nTaskN) * taskPanels
-	p1 := min(panels(j.n), p0+taskPanels)
+	p0 := (t % j.nTaskN) * j.taskPanels
+	p1 := min(panels(j.n), p0+j.taskPanels)
 	i0 := (t / j.nTaskN) * j.mTask
 	i1 := min(j.m, i0+j.mTask)
 	for kLo := 0; kLo < j.k; kLo += kSuper {
