@@ -1,0 +1,68 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/meazo-go/meazo/sweep"
+)
+
+// MemoryTable is a markdown table, one row per method: the optimizer state
+// (the paper's claim: MEAZO keeps ZO-SGD's memory, ZO-Adam adds 2·d floats)
+// and the measured peak resident memory of the whole process. Runs of one
+// method that differ (another adapter size) show the range.
+func MemoryTable(runs []sweep.Run) (string, error) {
+	setting, err := sweep.Setting(runs)
+	if err != nil {
+		return "", err
+	}
+	ms, groups := sweep.ByMethod(runs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Memory per optimizer, %s\n\n", setting)
+	b.WriteString("| optimizer | runs | trainable params d | optimizer state | state bytes per param | peak RSS (max over runs) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
+	for _, m := range ms {
+		rs := groups[m]
+		params, state, rss := int64(rs[0].TrainableParams), rs[0].StateBytes, int64(0)
+		var stateMin, stateMax, paramsMin, paramsMax = state, state, params, params
+		for _, r := range rs {
+			stateMin, stateMax = min(stateMin, r.StateBytes), max(stateMax, r.StateBytes)
+			paramsMin, paramsMax = min(paramsMin, int64(r.TrainableParams)), max(paramsMax, int64(r.TrainableParams))
+			rss = max(rss, r.PeakRSSBytes)
+		}
+		perParam := "–"
+		if paramsMin == paramsMax && params > 0 {
+			perParam = fmt.Sprintf("%.3g", float64(stateMax)/float64(params))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", m, len(rs),
+			span(paramsMin, paramsMax, func(n int64) string { return fmt.Sprint(n) }),
+			span(stateMin, stateMax, bytesString), perParam, bytesString(rss))
+	}
+	b.WriteString("\nOptimizer state: the bytes the optimizer keeps between steps (summary.json optimizer_state_bytes); " +
+		"peak RSS: the process's maximum resident set size (peak_rss_bytes), model and activations included.\n")
+	return b.String(), nil
+}
+
+func span(lo, hi int64, f func(int64) string) string {
+	if lo == hi {
+		return f(lo)
+	}
+	return f(lo) + " – " + f(hi)
+}
+
+// bytesString writes a byte count exactly below 1 KiB and in binary units
+// above, with the exact count for small states (8 B is the point of MEAZO).
+func bytesString(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n)/unit, "KiB"
+	for _, next := range []string{"MiB", "GiB", "TiB"} {
+		if v < unit {
+			break
+		}
+		v, u = v/unit, next
+	}
+	return fmt.Sprintf("%.1f %s", v, u)
+}
