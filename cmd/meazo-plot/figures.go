@@ -1,0 +1,171 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/plot"
+	"github.com/meazo-go/meazo/results"
+	"github.com/meazo-go/meazo/sweep"
+)
+
+func init() {
+	commands.Register("curves", "training and validation loss of each method at its η*, mean ± 2 std over seeds", cmdCurves)
+	commands.Register("robustness", "best and last validation loss against η/η* (the step-size robustness figure)", cmdRobustness)
+	commands.Register("vt", "MEAZO's second moment v_t per group over training, for one run", cmdVT)
+	commands.Register("memory", "optimizer-state bytes and peak RSS per method (markdown, also printed)", cmdMemory)
+	commands.Register("all", "every figure the runs allow, and the memory table", cmdAll)
+}
+
+// loadRuns parses a figure command's flags, loads the runs its arguments
+// name and creates the output directory.
+func loadRuns(fs *flag.FlagSet, args []string, out *string) ([]sweep.Run, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() == 0 {
+		return nil, errors.New("no run or sweep directories given")
+	}
+	runs, err := results.Load(fs.Args(), warn)
+	if err != nil {
+		return nil, err
+	}
+	return runs, mkdirOut(*out)
+}
+
+func cmdCurves(args []string, _ io.Reader, stdout io.Writer) error {
+	fs, out := newFlags("curves", "[--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...")
+	smooth := smoothFlag(fs)
+	runs, err := loadRuns(fs, args, out)
+	if err != nil {
+		return err
+	}
+	paths, err := writeCurves(*out, runs, *smooth)
+	printPaths(stdout, paths)
+	return err
+}
+
+func writeCurves(dir string, runs []sweep.Run, smooth int) ([]string, error) {
+	train, val, err := results.Curves(runs, smooth, warn)
+	if err != nil {
+		return nil, err
+	}
+	return writeFigures(dir, figure{"train_loss.svg", train}, figure{"val_loss.svg", val})
+}
+
+func cmdRobustness(args []string, _ io.Reader, stdout io.Writer) error {
+	fs, out := newFlags("robustness", "[--out DIR] RUN_OR_SWEEP_DIR...")
+	runs, err := loadRuns(fs, args, out)
+	if err != nil {
+		return err
+	}
+	paths, err := writeRobustness(*out, runs)
+	printPaths(stdout, paths)
+	return err
+}
+
+func writeRobustness(dir string, runs []sweep.Run) ([]string, error) {
+	best, last, err := results.Robustness(runs)
+	if err != nil {
+		return nil, err
+	}
+	return writeFigures(dir, figure{"robustness_best.svg", best}, figure{"robustness_last.svg", last})
+}
+
+func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
+	fs, out := newFlags("vt", "[--out DIR] RUN_DIR")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("want exactly one run directory")
+	}
+	r, err := sweep.LoadSummary(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if err := mkdirOut(*out); err != nil {
+		return err
+	}
+	fig, err := results.VT(r, warn)
+	if err != nil {
+		return err
+	}
+	paths, err := writeFigures(*out, figure{"vt.svg", fig})
+	printPaths(stdout, paths)
+	return err
+}
+
+func cmdMemory(args []string, _ io.Reader, stdout io.Writer) error {
+	fs, out := newFlags("memory", "[--out DIR] RUN_OR_SWEEP_DIR...")
+	runs, err := loadRuns(fs, args, out)
+	if err != nil {
+		return err
+	}
+	table, err := results.MemoryTable(runs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, table)
+	return plot.WriteFileAtomic(filepath.Join(*out, "memory.md"), []byte(table))
+}
+
+// cmdAll makes every figure the runs allow: loss curves (each method at its
+// best rate), the robustness figure when some method was run at several
+// rates, v_t for each MEAZO method's first seed at its best rate, and the
+// memory table.
+func cmdAll(args []string, _ io.Reader, stdout io.Writer) error {
+	fs, out := newFlags("all", "[--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...")
+	smooth := smoothFlag(fs)
+	runs, err := loadRuns(fs, args, out)
+	if err != nil {
+		return err
+	}
+	paths, err := writeCurves(*out, runs, *smooth)
+	if err != nil {
+		return err
+	}
+	if results.SeveralRates(runs) {
+		p, err := writeRobustness(*out, runs)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p...)
+	}
+	for _, r := range results.VTRuns(runs) {
+		name := "vt_meazo.svg"
+		if r.Grouped {
+			name = "vt_meazo_grouped.svg"
+		}
+		fig, err := results.VT(r, warn)
+		if err != nil {
+			return err
+		}
+		p, err := writeFigures(*out, figure{name, fig})
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p...)
+	}
+	table, err := results.MemoryTable(runs)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(*out, "memory.md")
+	if err := plot.WriteFileAtomic(path, []byte(table)); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, strings.Join(append(paths, path), "\n"))
+	return nil
+}
+
+// printPaths prints the files written, one a line, for scripts to pick up.
+func printPaths(stdout io.Writer, paths []string) {
+	for _, p := range paths {
+		fmt.Fprintln(stdout, p)
+	}
+}
