@@ -14,6 +14,66 @@ import (
 // MaxPoints bounds the points drawn per curve (see Band.Thin).
 const MaxPoints = 1000
 
+// Figure is a figure and the name of the file it is written to, so that
+// every report names the same figure the same way.
+type Figure struct {
+	File string
+	*plot.Figure
+}
+
+// All is every figure the runs allow: the loss curves (each method at its
+// η*), the robustness figures when some method was run at several rates, and
+// v_t of each MEAZO method (VTRuns).
+func All(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
+	figs, err := Curves(runs, smooth, warn)
+	if err != nil {
+		return nil, err
+	}
+	if SeveralRates(runs) {
+		rob, err := Robustness(runs)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, rob...)
+	}
+	for _, r := range VTRuns(runs) {
+		name := "vt_meazo.svg"
+		if r.Grouped {
+			name = "vt_meazo_grouped.svg"
+		}
+		fig, err := VT(r, warn)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, Figure{name, fig})
+	}
+	return figs, nil
+}
+
+// ExperimentFigures are a study experiment's figures: the loss curves, and
+// where the runs allow them the robustness figures and MEAZO's v_t (a
+// warning says why one is missing: a study in progress lacks some).
+func ExperimentFigures(e Experiment, smooth int, warn func(string)) ([]Figure, error) {
+	figs, err := Curves(e.Runs, smooth, warn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Name, err)
+	}
+	if rob, err := Robustness(e.Runs); err != nil {
+		warn(fmt.Sprintf("%s: no robustness figure: %v", e.Name, err))
+	} else {
+		figs = append(figs, rob...)
+	}
+	// v_t per parameter group of MEAZO at η* (its first seed).
+	if vt := VTRuns(e.Runs); len(vt) > 0 {
+		if fig, err := VT(vt[0], warn); err != nil {
+			warn(fmt.Sprintf("%s: no v_t figure: %v", e.Name, err))
+		} else {
+			figs = append(figs, Figure{"vt_meazo.svg", fig})
+		}
+	}
+	return figs, nil
+}
+
 // One colour per optimizer; grouped variants get their own colour (and a
 // dashed line) so that both can share a figure.
 var (
@@ -37,10 +97,11 @@ func MethodColor(m sweep.Method) string {
 // deviations. Each seed's training loss is first smoothed by a trailing
 // running mean of smooth steps (≤ 0: 1% of the longest run, at least 1),
 // since single-step ZO losses are too noisy to compare by eye.
-func Curves(runs []sweep.Run, smooth int, warn func(string)) (train, val *plot.Figure, err error) {
+// The figures are train_loss.svg and val_loss.svg.
+func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	setting, err := sweep.Setting(runs)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	runs, rateNote := AtBestRate(runs)
 	ms, groups := sweep.ByMethod(runs)
@@ -51,8 +112,8 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) (train, val *plot.F
 		}
 		smooth = max(1, maxSteps/100)
 	}
-	train = &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
-	val = &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
+	train := &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
+	val := &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
 	var diverged []string
 	for _, m := range ms {
 		var trainCurves, valCurves []map[int]float64
@@ -60,7 +121,7 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) (train, val *plot.F
 		for _, r := range groups[m] {
 			tp, vp, err := rundir.ReadMetrics(r.Dir, warn)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			losses := make([]float64, len(tp))
 			for i, p := range tp {
@@ -94,7 +155,7 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) (train, val *plot.F
 	}
 	train.Note = note + fmt.Sprintf("\nEach seed's training loss is first smoothed by a trailing running mean over %d steps.", smooth)
 	val.Note = note
-	return train, val, nil
+	return []Figure{{"train_loss.svg", train}, {"val_loss.svg", val}}, nil
 }
 
 // bandSeries draws a method's band: its colour, dashed when grouped.
@@ -107,11 +168,11 @@ func bandSeries(m sweep.Method, name string, b Band) plot.Series {
 // own selected rate (sweep.EtaStar), so that methods with different scales of
 // rate share one axis. A rate at which some seed diverged is marked with a
 // cross on the top edge; its line point is the mean of the seeds that did not
-// diverge, if any.
-func Robustness(runs []sweep.Run) (best, last *plot.Figure, err error) {
+// diverge, if any. The figures are robustness_best.svg and robustness_last.svg.
+func Robustness(runs []sweep.Run) ([]Figure, error) {
 	setting, err := sweep.Setting(runs)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ms, groups := sweep.ByMethod(runs)
 	var figs [2]*plot.Figure
@@ -163,7 +224,7 @@ func Robustness(runs []sweep.Run) (best, last *plot.Figure, err error) {
 		}
 	}
 	if len(skipped) == len(ms) {
-		return nil, nil, fmt.Errorf("no method has a rate at which all seeds finished: %s", strings.Join(skipped, ", "))
+		return nil, fmt.Errorf("no method has a rate at which all seeds finished: %s", strings.Join(skipped, ", "))
 	}
 	note := "Line: mean over the seeds that did not diverge; shading: mean ± 2 sample standard deviations."
 	if anyDiverged {
@@ -175,7 +236,7 @@ func Robustness(runs []sweep.Run) (best, last *plot.Figure, err error) {
 	for _, f := range figs {
 		f.Note = note
 	}
-	return figs[0], figs[1], nil
+	return []Figure{{"robustness_best.svg", figs[0]}, {"robustness_last.svg", figs[1]}}, nil
 }
 
 // VT draws MEAZO's second-moment scalar v_t of every estimation unit (one, or

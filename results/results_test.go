@@ -181,3 +181,45 @@ func TestGroupedPairs(t *testing.T) {
 		t.Errorf("GroupedPairs = %+v", pairs)
 	}
 }
+
+// TestFigureSets checks which figures All and ExperimentFigures make, and
+// under which file names.
+func TestFigureSets(t *testing.T) {
+	root := t.TempDir()
+	var runs []sweep.Run
+	for i, r := range []sweep.Run{
+		run("meazo", false, 1e-3, 0, 1.0, false), run("meazo", false, 1e-4, 0, 1.2, false),
+		run("meazo", true, 1e-4, 0, 1.1, false), run("zo-sgd", false, 1e-4, 0, 1.3, true),
+	} {
+		r.Dir = filepath.Join(root, string(rune('a'+i)))
+		os.MkdirAll(r.Dir, 0o755)
+		v := `null`
+		if r.Optimizer == "meazo" {
+			v = `[0.1]`
+		}
+		lines := `{"kind":"train","step":1,"loss":2,"groups":[-1],"v":` + v + "}\n" + `{"kind":"val","step":1,"val_loss":1.5}` + "\n"
+		if err := os.WriteFile(filepath.Join(r.Dir, "metrics.jsonl"), []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	names := func(figs []Figure) string {
+		var s []string
+		for _, f := range figs {
+			s = append(s, f.File)
+		}
+		return strings.Join(s, " ")
+	}
+	figs, err := All(runs, 0, func(w string) { t.Log(w) })
+	if want := "train_loss.svg val_loss.svg robustness_best.svg robustness_last.svg vt_meazo.svg vt_meazo_grouped.svg"; err != nil || names(figs) != want {
+		t.Errorf("All: %s, %v; want %s", names(figs), err, want)
+	}
+	if figs, err = All(runs[3:], 0, func(w string) { t.Log(w) }); err != nil || names(figs) != "train_loss.svg val_loss.svg" {
+		t.Errorf("All of one ZO-SGD run: %s, %v", names(figs), err)
+	}
+	var warnings []string
+	figs, err = ExperimentFigures(Experiment{Name: "e", Runs: runs[3:]}, 0, func(w string) { warnings = append(warnings, w) })
+	if err != nil || names(figs) != "train_loss.svg val_loss.svg" || len(warnings) != 1 || !strings.HasPrefix(warnings[0], "e: no robustness figure: ") {
+		t.Errorf("ExperimentFigures: %s, %v, warnings %q", names(figs), err, warnings)
+	}
+}

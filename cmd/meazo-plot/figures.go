@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/results"
@@ -44,17 +43,13 @@ func cmdCurves(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	paths, err := writeCurves(*out, runs, *smooth)
+	figs, err := results.Curves(runs, *smooth, warn)
+	if err != nil {
+		return err
+	}
+	paths, err := writeFigures(*out, figs...)
 	printPaths(stdout, paths)
 	return err
-}
-
-func writeCurves(dir string, runs []sweep.Run, smooth int) ([]string, error) {
-	train, val, err := results.Curves(runs, smooth, warn)
-	if err != nil {
-		return nil, err
-	}
-	return writeFigures(dir, figure{"train_loss.svg", train}, figure{"val_loss.svg", val})
 }
 
 func cmdRobustness(args []string, _ io.Reader, stdout io.Writer) error {
@@ -63,17 +58,13 @@ func cmdRobustness(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	paths, err := writeRobustness(*out, runs)
+	figs, err := results.Robustness(runs)
+	if err != nil {
+		return err
+	}
+	paths, err := writeFigures(*out, figs...)
 	printPaths(stdout, paths)
 	return err
-}
-
-func writeRobustness(dir string, runs []sweep.Run) ([]string, error) {
-	best, last, err := results.Robustness(runs)
-	if err != nil {
-		return nil, err
-	}
-	return writeFigures(dir, figure{"robustness_best.svg", best}, figure{"robustness_last.svg", last})
 }
 
 func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
@@ -95,7 +86,7 @@ func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	paths, err := writeFigures(*out, figure{"vt.svg", fig})
+	paths, err := writeFigures(*out, results.Figure{File: "vt.svg", Figure: fig})
 	printPaths(stdout, paths)
 	return err
 }
@@ -114,10 +105,7 @@ func cmdMemory(args []string, _ io.Reader, stdout io.Writer) error {
 	return plot.WriteFileAtomic(filepath.Join(*out, "memory.md"), []byte(table))
 }
 
-// cmdAll makes every figure the runs allow: loss curves (each method at its
-// best rate), the robustness figure when some method was run at several
-// rates, v_t for each MEAZO method's first seed at its best rate, and the
-// memory table.
+// cmdAll writes every figure the runs allow (results.All) and the memory table.
 func cmdAll(args []string, _ io.Reader, stdout io.Writer) error {
 	fs, out := newFlags("all", "[--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...")
 	smooth := smoothFlag(fs)
@@ -125,33 +113,15 @@ func cmdAll(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	paths, err := writeCurves(*out, runs, *smooth)
+	figs, err := results.All(runs, *smooth, warn)
 	if err != nil {
 		return err
 	}
-	if results.SeveralRates(runs) {
-		p, err := writeRobustness(*out, runs)
-		if err != nil {
-			return err
-		}
-		paths = append(paths, p...)
-	}
-	for _, r := range results.VTRuns(runs) {
-		name := "vt_meazo.svg"
-		if r.Grouped {
-			name = "vt_meazo_grouped.svg"
-		}
-		fig, err := results.VT(r, warn)
-		if err != nil {
-			return err
-		}
-		p, err := writeFigures(*out, figure{name, fig})
-		if err != nil {
-			return err
-		}
-		paths = append(paths, p...)
-	}
 	table, err := results.MemoryTable(runs)
+	if err != nil {
+		return err
+	}
+	paths, err := writeFigures(*out, figs...)
 	if err != nil {
 		return err
 	}
@@ -159,13 +129,6 @@ func cmdAll(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := plot.WriteFileAtomic(path, []byte(table)); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, strings.Join(append(paths, path), "\n"))
+	printPaths(stdout, append(paths, path))
 	return nil
-}
-
-// printPaths prints the files written, one a line, for scripts to pick up.
-func printPaths(stdout io.Writer, paths []string) {
-	for _, p := range paths {
-		fmt.Fprintln(stdout, p)
-	}
 }

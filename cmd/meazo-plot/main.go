@@ -23,11 +23,12 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/meazo-go/meazo/internal/cli"
-	"github.com/meazo-go/meazo/plot"
+	"github.com/meazo-go/meazo/results"
 )
 
 var commands = cli.New("meazo-plot", "command")
@@ -67,22 +68,23 @@ func mkdirOut(dir string) error {
 	return nil
 }
 
-// figure is a figure and the file name it is written to.
-type figure struct {
-	name string
-	fig  *plot.Figure
-}
-
-// writeFigures writes each figure as dir/name, in order, and returns the
-// paths written (also those before an error).
-func writeFigures(dir string, figs ...figure) ([]string, error) {
+// writeFigures writes each figure to dir and returns the paths written
+// (also those before an error).
+func writeFigures(dir string, figs ...results.Figure) ([]string, error) {
 	var paths []string
 	for _, f := range figs {
-		path := filepath.Join(dir, f.name)
-		if err := f.fig.WriteFile(path); err != nil {
+		path := filepath.Join(dir, f.File)
+		if err := f.WriteFile(path); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// printPaths prints the files written, one a line, for scripts to pick up.
+func printPaths(stdout io.Writer, paths []string) {
+	for _, p := range paths {
+		fmt.Fprintln(stdout, p)
+	}
 }

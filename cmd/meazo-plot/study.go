@@ -50,46 +50,30 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 		}
 		paths = append(paths, p)
 	}
+	// Per experiment its figures; grouped against joint estimation: the loss
+	// curves at η* of the experiments that differ only in grouping, in one figure.
 	for _, e := range rep.Experiments {
 		if len(e.Runs) == 0 {
 			continue
 		}
-		dir := filepath.Join(*out, e.Name)
-		if err := mkdirOut(dir); err != nil {
-			return err
-		}
-		p, err := writeCurves(dir, e.Runs, *smooth)
+		figs, err := results.ExperimentFigures(e, *smooth, warn)
 		if err != nil {
-			return fmt.Errorf("%s: %w", e.Name, err)
-		}
-		paths = append(paths, p...)
-		if p, err = writeRobustness(dir, e.Runs); err != nil {
-			warn(fmt.Sprintf("%s: no robustness figure: %v", e.Name, err))
-		}
-		paths = append(paths, p...)
-		// v_t per parameter group of MEAZO at η* (its first seed).
-		if vt := results.VTRuns(e.Runs); len(vt) > 0 {
-			fig, err := results.VT(vt[0], warn)
-			var written []string
-			if err == nil {
-				written, err = writeFigures(dir, figure{"vt_meazo.svg", fig})
-			}
-			if err != nil {
-				warn(fmt.Sprintf("%s: no v_t figure: %v", e.Name, err))
-			}
-			paths = append(paths, written...)
-		}
-	}
-	// Grouped against joint estimation: the loss curves at η* of the
-	// experiments that differ only in grouping, in one figure.
-	for _, pair := range rep.GroupedPairs() {
-		dir := filepath.Join(*out, pair.Name)
-		if err := mkdirOut(dir); err != nil {
 			return err
 		}
-		p, err := writeCurves(dir, pair.Runs, *smooth)
+		p, err := writeExperiment(*out, e.Name, figs)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p...)
+	}
+	for _, pair := range rep.GroupedPairs() {
+		figs, err := results.Curves(pair.Runs, *smooth, warn)
 		if err != nil {
 			return fmt.Errorf("%s: %w", pair.Name, err)
+		}
+		p, err := writeExperiment(*out, pair.Name, figs)
+		if err != nil {
+			return err
 		}
 		paths = append(paths, p...)
 	}
@@ -111,4 +95,13 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	fmt.Fprint(stdout, rep.Markdown())
 	fmt.Fprintln(stdout, strings.Join(paths, "\n"))
 	return nil
+}
+
+// writeExperiment writes an experiment's figures to its own directory under out.
+func writeExperiment(out, name string, figs []results.Figure) ([]string, error) {
+	dir := filepath.Join(out, name)
+	if err := mkdirOut(dir); err != nil {
+		return nil, err
+	}
+	return writeFigures(dir, figs...)
 }
