@@ -7,14 +7,21 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/results"
 	"github.com/meazo-go/meazo/sweep"
 )
 
 func init() {
-	commands.Register("curves", "training and validation loss of each method at its η*, mean ± 2 std over seeds", cmdCurves)
-	commands.Register("robustness", "best and last validation loss against η/η* (the step-size robustness figure)", cmdRobustness)
+	commands.Register("curves", "training and validation loss of each method at its η*, mean ± 2 std over seeds",
+		drawCmd("curves", "[--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...", true, func(runs []sweep.Run, smooth int) ([]results.Figure, error) {
+			return results.Curves(runs, smooth, warn)
+		}))
+	commands.Register("robustness", "best and last validation loss against η/η* (the step-size robustness figure)",
+		drawCmd("robustness", "[--out DIR] RUN_OR_SWEEP_DIR...", false, func(runs []sweep.Run, _ int) ([]results.Figure, error) {
+			return results.Robustness(runs)
+		}))
 	commands.Register("vt", "MEAZO's second moment v_t per group over training, for one run", cmdVT)
 	commands.Register("memory", "optimizer-state bytes and peak RSS per method (markdown, also printed)", cmdMemory)
 	commands.Register("all", "every figure the runs allow, and the memory table", cmdAll)
@@ -36,35 +43,27 @@ func loadRuns(fs *flag.FlagSet, args []string, out *string) ([]sweep.Run, error)
 	return runs, mkdirOut(*out)
 }
 
-func cmdCurves(args []string, _ io.Reader, stdout io.Writer) error {
-	fs, out := newFlags("curves", "[--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...")
-	smooth := smoothFlag(fs)
-	runs, err := loadRuns(fs, args, out)
-	if err != nil {
+// drawCmd is a command that draws figures of the runs its arguments name
+// (curves, robustness); smoothing adds the --smooth flag.
+func drawCmd(name, synopsis string, smoothing bool, draw func(runs []sweep.Run, smooth int) ([]results.Figure, error)) cli.RunFunc {
+	return func(args []string, _ io.Reader, stdout io.Writer) error {
+		fs, out := newFlags(name, synopsis)
+		smooth := new(int)
+		if smoothing {
+			smooth = smoothFlag(fs)
+		}
+		runs, err := loadRuns(fs, args, out)
+		if err != nil {
+			return err
+		}
+		figs, err := draw(runs, *smooth)
+		if err != nil {
+			return err
+		}
+		paths, err := writeFigures(*out, figs...)
+		printPaths(stdout, paths)
 		return err
 	}
-	figs, err := results.Curves(runs, *smooth, warn)
-	if err != nil {
-		return err
-	}
-	paths, err := writeFigures(*out, figs...)
-	printPaths(stdout, paths)
-	return err
-}
-
-func cmdRobustness(args []string, _ io.Reader, stdout io.Writer) error {
-	fs, out := newFlags("robustness", "[--out DIR] RUN_OR_SWEEP_DIR...")
-	runs, err := loadRuns(fs, args, out)
-	if err != nil {
-		return err
-	}
-	figs, err := results.Robustness(runs)
-	if err != nil {
-		return err
-	}
-	paths, err := writeFigures(*out, figs...)
-	printPaths(stdout, paths)
-	return err
 }
 
 func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
