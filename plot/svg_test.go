@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"bytes"
 	"encoding/xml"
 	"math"
 	"os"
@@ -78,5 +79,27 @@ func TestLogTicksWithinADecade(t *testing.T) {
 	_, labels := a.ticks()
 	if strings.Join(labels, " ") != "2e-4 5e-4" {
 		t.Errorf("ticks %v, want 2e-4 5e-4", labels)
+	}
+}
+
+func TestToPNG(t *testing.T) {
+	dir := t.TempDir()
+	svg, png := filepath.Join(dir, "f.svg"), filepath.Join(dir, "f.png")
+	f := &Figure{Title: "t", Series: []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1, 3}}}}
+	if err := f.WriteFile(svg); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("no converter", func(t *testing.T) {
+		t.Setenv("PATH", dir)
+		if err := ToPNG(svg, png); err == nil || !strings.Contains(err.Error(), "neither rsvg-convert") {
+			t.Errorf("without converters: %v", err)
+		}
+	})
+	if err := ToPNG(svg, png); err != nil {
+		t.Skip(err) // no converter on this machine
+	}
+	b, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("%s is not a PNG (%v)", png, err)
 	}
 }

@@ -160,7 +160,7 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 				if err != nil {
 					return err
 				}
-				for _, r := range append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...) {
+				for _, r := range ss.Runs() {
 					if running[r.Dir] == nil && !attempted[r.Dir] && mode.startable(ss.States[r.Dir]) {
 						ready = append(ready, r)
 					}
@@ -243,7 +243,7 @@ func (st *Study) finishSweeps(log io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(log, "meazo-sweep: %s: η* = %s (coarse η* %s), written to %s\n", sp.Name, LRString(sw.EtaStar),
-			LRString(ss.CoarseEta), filepath.Join(sp.Dir, "sweep.json"))
+			LRString(ss.CoarseEta), filepath.Join(sp.Dir, SweepFile))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -84,6 +83,27 @@ func ReadState(dir string) (RunState, error) {
 		return RunState{Status: StatusUnfinished}, nil
 	}
 	return RunState{Status: StatusNew}, nil
+}
+
+// ScriptResume is ScriptStatus's word for a run that meazo-train --resume continues.
+const ScriptResume = "resume"
+
+// ScriptStatus is ReadState in the four words scripts/sweep.sh acts on:
+// StatusDone and StatusDiverged (a result: skip it), ScriptResume (no result
+// but a checkpoint: meazo-train --resume), StatusNew (start it). A run that
+// failed or was interrupted resumes from its checkpoint, as meazo-sweep
+// resumes it (RunSpec.TrainArgs).
+func ScriptStatus(dir string) (string, error) {
+	s, err := ReadState(dir)
+	switch {
+	case err != nil:
+		return "", err
+	case s.Status == StatusDone || s.Status == StatusDiverged:
+		return s.Status, nil
+	case hasCheckpoint(dir):
+		return ScriptResume, nil
+	}
+	return StatusNew, nil
 }
 
 func hasCheckpoint(dir string) bool {
@@ -216,6 +236,11 @@ func (sp *SweepPlan) Results(runs []RunSpec, states map[string]RunState) []Run {
 	return out
 }
 
+// Runs is every run of both stages (stage 2 as far as it is known).
+func (ss *StageState) Runs() []RunSpec {
+	return append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...)
+}
+
 // Complete says whether every run of both stages is settled.
 func (ss *StageState) Complete() bool {
 	if !ss.Stage2Known {
@@ -231,16 +256,11 @@ func (ss *StageState) Complete() bool {
 
 // WriteSweepJSON selects η* over both stages and writes DIR/sweep.json.
 func (sp *SweepPlan) WriteSweepJSON(ss *StageState) (*Sweep, error) {
-	all := append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...)
-	sw, err := Summarize(sp.Dir, sp.Results(all, ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
+	sw, err := Summarize(sp.Dir, sp.Results(ss.Runs(), ss.States), sp.Exp.Seeds, sp.Exp.Coarse)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(sw, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return sw, atomicfile.WriteFile(filepath.Join(sp.Dir, "sweep.json"), append(b, '\n'))
+	return sw, sw.WriteFile(filepath.Join(sp.Dir, SweepFile))
 }
 
 // TrainArgs are meazo-train's arguments for a run: --resume when its

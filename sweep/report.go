@@ -17,7 +17,7 @@ func (st *Study) Status(w io.Writer, verbose bool) error {
 			return err
 		}
 		counts := map[string]int{}
-		all := append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...)
+		all := ss.Runs()
 		for _, r := range all {
 			counts[ss.States[r.Dir].Status]++
 			total[ss.States[r.Dir].Status]++

@@ -1,18 +1,24 @@
 // Package sweep is the paper's two-stage learning-rate search over studies of
 // many experiments (docs/SWEEPS.md): reading run directories (docs/RUNDIR.md),
-// the selection rule (η*), the fine grid, the study file, and the executors
-// that run a study locally or on Slurm. cmd/meazo-sweep is its command line;
-// cmd/meazo-plot uses the selection rule for its figures.
+// the selection rule (η*), the fine grid, sweep.json, the study file, and the
+// executors that run a study locally or on Slurm. cmd/meazo-sweep is its
+// command line; scripts/sweep.sh reaches the same rule through meazo-plot's
+// sweep-* commands, and package results uses it for the figures and tables,
+// so that every η* in the project comes from one place.
 package sweep
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -73,26 +79,53 @@ func (m Method) String() string {
 	return name
 }
 
+// OptimizerRank is an optimizer's place in the paper's order (MethodOrder);
+// unknown names come after every known one.
+func OptimizerRank(optimizer string) int {
+	for i, o := range MethodOrder {
+		if o == optimizer {
+			return i
+		}
+	}
+	return len(MethodOrder)
+}
+
 // SortMethods orders methods as the paper lists them, unknown names last.
 func SortMethods(ms []Method) {
-	rank := func(m Method) int {
-		for i, o := range MethodOrder {
-			if o == m.Optimizer {
-				return i
-			}
-		}
-		return len(MethodOrder)
-	}
 	sort.Slice(ms, func(i, j int) bool {
 		a, b := ms[i], ms[j]
-		if rank(a) != rank(b) {
-			return rank(a) < rank(b)
+		if ra, rb := OptimizerRank(a.Optimizer), OptimizerRank(b.Optimizer); ra != rb {
+			return ra < rb
 		}
 		if a.Optimizer != b.Optimizer {
 			return a.Optimizer < b.Optimizer
 		}
 		return !a.Grouped && b.Grouped
 	})
+}
+
+// Setting checks that the runs come from one experiment (model, task and
+// adapter): a figure, a table or a sweep compares optimizers or rates, which
+// means nothing across experiments. It returns the experiment as titles name
+// it ("Llama-3.2-1B, squad, lora").
+func Setting(runs []Run) (string, error) {
+	first := runs[0]
+	for _, r := range runs[1:] {
+		if r.Model != first.Model || r.Task != first.Task || r.Adapter != first.Adapter {
+			return "", fmt.Errorf("runs from different experiments: %s is %s/%s/%s, %s is %s/%s/%s; plot them separately",
+				first.Dir, first.Model, first.Task, first.Adapter, r.Dir, r.Model, r.Task, r.Adapter)
+		}
+	}
+	var parts []string
+	if first.Model != "" {
+		parts = append(parts, filepath.Base(first.Model))
+	}
+	for _, p := range []string{first.Task, first.Adapter} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ", "), nil
 }
 
 // ByMethod groups runs by method, in the paper's order.
@@ -227,6 +260,23 @@ func ParseRates(what, list string) ([]float64, error) {
 	return rates, nil
 }
 
+// ParseSeeds reads a list of seeds separated by spaces or commas; what names
+// the list in messages.
+func ParseSeeds(what, list string) ([]uint64, error) {
+	var seeds []uint64
+	for _, f := range strings.Fields(strings.ReplaceAll(list, ",", " ")) {
+		s, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a non-negative integer", what, f)
+		}
+		seeds = append(seeds, s)
+	}
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("%s: no seeds given", what)
+	}
+	return seeds, nil
+}
+
 // SameRate compares learning rates written in different ways ("5e-5",
 // "0.00005", a trainer's round trip through JSON).
 func SameRate(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(a, b) }
@@ -290,6 +340,10 @@ func LRString(v float64) string {
 	}
 	return mant + "e" + sign + exp
 }
+
+// SweepFile is the name of a sweep directory's summary: the sweep's rates,
+// seeds, runs and η*.
+const SweepFile = "sweep.json"
 
 // Sweep is sweep.json: one optimizer's search on one experiment.
 type Sweep struct {
@@ -390,3 +444,89 @@ func Summarize(dir string, runs []Run, seeds []uint64, coarse []float64) (*Sweep
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// WriteFile writes sw to path as sweep.json is written (indented JSON),
+// atomically, so that a reader never sees half a sweep.
+func (sw *Sweep) WriteFile(path string) error {
+	b, err := json.MarshalIndent(sw, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return atomicfile.WriteFile(path, append(b, '\n'))
+}
+
+// ReadSweep reads a sweep.json.
+func ReadSweep(path string) (*Sweep, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var sw Sweep
+	if err := json.Unmarshal(data, &sw); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return &sw, nil
+}
+
+// SelectDir is the selection of a sweep that scripts/sweep.sh ran (docs/SWEEPS.md):
+// it finds the run of every (rate, seed) among dir's subdirectories by what
+// their summary.json says (whatever the directory is called), checks that
+// each finished and that they are one method on one experiment, and picks η*
+// (Summarize). A missing or unfinished run is an error, not a +∞: the script
+// runs every run before it selects, so one missing means something went wrong.
+func SelectDir(dir string, rates []float64, seeds []uint64, coarse []float64) (*Sweep, error) {
+	if len(rates) == 0 || len(seeds) == 0 {
+		return nil, fmt.Errorf("%s: no rates or no seeds to select among", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	type key struct {
+		rate int
+		seed uint64
+	}
+	found := map[key]Run{}
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if !e.IsDir() || !exists(filepath.Join(sub, rundir.SummaryFile)) {
+			continue
+		}
+		r, err := LoadSummary(sub)
+		if err != nil {
+			return nil, err
+		}
+		i := IndexRate(rates, r.LR)
+		if i < 0 || !slices.Contains(seeds, r.Seed) {
+			continue
+		}
+		k := key{i, r.Seed}
+		if other, dup := found[k]; dup {
+			return nil, fmt.Errorf("two runs with lr %g and seed %d: %s and %s", r.LR, r.Seed, other.Dir, sub)
+		}
+		found[k] = r
+	}
+	var runs []Run
+	for i, lr := range rates {
+		for _, s := range seeds {
+			r, ok := found[key{i, s}]
+			if !ok {
+				return nil, fmt.Errorf("%s: no run with lr %g and seed %d (no summary.json says so)", dir, lr, s)
+			}
+			if !r.Finished() {
+				return nil, fmt.Errorf("%s: run did not finish (%d of %d steps) %s", r.Dir, r.StepsDone, r.Steps, r.Message)
+			}
+			runs = append(runs, r)
+		}
+	}
+	first := runs[0]
+	for _, r := range runs[1:] {
+		if r.Method() != first.Method() {
+			return nil, fmt.Errorf("a sweep is for one optimizer: %s ran %s, %s ran %s", first.Dir, first.Method(), r.Dir, r.Method())
+		}
+	}
+	if _, err := Setting(runs); err != nil {
+		return nil, err
+	}
+	return Summarize(dir, runs, seeds, coarse)
+}

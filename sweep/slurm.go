@@ -65,7 +65,7 @@ func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]Ru
 				}
 			}
 		}
-		for _, r := range append(append([]RunSpec{}, ss.Stage1...), ss.Stage2...) {
+		for _, r := range ss.Runs() {
 			s := ss.States[r.Dir]
 			if !mode.startable(s) {
 				continue

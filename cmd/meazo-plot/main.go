@@ -1,6 +1,7 @@
 // Command meazo-plot turns meazo-train run directories (docs/RUNDIR.md) into
 // figures and tables a person reads, and helps scripts/sweep.sh pick learning
-// rates.
+// rates. The figures, tables and statistics are package results', the
+// selection rule package sweep's; this command parses flags and writes files.
 //
 //	meazo-plot curves     [--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...  training and validation loss, mean ± 2 std over seeds
 //	meazo-plot robustness [--out DIR] RUN_OR_SWEEP_DIR...              best and last validation loss vs η/η*
@@ -16,90 +17,74 @@
 //	meazo-plot sweep-fine   --coarse LIST ETA
 //
 // Figures are SVG files (any browser shows them; rsvg-convert makes PNGs).
+// Exit status: 0 done, 1 a command failed, 2 no or an unknown command.
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/results"
 )
 
-const usage = `usage:
-  meazo-plot curves     [--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...
-  meazo-plot robustness [--out DIR] RUN_OR_SWEEP_DIR...
-  meazo-plot vt         [--out DIR] RUN_DIR
-  meazo-plot memory     [--out DIR] RUN_OR_SWEEP_DIR...
-  meazo-plot all        [--out DIR] [--smooth W] RUN_OR_SWEEP_DIR...
-  meazo-plot study      [--out DIR] [--smooth W] [--png=false] STUDY.yaml
-  meazo-plot sweep-status RUN_DIR
-  meazo-plot sweep-select --rates LIST --seeds LIST [--coarse LIST] [--write FILE] SWEEP_DIR
-  meazo-plot sweep-fine   --coarse LIST ETA
-run "meazo-plot COMMAND -h" for a command's flags`
+var commands = cli.New("meazo-plot", "command")
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintf(os.Stderr, "meazo-plot: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { commands.Main() }
 
-// command is one subcommand: it parses its own flags from args.
-type command func(args []string, stdout, stderr io.Writer) error
-
-var commands = map[string]command{
-	"curves":       cmdCurves,
-	"robustness":   cmdRobustness,
-	"vt":           cmdVT,
-	"memory":       cmdMemory,
-	"all":          cmdAll,
-	"sweep-status": cmdSweepStatus,
-	"sweep-select": cmdSweepSelect,
-	"sweep-fine":   cmdSweepFine,
-	"study":        cmdStudy,
-}
-
-func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, usage)
-		if len(args) == 0 {
-			return errors.New("no command")
-		}
-		return nil
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
-	}
-	if err := cmd(args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%s: %w", args[0], err)
-	}
-	return nil
-}
-
-// newFlags makes a subcommand's flag set with the shared --out flag.
-func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+// flagSet makes a subcommand's flag set; synopsis is what -h prints after
+// the command's name (the flags' defaults follow).
+func flagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "plots", "directory for the figures and tables (created if missing)")
-	return fs, out
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: meazo-plot %s %s\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
-// warner returns a function that prints a warning line to stderr.
-func warner(stderr io.Writer) func(string) {
-	return func(msg string) { fmt.Fprintln(stderr, "meazo-plot: warning:", msg) }
+// newFlags makes the flag set of a command that writes files, with the
+// shared --out flag.
+func newFlags(name, synopsis string) (*flag.FlagSet, *string) {
+	fs := flagSet(name, synopsis)
+	return fs, fs.String("out", "plots", "directory for the figures and tables (created if missing)")
 }
+
+// smoothFlag is the --smooth flag of the commands that draw loss curves.
+func smoothFlag(fs *flag.FlagSet) *int {
+	return fs.Int("smooth", 0, "training-loss running-mean window in steps (0: 1% of the run's steps, at least 1)")
+}
+
+// warn prints a warning line: something was left out, the output is still usable.
+func warn(msg string) { fmt.Fprintln(os.Stderr, "meazo-plot: warning:", msg) }
 
 func mkdirOut(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
 	return nil
+}
+
+// writeFigures writes each figure to dir and returns the paths written
+// (also those before an error).
+func writeFigures(dir string, figs ...results.Figure) ([]string, error) {
+	var paths []string
+	for _, f := range figs {
+		path := filepath.Join(dir, f.File)
+		if err := f.WriteFile(path); err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// printPaths prints the files written, one a line, for scripts to pick up.
+func printPaths(stdout io.Writer, paths []string) {
+	for _, p := range paths {
+		fmt.Fprintln(stdout, p)
+	}
 }

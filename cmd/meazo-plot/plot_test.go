@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/results"
+	"github.com/meazo-go/meazo/sweep"
 )
 
 // fakeRun describes a synthetic run directory written per docs/RUNDIR.md.
@@ -98,96 +101,13 @@ func checkSVG(t *testing.T, path string) string {
 	return string(data)
 }
 
-func runCmd(t *testing.T, args ...string) (string, string, error) {
+// runCmd runs a meazo-plot command as main does (warnings go to stderr) and
+// returns its stdout.
+func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	err := run(args, &out, &errOut)
-	return out.String(), errOut.String(), err
-}
-
-func TestMeanStd(t *testing.T) {
-	for _, c := range []struct {
-		xs        []float64
-		mean, std float64
-		n         int
-	}{
-		{[]float64{1, 2, 3}, 2, 1, 3},
-		{[]float64{2, 4, 4, 4, 5, 5, 7, 9}, 5, math.Sqrt(32.0 / 7), 8},
-		{[]float64{1, math.Inf(1), 3, math.NaN()}, 2, math.Sqrt2, 2},
-		{[]float64{5}, 5, math.NaN(), 1},
-	} {
-		m, s, n := meanStd(c.xs)
-		if n != c.n || math.Abs(m-c.mean) > 1e-12 || !(math.Abs(s-c.std) < 1e-12 || math.IsNaN(s) && math.IsNaN(c.std)) {
-			t.Errorf("meanStd(%v) = %v, %v, %d; want %v, %v, %d", c.xs, m, s, n, c.mean, c.std, c.n)
-		}
-	}
-	got := runningMean([]float64{1, 3, math.NaN(), 5, 7}, 2)
-	want := []float64{1, 2, 3, 5, 6}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("runningMean = %v, want %v", got, want)
-			break
-		}
-	}
-	b := seedBand([]map[int]float64{{1: 1, 2: 2}, {1: 3}})
-	if b.Mean[0] != 2 || b.Hi[0] != 2+2*math.Sqrt2 || b.Mean[1] != 2 || b.N[1] != 1 || !math.IsNaN(b.Hi[1]) {
-		t.Errorf("seedBand = %+v", b)
-	}
-}
-
-// TestEtaStar checks the selection on hand-made numbers: mean best val loss,
-// a diverged seed makes its rate +inf, ties go to the smaller rate.
-func TestEtaStar(t *testing.T) {
-	mk := func(lr float64, seed uint64, best float64, div bool) Run {
-		return Run{Summary: Summary{Optimizer: "meazo", LR: lr, Seed: seed, BestValLoss: ptr(best), LastValLoss: ptr(best + 0.1), Diverged: div}}
-	}
-	for _, c := range []struct {
-		name string
-		runs []Run
-		want float64 // 0: none
-	}{
-		{"lowest mean", []Run{mk(1e-4, 0, 1.0, false), mk(1e-4, 1, 1.4, false), mk(1e-3, 0, 1.1, false), mk(1e-3, 1, 1.2, false)}, 1e-3},
-		{"diverged seed is +inf", []Run{mk(1e-4, 0, 1.3, false), mk(1e-4, 1, 1.3, false), mk(1e-3, 0, 0.5, false), mk(1e-3, 1, 0.1, true)}, 1e-4},
-		{"tie goes to the smaller rate", []Run{mk(1e-3, 0, 1, false), mk(1e-4, 0, 1, false)}, 1e-4},
-		{"all diverged", []Run{mk(1e-3, 0, 1, true), mk(1e-4, 0, 1, true)}, 0},
-	} {
-		rates := rateStats(c.runs)
-		i := etaStar(rates)
-		got := 0.0
-		if i >= 0 {
-			got = rates[i].LR
-		}
-		if got != c.want {
-			t.Errorf("%s: η* = %g, want %g", c.name, got, c.want)
-		}
-	}
-	// The robustness figure's numbers at a rate with a diverged seed: the
-	// mean and std of the others.
-	rs := rateStats([]Run{mk(1e-3, 0, 1, false), mk(1e-3, 1, 2, false), mk(1e-3, 2, 9, true)})[0]
-	if rs.Diverged != 1 || rs.MeanBest != 1.5 || rs.StdBest != math.Sqrt(0.5) || rs.MeanLast != 1.6 || !math.IsInf(rs.Score, 1) {
-		t.Errorf("rate stats %+v", rs)
-	}
-}
-
-func TestFineGrid(t *testing.T) {
-	coarse := []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 1e-1}
-	for _, c := range []struct {
-		eta  float64
-		want string
-	}{
-		{1e-4, "6e-5 7e-5 8e-5 9e-5 2e-4 3e-4 4e-4"},
-		{5e-5, "2e-5 3e-5 4e-5 6e-5 7e-5 8e-5 9e-5"},
-		{1e-6, "2e-6 3e-6 4e-6"},
-		{1e-1, "6e-2 7e-2 8e-2 9e-2"},
-	} {
-		got, err := fineGrid(coarse, c.eta)
-		if err != nil || strings.Join(got, " ") != c.want {
-			t.Errorf("fineGrid(%g) = %v, %v; want %s", c.eta, got, err, c.want)
-		}
-	}
-	if _, err := fineGrid(coarse, 2e-4); err == nil {
-		t.Error("η* outside the grid: no error")
-	}
+	var out bytes.Buffer
+	err := commands.Run(args[0], args[1:], nil, &out)
+	return out.String(), err
 }
 
 // TestFigures writes MEAZO (3 seeds, one diverged at one rate, two groups),
@@ -213,9 +133,9 @@ func TestFigures(t *testing.T) {
 		out = keep // to look at the figures: MEAZO_PLOT_KEEP=/tmp/figs go test -run TestFigures
 	}
 
-	stdout, stderr, err := runCmd(t, append([]string{"all", "--out", out}, dirs...)...)
+	stdout, err := runCmd(t, append([]string{"all", "--out", out}, dirs...)...)
 	if err != nil {
-		t.Fatalf("all: %v\n%s", err, stderr)
+		t.Fatalf("all: %v", err)
 	}
 	for _, name := range []string{"train_loss.svg", "val_loss.svg", "robustness_best.svg", "robustness_last.svg", "vt_meazo.svg", "memory.md"} {
 		if !strings.Contains(stdout, filepath.Join(out, name)) {
@@ -223,7 +143,7 @@ func TestFigures(t *testing.T) {
 		}
 	}
 	val := checkSVG(t, filepath.Join(out, "val_loss.svg"))
-	for _, want := range []string{"MEAZO (3 seeds, η*=1e-4 of 3 rates)", "ZO-SGD (grouped) (3 seeds, η*=1e-4 of 3 rates)", "ZO-Adam (3 seeds, η=1e-4)", "<polygon", "stroke-dasharray", colors["meazo"], groupedColors["zo-sgd"]} {
+	for _, want := range []string{"MEAZO (3 seeds, η*=1e-4 of 3 rates)", "ZO-SGD (grouped) (3 seeds, η*=1e-4 of 3 rates)", "ZO-Adam (3 seeds, η=1e-4)", "<polygon", "stroke-dasharray", results.MethodColor(sweep.Method{Optimizer: "meazo"}), results.MethodColor(sweep.Method{Optimizer: "zo-sgd", Grouped: true})} {
 		if !strings.Contains(val, want) {
 			t.Errorf("val_loss.svg lacks %q", want)
 		}
@@ -249,10 +169,10 @@ func TestFigures(t *testing.T) {
 		}
 	}
 	// The diverged ZO-SGD runs left out of its line at 1e-3: one cross per figure.
-	if _, _, err := runCmd(t, append([]string{"memory", "--out", out}, dirs[:2]...)...); err != nil {
+	if _, err := runCmd(t, append([]string{"memory", "--out", out}, dirs[:2]...)...); err != nil {
 		t.Errorf("memory: %v", err)
 	}
-	if _, _, err := runCmd(t, "vt", "--out", out, dirs[1]); err == nil || !strings.Contains(err.Error(), "only MEAZO logs v") {
+	if _, err := runCmd(t, "vt", "--out", out, dirs[1]); err == nil || !strings.Contains(err.Error(), "only MEAZO logs v") {
 		t.Errorf("vt on a ZO-SGD run: %v", err)
 	}
 }
@@ -288,20 +208,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"curves", "--out", out, good, other}, "runs from different experiments"},
 		{[]string{"robustness", "--out", out, root + "/plots-none"}, "plots-none"},
 	} {
-		_, _, err := runCmd(t, c.args...)
+		_, err := runCmd(t, c.args...)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%v: %v", c.args, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
-		}
-	}
-}
-
-func TestLRString(t *testing.T) {
-	for v, want := range map[float64]string{1e-4: "1e-4", 2.5e-4: "2.5e-4", 0.05: "0.05", 1e-1: "0.1", 1e-6: "1e-6", 5e-3: "5e-3"} {
-		if got := lrString(v); got != want {
-			t.Errorf("lrString(%v) = %s, want %s", v, got, want)
 		}
 	}
 }

@@ -45,9 +45,9 @@ func TestStudyReport(t *testing.T) {
 		}
 	}
 	out := filepath.Join(dir, "report")
-	stdout, stderr, err := runCmd(t, "study", "--out", out, "--png=false", study)
+	stdout, err := runCmd(t, "study", "--out", out, "--png=false", study)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
+		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
 	for _, want := range []string{"## Table 1: LoRA", "| squad_lora | F1 of the best adapter | 70.50 ± 0.71<br>η*=1e-3 | 70.50 ± 0.71<br>η*=0.01 |",

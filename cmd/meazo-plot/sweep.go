@@ -2,34 +2,36 @@ package main
 
 // The helpers scripts/sweep.sh calls, so that the script needs only bash: what
 // state a run directory is in, which rate won a stage (η*), and the fine grid
-// around it. docs/SWEEPS.md describes the search.
+// around it. docs/SWEEPS.md describes the search; package sweep holds it.
 
 import (
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/sweep"
 )
 
-// cmdSweepStatus prints what the sweep should do with a run directory:
+func init() {
+	commands.Register("sweep-status", "what to do with a run directory: done, diverged, resume or new (for scripts/sweep.sh)", cmdSweepStatus)
+	commands.Register("sweep-select", "η* of a sweep directory's rates × seeds; --write records sweep.json (for scripts/sweep.sh)", cmdSweepSelect)
+	commands.Register("sweep-fine", "the fine grid around a coarse η* (for scripts/sweep.sh)", cmdSweepFine)
+}
+
+// cmdSweepStatus prints what the sweep should do with a run directory
+// (sweep.ScriptStatus):
 //
 //	done      summary.json says all steps ran: skip it
 //	diverged  summary.json says it diverged: skip it (a result, +∞ in the selection)
 //	resume    no finished summary but a checkpoint: continue with --resume
 //	new       neither: start it
-func cmdSweepStatus(args []string, stdout, stderr io.Writer) error {
+func cmdSweepStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	if len(args) != 1 {
 		return errors.New("want exactly one run directory")
 	}
-	status, err := runStatus(args[0])
+	status, err := sweep.ScriptStatus(args[0])
 	if err != nil {
 		return err
 	}
@@ -37,28 +39,8 @@ func cmdSweepStatus(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func runStatus(dir string) (string, error) {
-	if exists(filepath.Join(dir, "summary.json")) {
-		r, err := loadSummary(dir)
-		if err != nil {
-			return "", err
-		}
-		if r.Diverged {
-			return "diverged", nil
-		}
-		if r.Finished() {
-			return "done", nil
-		}
-	}
-	if exists(filepath.Join(dir, "checkpoint", "state.json")) {
-		return "resume", nil
-	}
-	return "new", nil
-}
-
-func cmdSweepFine(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sweep-fine", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdSweepFine(args []string, _ io.Reader, stdout io.Writer) error {
+	fs := flagSet("sweep-fine", "--coarse LIST ETA")
 	coarseList := fs.String("coarse", "", "the coarse grid, rates separated by spaces or commas")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,7 +48,7 @@ func cmdSweepFine(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return errors.New("want η* as the one argument")
 	}
-	coarse, err := parseRates("coarse", *coarseList)
+	coarse, err := sweep.ParseRates("--coarse", *coarseList)
 	if err != nil {
 		return err
 	}
@@ -74,7 +56,7 @@ func cmdSweepFine(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("η* %q: not a number", fs.Arg(0))
 	}
-	fine, err := fineGrid(coarse, eta)
+	fine, err := sweep.FineGrid(coarse, eta)
 	if err != nil {
 		return err
 	}
@@ -83,10 +65,10 @@ func cmdSweepFine(args []string, stdout, stderr io.Writer) error {
 }
 
 // cmdSweepSelect prints η* among the given rates and seeds of a sweep
-// directory, and with --write records the whole sweep in sweep.json.
-func cmdSweepSelect(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sweep-select", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// directory (sweep.SelectDir), and with --write records the whole sweep in
+// sweep.json.
+func cmdSweepSelect(args []string, _ io.Reader, stdout io.Writer) error {
+	fs := flagSet("sweep-select", "--rates LIST --seeds LIST [--coarse LIST] [--write FILE] SWEEP_DIR")
 	rateList := fs.String("rates", "", "the learning rates to choose from, separated by spaces or commas")
 	seedList := fs.String("seeds", "", "the seeds every rate was run with")
 	coarseList := fs.String("coarse", "", "the coarse grid, to label each rate's stage in sweep.json")
@@ -97,106 +79,29 @@ func cmdSweepSelect(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return errors.New("want exactly one sweep directory")
 	}
-	rates, err := parseRates("rates", *rateList)
+	rates, err := sweep.ParseRates("--rates", *rateList)
 	if err != nil {
 		return err
 	}
-	var seeds []uint64
-	for _, f := range strings.Fields(strings.ReplaceAll(*seedList, ",", " ")) {
-		s, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return fmt.Errorf("--seeds: %q is not a non-negative integer", f)
-		}
-		seeds = append(seeds, s)
-	}
-	if len(seeds) == 0 {
-		return errors.New("--seeds: no seeds given")
+	seeds, err := sweep.ParseSeeds("--seeds", *seedList)
+	if err != nil {
+		return err
 	}
 	var coarse []float64
 	if *coarseList != "" {
-		if coarse, err = parseRates("coarse", *coarseList); err != nil {
+		if coarse, err = sweep.ParseRates("--coarse", *coarseList); err != nil {
 			return err
 		}
 	}
-	sw, err := selectSweep(fs.Arg(0), rates, seeds, coarse)
+	sw, err := sweep.SelectDir(fs.Arg(0), rates, seeds, coarse)
 	if err != nil {
 		return err
 	}
 	if *write != "" {
-		data, err := json.MarshalIndent(sw, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := plot.WriteFileAtomic(*write, append(data, '\n')); err != nil {
+		if err := sw.WriteFile(*write); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(stdout, strconv.FormatFloat(sw.EtaStar, 'g', -1, 64))
 	return nil
-}
-
-// selectSweep finds the run of every (rate, seed) among dir's subdirectories
-// (by what their summary.json says, whatever the directory is called), checks
-// that each finished, and picks η*.
-func selectSweep(dir string, rates []float64, seeds []uint64, coarse []float64) (*Sweep, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
-	}
-	type key struct {
-		rate int
-		seed uint64
-	}
-	found := map[key]Run{}
-	for _, e := range entries {
-		sub := filepath.Join(dir, e.Name())
-		if !e.IsDir() || !exists(filepath.Join(sub, "summary.json")) {
-			continue
-		}
-		r, err := loadSummary(sub)
-		if err != nil {
-			return nil, err
-		}
-		i := indexRate(rates, r.LR)
-		if i < 0 || !containsSeed(seeds, r.Seed) {
-			continue
-		}
-		k := key{i, r.Seed}
-		if other, dup := found[k]; dup {
-			return nil, fmt.Errorf("two runs with lr %g and seed %d: %s and %s", r.LR, r.Seed, other.Dir, sub)
-		}
-		found[k] = r
-	}
-	var runs []Run
-	for i, lr := range rates {
-		for _, s := range seeds {
-			r, ok := found[key{i, s}]
-			if !ok {
-				return nil, fmt.Errorf("%s: no run with lr %g and seed %d (no summary.json says so)", dir, lr, s)
-			}
-			if !r.Finished() {
-				return nil, fmt.Errorf("%s: run did not finish (%d of %d steps) %s", r.Dir, r.StepsDone, r.Steps, r.Message)
-			}
-			runs = append(runs, r)
-		}
-	}
-	first := runs[0]
-	for _, r := range runs[1:] {
-		if r.Method() != first.Method() {
-			return nil, fmt.Errorf("a sweep is for one optimizer: %s ran %s, %s ran %s", first.Dir, first.Method(), r.Dir, r.Method())
-		}
-	}
-	if _, err := sameSetting(runs); err != nil {
-		return nil, err
-	}
-	return sweep.Summarize(dir, runs, seeds, coarse)
-}
-
-func containsSeed(seeds []uint64, s uint64) bool {
-	for _, x := range seeds {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/sweep"
 )
 
 // The test binary doubles as meazo-plot and as a fake meazo-train for
@@ -127,7 +129,7 @@ func TestSweepScript(t *testing.T) {
 	os.WriteFile(config, []byte("optimizer:\n  name: meazo\n"), 0o644)
 	sweepDir := filepath.Join(tmp, "sweep")
 	logPath := filepath.Join(tmp, "calls.log")
-	sweep := func() (string, error) {
+	runSweep := func() (string, error) {
 		cmd := exec.Command("bash", script, "--config", config, "--optimizer", "meazo", "--out", sweepDir, "--set", "train.steps=7")
 		cmd.Env = append(os.Environ(), "MEAZO_TRAIN="+wrapper("trainer"), "MEAZO_PLOT="+wrapper("plot"),
 			"FAKE_TRAIN_LOG="+logPath, "FAKE_TRAIN_KILL=lr=1e-4_seed=1")
@@ -143,7 +145,7 @@ func TestSweepScript(t *testing.T) {
 	}
 
 	// 1. The 14th coarse run (1e-4, seed 1) is killed: the sweep stops there.
-	out, err := sweep()
+	out, err := runSweep()
 	if err == nil || !strings.Contains(out, "failed for "+filepath.Join(sweepDir, "lr=1e-4_seed=1")) {
 		t.Fatalf("killed run: err %v, output:\n%s", err, out)
 	}
@@ -153,7 +155,7 @@ func TestSweepScript(t *testing.T) {
 
 	// 2. Rerun: the killed run resumes, finished ones are skipped, the rest
 	// of the coarse grid (19 runs) and the fine grid (7 rates × 3 seeds) run.
-	out, err = sweep()
+	out, err = runSweep()
 	if err != nil {
 		t.Fatalf("rerun: %v\n%s", err, out)
 	}
@@ -181,7 +183,7 @@ func TestSweepScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sw Sweep
+	var sw sweep.Sweep
 	if err := json.Unmarshal(data, &sw); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestSweepScript(t *testing.T) {
 	}
 
 	// 4. A third run has nothing to do.
-	if out, err = sweep(); err != nil {
+	if out, err = runSweep(); err != nil {
 		t.Fatalf("third run: %v\n%s", err, out)
 	}
 	if data, _ := os.ReadFile(logPath); len(data) != 0 {
@@ -209,8 +211,8 @@ func TestSweepScript(t *testing.T) {
 
 	// 5. The robustness figure from the sweep directory.
 	plots := filepath.Join(tmp, "plots")
-	if _, stderr, err := runCmd(t, "robustness", "--out", plots, sweepDir); err != nil {
-		t.Fatalf("robustness: %v\n%s", err, stderr)
+	if _, err := runCmd(t, "robustness", "--out", plots, sweepDir); err != nil {
+		t.Fatalf("robustness: %v", err)
 	}
 	svg := checkSVG(t, filepath.Join(plots, "robustness_best.svg"))
 	if !strings.Contains(svg, "MEAZO, η*=2e-4") {
@@ -242,7 +244,7 @@ func TestSweepStatus(t *testing.T) {
 		{mk("empty", nil, false), "new"},
 		{filepath.Join(root, "absent"), "new"},
 	} {
-		out, _, err := runCmd(t, "sweep-status", c.dir)
+		out, err := runCmd(t, "sweep-status", c.dir)
 		if err != nil || strings.TrimSpace(out) != c.want {
 			t.Errorf("%s: %q, %v; want %s", c.dir, out, err, c.want)
 		}
@@ -250,7 +252,7 @@ func TestSweepStatus(t *testing.T) {
 	// A failed run (summary written, steps not all done) with a checkpoint resumes.
 	dir := mk("failed", failed, true)
 	os.WriteFile(filepath.Join(dir, "summary.json"), []byte(`{"optimizer":"meazo","lr":1e-4,"steps":10,"steps_done":4,"message":"out of memory"}`), 0o644)
-	if out, _, err := runCmd(t, "sweep-status", dir); err != nil || strings.TrimSpace(out) != "resume" {
+	if out, err := runCmd(t, "sweep-status", dir); err != nil || strings.TrimSpace(out) != "resume" {
 		t.Errorf("failed run: %q, %v; want resume", out, err)
 	}
 }

@@ -1,5 +1,5 @@
 // Package cli dispatches the subcommands of the project's multi-command
-// binaries (meazo-inspect, meazo-bench): each subcommand lives in its own file
+// binaries (meazo-inspect, meazo-bench, meazo-plot): each subcommand lives in its own file
 // and registers itself in init.
 package cli
 
@@ -41,12 +41,14 @@ func (s *Set) Register(name, summary string, run RunFunc) {
 func (s *Set) usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: %s <%s> [flags]   (%s <%s> -h for its flags)\n%ss:\n", s.program, s.noun, s.program, s.noun, s.noun)
 	names := make([]string, 0, len(s.commands))
+	width := 10
 	for n := range s.commands {
 		names = append(names, n)
+		width = max(width, len(n))
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, s.commands[n].summary)
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, s.commands[n].summary)
 	}
 }
 

@@ -1,47 +1,22 @@
-package main
+package results
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
 	"strings"
 
-	"github.com/meazo-go/meazo/plot"
+	"github.com/meazo-go/meazo/sweep"
 )
 
-func cmdMemory(args []string, stdout, stderr io.Writer) error {
-	fs, out := newFlags("memory", stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return errors.New("no run directories given")
-	}
-	runs, err := loadRuns(fs.Args(), warner(stderr))
-	if err != nil {
-		return err
-	}
-	table, err := memoryTable(runs)
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, table)
-	if err := mkdirOut(*out); err != nil {
-		return err
-	}
-	return plot.WriteFileAtomic(filepath.Join(*out, "memory.md"), []byte(table))
-}
-
-// memoryTable is a markdown table, one row per method: the optimizer state
+// MemoryTable is a markdown table, one row per method: the optimizer state
 // (the paper's claim: MEAZO keeps ZO-SGD's memory, ZO-Adam adds 2·d floats)
-// and the measured peak resident memory of the whole process.
-func memoryTable(runs []Run) (string, error) {
-	setting, err := sameSetting(runs)
+// and the measured peak resident memory of the whole process. Runs of one
+// method that differ (another adapter size) show the range.
+func MemoryTable(runs []sweep.Run) (string, error) {
+	setting, err := sweep.Setting(runs)
 	if err != nil {
 		return "", err
 	}
-	ms, groups := byMethod(runs)
+	ms, groups := sweep.ByMethod(runs)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Memory per optimizer, %s\n\n", setting)
 	b.WriteString("| optimizer | runs | trainable params d | optimizer state | state bytes per param | peak RSS (max over runs) |\n")

@@ -1,14 +1,17 @@
-package main
+package results
 
 import (
 	"math"
 	"sort"
+
+	"github.com/meazo-go/meazo/sweep"
 )
 
-// runningMean smooths ys with a trailing window: out[i] is the mean of the
+// RunningMean smooths ys with a trailing window: out[i] is the mean of the
 // finite values among ys[i-w+1..i] (fewer at the start), NaN when there are
-// none. w ≤ 1 returns a copy.
-func runningMean(ys []float64, w int) []float64 {
+// none. w ≤ 1 returns a copy. A diverged step (NaN, ±Inf) thus leaves a gap
+// only where the window holds nothing else.
+func RunningMean(ys []float64, w int) []float64 {
 	out := make([]float64, len(ys))
 	var sum float64
 	var n int
@@ -39,9 +42,9 @@ type Band struct {
 	N               []int
 }
 
-// seedBand aggregates per-seed curves (step → value) at every step any seed
+// SeedBand aggregates per-seed curves (step → value) at every step any seed
 // has. Seeds missing a step (a diverged run stops early) do not count there.
-func seedBand(curves []map[int]float64) Band {
+func SeedBand(curves []map[int]float64) Band {
 	steps := map[int]bool{}
 	for _, c := range curves {
 		for s := range c {
@@ -62,7 +65,7 @@ func seedBand(curves []map[int]float64) Band {
 				vals = append(vals, v)
 			}
 		}
-		m, sd, n := meanStd(vals)
+		m, sd, n := sweep.MeanStd(vals)
 		b.X = append(b.X, float64(s))
 		b.Mean = append(b.Mean, m)
 		b.Lo = append(b.Lo, m-2*sd)
@@ -72,24 +75,34 @@ func seedBand(curves []map[int]float64) Band {
 	return b
 }
 
-// thin keeps at most about max points of a band (every k-th and the last), so
-// that a 20,000-step curve makes a small SVG. Applied after smoothing, it
-// drops no information a reader could see at the figure's resolution.
-func (b Band) thin(max int) Band {
-	n := len(b.X)
-	if n <= max {
+// Thin keeps at most about most points of a band (see thinned), so that a
+// 20,000-step curve makes a small SVG. Applied after smoothing, it drops no
+// information a reader could see at the figure's resolution.
+func (b Band) Thin(most int) Band {
+	if len(b.X) <= most {
 		return b
 	}
-	k := (n + max - 1) / max
 	var out Band
-	for i := 0; i < n; i++ {
-		if i%k == 0 || i == n-1 {
-			out.X = append(out.X, b.X[i])
-			out.Mean = append(out.Mean, b.Mean[i])
-			out.Lo = append(out.Lo, b.Lo[i])
-			out.Hi = append(out.Hi, b.Hi[i])
-			out.N = append(out.N, b.N[i])
-		}
+	for _, i := range thinned(len(b.X), most) {
+		out.X = append(out.X, b.X[i])
+		out.Mean = append(out.Mean, b.Mean[i])
+		out.Lo = append(out.Lo, b.Lo[i])
+		out.Hi = append(out.Hi, b.Hi[i])
+		out.N = append(out.N, b.N[i])
 	}
 	return out
+}
+
+// thinned is the indices a curve of n points keeps to have at most about most:
+// every k-th, k the smallest stride that gets there, and the last, so that
+// the curve still ends where the run ended.
+func thinned(n, most int) []int {
+	k := max(1, (n+most-1)/most)
+	var idx []int
+	for i := 0; i < n; i++ {
+		if i%k == 0 || i == n-1 {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }

@@ -1,0 +1,315 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/plot"
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/sweep"
+)
+
+// MaxPoints bounds the points drawn per curve (see Band.Thin).
+const MaxPoints = 1000
+
+// Figure is a figure and the name of the file it is written to, so that
+// every report names the same figure the same way.
+type Figure struct {
+	File string
+	*plot.Figure
+}
+
+// All is every figure the runs allow: the loss curves (each method at its
+// η*), the robustness figures when some method was run at several rates, and
+// v_t of each MEAZO method (VTRuns).
+func All(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
+	figs, err := Curves(runs, smooth, warn)
+	if err != nil {
+		return nil, err
+	}
+	if SeveralRates(runs) {
+		rob, err := Robustness(runs)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, rob...)
+	}
+	for _, r := range VTRuns(runs) {
+		name := "vt_meazo.svg"
+		if r.Grouped {
+			name = "vt_meazo_grouped.svg"
+		}
+		fig, err := VT(r, warn)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, Figure{name, fig})
+	}
+	return figs, nil
+}
+
+// ExperimentFigures are a study experiment's figures: the loss curves, and
+// where the runs allow them the robustness figures and MEAZO's v_t (a
+// warning says why one is missing: a study in progress lacks some).
+func ExperimentFigures(e Experiment, smooth int, warn func(string)) ([]Figure, error) {
+	figs, err := Curves(e.Runs, smooth, warn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Name, err)
+	}
+	if rob, err := Robustness(e.Runs); err != nil {
+		warn(fmt.Sprintf("%s: no robustness figure: %v", e.Name, err))
+	} else {
+		figs = append(figs, rob...)
+	}
+	// v_t per parameter group of MEAZO at η* (its first seed).
+	if vt := VTRuns(e.Runs); len(vt) > 0 {
+		if fig, err := VT(vt[0], warn); err != nil {
+			warn(fmt.Sprintf("%s: no v_t figure: %v", e.Name, err))
+		} else {
+			figs = append(figs, Figure{"vt_meazo.svg", fig})
+		}
+	}
+	return figs, nil
+}
+
+// One colour per optimizer; grouped variants get their own colour (and a
+// dashed line) so that both can share a figure.
+var (
+	colors        = map[string]string{"meazo": "#1f77b4", "zo-sgd": "#d62728", "zo-adam": "#2ca02c", "radazo": "#ff7f0e", "fzoo": "#9467bd"}
+	groupedColors = map[string]string{"meazo": "#17becf", "zo-sgd": "#e377c2", "zo-adam": "#bcbd22", "radazo": "#8c564b", "fzoo": "#7f7f7f"}
+)
+
+// MethodColor is a method's colour in every figure, so that a reader can
+// follow one optimizer from figure to figure; "" (the plot palette) for an
+// optimizer without one.
+func MethodColor(m sweep.Method) string {
+	table := colors
+	if m.Grouped {
+		table = groupedColors
+	}
+	return table[m.Optimizer]
+}
+
+// Curves draws the training and validation loss of each method at its η*
+// (AtBestRate): the mean over seeds with a band of ± 2 sample standard
+// deviations. Each seed's training loss is first smoothed by a trailing
+// running mean of smooth steps (≤ 0: 1% of the longest run, at least 1),
+// since single-step ZO losses are too noisy to compare by eye.
+// The figures are train_loss.svg and val_loss.svg.
+func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
+	setting, err := sweep.Setting(runs)
+	if err != nil {
+		return nil, err
+	}
+	runs, rateNote := AtBestRate(runs)
+	ms, groups := sweep.ByMethod(runs)
+	if smooth <= 0 {
+		maxSteps := 0
+		for _, r := range runs {
+			maxSteps = max(maxSteps, r.Steps)
+		}
+		smooth = max(1, maxSteps/100)
+	}
+	train := &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
+	val := &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
+	var diverged []string
+	for _, m := range ms {
+		var trainCurves, valCurves []map[int]float64
+		nDiv := 0
+		for _, r := range groups[m] {
+			tp, vp, err := rundir.ReadMetrics(r.Dir, warn)
+			if err != nil {
+				return nil, err
+			}
+			losses := make([]float64, len(tp))
+			for i, p := range tp {
+				losses[i] = p.Loss
+			}
+			sm := RunningMean(losses, smooth)
+			c := map[int]float64{}
+			for i, p := range tp {
+				c[p.Step] = sm[i]
+			}
+			trainCurves = append(trainCurves, c)
+			c = map[int]float64{}
+			for _, p := range vp {
+				c[p.Step] = p.ValLoss
+			}
+			valCurves = append(valCurves, c)
+			if r.Diverged {
+				nDiv++
+			}
+		}
+		name := fmt.Sprintf("%s (%d seeds%s)", m, len(groups[m]), rateNote[m])
+		if nDiv > 0 {
+			diverged = append(diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(groups[m])))
+		}
+		train.Series = append(train.Series, bandSeries(m, name, SeedBand(trainCurves).Thin(MaxPoints)))
+		val.Series = append(val.Series, bandSeries(m, name, SeedBand(valCurves).Thin(MaxPoints)))
+	}
+	note := "Line: mean over seeds; shading: mean ± 2 sample standard deviations over seeds (none with one seed)."
+	if len(diverged) > 0 {
+		note += "\nDiverged seeds count up to their last finite step: " + strings.Join(diverged, "; ") + "."
+	}
+	train.Note = note + fmt.Sprintf("\nEach seed's training loss is first smoothed by a trailing running mean over %d steps.", smooth)
+	val.Note = note
+	return []Figure{{"train_loss.svg", train}, {"val_loss.svg", val}}, nil
+}
+
+// bandSeries draws a method's band: its colour, dashed when grouped.
+func bandSeries(m sweep.Method, name string, b Band) plot.Series {
+	return plot.Series{Name: name, X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Color: MethodColor(m), Dashed: m.Grouped}
+}
+
+// Robustness draws the paper's step-size robustness figures: per method, the
+// best and the last validation loss against η/η*, where η* is the method's
+// own selected rate (sweep.EtaStar), so that methods with different scales of
+// rate share one axis. A rate at which some seed diverged is marked with a
+// cross on the top edge; its line point is the mean of the seeds that did not
+// diverge, if any. The figures are robustness_best.svg and robustness_last.svg.
+func Robustness(runs []sweep.Run) ([]Figure, error) {
+	setting, err := sweep.Setting(runs)
+	if err != nil {
+		return nil, err
+	}
+	ms, groups := sweep.ByMethod(runs)
+	var figs [2]*plot.Figure
+	for i, which := range []string{"best", "last"} {
+		figs[i] = &plot.Figure{
+			Title:  fmt.Sprintf("Step-size robustness: %s validation loss, %s", which, setting),
+			XLabel: "η / η*  (η*: the method's rate with the lowest mean best validation loss)",
+			YLabel: which + " validation loss (mean over seeds)",
+			LogX:   true, Width: 760, Height: 460,
+		}
+	}
+	var skipped []string
+	anyDiverged := false
+	for _, m := range ms {
+		rates := sweep.RateStatsOf(groups[m])
+		star := sweep.EtaStar(rates)
+		if star < 0 {
+			skipped = append(skipped, fmt.Sprintf("%s (a seed diverged at every rate)", m))
+			continue
+		}
+		eta := rates[star].LR
+		marker := plot.Circle
+		if m.Grouped {
+			marker = plot.Triangle
+		}
+		for i := range figs {
+			s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, sweep.LRString(eta)), Color: MethodColor(m), Dashed: m.Grouped, Marker: marker}
+			div := plot.Series{Color: MethodColor(m), NoLine: true, InfAtTop: true}
+			for _, r := range rates {
+				x := r.LR / eta
+				mean, std := r.MeanBest, r.StdBest
+				if i == 1 {
+					mean, std = r.MeanLast, r.StdLast
+				}
+				s.X = append(s.X, x)
+				s.Y = append(s.Y, mean)
+				s.Lo = append(s.Lo, mean-2*std)
+				s.Hi = append(s.Hi, mean+2*std)
+				if r.Diverged > 0 {
+					anyDiverged = true
+					div.X = append(div.X, x)
+					div.Y = append(div.Y, math.Inf(1))
+				}
+			}
+			figs[i].Series = append(figs[i].Series, s)
+			if len(div.X) > 0 {
+				figs[i].Series = append(figs[i].Series, div)
+			}
+		}
+	}
+	if len(skipped) == len(ms) {
+		return nil, fmt.Errorf("no method has a rate at which all seeds finished: %s", strings.Join(skipped, ", "))
+	}
+	note := "Line: mean over the seeds that did not diverge; shading: mean ± 2 sample standard deviations."
+	if anyDiverged {
+		note += "\n× on the top edge: a rate at which at least one seed diverged (such a rate cannot be η*)."
+	}
+	if len(skipped) > 0 {
+		note += "\nNot drawn: " + strings.Join(skipped, ", ") + "."
+	}
+	for _, f := range figs {
+		f.Note = note
+	}
+	return []Figure{{"robustness_best.svg", figs[0]}, {"robustness_last.svg", figs[1]}}, nil
+}
+
+// VT draws MEAZO's second-moment scalar v_t of every estimation unit (one, or
+// one per group) over training, on a log axis: it shows whether the step
+// size adapts per layer, which is the point of grouping.
+func VT(r sweep.Run, warn func(string)) (*plot.Figure, error) {
+	tp, _, err := rundir.ReadMetrics(r.Dir, warn)
+	if err != nil {
+		return nil, err
+	}
+	metrics := filepath.Join(r.Dir, rundir.MetricsFile)
+	var units []int // the group of each unit, from the first line with v
+	var steps []float64
+	var vs [][]float64 // per unit
+	for _, p := range tp {
+		if p.V == nil {
+			continue
+		}
+		if units == nil {
+			units = p.Groups
+			if len(units) != len(p.V) {
+				return nil, fmt.Errorf("%s step %d: %d groups but %d v values", metrics, p.Step, len(p.Groups), len(p.V))
+			}
+			vs = make([][]float64, len(p.V))
+		}
+		if len(p.V) != len(units) {
+			return nil, fmt.Errorf("%s step %d: %d v values, earlier steps have %d", metrics, p.Step, len(p.V), len(units))
+		}
+		steps = append(steps, float64(p.Step))
+		for u, v := range p.V {
+			vs[u] = append(vs[u], v)
+		}
+	}
+	if units == nil {
+		return nil, fmt.Errorf("%s: no v values (optimizer %s; only MEAZO logs v)", metrics, r.Optimizer)
+	}
+	fig := &plot.Figure{
+		Title:  fmt.Sprintf("%s second moment v_t per group (η=%s, seed %d)", r.Method(), sweep.LRString(r.LR), r.Seed),
+		XLabel: "step", YLabel: "v_t (log scale)", LogY: true, Width: 760, Height: 460,
+		Note: "v_t: the optimizer's scalar second-moment estimate of each estimation unit after the step. Run: " + filepath.Base(filepath.Dir(r.Dir)) + "/" + r.Name(),
+	}
+	keep := thinned(len(steps), MaxPoints)
+	for u, g := range units {
+		name := fmt.Sprintf("group %d", g)
+		if g < 0 || (!r.Grouped && len(units) == 1) {
+			name = "all parameters (one unit)"
+		}
+		s := plot.Series{Name: name}
+		if len(units) > 10 {
+			s.Color = gradient(float64(u) / float64(len(units)-1))
+		}
+		for _, i := range keep {
+			s.X = append(s.X, steps[i])
+			s.Y = append(s.Y, vs[u][i])
+		}
+		fig.Series = append(fig.Series, s)
+	}
+	if len(units) > 10 {
+		fig.Note += fmt.Sprintf("\n%d groups, coloured from dark blue (first) to yellow (last).", len(units))
+	}
+	return fig, nil
+}
+
+// gradient maps t in [0, 1] to a colour from dark blue to yellow (a few
+// stops of the viridis map, interpolated), for figures with many lines.
+func gradient(t float64) string {
+	stops := [][3]float64{{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}
+	t = min(max(t, 0), 1) * float64(len(stops)-1)
+	i := min(int(t), len(stops)-2)
+	f := t - float64(i)
+	var c [3]int
+	for j := range c {
+		c[j] = int(stops[i][j] + f*(stops[i+1][j]-stops[i][j]) + 0.5)
+	}
+	return fmt.Sprintf("#%02x%02x%02x", c[0], c[1], c[2])
+}

@@ -1,0 +1,150 @@
+// Package results turns finished run directories (docs/RUNDIR.md) into what a
+// reader compares: it loads the runs that run and sweep directories name,
+// groups them by method, seed and learning rate, and computes the seed
+// statistics (running means, mean ± 2 std bands), the runs at each method's
+// η*, the figures (as plot.Figures) and the tables (memory, a study's results
+// as markdown and CSV). The selection rule itself (η*) is package sweep's, so
+// that the figures, the tables, meazo-sweep and scripts/sweep.sh agree on it.
+// cmd/meazo-plot is its command line: it parses flags and writes files.
+package results
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/sweep"
+)
+
+// Dirs turns each argument into run directories: a run directory (it has
+// summary.json) stands for itself; a sweep directory for the runs its
+// sweep.json lists, or, before sweep.json exists, for every subdirectory that
+// has a summary.json. So a user can name a whole sweep, finished or not.
+func Dirs(args []string) ([]string, error) {
+	var dirs []string
+	for _, arg := range args {
+		if exists(filepath.Join(arg, rundir.SummaryFile)) {
+			dirs = append(dirs, arg)
+			continue
+		}
+		if path := filepath.Join(arg, sweep.SweepFile); exists(path) {
+			sw, err := sweep.ReadSweep(path)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range sw.Rates {
+				for _, s := range r.Seeds {
+					if s.Failed {
+						continue // no result (meazo-sweep: the run failed); sweep.json says so
+					}
+					if s.Dir == "" {
+						return nil, fmt.Errorf("%s: lr %g seed %d has no \"dir\"", path, r.LR, s.Seed)
+					}
+					dirs = append(dirs, filepath.Join(arg, s.Dir))
+				}
+			}
+			continue
+		}
+		entries, err := os.ReadDir(arg)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", arg, err)
+		}
+		n := len(dirs)
+		for _, e := range entries {
+			if sub := filepath.Join(arg, e.Name()); e.IsDir() && exists(filepath.Join(sub, rundir.SummaryFile)) {
+				dirs = append(dirs, sub)
+			}
+		}
+		if len(dirs) == n {
+			return nil, fmt.Errorf("%s: not a run directory (no summary.json) nor a sweep directory (no sweep.json, no subdirectory with a summary.json)", arg)
+		}
+	}
+	return dirs, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// Load loads the runs the arguments name (see Dirs). Runs that failed
+// (neither finished nor diverged) are left out with a warning, since their
+// numbers describe a run that did not happen as configured.
+func Load(args []string, warn func(string)) ([]sweep.Run, error) {
+	dirs, err := Dirs(args)
+	if err != nil {
+		return nil, err
+	}
+	var runs []sweep.Run
+	for _, d := range dirs {
+		r, err := sweep.LoadSummary(d)
+		if err != nil {
+			return nil, err
+		}
+		if !r.Finished() {
+			warn(fmt.Sprintf("skipping %s: run did not finish (%d of %d steps) %s", d, r.StepsDone, r.Steps, r.Message))
+			continue
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return nil, errors.New("no finished runs in " + strings.Join(args, " "))
+	}
+	return runs, nil
+}
+
+// AtBestRate keeps, for each method run at several learning rates, only the
+// runs at its η* (sweep.EtaStar): loss curves compare optimizers each at its
+// own best rate, as the paper does. It also returns a legend suffix per
+// method saying so. A method with a diverged seed at every rate keeps its
+// smallest rate, so that its curve still shows how it fails.
+func AtBestRate(runs []sweep.Run) ([]sweep.Run, map[sweep.Method]string) {
+	ms, groups := sweep.ByMethod(runs)
+	var kept []sweep.Run
+	notes := map[sweep.Method]string{}
+	for _, m := range ms {
+		rates := sweep.RateStatsOf(groups[m])
+		if len(rates) == 1 {
+			kept = append(kept, rates[0].Runs...)
+			notes[m] = fmt.Sprintf(", η=%s", sweep.LRString(rates[0].LR))
+			continue
+		}
+		i := sweep.EtaStar(rates)
+		if i < 0 {
+			i = 0 // every rate diverged somewhere: show the smallest
+		}
+		kept = append(kept, rates[i].Runs...)
+		notes[m] = fmt.Sprintf(", η*=%s of %d rates", sweep.LRString(rates[i].LR), len(rates))
+	}
+	return kept, notes
+}
+
+// SeveralRates says whether some method was run at more than one learning
+// rate: only then is there a step-size robustness figure to draw.
+func SeveralRates(runs []sweep.Run) bool {
+	ms, groups := sweep.ByMethod(runs)
+	for _, m := range ms {
+		if len(sweep.RateStatsOf(groups[m])) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// VTRuns are the runs whose v_t is worth a figure: for each MEAZO method
+// (joint, then grouped), its run at η* with the lowest seed. Only MEAZO logs
+// v_t, and one seed shows its shape.
+func VTRuns(runs []sweep.Run) []sweep.Run {
+	best, _ := AtBestRate(runs)
+	ms, groups := sweep.ByMethod(best)
+	var out []sweep.Run
+	for _, m := range ms {
+		if m.Optimizer == "meazo" {
+			out = append(out, groups[m][0]) // AtBestRate keeps a rate's runs by seed
+		}
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package results
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/sweep"
+)
+
+func ptr(v float64) *float64 { return &v }
+
+func TestStats(t *testing.T) {
+	got := RunningMean([]float64{1, 3, math.NaN(), 5, 7}, 2)
+	want := []float64{1, 2, 3, 5, 6}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("RunningMean = %v, want %v", got, want)
+			break
+		}
+	}
+	b := SeedBand([]map[int]float64{{1: 1, 2: 2}, {1: 3}})
+	if b.Mean[0] != 2 || b.Hi[0] != 2+2*math.Sqrt2 || b.Mean[1] != 2 || b.N[1] != 1 || !math.IsNaN(b.Hi[1]) {
+		t.Errorf("SeedBand = %+v", b)
+	}
+	// Thinning keeps every k-th point and the last, at most about max.
+	for _, c := range []struct {
+		n, max int
+		want   []int
+	}{
+		{0, 3, nil},
+		{3, 3, []int{0, 1, 2}},
+		{7, 3, []int{0, 3, 6}},
+		{8, 3, []int{0, 3, 6, 7}},
+	} {
+		if got := thinned(c.n, c.max); !slices.Equal(got, c.want) {
+			t.Errorf("thinned(%d, %d) = %v, want %v", c.n, c.max, got, c.want)
+		}
+	}
+	long := Band{}
+	for i := range 2500 {
+		long.X = append(long.X, float64(i))
+		long.Mean, long.Lo, long.Hi, long.N = append(long.Mean, 1), append(long.Lo, 0), append(long.Hi, 2), append(long.N, 1)
+	}
+	if th := long.Thin(1000); len(th.X) != 834 || th.X[len(th.X)-1] != 2499 || len(th.N) != len(th.X) {
+		t.Errorf("Thin: %d points, last %g", len(th.X), th.X[len(th.X)-1])
+	}
+}
+
+func run(opt string, grouped bool, lr float64, seed uint64, best float64, diverged bool) sweep.Run {
+	return sweep.Run{Dir: "runs/" + opt, Summary: sweep.Summary{Model: "models/Llama-3.2-1B", Task: "squad", Adapter: "lora", Optimizer: opt, Grouped: grouped,
+		LR: lr, Seed: seed, Steps: 10, StepsDone: 10, BestValLoss: ptr(best), LastValLoss: ptr(best), Diverged: diverged,
+		TrainableParams: 1000, StateBytes: map[string]int64{"meazo": 8, "zo-adam": 8000}[opt], PeakRSSBytes: 3 << 30}}
+}
+
+// TestBestRate: each method keeps its η*'s runs (by seed), a method with a
+// diverged seed everywhere its smallest rate; v_t is drawn for MEAZO only.
+func TestBestRate(t *testing.T) {
+	runs := []sweep.Run{
+		run("meazo", false, 1e-3, 1, 1.0, false), run("meazo", false, 1e-3, 0, 1.0, false), run("meazo", false, 1e-4, 0, 1.5, false),
+		run("zo-sgd", false, 1e-3, 0, 1, true), run("zo-sgd", false, 1e-4, 0, 1, true),
+		run("meazo", true, 1e-4, 3, 1.1, false),
+	}
+	kept, notes := AtBestRate(runs)
+	var got []string
+	for _, r := range kept {
+		got = append(got, sweep.LRString(r.LR)+"/"+r.Method().String())
+	}
+	if want := "1e-3/MEAZO 1e-3/MEAZO 1e-4/MEAZO (grouped) 1e-4/ZO-SGD"; strings.Join(got, " ") != want {
+		t.Errorf("AtBestRate kept %v, want %s", got, want)
+	}
+	if notes[sweep.Method{Optimizer: "meazo"}] != ", η*=1e-3 of 2 rates" || notes[sweep.Method{Optimizer: "meazo", Grouped: true}] != ", η=1e-4" {
+		t.Errorf("notes %v", notes)
+	}
+	vt := VTRuns(runs)
+	if len(vt) != 2 || vt[0].Seed != 0 || vt[0].LR != 1e-3 || !vt[1].Grouped {
+		t.Errorf("VTRuns = %+v", vt)
+	}
+	if !SeveralRates(runs) || SeveralRates(runs[:2]) {
+		t.Error("SeveralRates")
+	}
+}
+
+func TestMemoryTable(t *testing.T) {
+	runs := []sweep.Run{run("meazo", false, 1e-3, 0, 1, false), run("zo-adam", false, 1e-3, 0, 1, false), run("zo-adam", false, 1e-4, 0, 1, false)}
+	runs[2].TrainableParams = 2000
+	table, err := MemoryTable(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Memory per optimizer, Llama-3.2-1B, squad, lora", "| MEAZO | 1 | 1000 | 8 B | 0.008 | 3.0 GiB |", "| ZO-Adam | 2 | 1000 – 2000 | 7.8 KiB | – | 3.0 GiB |"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("memory table lacks %q:\n%s", want, table)
+		}
+	}
+	other := run("meazo", false, 1e-3, 0, 1, false)
+	other.Task = "sst2"
+	if _, err := MemoryTable(append(runs, other)); err == nil || !strings.Contains(err.Error(), "runs from different experiments") {
+		t.Errorf("two experiments: %v", err)
+	}
+}
+
+// TestDirs: a run directory stands for itself, a sweep directory for what
+// its sweep.json lists (failed runs left out) or else its run subdirectories.
+func TestDirs(t *testing.T) {
+	root := t.TempDir()
+	mk := func(dir string) {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "summary.json"), []byte(`{"optimizer":"meazo","lr":1e-4,"steps":1,"steps_done":1}`), 0o644)
+	}
+	mk(filepath.Join(root, "run"))
+	mk(filepath.Join(root, "open", "a"))
+	mk(filepath.Join(root, "open", "b"))
+	os.MkdirAll(filepath.Join(root, "open", "c"), 0o755) // no summary yet
+	sw := sweep.Sweep{Rates: []sweep.SweepRate{{LR: 1e-4, Seeds: []sweep.SweepSeed{{Seed: 0, Dir: "x"}, {Seed: 1, Dir: "y", Failed: true}}}}}
+	os.MkdirAll(filepath.Join(root, "closed"), 0o755)
+	b, _ := json.Marshal(sw)
+	os.WriteFile(filepath.Join(root, "closed", "sweep.json"), b, 0o644)
+	got, err := Dirs([]string{filepath.Join(root, "run"), filepath.Join(root, "open"), filepath.Join(root, "closed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		got[i], _ = filepath.Rel(root, got[i])
+	}
+	if want := []string{"run", "open/a", "open/b", "closed/x"}; !slices.Equal(got, want) {
+		t.Errorf("Dirs = %v, want %v", got, want)
+	}
+	if _, err := Dirs([]string{filepath.Join(root, "open", "c")}); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+		t.Errorf("empty directory: %v", err)
+	}
+}
+
+// TestReportTables checks the markdown and CSV of hand-made cells: values at
+// η*, seeds short, no η*, the validation loss without a test metric, missing runs.
+func TestReportTables(t *testing.T) {
+	rep := &Report{cells: []cell{
+		{exp: "squad_lora", optimizer: "zo-sgd", model: "m", task: "squad", adapter: "lora", eta: 1e-3, metric: "F1 of the best adapter", mean: 70.5, std: 0.70710678, n: 2, seeds: 2},
+		{exp: "squad_lora", optimizer: "meazo", model: "m", task: "squad", adapter: "lora", eta: 1e-4, metric: "F1 of the best adapter", mean: 71, std: math.NaN(), n: 1, seeds: 2, missing: []string{"out/squad_lora_meazo/lr=1e-4_seed=1 (new)"}},
+		{exp: "sst2_prompt", optimizer: "meazo", model: "m", task: "sst2", adapter: "prompt", eta: 1e-2, metric: "best validation loss", mean: 0.5, std: 0.01, n: 2, seeds: 2},
+		{exp: "sst2_prompt", optimizer: "zo-sgd", seeds: 2, note: "stage 2 not run yet"},
+	}}
+	md := rep.Markdown()
+	for _, want := range []string{
+		"## Table 1: LoRA\n\n| experiment | metric | MEAZO | ZO-SGD |",
+		"| squad_lora | F1 of the best adapter | 71.00 (1/2 seeds)<br>η*=1e-4 | 70.50 ± 0.71<br>η*=1e-3 |",
+		"## Table 2: prompt tuning", "| sst2_prompt | best validation loss | 0.5000 ± 0.0100<br>η*=0.01 |",
+		"## Table 3: no results yet",
+		"## Missing (2)", "- out/squad_lora_meazo/lr=1e-4_seed=1 (new)", "- sst2_prompt_zo-sgd: stage 2 not run yet",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	csv := rep.CSV()
+	for _, want := range []string{
+		`squad_lora,m,squad,lora,false,meazo,1e-4,"F1 of the best adapter",71,,1,2,1`,
+		`sst2_prompt,,,,false,zo-sgd,,"",,,0,2,0`,
+	} {
+		if !strings.Contains(csv, want) {
+			t.Errorf("CSV lacks %q:\n%s", want, csv)
+		}
+	}
+	if key, label, scale := TaskMetric("sst2"); key != "accuracy" || label != "accuracy (%)" || scale != 100 {
+		t.Errorf("TaskMetric(sst2) = %s, %s, %g", key, label, scale)
+	}
+}
+
+func TestGroupedPairs(t *testing.T) {
+	rep := &Report{Experiments: []Experiment{
+		{Name: "squad_lora", Runs: []sweep.Run{run("meazo", false, 1e-3, 0, 1, false)}},
+		{Name: "squad_lora_grouped", Runs: []sweep.Run{run("meazo", true, 1e-3, 0, 1, false)}},
+		{Name: "empty"},
+	}}
+	pairs := rep.GroupedPairs()
+	if len(pairs) != 1 || pairs[0].Name != "squad_lora_vs_grouped" || len(pairs[0].Runs) != 2 {
+		t.Errorf("GroupedPairs = %+v", pairs)
+	}
+}
+
+// TestFigureSets checks which figures All and ExperimentFigures make, and
+// under which file names.
+func TestFigureSets(t *testing.T) {
+	root := t.TempDir()
+	var runs []sweep.Run
+	for i, r := range []sweep.Run{
+		run("meazo", false, 1e-3, 0, 1.0, false), run("meazo", false, 1e-4, 0, 1.2, false),
+		run("meazo", true, 1e-4, 0, 1.1, false), run("zo-sgd", false, 1e-4, 0, 1.3, true),
+	} {
+		r.Dir = filepath.Join(root, string(rune('a'+i)))
+		os.MkdirAll(r.Dir, 0o755)
+		v := `null`
+		if r.Optimizer == "meazo" {
+			v = `[0.1]`
+		}
+		lines := `{"kind":"train","step":1,"loss":2,"groups":[-1],"v":` + v + "}\n" + `{"kind":"val","step":1,"val_loss":1.5}` + "\n"
+		if err := os.WriteFile(filepath.Join(r.Dir, "metrics.jsonl"), []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	names := func(figs []Figure) string {
+		var s []string
+		for _, f := range figs {
+			s = append(s, f.File)
+		}
+		return strings.Join(s, " ")
+	}
+	figs, err := All(runs, 0, func(w string) { t.Log(w) })
+	if want := "train_loss.svg val_loss.svg robustness_best.svg robustness_last.svg vt_meazo.svg vt_meazo_grouped.svg"; err != nil || names(figs) != want {
+		t.Errorf("All: %s, %v; want %s", names(figs), err, want)
+	}
+	if figs, err = All(runs[3:], 0, func(w string) { t.Log(w) }); err != nil || names(figs) != "train_loss.svg val_loss.svg" {
+		t.Errorf("All of one ZO-SGD run: %s, %v", names(figs), err)
+	}
+	var warnings []string
+	figs, err = ExperimentFigures(Experiment{Name: "e", Runs: runs[3:]}, 0, func(w string) { warnings = append(warnings, w) })
+	if err != nil || names(figs) != "train_loss.svg val_loss.svg" || len(warnings) != 1 || !strings.HasPrefix(warnings[0], "e: no robustness figure: ") {
+		t.Errorf("ExperimentFigures: %s, %v, warnings %q", names(figs), err, warnings)
+	}
+}

@@ -1,0 +1,302 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/meazo-go/meazo/sweep"
+)
+
+// Report is what a meazo-sweep study's run directories say (docs/SWEEPS.md):
+// one cell per sweep (experiment × optimizer) with its test metric at η*, and
+// every experiment's finished runs, for the figures.
+type Report struct {
+	cells       []cell
+	Experiments []Experiment // in study-file order
+}
+
+// Experiment is one experiment of a study with every finished run of every
+// sweep of it (all optimizers, all rates).
+type Experiment struct {
+	Name string
+	Runs []sweep.Run
+}
+
+// cell is one sweep's entry in the results tables.
+type cell struct {
+	exp, optimizer string
+	grouped        bool
+	model, task    string
+	adapter        string
+	eta            float64 // 0: no η*
+	metric         string
+	mean, std      float64
+	n, seeds       int
+	missing        []string // runs not done: "dir (status)"
+	note           string
+}
+
+// TaskMetric is the headline test metric of a task as the paper's tables
+// report it: its key in summary.json's "test", its label, and the factor to
+// the table's unit. An unknown task has key "".
+func TaskMetric(task string) (key, label string, scale float64) {
+	switch task {
+	case "sst2":
+		return "accuracy", "accuracy (%)", 100
+	case "squad":
+		return "f1", "F1", 1
+	case "xsum":
+		return "rougeL", "ROUGE-L", 1
+	}
+	return "", "", 1
+}
+
+// ReadStudy reads every sweep of the study from its run directories: each
+// sweep's η* by the selection rule, over every run of both stages, a run
+// without a result counting as failed, so that a rate with a missing seed is
+// not eligible (a half-finished study never reports a rate that looks better
+// only because its bad seed has not run yet).
+func ReadStudy(st *sweep.Study) (*Report, error) {
+	rep := &Report{}
+	byExp := map[string]*Experiment{}
+	for _, sp := range st.Sweeps() {
+		ss, err := sp.State()
+		if err != nil {
+			return nil, fmt.Errorf("sweep %s: %w", sp.Name, err)
+		}
+		c := cell{exp: sp.Exp.Name, optimizer: sp.Optimizer, seeds: len(sp.Exp.Seeds)}
+		var runs []sweep.Run
+		specs := ss.Runs()
+		all := sp.Results(specs, ss.States)
+		for i, r := range specs {
+			if all[i].Failed {
+				c.missing = append(c.missing, fmt.Sprintf("%s (%s)", r.Dir, ss.States[r.Dir].Status))
+			} else {
+				runs = append(runs, all[i])
+			}
+		}
+		if !ss.Stage2Known && *sp.Exp.Fine {
+			c.note = "stage 2 not run yet"
+		}
+		e := byExp[sp.Exp.Name]
+		if e == nil {
+			e = &Experiment{Name: sp.Exp.Name}
+			byExp[sp.Exp.Name] = e
+			rep.Experiments = append(rep.Experiments, Experiment{Name: sp.Exp.Name})
+		}
+		e.Runs = append(e.Runs, runs...)
+		if len(runs) == 0 {
+			rep.cells = append(rep.cells, c)
+			continue
+		}
+		c.model, c.task, c.adapter, c.grouped = runs[0].Model, runs[0].Task, runs[0].Adapter, runs[0].Grouped
+		rates := sweep.RateStatsOf(all)
+		i := sweep.EtaStar(rates)
+		if i < 0 {
+			c.note = "no η*: at every rate a seed diverged or has no result"
+			rep.cells = append(rep.cells, c)
+			continue
+		}
+		c.eta = rates[i].LR
+		key, label, scale := TaskMetric(c.task)
+		var vals []float64
+		for _, r := range rates[i].Runs {
+			if v, ok := r.Test["best"][key]; ok && key != "" && !r.Diverged {
+				vals = append(vals, v*scale)
+			}
+		}
+		c.metric = label + " of the best adapter"
+		if len(vals) == 0 { // no test evaluation (eval.skip): the selection criterion itself
+			c.metric = "best validation loss"
+			for _, r := range rates[i].Runs {
+				vals = append(vals, sweep.OrNaN(r.BestValLoss))
+			}
+		}
+		c.mean, c.std, c.n = sweep.MeanStd(vals)
+		rep.cells = append(rep.cells, c)
+	}
+	for i := range rep.Experiments {
+		rep.Experiments[i].Runs = byExp[rep.Experiments[i].Name].Runs
+	}
+	return rep, nil
+}
+
+// GroupedPairs finds, for each model, task and adapter, a grouped and a
+// joint (ungrouped) experiment, and returns their runs together under the
+// name "<joint>_vs_grouped": the paper compares the two estimations in one
+// figure.
+func (rep *Report) GroupedPairs() []Experiment {
+	type key struct{ model, task, adapter string }
+	joint, grouped := map[key]Experiment{}, map[key]Experiment{}
+	var order []key
+	for _, e := range rep.Experiments {
+		if len(e.Runs) == 0 {
+			continue
+		}
+		r := e.Runs[0]
+		k := key{r.Model, r.Task, r.Adapter}
+		if r.Grouped {
+			grouped[k] = e
+		} else {
+			joint[k] = e
+		}
+		order = append(order, k)
+	}
+	var out []Experiment
+	seen := map[key]bool{}
+	for _, k := range order {
+		j, okj := joint[k]
+		g, okg := grouped[k]
+		if !okj || !okg || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, Experiment{Name: j.Name + "_vs_grouped", Runs: append(append([]sweep.Run{}, j.Runs...), g.Runs...)})
+	}
+	return out
+}
+
+func (c cell) value() string {
+	if c.eta == 0 || c.n == 0 {
+		return "–"
+	}
+	s := fmt.Sprintf("%.2f", c.mean)
+	if c.metric == "best validation loss" {
+		s = fmt.Sprintf("%.4f", c.mean)
+	}
+	if !math.IsNaN(c.std) {
+		if c.metric == "best validation loss" {
+			s += fmt.Sprintf(" ± %.4f", c.std)
+		} else {
+			s += fmt.Sprintf(" ± %.2f", c.std)
+		}
+	}
+	if c.n < c.seeds {
+		s += fmt.Sprintf(" (%d/%d seeds)", c.n, c.seeds)
+	}
+	return s
+}
+
+// Markdown is one table per adapter kind (Table 1: LoRA, Table 2: prompt
+// tuning, as in the paper): rows are experiments, columns optimizers; then
+// the runs still missing, so that a partial report says it is partial.
+func (rep *Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (lowest validation loss) of each seed, mean ± sample std over seeds,\n" +
+		"at the optimizer's η* (the rate with the lowest mean best validation loss over seeds; η* below the value).\n" +
+		"Without a test evaluation (eval.skip) the cell is the best validation loss.\n")
+	kinds := map[string][]cell{}
+	var order []string
+	for _, c := range rep.cells {
+		k := adapterKind(c)
+		if _, ok := kinds[k]; !ok {
+			order = append(order, k)
+		}
+		kinds[k] = append(kinds[k], c)
+	}
+	for ti, k := range order {
+		cells := kinds[k]
+		var opts []string
+		var exps []string
+		seenO, seenE := map[string]bool{}, map[string]bool{}
+		for _, c := range cells {
+			if !seenO[c.optimizer] {
+				seenO[c.optimizer] = true
+				opts = append(opts, c.optimizer)
+			}
+			if !seenE[c.exp] {
+				seenE[c.exp] = true
+				exps = append(exps, c.exp)
+			}
+		}
+		sort.SliceStable(opts, func(i, j int) bool { return sweep.OptimizerRank(opts[i]) < sweep.OptimizerRank(opts[j]) })
+		fmt.Fprintf(&b, "\n## Table %d: %s\n\n| experiment | metric |", ti+1, k)
+		for _, o := range opts {
+			fmt.Fprintf(&b, " %s |", sweep.Method{Optimizer: o})
+		}
+		b.WriteString("\n|---|---|" + strings.Repeat("---|", len(opts)) + "\n")
+		for _, e := range exps {
+			metric := ""
+			row := map[string]cell{}
+			for _, c := range cells {
+				if c.exp == e {
+					row[c.optimizer] = c
+					if c.metric != "" {
+						metric = c.metric
+					}
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s |", e, metric)
+			for _, o := range opts {
+				c, ok := row[o]
+				switch {
+				case !ok:
+					b.WriteString(" |")
+				case c.eta > 0:
+					fmt.Fprintf(&b, " %s<br>η*=%s |", c.value(), sweep.LRString(c.eta))
+				default:
+					fmt.Fprintf(&b, " – |")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	var missing []string
+	for _, c := range rep.cells {
+		if c.note != "" {
+			missing = append(missing, fmt.Sprintf("- %s_%s: %s", c.exp, c.optimizer, c.note))
+		}
+		for _, m := range c.missing {
+			missing = append(missing, "- "+m)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, "\n## Missing (%d)\n\nRuns without a result (meazo-sweep status says more; meazo-sweep resume retries them):\n\n%s\n",
+			len(missing), strings.Join(missing, "\n"))
+	} else {
+		b.WriteString("\nNo run is missing.\n")
+	}
+	return b.String()
+}
+
+func adapterKind(c cell) string {
+	switch {
+	case c.adapter == "prompt":
+		return "prompt tuning"
+	case c.adapter == "lora" && c.grouped:
+		return "LoRA, grouped (one group per layer)"
+	case c.adapter == "lora":
+		return "LoRA"
+	case c.adapter == "":
+		return "no results yet"
+	}
+	return c.adapter
+}
+
+// CSV is the cells as one table for other tools (one line per sweep, empty
+// where there is no value), with the number of missing runs.
+func (rep *Report) CSV() string {
+	var b strings.Builder
+	b.WriteString("experiment,model,task,adapter,grouped,optimizer,eta_star,metric,mean,std,n_seeds,seeds,missing_runs\n")
+	num := func(v float64) string {
+		if math.IsNaN(v) {
+			return ""
+		}
+		return fmt.Sprintf("%g", v)
+	}
+	for _, c := range rep.cells {
+		eta := ""
+		if c.eta > 0 {
+			eta = sweep.LRString(c.eta)
+		}
+		mean, std := "", ""
+		if c.n > 0 {
+			mean, std = num(c.mean), num(c.std)
+		}
+		fmt.Fprintf(&b, "%s,%s,%s,%s,%v,%s,%s,%q,%s,%s,%d,%d,%d\n", c.exp, c.model, c.task, c.adapter, c.grouped, c.optimizer, eta,
+			c.metric, mean, std, c.n, c.seeds, len(c.missing))
+	}
+	return b.String()
+}
