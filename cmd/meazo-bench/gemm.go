@@ -79,12 +79,24 @@ func runGEMM(args []string, stdout io.Writer) error {
 		cpu.GEMMPath(), cpu.GEMMTile(), *threads, *reps, orNone(blasName), clock)
 	if peak > 0 {
 		fmt.Fprintf(stdout, "FMA peak of path %s (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this\n"+
-			"and a re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n\n",
+			"and a re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n",
 			cpu.GEMMPath(), peakWhat, *threads, peak)
 	} else {
-		fmt.Fprintf(stdout, "FMA peak: %s\n\n", peakWhat)
+		fmt.Fprintf(stdout, "FMA peak: %s\n", peakWhat)
 	}
-	head := fmt.Sprintf("%-18s %6s %6s %6s  %9s %7s", "shape", "M", "K", "N", "ours", "%peak")
+	// The roofline: a call reads its K×N float32 weights (4 bytes each) at
+	// least once from memory and does 2·M flops per weight, so it cannot
+	// run faster than bandwidth·M/2; for few rows that, not the FMA peak,
+	// is the limit (the weights of one model layer do not stay in cache
+	// between calls of a real forward; the benchmark's repeated calls may
+	// find them in L3, which can put a small shape above its roof).
+	bw := readBandwidth(*threads)
+	if bw > 0 {
+		fmt.Fprintf(stdout, "memory read bandwidth (%d goroutines, 256 MiB, best of 3): %.1f GB/s; roof = min(peak, bandwidth·M/2)\n\n", *threads, bw)
+	} else {
+		fmt.Fprintf(stdout, "memory read bandwidth: not measured in this build (GOEXPERIMENT=simd on amd64)\n\n")
+	}
+	head := fmt.Sprintf("%-18s %6s %6s %6s  %9s %7s %7s", "shape", "M", "K", "N", "ours", "%peak", "%roof")
 	if haveBLAS {
 		head += fmt.Sprintf("  %9s %9s", "blas", "ours/blas")
 	}
@@ -140,7 +152,11 @@ func runGEMM(args []string, stdout io.Writer) error {
 				}
 				flop := 2 * float64(m) * float64(l.n) * float64(l.k)
 				g := flop / median(to) / 1e9
-				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s", model+"/"+l.name, m, l.k, l.n, g, pctStr(g, peak))
+				roof := peak
+				if bw > 0 && peak > 0 {
+					roof = min(peak, bw*float64(m)/2)
+				}
+				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s %7s", model+"/"+l.name, m, l.k, l.n, g, pctStr(g, peak), pctStr(g, roof))
 				if haveBLAS {
 					gb := flop / median(tb) / 1e9
 					line += fmt.Sprintf("  %9.1f %8.2fx", gb, g/gb)
