@@ -115,12 +115,15 @@ func tileHeight(tall []tallKernel) int {
 }
 
 // calibrateTiles returns, for each tile height, the best GFLOP/s of the
-// path's kernels over a 48-row × 4-panel × kc=512 problem (A 96 KiB, the
-// panels 256 KiB: the L2 of any AVX-512 CPU), best of 7 rounds with the
-// heights interleaved so that a busy moment slows them alike.
+// path's kernels over a 48-row × 4-panel × kc=512 problem (A 96 KiB read,
+// the panels 256 KiB: within the L2 of any AVX-512 CPU), best of 7 rounds
+// with the heights interleaved so that a busy moment slows them alike.
 func calibrateTiles(p *gemmPath, heights []int) []float64 {
 	const rows, np, kc = 48, 4, kcBlock
-	lda := kc + 16 // rows not a multiple of 4 KiB apart, as in a real call where K is
+	// Rows 8 KiB apart, as in the models' products (every K of Llama and
+	// Qwen3 is a multiple of 1024 floats): A rows that map to the same L1
+	// set are part of what a tile height must cope with.
+	const lda = 2048
 	a := make([]float32, rows*lda)
 	b := make([]float32, np*kc*nr)
 	c := make([]float32, rows*np*nr)
