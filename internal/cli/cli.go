@@ -1,6 +1,7 @@
 // Package cli dispatches the subcommands of the project's multi-command
-// binaries (meazo-inspect, meazo-bench, meazo-plot, meazo-sweep): each
-// subcommand lives in its own file and registers itself in init.
+// binaries (meazo-inspect, meazo-bench, meazo-eval, meazo-plot,
+// meazo-sweep), so that they share one usage text, -h on every subcommand,
+// one-line errors and exit statuses.
 package cli
 
 import (
