@@ -11,6 +11,10 @@
 // input line, then one aggregate line: 100 × mean EM and F1 for squad (the
 // official script's scale), the mean precision/recall/F of each ROUGE type
 // for rouge (0–1 scale, a plain mean, not HF evaluate's bootstrap median).
+//
+// The subcommands are dispatched by internal/cli: -h after one shows its
+// flags; exit status 0 done, 1 the subcommand failed (the error on one
+// line), 2 no or an unknown subcommand.
 package main
 
 import (
@@ -28,26 +32,13 @@ import (
 	"github.com/meazo-go/meazo/internal/cli"
 )
 
+var commands = cli.New("meazo-eval", "command")
+
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "score" && os.Args[1] != "task") {
-		fmt.Fprintln(os.Stderr, "usage: meazo-eval score --metric squad|rouge [--stem] [--in FILE] [--out FILE]")
-		fmt.Fprintln(os.Stderr, "       meazo-eval task --model DIR [--adapter DIR] --task sst2|squad|xsum --data FILE [--max-examples N]")
-		os.Exit(2)
-	}
-	cli.LowGC()
-	var err error
-	if os.Args[1] == "score" {
-		err = runScore(os.Args[2:], os.Stdin, os.Stdout)
-	} else {
-		err = runTask(os.Args[2:], os.Stdout, os.Stderr)
-	}
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintf(os.Stderr, "meazo-eval %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
+	commands.Register("score", "score predictions (JSON Lines) with SQuAD's or ROUGE's metric", runScore)
+	commands.Register("task", "evaluate a model or a saved adapter on a task's test split",
+		func(args []string, _ io.Reader, stdout io.Writer) error { return runTask(args, stdout, os.Stderr) })
+	commands.Main()
 }
 
 // runScore parses the flags, reads the predictions and writes the scores.

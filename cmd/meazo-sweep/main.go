@@ -3,14 +3,17 @@
 // experiment × optimizer of a study file, locally or on Slurm
 // (docs/SWEEPS.md):
 //
-//	meazo-sweep plan   STUDY.yaml   every run (and for Slurm the sbatch scripts); starts nothing
-//	meazo-sweep run    STUDY.yaml   start the runs never started; stage 2 follows stage 1
-//	meazo-sweep status STUDY.yaml   what each run directory says
-//	meazo-sweep resume STUDY.yaml   also retry failed runs and continue interrupted or unfinished ones
-//	meazo-sweep doc                 the study file's keys (docs/SWEEPS.md)
+//	meazo-sweep plan   STUDY.yaml      every run (and for Slurm the sbatch scripts); starts nothing
+//	meazo-sweep run    STUDY.yaml      start the runs never started; stage 2 follows stage 1
+//	meazo-sweep status [-v] STUDY.yaml what each run directory says (-v: every run)
+//	meazo-sweep resume STUDY.yaml      also retry failed runs and continue interrupted or unfinished ones
+//	meazo-sweep doc                    the study file's keys (docs/SWEEPS.md)
 //
-// Exit status: 0 all started runs ended well, 1 an error or failed runs, 3
-// interrupted by a signal (resume continues).
+// The subcommands are dispatched by internal/cli like those of the other
+// multi-command binaries; -h after one shows its flags.
+//
+// Exit status: 0 all started runs ended well, 1 an error or failed runs, 2
+// no or an unknown command, 3 interrupted by a signal (resume continues).
 package main
 
 import (
@@ -21,82 +24,111 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/sweep"
 )
 
-const usage = `usage: meazo-sweep COMMAND [flags] STUDY.yaml
-  plan     print every run (and for executor slurm the sbatch scripts); starts nothing
-  run      start the runs never started; stage 2 of a sweep follows its stage 1
-  status   what each run directory says (-v: every run)
-  resume   also retry failed runs and continue interrupted or unfinished ones
-  doc      print the study file's keys
-exit status: 0 ok, 1 error or failed runs, 3 interrupted (meazo-sweep resume continues)`
+func main() { newCommands(os.Stderr).Main() }
 
-func main() {
-	err := run(os.Args[1:], os.Stdout, os.Stderr)
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, sweep.ErrInterrupted):
-		fmt.Fprintf(os.Stderr, "meazo-sweep: %v\n", err)
-		os.Exit(3)
-	default:
-		fmt.Fprintf(os.Stderr, "meazo-sweep: %v\n", err)
-		os.Exit(1)
-	}
+// newCommands returns meazo-sweep's subcommands; log gets their progress
+// lines, flag errors and -h text (stderr; a buffer in tests).
+func newCommands(log io.Writer) *cli.Set {
+	s := cli.New("meazo-sweep", "command")
+	s.ExitStatus(exitStatus)
+	s.Register("plan", "print every run (and for executor slurm the sbatch scripts); starts nothing",
+		func(args []string, _ io.Reader, stdout io.Writer) error {
+			st, path, err := loadStudy(newFlags("plan", "STUDY.yaml", log), args)
+			if err != nil {
+				return err
+			}
+			if st.Executor.Kind == "slurm" {
+				return st.SlurmPlan(stdout, path)
+			}
+			trainer, err := st.FindTrainer()
+			if err != nil {
+				trainer = "meazo-train"
+			}
+			return st.Plan(stdout, trainer)
+		})
+	s.Register("status", "what each run directory says (-v: every run)",
+		func(args []string, _ io.Reader, stdout io.Writer) error {
+			fs := newFlags("status", "[-v] STUDY.yaml", log)
+			verbose := fs.Bool("v", false, "list every run")
+			st, _, err := loadStudy(fs, args)
+			if err != nil {
+				return err
+			}
+			return st.Status(stdout, *verbose)
+		})
+	s.Register("run", "start the runs never started; stage 2 of a sweep follows its stage 1", runCmd("run", sweep.ModeRun, log))
+	s.Register("resume", "also retry failed runs and continue interrupted or unfinished ones", runCmd("resume", sweep.ModeResume, log))
+	s.Register("doc", "print the study file's keys", func(args []string, _ io.Reader, stdout io.Writer) error {
+		fs := newFlags("doc", "", log)
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() != 0 {
+			return errors.New("takes no arguments")
+		}
+		_, err := fmt.Fprint(stdout, sweep.StudyDoc())
+		return err
+	})
+	return s
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, usage)
-		if len(args) == 0 {
-			return errors.New("no command")
-		}
-		return nil
+// exitStatus tells a caller what to do after a failure: 3 when a signal
+// interrupted the study (meazo-sweep resume continues it), else 1.
+func exitStatus(err error) int {
+	if errors.Is(err, sweep.ErrInterrupted) {
+		return 3
 	}
-	cmd := args[0]
-	if cmd == "doc" {
-		fmt.Fprint(stdout, sweep.StudyDoc())
-		return nil
+	return 1
+}
+
+// newFlags makes a subcommand's flag set; synopsis is what its -h prints
+// after the command's name (the flags' defaults follow).
+func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(log)
+	fs.Usage = func() {
+		fmt.Fprintln(log, strings.TrimSpace("usage: meazo-sweep "+name+" "+synopsis))
+		fs.PrintDefaults()
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	verbose := fs.Bool("v", false, "status: list every run")
-	selectJob := fs.Bool("slurm-select", false, "internal: run as the Slurm selection job between stages")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	return fs
+}
+
+// loadStudy parses a subcommand's arguments, its flags and then one study
+// file, and loads the study; it returns the file's path too.
+func loadStudy(fs *flag.FlagSet, args []string) (*sweep.Study, string, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, "", err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%s: want one study file\n%s", cmd, usage)
+		return nil, "", errors.New("want one study file")
 	}
 	st, err := sweep.LoadStudy(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	switch cmd {
-	case "plan":
-		if st.Executor.Kind == "slurm" {
-			return st.SlurmPlan(stdout, fs.Arg(0))
-		}
-		trainer, err := st.FindTrainer()
+	return st, fs.Arg(0), err
+}
+
+// runCmd is run or resume: on Slurm it submits the study; locally it runs
+// it until done or until SIGINT, SIGTERM or SIGUSR1, which the running
+// meazo-train processes get once to checkpoint and stop (then it exits 3).
+func runCmd(name string, mode sweep.Mode, log io.Writer) cli.RunFunc {
+	return func(args []string, _ io.Reader, _ io.Writer) error {
+		fs := newFlags(name, "STUDY.yaml", log)
+		selectJob := fs.Bool("slurm-select", false, "internal: run as the Slurm selection job between stages")
+		st, path, err := loadStudy(fs, args)
 		if err != nil {
-			trainer = "meazo-train"
-		}
-		return st.Plan(stdout, trainer)
-	case "status":
-		return st.Status(stdout, *verbose)
-	case "run", "resume":
-		mode := sweep.ModeRun
-		if cmd == "resume" {
-			mode = sweep.ModeResume
+			return err
 		}
 		if st.Executor.Kind == "slurm" {
-			return st.SlurmSubmit(fs.Arg(0), mode, *selectJob, stderr)
+			return st.SlurmSubmit(path, mode, *selectJob, log)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
 		defer stop()
-		return st.RunLocal(ctx, mode, stderr)
+		return st.RunLocal(ctx, mode, log)
 	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 }

@@ -8,35 +8,51 @@ import (
 	"testing"
 )
 
+// TestCommandLine runs meazo-sweep's command lines as main does and checks
+// the exit status, the output, and the error on one line after the
+// program's and the subcommand's names.
 func TestCommandLine(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good.yaml")
-	os.WriteFile(good, []byte("out: "+dir+"/out\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {trainer: /bin/true}\n"), 0o644)
+	// study writes a one-sweep study whose runs are the given trainer.
+	study := func(name, trainer string) string {
+		path := filepath.Join(dir, name+".yaml")
+		os.WriteFile(path, []byte("out: "+dir+"/"+name+"\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {trainer: "+trainer+"}\n"), 0o644)
+		return path
+	}
+	// script writes an executable shell script that exits with code.
+	script := func(name, code string) string {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte("#!/bin/sh\nexit "+code+"\n"), 0o755)
+		return path
+	}
+	good := study("good", "/bin/true")
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("out: x\nexperiment: []\n"), 0o644)
 	for _, tc := range []struct {
-		args       []string
-		err, inOut string
+		args           []string
+		status         int
+		stdout, stderr string // contained in each
 	}{
-		{[]string{}, "no command", ""},
-		{[]string{"frobnicate", good}, `unknown command "frobnicate"`, ""},
-		{[]string{"run"}, "want one study file", ""},
-		{[]string{"status", filepath.Join(dir, "missing.yaml")}, "missing.yaml: no such file", ""},
-		{[]string{"plan", bad}, `study ` + bad + `: unknown key "experiment" (did you mean "experiments"?)`, ""},
-		{[]string{"status", good}, "", "e_meazo: 2 runs: 2 new; stage 1 (coarse)"},
-		{[]string{"plan", good}, "", "--set optimizer.lr=1e-3 --set train.seed=0 --out " + dir + "/out/e_meazo/lr=1e-3_seed=0"},
-		{[]string{"doc"}, "", "| `executor.slurm.throttle` |"},
+		{[]string{}, 2, "", "usage: meazo-sweep <command> [flags]"},
+		{[]string{"frobnicate", good}, 2, "", "meazo-sweep: unknown command \"frobnicate\"\n"},
+		{[]string{"run"}, 1, "", "meazo-sweep run: want one study file\n"},
+		{[]string{"status", "-x", good}, 1, "", "meazo-sweep status: flag provided but not defined: -x\n"},
+		{[]string{"status", "-h"}, 0, "", "usage: meazo-sweep status [-v] STUDY.yaml\n"},
+		{[]string{"status", filepath.Join(dir, "missing.yaml")}, 1, "", "missing.yaml: no such file"},
+		{[]string{"plan", bad}, 1, "", "meazo-sweep plan: study " + bad + `: unknown key "experiment" (did you mean "experiments"?)` + "\n"},
+		{[]string{"doc", "x"}, 1, "", "meazo-sweep doc: takes no arguments\n"},
+		{[]string{"status", good}, 0, "e_meazo: 2 runs: 2 new; stage 1 (coarse)", ""},
+		{[]string{"plan", good}, 0, "--set optimizer.lr=1e-3 --set train.seed=0 --out " + dir + "/good/e_meazo/lr=1e-3_seed=0", ""},
+		{[]string{"doc"}, 0, "| `executor.slurm.throttle` |", ""},
+		{[]string{"run", study("failing", script("fail.sh", "1"))}, 1, "", "meazo-sweep run: 2 runs failed (meazo-sweep resume retries them)"},
+		// meazo-train exits 3 when a signal stopped it after a checkpoint.
+		{[]string{"run", study("interrupted", script("interrupted.sh", "3"))}, 3, "", "meazo-sweep run: interrupted: meazo-sweep resume continues the study\n"},
 	} {
-		var out, errOut bytes.Buffer
-		err := run(tc.args, &out, &errOut)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(strings.TrimSpace(err.Error()), "\n") && tc.args[0] != "frobnicate" && tc.args[0] != "run" {
-				t.Errorf("%v: error %v, want one line containing %q", tc.args, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || !strings.Contains(out.String(), tc.inOut) {
-			t.Errorf("%v: %v, output lacks %q:\n%s", tc.args, err, tc.inOut, out.String())
+		var stdout, stderr bytes.Buffer
+		status := newCommands(&stderr).Exec(tc.args, nil, &stdout, &stderr)
+		if status != tc.status || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%q: status %d, stdout:\n%s\nstderr:\n%s\nwant status %d, stdout with %q, stderr with %q",
+				tc.args, status, stdout.String(), stderr.String(), tc.status, tc.stdout, tc.stderr)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package cli dispatches the subcommands of the project's multi-command
-// binaries (meazo-inspect, meazo-bench, meazo-plot): each subcommand lives in its own file
-// and registers itself in init.
+// binaries (meazo-inspect, meazo-bench, meazo-eval, meazo-plot,
+// meazo-sweep), so that they share one usage text, -h on every subcommand,
+// one-line errors and exit statuses.
 package cli
 
 import (
@@ -25,6 +26,7 @@ type command struct {
 type Set struct {
 	program, noun string // e.g. "meazo-bench", "mode"
 	commands      map[string]command
+	exitStatus    func(error) int // nil: 1 for every error
 }
 
 // New returns an empty set for the named program; noun is what a
@@ -36,6 +38,16 @@ func New(program, noun string) *Set {
 // Register adds a subcommand.
 func (s *Set) Register(name, summary string, run RunFunc) {
 	s.commands[name] = command{summary: summary, run: run}
+}
+
+// ExitStatus makes Main exit with status(err) when a subcommand fails
+// instead of 1 (the error is printed the same way). It is for a program
+// whose failures tell a caller different things to do next: meazo-sweep
+// exits 3 when a signal interrupted the study, which `meazo-sweep resume`
+// continues, and 1 when runs failed. status should keep 2, which means a
+// usage error, for usage errors.
+func (s *Set) ExitStatus(status func(err error) int) {
+	s.exitStatus = status
 }
 
 func (s *Set) usage(w io.Writer) {
@@ -52,31 +64,44 @@ func (s *Set) usage(w io.Writer) {
 	}
 }
 
-// Main runs the subcommand named by os.Args[1] and exits: 2 for a usage
-// error, 1 when the subcommand fails (its error printed on one line).
+// Main runs the subcommand named by os.Args[1] and exits with the status
+// Exec returns.
 func (s *Set) Main() {
 	LowGC()
-	args := os.Args[1:]
+	if status := s.Exec(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); status != 0 {
+		os.Exit(status)
+	}
+}
+
+// Exec runs the subcommand named by args[0] with the rest of args and
+// returns the exit status Main exits with: 0 when it succeeds (and for -h),
+// 2 for a usage error (no or an unknown subcommand; the usage is printed),
+// and 1, or what ExitStatus maps its error to, when it fails, the error
+// printed on one line after the program's and the subcommand's names. The
+// usage and the error go to stderr; it is Main without the exit, for tests.
+func (s *Set) Exec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		s.usage(os.Stderr)
+		s.usage(stderr)
 		if len(args) == 0 {
-			os.Exit(2)
+			return 2
 		}
-		return
+		return 0
 	}
 	cmd, ok := s.commands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "%s: unknown %s %q\n", s.program, s.noun, args[0])
-		s.usage(os.Stderr)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "%s: unknown %s %q\n", s.program, s.noun, args[0])
+		s.usage(stderr)
+		return 2
 	}
-	if err := cmd.run(args[1:], os.Stdin, os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintf(os.Stderr, "%s %s: %v\n", s.program, args[0], err)
-		os.Exit(1)
+	err := cmd.run(args[1:], stdin, stdout)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
+	fmt.Fprintf(stderr, "%s %s: %v\n", s.program, args[0], err)
+	if s.exitStatus != nil {
+		return s.exitStatus(err)
+	}
+	return 1
 }
 
 // Run runs the named subcommand with the given arguments and streams (for

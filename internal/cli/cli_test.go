@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+var errStopped = errors.New("stopped")
+
+// testSet is a program with a subcommand that succeeds, one that fails,
+// one whose error maps to 3, and one that parses flags (-h).
+func testSet() *Set {
+	s := New("prog", "command")
+	s.Register("ok", "succeeds", func(_ []string, _ io.Reader, stdout io.Writer) error {
+		fmt.Fprintln(stdout, "done")
+		return nil
+	})
+	s.Register("fail", "fails", func([]string, io.Reader, io.Writer) error { return errors.New("broken") })
+	s.Register("stop", "is interrupted", func([]string, io.Reader, io.Writer) error {
+		return fmt.Errorf("study: %w", errStopped)
+	})
+	s.Register("flags", "parses flags", func(args []string, _ io.Reader, _ io.Writer) error {
+		fs := flag.NewFlagSet("flags", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		return fs.Parse(args)
+	})
+	s.ExitStatus(func(err error) int {
+		if errors.Is(err, errStopped) {
+			return 3
+		}
+		return 1
+	})
+	return s
+}
+
+func TestExec(t *testing.T) {
+	for _, tc := range []struct {
+		args           []string
+		status         int
+		stdout, stderr string // stderr: contained in it; "" means empty
+	}{
+		{[]string{"ok"}, 0, "done\n", ""},
+		{[]string{}, 2, "", "usage: prog <command> [flags]"},
+		{[]string{"-h"}, 0, "", "  fail       fails\n"},
+		{[]string{"frobnicate"}, 2, "", "prog: unknown command \"frobnicate\"\nusage: prog"},
+		{[]string{"fail"}, 1, "", "prog fail: broken\n"},
+		{[]string{"stop"}, 3, "", "prog stop: study: stopped\n"},
+		{[]string{"flags", "-h"}, 0, "", ""},
+		{[]string{"flags", "-x"}, 1, "", "prog flags: flag provided but not defined: -x\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		status := testSet().Exec(tc.args, nil, &stdout, &stderr)
+		if status != tc.status || stdout.String() != tc.stdout ||
+			(tc.stderr == "") != (stderr.Len() == 0) || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%q: status %d, stdout %q, stderr %q; want %d, %q and stderr with %q",
+				tc.args, status, stdout.String(), stderr.String(), tc.status, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// TestExitStatusDefault: without ExitStatus every failure exits 1.
+func TestExitStatusDefault(t *testing.T) {
+	s := New("prog", "command")
+	s.Register("stop", "", func([]string, io.Reader, io.Writer) error { return errStopped })
+	if status := s.Exec([]string{"stop"}, nil, io.Discard, io.Discard); status != 1 {
+		t.Errorf("status %d, want 1", status)
+	}
+}
