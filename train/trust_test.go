@@ -327,8 +327,8 @@ func TestConfigValueErrors(t *testing.T) {
 	}
 }
 
-// TestInitAdapterMustMatchConfig: an adapter.init of another rank is refused
-// instead of training rank 8 under a config that says 16.
+// TestInitAdapterMustMatchConfig: an adapter.init of another rank (or kind)
+// is refused instead of training rank 8 under a config that says 16.
 func TestInitAdapterMustMatchConfig(t *testing.T) {
 	dir, cfg := demoConfig(t, 0)
 	src := filepath.Join(dir, "src")
@@ -344,6 +344,7 @@ func TestInitAdapterMustMatchConfig(t *testing.T) {
 		{"rank", []string{init, "adapter.r=16"}, "rank 8, alpha 16"},
 		{"alpha", []string{init, "adapter.alpha=32"}, "adapter.alpha 32"},
 		{"targets", []string{init, "adapter.targets=[q_proj,k_proj]"}, "adapter.targets"},
+		{"kind", []string{init, "adapter.kind=prompt"}, "is a LoRA adapter, but adapter.kind is \"prompt\""},
 		{"matching", []string{init, "adapter.targets=[v_proj,q_proj]"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
