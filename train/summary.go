@@ -31,7 +31,7 @@ func (r *run) diverged(step int) (*Summary, error) {
 
 // finish saves the last adapter, evaluates on the test split and writes the summary.
 func (r *run) finish() error {
-	if err := r.adapter.Save(filepath.Join(r.dir, "last"), r.params); err != nil {
+	if err := r.adapter.Save(filepath.Join(r.dir, rundir.LastDir), r.params); err != nil {
 		return err
 	}
 	if !r.cfg.Eval.Skip && len(r.data.test) > 0 {

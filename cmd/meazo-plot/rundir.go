@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // expandDirs turns each argument into run directories: a run directory (it has
@@ -16,7 +18,7 @@ import (
 func expandDirs(args []string) ([]string, error) {
 	var dirs []string
 	for _, arg := range args {
-		if exists(filepath.Join(arg, "summary.json")) {
+		if exists(filepath.Join(arg, rundir.SummaryFile)) {
 			dirs = append(dirs, arg)
 			continue
 		}
@@ -48,7 +50,7 @@ func expandDirs(args []string) ([]string, error) {
 		}
 		n := len(dirs)
 		for _, e := range entries {
-			if sub := filepath.Join(arg, e.Name()); e.IsDir() && exists(filepath.Join(sub, "summary.json")) {
+			if sub := filepath.Join(arg, e.Name()); e.IsDir() && exists(filepath.Join(sub, rundir.SummaryFile)) {
 				dirs = append(dirs, sub)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/plot"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -38,7 +39,7 @@ func cmdSweepStatus(args []string, stdout, stderr io.Writer) error {
 }
 
 func runStatus(dir string) (string, error) {
-	if exists(filepath.Join(dir, "summary.json")) {
+	if exists(filepath.Join(dir, rundir.SummaryFile)) {
 		r, err := loadSummary(dir)
 		if err != nil {
 			return "", err
@@ -50,7 +51,7 @@ func runStatus(dir string) (string, error) {
 			return "done", nil
 		}
 	}
-	if exists(filepath.Join(dir, "checkpoint", "state.json")) {
+	if exists(filepath.Join(dir, rundir.CheckpointDir, rundir.StateFile)) {
 		return "resume", nil
 	}
 	return "new", nil
@@ -150,7 +151,7 @@ func selectSweep(dir string, rates []float64, seeds []uint64, coarse []float64) 
 	found := map[key]Run{}
 	for _, e := range entries {
 		sub := filepath.Join(dir, e.Name())
-		if !e.IsDir() || !exists(filepath.Join(sub, "summary.json")) {
+		if !e.IsDir() || !exists(filepath.Join(sub, rundir.SummaryFile)) {
 			continue
 		}
 		r, err := loadSummary(sub)

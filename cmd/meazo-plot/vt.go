@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/meazo-go/meazo/plot"
+	"github.com/meazo-go/meazo/rundir"
 )
 
 func cmdVT(args []string, stdout, stderr io.Writer) error {
@@ -39,7 +40,7 @@ func writeVT(path string, r Run, warn func(string)) error {
 	if err != nil {
 		return err
 	}
-	metrics := filepath.Join(r.Dir, "metrics.jsonl")
+	metrics := filepath.Join(r.Dir, rundir.MetricsFile)
 	var units []int // the group of each unit, from the first line with v
 	var steps []float64
 	var vs [][]float64 // per unit
