@@ -41,124 +41,214 @@ type VariantStats struct {
 // share the pass.
 func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant) (losses []float64, stats VariantStats, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
-	if err := m.checkInput(in); err != nil {
+	// Check the batch and the variants; learn the virtual tokens they share.
+	nv, maxFrom, err := m.checkVariants(in, labels, base, variants)
+	if err != nil {
 		return nil, stats, err
 	}
-	if len(labels) != in.B*in.T {
-		return nil, stats, fmt.Errorf("labels has %d entries, want B·T = %d", len(labels), in.B*in.T)
+	// Put the virtual-token slots before every sequence (none without prompt tuning).
+	seq := withVirtualTokens(in, labels, nv)
+	// Make room for every member's hidden states, and the rope, cache and workspace they share.
+	p := m.newVariantPass(seq, len(variants))
+	defer p.free()
+	// Embed the base pass (if a variant joins it later) and the variants that start at layer 0.
+	p.start(base, variants, maxFrom)
+	for l := 0; l < m.NumLayers; l++ {
+		// Variants that start at layer l take the base pass's hidden state.
+		if l > 0 {
+			p.join(variants, l)
+		}
+		// Once no variant joins any more, the base pass is dropped.
+		if maxFrom <= l {
+			p.dropBase()
+		}
+		if len(p.members) == 0 {
+			break
+		}
+		// Run layer l over every member in flight at once.
+		stats.LayerEvals += p.layer(l)
 	}
-	nv, err := m.promptLength(base.Prompt)
+	// Variants identical to the base take its final hidden state.
+	p.join(variants, m.NumLayers)
+	// Final norm, then each variant's mean cross-entropy over its supervised tokens.
+	p.finalNorm()
+	losses, err = p.losses(len(variants))
 	if err != nil {
-		return nil, stats, fmt.Errorf("base: %w", err)
+		return nil, stats, err
 	}
-	maxFrom := 0
+	return losses, stats, nil
+}
+
+// checkVariants validates the batch, its labels and the variants before any
+// work is done, and returns the number of virtual tokens nv (every variant
+// must carry as many as the base: they share one sequence layout) and the
+// last layer maxFrom at which a variant joins the base pass (0: no variant
+// needs the base pass).
+func (m *Model) checkVariants(in Input, labels []int, base Variant, variants []Variant) (nv, maxFrom int, err error) {
+	if err := m.checkInput(in); err != nil {
+		return 0, 0, err
+	}
+	if len(labels) != in.B*in.T {
+		return 0, 0, fmt.Errorf("labels has %d entries, want B·T = %d", len(labels), in.B*in.T)
+	}
+	nv, err = m.promptLength(base.Prompt)
+	if err != nil {
+		return 0, 0, fmt.Errorf("base: %w", err)
+	}
 	for i, v := range variants {
 		if v.From < 0 || v.From > m.NumLayers {
-			return nil, stats, fmt.Errorf("variant %d: From = %d outside [0, %d]", i, v.From, m.NumLayers)
+			return 0, 0, fmt.Errorf("variant %d: From = %d outside [0, %d]", i, v.From, m.NumLayers)
 		}
 		n, err := m.promptLength(v.Prompt)
 		if err != nil {
-			return nil, stats, fmt.Errorf("variant %d: %w", i, err)
+			return 0, 0, fmt.Errorf("variant %d: %w", i, err)
 		}
 		if n != nv {
-			return nil, stats, fmt.Errorf("variant %d has %d virtual tokens, the base %d", i, n, nv)
+			return 0, 0, fmt.Errorf("variant %d has %d virtual tokens, the base %d", i, n, nv)
 		}
 		maxFrom = max(maxFrom, v.From)
 	}
-	seq := withVirtualTokens(in, labels, nv)
-	b, t, d := in.B, seq.in.T, m.HiddenSize
-	rowsPerMember := b * t
+	return nv, maxFrom, nil
+}
 
-	// Members are the variants in flight; the base ("clean") pass comes first
-	// while a later variant still needs its hidden states. Their hidden states
-	// sit side by side in buf, member k in slot first+k; dropping the base
-	// pass moves the window one slot on (first++).
-	type member struct {
-		variant int // index into variants, or -1 for the base pass
-		v       Variant
+// variantPass is one batched forward over variants. Its members are the
+// variants in flight, and the base ("clean") pass first while a later
+// variant still needs its hidden states. Their hidden states sit side by
+// side in buf, member k in slot first+k, so that one layer call runs them
+// all; dropping the base pass moves the window one slot on (first++)
+// instead of moving the others' hidden states.
+type variantPass struct {
+	m       *Model
+	seq     sequences  // the batch with its virtual-token slots
+	b, t    int        // sequences per member, tokens per sequence
+	buf     tensor.Buf // one slot of b·t·hidden values per variant, plus one for the base pass
+	first   int        // slot of members[0]
+	members []member
+	rope    *rope
+	cache   *kvCache   // sized for every member; each layer uses a view of its first rows
+	ws      *workspace // likewise
+}
+
+// member is one forward in flight in a variantPass.
+type member struct {
+	variant int // index into the variants, or -1 for the base pass
+	v       Variant
+}
+
+// newVariantPass allocates the hidden states of nVariants variants plus the
+// base pass, and one rope table, attention cache and workspace, sized for
+// all of them, that serve every layer: however many members a layer runs,
+// it uses a view of their first rows.
+func (m *Model) newVariantPass(seq sequences, nVariants int) *variantPass {
+	b, t := seq.in.B, seq.in.T
+	p := &variantPass{m: m, seq: seq, b: b, t: t}
+	p.buf = m.Backend.Alloc((nVariants + 1) * b * t * m.HiddenSize)
+	p.rope = m.newRope(seq.in.Positions)
+	maxSeqs := (nVariants + 1) * b
+	p.cache = m.newCache(maxSeqs, t, true)
+	for k := 0; k < nVariants+1; k++ {
+		copy(p.cache.mask[k*b*t:], seq.in.Mask)
 	}
-	be := m.Backend
-	var members []member
-	buf := be.Alloc((len(variants) + 1) * rowsPerMember * d)
-	defer be.Free(buf)
-	first := 0 // slot of members[0]
-	slot := func(k int) tensor.Buf {
-		return buf.Slice((first+k)*rowsPerMember*d, (first+k+1)*rowsPerMember*d)
+	p.ws = m.newWorkspace(maxSeqs * t)
+	return p
+}
+
+// free releases what newVariantPass allocated.
+func (p *variantPass) free() {
+	be := p.m.Backend
+	p.ws.free(be)
+	be.FreeKVCache(p.cache.store)
+	p.rope.free(be)
+	be.Free(p.buf)
+}
+
+// slots returns the hidden states of members [lo, hi).
+func (p *variantPass) slots(lo, hi int) tensor.Buf {
+	rows := p.b * p.t * p.m.HiddenSize
+	return p.buf.Slice((p.first+lo)*rows, (p.first+hi)*rows)
+}
+
+// add makes variant i (-1: the base pass) a member: its hidden state is a
+// copy of from, or, when from is nil, the embedding of the batch (with v's
+// virtual tokens).
+func (p *variantPass) add(i int, v Variant, from tensor.Buf) {
+	p.members = append(p.members, member{i, v})
+	x := p.slots(len(p.members)-1, len(p.members))
+	if from != nil {
+		p.m.Backend.Copy(x, from)
+		return
 	}
-	addMember := func(i int, v Variant, from tensor.Buf) {
-		members = append(members, member{i, v})
-		x := slot(len(members) - 1)
-		if from != nil {
-			be.Copy(x, from)
-			return
-		}
-		m.embed(x, seq.in.Tokens, b, t, v.Prompt)
-	}
+	p.m.embed(x, p.seq.in.Tokens, p.b, p.t, v.Prompt)
+}
+
+// start embeds the members that run from layer 0: the base pass when some
+// variant joins it at a later layer (maxFrom > 0), and every variant with
+// From = 0.
+func (p *variantPass) start(base Variant, variants []Variant, maxFrom int) {
 	if maxFrom > 0 {
-		addMember(-1, base, nil)
+		p.add(-1, base, nil)
 	}
 	for i, v := range variants {
 		if v.From == 0 {
-			addMember(i, v, nil)
+			p.add(i, v, nil)
 		}
 	}
-	rope := m.newRope(seq.in.Positions)
-	defer rope.free(be)
-	// One cache and one workspace, sized for every variant plus the base
-	// pass, serve all layers: each layer uses a view of its first rows.
-	maxSeqs := (len(variants) + 1) * b
-	cache := m.newCache(maxSeqs, t, true)
-	defer be.FreeKVCache(cache.store)
-	for k := 0; k < len(variants)+1; k++ {
-		copy(cache.mask[k*b*t:], seq.in.Mask)
-	}
-	ws := m.newWorkspace(maxSeqs * t)
-	defer ws.free(be)
-	for l := 0; l < m.NumLayers; l++ {
-		if l > 0 {
-			for i, v := range variants {
-				if v.From == l {
-					addMember(i, v, slot(0)) // the base pass is member 0
-				}
-			}
-		}
-		if len(members) > 0 && members[0].variant == -1 && maxFrom <= l {
-			// No variant joins after this layer: drop the base pass.
-			members = members[1:]
-			first++
-		}
-		if len(members) == 0 {
-			break
-		}
-		spans := make([]span, len(members))
-		for k, mb := range members {
-			spans[k] = span{k * b, (k + 1) * b, mb.v.Adapter}
-		}
-		n := len(members) * b
-		x := buf.Slice(first*rowsPerMember*d, (first+len(members))*rowsPerMember*d)
-		m.layerForward(l, x, cache.rows(n), rope, t, spans, ws.rows(m, n*t))
-		stats.LayerEvals += len(members)
-	}
-	// Variants identical to the base take its final hidden state.
-	for i, v := range variants {
-		if v.From == m.NumLayers {
-			addMember(i, v, slot(0))
-		}
-	}
+}
 
-	losses = make([]float64, len(variants))
-	x := buf.Slice(first*rowsPerMember*d, (first+len(members))*rowsPerMember*d)
-	be.RMSNorm(x, x, m.Norm, len(members)*rowsPerMember, d, m.RMSNormEps)
-	for k, mb := range members {
+// join adds the variants with From = l, each starting from the base pass's
+// hidden state entering layer l (prefix caching: the layers before l are
+// the base's, so they are not run again). The base pass is member 0.
+func (p *variantPass) join(variants []Variant, l int) {
+	for i, v := range variants {
+		if v.From == l {
+			p.add(i, v, p.slots(0, 1))
+		}
+	}
+}
+
+// dropBase removes the base pass, if it is still a member, when no variant
+// will join it any more: its further layers would be wasted work.
+func (p *variantPass) dropBase() {
+	if len(p.members) > 0 && p.members[0].variant == -1 {
+		p.members = p.members[1:]
+		p.first++
+	}
+}
+
+// layer runs decoder layer l over every member in one call, each member's
+// rows with its own adapter, and returns the number of members it ran.
+func (p *variantPass) layer(l int) int {
+	spans := make([]span, len(p.members))
+	for k, mb := range p.members {
+		spans[k] = span{k * p.b, (k + 1) * p.b, mb.v.Adapter}
+	}
+	n := len(p.members) * p.b
+	p.m.layerForward(l, p.slots(0, len(p.members)), p.cache.rows(n), p.rope, p.t, spans, p.ws.rows(p.m, n*p.t))
+	return len(p.members)
+}
+
+// finalNorm applies the model's final RMSNorm to every member's hidden states.
+func (p *variantPass) finalNorm() {
+	m := p.m
+	x := p.slots(0, len(p.members))
+	m.Backend.RMSNorm(x, x, m.Norm, len(p.members)*p.b*p.t, m.HiddenSize, m.RMSNormEps)
+}
+
+// losses returns each variant's loss: the mean cross-entropy over every
+// supervised token of the batch (token-weighted, as Forward's), summed in
+// float64. The base pass, if still a member, has no loss of its own.
+func (p *variantPass) losses(nVariants int) ([]float64, error) {
+	losses := make([]float64, nVariants)
+	for k, mb := range p.members {
 		if mb.variant < 0 {
 			continue
 		}
-		ce, _, err := m.tokenCE(slot(k), nil, b, t, seq.labels)
+		ce, _, err := p.m.tokenCE(p.slots(k, k+1), nil, p.b, p.t, p.seq.labels)
 		if err != nil {
-			return nil, stats, err
+			return nil, err
 		}
 		if len(ce) == 0 {
-			return nil, stats, fmt.Errorf("the batch has no supervised token")
+			return nil, fmt.Errorf("the batch has no supervised token")
 		}
 		var sum float64
 		for _, c := range ce {
@@ -166,7 +256,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 		}
 		losses[mb.variant] = sum / float64(len(ce))
 	}
-	return losses, stats, nil
+	return losses, nil
 }
 
 // promptLength returns the number of virtual tokens in a prompt-tuning

@@ -5,13 +5,46 @@
 // field and its type.
 package rundir
 
-// File names inside a run directory.
+// Names of the files and directories at the root of a run directory
+// (docs/RUNDIR.md's table).
 const (
-	SummaryFile = "summary.json"
-	MetricsFile = "metrics.jsonl"
-	TimingFile  = "timing.jsonl"
-	ChangesFile = "changes.jsonl" // one JSON ConfigChange per line
+	ConfigFile  = "config.yaml"   // the resolved configuration, written at start
+	MetricsFile = "metrics.jsonl" // one TrainLine or ValLine per line
+	TimingFile  = "timing.jsonl"  // one TimingLine per step, apart so that MetricsFile is bit-identical on resume
+	ChangesFile = "changes.jsonl" // one JSON ConfigChange per line: settings changed on resume
+	SummaryFile = "summary.json"  // a Summary, written at the end, on divergence and on interruption
+	// LockFile is the file whose flock says which process owns the run. The
+	// kernel drops the lock when the process ends, however it ends, so a
+	// crashed run never leaves a stale lock; the file itself stays and holds
+	// the last owner's pid, host and start time, for messages.
+	LockFile = "run.lock"
+	// CheckpointDir holds the state a run resumes from. It is written as
+	// CheckpointTmpDir and swapped in by rename, the previous one moved to
+	// CheckpointOldDir meanwhile, so an interruption at any moment leaves
+	// one complete checkpoint.
+	CheckpointDir    = "checkpoint"
+	CheckpointTmpDir = CheckpointDir + ".tmp"
+	CheckpointOldDir = CheckpointDir + ".old"
+	BestDir          = "best" // the adapter with the lowest validation loss so far (PEFT format)
+	LastDir          = "last" // the adapter at the end of the run (PEFT format)
 )
+
+// Names of the files inside CheckpointDir, besides the adapter's PEFT files,
+// a copy of ConfigFile and a BestDir.
+const (
+	StateFile     = "state.json"    // step, sampler position, the logs' sizes and SHA-256
+	OptimizerFile = "optimizer.bin" // the ZO engine's exact state
+	// ManifestFile lists every other file of the checkpoint with its size
+	// and SHA-256; resume verifies all of them before reading any.
+	ManifestFile = "manifest.json"
+)
+
+// Entries returns the names a run writes at the root of its directory:
+// what a run directory may hold besides files of other tools (meazo-sweep's).
+func Entries() []string {
+	return []string{ConfigFile, MetricsFile, TimingFile, ChangesFile, SummaryFile, LockFile,
+		CheckpointDir, CheckpointTmpDir, CheckpointOldDir, BestDir, LastDir}
+}
 
 // Status values of summary.json's "status" (empty in older runs).
 const (

@@ -49,7 +49,7 @@ func (s RunState) Settled() bool {
 
 // ReadState reads a run directory's status.
 func ReadState(dir string) (RunState, error) {
-	if exists(filepath.Join(dir, "summary.json")) {
+	if exists(filepath.Join(dir, rundir.SummaryFile)) {
 		r, err := LoadSummary(dir)
 		if err != nil {
 			return RunState{}, err
@@ -107,7 +107,7 @@ func ScriptStatus(dir string) (string, error) {
 }
 
 func hasCheckpoint(dir string) bool {
-	return exists(filepath.Join(dir, "checkpoint", "state.json")) || exists(filepath.Join(dir, "checkpoint.old", "state.json"))
+	return exists(filepath.Join(dir, rundir.CheckpointDir, rundir.StateFile)) || exists(filepath.Join(dir, rundir.CheckpointOldDir, rundir.StateFile))
 }
 
 func exists(path string) bool {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // A Slurm submission: one job array per stage (split above MaxArraySize),
@@ -232,7 +233,7 @@ IFS=$'\t' read -r -a task <<< "$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$TASKS"
 dir=${task[0]}
 mkdir -p "$dir" || exit 1
 echo "meazo-sweep: task $task_id (restart ${SLURM_RESTART_COUNT:-0}) on $(hostname): $dir"
-if [[ -f $dir/summary.json ]] && grep -Eq '"status": "(done|diverged)"' "$dir/summary.json"; then
+if [[ -f $dir/` + rundir.SummaryFile + ` ]] && grep -Eq '"status": "(done|diverged)"' "$dir/` + rundir.SummaryFile + `"; then
 	echo "meazo-sweep: $dir already finished"
 	rm -f "$dir/` + JobFile + `"
 	exit 0

@@ -1,7 +1,12 @@
 package train
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/meazo-go/meazo/data"
@@ -15,7 +20,7 @@ import (
 // parameters the ZO engine trains, the model's view of any point of them
 // (the live parameters, a perturbed variant, the best copy), and saving and
 // loading them as a PEFT adapter directory. loraAdapter and promptAdapter
-// implement it; only newTrainable knows the kinds apart.
+// implement it; only freshAdapter and openAdapter know the kinds apart.
 type trainable interface {
 	// Params returns the live parameters: one slice per group, canonical order.
 	Params() [][]float32
@@ -33,6 +38,14 @@ type trainable interface {
 	Save(dir string, params [][]float32) error
 	// Load reads a saved adapter directory into dst (shaped like Params).
 	Load(dir string, dst [][]float32) error
+
+	// matchConfig refuses an adapter.init that is not the adapter the
+	// config describes (another kind or shape): the run would train one
+	// adapter while its config.yaml, and every record of the run, says
+	// another.
+	matchConfig(a *AdapterConfig) error
+	// setBaseModel names the base model in the saved adapter_config.json.
+	setBaseModel(name string)
 }
 
 // merger is the optional interface of a trainable whose parameters can be
@@ -44,54 +57,105 @@ type merger interface {
 	FreeMerged(merged *model.Model)
 }
 
-// newTrainable makes the adapter the config describes on m: fresh, or read
-// from adapter.init (whose shape must match the config).
+// newTrainable makes the adapter the config describes on m: read from
+// adapter.init (whose kind and shape must match the config), or fresh.
 func newTrainable(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (trainable, error) {
-	name := cfg.ModelName()
-	switch cfg.Adapter.Kind {
-	case "lora":
-		var a *lora.Adapter
-		var err error
-		if cfg.Adapter.Init != "" {
-			a, err = lora.Load(cfg.Adapter.Init, m, cfg.Adapter.Grouped)
-		} else {
-			a, err = lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
-				Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
-		}
-		if err != nil {
+	var t trainable
+	var err error
+	if cfg.Adapter.Init != "" {
+		if t, err = openAdapter(cfg.Adapter.Init, m, cfg.Adapter.Grouped); err != nil {
 			return nil, err
 		}
-		a.SetBaseModel(name)
-		if cfg.Adapter.Init != "" {
-			if err := checkInitLoRA(cfg, a); err != nil {
-				return nil, err
-			}
+		if err := t.matchConfig(&cfg.Adapter); err != nil {
+			return nil, err
+		}
+	} else if t, err = freshAdapter(cfg, m, tok); err != nil {
+		return nil, err
+	}
+	t.setBaseModel(cfg.ModelName())
+	return t, nil
+}
+
+// freshAdapter makes a new adapter of the config's kind and shape: LoRA
+// drawn from train.seed, prompt tuning from the embeddings of a text
+// (adapter.init_text, or the task's system prompt).
+func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (trainable, error) {
+	switch cfg.Adapter.Kind {
+	case "lora":
+		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
+			Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
+		if err != nil {
+			return nil, err
 		}
 		return &loraAdapter{a: a, m: m, grouped: cfg.Adapter.Grouped}, nil
 	case "prompt":
-		var p *prompttune.Prompt
-		var err error
-		if cfg.Adapter.Init != "" {
-			p, err = prompttune.Load(cfg.Adapter.Init, m)
-		} else {
-			text := cfg.Adapter.InitText
-			if text == "" {
-				text = data.Prompt(data.Example{Task: data.Task(cfg.Task.Name)})[0].Content // the task's system prompt
-			}
-			p, err = prompttune.FromText(m, tok, cfg.Adapter.VirtualTokens, text)
+		text := cfg.Adapter.InitText
+		if text == "" {
+			text = data.Prompt(data.Example{Task: data.Task(cfg.Task.Name)})[0].Content // the task's system prompt
 		}
+		p, err := prompttune.FromText(m, tok, cfg.Adapter.VirtualTokens, text)
 		if err != nil {
 			return nil, err
-		}
-		p.BaseModel, p.Tokenizer = name, name
-		if cfg.Adapter.Init != "" {
-			if err := checkInitPrompt(cfg, p); err != nil {
-				return nil, err
-			}
 		}
 		return &promptAdapter{p: p, m: m}, nil
 	}
 	return nil, fmt.Errorf("adapter.kind %q: want lora or prompt", cfg.Adapter.Kind)
+}
+
+// openAdapter reads a saved adapter directory (PEFT format, as a run's
+// best/, last/ and checkpoint/) for m, whatever its kind: the peft_type of
+// its adapter_config.json says LoRA or prompt tuning. It is the one reader
+// of adapters of unknown kind: adapter.init and Evaluate's Adapter
+// (meazo-eval task --adapter) go through it. grouped gives a LoRA one
+// parameter group per decoder layer.
+func openAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("adapter %s: no adapter_config.json there; want a saved adapter directory (a run's best/ or last/)", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", dir, err)
+	}
+	var head struct {
+		PeftType string `json:"peft_type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("adapter %s: adapter_config.json: %w", dir, err)
+	}
+	switch head.PeftType {
+	case "LORA":
+		a, err := lora.Load(dir, m, grouped)
+		if err != nil {
+			return nil, err
+		}
+		return &loraAdapter{a: a, m: m, grouped: grouped}, nil
+	case "PROMPT_TUNING":
+		p, err := prompttune.Load(dir, m)
+		if err != nil {
+			return nil, err
+		}
+		return &promptAdapter{p: p, m: m}, nil
+	}
+	return nil, fmt.Errorf("adapter %s: adapter_config.json has peft_type %q; supported: LORA, PROMPT_TUNING", dir, head.PeftType)
+}
+
+// withAdapter runs fn on m with params of a attached, or, when merge is
+// asked and a can merge (LoRA), on a copy of m with params merged into its
+// weights (faster generation); then it takes them away again. nil params
+// run fn on m as it is (the base model). The run's test evaluation and
+// Evaluate (meazo-eval) go through it.
+func withAdapter(m *model.Model, a trainable, params [][]float32, merge bool, fn func(*model.Model) error) error {
+	if params == nil {
+		return fn(m)
+	}
+	a.Attach(params)
+	defer a.Detach()
+	if mg, ok := a.(merger); ok && merge {
+		merged := mg.Merge(params)
+		defer mg.FreeMerged(merged)
+		return fn(merged)
+	}
+	return fn(m)
 }
 
 // loraAdapter is a LoRA adapter (lora.Adapter) on the run's model.
@@ -129,6 +193,20 @@ func (l *loraAdapter) Merge(params [][]float32) *model.Model {
 
 func (l *loraAdapter) FreeMerged(merged *model.Model) { lora.FreeMerged(merged, l.m) }
 
+func (l *loraAdapter) setBaseModel(name string) { l.a.SetBaseModel(name) }
+
+func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
+	if a.Kind != "lora" {
+		return fmt.Errorf("adapter.init %s is a LoRA adapter, but adapter.kind is %q: set adapter.kind to lora", a.Init, a.Kind)
+	}
+	got, want := slices.Sorted(slices.Values(l.a.Targets())), slices.Sorted(slices.Values(a.Targets))
+	if l.a.Rank() != a.R || l.a.Alpha() != a.Alpha || !slices.Equal(got, want) {
+		return fmt.Errorf("adapter.init %s is a LoRA of rank %d, alpha %g on %v, but the config says adapter.r %d, adapter.alpha %g, adapter.targets %v: set them to match the adapter",
+			a.Init, l.a.Rank(), l.a.Alpha(), l.a.Targets(), a.R, a.Alpha, a.Targets)
+	}
+	return nil
+}
+
 // promptAdapter is prompt tuning (prompttune.Prompt): one group, the
 // virtual tokens' embeddings, put before every sequence.
 type promptAdapter struct {
@@ -160,34 +238,24 @@ func (p *promptAdapter) Load(dir string, dst [][]float32) error {
 	return copyLoaded(dir, dst, q.Params())
 }
 
+func (p *promptAdapter) setBaseModel(name string) { p.p.BaseModel, p.p.Tokenizer = name, name }
+
+func (p *promptAdapter) matchConfig(a *AdapterConfig) error {
+	if a.Kind != "prompt" {
+		return fmt.Errorf("adapter.init %s is a prompt-tuning adapter, but adapter.kind is %q: set adapter.kind to prompt", a.Init, a.Kind)
+	}
+	if p.p.N != a.VirtualTokens {
+		return fmt.Errorf("adapter.init %s has %d virtual tokens, but adapter.virtual_tokens is %d: set it to match the adapter", a.Init, p.p.N, a.VirtualTokens)
+	}
+	return nil
+}
+
 // copyLoaded copies a loaded adapter's parameters into dst when the shapes agree.
 func copyLoaded(dir string, dst, src [][]float32) error {
 	if countParams(src) != countParams(dst) {
 		return fmt.Errorf("adapter %s does not match this run's adapter shape", dir)
 	}
 	copyParams(dst, src)
-	return nil
-}
-
-// checkInitLoRA refuses an adapter.init whose shape differs from the
-// adapter the config describes: the run would train one shape while its
-// config.yaml (and every record of the run) says another.
-func checkInitLoRA(cfg *Config, l *lora.Adapter) error {
-	a := cfg.Adapter
-	got, want := slices.Sorted(slices.Values(l.Targets())), slices.Sorted(slices.Values(a.Targets))
-	if l.Rank() != a.R || l.Alpha() != a.Alpha || !slices.Equal(got, want) {
-		return fmt.Errorf("adapter.init %s is a LoRA of rank %d, alpha %g on %v, but the config says adapter.r %d, adapter.alpha %g, adapter.targets %v: set them to match the adapter",
-			a.Init, l.Rank(), l.Alpha(), l.Targets(), a.R, a.Alpha, a.Targets)
-	}
-	return nil
-}
-
-// checkInitPrompt is checkInitLoRA for prompt tuning: the number of virtual tokens.
-func checkInitPrompt(cfg *Config, p *prompttune.Prompt) error {
-	a := cfg.Adapter
-	if p.N != a.VirtualTokens {
-		return fmt.Errorf("adapter.init %s has %d virtual tokens, but adapter.virtual_tokens is %d: set it to match the adapter", a.Init, p.N, a.VirtualTokens)
-	}
 	return nil
 }
 

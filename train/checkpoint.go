@@ -2,7 +2,6 @@ package train
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // checkpointState is checkpoint/state.json.
@@ -51,8 +51,7 @@ func (r *run) checkpoint() error {
 	if err := r.stampLogs(); err != nil {
 		return err
 	}
-	final := filepath.Join(r.dir, "checkpoint")
-	tmp := final + ".tmp"
+	final, tmp := filepath.Join(r.dir, rundir.CheckpointDir), filepath.Join(r.dir, rundir.CheckpointTmpDir)
 	os.RemoveAll(tmp)
 	if err := r.adapter.Save(tmp, r.params); err != nil {
 		return err
@@ -61,7 +60,7 @@ func (r *run) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, "optimizer.bin"), eng); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, rundir.OptimizerFile), eng); err != nil {
 		return err
 	}
 	r.state.BestJSON, r.state.LastJSON = finite(r.state.BestValLoss), finite(r.state.LastValLoss)
@@ -69,13 +68,13 @@ func (r *run) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, "state.json"), st); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, rundir.StateFile), st); err != nil {
 		return err
 	}
 	if err := r.checkpointExtras(tmp); err != nil {
 		return err
 	}
-	old := final + ".old"
+	old := filepath.Join(r.dir, rundir.CheckpointOldDir)
 	os.RemoveAll(old)
 	if _, err := os.Stat(final); err == nil {
 		if err := os.Rename(final, old); err != nil {
@@ -90,17 +89,8 @@ func (r *run) checkpoint() error {
 
 // restore loads checkpoint/ into the run and cuts the logs back to it.
 func (r *run) restore() error {
-	dir := filepath.Join(r.dir, "checkpoint")
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		// An interruption during the swap leaves checkpoint.old complete:
-		// put it back in place before anything else can remove it.
-		if _, err := os.Stat(dir + ".old"); err == nil {
-			if err := os.Rename(dir+".old", dir); err != nil {
-				return fmt.Errorf("resume %s: %w", r.dir, err)
-			}
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	dir := filepath.Join(r.dir, rundir.CheckpointDir) // in place: resumeConfig has recovered an interrupted swap
+	b, err := os.ReadFile(filepath.Join(dir, rundir.StateFile))
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", r.dir, err)
 	}
@@ -114,13 +104,13 @@ func (r *run) restore() error {
 	if r.state.LastJSON != nil {
 		r.state.LastValLoss = *r.state.LastJSON
 	}
-	if err := r.checkState(filepath.Join(dir, "state.json")); err != nil {
+	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {
 		return err
 	}
 	if err := r.adapter.Load(dir, r.params); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	eng, err := os.ReadFile(filepath.Join(dir, "optimizer.bin"))
+	eng, err := os.ReadFile(filepath.Join(dir, rundir.OptimizerFile))
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -128,13 +118,13 @@ func (r *run) restore() error {
 		return fmt.Errorf("resume %s: optimizer.bin: %w", dir, err)
 	}
 	if r.engine.StepCount() != r.state.Step {
-		return corrupted("%s is at step %d, state.json at step %d", filepath.Join(dir, "optimizer.bin"), r.engine.StepCount(), r.state.Step)
+		return corrupted("%s is at step %d, state.json at step %d", filepath.Join(dir, rundir.OptimizerFile), r.engine.StepCount(), r.state.Step)
 	}
 	if r.sampler, err = data.ResumeSampler(r.state.Sampler); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.adapter.Load(filepath.Join(dir, "best"), r.bestCopy); err != nil {
+		if err := r.adapter.Load(filepath.Join(dir, rundir.BestDir), r.bestCopy); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 	}
@@ -142,20 +132,20 @@ func (r *run) restore() error {
 		return err
 	}
 	// Steps logged after the checkpoint are run again: cut them off.
-	if err := os.Truncate(filepath.Join(r.dir, "metrics.jsonl"), r.state.MetricsBytes); err != nil {
+	if err := os.Truncate(filepath.Join(r.dir, rundir.MetricsFile), r.state.MetricsBytes); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	if err := os.Truncate(filepath.Join(r.dir, "timing.jsonl"), r.state.TimingBytes); err != nil {
+	if err := os.Truncate(filepath.Join(r.dir, rundir.TimingFile), r.state.TimingBytes); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	os.Remove(filepath.Join(r.dir, "summary.json"))
+	os.Remove(filepath.Join(r.dir, rundir.SummaryFile))
 	fmt.Fprintf(r.log, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)
 	return nil
 }
 
 // lastCheckpointStep returns the step of checkpoint/ on disk (0 if unreadable).
 func (r *run) lastCheckpointStep() int {
-	b, err := os.ReadFile(filepath.Join(r.dir, "checkpoint", "state.json"))
+	b, err := os.ReadFile(filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile))
 	if err != nil {
 		return 0
 	}

@@ -165,6 +165,9 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example) (map[string]f
 
 // EvalOptions configures Evaluate.
 type EvalOptions struct {
+	// Adapter is a saved adapter directory (PEFT LoRA or prompt tuning, as a
+	// run's best/) to evaluate m with; empty: m as it is.
+	Adapter      string
 	Task         string // sst2, squad or xsum
 	Data         string // the test file (any format the data package reads)
 	MaxExamples  int    // first N examples (0: all)
@@ -175,8 +178,9 @@ type EvalOptions struct {
 	Log          io.Writer
 }
 
-// Evaluate computes a task's test metrics for m as it is (with whatever
-// adapter or prompt is attached), as meazo-train does at the end of a run.
+// Evaluate computes a task's test metrics for m, with the saved adapter
+// o.Adapter if one is named (m as it is otherwise), as meazo-train does at
+// the end of a run.
 func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[string]float64, error) {
 	task, err := data.ParseTask(o.Task)
 	if err != nil {
@@ -194,6 +198,14 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if o.DateString == "" {
 		o.DateString = tokenizer.DefaultDateString
 	}
+	var adapter trainable
+	var params [][]float32 // nil: the base model
+	if o.Adapter != "" {
+		if adapter, err = openAdapter(o.Adapter, m, false); err != nil {
+			return nil, err
+		}
+		params = adapter.Params()
+	}
 	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, OnSkip: func(e *data.RowError) {
 		fmt.Fprintf(o.Log, "warning: skipped malformed row: %v\n", e)
 	}})
@@ -206,7 +218,12 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", st.Examples, o.Data, st.Skipped)
 	e := &evaluator{task: task, tok: tok, enc: &data.Encoder{Tok: tok, DateString: o.DateString}, batchSize: o.BatchSize,
 		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log}
-	return e.testMetrics(m, exs, "evaluation")
+	var res map[string]float64
+	err = withAdapter(m, adapter, params, false, func(m *model.Model) (err error) {
+		res, err = e.testMetrics(m, exs, "evaluation")
+		return err
+	})
+	return res, err
 }
 
 // defaultMaxNewTokens is the generation cap of docs/ALGORITHMS.md's data protocol: SQuAD 50, XSum 100.

@@ -8,13 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-// LockFile is the file in a run directory whose flock says which process
-// owns the run. The kernel drops the lock when the process ends, however it
-// ends, so a crashed run never leaves a stale lock; the file itself stays and
-// holds the last owner's pid, host and start time, for messages.
-const LockFile = "run.lock"
+	"github.com/meazo-go/meazo/rundir"
+)
 
 // Lock is a held run-directory lock.
 type Lock struct{ f *os.File }
@@ -25,7 +21,7 @@ func LockDir(dir string) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, LockFile)
+	path := filepath.Join(dir, rundir.LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -81,8 +77,8 @@ func checkRunDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("resume %s: not a directory", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil {
-		return fmt.Errorf("resume %s: not a run directory (no config.yaml)", dir)
+	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err != nil {
+		return fmt.Errorf("resume %s: not a run directory (no %s)", dir, rundir.ConfigFile)
 	}
 	return nil
 }

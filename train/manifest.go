@@ -13,11 +13,8 @@ import (
 	"slices"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 )
-
-// manifestName is the file in checkpoint/ that lists every other file there
-// with its size and SHA-256; resume verifies all of them before reading any.
-const manifestName = "manifest.json"
 
 type manifestEntry struct {
 	Path   string `json:"path"` // relative to the checkpoint directory, slash-separated
@@ -52,7 +49,7 @@ func checkpointFiles(dir string) ([]string, error) {
 			return nil
 		case !d.Type().IsRegular():
 			return corrupted("%s is not a regular file", p)
-		case rel == manifestName:
+		case rel == rundir.ManifestFile:
 			return nil
 		}
 		out = append(out, filepath.ToSlash(rel))
@@ -101,13 +98,13 @@ func writeManifest(dir string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, manifestName), b)
+	return atomicfile.WriteFile(filepath.Join(dir, rundir.ManifestFile), b)
 }
 
 // verifyManifest checks that the checkpoint directory dir holds exactly the
 // files its manifest lists, with their sizes and checksums.
 func verifyManifest(dir string) error {
-	mpath := filepath.Join(dir, manifestName)
+	mpath := filepath.Join(dir, rundir.ManifestFile)
 	b, err := os.ReadFile(mpath)
 	if errors.Is(err, os.ErrNotExist) {
 		return corrupted("%s is missing (every checkpoint lists its files there; this one is incomplete or was written by an older version)", mpath)
@@ -133,7 +130,7 @@ func verifyManifest(dir string) error {
 		listed[e.Path] = true
 		p := filepath.Join(dir, filepath.FromSlash(e.Path))
 		if !slices.Contains(files, e.Path) {
-			return corrupted("%s is missing (listed in %s)", p, manifestName)
+			return corrupted("%s is missing (listed in %s)", p, rundir.ManifestFile)
 		}
 		// Size first: a truncated or padded file is named without hashing it.
 		st, err := os.Stat(p)
@@ -148,12 +145,12 @@ func verifyManifest(dir string) error {
 			return corrupted("%v", err)
 		}
 		if sum != e.SHA256 {
-			return corrupted("%s does not match its SHA-256 in %s (the file was changed or damaged)", p, manifestName)
+			return corrupted("%s does not match its SHA-256 in %s (the file was changed or damaged)", p, rundir.ManifestFile)
 		}
 	}
 	for _, f := range files {
 		if !listed[f] {
-			return corrupted("%s is not listed in %s (extra state)", filepath.Join(dir, filepath.FromSlash(f)), manifestName)
+			return corrupted("%s is not listed in %s (extra state)", filepath.Join(dir, filepath.FromSlash(f)), rundir.ManifestFile)
 		}
 	}
 	return nil

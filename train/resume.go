@@ -16,10 +16,6 @@ import (
 	"github.com/meazo-go/meazo/rundir"
 )
 
-// ChangesFile is the run directory's record of settings changed on resume
-// (docs/RUNDIR.md): one JSON ConfigChange per line.
-const ChangesFile = rundir.ChangesFile
-
 // ConfigChange is one setting changed with --resume DIR --set key=value.
 type ConfigChange = rundir.ConfigChange
 
@@ -81,15 +77,15 @@ func fmtValue(v any) string {
 // recoverCheckpointDir puts checkpoint.old back in place when an
 // interruption during the swap left only it complete.
 func recoverCheckpointDir(runDir string) error {
-	dir := filepath.Join(runDir, "checkpoint")
+	dir, old := filepath.Join(runDir, rundir.CheckpointDir), filepath.Join(runDir, rundir.CheckpointOldDir)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(dir + ".old"); err == nil {
-			if err := os.Rename(dir+".old", dir); err != nil {
+		if _, err := os.Stat(old); err == nil {
+			if err := os.Rename(old, dir); err != nil {
 				return fmt.Errorf("resume %s: %w", runDir, err)
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "state.json")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, rundir.StateFile)); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("resume %s: no checkpoint (%s): the run stopped before its first one; start it again with --config", runDir, dir)
 	}
 	return nil
@@ -103,26 +99,26 @@ func (r *run) resumeConfig() (*Config, error) {
 	if err := recoverCheckpointDir(r.dir); err != nil {
 		return nil, err
 	}
-	ck := filepath.Join(r.dir, "checkpoint")
+	ck := filepath.Join(r.dir, rundir.CheckpointDir)
 	if err := verifyManifest(ck); err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
-	base, err := Load(filepath.Join(ck, "config.yaml"), nil)
+	base, err := Load(filepath.Join(ck, rundir.ConfigFile), nil)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
-	cur, err := Load(filepath.Join(r.dir, "config.yaml"), nil)
+	cur, err := Load(filepath.Join(r.dir, rundir.ConfigFile), nil)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
 	if d := configDiff(base, cur); len(d) > 0 {
 		return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings: "+
-			"restore config.yaml, or change a setting explicitly with --resume %s --set key=value (recorded in %s)", r.dir, describeChanges(d), r.dir, ChangesFile)
+			"restore config.yaml, or change a setting explicitly with --resume %s --set key=value (recorded in %s)", r.dir, describeChanges(d), r.dir, rundir.ChangesFile)
 	}
 	if len(r.opts.Overrides) == 0 {
 		return base, nil
 	}
-	cfg, err := Load(filepath.Join(ck, "config.yaml"), r.opts.Overrides)
+	cfg, err := Load(filepath.Join(ck, rundir.ConfigFile), r.opts.Overrides)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
@@ -170,7 +166,7 @@ func (r *run) checkLogs() error {
 		name string
 		size int64
 		sum  string
-	}{{"metrics.jsonl", r.state.MetricsBytes, r.state.MetricsSHA256}, {"timing.jsonl", r.state.TimingBytes, r.state.TimingSHA256}} {
+	}{{rundir.MetricsFile, r.state.MetricsBytes, r.state.MetricsSHA256}, {rundir.TimingFile, r.state.TimingBytes, r.state.TimingSHA256}} {
 		p := filepath.Join(r.dir, l.name)
 		st, err := os.Stat(p)
 		if err != nil {
@@ -181,7 +177,7 @@ func (r *run) checkLogs() error {
 				r.dir, p, st.Size(), l.size, r.state.Step)
 		}
 		if l.sum == "" {
-			return corrupted("%s has no checksum for %s", filepath.Join(r.dir, "checkpoint", "state.json"), l.name)
+			return corrupted("%s has no checksum for %s", filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile), l.name)
 		}
 		sum, _, err := hashFile(p, l.size)
 		if err != nil {
@@ -203,7 +199,7 @@ func (r *run) stampLogs() error {
 	if r.state.TimingSHA256, _, err = hashFile(r.timing.Name(), r.state.TimingBytes); err != nil {
 		return err
 	}
-	if st, err := os.Stat(filepath.Join(r.dir, ChangesFile)); err == nil {
+	if st, err := os.Stat(filepath.Join(r.dir, rundir.ChangesFile)); err == nil {
 		r.state.ChangesBytes = st.Size()
 	} else {
 		r.state.ChangesBytes = 0
@@ -219,11 +215,11 @@ func (r *run) checkpointExtras(tmp string) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, "config.yaml"), y); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, rundir.ConfigFile), y); err != nil {
 		return err
 	}
 	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.adapter.Save(filepath.Join(tmp, "best"), r.bestCopy); err != nil {
+		if err := r.adapter.Save(filepath.Join(tmp, rundir.BestDir), r.bestCopy); err != nil {
 			return err
 		}
 	}
@@ -234,7 +230,7 @@ func (r *run) checkpointExtras(tmp string) error {
 // run's config.yaml) and checkpoints at once, so that the checkpoint and
 // config.yaml agree again.
 func (r *run) applyChanges() error {
-	p := filepath.Join(r.dir, ChangesFile)
+	p := filepath.Join(r.dir, rundir.ChangesFile)
 	if st, err := os.Stat(p); err == nil && st.Size() > r.state.ChangesBytes {
 		if err := os.Truncate(p, r.state.ChangesBytes); err != nil { // lines of a resume that never checkpointed
 			return fmt.Errorf("resume: %w", err)
@@ -271,12 +267,12 @@ func (r *run) writeConfig() error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(r.dir, "config.yaml"), y)
+	return atomicfile.WriteFile(filepath.Join(r.dir, rundir.ConfigFile), y)
 }
 
 // readChanges reads changes.jsonl (nil when there is none).
 func readChanges(dir string) []ConfigChange {
-	b, err := os.ReadFile(filepath.Join(dir, ChangesFile))
+	b, err := os.ReadFile(filepath.Join(dir, rundir.ChangesFile))
 	if err != nil {
 		return nil
 	}

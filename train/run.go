@@ -236,7 +236,7 @@ func (r *run) validate(step int) (bool, error) {
 	if loss < r.state.BestValLoss {
 		r.state.BestValLoss, r.state.BestStep = loss, step
 		copyParams(r.bestCopy, r.params)
-		if err := r.adapter.Save(filepath.Join(r.dir, "best"), r.bestCopy); err != nil {
+		if err := r.adapter.Save(filepath.Join(r.dir, rundir.BestDir), r.bestCopy); err != nil {
 			return false, err
 		}
 	}

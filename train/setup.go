@@ -8,6 +8,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
@@ -90,8 +91,8 @@ func (r *run) openRunDir() error {
 	// A run exists once it has a checkpoint (written right after the
 	// step-0 validation); a directory without one holds only a start
 	// that never got that far, and is started over.
-	for _, ck := range []string{"checkpoint", "checkpoint.old"} {
-		if _, err := os.Stat(filepath.Join(r.dir, ck, "state.json")); err == nil {
+	for _, ck := range []string{rundir.CheckpointDir, rundir.CheckpointOldDir} {
+		if _, err := os.Stat(filepath.Join(r.dir, ck, rundir.StateFile)); err == nil {
 			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", r.dir, r.dir)
 		}
 	}
@@ -181,10 +182,10 @@ func (r *run) openLogs() error {
 		flags |= os.O_TRUNC
 	}
 	var err error
-	if r.metrics, err = os.OpenFile(filepath.Join(r.dir, "metrics.jsonl"), flags, 0o644); err != nil {
+	if r.metrics, err = os.OpenFile(filepath.Join(r.dir, rundir.MetricsFile), flags, 0o644); err != nil {
 		return err
 	}
-	r.timing, err = os.OpenFile(filepath.Join(r.dir, "timing.jsonl"), flags, 0o644)
+	r.timing, err = os.OpenFile(filepath.Join(r.dir, rundir.TimingFile), flags, 0o644)
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -30,7 +31,7 @@ func (r *run) diverged(step int) (*Summary, error) {
 
 // finish saves the last adapter, evaluates on the test split and writes the summary.
 func (r *run) finish() error {
-	if err := r.adapter.Save(filepath.Join(r.dir, "last"), r.params); err != nil {
+	if err := r.adapter.Save(filepath.Join(r.dir, rundir.LastDir), r.params); err != nil {
 		return err
 	}
 	if !r.cfg.Eval.Skip && len(r.data.test) > 0 {
@@ -45,19 +46,11 @@ func (r *run) finish() error {
 			}{"base", nil})
 		}
 		for _, e := range evals {
-			m := r.m
-			mg, canMerge := r.adapter.(merger)
-			if e.params != nil {
-				r.adapter.Attach(e.params)
-				if r.cfg.Eval.Merge && canMerge {
-					m = mg.Merge(e.params)
-				}
-			}
-			res, err := r.eval.testMetrics(m, r.data.test, e.name)
-			if m != r.m {
-				mg.FreeMerged(m)
-			}
-			r.adapter.Detach()
+			var res map[string]float64
+			err := withAdapter(r.m, r.adapter, e.params, r.cfg.Eval.Merge, func(m *model.Model) (err error) {
+				res, err = r.eval.testMetrics(m, r.data.test, e.name)
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
 			}

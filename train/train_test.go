@@ -49,18 +49,32 @@ func readSummary(t *testing.T, dir string) Summary {
 }
 
 // TestResumeIsBitIdentical interrupts a run, resumes it, and compares
-// metrics.jsonl and the final adapter with an uninterrupted run.
+// metrics.jsonl, the adapters and the optimizer state with an uninterrupted
+// run, for each kind of adapter (the demo's LoRA, and prompt tuning with a
+// few virtual tokens) under MEAZO and ZO-Adam (whose state is per parameter).
 func TestResumeIsBitIdentical(t *testing.T) {
 	dir, cfg := demoConfig(t, 12)
 	common := []string{"train.eval_every=4", "train.checkpoint_every=3", "eval.skip=true", "task.max_train=200", "task.max_validation=16"}
-	for _, optimizer := range []string{"meazo", "zo-adam"} {
-		t.Run(optimizer, func(t *testing.T) {
-			set := append(slices.Clone(common), "optimizer.name="+optimizer)
-			whole := filepath.Join(dir, optimizer+"-whole")
+	prompt := []string{"adapter.kind=prompt", "adapter.virtual_tokens=4"}
+	for _, tc := range []struct {
+		name, peftType string
+		set            []string
+	}{
+		{"lora-meazo", "LORA", []string{"optimizer.name=meazo"}},
+		{"lora-zo-adam", "LORA", []string{"optimizer.name=zo-adam"}},
+		{"prompt-meazo", "PROMPT_TUNING", append(slices.Clone(prompt), "optimizer.name=meazo")},
+		{"prompt-zo-adam", "PROMPT_TUNING", append(slices.Clone(prompt), "optimizer.name=zo-adam")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := append(slices.Clone(common), tc.set...)
+			whole := filepath.Join(dir, tc.name+"-whole")
 			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+whole)}); err != nil {
 				t.Fatal(err)
 			}
-			cut := filepath.Join(dir, optimizer+"-cut")
+			if b, err := os.ReadFile(filepath.Join(whole, "last", "adapter_config.json")); err != nil || !bytes.Contains(b, []byte(`"`+tc.peftType+`"`)) {
+				t.Fatalf("the run did not train a %s adapter: %s %v", tc.peftType, b, err)
+			}
+			cut := filepath.Join(dir, tc.name+"-cut")
 			// Stop after 7 steps: the last checkpoint is at step 6, so step 7 is logged, cut off, and run again.
 			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+cut), StopAfter: 7}); err != nil {
 				t.Fatal(err)

@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // trustSet keeps the runs of these tests short.
@@ -101,7 +104,7 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 			[]string{"checkpoint corrupted", "optimizer.bin is missing"}},
 		{"extra state", func(d string) error { return os.WriteFile(ck(d, "extra.bin"), []byte("x"), 0o644) }, Options{},
 			[]string{"checkpoint corrupted", "extra.bin", "not listed"}},
-		{"missing manifest", func(d string) error { return os.Remove(ck(d, manifestName)) }, Options{},
+		{"missing manifest", func(d string) error { return os.Remove(ck(d, rundir.ManifestFile)) }, Options{},
 			[]string{"checkpoint corrupted", "manifest.json is missing"}},
 		{"truncated adapter", func(d string) error { return os.Truncate(ck(d, "adapter_model.safetensors"), 100) }, Options{},
 			[]string{"checkpoint corrupted", "adapter_model.safetensors is 100 bytes"}},
@@ -171,6 +174,33 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 	})
 }
 
+// TestResumeRecoversInterruptedSwap: a run interrupted while swapping in a
+// new checkpoint has only checkpoint.old; resume puts it back and goes on
+// from it, ending as the uninterrupted run does.
+func TestResumeRecoversInterruptedSwap(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	whole, cut := filepath.Join(dir, "whole"), filepath.Join(dir, "cut")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+whole)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+cut), StopAfter: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(cut, "checkpoint"), filepath.Join(cut, "checkpoint.old")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Resume: cut}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cut, "checkpoint.old")); err == nil {
+		t.Error("checkpoint.old is still there after the resumed run")
+	}
+	a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
+	if !slices.Equal(a, b) {
+		t.Errorf("metrics.jsonl of the recovered run differs from the uninterrupted run:\n%s\n---\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+}
+
 // TestResumeWithSetIsRecorded changes the learning rate and the step count
 // on resume: the change is used from the checkpoint's step on, and recorded
 // in changes.jsonl and summary.json.
@@ -193,7 +223,7 @@ func TestResumeWithSetIsRecorded(t *testing.T) {
 			t.Errorf("change %d: %+v, want %+v", i, got, want)
 		}
 	}
-	if lines := readLines(t, filepath.Join(out, ChangesFile)); len(lines) != 2 {
+	if lines := readLines(t, filepath.Join(out, rundir.ChangesFile)); len(lines) != 2 {
 		t.Errorf("changes.jsonl: %q", lines)
 	}
 	for _, line := range readLines(t, filepath.Join(out, "metrics.jsonl")) {
@@ -327,8 +357,8 @@ func TestConfigValueErrors(t *testing.T) {
 	}
 }
 
-// TestInitAdapterMustMatchConfig: an adapter.init of another rank is refused
-// instead of training rank 8 under a config that says 16.
+// TestInitAdapterMustMatchConfig: an adapter.init of another rank (or kind)
+// is refused instead of training rank 8 under a config that says 16.
 func TestInitAdapterMustMatchConfig(t *testing.T) {
 	dir, cfg := demoConfig(t, 0)
 	src := filepath.Join(dir, "src")
@@ -344,6 +374,7 @@ func TestInitAdapterMustMatchConfig(t *testing.T) {
 		{"rank", []string{init, "adapter.r=16"}, "rank 8, alpha 16"},
 		{"alpha", []string{init, "adapter.alpha=32"}, "adapter.alpha 32"},
 		{"targets", []string{init, "adapter.targets=[q_proj,k_proj]"}, "adapter.targets"},
+		{"kind", []string{init, "adapter.kind=prompt"}, "is a LoRA adapter, but adapter.kind is \"prompt\""},
 		{"matching", []string{init, "adapter.targets=[v_proj,q_proj]"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,12 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
-	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/prompttune"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/train"
@@ -53,42 +49,10 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *adapter != "" {
-		if err := attachAdapter(m, *adapter); err != nil {
-			return err
-		}
-	}
-	res, err := train.Evaluate(m, tok, train.EvalOptions{Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
+	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
 		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Log: log})
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(res)
-}
-
-// attachAdapter reads adapter_config.json's peft_type and attaches the adapter.
-func attachAdapter(m *model.Model, dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
-	if err != nil {
-		return fmt.Errorf("adapter: %w", err)
-	}
-	var head struct {
-		PeftType string `json:"peft_type"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return fmt.Errorf("adapter %s/adapter_config.json: %w", dir, err)
-	}
-	switch head.PeftType {
-	case "LORA":
-		_, err = lora.LoadPEFT(dir, m)
-		return err
-	case "PROMPT_TUNING":
-		p, err := prompttune.Load(dir, m)
-		if err != nil {
-			return err
-		}
-		p.Attach(m)
-		return nil
-	}
-	return fmt.Errorf("adapter %s/adapter_config.json: peft_type %q is not supported (LORA, PROMPT_TUNING)", dir, head.PeftType)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -24,8 +24,7 @@ var demoRoot = []string{demoMarker, "model", "data", "demo.yaml", "plots", "run-
 
 // runFiles lists what a run and the demo write in a run directory
 // (docs/RUNDIR.md).
-var runFiles = []string{demoMarker, train.LockFile, "config.yaml", "metrics.jsonl", "timing.jsonl", "summary.json", train.ChangesFile,
-	"checkpoint", "checkpoint.old", "checkpoint.tmp", "best", "last"}
+var runFiles = append([]string{demoMarker}, rundir.Entries()...)
 
 // foreign returns the first entry of dir not in known ("" if none; dir may not exist).
 func foreign(dir string, known []string) (string, error) {
@@ -88,7 +87,7 @@ func cleanDemoRun(dir string) error {
 	}
 	defer lock.Unlock()
 	for _, name := range runFiles {
-		if name == train.LockFile || name == demoMarker {
+		if name == rundir.LockFile || name == demoMarker {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
@@ -156,13 +155,9 @@ func demo(opts train.Options, dir string, steps int) error {
 func demoTable(w io.Writer, runs []string) error {
 	fmt.Fprintf(w, "\n%-9s %8s %9s %9s %14s %8s\n", "optimizer", "lr", "base acc", "test acc", "best val loss", "s/step")
 	for _, dir := range runs {
-		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		s, err := rundir.ReadSummary(dir)
 		if err != nil {
 			return err
-		}
-		var s train.Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
 		}
 		acc := func(which string) string {
 			if m, ok := s.Test[which]; ok {

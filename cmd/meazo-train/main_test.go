@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meazo-go/meazo/train"
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // TestCarelessInvocations: nothing but --demo runs the demo, and a mistaken
@@ -76,7 +76,7 @@ func TestDemoDeletesOnlyItsOwnFiles(t *testing.T) {
 		want  string   // "" = cleaned
 		kept  []string // files that must still exist afterwards
 	}{
-		{"demo run", []string{demoMarker, "config.yaml", "metrics.jsonl", "checkpoint/state.json", "best/adapter_config.json", train.LockFile}, "", []string{demoMarker}},
+		{"demo run", []string{demoMarker, "config.yaml", "metrics.jsonl", "checkpoint/state.json", "best/adapter_config.json", rundir.LockFile}, "", []string{demoMarker}},
 		{"user file in a demo run", []string{demoMarker, "config.yaml", "notes.txt"}, "notes.txt, which the demo did not make", []string{"config.yaml", "notes.txt"}},
 		{"foreign directory", []string{"config.yaml", "metrics.jsonl"}, "was not made by the demo", []string{"config.yaml", "metrics.jsonl"}},
 		{"missing", nil, "", nil},
