@@ -1,7 +1,7 @@
 // Package cli dispatches the subcommands of the project's multi-command
 // binaries (meazo-inspect, meazo-bench, meazo-eval, meazo-plot,
-// meazo-sweep), so that they share one usage text, -h on every subcommand,
-// one-line errors and exit statuses.
+// meazo-sweep, meazo-synth), so that they share one usage text, -h on every
+// subcommand, one-line errors and exit statuses.
 package cli
 
 import (
