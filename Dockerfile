@@ -1,5 +1,6 @@
 # meazo-go in a container: every command (meazo-train, meazo-eval, meazo-plot,
-# …) and scripts/sweep.sh (as meazo-sweep). Usage: docs/DOCKER.md.
+# meazo-sweep, …) on PATH; the configs and scripts/sweep.sh in /opt/meazo.
+# Usage: docs/DOCKER.md.
 #
 #   docker build -t meazo .
 #   docker run --rm -v "$PWD/runs:/work" meazo      # the built-in demo
@@ -14,11 +15,11 @@ COPY . .
 RUN export CGO_ENABLED=0; \
     if [ "${TARGETARCH:-amd64}" = amd64 ]; then export GOEXPERIMENT=simd; fi; \
     go build -trimpath -ldflags="-s -w" -o /out/bin/ ./cmd/... \
- && cp scripts/sweep.sh /out/bin/meazo-sweep \
- && mkdir -p /out/share/meazo \
+ && mkdir -p /out/share/meazo/scripts \
+ && cp scripts/sweep.sh /out/share/meazo/scripts/ \
  && if [ -d configs ]; then cp -r configs /out/share/meazo/; fi
 
-# Run: a small Debian (bash for meazo-sweep), no Go toolchain, a non-root user.
+# Run: a small Debian (bash for scripts/sweep.sh), no Go toolchain, a non-root user.
 FROM debian:bookworm-slim
 RUN useradd --create-home --uid 10001 meazo \
  && mkdir -p /work /models /data \

@@ -24,7 +24,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/meazo-go/meazo/internal/cli"
@@ -91,13 +90,7 @@ func exitStatus(err error) int {
 // newFlags makes a subcommand's flag set; synopsis is what its -h prints
 // after the command's name (the flags' defaults follow).
 func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(log)
-	fs.Usage = func() {
-		fmt.Fprintln(log, strings.TrimSpace("usage: meazo-sweep "+name+" "+synopsis))
-		fs.PrintDefaults()
-	}
-	return fs
+	return cli.Flags("meazo-sweep", name, synopsis, log)
 }
 
 // loadStudy parses a subcommand's arguments, its flags and then one study

@@ -3,6 +3,11 @@
 //
 //	meazo-synth trace --spec SPEC.json       one optimizer, one JSON line per step
 //	meazo-synth paper --out DIR [--quick]    the paper's Sec. 5.1 / App. C experiments (CSV + SVG)
+//
+// The subcommands are dispatched by internal/cli like those of the other
+// multi-command binaries: -h after one shows its flags; exit status 0 done,
+// 1 the subcommand failed (the error on one line, as
+// 'meazo-synth COMMAND: …'), 2 no or an unknown subcommand.
 package main
 
 import (
@@ -14,28 +19,27 @@ import (
 	"io"
 	"os"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/zo"
 )
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: meazo-synth trace --spec SPEC.json | paper --out DIR [--quick]")
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "trace":
-		err = runTrace(os.Args[2:], os.Stdout)
-	case "paper":
-		err = runPaper(os.Args[2:], os.Stderr)
-	default:
-		fmt.Fprintf(os.Stderr, "meazo-synth: unknown command %q (want trace or paper)\n", os.Args[1])
-		os.Exit(2)
-	}
-	if err != nil && err != flag.ErrHelp {
-		fmt.Fprintf(os.Stderr, "meazo-synth %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
+func main() { newCommands(os.Stderr).Main() }
+
+// newCommands returns meazo-synth's subcommands; log gets paper's progress
+// and summary, flag errors and -h text (stderr; a buffer in tests).
+func newCommands(log io.Writer) *cli.Set {
+	s := cli.New("meazo-synth", "command")
+	s.Register("trace", "one optimizer on a diagonal quadratic from SPEC.json, one JSON line per step",
+		func(args []string, _ io.Reader, stdout io.Writer) error { return runTrace(args, stdout, log) })
+	s.Register("paper", "the paper's synthetic experiments (Sec. 5.1, App. C): CSV, SVG and summary.md in --out",
+		func(args []string, _ io.Reader, _ io.Writer) error { return runPaper(args, log) })
+	return s
+}
+
+// newFlags makes a subcommand's flag set; synopsis is what its -h prints
+// after the command's name (the flags' defaults follow).
+func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
+	return cli.Flags("meazo-synth", name, synopsis, log)
 }
 
 // traceSpec is SPEC.json. Pointer fields are optional and take the
@@ -97,8 +101,10 @@ func newOptimizer(s optimizerSettings) (zo.Optimizer, error) {
 	return nil, fmt.Errorf("unknown optimizer %q (want zo-sgd, zo-adam, radazo, meazo or fzoo)", s.name)
 }
 
-func runTrace(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+// runTrace runs the trace subcommand: its JSON lines go to stdout, flag
+// errors and -h text to log.
+func runTrace(args []string, stdout, log io.Writer) error {
+	fs := newFlags("trace", "--spec SPEC.json", log)
 	specPath := fs.String("spec", "", "SPEC.json")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -29,8 +28,10 @@ type paperConfig struct {
 	eps          float64
 }
 
+// runPaper runs the paper subcommand: the files go to --out; progress, the
+// summary, flag errors and -h text to logw.
 func runPaper(args []string, logw io.Writer) error {
-	fs := flag.NewFlagSet("paper", flag.ContinueOnError)
+	fs := newFlags("paper", "--out DIR [--quick]", logw)
 	out := fs.String("out", "", "output directory (created)")
 	quick := fs.Bool("quick", false, "small version (3 seeds, fewer steps, d up to 100) for a smoke test")
 	if err := fs.Parse(args); err != nil {

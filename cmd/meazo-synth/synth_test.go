@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -34,7 +36,7 @@ func TestTraceZOSGD(t *testing.T) {
 	spec := writeSpec(t, `{"h": [2, 8], "x0": [1, -1], "optimizer": "zo-sgd", "lr": 0.01, "eps": 0.001,
 		"q": 1, "steps": 2, "seed": 5, "dist": "rademacher", "groups": [[1], [0]]}`)
 	var out strings.Builder
-	if err := runTrace([]string{"--spec", spec}, &out); err != nil {
+	if err := runTrace([]string{"--spec", spec}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var lines []traceLine
@@ -75,7 +77,7 @@ func TestTraceMEAZOv(t *testing.T) {
 	spec := writeSpec(t, `{"h": [1, 10, 100], "x0": [1, 1, 1], "optimizer": "meazo", "lr": 0.01, "eps": 1e-3,
 		"q": 2, "steps": 1, "seed": 1, "groups": [[0], [1, 2]], "beta": 0.9}`)
 	var out strings.Builder
-	if err := runTrace([]string{"--spec", spec}, &out); err != nil {
+	if err := runTrace([]string{"--spec", spec}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var l traceLine
@@ -102,9 +104,39 @@ func TestTraceErrors(t *testing.T) {
 		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": 1, "eps": 1, "q": 1, "steps": 1, "dist": "x"}`, `"dist"`},
 		{`{"h": [1], "x0": [1], "lr": 1, "extra": 3}`, `unknown field`},
 	} {
-		err := runTrace([]string{"--spec", writeSpec(t, tc.spec)}, &strings.Builder{})
+		err := runTrace([]string{"--spec", writeSpec(t, tc.spec)}, &strings.Builder{}, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "spec.json") {
 			t.Errorf("spec %s: error %v, want one naming %s and the file", tc.spec, err, tc.field)
+		}
+	}
+}
+
+// TestCommandLine runs meazo-synth's command lines as main does and checks
+// the exit status, the output, and the error on one line after the
+// program's and the subcommand's names.
+func TestCommandLine(t *testing.T) {
+	spec := writeSpec(t, `{"h": [2, 8], "x0": [1, -1], "optimizer": "zo-sgd", "lr": 0.01, "eps": 0.001, "q": 1, "steps": 2}`)
+	for _, tc := range []struct {
+		args           []string
+		status         int
+		stdout, stderr string // contained in each
+	}{
+		{[]string{}, 2, "", "usage: meazo-synth <command> [flags]"},
+		{[]string{"-h"}, 0, "", "  trace "},
+		{[]string{"frobnicate"}, 2, "", "meazo-synth: unknown command \"frobnicate\"\n"},
+		{[]string{"trace"}, 1, "", "meazo-synth trace: --spec is required\n"},
+		{[]string{"trace", "-h"}, 0, "", "usage: meazo-synth trace --spec SPEC.json\n"},
+		{[]string{"trace", "-x"}, 1, "", "meazo-synth trace: flag provided but not defined: -x\n"},
+		{[]string{"trace", "--spec", filepath.Join(t.TempDir(), "missing.json")}, 1, "", "missing.json: no such file"},
+		{[]string{"trace", "--spec", spec}, 0, `{"step":1,`, ""},
+		{[]string{"paper"}, 1, "", "meazo-synth paper: --out is required\n"},
+		{[]string{"paper", "-h"}, 0, "", "usage: meazo-synth paper --out DIR [--quick]\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		status := newCommands(&stderr).Exec(tc.args, nil, &stdout, &stderr)
+		if status != tc.status || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%q: status %d, stdout:\n%s\nstderr:\n%s\nwant status %d, stdout with %q, stderr with %q",
+				tc.args, status, stdout.String(), stderr.String(), tc.status, tc.stdout, tc.stderr)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package cli dispatches the subcommands of the project's multi-command
 // binaries (meazo-inspect, meazo-bench, meazo-eval, meazo-plot,
-// meazo-sweep), so that they share one usage text, -h on every subcommand,
-// one-line errors and exit statuses.
+// meazo-sweep, meazo-synth), so that they share one usage text, -h on every
+// subcommand, one-line errors and exit statuses.
 package cli
 
 import (
@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 )
 
 // RunFunc runs one subcommand; it parses its own flags from args.
@@ -112,6 +113,19 @@ func (s *Set) Run(name string, args []string, stdin io.Reader, stdout io.Writer)
 		return fmt.Errorf("unknown %s %q", s.noun, name)
 	}
 	return cmd.run(args, stdin, stdout)
+}
+
+// Flags returns a subcommand's flag set (flag.ContinueOnError): its errors
+// and -h text go to out, and -h prints "usage: PROGRAM COMMAND SYNOPSIS"
+// and then the flags' defaults.
+func Flags(program, command, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, strings.TrimSpace("usage: "+program+" "+command+" "+synopsis))
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // LowGC makes the garbage collector run when the heap has grown 10% over

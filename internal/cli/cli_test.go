@@ -71,3 +71,21 @@ func TestExitStatusDefault(t *testing.T) {
 		t.Errorf("status %d, want 1", status)
 	}
 }
+
+// TestFlags: -h prints the synopsis and the flags to the given writer; a
+// bad flag is an error that names it.
+func TestFlags(t *testing.T) {
+	var out bytes.Buffer
+	fs := Flags("prog", "cmd", "[-v] FILE", &out)
+	fs.Bool("v", false, "verbose")
+	if err := fs.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	}
+	if want := "usage: prog cmd [-v] FILE\n  -v\tverbose\n"; out.String() != want {
+		t.Errorf("-h printed %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	if err := Flags("prog", "cmd", "", &out).Parse([]string{"-x"}); err == nil || !strings.Contains(out.String(), "usage: prog cmd\n") {
+		t.Errorf("-x: %v, printed %q", err, out.String())
+	}
+}
