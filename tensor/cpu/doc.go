@@ -2,7 +2,9 @@
 // on Go slices. The GEMM streams weights packed once at load (gemm.go) through
 // a micro kernel chosen for the CPU (AVX-512 assembly, AVX2 or portable Go on
 // amd64, NEON assembly on arm64;
-// gemm_path.go); the element-wise and reduction ops a decoder layer needs
+// gemm_path.go), in tiles of 4×32 and, where the CPU gains from them,
+// taller ones whose height a one-millisecond calibration picks
+// (gemm_tile.go; every height gives the same bits); the element-wise and reduction ops a decoder layer needs
 // (RMSNorm, RoPE, attention over a packed KV cache, SiLU-gated MLP, softmax,
 // cross-entropy) are in ops.go and ops_attention.go.
 //
