@@ -29,7 +29,7 @@ type driver struct {
 	primaryCtxRelease  func(dev int32) int32
 	ctxSetCurrent      func(ctx uintptr) int32
 	ctxSynchronize     func() int32
-	moduleLoadData     func(mod *uintptr, image unsafe.Pointer) int32
+	moduleLoadDataEx   func(mod *uintptr, image unsafe.Pointer, nOptions uint32, options *int32, values *uintptr) int32
 	moduleUnload       func(mod uintptr) int32
 	moduleGetFunction  func(fn *uintptr, mod uintptr, name string) int32
 	funcSetAttribute   func(fn uintptr, attr int32, v int32) int32
@@ -53,6 +53,9 @@ const (
 	funcAttrMaxDynamicShmem = 8  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 	errOutOfMemory          = 2  // CUDA_ERROR_OUT_OF_MEMORY
 	errNoDevice             = 100
+
+	jitErrorLogBuffer          = 5 // CU_JIT_ERROR_LOG_BUFFER
+	jitErrorLogBufferSizeBytes = 6 // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 )
 
 // dlopenFirst opens the first of names that loads, looking in
@@ -106,7 +109,7 @@ func loadDriver() (*driver, error) {
 		"cuDeviceGet": &d.deviceGet, "cuDeviceGetName": &d.deviceGetName, "cuDeviceTotalMem_v2": &d.deviceTotalMem,
 		"cuDeviceGetAttribute": &d.deviceGetAttribute, "cuDevicePrimaryCtxRetain": &d.primaryCtxRetain,
 		"cuDevicePrimaryCtxRelease_v2": &d.primaryCtxRelease, "cuCtxSetCurrent": &d.ctxSetCurrent,
-		"cuCtxSynchronize": &d.ctxSynchronize, "cuModuleLoadData": &d.moduleLoadData, "cuModuleUnload": &d.moduleUnload,
+		"cuCtxSynchronize": &d.ctxSynchronize, "cuModuleLoadDataEx": &d.moduleLoadDataEx, "cuModuleUnload": &d.moduleUnload,
 		"cuModuleGetFunction": &d.moduleGetFunction, "cuFuncSetAttribute": &d.funcSetAttribute,
 		"cuMemAlloc_v2": &d.memAlloc, "cuMemFree_v2": &d.memFree, "cuMemGetInfo_v2": &d.memGetInfo,
 		"cuMemcpyHtoD_v2": &d.memcpyHtoD, "cuMemcpyDtoH_v2": &d.memcpyDtoH, "cuMemcpyDtoD_v2": &d.memcpyDtoD,

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 )
@@ -67,8 +68,7 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	if major < 8 {
 		return "", 0, fmt.Errorf("cuda: GPU %d has compute capability %d.%d; the kernels are built for 8.0 and later (A100, H100, …)", ordinal, major, minor)
 	}
-	image := append([]byte(kernelsPTX), 0)
-	if err := d.check("cuModuleLoadData (JIT of the embedded PTX)", d.moduleLoadData(&g.module, unsafe.Pointer(&image[0]))); err != nil {
+	if err := g.loadModule(); err != nil {
 		return "", 0, err
 	}
 	for name := range kernelParams {
@@ -199,4 +199,31 @@ func (g *gpu) close() {
 	if g.ctx != 0 {
 		g.drv.primaryCtxRelease(g.dev)
 	}
+}
+
+// loadModule has the driver JIT the embedded PTX for this GPU. When it
+// refuses (a driver older than the PTX, a GPU it does not support), the
+// JIT's own error log, which says which kernel and line, goes into the
+// error: without it the driver's code alone (e.g. CUDA_ERROR_INVALID_PTX)
+// leaves a user nothing to report.
+func (g *gpu) loadModule() error {
+	image := append([]byte(kernelsPTX), 0)
+	jitLog := make([]byte, 8192)
+	options := [2]int32{jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
+	// The option values are void*: the buffer's address, and its size
+	// passed as a pointer-sized integer. jitLog is heap memory that the
+	// garbage collector does not move; KeepAlive holds it until the call
+	// has returned.
+	values := [2]uintptr{uintptr(unsafe.Pointer(&jitLog[0])), uintptr(len(jitLog))}
+	rc := g.drv.moduleLoadDataEx(&g.module, unsafe.Pointer(&image[0]), uint32(len(options)), &options[0], &values[0])
+	runtime.KeepAlive(jitLog)
+	runtime.KeepAlive(image)
+	err := g.drv.check("cuModuleLoadDataEx (JIT of the embedded PTX)", rc)
+	if err == nil {
+		return nil
+	}
+	if log := strings.Join(strings.Fields(cString(&jitLog[0])), " "); log != "" {
+		return fmt.Errorf("%w; JIT error log: %s", err, log)
+	}
+	return err
 }
