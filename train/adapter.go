@@ -139,6 +139,20 @@ func openAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 	return nil, fmt.Errorf("adapter %s: adapter_config.json has peft_type %q; supported: LORA, PROMPT_TUNING", dir, head.PeftType)
 }
 
+// AttachAdapter opens the adapter saved in dir (LoRA or prompt tuning, as
+// its adapter_config.json says) and attaches it to m for every later
+// forward and generation, as the commands that look inside a trained model
+// (meazo-inspect forward and generate) need. It goes through the same
+// reader as training and evaluation.
+func AttachAdapter(dir string, m *model.Model) error {
+	a, err := openAdapter(dir, m, false)
+	if err != nil {
+		return err
+	}
+	a.Attach(a.Params())
+	return nil
+}
+
 // withAdapter runs fn on m with params of a attached, or, when merge is
 // asked and a can merge (LoRA), on a copy of m with params merged into its
 // weights (faster generation); then it takes them away again. nil params

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/train"
 )
 
 func init() {
@@ -73,7 +73,7 @@ func readBatch(path string) (model.Input, []int, error) {
 }
 
 // loadModel loads a checkpoint on the named backend and, if adapterDir is
-// set, a PEFT LoRA adapter. The backend's one-line description goes to
+// set, a saved adapter (LoRA or prompt tuning). The backend's one-line description goes to
 // stderr.
 func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
 	if modelDir == "" {
@@ -88,7 +88,7 @@ func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
 		return nil, err
 	}
 	if adapterDir != "" {
-		if _, err := lora.LoadPEFT(adapterDir, m); err != nil {
+		if err := train.AttachAdapter(adapterDir, m); err != nil {
 			return nil, err
 		}
 	}
@@ -99,7 +99,7 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
 	backend := fs.String("backend", "auto", backends.Usage)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
-	adapter := fs.String("adapter", "", "PEFT LoRA adapter directory (optional)")
+	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional)`)
 	outPath := fs.String("out", "", "output safetensors: logits F32 [B,T,V]; loss F32 [1] and loss_per_seq F32 [B] when labels are given")
 	if err := fs.Parse(args); err != nil {
@@ -142,7 +142,7 @@ func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	backend := fs.String("backend", "auto", backends.Usage)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
-	adapter := fs.String("adapter", "", "PEFT LoRA adapter directory (optional)")
+	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded batch; mask optional)`)
 	maxNew := fs.Int("max-new-tokens", 32, "number of tokens to generate at most")
 	stopList := fs.String("stop", "", "comma-separated stop token ids (default: the config's eos_token_id; \"none\" disables)")
