@@ -312,7 +312,11 @@ func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
 				if t := j.tallTile(r1-i, cols); t != nil {
 					for k0 := kLo; k0 < kHi; k0 += kcBlock {
 						kc := min(kcBlock, k-k0)
-						t.kern(&j.a[i*k+k0], k, &j.b[p*k*nr+k0*nr], &cp[0], n, kc, k0 > 0)
+						if boff := p*k*nr + k0*nr; j.b16 != nil {
+							t.kern16(&j.a[i*k+k0], k, &j.b16[boff], &cp[0], n, kc, k0 > 0)
+						} else {
+							t.kern(&j.a[i*k+k0], k, &j.b[boff], &cp[0], n, kc, k0 > 0)
+						}
 					}
 					i += t.rows
 					continue
@@ -346,15 +350,15 @@ func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
 }
 
 // tallTile returns the tallest of the job's tall kernels that fits in the
-// rows left, for a tile of whole columns over float32 panels; nil: use the
-// 4-row kernel.
+// rows left, for a tile of whole columns (and that has a bfloat16 variant
+// when the panels are bfloat16); nil: use the 4-row kernel.
 func (j *gemmJob) tallTile(rowsLeft, cols int) *tallKernel {
-	if cols != nr || j.b16 != nil {
+	if cols != nr {
 		return nil
 	}
 	for i := range j.tall {
-		if j.tall[i].rows <= rowsLeft {
-			return &j.tall[i]
+		if t := &j.tall[i]; t.rows <= rowsLeft && (j.b16 == nil || t.kern16 != nil) {
+			return t
 		}
 	}
 	return nil

@@ -25,8 +25,15 @@
 	VMOVUPS boff(DI), Z24; \
 	VMOVUPS boff+64(DI), Z25
 
-#define STEP8(boff, aoff) \
-	PANEL(boff); \
+// PANEL16 is PANEL for a bfloat16 panel (64 bytes a k): each value widened
+// exactly to float32 (zero-extended, shifted left 16), as kernAVX512BF16 does.
+#define PANEL16(boff) \
+	VPMOVZXWD boff(DI), Z24; \
+	VPMOVZXWD boff+32(DI), Z25; \
+	VPSLLD $16, Z24, Z24; \
+	VPSLLD $16, Z25, Z25
+
+#define ROWS8(aoff) \
 	ROW(Z0, Z1, Z26, aoff(SI)); \
 	ROW(Z2, Z3, Z27, aoff(SI)(AX*1)); \
 	ROW(Z4, Z5, Z28, aoff(SI)(AX*2)); \
@@ -36,12 +43,18 @@
 	ROW(Z12, Z13, Z26, aoff(R9)); \
 	ROW(Z14, Z15, Z27, aoff(R9)(AX*1))
 
-#define STEP12(boff, aoff) \
-	STEP8(boff, aoff); \
+#define ROWS12(aoff) \
+	ROWS8(aoff); \
 	ROW(Z16, Z17, Z28, aoff(R9)(AX*2)); \
 	ROW(Z18, Z19, Z29, aoff(R10)); \
 	ROW(Z20, Z21, Z30, aoff(R10)(AX*1)); \
 	ROW(Z22, Z23, Z31, aoff(R10)(AX*2))
+
+// One k step of a kernel: the panel at k, then every row's two FMAs.
+#define STEP8(boff, aoff) PANEL(boff); ROWS8(aoff)
+#define STEP12(boff, aoff) PANEL(boff); ROWS12(aoff)
+#define STEP8B(boff, aoff) PANEL16(boff); ROWS8(aoff)
+#define STEP12B(boff, aoff) PANEL16(boff); ROWS12(aoff)
 
 // Prologue shared by both kernels: A bases, panel, k count, zeroed accumulators.
 #define PROLOGUE \
@@ -130,6 +143,19 @@
 	STORE(Z12, Z13, (R12), 64(R12)); \
 	STORE(Z14, Z15, (R12)(AX*1), 64(R12)(AX*1))
 
+// ADDC4HI and STORE4HI: the same for rows 8-11.
+#define ADDC4HI \
+	LOADADD(Z16, Z17, (R12)(AX*2), 64(R12)(AX*2)); \
+	LOADADD(Z18, Z19, (R13), 64(R13)); \
+	LOADADD(Z20, Z21, (R13)(AX*1), 64(R13)(AX*1)); \
+	LOADADD(Z22, Z23, (R13)(AX*2), 64(R13)(AX*2))
+
+#define STORE4HI \
+	STORE(Z16, Z17, (R12)(AX*2), 64(R12)(AX*2)); \
+	STORE(Z18, Z19, (R13), 64(R13)); \
+	STORE(Z20, Z21, (R13)(AX*1), 64(R13)(AX*1)); \
+	STORE(Z22, Z23, (R13)(AX*2), 64(R13)(AX*2))
+
 // func kernAVX512x12(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
 TEXT ·kernAVX512x12(SB), NOSPLIT, $0-49
 	PROLOGUE
@@ -161,16 +187,10 @@ done12:
 	TESTQ BX, BX
 	JEQ  store12
 	ADDC8
-	LOADADD(Z16, Z17, (R12)(AX*2), 64(R12)(AX*2))
-	LOADADD(Z18, Z19, (R13), 64(R13))
-	LOADADD(Z20, Z21, (R13)(AX*1), 64(R13)(AX*1))
-	LOADADD(Z22, Z23, (R13)(AX*2), 64(R13)(AX*2))
+	ADDC4HI
 store12:
 	STORE8
-	STORE(Z16, Z17, (R12)(AX*2), 64(R12)(AX*2))
-	STORE(Z18, Z19, (R13), 64(R13))
-	STORE(Z20, Z21, (R13)(AX*1), 64(R13)(AX*1))
-	STORE(Z22, Z23, (R13)(AX*2), 64(R13)(AX*2))
+	STORE4HI
 	VZEROUPPER
 	RET
 
@@ -196,6 +216,83 @@ tail8:
 one8:
 	STEP8(0, 0)
 	ADDQ $128, DI
+	ADVANCE(4)
+	DECQ CX
+	JNZ  one8
+done8:
+	CBASES
+	TESTQ BX, BX
+	JEQ  store8
+	ADDC8
+store8:
+	STORE8
+	VZEROUPPER
+	RET
+
+// func kernAVX512x12BF16(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc bool)
+//
+// kernAVX512x12 over a bfloat16 panel.
+TEXT ·kernAVX512x12BF16(SB), NOSPLIT, $0-49
+	PROLOGUE
+	ZERO16
+	ZERO8HI
+	CMPQ CX, $4
+	JLT  tail12
+loop12:
+	STEP12B(0, 0)
+	STEP12B(64, 4)
+	STEP12B(128, 8)
+	STEP12B(192, 12)
+	ADDQ $256, DI
+	ADVANCE(16)
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  loop12
+tail12:
+	TESTQ CX, CX
+	JEQ  done12
+one12:
+	STEP12B(0, 0)
+	ADDQ $64, DI
+	ADVANCE(4)
+	DECQ CX
+	JNZ  one12
+done12:
+	CBASES
+	TESTQ BX, BX
+	JEQ  store12
+	ADDC8
+	ADDC4HI
+store12:
+	STORE8
+	STORE4HI
+	VZEROUPPER
+	RET
+
+// func kernAVX512x8BF16(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc bool)
+//
+// kernAVX512x8 over a bfloat16 panel.
+TEXT ·kernAVX512x8BF16(SB), NOSPLIT, $0-49
+	PROLOGUE
+	ZERO16
+	CMPQ CX, $4
+	JLT  tail8
+loop8:
+	STEP8B(0, 0)
+	STEP8B(64, 4)
+	STEP8B(128, 8)
+	STEP8B(192, 12)
+	ADDQ $256, DI
+	ADVANCE(16)
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  loop8
+tail8:
+	TESTQ CX, CX
+	JEQ  done8
+one8:
+	STEP8B(0, 0)
+	ADDQ $64, DI
 	ADVANCE(4)
 	DECQ CX
 	JNZ  one8

@@ -12,11 +12,11 @@ func simdPaths() []*gemmPath {
 	var ps []*gemmPath
 	if cpuAVX512 {
 		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512asm, kern16: kernAVX512BF16,
-			tall: []tallKernel{{12, kernAVX512x12}, {8, kernAVX512x8}}})
+			tall: []tallKernel{{12, kernAVX512x12, kernAVX512x12BF16}, {8, kernAVX512x8, kernAVX512x8BF16}}})
 	}
 	if cpuAVX2 {
 		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16,
-			tall: []tallKernel{{6, kernAVX2x6}}})
+			tall: []tallKernel{{6, kernAVX2x6, nil}}})
 	}
 	return ps
 }
@@ -58,6 +58,15 @@ func kernAVX512x12(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
 
 //go:noescape
 func kernAVX512x8(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
+
+// kernAVX512x12BF16 and kernAVX512x8BF16 are the tall tiles of
+// kernAVX512BF16 (bfloat16 panels), in the same assembly file.
+//
+//go:noescape
+func kernAVX512x12BF16(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc bool)
+
+//go:noescape
+func kernAVX512x8BF16(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc bool)
 
 // kernAVX512 keeps the 4×32 tile in 8 zmm accumulators: per k, two panel
 // loads, four broadcasts, eight FMAs. (Go's register allocator uses about 15

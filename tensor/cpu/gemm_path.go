@@ -26,10 +26,11 @@ type microKernelBF16 func(a *float32, lda, rows int, b *uint16, c *float32, ldc,
 // a 4×32 one (the same bits per element), for a path whose 4-row tile leaves
 // the FMA pipes waiting: a taller tile shares each panel load among more rows
 // and keeps more independent accumulators in flight. All rows and columns of
-// the tile must be valid.
+// the tile must be valid. kern16 is the same over bfloat16 panels.
 type tallKernel struct {
-	rows int
-	kern func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
+	rows   int
+	kern   func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
+	kern16 func(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc bool) // bfloat16 panels; nil: none
 }
 
 // gemmPath is one implementation of the micro kernels.
@@ -37,7 +38,7 @@ type gemmPath struct {
 	name   string
 	kern   microKernel
 	kern16 microKernelBF16
-	tall   []tallKernel // float32 panels only, tallest first; may be empty
+	tall   []tallKernel // tallest first; may be empty
 
 	tile tileChoice // which of tall are used (gemm_tile.go)
 }

@@ -9,7 +9,8 @@ import (
 
 // TestTallKernelsMatchFourRows: every tall kernel of every path gives, for
 // each of its rows, the bits of the path's 4×32 kernel (unrolled loops and
-// tails, with and without accumulation), and writes nothing outside its tile.
+// tails, with and without accumulation; float32 and bfloat16 panels), and
+// writes nothing outside its tile.
 func TestTallKernelsMatchFourRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	const lda, ldc = 700, 40
@@ -32,6 +33,26 @@ func TestTallKernelsMatchFourRows(t *testing.T) {
 							t.Fatalf("%s %d-row kernel, kc=%d acc=%v: c[%d] = %v, 4-row kernel %v", p.name, tk.rows, kc, acc, i, got[i], want[i])
 						}
 					}
+					if tk.kern16 == nil {
+						continue
+					}
+					b16 := make([]uint16, kc*nr+1)
+					for i := range b16 {
+						b16[i] = f32ToBF16(float32(r.NormFloat64()))
+					}
+					want, got = append(want[:0], start...), append(got[:0], start...)
+					for i := range tk.rows {
+						var tile [mr * nr]float32
+						copy(tile[:nr], want[i*ldc:])
+						p.kern16(&a[i*lda], lda, 1, &b16[0], &tile[0], nr, kc, acc)
+						copy(want[i*ldc:i*ldc+nr], tile[:nr])
+					}
+					tk.kern16(&a[0], lda, &b16[0], &got[0], ldc, kc, acc)
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("%s %d-row bf16 kernel, kc=%d acc=%v: c[%d] = %v, 4-row kernel %v", p.name, tk.rows, kc, acc, i, got[i], want[i])
+						}
+					}
 				}
 			}
 		}
@@ -39,8 +60,8 @@ func TestTallKernelsMatchFourRows(t *testing.T) {
 }
 
 // TestGEMMSameBitsEveryTile: the tile height changes no bit of any GEMM
-// (edge rows and columns, several K slices and super-blocks, every worker
-// count), so calibration can never change results.
+// (float32 and bfloat16 panels, edge rows and columns, several K slices and
+// super-blocks, every worker count), so calibration can never change results.
 func TestGEMMSameBitsEveryTile(t *testing.T) {
 	defer SetGEMMTile(0)
 	defer func() { kSuper = defaultKSuper }()
@@ -56,30 +77,31 @@ func TestGEMMSameBitsEveryTile(t *testing.T) {
 		for _, s := range [][3]int{{1, 64, 40}, {8, 96, 600}, {12, 64, 33}, {23, 70, 1100}, {67, 300, 520}, {261, 64, 1537}} {
 			m, n, k := s[0], s[1], s[2]
 			a, b := randMat(r, m*k), randMat(r, n*k)
-			w := Pack(Workers(1), b, n, k)
-			var want []float32
-			for _, h := range heights {
-				for _, depth := range []int{defaultKSuper, kcBlock} {
-					for _, th := range []int{1, 3} {
-						if err := SetGEMMTile(h); err != nil {
-							t.Fatal(err)
-						}
-						kSuper = depth
-						c := make([]float32, m*n)
-						MatMulPacked(Workers(th), c, a, m, w)
-						if want == nil {
-							want = c
-							continue
-						}
-						for i := range c {
-							if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("m=%d n=%d k=%d: tile %d rows, super-block %d, %d threads: c[%d] = %v, 4-row tile %v", m, n, k, h, depth, th, i, c[i], want[i])
+			for _, w := range []*Packed{Pack(Workers(1), b, n, k), PackBF16(b, n, k)} {
+				var want []float32
+				for _, h := range heights {
+					for _, depth := range []int{defaultKSuper, kcBlock} {
+						for _, th := range []int{1, 3} {
+							if err := SetGEMMTile(h); err != nil {
+								t.Fatal(err)
+							}
+							kSuper = depth
+							c := make([]float32, m*n)
+							MatMulPacked(Workers(th), c, a, m, w)
+							if want == nil {
+								want = c
+								continue
+							}
+							for i := range c {
+								if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+									t.Fatalf("m=%d n=%d k=%d bf16=%v: tile %d rows, super-block %d, %d threads: c[%d] = %v, 4-row tile %v", m, n, k, w.IsBF16(), h, depth, th, i, c[i], want[i])
+								}
 							}
 						}
 					}
 				}
+				kSuper = defaultKSuper
 			}
-			kSuper = defaultKSuper
 		}
 	})
 }
