@@ -16,7 +16,7 @@ func simdPaths() []*gemmPath {
 	}
 	if cpuAVX2 {
 		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16,
-			tall: []tallKernel{{6, kernAVX2x6, nil}}})
+			tall: []tallKernel{{6, kernAVX2x6, kernAVX2x6BF16}}})
 	}
 	return ps
 }
@@ -136,6 +136,11 @@ func store8(v archsimd.Float32x8, p unsafe.Pointer, off uintptr) {
 //
 //go:noescape
 func kernAVX2x6(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
+
+// kernAVX2x6BF16 is kernAVX2x6 over bfloat16 panels (same file).
+//
+//go:noescape
+func kernAVX2x6BF16(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc bool)
 
 // kernAVX2asm is kernAVX2 in assembly (gemm_kern_avx2_amd64.s).
 //
