@@ -4,7 +4,7 @@ package cpu
 // multi-threaded driver behind it. The inner 4×32 tile kernels live in
 // gemm_kern_*.go (AVX-512, AVX2, portable Go); the path is chosen at start-up
 // from the CPU features (see gemm_path.go). A path may also have taller tiles
-// (8×32, 12×32) for the rows that come in whole groups; their height is
+// (8×32, 12×32, 6×32) for the rows that come in whole groups; their height is
 // chosen by a short calibration (gemm_tile.go) and never changes results.
 //
 // Layout. A right-hand side matrix is stored as panels of nr=32 output

@@ -22,7 +22,7 @@ func threadCPU() time.Duration {
 
 // TestKernCPUTime is a measurement, not a check (it runs only with
 // MEAZO_KERN_CPUTIME=1): the micro kernels' GFLOP per second of thread CPU
-// time on one thread, over eight panels × the row blocks of 64 rows (4, 8 or 12 rows a tile) with kc = 512 (the
+// time on one thread, over eight panels × the row blocks of 64 rows (4, 6, 8 or 12 rows a tile) with kc = 512 (the
 // panel slices in L2), against the 8- and 16-lane FMA peak loops measured the
 // same way; best of 7. CPU time rather than wall time, so that on a shared
 // machine the time the thread waits for a core is not counted (other jobs

@@ -16,7 +16,8 @@ import (
 // per core (Zen 4: it reached ~90 % of peak), but a CPU with two pipes of
 // latency 4 (Zen 5) needs at least 8 FMAs in flight at all times and twice
 // the panel bandwidth, and the 4-row tile leaves it at 70-75 %. A path may
-// therefore carry taller kernels (8×32, 12×32) that compute every element
+// therefore carry taller kernels (8×32 and 12×32 with AVX-512, 6×32 with
+// AVX2, float32 and bfloat16 panels) that compute every element
 // with the same chain of fused multiply-adds — the same bits — and the GEMM
 // uses them for the rows that come in whole groups.
 //
@@ -25,10 +26,11 @@ import (
 // (about a millisecond, on the calling goroutine) and keeps the fastest
 // (the tallest of those within 2 % of it).
 // Because every height gives the same bits, the choice changes speed only,
-// never results. MEAZO_GEMM_TILE fixes the height instead (4, 8 or 12).
+// never results. MEAZO_GEMM_TILE fixes the height instead (4, 8 or 12 on
+// avx512; 4 or 6 on avx2).
 
 // GEMMTileEnv is the environment variable that fixes the tile height of the
-// GEMM: the tallest tile used, in rows ("4", "8", "12"); unset or "auto":
+// GEMM: the tallest tile used, in rows ("4", "6", "8", "12"); unset or "auto":
 // calibrated.
 const GEMMTileEnv = "MEAZO_GEMM_TILE"
 
@@ -64,7 +66,7 @@ func tileFromEnv() int {
 	}
 	h, err := strconv.Atoi(v)
 	if err != nil || h < mr {
-		fmt.Fprintf(os.Stderr, "meazo: %s=%q: not a tile height (4, 8, 12 or auto); calibrating\n", GEMMTileEnv, v)
+		fmt.Fprintf(os.Stderr, "meazo: %s=%q: not a tile height (4, 6, 8, 12 or auto); calibrating\n", GEMMTileEnv, v)
 		return 0
 	}
 	return h
@@ -177,7 +179,7 @@ func GEMMTile() string {
 	return "4×32"
 }
 
-// SetGEMMTile fixes the tallest tile of the current path (4, 8 or 12 rows;
+// SetGEMMTile fixes the tallest tile of the current path (4, 6, 8 or 12 rows;
 // 0: calibrate now), for benchmarks and tests; every height gives the same
 // bits. Calls already running keep their tiles.
 func SetGEMMTile(rows int) error {
