@@ -51,9 +51,13 @@ func runForward(args []string, stdout io.Writer) error {
 	backend := fs.String("backend", "cpu", backends.Usage)
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed forwards to this file")
 	generate := fs.Int("generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
-	logits := fs.Bool("logits", true, "compute logits at every position (as a plain HF forward does); false: the LM head runs only where a loss needs it")
+	logits := fs.Bool("logits", true, "compute logits at every position and return them to the host (as a plain HF forward does); false: the LM head runs only where a loss needs it")
+	lossAll := fs.Bool("loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *lossAll {
+		*logits = false
 	}
 	if *reps < 1 {
 		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
@@ -104,11 +108,11 @@ func runForward(args []string, stdout io.Writer) error {
 			in.Tokens[i] = r.IntN(cfg.VocabSize)
 		}
 		opts := model.Options{Logits: *logits}
-		if !*logits { // a training-shaped loss: the last token of each row supervised
+		if !*logits { // a training-shaped loss: the last token of each row supervised, or every one
 			opts.Labels = make([]int, b*t)
 			for i := range opts.Labels {
 				opts.Labels[i] = -100
-				if i%t == t-1 {
+				if *lossAll || i%t == t-1 {
 					opts.Labels[i] = in.Tokens[i]
 				}
 			}
@@ -128,7 +132,14 @@ func runForward(args []string, stdout io.Writer) error {
 		}
 		slices.Sort(times)
 		sec := times[len(times)/2]
-		flops := forwardFLOPs(cfg, b, t, *logits)
+		headRows := b // the LM head's rows: one per row for a last-token loss,
+		switch {
+		case *logits:
+			headRows = b * t // every position,
+		case *lossAll:
+			headRows = b * (t - 1) // every position that predicts a label (labels are shifted, as in HF)
+		}
+		flops := forwardFLOPs(cfg, b, t, headRows)
 		g := flops / sec / 1e9
 		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %7s %12.0f\n", s, sec, float64(b*t)/sec, g, pctStr(g, peak), peakRSSMiB())
 		if *generate > 0 {
@@ -182,17 +193,14 @@ func parseShape(s string) (b, t int, err error) {
 
 // forwardFLOPs counts the multiply-adds (×2) of the matrix products of one
 // forward: every projection, the attention products as computed (all T×T
-// scores, masked or not), and the LM head at every position or at one per row.
-func forwardFLOPs(c *model.Config, b, t int, allLogits bool) float64 {
+// scores, masked or not), and the LM head at headRows rows.
+func forwardFLOPs(c *model.Config, b, t, headRows int) float64 {
 	n := float64(b * t)
 	d, hd := float64(c.HiddenSize), float64(c.HeadDim)
 	q, kv := float64(c.NumHeads)*hd, float64(c.NumKVHeads)*hd
 	perLayer := 2*n*d*(q+2*kv) + 2*n*q*d + 3*2*n*d*float64(c.IntermediateSize)
 	perLayer += 2 * 2 * float64(b) * float64(c.NumHeads) * float64(t) * float64(t) * hd
-	head := 2 * float64(b) * d * float64(c.VocabSize)
-	if allLogits {
-		head *= float64(t)
-	}
+	head := 2 * float64(headRows) * d * float64(c.VocabSize)
 	return float64(c.NumLayers)*perLayer + head
 }
 

@@ -2,7 +2,9 @@
 """PyTorch on an NVIDIA GPU, as the peer of `meazo-bench forward/zostep --backend cuda`.
 
 The same HF model (published config, random weights), float32, eager attention, TF32 off:
-  forward: logits at every position for each BxT batch of random tokens;
+  forward: logits at every position for each BxT batch of random tokens (kept on the GPU);
+  --loss-all: the forward with every position supervised, model(input_ids, labels=input_ids).loss,
+  the peer of `meazo-bench forward --loss-all`;
   --mezo-step: MeZO's step with PEFT LoRA r=16 on q_proj/v_proj: perturb +eps (noise
   regenerated from a seed, in place), loss, perturb -2eps, loss, restore, update, as the
   MeZO reference code does; the last 3 tokens of each row are supervised, as in
@@ -25,6 +27,7 @@ def main():
     ap.add_argument("--shapes", default="8x128")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--mezo-step", action="store_true")
+    ap.add_argument("--loss-all", action="store_true", help="forward with labels=input_ids; the loss comes back")
     ap.add_argument("--eps", type=float, default=1e-6)
     ap.add_argument("--lr", type=float, default=1e-6)
     a = ap.parse_args()
@@ -42,7 +45,7 @@ def main():
         model = get_peft_model(model, LoraConfig(r=16, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"]))
         params = [p for p in model.parameters() if p.requires_grad]
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, float32, TF32 off, eager attention, "
-          f"{'MeZO step (LoRA r=16)' if a.mezo_step else 'forward, logits at every position'}")
+          f"{'MeZO step (LoRA r=16)' if a.mezo_step else 'forward, every position supervised, loss' if a.loss_all else 'forward, logits at every position'}")
     print(f"{'shape':8} {'seconds':>10} {'tokens/s':>12} {'peak MiB':>10}")
 
     def perturb(seed, scale):
@@ -59,6 +62,9 @@ def main():
 
         def run():
             with torch.inference_mode():
+                if a.loss_all:
+                    model(input_ids=ids, labels=ids).loss.item()
+                    return
                 if not a.mezo_step:
                     model(input_ids=ids).logits
                     return

@@ -50,6 +50,10 @@ for part in $parts; do
   bench) # ours vs PyTorch in one run, same GPU
     for m in Llama-3.2-1B Qwen3-0.6B; do
       cfg=$fx/full-configs/$m
+      # Every position supervised, the loss on the device: the same work on both sides with no
+      # host copy of the logits (ours returns -logits to the host, PyTorch keeps them on the GPU).
+      "$bin/meazo-bench" forward --backend cuda --model "$cfg/config.json" --shapes 8x128 --reps 5 --loss-all
+      python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 5 --loss-all
       "$bin/meazo-bench" forward --backend cuda --model "$cfg/config.json" --shapes 8x128 --reps 5
       python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 5
       "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5
