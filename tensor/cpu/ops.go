@@ -55,14 +55,15 @@ func (wk Workers) For(n int, body func(lo, hi int)) {
 // start-up by vector versions when the CPU has them (ops_simd_amd64.go). Both
 // give bit-identical results.
 var (
-	opsPath = "scalar"      // names the kernels in use, for tests and benchmarks
-	siluMul = siluMulScalar // gate[i] = silu(gate[i])·up[i]
-	expSub  = expSubScalar  // x[i] = Exp(x[i] - m)
-	maxOf   = maxOfScalar   // max(x), -Inf for an empty x
-	scaleBy = scaleByScalar // x[i] *= s
-	sumSq   = sumSqScalar   // Σ x[i]² in float64, in sumPartials order
-	sum64   = sum64Scalar   // Σ x[i] in float64, in sumPartials order
-	mulBoth = mulBothScalar // dst[i] = w[i]·(x[i]·s)
+	opsPath  = "scalar"       // names the kernels in use, for tests and benchmarks
+	siluMul  = siluMulScalar  // gate[i] = silu(gate[i])·up[i]
+	expSub   = expSubScalar   // x[i] = Exp(x[i] - m)
+	maxOf    = maxOfScalar    // max(x), -Inf for an empty x
+	scaleBy  = scaleByScalar  // x[i] *= s
+	sumSq    = sumSqScalar    // Σ x[i]² in float64, in sumPartials order
+	sum64    = sum64Scalar    // Σ x[i] in float64, in sumPartials order
+	expSum64 = expSum64Scalar // Σ exp64(x[i] - m) for m ≥ every x[i], in sumPartials order
+	mulBoth  = mulBothScalar  // dst[i] = w[i]·(x[i]·s)
 )
 
 // Tasks calls task(i) once for every i in [0, n) on up to w's workers.
@@ -272,17 +273,63 @@ func scaleByScalar(x []float32, s float32) {
 	}
 }
 
-// LogSumExp returns log Σ exp(x[i]) in float64, for cross-entropy.
+// LogSumExp returns log Σ exp(x[i]) in float64, for cross-entropy. The
+// exponentials are float64 (exp64, as accurate as math.Exp) and summed in
+// sumPartials order, so the vector and scalar kernels give the same bits; a
+// NaN or infinite value takes the plain serial sum, which propagates it.
 func LogSumExp(x []float32) float64 {
 	maxv := math.Inf(-1)
+	finite := true
 	for _, v := range x {
 		if float64(v) > maxv {
 			maxv = float64(v)
 		}
+		finite = finite && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
 	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - maxv)
+	if !finite || len(x) == 0 {
+		var s float64
+		for _, v := range x {
+			s += math.Exp(float64(v) - maxv)
+		}
+		return maxv + math.Log(s)
 	}
-	return maxv + math.Log(s)
+	return maxv + math.Log(expSum64(x, maxv))
+}
+
+// exp64 is e^x for x ≤ 0, by the algorithm of Go's math.Exp (FreeBSD's
+// e_exp.c: x = k·ln2 + r, a rational approximation of e^r, then ·2^k) with
+// every step written out, so that the AVX-512 kernel (exp64x8) performs the
+// same float64 operations on its lanes; explicit conversions keep products
+// from being fused into multiply-adds (arm64), which would change bits.
+// Below -708 it returns e^-708 ≈ 3e-308 rather than a subnormal or 0:
+// LogSumExp adds it to a sum that is at least 1, where that changes nothing.
+func exp64(x float64) float64 {
+	const (
+		ln2Hi = 6.93147180369123816490e-01
+		ln2Lo = 1.90821492927058770002e-10
+		log2e = 1.44269504088896338700e+00
+		p1    = 1.66666666666666657415e-01
+		p2    = -2.77777777770155933842e-03
+		p3    = 6.61375632143793436117e-05
+		p4    = -1.65339022054652515390e-06
+		p5    = 4.13813679705723846039e-08
+	)
+	x = max(x, -708)
+	k := 0 - math.Floor(0.5-float64(x*log2e)) // math.Exp's int(log2e·x - 0.5) for x ≤ 0
+	hi := x - float64(k*ln2Hi)
+	lo := float64(k * ln2Lo)
+	r := hi - lo
+	t := float64(r * r)
+	c := r - float64(t*(p1+float64(t*(p2+float64(t*(p3+float64(t*(p4+float64(t*p5)))))))))
+	y := 1 - ((lo - float64(r*c)/(2-c)) - hi)
+	return y * math.Float64frombits(uint64(int64(k)+1023)<<52)
+}
+
+// expSum64Scalar is Σ exp64(x[i] - m) in sumPartials order.
+func expSum64Scalar(x []float32, m float64) float64 {
+	var p [16]float64
+	for i, v := range x {
+		p[i%16] += exp64(float64(v) - m)
+	}
+	return sumPartials(&p)
 }

@@ -21,6 +21,7 @@ func init() {
 		scaleBy = scaleByAVX512
 		sumSq = sumSqAVX512
 		sum64 = sum64AVX512
+		expSum64 = expSum64AVX512
 		mulBoth = mulBothAVX512
 	}
 }
@@ -128,6 +129,46 @@ func sum64AVX512(x []float32) float64 {
 	}
 	for ; i < len(x); i++ {
 		p[i%16] += float64(x[i])
+	}
+	return sumPartials(&p)
+}
+
+// exp64x8 is exp64 on 8 lanes: the same float64 operations in the same order.
+func exp64x8(x archsimd.Float64x8) archsimd.Float64x8 {
+	bc := archsimd.BroadcastFloat64x8
+	x = x.Max(bc(-708))
+	k := bc(0).Sub(bc(0.5).Sub(x.Mul(bc(1.44269504088896338700e+00))).FloorScaled(0))
+	hi := x.Sub(k.Mul(bc(6.93147180369123816490e-01)))
+	lo := k.Mul(bc(1.90821492927058770002e-10))
+	r := hi.Sub(lo)
+	t := r.Mul(r)
+	q := t.Mul(bc(4.13813679705723846039e-08))
+	q = t.Mul(bc(-1.65339022054652515390e-06).Add(q))
+	q = t.Mul(bc(6.61375632143793436117e-05).Add(q))
+	q = t.Mul(bc(-2.77777777770155933842e-03).Add(q))
+	q = t.Mul(bc(1.66666666666666657415e-01).Add(q))
+	c := r.Sub(q)
+	y := bc(1).Sub(lo.Sub(r.Mul(c).Div(bc(2).Sub(c))).Sub(hi))
+	scale := k.ConvertToInt64().Add(archsimd.BroadcastInt64x8(1023)).ShiftAllLeft(52).AsFloat64x8()
+	return y.Mul(scale)
+}
+
+// expSum64AVX512 is expSum64Scalar on vector lanes, as sum64AVX512.
+func expSum64AVX512(x []float32, m float64) float64 {
+	var p [16]float64
+	i := 0
+	if len(x) >= 16 {
+		mv := archsimd.BroadcastFloat64x8(m)
+		var a0, a1 archsimd.Float64x8
+		for ; i+16 <= len(x); i += 16 {
+			a0 = a0.Add(exp64x8(archsimd.LoadFloat32x8Slice(x[i:]).ConvertToFloat64().Sub(mv)))
+			a1 = a1.Add(exp64x8(archsimd.LoadFloat32x8Slice(x[i+8:]).ConvertToFloat64().Sub(mv)))
+		}
+		a0.StoreSlice(p[:8])
+		a1.StoreSlice(p[8:])
+	}
+	for ; i < len(x); i++ {
+		p[i%16] += exp64(float64(x[i]) - m)
 	}
 	return sumPartials(&p)
 }

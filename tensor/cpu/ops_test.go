@@ -91,6 +91,11 @@ func TestKernelsMatchScalar(t *testing.T) {
 			if g, w := sum64(in), sum64Scalar(in); !same64(g, w) {
 				t.Fatalf("sum64 n=%d off=%d: %v, scalar %v", n, off, g, w)
 			}
+			if m := float64(maxOfScalar(fin)); n > 0 {
+				if g, w := expSum64(fin, m), expSum64Scalar(fin, m); !same64(g, w) {
+					t.Fatalf("expSum64 n=%d off=%d: %v, scalar %v", n, off, g, w)
+				}
+			}
 			got, want = make([]float32, n), make([]float32, n)
 			mulBoth(got, up[:n], in, 0.37)
 			mulBothScalar(want, up[:n], in, 0.37)
@@ -145,6 +150,51 @@ func TestSoftmaxRow(t *testing.T) {
 	for j, v := range s {
 		if v != 0 {
 			t.Errorf("fully masked row: p[%d] = %v, want 0", j, v)
+		}
+	}
+}
+
+// TestExp64: the float64 exponential of LogSumExp is within two ulps of
+// math.Exp on [-708, 0] (and gives e^-708 below); the vector kernel gives
+// the scalar one's bits over logits of any spread; LogSumExp matches the
+// plain float64 formula and keeps NaN and infinities.
+func TestExp64(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for i := range 200000 {
+		x := -708 * r.Float64()
+		if i < 1000 {
+			x = -float64(i) * 1e-9 // around 0, where math.Exp has its 1+x case
+		}
+		got, want := exp64(x), math.Exp(x)
+		if d := math.Abs(got-want) / want; d > 0x1p-51 {
+			t.Fatalf("exp64(%v) = %v, math.Exp %v (relative error %.3g)", x, got, want, d)
+		}
+	}
+	if got, want := exp64(-1000), exp64(-708); got != want {
+		t.Fatalf("exp64(-1000) = %v, want e^-708 = %v", got, want)
+	}
+	for _, spread := range []float64{1, 30, 1000} {
+		x := make([]float32, 151936+7)
+		for i := range x {
+			x[i] = float32(spread * r.NormFloat64())
+		}
+		m := float64(maxOfScalar(x))
+		if g, w := expSum64(x, m), expSum64Scalar(x, m); math.Float64bits(g) != math.Float64bits(w) {
+			t.Fatalf("spread %v: expSum64 = %v, scalar %v", spread, g, w)
+		}
+		var s float64
+		for _, v := range x {
+			s += math.Exp(float64(v) - m)
+		}
+		if got, want := LogSumExp(x), m+math.Log(s); math.Abs(got-want) > 1e-12*math.Abs(want) {
+			t.Fatalf("spread %v: LogSumExp = %v, plain formula %v", spread, got, want)
+		}
+	}
+	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
+	for _, x := range [][]float32{{1, nan, 2}, {1, inf}, {float32(math.Inf(-1))}} {
+		if got := LogSumExp(x); !math.IsNaN(got) && !math.IsInf(got, 0) {
+			t.Fatalf("LogSumExp(%v) = %v, want NaN or Inf", x, got)
 		}
 	}
 }
