@@ -168,6 +168,7 @@ type EvalOptions struct {
 	// Adapter is a saved adapter directory (PEFT LoRA or prompt tuning, as a
 	// run's best/) to evaluate m with; empty: m as it is.
 	Adapter      string
+	Merge        bool   // LoRA: evaluate on a copy of m with the adapter merged into its weights (faster generation)
 	Task         string // sst2, squad or xsum
 	Data         string // the test file (any format the data package reads)
 	MaxExamples  int    // first N examples (0: all)
@@ -219,7 +220,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	e := &evaluator{task: task, tok: tok, enc: &data.Encoder{Tok: tok, DateString: o.DateString}, batchSize: o.BatchSize,
 		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log}
 	var res map[string]float64
-	err = withAdapter(m, adapter, params, false, func(m *model.Model) (err error) {
+	err = withAdapter(m, adapter, params, o.Merge, func(m *model.Model) (err error) {
 		res, err = e.testMetrics(m, exs, "evaluation")
 		return err
 	})

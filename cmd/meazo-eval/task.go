@@ -19,6 +19,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	fs := flag.NewFlagSet("task", flag.ContinueOnError)
 	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
 	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model")
+	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; prompt tuning: no effect)")
 	task := fs.String("task", "", "sst2, squad or xsum")
 	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet)")
 	maxExamples := fs.Int("max-examples", 0, "evaluate the first N examples (0: all)")
@@ -49,7 +50,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
+	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
 		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Log: log})
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 )
 
 // TestTaskOnDemo evaluates the demo's tiny model on its SST-2-style test file,
-// with and without a saved LoRA adapter.
+// without a saved LoRA adapter, with it, and with it merged (--merge).
 func TestTaskOnDemo(t *testing.T) {
 	dir := t.TempDir()
 	cfg, err := train.WriteDemo(dir, 2)
@@ -21,12 +21,15 @@ func TestTaskOnDemo(t *testing.T) {
 	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "task.max_train=32", "task.max_validation=8"}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, adapter := range []string{"", filepath.Join(dir, "run", "best")} {
+	best := filepath.Join(dir, "run", "best")
+	accs := map[string]float64{}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{{"base", nil}, {"adapter", []string{"--adapter", best}}, {"merged", []string{"--adapter", best, "--merge"}}} {
+		adapter := c.name
 		var out bytes.Buffer
-		args := []string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"), "--max-examples", "20"}
-		if adapter != "" {
-			args = append(args, "--adapter", adapter)
-		}
+		args := append([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"), "--max-examples", "20"}, c.args...)
 		if err := runTask(args, &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
@@ -37,6 +40,11 @@ func TestTaskOnDemo(t *testing.T) {
 		if acc, ok := res["accuracy"]; !ok || acc < 0 || acc > 1 {
 			t.Errorf("adapter %q: result %v", adapter, res)
 		}
+		accs[c.name] = res["accuracy"]
+	}
+	// Merging LoRA into the weights rounds differently but scores the same labels.
+	if accs["merged"] != accs["adapter"] {
+		t.Errorf("accuracy with the adapter merged %v, attached %v", accs["merged"], accs["adapter"])
 	}
 	if err := runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "nope.tsv")}, io.Discard, io.Discard); err == nil {
 		t.Error("a missing data file gave no error")
