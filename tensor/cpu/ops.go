@@ -275,24 +275,22 @@ func scaleByScalar(x []float32, s float32) {
 
 // LogSumExp returns log Σ exp(x[i]) in float64, for cross-entropy. The
 // exponentials are float64 (exp64, as accurate as math.Exp) and summed in
-// sumPartials order, so the vector and scalar kernels give the same bits; a
-// NaN or infinite value takes the plain serial sum, which propagates it.
+// sumPartials order, so the vector and scalar kernels give the same bits. A
+// NaN or infinite value (which makes the plain sum of x NaN or infinite)
+// takes the serial formula, which propagates it.
 func LogSumExp(x []float32) float64 {
-	maxv := math.Inf(-1)
-	finite := true
-	for _, v := range x {
-		if float64(v) > maxv {
-			maxv = float64(v)
+	if s := sum64(x); len(x) == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		maxv := math.Inf(-1)
+		for _, v := range x {
+			maxv = max(maxv, float64(v))
 		}
-		finite = finite && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
-	}
-	if !finite || len(x) == 0 {
 		var s float64
 		for _, v := range x {
 			s += math.Exp(float64(v) - maxv)
 		}
 		return maxv + math.Log(s)
 	}
+	maxv := float64(maxOf(x))
 	return maxv + math.Log(expSum64(x, maxv))
 }
 
