@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -14,44 +15,42 @@ import (
 func TestTallKernelsMatchFourRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	const lda, ldc = 700, 40
+	// check runs a tall kernel (tall) and, row by row in a scratch tile, the
+	// 4-row kernel (four), from the same C, and compares all of C.
+	check := func(what string, start []float32, four func(row int, c *float32), tall func(c *float32)) {
+		rows := (len(start) - ldc) / ldc
+		want, got := append([]float32(nil), start...), append([]float32(nil), start...)
+		for i := range rows {
+			var tile [mr * nr]float32
+			copy(tile[:nr], want[i*ldc:])
+			four(i, &tile[0])
+			copy(want[i*ldc:i*ldc+nr], tile[:nr])
+		}
+		tall(&got[0])
+		for i := range want {
+			if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+				t.Fatalf("%s: c[%d] = %v, 4-row kernel %v", what, i, got[i], want[i])
+			}
+		}
+	}
 	for _, p := range availablePaths() {
 		for _, tk := range p.tall {
 			for _, kc := range []int{0, 1, 3, 4, 5, 8, 17, 512} {
 				a, b := randMat(r, tk.rows*lda), randMat(r, kc*nr+1)
+				b16 := make([]uint16, kc*nr+1)
+				for i := range b16 {
+					b16[i] = f32ToBF16(float32(r.NormFloat64()))
+				}
 				for _, acc := range []bool{false, true} {
 					start := randMat(r, (tk.rows+1)*ldc)
-					want, got := append([]float32(nil), start...), append([]float32(nil), start...)
-					for i := range tk.rows { // row i alone in a scratch tile
-						var tile [mr * nr]float32
-						copy(tile[:nr], want[i*ldc:])
-						p.kern(&a[i*lda], lda, 1, &b[0], &tile[0], nr, kc, acc)
-						copy(want[i*ldc:i*ldc+nr], tile[:nr])
-					}
-					tk.kern(&a[0], lda, &b[0], &got[0], ldc, kc, acc)
-					for i := range want {
-						if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
-							t.Fatalf("%s %d-row kernel, kc=%d acc=%v: c[%d] = %v, 4-row kernel %v", p.name, tk.rows, kc, acc, i, got[i], want[i])
-						}
-					}
-					if tk.kern16 == nil {
-						continue
-					}
-					b16 := make([]uint16, kc*nr+1)
-					for i := range b16 {
-						b16[i] = f32ToBF16(float32(r.NormFloat64()))
-					}
-					want, got = append(want[:0], start...), append(got[:0], start...)
-					for i := range tk.rows {
-						var tile [mr * nr]float32
-						copy(tile[:nr], want[i*ldc:])
-						p.kern16(&a[i*lda], lda, 1, &b16[0], &tile[0], nr, kc, acc)
-						copy(want[i*ldc:i*ldc+nr], tile[:nr])
-					}
-					tk.kern16(&a[0], lda, &b16[0], &got[0], ldc, kc, acc)
-					for i := range want {
-						if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
-							t.Fatalf("%s %d-row bf16 kernel, kc=%d acc=%v: c[%d] = %v, 4-row kernel %v", p.name, tk.rows, kc, acc, i, got[i], want[i])
-						}
+					what := fmt.Sprintf("%s %d-row kernel, kc=%d acc=%v", p.name, tk.rows, kc, acc)
+					check(what, start,
+						func(i int, c *float32) { p.kern(&a[i*lda], lda, 1, &b[0], c, nr, kc, acc) },
+						func(c *float32) { tk.kern(&a[0], lda, &b[0], c, ldc, kc, acc) })
+					if tk.kern16 != nil {
+						check(what+" bf16", start,
+							func(i int, c *float32) { p.kern16(&a[i*lda], lda, 1, &b16[0], c, nr, kc, acc) },
+							func(c *float32) { tk.kern16(&a[0], lda, &b16[0], c, ldc, kc, acc) })
 					}
 				}
 			}
