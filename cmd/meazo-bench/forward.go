@@ -52,6 +52,7 @@ func runForward(args []string, stdout io.Writer) error {
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed forwards to this file")
 	generate := fs.Int("generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
 	logits := fs.Bool("logits", true, "compute logits at every position and return them to the host (as a plain HF forward does); false: the LM head runs only where a loss needs it")
+	ops := fs.Bool("ops", false, "also report the time per backend op class (MatMul, Attention, RMSNorm, ...) per forward; the CPU backend only, whose calls return when their work is done")
 	lossAll := fs.Bool("loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -67,6 +68,14 @@ func runForward(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer be.Close()
+	var timer *opTimer
+	if *ops {
+		if be.Name() != "cpu" {
+			return fmt.Errorf("-ops: backend %s queues its work and returns before it is done, so per-call times would be launch times; profile it with its own tools (ncu)", be.Name())
+		}
+		timer = newOpTimer(be)
+		be = timer
+	}
 	cfg, err := benchConfig(*name)
 	if err != nil {
 		return err
@@ -118,16 +127,21 @@ func runForward(args []string, stdout io.Writer) error {
 			}
 		}
 		var times []float64
+		var timed time.Duration
 		for rep := 0; rep <= *reps; rep++ {
 			// Free the previous forward's output before the next one, as
 			// PyTorch's reference counting does (untimed).
 			runtime.GC()
+			if rep == 1 && timer != nil {
+				timer.reset() // the first run warms up
+			}
 			t0 := time.Now()
 			if _, err := m.Forward(in, opts); err != nil {
 				return err
 			}
 			if rep > 0 { // the first run warms up
 				times = append(times, time.Since(t0).Seconds())
+				timed += time.Since(t0)
 			}
 		}
 		slices.Sort(times)
@@ -142,6 +156,9 @@ func runForward(args []string, stdout io.Writer) error {
 		flops := forwardFLOPs(cfg, b, t, headRows)
 		g := flops / sec / 1e9
 		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %7s %12.0f\n", s, sec, float64(b*t)/sec, g, pctStr(g, peak), peakRSSMiB())
+		if timer != nil {
+			timer.report(stdout, timed, *reps)
+		}
 		if *generate > 0 {
 			if err := timeGenerate(stdout, m, in, *generate); err != nil {
 				return err
