@@ -74,9 +74,25 @@ func normals4(x [4]uint32) [4]float64 {
 
 // fillRange writes elements [lo, lo+len(dst)) of z into dst. For Sphere, norm
 // is the Euclidean norm of the whole group's normal vector (see sphereNorm).
+// With AVX-512 it computes 32 elements at a time (normals32, discrete32:
+// the same bits, eight times faster for normals); the ragged ends go one
+// block at a time.
 func (s Stream) fillRange(dst []float32, lo int, dist Dist, norm float64) {
 	hi := lo + len(dst)
+	vecNorm := 1.0 // what normals32 divides by
+	if dist == Sphere {
+		vecNorm = norm
+	}
 	for b := lo / 4; 4*b < hi; b++ {
+		if i := 4 * b; haveAVX512 && i >= lo && i+4*vecBlocks <= hi {
+			if dist == Normal || dist == Sphere {
+				s.normals32(dst[i-lo:], uint64(b), vecNorm)
+			} else {
+				s.discrete32(dst[i-lo:], uint64(b), dist == Ternary)
+			}
+			b += vecBlocks - 1
+			continue
+		}
 		x := s.block(uint64(b))
 		var v [4]float64
 		switch dist {
