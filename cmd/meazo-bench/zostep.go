@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -53,20 +54,31 @@ func runZOStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "# %s, LoRA r=16 on q_proj/v_proj, MEAZO, %d CPU threads, %s\n", *name, *threads, be.Describe())
-	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s\n", "shape", "what", "seconds", "vs 2 forwards", "layers")
-	median := func(f func() error) (float64, error) {
-		var ts []float64
-		for rep := 0; rep <= *reps; rep++ {
+	fmt.Fprintf(stdout, "# host: the share of a step spent outside the model's evaluation of its variants (noise, perturbation, update)\n")
+	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s %7s %9s\n", "shape", "what", "seconds", "vs 2 forwards", "layers", "host", "host ms")
+	// median returns the median time of f over the timed repetitions, and
+	// the share of that repetition's time not spent in obj.Evaluate.
+	median := func(obj *timedObjective, f func() error) (sec, host float64, err error) {
+		type rep struct{ sec, host float64 }
+		var ts []rep
+		for i := 0; i <= *reps; i++ {
+			if obj != nil {
+				obj.spent = 0
+			}
 			t0 := time.Now()
 			if err := f(); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			if rep > 0 {
-				ts = append(ts, time.Since(t0).Seconds())
+			if i > 0 {
+				r := rep{sec: time.Since(t0).Seconds()}
+				if obj != nil {
+					r.host = 1 - obj.spent.Seconds()/r.sec
+				}
+				ts = append(ts, r)
 			}
 		}
-		slices.Sort(ts)
-		return ts[len(ts)/2], nil
+		slices.SortFunc(ts, func(a, b rep) int { return cmp.Compare(a.sec, b.sec) })
+		return ts[len(ts)/2].sec, ts[len(ts)/2].host, nil
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, s := range strings.Split(*shapes, ",") {
@@ -88,7 +100,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 			return err
 		}
 		a.Attach(m)
-		two, err := median(func() error {
+		two, _, err := median(nil, func() error {
 			for range 2 {
 				if _, err := m.Forward(in, model.Options{Labels: labels}); err != nil {
 					return err
@@ -100,7 +112,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 			return err
 		}
 		m.Adapter = nil
-		fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14s %8d\n", s, "2 plain forwards", two, "1.00", 2*cfg.NumLayers)
+		fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14s %8d %7s\n", s, "2 plain forwards", two, "1.00", 2*cfg.NumLayers, "")
 		step := func(label string, q int, groupByLayer, cache bool) error {
 			a, err := lora.New(m, lora.Options{Seed: 1, GroupByLayer: groupByLayer})
 			if err != nil {
@@ -116,11 +128,12 @@ func runZOStep(args []string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
-			sec, err := median(func() error { _, err := eng.Step(obj); return err })
+			timed := &timedObjective{Objective: obj}
+			sec, host, err := median(timed, func() error { _, err := eng.Step(timed); return err })
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %8d\n", s, label, sec, sec/two, obj.LayerEvals())
+			fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %8d %6.1f%% %9.1f\n", s, label, sec, sec/two, obj.LayerEvals(), 100*host, 1000*host*sec)
 			return nil
 		}
 		for _, qv := range strings.Split(*qs, ",") {
@@ -142,4 +155,18 @@ func runZOStep(args []string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// timedObjective adds up the time spent in the objective's Evaluate: the
+// model's forwards of a step's variants, their upload to the backend and
+// the losses' way back (on a GPU Evaluate returns only when the losses are
+// on the host, so the time is the device's too).
+type timedObjective struct {
+	zo.Objective
+	spent time.Duration
+}
+
+func (o *timedObjective) Evaluate(base [][]float32, variants []zo.Variant) ([]float64, error) {
+	defer func(t0 time.Time) { o.spent += time.Since(t0) }(time.Now())
+	return o.Objective.Evaluate(base, variants)
 }
