@@ -9,9 +9,12 @@ The same HF model (published config, random weights), float32, eager attention, 
   regenerated from a seed, in place), loss, perturb -2eps, loss, restore, update, as the
   MeZO reference code does; the last 3 tokens of each row are supervised, as in
   `meazo-bench zostep`.
+  --sgemm: cuBLAS SGEMM's rate (torch.mm, float32, TF32 off) on the models' GEMM shapes at
+  M = 8x128 rows and on 8192^3, the yardstick for the forward's TFLOP/s.
 Prints one row per shape: shape, median seconds, tokens/s, peak device MiB.
 
   python3 scripts/gpu/bench_torch_cuda.py --config DIR_WITH_CONFIG_JSON --shapes 8x128 [--mezo-step]
+  python3 scripts/gpu/bench_torch_cuda.py --sgemm
 """
 import argparse
 import statistics
@@ -23,7 +26,8 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--config", required=True, help="directory holding config.json")
+    ap.add_argument("--config", help="directory holding config.json")
+    ap.add_argument("--sgemm", action="store_true", help="cuBLAS SGEMM's rate on the models' shapes")
     ap.add_argument("--shapes", default="8x128")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--mezo-step", action="store_true")
@@ -35,9 +39,14 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
+    if a.sgemm:
+        sgemm()
+        return
     cfg = AutoConfig.from_pretrained(a.config)
-    model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32, attn_implementation="eager")
-    model = model.cuda().eval()
+    # Built on the GPU (random init there is seconds, on the host a minute), then float32.
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    model = model.float().eval()
     params = []
     if a.mezo_step:
         from peft import LoraConfig, get_peft_model
@@ -88,6 +97,35 @@ def main():
             times.append(time.perf_counter() - t0)
         sec = statistics.median(times)
         print(f"{s:8} {sec:10.4f} {b * t / sec:12.0f} {torch.cuda.max_memory_allocated() / 2**20:10.0f}")
+
+
+def sgemm():
+    """TFLOP/s of torch.mm (cuBLAS SGEMM, TF32 off) for y = x W^T at M = 1024 rows."""
+    print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, cuBLAS SGEMM via torch.mm, float32, "
+          f"TF32 off (allow_tf32={torch.backends.cuda.matmul.allow_tf32}), median of 20 after 3 warm-ups")
+    print(f"{'shape':28} {'M':>6} {'K':>6} {'N':>7} {'ms':>9} {'TFLOP/s':>8}")
+    shapes = [("Llama-3.2-1B q/o", 1024, 2048, 2048), ("Llama-3.2-1B k/v", 1024, 2048, 512),
+              ("Llama-3.2-1B gate/up", 1024, 2048, 8192), ("Llama-3.2-1B down", 1024, 8192, 2048),
+              ("Llama-3.2-1B lm_head", 1024, 2048, 128256), ("Qwen3-0.6B q", 1024, 1024, 2048),
+              ("Qwen3-0.6B gate/up", 1024, 1024, 3072), ("Qwen3-0.6B down", 1024, 3072, 1024),
+              ("Qwen3-0.6B lm_head", 1024, 1024, 151936), ("square 8192", 8192, 8192, 8192)]
+    for name, m, k, n in shapes:
+        x = torch.randn(m, k, device="cuda")
+        w = torch.randn(n, k, device="cuda")
+        for _ in range(3):
+            torch.mm(x, w.t())
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(20):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            torch.mm(x, w.t())
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1))
+        ms = statistics.median(ts)
+        print(f"{name:28} {m:6} {k:6} {n:7} {ms:9.3f} {2 * m * k * n / ms / 1e9:8.1f}")
+        del x, w
 
 
 if __name__ == "__main__":

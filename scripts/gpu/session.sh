@@ -1,77 +1,103 @@
 #!/usr/bin/env bash
 # Runs the CUDA backend's checks and benchmarks on a GPU machine (no Go
 # needed), from the repository root, with gpu-kit/ made by scripts/gpu/kit.sh.
-# Every result goes to OUT_DIR (one file per part) so it can be committed
-# under docs/bench/ with the commit it ran (gpu-kit/commit).
+# Every result goes to OUT_DIR (one file per part, at most 8 files: the
+# device tool returns no more) so it can be committed under docs/bench/ with
+# the commit it ran (first line of env.txt). Each part has its own time limit,
+# so a part that hangs or fails costs only its own minutes.
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
-#   parts: env conformance memcheck zoagree bench train (default: all, in that order)
+#   parts: env conformance zoagree bench memcheck train profile (default: all, in that order)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
-parts=${*:-env conformance memcheck zoagree bench train}
+parts=${*:-env conformance zoagree bench memcheck train profile}
 kit=/tmp/meazo-gpu-kit
 rm -rf "$kit" && mkdir -p "$kit" && tar -C "$kit" -xJf gpu-kit/kit.tar.xz || { echo "no gpu-kit/kit.tar.xz: run scripts/gpu/kit.sh first"; exit 2; }
 bin=$kit/bin
-export MEAZO_SHARED=$kit/shared
+export MEAZO_SHARED=$kit/shared PYTHONUNBUFFERED=1
 mkdir -p "$out"
-cp "$kit/commit" "$out/commit"
 
-# cuBLAS: the system's, else the one in PyTorch's pip tree.
+# cuBLAS: the CUDA toolkit's, else the one in PyTorch's pip tree.
 if [ -z "${MEAZO_CUDA_LIB_PATH:-}" ]; then
-  d=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(os.path.dirname(nvidia.cublas.__file__), "lib"))' 2>/dev/null) && export MEAZO_CUDA_LIB_PATH=$d
+  for f in /usr/local/cuda/lib64/libcublas.so.1[0-9] /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.1[0-9] \
+    $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null | xargs -n1 -I{} find {}/nvidia -name 'libcublas.so.1[0-9]' 2>/dev/null); do
+    [ -e "$f" ] && { export MEAZO_CUDA_LIB_PATH=$(dirname "$f"); break; }
+  done
 fi
 fx=$MEAZO_SHARED/fixtures/models
+
+# peakmem FILE CMD...: runs CMD, sampling the GPU's used memory every 50 ms
+# (the same measure for our binaries and PyTorch: context, caches and all),
+# and appends the peak to FILE.
+peakmem() {
+  local f=$1; shift
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$kit/mem.log" 2>/dev/null &
+  local p=$!
+  "$@"
+  local rc=$?
+  kill $p 2>/dev/null; wait $p 2>/dev/null
+  echo "# peak GPU memory used (nvidia-smi, 50 ms samples): $(sort -n "$kit/mem.log" | tail -1) MiB; baseline $(head -1 "$kit/mem.log") MiB" >>"$f"
+  return $rc
+}
 
 for part in $parts; do
   echo "== $part $(date -u +%FT%TZ)"
   case $part in
   env)
-    { nvidia-smi; echo "MEAZO_CUDA_LIB_PATH=${MEAZO_CUDA_LIB_PATH:-}"; ls "${MEAZO_CUDA_LIB_PATH:-/nonexistent}" 2>&1 | head;
-      python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'; } >"$out/env.txt" 2>&1
+    { echo "commit $(cat "$kit/commit")"; date -u; nvidia-smi; echo "MEAZO_CUDA_LIB_PATH=${MEAZO_CUDA_LIB_PATH:-}";
+      ls "${MEAZO_CUDA_LIB_PATH:-/nonexistent}" 2>&1 | head; uname -r; nproc;
+      timeout 60 python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'; } >"$out/env.txt" 2>&1
+    tail -4 "$out/env.txt"
     ;;
   conformance) # the suite on the GPU, the TF32 canary, the kernels' CPU bits
-    (cd tensor/cuda && "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestConformance|TestOpen|TestPTX|TestKernelTable') >"$out/conformance.txt" 2>&1
-    tail -3 "$out/conformance.txt"
-    ;;
-  memcheck) # one forward and one generation of a fixture model under compute-sanitizer
-    echo '{"input_ids": [[1, 5, 9, 200, 3]], "labels": [[1, 5, 9, 200, 3]]}' >"$out/in.json"
-    compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
-      --model "$fx/llama-tiny" --input "$out/in.json" --out "$out/memcheck-logits.safetensors" >"$out/memcheck.txt" 2>&1
-    rm -f "$out/in.json" "$out/memcheck-logits.safetensors"
-    tail -3 "$out/memcheck.txt"
+    (cd tensor/cuda && timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s -test.run 'TestConformance|TestOpen|TestPTX|TestKernelTable') >"$out/conformance.txt" 2>&1
+    grep -E '^(--- FAIL|FAIL|ok|PASS)' "$out/conformance.txt" | head -20; tail -3 "$out/conformance.txt"
     ;;
   zoagree) # projected gradients, CPU vs GPU, 64 directions, eps 1e-3 and 1e-6
     for m in llama-tiny qwen3-tiny; do
-      "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
+      timeout 60 "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
     done >"$out/zoagree.txt" 2>&1
     cat "$out/zoagree.txt"
     ;;
-  bench) # ours vs PyTorch in one run, same GPU
+  bench) # ours vs PyTorch in one run, same GPU; cuBLAS SGEMM's rate first
+    f=$out/bench.txt
+    timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm >"$f" 2>&1
     for m in Llama-3.2-1B Qwen3-0.6B; do
       cfg=$fx/full-configs/$m
+      echo "## $m" >>"$f"
       # Every position supervised, the loss on the device: the same work on both sides with no
       # host copy of the logits (ours returns -logits to the host, PyTorch keeps them on the GPU).
-      "$bin/meazo-bench" forward --backend cuda --model "$cfg/config.json" --shapes 8x128 --reps 5 --loss-all
-      python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 5 --loss-all
-      "$bin/meazo-bench" forward --backend cuda --model "$cfg/config.json" --shapes 8x128 --reps 5
-      python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 5
-      "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5
-      python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step
-    done >"$out/bench.txt" 2>&1
-    cat "$out/bench.txt"
+      peakmem "$f" timeout 90 "$bin/meazo-bench" forward --backend cuda --model "$cfg/config.json" --shapes 8x128 --reps 10 --loss-all >>"$f" 2>&1
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 10 --loss-all >>"$f" 2>&1
+      peakmem "$f" timeout 90 "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step >>"$f" 2>&1
+    done
+    cat "$f"
+    ;;
+  memcheck) # one forward of a fixture model under compute-sanitizer
+    echo '{"input_ids": [[1, 5, 9, 200, 3]], "labels": [[1, 5, 9, 200, 3]]}' >"$kit/in.json"
+    timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
+      --model "$fx/llama-tiny" --input "$kit/in.json" --out "$kit/memcheck-logits.safetensors" >"$out/memcheck.txt" 2>&1
+    tail -3 "$out/memcheck.txt"
     ;;
   train) # end to end: a random model of Llama-3.2-1B's shapes, real SQuAD, 200 steps
-    w=$(mktemp -d)
-    "$bin/meazo-inspect" random-model --config "$fx/full-configs/Llama-3.2-1B/config.json" --out "$w/model" >"$out/train.txt" 2>&1
+    w=$kit/train f=$out/train.txt
+    mkdir -p "$w"
+    timeout 60 "$bin/meazo-inspect" random-model --config "$fx/full-configs/Llama-3.2-1B/config.json" --out "$w/model" >"$f" 2>&1
     cp "$MEAZO_SHARED"/fixtures/tokenizers/llama3.2/* "$w/model/"
-    "$bin/meazo-train" --config configs/llama1b_squad_lora_meazo.yaml --backend cuda --out "$w/run" \
+    peakmem "$f" timeout 180 "$bin/meazo-train" --config configs/llama1b_squad.yaml --backend cuda --out "$w/run" \
       --set model.path="$w/model" --set task.train="$MEAZO_SHARED/data/squad/train-v1.1-subset.json" \
-      --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" --set task.max_test=50 \
-      --set train.steps=200 --set train.eval_every=100 >>"$out/train.txt" 2>&1
-    cp "$w/run/summary.json" "$out/train-summary.json" 2>/dev/null
+      --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" --set task.max_validation=200 --set task.max_test=50 \
+      --set train.steps=200 --set train.eval_every=100 --set train.checkpoint_every=100 >>"$f" 2>&1
+    { echo "# summary.json"; cat "$w/run/summary.json"; } >>"$f" 2>&1
     cp "$w/run/metrics.jsonl" "$out/train-metrics.jsonl" 2>/dev/null
-    tail -5 "$out/train.txt"
+    tail -8 "$f"
+    ;;
+  profile) # where a forward's time goes: every kernel's GPU time (ncu), Qwen3-0.6B 8x128, warm-up + 1 rep
+    timeout 120 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" forward --backend cuda \
+      --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 8x128 --reps 1 --loss-all >"$out/profile.txt" 2>&1
+    grep -E "^ +[A-Za-z_].*\(|gpu__time_duration" "$out/profile.txt" | head -60
     ;;
   *) echo "unknown part $part" ;;
   esac
