@@ -627,7 +627,7 @@ func BenchmarkStep(b *testing.B) {
 		name string
 		opt  func() Optimizer
 	}{{"meazo", func() Optimizer { return NewMEAZO(1e-4) }}, {"zo-adam", func() Optimizer { return NewAdam(1e-4) }}} {
-		for _, workers := range []int{1, 2} {
+		for _, workers := range []int{1, 2, 0} { // 0: GOMAXPROCS
 			b.Run(fmt.Sprintf("%s/q=1/workers=%d", tc.name, workers), func(b *testing.B) {
 				params := [][]float32{make([]float32, d)}
 				e, err := New(params, tc.opt(), Config{Eps: 1e-6, Q: 1, Workers: workers})

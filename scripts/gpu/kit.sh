@@ -15,6 +15,7 @@ export CGO_ENABLED=0 GOEXPERIMENT=simd
 # The carried folder must stay under 64 MiB: stripped binaries, only those used.
 go build -trimpath -ldflags="-s -w" -o "$kit/bin/" ./cmd/meazo-train ./cmd/meazo-bench ./cmd/meazo-inspect
 go test -c -trimpath -ldflags="-s -w" -o "$kit/bin/cuda.test" ./tensor/cuda
+go test -c -trimpath -ldflags="-s -w" -o "$kit/bin/zo.test" ./zo
 cp -r "$shared/fixtures/models" "$kit/shared/fixtures/"
 cp -r "$shared/fixtures/tokenizers/llama3.2" "$kit/shared/fixtures/tokenizers/"
 cp -r "$shared/data/squad" "$kit/shared/data/"

@@ -7,11 +7,11 @@
 # so a part that hangs or fails costs only its own minutes.
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
-#   parts: env conformance zoagree bench memcheck train profile (default: all, in that order)
+#   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
-parts=${*:-env conformance zoagree bench memcheck train profile}
+parts=${*:-env conformance zoagree host bench memcheck train demo profile}
 kit=/tmp/meazo-gpu-kit
 rm -rf "$kit" && mkdir -p "$kit" && tar -C "$kit" -xJf gpu-kit/kit.tar.xz || { echo "no gpu-kit/kit.tar.xz: run scripts/gpu/kit.sh first"; exit 2; }
 bin=$kit/bin
@@ -46,7 +46,8 @@ for part in $parts; do
   case $part in
   env)
     { echo "commit $(cat "$kit/commit")"; date -u; nvidia-smi; echo "MEAZO_CUDA_LIB_PATH=${MEAZO_CUDA_LIB_PATH:-}";
-      ls "${MEAZO_CUDA_LIB_PATH:-/nonexistent}" 2>&1 | head; uname -r; nproc;
+      ls "${MEAZO_CUDA_LIB_PATH:-/nonexistent}" 2>&1 | head; uname -r; nproc; grep -m1 'model name' /proc/cpuinfo;
+      echo "avx512: $(grep -m1 -o 'avx512[a-z]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"; cat /sys/fs/cgroup/cpu.max 2>/dev/null;
       timeout 60 python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'; } >"$out/env.txt" 2>&1
     tail -4 "$out/env.txt"
     ;;
@@ -59,6 +60,12 @@ for part in $parts; do
       timeout 60 "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
     done >"$out/zoagree.txt" 2>&1
     cat "$out/zoagree.txt"
+    ;;
+  host) # the host side of a ZO step on this machine: the engine alone (no model), then a profile of zostep on the GPU
+    { timeout 60 "$bin/zo.test" -test.run XXX -test.bench 'BenchmarkStep/meazo' -test.benchtime 20x -test.cpu 16;
+      timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 8x80 --q 1 --reps 20 \
+        -cpuprofile "$out/zostep-qwen-8x80.pprof"; } >"$out/host.txt" 2>&1
+    cat "$out/host.txt"
     ;;
   bench) # ours vs PyTorch in one run, same GPU; cuBLAS SGEMM's rate first
     f=$out/bench.txt
@@ -93,6 +100,10 @@ for part in $parts; do
     { echo "# summary.json"; cat "$w/run/summary.json"; } >>"$f" 2>&1
     cp "$w/run/metrics.jsonl" "$out/train-metrics.jsonl" 2>/dev/null
     tail -8 "$f"
+    ;;
+  demo) # the README's demo (three optimizers on the built-in task) on the GPU
+    timeout 150 "$bin/meazo-train" --demo --demo-dir "$kit/demo" --backend cuda >"$out/demo.txt" 2>&1
+    tail -8 "$out/demo.txt"
     ;;
   profile) # where a forward's time goes: every kernel's GPU time (ncu), Qwen3-0.6B 8x128, warm-up + 1 rep
     timeout 120 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" forward --backend cuda \

@@ -14,8 +14,10 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -36,8 +38,12 @@ type Backend struct {
 	dev         device
 	desc        string
 	maxShm      int                 // dynamic shared memory a block may use (attention)
-	free        map[uint64][]uint64 // freed allocations by size, for reuse
+	free        map[uint64][]cached // freed allocations by size class, for reuse, oldest first
+	freed       uint64              // recycle calls so far: the age of a cached block
 	live        map[uint64]uint64   // allocation → bytes, for Free and the leak check
+	liveBytes   uint64              // bytes live in buffers and caches (weights not counted)
+	peakBytes   uint64              // the most liveBytes has been: the largest working set
+	cachedBytes uint64              // bytes in free, held for reuse
 	weights     int
 	caches      int
 	cacheAllocs int      // allocations held by KV caches (two per layer), counted in live too
@@ -49,6 +55,9 @@ type Backend struct {
 	closed      bool
 	poisoned    error // a sticky device error: every later call fails with it
 }
+
+// cached is a freed allocation held for reuse; freed orders blocks by age.
+type cached struct{ ptr, freed uint64 }
 
 // devArray is a device scratch array that grows as needed.
 type devArray struct {
@@ -70,7 +79,7 @@ func Open(device int) (*Backend, error) {
 }
 
 func newBackend(dev device, desc string, maxShm int) *Backend {
-	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]uint64{}, live: map[uint64]uint64{}}
+	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -139,8 +148,8 @@ func (b *Backend) release() {
 		b.dev.free(p)
 	}
 	for _, ps := range b.free {
-		for _, p := range ps {
-			b.dev.free(p)
+		for _, x := range ps {
+			b.dev.free(x.ptr)
 		}
 	}
 	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out} {
@@ -148,7 +157,8 @@ func (b *Backend) release() {
 			b.dev.free(a.ptr)
 		}
 	}
-	b.live, b.free = map[uint64]uint64{}, map[uint64][]uint64{}
+	b.live, b.free = map[uint64]uint64{}, map[uint64][]cached{}
+	b.liveBytes, b.cachedBytes = 0, 0
 	b.dev.close()
 }
 
@@ -158,19 +168,48 @@ func (b *Backend) Live() (bufs, weights, caches int) {
 	return len(b.live) - b.weights - b.cacheAllocs, b.weights, b.caches
 }
 
-// malloc returns bytes of device memory, reusing a freed block of the same
-// size. On out-of-memory it returns every cached block to the driver and
-// tries once more before failing with the sizes involved.
-func (b *Backend) malloc(bytes uint64) uint64 {
+// Device memory is cached as PyTorch's allocator caches it: a freed buffer
+// goes to a free list and the next request of its size takes it without a
+// cuMemAlloc (which is slow, and cuMemFree synchronises the device). Sizes
+// are rounded up to one of eight classes per power of two (at most 12.5 %
+// more), so that buffers of nearby sizes share blocks: a training run's
+// batches differ in length from step to step, and with exact sizes every new
+// length took fresh memory until the GPU was full (a 200-step SQuAD run held
+// all 140 GB of an H200). The cache keeps at most as many bytes as the
+// largest working set seen (peakBytes), dropping the blocks freed longest
+// ago first, so the device holds at most the weights and twice the working
+// set, and what the last step freed stays for the next.
+
+// minCache is the least the cache may keep whatever the working set.
+const minCache = 256 << 20
+
+// sizeClass rounds bytes up to its allocation class: a multiple of 256
+// bytes up to 2 KiB, above that one of the eight multiples of 2^(e-3)
+// between 2^e and 2^(e+1).
+func sizeClass(bytes uint64) uint64 {
 	bytes = max(bytes, 4)
-	if ps := b.free[bytes]; len(ps) > 0 {
-		p := ps[len(ps)-1]
-		b.free[bytes] = ps[:len(ps)-1]
-		b.live[p] = bytes
-		return p
+	if bytes <= 2048 {
+		return (bytes + 255) &^ 255
 	}
-	p := b.alloc(bytes)
-	b.live[p] = bytes
+	step := uint64(1) << (bits.Len64(bytes-1) - 4) // 2^(e-3) for 2^e < bytes <= 2^(e+1)
+	return (bytes + step - 1) &^ (step - 1)
+}
+
+// malloc returns device memory for a buffer of bytes: a cached block of its
+// size class, else a new one (see alloc for out-of-memory).
+func (b *Backend) malloc(bytes uint64) uint64 {
+	class := sizeClass(bytes)
+	var p uint64
+	if ps := b.free[class]; len(ps) > 0 {
+		p = ps[len(ps)-1].ptr
+		b.free[class] = ps[:len(ps)-1]
+		b.cachedBytes -= class
+	} else {
+		p = b.alloc(class)
+	}
+	b.live[p] = class
+	b.liveBytes += class
+	b.peakBytes = max(b.peakBytes, b.liveBytes)
 	return p
 }
 
@@ -180,12 +219,7 @@ func (b *Backend) malloc(bytes uint64) uint64 {
 func (b *Backend) alloc(bytes uint64) uint64 {
 	p, err := b.dev.malloc(bytes)
 	if err == errNoMemory {
-		for size, ps := range b.free {
-			for _, q := range ps {
-				b.dev.free(q)
-			}
-			delete(b.free, size)
-		}
+		b.trim(0)
 		p, err = b.dev.malloc(bytes)
 	}
 	if err == errNoMemory {
@@ -198,14 +232,43 @@ func (b *Backend) alloc(bytes uint64) uint64 {
 	return p
 }
 
-// recycle returns an allocation to the cache for reuse.
+// recycle returns a buffer's allocation to the cache for reuse, and trims
+// the cache to the largest working set seen.
 func (b *Backend) recycle(p uint64) {
 	bytes, ok := b.live[p]
 	if !ok {
 		panic("cuda: Free of a buffer that is not alive (a view, or freed twice)")
 	}
 	delete(b.live, p)
-	b.free[bytes] = append(b.free[bytes], p)
+	b.liveBytes -= bytes
+	b.freed++
+	b.free[bytes] = append(b.free[bytes], cached{p, b.freed})
+	b.cachedBytes += bytes
+	if limit := max(minCache, b.peakBytes); b.cachedBytes > limit {
+		b.trim(limit)
+	}
+}
+
+// trim returns cached blocks to the driver, those freed longest ago first,
+// until the cache holds at most limit bytes.
+func (b *Backend) trim(limit uint64) {
+	type block struct{ class, ptr, freed uint64 }
+	var all []block
+	for c, ps := range b.free {
+		for _, x := range ps {
+			all = append(all, block{c, x.ptr, x.freed})
+		}
+	}
+	slices.SortFunc(all, func(x, y block) int { return cmp.Compare(x.freed, y.freed) })
+	clear(b.free)
+	for _, x := range all {
+		if b.cachedBytes > limit {
+			b.dev.free(x.ptr)
+			b.cachedBytes -= x.class
+			continue
+		}
+		b.free[x.class] = append(b.free[x.class], cached{x.ptr, x.freed})
+	}
 }
 
 // grow makes a at least bytes long (contents not kept).
@@ -337,12 +400,12 @@ func (b *Backend) Pack(w []float32, n, k int, bf16 bool) tensor.Weight {
 		for i, x := range w {
 			h[i] = toBF16(x)
 		}
-		out.ptr = b.malloc(uint64(2 * len(h)))
+		out.ptr = b.allocWeight(uint64(2 * len(h)))
 		if len(h) > 0 {
 			b.upload(out.ptr, unsafe.Pointer(&h[0]), uint64(2*len(h)))
 		}
 	} else {
-		out.ptr = b.malloc(uint64(4 * len(w)))
+		out.ptr = b.allocWeight(uint64(4 * len(w)))
 		if len(w) > 0 {
 			b.upload(out.ptr, unsafe.Pointer(&w[0]), uint64(4*len(w)))
 		}
@@ -363,8 +426,22 @@ func toBF16(f float32) uint16 {
 
 func (b *Backend) FreeWeight(x tensor.Weight) {
 	defer b.enter()()
-	b.recycle(dweight(x).ptr)
+	p := dweight(x).ptr
+	if _, ok := b.live[p]; !ok {
+		panic("cuda: FreeWeight of a weight that is not alive (freed twice)")
+	}
+	delete(b.live, p)
+	b.dev.free(p)
 	b.weights--
+}
+
+// allocWeight returns device memory of exactly bytes for a weight: weights
+// live as long as their model, so they bypass the size classes and the
+// cache (up to 12.5 % of a model's size would be lost to rounding).
+func (b *Backend) allocWeight(bytes uint64) uint64 {
+	p := b.alloc(max(bytes, 4))
+	b.live[p] = bytes
+	return p
 }
 
 // f32Weight returns a float32 copy of w's matrix for cuBLAS: w itself, or
