@@ -79,18 +79,23 @@ func normals4(x [4]uint32) [4]float64 {
 // block at a time.
 func (s Stream) fillRange(dst []float32, lo int, dist Dist, norm float64) {
 	hi := lo + len(dst)
-	vecNorm := 1.0 // what normals32 divides by
-	if dist == Sphere {
-		vecNorm = norm
+	// The vector path takes [vlo, vhi): the whole groups of 32 elements
+	// from the first block boundary.
+	vlo, vhi := lo, lo
+	if haveAVX512 {
+		vlo = (lo + 3) / 4 * 4
+		vhi = vlo + max(hi-vlo, 0)/(4*vecBlocks)*(4*vecBlocks)
+		vecNorm := 1.0 // what the vector path divides normals by
+		if dist == Sphere {
+			vecNorm = norm
+		}
+		if vhi > vlo {
+			s.fillVector(dst[vlo-lo:vhi-lo], uint64(vlo/4), dist, math.Float64bits(vecNorm))
+		}
 	}
 	for b := lo / 4; 4*b < hi; b++ {
-		if i := 4 * b; haveAVX512 && i >= lo && i+4*vecBlocks <= hi {
-			if dist == Normal || dist == Sphere {
-				s.normals32(dst[i-lo:], uint64(b), vecNorm)
-			} else {
-				s.discrete32(dst[i-lo:], uint64(b), dist == Ternary)
-			}
-			b += vecBlocks - 1
+		if 4*b >= vlo && 4*b < vhi {
+			b = vhi/4 - 1
 			continue
 		}
 		x := s.block(uint64(b))

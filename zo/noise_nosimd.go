@@ -9,5 +9,4 @@ const (
 	vecBlocks  = 8
 )
 
-func (Stream) normals32([]float32, uint64, float64) { panic("zo: normals32 without AVX-512") }
-func (Stream) discrete32([]float32, uint64, bool)   { panic("zo: discrete32 without AVX-512") }
+func (Stream) fillVector([]float32, uint64, Dist, uint64) { panic("zo: fillVector without AVX-512") }

@@ -26,90 +26,129 @@ var haveAVX512 = archsimd.X86.AVX512()
 // vecBlocks is the number of Philox blocks normals32 computes: 32 elements.
 const vecBlocks = 8
 
-// normals32 writes elements 4·b0 … 4·b0+31 of the normal (or, with norm ≠ 1,
-// sphere) vector of s into dst, as fillRange does one block at a time.
-func (s Stream) normals32(dst []float32, b0 uint64, norm float64) {
-	bc := archsimd.BroadcastFloat64x8
-	x0, x1, x2, x3 := s.philox8(b0)
-	r0 := sqrtMinus2Log8(unit8(x0))
-	s0, c0 := sincos8(bc(2 * math.Pi).Mul(unit8(x1)))
-	r1 := sqrtMinus2Log8(unit8(x2))
-	s1, c1 := sincos8(bc(2 * math.Pi).Mul(unit8(x3)))
-	v := [4]archsimd.Float64x8{r0.Mul(c0), r0.Mul(s0), r1.Mul(c1), r1.Mul(s1)}
-	var out [4]archsimd.Float32x8
-	for m := range v {
-		if norm != 1 {
-			v[m] = v[m].Div(bc(norm))
+// No legacy SSE. On Intel cores, a legacy (non-VEX) SSE instruction run
+// while the upper halves of the vector registers hold AVX-512 data costs a
+// microcode assist of hundreds of cycles, and the Go compiler emits such
+// instructions for float64 constants and arguments (MOVSD), zeroed arrays
+// (MOVUPS X15), scalar float stores (MOVSS) and shift counts (MOVQ to X);
+// golang/go#80835. With them this code ran ten times slower on the Xeon of
+// an H200 machine than the scalar path (208 ns per parameter and step
+// instead of 22 on a Zen 5, which has no such assist). So the code below
+// builds every constant by integer broadcast (f64c), shifts by vectors,
+// keeps no vector arrays, transposes in registers, passes the norm as bits,
+// and clears the upper halves (VZEROUPPER) before it returns to scalar Go.
+// TestVectorNoiseHasNoLegacySSE checks the machine code.
+
+// f64c is c on eight lanes, broadcast from its bits through an integer
+// register (BroadcastFloat64x8 loads c with a legacy MOVSD).
+func f64c(c float64) archsimd.Float64x8 {
+	return archsimd.BroadcastUint64x8(math.Float64bits(c)).AsFloat64x8()
+}
+
+// u64c and i64c are c on eight lanes.
+func u64c(c uint64) archsimd.Uint64x8 { return archsimd.BroadcastUint64x8(c) }
+func i64c(c int64) archsimd.Int64x8   { return archsimd.BroadcastInt64x8(c) }
+
+// fillVector writes the len(dst)/32 groups of 32 elements starting at block
+// b0 (elements 4·b0 …) of stream s: fillRange's interior. The float64 whose
+// bits are normBits divides normals (1 but for Sphere noise).
+func (s Stream) fillVector(dst []float32, b0 uint64, dist Dist, normBits uint64) {
+	for g := 0; g+4*vecBlocks <= len(dst); g += 4 * vecBlocks {
+		out := (*[4 * vecBlocks]float32)(dst[g : g+4*vecBlocks])
+		b := b0 + uint64(g/4)
+		switch dist {
+		case Normal, Sphere:
+			s.normals32(out, b, normBits)
+		default:
+			s.discrete32(out, b, dist == Ternary)
 		}
-		out[m] = v[m].ConvertToFloat32()
 	}
-	interleave(dst, &out)
+	archsimd.ClearAVXUpperBits()
+}
+
+// normals32 writes elements 4·b0 … 4·b0+31 of the normal (or, with a norm
+// other than 1, sphere) vector of s into dst, as fillRange does one block at
+// a time.
+func (s Stream) normals32(dst *[4 * vecBlocks]float32, b0 uint64, normBits uint64) {
+	x0, x1, x2, x3 := s.philox8(b0)
+	twoPi := f64c(2 * math.Pi)
+	r0 := sqrtMinus2Log8(unit8(x0))
+	s0, c0 := sincos8(twoPi.Mul(unit8(x1)))
+	r1 := sqrtMinus2Log8(unit8(x2))
+	s1, c1 := sincos8(twoPi.Mul(unit8(x3)))
+	v0, v1, v2, v3 := r0.Mul(c0), r0.Mul(s0), r1.Mul(c1), r1.Mul(s1)
+	if normBits != math.Float64bits(1) {
+		norm := u64c(normBits).AsFloat64x8()
+		v0, v1, v2, v3 = v0.Div(norm), v1.Div(norm), v2.Div(norm), v3.Div(norm)
+	}
+	interleave(dst, v0.ConvertToFloat32(), v1.ConvertToFloat32(), v2.ConvertToFloat32(), v3.ConvertToFloat32())
 }
 
 // discrete32 writes elements 4·b0 … 4·b0+31 of the Rademacher (±1) or,
 // with ternary, the ternary ({-1, 0, 1}) vector of s into dst.
-func (s Stream) discrete32(dst []float32, b0 uint64, ternary bool) {
-	x := [4]archsimd.Uint64x8{}
-	x[0], x[1], x[2], x[3] = s.philox8(b0)
-	var out [4]archsimd.Float32x8
-	for m, w := range x {
+func (s Stream) discrete32(dst *[4 * vecBlocks]float32, b0 uint64, ternary bool) {
+	x0, x1, x2, x3 := s.philox8(b0)
+	f := func(w archsimd.Uint64x8) archsimd.Float32x8 {
 		var v archsimd.Int64x8
 		if ternary {
 			// x mod 3 − 1. The quotient is exact: x < 2³², so float64(x)/3
 			// is within 2⁻²⁰ of x/3, whose fraction is 0, 1/3 or 2/3.
-			q := w.ConvertToFloat64().Div(archsimd.BroadcastFloat64x8(3)).TruncScaled(0).ConvertToInt64()
-			v = w.AsInt64x8().Sub(q.Mul(archsimd.BroadcastInt64x8(3))).Sub(archsimd.BroadcastInt64x8(1))
+			q := w.ConvertToFloat64().Div(f64c(3)).TruncScaled(0).ConvertToInt64()
+			v = w.AsInt64x8().Sub(q.Mul(i64c(3))).Sub(i64c(1))
 		} else {
 			// (x & 1)·2 − 1
-			v = w.And(archsimd.BroadcastUint64x8(1)).AsInt64x8().ShiftAllLeft(1).Sub(archsimd.BroadcastInt64x8(1))
+			b := w.And(u64c(1)).AsInt64x8()
+			v = b.Add(b).Sub(i64c(1))
 		}
-		out[m] = v.ConvertToFloat32()
+		return v.ConvertToFloat32()
 	}
-	interleave(dst, &out)
+	interleave(dst, f(x0), f(x1), f(x2), f(x3))
 }
 
-// interleave writes lane i of v[m] (block b0+i, element m) to dst[4i+m].
-func interleave(dst []float32, v *[4]archsimd.Float32x8) {
-	var out [4][8]float32
-	for m := range v {
-		v[m].Store(&out[m])
-	}
-	dst = dst[:4*vecBlocks]
-	for i := range vecBlocks {
-		dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = out[0][i], out[1][i], out[2][i], out[3][i]
-	}
+// interleaveIdx picks, from lanes 0-7 = v0, 8-15 = v1, 16-23 = v2 and
+// 24-31 = v3, the order v0[i], v1[i], v2[i], v3[i] for i = 0…3 (first row)
+// and i = 4…7 (second row).
+var interleaveIdx = [2][16]uint32{
+	{0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27},
+	{4, 12, 20, 28, 5, 13, 21, 29, 6, 14, 22, 30, 7, 15, 23, 31},
+}
+
+// interleave writes lane i of vm (block b0+i, element m) to dst[4i+m]: a
+// 4×8 transpose in two two-table permutes.
+func interleave(dst *[4 * vecBlocks]float32, v0, v1, v2, v3 archsimd.Float32x8) {
+	var a, b archsimd.Float32x16
+	a, b = a.SetLo(v0).SetHi(v1), b.SetLo(v2).SetHi(v3)
+	a.ConcatPermute(b, archsimd.LoadUint32x16(&interleaveIdx[0])).Store((*[16]float32)(dst[:16]))
+	a.ConcatPermute(b, archsimd.LoadUint32x16(&interleaveIdx[1])).Store((*[16]float32)(dst[16:]))
 }
 
 // philox8 is Philox4x32 of the counters of blocks b0 … b0+7 (see block), one
 // block per lane; every lane holds a 32-bit word in a 64-bit element.
 func (s Stream) philox8(b0 uint64) (c0, c1, c2, c3 archsimd.Uint64x8) {
-	var lo, hi [8]uint64
-	for i := range lo {
-		b := b0 + uint64(i)
-		lo[i], hi[i] = uint64(uint32(b)), b>>32
-	}
-	bc := archsimd.BroadcastUint64x8
-	c0, c1 = archsimd.LoadUint64x8(&lo), archsimd.LoadUint64x8(&hi)
-	c2, c3 = bc(uint64(s.Step)), bc(uint64(s.Dir))
+	low, by32 := u64c(0xFFFFFFFF), u64c(32)
+	b := u64c(b0).Add(archsimd.LoadUint64x8(&laneIndex))
+	c0, c1 = b.And(low), b.ShiftRight(by32)
+	c2, c3 = u64c(uint64(s.Step)), u64c(uint64(s.Dir))
 	k0, k1 := uint32(s.Seed), uint32(s.Seed>>32)
-	low := bc(0xFFFFFFFF)
 	for range 10 {
-		p0 := c0.Mul(bc(0xD2511F53)) // exact: both factors are below 2³²
-		p1 := c2.Mul(bc(0xCD9E8D57))
-		c0, c1, c2, c3 = p1.ShiftAllRight(32).Xor(c1).Xor(bc(uint64(k0))), p1.And(low),
-			p0.ShiftAllRight(32).Xor(c3).Xor(bc(uint64(k1))), p0.And(low)
+		p0 := c0.Mul(u64c(0xD2511F53)) // exact: both factors are below 2³²
+		p1 := c2.Mul(u64c(0xCD9E8D57))
+		c0, c1, c2, c3 = p1.ShiftRight(by32).Xor(c1).Xor(u64c(uint64(k0))), p1.And(low),
+			p0.ShiftRight(by32).Xor(c3).Xor(u64c(uint64(k1))), p0.And(low)
 		k0 += 0x9E3779B9
 		k1 += 0xBB67AE85
 	}
 	return c0, c1, c2, c3
 }
 
+// laneIndex is 0…7, the block offset of each lane.
+var laneIndex = [8]uint64{0, 1, 2, 3, 4, 5, 6, 7}
+
 // unit8 is unitInterval on eight lanes. (x + 0.5) / 2³² is computed as a
 // product with 2⁻³², which is the same value: scaling by a power of two is
 // exact for these normal numbers.
 func unit8(x archsimd.Uint64x8) archsimd.Float64x8 {
-	bc := archsimd.BroadcastFloat64x8
-	return x.ConvertToFloat64().Add(bc(0.5)).Mul(bc(1.0 / (1 << 32)))
+	return x.ConvertToFloat64().Add(f64c(0.5)).Mul(f64c(1.0 / (1 << 32)))
 }
 
 // sqrtMinus2Log8 is math.Sqrt(-2 * math.Log(u)) for u in (0, 1): log.go's
@@ -126,11 +165,11 @@ func sqrtMinus2Log8(u archsimd.Float64x8) archsimd.Float64x8 {
 		L6    = 1.531383769920937332e-01
 		L7    = 1.479819860511658591e-01
 	)
-	bc := archsimd.BroadcastFloat64x8
+	bc := f64c
 	// f1, ki := math.Frexp(u)
 	bits := u.AsUint64x8()
-	f1 := bits.And(archsimd.BroadcastUint64x8(0x000FFFFFFFFFFFFF)).Or(archsimd.BroadcastUint64x8(0x3FE0000000000000)).AsFloat64x8()
-	k := bits.ShiftAllRight(52).AsInt64x8().Sub(archsimd.BroadcastInt64x8(0x3FE)).ConvertToFloat64()
+	f1 := bits.And(u64c(0x000FFFFFFFFFFFFF)).Or(u64c(0x3FE0000000000000)).AsFloat64x8()
+	k := bits.ShiftRight(u64c(52)).AsInt64x8().Sub(i64c(0x3FE)).ConvertToFloat64()
 	// if f1 < Sqrt2/2 { f1 *= 2; ki-- } (archLog tests f1 <= Sqrt2/2; no
 	// unit value has the mantissa of Sqrt2/2, so the two agree here)
 	small := f1.LessEqual(bc(math.Sqrt2 / 2))
@@ -156,7 +195,7 @@ func sincos8(x archsimd.Float64x8) (sin, cos archsimd.Float64x8) {
 		PI4B = 3.77489470793079817668e-8
 		PI4C = 2.69515142907905952645e-15
 	)
-	bc, ibc := archsimd.BroadcastFloat64x8, archsimd.BroadcastInt64x8
+	bc, ibc := f64c, i64c
 	// j := uint64(x * (4 / Pi)); y := float64(j); if j&1 == 1 { j++; y++ }; j &= 7
 	y := x.Mul(bc(4 / math.Pi)).TruncScaled(0)
 	j := y.ConvertToInt64()

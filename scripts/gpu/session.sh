@@ -7,7 +7,8 @@
 # so a part that hangs or fails costs only its own minutes.
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
-#   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order)
+#   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
+#   also step (the ZO step alone, ours and PyTorch's) and cpuops (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -62,10 +63,25 @@ for part in $parts; do
     cat "$out/zoagree.txt"
     ;;
   host) # the host side of a ZO step on this machine: the engine alone (no model), then a profile of zostep on the GPU
-    { timeout 60 "$bin/zo.test" -test.run XXX -test.bench 'BenchmarkStep/meazo' -test.benchtime 20x -test.cpu 16;
+    { timeout 60 "$bin/zo.test" -test.run XXX -test.bench 'BenchmarkStep/meazo|BenchmarkFill' -test.benchtime 20x -test.cpu 16;
       timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 8x80 --q 1 --reps 20 \
         -cpuprofile "$out/zostep-qwen-8x80.pprof"; } >"$out/host.txt" 2>&1
     cat "$out/host.txt"
+    ;;
+  step) # the ZO step alone, ours vs PyTorch's MeZO, same GPU, same run
+    f=$out/step.txt
+    : >"$f"
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      cfg=$fx/full-configs/$m
+      echo "## $m" >>"$f"
+      timeout 90 "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
+      timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step >>"$f" 2>&1
+    done
+    cat "$f"
+    ;;
+  cpuops) # the CPU backend on this machine's Intel cores: time per op class of a Qwen3-0.6B forward
+    timeout 120 "$bin/meazo-bench" forward --backend cpu --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 1x128 --reps 3 -ops >"$out/cpuops.txt" 2>&1
+    cat "$out/cpuops.txt"
     ;;
   bench) # ours vs PyTorch in one run, same GPU; cuBLAS SGEMM's rate first
     f=$out/bench.txt
