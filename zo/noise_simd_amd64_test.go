@@ -5,12 +5,12 @@ package zo
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"regexp"
 	"simd/archsimd"
-	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/asmcheck"
 )
 
 func needAVX512(t *testing.T) {
@@ -93,45 +93,23 @@ func TestLogSincosAVX512MatchMath(t *testing.T) {
 	}
 }
 
-// TestVectorNoiseHasNoLegacySSE reads the compiler's assembly listing of
-// this package (go build -gcflags=-S) and fails on any legacy (non-VEX) SSE
-// instruction in the vector path: on Intel cores each one run among AVX-512
-// code costs a microcode assist of hundreds of cycles (see
-// noise_simd_amd64.go), which made the noise ten times slower there, and no
+// TestVectorNoiseHasNoLegacySSE reads the vector path's machine code (the
+// compiler's listing) for legacy SSE instructions among AVX-512 ones: on
+// Intel cores each costs a microcode assist of hundreds of cycles, which
+// made the noise ten times slower there (see noise_simd_amd64.go), and no
 // test on an AMD machine would notice it by speed.
 func TestVectorNoiseHasNoLegacySSE(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to compile the package's assembly listing with")
 	}
-	cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
-	cmd.Env = append(os.Environ(), "GOEXPERIMENT=simd")
-	out, err := cmd.CombinedOutput()
+	checked, found, err := asmcheck.Check(".", regexp.MustCompile(`zo\.(Stream\.(fillVector|normals32|discrete32|philox8)|interleave|unit8|sqrtMinus2Log8|sincos8)$`))
 	if err != nil {
-		t.Fatalf("go build -gcflags=-S: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	vector := regexp.MustCompile(`zo\.(Stream\.(fillVector|normals32|discrete32|philox8)|interleave|unit8|sqrtMinus2Log8|sincos8) STEXT`)
-	vecReg := regexp.MustCompile(`\b[XYZ]([0-9]|[12][0-9]|3[01])\b`)
-	funcs, in := 0, false
-	for line := range strings.Lines(string(out)) {
-		if strings.Contains(line, " STEXT ") {
-			in = vector.MatchString(line)
-			if in {
-				funcs++
-			}
-			continue
-		}
-		// \t0x0012 00018 (file.go:42)\tMNEMONIC\toperands
-		f := strings.Split(strings.TrimSpace(line), "\t")
-		if !in || len(f) < 2 || !strings.HasPrefix(f[0], "0x") {
-			continue
-		}
-		if inst := strings.Join(f[1:], " "); vecReg.MatchString(inst) && !strings.HasPrefix(f[1], "V") {
-			t.Errorf("legacy SSE instruction in the vector path: %s", strings.TrimSpace(line))
-		}
+	for _, f := range found {
+		t.Errorf("legacy SSE instruction among AVX-512 code: %v", f)
 	}
-	if funcs < 2 {
-		t.Fatalf("found %d of the vector path's functions in the listing; want fillVector and normals32 at least", funcs)
+	if len(checked) < 2 {
+		t.Fatalf("checked %v; want fillVector and normals32 at least", checked)
 	}
-	t.Logf("%d functions of the vector path checked", funcs)
 }

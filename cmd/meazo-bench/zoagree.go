@@ -132,10 +132,14 @@ func runZOAgree(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "# %s, %d directions, batch %s, LoRA r=16: projected gradients on %s vs %s\n", *dir, *dirs, *shape, *a, *b)
-	fmt.Fprintf(stdout, "%-8s %12s %12s %12s %12s %14s\n", "eps", "median rel", "p95 rel", "max rel", "signs agree", "median |d|")
+	// rel is |d_a − d_b| / max(|d_a|, |d_b|) per direction; it is large
+	// where d itself is near 0, so the absolute difference is also given
+	// against the RMS of d over the directions (the scale of a step).
+	fmt.Fprintf(stdout, "%-8s %12s %12s %12s %10s %12s %14s %16s\n", "eps", "median rel", "p95 rel", "max rel", "rel<=1e-3", "signs agree", "median |d|", "max |Δd|/rms d")
 	for e, eps := range epss {
 		var rel, mag []float64
-		agree := 0
+		agree, within := 0, 0
+		var ss, maxAbs float64
 		for i := range da[e] {
 			x, y := da[e][i], db[e][i]
 			den := math.Max(math.Abs(x), math.Abs(y))
@@ -148,11 +152,18 @@ func runZOAgree(args []string, stdout io.Writer) error {
 			if (x > 0) == (y > 0) {
 				agree++
 			}
+			if r <= 1e-3 {
+				within++
+			}
+			ss += x * x
+			maxAbs = math.Max(maxAbs, math.Abs(x-y))
 		}
+		rms := math.Sqrt(ss / float64(len(da[e])))
 		slices.Sort(rel)
 		slices.Sort(mag)
 		q := func(p float64) float64 { return rel[min(len(rel)-1, int(p*float64(len(rel))))] }
-		fmt.Fprintf(stdout, "%-8.0e %12.3g %12.3g %12.3g %11.1f%% %14.4g\n", eps, q(0.5), q(0.95), rel[len(rel)-1], 100*float64(agree)/float64(len(rel)), mag[len(mag)/2])
+		fmt.Fprintf(stdout, "%-8.0e %12.3g %12.3g %12.3g %9.1f%% %11.1f%% %14.4g %16.3g\n", eps, q(0.5), q(0.95), rel[len(rel)-1],
+			100*float64(within)/float64(len(rel)), 100*float64(agree)/float64(len(rel)), mag[len(mag)/2], maxAbs/rms)
 	}
 	return nil
 }

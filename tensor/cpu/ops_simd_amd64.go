@@ -11,6 +11,15 @@ import (
 // same float32 operations in the same order as the scalar code (no fused
 // multiply-adds), so a value's result does not depend on whether it falls in
 // a vector lane or in the scalar tail.
+//
+// No legacy SSE among the vector code: on Intel cores a legacy (non-VEX)
+// SSE instruction run while the vector registers' upper halves are dirty
+// costs a microcode assist of hundreds of cycles, and the Go compiler emits
+// them for float constants (MOVSS/MOVSD), zeroed arrays and shift counts
+// (golang/go#80835). So constants are broadcast from their bits through an
+// integer register (f32c, f64c), shifts take vector counts, and every kernel
+// clears the upper halves (ClearAVXUpperBits, VZEROUPPER) before its scalar
+// tail. TestKernelsHaveNoLegacySSE checks the machine code.
 
 func init() {
 	if cpuAVX512 {
@@ -26,9 +35,19 @@ func init() {
 	}
 }
 
+// f32c and f64c are c on every lane, broadcast from its bits through an
+// integer register (BroadcastFloat32x16 loads c with a legacy MOVSS).
+func f32c(c float32) archsimd.Float32x16 {
+	return archsimd.BroadcastUint32x16(math.Float32bits(c)).AsFloat32x16()
+}
+
+func f64c(c float64) archsimd.Float64x8 {
+	return archsimd.BroadcastUint64x8(math.Float64bits(c)).AsFloat64x8()
+}
+
 // exp16 is Exp on 16 lanes.
 func exp16(x archsimd.Float32x16) archsimd.Float32x16 {
-	bc := archsimd.BroadcastFloat32x16
+	bc := f32c
 	hi, lo := bc(88.72283), bc(-87.33654)
 	xc := x.Min(hi).Max(lo) // NaN lanes become lo here and are restored below
 	k := xc.Mul(bc(1.44269504088896341)).Add(bc(0.5)).FloorScaled(0)
@@ -49,24 +68,36 @@ func exp16(x archsimd.Float32x16) archsimd.Float32x16 {
 
 func siluMulAVX512(gate, up []float32) {
 	up = up[:len(gate)]
-	one := archsimd.BroadcastFloat32x16(1)
-	zero := archsimd.BroadcastFloat32x16(0)
+	one, zero := f32c(1), f32c(0)
 	i := 0
 	for ; i+16 <= len(gate); i += 16 {
 		g := archsimd.LoadFloat32x16Slice(gate[i:])
 		u := archsimd.LoadFloat32x16Slice(up[i:])
 		g.Div(one.Add(exp16(zero.Sub(g)))).Mul(u).StoreSlice(gate[i:])
 	}
+	archsimd.ClearAVXUpperBits()
 	siluMulScalar(gate[i:], up[i:])
 }
 
 func expSubAVX512(x []float32, m float32) {
-	mv := archsimd.BroadcastFloat32x16(m)
+	i := expSubVec(x, math.Float32bits(m))
+	expSubScalar(x[i:], m)
+}
+
+// expSubVec does expSubAVX512's whole vectors and returns where it stopped.
+// The scalar argument comes as bits and the scalar tail stays in the
+// caller, so no float register is spilled or reloaded among the vector code
+// (inlined, the compiler spills m just before VZEROUPPER).
+//
+//go:noinline
+func expSubVec(x []float32, mb uint32) int {
+	mv := archsimd.BroadcastUint32x16(mb).AsFloat32x16()
 	i := 0
 	for ; i+16 <= len(x); i += 16 {
 		exp16(archsimd.LoadFloat32x16Slice(x[i:]).Sub(mv)).StoreSlice(x[i:])
 	}
-	expSubScalar(x[i:], m)
+	archsimd.ClearAVXUpperBits()
+	return i
 }
 
 func maxOfAVX512(x []float32) float32 {
@@ -80,16 +111,26 @@ func maxOfAVX512(x []float32) float32 {
 	}
 	var lanes [16]float32
 	acc.Store(&lanes)
+	archsimd.ClearAVXUpperBits()
 	return max(maxOfScalar(lanes[:]), maxOfScalar(x[i:]))
 }
 
 func scaleByAVX512(x []float32, s float32) {
-	sv := archsimd.BroadcastFloat32x16(s)
+	i := scaleByVec(x, math.Float32bits(s))
+	scaleByScalar(x[i:], s)
+}
+
+// scaleByVec does scaleByAVX512's whole vectors (see expSubVec).
+//
+//go:noinline
+func scaleByVec(x []float32, sb uint32) int {
+	sv := archsimd.BroadcastUint32x16(sb).AsFloat32x16()
 	i := 0
 	for ; i+16 <= len(x); i += 16 {
 		archsimd.LoadFloat32x16Slice(x[i:]).Mul(sv).StoreSlice(x[i:])
 	}
-	scaleByScalar(x[i:], s)
+	archsimd.ClearAVXUpperBits()
+	return i
 }
 
 // sumSqAVX512 is sumSqScalar with partial sum j in lane j of two 8-lane
@@ -107,6 +148,7 @@ func sumSqAVX512(x []float32) float64 {
 		}
 		a0.StoreSlice(p[:8])
 		a1.StoreSlice(p[8:])
+		archsimd.ClearAVXUpperBits()
 	}
 	for ; i < len(x); i++ {
 		p[i%16] += float64(x[i]) * float64(x[i])
@@ -126,6 +168,7 @@ func sum64AVX512(x []float32) float64 {
 		}
 		a0.StoreSlice(p[:8])
 		a1.StoreSlice(p[8:])
+		archsimd.ClearAVXUpperBits()
 	}
 	for ; i < len(x); i++ {
 		p[i%16] += float64(x[i])
@@ -135,7 +178,7 @@ func sum64AVX512(x []float32) float64 {
 
 // exp64x8 is exp64 on 8 lanes: the same float64 operations in the same order.
 func exp64x8(x archsimd.Float64x8) archsimd.Float64x8 {
-	bc := archsimd.BroadcastFloat64x8
+	bc := f64c
 	x = x.Max(bc(-708))
 	k := bc(0).Sub(bc(0.5).Sub(x.Mul(bc(1.44269504088896338700e+00))).FloorScaled(0))
 	hi := x.Sub(k.Mul(bc(6.93147180369123816490e-01)))
@@ -149,16 +192,28 @@ func exp64x8(x archsimd.Float64x8) archsimd.Float64x8 {
 	q = t.Mul(bc(1.66666666666666657415e-01).Add(q))
 	c := r.Sub(q)
 	y := bc(1).Sub(lo.Sub(r.Mul(c).Div(bc(2).Sub(c))).Sub(hi))
-	scale := k.ConvertToInt64().Add(archsimd.BroadcastInt64x8(1023)).ShiftAllLeft(52).AsFloat64x8()
+	scale := k.ConvertToInt64().Add(archsimd.BroadcastInt64x8(1023)).ShiftLeft(archsimd.BroadcastInt64x8(52)).AsFloat64x8()
 	return y.Mul(scale)
 }
 
 // expSum64AVX512 is expSum64Scalar on vector lanes, as sum64AVX512.
 func expSum64AVX512(x []float32, m float64) float64 {
 	var p [16]float64
+	i := expSum64Vec(x, math.Float64bits(m), &p)
+	for ; i < len(x); i++ {
+		p[i%16] += exp64(float64(x[i]) - m)
+	}
+	return sumPartials(&p)
+}
+
+// expSum64Vec adds expSum64AVX512's whole vectors into p and returns where
+// it stopped (see expSubVec).
+//
+//go:noinline
+func expSum64Vec(x []float32, mb uint64, p *[16]float64) int {
 	i := 0
 	if len(x) >= 16 {
-		mv := archsimd.BroadcastFloat64x8(m)
+		mv := archsimd.BroadcastUint64x8(mb).AsFloat64x8()
 		var a0, a1 archsimd.Float64x8
 		for ; i+16 <= len(x); i += 16 {
 			a0 = a0.Add(exp64x8(archsimd.LoadFloat32x8Slice(x[i:]).ConvertToFloat64().Sub(mv)))
@@ -166,20 +221,28 @@ func expSum64AVX512(x []float32, m float64) float64 {
 		}
 		a0.StoreSlice(p[:8])
 		a1.StoreSlice(p[8:])
+		archsimd.ClearAVXUpperBits()
 	}
-	for ; i < len(x); i++ {
-		p[i%16] += exp64(float64(x[i]) - m)
-	}
-	return sumPartials(&p)
+	return i
 }
 
 func mulBothAVX512(dst, w, x []float32, s float32) {
 	w, x = w[:len(dst)], x[:len(dst)]
-	sv := archsimd.BroadcastFloat32x16(s)
+	i := mulBothVec(dst, w, x, math.Float32bits(s))
+	mulBothScalar(dst[i:], w[i:], x[i:], s)
+}
+
+// mulBothVec does mulBothAVX512's whole vectors (see expSubVec).
+//
+//go:noinline
+func mulBothVec(dst, w, x []float32, sb uint32) int {
+	w, x = w[:len(dst)], x[:len(dst)]
+	sv := archsimd.BroadcastUint32x16(sb).AsFloat32x16()
 	i := 0
 	for ; i+16 <= len(dst); i += 16 {
 		wv := archsimd.LoadFloat32x16Slice(w[i:])
 		wv.Mul(archsimd.LoadFloat32x16Slice(x[i:]).Mul(sv)).StoreSlice(dst[i:])
 	}
-	mulBothScalar(dst[i:], w[i:], x[i:], s)
+	archsimd.ClearAVXUpperBits()
+	return i
 }

@@ -1,0 +1,168 @@
+// Package asmcheck finds, in the Go compiler's assembly listing of a package,
+// legacy (non-VEX) SSE instructions that run while the upper halves of the
+// vector registers hold AVX data.
+//
+// On Intel cores such an instruction costs a microcode assist of hundreds of
+// cycles (the AVX-SSE transition), and the Go compiler emits them amid
+// simd/archsimd code for float constants and arguments (MOVSS, MOVSD), zeroed
+// arrays (MOVUPS X15) and shift counts (MOVQ to X) — golang/go#80835. AMD
+// cores pay nothing, so a benchmark on an AMD machine never shows it; this
+// package lets a test read the machine code instead. The rule it checks: after
+// an AVX instruction and before the next VZEROUPPER (ClearAVXUpperBits), no
+// legacy SSE instruction, on any path through the function's jumps.
+package asmcheck
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Finding is one legacy SSE instruction reached with dirty upper halves.
+type Finding struct {
+	Func string // the function's symbol
+	Inst string // the listing's line: offset, source position, instruction
+}
+
+func (f Finding) String() string { return f.Func + ": " + f.Inst }
+
+// Check compiles the package in dir with GOEXPERIMENT=simd and -gcflags=-S
+// (go must be on the PATH) and checks every function whose symbol matches
+// funcs. It returns the functions checked and what it found.
+func Check(dir string, funcs *regexp.Regexp) (checked []string, found []Finding, err error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return nil, nil, fmt.Errorf("asmcheck: no go command: %w", err)
+	}
+	cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOEXPERIMENT=simd")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, nil, fmt.Errorf("asmcheck: go build -gcflags=-S in %s: %v\n%s", dir, err, out)
+	}
+	for _, fn := range parse(string(out)) {
+		if !funcs.MatchString(fn.name) {
+			continue
+		}
+		checked = append(checked, fn.name)
+		for _, i := range fn.legacyWhileDirty() {
+			found = append(found, Finding{fn.name, fn.insts[i].line})
+		}
+	}
+	return checked, found, nil
+}
+
+// inst is one instruction of the listing.
+type inst struct {
+	pc       int    // offset in the function
+	op, args string // mnemonic and operands
+	line     string
+}
+
+type function struct {
+	name  string
+	insts []inst
+}
+
+var vecReg = regexp.MustCompile(`\b[XYZ]([0-9]|[12][0-9]|3[01])\b`)
+
+// parse splits a -S listing into functions. A line is
+// "\t0x002e 00046 (file.go:86)\tMOVUPS\tX15, (DX)".
+func parse(listing string) []function {
+	var fns []function
+	for line := range strings.Lines(listing) {
+		if name, _, ok := strings.Cut(line, " STEXT "); ok && !strings.HasPrefix(line, "\t") {
+			fns = append(fns, function{name: name})
+			continue
+		}
+		f := strings.Split(strings.TrimSpace(line), "\t")
+		if len(fns) == 0 || len(f) < 2 || !strings.HasPrefix(f[0], "0x") {
+			continue
+		}
+		pos := strings.Fields(f[0])
+		if len(pos) < 2 {
+			continue
+		}
+		pc, err := strconv.Atoi(pos[1])
+		if err != nil {
+			continue
+		}
+		in := inst{pc: pc, op: f[1], line: strings.TrimSpace(line)}
+		if len(f) > 2 {
+			in.args = strings.Join(f[2:], " ")
+		}
+		fns[len(fns)-1].insts = append(fns[len(fns)-1].insts, in)
+	}
+	return fns
+}
+
+// legacyWhileDirty returns the indices of the legacy SSE instructions that
+// some path reaches after an AVX instruction with no VZEROUPPER between: a
+// data flow over the function's instructions (fall-through and jumps) until
+// nothing changes.
+func (fn function) legacyWhileDirty() []int {
+	byPC := map[int]int{}
+	for i, in := range fn.insts {
+		byPC[in.pc] = i
+	}
+	dirtyIn := make([]bool, len(fn.insts)) // dirty when instruction i starts
+	for changed := true; changed; {
+		changed = false
+		for i, in := range fn.insts {
+			dirty := dirtyIn[i]
+			switch {
+			case in.op == "VZEROUPPER" || in.op == "VZEROALL":
+				dirty = false
+			case strings.HasPrefix(in.op, "V") && vecReg.MatchString(in.args):
+				dirty = true
+			}
+			if !dirty {
+				continue
+			}
+			var next []int
+			if !noReturn(in) && i+1 < len(fn.insts) {
+				next = append(next, i+1)
+			}
+			if t, ok := jumpTarget(in, byPC); ok {
+				next = append(next, t)
+			}
+			for _, j := range next {
+				if !dirtyIn[j] {
+					dirtyIn[j], changed = true, true
+				}
+			}
+		}
+	}
+	var found []int
+	for i, in := range fn.insts {
+		if dirtyIn[i] && !strings.HasPrefix(in.op, "V") && vecReg.MatchString(in.args) {
+			found = append(found, i)
+		}
+	}
+	return found
+}
+
+// noReturn reports whether the next instruction is not reached from in: an
+// unconditional jump, a return, or a call of a runtime panic (bounds checks
+// and the like, laid out after the vector code).
+func noReturn(in inst) bool {
+	return in.op == "JMP" || in.op == "RET" || in.op == "UD2" ||
+		in.op == "CALL" && strings.HasPrefix(in.args, "runtime.panic")
+}
+
+// jumpTarget returns the index a jump goes to.
+func jumpTarget(in inst, byPC map[int]int) (int, bool) {
+	if !strings.HasPrefix(in.op, "J") {
+		return 0, false
+	}
+	pc, err := strconv.Atoi(strings.TrimSpace(in.args))
+	if err != nil {
+		return 0, false
+	}
+	t, ok := byPC[pc]
+	return t, ok
+}
