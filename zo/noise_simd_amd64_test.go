@@ -5,7 +5,6 @@ package zo
 import (
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"regexp"
 	"simd/archsimd"
 	"testing"
@@ -99,17 +98,5 @@ func TestLogSincosAVX512MatchMath(t *testing.T) {
 // made the noise ten times slower there (see noise_simd_amd64.go), and no
 // test on an AMD machine would notice it by speed.
 func TestVectorNoiseHasNoLegacySSE(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command to compile the package's assembly listing with")
-	}
-	checked, found, err := asmcheck.Check(".", regexp.MustCompile(`zo\.(Stream\.(fillVector|normals32|discrete32|philox8)|interleave|unit8|sqrtMinus2Log8|sincos8)$`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range found {
-		t.Errorf("legacy SSE instruction among AVX-512 code: %v", f)
-	}
-	if len(checked) < 2 {
-		t.Fatalf("checked %v; want fillVector and normals32 at least", checked)
-	}
+	asmcheck.NoLegacySSE(t, ".", regexp.MustCompile(`zo\.(Stream\.(fillVector|normals32|discrete32|philox8)|interleave|unit8|sqrtMinus2Log8|sincos8)$`), 2)
 }

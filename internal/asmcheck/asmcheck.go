@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Finding is one legacy SSE instruction reached with dirty upper halves.
@@ -54,6 +55,27 @@ func Check(dir string, funcs *regexp.Regexp) (checked []string, found []Finding,
 		}
 	}
 	return checked, found, nil
+}
+
+// NoLegacySSE is Check as a test: it fails t for every finding, and when
+// fewer than atLeast functions matched (a renamed kernel must not silently
+// leave the check). Without a go command it skips t.
+func NoLegacySSE(t testing.TB, dir string, funcs *regexp.Regexp, atLeast int) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to compile the package's assembly listing with")
+	}
+	checked, found, err := Check(dir, funcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		t.Errorf("legacy SSE instruction among AVX code: %v", f)
+	}
+	if len(checked) < atLeast {
+		t.Fatalf("checked %d functions (%v); want at least %d", len(checked), checked, atLeast)
+	}
+	t.Logf("%d functions checked", len(checked))
 }
 
 // inst is one instruction of the listing.
