@@ -17,8 +17,8 @@ import (
 // for arguments below 2π, which never need its large-argument reduction),
 // the correctly rounded square root and the round-to-nearest float32
 // conversion. So the vector path gives the scalar path's bits exactly, which
-// TestNormalsAVX512MatchScalar checks over many blocks and the values at the
-// ends of the unit interval.
+// TestFillAVX512MatchesScalar checks over many blocks, and
+// TestLogSincosAVX512MatchMath at the ends of the unit interval.
 
 // haveAVX512 reports whether normals32 may run (AVX-512 F, CD, BW, DQ, VL).
 var haveAVX512 = archsimd.X86.AVX512()
@@ -31,12 +31,13 @@ const vecBlocks = 8
 // microcode assist of hundreds of cycles, and the Go compiler emits such
 // instructions for float64 constants and arguments (MOVSD), zeroed arrays
 // (MOVUPS X15), scalar float stores (MOVSS) and shift counts (MOVQ to X);
-// golang/go#80835. With them this code ran ten times slower on the Xeon of
-// an H200 machine than the scalar path (208 ns per parameter and step
-// instead of 22 on a Zen 5, which has no such assist). So the code below
-// builds every constant by integer broadcast (f64c), shifts by vectors,
-// keeps no vector arrays, transposes in registers, passes the norm as bits,
-// and clears the upper halves (VZEROUPPER) before it returns to scalar Go.
+// golang/go#80835. With them a ZO step's host work ran ten times slower on
+// the Xeon of an H200 machine than on a Zen 5, which has no such assist
+// (208 ns per parameter and step instead of 22; 15 on that Xeon now). So the
+// code below builds every constant by integer broadcast (f64c), shifts by
+// vectors, keeps no vector arrays, transposes in registers, passes the norm
+// as bits, and clears the upper halves (VZEROUPPER) before it returns to
+// scalar Go.
 // TestVectorNoiseHasNoLegacySSE checks the machine code.
 
 // f64c is c on eight lanes, broadcast from its bits through an integer
