@@ -17,29 +17,49 @@ func MemoryTable(runs []sweep.Run) (string, error) {
 		return "", err
 	}
 	ms, groups := sweep.ByMethod(runs)
+	gpu := false // runs on a GPU backend also report its peak memory
+	for _, r := range runs {
+		gpu = gpu || r.PeakDeviceBytes > 0
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Memory per optimizer, %s\n\n", setting)
-	b.WriteString("| optimizer | runs | trainable params d | optimizer state | state bytes per param | peak RSS (max over runs) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| optimizer | runs | trainable params d | optimizer state | state bytes per param | peak RSS (max over runs) |")
+	rule := "|---|---:|---:|---:|---:|---:|"
+	if gpu {
+		b.WriteString(" peak GPU memory (max over runs) |")
+		rule += "---:|"
+	}
+	b.WriteString("\n" + rule + "\n")
 	for _, m := range ms {
 		rs := groups[m]
-		params, state, rss := int64(rs[0].TrainableParams), rs[0].StateBytes, int64(0)
+		params, state, rss, dev := int64(rs[0].TrainableParams), rs[0].StateBytes, int64(0), int64(0)
 		var stateMin, stateMax, paramsMin, paramsMax = state, state, params, params
 		for _, r := range rs {
 			stateMin, stateMax = min(stateMin, r.StateBytes), max(stateMax, r.StateBytes)
 			paramsMin, paramsMax = min(paramsMin, int64(r.TrainableParams)), max(paramsMax, int64(r.TrainableParams))
-			rss = max(rss, r.PeakRSSBytes)
+			rss, dev = max(rss, r.PeakRSSBytes), max(dev, r.PeakDeviceBytes)
 		}
 		perParam := "–"
 		if paramsMin == paramsMax && params > 0 {
 			perParam = fmt.Sprintf("%.3g", float64(stateMax)/float64(params))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", m, len(rs),
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |", m, len(rs),
 			span(paramsMin, paramsMax, func(n int64) string { return fmt.Sprint(n) }),
 			span(stateMin, stateMax, bytesString), perParam, bytesString(rss))
+		if gpu {
+			devStr := "–" // these runs were on the CPU
+			if dev > 0 {
+				devStr = bytesString(dev)
+			}
+			fmt.Fprintf(&b, " %s |", devStr)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\nOptimizer state: the bytes the optimizer keeps between steps (summary.json optimizer_state_bytes); " +
 		"peak RSS: the process's maximum resident set size (peak_rss_bytes), model and activations included.\n")
+	if gpu {
+		b.WriteString("Peak GPU memory: the most the GPU backend held at once (peak_device_bytes: weights, activations, its cache).\n")
+	}
 	return b.String(), nil
 }
 

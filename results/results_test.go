@@ -97,6 +97,19 @@ func TestMemoryTable(t *testing.T) {
 			t.Errorf("memory table lacks %q:\n%s", want, table)
 		}
 	}
+	if strings.Contains(table, "GPU") {
+		t.Errorf("CPU runs got a GPU column:\n%s", table)
+	}
+	runs[1].PeakDeviceBytes = 5 << 30
+	table, err = MemoryTable(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"peak GPU memory (max over runs) |\n|---|---:|---:|---:|---:|---:|---:|", "| MEAZO | 1 | 1000 | 8 B | 0.008 | 3.0 GiB | – |", "| 7.8 KiB | – | 3.0 GiB | 5.0 GiB |"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("memory table with a GPU run lacks %q:\n%s", want, table)
+		}
+	}
 	other := run("meazo", false, 1e-3, 0, 1, false)
 	other.Task = "sst2"
 	if _, err := MemoryTable(append(runs, other)); err == nil || !strings.Contains(err.Error(), "runs from different experiments") {

@@ -74,6 +74,7 @@ type Summary struct {
 	TrainableParams int                           `json:"trainable_params"`
 	StateBytes      int64                         `json:"optimizer_state_bytes"`
 	PeakRSSBytes    int64                         `json:"peak_rss_bytes"`
+	PeakDeviceBytes int64                         `json:"peak_device_bytes,omitempty"` // GPU memory the backend held at most (weights, buffers, its cache); absent on the CPU
 	SecondsPerStep  float64                       `json:"seconds_per_step"`
 	Changes         []ConfigChange                `json:"changes,omitempty"` // settings changed on resume (changes.jsonl)
 	Backend         string                        `json:"backend"`           // the backend that ran the last session of the run, and on what

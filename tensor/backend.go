@@ -112,6 +112,15 @@ type Backend interface {
 	Argmax(x Buf, rows, width int) []int
 }
 
+// DeviceMemory is implemented by backends that compute in memory of their
+// own (a GPU's): held is what they hold from the device now — weights,
+// buffers, and freed buffers kept for reuse — and peak the most they have
+// held since they were opened. The CPU backend's memory is the process's
+// (its peak resident set size).
+type DeviceMemory interface {
+	DeviceMemory() (held, peak uint64)
+}
+
 // Buf is a backend's array of float32 values (activations, norms, adapter
 // parameters). Its elements are reached only through the Backend that made
 // it; Slice gives a view that shares its storage.

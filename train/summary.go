@@ -11,6 +11,7 @@ import (
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/tensor"
 )
 
 // Summary is summary.json (docs/RUNDIR.md); package rundir owns the format.
@@ -65,6 +66,10 @@ func (r *run) fillSummary() {
 	r.summary.BestValLoss, r.summary.BestStep, r.summary.LastValLoss = finite(r.state.BestValLoss), r.state.BestStep, finite(r.state.LastValLoss)
 	r.summary.StateBytes = r.engine.Optimizer().StateBytes()
 	r.summary.PeakRSSBytes = peakRSS()
+	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
+		_, peak := dm.DeviceMemory()
+		r.summary.PeakDeviceBytes = int64(peak)
+	}
 	r.summary.Changes = readChanges(r.dir)
 	r.summary.Backend = r.backend.Name() + ": " + r.backend.Describe()
 	if r.state.Step > 0 {

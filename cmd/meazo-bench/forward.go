@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
@@ -156,6 +157,7 @@ func runForward(args []string, stdout io.Writer) error {
 		flops := forwardFLOPs(cfg, b, t, headRows)
 		g := flops / sec / 1e9
 		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %7s %12.0f\n", s, sec, float64(b*t)/sec, g, pctStr(g, peak), peakRSSMiB())
+		reportDeviceMemory(stdout, be)
 		if timer != nil {
 			timer.report(stdout, timed, *reps)
 		}
@@ -219,6 +221,15 @@ func forwardFLOPs(c *model.Config, b, t, headRows int) float64 {
 	perLayer += 2 * 2 * float64(b) * float64(c.NumHeads) * float64(t) * float64(t) * hd
 	head := 2 * float64(headRows) * d * float64(c.VocabSize)
 	return float64(c.NumLayers)*perLayer + head
+}
+
+// reportDeviceMemory prints the GPU memory a device backend has held at
+// most so far (nothing for the CPU backend, whose memory is the RSS).
+func reportDeviceMemory(w io.Writer, be tensor.Backend) {
+	if dm, ok := be.(tensor.DeviceMemory); ok {
+		_, peak := dm.DeviceMemory()
+		fmt.Fprintf(w, "#   peak GPU memory held by the backend so far: %.0f MiB (weights, buffers, cache; not the CUDA context)\n", float64(peak)/(1<<20))
+	}
 }
 
 // peakRSSMiB reads the process's peak resident set size (VmHWM) from /proc.

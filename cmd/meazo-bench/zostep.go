@@ -134,6 +134,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 				return err
 			}
 			fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %8d %6.1f%% %9.1f\n", s, label, sec, sec/two, obj.LayerEvals(), 100*host, 1000*host*sec)
+			reportDeviceMemory(stdout, be)
 			return nil
 		}
 		for _, qv := range strings.Split(*qs, ",") {

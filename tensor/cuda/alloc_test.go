@@ -88,11 +88,21 @@ func TestCacheBounded(t *testing.T) {
 	}
 	t.Logf("%d device allocations over 300 steps of changing length, %d in 97 steps of lengths seen before; device holds %d MiB, working set %d MiB",
 		before, d.mallocs-before, d.held>>20, peakWork>>20)
+	if held, peak := b.DeviceMemory(); held != d.held || peak != d.peak {
+		t.Errorf("DeviceMemory() = %d, %d; the device holds %d, peak %d", held, peak, d.held, d.peak)
+	}
 	if bufs, weights, _ := b.Live(); bufs != 0 || weights != 1 {
 		t.Errorf("live: %d buffers, %d weights; want 0 and 1", bufs, weights)
 	}
 	b.FreeWeight(w)
 	if _, weights, _ := b.Live(); weights != 0 {
 		t.Errorf("FreeWeight left %d weights", weights)
+	}
+	if held, _ := b.DeviceMemory(); held != d.held {
+		t.Errorf("after FreeWeight DeviceMemory() holds %d; the device %d", held, d.held)
+	}
+	b.Close()
+	if held, peak := b.DeviceMemory(); held != 0 || d.held != 0 || peak != d.peak {
+		t.Errorf("after Close: DeviceMemory() = %d, %d; the device holds %d, peak %d", held, peak, d.held, d.peak)
 	}
 }

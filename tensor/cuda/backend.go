@@ -44,6 +44,8 @@ type Backend struct {
 	liveBytes   uint64              // bytes live in buffers and caches (weights not counted)
 	peakBytes   uint64              // the most liveBytes has been: the largest working set
 	cachedBytes uint64              // bytes in free, held for reuse
+	heldBytes   uint64              // bytes allocated from the device and not yet returned
+	peakHeld    uint64              // the most heldBytes has been (DeviceMemory)
 	weights     int
 	caches      int
 	cacheAllocs int      // allocations held by KV caches (two per layer), counted in live too
@@ -144,22 +146,32 @@ func (b *Backend) Close() error {
 }
 
 func (b *Backend) release() {
-	for p := range b.live {
-		b.dev.free(p)
+	for p, bytes := range b.live {
+		b.devFree(p, bytes)
 	}
-	for _, ps := range b.free {
+	for c, ps := range b.free {
 		for _, x := range ps {
-			b.dev.free(x.ptr)
+			b.devFree(x.ptr, c)
 		}
 	}
 	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out} {
 		if a.ptr != 0 {
-			b.dev.free(a.ptr)
+			b.devFree(a.ptr, a.bytes)
 		}
 	}
 	b.live, b.free = map[uint64]uint64{}, map[uint64][]cached{}
 	b.liveBytes, b.cachedBytes = 0, 0
 	b.dev.close()
+}
+
+// DeviceMemory implements tensor.DeviceMemory: the bytes allocated from the
+// GPU now (weights, buffers, the cache of freed buffers, scratch arrays) and
+// the most at any time since Open. The CUDA context and cuBLAS's workspace
+// are not counted (nvidia-smi shows them).
+func (b *Backend) DeviceMemory() (held, peak uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.heldBytes, b.peakHeld
 }
 
 // Live implements backendtest.Counter.
@@ -229,7 +241,15 @@ func (b *Backend) alloc(bytes uint64) uint64 {
 	if err != nil {
 		b.fail(err)
 	}
+	b.heldBytes += bytes
+	b.peakHeld = max(b.peakHeld, b.heldBytes)
 	return p
+}
+
+// devFree returns an allocation of bytes to the device.
+func (b *Backend) devFree(p, bytes uint64) {
+	b.dev.free(p)
+	b.heldBytes -= bytes
 }
 
 // recycle returns a buffer's allocation to the cache for reuse, and trims
@@ -263,7 +283,7 @@ func (b *Backend) trim(limit uint64) {
 	clear(b.free)
 	for _, x := range all {
 		if b.cachedBytes > limit {
-			b.dev.free(x.ptr)
+			b.devFree(x.ptr, x.class)
 			b.cachedBytes -= x.class
 			continue
 		}
@@ -277,7 +297,7 @@ func (b *Backend) grow(a *devArray, bytes uint64) {
 		return
 	}
 	if a.ptr != 0 {
-		b.dev.free(a.ptr)
+		b.devFree(a.ptr, a.bytes)
 		a.ptr, a.bytes = 0, 0
 	}
 	bytes = max(bytes, 1024)
@@ -427,11 +447,12 @@ func toBF16(f float32) uint16 {
 func (b *Backend) FreeWeight(x tensor.Weight) {
 	defer b.enter()()
 	p := dweight(x).ptr
-	if _, ok := b.live[p]; !ok {
+	bytes, ok := b.live[p]
+	if !ok {
 		panic("cuda: FreeWeight of a weight that is not alive (freed twice)")
 	}
 	delete(b.live, p)
-	b.dev.free(p)
+	b.devFree(p, bytes)
 	b.weights--
 }
 
@@ -439,7 +460,8 @@ func (b *Backend) FreeWeight(x tensor.Weight) {
 // live as long as their model, so they bypass the size classes and the
 // cache (up to 12.5 % of a model's size would be lost to rounding).
 func (b *Backend) allocWeight(bytes uint64) uint64 {
-	p := b.alloc(max(bytes, 4))
+	bytes = max(bytes, 4)
+	p := b.alloc(bytes)
 	b.live[p] = bytes
 	return p
 }
