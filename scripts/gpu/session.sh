@@ -8,7 +8,8 @@
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
-#   also step (the ZO step alone, ours and PyTorch's) and cpuops (the CPU backend's per-op times here)
+#   also step (the ZO step alone, ours and PyTorch's), tiled (attention_tiled against attention) and cpuops
+#   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -78,6 +79,16 @@ for part in $parts; do
       timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step >>"$f" 2>&1
     done
     cat "$f"
+    ;;
+  tiled) # attention_tiled ($MEAZO_CUDA_ATTENTION=tiled): the suite with it, then forwards with each kernel, same run
+    f=$out/tiled.txt
+    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=tiled timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >"$f" 2>&1
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      for k in rows tiled rows tiled; do
+        MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x512 --reps 10 --loss-all >>"$f" 2>&1
+      done
+    done
+    grep -E "^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
   cpuops) # the CPU backend on this machine's Intel cores: time per op class of a Qwen3-0.6B forward
     timeout 120 "$bin/meazo-bench" forward --backend cpu --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 1x128 --reps 3 -ops >"$out/cpuops.txt" 2>&1

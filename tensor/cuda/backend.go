@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -56,7 +57,23 @@ type Backend struct {
 	out         devArray // small results (cross-entropy, argmax)
 	closed      bool
 	poisoned    error // a sticky device error: every later call fails with it
+	// attnTiled selects attention_tiled over attention ($MEAZO_CUDA_ATTENTION=tiled):
+	// the same bits, keys and values read once per tile of queries; not yet the
+	// default because it has not run on a GPU.
+	attnTiled bool
 }
+
+// AttentionEnv names the variable that selects the attention kernel: "tiled"
+// for attention_tiled; anything else, or unset, for attention.
+const AttentionEnv = "MEAZO_CUDA_ATTENTION"
+
+// tiledExtraShm is what attention_tiled's static shared arrays take beyond
+// the 4 KiB allowed for attention's: its dynamic shared memory may be
+// maxShm − tiledExtraShm.
+const tiledExtraShm = 6 << 10
+
+// attnTile is the most queries attention_tiled takes per block (ATTN_TQ).
+const attnTile = 8
 
 // cached is a freed allocation held for reuse; freed orders blocks by age.
 type cached struct{ ptr, freed uint64 }
@@ -81,7 +98,11 @@ func Open(device int) (*Backend, error) {
 }
 
 func newBackend(dev device, desc string, maxShm int) *Backend {
-	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}}
+	tiled := os.Getenv(AttentionEnv) == "tiled"
+	if tiled {
+		desc += "; attention kernel: tiled (" + AttentionEnv + ")"
+	}
+	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, attnTiled: tiled}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -671,9 +692,18 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 	}
 	b.launch("store_kv", blocks1D(a.Seqs*tn*kvh*hd), 256, 0, devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(dbuf(k).ptr), devPtr(dbuf(v).ptr),
 		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
-	b.launch("attention", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*(hd+c.capacity)),
-		devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
-		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale))
+	args := []any{devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
+		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale)}
+	tq := attnTile // queries per block of attention_tiled, as many as its shared memory allows
+	for tq > 1 && 4*tq*(hd+c.capacity) > b.maxShm-tiledExtraShm {
+		tq /= 2
+	}
+	if !b.attnTiled || 4*tq*(hd+c.capacity) > b.maxShm-tiledExtraShm {
+		b.launch("attention", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*(hd+c.capacity)), args...)
+		return
+	}
+	b.launch("attention_tiled", [3]uint32{uint32((tn + tq - 1) / tq), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*tq*(hd+c.capacity)),
+		append(args, i32Arg(tq))...)
 }
 
 func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int) []float64 {

@@ -186,3 +186,48 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 	}
 	backendtest.Ops(t, newEmuBackend(t), kernelsMatchCPU)
 }
+
+// TestEmulatedTiledAttention runs the conformance suite with
+// attention_tiled ($MEAZO_CUDA_ATTENTION=tiled) in place of attention: the
+// same bits as the CPU backend where attention gives them, on tiles of 8
+// queries and, with less shared memory, of 2 (and there the models' larger
+// caches fall back to tiles of 1 or to attention).
+func TestEmulatedTiledAttention(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		maxShm int
+		tile   uint64
+	}{{"tiles of 8", 48 << 10, 8}, {"tiles of 2", tiledExtraShm + 4*2*(8+8), 2}} { // Ops' attention: hd 8, 8 slots
+		t.Run(c.name, func(t *testing.T) {
+			b := newEmuBackend(t)
+			b.attnTiled, b.maxShm = true, c.maxShm
+			lc := &launchCounter{device: b.dev, tiles: map[uint64]int{}}
+			b.dev = lc
+			if cpu.GEMMPath() != "portable" {
+				backendtest.Ops(t, b, kernelsMatchCPU)
+			}
+			backendtest.Models(t, b, backendtest.Float32)
+			if lc.tiles[c.tile] == 0 {
+				t.Errorf("attention_tiled never ran with tiles of %d (tiles used: %v; attention launched %d times)", c.tile, lc.tiles, lc.rows)
+			}
+		})
+	}
+}
+
+// launchCounter counts the attention kernels' launches, by tile for
+// attention_tiled.
+type launchCounter struct {
+	device
+	rows  int
+	tiles map[uint64]int
+}
+
+func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
+	switch name {
+	case "attention":
+		l.rows++
+	case "attention_tiled":
+		l.tiles[args[len(args)-1]]++
+	}
+	return l.device.launch(name, grid, block, shmem, args)
+}

@@ -85,6 +85,9 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
 		return "", 0, err
 	}
+	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_tiled"], funcAttrMaxDynamicShmem, int32(maxShm-tiledExtraShm))); err != nil {
+		return "", 0, err
+	}
 	bver, err := g.startBlas(ver)
 	if err != nil {
 		return "", 0, err

@@ -227,6 +227,119 @@ __global__ void attention(float* out, const float* q, const float* kc, const flo
     }
 }
 
+// attention_tiled is attention for up to ATTN_TQ consecutive new tokens (tq)
+// of one query head and sequence per block (blockIdx.x is the tile): every
+// output gets attention's arithmetic in attention's order, so the same bits,
+// but each key and value is read from global memory once per tile instead of
+// once per query — attention re-reads the head's whole cache for every
+// query, which made it ~14 % of a forward at 4 TFLOP/s on an H200. Needs a
+// power-of-two block of 128 or 256 threads. Shared memory: tq·hd +
+// tq·capacity floats.
+#define ATTN_TQ 8
+__global__ void attention_tiled(float* out, const float* q, const float* kc, const float* vc, const int* mask,
+                                int tokens, int heads, int kv_heads, int hd, int capacity, int start, int window,
+                                float scale, int tq) {
+    DYNAMIC_SHARED(float, sh);
+    float* qs = sh;          // [tq][hd]
+    float* p = sh + tq * hd; // [tq][capacity]
+    __shared__ double part[ATTN_TQ][16];
+    __shared__ float red[ATTN_TQ][256];
+    __shared__ float inv[ATTN_TQ];
+    int t0 = blockIdx.x * tq, h = blockIdx.y, s = blockIdx.z;
+    int nq = tokens - t0 < tq ? tokens - t0 : tq;
+    int rep = heads / kv_heads, g = h / rep;
+    int n = start + t0 + nq; // the tile's last query sees the slots below n
+    const float* kh = kc + ((long long)s * kv_heads + g) * hd * capacity;
+    const float* vh = vc + ((long long)s * kv_heads + g) * capacity * hd;
+    const int* m = mask + (long long)s * capacity;
+    long long row0 = ((long long)s * tokens + t0) * heads + h; // query i's [hd] vector: row0 + i·heads
+
+    for (int e = threadIdx.x; e < nq * hd; e += blockDim.x) {
+        int i = e / hd, d = e % hd;
+        qs[i * hd + d] = q[(row0 + (long long)i * heads) * hd + d];
+    }
+    __syncthreads();
+    // Scores: thread per key, every query of the tile at once.
+    float mx[ATTN_TQ]; // the per-query arrays stay in registers: constant-bound loops, unrolled
+#pragma unroll
+    for (int i = 0; i < ATTN_TQ; i++) mx[i] = NEG_INF;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        bool ok = m[j] == 1;
+        float acc[ATTN_TQ];
+#pragma unroll
+        for (int i = 0; i < ATTN_TQ; i++) acc[i] = 0.0f;
+        if (ok) {
+            for (int d = 0; d < hd; d++) {
+                float k = kh[(long long)d * capacity + j];
+#pragma unroll
+                for (int i = 0; i < ATTN_TQ; i++)
+                    if (i < nq) acc[i] = fmaf(qs[i * hd + d], k, acc[i]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < ATTN_TQ; i++) {
+            if (i >= nq) break;
+            int qslot = start + t0 + i;
+            float sc = NEG_INF;
+            if (ok && j <= qslot && (window <= 0 || qslot - j < window)) sc = __fmul_rn(acc[i], scale);
+            p[i * capacity + j] = sc;
+            mx[i] = fmaxf(mx[i], sc);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < ATTN_TQ; i++)
+        if (i < nq) red[i][threadIdx.x] = mx[i];
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
+        if (threadIdx.x < w)
+            for (int i = 0; i < nq; i++) red[i][threadIdx.x] = fmaxf(red[i][threadIdx.x], red[i][threadIdx.x + w]);
+        __syncthreads();
+    }
+    // Softmax of each query's row over its slots j <= start+t0+i.
+    for (int i = 0; i < nq; i++) {
+        float mi = red[i][0];
+        if (mi == NEG_INF) continue; // no visible key: zeros below
+        float* pi = p + i * capacity;
+        for (int j = threadIdx.x; j <= start + t0 + i; j += blockDim.x) pi[j] = cephes_expf(__fsub_rn(pi[j], mi));
+    }
+    __syncthreads();
+    if (threadIdx.x < 16 * nq) {
+        int i = threadIdx.x / 16, r = threadIdx.x % 16;
+        double sum = 0;
+        for (int j = r; j <= start + t0 + i; j += 16) sum = __dadd_rn(sum, (double)p[i * capacity + j]);
+        part[i][r] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x < nq) {
+        int i = threadIdx.x;
+        double sum = 0;
+        for (int r = 0; r < 16; r++) sum = __dadd_rn(sum, part[i][r]);
+        inv[i] = __double2float_rn(__ddiv_rn(1.0, sum));
+    }
+    __syncthreads();
+    for (int i = 0; i < nq; i++) {
+        if (red[i][0] == NEG_INF) continue;
+        float* pi = p + i * capacity;
+        for (int j = threadIdx.x; j <= start + t0 + i; j += blockDim.x) pi[j] = __fmul_rn(pi[j], inv[i]);
+    }
+    __syncthreads();
+    // Outputs: thread per dimension, every query of the tile at once.
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float acc[ATTN_TQ];
+#pragma unroll
+        for (int i = 0; i < ATTN_TQ; i++) acc[i] = 0.0f;
+        for (int j = 0; j < n; j++) {
+            float v = vh[(long long)j * hd + d];
+#pragma unroll
+            for (int i = 0; i < ATTN_TQ; i++)
+                if (i < nq && j <= start + t0 + i) acc[i] = fmaf(p[i * capacity + j], v, acc[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < ATTN_TQ; i++)
+            if (i < nq) out[(row0 + (long long)i * heads) * hd + d] = red[i][0] == NEG_INF ? 0.0f : acc[i];
+    }
+}
+
 // cross_entropy: one block of 256 threads per requested row ids[b] of
 // logits [*][width]: out[b] = logsumexp(row) − row[targets[b]] in float64
 // (max, then a fixed-tree sum of exp(x − max)).

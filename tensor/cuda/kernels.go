@@ -36,6 +36,7 @@ var kernelParams = map[string][]param{
 	"rope":             {ptr, i64, i32, i32, ptr, ptr, i32},
 	"store_kv":         {ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32},
 	"attention":        {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32},
+	"attention_tiled":  {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32, i32},
 	"cross_entropy":    {ptr, ptr, i32, ptr, ptr},
 	"argmax":           {ptr, ptr, i32},
 }
