@@ -32,7 +32,7 @@ const vecBlocks = 8
 // instructions for float64 constants and arguments (MOVSD), zeroed arrays
 // (MOVUPS X15), scalar float stores (MOVSS) and shift counts (MOVQ to X);
 // golang/go#80835. With them a ZO step's host work ran ten times slower on
-// the Xeon of an H200 machine than on a Zen 5, which has no such assist
+// the Xeon of an H200 machine than on a Zen 4, which has no such assist
 // (208 ns per parameter and step instead of 22; 15 on that Xeon now). So the
 // code below builds every constant by integer broadcast (f64c), shifts by
 // vectors, keeps no vector arrays, transposes in registers, passes the norm
