@@ -83,6 +83,7 @@ func (s Stream) normals32(dst *[4 * vecBlocks]float32, b0 uint64, normBits uint6
 		v0, v1, v2, v3 = v0.Div(norm), v1.Div(norm), v2.Div(norm), v3.Div(norm)
 	}
 	interleave(dst, v0.ConvertToFloat32(), v1.ConvertToFloat32(), v2.ConvertToFloat32(), v3.ConvertToFloat32())
+	archsimd.ClearAVXUpperBits()
 }
 
 // discrete32 writes elements 4·b0 … 4·b0+31 of the Rademacher (±1) or,
@@ -104,6 +105,7 @@ func (s Stream) discrete32(dst *[4 * vecBlocks]float32, b0 uint64, ternary bool)
 		return v.ConvertToFloat32()
 	}
 	interleave(dst, f(x0), f(x1), f(x2), f(x3))
+	archsimd.ClearAVXUpperBits()
 }
 
 // interleaveIdx picks, from lanes 0-7 = v0, 8-15 = v1, 16-23 = v2 and

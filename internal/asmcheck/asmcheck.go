@@ -7,9 +7,14 @@
 // simd/archsimd code for float constants and arguments (MOVSS, MOVSD), zeroed
 // arrays (MOVUPS X15) and shift counts (MOVQ to X) — golang/go#80835. AMD
 // cores pay nothing, so a benchmark on an AMD machine never shows it; this
-// package lets a test read the machine code instead. The rule it checks: after
+// package lets a test read the machine code instead. The rules it checks: after
 // an AVX instruction and before the next VZEROUPPER (ClearAVXUpperBits), no
-// legacy SSE instruction, on any path through the function's jumps.
+// legacy SSE instruction, on any path through the function's jumps; and the
+// functions that scalar code calls return with the upper halves clean, so
+// that the caller's scalar float code (all legacy SSE in Go) pays nothing.
+// Calls are not followed: a function that calls AVX code is checked as if
+// the call left the upper halves as they were, so list its callees as entries
+// too.
 package asmcheck
 
 import (
@@ -22,18 +27,22 @@ import (
 	"testing"
 )
 
-// Finding is one legacy SSE instruction reached with dirty upper halves.
+// Finding is one legacy SSE instruction, or one return, reached with dirty
+// upper halves.
 type Finding struct {
 	Func string // the function's symbol
+	What string // "legacy SSE instruction among AVX code" or "return with dirty upper halves"
 	Inst string // the listing's line: offset, source position, instruction
 }
 
-func (f Finding) String() string { return f.Func + ": " + f.Inst }
+func (f Finding) String() string { return f.What + ": " + f.Func + ": " + f.Inst }
 
 // Check compiles the package in dir with GOEXPERIMENT=simd and -gcflags=-S
 // (go must be on the PATH) and checks every function whose symbol matches
-// funcs. It returns the functions checked and what it found.
-func Check(dir string, funcs *regexp.Regexp) (checked []string, found []Finding, err error) {
+// funcs for legacy SSE among AVX code, and those that also match entries
+// (the ones scalar code calls; nil for none) for a dirty return. It returns
+// the functions checked and what it found.
+func Check(dir string, funcs, entries *regexp.Regexp) (checked []string, found []Finding, err error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return nil, nil, fmt.Errorf("asmcheck: no go command: %w", err)
@@ -50,8 +59,14 @@ func Check(dir string, funcs *regexp.Regexp) (checked []string, found []Finding,
 			continue
 		}
 		checked = append(checked, fn.name)
-		for _, i := range fn.legacyWhileDirty() {
-			found = append(found, Finding{fn.name, fn.insts[i].line})
+		legacy, rets := fn.legacyWhileDirty()
+		for _, i := range legacy {
+			found = append(found, Finding{fn.name, "legacy SSE instruction among AVX code", fn.insts[i].line})
+		}
+		if entries != nil && entries.MatchString(fn.name) {
+			for _, i := range rets {
+				found = append(found, Finding{fn.name, "return with dirty upper halves", fn.insts[i].line})
+			}
 		}
 	}
 	return checked, found, nil
@@ -60,17 +75,17 @@ func Check(dir string, funcs *regexp.Regexp) (checked []string, found []Finding,
 // NoLegacySSE is Check as a test: it fails t for every finding, and when
 // fewer than atLeast functions matched (a renamed kernel must not silently
 // leave the check). Without a go command it skips t.
-func NoLegacySSE(t testing.TB, dir string, funcs *regexp.Regexp, atLeast int) {
+func NoLegacySSE(t testing.TB, dir string, funcs, entries *regexp.Regexp, atLeast int) {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to compile the package's assembly listing with")
 	}
-	checked, found, err := Check(dir, funcs)
+	checked, found, err := Check(dir, funcs, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range found {
-		t.Errorf("legacy SSE instruction among AVX code: %v", f)
+		t.Errorf("%v", f)
 	}
 	if len(checked) < atLeast {
 		t.Fatalf("checked %d functions (%v); want at least %d", len(checked), checked, atLeast)
@@ -122,11 +137,11 @@ func parse(listing string) []function {
 	return fns
 }
 
-// legacyWhileDirty returns the indices of the legacy SSE instructions that
-// some path reaches after an AVX instruction with no VZEROUPPER between: a
-// data flow over the function's instructions (fall-through and jumps) until
-// nothing changes.
-func (fn function) legacyWhileDirty() []int {
+// legacyWhileDirty returns the indices of the legacy SSE instructions, and
+// of the returns, that some path reaches after an AVX instruction with no
+// VZEROUPPER between: a data flow over the function's instructions
+// (fall-through and jumps) until nothing changes.
+func (fn function) legacyWhileDirty() (legacy, rets []int) {
 	byPC := map[int]int{}
 	for i, in := range fn.insts {
 		byPC[in.pc] = i
@@ -159,13 +174,16 @@ func (fn function) legacyWhileDirty() []int {
 			}
 		}
 	}
-	var found []int
 	for i, in := range fn.insts {
-		if dirtyIn[i] && !strings.HasPrefix(in.op, "V") && vecReg.MatchString(in.args) {
-			found = append(found, i)
+		switch {
+		case !dirtyIn[i]:
+		case in.op == "RET":
+			rets = append(rets, i)
+		case !strings.HasPrefix(in.op, "V") && vecReg.MatchString(in.args):
+			legacy = append(legacy, i)
 		}
 	}
-	return found
+	return legacy, rets
 }
 
 // noReturn reports whether the next instruction is not reached from in: an

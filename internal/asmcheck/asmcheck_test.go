@@ -22,8 +22,24 @@ func TestLegacyWhileDirty(t *testing.T) {
 		if len(fns) != 1 {
 			t.Fatalf("%s: parsed %d functions", c.name, len(fns))
 		}
-		if got := fns[0].legacyWhileDirty(); !slices.Equal(got, c.want) {
+		if got, _ := fns[0].legacyWhileDirty(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: findings %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDirtyReturn(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		listing string
+		want    []int
+	}{
+		{"cleared before return", "f STEXT size=1\n\t0x0 0 (a:1)\tVADDPD\tZ1, Z2, Z3\n\t0x4 4 (a:2)\tVZEROUPPER\n\t0x7 7 (a:3)\tRET\n", nil},
+		{"dirty on one path", "f STEXT size=1\n\t0x0 0 (a:1)\tVADDPD\tZ1, Z2, Z3\n\t0x4 4 (a:2)\tJLT\t10\n\t0x6 6 (a:3)\tVZEROUPPER\n\t0x9 9 (a:4)\tRET\n\t0xa 10 (a:5)\tRET\n", []int{4}},
+	} {
+		fns := parse(c.listing)
+		if _, got := fns[0].legacyWhileDirty(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: dirty returns %v, want %v", c.name, got, c.want)
 		}
 	}
 }
