@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -250,23 +249,30 @@ func TestRunDirLock(t *testing.T) {
 	if os.Getenv("MEAZO_TEST_LOCK_HOLDER") != "" {
 		return // the child's work is in TestLockHolderHelper
 	}
-	dir, cfg := demoConfig(t, 4)
+	dir, cfg := demoConfig(t, 100)
 	out := filepath.Join(dir, "run")
 
-	// Two runs started at once into one directory: exactly one runs.
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, seed := range []string{"7", "8"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(time.Duration(i) * 50 * time.Millisecond)
-			_, errs[i] = Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+out, "train.seed="+seed)})
-		}()
+	// Two runs into one directory, the second started while the first holds
+	// the lock (its config.yaml, written right after locking, exists): exactly
+	// one runs. (Started blindly 50 ms apart, a short first run could end
+	// before the second began, and then the second is refused for another
+	// reason.)
+	first := make(chan error, 1)
+	go func() {
+		_, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+out, "train.seed=7")})
+		first <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(out, rundir.ConfigFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first run wrote no config.yaml within a minute")
+		}
 	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] == nil || !strings.Contains(errs[1].Error(), "in use by pid") {
-		t.Fatalf("two runs at once: errors %v, %v; want the second refused with the holder named", errs[0], errs[1])
+	_, err2 := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+out, "train.seed=8")})
+	if err1 := <-first; err1 != nil || err2 == nil || !strings.Contains(err2.Error(), "in use by pid") {
+		t.Fatalf("two runs at once: errors %v, %v; want the second refused with the holder named", err1, err2)
 	}
 	if c, err := Load(filepath.Join(out, "config.yaml"), nil); err != nil || c.Train.Seed != 7 {
 		t.Errorf("config.yaml of the run that ran: %v %v", c, err)
