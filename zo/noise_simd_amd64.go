@@ -64,7 +64,6 @@ func (s Stream) fillVector(dst []float32, b0 uint64, dist Dist, normBits uint64)
 			s.discrete32(out, b, dist == Ternary)
 		}
 	}
-	archsimd.ClearAVXUpperBits()
 }
 
 // normals32 writes elements 4·b0 … 4·b0+31 of the normal (or, with a norm

@@ -694,16 +694,18 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
 	args := []any{devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
 		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale)}
-	tq := attnTile // queries per block of attention_tiled, as many as its shared memory allows
-	for tq > 1 && 4*tq*(hd+c.capacity) > b.maxShm-tiledExtraShm {
-		tq /= 2
+	if b.attnTiled {
+		tq := attnTile // queries per block, as many as the shared memory allows
+		for tq > 1 && 4*tq*(hd+c.capacity) > b.maxShm-tiledExtraShm {
+			tq /= 2
+		}
+		if 4*tq*(hd+c.capacity) <= b.maxShm-tiledExtraShm {
+			b.launch("attention_tiled", [3]uint32{uint32((tn + tq - 1) / tq), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*tq*(hd+c.capacity)),
+				append(args, i32Arg(tq))...)
+			return
+		}
 	}
-	if !b.attnTiled || 4*tq*(hd+c.capacity) > b.maxShm-tiledExtraShm {
-		b.launch("attention", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*(hd+c.capacity)), args...)
-		return
-	}
-	b.launch("attention_tiled", [3]uint32{uint32((tn + tq - 1) / tq), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*tq*(hd+c.capacity)),
-		append(args, i32Arg(tq))...)
+	b.launch("attention", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*(hd+c.capacity)), args...)
 }
 
 func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int) []float64 {
