@@ -108,7 +108,12 @@ def sgemm():
               ("Llama-3.2-1B gate/up", 1024, 2048, 8192), ("Llama-3.2-1B down", 1024, 8192, 2048),
               ("Llama-3.2-1B lm_head", 1024, 2048, 128256), ("Qwen3-0.6B q", 1024, 1024, 2048),
               ("Qwen3-0.6B gate/up", 1024, 1024, 3072), ("Qwen3-0.6B down", 1024, 3072, 1024),
-              ("Qwen3-0.6B lm_head", 1024, 1024, 151936), ("square 8192", 8192, 8192, 8192)]
+              ("Qwen3-0.6B lm_head", 1024, 1024, 151936), ("square 8192", 8192, 8192, 8192),
+              # The projections fused into one product (q|k|v and gate|up stacked): would fewer,
+              # wider GEMMs run faster? Compare with the sum of their parts above.
+              ("Qwen3-0.6B k/v", 1024, 1024, 1024), ("Qwen3-0.6B o", 1024, 2048, 1024),
+              ("Llama-3.2-1B q|k|v fused", 1024, 2048, 3072), ("Llama-3.2-1B gate|up fused", 1024, 2048, 16384),
+              ("Qwen3-0.6B q|k|v fused", 1024, 1024, 4096), ("Qwen3-0.6B gate|up fused", 1024, 1024, 6144)]
     for name, m, k, n in shapes:
         x = torch.randn(m, k, device="cuda")
         w = torch.randn(n, k, device="cuda")

@@ -8,7 +8,7 @@
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
-#   also step (the ZO step alone, ours and PyTorch's), tiled (attention_tiled against attention) and cpuops
+#   also step (the ZO step alone, ours and PyTorch's), sgemm (cuBLAS SGEMM's rate alone), tiled (attention_tiled against attention) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
@@ -89,6 +89,10 @@ for part in $parts; do
       done
     done
     grep -E "^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
+    ;;
+  sgemm) # cuBLAS SGEMM's rate alone (the bench part measures it too)
+    timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm >"$out/sgemm.txt" 2>&1
+    cat "$out/sgemm.txt"
     ;;
   cpuops) # the CPU backend on this machine's Intel cores: time per op class of a Qwen3-0.6B forward
     timeout 120 "$bin/meazo-bench" forward --backend cpu --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 1x128 --reps 3 -ops >"$out/cpuops.txt" 2>&1

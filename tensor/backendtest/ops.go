@@ -240,7 +240,37 @@ func opCases() []opCase {
 		}},
 		{"Attention", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 0) }},
 		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
+		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
+		{"AttentionLongWindow", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 50) }},
 	}
+}
+
+// attentionLong runs a prefill of 150 tokens, then a chunk of 10 after them,
+// for 2 sequences (the second left-padded by 37), 4 query heads on 2 kv
+// heads of width 40: more keys and queries than a GPU kernel's block takes
+// at once, and a head width that is no multiple of 32.
+func attentionLong(b tensor.Backend, in *inputs, window int) []float32 {
+	const seqs, heads, kvHeads, hd, capacity = 2, 4, 2, 40, 160
+	mask := make([]int, seqs*capacity)
+	for i := range capacity {
+		mask[i] = 1
+		if i >= 37 {
+			mask[capacity+i] = 1
+		}
+	}
+	c := b.NewKVCache(seqs, kvHeads, capacity, hd, 1)
+	defer b.FreeKVCache(c)
+	var outs []float32
+	for _, step := range []struct{ start, tokens int }{{0, 150}, {150, 10}} {
+		nq := seqs * step.tokens
+		q, k, v := b.FromHost(in.vec(nq*heads*hd, 1)), b.FromHost(in.vec(nq*kvHeads*hd, 1)), b.FromHost(in.vec(nq*kvHeads*hd, 1))
+		out := b.Alloc(nq * heads * hd)
+		b.Attention(out, q, k, v, c, 0, tensor.AttentionArgs{Seqs: seqs, Tokens: step.tokens, Heads: heads, KVHeads: kvHeads,
+			HeadDim: hd, Start: step.start, Mask: mask, Window: window, Scale: float32(1 / math.Sqrt(hd))})
+		b.Free(q, k, v)
+		outs = append(outs, down(b, out)...)
+	}
+	return outs
 }
 
 // attention runs a prefill of 6 tokens and two decode steps through one

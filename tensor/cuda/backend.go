@@ -72,8 +72,13 @@ const AttentionEnv = "MEAZO_CUDA_ATTENTION"
 // maxShm − tiledExtraShm.
 const tiledExtraShm = 6 << 10
 
-// attnTile is the most queries attention_tiled takes per block (ATTN_TQ).
-const attnTile = 8
+// attnTile is the most queries attention_tiled takes per block (ATTN_TQ);
+// it takes tiles of 8, 16 or 32.
+const attnTile = 32
+
+// tiledShm is attention_tiled's dynamic shared memory for tiles of tq
+// queries: the queries [hd][tq] and the probabilities [capacity][tq+4].
+func tiledShm(tq, hd, capacity int) int { return 4 * (hd*tq + capacity*(tq+4)) }
 
 // cached is a freed allocation held for reuse; freed orders blocks by age.
 type cached struct{ ptr, freed uint64 }
@@ -694,13 +699,16 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
 	args := []any{devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
 		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale)}
-	if b.attnTiled {
-		tq := attnTile // queries per block, as many as the shared memory allows
-		for tq > 1 && 4*tq*(hd+c.capacity) > b.maxShm-tiledExtraShm {
+	if b.attnTiled && tn > 1 && hd <= 128 {
+		tq := 8 // queries per block: enough for the new tokens, as many as the shared memory allows
+		for tq < attnTile && tq < tn {
+			tq *= 2
+		}
+		for tq > 8 && tiledShm(tq, hd, c.capacity) > b.maxShm-tiledExtraShm {
 			tq /= 2
 		}
-		if 4*tq*(hd+c.capacity) <= b.maxShm-tiledExtraShm {
-			b.launch("attention_tiled", [3]uint32{uint32((tn + tq - 1) / tq), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*tq*(hd+c.capacity)),
+		if shm := tiledShm(tq, hd, c.capacity); shm <= b.maxShm-tiledExtraShm {
+			b.launch("attention_tiled", [3]uint32{uint32((tn + tq - 1) / tq), uint32(heads), uint32(a.Seqs)}, 128, uint32(shm),
 				append(args, i32Arg(tq))...)
 			return
 		}

@@ -189,15 +189,15 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 
 // TestEmulatedTiledAttention runs the conformance suite with
 // attention_tiled ($MEAZO_CUDA_ATTENTION=tiled) in place of attention: the
-// same bits as the CPU backend where attention gives them, on tiles of 8
-// queries and, with less shared memory, of 2 (and there the models' larger
-// caches fall back to tiles of 1 or to attention).
+// same bits as the CPU backend where attention gives them, on tiles of up to
+// 32 queries (the models' batches) and, with less shared memory, of 8 (and
+// there the models' larger caches fall back to attention).
 func TestEmulatedTiledAttention(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		maxShm int
 		tile   uint64
-	}{{"tiles of 8", 48 << 10, 8}, {"tiles of 2", tiledExtraShm + 4*2*(8+8), 2}} { // Ops' attention: hd 8, 8 slots
+	}{{"tiles of 32", 48 << 10, 32}, {"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8}} { // Ops' attention: hd 8, 8 slots
 		t.Run(c.name, func(t *testing.T) {
 			b := newEmuBackend(t)
 			b.attnTiled, b.maxShm = true, c.maxShm

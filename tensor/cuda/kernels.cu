@@ -227,86 +227,115 @@ __global__ void attention(float* out, const float* q, const float* kc, const flo
     }
 }
 
-// attention_tiled is attention for up to ATTN_TQ consecutive new tokens (tq)
-// of one query head and sequence per block (blockIdx.x is the tile): every
-// output gets attention's arithmetic in attention's order, so the same bits,
-// but each key and value is read from global memory once per tile instead of
-// once per query — attention re-reads the head's whole cache for every
-// query, which made it ~14 % of a forward at 4 TFLOP/s on an H200. Needs a
-// power-of-two block of 128 or 256 threads. Shared memory: tq·hd +
-// tq·capacity floats.
-#define ATTN_TQ 8
+// attention_tiled is attention for a tile of tq consecutive new tokens (tq =
+// 8, 16 or 32; blockIdx.x is the tile) of one query head and sequence per
+// block: every output gets attention's arithmetic in attention's order, so
+// the same bits, but keys and values are read once per tile instead of once
+// per query, and each thread keeps an 8-query × 4-key (scores) or 8-query ×
+// 4-dimension (outputs) block of products in registers, reading its queries'
+// values with two 16-byte shared loads. (attention re-reads the head's whole
+// cache for every query: ~14 % of a forward at ~4 TFLOP/s on an H200; the
+// first tiled version, a thread per key over 8 queries, one shared load per
+// fused multiply-add, was no faster.) Warp w owns the tile's queries
+// 8w … 8w+7 in the score and output phases, lane l the keys j0+l+32c and the
+// dimensions l+32c (c < 4). Needs 128 threads and hd ≤ 128. Shared memory:
+// the queries transposed, qs[hd][tq], and the scores, then probabilities,
+// pt[capacity][tq+4] (rows padded so that the lanes' 16-byte stores hit
+// different banks): 4·(hd·tq + capacity·(tq+4)) bytes.
+#define ATTN_TQ 32
 __global__ void attention_tiled(float* out, const float* q, const float* kc, const float* vc, const int* mask,
                                 int tokens, int heads, int kv_heads, int hd, int capacity, int start, int window,
                                 float scale, int tq) {
     DYNAMIC_SHARED(float, sh);
-    float* qs = sh;          // [tq][hd]
-    float* p = sh + tq * hd; // [tq][capacity]
+    int ps = tq + 4;         // pt's row stride
+    float* qs = sh;          // [hd][tq]
+    float* pt = sh + hd * tq; // [capacity][ps]
+    __shared__ float red[ATTN_TQ][32]; // per query: the lanes' maxima, then the max in [i][0]
     __shared__ double part[ATTN_TQ][16];
-    __shared__ float red[ATTN_TQ][256];
     __shared__ float inv[ATTN_TQ];
     int t0 = blockIdx.x * tq, h = blockIdx.y, s = blockIdx.z;
     int nq = tokens - t0 < tq ? tokens - t0 : tq;
     int rep = heads / kv_heads, g = h / rep;
-    int n = start + t0 + nq; // the tile's last query sees the slots below n
+    int first = start + t0;  // the tile's first query's slot; query i sees the slots j <= first+i
+    int n = first + nq;      // slots any query of the tile sees
     const float* kh = kc + ((long long)s * kv_heads + g) * hd * capacity;
     const float* vh = vc + ((long long)s * kv_heads + g) * capacity * hd;
     const int* m = mask + (long long)s * capacity;
     long long row0 = ((long long)s * tokens + t0) * heads + h; // query i's [hd] vector: row0 + i·heads
+    int lane = threadIdx.x % 32, q0 = threadIdx.x / 32 * 8;  // this warp's first query
+    bool active = q0 < nq;
 
-    for (int e = threadIdx.x; e < nq * hd; e += blockDim.x) {
+    for (int e = threadIdx.x; e < tq * hd; e += blockDim.x) {
         int i = e / hd, d = e % hd;
-        qs[i * hd + d] = q[(row0 + (long long)i * heads) * hd + d];
+        qs[d * tq + i] = i < nq ? q[(row0 + (long long)i * heads) * hd + d] : 0.0f;
     }
     __syncthreads();
-    // Scores: thread per key, every query of the tile at once.
-    float mx[ATTN_TQ]; // the per-query arrays stay in registers: constant-bound loops, unrolled
+    // Scores of 8 queries × 4 keys per thread, 128 keys per pass.
+    if (active) {
+        float mx[8];
 #pragma unroll
-    for (int i = 0; i < ATTN_TQ; i++) mx[i] = NEG_INF;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
-        bool ok = m[j] == 1;
-        float acc[ATTN_TQ];
+        for (int i = 0; i < 8; i++) mx[i] = NEG_INF;
+        for (int j0 = 0; j0 < n; j0 += 128) {
+            float acc[8][4];
 #pragma unroll
-        for (int i = 0; i < ATTN_TQ; i++) acc[i] = 0.0f;
-        if (ok) {
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) acc[i][c] = 0.0f;
             for (int d = 0; d < hd; d++) {
-                float k = kh[(long long)d * capacity + j];
+                float4 qa = *(const float4*)&qs[d * tq + q0], qb = *(const float4*)&qs[d * tq + q0 + 4];
+                float qv[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+                const float* kd = kh + (long long)d * capacity;
+                float kv[4];
 #pragma unroll
-                for (int i = 0; i < ATTN_TQ; i++)
-                    if (i < nq) acc[i] = fmaf(qs[i * hd + d], k, acc[i]);
+                for (int c = 0; c < 4; c++) {
+                    int j = j0 + lane + 32 * c;
+                    kv[c] = j < n ? kd[j] : 0.0f;
+                }
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) acc[i][c] = fmaf(qv[i], kv[c], acc[i][c]);
+            }
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                int j = j0 + lane + 32 * c;
+                if (j >= n) break;
+                bool ok = m[j] == 1;
+                float sc[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    int qslot = first + q0 + i;
+                    sc[i] = NEG_INF;
+                    if (q0 + i < nq && ok && j <= qslot && (window <= 0 || qslot - j < window)) sc[i] = __fmul_rn(acc[i][c], scale);
+                    mx[i] = fmaxf(mx[i], sc[i]);
+                }
+                *(float4*)&pt[j * ps + q0] = make_float4(sc[0], sc[1], sc[2], sc[3]);
+                *(float4*)&pt[j * ps + q0 + 4] = make_float4(sc[4], sc[5], sc[6], sc[7]);
             }
         }
 #pragma unroll
-        for (int i = 0; i < ATTN_TQ; i++) {
-            if (i >= nq) break;
-            int qslot = start + t0 + i;
-            float sc = NEG_INF;
-            if (ok && j <= qslot && (window <= 0 || qslot - j < window)) sc = __fmul_rn(acc[i], scale);
-            p[i * capacity + j] = sc;
-            mx[i] = fmaxf(mx[i], sc);
-        }
+        for (int i = 0; i < 8; i++) red[q0 + i][lane] = mx[i];
     }
-#pragma unroll
-    for (int i = 0; i < ATTN_TQ; i++)
-        if (i < nq) red[i][threadIdx.x] = mx[i];
     __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
-        if (threadIdx.x < w)
-            for (int i = 0; i < nq; i++) red[i][threadIdx.x] = fmaxf(red[i][threadIdx.x], red[i][threadIdx.x + w]);
-        __syncthreads();
+    if (threadIdx.x < nq) { // each query's max (exact in any order)
+        int i = threadIdx.x;
+        float mi = NEG_INF;
+        for (int l = 0; l < 32; l++) mi = fmaxf(mi, red[i][l]);
+        red[i][0] = mi;
     }
-    // Softmax of each query's row over its slots j <= start+t0+i.
-    for (int i = 0; i < nq; i++) {
+    __syncthreads();
+    // Softmax of each query's row over its slots j <= first+i; a query that
+    // sees no key (max −Inf) gets zeros below.
+    for (int e = threadIdx.x; e < nq * n; e += blockDim.x) {
+        int j = e / nq, i = e % nq;
         float mi = red[i][0];
-        if (mi == NEG_INF) continue; // no visible key: zeros below
-        float* pi = p + i * capacity;
-        for (int j = threadIdx.x; j <= start + t0 + i; j += blockDim.x) pi[j] = cephes_expf(__fsub_rn(pi[j], mi));
+        if (mi != NEG_INF && j <= first + i) pt[j * ps + i] = cephes_expf(__fsub_rn(pt[j * ps + i], mi));
     }
     __syncthreads();
-    if (threadIdx.x < 16 * nq) {
-        int i = threadIdx.x / 16, r = threadIdx.x % 16;
+    for (int e = threadIdx.x; e < 16 * nq; e += blockDim.x) {
+        int i = e / 16, r = e % 16;
         double sum = 0;
-        for (int j = r; j <= start + t0 + i; j += 16) sum = __dadd_rn(sum, (double)p[i * capacity + j]);
+        for (int j = r; j <= first + i; j += 16) sum = __dadd_rn(sum, (double)pt[j * ps + i]);
         part[i][r] = sum;
     }
     __syncthreads();
@@ -317,26 +346,46 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
         inv[i] = __double2float_rn(__ddiv_rn(1.0, sum));
     }
     __syncthreads();
-    for (int i = 0; i < nq; i++) {
-        if (red[i][0] == NEG_INF) continue;
-        float* pi = p + i * capacity;
-        for (int j = threadIdx.x; j <= start + t0 + i; j += blockDim.x) pi[j] = __fmul_rn(pi[j], inv[i]);
+    for (int e = threadIdx.x; e < nq * n; e += blockDim.x) {
+        int j = e / nq, i = e % nq;
+        if (red[i][0] != NEG_INF && j <= first + i) pt[j * ps + i] = __fmul_rn(pt[j * ps + i], inv[i]);
     }
     __syncthreads();
-    // Outputs: thread per dimension, every query of the tile at once.
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float acc[ATTN_TQ];
+    // Outputs of 8 queries × 4 dimensions per thread; query i sums over j <= first+i.
+    if (active) {
+        float acc[8][4];
 #pragma unroll
-        for (int i = 0; i < ATTN_TQ; i++) acc[i] = 0.0f;
-        for (int j = 0; j < n; j++) {
-            float v = vh[(long long)j * hd + d];
+        for (int i = 0; i < 8; i++)
 #pragma unroll
-            for (int i = 0; i < ATTN_TQ; i++)
-                if (i < nq && j <= start + t0 + i) acc[i] = fmaf(p[i * capacity + j], v, acc[i]);
+            for (int c = 0; c < 4; c++) acc[i][c] = 0.0f;
+        int last = first + (q0 + 8 < nq ? q0 + 8 : nq) - 1; // this warp's last query's slot
+        for (int j = 0; j <= last; j++) {
+            float4 pa = *(const float4*)&pt[j * ps + q0], pb = *(const float4*)&pt[j * ps + q0 + 4];
+            float pv[8] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
+            const float* vj = vh + (long long)j * hd;
+            float vv[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                int d = lane + 32 * c;
+                vv[c] = d < hd ? vj[d] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                if (j <= first + q0 + i) // the same for the whole warp
+#pragma unroll
+                    for (int c = 0; c < 4; c++) acc[i][c] = fmaf(pv[i], vv[c], acc[i][c]);
         }
 #pragma unroll
-        for (int i = 0; i < ATTN_TQ; i++)
-            if (i < nq) out[(row0 + (long long)i * heads) * hd + d] = red[i][0] == NEG_INF ? 0.0f : acc[i];
+        for (int i = 0; i < 8; i++) {
+            if (q0 + i >= nq) break;
+            float* o = out + (row0 + (long long)(q0 + i) * heads) * hd;
+            bool none = red[q0 + i][0] == NEG_INF;
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                int d = lane + 32 * c;
+                if (d < hd) o[d] = none ? 0.0f : acc[i][c];
+            }
+        }
     }
 }
 

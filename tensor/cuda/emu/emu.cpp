@@ -55,6 +55,8 @@ static inline double __ddiv_rn(double a, double b) { return a / b; }
 static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 static inline float __double2float_rn(double a) { return (float)a; }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+struct float4 { float x, y, z, w; }; // CUDA's 16-byte vector type (aligned loads and stores)
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 #include "../kernels.cu"
 
