@@ -8,7 +8,7 @@
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
-#   also step (the ZO step alone, ours and PyTorch's), sgemm (cuBLAS SGEMM's rate alone), tiled (attention_tiled against attention) and cpuops
+#   also step (the ZO step alone, ours and PyTorch's), sgemm (cuBLAS SGEMM's rate alone), tiled (the attention kernels against each other) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
@@ -80,12 +80,16 @@ for part in $parts; do
     done
     cat "$f"
     ;;
-  tiled) # attention_tiled ($MEAZO_CUDA_ATTENTION=tiled): the suite with it, then forwards with each kernel, same run
+  tiled) # the attention kernels: the suite with attention alone (MEAZO_CUDA_ATTENTION=rows; the conformance part
+    # runs the default, attention_tiled), then forwards and ZO steps with each kernel, same run
     f=$out/tiled.txt
-    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=tiled timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >"$f" 2>&1
+    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=rows timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >"$f" 2>&1
     for m in Llama-3.2-1B Qwen3-0.6B; do
       for k in rows tiled rows tiled; do
         MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x512 --reps 10 --loss-all >>"$f" 2>&1
+      done
+      for k in rows tiled; do
+        MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
       done
     done
     grep -E "^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"

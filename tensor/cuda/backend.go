@@ -57,14 +57,15 @@ type Backend struct {
 	out         devArray // small results (cross-entropy, argmax)
 	closed      bool
 	poisoned    error // a sticky device error: every later call fails with it
-	// attnTiled selects attention_tiled over attention ($MEAZO_CUDA_ATTENTION=tiled):
-	// the same bits, keys and values read once per tile of queries; not yet the
-	// default because it has not run on a GPU.
+	// attnTiled selects attention_tiled (the default) over attention for
+	// calls with more than one new token; $MEAZO_CUDA_ATTENTION=rows turns
+	// it off. Both give the same bits.
 	attnTiled bool
 }
 
-// AttentionEnv names the variable that selects the attention kernel: "tiled"
-// for attention_tiled; anything else, or unset, for attention.
+// AttentionEnv names the variable that selects the attention kernel: "rows"
+// for attention alone (a block per query); anything else, or unset, for
+// attention_tiled wherever it applies.
 const AttentionEnv = "MEAZO_CUDA_ATTENTION"
 
 // tiledExtraShm is what attention_tiled's static shared arrays take beyond
@@ -103,9 +104,9 @@ func Open(device int) (*Backend, error) {
 }
 
 func newBackend(dev device, desc string, maxShm int) *Backend {
-	tiled := os.Getenv(AttentionEnv) == "tiled"
-	if tiled {
-		desc += "; attention kernel: tiled (" + AttentionEnv + ")"
+	tiled := os.Getenv(AttentionEnv) != "rows"
+	if !tiled {
+		desc += "; attention kernel: rows (" + AttentionEnv + ")"
 	}
 	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, attnTiled: tiled}
 }

@@ -187,20 +187,21 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 	backendtest.Ops(t, newEmuBackend(t), kernelsMatchCPU)
 }
 
-// TestEmulatedTiledAttention runs the conformance suite with
-// attention_tiled ($MEAZO_CUDA_ATTENTION=tiled) in place of attention: the
-// same bits as the CPU backend where attention gives them, on tiles of up to
-// 32 queries (the models' batches) and, with less shared memory, of 8 (and
-// there the models' larger caches fall back to attention).
-func TestEmulatedTiledAttention(t *testing.T) {
+// TestEmulatedAttentionKernels runs the conformance suite with each
+// attention kernel: attention alone ($MEAZO_CUDA_ATTENTION=rows), and
+// attention_tiled (the default) on tiles of up to 32 queries (the models'
+// batches) and, with less shared memory, of 8 (and there the models' larger
+// caches fall back to attention). Each gives the CPU backend's bits where
+// the CPU's kernels fuse multiply-adds as the GPU's do.
+func TestEmulatedAttentionKernels(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		maxShm int
-		tile   uint64
-	}{{"tiles of 32", 48 << 10, 32}, {"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8}} { // Ops' attention: hd 8, 8 slots
+		tile   uint64 // 0: attention_tiled off
+	}{{"rows", 48 << 10, 0}, {"tiles of 32", 48 << 10, 32}, {"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8}} { // Ops' attention: hd 8, 8 slots
 		t.Run(c.name, func(t *testing.T) {
 			b := newEmuBackend(t)
-			b.attnTiled, b.maxShm = true, c.maxShm
+			b.attnTiled, b.maxShm = c.tile > 0, c.maxShm
 			lc := &launchCounter{device: b.dev, tiles: map[uint64]int{}}
 			b.dev = lc
 			tol := kernelsMatchCPU // the CPU's bits, where its kernels fuse multiply-adds as the GPU's do
@@ -209,7 +210,10 @@ func TestEmulatedTiledAttention(t *testing.T) {
 			}
 			backendtest.Ops(t, b, tol)
 			backendtest.Models(t, b, backendtest.Float32)
-			if lc.tiles[c.tile] == 0 {
+			switch {
+			case c.tile == 0 && len(lc.tiles) > 0:
+				t.Errorf("attention_tiled ran (tiles used: %v) with it turned off", lc.tiles)
+			case c.tile > 0 && lc.tiles[c.tile] == 0:
 				t.Errorf("attention_tiled never ran with tiles of %d (tiles used: %v; attention launched %d times)", c.tile, lc.tiles, lc.rows)
 			}
 		})

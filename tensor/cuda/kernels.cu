@@ -276,11 +276,13 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
 #pragma unroll
         for (int i = 0; i < 8; i++) mx[i] = NEG_INF;
         for (int j0 = 0; j0 < n; j0 += 128) {
+            int kn = (n - j0 + 31) / 32; // key groups of 32 left in this pass (the same for the whole warp)
             float acc[8][4];
 #pragma unroll
             for (int i = 0; i < 8; i++)
 #pragma unroll
                 for (int c = 0; c < 4; c++) acc[i][c] = 0.0f;
+#pragma unroll 4
             for (int d = 0; d < hd; d++) {
                 float4 qa = *(const float4*)&qs[d * tq + q0], qb = *(const float4*)&qs[d * tq + q0 + 4];
                 float qv[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
@@ -294,7 +296,8 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
 #pragma unroll
                 for (int i = 0; i < 8; i++)
 #pragma unroll
-                    for (int c = 0; c < 4; c++) acc[i][c] = fmaf(qv[i], kv[c], acc[i][c]);
+                    for (int c = 0; c < 4; c++)
+                        if (c < kn) acc[i][c] = fmaf(qv[i], kv[c], acc[i][c]);
             }
 #pragma unroll
             for (int c = 0; c < 4; c++) {
@@ -359,6 +362,8 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
 #pragma unroll
             for (int c = 0; c < 4; c++) acc[i][c] = 0.0f;
         int last = first + (q0 + 8 < nq ? q0 + 8 : nq) - 1; // this warp's last query's slot
+        int dn = (hd + 31) / 32; // dimension groups of 32
+#pragma unroll 2
         for (int j = 0; j <= last; j++) {
             float4 pa = *(const float4*)&pt[j * ps + q0], pb = *(const float4*)&pt[j * ps + q0 + 4];
             float pv[8] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
@@ -373,7 +378,8 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
             for (int i = 0; i < 8; i++)
                 if (j <= first + q0 + i) // the same for the whole warp
 #pragma unroll
-                    for (int c = 0; c < 4; c++) acc[i][c] = fmaf(pv[i], vv[c], acc[i][c]);
+                    for (int c = 0; c < 4; c++)
+                        if (c < dn) acc[i][c] = fmaf(pv[i], vv[c], acc[i][c]);
         }
 #pragma unroll
         for (int i = 0; i < 8; i++) {
