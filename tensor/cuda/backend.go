@@ -57,15 +57,20 @@ type Backend struct {
 	out         devArray // small results (cross-entropy, argmax)
 	closed      bool
 	poisoned    error // a sticky device error: every later call fails with it
-	// attnTiled selects attention_tiled (the default) over attention for
-	// calls with more than one new token; $MEAZO_CUDA_ATTENTION=rows turns
-	// it off. Both give the same bits.
-	attnTiled bool
+	// tiledMinHD: attention_tiled computes attention for calls with more
+	// than one new token and a head width in [tiledMinHD, 128]; 0 turns it
+	// off. Both kernels give the same bits; which is faster was measured on
+	// an H200 (docs/PERFORMANCE.md): attention_tiled for Qwen3-0.6B's heads
+	// of 128 (2-7 % off a forward or a ZO step), attention for
+	// Llama-3.2-1B's of 64 (equal at 8×128, 5 % faster at 8×512), hence
+	// the default 128. $MEAZO_CUDA_ATTENTION overrides it.
+	tiledMinHD int
 }
 
-// AttentionEnv names the variable that selects the attention kernel: "rows"
-// for attention alone (a block per query); anything else, or unset, for
-// attention_tiled wherever it applies.
+// AttentionEnv names the variable that overrides the choice of attention
+// kernel: "rows" for attention alone (a block per query), "tiled" for
+// attention_tiled wherever it can run; unset or anything else, the default
+// (see tiledMinHD).
 const AttentionEnv = "MEAZO_CUDA_ATTENTION"
 
 // tiledExtraShm is what attention_tiled's static shared arrays take beyond
@@ -104,11 +109,16 @@ func Open(device int) (*Backend, error) {
 }
 
 func newBackend(dev device, desc string, maxShm int) *Backend {
-	tiled := os.Getenv(AttentionEnv) != "rows"
-	if !tiled {
+	minHD := 128
+	switch k := os.Getenv(AttentionEnv); k {
+	case "rows":
+		minHD = 0
 		desc += "; attention kernel: rows (" + AttentionEnv + ")"
+	case "tiled":
+		minHD = 1
+		desc += "; attention kernel: tiled (" + AttentionEnv + ")"
 	}
-	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, attnTiled: tiled}
+	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -700,7 +710,7 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
 	args := []any{devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
 		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale)}
-	if b.attnTiled && tn > 1 && hd <= 128 {
+	if b.tiledMinHD > 0 && tn > 1 && hd >= b.tiledMinHD && hd <= 128 {
 		tq := 8 // queries per block: enough for the new tokens, as many as the shared memory allows
 		for tq < attnTile && tq < tn {
 			tq *= 2

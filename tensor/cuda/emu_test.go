@@ -189,7 +189,7 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 
 // TestEmulatedAttentionKernels runs the conformance suite with each
 // attention kernel: attention alone ($MEAZO_CUDA_ATTENTION=rows), and
-// attention_tiled (the default) on tiles of up to 32 queries (the models'
+// attention_tiled (the default for heads of 128) on tiles of up to 32 queries (the models'
 // batches) and, with less shared memory, of 8 (and there the models' larger
 // caches fall back to attention). Each gives the CPU backend's bits where
 // the CPU's kernels fuse multiply-adds as the GPU's do.
@@ -201,7 +201,7 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 	}{{"rows", 48 << 10, 0}, {"tiles of 32", 48 << 10, 32}, {"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8}} { // Ops' attention: hd 8, 8 slots
 		t.Run(c.name, func(t *testing.T) {
 			b := newEmuBackend(t)
-			b.attnTiled, b.maxShm = c.tile > 0, c.maxShm
+			b.tiledMinHD, b.maxShm = int(min(c.tile, 1)), c.maxShm // every head width the kernel takes, or off
 			lc := &launchCounter{device: b.dev, tiles: map[uint64]int{}}
 			b.dev = lc
 			tol := kernelsMatchCPU // the CPU's bits, where its kernels fuse multiply-adds as the GPU's do
