@@ -8,7 +8,7 @@
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
-#   also step (the ZO step alone, ours and PyTorch's), sgemm (cuBLAS SGEMM's rate alone), tiled (the attention kernels against each other) and cpuops
+#   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default kernels), sgemm (cuBLAS SGEMM's rate alone), tiled (the attention kernels against each other) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
@@ -93,6 +93,15 @@ for part in $parts; do
       done
     done
     grep -E "^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
+    ;;
+  default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
+    f=$out/default.txt
+    : >"$f"
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x512 --reps 10 --loss-all >>"$f" 2>&1
+      timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
+    done
+    grep -E "^8x|^#.*config.json" "$f"
     ;;
   sgemm) # cuBLAS SGEMM's rate alone (the bench part measures it too)
     timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm >"$out/sgemm.txt" 2>&1
