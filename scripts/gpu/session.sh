@@ -80,10 +80,11 @@ for part in $parts; do
     done
     cat "$f"
     ;;
-  tiled) # the attention kernels: the suite with attention alone (MEAZO_CUDA_ATTENTION=rows; the conformance part
-    # runs the default, attention_tiled), then forwards and ZO steps with each kernel, same run
+  tiled) # the attention kernels: the suite with attention_tiled forced (MEAZO_CUDA_ATTENTION=tiled; the fixtures'
+    # heads are narrower than 128, so the conformance part runs attention), then forwards and ZO steps with each
+    # kernel, same run
     f=$out/tiled.txt
-    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=rows timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >"$f" 2>&1
+    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=tiled timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >"$f" 2>&1
     for m in Llama-3.2-1B Qwen3-0.6B; do
       for k in rows tiled rows tiled; do
         MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x512 --reps 10 --loss-all >>"$f" 2>&1
