@@ -211,7 +211,8 @@ type gemmJob struct {
 	m, n, k int
 	kern    microKernel
 	kern16  microKernelBF16
-	tall    []tallKernel // taller float32 kernels in use, tallest first
+	tall    []tallKernel       // taller float32 kernels in use, tallest first
+	exact   *[mcBlock + 1]bool // row counts that split exactly into the heights in use (tileState.exact)
 
 	taskPanels int // panels per task
 	mTask      int // rows per task
@@ -236,7 +237,11 @@ func gemm(wk Workers, c, a, b []float32, b16 []uint16, m, n, k int) {
 	j := jobs.Get().(*gemmJob)
 	j.c, j.a, j.b, j.b16, j.m, j.n, j.k = c, a, b, b16, m, n, k
 	path := currentPath()
-	j.kern, j.kern16, j.tall = path.kern, path.kern16, path.tallInUse()
+	tiles := path.tilesInUse()
+	j.kern, j.kern16, j.tall, j.exact = path.kern, path.kern16, tiles.tall, &tiles.exact[0]
+	if b16 != nil {
+		j.exact = &tiles.exact[1]
+	}
 
 	th := wk.n()
 	if 2*m*n*k < serialFlops {
@@ -272,7 +277,7 @@ func gemm(wk Workers, c, a, b []float32, b16 []uint16, m, n, k int) {
 	j.work(&j.tmp)
 	j.wg.Wait()
 
-	j.c, j.a, j.b, j.b16, j.kern, j.kern16, j.tall = nil, nil, nil, nil, nil, nil, nil
+	j.c, j.a, j.b, j.b16, j.kern, j.kern16, j.tall, j.exact = nil, nil, nil, nil, nil, nil, nil, nil
 	jobs.Put(j)
 }
 
@@ -351,13 +356,21 @@ func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
 
 // tallTile returns the tallest of the job's tall kernels that fits in the
 // rows left, for a tile of whole columns (and that has a bfloat16 variant
-// when the panels are bfloat16); nil: use the 4-row kernel.
+// when the panels are bfloat16); nil: use the 4-row kernel. Where the rows
+// left split exactly into the heights in use, it keeps them so: 8 rows on
+// AVX2 (6-row tall kernel) are two 4-row tiles, not a 6-row tile and a
+// 4-row tile with 2 rows of work thrown away. Every height gives the same
+// bits, so this changes speed only.
 func (j *gemmJob) tallTile(rowsLeft, cols int) *tallKernel {
 	if cols != nr {
 		return nil
 	}
 	for i := range j.tall {
-		if t := &j.tall[i]; t.rows <= rowsLeft && (j.b16 == nil || t.kern16 != nil) {
+		t := &j.tall[i]
+		if t.rows > rowsLeft || (j.b16 != nil && t.kern16 == nil) {
+			continue
+		}
+		if !j.exact[rowsLeft] || j.exact[rowsLeft-t.rows] {
 			return t
 		}
 	}

@@ -45,13 +45,42 @@ type tileChoice struct {
 type tileState struct {
 	tall []tallKernel // tallest first; empty: the 4×32 kernel only
 	desc string       // e.g. "12×32 (calibrated, 1 thread: 4 rows 170, 8 rows 199, 12 rows 205 GFLOP/s)"
+	// exact[b][r]: r rows split exactly into tiles of the heights in use
+	// (mr and those of tall that have a kernel for float32 panels, b = 0,
+	// or for bfloat16 ones, b = 1), so that no tile runs on rows past the
+	// end (see gemmJob.tallTile).
+	exact *[2][mcBlock + 1]bool
+}
+
+// newTileState returns the state for the tall kernels tall.
+func newTileState(tall []tallKernel, desc string) *tileState {
+	s := &tileState{tall: tall, desc: desc, exact: new([2][mcBlock + 1]bool)}
+	for b := range 2 {
+		e := &s.exact[b]
+		e[0] = true
+		for r := 1; r <= mcBlock; r++ {
+			e[r] = r >= mr && e[r-mr]
+			for _, t := range tall {
+				if (b == 0 || t.kern16 != nil) && r >= t.rows && e[r-t.rows] {
+					e[r] = true
+				}
+			}
+		}
+	}
+	return s
+}
+
+// tilesInUse returns the tile state of this path, choosing the tall kernels
+// on first use.
+func (p *gemmPath) tilesInUse() *tileState {
+	p.tile.once.Do(func() { p.tile.cur.Store(p.chooseTile(tileFromEnv())) })
+	return p.tile.cur.Load()
 }
 
 // tallInUse returns the tall kernels the GEMM uses on this path, tallest
 // first, choosing them on first use.
 func (p *gemmPath) tallInUse() []tallKernel {
-	p.tile.once.Do(func() { p.tile.cur.Store(p.chooseTile(tileFromEnv())) })
-	if t := p.tile.cur.Load(); t != nil {
+	if t := p.tilesInUse(); t != nil {
 		return t.tall
 	}
 	return nil
@@ -76,11 +105,11 @@ func tileFromEnv() int {
 // fastest set by calibration when limit is 0.
 func (p *gemmPath) chooseTile(limit int) *tileState {
 	if len(p.tall) == 0 {
-		return &tileState{desc: "4×32"}
+		return newTileState(nil, "4×32")
 	}
 	if limit > 0 {
 		tall := tallUpTo(p.tall, limit)
-		return &tileState{tall, fmt.Sprintf("%d×32 (%s=%d)", tileHeight(tall), GEMMTileEnv, limit)}
+		return newTileState(tall, fmt.Sprintf("%d×32 (%s=%d)", tileHeight(tall), GEMMTileEnv, limit))
 	}
 	heights := []int{mr}
 	for i := len(p.tall) - 1; i >= 0; i-- {
@@ -102,8 +131,8 @@ func (p *gemmPath) chooseTile(limit int) *tileState {
 	for i, h := range heights {
 		parts[i] = fmt.Sprintf("%d rows %.0f", h, rates[i])
 	}
-	return &tileState{tallUpTo(p.tall, heights[best]),
-		fmt.Sprintf("%d×32 (calibrated, 1 thread: %s GFLOP/s)", heights[best], strings.Join(parts, ", "))}
+	return newTileState(tallUpTo(p.tall, heights[best]),
+		fmt.Sprintf("%d×32 (calibrated, 1 thread: %s GFLOP/s)", heights[best], strings.Join(parts, ", ")))
 }
 
 // tallUpTo returns the kernels of tall (tallest first) no taller than max.

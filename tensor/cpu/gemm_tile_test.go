@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -142,4 +143,57 @@ func TestGEMMTileChoice(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRowTiles checks how a sweep of rows is cut into tiles: the tallest
+// tile that fits, except where the rows split exactly into the heights in
+// use and the tallest would break that (no tile then runs on rows past the
+// end), with and without bfloat16 variants of the tall kernels.
+func TestRowTiles(t *testing.T) {
+	kern := func(*float32, int, *float32, *float32, int, int, bool) {}
+	kern16 := func(*float32, int, *uint16, *float32, int, int, bool) {}
+	avx2 := []tallKernel{{rows: 6, kern: kern, kern16: kern16}}
+	avx512 := []tallKernel{{rows: 12, kern: kern, kern16: kern16}, {rows: 8, kern: kern, kern16: kern16}}
+	no16 := []tallKernel{{rows: 6, kern: kern}}
+	for _, c := range []struct {
+		name string
+		tall []tallKernel
+		b16  bool
+		rows int
+		want []int // tile heights in order; 4 covers a ragged tail too
+	}{
+		{"avx2 8 rows: two 4-row tiles", avx2, false, 8, []int{4, 4}},
+		{"avx2 10", avx2, false, 10, []int{6, 4}},
+		{"avx2 12", avx2, false, 12, []int{6, 6}},
+		{"avx2 14", avx2, false, 14, []int{6, 4, 4}},
+		{"avx2 128", avx2, false, 128, append(slices.Repeat([]int{6}, 20), 4, 4)},
+		{"avx2 7: ragged either way, tallest first", avx2, false, 7, []int{6, 4}},
+		{"avx2 2", avx2, false, 2, []int{4}},
+		{"avx2 bf16 8", avx2, true, 8, []int{4, 4}},
+		{"no bf16 kernel: 4-row tiles", no16, true, 12, []int{4, 4, 4}},
+		{"avx512 8", avx512, false, 8, []int{8}},
+		{"avx512 20", avx512, false, 20, []int{12, 8}},
+		{"avx512 14", avx512, false, 14, []int{12, 4}},
+		{"avx512 28", avx512, false, 28, []int{12, 12, 4}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTileState(c.tall, "")
+			j := &gemmJob{tall: s.tall, exact: &s.exact[0]}
+			if c.b16 {
+				j.b16, j.exact = []uint16{0}, &s.exact[1]
+			}
+			var got []int
+			for left := c.rows; left > 0; {
+				h := mr
+				if tk := j.tallTile(left, nr); tk != nil {
+					h = tk.rows
+				}
+				got = append(got, h)
+				left -= h
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%d rows: tiles %v, want %v", c.rows, got, c.want)
+			}
+		})
+	}
 }
