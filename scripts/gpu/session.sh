@@ -8,7 +8,7 @@
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
-#   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default kernels), sgemm (cuBLAS SGEMM's rate alone), tiled (the attention kernels against each other) and cpuops
+#   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default kernels), attnprof (ncu on the attention kernels alone), sgemm (cuBLAS SGEMM's rate alone), tiled (the attention kernels against each other) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
@@ -87,13 +87,25 @@ for part in $parts; do
     (cd tensor/cuda && MEAZO_CUDA_ATTENTION=tiled timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >"$f" 2>&1
     for m in Llama-3.2-1B Qwen3-0.6B; do
       for k in rows tiled rows tiled; do
-        MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x512 --reps 10 --loss-all >>"$f" 2>&1
+        MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300,8x512 --reps 5 --loss-all >>"$f" 2>&1
       done
       for k in rows tiled; do
         MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
       done
     done
     grep -E "^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
+    ;;
+  attnprof) # the attention kernels' GPU time alone (ncu on them only), each kernel, both models, 8x300
+    f=$out/attnprof.txt
+    : >"$f"
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      for k in rows tiled; do
+        echo "## $m, MEAZO_CUDA_ATTENTION=$k" >>"$f"
+        MEAZO_CUDA_ATTENTION=$k timeout 60 ncu --kernel-name regex:attention --metrics gpu__time_duration.sum --print-summary per-kernel \
+          "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x300 --reps 1 --loss-all >>"$f" 2>&1
+      done
+    done
+    grep -E "^##|^  attention|gpu__time_duration|^8x" "$f"
     ;;
   default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
     f=$out/default.txt

@@ -328,19 +328,20 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
     }
     __syncthreads();
     // Softmax of each query's row over its slots j <= first+i; a query that
-    // sees no key (max −Inf) gets zeros below.
-    for (int e = threadIdx.x; e < nq * n; e += blockDim.x) {
-        int j = e / nq, i = e % nq;
-        float mi = red[i][0];
-        if (mi != NEG_INF && j <= first + i) pt[j * ps + i] = cephes_expf(__fsub_rn(pt[j * ps + i], mi));
-    }
+    // sees no key (max −Inf) gets zeros below. Lane i takes query i (tq <=
+    // 32), the warps take the slots in turn: no division by nq, and a
+    // warp's accesses to a row of pt are consecutive.
+    int nw = blockDim.x / 32, warp = threadIdx.x / 32;
+    float mi = lane < nq ? red[lane][0] : NEG_INF;
+    if (mi != NEG_INF)
+        for (int j = warp; j <= first + lane; j += nw) pt[j * ps + lane] = cephes_expf(__fsub_rn(pt[j * ps + lane], mi));
     __syncthreads();
-    for (int e = threadIdx.x; e < 16 * nq; e += blockDim.x) {
-        int i = e / 16, r = e % 16;
-        double sum = 0;
-        for (int j = r; j <= first + i; j += 16) sum = __dadd_rn(sum, (double)pt[j * ps + i]);
-        part[i][r] = sum;
-    }
+    if (lane < nq)
+        for (int r = warp; r < 16; r += nw) {
+            double sum = 0;
+            for (int j = r; j <= first + lane; j += 16) sum = __dadd_rn(sum, (double)pt[j * ps + lane]);
+            part[lane][r] = sum;
+        }
     __syncthreads();
     if (threadIdx.x < nq) {
         int i = threadIdx.x;
@@ -349,9 +350,9 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
         inv[i] = __double2float_rn(__ddiv_rn(1.0, sum));
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < nq * n; e += blockDim.x) {
-        int j = e / nq, i = e % nq;
-        if (red[i][0] != NEG_INF && j <= first + i) pt[j * ps + i] = __fmul_rn(pt[j * ps + i], inv[i]);
+    if (mi != NEG_INF) {
+        float s = inv[lane];
+        for (int j = warp; j <= first + lane; j += nw) pt[j * ps + lane] = __fmul_rn(pt[j * ps + lane], s);
     }
     __syncthreads();
     // Outputs of 8 queries × 4 dimensions per thread; query i sums over j <= first+i.
