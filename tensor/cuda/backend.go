@@ -62,7 +62,7 @@ type Backend struct {
 	// off. Both kernels give the same bits; which is faster was measured on
 	// an H200 (docs/PERFORMANCE.md): attention_tiled for Qwen3-0.6B's heads
 	// of 128 (2-7 % off a forward or a ZO step), attention for
-	// Llama-3.2-1B's of 64 (equal at 8×128, 5 % faster at 8×512), hence
+	// Llama-3.2-1B's of 64 (equal at 8×128 and 8×300, 3-5 % faster at 8×512), hence
 	// the default 128. $MEAZO_CUDA_ATTENTION overrides it.
 	tiledMinHD int
 }
