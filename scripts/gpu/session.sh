@@ -80,26 +80,30 @@ for part in $parts; do
     done
     cat "$f"
     ;;
-  tiled) # the attention kernels: the suite with attention_tiled forced (MEAZO_CUDA_ATTENTION=tiled; the fixtures'
-    # heads are narrower than 128, so the conformance part runs attention), then forwards and ZO steps with each
-    # kernel, same run
+  tiled) # the attention kernels: the suite with attention_tiled and with the gemm kernel forced
+    # (MEAZO_CUDA_ATTENTION=tiled|gemm; the fixtures' heads are narrower than 128, so the conformance part runs
+    # attention), then forwards and ZO steps with each kernel, same run
     f=$out/tiled.txt
-    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=tiled timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >"$f" 2>&1
+    for k in tiled gemm; do
+      echo "## the suite with MEAZO_CUDA_ATTENTION=$k" >>"$f"
+      (cd tensor/cuda && MEAZO_CUDA_ATTENTION=$k timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >>"$f" 2>&1
+    done
     for m in Llama-3.2-1B Qwen3-0.6B; do
-      for k in rows tiled rows tiled; do
+      for k in rows tiled gemm rows tiled gemm; do
         MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300,8x512 --reps 5 --loss-all >>"$f" 2>&1
       done
-      for k in rows tiled; do
+      for k in rows tiled gemm; do
         MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
       done
     done
     grep -E "^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
-  attnprof) # the attention kernels' GPU time alone (ncu on them only), each kernel, both models, 8x300
+  attnprof) # the attention kernels' GPU time alone (ncu on them only), each kernel, both models, 8x300; for gemm
+    # it sees attention_softmax and attention_zero_rows, not the two batched cuBLAS GEMMs (the forwards' difference)
     f=$out/attnprof.txt
     : >"$f"
     for m in Llama-3.2-1B Qwen3-0.6B; do
-      for k in rows tiled; do
+      for k in rows tiled gemm; do
         echo "## $m, MEAZO_CUDA_ATTENTION=$k" >>"$f"
         MEAZO_CUDA_ATTENTION=$k timeout 60 ncu --kernel-name regex:attention --metrics gpu__time_duration.sum --print-summary per-kernel \
           "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x300 --reps 1 --loss-all >>"$f" 2>&1

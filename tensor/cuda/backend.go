@@ -65,12 +65,18 @@ type Backend struct {
 	// Llama-3.2-1B's of 64 (equal at 8×128 and 8×300, 3-5 % faster at 8×512), hence
 	// the default 128. $MEAZO_CUDA_ATTENTION overrides it.
 	tiledMinHD int
+	// attnGEMM computes attention for calls of more than one new token
+	// through cuBLAS ($MEAZO_CUDA_ATTENTION=gemm; attentionGEMM), where its
+	// scores fit attnGEMMMaxBytes.
+	attnGEMM bool
+	attnPtrs devArray // the batched GEMMs' pointer arrays
 }
 
 // AttentionEnv names the variable that overrides the choice of attention
 // kernel: "rows" for attention alone (a block per query), "tiled" for
-// attention_tiled wherever it can run; unset or anything else, the default
-// (see tiledMinHD).
+// attention_tiled wherever it can run, "gemm" for attentionGEMM wherever it
+// can run (not yet run on a GPU); unset or anything else, the default (see
+// tiledMinHD).
 const AttentionEnv = "MEAZO_CUDA_ATTENTION"
 
 // tiledExtraShm is what attention_tiled's static shared arrays take beyond
@@ -117,8 +123,11 @@ func newBackend(dev device, desc string, maxShm int) *Backend {
 	case "tiled":
 		minHD = 1
 		desc += "; attention kernel: tiled (" + AttentionEnv + ")"
+	case "gemm":
+		desc += "; attention kernel: gemm (" + AttentionEnv + ")"
 	}
-	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD}
+	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
+		attnGEMM: os.Getenv(AttentionEnv) == "gemm"}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -191,7 +200,7 @@ func (b *Backend) release() {
 			b.devFree(x.ptr, c)
 		}
 	}
-	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out} {
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out, &b.attnPtrs} {
 		if a.ptr != 0 {
 			b.devFree(a.ptr, a.bytes)
 		}
@@ -710,6 +719,10 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
 	args := []any{devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
 		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale)}
+	if n := a.Start + tn; b.attnGEMM && tn > 1 && 4*a.Seqs*heads*tn*n <= attnGEMMMaxBytes {
+		b.attentionGEMM(out, q, c, layer, a)
+		return
+	}
 	if b.tiledMinHD > 0 && tn > 1 && hd >= b.tiledMinHD && hd <= 128 {
 		tq := 8 // queries per block: enough for the new tokens, as many as the shared memory allows
 		for tq < attnTile && tq < tn {
@@ -725,6 +738,59 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 		}
 	}
 	b.launch("attention", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*(hd+c.capacity)), args...)
+}
+
+// attnGEMMMaxBytes bounds the scores attentionGEMM holds at once
+// (sequences × heads × new tokens × slots floats); a call that needs more
+// goes to the other kernels.
+const attnGEMMMaxBytes = 1 << 30
+
+// attentionGEMM computes attention as PyTorch's eager attention does, in
+// three steps over every (sequence, query head) at once: the raw scores
+// q·kᵀ of the new tokens against the slots j < n = Start+Tokens by one
+// batched cuBLAS GEMM, attention_softmax (attention's softmax from the
+// scores on: scale, masks, max, Exp, the float64 normaliser; zeros past
+// each query's slot), then p·V by a second batched GEMM, and exact zeros for
+// queries that see no key (attention_zero_rows). The GEMMs sum in cuBLAS's
+// order, so the outputs are not the CPU backend's bits (the other kernels'
+// are), but they are the same run to run. In column-major terms, with a
+// head's keys stored transposed (kᵀ [hd][capacity]) and its values as
+// [capacity][hd]: scoresᵀ (n × tokens) = kᵀᵀ · qᵀ and outᵀ (hd × tokens) =
+// vᵀ · scoresᵀ, each operand a row-major block read with its row stride.
+func (b *Backend) attentionGEMM(out, q tensor.Buf, c *kvCache, layer int, a tensor.AttentionArgs) {
+	hd, kvh, heads, tn := a.HeadDim, a.KVHeads, a.Heads, a.Tokens
+	n, rep, batch := a.Start+tn, heads/kvh, a.Seqs*heads
+	scores := b.malloc(uint64(4 * batch * tn * n))
+	defer b.recycle(scores)
+	none := b.malloc(uint64(4 * batch * tn))
+	defer b.recycle(none)
+	// Per (sequence s, head h), in five arrays: kᵀ, q, scores, v, out.
+	ptrs := make([]uint64, 5*batch)
+	qp, op := dbuf(q).ptr, dbuf(out).ptr
+	for s := range a.Seqs {
+		for h := range heads {
+			i, kv := s*heads+h, uint64(s*kvh+h/rep)
+			ptrs[i] = c.k[layer] + 4*kv*uint64(hd*c.capacity)
+			ptrs[batch+i] = qp + 4*uint64((s*tn*heads+h)*hd)
+			ptrs[2*batch+i] = scores + 4*uint64(i*tn*n)
+			ptrs[3*batch+i] = c.v[layer] + 4*kv*uint64(c.capacity*hd)
+			ptrs[4*batch+i] = op + 4*uint64((s*tn*heads+h)*hd)
+		}
+	}
+	b.grow(&b.attnPtrs, uint64(8*len(ptrs)))
+	b.upload(b.attnPtrs.ptr, unsafe.Pointer(&ptrs[0]), uint64(8*len(ptrs)))
+	arr := func(k int) uint64 { return b.attnPtrs.ptr + uint64(8*k*batch) }
+	if err := b.dev.sgemmBatched(opN, opN, n, tn, hd, arr(0), c.capacity, arr(1), heads*hd, arr(2), n, batch); err != nil {
+		b.fail(err)
+	}
+	b.launch("attention_softmax", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*n),
+		devPtr(scores), devPtr(none), devPtr(b.mask.ptr), i32Arg(tn), i32Arg(heads), i32Arg(n), i32Arg(c.capacity),
+		i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale))
+	if err := b.dev.sgemmBatched(opN, opN, hd, tn, n, arr(3), hd, arr(2), n, arr(4), heads*hd, batch); err != nil {
+		b.fail(err)
+	}
+	total := a.Seqs * tn * heads * hd
+	b.launch("attention_zero_rows", blocks1D(total), 256, 0, devPtr(op), devPtr(none), i32Arg(tn), i32Arg(heads), i32Arg(hd), i64Arg(total))
 }
 
 func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int) []float64 {

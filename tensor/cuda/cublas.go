@@ -18,6 +18,10 @@ type cublas struct {
 	setStream   func(h uintptr, stream uintptr) int32
 	sgemm       func(h uintptr, transa, transb int32, m, n, k int32, alpha *float32, a uint64, lda int32,
 		b uint64, ldb int32, beta *float32, c uint64, ldc int32) int32
+	// sgemmBatched takes 15 arguments, purego's limit (the strided variant
+	// takes 18, hence arrays of pointers).
+	sgemmBatched func(h uintptr, transa, transb int32, m, n, k int32, alpha *float32, a uint64, lda int32,
+		b uint64, ldb int32, beta *float32, c uint64, ldc int32, batch int32) int32
 }
 
 // cuBLAS constants (cublas_api.h).
@@ -53,7 +57,7 @@ func loadCublas(major int) (*cublas, error) {
 	err = bind(lib, path, map[string]any{
 		"cublasCreate_v2": &c.create, "cublasDestroy_v2": &c.destroy, "cublasGetVersion_v2": &c.getVersion,
 		"cublasSetMathMode": &c.setMathMode, "cublasGetMathMode": &c.getMathMode, "cublasSetStream_v2": &c.setStream,
-		"cublasSgemm_v2": &c.sgemm,
+		"cublasSgemm_v2": &c.sgemm, "cublasSgemmBatched": &c.sgemmBatched,
 	})
 	if err != nil {
 		return nil, err

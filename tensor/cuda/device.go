@@ -6,7 +6,7 @@ import (
 )
 
 // device is what the backend needs of a GPU: memory, copies, kernel
-// launches and one GEMM. gpu (gpu.go) is a real one, through the CUDA
+// launches and cuBLAS's GEMM, alone or batched. gpu (gpu.go) is a real one, through the CUDA
 // driver and cuBLAS; the tests also run the backend on an emulator that
 // executes kernels.cu on the CPU (emu_test.go), so that everything above
 // this interface is tested on machines without a GPU.
@@ -28,6 +28,9 @@ type device interface {
 	// sgemm is cuBLAS's column-major C = op(A)·op(B) with α = 1, β = 0, in
 	// full float32.
 	sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error
+	// sgemmBatched is cuBLAS's sgemm over batch problems of one shape: a,
+	// b and c are device arrays of batch device pointers.
+	sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error
 	close()
 }
 

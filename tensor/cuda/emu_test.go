@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -155,6 +156,11 @@ func (e *emu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint
 	return e.reply("sgemm")
 }
 
+func (e *emu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error {
+	e.put(byte('B'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc), int32(batch))
+	return e.reply("sgemmBatched")
+}
+
 func (e *emu) close() {
 	e.in.Flush()
 	e.cmd.Process.Kill()
@@ -188,23 +194,35 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 }
 
 // TestEmulatedAttentionKernels runs the conformance suite with each
-// attention kernel: attention alone ($MEAZO_CUDA_ATTENTION=rows), and
-// attention_tiled (the default for heads of 128) on tiles of up to 32 queries (the models'
-// batches) and, with less shared memory, of 8 (and there the models' larger
-// caches fall back to attention). Each gives the CPU backend's bits where
-// the CPU's kernels fuse multiply-adds as the GPU's do.
+// attention kernel: attention alone ($MEAZO_CUDA_ATTENTION=rows),
+// attention_tiled (the default for heads of 128) on tiles of up to 32
+// queries (the models' batches) and, with less shared memory, of 8 (and
+// there the models' larger caches fall back to attention), and the batched
+// GEMMs around attention_softmax (gemm). The first three give the CPU
+// backend's bits where the CPU's kernels fuse multiply-adds as the GPU's
+// do; gemm sums q·k and p·v in cuBLAS's order (here the emulator's), so its
+// attention is held to the float32 tolerance.
 func TestEmulatedAttentionKernels(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		maxShm int
 		tile   uint64 // 0: attention_tiled off
-	}{{"rows", 48 << 10, 0}, {"tiles of 32", 48 << 10, 32}, {"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8}} { // Ops' attention: hd 8, 8 slots
+		gemm   bool
+	}{
+		{"rows", 48 << 10, 0, false},
+		{"tiles of 32", 48 << 10, 32, false},
+		{"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8, false}, // Ops' attention: hd 8, 8 slots
+		{"gemm", 48 << 10, 0, true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newEmuBackend(t)
-			b.tiledMinHD, b.maxShm = int(min(c.tile, 1)), c.maxShm // every head width the kernel takes, or off
+			b.tiledMinHD, b.maxShm, b.attnGEMM = int(min(c.tile, 1)), c.maxShm, c.gemm // every head width the kernel takes, or off
 			lc := &launchCounter{device: b.dev, tiles: map[uint64]int{}}
 			b.dev = lc
 			tol := kernelsMatchCPU // the CPU's bits, where its kernels fuse multiply-adds as the GPU's do
+			if c.gemm {
+				tol.Except = append(slices.Clone(tol.Except), "Attention", "AttentionWindow", "AttentionLong", "AttentionLongWindow")
+			}
 			if cpu.GEMMPath() == "portable" {
 				tol = backendtest.Float32
 			}
@@ -215,17 +233,19 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 				t.Errorf("attention_tiled ran (tiles used: %v) with it turned off", lc.tiles)
 			case c.tile > 0 && lc.tiles[c.tile] == 0:
 				t.Errorf("attention_tiled never ran with tiles of %d (tiles used: %v; attention launched %d times)", c.tile, lc.tiles, lc.rows)
+			case c.gemm != (lc.gemm > 0):
+				t.Errorf("attention_softmax launched %d times with the gemm kernel %v", lc.gemm, c.gemm)
 			}
 		})
 	}
 }
 
 // launchCounter counts the attention kernels' launches, by tile for
-// attention_tiled.
+// attention_tiled (gemm: attention_softmax's).
 type launchCounter struct {
 	device
-	rows  int
-	tiles map[uint64]int
+	rows, gemm int
+	tiles      map[uint64]int
 }
 
 func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
@@ -234,6 +254,8 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 		l.rows++
 	case "attention_tiled":
 		l.tiles[args[len(args)-1]]++
+	case "attention_softmax":
+		l.gemm++
 	}
 	return l.device.launch(name, grid, block, shmem, args)
 }

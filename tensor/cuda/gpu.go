@@ -88,6 +88,9 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_tiled"], funcAttrMaxDynamicShmem, int32(maxShm-tiledExtraShm))); err != nil {
 		return "", 0, err
 	}
+	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_softmax"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
+		return "", 0, err
+	}
 	bver, err := g.startBlas(ver)
 	if err != nil {
 		return "", 0, err
@@ -190,6 +193,12 @@ func (g *gpu) launch(name string, grid [3]uint32, block, shmem uint32, args []ui
 func (g *gpu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error {
 	rc := g.blas.sgemm(g.handle, transA, transB, int32(m), int32(n), int32(k), g.alpha, a, int32(lda), b, int32(ldb), g.beta, c, int32(ldc))
 	return g.blas.check("cublasSgemm", rc)
+}
+
+func (g *gpu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error {
+	rc := g.blas.sgemmBatched(g.handle, transA, transB, int32(m), int32(n), int32(k), g.alpha, a, int32(lda), b, int32(ldb), g.beta, c,
+		int32(ldc), int32(batch))
+	return g.blas.check("cublasSgemmBatched", rc)
 }
 
 func (g *gpu) close() {

@@ -396,6 +396,79 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
     }
 }
 
+// attention_softmax is the middle step of attention through two batched
+// GEMMs (the backend's "gemm" attention, $MEAZO_CUDA_ATTENTION=gemm): cuBLAS
+// has written the raw scores q·k_j of every (sequence s, query head h, new
+// token t) for the slots j < n into the row sc[((s·heads+h)·tokens+t)·n …];
+// one block per row turns them into probabilities in place with attention's
+// arithmetic from the scores on (scale, masks, max, Exp, the float64
+// normaliser in 16 ordered partial sums, p·(1/sum)), zeros past the query's
+// slot, so that the second GEMM (p·V) sums over every j < n. A query that
+// sees no key gets a row of zeros and none[row] = 1, for
+// attention_zero_rows. Shared memory: n floats.
+__global__ void attention_softmax(float* sc, int* none, const int* mask, int tokens, int heads, int n, int capacity,
+                                  int start, int window, float scale) {
+    DYNAMIC_SHARED(float, p); // [n]
+    __shared__ double part[16];
+    __shared__ float red[256];
+    __shared__ float inv;
+    int t = blockIdx.x, h = blockIdx.y, s = blockIdx.z;
+    int qslot = start + t, nv = qslot + 1; // the slots this query may see
+    long long row = ((long long)s * heads + h) * tokens + t;
+    float* r = sc + row * n;
+    const int* m = mask + (long long)s * capacity;
+    float mx = NEG_INF;
+    for (int j = threadIdx.x; j < nv; j += blockDim.x) {
+        float v = NEG_INF;
+        if (m[j] == 1 && (window <= 0 || qslot - j < window)) v = __fmul_rn(r[j], scale);
+        p[j] = v;
+        mx = fmaxf(mx, v);
+    }
+    red[threadIdx.x] = mx;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
+        if (threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
+        __syncthreads();
+    }
+    mx = red[0];
+    if (mx == NEG_INF) { // no visible key: zeros, never NaN
+        for (int j = threadIdx.x; j < n; j += blockDim.x) r[j] = 0.0f;
+        if (threadIdx.x == 0) none[row] = 1;
+        return;
+    }
+    for (int j = threadIdx.x; j < nv; j += blockDim.x) p[j] = cephes_expf(__fsub_rn(p[j], mx));
+    __syncthreads();
+    if (threadIdx.x < 16) {
+        double sum = 0;
+        for (int j = threadIdx.x; j < nv; j += 16) sum = __dadd_rn(sum, (double)p[j]);
+        part[threadIdx.x] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sum = 0;
+        for (int i = 0; i < 16; i++) sum = __dadd_rn(sum, part[i]);
+        inv = __double2float_rn(__ddiv_rn(1.0, sum));
+        none[row] = 0;
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < n; j += blockDim.x) r[j] = j < nv ? __fmul_rn(p[j], inv) : 0.0f;
+}
+
+// attention_zero_rows writes exact zeros to the outputs of out
+// [seqs·tokens][heads·hd] (n elements) whose query saw no key
+// (attention_softmax's none), where p·V gave zeros of either sign or NaN
+// from a non-finite value.
+__global__ void attention_zero_rows(float* out, const int* none, int tokens, int heads, int hd, long long n) {
+    FOR_EACH(idx, n) {
+        long long rest = idx / hd;
+        int h = (int)(rest % heads);
+        rest /= heads;
+        int t = (int)(rest % tokens);
+        long long s = rest / tokens;
+        if (none[(s * heads + h) * tokens + t]) out[idx] = 0.0f;
+    }
+}
+
 // cross_entropy: one block of 256 threads per requested row ids[b] of
 // logits [*][width]: out[b] = logsumexp(row) − row[targets[b]] in float64
 // (max, then a fixed-tree sum of exp(x − max)).

@@ -14,7 +14,8 @@
 // bytes… | 'R' u64 src u64 n → bytes… | 'C' u64 dst u64 src u64 n | 'S' u64
 // dst u32 v u64 n | 'L' u32 len name… u32 grid[3] u32 block u32 shmem u32
 // nargs u64 args… | 'G' i32 ta tb m n k u64 a i32 lda u64 b i32 ldb u64 c
-// i32 ldc (cuBLAS sgemm, column-major, α = 1, β = 0).
+// i32 ldc (cuBLAS sgemm, column-major, α = 1, β = 0) | 'B' the same, a, b
+// and c arrays of pointers, then i32 batch (cublasSgemmBatched).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -83,6 +84,13 @@ static std::map<std::string, std::function<void(const uint64_t*)>> kernels = {
     {"attention_tiled", [](const uint64_t* s) {
          attention_tiled(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), P<const float>(s, 3), P<const int>(s, 4), A<int>(s, 5),
                          A<int>(s, 6), A<int>(s, 7), A<int>(s, 8), A<int>(s, 9), A<int>(s, 10), A<int>(s, 11), A<float>(s, 12), A<int>(s, 13));
+     }},
+    {"attention_softmax", [](const uint64_t* s) {
+         attention_softmax(P<float>(s, 0), P<int>(s, 1), P<const int>(s, 2), A<int>(s, 3), A<int>(s, 4), A<int>(s, 5), A<int>(s, 6),
+                           A<int>(s, 7), A<int>(s, 8), A<float>(s, 9));
+     }},
+    {"attention_zero_rows", [](const uint64_t* s) {
+         attention_zero_rows(P<float>(s, 0), P<const int>(s, 1), A<int>(s, 2), A<int>(s, 3), A<int>(s, 4), A<long long>(s, 5));
      }},
     {"cross_entropy", [](const uint64_t* s) { cross_entropy(P<double>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3), P<const int>(s, 4)); }},
     {"argmax", [](const uint64_t* s) { argmax(P<int>(s, 0), P<const float>(s, 1), A<int>(s, 2)); }},
@@ -232,6 +240,20 @@ int main() {
             uint64_t c = rd<uint64_t>();
             int ldc = rd<int32_t>();
             sgemm(ta, tb, m, n, k, (const float*)a, lda, (const float*)b, ldb, (float*)c, ldc);
+            ok();
+            break;
+        }
+        case 'B': { // sgemmBatched: a, b, c are arrays of batch pointers
+            int ta = rd<int32_t>(), tb = rd<int32_t>(), m = rd<int32_t>(), n = rd<int32_t>(), k = rd<int32_t>();
+            uint64_t a = rd<uint64_t>();
+            int lda = rd<int32_t>();
+            uint64_t b = rd<uint64_t>();
+            int ldb = rd<int32_t>();
+            uint64_t c = rd<uint64_t>();
+            int ldc = rd<int32_t>(), batch = rd<int32_t>();
+            const uint64_t *as = (const uint64_t*)a, *bs = (const uint64_t*)b, *cs = (const uint64_t*)c;
+            for (int i = 0; i < batch; i++)
+                sgemm(ta, tb, m, n, k, (const float*)as[i], lda, (const float*)bs[i], ldb, (float*)cs[i], ldc);
             ok();
             break;
         }
