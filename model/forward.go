@@ -87,7 +87,8 @@ func (m *Model) checkInput(in Input) error {
 
 // Forward runs the batch through the model and returns what opts asks for.
 // With only Labels set, the LM head runs only at the positions the loss
-// needs, which is most of the saving in ZO training.
+// needs, which is most of the saving in ZO training, and so does the last
+// layer past its attention.
 func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	if err := m.checkInput(in); err != nil {
@@ -121,7 +122,19 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	if opts.HiddenStates {
 		hidden = &out.HiddenStates
 	}
-	h := m.step(cache, in.Tokens, mask, positions, in.T, oneSpan(in.B, m.Adapter), hidden)
+	// With the loss alone asked for, the last layer's work past attention
+	// runs only at the positions the loss reads (keep).
+	var sup supervision
+	var keep []int
+	if opts.Labels != nil {
+		if sup, err = m.supervised(opts.Labels, in.B, in.T); err != nil {
+			return nil, err
+		}
+		if !opts.Logits && !opts.HiddenStates {
+			keep = sup.rows
+		}
+	}
+	h := m.step(cache, in.Tokens, mask, positions, in.T, oneSpan(in.B, m.Adapter), hidden, keep)
 	be.FreeKVCache(cache.store)
 	defer be.Free(h)
 
@@ -133,23 +146,75 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		out.Logits = be.ToHost(logits)
 	}
 	if opts.Labels != nil {
-		if err := m.loss(out, h, logits, in.B, in.T, opts.Labels); err != nil {
-			return nil, err
+		var ce []float64
+		if logits != nil {
+			ce = be.CrossEntropy(logits, m.VocabSize, sup.rows, sup.targets)
+		} else {
+			ce = m.crossEntropyAt(h, sup.rows, keep != nil, sup.targets)
 		}
+		out.setLoss(ce, sup.seqOf, in.B)
 	}
 	return out, nil
 }
 
-// loss computes HF's causal-LM loss: logits at position t predict
-// labels[t+1]; the batch loss is the mean over all supervised tokens
-// (token-weighted), accumulated in float64. If logits is not nil (every
-// position's) it is reused; otherwise the LM head runs only at supervised
-// positions.
-func (m *Model) loss(out *Output, h, logits tensor.Buf, b, t int, labels []int) error {
-	ce, seqOf, err := m.tokenCE(h, logits, b, t, labels)
-	if err != nil {
-		return err
+// supervision is where a batch's causal-LM loss reads (HF's convention:
+// the logits at position i are scored against labels[i+1]): the rows
+// s·t+i of the supervised positions in sequence-then-position order, their
+// targets, and the sequence each belongs to.
+type supervision struct {
+	rows, targets, seqOf []int
+}
+
+// supervised finds the supervised positions of b sequences of length t.
+func (m *Model) supervised(labels []int, b, t int) (supervision, error) {
+	var sup supervision
+	for s := 0; s < b; s++ {
+		for i := 0; i+1 < t; i++ {
+			y := labels[s*t+i+1]
+			if y == -100 {
+				continue
+			}
+			if y < 0 || y >= m.VocabSize {
+				return sup, fmt.Errorf("labels[%d][%d] = %d is outside the vocabulary [0, %d)", s, i+1, y, m.VocabSize)
+			}
+			sup.rows = append(sup.rows, s*t+i)
+			sup.targets = append(sup.targets, y)
+			sup.seqOf = append(sup.seqOf, s)
+		}
 	}
+	return sup, nil
+}
+
+// crossEntropyAt returns the cross-entropy against targets of the final
+// hidden states at rows of h, running the LM head at those rows only;
+// compact says h holds just those rows, in order (a pruned last layer).
+func (m *Model) crossEntropyAt(h tensor.Buf, rows []int, compact bool, targets []int) []float64 {
+	be, v, d := m.Backend, m.VocabSize, m.HiddenSize
+	sel := h
+	if !compact {
+		sel = be.Alloc(len(rows) * d)
+		defer be.Free(sel)
+		be.Gather(sel, h, d, rows)
+	}
+	logits := be.Alloc(len(rows) * v)
+	defer be.Free(logits)
+	be.MatMul(logits, sel, len(rows), m.LMHead)
+	return be.CrossEntropy(logits, v, indices(len(rows)), targets)
+}
+
+// indices returns 0, 1, …, n−1.
+func indices(n int) []int {
+	r := make([]int, n)
+	for i := range r {
+		r[i] = i
+	}
+	return r
+}
+
+// setLoss sets HF's causal-LM loss from the cross-entropy of every
+// supervised token (seqOf: its sequence, of b): the mean over all of them
+// (token-weighted), accumulated in float64, and each sequence's mean.
+func (out *Output) setLoss(ce []float64, seqOf []int, b int) {
 	sum := make([]float64, b)
 	count := make([]int, b)
 	var total float64
@@ -170,43 +235,6 @@ func (m *Model) loss(out *Output, h, logits tensor.Buf, b, t int, labels []int) 
 			out.LossPerSeq[s] = sum[s] / float64(count[s])
 		}
 	}
-	return nil
-}
-
-// tokenCE returns the cross-entropy of every supervised token of b
-// sequences of length t, in sequence-then-position order, and the sequence
-// each belongs to. Labels are unshifted (HF's convention): the logits at
-// position i are scored against labels[i+1]. logits, if not nil, holds the
-// logits of every position; otherwise the LM head runs on the hidden states
-// h of the supervised positions only.
-func (m *Model) tokenCE(h, logits tensor.Buf, b, t int, labels []int) (ce []float64, seqOf []int, err error) {
-	var rows, targets []int
-	for s := 0; s < b; s++ {
-		for i := 0; i+1 < t; i++ {
-			y := labels[s*t+i+1]
-			if y == -100 {
-				continue
-			}
-			if y < 0 || y >= m.VocabSize {
-				return nil, nil, fmt.Errorf("labels[%d][%d] = %d is outside the vocabulary [0, %d)", s, i+1, y, m.VocabSize)
-			}
-			rows = append(rows, s*t+i)
-			targets = append(targets, y)
-			seqOf = append(seqOf, s)
-		}
-	}
-	be, v, d := m.Backend, m.VocabSize, m.HiddenSize
-	if logits == nil {
-		sel := be.Alloc(len(rows) * d)
-		be.Gather(sel, h, d, rows)
-		logits = be.Alloc(len(rows) * v)
-		be.MatMul(logits, sel, len(rows), m.LMHead)
-		defer be.Free(sel, logits)
-		for i := range rows {
-			rows[i] = i
-		}
-	}
-	return be.CrossEntropy(logits, v, rows, targets), seqOf, nil
 }
 
 // span is a run of consecutive sequences [lo, hi) that share one adapter.
@@ -248,10 +276,13 @@ func (m *Model) EmbeddingRow(dst []float32, id int) {
 // through every layer, appending their keys and values to the cache, and
 // returns the final-norm hidden states [B·tn][hidden], which the caller
 // frees. If hidden is not nil, HF's output_hidden_states are appended to it.
+// If keep is not nil (and hidden is nil), only the rows keep of the result
+// are needed: the last layer finishes only those (layerForward) and step
+// returns them alone, [len(keep)][hidden] in keep's order.
 //
 // On the first step, if m.Prompt is set, the first rows of each sequence are
 // its virtual tokens (see withVirtualTokens) and get the prompt embeddings.
-func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []span, hidden *[][]float32) tensor.Buf {
+func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []span, hidden *[][]float32, keep []int) tensor.Buf {
 	be := m.Backend
 	n, d := c.b*tn, m.HiddenSize
 	for b := 0; b < c.b; b++ {
@@ -267,7 +298,13 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 	ws := m.newWorkspace(n)
 	for l := range m.Layers {
 		m.keepHidden(hidden, x)
-		m.layerForward(l, x, c, rope, tn, spans, ws)
+		if l == len(m.Layers)-1 && keep != nil && hidden == nil {
+			xk := m.layerForward(l, x, c, rope, tn, spans, ws, keep)
+			be.Free(x)
+			x, n = xk, len(keep)
+			continue
+		}
+		m.layerForward(l, x, c, rope, tn, spans, ws, nil)
 	}
 	rope.free(be)
 	ws.free(be)
@@ -340,7 +377,15 @@ func (m *Model) newWorkspace(n int) *workspace {
 //	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
 //
 // Each span of sequences gets its own adapter's low-rank terms on Q and V.
-func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace) {
+//
+// With keep nil it returns x. Otherwise only the rows keep of the result
+// are needed (the last layer of a forward whose loss reads a few
+// positions): every row's keys and values still go to the cache and every
+// query is attended, but the output projection, the residual adds and the
+// MLP run on the rows keep alone, which layerForward returns as a new
+// buffer [len(keep)][hidden] in keep's order (x is left as it was after
+// attention). Each row's arithmetic is the same either way.
+func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
 	be, layer := m.Backend, &m.Layers[l]
 	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
 
@@ -371,16 +416,28 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: hd,
 		Start: c.len, Mask: c.mask, Window: m.SlidingWindow, Scale: float32(1 / math.Sqrt(float64(hd))),
 	})
-	be.MatMul(ws.proj, ws.attn, n, a.O)
-	be.Add(x, ws.proj)
+	out, attn := x, ws.attn
+	if keep != nil {
+		// Only the rows keep from here on: their attention outputs (into q's
+		// space, free now) and their hidden states.
+		n = len(keep)
+		attn = ws.q.Slice(0, n*qd)
+		be.Gather(attn, ws.attn, qd, keep)
+		out = be.Alloc(n * d)
+		be.Gather(out, x, d, keep)
+		ws = ws.rows(m, n)
+	}
+	be.MatMul(ws.proj, attn, n, a.O)
+	be.Add(out, ws.proj)
 
 	// MLP block.
-	be.RMSNorm(ws.xn, x, layer.MLPNorm, n, d, m.RMSNormEps)
+	be.RMSNorm(ws.xn, out, layer.MLPNorm, n, d, m.RMSNormEps)
 	be.MatMul(ws.gate, ws.xn, n, layer.MLP.Gate)
 	be.MatMul(ws.up, ws.xn, n, layer.MLP.Up)
 	be.SiLUMul(ws.gate, ws.up)
 	be.MatMul(ws.proj, ws.gate, n, layer.MLP.Down)
-	be.Add(x, ws.proj)
+	be.Add(out, ws.proj)
+	return out
 }
 
 // addLoRA adds PEFT's low-rank term Scale·(x·Aᵀ)·Bᵀ to y [n][out], after

@@ -74,14 +74,13 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 	cache := m.newCache(b, t+opts.MaxNewTokens, false)
 	defer be.FreeKVCache(cache.store)
 	spans := oneSpan(b, m.Adapter)
-	h := m.step(cache, in.Tokens, mask, positions, t, spans, nil)
 	lastRows := make([]int, b)
 	for r := range lastRows {
 		lastRows[r] = r*t + t - 1
 	}
-	last := be.Alloc(b * m.HiddenSize) // the hidden state that predicts each row's next token
-	be.Gather(last, h, m.HiddenSize, lastRows)
-	be.Free(h)
+	// The hidden state that predicts each row's next token: the prompt's last
+	// position (the last layer finishes only those rows).
+	last := m.step(cache, in.Tokens, mask, positions, t, spans, nil, lastRows)
 	defer func() { be.Free(last) }()
 
 	out = make([][]int, b)
@@ -115,7 +114,7 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 			break
 		}
 		be.Free(last)
-		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil)
+		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil, nil)
 	}
 	return out, nil
 }

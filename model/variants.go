@@ -48,8 +48,16 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 	}
 	// Put the virtual-token slots before every sequence (none without prompt tuning).
 	seq := withVirtualTokens(in, labels, nv)
+	// Find the positions the losses read: the last layer finishes only those.
+	sup, err := m.supervised(seq.labels, seq.in.B, seq.in.T)
+	if err != nil {
+		return nil, stats, err
+	}
+	if len(sup.rows) == 0 {
+		return nil, stats, fmt.Errorf("the batch has no supervised token")
+	}
 	// Make room for every member's hidden states, and the rope, cache and workspace they share.
-	p := m.newVariantPass(seq, len(variants))
+	p := m.newVariantPass(seq, sup, len(variants))
 	defer p.free()
 	// Embed the base pass (if a variant joins it later) and the variants that start at layer 0.
 	p.start(base, variants, maxFrom)
@@ -72,11 +80,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 	p.join(variants, m.NumLayers)
 	// Final norm, then each variant's mean cross-entropy over its supervised tokens.
 	p.finalNorm()
-	losses, err = p.losses(len(variants))
-	if err != nil {
-		return nil, stats, err
-	}
-	return losses, stats, nil
+	return p.losses(len(variants)), stats, nil
 }
 
 // checkVariants validates the batch, its labels and the variants before any
@@ -119,10 +123,11 @@ func (m *Model) checkVariants(in Input, labels []int, base Variant, variants []V
 // instead of moving the others' hidden states.
 type variantPass struct {
 	m       *Model
-	seq     sequences  // the batch with its virtual-token slots
-	b, t    int        // sequences per member, tokens per sequence
-	buf     tensor.Buf // one slot of b·t·hidden values per variant, plus one for the base pass
-	first   int        // slot of members[0]
+	seq     sequences   // the batch with its virtual-token slots
+	sup     supervision // the positions the losses read
+	b, t    int         // sequences per member, tokens per sequence
+	buf     tensor.Buf  // one slot of b·t·hidden values per variant, plus one for the base pass
+	first   int         // slot of members[0]
 	members []member
 	rope    *rope
 	cache   *kvCache   // sized for every member; each layer uses a view of its first rows
@@ -139,9 +144,9 @@ type member struct {
 // base pass, and one rope table, attention cache and workspace, sized for
 // all of them, that serve every layer: however many members a layer runs,
 // it uses a view of their first rows.
-func (m *Model) newVariantPass(seq sequences, nVariants int) *variantPass {
+func (m *Model) newVariantPass(seq sequences, sup supervision, nVariants int) *variantPass {
 	b, t := seq.in.B, seq.in.T
-	p := &variantPass{m: m, seq: seq, b: b, t: t}
+	p := &variantPass{m: m, seq: seq, sup: sup, b: b, t: t}
 	p.buf = m.Backend.Alloc((nVariants + 1) * b * t * m.HiddenSize)
 	p.rope = m.newRope(seq.in.Positions)
 	maxSeqs := (nVariants + 1) * b
@@ -216,47 +221,69 @@ func (p *variantPass) dropBase() {
 }
 
 // layer runs decoder layer l over every member in one call, each member's
-// rows with its own adapter, and returns the number of members it ran.
+// rows with its own adapter, and returns the number of members it ran. The
+// last layer finishes only the positions the losses read (layerForward's
+// keep): each member's slot then holds those rows first, in p.sup's order.
 func (p *variantPass) layer(l int) int {
 	spans := make([]span, len(p.members))
 	for k, mb := range p.members {
 		spans[k] = span{k * p.b, (k + 1) * p.b, mb.v.Adapter}
 	}
 	n := len(p.members) * p.b
-	p.m.layerForward(l, p.slots(0, len(p.members)), p.cache.rows(n), p.rope, p.t, spans, p.ws.rows(p.m, n*p.t))
+	x, c, ws := p.slots(0, len(p.members)), p.cache.rows(n), p.ws.rows(p.m, n*p.t)
+	if l < p.m.NumLayers-1 {
+		p.m.layerForward(l, x, c, p.rope, p.t, spans, ws, nil)
+		return len(p.members)
+	}
+	rows := p.sup.rows
+	keep := make([]int, 0, len(p.members)*len(rows))
+	for k := range p.members {
+		for _, r := range rows {
+			keep = append(keep, k*p.b*p.t+r)
+		}
+	}
+	xk := p.m.layerForward(l, x, c, p.rope, p.t, spans, ws, keep)
+	w := len(rows) * p.m.HiddenSize
+	for k := range p.members {
+		p.m.Backend.Copy(p.slots(k, k+1).Slice(0, w), xk.Slice(k*w, (k+1)*w))
+	}
+	p.m.Backend.Free(xk)
 	return len(p.members)
 }
 
-// finalNorm applies the model's final RMSNorm to every member's hidden states.
+// finished returns the final hidden states of member k: the first rows of
+// its slot, one per supervised position (see layer).
+func (p *variantPass) finished(k int) tensor.Buf {
+	return p.slots(k, k+1).Slice(0, len(p.sup.rows)*p.m.HiddenSize)
+}
+
+// finalNorm applies the model's final RMSNorm to every member's final
+// hidden states.
 func (p *variantPass) finalNorm() {
 	m := p.m
-	x := p.slots(0, len(p.members))
-	m.Backend.RMSNorm(x, x, m.Norm, len(p.members)*p.b*p.t, m.HiddenSize, m.RMSNormEps)
+	for k := range p.members {
+		x := p.finished(k)
+		m.Backend.RMSNorm(x, x, m.Norm, len(p.sup.rows), m.HiddenSize, m.RMSNormEps)
+	}
 }
 
 // losses returns each variant's loss: the mean cross-entropy over every
 // supervised token of the batch (token-weighted, as Forward's), summed in
 // float64. The base pass, if still a member, has no loss of its own.
-func (p *variantPass) losses(nVariants int) ([]float64, error) {
+func (p *variantPass) losses(nVariants int) []float64 {
 	losses := make([]float64, nVariants)
 	for k, mb := range p.members {
 		if mb.variant < 0 {
 			continue
 		}
-		ce, _, err := p.m.tokenCE(p.slots(k, k+1), nil, p.b, p.t, p.seq.labels)
-		if err != nil {
-			return nil, err
-		}
-		if len(ce) == 0 {
-			return nil, fmt.Errorf("the batch has no supervised token")
-		}
+		ce := p.m.crossEntropyAt(p.finished(k), p.sup.rows, true, p.sup.targets)
 		var sum float64
 		for _, c := range ce {
 			sum += c
 		}
 		losses[mb.variant] = sum / float64(len(ce))
 	}
-	return losses, nil
+	return losses
 }
 
 // promptLength returns the number of virtual tokens in a prompt-tuning
