@@ -91,7 +91,8 @@ func TestForwardMatchesHF(t *testing.T) {
 				checkClose(t, "hidden state", h, want[i*per:(i+1)*per], c.m.HiddenSize, realRows(mask), logitsTol)
 			}
 
-			// The loss-only path (LM head at supervised positions only) gives the same loss.
+			// The loss-only path (the last layer past attention and the LM head at
+			// supervised positions only) gives the same loss.
 			lossOnly, err := c.m.Forward(in, Options{Labels: c.ref.Ints("labels")})
 			if err != nil {
 				t.Fatal(err)

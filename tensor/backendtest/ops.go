@@ -245,32 +245,13 @@ func opCases() []opCase {
 	}
 }
 
-// attentionLong runs a prefill of 150 tokens, then a chunk of 10 after them,
-// for 2 sequences (the second left-padded by 37), 4 query heads on 2 kv
-// heads of width 40: more keys and queries than a GPU kernel's block takes
-// at once, and a head width that is no multiple of 32.
-func attentionLong(b tensor.Backend, in *inputs, window int) []float32 {
-	const seqs, heads, kvHeads, hd, capacity = 2, 4, 2, 40, 160
-	mask := make([]int, seqs*capacity)
-	for i := range capacity {
-		mask[i] = 1
-		if i >= 37 {
-			mask[capacity+i] = 1
-		}
-	}
-	c := b.NewKVCache(seqs, kvHeads, capacity, hd, 1)
-	defer b.FreeKVCache(c)
-	var outs []float32
-	for _, step := range []struct{ start, tokens int }{{0, 150}, {150, 10}} {
-		nq := seqs * step.tokens
-		q, k, v := b.FromHost(in.vec(nq*heads*hd, 1)), b.FromHost(in.vec(nq*kvHeads*hd, 1)), b.FromHost(in.vec(nq*kvHeads*hd, 1))
-		out := b.Alloc(nq * heads * hd)
-		b.Attention(out, q, k, v, c, 0, tensor.AttentionArgs{Seqs: seqs, Tokens: step.tokens, Heads: heads, KVHeads: kvHeads,
-			HeadDim: hd, Start: step.start, Mask: mask, Window: window, Scale: float32(1 / math.Sqrt(hd))})
-		b.Free(q, k, v)
-		outs = append(outs, down(b, out)...)
-	}
-	return outs
+// attentionCase is a run of Attention calls through one cache: sequences
+// left-padded by pad[s] slots, query heads on kvHeads kv heads of width hd,
+// and steps of new tokens.
+type attentionCase struct {
+	heads, kvHeads, hd, capacity int
+	pad                          []int
+	steps                        []struct{ start, tokens int }
 }
 
 // attention runs a prefill of 6 tokens and two decode steps through one
@@ -278,25 +259,38 @@ func attentionLong(b tensor.Backend, in *inputs, window int) []float32 {
 // first query of the prefill sees no key), 4 query heads on 2 kv heads, and
 // returns every output.
 func attention(b tensor.Backend, in *inputs, window int) []float32 {
-	const seqs, heads, kvHeads, hd, capacity, layers = 3, 4, 2, 8, 8, 2
-	mask := make([]int, seqs*capacity)
-	for s := range seqs {
-		for i := range capacity {
-			pad := []int{0, 2, 7}[s]
-			if i >= pad {
-				mask[s*capacity+i] = 1
-			}
+	return attentionCase{heads: 4, kvHeads: 2, hd: 8, capacity: 8, pad: []int{0, 2, 7},
+		steps: []struct{ start, tokens int }{{0, 6}, {6, 1}, {7, 1}}}.run(b, in, window)
+}
+
+// attentionLong runs a prefill of 150 tokens, then a chunk of 10 after them,
+// for 2 sequences (the second left-padded by 37), 4 query heads on 2 kv
+// heads of width 40: more keys and queries than a GPU kernel's block takes
+// at once, and a head width that is no multiple of 32.
+func attentionLong(b tensor.Backend, in *inputs, window int) []float32 {
+	return attentionCase{heads: 4, kvHeads: 2, hd: 40, capacity: 160, pad: []int{0, 37},
+		steps: []struct{ start, tokens int }{{0, 150}, {150, 10}}}.run(b, in, window)
+}
+
+// run makes the calls (in layer 1 of a 2-layer cache) and returns every
+// output.
+func (c attentionCase) run(b tensor.Backend, in *inputs, window int) []float32 {
+	seqs := len(c.pad)
+	mask := make([]int, seqs*c.capacity)
+	for s, pad := range c.pad {
+		for i := pad; i < c.capacity; i++ {
+			mask[s*c.capacity+i] = 1
 		}
 	}
-	c := b.NewKVCache(seqs, kvHeads, capacity, hd, layers)
-	defer b.FreeKVCache(c)
+	cache := b.NewKVCache(seqs, c.kvHeads, c.capacity, c.hd, 2)
+	defer b.FreeKVCache(cache)
 	var outs []float32
-	for _, step := range []struct{ start, tokens int }{{0, 6}, {6, 1}, {7, 1}} {
+	for _, step := range c.steps {
 		nq := seqs * step.tokens
-		q, k, v := b.FromHost(in.vec(nq*heads*hd, 1)), b.FromHost(in.vec(nq*kvHeads*hd, 1)), b.FromHost(in.vec(nq*kvHeads*hd, 1))
-		out := b.Alloc(nq * heads * hd)
-		b.Attention(out, q, k, v, c, 1, tensor.AttentionArgs{Seqs: seqs, Tokens: step.tokens, Heads: heads, KVHeads: kvHeads,
-			HeadDim: hd, Start: step.start, Mask: mask, Window: window, Scale: float32(1 / math.Sqrt(hd))})
+		q, k, v := b.FromHost(in.vec(nq*c.heads*c.hd, 1)), b.FromHost(in.vec(nq*c.kvHeads*c.hd, 1)), b.FromHost(in.vec(nq*c.kvHeads*c.hd, 1))
+		out := b.Alloc(nq * c.heads * c.hd)
+		b.Attention(out, q, k, v, cache, 1, tensor.AttentionArgs{Seqs: seqs, Tokens: step.tokens, Heads: c.heads, KVHeads: c.kvHeads,
+			HeadDim: c.hd, Start: step.start, Mask: mask, Window: window, Scale: float32(1 / math.Sqrt(float64(c.hd)))})
 		b.Free(q, k, v)
 		outs = append(outs, down(b, out)...)
 	}

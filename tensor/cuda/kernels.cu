@@ -51,6 +51,44 @@ __device__ __forceinline__ float cephes_expf(float x) {
     return __fmul_rn(p, __int_as_float(((int)k + 127) << 23));
 }
 
+// softmax_row turns a block's row of n scores p[0..n) (−Inf where masked;
+// mx: the largest this thread wrote) into probabilities in place, as the
+// CPU backend does: the max over the block, p = Exp(score − max), the
+// normaliser in float64 in 16 partial sums over j ≡ r (mod 16) in slot
+// order, then p ·= float32(1/sum). It returns false, and leaves p as it
+// was, when every score is −Inf (a query that sees no key). Every thread of
+// the block (at most 256) must call it.
+__device__ bool softmax_row(float* p, int n, float mx) {
+    __shared__ float red[256];
+    __shared__ double part[16];
+    __shared__ float inv;
+    red[threadIdx.x] = mx;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
+        if (threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
+        __syncthreads();
+    }
+    mx = red[0];
+    if (mx == NEG_INF) return false;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) p[j] = cephes_expf(__fsub_rn(p[j], mx));
+    __syncthreads();
+    if (threadIdx.x < 16) {
+        double sum = 0;
+        for (int j = threadIdx.x; j < n; j += 16) sum = __dadd_rn(sum, (double)p[j]);
+        part[threadIdx.x] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sum = 0;
+        for (int i = 0; i < 16; i++) sum = __dadd_rn(sum, part[i]);
+        inv = __double2float_rn(__ddiv_rn(1.0, sum));
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < n; j += blockDim.x) p[j] = __fmul_rn(p[j], inv);
+    __syncthreads();
+    return true;
+}
+
 extern "C" {
 
 // y[i] += x[i]
@@ -168,9 +206,6 @@ __global__ void attention(float* out, const float* q, const float* kc, const flo
     DYNAMIC_SHARED(float, sh);
     float* qs = sh;           // [hd]
     float* p = sh + hd;       // [capacity]
-    __shared__ double part[16];
-    __shared__ float red[256];
-    __shared__ float inv;
     int t = blockIdx.x, h = blockIdx.y, s = blockIdx.z;
     int rep = heads / kv_heads, g = h / rep;
     int qslot = start + t, n = qslot + 1;
@@ -192,34 +227,11 @@ __global__ void attention(float* out, const float* q, const float* kc, const flo
         p[j] = sc;
         mx = fmaxf(mx, sc);
     }
-    red[threadIdx.x] = mx;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
-        if (threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
-        __syncthreads();
-    }
-    mx = red[0];
     float* o = out + row * hd;
-    if (mx == NEG_INF) { // no visible key: zeros, never NaN
+    if (!softmax_row(p, n, mx)) { // no visible key: zeros, never NaN
         for (int d = threadIdx.x; d < hd; d += blockDim.x) o[d] = 0.0f;
         return;
     }
-    for (int j = threadIdx.x; j < n; j += blockDim.x) p[j] = cephes_expf(__fsub_rn(p[j], mx));
-    __syncthreads();
-    if (threadIdx.x < 16) {
-        double sum = 0;
-        for (int j = threadIdx.x; j < n; j += 16) sum = __dadd_rn(sum, (double)p[j]);
-        part[threadIdx.x] = sum;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double sum = 0;
-        for (int i = 0; i < 16; i++) sum = __dadd_rn(sum, part[i]);
-        inv = __double2float_rn(__ddiv_rn(1.0, sum));
-    }
-    __syncthreads();
-    for (int j = threadIdx.x; j < n; j += blockDim.x) p[j] = __fmul_rn(p[j], inv);
-    __syncthreads();
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float acc = 0.0f;
         for (int j = 0; j < n; j++) acc = fmaf(p[j], vh[(long long)j * hd + d], acc);
@@ -409,9 +421,6 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
 __global__ void attention_softmax(float* sc, int* none, const int* mask, int tokens, int heads, int n, int capacity,
                                   int start, int window, float scale) {
     DYNAMIC_SHARED(float, p); // [n]
-    __shared__ double part[16];
-    __shared__ float red[256];
-    __shared__ float inv;
     int t = blockIdx.x, h = blockIdx.y, s = blockIdx.z;
     int qslot = start + t, nv = qslot + 1; // the slots this query may see
     long long row = ((long long)s * heads + h) * tokens + t;
@@ -424,34 +433,9 @@ __global__ void attention_softmax(float* sc, int* none, const int* mask, int tok
         p[j] = v;
         mx = fmaxf(mx, v);
     }
-    red[threadIdx.x] = mx;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
-        if (threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
-        __syncthreads();
-    }
-    mx = red[0];
-    if (mx == NEG_INF) { // no visible key: zeros, never NaN
-        for (int j = threadIdx.x; j < n; j += blockDim.x) r[j] = 0.0f;
-        if (threadIdx.x == 0) none[row] = 1;
-        return;
-    }
-    for (int j = threadIdx.x; j < nv; j += blockDim.x) p[j] = cephes_expf(__fsub_rn(p[j], mx));
-    __syncthreads();
-    if (threadIdx.x < 16) {
-        double sum = 0;
-        for (int j = threadIdx.x; j < nv; j += 16) sum = __dadd_rn(sum, (double)p[j]);
-        part[threadIdx.x] = sum;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double sum = 0;
-        for (int i = 0; i < 16; i++) sum = __dadd_rn(sum, part[i]);
-        inv = __double2float_rn(__ddiv_rn(1.0, sum));
-        none[row] = 0;
-    }
-    __syncthreads();
-    for (int j = threadIdx.x; j < n; j += blockDim.x) r[j] = j < nv ? __fmul_rn(p[j], inv) : 0.0f;
+    bool seen = softmax_row(p, nv, mx);
+    for (int j = threadIdx.x; j < n; j += blockDim.x) r[j] = seen && j < nv ? p[j] : 0.0f; // no visible key: zeros, never NaN
+    if (threadIdx.x == 0) none[row] = !seen;
 }
 
 // attention_zero_rows writes exact zeros to the outputs of out

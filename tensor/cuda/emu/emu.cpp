@@ -231,7 +231,8 @@ int main() {
             ok();
             break;
         }
-        case 'G': {
+        case 'G':   // sgemm
+        case 'B': { // sgemmBatched: a, b and c are arrays of batch pointers
             int ta = rd<int32_t>(), tb = rd<int32_t>(), m = rd<int32_t>(), n = rd<int32_t>(), k = rd<int32_t>();
             uint64_t a = rd<uint64_t>();
             int lda = rd<int32_t>();
@@ -239,21 +240,14 @@ int main() {
             int ldb = rd<int32_t>();
             uint64_t c = rd<uint64_t>();
             int ldc = rd<int32_t>();
-            sgemm(ta, tb, m, n, k, (const float*)a, lda, (const float*)b, ldb, (float*)c, ldc);
-            ok();
-            break;
-        }
-        case 'B': { // sgemmBatched: a, b, c are arrays of batch pointers
-            int ta = rd<int32_t>(), tb = rd<int32_t>(), m = rd<int32_t>(), n = rd<int32_t>(), k = rd<int32_t>();
-            uint64_t a = rd<uint64_t>();
-            int lda = rd<int32_t>();
-            uint64_t b = rd<uint64_t>();
-            int ldb = rd<int32_t>();
-            uint64_t c = rd<uint64_t>();
-            int ldc = rd<int32_t>(), batch = rd<int32_t>();
-            const uint64_t *as = (const uint64_t*)a, *bs = (const uint64_t*)b, *cs = (const uint64_t*)c;
-            for (int i = 0; i < batch; i++)
-                sgemm(ta, tb, m, n, k, (const float*)as[i], lda, (const float*)bs[i], ldb, (float*)cs[i], ldc);
+            if (cmd == 'G') {
+                sgemm(ta, tb, m, n, k, (const float*)a, lda, (const float*)b, ldb, (float*)c, ldc);
+            } else {
+                int batch = rd<int32_t>();
+                const uint64_t *as = (const uint64_t*)a, *bs = (const uint64_t*)b, *cs = (const uint64_t*)c;
+                for (int i = 0; i < batch; i++)
+                    sgemm(ta, tb, m, n, k, (const float*)as[i], lda, (const float*)bs[i], ldb, (float*)cs[i], ldc);
+            }
             ok();
             break;
         }
