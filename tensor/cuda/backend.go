@@ -115,19 +115,19 @@ func Open(device int) (*Backend, error) {
 }
 
 func newBackend(dev device, desc string, maxShm int) *Backend {
-	minHD := 128
-	switch k := os.Getenv(AttentionEnv); k {
+	k := os.Getenv(AttentionEnv)
+	minHD, gemm := 128, k == "gemm" // by default attention_tiled for heads of 128 (tiledMinHD)
+	switch k {
 	case "rows":
 		minHD = 0
-		desc += "; attention kernel: rows (" + AttentionEnv + ")"
 	case "tiled":
 		minHD = 1
-		desc += "; attention kernel: tiled (" + AttentionEnv + ")"
-	case "gemm":
-		desc += "; attention kernel: gemm (" + AttentionEnv + ")"
+	}
+	if k == "rows" || k == "tiled" || gemm {
+		desc += "; attention kernel: " + k + " (" + AttentionEnv + ")"
 	}
 	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
-		attnGEMM: os.Getenv(AttentionEnv) == "gemm"}
+		attnGEMM: gemm}
 }
 
 // failf reports a device failure (see tensor.DeviceError).

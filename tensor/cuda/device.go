@@ -6,10 +6,10 @@ import (
 )
 
 // device is what the backend needs of a GPU: memory, copies, kernel
-// launches and cuBLAS's GEMM, alone or batched. gpu (gpu.go) is a real one, through the CUDA
-// driver and cuBLAS; the tests also run the backend on an emulator that
-// executes kernels.cu on the CPU (emu_test.go), so that everything above
-// this interface is tested on machines without a GPU.
+// launches and cuBLAS's GEMM, alone or batched. gpu (gpu.go) is a real one,
+// through the CUDA driver and cuBLAS; the tests also run the backend on an
+// emulator that executes kernels.cu on the CPU (emu_test.go), so that
+// everything above this interface is tested on machines without a GPU.
 type device interface {
 	// bind makes the device usable from the calling OS thread (the backend
 	// has locked the goroutine to it).

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -258,4 +259,30 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 		l.gemm++
 	}
 	return l.device.launch(name, grid, block, shmem, args)
+}
+
+// TestAttentionEnv checks how $MEAZO_CUDA_ATTENTION picks the kernels, and
+// that the backend's description names an override.
+func TestAttentionEnv(t *testing.T) {
+	for _, c := range []struct {
+		env    string
+		minHD  int
+		gemm   bool
+		inDesc string
+	}{
+		{"", 128, false, ""},
+		{"rows", 0, false, "attention kernel: rows"},
+		{"tiled", 1, false, "attention kernel: tiled"},
+		{"gemm", 128, true, "attention kernel: gemm"},
+		{"other", 128, false, ""},
+	} {
+		t.Setenv(AttentionEnv, c.env)
+		b := newBackend(nil, "gpu", 48<<10)
+		if b.tiledMinHD != c.minHD || b.attnGEMM != c.gemm {
+			t.Errorf("%s=%q: tiledMinHD %d, gemm %v; want %d, %v", AttentionEnv, c.env, b.tiledMinHD, b.attnGEMM, c.minHD, c.gemm)
+		}
+		if got := strings.Contains(b.Describe(), "attention kernel"); got != (c.inDesc != "") || !strings.Contains(b.Describe(), c.inDesc) {
+			t.Errorf("%s=%q: description %q, want it to say %q", AttentionEnv, c.env, b.Describe(), c.inDesc)
+		}
+	}
 }
