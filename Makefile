@@ -5,7 +5,7 @@ GO ?= go
 SIMD := GOEXPERIMENT=simd
 export MEAZO_SHARED ?= $(abspath ../shared)
 
-.PHONY: demo build test test-simd test-portable vet bench fuzz docker docker-cuda docker-bases
+.PHONY: demo build test test-simd test-portable test-race vet bench fuzz docker docker-cuda docker-bases
 
 # The README's first command: the built-in default job, no downloads.
 demo:
@@ -31,6 +31,11 @@ test-simd:
 
 test-portable:
 	$(GO) test -count=1 ./...
+
+# The race detector, with its pointer checks (checkptr), over the packages
+# with unsafe pointers, assembly kernels and worker pools (CI runs it too).
+test-race:
+	$(SIMD) $(GO) test -race -count=1 ./tensor/cpu ./tensor/backendtest ./model ./zo ./lora
 
 bench:
 	scripts/bench_gemm.sh
