@@ -8,8 +8,9 @@
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
-#   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default kernels), attnprof (ncu on the attention kernels alone), sgemm (cuBLAS SGEMM's rate alone), tiled (the attention kernels against each other) and cpuops
-#   (the CPU backend's per-op times here)
+#   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
+#   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
+#   alone), sgemm (cuBLAS SGEMM's rate alone) and cpuops (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -96,7 +97,7 @@ for part in $parts; do
         MEAZO_CUDA_ATTENTION=$k timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
       done
     done
-    grep -E "^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
+    grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
   attnprof) # the attention kernels' GPU time alone (ncu on them only), each kernel, both models, 8x300; for gemm
     # it sees attention_softmax and attention_zero_rows, not the two batched cuBLAS GEMMs (the forwards' difference)
