@@ -147,10 +147,16 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	}
 	if opts.Labels != nil {
 		var ce []float64
-		if logits != nil {
+		switch {
+		case logits != nil:
 			ce = be.CrossEntropy(logits, m.VocabSize, sup.rows, sup.targets)
-		} else {
-			ce = m.crossEntropyAt(h, sup.rows, keep != nil, sup.targets)
+		case keep != nil: // h holds the supervised rows alone
+			ce = m.headCrossEntropy(h, sup.targets)
+		default:
+			sel := be.Alloc(len(sup.rows) * m.HiddenSize)
+			defer be.Free(sel)
+			be.Gather(sel, h, m.HiddenSize, sup.rows)
+			ce = m.headCrossEntropy(sel, sup.targets)
 		}
 		out.setLoss(ce, sup.seqOf, in.B)
 	}
@@ -185,21 +191,15 @@ func (m *Model) supervised(labels []int, b, t int) (supervision, error) {
 	return sup, nil
 }
 
-// crossEntropyAt returns the cross-entropy against targets of the final
-// hidden states at rows of h, running the LM head at those rows only;
-// compact says h holds just those rows, in order (a pruned last layer).
-func (m *Model) crossEntropyAt(h tensor.Buf, rows []int, compact bool, targets []int) []float64 {
-	be, v, d := m.Backend, m.VocabSize, m.HiddenSize
-	sel := h
-	if !compact {
-		sel = be.Alloc(len(rows) * d)
-		defer be.Free(sel)
-		be.Gather(sel, h, d, rows)
-	}
-	logits := be.Alloc(len(rows) * v)
+// headCrossEntropy runs the LM head on the final hidden states h
+// [len(targets)][hidden] and returns each row's cross-entropy against its
+// target.
+func (m *Model) headCrossEntropy(h tensor.Buf, targets []int) []float64 {
+	be, v := m.Backend, m.VocabSize
+	logits := be.Alloc(len(targets) * v)
 	defer be.Free(logits)
-	be.MatMul(logits, sel, len(rows), m.LMHead)
-	return be.CrossEntropy(logits, v, indices(len(rows)), targets)
+	be.MatMul(logits, h, len(targets), m.LMHead)
+	return be.CrossEntropy(logits, v, indices(len(targets)), targets)
 }
 
 // indices returns 0, 1, …, n−1.

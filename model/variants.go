@@ -276,7 +276,7 @@ func (p *variantPass) losses(nVariants int) []float64 {
 		if mb.variant < 0 {
 			continue
 		}
-		ce := p.m.crossEntropyAt(p.finished(k), p.sup.rows, true, p.sup.targets)
+		ce := p.m.headCrossEntropy(p.finished(k), p.sup.targets)
 		var sum float64
 		for _, c := range ce {
 			sum += c
