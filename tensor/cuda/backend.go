@@ -65,18 +65,21 @@ type Backend struct {
 	// Llama-3.2-1B's of 64 (equal at 8×128 and 8×300, 3-5 % faster at 8×512), hence
 	// the default 128. $MEAZO_CUDA_ATTENTION overrides it.
 	tiledMinHD int
-	// attnGEMM computes attention for calls of more than one new token
-	// through cuBLAS ($MEAZO_CUDA_ATTENTION=gemm; attentionGEMM), where its
-	// scores fit attnGEMMMaxBytes.
-	attnGEMM bool
-	attnPtrs devArray // the batched GEMMs' pointer arrays
+	// gemmMinKeys: attentionGEMM computes attention for calls of more than
+	// one new token that see at least gemmMinKeys slots (Start+Tokens) and
+	// whose scores fit attnGEMMMaxBytes; 0 turns it off. Measured on an
+	// H200 (docs/PERFORMANCE.md): a tie with the other kernels at 128 slots,
+	// faster from 300 (Qwen3-0.6B's forward 6 % at 8×300, 16 % at 8×512;
+	// Llama-3.2-1B's 2 % and 5 %), hence the default 256 between them.
+	gemmMinKeys int
+	attnPtrs    devArray // the batched GEMMs' pointer arrays
 }
 
 // AttentionEnv names the variable that overrides the choice of attention
 // kernel: "rows" for attention alone (a block per query), "tiled" for
 // attention_tiled wherever it can run, "gemm" for attentionGEMM wherever it
-// can run (not yet run on a GPU); unset or anything else, the default (see
-// tiledMinHD).
+// can run; unset or anything else, the default (see tiledMinHD and
+// gemmMinKeys).
 const AttentionEnv = "MEAZO_CUDA_ATTENTION"
 
 // tiledExtraShm is what attention_tiled's static shared arrays take beyond
@@ -116,18 +119,22 @@ func Open(device int) (*Backend, error) {
 
 func newBackend(dev device, desc string, maxShm int) *Backend {
 	k := os.Getenv(AttentionEnv)
-	minHD, gemm := 128, k == "gemm" // by default attention_tiled for heads of 128 (tiledMinHD)
+	// By default: attentionGEMM from 256 slots, below that attention_tiled
+	// for heads of 128 and attention for the others.
+	minHD, minKeys := 128, 256
 	switch k {
 	case "rows":
-		minHD = 0
+		minHD, minKeys = 0, 0
 	case "tiled":
-		minHD = 1
+		minHD, minKeys = 1, 0
+	case "gemm":
+		minKeys = 1
 	}
-	if k == "rows" || k == "tiled" || gemm {
+	if k == "rows" || k == "tiled" || k == "gemm" {
 		desc += "; attention kernel: " + k + " (" + AttentionEnv + ")"
 	}
 	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
-		attnGEMM: gemm}
+		gemmMinKeys: minKeys}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -719,7 +726,7 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
 	args := []any{devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
 		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale)}
-	if n := a.Start + tn; b.attnGEMM && tn > 1 && 4*a.Seqs*heads*tn*n <= attnGEMMMaxBytes {
+	if n := a.Start + tn; b.gemmMinKeys > 0 && tn > 1 && n >= b.gemmMinKeys && 4*a.Seqs*heads*tn*n <= attnGEMMMaxBytes {
 		b.attentionGEMM(out, q, c, layer, a)
 		return
 	}
@@ -750,8 +757,8 @@ const attnGEMMMaxBytes = 1 << 30
 // q·kᵀ of the new tokens against the slots j < n = Start+Tokens by one
 // batched cuBLAS GEMM, attention_softmax (attention's softmax from the
 // scores on: scale, masks, max, Exp, the float64 normaliser; zeros past
-// each query's slot), then p·V by a second batched GEMM, and exact zeros for
-// queries that see no key (attention_zero_rows). The GEMMs sum in cuBLAS's
+// each query's slot and for a query that sees no key), then p·V by a
+// second batched GEMM (a query that sees no key gets 0·v: zeros). The GEMMs sum in cuBLAS's
 // order, so the outputs are not the CPU backend's bits (the other kernels'
 // are), but they are the same run to run. In column-major terms, with a
 // head's keys stored transposed (kᵀ [hd][capacity]) and its values as
@@ -762,8 +769,6 @@ func (b *Backend) attentionGEMM(out, q tensor.Buf, c *kvCache, layer int, a tens
 	n, rep, batch := a.Start+tn, heads/kvh, a.Seqs*heads
 	scores := b.malloc(uint64(4 * batch * tn * n))
 	defer b.recycle(scores)
-	none := b.malloc(uint64(4 * batch * tn))
-	defer b.recycle(none)
 	// Per (sequence s, head h), in five arrays: kᵀ, q, scores, v, out.
 	ptrs := make([]uint64, 5*batch)
 	qp, op := dbuf(q).ptr, dbuf(out).ptr
@@ -784,13 +789,11 @@ func (b *Backend) attentionGEMM(out, q tensor.Buf, c *kvCache, layer int, a tens
 		b.fail(err)
 	}
 	b.launch("attention_softmax", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*n),
-		devPtr(scores), devPtr(none), devPtr(b.mask.ptr), i32Arg(tn), i32Arg(heads), i32Arg(n), i32Arg(c.capacity),
+		devPtr(scores), devPtr(b.mask.ptr), i32Arg(tn), i32Arg(heads), i32Arg(n), i32Arg(c.capacity),
 		i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale))
 	if err := b.dev.sgemmBatched(opN, opN, hd, tn, n, arr(3), hd, arr(2), n, arr(4), heads*hd, batch); err != nil {
 		b.fail(err)
 	}
-	total := a.Seqs * tn * heads * hd
-	b.launch("attention_zero_rows", blocks1D(total), 256, 0, devPtr(op), devPtr(none), i32Arg(tn), i32Arg(heads), i32Arg(hd), i64Arg(total))
 }
 
 func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int) []float64 {

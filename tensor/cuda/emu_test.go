@@ -217,7 +217,10 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newEmuBackend(t)
-			b.tiledMinHD, b.maxShm, b.attnGEMM = int(min(c.tile, 1)), c.maxShm, c.gemm // every head width the kernel takes, or off
+			b.tiledMinHD, b.maxShm, b.gemmMinKeys = int(min(c.tile, 1)), c.maxShm, 0 // every head width the kernel takes, or off
+			if c.gemm {
+				b.gemmMinKeys = 1 // every call it can take
+			}
 			lc := &launchCounter{device: b.dev, tiles: map[uint64]int{}}
 			b.dev = lc
 			tol := kernelsMatchCPU // the CPU's bits, where its kernels fuse multiply-adds as the GPU's do
@@ -265,21 +268,21 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 // that the backend's description names an override.
 func TestAttentionEnv(t *testing.T) {
 	for _, c := range []struct {
-		env    string
-		minHD  int
-		gemm   bool
-		inDesc string
+		env     string
+		minHD   int
+		minKeys int
+		inDesc  string
 	}{
-		{"", 128, false, ""},
-		{"rows", 0, false, "attention kernel: rows"},
-		{"tiled", 1, false, "attention kernel: tiled"},
-		{"gemm", 128, true, "attention kernel: gemm"},
-		{"other", 128, false, ""},
+		{"", 128, 256, ""},
+		{"rows", 0, 0, "attention kernel: rows"},
+		{"tiled", 1, 0, "attention kernel: tiled"},
+		{"gemm", 128, 1, "attention kernel: gemm"},
+		{"other", 128, 256, ""},
 	} {
 		t.Setenv(AttentionEnv, c.env)
 		b := newBackend(nil, "gpu", 48<<10)
-		if b.tiledMinHD != c.minHD || b.attnGEMM != c.gemm {
-			t.Errorf("%s=%q: tiledMinHD %d, gemm %v; want %d, %v", AttentionEnv, c.env, b.tiledMinHD, b.attnGEMM, c.minHD, c.gemm)
+		if b.tiledMinHD != c.minHD || b.gemmMinKeys != c.minKeys {
+			t.Errorf("%s=%q: tiledMinHD %d, gemmMinKeys %d; want %d, %d", AttentionEnv, c.env, b.tiledMinHD, b.gemmMinKeys, c.minHD, c.minKeys)
 		}
 		if got := strings.Contains(b.Describe(), "attention kernel"); got != (c.inDesc != "") || !strings.Contains(b.Describe(), c.inDesc) {
 			t.Errorf("%s=%q: description %q, want it to say %q", AttentionEnv, c.env, b.Describe(), c.inDesc)

@@ -419,9 +419,9 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
 // arithmetic from the scores on (scale, masks, max, Exp, the float64
 // normaliser in 16 ordered partial sums, p·(1/sum)), zeros past the query's
 // slot, so that the second GEMM (p·V) sums over every j < n. A query that
-// sees no key gets a row of zeros and none[row] = 1, for
-// attention_zero_rows. Shared memory: n floats.
-__global__ void attention_softmax(float* sc, int* none, const int* mask, int tokens, int heads, int n, int capacity,
+// sees no key gets a row of zeros, so its output is 0·V: zeros where V is
+// finite (of either sign; the other kernels write +0). Shared memory: n floats.
+__global__ void attention_softmax(float* sc, const int* mask, int tokens, int heads, int n, int capacity,
                                   int start, int window, float scale) {
     DYNAMIC_SHARED(float, p); // [n]
     int t = blockIdx.x, h = blockIdx.y, s = blockIdx.z;
@@ -438,22 +438,6 @@ __global__ void attention_softmax(float* sc, int* none, const int* mask, int tok
     }
     bool seen = softmax_row(p, nv, mx);
     for (int j = threadIdx.x; j < n; j += blockDim.x) r[j] = seen && j < nv ? p[j] : 0.0f; // no visible key: zeros, never NaN
-    if (threadIdx.x == 0) none[row] = !seen;
-}
-
-// attention_zero_rows writes exact zeros to the outputs of out
-// [seqs·tokens][heads·hd] (n elements) whose query saw no key
-// (attention_softmax's none), where p·V gave zeros of either sign or NaN
-// from a non-finite value.
-__global__ void attention_zero_rows(float* out, const int* none, int tokens, int heads, int hd, long long n) {
-    FOR_EACH(idx, n) {
-        long long rest = idx / hd;
-        int h = (int)(rest % heads);
-        rest /= heads;
-        int t = (int)(rest % tokens);
-        long long s = rest / tokens;
-        if (none[(s * heads + h) * tokens + t]) out[idx] = 0.0f;
-    }
 }
 
 // cross_entropy: one block of 256 threads per requested row ids[b] of

@@ -26,21 +26,20 @@ const (
 // kernelParams lists every kernel of kernels.cu with its parameters. launch
 // checks each call against it, and a test checks it against the PTX.
 var kernelParams = map[string][]param{
-	"add":                 {ptr, ptr, i64},
-	"add_scaled":          {ptr, ptr, f32, i64},
-	"silu_mul":            {ptr, ptr, i64},
-	"bf16_to_f32":         {ptr, ptr, i64},
-	"gather_rows":         {ptr, ptr, i32, ptr},
-	"gather_rows_bf16":    {ptr, ptr, i32, ptr},
-	"rms_norm":            {ptr, ptr, ptr, i32, f32},
-	"rope":                {ptr, i64, i32, i32, ptr, ptr, i32},
-	"store_kv":            {ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32},
-	"attention":           {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32},
-	"attention_tiled":     {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32, i32},
-	"attention_softmax":   {ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, f32},
-	"attention_zero_rows": {ptr, ptr, i32, i32, i32, i64},
-	"cross_entropy":       {ptr, ptr, i32, ptr, ptr},
-	"argmax":              {ptr, ptr, i32},
+	"add":               {ptr, ptr, i64},
+	"add_scaled":        {ptr, ptr, f32, i64},
+	"silu_mul":          {ptr, ptr, i64},
+	"bf16_to_f32":       {ptr, ptr, i64},
+	"gather_rows":       {ptr, ptr, i32, ptr},
+	"gather_rows_bf16":  {ptr, ptr, i32, ptr},
+	"rms_norm":          {ptr, ptr, ptr, i32, f32},
+	"rope":              {ptr, i64, i32, i32, ptr, ptr, i32},
+	"store_kv":          {ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32},
+	"attention":         {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32},
+	"attention_tiled":   {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32, i32},
+	"attention_softmax": {ptr, ptr, i32, i32, i32, i32, i32, i32, f32},
+	"cross_entropy":     {ptr, ptr, i32, ptr, ptr},
+	"argmax":            {ptr, ptr, i32},
 }
 
 // Arguments of launch, typed so that each matches its PTX parameter.

@@ -86,11 +86,8 @@ static std::map<std::string, std::function<void(const uint64_t*)>> kernels = {
                          A<int>(s, 6), A<int>(s, 7), A<int>(s, 8), A<int>(s, 9), A<int>(s, 10), A<int>(s, 11), A<float>(s, 12), A<int>(s, 13));
      }},
     {"attention_softmax", [](const uint64_t* s) {
-         attention_softmax(P<float>(s, 0), P<int>(s, 1), P<const int>(s, 2), A<int>(s, 3), A<int>(s, 4), A<int>(s, 5), A<int>(s, 6),
-                           A<int>(s, 7), A<int>(s, 8), A<float>(s, 9));
-     }},
-    {"attention_zero_rows", [](const uint64_t* s) {
-         attention_zero_rows(P<float>(s, 0), P<const int>(s, 1), A<int>(s, 2), A<int>(s, 3), A<int>(s, 4), A<long long>(s, 5));
+         attention_softmax(P<float>(s, 0), P<const int>(s, 1), A<int>(s, 2), A<int>(s, 3), A<int>(s, 4), A<int>(s, 5), A<int>(s, 6),
+                           A<int>(s, 7), A<float>(s, 8));
      }},
     {"cross_entropy", [](const uint64_t* s) { cross_entropy(P<double>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3), P<const int>(s, 4)); }},
     {"argmax", [](const uint64_t* s) { argmax(P<int>(s, 0), P<const float>(s, 1), A<int>(s, 2)); }},
