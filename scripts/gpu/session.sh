@@ -10,7 +10,8 @@
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
 #   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
-#   alone), sgemm (cuBLAS SGEMM's rate alone) and cpuops (the CPU backend's per-op times here)
+#   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), sgemm (cuBLAS
+#   SGEMM's rate alone) and cpuops (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -112,6 +113,18 @@ for part in $parts; do
     done
     grep -E "^##|^  attention|gpu__time_duration|^8x" "$f"
     ;;
+  uploads) # the suite with the gemm attention forced, then ZO steps with the staged asynchronous uploads
+    # (the default) against synchronous ones (MEAZO_CUDA_UPLOADS=sync), interleaved, both models
+    f=$out/uploads.txt
+    echo "## the suite with MEAZO_CUDA_ATTENTION=gemm" >"$f"
+    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=gemm timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >>"$f" 2>&1
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      for u in async sync async sync; do
+        MEAZO_CUDA_UPLOADS=$u timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
+      done
+    done
+    grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
+    ;;
   default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
     f=$out/default.txt
     : >"$f"
@@ -146,9 +159,12 @@ for part in $parts; do
     ;;
   memcheck) # one forward of a fixture model under compute-sanitizer
     echo '{"input_ids": [[1, 5, 9, 200, 3]], "labels": [[1, 5, 9, 200, 3]]}' >"$kit/in.json"
-    timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
-      --model "$fx/llama-tiny" --input "$kit/in.json" --out "$kit/memcheck-logits.safetensors" >"$out/memcheck.txt" 2>&1
-    tail -3 "$out/memcheck.txt"
+    for k in default gemm; do # the default kernels, then the batched GEMMs' attention
+      echo "## MEAZO_CUDA_ATTENTION=$k"
+      MEAZO_CUDA_ATTENTION=$k timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
+        --model "$fx/llama-tiny" --input "$kit/in.json" --out "$kit/memcheck-logits.safetensors" 2>&1
+    done >"$out/memcheck.txt"
+    grep -E "^##|ERROR SUMMARY|LEAK SUMMARY" "$out/memcheck.txt"
     ;;
   train) # end to end: a random model of Llama-3.2-1B's shapes, real SQuAD, 200 steps
     w=$kit/train f=$out/train.txt

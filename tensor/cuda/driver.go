@@ -37,6 +37,9 @@ type driver struct {
 	memFree            func(ptr uint64) int32
 	memGetInfo         func(free, total *uint64) int32
 	memcpyHtoD         func(dst uint64, src unsafe.Pointer, bytes uint64) int32
+	memcpyHtoDAsync    func(dst uint64, src unsafe.Pointer, bytes uint64, stream uintptr) int32
+	memAllocHost       func(p *unsafe.Pointer, bytes uint64) int32
+	memFreeHost        func(p unsafe.Pointer) int32
 	memcpyDtoH         func(dst unsafe.Pointer, src uint64, bytes uint64) int32
 	memcpyDtoD         func(dst, src uint64, bytes uint64) int32
 	memsetD32          func(dst uint64, v uint32, n uint64) int32
@@ -113,6 +116,7 @@ func loadDriver() (*driver, error) {
 		"cuModuleGetFunction": &d.moduleGetFunction, "cuFuncSetAttribute": &d.funcSetAttribute,
 		"cuMemAlloc_v2": &d.memAlloc, "cuMemFree_v2": &d.memFree, "cuMemGetInfo_v2": &d.memGetInfo,
 		"cuMemcpyHtoD_v2": &d.memcpyHtoD, "cuMemcpyDtoH_v2": &d.memcpyDtoH, "cuMemcpyDtoD_v2": &d.memcpyDtoD,
+		"cuMemcpyHtoDAsync_v2": &d.memcpyHtoDAsync, "cuMemAllocHost_v2": &d.memAllocHost, "cuMemFreeHost": &d.memFreeHost,
 		"cuMemsetD32_v2": &d.memsetD32, "cuLaunchKernel": &d.launchKernel,
 		"cuGetErrorName": &d.getErrorName, "cuGetErrorString": &d.getErrorString,
 	})

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -17,7 +18,32 @@ type gpu struct {
 	handle      uintptr
 	fns         map[string]uintptr
 	alpha, beta *float32 // cuBLAS reads them through host pointers
+	stage       staging
 }
+
+// staging is pinned (page-locked) host memory through which htod sends
+// small copies asynchronously. A copy from pageable memory,
+// cuMemcpyHtoD's case for Go memory, first waits for all the work queued
+// on the stream, so each of the many small uploads of a step (the
+// adapter's matrices, once per layer and variant; masks, row indices)
+// would drain the GPU's queue and leave it idle while the host queues the
+// next kernels. Copied into pinned memory instead, the data go with
+// cuMemcpyHtoDAsync in the stream's order, and the host runs on. The
+// region a copy reads is not written again before the stream has been
+// waited for (dtoh, which every step ends with, or a full buffer).
+type staging struct {
+	mem  unsafe.Pointer // stageBytes of pinned memory; nil: every copy synchronous
+	used uint64         // bytes of mem given to copies since the stream was last waited for
+}
+
+// UploadsEnv names the variable that, set to "sync", turns the staged
+// asynchronous uploads off (for comparison, or to rule them out).
+const UploadsEnv = "MEAZO_CUDA_UPLOADS"
+
+// stageBytes is the pinned staging buffer's size: both variants' LoRA
+// matrices of a step of Qwen3-0.6B (18 MB) fit. A copy of more than a
+// quarter of it goes synchronously (weights, at load).
+const stageBytes = 32 << 20
 
 // openGPU starts GPU ordinal on the calling OS thread: the primary
 // context, the kernels (the embedded PTX, compiled by the driver for this
@@ -91,6 +117,12 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_softmax"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
 		return "", 0, err
 	}
+	// Pinned memory for asynchronous uploads; without it (or with
+	// $MEAZO_CUDA_UPLOADS=sync) uploads stay synchronous: correct, slower.
+	syncUploads := os.Getenv(UploadsEnv) == "sync"
+	if syncUploads || d.memAllocHost(&g.stage.mem, stageBytes) != 0 {
+		g.stage.mem = nil
+	}
 	bver, err := g.startBlas(ver)
 	if err != nil {
 		return "", 0, err
@@ -104,6 +136,12 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %s (%s); float32, TF32 off",
 		cString(&name[0]), major, minor, float64(free)/(1<<30), float64(total)/(1<<30), ver/1000, ver%1000/10,
 		c.version(bver), c.path)
+	switch {
+	case syncUploads:
+		desc += "; uploads synchronous (" + UploadsEnv + ")"
+	case g.stage.mem == nil:
+		desc += "; uploads synchronous (no pinned host memory)"
+	}
 	return desc, maxShm, nil
 }
 
@@ -166,11 +204,34 @@ func (g *gpu) memInfo() (free, total uint64) {
 }
 
 func (g *gpu) htod(dst uint64, src unsafe.Pointer, bytes uint64) error {
-	return g.drv.check("cuMemcpyHtoD", g.drv.memcpyHtoD(dst, src, bytes))
+	st := &g.stage
+	if st.mem == nil || bytes > stageBytes/4 { // after the stream's work, the staged copies' included
+		err := g.drv.check("cuMemcpyHtoD", g.drv.memcpyHtoD(dst, src, bytes))
+		if err == nil {
+			st.used = 0
+		}
+		return err
+	}
+	if st.used+bytes > stageBytes { // every earlier copy must have read its region
+		if err := g.drv.check("cuCtxSynchronize", g.drv.ctxSynchronize()); err != nil {
+			return err
+		}
+		st.used = 0
+	}
+	p := unsafe.Add(st.mem, st.used)
+	copy(unsafe.Slice((*byte)(p), bytes), unsafe.Slice((*byte)(src), bytes))
+	st.used += (bytes + 255) &^ 255
+	return g.drv.check("cuMemcpyHtoDAsync", g.drv.memcpyHtoDAsync(dst, p, bytes, 0))
 }
 
+// dtoh returns when the copy is done, and with it all the work queued
+// before it, the staged copies included.
 func (g *gpu) dtoh(dst unsafe.Pointer, src uint64, bytes uint64) error {
-	return g.drv.check("cuMemcpyDtoH", g.drv.memcpyDtoH(dst, src, bytes))
+	err := g.drv.check("cuMemcpyDtoH", g.drv.memcpyDtoH(dst, src, bytes))
+	if err == nil {
+		g.stage.used = 0
+	}
+	return err
 }
 
 func (g *gpu) dtod(dst, src uint64, bytes uint64) error {
@@ -202,6 +263,11 @@ func (g *gpu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int,
 }
 
 func (g *gpu) close() {
+	if g.stage.mem != nil {
+		g.drv.ctxSynchronize()
+		g.drv.memFreeHost(g.stage.mem)
+		g.stage.mem = nil
+	}
 	if g.handle != 0 && g.blas != nil {
 		g.blas.destroy(g.handle)
 	}
