@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 )
 
@@ -55,9 +56,14 @@ type Config struct {
 // (one float32 slice per group, canonical order) is θ, read as θ0 at the start
 // of a step and updated in place at its end. Perturbed points θ0 ± εz are
 // written into separate buffers from θ0, never by moving θ in place, so θ0 is
-// restored exactly. z is regenerated from the seed when needed, never stored
-// across steps. Buffers for the variants (2q·d floats, q·d for FZOO) are kept
-// between steps.
+// restored exactly. Buffers for the variants (2q·d floats, q·d for FZOO) are
+// kept between steps.
+//
+// z comes from the seed. Where θ is large (full-parameter ZO, MeZO's case)
+// it is regenerated when needed, twice a step, and never stored. Where it
+// is small (an adapter: q·d up to keptNoiseMax values) a step's z is drawn
+// once, while the step before it waits for its losses (on a GPU the host is
+// idle then), and kept until its update: the same values either way.
 type Engine struct {
 	cfg    Config
 	opt    Optimizer
@@ -65,6 +71,21 @@ type Engine struct {
 	dims   []int
 	step   int
 	bufs   [][][]float32 // bufs[g][slot]: perturbed copies of group g
+	kept   [2]*stepNoise // drawn noise of up to two steps (this one and the next), when kept at all
+	keep   bool          // whether noise is kept (keptNoiseMax)
+}
+
+// keptNoiseMax bounds the noise values (q·d) a step may keep; the engine
+// holds two steps' worth (4 bytes each).
+const keptNoiseMax = 16 << 20
+
+// stepNoise is the noise of one step, drawn in full: z[g][j] for each group
+// the step perturbs and direction j, and sphere noise's norms.
+type stepNoise struct {
+	step  int
+	norms noiseNorms
+	z     [][][]float32
+	ready chan struct{} // closed once z and norms are drawn
 }
 
 // Stats describes one step, for logging.
@@ -116,7 +137,12 @@ func New(params [][]float32, opt Optimizer, cfg Config) (*Engine, error) {
 	if err := opt.setup(dims, units); err != nil {
 		return nil, fmt.Errorf("zo: %w", err)
 	}
-	return &Engine{cfg: cfg, opt: opt, params: params, dims: dims, bufs: make([][][]float32, len(params))}, nil
+	total := 0
+	for _, d := range dims {
+		total += d
+	}
+	return &Engine{cfg: cfg, opt: opt, params: params, dims: dims, bufs: make([][][]float32, len(params)),
+		keep: cfg.Q*total <= keptNoiseMax}, nil
 }
 
 // Params returns θ (the caller's slices).
@@ -135,24 +161,25 @@ type unit struct {
 	t      int   // 1-based update count of this unit
 }
 
-func (e *Engine) units() []unit {
+// units returns the estimation units of step.
+func (e *Engine) units(step int) []unit {
 	G := len(e.params)
 	switch e.cfg.Mode {
 	case Grouped:
 		us := make([]unit, G)
 		for g := range us {
-			us[g] = unit{id: g, groups: []int{g}, t: e.step + 1}
+			us[g] = unit{id: g, groups: []int{g}, t: step + 1}
 		}
 		return us
 	case Cyclic:
-		g := e.step % G
-		return []unit{{id: g, groups: []int{g}, t: e.step/G + 1}}
+		g := step % G
+		return []unit{{id: g, groups: []int{g}, t: step/G + 1}}
 	}
 	all := make([]int, G)
 	for g := range all {
 		all[g] = g
 	}
-	return []unit{{id: 0, groups: all, t: e.step + 1}}
+	return []unit{{id: 0, groups: all, t: step + 1}}
 }
 
 func (u unit) label() int {
@@ -169,8 +196,9 @@ func (e *Engine) buf(g, slot int) []float32 {
 	return e.bufs[g][slot]
 }
 
-func (e *Engine) stream(g, j int) Stream {
-	return Stream{Seed: StreamSeed(e.cfg.Seed, g), Step: uint32(e.step), Dir: uint32(j)}
+// stream is the noise of group g, direction j at step.
+func (e *Engine) stream(step, g, j int) Stream {
+	return Stream{Seed: StreamSeed(e.cfg.Seed, g), Step: uint32(step), Dir: uint32(j)}
 }
 
 // chunkTask is one chunk of one group of one unit.
@@ -203,15 +231,22 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	if e.step > math.MaxUint32 {
 		return nil, fmt.Errorf("zo: step %d beyond the noise counter's range", e.step)
 	}
-	units := e.units()
+	units := e.units(e.step)
 	tasks := e.chunkTasks(units)
 
-	// Sphere noise: each (group, direction) norm, before any value is drawn.
-	norms := e.sphereNorms(units)
+	// Noise: this step's z drawn in full (nil where θ is too large to keep
+	// it), and sphere noise's norms before any value is used.
+	z := e.noise(e.step)
+	norms := e.sphereNorms(e.step, units)
+	if z != nil {
+		norms = z.norms
+	}
 	// Perturb: θ0 ± εz into the variant buffers, from θ0.
-	e.perturb(units, tasks, norms)
+	e.perturb(units, tasks, norms, z)
 	// Variants: every perturbed point, in the objective's order.
 	variants := e.variants(units)
+	// Ahead: the next step's noise, drawn while the objective runs.
+	e.drawAhead(e.step + 1)
 	// Evaluate: one call of the objective for the whole step.
 	losses, err := e.evaluate(obj, variants)
 	if err != nil {
@@ -219,12 +254,94 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	}
 	// Estimate: projected gradients d_j and the optimizer's weights w_j per unit.
 	st, weights := e.estimate(units, losses)
-	// Update: θ ← θ - step(ĝ), ĝ = Σ_j w_j z_j with z regenerated chunk by chunk.
-	st.UpdateNorm = e.update(units, tasks, norms, weights)
+	// Update: θ ← θ - step(ĝ), ĝ = Σ_j w_j z_j.
+	st.UpdateNorm = e.update(units, tasks, norms, z, weights)
 	// Record: what the optimizer reports about its state.
 	e.record(st)
 	e.step++
 	return st, nil
+}
+
+// noise returns step's noise drawn in full, waiting for a draw under way,
+// or nil when the engine does not keep noise.
+func (e *Engine) noise(step int) *stepNoise {
+	if !e.keep {
+		return nil
+	}
+	for _, n := range e.kept {
+		if n != nil && n.step == step {
+			<-n.ready
+			return n
+		}
+	}
+	n := e.slotFor(step)
+	e.draw(n, e.cfg.Workers)
+	return n
+}
+
+// drawAhead starts drawing step's noise in the background, unless the
+// engine does not keep noise, step is beyond the counter, or it is drawn
+// already.
+func (e *Engine) drawAhead(step int) {
+	if !e.keep || step > math.MaxUint32 {
+		return
+	}
+	for _, n := range e.kept {
+		if n != nil && n.step == step {
+			return
+		}
+	}
+	n := e.slotFor(step)
+	// Half the workers: the objective runs meanwhile (a GPU backend's
+	// launches, a CPU backend's forward). The values do not depend on it.
+	workers := e.cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	go e.draw(n, max(1, workers/2))
+}
+
+// slotFor readies a kept slot for step's noise: one not holding the
+// current step's, once any draw into it has finished.
+func (e *Engine) slotFor(step int) *stepNoise {
+	i := 0
+	if n := e.kept[0]; n != nil && n.step == e.step && step != e.step {
+		i = 1
+	}
+	n := e.kept[i]
+	if n == nil {
+		n = &stepNoise{}
+		e.kept[i] = n
+	} else {
+		<-n.ready
+	}
+	n.step, n.ready = step, make(chan struct{})
+	return n
+}
+
+// draw fills n with its step's noise, chunk by chunk as perturb and update
+// would draw it, on workers goroutines, and closes n.ready.
+func (e *Engine) draw(n *stepNoise, workers int) {
+	defer close(n.ready)
+	units := e.units(n.step)
+	n.norms = e.sphereNormsOn(n.step, units, workers)
+	if n.z == nil {
+		n.z = make([][][]float32, len(e.params))
+	}
+	for _, u := range units {
+		for _, g := range u.groups {
+			for len(n.z[g]) < e.cfg.Q {
+				n.z[g] = append(n.z[g], make([]float32, e.dims[g]))
+			}
+		}
+	}
+	tasks := e.chunkTasks(units)
+	parallelFor(len(tasks), workers, func(k int) {
+		tk := tasks[k]
+		for j := range e.cfg.Q {
+			e.stream(n.step, tk.g, j).fillRange(n.z[tk.g][j][tk.lo:tk.hi], tk.lo, e.cfg.Dist, n.norms.at(tk.g, j))
+		}
+	})
 }
 
 // noiseNorms holds sphere noise's norm per (group, direction); nil for the
@@ -238,9 +355,15 @@ func (n noiseNorms) at(g, j int) float64 {
 	return n[g][j]
 }
 
-// sphereNorms computes the norm of every (group, direction) the step draws
+// sphereNorms computes the norm of every (group, direction) step draws
 // when the noise is Sphere, and returns nil otherwise.
-func (e *Engine) sphereNorms(units []unit) noiseNorms {
+func (e *Engine) sphereNorms(step int, units []unit) noiseNorms {
+	return e.sphereNormsOn(step, units, e.cfg.Workers)
+}
+
+// sphereNormsOn is sphereNorms on workers goroutines (the norms do not
+// depend on their number).
+func (e *Engine) sphereNormsOn(step int, units []unit, workers int) noiseNorms {
 	if e.cfg.Dist != Sphere {
 		return nil
 	}
@@ -250,7 +373,7 @@ func (e *Engine) sphereNorms(units []unit) noiseNorms {
 		for _, g := range u.groups {
 			norms[g] = make([]float64, q)
 			for j := range q {
-				norms[g][j] = e.stream(g, j).sphereNorm(e.dims[g], e.cfg.Workers)
+				norms[g][j] = e.stream(step, g, j).sphereNorm(e.dims[g], workers)
 			}
 		}
 	}
@@ -258,8 +381,9 @@ func (e *Engine) sphereNorms(units []unit) noiseNorms {
 }
 
 // perturb materialises θ0 ± εz from θ0 in the buffers, chunk by chunk in
-// parallel: slot 2j holds +, 2j+1 holds - (FZOO: slot j holds +).
-func (e *Engine) perturb(units []unit, tasks []chunkTask, norms noiseNorms) {
+// parallel: slot 2j holds +, 2j+1 holds - (FZOO: slot j holds +). z is
+// drawn here unless kept holds it.
+func (e *Engine) perturb(units []unit, tasks []chunkTask, norms noiseNorms, kept *stepNoise) {
 	q, eps, oneSided := e.cfg.Q, e.cfg.Eps, e.opt.oneSided()
 	for _, u := range units {
 		for _, g := range u.groups {
@@ -278,15 +402,25 @@ func (e *Engine) perturb(units []unit, tasks []chunkTask, norms noiseNorms) {
 		for j := range q {
 			if oneSided {
 				plus := e.bufs[tk.g][j][tk.lo:tk.hi]
-				e.stream(tk.g, j).fillRange(plus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
-				for i, z := range plus {
+				z := plus
+				if kept != nil {
+					z = kept.z[tk.g][j][tk.lo:tk.hi]
+				} else {
+					e.stream(e.step, tk.g, j).fillRange(plus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
+				}
+				for i, z := range z {
 					plus[i] = float32(float64(theta[i]) + eps*float64(z))
 				}
 				continue
 			}
 			plus, minus := e.bufs[tk.g][2*j][tk.lo:tk.hi], e.bufs[tk.g][2*j+1][tk.lo:tk.hi]
-			e.stream(tk.g, j).fillRange(minus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
-			for i, z := range minus {
+			z := minus
+			if kept != nil {
+				z = kept.z[tk.g][j][tk.lo:tk.hi]
+			} else {
+				e.stream(e.step, tk.g, j).fillRange(minus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
+			}
+			for i, z := range z {
 				x, dz := float64(theta[i]), eps*float64(z)
 				plus[i], minus[i] = float32(x+dz), float32(x-dz)
 			}
@@ -382,9 +516,9 @@ func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64) 
 	return st, weights
 }
 
-// update moves θ in place chunk by chunk in parallel, regenerating z to form
-// ĝ = Σ_j w_j z_j, and returns ‖θ_new - θ0‖.
-func (e *Engine) update(units []unit, tasks []chunkTask, norms noiseNorms, weights [][]float64) float64 {
+// update moves θ in place chunk by chunk in parallel, forming
+// ĝ = Σ_j w_j z_j from the kept z or z drawn again, and returns ‖θ_new - θ0‖.
+func (e *Engine) update(units []unit, tasks []chunkTask, norms noiseNorms, kept *stepNoise, weights [][]float64) float64 {
 	sq := make([]float64, len(tasks))
 	parallelFor(len(tasks), e.cfg.Workers, func(k int) {
 		tk := tasks[k]
@@ -394,7 +528,12 @@ func (e *Engine) update(units []unit, tasks []chunkTask, norms noiseNorms, weigh
 		z, ghat := sc.z[:n], sc.ghat[:n]
 		clear(ghat)
 		for j, w := range weights[tk.u] {
-			e.stream(tk.g, j).fillRange(z, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
+			z := z
+			if kept != nil {
+				z = kept.z[tk.g][j][tk.lo:tk.hi]
+			} else {
+				e.stream(e.step, tk.g, j).fillRange(z, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
+			}
 			for i, zi := range z {
 				ghat[i] += w * float64(zi)
 			}
