@@ -5,6 +5,7 @@
 # data the checks read (the shared folder does not travel with the tree).
 # Then, on the GPU machine, from the repository root (carry gpu-kit):
 #   scripts/gpu/session.sh OUT_DIR
+# OLD_REV=<rev> adds that commit's meazo-bench (gpu-kit old/) for A/B parts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 shared=${MEAZO_SHARED:-../shared}
@@ -20,6 +21,14 @@ cp -r "$shared/fixtures/models" "$kit/shared/fixtures/"
 cp -r "$shared/fixtures/tokenizers/llama3.2" "$kit/shared/fixtures/tokenizers/"
 cp -r "$shared/data/squad" "$kit/shared/data/"
 git rev-parse HEAD >"$kit/commit"
+# OLD_REV=<rev>: that commit's meazo-bench too, in old/, for the A/B parts.
+if [ -n "${OLD_REV:-}" ]; then
+  wt=$(mktemp -d)
+  git worktree add -q --detach "$wt" "$OLD_REV"
+  (cd "$wt" && go build -trimpath -ldflags="-s -w" -o "$OLDPWD/$kit/old/" ./cmd/meazo-bench)
+  git -C "$wt" rev-parse HEAD >"$kit/old/commit"
+  git worktree remove --force "$wt"
+fi
 # Compressed, the kit fits the device tool's 64 MiB with the tree beside it.
 tar -C "$kit" -cJf "$kit.tar.xz" .
 rm -rf "$kit" && mkdir "$kit" && mv "$kit.tar.xz" "$kit/kit.tar.xz"

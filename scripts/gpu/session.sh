@@ -125,6 +125,19 @@ for part in $parts; do
     done
     grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
+  keptnoise) # ZO steps of this commit against gpu-kit's bin/old/meazo-bench (the commit in old/commit, if
+    # kit.sh was given OLD_REV), interleaved, both models: the host share with and without a change
+    f=$out/keptnoise.txt
+    echo "# new: $(cat "$kit/commit"), old: $(cat "$kit/old/commit" 2>/dev/null)" >"$f"
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      for v in new old new old; do
+        b=$bin/meazo-bench; [ $v = old ] && b=$kit/old/meazo-bench
+        echo "## $v $m" >>"$f"
+        timeout 60 "$b" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
+      done
+    done
+    grep -E "^## |^8x.*ZO" "$f"
+    ;;
   default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
     f=$out/default.txt
     : >"$f"
