@@ -10,8 +10,9 @@
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
 #   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
-#   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), sgemm (cuBLAS
-#   SGEMM's rate alone) and cpuops (the CPU backend's per-op times here)
+#   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
+#   steps against an older commit's meazo-bench: kit.sh with OLD_REV), sgemm (cuBLAS SGEMM's rate alone)
+#   and cpuops (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -101,7 +102,7 @@ for part in $parts; do
     grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
   attnprof) # the attention kernels' GPU time alone (ncu on them only), each kernel, both models, 8x300; for gemm
-    # it sees attention_softmax and attention_zero_rows, not the two batched cuBLAS GEMMs (the forwards' difference)
+    # it sees attention_softmax, not the two batched cuBLAS GEMMs (the forwards' difference)
     f=$out/attnprof.txt
     : >"$f"
     for m in Llama-3.2-1B Qwen3-0.6B; do
