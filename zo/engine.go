@@ -402,30 +402,28 @@ func (e *Engine) perturb(units []unit, tasks []chunkTask, norms noiseNorms, kept
 		for j := range q {
 			if oneSided {
 				plus := e.bufs[tk.g][j][tk.lo:tk.hi]
-				z := plus
-				if kept != nil {
-					z = kept.z[tk.g][j][tk.lo:tk.hi]
-				} else {
-					e.stream(e.step, tk.g, j).fillRange(plus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
-				}
-				for i, z := range z {
+				for i, z := range e.chunkNoise(tk, j, kept, norms, plus) {
 					plus[i] = float32(float64(theta[i]) + eps*float64(z))
 				}
 				continue
 			}
 			plus, minus := e.bufs[tk.g][2*j][tk.lo:tk.hi], e.bufs[tk.g][2*j+1][tk.lo:tk.hi]
-			z := minus
-			if kept != nil {
-				z = kept.z[tk.g][j][tk.lo:tk.hi]
-			} else {
-				e.stream(e.step, tk.g, j).fillRange(minus, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
-			}
-			for i, z := range z {
+			for i, z := range e.chunkNoise(tk, j, kept, norms, minus) {
 				x, dz := float64(theta[i]), eps*float64(z)
 				plus[i], minus[i] = float32(x+dz), float32(x-dz)
 			}
 		}
 	})
+}
+
+// chunkNoise returns direction j's z on chunk tk of this step: kept's
+// values, or drawn into scratch (len tk.hi-tk.lo) when nothing is kept.
+func (e *Engine) chunkNoise(tk chunkTask, j int, kept *stepNoise, norms noiseNorms, scratch []float32) []float32 {
+	if kept != nil {
+		return kept.z[tk.g][j][tk.lo:tk.hi]
+	}
+	e.stream(e.step, tk.g, j).fillRange(scratch, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
+	return scratch
 }
 
 // variants lists the step's variants, in order: [clean (FZOO)], then per
@@ -528,13 +526,7 @@ func (e *Engine) update(units []unit, tasks []chunkTask, norms noiseNorms, kept 
 		z, ghat := sc.z[:n], sc.ghat[:n]
 		clear(ghat)
 		for j, w := range weights[tk.u] {
-			z := z
-			if kept != nil {
-				z = kept.z[tk.g][j][tk.lo:tk.hi]
-			} else {
-				e.stream(e.step, tk.g, j).fillRange(z, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
-			}
-			for i, zi := range z {
+			for i, zi := range e.chunkNoise(tk, j, kept, norms, z) {
 				ghat[i] += w * float64(zi)
 			}
 		}
