@@ -758,9 +758,9 @@ const attnGEMMMaxBytes = 1 << 30
 // batched cuBLAS GEMM, attention_softmax (attention's softmax from the
 // scores on: scale, masks, max, Exp, the float64 normaliser; zeros past
 // each query's slot and for a query that sees no key), then p·V by a
-// second batched GEMM (a query that sees no key gets 0·v: zeros). The GEMMs sum in cuBLAS's
-// order, so the outputs are not the CPU backend's bits (the other kernels'
-// are), but they are the same run to run. In column-major terms, with a
+// second batched GEMM (a query that sees no key gets 0·v: zeros). The
+// GEMMs sum in cuBLAS's order, so the outputs are not the CPU backend's
+// bits (the other kernels' are), but they are the same run to run. In column-major terms, with a
 // head's keys stored transposed (kᵀ [hd][capacity]) and its values as
 // [capacity][hd]: scoresᵀ (n × tokens) = kᵀᵀ · qᵀ and outᵀ (hd × tokens) =
 // vᵀ · scoresᵀ, each operand a row-major block read with its row stride.

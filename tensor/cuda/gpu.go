@@ -205,7 +205,9 @@ func (g *gpu) memInfo() (free, total uint64) {
 
 func (g *gpu) htod(dst uint64, src unsafe.Pointer, bytes uint64) error {
 	st := &g.stage
-	if st.mem == nil || bytes > stageBytes/4 { // after the stream's work, the staged copies' included
+	if st.mem == nil || bytes > stageBytes/4 {
+		// A pageable copy starts after the work queued on the stream, the
+		// staged copies included: the whole buffer is free again after it.
 		err := g.drv.check("cuMemcpyHtoD", g.drv.memcpyHtoD(dst, src, bytes))
 		if err == nil {
 			st.used = 0
