@@ -10,11 +10,12 @@ The same HF model (published config, random weights), float32, eager attention, 
   MeZO reference code does; the last 3 tokens of each row are supervised, as in
   `meazo-bench zostep`.
   --sgemm: cuBLAS SGEMM's rate (torch.mm, float32, TF32 off) on the models' GEMM shapes at
-  M = 8x128 rows and on 8192^3, the yardstick for the forward's TFLOP/s.
+  M = 8x128 rows and on 8192^3, the yardstick for the forward's TFLOP/s;
+  --sgemm-step: the projections at the ZO step's row counts, apart and stacked (q|k|v, gate|up).
 Prints one row per shape: shape, median seconds, tokens/s, peak device MiB.
 
   python3 scripts/gpu/bench_torch_cuda.py --config DIR_WITH_CONFIG_JSON --shapes 8x128 [--mezo-step]
-  python3 scripts/gpu/bench_torch_cuda.py --sgemm
+  python3 scripts/gpu/bench_torch_cuda.py --sgemm [--sgemm-step]
 """
 import argparse
 import statistics
@@ -28,6 +29,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", help="directory holding config.json")
     ap.add_argument("--sgemm", action="store_true", help="cuBLAS SGEMM's rate on the models' shapes")
+    ap.add_argument("--sgemm-step", action="store_true", help="with --sgemm: the projections at the step's rows, apart and stacked")
     ap.add_argument("--shapes", default="8x128")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--mezo-step", action="store_true")
@@ -40,7 +42,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     if a.sgemm:
-        sgemm()
+        sgemm(a.sgemm_step)
         return
     cfg = AutoConfig.from_pretrained(a.config)
     # Built on the GPU (random init there is seconds, on the host a minute), then float32.
@@ -99,11 +101,21 @@ def main():
         print(f"{s:8} {sec:10.4f} {b * t / sec:12.0f} {torch.cuda.max_memory_allocated() / 2**20:10.0f}")
 
 
-def sgemm():
-    """TFLOP/s of torch.mm (cuBLAS SGEMM, TF32 off) for y = x W^T at M = 1024 rows."""
+def sgemm(step_rows=False):
+    """TFLOP/s of torch.mm (cuBLAS SGEMM, TF32 off) for y = x W^T at M = 1024 rows; with step_rows, the
+    projections of both models at the ZO step's row counts (8x80 and 8x300: 640 and 2400 rows), each
+    apart and stacked into one product (q|k|v, gate|up), to tell whether fused projections would pay."""
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, cuBLAS SGEMM via torch.mm, float32, "
           f"TF32 off (allow_tf32={torch.backends.cuda.matmul.allow_tf32}), median of 20 after 3 warm-ups")
     print(f"{'shape':28} {'M':>6} {'K':>6} {'N':>7} {'ms':>9} {'TFLOP/s':>8}")
+    if step_rows:
+        shapes = []
+        for m in (640, 2400):
+            for model, h, q, kv, inter in (("Llama-3.2-1B", 2048, 2048, 512, 8192), ("Qwen3-0.6B", 1024, 2048, 1024, 3072)):
+                shapes += [(f"{model} q", m, h, q), (f"{model} k/v", m, h, kv), (f"{model} q|k|v", m, h, q + 2 * kv),
+                           (f"{model} gate/up", m, h, inter), (f"{model} gate|up", m, h, 2 * inter)]
+        timed(shapes)
+        return
     shapes = [("Llama-3.2-1B q/o", 1024, 2048, 2048), ("Llama-3.2-1B k/v", 1024, 2048, 512),
               ("Llama-3.2-1B gate/up", 1024, 2048, 8192), ("Llama-3.2-1B down", 1024, 8192, 2048),
               ("Llama-3.2-1B lm_head", 1024, 2048, 128256), ("Qwen3-0.6B q", 1024, 1024, 2048),
@@ -114,6 +126,11 @@ def sgemm():
               ("Qwen3-0.6B k/v", 1024, 1024, 1024), ("Qwen3-0.6B o", 1024, 2048, 1024),
               ("Llama-3.2-1B q|k|v fused", 1024, 2048, 3072), ("Llama-3.2-1B gate|up fused", 1024, 2048, 16384),
               ("Qwen3-0.6B q|k|v fused", 1024, 1024, 4096), ("Qwen3-0.6B gate|up fused", 1024, 1024, 6144)]
+    timed(shapes)
+
+
+def timed(shapes):
+    """Prints the median time and rate of torch.mm for each (name, M, K, N)."""
     for name, m, k, n in shapes:
         x = torch.randn(m, k, device="cuda")
         w = torch.randn(n, k, device="cuda")

@@ -11,8 +11,9 @@
 #   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
 #   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
-#   steps against an older commit's meazo-bench: kit.sh with OLD_REV), sgemm (cuBLAS SGEMM's rate alone)
-#   and cpuops (the CPU backend's per-op times here)
+#   steps against an older commit's meazo-bench: kit.sh with OLD_REV), sgemm (cuBLAS SGEMM's rate alone,
+#   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step) and cpuops
+#   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -148,9 +149,19 @@ for part in $parts; do
     done
     grep -E "^8x|^#.*config.json" "$f"
     ;;
-  sgemm) # cuBLAS SGEMM's rate alone (the bench part measures it too)
-    timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm >"$out/sgemm.txt" 2>&1
+  sgemm) # cuBLAS SGEMM's rate alone (the bench part measures it too), then the projections at the ZO
+    # step's row counts, apart and stacked (would fused q|k|v and gate|up pay?)
+    { timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm; timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm --sgemm-step; } >"$out/sgemm.txt" 2>&1
     cat "$out/sgemm.txt"
+    ;;
+  stepprofile) # where a ZO step's time goes: every kernel's GPU time (ncu), Llama-3.2-1B and Qwen3-0.6B at 8x80
+    # (warm-up, two plain forwards and the steps of one rep; the shares are what count)
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      echo "## $m"
+      timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" zostep --backend cuda \
+        --model "$fx/full-configs/$m/config.json" --shapes 8x80 --q 1 --reps 1 2>&1
+    done >"$out/stepprofile.txt"
+    grep -E "^## |^ +[A-Za-z_].*\(|gpu__time_duration" "$out/stepprofile.txt" | head -80
     ;;
   cpuops) # the CPU backend on this machine's Intel cores: time per op class of a Qwen3-0.6B forward
     timeout 120 "$bin/meazo-bench" forward --backend cpu --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 1x128 --reps 3 -ops >"$out/cpuops.txt" 2>&1
