@@ -237,9 +237,11 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	// Noise: this step's z drawn in full (nil where θ is too large to keep
 	// it), and sphere noise's norms before any value is used.
 	z := e.noise(e.step)
-	norms := e.sphereNorms(e.step, units)
+	var norms noiseNorms
 	if z != nil {
 		norms = z.norms
+	} else {
+		norms = e.sphereNorms(e.step, units)
 	}
 	// Perturb: θ0 ± εz into the variant buffers, from θ0.
 	e.perturb(units, tasks, norms, z)
