@@ -325,6 +325,7 @@ func (m *Model) keepHidden(hidden *[][]float32, x tensor.Buf) {
 // every layer of a forward.
 type workspace struct {
 	xn, q, k, v, attn, proj, gate, up tensor.Buf
+	stack                             tensor.Buf   // a stacked product before its split; nil unless the model stacks
 	lora                              *loraScratch // shared by a workspace's views
 }
 
@@ -340,14 +341,36 @@ func (ws *workspace) rows(m *Model, n int) *workspace {
 		xn: ws.xn.Slice(0, n*m.HiddenSize), q: ws.q.Slice(0, n*qd), k: ws.k.Slice(0, n*kvd), v: ws.v.Slice(0, n*kvd),
 		attn: ws.attn.Slice(0, n*qd), proj: ws.proj.Slice(0, n*m.HiddenSize),
 		gate: ws.gate.Slice(0, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
-		lora: ws.lora,
+		stack: stackView(ws.stack, n*m.stackWidth()),
+		lora:  ws.lora,
 	}
+}
+
+// stackView is b's first n values, or nil for a nil b.
+func stackView(b tensor.Buf, n int) tensor.Buf {
+	if b == nil {
+		return nil
+	}
+	return b.Slice(0, n)
+}
+
+// stackWidth is the widest stacked product's row (0 when nothing is stacked).
+func (m *Model) stackWidth() int {
+	w := 0
+	if len(m.Layers) == 0 {
+		return 0
+	}
+	if l := &m.Layers[0]; l.Attn.QKV != nil || l.MLP.GateUp != nil {
+		kvd := m.NumKVHeads * m.HeadDim
+		w = max(m.NumHeads*m.HeadDim+2*kvd, 2*m.IntermediateSize)
+	}
+	return w
 }
 
 // free releases the workspace's buffers (not to be called on a view).
 func (ws *workspace) free(be tensor.Backend) {
 	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.proj, ws.gate, ws.up)
-	for _, b := range []tensor.Buf{ws.lora.ax, ws.lora.bax} {
+	for _, b := range []tensor.Buf{ws.stack, ws.lora.ax, ws.lora.bax} {
 		if b != nil {
 			be.Free(b)
 		}
@@ -357,7 +380,7 @@ func (ws *workspace) free(be tensor.Backend) {
 func (m *Model) newWorkspace(n int) *workspace {
 	be := m.Backend
 	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
-	return &workspace{
+	ws := &workspace{
 		xn:   be.Alloc(n * m.HiddenSize),
 		q:    be.Alloc(n * qd),
 		k:    be.Alloc(n * kvd),
@@ -367,6 +390,33 @@ func (m *Model) newWorkspace(n int) *workspace {
 		gate: be.Alloc(n * m.IntermediateSize),
 		up:   be.Alloc(n * m.IntermediateSize),
 		lora: &loraScratch{},
+	}
+	if w := m.stackWidth(); w > 0 {
+		ws.stack = be.Alloc(n * w)
+	}
+	return ws
+}
+
+// unstacked computes x [n][k] times a stacked weight, whose rows are the
+// parts' matrices one on top of the other, and splits the product into
+// dsts: part p is counts[p] column blocks of width per token row, in
+// order. The split is a Gather over the product viewed as rows of width.
+func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tensor.Weight, width int, counts []int) {
+	be, period := m.Backend, 0
+	for _, c := range counts {
+		period += c
+	}
+	be.MatMul(stack.Slice(0, n*period*width), x, n, w)
+	first := 0
+	for p, dst := range dsts {
+		ids := make([]int, 0, n*counts[p])
+		for t := range n {
+			for i := range counts[p] {
+				ids = append(ids, t*period+first+i)
+			}
+		}
+		be.Gather(dst, stack, width, ids)
+		first += counts[p]
 	}
 }
 
@@ -392,10 +442,14 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 	// Attention block.
 	be.RMSNorm(ws.xn, x, layer.AttnNorm, n, d, m.RMSNormEps)
 	a := &layer.Attn
-	be.MatMul(ws.q, ws.xn, n, a.Q)
-	be.MatMul(ws.k, ws.xn, n, a.K)
-	be.MatMul(ws.v, ws.xn, n, a.V)
 	qd, kvd := m.NumHeads*hd, m.NumKVHeads*hd
+	if a.QKV != nil { // one product, split into q (heads/kv blocks of kvd per token), k and v
+		m.unstacked([]tensor.Buf{ws.q, ws.k, ws.v}, ws.stack, ws.xn, n, a.QKV, kvd, []int{m.NumHeads / m.NumKVHeads, 1, 1})
+	} else {
+		be.MatMul(ws.q, ws.xn, n, a.Q)
+		be.MatMul(ws.k, ws.xn, n, a.K)
+		be.MatMul(ws.v, ws.xn, n, a.V)
+	}
 	for _, sp := range spans {
 		if sp.adapter == nil {
 			continue
@@ -432,8 +486,12 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 
 	// MLP block.
 	be.RMSNorm(ws.xn, out, layer.MLPNorm, n, d, m.RMSNormEps)
-	be.MatMul(ws.gate, ws.xn, n, layer.MLP.Gate)
-	be.MatMul(ws.up, ws.xn, n, layer.MLP.Up)
+	if layer.MLP.GateUp != nil {
+		m.unstacked([]tensor.Buf{ws.gate, ws.up}, ws.stack, ws.xn, n, layer.MLP.GateUp, m.IntermediateSize, []int{1, 1})
+	} else {
+		be.MatMul(ws.gate, ws.xn, n, layer.MLP.Gate)
+		be.MatMul(ws.up, ws.xn, n, layer.MLP.Up)
+	}
 	be.SiLUMul(ws.gate, ws.up)
 	be.MatMul(ws.proj, ws.gate, n, layer.MLP.Down)
 	be.Add(out, ws.proj)

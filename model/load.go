@@ -102,23 +102,54 @@ func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load w
 		}
 		return be.Pack(v, rows, cols, keepBF16 != nil && keepBF16(name))
 	}
+	// stacked packs the named matrices of cols columns one on top of the
+	// other, as one matrix (tensor.Stacker), or returns nil when the
+	// backend does not stack or they would be stored differently.
+	st, ok := be.(tensor.Stacker)
+	stack := ok && st.StackProjections()
+	stacked := func(names []string, rows []int, cols int) tensor.Weight {
+		if err != nil || !stack {
+			return nil
+		}
+		bf16 := keepBF16 != nil && keepBF16(names[0])
+		for _, name := range names {
+			if (keepBF16 != nil && keepBF16(name)) != bf16 {
+				return nil
+			}
+		}
+		var all []float32
+		for i, name := range names {
+			var v []float32
+			if v, err = load(name, []int{rows[i], cols}); err != nil {
+				return nil
+			}
+			all = append(all, v...)
+		}
+		return be.Pack(all, len(all)/cols, cols, bf16)
+	}
 
 	m.Embed = matrix("model.embed_tokens.weight", c.VocabSize, d)
 	for i := 0; i < c.NumLayers; i++ {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		var l Layer
 		l.AttnNorm = vector(p+"input_layernorm.weight", d)
-		l.Attn.Q = matrix(p+"self_attn.q_proj.weight", qd, d)
-		l.Attn.K = matrix(p+"self_attn.k_proj.weight", kvd, d)
-		l.Attn.V = matrix(p+"self_attn.v_proj.weight", kvd, d)
+		qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
+		if l.Attn.QKV = stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
+			l.Attn.Q = matrix(qkv[0], qd, d)
+			l.Attn.K = matrix(qkv[1], kvd, d)
+			l.Attn.V = matrix(qkv[2], kvd, d)
+		}
 		l.Attn.O = matrix(p+"self_attn.o_proj.weight", d, qd)
 		if c.QKNorm {
 			l.Attn.QNorm = vector(p+"self_attn.q_norm.weight", hd)
 			l.Attn.KNorm = vector(p+"self_attn.k_norm.weight", hd)
 		}
 		l.MLPNorm = vector(p+"post_attention_layernorm.weight", d)
-		l.MLP.Gate = matrix(p+"mlp.gate_proj.weight", c.IntermediateSize, d)
-		l.MLP.Up = matrix(p+"mlp.up_proj.weight", c.IntermediateSize, d)
+		gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
+		if l.MLP.GateUp = stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
+			l.MLP.Gate = matrix(gateUp[0], c.IntermediateSize, d)
+			l.MLP.Up = matrix(gateUp[1], c.IntermediateSize, d)
+		}
 		l.MLP.Down = matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
 		m.Layers = append(m.Layers, l)
 	}

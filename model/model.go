@@ -56,12 +56,14 @@ type Layer struct {
 // key/value head j / (NumHeads/NumKVHeads).
 type Attention struct {
 	Q, K, V, O   tensor.Weight // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd]
+	QKV          tensor.Weight // q_proj, k_proj, v_proj stacked, on a backend that stacks them (tensor.Stacker; Q, K, V are nil then)
 	QNorm, KNorm tensor.Buf    // Qwen3 only: RMSNorm over each head's hd values, before RoPE (shared by heads)
 }
 
 // MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x)).
 type MLP struct {
 	Gate, Up, Down tensor.Weight
+	GateUp         tensor.Weight // gate_proj and up_proj stacked, on a backend that stacks them (Gate, Up are nil then)
 }
 
 // Adapter holds the low-rank updates of every layer; a nil entry means none.
@@ -121,8 +123,10 @@ func (m *Model) Free() {
 	be.Free(m.Norm)
 	for i := range m.Layers {
 		l := &m.Layers[i]
-		for _, w := range []tensor.Weight{l.Attn.Q, l.Attn.K, l.Attn.V, l.Attn.O, l.MLP.Gate, l.MLP.Up, l.MLP.Down} {
-			be.FreeWeight(w)
+		for _, w := range []tensor.Weight{l.Attn.Q, l.Attn.K, l.Attn.V, l.Attn.QKV, l.Attn.O, l.MLP.Gate, l.MLP.Up, l.MLP.GateUp, l.MLP.Down} {
+			if w != nil {
+				be.FreeWeight(w)
+			}
 		}
 		be.Free(l.AttnNorm, l.MLPNorm)
 		if l.Attn.QNorm != nil {

@@ -121,6 +121,17 @@ type DeviceMemory interface {
 	DeviceMemory() (held, peak uint64)
 }
 
+// Stacker is implemented by backends that may multiply a layer's
+// projections of one input stacked into one matrix (q|k|v, gate|up): one
+// wider product instead of two or three, which on a GPU can be faster
+// (cuBLAS runs fewer, wider GEMMs better). When StackProjections says so,
+// the model packs those weights stacked and splits the product with
+// Gather. On the CPU it is no faster (its GEMM is near the FMA peak at
+// every width), so only tests ask for it there.
+type Stacker interface {
+	StackProjections() bool
+}
+
 // Buf is a backend's array of float32 values (activations, norms, adapter
 // parameters). Its elements are reached only through the Backend that made
 // it; Slice gives a view that shares its storage.

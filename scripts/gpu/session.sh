@@ -11,7 +11,8 @@
 #   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
 #   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
-#   steps against an older commit's meazo-bench: kit.sh with OLD_REV), sgemm (cuBLAS SGEMM's rate alone,
+#   steps against an older commit's meazo-bench: kit.sh with OLD_REV), stack (stacked projections against
+#   apart, MEAZO_CUDA_STACK), sgemm (cuBLAS SGEMM's rate alone,
 #   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
@@ -139,6 +140,19 @@ for part in $parts; do
       done
     done
     grep -E "^## |^8x.*ZO" "$f"
+    ;;
+  stack) # stacked projections (MEAZO_CUDA_STACK=1: q|k|v and gate|up as one product each): the suite with
+    # them, then forwards and ZO steps with and without, interleaved, both models
+    f=$out/stack.txt
+    echo "## the suite with MEAZO_CUDA_STACK=1" >"$f"
+    (cd tensor/cuda && MEAZO_CUDA_STACK=1 timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >>"$f" 2>&1
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      for s in 1 0 1 0; do
+        MEAZO_CUDA_STACK=$s timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300 --reps 5 --loss-all >>"$f" 2>&1
+        MEAZO_CUDA_STACK=$s timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
+      done
+    done
+    grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
   default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
     f=$out/default.txt

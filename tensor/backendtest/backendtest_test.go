@@ -17,6 +17,10 @@ func TestConformance(t *testing.T) {
 		Models(t, b, Exact)
 	})
 	t.Run("cpu-3-threads", func(t *testing.T) { Ops(t, cpu.New(cpu.Options{Threads: 3}), Exact) })
+	// Stacked projections (q|k|v and gate|up as one product, split by
+	// Gather): the CPU GEMM sums each output in the same order at any
+	// width, so the model's results keep their bits.
+	t.Run("cpu-stacked", func(t *testing.T) { Models(t, cpu.New(cpu.Options{Threads: 2, StackProjections: true}), Exact) })
 	t.Run("device", func(t *testing.T) {
 		d := NewDevice()
 		Ops(t, d, Exact)

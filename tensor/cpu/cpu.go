@@ -19,17 +19,24 @@ type Options struct {
 	// runtime.GOMAXPROCS(0) at the time of each call. Results do not depend
 	// on it.
 	Threads int
+	// StackProjections makes the backend a tensor.Stacker that says yes:
+	// for tests of the model's stacked projections (no faster here).
+	StackProjections bool
 }
 
 // Backend is the host implementation of tensor.Backend: buffers are Go
 // float32 slices (HostBuf), weights are Packed panels, and every method runs
 // this package's kernels on the backend's worker goroutines.
 type Backend struct {
-	wk Workers
+	wk    Workers
+	stack bool
 }
 
 // New returns a CPU backend.
-func New(o Options) *Backend { return &Backend{wk: Workers(o.Threads)} }
+func New(o Options) *Backend { return &Backend{wk: Workers(o.Threads), stack: o.StackProjections} }
+
+// StackProjections reports Options.StackProjections (tensor.Stacker).
+func (b *Backend) StackProjections() bool { return b.stack }
 
 // Threads reports the number of workers each op uses.
 func (b *Backend) Threads() int { return b.wk.n() }

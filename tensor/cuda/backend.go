@@ -73,7 +73,20 @@ type Backend struct {
 	// Llama-3.2-1B's 2 % and 5 %), hence the default 256 between them.
 	gemmMinKeys int
 	attnPtrs    devArray // the batched GEMMs' pointer arrays
+	// stack: the model stacks q|k|v and gate|up into one product each
+	// (tensor.Stacker), with $MEAZO_CUDA_STACK=1. Off by default: cuBLAS ran
+	// Qwen3-0.6B's stacked q|k|v 30 % faster than apart at 1024 rows on an
+	// H200 (docs/PERFORMANCE.md), but the model with it has not run on a GPU.
+	stack bool
 }
+
+// StackEnv names the variable that, set to 1, has the model stack its
+// projections (Backend.StackProjections).
+const StackEnv = "MEAZO_CUDA_STACK"
+
+// StackProjections reports whether the model should multiply q|k|v and
+// gate|up stacked (tensor.Stacker): $MEAZO_CUDA_STACK=1.
+func (b *Backend) StackProjections() bool { return b.stack }
 
 // AttentionEnv names the variable that overrides the choice of attention
 // kernel: "rows" for attention alone (a block per query), "tiled" for
@@ -133,8 +146,12 @@ func newBackend(dev device, desc string, maxShm int) *Backend {
 	if k == "rows" || k == "tiled" || k == "gemm" {
 		desc += "; attention kernel: " + k + " (" + AttentionEnv + ")"
 	}
+	stack := os.Getenv(StackEnv) == "1"
+	if stack {
+		desc += "; projections stacked (" + StackEnv + ")"
+	}
 	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
-		gemmMinKeys: minKeys}
+		gemmMinKeys: minKeys, stack: stack}
 }
 
 // failf reports a device failure (see tensor.DeviceError).

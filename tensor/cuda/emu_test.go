@@ -244,6 +244,26 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 	}
 }
 
+// TestEmulatedStacked runs the model suite with q|k|v and gate|up stacked
+// ($MEAZO_CUDA_STACK=1): one cuBLAS product each, split by gather_rows.
+func TestEmulatedStacked(t *testing.T) {
+	b := newEmuBackend(t)
+	b.stack = true
+	backendtest.Models(t, b, backendtest.Float32)
+}
+
+// TestStackEnv checks that $MEAZO_CUDA_STACK=1, and only it, has the
+// model stack its projections, and that the description says so.
+func TestStackEnv(t *testing.T) {
+	for env, want := range map[string]bool{"": false, "0": false, "1": true} {
+		t.Setenv(StackEnv, env)
+		b := newBackend(nil, "gpu", 48<<10)
+		if b.StackProjections() != want || strings.Contains(b.Describe(), "stacked") != want {
+			t.Errorf("%s=%q: StackProjections %v, description %q; want %v", StackEnv, env, b.StackProjections(), b.Describe(), want)
+		}
+	}
+}
+
 // launchCounter counts the attention kernels' launches, by tile for
 // attention_tiled (gemm: attention_softmax's).
 type launchCounter struct {
