@@ -289,25 +289,35 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 func (a *Adapter) Merge(m *model.Model) *model.Model { return Merge(m, a.View(a.params)) }
 
 // Merge returns a copy of m with the model-side adapter view merged into its
-// weights (see Adapter.Merge).
+// weights (see Adapter.Merge). In a model whose q|k|v are stacked
+// (tensor.Stacker) the merged rows are q's and v's blocks of the stack.
 func Merge(m *model.Model, view *model.Adapter) *model.Model {
 	merged := *m
 	merged.Adapter = nil
 	merged.Layers = slices.Clone(m.Layers)
+	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
 	for l := range merged.Layers {
 		attn := &merged.Layers[l].Attn
-		if lo := view.Layers[l].Q; lo != nil {
-			attn.Q = mergeOne(m.Backend, attn.Q, lo)
+		q, v := view.Layers[l].Q, view.Layers[l].V
+		if attn.QKV != nil {
+			if q != nil || v != nil {
+				attn.QKV = mergeRows(m.Backend, attn.QKV, []int{0, qd + kvd}, []*model.LoRA{q, v})
+			}
+			continue
 		}
-		if lo := view.Layers[l].V; lo != nil {
-			attn.V = mergeOne(m.Backend, attn.V, lo)
+		if q != nil {
+			attn.Q = mergeRows(m.Backend, attn.Q, []int{0}, []*model.LoRA{q})
+		}
+		if v != nil {
+			attn.V = mergeRows(m.Backend, attn.V, []int{0}, []*model.LoRA{v})
 		}
 	}
 	return &merged
 }
 
-// mergeOne returns W + scale·B·A, stored by the model's backend in float32.
-func mergeOne(be tensor.Backend, w tensor.Weight, lo *model.LoRA) tensor.Weight {
+// mergeRows returns w with scale·B·A added to its rows from first[i] on for
+// each non-nil los[i], stored by the model's backend in float32.
+func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoRA) tensor.Weight {
 	n, k := w.Shape()
 	ids := make([]int, n)
 	for i := range ids {
@@ -316,12 +326,18 @@ func mergeOne(be tensor.Backend, w tensor.Weight, lo *model.LoRA) tensor.Weight 
 	buf := be.Alloc(n * k)
 	be.Rows(buf, w, ids)
 	dense := be.ToHost(buf)
-	for i := 0; i < n; i++ {
-		row := dense[i*k : (i+1)*k]
-		for r := 0; r < lo.R; r++ {
-			c := lo.Scale * lo.B[i*lo.R+r]
-			for j, av := range lo.A[r*k : (r+1)*k] {
-				row[j] += c * av
+	for p, lo := range los {
+		if lo == nil {
+			continue
+		}
+		out := len(lo.B) / lo.R
+		for i := 0; i < out; i++ {
+			row := dense[(first[p]+i)*k : (first[p]+i+1)*k]
+			for r := 0; r < lo.R; r++ {
+				c := lo.Scale * lo.B[i*lo.R+r]
+				for j, av := range lo.A[r*k : (r+1)*k] {
+					row[j] += c * av
+				}
 			}
 		}
 	}
@@ -331,16 +347,15 @@ func mergeOne(be tensor.Backend, w tensor.Weight, lo *model.LoRA) tensor.Weight 
 }
 
 // FreeMerged releases the weights a Merge of base made (the merged q_proj
-// and v_proj matrices), once merged is no longer used. On the CPU the
+// and v_proj matrices, or q|k|v stacked), once merged is no longer used. On the CPU the
 // garbage collector would free them anyway; a device backend needs it.
 func FreeMerged(merged, base *model.Model) {
 	for l := range merged.Layers {
 		m, b := &merged.Layers[l].Attn, &base.Layers[l].Attn
-		if m.Q != b.Q {
-			base.Backend.FreeWeight(m.Q)
-		}
-		if m.V != b.V {
-			base.Backend.FreeWeight(m.V)
+		for _, w := range [][2]tensor.Weight{{m.Q, b.Q}, {m.V, b.V}, {m.QKV, b.QKV}} {
+			if w[0] != w[1] {
+				base.Backend.FreeWeight(w[0])
+			}
 		}
 	}
 }

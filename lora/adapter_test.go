@@ -11,6 +11,7 @@ import (
 	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // TestTrainableCounts checks the paper's trainable-parameter counts on the
@@ -190,5 +191,49 @@ func tinyConfig() *model.Config {
 	return &model.Config{
 		Architecture: "LlamaForCausalLM", VocabSize: 64, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-5, RopeTheta: 5e5, TieEmbeddings: true, BOSTokenID: -1,
+	}
+}
+
+// TestMergeStacked: merging into a model whose q|k|v are one stacked
+// matrix (tensor.Stacker) gives the logits, bit for bit, of merging into the
+// same model with separate matrices, and FreeMerged releases what it made.
+func TestMergeStacked(t *testing.T) {
+	in := model.Input{B: 1, T: 6, Tokens: []int{3, 1, 4, 1, 5, 9}}
+	var logits [2][]float32
+	for i, stack := range []bool{false, true} {
+		be := cpu.New(cpu.Options{Threads: 1, StackProjections: stack})
+		m, err := model.NewRandomWith(tinyConfig(), 1, 0.2, model.LoadOptions{Backend: be})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Layers[0].Attn.QKV != nil; got != stack {
+			t.Fatalf("stack %v: the model has stacked q|k|v: %v", stack, got)
+		}
+		a, err := New(m, Options{Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range a.Params() { // B is zero at PEFT's init: give it values
+			for j := range p {
+				p[j] = float32(math.Sin(float64(j))) * 0.1
+			}
+		}
+		merged := a.Merge(m)
+		out, err := merged.Forward(in, model.Options{Logits: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits[i] = out.Logits
+		a.Attach(m)
+		want, _ := m.Forward(in, model.Options{Logits: true})
+		for j := range want.Logits {
+			if d := math.Abs(float64(out.Logits[j] - want.Logits[j])); d > 1e-4 {
+				t.Fatalf("stack %v: merged logit %d is %g, the adapter's %g", stack, j, out.Logits[j], want.Logits[j])
+			}
+		}
+		FreeMerged(merged, m)
+	}
+	if !slices.Equal(logits[0], logits[1]) {
+		t.Error("merged logits differ between the stacked and the separate q|k|v")
 	}
 }
