@@ -92,6 +92,7 @@ func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load w
 		}
 		return be.FromHost(v)
 	}
+	bf16 := func(name string) bool { return keepBF16 != nil && keepBF16(name) }
 	matrix := func(name string, rows, cols int) tensor.Weight {
 		if err != nil {
 			return nil
@@ -100,7 +101,7 @@ func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load w
 		if v, err = load(name, []int{rows, cols}); err != nil {
 			return nil
 		}
-		return be.Pack(v, rows, cols, keepBF16 != nil && keepBF16(name))
+		return be.Pack(v, rows, cols, bf16(name))
 	}
 	// stacked packs the named matrices of cols columns one on top of the
 	// other, as one matrix (tensor.Stacker), or returns nil when the
@@ -111,9 +112,8 @@ func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load w
 		if err != nil || !stack {
 			return nil
 		}
-		bf16 := keepBF16 != nil && keepBF16(names[0])
 		for _, name := range names {
-			if (keepBF16 != nil && keepBF16(name)) != bf16 {
+			if bf16(name) != bf16(names[0]) {
 				return nil
 			}
 		}
@@ -125,7 +125,7 @@ func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load w
 			}
 			all = append(all, v...)
 		}
-		return be.Pack(all, len(all)/cols, cols, bf16)
+		return be.Pack(all, len(all)/cols, cols, bf16(names[0]))
 	}
 
 	m.Embed = matrix("model.embed_tokens.weight", c.VocabSize, d)

@@ -241,7 +241,7 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	if z != nil {
 		norms = z.norms
 	} else {
-		norms = e.sphereNorms(e.step, units)
+		norms = e.sphereNorms(e.step, units, e.cfg.Workers)
 	}
 	// Perturb: θ0 ± εz into the variant buffers, from θ0.
 	e.perturb(units, tasks, norms, z)
@@ -270,28 +270,32 @@ func (e *Engine) noise(step int) *stepNoise {
 	if !e.keep {
 		return nil
 	}
-	for _, n := range e.kept {
-		if n != nil && n.step == step {
-			<-n.ready
-			return n
-		}
+	if n := e.keptFor(step); n != nil {
+		<-n.ready
+		return n
 	}
 	n := e.slotFor(step)
 	e.draw(n, e.cfg.Workers)
 	return n
 }
 
+// keptFor returns the kept slot for step's noise (drawn or being drawn),
+// or nil.
+func (e *Engine) keptFor(step int) *stepNoise {
+	for _, n := range e.kept {
+		if n != nil && n.step == step {
+			return n
+		}
+	}
+	return nil
+}
+
 // drawAhead starts drawing step's noise in the background, unless the
 // engine does not keep noise, step is beyond the counter, or it is drawn
 // already.
 func (e *Engine) drawAhead(step int) {
-	if !e.keep || step > math.MaxUint32 {
+	if !e.keep || step > math.MaxUint32 || e.keptFor(step) != nil {
 		return
-	}
-	for _, n := range e.kept {
-		if n != nil && n.step == step {
-			return
-		}
 	}
 	n := e.slotFor(step)
 	// Half the workers: the objective runs meanwhile (a GPU backend's
@@ -326,7 +330,7 @@ func (e *Engine) slotFor(step int) *stepNoise {
 func (e *Engine) draw(n *stepNoise, workers int) {
 	defer close(n.ready)
 	units := e.units(n.step)
-	n.norms = e.sphereNormsOn(n.step, units, workers)
+	n.norms = e.sphereNorms(n.step, units, workers)
 	if n.z == nil {
 		n.z = make([][][]float32, len(e.params))
 	}
@@ -357,15 +361,10 @@ func (n noiseNorms) at(g, j int) float64 {
 	return n[g][j]
 }
 
-// sphereNorms computes the norm of every (group, direction) step draws
-// when the noise is Sphere, and returns nil otherwise.
-func (e *Engine) sphereNorms(step int, units []unit) noiseNorms {
-	return e.sphereNormsOn(step, units, e.cfg.Workers)
-}
-
-// sphereNormsOn is sphereNorms on workers goroutines (the norms do not
-// depend on their number).
-func (e *Engine) sphereNormsOn(step int, units []unit, workers int) noiseNorms {
+// sphereNorms computes, on workers goroutines (the norms do not depend on
+// their number), the norm of every (group, direction) step draws when the
+// noise is Sphere, and returns nil otherwise.
+func (e *Engine) sphereNorms(step int, units []unit, workers int) noiseNorms {
 	if e.cfg.Dist != Sphere {
 		return nil
 	}

@@ -48,6 +48,9 @@ peakmem() {
   return $rc
 }
 
+# suite [VAR=VALUE...]: the conformance suite on the GPU with those variables set.
+suite() { (cd tensor/cuda && env "$@" timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance'); }
+
 for part in $parts; do
   echo "== $part $(date -u +%FT%TZ)"
   case $part in
@@ -91,7 +94,7 @@ for part in $parts; do
     f=$out/tiled.txt
     for k in tiled gemm; do
       echo "## the suite with MEAZO_CUDA_ATTENTION=$k" >>"$f"
-      (cd tensor/cuda && MEAZO_CUDA_ATTENTION=$k timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >>"$f" 2>&1
+      suite MEAZO_CUDA_ATTENTION=$k >>"$f" 2>&1
     done
     for m in Llama-3.2-1B Qwen3-0.6B; do
       for k in rows tiled gemm rows tiled gemm; do
@@ -120,7 +123,7 @@ for part in $parts; do
     # (the default) against synchronous ones (MEAZO_CUDA_UPLOADS=sync), interleaved, both models
     f=$out/uploads.txt
     echo "## the suite with MEAZO_CUDA_ATTENTION=gemm" >"$f"
-    (cd tensor/cuda && MEAZO_CUDA_ATTENTION=gemm timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >>"$f" 2>&1
+    suite MEAZO_CUDA_ATTENTION=gemm >>"$f" 2>&1
     for m in Llama-3.2-1B Qwen3-0.6B; do
       for u in async sync async sync; do
         MEAZO_CUDA_UPLOADS=$u timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
@@ -145,7 +148,7 @@ for part in $parts; do
     # them, then forwards and ZO steps with and without, interleaved, both models
     f=$out/stack.txt
     echo "## the suite with MEAZO_CUDA_STACK=1" >"$f"
-    (cd tensor/cuda && MEAZO_CUDA_STACK=1 timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance') >>"$f" 2>&1
+    suite MEAZO_CUDA_STACK=1 >>"$f" 2>&1
     for m in Llama-3.2-1B Qwen3-0.6B; do
       for s in 1 0 1 0; do
         MEAZO_CUDA_STACK=$s timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300 --reps 5 --loss-all >>"$f" 2>&1
