@@ -13,7 +13,8 @@
 #   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
 #   steps against an older commit's meazo-bench: kit.sh with OLD_REV), stack (stacked projections against
 #   apart, MEAZO_CUDA_STACK), sgemm (cuBLAS SGEMM's rate alone,
-#   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step) and cpuops
+#   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step), tf32x3 (the
+#   products on the tensor cores, gemm_tf32x3, against cuBLAS: alone, in the suite, in forwards and steps) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
@@ -156,6 +157,29 @@ for part in $parts; do
       done
     done
     grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
+    ;;
+  tf32x3) # gemm_tf32x3 (MEAZO_CUDA_GEMM=tf32x3: float32-accurate products on the tensor cores): its registers
+    # (ptxas), the products alone against cuBLAS SGEMM and TF32 (gemm_tf32x3.py), the suite with it taking every
+    # product, memcheck on its partial tiles, forwards and ZO steps with and without it, interleaved, both models,
+    # and zoagree (CPU vs GPU) with it
+    f=$out/tf32x3.txt
+    { echo "## ptxas -arch=sm_90 -v"; $(command -v ptxas || echo /usr/local/cuda/bin/ptxas) -arch=sm_90 -v tensor/cuda/kernels.ptx -o /dev/null 2>&1 | grep -A1 "for 'gemm_tf32x3'"
+      echo "## products"; timeout 120 python3 scripts/gpu/gemm_tf32x3.py
+      echo "## the suite with gemm_tf32x3 for every product it takes"
+      (cd tensor/cuda && timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s -test.run 'TestConformanceTF32x3')
+      echo "## memcheck, the partial tiles"
+      (cd tensor/cuda && timeout 90 compute-sanitizer --tool memcheck "$bin/cuda.test" -test.count=1 -test.run 'TestConformanceTF32x3/tiles') 2>&1 | tail -4
+      for m in Llama-3.2-1B Qwen3-0.6B; do
+        for g in tf32x3 cublas tf32x3 cublas; do
+          MEAZO_CUDA_GEMM=$g timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300 --reps 5 --loss-all
+          MEAZO_CUDA_GEMM=$g timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5
+        done
+      done
+      echo "## zoagree with MEAZO_CUDA_GEMM=tf32x3"
+      for m in llama-tiny qwen3-tiny; do
+        MEAZO_CUDA_GEMM=tf32x3 timeout 60 "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
+      done; } >"$f" 2>&1
+    grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|ERROR SUMMARY|^Llama|^Qwen3|^8x|^1e-|^#.*(config.json|registers)|gemm_tf32x3 ran|Used" "$f"
     ;;
   default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
     f=$out/default.txt

@@ -78,7 +78,23 @@ type Backend struct {
 	// Qwen3-0.6B's stacked q|k|v 30 % faster than apart at 1024 rows on an
 	// H200 (docs/PERFORMANCE.md), but the model with it has not run on a GPU.
 	stack bool
+	// tf32x3MinRows: products of at least this many rows run gemm_tf32x3
+	// (float32-accurate products on the tensor cores) instead of cuBLAS's
+	// SGEMM, where its shape allows; 0 turns it off, the default until it
+	// has been measured on a GPU. $MEAZO_CUDA_GEMM=tf32x3 turns it on.
+	tf32x3MinRows int
+	sms           int // the GPU's multiprocessors (0: unknown), for gemm_tf32x3's choice of tile
 }
+
+// GEMMEnv names the variable that, set to "tf32x3", has the products of
+// the weights run on gemm_tf32x3 instead of cuBLAS's SGEMM (from
+// tf32x3Rows rows).
+const GEMMEnv = "MEAZO_CUDA_GEMM"
+
+// tf32x3Rows is the fewest rows gemm_tf32x3 takes with $MEAZO_CUDA_GEMM=tf32x3:
+// its blocks compute 128 rows, so a product of a few rows (decoding) would
+// waste most of each.
+const tf32x3Rows = 64
 
 // StackEnv names the variable that, set to 1, has the model stack its
 // projections (Backend.StackProjections).
@@ -127,7 +143,9 @@ func Open(device int) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newBackend(g, desc, maxShm), nil
+	b := newBackend(g, desc, maxShm)
+	b.sms = g.sms
+	return b, nil
 }
 
 func newBackend(dev device, desc string, maxShm int) *Backend {
@@ -150,8 +168,13 @@ func newBackend(dev device, desc string, maxShm int) *Backend {
 	if stack {
 		desc += "; projections stacked (" + StackEnv + ")"
 	}
+	minRows := 0
+	if os.Getenv(GEMMEnv) == "tf32x3" {
+		minRows = tf32x3Rows
+		desc += "; products on the tensor cores, 3xTF32 (" + GEMMEnv + ")"
+	}
 	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
-		gemmMinKeys: minKeys, stack: stack}
+		gemmMinKeys: minKeys, stack: stack, tf32x3MinRows: minRows}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -606,9 +629,26 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int) {
 		}
 		return
 	}
+	// gemm_tf32x3 copies 16 bytes at a time: k a multiple of 16 and x, w aligned.
+	if b.tf32x3MinRows > 0 && rows >= b.tf32x3MinRows && k%16 == 0 && n%2 == 0 && (n+127)/128 <= 65535 && (x|w)%16 == 0 {
+		name, tile := b.tf32x3Tile(rows, n)
+		grid := [3]uint32{uint32((rows + tile - 1) / tile), uint32((n + 127) / 128), 1}
+		b.launch(name, grid, 256, 0, devPtr(y), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k))
+		return
+	}
 	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n); err != nil {
 		b.fail(err)
 	}
+}
+
+// tf32x3Tile picks gemm_tf32x3's blocks of 128 rows, unless they would
+// leave the GPU's multiprocessors short of two blocks each, where blocks of
+// 64 rows (gemm_tf32x3_64) make twice as many.
+func (b *Backend) tf32x3Tile(rows, n int) (kernel string, tile int) {
+	if ((rows+127)/128)*((n+127)/128) < 2*b.sms {
+		return "gemm_tf32x3_64", 64
+	}
+	return "gemm_tf32x3", 128
 }
 
 func (b *Backend) MatMul(y, x tensor.Buf, rows int, wt tensor.Weight) {

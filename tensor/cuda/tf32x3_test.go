@@ -1,0 +1,147 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/tensor/backendtest"
+)
+
+// useTF32x3 has b run every product it can on gemm_tf32x3, however few its
+// rows, and returns a counter of the kernel's launches.
+func useTF32x3(b *Backend) *gemmCounter {
+	b.tf32x3MinRows = 1
+	c := &gemmCounter{device: b.dev}
+	b.dev = c
+	return c
+}
+
+// gemmCounter counts gemm_tf32x3's launches (of either tile) and cuBLAS's
+// SGEMM calls.
+type gemmCounter struct {
+	device
+	tf32x3, tf32x3_64, sgemms int
+}
+
+func (c *gemmCounter) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
+	switch name {
+	case "gemm_tf32x3":
+		c.tf32x3++
+	case "gemm_tf32x3_64":
+		c.tf32x3_64++
+	}
+	return c.device.launch(name, grid, block, shmem, args)
+}
+
+func (c *gemmCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, y uint64, ldy int) error {
+	c.sgemms++
+	return c.device.sgemm(transA, transB, m, n, k, a, lda, b, ldb, y, ldy)
+}
+
+// checkTF32x3Products multiplies random matrices of shapes that end inside
+// a tile, through gemm_tf32x3 with each of its tiles, and holds every output
+// to the error 3xTF32 allows against float64: each input's two TF32 parts
+// hold it to 2^-22, the product's dropped small·small term is below 2^-22,
+// and the float32 sum of k terms adds up to k·2^-23 (tensor cores may
+// truncate) of Σ|x·w|. A plain TF32 product (2^-11 per input) fails it by
+// far.
+func checkTF32x3Products(t *testing.T, b *Backend, c *gemmCounter) {
+	sms := b.sms
+	defer func() { b.sms = sms }()
+	for _, tile := range []struct {
+		rows int
+		sms  int // the multiprocessors that make tf32x3Tile pick it
+		runs *int
+	}{{128, 0, &c.tf32x3}, {64, 1 << 20, &c.tf32x3_64}} {
+		b.sms = tile.sms
+		for _, s := range []struct {
+			name       string
+			rows, n, k int
+			offset     int // x starts this many floats into its buffer: 16-byte aligned or not
+		}{
+			{"one tile", 5, 8, 16, 0},
+			{"tiles cut in both dimensions", 141, 136, 48, 0},
+			{"several k-steps", 64, 256, 160, 4},
+			{"x unaligned: cuBLAS", 9, 10, 32, 1},
+		} {
+			t.Run(fmt.Sprintf("%s, %d-row tiles", s.name, tile.rows), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(s.rows), uint64(s.n*s.k)))
+				x := make([]float32, s.offset+s.rows*s.k)
+				w := make([]float32, s.n*s.k)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				for i := range w {
+					w[i] = float32(r.NormFloat64() * 0.05)
+				}
+				xb, y := b.FromHost(x), b.Alloc(s.rows*s.n)
+				wt := b.Pack(w, s.n, s.k, false)
+				before, sgemmBefore := *tile.runs, c.sgemms
+				b.MatMul(y, xb.Slice(s.offset, len(x)), s.rows, wt)
+				got := b.ToHost(y)
+				b.Free(xb, y)
+				b.FreeWeight(wt)
+				if wantKernel := s.offset%4 == 0; (*tile.runs > before) != wantKernel || (c.sgemms > sgemmBefore) == wantKernel {
+					t.Fatalf("gemm_tf32x3 (%d-row tiles) launched %d times, cuBLAS %d, for x at offset %d", tile.rows, *tile.runs-before,
+						c.sgemms-sgemmBefore, s.offset)
+				}
+				bound := 4*math.Ldexp(1, -22) + float64(s.k)*math.Ldexp(1, -23)
+				bad := 0
+				for i := range s.rows {
+					for j := range s.n {
+						var ref, mag float64
+						for l := range s.k {
+							p := float64(x[s.offset+i*s.k+l]) * float64(w[j*s.k+l])
+							ref += p
+							mag += math.Abs(p)
+						}
+						if d := math.Abs(float64(got[i*s.n+j]) - ref); d > bound*mag || math.IsNaN(d) {
+							if bad++; bad <= 5 {
+								t.Errorf("y[%d][%d] = %.9g, float64 gives %.9g: off by %.3g of Σ|x·w|, allowed %.3g", i, j, got[i*s.n+j], ref, d/mag, bound)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestEmulatedTF32x3 runs gemm_tf32x3 on the emulator (whose tensor-core
+// step follows the PTX ISA's fragment layouts): the products against
+// float64, then the conformance suite with every product it can take on it.
+func TestEmulatedTF32x3(t *testing.T) {
+	b := newEmuBackend(t)
+	c := useTF32x3(b)
+	checkTF32x3Products(t, b, c)
+	backendtest.Ops(t, b, backendtest.Float32)
+	backendtest.Models(t, b, backendtest.Float32)
+	if c.tf32x3 == 0 || c.tf32x3_64 == 0 {
+		t.Errorf("gemm_tf32x3 ran %d times, gemm_tf32x3_64 %d", c.tf32x3, c.tf32x3_64)
+	}
+}
+
+// TestConformanceTF32x3 is the same on the GPU.
+func TestConformanceTF32x3(t *testing.T) {
+	b := openOrSkip(t)
+	c := useTF32x3(b)
+	checkTF32x3Products(t, b, c)
+	backendtest.Ops(t, b, backendtest.Float32)
+	backendtest.Models(t, b, backendtest.Float32)
+	t.Logf("gemm_tf32x3 ran %d times, gemm_tf32x3_64 %d, cuBLAS %d", c.tf32x3, c.tf32x3_64, c.sgemms)
+}
+
+// TestGEMMEnv checks that $MEAZO_CUDA_GEMM=tf32x3, and only it, turns
+// gemm_tf32x3 on, and that the description says so.
+func TestGEMMEnv(t *testing.T) {
+	for env, want := range map[string]int{"": 0, "cublas": 0, "tf32": 0, "tf32x3": tf32x3Rows} {
+		t.Setenv(GEMMEnv, env)
+		b := newBackend(nil, "gpu", 48<<10)
+		if b.tf32x3MinRows != want || strings.Contains(b.Describe(), "3xTF32") != (want > 0) {
+			t.Errorf("%s=%q: tf32x3MinRows %d, description %q; want %d", GEMMEnv, env, b.tf32x3MinRows, b.Describe(), want)
+		}
+	}
+}
