@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gemm_tf32x3 (tensor/cuda/kernels.cu, float32-accurate products on the tensor cores) against
+"""gemm_tf32x3 (tensor/cuda/kernels.cu, split float32 products on the tensor cores, 3xTF32) against
 cuBLAS SGEMM (torch.mm, TF32 off) and plain TF32 (torch.mm with TF32 on), same GPU, same run.
 
 The kernel is loaded from the committed PTX (tensor/cuda/kernels.ptx), as the Go backend loads

@@ -158,13 +158,12 @@ for part in $parts; do
     done
     grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
-  tf32x3) # gemm_tf32x3 (MEAZO_CUDA_GEMM=tf32x3: float32-accurate products on the tensor cores): its registers
-    # (ptxas), the products alone against cuBLAS SGEMM and TF32 (gemm_tf32x3.py), the suite with it taking every
+  tf32x3) # gemm_tf32x3 (MEAZO_CUDA_GEMM=tf32x3: split float32 products on the tensor cores): its registers
+    # and the products alone against cuBLAS SGEMM and TF32 (gemm_tf32x3.py), the suite with it taking every
     # product, memcheck on its partial tiles, forwards and ZO steps with and without it, interleaved, both models,
     # and zoagree (CPU vs GPU) with it
     f=$out/tf32x3.txt
-    { echo "## ptxas -arch=sm_90 -v"; $(command -v ptxas || echo /usr/local/cuda/bin/ptxas) -arch=sm_90 -v tensor/cuda/kernels.ptx -o /dev/null 2>&1 | grep -A1 "for 'gemm_tf32x3'"
-      echo "## products"; timeout 120 python3 scripts/gpu/gemm_tf32x3.py
+    { echo "## products"; timeout 120 python3 scripts/gpu/gemm_tf32x3.py
       echo "## the suite with gemm_tf32x3 for every product it takes"
       (cd tensor/cuda && timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s -test.run 'TestConformanceTF32x3')
       echo "## memcheck, the partial tiles"

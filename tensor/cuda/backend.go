@@ -74,21 +74,25 @@ type Backend struct {
 	gemmMinKeys int
 	attnPtrs    devArray // the batched GEMMs' pointer arrays
 	// stack: the model stacks q|k|v and gate|up into one product each
-	// (tensor.Stacker), with $MEAZO_CUDA_STACK=1. Off by default: cuBLAS ran
-	// Qwen3-0.6B's stacked q|k|v 30 % faster than apart at 1024 rows on an
-	// H200 (docs/PERFORMANCE.md), but the model with it has not run on a GPU.
+	// (tensor.Stacker), with $MEAZO_CUDA_STACK=1. Off by default: cuBLAS runs
+	// Qwen3-0.6B's stacked q|k|v 30 % faster than apart at 1024 rows, but
+	// with the copies that split the product the model on an H100 was up to
+	// 9 % slower or 6 % faster by shape (docs/PERFORMANCE.md).
 	stack bool
 	// tf32x3MinRows: products of at least this many rows run gemm_tf32x3
-	// (float32-accurate products on the tensor cores) instead of cuBLAS's
-	// SGEMM, where its shape allows; 0 turns it off, the default until it
-	// has been measured on a GPU. $MEAZO_CUDA_GEMM=tf32x3 turns it on.
+	// (split float32 products on the tensor cores) instead of cuBLAS's
+	// SGEMM, where its shape allows; 0 turns it off, the default: on an
+	// H100 it ran at 0.41-1.19x SGEMM's speed on the models' products, the
+	// forwards 5-15 % slower, with 12-100x SGEMM's rms error
+	// (docs/PERFORMANCE.md). $MEAZO_CUDA_GEMM=tf32x3 turns it on, to
+	// measure it where float32 is slow for the tensor cores (A100).
 	tf32x3MinRows int
 	sms           int // the GPU's multiprocessors (0: unknown), for gemm_tf32x3's choice of tile
 }
 
-// GEMMEnv names the variable that, set to "tf32x3", has the products of
-// the weights run on gemm_tf32x3 instead of cuBLAS's SGEMM (from
-// tf32x3Rows rows).
+// GEMMEnv names the variable that, set to "tf32x3", has the matrix
+// products run on gemm_tf32x3 instead of cuBLAS's SGEMM (from tf32x3Rows
+// rows; not the attention's batched GEMMs).
 const GEMMEnv = "MEAZO_CUDA_GEMM"
 
 // tf32x3Rows is the fewest rows gemm_tf32x3 takes with $MEAZO_CUDA_GEMM=tf32x3:

@@ -620,10 +620,13 @@ __global__ void argmax(int* out, const float* x, int width) {
 }
 
 // gemm_tf32x3: y [rows][n] = x [rows][k] · Wᵀ for a row-major W [n][k], on
-// the tensor cores with float32 accuracy ("3xTF32"): each input is split
-// into big + small TF32 parts (split3) and each product taken as
-// small·big + big·small + big·big, accumulated in float32 (the small·small
-// term, below 2^-22 of the product, is left out). Blocks of 256 threads,
+// the tensor cores, near float32 ("3xTF32"): each input is split into big
+// + small TF32 parts (split3) and each product taken as small·big +
+// big·small + big·big, accumulated in float32 (the small·small term, below
+// 2^-22 of the product, is left out). The tensor cores' accumulation does
+// not round to nearest, so the error grows with k: on an H100, an rms of
+// 7e-6 (k = 1024) to 6e-5 (k = 8192) of the outputs', where cuBLAS's
+// SGEMM gave 3e-7 to 2e-6 (docs/PERFORMANCE.md). Blocks of 256 threads,
 // grid (⌈rows/128⌉, ⌈n/128⌉); k a multiple of 16, n of 2, x and w 16-byte
 // aligned (the backend checks). Every output is one thread's fixed sequence
 // of tensor-core steps, so a run is bit-identical to itself; the bits are
