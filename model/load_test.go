@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // tinyConfig is a small Qwen3-style config for tests that need no fixtures.
@@ -141,5 +143,47 @@ func TestConfigRejectsNonPositiveNormAndRope(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: error %v, want %q", tc.extra, err, tc.want)
 		}
+	}
+}
+
+// TestNewRandomBF16 builds random models as a BF16 checkpoint would load
+// with BF16Weights: the matrices held in bfloat16, the logits those of the
+// same bfloat16-rounded values held in float32, bit for bit, and not those
+// of the unrounded values.
+func TestNewRandomBF16(t *testing.T) {
+	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+		t.Run(arch, func(t *testing.T) {
+			c := tinyConfig(arch)
+			b16, err := NewRandomWith(c, 3, 0.3, LoadOptions{BF16Weights: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !b16.Layers[0].MLP.Gate.(*cpu.Packed).IsBF16() || !b16.Embed.(*cpu.Packed).IsBF16() {
+				t.Fatal("BF16Weights did not keep the random matrices in bfloat16")
+			}
+			rounded, err := build(c, LoadOptions{}.backend(), nil, bf16Loader(randomLoader(3, 0.3, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := NewRandom(c, 3, 0.3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := Input{B: 1, T: 6, Tokens: []int{1, 5, 9, 40, 3, 77}, Mask: []int{1, 1, 1, 1, 1, 1}}
+			logits := func(m *Model) []float32 {
+				out, err := m.Forward(in, Options{Logits: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out.Logits
+			}
+			want := logits(rounded)
+			if !slices.Equal(logits(b16), want) {
+				t.Error("logits with the bfloat16 matrices differ from the same values in float32")
+			}
+			if slices.Equal(logits(plain), want) {
+				t.Error("rounding to bfloat16 changed no logit: the values were not rounded")
+			}
+		})
 	}
 }

@@ -88,10 +88,31 @@ func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
 }
 
 // NewRandomWith is NewRandom on the backend the options name (the weights
-// are drawn on the host and uploaded as a checkpoint's would be). Random
-// weights are float32, so BF16Weights does not apply.
+// are drawn on the host and uploaded as a checkpoint's would be). With
+// BF16Weights the values are rounded to bfloat16, as a BF16 checkpoint's
+// are (the published Llama-3.2-1B and Qwen3-0.6B), and the matrices kept
+// in bfloat16, as LoadWith keeps such a checkpoint's.
 func NewRandomWith(c *Config, seed uint64, std float64, opts LoadOptions) (*Model, error) {
-	return build(c, opts.backend(), nil, randomLoader(seed, std, nil))
+	load := randomLoader(seed, std, nil)
+	if !opts.BF16Weights {
+		return build(c, opts.backend(), nil, load)
+	}
+	return build(c, opts.backend(), func(string) bool { return true }, bf16Loader(load))
+}
+
+// bf16Loader rounds what load gives to bfloat16 (to nearest, ties to even;
+// the values are finite), keeping them in float32.
+func bf16Loader(load weightLoader) weightLoader {
+	return func(name string, shape []int) ([]float32, error) {
+		v, err := load(name, shape)
+		cpu.ParallelFor(0, (len(v)+randomChunk-1)/randomChunk, func(lo, hi int) {
+			for i := lo * randomChunk; i < min(len(v), hi*randomChunk); i++ {
+				b := math.Float32bits(v[i])
+				v[i] = math.Float32frombits((b + 0x7fff + b>>16&1) &^ 0xffff)
+			}
+		})
+		return v, err
+	}
 }
 
 // WriteRandom writes a random model in HF format (config.json and an F32

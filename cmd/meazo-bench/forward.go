@@ -39,6 +39,17 @@ func benchConfig(name string) (*model.Config, error) {
 	return model.LoadConfig(path)
 }
 
+// bf16Usage documents -bf16 of forward and zostep.
+const bf16Usage = "random weights rounded to bfloat16 and kept so in memory, as a BF16 checkpoint (the published ones) with model.bf16_weights"
+
+// weightsName names the random weights' storage for the header lines.
+func weightsName(bf16 bool) string {
+	if bf16 {
+		return "bfloat16"
+	}
+	return "float32"
+}
+
 // fullConfigs maps the short model names to their published config.json,
 // under $MEAZO_SHARED/fixtures/models/full-configs.
 var fullConfigs = map[string]string{"llama1b": "Llama-3.2-1B", "qwen06b": "Qwen3-0.6B"}
@@ -54,6 +65,7 @@ func runForward(args []string, stdout io.Writer) error {
 	generate := fs.Int("generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
 	logits := fs.Bool("logits", true, "compute logits at every position and return them to the host (as a plain HF forward does); false: the LM head runs only where a loss needs it")
 	ops := fs.Bool("ops", false, "also report the time per backend op class (MatMul, Attention, RMSNorm, ...) per forward; the CPU backend only, whose calls return when their work is done")
+	bf16 := fs.Bool("bf16", false, bf16Usage)
 	lossAll := fs.Bool("loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,13 +94,13 @@ func runForward(args []string, stdout io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be})
+	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: *bf16})
 	if err != nil {
 		return err
 	}
 	runtime.GC()
-	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random weights built and packed in %.1fs; %d CPU threads; %s\n",
-		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, time.Since(start).Seconds(), *threads, be.Describe())
+	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random %s weights built and packed in %.1fs; %d CPU threads; %s\n",
+		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, weightsName(*bf16), time.Since(start).Seconds(), *threads, be.Describe())
 	// The FMA peak of the GEMM path in use (the CPU backend only): the forward
 	// is ~95 % GEMM, so GFLOP/s against it says how far the whole pass is
 	// from the machine's arithmetic limit.

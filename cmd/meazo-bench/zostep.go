@@ -32,6 +32,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	backend := fs.String("backend", "cpu", backends.Usage)
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	bf16 := fs.Bool("bf16", false, bf16Usage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,11 +50,11 @@ func runZOStep(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be})
+	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: *bf16})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "# %s, LoRA r=16 on q_proj/v_proj, MEAZO, %d CPU threads, %s\n", *name, *threads, be.Describe())
+	fmt.Fprintf(stdout, "# %s, %s weights, LoRA r=16 on q_proj/v_proj, MEAZO, %d CPU threads, %s\n", *name, weightsName(*bf16), *threads, be.Describe())
 	fmt.Fprintf(stdout, "# host: the share of a step spent outside the model's evaluation of its variants (noise, perturbation, update)\n")
 	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s %7s %9s\n", "shape", "what", "seconds", "vs 2 forwards", "layers", "host", "host ms")
 	// median returns the median time of f over the timed repetitions, and

@@ -14,7 +14,8 @@
 #   steps against an older commit's meazo-bench: kit.sh with OLD_REV), stack (stacked projections against
 #   apart, MEAZO_CUDA_STACK), sgemm (cuBLAS SGEMM's rate alone,
 #   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step), tf32x3 (the
-#   products on the tensor cores, gemm_tf32x3, against cuBLAS: alone, in the suite, in forwards and steps) and cpuops
+#   products on the tensor cores, gemm_tf32x3, against cuBLAS: alone, in the suite, in forwards and steps), bf16
+#   (weights kept in bfloat16 against float32: time and peak memory) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
@@ -179,6 +180,19 @@ for part in $parts; do
         MEAZO_CUDA_GEMM=tf32x3 timeout 60 "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
       done; } >"$f" 2>&1
     grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|ERROR SUMMARY|^Llama|^Qwen3|^8x|^1e-|^#.*(config.json|registers)|gemm_tf32x3 ran|Used" "$f"
+    ;;
+  bf16) # weights kept in bfloat16 (a BF16 checkpoint, as published, with model.bf16_weights: meazo-bench -bf16)
+    # against float32 weights: forwards and ZO steps of both models, interleaved, each with the GPU's peak memory
+    f=$out/bf16.txt
+    : >"$f"
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      for w in bf16 f32 bf16 f32; do
+        flag=; [ $w = bf16 ] && flag=-bf16
+        peakmem "$f" timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300 --reps 5 --loss-all $flag >>"$f" 2>&1
+        peakmem "$f" timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 $flag >>"$f" 2>&1
+      done
+    done
+    grep -E "^8x|^#.*(config.json|peak GPU)" "$f"
     ;;
   default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
     f=$out/default.txt
