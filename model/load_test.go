@@ -26,34 +26,48 @@ func tinyConfig(arch string) *Config {
 	return c
 }
 
+// TestWriteRandomRoundTrip writes random models, F32 and BF16, and reads
+// them back: the same config and logits as the model WriteRandom returned,
+// and a BF16 checkpoint's matrices kept in bfloat16 with BF16Weights.
 func TestWriteRandomRoundTrip(t *testing.T) {
 	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
-		t.Run(arch, func(t *testing.T) {
-			dir := t.TempDir()
-			mem, err := WriteRandom(dir, tinyConfig(arch), 7, 0.2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			disk, err := Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if disk.Config.RMSNormEps != mem.Config.RMSNormEps || disk.QKNorm != mem.QKNorm || (disk.RopeScaling == nil) != (mem.RopeScaling == nil) {
-				t.Fatalf("config changed in the round trip: %+v vs %+v", disk.Config, mem.Config)
-			}
-			in := Input{B: 2, T: 5, Tokens: []int{1, 5, 9, 3, 4, 7, 8, 2, 0, 0}, Mask: []int{1, 1, 1, 1, 1, 1, 1, 1, 0, 0}}
-			a, err := mem.Forward(in, Options{Logits: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := disk.Forward(in, Options{Logits: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(a.Logits, b.Logits) {
-				t.Fatal("logits of the written and reloaded model differ from the in-memory one")
-			}
-		})
+		for _, bf16 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/bf16=%v", arch, bf16), func(t *testing.T) {
+				dir := t.TempDir()
+				write := WriteRandom
+				if bf16 {
+					write = WriteRandomBF16
+				}
+				mem, err := write(dir, tinyConfig(arch), 7, 0.2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := Input{B: 2, T: 5, Tokens: []int{1, 5, 9, 3, 4, 7, 8, 2, 0, 0}, Mask: []int{1, 1, 1, 1, 1, 1, 1, 1, 0, 0}}
+				a, err := mem.Forward(in, Options{Logits: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, keep := range []bool{false, true} {
+					disk, err := LoadWith(dir, LoadOptions{BF16Weights: keep})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if disk.Config.RMSNormEps != mem.Config.RMSNormEps || disk.QKNorm != mem.QKNorm || (disk.RopeScaling == nil) != (mem.RopeScaling == nil) {
+						t.Fatalf("config changed in the round trip: %+v vs %+v", disk.Config, mem.Config)
+					}
+					if got := disk.Embed.(*cpu.Packed).IsBF16(); got != (bf16 && keep) {
+						t.Fatalf("loaded with BF16Weights %v, the embedding is bfloat16: %v", keep, got)
+					}
+					b, err := disk.Forward(in, Options{Logits: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(a.Logits, b.Logits) {
+						t.Fatalf("logits of the written and reloaded model (BF16Weights %v) differ from the in-memory one", keep)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -161,7 +175,7 @@ func TestNewRandomBF16(t *testing.T) {
 			if !b16.Layers[0].MLP.Gate.(*cpu.Packed).IsBF16() || !b16.Embed.(*cpu.Packed).IsBF16() {
 				t.Fatal("BF16Weights did not keep the random matrices in bfloat16")
 			}
-			rounded, err := build(c, LoadOptions{}.backend(), nil, bf16Loader(randomLoader(3, 0.3, nil)))
+			rounded, err := build(c, LoadOptions{}.backend(), nil, bf16Loader(randomLoader(3, 0.3, false)))
 			if err != nil {
 				t.Fatal(err)
 			}

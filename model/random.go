@@ -20,9 +20,9 @@ import (
 // standard deviation std. Each tensor is cut into fixed chunks of
 // randomChunk values, each with its own generator seeded by (seed, name,
 // chunk), so that any subset of tensors is reproducible and the chunks can be
-// filled in parallel with the same result for any number of threads. If keep
-// is not nil every tensor is also recorded there (to be written out as a
-// checkpoint).
+// filled in parallel with the same result for any number of threads. With
+// keep, every tensor gets its own slice, which the caller may keep (to
+// write out as a checkpoint).
 //
 // Without keep, the layers' matrices are made in one reused buffer: build
 // packs each matrix (a copy) and drops its float32 values, so reusing the
@@ -30,7 +30,7 @@ import (
 // matrix. The vocabulary-sized matrices get their own buffer, which the
 // garbage collector frees: holding one that size through the build would
 // raise the peak memory.
-func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLoader {
+func randomLoader(seed uint64, std float64, keep bool) weightLoader {
 	var reuse []float32
 	return func(name string, shape []int) ([]float32, error) {
 		h := fnv.New64a()
@@ -41,7 +41,7 @@ func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLo
 			n *= d
 		}
 		var v []float32
-		if keep == nil && len(shape) == 2 && n <= maxReuse {
+		if !keep && len(shape) == 2 && n <= maxReuse {
 			if cap(reuse) < n {
 				reuse = make([]float32, n)
 			}
@@ -69,9 +69,6 @@ func randomLoader(seed uint64, std float64, keep *[]safetensors.Tensor) weightLo
 				}
 			}
 		})
-		if keep != nil {
-			*keep = append(*keep, safetensors.F32Tensor(name, shape, v))
-		}
 		return v, nil
 	}
 }
@@ -93,7 +90,7 @@ func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
 // are (the published Llama-3.2-1B and Qwen3-0.6B), and the matrices kept
 // in bfloat16, as LoadWith keeps such a checkpoint's.
 func NewRandomWith(c *Config, seed uint64, std float64, opts LoadOptions) (*Model, error) {
-	load := randomLoader(seed, std, nil)
+	load := randomLoader(seed, std, false)
 	if !opts.BF16Weights {
 		return build(c, opts.backend(), nil, load)
 	}
@@ -119,15 +116,36 @@ func bf16Loader(load weightLoader) weightLoader {
 // model.safetensors without lm_head.weight when tied, as save_pretrained
 // does) and returns it loaded.
 func WriteRandom(dir string, c *Config, seed uint64, std float64) (*Model, error) {
+	return writeRandom(dir, c, seed, std, false)
+}
+
+// WriteRandomBF16 is WriteRandom with every tensor stored as BF16, as the
+// published checkpoints are: the values are rounded to bfloat16, and the
+// model returned holds the rounded values in float32.
+func WriteRandomBF16(dir string, c *Config, seed uint64, std float64) (*Model, error) {
+	return writeRandom(dir, c, seed, std, true)
+}
+
+func writeRandom(dir string, c *Config, seed uint64, std float64, bf16 bool) (*Model, error) {
+	load, dtype, tensor := randomLoader(seed, std, true), "float32", safetensors.F32Tensor
+	if bf16 {
+		load, dtype, tensor = bf16Loader(load), "bfloat16", safetensors.BF16Tensor // exact: the values are rounded
+	}
 	var tensors []safetensors.Tensor
-	m, err := build(c, LoadOptions{}.backend(), nil, randomLoader(seed, std, &tensors))
+	m, err := build(c, LoadOptions{}.backend(), nil, func(name string, shape []int) ([]float32, error) {
+		v, err := load(name, shape)
+		if err == nil {
+			tensors = append(tensors, tensor(name, shape, v))
+		}
+		return v, err
+	})
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	cfg, err := c.MarshalHF()
+	cfg, err := c.marshalHF(dtype)
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +158,11 @@ func WriteRandom(dir string, c *Config, seed uint64, std float64) (*Model, error
 	return m, nil
 }
 
-// MarshalHF renders the config as an HF config.json.
-func (c *Config) MarshalHF() ([]byte, error) {
+// MarshalHF renders the config as an HF config.json (of float32 weights).
+func (c *Config) MarshalHF() ([]byte, error) { return c.marshalHF("float32") }
+
+// marshalHF renders the config as an HF config.json whose torch_dtype is dtype.
+func (c *Config) marshalHF(dtype string) ([]byte, error) {
 	j := map[string]any{
 		"architectures":           []string{c.Architecture},
 		"vocab_size":              c.VocabSize,
@@ -156,7 +177,7 @@ func (c *Config) MarshalHF() ([]byte, error) {
 		"tie_word_embeddings":     c.TieEmbeddings,
 		"hidden_act":              "silu",
 		"attention_bias":          false,
-		"torch_dtype":             "float32",
+		"torch_dtype":             dtype,
 		"max_position_embeddings": 131072,
 	}
 	switch c.Architecture {

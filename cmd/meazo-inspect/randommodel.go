@@ -15,7 +15,8 @@ func init() {
 func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("random-model", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "an HF config.json (e.g. a published one)")
-	out := fs.String("out", "", "directory to write config.json and model.safetensors (F32) into")
+	out := fs.String("out", "", "directory to write config.json and model.safetensors into")
+	dtype := fs.String("dtype", "f32", "how model.safetensors stores the weights: f32, or bf16 (as the published checkpoints; values rounded to bfloat16)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	std := fs.Float64("std", 0.02, "standard deviation of the weight matrices")
 	if err := fs.Parse(args); err != nil {
@@ -28,9 +29,17 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := model.WriteRandom(*out, cfg, *seed, *std); err != nil {
+	write := model.WriteRandom
+	switch *dtype {
+	case "f32":
+	case "bf16":
+		write = model.WriteRandomBF16
+	default:
+		return fmt.Errorf("--dtype: %q is not f32 or bf16", *dtype)
+	}
+	if _, err := write(*out, cfg, *seed, *std); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote a random %s (%d layers, hidden %d, vocab %d) to %s\n", cfg.Architecture, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, *out)
+	fmt.Fprintf(stdout, "wrote a random %s (%d layers, hidden %d, vocab %d, %s) to %s\n", cfg.Architecture, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, *dtype, *out)
 	return nil
 }

@@ -15,7 +15,8 @@
 #   apart, MEAZO_CUDA_STACK), sgemm (cuBLAS SGEMM's rate alone,
 #   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step), tf32x3 (the
 #   products on the tensor cores, gemm_tf32x3, against cuBLAS: alone, in the suite, in forwards and steps), bf16
-#   (weights kept in bfloat16 against float32: time and peak memory) and cpuops
+#   (weights kept in bfloat16 against float32: time and peak memory), trainbf16 (training from a BF16 checkpoint
+#   with the weights kept in bfloat16 and widened at load: identical metrics) and cpuops
 #   (the CPU backend's per-op times here)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
@@ -193,6 +194,28 @@ for part in $parts; do
       done
     done
     grep -E "^8x|^#.*(config.json|peak GPU)" "$f"
+    ;;
+  trainbf16) # end to end from a BF16 checkpoint (as published) of Llama-3.2-1B's shapes: 60 steps on real SQuAD with
+    # model.bf16_weights true, then false (the weights widened at load); the two runs' metrics must be identical
+    w=$kit/trainbf16 f=$out/trainbf16.txt
+    mkdir -p "$w"
+    timeout 90 "$bin/meazo-inspect" random-model --dtype bf16 --config "$fx/full-configs/Llama-3.2-1B/config.json" --out "$w/model" >"$f" 2>&1
+    cp "$MEAZO_SHARED"/fixtures/tokenizers/llama3.2/* "$w/model/"
+    for keep in true false; do
+      echo "## model.bf16_weights=$keep" >>"$f"
+      peakmem "$f" timeout 100 "$bin/meazo-train" --config configs/llama1b_squad.yaml --backend cuda --out "$w/run-$keep" \
+        --set model.path="$w/model" --set model.bf16_weights=$keep --set task.train="$MEAZO_SHARED/data/squad/train-v1.1-subset.json" \
+        --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" --set task.max_validation=100 --set task.max_test=20 \
+        --set train.steps=60 --set train.eval_every=30 --set train.checkpoint_every=30 >>"$f" 2>&1
+      grep -hE '"(seconds_per_step|peak_device_bytes)"' "$w/run-$keep/summary.json" >>"$f"
+      grep '"kind":"val"' "$w/run-$keep/metrics.jsonl" >>"$f"
+    done
+    if cmp -s <(grep -v '"seconds' "$w/run-true/metrics.jsonl") <(grep -v '"seconds' "$w/run-false/metrics.jsonl"); then
+      echo "metrics.jsonl: identical ($(wc -l <"$w/run-true/metrics.jsonl") records)" >>"$f"
+    else
+      echo "metrics.jsonl: DIFFERENT" >>"$f"; diff <(cat "$w/run-true/metrics.jsonl") <(cat "$w/run-false/metrics.jsonl") | head -6 >>"$f"
+    fi
+    grep -E "^##|peak|seconds_per_step|val_loss|metrics.jsonl|rror" "$f"
     ;;
   default) # the default kernels (no MEAZO_CUDA_ATTENTION) on both models: forward and ZO step
     f=$out/default.txt
