@@ -96,8 +96,8 @@ type Backend struct {
 const GEMMEnv = "MEAZO_CUDA_GEMM"
 
 // tf32x3Rows is the fewest rows gemm_tf32x3 takes with $MEAZO_CUDA_GEMM=tf32x3:
-// its blocks compute 128 rows, so a product of a few rows (decoding) would
-// waste most of each.
+// its blocks compute 64 or 128 rows, so a product of a few rows (decoding)
+// would waste most of each.
 const tf32x3Rows = 64
 
 // StackEnv names the variable that, set to 1, has the model stack its
