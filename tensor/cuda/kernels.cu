@@ -120,8 +120,8 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 #endif
 
 // split3 writes x as big + small, both TF32: big is x rounded to TF32,
-// small the rest rounded, so big + small holds 22 of x's 24 significant
-// bits (the last is within 2^-23 of x, relatively).
+// small the rest rounded, so big + small is x to within 2^-22 of it (22 of
+// its 24 significant bits).
 __device__ __forceinline__ void split3(float x, unsigned& big, unsigned& small) {
     big = tf32_rna(x);
     small = tf32_rna(__fsub_rn(x, __uint_as_float(big)));
