@@ -30,6 +30,9 @@ type Options struct {
 	// Stop, if set, is polled once before each step; a non-empty answer (the
 	// reason, e.g. a signal's name) ends the run as interrupted (stop.go).
 	Stop func() string
+	// wrapBackend, if set, wraps the backend once opened: for tests that
+	// make the device fail.
+	wrapBackend func(tensor.Backend) tensor.Backend
 }
 
 // run is one training run in progress.
@@ -115,7 +118,7 @@ func (r *run) train() (*Summary, error) {
 		// One ZO step: perturb, evaluate every variant, estimate, update θ.
 		st, err := r.engine.Step(r.obj)
 		if err != nil && !r.obj.nonFinite {
-			return nil, fmt.Errorf("step %d: %w", step+1, err)
+			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
 		}
 		if err != nil || !finiteStats(st) {
 			prog.done()
@@ -132,7 +135,7 @@ func (r *run) train() (*Summary, error) {
 		if (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total {
 			ok, err := r.validate(step + 1)
 			if err != nil {
-				return nil, err
+				return nil, r.failed(err)
 			}
 			if !ok {
 				prog.done()
@@ -156,6 +159,17 @@ func (r *run) train() (*Summary, error) {
 		return nil, err
 	}
 	return &r.summary, nil
+}
+
+// failed adds to the error that ends a run (a device failure: a GPU's
+// fault or out-of-memory) what is kept and how to go on: the run
+// directory's last checkpoint and --resume, which continues exactly as the
+// run would have.
+func (r *run) failed(err error) error {
+	if step := r.lastCheckpointStep(); step > 0 {
+		return fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, step, r.dir)
+	}
+	return fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
 }
 
 // nextBatch draws the next mini-batch of training examples and hands it,

@@ -110,6 +110,9 @@ func (r *run) loadModel() error {
 	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
 		return fmt.Errorf("model.backend: %w", err)
 	}
+	if r.opts.wrapBackend != nil {
+		r.backend = r.opts.wrapBackend(r.backend)
+	}
 	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
 	if r.m, err = model.LoadWith(cfg.Model.Path, model.LoadOptions{BF16Weights: cfg.Model.BF16, Backend: r.backend}); err != nil {
 		return err
