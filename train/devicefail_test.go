@@ -46,7 +46,7 @@ func TestDeviceFailureIsResumed(t *testing.T) {
 	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), wrapBackend: wrap(&all, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	// The same run, its device failing at 60 % of those products (step 8 of 12).
+	// The same run, its device failing at 60 % of those products: in step 8 of 12.
 	var n atomic.Int64
 	cut := filepath.Join(dir, "cut")
 	_, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), wrapBackend: wrap(&n, all.Load()*6/10)})
@@ -54,8 +54,7 @@ func TestDeviceFailureIsResumed(t *testing.T) {
 		t.Fatal("a run whose device failed returned no error")
 	}
 	msg := err.Error()
-	t.Log(msg)
-	for _, want := range []string{"step ", "injected device failure", "the checkpoint of step 6 is kept", "--resume " + cut} {
+	for _, want := range []string{"step 8: zo step 8: evaluate: injected device failure", "the checkpoint of step 6 is kept", "--resume " + cut} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the error %q does not say %q", msg, want)
 		}

@@ -458,19 +458,20 @@ func (e *Engine) variants(units []unit) []Variant {
 }
 
 // evaluate has obj compute every variant's loss and checks that there is one
-// finite loss per variant.
+// finite loss per variant. Its errors number the step from 1, as a
+// trainer's log does.
 func (e *Engine) evaluate(obj Objective, variants []Variant) ([]float64, error) {
 	losses, err := obj.Evaluate(e.params, variants)
 	if err != nil {
-		return nil, fmt.Errorf("zo step %d: evaluate: %w", e.step, err)
+		return nil, fmt.Errorf("zo step %d: evaluate: %w", e.step+1, err)
 	}
 	if len(losses) != len(variants) {
-		return nil, fmt.Errorf("zo step %d: objective returned %d losses for %d variants", e.step, len(losses), len(variants))
+		return nil, fmt.Errorf("zo step %d: objective returned %d losses for %d variants", e.step+1, len(losses), len(variants))
 	}
 	for i, l := range losses {
 		if math.IsNaN(l) || math.IsInf(l, 0) {
 			return nil, fmt.Errorf("zo step %d: loss of variant %d (group %d, direction %d, sign %+d) is %g",
-				e.step, i, variants[i].Group, variants[i].Dir, variants[i].Sign, l)
+				e.step+1, i, variants[i].Group, variants[i].Dir, variants[i].Sign, l)
 		}
 	}
 	return losses, nil
