@@ -231,12 +231,13 @@ for part in $parts; do
     { timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm; timeout 60 python3 scripts/gpu/bench_torch_cuda.py --sgemm --sgemm-step; } >"$out/sgemm.txt" 2>&1
     cat "$out/sgemm.txt"
     ;;
-  stepprofile) # where a ZO step's time goes: every kernel's GPU time (ncu), Llama-3.2-1B and Qwen3-0.6B at 8x80
-    # (warm-up, two plain forwards and the steps of one rep; the shares are what count)
-    for m in Llama-3.2-1B Qwen3-0.6B; do
-      echo "## $m"
+  stepprofile) # where a ZO step's time goes: every kernel's GPU time (ncu), Qwen3-0.6B at 8x300 (the shape whose
+    # products leave room for 1.5x PyTorch: docs/PERFORMANCE.md) and Llama-3.2-1B at 8x80 (warm-up, two plain forwards
+    # and the steps of one rep; the shares are what count)
+    for ms in Qwen3-0.6B:8x300 Llama-3.2-1B:8x80; do
+      echo "## ${ms%%:*} ${ms##*:}"
       timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" zostep --backend cuda \
-        --model "$fx/full-configs/$m/config.json" --shapes 8x80 --q 1 --reps 1 2>&1
+        --model "$fx/full-configs/${ms%%:*}/config.json" --shapes "${ms##*:}" --q 1 --reps 1 2>&1
     done >"$out/stepprofile.txt"
     grep -E "^## |^ +[A-Za-z_].*\(|gpu__time_duration" "$out/stepprofile.txt" | head -80
     ;;
