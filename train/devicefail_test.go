@@ -65,15 +65,5 @@ func TestDeviceFailureIsResumed(t *testing.T) {
 	if _, err := Run(Options{Resume: cut}); err != nil {
 		t.Fatal(err)
 	}
-	a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
-	if !slices.Equal(a, b) {
-		t.Fatalf("metrics.jsonl after the failure and --resume (%d lines) differs from the run that never failed (%d lines)", len(b), len(a))
-	}
-	for _, f := range []string{"last/adapter_model.safetensors", "best/adapter_model.safetensors", "checkpoint/optimizer.bin"} {
-		x, _ := os.ReadFile(filepath.Join(whole, f))
-		y, _ := os.ReadFile(filepath.Join(cut, f))
-		if len(x) == 0 || !slices.Equal(x, y) {
-			t.Errorf("%s differs between the resumed and the uninterrupted run", f)
-		}
-	}
+	requireSameRun(t, whole, cut)
 }

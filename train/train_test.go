@@ -85,26 +85,34 @@ func TestResumeIsBitIdentical(t *testing.T) {
 			if _, err := Run(Options{Resume: cut}); err != nil {
 				t.Fatal(err)
 			}
-			a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
-			if len(a) != 12+4 {
-				t.Fatalf("%d metrics lines, want 12 steps + 4 validations (steps 0, 4, 8, 12)", len(a))
+			if n := len(readLines(t, filepath.Join(whole, "metrics.jsonl"))); n != 12+4 {
+				t.Fatalf("%d metrics lines, want 12 steps + 4 validations (steps 0, 4, 8, 12)", n)
 			}
-			if !slices.Equal(a, b) {
-				for i := range min(len(a), len(b)) {
-					if a[i] != b[i] {
-						t.Fatalf("metrics line %d differs:\n whole: %s\n cut:   %s", i, a[i], b[i])
-					}
-				}
-				t.Fatalf("metrics differ in length: %d vs %d lines", len(a), len(b))
-			}
-			for _, f := range []string{"last/adapter_model.safetensors", "best/adapter_model.safetensors", "checkpoint/optimizer.bin"} {
-				x, _ := os.ReadFile(filepath.Join(whole, f))
-				y, _ := os.ReadFile(filepath.Join(cut, f))
-				if len(x) == 0 || !bytes.Equal(x, y) {
-					t.Errorf("%s differs between the interrupted and the uninterrupted run", f)
-				}
-			}
+			requireSameRun(t, whole, cut)
 		})
+	}
+}
+
+// requireSameRun checks that the run in dir wrote what the uninterrupted
+// run in whole did: metrics.jsonl line for line, the last and best adapters
+// and the optimizer state byte for byte.
+func requireSameRun(t *testing.T, whole, dir string) {
+	t.Helper()
+	a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(dir, "metrics.jsonl"))
+	if !slices.Equal(a, b) {
+		for i := range min(len(a), len(b)) {
+			if a[i] != b[i] {
+				t.Fatalf("metrics line %d differs:\n uninterrupted: %s\n %s: %s", i, a[i], filepath.Base(dir), b[i])
+			}
+		}
+		t.Fatalf("metrics differ in length: %d vs %d lines", len(a), len(b))
+	}
+	for _, f := range []string{"last/adapter_model.safetensors", "best/adapter_model.safetensors", "checkpoint/optimizer.bin"} {
+		x, _ := os.ReadFile(filepath.Join(whole, f))
+		y, _ := os.ReadFile(filepath.Join(dir, f))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s differs between %s and the uninterrupted run", f, filepath.Base(dir))
+		}
 	}
 }
 
