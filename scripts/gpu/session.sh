@@ -54,6 +54,22 @@ peakmem() {
 # suite [VAR=VALUE...]: the conformance suite on the GPU with those variables set.
 suite() { (cd tensor/cuda && env "$@" timeout 150 "$bin/cuda.test" -test.count=1 -test.timeout 140s -test.run 'TestConformance'); }
 
+# llamamodel DIR [FLAG...]: a random model of Llama-3.2-1B's shapes (meazo-inspect random-model with those flags)
+# and its tokenizer, in DIR.
+llamamodel() {
+  local dir=$1; shift
+  timeout 90 "$bin/meazo-inspect" random-model "$@" --config "$fx/full-configs/Llama-3.2-1B/config.json" --out "$dir" &&
+    cp "$MEAZO_SHARED"/fixtures/tokenizers/llama3.2/* "$dir/"
+}
+
+# squadrun SECONDS MODEL_DIR RUN_DIR [--set KEY=VALUE...]: configs/llama1b_squad.yaml on the GPU with that model
+# and the real SQuAD data, stopped after SECONDS.
+squadrun() {
+  local secs=$1 model=$2 run=$3; shift 3
+  timeout "$secs" "$bin/meazo-train" --config configs/llama1b_squad.yaml --backend cuda --out "$run" --set model.path="$model" \
+    --set task.train="$MEAZO_SHARED/data/squad/train-v1.1-subset.json" --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" "$@"
+}
+
 for part in $parts; do
   echo "== $part $(date -u +%FT%TZ)"
   case $part in
@@ -199,21 +215,18 @@ for part in $parts; do
     # model.bf16_weights true, then false (the weights widened at load); the two runs' metrics must be identical
     w=$kit/trainbf16 f=$out/trainbf16.txt
     mkdir -p "$w"
-    timeout 90 "$bin/meazo-inspect" random-model --dtype bf16 --config "$fx/full-configs/Llama-3.2-1B/config.json" --out "$w/model" >"$f" 2>&1
-    cp "$MEAZO_SHARED"/fixtures/tokenizers/llama3.2/* "$w/model/"
+    llamamodel "$w/model" --dtype bf16 >"$f" 2>&1
     for keep in true false; do
       echo "## model.bf16_weights=$keep" >>"$f"
-      peakmem "$f" timeout 100 "$bin/meazo-train" --config configs/llama1b_squad.yaml --backend cuda --out "$w/run-$keep" \
-        --set model.path="$w/model" --set model.bf16_weights=$keep --set task.train="$MEAZO_SHARED/data/squad/train-v1.1-subset.json" \
-        --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" --set task.max_validation=100 --set task.max_test=20 \
-        --set train.steps=60 --set train.eval_every=30 --set train.checkpoint_every=30 >>"$f" 2>&1
+      peakmem "$f" squadrun 100 "$w/model" "$w/run-$keep" --set model.bf16_weights=$keep --set task.max_validation=100 \
+        --set task.max_test=20 --set train.steps=60 --set train.eval_every=30 --set train.checkpoint_every=30 >>"$f" 2>&1
       grep -hE '"(seconds_per_step|peak_device_bytes)"' "$w/run-$keep/summary.json" >>"$f"
       grep '"kind":"val"' "$w/run-$keep/metrics.jsonl" >>"$f"
     done
-    if cmp -s <(grep -v '"seconds' "$w/run-true/metrics.jsonl") <(grep -v '"seconds' "$w/run-false/metrics.jsonl"); then
+    if cmp -s "$w/run-true/metrics.jsonl" "$w/run-false/metrics.jsonl"; then
       echo "metrics.jsonl: identical ($(wc -l <"$w/run-true/metrics.jsonl") records)" >>"$f"
     else
-      echo "metrics.jsonl: DIFFERENT" >>"$f"; diff <(cat "$w/run-true/metrics.jsonl") <(cat "$w/run-false/metrics.jsonl") | head -6 >>"$f"
+      echo "metrics.jsonl: DIFFERENT" >>"$f"; diff "$w/run-true/metrics.jsonl" "$w/run-false/metrics.jsonl" | head -6 >>"$f"
     fi
     grep -E "^##|peak|seconds_per_step|val_loss|metrics.jsonl|rror" "$f"
     ;;
@@ -272,11 +285,8 @@ for part in $parts; do
   train) # end to end: a random model of Llama-3.2-1B's shapes, real SQuAD, 200 steps
     w=$kit/train f=$out/train.txt
     mkdir -p "$w"
-    timeout 60 "$bin/meazo-inspect" random-model --config "$fx/full-configs/Llama-3.2-1B/config.json" --out "$w/model" >"$f" 2>&1
-    cp "$MEAZO_SHARED"/fixtures/tokenizers/llama3.2/* "$w/model/"
-    peakmem "$f" timeout 180 "$bin/meazo-train" --config configs/llama1b_squad.yaml --backend cuda --out "$w/run" \
-      --set model.path="$w/model" --set task.train="$MEAZO_SHARED/data/squad/train-v1.1-subset.json" \
-      --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" --set task.max_validation=200 --set task.max_test=50 \
+    llamamodel "$w/model" >"$f" 2>&1
+    peakmem "$f" squadrun 180 "$w/model" "$w/run" --set task.max_validation=200 --set task.max_test=50 \
       --set train.steps=200 --set train.eval_every=100 --set train.checkpoint_every=100 >>"$f" 2>&1
     { echo "# summary.json"; cat "$w/run/summary.json"; } >>"$f" 2>&1
     cp "$w/run/metrics.jsonl" "$out/train-metrics.jsonl" 2>/dev/null
