@@ -97,15 +97,14 @@ func NewRandomWith(c *Config, seed uint64, std float64, opts LoadOptions) (*Mode
 	return build(c, opts.backend(), func(string) bool { return true }, bf16Loader(load))
 }
 
-// bf16Loader rounds what load gives to bfloat16 (to nearest, ties to even;
-// the values are finite), keeping them in float32.
+// bf16Loader rounds what load gives to bfloat16 as a BF16 checkpoint
+// stores it, keeping the values in float32.
 func bf16Loader(load weightLoader) weightLoader {
 	return func(name string, shape []int) ([]float32, error) {
 		v, err := load(name, shape)
 		cpu.ParallelFor(0, (len(v)+randomChunk-1)/randomChunk, func(lo, hi int) {
 			for i := lo * randomChunk; i < min(len(v), hi*randomChunk); i++ {
-				b := math.Float32bits(v[i])
-				v[i] = math.Float32frombits((b + 0x7fff + b>>16&1) &^ 0xffff)
+				v[i] = safetensors.RoundBF16(v[i])
 			}
 		})
 		return v, err

@@ -62,6 +62,10 @@ func BF16Tensor(name string, shape []int, v []float32) Tensor {
 	return Tensor{Name: name, Dtype: BF16, Shape: slices.Clone(shape), Data: b}
 }
 
+// RoundBF16 is x rounded to bfloat16 as BF16Tensor stores it (to nearest,
+// ties to even), back in float32: the value a BF16 checkpoint holds for x.
+func RoundBF16(x float32) float32 { return bf16ToFloat32(float32ToBF16(x)) }
+
 func float32ToBF16(x float32) uint16 {
 	u := math.Float32bits(x)
 	if x != x { // NaN: keep the sign, force a quiet NaN that survives truncation
