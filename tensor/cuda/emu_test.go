@@ -221,8 +221,7 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 			if c.gemm {
 				b.gemmMinKeys = 1 // every call it can take
 			}
-			lc := &launchCounter{device: b.dev, tiles: map[uint64]int{}}
-			b.dev = lc
+			lc := countLaunches(b)
 			tol := kernelsMatchCPU // the CPU's bits, where its kernels fuse multiply-adds as the GPU's do
 			if c.gemm {
 				tol.Except = append(slices.Clone(tol.Except), "Attention", "AttentionWindow", "AttentionLong", "AttentionLongWindow")
@@ -236,9 +235,9 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 			case c.tile == 0 && len(lc.tiles) > 0:
 				t.Errorf("attention_tiled ran (tiles used: %v) with it turned off", lc.tiles)
 			case c.tile > 0 && lc.tiles[c.tile] == 0:
-				t.Errorf("attention_tiled never ran with tiles of %d (tiles used: %v; attention launched %d times)", c.tile, lc.tiles, lc.rows)
-			case c.gemm != (lc.gemm > 0):
-				t.Errorf("attention_softmax launched %d times with the gemm kernel %v", lc.gemm, c.gemm)
+				t.Errorf("attention_tiled never ran with tiles of %d (tiles used: %v; attention launched %d times)", c.tile, lc.tiles, lc.launches["attention"])
+			case c.gemm != (lc.launches["attention_softmax"] > 0):
+				t.Errorf("attention_softmax launched %d times with the gemm kernel %v", lc.launches["attention_softmax"], c.gemm)
 			}
 		})
 	}
@@ -264,24 +263,33 @@ func TestStackEnv(t *testing.T) {
 	}
 }
 
-// launchCounter counts the attention kernels' launches, by tile for
-// attention_tiled (gemm: attention_softmax's).
+// launchCounter counts the kernels' launches by name, attention_tiled's
+// also by tile, and cuBLAS's SGEMM calls.
 type launchCounter struct {
 	device
-	rows, gemm int
-	tiles      map[uint64]int
+	launches map[string]int
+	tiles    map[uint64]int
+	sgemms   int
+}
+
+// countLaunches has b's device counted from now on.
+func countLaunches(b *Backend) *launchCounter {
+	lc := &launchCounter{device: b.dev, launches: map[string]int{}, tiles: map[uint64]int{}}
+	b.dev = lc
+	return lc
 }
 
 func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
-	switch name {
-	case "attention":
-		l.rows++
-	case "attention_tiled":
+	l.launches[name]++
+	if name == "attention_tiled" {
 		l.tiles[args[len(args)-1]]++
-	case "attention_softmax":
-		l.gemm++
 	}
 	return l.device.launch(name, grid, block, shmem, args)
+}
+
+func (l *launchCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, y uint64, ldy int) error {
+	l.sgemms++
+	return l.device.sgemm(transA, transB, m, n, k, a, lda, b, ldb, y, ldy)
 }
 
 // TestAttentionEnv checks how $MEAZO_CUDA_ATTENTION picks the kernels, and

@@ -11,34 +11,10 @@ import (
 )
 
 // useTF32x3 has b run every product it can on gemm_tf32x3, however few its
-// rows, and returns a counter of the kernel's launches.
-func useTF32x3(b *Backend) *gemmCounter {
+// rows, and returns a counter of its launches.
+func useTF32x3(b *Backend) *launchCounter {
 	b.tf32x3MinRows = 1
-	c := &gemmCounter{device: b.dev}
-	b.dev = c
-	return c
-}
-
-// gemmCounter counts gemm_tf32x3's launches (of either tile) and cuBLAS's
-// SGEMM calls.
-type gemmCounter struct {
-	device
-	tf32x3, tf32x3_64, sgemms int
-}
-
-func (c *gemmCounter) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
-	switch name {
-	case "gemm_tf32x3":
-		c.tf32x3++
-	case "gemm_tf32x3_64":
-		c.tf32x3_64++
-	}
-	return c.device.launch(name, grid, block, shmem, args)
-}
-
-func (c *gemmCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, y uint64, ldy int) error {
-	c.sgemms++
-	return c.device.sgemm(transA, transB, m, n, k, a, lda, b, ldb, y, ldy)
+	return countLaunches(b)
 }
 
 // checkTF32x3Products multiplies random matrices of shapes that end inside
@@ -48,14 +24,14 @@ func (c *gemmCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int
 // and the float32 sum of k terms adds up to k·2^-23 (tensor cores may
 // truncate) of Σ|x·w|. A plain TF32 product (2^-11 per input) fails it by
 // far.
-func checkTF32x3Products(t *testing.T, b *Backend, c *gemmCounter) {
+func checkTF32x3Products(t *testing.T, b *Backend, c *launchCounter) {
 	sms := b.sms
 	defer func() { b.sms = sms }()
 	for _, tile := range []struct {
-		rows int
-		sms  int // the multiprocessors that make tf32x3Tile pick it
-		runs *int
-	}{{128, 0, &c.tf32x3}, {64, 1 << 20, &c.tf32x3_64}} {
+		rows   int
+		sms    int // the multiprocessors that make tf32x3Tile pick it
+		kernel string
+	}{{128, 0, "gemm_tf32x3"}, {64, 1 << 20, "gemm_tf32x3_64"}} {
 		b.sms = tile.sms
 		for _, s := range []struct {
 			name       string
@@ -79,13 +55,13 @@ func checkTF32x3Products(t *testing.T, b *Backend, c *gemmCounter) {
 				}
 				xb, y := b.FromHost(x), b.Alloc(s.rows*s.n)
 				wt := b.Pack(w, s.n, s.k, false)
-				before, sgemmBefore := *tile.runs, c.sgemms
+				before, sgemmBefore := c.launches[tile.kernel], c.sgemms
 				b.MatMul(y, xb.Slice(s.offset, len(x)), s.rows, wt)
 				got := b.ToHost(y)
 				b.Free(xb, y)
 				b.FreeWeight(wt)
-				if wantKernel := s.offset%4 == 0; (*tile.runs > before) != wantKernel || (c.sgemms > sgemmBefore) == wantKernel {
-					t.Fatalf("gemm_tf32x3 (%d-row tiles) launched %d times, cuBLAS %d, for x at offset %d", tile.rows, *tile.runs-before,
+				if wantKernel := s.offset%4 == 0; (c.launches[tile.kernel] > before) != wantKernel || (c.sgemms > sgemmBefore) == wantKernel {
+					t.Fatalf("%s launched %d times, cuBLAS %d, for x at offset %d", tile.kernel, c.launches[tile.kernel]-before,
 						c.sgemms-sgemmBefore, s.offset)
 				}
 				bound := 4*math.Ldexp(1, -22) + float64(s.k)*math.Ldexp(1, -23)
@@ -121,8 +97,8 @@ func TestEmulatedTF32x3(t *testing.T) {
 	c := useTF32x3(b)
 	checkTF32x3Products(t, b, c)
 	backendtest.Ops(t, b, backendtest.Float32)
-	if c.tf32x3 == 0 || c.tf32x3_64 == 0 {
-		t.Errorf("gemm_tf32x3 ran %d times, gemm_tf32x3_64 %d", c.tf32x3, c.tf32x3_64)
+	if c.launches["gemm_tf32x3"] == 0 || c.launches["gemm_tf32x3_64"] == 0 {
+		t.Errorf("gemm_tf32x3 ran %d times, gemm_tf32x3_64 %d", c.launches["gemm_tf32x3"], c.launches["gemm_tf32x3_64"])
 	}
 }
 
@@ -133,7 +109,7 @@ func TestConformanceTF32x3(t *testing.T) {
 	checkTF32x3Products(t, b, c)
 	backendtest.Ops(t, b, backendtest.Float32)
 	backendtest.Models(t, b, backendtest.Float32)
-	t.Logf("gemm_tf32x3 ran %d times, gemm_tf32x3_64 %d, cuBLAS %d", c.tf32x3, c.tf32x3_64, c.sgemms)
+	t.Logf("gemm_tf32x3 ran %d times, gemm_tf32x3_64 %d, cuBLAS %d", c.launches["gemm_tf32x3"], c.launches["gemm_tf32x3_64"], c.sgemms)
 }
 
 // TestGEMMEnv checks that $MEAZO_CUDA_GEMM=tf32x3, and only it, turns
