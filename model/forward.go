@@ -324,14 +324,14 @@ func (m *Model) keepHidden(hidden *[][]float32, x tensor.Buf) {
 // workspace holds the activations of one layer for n token rows, reused by
 // every layer of a forward.
 type workspace struct {
-	xn, q, k, v, attn, proj, gate, up tensor.Buf
-	stack                             tensor.Buf   // a stacked product before its split; nil unless the model stacks
-	lora                              *loraScratch // shared by a workspace's views
+	xn, q, k, v, attn, gate, up tensor.Buf
+	stack                       tensor.Buf   // a stacked product before its split; nil unless the model stacks
+	lora                        *loraScratch // shared by a workspace's views
 }
 
 // loraScratch holds the LoRA intermediates, grown on demand.
 type loraScratch struct {
-	ax, bax tensor.Buf
+	ax tensor.Buf // x·Aᵀ [n][r]
 }
 
 // rows returns a view of the workspace for its first n token rows.
@@ -339,7 +339,7 @@ func (ws *workspace) rows(m *Model, n int) *workspace {
 	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
 	return &workspace{
 		xn: ws.xn.Slice(0, n*m.HiddenSize), q: ws.q.Slice(0, n*qd), k: ws.k.Slice(0, n*kvd), v: ws.v.Slice(0, n*kvd),
-		attn: ws.attn.Slice(0, n*qd), proj: ws.proj.Slice(0, n*m.HiddenSize),
+		attn: ws.attn.Slice(0, n*qd),
 		gate: ws.gate.Slice(0, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
 		stack: stackView(ws.stack, n*m.stackWidth()),
 		lora:  ws.lora,
@@ -369,8 +369,8 @@ func (m *Model) stackWidth() int {
 
 // free releases the workspace's buffers (not to be called on a view).
 func (ws *workspace) free(be tensor.Backend) {
-	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.proj, ws.gate, ws.up)
-	for _, b := range []tensor.Buf{ws.stack, ws.lora.ax, ws.lora.bax} {
+	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.gate, ws.up)
+	for _, b := range []tensor.Buf{ws.stack, ws.lora.ax} {
 		if b != nil {
 			be.Free(b)
 		}
@@ -386,7 +386,6 @@ func (m *Model) newWorkspace(n int) *workspace {
 		k:    be.Alloc(n * kvd),
 		v:    be.Alloc(n * kvd),
 		attn: be.Alloc(n * qd),
-		proj: be.Alloc(n * m.HiddenSize),
 		gate: be.Alloc(n * m.IntermediateSize),
 		up:   be.Alloc(n * m.IntermediateSize),
 		lora: &loraScratch{},
@@ -481,8 +480,7 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 		be.Gather(out, x, d, keep)
 		ws = ws.rows(m, n)
 	}
-	be.MatMul(ws.proj, attn, n, a.O)
-	be.Add(out, ws.proj)
+	be.MatMulAdd(out, attn, n, a.O)
 
 	// MLP block.
 	be.RMSNorm(ws.xn, out, layer.MLPNorm, n, d, m.RMSNormEps)
@@ -493,8 +491,7 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 		be.MatMul(ws.up, ws.xn, n, layer.MLP.Up)
 	}
 	be.SiLUMul(ws.gate, ws.up)
-	be.MatMul(ws.proj, ws.gate, n, layer.MLP.Down)
-	be.Add(out, ws.proj)
+	be.MatMulAdd(out, ws.gate, n, layer.MLP.Down)
 	return out
 }
 
@@ -516,15 +513,7 @@ func (m *Model) addLoRA(y, x tensor.Buf, n, out int, lora *LoRA, ws *workspace) 
 	ax := sc.ax.Slice(0, n*lora.R)
 	a, b := be.FromHost(lora.A), be.FromHost(lora.B)
 	be.MatMulNT(ax, x, a, n, lora.R, m.HiddenSize)
-	if sc.bax == nil || sc.bax.Len() < n*out {
-		if sc.bax != nil {
-			be.Free(sc.bax)
-		}
-		sc.bax = be.Alloc(n * out)
-	}
-	bax := sc.bax.Slice(0, n*out)
-	be.MatMulNT(bax, ax, b, n, out, lora.R)
-	be.AddScaled(y, bax, lora.Scale)
+	be.MatMulNTAdd(y, ax, b, n, out, lora.R, lora.Scale)
 	be.Free(a, b)
 }
 

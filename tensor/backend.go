@@ -65,6 +65,17 @@ type Backend interface {
 	// MatMulNT computes y [rows][n] = x [rows][k] · bᵀ for an unpacked b
 	// [n][k] that changes between calls (LoRA's A and B), overwriting y.
 	MatMulNT(y, x, b Buf, rows, n, k int)
+	// MatMulAdd computes y [rows][N] += x [rows][K] · Wᵀ: a product added
+	// to what y holds (the residual connection after the output and down
+	// projections). The product is rounded to float32 before it is added, as
+	// MatMul then Add round it; a backend may do both in one pass (cuBLAS's
+	// β = 1), saving the product's buffer and a pass over it.
+	MatMulAdd(y, x Buf, rows int, w Weight)
+	// MatMulNTAdd computes y [rows][n] += s · (x [rows][k] · bᵀ) for an
+	// unpacked b [n][k], the product rounded to float32 first, as MatMulNT
+	// then AddScaled round it: LoRA's up-projection added to the base
+	// projection's output, in one pass where the backend can.
+	MatMulNTAdd(y, x, b Buf, rows, n, k int, s float32)
 	// Add computes y += x.
 	Add(y, x Buf)
 	// AddScaled computes y += s·x.

@@ -83,6 +83,14 @@ func (o *opTimer) MatMulNT(y, x, b tensor.Buf, rows, n, k int) {
 	defer o.time("MatMulNT", time.Now())
 	o.Backend.MatMulNT(y, x, b, rows, n, k)
 }
+func (o *opTimer) MatMulAdd(y, x tensor.Buf, rows int, w tensor.Weight) {
+	defer o.time("MatMulAdd", time.Now())
+	o.Backend.MatMulAdd(y, x, rows, w)
+}
+func (o *opTimer) MatMulNTAdd(y, x, b tensor.Buf, rows, n, k int, s float32) {
+	defer o.time("MatMulNTAdd", time.Now())
+	o.Backend.MatMulNTAdd(y, x, b, rows, n, k, s)
+}
 func (o *opTimer) Add(y, x tensor.Buf) {
 	defer o.time("Add", time.Now())
 	o.Backend.Add(y, x)

@@ -112,6 +112,12 @@ func (d *Device) MatMul(y, x tensor.Buf, rows int, w tensor.Weight) {
 func (d *Device) MatMulNT(y, x, b tensor.Buf, rows, n, k int) {
 	d.cpu.MatMulNT(dh(y), dh(x), dh(b), rows, n, k)
 }
+func (d *Device) MatMulAdd(y, x tensor.Buf, rows int, w tensor.Weight) {
+	d.cpu.MatMulAdd(dh(y), dh(x), rows, w.(devWeight).w)
+}
+func (d *Device) MatMulNTAdd(y, x, b tensor.Buf, rows, n, k int, s float32) {
+	d.cpu.MatMulNTAdd(dh(y), dh(x), dh(b), rows, n, k, s)
+}
 func (d *Device) Add(y, x tensor.Buf)                  { d.cpu.Add(dh(y), dh(x)) }
 func (d *Device) AddScaled(y, x tensor.Buf, s float32) { d.cpu.AddScaled(dh(y), dh(x), s) }
 func (d *Device) RMSNorm(dst, x, w tensor.Buf, rows, n int, eps float32) {

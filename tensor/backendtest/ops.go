@@ -167,6 +167,20 @@ func opCases() []opCase {
 			b.Free(m, x)
 			return down(b, y)
 		}},
+		{"MatMulAdd", func(b tensor.Backend, in *inputs) []float32 { // into what y holds, at an offset
+			w := b.Pack(in.vec(n*k, 1), n, k, false)
+			x, y := b.FromHost(in.vec(rows*k, 1)), b.FromHost(in.vec(rows*n+3, 1))
+			b.MatMulAdd(y.Slice(3, 3+rows*n), x, rows, w)
+			b.FreeWeight(w)
+			b.Free(x)
+			return down(b, y)
+		}},
+		{"MatMulNTAdd", func(b tensor.Backend, in *inputs) []float32 {
+			m, x, y := b.FromHost(in.vec(16*k, 1)), b.FromHost(in.vec(rows*k, 1)), b.FromHost(in.vec(rows*16+2, 1))
+			b.MatMulNTAdd(y.Slice(2, 2+rows*16), x, m, rows, 16, k, 0.37)
+			b.Free(m, x)
+			return down(b, y)
+		}},
 		{"MatMulNTZeroK", func(b tensor.Backend, in *inputs) []float32 { // an empty sum overwrites y with zeros
 			m, x, y := b.Alloc(0), b.Alloc(0), b.FromHost(in.vec(rows*16, 1))
 			b.MatMulNT(y, x, m, rows, 16, 0)

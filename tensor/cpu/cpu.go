@@ -83,6 +83,24 @@ func (b *Backend) MatMul(y, x tensor.Buf, rows int, w tensor.Weight) {
 	MatMulPacked(b.wk, host(y), host(x), rows, packed(w))
 }
 
+// MatMulAdd is MatMul into a scratch product, then Add: the bits of the
+// two calls it replaces.
+func (b *Backend) MatMulAdd(y, x tensor.Buf, rows int, w tensor.Weight) {
+	p := packed(w)
+	tmp := getScratch(rows * p.N)
+	MatMulPacked(b.wk, *tmp, host(x), rows, p)
+	Add(b.wk, host(y)[:rows*p.N], *tmp)
+	scratch.Put(tmp)
+}
+
+// MatMulNTAdd is MatMulNT into a scratch product, then AddScaled.
+func (b *Backend) MatMulNTAdd(y, x, m tensor.Buf, rows, n, k int, s float32) {
+	tmp := getScratch(rows * n)
+	MatMulNT(b.wk, *tmp, host(x), host(m), rows, n, k)
+	b.AddScaled(HostBuf(host(y)[:rows*n]), HostBuf(*tmp), s)
+	scratch.Put(tmp)
+}
+
 func (b *Backend) Pack(w []float32, n, k int, bf16 bool) tensor.Weight {
 	if bf16 {
 		return PackBF16(w, n, k)

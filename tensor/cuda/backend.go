@@ -620,11 +620,13 @@ func (b *Backend) Copy(dst, src tensor.Buf) {
 }
 
 // gemm computes y [rows][n] = x [rows][k] · Wᵀ for a row-major W [n][k] at
-// w. cuBLAS is column-major: the row-major y is the column-major yᵀ [n ×
-// rows] = W · xᵀ, where W read column-major with leading dimension k is Wᵀ,
-// hence op(A) = Aᵀ on W and op(B) = B on x.
-func (b *Backend) gemm(y, x, w uint64, rows, n, k int) {
-	if rows == 0 || n == 0 {
+// w, or with add y += s · x · Wᵀ. cuBLAS is column-major: the row-major y
+// is the column-major yᵀ [n × rows] = W · xᵀ, where W read column-major
+// with leading dimension k is Wᵀ, hence op(A) = Aᵀ on W and op(B) = B on
+// x. Adding is cuBLAS's α = s, β = 1: the product is added as it is
+// written, with no buffer or pass of its own.
+func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
+	if rows == 0 || n == 0 || (add && k == 0) {
 		return
 	}
 	if k == 0 { // an empty sum; cuBLAS would refuse lda = 0
@@ -637,10 +639,22 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int) {
 	if b.tf32x3MinRows > 0 && rows >= b.tf32x3MinRows && k%16 == 0 && n%2 == 0 && (n+127)/128 <= 65535 && (x|w)%16 == 0 {
 		name, tile := b.tf32x3Tile(rows, n)
 		grid := [3]uint32{uint32((rows + tile - 1) / tile), uint32((n + 127) / 128), 1}
-		b.launch(name, grid, 256, 0, devPtr(y), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k))
+		dst := y
+		if add { // gemm_tf32x3 only writes: the product goes through a buffer
+			dst = b.malloc(uint64(4 * rows * n))
+			defer b.recycle(dst)
+		}
+		b.launch(name, grid, 256, 0, devPtr(dst), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k))
+		if add {
+			b.launch("add_scaled", blocks1D(rows*n), 256, 0, devPtr(y), devPtr(dst), f32Arg(s), i64Arg(rows*n))
+		}
 		return
 	}
-	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n); err != nil {
+	alpha, beta := float32(1), float32(0)
+	if add {
+		alpha, beta = s, 1
+	}
+	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n, alpha, beta); err != nil {
 		b.fail(err)
 	}
 }
@@ -659,13 +673,26 @@ func (b *Backend) MatMul(y, x tensor.Buf, rows int, wt tensor.Weight) {
 	defer b.enter()()
 	w := dweight(wt)
 	need(x.Len() >= rows*w.k && y.Len() >= rows*w.n, "MatMul: %d rows of %d×%d with x of %d and y of %d floats", rows, w.n, w.k, x.Len(), y.Len())
-	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k)
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k, false, 1)
 }
 
 func (b *Backend) MatMulNT(y, x, m tensor.Buf, rows, n, k int) {
 	defer b.enter()()
 	need(x.Len() >= rows*k && y.Len() >= rows*n && m.Len() >= n*k, "MatMulNT: %d rows, %d×%d, with x, y, m of %d, %d, %d floats", rows, n, k, x.Len(), y.Len(), m.Len())
-	b.gemm(dbuf(y).ptr, dbuf(x).ptr, dbuf(m).ptr, rows, n, k)
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, dbuf(m).ptr, rows, n, k, false, 1)
+}
+
+func (b *Backend) MatMulAdd(y, x tensor.Buf, rows int, wt tensor.Weight) {
+	defer b.enter()()
+	w := dweight(wt)
+	need(x.Len() >= rows*w.k && y.Len() >= rows*w.n, "MatMulAdd: %d rows of %d×%d with x of %d and y of %d floats", rows, w.n, w.k, x.Len(), y.Len())
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k, true, 1)
+}
+
+func (b *Backend) MatMulNTAdd(y, x, m tensor.Buf, rows, n, k int, s float32) {
+	defer b.enter()()
+	need(x.Len() >= rows*k && y.Len() >= rows*n && m.Len() >= n*k, "MatMulNTAdd: %d rows, %d×%d, with x, y, m of %d, %d, %d floats", rows, n, k, x.Len(), y.Len(), m.Len())
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, dbuf(m).ptr, rows, n, k, true, s)
 }
 
 func (b *Backend) Add(y, x tensor.Buf) {

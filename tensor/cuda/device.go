@@ -25,11 +25,11 @@ type device interface {
 	// launch runs a kernel of kernels.cu; args holds one 8-byte slot per
 	// parameter (a 4-byte parameter in the low half).
 	launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error
-	// sgemm is cuBLAS's column-major C = op(A)·op(B) with α = 1, β = 0, in
-	// full float32.
-	sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error
-	// sgemmBatched is cuBLAS's sgemm over batch problems of one shape: a,
-	// b and c are device arrays of batch device pointers.
+	// sgemm is cuBLAS's column-major C = α·op(A)·op(B) + β·C, in full
+	// float32 (β = 0: C is only written).
+	sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, alpha, beta float32) error
+	// sgemmBatched is cuBLAS's sgemm with α = 1, β = 0 over batch problems
+	// of one shape: a, b and c are device arrays of batch device pointers.
 	sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error
 	close()
 }

@@ -152,8 +152,8 @@ func (e *emu) launch(name string, grid [3]uint32, block, shmem uint32, args []ui
 	return e.reply("launch " + name)
 }
 
-func (e *emu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error {
-	e.put(byte('G'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc))
+func (e *emu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, alpha, beta float32) error {
+	e.put(byte('G'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc), alpha, beta)
 	return e.reply("sgemm")
 }
 
@@ -184,7 +184,7 @@ func TestEmulatedConformance(t *testing.T) {
 // kernels use fused multiply-adds as the GPU's do (its AVX-512 and AVX2
 // paths; the portable Go path rounds each product).
 var kernelsMatchCPU = backendtest.Tolerance{Exact: true, Op: 1e-5,
-	Except: []string{"MatMul", "MatMulBF16", "MatMulLarge", "MatMulNT", "CrossEntropy"}}
+	Except: []string{"MatMul", "MatMulBF16", "MatMulLarge", "MatMulNT", "MatMulAdd", "MatMulNTAdd", "CrossEntropy"}}
 
 // TestEmulatedKernelsMatchCPUBits checks that promise on the emulator.
 func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
@@ -287,9 +287,9 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 	return l.device.launch(name, grid, block, shmem, args)
 }
 
-func (l *launchCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, y uint64, ldy int) error {
+func (l *launchCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, y uint64, ldy int, alpha, beta float32) error {
 	l.sgemms++
-	return l.device.sgemm(transA, transB, m, n, k, a, lda, b, ldb, y, ldy)
+	return l.device.sgemm(transA, transB, m, n, k, a, lda, b, ldb, y, ldy, alpha, beta)
 }
 
 // TestAttentionEnv checks how $MEAZO_CUDA_ATTENTION picks the kernels, and

@@ -18,7 +18,7 @@ type gpu struct {
 	module      uintptr
 	handle      uintptr
 	fns         map[string]uintptr
-	alpha, beta *float32 // cuBLAS reads them through host pointers
+	alpha, beta *float32 // sgemmBatched's α = 1 and β = 0, which cuBLAS reads through host pointers
 	stage       staging
 }
 
@@ -256,8 +256,9 @@ func (g *gpu) launch(name string, grid [3]uint32, block, shmem uint32, args []ui
 	return g.drv.check("cuLaunchKernel "+name, rc)
 }
 
-func (g *gpu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int) error {
-	rc := g.blas.sgemm(g.handle, transA, transB, int32(m), int32(n), int32(k), g.alpha, a, int32(lda), b, int32(ldb), g.beta, c, int32(ldc))
+func (g *gpu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, alpha, beta float32) error {
+	// cuBLAS reads α and β through host pointers before it returns.
+	rc := g.blas.sgemm(g.handle, transA, transB, int32(m), int32(n), int32(k), &alpha, a, int32(lda), b, int32(ldb), &beta, c, int32(ldc))
 	return g.blas.check("cublasSgemm", rc)
 }
 

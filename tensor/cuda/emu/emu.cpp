@@ -14,8 +14,9 @@
 // bytes… | 'R' u64 src u64 n → bytes… | 'C' u64 dst u64 src u64 n | 'S' u64
 // dst u32 v u64 n | 'L' u32 len name… u32 grid[3] u32 block u32 shmem u32
 // nargs u64 args… | 'G' i32 ta tb m n k u64 a i32 lda u64 b i32 ldb u64 c
-// i32 ldc (cuBLAS sgemm, column-major, α = 1, β = 0) | 'B' the same, a, b
-// and c arrays of pointers, then i32 batch (cublasSgemmBatched).
+// i32 ldc f32 α f32 β (cuBLAS sgemm, column-major) | 'B' the same up to
+// ldc, a, b and c arrays of pointers, then i32 batch (cublasSgemmBatched,
+// α = 1, β = 0).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -207,7 +208,11 @@ static void run(const std::function<void()>& kernel, dim3 grid, unsigned block, 
             }
 }
 
-static void sgemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+// sgemm: C = α·op(A)·op(B) + β·C, each product summed in order with fused
+// multiply-adds, then scaled by α and added to β·C, each rounded (β = 0:
+// C is only written, as in cuBLAS).
+static void sgemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+                  float alpha = 1, float beta = 0) {
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             float acc = 0;
@@ -216,6 +221,8 @@ static void sgemm(int ta, int tb, int m, int n, int k, const float* a, int lda, 
                 float y = tb ? b[j + (size_t)l * ldb] : b[l + (size_t)j * ldb];
                 acc = std::fmaf(x, y, acc);
             }
+            if (alpha != 1) acc = alpha * acc;
+            if (beta != 0) acc = acc + beta * c[i + (size_t)j * ldc];
             c[i + (size_t)j * ldc] = acc;
         }
 }
@@ -292,7 +299,8 @@ int main() {
             uint64_t c = rd<uint64_t>();
             int ldc = rd<int32_t>();
             if (cmd == 'G') {
-                sgemm(ta, tb, m, n, k, (const float*)a, lda, (const float*)b, ldb, (float*)c, ldc);
+                float alpha = rd<float>(), beta = rd<float>();
+                sgemm(ta, tb, m, n, k, (const float*)a, lda, (const float*)b, ldb, (float*)c, ldc, alpha, beta);
             } else {
                 int batch = rd<int32_t>();
                 const uint64_t *as = (const uint64_t*)a, *bs = (const uint64_t*)b, *cs = (const uint64_t*)c;
