@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -72,7 +73,13 @@ type Backend struct {
 	// faster from 300 (Qwen3-0.6B's forward 6 % at 8×300, 16 % at 8×512;
 	// Llama-3.2-1B's 2 % and 5 %), hence the default 256 between them.
 	gemmMinKeys int
-	attnPtrs    devArray // the batched GEMMs' pointer arrays
+	// attnChunk: attentionGEMM takes the new tokens in chunks of attnChunk
+	// queries (more where that would make over attnMaxChunks), each chunk's
+	// scores only against the slots its last query sees, so that the causal
+	// mask's upper triangle is mostly not computed; 0 takes them all at once.
+	// $MEAZO_CUDA_ATTN_CHUNK overrides it.
+	attnChunk int
+	attnPtrs  devArray // the batched GEMMs' pointer arrays
 	// stack: the model stacks q|k|v and gate|up into one product each
 	// (tensor.Stacker), with $MEAZO_CUDA_STACK=1. Off by default: cuBLAS runs
 	// Qwen3-0.6B's stacked q|k|v 30 % faster than apart at 1024 rows, but
@@ -114,6 +121,17 @@ func (b *Backend) StackProjections() bool { return b.stack }
 // can run; unset or anything else, the default (see tiledMinHD and
 // gemmMinKeys).
 const AttentionEnv = "MEAZO_CUDA_ATTENTION"
+
+// AttnChunkEnv names the variable that sets how many queries attentionGEMM
+// takes at a time (attnChunk; 0: all at once).
+const AttnChunkEnv = "MEAZO_CUDA_ATTN_CHUNK"
+
+// defaultAttnChunk is attnChunk's default: a multiple of cuBLAS's tiles.
+const defaultAttnChunk = 64
+
+// attnMaxChunks bounds the chunks of one attentionGEMM call: three launches
+// each.
+const attnMaxChunks = 8
 
 // tiledExtraShm is what attention_tiled's static shared arrays take beyond
 // the 4 KiB allowed for attention's: its dynamic shared memory may be
@@ -172,13 +190,20 @@ func newBackend(dev device, desc string, maxShm int) *Backend {
 	if stack {
 		desc += "; projections stacked (" + StackEnv + ")"
 	}
+	chunk := defaultAttnChunk
+	if v, ok := os.LookupEnv(AttnChunkEnv); ok {
+		if c, err := strconv.Atoi(v); err == nil && c >= 0 {
+			chunk = c
+			desc += fmt.Sprintf("; attention chunks of %d queries (%s)", c, AttnChunkEnv)
+		}
+	}
 	minRows := 0
 	if os.Getenv(GEMMEnv) == "tf32x3" {
 		minRows = tf32x3Rows
 		desc += "; products on the tensor cores, 3xTF32 (" + GEMMEnv + ")"
 	}
 	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
-		gemmMinKeys: minKeys, stack: stack, tf32x3MinRows: minRows}
+		gemmMinKeys: minKeys, attnChunk: chunk, stack: stack, tf32x3MinRows: minRows}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -842,46 +867,74 @@ const attnGEMMMaxBytes = 1 << 30
 
 // attentionGEMM computes attention as PyTorch's eager attention does, in
 // three steps over every (sequence, query head) at once: the raw scores
-// q·kᵀ of the new tokens against the slots j < n = Start+Tokens by one
-// batched cuBLAS GEMM, attention_softmax (attention's softmax from the
-// scores on: scale, masks, max, Exp, the float64 normaliser; zeros past
-// each query's slot and for a query that sees no key), then p·V by a
-// second batched GEMM (a query that sees no key gets 0·v: zeros). The
-// GEMMs sum in cuBLAS's order, so the outputs are not the CPU backend's
-// bits (the other kernels' are), but they are the same run to run. In column-major terms, with a
-// head's keys stored transposed (kᵀ [hd][capacity]) and its values as
-// [capacity][hd]: scoresᵀ (n × tokens) = kᵀᵀ · qᵀ and outᵀ (hd × tokens) =
-// vᵀ · scoresᵀ, each operand a row-major block read with its row stride.
+// q·kᵀ of the new tokens against the slots they may see by one batched
+// cuBLAS GEMM, attention_softmax (attention's softmax from the scores on:
+// scale, masks, max, Exp, the float64 normaliser; zeros past each query's
+// slot and for a query that sees no key), then p·V by a second batched
+// GEMM (a query that sees no key gets 0·v: zeros). The new tokens go in
+// chunks (attnChunkLen): a chunk's queries see at most the slots j < n =
+// Start + its end, so its scores stop there, and the GEMMs skip most of
+// what the causal mask would zero. The GEMMs sum in cuBLAS's order, so the
+// outputs are not the CPU backend's bits (the other kernels' are), but they
+// are the same run to run. In column-major terms, with a head's keys
+// stored transposed (kᵀ [hd][capacity]) and its values as [capacity][hd]:
+// scoresᵀ (n × tokens) = kᵀᵀ · qᵀ and outᵀ (hd × tokens) = vᵀ · scoresᵀ,
+// each operand a row-major block read with its row stride.
 func (b *Backend) attentionGEMM(out, q tensor.Buf, c *kvCache, layer int, a tensor.AttentionArgs) {
 	hd, kvh, heads, tn := a.HeadDim, a.KVHeads, a.Heads, a.Tokens
-	n, rep, batch := a.Start+tn, heads/kvh, a.Seqs*heads
-	scores := b.malloc(uint64(4 * batch * tn * n))
+	rep, batch := heads/kvh, a.Seqs*heads
+	chunk := b.attnChunkLen(tn)
+	chunks := (tn + chunk - 1) / chunk
+	scores := b.malloc(uint64(4 * batch * chunk * (a.Start + tn)))
 	defer b.recycle(scores)
-	// Per (sequence s, head h), in five arrays: kᵀ, q, scores, v, out.
-	ptrs := make([]uint64, 5*batch)
+	// Per chunk, per (sequence s, head h), five arrays: kᵀ, q, scores, v, out.
+	ptrs := make([]uint64, 5*batch*chunks)
 	qp, op := dbuf(q).ptr, dbuf(out).ptr
-	for s := range a.Seqs {
-		for h := range heads {
-			i, kv := s*heads+h, uint64(s*kvh+h/rep)
-			ptrs[i] = c.k[layer] + 4*kv*uint64(hd*c.capacity)
-			ptrs[batch+i] = qp + 4*uint64((s*tn*heads+h)*hd)
-			ptrs[2*batch+i] = scores + 4*uint64(i*tn*n)
-			ptrs[3*batch+i] = c.v[layer] + 4*kv*uint64(c.capacity*hd)
-			ptrs[4*batch+i] = op + 4*uint64((s*tn*heads+h)*hd)
+	for ci := range chunks {
+		t0 := ci * chunk
+		tc, n := min(chunk, tn-t0), a.Start+min(tn, t0+chunk)
+		p := ptrs[5*batch*ci:]
+		for s := range a.Seqs {
+			for h := range heads {
+				i, kv, row := s*heads+h, uint64(s*kvh+h/rep), uint64((s*tn+t0)*heads+h)
+				p[i] = c.k[layer] + 4*kv*uint64(hd*c.capacity)
+				p[batch+i] = qp + 4*row*uint64(hd)
+				p[2*batch+i] = scores + 4*uint64(i*tc*n)
+				p[3*batch+i] = c.v[layer] + 4*kv*uint64(c.capacity*hd)
+				p[4*batch+i] = op + 4*row*uint64(hd)
+			}
 		}
 	}
 	b.grow(&b.attnPtrs, uint64(8*len(ptrs)))
 	b.upload(b.attnPtrs.ptr, unsafe.Pointer(&ptrs[0]), uint64(8*len(ptrs)))
-	arr := func(k int) uint64 { return b.attnPtrs.ptr + uint64(8*k*batch) }
-	if err := b.dev.sgemmBatched(opN, opN, n, tn, hd, arr(0), c.capacity, arr(1), heads*hd, arr(2), n, batch); err != nil {
-		b.fail(err)
+	for ci := range chunks {
+		t0 := ci * chunk
+		tc, n := min(chunk, tn-t0), a.Start+min(tn, t0+chunk)
+		arr := func(k int) uint64 { return b.attnPtrs.ptr + uint64(8*(5*ci+k)*batch) }
+		if err := b.dev.sgemmBatched(opN, opN, n, tc, hd, arr(0), c.capacity, arr(1), heads*hd, arr(2), n, batch); err != nil {
+			b.fail(err)
+		}
+		b.launch("attention_softmax", [3]uint32{uint32(tc), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*n),
+			devPtr(scores), devPtr(b.mask.ptr), i32Arg(tc), i32Arg(heads), i32Arg(n), i32Arg(c.capacity),
+			i32Arg(a.Start+t0), i32Arg(a.Window), f32Arg(a.Scale))
+		if err := b.dev.sgemmBatched(opN, opN, hd, tc, n, arr(3), hd, arr(2), n, arr(4), heads*hd, batch); err != nil {
+			b.fail(err)
+		}
 	}
-	b.launch("attention_softmax", [3]uint32{uint32(tn), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*n),
-		devPtr(scores), devPtr(b.mask.ptr), i32Arg(tn), i32Arg(heads), i32Arg(n), i32Arg(c.capacity),
-		i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale))
-	if err := b.dev.sgemmBatched(opN, opN, hd, tn, n, arr(3), hd, arr(2), n, arr(4), heads*hd, batch); err != nil {
-		b.fail(err)
+}
+
+// attnChunkLen is how many of tn new tokens attentionGEMM takes at a time:
+// attnChunk, or the multiple of it that makes at most attnMaxChunks
+// chunks; all of them with attnChunk 0.
+func (b *Backend) attnChunkLen(tn int) int {
+	if b.attnChunk <= 0 || tn <= b.attnChunk {
+		return tn
 	}
+	c := b.attnChunk
+	if per := (tn + attnMaxChunks - 1) / attnMaxChunks; per > c {
+		c = (per + c - 1) / c * c
+	}
+	return c
 }
 
 func (b *Backend) CrossEntropy(logits tensor.Buf, width int, ids, targets []int) []float64 {

@@ -199,7 +199,8 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 // attention_tiled (the default for heads of 128) on tiles of up to 32
 // queries (the models' batches) and, with less shared memory, of 8 (and
 // there the models' larger caches fall back to attention), and the batched
-// GEMMs around attention_softmax (gemm). The first three give the CPU
+// GEMMs around attention_softmax (gemm), over all queries at once and in
+// chunks of a few. The first three give the CPU
 // backend's bits where the CPU's kernels fuse multiply-adds as the GPU's
 // do; gemm sums q·k and p·v in cuBLAS's order (here the emulator's), so its
 // attention is held to the float32 tolerance.
@@ -209,15 +210,18 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 		maxShm int
 		tile   uint64 // 0: attention_tiled off
 		gemm   bool
+		chunk  int // attentionGEMM's chunk (attnChunk); 0: all queries at once
 	}{
-		{"rows", 48 << 10, 0, false},
-		{"tiles of 32", 48 << 10, 32, false},
-		{"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8, false}, // Ops' attention: hd 8, 8 slots
-		{"gemm", 48 << 10, 0, true},
+		{"rows", 48 << 10, 0, false, 0},
+		{"tiles of 32", 48 << 10, 32, false, 0},
+		{"tiles of 8", tiledExtraShm + tiledShm(8, 8, 8), 8, false, 0}, // Ops' attention: hd 8, 8 slots
+		{"gemm", 48 << 10, 0, true, 0},
+		{"gemm in chunks", 48 << 10, 0, true, 4}, // Attention's 6 queries as 4+2, AttentionLong's 150 as 8 chunks of 20
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newEmuBackend(t)
 			b.tiledMinHD, b.maxShm, b.gemmMinKeys = int(min(c.tile, 1)), c.maxShm, 0 // every head width the kernel takes, or off
+			b.attnChunk = c.chunk
 			if c.gemm {
 				b.gemmMinKeys = 1 // every call it can take
 			}
@@ -238,6 +242,8 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 				t.Errorf("attention_tiled never ran with tiles of %d (tiles used: %v; attention launched %d times)", c.tile, lc.tiles, lc.launches["attention"])
 			case c.gemm != (lc.launches["attention_softmax"] > 0):
 				t.Errorf("attention_softmax launched %d times with the gemm kernel %v", lc.launches["attention_softmax"], c.gemm)
+			case c.chunk > 0 && (lc.softmaxQueries[uint32(c.chunk)] == 0 || lc.softmaxQueries[2] == 0):
+				t.Errorf("attention_softmax's launches by queries %v: no chunk of %d and none of 2 (Attention's 6 queries)", lc.softmaxQueries, c.chunk)
 			}
 		})
 	}
@@ -264,25 +270,29 @@ func TestStackEnv(t *testing.T) {
 }
 
 // launchCounter counts the kernels' launches by name, attention_tiled's
-// also by tile, and cuBLAS's SGEMM calls.
+// also by tile, attention_softmax's by queries, and cuBLAS's SGEMM calls.
 type launchCounter struct {
 	device
-	launches map[string]int
-	tiles    map[uint64]int
-	sgemms   int
+	launches       map[string]int
+	tiles          map[uint64]int
+	softmaxQueries map[uint32]int
+	sgemms         int
 }
 
 // countLaunches has b's device counted from now on.
 func countLaunches(b *Backend) *launchCounter {
-	lc := &launchCounter{device: b.dev, launches: map[string]int{}, tiles: map[uint64]int{}}
+	lc := &launchCounter{device: b.dev, launches: map[string]int{}, tiles: map[uint64]int{}, softmaxQueries: map[uint32]int{}}
 	b.dev = lc
 	return lc
 }
 
 func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
 	l.launches[name]++
-	if name == "attention_tiled" {
+	switch name {
+	case "attention_tiled":
 		l.tiles[args[len(args)-1]]++
+	case "attention_softmax":
+		l.softmaxQueries[grid[0]]++
 	}
 	return l.device.launch(name, grid, block, shmem, args)
 }
@@ -290,6 +300,31 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 func (l *launchCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, y uint64, ldy int, alpha, beta float32) error {
 	l.sgemms++
 	return l.device.sgemm(transA, transB, m, n, k, a, lda, b, ldb, y, ldy, alpha, beta)
+}
+
+// TestAttnChunk checks attentionGEMM's chunks: attnChunk queries, fewer
+// when the call has fewer, a multiple of it past attnMaxChunks chunks; and
+// $MEAZO_CUDA_ATTN_CHUNK, named in the description when it is used.
+func TestAttnChunk(t *testing.T) {
+	for _, c := range []struct{ chunk, tokens, want int }{
+		{64, 300, 64}, {64, 64, 64}, {64, 50, 50}, {64, 600, 128}, {64, 2048, 256}, {0, 300, 300}, {4, 150, 20}, {4, 6, 4},
+	} {
+		b := &Backend{attnChunk: c.chunk}
+		if got := b.attnChunkLen(c.tokens); got != c.want {
+			t.Errorf("chunks of %d, %d tokens: %d queries at a time, want %d", c.chunk, c.tokens, got, c.want)
+		}
+	}
+	for env, want := range map[string]int{"": defaultAttnChunk, "0": 0, "128": 128, "x": defaultAttnChunk, "-1": defaultAttnChunk} {
+		t.Setenv(AttnChunkEnv, env)
+		if env == "" {
+			os.Unsetenv(AttnChunkEnv)
+		}
+		b := newBackend(nil, "gpu", 48<<10)
+		named := strings.Contains(b.Describe(), AttnChunkEnv)
+		if b.attnChunk != want || named != (env != "" && want != defaultAttnChunk) {
+			t.Errorf("%s=%q: attnChunk %d, description %q; want %d", AttnChunkEnv, env, b.attnChunk, b.Describe(), want)
+		}
+	}
 }
 
 // TestAttentionEnv checks how $MEAZO_CUDA_ATTENTION picks the kernels, and
