@@ -229,6 +229,13 @@ func opCases() []opCase {
 			b.Free(x, w)
 			return down(b, dst)
 		}},
+		{"RMSNormInPlaceHeads", func(b tensor.Backend, in *inputs) []float32 {
+			const rows, hd = 21, 128 // Qwen3's per-head q/k norms: many narrow rows, in place
+			x, w := b.FromHost(in.vec(rows*hd, 2)), b.FromHost(in.vec(hd, 1))
+			b.RMSNorm(x, x, w, rows, hd, 1e-6)
+			b.Free(w)
+			return down(b, x)
+		}},
 		{"RMSNormInPlaceWide", func(b tensor.Backend, in *inputs) []float32 {
 			const n = 2048 // a model's width: more elements than threads
 			x, w := b.FromHost(in.vec(3*n, 1)), b.FromHost(in.vec(n, 1))

@@ -122,6 +122,10 @@ func (b *Backend) StackProjections() bool { return b.stack }
 // gemmMinKeys).
 const AttentionEnv = "MEAZO_CUDA_ATTENTION"
 
+// narrowNorm is the widest row RMSNorm gives a warp (rms_norm_narrow)
+// rather than a block of 256 threads (rms_norm).
+const narrowNorm = 256
+
 // AttnChunkEnv names the variable that sets how many queries attentionGEMM
 // takes at a time (attnChunk; 0: all at once).
 const AttnChunkEnv = "MEAZO_CUDA_ATTN_CHUNK"
@@ -738,6 +742,11 @@ func (b *Backend) RMSNorm(dst, x, w tensor.Buf, rows, n int, eps float32) {
 	defer b.enter()()
 	need(x.Len() >= rows*n && dst.Len() >= rows*n && w.Len() >= n, "RMSNorm: %d rows of %d with x, dst, weight of %d, %d, %d floats", rows, n, x.Len(), dst.Len(), w.Len())
 	if rows == 0 || n == 0 {
+		return
+	}
+	if n <= narrowNorm {
+		b.launch("rms_norm_narrow", [3]uint32{uint32((rows + 7) / 8), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr),
+			i32Arg(rows), i32Arg(n), f32Arg(eps))
 		return
 	}
 	b.launch("rms_norm", [3]uint32{uint32(rows), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr), i32Arg(n), f32Arg(eps))

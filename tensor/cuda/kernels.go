@@ -33,6 +33,7 @@ var kernelParams = map[string][]param{
 	"gather_rows":       {ptr, ptr, i32, ptr},
 	"gather_rows_bf16":  {ptr, ptr, i32, ptr},
 	"rms_norm":          {ptr, ptr, ptr, i32, f32},
+	"rms_norm_narrow":   {ptr, ptr, ptr, i32, i32, f32},
 	"rope":              {ptr, i64, i32, i32, ptr, ptr, i32},
 	"store_kv":          {ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32},
 	"attention":         {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32},

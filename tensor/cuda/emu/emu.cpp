@@ -121,6 +121,7 @@ static std::map<std::string, std::function<void(const uint64_t*)>> kernels = {
     {"gather_rows", [](const uint64_t* s) { gather_rows(P<float>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3)); }},
     {"gather_rows_bf16", [](const uint64_t* s) { gather_rows_bf16(P<float>(s, 0), P<const unsigned short>(s, 1), A<int>(s, 2), P<const int>(s, 3)); }},
     {"rms_norm", [](const uint64_t* s) { rms_norm(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), A<int>(s, 3), A<float>(s, 4)); }},
+    {"rms_norm_narrow", [](const uint64_t* s) { rms_norm_narrow(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), A<int>(s, 3), A<int>(s, 4), A<float>(s, 5)); }},
     {"rope", [](const uint64_t* s) { rope(P<float>(s, 0), A<long long>(s, 1), A<int>(s, 2), A<int>(s, 3), P<const float>(s, 4), P<const float>(s, 5), A<int>(s, 6)); }},
     {"store_kv", [](const uint64_t* s) {
          store_kv(P<float>(s, 0), P<float>(s, 1), P<const float>(s, 2), P<const float>(s, 3), A<int>(s, 4), A<int>(s, 5), A<int>(s, 6),
