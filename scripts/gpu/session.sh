@@ -11,7 +11,8 @@
 #   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
 #   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
-#   steps against an older commit's meazo-bench: kit.sh with OLD_REV), stack (stacked projections against
+#   steps against an older commit's meazo-bench: kit.sh with OLD_REV), ab (forwards and ZO steps against an
+#   older commit's meazo-bench), chunks (attention's chunks of queries, MEAZO_CUDA_ATTN_CHUNK), stack (stacked projections against
 #   apart, MEAZO_CUDA_STACK), sgemm (cuBLAS SGEMM's rate alone,
 #   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step), tf32x3 (the
 #   products on the tensor cores, gemm_tf32x3, against cuBLAS: alone, in the suite, in forwards and steps), bf16
@@ -80,9 +81,38 @@ for part in $parts; do
       timeout 60 python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'; } >"$out/env.txt" 2>&1
     tail -4 "$out/env.txt"
     ;;
-  conformance) # the suite on the GPU, the TF32 canary, the kernels' CPU bits
+  conformance) # the suite on the GPU, the TF32 canary, the kernels' CPU bits; then the suite with the batched
+    # GEMMs' attention on every call, in chunks of 4 queries (the default's 64 take only calls of more than 64)
     (cd tensor/cuda && timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s -test.run 'TestConformance|TestOpen|TestPTX|TestKernelTable') >"$out/conformance.txt" 2>&1
-    grep -E '^(--- FAIL|FAIL|ok|PASS)' "$out/conformance.txt" | head -20; tail -3 "$out/conformance.txt"
+    echo "## the suite with MEAZO_CUDA_ATTENTION=gemm MEAZO_CUDA_ATTN_CHUNK=4" >>"$out/conformance.txt"
+    suite MEAZO_CUDA_ATTENTION=gemm MEAZO_CUDA_ATTN_CHUNK=4 >>"$out/conformance.txt" 2>&1
+    grep -E '^(## |--- FAIL|FAIL|ok|PASS)' "$out/conformance.txt" | head -20; tail -3 "$out/conformance.txt"
+    ;;
+  ab) # forwards and ZO steps of this commit against gpu-kit's bin/old/meazo-bench (kit.sh with OLD_REV),
+    # interleaved, both models
+    f=$out/ab.txt
+    echo "# new: $(cat "$kit/commit"), old: $(cat "$kit/old/commit" 2>/dev/null)" >"$f"
+    for m in Qwen3-0.6B Llama-3.2-1B; do
+      for v in new old new old; do
+        b=$bin/meazo-bench; [ $v = old ] && b=$kit/old/meazo-bench
+        echo "## $v $m" >>"$f"
+        timeout 60 "$b" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300 --reps 5 --loss-all >>"$f" 2>&1
+        timeout 60 "$b" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
+      done
+    done
+    grep -E "^## |^8x" "$f"
+    ;;
+  chunks) # attentionGEMM's chunks of queries against all at once (MEAZO_CUDA_ATTN_CHUNK 0, 64, 128), interleaved
+    f=$out/chunks.txt
+    : >"$f"
+    for m in Qwen3-0.6B Llama-3.2-1B; do
+      for c in 0 64 128 0 64 128; do
+        echo "## MEAZO_CUDA_ATTN_CHUNK=$c $m" >>"$f"
+        MEAZO_CUDA_ATTN_CHUNK=$c timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x300,8x512 --reps 5 --loss-all >>"$f" 2>&1
+        MEAZO_CUDA_ATTN_CHUNK=$c timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x300 --q 1 --reps 5 >>"$f" 2>&1
+      done
+    done
+    grep -E "^## |^8x" "$f"
     ;;
   zoagree) # projected gradients, CPU vs GPU, 64 directions, eps 1e-3 and 1e-6
     for m in llama-tiny qwen3-tiny; do
@@ -275,10 +305,12 @@ for part in $parts; do
     ;;
   memcheck) # one forward of a fixture model under compute-sanitizer
     echo '{"input_ids": [[1, 5, 9, 200, 3]], "labels": [[1, 5, 9, 200, 3]]}' >"$kit/in.json"
-    for k in default gemm; do # the default kernels, then the batched GEMMs' attention
-      echo "## MEAZO_CUDA_ATTENTION=$k"
-      MEAZO_CUDA_ATTENTION=$k timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
-        --model "$fx/llama-tiny" --input "$kit/in.json" --out "$kit/memcheck-logits.safetensors" 2>&1
+    # the default kernels, the batched GEMMs' attention over all queries and in chunks of 2, and Qwen3's q/k norms
+    for run in llama-tiny:default:0 llama-tiny:gemm:0 llama-tiny:gemm:2 qwen3-tiny:default:64; do
+      IFS=: read -r m k c <<<"$run"
+      echo "## $m MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c"
+      MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
+        --model "$fx/$m" --input "$kit/in.json" --out "$kit/memcheck-logits.safetensors" 2>&1
     done >"$out/memcheck.txt"
     grep -E "^##|ERROR SUMMARY|LEAK SUMMARY" "$out/memcheck.txt"
     ;;
