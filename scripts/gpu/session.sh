@@ -82,7 +82,7 @@ for part in $parts; do
     tail -4 "$out/env.txt"
     ;;
   conformance) # the suite on the GPU, the TF32 canary, the kernels' CPU bits; then the suite with the batched
-    # GEMMs' attention on every call, in chunks of 4 queries (the default's 64 take only calls of more than 64)
+    # GEMMs' attention on every call, in chunks of 4 queries (the default's 128 take only calls of more than 128)
     (cd tensor/cuda && timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s -test.run 'TestConformance|TestOpen|TestPTX|TestKernelTable') >"$out/conformance.txt" 2>&1
     echo "## the suite with MEAZO_CUDA_ATTENTION=gemm MEAZO_CUDA_ATTN_CHUNK=4" >>"$out/conformance.txt"
     suite MEAZO_CUDA_ATTENTION=gemm MEAZO_CUDA_ATTN_CHUNK=4 >>"$out/conformance.txt" 2>&1
@@ -306,7 +306,7 @@ for part in $parts; do
   memcheck) # one forward of a fixture model under compute-sanitizer
     echo '{"input_ids": [[1, 5, 9, 200, 3]], "labels": [[1, 5, 9, 200, 3]]}' >"$kit/in.json"
     # the default kernels, the batched GEMMs' attention over all queries and in chunks of 2, and Qwen3's q/k norms
-    for run in llama-tiny:default:0 llama-tiny:gemm:0 llama-tiny:gemm:2 qwen3-tiny:default:64; do
+    for run in llama-tiny:default:0 llama-tiny:gemm:0 llama-tiny:gemm:2 qwen3-tiny:default:128; do
       IFS=: read -r m k c <<<"$run"
       echo "## $m MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c"
       MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \

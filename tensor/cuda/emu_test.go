@@ -307,22 +307,25 @@ func (l *launchCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda i
 // $MEAZO_CUDA_ATTN_CHUNK, named in the description when it is used.
 func TestAttnChunk(t *testing.T) {
 	for _, c := range []struct{ chunk, tokens, want int }{
-		{64, 300, 64}, {64, 64, 64}, {64, 50, 50}, {64, 600, 128}, {64, 2048, 256}, {0, 300, 300}, {4, 150, 20}, {4, 6, 4},
+		{128, 300, 128}, {128, 128, 128}, {128, 50, 50}, {128, 2048, 256}, {64, 600, 128}, {64, 2048, 256}, {0, 300, 300}, {4, 150, 20}, {4, 6, 4},
 	} {
 		b := &Backend{attnChunk: c.chunk}
 		if got := b.attnChunkLen(c.tokens); got != c.want {
 			t.Errorf("chunks of %d, %d tokens: %d queries at a time, want %d", c.chunk, c.tokens, got, c.want)
 		}
 	}
-	for env, want := range map[string]int{"": defaultAttnChunk, "0": 0, "128": 128, "x": defaultAttnChunk, "-1": defaultAttnChunk} {
-		t.Setenv(AttnChunkEnv, env)
-		if env == "" {
+	for _, c := range []struct {
+		env   string
+		want  int
+		named bool
+	}{{"", defaultAttnChunk, false}, {"0", 0, true}, {"64", 64, true}, {"x", defaultAttnChunk, false}, {"-1", defaultAttnChunk, false}} {
+		t.Setenv(AttnChunkEnv, c.env)
+		if c.env == "" {
 			os.Unsetenv(AttnChunkEnv)
 		}
 		b := newBackend(nil, "gpu", 48<<10)
-		named := strings.Contains(b.Describe(), AttnChunkEnv)
-		if b.attnChunk != want || named != (env != "" && want != defaultAttnChunk) {
-			t.Errorf("%s=%q: attnChunk %d, description %q; want %d", AttnChunkEnv, env, b.attnChunk, b.Describe(), want)
+		if b.attnChunk != c.want || strings.Contains(b.Describe(), AttnChunkEnv) != c.named {
+			t.Errorf("%s=%q: attnChunk %d, description %q; want %d, named %v", AttnChunkEnv, c.env, b.attnChunk, b.Describe(), c.want, c.named)
 		}
 	}
 }
