@@ -16,8 +16,8 @@
 //   in the same order, so RMSNorm, SiLU, RoPE, the adds and attention give the
 //   CPU backend's bits for the same inputs on amd64 (where Go rounds every
 //   float32 operation; on arm64 Go may fuse them); cross-entropy's reduction
-//   and cuBLAS's GEMMs sum in other orders (so does the opt-in attention
-//   through cuBLAS, around attention_softmax).
+//   and cuBLAS's GEMMs sum in other orders (so does the attention through
+//   cuBLAS, around attention_softmax, which calls from 256 slots take).
 
 #define NEG_INF __int_as_float(0xff800000)
 
