@@ -73,8 +73,9 @@ type Backend interface {
 	MatMulAdd(y, x Buf, rows int, w Weight)
 	// MatMulNTAdd computes y [rows][n] += s · (x [rows][k] · bᵀ) for an
 	// unpacked b [n][k], the product rounded to float32 first, as MatMulNT
-	// then AddScaled round it: LoRA's up-projection added to the base
-	// projection's output, in one pass where the backend can.
+	// then AddScaled round it (a backend that does both in one pass may
+	// round s·product + y once): LoRA's up-projection added to the base
+	// projection's output.
 	MatMulNTAdd(y, x, b Buf, rows, n, k int, s float32)
 	// Add computes y += x.
 	Add(y, x Buf)
