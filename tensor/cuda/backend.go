@@ -902,9 +902,13 @@ func (b *Backend) attentionGEMM(out, q tensor.Buf, c *kvCache, layer int, a tens
 	// Per chunk, per (sequence s, head h), five arrays: kᵀ, q, scores, v, out.
 	ptrs := make([]uint64, 5*batch*chunks)
 	qp, op := dbuf(q).ptr, dbuf(out).ptr
+	// bounds: chunk ci's first new token, its tokens, and the slots they see.
+	bounds := func(ci int) (t0, tc, n int) {
+		t0 = ci * chunk
+		return t0, min(chunk, tn-t0), a.Start + min(tn, t0+chunk)
+	}
 	for ci := range chunks {
-		t0 := ci * chunk
-		tc, n := min(chunk, tn-t0), a.Start+min(tn, t0+chunk)
+		t0, tc, n := bounds(ci)
 		p := ptrs[5*batch*ci:]
 		for s := range a.Seqs {
 			for h := range heads {
@@ -920,8 +924,7 @@ func (b *Backend) attentionGEMM(out, q tensor.Buf, c *kvCache, layer int, a tens
 	b.grow(&b.attnPtrs, uint64(8*len(ptrs)))
 	b.upload(b.attnPtrs.ptr, unsafe.Pointer(&ptrs[0]), uint64(8*len(ptrs)))
 	for ci := range chunks {
-		t0 := ci * chunk
-		tc, n := min(chunk, tn-t0), a.Start+min(tn, t0+chunk)
+		t0, tc, n := bounds(ci)
 		arr := func(k int) uint64 { return b.attnPtrs.ptr + uint64(8*(5*ci+k)*batch) }
 		if err := b.dev.sgemmBatched(opN, opN, n, tc, hd, arr(0), c.capacity, arr(1), heads*hd, arr(2), n, batch); err != nil {
 			b.fail(err)
