@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"fmt"
-	"sync"
+	"slices"
 
 	"github.com/meazo-go/meazo/tensor"
 )
@@ -216,11 +216,13 @@ func (*Backend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) tensor.KVCac
 	return c
 }
 
-// Attention splits the work over (sequence, kv head) pairs, one per task:
-// the rep query heads that share a kv head are stacked position by position
-// (row t·rep+j is head g·rep+j at position t), so each group of four stacked
-// rows sees about the same number of keys, and attend skips the keys the
-// causal mask hides.
+// Attention splits the work over (sequence, kv head) pairs, one per task.
+// A task attends each of the rep query heads that share its kv head in
+// turn, reading the queries and writing the outputs where they lie: a
+// head's rows are its positions, heads·hd floats apart, so each group of
+// four rows sees about the same number of keys and attend skips the keys
+// the causal mask hides. A single new token (decoding) has one row per
+// head: there the rep heads, hd floats apart, are the rows instead.
 func (b *Backend) Attention(out, q, k, v tensor.Buf, cache tensor.KVCache, layer int, a tensor.AttentionArgs) {
 	c, ok := cache.(*kvCache)
 	if !ok {
@@ -242,9 +244,20 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, cache tensor.KVCache, layer
 	case len(qh) < a.Seqs*tn*heads*hd || len(outh) < len(qh) || len(kh) < a.Seqs*tn*kvh*hd || len(vh) < len(kh):
 		panic(fmt.Sprintf("cpu: Attention: q/out/k/v of %d/%d/%d/%d floats are too short", len(qh), len(outh), len(kh), len(vh)))
 	}
+	if tn == 0 {
+		return
+	}
 	rep := heads / kvh
 	kc, vc := c.k[layer], c.v[layer]
-	rows := rep * tn
+	// The query rows' cache slots: a head's new tokens, or (decoding) the
+	// rep heads at the one new slot.
+	slots := make([]int, tn)
+	for t := range slots {
+		slots[t] = a.Start + t
+	}
+	if tn == 1 {
+		slots = slices.Repeat(slots, rep)
+	}
 	b.wk.Tasks(a.Seqs*kvh, func(task int) {
 		seq, g := task/kvh, task%kvh
 		kt, vt := kc[task*c.kLen:(task+1)*c.kLen], vc[task*c.vLen:(task+1)*c.vLen]
@@ -252,37 +265,15 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, cache tensor.KVCache, layer
 			src := ((seq*tn+t)*kvh + g) * hd
 			storeKV(kt, vt, c.capacity, hd, a.Start+t, kh[src:src+hd], vh[src:src+hd])
 		}
-		sc := getAttnBuf(rows, hd)
-		defer attnBufs.Put(sc)
-		for t := range tn {
-			src := ((seq*tn+t)*heads + g*rep) * hd // the rep heads of group g are adjacent
-			copy(sc.q[t*rep*hd:(t+1)*rep*hd], qh[src:src+rep*hd])
-			for j := range rep {
-				sc.pos[t*rep+j] = a.Start + t
-			}
-		}
 		keyOK := a.Mask[seq*c.capacity : (seq+1)*c.capacity]
-		attend(sc.out, sc.q, sc.pos, kt, vt, c.capacity, hd, keyOK, a.Window, a.Scale)
-		for t := range tn {
-			dst := ((seq*tn+t)*heads + g*rep) * hd
-			copy(outh[dst:dst+rep*hd], sc.out[t*rep*hd:(t+1)*rep*hd])
+		first := (seq*tn*heads + g*rep) * hd // head g·rep at the sequence's first new token
+		if tn == 1 {
+			attend(outh[first:], hd, qh[first:], hd, slots, kt, vt, c.capacity, hd, keyOK, a.Window, a.Scale)
+			return
+		}
+		for j := range rep {
+			h := first + j*hd
+			attend(outh[h:], heads*hd, qh[h:], heads*hd, slots, kt, vt, c.capacity, hd, keyOK, a.Window, a.Scale)
 		}
 	})
-}
-
-// attnBuf is one attention task's stacked queries, outputs and query slots.
-type attnBuf struct {
-	q, out []float32
-	pos    []int
-}
-
-var attnBufs sync.Pool
-
-func getAttnBuf(rows, hd int) *attnBuf {
-	sc, _ := attnBufs.Get().(*attnBuf)
-	if sc == nil || cap(sc.q) < rows*hd || cap(sc.pos) < rows {
-		sc = &attnBuf{q: make([]float32, rows*hd), out: make([]float32, rows*hd), pos: make([]int, rows)}
-	}
-	sc.q, sc.out, sc.pos = sc.q[:rows*hd], sc.out[:rows*hd], sc.pos[:rows]
-	return sc
 }

@@ -39,23 +39,32 @@ func storeKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
 	}
 }
 
-// attend computes softmax(scale·q·kᵀ)·v for rows query vectors q [rows][hd]
-// against one head's cache (storeKV), writing out [rows][hd]. Row r sits at
-// cache slot qpos[r] and sees the keys j ≤ qpos[r] with keyOK[j] == 1 and,
-// if window > 0, qpos[r]-j < window; the others get probability exactly 0
-// (HF's additive mask, up to float32 underflow). A row that sees no key gets
-// zeros. Rows are taken four at a time: sorting them by qpos makes the work
-// track the causal triangle. The softmax is SoftmaxRow's.
-func attend(out, q []float32, qpos []int, kc, vc []float32, capacity, hd int, keyOK []int, window int, scale float32) {
+// attend computes softmax(scale·q·kᵀ)·v for len(qpos) query vectors of
+// width hd against one head's cache (storeKV): row r reads q[r·ldq:][:hd]
+// and writes out[r·ldo:][:hd], so the caller's q and out need no copying
+// whatever their layout. Row r sits at cache slot qpos[r] and sees the keys
+// j ≤ qpos[r] with keyOK[j] == 1 and, if window > 0, qpos[r]-j < window;
+// the others get probability exactly 0 (HF's additive mask, up to float32
+// underflow). A row that sees no key gets zeros. Rows are taken four at a
+// time, each tile scored against the keys its last row sees, so rows in
+// ascending qpos make the work track the causal triangle; a row's result
+// does not depend on which rows share its tile (the keys past its own get
+// probability 0 and add exact zeros). The softmax is SoftmaxRow's.
+func attend(out []float32, ldo int, q []float32, ldq int, qpos []int, kc, vc []float32, capacity, hd int, keyOK []int, window int, scale float32) {
 	rows := len(qpos)
 	ld := panels(capacity) * nr // scores row stride = value panel height
 	hdPad := panels(hd) * nr
-	rowsPad := (rows + mr - 1) / mr * mr
-	buf := getAttnScratch(rowsPad * (ld + hdPad))
+	buf := getAttnScratch(mr * (ld + hdPad))
 	defer attnScratch.Put(buf)
-	scores, o := (*buf)[:rowsPad*ld], (*buf)[rowsPad*ld:]
+	scores, o := (*buf)[:mr*ld], (*buf)[mr*ld:]
 	kern := currentPath().kern
 	negInf := float32(math.Inf(-1))
+	// Keys before the first masked slot are all visible to a query that is
+	// not windowed off them: its row needs only the scaling.
+	open := 0
+	for open < capacity && keyOK[open] == 1 {
+		open++
+	}
 	for i := 0; i < rows; i += mr {
 		n := min(mr, rows-i)
 		lim := 0 // keys this tile can see
@@ -67,29 +76,42 @@ func attend(out, q []float32, qpos []int, kc, vc []float32, capacity, hd int, ke
 		}
 		for p := range panels(lim) {
 			for k0 := 0; k0 < hd; k0 += kcBlock {
-				kern(&q[i*hd+k0], hd, n, &kc[p*hd*nr+k0*nr], &scores[i*ld+p*nr], ld, min(kcBlock, hd-k0), k0 > 0)
+				kern(&q[i*ldq+k0], ldq, n, &kc[p*hd*nr+k0*nr], &scores[p*nr], ld, min(kcBlock, hd-k0), k0 > 0)
 			}
 		}
-		for r := i; r < i+n; r++ {
-			qp := qpos[r]
+		for r := range n {
+			qp := qpos[i+r]
 			row := scores[r*ld : r*ld+lim]
-			for j := range row[:qp+1] {
-				if keyOK[j] == 1 && (window <= 0 || qp-j < window) {
-					row[j] *= scale
-				} else {
-					row[j] = negInf
+			if qp < open && (window <= 0 || qp < window) {
+				scaleBy(row[:qp+1], scale)
+			} else {
+				for j := range row[:qp+1] {
+					if keyOK[j] == 1 && (window <= 0 || qp-j < window) {
+						row[j] *= scale
+					} else {
+						row[j] = negInf
+					}
 				}
 			}
 			softmaxMasked(row[:qp+1])
 			clear(row[qp+1:])
 		}
+		// A whole tile whose width is whole panels is written in place; the
+		// kernel writes four rows of 32 columns, so the others go through o.
+		direct := n == mr && hd%nr == 0
 		for p := range panels(hd) {
+			dst, ldc := &o[p*nr], hdPad
+			if direct {
+				dst, ldc = &out[i*ldo+p*nr], ldo
+			}
 			for k0 := 0; k0 < lim; k0 += kcBlock {
-				kern(&scores[i*ld+k0], ld, n, &vc[p*ld*nr+k0*nr], &o[i*hdPad+p*nr], hdPad, min(kcBlock, lim-k0), k0 > 0)
+				kern(&scores[k0], ld, n, &vc[p*ld*nr+k0*nr], dst, ldc, min(kcBlock, lim-k0), k0 > 0)
 			}
 		}
-		for r := i; r < i+n; r++ {
-			copy(out[r*hd:(r+1)*hd], o[r*hdPad:r*hdPad+hd])
+		if !direct {
+			for r := range n {
+				copy(out[(i+r)*ldo:(i+r)*ldo+hd], o[r*hdPad:r*hdPad+hd])
+			}
 		}
 	}
 }

@@ -75,7 +75,7 @@ func TestAttend(t *testing.T) {
 			}
 			scale := 1 / math.Sqrt(float64(c.hd))
 			out := make([]float32, c.rows*c.hd)
-			attend(out, q, qpos, kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
+			attend(out, c.hd, q, c.hd, qpos, kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
 			want := refAttend(q, qpos, k, v, c.hd, keyOK, c.window, scale)
 			for i, w := range want {
 				if d := math.Abs(float64(out[i]) - w); d > 2e-5*(1+math.Abs(w)) {
@@ -85,11 +85,33 @@ func TestAttend(t *testing.T) {
 			// Each row alone gives the same bits as in the batch.
 			for i := range qpos {
 				one := make([]float32, c.hd)
-				attend(one, q[i*c.hd:(i+1)*c.hd], qpos[i:i+1], kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
+				attend(one, c.hd, q[i*c.hd:(i+1)*c.hd], c.hd, qpos[i:i+1], kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
 				for d := range one {
 					if math.Float32bits(one[d]) != math.Float32bits(out[i*c.hd+d]) {
 						t.Fatalf("row %d alone: [%d] = %v, in the batch %v", i, d, one[d], out[i*c.hd+d])
 					}
+				}
+			}
+			// Rows read and written in place in wider rows (a head's rows in
+			// a [tokens][heads·hd] activation) give the same bits, and the
+			// columns between them stay as they were.
+			const skip = 3 * 32
+			ld := c.hd + skip
+			qw, outw := make([]float32, c.rows*ld), make([]float32, c.rows*ld)
+			for i := range qpos {
+				copy(qw[i*ld:], q[i*c.hd:(i+1)*c.hd])
+			}
+			for i := range outw {
+				outw[i] = float32(i)
+			}
+			attend(outw, ld, qw, ld, qpos, kc, vc, c.capacity, c.hd, keyOK, c.window, float32(scale))
+			for i := range outw {
+				r, col := i/ld, i%ld
+				if col < c.hd && math.Float32bits(outw[i]) != math.Float32bits(out[r*c.hd+col]) {
+					t.Fatalf("row %d in wider rows: [%d] = %v, contiguous %v", r, col, outw[i], out[r*c.hd+col])
+				}
+				if col >= c.hd && outw[i] != float32(i) {
+					t.Fatalf("row %d in wider rows: column %d past the head was written (%v)", r, col, outw[i])
 				}
 			}
 		})
