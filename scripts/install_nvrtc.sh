@@ -2,13 +2,26 @@
 # Installs NVRTC 11.8 (NVIDIA's CUDA runtime compiler) from Debian bookworm's
 # non-free component, so that `go generate ./tensor/cuda` and the PTX check
 # (TestPTXIsCurrent) can compile the CUDA kernels on a machine without a GPU.
-# Idempotent: does nothing when the libraries are already there. Enables
+# With --with-cublas also cuBLAS 11.8 (libcublas11, ~670 MB installed: the
+# CUDA Docker image's), so that TestCublasBinds can bind every function the
+# backend calls from it. Idempotent: installs only what is missing. Enables
 # non-free by adding it to the Components: line of the existing Debian apt
 # source; it adds no source and no host. Needs root (or sudo).
 set -euo pipefail
+case "${1:-}" in
+"" | --with-cublas) ;;
+*) echo "install_nvrtc: unknown argument $1 (the one option is --with-cublas)" >&2; exit 2 ;;
+esac
 libs=$(ldconfig -p)
-if grep -q 'libnvrtc-builtins.so.11.8' <<<"$libs" && grep -q 'libnvrtc.so.11.2' <<<"$libs"; then
-  echo "install_nvrtc: NVRTC 11.8 already installed"
+pkgs=()
+if ! grep -q 'libnvrtc-builtins.so.11.8' <<<"$libs" || ! grep -q 'libnvrtc.so.11.2' <<<"$libs"; then
+  pkgs+=(libnvrtc11.2 libnvrtc-builtins11.8)
+fi
+if [ "${1:-}" = --with-cublas ] && ! grep -q 'libcublas.so.11 ' <<<"$libs"; then
+  pkgs+=(libcublas11)
+fi
+if [ ${#pkgs[@]} = 0 ]; then
+  echo "install_nvrtc: NVRTC 11.8${1:+ and cuBLAS 11} already installed"
   exit 0
 fi
 SUDO=""
@@ -33,5 +46,5 @@ elif [ -f /etc/apt/sources.list ]; then
   $SUDO sed -i -E '/^deb .*\/debian\/? bookworm(-updates)? /{/ non-free( |$)/!s/$/ non-free/}' /etc/apt/sources.list
 fi
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends libnvrtc11.2 libnvrtc-builtins11.8 >/dev/null
-echo "install_nvrtc: installed $(ldconfig -p | grep -o 'libnvrtc.so.11.2' | head -1) and libnvrtc-builtins.so.11.8"
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+echo "install_nvrtc: installed ${pkgs[*]}"

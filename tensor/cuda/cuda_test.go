@@ -55,6 +55,35 @@ func TestOpenFailsInOneLine(t *testing.T) {
 	}
 }
 
+// TestCublasBinds opens every cuBLAS major version the backend accepts that
+// this machine has and binds every function the backend calls: dlopen and
+// dlsym need no GPU, so the cuBLAS 11.8 of the CUDA Docker image (Debian
+// non-free's libcublas11) is checked here even though no GPU has run it.
+// Without any cuBLAS it skips, unless MEAZO_REQUIRE_CUBLAS=1 (CI sets it,
+// after installing libcublas11).
+func TestCublasBinds(t *testing.T) {
+	present := 0
+	for _, major := range cublasMajors {
+		c, err := loadCublas(major)
+		if err != nil && strings.Contains(err.Error(), "not found") {
+			t.Logf("cuBLAS %d: %v", major, err)
+			continue
+		}
+		present++
+		if err != nil {
+			t.Errorf("cuBLAS %d: %v", major, err)
+		} else {
+			t.Logf("cuBLAS %d: %s has every function the backend calls", major, c.path)
+		}
+	}
+	if present == 0 {
+		if os.Getenv("MEAZO_REQUIRE_CUBLAS") == "1" {
+			t.Fatal("no cuBLAS found, and MEAZO_REQUIRE_CUBLAS=1")
+		}
+		t.Skip("no cuBLAS here (libcublas.so.13, .12 or .11), so no binding was checked")
+	}
+}
+
 // TestKernelTableMatchesPTX checks that every kernel the Go code launches is
 // in the embedded PTX with the parameters kernelParams declares, so a
 // mismatch between kernels.cu and the launches is caught without a GPU.
