@@ -52,6 +52,13 @@ func storeKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
 // probability 0 and add exact zeros). The softmax is SoftmaxRow's.
 func attend(out []float32, ldo int, q []float32, ldq int, qpos []int, kc, vc []float32, capacity, hd int, keyOK []int, window int, scale float32) {
 	rows := len(qpos)
+	if rows == 0 {
+		return
+	}
+	// The kernels reach q and out through pointers: check their extent here.
+	if last := rows - 1; len(q) < last*ldq+hd || len(out) < last*ldo+hd || ldq < hd || ldo < hd {
+		panic(fmt.Sprintf("tensor.attend: %d rows of %d: q of %d floats (rows %d apart), out of %d (rows %d apart)", rows, hd, len(q), ldq, len(out), ldo))
+	}
 	ld := panels(capacity) * nr // scores row stride = value panel height
 	hdPad := panels(hd) * nr
 	buf := getAttnScratch(mr * (ld + hdPad))

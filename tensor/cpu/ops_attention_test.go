@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -114,6 +115,38 @@ func TestAttend(t *testing.T) {
 					t.Fatalf("row %d in wider rows: column %d past the head was written (%v)", r, col, outw[i])
 				}
 			}
+		})
+	}
+}
+
+// TestAttendChecksExtent: q and out too short for their rows and strides are
+// a clear panic before any kernel reaches past them.
+func TestAttendChecksExtent(t *testing.T) {
+	const capacity, hd, rows = 8, 32, 5
+	kLen, vLen := kvHeadLen(capacity, hd)
+	kc, vc := make([]float32, kLen), make([]float32, vLen)
+	keyOK := make([]int, capacity)
+	for i := range keyOK {
+		keyOK[i] = 1
+	}
+	qpos := []int{0, 1, 2, 3, 4}
+	cases := []struct {
+		name                   string
+		outLen, ldo, qLen, ldq int
+	}{
+		{"out short", rows*hd - 1, hd, rows * hd, hd},
+		{"out short for its stride", rows * hd, 2 * hd, rows * hd, hd},
+		{"stride below hd", rows * hd, hd - 1, rows * hd, hd},
+		{"q short for its stride", rows * hd, hd, rows * hd, 2 * hd},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "tensor.attend:") {
+					t.Errorf("recovered %v, want attend's panic", r)
+				}
+			}()
+			attend(make([]float32, c.outLen), c.ldo, make([]float32, c.qLen), c.ldq, qpos, kc, vc, capacity, hd, keyOK, 0, 1)
 		})
 	}
 }
