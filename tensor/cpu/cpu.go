@@ -154,12 +154,12 @@ func (b *Backend) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.Buf, t
 	})
 }
 
-// rotateHalf applies RoPE to one head split in halves: dimension i pairs
-// with i+half (HF's rotate_half), not with i+1.
+// rotateHalfScalar applies RoPE to one head split in halves: dimension i
+// pairs with i+half (HF's rotate_half), not with i+1.
 //
 //	x'[i]      = x[i]·cos − x[i+half]·sin
 //	x'[i+half] = x[i+half]·cos + x[i]·sin
-func rotateHalf(lo, hi, cos, sin []float32) {
+func rotateHalfScalar(lo, hi, cos, sin []float32) {
 	hi = hi[:len(lo)]
 	for i, c := range cos[:len(lo)] {
 		a, b := lo[i], hi[i]

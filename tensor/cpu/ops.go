@@ -64,6 +64,8 @@ var (
 	sum64    = sum64Scalar    // Σ x[i] in float64, in sumPartials order
 	expSum64 = expSum64Scalar // Σ exp64(x[i] - m) for m ≥ every x[i], in sumPartials order
 	mulBoth  = mulBothScalar  // dst[i] = w[i]·(x[i]·s)
+	// RoPE on one head split in halves lo and hi (rotateHalfScalar)
+	rotateHalf = rotateHalfScalar
 )
 
 // Tasks calls task(i) once for every i in [0, n) on up to w's workers.

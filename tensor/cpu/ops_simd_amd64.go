@@ -32,6 +32,7 @@ func init() {
 		sum64 = sum64AVX512
 		expSum64 = expSum64AVX512
 		mulBoth = mulBothAVX512
+		rotateHalf = rotateHalfAVX512
 	}
 }
 
@@ -242,6 +243,29 @@ func mulBothVec(dst, w, x []float32, sb uint32) int {
 	for ; i+16 <= len(dst); i += 16 {
 		wv := archsimd.LoadFloat32x16Slice(w[i:])
 		wv.Mul(archsimd.LoadFloat32x16Slice(x[i:]).Mul(sv)).StoreSlice(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func rotateHalfAVX512(lo, hi, cos, sin []float32) {
+	hi, cos, sin = hi[:len(lo)], cos[:len(lo)], sin[:len(lo)]
+	i := rotateHalfVec(lo, hi, cos, sin)
+	rotateHalfScalar(lo[i:], hi[i:], cos[i:], sin[i:])
+}
+
+// rotateHalfVec does rotateHalfAVX512's whole vectors: the scalar code's
+// products and sums, each rounded (no fused multiply-adds).
+//
+//go:noinline
+func rotateHalfVec(lo, hi, cos, sin []float32) int {
+	hi, cos, sin = hi[:len(lo)], cos[:len(lo)], sin[:len(lo)]
+	i := 0
+	for ; i+16 <= len(lo); i += 16 {
+		a, b := archsimd.LoadFloat32x16Slice(lo[i:]), archsimd.LoadFloat32x16Slice(hi[i:])
+		c, s := archsimd.LoadFloat32x16Slice(cos[i:]), archsimd.LoadFloat32x16Slice(sin[i:])
+		a.Mul(c).Sub(b.Mul(s)).StoreSlice(lo[i:])
+		b.Mul(c).Add(a.Mul(s)).StoreSlice(hi[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 	return i

@@ -104,6 +104,16 @@ func TestKernelsMatchScalar(t *testing.T) {
 					t.Fatalf("mulBoth n=%d off=%d: [%d] %v, scalar %v", n, off, i, got[i], want[i])
 				}
 			}
+			// rotateHalf: in and up as the halves, fin and x as cos and sin
+			gotLo, gotHi := append([]float32(nil), in...), append([]float32(nil), up[:n]...)
+			wantLo, wantHi := append([]float32(nil), in...), append([]float32(nil), up[:n]...)
+			rotateHalf(gotLo, gotHi, fin, x[4000-n:4000])
+			rotateHalfScalar(wantLo, wantHi, fin, x[4000-n:4000])
+			for i := range gotLo {
+				if !sameBits(gotLo[i], wantLo[i]) || !sameBits(gotHi[i], wantHi[i]) {
+					t.Fatalf("rotateHalf n=%d off=%d: [%d] %v, %v, scalar %v, %v", n, off, i, gotLo[i], gotHi[i], wantLo[i], wantHi[i])
+				}
+			}
 			got, want = append([]float32(nil), fin...), append([]float32(nil), fin...)
 			scaleBy(got, 0.3)
 			scaleByScalar(want, 0.3)
