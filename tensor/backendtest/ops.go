@@ -259,6 +259,16 @@ func opCases() []opCase {
 			b.Free(cos, sin)
 			return down(b, x)
 		}},
+		{"RoPEManyRows", func(b tensor.Backend, in *inputs) []float32 {
+			// Heads of 40: 20 pairs, which do not divide a block of 256
+			// threads; 28 rows span several blocks, the last one partial.
+			const heads, hd, tableRows = 3, 40, 7
+			x := b.FromHost(in.vec(4*tableRows*heads*hd, 1))
+			cos, sin := b.FromHost(in.vec(tableRows*hd/2, 1)), b.FromHost(in.vec(tableRows*hd/2, 1))
+			b.RoPE(x, 4*tableRows, heads, hd, cos, sin, tableRows)
+			b.Free(cos, sin)
+			return down(b, x)
+		}},
 		{"Attention", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 0) }},
 		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
 		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},

@@ -769,7 +769,12 @@ func (b *Backend) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.Buf, t
 	if rows*heads*hd == 0 {
 		return
 	}
-	b.launch("rope", blocks1D(rows*heads*hd/2), 256, 0, devPtr(dbuf(x).ptr), i64Arg(rows), i32Arg(heads), i32Arg(hd),
+	// A thread per pair of a row (hd/2 of them), as many rows as fit in 256
+	// threads: the kernel finds its row and pair from that shape.
+	half := hd / 2
+	need(half > 0 && half <= 1024, "RoPE: heads of %d", hd)
+	perBlock := max(1, 256/half)
+	b.launch("rope", [3]uint32{uint32((rows + perBlock - 1) / perBlock), 1, 1}, uint32(perBlock*half), 0, devPtr(dbuf(x).ptr), i64Arg(rows), i32Arg(heads), i32Arg(hd),
 		devPtr(dbuf(cos).ptr), devPtr(dbuf(sin).ptr), i32Arg(tableRows))
 }
 
@@ -847,7 +852,7 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, x tensor.KVCache, layer int
 			b.maskNow = append(b.maskNow, int32(m))
 		}
 	}
-	b.launch("store_kv", blocks1D(a.Seqs*tn*kvh*hd), 256, 0, devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(dbuf(k).ptr), devPtr(dbuf(v).ptr),
+	b.launch("store_kv", [3]uint32{uint32((tn + 31) / 32), uint32(kvh), uint32(a.Seqs)}, 256, 0, devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(dbuf(k).ptr), devPtr(dbuf(v).ptr),
 		i32Arg(a.Seqs), i32Arg(tn), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start))
 	args := []any{devPtr(dbuf(out).ptr), devPtr(dbuf(q).ptr), devPtr(c.k[layer]), devPtr(c.v[layer]), devPtr(b.mask.ptr),
 		i32Arg(tn), i32Arg(heads), i32Arg(kvh), i32Arg(hd), i32Arg(c.capacity), i32Arg(a.Start), i32Arg(a.Window), f32Arg(a.Scale)}

@@ -306,16 +306,20 @@ __global__ void rms_norm_narrow(float* dst, const float* x, const float* w, int 
 
 // rope rotates each head of width hd in every row of x [rows][heads·hd]
 // (HF's rotate_half: dimension i pairs with i+hd/2), row r using table row
-// r mod table_rows of cos and sin [table_rows][hd/2]. One thread per pair.
+// r mod table_rows of cos and sin [table_rows][hd/2]. A block holds
+// blockDim.x / (hd/2) rows (the launch makes blockDim.x a multiple of
+// hd/2); thread i of a row reads its cos and sin once and rotates pair i of
+// every head, so a warp's loads and stores are contiguous and no thread
+// divides a 64-bit index.
 __global__ void rope(float* x, long long rows, int heads, int hd, const float* cos, const float* sin, int table_rows) {
     int half = hd / 2;
-    FOR_EACH(idx, rows * heads * half) {
-        long long r = idx / ((long long)heads * half);
-        int rest = (int)(idx % ((long long)heads * half));
-        int h = rest / half, i = rest % half;
-        long long t = (r % table_rows) * half + i;
-        float c = cos[t], s = sin[t];
-        float* v = x + (r * heads + h) * hd;
+    long long r = (long long)blockIdx.x * (blockDim.x / half) + threadIdx.x / half;
+    int i = threadIdx.x % half;
+    if (r >= rows) return;
+    long long t = (r % table_rows) * half + i;
+    float c = cos[t], s = sin[t];
+    float* v = x + r * heads * hd;
+    for (int h = 0; h < heads; h++, v += hd) {
         float a = v[i], b = v[i + half];
         v[i] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
         v[i + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
@@ -326,19 +330,30 @@ __global__ void rope(float* x, long long rows, int heads, int hd, const float* c
 // cache slots start … start+tokens−1. Cache layout per layer: keys
 // [cache_seqs][kv_heads][hd][capacity] (transposed, so that attention reads
 // them coalesced across slots), values [cache_seqs][kv_heads][capacity][hd].
+// One block of 256 threads per (32 new tokens, kv head, sequence): blockIdx
+// (x, y, z). The keys go through a 32×32 tile in shared memory, read along
+// the dimensions and written along the slots, so that both sides are
+// contiguous across a warp; the values are copied row by row.
 __global__ void store_kv(float* kc, float* vc, const float* k, const float* v, int seqs, int tokens,
                          int kv_heads, int hd, int capacity, int start) {
-    FOR_EACH(idx, (long long)seqs * tokens * kv_heads * hd) {
-        int d = (int)(idx % hd);
-        long long rest = idx / hd;
-        int g = (int)(rest % kv_heads);
-        rest /= kv_heads;
-        int t = (int)(rest % tokens);
-        int s = (int)(rest / tokens);
-        long long head = (long long)s * kv_heads + g;
-        int slot = start + t;
-        kc[(head * hd + d) * capacity + slot] = k[idx];
-        vc[(head * capacity + slot) * hd + d] = v[idx];
+    __shared__ float tile[32][33]; // padded: a column read hits 32 banks
+    int g = blockIdx.y, s = blockIdx.z, t0 = blockIdx.x * 32;
+    int lane = threadIdx.x % 32, row = threadIdx.x / 32; // 8 rows of 32 lanes
+    long long head = (long long)s * kv_heads + g;
+    for (int d0 = 0; d0 < hd; d0 += 32) {
+        for (int tt = row; tt < 32; tt += 8) // tile[token][dim] from k, along the dimensions
+            if (t0 + tt < tokens && d0 + lane < hd)
+                tile[tt][lane] = k[(((long long)s * tokens + t0 + tt) * kv_heads + g) * hd + d0 + lane];
+        __syncthreads();
+        for (int dd = row; dd < 32; dd += 8) // to the cache along the slots
+            if (t0 + lane < tokens && d0 + dd < hd)
+                kc[(head * hd + d0 + dd) * capacity + start + t0 + lane] = tile[lane][dd];
+        __syncthreads();
+    }
+    for (int tt = row; tt < 32 && t0 + tt < tokens; tt += 8) {
+        const float* src = v + (((long long)s * tokens + t0 + tt) * kv_heads + g) * hd;
+        float* dst = vc + (head * capacity + start + t0 + tt) * hd;
+        for (int d = lane; d < hd; d += 32) dst[d] = src[d];
     }
 }
 
