@@ -312,7 +312,14 @@ for part in $parts; do
       MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
         --model "$fx/$m" --input "$kit/in.json" --out "$kit/memcheck-logits.safetensors" 2>&1
     done >"$out/memcheck.txt"
-    grep -E "^##|ERROR SUMMARY|LEAK SUMMARY" "$out/memcheck.txt"
+    # Shared-memory races and barrier misuse (store_kv's tile, the tiled attention), 40 tokens: two key tiles.
+    python3 -c 'import json; t=[(7*i+3)%200 for i in range(40)]; print(json.dumps({"input_ids":[t],"labels":[t]}))' >"$kit/in40.json"
+    for tool in racecheck synccheck; do
+      echo "## llama-tiny, 40 tokens, --tool $tool"
+      timeout 120 compute-sanitizer --tool $tool "$bin/meazo-inspect" forward --backend cuda \
+        --model "$fx/llama-tiny" --input "$kit/in40.json" --out "$kit/memcheck-logits.safetensors" 2>&1
+    done >>"$out/memcheck.txt"
+    grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/memcheck.txt"
     ;;
   train) # end to end: a random model of Llama-3.2-1B's shapes, real SQuAD, 200 steps
     w=$kit/train f=$out/train.txt
