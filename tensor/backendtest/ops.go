@@ -251,24 +251,10 @@ func opCases() []opCase {
 			b.Free(up)
 			return down(b, gate)
 		}},
-		{"RoPE", func(b tensor.Backend, in *inputs) []float32 {
-			const heads, hd, tableRows = 3, 8, 4
-			x := b.FromHost(in.vec(2*tableRows*heads*hd, 1))
-			cos, sin := b.FromHost(in.vec(tableRows*hd/2, 1)), b.FromHost(in.vec(tableRows*hd/2, 1))
-			b.RoPE(x, 2*tableRows, heads, hd, cos, sin, tableRows)
-			b.Free(cos, sin)
-			return down(b, x)
-		}},
-		{"RoPEManyRows", func(b tensor.Backend, in *inputs) []float32 {
-			// Heads of 40: 20 pairs, which do not divide a block of 256
-			// threads; 28 rows span several blocks, the last one partial.
-			const heads, hd, tableRows = 3, 40, 7
-			x := b.FromHost(in.vec(4*tableRows*heads*hd, 1))
-			cos, sin := b.FromHost(in.vec(tableRows*hd/2, 1)), b.FromHost(in.vec(tableRows*hd/2, 1))
-			b.RoPE(x, 4*tableRows, heads, hd, cos, sin, tableRows)
-			b.Free(cos, sin)
-			return down(b, x)
-		}},
+		{"RoPE", func(b tensor.Backend, in *inputs) []float32 { return rope(b, in, 8, 3, 8, 4) }},
+		// Heads of 40: 20 pairs, which do not divide a block of 256 threads;
+		// 28 rows span several blocks, the last one partial.
+		{"RoPEManyRows", func(b tensor.Backend, in *inputs) []float32 { return rope(b, in, 28, 3, 40, 7) }},
 		{"Attention", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 0) }},
 		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
 		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
@@ -283,6 +269,16 @@ type attentionCase struct {
 	heads, kvHeads, hd, capacity int
 	pad                          []int
 	steps                        []struct{ start, tokens int }
+}
+
+// rope applies RoPE to random x [rows][heads·hd] with a random table of
+// tableRows rows and returns x.
+func rope(b tensor.Backend, in *inputs, rows, heads, hd, tableRows int) []float32 {
+	x := b.FromHost(in.vec(rows*heads*hd, 1))
+	cos, sin := b.FromHost(in.vec(tableRows*hd/2, 1)), b.FromHost(in.vec(tableRows*hd/2, 1))
+	b.RoPE(x, rows, heads, hd, cos, sin, tableRows)
+	b.Free(cos, sin)
+	return down(b, x)
 }
 
 // attention runs a prefill of 6 tokens and two decode steps through one
