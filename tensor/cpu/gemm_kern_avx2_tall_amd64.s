@@ -23,13 +23,18 @@
 	VFMADD231PS Y12, bc, acc0; \
 	VFMADD231PS Y13, bc, acc1
 
+// Each k step prefetches the panel 48 k steps ahead, both of its lines as
+// kernAVX2asm does (gemm_kern_avx2_amd64.s); a bfloat16 k is one line.
 #define PANEL6(boff) \
+	PREFETCHT0 boff+6144(R9); \
+	PREFETCHT0 boff+6144+64(R9); \
 	VMOVUPS boff(R9), Y12; \
 	VMOVUPS boff+32(R9), Y13
 
 // PANEL6B is PANEL6 for a bfloat16 panel: each value widened exactly to
 // float32 (zero-extended, shifted left 16), as kernAVX2BF16 does.
 #define PANEL6B(boff) \
+	PREFETCHT0 boff+3072(R9); \
 	VPMOVZXWD boff(R9), Y12; \
 	VPMOVZXWD boff+16(R9), Y13; \
 	VPSLLD $16, Y12, Y12; \

@@ -11,6 +11,15 @@
 // leave no slack and every panel vector is read from L2 for 8 FMAs; 24
 // accumulators (12 rows) hide the latency and cut panel traffic by three.
 //
+// Each k step also prefetches the panel 48 k steps ahead (3 KiB of bfloat16,
+// 6 KiB of float32). With few rows (decoding: M = 8) a kernel streams its
+// panel from memory once, and the out-of-order window alone keeps only about
+// a dozen k steps of loads in flight: measured on the Zen 4 VM, one thread,
+// 8 rows, 256 MiB of panels, the bfloat16 kernel went from 62-76 to 97-101
+// GFLOP/s and the float32 one, bound by the memory bus, from 70-80 to 75-85.
+// Where the panel is in L2 (many rows) the prefetches cost no measurable
+// time. A prefetch never faults, so running past the panel's end is harmless.
+//
 // Register use: Z0-Z23 accumulators (row r in Z2r, Z2r+1), Z24/Z25 the panel
 // at k, Z26-Z31 broadcasts of A. A rows are addressed from four bases three
 // rows apart (SI, R8, R9, R10) plus 0, 1 or 2 times lda (AX).
@@ -22,12 +31,15 @@
 	VFMADD231PS Z25, bc, acc1
 
 #define PANEL(boff) \
+	PREFETCHT0 boff+6144(DI); \
+	PREFETCHT0 boff+6144+64(DI); \
 	VMOVUPS boff(DI), Z24; \
 	VMOVUPS boff+64(DI), Z25
 
 // PANEL16 is PANEL for a bfloat16 panel (64 bytes a k): each value widened
 // exactly to float32 (zero-extended, shifted left 16), as kernAVX512BF16 does.
 #define PANEL16(boff) \
+	PREFETCHT0 boff+3072(DI); \
 	VPMOVZXWD boff(DI), Z24; \
 	VPMOVZXWD boff+32(DI), Z25; \
 	VPSLLD $16, Z24, Z24; \

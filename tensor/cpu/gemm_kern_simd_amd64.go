@@ -11,11 +11,11 @@ import (
 func simdPaths() []*gemmPath {
 	var ps []*gemmPath
 	if cpuAVX512 {
-		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512asm, kern16: kernAVX512BF16,
+		ps = append(ps, &gemmPath{name: "avx512", kern: kernAVX512asm, kern16: kernAVX512BF16asm,
 			tall: []tallKernel{{12, kernAVX512x12, kernAVX512x12BF16}, {8, kernAVX512x8, kernAVX512x8BF16}}})
 	}
 	if cpuAVX2 {
-		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16,
+		ps = append(ps, &gemmPath{name: "avx2", kern: kernAVX2asm, kern16: kernAVX2BF16asm,
 			tall: []tallKernel{{6, kernAVX2x6, kernAVX2x6BF16}}})
 	}
 	return ps
@@ -48,6 +48,11 @@ func store16(v archsimd.Float32x16, p unsafe.Pointer, off uintptr) {
 //
 //go:noescape
 func kernAVX512asm(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
+
+// kernAVX512BF16asm is kernAVX512BF16 in assembly (same file).
+//
+//go:noescape
+func kernAVX512BF16asm(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool)
 
 // kernAVX512x12 and kernAVX512x8 are the 12×32 and 8×32 tiles of
 // kernAVX512asm (gemm_kern_avx512_tall_amd64.s): every element the same bits,
@@ -147,6 +152,11 @@ func kernAVX2x6BF16(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc
 //go:noescape
 func kernAVX2asm(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
 
+// kernAVX2BF16asm is kernAVX2BF16 in assembly (same file).
+//
+//go:noescape
+func kernAVX2BF16asm(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool)
+
 // kernAVX2 computes the 4×32 tile as two 4×16 halves, each in 8 ymm
 // accumulators (AVX2 has 16 vector registers). The GEMM runs its assembly
 // transcription, kernAVX2asm (broadcasts from memory, k unrolled four
@@ -208,7 +218,8 @@ func loadBF16x16(p unsafe.Pointer, off uintptr) archsimd.Float32x16 {
 	return archsimd.LoadUint16x16((*[16]uint16)(unsafe.Add(p, off))).ExtendToUint32().ShiftAllLeft(16).AsFloat32x16()
 }
 
-// kernAVX512BF16 is kernAVX512 reading a bfloat16 panel.
+// kernAVX512BF16 is kernAVX512 reading a bfloat16 panel; the GEMM runs its
+// assembly transcription, kernAVX512BF16asm, which also prefetches the panel.
 func kernAVX512BF16(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool) {
 	p0, p1, p2, p3 := rowPtrs(a, lda, rows)
 	pb := unsafe.Pointer(b)
@@ -258,7 +269,8 @@ func loadBF16x8(p unsafe.Pointer, off uintptr) archsimd.Float32x8 {
 	return archsimd.LoadUint16x8((*[8]uint16)(unsafe.Add(p, off))).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8()
 }
 
-// kernAVX2BF16 is kernAVX2 reading a bfloat16 panel.
+// kernAVX2BF16 is kernAVX2 reading a bfloat16 panel; the GEMM runs its
+// assembly transcription, kernAVX2BF16asm, which also prefetches the panel.
 func kernAVX2BF16(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool) {
 	kernAVX2HalfBF16(a, lda, rows, b, c, ldc, kc, acc)
 	kernAVX2HalfBF16(a, lda, rows, (*uint16)(unsafe.Add(unsafe.Pointer(b), 32)),
