@@ -1,6 +1,7 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
+#include "gemm_kern_amd64.h"
 
 // func kernAVX2asm(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool)
 // func kernAVX2BF16asm(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool)
@@ -19,26 +20,7 @@
 
 // PROLOGUE: the A rows, the panel, C, its row stride and kc.
 #define PROLOGUE \
-	MOVQ a+0(FP), SI; \
-	MOVQ lda+8(FP), AX; \
-	SHLQ $2, AX; \
-	MOVQ rows+16(FP), BX; \
-	DECQ BX; \
-	MOVQ SI, R8; \
-	CMPQ BX, $1; \
-	JLT  row2; \
-	ADDQ AX, R8; \
-row2: \
-	MOVQ R8, R9; \
-	CMPQ BX, $2; \
-	JLT  row3; \
-	ADDQ AX, R9; \
-row3: \
-	MOVQ R9, R10; \
-	CMPQ BX, $3; \
-	JLT  rowsdone; \
-	ADDQ AX, R10; \
-rowsdone: \
+	A4ROWS; \
 	MOVQ b+24(FP), DI; \
 	MOVQ c+32(FP), DX; \
 	MOVQ ldc+40(FP), R11; \

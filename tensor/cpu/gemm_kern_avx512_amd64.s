@@ -1,6 +1,7 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
+#include "gemm_kern_amd64.h"
 
 // The 4×32 micro kernels of gemm_kern_simd_amd64.go written out in assembly:
 // the same eight zmm accumulators and the same fused multiply-adds in the
@@ -17,26 +18,7 @@
 
 // PROLOGUE4: the A rows, the panel, kc, and zeroed accumulators.
 #define PROLOGUE4 \
-	MOVQ a+0(FP), SI; \
-	MOVQ lda+8(FP), AX; \
-	SHLQ $2, AX; \
-	MOVQ rows+16(FP), BX; \
-	DECQ BX; \
-	MOVQ SI, R8; \
-	CMPQ BX, $1; \
-	JLT  row2; \
-	ADDQ AX, R8; \
-row2: \
-	MOVQ R8, R9; \
-	CMPQ BX, $2; \
-	JLT  row3; \
-	ADDQ AX, R9; \
-row3: \
-	MOVQ R9, R10; \
-	CMPQ BX, $3; \
-	JLT  rowsdone; \
-	ADDQ AX, R10; \
-rowsdone: \
+	A4ROWS; \
 	MOVQ b+24(FP), DI; \
 	MOVQ kc+48(FP), CX; \
 	VPXORD Z0, Z0, Z0; \
