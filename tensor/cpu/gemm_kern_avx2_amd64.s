@@ -72,15 +72,30 @@
 	VMOVUPS boff+32(AX), Y9; \
 	FMAS(aoff)
 
-// STEP16: one k of a bfloat16 panel (64 bytes a k, one line), each value
-// widened exactly to float32 (zero-extended, shifted left 16).
+// STEP16: one k of a bfloat16 panel (64 bytes a k, one line), widened
+// exactly as kernAVX2x6BF16 does (gemm_kern_avx2_tall_amd64.s, PANEL6B): Y8
+// the half's even columns, Y9 its odd ones (Y15 the mask); UNZIP4 puts the
+// accumulators back in column order.
 #define STEP16(boff, aoff) \
 	PREFETCHT0 boff+3072(AX); \
-	VPMOVZXWD boff(AX), Y8; \
-	VPMOVZXWD boff+16(AX), Y9; \
-	VPSLLD $16, Y8, Y8; \
-	VPSLLD $16, Y9, Y9; \
+	VMOVDQU boff(AX), Y9; \
+	VPSLLD $16, Y9, Y8; \
+	VPAND Y15, Y9, Y9; \
 	FMAS(aoff)
+
+// UNZIP4: the half's even and odd columns of each row become columns 0-7
+// and 8-15, as UNZIP8 in gemm_kern_avx2_tall_amd64.s (Y8, Y9 scratch).
+#define UNZIPROW(even, odd) \
+	VUNPCKLPS odd, even, Y8; \
+	VUNPCKHPS odd, even, Y9; \
+	VPERM2F128 $0x20, Y9, Y8, even; \
+	VPERM2F128 $0x31, Y9, Y8, odd
+
+#define UNZIP4 \
+	UNZIPROW(Y0, Y1); \
+	UNZIPROW(Y2, Y3); \
+	UNZIPROW(Y4, Y5); \
+	UNZIPROW(Y6, Y7)
 
 #define ADVANCE(bytes) \
 	ADDQ $bytes, R12; \
@@ -153,6 +168,9 @@ done:
 
 TEXT ·kernAVX2BF16asm(SB), NOSPLIT, $0-57
 	PROLOGUE
+	MOVL $0xffff0000, BX
+	VMOVQ BX, X15
+	VPBROADCASTD X15, Y15
 half:
 	HALF
 	CMPQ BX, $4
@@ -177,6 +195,7 @@ loop1:
 	DECQ BX
 	JNZ  loop1
 done:
+	UNZIP4
 	STOREHALF
 	// Next: the second half (panel columns 16-31 start 32 bytes in, C
 	// columns 64 bytes in), unless done.

@@ -10,7 +10,8 @@
 // bits. The 4-row kernel keeps 8 accumulators, exactly what two FMA pipes of
 // latency 4 need, with no slack; 12 leave some and share each panel load
 // among 6 rows. AVX2 has 16 ymm registers: 12 accumulators, Y12/Y13 the
-// panel at k, Y14/Y15 the broadcasts. All six rows must be valid.
+// panel at k, Y15 the broadcasts, Y14 the bfloat16 kernel's mask. All six
+// rows must be valid.
 //
 // Registers: SI and R8 the A rows 0 and 3 (rows 1, 2 and 4, 5 are AX and
 // 2·AX bytes further); DI the half's panel columns, DX its C columns; R11 the
@@ -31,21 +32,24 @@
 	VMOVUPS boff(R9), Y12; \
 	VMOVUPS boff+32(R9), Y13
 
-// PANEL6B is PANEL6 for a bfloat16 panel: each value widened exactly to
-// float32 (zero-extended, shifted left 16), as kernAVX2BF16 does.
+// PANEL6B is PANEL6 for a bfloat16 panel, widened exactly as the AVX-512
+// kernels do (gemm_kern_avx512_tall_amd64.s, PANEL16): the half's 16 values
+// read as 8 dwords, a shift left by 16 gives the even columns (Y12) and
+// clearing the low halves (Y14 = 0xffff0000 in every lane) the odd ones (Y13).
+// The accumulators then hold even and odd columns; UNZIP6 puts them back in
+// order before C is touched.
 #define PANEL6B(boff) \
 	PREFETCHT0 boff+3072(R9); \
-	VPMOVZXWD boff(R9), Y12; \
-	VPMOVZXWD boff+16(R9), Y13; \
-	VPSLLD $16, Y12, Y12; \
-	VPSLLD $16, Y13, Y13
+	VMOVDQU boff(R9), Y13; \
+	VPSLLD $16, Y13, Y12; \
+	VPAND Y14, Y13, Y13
 
 #define ROWS6(aoff) \
-	ROW6(Y0, Y1, Y14, aoff(R12)); \
+	ROW6(Y0, Y1, Y15, aoff(R12)); \
 	ROW6(Y2, Y3, Y15, aoff(R12)(AX*1)); \
-	ROW6(Y4, Y5, Y14, aoff(R12)(AX*2)); \
+	ROW6(Y4, Y5, Y15, aoff(R12)(AX*2)); \
 	ROW6(Y6, Y7, Y15, aoff(R13)); \
-	ROW6(Y8, Y9, Y14, aoff(R13)(AX*1)); \
+	ROW6(Y8, Y9, Y15, aoff(R13)(AX*1)); \
 	ROW6(Y10, Y11, Y15, aoff(R13)(AX*2))
 
 #define STEP6(boff, aoff) PANEL6(boff); ROWS6(aoff)
@@ -63,6 +67,24 @@
 	MOVQ ldc+32(FP), R11; \
 	SHLQ $2, R11; \
 	MOVQ kc+40(FP), CX
+
+// UNZIP8(even, odd): a row's 8 even and 8 odd columns of a half become
+// its columns 0-7 and 8-15 (Y12, Y13 scratch): the in-lane interleaves give
+// columns 0-3 and 8-11 (low) and 4-7 and 12-15 (high), the lane selects put
+// them in order.
+#define UNZIP8(even, odd) \
+	VUNPCKLPS odd, even, Y12; \
+	VUNPCKHPS odd, even, Y13; \
+	VPERM2F128 $0x20, Y13, Y12, even; \
+	VPERM2F128 $0x31, Y13, Y12, odd
+
+#define UNZIP6 \
+	UNZIP8(Y0, Y1); \
+	UNZIP8(Y2, Y3); \
+	UNZIP8(Y4, Y5); \
+	UNZIP8(Y6, Y7); \
+	UNZIP8(Y8, Y9); \
+	UNZIP8(Y10, Y11)
 
 // ZERO6 clears the twelve accumulators of a half.
 #define ZERO6 \
@@ -167,6 +189,9 @@ store6:
 // bytes in).
 TEXT ·kernAVX2x6BF16(SB), NOSPLIT, $0-49
 	PROLOGUE6
+	MOVL $0xffff0000, BX
+	VMOVQ BX, X14
+	VPBROADCASTD X14, Y14
 
 half6:
 	ZERO6
@@ -198,6 +223,7 @@ one6:
 	DECQ BX
 	JNZ  one6
 done6:
+	UNZIP6
 	LEAQ (R11)(R11*2), R10
 	ADDQ DX, R10             // C row 3
 	MOVBLZX acc+48(FP), BX

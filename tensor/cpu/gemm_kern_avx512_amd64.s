@@ -14,7 +14,8 @@
 //
 // Registers: SI, R8, R9, R10 the A rows (rows past the valid ones alias the
 // last valid one); DI the panel; CX the k count; Z0-Z7 the accumulators (row
-// r in Z2r, Z2r+1); Z8/Z9 the panel at k; Z10-Z13 the broadcasts of A.
+// r in Z2r, Z2r+1); Z8/Z9 the panel at k; Z10-Z13 the broadcasts of A; Z15
+// the bfloat16 kernel's mask.
 
 // PROLOGUE4: the A rows, the panel, kc, and zeroed accumulators.
 #define PROLOGUE4 \
@@ -53,15 +54,31 @@
 	VMOVUPS boff+64(DI), Z9; \
 	FMAS4(aoff)
 
-// STEP16: one k of a bfloat16 panel (64 bytes a k), each value widened
-// exactly to float32 (zero-extended, shifted left 16).
+// STEP16: one k of a bfloat16 panel (64 bytes a k), widened exactly in two
+// instructions as the tall kernels do (gemm_kern_avx512_tall_amd64.s, PANEL16):
+// Z8 gets the even columns, Z9 the odd ones (Z15 the mask), so the
+// accumulators hold even and odd columns until UNZIP4 puts them in order.
 #define STEP16(boff, aoff) \
 	PREFETCHT0 boff+3072(DI); \
-	VPMOVZXWD boff(DI), Z8; \
-	VPMOVZXWD boff+32(DI), Z9; \
-	VPSLLD $16, Z8, Z8; \
-	VPSLLD $16, Z9, Z9; \
+	VPSLLD $16, boff(DI), Z8; \
+	VPANDD boff(DI), Z15, Z9; \
 	FMAS4(aoff)
+
+// UNZIP4: each row's accumulators of even and odd columns become columns
+// 0-15 and 16-31 (Z16 scratch).
+#define UNZIP4ROW(even, odd) \
+	VMOVAPS Z14, Z16; \
+	VPERMI2PS odd, even, Z16; \
+	VPERMT2PS odd, Z13, even; \
+	VMOVAPS Z16, odd
+
+#define UNZIP4 \
+	VMOVDQU32 bf16ZipLo<>(SB), Z13; \
+	VMOVDQU32 bf16ZipHi<>(SB), Z14; \
+	UNZIP4ROW(Z0, Z1); \
+	UNZIP4ROW(Z2, Z3); \
+	UNZIP4ROW(Z4, Z5); \
+	UNZIP4ROW(Z6, Z7)
 
 #define ADVANCE4(bytes) \
 	ADDQ $bytes, SI; \
@@ -130,6 +147,8 @@ done:
 // func kernAVX512BF16asm(a *float32, lda, rows int, b *uint16, c *float32, ldc, kc int, acc bool)
 TEXT ·kernAVX512BF16asm(SB), NOSPLIT, $0-57
 	PROLOGUE4
+	MOVL $0xffff0000, R11
+	VPBROADCASTD R11, Z15
 	CMPQ CX, $4
 	JLT  tail
 loop4:
@@ -152,5 +171,6 @@ loop1:
 	DECQ CX
 	JNZ  loop1
 done:
+	UNZIP4
 	EPILOGUE4
 	RET

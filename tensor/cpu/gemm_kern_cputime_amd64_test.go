@@ -26,7 +26,8 @@ func threadCPU() time.Duration {
 // panel slices in L2), against the 8- and 16-lane FMA peak loops measured the
 // same way; best of 7. CPU time rather than wall time, so that on a shared
 // machine the time the thread waits for a core is not counted (other jobs
-// still share the caches).
+// still share the caches). The bfloat16 kernels read the same panels rounded
+// to bfloat16.
 func TestKernCPUTime(t *testing.T) {
 	if os.Getenv("MEAZO_KERN_CPUTIME") != "1" {
 		t.Skip("a measurement: set MEAZO_KERN_CPUTIME=1 and run with -v")
@@ -63,19 +64,38 @@ func TestKernCPUTime(t *testing.T) {
 	}
 	a := randMat(r, 64*lda)
 	b := randMat(r, ntiles*kc*nr)
+	b16 := make([]uint16, len(b))
+	for i, v := range b {
+		b16[i] = f32ToBF16(v)
+	}
 	c := make([]float32, 64*ldc)
-	four := func(f microKernel) func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool) {
-		return func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool) { f(a, lda, mr, b, c, ldc, kc, acc) }
+	// Each kernel as a call on the tile at row i of panel p.
+	type tileFunc func(i, p int)
+	tall := func(f func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)) tileFunc {
+		return func(i, p int) { f(&a[i*lda], lda, &b[p*kc*nr], &c[i*ldc+p*nr], ldc, kc, true) }
+	}
+	tall16 := func(f func(a *float32, lda int, b *uint16, c *float32, ldc, kc int, acc bool)) tileFunc {
+		return func(i, p int) { f(&a[i*lda], lda, &b16[p*kc*nr], &c[i*ldc+p*nr], ldc, kc, true) }
+	}
+	four := func(f microKernel) tileFunc {
+		return func(i, p int) { f(&a[i*lda], lda, mr, &b[p*kc*nr], &c[i*ldc+p*nr], ldc, kc, true) }
+	}
+	four16 := func(f microKernelBF16) tileFunc {
+		return func(i, p int) { f(&a[i*lda], lda, mr, &b16[p*kc*nr], &c[i*ldc+p*nr], ldc, kc, true) }
 	}
 	for _, k := range []struct {
 		name string
 		rows int
-		f    func(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
+		f    tileFunc
 		peak float64
 	}{
-		{"avx2-go", 4, four(kernAVX2), p8}, {"avx2-asm", 4, four(kernAVX2asm), p8}, {"avx2-x6", 6, kernAVX2x6, p8},
+		{"avx2-go", 4, four(kernAVX2), p8}, {"avx2-asm", 4, four(kernAVX2asm), p8}, {"avx2-x6", 6, tall(kernAVX2x6), p8},
+		{"avx2-bf16-go", 4, four16(kernAVX2BF16), p8}, {"avx2-bf16-asm", 4, four16(kernAVX2BF16asm), p8},
+		{"avx2-bf16-x6", 6, tall16(kernAVX2x6BF16), p8},
 		{"avx512-go", 4, four(kernAVX512), p16}, {"avx512-asm", 4, four(kernAVX512asm), p16},
-		{"avx512-x8", 8, kernAVX512x8, p16}, {"avx512-x12", 12, kernAVX512x12, p16},
+		{"avx512-x8", 8, tall(kernAVX512x8), p16}, {"avx512-x12", 12, tall(kernAVX512x12), p16},
+		{"avx512-bf16-go", 4, four16(kernAVX512BF16), p16}, {"avx512-bf16-asm", 4, four16(kernAVX512BF16asm), p16},
+		{"avx512-bf16-x8", 8, tall16(kernAVX512x8BF16), p16}, {"avx512-bf16-x12", 12, tall16(kernAVX512x12BF16), p16},
 	} {
 		g := best(func() float64 {
 			s := threadCPU()
@@ -83,13 +103,13 @@ func TestKernCPUTime(t *testing.T) {
 			for range 100 {
 				for i := 0; i+k.rows <= 64; i += k.rows {
 					for p := range ntiles {
-						k.f(&a[i*lda], lda, &b[p*kc*nr], &c[i*ldc+(p%ntiles)*nr], ldc, kc, true)
+						k.f(i, p)
 						n++
 					}
 				}
 			}
 			return float64(n) * 2 * float64(k.rows) * 32 * kc / (threadCPU() - s).Seconds() / 1e9
 		})
-		t.Logf("%-10s %6.1f GFLOP/cpu-s = %3.0f%% of its peak", k.name, g, 100*g/k.peak)
+		t.Logf("%-15s %6.1f GFLOP/cpu-s = %3.0f%% of its peak", k.name, g, 100*g/k.peak)
 	}
 }
