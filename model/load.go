@@ -20,8 +20,9 @@ type LoadOptions struct {
 	// BF16Weights keeps the matrices a checkpoint stores as BF16 in bfloat16
 	// in memory (half of float32), widened exactly inside the GEMM: the
 	// logits are bit-identical to float32 storage. Matrices stored in other
-	// dtypes stay float32. On the CPU the GEMM is about 10 % slower at large
-	// batches and faster when decoding, where it streams half the bytes.
+	// dtypes stay float32. On the CPU the GEMM is within a few % of float32
+	// at large batches and faster when decoding, where it streams half the
+	// bytes.
 	BF16Weights bool
 	// Backend holds the weights and computes the forward pass; nil means a
 	// CPU backend on all cores.

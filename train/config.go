@@ -37,7 +37,7 @@ type ModelConfig struct {
 	Path       string `mapstructure:"path" yaml:"path" doc:"HF model directory: config.json, safetensors weights (one file or sharded), tokenizer.json, tokenizer_config.json [, chat_template.jinja]"`
 	Name       string `mapstructure:"name" yaml:"name" doc:"base_model_name_or_path written into saved adapters (default: path)"`
 	DateString string `mapstructure:"date_string" yaml:"date_string" doc:"Llama-3.x chat template date_string, pinned for reproducibility"`
-	BF16       bool   `mapstructure:"bf16_weights" yaml:"bf16_weights" doc:"keep matrices stored as BF16 in the checkpoint in bfloat16 in memory: half the memory, bit-identical results; on the CPU about 10 % slower at large batches and faster when decoding (half the bytes to stream)"`
+	BF16       bool   `mapstructure:"bf16_weights" yaml:"bf16_weights" doc:"keep matrices stored as BF16 in the checkpoint in bfloat16 in memory: half the memory, bit-identical results; on the CPU within a few % of float32 at large batches and faster when decoding (half the bytes to stream)"`
 	Backend    string `mapstructure:"backend" yaml:"backend" doc:"where the forward passes run: auto (CUDA when an NVIDIA GPU and its libraries load, else the CPU; the log says which), cpu or cuda. Each backend is bit-identical to itself run to run; CPU and CUDA agree to float32 rounding, not bit for bit, so resume a run on the backend it started on"`
 }
 
