@@ -1,7 +1,6 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
-#include "gemm_kern_amd64.h"
 
 // Tall AVX-512 micro kernels: 12×32 and 8×32 tiles of C, for the rows of a
 // GEMM that come in whole groups (the 4×32 kernel takes the rest and the
@@ -60,8 +59,8 @@
 	VPBROADCASTD R11, Z31
 
 #define UNZIPIDX \
-	VMOVDQU32 bf16ZipLo<>(SB), Z24; \
-	VMOVDQU32 bf16ZipHi<>(SB), Z25
+	VMOVDQU32 ·bf16ZipLo(SB), Z24; \
+	VMOVDQU32 ·bf16ZipHi(SB), Z25
 
 // UNZIP(even, odd): a row's accumulators of even and odd columns become
 // columns 0-15 and 16-31 (Z24/Z25 from UNZIPIDX; Z26 scratch).
