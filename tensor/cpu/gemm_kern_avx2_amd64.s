@@ -8,10 +8,11 @@
 //
 // kernAVX2 and kernAVX2BF16 (gemm_kern_simd_amd64.go) in assembly: the 4×32
 // tile as two 4×16 halves, each in eight ymm accumulators Y0-Y7 (row r,
-// columns 8j..8j+7 of the half in Y(2r+j)), with the same fused
-// multiply-adds in the same k order (so the same bits): per k two panel
-// loads, four broadcasts straight from the A rows, eight VFMADD231PS; the k
-// loop unrolled four times.
+// columns 8j..8j+7 of the half in Y(2r+j); the bfloat16 kernel's even and
+// odd columns until UNZIP4), with the same fused multiply-adds in the same k
+// order (so the same bits): per k the half's panel (two loads of float32, or
+// one of bfloat16 widened by a shift and a mask), four broadcasts straight
+// from the A rows, eight VFMADD231PS; the k loop unrolled four times.
 //
 // Registers: SI, R8, R9, R10 the A rows (rows past the valid ones alias the
 // last valid one); DI the half's panel columns, DX its C columns; R11 the C

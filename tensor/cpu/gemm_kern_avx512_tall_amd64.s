@@ -44,7 +44,7 @@
 // odd ones, each a float32 with the bfloat16's bits on top. Widening each
 // half of the panel with VPMOVZXWD and a shift took four instructions, two
 // of them shuffles, and ran 10 % slower than the float32 kernel; this runs
-// within 3 % of it. The accumulators then hold even and odd columns (row r:
+// within 3-4 % of it. The accumulators then hold even and odd columns (row r:
 // Z2r the even, Z2r+1 the odd); UNZIP puts them back in column order before
 // C is touched. Every column gets the same fused multiply-adds in the same
 // order, so the bits are those of kernAVX512BF16.
