@@ -84,19 +84,13 @@
 	VPAND Y15, Y9, Y9; \
 	FMAS(aoff)
 
-// UNZIP4: the half's even and odd columns of each row become columns 0-7
-// and 8-15, as UNZIP8 in gemm_kern_avx2_tall_amd64.s (Y8, Y9 scratch).
-#define UNZIPROW(even, odd) \
-	VUNPCKLPS odd, even, Y8; \
-	VUNPCKHPS odd, even, Y9; \
-	VPERM2F128 $0x20, Y9, Y8, even; \
-	VPERM2F128 $0x31, Y9, Y8, odd
-
+// UNZIP4: the half's even and odd columns of each row back in order (UNZIPY
+// in gemm_kern_amd64.h; Y8, Y9 scratch).
 #define UNZIP4 \
-	UNZIPROW(Y0, Y1); \
-	UNZIPROW(Y2, Y3); \
-	UNZIPROW(Y4, Y5); \
-	UNZIPROW(Y6, Y7)
+	UNZIPY(Y0, Y1, Y8, Y9); \
+	UNZIPY(Y2, Y3, Y8, Y9); \
+	UNZIPY(Y4, Y5, Y8, Y9); \
+	UNZIPY(Y6, Y7, Y8, Y9)
 
 #define ADVANCE(bytes) \
 	ADDQ $bytes, R12; \

@@ -1,6 +1,7 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
+#include "gemm_kern_amd64.h"
 
 // func kernAVX2x6(a *float32, lda int, b, c *float32, ldc, kc int, acc bool)
 //
@@ -68,23 +69,15 @@
 	SHLQ $2, R11; \
 	MOVQ kc+40(FP), CX
 
-// UNZIP8(even, odd): a row's 8 even and 8 odd columns of a half become
-// its columns 0-7 and 8-15 (Y12, Y13 scratch): the in-lane interleaves give
-// columns 0-3 and 8-11 (low) and 4-7 and 12-15 (high), the lane selects put
-// them in order.
-#define UNZIP8(even, odd) \
-	VUNPCKLPS odd, even, Y12; \
-	VUNPCKHPS odd, even, Y13; \
-	VPERM2F128 $0x20, Y13, Y12, even; \
-	VPERM2F128 $0x31, Y13, Y12, odd
-
+// UNZIP6: each row's even and odd columns of the half back in order
+// (UNZIPY in gemm_kern_amd64.h; Y12, Y13 scratch).
 #define UNZIP6 \
-	UNZIP8(Y0, Y1); \
-	UNZIP8(Y2, Y3); \
-	UNZIP8(Y4, Y5); \
-	UNZIP8(Y6, Y7); \
-	UNZIP8(Y8, Y9); \
-	UNZIP8(Y10, Y11)
+	UNZIPY(Y0, Y1, Y12, Y13); \
+	UNZIPY(Y2, Y3, Y12, Y13); \
+	UNZIPY(Y4, Y5, Y12, Y13); \
+	UNZIPY(Y6, Y7, Y12, Y13); \
+	UNZIPY(Y8, Y9, Y12, Y13); \
+	UNZIPY(Y10, Y11, Y12, Y13)
 
 // ZERO6 clears the twelve accumulators of a half.
 #define ZERO6 \
