@@ -1,8 +1,9 @@
 // Macros shared by the assembly micro kernels.
 
-// A4ROWS (the 4-row kernels, whose frames begin a, lda, rows) sets SI, R8, R9, R10 to the four A rows of the tile; rows past the
-// valid ones alias the last valid row, so they compute a copy of it that is
-// never stored. AX is left holding lda in bytes; BX is clobbered.
+// A4ROWS (the 4-row kernels, whose frames begin a, lda, rows) sets SI, R8,
+// R9, R10 to the four A rows of the tile; rows past the valid ones alias the
+// last valid row, so they compute a copy of it that is never stored. AX is
+// left holding lda in bytes; BX is clobbered.
 #define A4ROWS \
 	MOVQ a+0(FP), SI; \
 	MOVQ lda+8(FP), AX; \
