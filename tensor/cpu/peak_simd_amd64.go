@@ -5,23 +5,25 @@ package cpu
 import "simd/archsimd"
 
 // PeakLoop returns the float32 FMA peak loop of the vector width a GEMM path
-// uses (the AVX-512 loop for "avx512", the 8-lane loop for "avx2") and its
-// lanes, for measuring what fraction of the machine's limit a kernel
-// reaches. loop(n) runs n iterations of 10 independent FMA chains (enough
-// to hide the FMA latency), 10·2·lanes FLOP each. ok is false for a path
-// without such a loop (portable, or a CPU without the instructions).
-func PeakLoop(path string) (loop func(n int) float32, lanes int, ok bool) {
+// uses (the AVX-512 loop for "avx512", the 8-lane loop for "avx2"), for
+// measuring what fraction of the machine's limit a kernel reaches. loop(n)
+// runs n iterations of chains independent FMA chains of lanes lanes (10:
+// enough to hide the FMA latency of two pipes), 2·lanes·chains FLOP each.
+// Chain i starts at i+1 and becomes c·m + a each iteration (m = 0.999999, a
+// = 1e-7); loop returns the sum of the chains' first lanes. ok is false for
+// a path without such a loop (portable, or a CPU without the instructions).
+func PeakLoop(path string) (loop func(n int) float32, lanes, chains int, ok bool) {
 	switch path {
 	case "avx512":
 		if archsimd.X86.AVX512() {
-			return fmaLoop16, 16, true
+			return fmaLoop16, 16, 10, true
 		}
 	case "avx2":
 		if archsimd.X86.AVX2() && archsimd.X86.FMA() {
-			return fmaLoop8, 8, true
+			return fmaLoop8, 8, 10, true
 		}
 	}
-	return nil, 0, false
+	return nil, 0, 0, false
 }
 
 func fmaLoop16(n int) float32 {

@@ -6,53 +6,7 @@ import (
 	"simd/archsimd"
 	"sync"
 	"time"
-
-	"github.com/meazo-go/meazo/tensor/cpu"
 )
-
-// fmaPeak measures the float32 FMA throughput, in GFLOP/s, of the vector
-// width a GEMM path uses: the AVX-512 loop for "avx512", the AVX2 (8-lane)
-// loop for "avx2". Each is a tight loop of independent FMA chains (10
-// accumulators, enough to hide the FMA latency) on each of threads
-// goroutines, best of nine short runs (the machine may be shared, and a peak
-// is a best case). The portable path has no peak to compare with: it is
-// scalar Go without fused multiply-adds (gflops 0).
-func fmaPeak(threads int, path string) (gflops float64, what string) {
-	loop, lanes, ok := cpu.PeakLoop(path)
-	if !ok {
-		return 0, "n/a for path " + path + " (scalar Go, no vector FMA loop to compare with)"
-	}
-	what = "AVX-512 FMA loop"
-	if lanes == 8 {
-		what = "AVX2 (8-lane) FMA loop"
-	}
-	return bestOf(threads, lanes, loop), what
-}
-
-const peakIters = 4_000_000
-
-// bestOf runs loop (10 FMAs of the given lanes per iteration) on threads
-// goroutines nine times and returns the best GFLOP/s.
-func bestOf(threads, lanes int, loop func(int) float32) float64 {
-	best := 0.0
-	for range 9 {
-		var wg sync.WaitGroup
-		start := now()
-		var sink [64]float32
-		for t := range threads {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sink[t%64] = loop(peakIters)
-			}()
-		}
-		wg.Wait()
-		sec := now() - start
-		_ = sink
-		best = max(best, float64(threads)*peakIters*10*2*float64(lanes)/sec/1e9)
-	}
-	return best
-}
 
 // readBandwidth measures how fast threads goroutines read memory, in GB/s:
 // each sums its share of a 256 MiB array (far larger than any cache) with
