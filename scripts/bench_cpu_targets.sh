@@ -12,7 +12,7 @@
 # M = 1024; forward >= 85 %; step within 1.05x of two forwards. Every
 # figure depends on the machine being quiet: the load average is printed
 # before each part, and a part run above the thread count is contended.
-# Needs MEAZO_SHARED (default ../shared) for the published configs, and Go.
+# Needs Go (meazo-bench carries the published configs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +25,6 @@ while [ $# -gt 0 ]; do
 	*) echo "bench_cpu_targets.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-export MEAZO_SHARED=${MEAZO_SHARED:-../shared}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -24,21 +23,6 @@ func init() {
 	register("forward", "full-model forward time, tokens/s, GFLOP/s and peak RSS on random weights", runForward)
 }
 
-// benchConfig resolves a -model flag: a short name of a published config
-// (under $MEAZO_SHARED/fixtures/models/full-configs, default ../shared), or
-// a path to a config.json.
-func benchConfig(name string) (*model.Config, error) {
-	path := name
-	if dir, ok := fullConfigs[name]; ok {
-		shared := os.Getenv("MEAZO_SHARED")
-		if shared == "" {
-			shared = "../shared"
-		}
-		path = filepath.Join(shared, "fixtures", "models", "full-configs", dir, "config.json")
-	}
-	return model.LoadConfig(path)
-}
-
 // bf16Usage documents -bf16 of forward and zostep.
 const bf16Usage = "random weights rounded to bfloat16 and kept so in memory, as a BF16 checkpoint (the published ones) with model.bf16_weights"
 
@@ -49,10 +33,6 @@ func weightsName(bf16 bool) string {
 	}
 	return "float32"
 }
-
-// fullConfigs maps the short model names to their published config.json,
-// under $MEAZO_SHARED/fixtures/models/full-configs.
-var fullConfigs = map[string]string{"llama1b": "Llama-3.2-1B", "qwen06b": "Qwen3-0.6B"}
 
 func runForward(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
