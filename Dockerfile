@@ -29,7 +29,8 @@ COPY --from=build /out/share/meazo/ /opt/meazo/
 ENV MEAZO_TRAIN=meazo-train MEAZO_PLOT=meazo-plot
 USER meazo
 WORKDIR /work
-# /models: HF model downloads (read-only is fine); /data: datasets;
-# /work: run directories, sweeps and plots (writable by the container's user).
+# /work: the working directory, where a config's relative paths point: the
+# shipped configs read models/ and data/ and write runs/ there, so mount those
+# three under /work (docs/DOCKER.md). /models and /data: for absolute paths.
 VOLUME ["/work"]
 CMD ["meazo-train", "--demo"]
