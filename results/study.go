@@ -179,9 +179,10 @@ func (c cell) value() string {
 	return s
 }
 
-// Markdown is one table per adapter kind (Table 1: LoRA, Table 2: prompt
-// tuning, as in the paper): rows are experiments, columns optimizers; then
-// the runs still missing, so that a partial report says it is partial.
+// Markdown is one table per adapter kind (the paper's Table 1 is LoRA, its
+// Table 2 prompt tuning), numbered in the order the experiments first use
+// each kind: rows are experiments, columns optimizers; then the runs still
+// missing, so that a partial report says it is partial.
 func (rep *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (lowest validation loss) of each seed, mean ± sample std over seeds,\n" +
