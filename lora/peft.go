@@ -45,6 +45,10 @@ func (c *PEFTConfig) Scale() float32 {
 // supportedTargets are the projections this model can adapt.
 var supportedTargets = []string{"q_proj", "v_proj"}
 
+// SupportedTargets lists the projections an adapter can target, in the
+// architecture's order.
+func SupportedTargets() []string { return slices.Clone(supportedTargets) }
+
 // ReadPEFTConfig reads and checks adapter_config.json.
 func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 	b, err := os.ReadFile(path)

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/meazo-go/meazo/lora"
+
 	"github.com/meazo-go/meazo/internal/suggest"
 )
 
@@ -50,7 +52,7 @@ type TaskConfig struct {
 	MaxTrain      int    `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2 all)"`
 	MaxValidation int    `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2 all)"`
 	MaxTest       int    `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
-	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (DATA.md's XSum filter; applied to every task, where for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
+	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (the paper's filter for XSum; applied to every task, where for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
 	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
 }
 
@@ -58,7 +60,7 @@ type AdapterConfig struct {
 	Kind          string   `mapstructure:"kind" yaml:"kind" doc:"lora or prompt (prompt tuning)"`
 	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
 	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r"`
-	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections"`
+	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections: one or more of q_proj, v_proj"`
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: TEXT initialisation (empty: the task's system prompt)"`
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer, estimated one at a time with prefix caching (paper Alg. 3); LoRA only"`
@@ -71,11 +73,11 @@ type OptimizerConfig struct {
 	Eps         float64 `mapstructure:"eps" yaml:"eps" doc:"perturbation scale ε"`
 	Q           int     `mapstructure:"q" yaml:"q" doc:"directions per step (fzoo needs at least 2)"`
 	Dist        string  `mapstructure:"dist" yaml:"dist" doc:"noise: normal, sphere, rademacher or ternary; empty: the optimizer's default (rademacher for fzoo, as its reference; normal otherwise)"`
-	Beta1       float64 `mapstructure:"beta1" yaml:"beta1" doc:"zo-adam / radazo first-moment decay (0 allowed for zo-adam)"`
-	Beta2       float64 `mapstructure:"beta2" yaml:"beta2" doc:"zo-adam / radazo second-moment decay"`
-	Beta        float64 `mapstructure:"beta" yaml:"beta" doc:"meazo second-moment decay"`
+	Beta1       float64 `mapstructure:"beta1" yaml:"beta1" doc:"zo-adam / radazo first-moment decay, in [0, 1)"`
+	Beta2       float64 `mapstructure:"beta2" yaml:"beta2" doc:"zo-adam / radazo second-moment decay, in [0, 1)"`
+	Beta        float64 `mapstructure:"beta" yaml:"beta" doc:"meazo second-moment decay, in [0, 1)"`
 	Zeta        float64 `mapstructure:"zeta" yaml:"zeta" doc:"meazo denominator constant ζ"`
-	Momentum    float64 `mapstructure:"momentum" yaml:"momentum" doc:"zo-sgd momentum (0: none)"`
+	Momentum    float64 `mapstructure:"momentum" yaml:"momentum" doc:"zo-sgd momentum, in [0, 1) (0: none)"`
 	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay" doc:"zo-sgd weight decay λ"`
 	BiasCorrect bool    `mapstructure:"bias_correction" yaml:"bias_correction" doc:"radazo: apply Adam's bias correction (the reference code does not)"`
 }
@@ -301,6 +303,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("adapter.virtual_tokens must be positive")
 	case c.Adapter.Kind == "lora" && (c.Adapter.R < 1 || !(c.Adapter.Alpha > 0)):
 		return fmt.Errorf("adapter.r must be at least 1 and adapter.alpha positive (got %d, %g)", c.Adapter.R, c.Adapter.Alpha)
+	case c.Adapter.Kind == "lora" && !validTargets(c.Adapter.Targets):
+		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once", c.Adapter.Targets, lora.SupportedTargets())
 	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
 		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Optimizer.Name)
 	case !(c.Optimizer.LR > 0) || math.IsInf(c.Optimizer.LR, 0):
@@ -324,7 +328,27 @@ func (c *Config) Validate() error {
 	case c.Output.Dir == "":
 		return fmt.Errorf("output.dir is required")
 	}
+	// The optimizers' moving averages need decays in [0, 1).
+	for _, d := range []struct {
+		key string
+		v   float64
+	}{{"optimizer.beta1", c.Optimizer.Beta1}, {"optimizer.beta2", c.Optimizer.Beta2}, {"optimizer.beta", c.Optimizer.Beta}, {"optimizer.momentum", c.Optimizer.Momentum}} {
+		if !(d.v >= 0 && d.v < 1) {
+			return fmt.Errorf("%s must be in [0, 1), got %g", d.key, d.v)
+		}
+	}
 	return nil
+}
+
+// validTargets reports whether ts names one or more projections an adapter
+// can target, none twice.
+func validTargets(ts []string) bool {
+	for i, t := range ts {
+		if !slices.Contains(lora.SupportedTargets(), t) || slices.Contains(ts[:i], t) {
+			return false
+		}
+	}
+	return len(ts) > 0
 }
 
 // YAML renders the resolved config (written into the run directory).

@@ -341,6 +341,12 @@ func TestConfigValueErrors(t *testing.T) {
 		{"scalar for a list", cfg, []string{"adapter.targets=q_proj"}, []string{"--set adapter.targets", "list"}},
 		{"invalid value by --set", cfg, []string{"optimizer.lr=-1"}, []string{"--set: optimizer.lr must be positive"}},
 		{"huge int", cfg, []string{"train.steps=1e30"}, []string{"--set train.steps", "out of range"}},
+		{"beta1 of 1.5", cfg, []string{"optimizer.name=zo-adam", "optimizer.beta1=1.5"}, []string{"--set: optimizer.beta1 must be in [0, 1), got 1.5"}},
+		{"beta of 1", cfg, []string{"optimizer.beta=1"}, []string{"--set: optimizer.beta must be in [0, 1), got 1"}},
+		{"negative momentum", cfg, []string{"optimizer.momentum=-0.1"}, []string{"--set: optimizer.momentum must be in [0, 1), got -0.1"}},
+		{"unknown target", cfg, []string{"adapter.targets=[q_proj,k_proj]"}, []string{"--set: adapter.targets [q_proj k_proj]: want one or more of [q_proj v_proj], each once"}},
+		{"target twice", cfg, []string{"adapter.targets=[v_proj,v_proj]"}, []string{"--set: adapter.targets", "each once"}},
+		{"no target", cfg, []string{"adapter.targets=[]"}, []string{"--set: adapter.targets", "one or more"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
