@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -48,7 +49,7 @@ func runForward(args []string, stdout io.Writer) error {
 	bf16 := fs.Bool("bf16", false, bf16Usage)
 	lossAll := fs.Bool("loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *lossAll {
 		*logits = false

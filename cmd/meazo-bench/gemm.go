@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
@@ -44,7 +45,7 @@ func runGEMM(args []string, stdout io.Writer) error {
 	path := fs.String("path", "", "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $"+cpu.GEMMEnv+")")
 	tile := fs.Int("tile", 0, "tallest tile in rows: 4, 8 or 12 on avx512, 4 or 6 on avx2 (default: calibrated, or $"+cpu.GEMMTileEnv+"; same bits for every height)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *path != "" {
 		if err := cpu.SetGEMMPath(*path); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -35,7 +36,7 @@ func runZOAgree(args []string, stdout io.Writer) error {
 	epsList := fs.String("eps", "1e-3,1e-6", "comma-separated perturbation scales ε")
 	shape := fs.String("shape", "4x32", "BxT batch of random tokens; the second half of each row is supervised")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *dir == "" {
 		return fmt.Errorf("-model is required")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -34,7 +35,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	bf16 := fs.Bool("bf16", false, bf16Usage)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	be, err := backends.Open(*backend, *threads, stdout)
 	if err != nil {

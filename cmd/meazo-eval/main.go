@@ -49,7 +49,7 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 	in := fs.String("in", "-", "input JSON Lines file (- for stdin)")
 	out := fs.String("out", "-", "output JSON Lines file (- for stdout); written atomically")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *metric != "squad" && *metric != "rouge" {
 		return fmt.Errorf("--metric must be squad or rouge, got %q", *metric)

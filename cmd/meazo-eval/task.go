@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
@@ -31,7 +32,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *modelDir == "" || *task == "" || *dataPath == "" {
 		return fmt.Errorf("--model, --task and --data are required")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -30,7 +31,7 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *model == "" || *path == "" {
 		return errors.New("--model and --data are required")

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -103,7 +104,7 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional)`)
 	outPath := fs.String("out", "", "output safetensors: logits F32 [B,T,V]; loss F32 [1] and loss_per_seq F32 [B] when labels are given")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *input == "" || *outPath == "" {
 		return fmt.Errorf("--input and --out are required")
@@ -147,7 +148,7 @@ func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
 	maxNew := fs.Int("max-new-tokens", 32, "number of tokens to generate at most")
 	stopList := fs.String("stop", "", "comma-separated stop token ids (default: the config's eos_token_id; \"none\" disables)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *input == "" {
 		return fmt.Errorf("--input is required")

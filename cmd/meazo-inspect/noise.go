@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -26,10 +27,10 @@ func runNoise(args []string, _ io.Reader, stdout io.Writer) error {
 	distName := fs.String("dist", "normal", "normal, sphere, rademacher or ternary")
 	n := fs.Int("n", 8, "number of elements (the group's dimension, which matters for sphere)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	dist, err := zo.ParseDist(*distName)
 	if err != nil {

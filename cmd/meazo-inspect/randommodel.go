@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
 )
 
@@ -20,7 +21,7 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	seed := fs.Uint64("seed", 1, "random seed")
 	std := fs.Float64("std", 0.02, "standard deviation of the weight matrices")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *cfgPath == "" || *out == "" {
 		return fmt.Errorf("--config and --out are required")

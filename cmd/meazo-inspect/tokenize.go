@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -51,10 +52,10 @@ func runTokenize(args []string, stdin io.Reader, stdout io.Writer) error {
 // --model names.
 func loadModelFlag(fs *flag.FlagSet, args []string, dir *string) (*tokenizer.Tokenizer, error) {
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, cli.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if *dir == "" {
 		return nil, errors.New("--model DIR is required")

@@ -31,10 +31,10 @@ func init() {
 // name and creates the output directory.
 func loadRuns(fs *flag.FlagSet, args []string, out *string) ([]sweep.Run, error) {
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, cli.Usage(err)
 	}
 	if fs.NArg() == 0 {
-		return nil, errors.New("no run or sweep directories given")
+		return nil, cli.Usage(errors.New("no run or sweep directories given"))
 	}
 	runs, err := results.Load(fs.Args(), warn)
 	if err != nil {
@@ -69,10 +69,10 @@ func drawCmd(name, synopsis string, smoothing bool, draw func(runs []sweep.Run, 
 func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
 	fs, out := newFlags("vt", "[--out DIR] RUN_DIR")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {
-		return errors.New("want exactly one run directory")
+		return cli.Usage(errors.New("want exactly one run directory"))
 	}
 	r, err := sweep.LoadSummary(fs.Arg(0))
 	if err != nil {

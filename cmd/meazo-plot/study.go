@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/results"
 	"github.com/meazo-go/meazo/sweep"
@@ -26,10 +27,10 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	smooth := smoothFlag(fs)
 	png := fs.Bool("png", true, "also write PNGs of the figures (needs rsvg-convert or ImageMagick's convert)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {
-		return errors.New("want one study file")
+		return cli.Usage(errors.New("want one study file"))
 	}
 	st, err := sweep.LoadStudy(fs.Arg(0))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -28,10 +29,14 @@ func init() {
 //	resume    no finished summary but a checkpoint: continue with --resume
 //	new       neither: start it
 func cmdSweepStatus(args []string, _ io.Reader, stdout io.Writer) error {
-	if len(args) != 1 {
-		return errors.New("want exactly one run directory")
+	fs := flagSet("sweep-status", "RUN_DIR")
+	if err := fs.Parse(args); err != nil {
+		return cli.Usage(err)
 	}
-	status, err := sweep.ScriptStatus(args[0])
+	if fs.NArg() != 1 {
+		return cli.Usage(errors.New("want exactly one run directory"))
+	}
+	status, err := sweep.ScriptStatus(fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -43,10 +48,10 @@ func cmdSweepFine(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flagSet("sweep-fine", "--coarse LIST ETA")
 	coarseList := fs.String("coarse", "", "the coarse grid, rates separated by spaces or commas")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {
-		return errors.New("want η* as the one argument")
+		return cli.Usage(errors.New("want η* as the one argument"))
 	}
 	coarse, err := sweep.ParseRates("--coarse", *coarseList)
 	if err != nil {
@@ -74,10 +79,10 @@ func cmdSweepSelect(args []string, _ io.Reader, stdout io.Writer) error {
 	coarseList := fs.String("coarse", "", "the coarse grid, to label each rate's stage in sweep.json")
 	write := fs.String("write", "", "write the sweep summary to this file (sweep.json)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {
-		return errors.New("want exactly one sweep directory")
+		return cli.Usage(errors.New("want exactly one sweep directory"))
 	}
 	rates, err := sweep.ParseRates("--rates", *rateList)
 	if err != nil {

@@ -67,10 +67,10 @@ func newCommands(log io.Writer) *cli.Set {
 	s.Register("doc", "print the study file's keys", func(args []string, _ io.Reader, stdout io.Writer) error {
 		fs := newFlags("doc", "", log)
 		if err := fs.Parse(args); err != nil {
-			return err
+			return cli.Usage(err)
 		}
 		if fs.NArg() != 0 {
-			return errors.New("takes no arguments")
+			return cli.Usage(errors.New("takes no arguments"))
 		}
 		_, err := fmt.Fprint(stdout, sweep.StudyDoc())
 		return err
@@ -97,10 +97,10 @@ func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
 // file, and loads the study; it returns the file's path too.
 func loadStudy(fs *flag.FlagSet, args []string) (*sweep.Study, string, error) {
 	if err := fs.Parse(args); err != nil {
-		return nil, "", err
+		return nil, "", cli.Usage(err)
 	}
 	if fs.NArg() != 1 {
-		return nil, "", errors.New("want one study file")
+		return nil, "", cli.Usage(errors.New("want one study file"))
 	}
 	st, err := sweep.LoadStudy(fs.Arg(0))
 	return st, fs.Arg(0), err

@@ -107,7 +107,7 @@ func runTrace(args []string, stdout, log io.Writer) error {
 	fs := newFlags("trace", "--spec SPEC.json", log)
 	specPath := fs.String("spec", "", "SPEC.json")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *specPath == "" {
 		return fmt.Errorf("--spec is required")

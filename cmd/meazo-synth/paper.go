@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/zo"
 )
@@ -35,7 +36,7 @@ func runPaper(args []string, logw io.Writer) error {
 	out := fs.String("out", "", "output directory (created)")
 	quick := fs.Bool("quick", false, "small version (3 seeds, fewer steps, d up to 100) for a smoke test")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if *out == "" {
 		return fmt.Errorf("--out is required")

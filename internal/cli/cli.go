@@ -76,7 +76,8 @@ func (s *Set) Main() {
 
 // Exec runs the subcommand named by args[0] with the rest of args and
 // returns the exit status Main exits with: 0 when it succeeds (and for -h),
-// 2 for a usage error (no or an unknown subcommand; the usage is printed),
+// 2 for a usage error (no or an unknown subcommand, for which the usage is
+// printed, or a UsageError from the subcommand: a flag that does not parse),
 // and 1, or what ExitStatus maps its error to, when it fails, the error
 // printed on one line after the program's and the subcommand's names. The
 // usage and the error go to stderr; it is Main without the exit, for tests.
@@ -99,6 +100,9 @@ func (s *Set) Exec(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return 0
 	}
 	fmt.Fprintf(stderr, "%s %s: %v\n", s.program, args[0], err)
+	if ue := (*UsageError)(nil); errors.As(err, &ue) {
+		return 2
+	}
 	if s.exitStatus != nil {
 		return s.exitStatus(err)
 	}
@@ -136,4 +140,21 @@ func LowGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(10)
 	}
+}
+
+// UsageError is an error in a subcommand's command line: a flag that does
+// not parse, or arguments of the wrong number. Exec exits 2 for it, as for
+// an unknown subcommand, and 1 for a failure of the work itself.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usage marks err as a command-line error (nil stays nil; flag.ErrHelp, from
+// -h, still exits 0).
+func Usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &UsageError{err}
 }

@@ -13,7 +13,8 @@ import (
 var errStopped = errors.New("stopped")
 
 // testSet is a program with a subcommand that succeeds, one that fails,
-// one whose error maps to 3, and one that parses flags (-h).
+// one whose error maps to 3, and one that parses flags (-h) and takes no
+// arguments.
 func testSet() *Set {
 	s := New("prog", "command")
 	s.Register("ok", "succeeds", func(_ []string, _ io.Reader, stdout io.Writer) error {
@@ -27,7 +28,13 @@ func testSet() *Set {
 	s.Register("flags", "parses flags", func(args []string, _ io.Reader, _ io.Writer) error {
 		fs := flag.NewFlagSet("flags", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		return fs.Parse(args)
+		if err := fs.Parse(args); err != nil {
+			return Usage(err)
+		}
+		if fs.NArg() > 0 {
+			return Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+		}
+		return nil
 	})
 	s.ExitStatus(func(err error) int {
 		if errors.Is(err, errStopped) {
@@ -51,7 +58,8 @@ func TestExec(t *testing.T) {
 		{[]string{"fail"}, 1, "", "prog fail: broken\n"},
 		{[]string{"stop"}, 3, "", "prog stop: study: stopped\n"},
 		{[]string{"flags", "-h"}, 0, "", ""},
-		{[]string{"flags", "-x"}, 1, "", "prog flags: flag provided but not defined: -x\n"},
+		{[]string{"flags", "-x"}, 2, "", "prog flags: flag provided but not defined: -x\n"},
+		{[]string{"flags", "a"}, 2, "", "prog flags: unexpected argument \"a\"\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		status := testSet().Exec(tc.args, nil, &stdout, &stderr)
