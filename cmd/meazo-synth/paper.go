@@ -34,7 +34,7 @@ type paperConfig struct {
 func runPaper(args []string, logw io.Writer) error {
 	fs := newFlags("paper", "--out DIR [--quick]", logw)
 	out := fs.String("out", "", "output directory (created)")
-	quick := fs.Bool("quick", false, "small version (3 seeds, fewer steps, d up to 100) for a smoke test")
+	quick := fs.Bool("quick", false, "small version (3 seeds, 300 steps, 4 rates, d = 9 and 25) for a smoke test")
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
 	}
