@@ -166,9 +166,9 @@ func bandSeries(m sweep.Method, name string, b Band) plot.Series {
 // Robustness draws the paper's step-size robustness figures: per method, the
 // best and the last validation loss against η/η*, where η* is the method's
 // own selected rate (sweep.EtaStar), so that methods with different scales of
-// rate share one axis. A rate at which some seed diverged is marked with a
-// cross on the top edge; its line point is the mean of the seeds that did not
-// diverge, if any. The figures are robustness_best.svg and robustness_last.svg.
+// rate share one axis. A rate at which some seed diverged or failed is marked
+// with a cross on the top edge; its line point is the mean of the seeds that
+// finished, if any. The figures are robustness_best.svg and robustness_last.svg.
 func Robustness(runs []sweep.Run) ([]Figure, error) {
 	setting, err := sweep.Setting(runs)
 	if err != nil {
@@ -211,7 +211,7 @@ func Robustness(runs []sweep.Run) ([]Figure, error) {
 				s.Y = append(s.Y, mean)
 				s.Lo = append(s.Lo, mean-2*std)
 				s.Hi = append(s.Hi, mean+2*std)
-				if r.Diverged > 0 {
+				if r.Diverged > 0 || r.Failed > 0 {
 					anyDiverged = true
 					div.X = append(div.X, x)
 					div.Y = append(div.Y, math.Inf(1))
@@ -228,7 +228,7 @@ func Robustness(runs []sweep.Run) ([]Figure, error) {
 	}
 	note := "Line: mean over the seeds that did not diverge; shading: mean ± 2 sample standard deviations."
 	if anyDiverged {
-		note += "\n× on the top edge: a rate at which at least one seed diverged (such a rate cannot be η*)."
+		note += "\n× on the top edge: a rate at which at least one seed diverged or failed (such a rate cannot be η*)."
 	}
 	if len(skipped) > 0 {
 		note += "\nNot drawn: " + strings.Join(skipped, ", ") + "."

@@ -19,12 +19,14 @@ import (
 	"github.com/meazo-go/meazo/sweep"
 )
 
-// Dirs turns each argument into run directories: a run directory (it has
+// sources turns each argument into run directories: a run directory (it has
 // summary.json) stands for itself; a sweep directory for the runs its
 // sweep.json lists, or, before sweep.json exists, for every subdirectory that
-// has a summary.json. So a user can name a whole sweep, finished or not.
-func Dirs(args []string) ([]string, error) {
-	var dirs []string
+// has a summary.json. So a user can name a whole sweep, finished or not. The
+// runs sweep.json lists as failed (no result) come back as Runs marked
+// Failed, with the sweep's setting, so that the figures choose η* as the
+// sweep did: a rate with a seed missing cannot be it.
+func sources(args []string) (dirs []string, failed []sweep.Run, err error) {
 	for _, arg := range args {
 		if exists(filepath.Join(arg, rundir.SummaryFile)) {
 			dirs = append(dirs, arg)
@@ -33,15 +35,18 @@ func Dirs(args []string) ([]string, error) {
 		if path := filepath.Join(arg, sweep.SweepFile); exists(path) {
 			sw, err := sweep.ReadSweep(path)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for _, r := range sw.Rates {
 				for _, s := range r.Seeds {
-					if s.Failed {
-						continue // no result (meazo-sweep: the run failed); sweep.json says so
-					}
 					if s.Dir == "" {
-						return nil, fmt.Errorf("%s: lr %g seed %d has no \"dir\"", path, r.LR, s.Seed)
+						return nil, nil, fmt.Errorf("%s: lr %g seed %d has no \"dir\"", path, r.LR, s.Seed)
+					}
+					if s.Failed {
+						failed = append(failed, sweep.Run{Dir: filepath.Join(arg, s.Dir), Failed: true, Summary: sweep.Summary{
+							Model: sw.Model, Task: sw.Task, Adapter: sw.Adapter, Grouped: sw.Grouped,
+							Optimizer: sw.Optimizer, LR: r.LR, Seed: s.Seed}})
+						continue
 					}
 					dirs = append(dirs, filepath.Join(arg, s.Dir))
 				}
@@ -50,7 +55,7 @@ func Dirs(args []string) ([]string, error) {
 		}
 		entries, err := os.ReadDir(arg)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", arg, err)
+			return nil, nil, fmt.Errorf("read %s: %w", arg, err)
 		}
 		n := len(dirs)
 		for _, e := range entries {
@@ -59,10 +64,10 @@ func Dirs(args []string) ([]string, error) {
 			}
 		}
 		if len(dirs) == n {
-			return nil, fmt.Errorf("%s: not a run directory (no summary.json) nor a sweep directory (no sweep.json, no subdirectory with a summary.json)", arg)
+			return nil, nil, fmt.Errorf("%s: not a run directory (no summary.json) nor a sweep directory (no sweep.json, no subdirectory with a summary.json)", arg)
 		}
 	}
-	return dirs, nil
+	return dirs, failed, nil
 }
 
 func exists(path string) bool {
@@ -70,11 +75,13 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// Load loads the runs the arguments name (see Dirs). Runs that failed
-// (neither finished nor diverged) are left out with a warning, since their
-// numbers describe a run that did not happen as configured.
+// Load loads the runs the arguments name (see sources). A run directory
+// whose run did not finish is left out with a warning, since its numbers
+// describe a run that did not happen as configured; the failed runs a
+// sweep.json lists come back marked Failed (no numbers, only their rate and
+// seed), for the choice of η*.
 func Load(args []string, warn func(string)) ([]sweep.Run, error) {
-	dirs, err := Dirs(args)
+	dirs, failed, err := sources(args)
 	if err != nil {
 		return nil, err
 	}
@@ -93,31 +100,36 @@ func Load(args []string, warn func(string)) ([]sweep.Run, error) {
 	if len(runs) == 0 {
 		return nil, errors.New("no finished runs in " + strings.Join(args, " "))
 	}
-	return runs, nil
+	return append(runs, failed...), nil
 }
 
 // AtBestRate keeps, for each method run at several learning rates, only the
 // runs at its η* (sweep.EtaStar): loss curves compare optimizers each at its
 // own best rate, as the paper does. It also returns a legend suffix per
-// method saying so. A method with a diverged seed at every rate keeps its
-// smallest rate, so that its curve still shows how it fails.
+// method saying so. A method with a diverged or failed seed at every rate
+// keeps its smallest rate, so that its curve still shows how it fails.
+// Failed runs count in the choice of η* (their rate cannot be it) but are
+// not kept: they have nothing to draw.
 func AtBestRate(runs []sweep.Run) ([]sweep.Run, map[sweep.Method]string) {
 	ms, groups := sweep.ByMethod(runs)
 	var kept []sweep.Run
 	notes := map[sweep.Method]string{}
 	for _, m := range ms {
 		rates := sweep.RateStatsOf(groups[m])
+		i := 0
 		if len(rates) == 1 {
-			kept = append(kept, rates[0].Runs...)
 			notes[m] = fmt.Sprintf(", η=%s", sweep.LRString(rates[0].LR))
-			continue
+		} else {
+			if i = sweep.EtaStar(rates); i < 0 {
+				i = 0 // every rate diverged or failed somewhere: show the smallest
+			}
+			notes[m] = fmt.Sprintf(", η*=%s of %d rates", sweep.LRString(rates[i].LR), len(rates))
 		}
-		i := sweep.EtaStar(rates)
-		if i < 0 {
-			i = 0 // every rate diverged somewhere: show the smallest
+		for _, r := range rates[i].Runs {
+			if !r.Failed {
+				kept = append(kept, r)
+			}
 		}
-		kept = append(kept, rates[i].Runs...)
-		notes[m] = fmt.Sprintf(", η*=%s of %d rates", sweep.LRString(rates[i].LR), len(rates))
 	}
 	return kept, notes
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -117,9 +118,10 @@ func TestMemoryTable(t *testing.T) {
 	}
 }
 
-// TestDirs: a run directory stands for itself, a sweep directory for what
-// its sweep.json lists (failed runs left out) or else its run subdirectories.
-func TestDirs(t *testing.T) {
+// TestSources: a run directory stands for itself, a sweep directory for what
+// its sweep.json lists (failed runs as Failed Runs with the sweep's setting)
+// or else its run subdirectories.
+func TestSources(t *testing.T) {
 	root := t.TempDir()
 	mk := func(dir string) {
 		os.MkdirAll(dir, 0o755)
@@ -129,11 +131,12 @@ func TestDirs(t *testing.T) {
 	mk(filepath.Join(root, "open", "a"))
 	mk(filepath.Join(root, "open", "b"))
 	os.MkdirAll(filepath.Join(root, "open", "c"), 0o755) // no summary yet
-	sw := sweep.Sweep{Rates: []sweep.SweepRate{{LR: 1e-4, Seeds: []sweep.SweepSeed{{Seed: 0, Dir: "x"}, {Seed: 1, Dir: "y", Failed: true}}}}}
+	sw := sweep.Sweep{Optimizer: "meazo", Grouped: true, Model: "m", Task: "squad", Adapter: "lora",
+		Rates: []sweep.SweepRate{{LR: 1e-4, Seeds: []sweep.SweepSeed{{Seed: 0, Dir: "x"}, {Seed: 1, Dir: "y", Failed: true}}}}}
 	os.MkdirAll(filepath.Join(root, "closed"), 0o755)
 	b, _ := json.Marshal(sw)
 	os.WriteFile(filepath.Join(root, "closed", "sweep.json"), b, 0o644)
-	got, err := Dirs([]string{filepath.Join(root, "run"), filepath.Join(root, "open"), filepath.Join(root, "closed")})
+	got, failed, err := sources([]string{filepath.Join(root, "run"), filepath.Join(root, "open"), filepath.Join(root, "closed")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +144,44 @@ func TestDirs(t *testing.T) {
 		got[i], _ = filepath.Rel(root, got[i])
 	}
 	if want := []string{"run", "open/a", "open/b", "closed/x"}; !slices.Equal(got, want) {
-		t.Errorf("Dirs = %v, want %v", got, want)
+		t.Errorf("dirs = %v, want %v", got, want)
 	}
-	if _, err := Dirs([]string{filepath.Join(root, "open", "c")}); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+	want := sweep.Run{Dir: filepath.Join(root, "closed", "y"), Failed: true, Summary: sweep.Summary{
+		Model: "m", Task: "squad", Adapter: "lora", Grouped: true, Optimizer: "meazo", LR: 1e-4, Seed: 1}}
+	if len(failed) != 1 || !reflect.DeepEqual(failed[0], want) {
+		t.Errorf("failed = %+v, want [%+v]", failed, want)
+	}
+	if _, _, err := sources([]string{filepath.Join(root, "open", "c")}); err == nil || !strings.Contains(err.Error(), "not a run directory") {
 		t.Errorf("empty directory: %v", err)
+	}
+}
+
+// TestFailedSeedRules: a rate with a failed seed cannot be η* in the
+// figures, as in the table and sweep.json, even when the seeds that finished
+// there did best; the failed run is not drawn, and the robustness figure
+// marks its rate.
+func TestFailedSeedRules(t *testing.T) {
+	failed := run("meazo", false, 1e-3, 1, 0, false)
+	failed.Failed, failed.BestValLoss, failed.LastValLoss = true, nil, nil
+	runs := []sweep.Run{
+		run("meazo", false, 1e-3, 0, 0.5, false), failed,
+		run("meazo", false, 1e-4, 0, 1.0, false), run("meazo", false, 1e-4, 1, 1.2, false),
+	}
+	kept, notes := AtBestRate(runs)
+	if len(kept) != 2 || kept[0].LR != 1e-4 || kept[1].LR != 1e-4 || !strings.Contains(notes[kept[0].Method()], "η*=1e-4") {
+		t.Errorf("AtBestRate kept %+v (%v), want the two 1e-4 runs", kept, notes)
+	}
+	alone, _ := AtBestRate([]sweep.Run{run("meazo", false, 1e-3, 0, 0.5, false), failed})
+	if len(alone) != 1 || alone[0].Failed {
+		t.Errorf("one rate with a failed seed: kept %+v, want the finished seed only", alone)
+	}
+	figs, err := Robustness(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := figs[0].Figure
+	if len(f.Series) != 2 || len(f.Series[1].X) != 1 || f.Series[1].X[0] != 10 || !strings.Contains(f.Note, "diverged or failed") {
+		t.Errorf("robustness: series %+v, note %q; want the 1e-3 rate (η/η* = 10) marked", f.Series, f.Note)
 	}
 }
 

@@ -67,12 +67,13 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 			return nil, fmt.Errorf("sweep %s: %w", sp.Name, err)
 		}
 		c := cell{exp: sp.Exp.Name, optimizer: sp.Optimizer, seeds: len(sp.Exp.Seeds)}
-		var runs []sweep.Run
+		var runs, failed []sweep.Run
 		specs := ss.Runs()
 		all := sp.Results(specs, ss.States)
 		for i, r := range specs {
 			if all[i].Failed {
 				c.missing = append(c.missing, fmt.Sprintf("%s (%s)", r.Dir, ss.States[r.Dir].Status))
+				failed = append(failed, all[i])
 			} else {
 				runs = append(runs, all[i])
 			}
@@ -90,6 +91,13 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		if len(runs) == 0 {
 			rep.cells = append(rep.cells, c)
 			continue
+		}
+		// The failed runs go to the figures too, with their sweep's setting,
+		// so that the figures choose η* as this table does: a rate with a
+		// seed missing cannot be it.
+		for _, f := range failed {
+			f.Model, f.Task, f.Adapter, f.Grouped = runs[0].Model, runs[0].Task, runs[0].Adapter, runs[0].Grouped
+			e.Runs = append(e.Runs, f)
 		}
 		c.model, c.task, c.adapter, c.grouped = runs[0].Model, runs[0].Task, runs[0].Adapter, runs[0].Grouped
 		rates := sweep.RateStatsOf(all)

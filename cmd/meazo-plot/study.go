@@ -36,11 +36,38 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := mkdirOut(*out); err != nil {
-		return err
-	}
 	rep, err := results.ReadStudy(st)
 	if err != nil {
+		return err
+	}
+	// Every figure is made before anything is written, so that a run that
+	// cannot be read leaves the output directory as it was (an old report
+	// is not left half replaced).
+	type experimentFigures struct {
+		name string
+		figs []results.Figure
+	}
+	var all []experimentFigures
+	for _, e := range rep.Experiments {
+		if len(e.Runs) == 0 {
+			continue
+		}
+		figs, err := results.ExperimentFigures(e, *smooth, warn)
+		if err != nil {
+			return err
+		}
+		all = append(all, experimentFigures{e.Name, figs})
+	}
+	// Grouped against joint estimation: the loss curves at η* of the
+	// experiments that differ only in grouping, in one figure.
+	for _, pair := range rep.GroupedPairs() {
+		figs, err := results.Curves(pair.Runs, *smooth, warn)
+		if err != nil {
+			return fmt.Errorf("%s: %w", pair.Name, err)
+		}
+		all = append(all, experimentFigures{pair.Name, figs})
+	}
+	if err := mkdirOut(*out); err != nil {
 		return err
 	}
 	var paths []string
@@ -51,28 +78,8 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 		}
 		paths = append(paths, p)
 	}
-	// Per experiment its figures; grouped against joint estimation: the loss
-	// curves at η* of the experiments that differ only in grouping, in one figure.
-	for _, e := range rep.Experiments {
-		if len(e.Runs) == 0 {
-			continue
-		}
-		figs, err := results.ExperimentFigures(e, *smooth, warn)
-		if err != nil {
-			return err
-		}
-		p, err := writeExperiment(*out, e.Name, figs)
-		if err != nil {
-			return err
-		}
-		paths = append(paths, p...)
-	}
-	for _, pair := range rep.GroupedPairs() {
-		figs, err := results.Curves(pair.Runs, *smooth, warn)
-		if err != nil {
-			return fmt.Errorf("%s: %w", pair.Name, err)
-		}
-		p, err := writeExperiment(*out, pair.Name, figs)
+	for _, e := range all {
+		p, err := writeExperiment(*out, e.name, e.figs)
 		if err != nil {
 			return err
 		}

@@ -66,4 +66,28 @@ func TestStudyReport(t *testing.T) {
 	for _, f := range []string{"train_loss.svg", "val_loss.svg", "robustness_best.svg", "robustness_last.svg"} {
 		checkSVG(t, filepath.Join(out, "squad_lora", f))
 	}
+	// The figures' η* is the table's: MEAZO's 0.01 lacks a seed, so its
+	// curves are at 1e-3 although the seed it has at 0.01 did better.
+	val, _ := os.ReadFile(filepath.Join(out, "squad_lora", "val_loss.svg"))
+	if !strings.Contains(string(val), "MEAZO (2 seeds, η*=1e-3 of 2 rates)") {
+		t.Errorf("val_loss.svg does not draw MEAZO at the table's η* = 1e-3")
+	}
+
+	// A run that cannot be read stops the report before it writes anything:
+	// the old report stays whole, and no new directory is made.
+	os.Remove(filepath.Join(dir, "out", "squad_lora_zo-sgd", "lr=0.01_seed=0", "metrics.jsonl"))
+	os.WriteFile(filepath.Join(out, "results.md"), []byte("old"), 0o644)
+	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err == nil || !strings.Contains(err.Error(), "metrics.jsonl") {
+		t.Fatalf("missing metrics.jsonl: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "results.md")); string(b) != "old" {
+		t.Errorf("a failed report rewrote results.md")
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if _, err := runCmd(t, "study", "--out", fresh, "--png=false", study); err == nil {
+		t.Fatal("missing metrics.jsonl: no error")
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("a failed report made %s (%v)", fresh, err)
+	}
 }
