@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -159,6 +160,14 @@ func (st *Study) validate() error {
 	if st.Name == "" {
 		st.Name = "study"
 	}
+	// An empty list given on purpose is a mistake, not a request for the
+	// defaults (which would run the paper's 33 runs per sweep).
+	if st.Seeds != nil && len(st.Seeds) == 0 {
+		return fmt.Errorf("seeds: an empty list (leave the key out for the default [0, 1, 2])")
+	}
+	if st.Coarse != nil && len(st.Coarse) == 0 {
+		return fmt.Errorf("coarse: an empty list (leave the key out for the paper's grid)")
+	}
 	if len(st.Seeds) == 0 {
 		st.Seeds = []uint64{0, 1, 2}
 	}
@@ -184,6 +193,9 @@ func (st *Study) validate() error {
 	for i := range st.Experiments {
 		e := &st.Experiments[i]
 		where := fmt.Sprintf("experiments.%d", i)
+		if e.Seeds != nil && len(e.Seeds) == 0 || e.Coarse != nil && len(e.Coarse) == 0 || e.Optimizers != nil && len(e.Optimizers) == 0 {
+			return fmt.Errorf("%s: an empty seeds, coarse or optimizers list (leave the key out for the default)", where)
+		}
 		if e.Name == "" || strings.Trim(e.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" || e.Name[0] == '.' {
 			return fmt.Errorf("%s.name: %q: want letters, digits, '-', '_' or '.'", where, e.Name)
 		}
@@ -207,11 +219,14 @@ func (st *Study) validate() error {
 			}
 			e.Optimizers = []string{o}
 		}
-		for _, o := range e.Optimizers {
+		for i, o := range e.Optimizers {
 			switch o {
 			case "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo":
 			default:
 				return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", where, o)
+			}
+			if slices.Contains(e.Optimizers[:i], o) {
+				return fmt.Errorf("%s.optimizers: %q given twice", where, o)
 			}
 		}
 		for _, s := range e.Set {

@@ -103,6 +103,11 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"bad name", "out: x\nexperiments:\n  - {name: a/b, config: c.yaml, optimizers: [meazo]}\n", `experiments.0.name: "a/b"`},
 		{"placeholder needs optimizers", "out: x\nexperiments:\n  - {name: e, config: 'c_{optimizer}.yaml'}\n", "required when config names {optimizer}"},
 		{"wrong type", "seeds: abc\n" + base, "cannot unmarshal"},
+		{"optimizer twice", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo, zo-sgd, meazo]}\n", `experiments.0.optimizers: "meazo" given twice`},
+		{"empty seeds", "seeds: []\n" + base, "seeds: an empty list"},
+		{"empty coarse", "coarse: []\n" + base, "coarse: an empty list"},
+		{"empty optimizers", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: []}\n", "experiments.0: an empty seeds, coarse or optimizers list"},
+		{"empty experiment seeds", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo], seeds: []}\n", "experiments.0: an empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeStudy(t, tc.body)
