@@ -67,8 +67,11 @@ func countString(c map[string]int) string {
 }
 
 // Plan prints every run the study makes (stage 2 as far as it is known) and
-// the meazo-train command of each.
+// the meazo-train command of each, once every sweep's config loads.
 func (st *Study) Plan(w io.Writer, trainer string) error {
+	if err := st.CheckConfigs(); err != nil {
+		return err
+	}
 	n := 0
 	for _, sp := range st.Sweeps() {
 		ss, err := sp.State()

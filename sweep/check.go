@@ -1,0 +1,63 @@
+package sweep
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/train"
+)
+
+// CheckConfigs loads every sweep's meazo-train config as its first run will
+// be given it (the study's and the experiment's set lines, the sweep's
+// optimizer, a rate, a seed, the run directory), so that a mistake in a
+// config file or a set line stops the study before anything starts or is
+// submitted, instead of failing each of its runs (thousands, on a cluster).
+// It reads only the config files: models and data are the runs' to load.
+func (st *Study) CheckConfigs() error {
+	for _, sp := range st.Sweeps() {
+		runs := sp.Stage1()
+		if len(runs) == 0 {
+			continue
+		}
+		path, sets, err := loadArgs(runs[0].FreshArgs())
+		if err != nil {
+			return err
+		}
+		if st.demoPending(path) {
+			continue // Prepare writes it, from the built-in demo
+		}
+		if _, err := train.Load(path, sets); err != nil {
+			return fmt.Errorf("sweep %s: %w", sp.Name, err)
+		}
+	}
+	return nil
+}
+
+// loadArgs turns meazo-train's fresh-start arguments back into what
+// train.Load takes: the config's path and the --set overrides, --out as
+// output.dir.
+func loadArgs(args []string) (path string, sets []string, err error) {
+	for i := 0; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "--config":
+			path = args[i+1]
+		case "--set":
+			sets = append(sets, args[i+1])
+		case "--out":
+			sets = append(sets, "output.dir="+args[i+1])
+		default:
+			return "", nil, fmt.Errorf("sweep: unexpected meazo-train argument %q", args[i])
+		}
+	}
+	return path, sets, nil
+}
+
+// demoPending reports whether path is a file of the study's demo directory
+// that Prepare has not written yet.
+func (st *Study) demoPending(path string) bool {
+	if st.Demo == "" || exists(filepath.Join(st.Demo, "demo.yaml")) {
+		return false
+	}
+	rel, err := filepath.Rel(st.Demo, path)
+	return err == nil && filepath.IsLocal(rel)
+}

@@ -1,0 +1,50 @@
+package sweep
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/train"
+)
+
+// TestCheckConfigs: a study whose runs would all fail on their config (a
+// misspelt set key, a value out of range, a missing config file) is refused
+// before any run, with the sweep and the mistake named; a good one passes.
+func TestCheckConfigs(t *testing.T) {
+	dir := t.TempDir()
+	demo := filepath.Join(dir, "demo")
+	if _, err := train.WriteDemo(demo, 10); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(demo, "demo.yaml")
+	for _, tc := range []struct {
+		name, set, config, want string
+	}{
+		{"good", "train.steps=5", cfg, ""},
+		{"misspelt key", "train.stepz=5", cfg, `sweep e_meazo: --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
+		{"bad value", "train.steps=-5", cfg, "sweep e_meazo: --set: train.steps must be >= 0"},
+		{"no config file", "train.steps=5", filepath.Join(dir, "nope.yaml"), "sweep e_meazo: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2]\nset: [%q]\nexperiments:\n  - {name: e, config: %s, optimizers: [meazo, zo-sgd]}\n",
+				dir, tc.set, tc.config))
+			st, err := LoadStudy(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = st.CheckConfigs()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("good study refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+				t.Errorf("checking the configs made the study directory (%v)", err)
+			}
+		})
+	}
+}
