@@ -123,6 +123,9 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 			if err != nil {
 				return nil, err
 			}
+			if len(tp) == 0 {
+				warn(fmt.Sprintf("%s: %s has no training steps: nothing to draw for it", r.Dir, rundir.MetricsFile))
+			}
 			losses := make([]float64, len(tp))
 			for i, p := range tp {
 				losses[i] = p.Loss

@@ -272,4 +272,10 @@ func TestFigureSets(t *testing.T) {
 	if err != nil || names(figs) != "train_loss.svg val_loss.svg" || len(warnings) != 1 || !strings.HasPrefix(warnings[0], "e: no robustness figure: ") {
 		t.Errorf("ExperimentFigures: %s, %v, warnings %q", names(figs), err, warnings)
 	}
+	// A run whose metrics.jsonl holds no steps draws nothing, and says so.
+	os.WriteFile(filepath.Join(runs[3].Dir, "metrics.jsonl"), nil, 0o644)
+	warnings = nil
+	if _, err := Curves(runs[3:], 0, func(w string) { warnings = append(warnings, w) }); err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "no training steps") {
+		t.Errorf("empty metrics.jsonl: %v, warnings %q", err, warnings)
+	}
 }
