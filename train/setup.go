@@ -1,10 +1,14 @@
 package train
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/model"
@@ -83,23 +87,59 @@ func (r *run) openRunDir() error {
 		return err
 	}
 	r.dir = r.cfg.Output.Dir
-	// The lock comes first: a second process on the same directory is
-	// refused before it can write anything there.
+	// Checked before the lock, so that a refused directory gets no
+	// run.lock, and again under it, so that no other process can have
+	// started a run there in between.
+	if err := checkNewRunDir(r.dir); err != nil {
+		return err
+	}
+	// The lock comes first of what is written: a second process on the
+	// same directory is refused before it can write anything there.
 	if r.lock, err = LockDir(r.dir); err != nil {
 		return err
 	}
-	// A run exists once it has a checkpoint (written right after the
-	// step-0 validation); a directory without one holds only a start
-	// that never got that far, and is started over.
-	for _, ck := range []string{rundir.CheckpointDir, rundir.CheckpointOldDir} {
-		if _, err := os.Stat(filepath.Join(r.dir, ck, rundir.StateFile)); err == nil {
-			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", r.dir, r.dir)
-		}
-	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+	if err := checkNewRunDir(r.dir); err != nil {
 		return err
 	}
 	return r.writeConfig()
+}
+
+// restartable are the entries a start of meazo-train leaves in its run
+// directory before its first checkpoint (written right after the step-0
+// validation): a directory holding only these (and meazo-sweep's files,
+// "meazo-sweep.*") is a run that never got that far, and is started over.
+var restartable = []string{rundir.ConfigFile, rundir.MetricsFile, rundir.TimingFile, rundir.LockFile,
+	rundir.CheckpointTmpDir, rundir.BestDir}
+
+// checkNewRunDir refuses a directory a new run would overwrite or delete
+// things in: a run that has a checkpoint (continue it with --resume), or
+// anything else that a start of meazo-train does not leave there: a
+// finished run's summary and adapters, or a user's files.
+func checkNewRunDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("output.dir: %w", err)
+	}
+	var other []string
+	for _, e := range entries {
+		switch n := e.Name(); {
+		case n == rundir.CheckpointDir || n == rundir.CheckpointOldDir:
+			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", dir, dir)
+		case !slices.Contains(restartable, n) && !strings.HasPrefix(n, "meazo-sweep."):
+			other = append(other, n)
+		}
+	}
+	if len(other) > 0 {
+		if len(other) > 4 {
+			other = append(other[:4], fmt.Sprintf("and %d more", len(other)-4))
+		}
+		return fmt.Errorf("output.dir %s is not empty (it holds %s): a new run there could overwrite or delete them; choose another output.dir",
+			dir, strings.Join(other, ", "))
+	}
+	return nil
 }
 
 // loadModel opens the backend (model.backend) and loads the model on it,

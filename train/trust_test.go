@@ -2,6 +2,7 @@ package train
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -393,6 +394,68 @@ func TestInitAdapterMustMatchConfig(t *testing.T) {
 			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(trustSet, "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewRunKeepsWhatIsThere: a new run goes only into a directory that is
+// absent, empty, or holds what an earlier start left before its first
+// checkpoint; a finished run (even without its checkpoint) or a user's
+// files are refused untouched, without a run.lock left behind.
+func TestNewRunKeepsWhatIsThere(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	finished := filepath.Join(dir, "finished")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+finished)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		make  func(dir string) // fills the output directory
+		want  string           // "" : the run starts
+		other string           // a file that must survive, relative to the directory
+	}{
+		{"absent", func(string) {}, "", ""},
+		{"empty", func(d string) { os.MkdirAll(d, 0o755) }, "", ""},
+		{"a start that never checkpointed", func(d string) {
+			os.MkdirAll(filepath.Join(d, "best"), 0o755)
+			for _, f := range []string{"config.yaml", "run.lock", "metrics.jsonl", "timing.jsonl", "meazo-sweep.log"} {
+				os.WriteFile(filepath.Join(d, f), []byte("x"), 0o644)
+			}
+		}, "", ""},
+		{"a run with a checkpoint", func(d string) { copyDir(t, finished, d) }, "already holds a run: continue it with --resume", "summary.json"},
+		{"a finished run without its checkpoint", func(d string) {
+			copyDir(t, finished, d)
+			os.RemoveAll(filepath.Join(d, "checkpoint"))
+		}, "is not empty (it holds last, summary.json)", "summary.json"},
+		{"a user's files", func(d string) {
+			os.MkdirAll(filepath.Join(d, "notes"), 0o755)
+			os.WriteFile(filepath.Join(d, "notes", "important.txt"), []byte("keep"), 0o644)
+		}, "is not empty (it holds notes)", "notes/important.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			tc.make(out)
+			var before []byte
+			if tc.other != "" {
+				before, _ = os.ReadFile(filepath.Join(out, tc.other))
+			}
+			_, hadLock := os.Stat(filepath.Join(out, "run.lock"))
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+out)})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if after, _ := os.ReadFile(filepath.Join(out, tc.other)); !bytes.Equal(before, after) {
+				t.Errorf("%s changed", tc.other)
+			}
+			if _, err := os.Stat(filepath.Join(out, "run.lock")); hadLock != nil && err == nil {
+				t.Error("a refused directory got a run.lock")
 			}
 		})
 	}
