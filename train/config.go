@@ -52,7 +52,7 @@ type TaskConfig struct {
 	MaxTrain      int    `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2 all)"`
 	MaxValidation int    `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2 all)"`
 	MaxTest       int    `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
-	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (the paper's filter for XSum; applied to every task, where for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
+	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (0: none dropped; the paper's filter for XSum; applied to every task, where for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
 	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
 }
 
@@ -260,6 +260,9 @@ func checkKey(key string, known []configKey) error {
 	if slices.ContainsFunc(known, func(c configKey) bool { return c.key == key }) {
 		return nil
 	}
+	if first := firstKey(key, known); first != "" { // --set train=5
+		return fmt.Errorf("%q is a section: set one of its keys (e.g. %s.%s=…), not the section", key, key, first)
+	}
 	return unknownKey(key, known)
 }
 
@@ -317,16 +320,27 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("optimizer.q must be at least 1")
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
 		return fmt.Errorf("optimizer.q: fzoo needs q >= 2 (the std of one loss is 0), got %d", c.Optimizer.Q)
-	case c.Train.Steps < 0 || c.Train.BatchSize < 1:
-		return fmt.Errorf("train.steps must be >= 0 and train.batch_size >= 1")
 	case c.Train.EvalEvery < 1:
 		return fmt.Errorf("train.eval_every must be at least 1")
-	case c.Train.CheckpointEvery < 0 || c.Train.Threads < 0 || c.Train.LogEvery < 0:
-		return fmt.Errorf("train.checkpoint_every, train.threads and train.log_every must not be negative")
+	case c.Train.BatchSize < 1:
+		return fmt.Errorf("train.batch_size must be at least 1, got %d", c.Train.BatchSize)
 	case c.Eval.BatchSize < 1:
-		return fmt.Errorf("eval.batch_size must be at least 1")
+		return fmt.Errorf("eval.batch_size must be at least 1, got %d", c.Eval.BatchSize)
 	case c.Output.Dir == "":
 		return fmt.Errorf("output.dir is required")
+	}
+	// Counts and limits where 0 means none (or the default), and no
+	// negative value means anything. Each error starts with its key, so
+	// that Load blames a --set value on --set.
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"train.steps", c.Train.Steps}, {"train.checkpoint_every", c.Train.CheckpointEvery}, {"train.threads", c.Train.Threads},
+		{"train.log_every", c.Train.LogEvery}, {"task.max_train", c.Task.MaxTrain}, {"task.max_validation", c.Task.MaxValidation},
+		{"task.max_test", c.Task.MaxTest}, {"task.max_length", c.Task.MaxLength}, {"eval.max_new_tokens", c.Eval.MaxNewTokens}} {
+		if n.v < 0 {
+			return fmt.Errorf("%s must not be negative, got %d", n.key, n.v)
+		}
 	}
 	// The optimizers' moving averages need decays in [0, 1).
 	for _, d := range []struct {
