@@ -166,8 +166,8 @@ func (r *run) train() (*Summary, error) {
 // directory's last checkpoint and --resume, which continues exactly as the
 // run would have.
 func (r *run) failed(err error) error {
-	if step := r.lastCheckpointStep(); step > 0 {
-		return fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, step, r.dir)
+	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile)); serr == nil {
+		return fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, r.lastCheckpointStep(), r.dir)
 	}
 	return fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
 }

@@ -59,7 +59,11 @@ func (r *run) finish() error {
 		}
 	}
 	r.fillSummary()
-	return r.writeSummary()
+	if err := r.writeSummary(); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (the adapter of the lowest validation loss), last/\n", r.dir)
+	return nil
 }
 
 func (r *run) fillSummary() {
