@@ -26,14 +26,10 @@ func LockDir(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := flock(f); err != nil {
-		holder := "another process"
-		if b, rerr := os.ReadFile(path); rerr == nil && len(strings.TrimSpace(string(b))) > 0 {
-			holder = strings.TrimSpace(string(b))
-		}
+	if err := flockRetry(f); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("run directory %s is in use by %s; wait for it to end (or stop it) before starting or resuming a run there", dir, holder)
+			return nil, fmt.Errorf("run directory %s is in use by %s; wait for it to end (or stop it) before starting or resuming a run there", dir, lockHolder(path))
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -49,11 +45,63 @@ func LockDir(dir string) (*Lock, error) {
 	return &Lock{f: f}, nil
 }
 
-// flock takes f's exclusive lock without waiting; a signal that interrupts
-// the call is retried.
-func flock(f *os.File) error {
+// LockHolder says whether a process holds dir's run lock now and, if so,
+// who (the lock file's "pid …, host …, started …"): whether a run is
+// training there. It takes a shared lock for an instant and creates nothing;
+// a directory without a lock file has never been run. meazo-sweep asks it
+// before it starts a run, so that it never starts a second meazo-train on a
+// running one.
+func LockHolder(dir string) (holder string, held bool, err error) {
+	path := filepath.Join(dir, rundir.LockFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer f.Close() // releases the shared lock, if taken
+	switch err := flock(f, syscall.LOCK_SH); {
+	case err == nil:
+		return "", false, nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return lockHolder(path), true, nil
+	default:
+		return "", false, fmt.Errorf("lock %s: %w", path, err)
+	}
+}
+
+// lockHolder is the holder a lock file names, for messages.
+func lockHolder(path string) string {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return "another process"
+}
+
+// lockRetry is how long LockDir keeps trying a lock that is held: long
+// enough to outlast LockHolder's instant on the lock, which must not make a
+// run that starts at that moment fail as if the directory were in use.
+const lockRetry = 200 * time.Millisecond
+
+// flockRetry takes f's exclusive lock, trying again for lockRetry while
+// another holds it.
+func flockRetry(f *os.File) error {
+	deadline := time.Now().Add(lockRetry)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := flock(f, syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// flock takes f's lock of the given kind (LOCK_EX, LOCK_SH) without
+// waiting; a signal that interrupts the call is retried.
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err != syscall.EINTR {
 			return err
 		}

@@ -8,7 +8,8 @@ import (
 
 // ExitInterrupted is meazo-train's exit status for a run that stopped on a
 // signal (SIGINT, SIGTERM, SIGUSR1) after checkpointing: continue it with
-// --resume. Batch scripts (meazo-sweep's Slurm tasks) requeue on it.
+// --resume. meazo-sweep's Slurm tasks requeue on it after the time
+// limit's SIGUSR1 (not after a scancel's SIGTERM).
 const ExitInterrupted = 3
 
 // stopRequested polls Options.Stop (once per step).
