@@ -7,9 +7,11 @@
 #   2. fine grid: every m·10^k (m = 1..9) strictly between η*_coarse's coarse
 #      neighbours, coarse rates excluded (meazo-plot sweep-fine), × seeds;
 #   η* = the best of all rates; everything recorded in OUT/sweep.json.
-# One directory per run, OUT/lr=<rate>_seed=<seed>. Rerunning the same command
-# resumes: finished or diverged runs are skipped, a run with a checkpoint is
-# continued with --resume, the rest are started.
+# One directory per run, OUT/lr=<rate>_seed=<seed>, the rate spelled as
+# meazo-sweep spells it (1e-2, 2.5e-4: rate_names); a run directory of
+# another spelling of the same rate (lr=0.01_seed=0) is found and used.
+# Rerunning the same command resumes: finished or diverged runs are skipped,
+# a run with a checkpoint is continued with --resume, the rest are started.
 #
 # Needs only bash, meazo-train and meazo-plot (on PATH, or named by the
 # MEAZO_TRAIN and MEAZO_PLOT environment variables).
@@ -69,11 +71,65 @@ if [[ -z $out ]]; then
 fi
 mkdir -p "$out"
 
-# run_one LR SEED: make sure OUT/lr=LR_seed=SEED holds a finished (or diverged) run.
+# rate_names: each rate read (one a line) as run directory names spell it:
+# the shortest e-notation that reads back as the same number, 1e-2 for 0.01,
+# 2.5e-4, 1e0 (sweep.RateName; its tests check that the two agree); "-" for
+# what is not a positive number.
+rate_names() {
+	awk '{
+		v = $0 + 0
+		if ($0 !~ /^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$/ || !(v > 0)) { print "-"; next }
+		for (p = 0; p < 17; p++) { s = sprintf("%." p "e", v); if (s + 0 == v) break }
+		split(s, a, "e"); print a[1] "e" (a[2] + 0)
+	}'
+}
+
+# index_runs: the run directories already in OUT (dir_names) and their rates
+# as rate_names spells them (dir_rates), for run_dir.
+index_runs() {
+	dir_names=() dir_rates=()
+	local d spellings="" r
+	for d in "$out"/lr=*_seed=*; do
+		[[ -d $d ]] || continue
+		d=${d##*/}
+		dir_names+=("$d")
+		r=${d#lr=}
+		spellings+="${r%_seed=*}"$'\n'
+	done
+	while IFS= read -r r; do
+		dir_rates+=("$r")
+	done < <(printf '%s' "$spellings" | rate_names)
+}
+
+# run_dir RATE SEED: the run directory of RATE (as rate_names spells it) and
+# SEED, as meazo-sweep picks it (sweep.runDirIndex): the one OUT holds for them
+# whatever the rate's spelling there (lr=0.01_seed=0 is lr=1e-2_seed=0), else
+# one in the spelling the rate already has in OUT, else RATE's.
+run_dir() {
+	local rate=$1 seed=$2 i spelling=""
+	if [[ -d $out/lr=${rate}_seed=$seed ]]; then
+		echo "$out/lr=${rate}_seed=$seed"
+		return
+	fi
+	for ((i = 0; i < ${#dir_names[@]}; i++)); do
+		[[ ${dir_rates[i]} == "$rate" ]] || continue
+		if [[ ${dir_names[i]} == *"_seed=$seed" ]]; then
+			echo "$out/${dir_names[i]}"
+			return
+		fi
+		if [[ -z $spelling || ${dir_names[i]} == "lr=${rate}_seed="* ]]; then
+			spelling=${dir_names[i]%_seed=*}
+		fi
+	done
+	echo "$out/${spelling:-lr=$rate}_seed=$seed"
+}
+
+# run_one LR SEED: make sure LR's and SEED's run directory (run_dir) holds a
+# finished (or diverged) run.
 run_one() {
 	local lr=$1 seed=$2
-	local dir="$out/lr=${lr}_seed=${seed}"
-	local status
+	local dir status
+	dir=$(run_dir "$lr" "$seed")
 	status=$("$plot" sweep-status "$dir") || die "cannot read the state of $dir"
 	local args
 	case $status in
@@ -98,8 +154,11 @@ run_one() {
 
 # run_grid "RATES": every rate × every seed.
 run_grid() {
-	local lr seed
-	for lr in $1; do
+	local lr seed names
+	names=$(tr ', \t' '\n\n\n' <<<"$1" | grep . | rate_names) || true
+	! grep -qx -- - <<<"$names" || die "not a list of positive learning rates: $1"
+	index_runs
+	for lr in $names; do
 		for seed in $seeds; do
 			run_one "$lr" "$seed"
 		done

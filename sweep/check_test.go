@@ -1,7 +1,9 @@
 package sweep
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +43,11 @@ func TestCheckConfigs(t *testing.T) {
 				t.Fatalf("good study refused: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if tc.want != "" { // a local run stops there too, before any run
+				if err := st.RunLocal(context.Background(), ModeRun, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("RunLocal: %v, want the config error", err)
+				}
 			}
 			if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
 				t.Errorf("checking the configs made the study directory (%v)", err)

@@ -37,19 +37,22 @@ func (m Mode) startable(s RunState) bool {
 	return false
 }
 
-// Prepare writes what the study needs before any run: the demo's model and
-// data when the study names a demo directory that does not hold them yet.
+// Prepare writes what the study needs before any run (the demo's model and
+// data when the study names a demo directory that does not hold them yet),
+// then checks every sweep's config (CheckConfigs): a mistake there stops
+// the study before a run starts or a job is submitted.
 func (st *Study) Prepare(log io.Writer) error {
-	if st.Demo == "" || exists(filepath.Join(st.Demo, "demo.yaml")) {
-		return nil
+	if st.Demo != "" && !exists(filepath.Join(st.Demo, "demo.yaml")) {
+		abs, err := filepath.Abs(st.Demo)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "meazo-sweep: writing the built-in demo's model and data into %s\n", st.Demo)
+		if _, err := train.WriteDemo(abs, 150); err != nil {
+			return err
+		}
 	}
-	abs, err := filepath.Abs(st.Demo)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(log, "meazo-sweep: writing the built-in demo's model and data into %s\n", st.Demo)
-	_, err = train.WriteDemo(abs, 150)
-	return err
+	return st.CheckConfigs()
 }
 
 // FindTrainer locates meazo-train: executor.trainer, $MEAZO_TRAIN, next to
@@ -103,6 +106,7 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 	sweeps := st.Sweeps()
 	attempted := map[string]bool{}
 	running := map[string]*exec.Cmd{}
+	elsewhere := map[string]bool{}            // runs another process was training when seen
 	free := make([]int, st.Executor.Parallel) // slots; a slot is a GPU when gpus is set
 	for i := range free {
 		free[i] = i
@@ -161,7 +165,12 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 					return err
 				}
 				for _, r := range ss.Runs() {
-					if running[r.Dir] == nil && !attempted[r.Dir] && mode.startable(ss.States[r.Dir]) {
+					s := ss.States[r.Dir]
+					if s.Status == StatusRunning && running[r.Dir] == nil && !elsewhere[r.Dir] {
+						elsewhere[r.Dir] = true
+						fmt.Fprintf(log, "meazo-sweep: %s is running in another process (%s): not starting a second meazo-train on it\n", r.Dir, s.Detail)
+					}
+					if running[r.Dir] == nil && !attempted[r.Dir] && mode.startable(s) {
 						ready = append(ready, r)
 					}
 				}
@@ -211,6 +220,9 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 	}
 	if err := st.finishSweeps(log); err != nil {
 		return err
+	}
+	if len(elsewhere) > 0 {
+		fmt.Fprintf(log, "meazo-sweep: %d runs were running in another process; once they end, meazo-sweep run goes on with their sweeps (stage 2, sweep.json)\n", len(elsewhere))
 	}
 	if interrupted {
 		return ErrInterrupted

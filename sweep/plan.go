@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/train"
 )
 
 // Files meazo-sweep keeps in a run directory beside meazo-train's.
@@ -23,6 +25,7 @@ const (
 const (
 	StatusNew         = "new"                    // never started
 	StatusQueued      = "queued"                 // submitted to Slurm, not ended
+	StatusRunning     = "running"                // a meazo-train holds its run.lock: training now
 	StatusDone        = rundir.StatusDone        // finished (summary.json)
 	StatusDiverged    = rundir.StatusDiverged    // a result: +∞ in the selection
 	StatusInterrupted = rundir.StatusInterrupted // stopped by a signal after a checkpoint: resumes
@@ -39,6 +42,7 @@ type RunState struct {
 
 // Settled says whether the run will not change without a resume: the
 // selection can go on (a failed or unfinished run makes its rate ineligible).
+// A running run is not settled, whatever its directory holds from before.
 func (s RunState) Settled() bool {
 	switch s.Status {
 	case StatusDone, StatusDiverged, StatusFailed, StatusUnfinished:
@@ -47,8 +51,15 @@ func (s RunState) Settled() bool {
 	return false
 }
 
-// ReadState reads a run directory's status.
+// ReadState reads a run directory's status. The lock comes first: a run
+// being resumed still has the summary, exit status and checkpoint of the
+// session before, and a run just started has no file that says so yet.
 func ReadState(dir string) (RunState, error) {
+	if holder, held, err := train.LockHolder(dir); err != nil {
+		return RunState{}, err
+	} else if held {
+		return RunState{Status: StatusRunning, Detail: holder}, nil
+	}
 	if exists(filepath.Join(dir, rundir.SummaryFile)) {
 		r, err := LoadSummary(dir)
 		if err != nil {
@@ -133,7 +144,7 @@ type SweepPlan struct {
 // RunSpec is one run of a sweep.
 type RunSpec struct {
 	Sweep *SweepPlan
-	LR    string // as written in the grid and the directory name
+	LR    string // RateName's spelling: meazo-train's --set optimizer.lr
 	Seed  uint64
 	Stage int // 1 coarse, 2 fine
 	Dir   string
@@ -152,12 +163,14 @@ func (st *Study) Sweeps() []*SweepPlan {
 	return out
 }
 
+// runs is rates (RateName's spelling) × the seeds, in the run directories
+// the sweep directory already has for them (runDirIndex).
 func (sp *SweepPlan) runs(rates []string, stage int) []RunSpec {
+	ix := indexRunDirs(sp.Dir)
 	var out []RunSpec
 	for _, lr := range rates {
 		for _, s := range sp.Exp.Seeds {
-			out = append(out, RunSpec{Sweep: sp, LR: lr, Seed: s, Stage: stage,
-				Dir: filepath.Join(sp.Dir, fmt.Sprintf("lr=%s_seed=%d", lr, s))})
+			out = append(out, RunSpec{Sweep: sp, LR: lr, Seed: s, Stage: stage, Dir: filepath.Join(sp.Dir, ix.name(lr, s))})
 		}
 	}
 	return out
@@ -167,9 +180,84 @@ func (sp *SweepPlan) runs(rates []string, stage int) []RunSpec {
 func (sp *SweepPlan) Stage1() []RunSpec {
 	var rates []string
 	for _, r := range sp.Exp.Coarse {
-		rates = append(rates, LRString(r))
+		rates = append(rates, RateName(r))
 	}
 	return sp.runs(rates, 1)
+}
+
+// runDirName names the run directory of a rate, spelled so, and a seed.
+func runDirName(rate string, seed uint64) string {
+	return "lr=" + rate + "_seed=" + strconv.FormatUint(seed, 10)
+}
+
+// parseRunDirName reads a run directory's name: its rate as spelled there,
+// and its seed.
+func parseRunDirName(name string) (spelling string, rate float64, seed uint64, ok bool) {
+	rest, ok := strings.CutPrefix(name, "lr=")
+	i := strings.LastIndex(rest, "_seed=")
+	if !ok || i < 0 {
+		return "", 0, 0, false
+	}
+	spelling = rest[:i]
+	rate, err := strconv.ParseFloat(spelling, 64)
+	if err != nil || !(rate > 0) || math.IsInf(rate, 0) {
+		return "", 0, 0, false
+	}
+	seed, err = strconv.ParseUint(rest[i+len("_seed="):], 10, 64)
+	return spelling, rate, seed, err == nil
+}
+
+// runDirIndex is the run directories a sweep directory already holds, so
+// that a rate's runs are found whatever its spelling there: meazo-sweep
+// named the coarse rates from 0.01 up as LRString does (lr=0.01_seed=0)
+// before RateName (lr=1e-2_seed=0), and scripts/sweep.sh as the user wrote
+// them. A run keeps the directory it has; a new seed of a rate takes the
+// spelling the rate already has, so that a sweep never holds two
+// directories for one run nor two spellings of one rate that it made.
+// RateName's spelling wins where a sweep has two. scripts/sweep.sh's
+// run_dir follows the same rules.
+type runDirIndex struct {
+	runs  map[runKey]string // rate (RateName) × seed → its directory's name
+	rates map[string]string // rate (RateName) → its spelling in the directory names
+}
+
+type runKey struct {
+	rate string
+	seed uint64
+}
+
+// indexRunDirs reads a sweep directory's run directories. One it cannot
+// read (missing: nothing has run yet) gives RateName's names; reading the
+// runs then reports the error.
+func indexRunDirs(sweepDir string) runDirIndex {
+	ix := runDirIndex{runs: map[runKey]string{}, rates: map[string]string{}}
+	entries, _ := os.ReadDir(sweepDir)
+	for _, e := range entries {
+		spelling, v, seed, ok := parseRunDirName(e.Name())
+		if !ok || !e.IsDir() {
+			continue
+		}
+		rate := RateName(v)
+		k := runKey{rate, seed}
+		if _, dup := ix.runs[k]; !dup || spelling == rate {
+			ix.runs[k] = e.Name()
+		}
+		if _, dup := ix.rates[rate]; !dup || spelling == rate {
+			ix.rates[rate] = spelling
+		}
+	}
+	return ix
+}
+
+// name is the directory name of rate (RateName's spelling) × seed.
+func (ix runDirIndex) name(rate string, seed uint64) string {
+	if n, ok := ix.runs[runKey{rate, seed}]; ok {
+		return n
+	}
+	if spelling, ok := ix.rates[rate]; ok {
+		return runDirName(spelling, seed)
+	}
+	return runDirName(rate, seed)
 }
 
 // StageState is what the run directories say about a sweep.

@@ -315,30 +315,34 @@ func FineGrid(coarse []float64, eta float64) ([]string, error) {
 			s := fmt.Sprintf("%de%d", m, k)
 			v, _ := strconv.ParseFloat(s, 64)
 			if v > lo && v < hi && !SameRate(v, lo) && !SameRate(v, hi) && IndexRate(coarse, v) < 0 {
-				out = append(out, s)
+				out = append(out, RateName(v))
 			}
 		}
 	}
 	return out, nil
 }
 
-// LRString writes a learning rate the way configs and sweep directories do:
-// 1e-4, 2.5e-4, 0.5 rather than 0.0001 or 1e-04.
+// LRString writes a learning rate for people to read (messages, tables,
+// figures): 1e-4, 2.5e-4, 0.05 rather than 0.0001 or 1e-04. Directory names
+// use RateName.
 func LRString(v float64) string {
 	if v >= 0.01 && v < 1000 {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
-	s := strconv.FormatFloat(v, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(s, "e")
-	sign := ""
-	if exp[0] == '-' {
-		sign = "-"
-	}
-	exp = strings.TrimLeft(exp[1:], "0")
-	if exp == "" {
-		exp = "0"
-	}
-	return mant + "e" + sign + exp
+	return RateName(v)
+}
+
+// RateName is the one spelling of a learning rate in run directory names
+// (lr=<RateName>_seed=<seed>) and in meazo-sweep's --set optimizer.lr: the
+// shortest mantissa that reads back as the same number, in e-notation with a
+// bare exponent (1e-2, 2.5e-4, 1e0), as the docs write the grids and
+// FineGrid writes the fine rates. scripts/sweep.sh spells rates the same
+// way (its rate_names; TestSweepScriptNames checks that they agree), so
+// that both find the same run directory for a rate.
+func RateName(v float64) string {
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(v, 'e', -1, 64), "e")
+	e, _ := strconv.Atoi(exp) // "-02", "+00"
+	return mant + "e" + strconv.Itoa(e)
 }
 
 // SweepFile is the name of a sweep directory's summary: the sweep's rates,

@@ -18,8 +18,16 @@ import (
 
 // The test binary doubles as a fake meazo-train (MEAZO_SWEEP_TEST_TRAINER=1):
 // best validation loss (log10 lr + 2.2)² + 1 + seed/100, lowest near 6e-3;
-// the run directory named in $FAKE_FAIL exits 1 without a summary.
+// the run directory named in $FAKE_FAIL exits 1 without a summary. With
+// MEAZO_SWEEP_TEST_PLOT=1 it is meazo-plot's helpers for scripts/sweep.sh.
 func TestMain(m *testing.M) {
+	if os.Getenv("MEAZO_SWEEP_TEST_PLOT") == "1" {
+		if err := fakePlot(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "fake meazo-plot:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("MEAZO_SWEEP_TEST_TRAINER") == "1" {
 		if err := fakeTrain(os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "fake trainer:", err)
@@ -45,9 +53,9 @@ func fakeTrain(args []string) error {
 			return fmt.Errorf("unexpected argument %q", args[i])
 		}
 	}
-	if os.Getenv("FAKE_WAIT") == "1" { // run until SIGTERM, then stop as meazo-train does
+	if os.Getenv("FAKE_WAIT") == "1" { // run until SIGTERM or SIGUSR1, then stop as meazo-train does
 		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGTERM)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1)
 		os.MkdirAll(out, 0o755)
 		os.WriteFile(filepath.Join(out, "started"), nil, 0o644)
 		<-ch
@@ -91,23 +99,23 @@ func writeStudy(t *testing.T, body string) string {
 }
 
 func TestLoadStudyErrors(t *testing.T) {
-	base := "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\n"
+	base := "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n"
 	for _, tc := range []struct{ name, body, want string }{
 		{"unknown top key", "seed: [1]\n" + base, `unknown key "seed" (did you mean "seeds"?)`},
 		{"unknown nested key", base + "executor:\n  slurm:\n    partiton: gpu\n", `unknown key "executor.slurm.partiton" (did you mean "executor.slurm.partition"?)`},
 		{"unknown key in a list", "out: x\nexperiments:\n  - {name: e, confg: c.yaml}\n", `unknown key "experiments.0.confg" (did you mean "experiments.0.config"?)`},
-		{"no out", "experiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\n", "out: the study directory is required"},
-		{"bad optimizer", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [sgd]}\n", `experiments.0.optimizers: "sgd"`},
+		{"no out", "experiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", "out: the study directory is required"},
+		{"bad optimizer", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [sgd]}\n", `experiments.0.optimizers: "sgd"`},
 		{"sweep key in set", "set: [optimizer.lr=1]\n" + base, "the sweep sets optimizer.lr itself"},
 		{"bad executor", base + "executor: {kind: pbs}\n", `executor.kind: "pbs"`},
-		{"bad name", "out: x\nexperiments:\n  - {name: a/b, config: c.yaml, optimizers: [meazo]}\n", `experiments.0.name: "a/b"`},
+		{"bad name", "out: x\nexperiments:\n  - {name: a/b, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", `experiments.0.name: "a/b"`},
 		{"placeholder needs optimizers", "out: x\nexperiments:\n  - {name: e, config: 'c_{optimizer}.yaml'}\n", "required when config names {optimizer}"},
 		{"wrong type", "seeds: abc\n" + base, "cannot unmarshal"},
-		{"optimizer twice", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo, zo-sgd, meazo]}\n", `experiments.0.optimizers: "meazo" given twice`},
+		{"optimizer twice", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo, zo-sgd, meazo]}\n", `experiments.0.optimizers: "meazo" given twice`},
 		{"empty seeds", "seeds: []\n" + base, "seeds: an empty list"},
 		{"empty coarse", "coarse: []\n" + base, "coarse: an empty list"},
-		{"empty optimizers", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: []}\n", "experiments.0: an empty seeds, coarse or optimizers list"},
-		{"empty experiment seeds", "out: x\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo], seeds: []}\n", "experiments.0: an empty"},
+		{"empty optimizers", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: []}\n", "experiments.0: an empty seeds, coarse or optimizers list"},
+		{"empty experiment seeds", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], seeds: []}\n", "experiments.0: an empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeStudy(t, tc.body)
@@ -131,7 +139,7 @@ func TestLocalStudy(t *testing.T) {
 seeds: [0, 1]
 coarse: [1e-3, 5e-3, 1e-2, 5e-2]
 experiments:
-  - {name: e, config: "c_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+  - {name: e, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
 executor: {kind: local, parallel: 2, trainer: %s}
 `, dir, self))
 	st, err := LoadStudy(p)
@@ -250,7 +258,7 @@ func TestLocalInterrupt(t *testing.T) {
 	self, _ := os.Executable()
 	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
 	t.Setenv("FAKE_WAIT", "1")
-	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {parallel: 2, trainer: %s}\n", dir, self))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 2, trainer: %s}\n", dir, self))
 	st, err := LoadStudy(p)
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +309,7 @@ func TestSlurmScripts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: %s}\n", dir, self, tc.slurm))
+			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: %s}\n", dir, self, tc.slurm))
 			st, err := LoadStudy(p)
 			if err != nil {
 				t.Fatal(err)
@@ -335,7 +343,7 @@ func TestLocalGPUs(t *testing.T) {
 	self, _ := os.Executable()
 	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
 	t.Setenv("FAKE_GPU_LOG", filepath.Join(dir, "gpus"))
-	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {gpus: [3, 5], trainer: %s}\n", dir, self))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {gpus: [3, 5], trainer: %s}\n", dir, self))
 	st, err := LoadStudy(p)
 	if err != nil {
 		t.Fatal(err)

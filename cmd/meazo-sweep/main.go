@@ -107,8 +107,10 @@ func loadStudy(fs *flag.FlagSet, args []string) (*sweep.Study, string, error) {
 }
 
 // runCmd is run or resume: on Slurm it submits the study; locally it runs
-// it until done or until SIGINT, SIGTERM or SIGUSR1, which the running
-// meazo-train processes get once to checkpoint and stop (then it exits 3).
+// it until done or until SIGINT, SIGTERM, SIGHUP or SIGUSR1, after which the
+// running meazo-train processes get SIGTERM once to checkpoint and stop
+// (then it exits 3). SIGHUP is what a lost ssh session sends: without it the
+// runs would go on unwatched and their exit statuses never be recorded.
 func runCmd(name string, mode sweep.Mode, log io.Writer) cli.RunFunc {
 	return func(args []string, _ io.Reader, _ io.Writer) error {
 		fs := newFlags(name, "STUDY.yaml", log)
@@ -120,8 +122,15 @@ func runCmd(name string, mode sweep.Mode, log io.Writer) cli.RunFunc {
 		if st.Executor.Kind == "slurm" {
 			return st.SlurmSubmit(path, mode, *selectJob, log)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 		defer stop()
+		// A lost ssh session also closes the pipes meazo-sweep logs to: a
+		// write there must fail quietly, not kill meazo-sweep with SIGPIPE
+		// before it has stopped its runs. (Notify, unlike Ignore, is not
+		// inherited by the runs.)
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
 		return st.RunLocal(ctx, mode, log)
 	}
 }

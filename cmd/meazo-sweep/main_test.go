@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestCommandLine runs meazo-sweep's command lines as main does and checks
@@ -13,10 +15,14 @@ import (
 // program's and the subcommand's names.
 func TestCommandLine(t *testing.T) {
 	dir := t.TempDir()
+	config, err := filepath.Abs("../../configs/llama1b_sst2_lora_meazo.yaml") // plan checks it loads
+	if err != nil {
+		t.Fatal(err)
+	}
 	// study writes a one-sweep study whose runs are the given trainer.
 	study := func(name, trainer string) string {
 		path := filepath.Join(dir, name+".yaml")
-		os.WriteFile(path, []byte("out: "+dir+"/"+name+"\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\nexecutor: {trainer: "+trainer+"}\n"), 0o644)
+		os.WriteFile(path, []byte("out: "+dir+"/"+name+"\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: "+config+", optimizers: [meazo]}\nexecutor: {trainer: "+trainer+"}\n"), 0o644)
 		return path
 	}
 	// script writes an executable shell script that exits with code.
@@ -35,12 +41,12 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{[]string{}, 2, "", "usage: meazo-sweep <command> [flags]"},
 		{[]string{"frobnicate", good}, 2, "", "meazo-sweep: unknown command \"frobnicate\"\n"},
-		{[]string{"run"}, 1, "", "meazo-sweep run: want one study file\n"},
-		{[]string{"status", "-x", good}, 1, "", "meazo-sweep status: flag provided but not defined: -x\n"},
+		{[]string{"run"}, 2, "", "meazo-sweep run: want one study file\n"},
+		{[]string{"status", "-x", good}, 2, "", "meazo-sweep status: flag provided but not defined: -x\n"},
 		{[]string{"status", "-h"}, 0, "", "usage: meazo-sweep status [-v] STUDY.yaml\n"},
 		{[]string{"status", filepath.Join(dir, "missing.yaml")}, 1, "", "missing.yaml: no such file"},
 		{[]string{"plan", bad}, 1, "", "meazo-sweep plan: study " + bad + `: unknown key "experiment" (did you mean "experiments"?)` + "\n"},
-		{[]string{"doc", "x"}, 1, "", "meazo-sweep doc: takes no arguments\n"},
+		{[]string{"doc", "x"}, 2, "", "meazo-sweep doc: takes no arguments\n"},
 		{[]string{"status", good}, 0, "e_meazo: 2 runs: 2 new; stage 1 (coarse)", ""},
 		{[]string{"plan", good}, 0, "--set optimizer.lr=1e-3 --set train.seed=0 --out " + dir + "/good/e_meazo/lr=1e-3_seed=0", ""},
 		{[]string{"doc"}, 0, "| `executor.slurm.throttle` |", ""},
@@ -54,5 +60,39 @@ func TestCommandLine(t *testing.T) {
 			t.Errorf("%q: status %d, stdout:\n%s\nstderr:\n%s\nwant status %d, stdout with %q, stderr with %q",
 				tc.args, status, stdout.String(), stderr.String(), tc.status, tc.stdout, tc.stderr)
 		}
+	}
+}
+
+// TestStopSignals: SIGHUP (a lost ssh session), like SIGTERM, stops a local
+// study: its runs get SIGTERM, checkpoint and exit 3, meazo-sweep exits 3
+// and the runs read as interrupted.
+func TestStopSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			started := filepath.Join(dir, "started")
+			trainer := filepath.Join(dir, "train.sh") // meazo-train's part: exit 3 on SIGTERM
+			os.WriteFile(trainer, []byte("#!/bin/sh\ntrap 'exit 3' TERM\ntouch "+started+"\nwhile :; do sleep 0.05; done\n"), 0o755)
+			study := filepath.Join(dir, "study.yaml")
+			os.WriteFile(study, []byte("out: "+dir+"/out\nseeds: [0]\ncoarse: [1e-3]\nfine: false\nexperiments:\n  - {name: e, config: ../../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 1, trainer: "+trainer+"}\n"), 0o644)
+			go func() {
+				for range 500 {
+					if _, err := os.Stat(started); err == nil {
+						break // the trainer runs: meazo-sweep catches the signal by now
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				syscall.Kill(os.Getpid(), sig)
+			}()
+			var stdout, stderr bytes.Buffer
+			status := newCommands(&stderr).Exec([]string{"run", study}, nil, &stdout, &stderr)
+			if status != 3 || !strings.Contains(stderr.String(), "interrupted: meazo-sweep resume continues the study") {
+				t.Fatalf("status %d, stderr:\n%s\nwant 3 and interrupted", status, stderr.String())
+			}
+			stdout.Reset()
+			if newCommands(&stderr).Exec([]string{"status", study}, nil, &stdout, &stderr) != 0 || !strings.Contains(stdout.String(), "1 interrupted") {
+				t.Errorf("status after the signal:\n%s", stdout.String())
+			}
+		})
 	}
 }
