@@ -7,6 +7,8 @@
 #   - one long run killed by its time limit (--time=2, SIGUSR1 60 s before; its
 #     steps sized from a probe run so that it lasts about 150 s here):
 #     meazo-train checkpoints, the task requeues itself and resumes;
+#   - one long run cancelled with scancel once it trains: meazo-train
+#     checkpoints, and the task is not requeued (the run stays interrupted);
 #   - one run that fails (a missing data file) and must not block stage 2;
 # then runs the same study with the local executor and checks that every
 # run's metrics.jsonl is byte-identical and every sweep's η* equal.
@@ -117,8 +119,19 @@ sps=$(grep -ho '"seconds_per_step": [0-9.e+-]*' "$R"/probe/probe_meazo/*/summary
 long_steps=$(awk -v s="$sps" 'BEGIN { n = int(150 / s / 100 + 1) * 100; if (n < 750) n = 750; if (n > 50000) n = 50000; print n }')
 say "probe: $sps s/step; the long run gets $long_steps steps"
 
-# study OUT EXECUTOR: the test study, with the given output directory and executor.
+# study OUT EXECUTOR: the test study, with the given output directory and
+# executor; on Slurm, with the run to scancel (task 1 of stage 1, so that it
+# starts at once beside the long run).
 study() {
+	local cancel=""
+	[[ $2 == slurm ]] && cancel="
+  - name: cancel
+    config: $R/demo-data/demo.yaml
+    optimizers: [meazo]
+    seeds: [0]
+    coarse: [2e-2]
+    fine: false
+    set: [train.steps=$long_steps, train.checkpoint_every=$((long_steps / 10)), train.eval_every=$((long_steps / 10))]"
 	cat <<STUDY
 name: t
 out: $R/$1
@@ -134,7 +147,7 @@ experiments:
     seeds: [0]
     coarse: [2e-2]
     fine: false
-    set: [train.steps=$long_steps, train.checkpoint_every=$((long_steps / 10)), train.eval_every=$((long_steps / 10))]
+    set: [train.steps=$long_steps, train.checkpoint_every=$((long_steps / 10)), train.eval_every=$((long_steps / 10))]$cancel
   - name: broken
     config: $R/demo-data/demo.yaml
     optimizers: [meazo]
@@ -156,10 +169,22 @@ study slurm-out slurm >"$R/slurm.yaml"
 study local-out local >"$R/local.yaml"
 
 "$R/bin/meazo-sweep" plan "$R/slurm.yaml" >"$R/plan.txt"
-grep -q -- '--array=0-13%2' "$R/plan.txt" || fail "plan: no stage-1 array of 14 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
+grep -q -- '--array=0-14%2' "$R/plan.txt" || fail "plan: no stage-1 array of 15 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
 grep -q -- '--signal=B:USR1@60' "$R/plan.txt" || fail "plan: no --signal"
 say "plan ok; submitting"
 "$R/bin/meazo-sweep" run "$R/slurm.yaml"
+
+# scancel the cancel run once it trains (a line in its metrics.jsonl: meazo-train
+# catches signals by then); it must checkpoint and stay cancelled, not requeue.
+cancel_dir=$R/slurm-out/cancel_meazo/lr=2e-2_seed=0
+cancel_job=$(cat "$cancel_dir/meazo-sweep.job") || fail "the cancel run has no meazo-sweep.job"
+for _ in $(seq 240); do
+	[[ -s $cancel_dir/metrics.jsonl ]] && break
+	sleep 0.5
+done
+[[ -s $cancel_dir/metrics.jsonl ]] || fail "the cancel run did not start training: $(squeue 2>&1)"
+scancel "$cancel_job"
+say "scancel $cancel_job (the cancel run, training)"
 
 # Wait for the chain (stage 1, selection, stage 2, selection) to drain.
 deadline=$((t0 + 480))
@@ -177,10 +202,15 @@ say "slurm queue drained; at most $maxrun runs at once"
 "$R/bin/meazo-sweep" status "$R/slurm.yaml" | tee "$R/status.txt"
 grep -q 'long_meazo: 1 runs: 1 done' "$R/status.txt" || fail "the long run did not finish"
 grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status.txt" || fail "the broken run is not failed"
+grep -q 'cancel_meazo: 1 runs: 1 interrupted' "$R/status.txt" || fail "the cancelled run is not interrupted"
+grep -q '"signal": "SIGTERM"' "$cancel_dir/summary.json" || fail "the cancelled run's summary: $(cat "$cancel_dir/summary.json")"
+[[ $(cat "$cancel_dir/meazo-sweep.exit") == 3 ]] || fail "the cancelled run's exit status is not 3"
+! grep -q 'requeueing\|restart 1' "$R"/slurm-out/logs/*stage1_*_1.out || fail "the cancelled task was requeued: $(cat "$R"/slurm-out/logs/*stage1_*_1.out)"
+grep -q 'not requeued' "$R"/slurm-out/logs/*stage1_*_1.out || fail "the cancelled task did not say it is not requeued"
 grep -Eq 'demo_meazo: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_meazo is not complete"
 grep -Eq 'demo_zo-sgd: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_zo-sgd is not complete"
 grep -l 'requeueing' "$R"/slurm-out/logs/*stage1_*_0.out >/dev/null || fail "no task was requeued"
-grep -q "\"steps_done\": $long_steps" "$R/slurm-out/long_meazo/lr=0.02_seed=0/summary.json" || fail "long run: not $long_steps steps"
+grep -q "\"steps_done\": $long_steps" "$R/slurm-out/long_meazo/lr=2e-2_seed=0/summary.json" || fail "long run: not $long_steps steps"
 grep -q '^resuming .* at step' "$R"/slurm-out/logs/*stage1_*_0.out || fail "the requeued run did not resume from its checkpoint"
 say "time limit: $(grep -h 'SIGUSR1 (time\|requeueing\|restart 1\|^resuming\|^done:' "$R"/slurm-out/logs/*stage1_*_0.out | tr '\n' ';')"
 
@@ -191,7 +221,7 @@ while IFS= read -r f; do
 	rel=${f#"$R/slurm-out/"}
 	cmp -s "$f" "$R/local-out/$rel" || fail "metrics.jsonl differs: $rel"
 	n=$((n + 1))
-done < <(find "$R/slurm-out" -name metrics.jsonl | sort)
+done < <(find "$R/slurm-out" -name metrics.jsonl -not -path '*/cancel_meazo/*' | sort)
 m=$(find "$R/local-out" -name metrics.jsonl | wc -l)
 ((n == m && n > 0)) || fail "$n runs on Slurm, $m locally"
 for sw in demo_meazo demo_zo-sgd long_meazo; do

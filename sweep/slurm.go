@@ -68,6 +68,9 @@ func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]Ru
 		}
 		for _, r := range ss.Runs() {
 			s := ss.States[r.Dir]
+			if s.Status == StatusRunning {
+				fmt.Fprintf(log, "meazo-sweep: %s is running (%s): not submitting it again\n", r.Dir, s.Detail)
+			}
 			if !mode.startable(s) {
 				continue
 			}
@@ -198,8 +201,12 @@ func (st *Study) setupLines(b *strings.Builder, cwd string) {
 // taskScript is one stage's array job: task i runs line OFFSET+i+1 of the
 // tasks file (the run directory, then meazo-train's arguments for a fresh
 // start), with --resume when the directory holds a checkpoint. SIGUSR1 (sent
-// signal_seconds before the time limit) is forwarded to meazo-train, which
-// checkpoints and exits 3; the task then requeues itself and resumes.
+// signal_seconds before the time limit) and SIGTERM (scancel, or the job
+// killed) are forwarded to meazo-train, which checkpoints and exits 3 on
+// either. The script remembers which came first: after SIGUSR1 the task
+// requeues itself and resumes; after SIGTERM alone it ends, the run
+// interrupted (meazo-sweep resume continues it), since requeueing there
+// would undo a scancel.
 func (st *Study) taskScript(name string, stage, n int, tasksPath, logDir, cwd, trainer string) string {
 	s := st.Executor.Slurm
 	var b strings.Builder
@@ -246,16 +253,29 @@ else
 fi
 "$TRAIN" "${args[@]}" &
 pid=$!
+# The signal that stopped meazo-train: USR1 (the time limit is near: requeue)
+# or TERM (scancel, or the job killed: do not requeue). The first one decides:
+# a TERM after USR1 is the time limit itself, reached before meazo-train's
+# checkpoint was done.
+stopped_by=
 on_usr1() {
 	if ((SECONDS - start < EARLIEST)); then
 		echo "meazo-sweep: ignoring a SIGUSR1 $((SECONDS - start)) s after the start (the time limit is not near)"
 		return
 	fi
-	echo "meazo-sweep: SIGUSR1 (time limit near): meazo-train checkpoints and stops"
+	echo "meazo-sweep: SIGUSR1 (time limit near): meazo-train checkpoints and stops; the task requeues"
+	stopped_by=${stopped_by:-USR1}
 	kill -USR1 $pid 2>/dev/null
 }
+on_term() {
+	stopped_by=${stopped_by:-TERM}
+	if [[ $stopped_by == TERM ]]; then
+		echo "meazo-sweep: SIGTERM (scancel or the job killed): meazo-train checkpoints and stops; no requeue"
+	fi
+	kill -TERM $pid 2>/dev/null
+}
 trap on_usr1 USR1
-trap 'kill -TERM $pid 2>/dev/null' TERM
+trap on_term TERM
 wait $pid
 rc=$?
 while kill -0 $pid 2>/dev/null; do
@@ -263,9 +283,11 @@ while kill -0 $pid 2>/dev/null; do
 	rc=$?
 done
 echo $rc > "$dir/` + ExitFile + `.tmp" && mv -f "$dir/` + ExitFile + `.tmp" "$dir/` + ExitFile + `"
-if [[ $rc -eq 3 ]]; then
+if [[ $rc -eq 3 && $stopped_by == USR1 ]]; then
 	echo "meazo-sweep: interrupted after a checkpoint: requeueing $task_id"
 	scontrol requeue "$task_id" && exit 0
+elif [[ $rc -eq 3 ]]; then
+	echo "meazo-sweep: interrupted${stopped_by:+ by SIG$stopped_by} after a checkpoint: not requeued; meazo-sweep resume continues it"
 fi
 rm -f "$dir/` + JobFile + `"
 echo "meazo-sweep: meazo-train exit status $rc"
