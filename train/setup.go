@@ -198,6 +198,9 @@ func (r *run) setupEngine() error {
 		Seed: cfg.Train.Seed, Mode: mode, Workers: cfg.Train.Threads}); err != nil {
 		return err
 	}
+	if n := len(r.data.train); cfg.Train.BatchSize > n {
+		fmt.Fprintf(r.log, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
+	}
 	r.sampler, err = data.NewSampler(len(r.data.train), cfg.Train.Seed)
 	return err
 }

@@ -465,3 +465,17 @@ func TestNewRunKeepsWhatIsThere(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchLargerThanData: a batch larger than the training split runs (the
+// sampler repeats examples) and says so.
+func TestBatchLargerThanData(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	var log bytes.Buffer
+	set := append(slices.Clone(trustSet), "task.max_train=4", "train.batch_size=8", "output.dir="+filepath.Join(dir, "run"))
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "warning: train.batch_size 8 is more than the 4 training examples") {
+		t.Errorf("no warning in the log:\n%s", log.String())
+	}
+}
