@@ -129,7 +129,7 @@ func (r *run) train() (*Summary, error) {
 		secs := time.Since(t0).Seconds()
 		r.state.Seconds += secs
 		if err := r.logStep(step+1, st, secs); err != nil {
-			return nil, err
+			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
 		}
 		// Validate every eval_every steps and at the end, keeping the best adapter.
 		if (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total {
@@ -147,7 +147,7 @@ func (r *run) train() (*Summary, error) {
 		r.state.Sampler = r.sampler.State()
 		if cfg.Train.CheckpointEvery > 0 && (step+1)%cfg.Train.CheckpointEvery == 0 || step+1 == total {
 			if err := r.checkpoint(); err != nil {
-				return nil, err
+				return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
 			}
 		}
 		prog.update(step+1, st.Loss, r.state.LastValLoss)
@@ -162,9 +162,9 @@ func (r *run) train() (*Summary, error) {
 }
 
 // failed adds to the error that ends a run (a device failure: a GPU's
-// fault or out-of-memory) what is kept and how to go on: the run
-// directory's last checkpoint and --resume, which continues exactly as the
-// run would have.
+// fault or out-of-memory; a full disk) what is kept and how to go on: the
+// run directory's last checkpoint and --resume, which continues exactly as
+// the run would have.
 func (r *run) failed(err error) error {
 	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile)); serr == nil {
 		return fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, r.lastCheckpointStep(), r.dir)
