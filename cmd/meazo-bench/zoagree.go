@@ -39,7 +39,7 @@ func runZOAgree(args []string, stdout io.Writer) error {
 		return cli.Usage(err)
 	}
 	if *dir == "" {
-		return fmt.Errorf("-model is required")
+		return cli.Usage(fmt.Errorf("-model is required"))
 	}
 	var epss []float64
 	for s := range strings.SplitSeq(*epsList, ",") {

@@ -78,7 +78,7 @@ func readBatch(path string) (model.Input, []int, error) {
 // stderr.
 func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
 	if modelDir == "" {
-		return nil, fmt.Errorf("--model is required")
+		return nil, cli.Usage(fmt.Errorf("--model is required"))
 	}
 	be, err := backends.Open(backend, 0, os.Stderr)
 	if err != nil {
@@ -151,7 +151,7 @@ func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
 		return cli.Usage(err)
 	}
 	if *input == "" {
-		return fmt.Errorf("--input is required")
+		return cli.Usage(fmt.Errorf("--input is required"))
 	}
 	in, _, err := readBatch(*input)
 	if err != nil {

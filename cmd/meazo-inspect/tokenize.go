@@ -58,7 +58,7 @@ func loadModelFlag(fs *flag.FlagSet, args []string, dir *string) (*tokenizer.Tok
 		return nil, cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if *dir == "" {
-		return nil, errors.New("--model DIR is required")
+		return nil, cli.Usage(errors.New("--model DIR is required"))
 	}
 	return tokenizer.Load(*dir)
 }

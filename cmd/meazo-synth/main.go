@@ -110,7 +110,7 @@ func runTrace(args []string, stdout, log io.Writer) error {
 		return cli.Usage(err)
 	}
 	if *specPath == "" {
-		return fmt.Errorf("--spec is required")
+		return cli.Usage(fmt.Errorf("--spec is required"))
 	}
 	raw, err := os.ReadFile(*specPath)
 	if err != nil {

@@ -39,7 +39,7 @@ func runPaper(args []string, logw io.Writer) error {
 		return cli.Usage(err)
 	}
 	if *out == "" {
-		return fmt.Errorf("--out is required")
+		return cli.Usage(fmt.Errorf("--out is required"))
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err

@@ -124,12 +124,12 @@ func TestCommandLine(t *testing.T) {
 		{[]string{}, 2, "", "usage: meazo-synth <command> [flags]"},
 		{[]string{"-h"}, 0, "", "  trace "},
 		{[]string{"frobnicate"}, 2, "", "meazo-synth: unknown command \"frobnicate\"\n"},
-		{[]string{"trace"}, 1, "", "meazo-synth trace: --spec is required\n"},
+		{[]string{"trace"}, 2, "", "meazo-synth trace: --spec is required\n"},
 		{[]string{"trace", "-h"}, 0, "", "usage: meazo-synth trace --spec SPEC.json\n"},
-		{[]string{"trace", "-x"}, 1, "", "meazo-synth trace: flag provided but not defined: -x\n"},
+		{[]string{"trace", "-x"}, 2, "", "meazo-synth trace: flag provided but not defined: -x\n"},
 		{[]string{"trace", "--spec", filepath.Join(t.TempDir(), "missing.json")}, 1, "", "missing.json: no such file"},
 		{[]string{"trace", "--spec", spec}, 0, `{"step":1,`, ""},
-		{[]string{"paper"}, 1, "", "meazo-synth paper: --out is required\n"},
+		{[]string{"paper"}, 2, "", "meazo-synth paper: --out is required\n"},
 		{[]string{"paper", "-h"}, 0, "", "usage: meazo-synth paper --out DIR [--quick]\n"},
 	} {
 		var stdout, stderr bytes.Buffer
