@@ -276,12 +276,20 @@ on_term() {
 }
 trap on_usr1 USR1
 trap on_term TERM
+# A trapped signal interrupts wait, which then returns 128+n: wait again while
+# meazo-train runs, and once more if it ended meanwhile, for its own status
+# (bash keeps it until waited for; 127: nothing kept, the status stands).
 wait $pid
 rc=$?
 while kill -0 $pid 2>/dev/null; do
 	wait $pid
 	rc=$?
 done
+if ((rc > 128)); then
+	wait $pid 2>/dev/null
+	last=$?
+	((last == 127)) || rc=$last
+fi
 echo $rc > "$dir/` + ExitFile + `.tmp" && mv -f "$dir/` + ExitFile + `.tmp" "$dir/` + ExitFile + `"
 if [[ $rc -eq 3 && $stopped_by == USR1 ]]; then
 	echo "meazo-sweep: interrupted after a checkpoint: requeueing $task_id"
