@@ -27,6 +27,10 @@ const (
 	CheckpointOldDir = CheckpointDir + ".old"
 	BestDir          = "best" // the adapter with the lowest validation loss so far (PEFT format)
 	LastDir          = "last" // the adapter at the end of the run (PEFT format)
+	// DemoMarker marks a directory made by meazo-train --demo (its root and
+	// each of its run directories, before the run starts there), so that a
+	// rerun of the demo removes only what the demo made.
+	DemoMarker = ".meazo-demo"
 )
 
 // Names of the files inside CheckpointDir, besides the adapter's PEFT files,

@@ -107,9 +107,10 @@ func (r *run) openRunDir() error {
 // restartable are the entries a start of meazo-train leaves in its run
 // directory before its first checkpoint (written right after the step-0
 // validation): a directory holding only these (and meazo-sweep's files,
-// "meazo-sweep.*") is a run that never got that far, and is started over.
+// "meazo-sweep.*", and the demo's marker, written before its runs start)
+// is a run that never got that far, and is started over.
 var restartable = []string{rundir.ConfigFile, rundir.MetricsFile, rundir.TimingFile, rundir.LockFile,
-	rundir.CheckpointTmpDir, rundir.BestDir}
+	rundir.CheckpointTmpDir, rundir.BestDir, rundir.DemoMarker}
 
 // checkNewRunDir refuses a directory a new run would overwrite or delete
 // things in: a run that has a checkpoint (continue it with --resume), or

@@ -16,8 +16,9 @@ import (
 
 // demoMarker marks a directory made by the demo (its root and each run
 // directory): only such directories are ever cleaned, and only of the files
-// the demo and the trainer make.
-const demoMarker = ".meazo-demo"
+// the demo and the trainer make. meazo-train starts a new run in a
+// directory holding it (package train's checkNewRunDir).
+const demoMarker = rundir.DemoMarker
 
 // demoRoot lists what the demo writes at the root of --demo-dir.
 var demoRoot = []string{demoMarker, "model", "data", "demo.yaml", "plots", "run-meazo", "run-zo-sgd", "run-zo-adam"}

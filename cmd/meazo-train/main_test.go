@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/train"
 )
 
 // TestCarelessInvocations: nothing but --demo runs the demo, and a mistaken
@@ -124,4 +125,24 @@ func TestDemoDeletesOnlyItsOwnFiles(t *testing.T) {
 			t.Errorf("a demo dir with a user's file in it: %v", err)
 		}
 	})
+}
+
+// TestDemoRuns runs the demo from start to end, as make demo does (20
+// steps a run), twice: each run ends with its summary and adapters, and the
+// second time the demo starts over in the directories it made.
+func TestDemoRuns(t *testing.T) {
+	t.Setenv("MEAZO_TRAIN_AS_MAIN", "1") // the demo runs this binary as meazo-train (TestMain)
+	dir := filepath.Join(t.TempDir(), "demo")
+	for range 2 {
+		if err := demo(train.Options{Log: io.Discard}, dir, 20); err != nil {
+			t.Fatal(err)
+		}
+		for _, opt := range train.DemoOptimizers {
+			for _, f := range []string{rundir.SummaryFile, filepath.Join(rundir.LastDir, "adapter_model.safetensors")} {
+				if _, err := os.Stat(filepath.Join(dir, "run-"+opt, f)); err != nil {
+					t.Errorf("demo run %s: %v", opt, err)
+				}
+			}
+		}
+	}
 }
