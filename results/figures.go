@@ -193,7 +193,7 @@ func Robustness(runs []sweep.Run) ([]Figure, error) {
 		rates := sweep.RateStatsOf(groups[m])
 		star := sweep.EtaStar(rates)
 		if star < 0 {
-			skipped = append(skipped, fmt.Sprintf("%s (a seed diverged at every rate)", m))
+			skipped = append(skipped, fmt.Sprintf("%s (a seed diverged or failed at every rate)", m))
 			continue
 		}
 		eta := rates[star].LR

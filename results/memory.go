@@ -10,8 +10,13 @@ import (
 // MemoryTable is a markdown table, one row per method: the optimizer state
 // (the paper's claim: MEAZO keeps ZO-SGD's memory, ZO-Adam adds 2·d floats)
 // and the measured peak resident memory of the whole process. Runs of one
-// method that differ (another adapter size) show the range.
+// method that differ (another adapter size) show the range. Failed runs
+// (no result, no numbers) are left out.
 func MemoryTable(runs []sweep.Run) (string, error) {
+	runs = finished(runs)
+	if len(runs) == 0 {
+		return "", fmt.Errorf("memory table: no run with a result")
+	}
 	setting, err := sweep.Setting(runs)
 	if err != nil {
 		return "", err
@@ -85,4 +90,15 @@ func bytesString(n int64) string {
 		v, u = v/unit, next
 	}
 	return fmt.Sprintf("%.1f %s", v, u)
+}
+
+// finished is runs without the failed ones.
+func finished(runs []sweep.Run) []sweep.Run {
+	var out []sweep.Run
+	for _, r := range runs {
+		if !r.Failed {
+			out = append(out, r)
+		}
+	}
+	return out
 }

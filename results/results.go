@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/meazo-go/meazo/rundir"
@@ -116,13 +117,18 @@ func AtBestRate(runs []sweep.Run) ([]sweep.Run, map[sweep.Method]string) {
 	notes := map[sweep.Method]string{}
 	for _, m := range ms {
 		rates := sweep.RateStatsOf(groups[m])
-		i := 0
+		// The fallback when no rate is eligible: the smallest rate with a
+		// run to draw.
+		i := slices.IndexFunc(rates, func(r sweep.RateStats) bool { return r.Failed < len(r.Runs) })
+		if i < 0 {
+			continue // every run of this method failed: nothing to draw
+		}
 		if len(rates) == 1 {
 			notes[m] = fmt.Sprintf(", η=%s", sweep.LRString(rates[0].LR))
 		} else {
-			if i = sweep.EtaStar(rates); i < 0 {
-				i = 0 // every rate diverged or failed somewhere: show the smallest
-			}
+			if star := sweep.EtaStar(rates); star >= 0 {
+				i = star
+			} // else every rate diverged or failed somewhere: the smallest with a run
 			notes[m] = fmt.Sprintf(", η*=%s of %d rates", sweep.LRString(rates[i].LR), len(rates))
 		}
 		for _, r := range rates[i].Runs {

@@ -175,6 +175,16 @@ func TestFailedSeedRules(t *testing.T) {
 	if len(alone) != 1 || alone[0].Failed {
 		t.Errorf("one rate with a failed seed: kept %+v, want the finished seed only", alone)
 	}
+	// Every seed of the smallest rate failed, none is eligible: the curves
+	// fall back to the smallest rate with a run, 1e-3.
+	gone := run("meazo", false, 1e-5, 0, 0, false)
+	gone.Failed = true
+	if kept, _ := AtBestRate([]sweep.Run{gone, run("meazo", false, 1e-3, 0, 0.5, false), failed}); len(kept) != 1 || kept[0].LR != 1e-3 {
+		t.Errorf("no eligible rate: kept %+v, want the finished 1e-3 seed", kept)
+	}
+	if table, err := MemoryTable(append(runs, failed)); err != nil || !strings.Contains(table, "| MEAZO | 3 | 1000 | 8 B |") {
+		t.Errorf("memory table with failed runs: %v\n%s", err, table)
+	}
 	figs, err := Robustness(runs)
 	if err != nil {
 		t.Fatal(err)
