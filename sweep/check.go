@@ -13,10 +13,20 @@ import (
 // config file or a set line stops the study before anything starts or is
 // submitted, instead of failing each of its runs (thousands, on a cluster).
 // It reads only the config files: models and data are the runs' to load.
+// A sweep that will start no run afresh (every run is done, or resumes from
+// its checkpoint with its own config.yaml, and its stage 2 is known) is
+// not checked: its config may have moved or changed since.
 func (st *Study) CheckConfigs() error {
 	for _, sp := range st.Sweeps() {
 		runs := sp.Stage1()
 		if len(runs) == 0 {
+			continue
+		}
+		fresh, err := sp.startsAfresh()
+		if err != nil {
+			return err
+		}
+		if !fresh {
 			continue
 		}
 		path, sets, err := loadArgs(runs[0].FreshArgs())
@@ -60,4 +70,26 @@ func (st *Study) demoPending(path string) bool {
 	}
 	rel, err := filepath.Rel(st.Demo, path)
 	return err == nil && filepath.IsLocal(rel)
+}
+
+// startsAfresh reports whether the sweep will start a run from its config:
+// a run with neither a result nor a checkpoint, or a stage 2 still to come.
+func (sp *SweepPlan) startsAfresh() (bool, error) {
+	ss, err := sp.State()
+	if err != nil {
+		return false, err
+	}
+	if !ss.Stage2Known && *sp.Exp.Fine {
+		return true, nil
+	}
+	for _, r := range ss.Runs() {
+		switch ss.States[r.Dir].Status {
+		case StatusDone, StatusDiverged, StatusRunning:
+		default:
+			if !hasCheckpoint(r.Dir) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -55,3 +55,26 @@ func TestCheckConfigs(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckConfigsResumeOnly: a sweep whose every run resumes from its
+// checkpoint (with its own config.yaml) and has no stage 2 to come is not
+// checked: its config file may be gone since the study began.
+func TestCheckConfigsResumeOnly(t *testing.T) {
+	dir := t.TempDir()
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-2]\nfine: false\nexperiments:\n  - {name: e, config: %s/gone.yaml, optimizers: [meazo]}\n", dir, dir))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := st.Sweeps()[0].Stage1()
+	for i, r := range runs {
+		if err := st.CheckConfigs(); err == nil || !strings.Contains(err.Error(), "gone.yaml") {
+			t.Fatalf("with %d of %d runs checkpointed: %v, want the missing config named", i, len(runs), err)
+		}
+		os.MkdirAll(filepath.Join(r.Dir, "checkpoint"), 0o755)
+		os.WriteFile(filepath.Join(r.Dir, "checkpoint", "state.json"), []byte("{}"), 0o644)
+	}
+	if err := st.CheckConfigs(); err != nil {
+		t.Errorf("every run resumes: %v", err)
+	}
+}
