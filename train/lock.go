@@ -54,8 +54,8 @@ func LockDir(dir string) (*Lock, error) {
 func LockHolder(dir string) (holder string, held bool, err error) {
 	path := filepath.Join(dir, rundir.LockFile)
 	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		return "", false, nil // never run, or not ours to test: read the directory as it is
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("lock %s: %w", path, err)
@@ -66,6 +66,10 @@ func LockHolder(dir string) (holder string, held bool, err error) {
 		return "", false, nil
 	case errors.Is(err, syscall.EWOULDBLOCK):
 		return lockHolder(path), true, nil
+	case errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOLCK):
+		// A file system without locks (a copy of a study on Lustre without
+		// flock, NFS without a lock manager): nothing can hold one there.
+		return "", false, nil
 	default:
 		return "", false, fmt.Errorf("lock %s: %w", path, err)
 	}
