@@ -301,11 +301,13 @@ func (c *Config) Validate() error {
 	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt":
 		return fmt.Errorf("adapter.kind %q: want lora or prompt", c.Adapter.Kind)
 	case c.Adapter.Kind == "prompt" && c.Adapter.Grouped:
-		return fmt.Errorf("adapter.grouped: prompt tuning has a single parameter group")
+		return fmt.Errorf("adapter.grouped must be false for prompt tuning (it has a single parameter group)")
 	case c.Adapter.Kind == "prompt" && c.Adapter.VirtualTokens <= 0:
 		return fmt.Errorf("adapter.virtual_tokens must be positive")
-	case c.Adapter.Kind == "lora" && (c.Adapter.R < 1 || !(c.Adapter.Alpha > 0)):
-		return fmt.Errorf("adapter.r must be at least 1 and adapter.alpha positive (got %d, %g)", c.Adapter.R, c.Adapter.Alpha)
+	case c.Adapter.Kind == "lora" && c.Adapter.R < 1:
+		return fmt.Errorf("adapter.r must be at least 1, got %d", c.Adapter.R)
+	case c.Adapter.Kind == "lora" && !(c.Adapter.Alpha > 0 && !math.IsInf(c.Adapter.Alpha, 0)):
+		return fmt.Errorf("adapter.alpha must be positive and finite, got %g", c.Adapter.Alpha)
 	case c.Adapter.Kind == "lora" && !validTargets(c.Adapter.Targets):
 		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once", c.Adapter.Targets, lora.SupportedTargets())
 	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
@@ -319,7 +321,7 @@ func (c *Config) Validate() error {
 	case c.Optimizer.Q < 1:
 		return fmt.Errorf("optimizer.q must be at least 1")
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
-		return fmt.Errorf("optimizer.q: fzoo needs q >= 2 (the std of one loss is 0), got %d", c.Optimizer.Q)
+		return fmt.Errorf("optimizer.q must be at least 2 for fzoo (the std of one loss is 0), got %d", c.Optimizer.Q)
 	case c.Train.EvalEvery < 1:
 		return fmt.Errorf("train.eval_every must be at least 1")
 	case c.Train.BatchSize < 1:
