@@ -203,8 +203,10 @@ func parseRunDirName(name string) (spelling string, rate float64, seed uint64, o
 	if err != nil || !(rate > 0) || math.IsInf(rate, 0) {
 		return "", 0, 0, false
 	}
-	seed, err = strconv.ParseUint(rest[i+len("_seed="):], 10, 64)
-	return spelling, rate, seed, err == nil
+	text := rest[i+len("_seed="):]
+	seed, err = strconv.ParseUint(text, 10, 64)
+	// Only the seed's own spelling (seed=00 is not the run of seed 0).
+	return spelling, rate, seed, err == nil && text == strconv.FormatUint(seed, 10)
 }
 
 // runDirIndex is the run directories a sweep directory already holds, so
@@ -234,8 +236,11 @@ func indexRunDirs(sweepDir string) runDirIndex {
 	entries, _ := os.ReadDir(sweepDir)
 	for _, e := range entries {
 		spelling, v, seed, ok := parseRunDirName(e.Name())
-		if !ok || !e.IsDir() {
+		if !ok {
 			continue
+		}
+		if fi, err := os.Stat(filepath.Join(sweepDir, e.Name())); err != nil || !fi.IsDir() {
+			continue // a directory or a link to one (a run kept on another disk)
 		}
 		rate := RateName(v)
 		k := runKey{rate, seed}

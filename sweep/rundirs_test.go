@@ -223,20 +223,26 @@ func TestRateName(t *testing.T) {
 func TestRunDirSpelling(t *testing.T) {
 	dir := t.TempDir()
 	sweepDir := filepath.Join(dir, "out/e_meazo")
-	for _, d := range []string{"lr=0.01_seed=0", "lr=1e-1_seed=0", "lr=0.1_seed=0", "lr=0.1_seed=1", "lr=abc_seed=0", "lr=5e-2_seed=x"} {
+	for _, d := range []string{"lr=0.01_seed=0", "lr=1e-1_seed=0", "lr=0.1_seed=0", "lr=0.1_seed=1", "lr=abc_seed=0", "lr=5e-2_seed=x", "lr=5e-2_seed=00"} {
 		if err := os.MkdirAll(filepath.Join(sweepDir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeFile(t, filepath.Join(sweepDir, "lr=5e-2_seed=1"), "a file, not a run directory")
+	// A run kept on another disk, linked in.
+	elsewhere := filepath.Join(dir, "scratch", "run")
+	os.MkdirAll(elsewhere, 0o755)
+	if err := os.Symlink(elsewhere, filepath.Join(sweepDir, "lr=0.001_seed=0")); err != nil {
+		t.Fatal(err)
+	}
 	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 5e-2, 1e-1]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
-		"1e-3 lr=1e-3_seed=0", "1e-3 lr=1e-3_seed=1", // new rate
+		"1e-3 lr=0.001_seed=0", "1e-3 lr=0.001_seed=1", // a link to a run directory counts as one
 		"1e-2 lr=0.01_seed=0", "1e-2 lr=0.01_seed=1", // found; a new seed in the rate's spelling
-		"5e-2 lr=5e-2_seed=0", "5e-2 lr=5e-2_seed=1", // not run directories: new
+		"5e-2 lr=5e-2_seed=0", "5e-2 lr=5e-2_seed=1", // not run directories (seed=x, seed=00, a file): new
 		"1e-1 lr=1e-1_seed=0", "1e-1 lr=0.1_seed=1", // two for seed 0: RateName's wins
 	}
 	var got []string
