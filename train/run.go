@@ -169,6 +169,11 @@ func (r *run) failed(err error) error {
 	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile)); serr == nil {
 		return fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, r.lastCheckpointStep(), r.dir)
 	}
+	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointOldDir, rundir.StateFile)); serr == nil {
+		// Stopped in the middle of a checkpoint's swap: --resume puts the
+		// previous one back.
+		return fmt.Errorf("%w; the previous checkpoint is kept (%s): continue with --resume %s", err, rundir.CheckpointOldDir, r.dir)
+	}
 	return fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
 }
 
