@@ -17,9 +17,8 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/meazo-go/meazo/lora"
-
 	"github.com/meazo-go/meazo/internal/suggest"
+	"github.com/meazo-go/meazo/lora"
 )
 
 // Config is a whole experiment. Every field's `doc` tag is its documentation;
