@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -128,6 +130,25 @@ func joinPaths(leaves [][]string) []string {
 	return out
 }
 
+// parquetText reads a text value: a byte array holding UTF-8. An id may
+// also be an integer (pandas writes XSum's ids as int64), kept in decimal.
+func parquetText(v parquet.Value, id bool) (text, msg string) {
+	switch k := v.Kind(); {
+	case k == parquet.ByteArray || k == parquet.FixedLenByteArray:
+		b := v.ByteArray()
+		if !utf8.Valid(b) {
+			return "", "not UTF-8 text"
+		}
+		return string(b), ""
+	case id && k == parquet.Int32:
+		return strconv.FormatInt(int64(v.Int32()), 10), ""
+	case id && k == parquet.Int64:
+		return strconv.FormatInt(v.Int64(), 10), ""
+	default:
+		return "", fmt.Sprintf("want text, got %v", k)
+	}
+}
+
 // parquetExample builds an Example from one row's values.
 func parquetExample(row parquet.Row, task Task, index map[string]int) (ex Example, field, msg string) {
 	ex.Task = task
@@ -141,7 +162,12 @@ func parquetExample(row parquet.Row, task Task, index map[string]int) (ex Exampl
 			field, msg = name, "null or missing"
 			return "", false
 		}
-		return string(vs[0].ByteArray()), true
+		s, m := parquetText(vs[0], name == "id")
+		if m != "" {
+			field, msg = name, m
+			return "", false
+		}
+		return s, true
 	}
 	integer := func(name string) (int64, bool) {
 		vs := values[index[name]]
@@ -189,7 +215,12 @@ func parquetExample(row parquet.Row, task Task, index map[string]int) (ex Exampl
 			if v.IsNull() {
 				continue // an empty list is a single null; checkExample reports it
 			}
-			ex.Answers = append(ex.Answers, string(v.ByteArray()))
+			a, m := parquetText(v, false)
+			if m != "" {
+				field, msg = "answers.text", m
+				return
+			}
+			ex.Answers = append(ex.Answers, a)
 		}
 	case XSum:
 		for _, f := range []struct {

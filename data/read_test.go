@@ -186,6 +186,29 @@ func TestReadParquet(t *testing.T) {
 	if err != nil || len(exs) != 1 || !reflect.DeepEqual(exs[0], Example{Task: XSum, ID: "7", Document: "doc", Summary: "sum"}) {
 		t.Errorf("xsum parquet: %+v %v", exs, err)
 	}
+	// pandas writes XSum's ids as integers: kept in decimal. Integers where
+	// text is wanted, or bytes that are not UTF-8, are a row error, not a panic.
+	type xsumIntID struct {
+		Document string `parquet:"document"`
+		Summary  string `parquet:"summary"`
+		ID       int64  `parquet:"id"`
+	}
+	exs, _, err = ReadAll(writeParquet(t, []xsumIntID{{"doc", "sum", 29750031}}), XSum, ReadOptions{Strict: true})
+	if err != nil || len(exs) != 1 || exs[0].ID != "29750031" {
+		t.Errorf("xsum parquet with integer ids: %+v %v", exs, err)
+	}
+	type sstIntSentence struct {
+		Sentence int64 `parquet:"sentence"`
+		Label    int64 `parquet:"label"`
+	}
+	_, _, err = ReadAll(writeParquet(t, []sstIntSentence{{5, 1}}), SST2, ReadOptions{Strict: true})
+	if err == nil || !strings.Contains(err.Error(), `field "sentence": want text, got INT64`) {
+		t.Errorf("integer sentence: %v", err)
+	}
+	_, _, err = ReadAll(writeParquet(t, []hubXSum{{"caf\xe9", "sum", "7"}}), XSum, ReadOptions{Strict: true})
+	if err == nil || !strings.Contains(err.Error(), `field "document": not UTF-8 text`) {
+		t.Errorf("Latin-1 document: %v", err)
+	}
 	// The wrong schema names the missing column.
 	_, _, err = ReadAll(writeParquet(t, []hubXSum{{"doc", "sum", "7"}}), SQuAD, ReadOptions{})
 	if err == nil || !strings.Contains(err.Error(), `column "title" is missing`) {
