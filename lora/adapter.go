@@ -264,6 +264,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		return nil, nil, fmt.Errorf("load adapter: %w", err)
 	}
 	defer f.Close()
+	read := map[string]bool{}
 	a.eachMatrix(func(l int, t, ab string, v []float32) {
 		if err != nil {
 			return
@@ -272,13 +273,24 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		if ab == "B" {
 			rows, cols = a.out[t], a.opts.R
 		}
+		name := tensorName(l, t, ab)
+		read[name] = true
 		var w []float32
-		if w, err = readMatrix(f, tensorName(l, t, ab), rows, cols); err == nil {
+		if w, err = readMatrix(f, name, rows, cols); err == nil {
 			copy(v, w)
 		}
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	// A tensor the model has no place for (a layer it lacks, a module it
+	// does not adapt) means an adapter made for another model: refused,
+	// rather than applied in part.
+	for _, t := range f.Tensors() {
+		if !read[t.Name] {
+			return nil, nil, fmt.Errorf("adapter %s: tensor %q has no place in this model (%d layers, targets %v): an adapter for another model?",
+				path, t.Name, a.layers, a.targets)
+		}
 	}
 	return a, cfg, nil
 }

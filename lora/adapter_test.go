@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
@@ -235,5 +236,34 @@ func TestMergeStacked(t *testing.T) {
 	}
 	if !slices.Equal(logits[0], logits[1]) {
 		t.Error("merged logits differ between the stacked and the separate q|k|v")
+	}
+}
+
+// TestLoadRefusesAnotherModelsAdapter: an adapter with tensors the model has
+// no place for (a layer it lacks) is refused, not applied in part.
+func TestLoadRefusesAnotherModelsAdapter(t *testing.T) {
+	deep := tinyConfig()
+	deep.NumLayers = 3
+	big, err := model.NewRandom(deep, 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(big, Options{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	small, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir, small, false); err == nil || !strings.Contains(err.Error(), `"base_model.model.model.layers.2.self_attn.q_proj.lora_A.weight" has no place in this model (2 layers`) {
+		t.Errorf("3-layer adapter on a 2-layer model: %v", err)
+	}
+	if _, err := Load(dir, big, false); err != nil {
+		t.Errorf("on its own model: %v", err)
 	}
 }
