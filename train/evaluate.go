@@ -176,6 +176,7 @@ type EvalOptions struct {
 	MaxNewTokens int    // default: SQuAD 50, XSum 100
 	DateString   string // Llama-3.x date_string (default 26 Jul 2024)
 	RougeStem    bool   // XSum: Porter-stem tokens (off by default, as HF evaluate)
+	Strict       bool   // stop at the first malformed row (task.strict) instead of skipping it
 	Log          io.Writer
 }
 
@@ -207,7 +208,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		}
 		params = adapter.Params()
 	}
-	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, OnSkip: func(e *data.RowError) {
+	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, OnSkip: func(e *data.RowError) {
 		fmt.Fprintf(o.Log, "warning: skipped malformed row: %v\n", e)
 	}})
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/meazo-go/meazo/eval"
 	"github.com/meazo-go/meazo/internal/cli"
@@ -56,6 +57,9 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	if *stem && *metric != "rouge" {
 		return fmt.Errorf("--stem applies only to --metric rouge")
+	}
+	if fs.NArg() > 0 {
+		return cli.Usage(fmt.Errorf("unexpected argument %q (the input is --in FILE, or stdin)", fs.Arg(0)))
 	}
 	r, name := stdin, "<stdin>"
 	if *in != "-" {
@@ -111,6 +115,11 @@ func forEachLine(r io.Reader, fn func(line []byte, n int) error) error {
 
 // decodeLine unmarshals one line, requiring each named field to be present.
 func decodeLine(line []byte, name string, n int, v any, required ...string) error {
+	// JSON is UTF-8; Go's decoder would turn other bytes into U+FFFD, and
+	// two different answers could then score as equal.
+	if !utf8.Valid(line) {
+		return fmt.Errorf("%s:%d: not UTF-8 text", name, n)
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return fmt.Errorf("%s:%d: not a JSON object: %v", name, n, err)
@@ -139,8 +148,8 @@ func scoreSquad(r io.Reader, name string, w io.Writer) error {
 	var totals eval.SquadTotals
 	err := forEachLine(r, func(line []byte, n int) error {
 		var rec struct {
-			Prediction   string   `json:"prediction"`
-			GroundTruths []string `json:"ground_truths"`
+			Prediction   string    `json:"prediction"`
+			GroundTruths []*string `json:"ground_truths"`
 		}
 		if err := decodeLine(line, name, n, &rec, "prediction", "ground_truths"); err != nil {
 			return err
@@ -148,7 +157,14 @@ func scoreSquad(r io.Reader, name string, w io.Writer) error {
 		if len(rec.GroundTruths) == 0 {
 			return fmt.Errorf("%s:%d: field \"ground_truths\" is empty (SQuAD scores against at least one answer)", name, n)
 		}
-		em, f1 := eval.SquadScore(rec.Prediction, rec.GroundTruths)
+		truths := make([]string, len(rec.GroundTruths))
+		for i, g := range rec.GroundTruths {
+			if g == nil {
+				return fmt.Errorf("%s:%d: field \"ground_truths\": answer %d is null", name, n, i)
+			}
+			truths[i] = *g
+		}
+		em, f1 := eval.SquadScore(rec.Prediction, truths)
 		totals.Add(em, f1)
 		return enc.Encode(map[string]float64{"exact_match": em, "f1": f1})
 	})

@@ -65,6 +65,8 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 		{"squad", `{"prediction": "x", "ground_truths": []}`, `<stdin>:1: field "ground_truths" is empty`},
 		{"squad", `{"prediction": null, "ground_truths": ["x"]}`, `<stdin>:1: field "prediction" is null`},
 		{"rouge", `{"prediction": "x", "reference": null}`, `<stdin>:1: field "reference" is null`},
+		{"squad", `{"prediction": "", "ground_truths": ["Paris", null]}`, `<stdin>:1: field "ground_truths": answer 1 is null`},
+		{"squad", "{\"prediction\": \"caf\xe9\", \"ground_truths\": [\"caf\xe8\"]}", `<stdin>:1: not UTF-8 text`},
 		{"squad", "", `<stdin>: no predictions to score`},
 		{"rouge", "\n  \n", `<stdin>: no predictions to score`},
 		{"rouge", `{"prediction": "a", "reference": "` + strings.Repeat("a ", 200001) + `"}`, `<stdin>:1: rouge: the reference has 200001 tokens`},
@@ -73,5 +75,10 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error = %v, want it to contain %q", err, c.want)
 		}
+	}
+	// A file named as an argument is not read from stdin in its place.
+	err := runScore([]string{"--metric", "squad", "preds.jsonl"}, strings.NewReader(""), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `unexpected argument "preds.jsonl" (the input is --in FILE, or stdin)`) {
+		t.Errorf("argument: %v", err)
 	}
 }

@@ -31,11 +31,17 @@ func runTask(args []string, stdout, log io.Writer) error {
 	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024); use the run's model.date_string")
 	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
+	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
 	}
-	if *modelDir == "" || *task == "" || *dataPath == "" {
-		return fmt.Errorf("--model, --task and --data are required")
+	switch {
+	case fs.NArg() > 0:
+		return cli.Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
+	case *modelDir == "" || *task == "" || *dataPath == "":
+		return cli.Usage(fmt.Errorf("--model, --task and --data are required"))
+	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0:
+		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens and --threads must not be negative and --batch-size must be at least 1"))
 	}
 	be, err := backends.Open(*backend, *threads, log)
 	if err != nil {
@@ -52,7 +58,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return err
 	}
 	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
-		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Log: log})
+		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, Log: log})
 	if err != nil {
 		return err
 	}

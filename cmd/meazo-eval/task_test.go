@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -48,5 +51,26 @@ func TestTaskOnDemo(t *testing.T) {
 	}
 	if err := runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "nope.tsv")}, io.Discard, io.Discard); err == nil {
 		t.Error("a missing data file gave no error")
+	}
+}
+
+// TestTaskCommandLine: what the flags cannot mean is a usage error, before
+// any model loads.
+func TestTaskCommandLine(t *testing.T) {
+	base := []string{"--model", "m", "--task", "sst2", "--data", "d.tsv"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(base, "extra"), `unexpected argument "extra"`},
+		{append(base, "--max-examples", "-5"), "must not be negative"},
+		{append(base, "--batch-size", "0"), "--batch-size must be at least 1"},
+		{[]string{"--task", "sst2"}, "--model, --task and --data are required"},
+	} {
+		err := runTask(c.args, io.Discard, io.Discard)
+		var ue *cli.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want a usage error with %q", c.args, err, c.want)
+		}
 	}
 }
