@@ -1,13 +1,13 @@
 package data
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
 // jsonlRow holds the HF field names of all three tasks. Pointers tell a
@@ -37,7 +37,7 @@ func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowEr
 		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
+	br := textReader(f)
 	for line := 1; ; line++ {
 		b, rerr := br.ReadBytes('\n')
 		if rerr != nil && rerr != io.EOF {
@@ -66,6 +66,9 @@ func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowEr
 // parseJSONLRow decodes one line; on failure it names the field.
 func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
 	var r jsonlRow
+	if !utf8.Valid(b) { // the decoder would make other bytes U+FFFD
+		return ex, "(line)", "not UTF-8 text"
+	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
 		// Valid JSON that is not an object (an array, a string, null) would
 		// decode into an empty row without an error.
@@ -78,7 +81,7 @@ func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return ex, te.Field, fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)
+			return ex, te.Field, fmt.Sprintf("want %s, got JSON %s", jsonKind(te.Type), te.Value)
 		}
 		return ex, "(line)", "not a JSON object: " + err.Error()
 	}

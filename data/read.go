@@ -1,10 +1,13 @@
 package data
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -104,6 +107,16 @@ func ReadAll(path string, task Task, opt ReadOptions) ([]Example, ReadStats, err
 }
 
 // openFile opens path, naming it in the error.
+// textReader buffers a text file and skips a UTF-8 byte-order mark at its
+// start (editors on Windows write one), which no format here allows.
+func textReader(f io.Reader) *bufio.Reader {
+	br := bufio.NewReaderSize(f, 1<<16)
+	if b, err := br.Peek(3); err == nil && string(b) == "\xef\xbb\xbf" {
+		br.Discard(3)
+	}
+	return br
+}
+
 func openFile(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -150,4 +163,28 @@ func clip(s string) string {
 		cut--
 	}
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
+
+// jsonKind names the JSON a Go type decodes from, for messages (not the Go
+// type's own name).
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
 }

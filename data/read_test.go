@@ -76,7 +76,7 @@ func TestMalformedRows(t *testing.T) {
 		{"a.tsv", "sentence\tlabel\nok\t1\nthree\t1\textra\n", SST2, 1, `line 3: field "sentence": want 2 tab-separated columns`},
 		{"a.tsv", "sentence\tlabel\nok\t7\n", SST2, 0, `line 2: field "label": want 0 or 1, got 7`},
 		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"d"}` + "\n", XSum, 1, `line 2: field "summary": missing`},
-		{"x.jsonl", `{"id":"1","document":5,"summary":"s"}` + "\n", XSum, 0, `line 1: field "document": want string, got JSON number`},
+		{"x.jsonl", `{"id":"1","document":5,"summary":"s"}` + "\n", XSum, 0, `line 1: field "document": want a string, got JSON number`},
 		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n[1, 2]\n", XSum, 1, `line 2: field "(line)": want a JSON object, got an array`},
 		{"x.jsonl", "null\n" + `{"id":"1","document":"d","summary":"s"}` + "\n", XSum, 1, `line 1: field "(line)": want a JSON object, got null`},
 		{"s.jsonl", `"just a string"` + "\n", SST2, 0, `line 1: field "(line)": want a JSON object, got a string`},
@@ -85,7 +85,17 @@ func TestMalformedRows(t *testing.T) {
 		{"d.json", `{"version":"1.1","data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A","answer_start":0}]},{"id":"q2","question":"","answers":[{"text":"A"}]}]}]}]}`,
 			SQuAD, 1, `data[0].paragraphs[0].qas[1] (id "q2"): field "question": empty`},
 		{"d.json", `{"version":"1.1","data":[{"title":3,"paragraphs":[]}, {"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
-			SQuAD, 1, `data[0]: field "title"`},
+			SQuAD, 1, `data[0]: field "title": want a string, got JSON number`},
+		// One bad answer skips its question, not its article's other questions.
+		{"d.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A"}]},{"id":"q2","question":"Q","answers":[{"text":7}]},{"id":"q3","question":"Q","answers":[{"text":null}]}]}]}]}`,
+			SQuAD, 1, `data[0].paragraphs[0].qas[1]: field "answers.text": want a string, got JSON number`},
+		{"d.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q3","question":"Q","answers":[{"text":null}]},{"id":"q1","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
+			SQuAD, 1, `data[0].paragraphs[0].qas[0] (id "q3"): field "answers[0].text": null or missing`},
+		{"d.json", `{"data":[{"title":"caf` + "\xe9" + `","paragraphs":[]},{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
+			SQuAD, 1, `data[0]: field "(article)": not UTF-8 text`},
+		{"a.tsv", "sentence\tlabel\nok\t1\ncaf\xe9\t1\n", SST2, 1, `line 3: field "sentence": not UTF-8 text`},
+		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"caf` + "\xe9" + `","summary":"s"}` + "\n", XSum, 1, `line 2: field "(line)": not UTF-8 text`},
+		{"a.tsv", "sentence\tlabel\tlabel\nok\t1\t1\nshort\t1\n", SST2, 1, `line 3: field "sentence": want 3 tab-separated columns, got 2`},
 	} {
 		p := writeFile(t, c.name, c.content)
 		var skipped []*RowError
@@ -228,6 +238,39 @@ func TestHugeRowsAreClipped(t *testing.T) {
 		_, _, err := ReadAll(p, SST2, ReadOptions{Strict: true})
 		if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "bytes)") {
 			t.Errorf("%s: error of %d bytes: %.300v", c.name, len(fmt.Sprint(err)), err)
+		}
+	}
+}
+
+// TestTextFormatsEdges: a UTF-8 byte-order mark is skipped; an official
+// SQuAD file that is cut short, has data after its end, or gives "data"
+// twice is an error, not fewer or more questions.
+func TestTextFormatsEdges(t *testing.T) {
+	const art = `{"title":"T","paragraphs":[{"context":"Paris is in France.","qas":[{"id":"q1","question":"Where?","answers":[{"text":"France"}]}]}]}`
+	bom := "\xef\xbb\xbf"
+	for _, c := range []struct {
+		name, content string
+		task          Task
+		good          int
+	}{
+		{"b.tsv", bom + "sentence\tlabel\nok\t1\n", SST2, 1},
+		{"b.jsonl", bom + `{"sentence":"ok","label":1}` + "\n", SST2, 1},
+		{"b.json", bom + `{"data":[` + art + `]}`, SQuAD, 1},
+	} {
+		exs, st, err := ReadAll(writeFile(t, c.name, c.content), c.task, ReadOptions{Strict: true})
+		if err != nil || len(exs) != c.good || st.Skipped != 0 {
+			t.Errorf("%s with a BOM: %d examples, %+v, %v", c.name, len(exs), st, err)
+		}
+	}
+	for _, c := range []struct{ content, want string }{
+		{`{"version":"1.1","data":[` + art + `,` + art + `]`, "not official SQuAD JSON"},
+		{`{"data":[` + art + `]} garbage`, "more data after the end of the JSON object"},
+		{`{"data":[` + art + `]}{"data":[]}`, "more data after the end of the JSON object"},
+		{`{"data":[` + art + `],"data":[` + art + `]}`, `"data" given twice`},
+	} {
+		_, _, err := ReadAll(writeFile(t, "d.json", c.content), SQuAD, ReadOptions{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.60s…: %v, want an error with %q", c.content, err, c.want)
 		}
 	}
 }

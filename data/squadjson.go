@@ -1,39 +1,45 @@
 package data
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
-// squadArticle is one element of the official file's "data" array.
+// squadArticle is one element of the official file's "data" array. Its
+// questions are decoded one at a time (squadQA), so that a malformed one is
+// skipped alone, not with its whole article.
 type squadArticle struct {
 	Title      string `json:"title"`
 	Paragraphs []struct {
-		Context string `json:"context"`
-		QAs     []struct {
-			ID       string `json:"id"`
-			Question string `json:"question"`
-			Answers  []struct {
-				Text string `json:"text"`
-			} `json:"answers"`
-		} `json:"qas"`
+		Context string            `json:"context"`
+		QAs     []json.RawMessage `json:"qas"`
 	} `json:"paragraphs"`
+}
+
+// squadQA is one question. Pointers tell a null answer from an empty one.
+type squadQA struct {
+	ID       string `json:"id"`
+	Question string `json:"question"`
+	Answers  []struct {
+		Text *string `json:"text"`
+	} `json:"answers"`
 }
 
 // readSquadJSON streams the official SQuAD v1.1 JSON ({"data": [article...],
 // "version": ...}) one article at a time, so memory stays near one article
 // whatever the file size. Questions come in file order, which is also the
-// order of the HF hub's rows.
+// order of the HF hub's rows. The file must be one JSON object and nothing
+// after it: a truncated file is an error, not fewer questions.
 func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) error) error {
 	f, err := openFile(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<16))
+	dec := json.NewDecoder(textReader(f))
 	syntax := func(err error) error {
 		return fmt.Errorf("%s: byte %d: not official SQuAD JSON: %w", path, dec.InputOffset(), err)
 	}
@@ -53,20 +59,28 @@ func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) er
 			}
 			continue
 		}
+		if sawData {
+			return syntax(errors.New(`"data" given twice`))
+		}
 		sawData = true
 		if err := expectDelim(dec, '['); err != nil {
 			return syntax(err)
 		}
 		for a := 0; dec.More(); a++ {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return syntax(err)
+			}
+			row := fmt.Sprintf("data[%d]", a)
 			var art squadArticle
-			if err := dec.Decode(&art); err != nil {
-				var te *json.UnmarshalTypeError
-				if !errors.As(err, &te) {
-					return syntax(err)
+			if !utf8.Valid(raw) { // the decoder would make other bytes U+FFFD
+				if e := bad(&RowError{path, row, "(article)", "not UTF-8 text"}); e != nil {
+					return e
 				}
-				// The decoder has consumed the whole article: skip it.
-				if e := bad(&RowError{path, fmt.Sprintf("data[%d]", a), te.Field,
-					fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}); e != nil {
+				continue
+			}
+			if err := json.Unmarshal(raw, &art); err != nil {
+				if e := bad(&RowError{path, row, jsonField(err, "(article)"), jsonMessage(err)}); e != nil {
 					return e
 				}
 				continue
@@ -79,6 +93,12 @@ func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) er
 			return syntax(err)
 		}
 	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return syntax(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return syntax(errors.New("more data after the end of the JSON object"))
+	}
 	if !sawData {
 		return fmt.Errorf("%s: field \"data\" is missing: not official SQuAD JSON", path)
 	}
@@ -87,14 +107,29 @@ func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) er
 
 func emitArticle(path string, a int, art *squadArticle, emit func(Example) error, bad func(*RowError) error) error {
 	for p, par := range art.Paragraphs {
-		for q, qa := range par.QAs {
-			ex := Example{Task: SQuAD, ID: qa.ID, Title: art.Title, Context: par.Context, Question: qa.Question}
-			ex.Answers = make([]string, len(qa.Answers))
-			for i, ans := range qa.Answers {
-				ex.Answers[i] = ans.Text
+		for q, raw := range par.QAs {
+			row := fmt.Sprintf("data[%d].paragraphs[%d].qas[%d]", a, p, q)
+			var qa squadQA
+			if err := json.Unmarshal(raw, &qa); err != nil {
+				if e := bad(&RowError{path, row, jsonField(err, "(question)"), jsonMessage(err)}); e != nil {
+					return e
+				}
+				continue
 			}
-			if field, msg := checkExample(&ex); field != "" {
-				row := fmt.Sprintf("data[%d].paragraphs[%d].qas[%d] (id %q)", a, p, q, qa.ID)
+			row += fmt.Sprintf(" (id %q)", qa.ID)
+			ex := Example{Task: SQuAD, ID: qa.ID, Title: art.Title, Context: par.Context, Question: qa.Question}
+			field, msg := "", ""
+			for i, ans := range qa.Answers {
+				if ans.Text == nil {
+					field, msg = fmt.Sprintf("answers[%d].text", i), "null or missing"
+					break
+				}
+				ex.Answers = append(ex.Answers, *ans.Text)
+			}
+			if field == "" {
+				field, msg = checkExample(&ex)
+			}
+			if field != "" {
 				if e := bad(&RowError{path, row, field, msg}); e != nil {
 					return e
 				}
@@ -106,6 +141,24 @@ func emitArticle(path string, a int, art *squadArticle, emit func(Example) error
 		}
 	}
 	return nil
+}
+
+// jsonField and jsonMessage describe a json.Unmarshal error for a RowError:
+// the field of a type error (whole, if it names none), and what was wanted.
+func jsonField(err error, whole string) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return te.Field
+	}
+	return whole
+}
+
+func jsonMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("want %s, got JSON %s", jsonKind(te.Type), te.Value)
+	}
+	return err.Error()
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // readGLUETSV reads GLUE's SST-2 TSV: a header naming the columns (sentence,
@@ -18,13 +19,14 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
+	br := textReader(f)
 	header, err := readLine(br)
 	if err != nil {
 		return fmt.Errorf("%s: line 1: reading the header: %w", path, err)
 	}
+	names := strings.Split(header, "\t")
 	col := map[string]int{}
-	for i, name := range strings.Split(header, "\t") {
+	for i, name := range names {
 		col[name] = i
 	}
 	sentenceCol, ok1 := col["sentence"]
@@ -48,9 +50,15 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 			continue
 		}
 		row := fmt.Sprintf("line %d", line)
+		if !utf8.ValidString(text) {
+			if e := bad(&RowError{path, row, "sentence", "not UTF-8 text"}); e != nil {
+				return e
+			}
+			continue
+		}
 		fields := strings.Split(text, "\t")
-		if len(fields) != len(col) {
-			if e := bad(&RowError{path, row, "sentence", fmt.Sprintf("want %d tab-separated columns, got %d", len(col), len(fields))}); e != nil {
+		if len(fields) != len(names) {
+			if e := bad(&RowError{path, row, "sentence", fmt.Sprintf("want %d tab-separated columns, got %d", len(names), len(fields))}); e != nil {
 				return e
 			}
 			continue
