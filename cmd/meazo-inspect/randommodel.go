@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
@@ -24,7 +25,13 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 		return cli.Usage(err)
 	}
 	if *cfgPath == "" || *out == "" {
-		return fmt.Errorf("--config and --out are required")
+		return cli.Usage(fmt.Errorf("--config and --out are required"))
+	}
+	if !(*std > 0) || math.IsInf(*std, 0) {
+		return cli.Usage(fmt.Errorf("--std must be positive and finite, got %g", *std))
+	}
+	if fs.NArg() > 0 {
+		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	cfg, err := model.LoadConfig(*cfgPath)
 	if err != nil {
