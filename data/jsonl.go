@@ -37,7 +37,7 @@ func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowEr
 		return err
 	}
 	defer f.Close()
-	br := textReader(f)
+	br, _ := textReader(f)
 	for line := 1; ; line++ {
 		b, rerr := br.ReadBytes('\n')
 		if rerr != nil && rerr != io.EOF {

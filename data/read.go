@@ -107,16 +107,6 @@ func ReadAll(path string, task Task, opt ReadOptions) ([]Example, ReadStats, err
 }
 
 // openFile opens path, naming it in the error.
-// textReader buffers a text file and skips a UTF-8 byte-order mark at its
-// start (editors on Windows write one), which no format here allows.
-func textReader(f io.Reader) *bufio.Reader {
-	br := bufio.NewReaderSize(f, 1<<16)
-	if b, err := br.Peek(3); err == nil && string(b) == "\xef\xbb\xbf" {
-		br.Discard(3)
-	}
-	return br
-}
-
 func openFile(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -187,4 +177,16 @@ func jsonKind(t reflect.Type) string {
 		return "an object"
 	}
 	return t.String()
+}
+
+// textReader buffers a text file and skips a UTF-8 byte-order mark at its
+// start (editors on Windows write one), which no format here allows; bom is
+// how many bytes it skipped, for byte offsets in messages.
+func textReader(f io.Reader) (br *bufio.Reader, bom int64) {
+	br = bufio.NewReaderSize(f, 1<<16)
+	if b, err := br.Peek(3); err == nil && string(b) == "\xef\xbb\xbf" {
+		br.Discard(3)
+		return br, 3
+	}
+	return br, 0
 }

@@ -92,8 +92,11 @@ func TestMalformedRows(t *testing.T) {
 		{"d.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q3","question":"Q","answers":[{"text":null}]},{"id":"q1","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
 			SQuAD, 1, `data[0].paragraphs[0].qas[0] (id "q3"): field "answers[0].text": null or missing`},
 		{"d.json", `{"data":[{"title":"caf` + "\xe9" + `","paragraphs":[]},{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
-			SQuAD, 1, `data[0]: field "(article)": not UTF-8 text`},
-		{"a.tsv", "sentence\tlabel\nok\t1\ncaf\xe9\t1\n", SST2, 1, `line 3: field "sentence": not UTF-8 text`},
+			SQuAD, 1, `data[0]: field "title": not UTF-8 text`},
+		// A question that is not UTF-8 is skipped alone.
+		{"d.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q0","question":"caf` + "\xe9" + `","answers":[{"text":"A"}]},{"id":"q1","question":"Q","answers":[{"text":"A"}]},{"id":"q2","question":"Q","answers":[{"text":"B"}]}]}]}]}`,
+			SQuAD, 2, `data[0].paragraphs[0].qas[0]: field "(question)": not UTF-8 text`},
+		{"a.tsv", "sentence\tlabel\nok\t1\ncaf\xe9\t1\n", SST2, 1, `line 3: field "(line)": not UTF-8 text`},
 		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"caf` + "\xe9" + `","summary":"s"}` + "\n", XSum, 1, `line 2: field "(line)": not UTF-8 text`},
 		{"a.tsv", "sentence\tlabel\tlabel\nok\t1\t1\nshort\t1\n", SST2, 1, `line 3: field "sentence": want 3 tab-separated columns, got 2`},
 	} {

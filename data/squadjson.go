@@ -9,12 +9,13 @@ import (
 )
 
 // squadArticle is one element of the official file's "data" array. Its
-// questions are decoded one at a time (squadQA), so that a malformed one is
-// skipped alone, not with its whole article.
+// texts and questions stay raw until they are checked one at a time
+// (squadText, squadQA), so that a malformed question, even one that is not
+// UTF-8, is skipped alone, not with its whole article.
 type squadArticle struct {
-	Title      string `json:"title"`
+	Title      json.RawMessage `json:"title"`
 	Paragraphs []struct {
-		Context string            `json:"context"`
+		Context json.RawMessage   `json:"context"`
 		QAs     []json.RawMessage `json:"qas"`
 	} `json:"paragraphs"`
 }
@@ -39,9 +40,10 @@ func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) er
 		return err
 	}
 	defer f.Close()
-	dec := json.NewDecoder(textReader(f))
+	br, bom := textReader(f)
+	dec := json.NewDecoder(br)
 	syntax := func(err error) error {
-		return fmt.Errorf("%s: byte %d: not official SQuAD JSON: %w", path, dec.InputOffset(), err)
+		return fmt.Errorf("%s: byte %d: not official SQuAD JSON: %w", path, bom+dec.InputOffset(), err)
 	}
 	if err := expectDelim(dec, '{'); err != nil {
 		return syntax(err)
@@ -67,20 +69,14 @@ func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) er
 			return syntax(err)
 		}
 		for a := 0; dec.More(); a++ {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return syntax(err)
-			}
-			row := fmt.Sprintf("data[%d]", a)
 			var art squadArticle
-			if !utf8.Valid(raw) { // the decoder would make other bytes U+FFFD
-				if e := bad(&RowError{path, row, "(article)", "not UTF-8 text"}); e != nil {
-					return e
+			if err := dec.Decode(&art); err != nil {
+				var te *json.UnmarshalTypeError
+				if !errors.As(err, &te) {
+					return syntax(err)
 				}
-				continue
-			}
-			if err := json.Unmarshal(raw, &art); err != nil {
-				if e := bad(&RowError{path, row, jsonField(err, "(article)"), jsonMessage(err)}); e != nil {
+				// The decoder has consumed the whole article: skip it.
+				if e := bad(&RowError{path, fmt.Sprintf("data[%d]", a), jsonField(err, "(article)"), jsonMessage(err)}); e != nil {
 					return e
 				}
 				continue
@@ -106,20 +102,34 @@ func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) er
 }
 
 func emitArticle(path string, a int, art *squadArticle, emit func(Example) error, bad func(*RowError) error) error {
+	title, msg := squadText(art.Title)
+	if msg != "" {
+		return bad(&RowError{path, fmt.Sprintf("data[%d]", a), "title", msg})
+	}
 	for p, par := range art.Paragraphs {
+		context, msg := squadText(par.Context)
+		if msg != "" {
+			if e := bad(&RowError{path, fmt.Sprintf("data[%d].paragraphs[%d]", a, p), "context", msg}); e != nil {
+				return e
+			}
+			continue
+		}
 		for q, raw := range par.QAs {
 			row := fmt.Sprintf("data[%d].paragraphs[%d].qas[%d]", a, p, q)
 			var qa squadQA
-			if err := json.Unmarshal(raw, &qa); err != nil {
-				if e := bad(&RowError{path, row, jsonField(err, "(question)"), jsonMessage(err)}); e != nil {
-					return e
-				}
-				continue
-			}
-			row += fmt.Sprintf(" (id %q)", qa.ID)
-			ex := Example{Task: SQuAD, ID: qa.ID, Title: art.Title, Context: par.Context, Question: qa.Question}
 			field, msg := "", ""
+			if !utf8.Valid(raw) { // the decoder would make other bytes U+FFFD
+				field, msg = "(question)", "not UTF-8 text"
+			} else if err := json.Unmarshal(raw, &qa); err != nil {
+				field, msg = jsonField(err, "(question)"), jsonMessage(err)
+			} else {
+				row += fmt.Sprintf(" (id %q)", qa.ID)
+			}
+			ex := Example{Task: SQuAD, ID: qa.ID, Title: title, Context: context, Question: qa.Question}
 			for i, ans := range qa.Answers {
+				if field != "" {
+					break
+				}
 				if ans.Text == nil {
 					field, msg = fmt.Sprintf("answers[%d].text", i), "null or missing"
 					break
@@ -141,6 +151,22 @@ func emitArticle(path string, a int, art *squadArticle, emit func(Example) error
 		}
 	}
 	return nil
+}
+
+// squadText reads an article's title or a paragraph's context, kept raw:
+// a JSON string of UTF-8 text (absent or null: empty, as Go's decoder reads
+// them into a string).
+func squadText(raw json.RawMessage) (text, msg string) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", ""
+	}
+	if !utf8.Valid(raw) {
+		return "", "not UTF-8 text"
+	}
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return "", jsonMessage(err)
+	}
+	return text, ""
 }
 
 // jsonField and jsonMessage describe a json.Unmarshal error for a RowError:

@@ -19,7 +19,7 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		return err
 	}
 	defer f.Close()
-	br := textReader(f)
+	br, _ := textReader(f)
 	header, err := readLine(br)
 	if err != nil {
 		return fmt.Errorf("%s: line 1: reading the header: %w", path, err)
@@ -51,7 +51,7 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		}
 		row := fmt.Sprintf("line %d", line)
 		if !utf8.ValidString(text) {
-			if e := bad(&RowError{path, row, "sentence", "not UTF-8 text"}); e != nil {
+			if e := bad(&RowError{path, row, "(line)", "not UTF-8 text"}); e != nil {
 				return e
 			}
 			continue
