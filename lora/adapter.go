@@ -283,14 +283,20 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 	if err != nil {
 		return nil, nil, err
 	}
-	// A tensor the model has no place for (a layer it lacks, a module it
-	// does not adapt) means an adapter made for another model: refused,
-	// rather than applied in part.
+	// A tensor the model has no place for is refused rather than dropped:
+	// a layer the model lacks means an adapter made for another model;
+	// anything else, weights this loader does not apply.
 	for _, t := range f.Tensors() {
-		if !read[t.Name] {
-			return nil, nil, fmt.Errorf("adapter %s: tensor %q has no place in this model (%d layers, targets %v): an adapter for another model?",
-				path, t.Name, a.layers, a.targets)
+		if read[t.Name] {
+			continue
 		}
+		var layer int
+		var rest string
+		if n, _ := fmt.Sscanf(t.Name, "base_model.model.model.layers.%d.%s", &layer, &rest); n == 2 && layer >= a.layers {
+			return nil, nil, fmt.Errorf("adapter %s: tensor %q is for layer %d, and the model has %d layers: an adapter for another model?",
+				path, t.Name, layer, a.layers)
+		}
+		return nil, nil, fmt.Errorf("adapter %s: tensor %q is not supported (only the LoRA matrices of %v)", path, t.Name, a.targets)
 	}
 	return a, cfg, nil
 }

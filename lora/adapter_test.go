@@ -260,10 +260,39 @@ func TestLoadRefusesAnotherModelsAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(dir, small, false); err == nil || !strings.Contains(err.Error(), `"base_model.model.model.layers.2.self_attn.q_proj.lora_A.weight" has no place in this model (2 layers`) {
+	if _, err := Load(dir, small, false); err == nil || !strings.Contains(err.Error(), `"base_model.model.model.layers.2.self_attn.q_proj.lora_A.weight" is for layer 2, and the model has 2 layers: an adapter for another model?`) {
 		t.Errorf("3-layer adapter on a 2-layer model: %v", err)
 	}
 	if _, err := Load(dir, big, false); err != nil {
 		t.Errorf("on its own model: %v", err)
+	}
+
+	// Weights PEFT saves besides the LoRA matrices (modules_to_save: a
+	// trained lm_head) are not dropped either.
+	st, err := safetensors.Open(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []safetensors.Tensor
+	for _, info := range st.Tensors() {
+		v, err := st.Float32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tensors = append(tensors, safetensors.F32Tensor(info.Name, info.Shape, v))
+	}
+	st.Close()
+	head := safetensors.F32Tensor("base_model.model.lm_head.weight", []int{64, 32}, make([]float32, 64*32))
+	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), append(tensors, head), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), `"base_model.model.lm_head.weight" is not supported (only the LoRA matrices of [q_proj v_proj])`) {
+		t.Errorf("an adapter with an lm_head: %v", err)
+	}
+	cfg := filepath.Join(dir, "adapter_config.json")
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), `"modules_to_save": null`, `"modules_to_save": ["lm_head"]`, 1)), 0o644)
+	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), "modules_to_save [lm_head] is not supported") {
+		t.Errorf("modules_to_save: %v", err)
 	}
 }

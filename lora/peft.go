@@ -31,7 +31,11 @@ type PEFTConfig struct {
 	AlphaPattern      map[string]any `json:"alpha_pattern"`
 	RankPattern       map[string]any `json:"rank_pattern"`
 	LayersToTransform any            `json:"layers_to_transform"`
-	BaseModel         string         `json:"base_model_name_or_path"`
+	// Other weights trained alongside (a whole lm_head, some embedding
+	// rows) and saved in the adapter file; not supported.
+	ModulesToSave         []string `json:"modules_to_save"`
+	TrainableTokenIndices any      `json:"trainable_token_indices"`
+	BaseModel             string   `json:"base_model_name_or_path"`
 }
 
 // Scale is the factor PEFT multiplies B(Ax) by: alpha/r, or alpha/√r with rsLoRA.
@@ -76,6 +80,10 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("adapter config %s: alpha_pattern/rank_pattern (per-layer rank or alpha) are not supported", path)
 	case c.LayersToTransform != nil:
 		return nil, fmt.Errorf("adapter config %s: layers_to_transform is not supported (the adapter must cover every layer)", path)
+	case len(c.ModulesToSave) > 0:
+		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported (only LoRA matrices)", path, c.ModulesToSave)
+	case c.TrainableTokenIndices != nil:
+		return nil, fmt.Errorf("adapter config %s: trainable_token_indices is not supported (only LoRA matrices)", path)
 	}
 	for _, t := range c.TargetModules {
 		if !slices.Contains(supportedTargets, t) {
