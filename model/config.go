@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -52,6 +53,8 @@ type rawConfig struct {
 	RMSNormEps            *float64        `json:"rms_norm_eps"`
 	RopeTheta             *float64        `json:"rope_theta"`
 	RopeScaling           json.RawMessage `json:"rope_scaling"`
+	RopeParameters        json.RawMessage `json:"rope_parameters"` // transformers >= 5: rope_theta and rope_scaling's keys together
+	PartialRotaryFactor   *float64        `json:"partial_rotary_factor"`
 	TieWordEmbeddings     *bool           `json:"tie_word_embeddings"`
 	HiddenAct             string          `json:"hidden_act"`
 	AttentionBias         bool            `json:"attention_bias"`
@@ -141,9 +144,16 @@ func ParseConfig(b []byte) (*Config, error) {
 	if r.RMSNormEps != nil {
 		c.RMSNormEps = float32(*r.RMSNormEps)
 	}
+	// transformers 5 writes rope_theta and rope_scaling's keys together as
+	// rope_parameters, and no top-level rope_theta: read either, never
+	// fall back to the default θ when the file says where θ is.
+	rs, err := ropeBlock(r, present)
+	if err != nil {
+		return nil, err
+	}
 	c.RopeTheta = 10000
-	if r.RopeTheta != nil {
-		c.RopeTheta = *r.RopeTheta
+	if rs.theta != nil {
+		c.RopeTheta = *rs.theta
 	}
 	if !(c.RMSNormEps > 0) || math.IsInf(float64(c.RMSNormEps), 0) {
 		return nil, fmt.Errorf(`"rms_norm_eps" must be positive and finite (as a float32), got %v`, *r.RMSNormEps)
@@ -151,7 +161,7 @@ func ParseConfig(b []byte) (*Config, error) {
 	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
 		return nil, fmt.Errorf(`"rope_theta" must be positive and finite, got %v`, c.RopeTheta)
 	}
-	c.TieEmbeddings = c.Architecture == "Qwen3ForCausalLM" // Qwen3Config default; Llama's is false
+	c.TieEmbeddings = false // LlamaConfig's and Qwen3Config's default
 	if r.TieWordEmbeddings != nil {
 		c.TieEmbeddings = *r.TieWordEmbeddings
 	}
@@ -178,14 +188,73 @@ func ParseConfig(b []byte) (*Config, error) {
 			return nil, fmt.Errorf(`"eos_token_id" must be an int or a list of ints: %w`, err)
 		}
 	}
-	if err := parseRopeScaling(r.RopeScaling, c); err != nil {
+	if err := parseRopeScaling(rs.scaling, c); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
+// ropeSource is where a config says RoPE's θ and scaling are.
+type ropeSource struct {
+	theta   *float64
+	scaling json.RawMessage // rope_scaling's keys (rope_type, factor, …), or nothing
+}
+
+// ropeBlock finds θ and the scaling keys: top-level rope_theta and
+// rope_scaling (transformers 4), or rope_parameters (transformers 5), not
+// both in disagreement; and refuses what would change RoPE without this
+// loader applying it (a partial rotary factor, per-layer-type blocks, a null
+// θ).
+func ropeBlock(r rawConfig, present map[string]json.RawMessage) (ropeSource, error) {
+	out := ropeSource{theta: r.RopeTheta, scaling: r.RopeScaling}
+	if raw, ok := present["rope_theta"]; ok && string(raw) == "null" && isNull(r.RopeParameters) {
+		return out, fmt.Errorf(`"rope_theta" is null and there are no "rope_parameters" to read it from`)
+	}
+	if r.PartialRotaryFactor != nil && *r.PartialRotaryFactor != 1 {
+		return out, fmt.Errorf(`"partial_rotary_factor" %v is not supported (only 1: RoPE over the whole head)`, *r.PartialRotaryFactor)
+	}
+	if isNull(r.RopeParameters) {
+		return out, nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(r.RopeParameters, &keys); err != nil {
+		return out, fmt.Errorf(`"rope_parameters": want an object: %w`, err)
+	}
+	for k, v := range keys {
+		if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '{' {
+			return out, fmt.Errorf(`"rope_parameters": a block per layer type (%q) is not supported`, k)
+		}
+	}
+	var p struct {
+		Theta               *float64 `json:"rope_theta"`
+		PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
+	}
+	if err := json.Unmarshal(r.RopeParameters, &p); err != nil {
+		return out, fmt.Errorf(`"rope_parameters": %w`, err)
+	}
+	if p.PartialRotaryFactor != nil && *p.PartialRotaryFactor != 1 {
+		return out, fmt.Errorf(`"rope_parameters": partial_rotary_factor %v is not supported (only 1: RoPE over the whole head)`, *p.PartialRotaryFactor)
+	}
+	if p.Theta == nil {
+		return out, fmt.Errorf(`"rope_parameters" has no rope_theta`)
+	}
+	if out.theta != nil && *out.theta != *p.Theta {
+		return out, fmt.Errorf(`"rope_theta" %v and "rope_parameters".rope_theta %v disagree`, *out.theta, *p.Theta)
+	}
+	if !isNull(out.scaling) && !bytes.Equal(bytes.TrimSpace(out.scaling), bytes.TrimSpace(r.RopeParameters)) {
+		return out, fmt.Errorf(`both "rope_scaling" and "rope_parameters" are given: give one`)
+	}
+	out.theta, out.scaling = p.Theta, r.RopeParameters
+	return out, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
 func parseRopeScaling(raw json.RawMessage, c *Config) error {
-	if len(raw) == 0 || string(raw) == "null" {
+	if isNull(raw) {
 		return nil
 	}
 	var rs struct {
@@ -200,11 +269,11 @@ func parseRopeScaling(raw json.RawMessage, c *Config) error {
 		return fmt.Errorf(`"rope_scaling": %w`, err)
 	}
 	kind := rs.RopeType
-	if kind == "" {
+	if rs.Type != "" { // HF moves a legacy "type" over "rope_type"
 		kind = rs.Type
 	}
-	if kind == "default" {
-		return nil
+	if kind == "default" || kind == "" && rs.Factor == nil {
+		return nil // rope_parameters of plain RoPE may name no type
 	}
 	if kind != "llama3" {
 		return fmt.Errorf(`"rope_scaling": unsupported rope_type %q (supported: llama3, default)`, kind)

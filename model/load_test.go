@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -156,6 +157,54 @@ func TestConfigRejectsNonPositiveNormAndRope(t *testing.T) {
 		_, err := ParseConfig([]byte(fmt.Sprintf(base, tc.extra)))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: error %v, want %q", tc.extra, err, tc.want)
+		}
+	}
+}
+
+// TestRopeAndTieConfig: θ and the llama3 scaling read from transformers 5's
+// rope_parameters as from rope_theta and rope_scaling; what would change
+// RoPE without being applied is refused; a legacy "type" wins over
+// "rope_type", as HF moves it; tie_word_embeddings defaults to false for
+// both families, as LlamaConfig and Qwen3Config do.
+func TestRopeAndTieConfig(t *testing.T) {
+	base := `{"architectures":["%s"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"head_dim":4%s}`
+	const llama3 = `"factor":32,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192`
+	want := &RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
+	for _, tc := range []struct {
+		arch, extra string
+		theta       float64
+		scaling     *RopeScaling
+		tied        bool
+		err         string
+	}{
+		{"Qwen3ForCausalLM", `,"rope_theta":1e6,"tie_word_embeddings":true`, 1e6, nil, true, ""},
+		{"Qwen3ForCausalLM", `,"rope_parameters":{"rope_theta":1e6,"rope_type":"default"}`, 1e6, nil, false, ""},
+		{"Qwen3ForCausalLM", `,"rope_parameters":{"rope_theta":1e6}`, 1e6, nil, false, ""},
+		{"LlamaForCausalLM", `,"rope_parameters":{"rope_theta":5e5,"rope_type":"llama3",` + llama3 + `}`, 5e5, want, false, ""},
+		{"LlamaForCausalLM", `,"rope_theta":5e5,"rope_scaling":{"rope_type":"llama3",` + llama3 + `}`, 5e5, want, false, ""},
+		{"LlamaForCausalLM", `,"rope_theta":5e5,"rope_parameters":{"rope_theta":5e5}`, 5e5, nil, false, ""},
+		{"LlamaForCausalLM", `,"rope_theta":1e4,"rope_parameters":{"rope_theta":5e5}`, 0, nil, false, `"rope_theta" 10000 and "rope_parameters".rope_theta 500000 disagree`},
+		{"LlamaForCausalLM", `,"rope_parameters":{"rope_type":"default"}`, 0, nil, false, `"rope_parameters" has no rope_theta`},
+		{"LlamaForCausalLM", `,"rope_theta":null`, 0, nil, false, `"rope_theta" is null`},
+		{"LlamaForCausalLM", `,"partial_rotary_factor":0.5`, 0, nil, false, `"partial_rotary_factor" 0.5 is not supported`},
+		{"LlamaForCausalLM", `,"rope_parameters":{"rope_theta":1e4,"partial_rotary_factor":0.25}`, 0, nil, false, `partial_rotary_factor 0.25 is not supported`},
+		{"LlamaForCausalLM", `,"rope_parameters":{"full_attention":{"rope_theta":1e6}}`, 0, nil, false, `a block per layer type ("full_attention")`},
+		{"LlamaForCausalLM", `,"rope_parameters":{"rope_theta":1e4,"rope_type":"yarn","factor":4}`, 0, nil, false, `unsupported rope_type "yarn"`},
+		{"LlamaForCausalLM", `,"rope_scaling":{"type":"linear","rope_type":"llama3",` + llama3 + `}`, 0, nil, false, `unsupported rope_type "linear"`},
+	} {
+		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.arch, tc.extra)))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want an error with %q", tc.extra, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.extra, err)
+			continue
+		}
+		if c.RopeTheta != tc.theta || !reflect.DeepEqual(c.RopeScaling, tc.scaling) || c.TieEmbeddings != tc.tied {
+			t.Errorf("%s: θ %v, scaling %+v, tied %v; want %v, %+v, %v", tc.extra, c.RopeTheta, c.RopeScaling, c.TieEmbeddings, tc.theta, tc.scaling, tc.tied)
 		}
 	}
 }
