@@ -106,6 +106,9 @@ func ParseConfig(b []byte) (*Config, error) {
 	if r.AttentionBias || r.MLPBias {
 		return nil, fmt.Errorf(`"attention_bias"/"mlp_bias" true is not supported`)
 	}
+	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
+		return nil, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
+	}
 	ints := []struct {
 		key string
 		src *int

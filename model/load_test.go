@@ -191,6 +191,7 @@ func TestRopeAndTieConfig(t *testing.T) {
 		{"LlamaForCausalLM", `,"rope_parameters":{"full_attention":{"rope_theta":1e6}}`, 0, nil, false, `a block per layer type ("full_attention")`},
 		{"LlamaForCausalLM", `,"rope_parameters":{"rope_theta":1e4,"rope_type":"yarn","factor":4}`, 0, nil, false, `unsupported rope_type "yarn"`},
 		{"LlamaForCausalLM", `,"rope_scaling":{"type":"linear","rope_type":"llama3",` + llama3 + `}`, 0, nil, false, `unsupported rope_type "linear"`},
+		{"LlamaForCausalLM", `,"quantization_config":{"quant_method":"gptq","bits":4}`, 0, nil, false, `"quantization_config": quantized checkpoints are not supported`},
 	} {
 		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.arch, tc.extra)))
 		if tc.err != "" {
