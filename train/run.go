@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -117,7 +118,7 @@ func (r *run) train() (*Summary, error) {
 		r.nextBatch()
 		// One ZO step: perturb, evaluate every variant, estimate, update θ.
 		st, err := r.engine.Step(r.obj)
-		if err != nil && !r.obj.nonFinite {
+		if err != nil && !r.obj.nonFinite && !errors.Is(err, zo.ErrNonFinite) {
 			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
 		}
 		if err != nil || !finiteStats(st) {

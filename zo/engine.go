@@ -2,6 +2,7 @@ package zo
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -121,6 +122,9 @@ func New(params [][]float32, opt Optimizer, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("zo: eps must be positive and finite, got %g", cfg.Eps)
 	case cfg.Q < 1:
 		return nil, fmt.Errorf("zo: q must be at least 1, got %d", cfg.Q)
+	case cfg.Q > maxQ:
+		// Each direction costs two buffers the size of θ (and a forward).
+		return nil, fmt.Errorf("zo: q %d is more directions than supported (at most %d)", cfg.Q, maxQ)
 	case opt.oneSided() && cfg.Q < 2:
 		return nil, fmt.Errorf("zo: fzoo needs q >= 2 (the std of one loss is 0), got %d", cfg.Q)
 	case cfg.Dist < Normal || cfg.Dist > Ternary:
@@ -142,8 +146,12 @@ func New(params [][]float32, opt Optimizer, cfg Config) (*Engine, error) {
 		total += d
 	}
 	return &Engine{cfg: cfg, opt: opt, params: params, dims: dims, bufs: make([][][]float32, len(params)),
-		keep: cfg.Q*total <= keptNoiseMax}, nil
+		keep: cfg.Q <= keptNoiseMax/total}, nil // q·d ≤ keptNoiseMax, without overflow
 }
+
+// maxQ bounds the directions per step: far above any use (the paper's q is
+// 1, FZOO's a few), and low enough that q·d and the buffers cannot overflow.
+const maxQ = 1 << 16
 
 // Params returns θ (the caller's slices).
 func (e *Engine) Params() [][]float32 { return e.params }
@@ -255,7 +263,10 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 		return nil, err
 	}
 	// Estimate: projected gradients d_j and the optimizer's weights w_j per unit.
-	st, weights := e.estimate(units, losses)
+	st, weights, err := e.estimate(units, losses)
+	if err != nil {
+		return nil, err
+	}
 	// Update: θ ← θ - step(ĝ), ĝ = Σ_j w_j z_j.
 	st.UpdateNorm = e.update(units, tasks, norms, z, weights)
 	// Record: what the optimizer reports about its state.
@@ -470,17 +481,29 @@ func (e *Engine) evaluate(obj Objective, variants []Variant) ([]float64, error) 
 	}
 	for i, l := range losses {
 		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return nil, fmt.Errorf("zo step %d: loss of variant %d (group %d, direction %d, sign %+d) is %g",
-				e.step+1, i, variants[i].Group, variants[i].Dir, variants[i].Sign, l)
+			return nil, &nonFiniteError{fmt.Sprintf("zo step %d: loss of variant %d (group %d, direction %d, sign %+d) is %g",
+				e.step+1, i, variants[i].Group, variants[i].Dir, variants[i].Sign, l)}
 		}
 	}
 	return losses, nil
 }
 
+// ErrNonFinite is what Step's error matches (errors.Is) when a loss or a
+// projected gradient is NaN or infinite: the run diverges; θ and the
+// optimizer are as they were before the step.
+var ErrNonFinite = errors.New("zo: a loss or a projected gradient is NaN or infinite")
+
+type nonFiniteError struct{ msg string }
+
+func (e *nonFiniteError) Error() string        { return e.msg }
+func (e *nonFiniteError) Is(target error) bool { return target == ErrNonFinite }
+
 // estimate forms each unit's projected gradients from the losses (in the
 // variants' order) and asks the optimizer for the weights of ĝ = Σ_j w_j z_j.
-// It returns the step's stats (all but UpdateNorm and V) and the weights per unit.
-func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64) {
+// It returns the step's stats (all but UpdateNorm and V) and the weights per
+// unit, or, with the optimizer untouched, an error if a projected gradient
+// is not finite (finite losses far apart, over a tiny ε).
+func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64, error) {
 	q, eps, oneSided := e.cfg.Q, e.cfg.Eps, e.opt.oneSided()
 	st := &Stats{Step: e.step, Losses: losses, Units: make([]UnitStats, len(units))}
 	weights := make([][]float64, len(units))
@@ -506,14 +529,22 @@ func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64) 
 				k += 2
 			}
 		}
+		for j, dj := range d {
+			if math.IsNaN(dj) || math.IsInf(dj, 0) {
+				return nil, nil, &nonFiniteError{fmt.Sprintf("zo step %d: projected gradient %d of group %d is %g (ε %g)", e.step+1, j, u.label(), dj, eps)}
+			}
+		}
 		st.Units[ui] = UnitStats{Group: u.label(), D: d}
+	}
+	// The optimizer's state moves only once every d_j is known to be finite.
+	for ui, u := range units {
 		weights[ui] = make([]float64, q)
-		e.opt.weights(u.id, u.t, d, weights[ui])
+		e.opt.weights(u.id, u.t, st.Units[ui].D, weights[ui])
 	}
 	if !oneSided {
 		st.Loss = sum / float64(len(losses))
 	}
-	return st, weights
+	return st, weights, nil
 }
 
 // update moves θ in place chunk by chunk in parallel, forming

@@ -2,8 +2,10 @@ package zo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -612,6 +614,51 @@ func TestEngineErrors(t *testing.T) {
 	}
 	if p[0][0] != 1 || p[0][1] != 2 || e.StepCount() != 0 {
 		t.Error("failed steps changed θ or the step count")
+	}
+	// Finite losses far apart over a tiny ε: an infinite projected
+	// gradient is a non-finite step (ErrNonFinite), the optimizer untouched.
+	m := NewMEAZO(1)
+	e, _ = New(p, m, Config{Eps: 1e-10, Q: 1})
+	huge := objectiveFunc(func(_ [][]float32, vs []Variant) ([]float64, error) { return []float64{1e300, -1e300}, nil })
+	if _, err := e.Step(huge); !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "projected gradient 0 of group 0 is +Inf") {
+		t.Errorf("infinite projected gradient: %v", err)
+	}
+	if _, err := e.Step(Func(func([][]float32) float64 { return math.Inf(1) })); !errors.Is(err, ErrNonFinite) {
+		t.Errorf("infinite loss: %v, want ErrNonFinite", err)
+	}
+	if p[0][0] != 1 || p[0][1] != 2 || e.StepCount() != 0 || m.V()[0] != 0 {
+		t.Error("a non-finite step changed θ, the step count or v")
+	}
+}
+
+// TestOptimizerSettings: hyperparameters that would turn θ into NaN, or
+// directions beyond counting, are refused by New.
+func TestOptimizerSettings(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		opt  Optimizer
+		q    int
+		want string
+	}{
+		{"meazo zeta 0", &MEAZO{LR: 1, Beta: 0.9, Zeta: 0}, 1, "meazo: zeta must be positive"},
+		{"meazo beta NaN", &MEAZO{LR: 1, Beta: nan, Zeta: 1e-8}, 1, "meazo: beta NaN outside [0, 1)"},
+		{"adam eps 0", &Adam{LR: 1, Beta1: 0.9, Beta2: 0.999}, 1, "zo-adam: eps must be positive"},
+		{"adam beta1 NaN", &Adam{LR: 1, Beta1: nan, Beta2: 0.999, Eps: 1e-8}, 1, "zo-adam: betas (NaN, 0.999)"},
+		{"radazo eps Inf", &RAdaZO{LR: 1, Beta1: 0.9, Beta2: 0.999, Eps: math.Inf(1)}, 1, "radazo: eps must be positive"},
+		{"sgd momentum NaN", &SGD{LR: 1, Momentum: nan}, 1, "zo-sgd: momentum NaN"},
+		{"sgd weight decay -1", &SGD{LR: 1, WeightDecay: -1}, 1, "zo-sgd: weight decay must be >= 0"},
+		{"sgd lr NaN", &SGD{LR: nan}, 1, "zo-sgd: lr must be >= 0 and finite"},
+		{"fzoo lr -1", &FZOO{LR: -1}, 2, "fzoo: lr must be >= 0"},
+		{"q too large", NewSGD(1), 1 << 62, "more directions than supported"},
+	} {
+		_, err := New([][]float32{{1, 2, 3, 4}}, tc.opt, Config{Eps: 1e-3, Q: tc.q})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := New([][]float32{{1, 2}}, NewSGD(0), Config{Eps: 1e-3, Q: 1}); err != nil {
+		t.Errorf("lr 0 (estimate without moving): %v", err)
 	}
 }
 

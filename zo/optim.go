@@ -1,6 +1,7 @@
 package zo
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -85,8 +86,14 @@ func (o *SGD) oneSided() bool    { return false }
 func (o *SGD) StateBytes() int64 { return 4 * count32(o.buf) }
 
 func (o *SGD) setup(dims []int, units int) error {
-	if o.Momentum < 0 || o.Momentum >= 1 {
+	if err := checkRate("zo-sgd", o.LR); err != nil {
+		return err
+	}
+	if !(o.Momentum >= 0 && o.Momentum < 1) {
 		return fmt.Errorf("zo-sgd: momentum %g outside [0, 1)", o.Momentum)
+	}
+	if !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0) {
+		return fmt.Errorf("zo-sgd: weight decay must be >= 0 and finite, got %g", o.WeightDecay)
 	}
 	if o.Momentum > 0 {
 		o.buf = zeros32(dims)
@@ -141,6 +148,9 @@ func (o *Adam) StateBytes() int64 { return 4 * (count32(o.m) + count32(o.v)) }
 
 func (o *Adam) setup(dims []int, units int) error {
 	if err := checkBetas("zo-adam", o.Beta1, o.Beta2); err != nil {
+		return err
+	}
+	if err := errors.Join(checkRate("zo-adam", o.LR), checkPositive("zo-adam", "eps", o.Eps)); err != nil {
 		return err
 	}
 	if o.Beta1 != 0 {
@@ -208,6 +218,9 @@ func (o *RAdaZO) setup(dims []int, units int) error {
 	if err := checkBetas("radazo", o.Beta1, o.Beta2); err != nil {
 		return err
 	}
+	if err := errors.Join(checkRate("radazo", o.LR), checkPositive("radazo", "eps", o.Eps)); err != nil {
+		return err
+	}
 	o.m, o.v = zeros32(dims), zeros32(dims)
 	return nil
 }
@@ -265,8 +278,12 @@ func (o *MEAZO) StateBytes() int64 { return 8 * int64(len(o.v)) }
 func (o *MEAZO) V() []float64 { return o.v }
 
 func (o *MEAZO) setup(dims []int, units int) error {
-	if o.Beta < 0 || o.Beta >= 1 {
+	if !(o.Beta >= 0 && o.Beta < 1) {
 		return fmt.Errorf("meazo: beta %g outside [0, 1)", o.Beta)
+	}
+	// ζ keeps the first step finite when v̂ is 0 (L+ = L-).
+	if err := errors.Join(checkRate("meazo", o.LR), checkPositive("meazo", "zeta", o.Zeta)); err != nil {
+		return err
 	}
 	o.v, o.coef = make([]float64, units), make([]float64, units)
 	return nil
@@ -321,7 +338,7 @@ func NewFZOO(lr float64) *FZOO { return &FZOO{LR: lr} }
 func (o *FZOO) Name() string                      { return "fzoo" }
 func (o *FZOO) oneSided() bool                    { return true }
 func (o *FZOO) StateBytes() int64                 { return 0 }
-func (o *FZOO) setup(dims []int, units int) error { return nil }
+func (o *FZOO) setup(dims []int, units int) error { return checkRate("fzoo", o.LR) }
 func (o *FZOO) MarshalBinary() ([]byte, error)    { return marshalState(o.Name(), nil), nil }
 func (o *FZOO) UnmarshalBinary(b []byte) error    { return unmarshalState(b, o.Name(), nil) }
 
@@ -359,8 +376,25 @@ func (o *FZOO) update(unit, g, lo int, theta []float32, ghat []float64, t int) f
 }
 
 func checkBetas(name string, b1, b2 float64) error {
-	if b1 < 0 || b1 >= 1 || b2 < 0 || b2 >= 1 {
+	if !(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1) { // NaN fails too
 		return fmt.Errorf("%s: betas (%g, %g) outside [0, 1)", name, b1, b2)
+	}
+	return nil
+}
+
+// checkRate requires a learning rate to be finite and not negative (0:
+// estimate without moving θ, as tests and measurements do).
+func checkRate(name string, lr float64) error {
+	if !(lr >= 0) || math.IsInf(lr, 0) {
+		return fmt.Errorf("%s: lr must be >= 0 and finite, got %g", name, lr)
+	}
+	return nil
+}
+
+// checkPositive requires a hyperparameter to be positive and finite.
+func checkPositive(name, what string, v float64) error {
+	if !(v > 0) || math.IsInf(v, 0) {
+		return fmt.Errorf("%s: %s must be positive and finite, got %g", name, what, v)
 	}
 	return nil
 }
