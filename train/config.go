@@ -75,9 +75,9 @@ type OptimizerConfig struct {
 	Beta1       float64 `mapstructure:"beta1" yaml:"beta1" doc:"zo-adam / radazo first-moment decay, in [0, 1)"`
 	Beta2       float64 `mapstructure:"beta2" yaml:"beta2" doc:"zo-adam / radazo second-moment decay, in [0, 1)"`
 	Beta        float64 `mapstructure:"beta" yaml:"beta" doc:"meazo second-moment decay, in [0, 1)"`
-	Zeta        float64 `mapstructure:"zeta" yaml:"zeta" doc:"meazo denominator constant ζ"`
+	Zeta        float64 `mapstructure:"zeta" yaml:"zeta" doc:"meazo denominator constant ζ (positive: keeps the first step finite when v̂ is 0)"`
 	Momentum    float64 `mapstructure:"momentum" yaml:"momentum" doc:"zo-sgd momentum, in [0, 1) (0: none)"`
-	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay" doc:"zo-sgd weight decay λ"`
+	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay" doc:"zo-sgd weight decay λ (>= 0)"`
 	BiasCorrect bool    `mapstructure:"bias_correction" yaml:"bias_correction" doc:"radazo: apply Adam's bias correction (the reference code does not)"`
 }
 
@@ -315,6 +315,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("optimizer.lr must be positive and finite, got %g", c.Optimizer.LR)
 	case !(c.Optimizer.Eps > 0) || math.IsInf(c.Optimizer.Eps, 0):
 		return fmt.Errorf("optimizer.eps must be positive and finite, got %g", c.Optimizer.Eps)
+	case !(c.Optimizer.Zeta > 0) || math.IsInf(c.Optimizer.Zeta, 0):
+		return fmt.Errorf("optimizer.zeta must be positive and finite, got %g", c.Optimizer.Zeta)
+	case !(c.Optimizer.WeightDecay >= 0) || math.IsInf(c.Optimizer.WeightDecay, 0):
+		return fmt.Errorf("optimizer.weight_decay must be >= 0 and finite, got %g", c.Optimizer.WeightDecay)
 	case !slices.Contains([]string{"", "normal", "sphere", "rademacher", "ternary"}, c.Optimizer.Dist):
 		return fmt.Errorf("optimizer.dist %q: want normal, sphere, rademacher or ternary", c.Optimizer.Dist)
 	case c.Optimizer.Q < 1:

@@ -348,6 +348,8 @@ func TestConfigValueErrors(t *testing.T) {
 		{"unknown target", cfg, []string{"adapter.targets=[q_proj,k_proj]"}, []string{"--set: adapter.targets [q_proj k_proj]: want one or more of [q_proj v_proj], each once"}},
 		{"target twice", cfg, []string{"adapter.targets=[v_proj,v_proj]"}, []string{"--set: adapter.targets", "each once"}},
 		{"no target", cfg, []string{"adapter.targets=[]"}, []string{"--set: adapter.targets", "one or more"}},
+		{"zeta 0", cfg, []string{"optimizer.zeta=0"}, []string{"--set: optimizer.zeta must be positive and finite, got 0"}},
+		{"negative weight decay", cfg, []string{"optimizer.weight_decay=-1"}, []string{"--set: optimizer.weight_decay must be >= 0"}},
 		{"a section by --set", cfg, []string{"train=5"}, []string{`--set train: "train" is a section: set one of its keys (e.g. train.steps=…)`}},
 		{"zero batch", cfg, []string{"train.batch_size=0"}, []string{"--set: train.batch_size must be at least 1, got 0"}},
 		{"negative threads", cfg, []string{"train.threads=-2"}, []string{"--set: train.threads must not be negative, got -2"}},
