@@ -54,13 +54,16 @@ func FromText(m *model.Model, tok Encoder, n int, text string) (*Prompt, error) 
 // Random initialises n virtual tokens from a seeded N(0, 1), the
 // distribution of PEFT's RANDOM init (torch's nn.Embedding default); the
 // random stream is ours, not torch's.
-func Random(m *model.Model, n int, seed uint64) *Prompt {
+func Random(m *model.Model, n int, seed uint64) (*Prompt, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("prompt tuning: number of virtual tokens must be positive, got %d", n)
+	}
 	r := rand.New(rand.NewPCG(seed, 0x9707))
 	p := &Prompt{N: n, Hidden: m.HiddenSize, params: [][]float32{make([]float32, n*m.HiddenSize)}}
 	for i := range p.params[0] {
 		p.params[0][i] = float32(r.NormFloat64())
 	}
-	return p
+	return p, nil
 }
 
 // Params returns the single parameter group (the prompt's own storage).

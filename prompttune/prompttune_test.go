@@ -64,8 +64,17 @@ func TestTrainableCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Random(&model.Model{Config: *cfg}, 20, 1).Count(); got != want {
+		p, err := Random(&model.Model{Config: *cfg}, 20, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Count(); got != want {
 			t.Errorf("%s: %d trainable parameters, want %d", name, got, want)
+		}
+		for _, n := range []int{0, -1} {
+			if _, err := Random(&model.Model{Config: *cfg}, n, 1); err == nil {
+				t.Errorf("%d virtual tokens accepted", n)
+			}
 		}
 	}
 }

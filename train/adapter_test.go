@@ -40,7 +40,10 @@ func TestOpenAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 	promptDir := filepath.Join(root, "prompt")
-	p := prompttune.Random(m, 3, 4)
+	p, err := prompttune.Random(m, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Save(promptDir, m); err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,12 @@ func runTrace(args []string, stdout, log io.Writer) error {
 	if err := dec.Decode(&sp); err != nil {
 		return fmt.Errorf("%s: %w", *specPath, err)
 	}
+	if dec.More() {
+		return fmt.Errorf("%s: more after the spec's JSON object (one object per file)", *specPath)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%s: more after the spec's JSON object (one object per file)", *specPath)
+	}
 	bad := func(field, format string, a ...any) error {
 		return fmt.Errorf("%s: field %q: %s", *specPath, field, fmt.Sprintf(format, a...))
 	}

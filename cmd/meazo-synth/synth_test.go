@@ -129,6 +129,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"trace", "-x"}, 2, "", "meazo-synth trace: flag provided but not defined: -x\n"},
 		{[]string{"trace", "--spec", filepath.Join(t.TempDir(), "missing.json")}, 1, "", "missing.json: no such file"},
 		{[]string{"trace", "--spec", spec}, 0, `{"step":1,`, ""},
+		{[]string{"trace", "--spec", writeSpec(t, `{"h": [2], "x0": [1], "optimizer": "zo-sgd", "lr": 0.01, "eps": 0.001, "q": 1, "steps": 2} trailing`)}, 1, "",
+			"more after the spec's JSON object"},
 		{[]string{"paper"}, 2, "", "meazo-synth paper: --out is required\n"},
 		{[]string{"paper", "-h"}, 0, "", "usage: meazo-synth paper --out DIR [--quick]\n"},
 	} {
