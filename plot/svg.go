@@ -149,7 +149,11 @@ func (a axis) ticks() ([]float64, []string) {
 			v = 0 // no "-0"
 		}
 		vs = append(vs, v)
-		ls = append(ls, strconv.FormatFloat(v, 'g', 4, 64))
+		if v == math.Trunc(v) && math.Abs(v) < 1e7 {
+			ls = append(ls, strconv.FormatFloat(v, 'f', -1, 64)) // steps: 20000, not 2e+04
+		} else {
+			ls = append(ls, strconv.FormatFloat(v, 'g', 4, 64))
+		}
 	}
 	return vs, ls
 }
@@ -160,11 +164,6 @@ func (f *Figure) SVG() []byte {
 	if w == 0 || h == 0 {
 		w, h = 640, 420
 	}
-	var notes []string
-	if f.Note != "" {
-		notes = strings.Split(f.Note, "\n")
-	}
-	h += 15 * len(notes) // the plot area keeps its size; notes get their own lines
 	const left, top = 70.0, 36.0
 	// Room for the legend; long names widen the image, not shrink the plot.
 	right := 170.0
@@ -173,6 +172,15 @@ func (f *Figure) SVG() []byte {
 	}
 	right = math.Min(right, 420)
 	w += int(right) - 170
+	// Notes get their own lines under the plot, wrapped to the image's
+	// width (11 px text, about 6 px a character); the plot keeps its size.
+	var notes []string
+	if f.Note != "" {
+		for _, line := range strings.Split(f.Note, "\n") {
+			notes = append(notes, wrap(line, (w-16)/6)...)
+		}
+	}
+	h += 15 * len(notes)
 	bottom := 50.0 + 15*float64(len(notes))
 	var xs, ys [][]float64
 	for _, s := range f.Series {
@@ -344,3 +352,22 @@ func (f *Figure) WriteFile(path string) error {
 // WriteFileAtomic writes data so that a reader never sees a partial file
 // (see internal/atomicfile).
 func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }
+
+// wrap breaks line at spaces into lines of at most n characters (a word
+// longer than n stands alone).
+func wrap(line string, n int) []string {
+	var out []string
+	cur := ""
+	for _, word := range strings.Fields(line) {
+		switch {
+		case cur == "":
+			cur = word
+		case utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(word) <= n:
+			cur += " " + word
+		default:
+			out = append(out, cur)
+			cur = word
+		}
+	}
+	return append(out, cur)
+}

@@ -103,3 +103,24 @@ func TestToPNG(t *testing.T) {
 		t.Errorf("%s is not a PNG (%v)", png, err)
 	}
 }
+
+// TestNotesWrapAndStepTicks: a long note is wrapped to the image's width
+// instead of running off it, and step ticks stay plain numbers at 10,000
+// and above.
+func TestNotesWrapAndStepTicks(t *testing.T) {
+	f := &Figure{Title: "t", Width: 400, Height: 300, Note: strings.Repeat("word ", 200),
+		Series: []Series{{Name: "a", X: []float64{0, 50000, 100000}, Y: []float64{1, 2, 3}}}}
+	svg := string(f.SVG())
+	lines := strings.Count(svg, `font-size="11" fill="#444"`)
+	if lines < 10 {
+		t.Errorf("a 1,000-character note on %d lines, want it wrapped", lines)
+	}
+	for _, l := range wrap(strings.Repeat("word ", 200), 64) {
+		if len(l) > 64 {
+			t.Errorf("wrapped line of %d characters: %q", len(l), l)
+		}
+	}
+	if !strings.Contains(svg, ">100000<") || strings.Contains(svg, "e+0") {
+		t.Errorf("step ticks: want 100000, not 1e+05")
+	}
+}

@@ -42,8 +42,9 @@ func All(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 			name = "vt_meazo_grouped.svg"
 		}
 		fig, err := VT(r, warn)
-		if err != nil {
-			return nil, err
+		if err != nil { // the other figures are still worth writing
+			warn(fmt.Sprintf("no %s: %v", name, err))
+			continue
 		}
 		figs = append(figs, Figure{name, fig})
 	}
@@ -114,11 +115,15 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	}
 	train := &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
 	val := &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
-	var diverged []string
+	var diverged, uneven []string
 	for _, m := range ms {
 		var trainCurves, valCurves []map[int]float64
 		nDiv := 0
+		lo, hi := math.MaxInt, 0 // the steps of the seeds that did not diverge
 		for _, r := range groups[m] {
+			if !r.Diverged {
+				lo, hi = min(lo, r.StepsDone), max(hi, r.StepsDone)
+			}
 			tp, vp, err := rundir.ReadMetrics(r.Dir, warn)
 			if err != nil {
 				return nil, err
@@ -149,12 +154,19 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		if nDiv > 0 {
 			diverged = append(diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(groups[m])))
 		}
+		if lo < hi {
+			uneven = append(uneven, fmt.Sprintf("%s: seeds ran %d to %d steps", m, lo, hi))
+		}
 		train.Series = append(train.Series, bandSeries(m, name, SeedBand(trainCurves).Thin(MaxPoints)))
 		val.Series = append(val.Series, bandSeries(m, name, SeedBand(valCurves).Thin(MaxPoints)))
 	}
 	note := "Line: mean over seeds; shading: mean ± 2 sample standard deviations over seeds (none with one seed)."
 	if len(diverged) > 0 {
 		note += "\nDiverged seeds count up to their last finite step: " + strings.Join(diverged, "; ") + "."
+	}
+	if len(uneven) > 0 {
+		note += "\nPast its shortest seed a line is the mean of fewer seeds: " + strings.Join(uneven, "; ") + "."
+		warn("seeds of different lengths: " + strings.Join(uneven, "; "))
 	}
 	train.Note = note + fmt.Sprintf("\nEach seed's training loss is first smoothed by a trailing running mean over %d steps.", smooth)
 	val.Note = note
@@ -274,12 +286,16 @@ func VT(r sweep.Run, warn func(string)) (*plot.Figure, error) {
 		}
 	}
 	if units == nil {
-		return nil, fmt.Errorf("%s: no v values (optimizer %s; only MEAZO logs v)", metrics, r.Optimizer)
+		why := "only MEAZO logs v"
+		if r.Optimizer == "meazo" {
+			why = "no training step was logged"
+		}
+		return nil, fmt.Errorf("%s: no v values (optimizer %s; %s)", metrics, r.Optimizer, why)
 	}
 	fig := &plot.Figure{
 		Title:  fmt.Sprintf("%s second moment v_t per group (η=%s, seed %d)", r.Method(), sweep.LRString(r.LR), r.Seed),
 		XLabel: "step", YLabel: "v_t (log scale)", LogY: true, Width: 760, Height: 460,
-		Note: "v_t: the optimizer's scalar second-moment estimate of each estimation unit after the step. Run: " + filepath.Base(filepath.Dir(r.Dir)) + "/" + r.Name(),
+		Note: "v_t: the optimizer's scalar second-moment estimate of each estimation unit after the step. Run: " + runLabel(r.Dir),
 	}
 	keep := thinned(len(steps), MaxPoints)
 	for u, g := range units {
@@ -315,4 +331,13 @@ func gradient(t float64) string {
 		c[j] = int(stops[i][j] + f*(stops[i+1][j]-stops[i][j]) + 0.5)
 	}
 	return fmt.Sprintf("#%02x%02x%02x", c[0], c[1], c[2])
+}
+
+// runLabel names a run directory by its parent and itself ("sweep/lr=1e-4_seed=0"),
+// for notes; "." is named as what it is.
+func runLabel(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
 }

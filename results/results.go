@@ -153,16 +153,20 @@ func SeveralRates(runs []sweep.Run) bool {
 }
 
 // VTRuns are the runs whose v_t is worth a figure: for each MEAZO method
-// (joint, then grouped), its run at η* with the lowest seed. Only MEAZO logs
-// v_t, and one seed shows its shape.
+// (joint, then grouped), its run at η* with the lowest seed that did not
+// diverge (else the lowest seed). Only MEAZO logs v_t, and one seed shows its
+// shape; a seed that diverged may have logged none.
 func VTRuns(runs []sweep.Run) []sweep.Run {
 	best, _ := AtBestRate(runs)
 	ms, groups := sweep.ByMethod(best)
 	var out []sweep.Run
 	for _, m := range ms {
-		if m.Optimizer == "meazo" {
-			out = append(out, groups[m][0]) // AtBestRate keeps a rate's runs by seed
+		if m.Optimizer != "meazo" {
+			continue
 		}
+		rs := groups[m] // AtBestRate keeps a rate's runs by seed
+		i := max(0, slices.IndexFunc(rs, func(r sweep.Run) bool { return !r.Diverged }))
+		out = append(out, rs[i])
 	}
 	return out
 }

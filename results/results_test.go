@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -287,5 +288,50 @@ func TestFigureSets(t *testing.T) {
 	warnings = nil
 	if _, err := Curves(runs[3:], 0, func(w string) { warnings = append(warnings, w) }); err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "no training steps") {
 		t.Errorf("empty metrics.jsonl: %v, warnings %q", err, warnings)
+	}
+}
+
+// TestFiguresAroundBadSeeds: a MEAZO seed that diverged at its first step
+// (no v logged) neither stops All nor takes the v_t figure from a seed that
+// has one; seeds of different lengths are said under the curves.
+func TestFiguresAroundBadSeeds(t *testing.T) {
+	root := t.TempDir()
+	write := func(r sweep.Run, lines string) sweep.Run {
+		r.Dir = filepath.Join(root, fmt.Sprintf("%s-%d", r.Optimizer, r.Seed))
+		os.MkdirAll(r.Dir, 0o755)
+		if err := os.WriteFile(filepath.Join(r.Dir, "metrics.jsonl"), []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	step := func(n int, v string) string {
+		var b strings.Builder
+		for s := 1; s <= n; s++ {
+			fmt.Fprintf(&b, `{"kind":"train","step":%d,"loss":2,"groups":[0],"v":%s}`+"\n", s, v)
+		}
+		return b.String()
+	}
+	dead := run("meazo", false, 1e-3, 0, 1, true)
+	dead.StepsDone = 0
+	ok := run("meazo", false, 1e-3, 1, 1, false)
+	short := run("zo-sgd", false, 1e-3, 0, 1, false)
+	short.StepsDone = 4
+	runs := []sweep.Run{write(dead, ""), write(ok, step(10, "[0.1]")), write(short, step(4, "null")), write(run("zo-sgd", false, 1e-3, 1, 1, false), step(10, "null"))}
+	if vt := VTRuns(runs); len(vt) != 1 || vt[0].Seed != 1 {
+		t.Errorf("VTRuns = %+v, want MEAZO's seed 1 (seed 0 diverged)", vt)
+	}
+	var warnings []string
+	figs, err := All(runs, 1, func(w string) { warnings = append(warnings, w) })
+	if err != nil || len(figs) != 3 || figs[2].File != "vt_meazo.svg" {
+		t.Fatalf("All: %d figures, %v", len(figs), err)
+	}
+	if !strings.Contains(figs[0].Note, "ZO-SGD: seeds ran 4 to 10 steps") {
+		t.Errorf("curves' note lacks the seeds' lengths: %q (warnings %q)", figs[0].Note, warnings)
+	}
+	// With no MEAZO seed that has v, All still writes the other figures.
+	warnings = nil
+	figs, err = All(runs[:1], 1, func(w string) { warnings = append(warnings, w) })
+	if err != nil || len(figs) != 2 || len(warnings) == 0 || !strings.Contains(warnings[len(warnings)-1], "no vt_meazo.svg") {
+		t.Errorf("All without v: %d figures, %v, warnings %q", len(figs), err, warnings)
 	}
 }
