@@ -143,6 +143,10 @@ func TestTemplateFeatures(t *testing.T) {
 		{"loop controls", "{% for m in messages %}{% if loop.first %}{% continue %}{% endif %}{{ m.role }}{% break %}{% endfor %}", "assistant", ""},
 		{"trim and lstrip blocks", "{% for m in messages %}\n    {% if true %}\n{{ m.content }}\n    {% endif %}\n{% endfor %}\n", "a\nb\n", ""},
 		{"reverse slice and string methods", "{% for m in messages[::-1] %}{{ m.content.upper().strip() }}{{ loop.index0 }}{% endfor %}", "B0A1", ""},
+		// The engine panics on these: an error, not a crash.
+		{"string formatting", `{{ '%s' % messages[0].content }}`, "", "chat template:"},
+		{"modulo by zero", `{{ 5 % 0 }}`, "", "chat template:"},
+		{"negative repeat", `{{ 'a' * -1 }}`, "", "chat template:"},
 	}
 	msgs := []Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}}
 	for _, c := range cases {
@@ -221,6 +225,10 @@ func TestMalformedFiles(t *testing.T) {
 		{"template token", "tokenizer.json", `{"id":"<s>","type_id":0}`, `{"id":"<x>","type_id":0}`, "post_processor: single[0].SpecialToken.id"},
 		{"eos not a token", "tokenizer_config.json", `"eos_token":"<s>"`, `"eos_token":"</s>"`, "eos_token"},
 		{"template syntax", "chat_template.jinja", `{% endfor %}`, `{% endfor`, "chat_template"},
+		{"id far too large", "tokenizer.json", `"c":4`, `"c":1099511627776`, `model.vocab["c"]: id 1099511627776 outside`},
+		{"two tokens one id", "tokenizer.json", `"c":4`, `"c":2`, `model.vocab: "ab" and "c" both have id 2`},
+		{"added token on another token's id", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":2,"content":"<s>"`, `added_tokens[0] ("<s>"): id 2 is model.vocab's "ab"`},
+		{"added id far too large", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":1099511627776,"content":"<s>"`, `added_tokens[0] ("<s>"): id 1099511627776 outside`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -145,11 +145,21 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 
 	// Vocabulary: ids to byte-level strings, and raw bytes to ids.
 	for tok, id := range m.Vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("model.vocab[%q]: negative id %d", tok, id)
+		if id < 0 || id >= maxTokenID {
+			return nil, fmt.Errorf("model.vocab[%q]: id %d outside [0, %d)", tok, id, maxTokenID)
 		}
 		if id >= t.vocabSize {
 			t.vocabSize = id + 1
+		}
+	}
+	if len(m.Vocab) != 0 {
+		seen := make(map[int]string, len(m.Vocab))
+		for tok, id := range m.Vocab {
+			if other, dup := seen[id]; dup {
+				a, b := min(tok, other), max(tok, other) // the same message whatever the map's order
+				return nil, fmt.Errorf("model.vocab: %q and %q both have id %d", a, b, id)
+			}
+			seen[id] = tok
 		}
 	}
 	t.idToToken = make([]string, t.vocabSize)
@@ -232,6 +242,10 @@ func (t *Tokenizer) parseMerges(raw json.RawMessage, vocab map[string]int) error
 	return nil
 }
 
+// maxTokenID bounds token ids: far above any vocabulary (Llama 3: 128,256;
+// Qwen3: 151,669), low enough that the id tables stay small.
+const maxTokenID = 1 << 24
+
 func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
 	t.added = make(map[string]int, len(list))
 	t.addedByID = make(map[int]addedToken, len(list))
@@ -240,8 +254,10 @@ func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
 		switch {
 		case a.Content == "":
 			return fmt.Errorf("added_tokens[%d]: empty content", i)
-		case a.ID < 0:
-			return fmt.Errorf("added_tokens[%d] (%q): negative id", i, a.Content)
+		case a.ID < 0 || a.ID >= maxTokenID:
+			return fmt.Errorf("added_tokens[%d] (%q): id %d outside [0, %d)", i, a.Content, a.ID, maxTokenID)
+		case a.ID < len(t.idToToken) && t.idToToken[a.ID] != "" && string(byteLevelDecode(t.idToToken[a.ID])) != a.Content && t.idToToken[a.ID] != a.Content:
+			return fmt.Errorf("added_tokens[%d] (%q): id %d is model.vocab's %q", i, a.Content, a.ID, t.idToToken[a.ID])
 		case a.SingleWord || a.Lstrip || a.Rstrip:
 			return fmt.Errorf("added_tokens[%d] (%q): single_word/lstrip/rstrip are not supported", i, a.Content)
 		case a.Normalized && a.Special:

@@ -39,7 +39,14 @@ func newChatTemplate(src string) (*chatTemplate, error) {
 
 // render executes the template. date pins both date_string and what
 // strftime_now returns (DefaultDateString when empty).
-func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) (string, error) {
+func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) (out string, err error) {
+	// The template engine panics on some expressions ('%s' % x, a modulo
+	// by zero, a negative repeat): an error, not a crash of the trainer.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("chat template: %v", r)
+		}
+	}()
 	if date == "" {
 		date = DefaultDateString
 	}
