@@ -213,6 +213,17 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 // decodeTensorInfo checks one header entry on its own: dtype, shape and that
 // the offsets hold exactly elements×dtype size bytes.
 func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
+	// A field given twice is refused, as HF's parser does (a decoder into a
+	// struct would keep the last one).
+	if entries, err := splitObject(value); err == nil {
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if seen[e.key] {
+				return TensorInfo{}, fmt.Errorf("field %q given twice", e.key)
+			}
+			seen[e.key] = true
+		}
+	}
 	var raw rawTensorInfo
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.UseNumber()

@@ -94,6 +94,8 @@ func TestOpenMalformed(t *testing.T) {
 			[]string{`tensor "w"`, "overflows"}},
 		{"duplicate tensor", fileBytes(`{`+f32("a", "[2]", 0, 8)+`,`+f32("a", "[2]", 8, 16)+`}`, make([]byte, 16)),
 			[]string{`header has key "a" twice`}},
+		{"a field given twice", fileBytes(`{"x":{"dtype":"F32","shape":[2],"shape":[1,2],"data_offsets":[0,8]}}`, make([]byte, 8)),
+			[]string{`tensor "x"`, `field "shape" given twice`}},
 		{"metadata not strings", fileBytes(`{"__metadata__":{"format":1}}`, nil), []string{"__metadata__ must be an object of string values"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
