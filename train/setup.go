@@ -158,8 +158,15 @@ func (r *run) loadModel() error {
 	if r.m, err = model.LoadWith(cfg.Model.Path, model.LoadOptions{BF16Weights: cfg.Model.BF16, Backend: r.backend}); err != nil {
 		return err
 	}
-	r.tok, err = tokenizer.Load(cfg.Model.Path)
-	return err
+	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
+		return err
+	}
+	// Token ids past the embedding would fail only in the first forward
+	// that meets one (an added token the model was not resized for).
+	if n, v := r.tok.VocabSize(), r.m.VocabSize; n > v {
+		return fmt.Errorf("model %s: the tokenizer has ids up to %d but the model's vocab_size is %d (tokens added without resizing the embedding?)", cfg.Model.Path, n-1, v)
+	}
+	return nil
 }
 
 // setupAdapter makes the trainable adapter (fresh, or from adapter.init).

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/tokenizer"
 )
 
 // trustSet keeps the runs of these tests short.
@@ -479,5 +481,34 @@ func TestBatchLargerThanData(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "warning: train.batch_size 8 is more than the 4 training examples") {
 		t.Errorf("no warning in the log:\n%s", log.String())
+	}
+}
+
+// TestTokenizerLargerThanModel: a tokenizer with ids past the model's
+// embedding is refused when the run starts, not at the first forward that
+// meets such a token.
+func TestTokenizerLargerThanModel(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	src := filepath.Join(dir, "model")
+	c, err := model.LoadConfig(filepath.Join(src, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(dir, "small")
+	c.VocabSize = tok.VocabSize() - 1
+	if _, err := model.WriteRandom(small, c, 1, 0.02); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, _ := os.ReadFile(filepath.Join(src, f))
+		os.WriteFile(filepath.Join(small, f), b, 0o644)
+	}
+	_, err = Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "model.path="+small, "output.dir="+filepath.Join(dir, "run"))})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the tokenizer has ids up to %d but the model's vocab_size is %d", c.VocabSize, c.VocabSize)) {
+		t.Errorf("got %v", err)
 	}
 }
