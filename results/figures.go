@@ -297,6 +297,24 @@ func VT(r sweep.Run, warn func(string)) (*plot.Figure, error) {
 		XLabel: "step", YLabel: "v_t (log scale)", LogY: true, Width: 760, Height: 460,
 		Note: "v_t: the optimizer's scalar second-moment estimate of each estimation unit after the step. Run: " + runLabel(r.Dir),
 	}
+	// A log axis has no place for v ≤ 0 (a flat step's v after β-decay is
+	// still positive, but a logged 0 or NaN is possible): said, not hidden.
+	bad, total := 0, 0
+	for _, col := range vs {
+		for _, v := range col {
+			total++
+			if !(v > 0) || math.IsInf(v, 0) {
+				bad++
+			}
+		}
+	}
+	if bad == total {
+		return nil, fmt.Errorf("%s: no v value is positive and finite (%d values): nothing to draw on a log axis", metrics, total)
+	}
+	if bad > 0 {
+		fig.Note += fmt.Sprintf("\n%d of %d v values are 0, negative or not finite: not drawn.", bad, total)
+		warn(fmt.Sprintf("%s: %d of %d v values are 0, negative or not finite: not drawn", metrics, bad, total))
+	}
 	keep := thinned(len(steps), MaxPoints)
 	for u, g := range units {
 		name := fmt.Sprintf("group %d", g)

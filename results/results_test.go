@@ -328,6 +328,15 @@ func TestFiguresAroundBadSeeds(t *testing.T) {
 	if !strings.Contains(figs[0].Note, "ZO-SGD: seeds ran 4 to 10 steps") {
 		t.Errorf("curves' note lacks the seeds' lengths: %q (warnings %q)", figs[0].Note, warnings)
 	}
+	// v values a log axis cannot show are said; none to show is an error.
+	zero := write(run("meazo", false, 1e-3, 5, 1, false), step(3, "[0]"))
+	if _, err := VT(zero, func(string) {}); err == nil || !strings.Contains(err.Error(), "no v value is positive and finite (3 values)") {
+		t.Errorf("v all 0: %v", err)
+	}
+	some := write(run("meazo", false, 1e-3, 6, 1, false), step(3, "[0.1]")+`{"kind":"train","step":4,"loss":2,"groups":[0],"v":[0]}`+"\n")
+	if fig, err := VT(some, func(string) {}); err != nil || !strings.Contains(fig.Note, "1 of 4 v values are 0, negative or not finite") {
+		t.Errorf("one v of 0: %v", err)
+	}
 	// With no MEAZO seed that has v, All still writes the other figures.
 	warnings = nil
 	figs, err = All(runs[:1], 1, func(w string) { warnings = append(warnings, w) })
