@@ -1,11 +1,13 @@
 package zo
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -581,30 +583,69 @@ func (e *Engine) record(st *Stats) {
 	}
 }
 
-// MarshalBinary saves the engine's state: the step count and the optimizer's
-// state (θ itself is the caller's to save).
+// MarshalBinary saves the engine's state: the step count, the shape the
+// optimizer's state belongs to (the mode and every group's size), and the
+// optimizer's state (θ itself is the caller's to save).
 func (e *Engine) MarshalBinary() ([]byte, error) {
 	ob, err := e.opt.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	b := []byte("zo-engine")
+	b := []byte(engineMagic2)
 	b = binary.LittleEndian.AppendUint64(b, uint64(e.step))
+	b = append(b, byte(e.cfg.Mode))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(e.dims)))
+	for _, d := range e.dims {
+		b = binary.LittleEndian.AppendUint64(b, uint64(d))
+	}
 	return append(b, ob...), nil
 }
 
-// UnmarshalBinary restores state saved by MarshalBinary into an engine built
-// with the same parameter shapes, mode and optimizer kind.
+// The state's headers: engineMagic2 records the mode and the groups' sizes,
+// so that a state is not restored into θ of another shape; engineMagic1
+// (before it) did not, and is still read.
+const (
+	engineMagic1 = "zo-engine"
+	engineMagic2 = "zo-engine/2"
+)
+
+// UnmarshalBinary restores a state MarshalBinary saved, into an engine over
+// θ of the same groups, in the same mode.
 func (e *Engine) UnmarshalBinary(b []byte) error {
-	const magic = "zo-engine"
-	if len(b) < len(magic)+8 || string(b[:len(magic)]) != magic {
+	rest, ok := bytes.CutPrefix(b, []byte(engineMagic2))
+	v2 := ok
+	if !ok {
+		if rest, ok = bytes.CutPrefix(b, []byte(engineMagic1)); !ok {
+			return fmt.Errorf("zo engine state: bad header")
+		}
+	}
+	if len(rest) < 8 {
 		return fmt.Errorf("zo engine state: bad header")
 	}
-	step := binary.LittleEndian.Uint64(b[len(magic):])
+	step := binary.LittleEndian.Uint64(rest)
 	if step > math.MaxUint32 {
 		return fmt.Errorf("zo engine state: step %d out of range", step)
 	}
-	if err := e.opt.UnmarshalBinary(b[len(magic)+8:]); err != nil {
+	rest = rest[8:]
+	if v2 {
+		if len(rest) < 5 {
+			return fmt.Errorf("zo engine state: truncated header")
+		}
+		mode, n := Mode(rest[0]), binary.LittleEndian.Uint32(rest[1:])
+		rest = rest[5:]
+		if uint64(len(rest)) < 8*uint64(n) {
+			return fmt.Errorf("zo engine state: truncated header")
+		}
+		dims := make([]int, n)
+		for g := range dims {
+			dims[g] = int(binary.LittleEndian.Uint64(rest[8*g:]))
+		}
+		rest = rest[8*n:]
+		if mode != e.cfg.Mode || !slices.Equal(dims, e.dims) {
+			return fmt.Errorf("zo engine state: saved for mode %d and groups of sizes %v, not mode %d and %v", mode, dims, e.cfg.Mode, e.dims)
+		}
+	}
+	if err := e.opt.UnmarshalBinary(rest); err != nil {
 		return fmt.Errorf("zo engine state: %w", err)
 	}
 	e.step = int(step)

@@ -2,6 +2,7 @@ package zo
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -804,6 +805,51 @@ func TestKeepsNoiseBySize(t *testing.T) {
 		}
 		if e.keep != c.keep {
 			t.Errorf("d = %d, q = %d: keeps noise %v, want %v", c.d, c.q, e.keep, c.keep)
+		}
+	}
+}
+
+// TestStateShape: a saved state restores only into an engine over θ of the
+// same groups in the same mode; a state in the first format (no shape) still
+// restores.
+func TestStateShape(t *testing.T) {
+	mk := func(dims []int, mode Mode) *Engine {
+		p := make([][]float32, len(dims))
+		for g, d := range dims {
+			p[g] = make([]float32, d)
+		}
+		e, err := New(p, NewMEAZO(1e-3), Config{Eps: 1e-3, Q: 1, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	src := mk([]int{2, 3}, Grouped)
+	if _, err := src.Step(quadratic([]float64{1, 2, 3, 4, 5})); err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mk([]int{2, 3}, Grouped).UnmarshalBinary(b); err != nil {
+		t.Errorf("same shape: %v", err)
+	}
+	for _, other := range []*Engine{mk([]int{3, 2}, Grouped), mk([]int{2, 3}, Cyclic)} {
+		if err := other.UnmarshalBinary(b); err == nil || !strings.Contains(err.Error(), "saved for mode") {
+			t.Errorf("another shape or mode: %v", err)
+		}
+	}
+	// The first format: "zo-engine", the step, the optimizer's state.
+	ob, _ := src.opt.MarshalBinary()
+	v1 := binary.LittleEndian.AppendUint64([]byte("zo-engine"), 1)
+	dst := mk([]int{2, 3}, Grouped)
+	if err := dst.UnmarshalBinary(append(v1, ob...)); err != nil || dst.StepCount() != 1 {
+		t.Errorf("first format: %v, step %d", err, dst.StepCount())
+	}
+	for n := range len(b) {
+		if err := mk([]int{2, 3}, Grouped).UnmarshalBinary(b[:n]); err == nil {
+			t.Fatalf("a state cut to %d of %d bytes restored", n, len(b))
 		}
 	}
 }
