@@ -828,6 +828,9 @@ func TestStateShape(t *testing.T) {
 	if _, err := src.Step(quadratic([]float64{1, 2, 3, 4, 5})); err != nil {
 		t.Fatal(err)
 	}
+	// Wait for the next step's noise, drawn ahead: a test after this one
+	// switches the noise kernels (haveAVX512) that the draw reads.
+	src.noise(src.StepCount())
 	b, err := src.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
