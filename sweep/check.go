@@ -29,47 +29,15 @@ func (st *Study) CheckConfigs() error {
 		if !fresh {
 			continue
 		}
-		path, sets, err := loadArgs(runs[0].FreshArgs())
-		if err != nil {
-			return err
-		}
+		path := sp.Config()
 		if st.demoPending(path) {
 			continue // Prepare writes it, from the built-in demo
 		}
-		if _, err := train.Load(path, sets); err != nil {
+		if _, err := train.Load(path, append(runs[0].sets(), "output.dir="+runs[0].Dir)); err != nil {
 			return fmt.Errorf("sweep %s: %w", sp.Name, err)
 		}
 	}
 	return nil
-}
-
-// loadArgs turns meazo-train's fresh-start arguments back into what
-// train.Load takes: the config's path and the --set overrides, --out as
-// output.dir.
-func loadArgs(args []string) (path string, sets []string, err error) {
-	for i := 0; i+1 < len(args); i += 2 {
-		switch args[i] {
-		case "--config":
-			path = args[i+1]
-		case "--set":
-			sets = append(sets, args[i+1])
-		case "--out":
-			sets = append(sets, "output.dir="+args[i+1])
-		default:
-			return "", nil, fmt.Errorf("sweep: unexpected meazo-train argument %q", args[i])
-		}
-	}
-	return path, sets, nil
-}
-
-// demoPending reports whether path is a file of the study's demo directory
-// that Prepare has not written yet.
-func (st *Study) demoPending(path string) bool {
-	if st.Demo == "" || exists(filepath.Join(st.Demo, "demo.yaml")) {
-		return false
-	}
-	rel, err := filepath.Rel(st.Demo, path)
-	return err == nil && filepath.IsLocal(rel)
 }
 
 // startsAfresh reports whether the sweep will start a run from its config:
@@ -92,4 +60,14 @@ func (sp *SweepPlan) startsAfresh() (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// demoPending reports whether path is a file of the study's demo directory
+// that Prepare has not written yet.
+func (st *Study) demoPending(path string) bool {
+	if st.Demo == "" || exists(filepath.Join(st.Demo, "demo.yaml")) {
+		return false
+	}
+	rel, err := filepath.Rel(st.Demo, path)
+	return err == nil && filepath.IsLocal(rel)
 }

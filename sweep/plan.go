@@ -369,11 +369,17 @@ func (r RunSpec) TrainArgs() []string {
 // FreshArgs starts the run from scratch.
 func (r RunSpec) FreshArgs() []string {
 	args := []string{"--config", r.Sweep.Config()}
-	for _, s := range append(append([]string{}, r.Sweep.study.Set...), r.Sweep.Exp.Set...) {
+	for _, s := range r.sets() {
 		args = append(args, "--set", s)
 	}
-	return append(args, "--set", "optimizer.name="+r.Sweep.Optimizer, "--set", "optimizer.lr="+r.LR,
-		"--set", "train.seed="+strconv.FormatUint(r.Seed, 10), "--out", r.Dir)
+	return append(args, "--out", r.Dir)
+}
+
+// sets are a fresh start's --set overrides: the study's, the experiment's,
+// then the sweep's own (last, so they win).
+func (r RunSpec) sets() []string {
+	sets := append(append([]string{}, r.Sweep.study.Set...), r.Sweep.Exp.Set...)
+	return append(sets, "optimizer.name="+r.Sweep.Optimizer, "optimizer.lr="+r.LR, "train.seed="+strconv.FormatUint(r.Seed, 10))
 }
 
 // writeExit records meazo-train's exit status in the run directory.
