@@ -91,14 +91,3 @@ func bytesString(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", v, u)
 }
-
-// finished is runs without the failed ones.
-func finished(runs []sweep.Run) []sweep.Run {
-	var out []sweep.Run
-	for _, r := range runs {
-		if !r.Failed {
-			out = append(out, r)
-		}
-	}
-	return out
-}

@@ -131,13 +131,14 @@ func AtBestRate(runs []sweep.Run) ([]sweep.Run, map[sweep.Method]string) {
 			} // else every rate diverged or failed somewhere: the smallest with a run
 			notes[m] = fmt.Sprintf(", η*=%s of %d rates", sweep.LRString(rates[i].LR), len(rates))
 		}
-		for _, r := range rates[i].Runs {
-			if !r.Failed {
-				kept = append(kept, r)
-			}
-		}
+		kept = append(kept, finished(rates[i].Runs)...)
 	}
 	return kept, notes
+}
+
+// finished is runs without the failed ones (which have no numbers).
+func finished(runs []sweep.Run) []sweep.Run {
+	return slices.DeleteFunc(slices.Clone(runs), func(r sweep.Run) bool { return r.Failed })
 }
 
 // SeveralRates says whether some method was run at more than one learning
