@@ -241,7 +241,8 @@ func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 }
 
 // Load reads a PEFT LoRA adapter directory into a trainable adapter for m
-// (grouped as opts says; R, Alpha and Targets come from the file).
+// (one parameter group per layer when groupByLayer, else one group; R,
+// Alpha and Targets come from the file).
 func Load(dir string, m *model.Model, groupByLayer bool) (*Adapter, error) {
 	a, _, err := load(dir, m, groupByLayer)
 	return a, err

@@ -171,7 +171,8 @@ func ParseConfig(b []byte) (*Config, error) {
 	if c.Architecture == "Qwen3ForCausalLM" {
 		// HF 4.51 applies Qwen3's window whenever config.sliding_window is not
 		// None, and Qwen3Config defaults it to 4096 when the key is absent
-		// (MODELS.md §3.13). The real configs say null: no window.
+		// (transformers' configuration_qwen3.py). The real configs say null: no
+		// window.
 		c.SlidingWindow = 4096
 		if _, ok := present["sliding_window"]; ok {
 			c.SlidingWindow = 0

@@ -66,7 +66,8 @@ type MLP struct {
 	GateUp         tensor.Weight // gate_proj and up_proj stacked, on a backend that stacks them (Gate, Up are nil then)
 }
 
-// Adapter holds the low-rank updates of every layer; a nil entry means none.
+// Adapter holds the low-rank updates of every layer; a nil Q or V in a
+// layer means that projection has none.
 // It is separate from the frozen weights so that one forward can run several
 // adapters side by side (the perturbed variants of a ZO step).
 type Adapter struct {

@@ -21,8 +21,9 @@ type Mode int
 const (
 	// ModeRun starts runs never started (status new).
 	ModeRun Mode = iota
-	// ModeResume also retries failed runs and continues interrupted or
-	// unfinished ones (from their checkpoints).
+	// ModeResume also retries failed runs, continues interrupted or
+	// unfinished ones (from their checkpoints) and starts again the queued
+	// ones (a Slurm submission's job file without an exit status).
 	ModeResume
 )
 
@@ -58,13 +59,13 @@ func (st *Study) Prepare(log io.Writer) error {
 // FindTrainer locates meazo-train: executor.trainer, $MEAZO_TRAIN, next to
 // this executable, or on PATH. The result is absolute.
 func (st *Study) FindTrainer() (string, error) {
-	for _, c := range []string{st.Executor.Trainer, os.Getenv("MEAZO_TRAIN")} {
-		if c == "" {
+	for _, c := range []struct{ what, path string }{{"executor.trainer", st.Executor.Trainer}, {"$MEAZO_TRAIN", os.Getenv("MEAZO_TRAIN")}} {
+		if c.path == "" {
 			continue
 		}
-		p, err := exec.LookPath(c)
+		p, err := exec.LookPath(c.path)
 		if err != nil {
-			return "", fmt.Errorf("executor.trainer %s: %w", c, err)
+			return "", fmt.Errorf("%s %s: %w", c.what, c.path, err)
 		}
 		return filepath.Abs(p)
 	}

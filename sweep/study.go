@@ -49,7 +49,7 @@ type Experiment struct {
 // Executor says where runs go.
 type Executor struct {
 	Kind     string `yaml:"kind" doc:"local (default) or slurm"`
-	Trainer  string `yaml:"trainer" doc:"the meazo-train binary (default: next to meazo-sweep, else on PATH)"`
+	Trainer  string `yaml:"trainer" doc:"the meazo-train binary (default: $MEAZO_TRAIN, else next to meazo-sweep, else on PATH)"`
 	Parallel int    `yaml:"parallel" doc:"local: runs at a time (default: one per GPU when gpus is set, else one per 2 cores)"`
 	GPUs     []int  `yaml:"gpus" doc:"local: GPU indices; each run gets one as CUDA_VISIBLE_DEVICES"`
 	Slurm    Slurm  `yaml:"slurm" doc:"the slurm executor's settings"`
@@ -283,8 +283,13 @@ func (st *Study) validate() error {
 	if s.SignalSecs == 0 {
 		s.SignalSecs = 300
 	}
-	if s.Throttle < 0 || s.CPUsPerTask < 0 || s.MaxArraySize < 0 || s.SignalSecs < 0 {
-		return fmt.Errorf("executor.slurm: throttle, cpus_per_task, max_array_size and signal_seconds must be positive")
+	for _, k := range []struct {
+		key string
+		v   int
+	}{{"throttle", s.Throttle}, {"cpus_per_task", s.CPUsPerTask}, {"max_array_size", s.MaxArraySize}, {"signal_seconds", s.SignalSecs}} {
+		if k.v < 0 {
+			return fmt.Errorf("executor.slurm.%s must be positive, got %d", k.key, k.v)
+		}
 	}
 	if _, err := parseSlurmTime(s.Time); err != nil {
 		return err

@@ -115,6 +115,7 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"empty seeds", "seeds: []\n" + base, "seeds: an empty list"},
 		{"empty coarse", "coarse: []\n" + base, "coarse: an empty list"},
 		{"empty optimizers", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: []}\n", "experiments.0: an empty seeds, coarse or optimizers list"},
+		{"negative slurm value", base + "executor:\n  kind: slurm\n  slurm: {partition: gpu, time: '1:00:00', max_array_size: -3}\n", "executor.slurm.max_array_size must be positive, got -3"},
 		{"empty experiment seeds", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], seeds: []}\n", "experiments.0: an empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

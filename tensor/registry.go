@@ -47,7 +47,7 @@ func Register(name string, priority int, open Opener) {
 	slices.SortStableFunc(registry, func(a, b registered) int { return b.priority - a.priority })
 }
 
-// Names lists the registered backends, the one "auto" tries first first.
+// Names lists the registered backends in the order "auto" tries them.
 func Names() []string {
 	registryMu.Lock()
 	defer registryMu.Unlock()

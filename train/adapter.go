@@ -267,7 +267,7 @@ func (p *promptAdapter) matchConfig(a *AdapterConfig) error {
 // copyLoaded copies a loaded adapter's parameters into dst when the shapes agree.
 func copyLoaded(dir string, dst, src [][]float32) error {
 	if countParams(src) != countParams(dst) {
-		return fmt.Errorf("adapter %s does not match this run's adapter shape", dir)
+		return fmt.Errorf("adapter %s has %d parameters, but this run's adapter has %d: check adapter.r, adapter.targets or adapter.virtual_tokens", dir, countParams(src), countParams(dst))
 	}
 	copyParams(dst, src)
 	return nil

@@ -88,7 +88,7 @@ type TrainConfig struct {
 	EvalEvery       int    `mapstructure:"eval_every" yaml:"eval_every" doc:"compute the validation loss every N steps (and at the end)"`
 	CheckpointEvery int    `mapstructure:"checkpoint_every" yaml:"checkpoint_every" doc:"write a resumable checkpoint every N steps (0: only at the end)"`
 	Threads         int    `mapstructure:"threads" yaml:"threads" doc:"worker threads for the kernels (0: all cores); results do not depend on it"`
-	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal"`
+	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal (0: every step)"`
 }
 
 type EvalConfig struct {
@@ -302,7 +302,7 @@ func (c *Config) Validate() error {
 	case c.Adapter.Kind == "prompt" && c.Adapter.Grouped:
 		return fmt.Errorf("adapter.grouped must be false for prompt tuning (it has a single parameter group)")
 	case c.Adapter.Kind == "prompt" && c.Adapter.VirtualTokens <= 0:
-		return fmt.Errorf("adapter.virtual_tokens must be positive")
+		return fmt.Errorf("adapter.virtual_tokens must be positive, got %d", c.Adapter.VirtualTokens)
 	case c.Adapter.Kind == "lora" && c.Adapter.R < 1:
 		return fmt.Errorf("adapter.r must be at least 1, got %d", c.Adapter.R)
 	case c.Adapter.Kind == "lora" && !(c.Adapter.Alpha > 0 && !math.IsInf(c.Adapter.Alpha, 0)):
@@ -322,11 +322,11 @@ func (c *Config) Validate() error {
 	case !slices.Contains([]string{"", "normal", "sphere", "rademacher", "ternary"}, c.Optimizer.Dist):
 		return fmt.Errorf("optimizer.dist %q: want normal, sphere, rademacher or ternary", c.Optimizer.Dist)
 	case c.Optimizer.Q < 1:
-		return fmt.Errorf("optimizer.q must be at least 1")
+		return fmt.Errorf("optimizer.q must be at least 1, got %d", c.Optimizer.Q)
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
 		return fmt.Errorf("optimizer.q must be at least 2 for fzoo (the std of one loss is 0), got %d", c.Optimizer.Q)
 	case c.Train.EvalEvery < 1:
-		return fmt.Errorf("train.eval_every must be at least 1")
+		return fmt.Errorf("train.eval_every must be at least 1, got %d", c.Train.EvalEvery)
 	case c.Train.BatchSize < 1:
 		return fmt.Errorf("train.batch_size must be at least 1, got %d", c.Train.BatchSize)
 	case c.Eval.BatchSize < 1:

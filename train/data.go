@@ -62,7 +62,8 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer) (*splits, error) 
 		return nil, err
 	}
 	if len(s.train) == 0 || len(s.val) == 0 {
-		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples", len(s.train), len(s.val))
+		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples within task.max_length %d tokens (task.train %s, task.validation %q)",
+			len(s.train), len(s.val), cfg.Task.MaxLength, cfg.Task.Train, cfg.Task.Validation)
 	}
 	if cfg.Task.Test != "" && !cfg.Eval.Skip {
 		if s.test, st, err = data.ReadAll(cfg.Task.Test, task, data.ReadOptions{Strict: opt.Strict, OnSkip: opt.OnSkip, Limit: cfg.Task.MaxTest}); err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // FormatMetrics renders test metrics as "name value" pairs in name order,
-// e.g. "accuracy 0.840" or "exact_match 41.20 f1 55.07": accuracy is a
+// e.g. "accuracy 0.840" or "exact_match 41.20, f1 55.07": accuracy is a
 // fraction (three decimals), the others are 0-100 scores (two decimals).
 func FormatMetrics(m map[string]float64) string {
 	var b strings.Builder

@@ -20,7 +20,7 @@ import (
 
 // Options says how to start or continue a run.
 type Options struct {
-	ConfigPath string   // YAML file (ignored with Resume: the run's own config.yaml is used)
+	ConfigPath string   // YAML file (not with Resume, which uses the run's own config.yaml)
 	Overrides  []string // key=value
 	Resume     string   // run directory to continue from its last checkpoint
 	Log        io.Writer

@@ -253,7 +253,7 @@ func (r *run) startRun() error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("the validation loss of the starting adapter is not finite: check the model and data")
+		return fmt.Errorf("the validation loss of the starting adapter is not finite: check the model (%s) and the data", r.cfg.Model.Path)
 	}
 	r.state.Sampler = r.sampler.State()
 	return r.checkpoint()

@@ -642,7 +642,7 @@ func (e *Engine) UnmarshalBinary(b []byte) error {
 		}
 		rest = rest[8*n:]
 		if mode != e.cfg.Mode || !slices.Equal(dims, e.dims) {
-			return fmt.Errorf("zo engine state: saved for mode %d and groups of sizes %v, not mode %d and %v", mode, dims, e.cfg.Mode, e.dims)
+			return fmt.Errorf("zo engine state: saved for mode %v and groups of sizes %v, not mode %v and %v", mode, dims, e.cfg.Mode, e.dims)
 		}
 	}
 	if err := e.opt.UnmarshalBinary(rest); err != nil {

@@ -1,7 +1,7 @@
 // Package cpu is the host implementation of tensor.Backend: float32 kernels
 // on Go slices. The GEMM streams weights packed once at load (gemm.go) through
-// a micro kernel chosen for the CPU (AVX-512 assembly, AVX2 or portable Go on
-// amd64, NEON assembly on arm64;
+// a micro kernel chosen for the CPU (AVX-512 or AVX2 assembly on amd64 when
+// built with GOEXPERIMENT=simd, portable Go otherwise, NEON assembly on arm64;
 // gemm_path.go), in tiles of 4×32 and, where the CPU gains from them,
 // taller ones whose height a one-millisecond calibration picks
 // (gemm_tile.go; every height gives the same bits); the element-wise and reduction ops a decoder layer needs

@@ -84,8 +84,8 @@ func Pack(wk Workers, w []float32, n, k int) *Packed {
 	return &Packed{N: n, K: k, data: d}
 }
 
-// Row copies row n of W (length K) into dst. The model uses it to read an
-// embedding row out of a tied, packed embedding matrix.
+// Row copies row n of W (length K) into dst: Backend.Rows reads rows of a
+// packed matrix with it (a tied embedding's rows, for one).
 func (p *Packed) Row(dst []float32, n int) {
 	if n < 0 || n >= p.N {
 		panic(fmt.Sprintf("tensor.Packed.Row: row %d out of range [0,%d)", n, p.N))

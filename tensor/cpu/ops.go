@@ -26,7 +26,7 @@ func (w Workers) n() int {
 // the same result for every worker count.
 func ParallelFor(threads, n int, body func(lo, hi int)) { Workers(threads).For(n, body) }
 
-// For is ParallelFor on w's workers.
+// For is ParallelFor on wk's workers.
 func (wk Workers) For(n int, body func(lo, hi int)) {
 	w := wk.n()
 	if w > n {
@@ -68,7 +68,7 @@ var (
 	rotateHalf = rotateHalfScalar
 )
 
-// Tasks calls task(i) once for every i in [0, n) on up to w's workers.
+// Tasks calls task(i) once for every i in [0, n) on up to wk's workers.
 // Tasks are handed out one at a time, so a core
 // taken by another process slows the call instead of stalling it; each task
 // must write only its own outputs, which makes the result independent of the
