@@ -8,6 +8,7 @@
 #
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
+#   also kvprof (rope and store_kv under ncu, this commit against old/meazo-bench: kit.sh with OLD_REV);
 #   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
 #   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
@@ -32,7 +33,7 @@ mkdir -p "$out"
 # cuBLAS: the CUDA toolkit's, else the one in PyTorch's pip tree.
 if [ -z "${MEAZO_CUDA_LIB_PATH:-}" ]; then
   for f in /usr/local/cuda/lib64/libcublas.so.1[0-9] /usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.1[0-9] \
-    $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null | xargs -n1 -I{} find {}/nvidia -name 'libcublas.so.1[0-9]' 2>/dev/null); do
+    $(python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null | xargs -I{} find {}/nvidia -name 'libcublas.so.1[0-9]' 2>/dev/null); do
     [ -e "$f" ] && { export MEAZO_CUDA_LIB_PATH=$(dirname "$f"); break; }
   done
 fi
@@ -88,7 +89,7 @@ for part in $parts; do
     suite MEAZO_CUDA_ATTENTION=gemm MEAZO_CUDA_ATTN_CHUNK=4 >>"$out/conformance.txt" 2>&1
     grep -E '^(## |--- FAIL|FAIL|ok|PASS)' "$out/conformance.txt" | head -20; tail -3 "$out/conformance.txt"
     ;;
-  ab) # forwards and ZO steps of this commit against gpu-kit's bin/old/meazo-bench (kit.sh with OLD_REV),
+  ab) # forwards and ZO steps of this commit against gpu-kit's old/meazo-bench (kit.sh with OLD_REV),
     # interleaved, both models
     f=$out/ab.txt
     echo "# new: $(cat "$kit/commit"), old: $(cat "$kit/old/commit" 2>/dev/null)" >"$f"
@@ -101,6 +102,20 @@ for part in $parts; do
       done
     done
     grep -E "^## |^8x" "$f"
+    ;;
+  kvprof) # rope and store_kv alone under ncu (GPU time per launch), this commit against gpu-kit's old/meazo-bench
+    # (kit.sh with OLD_REV), a ZO step of each model at 8x300: ab's wall times cannot resolve kernels of ~3 % of a step
+    f=$out/kvprof.txt
+    echo "# new: $(cat "$kit/commit"), old: $(cat "$kit/old/commit" 2>/dev/null)" >"$f"
+    for m in Qwen3-0.6B Llama-3.2-1B; do
+      for v in new old; do
+        b=$bin/meazo-bench; [ $v = old ] && b=$kit/old/meazo-bench
+        echo "## $v $m 8x300" >>"$f"
+        timeout 60 ncu --kernel-name regex:'rope|store_kv' --launch-count 168 --metrics gpu__time_duration.sum --print-summary per-kernel \
+          "$b" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x300 --q 1 --reps 1 >>"$f" 2>&1
+      done
+    done
+    python3 scripts/gpu/ncu_summary.py "$f"
     ;;
   chunks) # attentionGEMM's chunks of queries against all at once (MEAZO_CUDA_ATTN_CHUNK 0, 64, 128), interleaved
     f=$out/chunks.txt
@@ -180,7 +195,7 @@ for part in $parts; do
     done
     grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
-  keptnoise) # ZO steps of this commit against gpu-kit's bin/old/meazo-bench (the commit in old/commit, if
+  keptnoise) # ZO steps of this commit against gpu-kit's old/meazo-bench (the commit in old/commit, if
     # kit.sh was given OLD_REV), interleaved, both models: the host share with and without a change
     f=$out/keptnoise.txt
     echo "# new: $(cat "$kit/commit"), old: $(cat "$kit/old/commit" 2>/dev/null)" >"$f"
@@ -314,10 +329,12 @@ for part in $parts; do
     done >"$out/memcheck.txt"
     # Shared-memory races and barrier misuse (store_kv's tile, the tiled attention), 40 tokens: two key tiles.
     python3 -c 'import json; t=[(7*i+3)%200 for i in range(40)]; print(json.dumps({"input_ids":[t],"labels":[t]}))' >"$kit/in40.json"
-    for tool in racecheck synccheck; do
-      echo "## llama-tiny, 40 tokens, --tool $tool"
-      timeout 120 compute-sanitizer --tool $tool "$bin/meazo-inspect" forward --backend cuda \
-        --model "$fx/llama-tiny" --input "$kit/in40.json" --out "$kit/memcheck-logits.safetensors" 2>&1
+    # llama-tiny's heads of 16 fill half the tile's columns, qwen3-tiny's of 32 all of them.
+    for run in llama-tiny:racecheck qwen3-tiny:racecheck llama-tiny:synccheck qwen3-tiny:synccheck; do
+      IFS=: read -r m tool <<<"$run"
+      echo "## $m, 40 tokens, --tool $tool"
+      timeout 90 compute-sanitizer --tool $tool "$bin/meazo-inspect" forward --backend cuda \
+        --model "$fx/$m" --input "$kit/in40.json" --out "$kit/memcheck-logits.safetensors" 2>&1
     done >>"$out/memcheck.txt"
     grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/memcheck.txt"
     ;;
