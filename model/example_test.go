@@ -3,6 +3,7 @@ package model_test
 import (
 	"fmt"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/model"
 )
 
@@ -29,4 +30,34 @@ func ExampleNewRandom() {
 	fmt.Printf("loss %.2f over %d tokens\n", out.Loss, out.Tokens)
 	// Output:
 	// loss 4.15 over 5 tokens
+}
+
+// ExampleModel_Generate continues two prompts of different lengths by greedy
+// decoding in one batch: data.GenerateBatch left-pads them so that both
+// rows' next tokens sit at the same position, and each row stops after its
+// own stop token (here token 8 plays the end of sequence) or after
+// MaxNewTokens.
+func ExampleModel_Generate() {
+	cfg := &model.Config{
+		Architecture: "LlamaForCausalLM", VocabSize: 64, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-5, RopeTheta: 5e5, BOSTokenID: 1,
+		EOSTokenIDs: []int{2},
+	}
+	m, err := model.NewRandom(cfg, 7, 0.5)
+	if err != nil {
+		panic(err)
+	}
+	defer m.Free()
+	const pad = 0
+	b := data.GenerateBatch([][]int{{1, 17, 40, 9}, {1, 33}}, pad)
+	out, err := m.Generate(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.GenerateOptions{MaxNewTokens: 5, StopIDs: []int{8}})
+	if err != nil {
+		panic(err)
+	}
+	for i, toks := range out {
+		fmt.Printf("row %d: %v\n", i, toks)
+	}
+	// Output:
+	// row 0: [41 34 8]
+	// row 1: [56 56 56 56 56]
 }
