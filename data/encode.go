@@ -162,30 +162,7 @@ func (e *Encoder) SST2Candidates(ex Example) (LabelCandidates, error) {
 	return lc, nil
 }
 
-// ReadEncoded streams path, encodes each example, and keeps those of at most
-// maxTokens tokens (0: no limit) until limit examples are kept (0: all). This
-// is XSum's length filter (docs/ALGORITHMS.md's data protocol: drop examples longer than the context
-// limit, default 2,048, then keep the first 50,000 train / 1,000 validation).
-func ReadEncoded(path string, task Task, opt ReadOptions, enc *Encoder, maxTokens, limit int) (kept []Example, encoded []Encoded, dropped int, err error) {
-	opt.Limit = 0
-	_, err = Read(path, task, opt, func(ex Example) error {
-		e, err := enc.Encode(ex)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if maxTokens > 0 && len(e.IDs) > maxTokens {
-			dropped++
-			return nil
-		}
-		kept = append(kept, ex)
-		encoded = append(encoded, e)
-		if limit > 0 && len(kept) >= limit {
-			return errStop
-		}
-		return nil
-	})
-	return kept, encoded, dropped, err
-}
-
-// DefaultMaxTokens is the paper's context limit for the XSum length filter.
+// DefaultMaxTokens is the paper's context limit, the default of
+// task.max_length: longer training and validation examples are dropped (the
+// paper's filter for XSum).
 const DefaultMaxTokens = 2048

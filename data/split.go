@@ -102,31 +102,3 @@ func Select(exs []Example, idx []int) []Example {
 	}
 	return out
 }
-
-// ReadIndices streams path and keeps only the examples whose position (among
-// well-formed rows) is in idx, returned in idx order. With a count from a
-// first pass, this draws a split from a file too large to hold whole.
-func ReadIndices(path string, task Task, opt ReadOptions, idx []int) ([]Example, error) {
-	where := make(map[int]int, len(idx))
-	for k, i := range idx {
-		where[i] = k
-	}
-	out := make([]Example, len(idx))
-	pos := 0
-	_, err := Read(path, task, opt, func(ex Example) error {
-		if k, ok := where[pos]; ok {
-			out[k] = ex
-		}
-		pos++
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for k, i := range idx {
-		if i >= pos {
-			return nil, fmt.Errorf("%s: index %d (split position %d) is past the %d examples read", path, i, k, pos)
-		}
-	}
-	return out, nil
-}

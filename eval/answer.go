@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"math"
 	"strings"
 )
 
@@ -22,20 +21,6 @@ const (
 	AnswerPrefix  = "Answer:"
 	SummaryPrefix = "Summary:"
 )
-
-// MeanLogProb is a candidate label's score for SST-2: the mean of the
-// log-probabilities of its label tokens (the tokens in which the candidates
-// differ). It is -Inf for no tokens, so such a candidate never wins.
-func MeanLogProb(logProbs []float64) float64 {
-	if len(logProbs) == 0 {
-		return math.Inf(-1)
-	}
-	sum := 0.0
-	for _, lp := range logProbs {
-		sum += lp
-	}
-	return sum / float64(len(logProbs))
-}
 
 // PredictLabel returns the index of the highest score; ties go to the lower
 // index, so the choice never depends on evaluation order.

@@ -79,7 +79,7 @@ func TestExtractAndLabels(t *testing.T) {
 	if got := ExtractAnswer("Denver", AnswerPrefix); got != "Denver" {
 		t.Errorf("ExtractAnswer without prefix = %q", got)
 	}
-	scores := []float64{MeanLogProb([]float64{-1, -3}), MeanLogProb([]float64{-1.5})}
+	scores := []float64{-2, -1.5}
 	if PredictLabel(scores) != 1 || PredictLabel([]float64{-1, -1}) != 0 {
 		t.Errorf("PredictLabel wrong for %v", scores)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/lora"
 )
@@ -108,7 +109,7 @@ type OutputConfig struct {
 func Defaults() Config {
 	return Config{
 		Model:     ModelConfig{DateString: "26 Jul 2024", Backend: "auto"},
-		Task:      TaskConfig{MaxLength: 2048},
+		Task:      TaskConfig{MaxLength: data.DefaultMaxTokens},
 		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
 		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8},
 		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
