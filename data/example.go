@@ -5,10 +5,11 @@ import "fmt"
 // Task is one of the paper's three tasks.
 type Task string
 
+// The tasks, by the names configs use (task.name).
 const (
-	SST2  Task = "sst2"
-	SQuAD Task = "squad"
-	XSum  Task = "xsum"
+	SST2  Task = "sst2"  // sentiment classification, scored by accuracy
+	SQuAD Task = "squad" // extractive question answering, scored by EM and F1
+	XSum  Task = "xsum"  // summarization, scored by ROUGE
 )
 
 // ParseTask accepts sst2, squad or xsum.

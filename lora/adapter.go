@@ -112,9 +112,13 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 // engine updates them in place).
 func (a *Adapter) Params() [][]float32 { return a.params }
 
-// Rank, Alpha and Targets describe the adapter's shape (as loaded or made).
-func (a *Adapter) Rank() int         { return a.opts.R }
-func (a *Adapter) Alpha() float64    { return a.opts.Alpha }
+// Rank is the adapter's r (as loaded or made).
+func (a *Adapter) Rank() int { return a.opts.R }
+
+// Alpha is the adapter's lora_alpha; the update's scale is Alpha/Rank.
+func (a *Adapter) Alpha() float64 { return a.opts.Alpha }
+
+// Targets are the projections the adapter updates (q_proj, v_proj).
 func (a *Adapter) Targets() []string { return slices.Clone(a.targets) }
 
 // Count returns the number of trainable parameters.

@@ -34,7 +34,7 @@ func ReadSummary(dir string) (Summary, error) {
 	return s, nil
 }
 
-// TrainPoint and ValPoint are what readers take from metrics.jsonl's lines.
+// TrainPoint is one training line of metrics.jsonl, as readers take it.
 type TrainPoint struct {
 	Step   int
 	Loss   float64   // NaN when null
@@ -42,6 +42,7 @@ type TrainPoint struct {
 	Groups []int
 }
 
+// ValPoint is one validation line of metrics.jsonl.
 type ValPoint struct {
 	Step    int
 	ValLoss float64 // NaN when null

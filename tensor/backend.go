@@ -187,7 +187,10 @@ type AttentionArgs struct {
 // GB asked for, 1.2 GB free of 79.1 GB" instead of a crash.
 type DeviceError struct{ Err error }
 
+// Error is the device's message.
 func (e *DeviceError) Error() string { return e.Err.Error() }
+
+// Unwrap gives errors.Is and errors.As the device's error.
 func (e *DeviceError) Unwrap() error { return e.Err }
 
 // Fail panics with a *DeviceError wrapping err.

@@ -35,6 +35,7 @@ type Config struct {
 	Output    OutputConfig    `mapstructure:"output" yaml:"output"`
 }
 
+// ModelConfig is the config's model section: which checkpoint, where it runs.
 type ModelConfig struct {
 	Path       string `mapstructure:"path" yaml:"path" doc:"HF model directory: config.json, safetensors weights (one file or sharded), tokenizer.json, tokenizer_config.json [, chat_template.jinja]"`
 	Name       string `mapstructure:"name" yaml:"name" doc:"base_model_name_or_path written into saved adapters (default: path)"`
@@ -43,6 +44,8 @@ type ModelConfig struct {
 	Backend    string `mapstructure:"backend" yaml:"backend" doc:"where the forward passes run: auto (CUDA when an NVIDIA GPU and its libraries load, else the CPU; the log says which), cpu or cuda. Each backend is bit-identical to itself run to run; CPU and CUDA agree to float32 rounding, not bit for bit, so resume a run on the backend it started on"`
 }
 
+// TaskConfig is the config's task section: the task, its files and how
+// many examples of each split are used.
 type TaskConfig struct {
 	Name          string `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum"`
 	Train         string `mapstructure:"train" yaml:"train" doc:"training data file (.tsv GLUE, .json official SQuAD, .jsonl, .parquet HF hub)"`
@@ -56,6 +59,8 @@ type TaskConfig struct {
 	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
 }
 
+// AdapterConfig is the config's adapter section: LoRA or prompt tuning and
+// their shapes.
 type AdapterConfig struct {
 	Kind          string   `mapstructure:"kind" yaml:"kind" doc:"lora or prompt (prompt tuning)"`
 	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
@@ -67,6 +72,8 @@ type AdapterConfig struct {
 	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one; its rank, alpha and targets (prompt tuning: virtual tokens) must equal adapter.r, adapter.alpha, adapter.targets (adapter.virtual_tokens)"`
 }
 
+// OptimizerConfig is the config's optimizer section: the ZO optimizer, its
+// hyperparameters and the estimator (ε, q, noise).
 type OptimizerConfig struct {
 	Name        string  `mapstructure:"name" yaml:"name" doc:"meazo, zo-sgd, zo-adam, radazo or fzoo"`
 	LR          float64 `mapstructure:"lr" yaml:"lr" doc:"learning rate η (constant)"`
@@ -82,6 +89,8 @@ type OptimizerConfig struct {
 	BiasCorrect bool    `mapstructure:"bias_correction" yaml:"bias_correction" doc:"radazo: apply Adam's bias correction (the reference code does not)"`
 }
 
+// TrainConfig is the config's train section: steps, batch, seed, and how
+// often to validate, checkpoint and log.
 type TrainConfig struct {
 	Steps           int    `mapstructure:"steps" yaml:"steps" doc:"number of ZO steps T (paper: 10,000 LoRA, 20,000 prompt tuning)"`
 	BatchSize       int    `mapstructure:"batch_size" yaml:"batch_size" doc:"training examples per step"`
@@ -92,6 +101,7 @@ type TrainConfig struct {
 	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal (0: every step)"`
 }
 
+// EvalConfig is the config's eval section: how the test split is scored.
 type EvalConfig struct {
 	BatchSize    int  `mapstructure:"batch_size" yaml:"batch_size" doc:"sequences per evaluation forward / generation batch"`
 	MaxNewTokens int  `mapstructure:"max_new_tokens" yaml:"max_new_tokens" doc:"generation cap (0: the task default, SQuAD 50, XSum 100)"`
@@ -101,6 +111,7 @@ type EvalConfig struct {
 	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
 }
 
+// OutputConfig is the config's output section: where the run directory is.
 type OutputConfig struct {
 	Dir string `mapstructure:"dir" yaml:"dir" doc:"run directory (created; see docs/RUNDIR.md)"`
 }

@@ -28,6 +28,8 @@ const (
 
 var modeNames = [...]string{Joint: "joint", Grouped: "grouped", Cyclic: "cyclic"}
 
+// String is the mode's name (joint, grouped or cyclic), as messages and
+// ParseMode spell it.
 func (m Mode) String() string {
 	if m < 0 || int(m) >= len(modeNames) {
 		return fmt.Sprintf("Mode(%d)", int(m))

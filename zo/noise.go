@@ -19,6 +19,7 @@ const (
 
 var distNames = [...]string{Normal: "normal", Sphere: "sphere", Rademacher: "rademacher", Ternary: "ternary"}
 
+// String is the distribution's name in configs (optimizer.dist).
 func (d Dist) String() string {
 	if d < 0 || int(d) >= len(distNames) {
 		return fmt.Sprintf("Dist(%d)", int(d))

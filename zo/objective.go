@@ -36,6 +36,7 @@ type Variant struct {
 // rounding, and should use the same reduction order for every variant so that
 // rounding cancels in L+ - L-.
 type Objective interface {
+	// Evaluate returns one loss per variant, in variants' order.
 	Evaluate(base [][]float32, variants []Variant) ([]float64, error)
 }
 

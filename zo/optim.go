@@ -17,10 +17,10 @@ import (
 // error the state may be partly overwritten, so restore again or start over).
 // Hyperparameters are not part of the state: they come from the run's config.
 type Optimizer interface {
-	Name() string
-	StateBytes() int64
-	MarshalBinary() ([]byte, error)
-	UnmarshalBinary([]byte) error
+	Name() string                   // the config's optimizer.name (meazo, zo-sgd, …)
+	StateBytes() int64              // bytes of state kept between steps (the memory table's "optimizer state")
+	MarshalBinary() ([]byte, error) // the state, for a checkpoint
+	UnmarshalBinary([]byte) error   // restores MarshalBinary's state
 
 	// setup allocates state for groups of the given sizes, estimated in
 	// `units` units (1 when all groups are perturbed jointly).
