@@ -225,17 +225,45 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 	if len(elsewhere) > 0 {
 		fmt.Fprintf(log, "meazo-sweep: %d runs were running in another process; once they end, meazo-sweep run goes on with their sweeps (stage 2, sweep.json)\n", len(elsewhere))
 	}
+	// Runs an earlier session left stopped (interrupted, or unfinished after
+	// a crash) and this one did not start: their sweeps wait for resume.
+	var stopped []string
+	for _, sp := range sweeps {
+		ss, err := sp.State()
+		if err != nil {
+			return err
+		}
+		for _, r := range ss.Runs() {
+			if s := ss.States[r.Dir]; !attempted[r.Dir] && (s.Status == StatusInterrupted || s.Status == StatusUnfinished) {
+				stopped = append(stopped, r.Dir)
+				fmt.Fprintf(log, "meazo-sweep: %s is %s: its sweep waits for it (meazo-sweep resume continues it)\n", r.Dir, s.Status)
+			}
+		}
+	}
 	if interrupted {
 		return ErrInterrupted
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d runs failed (meazo-sweep resume retries them): %v", len(failed), failed)
 	}
+	if len(stopped) > 0 {
+		return &stoppedError{stopped}
+	}
 	return nil
 }
 
 // ErrInterrupted says the study stopped on a signal; resume continues it.
 var ErrInterrupted = errors.New("interrupted: meazo-sweep resume continues the study")
+
+// stoppedError names the runs an earlier session left stopped before they
+// finished; it is an ErrInterrupted (exit status 3: resume continues them).
+type stoppedError struct{ dirs []string }
+
+func (e *stoppedError) Error() string {
+	return fmt.Sprintf("%d runs stopped before they finished (interrupted, or unfinished after a crash): meazo-sweep resume continues them: %v", len(e.dirs), e.dirs)
+}
+
+func (e *stoppedError) Is(target error) bool { return target == ErrInterrupted }
 
 // finishSweeps writes sweep.json for every complete sweep and reports η*.
 func (st *Study) finishSweeps(log io.Writer) error {

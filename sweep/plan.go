@@ -40,12 +40,15 @@ type RunState struct {
 	Detail string // why it failed, which job, …
 }
 
-// Settled says whether the run will not change without a resume: the
-// selection can go on (a failed or unfinished run makes its rate ineligible).
-// A running run is not settled, whatever its directory holds from before.
+// Settled says whether the run has ended for good, so that the selection can
+// go on (a failed run makes its rate ineligible). A running run is not
+// settled, whatever its directory holds from before; nor is one stopped
+// before it finished, by a signal (interrupted) or a crash that left its
+// checkpoint (unfinished): its sweep waits for meazo-sweep resume, so that
+// η* is never chosen from the part of a run a reboot left.
 func (s RunState) Settled() bool {
 	switch s.Status {
-	case StatusDone, StatusDiverged, StatusFailed, StatusUnfinished:
+	case StatusDone, StatusDiverged, StatusFailed:
 		return true
 	}
 	return false
@@ -312,8 +315,8 @@ func (sp *SweepPlan) State() (*StageState, error) {
 	return ss, err
 }
 
-// Results turns settled runs into what the selection reads: a failed or
-// unfinished run is a Run marked Failed at its rate and seed.
+// Results turns runs into what the selection reads: a run without a result
+// (failed, or not settled) is a Run marked Failed at its rate and seed.
 func (sp *SweepPlan) Results(runs []RunSpec, states map[string]RunState) []Run {
 	var out []Run
 	for _, r := range runs {

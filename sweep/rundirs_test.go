@@ -119,7 +119,7 @@ func TestReadState(t *testing.T) {
 		}, StatusDiverged, true},
 		{"interrupted", func(t *testing.T, dir string) { checkpoint(t, dir); writeFile(t, filepath.Join(dir, ExitFile), "3\n") }, StatusInterrupted, false},
 		{"failed", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, ExitFile), "1\n") }, StatusFailed, true},
-		{"unfinished", checkpoint, StatusUnfinished, true},
+		{"unfinished", checkpoint, StatusUnfinished, false},
 		{"unfinished, lock file left by the run", func(t *testing.T, dir string) {
 			checkpoint(t, dir)
 			l, err := train.LockDir(dir)
@@ -127,7 +127,7 @@ func TestReadState(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.Unlock()
-		}, StatusUnfinished, true},
+		}, StatusUnfinished, false},
 		{"running, just started", func(t *testing.T, dir string) { lockRun(t, dir) }, StatusRunning, false},
 		{"running, resumed", func(t *testing.T, dir string) {
 			checkpoint(t, dir)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // The test binary doubles as a fake meazo-train (MEAZO_SWEEP_TEST_TRAINER=1):
@@ -71,6 +74,13 @@ func fakeTrain(args []string) error {
 	}
 	if f := os.Getenv("FAKE_FAIL"); f != "" && strings.HasSuffix(out, f) {
 		return fmt.Errorf("failing %s as asked", out)
+	}
+	if sets["optimizer.lr"] == "" { // --resume: the rate and seed from the directory's name
+		var lr, seed string
+		if _, err := fmt.Sscanf(strings.ReplaceAll(filepath.Base(out), "_", " "), "lr=%s seed=%s", &lr, &seed); err != nil {
+			return fmt.Errorf("%s: %w", out, err)
+		}
+		sets["optimizer.lr"], sets["train.seed"], sets["optimizer.name"] = lr, seed, "meazo"
 	}
 	lr, err := strconv.ParseFloat(sets["optimizer.lr"], 64)
 	if err != nil {
@@ -186,6 +196,50 @@ executor: {kind: local, parallel: 2, trainer: %s}
 	}
 	if sw := readSweep(t, filepath.Join(dir, "out/e_meazo/sweep.json")); sw.Rates[0].FailedSeeds != 0 || sw.EtaStar != 6e-3 {
 		t.Fatalf("after resume: %+v", sw.Rates[0])
+	}
+}
+
+// TestLocalStudyStopped: a run an earlier session left with a checkpoint
+// and no end (a crash: unfinished) holds its sweep back. run names it,
+// exits as interrupted and writes no sweep.json (η* is not chosen from
+// the rest); resume continues it and the sweep completes.
+func TestLocalStudyStopped(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0]
+coarse: [1e-3, 5e-3, 1e-2]
+fine: false
+experiments:
+  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}
+executor: {kind: local, parallel: 2, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := filepath.Join(dir, "out/e_meazo/lr=5e-3_seed=0") // the best rate
+	writeFile(t, filepath.Join(crashed, rundir.CheckpointDir, rundir.StateFile), "{}")
+	var log bytes.Buffer
+	err = st.RunLocal(context.Background(), ModeRun, &log)
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), crashed) || !strings.Contains(log.String(), crashed+" is unfinished") {
+		t.Fatalf("run: %v, want an interruption naming %s\n%s", err, crashed, log.String())
+	}
+	sweepFile := filepath.Join(dir, "out/e_meazo", SweepFile)
+	if _, err := os.Stat(sweepFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("sweep.json written with a run unfinished (%v)", err)
+	}
+	var status bytes.Buffer
+	if err := st.Status(&status, false); err != nil || strings.Contains(status.String(), "complete") {
+		t.Fatalf("status: %v\n%s", err, status.String())
+	}
+	log.Reset()
+	if err := st.RunLocal(context.Background(), ModeResume, &log); err != nil || !strings.Contains(log.String(), "start "+crashed+" (stage 1, resume)") {
+		t.Fatalf("resume: %v\n%s", err, log.String())
+	}
+	if sw := readSweep(t, sweepFile); sw.EtaStar != 5e-3 {
+		t.Fatalf("after resume: η* %g", sw.EtaStar)
 	}
 }
 
