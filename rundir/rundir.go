@@ -43,6 +43,10 @@ const (
 	ManifestFile = "manifest.json"
 )
 
+// AdapterFiles are the PEFT files of an adapter directory: BestDir, LastDir
+// and the checkpoint's adapter.
+var AdapterFiles = []string{"adapter_config.json", "adapter_model.safetensors"}
+
 // Entries returns the names a run writes at the root of its directory:
 // what a run directory may hold besides files of other tools (meazo-sweep's).
 func Entries() []string {

@@ -127,6 +127,12 @@ func (r *run) restore() error {
 		if err := r.adapter.Load(filepath.Join(dir, rundir.BestDir), r.bestCopy); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
+		// The run's best/ may hold a better adapter of the steps after the
+		// checkpoint, which run again (otherwise after a --set): until they
+		// find it again, the best is the checkpoint's, as the summary says.
+		if err := r.adapter.Save(filepath.Join(r.dir, rundir.BestDir), r.bestCopy); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
 	}
 	if err := r.checkLogs(); err != nil {
 		return err

@@ -111,7 +111,13 @@ func (r *run) resumeConfig() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
-	if d := configDiff(base, cur); len(d) > 0 {
+	if d := configDiff(base, cur); len(d) > 0 && pendingChanges(r.dir, d) {
+		// A resume with --set wrote config.yaml and was stopped before its
+		// checkpoint: its changes never applied (applyChanges cuts their
+		// lines off changes.jsonl), so config.yaml is the checkpoint's again.
+		fmt.Fprintf(r.log, "config.yaml holds the --set changes of a resume stopped before its checkpoint (%s): not applied; continuing with the checkpoint's settings\n", describeChanges(d))
+		r.rewriteConfig = true
+	} else if len(d) > 0 {
 		return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings: "+
 			"restore config.yaml, or change a setting explicitly with --resume %s --set key=value (recorded in %s)", r.dir, describeChanges(d), r.dir, rundir.ChangesFile)
 	}
@@ -130,6 +136,52 @@ func (r *run) resumeConfig() (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// pendingChanges says whether the lines of changes.jsonl written after the
+// checkpoint's (a resume with --set that stopped before its checkpoint)
+// are exactly the differences d between the checkpoint's config and the
+// run's config.yaml: that resume wrote config.yaml, and no one edited it.
+func pendingChanges(dir string, d []ConfigChange) bool {
+	b, err := os.ReadFile(filepath.Join(dir, rundir.CheckpointDir, rundir.StateFile))
+	if err != nil {
+		return false
+	}
+	var st checkpointState
+	if json.Unmarshal(b, &st) != nil {
+		return false
+	}
+	log, err := os.ReadFile(filepath.Join(dir, rundir.ChangesFile))
+	if err != nil || st.ChangesBytes < 0 || st.ChangesBytes >= int64(len(log)) {
+		return false
+	}
+	pending := map[string]string{} // key → the line's old and new values, as JSON
+	for _, line := range strings.Split(strings.TrimSpace(string(log[st.ChangesBytes:])), "\n") {
+		var c ConfigChange
+		if json.Unmarshal([]byte(line), &c) != nil || c.Step != st.Step {
+			return false
+		}
+		pending[c.Key] = changeValues(c)
+	}
+	if len(pending) != len(d) {
+		return false
+	}
+	for _, c := range d {
+		if v, ok := pending[c.Key]; !ok || v != changeValues(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// changeValues is a change's old and new values as JSON, comparable
+// whether they come from a config or from a line of changes.jsonl.
+func changeValues(c ConfigChange) string {
+	b, err := json.Marshal([]any{c.Old, c.New})
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // checkState rejects a state.json whose values cannot belong to this run.
@@ -237,6 +289,9 @@ func (r *run) applyChanges() error {
 		}
 	}
 	if len(r.changes) == 0 {
+		if r.rewriteConfig {
+			return r.writeConfig()
+		}
 		return nil
 	}
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

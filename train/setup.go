@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -78,6 +79,9 @@ func (r *run) openRunDir() error {
 		if r.lock, err = LockDir(r.dir); err != nil {
 			return err
 		}
+		if err := removeLeftovers(r.dir); err != nil {
+			return err
+		}
 		if r.cfg, err = r.resumeConfig(); err != nil {
 			return err
 		}
@@ -101,7 +105,36 @@ func (r *run) openRunDir() error {
 	if err := checkNewRunDir(r.dir); err != nil {
 		return err
 	}
+	if err := removeLeftovers(r.dir); err != nil {
+		return err
+	}
 	return r.writeConfig()
+}
+
+// atomicRootFiles are the files a run writes atomically at the root of its
+// directory: a crash during one of those writes leaves a temporary file
+// (atomicfile.IsLeftover) that the next start or resume removes.
+var atomicRootFiles = []string{rundir.ConfigFile, rundir.SummaryFile, rundir.DemoMarker}
+
+// removeLeftovers removes the temporary files that writes interrupted by a
+// crash left in the run directory, best/ and last/, and nothing else
+// (checkpoint.tmp/ goes whole when the next checkpoint starts).
+func removeLeftovers(dir string) error {
+	if err := atomicfile.RemoveLeftovers(dir, atomicRootFiles...); err != nil {
+		return fmt.Errorf("run directory %s: %w", dir, err)
+	}
+	for _, sub := range []string{rundir.BestDir, rundir.LastDir} {
+		if err := atomicfile.RemoveLeftovers(filepath.Join(dir, sub), rundir.AdapterFiles...); err != nil {
+			return fmt.Errorf("run directory %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// isRootLeftover says whether name is what a crash during an atomic write
+// at the run directory's root left.
+func isRootLeftover(name string) bool {
+	return slices.ContainsFunc(atomicRootFiles, func(t string) bool { return atomicfile.IsLeftover(name, t) })
 }
 
 // restartable are the entries a start of meazo-train leaves in its run
@@ -129,7 +162,7 @@ func checkNewRunDir(dir string) error {
 		switch n := e.Name(); {
 		case n == rundir.CheckpointDir || n == rundir.CheckpointOldDir:
 			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", dir, dir)
-		case !slices.Contains(restartable, n) && !strings.HasPrefix(n, "meazo-sweep."):
+		case !slices.Contains(restartable, n) && !strings.HasPrefix(n, "meazo-sweep.") && !isRootLeftover(n):
 			other = append(other, n)
 		}
 	}

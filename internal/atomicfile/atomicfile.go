@@ -4,9 +4,12 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteFile writes data to path atomically, with mode 0644.
@@ -31,6 +34,46 @@ func WriteFile(path string, data []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// IsLeftover says whether name is a temporary file that an interrupted
+// atomic write of target left behind (killed before its rename): "." +
+// target + ".tmp", then os.CreateTemp's random digits, with or without a
+// "-" before them (WriteFile's pattern and safetensors.WriteFile's).
+func IsLeftover(name, target string) bool {
+	rest, ok := strings.CutPrefix(name, "."+target+".tmp")
+	if !ok {
+		return false
+	}
+	rest = strings.TrimPrefix(rest, "-")
+	return rest != "" && strings.Trim(rest, "0123456789") == ""
+}
+
+// RemoveLeftovers removes from dir the temporary files that interrupted
+// atomic writes of the targets left (IsLeftover), and nothing else. A
+// missing dir has none.
+func RemoveLeftovers(dir string, targets ...string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		for _, t := range targets {
+			if IsLeftover(e.Name(), t) {
+				if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+				break
+			}
+		}
 	}
 	return nil
 }
