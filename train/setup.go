@@ -140,7 +140,8 @@ func isRootLeftover(name string) bool {
 // restartable are the entries a start of meazo-train leaves in its run
 // directory before its first checkpoint (written right after the step-0
 // validation): a directory holding only these (and meazo-sweep's files,
-// "meazo-sweep.*", and the demo's marker, written before its runs start)
+// "meazo-sweep.*" and their temporary files, and the demo's marker, written
+// before its runs start)
 // is a run that never got that far, and is started over.
 var restartable = []string{rundir.ConfigFile, rundir.MetricsFile, rundir.TimingFile, rundir.LockFile,
 	rundir.CheckpointTmpDir, rundir.BestDir, rundir.DemoMarker}
@@ -162,7 +163,7 @@ func checkNewRunDir(dir string) error {
 		switch n := e.Name(); {
 		case n == rundir.CheckpointDir || n == rundir.CheckpointOldDir:
 			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", dir, dir)
-		case !slices.Contains(restartable, n) && !strings.HasPrefix(n, "meazo-sweep.") && !isRootLeftover(n):
+		case !slices.Contains(restartable, n) && !strings.HasPrefix(strings.TrimPrefix(n, "."), "meazo-sweep.") && !isRootLeftover(n):
 			other = append(other, n)
 		}
 	}

@@ -428,7 +428,7 @@ func TestNewRunKeepsWhatIsThere(t *testing.T) {
 		{"empty", func(d string) { os.MkdirAll(d, 0o755) }, "", ""},
 		{"a start that never checkpointed", func(d string) {
 			os.MkdirAll(filepath.Join(d, "best"), 0o755)
-			for _, f := range []string{"config.yaml", "run.lock", "metrics.jsonl", "timing.jsonl", "meazo-sweep.log", ".meazo-demo"} {
+			for _, f := range []string{"config.yaml", "run.lock", "metrics.jsonl", "timing.jsonl", "meazo-sweep.log", ".meazo-sweep.exit.tmp81", ".meazo-demo", ".summary.json.tmp5"} {
 				os.WriteFile(filepath.Join(d, f), []byte("x"), 0o644)
 			}
 		}, "", ""},
