@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -22,7 +23,10 @@ var parquetColumns = map[Task][]string{
 
 // readParquet reads an HF hub Parquet file row group by row group, a few rows
 // at a time, through the file's own schema, so any row count fits in memory.
-func readParquet(path string, task Task, emit func(Example) error, bad func(*RowError) error) error {
+// A damaged file is an error naming it: parquet-go panics on some (a
+// negative length in its metadata), which is caught here, and the footer's
+// length is checked against the file's size before parquet-go allocates it.
+func readParquet(path string, task Task, emit func(Example) error, bad func(*RowError) error) (err error) {
 	f, err := openFile(path)
 	if err != nil {
 		return err
@@ -32,7 +36,18 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 	if err != nil {
 		return fmt.Errorf("load %s: %w", path, err)
 	}
-	pf, err := parquet.OpenFile(f, info.Size())
+	if err := checkParquetFooter(f, info.Size()); err != nil {
+		return fmt.Errorf("load %s: not a Parquet file: %w", path, err)
+	}
+	n := 0 // rows read
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: row %d: not a readable Parquet file (damaged or truncated?): %v", path, n, r)
+		}
+	}()
+	// The page index and Bloom filters serve lookups; a sequential read
+	// needs neither (and they are more metadata to trust).
+	pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return fmt.Errorf("load %s: not a Parquet file: %w", path, err)
 	}
@@ -58,7 +73,7 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 	rows := parquet.NewReader(pf)
 	defer rows.Close()
 	buf := make([]parquet.Row, 64)
-	for n := 0; ; {
+	for {
 		k, err := rows.ReadRows(buf)
 		for _, row := range buf[:k] {
 			ex, field, msg := parquetExample(row, task, index)
@@ -84,6 +99,26 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 			return fmt.Errorf("%s: row %d: %w", path, n, err)
 		}
 	}
+}
+
+// checkParquetFooter checks that the file ends with a footer length and
+// "PAR1", and that the footer fits in the file between the leading and the
+// trailing magic bytes.
+func checkParquetFooter(f io.ReaderAt, size int64) error {
+	if size < 12 {
+		return fmt.Errorf("%d bytes, too short", size)
+	}
+	var tail [8]byte
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return err
+	}
+	if string(tail[4:]) != "PAR1" {
+		return fmt.Errorf("no PAR1 at its end (truncated?)")
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("its footer claims %d bytes, but the file has %d (truncated?)", n, size)
+	}
+	return nil
 }
 
 // findLeaf returns the leaf column index for a dotted name; "a.b[]" matches
