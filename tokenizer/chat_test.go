@@ -147,11 +147,16 @@ func TestTemplateFeatures(t *testing.T) {
 		{"string formatting", `{{ '%s' % messages[0].content }}`, "", "chat template:"},
 		{"modulo by zero", `{{ 5 % 0 }}`, "", "chat template:"},
 		{"negative repeat", `{{ 'a' * -1 }}`, "", "chat template:"},
+		// The parser panics on this one (found by fuzzing).
+		{"test without a name", `{% if x is %}a{% endif %}`, "", "chat template does not parse"},
 	}
 	msgs := []Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tpl, err := newChatTemplate(c.src)
+			if err != nil && c.wantErr != "" && strings.Contains(err.Error(), c.wantErr) {
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +230,9 @@ func TestMalformedFiles(t *testing.T) {
 		{"template token", "tokenizer.json", `{"id":"<s>","type_id":0}`, `{"id":"<x>","type_id":0}`, "post_processor: single[0].SpecialToken.id"},
 		{"eos not a token", "tokenizer_config.json", `"eos_token":"<s>"`, `"eos_token":"</s>"`, "eos_token"},
 		{"template syntax", "chat_template.jinja", `{% endfor %}`, `{% endfor`, "chat_template"},
+		{"template the parser panics on", "chat_template.jinja", `{% for m in messages %}`, `{% if m is %}{% for m in messages %}`, "chat_template: chat template does not parse"},
 		{"id far too large", "tokenizer.json", `"c":4`, `"c":1099511627776`, `model.vocab["c"]: id 1099511627776 outside`},
+		{"ids far apart", "tokenizer.json", `"c":4`, `"c":16777215`, "model.vocab: ids run to 16777215 for 5 tokens"},
 		{"two tokens one id", "tokenizer.json", `"c":4`, `"c":2`, `model.vocab: "ab" and "c" both have id 2`},
 		{"added token on another token's id", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":2,"content":"<s>"`, `added_tokens[0] ("<s>"): id 2 is model.vocab's "ab"`},
 		{"added id far too large", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":1099511627776,"content":"<s>"`, `added_tokens[0] ("<s>"): id 1099511627776 outside`},

@@ -152,6 +152,12 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 			t.vocabSize = id + 1
 		}
 	}
+	// The id tables are as long as the largest id: a few bytes of JSON
+	// must not make them gigabytes.
+	if n := len(m.Vocab) + len(f.AddedTokens) + maxVocabHoles; t.vocabSize > n {
+		return nil, fmt.Errorf("model.vocab: ids run to %d for %d tokens (and %d added ones): ids must be nearly consecutive",
+			t.vocabSize-1, len(m.Vocab), len(f.AddedTokens))
+	}
 	if len(m.Vocab) != 0 {
 		seen := make(map[int]string, len(m.Vocab))
 		for tok, id := range m.Vocab {
@@ -245,6 +251,10 @@ func (t *Tokenizer) parseMerges(raw json.RawMessage, vocab map[string]int) error
 // maxTokenID bounds token ids: far above any vocabulary (Llama 3: 128,256;
 // Qwen3: 151,669), low enough that the id tables stay small.
 const maxTokenID = 1 << 24
+
+// maxVocabHoles is how many ids below model.vocab's largest may be unused
+// (real vocabularies use them all; an added token may take one).
+const maxVocabHoles = 1 << 16
 
 func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
 	t.added = make(map[string]int, len(list))

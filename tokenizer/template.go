@@ -16,13 +16,26 @@ import (
 // the way transformers sets up Jinja2 for apply_chat_template: trim_blocks,
 // lstrip_blocks, a single trailing newline of the source dropped, plus the
 // raise_exception and strftime_now globals.
+//
+// A template is a program, and gonja runs it without limits: a macro that
+// calls itself without end overflows the stack (a fatal error, which no
+// recover catches) and {{ 'x' * 3000000000 }} builds gigabytes, where
+// Jinja2 would raise RecursionError or MemoryError. Only use templates you
+// trust, as with transformers' trust_remote_code.
 type chatTemplate struct {
 	tpl *exec.Template
 }
 
 const templateName = "/chat_template.jinja"
 
-func newChatTemplate(src string) (*chatTemplate, error) {
+// newChatTemplate parses src. The parser panics on some malformed
+// templates ("{% if x is %}"): an error, not a crash.
+func newChatTemplate(src string) (_ *chatTemplate, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("chat template does not parse: %v", r)
+		}
+	}()
 	cfg := config.New()
 	cfg.TrimBlocks = true
 	cfg.LeftStripBlocks = true
