@@ -263,6 +263,7 @@ func VT(r sweep.Run, warn func(string)) (*plot.Figure, error) {
 		return nil, err
 	}
 	metrics := filepath.Join(r.Dir, rundir.MetricsFile)
+	seen := false   // a line with v was read
 	var units []int // the group of each unit, from the first line with v
 	var steps []float64
 	var vs [][]float64 // per unit
@@ -270,11 +271,11 @@ func VT(r sweep.Run, warn func(string)) (*plot.Figure, error) {
 		if p.V == nil {
 			continue
 		}
-		if units == nil {
-			units = p.Groups
-			if len(units) != len(p.V) {
+		if !seen {
+			if len(p.V) == 0 || len(p.Groups) != len(p.V) {
 				return nil, fmt.Errorf("%s step %d: %d groups but %d v values", metrics, p.Step, len(p.Groups), len(p.V))
 			}
+			seen, units = true, p.Groups
 			vs = make([][]float64, len(p.V))
 		}
 		if len(p.V) != len(units) {
@@ -285,7 +286,7 @@ func VT(r sweep.Run, warn func(string)) (*plot.Figure, error) {
 			vs[u] = append(vs[u], v)
 		}
 	}
-	if units == nil {
+	if !seen {
 		why := "only MEAZO logs v"
 		if r.Optimizer == "meazo" {
 			why = "no training step was logged"

@@ -337,6 +337,11 @@ func TestFiguresAroundBadSeeds(t *testing.T) {
 	if fig, err := VT(some, func(string) {}); err != nil || !strings.Contains(fig.Note, "1 of 4 v values are 0, negative or not finite") {
 		t.Errorf("one v of 0: %v", err)
 	}
+	// An empty v list first, then v (found by fuzzing: an index panic).
+	empty := write(run("meazo", false, 1e-3, 7, 1, false), `{"kind":"train","step":1,"loss":2,"v":[]}`+"\n"+`{"kind":"train","step":2,"loss":2,"groups":[0],"v":[1]}`+"\n")
+	if _, err := VT(empty, func(string) {}); err == nil || !strings.Contains(err.Error(), "step 1: 0 groups but 0 v values") {
+		t.Errorf("empty v: %v", err)
+	}
 	// With no MEAZO seed that has v, All still writes the other figures.
 	warnings = nil
 	figs, err = All(runs[:1], 1, func(w string) { warnings = append(warnings, w) })
