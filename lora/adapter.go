@@ -81,6 +81,11 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 	if opts.R <= 0 {
 		return nil, fmt.Errorf("lora: rank must be positive, got %d", opts.R)
 	}
+	// A rank above the hidden size adds nothing a full update would not,
+	// and an absurd one (a corrupt adapter_config.json) must not allocate.
+	if opts.R > m.HiddenSize {
+		return nil, fmt.Errorf("lora: rank %d is above the model's hidden size %d", opts.R, m.HiddenSize)
+	}
 	a := &Adapter{opts: opts, layers: m.NumLayers, in: m.HiddenSize, out: map[string]int{
 		"q_proj": m.NumHeads * m.HeadDim, "v_proj": m.NumKVHeads * m.HeadDim,
 	}}

@@ -295,4 +295,11 @@ func TestLoadRefusesAnotherModelsAdapter(t *testing.T) {
 	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), "modules_to_save [lm_head] is not supported") {
 		t.Errorf("modules_to_save: %v", err)
 	}
+
+	// An absurd rank (fuzzing: r = 2^56+1 panicked in make, r = 10^6 asked
+	// 1.4 GB) is refused before anything is allocated for it.
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), `"r": 16`, `"r": 72057594037927937`, 1)), 0o644)
+	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), "rank 72057594037927937 is above the model's hidden size 32") {
+		t.Errorf("r = 2^56+1: %v", err)
+	}
 }

@@ -80,6 +80,9 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 // ParseConfig parses the bytes of a config.json.
+// maxHeadDim bounds head_dim (real models: 64 to 256).
+const maxHeadDim = 1 << 12
+
 func ParseConfig(b []byte) (*Config, error) {
 	var r rawConfig
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -109,23 +112,27 @@ func ParseConfig(b []byte) (*Config, error) {
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
 		return nil, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
 	}
+	// The bounds are far above any model this loads (Llama-3.1-405B:
+	// hidden 16,384, intermediate 53,248, 126 layers) and keep a few bytes of
+	// config.json from asking gigabytes before any weight is read.
 	ints := []struct {
 		key string
 		src *int
 		dst *int
+		max int
 	}{
-		{"vocab_size", r.VocabSize, &c.VocabSize},
-		{"hidden_size", r.HiddenSize, &c.HiddenSize},
-		{"intermediate_size", r.IntermediateSize, &c.IntermediateSize},
-		{"num_hidden_layers", r.NumHiddenLayers, &c.NumLayers},
-		{"num_attention_heads", r.NumAttentionHeads, &c.NumHeads},
+		{"vocab_size", r.VocabSize, &c.VocabSize, 1 << 24},
+		{"hidden_size", r.HiddenSize, &c.HiddenSize, 1 << 17},
+		{"intermediate_size", r.IntermediateSize, &c.IntermediateSize, 1 << 20},
+		{"num_hidden_layers", r.NumHiddenLayers, &c.NumLayers, 1 << 12},
+		{"num_attention_heads", r.NumAttentionHeads, &c.NumHeads, 1 << 12},
 	}
 	for _, f := range ints {
 		if f.src == nil {
 			return nil, fmt.Errorf("missing %q", f.key)
 		}
-		if *f.src <= 0 {
-			return nil, fmt.Errorf("%q must be positive, got %d", f.key, *f.src)
+		if *f.src <= 0 || *f.src > f.max {
+			return nil, fmt.Errorf("%q must be in 1..%d, got %d", f.key, f.max, *f.src)
 		}
 		*f.dst = *f.src
 	}
@@ -140,8 +147,8 @@ func ParseConfig(b []byte) (*Config, error) {
 	if r.HeadDim != nil {
 		c.HeadDim = *r.HeadDim
 	}
-	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
-		return nil, fmt.Errorf(`"head_dim" must be positive and even, got %d`, c.HeadDim)
+	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.HeadDim > maxHeadDim {
+		return nil, fmt.Errorf(`"head_dim" must be even and in 2..%d, got %d`, maxHeadDim, c.HeadDim)
 	}
 	c.RMSNormEps = 1e-6
 	if r.RMSNormEps != nil {

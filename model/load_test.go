@@ -161,6 +161,38 @@ func TestConfigRejectsNonPositiveNormAndRope(t *testing.T) {
 	}
 }
 
+// TestConfigBoundsSizes: sizes far beyond any model are refused before
+// anything is allocated for them (fuzzing found head_dim 2^62 panicking in
+// the RoPE table, and 2^30 asking 2 GiB).
+func TestConfigBoundsSizes(t *testing.T) {
+	sizes := map[string]int{"vocab_size": 8, "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "head_dim": 4}
+	for _, tc := range []struct {
+		key  string
+		v    int
+		want string
+	}{
+		{"head_dim", 1 << 62, `"head_dim" must be even and in 2..4096, got 4611686018427387904`},
+		{"head_dim", 1 << 30, `"head_dim" must be even and in 2..4096`},
+		{"vocab_size", 1<<24 + 1, `"vocab_size" must be in 1..16777216, got 16777217`},
+		{"hidden_size", 1 << 40, `"hidden_size" must be in 1..131072`},
+		{"intermediate_size", 0, `"intermediate_size" must be in 1..1048576, got 0`},
+		{"num_hidden_layers", 1 << 20, `"num_hidden_layers" must be in 1..4096`},
+		{"head_dim", 4096, ""},
+	} {
+		fields := []string{`"architectures":["LlamaForCausalLM"]`}
+		for k, v := range sizes {
+			if k == tc.key {
+				v = tc.v
+			}
+			fields = append(fields, fmt.Sprintf("%q:%d", k, v))
+		}
+		_, err := ParseConfig([]byte("{" + strings.Join(fields, ",") + "}"))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s %d: error %v, want %q", tc.key, tc.v, err, tc.want)
+		}
+	}
+}
+
 // TestRopeAndTieConfig: θ and the llama3 scaling read from transformers 5's
 // rope_parameters as from rope_theta and rope_scaling; what would change
 // RoPE without being applied is refused; a legacy "type" wins over
