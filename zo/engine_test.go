@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -497,8 +498,14 @@ func TestStateRoundTrip(t *testing.T) {
 			if !bytes.Equal(sa, sb) {
 				t.Error("states differ after the same steps")
 			}
-			if err := eb.UnmarshalBinary(state[:len(state)-3]); err == nil {
-				t.Error("truncated state accepted")
+			// A refused state changes nothing (it zeroed MEAZO's v before).
+			for _, bad := range [][]byte{state[:len(state)-3], append(slices.Clone(state), 0)} {
+				if err := eb.UnmarshalBinary(bad); err == nil {
+					t.Error("truncated or overlong state accepted")
+				}
+				if after, _ := eb.MarshalBinary(); !bytes.Equal(after, sb) {
+					t.Error("a refused state changed the optimizer's")
+				}
 			}
 		})
 	}

@@ -13,8 +13,8 @@ import (
 // The Engine drives an optimizer; it is not called directly. Its state is what
 // it keeps between steps besides θ: StateBytes reports its size, and
 // MarshalBinary/UnmarshalBinary save and restore it exactly (restore into an
-// optimizer already attached to an Engine with the same parameter shapes; on
-// error the state may be partly overwritten, so restore again or start over).
+// optimizer already attached to an Engine with the same parameter shapes; a
+// refused state changes nothing).
 // Hyperparameters are not part of the state: they come from the run's config.
 type Optimizer interface {
 	Name() string                   // the config's optimizer.name (meazo, zo-sgd, …)

@@ -61,8 +61,19 @@ func (r *stateReader) u64(what string) uint64 {
 }
 
 // unmarshalState restores state written by marshalState into the existing
-// f64 and f32 slices, which must have the saved lengths.
+// f64 and f32 slices, which must have the saved lengths. It is all or
+// nothing: b is checked whole before any value is written, so a refused
+// state leaves the optimizer as it was.
 func unmarshalState(b []byte, name string, f64 []float64, f32 ...[][]float32) error {
+	if err := decodeState(b, name, false, f64, f32...); err != nil {
+		return err
+	}
+	return decodeState(b, name, true, f64, f32...)
+}
+
+// decodeState reads b as unmarshalState describes, writing the values into
+// f64 and f32 only when write is set.
+func decodeState(b []byte, name string, write bool, f64 []float64, f32 ...[][]float32) error {
 	r := &stateReader{b: b}
 	if string(r.take(uint64(len(stateMagic)), "magic")) != stateMagic && r.err == nil {
 		r.err = fmt.Errorf("not optimizer state (bad magic)")
@@ -76,7 +87,9 @@ func unmarshalState(b []byte, name string, f64 []float64, f32 ...[][]float32) er
 		r.err = fmt.Errorf("state has %d scalars, optimizer has %d", n, len(f64))
 	}
 	for i := range f64 {
-		f64[i] = math.Float64frombits(r.u64("scalars"))
+		if x := math.Float64frombits(r.u64("scalars")); write {
+			f64[i] = x
+		}
 	}
 	var tensors [][]float32
 	for _, set := range f32 {
@@ -91,7 +104,7 @@ func unmarshalState(b []byte, name string, f64 []float64, f32 ...[][]float32) er
 		}
 		data := r.take(4*uint64(len(t)), fmt.Sprintf("tensor %d", k))
 		for i := range t {
-			if data != nil {
+			if data != nil && write {
 				t[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 			}
 		}
