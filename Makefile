@@ -42,8 +42,15 @@ bench:
 	$(SIMD) $(GO) run ./cmd/meazo-bench forward
 	$(SIMD) $(GO) run ./cmd/meazo-bench zostep
 
+# Every parser of a file users hand us, fuzzed FUZZTIME each (their seeds
+# also run in every go test). A failing input lands in PKG/testdata/fuzz/.
+FUZZTIME ?= 1m
+FUZZ_TARGETS := safetensors:FuzzParseHeader tokenizer:FuzzTokenizerJSON data:FuzzReadText data:FuzzReadParquet \
+	zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics
 fuzz:
-	$(SIMD) $(GO) test ./safetensors -run '^$$' -fuzz FuzzParseHeader -fuzztime 3m
+	set -e; for t in $(FUZZ_TARGETS); do \
+	  $(SIMD) $(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME); \
+	done
 
 # The images (docs/DOCKER.md). With podman: make docker-cuda DOCKER=podman
 # DOCKER_BUILD_FLAGS="--isolation chroot"; on a machine that cannot pull the

@@ -1,0 +1,29 @@
+package model
+
+import (
+	"testing"
+)
+
+// FuzzParseConfig: config.json's parser, then what loading derives from the
+// config before it reads any tensor (RoPE's inverse frequencies): an error
+// or a config, never a panic. (Its seeds run in every go test; make fuzz
+// fuzzes it.)
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"architectures":["LlamaForCausalLM"],"vocab_size":128256,"hidden_size":2048,"intermediate_size":8192,"num_hidden_layers":16,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":64,"rms_norm_eps":1e-05,"rope_theta":500000.0,"rope_scaling":{"factor":32.0,"high_freq_factor":4.0,"low_freq_factor":1.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},"tie_word_embeddings":true,"bos_token_id":128000,"eos_token_id":128001,"torch_dtype":"bfloat16"}`,
+		`{"architectures":["Qwen3ForCausalLM"],"vocab_size":151936,"hidden_size":1024,"intermediate_size":3072,"num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"rms_norm_eps":1e-06,"rope_theta":1000000,"rope_scaling":null,"sliding_window":null,"use_sliding_window":false,"max_window_layers":28,"tie_word_embeddings":true,"eos_token_id":151645}`,
+		`{"architectures":["Qwen3ForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"head_dim":4,"rope_parameters":{"rope_theta":10000,"rope_type":"default"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig(b)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an empty error")
+			}
+			return
+		}
+		ropeInvFreq(c)
+	})
+}
