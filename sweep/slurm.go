@@ -229,12 +229,8 @@ func (st *Study) taskScript(name string, stage, n int, tasksPath, logDir, cwd, t
 	fmt.Fprintf(&b, "# meazo-sweep, study %s, stage %d: one task per run (docs/SWEEPS.md).\nset -u\n", st.Name, stage)
 	st.setupLines(&b, cwd)
 	fmt.Fprintf(&b, "TASKS=%s\nTRAIN=%s\n", shellQuote(tasksPath), shellQuote(trainer))
-	earliest := 0
-	if limit, err := parseSlurmTime(s.Time); err == nil {
-		earliest = max(0, limit-s.SignalSecs-15)
-	}
 	fmt.Fprintf(&b, "# SIGUSR1 earlier than this many seconds after the start is not the time limit's (Slurm 22.05 re-sends\n"+
-		"# it at once to a requeued job): ignored, so that a requeued run is not stopped again after one step.\nEARLIEST=%d\nstart=$SECONDS\n", earliest)
+		"# it at once to a requeued job): ignored, so that a requeued run is not stopped again after one step.\nEARLIEST=%d\nstart=$SECONDS\n", st.earliestSignal())
 	b.WriteString(`task_id=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}
 IFS=$'\t' read -r -a task <<< "$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" "$TASKS")"
 dir=${task[0]}
@@ -304,6 +300,23 @@ exit $rc
 	return b.String()
 }
 
+// signalEarly is how much earlier than --signal's time Slurm may send the
+// signal (sbatch(1): "up to 60 seconds earlier than specified"), plus 5 s.
+const signalEarly = 65
+
+// earliestSignal is the task script's EARLIEST: the seconds after a task's
+// start before which a SIGUSR1 cannot be the time limit's, even sent as early
+// as Slurm may send it. 0 when the time limit is unknown or too short to tell
+// (then a requeued run may be stopped at once by the re-sent signal: it still
+// progresses, a few steps each time; SlurmSubmit warns).
+func (st *Study) earliestSignal() int {
+	limit, err := parseSlurmTime(st.Executor.Slurm.Time)
+	if err != nil {
+		return 0
+	}
+	return max(0, limit-st.Executor.Slurm.SignalSecs-signalEarly)
+}
+
 // selectScript is the job between stages: it submits the next stage (or
 // writes sweep.json); its dependency is added by sbatch's command line.
 func (st *Study) selectScript(stamp, logDir, cwd, self, studyAbs string) string {
@@ -349,6 +362,12 @@ func (st *Study) SlurmPlan(w io.Writer, studyPath string) error {
 // sweeps whose stage 1 is settled) and a selection job after them; with
 // nothing left to submit it writes sweep.json for the complete sweeps.
 func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io.Writer) error {
+	if !selectJob && st.earliestSignal() < 10 {
+		fmt.Fprintf(log, "meazo-sweep: warning: executor.slurm.time %s leaves under %d s before signal_seconds %d: Slurm may send "+
+			"the time limit's SIGUSR1 up to 60 s early and sends it again at once to a requeued task, so a requeued run may stop after a "+
+			"few steps each time; a time limit longer by a minute or more avoids that\n",
+			st.Executor.Slurm.Time, signalEarly+10, st.Executor.Slurm.SignalSecs)
+	}
 	if err := st.Prepare(log); err != nil {
 		return err
 	}

@@ -256,6 +256,22 @@ func readSweep(t *testing.T, path string) Sweep {
 	return sw
 }
 
+// TestEarliestSignal: the task script ignores a SIGUSR1 only before the
+// time limit's could come, which Slurm may send up to 60 s early (an
+// ignored one let the job die at its limit without a requeue).
+func TestEarliestSignal(t *testing.T) {
+	for _, tc := range []struct {
+		time   string
+		signal int
+		want   int
+	}{{"1:00:00", 300, 3235}, {"2", 30, 25}, {"2", 60, 0}, {"1", 50, 0}, {"bad", 30, 0}} {
+		st := &Study{Executor: Executor{Slurm: Slurm{Time: tc.time, SignalSecs: tc.signal}}}
+		if got := st.earliestSignal(); got != tc.want {
+			t.Errorf("time %s, signal_seconds %d: EARLIEST %d, want %d", tc.time, tc.signal, got, tc.want)
+		}
+	}
+}
+
 func TestParseSlurmTime(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -355,7 +371,7 @@ func TestSlurmScripts(t *testing.T) {
 		want     []string
 		arrays   int
 	}{
-		{"defaults", "{}", 1001, []string{"#SBATCH --array=0-5%8\n", "#SBATCH --time=1:00:00\n", "#SBATCH --signal=B:USR1@300\n", "#SBATCH --requeue\n", "EARLIEST=3285\n",
+		{"defaults", "{}", 1001, []string{"#SBATCH --array=0-5%8\n", "#SBATCH --time=1:00:00\n", "#SBATCH --signal=B:USR1@300\n", "#SBATCH --requeue\n", "EARLIEST=3235\n",
 			`scontrol requeue "$task_id"`, "--resume"}, 1},
 		{"pass-through", `{partition: gpu, account: a1, qos: high, time: "2:00:00", mem: 16G, gres: "gpu:1", throttle: 3, signal_seconds: 120, sbatch: ["#SBATCH --constraint=a100", "--exclusive"], setup: ["module load cuda"]}`,
 			1001, []string{"#SBATCH --array=0-5%3\n", "#SBATCH --partition=gpu\n", "#SBATCH --account=a1\n", "#SBATCH --qos=high\n", "#SBATCH --mem=16G\n",
