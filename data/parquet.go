@@ -24,9 +24,10 @@ var parquetColumns = map[Task][]string{
 // readParquet reads an HF hub Parquet file row group by row group, a few rows
 // at a time, through the file's own schema, so any row count fits in memory.
 // A damaged file is an error naming it: parquet-go panics on some (a
-// negative length in its metadata), which is caught here, and the footer's
-// length is checked against the file's size before parquet-go allocates it.
-func readParquet(path string, task Task, emit func(Example) error, bad func(*RowError) error) (err error) {
+// negative length in its metadata), which parquetCall catches, and the
+// footer's length is checked against the file's size before parquet-go
+// allocates it.
+func readParquet(path string, task Task, emit func(Example) error, bad func(*RowError) error) error {
 	f, err := openFile(path)
 	if err != nil {
 		return err
@@ -39,20 +40,22 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 	if err := checkParquetFooter(f, info.Size()); err != nil {
 		return fmt.Errorf("load %s: not a Parquet file: %w", path, err)
 	}
-	n := 0 // rows read
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: row %d: not a readable Parquet file (damaged or truncated?): %v", path, n, r)
-		}
-	}()
 	// The page index and Bloom filters serve lookups; a sequential read
 	// needs neither (and they are more metadata to trust).
-	pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	var pf *parquet.File
+	var leaves [][]string
+	var rows *parquet.Reader
+	err = parquetCall(func() (err error) {
+		if pf, err = parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true)); err == nil {
+			leaves, rows = pf.Schema().Columns(), parquet.NewReader(pf)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("load %s: not a Parquet file: %w", path, err)
 	}
+	defer rows.Close()
 	// Map each needed column name to its leaf column index.
-	leaves := pf.Schema().Columns()
 	index := map[string]int{}
 	for _, want := range parquetColumns[task] {
 		name, optional := want, false
@@ -70,11 +73,10 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 		index[name] = i
 	}
 
-	rows := parquet.NewReader(pf)
-	defer rows.Close()
 	buf := make([]parquet.Row, 64)
-	for {
-		k, err := rows.ReadRows(buf)
+	for n := 0; ; {
+		var k int
+		err := parquetCall(func() (err error) { k, err = rows.ReadRows(buf); return err })
 		for _, row := range buf[:k] {
 			ex, field, msg := parquetExample(row, task, index)
 			if field == "" {
@@ -99,6 +101,17 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 			return fmt.Errorf("%s: row %d: %w", path, n, err)
 		}
 	}
+}
+
+// parquetCall runs a call into parquet-go, turning a panic of it on a
+// damaged file into an error.
+func parquetCall(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("damaged or truncated (parquet-go: %v)", r)
+		}
+	}()
+	return fn()
 }
 
 // checkParquetFooter checks that the file ends with a footer length and

@@ -43,7 +43,7 @@ func TestReadParquetDamaged(t *testing.T) {
 		}), "x.parquet"},
 		{"negative child count", craftParquet(t, &format.FileMetaData{
 			Schema: []format.SchemaElement{{Name: "schema", NumChildren: thrift.New[int32](-2)}},
-		}), "not a readable Parquet file"},
+		}), "not a Parquet file: damaged or truncated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, "x.parquet")

@@ -22,7 +22,7 @@ func FuzzTokenizerJSON(f *testing.F) {
 			"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3,"c":4},"merges":["a b"],"ignore_merges":false}}`,
 		`{"added_tokens":[{"id":3,"content":"<|im_end|>","special":true}],"normalizer":{"type":"NFC"},"pre_tokenizer":` + pre(qwen2SplitRegex) + `,
 			"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]}}`,
-		`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":{"type":"ByteLevel"},"decoder":{"type":"ByteLevel"}}`,
+		`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3},"merges":["a b"]},"pre_tokenizer":` + pre(llama3SplitRegex) + `,"decoder":{"type":"ByteLevel"},"added_tokens":[]}`,
 	} {
 		f.Add([]byte(seed), "Hello world 12345 <s> café\n\n  ab")
 	}

@@ -127,12 +127,6 @@ func (r *run) restore() error {
 		if err := r.adapter.Load(filepath.Join(dir, rundir.BestDir), r.bestCopy); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		// The run's best/ may hold a better adapter of the steps after the
-		// checkpoint, which run again (otherwise after a --set): until they
-		// find it again, the best is the checkpoint's, as the summary says.
-		if err := r.adapter.Save(filepath.Join(r.dir, rundir.BestDir), r.bestCopy); err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
 	}
 	if err := r.checkLogs(); err != nil {
 		return err
@@ -143,6 +137,15 @@ func (r *run) restore() error {
 	}
 	if err := os.Truncate(filepath.Join(r.dir, rundir.TimingFile), r.state.TimingBytes); err != nil {
 		return fmt.Errorf("resume: %w", err)
+	}
+	// The run's best/ may hold a better adapter of the steps after the
+	// checkpoint, which run again (otherwise after a --set): until they find
+	// it again, the best is the checkpoint's, as the summary says. Written
+	// last, once nothing can refuse the resume.
+	if !math.IsInf(r.state.BestValLoss, 1) {
+		if err := r.adapter.Save(filepath.Join(r.dir, rundir.BestDir), r.bestCopy); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
 	}
 	os.Remove(filepath.Join(r.dir, rundir.SummaryFile))
 	fmt.Fprintf(r.log, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)

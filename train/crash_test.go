@@ -91,6 +91,25 @@ func TestResumeAfterCrashedResume(t *testing.T) {
 		t.Errorf("lr %g, changes %+v", s.LR, s.Changes)
 	}
 
+	// A resume refused after it recognised the unapplied change (a key that
+	// cannot change on resume) has put config.yaml back already, so no
+	// later crash can leave A's value there without A's line; the next
+	// resume goes on.
+	refused := stoppedRun(t, dir, cfg, "refused")
+	crashMidResume(t, refused, "0.001")
+	if _, err := Run(Options{Resume: refused, Overrides: []string{"train.seed=5"}, Log: io.Discard}); err == nil {
+		t.Fatal("--set train.seed on resume accepted")
+	}
+	if c, err := Load(filepath.Join(refused, rundir.ConfigFile), nil); err != nil || c.Optimizer.LR != 0.005 {
+		t.Errorf("config.yaml after the refused resume: lr %v, %v; want the checkpoint's 0.005", c.Optimizer.LR, err)
+	}
+	if err := os.Truncate(filepath.Join(refused, rundir.ChangesFile), 0); err != nil { // as a resume killed after cutting them
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Resume: refused, Log: io.Discard}); err != nil {
+		t.Errorf("resume after a refused one: %v", err)
+	}
+
 	// config.yaml says 0.002 where the pending line says 0.001: edited by hand.
 	edited := stoppedRun(t, dir, cfg, "edited")
 	crashMidResume(t, edited, "0.001")
@@ -119,6 +138,23 @@ func TestResumeResetsBest(t *testing.T) {
 	want, _ := os.ReadFile(filepath.Join(out, rundir.CheckpointDir, rundir.BestDir, "adapter_model.safetensors"))
 	if len(want) == 0 || !bytes.Equal(got, want) {
 		t.Error("best/ is not the checkpoint's best after resume")
+	}
+
+	// A resume that is refused (an edited log) leaves best/ as it was.
+	out = stoppedRun(t, dir, cfg, "refused")
+	best = filepath.Join(out, rundir.BestDir, "adapter_model.safetensors")
+	if err := flipByte(best, -1); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(best)
+	if err := flipByte(filepath.Join(out, rundir.MetricsFile), 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Resume: out, Log: io.Discard}); err == nil {
+		t.Fatal("resume with an edited metrics.jsonl accepted")
+	}
+	if after, _ := os.ReadFile(best); !bytes.Equal(before, after) {
+		t.Error("a refused resume rewrote best/")
 	}
 }
 

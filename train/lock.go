@@ -46,7 +46,7 @@ func LockDir(dir string) (*Lock, error) {
 }
 
 // LockHolder says whether a process holds dir's run lock now and, if so,
-// who (the lock file's "pid …, on host …, started …"): whether a run is
+// who (the lock file's "pid … on host …, started …"): whether a run is
 // training there. It takes a shared lock for an instant and creates nothing;
 // a directory without a lock file has never been run. meazo-sweep asks it
 // before it starts a run, so that it never starts a second meazo-train on a

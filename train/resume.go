@@ -114,9 +114,16 @@ func (r *run) resumeConfig() (*Config, error) {
 	if d := configDiff(base, cur); len(d) > 0 && pendingChanges(r.dir, d) {
 		// A resume with --set wrote config.yaml and was stopped before its
 		// checkpoint: its changes never applied (applyChanges cuts their
-		// lines off changes.jsonl), so config.yaml is the checkpoint's again.
+		// lines off changes.jsonl), so config.yaml is the checkpoint's
+		// again, put back before those lines go.
 		fmt.Fprintf(r.log, "config.yaml holds the --set changes of a resume stopped before its checkpoint (%s): not applied; continuing with the checkpoint's settings\n", describeChanges(d))
-		r.rewriteConfig = true
+		y, err := os.ReadFile(filepath.Join(ck, rundir.ConfigFile))
+		if err == nil {
+			err = atomicfile.WriteFile(filepath.Join(r.dir, rundir.ConfigFile), y)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: %w", r.dir, err)
+		}
 	} else if len(d) > 0 {
 		return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings: "+
 			"restore config.yaml, or change a setting explicitly with --resume %s --set key=value (recorded in %s)", r.dir, describeChanges(d), r.dir, rundir.ChangesFile)
@@ -289,9 +296,6 @@ func (r *run) applyChanges() error {
 		}
 	}
 	if len(r.changes) == 0 {
-		if r.rewriteConfig {
-			return r.writeConfig()
-		}
 		return nil
 	}
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

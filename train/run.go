@@ -60,9 +60,7 @@ type run struct {
 	summary  Summary
 	lock     *Lock          // run.lock, held from setup to the end of Run
 	changes  []ConfigChange // settings changed with --set on resume
-	// rewriteConfig: config.yaml holds an unapplied resume's changes (resumeConfig).
-	rewriteConfig bool
-	backend       tensor.Backend // where the model computes (model.backend)
+	backend  tensor.Backend // where the model computes (model.backend)
 }
 
 // closeBackend releases the model and the backend (device memory on a GPU).
