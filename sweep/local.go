@@ -225,20 +225,9 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 	if len(elsewhere) > 0 {
 		fmt.Fprintf(log, "meazo-sweep: %d runs were running in another process; once they end, meazo-sweep run goes on with their sweeps (stage 2, sweep.json)\n", len(elsewhere))
 	}
-	// Runs an earlier session left stopped (interrupted, or unfinished after
-	// a crash) and this one did not start: their sweeps wait for resume.
-	var stopped []string
-	for _, sp := range sweeps {
-		ss, err := sp.State()
-		if err != nil {
-			return err
-		}
-		for _, r := range ss.Runs() {
-			if s := ss.States[r.Dir]; !attempted[r.Dir] && (s.Status == StatusInterrupted || s.Status == StatusUnfinished) {
-				stopped = append(stopped, r.Dir)
-				fmt.Fprintf(log, "meazo-sweep: %s is %s: its sweep waits for it (meazo-sweep resume continues it)\n", r.Dir, s.Status)
-			}
-		}
+	stopped, err := st.stoppedRuns(attempted, log)
+	if err != nil {
+		return err
 	}
 	if interrupted {
 		return ErrInterrupted
@@ -250,6 +239,26 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 		return &stoppedError{stopped}
 	}
 	return nil
+}
+
+// stoppedRuns lists, and logs, the runs an earlier session left stopped
+// (interrupted, or unfinished after a crash) that this one did not start
+// (skip): their sweeps wait for meazo-sweep resume.
+func (st *Study) stoppedRuns(skip map[string]bool, log io.Writer) ([]string, error) {
+	var stopped []string
+	for _, sp := range st.Sweeps() {
+		ss, err := sp.State()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range ss.Runs() {
+			if s := ss.States[r.Dir]; !skip[r.Dir] && (s.Status == StatusInterrupted || s.Status == StatusUnfinished) {
+				stopped = append(stopped, r.Dir)
+				fmt.Fprintf(log, "meazo-sweep: %s is %s: its sweep waits for it (meazo-sweep resume continues it)\n", r.Dir, s.Status)
+			}
+		}
+	}
+	return stopped, nil
 }
 
 // ErrInterrupted says the study stopped on a signal; resume continues it.

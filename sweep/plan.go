@@ -78,9 +78,13 @@ func ReadState(dir string) (RunState, error) {
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, ExitFile)); err == nil {
-		code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		word, why, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+		code, err := strconv.Atoi(word)
 		if err != nil {
 			return RunState{}, fmt.Errorf("%s: not an exit status: %q", filepath.Join(dir, ExitFile), b)
+		}
+		if code == 3 && why != "" {
+			return RunState{Status: StatusInterrupted, Detail: why}, nil
 		}
 		if code == 3 {
 			return RunState{Status: StatusInterrupted, Detail: "exit status 3"}, nil
@@ -387,10 +391,20 @@ func (r RunSpec) sets() []string {
 
 // writeExit records meazo-train's exit status in the run directory.
 func writeExit(dir string, code int) error {
+	return writeExitWhy(dir, code, "")
+}
+
+// writeExitWhy writes an exit status with the reason meazo-sweep gave it
+// itself ("3 Slurm job 58_2 ended …"): ReadState shows the reason.
+func writeExitWhy(dir string, code int, why string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, ExitFile), []byte(strconv.Itoa(code)+"\n"))
+	line := strconv.Itoa(code)
+	if why != "" {
+		line += " " + why
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, ExitFile), []byte(line+"\n"))
 }
 
 // clearMarks removes meazo-sweep's own marks before a (re)start.

@@ -3,8 +3,10 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +121,9 @@ func TestReadState(t *testing.T) {
 		}, StatusDiverged, true},
 		{"interrupted", func(t *testing.T, dir string) { checkpoint(t, dir); writeFile(t, filepath.Join(dir, ExitFile), "3\n") }, StatusInterrupted, false},
 		{"failed", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, ExitFile), "1\n") }, StatusFailed, true},
+		{"lost with its Slurm job", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, ExitFile), "3 Slurm job 58_2 ended without an exit status\n")
+		}, StatusInterrupted, false},
 		{"unfinished", checkpoint, StatusUnfinished, false},
 		{"unfinished, lock file left by the run", func(t *testing.T, dir string) {
 			checkpoint(t, dir)
@@ -382,10 +387,12 @@ func TestSlurmTaskSignals(t *testing.T) {
 		code      int    // the script's exit status
 		scontrol  string // what scontrol was asked
 		keepsJob  bool   // meazo-sweep.job stays (the requeued task still runs the run)
+		exit      string // meazo-sweep.exit: none while the task is requeued (the run reads as queued)
+		status    string
 		logSubstr string
 	}{
-		{syscall.SIGUSR1, 0, "requeue 77_0\n", true, "requeueing 77_0"},
-		{syscall.SIGTERM, 3, "", false, "interrupted by SIGTERM after a checkpoint: not requeued"},
+		{syscall.SIGUSR1, 0, "requeue 77_0\n", true, "", StatusQueued, "requeueing 77_0"},
+		{syscall.SIGTERM, 3, "", false, "3\n", StatusInterrupted, "interrupted by SIGTERM after a checkpoint: not requeued"},
 	} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -433,11 +440,87 @@ func TestSlurmTaskSignals(t *testing.T) {
 			}
 			asked, _ := os.ReadFile(sclog)
 			exit, _ := os.ReadFile(filepath.Join(run, ExitFile))
-			if code != tc.code || string(asked) != tc.scontrol || string(exit) != "3\n" ||
+			if code != tc.code || string(asked) != tc.scontrol || string(exit) != tc.exit ||
 				exists(filepath.Join(run, JobFile)) != tc.keepsJob || !strings.Contains(out.String(), tc.logSubstr) {
-				t.Errorf("exit status %d, scontrol %q, %s %q, %s kept %v; want %d, %q, \"3\\n\", %v, log with %q; log:\n%s",
-					code, asked, ExitFile, exit, JobFile, exists(filepath.Join(run, JobFile)), tc.code, tc.scontrol, tc.keepsJob, tc.logSubstr, out.String())
+				t.Errorf("exit status %d, scontrol %q, %s %q, %s kept %v; want %d, %q, %q, %v, log with %q; log:\n%s",
+					code, asked, ExitFile, exit, JobFile, exists(filepath.Join(run, JobFile)), tc.code, tc.scontrol, tc.exit, tc.keepsJob, tc.logSubstr, out.String())
+			}
+			if s, err := ReadState(run); err != nil || s.Status != tc.status {
+				t.Errorf("state after the task: %+v, %v; want %s", s, err, tc.status)
 			}
 		})
+	}
+}
+
+// TestSlurmSelectLostJobs: the selection job finds a run still marked
+// queued whose job squeue no longer shows (cancelled while pending, or lost
+// with its node): it is interrupted, not failed, so the sweep chooses no η*
+// without it, the selection does not submit it again, and resume does.
+func TestSlurmSelectLostJobs(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	bin := filepath.Join(dir, "bin")
+	writeFile(t, filepath.Join(bin, "squeue"), "#!/bin/sh\nexit 0\n") // shows no job
+	os.Chmod(filepath.Join(bin, "squeue"), 0o755)
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: {time: \"5\"}}\n", dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := st.Sweeps()[0].Stage1()
+	writeRun(t, runs[0].Dir, Summary{Optimizer: "meazo", LR: 1e-3, Steps: 10, StepsDone: 10, Status: StatusDone})
+	writeFile(t, filepath.Join(runs[1].Dir, JobFile), "58_1\n")
+	var log bytes.Buffer
+	got, err := st.slurmCandidates(ModeRun, true, &log)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("the selection would submit %v (%v)\n%s", got, err, log.String())
+	}
+	s, err := ReadState(runs[1].Dir)
+	if err != nil || s.Status != StatusInterrupted || !strings.Contains(s.Detail, "Slurm job 58_1 ended without an exit status") {
+		t.Fatalf("the lost run: %+v, %v", s, err)
+	}
+	if ss, _ := st.Sweeps()[0].State(); ss.Complete() {
+		t.Error("the sweep reads as complete with a lost run")
+	}
+	if got, err := st.slurmCandidates(ModeResume, false, io.Discard); err != nil || len(got) != 1 || got[0].Dir != runs[1].Dir {
+		t.Errorf("resume would submit %v (%v), want the lost run", got, err)
+	}
+	// run submits nothing (no sbatch here) and exits as interrupted, naming it.
+	log.Reset()
+	if err := st.SlurmSubmit(p, ModeRun, false, &log); !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), runs[1].Dir) {
+		t.Errorf("run: %v, want an interruption naming %s\n%s", err, runs[1].Dir, log.String())
+	}
+}
+
+// TestLockSubmissions: a second Slurm submission of a study waits for the
+// first (two at once submitted every run twice).
+func TestLockSubmissions(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockSubmissions(dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		u, err := lockSubmissions(dir, io.Discard)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a second submission took the lock while the first held it (%v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second submission did not get the lock once the first released it")
 	}
 }

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,10 +11,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/train"
 )
 
 // A Slurm submission: one job array per stage (split above MaxArraySize),
@@ -49,12 +52,16 @@ func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]Ru
 		}
 		if selectJob {
 			// Every job this selection waited for has ended: a run still
-			// marked queued whose job is gone was killed without a word.
+			// marked queued whose job is gone was cancelled before it ran, or
+			// lost with its node, without a word. It did not fail: it is
+			// interrupted (its sweep waits for it, and no η* is chosen
+			// without it), and meazo-sweep resume continues it.
 			stale := false
 			for dir, s := range ss.States {
 				if s.Status == StatusQueued && !slurmJobAlive(strings.TrimPrefix(s.Detail, "Slurm job ")) {
-					fmt.Fprintf(log, "meazo-sweep: %s: %s ended without an exit status: counted as failed\n", dir, s.Detail)
-					if err := writeExit(dir, 137); err != nil {
+					why := s.Detail + " ended without an exit status (cancelled, or lost with its node)"
+					fmt.Fprintf(log, "meazo-sweep: %s: %s: interrupted; meazo-sweep resume continues it\n", dir, why)
+					if err := writeExitWhy(dir, train.ExitInterrupted, why); err != nil {
 						return nil, err
 					}
 					stale = true
@@ -288,8 +295,11 @@ if ((rc > 128)); then
 fi
 echo $rc > "$dir/` + ExitFile + `.tmp" && mv -f "$dir/` + ExitFile + `.tmp" "$dir/` + ExitFile + `"
 if [[ $rc -eq 3 && $stopped_by == USR1 ]]; then
+	# While requeued, the run reads as queued (its job file), not interrupted.
 	echo "meazo-sweep: interrupted after a checkpoint: requeueing $task_id"
+	rm -f "$dir/` + ExitFile + `"
 	scontrol requeue "$task_id" && exit 0
+	echo $rc > "$dir/` + ExitFile + `"
 elif [[ $rc -eq 3 ]]; then
 	echo "meazo-sweep: interrupted${stopped_by:+ by SIG$stopped_by} after a checkpoint: not requeued; meazo-sweep resume continues it"
 fi
@@ -371,6 +381,11 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 	if err := st.Prepare(log); err != nil {
 		return err
 	}
+	unlock, err := lockSubmissions(st.Out, log)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	runs, err := st.slurmCandidates(mode, selectJob, log)
 	if err != nil {
 		return err
@@ -379,7 +394,10 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 		if err := st.finishSweeps(log); err != nil {
 			return err
 		}
-		return st.Status(log, false)
+		if err := st.Status(log, false); err != nil {
+			return err
+		}
+		return st.stoppedErr(nil, log)
 	}
 	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), false)
 	if err != nil {
@@ -427,7 +445,54 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 		return err
 	}
 	fmt.Fprintf(log, "meazo-sweep: selection job %s runs after %s\n", id, strings.Join(ids, ", "))
-	return nil
+	submitted := map[string]bool{}
+	for _, r := range runs {
+		submitted[r.Dir] = true
+	}
+	return st.stoppedErr(submitted, log)
+}
+
+// stoppedErr is a stoppedError naming the runs stoppedRuns finds, or nil.
+func (st *Study) stoppedErr(skip map[string]bool, log io.Writer) error {
+	stopped, err := st.stoppedRuns(skip, log)
+	if err != nil || len(stopped) == 0 {
+		return err
+	}
+	return &stoppedError{stopped}
+}
+
+// SubmitLock is the file in the study directory whose lock one Slurm
+// submission holds: two at once (two meazo-sweep run, or one beside a
+// selection job) would each see no job file yet and submit every run twice.
+const SubmitLock = "meazo-sweep.submit.lock"
+
+// lockSubmissions takes dir's SubmitLock, waiting for another submission of
+// the study to end (they take seconds), and returns its release.
+func lockSubmissions(dir string, log io.Writer) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, SubmitLock)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	deadline, said := time.Now().Add(5*time.Minute), false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w (another meazo-sweep is submitting this study)", path, err)
+		}
+		if !said {
+			fmt.Fprintf(log, "meazo-sweep: waiting for another meazo-sweep submitting this study (%s)\n", path)
+			said = true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func sbatch(args ...string) (string, error) {
