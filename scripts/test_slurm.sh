@@ -171,7 +171,7 @@ study local-out local >"$R/local.yaml"
 
 "$R/bin/meazo-sweep" plan "$R/slurm.yaml" >"$R/plan.txt"
 grep -q -- '--array=0-14%2' "$R/plan.txt" || fail "plan: no stage-1 array of 15 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
-grep -q -- '--signal=B:USR1@60' "$R/plan.txt" || fail "plan: no --signal"
+grep -q -- '--signal=B:USR1@20' "$R/plan.txt" || fail "plan: no --signal"
 say "plan ok; submitting"
 "$R/bin/meazo-sweep" run "$R/slurm.yaml"
 
