@@ -121,6 +121,11 @@ func TestReadState(t *testing.T) {
 		}, StatusDiverged, true},
 		{"interrupted", func(t *testing.T, dir string) { checkpoint(t, dir); writeFile(t, filepath.Join(dir, ExitFile), "3\n") }, StatusInterrupted, false},
 		{"failed", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, ExitFile), "1\n") }, StatusFailed, true},
+		{"requeued by its time limit, pending", func(t *testing.T, dir string) {
+			checkpoint(t, dir)
+			writeRun(t, dir, Summary{Optimizer: "meazo", LR: 1e-3, Steps: 10, StepsDone: 4, Status: StatusInterrupted})
+			writeFile(t, filepath.Join(dir, JobFile), "39_0\n")
+		}, StatusQueued, false},
 		{"lost with its Slurm job", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, ExitFile), "3 Slurm job 58_2 ended without an exit status\n")
 		}, StatusInterrupted, false},
@@ -490,6 +495,11 @@ func TestSlurmSelectLostJobs(t *testing.T) {
 	log.Reset()
 	if err := st.SlurmSubmit(p, ModeRun, false, &log); !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), runs[1].Dir) {
 		t.Errorf("run: %v, want an interruption naming %s\n%s", err, runs[1].Dir, log.String())
+	}
+	// The selection job only logs it: its own job state stays COMPLETED.
+	log.Reset()
+	if err := st.SlurmSubmit(p, ModeRun, true, &log); err != nil || !strings.Contains(log.String(), runs[1].Dir+" is interrupted") {
+		t.Errorf("selection: %v, want no error and the run named\n%s", err, log.String())
 	}
 }
 

@@ -378,14 +378,14 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 			"few steps each time; a time limit longer by a minute or more avoids that\n",
 			st.Executor.Slurm.Time, signalEarly+10, st.Executor.Slurm.SignalSecs)
 	}
-	if err := st.Prepare(log); err != nil {
-		return err
-	}
 	unlock, err := lockSubmissions(st.Out, log)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := st.Prepare(log); err != nil {
+		return err
+	}
 	runs, err := st.slurmCandidates(mode, selectJob, log)
 	if err != nil {
 		return err
@@ -397,7 +397,7 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 		if err := st.Status(log, false); err != nil {
 			return err
 		}
-		return st.stoppedErr(nil, log)
+		return st.stoppedErr(nil, selectJob, log)
 	}
 	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), false)
 	if err != nil {
@@ -449,13 +449,15 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 	for _, r := range runs {
 		submitted[r.Dir] = true
 	}
-	return st.stoppedErr(submitted, log)
+	return st.stoppedErr(submitted, selectJob, log)
 }
 
 // stoppedErr is a stoppedError naming the runs stoppedRuns finds, or nil.
-func (st *Study) stoppedErr(skip map[string]bool, log io.Writer) error {
+// The selection job only logs them: it did its work, and a failed job state
+// would read (and mail, with --mail-type=FAIL) as if it had not.
+func (st *Study) stoppedErr(skip map[string]bool, selectJob bool, log io.Writer) error {
 	stopped, err := st.stoppedRuns(skip, log)
-	if err != nil || len(stopped) == 0 {
+	if err != nil || len(stopped) == 0 || selectJob {
 		return err
 	}
 	return &stoppedError{stopped}
