@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +10,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/filelock"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
@@ -479,22 +478,14 @@ func lockSubmissions(dir string, log io.Writer) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	deadline, said := time.Now().Add(5*time.Minute), false
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w (another meazo-sweep is submitting this study)", path, err)
-		}
-		if !said {
-			fmt.Fprintf(log, "meazo-sweep: waiting for another meazo-sweep submitting this study (%s)\n", path)
-			said = true
-		}
-		time.Sleep(200 * time.Millisecond)
+	err = filelock.Wait(f, 5*time.Minute, 200*time.Millisecond, func() {
+		fmt.Fprintf(log, "meazo-sweep: waiting for another meazo-sweep submitting this study (%s)\n", path)
+	})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w (another meazo-sweep is submitting this study)", path, err)
 	}
+	return func() { f.Close() }, nil
 }
 
 func sbatch(args ...string) (string, error) {

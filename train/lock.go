@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/filelock"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -26,7 +27,7 @@ func LockDir(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := flockRetry(f); err != nil {
+	if err := filelock.Wait(f, lockRetry, 5*time.Millisecond, nil); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("run directory %s is in use by %s; wait for it to end (or stop it) before starting or resuming a run there", dir, lockHolder(path))
@@ -61,7 +62,7 @@ func LockHolder(dir string) (holder string, held bool, err error) {
 		return "", false, fmt.Errorf("lock %s: %w", path, err)
 	}
 	defer f.Close() // releases the shared lock, if taken
-	switch err := flock(f, syscall.LOCK_SH); {
+	switch err := filelock.Try(f, syscall.LOCK_SH); {
 	case err == nil:
 		return "", false, nil
 	case errors.Is(err, syscall.EWOULDBLOCK):
@@ -87,30 +88,6 @@ func lockHolder(path string) string {
 // enough to outlast LockHolder's instant on the lock, which must not make a
 // run that starts at that moment fail as if the directory were in use.
 const lockRetry = 200 * time.Millisecond
-
-// flockRetry takes f's exclusive lock, trying again for lockRetry while
-// another holds it.
-func flockRetry(f *os.File) error {
-	deadline := time.Now().Add(lockRetry)
-	for {
-		err := flock(f, syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// flock takes f's lock of the given kind (LOCK_EX, LOCK_SH) without
-// waiting; a signal that interrupts the call is retried.
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
-}
 
 // Unlock releases the lock (closing the file releases it). Safe on nil.
 func (l *Lock) Unlock() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/filelock"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -61,7 +62,7 @@ func TestLockDirOutlastsProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := flock(f, syscall.LOCK_SH); err != nil {
+	if err := filelock.Try(f, syscall.LOCK_SH); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
