@@ -73,14 +73,12 @@ func ReadState(dir string) (RunState, error) {
 			return RunState{Status: StatusDiverged, Run: r}, nil
 		case r.Finished():
 			return RunState{Status: StatusDone, Run: r}, nil
-		case r.Status == rundir.StatusInterrupted && exists(filepath.Join(dir, JobFile)) && !exists(filepath.Join(dir, ExitFile)):
-			// Interrupted by its time limit and requeued (the task script
-			// removed its exit status): queued until the task runs again.
-			b, _ := os.ReadFile(filepath.Join(dir, JobFile))
-			return RunState{Status: StatusQueued, Detail: "Slurm job " + strings.TrimSpace(string(b)) + ", requeued"}, nil
-		case r.Status == rundir.StatusInterrupted:
+		case r.Status == rundir.StatusInterrupted && (exists(filepath.Join(dir, ExitFile)) || !exists(filepath.Join(dir, JobFile))):
 			return RunState{Status: StatusInterrupted, Run: r, Detail: r.Message}, nil
 		}
+		// Otherwise interrupted by its time limit and requeued: the task
+		// script removed its exit status and kept its job file, so it reads
+		// as queued (below) until the task runs again.
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, ExitFile)); err == nil {
 		word, why, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
