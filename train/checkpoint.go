@@ -29,6 +29,19 @@ type checkpointState struct {
 	MetricsSHA256 string `json:"metrics_sha256"`
 	TimingSHA256  string `json:"timing_sha256"`
 	ChangesBytes  int64  `json:"changes_bytes"`
+	// A stop cut short the validation of this step: resume runs it first.
+	ValidationPending bool `json:"validation_pending,omitempty"`
+	// A stop cut short the test evaluation after the last step: how far it
+	// got, for resume to go on from.
+	Test *testProgress `json:"test,omitempty"`
+}
+
+// testProgress is how far a run's test evaluation got: the evaluations
+// finished (best, last, base adapters) and the one under way.
+type testProgress struct {
+	Finished map[string]map[string]float64 `json:"finished,omitempty"`
+	Current  string                        `json:"current,omitempty"`
+	Partial  evalPartial                   `json:"partial"`
 }
 
 // checkpoint writes checkpoint/ atomically: a new directory is filled, then
@@ -103,6 +116,11 @@ func (r *run) restore() error {
 	}
 	if r.state.LastJSON != nil {
 		r.state.LastValLoss = *r.state.LastJSON
+	}
+	if r.state.Test != nil && len(r.changes) > 0 {
+		// What it scored may no longer be what the changed settings would.
+		fmt.Fprintf(r.log, "the test evaluation a stop cut short starts again: settings changed on resume\n")
+		r.state.Test = nil
 	}
 	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,23 +13,84 @@ import (
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
+// evalPass is the bookkeeping of one pass over an evaluation set (a
+// validation, or a test evaluation, which can take an hour on a CPU): a
+// progress line every `every` once the pass has run that long, and the stop
+// poll between batches, so that a signal is answered within a batch, not at
+// the end of the pass.
+type evalPass struct {
+	what        string // "validation at step 500", "test (best)"
+	total       int    // examples
+	every       time.Duration
+	start, last time.Time
+	note        func(string)  // prints a line; nil: no progress lines
+	stop        func() string // the stop poll (Options.Stop); nil: never
+}
+
+// evalProgressEvery is how often a long evaluation says how far it got.
+const evalProgressEvery = 30 * time.Second
+
+func newEvalPass(what string, total int, note func(string), stop func() string) *evalPass {
+	now := time.Now()
+	return &evalPass{what: what, total: total, every: evalProgressEvery, start: now, last: now, note: note, stop: stop}
+}
+
+// stoppedError ends an evaluation that a stop request cut short.
+type stoppedError struct{ reason string }
+
+func (e *stoppedError) Error() string { return "stopped by " + e.reason }
+
+// stopReason reports whether err is a stop request's, and its reason.
+func stopReason(err error) (string, bool) {
+	var s *stoppedError
+	if errors.As(err, &s) {
+		return s.reason, true
+	}
+	return "", false
+}
+
+// after is called after each batch with the examples done so far. It prints
+// a progress line when one is due and, where the pass can stop (canStop),
+// returns a *stoppedError if a stop was asked for.
+func (p *evalPass) after(done int, canStop bool) error {
+	if p == nil {
+		return nil
+	}
+	if canStop && p.stop != nil {
+		if reason := p.stop(); reason != "" {
+			return &stoppedError{reason}
+		}
+	}
+	if p.note != nil && done < p.total && time.Since(p.last) >= p.every {
+		p.last = time.Now()
+		elapsed := time.Since(p.start)
+		eta := time.Duration(float64(elapsed) / float64(max(done, 1)) * float64(p.total-done))
+		p.note(fmt.Sprintf("%s: %d/%d examples (%s, ETA %s)", p.what, done, p.total, elapsed.Round(time.Second), eta.Round(time.Second)))
+	}
+	return nil
+}
+
 // validationLoss is the token-weighted mean cross-entropy over every
 // supervised token of the validation set, with whatever adapter m has
-// attached, accumulated in float64.
-func validationLoss(m *model.Model, exs []data.Encoded, batchSize, padID int) (float64, error) {
+// attached, accumulated in float64. A stop request ends it between batches
+// (a *stoppedError): the validation is then run again whole.
+func validationLoss(m *model.Model, exs []data.Encoded, batchSize, padID int, pass *evalPass) (float64, error) {
 	var sum float64
 	var tokens int
 	for lo := 0; lo < len(exs); lo += batchSize {
-		b := data.TrainBatch(exs[lo:min(lo+batchSize, len(exs))], padID)
+		hi := min(lo+batchSize, len(exs))
+		b := data.TrainBatch(exs[lo:hi], padID)
 		out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.Options{Labels: b.Labels})
 		if err != nil {
 			return 0, err
 		}
-		if out.Tokens == 0 {
-			continue // no supervised token: its NaN mean would poison the sum
+		if out.Tokens > 0 { // no supervised token: its NaN mean would poison the sum
+			sum += out.Loss * float64(out.Tokens)
+			tokens += out.Tokens
 		}
-		sum += out.Loss * float64(out.Tokens)
-		tokens += out.Tokens
+		if err := pass.after(hi, hi < len(exs)); err != nil {
+			return 0, err
+		}
 	}
 	if tokens == 0 {
 		return 0, fmt.Errorf("the validation set has no supervised token")
@@ -50,18 +112,39 @@ type evaluator struct {
 	log          io.Writer
 }
 
+// evalPartial is how far a test evaluation got: the examples done and the
+// running sums of their scores (SST-2: correct answers; SQuAD: EM, F1; XSum:
+// the ROUGE-1, -2, -L and -Lsum F-measures), added in the order of an
+// uninterrupted evaluation, so that one continued from it ends with the
+// same bits.
+type evalPartial struct {
+	Done int       `json:"done"`
+	Sums []float64 `json:"sums"`
+}
+
+// sumsLen is the number of running sums of a task's evalPartial.
+func sumsLen(task data.Task) int {
+	return map[data.Task]int{data.SST2: 1, data.SQuAD: 2, data.XSum: 4}[task]
+}
+
 // testMetrics returns the task's metrics on exs: SST-2 {"accuracy"},
 // SQuAD {"exact_match","f1"} (0-100), XSum {"rouge1","rouge2","rougeL","rougeLsum"}
 // (mean sentence-level F-measures, 0-100, without stemming unless asked:
-// HF evaluate's default, docs/ALGORITHMS.md's metric rules).
-func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string) (map[string]float64, error) {
+// HF evaluate's default, docs/ALGORITHMS.md's metric rules). It continues
+// from part (a stopped evaluation's; zero: from the start) and keeps it up
+// to date, so that when a stop request ends it (a *stoppedError) part says
+// where to go on.
+func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string, pass *evalPass, part *evalPartial) (map[string]float64, error) {
 	start := time.Now()
+	if part.Done == 0 || len(part.Sums) != sumsLen(e.task) {
+		*part = evalPartial{Sums: make([]float64, sumsLen(e.task))}
+	}
 	var res map[string]float64
 	var err error
 	if e.task == data.SST2 {
-		res, err = e.sst2(m, exs)
+		res, err = e.sst2(m, exs, pass, part)
 	} else {
-		res, err = e.generative(m, exs)
+		res, err = e.generative(m, exs, pass, part)
 	}
 	if err == nil {
 		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %s\n", what, len(exs), time.Since(start).Seconds(), FormatMetrics(res))
@@ -71,7 +154,9 @@ func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string)
 
 // sst2 scores both label candidates of every example by the mean
 // log-probability of their label tokens (docs/ALGORITHMS.md's data protocol) and reports accuracy.
-func (e *evaluator) sst2(m *model.Model, exs []data.Example) (map[string]float64, error) {
+// The candidates are batched as one list, two per example, so a pass can
+// stop only after a batch that ends on a whole example.
+func (e *evaluator) sst2(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
 	var seqs []data.Encoded
 	for _, ex := range exs {
 		lc, err := e.enc.SST2Candidates(ex)
@@ -91,8 +176,10 @@ func (e *evaluator) sst2(m *model.Model, exs []data.Example) (map[string]float64
 		}
 	}
 	scores := make([]float64, len(seqs))
-	for lo := 0; lo < len(seqs); lo += e.batchSize {
-		b := data.TrainBatch(seqs[lo:min(lo+e.batchSize, len(seqs))], e.padID)
+	next := part.Done // the first example not yet counted
+	for lo := 2 * part.Done; lo < len(seqs); lo += e.batchSize {
+		hi := min(lo+e.batchSize, len(seqs))
+		b := data.TrainBatch(seqs[lo:hi], e.padID)
 		out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.Options{Labels: b.Labels})
 		if err != nil {
 			return nil, err
@@ -100,25 +187,31 @@ func (e *evaluator) sst2(m *model.Model, exs []data.Example) (map[string]float64
 		for i, l := range out.LossPerSeq {
 			scores[lo+i] = -l // mean log-probability of the label tokens
 		}
+		for ; 2*next+2 <= hi; next++ {
+			if eval.PredictLabel(scores[2*next:2*next+2]) == exs[next].Label {
+				part.Sums[0]++
+			}
+		}
+		part.Done = next
+		// A stop after a batch that splits an example would resume on batches
+		// of other shapes, which a backend may compute differently in the last
+		// bits (the CPU's do not; a GPU library may choose another algorithm).
+		if err := pass.after(next, hi%2 == 0 && hi < len(seqs)); err != nil {
+			return nil, err
+		}
 	}
-	var pred, gold []int
-	for i, ex := range exs {
-		pred = append(pred, eval.PredictLabel(scores[2*i:2*i+2]))
-		gold = append(gold, ex.Label)
-	}
-	return map[string]float64{"accuracy": eval.Accuracy(pred, gold)}, nil
+	return map[string]float64{"accuracy": part.Sums[0] / float64(len(exs))}, nil
 }
 
 // generative decodes greedily from each example's generation prompt and
 // scores the extracted answer (SQuAD EM/F1, XSum ROUGE).
-func (e *evaluator) generative(m *model.Model, exs []data.Example) (map[string]float64, error) {
-	var squad eval.SquadTotals
-	var r1, r2, rl, rlsum float64
+func (e *evaluator) generative(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
 	prefix := eval.AnswerPrefix
 	if e.task == data.XSum {
 		prefix = eval.SummaryPrefix
 	}
-	for lo := 0; lo < len(exs); lo += e.batchSize {
+	sums := part.Sums
+	for lo := part.Done; lo < len(exs); lo += e.batchSize {
 		chunk := exs[lo:min(lo+e.batchSize, len(exs))]
 		prompts := make([][]int, len(chunk))
 		for i, ex := range chunk {
@@ -142,25 +235,31 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example) (map[string]f
 			pred := eval.ExtractAnswer(e.tok.DecodeHF(gen, true), prefix)
 			if e.task == data.SQuAD {
 				em, f1 := eval.SquadScore(pred, ex.Answers)
-				squad.Add(em, f1)
+				sums[0] += em
+				sums[1] += f1
 			} else {
 				s, err := eval.Rouge(ex.Summary, pred, e.rougeStem)
 				if err != nil {
 					return nil, fmt.Errorf("XSum example %q: %w", ex.ID, err)
 				}
-				r1 += s.Rouge1.FMeasure
-				r2 += s.Rouge2.FMeasure
-				rl += s.RougeL.FMeasure
-				rlsum += s.RougeLsum.FMeasure
+				sums[0] += s.Rouge1.FMeasure
+				sums[1] += s.Rouge2.FMeasure
+				sums[2] += s.RougeL.FMeasure
+				sums[3] += s.RougeLsum.FMeasure
 			}
+		}
+		part.Done = lo + len(chunk)
+		if err := pass.after(part.Done, part.Done < len(exs)); err != nil {
+			return nil, err
 		}
 	}
 	if e.task == data.SQuAD {
+		squad := eval.SquadTotals{ExactMatchSum: sums[0], F1Sum: sums[1], Count: len(exs)}
 		em, f1 := squad.Result()
 		return map[string]float64{"exact_match": em, "f1": f1}, nil
 	}
 	n := float64(len(exs))
-	return map[string]float64{"rouge1": 100 * r1 / n, "rouge2": 100 * r2 / n, "rougeL": 100 * rl / n, "rougeLsum": 100 * rlsum / n}, nil
+	return map[string]float64{"rouge1": 100 * sums[0] / n, "rouge2": 100 * sums[1] / n, "rougeL": 100 * sums[2] / n, "rougeLsum": 100 * sums[3] / n}, nil
 }
 
 // EvalOptions configures Evaluate.
@@ -220,9 +319,10 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", st.Examples, o.Data, st.Skipped)
 	e := &evaluator{task: task, tok: tok, enc: &data.Encoder{Tok: tok, DateString: o.DateString}, batchSize: o.BatchSize,
 		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log}
+	pass := newEvalPass("evaluation", len(exs), func(s string) { fmt.Fprintln(o.Log, s) }, nil)
 	var res map[string]float64
 	err = withAdapter(m, adapter, params, o.Merge, func(m *model.Model) (err error) {
-		res, err = e.testMetrics(m, exs, "evaluation")
+		res, err = e.testMetrics(m, exs, "evaluation", pass, &evalPartial{})
 		return err
 	})
 	return res, err

@@ -214,6 +214,39 @@ func (r *run) checkState(path string) error {
 		return bad("sampler seed %d, but train.seed is %d", st.Sampler.Seed, r.cfg.Train.Seed)
 	case st.BestJSON != nil && (math.IsNaN(*st.BestJSON) || math.IsInf(*st.BestJSON, 0)):
 		return bad("best_val_loss is not finite")
+	case st.Test != nil && st.ValidationPending:
+		return bad("both a validation and a test evaluation are pending")
+	case st.Test != nil && st.Step != r.cfg.Train.Steps:
+		return bad("a test evaluation is pending at step %d, but train.steps is %d", st.Step, r.cfg.Train.Steps)
+	}
+	if st.Test != nil {
+		return checkTestProgress(st.Test, len(r.data.test), sumsLen(r.eval.task), bad)
+	}
+	return nil
+}
+
+// checkTestProgress checks a stopped test evaluation's record against the
+// test set it belongs to (n examples, sums running sums).
+func checkTestProgress(tp *testProgress, n, sums int, bad func(string, ...any) error) error {
+	names := []string{"best", "last", "base"}
+	for name := range tp.Finished {
+		if !slices.Contains(names, name) {
+			return bad("test.finished names %q: want best, last or base", name)
+		}
+	}
+	p := tp.Partial
+	switch {
+	case tp.Current != "" && !slices.Contains(names, tp.Current):
+		return bad("test.current is %q: want best, last or base", tp.Current)
+	case p.Done < 0 || p.Done > n:
+		return bad("test.partial.done %d is outside 0..%d (the test set's examples)", p.Done, n)
+	case p.Done > 0 && len(p.Sums) != sums:
+		return bad("test.partial.sums has %d numbers, want %d", len(p.Sums), sums)
+	}
+	for _, x := range p.Sums {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > float64(p.Done) {
+			return bad("test.partial.sums holds %g, outside 0..%d", x, p.Done)
+		}
 	}
 	return nil
 }

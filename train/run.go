@@ -58,6 +58,7 @@ type run struct {
 	metrics  *os.File
 	timing   *os.File
 	summary  Summary
+	prog     *progress      // the progress bar or lines of train
 	lock     *Lock          // run.lock, held from setup to the end of Run
 	changes  []ConfigChange // settings changed with --set on resume
 	backend  tensor.Backend // where the model computes (model.backend)
@@ -100,6 +101,14 @@ func (r *run) train() (*Summary, error) {
 		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
 		TrainableParams: countParams(r.params), Test: map[string]map[string]float64{}}
 	prog := newProgress(r.log, r.opts.Terminal, total, cfg.Train.LogEvery)
+	r.prog = prog
+	// The validation of the step the state is at, if it has not run: a new
+	// run's step 0, or one that a stop cut short.
+	if r.state.ValidationPending {
+		if s, err := r.pendingValidation(); s != nil || err != nil {
+			return s, err
+		}
+	}
 	ran := 0
 	for step := r.state.Step; step < total; step++ {
 		// Stop here if asked to (tests of resume, or a signal).
@@ -111,7 +120,7 @@ func (r *run) train() (*Summary, error) {
 		}
 		if reason := r.stopRequested(); reason != "" {
 			prog.done()
-			return r.interrupted(step, reason)
+			return r.interrupted(step, reason, "")
 		}
 		// The mini-batch, drawn by the sampler, handed to the objective.
 		t0 := time.Now()
@@ -135,6 +144,12 @@ func (r *run) train() (*Summary, error) {
 		// Validate every eval_every steps and at the end, keeping the best adapter.
 		if (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total {
 			ok, err := r.validate(step + 1)
+			if reason, stopped := stopReason(err); stopped {
+				// θ has taken the step: checkpoint it with its validation to do.
+				r.state.Step, r.state.Sampler, r.state.ValidationPending = step+1, r.sampler.State(), true
+				prog.done()
+				return r.interrupted(step+1, reason, validationCut(step+1))
+			}
 			if err != nil {
 				return nil, r.failed(err)
 			}
@@ -155,11 +170,52 @@ func (r *run) train() (*Summary, error) {
 	}
 	prog.done()
 	// Done: the last adapter, the test metrics and summary.json.
-	r.summary.StepsDone, r.summary.Status = r.state.Step, rundir.StatusDone
-	if err := r.finish(); err != nil {
-		return nil, err
+	return r.finish()
+}
+
+// pendingValidation runs the validation of the step the state is at (a new
+// run's step 0: the curves' first point, and the best adapter if training
+// never improves on it; or one that a stop cut short), then checkpoints, so
+// that a run killed early still has a state to resume or inspect.
+func (r *run) pendingValidation() (*Summary, error) {
+	step := r.state.Step
+	if reason := r.stopRequested(); reason != "" {
+		return r.interrupted(step, reason, validationCut(step))
 	}
-	return &r.summary, nil
+	ok, err := r.validate(step)
+	if reason, stopped := stopReason(err); stopped {
+		r.prog.done()
+		return r.interrupted(step, reason, validationCut(step))
+	}
+	if err != nil {
+		return nil, r.failed(err)
+	}
+	if !ok {
+		if step == 0 {
+			return nil, fmt.Errorf("the validation loss of the starting adapter is not finite: check the model (%s) and the data", r.cfg.Model.Path)
+		}
+		return r.diverged(step)
+	}
+	r.state.ValidationPending = false
+	if err := r.checkpoint(); err != nil {
+		return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
+	}
+	return nil, nil
+}
+
+// validationCut says, in an interruption's message, that the validation of
+// step was cut short.
+func validationCut(step int) string {
+	return fmt.Sprintf("during the validation of step %d, which runs again first", step)
+}
+
+// note prints a line of an evaluation's progress, ending the progress bar's
+// line first.
+func (r *run) note(s string) {
+	if r.prog != nil {
+		r.prog.done()
+	}
+	fmt.Fprintln(r.log, s)
 }
 
 // failed adds to the error that ends a run (a device failure: a GPU's
@@ -240,8 +296,9 @@ func writeJSONLine(f *os.File, v any) error {
 // validate computes the validation loss and keeps the best adapter. It
 // returns false if the loss is not finite (the run has diverged).
 func (r *run) validate(step int) (bool, error) {
+	pass := newEvalPass(fmt.Sprintf("validation of step %d", step), len(r.data.val), r.note, r.stopRequested)
 	r.adapter.Attach(r.params)
-	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID())
+	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID(), pass)
 	r.adapter.Detach()
 	if err != nil {
 		return false, fmt.Errorf("validation at step %d: %w", step, err)

@@ -277,20 +277,12 @@ func (r *run) openLogs() error {
 	return err
 }
 
-// startRun is a new run's step 0: the validation loss of the starting
-// adapter (the curves' first point, and the best adapter if training never
-// improves on it), and a checkpoint, so a run that diverges or is killed
-// early still has a good state to resume or inspect.
+// startRun is a new run's step 0: its validation, which train runs first
+// (pendingValidation), then checkpoints.
 func (r *run) startRun() error {
-	ok, err := r.validate(0)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("the validation loss of the starting adapter is not finite: check the model (%s) and the data", r.cfg.Model.Path)
-	}
 	r.state.Sampler = r.sampler.State()
-	return r.checkpoint()
+	r.state.ValidationPending = true
+	return nil
 }
 
 func newOptimizer(c OptimizerConfig) (zo.Optimizer, error) {

@@ -20,20 +20,25 @@ func (r *run) stopRequested() string {
 	return r.opts.Stop()
 }
 
-// interrupted ends a run before step+1 because reason (a signal) asked it to:
+// interrupted ends a run after step because reason (a signal) asked it to:
 // the step in progress has finished, a checkpoint of the state after it is
 // written unless the last one already holds it, and summary.json records the
-// interruption (status "interrupted", the signal, steps_done). --resume
-// continues bit-identically and replaces that summary.
-func (r *run) interrupted(step int, reason string) (*Summary, error) {
-	if r.lastCheckpointStep() != r.state.Step {
+// interruption (status "interrupted", the signal, steps_done). during says
+// what evaluation the stop cut short ("" for none); the checkpoint then
+// records it (a validation to run again, how far the test evaluation got).
+// --resume continues bit-identically and replaces that summary.
+func (r *run) interrupted(step int, reason, during string) (*Summary, error) {
+	if during != "" || r.lastCheckpointStep() != r.state.Step {
 		if err := r.checkpoint(); err != nil {
 			return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)
 		}
 	}
+	if during != "" {
+		during = " (" + during + ")"
+	}
 	r.summary.Status, r.summary.Signal, r.summary.StepsDone = rundir.StatusInterrupted, reason, step
-	r.summary.Message = fmt.Sprintf("interrupted by %s after step %d of %d; checkpoint written: continue with --resume %s",
-		reason, step, r.cfg.Train.Steps, r.dir)
+	r.summary.Message = fmt.Sprintf("interrupted by %s after step %d of %d%s; checkpoint written: continue with --resume %s",
+		reason, step, r.cfg.Train.Steps, during, r.dir)
 	fmt.Fprintf(r.log, "%s\n", r.summary.Message)
 	r.fillSummary()
 	return &r.summary, r.writeSummary()

@@ -2,78 +2,277 @@ package train
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// TestStopIsResumedBitIdentically stops a run through Options.Stop (what a
-// signal does in meazo-train) at several steps, checkpoint-aligned or not,
-// resumes it, and compares metrics.jsonl with an uninterrupted run.
-func TestStopIsResumedBitIdentically(t *testing.T) {
-	dir, cfg := demoConfig(t, 10)
-	set := []string{"train.eval_every=4", "train.checkpoint_every=3", "eval.skip=true", "task.max_train=200", "task.max_validation=16"}
-	whole := filepath.Join(dir, "whole")
-	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)}); err != nil {
-		t.Fatal(err)
+// stopAt is an Options.Stop that asks to stop from its n-th poll on, as a
+// signal does in meazo-train (once it has come, every poll answers it);
+// polls counts the polls.
+func stopAt(n int, polls *int) func() string {
+	return func() string {
+		*polls++
+		if n > 0 && *polls >= n {
+			return "SIGUSR1"
+		}
+		return ""
 	}
-	want, err := os.ReadFile(filepath.Join(whole, "metrics.jsonl"))
+}
+
+// checkStopAnywhere stops a run at each point where it polls for a stop
+// request (between steps, between the batches of a validation, step 0's
+// included, and between those of the test evaluations; with last > 0, only
+// at the last polls), then stops the resumed run again at its second poll,
+// resumes it to the end, and compares metrics.jsonl, the summary's test
+// metrics and best validation loss, and best/ with an uninterrupted run's.
+func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
+	t.Helper()
+	root := t.TempDir()
+	whole := filepath.Join(root, "whole")
+	polls := 0
+	want, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Stop: stopAt(0, &polls)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	scored := 0.0
+	for _, v := range want.Test["last"] {
+		scored += v
+	}
+	if want.Status != "done" || scored == 0 { // all 0: the comparisons below could not see the running sums
+		t.Fatalf("the uninterrupted run: status %q, test %v", want.Status, want.Test)
+	}
+	wantMetrics, _ := os.ReadFile(filepath.Join(whole, "metrics.jsonl"))
+	wantBest, _ := os.ReadFile(filepath.Join(whole, "best", "adapter_model.safetensors"))
+	steps := want.Steps
+	if polls <= steps+4 {
+		t.Fatalf("%d polls in a run of %d steps: the evaluations are not polled", polls, steps)
+	}
+	first := 1
+	if last > 0 {
+		first = polls - last + 1
+	}
+	for at := first; at <= polls; at++ {
+		cut := filepath.Join(root, "cut", string(rune('a'+at/26))+string(rune('a'+at%26)))
+		n := 0
+		s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), Stop: stopAt(at, &n)})
+		if err != nil {
+			t.Fatalf("stop at poll %d: %v", at, err)
+		}
+		st := readState(t, cut)
+		got := readSummary(t, cut)
+		if !s.Interrupted() || got.Status != "interrupted" || got.Signal != "SIGUSR1" || got.StepsDone != st.Step {
+			t.Fatalf("stop at poll %d: status %q signal %q steps_done %d, checkpoint at step %d", at, got.Status, got.Signal, got.StepsDone, st.Step)
+		}
+		if last > 0 && (st.Test == nil || st.Test.Partial.Done == 0) {
+			t.Fatalf("stop at poll %d: not in a test evaluation (checkpoint %+v)", at, st)
+		}
+		if trainLines := strings.Count(readFile(t, filepath.Join(cut, "metrics.jsonl")), `"kind":"train"`); trainLines != st.Step {
+			t.Fatalf("stop at poll %d: metrics.jsonl has %d steps, the checkpoint %d", at, trainLines, st.Step)
+		}
+		// Again at the resumed run's second poll, then to the end.
+		n = 0
+		if _, err := Run(Options{Resume: cut, Stop: stopAt(2, &n)}); err != nil {
+			t.Fatalf("stop at poll %d, then at the resumed run's second: %v", at, err)
+		}
+		end, err := Run(Options{Resume: cut})
+		if err != nil {
+			t.Fatalf("stop at poll %d, resumed: %v", at, err)
+		}
+		if end.Status != "done" || !reflect.DeepEqual(end.Test, want.Test) || *end.BestValLoss != *want.BestValLoss || end.BestStep != want.BestStep {
+			t.Fatalf("stop at poll %d, resumed: status %q test %v best %v at %d; uninterrupted: test %v best %v at %d",
+				at, end.Status, end.Test, *end.BestValLoss, end.BestStep, want.Test, *want.BestValLoss, want.BestStep)
+		}
+		if got := readFile(t, filepath.Join(cut, "metrics.jsonl")); got != string(wantMetrics) {
+			t.Fatalf("stop at poll %d: metrics.jsonl of the resumed run differs from the uninterrupted run's", at)
+		}
+		if got, _ := os.ReadFile(filepath.Join(cut, "best", "adapter_model.safetensors")); !bytes.Equal(got, wantBest) {
+			t.Fatalf("stop at poll %d: best/ differs from the uninterrupted run's", at)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func readState(t *testing.T, dir string) checkpointState {
+	t.Helper()
+	var st checkpointState
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "checkpoint", "state.json"))), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestStopAnywhereIsResumedBitIdentically: the demo's sentiment task (scored
+// by label log-probabilities, two candidates per example: an odd
+// eval.batch_size splits examples between batches, where a stop must wait)
+// at every poll, and the generative tasks (SQuAD, XSum) in their test
+// evaluations (best and last adapters, 5 examples in batches of 2: the last 4
+// polls), on data made of the demo's words, which the demo model generates
+// often enough for scores above 0.
+func TestStopAnywhereIsResumedBitIdentically(t *testing.T) {
+	t.Run("sst2", func(t *testing.T) {
+		_, cfg := demoConfig(t, 5)
+		checkStopAnywhere(t, cfg, []string{"train.eval_every=3", "train.checkpoint_every=4", "task.max_train=200",
+			"task.max_validation=7", "task.max_test=6", "eval.batch_size=3", "eval.base=true"}, 0)
+	})
+	for _, task := range []string{"squad", "xsum"} {
+		t.Run(task, func(t *testing.T) {
+			dir, _ := demoConfig(t, 2)
+			file := writeDemoWordsData(t, dir, task, 5)
+			checkStopAnywhere(t, "", []string{"model.path=" + filepath.Join(dir, "model"), "task.name=" + task,
+				"task.train=" + file, "task.validation=" + file, "task.test=" + file, "adapter.r=8",
+				"optimizer.lr=0.05", "optimizer.eps=1e-3", "train.steps=2", "train.batch_size=2", "train.eval_every=1",
+				"eval.batch_size=2", "eval.max_new_tokens=8"}, 4)
+		})
+	}
+}
+
+// writeDemoWordsData writes n SQuAD (official JSON) or XSum (JSON Lines)
+// examples made of the demo's words, every word an answer of each question
+// and in each summary, and returns the file's path.
+func writeDemoWordsData(t *testing.T, dir, task string, n int) string {
+	t.Helper()
+	words := slices.Concat(demoPositive, demoNegative, demoNouns)
+	var b []byte
+	var err error
+	path := filepath.Join(dir, task+".json")
+	if task == "xsum" {
+		path += "l"
+		for i := range n {
+			line, _ := json.Marshal(map[string]string{"id": strconv.Itoa(i), "document": strings.Join(words[i:i+8], " "), "summary": strings.Join(words, " ")})
+			b = append(append(b, line...), '\n')
+		}
+	} else {
+		type answer struct {
+			Text  string `json:"text"`
+			Start int    `json:"answer_start"`
+		}
+		type qa struct {
+			ID       string   `json:"id"`
+			Question string   `json:"question"`
+			Answers  []answer `json:"answers"`
+		}
+		type paragraph struct {
+			Context string `json:"context"`
+			QAs     []qa   `json:"qas"`
+		}
+		var ps []paragraph
+		for i := range n {
+			context := strings.Join(words[i:i+8], " ")
+			q := qa{ID: strconv.Itoa(i), Question: "which word is " + words[i] + "?"}
+			for _, w := range words {
+				q.Answers = append(q.Answers, answer{w, max(strings.Index(context, w), 0)})
+			}
+			ps = append(ps, paragraph{context, []qa{q}})
+		}
+		b, err = json.Marshal(map[string]any{"version": "1.1", "data": []any{map[string]any{"title": "demo", "paragraphs": ps}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestStopReport checks what a stop during an evaluation says, and what
+// its checkpoint records.
+func TestStopReport(t *testing.T) {
+	_, cfg := demoConfig(t, 4)
+	set := []string{"train.eval_every=2", "task.max_train=200", "task.max_validation=16", "task.max_test=8", "eval.batch_size=4"}
 	for _, tc := range []struct {
-		name   string
-		stopAt []int // steps done when Stop answers, one per invocation
+		name    string
+		more    []string // settings
+		at      int      // the poll to stop at
+		message string
+		check   func(checkpointState) bool
 	}{
-		{"between checkpoints", []int{5}},
-		{"before the first step", []int{0}},
-		{"twice, once on a checkpoint", []int{3, 7}},
+		// Polls: 1 before step 0's validation, 2-4 between its 4 batches; 5 before step 1; 6 before step 2;
+		// 7-9 in step 2's validation.
+		{"step 0's validation", nil, 3, "interrupted by SIGUSR1 after step 0 of 4 (during the validation of step 0, which runs again first)",
+			func(st checkpointState) bool { return st.ValidationPending && st.Step == 0 }},
+		{"between steps", nil, 6, "interrupted by SIGUSR1 after step 1 of 4;",
+			func(st checkpointState) bool { return !st.ValidationPending && st.Step == 1 }},
+		{"a later validation", nil, 8, "interrupted by SIGUSR1 after step 2 of 4 (during the validation of step 2, which runs again first)",
+			func(st checkpointState) bool { return st.ValidationPending && st.Step == 2 }},
+		// 10-11 before steps 3 and 4, 12-14 in step 4's validation; 15-17 in the best adapter's test
+		// (8 examples, 16 candidates in 4 batches, after examples 2, 4, 6).
+		{"the test evaluation", nil, 16, "interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 4 of 8 of the best adapter's; resume goes on from there)",
+			func(st checkpointState) bool {
+				return st.Test != nil && st.Test.Current == "best" && st.Test.Partial.Done == 4 && len(st.Test.Partial.Sums) == 1 && st.Step == 4
+			}},
+		// Batches of 3: 5 polls in each validation (1 before step 0's, 2-6; 7-8 before steps 1-2, 9-13; 14-15, 16-20);
+		// the best adapter's test: 16 candidates end batches at 3, 6, 9, 12, 15 and 16, and only those
+		// that end on a whole example poll: 21 and 22, after examples 3 and 6.
+		{"a test evaluation in odd batches", []string{"eval.batch_size=3"}, 21,
+			"interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 3 of 8 of the best adapter's;",
+			func(st checkpointState) bool { return st.Test != nil && st.Test.Partial.Done == 3 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cut := filepath.Join(t.TempDir(), "cut")
-			for i, at := range tc.stopAt {
-				polls := 0
-				prev := 0
-				if i > 0 {
-					prev = tc.stopAt[i-1]
-				}
-				opts := Options{Stop: func() string {
-					polls++
-					if polls > at-prev {
-						return "SIGUSR1"
-					}
-					return ""
-				}}
-				if i == 0 {
-					opts.ConfigPath, opts.Overrides = cfg, append(slices.Clone(set), "output.dir="+cut)
-				} else {
-					opts.Resume = cut
-				}
-				s, err := Run(opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := readSummary(t, cut)
-				if !s.Interrupted() || got.Status != "interrupted" || got.Signal != "SIGUSR1" || got.StepsDone != at {
-					t.Fatalf("summary after stopping at %d: status %q signal %q steps_done %d", at, got.Status, got.Signal, got.StepsDone)
-				}
-				b, err := os.ReadFile(filepath.Join(cut, "checkpoint", "state.json"))
-				if err != nil || !bytes.Contains(b, []byte(`"step": `+strconv.Itoa(at)+",")) {
-					t.Fatalf("checkpoint after stopping at %d: %s %v", at, b, err)
-				}
-			}
-			if _, err := Run(Options{Resume: cut}); err != nil {
+			dir := filepath.Join(t.TempDir(), "run")
+			n := 0
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: slices.Concat(set, tc.more, []string{"output.dir=" + dir}), Stop: stopAt(tc.at, &n)}); err != nil {
 				t.Fatal(err)
 			}
-			if s := readSummary(t, cut); s.Status != "done" || s.Signal != "" {
-				t.Fatalf("resumed run: status %q signal %q", s.Status, s.Signal)
+			if s := readSummary(t, dir); !strings.HasPrefix(s.Message, tc.message) {
+				t.Errorf("message %q, want it to begin %q", s.Message, tc.message)
 			}
-			got, _ := os.ReadFile(filepath.Join(cut, "metrics.jsonl"))
-			if !bytes.Equal(got, want) {
-				t.Fatalf("metrics.jsonl of the stopped and resumed run differs from the uninterrupted run")
+			if st := readState(t, dir); !tc.check(st) {
+				t.Errorf("checkpoint state: %+v (test %+v)", st, st.Test)
 			}
 		})
+	}
+}
+
+// TestEvalProgressLines: a long evaluation says how far it got.
+func TestEvalProgressLines(t *testing.T) {
+	var lines []string
+	p := newEvalPass("test (best)", 10, func(s string) { lines = append(lines, s) }, nil)
+	p.every = 0
+	for done := 2; done <= 10; done += 2 {
+		if err := p.after(done, done < 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "test (best): 2/10 examples (") || !strings.Contains(lines[3], "8/10 examples") {
+		t.Errorf("progress lines %q", lines)
+	}
+}
+
+// TestCheckTestProgress: a checkpoint's record of a stopped test
+// evaluation is checked against the test set before resume uses it.
+func TestCheckTestProgress(t *testing.T) {
+	bad := func(format string, args ...any) error { return &stoppedError{reason: format} }
+	for _, tc := range []struct {
+		name string
+		tp   testProgress
+		ok   bool
+	}{
+		{"fresh", testProgress{}, true},
+		{"under way", testProgress{Finished: map[string]map[string]float64{"best": {"f1": 3}}, Current: "last", Partial: evalPartial{Done: 4, Sums: []float64{1, 2.5}}}, true},
+		{"unknown finished", testProgress{Finished: map[string]map[string]float64{"worst": {}}}, false},
+		{"unknown current", testProgress{Current: "middle"}, false},
+		{"past the test set", testProgress{Current: "best", Partial: evalPartial{Done: 11, Sums: []float64{0, 0}}}, false},
+		{"negative done", testProgress{Current: "best", Partial: evalPartial{Done: -1}}, false},
+		{"sums of another task", testProgress{Current: "best", Partial: evalPartial{Done: 4, Sums: []float64{1}}}, false},
+		{"a sum too large", testProgress{Current: "best", Partial: evalPartial{Done: 4, Sums: []float64{5, 1}}}, false},
+	} {
+		if err := checkTestProgress(&tc.tp, 10, 2, bad); (err == nil) != tc.ok {
+			t.Errorf("%s: error %v, want ok %v", tc.name, err, tc.ok)
+		}
 	}
 }

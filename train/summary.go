@@ -31,39 +31,92 @@ func (r *run) diverged(step int) (*Summary, error) {
 }
 
 // finish saves the last adapter, evaluates on the test split and writes the summary.
-func (r *run) finish() error {
+func (r *run) finish() (*Summary, error) {
 	if err := r.adapter.Save(filepath.Join(r.dir, rundir.LastDir), r.params); err != nil {
-		return err
+		return nil, err
 	}
-	if !r.cfg.Eval.Skip && len(r.data.test) > 0 {
-		evals := []struct {
-			name   string
-			params [][]float32
-		}{{"best", r.bestCopy}, {"last", r.params}}
-		if r.cfg.Eval.Base {
-			evals = append(evals, struct {
-				name   string
-				params [][]float32
-			}{"base", nil})
-		}
-		for _, e := range evals {
-			var res map[string]float64
-			err := withAdapter(r.m, r.adapter, e.params, r.cfg.Eval.Merge, func(m *model.Model) (err error) {
-				res, err = r.eval.testMetrics(m, r.data.test, e.name)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
-			}
-			r.summary.Test[e.name] = res
-		}
+	reason, err := r.testEvaluation()
+	if err != nil {
+		return nil, err
 	}
+	if reason != "" {
+		return r.interrupted(r.state.Step, reason, r.testCut())
+	}
+	r.summary.StepsDone, r.summary.Status = r.state.Step, rundir.StatusDone
 	r.fillSummary()
 	if err := r.writeSummary(); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (the adapter of the lowest validation loss), last/\n", r.dir)
-	return nil
+	return &r.summary, nil
+}
+
+// testEvaluation scores the best and the last adapter (and the base model
+// with eval.base) on the test split into the summary, going on from where a
+// stopped one's checkpoint left it (r.state.Test). A stop request ends it
+// between batches: it returns the request's reason, and r.state.Test says how
+// far it got.
+func (r *run) testEvaluation() (string, error) {
+	if r.cfg.Eval.Skip || len(r.data.test) == 0 {
+		return "", nil
+	}
+	evals := []struct {
+		name   string
+		params [][]float32
+	}{{"best", r.bestCopy}, {"last", r.params}}
+	if r.cfg.Eval.Base {
+		evals = append(evals, struct {
+			name   string
+			params [][]float32
+		}{"base", nil})
+	}
+	if r.state.Test == nil {
+		r.state.Test = &testProgress{}
+	}
+	tp := r.state.Test
+	if tp.Finished == nil {
+		tp.Finished = map[string]map[string]float64{}
+	}
+	for _, e := range evals {
+		if res, ok := tp.Finished[e.name]; ok {
+			r.summary.Test[e.name] = res
+			continue
+		}
+		if tp.Current != e.name {
+			tp.Current, tp.Partial = e.name, evalPartial{}
+		}
+		pass := newEvalPass("test ("+e.name+")", len(r.data.test), r.note, r.stopRequested)
+		var res map[string]float64
+		err := withAdapter(r.m, r.adapter, e.params, r.cfg.Eval.Merge, func(m *model.Model) (err error) {
+			res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, &tp.Partial)
+			return err
+		})
+		if reason, stopped := stopReason(err); stopped {
+			return reason, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
+		}
+		r.summary.Test[e.name] = res
+		tp.Finished[e.name], tp.Current, tp.Partial = res, "", evalPartial{}
+	}
+	return "", nil
+}
+
+// testCut says, in an interruption's message, how far the test evaluation got.
+func (r *run) testCut() string {
+	tp := r.state.Test
+	var done []string
+	for _, name := range []string{"best", "last", "base"} {
+		if _, ok := tp.Finished[name]; ok {
+			done = append(done, name)
+		}
+	}
+	s := "during the test evaluation"
+	if len(done) > 0 {
+		s += " (" + strings.Join(done, ", ") + " done)"
+	}
+	return fmt.Sprintf("%s, at example %d of %d of the %s adapter's; resume goes on from there", s, tp.Partial.Done, len(r.data.test), tp.Current)
 }
 
 func (r *run) fillSummary() {

@@ -8,8 +8,9 @@
 // With none of --config, --resume or --demo it prints its usage and exits 2.
 // Everything a run produces lands in its run directory (docs/RUNDIR.md).
 //
-// SIGINT, SIGTERM or SIGUSR1 end a run cleanly: the step in progress
-// finishes, a checkpoint is written, summary.json says "status":
+// SIGINT, SIGTERM or SIGUSR1 end a run cleanly: the step in progress (or
+// the batch in progress of a validation or the test evaluation) finishes, a
+// checkpoint is written, summary.json says "status":
 // "interrupted" with the signal, and meazo-train exits with status 3
 // (train.ExitInterrupted); --resume continues bit-identically. A second
 // SIGINT exits at once (status 130; the last checkpoint is kept).
@@ -51,7 +52,7 @@ const usageHead = `usage:
   meazo-train --resume RUN_DIR [--set key=value]...                          continue a run from its last checkpoint
   meazo-train --demo [--demo-dir demo-run] [--demo-steps N]                  the built-in demo (tiny random model, no downloads)
   meazo-train --config-doc                                                   print docs/CONFIG.md
-SIGINT, SIGTERM or SIGUSR1 finish the current step, write a checkpoint and record the stop in summary.json
+SIGINT, SIGTERM or SIGUSR1 finish the current step (or evaluation batch), write a checkpoint and record the stop in summary.json
 ("status": "interrupted"), then exit 3. Exit status: 0 done (or diverged: a result), 1 error,
 2 bad command line, 3 interrupted (continue with --resume).
 

@@ -22,7 +22,7 @@ func stopOnSignals() func() string {
 			name := signalNames[sig]
 			if !got {
 				got = true
-				fmt.Fprintf(os.Stderr, "\nmeazo-train: %s: stopping after the current step (checkpoint, then exit %d)\n", name, 3)
+				fmt.Fprintf(os.Stderr, "\nmeazo-train: %s: stopping after the current step or evaluation batch (checkpoint, then exit %d)\n", name, 3)
 				first <- name
 				continue
 			}
