@@ -3,14 +3,22 @@ package sweep
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
 
+// quietStatuses are the states Status counts without listing each run
+// (verbose lists them too): the normal course of a study of thousands of
+// runs, where a line each would bury the few that need a look.
+var quietStatuses = []string{StatusNew, StatusQueued, StatusDone, StatusDiverged}
+
 // Status prints every sweep's runs and their state, from the run
-// directories only.
+// directories only: the counts per sweep, and the runs that need a look
+// (running, failed, interrupted, unfinished; verbose: every run).
 func (st *Study) Status(w io.Writer, verbose bool) error {
 	total := map[string]int{}
+	quiet := 0
 	for _, sp := range st.Sweeps() {
 		ss, err := sp.State()
 		if err != nil {
@@ -37,7 +45,10 @@ func (st *Study) Status(w io.Writer, verbose bool) error {
 		fmt.Fprintf(w, "%s: %d runs: %s; %s\n", sp.Name, len(all), countString(counts), stage)
 		for _, r := range all {
 			s := ss.States[r.Dir]
-			if verbose || (s.Status != StatusDone && s.Status != StatusNew) {
+			if !verbose && slices.Contains(quietStatuses, s.Status) {
+				quiet++
+			}
+			if verbose || !slices.Contains(quietStatuses, s.Status) {
 				line := fmt.Sprintf("  %-11s %s", s.Status, r.Dir)
 				if s.Detail != "" {
 					line += "  (" + s.Detail + ")"
@@ -47,6 +58,9 @@ func (st *Study) Status(w io.Writer, verbose bool) error {
 		}
 	}
 	fmt.Fprintf(w, "total: %s\n", countString(total))
+	if quiet > 0 {
+		fmt.Fprintf(w, "(%d new, queued, done or diverged runs counted, not listed: -v lists every run)\n", quiet)
+	}
 	return nil
 }
 

@@ -503,6 +503,67 @@ func TestSlurmSelectLostJobs(t *testing.T) {
 	}
 }
 
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// TestSlurmQueueReadOnce: whether queued runs still have a job is read with
+// one squeue for the whole study (one per run took minutes for thousands),
+// and a squeue that keeps failing is an error, not every run gone.
+func TestSlurmQueueReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	bin := filepath.Join(dir, "bin")
+	calls := filepath.Join(dir, "calls")
+	// Shows 58_2 (and a job of another study), logs its arguments, and fails when told to.
+	writeFile(t, filepath.Join(bin, "squeue"), "#!/bin/sh\necho \"$@\" >> "+calls+"\n[ -e "+dir+"/fail ] && { echo 'slurm_load_jobs error: Socket timed out' >&2; exit 1; }\nprintf '58_2\\n77\\n'\n")
+	os.Chmod(filepath.Join(bin, "squeue"), 0o755)
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	defer func(r []time.Duration) { squeueRetries = r }(squeueRetries)
+	squeueRetries = []time.Duration{time.Millisecond, time.Millisecond}
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: {time: \"5\"}}\n", dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := st.Sweeps()[0].Stage1()
+	for i, r := range runs {
+		writeFile(t, filepath.Join(r.Dir, JobFile), fmt.Sprintf("58_%d\n", i+1))
+	}
+	// squeue failing: nothing is marked or submitted.
+	writeFile(t, filepath.Join(dir, "fail"), "")
+	if got, err := st.slurmCandidates(ModeRun, true, io.Discard); err == nil || !strings.Contains(err.Error(), "Socket timed out") {
+		t.Fatalf("with squeue failing: %v, %v; want its error", got, err)
+	}
+	if n := len(readLines(t, calls)); n != 1+len(squeueRetries) {
+		t.Errorf("squeue tried %d times, want %d", n, 1+len(squeueRetries))
+	}
+	for _, r := range runs {
+		if s, _ := ReadState(r.Dir); s.Status != StatusQueued {
+			t.Errorf("%s: %s after squeue failed, want queued", r.Dir, s.Status)
+		}
+	}
+	// squeue answering: one call, for this user, each array task listed.
+	os.Remove(filepath.Join(dir, "fail"))
+	os.Remove(calls)
+	if _, err := st.slurmCandidates(ModeRun, true, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, calls); len(got) != 1 || got[0] != fmt.Sprintf("-h -r -u %d -o %%i", os.Getuid()) {
+		t.Errorf("squeue calls %q, want one listing this user's jobs", got)
+	}
+	for i, want := range []string{StatusInterrupted, StatusQueued, StatusInterrupted} {
+		if s, _ := ReadState(runs[i].Dir); s.Status != want {
+			t.Errorf("run of job 58_%d: %s, want %s", i+1, s.Status, want)
+		}
+	}
+}
+
 // TestLockSubmissions: a second Slurm submission of a study waits for the
 // first (two at once submitted every run twice).
 func TestLockSubmissions(t *testing.T) {
@@ -532,5 +593,37 @@ func TestLockSubmissions(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second submission did not get the lock once the first released it")
+	}
+}
+
+// TestStatusListsWhatNeedsALook: status counts every run but lists only
+// those that need a look; queued, done and diverged runs (thousands in a
+// paper study) are counted, and -v lists them too.
+func TestStatusListsWhatNeedsALook(t *testing.T) {
+	dir := t.TempDir()
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-4, 1e-3, 1e-2, 1e-1]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := st.Sweeps()[0].Stage1()
+	writeRun(t, runs[0].Dir, Summary{Optimizer: "meazo", LR: 1e-4, Steps: 10, StepsDone: 10, Status: StatusDone})
+	writeRun(t, runs[1].Dir, Summary{Optimizer: "meazo", LR: 1e-3, Steps: 10, StepsDone: 3, Status: StatusDiverged, Diverged: true})
+	writeFile(t, filepath.Join(runs[2].Dir, JobFile), "58_3\n")
+	writeFile(t, filepath.Join(runs[3].Dir, ExitFile), "1\n")
+	var quiet, all bytes.Buffer
+	if err := st.Status(&quiet, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Status(&all, true); err != nil {
+		t.Fatal(err)
+	}
+	q := quiet.String()
+	if !strings.Contains(q, "e_meazo: 4 runs: 1 diverged, 1 done, 1 failed, 1 queued") || strings.Count(q, "\n  ") != 1 ||
+		!strings.Contains(q, "  failed      "+runs[3].Dir) || !strings.Contains(q, "(3 new, queued, done or diverged runs counted, not listed: -v lists every run)") {
+		t.Errorf("status:\n%s", q)
+	}
+	if a := all.String(); strings.Count(a, "\n  ") != 4 || strings.Contains(a, "not listed") {
+		t.Errorf("status -v:\n%s", a)
 	}
 }

@@ -44,6 +44,16 @@ type slurmSubmission struct {
 // slurmCandidates lists the runs to submit now, stage 1 first.
 func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]RunSpec, error) {
 	var out []RunSpec
+	var queue slurmQueue // read once, when a run is first found queued
+	alive := func(s RunState) (bool, error) {
+		if queue == nil {
+			var err error
+			if queue, err = readSlurmQueue(); err != nil {
+				return false, err
+			}
+		}
+		return queue[strings.TrimPrefix(s.Detail, "Slurm job ")], nil
+	}
 	for _, sp := range st.Sweeps() {
 		ss, err := sp.State()
 		if err != nil {
@@ -57,7 +67,12 @@ func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]Ru
 			// without it), and meazo-sweep resume continues it.
 			stale := false
 			for dir, s := range ss.States {
-				if s.Status == StatusQueued && !slurmJobAlive(strings.TrimPrefix(s.Detail, "Slurm job ")) {
+				if s.Status != StatusQueued {
+					continue
+				}
+				if ok, err := alive(s); err != nil {
+					return nil, err
+				} else if !ok {
 					why := s.Detail + " ended without an exit status (cancelled, or lost with its node)"
 					fmt.Fprintf(log, "meazo-sweep: %s: %s: interrupted; meazo-sweep resume continues it\n", dir, why)
 					if err := writeExitWhy(dir, train.ExitInterrupted, why); err != nil {
@@ -80,8 +95,12 @@ func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]Ru
 			if !mode.startable(s) {
 				continue
 			}
-			if s.Status == StatusQueued && slurmJobAlive(strings.TrimPrefix(s.Detail, "Slurm job ")) {
-				continue
+			if s.Status == StatusQueued {
+				if ok, err := alive(s); err != nil {
+					return nil, err
+				} else if ok {
+					continue
+				}
 			}
 			out = append(out, r)
 		}
@@ -89,13 +108,38 @@ func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]Ru
 	return out, nil
 }
 
-// slurmJobAlive says whether squeue still shows the job (pending or running).
-func slurmJobAlive(id string) bool {
-	if id == "" {
-		return false
+// slurmQueue is the set of this user's jobs that squeue shows (pending or
+// running), an entry per array task ("58_2").
+type slurmQueue map[string]bool
+
+// squeueRetries are the waits between tries of a failing squeue (a
+// controller restarting, or too busy to answer).
+var squeueRetries = []time.Duration{5 * time.Second, 20 * time.Second, time.Minute}
+
+// readSlurmQueue lists this user's jobs with one squeue (a study has
+// thousands of runs: one squeue per run took minutes, and could outlast the
+// selection job's time limit). A squeue that keeps failing is an error: a
+// run cannot be called gone, or submitted again, on a controller's silence.
+func readSlurmQueue() (slurmQueue, error) {
+	var out []byte
+	var err error
+	for try := 0; ; try++ {
+		var stderr bytes.Buffer
+		cmd := exec.Command("squeue", "-h", "-r", "-u", strconv.Itoa(os.Getuid()), "-o", "%i")
+		cmd.Stderr = &stderr
+		if out, err = cmd.Output(); err == nil {
+			break
+		}
+		if try == len(squeueRetries) {
+			return nil, fmt.Errorf("squeue, to tell which queued runs still have a job: %v: %s", err, bytes.TrimSpace(stderr.Bytes()))
+		}
+		time.Sleep(squeueRetries[try])
 	}
-	out, err := exec.Command("squeue", "-h", "-j", id, "-o", "%i").Output()
-	return err == nil && len(bytes.TrimSpace(out)) > 0
+	q := slurmQueue{}
+	for _, id := range strings.Fields(string(out)) {
+		q[id] = true
+	}
+	return q, nil
 }
 
 var maxArrayRe = regexp.MustCompile(`(?m)^MaxArraySize\s*=\s*(\d+)`)
