@@ -97,7 +97,10 @@ func MethodColor(m sweep.Method) string {
 // (AtBestRate): the mean over seeds with a band of ± 2 sample standard
 // deviations. Each seed's training loss is first smoothed by a trailing
 // running mean of smooth steps (≤ 0: 1% of the longest run, at least 1),
-// since single-step ZO losses are too noisy to compare by eye.
+// since single-step ZO losses are too noisy to compare by eye. A seed whose
+// metrics.jsonl cannot be read (a damaged file) is left out, with a warning
+// and a note in the figures: one damaged file among a study's thousands does
+// not cost the whole report.
 // The figures are train_loss.svg and val_loss.svg.
 func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	setting, err := sweep.Setting(runs)
@@ -115,18 +118,20 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	}
 	train := &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
 	val := &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
-	var diverged, uneven []string
+	var diverged, uneven, unreadable, readErrs []string
 	for _, m := range ms {
 		var trainCurves, valCurves []map[int]float64
 		nDiv := 0
 		lo, hi := math.MaxInt, 0 // the steps of the seeds that did not diverge
 		for _, r := range groups[m] {
-			if !r.Diverged {
-				lo, hi = min(lo, r.StepsDone), max(hi, r.StepsDone)
-			}
 			tp, vp, err := rundir.ReadMetrics(r.Dir, warn)
 			if err != nil {
-				return nil, err
+				warn(fmt.Sprintf("left out of the loss curves: %v", err))
+				unreadable, readErrs = append(unreadable, r.Dir), append(readErrs, err.Error())
+				continue
+			}
+			if !r.Diverged {
+				lo, hi = min(lo, r.StepsDone), max(hi, r.StepsDone)
 			}
 			if len(tp) == 0 {
 				warn(fmt.Sprintf("%s: %s has no training steps: nothing to draw for it", r.Dir, rundir.MetricsFile))
@@ -150,9 +155,12 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 				nDiv++
 			}
 		}
-		name := fmt.Sprintf("%s (%d seeds%s)", m, len(groups[m]), rateNote[m])
+		if len(trainCurves) == 0 {
+			continue
+		}
+		name := fmt.Sprintf("%s (%d seeds%s)", m, len(trainCurves), rateNote[m])
 		if nDiv > 0 {
-			diverged = append(diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(groups[m])))
+			diverged = append(diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(trainCurves)))
 		}
 		if lo < hi {
 			uneven = append(uneven, fmt.Sprintf("%s: seeds ran %d to %d steps", m, lo, hi))
@@ -160,7 +168,13 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		train.Series = append(train.Series, bandSeries(m, name, SeedBand(trainCurves).Thin(MaxPoints)))
 		val.Series = append(val.Series, bandSeries(m, name, SeedBand(valCurves).Thin(MaxPoints)))
 	}
+	if len(train.Series) == 0 {
+		return nil, fmt.Errorf("nothing to draw: %s", strings.Join(readErrs, "; "))
+	}
 	note := "Line: mean over seeds; shading: mean ± 2 sample standard deviations over seeds (none with one seed)."
+	if len(unreadable) > 0 {
+		note += fmt.Sprintf("\nLeft out, their %s unreadable: %s.", rundir.MetricsFile, strings.Join(unreadable, ", "))
+	}
 	if len(diverged) > 0 {
 		note += "\nDiverged seeds count up to their last finite step: " + strings.Join(diverged, "; ") + "."
 	}

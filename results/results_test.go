@@ -201,7 +201,7 @@ func TestFailedSeedRules(t *testing.T) {
 func TestReportTables(t *testing.T) {
 	rep := &Report{cells: []cell{
 		{exp: "squad_lora", optimizer: "zo-sgd", model: "m", task: "squad", adapter: "lora", eta: 1e-3, metric: "F1 of the best adapter", mean: 70.5, std: 0.70710678, n: 2, seeds: 2},
-		{exp: "squad_lora", optimizer: "meazo", model: "m", task: "squad", adapter: "lora", eta: 1e-4, metric: "F1 of the best adapter", mean: 71, std: math.NaN(), n: 1, seeds: 2, missing: []string{"out/squad_lora_meazo/lr=1e-4_seed=1 (new)"}},
+		{exp: "squad_lora", optimizer: "meazo", model: "m", task: "squad", adapter: "lora", eta: 1e-4, metric: "F1 of the best adapter", mean: 71, std: math.NaN(), n: 1, seeds: 2, missing: []missingRun{{"out/squad_lora_meazo/lr=1e-4_seed=1", "new"}}},
 		{exp: "sst2_prompt", optimizer: "meazo", model: "m", task: "sst2", adapter: "prompt", eta: 1e-2, metric: "best validation loss", mean: 0.5, std: 0.01, n: 2, seeds: 2},
 		{exp: "sst2_prompt", optimizer: "zo-sgd", seeds: 2, note: "stage 2 not run yet"},
 	}}
@@ -289,6 +289,21 @@ func TestFigureSets(t *testing.T) {
 	if _, err := Curves(runs[3:], 0, func(w string) { warnings = append(warnings, w) }); err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "no training steps") {
 		t.Errorf("empty metrics.jsonl: %v, warnings %q", err, warnings)
 	}
+	// A damaged metrics.jsonl leaves its run out of the curves, warned and
+	// noted; the others are drawn. With no run left, there is nothing to draw.
+	os.WriteFile(filepath.Join(runs[0].Dir, "metrics.jsonl"), []byte(`{"kind":"train","step":1,"loss":2}`+"\n\x00\x00\x00\n"+`{"kind":"train","step":3,"loss":2}`+"\n"), 0o644)
+	warnings = nil
+	figs, err = Curves([]sweep.Run{runs[0], runs[2]}, 0, func(w string) { warnings = append(warnings, w) })
+	if err != nil || len(figs) != 2 || len(warnings) != 1 || !strings.Contains(warnings[0], runs[0].Dir+"/metrics.jsonl line 2") {
+		t.Fatalf("a damaged metrics.jsonl: %v, warnings %q", err, warnings)
+	}
+	train := figs[0].Figure
+	if len(train.Series) != 1 || !strings.Contains(train.Series[0].Name, "(1 seeds") || !strings.Contains(train.Note, "Left out, their metrics.jsonl unreadable: "+runs[0].Dir+".") {
+		t.Errorf("a damaged metrics.jsonl: series %d (%q), note %q", len(train.Series), train.Series[0].Name, train.Note)
+	}
+	if _, err := Curves(runs[:1], 0, func(string) {}); err == nil || !strings.Contains(err.Error(), "nothing to draw") {
+		t.Errorf("only a damaged metrics.jsonl: %v", err)
+	}
 }
 
 // TestFiguresAroundBadSeeds: a MEAZO seed that diverged at its first step
@@ -347,5 +362,34 @@ func TestFiguresAroundBadSeeds(t *testing.T) {
 	figs, err = All(runs[:1], 1, func(w string) { warnings = append(warnings, w) })
 	if err != nil || len(figs) != 2 || len(warnings) == 0 || !strings.Contains(warnings[len(warnings)-1], "no vt_meazo.svg") {
 		t.Errorf("All without v: %d figures, %v, warnings %q", len(figs), err, warnings)
+	}
+}
+
+// TestReportCountsWaitingRuns: a sweep's runs that have not run yet are
+// listed one by one up to a few, then counted in one line (thousands before
+// a paper study's stage 2); runs that need a look are always listed.
+func TestReportCountsWaitingRuns(t *testing.T) {
+	var many []missingRun
+	for i := range 7 {
+		status := "new"
+		if i >= 5 {
+			status = "queued"
+		}
+		many = append(many, missingRun{fmt.Sprintf("out/e_meazo/lr=1e-%d_seed=0", i+1), status})
+	}
+	many = append(many, missingRun{"out/e_meazo/lr=1_seed=0", "failed"})
+	rep := &Report{cells: []cell{
+		{exp: "e", optimizer: "meazo", seeds: 1, missing: many},
+		{exp: "e", optimizer: "zo-sgd", seeds: 1, missing: many[:2]},
+	}}
+	md := rep.Markdown()
+	for _, want := range []string{"## Missing (10)", "- e_meazo: 5 new and 2 queued runs, not run yet", "- out/e_meazo/lr=1_seed=0 (failed)",
+		"- out/e_meazo/lr=1e-1_seed=0 (new)\n- out/e_meazo/lr=1e-2_seed=0 (new)\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "lr=1e-1_seed=0") != 1 {
+		t.Errorf("a counted run is listed too:\n%s", md)
 	}
 }

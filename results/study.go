@@ -34,9 +34,19 @@ type cell struct {
 	metric         string
 	mean, std      float64
 	n, seeds       int
-	missing        []string // runs not done: "dir (status)"
+	missing        []missingRun // runs without a result
 	note           string
 }
+
+// missingRun is a run without a result, and its state (sweep.Status*).
+type missingRun struct{ dir, status string }
+
+func (m missingRun) String() string { return fmt.Sprintf("%s (%s)", m.dir, m.status) }
+
+// maxWaitingListed is how many runs of a sweep that have not run yet (new,
+// queued) the report lists one by one; more are counted in one line (a
+// paper study has thousands before its stage 2 runs).
+const maxWaitingListed = 5
 
 // TaskMetric is the headline test metric of a task as the paper's tables
 // report it: its key in summary.json's "test", its label, and the factor to
@@ -72,7 +82,7 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		all := sp.Results(specs, ss.States)
 		for i, r := range specs {
 			if all[i].Failed {
-				c.missing = append(c.missing, fmt.Sprintf("%s (%s)", r.Dir, ss.States[r.Dir].Status))
+				c.missing = append(c.missing, missingRun{r.Dir, ss.States[r.Dir].Status})
 				failed = append(failed, all[i])
 			} else {
 				runs = append(runs, all[i])
@@ -253,17 +263,42 @@ func (rep *Report) Markdown() string {
 		}
 	}
 	var missing []string
+	n := 0
 	for _, c := range rep.cells {
 		if c.note != "" {
 			missing = append(missing, fmt.Sprintf("- %s_%s: %s", c.exp, c.optimizer, c.note))
+			n++
 		}
+		var waiting []missingRun
 		for _, m := range c.missing {
-			missing = append(missing, "- "+m)
+			if m.status == sweep.StatusNew || m.status == sweep.StatusQueued {
+				waiting = append(waiting, m)
+			} else {
+				missing = append(missing, "- "+m.String())
+			}
 		}
+		if len(waiting) > maxWaitingListed {
+			counts := map[string]int{}
+			for _, m := range waiting {
+				counts[m.status]++
+			}
+			var parts []string
+			for _, st := range []string{sweep.StatusNew, sweep.StatusQueued} {
+				if counts[st] > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+				}
+			}
+			missing = append(missing, fmt.Sprintf("- %s_%s: %s runs, not run yet", c.exp, c.optimizer, strings.Join(parts, " and ")))
+		} else {
+			for _, m := range waiting {
+				missing = append(missing, "- "+m.String())
+			}
+		}
+		n += len(c.missing)
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, "\n## Missing (%d)\n\nRuns without a result (meazo-sweep status says more; meazo-sweep resume retries them):\n\n%s\n",
-			len(missing), strings.Join(missing, "\n"))
+			n, strings.Join(missing, "\n"))
 	} else {
 		b.WriteString("\nNo run is missing.\n")
 	}

@@ -40,9 +40,10 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Every figure is made before anything is written, so that a run that
-	// cannot be read leaves the output directory as it was (an old report
-	// is not left half replaced).
+	// Every figure is made before anything is written, so that a report
+	// that fails (an experiment with no run to draw) leaves the output
+	// directory as it was (an old report is not left half replaced). A run
+	// whose metrics.jsonl cannot be read is only left out of the curves.
 	type experimentFigures struct {
 		name string
 		figs []results.Figure

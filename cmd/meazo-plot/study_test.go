@@ -73,19 +73,31 @@ func TestStudyReport(t *testing.T) {
 		t.Errorf("val_loss.svg does not draw MEAZO at the table's η* = 1e-3")
 	}
 
-	// A run that cannot be read stops the report before it writes anything:
-	// the old report stays whole, and no new directory is made.
+	// A run whose metrics.jsonl cannot be read is left out of the curves,
+	// which say so; the report is written.
 	os.Remove(filepath.Join(dir, "out", "squad_lora_zo-sgd", "lr=0.01_seed=0", "metrics.jsonl"))
+	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err != nil {
+		t.Fatalf("a missing metrics.jsonl: %v", err)
+	}
+	if val, _ := os.ReadFile(filepath.Join(out, "squad_lora", "val_loss.svg")); !strings.Contains(string(val), "Left out, their metrics.jsonl unreadable:") {
+		t.Errorf("val_loss.svg does not say that a run was left out")
+	}
+	// A report with nothing to draw stops before it writes anything: the
+	// old report stays whole, and no new directory is made.
+	ms, _ := filepath.Glob(filepath.Join(dir, "out", "*", "*", "metrics.jsonl"))
+	for _, m := range ms {
+		os.Remove(m)
+	}
 	os.WriteFile(filepath.Join(out, "results.md"), []byte("old"), 0o644)
 	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err == nil || !strings.Contains(err.Error(), "metrics.jsonl") {
-		t.Fatalf("missing metrics.jsonl: %v", err)
+		t.Fatalf("no metrics.jsonl: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "results.md")); string(b) != "old" {
 		t.Errorf("a failed report rewrote results.md")
 	}
 	fresh := filepath.Join(dir, "fresh")
 	if _, err := runCmd(t, "study", "--out", fresh, "--png=false", study); err == nil {
-		t.Fatal("missing metrics.jsonl: no error")
+		t.Fatal("no metrics.jsonl: no error")
 	}
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Errorf("a failed report made %s (%v)", fresh, err)
