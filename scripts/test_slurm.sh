@@ -184,6 +184,9 @@ for _ in $(seq 240); do
 	sleep 0.5
 done
 [[ -s $cancel_dir/metrics.jsonl ]] || fail "the cancel run did not start training: $(squeue 2>&1)"
+# meazo-sweep reads the queue with one squeue, an array task a line, as its job files name them.
+q=$(squeue -h -r -u "$(id -u)" -o %i)
+grep -qx "$cancel_job" <<<"$q" || fail "squeue -h -r -u $(id -u) -o %i does not list $cancel_job as meazo-sweep reads it: $q"
 scancel "$cancel_job"
 say "scancel $cancel_job (the cancel run, training)"
 

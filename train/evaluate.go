@@ -14,12 +14,12 @@ import (
 )
 
 // evalPass is the bookkeeping of one pass over an evaluation set (a
-// validation, or a test evaluation, which can take an hour on a CPU): a
+// validation, or a test evaluation, which on a CPU can take long): a
 // progress line every `every` once the pass has run that long, and the stop
 // poll between batches, so that a signal is answered within a batch, not at
 // the end of the pass.
 type evalPass struct {
-	what        string // "validation at step 500", "test (best)"
+	what        string // "validation of step 500", "test (best)"
 	total       int    // examples
 	every       time.Duration
 	start, last time.Time
