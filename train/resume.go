@@ -258,7 +258,8 @@ func (r *run) checkLogs() error {
 		name string
 		size int64
 		sum  string
-	}{{rundir.MetricsFile, r.state.MetricsBytes, r.state.MetricsSHA256}, {rundir.TimingFile, r.state.TimingBytes, r.state.TimingSHA256}} {
+		hash *logHash
+	}{{rundir.MetricsFile, r.state.MetricsBytes, r.state.MetricsSHA256, &r.metricsHash}, {rundir.TimingFile, r.state.TimingBytes, r.state.TimingSHA256, &r.timingHash}} {
 		p := filepath.Join(r.dir, l.name)
 		st, err := os.Stat(p)
 		if err != nil {
@@ -271,7 +272,7 @@ func (r *run) checkLogs() error {
 		if l.sum == "" {
 			return corrupted("%s has no checksum for %s", filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile), l.name)
 		}
-		sum, _, err := hashFile(p, l.size)
+		sum, err := l.hash.upTo(p, l.size) // the running checksum from here on
 		if err != nil {
 			return fmt.Errorf("resume %s: %w", r.dir, err)
 		}
@@ -282,13 +283,14 @@ func (r *run) checkLogs() error {
 	return nil
 }
 
-// stampLogs records the logs' checksums in the state (called with the sizes set).
+// stampLogs records the logs' checksums in the state (called with the sizes
+// set), hashing only what was appended since the last checkpoint.
 func (r *run) stampLogs() error {
 	var err error
-	if r.state.MetricsSHA256, _, err = hashFile(r.metrics.Name(), r.state.MetricsBytes); err != nil {
+	if r.state.MetricsSHA256, err = r.metricsHash.upTo(r.metrics.Name(), r.state.MetricsBytes); err != nil {
 		return err
 	}
-	if r.state.TimingSHA256, _, err = hashFile(r.timing.Name(), r.state.TimingBytes); err != nil {
+	if r.state.TimingSHA256, err = r.timingHash.upTo(r.timing.Name(), r.state.TimingBytes); err != nil {
 		return err
 	}
 	if st, err := os.Stat(filepath.Join(r.dir, rundir.ChangesFile)); err == nil {

@@ -57,11 +57,13 @@ type run struct {
 	bestCopy [][]float32 // the parameters with the lowest validation loss
 	metrics  *os.File
 	timing   *os.File
-	summary  Summary
-	prog     *progress      // the progress bar or lines of train
-	lock     *Lock          // run.lock, held from setup to the end of Run
-	changes  []ConfigChange // settings changed with --set on resume
-	backend  tensor.Backend // where the model computes (model.backend)
+	// The logs' running checksums, up to the last checkpoint's sizes.
+	metricsHash, timingHash logHash
+	summary                 Summary
+	prog                    *progress      // the progress bar or lines of train
+	lock                    *Lock          // run.lock, held from setup to the end of Run
+	changes                 []ConfigChange // settings changed with --set on resume
+	backend                 tensor.Backend // where the model computes (model.backend)
 }
 
 // closeBackend releases the model and the backend (device memory on a GPU).

@@ -3,6 +3,8 @@ package train
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -511,4 +513,34 @@ func TestTokenizerLargerThanModel(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the tokenizer has ids up to %d but the model's vocab_size is %d", c.VocabSize, c.VocabSize)) {
 		t.Errorf("got %v", err)
 	}
+}
+
+// TestLogHashRuns: the running checksum of a log equals the SHA-256 of its
+// first n bytes at every checkpoint, reading only what was appended (a
+// shorter size starts again from the start; a log shorter than asked is an
+// error, after which it starts again too).
+func TestLogHashRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	var content []byte
+	var l logHash
+	check := func(size int64) {
+		t.Helper()
+		got, err := l.upTo(path, size)
+		want := sha256.Sum256(content[:size])
+		if err != nil || got != hex.EncodeToString(want[:]) || l.n != size {
+			t.Fatalf("upTo(%d): %s, %v (hashed to %d); want %x", size, got, err, l.n, want)
+		}
+	}
+	for i := range 5 {
+		content = append(content, []byte(strings.Repeat("x", 100*i)+"\n")...)
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check(int64(len(content)))
+	}
+	check(int64(len(content) - 50)) // cut back, as resume does
+	if _, err := l.upTo(path, int64(len(content)+1)); err == nil || l.h != nil {
+		t.Fatalf("a log shorter than asked: %v (state kept: %v)", err, l.h != nil)
+	}
+	check(int64(len(content)))
 }
