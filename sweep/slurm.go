@@ -44,7 +44,9 @@ type slurmSubmission struct {
 // slurmCandidates lists the runs to submit now, stage 1 first.
 func (st *Study) slurmCandidates(mode Mode, selectJob bool, log io.Writer) ([]RunSpec, error) {
 	var out []RunSpec
-	var queue slurmQueue // read once, when a run is first found queued
+	// The queue, read once, when a run is first found queued: a job that
+	// ends meanwhile only leaves it, and its run then reads as ended.
+	var queue slurmQueue
 	alive := func(s RunState) (bool, error) {
 		if queue == nil {
 			var err error

@@ -29,7 +29,8 @@ type checkpointState struct {
 	MetricsSHA256 string `json:"metrics_sha256"`
 	TimingSHA256  string `json:"timing_sha256"`
 	ChangesBytes  int64  `json:"changes_bytes"`
-	// A stop cut short the validation of this step: resume runs it first.
+	// A stop cut short step 0's validation: resume runs it first. (A stop
+	// in a later validation checkpoints the state before its step.)
 	ValidationPending bool `json:"validation_pending,omitempty"`
 	// A stop cut short the test evaluation after the last step: how far it
 	// got, for resume to go on from.
@@ -44,9 +45,59 @@ type testProgress struct {
 	Partial  evalPartial                   `json:"partial"`
 }
 
+// snapshot is the state of a run after a step, kept in memory while the
+// next step runs (the parameters, the engine's state, the logs' sizes), so
+// that a stop in that step's validation can checkpoint the state before it.
+type snapshot struct {
+	state    checkpointState
+	params   [][]float32
+	engine   []byte
+	logSizes [2]int64 // metrics.jsonl, timing.jsonl
+}
+
+// snapshot takes the run's state after its last step.
+func (r *run) snapshot() (*snapshot, error) {
+	eng, err := r.engine.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{state: r.state, params: cloneParams(r.params), engine: eng}
+	for i, f := range []*os.File{r.metrics, r.timing} {
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		s.logSizes[i] = st.Size()
+	}
+	return s, nil
+}
+
+// checkpointSnapshot makes s the run's state again and checkpoints it: the
+// logs are cut back to it (the lines after it run again on resume, as after
+// any checkpoint), and r.params and the engine are left as they were.
+func (r *run) checkpointSnapshot(s *snapshot) error {
+	r.state = s.state
+	for i, f := range []*os.File{r.metrics, r.timing} {
+		if err := f.Truncate(s.logSizes[i]); err != nil {
+			return err
+		}
+	}
+	return r.checkpointOf(s.params, s.engine)
+}
+
 // checkpoint writes checkpoint/ atomically: a new directory is filled, then
 // swapped in by rename, so an interruption leaves the previous one intact.
 func (r *run) checkpoint() error {
+	eng, err := r.engine.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	return r.checkpointOf(r.params, eng)
+}
+
+// checkpointOf writes checkpoint/ with the given parameters and engine state
+// and r.state, the logs as they are now.
+func (r *run) checkpointOf(params [][]float32, eng []byte) error {
 	for _, f := range []*os.File{r.metrics, r.timing} {
 		if err := f.Sync(); err != nil {
 			return err
@@ -66,11 +117,7 @@ func (r *run) checkpoint() error {
 	}
 	final, tmp := filepath.Join(r.dir, rundir.CheckpointDir), filepath.Join(r.dir, rundir.CheckpointTmpDir)
 	os.RemoveAll(tmp)
-	if err := r.adapter.Save(tmp, r.params); err != nil {
-		return err
-	}
-	eng, err := r.engine.MarshalBinary()
-	if err != nil {
+	if err := r.adapter.Save(tmp, params); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(tmp, rundir.OptimizerFile), eng); err != nil {

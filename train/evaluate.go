@@ -21,6 +21,7 @@ import (
 type evalPass struct {
 	what        string // "validation of step 500", "test (best)"
 	total       int    // examples
+	from        int    // examples done before this pass began (a resumed test evaluation)
 	every       time.Duration
 	start, last time.Time
 	note        func(string)  // prints a line; nil: no progress lines
@@ -64,7 +65,7 @@ func (p *evalPass) after(done int, canStop bool) error {
 	if p.note != nil && done < p.total && time.Since(p.last) >= p.every {
 		p.last = time.Now()
 		elapsed := time.Since(p.start)
-		eta := time.Duration(float64(elapsed) / float64(max(done, 1)) * float64(p.total-done))
+		eta := time.Duration(float64(elapsed) / float64(max(done-p.from, 1)) * float64(p.total-done))
 		p.note(fmt.Sprintf("%s: %d/%d examples (%s, ETA %s)", p.what, done, p.total, elapsed.Round(time.Second), eta.Round(time.Second)))
 	}
 	return nil
@@ -138,6 +139,9 @@ func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string,
 	start := time.Now()
 	if part.Done == 0 || len(part.Sums) != sumsLen(e.task) {
 		*part = evalPartial{Sums: make([]float64, sumsLen(e.task))}
+	}
+	if pass != nil {
+		pass.from = part.Done
 	}
 	var res map[string]float64
 	var err error

@@ -28,8 +28,9 @@ type Options struct {
 	// StopAfter, if positive, ends the run after this many steps of this
 	// invocation as if interrupted (no final evaluation): for tests of resume.
 	StopAfter int
-	// Stop, if set, is polled once before each step; a non-empty answer (the
-	// reason, e.g. a signal's name) ends the run as interrupted (stop.go).
+	// Stop, if set, is polled before each step and between the batches of
+	// every evaluation; a non-empty answer (the reason, e.g. a signal's
+	// name) ends the run as interrupted (stop.go).
 	Stop func() string
 	// wrapBackend, if set, wraps the backend once opened: for tests that
 	// make the device fail.
@@ -104,8 +105,8 @@ func (r *run) train() (*Summary, error) {
 		TrainableParams: countParams(r.params), Test: map[string]map[string]float64{}}
 	prog := newProgress(r.log, r.opts.Terminal, total, cfg.Train.LogEvery)
 	r.prog = prog
-	// The validation of the step the state is at, if it has not run: a new
-	// run's step 0, or one that a stop cut short.
+	// Step 0's validation, if it has not run (a new run, or a stop cut it
+	// short).
 	if r.state.ValidationPending {
 		if s, err := r.pendingValidation(); s != nil || err != nil {
 			return s, err
@@ -123,6 +124,16 @@ func (r *run) train() (*Summary, error) {
 		if reason := r.stopRequested(); reason != "" {
 			prog.done()
 			return r.interrupted(step, reason, "")
+		}
+		// Before a step that validates, the state after the previous one, to
+		// checkpoint if a stop cuts that validation short.
+		validates := (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total
+		var before *snapshot
+		if validates {
+			var err error
+			if before, err = r.snapshot(); err != nil {
+				return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
+			}
 		}
 		// The mini-batch, drawn by the sampler, handed to the objective.
 		t0 := time.Now()
@@ -144,13 +155,17 @@ func (r *run) train() (*Summary, error) {
 			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
 		}
 		// Validate every eval_every steps and at the end, keeping the best adapter.
-		if (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total {
+		if validates {
 			ok, err := r.validate(step + 1)
 			if reason, stopped := stopReason(err); stopped {
-				// θ has taken the step: checkpoint it with its validation to do.
-				r.state.Step, r.state.Sampler, r.state.ValidationPending = step+1, r.sampler.State(), true
+				// Back to the state before the step: resume runs it again, then
+				// its validation (a validation that finds θ diverged then leaves
+				// a checkpoint from before, as it does without a stop).
 				prog.done()
-				return r.interrupted(step+1, reason, validationCut(step+1))
+				if err := r.checkpointSnapshot(before); err != nil {
+					return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
+				}
+				return r.interrupted(step, reason, fmt.Sprintf("during the validation of step %d, which runs again with its step", step+1))
 			}
 			if err != nil {
 				return nil, r.failed(err)
@@ -175,19 +190,25 @@ func (r *run) train() (*Summary, error) {
 	return r.finish()
 }
 
-// pendingValidation runs the validation of the step the state is at (a new
-// run's step 0: the curves' first point, and the best adapter if training
-// never improves on it; or one that a stop cut short), then checkpoints, so
-// that a run killed early still has a state to resume or inspect.
+// pendingValidation runs the validation of the step the state is at (step
+// 0's: the curves' first point, and the best adapter if training never
+// improves on it), then checkpoints, so that a run killed early still has a
+// state to resume or inspect.
 func (r *run) pendingValidation() (*Summary, error) {
 	step := r.state.Step
+	stopped := func(reason string) (*Summary, error) {
+		r.prog.done()
+		if err := r.checkpoint(); err != nil {
+			return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)
+		}
+		return r.interrupted(step, reason, fmt.Sprintf("during the validation of step %d, which runs again first", step))
+	}
 	if reason := r.stopRequested(); reason != "" {
-		return r.interrupted(step, reason, validationCut(step))
+		return stopped(reason)
 	}
 	ok, err := r.validate(step)
-	if reason, stopped := stopReason(err); stopped {
-		r.prog.done()
-		return r.interrupted(step, reason, validationCut(step))
+	if reason, ok := stopReason(err); ok {
+		return stopped(reason)
 	}
 	if err != nil {
 		return nil, r.failed(err)
@@ -203,12 +224,6 @@ func (r *run) pendingValidation() (*Summary, error) {
 		return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
 	}
 	return nil, nil
-}
-
-// validationCut says, in an interruption's message, that the validation of
-// step was cut short.
-func validationCut(step int) string {
-	return fmt.Sprintf("during the validation of step %d, which runs again first", step)
 }
 
 // note prints a line of an evaluation's progress, ending the progress bar's

@@ -60,7 +60,7 @@ func (r *run) setup() error {
 		// A resumed run: the --set changes, recorded.
 		return r.applyChanges()
 	}
-	// A new run: step 0's validation and first checkpoint.
+	// A new run: step 0's validation, pending (train runs it first).
 	return r.startRun()
 }
 

@@ -12,7 +12,8 @@ import (
 // limit's SIGUSR1 (not after a scancel's SIGTERM).
 const ExitInterrupted = 3
 
-// stopRequested polls Options.Stop (once per step).
+// stopRequested polls Options.Stop (before each step, and between the
+// batches of every evaluation).
 func (r *run) stopRequested() string {
 	if r.opts.Stop == nil {
 		return ""
@@ -23,12 +24,12 @@ func (r *run) stopRequested() string {
 // interrupted ends a run after step because reason (a signal) asked it to:
 // the step in progress has finished, a checkpoint of the state after it is
 // written unless the last one already holds it, and summary.json records the
-// interruption (status "interrupted", the signal, steps_done). during says
-// what evaluation the stop cut short ("" for none); the checkpoint then
-// records it (a validation to run again, how far the test evaluation got).
-// --resume continues bit-identically and replaces that summary.
+// interruption (status "interrupted", the signal, steps_done). during says,
+// for the message, what evaluation the stop cut short ("" for none; the
+// caller has checkpointed what resume needs to go on with it). --resume
+// continues bit-identically and replaces that summary.
 func (r *run) interrupted(step int, reason, during string) (*Summary, error) {
-	if during != "" || r.lastCheckpointStep() != r.state.Step {
+	if r.lastCheckpointStep() != r.state.Step {
 		if err := r.checkpoint(); err != nil {
 			return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // stopAt is an Options.Stop that asks to stop from its n-th poll on, as a
@@ -207,8 +208,8 @@ func TestStopReport(t *testing.T) {
 			func(st checkpointState) bool { return st.ValidationPending && st.Step == 0 }},
 		{"between steps", nil, 6, "interrupted by SIGUSR1 after step 1 of 4;",
 			func(st checkpointState) bool { return !st.ValidationPending && st.Step == 1 }},
-		{"a later validation", nil, 8, "interrupted by SIGUSR1 after step 2 of 4 (during the validation of step 2, which runs again first)",
-			func(st checkpointState) bool { return st.ValidationPending && st.Step == 2 }},
+		{"a later validation", nil, 8, "interrupted by SIGUSR1 after step 1 of 4 (during the validation of step 2, which runs again with its step)",
+			func(st checkpointState) bool { return !st.ValidationPending && st.Step == 1 }},
 		// 10-11 before steps 3 and 4, 12-14 in step 4's validation; 15-17 in the best adapter's test
 		// (8 examples, 16 candidates in 4 batches, after examples 2, 4, 6).
 		{"the test evaluation", nil, 16, "interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 4 of 8 of the best adapter's; resume goes on from there)",
@@ -251,6 +252,13 @@ func TestEvalProgressLines(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "test (best): 2/10 examples (") || !strings.Contains(lines[3], "8/10 examples") {
 		t.Errorf("progress lines %q", lines)
 	}
+	// Resumed at 6 of 10, 2 done in 2 minutes: 2 left take 2 more.
+	lines = nil
+	p = newEvalPass("test (best)", 10, func(s string) { lines = append(lines, s) }, nil)
+	p.every, p.from, p.start = 0, 6, time.Now().Add(-2*time.Minute)
+	if p.after(8, true); len(lines) != 1 || !strings.HasSuffix(lines[0], "8/10 examples (2m0s, ETA 2m0s)") {
+		t.Errorf("resumed: progress lines %q", lines)
+	}
 }
 
 // TestCheckTestProgress: a checkpoint's record of a stopped test
@@ -274,5 +282,36 @@ func TestCheckTestProgress(t *testing.T) {
 		if err := checkTestProgress(&tc.tp, 10, 2, bad); (err == nil) != tc.ok {
 			t.Errorf("%s: error %v, want ok %v", tc.name, err, tc.ok)
 		}
+	}
+}
+
+// TestStopInDivergingValidation: a stop in the validation that would find θ
+// diverged leaves the checkpoint from before that step, as the run without
+// a stop does, so that a resume with a smaller learning rate goes on.
+func TestStopInDivergingValidation(t *testing.T) {
+	_, cfg := demoConfig(t, 4)
+	set := []string{"train.eval_every=1", "optimizer.lr=1e20", "task.max_train=200", "task.max_validation=16", "eval.batch_size=4", "eval.skip=true"}
+	root := t.TempDir()
+	whole, cut := filepath.Join(root, "whole"), filepath.Join(root, "cut")
+	want, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)})
+	if err != nil || want.Status != "diverged" || *want.DivergedAt != 1 {
+		t.Fatalf("the run without a stop: %+v, %v; want it diverged at step 1's validation", want, err)
+	}
+	// Polls: 1 before step 0's validation, 2-4 in it, 5 before step 1, 6-8 in its validation.
+	n := 0
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), Stop: stopAt(6, &n)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Run(Options{Resume: cut})
+	if err != nil || got.Status != "diverged" || got.Message != strings.ReplaceAll(want.Message, whole, cut) || readState(t, cut).Step != 0 {
+		t.Fatalf("stopped in step 1's validation, resumed: %q, %v, checkpoint at step %d; without a stop: %q", got.Message, err, readState(t, cut).Step, want.Message)
+	}
+	for _, dir := range []string{whole, cut} {
+		if s, err := Run(Options{Resume: dir, Overrides: []string{"optimizer.lr=0.005"}}); err != nil || s.Status != "done" {
+			t.Errorf("%s, resumed with a smaller rate: %+v, %v", dir, s, err)
+		}
+	}
+	if a, b := readFile(t, filepath.Join(whole, "metrics.jsonl")), readFile(t, filepath.Join(cut, "metrics.jsonl")); a != b {
+		t.Errorf("metrics.jsonl differ after the rescue")
 	}
 }

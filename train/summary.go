@@ -40,6 +40,9 @@ func (r *run) finish() (*Summary, error) {
 		return nil, err
 	}
 	if reason != "" {
+		if err := r.checkpoint(); err != nil { // with how far the test evaluation got
+			return nil, fmt.Errorf("interrupted by %s during the test evaluation: checkpoint: %w", reason, err)
+		}
 		return r.interrupted(r.state.Step, reason, r.testCut())
 	}
 	r.summary.StepsDone, r.summary.Status = r.state.Step, rundir.StatusDone
@@ -106,17 +109,23 @@ func (r *run) testEvaluation() (string, error) {
 // testCut says, in an interruption's message, how far the test evaluation got.
 func (r *run) testCut() string {
 	tp := r.state.Test
+	whose := func(name string) string {
+		if name == "base" {
+			return "the base model's"
+		}
+		return "the " + name + " adapter's"
+	}
 	var done []string
 	for _, name := range []string{"best", "last", "base"} {
 		if _, ok := tp.Finished[name]; ok {
-			done = append(done, name)
+			done = append(done, whose(name))
 		}
 	}
-	s := "during the test evaluation"
+	s := fmt.Sprintf("during the test evaluation, at example %d of %d of %s", tp.Partial.Done, len(r.data.test), whose(tp.Current))
 	if len(done) > 0 {
-		s += " (" + strings.Join(done, ", ") + " done)"
+		s += ", after " + strings.Join(done, " and ")
 	}
-	return fmt.Sprintf("%s, at example %d of %d of the %s adapter's; resume goes on from there", s, tp.Partial.Done, len(r.data.test), tp.Current)
+	return s + "; resume goes on from there"
 }
 
 func (r *run) fillSummary() {
