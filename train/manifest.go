@@ -83,8 +83,7 @@ func hashFile(path string, n int64) (string, int64, error) {
 // logHash is the SHA-256 of an append-only log's first n bytes, kept
 // running: a checkpoint hashes only what was appended since the last one.
 // (Hashing the whole log at every checkpoint made the run's cost grow with
-// the square of its length: seconds per checkpoint by the end of a week's
-// grouped metrics.)
+// the square of its length.)
 type logHash struct {
 	h hash.Hash // nil: nothing hashed yet
 	n int64

@@ -207,7 +207,7 @@ func (r *run) pendingValidation() (*Summary, error) {
 		return stopped(reason)
 	}
 	ok, err := r.validate(step)
-	if reason, ok := stopReason(err); ok {
+	if reason, stop := stopReason(err); stop {
 		return stopped(reason)
 	}
 	if err != nil {
