@@ -9,25 +9,29 @@ import (
 )
 
 // progress shows training progress: a bar redrawn in place on a terminal,
-// or a plain line every `every` steps otherwise (logs, CI, nohup).
+// or a plain line every `every` steps otherwise (logs, CI, nohup). Its rate
+// is wall-clock steps per second since begin, validations and checkpoints
+// included, so that the ETA holds.
 type progress struct {
 	w        io.Writer
 	terminal bool
 	total    int
 	every    int
 	start    time.Time
-	first    int // first step of this invocation (after a resume)
+	first    int // the step this invocation began after (a resume's)
 	drawn    bool
 }
 
 func newProgress(w io.Writer, terminal bool, total, every int) *progress {
-	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now(), first: -1}
+	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now()}
+}
+
+// begin starts the clock before the first step after step.
+func (p *progress) begin(step int) {
+	p.first, p.start = step, time.Now()
 }
 
 func (p *progress) update(step int, loss, valLoss float64) {
-	if p.first < 0 {
-		p.first, p.start = step-1, time.Now()
-	}
 	done := step - p.first
 	elapsed := time.Since(p.start).Seconds()
 	rate := float64(done) / elapsed

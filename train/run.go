@@ -113,6 +113,7 @@ func (r *run) train() (*Summary, error) {
 		}
 	}
 	ran := 0
+	prog.begin(r.state.Step)
 	for step := r.state.Step; step < total; step++ {
 		// Stop here if asked to (tests of resume, or a signal).
 		if r.opts.StopAfter > 0 && ran == r.opts.StopAfter {

@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -313,5 +314,19 @@ func TestStopInDivergingValidation(t *testing.T) {
 	}
 	if a, b := readFile(t, filepath.Join(whole, "metrics.jsonl")), readFile(t, filepath.Join(cut, "metrics.jsonl")); a != b {
 		t.Errorf("metrics.jsonl differ after the rescue")
+	}
+}
+
+// TestProgressRate: the rate counts every step of this invocation, the first
+// included (it was timed from the end of the first step: a one-step run said
+// 0.00 s/step).
+func TestProgressRate(t *testing.T) {
+	var b strings.Builder
+	p := newProgress(&b, false, 10, 1)
+	p.begin(4)
+	p.start = time.Now().Add(-3 * time.Second)
+	p.update(5, 1, math.NaN())
+	if got := b.String(); !strings.HasPrefix(got, "step 5/10 loss 1.0000 (3.00 s/step, ETA 15s)") {
+		t.Errorf("progress line %q", got)
 	}
 }
