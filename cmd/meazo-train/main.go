@@ -170,12 +170,11 @@ func report(s *train.Summary, err error) {
 	if err != nil {
 		fail(err)
 	}
+	// A diverged or interrupted run has printed its summary's message.
 	if s.Diverged {
-		fmt.Fprintf(os.Stderr, "run diverged: %s\n", s.Message)
 		return
 	}
 	if s.Interrupted() {
-		fmt.Fprintf(os.Stderr, "meazo-train: %s\n", s.Message)
 		os.Exit(train.ExitInterrupted)
 	}
 	gpu := ""
