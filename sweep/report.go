@@ -47,14 +47,13 @@ func (st *Study) Status(w io.Writer, verbose bool) error {
 			s := ss.States[r.Dir]
 			if !verbose && slices.Contains(quietStatuses, s.Status) {
 				quiet++
+				continue
 			}
-			if verbose || !slices.Contains(quietStatuses, s.Status) {
-				line := fmt.Sprintf("  %-11s %s", s.Status, r.Dir)
-				if s.Detail != "" {
-					line += "  (" + s.Detail + ")"
-				}
-				fmt.Fprintln(w, line)
+			line := fmt.Sprintf("  %-11s %s", s.Status, r.Dir)
+			if s.Detail != "" {
+				line += "  (" + s.Detail + ")"
 			}
+			fmt.Fprintln(w, line)
 		}
 	}
 	fmt.Fprintf(w, "total: %s\n", countString(total))
