@@ -157,31 +157,72 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 		}()
 		return nil
 	}
+	// A sweep's directories are read again only when something may have
+	// changed them: one of its runs ended here, or another process is
+	// training one of them. Reading every sweep after every run would read
+	// a paper study's 4,320 run directories 4,320 times.
+	ready := make([][]RunSpec, len(sweeps)) // per sweep, as last read: runs to start
+	stale := make([]bool, len(sweeps))
+	for i := range stale {
+		stale[i] = true
+	}
+	runsElsewhere := func(r RunSpec, s RunState) {
+		if !elsewhere[r.Dir] {
+			elsewhere[r.Dir] = true
+			fmt.Fprintf(log, "meazo-sweep: %s is running in another process (%s): not starting a second meazo-train on it\n", r.Dir, s.Detail)
+		}
+	}
+	sweepOf := map[*SweepPlan]int{}
+	for i, sp := range sweeps {
+		sweepOf[sp] = i
+	}
 	for {
 		if ctx.Err() == nil && !interrupted {
-			var ready []RunSpec
-			for _, sp := range sweeps {
-				ss, err := sp.State()
-				if err != nil {
-					return err
-				}
-				for _, r := range ss.Runs() {
-					s := ss.States[r.Dir]
-					if s.Status == StatusRunning && running[r.Dir] == nil && !elsewhere[r.Dir] {
-						elsewhere[r.Dir] = true
-						fmt.Fprintf(log, "meazo-sweep: %s is running in another process (%s): not starting a second meazo-train on it\n", r.Dir, s.Detail)
+			var next []RunSpec
+			for i, sp := range sweeps {
+				if stale[i] {
+					ss, err := sp.State()
+					if err != nil {
+						return err
 					}
-					if running[r.Dir] == nil && !attempted[r.Dir] && mode.startable(s) {
-						ready = append(ready, r)
+					ready[i], stale[i] = nil, false
+					for _, r := range ss.Runs() {
+						s := ss.States[r.Dir]
+						if s.Status == StatusRunning && running[r.Dir] == nil {
+							stale[i] = true // it ends without telling us
+							runsElsewhere(r, s)
+						}
+						if running[r.Dir] == nil && !attempted[r.Dir] && mode.startable(s) {
+							ready[i] = append(ready[i], r)
+						}
+					}
+				}
+				for _, r := range ready[i] {
+					if !attempted[r.Dir] {
+						next = append(next, r)
 					}
 				}
 			}
-			sort.SliceStable(ready, func(i, j int) bool { return ready[i].Stage < ready[j].Stage })
-			for len(free) > 0 && len(ready) > 0 {
-				if err := start(ready[0]); err != nil {
+			sort.SliceStable(next, func(i, j int) bool { return next[i].Stage < next[j].Stage })
+			for len(free) > 0 && len(next) > 0 {
+				r := next[0]
+				next = next[1:]
+				// Read as it is now, not as when its sweep was last read:
+				// another process may have taken it since.
+				s, err := ReadState(r.Dir)
+				if err != nil {
 					return err
 				}
-				ready = ready[1:]
+				if !mode.startable(s) {
+					stale[sweepOf[r.Sweep]] = true // read it again before the next start
+					if s.Status == StatusRunning {
+						runsElsewhere(r, s)
+					}
+					continue
+				}
+				if err := start(r); err != nil {
+					return err
+				}
 			}
 		}
 		if len(running) == 0 {
@@ -190,6 +231,7 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 		select {
 		case d := <-results:
 			delete(running, d.spec.Dir)
+			stale[sweepOf[d.spec.Sweep]] = true
 			free = append(free, d.slot)
 			if d.err != nil {
 				return fmt.Errorf("%s: %w", d.spec.Dir, d.err)

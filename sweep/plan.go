@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
@@ -58,6 +59,7 @@ func (s RunState) Settled() bool {
 // being resumed still has the summary, exit status and checkpoint of the
 // session before, and a run just started has no file that says so yet.
 func ReadState(dir string) (RunState, error) {
+	stateReads.Add(1)
 	if holder, held, err := train.LockHolder(dir); err != nil {
 		return RunState{}, err
 	} else if held {
@@ -105,6 +107,10 @@ func ReadState(dir string) (RunState, error) {
 	}
 	return RunState{Status: StatusNew}, nil
 }
+
+// stateReads counts ReadState's calls, for the test that a local study reads
+// each run directory a bounded number of times, not once per finished run.
+var stateReads atomic.Int64
 
 // ScriptResume is ScriptStatus's word for a run that meazo-train --resume continues.
 const ScriptResume = "resume"

@@ -437,3 +437,40 @@ func TestLocalGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalStudyReadsEachRunFewTimes: the local executor reads a sweep's
+// run directories again only when one of its runs has ended, so a study's
+// directory reads grow with its number of runs, not with its square (a
+// paper study is 4,320 runs).
+func TestLocalStudyReadsEachRunFewTimes(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0, 1, 2]
+coarse: [1e-4, 1e-3, 5e-3, 1e-2, 5e-2]
+experiments:
+  - {name: a, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd, zo-adam]}
+  - {name: b, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd, zo-adam]}
+executor: {kind: local, parallel: 1, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	before := stateReads.Load()
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	reads, runs := stateReads.Load()-before, int64(strings.Count(log.String(), "meazo-sweep: start "))
+	if runs != 6*(15+21) {
+		t.Fatalf("%d runs started, want %d\n%s", runs, 6*(15+21), log.String())
+	}
+	// Per run: the reads of its sweep after each of its sweep's runs ends
+	// (a sweep has 36 runs), one before it starts, the final reports'.
+	if limit := runs * (36 + 4); reads > limit {
+		t.Fatalf("%d directory reads for %d runs, want at most %d", reads, runs, limit)
+	}
+	t.Logf("%d directory reads for %d runs", reads, runs)
+}
