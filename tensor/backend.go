@@ -29,6 +29,12 @@ type Backend interface {
 	// Describe says in one line what the backend runs on, for logs: the
 	// CPU's kernel path, or the GPU's name, memory and library versions.
 	Describe() string
+	// Arithmetic names what decides the backend's rounding: the kernels
+	// and libraries it computes with, and the device where that matters.
+	// Two backends that give the same string compute the same bits for the
+	// same calls; a run resumed on a backend with another may continue
+	// correctly but not bit for bit.
+	Arithmetic() string
 	// Close releases everything the backend holds (device memory, library
 	// handles). The backend must not be used afterwards.
 	Close() error

@@ -35,6 +35,10 @@ type checkpointState struct {
 	// A stop cut short the test evaluation after the last step: how far it
 	// got, for resume to go on from.
 	Test *testProgress `json:"test,omitempty"`
+	// The backend's arithmetic (tensor.Backend.Arithmetic) that computed
+	// the steps so far: a resume on another says that the run is no longer
+	// bit for bit the one an uninterrupted run would have made.
+	Arithmetic string `json:"arithmetic,omitempty"`
 }
 
 // testProgress is how far a run's test evaluation got: the evaluations
@@ -44,6 +48,25 @@ type testProgress struct {
 	Current  string                        `json:"current,omitempty"`
 	Partial  evalPartial                   `json:"partial"`
 }
+
+// noteArithmetic records, as a change on resume, that this process computes
+// with another arithmetic than the run's earlier steps: a Slurm job
+// requeued on a node with another CPU (AVX-512 or AVX2) or GPU, or another
+// build (GOEXPERIMENT=simd or not). The run goes on correctly, but its
+// numbers are no longer those of an uninterrupted run, and the record says
+// so. A checkpoint from before the field existed says nothing: no record.
+func (r *run) noteArithmetic() {
+	now := r.backend.Arithmetic()
+	if was := r.state.Arithmetic; was != "" && was != now {
+		fmt.Fprintf(r.log, "warning: the run's steps so far were computed with %s; this process computes with %s, which rounds "+
+			"differently: the run goes on correctly, but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
+		r.changes = append(r.changes, ConfigChange{Key: ArithmeticChange, Old: was, New: now})
+	}
+	r.state.Arithmetic = now
+}
+
+// ArithmeticChange is the key of the change noteArithmetic records.
+const ArithmeticChange = "arithmetic"
 
 // snapshot is the state of a run after a step, kept in memory while the
 // next step runs (the parameters, the engine's state, the logs' sizes), so
@@ -169,6 +192,7 @@ func (r *run) restore() error {
 		fmt.Fprintf(r.log, "the test evaluation a stop cut short starts again: settings changed on resume\n")
 		r.state.Test = nil
 	}
+	r.noteArithmetic()
 	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -66,4 +67,70 @@ func TestDeviceFailureIsResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameRun(t, whole, cut)
+}
+
+// arithBackend is a backend that says it computes with another arithmetic
+// (as the CPU backend on another GEMM path, or another GPU, would).
+type arithBackend struct {
+	tensor.Backend
+	arith string
+}
+
+func (a arithBackend) Arithmetic() string { return a.arith }
+
+// TestResumeRecordsOtherArithmetic resumes a run on a backend whose
+// arithmetic differs from the one its checkpoint was computed with (a
+// requeue onto a node with another CPU or GPU): the run finishes, the log
+// warns that it is not bit for bit the uninterrupted run, and changes.jsonl
+// and summary.json record the change; a resume on the same arithmetic
+// records nothing.
+func TestResumeRecordsOtherArithmetic(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	run := filepath.Join(dir, "run")
+	set := []string{"train.eval_every=3", "train.checkpoint_every=2", "eval.skip=true", "task.max_train=100",
+		"task.max_validation=8", "output.dir=" + run}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if _, err := Run(Options{Resume: run, StopAfter: 2, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "warning") || len(readChanges(run)) != 0 {
+		t.Fatalf("a resume on the same arithmetic recorded a change: %v\n%s", readChanges(run), log.String())
+	}
+	was := readCheckpointArithmetic(t, run)
+	other := func(b tensor.Backend) tensor.Backend { return arithBackend{b, "another arithmetic"} }
+	log.Reset()
+	if _, err := Run(Options{Resume: run, Log: &log, wrapBackend: other}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "warning: the run's steps so far were computed with "+was+"; this process computes with another arithmetic") {
+		t.Errorf("no warning of the other arithmetic in the log:\n%s", log.String())
+	}
+	s := readSummary(t, run)
+	want := []ConfigChange{{Step: 4, Key: ArithmeticChange, Old: was, New: "another arithmetic"}}
+	if len(s.Changes) != 1 || s.Changes[0].Step != want[0].Step || s.Changes[0].Key != want[0].Key ||
+		s.Changes[0].Old != want[0].Old || s.Changes[0].New != want[0].New || s.StepsDone != 6 {
+		t.Errorf("summary: steps_done %d, changes %+v, want %+v", s.StepsDone, s.Changes, want)
+	}
+	if got := readCheckpointArithmetic(t, run); got != "another arithmetic" {
+		t.Errorf("the last checkpoint records arithmetic %q", got)
+	}
+}
+
+func readCheckpointArithmetic(t *testing.T, run string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, "checkpoint", "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st checkpointState
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Arithmetic == "" {
+		t.Fatal("state.json records no arithmetic")
+	}
+	return st.Arithmetic
 }

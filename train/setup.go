@@ -258,7 +258,7 @@ func (r *run) setupEvaluation(enc *data.Encoder) {
 	}
 	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.log}
-	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN()}
+	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.backend.Arithmetic()}
 	r.bestCopy = cloneParams(r.params)
 }
 

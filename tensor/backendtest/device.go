@@ -76,6 +76,7 @@ func (d *Device) Live() (bufs, weights, caches int) { return len(d.live), d.weig
 
 func (d *Device) Name() string                    { return "device-test" }
 func (d *Device) Describe() string                { return "test device (CPU kernels, copying uploads)" }
+func (d *Device) Arithmetic() string              { return "device-test over " + d.cpu.Arithmetic() }
 func (d *Device) Close() error                    { return nil }
 func (d *Device) Alloc(n int) tensor.Buf          { return d.newBuf(make([]float32, n)) }
 func (d *Device) FromHost(s []float32) tensor.Buf { return d.newBuf(slices.Clone(s)) }

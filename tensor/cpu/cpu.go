@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/meazo-go/meazo/tensor"
@@ -69,6 +70,14 @@ func (*Backend) Name() string { return "cpu" }
 func (*Backend) Describe() string {
 	return fmt.Sprintf("CPU, GEMM path %s, tile %s", GEMMPath(), GEMMTile())
 }
+
+// Arithmetic: the GEMM path (each rounds its own way; neither the tile
+// height nor the element-wise kernels' vector or scalar code changes the
+// bits) and the architecture (the Go compiler fuses multiply-adds on arm64).
+func (*Backend) Arithmetic() string {
+	return fmt.Sprintf("cpu %s, GEMM path %s", runtime.GOARCH, GEMMPath())
+}
+
 func (*Backend) Alloc(n int) tensor.Buf            { return HostBuf(make([]float32, n)) }
 func (*Backend) FromHost(src []float32) tensor.Buf { return HostBuf(src) }
 func (*Backend) ToHost(b tensor.Buf) []float32     { return host(b) }

@@ -39,6 +39,7 @@ type Backend struct {
 	mu          sync.Mutex
 	dev         device
 	desc        string
+	arith       string              // Arithmetic: the GPU and cuBLAS (Open), then the settings that change the bits
 	maxShm      int                 // dynamic shared memory a block may use (attention)
 	free        map[uint64][]cached // freed allocations by size class, for reuse, oldest first
 	freed       uint64              // recycle calls so far: the age of a cached block
@@ -174,6 +175,7 @@ func Open(device int) (*Backend, error) {
 	}
 	b := newBackend(g, desc, maxShm)
 	b.sms = g.sms
+	b.arith = g.arith + b.arith
 	return b, nil
 }
 
@@ -190,26 +192,29 @@ func newBackend(dev device, desc string, maxShm int) *Backend {
 	case "gemm":
 		minKeys = 1
 	}
+	// The settings below change the bits (docs/BACKENDS.md): each goes into
+	// the description and into Arithmetic.
+	var settings string
 	if k == "rows" || k == "tiled" || k == "gemm" {
-		desc += "; attention kernel: " + k + " (" + AttentionEnv + ")"
+		settings += "; attention kernel: " + k + " (" + AttentionEnv + ")"
 	}
 	stack := os.Getenv(StackEnv) == "1"
 	if stack {
-		desc += "; projections stacked (" + StackEnv + ")"
+		settings += "; projections stacked (" + StackEnv + ")"
 	}
 	chunk := defaultAttnChunk
 	if v, ok := os.LookupEnv(AttnChunkEnv); ok {
 		if c, err := strconv.Atoi(v); err == nil && c >= 0 {
 			chunk = c
-			desc += fmt.Sprintf("; attention chunks of %d queries (%s)", c, AttnChunkEnv)
+			settings += fmt.Sprintf("; attention chunks of %d queries (%s)", c, AttnChunkEnv)
 		}
 	}
 	minRows := 0
 	if os.Getenv(GEMMEnv) == "tf32x3" {
 		minRows = tf32x3Rows
-		desc += "; products on the tensor cores, 3xTF32 (" + GEMMEnv + ")"
+		settings += "; products on the tensor cores, 3xTF32 (" + GEMMEnv + ")"
 	}
-	return &Backend{dev: dev, desc: desc, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
+	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
 		gemmMinKeys: minKeys, attnChunk: chunk, stack: stack, tf32x3MinRows: minRows}
 }
 
@@ -264,6 +269,10 @@ func (b *Backend) enter() func() {
 
 func (b *Backend) Name() string     { return "cuda" }
 func (b *Backend) Describe() string { return b.desc }
+
+// Arithmetic: the GPU's name and compute capability and cuBLAS's version
+// (cuBLAS picks its kernels by both), and the settings that change the bits.
+func (b *Backend) Arithmetic() string { return b.arith }
 
 // Close frees every allocation the backend still holds and releases the
 // device.

@@ -20,6 +20,7 @@ type gpu struct {
 	fns         map[string]uintptr
 	alpha, beta *float32 // sgemmBatched's α = 1 and β = 0, which cuBLAS reads through host pointers
 	stage       staging
+	arith       string // the GPU and cuBLAS, for Backend.Arithmetic
 }
 
 // staging is pinned (page-locked) host memory through which htod sends
@@ -139,6 +140,7 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %s (%s); float32, TF32 off",
 		cString(&name[0]), major, minor, float64(free)/(1<<30), float64(total)/(1<<30), ver/1000, ver%1000/10,
 		c.version(bver), c.path)
+	g.arith = fmt.Sprintf("cuda, %s (compute %d.%d), cuBLAS %s", cString(&name[0]), major, minor, c.version(bver))
 	switch {
 	case syncUploads:
 		desc += "; uploads synchronous (" + UploadsEnv + ")"
