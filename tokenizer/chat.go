@@ -26,11 +26,20 @@ type ChatOptions struct {
 // pins none (the template's own fallback), so renders never depend on today.
 const DefaultDateString = "26 Jul 2024"
 
+// ErrNoChatTemplate is RenderChat's error for a model directory without a
+// chat template. Some base models' repositories have none; their Instruct
+// repository's chat_template.jinja renders the same conversations.
+var ErrNoChatTemplate = errors.New("the model directory has no chat template (chat_template in tokenizer_config.json, or chat_template.jinja); " +
+	"a base model's repository may lack one: copy chat_template.jinja from the matching Instruct repository")
+
+// HasChatTemplate says whether the model directory had a chat template.
+func (t *Tokenizer) HasChatTemplate() bool { return t.template != nil }
+
 // RenderChat renders msgs with the model's own chat template, as HF's
 // apply_chat_template(msgs, tokenize=False, ...) does.
 func (t *Tokenizer) RenderChat(msgs []Message, opt ChatOptions) (string, error) {
 	if t.template == nil {
-		return "", errors.New("render chat: the model directory has no chat template")
+		return "", fmt.Errorf("render chat: %w", ErrNoChatTemplate)
 	}
 	vars := map[string]any{"add_generation_prompt": opt.AddGenerationPrompt}
 	for name, v := range map[string]string{"bos_token": t.bosToken, "eos_token": t.eosToken, "pad_token": t.padToken} {

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/tokenizer"
 )
 
 // splits is the data of a run: encoded train and validation examples, and the
@@ -12,6 +13,16 @@ import (
 type splits struct {
 	train, val []data.Encoded
 	test       []data.Example
+}
+
+// checkChatTemplate refuses a tokenizer without a chat template before any
+// data is read: every task's examples are rendered with it, so without one
+// the first example would fail, named as if it were at fault.
+func checkChatTemplate(tok *tokenizer.Tokenizer, model string) error {
+	if !tok.HasChatTemplate() {
+		return fmt.Errorf("model %s: %w", model, tokenizer.ErrNoChatTemplate)
+	}
+	return nil
 }
 
 // loadSplits reads the task's files and draws the paper's splits

@@ -291,6 +291,9 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err != nil {
 		return nil, err
 	}
+	if err := checkChatTemplate(tok, "the model"); err != nil {
+		return nil, err
+	}
 	if o.Log == nil {
 		o.Log = io.Discard
 	}

@@ -195,6 +195,9 @@ func (r *run) loadModel() error {
 	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
 		return err
 	}
+	if err := checkChatTemplate(r.tok, cfg.Model.Path); err != nil {
+		return err
+	}
 	// Token ids past the embedding would fail only in the first forward
 	// that meets one (an added token the model was not resized for).
 	if n, v := r.tok.VocabSize(), r.m.VocabSize; n > v {

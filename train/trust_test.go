@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -512,6 +513,43 @@ func TestTokenizerLargerThanModel(t *testing.T) {
 	_, err = Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "model.path="+small, "output.dir="+filepath.Join(dir, "run"))})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the tokenizer has ids up to %d but the model's vocab_size is %d", c.VocabSize, c.VocabSize)) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestNoChatTemplate: a model directory without a chat template is refused
+// when the model loads, with the fix, before any example is read (it was
+// reported as the first training example's fault), by Run and Evaluate.
+func TestNoChatTemplate(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	src, bare := filepath.Join(dir, "model"), filepath.Join(dir, "bare")
+	if err := os.CopyFS(bare, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	var tc map[string]any
+	b, _ := os.ReadFile(filepath.Join(src, "tokenizer_config.json"))
+	if err := json.Unmarshal(b, &tc); err != nil {
+		t.Fatal(err)
+	}
+	delete(tc, "chat_template")
+	b, _ = json.Marshal(tc)
+	if err := os.WriteFile(filepath.Join(bare, "tokenizer_config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "model " + bare + ": the model directory has no chat template"
+	_, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "model.path="+bare, "output.dir="+filepath.Join(dir, "run"))})
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "copy chat_template.jinja") {
+		t.Errorf("Run: got %v, want %q and the fix", err, want)
+	}
+	m, err := model.Load(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Evaluate(m, tok, EvalOptions{Task: "sst2", Data: filepath.Join(dir, "data", "dev.tsv")}); !errors.Is(err, tokenizer.ErrNoChatTemplate) {
+		t.Errorf("Evaluate: got %v", err)
 	}
 }
 
