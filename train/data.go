@@ -29,8 +29,9 @@ func checkChatTemplate(tok *tokenizer.Tokenizer, model string) error {
 // (docs/ALGORITHMS.md, the data protocol): SST-2 and SQuAD hold out 5% of train (a permutation
 // seeded by task.data_seed) as validation; examples longer than
 // task.max_length tokens after chat rendering are dropped, then the first
-// max_train / max_validation are kept.
-func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer) (*splits, error) {
+// max_train / max_validation are kept. stop is polled while the examples are
+// encoded (minutes for a large dataset): a non-nil error ends the load.
+func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while string) error) (*splits, error) {
 	task := data.Task(cfg.Task.Name)
 	spec := data.PaperSplits[task]
 	maxTrain, maxVal := spec.MaxTrain, spec.MaxValidation
@@ -66,10 +67,10 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer) (*splits, error) 
 		trainEx, valEx = data.Select(all, tr), data.Select(all, va)
 	}
 	s := &splits{}
-	if s.train, err = encodeFirst(trainEx, enc, cfg.Task.MaxLength, maxTrain, "train", log); err != nil {
+	if s.train, err = encodeFirst(trainEx, enc, cfg.Task.MaxLength, maxTrain, "train", log, stop); err != nil {
 		return nil, err
 	}
-	if s.val, err = encodeFirst(valEx, enc, cfg.Task.MaxLength, maxVal, "validation", log); err != nil {
+	if s.val, err = encodeFirst(valEx, enc, cfg.Task.MaxLength, maxVal, "validation", log, stop); err != nil {
 		return nil, err
 	}
 	if len(s.train) == 0 || len(s.val) == 0 {
@@ -87,12 +88,17 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer) (*splits, error) 
 
 // encodeFirst encodes examples in order, dropping those longer than maxLen
 // tokens, until limit are kept (0: all).
-func encodeFirst(exs []data.Example, enc *data.Encoder, maxLen, limit int, what string, log io.Writer) ([]data.Encoded, error) {
+func encodeFirst(exs []data.Example, enc *data.Encoder, maxLen, limit int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
 	var out []data.Encoded
 	dropped := 0
-	for _, ex := range exs {
+	for i, ex := range exs {
 		if limit > 0 && len(out) >= limit {
 			break
+		}
+		if i%256 == 0 {
+			if err := stop("encoding the " + what + " split"); err != nil {
+				return nil, err
+			}
 		}
 		e, err := enc.Encode(ex)
 		if err != nil {

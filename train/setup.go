@@ -27,13 +27,16 @@ func (r *run) setup() error {
 		return err
 	}
 	// The model on its backend, and the tokenizer.
+	if err := r.stopStarting("loading the model"); err != nil {
+		return err
+	}
 	if err := r.loadModel(); err != nil {
 		return err
 	}
 	// The task's data, read, split and encoded.
 	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString}
 	var err error
-	if r.data, err = loadSplits(r.cfg, enc, r.log); err != nil {
+	if r.data, err = loadSplits(r.cfg, enc, r.log, r.stopStarting); err != nil {
 		return err
 	}
 	// The trainable adapter and its parameters θ.

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/meazo-go/meazo/rundir"
@@ -19,6 +20,26 @@ func (r *run) stopRequested() string {
 		return ""
 	}
 	return r.opts.Stop()
+}
+
+// ErrStoppedStarting says that a stop request came while a run was starting
+// (loading the model, encoding the data), before it had computed anything
+// to keep: a new run is started again, a resumed one resumed again (its
+// checkpoint is unchanged). meazo-train exits ExitInterrupted on it.
+var ErrStoppedStarting = errors.New("stopped while starting")
+
+// stopStarting is the error that ends a run's setup when a stop was asked
+// for (Options.Stop), else nil; while says what the setup was doing.
+func (r *run) stopStarting(while string) error {
+	reason := r.stopRequested()
+	if reason == "" {
+		return nil
+	}
+	next := "nothing had run yet: start it again"
+	if r.opts.Resume != "" {
+		next = "its checkpoint is unchanged: continue with --resume " + r.dir
+	}
+	return fmt.Errorf("%w: %s while %s, before its first step; %s", ErrStoppedStarting, reason, while, next)
 }
 
 // interrupted ends a run after step because reason (a signal) asked it to:

@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,12 +28,20 @@ func stopAt(n int, polls *int) func() string {
 	}
 }
 
+// setupPolls is how often a run polls for a stop before its first step in
+// these tests: before it loads the model, and as it starts encoding the
+// train and the validation splits (every 256 examples; the tests' splits
+// are shorter).
+const setupPolls = 3
+
 // checkStopAnywhere stops a run at each point where it polls for a stop
-// request (between steps, between the batches of a validation, step 0's
-// included, and between those of the test evaluations; with last > 0, only
-// at the last polls), then stops the resumed run again at its second poll,
-// resumes it to the end, and compares metrics.jsonl, the summary's test
-// metrics and best validation loss, and best/ with an uninterrupted run's.
+// request (while it starts, between steps, between the batches of a
+// validation, step 0's included, and between those of the test
+// evaluations; with last > 0, only at the last polls), then stops the
+// resumed run again at its second poll after its start, resumes it to the
+// end, and compares metrics.jsonl, the summary's test metrics and best
+// validation loss, and best/ with an uninterrupted run's. A run stopped while
+// it starts has nothing to resume: it is started again.
 func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 	t.Helper()
 	root := t.TempDir()
@@ -63,6 +72,22 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		cut := filepath.Join(root, "cut", string(rune('a'+at/26))+string(rune('a'+at%26)))
 		n := 0
 		s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), Stop: stopAt(at, &n)})
+		if at <= setupPolls {
+			if !errors.Is(err, ErrStoppedStarting) || !strings.HasSuffix(err.Error(), "before its first step; nothing had run yet: start it again") {
+				t.Fatalf("stop at poll %d, while the run starts: %v", at, err)
+			}
+			if _, err := os.Stat(filepath.Join(cut, "checkpoint")); !os.IsNotExist(err) {
+				t.Fatalf("stop at poll %d, while the run starts: a checkpoint (%v)", at, err)
+			}
+			// Started again, the directory is taken, and the run is the same.
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut)}); err != nil {
+				t.Fatalf("stop at poll %d, while the run starts, then a new start: %v", at, err)
+			}
+			if got := readFile(t, filepath.Join(cut, "metrics.jsonl")); got != string(wantMetrics) {
+				t.Fatalf("stop at poll %d, then a new start: metrics.jsonl differs from the uninterrupted run's", at)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("stop at poll %d: %v", at, err)
 		}
@@ -77,10 +102,21 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		if trainLines := strings.Count(readFile(t, filepath.Join(cut, "metrics.jsonl")), `"kind":"train"`); trainLines != st.Step {
 			t.Fatalf("stop at poll %d: metrics.jsonl has %d steps, the checkpoint %d", at, trainLines, st.Step)
 		}
-		// Again at the resumed run's second poll, then to the end.
+		// Again at the resumed run's second poll after its start, then to the end.
 		n = 0
-		if _, err := Run(Options{Resume: cut, Stop: stopAt(2, &n)}); err != nil {
+		if _, err := Run(Options{Resume: cut, Stop: stopAt(setupPolls+2, &n)}); err != nil {
 			t.Fatalf("stop at poll %d, then at the resumed run's second: %v", at, err)
+		}
+		if at == setupPolls+1 { // and once while the resume starts: its checkpoint stays as it was
+			before := readFile(t, filepath.Join(cut, "checkpoint", "state.json"))
+			n = 0
+			_, err := Run(Options{Resume: cut, Stop: stopAt(setupPolls, &n)})
+			if !errors.Is(err, ErrStoppedStarting) || !strings.Contains(err.Error(), "SIGUSR1 while encoding the validation split, before its first step; its checkpoint is unchanged: continue with --resume "+cut) {
+				t.Fatalf("stop at poll %d, then while the resume starts: %v", at, err)
+			}
+			if readFile(t, filepath.Join(cut, "checkpoint", "state.json")) != before {
+				t.Fatalf("stop at poll %d, then while the resume starts: the checkpoint changed", at)
+			}
 		}
 		end, err := Run(Options{Resume: cut})
 		if err != nil {
@@ -95,6 +131,9 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		}
 		if got, _ := os.ReadFile(filepath.Join(cut, "best", "adapter_model.safetensors")); !bytes.Equal(got, wantBest) {
 			t.Fatalf("stop at poll %d: best/ differs from the uninterrupted run's", at)
+		}
+		if st := readState(t, cut); st.Test != nil || st.Step != steps {
+			t.Fatalf("stop at poll %d, resumed: the finished run's checkpoint is at step %d with a test evaluation under way: %+v", at, st.Step, st.Test)
 		}
 	}
 }
@@ -203,24 +242,25 @@ func TestStopReport(t *testing.T) {
 		message string
 		check   func(checkpointState) bool
 	}{
-		// Polls: 1 before step 0's validation, 2-4 between its 4 batches; 5 before step 1; 6 before step 2;
-		// 7-9 in step 2's validation.
-		{"step 0's validation", nil, 3, "interrupted by SIGUSR1 after step 0 of 4 (during the validation of step 0, which runs again first)",
+		// Polls: 1-3 while the run starts (setupPolls); 4 before step 0's validation, 5-7 between its 4
+		// batches; 8 before step 1; 9 before step 2; 10-12 in step 2's validation.
+		{"step 0's validation", nil, 6, "interrupted by SIGUSR1 after step 0 of 4 (during the validation of step 0, which runs again first)",
 			func(st checkpointState) bool { return st.ValidationPending && st.Step == 0 }},
-		{"between steps", nil, 6, "interrupted by SIGUSR1 after step 1 of 4;",
+		{"between steps", nil, 9, "interrupted by SIGUSR1 after step 1 of 4;",
 			func(st checkpointState) bool { return !st.ValidationPending && st.Step == 1 }},
-		{"a later validation", nil, 8, "interrupted by SIGUSR1 after step 1 of 4 (during the validation of step 2, which runs again with its step)",
+		{"a later validation", nil, 11, "interrupted by SIGUSR1 after step 1 of 4 (during the validation of step 2, which runs again with its step)",
 			func(st checkpointState) bool { return !st.ValidationPending && st.Step == 1 }},
-		// 10-11 before steps 3 and 4, 12-14 in step 4's validation; 15-17 in the best adapter's test
+		// 13-14 before steps 3 and 4, 15-17 in step 4's validation; 18-20 in the best adapter's test
 		// (8 examples, 16 candidates in 4 batches, after examples 2, 4, 6).
-		{"the test evaluation", nil, 16, "interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 4 of 8 of the best adapter's; resume goes on from there)",
+		{"the test evaluation", nil, 19, "interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 4 of 8 of the best adapter's; resume goes on from there)",
 			func(st checkpointState) bool {
 				return st.Test != nil && st.Test.Current == "best" && st.Test.Partial.Done == 4 && len(st.Test.Partial.Sums) == 1 && st.Step == 4
 			}},
-		// Batches of 3: 5 polls in each validation (1 before step 0's, 2-6; 7-8 before steps 1-2, 9-13; 14-15, 16-20);
-		// the best adapter's test: 16 candidates end batches at 3, 6, 9, 12, 15 and 16, and only those
-		// that end on a whole example poll: 21 and 22, after examples 3 and 6.
-		{"a test evaluation in odd batches", []string{"eval.batch_size=3"}, 21,
+		// Batches of 3: after the start's 3 polls, 5 in each validation (4 before step 0's, 5-9; 10-11
+		// before steps 1-2, 12-16; 17-18, 19-23); the best adapter's test: 16 candidates end batches at
+		// 3, 6, 9, 12, 15 and 16, and only those that end on a whole example poll: 24 and 25, after
+		// examples 3 and 6.
+		{"a test evaluation in odd batches", []string{"eval.batch_size=3"}, 24,
 			"interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 3 of 8 of the best adapter's;",
 			func(st checkpointState) bool { return st.Test != nil && st.Test.Partial.Done == 3 }},
 	} {

@@ -35,6 +35,7 @@ func (r *run) finish() (*Summary, error) {
 	if err := r.adapter.Save(filepath.Join(r.dir, rundir.LastDir), r.params); err != nil {
 		return nil, err
 	}
+	resumedTest := r.state.Test != nil // the checkpoint holds a test evaluation a stop cut short
 	reason, err := r.testEvaluation()
 	if err != nil {
 		return nil, err
@@ -44,6 +45,13 @@ func (r *run) finish() (*Summary, error) {
 			return nil, fmt.Errorf("interrupted by %s during the test evaluation: checkpoint: %w", reason, err)
 		}
 		return r.interrupted(r.state.Step, reason, r.testCut())
+	}
+	if r.state.Test = nil; resumedTest {
+		// The finished run's checkpoint, as an uninterrupted run leaves it:
+		// with no test evaluation under way.
+		if err := r.checkpoint(); err != nil {
+			return nil, err
+		}
 	}
 	r.summary.StepsDone, r.summary.Status = r.state.Step, rundir.StatusDone
 	r.fillSummary()

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
@@ -142,12 +144,44 @@ func demo(opts train.Options, dir string, steps int) error {
 		args = append(args, "--set", "output.dir="+out) // last: nothing overrides where the demo writes
 		cmd := exec.Command(self, args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
+		if err := runForwardingSignals(cmd); err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.ExitCode() == train.ExitInterrupted {
+				return fmt.Errorf("%w: the %s run stopped at a checkpoint (meazo-train --resume %s continues it; the demo run again starts over)", errDemoInterrupted, opt, out)
+			}
 			return fmt.Errorf("demo run %s: %w", opt, err)
 		}
 		runs = append(runs, out)
 	}
 	return demoTable(os.Stdout, runs)
+}
+
+// errDemoInterrupted says a signal stopped the demo; meazo-train exits 3.
+var errDemoInterrupted = errors.New("demo interrupted")
+
+// runForwardingSignals runs one demo run as its own process group and
+// passes it SIGINT, SIGTERM and SIGUSR1, so that it stops as a run does
+// (checkpoint, exit 3), once per signal: a Ctrl-C in the terminal reaches it
+// once, through this process, and a SIGTERM sent to this process only
+// (docker stop) reaches it too.
+func runForwardingSignals(cmd *exec.Cmd) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case s := <-sigs:
+			cmd.Process.Signal(s)
+		case err := <-done:
+			return err
+		}
+	}
 }
 
 // demoTable prints one line per demo run from its summary.json: the test

@@ -13,7 +13,9 @@
 // checkpoint is written, summary.json says "status":
 // "interrupted" with the signal, and meazo-train exits with status 3
 // (train.ExitInterrupted); --resume continues bit-identically. A second
-// SIGINT exits at once (status 130; the last checkpoint is kept).
+// SIGINT exits at once (status 130; the last checkpoint is kept). A stop
+// while the run starts (before its first step) exits 3 with nothing new
+// written: start a new run again, resume a resumed one again.
 // Exit statuses: 0 done or diverged, 1 error, 2 bad command line, 3 interrupted.
 package main
 
@@ -150,11 +152,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "meazo-train: %v\n", err)
 		os.Exit(2)
 	}
-	cli.LowGC()
 	if c.configDoc {
 		fmt.Print(train.ConfigDoc())
 		return
 	}
+	if !c.demo {
+		// At once: a signal while the run starts stops it cleanly too.
+		c.opts.Stop = stopOnSignals()
+	}
+	cli.LowGC()
 	c.opts.Log, c.opts.Terminal = os.Stderr, isTerminal(os.Stderr)
 	if c.demo {
 		if err := demo(c.opts, c.demoDir, c.demoSteps); err != nil {
@@ -162,7 +168,6 @@ func main() {
 		}
 		return
 	}
-	c.opts.Stop = stopOnSignals()
 	report(train.Run(c.opts))
 }
 
@@ -193,6 +198,9 @@ func fmtPtr(p *float64) string {
 
 func fail(err error) {
 	fmt.Fprintf(os.Stderr, "meazo-train: %v\n", err)
+	if errors.Is(err, train.ErrStoppedStarting) || errors.Is(err, errDemoInterrupted) {
+		os.Exit(train.ExitInterrupted)
+	}
 	os.Exit(1)
 }
 

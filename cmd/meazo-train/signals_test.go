@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -94,4 +95,69 @@ func waitForLines(t *testing.T, path string, n int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s: no %d lines after 2 minutes", path, n)
+}
+
+// TestDemoStopsOnSignal: a SIGTERM sent to meazo-train --demo alone (as
+// docker stop sends one) reaches the run in progress, which checkpoints,
+// and the demo exits 3 saying so; a signal while a run starts (before its
+// first step) exits 3 too, with nothing written that a new start refuses.
+func TestDemoStopsOnSignal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	cmd := self(t, "--demo", "--demo-dir", dir, "--demo-steps", "5000")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run-meazo")
+	waitForLines(t, filepath.Join(run, "metrics.jsonl"), 3)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != train.ExitInterrupted || !strings.Contains(stderr.String(), "demo interrupted: the meazo run stopped at a checkpoint") {
+		t.Fatalf("exit after SIGTERM: %v, want status %d\n%s", err, train.ExitInterrupted, stderr.String())
+	}
+	s, err := rundir.ReadSummary(run)
+	if err != nil || s.Status != rundir.StatusInterrupted || s.Signal != "SIGTERM" {
+		t.Fatalf("summary: %+v, %v", s, err)
+	}
+
+	// A run asked to stop while it starts.
+	out := filepath.Join(t.TempDir(), "run")
+	cmd = self(t, "--config", filepath.Join(dir, "demo.yaml"), "--out", out)
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForFile(t, filepath.Join(out, "config.yaml"))
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if !errors.As(err, &ee) || ee.ExitCode() != train.ExitInterrupted {
+		t.Fatalf("exit after SIGTERM while starting: %v, want status %d\n%s", err, train.ExitInterrupted, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "stopped while starting") {
+		// It stopped before its first step: a new start takes the directory.
+		cmd = self(t, "--config", filepath.Join(dir, "demo.yaml"), "--out", out, "--set", "train.steps=2", "--set", "eval.skip=true")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("a new start after a stop while starting: %v\n%s", err, b)
+		}
+	}
+}
+
+// waitForFile waits until path exists.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s: not there after 2 minutes", path)
 }
