@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,13 @@ func (l *Lock) Unlock() {
 
 // checkRunDir checks that dir is an existing run directory (for --resume).
 func checkRunDir(dir string) error {
+	// A run stopped before it wrote anything leaves no directory, or one
+	// without config.yaml: it has nothing to resume, and a new start takes
+	// the directory.
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("resume %s: no such directory (a run stopped before it wrote anything has nothing to resume: start it again with --config)", dir)
+	}
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -107,7 +114,7 @@ func checkRunDir(dir string) error {
 		return fmt.Errorf("resume %s: not a directory", dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err != nil {
-		return fmt.Errorf("resume %s: not a run directory (no %s)", dir, rundir.ConfigFile)
+		return fmt.Errorf("resume %s: not a run directory (no %s; a run stopped before it wrote one has nothing to resume: start it again with --config)", dir, rundir.ConfigFile)
 	}
 	return nil
 }

@@ -582,3 +582,20 @@ func TestLogHashRuns(t *testing.T) {
 	}
 	check(int64(len(content)))
 }
+
+// TestResumeOfNothing: --resume of a directory that a run stopped before it
+// wrote anything left missing, or without config.yaml, says that a new
+// start is what it needs.
+func TestResumeOfNothing(t *testing.T) {
+	root := t.TempDir()
+	empty := filepath.Join(root, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(root, "missing"), empty} {
+		_, err := Run(Options{Resume: dir})
+		if err == nil || !strings.HasPrefix(err.Error(), "resume "+dir+": ") || !strings.HasSuffix(err.Error(), "has nothing to resume: start it again with --config)") {
+			t.Errorf("--resume %s: %v", dir, err)
+		}
+	}
+}
