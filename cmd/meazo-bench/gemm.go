@@ -44,7 +44,7 @@ func runGEMM(args []string, stdout io.Writer) error {
 	cputime := fs.Bool("cputime", false, "time by process CPU time / threads instead of wall time (a shared machine: waiting for a core is not counted; Linux)")
 	path := fs.String("path", "", "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $"+cpu.GEMMEnv+")")
 	tile := fs.Int("tile", 0, "tallest tile in rows: 4, 8 or 12 on avx512, 4 or 6 on avx2 (default: calibrated, or $"+cpu.GEMMTileEnv+"; same bits for every height)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *path != "" {

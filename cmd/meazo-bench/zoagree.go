@@ -35,7 +35,7 @@ func runZOAgree(args []string, stdout io.Writer) error {
 	dirs := fs.Int("directions", 64, "number of directions z")
 	epsList := fs.String("eps", "1e-3,1e-6", "comma-separated perturbation scales ε")
 	shape := fs.String("shape", "4x32", "BxT batch of random tokens; the second half of each row is supervised")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *dir == "" {

@@ -34,7 +34,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 	backend := fs.String("backend", "cpu", backends.Usage)
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	bf16 := fs.Bool("bf16", false, bf16Usage)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	be, err := backends.Open(*backend, *threads, stdout)

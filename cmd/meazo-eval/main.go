@@ -49,7 +49,7 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 	stem := fs.Bool("stem", false, "rouge: apply NLTK's Porter stemmer to tokens longer than 3 characters")
 	in := fs.String("in", "-", "input JSON Lines file (- for stdin)")
 	out := fs.String("out", "-", "output JSON Lines file (- for stdout); written atomically")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *metric != "squad" && *metric != "rouge" {

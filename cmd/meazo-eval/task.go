@@ -32,7 +32,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
 	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	switch {

@@ -30,7 +30,7 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 		fmt.Fprintln(fs.Output(), "usage: meazo-inspect example --model DIR --task sst2|squad|xsum --data PATH [--index N]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *model == "" || *path == "" {

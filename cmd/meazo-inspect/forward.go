@@ -103,7 +103,7 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional)`)
 	outPath := fs.String("out", "", "output safetensors: logits F32 [B,T,V]; loss F32 [1] and loss_per_seq F32 [B] when labels are given")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *input == "" || *outPath == "" {
@@ -147,7 +147,7 @@ func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded batch; mask optional)`)
 	maxNew := fs.Int("max-new-tokens", 32, "number of tokens to generate at most")
 	stopList := fs.String("stop", "", "comma-separated stop token ids (default: the config's eos_token_id; \"none\" disables)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *input == "" {

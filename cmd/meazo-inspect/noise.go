@@ -26,7 +26,7 @@ func runNoise(args []string, _ io.Reader, stdout io.Writer) error {
 	group := fs.Int("group", 0, "parameter group (0 when the run does not group parameters)")
 	distName := fs.String("dist", "normal", "normal, sphere, rademacher or ternary")
 	n := fs.Int("n", 8, "number of elements (the group's dimension, which matters for sphere)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if fs.NArg() > 0 {

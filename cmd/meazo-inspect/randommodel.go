@@ -21,7 +21,7 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	dtype := fs.String("dtype", "f32", "how model.safetensors stores the weights: f32, or bf16 (as the published checkpoints; values rounded to bfloat16)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	std := fs.Float64("std", 0.02, "standard deviation of the weight matrices")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *cfgPath == "" || *out == "" {

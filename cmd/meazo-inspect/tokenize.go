@@ -51,7 +51,7 @@ func runTokenize(args []string, stdin io.Reader, stdout io.Writer) error {
 // loadModelFlag parses a subcommand's flags and loads the tokenizer that
 // --model names.
 func loadModelFlag(fs *flag.FlagSet, args []string, dir *string) (*tokenizer.Tokenizer, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
 	if fs.NArg() > 0 {

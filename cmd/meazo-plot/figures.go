@@ -30,7 +30,7 @@ func init() {
 // loadRuns parses a figure command's flags, loads the runs its arguments
 // name and creates the output directory.
 func loadRuns(fs *flag.FlagSet, args []string, out *string) ([]sweep.Run, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
 	if fs.NArg() == 0 {
@@ -68,7 +68,7 @@ func drawCmd(name, synopsis string, smoothing bool, draw func(runs []sweep.Run, 
 
 func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
 	fs, out := newFlags("vt", "[--out DIR] RUN_DIR")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {

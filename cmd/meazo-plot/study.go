@@ -26,7 +26,7 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	fs, out := newFlags("study", "[--out DIR] [--smooth W] [--png=false] STUDY.yaml")
 	smooth := smoothFlag(fs)
 	png := fs.Bool("png", true, "also write PNGs of the figures (needs rsvg-convert or ImageMagick's convert)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {

@@ -30,7 +30,7 @@ func init() {
 //	new       neither: start it
 func cmdSweepStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flagSet("sweep-status", "RUN_DIR")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {
@@ -47,7 +47,7 @@ func cmdSweepStatus(args []string, _ io.Reader, stdout io.Writer) error {
 func cmdSweepFine(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flagSet("sweep-fine", "--coarse LIST ETA")
 	coarseList := fs.String("coarse", "", "the coarse grid, rates separated by spaces or commas")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {
@@ -78,7 +78,7 @@ func cmdSweepSelect(args []string, _ io.Reader, stdout io.Writer) error {
 	seedList := fs.String("seeds", "", "the seeds every rate was run with")
 	coarseList := fs.String("coarse", "", "the coarse grid, to label each rate's stage in sweep.json")
 	write := fs.String("write", "", "write the sweep summary to this file (sweep.json)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if fs.NArg() != 1 {

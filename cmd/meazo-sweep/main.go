@@ -66,7 +66,7 @@ func newCommands(log io.Writer) *cli.Set {
 	s.Register("resume", "also retry failed runs and continue interrupted or unfinished ones", runCmd("resume", sweep.ModeResume, log))
 	s.Register("doc", "print the study file's keys", func(args []string, _ io.Reader, stdout io.Writer) error {
 		fs := newFlags("doc", "", log)
-		if err := fs.Parse(args); err != nil {
+		if err := cli.Parse(fs, args); err != nil {
 			return cli.Usage(err)
 		}
 		if fs.NArg() != 0 {
@@ -96,7 +96,7 @@ func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
 // loadStudy parses a subcommand's arguments, its flags and then one study
 // file, and loads the study; it returns the file's path too.
 func loadStudy(fs *flag.FlagSet, args []string) (*sweep.Study, string, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, "", cli.Usage(err)
 	}
 	if fs.NArg() != 1 {

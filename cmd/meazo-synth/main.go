@@ -106,7 +106,7 @@ func newOptimizer(s optimizerSettings) (zo.Optimizer, error) {
 func runTrace(args []string, stdout, log io.Writer) error {
 	fs := newFlags("trace", "--spec SPEC.json", log)
 	specPath := fs.String("spec", "", "SPEC.json")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *specPath == "" {

@@ -35,7 +35,7 @@ func runPaper(args []string, logw io.Writer) error {
 	fs := newFlags("paper", "--out DIR [--quick]", logw)
 	out := fs.String("out", "", "output directory (created)")
 	quick := fs.Bool("quick", false, "small version (3 seeds, 300 steps, 4 rates, d = 9 and 25) for a smoke test")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
 	if *out == "" {

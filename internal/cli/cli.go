@@ -132,6 +132,42 @@ func Flags(program, command, synopsis string, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// Parse parses a subcommand's arguments as fs.Parse does, but takes flags
+// after positional arguments too, as people type them ("meazo-sweep status
+// study.yaml -v"): the flag package alone stops at the first positional
+// argument and reads the rest as positional ("-v" as a second study file).
+// "--" still ends the flags; fs.Args() are the positional arguments in their
+// order.
+func Parse(fs *flag.FlagSet, args []string) error {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil || hasValue {
+			continue // fs.Parse reports an unknown flag
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 == len(args) { // no value: fs.Parse says so
+			return fs.Parse(flags)
+		}
+		i++ // the flag's value
+		flags = append(flags, args[i])
+	}
+	return fs.Parse(append(append(flags, "--"), positional...))
+}
+
 // LowGC makes the garbage collector run when the heap has grown 10% over
 // the live data instead of Go's default 100%, unless GOGC is set. A loaded
 // model is gigabytes of live float32 weights, so the default would let as

@@ -97,3 +97,39 @@ func TestFlags(t *testing.T) {
 		t.Errorf("-x: %v, printed %q", err, out.String())
 	}
 }
+
+// TestParse: flags are taken before and after positional arguments; "--"
+// ends them; errors and -h are fs.Parse's.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		v    bool
+		out  string
+		pos  string
+		err  string
+	}{
+		{args: []string{"study.yaml", "-v"}, v: true, pos: "study.yaml"},
+		{args: []string{"-v", "study.yaml"}, v: true, pos: "study.yaml"},
+		{args: []string{"a", "--out", "figs", "b"}, out: "figs", pos: "a b"},
+		{args: []string{"a", "--out=figs", "-v=false", "b"}, out: "figs", pos: "a b"},
+		{args: []string{"a", "--", "-v", "--out"}, pos: "a -v --out"},
+		{args: []string{"-", "a"}, pos: "- a"},
+		{args: []string{"a", "-x"}, err: "flag provided but not defined: -x"},
+		{args: []string{"a", "--out"}, err: "flag needs an argument: -out"},
+		{args: []string{"a", "-h"}, err: flag.ErrHelp.Error()},
+	} {
+		fs := Flags("prog", "cmd", "", io.Discard)
+		v := fs.Bool("v", false, "")
+		out := fs.String("out", "", "")
+		err := Parse(fs, tc.args)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%q: error %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || *v != tc.v || *out != tc.out || strings.Join(fs.Args(), " ") != tc.pos {
+			t.Errorf("%q: -v %v --out %q args %q (%v), want %v %q %q", tc.args, *v, *out, fs.Args(), err, tc.v, tc.out, tc.pos)
+		}
+	}
+}
