@@ -10,10 +10,24 @@
 set -euo pipefail
 config=${1:?usage: memory_report.sh CONFIG.yaml OUT_DIR [steps] [--set k=v ...]}
 out=${2:?usage: memory_report.sh CONFIG.yaml OUT_DIR [steps] [--set k=v ...]}
-steps=${3:-3}
-shift $(( $# >= 3 ? 3 : $# ))
+shift 2
+steps=3
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then # the optional step count, else the --set list starts here
+  steps=$1
+  shift
+fi
+# The runs are started afresh each time, in directories this script made
+# (marked): a directory it did not make is never removed.
+marker="$out/.memory_report"
+for opt in zo-sgd meazo zo-adam radazo fzoo; do
+  if [ -e "$out/$opt" ] && [ ! -e "$marker" ]; then
+    echo "memory_report.sh: $out/$opt exists and was not made by this script: choose another OUT_DIR" >&2
+    exit 1
+  fi
+done
 export GOEXPERIMENT=simd
 mkdir -p "$out/bin"
+touch "$marker"
 go build -o "$out/bin/" ./cmd/meazo-train ./cmd/meazo-plot
 for opt in zo-sgd meazo zo-adam radazo fzoo; do
   q=1
