@@ -22,7 +22,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,7 +43,17 @@ func main() {
 
 // runScore parses the flags, reads the predictions and writes the scores.
 func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs := cli.Flags("meazo-eval", "score", `--metric squad|rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]
+
+Input: JSON Lines, one prediction per line:
+  squad: {"prediction": "...", "ground_truths": ["...", ...]}
+  rouge: {"prediction": "...", "reference": "..."}
+Output: one JSON line of scores per input line, then one aggregate line.
+  squad: per line exact_match and f1 in 0-1; the aggregate 100 x their means, as the official SQuAD v1.1 script prints them
+  rouge: per line precision, recall and fmeasure of rouge1, rouge2, rougeL and rougeLsum in 0-1, as google-research's
+         rouge_score gives them; the aggregate their plain means, in 0-1 (meazo-train's summary.json and
+         meazo-eval task report ROUGE x 100)
+`, os.Stderr)
 	metric := fs.String("metric", "", "squad or rouge")
 	stem := fs.Bool("stem", false, "rouge: apply NLTK's Porter stemmer to tokens longer than 3 characters")
 	in := fs.String("in", "-", "input JSON Lines file (- for stdin)")

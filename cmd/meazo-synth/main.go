@@ -42,16 +42,17 @@ func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
 	return cli.Flags("meazo-synth", name, synopsis, log)
 }
 
-// traceSpec is SPEC.json. Pointer fields are optional and take the
-// optimizer's defaults; mode (joint, grouped, cyclic) defaults to grouped
-// (Jacobi) when groups are given and joint otherwise.
+// traceSpec is SPEC.json (traceSynopsis documents it). Pointer fields are
+// optional and take the optimizer's defaults (q: 1); mode (joint, grouped,
+// cyclic) defaults to grouped (Jacobi) when groups are given and joint
+// otherwise.
 type traceSpec struct {
 	H         []float64 `json:"h"`
 	X0        []float64 `json:"x0"`
 	Optimizer string    `json:"optimizer"`
 	LR        float64   `json:"lr"`
 	Eps       float64   `json:"eps"`
-	Q         int       `json:"q"`
+	Q         *int      `json:"q"`
 	Steps     int       `json:"steps"`
 	Seed      uint64    `json:"seed"`
 	Dist      string    `json:"dist"`
@@ -101,10 +102,27 @@ func newOptimizer(s optimizerSettings) (zo.Optimizer, error) {
 	return nil, fmt.Errorf("unknown optimizer %q (want zo-sgd, zo-adam, radazo, meazo or fzoo)", s.name)
 }
 
+// traceSynopsis is trace's -h text: SPEC.json's fields.
+const traceSynopsis = `--spec SPEC.json
+
+Runs one optimizer on f(x) = ½ Σ h_i x_i² and prints one JSON line per step. SPEC.json is one object:
+  h          the diagonal of the Hessian (required)
+  x0         the starting point, as many values as h (required)
+  optimizer  zo-sgd, zo-adam, radazo, meazo or fzoo (required)
+  lr, eps    the learning rate and the perturbation size (eps required, > 0)
+  steps      the number of steps
+  q          directions per step (default 1; fzoo needs 2 or more)
+  seed       the noise seed (default 0)
+  dist       the noise: normal (default), rademacher, sphere or ternary
+  beta1, beta2, beta, zeta   the optimizer's hyperparameters (default: the optimizer's)
+  groups     lists of indices of x, one per parameter group (default: one group)
+  mode       joint, grouped or cyclic (default: grouped with groups, else joint)
+`
+
 // runTrace runs the trace subcommand: its JSON lines go to stdout, flag
 // errors and -h text to log.
 func runTrace(args []string, stdout, log io.Writer) error {
-	fs := newFlags("trace", "--spec SPEC.json", log)
+	fs := newFlags("trace", traceSynopsis, log)
 	specPath := fs.String("spec", "", "SPEC.json")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
@@ -139,8 +157,8 @@ func runTrace(args []string, stdout, log io.Writer) error {
 		return bad("x0", "has %d values, h has %d", len(sp.X0), d)
 	case !(sp.Eps > 0):
 		return bad("eps", "must be positive, got %g", sp.Eps)
-	case sp.Q < 1:
-		return bad("q", "must be at least 1, got %d", sp.Q)
+	case sp.Q != nil && *sp.Q < 1:
+		return bad("q", "must be at least 1, got %d", *sp.Q)
 	case sp.Steps < 0:
 		return bad("steps", "negative (%d)", sp.Steps)
 	}
@@ -190,7 +208,11 @@ func runTrace(args []string, stdout, log io.Writer) error {
 	}
 	lay := newLayout(d, groups)
 	params := lay.split(sp.X0)
-	eng, err := zo.New(params, opt, zo.Config{Eps: sp.Eps, Q: sp.Q, Dist: dist, Seed: sp.Seed, Mode: mode})
+	q := 1
+	if sp.Q != nil {
+		q = *sp.Q
+	}
+	eng, err := zo.New(params, opt, zo.Config{Eps: sp.Eps, Q: q, Dist: dist, Seed: sp.Seed, Mode: mode})
 	if err != nil {
 		return fmt.Errorf("%s: %w", *specPath, err)
 	}
