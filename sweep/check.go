@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/meazo-go/meazo/train"
@@ -15,8 +16,17 @@ import (
 // It reads only the config files: models and data are the runs' to load.
 // A sweep that will start no run afresh (every run is done, or resumes from
 // its checkpoint with its own config.yaml, and its stage 2 is known) is
-// not checked: its config may have moved or changed since.
+// not checked: its config may have moved or changed since. A config of the
+// study's demo directory that Prepare has not written yet is checked as the
+// built-in demo writes it, in a temporary directory (meazo-sweep plan writes
+// nothing in the study).
 func (st *Study) CheckConfigs() error {
+	var demo string // the temporary demo, once written
+	defer func() {
+		if demo != "" {
+			os.RemoveAll(demo)
+		}
+	}()
 	for _, sp := range st.Sweeps() {
 		runs := sp.Stage1()
 		if len(runs) == 0 {
@@ -30,8 +40,16 @@ func (st *Study) CheckConfigs() error {
 			continue
 		}
 		path := sp.Config()
-		if st.demoPending(path) {
-			continue // Prepare writes it, from the built-in demo
+		if rel, ok := st.demoPending(path); ok {
+			if demo == "" {
+				if demo, err = os.MkdirTemp("", "meazo-sweep-demo"); err != nil {
+					return err
+				}
+				if _, err := train.WriteDemo(demo, 150); err != nil {
+					return err
+				}
+			}
+			path = filepath.Join(demo, rel)
 		}
 		if _, err := train.Load(path, append(runs[0].sets(), "output.dir="+runs[0].Dir)); err != nil {
 			return fmt.Errorf("sweep %s: %w", sp.Name, err)
@@ -63,11 +81,11 @@ func (sp *SweepPlan) startsAfresh() (bool, error) {
 }
 
 // demoPending reports whether path is a file of the study's demo directory
-// that Prepare has not written yet.
-func (st *Study) demoPending(path string) bool {
+// that Prepare has not written yet, and its path in that directory.
+func (st *Study) demoPending(path string) (string, bool) {
 	if st.Demo == "" || exists(filepath.Join(st.Demo, "demo.yaml")) {
-		return false
+		return "", false
 	}
 	rel, err := filepath.Rel(st.Demo, path)
-	return err == nil && filepath.IsLocal(rel)
+	return rel, err == nil && filepath.IsLocal(rel)
 }

@@ -78,3 +78,31 @@ func TestCheckConfigsResumeOnly(t *testing.T) {
 		t.Errorf("every run resumes: %v", err)
 	}
 }
+
+// TestCheckConfigsDemoPending: a study on the built-in demo whose demo
+// directory is not written yet has its configs checked all the same (as the
+// demo writes them, elsewhere), and the check writes nothing in the study.
+func TestCheckConfigsDemoPending(t *testing.T) {
+	dir := t.TempDir()
+	demo := filepath.Join(dir, "demo")
+	for _, tc := range []struct{ set, want string }{
+		{"train.steps=5", ""},
+		{"train.stepz=5", `sweep e_meazo: --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
+	} {
+		p := writeStudy(t, fmt.Sprintf("out: %s/out\ndemo: %s\nseeds: [0]\ncoarse: [1e-2]\nset: [%q]\nexperiments:\n  - {name: e, config: %s/demo.yaml, optimizers: [meazo]}\n",
+			dir, demo, tc.set, demo))
+		st, err := LoadStudy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.CheckConfigs()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("set %s: %v, want %q", tc.set, err, tc.want)
+		}
+		for _, d := range []string{demo, filepath.Join(dir, "out")} {
+			if _, err := os.Stat(d); !os.IsNotExist(err) {
+				t.Errorf("set %s: the check made %s (%v)", tc.set, d, err)
+			}
+		}
+	}
+}
