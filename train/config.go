@@ -191,9 +191,14 @@ func Load(path string, overrides []string) (*Config, error) {
 		if err := checkKey(key, known); err != nil {
 			return nil, fmt.Errorf("--set %s: %w", key, err)
 		}
-		var parsed any
-		if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
-			return nil, fmt.Errorf("--set %s: %w", key, err)
+		// A string key takes the text as it is: read as YAML, the path
+		// "exp #1" would lose its comment-like tail, "007" would be 7 and
+		// "1e3" 1000, and the run would go somewhere else without a word.
+		var parsed any = strings.TrimSpace(val)
+		if keyKind(key, known) != "string" {
+			if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
+				return nil, fmt.Errorf("--set %s: %w", key, err)
+			}
 		}
 		if parsed == nil {
 			parsed = ""
@@ -221,6 +226,14 @@ func Load(path string, overrides []string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &c, nil
+}
+
+// keyKind is a known key's Go type ("string", "float64", …), "" for others.
+func keyKind(key string, known []configKey) string {
+	if i := slices.IndexFunc(known, func(c configKey) bool { return c.key == key }); i >= 0 {
+		return known[i].kind
+	}
+	return ""
 }
 
 // checkKeys walks a parsed YAML document and rejects keys Config lacks.
@@ -391,7 +404,8 @@ func ConfigDoc() string {
 	b.WriteString("# Configuration keys\n\n")
 	b.WriteString("Generated from `train.Config` by `meazo-train -config-doc`; do not edit by hand.\n")
 	b.WriteString("A YAML file sets any of these; `--set key=value` overrides one (the value is YAML: `--set optimizer.lr=2e-4`,\n")
-	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`). Unknown keys are errors, and so are values of the wrong type: an int\n")
+	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`; a string key's value is taken as it is, so that `--out 'exp #1'` or\n")
+	b.WriteString("`--set model.path=007` name those paths). Unknown keys are errors, and so are values of the wrong type: an int\n")
 	b.WriteString("key takes a whole number (`train.steps: 2.5` is an error, not 2), a uint64 key a non-negative one (`--seed -1` is an\n")
 	b.WriteString("error), a float64 key a number, a bool key `true`/`false`; an error names the key and where it was given (the file or `--set`).\n")
 	b.WriteString("A run keeps the configuration it was started with: `--resume DIR --set key=value` changes only some keys, and records\n")

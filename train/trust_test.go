@@ -599,3 +599,23 @@ func TestResumeOfNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestSetStringIsLiteral: --set (and --out, which is --set output.dir) of a
+// string key keeps the text as it is: as YAML, "exp #1" was "exp", "007" 7
+// and "1e3" 1000, and the run went to another directory without a word.
+func TestSetStringIsLiteral(t *testing.T) {
+	_, cfg := demoConfig(t, 1)
+	for _, dir := range []string{"exp #1", "007", "1e3", "'q'", "~", "a: b", "[x]"} {
+		c, err := Load(cfg, []string{"output.dir=" + dir, "task.train= " + dir + " "})
+		if err != nil {
+			t.Errorf("--set output.dir=%s: %v", dir, err)
+			continue
+		}
+		if c.Output.Dir != dir || c.Task.Train != dir {
+			t.Errorf("--set output.dir=%s: %v, output.dir %q, task.train %q", dir, err, c.Output.Dir, c.Task.Train)
+		}
+	}
+	if c, err := Load(cfg, []string{"train.steps=007"}); err != nil || c.Train.Steps != 7 {
+		t.Errorf("a number key is still read as YAML: %v", err)
+	}
+}
