@@ -144,8 +144,10 @@ func isRootLeftover(name string) bool {
 // directory before its first checkpoint (written right after the step-0
 // validation): a directory holding only these (and meazo-sweep's files,
 // "meazo-sweep.*" and their temporary files, and the demo's marker, written
-// before its runs start)
-// is a run that never got that far, and is started over.
+// before its runs start) is a run that never got that far, and is started
+// over. Only with run.lock, which a start writes first: without it, a
+// config.yaml or best/ there is a user's (an experiment's config kept in
+// its output directory), not a start's. A link is never a start's.
 var restartable = []string{rundir.ConfigFile, rundir.MetricsFile, rundir.TimingFile, rundir.LockFile,
 	rundir.CheckpointTmpDir, rundir.BestDir, rundir.DemoMarker}
 
@@ -161,12 +163,16 @@ func checkNewRunDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("output.dir: %w", err)
 	}
+	started := slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() == rundir.LockFile && e.Type().IsRegular() })
 	var other []string
 	for _, e := range entries {
 		switch n := e.Name(); {
 		case n == rundir.CheckpointDir || n == rundir.CheckpointOldDir:
 			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", dir, dir)
-		case !slices.Contains(restartable, n) && !strings.HasPrefix(strings.TrimPrefix(n, "."), "meazo-sweep.") && !isRootLeftover(n):
+		case strings.HasPrefix(strings.TrimPrefix(n, "."), "meazo-sweep.") || n == rundir.DemoMarker || n == rundir.LockFile:
+		case slices.Contains(restartable, n) && started && e.Type()&fs.ModeSymlink == 0:
+		case isRootLeftover(n):
+		default:
 			other = append(other, n)
 		}
 	}

@@ -444,6 +444,21 @@ func TestNewRunKeepsWhatIsThere(t *testing.T) {
 			os.MkdirAll(filepath.Join(d, "notes"), 0o755)
 			os.WriteFile(filepath.Join(d, "notes", "important.txt"), []byte("keep"), 0o644)
 		}, "is not empty (it holds notes)", "notes/important.txt"},
+		{"an experiment's config kept there (no run.lock: not a start's)", func(d string) {
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(d, "config.yaml"), []byte("# my notes\n"), 0o644)
+		}, "is not empty (it holds config.yaml)", "config.yaml"},
+		{"a user's best/ and checkpoint.tmp/ (no run.lock)", func(d string) {
+			os.MkdirAll(filepath.Join(d, "checkpoint.tmp", "sub"), 0o755)
+			os.WriteFile(filepath.Join(d, "checkpoint.tmp", "sub", "data"), []byte("keep"), 0o644)
+			os.MkdirAll(filepath.Join(d, "best"), 0o755)
+		}, "is not empty (it holds best, checkpoint.tmp)", "checkpoint.tmp/sub/data"},
+		{"a log linked elsewhere", func(d string) {
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(d, "run.lock"), nil, 0o644)
+			os.WriteFile(filepath.Join(filepath.Dir(d), "precious.txt"), []byte("keep"), 0o644)
+			os.Symlink(filepath.Join(filepath.Dir(d), "precious.txt"), filepath.Join(d, "metrics.jsonl"))
+		}, "is not empty (it holds metrics.jsonl)", "metrics.jsonl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
