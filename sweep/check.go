@@ -41,6 +41,9 @@ func (st *Study) CheckConfigs() error {
 		}
 		path := sp.Config()
 		if rel, ok := st.demoPending(path); ok {
+			if err := st.checkDemoDir(); err != nil {
+				return err
+			}
 			if demo == "" {
 				if demo, err = os.MkdirTemp("", "meazo-sweep-demo"); err != nil {
 					return err

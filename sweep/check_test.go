@@ -106,3 +106,48 @@ func TestCheckConfigsDemoPending(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareDemoDirectory: the study's demo is written only into an empty
+// directory or one the demo made (marked), never over a user's files.
+func TestPrepareDemoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file, want string // file: a user's file in the demo directory first
+	}{
+		{"absent", "", ""},
+		{"a user's files", "data/train.tsv", "is not empty and was not made by the demo"},
+		{"marked", ".meazo-demo", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			demo := filepath.Join(dir, tc.name)
+			if tc.file != "" {
+				os.MkdirAll(filepath.Dir(filepath.Join(demo, tc.file)), 0o755)
+				os.WriteFile(filepath.Join(demo, tc.file), []byte("mine"), 0o644)
+			}
+			p := writeStudy(t, fmt.Sprintf("out: %s/out\ndemo: %s\nseeds: [0]\ncoarse: [1e-2]\nexperiments:\n  - {name: e, config: %s/demo.yaml, optimizers: [meazo]}\n", dir, demo, demo))
+			st, err := LoadStudy(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CheckConfigs(); tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("CheckConfigs (meazo-sweep plan): %v, want %q", err, tc.want)
+			}
+			err = st.Prepare(io.Discard)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(filepath.Join(demo, "demo.yaml")); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(demo, tc.file)); string(b) != "mine" {
+				t.Errorf("%s was changed", tc.file)
+			}
+		})
+	}
+}

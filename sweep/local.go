@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -48,12 +50,31 @@ func (st *Study) Prepare(log io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if err := st.checkDemoDir(); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(abs, rundir.DemoMarker), []byte("made by meazo-sweep for the study's demo\n")); err != nil {
+			return err
+		}
 		fmt.Fprintf(log, "meazo-sweep: writing the built-in demo's model and data into %s\n", st.Demo)
 		if _, err := train.WriteDemo(abs, 150); err != nil {
 			return err
 		}
 	}
 	return st.CheckConfigs()
+}
+
+// checkDemoDir refuses a demo directory still to be written that is neither
+// empty nor the demo's (marked, as meazo-train --demo marks its own): the
+// demo's model/ and data/ would replace a user's.
+func (st *Study) checkDemoDir() error {
+	if ents, err := os.ReadDir(st.Demo); err == nil && len(ents) > 0 && !exists(filepath.Join(st.Demo, rundir.DemoMarker)) {
+		return fmt.Errorf("demo: %s is not empty and was not made by the demo (no %s in it): the demo's model and data would replace what is there; choose another directory", st.Demo, rundir.DemoMarker)
+	}
+	return nil
 }
 
 // FindTrainer locates meazo-train: executor.trainer, $MEAZO_TRAIN, next to

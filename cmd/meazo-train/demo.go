@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -46,6 +47,52 @@ func foreign(dir string, known []string) (string, error) {
 	return "", nil
 }
 
+// runFolders are the folders a run writes in its directory and what each
+// holds: the adapter files, and in a checkpoint its state, a config copy
+// and best/.
+var runFolders = func() map[string][]string {
+	ck := append([]string{rundir.StateFile, rundir.OptimizerFile, rundir.ManifestFile, rundir.ConfigFile, rundir.BestDir}, rundir.AdapterFiles...)
+	return map[string][]string{
+		rundir.BestDir: rundir.AdapterFiles, rundir.LastDir: rundir.AdapterFiles,
+		rundir.CheckpointDir: ck, rundir.CheckpointTmpDir: ck, rundir.CheckpointOldDir: ck,
+	}
+}()
+
+// foreignInRun returns the first thing in a demo run directory that neither
+// the demo nor the trainer writes there, looking into its folders too: a
+// file of a user's in best/ or checkpoint/ would go with the folder. A link
+// is never the trainer's; nor is a file where a folder belongs.
+func foreignInRun(dir string) (string, error) {
+	var walk func(dir string, known []string, folders map[string][]string) (string, error)
+	walk = func(dir string, known []string, folders map[string][]string) (string, error) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range ents {
+			path := filepath.Join(dir, e.Name())
+			leftover := slices.ContainsFunc(known, func(k string) bool { return atomicfile.IsLeftover(e.Name(), k) })
+			switch sub, isFolder := folders[e.Name()]; {
+			case e.Type()&fs.ModeSymlink != 0:
+				return path, nil
+			case isFolder && e.IsDir():
+				inner := map[string][]string{}
+				if slices.Contains(sub, rundir.BestDir) {
+					inner[rundir.BestDir] = rundir.AdapterFiles
+				}
+				if f, err := walk(path, sub, inner); err != nil || f != "" {
+					return f, err
+				}
+			case e.Type().IsRegular() && (slices.Contains(known, e.Name()) && !isFolder || leftover):
+			default:
+				return path, nil
+			}
+		}
+		return "", nil
+	}
+	return walk(dir, runFiles, runFolders)
+}
+
 // claimDemoDir checks that dir is empty, missing, or made by the demo, and marks it.
 func claimDemoDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
@@ -78,7 +125,7 @@ func cleanDemoRun(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
 		return fmt.Errorf("demo: %s exists and was not made by the demo (no %s in it); move it away or choose another --demo-dir", dir, demoMarker)
 	}
-	if f, err := foreign(dir, runFiles); err != nil || f != "" {
+	if f, err := foreignInRun(dir); err != nil || f != "" {
 		if err != nil {
 			return err
 		}

@@ -80,6 +80,10 @@ func TestDemoDeletesOnlyItsOwnFiles(t *testing.T) {
 		{"demo run", []string{demoMarker, "config.yaml", "metrics.jsonl", "checkpoint/state.json", "best/adapter_config.json", rundir.LockFile}, "", []string{demoMarker}},
 		{"user file in a demo run", []string{demoMarker, "config.yaml", "notes.txt"}, "notes.txt, which the demo did not make", []string{"config.yaml", "notes.txt"}},
 		{"foreign directory", []string{"config.yaml", "metrics.jsonl"}, "was not made by the demo", []string{"config.yaml", "metrics.jsonl"}},
+		{"demo run with leftovers", []string{demoMarker, "checkpoint.tmp/.state.json.tmp12", "checkpoint/best/adapter_model.safetensors", ".summary.json.tmp-3", "last/.adapter_config.json.tmp4"}, "", []string{demoMarker}},
+		{"user file in best/", []string{demoMarker, "best/adapter_config.json", "best/my_notes.txt"}, "best/my_notes.txt, which the demo did not make", []string{"best/my_notes.txt"}},
+		{"user folder in checkpoint/", []string{demoMarker, "checkpoint/state.json", "checkpoint/mine/x"}, "checkpoint/mine, which the demo did not make", []string{"checkpoint/mine/x"}},
+		{"a file where a folder belongs", []string{demoMarker, "best"}, "best, which the demo did not make", []string{"best"}},
 		{"missing", nil, "", nil},
 	}
 	for _, tc := range cases {
