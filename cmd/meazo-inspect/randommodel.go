@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
@@ -12,6 +14,23 @@ import (
 
 func init() {
 	register("random-model", "write a model with random weights in HF format from a config.json (benchmarks, memory reports)", runRandomModel)
+}
+
+// checkNoModel refuses an output directory that holds a model already
+// (config.json, safetensors weights or their index): random weights would
+// replace it, or be shadowed by a sharded model's index. An easy mistake is
+// --config DIR/config.json --out DIR.
+func checkNoModel(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // missing: it is made; anything else, the write says
+	}
+	for _, e := range ents {
+		if n := e.Name(); n == "config.json" || strings.HasSuffix(n, ".safetensors") || n == "model.safetensors.index.json" {
+			return fmt.Errorf("--out %s already holds a model (%s): random weights would replace it; choose a new or empty directory (tokenizer files may be there)", dir, n)
+		}
+	}
+	return nil
 }
 
 func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
@@ -32,6 +51,9 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := checkNoModel(*out); err != nil {
+		return err
 	}
 	cfg, err := model.LoadConfig(*cfgPath)
 	if err != nil {

@@ -27,6 +27,18 @@ func TestRandomModelCommand(t *testing.T) {
 	if _, err := model.Load(out); err != nil {
 		t.Errorf("the random model does not load: %v", err)
 	}
+	// A directory that holds a model already (here: the config's own) is
+	// refused, untouched.
+	for _, to := range []string{dir, out} {
+		before, _ := os.ReadFile(filepath.Join(to, "config.json"))
+		err := commands.Run("random-model", []string{"--config", cfg, "--out", to, "--seed", "2"}, nil, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "already holds a model (config.json)") {
+			t.Errorf("--out %s: %v", to, err)
+		}
+		if after, _ := os.ReadFile(filepath.Join(to, "config.json")); string(after) != string(before) {
+			t.Errorf("--out %s: config.json changed", to)
+		}
+	}
 	for _, std := range []string{"NaN", "Inf", "-0.02", "0"} {
 		err := commands.Run("random-model", []string{"--config", cfg, "--out", filepath.Join(dir, "bad"), "--std", std}, nil, io.Discard)
 		var ue *cli.UsageError
