@@ -85,8 +85,13 @@ func recoverCheckpointDir(runDir string) error {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, rundir.StateFile)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("resume %s: no checkpoint (%s): the run stopped before its first one; start it again with --config", runDir, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, rundir.StateFile)); errors.Is(err, os.ErrNotExist) {
+		// A checkpoint is swapped in whole: one without its state lost it
+		// afterwards, and a new start would be refused (it holds a run).
+		return fmt.Errorf("resume %s: %w", runDir, corrupted("%s is missing", filepath.Join(dir, rundir.StateFile)))
 	}
 	return nil
 }

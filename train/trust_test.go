@@ -109,6 +109,8 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 			[]string{"checkpoint corrupted", "optimizer.bin is missing"}},
 		{"extra state", func(d string) error { return os.WriteFile(ck(d, "extra.bin"), []byte("x"), 0o644) }, Options{},
 			[]string{"checkpoint corrupted", "extra.bin", "not listed"}},
+		{"missing state", func(d string) error { return os.Remove(ck(d, rundir.StateFile)) }, Options{},
+			[]string{"checkpoint corrupted", "state.json is missing"}},
 		{"missing manifest", func(d string) error { return os.Remove(ck(d, rundir.ManifestFile)) }, Options{},
 			[]string{"checkpoint corrupted", "manifest.json is missing"}},
 		{"truncated adapter", func(d string) error { return os.Truncate(ck(d, "adapter_model.safetensors"), 100) }, Options{},
