@@ -25,10 +25,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/meazo-go/meazo/eval"
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/cli"
 )
 
@@ -70,6 +70,19 @@ Output: one JSON line of scores per input line, then one aggregate line.
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (the input is --in FILE, or stdin)", fs.Arg(0)))
 	}
+	if *out != "-" {
+		// The scores never replace the predictions, nor a directory.
+		if st, err := os.Stat(*out); err == nil && st.IsDir() {
+			return fmt.Errorf("--out %s is a directory; name a file", *out)
+		}
+		if *in != "-" {
+			a, errA := os.Stat(*in)
+			b, errB := os.Stat(*out)
+			if errA == nil && errB == nil && os.SameFile(a, b) {
+				return fmt.Errorf("--out %s is the input file: the scores would replace the predictions; name another file", *out)
+			}
+		}
+	}
 	r, name := stdin, "<stdin>"
 	if *in != "-" {
 		f, err := os.Open(*in)
@@ -98,7 +111,7 @@ Output: one JSON line of scores per input line, then one aggregate line.
 		return err
 	}
 	if *out != "-" {
-		return writeFileAtomic(*out, buf.Bytes())
+		return atomicfile.WriteFile(*out, buf.Bytes())
 	}
 	return nil
 }
@@ -230,21 +243,4 @@ func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
 	}
 	return enc.Encode(map[string]any{"aggregate": true, "count": count, "stem": stem,
 		"rouge1": mean(sum.Rouge1), "rouge2": mean(sum.Rouge2), "rougeL": mean(sum.RougeL), "rougeLsum": mean(sum.RougeLsum)})
-}
-
-// writeFileAtomic writes data to a temporary file next to path and renames it.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
 }

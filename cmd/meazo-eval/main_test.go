@@ -54,6 +54,17 @@ func TestScoreRougeFileOut(t *testing.T) {
 	if first["rouge1"]["precision"] != 1 || first["rougeL"]["recall"] != 0.5 {
 		t.Errorf("first line = %v (stemming should match cats/cat)", first)
 	}
+	// The scores never replace the predictions (the same file by another
+	// name too), nor go to a directory.
+	before, _ := os.ReadFile(in)
+	for _, out := range []string{in, filepath.Join(dir, ".", "p.jsonl"), dir} {
+		if err := runScore([]string{"--metric", "rouge", "--in", in, "--out", out}, nil, nil); err == nil {
+			t.Errorf("--out %s was accepted", out)
+		}
+	}
+	if after, _ := os.ReadFile(in); !bytes.Equal(after, before) {
+		t.Error("the predictions file changed")
+	}
 }
 
 func TestScoreErrorsNameLineAndField(t *testing.T) {
