@@ -39,6 +39,9 @@ type checkpointState struct {
 	// the steps so far: a resume on another says that the run is no longer
 	// bit for bit the one an uninterrupted run would have made.
 	Arithmetic string `json:"arithmetic,omitempty"`
+	// The fingerprints of the model and the data the steps so far were
+	// computed from (inputs.go): a resume checks them.
+	Inputs map[string]string `json:"inputs,omitempty"`
 }
 
 // testProgress is how far a run's test evaluation got: the evaluations
@@ -171,7 +174,7 @@ func (r *run) checkpointOf(params [][]float32, eng []byte) error {
 }
 
 // restore loads checkpoint/ into the run and cuts the logs back to it.
-func (r *run) restore() error {
+func (r *run) restore(inputs map[string]string) error {
 	dir := filepath.Join(r.dir, rundir.CheckpointDir) // in place: resumeConfig has recovered an interrupted swap
 	b, err := os.ReadFile(filepath.Join(dir, rundir.StateFile))
 	if err != nil {
@@ -193,6 +196,9 @@ func (r *run) restore() error {
 		r.state.Test = nil
 	}
 	r.noteArithmetic()
+	if err := checkInputs(r.state.Inputs, inputs, r.cfg); err != nil {
+		return fmt.Errorf("resume %s: %w", r.dir, err)
+	}
 	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ func (r *run) setup() error {
 	if err := r.openRunDir(); err != nil {
 		return err
 	}
+	// The inputs' fingerprints, hashed while the model loads.
+	inputs := fingerprintInputs(r.cfg)
 	// The model on its backend, and the tokenizer.
 	if err := r.stopStarting("loading the model"); err != nil {
 		return err
@@ -49,12 +51,18 @@ func (r *run) setup() error {
 	}
 	// The objective, the evaluator and the run's state before any step.
 	r.setupEvaluation(enc)
-	// A resumed run: its checkpoint, with the logs cut back to it.
+	// A resumed run: its checkpoint, with the logs cut back to it, if its
+	// inputs are the ones it started with.
+	prints, err := inputs()
+	if err != nil {
+		return err
+	}
 	if r.opts.Resume != "" {
-		if err := r.restore(); err != nil {
+		if err := r.restore(prints); err != nil {
 			return err
 		}
 	}
+	r.state.Inputs = prints
 	// The logs, started afresh or appended to.
 	if err := r.openLogs(); err != nil {
 		return err

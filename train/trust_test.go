@@ -636,3 +636,44 @@ func TestSetStringIsLiteral(t *testing.T) {
 		t.Errorf("a number key is still read as YAML: %v", err)
 	}
 }
+
+// TestResumeRefusesChangedInputs: a resume whose model directory or data
+// differ from those the run started with (a model re-downloaded at another
+// revision, a data file regenerated) is refused, naming which; with them
+// restored, it resumes.
+func TestResumeRefusesChangedInputs(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	model := filepath.Join(dir, "model")
+	train := filepath.Join(dir, "data", "train.tsv")
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{train, "inputs changed: the training data " + train + " differ from those the run's steps so far were computed with (task.train sha256:"},
+		{filepath.Join(model, "model.safetensors"), "inputs changed: the model's weights, config or tokenizer in " + model + " differ"},
+		{filepath.Join(model, "config.json"), "inputs changed: the model's weights, config or tokenizer in " + model + " differ"},
+	} {
+		run := filepath.Join(t.TempDir(), "run")
+		if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+run), StopAfter: 2}); err != nil {
+			t.Fatal(err)
+		}
+		orig, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := slices.Clone(orig)
+		if strings.HasSuffix(tc.file, ".json") {
+			changed = append(changed, ' ') // still the same values
+		} else {
+			changed[len(changed)-2] ^= 1 // a label's digit, a weight's low bits
+		}
+		os.WriteFile(tc.file, changed, 0o644)
+		_, err = Run(Options{Resume: run})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s changed: resume gave %v, want %q", tc.file, err, tc.want)
+		}
+		os.WriteFile(tc.file, orig, 0o644)
+		if _, err := Run(Options{Resume: run}); err != nil {
+			t.Errorf("%s restored: %v", tc.file, err)
+		}
+	}
+}
