@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,6 +110,23 @@ func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 // (meazo-eval task --adapter) go through it. grouped gives a LoRA one
 // parameter group per decoder layer.
 func openAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
+	a, err := readAdapter(dir, m, grouped)
+	if err != nil {
+		return nil, err
+	}
+	// A NaN or an infinity would not fail: every score would be made of it.
+	for g, p := range a.Params() {
+		for _, v := range p {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, fmt.Errorf("adapter %s: parameter group %d holds %v: not an adapter to evaluate or train from (a diverged run's?)", dir, g, v)
+			}
+		}
+	}
+	return a, nil
+}
+
+// readAdapter is openAdapter without the check of the values.
+func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("adapter %s: no adapter_config.json there; want a saved adapter directory (a run's best/ or last/)", dir)

@@ -1,8 +1,10 @@
 package train
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +49,13 @@ func TestOpenAdapter(t *testing.T) {
 	if err := p.Save(promptDir, m); err != nil {
 		t.Fatal(err)
 	}
+	nanDir := filepath.Join(root, "nan")
+	good := slices.Clone(la.Params()[0])
+	la.Params()[0][3] = float32(math.NaN())
+	if err := la.Save(nanDir); err != nil {
+		t.Fatal(err)
+	}
+	copy(la.Params()[0], good)
 	emptyDir := filepath.Join(root, "empty")
 	otherDir := filepath.Join(root, "ia3")
 	for _, d := range []string{emptyDir, otherDir} {
@@ -84,6 +93,7 @@ func TestOpenAdapter(t *testing.T) {
 		{"prompt", promptDir, withPrompt, ""},
 		{"no adapter_config.json", emptyDir, 0, "no adapter_config.json"},
 		{"other peft_type", otherDir, 0, `peft_type "IA3"`},
+		{"NaN in the adapter", nanDir, 0, "parameter group 0 holds NaN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := openAdapter(tc.dir, m, false)
