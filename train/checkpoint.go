@@ -170,7 +170,13 @@ func (r *run) checkpointOf(params [][]float32, eng []byte) error {
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
-	return os.RemoveAll(old)
+	// The checkpoint is in place: a previous one that cannot be removed
+	// costs disk space, not the run (the next checkpoint or resume
+	// removes it).
+	if err := os.RemoveAll(old); err != nil {
+		fmt.Fprintf(r.log, "warning: the checkpoint is written, but the previous one is left in %s: %v\n", old, err)
+	}
+	return nil
 }
 
 // restore loads checkpoint/ into the run and cuts the logs back to it.

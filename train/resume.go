@@ -88,6 +88,14 @@ func recoverCheckpointDir(runDir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("resume %s: no checkpoint (%s): the run stopped before its first one; start it again with --config", runDir, dir)
 	}
+	// checkpoint/ appears only by the rename of a complete checkpoint.tmp/:
+	// with it in place, a checkpoint.tmp/ is one a crash cut short, and a
+	// checkpoint.old/ the one it replaced. Neither is needed again.
+	for _, stale := range []string{rundir.CheckpointTmpDir, rundir.CheckpointOldDir} {
+		if err := os.RemoveAll(filepath.Join(runDir, stale)); err != nil {
+			return fmt.Errorf("resume %s: %w", runDir, err)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, rundir.StateFile)); errors.Is(err, os.ErrNotExist) {
 		// A checkpoint is swapped in whole: one without its state lost it
 		// afterwards, and a new start would be refused (it holds a run).

@@ -206,6 +206,20 @@ func TestResumeRecoversInterruptedSwap(t *testing.T) {
 	if !slices.Equal(a, b) {
 		t.Errorf("metrics.jsonl of the recovered run differs from the uninterrupted run:\n%s\n---\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
+	// A crash after the swap, before the old checkpoint went, and one in
+	// the middle of writing the next: the resume of the finished run
+	// removes both.
+	copyDir(t, filepath.Join(cut, "checkpoint"), filepath.Join(cut, "checkpoint.old"))
+	os.MkdirAll(filepath.Join(cut, "checkpoint.tmp"), 0o755)
+	os.WriteFile(filepath.Join(cut, "checkpoint.tmp", "state.json"), []byte("{"), 0o644)
+	if _, err := Run(Options{Resume: cut}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"checkpoint.old", "checkpoint.tmp"} {
+		if _, err := os.Stat(filepath.Join(cut, d)); err == nil {
+			t.Errorf("%s is still there after a resume", d)
+		}
+	}
 }
 
 // TestResumeWithSetIsRecorded changes the learning rate and the step count
