@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
@@ -49,6 +50,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	}
 	defer ck.Close()
 	be := opts.backend()
+	read := map[string]bool{}
 	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
 		info, _ := ck.Info(name)
 		return opts.BF16Weights && info.Dtype == safetensors.BF16
@@ -61,6 +63,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		if !slices.Equal(info.Shape, shape) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
 		}
+		read[name] = true
 		v, err := ck.Float32(name)
 		ck.Release(name) // the converted copy is all we keep
 		return v, err
@@ -68,7 +71,42 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
+	if err := checkAllRead(ck.Names(), read, cfg); err != nil {
+		m.Free()
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
 	return m, nil
+}
+
+// checkAllRead refuses a checkpoint with tensors the model did not read:
+// config.json then describes another model than the weights (fewer layers
+// than were saved, Llama's architecture over Qwen3's weights with their
+// q_norm and k_norm), and the model would run as a part of itself without
+// a word. A tied model's saved lm_head.weight (Qwen3-0.6B's checkpoint has
+// one: HF ties it to the embeddings) and rotary_emb.inv_freq buffers (HF
+// recomputes them) are not weights of the model.
+func checkAllRead(names []string, read map[string]bool, cfg *Config) error {
+	var unused []string
+	for _, n := range names {
+		switch {
+		case read[n]:
+		case n == "lm_head.weight" && cfg.TieEmbeddings:
+		case strings.HasSuffix(n, ".rotary_emb.inv_freq"):
+		default:
+			unused = append(unused, n)
+		}
+	}
+	if len(unused) == 0 {
+		return nil
+	}
+	slices.Sort(unused)
+	more := ""
+	if len(unused) > 3 {
+		more = fmt.Sprintf(" and %d more", len(unused)-3)
+		unused = unused[:3]
+	}
+	return fmt.Errorf("the checkpoint holds tensors that the %d-layer %s config.json describes has no use for (%s%s): "+
+		"config.json does not describe these weights (num_hidden_layers, architectures?)", cfg.NumLayers, cfg.Architecture, strings.Join(unused, ", "), more)
 }
 
 // weightLoader returns the float32 values of the named tensor, which must

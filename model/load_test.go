@@ -98,6 +98,9 @@ func TestLoadErrors(t *testing.T) {
 		{"shape mismatch", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(config), `"intermediate_size": 64`, `"intermediate_size": 96`, 1)), 0o644)
 		}, []string{"mlp.gate_proj.weight", "shape"}},
+		{"fewer layers than the weights", func(dir string) {
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(config), `"num_hidden_layers": 2`, `"num_hidden_layers": 1`, 1)), 0o644)
+		}, []string{"has no use for (model.layers.1.", "and 6 more", "config.json does not describe these weights"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
