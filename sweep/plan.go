@@ -68,7 +68,11 @@ func ReadState(dir string) (RunState, error) {
 	if exists(filepath.Join(dir, rundir.SummaryFile)) {
 		r, err := LoadSummary(dir)
 		if err != nil {
-			return RunState{}, err
+			// One damaged file must not stop a study's every command. The
+			// run is not settled (its sweep waits: η* is never chosen
+			// without it), and resume runs it again: from its checkpoint,
+			// meazo-train rewrites the summary.
+			return RunState{Status: StatusUnfinished, Detail: fmt.Sprintf("%v (meazo-sweep resume runs it again)", err)}, nil
 		}
 		switch {
 		case r.Diverged:

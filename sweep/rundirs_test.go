@@ -130,6 +130,10 @@ func TestReadState(t *testing.T) {
 			writeFile(t, filepath.Join(dir, ExitFile), "3 Slurm job 58_2 ended without an exit status\n")
 		}, StatusInterrupted, false},
 		{"unfinished", checkpoint, StatusUnfinished, false},
+		{"summary.json damaged", func(t *testing.T, dir string) {
+			checkpoint(t, dir)
+			writeFile(t, filepath.Join(dir, rundir.SummaryFile), `{"optimizer": "meaz`)
+		}, StatusUnfinished, false},
 		{"unfinished, lock file left by the run", func(t *testing.T, dir string) {
 			checkpoint(t, dir)
 			l, err := train.LockDir(dir)
