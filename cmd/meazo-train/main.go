@@ -46,8 +46,12 @@ type cmdline struct {
 	opts      train.Options
 }
 
-// errUsage asks for the usage text and exit status 2.
-var errUsage = errors.New("usage")
+// errUsage asks for the usage text and exit status 2; errHelp (-h) for the
+// usage text and exit status 0, as every other command's -h.
+var (
+	errUsage = errors.New("usage")
+	errHelp  = errors.New("help")
+)
 
 const usageHead = `usage:
   meazo-train --config C.yaml [--set key=value]... [--seed N] [--out DIR]   train as the config says
@@ -83,7 +87,7 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, errUsage
+			return nil, errHelp
 		}
 		return nil, fmt.Errorf("%w (see -h)", err)
 	}
@@ -145,6 +149,9 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 
 func main() {
 	c, err := parseCmdline(os.Args[1:], os.Stderr)
+	if errors.Is(err, errHelp) {
+		os.Exit(0)
+	}
 	if errors.Is(err, errUsage) {
 		os.Exit(2)
 	}

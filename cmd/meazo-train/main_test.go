@@ -21,6 +21,7 @@ func TestCarelessInvocations(t *testing.T) {
 		want string // "" = accepted; "usage" = usage text, exit 2
 	}{
 		{"no flags", nil, "usage"},
+		{"-h", []string{"-h"}, "help"},
 		{"empty --resume", []string{"--resume", ""}, "--resume is given an empty value"},
 		{"empty --config", []string{"--config="}, "--config is given an empty value"},
 		{"empty --out", []string{"--config", "c.yaml", "--out", " "}, "--out is given an empty value"},
@@ -46,7 +47,9 @@ func TestCarelessInvocations(t *testing.T) {
 				t.Fatalf("refused: %v", err)
 			case tc.want == "usage" && !errors.Is(err, errUsage):
 				t.Fatalf("got %v, want the usage (exit 2)", err)
-			case tc.want != "" && tc.want != "usage" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			case tc.want == "help" && !errors.Is(err, errHelp):
+				t.Fatalf("got %v, want the help (exit 0)", err)
+			case tc.want != "" && tc.want != "usage" && tc.want != "help" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
 			}
 			if err == nil && c.demo != (tc.name == "demo") {
