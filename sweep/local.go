@@ -225,6 +225,7 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 				}
 			}
 			sort.SliceStable(next, func(i, j int) bool { return next[i].Stage < next[j].Stage })
+			reread := false // a run read earlier was taken by another process since
 			for len(free) > 0 && len(next) > 0 {
 				r := next[0]
 				next = next[1:]
@@ -236,6 +237,7 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 				}
 				if !mode.startable(s) {
 					stale[sweepOf[r.Sweep]] = true // read it again before the next start
+					reread = true
 					if s.Status == StatusRunning {
 						runsElsewhere(r, s)
 					}
@@ -244,6 +246,11 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 				if err := start(r); err != nil {
 					return err
 				}
+			}
+			if reread && len(free) > 0 {
+				// Its sweep may have more to start now (its stage 2, if
+				// the other process finished its stage 1): read it again.
+				continue
 			}
 		}
 		if len(running) == 0 {

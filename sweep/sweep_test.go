@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/train"
 )
 
 // The test binary doubles as a fake meazo-train (MEAZO_SWEEP_TEST_TRAINER=1):
@@ -74,6 +75,20 @@ func fakeTrain(args []string) error {
 	}
 	if f := os.Getenv("FAKE_FAIL"); f != "" && strings.HasSuffix(out, f) {
 		return fmt.Errorf("failing %s as asked", out)
+	}
+	// As another process would: finish these runs (once) while this one runs.
+	if dirs := os.Getenv("FAKE_ALSO_FINISH"); dirs != "" {
+		os.Unsetenv("FAKE_ALSO_FINISH") // not again in the calls below
+		for _, d := range strings.Split(dirs, ",") {
+			if _, err := os.Stat(filepath.Join(d, "summary.json")); err == nil {
+				continue
+			}
+			var lr, seed string
+			fmt.Sscanf(strings.ReplaceAll(filepath.Base(d), "_", " "), "lr=%s seed=%s", &lr, &seed)
+			if err := fakeTrain([]string{"--set", "optimizer.name=zo-sgd", "--set", "optimizer.lr=" + lr, "--set", "train.seed=" + seed, "--out", d}); err != nil {
+				return err
+			}
+		}
 	}
 	if sets["optimizer.lr"] == "" { // --resume: the rate and seed from the directory's name
 		var lr, seed string
@@ -473,4 +488,50 @@ executor: {kind: local, parallel: 1, trainer: %s}
 		t.Fatalf("%d directory reads for %d runs, want at most %d", reads, runs, limit)
 	}
 	t.Logf("%d directory reads for %d runs", reads, runs)
+}
+
+// TestLocalStudyRunsTakenElsewhere: runs another process finished after the
+// executor last read their sweep are not started again (each run is read
+// once more just before it starts), and that sweep's stage 2, ready now, is
+// started even when nothing else runs here (the other sweep waits for a
+// run another process holds).
+func TestLocalStudyRunsTakenElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0]
+coarse: [1e-3, 1e-2]
+experiments:
+  - {name: e, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+executor: {kind: local, parallel: 1, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := filepath.Join(dir, "out/e_meazo/lr=1e-2_seed=0")
+	os.MkdirAll(held, 0o755)
+	lock, err := train.LockDir(held) // another process trains it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	other := []string{filepath.Join(dir, "out/e_zo-sgd/lr=1e-3_seed=0"), filepath.Join(dir, "out/e_zo-sgd/lr=1e-2_seed=0")}
+	t.Setenv("FAKE_ALSO_FINISH", strings.Join(other, ","))
+	var log bytes.Buffer
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	for _, d := range other {
+		if strings.Contains(log.String(), "start "+d+" ") {
+			t.Errorf("%s, finished by another process, was started again\n%s", d, log.String())
+		}
+	}
+	if !strings.Contains(log.String(), "out/e_zo-sgd/lr=") || !strings.Contains(log.String(), "(stage 2") {
+		t.Errorf("e_zo-sgd's stage 2 was not started\n%s", log.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out/e_zo-sgd", SweepFile)); err != nil {
+		t.Errorf("e_zo-sgd has no sweep.json: %v\n%s", err, log.String())
+	}
 }
