@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 
@@ -152,6 +153,11 @@ func cleanDemoRun(dir string) error {
 // make demo does). Each run is its own process, so that each summary's peak
 // RSS is that run's own.
 func demo(opts train.Options, dir string, steps int) error {
+	// Signals are the runs' to act on (runForwardingSignals); one before
+	// a run starts stops the demo there.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -191,12 +197,21 @@ func demo(opts train.Options, dir string, steps int) error {
 		args = append(args, "--set", "output.dir="+out) // last: nothing overrides where the demo writes
 		cmd := exec.Command(self, args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := runForwardingSignals(cmd); err != nil {
+		select {
+		case <-sigs:
+			return fmt.Errorf("%w: before the %s run (the demo run again starts over)", errDemoInterrupted, opt)
+		default:
+		}
+		signaled, err := runForwardingSignals(cmd, sigs)
+		if err != nil {
 			var ee *exec.ExitError
 			if errors.As(err, &ee) && ee.ExitCode() == train.ExitInterrupted {
 				return fmt.Errorf("%w: the %s run stopped at a checkpoint (meazo-train --resume %s continues it; the demo run again starts over)", errDemoInterrupted, opt, out)
 			}
 			return fmt.Errorf("demo run %s: %w", opt, err)
+		}
+		if signaled { // as the run ended: the next one does not start
+			return fmt.Errorf("%w: after the %s run (the demo run again starts over)", errDemoInterrupted, opt)
 		}
 		runs = append(runs, out)
 	}
@@ -207,26 +222,39 @@ func demo(opts train.Options, dir string, steps int) error {
 var errDemoInterrupted = errors.New("demo interrupted")
 
 // runForwardingSignals runs one demo run as its own process group and
-// passes it SIGINT, SIGTERM and SIGUSR1, so that it stops as a run does
+// passes it the SIGINT, SIGTERM and SIGUSR1 that come on sigs, so that it stops as a run does
 // (checkpoint, exit 3), once per signal: a Ctrl-C in the terminal reaches it
 // once, through this process, and a SIGTERM sent to this process only
-// (docker stop) reaches it too.
-func runForwardingSignals(cmd *exec.Cmd) error {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+// (docker stop) reaches it too. A SIGHUP (the terminal closed) reaches it as
+// SIGTERM, and the run gets a SIGTERM if this process dies (SIGKILL): it is
+// in a process group of its own, which the terminal's signals miss. It says
+// whether a signal came, also one that came as the run ended.
+func runForwardingSignals(cmd *exec.Cmd, sigs <-chan os.Signal) (signaled bool, err error) {
+	// The parent-death signal follows the thread that started the run:
+	// that thread stays this goroutine's until the run ends.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = demoRunAttr()
 	if err := cmd.Start(); err != nil {
-		return err
+		return false, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	for {
 		select {
 		case s := <-sigs:
+			signaled = true
+			if s == syscall.SIGHUP {
+				s = syscall.SIGTERM
+			}
 			cmd.Process.Signal(s)
 		case err := <-done:
-			return err
+			select {
+			case <-sigs:
+				signaled = true
+			default:
+			}
+			return signaled, err
 		}
 	}
 }

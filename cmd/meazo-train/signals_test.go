@@ -103,30 +103,34 @@ func waitForLines(t *testing.T, path string, n int) {
 // first step) exits 3 too, with nothing written that a new start refuses.
 func TestDemoStopsOnSignal(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
-	cmd := self(t, "--demo", "--demo-dir", dir, "--demo-steps", "5000")
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "run-meazo")
-	waitForLines(t, filepath.Join(run, "metrics.jsonl"), 3)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != train.ExitInterrupted || !strings.Contains(stderr.String(), "demo interrupted: the meazo run stopped at a checkpoint") {
-		t.Fatalf("exit after SIGTERM: %v, want status %d\n%s", err, train.ExitInterrupted, stderr.String())
-	}
-	s, err := rundir.ReadSummary(run)
-	if err != nil || s.Status != rundir.StatusInterrupted || s.Signal != "SIGTERM" {
-		t.Fatalf("summary: %+v, %v", s, err)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} { // the terminal's SIGHUP reaches the run as SIGTERM
+		os.RemoveAll(filepath.Join(dir, "run-meazo")) // the last round's: metrics.jsonl below is this round's
+		cmd := self(t, "--demo", "--demo-dir", dir, "--demo-steps", "5000")
+		stderr.Reset()
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		run := filepath.Join(dir, "run-meazo")
+		waitForLines(t, filepath.Join(run, "metrics.jsonl"), 3)
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if !errors.As(err, &ee) || ee.ExitCode() != train.ExitInterrupted || !strings.Contains(stderr.String(), "demo interrupted: the meazo run stopped at a checkpoint") {
+			t.Fatalf("exit after %v: %v, want status %d\n%s", sig, err, train.ExitInterrupted, stderr.String())
+		}
+		s, err := rundir.ReadSummary(run)
+		if err != nil || s.Status != rundir.StatusInterrupted || s.Signal != "SIGTERM" {
+			t.Fatalf("after %v, summary: %+v, %v", sig, s, err)
+		}
 	}
 
 	// A run asked to stop while it starts.
 	out := filepath.Join(t.TempDir(), "run")
-	cmd = self(t, "--config", filepath.Join(dir, "demo.yaml"), "--out", out)
+	cmd := self(t, "--config", filepath.Join(dir, "demo.yaml"), "--out", out)
 	stderr.Reset()
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -136,7 +140,7 @@ func TestDemoStopsOnSignal(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if !errors.As(err, &ee) || ee.ExitCode() != train.ExitInterrupted {
 		t.Fatalf("exit after SIGTERM while starting: %v, want status %d\n%s", err, train.ExitInterrupted, stderr.String())
 	}
