@@ -191,10 +191,11 @@ func Load(path string, overrides []string) (*Config, error) {
 		if err := checkKey(key, known); err != nil {
 			return nil, fmt.Errorf("--set %s: %w", key, err)
 		}
-		// A string key takes the text as it is: read as YAML, the path
-		// "exp #1" would lose its comment-like tail, "007" would be 7 and
-		// "1e3" 1000, and the run would go somewhere else without a word.
-		var parsed any = strings.TrimSpace(val)
+		// A string key takes the text as it is, spaces included (a prompt's
+		// leading space is a token's): read as YAML, the path "exp #1"
+		// would lose its comment-like tail, "007" would be 7 and "1e3"
+		// 1000, and the run would go somewhere else without a word.
+		var parsed any = val
 		if keyKind(key, known) != "string" {
 			if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
 				return nil, fmt.Errorf("--set %s: %w", key, err)

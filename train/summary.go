@@ -46,9 +46,10 @@ func (r *run) finish() (*Summary, error) {
 		}
 		return r.interrupted(r.state.Step, reason, r.testCut())
 	}
-	if r.state.Test = nil; resumedTest {
-		// The finished run's checkpoint, as an uninterrupted run leaves it:
-		// with no test evaluation under way.
+	// The test evaluation is over. A checkpoint that says it is under way
+	// is written again, as an uninterrupted run leaves it.
+	r.state.Test = nil
+	if resumedTest {
 		if err := r.checkpoint(); err != nil {
 			return nil, err
 		}

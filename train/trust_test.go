@@ -637,7 +637,7 @@ func TestResumeOfNothing(t *testing.T) {
 func TestSetStringIsLiteral(t *testing.T) {
 	_, cfg := demoConfig(t, 1)
 	for _, dir := range []string{"exp #1", "007", "1e3", "'q'", "~", "a: b", "[x]"} {
-		c, err := Load(cfg, []string{"output.dir=" + dir, "task.train= " + dir + " "})
+		c, err := Load(cfg, []string{"output.dir=" + dir, "task.train=" + dir})
 		if err != nil {
 			t.Errorf("--set output.dir=%s: %v", dir, err)
 			continue
@@ -645,6 +645,9 @@ func TestSetStringIsLiteral(t *testing.T) {
 		if c.Output.Dir != dir || c.Task.Train != dir {
 			t.Errorf("--set output.dir=%s: %v, output.dir %q, task.train %q", dir, err, c.Output.Dir, c.Task.Train)
 		}
+	}
+	if c, err := Load(cfg, []string{"adapter.init_text= Positive"}); err != nil || c.Adapter.InitText != " Positive" {
+		t.Errorf("--set adapter.init_text= Positive: %v, %q (a leading space is a token's)", err, c.Adapter.InitText)
 	}
 	if c, err := Load(cfg, []string{"train.steps=007"}); err != nil || c.Train.Steps != 7 {
 		t.Errorf("a number key is still read as YAML: %v", err)
