@@ -308,6 +308,35 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 	return c, nil
 }
 
+// CheckpointFiles lists the files OpenCheckpoint reads in dir: model.safetensors,
+// or the index and the shards it names (sorted), for callers that check
+// whether a checkpoint changed.
+func CheckpointFiles(dir string) ([]string, error) {
+	single := filepath.Join(dir, singleFileName)
+	if _, err := os.Stat(single); err == nil {
+		return []string{single}, nil
+	}
+	indexPath := filepath.Join(dir, indexFileName)
+	js, err := os.ReadFile(indexPath)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	var index struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(js, &index); err != nil {
+		return nil, fmt.Errorf("checkpoint index %s: %v", indexPath, err)
+	}
+	files := []string{indexPath}
+	for _, s := range slices.Compact(slices.Sorted(maps.Values(index.WeightMap))) {
+		if !filepath.IsLocal(s) {
+			return nil, fmt.Errorf("checkpoint index %s: shard %q is not a file of the directory", indexPath, s)
+		}
+		files = append(files, filepath.Join(dir, s))
+	}
+	return files, nil
+}
+
 // openShards reads the index and opens every shard it names.
 func (c *Checkpoint) openShards() error {
 	indexPath := filepath.Join(c.dir, indexFileName)

@@ -41,7 +41,7 @@ type checkpointState struct {
 	Arithmetic string `json:"arithmetic,omitempty"`
 	// The fingerprints of the model and the data the steps so far were
 	// computed from (inputs.go): a resume checks them.
-	Inputs map[string]string `json:"inputs,omitempty"`
+	Inputs []inputFile `json:"inputs,omitempty"`
 }
 
 // testProgress is how far a run's test evaluation got: the evaluations
@@ -180,7 +180,7 @@ func (r *run) checkpointOf(params [][]float32, eng []byte) error {
 }
 
 // restore loads checkpoint/ into the run and cuts the logs back to it.
-func (r *run) restore(inputs map[string]string) error {
+func (r *run) restore() error {
 	dir := filepath.Join(r.dir, rundir.CheckpointDir) // in place: resumeConfig has recovered an interrupted swap
 	b, err := os.ReadFile(filepath.Join(dir, rundir.StateFile))
 	if err != nil {
@@ -202,7 +202,7 @@ func (r *run) restore(inputs map[string]string) error {
 		r.state.Test = nil
 	}
 	r.noteArithmetic()
-	if err := checkInputs(r.state.Inputs, inputs, r.cfg); err != nil {
+	if r.state.Inputs, err = checkInputs(r.state.Inputs, r.cfg); err != nil {
 		return fmt.Errorf("resume %s: %w", r.dir, err)
 	}
 	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {

@@ -3,6 +3,7 @@ package train
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,106 +11,123 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/meazo-go/meazo/safetensors"
 )
 
-// The inputs a run's numbers depend on are fingerprinted when it starts and
-// recorded in its checkpoints (state.json "inputs"): the model directory's
-// weights, config and tokenizer, and the training and validation data. A
-// resume whose inputs differ (a model re-downloaded at another revision into
+// The files a run's numbers depend on are fingerprinted when it starts and
+// recorded in its checkpoints (state.json "inputs"): the model's weights,
+// config.json and tokenizer files, and the training and validation data. A
+// resume whose files differ (a model re-downloaded at another revision into
 // the same directory, a data file regenerated) is refused: its steps would
 // go on with another model or data than the steps before them, and the
 // results would mix the two. The test data are not fingerprinted: task.test
 // may change on resume.
 
-// inputKeys are the fingerprinted inputs, in the order they are checked.
-var inputKeys = []string{"model.path", "task.train", "task.validation"}
-
-// inputFiles lists the files of each input.
-func inputFiles(cfg *Config) (map[string][]string, error) {
-	model, err := modelFiles(cfg.Model.Path)
-	if err != nil {
-		return nil, err
-	}
-	files := map[string][]string{"model.path": model, "task.train": {cfg.Task.Train}}
-	if cfg.Task.Validation != "" {
-		files["task.validation"] = []string{cfg.Task.Validation}
-	}
-	return files, nil
+// inputFile is one fingerprinted file.
+type inputFile struct {
+	Input string `json:"input"` // the config key that names it: model.path, task.train, task.validation
+	Path  string `json:"path"`
+	Size  int64  `json:"size"`
+	// The modification time: a resume hashes again only a file whose size
+	// or time changed (a copy to a node's local disk; a re-download).
+	ModTime int64 `json:"mtime_ns"`
+	// SHA-256 of the content; of a JSON file, of its values re-encoded, so
+	// that spacing and key order do not count.
+	SHA256 string `json:"sha256"`
 }
 
-// modelFiles are what the model and its tokenizer are read from: the
-// weights (every *.safetensors at the top of the directory, and a sharded
-// model's index), config.json and the tokenizer's files. Other files of an
-// HF download (README, original/, generation_config.json) are not.
-func modelFiles(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+// inputPaths lists each input's files, in order.
+func inputPaths(cfg *Config) ([][2]string, error) {
+	weights, err := safetensors.CheckpointFiles(cfg.Model.Path)
 	if err != nil {
 		return nil, fmt.Errorf("model.path: %w", err)
 	}
-	read := []string{"config.json", "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}
-	var out []string
-	for _, e := range ents {
-		if n := e.Name(); slices.Contains(read, n) || strings.HasSuffix(n, ".safetensors") {
-			out = append(out, filepath.Join(dir, n))
+	var out [][2]string
+	for _, w := range weights {
+		out = append(out, [2]string{"model.path", w})
+	}
+	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {
+		if p := filepath.Join(cfg.Model.Path, name); exists(p) {
+			out = append(out, [2]string{"model.path", p})
 		}
 	}
-	return out, nil // os.ReadDir sorts by name
+	out = append(out, [2]string{"task.train", cfg.Task.Train})
+	if cfg.Task.Validation != "" {
+		out = append(out, [2]string{"task.validation", cfg.Task.Validation})
+	}
+	return out, nil
 }
 
-// fingerprint is the SHA-256 over the files' base names and contents, in
-// order: "sha256:<hex>".
-func fingerprint(paths []string) (string, error) {
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// fingerprintFile stats and hashes one file.
+func fingerprintFile(input, path string) (inputFile, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return inputFile{}, fmt.Errorf("%s: %w", input, err)
+	}
+	f := inputFile{Input: input, Path: path, Size: st.Size(), ModTime: st.ModTime().UnixNano()}
 	h := sha256.New()
-	for _, p := range paths {
-		f, err := os.Open(p)
+	if strings.HasSuffix(path, ".json") {
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return "", err
+			return inputFile{}, fmt.Errorf("%s: %w", input, err)
 		}
-		fmt.Fprintf(h, "%s\x00", filepath.Base(p))
-		_, err = io.Copy(h, f)
-		f.Close()
+		var v any
+		if json.Unmarshal(b, &v) == nil {
+			if canon, err := json.Marshal(v); err == nil { // map keys sorted
+				b = canon
+			}
+		}
+		h.Write(b)
+	} else {
+		r, err := os.Open(path)
 		if err != nil {
-			return "", fmt.Errorf("read %s: %w", p, err)
+			return inputFile{}, fmt.Errorf("%s: %w", input, err)
 		}
-		h.Write([]byte{0})
+		_, err = io.Copy(h, r)
+		r.Close()
+		if err != nil {
+			return inputFile{}, fmt.Errorf("%s: read %s: %w", input, path, err)
+		}
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	f.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return f, nil
 }
 
-// fingerprintInputs hashes every input in the background (a model is
-// gigabytes: seconds, while the model loads): the function it returns
-// waits for the result.
-func fingerprintInputs(cfg *Config) func() (map[string]string, error) {
+// fingerprintInputs hashes every input file of a new run in the background
+// (a model is gigabytes: seconds, while the model loads); the function it
+// returns waits for the result.
+func fingerprintInputs(cfg *Config) func() ([]inputFile, error) {
 	type result struct {
-		prints map[string]string
-		err    error
+		files []inputFile
+		err   error
 	}
 	done := make(chan result, 1)
 	go func() {
-		files, err := inputFiles(cfg)
-		if err != nil {
-			done <- result{nil, err}
-			return
-		}
-		prints := map[string]string{}
-		for _, k := range inputKeys {
-			if len(files[k]) == 0 {
-				continue
+		paths, err := inputPaths(cfg)
+		var files []inputFile
+		for _, p := range paths {
+			if err != nil {
+				break
 			}
-			if prints[k], err = fingerprint(files[k]); err != nil {
-				done <- result{nil, fmt.Errorf("%s: %w", k, err)}
-				return
-			}
+			var f inputFile
+			f, err = fingerprintFile(p[0], p[1])
+			files = append(files, f)
 		}
-		done <- result{prints, nil}
+		done <- result{files, err}
 	}()
 	var r *result
-	return func() (map[string]string, error) {
+	return func() ([]inputFile, error) {
 		if r == nil {
 			got := <-done
 			r = &got
 		}
-		return r.prints, r.err
+		return r.files, r.err
 	}
 }
 
@@ -117,26 +135,56 @@ func fingerprintInputs(cfg *Config) func() (map[string]string, error) {
 // checkpoint was computed from.
 var errInputsChanged = errors.New("inputs changed")
 
-// checkInputs compares the inputs' fingerprints now with those the
-// checkpoint recorded (none in a checkpoint from before they were: not
-// checked).
-func checkInputs(was, now map[string]string, cfg *Config) error {
-	for _, k := range inputKeys {
-		if was[k] == "" || was[k] == now[k] {
-			continue
+// checkInputs checks the input files of a resumed run against those its
+// checkpoint recorded, hashing again only those whose size or time changed,
+// and returns the records to keep. A checkpoint from before the records
+// were kept has none: its inputs are recorded from now on, unchecked.
+func checkInputs(was []inputFile, cfg *Config) ([]inputFile, error) {
+	paths, err := inputPaths(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(was) == 0 {
+		var now []inputFile
+		for _, p := range paths {
+			f, err := fingerprintFile(p[0], p[1])
+			if err != nil {
+				return nil, err
+			}
+			now = append(now, f)
 		}
-		what := map[string]string{"model.path": "the model's weights, config or tokenizer in " + cfg.Model.Path,
-			"task.train": "the training data " + cfg.Task.Train, "task.validation": "the validation data " + cfg.Task.Validation}[k]
-		return fmt.Errorf("%w: %s differ from those the run's steps so far were computed with (%s %s, now %s): "+
-			"resumed, it would mix two; restore them, or start a new run", errInputsChanged, what, k, short(was[k]), short(now[k]))
+		return now, nil
 	}
-	return nil
-}
-
-// short is a fingerprint's first 12 hex digits, for messages.
-func short(p string) string {
-	if h, ok := strings.CutPrefix(p, "sha256:"); ok && len(h) > 12 {
-		return "sha256:" + h[:12] + "…"
+	what := func(input string) string {
+		return map[string]string{"model.path": "the model in " + cfg.Model.Path, "task.train": "the training data",
+			"task.validation": "the validation data"}[input]
 	}
-	return p
+	var now []inputFile
+	for _, p := range paths {
+		i := slices.IndexFunc(was, func(f inputFile) bool { return f.Input == p[0] && f.Path == p[1] })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: %s has %s, which the run's steps so far were not computed with: resumed, it would mix two; "+
+				"restore the files, or start a new run", errInputsChanged, what(p[0]), p[1])
+		}
+		f := was[i]
+		if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size || st.ModTime().UnixNano() != f.ModTime {
+			g, err := fingerprintFile(p[0], p[1])
+			if err != nil {
+				return nil, err
+			}
+			if g.SHA256 != f.SHA256 {
+				return nil, fmt.Errorf("%w: %s differs from the file the run's steps so far were computed with (%s, SHA-256 %s…, now %s…): "+
+					"resumed, it would mix two; restore it, or start a new run", errInputsChanged, f.Path, what(p[0]), f.SHA256[:12], g.SHA256[:12])
+			}
+			f = g // the same content, moved or touched
+		}
+		now = append(now, f)
+	}
+	for _, f := range was {
+		if !slices.ContainsFunc(now, func(g inputFile) bool { return g.Input == f.Input && g.Path == f.Path }) {
+			return nil, fmt.Errorf("%w: %s no longer has %s, which the run's steps so far were computed with: restore it, or start a new run",
+				errInputsChanged, what(f.Input), f.Path)
+		}
+	}
+	return now, nil
 }

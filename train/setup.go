@@ -26,8 +26,12 @@ func (r *run) setup() error {
 	if err := r.openRunDir(); err != nil {
 		return err
 	}
-	// The inputs' fingerprints, hashed while the model loads.
-	inputs := fingerprintInputs(r.cfg)
+	// A new run's input files, fingerprinted while the model loads (a
+	// resume checks its own against its checkpoint's, in restore).
+	var inputs func() ([]inputFile, error)
+	if r.opts.Resume == "" {
+		inputs = fingerprintInputs(r.cfg)
+	}
 	// The model on its backend, and the tokenizer.
 	if err := r.stopStarting("loading the model"); err != nil {
 		return err
@@ -52,17 +56,14 @@ func (r *run) setup() error {
 	// The objective, the evaluator and the run's state before any step.
 	r.setupEvaluation(enc)
 	// A resumed run: its checkpoint, with the logs cut back to it, if its
-	// inputs are the ones it started with.
-	prints, err := inputs()
-	if err != nil {
-		return err
-	}
+	// inputs are the ones it started with; a new run: its inputs.
 	if r.opts.Resume != "" {
-		if err := r.restore(prints); err != nil {
+		if err := r.restore(); err != nil {
 			return err
 		}
+	} else if r.state.Inputs, err = inputs(); err != nil {
+		return err
 	}
-	r.state.Inputs = prints
 	// The logs, started afresh or appended to.
 	if err := r.openLogs(); err != nil {
 		return err
