@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
@@ -284,5 +285,47 @@ func TestNewRandomBF16(t *testing.T) {
 				t.Error("rounding to bfloat16 changed no logit: the values were not rounded")
 			}
 		})
+	}
+}
+
+// TestLoadIgnoresTiedHeadAndInvFreq: the tensors a checkpoint may hold that
+// are not weights of the model load without complaint: a tied model's saved
+// lm_head.weight (Qwen3-0.6B's checkpoint has one) and rotary_emb.inv_freq
+// buffers (HF recomputes them). An untied model reads its lm_head.
+func TestLoadIgnoresTiedHeadAndInvFreq(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig("Qwen3ForCausalLM")
+	if _, err := WriteRandom(dir, c, 1, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []safetensors.Tensor
+	for _, n := range ck.Names() {
+		v, err := ck.Float32(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := ck.Info(n)
+		tensors = append(tensors, safetensors.F32Tensor(n, info.Shape, v))
+	}
+	ck.Close()
+	tensors = append(tensors,
+		safetensors.F32Tensor("lm_head.weight", []int{c.VocabSize, c.HiddenSize}, make([]float32, c.VocabSize*c.HiddenSize)),
+		safetensors.F32Tensor("model.layers.0.self_attn.rotary_emb.inv_freq", []int{c.HeadDim / 2}, make([]float32, c.HeadDim/2)))
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err != nil {
+		t.Fatalf("a tied checkpoint with lm_head.weight and inv_freq: %v", err)
+	}
+	tensors = append(tensors, safetensors.F32Tensor("score.weight", []int{2, c.HiddenSize}, make([]float32, 2*c.HiddenSize)))
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "(score.weight)") {
+		t.Fatalf("an unknown tensor: %v", err)
 	}
 }
