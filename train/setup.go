@@ -167,6 +167,9 @@ var restartable = []string{rundir.ConfigFile, rundir.MetricsFile, rundir.TimingF
 func checkNewRunDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
+		if target, lerr := os.Readlink(dir); lerr == nil { // it would fail as "file exists"
+			return fmt.Errorf("output.dir %s is a link to %s, which does not exist: create that directory, or choose another output.dir", dir, target)
+		}
 		return nil
 	}
 	if err != nil {

@@ -469,6 +469,9 @@ func TestNewRunKeepsWhatIsThere(t *testing.T) {
 			os.WriteFile(filepath.Join(d, "checkpoint.tmp", "sub", "data"), []byte("keep"), 0o644)
 			os.MkdirAll(filepath.Join(d, "best"), 0o755)
 		}, "is not empty (it holds best, checkpoint.tmp)", "checkpoint.tmp/sub/data"},
+		{"a link to a directory that does not exist", func(d string) {
+			os.Symlink(filepath.Join(filepath.Dir(d), "gone"), d)
+		}, "which does not exist: create that directory, or choose another output.dir", ""},
 		{"a log linked elsewhere", func(d string) {
 			os.MkdirAll(d, 0o755)
 			os.WriteFile(filepath.Join(d, "run.lock"), nil, 0o644)
