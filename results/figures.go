@@ -118,7 +118,7 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	}
 	train := &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
 	val := &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
-	var diverged, uneven, unreadable, readErrs []string
+	var diverged, uneven, unreadable, readErrs, cut []string
 	for _, m := range ms {
 		var trainCurves, valCurves []map[int]float64
 		nDiv := 0
@@ -130,8 +130,17 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 				unreadable, readErrs = append(unreadable, r.Dir), append(readErrs, err.Error())
 				continue
 			}
+			// The steps drawn are those read: a log a crash cut off ends
+			// before the steps its summary counts.
+			last := 0
+			if len(tp) > 0 {
+				last = tp[len(tp)-1].Step
+			}
 			if !r.Diverged {
-				lo, hi = min(lo, r.StepsDone), max(hi, r.StepsDone)
+				lo, hi = min(lo, last), max(hi, last)
+				if last < r.StepsDone {
+					cut = append(cut, fmt.Sprintf("%s (to step %d of %d)", r.Dir, last, r.StepsDone))
+				}
 			}
 			if len(tp) == 0 {
 				warn(fmt.Sprintf("%s: %s has no training steps: nothing to draw for it", r.Dir, rundir.MetricsFile))
@@ -174,6 +183,10 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	note := "Line: mean over seeds; shading: mean ± 2 sample standard deviations over seeds (none with one seed)."
 	if len(unreadable) > 0 {
 		note += fmt.Sprintf("\nLeft out, their %s unreadable: %s.", rundir.MetricsFile, strings.Join(unreadable, ", "))
+	}
+	if len(cut) > 0 {
+		note += fmt.Sprintf("\nDrawn as far as their %s goes, cut off before the steps their summary counts: %s.", rundir.MetricsFile, strings.Join(cut, ", "))
+		warn(fmt.Sprintf("%s cut off: %s", rundir.MetricsFile, strings.Join(cut, ", ")))
 	}
 	if len(diverged) > 0 {
 		note += "\nDiverged seeds count up to their last finite step: " + strings.Join(diverged, "; ") + "."

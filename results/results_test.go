@@ -253,6 +253,7 @@ func TestFigureSets(t *testing.T) {
 		run("meazo", true, 1e-4, 0, 1.1, false), run("zo-sgd", false, 1e-4, 0, 1.3, true),
 	} {
 		r.Dir = filepath.Join(root, string(rune('a'+i)))
+		r.StepsDone = 1 // as its metrics.jsonl below
 		os.MkdirAll(r.Dir, 0o755)
 		v := `null`
 		if r.Optimizer == "meazo" {
@@ -303,6 +304,14 @@ func TestFigureSets(t *testing.T) {
 	}
 	if _, err := Curves(runs[:1], 0, func(string) {}); err == nil || !strings.Contains(err.Error(), "nothing to draw") {
 		t.Errorf("only a damaged metrics.jsonl: %v", err)
+	}
+	// A log cut off before the steps its summary counts (a crash's last
+	// line) is drawn as far as it goes, and the note says so.
+	runs[2].StepsDone = 10
+	warnings = nil
+	figs, err = Curves([]sweep.Run{runs[1], runs[2]}, 0, func(w string) { warnings = append(warnings, w) })
+	if err != nil || !strings.Contains(figs[0].Note, "cut off before the steps their summary counts: "+runs[2].Dir+" (to step 1 of 10).") {
+		t.Errorf("a cut-off metrics.jsonl: %v, note %q, warnings %q", err, figs[0].Note, warnings)
 	}
 }
 
