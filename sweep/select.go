@@ -196,15 +196,13 @@ func RateStatsOf(runs []Run) []RateStats {
 	for lr, rs := range byLR {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Seed < rs[j].Seed })
 		st := RateStats{LR: lr, Runs: rs}
-		var best, last []float64
-		var sum float64
+		var best, last, scores []float64
 		for _, r := range rs {
 			b := OrNaN(r.BestValLoss)
 			if r.Diverged || r.Failed || math.IsNaN(b) {
-				sum = math.Inf(1)
-			} else {
-				sum += b
+				b = math.Inf(1)
 			}
+			scores = append(scores, b)
 			if r.Failed {
 				st.Failed++
 				continue
@@ -215,6 +213,14 @@ func RateStatsOf(runs []Run) []RateStats {
 			}
 			best = append(best, b)
 			last = append(last, OrNaN(r.LastValLoss))
+		}
+		// Summed in increasing order, not the seeds': two rates whose
+		// seeds' losses are the same values in another order tie exactly,
+		// and the tie goes to the smaller rate, as EtaStar says.
+		slices.Sort(scores)
+		var sum float64
+		for _, x := range scores {
+			sum += x
 		}
 		st.Score = sum / float64(len(rs))
 		st.MeanBest, st.StdBest, _ = MeanStd(best)

@@ -41,6 +41,10 @@ func TestEtaStar(t *testing.T) {
 		{"lowest mean", []Run{mk(1e-4, 0, 1.0, false), mk(1e-4, 1, 1.4, false), mk(1e-3, 0, 1.1, false), mk(1e-3, 1, 1.2, false)}, 1e-3},
 		{"diverged seed is +inf", []Run{mk(1e-4, 0, 1.3, false), mk(1e-4, 1, 1.3, false), mk(1e-3, 0, 0.5, false), mk(1e-3, 1, 0.1, true)}, 1e-4},
 		{"tie goes to the smaller rate", []Run{mk(1e-3, 0, 1, false), mk(1e-4, 0, 1, false)}, 1e-4},
+		// The same values in another seed order: summed in seed order, 0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1
+		// differ in the last bit, and the larger rate won.
+		{"a tie in another seed order", []Run{mk(1e-2, 0, 0.1, false), mk(1e-2, 1, 0.2, false), mk(1e-2, 2, 0.3, false),
+			mk(1e-1, 0, 0.3, false), mk(1e-1, 1, 0.2, false), mk(1e-1, 2, 0.1, false)}, 1e-2},
 		{"all diverged", []Run{mk(1e-3, 0, 1, true), mk(1e-4, 0, 1, true)}, 0},
 	} {
 		rates := RateStatsOf(c.runs)
