@@ -80,13 +80,25 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		var runs, failed []sweep.Run
 		specs := ss.Runs()
 		all := sp.Results(specs, ss.States)
-		for i, r := range specs {
-			if all[i].Failed {
-				c.missing = append(c.missing, missingRun{r.Dir, ss.States[r.Dir].Status})
-				failed = append(failed, all[i])
-			} else {
+		ran := map[float64]bool{} // rates with a result
+		for i := range specs {
+			if !all[i].Failed {
 				runs = append(runs, all[i])
+				ran[all[i].LR] = true
 			}
+		}
+		for i, r := range specs {
+			if !all[i].Failed {
+				continue
+			}
+			status := ss.States[r.Dir].Status
+			c.missing = append(c.missing, missingRun{r.Dir, status})
+			// A rate none of whose runs has run yet is not yet a rate of
+			// the figures: a cross would call it a failure.
+			if notRunYet(status) && !ran[all[i].LR] {
+				continue
+			}
+			failed = append(failed, all[i])
 		}
 		if !ss.Stage2Known && *sp.Exp.Fine {
 			c.note = "stage 2 not run yet"
@@ -139,6 +151,11 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		rep.Experiments[i].Runs = byExp[rep.Experiments[i].Name].Runs
 	}
 	return rep, nil
+}
+
+// notRunYet says whether a run of this status has not ended yet.
+func notRunYet(status string) bool {
+	return status == sweep.StatusNew || status == sweep.StatusQueued || status == sweep.StatusRunning
 }
 
 // GroupedPairs finds, for each model, task and adapter, a grouped and a

@@ -103,3 +103,34 @@ func TestStudyReport(t *testing.T) {
 		t.Errorf("a failed report made %s (%v)", fresh, err)
 	}
 }
+
+// TestStudyReportInProgress: a rate none of whose runs has run yet is not a
+// rate of the figures (a cross would call it a failure), while the table
+// lists its runs as missing.
+func TestStudyReportInProgress(t *testing.T) {
+	dir := t.TempDir()
+	study := filepath.Join(dir, "study.yaml")
+	body := fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 1e-1]\nfine: false\nexperiments:\n  - {name: squad_lora, config: c.yaml, optimizers: [meazo]}\n", dir)
+	if err := os.WriteFile(study, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, lr := range []float64{1e-3, 1e-2} {
+		for seed := uint64(0); seed < 2; seed++ {
+			run := filepath.Join(dir, "out", "squad_lora_meazo", fmt.Sprintf("lr=%g_seed=%d", lr, seed))
+			fakeRun{opt: "meazo", lr: lr, seed: seed, steps: 20, best: 1 + lr + float64(seed)/100, last: 1.1}.write(t, run)
+		}
+	}
+	out := filepath.Join(dir, "report")
+	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "squad_lora", "val_loss.svg")); !strings.Contains(string(b), "of 2 rates") {
+		t.Errorf("val_loss.svg counts the rate not run yet:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "squad_lora", "robustness_best.svg")); strings.Contains(string(b), ">1e2<") {
+		t.Errorf("robustness_best.svg draws the rate not run yet (η/η* = 100):\n%s", b)
+	}
+	if md, _ := os.ReadFile(filepath.Join(out, "results.md")); !strings.Contains(string(md), "lr=1e-1_seed=0 (new)") {
+		t.Errorf("results.md does not list the runs not run yet:\n%s", md)
+	}
+}
