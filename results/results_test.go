@@ -201,7 +201,7 @@ func TestFailedSeedRules(t *testing.T) {
 func TestReportTables(t *testing.T) {
 	rep := &Report{cells: []cell{
 		{exp: "squad_lora", optimizer: "zo-sgd", model: "m", task: "squad", adapter: "lora", eta: 1e-3, metric: "F1 of the best adapter", mean: 70.5, std: 0.70710678, n: 2, seeds: 2},
-		{exp: "squad_lora", optimizer: "meazo", model: "m", task: "squad", adapter: "lora", eta: 1e-4, metric: "F1 of the best adapter", mean: 71, std: math.NaN(), n: 1, seeds: 2, missing: []missingRun{{"out/squad_lora_meazo/lr=1e-4_seed=1", "new"}}},
+		{exp: "squad_lora", optimizer: "meazo", model: "m", task: "squad", adapter: "lora", eta: 1e-4, metric: "F1 of the best adapter", mean: 71, std: math.NaN(), n: 1, seeds: 2, missing: []missingRun{{"out/squad_lora_meazo/lr=1e-4_seed=1", "new", ""}, {"out/squad_lora_meazo/lr=1e-3_seed=1", "failed", "meazo-train exit status 1"}}},
 		{exp: "sst2_prompt", optimizer: "meazo", model: "m", task: "sst2", adapter: "prompt", eta: 1e-2, metric: "best validation loss", mean: 0.5, std: 0.01, n: 2, seeds: 2},
 		{exp: "sst2_prompt", optimizer: "zo-sgd", seeds: 2, note: "stage 2 not run yet"},
 	}}
@@ -211,7 +211,8 @@ func TestReportTables(t *testing.T) {
 		"| squad_lora | F1 of the best adapter | 71.00 (1/2 seeds)<br>η*=1e-4 | 70.50 ± 0.71<br>η*=1e-3 |",
 		"## Table 2: prompt tuning", "| sst2_prompt | best validation loss | 0.5000 ± 0.0100<br>η*=0.01 |",
 		"## Table 3: no results yet",
-		"## Missing (2)", "- out/squad_lora_meazo/lr=1e-4_seed=1 (new)", "- sst2_prompt_zo-sgd: stage 2 not run yet",
+		"## Missing (2)", "- out/squad_lora_meazo/lr=1e-4_seed=1 (new)", "- out/squad_lora_meazo/lr=1e-3_seed=1 (failed: meazo-train exit status 1)",
+		"- sst2_prompt_zo-sgd: stage 2 not run yet",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
@@ -219,7 +220,7 @@ func TestReportTables(t *testing.T) {
 	}
 	csv := rep.CSV()
 	for _, want := range []string{
-		`squad_lora,m,squad,lora,false,meazo,1e-4,"F1 of the best adapter",71,,1,2,1`,
+		`squad_lora,m,squad,lora,false,meazo,1e-4,"F1 of the best adapter",71,,1,2,2`,
 		`sst2_prompt,,,,false,zo-sgd,,"",,,0,2,0`,
 	} {
 		if !strings.Contains(csv, want) {
@@ -384,9 +385,9 @@ func TestReportCountsWaitingRuns(t *testing.T) {
 		if i >= 5 {
 			status = "queued"
 		}
-		many = append(many, missingRun{fmt.Sprintf("out/e_meazo/lr=1e-%d_seed=0", i+1), status})
+		many = append(many, missingRun{fmt.Sprintf("out/e_meazo/lr=1e-%d_seed=0", i+1), status, ""})
 	}
-	many = append(many, missingRun{"out/e_meazo/lr=1_seed=0", "failed"})
+	many = append(many, missingRun{"out/e_meazo/lr=1_seed=0", "failed", ""})
 	rep := &Report{cells: []cell{
 		{exp: "e", optimizer: "meazo", seeds: 1, missing: many},
 		{exp: "e", optimizer: "zo-sgd", seeds: 1, missing: many[:2]},

@@ -39,9 +39,14 @@ type cell struct {
 }
 
 // missingRun is a run without a result, and its state (sweep.Status*).
-type missingRun struct{ dir, status string }
+type missingRun struct{ dir, status, why string }
 
-func (m missingRun) String() string { return fmt.Sprintf("%s (%s)", m.dir, m.status) }
+func (m missingRun) String() string {
+	if m.why != "" {
+		return fmt.Sprintf("%s (%s: %s)", m.dir, m.status, m.why)
+	}
+	return fmt.Sprintf("%s (%s)", m.dir, m.status)
+}
 
 // maxWaitingListed is how many runs of a sweep that have not run yet (new,
 // queued) the report lists one by one; more are counted in one line (a
@@ -92,7 +97,7 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 				continue
 			}
 			status := ss.States[r.Dir].Status
-			c.missing = append(c.missing, missingRun{r.Dir, status})
+			c.missing = append(c.missing, missingRun{r.Dir, status, ss.States[r.Dir].Detail})
 			// A rate none of whose runs has run yet is not yet a rate of
 			// the figures: a cross would call it a failure.
 			if notRunYet(status) && !ran[all[i].LR] {
@@ -282,9 +287,8 @@ func (rep *Report) Markdown() string {
 	var missing []string
 	n := 0
 	for _, c := range rep.cells {
-		if c.note != "" {
+		if c.note != "" { // a sweep's line: not counted among the runs
 			missing = append(missing, fmt.Sprintf("- %s_%s: %s", c.exp, c.optimizer, c.note))
-			n++
 		}
 		var waiting []missingRun
 		for _, m := range c.missing {
