@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -149,5 +150,38 @@ func TestPrepareDemoDirectory(t *testing.T) {
 				t.Errorf("%s was changed", tc.file)
 			}
 		})
+	}
+}
+
+// TestPrepareDemoAtOnce: meazo-sweep processes started at once on a new
+// study write its demo one at a time: none is refused by another's
+// half-written directory, and the model is the one a single writer makes
+// (a second writer planted the sentiment direction twice).
+func TestPrepareDemoAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	single := filepath.Join(dir, "single")
+	if _, err := train.WriteDemo(single, 150); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(single, "model", "model.safetensors"))
+	demo := filepath.Join(dir, "demo")
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\ndemo: %s\nseeds: [0]\ncoarse: [1e-2]\nexperiments:\n  - {name: e, config: %s/demo.yaml, optimizers: [meazo]}\n", dir, demo, demo))
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			st, err := LoadStudy(p)
+			if err == nil {
+				err = st.Prepare(io.Discard)
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(demo, "model", "model.safetensors")); !bytes.Equal(got, want) {
+		t.Error("the demo's model differs from a single writer's")
 	}
 }

@@ -46,6 +46,18 @@ func (m Mode) startable(s RunState) bool {
 // the study before a run starts or a job is submitted.
 func (st *Study) Prepare(log io.Writer) error {
 	if st.Demo != "" && !exists(filepath.Join(st.Demo, "demo.yaml")) {
+		// One writer at a time: two meazo-sweep started at once on a new
+		// study would otherwise refuse each other's half-written directory
+		// or plant the demo's sentiment direction twice. demo.yaml is
+		// written last: once it exists, the demo is whole.
+		unlock, err := lockFile(filepath.Join(st.Out, DemoLock), "writing the study's demo", log)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if exists(filepath.Join(st.Demo, "demo.yaml")) {
+			return st.CheckConfigs()
+		}
 		abs, err := filepath.Abs(st.Demo)
 		if err != nil {
 			return err

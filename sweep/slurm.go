@@ -516,20 +516,30 @@ const SubmitLock = "meazo-sweep.submit.lock"
 // lockSubmissions takes dir's SubmitLock, waiting for another submission of
 // the study to end (they take seconds), and returns its release.
 func lockSubmissions(dir string, log io.Writer) (func(), error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return lockFile(filepath.Join(dir, SubmitLock), "submitting this study", log)
+}
+
+// DemoLock is the file in the study directory whose lock the writer of the
+// study's demo holds.
+const DemoLock = "meazo-sweep.demo.lock"
+
+// lockFile takes the lock of the file at path (made with its directory if
+// missing), waiting up to 5 minutes for another meazo-sweep doing what,
+// and returns its release.
+func lockFile(path, what string, log io.Writer) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, SubmitLock)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	err = filelock.Wait(f, 5*time.Minute, 200*time.Millisecond, func() {
-		fmt.Fprintf(log, "meazo-sweep: waiting for another meazo-sweep submitting this study (%s)\n", path)
+		fmt.Fprintf(log, "meazo-sweep: waiting for another meazo-sweep %s (%s)\n", what, path)
 	})
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %w (another meazo-sweep is submitting this study)", path, err)
+		return nil, fmt.Errorf("lock %s: %w (another meazo-sweep is %s)", path, err, what)
 	}
 	return func() { f.Close() }, nil
 }
