@@ -276,6 +276,13 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 			if d.err != nil {
 				return fmt.Errorf("%s: %w", d.spec.Dir, d.err)
 			}
+			if d.code != 0 && d.code != train.ExitInterrupted && takenElsewhere(d.spec.Dir) {
+				// Another meazo-sweep started it at the same moment, and
+				// its meazo-train won the run.lock: the run is that
+				// process's, and this one's exit status is no failure.
+				fmt.Fprintf(log, "meazo-sweep: %s was started at the same moment by another process, whose it is\n", d.spec.Dir)
+				continue
+			}
 			if err := writeExit(d.spec.Dir, d.code); err != nil {
 				return err
 			}
@@ -321,6 +328,15 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 		return &stoppedError{stopped}
 	}
 	return nil
+}
+
+// takenElsewhere says whether a run this process started, whose
+// meazo-train failed, belongs to another process: another meazo-train
+// holds its run.lock, or has finished it (meazo-train refuses a run
+// directory another one holds, and exits 1).
+func takenElsewhere(dir string) bool {
+	s, err := ReadState(dir)
+	return err == nil && (s.Status == StatusRunning || s.Status == StatusDone || s.Status == StatusDiverged)
 }
 
 // stoppedRuns lists, and logs, the runs an earlier session left stopped

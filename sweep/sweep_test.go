@@ -101,6 +101,15 @@ func fakeTrain(args []string) error {
 	if err != nil {
 		return err
 	}
+	// As a meazo-train refused by the run.lock of another process's, which
+	// has finished the run by the time this one's exit is read.
+	if f := os.Getenv("FAKE_TAKEN"); f != "" && strings.HasSuffix(out, f) {
+		os.Unsetenv("FAKE_TAKEN")
+		if err := fakeTrain(args); err != nil {
+			return err
+		}
+		return fmt.Errorf("run directory %s is in use by another process", out)
+	}
 	seed, _ := strconv.Atoi(sets["train.seed"])
 	loss := math.Pow(math.Log10(lr)+2.2, 2) + 1 + float64(seed)/100
 	b, _ := json.Marshal(map[string]any{"optimizer": sets["optimizer.name"], "lr": lr, "seed": seed, "steps": 10, "steps_done": 10,
@@ -533,5 +542,41 @@ executor: {kind: local, parallel: 1, trainer: %s}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out/e_zo-sgd", SweepFile)); err != nil {
 		t.Errorf("e_zo-sgd has no sweep.json: %v\n%s", err, log.String())
+	}
+}
+
+// TestLocalStudyRunStartedTwice: a run this process started at the same
+// moment as another meazo-sweep, whose meazo-train won its run.lock (and
+// finished it), is neither a failure nor given this process's exit status.
+func TestLocalStudyRunStartedTwice(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("FAKE_TAKEN", "lr=1e-2_seed=0")
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0]
+coarse: [1e-3, 1e-2]
+fine: false
+experiments:
+  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}
+executor: {kind: local, parallel: 1, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	taken := filepath.Join(dir, "out/e_meazo/lr=1e-2_seed=0")
+	if !strings.Contains(log.String(), taken+" was started at the same moment by another process") {
+		t.Errorf("the log does not say so:\n%s", log.String())
+	}
+	if _, err := os.Stat(filepath.Join(taken, ExitFile)); err == nil {
+		t.Error("the run another process owns got this process's exit status")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out/e_meazo", SweepFile)); err != nil {
+		t.Errorf("no sweep.json: %v", err)
 	}
 }
