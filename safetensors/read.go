@@ -316,54 +316,57 @@ func CheckpointFiles(dir string) ([]string, error) {
 	if _, err := os.Stat(single); err == nil {
 		return []string{single}, nil
 	}
-	indexPath := filepath.Join(dir, indexFileName)
-	js, err := os.ReadFile(indexPath)
+	_, shards, err := readIndex(dir)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+		return nil, err
 	}
-	var index struct {
-		WeightMap map[string]string `json:"weight_map"`
-	}
-	if err := json.Unmarshal(js, &index); err != nil {
-		return nil, fmt.Errorf("checkpoint index %s: %v", indexPath, err)
-	}
-	files := []string{indexPath}
-	for _, s := range slices.Compact(slices.Sorted(maps.Values(index.WeightMap))) {
-		if !filepath.IsLocal(s) {
-			return nil, fmt.Errorf("checkpoint index %s: shard %q is not a file of the directory", indexPath, s)
-		}
+	files := []string{filepath.Join(dir, indexFileName)}
+	for _, s := range shards {
 		files = append(files, filepath.Join(dir, s))
 	}
 	return files, nil
 }
 
-// openShards reads the index and opens every shard it names.
-func (c *Checkpoint) openShards() error {
-	indexPath := filepath.Join(c.dir, indexFileName)
+// readIndex reads dir's model.safetensors.index.json: its weight_map
+// (tensor name -> shard file) and the shard files it names, sorted, each
+// checked to be a file of dir.
+func readIndex(dir string) (weightMap map[string]string, shards []string, err error) {
+	indexPath := filepath.Join(dir, indexFileName)
 	js, err := os.ReadFile(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("checkpoint %s: neither %s nor %s found", c.dir, singleFileName, indexFileName)
+		return nil, nil, fmt.Errorf("checkpoint %s: neither %s nor %s found", dir, singleFileName, indexFileName)
 	} else if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", c.dir, err)
+		return nil, nil, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	var index struct {
 		WeightMap map[string]string `json:"weight_map"`
 	}
 	if err := json.Unmarshal(js, &index); err != nil {
-		return fmt.Errorf("checkpoint index %s: %v", indexPath, err)
+		return nil, nil, fmt.Errorf("checkpoint index %s: %v", indexPath, err)
 	}
 	if len(index.WeightMap) == 0 {
-		return fmt.Errorf("checkpoint index %s: weight_map is missing or empty", indexPath)
+		return nil, nil, fmt.Errorf("checkpoint index %s: weight_map is missing or empty", indexPath)
+	}
+	shards = slices.Compact(slices.Sorted(maps.Values(index.WeightMap)))
+	for _, s := range shards {
+		if !filepath.IsLocal(s) {
+			return nil, nil, fmt.Errorf("checkpoint index %s: shard %q is not a file inside %s", indexPath, s, dir)
+		}
+	}
+	return index.WeightMap, shards, nil
+}
+
+// openShards reads the index and opens every shard it names.
+func (c *Checkpoint) openShards() error {
+	indexPath := filepath.Join(c.dir, indexFileName)
+	weightMap, shardNames, err := readIndex(c.dir)
+	if err != nil {
+		return err
 	}
 
 	// Open each shard once, in name order so that errors are deterministic.
 	shards := map[string]*File{}
-	shardNames := slices.Sorted(maps.Values(index.WeightMap))
-	shardNames = slices.Compact(shardNames)
 	for _, s := range shardNames {
-		if !filepath.IsLocal(s) {
-			return fmt.Errorf("checkpoint index %s: shard %q is not a file inside %s", indexPath, s, c.dir)
-		}
 		f, err := Open(filepath.Join(c.dir, s))
 		if err != nil {
 			return fmt.Errorf("checkpoint index %s: shard %q: %w", indexPath, s, err)
@@ -372,8 +375,8 @@ func (c *Checkpoint) openShards() error {
 		c.files = append(c.files, f)
 	}
 
-	for _, name := range slices.Sorted(maps.Keys(index.WeightMap)) {
-		s := index.WeightMap[name]
+	for _, name := range slices.Sorted(maps.Keys(weightMap)) {
+		s := weightMap[name]
 		f := shards[s]
 		if _, ok := f.index[name]; !ok {
 			return fmt.Errorf("checkpoint index %s: tensor %q is listed in shard %q, but %s has no such tensor", indexPath, name, s, f.path)
@@ -383,7 +386,7 @@ func (c *Checkpoint) openShards() error {
 	for _, s := range shardNames {
 		f := shards[s]
 		for _, t := range f.tensors {
-			if listed, ok := index.WeightMap[t.Name]; !ok || listed != s {
+			if listed, ok := weightMap[t.Name]; !ok || listed != s {
 				return fmt.Errorf("checkpoint index %s: shard %s holds tensor %q, which the index does not list for that shard", indexPath, f.path, t.Name)
 			}
 		}
