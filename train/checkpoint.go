@@ -9,6 +9,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -35,8 +36,9 @@ type checkpointState struct {
 	// A stop cut short the test evaluation after the last step: how far it
 	// got, for resume to go on from.
 	Test *testProgress `json:"test,omitempty"`
-	// The backend's arithmetic (tensor.Backend.Arithmetic) that computed
-	// the steps so far: a resume on another says that the run is no longer
+	// The arithmetic that computed the steps so far: the backend's
+	// (tensor.Backend.Arithmetic) and the noise contract's version
+	// (noise.Version). A resume on another says that the run is no longer
 	// bit for bit the one an uninterrupted run would have made.
 	Arithmetic string `json:"arithmetic,omitempty"`
 	// The fingerprints of the model and the data the steps so far were
@@ -57,9 +59,10 @@ type testProgress struct {
 // requeued on a node with another CPU (AVX-512 or AVX2) or GPU, or another
 // build (GOEXPERIMENT=simd or not). The run goes on correctly, but its
 // numbers are no longer those of an uninterrupted run, and the record says
-// so. A checkpoint from before the field existed says nothing: no record.
+// so. So does a program that draws other noise (noise.Version). A
+// checkpoint from before the field existed says nothing: no record.
 func (r *run) noteArithmetic() {
-	now := r.backend.Arithmetic()
+	now := r.arithmetic()
 	if was := r.state.Arithmetic; was != "" && was != now {
 		fmt.Fprintf(r.log, "warning: the run's steps so far were computed with %s; this process computes with %s, which rounds "+
 			"differently: the run goes on correctly, but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
@@ -67,6 +70,10 @@ func (r *run) noteArithmetic() {
 	}
 	r.state.Arithmetic = now
 }
+
+// arithmetic is what decides this process's numbers: the backend's
+// arithmetic and the noise contract's version.
+func (r *run) arithmetic() string { return r.backend.Arithmetic() + "; noise " + noise.Version }
 
 // ArithmeticChange is the key of the change noteArithmetic records.
 const ArithmeticChange = "arithmetic"

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -105,16 +106,16 @@ func TestResumeRecordsOtherArithmetic(t *testing.T) {
 	if _, err := Run(Options{Resume: run, Log: &log, wrapBackend: other}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(log.String(), "warning: the run's steps so far were computed with "+was+"; this process computes with another arithmetic") {
+	if !strings.Contains(log.String(), "warning: the run's steps so far were computed with "+was+"; this process computes with another arithmetic; noise "+noise.Version) {
 		t.Errorf("no warning of the other arithmetic in the log:\n%s", log.String())
 	}
 	s := readSummary(t, run)
-	want := []ConfigChange{{Step: 4, Key: ArithmeticChange, Old: was, New: "another arithmetic"}}
+	want := []ConfigChange{{Step: 4, Key: ArithmeticChange, Old: was, New: "another arithmetic; noise " + noise.Version}}
 	if len(s.Changes) != 1 || s.Changes[0].Step != want[0].Step || s.Changes[0].Key != want[0].Key ||
 		s.Changes[0].Old != want[0].Old || s.Changes[0].New != want[0].New || s.StepsDone != 6 {
 		t.Errorf("summary: steps_done %d, changes %+v, want %+v", s.StepsDone, s.Changes, want)
 	}
-	if got := readCheckpointArithmetic(t, run); got != "another arithmetic" {
+	if got := readCheckpointArithmetic(t, run); got != "another arithmetic; noise "+noise.Version {
 		t.Errorf("the last checkpoint records arithmetic %q", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
@@ -252,7 +253,7 @@ func (r *run) setupEngine() error {
 			distName = "rademacher" // FZOO's reference (ALGORITHMS.md)
 		}
 	}
-	dist, err := zo.ParseDist(distName)
+	dist, err := noise.ParseDist(distName)
 	if err != nil {
 		return fmt.Errorf("optimizer.dist: %w", err)
 	}
@@ -282,7 +283,7 @@ func (r *run) setupEvaluation(enc *data.Encoder) {
 	}
 	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.log}
-	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.backend.Arithmetic()}
+	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
 	r.bestCopy = cloneParams(r.params)
 }
 

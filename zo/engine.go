@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
+
+	"github.com/meazo-go/meazo/noise"
 )
 
 // Mode says which parameter groups are perturbed together.
@@ -49,48 +49,49 @@ func ParseMode(s string) (Mode, error) {
 
 // Config holds the estimator's settings (the optimizer holds its own).
 type Config struct {
-	Eps     float64 // perturbation scale ε (paper: 1e-6)
-	Q       int     // directions per step (paper: 1; FZOO needs at least 2)
-	Dist    Dist    // noise distribution
-	Seed    uint64  // run seed; group g draws from StreamSeed(Seed, g)
+	Eps     float64    // perturbation scale ε (paper: 1e-6)
+	Q       int        // directions per step (paper: 1; FZOO needs at least 2)
+	Dist    noise.Dist // noise distribution
+	Seed    uint64     // run seed; group g draws from noise.StreamSeed(Seed, g)
 	Mode    Mode
 	Workers int // goroutines for noise and updates; 0 means GOMAXPROCS. Results do not depend on it.
 }
 
-// Engine runs zeroth-order steps on parameter groups it does not own: params
-// (one float32 slice per group, canonical order) is θ, read as θ0 at the start
-// of a step and updated in place at its end. Perturbed points θ0 ± εz are
-// written into separate buffers from θ0, never by moving θ in place, so θ0 is
-// restored exactly. Buffers for the variants (2q·d floats, q·d for FZOO) are
-// kept between steps.
+// Engine runs zeroth-order steps on parameter groups it does not own. θ is
+// either host slices (New: an adapter's parameters, perturbed into buffers
+// of the engine's and updated in place, host.go) or a Store (NewStore: a
+// model's own weights, which the objective perturbs as it reads them and
+// the store updates where they are, store.go). Either way a step is the
+// same sequence (Step): noise, perturb, evaluate, estimate, update.
 //
-// z comes from the seed. Where θ is large (full-parameter ZO, MeZO's case)
-// it is regenerated when needed, twice a step, and never stored. Where it
-// is small (an adapter: q·d up to keptNoiseMax values) a step's z is drawn
-// once, while the step before it waits for its losses (on a GPU the host is
-// idle then), and kept until its update: the same values either way.
+// z comes from the seed (package noise) and is never stored beyond a step.
+// Where θ is small (an adapter: q·d up to keptNoiseMax values) a step's z
+// is drawn once, while the step before it waits for its losses (on a GPU
+// the host is idle then), and kept until its update; elsewhere it is drawn
+// again where it is needed: the same values either way.
 type Engine struct {
-	cfg    Config
-	opt    Optimizer
-	params [][]float32
-	dims   []int
-	step   int
-	bufs   [][][]float32 // bufs[g][slot]: perturbed copies of group g
-	kept   [2]*stepNoise // drawn noise of up to two steps (this one and the next), when kept at all
-	keep   bool          // whether noise is kept (keptNoiseMax)
+	cfg  Config
+	opt  Optimizer
+	dims []int
+	step int
+	θ    params // where θ lives: hostParams or storeParams
 }
 
-// keptNoiseMax bounds the noise values (q·d) a step may keep; the engine
-// holds two steps' worth (4 bytes each).
-const keptNoiseMax = 16 << 20
-
-// stepNoise is the noise of one step, drawn in full: z[g][j] for each group
-// the step perturbs and direction j, and sphere noise's norms.
-type stepNoise struct {
-	step  int
-	norms noiseNorms
-	z     [][][]float32
-	ready chan struct{} // closed once z and norms are drawn
+// params is where θ lives, and how a step perturbs and updates it there.
+type params interface {
+	// base returns θ0 as the objective receives it (nil for a store).
+	base() [][]float32
+	// norms returns sphere noise's norm per (group, direction) of step
+	// (nil for the other distributions).
+	norms(step int, units []unit) noiseNorms
+	// perturb readies the step's perturbed points; variants lists them in
+	// the objective's order.
+	perturb(step int, units []unit, norms noiseNorms)
+	variants(step int, units []unit, norms noiseNorms) []Variant
+	// drawAhead may start drawing step's noise while the objective runs.
+	drawAhead(step int)
+	// update moves θ by ĝ = Σ_j w_j z_j per unit and returns ‖θ_new − θ0‖².
+	update(step int, units []unit, norms noiseNorms, weights [][]float64) (float64, error)
 }
 
 // Stats describes one step, for logging.
@@ -109,17 +110,32 @@ type UnitStats struct {
 	D     []float64 // d_j: (L+ - L-)/(2ε) (central) or (L_j - L0)/ε (FZOO); times the dimension for sphere noise
 }
 
-// New returns an engine that steps params with opt.
+// New returns an engine that steps params (host slices, one per group)
+// with opt.
 func New(params [][]float32, opt Optimizer, cfg Config) (*Engine, error) {
-	if len(params) == 0 {
-		return nil, fmt.Errorf("zo: no parameter groups")
-	}
 	dims := make([]int, len(params))
 	for g, p := range params {
-		if len(p) == 0 {
+		dims[g] = len(p)
+	}
+	e, err := newEngine(dims, opt, cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	e.θ = newHostParams(e, params)
+	return e, nil
+}
+
+// newEngine checks the settings and sets the optimizer up for groups of
+// dims; external says that θ (and the optimizer's per-coordinate state)
+// is kept by a Store.
+func newEngine(dims []int, opt Optimizer, cfg Config, external bool) (*Engine, error) {
+	if len(dims) == 0 {
+		return nil, fmt.Errorf("zo: no parameter groups")
+	}
+	for g, d := range dims {
+		if d <= 0 {
 			return nil, fmt.Errorf("zo: parameter group %d is empty", g)
 		}
-		dims[g] = len(p)
 	}
 	switch {
 	case !(cfg.Eps > 0) || math.IsInf(cfg.Eps, 0):
@@ -127,38 +143,33 @@ func New(params [][]float32, opt Optimizer, cfg Config) (*Engine, error) {
 	case cfg.Q < 1:
 		return nil, fmt.Errorf("zo: q must be at least 1, got %d", cfg.Q)
 	case cfg.Q > maxQ:
-		// Each direction costs two buffers the size of θ (and a forward).
+		// Each direction costs a forward (and, for host θ, two buffers).
 		return nil, fmt.Errorf("zo: q %d is more directions than supported (at most %d)", cfg.Q, maxQ)
 	case opt.oneSided() && cfg.Q < 2:
 		return nil, fmt.Errorf("zo: fzoo needs q >= 2 (the std of one loss is 0), got %d", cfg.Q)
-	case cfg.Dist < Normal || cfg.Dist > Ternary:
+	case cfg.Dist < noise.Normal || cfg.Dist > noise.Ternary:
 		return nil, fmt.Errorf("zo: unknown noise distribution %d", cfg.Dist)
 	case cfg.Mode < Joint || cfg.Mode > Cyclic:
 		return nil, fmt.Errorf("zo: unknown mode %d", cfg.Mode)
-	case cfg.Dist == Sphere && cfg.Mode == Joint && len(params) > 1:
+	case cfg.Dist == noise.Sphere && cfg.Mode == Joint && len(dims) > 1:
 		return nil, fmt.Errorf("zo: sphere noise is defined per group; use one group or grouped/cyclic mode")
 	}
-	units := len(params)
+	units := len(dims)
 	if cfg.Mode == Joint {
 		units = 1
 	}
-	if err := opt.setup(dims, units); err != nil {
+	if err := opt.setup(dims, units, external); err != nil {
 		return nil, fmt.Errorf("zo: %w", err)
 	}
-	total := 0
-	for _, d := range dims {
-		total += d
-	}
-	return &Engine{cfg: cfg, opt: opt, params: params, dims: dims, bufs: make([][][]float32, len(params)),
-		keep: cfg.Q <= keptNoiseMax/total}, nil // q·d ≤ keptNoiseMax, without overflow
+	return &Engine{cfg: cfg, opt: opt, dims: dims}, nil
 }
 
 // maxQ bounds the directions per step: far above any use (the paper's q is
 // 1, FZOO's a few), and low enough that q·d and the buffers cannot overflow.
 const maxQ = 1 << 16
 
-// Params returns θ (the caller's slices).
-func (e *Engine) Params() [][]float32 { return e.params }
+// Params returns θ (the caller's slices); nil for an engine over a Store.
+func (e *Engine) Params() [][]float32 { return e.θ.base() }
 
 // Optimizer returns the engine's optimizer.
 func (e *Engine) Optimizer() Optimizer { return e.opt }
@@ -175,7 +186,7 @@ type unit struct {
 
 // units returns the estimation units of step.
 func (e *Engine) units(step int) []unit {
-	G := len(e.params)
+	G := len(e.dims)
 	switch e.cfg.Mode {
 	case Grouped:
 		us := make([]unit, G)
@@ -201,39 +212,9 @@ func (u unit) label() int {
 	return AllGroups
 }
 
-func (e *Engine) buf(g, slot int) []float32 {
-	for len(e.bufs[g]) <= slot {
-		e.bufs[g] = append(e.bufs[g], make([]float32, e.dims[g]))
-	}
-	return e.bufs[g][slot]
-}
-
 // stream is the noise of group g, direction j at step.
-func (e *Engine) stream(step, g, j int) Stream {
-	return Stream{Seed: StreamSeed(e.cfg.Seed, g), Step: uint32(step), Dir: uint32(j)}
-}
-
-// chunkTask is one chunk of one group of one unit.
-type chunkTask struct{ u, g, lo, hi int }
-
-func (e *Engine) chunkTasks(units []unit) []chunkTask {
-	var ts []chunkTask
-	for ui, u := range units {
-		for _, g := range u.groups {
-			for c := range numChunks(e.dims[g]) {
-				lo, hi := chunkRange(c, e.dims[g])
-				ts = append(ts, chunkTask{ui, g, lo, hi})
-			}
-		}
-	}
-	return ts
-}
-
-var chunkPool = sync.Pool{New: func() any { return &chunkScratch{} }}
-
-type chunkScratch struct {
-	z    [ChunkSize]float32
-	ghat [ChunkSize]float64
+func (e *Engine) stream(step, g, j int) noise.Stream {
+	return noise.Stream{Seed: noise.StreamSeed(e.cfg.Seed, g), Step: uint32(step), Dir: uint32(j)}
 }
 
 // Step runs one zeroth-order step: it builds every perturbed variant, has obj
@@ -244,23 +225,14 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 		return nil, fmt.Errorf("zo: step %d beyond the noise counter's range", e.step)
 	}
 	units := e.units(e.step)
-	tasks := e.chunkTasks(units)
-
-	// Noise: this step's z drawn in full (nil where θ is too large to keep
-	// it), and sphere noise's norms before any value is used.
-	z := e.noise(e.step)
-	var norms noiseNorms
-	if z != nil {
-		norms = z.norms
-	} else {
-		norms = e.sphereNorms(e.step, units, e.cfg.Workers)
-	}
-	// Perturb: θ0 ± εz into the variant buffers, from θ0.
-	e.perturb(units, tasks, norms, z)
+	// Noise: sphere noise's norms before any value is used.
+	norms := e.θ.norms(e.step, units)
+	// Perturb: ready θ0 ± εz (host θ: in buffers, from θ0).
+	e.θ.perturb(e.step, units, norms)
 	// Variants: every perturbed point, in the objective's order.
-	variants := e.variants(units)
+	variants := e.θ.variants(e.step, units, norms)
 	// Ahead: the next step's noise, drawn while the objective runs.
-	e.drawAhead(e.step + 1)
+	e.θ.drawAhead(e.step + 1)
 	// Evaluate: one call of the objective for the whole step.
 	losses, err := e.evaluate(obj, variants)
 	if err != nil {
@@ -272,97 +244,15 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 		return nil, err
 	}
 	// Update: θ ← θ - step(ĝ), ĝ = Σ_j w_j z_j.
-	st.UpdateNorm = e.update(units, tasks, norms, z, weights)
+	sq, err := e.θ.update(e.step, units, norms, weights)
+	if err != nil {
+		return nil, fmt.Errorf("zo step %d: update: %w", e.step+1, err)
+	}
+	st.UpdateNorm = math.Sqrt(sq)
 	// Record: what the optimizer reports about its state.
 	e.record(st)
 	e.step++
 	return st, nil
-}
-
-// noise returns step's noise drawn in full, waiting for a draw under way,
-// or nil when the engine does not keep noise.
-func (e *Engine) noise(step int) *stepNoise {
-	if !e.keep {
-		return nil
-	}
-	if n := e.keptFor(step); n != nil {
-		<-n.ready
-		return n
-	}
-	n := e.slotFor(step)
-	e.draw(n, e.cfg.Workers)
-	return n
-}
-
-// keptFor returns the kept slot for step's noise (drawn or being drawn),
-// or nil.
-func (e *Engine) keptFor(step int) *stepNoise {
-	for _, n := range e.kept {
-		if n != nil && n.step == step {
-			return n
-		}
-	}
-	return nil
-}
-
-// drawAhead starts drawing step's noise in the background, unless the
-// engine does not keep noise, step is beyond the counter, or it is drawn
-// already.
-func (e *Engine) drawAhead(step int) {
-	if !e.keep || step > math.MaxUint32 || e.keptFor(step) != nil {
-		return
-	}
-	n := e.slotFor(step)
-	// Half the workers: the objective runs meanwhile (a GPU backend's
-	// launches, a CPU backend's forward). The values do not depend on it.
-	workers := e.cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	go e.draw(n, max(1, workers/2))
-}
-
-// slotFor readies a kept slot for step's noise: one not holding the
-// current step's, once any draw into it has finished.
-func (e *Engine) slotFor(step int) *stepNoise {
-	i := 0
-	if n := e.kept[0]; n != nil && n.step == e.step && step != e.step {
-		i = 1
-	}
-	n := e.kept[i]
-	if n == nil {
-		n = &stepNoise{}
-		e.kept[i] = n
-	} else {
-		<-n.ready
-	}
-	n.step, n.ready = step, make(chan struct{})
-	return n
-}
-
-// draw fills n with its step's noise, chunk by chunk as perturb and update
-// would draw it, on workers goroutines, and closes n.ready.
-func (e *Engine) draw(n *stepNoise, workers int) {
-	defer close(n.ready)
-	units := e.units(n.step)
-	n.norms = e.sphereNorms(n.step, units, workers)
-	if n.z == nil {
-		n.z = make([][][]float32, len(e.params))
-	}
-	for _, u := range units {
-		for _, g := range u.groups {
-			for len(n.z[g]) < e.cfg.Q {
-				n.z[g] = append(n.z[g], make([]float32, e.dims[g]))
-			}
-		}
-	}
-	tasks := e.chunkTasks(units)
-	parallelFor(len(tasks), workers, func(k int) {
-		tk := tasks[k]
-		for j := range e.cfg.Q {
-			e.stream(n.step, tk.g, j).fillRange(n.z[tk.g][j][tk.lo:tk.hi], tk.lo, e.cfg.Dist, n.norms.at(tk.g, j))
-		}
-	})
 }
 
 // noiseNorms holds sphere noise's norm per (group, direction); nil for the
@@ -380,103 +270,35 @@ func (n noiseNorms) at(g, j int) float64 {
 // their number), the norm of every (group, direction) step draws when the
 // noise is Sphere, and returns nil otherwise.
 func (e *Engine) sphereNorms(step int, units []unit, workers int) noiseNorms {
-	if e.cfg.Dist != Sphere {
+	if e.cfg.Dist != noise.Sphere {
 		return nil
 	}
 	q := e.cfg.Q
-	norms := make(noiseNorms, len(e.params))
+	norms := make(noiseNorms, len(e.dims))
 	for _, u := range units {
 		for _, g := range u.groups {
 			norms[g] = make([]float64, q)
 			for j := range q {
-				norms[g][j] = e.stream(step, g, j).sphereNorm(e.dims[g], workers)
+				norms[g][j] = e.stream(step, g, j).SphereNorm(e.dims[g], workers)
 			}
 		}
 	}
 	return norms
 }
 
-// perturb materialises θ0 ± εz from θ0 in the buffers, chunk by chunk in
-// parallel: slot 2j holds +, 2j+1 holds - (FZOO: slot j holds +). z is
-// drawn here unless kept holds it.
-func (e *Engine) perturb(units []unit, tasks []chunkTask, norms noiseNorms, kept *stepNoise) {
-	q, eps, oneSided := e.cfg.Q, e.cfg.Eps, e.opt.oneSided()
-	for _, u := range units {
-		for _, g := range u.groups {
-			for j := range q {
-				if oneSided {
-					e.buf(g, j)
-				} else {
-					e.buf(g, 2*j+1)
-				}
-			}
-		}
+// signs lists the variants of a direction: + and −, or + alone (FZOO).
+func (e *Engine) signs() []int {
+	if e.opt.oneSided() {
+		return []int{+1}
 	}
-	parallelFor(len(tasks), e.cfg.Workers, func(k int) {
-		tk := tasks[k]
-		theta := e.params[tk.g][tk.lo:tk.hi]
-		for j := range q {
-			if oneSided {
-				plus := e.bufs[tk.g][j][tk.lo:tk.hi]
-				for i, z := range e.chunkNoise(tk, j, kept, norms, plus) {
-					plus[i] = float32(float64(theta[i]) + eps*float64(z))
-				}
-				continue
-			}
-			plus, minus := e.bufs[tk.g][2*j][tk.lo:tk.hi], e.bufs[tk.g][2*j+1][tk.lo:tk.hi]
-			for i, z := range e.chunkNoise(tk, j, kept, norms, minus) {
-				x, dz := float64(theta[i]), eps*float64(z)
-				plus[i], minus[i] = float32(x+dz), float32(x-dz)
-			}
-		}
-	})
-}
-
-// chunkNoise returns direction j's z on chunk tk of this step: kept's
-// values, or drawn into scratch (len tk.hi-tk.lo) when nothing is kept.
-func (e *Engine) chunkNoise(tk chunkTask, j int, kept *stepNoise, norms noiseNorms, scratch []float32) []float32 {
-	if kept != nil {
-		return kept.z[tk.g][j][tk.lo:tk.hi]
-	}
-	e.stream(e.step, tk.g, j).fillRange(scratch, tk.lo, e.cfg.Dist, norms.at(tk.g, j))
-	return scratch
-}
-
-// variants lists the step's variants, in order: [clean (FZOO)], then per
-// unit, per direction, + (and -). Unperturbed groups share θ0's slices.
-func (e *Engine) variants(units []unit) []Variant {
-	q, oneSided := e.cfg.Q, e.opt.oneSided()
-	var variants []Variant
-	if oneSided {
-		variants = append(variants, Variant{Group: Clean, Params: e.params})
-	}
-	for _, u := range units {
-		for j := range q {
-			for s, sign := range []int{+1, -1} {
-				if oneSided && sign < 0 {
-					break
-				}
-				p := make([][]float32, len(e.params))
-				copy(p, e.params)
-				for _, g := range u.groups {
-					slot := 2*j + s
-					if oneSided {
-						slot = j
-					}
-					p[g] = e.bufs[g][slot]
-				}
-				variants = append(variants, Variant{Group: u.label(), Dir: j, Sign: sign, Params: p})
-			}
-		}
-	}
-	return variants
+	return []int{+1, -1}
 }
 
 // evaluate has obj compute every variant's loss and checks that there is one
 // finite loss per variant. Its errors number the step from 1, as a
 // trainer's log does.
 func (e *Engine) evaluate(obj Objective, variants []Variant) ([]float64, error) {
-	losses, err := obj.Evaluate(e.params, variants)
+	losses, err := obj.Evaluate(e.θ.base(), variants)
 	if err != nil {
 		return nil, fmt.Errorf("zo step %d: evaluate: %w", e.step+1, err)
 	}
@@ -519,7 +341,7 @@ func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64, 
 	var sum float64
 	for ui, u := range units {
 		scale := 1.0
-		if e.cfg.Dist == Sphere {
+		if e.cfg.Dist == noise.Sphere {
 			scale = float64(e.dims[u.groups[0]])
 		}
 		d := make([]float64, q)
@@ -551,32 +373,6 @@ func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64, 
 	return st, weights, nil
 }
 
-// update moves θ in place chunk by chunk in parallel, forming
-// ĝ = Σ_j w_j z_j from the kept z or z drawn again, and returns ‖θ_new - θ0‖.
-func (e *Engine) update(units []unit, tasks []chunkTask, norms noiseNorms, kept *stepNoise, weights [][]float64) float64 {
-	sq := make([]float64, len(tasks))
-	parallelFor(len(tasks), e.cfg.Workers, func(k int) {
-		tk := tasks[k]
-		n := tk.hi - tk.lo
-		sc := chunkPool.Get().(*chunkScratch)
-		defer chunkPool.Put(sc)
-		z, ghat := sc.z[:n], sc.ghat[:n]
-		clear(ghat)
-		for j, w := range weights[tk.u] {
-			for i, zi := range e.chunkNoise(tk, j, kept, norms, z) {
-				ghat[i] += w * float64(zi)
-			}
-		}
-		u := units[tk.u]
-		sq[k] = e.opt.update(u.id, tk.g, tk.lo, e.params[tk.g][tk.lo:tk.hi], ghat, u.t)
-	})
-	var ss float64
-	for _, s := range sq {
-		ss += s
-	}
-	return math.Sqrt(ss)
-}
-
 // record adds to st what the optimizer reports about its state after the
 // update (v_t when it is a UnitSecondMoments).
 func (e *Engine) record(st *Stats) {
@@ -587,7 +383,8 @@ func (e *Engine) record(st *Stats) {
 
 // MarshalBinary saves the engine's state: the step count, the shape the
 // optimizer's state belongs to (the mode and every group's size), and the
-// optimizer's state (θ itself is the caller's to save).
+// optimizer's state (θ itself is the caller's to save; so is a Store's
+// per-coordinate optimizer state).
 func (e *Engine) MarshalBinary() ([]byte, error) {
 	ob, err := e.opt.MarshalBinary()
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/noise"
 )
 
 // quadratic is f(x) = ½ Σ h_i x_i² over the concatenated groups, in float64.
@@ -26,9 +28,9 @@ func quadratic(h []float64) Func {
 	}
 }
 
-func noise(seed uint64, g, step, dir, n int, dist Dist) []float64 {
+func noiseOf(seed uint64, g, step, dir, n int, dist noise.Dist) []float64 {
 	z32 := make([]float32, n)
-	Fill(z32, dist, Stream{Seed: StreamSeed(seed, g), Step: uint32(step), Dir: uint32(dir)}, 1)
+	noise.Fill(z32, dist, noise.Stream{Seed: noise.StreamSeed(seed, g), Step: uint32(step), Dir: uint32(dir)}, 1)
 	z := make([]float64, n)
 	for i, v := range z32 {
 		z[i] = float64(v)
@@ -71,7 +73,7 @@ func (r *recorder) Evaluate(base [][]float32, vs []Variant) ([]float64, error) {
 			if !perturbed[g] {
 				continue
 			}
-			z := noise(r.cfg.Seed, g, r.step, v.Dir, len(base[g]), r.cfg.Dist)
+			z := noiseOf(r.cfg.Seed, g, r.step, v.Dir, len(base[g]), r.cfg.Dist)
 			for i, x := range base[g] {
 				want := float32(float64(x) + float64(v.Sign)*r.cfg.Eps*z[i])
 				if v.Params[g][i] != want {
@@ -143,7 +145,7 @@ func TestVariants(t *testing.T) {
 					params[g][i] = float32(g+1) * 0.1 * float32(i-2)
 				}
 			}
-			cfg := Config{Eps: 1e-3, Q: 2, Dist: Normal, Seed: 9, Mode: tt.mode}
+			cfg := Config{Eps: 1e-3, Q: 2, Dist: noise.Normal, Seed: 9, Mode: tt.mode}
 			e, err := New(params, tt.opt, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -169,7 +171,7 @@ func TestVariants(t *testing.T) {
 
 // step1 is the reference central-difference estimate for one group of the
 // quadratic: d_j and z_j, computed here from the formulas.
-func refEstimate(h []float64, x0 []float32, seed uint64, g, step, q int, eps float64, dist Dist, off int) ([]float64, [][]float64) {
+func refEstimate(h []float64, x0 []float32, seed uint64, g, step, q int, eps float64, dist noise.Dist, off int) ([]float64, [][]float64) {
 	f := func(x []float32) float64 {
 		var s float64
 		for i, v := range x {
@@ -180,7 +182,7 @@ func refEstimate(h []float64, x0 []float32, seed uint64, g, step, q int, eps flo
 	d := make([]float64, q)
 	zs := make([][]float64, q)
 	for j := range q {
-		z := noise(seed, g, step, j, len(x0), dist)
+		z := noiseOf(seed, g, step, j, len(x0), dist)
 		xp, xm := make([]float32, len(x0)), make([]float32, len(x0))
 		for i := range x0 {
 			xp[i] = float32(float64(x0[i]) + eps*z[i])
@@ -284,7 +286,7 @@ func TestHandSteps(t *testing.T) {
 			for s := range 3 {
 				// The reference estimate is taken at the engine's θ0 so that
 				// float32 rounding of θ does not accumulate into the check.
-				d, z := refEstimate(h, params[0], seed, 0, s, q, eps, Normal, 0)
+				d, z := refEstimate(h, params[0], seed, 0, s, q, eps, noise.Normal, 0)
 				st, err := e.Step(quadratic(h))
 				if err != nil {
 					t.Fatal(err)
@@ -312,7 +314,7 @@ func TestFZOOHandStep(t *testing.T) {
 	x0 := []float32{0.5, -1, 0.25}
 	const lr, eps, q = 0.1, 1e-2, 3
 	params := [][]float32{append([]float32(nil), x0...)}
-	e, err := New(params, NewFZOO(lr), Config{Eps: eps, Q: q, Dist: Rademacher, Seed: 11})
+	e, err := New(params, NewFZOO(lr), Config{Eps: eps, Q: q, Dist: noise.Rademacher, Seed: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +323,7 @@ func TestFZOOHandStep(t *testing.T) {
 	var ls []float64
 	var zs [][]float64
 	for j := range q {
-		z := noise(11, 0, 0, j, 3, Rademacher)
+		z := noiseOf(11, 0, 0, j, 3, noise.Rademacher)
 		x := make([]float32, 3)
 		for i := range x {
 			x[i] = float32(float64(x0[i]) + eps*z[i])
@@ -376,7 +378,7 @@ func TestMEAZOFirstStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := noise(1, 0, 0, 0, n, Normal)
+	z := noiseOf(1, 0, 0, 0, n, noise.Normal)
 	for i := range x0 {
 		moved := math.Abs(float64(params[0][i]) - float64(x0[i]))
 		if want := lr * math.Abs(z[i]); math.Abs(moved-want) > 1e-6+1e-3*want {
@@ -393,7 +395,7 @@ func TestMEAZOFirstStep(t *testing.T) {
 func TestSphereScaling(t *testing.T) {
 	h := []float64{1, 2, 3, 4, 5}
 	x0 := []float32{1, 1, 1, 1, 1}
-	e, err := New([][]float32{append([]float32(nil), x0...)}, NewSGD(0), Config{Eps: 1e-3, Q: 1, Dist: Sphere, Seed: 2})
+	e, err := New([][]float32{append([]float32(nil), x0...)}, NewSGD(0), Config{Eps: 1e-3, Q: 1, Dist: noise.Sphere, Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +403,7 @@ func TestSphereScaling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := refEstimate(h, x0, 2, 0, 0, 1, 1e-3, Sphere, 0)
+	d, _ := refEstimate(h, x0, 2, 0, 0, 1, 1e-3, noise.Sphere, 0)
 	if got := st.Units[0].D[0]; math.Abs(got-5*d[0]) > 1e-9*math.Abs(d[0]) {
 		t.Errorf("sphere d = %g, want 5·%g", got, d[0])
 	}
@@ -410,7 +412,7 @@ func TestSphereScaling(t *testing.T) {
 // TestWorkerInvariance: the same θ after several steps for any worker count,
 // across several chunks.
 func TestWorkerInvariance(t *testing.T) {
-	dims := []int{2*ChunkSize + 5, 77}
+	dims := []int{2*noise.ChunkSize + 5, 77}
 	run := func(workers int, opt Optimizer, mode Mode) [][]float32 {
 		params := make([][]float32, len(dims))
 		for g, n := range dims {
@@ -609,7 +611,7 @@ func TestEngineErrors(t *testing.T) {
 	if _, err := New([][]float32{{1}, {}}, NewSGD(1), Config{Eps: 1, Q: 1}); err == nil {
 		t.Error("empty group accepted")
 	}
-	if _, err := New([][]float32{{1}, {2}}, NewSGD(1), Config{Eps: 1, Q: 1, Dist: Sphere}); err == nil {
+	if _, err := New([][]float32{{1}, {2}}, NewSGD(1), Config{Eps: 1, Q: 1, Dist: noise.Sphere}); err == nil {
 		t.Error("joint sphere over two groups accepted")
 	}
 	e, _ := New(p, NewSGD(1), Config{Eps: 1e-3, Q: 1})
@@ -708,18 +710,18 @@ func BenchmarkStep(b *testing.B) {
 // twice a step, in every mode, with sphere and discrete noise, through a
 // failed evaluation and a restore from saved state.
 func TestKeptNoise(t *testing.T) {
-	dims := []int{ChunkSize + 9, 40}
+	dims := []int{noise.ChunkSize + 9, 40}
 	for _, c := range []struct {
 		name string
 		mode Mode
-		dist Dist
+		dist noise.Dist
 		q    int
 		opt  func() Optimizer
 	}{
-		{"joint normal meazo", Joint, Normal, 1, func() Optimizer { return NewMEAZO(1e-2) }},
-		{"grouped sphere adam", Grouped, Sphere, 2, func() Optimizer { return NewAdam(1e-3) }},
-		{"cyclic rademacher sgd", Cyclic, Rademacher, 1, func() Optimizer { return NewSGD(1e-3) }},
-		{"joint ternary fzoo", Joint, Ternary, 3, func() Optimizer { return NewFZOO(1e-3) }},
+		{"joint normal meazo", Joint, noise.Normal, 1, func() Optimizer { return NewMEAZO(1e-2) }},
+		{"grouped sphere adam", Grouped, noise.Sphere, 2, func() Optimizer { return NewAdam(1e-3) }},
+		{"cyclic rademacher sgd", Cyclic, noise.Rademacher, 1, func() Optimizer { return NewSGD(1e-3) }},
+		{"joint ternary fzoo", Joint, noise.Ternary, 3, func() Optimizer { return NewFZOO(1e-3) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			run := func(keep bool) ([][]float32, []float64) {
@@ -735,10 +737,10 @@ func TestKeptNoise(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !e.keep {
+				if !e.θ.(*hostParams).keep {
 					t.Fatal("an engine of this size does not keep its noise")
 				}
-				e.keep = keep
+				e.θ.(*hostParams).keep = keep
 				f := quadratic(func() []float64 {
 					h := make([]float64, dims[0]+dims[1])
 					for i := range h {
@@ -762,7 +764,7 @@ func TestKeptNoise(t *testing.T) {
 						if e, err = New(params, c.opt(), cfg); err != nil {
 							t.Fatal(err)
 						}
-						e.keep = keep
+						e.θ.(*hostParams).keep = keep
 						if err := e.UnmarshalBinary(state); err != nil {
 							t.Fatal(err)
 						}
@@ -770,7 +772,7 @@ func TestKeptNoise(t *testing.T) {
 					// The objective returns once the next step's noise is
 					// drawn, so that a draw into the wrong buffer shows.
 					waits := objectiveFunc(func(base [][]float32, vs []Variant) ([]float64, error) {
-						for _, n := range e.kept {
+						for _, n := range e.θ.(*hostParams).kept {
 							if n != nil {
 								<-n.ready
 							}
@@ -810,8 +812,8 @@ func TestKeepsNoiseBySize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.keep != c.keep {
-			t.Errorf("d = %d, q = %d: keeps noise %v, want %v", c.d, c.q, e.keep, c.keep)
+		if e.θ.(*hostParams).keep != c.keep {
+			t.Errorf("d = %d, q = %d: keeps noise %v, want %v", c.d, c.q, e.θ.(*hostParams).keep, c.keep)
 		}
 	}
 }
@@ -836,8 +838,8 @@ func TestStateShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for the next step's noise, drawn ahead: a test after this one
-	// switches the noise kernels (haveAVX512) that the draw reads.
-	src.noise(src.StepCount())
+	// may switch the noise kernels that the draw reads.
+	src.θ.(*hostParams).noise(src.StepCount())
 	b, err := src.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -862,4 +864,13 @@ func TestStateShape(t *testing.T) {
 			t.Fatalf("a state cut to %d of %d bytes restored", n, len(b))
 		}
 	}
+}
+
+func firstDiff(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
 }

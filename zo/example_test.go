@@ -3,6 +3,7 @@ package zo_test
 import (
 	"fmt"
 
+	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -21,7 +22,7 @@ func ExampleEngine() {
 		return s
 	}
 	theta := [][]float32{make([]float32, len(h))} // one parameter group, starting at 0
-	eng, err := zo.New(theta, zo.NewMEAZO(0.02), zo.Config{Eps: 1e-3, Q: 1, Dist: zo.Normal, Seed: 1})
+	eng, err := zo.New(theta, zo.NewMEAZO(0.02), zo.Config{Eps: 1e-3, Q: 1, Dist: noise.Normal, Seed: 1})
 	if err != nil {
 		panic(err)
 	}

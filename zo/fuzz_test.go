@@ -39,7 +39,7 @@ func FuzzEngineState(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		e.noise(e.StepCount()) // no draw left in flight
+		e.θ.(*hostParams).noise(e.StepCount()) // no draw left in flight
 		f.Add(b, k)
 		// The version 1 header: the step, without the mode and the groups' sizes.
 		v1 := append([]byte(engineMagic1), b[len(engineMagic2):len(engineMagic2)+8]...)
@@ -48,7 +48,7 @@ func FuzzEngineState(f *testing.F) {
 	f.Add([]byte("zo-engine/2\x01\x00\x00\x00\x00\x00\x00\x00\x01\xff\xff\xff\xff"), uint8(0))
 	f.Fuzz(func(t *testing.T, state []byte, k uint8) {
 		e := fuzzEngine(t, k)
-		defer e.noise(e.StepCount())
+		defer e.θ.(*hostParams).noise(e.StepCount())
 		before, _ := e.MarshalBinary()
 		if err := e.UnmarshalBinary(state); err != nil {
 			if after, _ := e.MarshalBinary(); !bytes.Equal(before, after) {

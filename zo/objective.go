@@ -8,7 +8,8 @@ const (
 
 // Variant is one point at which a step evaluates the loss.
 //
-// Params holds one float32 slice per parameter group, in the canonical order.
+// For an engine over host slices (New), Params holds one float32 slice per
+// parameter group, in the canonical order.
 // For a group that is not perturbed, Params[g] IS θ0's own slice (the same
 // backing array as the engine's parameters), so an objective can recognise it
 // by identity as well as by Group. Perturbed slices are engine buffers that
@@ -23,6 +24,9 @@ type Variant struct {
 	// 0 (Clean). They are informative: the objective needs only Group and Params.
 	Dir, Sign int
 	Params    [][]float32
+	// Perturbation, for an engine over a Store (NewStore), says which noise
+	// to add to which groups; Params is nil then. It is nil for Clean.
+	Perturbation *Perturbation
 }
 
 // Objective evaluates the mini-batch loss at every variant of one step, on the

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/meazo-go/meazo/update"
 )
 
 // Optimizer turns a step's projected gradients into a parameter update. The
@@ -23,8 +25,10 @@ type Optimizer interface {
 	UnmarshalBinary([]byte) error   // restores MarshalBinary's state
 
 	// setup allocates state for groups of the given sizes, estimated in
-	// `units` units (1 when all groups are perturbed jointly).
-	setup(dims []int, units int) error
+	// `units` units (1 when all groups are perturbed jointly). With external
+	// set the per-coordinate state (moments, momentum) is kept by the Store
+	// that holds θ, not by the optimizer.
+	setup(dims []int, units int, external bool) error
 	// oneSided reports FZOO's estimator (q one-sided evaluations plus a clean one).
 	oneSided() bool
 	// weights is called once per estimation unit and step, before the unit's
@@ -32,9 +36,13 @@ type Optimizer interface {
 	// the unit's updates (1, 2, …). It fills w so that the estimate is
 	// ĝ = Σ_j w_j z_j.
 	weights(unit, t int, d, w []float64)
-	// update moves theta = θ[g][lo:lo+len(theta)] given ĝ on that range and
-	// returns Σ Δθ². Called concurrently on disjoint ranges.
-	update(unit, g, lo int, theta []float32, ghat []float64, t int) float64
+	// rule is the element-wise step of the unit's coordinates at its t-th
+	// update, called once per unit and step after weights.
+	rule(unit, t int) update.Rule
+	// state returns the per-coordinate state the optimizer keeps for group
+	// g, as the rule reads it (m, v; nil where none is kept, or when it is
+	// external).
+	state(g int) (m, v []float32)
 }
 
 // UnitSecondMoments is an optional interface of an Optimizer that keeps one
@@ -54,7 +62,10 @@ func meanWeights(d, w []float64) {
 	}
 }
 
-func zeros32(dims []int) [][]float32 {
+func zeros32(dims []int, external bool) [][]float32 {
+	if external {
+		return nil
+	}
 	s := make([][]float32, len(dims))
 	for g, n := range dims {
 		s[g] = make([]float32, n)
@@ -85,7 +96,7 @@ func (o *SGD) Name() string      { return "zo-sgd" }
 func (o *SGD) oneSided() bool    { return false }
 func (o *SGD) StateBytes() int64 { return 4 * count32(o.buf) }
 
-func (o *SGD) setup(dims []int, units int) error {
+func (o *SGD) setup(dims []int, units int, external bool) error {
 	if err := checkRate("zo-sgd", o.LR); err != nil {
 		return err
 	}
@@ -96,30 +107,18 @@ func (o *SGD) setup(dims []int, units int) error {
 		return fmt.Errorf("zo-sgd: weight decay must be >= 0 and finite, got %g", o.WeightDecay)
 	}
 	if o.Momentum > 0 {
-		o.buf = zeros32(dims)
+		o.buf = zeros32(dims, external)
 	}
 	return nil
 }
 
 func (o *SGD) weights(unit, t int, d, w []float64) { meanWeights(d, w) }
 
-func (o *SGD) update(unit, g, lo int, theta []float32, ghat []float64, t int) float64 {
-	var ss float64
-	for i := range theta {
-		x := float64(theta[i])
-		step := ghat[i] + o.WeightDecay*x
-		if o.buf != nil {
-			b := o.Momentum*float64(o.buf[g][lo+i]) + step
-			o.buf[g][lo+i] = float32(b)
-			step = b
-		}
-		nx := float32(x - o.LR*step)
-		dx := float64(nx) - x
-		ss += dx * dx
-		theta[i] = nx
-	}
-	return ss
+func (o *SGD) rule(unit, t int) update.Rule {
+	return update.Rule{Kind: update.SGD, LR: o.LR, WeightDecay: o.WeightDecay, Momentum: o.Momentum}
 }
+
+func (o *SGD) state(g int) (m, v []float32) { return part(o.buf, g), nil }
 
 func (o *SGD) MarshalBinary() ([]byte, error) {
 	return marshalState(o.Name(), nil, o.buf), nil
@@ -146,7 +145,7 @@ func (o *Adam) Name() string      { return "zo-adam" }
 func (o *Adam) oneSided() bool    { return false }
 func (o *Adam) StateBytes() int64 { return 4 * (count32(o.m) + count32(o.v)) }
 
-func (o *Adam) setup(dims []int, units int) error {
+func (o *Adam) setup(dims []int, units int, external bool) error {
 	if err := checkBetas("zo-adam", o.Beta1, o.Beta2); err != nil {
 		return err
 	}
@@ -154,9 +153,9 @@ func (o *Adam) setup(dims []int, units int) error {
 		return err
 	}
 	if o.Beta1 != 0 {
-		o.m = zeros32(dims)
+		o.m = zeros32(dims, external)
 	}
-	o.v = zeros32(dims)
+	o.v = zeros32(dims, external)
 	return nil
 }
 
@@ -165,29 +164,12 @@ func (o *Adam) SecondMoment(g int) []float32 { return o.v[g] }
 
 func (o *Adam) weights(unit, t int, d, w []float64) { meanWeights(d, w) }
 
-func (o *Adam) update(unit, g, lo int, theta []float32, ghat []float64, t int) float64 {
-	c1 := 1 - math.Pow(o.Beta1, float64(t))
-	c2 := 1 - math.Pow(o.Beta2, float64(t))
-	v := o.v[g][lo : lo+len(theta)]
-	var ss float64
-	for i := range theta {
-		gi := ghat[i]
-		mh := gi
-		if o.m != nil {
-			m := o.Beta1*float64(o.m[g][lo+i]) + (1-o.Beta1)*gi
-			o.m[g][lo+i] = float32(m)
-			mh = m / c1
-		}
-		vi := o.Beta2*float64(v[i]) + (1-o.Beta2)*gi*gi
-		v[i] = float32(vi)
-		x := float64(theta[i])
-		nx := float32(x - o.LR*mh/(math.Sqrt(vi/c2)+o.Eps))
-		dx := float64(nx) - x
-		ss += dx * dx
-		theta[i] = nx
-	}
-	return ss
+func (o *Adam) rule(unit, t int) update.Rule {
+	return update.Rule{Kind: update.Adam, LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps,
+		C1: 1 - math.Pow(o.Beta1, float64(t)), C2: 1 - math.Pow(o.Beta2, float64(t))}
 }
+
+func (o *Adam) state(g int) (m, v []float32) { return part(o.m, g), part(o.v, g) }
 
 func (o *Adam) MarshalBinary() ([]byte, error) {
 	return marshalState(o.Name(), nil, o.m, o.v), nil
@@ -214,39 +196,29 @@ func (o *RAdaZO) Name() string      { return "radazo" }
 func (o *RAdaZO) oneSided() bool    { return false }
 func (o *RAdaZO) StateBytes() int64 { return 4 * (count32(o.m) + count32(o.v)) }
 
-func (o *RAdaZO) setup(dims []int, units int) error {
+func (o *RAdaZO) setup(dims []int, units int, external bool) error {
 	if err := checkBetas("radazo", o.Beta1, o.Beta2); err != nil {
 		return err
 	}
 	if err := errors.Join(checkRate("radazo", o.LR), checkPositive("radazo", "eps", o.Eps)); err != nil {
 		return err
 	}
-	o.m, o.v = zeros32(dims), zeros32(dims)
+	o.m, o.v = zeros32(dims, external), zeros32(dims, external)
 	return nil
 }
 
 func (o *RAdaZO) weights(unit, t int, d, w []float64) { meanWeights(d, w) }
 
-func (o *RAdaZO) update(unit, g, lo int, theta []float32, ghat []float64, t int) float64 {
+func (o *RAdaZO) rule(unit, t int) update.Rule {
 	c1, c2 := 1.0, 1.0
 	if o.BiasCorrection {
 		c1 = 1 - math.Pow(o.Beta1, float64(t))
 		c2 = 1 - math.Pow(o.Beta2, float64(t))
 	}
-	m, v := o.m[g][lo:lo+len(theta)], o.v[g][lo:lo+len(theta)]
-	var ss float64
-	for i := range theta {
-		mi := o.Beta1*float64(m[i]) + (1-o.Beta1)*ghat[i]
-		vi := o.Beta2*float64(v[i]) + (1-o.Beta2)*mi*mi
-		m[i], v[i] = float32(mi), float32(vi)
-		x := float64(theta[i])
-		nx := float32(x - o.LR*(mi/c1)/(math.Sqrt(vi/c2)+o.Eps))
-		dx := float64(nx) - x
-		ss += dx * dx
-		theta[i] = nx
-	}
-	return ss
+	return update.Rule{Kind: update.RAdaZO, LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, C1: c1, C2: c2}
 }
+
+func (o *RAdaZO) state(g int) (m, v []float32) { return part(o.m, g), part(o.v, g) }
 
 func (o *RAdaZO) MarshalBinary() ([]byte, error) {
 	return marshalState(o.Name(), nil, o.m, o.v), nil
@@ -277,7 +249,7 @@ func (o *MEAZO) StateBytes() int64 { return 8 * int64(len(o.v)) }
 // V returns the second-moment scalar of every unit (uncorrected); do not modify it.
 func (o *MEAZO) V() []float64 { return o.v }
 
-func (o *MEAZO) setup(dims []int, units int) error {
+func (o *MEAZO) setup(dims []int, units int, external bool) error {
 	if !(o.Beta >= 0 && o.Beta < 1) {
 		return fmt.Errorf("meazo: beta %g outside [0, 1)", o.Beta)
 	}
@@ -301,18 +273,12 @@ func (o *MEAZO) weights(unit, t int, d, w []float64) {
 	o.coef[unit] = o.LR / (math.Sqrt(vhat) + o.Zeta)
 }
 
-func (o *MEAZO) update(unit, g, lo int, theta []float32, ghat []float64, t int) float64 {
-	c := o.coef[unit]
-	var ss float64
-	for i := range theta {
-		x := float64(theta[i])
-		nx := float32(x - c*ghat[i])
-		dx := float64(nx) - x
-		ss += dx * dx
-		theta[i] = nx
-	}
-	return ss
+// rule moves θ by the step's η/(√v̂+ζ) times ĝ.
+func (o *MEAZO) rule(unit, t int) update.Rule {
+	return update.Rule{Kind: update.SGD, LR: o.coef[unit]}
 }
+
+func (o *MEAZO) state(int) (m, v []float32) { return nil, nil }
 
 func (o *MEAZO) MarshalBinary() ([]byte, error) {
 	return marshalState(o.Name(), o.v), nil
@@ -335,12 +301,14 @@ type FZOO struct {
 // NewFZOO returns FZOO with learning rate lr.
 func NewFZOO(lr float64) *FZOO { return &FZOO{LR: lr} }
 
-func (o *FZOO) Name() string                      { return "fzoo" }
-func (o *FZOO) oneSided() bool                    { return true }
-func (o *FZOO) StateBytes() int64                 { return 0 }
-func (o *FZOO) setup(dims []int, units int) error { return checkRate("fzoo", o.LR) }
-func (o *FZOO) MarshalBinary() ([]byte, error)    { return marshalState(o.Name(), nil), nil }
-func (o *FZOO) UnmarshalBinary(b []byte) error    { return unmarshalState(b, o.Name(), nil) }
+func (o *FZOO) Name() string      { return "fzoo" }
+func (o *FZOO) oneSided() bool    { return true }
+func (o *FZOO) StateBytes() int64 { return 0 }
+func (o *FZOO) setup(dims []int, units int, external bool) error {
+	return checkRate("fzoo", o.LR)
+}
+func (o *FZOO) MarshalBinary() ([]byte, error) { return marshalState(o.Name(), nil), nil }
+func (o *FZOO) UnmarshalBinary(b []byte) error { return unmarshalState(b, o.Name(), nil) }
 
 // weights receives d_i = (L_i - L0)/ε; (L_i - L0)/(qσ_L) = d_i/(qσ_d).
 func (o *FZOO) weights(unit, t int, d, w []float64) {
@@ -363,16 +331,16 @@ func (o *FZOO) weights(unit, t int, d, w []float64) {
 	}
 }
 
-func (o *FZOO) update(unit, g, lo int, theta []float32, ghat []float64, t int) float64 {
-	var ss float64
-	for i := range theta {
-		x := float64(theta[i])
-		nx := float32(x - o.LR*ghat[i])
-		dx := float64(nx) - x
-		ss += dx * dx
-		theta[i] = nx
+func (o *FZOO) rule(unit, t int) update.Rule { return update.Rule{Kind: update.SGD, LR: o.LR} }
+
+func (o *FZOO) state(int) (m, v []float32) { return nil, nil }
+
+// part is group g's slice of per-group state, or nil where there is none.
+func part(s [][]float32, g int) []float32 {
+	if s == nil {
+		return nil
 	}
-	return ss
+	return s[g]
 }
 
 func checkBetas(name string, b1, b2 float64) error {

@@ -13,8 +13,8 @@ import (
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/tensor/backends"
-	"github.com/meazo-go/meazo/zo"
 )
 
 func init() {
@@ -105,7 +105,7 @@ func runZOAgree(args []string, stdout io.Writer) error {
 		ds := make([][]float64, len(epss))
 		for dirn := range *dirs {
 			for gi := range theta {
-				zo.Fill(z[gi], zo.Normal, zo.Stream{Seed: 7 + uint64(gi), Step: uint32(dirn)}, 0)
+				noise.Fill(z[gi], noise.Normal, noise.Stream{Seed: 7 + uint64(gi), Step: uint32(dirn)}, 0)
 			}
 			for e, eps := range epss {
 				var l [2]float64

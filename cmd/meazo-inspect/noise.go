@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"github.com/meazo-go/meazo/internal/cli"
-	"github.com/meazo-go/meazo/zo"
+	"github.com/meazo-go/meazo/noise"
 )
 
 func init() {
@@ -32,7 +32,7 @@ func runNoise(args []string, _ io.Reader, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	dist, err := zo.ParseDist(*distName)
+	dist, err := noise.ParseDist(*distName)
 	if err != nil {
 		return fmt.Errorf("--dist: %w", err)
 	}
@@ -47,7 +47,7 @@ func runNoise(args []string, _ io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("--n %d outside 1..2^28", *n)
 	}
 	z := make([]float32, *n)
-	zo.Fill(z, dist, zo.Stream{Seed: zo.StreamSeed(*seed, *group), Step: uint32(*step), Dir: uint32(*dir)}, 0)
+	noise.Fill(z, dist, noise.Stream{Seed: noise.StreamSeed(*seed, *group), Step: uint32(*step), Dir: uint32(*dir)}, 0)
 	w := bufio.NewWriter(stdout)
 	w.WriteByte('[')
 	for i, v := range z {

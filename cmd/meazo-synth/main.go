@@ -20,6 +20,7 @@ import (
 	"os"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -165,7 +166,7 @@ func runTrace(args []string, stdout, log io.Writer) error {
 	if sp.Dist == "" {
 		sp.Dist = "normal"
 	}
-	dist, err := zo.ParseDist(sp.Dist)
+	dist, err := noise.ParseDist(sp.Dist)
 	if err != nil {
 		return bad("dist", "%v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meazo-go/meazo/zo"
+	"github.com/meazo-go/meazo/noise"
 )
 
 func writeSpec(t *testing.T, spec string) string {
@@ -57,7 +57,7 @@ func TestTraceZOSGD(t *testing.T) {
 	h := []float64{2, 8}
 	coord := []int{1, 0}
 	for g := range 2 {
-		zo.Fill(z, zo.Rademacher, zo.Stream{Seed: zo.StreamSeed(5, g)}, 1)
+		noise.Fill(z, noise.Rademacher, noise.Stream{Seed: noise.StreamSeed(5, g)}, 1)
 		i := coord[g]
 		xp, xm := float64(float32(x[i]+0.001*float64(z[0]))), float64(float32(x[i]-0.001*float64(z[0])))
 		d := (0.5*h[i]*xp*xp - 0.5*h[i]*xm*xm) / 0.002

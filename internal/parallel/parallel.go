@@ -1,0 +1,48 @@
+// Package parallel runs independent pieces of work on a few goroutines. It
+// is the one parallel loop of the packages that keep no worker pool of
+// their own (the noise, the ZO engine): the CPU backend has its own pool
+// (tensor/cpu's Workers), whose goroutines live as long as the program.
+package parallel
+
+import (
+	"runtime"
+	"sync"
+)
+
+// For runs f(0), …, f(n−1) on up to workers goroutines (0 or less:
+// runtime.GOMAXPROCS(0)), handing out the indices in increasing order. The
+// calls must write disjoint outputs: which goroutine runs an index, and
+// when, must not change a result. A single worker (or n ≤ 1) runs every call
+// on the calling goroutine.
+func For(n, workers int, f func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		i := next
+		next++
+		return i
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := take(); i < n; i = take() {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
