@@ -132,6 +132,28 @@ func (s Stream) FillRange(dst []float32, lo int, dist Dist, norm float64) {
 	}
 }
 
+// Perturbed is θ + scale·z rounded to float32, the sum in float64: the
+// value every implementation of a perturbed point computes (the ZO
+// engine's buffers for an adapter; a backend reading a perturbed weight).
+func Perturbed(theta float32, scale float64, z float32) float32 {
+	return float32(float64(theta) + scale*float64(z))
+}
+
+// FillBits writes the raw Philox words of elements [lo, lo+len(dst)):
+// element i is word i mod 4 of block i/4 (what the distributions turn into
+// values; stochastic rounding reads them as they are).
+func (s Stream) FillBits(dst []uint32, lo int) {
+	hi := lo + len(dst)
+	for b := lo / 4; 4*b < hi; b++ {
+		x := s.block(uint64(b))
+		for m := range 4 {
+			if i := 4*b + m; i >= lo && i < hi {
+				dst[i-lo] = x[m]
+			}
+		}
+	}
+}
+
 // SumSquares returns Σ n_i² of the normals of elements [lo, hi), each
 // square and the sum in float64, in element order.
 func (s Stream) SumSquares(lo, hi int) float64 {

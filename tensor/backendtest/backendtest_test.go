@@ -17,6 +17,8 @@ func TestConformance(t *testing.T) {
 		Models(t, b, Exact)
 	})
 	t.Run("cpu-3-threads", func(t *testing.T) { Ops(t, cpu.New(cpu.Options{Threads: 3}), Exact) })
+	t.Run("cpu-trainer-1-thread", func(t *testing.T) { Trainer(t, cpu.New(cpu.Options{Threads: 1})) })
+	t.Run("cpu-trainer-3-threads", func(t *testing.T) { Trainer(t, cpu.New(cpu.Options{Threads: 3})) })
 	// Stacked projections (q|k|v and gate|up as one product, split by
 	// Gather): the CPU GEMM sums each output in the same order at any
 	// width, so the model's results keep their bits.

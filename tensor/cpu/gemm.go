@@ -211,8 +211,8 @@ type gemmJob struct {
 	m, n, k int
 	kern    microKernel
 	kern16  microKernelBF16
-	tall    []tallKernel       // taller float32 kernels in use, tallest first
-	exact   *[mcBlock + 1]bool // row counts that split exactly into the heights in use (tileState.exact)
+	tall    []tallKernel          // taller float32 kernels in use, tallest first
+	exact   *[2][mcBlock + 1]bool // row counts that split exactly into the heights in use (tileState.exact)
 
 	taskPanels int // panels per task
 	mTask      int // rows per task
@@ -238,10 +238,7 @@ func gemm(wk Workers, c, a, b []float32, b16 []uint16, m, n, k int) {
 	j.c, j.a, j.b, j.b16, j.m, j.n, j.k = c, a, b, b16, m, n, k
 	path := currentPath()
 	tiles := path.tilesInUse()
-	j.kern, j.kern16, j.tall, j.exact = path.kern, path.kern16, tiles.tall, &tiles.exact[0]
-	if b16 != nil {
-		j.exact = &tiles.exact[1]
-	}
+	j.kern, j.kern16, j.tall, j.exact = path.kern, path.kern16, tiles.tall, tiles.exact
 
 	th := wk.n()
 	if 2*m*n*k < serialFlops {
@@ -307,50 +304,65 @@ func (j *gemmJob) task(t int, tmp *[mr * nr]float32) {
 // tiles adds the slices [kLo, kHi) of K to the tiles of panels [p0,p1) ×
 // rows [i0,i1), each tile over the whole range before the next.
 func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
-	n, k := j.n, j.k
 	for r0 := i0; r0 < i1; r0 += mcBlock {
 		r1 := min(i1, r0+mcBlock)
 		for p := p0; p < p1; p++ {
-			cols := min(nr, n-p*nr)
-			for i := r0; i < r1; {
-				cp := j.c[i*n+p*nr:]
-				if t := j.tallTile(r1-i, cols); t != nil {
-					for k0 := kLo; k0 < kHi; k0 += kcBlock {
-						kc := min(kcBlock, k-k0)
-						if boff := p*k*nr + k0*nr; j.b16 != nil {
-							t.kern16(&j.a[i*k+k0], k, &j.b16[boff], &cp[0], n, kc, k0 > 0)
-						} else {
-							t.kern(&j.a[i*k+k0], k, &j.b[boff], &cp[0], n, kc, k0 > 0)
-						}
-					}
-					i += t.rows
-					continue
+			j.panelTiles(panelData{j.b, j.b16, p * j.k * nr}, p, r0, r1, kLo, kHi, tmp)
+		}
+	}
+}
+
+// panelData is where a panel's values are read: element (kk, col) of the
+// panel at base + kk·nr + col of b, or of b16 when it is not nil.
+type panelData struct {
+	b    []float32
+	b16  []uint16
+	base int
+}
+
+// panelTiles adds the slices [kLo, kHi) of K to the tiles of panel p (its
+// values in pd) × rows [r0, r1), at most mcBlock rows, each tile over the
+// whole range before the next.
+func (j *gemmJob) panelTiles(pd panelData, p, r0, r1, kLo, kHi int, tmp *[mr * nr]float32) {
+	n, k := j.n, j.k
+	cols := min(nr, n-p*nr)
+	for i := r0; i < r1; {
+		cp := j.c[i*n+p*nr:]
+		if t := j.tallTile(r1-i, cols, pd.b16 != nil); t != nil {
+			for k0 := kLo; k0 < kHi; k0 += kcBlock {
+				kc := min(kcBlock, k-k0)
+				if boff := pd.base + k0*nr; pd.b16 != nil {
+					t.kern16(&j.a[i*k+k0], k, &pd.b16[boff], &cp[0], n, kc, k0 > 0)
+				} else {
+					t.kern(&j.a[i*k+k0], k, &pd.b[boff], &cp[0], n, kc, k0 > 0)
 				}
-				rows := min(mr, r1-i)
-				// An edge tile runs the same kernel on a scratch tile.
-				full := rows == mr && cols == nr
-				if !full && kLo > 0 {
-					for r := range rows {
-						copy(tmp[r*nr:r*nr+cols], cp[r*n:r*n+cols])
-					}
-				}
-				for k0 := kLo; k0 < kHi; k0 += kcBlock {
-					kc := min(kcBlock, k-k0)
-					boff := p*k*nr + k0*nr
-					if full {
-						j.tile(&j.a[i*k+k0], mr, boff, &cp[0], n, kc, k0 > 0)
-					} else {
-						j.tile(&j.a[i*k+k0], rows, boff, &tmp[0], nr, kc, k0 > 0)
-					}
-				}
-				if !full {
-					for r := range rows {
-						copy(cp[r*n:r*n+cols], tmp[r*nr:r*nr+cols])
-					}
-				}
-				i += mr
+			}
+			i += t.rows
+			continue
+		}
+		rows := min(mr, r1-i)
+		// An edge tile runs the same kernel on a scratch tile.
+		full := rows == mr && cols == nr
+		if !full && kLo > 0 {
+			for r := range rows {
+				copy(tmp[r*nr:r*nr+cols], cp[r*n:r*n+cols])
 			}
 		}
+		for k0 := kLo; k0 < kHi; k0 += kcBlock {
+			kc := min(kcBlock, k-k0)
+			boff := pd.base + k0*nr
+			if full {
+				j.tile(pd, &j.a[i*k+k0], mr, boff, &cp[0], n, kc, k0 > 0)
+			} else {
+				j.tile(pd, &j.a[i*k+k0], rows, boff, &tmp[0], nr, kc, k0 > 0)
+			}
+		}
+		if !full {
+			for r := range rows {
+				copy(cp[r*n:r*n+cols], tmp[r*nr:r*nr+cols])
+			}
+		}
+		i += mr
 	}
 }
 
@@ -361,16 +373,20 @@ func (j *gemmJob) tiles(p0, p1, i0, i1, kLo, kHi int, tmp *[mr * nr]float32) {
 // AVX2 (6-row tall kernel) are two 4-row tiles, not a 6-row tile and a
 // 4-row tile with 2 rows of work thrown away. Every height gives the same
 // bits, so this changes speed only.
-func (j *gemmJob) tallTile(rowsLeft, cols int) *tallKernel {
+func (j *gemmJob) tallTile(rowsLeft, cols int, bf16 bool) *tallKernel {
 	if cols != nr {
 		return nil
 	}
+	exact := &j.exact[0]
+	if bf16 {
+		exact = &j.exact[1]
+	}
 	for i := range j.tall {
 		t := &j.tall[i]
-		if t.rows > rowsLeft || (j.b16 != nil && t.kern16 == nil) {
+		if t.rows > rowsLeft || (bf16 && t.kern16 == nil) {
 			continue
 		}
-		if !j.exact[rowsLeft] || j.exact[rowsLeft-t.rows] {
+		if !exact[rowsLeft] || exact[rowsLeft-t.rows] {
 			return t
 		}
 	}
@@ -378,12 +394,12 @@ func (j *gemmJob) tallTile(rowsLeft, cols int) *tallKernel {
 }
 
 // tile runs the micro kernel on the panel data at offset boff.
-func (j *gemmJob) tile(a *float32, rows, boff int, c *float32, ldc, kc int, acc bool) {
-	if j.b16 != nil {
-		j.kern16(a, j.k, rows, &j.b16[boff], c, ldc, kc, acc)
+func (j *gemmJob) tile(pd panelData, a *float32, rows, boff int, c *float32, ldc, kc int, acc bool) {
+	if pd.b16 != nil {
+		j.kern16(a, j.k, rows, &pd.b16[boff], c, ldc, kc, acc)
 		return
 	}
-	j.kern(a, j.k, rows, &j.b[boff], c, ldc, kc, acc)
+	j.kern(a, j.k, rows, &pd.b[boff], c, ldc, kc, acc)
 }
 
 // The worker pool: goroutines started on first need that take jobs from

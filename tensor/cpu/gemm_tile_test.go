@@ -178,14 +178,11 @@ func TestRowTiles(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newTileState(c.tall, "")
-			j := &gemmJob{tall: s.tall, exact: &s.exact[0]}
-			if c.b16 {
-				j.b16, j.exact = []uint16{0}, &s.exact[1]
-			}
+			j := &gemmJob{tall: s.tall, exact: s.exact}
 			var got []int
 			for left := c.rows; left > 0; {
 				h := mr
-				if tk := j.tallTile(left, nr); tk != nil {
+				if tk := j.tallTile(left, nr, c.b16); tk != nil {
 					h = tk.rows
 				}
 				got = append(got, h)

@@ -1,0 +1,301 @@
+package backendtest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/update"
+)
+
+// Trainer checks a backend's tensor.Trainer operations (full-parameter ZO)
+// against references that need no other backend: a perturbed product,
+// row lookup and vector equal, bit for bit, what the backend's own MatMul,
+// Rows and FromHost give on the perturbed values made on the host
+// (noise.Perturbed of the noise contract's values); an update moves every
+// element, and its optimizer state, bit for bit as package update's rules
+// do on the host, and its sum of squares agrees up to summation order.
+// Shapes are ragged (N not a multiple of 32, K past the backends' K
+// blocks, offsets not multiples of 4), weights float32 and bfloat16.
+func Trainer(t *testing.T, b tensor.Backend) {
+	tr, ok := b.(tensor.Trainer)
+	if !ok {
+		t.Fatalf("backend %s does not implement tensor.Trainer", b.Name())
+	}
+	for _, sh := range []struct{ n, k int }{{70, 1100}, {33, 96}, {64, 512}} {
+		for _, bf16 := range []bool{false, true} {
+			name := fmt.Sprintf("%dx%d", sh.n, sh.k)
+			if bf16 {
+				name += "-bf16"
+			}
+			t.Run("MatMulPerturbed/"+name, func(t *testing.T) { matMulPerturbed(t, b, tr, sh.n, sh.k, bf16) })
+			t.Run("RowsPerturbed/"+name, func(t *testing.T) { rowsPerturbed(t, b, tr, sh.n, sh.k, bf16) })
+			t.Run("UpdateWeight/"+name, func(t *testing.T) { updateWeight(t, b, tr, sh.n, sh.k, bf16) })
+		}
+	}
+	t.Run("Perturb", func(t *testing.T) { perturbVector(t, b, tr) })
+	for _, bf16 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("UpdateVector/bf16=%v", bf16), func(t *testing.T) { updateVector(t, b, tr, bf16) })
+	}
+}
+
+// trainerRNG is the suite's fixed source of test data.
+func trainerRNG() *rand.Rand { return rand.New(rand.NewPCG(7, 11)) }
+
+// hostMatrix returns a random [n][k] matrix, bfloat16 values if bf16.
+func hostMatrix(rng *rand.Rand, n, k int, bf16 bool) []float32 {
+	w := make([]float32, n*k)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 0.05)
+		if bf16 {
+			w[i] = update.BF16ToFloat32(uint16(math.Float32bits(w[i]) >> 16))
+		}
+	}
+	return w
+}
+
+// perturbedHost is w [n·k] (row-major) as p makes it.
+func perturbedHost(w []float32, p *tensor.Perturbation) []float32 {
+	if p == nil {
+		return slices.Clone(w)
+	}
+	z := make([]float32, len(w))
+	p.Stream.FillRange(z, int(p.Offset), p.Dist, p.Norm)
+	out := make([]float32, len(w))
+	for i, v := range w {
+		out[i] = noise.Perturbed(v, p.Scale, z[i])
+	}
+	return out
+}
+
+func testPerturbation(dir uint32, scale float64, dist noise.Dist) *tensor.Perturbation {
+	return &tensor.Perturbation{Noise: tensor.Noise{Stream: noise.Stream{Seed: noise.StreamSeed(5, 3), Step: 9, Dir: dir},
+		Dist: dist, Norm: 1, Offset: 1234}, Scale: scale}
+}
+
+func matMulPerturbed(t *testing.T, b tensor.Backend, tr tensor.Trainer, n, k int, bf16 bool) {
+	rng := trainerRNG()
+	w := hostMatrix(rng, n, k, bf16)
+	segs := []tensor.Segment{
+		{Rows: 3, P: testPerturbation(0, 1e-3, noise.Normal)},
+		{Rows: 5, P: testPerturbation(0, -1e-3, noise.Normal)},
+		{Rows: 2},
+		{Rows: 4, P: testPerturbation(1, 1e-3, noise.Rademacher)},
+		{Rows: 1, P: testPerturbation(1, -1e-3, noise.Rademacher)},
+	}
+	rows := 15
+	x := make([]float32, rows*k)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	y0 := make([]float32, rows*n)
+	for i := range y0 {
+		y0[i] = float32(rng.NormFloat64())
+	}
+	for _, add := range []bool{false, true} {
+		wb := b.Pack(w, n, k, bf16)
+		xb, yb := b.FromHost(x), b.FromHost(slices.Clone(y0))
+		tr.MatMulPerturbed(yb, xb, wb, segs, add)
+		got := down(b, yb)
+		// The reference: each segment's rows against its perturbed matrix,
+		// packed, through the backend's own MatMul (or MatMulAdd).
+		var want []float32
+		lo := 0
+		for _, s := range segs {
+			pw := b.Pack(perturbedHost(w, s.P), n, k, bf16 && s.P == nil)
+			xs := b.FromHost(x[lo*k : (lo+s.Rows)*k])
+			ys := b.FromHost(slices.Clone(y0[lo*n : (lo+s.Rows)*n]))
+			if add {
+				b.MatMulAdd(ys, xs, s.Rows, pw)
+			} else {
+				b.MatMul(ys, xs, s.Rows, pw)
+			}
+			want = append(want, down(b, ys)...)
+			b.Free(xs)
+			b.FreeWeight(pw)
+			lo += s.Rows
+		}
+		b.Free(xb)
+		b.FreeWeight(wb)
+		if i := firstDiffBits(got, want); i >= 0 {
+			t.Fatalf("add=%v: element %d (row %d) is %g, the perturbed matrix's MatMul gives %g", add, i, i/n, got[i], want[i])
+		}
+	}
+}
+
+func rowsPerturbed(t *testing.T, b tensor.Backend, tr tensor.Trainer, n, k int, bf16 bool) {
+	w := hostMatrix(trainerRNG(), n, k, bf16)
+	ids := []int{5, 0, n - 1, 5}
+	p := testPerturbation(2, -1e-2, noise.Normal)
+	wb := b.Pack(w, n, k, bf16)
+	dst := b.Alloc(len(ids) * k)
+	tr.RowsPerturbed(dst, wb, ids, p)
+	got := down(b, dst)
+	pw := b.Pack(perturbedHost(w, p), n, k, false)
+	ref := b.Alloc(len(ids) * k)
+	b.Rows(ref, pw, ids)
+	want := down(b, ref)
+	b.FreeWeight(wb)
+	b.FreeWeight(pw)
+	if i := firstDiffBits(got, want); i >= 0 {
+		t.Fatalf("element %d is %g, want %g", i, got[i], want[i])
+	}
+}
+
+func perturbVector(t *testing.T, b tensor.Backend, tr tensor.Trainer) {
+	v := hostMatrix(trainerRNG(), 1, 130, false)
+	for _, dist := range []noise.Dist{noise.Normal, noise.Sphere, noise.Ternary} {
+		p := testPerturbation(0, 1e-3, dist)
+		if dist == noise.Sphere {
+			p.Norm = 3.5
+		}
+		src, dst := b.FromHost(v), b.Alloc(len(v))
+		tr.Perturb(dst, src, p)
+		got := down(b, dst)
+		b.Free(src)
+		if i := firstDiffBits(got, perturbedHost(v, p)); i >= 0 {
+			t.Fatalf("%v: element %d differs", dist, i)
+		}
+	}
+}
+
+// testRules are the update rules the suite applies: each optimizer's form.
+func testRules() []update.Rule {
+	return []update.Rule{
+		{Kind: update.SGD, LR: 0.5},
+		{Kind: update.SGD, LR: 0.5, Momentum: 0.9, WeightDecay: 0.01},
+		{Kind: update.Adam, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.1, C2: 0.001},
+		{Kind: update.Adam, LR: 1e-3, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 0.001},
+		{Kind: update.RAdaZO, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 1},
+	}
+}
+
+// testUpdate is two directions' update of a tensor at offset 1234.
+func testUpdate(rule update.Rule, step uint32) *tensor.Update {
+	s := func(dir uint32) noise.Stream { return noise.Stream{Seed: noise.StreamSeed(3, 1), Step: step, Dir: dir} }
+	return &tensor.Update{Streams: []noise.Stream{s(0), s(1)}, Dist: noise.Normal, Norms: []float64{1, 1}, Offset: 1234,
+		Weights: []float64{0.7, -0.2}, Rule: rule, Rounding: s(1<<32 - 1)}
+}
+
+// hostUpdate applies u to θ (row-major, bfloat16 values if bf16) and its
+// state on the host, as the contract says, and returns Σ Δθ².
+func hostUpdate(theta, m, v []float32, bf16 bool, u *tensor.Update) float64 {
+	n := len(theta)
+	ghat := make([]float64, n)
+	z := make([]float32, n)
+	for d, st := range u.Streams {
+		st.FillRange(z, int(u.Offset), u.Dist, u.Norms[d])
+		for i, zv := range z {
+			ghat[i] += u.Weights[d] * float64(zv)
+		}
+	}
+	if !bf16 {
+		return u.Rule.Apply(theta, ghat, m, v)
+	}
+	bits := make([]uint16, n)
+	for i, x := range theta {
+		bits[i] = uint16(math.Float32bits(x) >> 16)
+	}
+	words := make([]uint32, n)
+	u.Rounding.FillBits(words, int(u.Offset))
+	ss := u.Rule.ApplyBF16(bits, ghat, m, v, words)
+	for i, h := range bits {
+		theta[i] = update.BF16ToFloat32(h)
+	}
+	return ss
+}
+
+func updateWeight(t *testing.T, b tensor.Backend, tr tensor.Trainer, n, k int, bf16 bool) {
+	for _, rule := range testRules() {
+		w := hostMatrix(trainerRNG(), n, k, bf16)
+		wb := b.Pack(w, n, k, bf16)
+		var mb, vb tensor.Weight
+		var m, v []float32
+		if rule.HasM() {
+			mb, m = tr.NewState(wb), make([]float32, n*k)
+		}
+		if rule.HasV() {
+			vb, v = tr.NewState(wb), make([]float32, n*k)
+		}
+		for step := range uint32(2) { // the second step starts from state the first left
+			u := testUpdate(rule, step)
+			got := tr.UpdateWeight(wb, mb, vb, u)
+			want := hostUpdate(w, m, v, bf16, u)
+			if math.Abs(got-want) > 1e-9*want {
+				t.Errorf("%+v step %d: Σ Δθ² = %.17g, the host's %.17g", rule, step, got, want)
+			}
+		}
+		for _, c := range []struct {
+			what string
+			w    tensor.Weight
+			want []float32
+		}{{"θ", wb, w}, {"m", mb, m}, {"v", vb, v}} {
+			if c.w == nil {
+				continue
+			}
+			all := make([]int, n)
+			for i := range all {
+				all[i] = i
+			}
+			dst := b.Alloc(n * k)
+			b.Rows(dst, c.w, all)
+			got := down(b, dst)
+			if i := firstDiffBits(got, c.want); i >= 0 {
+				t.Fatalf("%+v: %s[%d][%d] is %g, the host's %g", rule, c.what, i/k, i%k, got[i], c.want[i])
+			}
+			b.FreeWeight(c.w)
+		}
+	}
+}
+
+func updateVector(t *testing.T, b tensor.Backend, tr tensor.Trainer, bf16 bool) {
+	for _, rule := range testRules() {
+		x := hostMatrix(trainerRNG(), 1, 131, bf16)
+		xb := b.FromHost(slices.Clone(x))
+		var mb, vb tensor.Buf
+		var m, v []float32
+		if rule.HasM() {
+			mb, m = b.Alloc(len(x)), make([]float32, len(x))
+		}
+		if rule.HasV() {
+			vb, v = b.Alloc(len(x)), make([]float32, len(x))
+		}
+		for step := range uint32(2) {
+			u := testUpdate(rule, step)
+			got := tr.UpdateVector(xb, mb, vb, bf16, u)
+			want := hostUpdate(x, m, v, bf16, u)
+			if math.Abs(got-want) > 1e-9*want {
+				t.Errorf("%+v step %d: Σ Δθ² = %.17g, the host's %.17g", rule, step, got, want)
+			}
+		}
+		for _, c := range []struct {
+			what string
+			b    tensor.Buf
+			want []float32
+		}{{"θ", xb, x}, {"m", mb, m}, {"v", vb, v}} {
+			if c.b == nil {
+				continue
+			}
+			if got := down(b, c.b); firstDiffBits(got, c.want) >= 0 {
+				t.Fatalf("%+v: %s differs from the host's", rule, c.what)
+			}
+		}
+	}
+}
+
+// firstDiffBits is the first index where a and b differ in bits, or -1.
+func firstDiffBits(a, b []float32) int {
+	if len(a) != len(b) {
+		return 0
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}

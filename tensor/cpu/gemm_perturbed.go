@@ -1,0 +1,159 @@
+package cpu
+
+// The GEMM of full-parameter ZO: y = x·(W + s·εZ)ᵀ for the rows of each
+// variant, W the packed weight and Z the noise regenerated from its seed.
+// Nothing the size of W is made: a panel's slice of W + s·εZ is formed in a
+// small per-worker scratch while the panel is read, every row of the
+// segments that read it so sweeps past it, and it is dropped. The noise of
+// a slice is drawn once for both signs of a direction (the + and −
+// variants of a step are consecutive segments). The kernels and their
+// summation order are the packed GEMM's, so a row's result is what MatMul
+// gives on W + s·εZ packed.
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// kSuperPerturbed is the depth of the K slices a perturbed panel is formed
+// for: 32×1024 float32, 128 KiB of noise and as much of perturbed weights
+// per worker, in L2. (The order of the K slices a tile adds does not
+// depend on it.)
+const kSuperPerturbed = 1024
+
+// segment is a row range [lo, hi) of a perturbed GEMM and how it reads W.
+type segment struct {
+	lo, hi int
+	p      *tensor.Perturbation
+}
+
+// segmentsOf turns the backend's segments into row ranges over m rows.
+func segmentsOf(segs []tensor.Segment, m int) []segment {
+	out := make([]segment, 0, len(segs))
+	lo := 0
+	for _, s := range segs {
+		if s.Rows < 0 {
+			panic(fmt.Sprintf("cpu: segment of %d rows", s.Rows))
+		}
+		out = append(out, segment{lo, lo + s.Rows, s.P})
+		lo += s.Rows
+	}
+	if lo != m {
+		panic(fmt.Sprintf("cpu: segments cover %d rows of %d", lo, m))
+	}
+	return out
+}
+
+// panelScratch is a worker's perturbed panel slice: the noise z of the
+// slice it was last drawn for, and W + scale·z.
+type panelScratch struct {
+	z, w, row []float32
+	key       panelKey // what z holds
+	valid     bool
+}
+
+// panelKey names the noise of a panel slice of the weight a task
+// multiplies by.
+type panelKey struct {
+	noise       tensor.Noise
+	p, kLo, kHi int
+}
+
+var panelScratches = sync.Pool{New: func() any {
+	return &panelScratch{z: make([]float32, kSuperPerturbed*nr), w: make([]float32, kSuperPerturbed*nr), row: make([]float32, kSuperPerturbed)}
+}}
+
+// MatMulPackedPerturbed computes y[m][N] = x[m][K] · Wᵀ with the rows of
+// each segment reading W as its perturbation makes it.
+func MatMulPackedPerturbed(wk Workers, y, x []float32, m int, w *Packed, segs []tensor.Segment) {
+	checkLen("MatMulPackedPerturbed", y, m*w.N, x, m*w.K)
+	sg := segmentsOf(segs, m)
+	if m == 0 || w.N == 0 {
+		return
+	}
+	if w.K == 0 {
+		clear(y[:m*w.N])
+		return
+	}
+	j := jobs.Get().(*gemmJob)
+	j.c, j.a, j.b, j.b16, j.m, j.n, j.k = y, x, w.data, w.data16, m, w.N, w.K
+	path := currentPath()
+	tiles := path.tilesInUse()
+	j.kern, j.kern16, j.tall, j.exact = path.kern, path.kern16, tiles.tall, tiles.exact
+	// Tasks are whole panels over every row: a panel's noise is drawn by
+	// one worker only.
+	th := wk.n()
+	if 2*m*w.N*w.K < serialFlops {
+		th = 1
+	}
+	np := panels(w.N)
+	j.taskPanels = max(1, min(taskPanels, np/(4*th)))
+	j.nTaskN = (np + j.taskPanels - 1) / j.taskPanels
+	j.mTask, j.nTask = m, j.nTaskN
+	Workers(min(th, j.nTask)).Tasks(j.nTask, func(t int) {
+		var tmp [mr * nr]float32
+		sc := panelScratches.Get().(*panelScratch)
+		sc.valid = false
+		p0 := t * j.taskPanels
+		for p := p0; p < min(np, p0+j.taskPanels); p++ {
+			j.perturbedPanel(w, sg, p, sc, &tmp)
+		}
+		panelScratches.Put(sc)
+	})
+	j.c, j.a, j.b, j.b16, j.kern, j.kern16, j.tall, j.exact = nil, nil, nil, nil, nil, nil, nil, nil
+	jobs.Put(j)
+}
+
+// perturbedPanel computes panel p's columns of every row, K slice by K
+// slice, each segment's rows against the panel as it reads it.
+func (j *gemmJob) perturbedPanel(w *Packed, sg []segment, p int, sc *panelScratch, tmp *[mr * nr]float32) {
+	for kLo := 0; kLo < j.k; kLo += kSuperPerturbed {
+		kHi := min(j.k, kLo+kSuperPerturbed)
+		for _, s := range sg {
+			pd := panelData{j.b, j.b16, p * j.k * nr}
+			if s.p != nil {
+				pd = sc.perturbed(w, p, kLo, kHi, s.p)
+			}
+			for r0 := s.lo; r0 < s.hi; r0 += mcBlock {
+				j.panelTiles(pd, p, r0, min(s.hi, r0+mcBlock), kLo, kHi, tmp)
+			}
+		}
+	}
+}
+
+// perturbed forms the slice [kLo, kHi) of panel p of W as pt makes it, in
+// the scratch, and returns where it is. The noise is drawn only when the
+// scratch holds another slice's or another stream's.
+func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturbation) panelData {
+	kc := kHi - kLo
+	key := panelKey{pt.Noise, p, kLo, kHi}
+	if !sc.valid || sc.key != key {
+		cols := min(nr, w.N-p*nr)
+		z := sc.z[:kc*nr]
+		clear(z)
+		for col := range cols {
+			row := sc.row[:kc]
+			n := p*nr + col
+			pt.Stream.FillRange(row, int(pt.Offset)+n*w.K+kLo, pt.Dist, pt.Norm)
+			for kk, v := range row {
+				z[kk*nr+col] = v
+			}
+		}
+		sc.key, sc.valid = key, true
+	}
+	dst := sc.w[:kc*nr]
+	src := (p*w.K + kLo) * nr
+	if w.data16 != nil {
+		for i, h := range w.data16[src : src+kc*nr] {
+			dst[i] = noise.Perturbed(bf16ToF32(h), pt.Scale, sc.z[i])
+		}
+	} else {
+		for i, v := range w.data[src : src+kc*nr] {
+			dst[i] = noise.Perturbed(v, pt.Scale, sc.z[i])
+		}
+	}
+	return panelData{b: sc.w, base: -kLo * nr}
+}

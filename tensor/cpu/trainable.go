@@ -1,0 +1,196 @@
+package cpu
+
+import (
+	"math"
+	"sync"
+
+	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/update"
+)
+
+// The CPU backend trains a model's own weights where they are: in their
+// packed panels (tensor.Trainer). A weight is read perturbed by the GEMM
+// (gemm_perturbed.go) and updated panel by panel in place: the noise of 32
+// rows is drawn along K, turned into ĝ in the panel's layout, and the
+// update rule runs over the panel's contiguous slice, with the optimizer
+// state in the same layout. Panels are independent tasks whose sums of
+// squares are added in panel order, so results do not depend on the
+// number of workers.
+
+var _ tensor.Trainer = (*Backend)(nil)
+
+// MatMulPerturbed implements tensor.Trainer.
+func (b *Backend) MatMulPerturbed(y, x tensor.Buf, w tensor.Weight, segs []tensor.Segment, add bool) {
+	p := packed(w)
+	rows := 0
+	for _, s := range segs {
+		rows += s.Rows
+	}
+	if !add {
+		MatMulPackedPerturbed(b.wk, host(y), host(x), rows, p, segs)
+		return
+	}
+	// As MatMulAdd: the product rounded to float32, then added.
+	tmp := getScratch(rows * p.N)
+	MatMulPackedPerturbed(b.wk, *tmp, host(x), rows, p, segs)
+	Add(b.wk, host(y)[:rows*p.N], *tmp)
+	scratch.Put(tmp)
+}
+
+// RowsPerturbed implements tensor.Trainer.
+func (b *Backend) RowsPerturbed(dst tensor.Buf, w tensor.Weight, ids []int, pt *tensor.Perturbation) {
+	b.Rows(dst, w, ids)
+	if pt == nil {
+		return
+	}
+	p, d := packed(w), host(dst)
+	b.wk.For(len(ids), func(lo, hi int) {
+		z := make([]float32, p.K)
+		for i := lo; i < hi; i++ {
+			pt.Stream.FillRange(z, int(pt.Offset)+ids[i]*p.K, pt.Dist, pt.Norm)
+			row := d[i*p.K : (i+1)*p.K]
+			for k, v := range row {
+				row[k] = noise.Perturbed(v, pt.Scale, z[k])
+			}
+		}
+	})
+}
+
+// Perturb implements tensor.Trainer.
+func (b *Backend) Perturb(dst, src tensor.Buf, pt *tensor.Perturbation) {
+	d, s := host(dst), host(src)[:dst.Len()]
+	pt.Stream.FillRange(d, int(pt.Offset), pt.Dist, pt.Norm)
+	for i, v := range s {
+		d[i] = noise.Perturbed(v, pt.Scale, d[i])
+	}
+}
+
+// NewState implements tensor.Trainer: float32 panels like w's.
+func (*Backend) NewState(w tensor.Weight) tensor.Weight {
+	p := packed(w)
+	return &Packed{N: p.N, K: p.K, data: make([]float32, panels(p.N)*p.K*nr)}
+}
+
+// updateChunk is the K depth of one piece of a panel's update: ĝ of 32
+// rows × 256 columns in float64, 64 KiB.
+const updateChunk = 256
+
+// UpdateWeight implements tensor.Trainer: panel by panel, in parallel.
+func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 {
+	p := packed(w)
+	if err := u.Check(); err != nil {
+		panic(err)
+	}
+	var md, vd []float32
+	if m != nil {
+		md = packed(m).data
+	}
+	if v != nil {
+		vd = packed(v).data
+	}
+	np := panels(p.N)
+	sums := make([]float64, np)
+	b.wk.Tasks(np, func(pi int) {
+		sc := updateScratches.Get().(*updateScratch)
+		defer updateScratches.Put(sc)
+		for k0 := 0; k0 < p.K; k0 += updateChunk {
+			kc := min(updateChunk, p.K-k0)
+			ghat, rnd := sc.ghat[:kc*nr], sc.rnd[:kc*nr]
+			panelGhat(sc, u, p, pi, k0, kc)
+			lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
+			if p.data16 != nil {
+				sums[pi] += u.Rule.ApplyBF16(p.data16[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi), rnd)
+			} else {
+				sums[pi] += u.Rule.Apply(p.data[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi))
+			}
+		}
+	})
+	var ss float64
+	for _, s := range sums {
+		ss += s
+	}
+	return ss
+}
+
+// updateScratch is a worker's room for one piece of a panel's update.
+type updateScratch struct {
+	ghat  [updateChunk * nr]float64
+	rnd   [updateChunk * nr]uint32
+	z     [updateChunk]float32
+	words [updateChunk]uint32
+}
+
+var updateScratches = sync.Pool{New: func() any { return new(updateScratch) }}
+
+// panelGhat writes into sc.ghat ĝ of columns [k0, k0+kc) of panel pi of p
+// in the panel's layout (zero in padding columns), direction by direction,
+// and, for a bfloat16 panel, the rounding words into sc.rnd likewise.
+func panelGhat(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc int) {
+	g, z := sc.ghat[:kc*nr], sc.z[:kc]
+	clear(g)
+	for col := range min(nr, p.N-pi*nr) {
+		first := int(u.Offset) + (pi*nr+col)*p.K + k0
+		for d, st := range u.Streams {
+			st.FillRange(z, first, u.Dist, u.Norms[d])
+			wd := u.Weights[d]
+			for kk, zv := range z {
+				g[kk*nr+col] += wd * float64(zv)
+			}
+		}
+		if p.data16 != nil {
+			u.Rounding.FillBits(sc.words[:kc], first)
+			for kk, r := range sc.words[:kc] {
+				sc.rnd[kk*nr+col] = r
+			}
+		}
+	}
+}
+
+// UpdateVector implements tensor.Trainer: one piece (vectors are a layer's
+// width).
+func (b *Backend) UpdateVector(x, m, v tensor.Buf, bf16 bool, u *tensor.Update) float64 {
+	if err := u.Check(); err != nil {
+		panic(err)
+	}
+	theta := host(x)
+	n := len(theta)
+	g := make([]float64, n)
+	z := make([]float32, n)
+	for d, st := range u.Streams {
+		st.FillRange(z, int(u.Offset), u.Dist, u.Norms[d])
+		for i, zv := range z {
+			g[i] += u.Weights[d] * float64(zv)
+		}
+	}
+	var md, vd []float32
+	if m != nil {
+		md = host(m)
+	}
+	if v != nil {
+		vd = host(v)
+	}
+	if !bf16 {
+		return u.Rule.Apply(theta, g, md, vd)
+	}
+	// bfloat16 values held as float32: rounded as ApplyBF16 rounds them.
+	bits := make([]uint16, n)
+	for i, t := range theta {
+		bits[i] = uint16(math.Float32bits(t) >> 16)
+	}
+	words := make([]uint32, n)
+	u.Rounding.FillBits(words, int(u.Offset))
+	ss := u.Rule.ApplyBF16(bits, g, md, vd, words)
+	for i, h := range bits {
+		theta[i] = update.BF16ToFloat32(h)
+	}
+	return ss
+}
+
+// span is s[lo:hi], or nil for a nil s.
+func span(s []float32, lo, hi int) []float32 {
+	if s == nil {
+		return nil
+	}
+	return s[lo:hi]
+}
