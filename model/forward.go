@@ -151,12 +151,12 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		case logits != nil:
 			ce = be.CrossEntropy(logits, m.VocabSize, sup.rows, sup.targets)
 		case keep != nil: // h holds the supervised rows alone
-			ce = m.headCrossEntropy(h, sup.targets)
+			ce = m.headCrossEntropy(h, sup.targets, nil)
 		default:
 			sel := be.Alloc(len(sup.rows) * m.HiddenSize)
 			defer be.Free(sel)
 			be.Gather(sel, h, m.HiddenSize, sup.rows)
-			ce = m.headCrossEntropy(sel, sup.targets)
+			ce = m.headCrossEntropy(sel, sup.targets, nil)
 		}
 		out.setLoss(ce, sup.seqOf, in.B)
 	}
@@ -191,15 +191,16 @@ func (m *Model) supervised(labels []int, b, t int) (supervision, error) {
 	return sup, nil
 }
 
-// headCrossEntropy runs the LM head on the final hidden states h
+// headCrossEntropy runs the LM head (as weights perturbs it, for
+// full-parameter training; nil: as it is) on the final hidden states h
 // [len(targets)][hidden] and returns each row's cross-entropy against its
 // target.
-func (m *Model) headCrossEntropy(h tensor.Buf, targets []int) []float64 {
-	be, v := m.Backend, m.VocabSize
-	logits := be.Alloc(len(targets) * v)
+func (m *Model) headCrossEntropy(h tensor.Buf, targets []int, weights []*tensor.Perturbation) []float64 {
+	be, v, n := m.Backend, m.VocabSize, len(targets)
+	logits := be.Alloc(n * v)
 	defer be.Free(logits)
-	be.MatMul(logits, h, len(targets), m.LMHead)
-	return be.CrossEntropy(logits, v, indices(len(targets)), targets)
+	m.matMul(logits, h, n, m.LMHead, m.headID(), []span{{0, 1, nil, weights}}, []int{n}, false)
+	return be.CrossEntropy(logits, v, indices(n), targets)
 }
 
 // indices returns 0, 1, …, n−1.
@@ -237,21 +238,114 @@ func (out *Output) setLoss(ce []float64, seqOf []int, b int) {
 	}
 }
 
-// span is a run of consecutive sequences [lo, hi) that share one adapter.
+// span is a run of consecutive sequences [lo, hi) that share one adapter
+// and one perturbation of the model's own weights (full-parameter ZO).
 type span struct {
 	lo, hi  int
 	adapter *Adapter
+	weights []*tensor.Perturbation // by position in Tensors; nil: the weights as they are
 }
 
 // oneSpan applies a single adapter (possibly nil) to all b sequences.
-func oneSpan(b int, a *Adapter) []span { return []span{{0, b, a}} }
+func oneSpan(b int, a *Adapter) []span { return []span{{0, b, a, nil}} }
+
+// perturbation is the span's perturbation of tensor id, or nil.
+func (sp span) perturbation(id int) *tensor.Perturbation {
+	if sp.weights == nil || id < 0 {
+		return nil
+	}
+	return sp.weights[id]
+}
+
+// spanRows returns the number of token rows of each span: (hi−lo)·tn, or,
+// with keep, the rows of keep (ordered span by span) that fall in it.
+func spanRows(spans []span, tn int, keep []int) []int {
+	rows := make([]int, len(spans))
+	for i, sp := range spans {
+		if keep == nil {
+			rows[i] = (sp.hi - sp.lo) * tn
+			continue
+		}
+		for _, r := range keep {
+			if r >= sp.lo*tn && r < sp.hi*tn {
+				rows[i]++
+			}
+		}
+	}
+	return rows
+}
+
+// segments returns, for each span, its rows (rows[i]·per) and its
+// perturbation of tensor id, or nil when no span perturbs it.
+func segments(spans []span, rows []int, per, id int) []tensor.Segment {
+	var segs []tensor.Segment
+	perturbed := false
+	for i, sp := range spans {
+		p := sp.perturbation(id)
+		perturbed = perturbed || p != nil
+		segs = append(segs, tensor.Segment{Rows: rows[i] * per, P: p})
+	}
+	if !perturbed {
+		return nil
+	}
+	return segs
+}
+
+// matMul computes y = x·Wᵀ (add: y += x·Wᵀ) for the n rows of x, each
+// span's rows reading W, tensor id, as the span perturbs it.
+func (m *Model) matMul(y, x tensor.Buf, n int, w tensor.Weight, id int, spans []span, rows []int, add bool) {
+	be := m.Backend
+	if segs := segments(spans, rows, 1, id); segs != nil {
+		be.(tensor.Trainer).MatMulPerturbed(y, x, w, segs, add)
+		return
+	}
+	if add {
+		be.MatMulAdd(y, x, n, w)
+	} else {
+		be.MatMul(y, x, n, w)
+	}
+}
+
+// rmsNorm is RMSNorm of the rows of x (width n; per rows for each token
+// row: the heads of a per-head norm), each span's rows with the weight,
+// tensor id, as the span perturbs it.
+func (m *Model) rmsNorm(dst, x, weight tensor.Buf, n, id int, spans []span, rows []int, per int) {
+	be := m.Backend
+	segs := segments(spans, rows, per, id)
+	if segs == nil {
+		total := 0
+		for _, r := range rows {
+			total += r * per
+		}
+		be.RMSNorm(dst, x, weight, total, n, m.RMSNormEps)
+		return
+	}
+	lo := 0
+	for _, s := range segs {
+		w := weight
+		if s.P != nil {
+			w = be.Alloc(n)
+			be.(tensor.Trainer).Perturb(w, weight, s.P)
+		}
+		be.RMSNorm(dst.Slice(lo*n, (lo+s.Rows)*n), x.Slice(lo*n, (lo+s.Rows)*n), w, s.Rows, n, m.RMSNormEps)
+		if s.P != nil {
+			be.Free(w)
+		}
+		lo += s.Rows
+	}
+}
 
 // embed writes the embeddings of b sequences of tn tokens into x
-// [b·tn][hidden]. If prompt is not nil (prompt tuning), the first rows of
+// [b·tn][hidden], read as pt perturbs them (full-parameter training; nil:
+// as they are). If prompt is not nil (prompt tuning), the first rows of
 // every sequence are its virtual tokens and get the prompt's embeddings.
-func (m *Model) embed(x tensor.Buf, tokens []int, b, tn int, prompt []float32) {
+func (m *Model) embed(x tensor.Buf, tokens []int, b, tn int, prompt []float32, pt *tensor.Perturbation) {
 	be := m.Backend
-	be.Rows(x, m.Embed, tokens)
+	if pt != nil {
+		be.(tensor.Trainer).RowsPerturbed(x, m.Embed, tokens, pt)
+	} else {
+		be.Rows(x, m.Embed, tokens)
+	}
 	if prompt == nil {
 		return
 	}
@@ -293,7 +387,7 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 	if c.len == 0 {
 		prompt = m.Prompt
 	}
-	m.embed(x, tokens, c.b, tn, prompt)
+	m.embed(x, tokens, c.b, tn, prompt, nil)
 	rope := m.newRope(positions)
 	ws := m.newWorkspace(n)
 	for l := range m.Layers {
@@ -425,7 +519,8 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 //	x += O(Attention(RoPE(Q(xn)), RoPE(K(xn)), V(xn)))   xn = AttnNorm(x)
 //	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
 //
-// Each span of sequences gets its own adapter's low-rank terms on Q and V.
+// Each span of sequences gets its own adapter's low-rank terms on Q and V,
+// and reads the layer's weights as it perturbs them (full-parameter ZO).
 //
 // With keep nil it returns x. Otherwise only the rows keep of the result
 // are needed (the last layer of a forward whose loss reads a few
@@ -435,33 +530,44 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 // buffer [len(keep)][hidden] in keep's order (x is left as it was after
 // attention). Each row's arithmetic is the same either way.
 func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
-	be, layer := m.Backend, &m.Layers[l]
-	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
+	rows := spanRows(spans, tn, nil)
+	m.selfAttention(l, x, c, rope, tn, spans, rows, ws)
+	out, attn, n := x, ws.attn, c.b*tn
+	if keep != nil {
+		out, attn, ws = m.keepOnly(x, ws, keep)
+		n, rows = len(keep), spanRows(spans, tn, keep)
+	}
+	m.matMul(out, attn, n, m.Layers[l].Attn.O, m.layerIDs(l).o, spans, rows, true)
+	m.mlp(l, out, n, spans, rows, ws)
+	return out
+}
 
-	// Attention block.
-	be.RMSNorm(ws.xn, x, layer.AttnNorm, n, d, m.RMSNormEps)
-	a := &layer.Attn
+// selfAttention writes into ws.attn the attention output of every row of
+// layer l's input x (before the output projection): norm, the Q, K, V
+// projections with each span's LoRA terms, Qwen3's per-head norms, RoPE,
+// and attention over the cache, which takes every row's keys and values.
+func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, rows []int, ws *workspace) {
+	be, a, ids := m.Backend, &m.Layers[l].Attn, m.layerIDs(l)
+	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
 	qd, kvd := m.NumHeads*hd, m.NumKVHeads*hd
+	m.rmsNorm(ws.xn, x, m.Layers[l].AttnNorm, d, ids.attnNorm, spans, rows, 1)
 	if a.QKV != nil { // one product, split into q (heads/kv blocks of kvd per token), k and v
 		m.unstacked([]tensor.Buf{ws.q, ws.k, ws.v}, ws.stack, ws.xn, n, a.QKV, kvd, []int{m.NumHeads / m.NumKVHeads, 1, 1})
 	} else {
-		be.MatMul(ws.q, ws.xn, n, a.Q)
-		be.MatMul(ws.k, ws.xn, n, a.K)
-		be.MatMul(ws.v, ws.xn, n, a.V)
+		m.matMul(ws.q, ws.xn, n, a.Q, ids.q, spans, rows, false)
+		m.matMul(ws.k, ws.xn, n, a.K, ids.k, spans, rows, false)
+		m.matMul(ws.v, ws.xn, n, a.V, ids.v, spans, rows, false)
 	}
 	for _, sp := range spans {
-		if sp.adapter == nil {
-			continue
+		if sp.adapter != nil {
+			la, lo, hi := sp.adapter.Layers[l], sp.lo*tn, sp.hi*tn
+			m.addLoRA(ws.q.Slice(lo*qd, hi*qd), ws.xn.Slice(lo*d, hi*d), hi-lo, qd, la.Q, ws)
+			m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), ws.xn.Slice(lo*d, hi*d), hi-lo, kvd, la.V, ws)
 		}
-		la := sp.adapter.Layers[l]
-		lo, hi := sp.lo*tn, sp.hi*tn
-		xn := ws.xn.Slice(lo*d, hi*d)
-		m.addLoRA(ws.q.Slice(lo*qd, hi*qd), xn, hi-lo, qd, la.Q, ws)
-		m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), xn, hi-lo, kvd, la.V, ws)
 	}
 	if a.QNorm != nil {
-		be.RMSNorm(ws.q, ws.q, a.QNorm, n*m.NumHeads, hd, m.RMSNormEps)
-		be.RMSNorm(ws.k, ws.k, a.KNorm, n*m.NumKVHeads, hd, m.RMSNormEps)
+		m.rmsNorm(ws.q, ws.q, a.QNorm, hd, ids.qNorm, spans, rows, m.NumHeads)
+		m.rmsNorm(ws.k, ws.k, a.KNorm, hd, ids.kNorm, spans, rows, m.NumKVHeads)
 	}
 	be.RoPE(ws.q, n, m.NumHeads, hd, rope.cos, rope.sin, rope.rows)
 	be.RoPE(ws.k, n, m.NumKVHeads, hd, rope.cos, rope.sin, rope.rows)
@@ -469,30 +575,32 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: hd,
 		Start: c.len, Mask: c.mask, Window: m.SlidingWindow, Scale: float32(1 / math.Sqrt(float64(hd))),
 	})
-	out, attn := x, ws.attn
-	if keep != nil {
-		// Only the rows keep from here on: their attention outputs (into q's
-		// space, free now) and their hidden states.
-		n = len(keep)
-		attn = ws.q.Slice(0, n*qd)
-		be.Gather(attn, ws.attn, qd, keep)
-		out = be.Alloc(n * d)
-		be.Gather(out, x, d, keep)
-		ws = ws.rows(m, n)
-	}
-	be.MatMulAdd(out, attn, n, a.O)
+}
 
-	// MLP block.
-	be.RMSNorm(ws.xn, out, layer.MLPNorm, n, d, m.RMSNormEps)
-	if layer.MLP.GateUp != nil {
-		m.unstacked([]tensor.Buf{ws.gate, ws.up}, ws.stack, ws.xn, n, layer.MLP.GateUp, m.IntermediateSize, []int{1, 1})
+// keepOnly returns, for the rows keep alone, a new buffer of their hidden
+// states x, their attention outputs (in q's space, free now) and a view of
+// the workspace for that many rows.
+func (m *Model) keepOnly(x tensor.Buf, ws *workspace, keep []int) (out, attn tensor.Buf, kws *workspace) {
+	be, n, qd := m.Backend, len(keep), m.NumHeads*m.HeadDim
+	attn = ws.q.Slice(0, n*qd)
+	be.Gather(attn, ws.attn, qd, keep)
+	out = be.Alloc(n * m.HiddenSize)
+	be.Gather(out, x, m.HiddenSize, keep)
+	return out, attn, ws.rows(m, n)
+}
+
+// mlp adds layer l's gated MLP of its normed input to the n rows of x.
+func (m *Model) mlp(l int, x tensor.Buf, n int, spans []span, rows []int, ws *workspace) {
+	mlp, ids := &m.Layers[l].MLP, m.layerIDs(l)
+	m.rmsNorm(ws.xn, x, m.Layers[l].MLPNorm, m.HiddenSize, ids.mlpNorm, spans, rows, 1)
+	if mlp.GateUp != nil {
+		m.unstacked([]tensor.Buf{ws.gate, ws.up}, ws.stack, ws.xn, n, mlp.GateUp, m.IntermediateSize, []int{1, 1})
 	} else {
-		be.MatMul(ws.gate, ws.xn, n, layer.MLP.Gate)
-		be.MatMul(ws.up, ws.xn, n, layer.MLP.Up)
+		m.matMul(ws.gate, ws.xn, n, mlp.Gate, ids.gate, spans, rows, false)
+		m.matMul(ws.up, ws.xn, n, mlp.Up, ids.up, spans, rows, false)
 	}
-	be.SiLUMul(ws.gate, ws.up)
-	be.MatMulAdd(out, ws.gate, n, layer.MLP.Down)
-	return out
+	m.Backend.SiLUMul(ws.gate, ws.up)
+	m.matMul(x, ws.gate, n, mlp.Down, ids.down, spans, rows, true)
 }
 
 // addLoRA adds PEFT's low-rank term Scale·(x·Aᵀ)·Bᵀ to y [n][out], after

@@ -28,6 +28,10 @@ type LoadOptions struct {
 	// Backend holds the weights and computes the forward pass; nil means a
 	// CPU backend on all cores.
 	Backend tensor.Backend
+	// Unstacked keeps q/k/v and gate/up as separate matrices even on a
+	// backend that would stack them (tensor.Stacker): full-parameter
+	// training perturbs and updates each on its own (Model.Tensors).
+	Unstacked bool
 }
 
 // backend is the backend the options name, or the default CPU backend.
@@ -55,7 +59,8 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		info, _ := ck.Info(name)
 		return opts.BF16Weights && info.Dtype == safetensors.BF16
 	}
-	m, err := build(cfg, be, keepBF16, func(name string, shape []int) ([]float32, error) {
+	storedBF16 := map[string]bool{}
+	m, err := build(cfg, be, !opts.Unstacked, keepBF16, func(name string, shape []int) ([]float32, error) {
 		info, ok := ck.Info(name)
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", name)
@@ -64,6 +69,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
 		}
 		read[name] = true
+		storedBF16[name] = info.Dtype == safetensors.BF16
 		v, err := ck.Float32(name)
 		ck.Release(name) // the converted copy is all we keep
 		return v, err
@@ -75,6 +81,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		m.Free()
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
+	m.storedBF16 = storedBF16
 	return m, nil
 }
 
@@ -115,8 +122,9 @@ type weightLoader func(name string, shape []int) ([]float32, error)
 
 // build assembles a Model on backend be from named tensors (HF state-dict
 // names). Matrices for which keepBF16 (if not nil) says so are stored as
-// bfloat16.
-func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load weightLoader) (_ *Model, err error) {
+// bfloat16. mayStack lets a backend that asks for it (tensor.Stacker) have
+// q/k/v and gate/up stacked.
+func build(c *Config, be tensor.Backend, mayStack bool, keepBF16 func(name string) bool, load weightLoader) (_ *Model, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	m := &Model{Config: *c, Backend: be, invFreq: ropeInvFreq(c)}
 	d, hd := c.HiddenSize, c.HeadDim
@@ -147,7 +155,7 @@ func build(c *Config, be tensor.Backend, keepBF16 func(name string) bool, load w
 	// other, as one matrix (tensor.Stacker), or returns nil when the
 	// backend does not stack or they would be stored differently.
 	st, ok := be.(tensor.Stacker)
-	stack := ok && st.StackProjections()
+	stack := mayStack && ok && st.StackProjections()
 	stacked := func(names []string, rows []int, cols int) tensor.Weight {
 		if err != nil || !stack {
 			return nil

@@ -261,7 +261,7 @@ func TestNewRandomBF16(t *testing.T) {
 			if !b16.Layers[0].MLP.Gate.(*cpu.Packed).IsBF16() || !b16.Embed.(*cpu.Packed).IsBF16() {
 				t.Fatal("BF16Weights did not keep the random matrices in bfloat16")
 			}
-			rounded, err := build(c, LoadOptions{}.backend(), nil, bf16Loader(randomLoader(3, 0.3, false)))
+			rounded, err := build(c, LoadOptions{}.backend(), true, nil, bf16Loader(randomLoader(3, 0.3, false)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,7 +38,8 @@ type Model struct {
 	// pass (a CPU backend unless the loader was given another).
 	Backend tensor.Backend
 
-	invFreq []float32 // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
+	invFreq    []float32       // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
+	storedBF16 map[string]bool // the tensors the checkpoint stored as bfloat16, by name
 }
 
 // Layer is one decoder block:

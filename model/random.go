@@ -92,9 +92,18 @@ func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
 func NewRandomWith(c *Config, seed uint64, std float64, opts LoadOptions) (*Model, error) {
 	load := randomLoader(seed, std, false)
 	if !opts.BF16Weights {
-		return build(c, opts.backend(), nil, load)
+		return build(c, opts.backend(), !opts.Unstacked, nil, load)
 	}
-	return build(c, opts.backend(), func(string) bool { return true }, bf16Loader(load))
+	m, err := build(c, opts.backend(), !opts.Unstacked, func(string) bool { return true }, bf16Loader(load))
+	if err != nil {
+		return nil, err
+	}
+	ts, _ := m.Tensors()
+	m.storedBF16 = map[string]bool{}
+	for _, t := range ts { // every value rounded to bfloat16, as a BF16 checkpoint's
+		m.storedBF16[t.Name] = true
+	}
+	return m, nil
 }
 
 // bf16Loader rounds what load gives to bfloat16 as a BF16 checkpoint
@@ -131,7 +140,7 @@ func writeRandom(dir string, c *Config, seed uint64, std float64, bf16 bool) (*M
 		load, dtype, tensor = bf16Loader(load), "bfloat16", safetensors.BF16Tensor // exact: the values are rounded
 	}
 	var tensors []safetensors.Tensor
-	m, err := build(c, LoadOptions{}.backend(), nil, func(name string, shape []int) ([]float32, error) {
+	m, err := build(c, LoadOptions{}.backend(), true, nil, func(name string, shape []int) ([]float32, error) {
 		v, err := load(name, shape)
 		if err == nil {
 			tensors = append(tensors, tensor(name, shape, v))

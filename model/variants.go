@@ -8,11 +8,16 @@ import (
 
 // Variant is one version of the trainable part of the model, evaluated side
 // by side with others in one batched forward (the perturbed points of a ZO
-// step). Everything frozen is shared; only the adapter or the virtual tokens
-// differ.
+// step). Everything frozen is shared; only the adapter, the virtual tokens
+// or the perturbation of the model's own weights differ.
 type Variant struct {
 	Adapter *Adapter  // LoRA weights of this variant; nil for none
 	Prompt  []float32 // prompt tuning: [n][hidden] virtual-token embeddings put before every sequence; nil for none
+	// Weights, for full-parameter training, perturbs the model's own
+	// tensors: Weights[i] is how this variant reads tensor i of Tensors
+	// (nil: as it is), never written. nil perturbs nothing. The backend
+	// must be a tensor.Trainer.
+	Weights []*tensor.Perturbation
 	// From is the first decoder layer where this variant differs from the base
 	// (grouped estimation perturbs one layer's adapter). Layers before it are
 	// not run again: the variant starts from the base pass's hidden state
@@ -99,6 +104,14 @@ func (m *Model) checkVariants(in Input, labels []int, base Variant, variants []V
 	if err != nil {
 		return 0, 0, fmt.Errorf("base: %w", err)
 	}
+	for i, v := range append([]Variant{base}, variants...) {
+		if err := m.checkWeights(v.Weights); err != nil {
+			if i == 0 {
+				return 0, 0, fmt.Errorf("base: %w", err)
+			}
+			return 0, 0, fmt.Errorf("variant %d: %w", i-1, err)
+		}
+	}
 	for i, v := range variants {
 		if v.From < 0 || v.From > m.NumLayers {
 			return 0, 0, fmt.Errorf("variant %d: From = %d outside [0, %d]", i, v.From, m.NumLayers)
@@ -113,6 +126,25 @@ func (m *Model) checkVariants(in Input, labels []int, base Variant, variants []V
 		maxFrom = max(maxFrom, v.From)
 	}
 	return nv, maxFrom, nil
+}
+
+// checkWeights refuses a perturbation of the model's own weights that the
+// model cannot apply.
+func (m *Model) checkWeights(w []*tensor.Perturbation) error {
+	if w == nil {
+		return nil
+	}
+	if _, ok := m.Backend.(tensor.Trainer); !ok {
+		return fmt.Errorf("the %s backend cannot perturb the model's own weights (no tensor.Trainer)", m.Backend.Name())
+	}
+	ts, err := m.Tensors()
+	if err != nil {
+		return err
+	}
+	if len(w) != len(ts) {
+		return fmt.Errorf("perturbations of %d tensors, the model has %d", len(w), len(ts))
+	}
+	return nil
 }
 
 // variantPass is one batched forward over variants. Its members are the
@@ -183,7 +215,11 @@ func (p *variantPass) add(i int, v Variant, from tensor.Buf) {
 		p.m.Backend.Copy(x, from)
 		return
 	}
-	p.m.embed(x, p.seq.in.Tokens, p.b, p.t, v.Prompt)
+	var pt *tensor.Perturbation
+	if v.Weights != nil {
+		pt = v.Weights[p.m.embedID()]
+	}
+	p.m.embed(x, p.seq.in.Tokens, p.b, p.t, v.Prompt, pt)
 }
 
 // start embeds the members that run from layer 0: the base pass when some
@@ -227,7 +263,7 @@ func (p *variantPass) dropBase() {
 func (p *variantPass) layer(l int) int {
 	spans := make([]span, len(p.members))
 	for k, mb := range p.members {
-		spans[k] = span{k * p.b, (k + 1) * p.b, mb.v.Adapter}
+		spans[k] = span{k * p.b, (k + 1) * p.b, mb.v.Adapter, mb.v.Weights}
 	}
 	n := len(p.members) * p.b
 	x, c, ws := p.slots(0, len(p.members)), p.cache.rows(n), p.ws.rows(p.m, n*p.t)
@@ -257,13 +293,14 @@ func (p *variantPass) finished(k int) tensor.Buf {
 	return p.slots(k, k+1).Slice(0, len(p.sup.rows)*p.m.HiddenSize)
 }
 
-// finalNorm applies the model's final RMSNorm to every member's final
-// hidden states.
+// finalNorm applies the model's final RMSNorm, as each member's variant
+// reads it, to every member's final hidden states.
 func (p *variantPass) finalNorm() {
 	m := p.m
-	for k := range p.members {
+	for k, mb := range p.members {
 		x := p.finished(k)
-		m.Backend.RMSNorm(x, x, m.Norm, len(p.sup.rows), m.HiddenSize, m.RMSNormEps)
+		sp := []span{{0, 1, nil, mb.v.Weights}}
+		m.rmsNorm(x, x, m.Norm, m.HiddenSize, m.normID(), sp, []int{len(p.sup.rows)}, 1)
 	}
 }
 
@@ -276,7 +313,7 @@ func (p *variantPass) losses(nVariants int) []float64 {
 		if mb.variant < 0 {
 			continue
 		}
-		ce := p.m.headCrossEntropy(p.finished(k), p.sup.targets)
+		ce := p.m.headCrossEntropy(p.finished(k), p.sup.targets, mb.v.Weights)
 		var sum float64
 		for _, c := range ce {
 			sum += c
