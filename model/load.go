@@ -69,7 +69,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
 		}
 		read[name] = true
-		storedBF16[name] = info.Dtype == safetensors.BF16
+		storedBF16[name] = opts.BF16Weights && info.Dtype == safetensors.BF16
 		v, err := ck.Float32(name)
 		ck.Release(name) // the converted copy is all we keep
 		return v, err

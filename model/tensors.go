@@ -17,9 +17,10 @@ type Tensor struct {
 	Rows, Cols int
 	Weight     tensor.Weight // a matrix, or nil
 	Vector     tensor.Buf    // a vector, or nil
-	// BF16 says the checkpoint stored the tensor as bfloat16 (and the
-	// backend keeps a matrix so when loaded with LoadOptions.BF16Weights):
-	// its values are bfloat16 numbers.
+	// BF16 says the tensor is held as bfloat16 numbers: the checkpoint
+	// stored it so and it was loaded with LoadOptions.BF16Weights (a matrix
+	// is then stored as bfloat16; a vector holds bfloat16 values in
+	// float32). Training keeps it so, and Save writes it so.
 	BF16 bool
 }
 

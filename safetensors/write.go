@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -17,12 +18,25 @@ import (
 	"unicode/utf8"
 )
 
-// Tensor is a tensor to write: raw little-endian Data of Dtype, row-major.
+// Tensor is a tensor to write: raw little-endian Data of Dtype, row-major,
+// or, when Produce is set, the bytes Produce writes (exactly the size Dtype
+// and Shape give): a tensor too large to hold in memory a second time (a
+// model's weights, read back from a GPU) is made while the file is written.
 type Tensor struct {
-	Name  string
-	Dtype Dtype
-	Shape []int
-	Data  []byte
+	Name    string
+	Dtype   Dtype
+	Shape   []int
+	Data    []byte
+	Produce func(w io.Writer) error
+}
+
+// size is the number of bytes the tensor takes in the file.
+func (t Tensor) size() int64 {
+	if t.Produce != nil {
+		n, _ := byteSize(t.Dtype, t.Shape)
+		return n
+	}
+	return int64(len(t.Data))
 }
 
 // F32Tensor packs float32 values. WriteFile checks len(v) against shape.
@@ -109,7 +123,9 @@ func WriteFile(path string, tensors []Tensor, metadata map[string]string) error 
 	w.Write(prefix[:])
 	w.Write(head)
 	for _, t := range sorted {
-		w.Write(t.Data)
+		if err := writeData(w, t); err != nil {
+			return fail(fmt.Errorf("tensor %q: %w", t.Name, err))
+		}
 	}
 	err = errors.Join(w.Flush(), tmp.Chmod(0o644), tmp.Sync(), tmp.Close())
 	if err != nil {
@@ -121,6 +137,35 @@ func WriteFile(path string, tensors []Tensor, metadata map[string]string) error 
 	ok = true
 	syncDir(filepath.Dir(path))
 	return nil
+}
+
+// writeData writes t's bytes: Data, or what Produce writes, which must be
+// the size its dtype and shape give.
+func writeData(w io.Writer, t Tensor) error {
+	if t.Produce == nil {
+		_, err := w.Write(t.Data)
+		return err
+	}
+	cw := &countingWriter{w: w}
+	if err := t.Produce(cw); err != nil {
+		return err
+	}
+	if cw.n != t.size() {
+		return fmt.Errorf("produced %d bytes, its dtype and shape take %d", cw.n, t.size())
+	}
+	return nil
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // syncDir makes a rename durable where the platform allows it (best effort).
@@ -171,7 +216,7 @@ func encodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, error) 
 			}
 			h.WriteString(strconv.Itoa(d))
 		}
-		end := offset + int64(len(t.Data))
+		end := offset + t.size()
 		fmt.Fprintf(&h, `],"data_offsets":[%d,%d]}`, offset, end)
 		offset = end
 	}
@@ -204,7 +249,7 @@ func checkTensor(t Tensor) error {
 	if !ok {
 		return fmt.Errorf("shape %v of %s overflows the byte size", t.Shape, t.Dtype)
 	}
-	if n != int64(len(t.Data)) {
+	if t.Produce == nil && n != int64(len(t.Data)) {
 		return fmt.Errorf("dtype %s shape %v needs %d bytes but Data has %d", t.Dtype, t.Shape, n, len(t.Data))
 	}
 	return nil

@@ -123,7 +123,7 @@ func TestWriteMatchesHF(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tensors = append(tensors, Tensor{info.Name, info.Dtype, info.Shape, data})
+				tensors = append(tensors, Tensor{Name: info.Name, Dtype: info.Dtype, Shape: info.Shape, Data: data})
 			}
 			slices.Reverse(tensors) // input order must not matter
 			out := filepath.Join(t.TempDir(), "model.safetensors")

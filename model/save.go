@@ -1,0 +1,164 @@
+package model
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// SaveOptions say how Save writes a model.
+type SaveOptions struct {
+	// Source is the HF model directory the model was loaded from: its
+	// config.json (with torch_dtype set to what is saved) and its tokenizer
+	// and generation files are copied, so that the result loads where the
+	// source did.
+	Source string
+	// MaxShard is the most bytes of tensors per safetensors file (0:
+	// transformers' default, 5 GB).
+	MaxShard int64
+}
+
+// sourceFiles are the files of an HF model directory besides its weights
+// that Save copies when the source has them.
+var sourceFiles = []string{"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+	"chat_template.jinja", "chat_template.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json"}
+
+// Save writes the model's weights as they are now into dir (which must
+// exist) as an HF model directory that transformers' from_pretrained,
+// meazo-eval and meazo-train load: every tensor of Tensors in the dtype it
+// is held in (bfloat16 or float32), sharded as save_pretrained shards
+// (safetensors.WriteSharded), with the source directory's other files.
+// The weights are read back from the backend a few megabytes at a time.
+func (m *Model) Save(dir string, opts SaveOptions) error {
+	ts, err := m.Tensors()
+	if err != nil {
+		return err
+	}
+	maxShard := opts.MaxShard
+	if maxShard <= 0 {
+		maxShard = safetensors.DefaultMaxShard
+	}
+	out := make([]safetensors.Tensor, len(ts))
+	dtype := "bfloat16"
+	for i, t := range ts {
+		out[i] = m.savedTensor(t)
+		if !t.BF16 {
+			dtype = "float32"
+		}
+	}
+	if err := safetensors.WriteSharded(dir, out, map[string]string{"format": "pt"}, maxShard); err != nil {
+		return fmt.Errorf("save model in %s: %w", dir, err)
+	}
+	if err := writeConfig(dir, opts.Source, dtype); err != nil {
+		return fmt.Errorf("save model in %s: %w", dir, err)
+	}
+	for _, name := range sourceFiles {
+		if err := copyIfPresent(filepath.Join(opts.Source, name), filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("save model in %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// saveChunk is how many values Save reads back from the backend at once.
+const saveChunk = 4 << 20
+
+// savedTensor is t as Save writes it: its bytes produced from the backend
+// while the file is written.
+func (m *Model) savedTensor(t Tensor) safetensors.Tensor {
+	st := safetensors.Tensor{Name: t.Name, Dtype: safetensors.F32, Shape: []int{t.Rows, t.Cols}}
+	if t.Vector != nil {
+		st.Shape = []int{t.Cols}
+	}
+	if t.BF16 {
+		st.Dtype = safetensors.BF16
+	}
+	st.Produce = func(w io.Writer) (err error) {
+		defer tensor.Recover(&err)
+		be := m.Backend
+		if t.Vector != nil {
+			return writeValues(w, be.ToHost(t.Vector)[:t.Cols], t.BF16)
+		}
+		rows := max(1, saveChunk/max(1, t.Cols))
+		buf := be.Alloc(min(rows, t.Rows) * t.Cols)
+		defer be.Free(buf)
+		for lo := 0; lo < t.Rows; lo += rows {
+			hi := min(t.Rows, lo+rows)
+			ids := make([]int, hi-lo)
+			for i := range ids {
+				ids[i] = lo + i
+			}
+			dst := buf.Slice(0, (hi-lo)*t.Cols)
+			be.Rows(dst, t.Weight, ids)
+			if err := writeValues(w, be.ToHost(dst), t.BF16); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return st
+}
+
+// writeValues writes v little-endian as float32, or as bfloat16 (the values
+// are bfloat16 numbers: their top 16 bits).
+func writeValues(w io.Writer, v []float32, bf16 bool) error {
+	size := 4
+	if bf16 {
+		size = 2
+	}
+	b := make([]byte, size*len(v))
+	for i, x := range v {
+		if bf16 {
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(x)>>16))
+		} else {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// writeConfig writes the source's config.json into dir with its dtype keys
+// (torch_dtype, and transformers 5's dtype) saying what the weights are.
+func writeConfig(dir, src, dtype string) error {
+	b, err := os.ReadFile(filepath.Join(src, "config.json"))
+	if err != nil {
+		return err
+	}
+	var cfg map[string]json.RawMessage
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(src, "config.json"), err)
+	}
+	q, _ := json.Marshal(dtype)
+	cfg["torch_dtype"] = q
+	if _, ok := cfg["dtype"]; ok {
+		cfg["dtype"] = q
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, "config.json"), append(out, '\n'))
+}
+
+// copyIfPresent copies the regular file src to dst, if src exists.
+func copyIfPresent(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(dst, b)
+}

@@ -1,0 +1,96 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// TestSaveRoundTrip: a model saved by Save loads back with the same tensors
+// in the same dtype and the same logits, bit for bit, whether it is one
+// file or shards with an index, float32 or bfloat16, tied or not; the
+// source's other files come along and config.json says the saved dtype.
+func TestSaveRoundTrip(t *testing.T) {
+	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+		for _, bf16 := range []bool{false, true} {
+			for _, maxShard := range []int64{0, 20_000} {
+				name := fmt.Sprintf("%s/bf16=%v/maxShard=%d", arch, bf16, maxShard)
+				t.Run(name, func(t *testing.T) { saveRoundTrip(t, arch, bf16, maxShard) })
+			}
+		}
+	}
+}
+
+func saveRoundTrip(t *testing.T, arch string, bf16 bool, maxShard int64) {
+	c := tinyConfig(arch)
+	c.TieEmbeddings = arch == "LlamaForCausalLM"
+	src := t.TempDir()
+	write := WriteRandom
+	if bf16 {
+		write = WriteRandomBF16
+	}
+	if _, err := write(src, c, 9, 0.3); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "tokenizer.json"), []byte(`{"model": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := LoadOptions{BF16Weights: bf16, Unstacked: true}
+	m, err := LoadWith(src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if err := m.Save(dst, SaveOptions{Source: src, MaxShard: maxShard}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadWith(dst, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{B: 1, T: 5, Tokens: []int{1, 7, 33, 2, 90}}
+	a, err1 := m.Forward(in, Options{Logits: true})
+	b, err2 := back.Forward(in, Options{Logits: true})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	for i := range a.Logits {
+		if math.Float32bits(a.Logits[i]) != math.Float32bits(b.Logits[i]) {
+			t.Fatalf("logit %d: %v saved and loaded, %v before", i, b.Logits[i], a.Logits[i])
+		}
+	}
+	ck, err := safetensors.OpenCheckpoint(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	ts, _ := m.Tensors()
+	want := safetensors.F32
+	if bf16 {
+		want = safetensors.BF16
+	}
+	for _, tt := range ts {
+		if info, ok := ck.Info(tt.Name); !ok || info.Dtype != want {
+			t.Errorf("%s: %+v in the saved checkpoint, want dtype %s", tt.Name, info, want)
+		}
+	}
+	if names := ck.Names(); len(names) != len(ts) || slices.Contains(names, "lm_head.weight") && c.TieEmbeddings {
+		t.Errorf("saved tensors %v", names)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "tokenizer.json")); err != nil {
+		t.Errorf("tokenizer.json not copied: %v", err)
+	}
+	cfg, err := LoadConfig(filepath.Join(dst, "config.json"))
+	if err != nil || cfg.TorchDtype != map[bool]string{true: "bfloat16", false: "float32"}[bf16] {
+		t.Errorf("config.json: %+v, %v", cfg, err)
+	}
+	_, indexErr := os.Stat(filepath.Join(dst, "model.safetensors.index.json"))
+	if sharded := indexErr == nil; sharded != (maxShard > 0) {
+		t.Errorf("sharded %v with max shard %d", sharded, maxShard)
+	}
+}

@@ -1,0 +1,58 @@
+package safetensors
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// DefaultMaxShard is transformers' save_pretrained default shard size
+// (max_shard_size "5GB").
+const DefaultMaxShard = 5_000_000_000
+
+// WriteSharded writes tensors into the directory dir as transformers'
+// save_pretrained shards a state dict: in the order given, a new shard
+// whenever the next tensor would take the current one past maxShard bytes
+// (a tensor larger than that gets a shard of its own). One shard is
+// model.safetensors; more are model-00001-of-0000N.safetensors, listed in
+// model.safetensors.index.json (its metadata's total_size is the tensors'
+// bytes), which is written last. Each file is written atomically, and the
+// tensors' bytes may be produced while they are written (Tensor.Produce).
+func WriteSharded(dir string, tensors []Tensor, metadata map[string]string, maxShard int64) error {
+	var shards [][]Tensor
+	var size, total int64
+	for _, t := range tensors {
+		if err := checkTensor(t); err != nil {
+			return fmt.Errorf("write safetensors in %s: tensor %q: %w", dir, t.Name, err)
+		}
+		if len(shards) == 0 || size > 0 && size+t.size() > maxShard {
+			shards, size = append(shards, nil), 0
+		}
+		shards[len(shards)-1] = append(shards[len(shards)-1], t)
+		size += t.size()
+		total += t.size()
+	}
+	if len(shards) <= 1 {
+		return WriteFile(filepath.Join(dir, singleFileName), tensors, metadata)
+	}
+	weightMap := map[string]string{}
+	for i, sh := range shards {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(shards))
+		if err := WriteFile(filepath.Join(dir, name), sh, metadata); err != nil {
+			return err
+		}
+		for _, t := range sh {
+			weightMap[t.Name] = name
+		}
+	}
+	index, err := json.MarshalIndent(map[string]any{
+		"metadata":   map[string]any{"total_size": total},
+		"weight_map": weightMap,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, indexFileName), append(index, '\n'))
+}
