@@ -120,6 +120,28 @@ func checkAllRead(names []string, read map[string]bool, cfg *Config) error {
 // have the given shape: read from a checkpoint, or made up (random models).
 type weightLoader func(name string, shape []int) ([]float32, error)
 
+// FromValues builds a model of config c from values, which returns each
+// named tensor's float32 values (HF state-dict names and shapes; a tied
+// model asks no lm_head.weight), on the backend opts names. With
+// opts.BF16Weights every matrix is kept in bfloat16 and every tensor held
+// as bfloat16 numbers: the values must be bfloat16 numbers already. For
+// tests and tools that make a model from values in memory.
+func FromValues(c *Config, values func(name string, shape []int) ([]float32, error), opts LoadOptions) (*Model, error) {
+	if !opts.BF16Weights {
+		return build(c, opts.backend(), !opts.Unstacked, nil, values)
+	}
+	m, err := build(c, opts.backend(), !opts.Unstacked, func(string) bool { return true }, values)
+	if err != nil {
+		return nil, err
+	}
+	ts, _ := m.Tensors()
+	m.storedBF16 = map[string]bool{}
+	for _, t := range ts {
+		m.storedBF16[t.Name] = true
+	}
+	return m, nil
+}
+
 // build assembles a Model on backend be from named tensors (HF state-dict
 // names). Matrices for which keepBF16 (if not nil) says so are stored as
 // bfloat16. mayStack lets a backend that asks for it (tensor.Stacker) have

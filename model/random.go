@@ -91,19 +91,10 @@ func NewRandom(c *Config, seed uint64, std float64) (*Model, error) {
 // in bfloat16, as LoadWith keeps such a checkpoint's.
 func NewRandomWith(c *Config, seed uint64, std float64, opts LoadOptions) (*Model, error) {
 	load := randomLoader(seed, std, false)
-	if !opts.BF16Weights {
-		return build(c, opts.backend(), !opts.Unstacked, nil, load)
+	if opts.BF16Weights {
+		load = bf16Loader(load) // every value rounded to bfloat16, as a BF16 checkpoint's
 	}
-	m, err := build(c, opts.backend(), !opts.Unstacked, func(string) bool { return true }, bf16Loader(load))
-	if err != nil {
-		return nil, err
-	}
-	ts, _ := m.Tensors()
-	m.storedBF16 = map[string]bool{}
-	for _, t := range ts { // every value rounded to bfloat16, as a BF16 checkpoint's
-		m.storedBF16[t.Name] = true
-	}
-	return m, nil
+	return FromValues(c, load, opts)
 }
 
 // bf16Loader rounds what load gives to bfloat16 as a BF16 checkpoint

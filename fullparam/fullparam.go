@@ -1,0 +1,233 @@
+// Package fullparam trains a model's own weights with the ZO engine:
+// full-parameter ZO, MeZO's main mode. It lays the model's parameter
+// tensors out as the engine's parameter groups (a zo.Store), turns each
+// variant of a step into the perturbations the model reads its weights
+// with, and applies each update where the weights are, through the
+// backend's tensor.Trainer operations. Nothing the size of the model is
+// copied or stored: not θ (the weights are θ), not z (drawn again from the
+// seed wherever it is needed), not a perturbed copy (formed as a weight is
+// read). ZO-Adam's and R-AdaZO's moments are the only addition, next to the
+// weights on the same device.
+package fullparam
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/zo"
+)
+
+// Options choose which tensors train and how they are grouped.
+type Options struct {
+	// Include lists glob patterns (path.Match) of HF tensor names that
+	// train; empty: every tensor. Exclude lists those that do not, even if
+	// included (e.g. "model.embed_tokens.weight": MeZO's and FZOO's
+	// fine-tuning without the embeddings; with tied embeddings that also
+	// freezes the LM head, the same matrix).
+	Include, Exclude []string
+	// Grouped gives each layer its own parameter group (the embeddings,
+	// each decoder layer, then the final norm with an untied LM head), for
+	// grouped (block-coordinate) estimation; otherwise every trained tensor
+	// is in one group.
+	Grouped bool
+}
+
+// Params is a model's trainable weights as the ZO engine's parameters.
+type Params struct {
+	m       *model.Model
+	be      tensor.Trainer
+	tensors []model.Tensor // every tensor of the model, Tensors' order
+	groups  []group
+	state   []moments // by tensor index: the optimizer's per-coordinate state
+}
+
+// group is one parameter group: tensors (indices into Params.tensors) in
+// order, each starting at its offset in the group's flat vector.
+type group struct {
+	tensors []int
+	offsets []int64
+	size    int64
+	// layer is the first decoder layer the group acts at (prefix
+	// caching): the embeddings' at 0 (a tied head too: it is the
+	// embeddings), the final norm's and an untied head's after the last.
+	layer int
+}
+
+// moments is the optimizer state of one tensor, in the weight's layout.
+type moments struct {
+	m, v   tensor.Weight // a matrix's
+	mv, vv tensor.Buf    // a vector's
+}
+
+// New lays out m's tensors as parameter groups. m's backend must implement
+// tensor.Trainer and m must not be stacked (model.LoadOptions.Unstacked).
+func New(m *model.Model, opts Options) (*Params, error) {
+	be, ok := m.Backend.(tensor.Trainer)
+	if !ok {
+		return nil, fmt.Errorf("full-parameter training: the %s backend cannot train the model's own weights", m.Backend.Name())
+	}
+	ts, err := m.Tensors()
+	if err != nil {
+		return nil, fmt.Errorf("full-parameter training: %w", err)
+	}
+	for _, pat := range append(append([]string(nil), opts.Include...), opts.Exclude...) {
+		if _, err := path.Match(pat, ""); err != nil {
+			return nil, fmt.Errorf("full-parameter training: bad tensor name pattern %q: %w", pat, err)
+		}
+	}
+	p := &Params{m: m, be: be, tensors: ts, state: make([]moments, len(ts))}
+	lastLayer := 0
+	for i, t := range ts {
+		if !trains(t.Name, opts) {
+			continue
+		}
+		// A new group for the first tensor, and when grouped for each
+		// layer: the embeddings (−1), the decoder layers, the head's.
+		if len(p.groups) == 0 || opts.Grouped && t.Layer != lastLayer {
+			p.groups = append(p.groups, group{layer: max(t.Layer, 0)})
+		}
+		lastLayer = t.Layer
+		g := &p.groups[len(p.groups)-1]
+		g.tensors = append(g.tensors, i)
+		g.offsets = append(g.offsets, g.size)
+		g.size += int64(t.Size())
+	}
+	if len(p.groups) == 0 {
+		return nil, fmt.Errorf("full-parameter training: no tensor of the model is included (include %q, exclude %q)", opts.Include, opts.Exclude)
+	}
+	return p, nil
+}
+
+// trains says whether the tensor named name is trained.
+func trains(name string, opts Options) bool {
+	match := func(pats []string) bool {
+		for _, p := range pats {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+		return false
+	}
+	return (len(opts.Include) == 0 || match(opts.Include)) && !match(opts.Exclude)
+}
+
+// Dims implements zo.Store.
+func (p *Params) Dims() []int {
+	d := make([]int, len(p.groups))
+	for g, gr := range p.groups {
+		d[g] = int(gr.size)
+	}
+	return d
+}
+
+// Count is the number of trained parameters.
+func (p *Params) Count() int64 {
+	var n int64
+	for _, g := range p.groups {
+		n += g.size
+	}
+	return n
+}
+
+// GroupLayer is the first decoder layer group g acts at: a variant that
+// perturbs it alone joins the model's base pass there (prefix caching).
+func (p *Params) GroupLayer(g int) int { return p.groups[g].layer }
+
+// Tensors lists the trained tensors' names, group by group.
+func (p *Params) Tensors() []string {
+	var names []string
+	for _, g := range p.groups {
+		for _, i := range g.tensors {
+			names = append(names, p.tensors[i].Name)
+		}
+	}
+	return names
+}
+
+// Variant is the model's view of the engine's variant v: every tensor of
+// the groups it perturbs read as θ + scale·z. A variant with no
+// perturbation (FZOO's clean point) reads the weights as they are.
+func (p *Params) Variant(v zo.Variant) model.Variant {
+	if v.Perturbation == nil {
+		return model.Variant{}
+	}
+	pt := v.Perturbation
+	w := make([]*tensor.Perturbation, len(p.tensors))
+	for k, g := range pt.Groups {
+		gr := &p.groups[g]
+		for j, i := range gr.tensors {
+			w[i] = &tensor.Perturbation{Noise: tensor.Noise{Stream: pt.Streams[k], Dist: pt.Dist, Norm: pt.Norms[k],
+				Offset: gr.offsets[j]}, Scale: pt.Scale}
+		}
+	}
+	return model.Variant{Weights: w}
+}
+
+// roundingDir is the direction of a group's stream whose words round its
+// bfloat16 updates: past every direction a step can draw (zo's maxQ).
+const roundingDir = 1<<32 - 1
+
+// Update implements zo.Store: every tensor of group g moved in place on the
+// backend, with its optimizer state.
+func (p *Params) Update(g int, su zo.StoreUpdate) (ss float64, err error) {
+	defer tensor.Recover(&err)
+	gr := &p.groups[g]
+	rounding := su.Streams[0]
+	rounding.Dir = roundingDir
+	for j, i := range gr.tensors {
+		t := &p.tensors[i]
+		u := &tensor.Update{Streams: su.Streams, Dist: su.Dist, Norms: su.Norms, Offset: gr.offsets[j],
+			Weights: su.Weights, Rule: su.Rule, Rounding: rounding}
+		st := p.moments(i, su.Rule.HasM(), su.Rule.HasV())
+		if t.Weight != nil {
+			ss += p.be.UpdateWeight(t.Weight, st.m, st.v, u)
+		} else {
+			ss += p.be.UpdateVector(t.Vector, st.mv, st.vv, t.BF16, u)
+		}
+	}
+	return ss, nil
+}
+
+// moments returns tensor i's optimizer state, made (zeros) on first need.
+func (p *Params) moments(i int, hasM, hasV bool) *moments {
+	st, t := &p.state[i], &p.tensors[i]
+	if t.Weight != nil {
+		if hasM && st.m == nil {
+			st.m = p.be.NewState(t.Weight)
+		}
+		if hasV && st.v == nil {
+			st.v = p.be.NewState(t.Weight)
+		}
+	} else {
+		if hasM && st.mv == nil {
+			st.mv = p.m.Backend.Alloc(t.Cols)
+		}
+		if hasV && st.vv == nil {
+			st.vv = p.m.Backend.Alloc(t.Cols)
+		}
+	}
+	return st
+}
+
+// Free releases the optimizer state (the weights are the model's).
+func (p *Params) Free() {
+	be := p.m.Backend
+	for i := range p.state {
+		st := &p.state[i]
+		for _, w := range []tensor.Weight{st.m, st.v} {
+			if w != nil {
+				be.FreeWeight(w)
+			}
+		}
+		for _, b := range []tensor.Buf{st.mv, st.vv} {
+			if b != nil {
+				be.Free(b)
+			}
+		}
+		*st = moments{}
+	}
+}
+
+var _ zo.Store = (*Params)(nil)
