@@ -33,8 +33,8 @@ type SaveOptions struct {
 var sourceFiles = []string{"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
 	"chat_template.jinja", "chat_template.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json"}
 
-// Save writes the model's weights as they are now into dir (which must
-// exist) as an HF model directory that transformers' from_pretrained,
+// Save writes the model's weights as they are now into dir (made if
+// missing) as an HF model directory that transformers' from_pretrained,
 // meazo-eval and meazo-train load: every tensor of Tensors in the dtype it
 // is held in (bfloat16 or float32), sharded as save_pretrained shards
 // (safetensors.WriteSharded), with the source directory's other files.
@@ -47,6 +47,9 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 	maxShard := opts.MaxShard
 	if maxShard <= 0 {
 		maxShard = safetensors.DefaultMaxShard
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save model: %w", err)
 	}
 	out := make([]safetensors.Tensor, len(ts))
 	dtype := "bfloat16"
@@ -161,4 +164,25 @@ func copyIfPresent(src, dst string) error {
 		return err
 	}
 	return atomicfile.WriteFile(dst, b)
+}
+
+// SavedFiles lists the files of the model directory dir that Save writes
+// and that dir holds: config.json, the weights (model.safetensors, or the
+// index and its shards) and the source files Save copies. A caller that
+// keeps a second name for a saved model (a hard link) links these.
+func SavedFiles(dir string) ([]string, error) {
+	weights, err := safetensors.CheckpointFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := []string{"config.json"}
+	for _, w := range weights {
+		files = append(files, filepath.Base(w))
+	}
+	for _, name := range sourceFiles {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.Mode().IsRegular() {
+			files = append(files, name)
+		}
+	}
+	return files, nil
 }

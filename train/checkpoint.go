@@ -30,8 +30,10 @@ type checkpointState struct {
 	MetricsSHA256 string `json:"metrics_sha256"`
 	TimingSHA256  string `json:"timing_sha256"`
 	ChangesBytes  int64  `json:"changes_bytes"`
-	// A stop cut short step 0's validation: resume runs it first. (A stop
-	// in a later validation checkpoints the state before its step.)
+	// A stop cut short the validation of this step: resume runs it first.
+	// (Step 0's; or a later step's in a run that keeps no copy of its
+	// parameters before a step, a full-parameter run: otherwise a stop in a
+	// later validation checkpoints the state before its step.)
 	ValidationPending bool `json:"validation_pending,omitempty"`
 	// A stop cut short the test evaluation after the last step: how far it
 	// got, for resume to go on from.
@@ -83,18 +85,23 @@ const ArithmeticChange = "arithmetic"
 // that a stop in that step's validation can checkpoint the state before it.
 type snapshot struct {
 	state    checkpointState
-	params   [][]float32
+	params   any // trained.snapshot's
 	engine   []byte
 	logSizes [2]int64 // metrics.jsonl, timing.jsonl
 }
 
-// snapshot takes the run's state after its last step.
+// snapshot takes the run's state after its last step, or returns nil where
+// the parameters are not copied (trained.snapshot).
 func (r *run) snapshot() (*snapshot, error) {
+	params, ok := r.tr.snapshot()
+	if !ok {
+		return nil, nil
+	}
 	eng, err := r.engine.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{state: r.state, params: cloneParams(r.params), engine: eng}
+	s := &snapshot{state: r.state, params: params, engine: eng}
 	for i, f := range []*os.File{r.metrics, r.timing} {
 		st, err := f.Stat()
 		if err != nil {
@@ -107,7 +114,7 @@ func (r *run) snapshot() (*snapshot, error) {
 
 // checkpointSnapshot makes s the run's state again and checkpoints it: the
 // logs are cut back to it (the lines after it run again on resume, as after
-// any checkpoint), and r.params and the engine are left as they were.
+// any checkpoint), and the parameters and the engine are left as they were.
 func (r *run) checkpointSnapshot(s *snapshot) error {
 	r.state = s.state
 	for i, f := range []*os.File{r.metrics, r.timing} {
@@ -125,12 +132,13 @@ func (r *run) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	return r.checkpointOf(r.params, eng)
+	return r.checkpointOf(nil, eng)
 }
 
-// checkpointOf writes checkpoint/ with the given parameters and engine state
-// and r.state, the logs as they are now.
-func (r *run) checkpointOf(params [][]float32, eng []byte) error {
+// checkpointOf writes checkpoint/ with the parameters (a snapshot's, or
+// the live ones for nil), the engine state and r.state, the logs as they
+// are now.
+func (r *run) checkpointOf(params any, eng []byte) error {
 	for _, f := range []*os.File{r.metrics, r.timing} {
 		if err := f.Sync(); err != nil {
 			return err
@@ -150,7 +158,7 @@ func (r *run) checkpointOf(params [][]float32, eng []byte) error {
 	}
 	final, tmp := filepath.Join(r.dir, rundir.CheckpointDir), filepath.Join(r.dir, rundir.CheckpointTmpDir)
 	os.RemoveAll(tmp)
-	if err := r.adapter.Save(tmp, params); err != nil {
+	if err := r.tr.save(tmp, params, r.state.Step, !math.IsInf(r.state.BestValLoss, 1)); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(tmp, rundir.OptimizerFile), eng); err != nil {
@@ -215,8 +223,9 @@ func (r *run) restore() error {
 	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {
 		return err
 	}
-	if err := r.adapter.Load(dir, r.params); err != nil {
-		return fmt.Errorf("resume: %w", err)
+	hasBest := !math.IsInf(r.state.BestValLoss, 1)
+	if err := r.tr.restore(dir, hasBest); err != nil {
+		return err
 	}
 	eng, err := os.ReadFile(filepath.Join(dir, rundir.OptimizerFile))
 	if err != nil {
@@ -231,11 +240,6 @@ func (r *run) restore() error {
 	if r.sampler, err = data.ResumeSampler(r.state.Sampler); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.adapter.Load(filepath.Join(dir, rundir.BestDir), r.bestCopy); err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
-	}
 	if err := r.checkLogs(); err != nil {
 		return err
 	}
@@ -246,14 +250,10 @@ func (r *run) restore() error {
 	if err := os.Truncate(filepath.Join(r.dir, rundir.TimingFile), r.state.TimingBytes); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	// The run's best/ may hold a better adapter of the steps after the
-	// checkpoint, which run again (otherwise after a --set): until they find
-	// it again, the best is the checkpoint's, as the summary says. Written
-	// last, once nothing can refuse the resume.
-	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.adapter.Save(filepath.Join(r.dir, rundir.BestDir), r.bestCopy); err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
+	// Written last, once nothing can refuse the resume: best/ as the
+	// checkpoint has it.
+	if err := r.tr.restored(r.dir, hasBest); err != nil {
+		return err
 	}
 	os.Remove(filepath.Join(r.dir, rundir.SummaryFile))
 	fmt.Fprintf(r.log, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)

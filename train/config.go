@@ -62,13 +62,15 @@ type TaskConfig struct {
 // AdapterConfig is the config's adapter section: LoRA or prompt tuning and
 // their shapes.
 type AdapterConfig struct {
-	Kind          string   `mapstructure:"kind" yaml:"kind" doc:"lora or prompt (prompt tuning)"`
+	Kind          string   `mapstructure:"kind" yaml:"kind" doc:"lora, prompt (prompt tuning) or full (every weight of the model, full-parameter ZO: perturbed and updated in place, in the memory of inference)"`
 	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
 	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r"`
 	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections: one or more of q_proj, v_proj"`
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: TEXT initialisation (empty: the task's system prompt)"`
-	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer, estimated one at a time with prefix caching (paper Alg. 3); LoRA only"`
+	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer (full: and the embeddings' and the head's), estimated one at a time with prefix caching (paper Alg. 3); LoRA and full"`
+	Include       []string `mapstructure:"include" yaml:"include" doc:"full: glob patterns (Go's path.Match) of the HF tensor names that train, e.g. [model.layers.*]; empty: every tensor"`
+	Exclude       []string `mapstructure:"exclude" yaml:"exclude" doc:"full: glob patterns of tensor names that do not train even if included, e.g. [model.embed_tokens.weight] (MeZO's fine-tuning without the embeddings; tied embeddings are the LM head too)"`
 	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one; its rank, alpha and targets (prompt tuning: virtual tokens) must equal adapter.r, adapter.alpha, adapter.targets (adapter.virtual_tokens)"`
 }
 
@@ -323,8 +325,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("task.train is required")
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, c.Model.Backend):
 		return fmt.Errorf("model.backend %q: want auto, cpu or cuda", c.Model.Backend)
-	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt":
-		return fmt.Errorf("adapter.kind %q: want lora or prompt", c.Adapter.Kind)
+	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt" && c.Adapter.Kind != "full":
+		return fmt.Errorf("adapter.kind %q: want lora, prompt or full", c.Adapter.Kind)
+	case c.Adapter.Kind == "full" && c.Adapter.Init != "":
+		return fmt.Errorf("adapter.init %s: a full-parameter run starts from model.path (point model.path at a saved model directory, such as a run's best/)", c.Adapter.Init)
+	case c.Adapter.Kind != "full" && (len(c.Adapter.Include) > 0 || len(c.Adapter.Exclude) > 0):
+		return fmt.Errorf("adapter.include and adapter.exclude choose tensors of a full-parameter run (adapter.kind full), not of adapter.kind %s", c.Adapter.Kind)
 	case c.Adapter.Kind == "prompt" && c.Adapter.Grouped:
 		return fmt.Errorf("adapter.grouped must be false for prompt tuning (it has a single parameter group)")
 	case c.Adapter.Kind == "prompt" && c.Adapter.VirtualTokens <= 0:

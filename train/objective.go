@@ -13,10 +13,10 @@ import (
 // forward, starting a variant that perturbs only layer b's adapter at layer
 // b (prefix caching).
 type objective struct {
-	m       *model.Model
-	adapter trainable
-	batch   model.Input
-	labels  []int
+	m      *model.Model
+	view   viewer // the trained parameters: an adapter's, or the model's own weights
+	batch  model.Input
+	labels []int
 	// noPrefixCache runs every variant from the first layer (for measuring
 	// what prefix caching saves; results are identical).
 	noPrefixCache bool
@@ -36,7 +36,7 @@ func NewObjective(m *model.Model, a *lora.Adapter, prefixCache bool) *Objective 
 	if a != nil {
 		t = &loraAdapter{a: a, m: m}
 	}
-	return &Objective{&objective{m: m, adapter: t, noPrefixCache: !prefixCache}}
+	return &Objective{&objective{m: m, view: adapterView{t}, noPrefixCache: !prefixCache}}
 }
 
 // SetBatch sets the mini-batch the next step evaluates.
@@ -59,14 +59,14 @@ func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 		case v.Group == zo.Clean:
 			from = o.m.NumLayers // identical to the base: reuse its pass
 		case v.Group >= 0:
-			from = o.adapter.GroupLayer(v.Group)
+			from = o.view.groupLayer(v.Group)
 		}
 		if o.noPrefixCache && v.Group != zo.Clean {
 			from = 0
 		}
-		mv[i] = o.adapter.Variant(v.Params, from)
+		mv[i] = o.view.variant(v, from)
 	}
-	losses, stats, err := o.m.Losses(o.batch, o.labels, o.adapter.Variant(base, 0), mv)
+	losses, stats, err := o.m.Losses(o.batch, o.labels, o.view.baseOf(base), mv)
 	if err != nil {
 		return nil, err
 	}

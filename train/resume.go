@@ -318,8 +318,8 @@ func (r *run) stampLogs() error {
 }
 
 // checkpointExtras adds to the checkpoint directory being written what
-// resume needs besides the adapter, state and optimizer: the configuration
-// and the best adapter so far; then the manifest, last.
+// resume needs besides the parameters, state and optimizer: the
+// configuration; then the manifest, last.
 func (r *run) checkpointExtras(tmp string) error {
 	y, err := r.cfg.YAML()
 	if err != nil {
@@ -327,11 +327,6 @@ func (r *run) checkpointExtras(tmp string) error {
 	}
 	if err := atomicfile.WriteFile(filepath.Join(tmp, rundir.ConfigFile), y); err != nil {
 		return err
-	}
-	if !math.IsInf(r.state.BestValLoss, 1) {
-		if err := r.adapter.Save(filepath.Join(tmp, rundir.BestDir), r.bestCopy); err != nil {
-			return err
-		}
 	}
 	return writeManifest(tmp)
 }

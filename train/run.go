@@ -47,17 +47,15 @@ type run struct {
 	m       *model.Model
 	tok     *tokenizer.Tokenizer
 	data    *splits
-	adapter trainable // LoRA or prompt tuning
-	params  [][]float32
+	tr      trained // what trains: an adapter (LoRA, prompt tuning) or the model's own weights
 	engine  *zo.Engine
 	sampler *data.Sampler
 	obj     *objective
 	eval    *evaluator
 
-	state    checkpointState
-	bestCopy [][]float32 // the parameters with the lowest validation loss
-	metrics  *os.File
-	timing   *os.File
+	state   checkpointState
+	metrics *os.File
+	timing  *os.File
 	// The logs' running checksums, up to the last checkpoint's sizes.
 	metricsHash, timingHash logHash
 	summary                 Summary
@@ -102,7 +100,7 @@ func (r *run) train() (*Summary, error) {
 	total := cfg.Train.Steps
 	r.summary = Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
 		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
-		TrainableParams: countParams(r.params), Test: map[string]map[string]float64{}}
+		TrainableParams: int(r.tr.count()), Test: map[string]map[string]float64{}}
 	prog := newProgress(r.log, r.opts.Terminal, total, cfg.Train.LogEvery)
 	r.prog = prog
 	// Step 0's validation, if it has not run (a new run, or a stop cut it
@@ -127,7 +125,8 @@ func (r *run) train() (*Summary, error) {
 			return r.interrupted(step, reason, "")
 		}
 		// Before a step that validates, the state after the previous one, to
-		// checkpoint if a stop cuts that validation short.
+		// checkpoint if a stop cuts that validation short (nil where the
+		// parameters are not copied: the model's own weights).
 		validates := (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total
 		var before *snapshot
 		if validates {
@@ -159,10 +158,16 @@ func (r *run) train() (*Summary, error) {
 		if validates {
 			ok, err := r.validate(step + 1)
 			if reason, stopped := stopReason(err); stopped {
+				prog.done()
+				if before == nil {
+					// The state after the step, its validation pending: resume
+					// runs it first (a validation that finds θ diverged then ends
+					// the run, as it does without a stop, with that checkpoint).
+					return r.interruptedValidation(step+1, reason)
+				}
 				// Back to the state before the step: resume runs it again, then
 				// its validation (a validation that finds θ diverged then leaves
 				// a checkpoint from before, as it does without a stop).
-				prog.done()
 				if err := r.checkpointSnapshot(before); err != nil {
 					return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
 				}
@@ -176,10 +181,12 @@ func (r *run) train() (*Summary, error) {
 				return r.diverged(step + 1)
 			}
 		}
-		// Checkpoint every checkpoint_every steps and at the end.
+		// Checkpoint every checkpoint_every steps and at the end (unless a
+		// new best of the model's own weights has just checkpointed it).
 		r.state.Step = step + 1
 		r.state.Sampler = r.sampler.State()
-		if cfg.Train.CheckpointEvery > 0 && (step+1)%cfg.Train.CheckpointEvery == 0 || step+1 == total {
+		due := cfg.Train.CheckpointEvery > 0 && (step+1)%cfg.Train.CheckpointEvery == 0 || step+1 == total
+		if due && r.lastCheckpointStep() != step+1 {
 			if err := r.checkpoint(); err != nil {
 				return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
 			}
@@ -315,9 +322,9 @@ func writeJSONLine(f *os.File, v any) error {
 // returns false if the loss is not finite (the run has diverged).
 func (r *run) validate(step int) (bool, error) {
 	pass := newEvalPass(fmt.Sprintf("validation of step %d", step), len(r.data.val), r.note, r.stopRequested)
-	r.adapter.Attach(r.params)
+	r.tr.attach()
 	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID(), pass)
-	r.adapter.Detach()
+	r.tr.detach()
 	if err != nil {
 		return false, fmt.Errorf("validation at step %d: %w", step, err)
 	}
@@ -330,8 +337,15 @@ func (r *run) validate(step int) (bool, error) {
 	}
 	if loss < r.state.BestValLoss {
 		r.state.BestValLoss, r.state.BestStep = loss, step
-		copyParams(r.bestCopy, r.params)
-		if err := r.adapter.Save(filepath.Join(r.dir, rundir.BestDir), r.bestCopy); err != nil {
+		if r.tr.bestNeedsCheckpoint() {
+			// The model's own weights: best/ shares the files of a checkpoint
+			// of this step, written first.
+			r.state.Step, r.state.Sampler = step, r.sampler.State()
+			if err := r.checkpoint(); err != nil {
+				return false, fmt.Errorf("checkpoint of step %d (its best validation loss): %w", step, err)
+			}
+		}
+		if err := r.tr.newBest(r.dir); err != nil {
 			return false, err
 		}
 	}

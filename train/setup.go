@@ -131,12 +131,17 @@ var atomicRootFiles = []string{rundir.ConfigFile, rundir.SummaryFile, rundir.Dem
 
 // removeLeftovers removes the temporary files that writes interrupted by a
 // crash left in the run directory, best/ and last/, and nothing else
-// (checkpoint.tmp/ goes whole when the next checkpoint starts).
+// (checkpoint.tmp/ goes whole when the next checkpoint starts); a
+// full-parameter run's best/ and last/, swapped in whole, get back the
+// previous one if a crash came between the renames (recoverSwap).
 func removeLeftovers(dir string) error {
 	if err := atomicfile.RemoveLeftovers(dir, atomicRootFiles...); err != nil {
 		return fmt.Errorf("run directory %s: %w", dir, err)
 	}
 	for _, sub := range []string{rundir.BestDir, rundir.LastDir} {
+		if err := recoverSwap(filepath.Join(dir, sub)); err != nil {
+			return fmt.Errorf("run directory %s: %w", dir, err)
+		}
 		if err := atomicfile.RemoveLeftovers(filepath.Join(dir, sub), rundir.AdapterFiles...); err != nil {
 			return fmt.Errorf("run directory %s: %w", dir, err)
 		}
@@ -210,8 +215,9 @@ func (r *run) loadModel() error {
 	if r.opts.wrapBackend != nil {
 		r.backend = r.opts.wrapBackend(r.backend)
 	}
-	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
-	if r.m, err = model.LoadWith(cfg.Model.Path, model.LoadOptions{BF16Weights: cfg.Model.BF16, Backend: r.backend}); err != nil {
+	dir := r.modelDir()
+	fmt.Fprintf(r.log, "loading model %s\n", dir)
+	if r.m, err = model.LoadWith(dir, r.loadOptions()); err != nil {
 		return err
 	}
 	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
@@ -228,13 +234,49 @@ func (r *run) loadModel() error {
 	return nil
 }
 
-// setupAdapter makes the trainable adapter (fresh, or from adapter.init).
-func (r *run) setupAdapter() error {
-	var err error
-	if r.adapter, err = newTrainable(r.cfg, r.m, r.tok); err != nil {
+// modelDir is where the run loads its model from: model.path, or, when a
+// full-parameter run resumes, its checkpoint (which holds the weights it
+// trained).
+func (r *run) modelDir() string {
+	if ck := filepath.Join(r.dir, rundir.CheckpointDir); r.cfg.Adapter.Kind == "full" && r.opts.Resume != "" && exists(filepath.Join(ck, "config.json")) {
+		return ck
+	}
+	return r.cfg.Model.Path
+}
+
+// loadOptions are the run's options for loading a model: its backend, its
+// storage, unstacked projections when the run trains them.
+func (r *run) loadOptions() model.LoadOptions {
+	return model.LoadOptions{BF16Weights: r.cfg.Model.BF16, Backend: r.backend, Unstacked: r.cfg.Adapter.Kind == "full"}
+}
+
+// replaceModel frees the run's model and loads the one in dir in its
+// place (a full-parameter run's test evaluation of best/ and the base
+// model: two models are never held at once).
+func (r *run) replaceModel(dir string) error {
+	r.m.Free()
+	r.m = nil
+	m, err := model.LoadWith(dir, r.loadOptions())
+	if err != nil {
 		return err
 	}
-	r.params = r.adapter.Params()
+	r.m = m
+	return nil
+}
+
+// setupAdapter makes what trains: the adapter (fresh, or from
+// adapter.init), or the model's own weights (adapter.kind full).
+func (r *run) setupAdapter() error {
+	var err error
+	if r.cfg.Adapter.Kind == "full" {
+		r.tr, err = newFullState(r)
+		return err
+	}
+	a, err := newTrainable(r.cfg, r.m, r.tok)
+	if err != nil {
+		return err
+	}
+	r.tr = newAdapterState(r.m, a, r.cfg.Eval.Merge)
 	return nil
 }
 
@@ -261,7 +303,7 @@ func (r *run) setupEngine() error {
 	if cfg.Adapter.Grouped {
 		mode = zo.Grouped
 	}
-	if r.engine, err = zo.New(r.params, opt, zo.Config{Eps: cfg.Optimizer.Eps, Q: cfg.Optimizer.Q, Dist: dist,
+	if r.engine, err = r.tr.newEngine(opt, zo.Config{Eps: cfg.Optimizer.Eps, Q: cfg.Optimizer.Q, Dist: dist,
 		Seed: cfg.Train.Seed, Mode: mode, Workers: cfg.Train.Threads}); err != nil {
 		return err
 	}
@@ -276,7 +318,7 @@ func (r *run) setupEngine() error {
 // the evaluator (validation and test metrics) and the state before step 1.
 func (r *run) setupEvaluation(enc *data.Encoder) {
 	cfg := r.cfg
-	r.obj = &objective{m: r.m, adapter: r.adapter}
+	r.obj = &objective{m: r.m, view: r.tr}
 	maxNew := cfg.Eval.MaxNewTokens
 	if maxNew == 0 {
 		maxNew = defaultMaxNewTokens(data.Task(cfg.Task.Name))
@@ -284,7 +326,6 @@ func (r *run) setupEvaluation(enc *data.Encoder) {
 	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.log}
 	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
-	r.bestCopy = cloneParams(r.params)
 }
 
 // openLogs opens metrics.jsonl and timing.jsonl: truncated for a new run,

@@ -42,6 +42,18 @@ func (r *run) stopStarting(while string) error {
 	return fmt.Errorf("%w: %s while %s, before its first step; %s", ErrStoppedStarting, reason, while, next)
 }
 
+// interruptedValidation ends a run whose validation of step a stop cut
+// short when the parameters before the step were not kept (the model's own
+// weights, trained.snapshot): the state after the step is checkpointed
+// with that validation pending, and resume runs it first.
+func (r *run) interruptedValidation(step int, reason string) (*Summary, error) {
+	r.state.Step, r.state.Sampler, r.state.ValidationPending = step, r.sampler.State(), true
+	if err := r.checkpoint(); err != nil {
+		return nil, r.failed(fmt.Errorf("interrupted by %s in the validation of step %d: checkpoint: %w", reason, step, err))
+	}
+	return r.interrupted(step, reason, fmt.Sprintf("during the validation of step %d, which runs first on resume", step))
+}
+
 // interrupted ends a run after step because reason (a signal) asked it to:
 // the step in progress has finished, a checkpoint of the state after it is
 // written unless the last one already holds it, and summary.json records the

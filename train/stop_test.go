@@ -59,7 +59,11 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		t.Fatalf("the uninterrupted run: status %q, test %v", want.Status, want.Test)
 	}
 	wantMetrics, _ := os.ReadFile(filepath.Join(whole, "metrics.jsonl"))
-	wantBest, _ := os.ReadFile(filepath.Join(whole, "best", "adapter_model.safetensors"))
+	bestFile := filepath.Join("best", "adapter_model.safetensors")
+	if slices.Contains(set, "adapter.kind=full") {
+		bestFile = filepath.Join("best", "model.safetensors")
+	}
+	wantBest, _ := os.ReadFile(filepath.Join(whole, bestFile))
 	steps := want.Steps
 	if polls <= steps+4 {
 		t.Fatalf("%d polls in a run of %d steps: the evaluations are not polled", polls, steps)
@@ -129,7 +133,7 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		if got := readFile(t, filepath.Join(cut, "metrics.jsonl")); got != string(wantMetrics) {
 			t.Fatalf("stop at poll %d: metrics.jsonl of the resumed run differs from the uninterrupted run's", at)
 		}
-		if got, _ := os.ReadFile(filepath.Join(cut, "best", "adapter_model.safetensors")); !bytes.Equal(got, wantBest) {
+		if got, _ := os.ReadFile(filepath.Join(cut, bestFile)); len(got) == 0 || !bytes.Equal(got, wantBest) {
 			t.Fatalf("stop at poll %d: best/ differs from the uninterrupted run's", at)
 		}
 		if st := readState(t, cut); st.Test != nil || st.Step != steps {
@@ -168,6 +172,14 @@ func TestStopAnywhereIsResumedBitIdentically(t *testing.T) {
 		_, cfg := demoConfig(t, 5)
 		checkStopAnywhere(t, cfg, []string{"train.eval_every=3", "train.checkpoint_every=4", "task.max_train=200",
 			"task.max_validation=7", "task.max_test=6", "eval.batch_size=3", "eval.base=true"}, 0)
+	})
+	// Full-parameter: a stop in a validation checkpoints the state after
+	// its step, the validation pending; the test evaluation replaces the
+	// model by best/ and the base model.
+	t.Run("sst2-full", func(t *testing.T) {
+		_, cfg := demoConfig(t, 5)
+		checkStopAnywhere(t, cfg, []string{"adapter.kind=full", "optimizer.lr=1e-3", "train.eval_every=3", "train.checkpoint_every=4",
+			"task.max_train=200", "task.max_validation=7", "task.max_test=6", "eval.batch_size=3", "eval.base=true"}, 0)
 	})
 	for _, task := range []string{"squad", "xsum"} {
 		t.Run(task, func(t *testing.T) {

@@ -32,7 +32,7 @@ func (r *run) diverged(step int) (*Summary, error) {
 
 // finish saves the last adapter, evaluates on the test split and writes the summary.
 func (r *run) finish() (*Summary, error) {
-	if err := r.adapter.Save(filepath.Join(r.dir, rundir.LastDir), r.params); err != nil {
+	if err := r.tr.saveLast(r.dir); err != nil {
 		return nil, err
 	}
 	resumedTest := r.state.Test != nil // the checkpoint holds a test evaluation a stop cut short
@@ -72,16 +72,7 @@ func (r *run) testEvaluation() (string, error) {
 	if r.cfg.Eval.Skip || len(r.data.test) == 0 {
 		return "", nil
 	}
-	evals := []struct {
-		name   string
-		params [][]float32
-	}{{"best", r.bestCopy}, {"last", r.params}}
-	if r.cfg.Eval.Base {
-		evals = append(evals, struct {
-			name   string
-			params [][]float32
-		}{"base", nil})
-	}
+	evals := r.tr.tests(r.cfg.Eval.Base)
 	if r.state.Test == nil {
 		r.state.Test = &testProgress{}
 	}
@@ -99,7 +90,7 @@ func (r *run) testEvaluation() (string, error) {
 		}
 		pass := newEvalPass("test ("+e.name+")", len(r.data.test), r.note, r.stopRequested)
 		var res map[string]float64
-		err := withAdapter(r.m, r.adapter, e.params, r.cfg.Eval.Merge, func(m *model.Model) (err error) {
+		err := e.with(func(m *model.Model) (err error) {
 			res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, &tp.Partial)
 			return err
 		})
@@ -139,7 +130,7 @@ func (r *run) testCut() string {
 
 func (r *run) fillSummary() {
 	r.summary.BestValLoss, r.summary.BestStep, r.summary.LastValLoss = finite(r.state.BestValLoss), r.state.BestStep, finite(r.state.LastValLoss)
-	r.summary.StateBytes = r.engine.Optimizer().StateBytes()
+	r.summary.StateBytes = r.engine.Optimizer().StateBytes() + r.tr.stateBytes()
 	r.summary.PeakRSSBytes = peakRSS()
 	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
 		_, peak := dm.DeviceMemory()

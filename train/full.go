@@ -1,0 +1,198 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/fullparam"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/zo"
+)
+
+// fullState is the model's own weights trained in place (adapter.kind
+// full, package fullparam). Nothing the size of the model is kept besides
+// the weights: no best copy in memory (best/ is written with a checkpoint
+// of the same step and shares its files), no snapshot before a validating
+// step (a stop in that validation checkpoints after the step, the
+// validation pending).
+//
+// Its checkpoint holds the model as an HF model directory (the files
+// model.Save writes, weights in the dtype the run holds them in) and the
+// optimizer's moments; a resume loads the model from there. best/ and last/
+// are model directories too, hard links to a checkpoint's files where the
+// file system allows it (copies otherwise).
+type fullState struct {
+	r *run
+	p *fullparam.Params
+	// savedStep is the step whose weights checkpoint/ holds (−1: none yet):
+	// a checkpoint of that step again (during the test evaluation, or the
+	// one a stop writes) links them instead of reading the weights back.
+	savedStep int
+}
+
+func newFullState(r *run) (*fullState, error) {
+	p, err := fullparam.New(r.m, fullparam.Options{Include: r.cfg.Adapter.Include, Exclude: r.cfg.Adapter.Exclude,
+		Grouped: r.cfg.Adapter.Grouped})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.log, "full-parameter training: %d of the model's parameters in %d group(s)\n", p.Count(), len(p.Dims()))
+	return &fullState{r: r, p: p, savedStep: -1}, nil
+}
+
+func (s *fullState) count() int64      { return s.p.Count() }
+func (s *fullState) stateBytes() int64 { return s.p.StateBytes() }
+
+func (s *fullState) newEngine(opt zo.Optimizer, cfg zo.Config) (*zo.Engine, error) {
+	return zo.NewStore(s.p, opt, cfg)
+}
+
+func (s *fullState) variant(v zo.Variant, from int) model.Variant {
+	mv := s.p.Variant(v)
+	mv.From = from
+	return mv
+}
+
+func (s *fullState) baseOf([][]float32) model.Variant { return model.Variant{} }
+func (s *fullState) groupLayer(g int) int             { return s.p.GroupLayer(g) }
+func (s *fullState) attach()                          {}
+func (s *fullState) detach()                          {}
+func (s *fullState) snapshot() (any, bool)            { return nil, false }
+func (s *fullState) bestNeedsCheckpoint() bool        { return true }
+func (s *fullState) restored(string, bool) error      { return nil }
+func (s *fullState) checkpointDir() string            { return filepath.Join(s.r.dir, rundir.CheckpointDir) }
+func (s *fullState) modelSource() string              { return s.r.cfg.Model.Path }
+func (s *fullState) statePath(dir string) string      { return filepath.Join(dir, fullparam.StateFile) }
+func (s *fullState) restore(dir string, _ bool) error {
+	if err := s.p.LoadState(s.statePath(dir)); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	s.savedStep = s.r.state.Step
+	return nil
+}
+
+// save writes the model (or links the checkpoint's, when it holds this
+// step's weights) and the optimizer's moments.
+func (s *fullState) save(dir string, _ any, step int, _ bool) error {
+	if step == s.savedStep {
+		if err := linkModel(s.checkpointDir(), dir); err != nil {
+			return err
+		}
+	} else if err := s.r.m.Save(dir, model.SaveOptions{Source: s.modelSource()}); err != nil {
+		return err
+	}
+	if s.p.HasState() {
+		if err := s.p.SaveState(s.statePath(dir)); err != nil {
+			return err
+		}
+	}
+	s.savedStep = step
+	return nil
+}
+
+// newBest links the checkpoint's model into best/ (the run has just
+// checkpointed the step: bestNeedsCheckpoint).
+func (s *fullState) newBest(runDir string) error {
+	return replaceWithLinks(s.checkpointDir(), filepath.Join(runDir, rundir.BestDir))
+}
+
+// saveLast links the last checkpoint's model (the final step's) into last/.
+func (s *fullState) saveLast(runDir string) error {
+	return replaceWithLinks(s.checkpointDir(), filepath.Join(runDir, rundir.LastDir))
+}
+
+// tests evaluates the last weights first, as they are, then best/ and the
+// base model, each loaded in place of the one before (the weights are
+// freed first: a run never holds two models).
+func (s *fullState) tests(base bool) []testEval {
+	load := func(dir string) func(fn func(*model.Model) error) error {
+		return func(fn func(*model.Model) error) error {
+			if err := s.r.replaceModel(dir); err != nil {
+				return err
+			}
+			return fn(s.r.m)
+		}
+	}
+	evals := []testEval{
+		{"last", func(fn func(*model.Model) error) error { return fn(s.r.m) }},
+		{"best", load(filepath.Join(s.r.dir, rundir.BestDir))},
+	}
+	if base {
+		evals = append(evals, testEval{"base", load(s.modelSource())})
+	}
+	return evals
+}
+
+// linkModel makes dst (a directory being written) hold the model files of
+// src, as hard links (copies where the file system has none).
+func linkModel(src, dst string) error {
+	files, err := model.SavedFiles(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := linkOrCopy(filepath.Join(src, f), filepath.Join(dst, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaceWithLinks makes dir a model directory of links to src's model
+// files: written as dir.tmp, then swapped in by renames.
+func replaceWithLinks(src, dir string) error {
+	tmp, old := dir+".tmp", dir+".old"
+	os.RemoveAll(tmp)
+	if err := linkModel(src, tmp); err != nil {
+		return err
+	}
+	os.RemoveAll(old)
+	if err := os.Rename(dir, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+// linkOrCopy hard-links src to dst, or copies it where links fail (a file
+// system without them), synced.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Sync(), out.Close())
+}
+
+// recoverSwap undoes what a crash in replaceWithLinks left for dir: the
+// previous directory put back if the new one never took its place, the
+// temporary ones removed.
+func recoverSwap(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(dir + ".old"); err == nil {
+			if err := os.Rename(dir+".old", dir); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.Join(os.RemoveAll(dir+".tmp"), os.RemoveAll(dir+".old"))
+}
