@@ -27,8 +27,8 @@ import (
 // are model directories too, hard links to a checkpoint's files where the
 // file system allows it (copies otherwise).
 type fullState struct {
+	fullView
 	r *run
-	p *fullparam.Params
 	// savedStep is the step whose weights checkpoint/ holds (−1: none yet):
 	// a checkpoint of that step again (during the test evaluation, or the
 	// one a stop writes) links them instead of reading the weights back.
@@ -42,7 +42,26 @@ func newFullState(r *run) (*fullState, error) {
 		return nil, err
 	}
 	fmt.Fprintf(r.log, "full-parameter training: %d of the model's parameters in %d group(s)\n", p.Count(), len(p.Dims()))
-	return &fullState{r: r, p: p, savedStep: -1}, nil
+	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
+}
+
+// fullView is the model's own weights' viewer: each variant reads them
+// perturbed as fullparam lays them out.
+type fullView struct{ p *fullparam.Params }
+
+func (v fullView) variant(zv zo.Variant, from int) model.Variant {
+	mv := v.p.Variant(zv)
+	mv.From = from
+	return mv
+}
+
+func (v fullView) baseOf([][]float32) model.Variant { return model.Variant{} }
+func (v fullView) groupLayer(g int) int             { return v.p.GroupLayer(g) }
+
+// NewFullObjective returns the objective of full-parameter training of
+// p's model (for benchmarks and tools; a run makes its own).
+func NewFullObjective(m *model.Model, p *fullparam.Params, prefixCache bool) *Objective {
+	return &Objective{&objective{m: m, view: fullView{p}, noPrefixCache: !prefixCache}}
 }
 
 func (s *fullState) count() int64      { return s.p.Count() }
@@ -52,22 +71,14 @@ func (s *fullState) newEngine(opt zo.Optimizer, cfg zo.Config) (*zo.Engine, erro
 	return zo.NewStore(s.p, opt, cfg)
 }
 
-func (s *fullState) variant(v zo.Variant, from int) model.Variant {
-	mv := s.p.Variant(v)
-	mv.From = from
-	return mv
-}
-
-func (s *fullState) baseOf([][]float32) model.Variant { return model.Variant{} }
-func (s *fullState) groupLayer(g int) int             { return s.p.GroupLayer(g) }
-func (s *fullState) attach()                          {}
-func (s *fullState) detach()                          {}
-func (s *fullState) snapshot() (any, bool)            { return nil, false }
-func (s *fullState) bestNeedsCheckpoint() bool        { return true }
-func (s *fullState) restored(string, bool) error      { return nil }
-func (s *fullState) checkpointDir() string            { return filepath.Join(s.r.dir, rundir.CheckpointDir) }
-func (s *fullState) modelSource() string              { return s.r.cfg.Model.Path }
-func (s *fullState) statePath(dir string) string      { return filepath.Join(dir, fullparam.StateFile) }
+func (s *fullState) attach()                     {}
+func (s *fullState) detach()                     {}
+func (s *fullState) snapshot() (any, bool)       { return nil, false }
+func (s *fullState) bestNeedsCheckpoint() bool   { return true }
+func (s *fullState) restored(string, bool) error { return nil }
+func (s *fullState) checkpointDir() string       { return filepath.Join(s.r.dir, rundir.CheckpointDir) }
+func (s *fullState) modelSource() string         { return s.r.cfg.Model.Path }
+func (s *fullState) statePath(dir string) string { return filepath.Join(dir, fullparam.StateFile) }
 func (s *fullState) restore(dir string, _ bool) error {
 	if err := s.p.LoadState(s.statePath(dir)); err != nil {
 		return fmt.Errorf("resume: %w", err)

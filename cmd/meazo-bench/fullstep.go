@@ -1,0 +1,218 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/meazo-go/meazo/fullparam"
+	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/train"
+	"github.com/meazo-go/meazo/zo"
+)
+
+func init() {
+	register("fullstep", "full-parameter ZO steps (every weight perturbed as it is read and updated in place) vs two plain forwards, "+
+		"or the plain forward alone; each with the peak memory of what it timed", runFullStep)
+}
+
+// fullBench is one fullstep measurement's setting.
+type fullBench struct {
+	name                  string
+	b, t, q, steps, warm  int
+	opt, dist             string
+	grouped, bf16, detail bool
+}
+
+func runFullStep(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("fullstep", flag.ContinueOnError)
+	var fb fullBench
+	fs.StringVar(&fb.name, "model", "qwen06b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	shape := fs.String("shape", "16x64", "BxT batch (SST-2-like 16x64); the last 3 tokens of each row are supervised")
+	what := fs.String("what", "step", "step: full-parameter ZO steps; forward: the plain forward over the rows a step evaluates at once (2q·B) and two forwards over B rows")
+	fs.IntVar(&fb.q, "q", 1, "directions per step")
+	fs.StringVar(&fb.opt, "opt", "meazo", "meazo, zo-sgd, zo-adam, radazo or fzoo")
+	fs.StringVar(&fb.dist, "dist", "normal", "noise distribution")
+	fs.BoolVar(&fb.grouped, "grouped", false, "one parameter group per layer (grouped estimation with prefix caching)")
+	fs.IntVar(&fb.steps, "reps", 2, "timed repetitions after the warm-up ones")
+	fs.IntVar(&fb.warm, "warm", 1, "untimed repetitions first")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	backend := fs.String("backend", "cpu", backends.Usage)
+	fs.BoolVar(&fb.bf16, "bf16", false, bf16Usage)
+	if err := cli.Parse(fs, args); err != nil {
+		return cli.Usage(err)
+	}
+	var err error
+	if fb.b, fb.t, err = parseShape(*shape); err != nil {
+		return cli.Usage(err)
+	}
+	if *what != "step" && *what != "forward" {
+		return cli.Usage(fmt.Errorf("-what %q: want step or forward", *what))
+	}
+	be, err := backends.Open(*backend, *threads, stdout)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	cfg, err := benchConfig(fb.name)
+	if err != nil {
+		return err
+	}
+	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: fb.bf16, Unstacked: true})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "# %s, %s weights, %s, %d CPU threads, %s\n", fb.name, weightsName(fb.bf16), *shape, *threads, be.Describe())
+	// What follows is measured from here: the model's loading (random
+	// weights drawn on the host) is not.
+	resetPeak(be)
+	if *what == "forward" {
+		return fb.forwards(stdout, m)
+	}
+	return fb.step(stdout, m)
+}
+
+// batch is fb's B×T batch of random tokens, the last 3 of each row supervised.
+func (fb *fullBench) batch(vocab, b int) (model.Input, []int) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	in := model.Input{B: b, T: fb.t, Tokens: make([]int, b*fb.t)}
+	labels := make([]int, b*fb.t)
+	for i := range in.Tokens {
+		in.Tokens[i] = rng.IntN(vocab)
+		labels[i] = -100
+		if i%fb.t >= fb.t-3 {
+			labels[i] = in.Tokens[i]
+		}
+	}
+	return in, labels
+}
+
+// forwards times two plain forwards over B rows (what a MeZO step runs),
+// then runs the plain forward over the 2q·B rows a step evaluates at once,
+// and reports the peak memory since the model was loaded.
+func (fb *fullBench) forwards(stdout io.Writer, m *model.Model) error {
+	in, labels := fb.batch(m.VocabSize, fb.b)
+	sec, err := fb.timed(func() error {
+		for range 2 {
+			if _, err := m.Forward(in, model.Options{Labels: labels}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "2 forwards of %dx%d: %.3f s\n", fb.b, fb.t, sec)
+	wide, wlabels := fb.batch(m.VocabSize, 2*fb.q*fb.b)
+	if _, err := m.Forward(wide, model.Options{Labels: wlabels}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "forward of %dx%d (the rows of a step): done\n", 2*fb.q*fb.b, fb.t)
+	reportPeak(stdout, m.Backend)
+	return nil
+}
+
+// step times full-parameter ZO steps and reports the peak memory since the
+// model was loaded.
+func (fb *fullBench) step(stdout io.Writer, m *model.Model) error {
+	p, err := fullparam.New(m, fullparam.Options{Grouped: fb.grouped})
+	if err != nil {
+		return err
+	}
+	opt, err := benchOptimizer(fb.opt)
+	if err != nil {
+		return err
+	}
+	dist, err := noise.ParseDist(fb.dist)
+	if err != nil {
+		return err
+	}
+	mode := zo.Joint
+	if fb.grouped {
+		mode = zo.Grouped
+	}
+	eng, err := zo.NewStore(p, opt, zo.Config{Eps: 1e-3, Q: fb.q, Dist: dist, Seed: 1, Mode: mode})
+	if err != nil {
+		return err
+	}
+	obj := train.NewFullObjective(m, p, true)
+	in, labels := fb.batch(m.VocabSize, fb.b)
+	obj.SetBatch(in, labels)
+	timed := &timedObjective{Objective: obj}
+	var last *zo.Stats
+	sec, err := fb.timed(func() error {
+		timed.spent = 0
+		st, err := eng.Step(timed)
+		last = st
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "full-parameter %s step, q=%d, %s noise, %d parameters: %.3f s (evaluating the variants %.3f s, the rest: update %.3f s)\n",
+		fb.opt, fb.q, fb.dist, p.Count(), sec, timed.spent.Seconds(), sec-timed.spent.Seconds())
+	fmt.Fprintf(stdout, "losses %v, update norm %.4g, optimizer state %d bytes\n", last.Losses, last.UpdateNorm, p.StateBytes()+opt.StateBytes())
+	reportPeak(stdout, m.Backend)
+	return nil
+}
+
+// timed runs f fb.warm times, then fb.steps times, and returns the median
+// time of the timed runs.
+func (fb *fullBench) timed(f func() error) (float64, error) {
+	var ts []float64
+	for i := range fb.warm + fb.steps {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		if i >= fb.warm {
+			ts = append(ts, time.Since(t0).Seconds())
+		}
+	}
+	return median(ts), nil
+}
+
+// benchOptimizer is a named optimizer with fullstep's learning rate.
+func benchOptimizer(name string) (zo.Optimizer, error) {
+	switch name {
+	case "meazo":
+		return zo.NewMEAZO(1e-5), nil
+	case "zo-sgd":
+		return zo.NewSGD(1e-7), nil
+	case "zo-adam":
+		return zo.NewAdam(1e-5), nil
+	case "radazo":
+		return zo.NewRAdaZO(1e-5), nil
+	case "fzoo":
+		return zo.NewFZOO(1e-5), nil
+	}
+	return nil, fmt.Errorf("-opt %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", name)
+}
+
+// resetPeak starts the peak-memory measurement: on the CPU the process's
+// peak resident set (Linux: /proc/self/clear_refs), after a collection that
+// returns the loading's garbage; on a GPU the backend's peak.
+func resetPeak(be tensor.Backend) {
+	debug.FreeOSMemory()
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	if r, ok := be.(interface{ ResetPeak() }); ok {
+		r.ResetPeak()
+	}
+}
+
+// reportPeak prints the peak resident set size since resetPeak (and a
+// GPU backend's peak device memory).
+func reportPeak(w io.Writer, be tensor.Backend) {
+	fmt.Fprintf(w, "peak RSS %.3f GiB\n", peakRSSMiB()/1024)
+	reportDeviceMemory(w, be)
+}
