@@ -99,32 +99,11 @@ func (s Stream) blockValues(b uint64, dist Dist) [4]float32 {
 // is the Euclidean norm of the whole group's normal vector (SphereNorm), and
 // each value is the normal divided by it in float64, rounded to float32; it
 // is ignored for the other distributions. Where the CPU has vector units
-// (AVX-512 or AVX2 with GOEXPERIMENT=simd) the whole blocks run there, with
-// the same bits.
+// (AVX-512 or AVX2, vector.go) the values come from assembly kernels, with
+// the same bits; a short or unaligned range costs little more than its
+// length (the kernels work in groups of 16 or 32 elements).
 func (s Stream) FillRange(dst []float32, lo int, dist Dist, norm float64) {
-	hi := lo + len(dst)
-	// The vector path takes [vlo, vhi): whole groups of vectorElems
-	// elements from the first block boundary.
-	vlo, vhi := lo, lo
-	if n := vectorElems; n > 0 {
-		vlo = (lo + 3) / 4 * 4
-		vhi = vlo + max(hi-vlo, 0)/n*n
-		if vhi > vlo {
-			s.fillVector(dst[vlo-lo:vhi-lo], uint64(vlo/4), dist)
-		}
-	}
-	for b := lo / 4; 4*b < hi; b++ {
-		if 4*b >= vlo && 4*b < vhi {
-			b = vhi/4 - 1
-			continue
-		}
-		v := s.blockValues(uint64(b), dist)
-		for m := range 4 {
-			if i := 4*b + m; i >= lo && i < hi {
-				dst[i-lo] = v[m]
-			}
-		}
-	}
+	s.fillValues(dst, lo, dist)
 	if dist == Sphere {
 		for i, v := range dst {
 			dst[i] = float32(float64(v) / norm)
@@ -137,21 +116,6 @@ func (s Stream) FillRange(dst []float32, lo int, dist Dist, norm float64) {
 // engine's buffers for an adapter; a backend reading a perturbed weight).
 func Perturbed(theta float32, scale float64, z float32) float32 {
 	return float32(float64(theta) + scale*float64(z))
-}
-
-// FillBits writes the raw Philox words of elements [lo, lo+len(dst)):
-// element i is word i mod 4 of block i/4 (what the distributions turn into
-// values; stochastic rounding reads them as they are).
-func (s Stream) FillBits(dst []uint32, lo int) {
-	hi := lo + len(dst)
-	for b := lo / 4; 4*b < hi; b++ {
-		x := s.block(uint64(b))
-		for m := range 4 {
-			if i := 4*b + m; i >= lo && i < hi {
-				dst[i-lo] = x[m]
-			}
-		}
-	}
 }
 
 // SumSquares returns Σ n_i² of the normals of elements [lo, hi), each

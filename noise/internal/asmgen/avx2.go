@@ -1,0 +1,347 @@
+package main
+
+import "fmt"
+
+// The AVX2 kernels: the AVX-512 kernels' computation (avx512.go) on ymm
+// registers in VEX instructions only. A group is 4 blocks in the lane order
+// 0 2 1 3; a batch is 2 groups (32 elements), the most 16 registers hold.
+// Without opmask registers, masks are vectors (compares, blends), and the
+// stores of elements not all in the range are VMASKMOVPS.
+// Without broadcast operands, the kernel first writes each Philox key as a
+// ymm vector on its stack (R12), for the rounds to read as memory operands.
+//
+// Registers: group g owns Y6g..Y6g+5 and Y12+g, Y14 is the stores' mask,
+// Y15 the counter words 0 of the step's first block. SI, DI, BX and DX as in
+// the AVX-512 kernels.
+
+type g2 struct {
+	g     int
+	v     [6]string
+	extra string
+	lanes string
+}
+
+func group2(g int) g2 {
+	x := g2{g: g, extra: fmt.Sprintf("Y%d", 12+g), lanes: fmt.Sprintf("P_LANES4(%d)", g)}
+	for i := range x.v {
+		x.v[i] = fmt.Sprintf("Y%d", 6*g+i)
+	}
+	return x
+}
+
+// key2 is the stack vector of kernelArgs' word i+1 (d0, e1, e2, e3, k02,
+// then k0 and k1 of rounds 3..9).
+func key2(i int) string { return fmt.Sprintf("%d(R12)", 32*i) }
+
+// philox2 is philox512 with two instructions for each three-way exclusive
+// or; the key is xored into word 1 or 3 first, while the product is made.
+func philox2(x g2) chain {
+	v := x.v
+	c := chain{
+		op("VPADDD", x.lanes, "Y15", v[5]),
+		op("VPMULUDQ", "C_M0", v[5], v[3]),
+		op("VPSRLQ", "$32", v[3], v[2]),
+		op("VPXOR", key2(0), v[2], v[2]),
+		op("VPMULUDQ", "C_M1", v[2], v[1]),
+		op("VPSRLQ", "$32", v[1], v[0]),
+		op("VPXOR", key2(1), v[0], v[0]),
+		op("VPXOR", key2(2), v[3], v[2]),
+		op("VPMULUDQ", "C_M0", v[0], v[3]),
+		op("VPMULUDQ", "C_M1", v[2], v[4]),
+		op("VPXOR", key2(4), v[1], v[1]),
+		op("VPSRLQ", "$32", v[4], v[0]),
+		op("VPXOR", v[1], v[0], v[0]),
+		op("VPSRLQ", "$32", v[3], v[2]),
+		op("VPXOR", key2(3), v[2], v[2]),
+	}
+	c1, c3, t0, t1 := v[4], v[3], v[5], v[1]
+	for r := 3; r <= 9; r++ {
+		c = append(c,
+			op("VPMULUDQ", "C_M0", v[0], t0),
+			op("VPMULUDQ", "C_M1", v[2], t1),
+			op("VPXOR", key2(5+2*(r-3)), c1, c1),
+			op("VPXOR", key2(6+2*(r-3)), c3, c3),
+			op("VPSRLQ", "$32", t1, v[0]),
+			op("VPXOR", c1, v[0], v[0]),
+			op("VPSRLQ", "$32", t0, v[2]),
+			op("VPXOR", c3, v[2], v[2]))
+		c1, c3, t0, t1 = t1, t0, c3, c1
+	}
+	return c
+}
+
+// load2 reads the group's words from the test's layout at off(AX).
+func load2(x g2, off int) chain {
+	return chain{
+		op("VMOVDQU", fmt.Sprintf("%d(AX)", off), x.v[0]),
+		op("VMOVDQU", fmt.Sprintf("%d(AX)", off+32), x.v[1]),
+		op("VMOVDQU", fmt.Sprintf("%d(AX)", off+64), x.v[2]),
+		op("VMOVDQU", fmt.Sprintf("%d(AX)", off+96), x.v[5]),
+	}
+}
+
+// log2 is log512: the pairs (v0, v1), then the radius into v5. Where
+// m < √½ (the mask, in v0), e gains the mask (−1 as an integer) and m gains
+// m & mask.
+func log2(x g2) chain {
+	v := x.v
+	a, e, f, z, p := v[0], v[2], v[3], v[4], v[5]
+	c := chain{
+		op("VPSLLQ", "$32", v[2], v[3]),
+		op("VPBLENDD", "$0xAA", v[3], v[0], v[0]),
+		op("VPSLLQ", "$32", v[5], v[4]),
+		op("VPBLENDD", "$0xAA", v[4], v[1], v[1]),
+		op("VPSRLD", "$8", a, a),
+		op("VPADDD", "C_ONEI", a, a),
+		op("VCVTDQ2PS", a, a),
+		op("VPSRLD", "$23", a, e),
+		op("VPSUBD", "C_150", e, e),
+		op("VPAND", "C_MANT", a, f),
+		op("VPOR", "C_HALFBITS", f, f),
+		op("VCMPPS", "$1", "C_SQRTHF", f, a),
+		op("VPADDD", a, e, e),
+		op("VANDPS", f, a, a),
+		op("VADDPS", a, f, f),
+		op("VSUBPS", "C_ONEF", f, f),
+		op("VCVTDQ2PS", e, e),
+		op("VMULPS", f, f, z),
+		op("VMULPS", "C_LOG(0)", f, p),
+	}
+	for i := 1; i <= 8; i++ {
+		c = append(c, op("VADDPS", fmt.Sprintf("C_LOG(%d)", i), p, p), op("VMULPS", f, p, p))
+	}
+	return append(c,
+		op("VMULPS", z, p, p),
+		op("VMULPS", "C_LOGQ1", e, a),
+		op("VADDPS", a, p, p),
+		op("VMULPS", "C_MHALF", z, a),
+		op("VADDPS", a, p, p),
+		op("VADDPS", f, p, p),
+		op("VMULPS", "C_LOGQ2", e, a),
+		op("VADDPS", a, p, p),
+		op("VMULPS", "C_MTWO", p, p),
+		op("VSQRTPS", p, p))
+}
+
+// sincos2 is sincos512 with vector masks: the mirror's (then the swap's) in
+// the group's extra register; the values end in v4 and v0.
+func sincos2(x g2) chain {
+	v := x.v
+	b, rad, a, z, s, cs, m := v[1], v[5], v[0], v[2], v[3], v[4], x.extra
+	return chain{
+		op("VPAND", "C_ANGLE", b, a),
+		op("VPCMPGTD", "C_TMIRROR", a, m),
+		op("VMOVDQU", "C_2P30", cs),
+		op("VPSUBD", a, cs, cs),
+		op("VBLENDVPS", m, cs, a, a),
+		op("VCVTDQ2PS", a, a),
+		op("VMULPS", "C_PIO2S", a, a),
+		op("VMULPS", a, a, z),
+		op("VMULPS", "C_SIN(0)", z, s),
+		op("VADDPS", "C_SIN(1)", s, s),
+		op("VMULPS", z, s, s),
+		op("VADDPS", "C_SIN(2)", s, s),
+		op("VMULPS", z, s, s),
+		op("VMULPS", a, s, s),
+		op("VADDPS", a, s, s),
+		op("VMULPS", "C_COS(0)", z, cs),
+		op("VADDPS", "C_COS(1)", cs, cs),
+		op("VMULPS", z, cs, cs),
+		op("VADDPS", "C_COS(2)", cs, cs),
+		op("VMULPS", z, cs, cs),
+		op("VMULPS", z, cs, cs),
+		op("VMULPS", "C_HALFF", z, a),
+		op("VSUBPS", a, cs, cs),
+		op("VADDPS", "C_ONEF", cs, cs),
+		op("VPSLLD", "$1", b, a),
+		op("VPXOR", b, a, a),
+		op("VPSLLD", "$1", a, m),
+		op("VPSRAD", "$31", m, m),
+		op("VBLENDVPS", m, s, cs, z),
+		op("VBLENDVPS", m, cs, s, s),
+		op("VPAND", "C_SIGN", a, a),
+		op("VXORPS", a, z, z),
+		op("VPAND", "C_SIGN", b, a),
+		op("VXORPS", a, s, s),
+		op("VMULPS", rad, z, z),
+		op("VMULPS", rad, s, s),
+		op("VUNPCKLPS", s, z, cs),
+		op("VUNPCKHPS", s, z, a),
+	}
+}
+
+// words2 puts the words in element order, blocks 0-1 in v3, 2-3 in v4.
+func words2(x g2) chain {
+	v := x.v
+	return chain{
+		op("VPSLLQ", "$32", v[1], v[3]),
+		op("VPBLENDD", "$0xAA", v[3], v[0], v[0]),
+		op("VPSLLQ", "$32", v[5], v[4]),
+		op("VPBLENDD", "$0xAA", v[4], v[2], v[2]),
+		op("VPUNPCKLQDQ", v[2], v[0], v[3]),
+		op("VPUNPCKHQDQ", v[2], v[0], v[4]),
+	}
+}
+
+func rademacher2(x g2) chain {
+	c := words2(x)
+	for _, o := range []string{x.v[3], x.v[4]} {
+		c = append(c, op("VPSLLD", "$31", o, o), op("VPXOR", "C_RADE", o, o))
+	}
+	return c
+}
+
+// ternary2 is ternary512 with signed compares of values with the sign bit
+// flipped: −1, its sign flipped (+1) where p > 0x55555555, and 0 where
+// p > 0xAAAAAAAA.
+func ternary2(x g2) chain {
+	c := words2(x)
+	v := x.v
+	for _, r := range [][3]string{{v[3], v[0], v[1]}, {v[4], v[2], v[5]}} { // the value and two temporaries
+		o, t0, t1 := r[0], r[1], r[2]
+		c = append(c,
+			op("VPMULLD", "C_INV3", o, o),
+			op("VPXOR", "C_SIGN", o, o),
+			op("VPCMPGTD", "C_T55B", o, t0),
+			op("VPCMPGTD", "C_TAAB", o, t1),
+			op("VPAND", "C_SIGN", t0, t0),
+			op("VPXOR", "C_RADE", t0, t0),
+			op("VPANDN", t0, t1, o))
+	}
+	return c
+}
+
+type dist2 struct {
+	name   string
+	phases []func(g2) chain
+	out    func(g2) [2]string
+}
+
+var (
+	wordsOut2   = func(x g2) [2]string { return [2]string{x.v[3], x.v[4]} }
+	normals2    = dist2{"normals", []func(g2) chain{log2, sincos2}, func(x g2) [2]string { return [2]string{x.v[4], x.v[0]} }}
+	rademacherD = dist2{"rademacher", []func(g2) chain{rademacher2}, wordsOut2}
+	ternaryD    = dist2{"ternary", []func(g2) chain{ternary2}, wordsOut2}
+	bitsD       = dist2{"bits", []func(g2) chain{words2}, wordsOut2}
+)
+
+// step2 writes one step of n groups; its first store keeps only the
+// elements from skip (DX's mask), all stores of a storeLeft step only the
+// elements left. Masked stores are VMASKMOVPS with a vector mask, slow on
+// some CPUs, so a full step checks DX and stores plainly when it can.
+func step2(f *file, d dist2, n int, st store512, words bool, id string) {
+	xs := make([]g2, n)
+	for g := range xs {
+		xs[g] = group2(g)
+	}
+	cs := make([]chain, n)
+	for g, x := range xs {
+		if words {
+			cs[g] = load2(x, 128*g)
+		} else {
+			cs[g] = philox2(x)
+		}
+		for _, p := range d.phases {
+			cs[g] = append(cs[g], p(x)...)
+		}
+	}
+	f.ins(stagger(lag2, cs...)...)
+	for g, x := range xs {
+		o := d.out(x)
+		if st == storeLeft {
+			maskLeft(f, 16*g, 16, g == 0)
+			maskStore2(f, o, 64*g)
+			continue
+		}
+		if g == 0 {
+			plain := "plain" + id
+			f.ins("CMPL DX, $0xFFFF", "JEQ "+plain, "MOVL DX, R9")
+			maskStore2(f, o, 0)
+			f.ins("JMP stored" + id)
+			f.label(plain)
+		}
+		f.ins(op("VMOVUPS", o[0], fmt.Sprintf("%d(DI)", 64*g)), op("VMOVUPS", o[1], fmt.Sprintf("%d(DI)", 64*g+32)))
+		if g == 0 {
+			f.label("stored" + id)
+		}
+	}
+	f.ins("MOVL $0xFFFF, DX")
+}
+
+// maskStore2 stores the 16 values of o at off(DI), those whose bits are set
+// in R9.
+func maskStore2(f *file, o [2]string, off int) {
+	for h := range o {
+		if h == 1 {
+			f.ins("SHRL $8, R9")
+		}
+		f.ins("VMOVD R9, X14", "VPBROADCASTD X14, Y14", "VPAND P_BITS8, Y14, Y14", "VPCMPEQD P_BITS8, Y14, Y14",
+			op("VMASKMOVPS", o[h], "Y14", fmt.Sprintf("%d(DI)", off+32*h)))
+	}
+}
+
+// lag2 is lag512's counterpart.
+const lag2 = 0.125
+
+// kernel2 writes a distribution's kernel: batches of 2 groups while 32
+// elements or more are left, then one masked step of 2 or 1 groups.
+func kernel2(f *file, d dist2) {
+	name := d.name + "AVX2"
+	dst := "*float32"
+	if d.name == "bits" {
+		dst = "*uint32"
+	}
+	f.text(fmt.Sprintf("func %s(dst %s, skip, n int, a *kernelArgs)", name, dst), name, 32*19+32, 32)
+	f.ins(
+		"MOVQ dst+0(FP), DI",
+		"MOVQ skip+8(FP), CX",
+		"MOVQ n+16(FP), BX",
+		"MOVQ a+24(FP), SI",
+		"MOVQ CX, AX",
+		"SHLQ $2, AX",
+		"SUBQ AX, DI",
+		"ADDQ CX, BX",
+		"MOVL $0xFFFF, DX",
+		"SHLL CX, DX",
+		"ANDL $0xFFFF, DX",
+		"LEAQ 31(SP), R12",
+		"ANDQ $-32, R12")
+	for i := range 19 {
+		f.ins(op("VPBROADCASTD", fmt.Sprintf("%d(SI)", 4*(i+1)), "Y0"), op("VMOVDQA", "Y0", key2(i)))
+	}
+	f.ins("VPBROADCASTD A_CTR, Y15", "PCALIGN $64")
+	f.label("batch")
+	f.ins("CMPQ BX, $32", "JLT last")
+	step2(f, d, 2, storeAll, false, "B")
+	f.ins("ADDQ $128, DI", "SUBQ $32, BX", "VPADDD C_EIGHT, Y15, Y15", "JMP batch")
+	f.label("last")
+	f.ins("CMPQ BX, $17", "JLT last1")
+	step2(f, d, 2, storeLeft, false, "L2")
+	f.ins("JMP done")
+	f.label("last1")
+	f.ins("TESTQ BX, BX", "JLE done")
+	step2(f, d, 1, storeLeft, false, "L1")
+	f.label("done")
+	f.ins("VZEROUPPER", "RET")
+}
+
+func wordsKernel2(f *file, d dist2) {
+	name := d.name + "WordsAVX2"
+	f.text(fmt.Sprintf("func %s(dst *float32, words *uint64, groups int)", name), name, 0, 24)
+	f.ins("MOVQ dst+0(FP), DI", "MOVQ words+8(FP), AX", "MOVQ groups+16(FP), CX", "SHRQ $1, CX", "MOVL $0xFFFF, DX")
+	f.label("step")
+	step2(f, d, 2, storeAll, true, "W")
+	f.ins("ADDQ $256, AX", "ADDQ $128, DI", "DECQ CX", "JNZ step", "VZEROUPPER", "RET")
+}
+
+func avx2() []byte {
+	var f file
+	f.line("%s", header)
+	for _, d := range []dist2{normals2, rademacherD, ternaryD, bitsD} {
+		kernel2(&f, d)
+	}
+	for _, d := range []dist2{normals2, ternaryD} {
+		wordsKernel2(&f, d)
+	}
+	return f.b.Bytes()
+}
