@@ -157,10 +157,11 @@ var vperm = [...]uint32{
 	8, 0, 12, 0, 9, 0, 13, 0, 10, 0, 14, 0, 11, 0, 15, 0,
 	16, 0, 20, 0, 17, 0, 21, 0, 18, 0, 22, 0, 19, 0, 23, 0,
 	24, 0, 28, 0, 25, 0, 29, 0, 26, 0, 30, 0, 27, 0, 31, 0,
-	// 352: LANES4(g), the same for ymm groups of 4 blocks.
+	32, 0, 36, 0, 33, 0, 37, 0, 34, 0, 38, 0, 35, 0, 39, 0,
+	// 416: LANES4(g), the same for ymm groups of 4 blocks.
 	0, 0, 2, 0, 1, 0, 3, 0,
 	4, 0, 6, 0, 5, 0, 7, 0,
-	// 416: BITS8, bit i of a mask in dword lane i.
+	// 480: BITS8, bit i of a mask in dword lane i.
 	1, 2, 4, 8, 16, 32, 64, 128,
 }
 

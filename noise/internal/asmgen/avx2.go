@@ -14,11 +14,12 @@ import "fmt"
 // Y15 the counter words 0 of the step's first block. SI, DI, BX and DX as in
 // the AVX-512 kernels.
 
+// g2 is a group's registers.
 type g2 struct {
 	g     int
 	v     [6]string
-	extra string
-	lanes string
+	extra string // the sine and cosine's mask
+	lanes string // the blocks of its lanes, from Y15
 }
 
 func group2(g int) g2 {
@@ -183,6 +184,7 @@ func words2(x g2) chain {
 	}
 }
 
+// rademacher2 is rademacher512.
 func rademacher2(x g2) chain {
 	c := words2(x)
 	for _, o := range []string{x.v[3], x.v[4]} {
@@ -211,6 +213,7 @@ func ternary2(x g2) chain {
 	return c
 }
 
+// dist2 is dist512's counterpart.
 type dist2 struct {
 	name   string
 	phases []func(g2) chain
@@ -218,11 +221,11 @@ type dist2 struct {
 }
 
 var (
-	wordsOut2   = func(x g2) [2]string { return [2]string{x.v[3], x.v[4]} }
-	normals2    = dist2{"normals", []func(g2) chain{log2, sincos2}, func(x g2) [2]string { return [2]string{x.v[4], x.v[0]} }}
-	rademacherD = dist2{"rademacher", []func(g2) chain{rademacher2}, wordsOut2}
-	ternaryD    = dist2{"ternary", []func(g2) chain{ternary2}, wordsOut2}
-	bitsD       = dist2{"bits", []func(g2) chain{words2}, wordsOut2}
+	wordsOut2    = func(x g2) [2]string { return [2]string{x.v[3], x.v[4]} }
+	normalDist2  = dist2{"normals", []func(g2) chain{log2, sincos2}, func(x g2) [2]string { return [2]string{x.v[4], x.v[0]} }}
+	radeDist2    = dist2{"rademacher", []func(g2) chain{rademacher2}, wordsOut2}
+	ternaryDist2 = dist2{"ternary", []func(g2) chain{ternary2}, wordsOut2}
+	bitsDist2    = dist2{"bits", []func(g2) chain{words2}, wordsOut2}
 )
 
 // step2 writes one step of n groups; its first store keeps only the
@@ -280,7 +283,7 @@ func maskStore2(f *file, o [2]string, off int) {
 	}
 }
 
-// lag2 is lag512's counterpart.
+// lag2 is lag512's counterpart (the same measurements).
 const lag2 = 0.125
 
 // kernel2 writes a distribution's kernel: batches of 2 groups while 32
@@ -325,6 +328,7 @@ func kernel2(f *file, d dist2) {
 	f.ins("VZEROUPPER", "RET")
 }
 
+// wordsKernel2 is wordsKernel512's counterpart: steps of 2 groups.
 func wordsKernel2(f *file, d dist2) {
 	name := d.name + "WordsAVX2"
 	f.text(fmt.Sprintf("func %s(dst *float32, words *uint64, groups int)", name), name, 0, 24)
@@ -337,10 +341,10 @@ func wordsKernel2(f *file, d dist2) {
 func avx2() []byte {
 	var f file
 	f.line("%s", header)
-	for _, d := range []dist2{normals2, rademacherD, ternaryD, bitsD} {
+	for _, d := range []dist2{normalDist2, radeDist2, ternaryDist2, bitsDist2} {
 		kernel2(&f, d)
 	}
-	for _, d := range []dist2{normals2, ternaryD} {
+	for _, d := range []dist2{normalDist2, ternaryDist2} {
 		wordsKernel2(&f, d)
 	}
 	return f.b.Bytes()

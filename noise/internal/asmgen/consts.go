@@ -125,8 +125,8 @@ func headerH() []byte {
 #define P_PERM16 ·vperm+0(SB)
 #define P_PERM8 ·vperm+64(SB)
 #define P_LANES8(g) ·vperm+(96+64*(g))(SB)
-#define P_LANES4(g) ·vperm+(352+32*(g))(SB)
-#define P_BITS8 ·vperm+416(SB)
+#define P_LANES4(g) ·vperm+(416+32*(g))(SB)
+#define P_BITS8 ·vperm+480(SB)
 `)
 	return b.Bytes()
 }
