@@ -115,7 +115,7 @@ func (s Stream) FillRange(dst []float32, lo int, dist Dist, norm float64) {
 // value every implementation of a perturbed point computes (the ZO
 // engine's buffers for an adapter; a backend reading a perturbed weight).
 func Perturbed(theta float32, scale float64, z float32) float32 {
-	return float32(float64(theta) + scale*float64(z))
+	return float32(float64(theta) + float64(scale*float64(z))) // unfused (TestNoFusedMultiplyAdd)
 }
 
 // SumSquares returns Σ n_i² of the normals of elements [lo, hi), each
@@ -127,7 +127,7 @@ func (s Stream) SumSquares(lo, hi int) float64 {
 		n := buf[:min(ChunkSize, hi-c)]
 		s.FillRange(n, c, Normal, 1)
 		for _, v := range n {
-			sum += float64(v) * float64(v)
+			sum += float64(float64(v) * float64(v)) // exact, but unfused for TestNoFusedMultiplyAdd
 		}
 	}
 	return sum
