@@ -49,16 +49,15 @@ func fastestPath() *vecKernels {
 // they leave a kernel one multiplication in each of those rounds. A run
 // must not cross a multiple of 2³² blocks (the high word would change).
 //
-// The layout is the assembly's (noise_amd64.h): keep them together.
+// The layout is the assembly's (noise_amd64.h, TestKernelArgsLayout).
 type kernelArgs struct {
-	ctr    uint32       // the first block's index mod 2³²
-	d0     uint32       // round 0: hi(M0·c0) ^ d0 is word 2
-	e1     uint32       // round 1: hi(M1·c2) ^ e1 is word 0
-	e2     uint32       // round 1: lo(M0·c0 of round 0) ^ e2 is word 2
-	e3     uint32       // round 2: hi(M0·c0) ^ e3 is word 2
-	k02    uint32       // round 2's k0
-	keys   [7][2]uint32 // (k0, k1) of rounds 3..9
-	unused [2]uint32    // pads to 80 bytes
+	ctr  uint32       // the first block's index mod 2³²
+	d0   uint32       // round 0: hi(M0·c0) ^ d0 is word 2
+	e1   uint32       // round 1: hi(M1·c2) ^ e1 is word 0
+	e2   uint32       // round 1: lo(M0·c0 of round 0) ^ e2 is word 2
+	e3   uint32       // round 2: hi(M0·c0) ^ e3 is word 2
+	k02  uint32       // round 2's k0
+	keys [7][2]uint32 // (k0, k1) of rounds 3..9
 }
 
 // Philox4x32-10's multipliers and key increments.

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"regexp"
 	"runtime"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // paths is every path this build and CPU can run, the scalar one (nil)
@@ -262,23 +265,59 @@ func TestRunLen(t *testing.T) {
 	}
 }
 
+// TestKernelArgsLayout: kernelArgs' fields lie where the assembly reads
+// them (noise_amd64.h's A_ names).
+func TestKernelArgsLayout(t *testing.T) {
+	h, err := os.ReadFile("noise_amd64.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a kernelArgs
+	want := map[string]uintptr{
+		"A_CTR": unsafe.Offsetof(a.ctr), "A_D0": unsafe.Offsetof(a.d0), "A_E1": unsafe.Offsetof(a.e1),
+		"A_E2": unsafe.Offsetof(a.e2), "A_E3": unsafe.Offsetof(a.e3), "A_K02": unsafe.Offsetof(a.k02),
+		"A_KEY0(3)": unsafe.Offsetof(a.keys), "A_KEY1(3)": unsafe.Offsetof(a.keys) + 4,
+	}
+	def := regexp.MustCompile(`(?m)^#define (A_\w+)(\(r\))? \(?([0-9]+)`)
+	found := 0
+	for _, m := range def.FindAllStringSubmatch(string(h), -1) {
+		name := m[1]
+		if m[2] != "" {
+			name += "(3)" // A_KEYn(r) is (base+8*(r-3))(SI): base at round 3
+		}
+		off, ok := want[name]
+		if !ok {
+			t.Errorf("noise_amd64.h defines %s, which kernelArgs lacks", name)
+			continue
+		}
+		if fmt.Sprint(off) != m[3] {
+			t.Errorf("%s is at %s in noise_amd64.h, at %d in kernelArgs", name, m[3], off)
+		}
+		found++
+	}
+	if found != len(want) {
+		t.Errorf("noise_amd64.h defines %d of kernelArgs' %d fields", found, len(want))
+	}
+}
+
 // BenchmarkFillPaths: FillRange on one thread per path, for a long range
-// and for runs the length of a short weight row (aligned and not). It
+// and for runs the length of short weight rows, aligned and not. It
 // reports the process's CPU time per value (cpu-ns/value), which on a
 // shared machine is the figure to read, besides the wall time.
 func BenchmarkFillPaths(b *testing.B) {
+	runs := []struct{ n, skip int }{{1 << 14, 0}, {128, 0}, {64, 0}, {64, 1}}
 	for _, k := range paths() {
 		for _, dist := range []Dist{Normal, Rademacher} {
-			for _, n := range []int{1 << 14, 64, 66} {
-				z := make([]float32, n)
-				b.Run(fmt.Sprintf("%s/%v/n=%d", pathName(k), dist, n), func(b *testing.B) {
+			for _, r := range runs {
+				z := make([]float32, r.n)
+				b.Run(fmt.Sprintf("%s/%v/n=%d+%d", pathName(k), dist, r.n, r.skip), func(b *testing.B) {
 					cpu0, ok := cpuTime()
 					withPath(k, func() {
 						for i := 0; b.Loop(); i++ {
-							Stream{Seed: 1, Step: uint32(i)}.FillRange(z, 4*i+n%4, dist, 1)
+							Stream{Seed: 1, Step: uint32(i)}.FillRange(z, 4*i+r.skip, dist, 1)
 						}
 					})
-					values := float64(b.N) * float64(n)
+					values := float64(b.N) * float64(r.n)
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/values, "ns/value")
 					if cpu1, _ := cpuTime(); ok {
 						b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/values, "cpu-ns/value")
