@@ -66,6 +66,7 @@ var testStreams = []Stream{
 // several streams.
 func TestVectorPathsMatchScalar(t *testing.T) {
 	ranges := [][2]int{{0, 4096}, {3, 1000}, {1, 1}, {2, 2}, {5, 17}, {4, 16}, {6, 33}, {1 << 22, 77},
+		{0, 130}, {1, 150}, {3, 157}, {2, 321}, {0, 160}, {0, 320}, // the last steps of 4 and 5 groups
 		{1<<34 - 1001, 2000}, {1<<34 - 5, 10}, {1<<34 + 2, 30}, {1<<42 + 3, 4099}, {1<<62 + 1, 64}}
 	for _, k := range vectorPaths() {
 		for _, s := range testStreams {
@@ -84,7 +85,8 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 }
 
 // TestVectorPathsRagged: every start 0-8 and length 0-100 (the kernels'
-// masked first and last stores, and the AVX-512 half step), every
+// masked first and last stores, and their last steps of 1-3 groups or a
+// half), every
 // distribution and the raw words, against the scalar path.
 func TestVectorPathsRagged(t *testing.T) {
 	s := Stream{Seed: StreamSeed(9, 1), Step: 4, Dir: 2}

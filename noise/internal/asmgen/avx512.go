@@ -13,7 +13,7 @@ import "fmt"
 // out blocks 0-3 in one register and 4-7 in the other, in element order.
 //
 // A kernel runs batches of 5 groups (160 elements) while it can, then one
-// masked step of 5, 4, 2 or 1 groups or a half step (16 elements),
+// masked step of 5 to 1 groups or a half step (16 elements),
 // whichever is the smallest that holds the rest: a short range costs one
 // step. Five groups are what the 32 registers hold: more chains in flight
 // than four, which measured about 7 % slower.
@@ -337,7 +337,7 @@ func maskLeft(f *file, first, per int, head bool) {
 
 // kernel512 writes a distribution's kernel: batches of 5 groups while 160
 // elements or more are left, then one masked step just large enough for
-// the rest (half: 16 elements, 1 group: 32, 2: 64, 4: 128, 5: 160).
+// the rest (half: 16 elements, 1 group: 32, 2: 64, 3: 96, 4: 128, 5: 160).
 func kernel512(f *file, d dist512) {
 	name := d.name + "AVX512"
 	dst := "*float32"
@@ -369,7 +369,7 @@ func kernel512(f *file, d dist512) {
 	for _, s := range []struct {
 		w          byte
 		groups, at int // the step's groups, and the fewest elements it is for
-	}{{'Z', 5, 129}, {'Z', 4, 65}, {'Z', 2, 33}, {'Z', 1, 17}, {'Y', 1, 1}} {
+	}{{'Z', 5, 129}, {'Z', 4, 97}, {'Z', 3, 65}, {'Z', 2, 33}, {'Z', 1, 17}, {'Y', 1, 1}} {
 		next := fmt.Sprintf("last%d%c", s.groups, s.w)
 		f.ins(fmt.Sprintf("CMPQ BX, $%d", s.at), "JLT "+next)
 		step512(f, d, s.w, s.groups, storeLeft, false)
