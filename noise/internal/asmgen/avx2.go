@@ -105,23 +105,8 @@ func log2(x g2) chain {
 		op("VADDPS", a, f, f),
 		op("VSUBPS", "C_ONEF", f, f),
 		op("VCVTDQ2PS", e, e),
-		op("VMULPS", f, f, z),
-		op("VMULPS", "C_LOG(0)", f, p),
 	}
-	for i := 1; i <= 8; i++ {
-		c = append(c, op("VADDPS", fmt.Sprintf("C_LOG(%d)", i), p, p), op("VMULPS", f, p, p))
-	}
-	return append(c,
-		op("VMULPS", z, p, p),
-		op("VMULPS", "C_LOGQ1", e, a),
-		op("VADDPS", a, p, p),
-		op("VMULPS", "C_MHALF", z, a),
-		op("VADDPS", a, p, p),
-		op("VADDPS", f, p, p),
-		op("VMULPS", "C_LOGQ2", e, a),
-		op("VADDPS", a, p, p),
-		op("VMULPS", "C_MTWO", p, p),
-		op("VSQRTPS", p, p))
+	return append(c, logPoly("", f, e, z, p, a)...)
 }
 
 // sincos2 is sincos512 with vector masks: the mirror's (then the swap's) in
@@ -129,31 +114,15 @@ func log2(x g2) chain {
 func sincos2(x g2) chain {
 	v := x.v
 	b, rad, a, z, s, cs, m := v[1], v[5], v[0], v[2], v[3], v[4], x.extra
-	return chain{
+	c := chain{
 		op("VPAND", "C_ANGLE", b, a),
 		op("VPCMPGTD", "C_TMIRROR", a, m),
 		op("VMOVDQU", "C_2P30", cs),
 		op("VPSUBD", a, cs, cs),
 		op("VBLENDVPS", m, cs, a, a),
-		op("VCVTDQ2PS", a, a),
-		op("VMULPS", "C_PIO2S", a, a),
-		op("VMULPS", a, a, z),
-		op("VMULPS", "C_SIN(0)", z, s),
-		op("VADDPS", "C_SIN(1)", s, s),
-		op("VMULPS", z, s, s),
-		op("VADDPS", "C_SIN(2)", s, s),
-		op("VMULPS", z, s, s),
-		op("VMULPS", a, s, s),
-		op("VADDPS", a, s, s),
-		op("VMULPS", "C_COS(0)", z, cs),
-		op("VADDPS", "C_COS(1)", cs, cs),
-		op("VMULPS", z, cs, cs),
-		op("VADDPS", "C_COS(2)", cs, cs),
-		op("VMULPS", z, cs, cs),
-		op("VMULPS", z, cs, cs),
-		op("VMULPS", "C_HALFF", z, a),
-		op("VSUBPS", a, cs, cs),
-		op("VADDPS", "C_ONEF", cs, cs),
+	}
+	c = append(c, sinCosPolys("", a, z, s, cs)...)
+	return append(c,
 		op("VPSLLD", "$1", b, a),
 		op("VPXOR", b, a, a),
 		op("VPSLLD", "$1", a, m),
@@ -167,8 +136,7 @@ func sincos2(x g2) chain {
 		op("VMULPS", rad, z, z),
 		op("VMULPS", rad, s, s),
 		op("VUNPCKLPS", s, z, cs),
-		op("VUNPCKHPS", s, z, a),
-	}
+		op("VUNPCKHPS", s, z, a))
 }
 
 // words2 puts the words in element order, blocks 0-1 in v3, 2-3 in v4.

@@ -125,23 +125,8 @@ func log512(x g512) chain {
 		op("VADDPS", f, f, k, f),
 		op("VSUBPS.BCST", "C_ONEF", e, k, e),
 		op("VSUBPS.BCST", "C_ONEF", f, f),
-		op("VMULPS", f, f, z),
-		op("VMULPS.BCST", "C_LOG(0)", f, p),
 	}
-	for i := 1; i <= 8; i++ {
-		c = append(c, op("VADDPS.BCST", fmt.Sprintf("C_LOG(%d)", i), p, p), op("VMULPS", f, p, p))
-	}
-	return append(c,
-		op("VMULPS", z, p, p), // y = p·f·z
-		op("VMULPS.BCST", "C_LOGQ1", e, a),
-		op("VADDPS", a, p, p),
-		op("VMULPS.BCST", "C_MHALF", z, a),
-		op("VADDPS", a, p, p),
-		op("VADDPS", f, p, p), // r = f + y
-		op("VMULPS.BCST", "C_LOGQ2", e, a),
-		op("VADDPS", a, p, p), // ln u
-		op("VMULPS.BCST", "C_MTWO", p, p),
-		op("VSQRTPS", p, p))
+	return append(c, logPoly(".BCST", f, e, z, p, a)...)
 }
 
 // sincos512 finishes the normals: sin θ and cos θ of the angle words (v1)
@@ -158,29 +143,13 @@ func sincos512(x g512) chain {
 	v := x.v
 	b, rad, a, z, s, cs, k := v[1], v[5], v[0], v[2], v[3], v[4], x.k
 	so := z
-	return chain{
+	c := chain{
 		op("VPANDD.BCST", "C_ANGLE", b, a),
 		op("VPTESTMD.BCST", "C_BIT29", b, k),
 		op("VPSUBD", a, string(x.w)+"31", k, a),
-		op("VCVTDQ2PS", a, a),
-		op("VMULPS.BCST", "C_PIO2S", a, a),
-		op("VMULPS", a, a, z),
-		op("VMULPS.BCST", "C_SIN(0)", z, s),
-		op("VADDPS.BCST", "C_SIN(1)", s, s),
-		op("VMULPS", z, s, s),
-		op("VADDPS.BCST", "C_SIN(2)", s, s),
-		op("VMULPS", z, s, s),
-		op("VMULPS", a, s, s),
-		op("VADDPS", a, s, s),
-		op("VMULPS.BCST", "C_COS(0)", z, cs),
-		op("VADDPS.BCST", "C_COS(1)", cs, cs),
-		op("VMULPS", z, cs, cs),
-		op("VADDPS.BCST", "C_COS(2)", cs, cs),
-		op("VMULPS", z, cs, cs),
-		op("VMULPS", z, cs, cs),
-		op("VMULPS.BCST", "C_HALFF", z, a),
-		op("VSUBPS", a, cs, cs),
-		op("VADDPS.BCST", "C_ONEF", cs, cs),
+	}
+	c = append(c, sinCosPolys(".BCST", a, z, s, cs)...)
+	return append(c,
 		op("VPSLLD", "$1", b, a),
 		op("VPXORD", b, a, a),
 		op("VPTESTMD.BCST", "C_BIT30", a, k),
@@ -191,8 +160,7 @@ func sincos512(x g512) chain {
 		op("VMULPS", rad, cs, cs),
 		op("VMULPS", rad, so, so),
 		op("VUNPCKLPS", so, cs, a),
-		op("VUNPCKHPS", so, cs, s),
-	}
+		op("VUNPCKHPS", so, cs, s))
 }
 
 // words512 puts the group's words in element order, blocks 0-3 (or 0-1) in

@@ -92,6 +92,62 @@ func stagger(lag float64, cs ...chain) chain {
 	}
 }
 
+// The float32 arithmetic both instruction sets share, normal.go's
+// operations in its order. bcst is the suffix of an instruction whose
+// operand is a constant in memory: ".BCST" (AVX-512 broadcasts the first
+// copy) or "" (AVX2 reads the whole vector).
+
+// logPoly is log32 from f = m − 1 (in f) and the exponent e (a float, in
+// e) on: z = f² (into z), logf's polynomial p in Horner's order (p), the
+// two parts of e·ln 2, then the radius √(−2·ln u) in p; t is a temporary.
+func logPoly(bcst, f, e, z, p, t string) chain {
+	c := chain{
+		op("VMULPS", f, f, z),
+		op("VMULPS"+bcst, "C_LOG(0)", f, p),
+	}
+	for i := 1; i <= 8; i++ {
+		c = append(c, op("VADDPS"+bcst, fmt.Sprintf("C_LOG(%d)", i), p, p), op("VMULPS", f, p, p))
+	}
+	return append(c,
+		op("VMULPS", z, p, p), // y = p·f·z
+		op("VMULPS"+bcst, "C_LOGQ1", e, t),
+		op("VADDPS", t, p, p),
+		op("VMULPS"+bcst, "C_MHALF", z, t),
+		op("VADDPS", t, p, p),
+		op("VADDPS", f, p, p), // r = f + y
+		op("VMULPS"+bcst, "C_LOGQ2", e, t),
+		op("VADDPS", t, p, p), // ln u
+		op("VMULPS"+bcst, "C_MTWO", p, p),
+		op("VSQRTPS", p, p))
+}
+
+// sinCosPolys is sinPoly (into s) and cosPoly (into c) of the angle a from
+// its angle bits (in a, an integer) on: a itself, z = a² (into z); a is
+// the temporary once the sine no longer needs it.
+func sinCosPolys(bcst, a, z, s, c string) chain {
+	return chain{
+		op("VCVTDQ2PS", a, a),
+		op("VMULPS"+bcst, "C_PIO2S", a, a),
+		op("VMULPS", a, a, z),
+		op("VMULPS"+bcst, "C_SIN(0)", z, s),
+		op("VADDPS"+bcst, "C_SIN(1)", s, s),
+		op("VMULPS", z, s, s),
+		op("VADDPS"+bcst, "C_SIN(2)", s, s),
+		op("VMULPS", z, s, s),
+		op("VMULPS", a, s, s),
+		op("VADDPS", a, s, s),
+		op("VMULPS"+bcst, "C_COS(0)", z, c),
+		op("VADDPS"+bcst, "C_COS(1)", c, c),
+		op("VMULPS", z, c, c),
+		op("VADDPS"+bcst, "C_COS(2)", c, c),
+		op("VMULPS", z, c, c),
+		op("VMULPS", z, c, c),
+		op("VMULPS"+bcst, "C_HALFF", z, a),
+		op("VSUBPS", a, c, c),
+		op("VADDPS"+bcst, "C_ONEF", c, c),
+	}
+}
+
 // file accumulates an assembly file.
 type file struct{ b bytes.Buffer }
 
