@@ -55,3 +55,22 @@ var vconst = splat(
 )
 
 const numConst = 45
+
+// vperm holds the kernels' other vectors; noise_amd64.h names their offsets.
+var vperm = [...]uint32{
+	// 0: P_PERM16, VPERMT2D's indices of the dwords 0 of each quadword of two zmm registers, interleaved.
+	0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30,
+	// 64: P_PERM8, the same for two ymm registers.
+	0, 8, 2, 10, 4, 12, 6, 14,
+	// 96: P_LANES8, the block of each quadword lane of group g of an AVX-512 step (avx512.go says why this order).
+	0, 0, 4, 0, 1, 0, 5, 0, 2, 0, 6, 0, 3, 0, 7, 0,
+	8, 0, 12, 0, 9, 0, 13, 0, 10, 0, 14, 0, 11, 0, 15, 0,
+	16, 0, 20, 0, 17, 0, 21, 0, 18, 0, 22, 0, 19, 0, 23, 0,
+	24, 0, 28, 0, 25, 0, 29, 0, 26, 0, 30, 0, 27, 0, 31, 0,
+	32, 0, 36, 0, 33, 0, 37, 0, 34, 0, 38, 0, 35, 0, 39, 0,
+	// 416: P_LANES4, the same for ymm groups of 4 blocks.
+	0, 0, 2, 0, 1, 0, 3, 0,
+	4, 0, 6, 0, 5, 0, 7, 0,
+	// 480: P_BITS8, bit i of a mask in dword lane i.
+	1, 2, 4, 8, 16, 32, 64, 128,
+}

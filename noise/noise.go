@@ -100,8 +100,9 @@ func (s Stream) blockValues(b uint64, dist Dist) [4]float32 {
 // each value is the normal divided by it in float64, rounded to float32; it
 // is ignored for the other distributions. Where the CPU has vector units
 // (AVX-512 or AVX2, vector.go) the values come from assembly kernels, with
-// the same bits; a short or unaligned range costs little more than its
-// length (the kernels work in groups of 16 or 32 elements).
+// the same bits; a short or unaligned range costs about one step of them
+// (the last step is the smallest of 16, 32, 64, 96, 128 or 160 elements
+// that holds the rest).
 func (s Stream) FillRange(dst []float32, lo int, dist Dist, norm float64) {
 	s.fillValues(dst, lo, dist)
 	if dist == Sphere {

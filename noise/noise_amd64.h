@@ -48,7 +48,7 @@
 #define C_FOUR ·vconst+1376(SB)
 #define C_EIGHT ·vconst+1408(SB)
 
-// The other vectors (vperm in vector_amd64.go).
+// The other vectors (vperm in consts_amd64.go).
 #define P_PERM16 ·vperm+0(SB)
 #define P_PERM8 ·vperm+64(SB)
 #define P_LANES8(g) ·vperm+(96+64*(g))(SB)

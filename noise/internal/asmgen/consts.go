@@ -60,6 +60,36 @@ var consts = []struct{ name, value, why string }{
 	{"C_EIGHT", "8", ""},
 }
 
+// perms are the kernels' vectors that are not one value repeated: a name,
+// the number of vectors under it (a name with several is indexed as
+// NAME(g) in the assembly) and their dwords, each vector 32 or 64 bytes.
+var perms = []struct {
+	name, why string
+	vecs      [][]uint32
+}{
+	{"P_PERM16", "VPERMT2D's indices of the dwords 0 of each quadword of two zmm registers, interleaved",
+		[][]uint32{{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}}},
+	{"P_PERM8", "the same for two ymm registers", [][]uint32{{0, 8, 2, 10, 4, 12, 6, 14}}},
+	{"P_LANES8", "the block of each quadword lane of group g of an AVX-512 step (avx512.go says why this order)",
+		lanes([]uint32{0, 4, 1, 5, 2, 6, 3, 7}, 5)},
+	{"P_LANES4", "the same for ymm groups of 4 blocks", lanes([]uint32{0, 2, 1, 3}, 2)},
+	{"P_BITS8", "bit i of a mask in dword lane i", [][]uint32{{1, 2, 4, 8, 16, 32, 64, 128}}},
+}
+
+// lanes returns groups vectors of quadword lanes: group g's blocks, order
+// plus g·len(order), in the low dwords.
+func lanes(order []uint32, groups int) [][]uint32 {
+	var vs [][]uint32
+	for g := range groups {
+		var v []uint32
+		for _, b := range order {
+			v = append(v, b+uint32(g*len(order)), 0)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
 // constsGo is consts_amd64.go.
 func constsGo() []byte {
 	var b bytes.Buffer
@@ -84,6 +114,19 @@ var vconst = splat(
 		fmt.Fprintf(&b, "\t%s,%s\n", c.value, comment)
 	}
 	fmt.Fprintf(&b, ")\n\nconst numConst = %d\n", len(consts))
+	b.WriteString("\n// vperm holds the kernels' other vectors; noise_amd64.h names their offsets.\nvar vperm = [...]uint32{\n")
+	off := 0
+	for _, p := range perms {
+		fmt.Fprintf(&b, "\t// %d: %s, %s.\n", off, p.name, p.why)
+		for _, v := range p.vecs {
+			for _, x := range v {
+				fmt.Fprintf(&b, "%d, ", x)
+			}
+			b.WriteString("\n")
+			off += 4 * len(v)
+		}
+	}
+	b.WriteString("}\n")
 	out, err := format.Source(b.Bytes())
 	if err != nil {
 		panic(err)
@@ -120,13 +163,17 @@ func headerH() []byte {
 			fmt.Fprintf(&b, "#define %s ·vconst+%d(SB)\n", c.name, 32*i)
 		}
 	}
-	b.WriteString(`
-// The other vectors (vperm in vector_amd64.go).
-#define P_PERM16 ·vperm+0(SB)
-#define P_PERM8 ·vperm+64(SB)
-#define P_LANES8(g) ·vperm+(96+64*(g))(SB)
-#define P_LANES4(g) ·vperm+(416+32*(g))(SB)
-#define P_BITS8 ·vperm+480(SB)
-`)
+	b.WriteString("\n// The other vectors (vperm in consts_amd64.go).\n")
+	off := 0
+	for _, p := range perms {
+		if len(p.vecs) == 1 {
+			fmt.Fprintf(&b, "#define %s ·vperm+%d(SB)\n", p.name, off)
+		} else {
+			fmt.Fprintf(&b, "#define %s(g) ·vperm+(%d+%d*(g))(SB)\n", p.name, off, 4*len(p.vecs[0]))
+		}
+		for _, v := range p.vecs {
+			off += 4 * len(v)
+		}
+	}
 	return b.Bytes()
 }
