@@ -39,13 +39,16 @@ func TestNoFusedMultiplyAdd(t *testing.T) {
 // a vector or mask register is VEX- or EVEX-encoded (a legacy SSE
 // instruction while upper halves are dirty costs an Intel core a microcode
 // assist), none is a fused multiply-add (the noise contract rounds every
-// product), and every return follows VZEROUPPER.
+// product), every return follows VZEROUPPER, and the AVX2 kernels use
+// nothing of AVX-512 (no zmm, mask or 16-31 register, no broadcast operand;
+// under qemu-x86_64 -cpu Haswell-v4, which has no AVX-512, they also run).
 func TestKernelsUseNoLegacySSE(t *testing.T) {
 	files, err := filepath.Glob("*_amd64.s")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no assembly files (%v)", err)
 	}
 	vecReg := regexp.MustCompile(`\b([XYZ]([0-9]|[12][0-9]|3[01])|K[0-7])\b`)
+	avx512Only := regexp.MustCompile(`\b(Z[0-9]+|K[0-7]|[XY](1[6-9]|2[0-9]|3[01]))\b|\.BCST|\.Z\b`)
 	for _, name := range files {
 		src, err := os.ReadFile(name)
 		if err != nil {
@@ -59,6 +62,9 @@ func TestKernelsUseNoLegacySSE(t *testing.T) {
 				continue
 			}
 			mnemonic := strings.Fields(ins)[0]
+			if strings.Contains(name, "avx2") && avx512Only.MatchString(ins) {
+				t.Errorf("%s:%d: %s needs AVX-512", name, i+1, ins)
+			}
 			if vecReg.MatchString(ins) {
 				usesVectors = true
 				if !strings.HasPrefix(mnemonic, "V") && !strings.HasPrefix(mnemonic, "K") {
