@@ -2,11 +2,12 @@ package noise
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/asmcheck"
 )
 
 // TestNoFusedMultiplyAdd compiles the package for arm64 and for amd64 with
@@ -14,26 +15,7 @@ import (
 // multiply-add unless the product is converted explicitly (even across
 // statements), and reads the listing: no fused multiply-add, so the scalar
 // path rounds every product as the contract says on every build.
-func TestNoFusedMultiplyAdd(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to compile with")
-	}
-	fused := regexp.MustCompile(`\)\t(V?FN?M(ADD|SUB)\w*|FML[AS]\w*)\t`)
-	for _, env := range [][]string{{"GOARCH=arm64"}, {"GOARCH=amd64", "GOAMD64=v3"}} {
-		cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
-		cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux"), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v go build -gcflags=-S: %v\n%s", env, err, out)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if fused.MatchString(line) {
-				t.Errorf("%v: a fused multiply-add: %s", env, strings.TrimSpace(line))
-			}
-		}
-	}
-}
+func TestNoFusedMultiplyAdd(t *testing.T) { asmcheck.NoFusedMultiplyAdd(t, ".") }
 
 // TestKernelsUseNoLegacySSE reads the amd64 assembly: every instruction on
 // a vector or mask register is VEX- or EVEX-encoded (a legacy SSE

@@ -7,7 +7,10 @@
 // every device. The update rules are docs/ALGORITHMS.md's.
 //
 // Every rule computes in float64 from the float32 (or bfloat16) values it
-// reads, and rounds once when it stores.
+// reads, and rounds once when it stores. Every product is rounded before
+// it is added (explicit conversions: the compiler fuses a multiply and an
+// add into one rounding on arm64 and GOAMD64=v3 otherwise), so the bits are
+// the same on every CPU and in the CUDA kernel.
 package update
 
 import (
@@ -83,28 +86,28 @@ func (r Rule) Check() error {
 func (r *Rule) Target(x, g float64, m, v *float32) float64 {
 	switch r.Kind {
 	case SGD:
-		step := g + r.WeightDecay*x
+		step := g + float64(r.WeightDecay*x)
 		if m != nil {
-			b := r.Momentum*float64(*m) + step
+			b := float64(r.Momentum*float64(*m)) + step
 			*m = float32(b)
 			step = b
 		}
-		return x - r.LR*step
+		return x - float64(r.LR*step)
 	case Adam:
 		mh := g
 		if m != nil {
-			mm := r.Beta1*float64(*m) + (1-r.Beta1)*g
+			mm := float64(r.Beta1*float64(*m)) + float64((1-r.Beta1)*g)
 			*m = float32(mm)
 			mh = mm / r.C1
 		}
-		vv := r.Beta2*float64(*v) + (1-r.Beta2)*g*g
+		vv := float64(r.Beta2*float64(*v)) + float64(float64((1-r.Beta2)*g)*g)
 		*v = float32(vv)
-		return x - r.LR*mh/(math.Sqrt(vv/r.C2)+r.Eps)
+		return x - float64(r.LR*mh)/(math.Sqrt(vv/r.C2)+r.Eps)
 	}
-	mm := r.Beta1*float64(*m) + (1-r.Beta1)*g
-	vv := r.Beta2*float64(*v) + (1-r.Beta2)*mm*mm
+	mm := float64(r.Beta1*float64(*m)) + float64((1-r.Beta1)*g)
+	vv := float64(r.Beta2*float64(*v)) + float64(float64((1-r.Beta2)*mm)*mm)
 	*m, *v = float32(mm), float32(vv)
-	return x - r.LR*(mm/r.C1)/(math.Sqrt(vv/r.C2)+r.Eps)
+	return x - float64(r.LR*(mm/r.C1))/(math.Sqrt(vv/r.C2)+r.Eps)
 }
 
 // Apply moves theta given ghat (same length), with the state m and v
@@ -118,9 +121,9 @@ func (r *Rule) Apply(theta []float32, ghat []float64, m, v []float32) float64 {
 		lr, wd := r.LR, r.WeightDecay
 		for i, g := range ghat[:len(theta)] {
 			x := float64(theta[i])
-			nx := float32(x - lr*(g+wd*x))
+			nx := float32(x - float64(lr*(g+float64(wd*x))))
 			dx := float64(nx) - x
-			ss += dx * dx
+			ss += float64(dx * dx)
 			theta[i] = nx
 		}
 		return ss
@@ -129,7 +132,7 @@ func (r *Rule) Apply(theta []float32, ghat []float64, m, v []float32) float64 {
 		x := float64(theta[i])
 		nx := float32(r.Target(x, ghat[i], at(m, i), at(v, i)))
 		dx := float64(nx) - x
-		ss += dx * dx
+		ss += float64(dx * dx)
 		theta[i] = nx
 	}
 	return ss
@@ -155,7 +158,7 @@ func (r *Rule) ApplyBF16(theta []uint16, ghat []float64, m, v []float32, rnd []u
 		x := float64(BF16ToFloat32(theta[i]))
 		nx := StochasticBF16(float32(r.Target(x, ghat[i], at(m, i), at(v, i))), rnd[i])
 		dx := float64(BF16ToFloat32(nx)) - x
-		ss += dx * dx
+		ss += float64(dx * dx)
 		theta[i] = nx
 	}
 	return ss

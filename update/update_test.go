@@ -3,6 +3,8 @@ package update
 import (
 	"math"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/asmcheck"
 )
 
 // TestRulesKnownSteps checks one step of each rule against values worked
@@ -168,3 +170,8 @@ func TestApplyBF16(t *testing.T) {
 		t.Errorf("%d of %d coordinates moved, want %.1f", moved, n, want)
 	}
 }
+
+// TestNoFusedMultiplyAdd: the rules round every product before they add it
+// on every build (arm64 and GOAMD64=v3 would fuse them otherwise), as the
+// CUDA kernel does: a coordinate moves the same way on every device.
+func TestNoFusedMultiplyAdd(t *testing.T) { asmcheck.NoFusedMultiplyAdd(t, ".") }

@@ -197,23 +197,16 @@ func (h *hostParams) perturb(step int, units []unit, norms noiseNorms) {
 			if oneSided {
 				plus := h.bufs[tk.g][j][tk.lo:tk.hi]
 				for i, z := range h.chunkNoise(step, tk, j, kept, norms, plus) {
-					plus[i] = Perturbed(theta[i], eps, z)
+					plus[i] = noise.Perturbed(theta[i], eps, z)
 				}
 				continue
 			}
 			plus, minus := h.bufs[tk.g][2*j][tk.lo:tk.hi], h.bufs[tk.g][2*j+1][tk.lo:tk.hi]
 			for i, z := range h.chunkNoise(step, tk, j, kept, norms, minus) {
-				plus[i], minus[i] = Perturbed(theta[i], eps, z), Perturbed(theta[i], -eps, z)
+				plus[i], minus[i] = noise.Perturbed(theta[i], eps, z), noise.Perturbed(theta[i], -eps, z)
 			}
 		}
 	})
-}
-
-// Perturbed is θ + scale·z rounded to float32, the sum in float64: the
-// value every implementation of a perturbed point computes (the engine's
-// buffers here; a backend reading a perturbed weight, package tensor).
-func Perturbed(theta float32, scale float64, z float32) float32 {
-	return float32(float64(theta) + scale*float64(z))
 }
 
 // chunkNoise returns direction j's z on chunk tk of step: kept's values,
@@ -274,7 +267,7 @@ func (h *hostParams) update(step int, units []unit, norms noiseNorms, weights []
 		clear(ghat)
 		for j, w := range weights[tk.u] {
 			for i, zi := range h.chunkNoise(step, tk, j, kept, norms, z) {
-				ghat[i] += w * float64(zi)
+				ghat[i] += float64(w * float64(zi))
 			}
 		}
 		m, v := e.opt.state(tk.g)

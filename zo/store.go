@@ -40,7 +40,7 @@ type StoreUpdate struct {
 // Perturbation says how a variant of an engine over a Store differs from
 // θ0: each group Groups[i] is θ0 + Scale·z, z the values of Streams[i]
 // under Dist divided by Norms[i] (1 but for sphere noise), every perturbed
-// coordinate rounded to float32 as Perturbed rounds it.
+// coordinate rounded to float32 as noise.Perturbed rounds it.
 type Perturbation struct {
 	Groups  []int
 	Streams []noise.Stream

@@ -190,7 +190,7 @@ func hostUpdate(theta, m, v []float32, bf16 bool, u *tensor.Update) float64 {
 	for d, st := range u.Streams {
 		st.FillRange(z, int(u.Offset), u.Dist, u.Norms[d])
 		for i, zv := range z {
-			ghat[i] += u.Weights[d] * float64(zv)
+			ghat[i] += float64(u.Weights[d] * float64(zv))
 		}
 	}
 	if !bf16 {

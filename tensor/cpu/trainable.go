@@ -135,7 +135,7 @@ func panelGhat(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc int) {
 			st.FillRange(z, first, u.Dist, u.Norms[d])
 			wd := u.Weights[d]
 			for kk, zv := range z {
-				g[kk*nr+col] += wd * float64(zv)
+				g[kk*nr+col] += float64(wd * float64(zv))
 			}
 		}
 		if p.data16 != nil {
@@ -160,7 +160,7 @@ func (b *Backend) UpdateVector(x, m, v tensor.Buf, bf16 bool, u *tensor.Update) 
 	for d, st := range u.Streams {
 		st.FillRange(z, int(u.Offset), u.Dist, u.Norms[d])
 		for i, zv := range z {
-			g[i] += u.Weights[d] * float64(zv)
+			g[i] += float64(u.Weights[d] * float64(zv))
 		}
 	}
 	var md, vd []float32
