@@ -17,6 +17,10 @@ export CGO_ENABLED=0 GOEXPERIMENT=simd
 go build -trimpath -ldflags="-s -w" -o "$kit/bin/" ./cmd/meazo-train ./cmd/meazo-bench ./cmd/meazo-inspect
 go test -c -trimpath -ldflags="-s -w" -o "$kit/bin/cuda.test" ./tensor/cuda
 go test -c -trimpath -ldflags="-s -w" -o "$kit/bin/zo.test" ./zo
+# The experiments of dev/cuda as PTX, for session.sh's tf32x3 part (needs NVRTC 11.8 here).
+mkdir -p "$kit/dev"
+go run ./tensor/cuda/internal/ptxgen -in dev/cuda/gemm_tf32x3.cu -out "$kit/dev/gemm_tf32x3.ptx" ||
+  echo "kit: no dev/cuda PTX (scripts/install_nvrtc.sh installs NVRTC); the tf32x3 part will not run"
 cp -r "$shared/fixtures/models" "$kit/shared/fixtures/"
 cp -r "$shared/fixtures/tokenizers/llama3.2" "$kit/shared/fixtures/tokenizers/"
 cp -r "$shared/data/squad" "$kit/shared/data/"

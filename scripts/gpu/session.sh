@@ -16,7 +16,7 @@
 #   older commit's meazo-bench), chunks (attention's chunks of queries, MEAZO_CUDA_ATTN_CHUNK), stack (stacked projections against
 #   apart, MEAZO_CUDA_STACK), sgemm (cuBLAS SGEMM's rate alone,
 #   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step), tf32x3 (the
-#   products on the tensor cores, gemm_tf32x3, against cuBLAS: alone, in the suite, in forwards and steps), bf16
+#   experiment dev/cuda/gemm_tf32x3.cu, products on the tensor cores, against cuBLAS SGEMM and TF32), bf16
 #   (weights kept in bfloat16 against float32: time and peak memory), trainbf16 (training from a BF16 checkpoint
 #   with the weights kept in bfloat16 and widened at load: identical metrics) and cpuops
 #   (the CPU backend's per-op times here)
@@ -221,27 +221,11 @@ for part in $parts; do
     done
     grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|^8x|^#.*config.json" "$f"
     ;;
-  tf32x3) # gemm_tf32x3 (MEAZO_CUDA_GEMM=tf32x3: split float32 products on the tensor cores): its registers
-    # and the products alone against cuBLAS SGEMM and TF32 (gemm_tf32x3.py), the suite with it taking every
-    # product, memcheck on its partial tiles, forwards and ZO steps with and without it, interleaved, both models,
-    # and zoagree (CPU vs GPU) with it
+  tf32x3) # dev/cuda/gemm_tf32x3.cu (split float32 products on the tensor cores; no longer in the backend): its
+    # registers and the products alone against cuBLAS SGEMM and TF32, from the PTX kit.sh compiled
     f=$out/tf32x3.txt
-    { echo "## products"; timeout 120 python3 scripts/gpu/gemm_tf32x3.py
-      echo "## the suite with gemm_tf32x3 for every product it takes"
-      (cd tensor/cuda && timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s -test.run 'TestConformanceTF32x3')
-      echo "## memcheck, the partial tiles"
-      (cd tensor/cuda && timeout 90 compute-sanitizer --tool memcheck "$bin/cuda.test" -test.count=1 -test.run 'TestConformanceTF32x3/tiles') 2>&1 | tail -4
-      for m in Llama-3.2-1B Qwen3-0.6B; do
-        for g in tf32x3 cublas tf32x3 cublas; do
-          MEAZO_CUDA_GEMM=$g timeout 60 "$bin/meazo-bench" forward --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x128,8x300 --reps 5 --loss-all
-          MEAZO_CUDA_GEMM=$g timeout 60 "$bin/meazo-bench" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80,8x300 --q 1 --reps 5
-        done
-      done
-      echo "## zoagree with MEAZO_CUDA_GEMM=tf32x3"
-      for m in llama-tiny qwen3-tiny; do
-        MEAZO_CUDA_GEMM=tf32x3 timeout 60 "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
-      done; } >"$f" 2>&1
-    grep -E "^## |^(--- FAIL|FAIL|ok|PASS)|ERROR SUMMARY|^Llama|^Qwen3|^8x|^1e-|^#.*(config.json|registers)|gemm_tf32x3 ran|Used" "$f"
+    timeout 120 python3 dev/cuda/gemm_tf32x3.py --ptx "$kit/dev/gemm_tf32x3.ptx" >"$f" 2>&1
+    tail -n 60 "$f"
     ;;
   bf16) # weights kept in bfloat16 (a BF16 checkpoint, as published, with model.bf16_weights: meazo-bench -bf16)
     # against float32 weights: forwards and ZO steps of both models, interleaved, each with the GPU's peak memory

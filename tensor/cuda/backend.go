@@ -87,26 +87,7 @@ type Backend struct {
 	// with the copies that split the product the model on an H100 was up to
 	// 9 % slower or 6 % faster by shape (docs/PERFORMANCE.md).
 	stack bool
-	// tf32x3MinRows: products of at least this many rows run gemm_tf32x3
-	// (split float32 products on the tensor cores) instead of cuBLAS's
-	// SGEMM, where its shape allows; 0 turns it off, the default: on an
-	// H100 it ran at 0.41-1.19x SGEMM's speed on the models' products, the
-	// forwards 5-15 % slower, with 12-100x SGEMM's rms error
-	// (docs/PERFORMANCE.md). $MEAZO_CUDA_GEMM=tf32x3 turns it on, to
-	// measure it where float32 is slow for the tensor cores (A100).
-	tf32x3MinRows int
-	sms           int // the GPU's multiprocessors (0: unknown), for gemm_tf32x3's choice of tile
 }
-
-// GEMMEnv names the variable that, set to "tf32x3", has the matrix
-// products run on gemm_tf32x3 instead of cuBLAS's SGEMM (from tf32x3Rows
-// rows; not the attention's batched GEMMs).
-const GEMMEnv = "MEAZO_CUDA_GEMM"
-
-// tf32x3Rows is the fewest rows gemm_tf32x3 takes with $MEAZO_CUDA_GEMM=tf32x3:
-// its blocks compute 64 or 128 rows, so a product of a few rows (decoding)
-// would waste most of each.
-const tf32x3Rows = 64
 
 // StackEnv names the variable that, set to 1, has the model stack its
 // projections (Backend.StackProjections).
@@ -174,7 +155,6 @@ func Open(device int) (*Backend, error) {
 		return nil, err
 	}
 	b := newBackend(g, desc, maxShm)
-	b.sms = g.sms
 	b.arith = g.arith + b.arith
 	return b, nil
 }
@@ -209,13 +189,8 @@ func newBackend(dev device, desc string, maxShm int) *Backend {
 			settings += fmt.Sprintf("; attention chunks of %d queries (%s)", c, AttnChunkEnv)
 		}
 	}
-	minRows := 0
-	if os.Getenv(GEMMEnv) == "tf32x3" {
-		minRows = tf32x3Rows
-		settings += "; products on the tensor cores, 3xTF32 (" + GEMMEnv + ")"
-	}
 	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
-		gemmMinKeys: minKeys, attnChunk: chunk, stack: stack, tf32x3MinRows: minRows}
+		gemmMinKeys: minKeys, attnChunk: chunk, stack: stack}
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -676,21 +651,6 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
 		}
 		return
 	}
-	// gemm_tf32x3 copies 16 bytes at a time: k a multiple of 16 and x, w aligned.
-	if b.tf32x3MinRows > 0 && rows >= b.tf32x3MinRows && k%16 == 0 && n%2 == 0 && (n+127)/128 <= 65535 && (x|w)%16 == 0 {
-		name, tile := b.tf32x3Tile(rows, n)
-		grid := [3]uint32{uint32((rows + tile - 1) / tile), uint32((n + 127) / 128), 1}
-		dst := y
-		if add { // gemm_tf32x3 only writes: the product goes through a buffer
-			dst = b.malloc(uint64(4 * rows * n))
-			defer b.recycle(dst)
-		}
-		b.launch(name, grid, 256, 0, devPtr(dst), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k))
-		if add {
-			b.launch("add_scaled", blocks1D(rows*n), 256, 0, devPtr(y), devPtr(dst), f32Arg(s), i64Arg(rows*n))
-		}
-		return
-	}
 	alpha, beta := float32(1), float32(0)
 	if add {
 		alpha, beta = s, 1
@@ -698,16 +658,6 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
 	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n, alpha, beta); err != nil {
 		b.fail(err)
 	}
-}
-
-// tf32x3Tile picks gemm_tf32x3's blocks of 128 rows, unless they would
-// leave the GPU's multiprocessors short of two blocks each, where blocks of
-// 64 rows (gemm_tf32x3_64) make twice as many.
-func (b *Backend) tf32x3Tile(rows, n int) (kernel string, tile int) {
-	if ((rows+127)/128)*((n+127)/128) < 2*b.sms {
-		return "gemm_tf32x3_64", 64
-	}
-	return "gemm_tf32x3", 128
 }
 
 func (b *Backend) MatMul(y, x tensor.Buf, rows int, wt tensor.Weight) {

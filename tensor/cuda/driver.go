@@ -53,7 +53,6 @@ const (
 	attrComputeMajor        = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 	attrComputeMinor        = 76 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 	attrMaxSharedOptin      = 97 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-	attrMultiprocessors     = 16 // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 	funcAttrMaxDynamicShmem = 8  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 	errOutOfMemory          = 2  // CUDA_ERROR_OUT_OF_MEMORY
 	errNoDevice             = 100

@@ -270,13 +270,12 @@ func TestStackEnv(t *testing.T) {
 }
 
 // launchCounter counts the kernels' launches by name, attention_tiled's
-// also by tile, attention_softmax's by queries, and cuBLAS's SGEMM calls.
+// also by tile, attention_softmax's by queries.
 type launchCounter struct {
 	device
 	launches       map[string]int
 	tiles          map[uint64]int
 	softmaxQueries map[uint32]int
-	sgemms         int
 }
 
 // countLaunches has b's device counted from now on.
@@ -295,11 +294,6 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 		l.softmaxQueries[grid[0]]++
 	}
 	return l.device.launch(name, grid, block, shmem, args)
-}
-
-func (l *launchCounter) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, y uint64, ldy int, alpha, beta float32) error {
-	l.sgemms++
-	return l.device.sgemm(transA, transB, m, n, k, a, lda, b, ldb, y, ldy, alpha, beta)
 }
 
 // TestAttnChunk checks attentionGEMM's chunks: attnChunk queries, fewer

@@ -13,7 +13,6 @@ type gpu struct {
 	drv         *driver
 	blas        *cublas
 	dev         int32
-	sms         int // streaming multiprocessors
 	ctx         uintptr
 	module      uintptr
 	handle      uintptr
@@ -85,9 +84,7 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	if err := g.bind(); err != nil {
 		return "", 0, err
 	}
-	var major, minor, shm, ver, sms int32
-	d.deviceGetAttribute(&sms, attrMultiprocessors, g.dev)
-	g.sms = int(sms)
+	var major, minor, shm, ver int32
 	d.deviceGetAttribute(&major, attrComputeMajor, g.dev)
 	d.deviceGetAttribute(&minor, attrComputeMinor, g.dev)
 	d.deviceGetAttribute(&shm, attrMaxSharedOptin, g.dev)

@@ -41,8 +41,6 @@ var kernelParams = map[string][]param{
 	"attention_softmax": {ptr, ptr, i32, i32, i32, i32, i32, i32, f32},
 	"cross_entropy":     {ptr, ptr, i32, ptr, ptr},
 	"argmax":            {ptr, ptr, i32},
-	"gemm_tf32x3":       {ptr, ptr, ptr, i32, i32, i32},
-	"gemm_tf32x3_64":    {ptr, ptr, ptr, i32, i32, i32},
 }
 
 // Arguments of launch, typed so that each matches its PTX parameter.

@@ -60,54 +60,6 @@ static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); ret
 struct float4 { float x, y, z, w; }; // CUDA's 16-byte vector type (aligned loads and stores)
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
-static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-#define __launch_bounds__(...)
-#define __align__(n) __attribute__((aligned(n)))
-
-// gemm_tf32x3's primitives. tf32_rna is PTX's cvt.rna.tf32.f32 on finite
-// values (add half of the 13 dropped bits' unit to the magnitude, drop them).
-#define EMU_TENSOR_CORES
-static inline unsigned tf32_rna(float x) {
-    uint32_t b;
-    std::memcpy(&b, &x, 4);
-    if ((b & 0x7f800000u) != 0x7f800000u) b += 0x1000u;
-    return b & 0xffffe000u;
-}
-// mma_tf32 is mma.m16n8k8 (row.col, TF32 in, float32 accumulation) for the
-// calling lane, from the fragments every lane of its warp posts, with the
-// PTX ISA's layouts: lane 4g+t holds a's rows g and g+8 at k = t and t+4
-// (a[0] (g,t), a[1] (g+8,t), a[2] (g,t+4), a[3] (g+8,t+4)), b's column g at
-// k = t and t+4, and d's rows g and g+8 at columns 2t and 2t+1. Every
-// thread of the block must call it together: it waits twice as
-// __syncthreads does (once for the fragments to be posted, once for them to
-// be read). The products sum in k order with fused multiply-adds; a GPU's
-// tensor cores sum in their own order, so only the layouts carry over.
-static struct { unsigned a[32][4], b[32][2]; } mmaPosted[32];
-static void mma_tf32(float* d, const unsigned* a, const unsigned* b) {
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    std::memcpy(mmaPosted[w].a[lane], a, sizeof mmaPosted[w].a[lane]);
-    std::memcpy(mmaPosted[w].b[lane], b, sizeof mmaPosted[w].b[lane]);
-    yield();
-    for (int e = 0; e < 4; e++) {
-        const int r = g + (e >= 2 ? 8 : 0), c = 2 * t + (e & 1);
-        float s = d[e];
-        for (int kk = 0; kk < 8; kk++) {
-            float x = __uint_as_float(mmaPosted[w].a[(r & 7) * 4 + (kk & 3)][(r >> 3) + 2 * (kk >> 2)]);
-            float y = __uint_as_float(mmaPosted[w].b[c * 4 + (kk & 3)][kk >> 2]);
-            s = std::fmaf(x, y, s);
-        }
-        d[e] = s;
-    }
-    yield();
-}
-// The asynchronous copies are done at once.
-static inline void cp_async16(void* dst, const void* src, bool full) {
-    if (full) std::memcpy(dst, src, 16);
-    else std::memset(dst, 0, 16);
-}
-static inline void cp_async_commit() {}
-#define cp_async_wait(n) ((void)0)
-
 #include "../kernels.cu"
 
 // The kernels, callable from a slot array.
@@ -141,12 +93,6 @@ static std::map<std::string, std::function<void(const uint64_t*)>> kernels = {
      }},
     {"cross_entropy", [](const uint64_t* s) { cross_entropy(P<double>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3), P<const int>(s, 4)); }},
     {"argmax", [](const uint64_t* s) { argmax(P<int>(s, 0), P<const float>(s, 1), A<int>(s, 2)); }},
-    {"gemm_tf32x3", [](const uint64_t* s) {
-         gemm_tf32x3(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), A<int>(s, 3), A<int>(s, 4), A<int>(s, 5));
-     }},
-    {"gemm_tf32x3_64", [](const uint64_t* s) {
-         gemm_tf32x3_64(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), A<int>(s, 3), A<int>(s, 4), A<int>(s, 5));
-     }},
 };
 
 static std::function<void()> body;

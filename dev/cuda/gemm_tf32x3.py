@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""gemm_tf32x3 (tensor/cuda/kernels.cu, split float32 products on the tensor cores, 3xTF32) against
+"""gemm_tf32x3 (dev/cuda/gemm_tf32x3.cu, split float32 products on the tensor cores, 3xTF32) against
 cuBLAS SGEMM (torch.mm, TF32 off) and plain TF32 (torch.mm with TF32 on), same GPU, same run.
 
-The kernel is loaded from the committed PTX (tensor/cuda/kernels.ptx), as the Go backend loads
-it, through the CUDA driver API (ctypes), on PyTorch's context and stream. For each shape of the
+The kernel is loaded from its PTX (compile it first with the pinned NVRTC:
+go run ./tensor/cuda/internal/ptxgen -in dev/cuda/gemm_tf32x3.cu -out gemm_tf32x3.ptx) through the
+CUDA driver API (ctypes), on PyTorch's context and stream. For each shape of the
 models' projections (y [M][N] = x [M][K] · W[N][K]ᵀ) at the forward's and the ZO step's row
 counts it prints the median time of 20 calls after 3 warm-ups, TFLOP/s, and each method's error
 against float64 on the first 256 rows: max |y − y64| / Σ|x·w| (the per-output bound the Go test
-uses) and the rms of (y − y64) / rms(y64).
+used) and the rms of (y − y64) / rms(y64).
 
-  python3 scripts/gpu/gemm_tf32x3.py [--ptx tensor/cuda/kernels.ptx]
+  python3 dev/cuda/gemm_tf32x3.py --ptx gemm_tf32x3.ptx
 """
 import argparse
 import ctypes
@@ -20,7 +21,7 @@ import torch
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ptx", default="tensor/cuda/kernels.ptx")
+    ap.add_argument("--ptx", required=True, help="the PTX of dev/cuda/gemm_tf32x3.cu")
     a = ap.parse_args()
     torch.manual_seed(0)
     torch.zeros(1, device="cuda")  # the primary context, current on this thread
