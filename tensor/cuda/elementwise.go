@@ -1,0 +1,74 @@
+// Element-wise ops, RMSNorm, RoPE and row gathers: one launch of this
+// package's kernels each (kernels/).
+
+package cuda
+
+import "github.com/meazo-go/meazo/tensor"
+
+func (b *Backend) Add(y, x tensor.Buf) {
+	defer b.enter()()
+	n := y.Len()
+	need(x.Len() >= n, "Add: %d floats from %d", n, x.Len())
+	b.launch("add", blocks1D(n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(x).ptr), i64Arg(n))
+}
+
+func (b *Backend) AddScaled(y, x tensor.Buf, s float32) {
+	defer b.enter()()
+	n := y.Len()
+	need(x.Len() >= n, "AddScaled: %d floats from %d", n, x.Len())
+	b.launch("add_scaled", blocks1D(n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(x).ptr), f32Arg(s), i64Arg(n))
+}
+
+func (b *Backend) SiLUMul(gate, up tensor.Buf) {
+	defer b.enter()()
+	n := gate.Len()
+	need(up.Len() >= n, "SiLUMul: %d floats with %d", n, up.Len())
+	b.launch("silu_mul", blocks1D(n), 256, 0, devPtr(dbuf(gate).ptr), devPtr(dbuf(up).ptr), i64Arg(n))
+}
+
+// narrowNorm is the widest row RMSNorm gives a warp (rms_norm_narrow)
+// rather than a block of 256 threads (rms_norm).
+const narrowNorm = 256
+
+func (b *Backend) RMSNorm(dst, x, w tensor.Buf, rows, n int, eps float32) {
+	defer b.enter()()
+	need(x.Len() >= rows*n && dst.Len() >= rows*n && w.Len() >= n, "RMSNorm: %d rows of %d with x, dst, weight of %d, %d, %d floats", rows, n, x.Len(), dst.Len(), w.Len())
+	if rows == 0 || n == 0 {
+		return
+	}
+	if n <= narrowNorm {
+		b.launch("rms_norm_narrow", [3]uint32{uint32((rows + 7) / 8), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr),
+			i32Arg(rows), i32Arg(n), f32Arg(eps))
+		return
+	}
+	b.launch("rms_norm", [3]uint32{uint32(rows), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr), i32Arg(n), f32Arg(eps))
+}
+
+func (b *Backend) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.Buf, tableRows int) {
+	defer b.enter()()
+	need(tableRows > 0 && cos.Len() >= tableRows*hd/2 && sin.Len() >= tableRows*hd/2 && x.Len() >= rows*heads*hd,
+		"RoPE: %d rows of %d heads of %d, %d table rows, with x, cos, sin of %d, %d, %d floats", rows, heads, hd, tableRows, x.Len(), cos.Len(), sin.Len())
+	if rows*heads*hd == 0 {
+		return
+	}
+	// A thread per pair of a row (hd/2 of them), as many rows as fit in 256
+	// threads: the kernel finds its row and pair from that shape.
+	half := hd / 2
+	need(half > 0 && half <= 1024, "RoPE: heads of %d", hd)
+	perBlock := max(1, 256/half)
+	b.launch("rope", [3]uint32{uint32((rows + perBlock - 1) / perBlock), 1, 1}, uint32(perBlock*half), 0, devPtr(dbuf(x).ptr), i64Arg(rows), i32Arg(heads), i32Arg(hd),
+		devPtr(dbuf(cos).ptr), devPtr(dbuf(sin).ptr), i32Arg(tableRows))
+}
+
+func (b *Backend) Gather(dst, src tensor.Buf, width int, ids []int) {
+	defer b.enter()()
+	need(dst.Len() >= len(ids)*width, "Gather: %d rows of %d into %d floats", len(ids), width, dst.Len())
+	for _, id := range ids {
+		need(id >= 0 && (id+1)*width <= src.Len(), "Gather: row %d of width %d from %d floats", id, width, src.Len())
+	}
+	if len(ids) == 0 || width == 0 {
+		return
+	}
+	p := b.uploadInts(&b.ids, ids)
+	b.launch("gather_rows", [3]uint32{uint32(len(ids)), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(src).ptr), i32Arg(width), devPtr(p))
+}

@@ -1,0 +1,69 @@
+// The matrix products: cuBLAS SGEMM in full float32, through the transpose
+// identity that lets column-major cuBLAS multiply row-major data.
+
+package cuda
+
+import "github.com/meazo-go/meazo/tensor"
+
+// gemm computes y [rows][n] = x [rows][k] · Wᵀ for a row-major W [n][k] at
+// w, or with add y += s · x · Wᵀ. cuBLAS is column-major: the row-major y
+// is the column-major yᵀ [n × rows] = W · xᵀ, where W read column-major
+// with leading dimension k is Wᵀ, hence op(A) = Aᵀ on W and op(B) = B on
+// x. Adding is cuBLAS's α = s, β = 1: the product is added as it is
+// written, with no buffer or pass of its own.
+func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
+	if rows == 0 || n == 0 || (add && k == 0) {
+		return
+	}
+	if k == 0 { // an empty sum; cuBLAS would refuse lda = 0
+		if err := b.dev.memsetD32(y, 0, uint64(rows*n)); err != nil {
+			b.fail(err)
+		}
+		return
+	}
+	alpha, beta := float32(1), float32(0)
+	if add {
+		alpha, beta = s, 1
+	}
+	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n, alpha, beta); err != nil {
+		b.fail(err)
+	}
+}
+
+// f32Weight returns a float32 copy of w's matrix for cuBLAS: w itself, or
+// its bfloat16 values widened into the scratch array.
+func (b *Backend) f32Weight(w *weight) uint64 {
+	if !w.bf16 {
+		return w.ptr
+	}
+	n := w.n * w.k
+	b.grow(&b.wide, uint64(4*n))
+	b.launch("bf16_to_f32", blocks1D(n), 256, 0, devPtr(b.wide.ptr), devPtr(w.ptr), i64Arg(n))
+	return b.wide.ptr
+}
+
+func (b *Backend) MatMul(y, x tensor.Buf, rows int, wt tensor.Weight) {
+	defer b.enter()()
+	w := dweight(wt)
+	need(x.Len() >= rows*w.k && y.Len() >= rows*w.n, "MatMul: %d rows of %d×%d with x of %d and y of %d floats", rows, w.n, w.k, x.Len(), y.Len())
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k, false, 1)
+}
+
+func (b *Backend) MatMulNT(y, x, m tensor.Buf, rows, n, k int) {
+	defer b.enter()()
+	need(x.Len() >= rows*k && y.Len() >= rows*n && m.Len() >= n*k, "MatMulNT: %d rows, %d×%d, with x, y, m of %d, %d, %d floats", rows, n, k, x.Len(), y.Len(), m.Len())
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, dbuf(m).ptr, rows, n, k, false, 1)
+}
+
+func (b *Backend) MatMulAdd(y, x tensor.Buf, rows int, wt tensor.Weight) {
+	defer b.enter()()
+	w := dweight(wt)
+	need(x.Len() >= rows*w.k && y.Len() >= rows*w.n, "MatMulAdd: %d rows of %d×%d with x of %d and y of %d floats", rows, w.n, w.k, x.Len(), y.Len())
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k, true, 1)
+}
+
+func (b *Backend) MatMulNTAdd(y, x, m tensor.Buf, rows, n, k int, s float32) {
+	defer b.enter()()
+	need(x.Len() >= rows*k && y.Len() >= rows*n && m.Len() >= n*k, "MatMulNTAdd: %d rows, %d×%d, with x, y, m of %d, %d, %d floats", rows, n, k, x.Len(), y.Len(), m.Len())
+	b.gemm(dbuf(y).ptr, dbuf(x).ptr, dbuf(m).ptr, rows, n, k, true, s)
+}
