@@ -10,6 +10,7 @@ import (
 
 	"github.com/meazo-go/meazo/tensor/backendtest"
 	"github.com/meazo-go/meazo/tensor/cpu"
+	"github.com/meazo-go/meazo/tensor/cuda/internal/kernelsrc"
 	"github.com/meazo-go/meazo/tensor/cuda/internal/nvrtc"
 )
 
@@ -86,7 +87,7 @@ func TestCublasBinds(t *testing.T) {
 
 // TestKernelTableMatchesPTX checks that every kernel the Go code launches is
 // in the embedded PTX with the parameters kernelParams declares, so a
-// mismatch between kernels.cu and the launches is caught without a GPU.
+// mismatch between kernels/ and the launches is caught without a GPU.
 func TestKernelTableMatchesPTX(t *testing.T) {
 	entry := regexp.MustCompile(`(?s)\.visible \.entry (\w+)\((.*?)\)`)
 	paramRE := regexp.MustCompile(`\.param \.(\w+) \w+`)
@@ -154,16 +155,15 @@ func TestBF16RoundingMatchesCPU(t *testing.T) {
 	}
 }
 
-// TestPTXIsCurrent compiles kernels.cu with the pinned NVRTC and requires
-// the embedded PTX to be exactly that, so every kernel is compile-checked
-// on every change even without a GPU. Without NVRTC it skips, unless
-// MEAZO_REQUIRE_NVRTC=1 (CI sets it, after installing NVRTC).
+// TestPTXIsCurrent compiles the kernels of kernels/ with the pinned NVRTC
+// and requires the embedded PTX to be exactly that, so every kernel is
+// compile-checked on every change even without a GPU. Without NVRTC it
+// skips, unless MEAZO_REQUIRE_NVRTC=1 (CI sets it, after installing NVRTC).
 func TestPTXIsCurrent(t *testing.T) {
-	src, err := os.ReadFile("kernels.cu")
-	if err != nil {
+	if _, err := kernelsrc.Read("kernels"); err != nil {
 		t.Fatal(err)
 	}
-	ptx, err := nvrtc.Compile(string(src), "kernels.cu")
+	ptx, err := kernelsrc.PTX("kernels")
 	if err != nil {
 		if os.Getenv("MEAZO_REQUIRE_NVRTC") == "1" || strings.Contains(err.Error(), "compilation failed") || strings.Contains(err.Error(), "warnings") {
 			t.Fatal(err)
@@ -171,6 +171,9 @@ func TestPTXIsCurrent(t *testing.T) {
 		t.Skipf("NVRTC is not usable here, so the PTX was not regenerated: %v", err)
 	}
 	if string(ptx) != kernelsPTX {
-		t.Fatalf("kernels.ptx is not what NVRTC %d.%d makes of kernels.cu: run go generate ./tensor/cuda and commit it", nvrtc.WantMajor, nvrtc.WantMinor)
+		t.Fatalf("kernels.ptx is not what NVRTC %d.%d makes of kernels/: run go generate ./tensor/cuda and commit it", nvrtc.WantMajor, nvrtc.WantMinor)
+	}
+	if first, _, _ := strings.Cut(kernelsPTX, "\n"); !regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`).MatchString(first) {
+		t.Errorf("kernels.ptx starts %q, not Go's line for a generated file", first)
 	}
 }

@@ -8,7 +8,7 @@ import (
 // device is what the backend needs of a GPU: memory, copies, kernel
 // launches and cuBLAS's GEMM, alone or batched. gpu (gpu.go) is a real one,
 // through the CUDA driver and cuBLAS; the tests also run the backend on an
-// emulator that executes kernels.cu on the CPU (emu_test.go), so that
+// emulator that executes kernels/ on the CPU (emu_test.go), so that
 // everything above this interface is tested on machines without a GPU.
 type device interface {
 	// bind makes the device usable from the calling OS thread (the backend
@@ -22,7 +22,7 @@ type device interface {
 	dtoh(dst unsafe.Pointer, src uint64, bytes uint64) error
 	dtod(dst, src uint64, bytes uint64) error
 	memsetD32(dst uint64, v uint32, n uint64) error
-	// launch runs a kernel of kernels.cu; args holds one 8-byte slot per
+	// launch runs a kernel of kernels/; args holds one 8-byte slot per
 	// parameter (a 4-byte parameter in the low half).
 	launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error
 	// sgemm is cuBLAS's column-major C = α·op(A)·op(B) + β·C, in full

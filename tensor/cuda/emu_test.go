@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +17,12 @@ import (
 
 	"github.com/meazo-go/meazo/tensor/backendtest"
 	"github.com/meazo-go/meazo/tensor/cpu"
+	"github.com/meazo-go/meazo/tensor/cuda/internal/kernelsrc"
 )
 
-// emu is a device that runs kernels.cu on the CPU in a child process built
-// from emu/emu.cpp with the system's C++ compiler (see that file). Memory
+// emu is a device that runs the kernels of kernels/ on the CPU in a child
+// process built from emu/emu.cpp with the system's C++ compiler (see that
+// file). Memory
 // addresses are the child's own.
 type emu struct {
 	cmd *exec.Cmd
@@ -34,7 +37,9 @@ var (
 	emuErr  error
 )
 
-// buildEmu compiles the emulator once per test binary.
+// buildEmu compiles the emulator once per test binary: emu/emu.cpp with the
+// kernels' translation unit (kernels/, as NVRTC compiles it) and a table of
+// the kernels the backend declares (kernelParams).
 func buildEmu() (string, error) {
 	emuOnce.Do(func() {
 		cxx, err := exec.LookPath("g++")
@@ -47,13 +52,40 @@ func buildEmu() (string, error) {
 			emuErr = err
 			return
 		}
+		if emuErr = writeEmuSources(dir); emuErr != nil {
+			return
+		}
+		kernels, err := filepath.Abs("kernels")
+		if err != nil {
+			emuErr = err
+			return
+		}
 		emuBin = filepath.Join(dir, "emu")
-		out, err := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-U_FORTIFY_SOURCE", "-o", emuBin, "emu/emu.cpp").CombinedOutput()
+		out, err := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-U_FORTIFY_SOURCE",
+			"-I", dir, "-I", kernels, "-o", emuBin, "emu/emu.cpp").CombinedOutput()
 		if err != nil {
 			emuErr = fmt.Errorf("building the kernel emulator: %v\n%s", err, out)
 		}
 	})
 	return emuBin, emuErr
+}
+
+// writeEmuSources writes into dir the two files emu.cpp includes:
+// kernels_unit.inc, the kernels' translation unit, and kernel_table.inc, a
+// KERNEL(name) line per kernel of kernelParams.
+func writeEmuSources(dir string) error {
+	src, err := kernelsrc.Read("kernels")
+	if err != nil {
+		return err
+	}
+	var table strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(kernelParams)) {
+		fmt.Fprintf(&table, "KERNEL(%s)\n", name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kernels_unit.inc"), []byte(src.Unit), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "kernel_table.inc"), []byte(table.String()), 0o644)
 }
 
 // newEmuBackend returns the CUDA backend on the emulator, or skips (fails
@@ -75,7 +107,7 @@ func newEmuBackend(t *testing.T) *Backend {
 		t.Fatal(err)
 	}
 	e.in, e.out = bufio.NewWriterSize(stdin, 1<<20), bufio.NewReaderSize(stdout, 1<<20)
-	b := newBackend(e, "kernel emulator (kernels.cu on the CPU)", 48<<10)
+	b := newBackend(e, "kernel emulator (kernels/*.cu on the CPU)", 48<<10)
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -179,7 +211,7 @@ func TestEmulatedConformance(t *testing.T) {
 	backendtest.Models(t, b, backendtest.Float32)
 }
 
-// kernelsMatchCPU is the promise of kernels.cu: every op but the GEMMs and
+// kernelsMatchCPU is the promise of the kernels (kernels/common.cuh): every op but the GEMMs and
 // cross-entropy gives the CPU backend's bits, where the CPU backend's
 // kernels use fused multiply-adds as the GPU's do (its AVX-512 and AVX2
 // paths; the portable Go path rounds each product).

@@ -6,9 +6,10 @@ import (
 	"math"
 )
 
-//go:generate go run ./internal/ptxgen -in kernels.cu -out kernels.ptx
+//go:generate go run ./internal/ptxgen -in kernels -out kernels.ptx
 
-// kernelsPTX is kernels.cu compiled by NVRTC 11.8 for compute_80.
+// kernelsPTX is the kernels of the folder kernels/ (one op's kernels per .cu
+// file) compiled as one unit by NVRTC 11.8 for compute_80 (ptxgen).
 //
 //go:embed kernels.ptx
 var kernelsPTX string
@@ -23,8 +24,10 @@ const (
 	f32              // float (.f32)
 )
 
-// kernelParams lists every kernel of kernels.cu with its parameters. launch
-// checks each call against it, and a test checks it against the PTX.
+// kernelParams lists every kernel of kernels/ with its parameters, in the
+// order the PTX declares them. launch checks each call against it, a test
+// checks it against the PTX, the GPU loads each kernel named here, and the
+// emulator's tests dispatch launches by these names.
 var kernelParams = map[string][]param{
 	"add":               {ptr, ptr, i64},
 	"add_scaled":        {ptr, ptr, f32, i64},

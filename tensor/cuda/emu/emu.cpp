@@ -1,4 +1,4 @@
-// emu runs the CUDA backend's kernels (../kernels.cu) on the CPU, for tests
+// emu runs the CUDA backend's kernels (../kernels/*.cu) on the CPU, for tests
 // on machines without a GPU. It is not a GPU model: it executes each block's
 // threads as cooperative fibers on one OS thread, one block after another,
 // switching at __syncthreads, with __shared__ variables as statics (shared
@@ -17,6 +17,12 @@
 // i32 ldc f32 α f32 β (cuBLAS sgemm, column-major) | 'B' the same up to
 // ldc, a, b and c arrays of pointers, then i32 batch (cublasSgemmBatched,
 // α = 1, β = 0).
+//
+// The test that builds it (../emu_test.go) writes two files beside it:
+// kernels_unit.inc, the translation unit of ../kernels that NVRTC compiles
+// to the PTX (package kernelsrc), and kernel_table.inc, a KERNEL(name) line
+// for each kernel the backend declares (kernelParams), so that a new kernel
+// needs no change here.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +31,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <csetjmp>
 #include <ucontext.h>
 #include <vector>
@@ -60,40 +68,34 @@ static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); ret
 struct float4 { float x, y, z, w; }; // CUDA's 16-byte vector type (aligned loads and stores)
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
-#include "../kernels.cu"
+#include "kernels_unit.inc"
 
-// The kernels, callable from a slot array.
-template <typename T> static T A(const uint64_t* s, int i) { T v; std::memcpy(&v, &s[i], sizeof v); return v; }
-template <typename T> static T* P(const uint64_t* s, int i) { return reinterpret_cast<T*>(s[i]); }
+// slot reads a kernel argument of type T from its 8-byte slot (a 4-byte
+// value in the low half, as the backend packs it).
+template <typename T> static T slot(uint64_t v) {
+    if constexpr (std::is_pointer_v<T>) {
+        return reinterpret_cast<T>(v);
+    } else {
+        T x;
+        std::memcpy(&x, &v, sizeof x);
+        return x;
+    }
+}
+// call runs kernel f with its arguments read from slots s.
+template <typename... Args, size_t... I>
+static void callSlots(void (*f)(Args...), const uint64_t* s, std::index_sequence<I...>) {
+    f(slot<Args>(s[I])...);
+}
+template <typename... Args> static void call(void (*f)(Args...), const uint64_t* s) {
+    callSlots(f, s, std::index_sequence_for<Args...>{});
+}
+
+// The kernels by name, callable from a slot array.
+#define KERNEL(name) {#name, [](const uint64_t* s) { call(name, s); }},
 static std::map<std::string, std::function<void(const uint64_t*)>> kernels = {
-    {"add", [](const uint64_t* s) { add(P<float>(s, 0), P<const float>(s, 1), A<long long>(s, 2)); }},
-    {"add_scaled", [](const uint64_t* s) { add_scaled(P<float>(s, 0), P<const float>(s, 1), A<float>(s, 2), A<long long>(s, 3)); }},
-    {"silu_mul", [](const uint64_t* s) { silu_mul(P<float>(s, 0), P<const float>(s, 1), A<long long>(s, 2)); }},
-    {"bf16_to_f32", [](const uint64_t* s) { bf16_to_f32(P<float>(s, 0), P<const unsigned short>(s, 1), A<long long>(s, 2)); }},
-    {"gather_rows", [](const uint64_t* s) { gather_rows(P<float>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3)); }},
-    {"gather_rows_bf16", [](const uint64_t* s) { gather_rows_bf16(P<float>(s, 0), P<const unsigned short>(s, 1), A<int>(s, 2), P<const int>(s, 3)); }},
-    {"rms_norm", [](const uint64_t* s) { rms_norm(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), A<int>(s, 3), A<float>(s, 4)); }},
-    {"rms_norm_narrow", [](const uint64_t* s) { rms_norm_narrow(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), A<int>(s, 3), A<int>(s, 4), A<float>(s, 5)); }},
-    {"rope", [](const uint64_t* s) { rope(P<float>(s, 0), A<long long>(s, 1), A<int>(s, 2), A<int>(s, 3), P<const float>(s, 4), P<const float>(s, 5), A<int>(s, 6)); }},
-    {"store_kv", [](const uint64_t* s) {
-         store_kv(P<float>(s, 0), P<float>(s, 1), P<const float>(s, 2), P<const float>(s, 3), A<int>(s, 4), A<int>(s, 5), A<int>(s, 6),
-                  A<int>(s, 7), A<int>(s, 8), A<int>(s, 9));
-     }},
-    {"attention", [](const uint64_t* s) {
-         attention(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), P<const float>(s, 3), P<const int>(s, 4), A<int>(s, 5),
-                   A<int>(s, 6), A<int>(s, 7), A<int>(s, 8), A<int>(s, 9), A<int>(s, 10), A<int>(s, 11), A<float>(s, 12));
-     }},
-    {"attention_tiled", [](const uint64_t* s) {
-         attention_tiled(P<float>(s, 0), P<const float>(s, 1), P<const float>(s, 2), P<const float>(s, 3), P<const int>(s, 4), A<int>(s, 5),
-                         A<int>(s, 6), A<int>(s, 7), A<int>(s, 8), A<int>(s, 9), A<int>(s, 10), A<int>(s, 11), A<float>(s, 12), A<int>(s, 13));
-     }},
-    {"attention_softmax", [](const uint64_t* s) {
-         attention_softmax(P<float>(s, 0), P<const int>(s, 1), A<int>(s, 2), A<int>(s, 3), A<int>(s, 4), A<int>(s, 5), A<int>(s, 6),
-                           A<int>(s, 7), A<float>(s, 8));
-     }},
-    {"cross_entropy", [](const uint64_t* s) { cross_entropy(P<double>(s, 0), P<const float>(s, 1), A<int>(s, 2), P<const int>(s, 3), P<const int>(s, 4)); }},
-    {"argmax", [](const uint64_t* s) { argmax(P<int>(s, 0), P<const float>(s, 1), A<int>(s, 2)); }},
+#include "kernel_table.inc"
 };
+#undef KERNEL
 
 static std::function<void()> body;
 // fiberMain runs the kernel body once per block, for ever.

@@ -10,7 +10,9 @@ package nvrtc
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -34,13 +36,15 @@ var (
 )
 
 // Compile compiles CUDA C source (named name in messages) to PTX for
-// compute_80 with the pinned NVRTC. Warnings are errors.
-func Compile(src, name string) ([]byte, error) {
+// compute_80 with the pinned NVRTC. headers maps the names the source may
+// #include to their contents: NVRTC reads no other file. Warnings are
+// errors.
+func Compile(src, name string, headers map[string]string) ([]byte, error) {
 	nv, err := load()
 	if err != nil {
 		return nil, err
 	}
-	return nv.compile(src, name, []string{Arch})
+	return nv.compile(src, name, headers, []string{Arch})
 }
 
 // nvrtc holds the NVRTC entry points.
@@ -110,16 +114,28 @@ func cStrings(ss []string) ([][]byte, []uintptr) {
 	return bufs, ptrs
 }
 
-func (nv *nvrtc) compile(src, name string, options []string) ([]byte, error) {
+func (nv *nvrtc) compile(src, name string, headers map[string]string, options []string) ([]byte, error) {
+	names := slices.Sorted(maps.Keys(headers))
+	texts := make([]string, len(names))
+	for i, n := range names {
+		texts[i] = headers[n]
+	}
+	textBufs, textPtrs := cStrings(texts)
+	nameBufs, namePtrs := cStrings(names)
 	var prog uintptr
-	if rc := nv.createProgram(&prog, src, name, 0, 0, 0); rc != 0 {
+	rc := nv.createProgram(&prog, src, name, int32(len(names)), uintptr(unsafe.Pointer(&textPtrs[0])), uintptr(unsafe.Pointer(&namePtrs[0])))
+	if rc != 0 {
 		return nil, fmt.Errorf("nvrtcCreateProgram: %s", nv.getErrorString(rc))
 	}
 	defer nv.destroyProgram(&prog)
 	bufs, ptrs := cStrings(options)
-	rc := nv.compileProgram(prog, int32(len(options)), uintptr(unsafe.Pointer(&ptrs[0])))
+	rc = nv.compileProgram(prog, int32(len(options)), uintptr(unsafe.Pointer(&ptrs[0])))
 	runtime.KeepAlive(bufs) // C read them through the addresses in ptrs
 	runtime.KeepAlive(ptrs)
+	runtime.KeepAlive(textBufs) // and the headers, through textPtrs and namePtrs
+	runtime.KeepAlive(nameBufs)
+	runtime.KeepAlive(textPtrs)
+	runtime.KeepAlive(namePtrs)
 	var logSize uintptr
 	nv.getLogSize(prog, &logSize)
 	log := make([]byte, logSize+1)

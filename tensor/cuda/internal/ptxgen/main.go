@@ -1,13 +1,17 @@
-// Command ptxgen compiles the CUDA backend's kernels (kernels.cu) to PTX
-// with NVRTC, the CUDA runtime compiler, loaded from its shared library (no
-// cgo, no CUDA toolkit). `go generate ./tensor/cuda` runs it; the PTX is
-// committed and embedded, and CI regenerates it and fails if it differs, so
-// every kernel is compile-checked on every change, on machines without a GPU.
+// Command ptxgen compiles the CUDA backend's kernels (the folder
+// tensor/cuda/kernels, one translation unit of its .cu files in name order:
+// package kernelsrc) to PTX with NVRTC, the CUDA runtime compiler, loaded
+// from its shared library (no cgo, no CUDA toolkit). `go generate
+// ./tensor/cuda` runs it; the PTX is committed and embedded, and
+// TestPTXIsCurrent (which CI runs with NVRTC installed) regenerates it and
+// fails if it differs, so every kernel is compile-checked on every change,
+// on machines without a GPU.
 //
 // The NVRTC version is pinned (see package nvrtc).
 //
-//	go run ./tensor/cuda/internal/ptxgen -in tensor/cuda/kernels.cu -out tensor/cuda/kernels.ptx
+//	go run ./tensor/cuda/internal/ptxgen -in tensor/cuda/kernels -out tensor/cuda/kernels.ptx
 //	go run ./tensor/cuda/internal/ptxgen -check ...   # exit 1 if -out differs
+//	go run ./tensor/cuda/internal/ptxgen -in dev/cuda/gemm_tf32x3.cu -out /tmp/x.ptx   # one file alone
 package main
 
 import (
@@ -15,14 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/tensor/cuda/internal/kernelsrc"
 	"github.com/meazo-go/meazo/tensor/cuda/internal/nvrtc"
 )
 
 func main() {
-	in := flag.String("in", "kernels.cu", "CUDA C source")
+	in := flag.String("in", "kernels", "a folder of CUDA C sources (.cu, .cuh), or one .cu file")
 	out := flag.String("out", "kernels.ptx", "PTX to write")
 	check := flag.Bool("check", false, "compile and compare with -out instead of writing it; exit 1 if they differ")
 	flag.Parse()
@@ -33,13 +37,9 @@ func main() {
 }
 
 func run(in, out string, check bool) error {
-	src, err := os.ReadFile(in)
+	ptx, err := kernelsrc.PTX(in)
 	if err != nil {
 		return err
-	}
-	ptx, err := nvrtc.Compile(string(src), filepath.Base(in))
-	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
 	}
 	if check {
 		old, err := os.ReadFile(out)

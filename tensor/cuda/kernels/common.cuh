@@ -1,0 +1,61 @@
+// Shared by every kernel of the CUDA backend (the matrix products are
+// cuBLAS's). Each .cu file of this folder holds one op's kernels and
+// includes this header; ptxgen (go generate ./tensor/cuda) compiles them, in
+// name order, as one translation unit to PTX for compute_80 with NVRTC, the
+// driver compiles that PTX for the GPU at hand (A100, H100, ...), and the
+// kernel emulator (../emu) compiles the same unit with g++.
+//
+// Rules that keep the results reproducible and close to the CPU backend's:
+// - Every output element is computed by one thread in a fixed order; every
+//   reduction is a fixed tree in shared memory. No atomics on floats, so a
+//   run is bit-identical to itself.
+// - Element-wise arithmetic uses the explicitly rounded intrinsics
+//   (__fmul_rn, __fadd_rn, ...), which the compiler may not contract into
+//   fused multiply-adds, so that it rounds as the CPU backend's Go code does;
+//   where the CPU kernels use fused multiply-adds (the dot products of
+//   attention), so do these (fmaf). Exp is the CPU backend's Cephes expf,
+//   transcribed operation by operation. Where the CPU reduces in float64 in 16
+//   partial sums (RMSNorm, the softmax normaliser), these kernels do the same
+//   in the same order, so RMSNorm, SiLU, RoPE, the adds and attention give the
+//   CPU backend's bits for the same inputs on amd64 (where Go rounds every
+//   float32 operation; on arm64 Go may fuse them); cross-entropy's reduction
+//   and cuBLAS's GEMMs sum in other orders (so does the attention through
+//   cuBLAS, around attention_softmax, which calls from 256 slots take).
+
+#ifndef MEAZO_KERNELS_COMMON_CUH
+#define MEAZO_KERNELS_COMMON_CUH
+
+#define NEG_INF __int_as_float(0xff800000)
+
+// A kernel's dynamic shared memory (the emulator, ../emu, defines its own).
+#ifndef DYNAMIC_SHARED
+#define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
+// Grid-stride loops over n elements (n may exceed 2^31).
+#define FOR_EACH(i, n) \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (long long)gridDim.x * blockDim.x)
+
+// cephes_expf is the CPU backend's Exp (tensor/cpu/ops.go): Cephes expf,
+// about 1 ulp, 0 below -87.3, +Inf above 88.7.
+__device__ __forceinline__ float cephes_expf(float x) {
+    const float hi = 88.72283f, lo = -87.33654f;
+    const float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440e-4f;
+    if (x != x) return x;
+    if (x > hi) return __int_as_float(0x7f800000);
+    if (x < lo) return 0.0f;
+    float k = (float)floor((double)__fadd_rn(__fmul_rn(x, log2e), 0.5f));
+    float r = __fsub_rn(__fsub_rn(x, __fmul_rn(k, c1)), __fmul_rn(k, c2));
+    float p = 1.9875691500e-4f;
+    p = __fadd_rn(__fmul_rn(p, r), 1.3981999507e-3f);
+    p = __fadd_rn(__fmul_rn(p, r), 8.3334519073e-3f);
+    p = __fadd_rn(__fmul_rn(p, r), 4.1665795894e-2f);
+    p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
+    p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
+    p = __fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(p, r), r), r), 1.0f);
+    if (k > 127.0f) return __fmul_rn(__fmul_rn(p, 2.0f), __int_as_float(254 << 23));
+    return __fmul_rn(p, __int_as_float(((int)k + 127) << 23));
+}
+
+#endif // MEAZO_KERNELS_COMMON_CUH
