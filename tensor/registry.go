@@ -9,14 +9,54 @@ import (
 )
 
 // Options are the settings a backend is opened with. A backend ignores the
-// ones that do not apply to it.
+// ones that do not apply to it; the zero value is every backend's default.
+// Apart from Threads and Device they are knobs for benchmarks and tests:
+// the defaults were measured to be the fastest (docs/BACKENDS.md), and
+// EnvOptions sets them from the environment variables that benchmark
+// scripts use. The settings that change the bits are named in the opened
+// backend's Arithmetic.
 type Options struct {
 	// Threads is the number of worker goroutines of the CPU backend
-	// (0: runtime.GOMAXPROCS(0)).
+	// (0: runtime.GOMAXPROCS(0)). It never changes the bits.
 	Threads int
 	// Device is the GPU ordinal of a GPU backend (0: the first visible one).
 	Device int
+	// StackProjections has the model multiply a layer's q|k|v and gate|up
+	// as one product each (Stacker). The CPU backend gives the same bits
+	// (and is no faster); on the CUDA backend cuBLAS may round the wider
+	// products differently, and on an H100 the model was up to 9 % slower
+	// or 6 % faster by shape, so it is off by default.
+	StackProjections bool
+
+	// GEMMPath forces the CPU backend's GEMM micro kernels: "avx512",
+	// "avx2", "neon" or "portable" ("" or "auto": the fastest the CPU has).
+	// Each path rounds its own way. The path is the process's: opening a
+	// CPU backend with it set changes it for every CPU backend.
+	GEMMPath string
+	// GEMMTile fixes the CPU GEMM's tallest row tile (4, 6, 8 or 12, as the
+	// path has them; 0: calibrated at first use). It never changes the
+	// bits; like GEMMPath it is the process's.
+	GEMMTile int
+
+	// Attention forces the CUDA backend's attention path wherever it can
+	// run: "rows" (attention, a block per query), "tiled"
+	// (attention_tiled) or "gemm" (batched GEMMs around
+	// attention_softmax); "" or "auto": chosen by length and head width.
+	// "gemm" rounds differently from the other two.
+	Attention string
+	// AttentionChunk is how many queries the CUDA backend's batched-GEMM
+	// attention takes at a time (0: the default, 128; AllQueries: all at
+	// once, the whole square of scores). cuBLAS may round other shapes
+	// differently.
+	AttentionChunk int
+	// SyncUploads has the CUDA backend upload synchronously, without its
+	// pinned staging buffer (slower; the same bits).
+	SyncUploads bool
 }
+
+// AllQueries is the Options.AttentionChunk that takes all of a call's
+// queries at once.
+const AllQueries = -1
 
 // Opener makes a backend, or says in one line why it cannot (a missing
 // driver library, no device, …).

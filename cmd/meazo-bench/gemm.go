@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
@@ -42,8 +43,12 @@ func runGEMM(args []string, stdout io.Writer) error {
 	lmHead := fs.Bool("lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
 	bf16 := fs.Bool("bf16", false, "also time the bf16-weight variant (PackBF16)")
 	cputime := fs.Bool("cputime", false, "time by process CPU time / threads instead of wall time (a shared machine: waiting for a core is not counted; Linux)")
-	path := fs.String("path", "", "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $"+cpu.GEMMEnv+")")
-	tile := fs.Int("tile", 0, "tallest tile in rows: 4, 8 or 12 on avx512, 4 or 6 on avx2 (default: calibrated, or $"+cpu.GEMMTileEnv+"; same bits for every height)")
+	env, err := tensor.EnvOptions(tensor.Options{})
+	if err != nil {
+		return err
+	}
+	path := fs.String("path", env.GEMMPath, "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $MEAZO_GEMM)")
+	tile := fs.Int("tile", env.GEMMTile, "tallest tile in rows: 4, 8 or 12 on avx512, 4 or 6 on avx2 (default: calibrated, or $MEAZO_GEMM_TILE; same bits for every height)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}

@@ -16,11 +16,16 @@ import (
 const Usage = "compute backend: auto (CUDA when a GPU and its libraries load, else the CPU), cpu or cuda"
 
 // Open opens the backend called name ("auto", "cpu", "cuda") with the given
-// CPU thread count and writes one line to log saying which backend runs and
-// on what, preceded for "auto" by why each backend it passed over could not
-// be used.
+// CPU thread count and the settings of the environment (tensor.EnvOptions:
+// for benchmarks and tests), and writes one line to log saying which
+// backend runs and on what, preceded for "auto" by why each backend it
+// passed over could not be used.
 func Open(name string, threads int, log io.Writer) (tensor.Backend, error) {
-	b, skipped, err := tensor.Open(name, tensor.Options{Threads: threads})
+	o, err := tensor.EnvOptions(tensor.Options{Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	b, skipped, err := tensor.Open(name, o)
 	if err != nil {
 		return nil, err
 	}

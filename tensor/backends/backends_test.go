@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"io"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestSelection(t *testing.T) {
 		t.Fatalf("Open(cpu): %v, %q", err, log.String())
 	}
 
-	gpu, gpuErr := cuda.Open(0)
+	gpu, gpuErr := cuda.Open(cuda.Options{})
 	if gpuErr == nil {
 		gpu.Close()
 	}
@@ -62,5 +63,22 @@ func TestSelection(t *testing.T) {
 
 	if _, err := Open("tpu", 0, &log); err == nil || !strings.Contains(err.Error(), `unknown backend "tpu" (have auto, cuda, cpu)`) {
 		t.Errorf("Open(tpu): %v", err)
+	}
+}
+
+// TestOpenTakesEnv: Open applies tensor.EnvOptions, and a value a variable
+// does not take stops it with an error naming the variable.
+func TestOpenTakesEnv(t *testing.T) {
+	t.Setenv("MEAZO_CUDA_STACK", "1")
+	b, err := Open("cpu", 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := b.(tensor.Stacker); !ok || !s.StackProjections() {
+		t.Errorf("MEAZO_CUDA_STACK=1: the CPU backend does not stack its projections")
+	}
+	t.Setenv("MEAZO_CUDA_STACK", "yes")
+	if _, err := Open("cpu", 1, io.Discard); err == nil || !strings.Contains(err.Error(), "MEAZO_CUDA_STACK") {
+		t.Errorf("MEAZO_CUDA_STACK=yes: Open gave %v, want an error naming the variable", err)
 	}
 }

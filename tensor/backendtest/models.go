@@ -3,7 +3,6 @@ package backendtest
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -229,7 +228,7 @@ func seamModels(t *testing.T) map[string]string {
 		}
 		dirs[name] = dir
 	}
-	if root := fixtureRoot(); root != "" {
+	if root := fixture.Root(); root != "" {
 		for _, name := range FixtureModels {
 			dirs[name] = filepath.Join(root, "fixtures", "models", name)
 		}
@@ -274,8 +273,6 @@ func testBatch(m *model.Model, rng *rand.Rand) (model.Input, []int) {
 	}
 	return in, labels
 }
-
-func fixtureRoot() string { return os.Getenv("MEAZO_SHARED") }
 
 // againstCPU runs forward, generation and batched variants on b and on the
 // CPU backend.

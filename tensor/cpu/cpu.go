@@ -8,10 +8,23 @@ import (
 	"github.com/meazo-go/meazo/tensor"
 )
 
-func init() {
-	tensor.Register("cpu", 0, func(o tensor.Options) (tensor.Backend, error) {
-		return New(Options{Threads: o.Threads}), nil
-	})
+func init() { tensor.Register("cpu", 0, open) }
+
+// open is the CPU backend's tensor.Opener: it sets the process's GEMM path
+// and tile when o names them (SetGEMMPath, SetGEMMTile), then makes a
+// backend with o's threads and stacking.
+func open(o tensor.Options) (tensor.Backend, error) {
+	if o.GEMMPath != "" {
+		if err := SetGEMMPath(o.GEMMPath); err != nil {
+			return nil, err
+		}
+	}
+	if o.GEMMTile != 0 {
+		if err := SetGEMMTile(o.GEMMTile); err != nil {
+			return nil, err
+		}
+	}
+	return New(Options{Threads: o.Threads, StackProjections: o.StackProjections}), nil
 }
 
 // Options configures a CPU backend.

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,21 +42,11 @@ type gemmPath struct {
 	tile tileChoice // which of tall are used (gemm_tile.go)
 }
 
-// GEMMEnv is the environment variable that forces a GEMM path: "avx512",
-// "avx2" (amd64 with GOEXPERIMENT=simd), "neon" (arm64) or "portable" (for
-// tests and benchmarks). Unset or "auto": the
-// fastest path the CPU supports.
-const GEMMEnv = "MEAZO_GEMM"
-
+// curPath is the GEMM path in use: the fastest available until SetGEMMPath
+// (or tensor.Options.GEMMPath, when a CPU backend is opened) picks another.
 var curPath atomic.Pointer[gemmPath]
 
-func init() {
-	name := os.Getenv(GEMMEnv)
-	if err := SetGEMMPath(name); err != nil {
-		fmt.Fprintf(os.Stderr, "meazo: %s=%q: %v; using %s\n", GEMMEnv, name, err, GEMMPaths()[0])
-		_ = SetGEMMPath("")
-	}
-}
+func init() { curPath.Store(availablePaths()[0]) }
 
 // availablePaths lists the paths this build and CPU support, fastest first.
 // They are made once, so that a path's tile calibration is made once too.
@@ -77,9 +66,10 @@ func GEMMPaths() []string {
 // GEMMPath reports the GEMM path in use.
 func GEMMPath() string { return curPath.Load().name }
 
-// SetGEMMPath selects the GEMM path by name ("" or "auto": the fastest).
-// Results are bit-identical within one path, not across paths. It is meant
-// for tests and benchmarks; calls already running keep their path.
+// SetGEMMPath selects the GEMM path by name ("" or "auto": the fastest) for
+// the whole process. Results are bit-identical within one path, not across
+// paths. It is meant for tests and benchmarks (tensor.Options.GEMMPath);
+// calls already running keep their path.
 func SetGEMMPath(name string) error {
 	ps := availablePaths()
 	if name == "" || name == "auto" {

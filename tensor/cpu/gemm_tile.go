@@ -2,9 +2,7 @@ package cpu
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,13 +24,8 @@ import (
 // (about a millisecond, on the calling goroutine) and keeps the fastest
 // (the tallest of those within 2 % of it).
 // Because every height gives the same bits, the choice changes speed only,
-// never results. MEAZO_GEMM_TILE fixes the height instead (4, 8 or 12 on
-// avx512; 4 or 6 on avx2).
-
-// GEMMTileEnv is the environment variable that fixes the tile height of the
-// GEMM: the tallest tile used, in rows ("4", "6", "8", "12"); unset or "auto":
-// calibrated.
-const GEMMTileEnv = "MEAZO_GEMM_TILE"
+// never results. SetGEMMTile (tensor.Options.GEMMTile) fixes the height
+// instead (4, 8 or 12 on avx512; 4 or 6 on avx2).
 
 // tileChoice is a path's chosen tall kernels: chosen once, replaced only by
 // SetGEMMTile.
@@ -73,7 +66,7 @@ func newTileState(tall []tallKernel, desc string) *tileState {
 // tilesInUse returns the tile state of this path, choosing the tall kernels
 // on first use.
 func (p *gemmPath) tilesInUse() *tileState {
-	p.tile.once.Do(func() { p.tile.cur.Store(p.chooseTile(tileFromEnv())) })
+	p.tile.once.Do(func() { p.tile.cur.Store(p.chooseTile(0)) })
 	return p.tile.cur.Load()
 }
 
@@ -86,21 +79,6 @@ func (p *gemmPath) tallInUse() []tallKernel {
 	return nil
 }
 
-// tileFromEnv reads GEMMTileEnv; a value that is not a height is reported
-// on stderr and calibrated instead, as a bad MEAZO_GEMM is.
-func tileFromEnv() int {
-	v := os.Getenv(GEMMTileEnv)
-	if v == "" || v == "auto" {
-		return 0
-	}
-	h, err := strconv.Atoi(v)
-	if err != nil || h < mr {
-		fmt.Fprintf(os.Stderr, "meazo: %s=%q: not a tile height (4, 6, 8, 12 or auto); calibrating\n", GEMMTileEnv, v)
-		return 0
-	}
-	return h
-}
-
 // chooseTile returns the path's tall kernels no taller than limit, or the
 // fastest set by calibration when limit is 0.
 func (p *gemmPath) chooseTile(limit int) *tileState {
@@ -109,7 +87,7 @@ func (p *gemmPath) chooseTile(limit int) *tileState {
 	}
 	if limit > 0 {
 		tall := tallUpTo(p.tall, limit)
-		return newTileState(tall, fmt.Sprintf("%d×32 (%s=%d)", tileHeight(tall), GEMMTileEnv, limit))
+		return newTileState(tall, fmt.Sprintf("%d×32 (fixed at %d)", tileHeight(tall), limit))
 	}
 	heights := []int{mr}
 	for i := len(p.tall) - 1; i >= 0; i-- {

@@ -63,7 +63,10 @@ func (d *countingDevice) close() {}
 // seen before must not allocate.
 func TestCacheBounded(t *testing.T) {
 	d := &countingDevice{sizes: map[uint64]uint64{}}
-	b := newBackend(d, "counting", 1<<16)
+	b, err := newBackend(d, "counting", 1<<16, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := b.Pack(make([]float32, 1000), 10, 100, false)
 	const hidden, vocab = 2048, 32000
 	step := func(tokens int) uint64 {

@@ -13,13 +13,6 @@ import (
 	"github.com/meazo-go/meazo/tensor"
 )
 
-// AttentionEnv names the variable that overrides the choice of attention
-// kernel: "rows" for attention alone (a block per query), "tiled" for
-// attention_tiled wherever it can run, "gemm" for attentionGEMM wherever it
-// can run; unset or anything else, the default (see tiledMinHD and
-// gemmMinKeys).
-const AttentionEnv = "MEAZO_CUDA_ATTENTION"
-
 // tiledExtraShm is what attention_tiled's static shared arrays take beyond
 // the 4 KiB allowed for attention's: its dynamic shared memory may be
 // maxShm − tiledExtraShm.

@@ -14,16 +14,6 @@ import (
 // goes to the other kernels.
 const attnGEMMMaxBytes = 1 << 30
 
-// AttnChunkEnv names the variable that sets how many queries attentionGEMM
-// takes at a time (attnChunk; 0: all at once).
-const AttnChunkEnv = "MEAZO_CUDA_ATTN_CHUNK"
-
-// defaultAttnChunk is attnChunk's default. Measured on an H200
-// (docs/PERFORMANCE.md): chunks of 128 queries took Qwen3-0.6B's forward
-// 1-4 % below one chunk at 8×300 and 8×512, 64 a little less; Llama-3.2-1B's
-// within 1 %.
-const defaultAttnChunk = 128
-
 // attnMaxChunks bounds the chunks of one attentionGEMM call: three launches
 // each.
 const attnMaxChunks = 8

@@ -25,16 +25,20 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 
 	"github.com/meazo-go/meazo/tensor"
 )
 
 func init() {
-	tensor.Register("cuda", 10, func(o tensor.Options) (tensor.Backend, error) { return Open(o.Device) })
+	tensor.Register("cuda", 10, func(o tensor.Options) (tensor.Backend, error) {
+		b, err := Open(optionsOf(o))
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
 }
 
 // Backend computes on one GPU. Its methods may be called from any
@@ -70,7 +74,7 @@ type Backend struct {
 	// an H200 (docs/PERFORMANCE.md): attention_tiled for Qwen3-0.6B's heads
 	// of 128 (2-7 % off a forward or a ZO step), attention for
 	// Llama-3.2-1B's of 64 (equal at 8×128 and 8×300, 3-5 % faster at 8×512), hence
-	// the default 128. $MEAZO_CUDA_ATTENTION overrides it.
+	// the default 128. Options.Attention overrides it.
 	tiledMinHD int
 	// gemmMinKeys: attentionGEMM computes attention for calls of more than
 	// one new token that see at least gemmMinKeys slots (Start+Tokens) and
@@ -83,64 +87,48 @@ type Backend struct {
 	// queries (more where that would make over attnMaxChunks), each chunk's
 	// scores only against the slots its last query sees, so that the causal
 	// mask's upper triangle is mostly not computed; 0 takes them all at once.
-	// $MEAZO_CUDA_ATTN_CHUNK overrides it.
+	// Options.AttentionChunk sets it.
 	attnChunk int
 	attnPtrs  devArray // the batched GEMMs' pointer arrays
-	// stack: the model stacks q|k|v and gate|up into one product each
-	// (tensor.Stacker), with $MEAZO_CUDA_STACK=1. Off by default: cuBLAS runs
-	// Qwen3-0.6B's stacked q|k|v 30 % faster than apart at 1024 rows, but
-	// with the copies that split the product the model on an H100 was up to
-	// 9 % slower or 6 % faster by shape (docs/PERFORMANCE.md).
-	stack bool
+	stack     bool     // Options.StackProjections
 }
 
-// Open initialises the CUDA driver and cuBLAS on GPU ordinal device and
-// loads the kernels. Its error says in one line what is missing: the driver
-// library, cuBLAS, a device, or memory.
-func Open(device int) (*Backend, error) {
+// Open initialises the CUDA driver and cuBLAS on GPU o.Device and loads
+// the kernels. Its error says in one line what is missing: the driver
+// library, cuBLAS, a device, or memory (or which option is wrong).
+func Open(o Options) (*Backend, error) {
+	if err := o.check(); err != nil { // before the GPU
+		return nil, err
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	g, desc, maxShm, err := openGPU(device)
+	g, desc, maxShm, err := openGPU(o.Device, o.SyncUploads)
 	if err != nil {
 		return nil, err
 	}
-	b := newBackend(g, desc, maxShm)
+	b, err := newBackend(g, desc, maxShm, o)
+	if err != nil {
+		g.close()
+		return nil, err
+	}
 	b.arith = g.arith + b.arith
 	return b, nil
 }
 
-func newBackend(dev device, desc string, maxShm int) *Backend {
-	k := os.Getenv(AttentionEnv)
-	// By default: attentionGEMM from 256 slots, below that attention_tiled
-	// for heads of 128 and attention for the others.
-	minHD, minKeys := 128, 256
-	switch k {
-	case "rows":
-		minHD, minKeys = 0, 0
-	case "tiled":
-		minHD, minKeys = 1, 0
-	case "gemm":
-		minKeys = 1
+// newBackend makes a backend on dev (described by desc, allowing blocks
+// maxShm bytes of dynamic shared memory) with options o.
+func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error) {
+	minHD, minKeys, err := attentionPaths(o.Attention)
+	if err != nil {
+		return nil, err
 	}
-	// The settings below change the bits (docs/BACKENDS.md): each goes into
-	// the description and into Arithmetic.
-	var settings string
-	if k == "rows" || k == "tiled" || k == "gemm" {
-		settings += "; attention kernel: " + k + " (" + AttentionEnv + ")"
+	chunk, err := attnChunkOf(o.AttentionChunk)
+	if err != nil {
+		return nil, err
 	}
-	stack := os.Getenv(StackEnv) == "1"
-	if stack {
-		settings += "; projections stacked (" + StackEnv + ")"
-	}
-	chunk := defaultAttnChunk
-	if v, ok := os.LookupEnv(AttnChunkEnv); ok {
-		if c, err := strconv.Atoi(v); err == nil && c >= 0 {
-			chunk = c
-			settings += fmt.Sprintf("; attention chunks of %d queries (%s)", c, AttnChunkEnv)
-		}
-	}
-	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{}, live: map[uint64]uint64{}, tiledMinHD: minHD,
-		gemmMinKeys: minKeys, attnChunk: chunk, stack: stack}
+	settings := o.settings() // they change the bits: into the description and Arithmetic
+	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{},
+		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, attnChunk: chunk, stack: o.StackProjections}, nil
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -243,12 +231,8 @@ func (b *Backend) Live() (bufs, weights, caches int) {
 	return len(b.live) - b.weights - b.cacheAllocs, b.weights, b.caches
 }
 
-// StackEnv names the variable that, set to 1, has the model stack its
-// projections (Backend.StackProjections).
-const StackEnv = "MEAZO_CUDA_STACK"
-
 // StackProjections reports whether the model should multiply q|k|v and
-// gate|up stacked (tensor.Stacker): $MEAZO_CUDA_STACK=1.
+// gate|up stacked (tensor.Stacker): Options.StackProjections.
 func (b *Backend) StackProjections() bool { return b.stack }
 
 var _ tensor.Backend = (*Backend)(nil)

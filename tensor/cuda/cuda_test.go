@@ -8,16 +8,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backendtest"
 	"github.com/meazo-go/meazo/tensor/cpu"
 	"github.com/meazo-go/meazo/tensor/cuda/internal/kernelsrc"
 	"github.com/meazo-go/meazo/tensor/cuda/internal/nvrtc"
 )
 
-// openOrSkip opens GPU 0, or skips the test saying why there is none.
+// openOrSkip opens GPU 0 with the options the environment gives
+// (tensor.EnvOptions: scripts/gpu/session.sh runs the suite with each), or
+// skips the test saying why there is none.
 func openOrSkip(t *testing.T) *Backend {
 	t.Helper()
-	b, err := Open(0)
+	env, err := tensor.EnvOptions(tensor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := optionsOf(env)
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(o)
 	if err != nil {
 		t.Skipf("no CUDA GPU here, so the GPU checks did not run: %v", err)
 	}
@@ -41,7 +52,7 @@ func TestConformance(t *testing.T) {
 // TestOpenFailsInOneLine: where no GPU or library is found, Open's error is
 // one line that names what is missing.
 func TestOpenFailsInOneLine(t *testing.T) {
-	b, err := Open(0)
+	b, err := Open(Options{})
 	if err == nil {
 		b.Close()
 		t.Skip("a GPU is present: Open succeeded")
@@ -51,8 +62,8 @@ func TestOpenFailsInOneLine(t *testing.T) {
 	if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "cuda: ") && !strings.Contains(msg, "not found") {
 		t.Errorf("Open's error should be one line naming what is missing, got %q", msg)
 	}
-	if _, err := Open(-1); err == nil {
-		t.Errorf("Open(-1) succeeded")
+	if _, err := Open(Options{Device: -1}); err == nil {
+		t.Errorf("Open of GPU -1 succeeded")
 	}
 }
 

@@ -107,7 +107,10 @@ func newEmuBackend(t *testing.T) *Backend {
 		t.Fatal(err)
 	}
 	e.in, e.out = bufio.NewWriterSize(stdin, 1<<20), bufio.NewReaderSize(stdout, 1<<20)
-	b := newBackend(e, "kernel emulator (kernels/*.cu on the CPU)", 48<<10)
+	b, err := newBackend(e, "kernel emulator (kernels/*.cu on the CPU)", 48<<10, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -227,7 +230,7 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 }
 
 // TestEmulatedAttentionKernels runs the conformance suite with each
-// attention kernel: attention alone ($MEAZO_CUDA_ATTENTION=rows),
+// attention kernel: attention alone (Options.Attention "rows"),
 // attention_tiled (the default for heads of 128) on tiles of up to 32
 // queries (the models' batches) and, with less shared memory, of 8 (and
 // there the models' larger caches fall back to attention), and the batched
@@ -282,23 +285,11 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 }
 
 // TestEmulatedStacked runs the model suite with q|k|v and gate|up stacked
-// ($MEAZO_CUDA_STACK=1): one cuBLAS product each, split by gather_rows.
+// (Options.StackProjections): one cuBLAS product each, split by gather_rows.
 func TestEmulatedStacked(t *testing.T) {
 	b := newEmuBackend(t)
 	b.stack = true
 	backendtest.Models(t, b, backendtest.Float32)
-}
-
-// TestStackEnv checks that $MEAZO_CUDA_STACK=1, and only it, has the
-// model stack its projections, and that the description says so.
-func TestStackEnv(t *testing.T) {
-	for env, want := range map[string]bool{"": false, "0": false, "1": true} {
-		t.Setenv(StackEnv, env)
-		b := newBackend(nil, "gpu", 48<<10)
-		if b.StackProjections() != want || strings.Contains(b.Describe(), "stacked") != want {
-			t.Errorf("%s=%q: StackProjections %v, description %q; want %v", StackEnv, env, b.StackProjections(), b.Describe(), want)
-		}
-	}
 }
 
 // launchCounter counts the kernels' launches by name, attention_tiled's
@@ -329,8 +320,7 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 }
 
 // TestAttnChunk checks attentionGEMM's chunks: attnChunk queries, fewer
-// when the call has fewer, a multiple of it past attnMaxChunks chunks; and
-// $MEAZO_CUDA_ATTN_CHUNK, named in the description when it is used.
+// when the call has fewer, a multiple of it past attnMaxChunks chunks.
 func TestAttnChunk(t *testing.T) {
 	for _, c := range []struct{ chunk, tokens, want int }{
 		{128, 300, 128}, {128, 128, 128}, {128, 50, 50}, {128, 2048, 256}, {64, 600, 128}, {64, 2048, 256}, {0, 300, 300}, {4, 150, 20}, {4, 6, 4},
@@ -338,46 +328,6 @@ func TestAttnChunk(t *testing.T) {
 		b := &Backend{attnChunk: c.chunk}
 		if got := b.attnChunkLen(c.tokens); got != c.want {
 			t.Errorf("chunks of %d, %d tokens: %d queries at a time, want %d", c.chunk, c.tokens, got, c.want)
-		}
-	}
-	for _, c := range []struct {
-		env   string
-		want  int
-		named bool
-	}{{"", defaultAttnChunk, false}, {"0", 0, true}, {"64", 64, true}, {"x", defaultAttnChunk, false}, {"-1", defaultAttnChunk, false}} {
-		t.Setenv(AttnChunkEnv, c.env)
-		if c.env == "" {
-			os.Unsetenv(AttnChunkEnv)
-		}
-		b := newBackend(nil, "gpu", 48<<10)
-		if b.attnChunk != c.want || strings.Contains(b.Describe(), AttnChunkEnv) != c.named {
-			t.Errorf("%s=%q: attnChunk %d, description %q; want %d, named %v", AttnChunkEnv, c.env, b.attnChunk, b.Describe(), c.want, c.named)
-		}
-	}
-}
-
-// TestAttentionEnv checks how $MEAZO_CUDA_ATTENTION picks the kernels, and
-// that the backend's description names an override.
-func TestAttentionEnv(t *testing.T) {
-	for _, c := range []struct {
-		env     string
-		minHD   int
-		minKeys int
-		inDesc  string
-	}{
-		{"", 128, 256, ""},
-		{"rows", 0, 0, "attention kernel: rows"},
-		{"tiled", 1, 0, "attention kernel: tiled"},
-		{"gemm", 128, 1, "attention kernel: gemm"},
-		{"other", 128, 256, ""},
-	} {
-		t.Setenv(AttentionEnv, c.env)
-		b := newBackend(nil, "gpu", 48<<10)
-		if b.tiledMinHD != c.minHD || b.gemmMinKeys != c.minKeys {
-			t.Errorf("%s=%q: tiledMinHD %d, gemmMinKeys %d; want %d, %d", AttentionEnv, c.env, b.tiledMinHD, b.gemmMinKeys, c.minHD, c.minKeys)
-		}
-		if got := strings.Contains(b.Describe(), "attention kernel"); got != (c.inDesc != "") || !strings.Contains(b.Describe(), c.inDesc) {
-			t.Errorf("%s=%q: description %q, want it to say %q", AttentionEnv, c.env, b.Describe(), c.inDesc)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -37,10 +36,6 @@ type staging struct {
 	used uint64         // bytes of mem given to copies since the stream was last waited for
 }
 
-// UploadsEnv names the variable that, set to "sync", turns the staged
-// asynchronous uploads off (for comparison, or to rule them out).
-const UploadsEnv = "MEAZO_CUDA_UPLOADS"
-
 // stageBytes is the pinned staging buffer's size: both variants' LoRA
 // matrices of a step of Qwen3-0.6B (18 MB) fit. A copy of more than a
 // quarter of it goes synchronously (weights, at load).
@@ -48,9 +43,10 @@ const stageBytes = 32 << 20
 
 // openGPU starts GPU ordinal on the calling OS thread: the primary
 // context, the kernels (the embedded PTX, compiled by the driver for this
-// GPU) and a cuBLAS handle in full float32 math. It returns the device's
-// one-line description and the dynamic shared memory a block may use.
-func openGPU(ordinal int) (g *gpu, desc string, maxShm int, err error) {
+// GPU), pinned memory for asynchronous uploads unless syncUploads, and a
+// cuBLAS handle in full float32 math. It returns the device's one-line
+// description and the dynamic shared memory a block may use.
+func openGPU(ordinal int, syncUploads bool) (g *gpu, desc string, maxShm int, err error) {
 	drv, err := loadDriver()
 	if err != nil {
 		return nil, "", 0, err
@@ -66,14 +62,14 @@ func openGPU(ordinal int) (g *gpu, desc string, maxShm int, err error) {
 		return nil, "", 0, fmt.Errorf("cuda: no GPU %d (the driver sees %d; check CUDA_VISIBLE_DEVICES and, in Docker, --gpus)", ordinal, n)
 	}
 	g = &gpu{drv: drv, fns: map[string]uintptr{}}
-	if desc, maxShm, err = g.start(int32(ordinal)); err != nil {
+	if desc, maxShm, err = g.start(int32(ordinal), syncUploads); err != nil {
 		g.close()
 		return nil, "", 0, err
 	}
 	return g, desc, maxShm, nil
 }
 
-func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
+func (g *gpu) start(ordinal int32, syncUploads bool) (desc string, maxShm int, err error) {
 	d := g.drv
 	if err := d.check("cuDeviceGet", d.deviceGet(&g.dev, ordinal)); err != nil {
 		return "", 0, err
@@ -119,8 +115,7 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 		return "", 0, err
 	}
 	// Pinned memory for asynchronous uploads; without it (or with
-	// $MEAZO_CUDA_UPLOADS=sync) uploads stay synchronous: correct, slower.
-	syncUploads := os.Getenv(UploadsEnv) == "sync"
+	// Options.SyncUploads) uploads stay synchronous: correct, slower.
 	if syncUploads || d.memAllocHost(&g.stage.mem, stageBytes) != 0 {
 		g.stage.mem = nil
 	}
@@ -140,7 +135,7 @@ func (g *gpu) start(ordinal int32) (desc string, maxShm int, err error) {
 	g.arith = fmt.Sprintf("cuda, %s (compute %d.%d), cuBLAS %s", cString(&name[0]), major, minor, c.version(bver))
 	switch {
 	case syncUploads:
-		desc += "; uploads synchronous (" + UploadsEnv + ")"
+		desc += "; uploads synchronous (MEAZO_CUDA_UPLOADS)"
 	case g.stage.mem == nil:
 		desc += "; uploads synchronous (no pinned host memory)"
 	}

@@ -1,0 +1,102 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// Options configures a CUDA backend. The zero value is the default, which
+// was measured to be the fastest (docs/BACKENDS.md); the other settings are
+// for benchmarks and tests, and reach a backend opened by name through
+// tensor.Options (and tensor.EnvOptions).
+type Options struct {
+	// Device is the GPU ordinal (0: the first visible one).
+	Device int
+	// StackProjections has the model multiply q|k|v and gate|up as one
+	// product each (tensor.Stacker). cuBLAS runs Qwen3-0.6B's stacked q|k|v
+	// 30 % faster than apart at 1024 rows, but with the copies that split
+	// the product the model on an H100 was up to 9 % slower or 6 % faster
+	// by shape (docs/PERFORMANCE.md), so it is off by default.
+	StackProjections bool
+	// Attention forces one attention path wherever it can run: "rows"
+	// (attention alone, a block per query), "tiled" (attention_tiled) or
+	// "gemm" (attentionGEMM); "" or "auto": the default choice by length
+	// and head width (see Backend.tiledMinHD and gemmMinKeys).
+	Attention string
+	// AttentionChunk is how many queries attentionGEMM takes at a time
+	// (0: defaultAttnChunk; tensor.AllQueries: all at once).
+	AttentionChunk int
+	// SyncUploads turns the staged asynchronous uploads off (gpu.go's
+	// staging), for comparison or to rule them out.
+	SyncUploads bool
+}
+
+// optionsOf takes the CUDA backend's settings from o.
+func optionsOf(o tensor.Options) Options {
+	return Options{Device: o.Device, StackProjections: o.StackProjections, Attention: o.Attention,
+		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads}
+}
+
+// defaultAttnChunk is attnChunk's default. Measured on an H200
+// (docs/PERFORMANCE.md): chunks of 128 queries took Qwen3-0.6B's forward
+// 1-4 % below one chunk at 8×300 and 8×512, 64 a little less; Llama-3.2-1B's
+// within 1 %.
+const defaultAttnChunk = 128
+
+// attentionPaths returns the backend's tiledMinHD and gemmMinKeys for
+// Options.Attention. By default attentionGEMM runs from 256 slots, below
+// that attention_tiled for heads of 128 and attention for the others.
+func attentionPaths(kernel string) (tiledMinHD, gemmMinKeys int, err error) {
+	switch kernel {
+	case "", "auto":
+		return 128, 256, nil
+	case "rows":
+		return 0, 0, nil
+	case "tiled":
+		return 1, 0, nil
+	case "gemm":
+		return 128, 1, nil
+	}
+	return 0, 0, fmt.Errorf("cuda: attention kernel %q: want rows, tiled, gemm or auto", kernel)
+}
+
+// attnChunkOf returns the backend's attnChunk for Options.AttentionChunk.
+func attnChunkOf(c int) (int, error) {
+	switch {
+	case c == 0:
+		return defaultAttnChunk, nil
+	case c == tensor.AllQueries:
+		return 0, nil
+	case c < 0:
+		return 0, fmt.Errorf("cuda: attention chunks of %d queries", c)
+	}
+	return c, nil
+}
+
+// check reports an option that has no meaning.
+func (o Options) check() error {
+	if _, _, err := attentionPaths(o.Attention); err != nil {
+		return err
+	}
+	_, err := attnChunkOf(o.AttentionChunk)
+	return err
+}
+
+// settings names the options that change the bits, in the words of the
+// environment variables that set them outside tests (tensor.EnvOptions):
+// they go into the backend's description and its Arithmetic
+// (docs/BACKENDS.md).
+func (o Options) settings() string {
+	var s string
+	if o.Attention == "rows" || o.Attention == "tiled" || o.Attention == "gemm" {
+		s += "; attention kernel: " + o.Attention + " (MEAZO_CUDA_ATTENTION)"
+	}
+	if o.StackProjections {
+		s += "; projections stacked (MEAZO_CUDA_STACK)"
+	}
+	if o.AttentionChunk != 0 {
+		s += fmt.Sprintf("; attention chunks of %d queries (MEAZO_CUDA_ATTN_CHUNK)", max(o.AttentionChunk, 0))
+	}
+	return s
+}
