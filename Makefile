@@ -35,7 +35,7 @@ test-portable:
 # The race detector, with its pointer checks (checkptr), over the packages
 # with unsafe pointers, assembly kernels and worker pools (CI runs it too).
 test-race:
-	$(SIMD) $(GO) test -race -count=1 ./tensor/cpu ./tensor/backendtest ./model ./zo ./lora
+	$(SIMD) $(GO) test -race -count=1 ./tensor/cpu ./tensor/backendtest ./model/... ./zo ./lora
 
 bench:
 	scripts/bench_gemm.sh

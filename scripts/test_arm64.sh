@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Cross-compiles the arm64 test binaries of the CPU backend (tensor/cpu: the
 # NEON micro kernels against their Go reference, the GEMM, the ops), the
-# backend conformance suite (tensor/backendtest) and the model (model: the
-# fixture models against the HF references) and runs them under qemu user
+# backend conformance suite (tensor/backendtest, and its model-level half,
+# model/modeltest) and the model (model: the fixture models against the HF
+# references) and runs them under qemu user
 # emulation, with the shared fixtures. Extra arguments go to every test
 # binary (e.g. -test.v, -test.run X).
 #
@@ -21,7 +22,7 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-pkgs=(tensor/cpu tensor/backendtest model)
+pkgs=(tensor/cpu tensor/backendtest model/modeltest model)
 for p in "${pkgs[@]}"; do
   env -u GOEXPERIMENT CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$tmp/${p//\//_}.test" "./$p"
 done

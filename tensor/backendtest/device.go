@@ -3,11 +3,9 @@
 // random inputs and on the edge cases the interface's comments promise
 // (masks, grouped-query heads, sliding windows, left padding, a query with no
 // visible key, Argmax's tie and NaN rules, views at offsets, full float32
-// precision in MatMul). Models runs the model package on the backend: the
-// fixture models' logits, losses and greedy generations against the HF
-// references, with and without LoRA and prompt tuning, batched variants with
-// prefix caching against the CPU, bit-identical repeat runs, and no leaked
-// buffers, weights or caches.
+// precision in MatMul). The model-level half of the suite, the model package
+// run on the backend against the HF references and the CPU, is
+// model/modeltest's Models: this package imports nothing above tensor.
 //
 // Device is a backend made for testing the model and the suite itself: the
 // CPU kernels behind buffers of its own type whose uploads and downloads copy,

@@ -69,7 +69,7 @@ func Ops(t *testing.T, b tensor.Backend, tol Tolerance) {
 			got := c.run(b, &inputs{rand.New(rand.NewPCG(1, 2))})
 			compare(t, c.name, got, want, tol.forOp(c.name))
 			again := c.run(b, &inputs{rand.New(rand.NewPCG(1, 2))})
-			if !sameBits(got, again) {
+			if !SameBits(got, again) {
 				t.Errorf("%s: a second run gives other bits", c.name)
 			}
 		})
@@ -93,7 +93,9 @@ func (tol Tolerance) forOp(name string) Tolerance {
 	return tol
 }
 
-func sameBits(a, b []float32) bool {
+// SameBits reports whether a and b hold the same float32 bit patterns (NaNs
+// included, +0 and −0 told apart).
+func SameBits(a, b []float32) bool {
 	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/model/modeltest"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backendtest"
 	"github.com/meazo-go/meazo/tensor/cpu"
@@ -43,7 +44,7 @@ func openOrSkip(t *testing.T) *Backend {
 func TestConformance(t *testing.T) {
 	b := openOrSkip(t)
 	backendtest.Ops(t, b, backendtest.Float32)
-	backendtest.Models(t, b, backendtest.Float32)
+	modeltest.Models(t, b, backendtest.Float32)
 	if cpu.GEMMPath() != "portable" {
 		t.Run("KernelsMatchCPUBits", func(t *testing.T) { backendtest.Ops(t, b, kernelsMatchCPU) })
 	}

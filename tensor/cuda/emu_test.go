@@ -15,6 +15,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/meazo-go/meazo/model/modeltest"
 	"github.com/meazo-go/meazo/tensor/backendtest"
 	"github.com/meazo-go/meazo/tensor/cpu"
 	"github.com/meazo-go/meazo/tensor/cuda/internal/kernelsrc"
@@ -211,7 +212,7 @@ func (e *emu) close() {
 func TestEmulatedConformance(t *testing.T) {
 	b := newEmuBackend(t)
 	backendtest.Ops(t, b, backendtest.Float32)
-	backendtest.Models(t, b, backendtest.Float32)
+	modeltest.Models(t, b, backendtest.Float32)
 }
 
 // kernelsMatchCPU is the promise of the kernels (kernels/common.cuh): every op but the GEMMs and
@@ -269,7 +270,7 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 				tol = backendtest.Float32
 			}
 			backendtest.Ops(t, b, tol)
-			backendtest.Models(t, b, backendtest.Float32)
+			modeltest.Models(t, b, backendtest.Float32)
 			switch {
 			case c.tile == 0 && len(lc.tiles) > 0:
 				t.Errorf("attention_tiled ran (tiles used: %v) with it turned off", lc.tiles)
@@ -289,7 +290,7 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 func TestEmulatedStacked(t *testing.T) {
 	b := newEmuBackend(t)
 	b.stack = true
-	backendtest.Models(t, b, backendtest.Float32)
+	modeltest.Models(t, b, backendtest.Float32)
 }
 
 // launchCounter counts the kernels' launches by name, attention_tiled's

@@ -1,4 +1,12 @@
-package backendtest
+// Package modeltest is the model-level half of the backend conformance suite
+// (tensor/backendtest is the op-level half): Models runs the model package
+// on a backend, the fixture models' logits, losses and greedy generations
+// against the HF references, with and without LoRA and prompt tuning,
+// batched variants with prefix caching against the CPU backend,
+// bit-identical repeat runs, and no leaked buffers, weights or caches. It
+// lives beside model, which it exercises, so that no package under tensor
+// imports one above it; a backend's tests run both halves.
+package modeltest
 
 import (
 	"math"
@@ -11,6 +19,7 @@ import (
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backendtest"
 )
 
 // FixtureModels are the tiny HF models of the shared fixtures.
@@ -25,9 +34,9 @@ var FixtureModels = []string{"llama-tiny", "qwen3-tiny"}
 // head, a sliding window shorter than the batch): forward with LoRA and
 // prompt tuning, left-padded generation and batched variants with prefix
 // caching, within tol. On b alone: repeat runs bit-identical, scoring
-// downloads nothing (when b is a *Device) and every call frees what it made
-// (when b implements Counter).
-func Models(t *testing.T, b tensor.Backend, tol Tolerance) {
+// downloads nothing (when b is a *backendtest.Device) and every call frees
+// what it made (when b implements backendtest.Counter).
+func Models(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	t.Run("References", func(t *testing.T) {
 		for _, name := range FixtureModels {
 			t.Run(name, func(t *testing.T) { references(t, b, name, tol) })
@@ -43,7 +52,7 @@ func Models(t *testing.T, b tensor.Backend, tol Tolerance) {
 // leakCheck returns a function that reports what b holds beyond what it
 // held when leakCheck was called.
 func leakCheck(t *testing.T, b tensor.Backend) func(what string) {
-	c, ok := b.(Counter)
+	c, ok := b.(backendtest.Counter)
 	if !ok {
 		return func(string) {}
 	}
@@ -52,7 +61,7 @@ func leakCheck(t *testing.T, b tensor.Backend) func(what string) {
 		t.Helper()
 		bufs, w, k := c.Live()
 		var misuse []string
-		if d, ok := b.(*Device); ok {
+		if d, ok := b.(*backendtest.Device); ok {
 			misuse = d.Misuse
 		}
 		if bufs != b0 || w != w0 || k != k0 || len(misuse) > 0 {
@@ -80,7 +89,7 @@ func lossClose(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-func references(t *testing.T, b tensor.Backend, name string, tol Tolerance) {
+func references(t *testing.T, b tensor.Backend, name string, tol backendtest.Tolerance) {
 	dir := fixture.Dir(t, "fixtures", "models", name)
 	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
 	shape := ref.Shape("input_ids")
@@ -113,7 +122,7 @@ func references(t *testing.T, b tensor.Backend, name string, tol Tolerance) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameBits(again.Logits, out.Logits) || again.Loss != out.Loss {
+	if !backendtest.SameBits(again.Logits, out.Logits) || again.Loss != out.Loss {
 		t.Errorf("a second forward gives other bits")
 	}
 
@@ -165,7 +174,7 @@ func references(t *testing.T, b tensor.Backend, name string, tol Tolerance) {
 
 // generations checks the fixture's greedy generations (single prompts and a
 // left-padded batch; prefix "" or "lora_").
-func generations(t *testing.T, m *model.Model, ref *fixture.Ref, prefix string, tol Tolerance) {
+func generations(t *testing.T, m *model.Model, ref *fixture.Ref, prefix string, tol backendtest.Tolerance) {
 	t.Helper()
 	for g := range 2 {
 		p := "gen" + string(rune('0'+g)) + "_"
@@ -276,7 +285,7 @@ func testBatch(m *model.Model, rng *rand.Rand) (model.Input, []int) {
 
 // againstCPU runs forward, generation and batched variants on b and on the
 // CPU backend.
-func againstCPU(t *testing.T, b tensor.Backend, dir string, tol Tolerance) {
+func againstCPU(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tolerance) {
 	host, err := model.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +300,7 @@ func againstCPU(t *testing.T, b tensor.Backend, dir string, tol Tolerance) {
 		leaks("after Free")
 	}()
 	afterLoad := leakCheck(t, b)
-	dev, _ := b.(*Device)
+	dev, _ := b.(*backendtest.Device)
 	downloads := func() int {
 		if dev == nil {
 			return 0
@@ -301,7 +310,7 @@ func againstCPU(t *testing.T, b tensor.Backend, dir string, tol Tolerance) {
 	same := func(what string, got, want []float32) {
 		t.Helper()
 		if tol.Exact {
-			if !sameBits(got, want) {
+			if !backendtest.SameBits(got, want) {
 				t.Errorf("%s differ from the CPU backend's", what)
 			}
 			return
@@ -395,7 +404,7 @@ func againstCPU(t *testing.T, b tensor.Backend, dir string, tol Tolerance) {
 	row, want := make([]float32, host.HiddenSize), make([]float32, host.HiddenSize)
 	seam.EmbeddingRow(row, 5)
 	host.EmbeddingRow(want, 5)
-	if !sameBits(row, want) {
+	if !backendtest.SameBits(row, want) {
 		t.Errorf("EmbeddingRow differs")
 	}
 	afterLoad("EmbeddingRow")
