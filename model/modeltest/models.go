@@ -89,6 +89,7 @@ func lossClose(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
+// references checks the fixture model name on b against its HF references.
 func references(t *testing.T, b tensor.Backend, name string, tol backendtest.Tolerance) {
 	dir := fixture.Dir(t, "fixtures", "models", name)
 	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
@@ -153,7 +154,13 @@ func references(t *testing.T, b tensor.Backend, name string, tol backendtest.Tol
 	m.Adapter = nil
 	m.Free()
 
-	// The bf16 checkpoint, widened to float32 and kept in bfloat16.
+	bf16Checkpoint(t, b, dir, ref, in, labels, real, tol)
+	leaks("fixture checks")
+}
+
+// bf16Checkpoint checks the fixture's bf16 checkpoint, widened to float32
+// and kept in bfloat16, against its references.
+func bf16Checkpoint(t *testing.T, b tensor.Backend, dir string, ref *fixture.Ref, in model.Input, labels []int, real func(int) bool, tol backendtest.Tolerance) {
 	for _, keep := range []bool{false, true} {
 		m16, err := model.LoadWith(filepath.Join(dir, "bf16"), model.LoadOptions{Backend: b, BF16Weights: keep})
 		if err != nil {
@@ -163,13 +170,12 @@ func references(t *testing.T, b tensor.Backend, name string, tol backendtest.Tol
 		if err != nil {
 			t.Fatal(err)
 		}
-		closeTo(t, "bf16-checkpoint logits", o.Logits, ref.F64("bf16ckpt_logits_f32"), v, real, tol.Logits)
+		closeTo(t, "bf16-checkpoint logits", o.Logits, ref.F64("bf16ckpt_logits_f32"), m16.VocabSize, real, tol.Logits)
 		for s, want := range ref.F64("bf16ckpt_loss_per_seq_f32") {
 			lossClose(t, "bf16-checkpoint loss of a sequence", o.LossPerSeq[s], want, tol.Loss)
 		}
 		m16.Free()
 	}
-	leaks("fixture checks")
 }
 
 // generations checks the fixture's greedy generations (single prompts and a
@@ -299,37 +305,8 @@ func againstCPU(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tole
 		seam.Free()
 		leaks("after Free")
 	}()
-	afterLoad := leakCheck(t, b)
-	dev, _ := b.(*backendtest.Device)
-	downloads := func() int {
-		if dev == nil {
-			return 0
-		}
-		return dev.Downloads
-	}
-	same := func(what string, got, want []float32) {
-		t.Helper()
-		if tol.Exact {
-			if !backendtest.SameBits(got, want) {
-				t.Errorf("%s differ from the CPU backend's", what)
-			}
-			return
-		}
-		w := make([]float64, len(want))
-		for i, v := range want {
-			w[i] = float64(v)
-		}
-		closeTo(t, what+" vs CPU", got, w, len(got), nil, tol.Logits)
-	}
-	sameLoss := func(what string, got, want []float64) {
-		t.Helper()
-		for i := range want {
-			if tol.Exact && math.Float64bits(got[i]) != math.Float64bits(want[i]) ||
-				!tol.Exact && !(math.Abs(got[i]-want[i]) <= tol.Loss) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
-				t.Errorf("%s %d: %.17g, the CPU backend's %.17g", what, i, got[i], want[i])
-			}
-		}
-	}
+	p := &pair{t: t, b: b, host: host, seam: seam, tol: tol, afterLoad: leakCheck(t, b)}
+	p.dev, _ = b.(*backendtest.Device)
 
 	rng := rand.New(rand.NewPCG(7, 8))
 	in, labels := testBatch(host, rng)
@@ -349,55 +326,8 @@ func againstCPU(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tole
 	}{{"plain", nil, nil}, {"lora", adapter, nil}, {"prompt", nil, prompt}} {
 		host.Adapter, seam.Adapter = c.adapter, c.adapter
 		host.Prompt, seam.Prompt = c.prompt, c.prompt
-		opts := model.Options{Logits: true, HiddenStates: true, Labels: labels}
-		want, err := host.Forward(in, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := seam.Forward(in, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		same(c.what+" logits", got.Logits, want.Logits)
-		sameLoss(c.what+" loss", append([]float64{got.Loss}, got.LossPerSeq...), append([]float64{want.Loss}, want.LossPerSeq...))
-		for i := range want.HiddenStates {
-			same(c.what+" hidden state", got.HiddenStates[i], want.HiddenStates[i])
-		}
-		afterLoad(c.what + " forward")
-		before := downloads()
-		lossOnly, err := seam.Forward(in, model.Options{Labels: labels})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := downloads() - before; n != 0 {
-			t.Errorf("%s loss-only forward downloaded %d buffers, want 0", c.what, n)
-		}
-		// The loss-only forward runs the LM head, and the last layer past its
-		// attention, on the supervised rows alone: the CPU's GEMM gives each
-		// row the same bits whatever the row count, cuBLAS picks its kernel
-		// (tiles, split-K) by the shape, so there the loss agrees to rounding
-		// (H200: 4e-7 of 12.9, before the last layer was cut too).
-		if tol.Exact && lossOnly.Loss != got.Loss || !tol.Exact && !(math.Abs(lossOnly.Loss-got.Loss) <= tol.Loss) {
-			t.Errorf("%s: the loss-only forward's loss %.17g differs from the full forward's %.17g", c.what, lossOnly.Loss, got.Loss)
-		}
-		afterLoad(c.what + " loss-only forward")
-
-		var wantSteps, gotSteps []float32
-		wantGen, err := host.Generate(gen, model.GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { wantSteps = append(wantSteps, l...) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gotGen, err := seam.Generate(gen, model.GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { gotSteps = append(gotSteps, l...) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := range wantGen {
-			if !slices.Equal(gotGen[r], wantGen[r]) {
-				t.Errorf("%s generation row %d: %v on %s, %v on the CPU", c.what, r, gotGen[r], b.Name(), wantGen[r])
-			}
-		}
-		same(c.what+" generation step logits", gotSteps, wantSteps)
-		afterLoad(c.what + " generation")
+		p.forward(c.what, in, labels)
+		p.generate(c.what, gen)
 	}
 	host.Adapter, seam.Adapter, host.Prompt, seam.Prompt = nil, nil, nil, nil
 
@@ -407,7 +337,7 @@ func againstCPU(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tole
 	if !backendtest.SameBits(row, want) {
 		t.Errorf("EmbeddingRow differs")
 	}
-	afterLoad("EmbeddingRow")
+	p.afterLoad("EmbeddingRow")
 
 	// Batched variants with prefix caching: each variant perturbs one
 	// layer's adapter and starts from the base pass at that layer.
@@ -419,25 +349,139 @@ func againstCPU(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tole
 		variants = append(variants, v)
 	}
 	variants = append(variants, model.Variant{Adapter: base.Adapter, From: host.NumLayers})
-	wantL, _, err := host.Losses(in, labels, base, variants)
+	p.losses(in, labels, base, variants)
+}
+
+// pair is one model loaded on the CPU backend (host) and on the backend
+// under test (seam), with the checks that compare them.
+type pair struct {
+	t          *testing.T
+	b          tensor.Backend
+	host, seam *model.Model
+	tol        backendtest.Tolerance
+	dev        *backendtest.Device // b, when it is a Device: its downloads are counted
+	afterLoad  func(what string)   // reports what b holds beyond the loaded model
+}
+
+// downloads counts b's downloads so far (0 unless b is a Device).
+func (p *pair) downloads() int {
+	if p.dev == nil {
+		return 0
+	}
+	return p.dev.Downloads
+}
+
+// same compares float32 results: bit for bit (tol.Exact) or within
+// tol.Logits.
+func (p *pair) same(what string, got, want []float32) {
+	p.t.Helper()
+	if p.tol.Exact {
+		if !backendtest.SameBits(got, want) {
+			p.t.Errorf("%s differ from the CPU backend's", what)
+		}
+		return
+	}
+	w := make([]float64, len(want))
+	for i, v := range want {
+		w[i] = float64(v)
+	}
+	closeTo(p.t, what+" vs CPU", got, w, len(got), nil, p.tol.Logits)
+}
+
+// sameLoss compares losses: bit for bit (tol.Exact) or within tol.Loss.
+func (p *pair) sameLoss(what string, got, want []float64) {
+	p.t.Helper()
+	for i := range want {
+		if p.tol.Exact && math.Float64bits(got[i]) != math.Float64bits(want[i]) ||
+			!p.tol.Exact && !(math.Abs(got[i]-want[i]) <= p.tol.Loss) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+			p.t.Errorf("%s %d: %.17g, the CPU backend's %.17g", what, i, got[i], want[i])
+		}
+	}
+}
+
+// forward compares a forward with logits, hidden states and losses, then
+// checks that a loss-only forward downloads nothing and gives the same loss.
+func (p *pair) forward(what string, in model.Input, labels []int) {
+	t := p.t
+	opts := model.Options{Logits: true, HiddenStates: true, Labels: labels}
+	want, err := p.host.Forward(in, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := downloads()
-	gotL, _, err := seam.Losses(in, labels, base, variants)
+	got, err := p.seam.Forward(in, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameLoss("Losses", gotL, wantL)
-	if n := downloads() - before; n != 0 {
+	p.same(what+" logits", got.Logits, want.Logits)
+	p.sameLoss(what+" loss", append([]float64{got.Loss}, got.LossPerSeq...), append([]float64{want.Loss}, want.LossPerSeq...))
+	for i := range want.HiddenStates {
+		p.same(what+" hidden state", got.HiddenStates[i], want.HiddenStates[i])
+	}
+	p.afterLoad(what + " forward")
+	before := p.downloads()
+	lossOnly, err := p.seam.Forward(in, model.Options{Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.downloads() - before; n != 0 {
+		t.Errorf("%s loss-only forward downloaded %d buffers, want 0", what, n)
+	}
+	// The loss-only forward runs the LM head, and the last layer past its
+	// attention, on the supervised rows alone: the CPU's GEMM gives each
+	// row the same bits whatever the row count, cuBLAS picks its kernel
+	// (tiles, split-K) by the shape, so there the loss agrees to rounding
+	// (H200: 4e-7 of 12.9, before the last layer was cut too).
+	if p.tol.Exact && lossOnly.Loss != got.Loss || !p.tol.Exact && !(math.Abs(lossOnly.Loss-got.Loss) <= p.tol.Loss) {
+		t.Errorf("%s: the loss-only forward's loss %.17g differs from the full forward's %.17g", what, lossOnly.Loss, got.Loss)
+	}
+	p.afterLoad(what + " loss-only forward")
+}
+
+// generate compares a left-padded greedy generation: the tokens, and the
+// logits of every step.
+func (p *pair) generate(what string, gen model.Input) {
+	t := p.t
+	var wantSteps, gotSteps []float32
+	wantGen, err := p.host.Generate(gen, model.GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { wantSteps = append(wantSteps, l...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotGen, err := p.seam.Generate(gen, model.GenerateOptions{MaxNewTokens: 6, StopIDs: []int{}, OnStep: func(_ int, l []float32) { gotSteps = append(gotSteps, l...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range wantGen {
+		if !slices.Equal(gotGen[r], wantGen[r]) {
+			t.Errorf("%s generation row %d: %v on %s, %v on the CPU", what, r, gotGen[r], p.b.Name(), wantGen[r])
+		}
+	}
+	p.same(what+" generation step logits", gotSteps, wantSteps)
+	p.afterLoad(what + " generation")
+}
+
+// losses compares batched variants' losses (model.Losses), checks that
+// they download nothing and that a second run repeats their bits.
+func (p *pair) losses(in model.Input, labels []int, base model.Variant, variants []model.Variant) {
+	t := p.t
+	wantL, _, err := p.host.Losses(in, labels, base, variants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := p.downloads()
+	gotL, _, err := p.seam.Losses(in, labels, base, variants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.sameLoss("Losses", gotL, wantL)
+	if n := p.downloads() - before; n != 0 {
 		t.Errorf("Losses downloaded %d buffers, want 0", n)
 	}
-	again, _, err := seam.Losses(in, labels, base, variants)
+	again, _, err := p.seam.Losses(in, labels, base, variants)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.EqualFunc(again, gotL, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
 		t.Errorf("Losses: a second run gives other bits: %v then %v", gotL, again)
 	}
-	afterLoad("Losses")
+	p.afterLoad("Losses")
 }
