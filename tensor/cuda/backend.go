@@ -11,15 +11,15 @@
 // run to run; kernels/common.cuh says how they relate to the CPU backend's.
 //
 // The files by job: backend.go opens the backend and serialises its users;
-// memory.go is the caching pool, buffers and copies; weights.go the frozen
-// matrices; matmul.go the products (cuBLAS); elementwise.go the adds,
-// norms, RoPE and gathers; attention.go the KV cache and attention's fused
-// kernels, attention_gemm.go attention through batched GEMMs; loss.go
-// cross-entropy and argmax. kernels.go launches the kernels of kernels/ (one
-// op per .cu file), which ptxgen compiles at go generate time into the
-// embedded kernels.ptx; gpu.go, driver.go and cublas.go reach the GPU
-// through a small interface (device.go) that the tests also implement with
-// an emulator.
+// options.go holds its settings; memory.go is the caching pool, buffers and
+// copies; weights.go the frozen matrices; matmul.go the products (cuBLAS);
+// elementwise.go the adds, norms, RoPE and gathers; attention.go the KV
+// cache and attention's fused kernels, attention_gemm.go attention through
+// batched GEMMs; loss.go cross-entropy and argmax. kernels.go launches the
+// kernels of kernels/ (one op per .cu file), which ptxgen compiles at go
+// generate time into the embedded kernels.ptx; gpu.go, driver.go and
+// cublas.go reach the GPU through a small interface (device.go) that the
+// tests also implement with an emulator.
 package cuda
 
 import (
