@@ -15,8 +15,8 @@ import (
 // tests. No backend reads them itself.
 //
 // This is the one list of the module's MEAZO_ environment variables
-// (docs/BACKENDS.md, "Environment variables", keeps the same list; a test
-// checks that no other is read). Those that set Options:
+// (docs/BACKENDS.md, "Settings and environment variables", keeps the same
+// list; a test checks that the Go code reads no other). Those that set Options:
 //
 //	MEAZO_GEMM=avx512|avx2|neon|portable|auto  Options.GEMMPath (cpu)
 //	MEAZO_GEMM_TILE=4|6|8|12|auto              Options.GEMMTile (cpu)
@@ -33,8 +33,9 @@ import (
 //	MEAZO_REQUIRE_NVRTC=1, MEAZO_REQUIRE_CUDA_EMU=1, MEAZO_REQUIRE_CUBLAS=1
 //	                         a test that needs NVRTC, the kernel emulator or
 //	                         cuBLAS fails without it instead of skipping (CI)
-//	MEAZO_TRAIN=PATH         the meazo-train that meazo-sweep runs
-//	                         (sweep; docs/SWEEPS.md)
+//	MEAZO_TRAIN=PATH         the meazo-train that meazo-sweep and
+//	                         scripts/sweep.sh run (docs/SWEEPS.md)
+//	MEAZO_PLOT=PATH          the meazo-plot that scripts/sweep.sh runs
 //
 // An empty variable counts as unset. A value the variable does not take is
 // an error that names the variable; the backend that a setting is for

@@ -24,9 +24,9 @@ const (
 	f32              // float (.f32)
 )
 
-// kernelParams lists every kernel of kernels/ with its parameters, in the
-// order the PTX declares them. launch checks each call against it, a test
-// checks it against the PTX, the GPU loads each kernel named here, and the
+// kernelParams lists every kernel of kernels/ with the kinds of its
+// parameters, in order. launch checks each call against it, a test checks
+// it against the PTX, the GPU loads each kernel named here, and the
 // emulator's tests dispatch launches by these names.
 var kernelParams = map[string][]param{
 	"add":               {ptr, ptr, i64},
