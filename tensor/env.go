@@ -75,17 +75,7 @@ var envOptions = []struct {
 		o.GEMMTile = n
 		return nil
 	}},
-	{"MEAZO_CUDA_STACK", func(o *Options, v string) error {
-		switch v {
-		case "1":
-			o.StackProjections = true
-		case "0":
-			o.StackProjections = false
-		default:
-			return fmt.Errorf("want 1 (stacked) or 0")
-		}
-		return nil
-	}},
+	{"MEAZO_CUDA_STACK", func(o *Options, v string) error { return either(&o.StackProjections, v, "1", "0") }},
 	{"MEAZO_CUDA_ATTENTION", func(o *Options, v string) error { return oneOf(&o.Attention, v, "rows", "tiled", "gemm", "auto") }},
 	{"MEAZO_CUDA_ATTN_CHUNK", func(o *Options, v string) error {
 		n, err := strconv.Atoi(v)
@@ -98,17 +88,16 @@ var envOptions = []struct {
 		}
 		return nil
 	}},
-	{"MEAZO_CUDA_UPLOADS", func(o *Options, v string) error {
-		switch v {
-		case "sync":
-			o.SyncUploads = true
-		case "async":
-			o.SyncUploads = false
-		default:
-			return fmt.Errorf("want sync or async")
-		}
-		return nil
-	}},
+	{"MEAZO_CUDA_UPLOADS", func(o *Options, v string) error { return either(&o.SyncUploads, v, "sync", "async") }},
+}
+
+// either sets *dst to true for v == yes and to false for v == no.
+func either(dst *bool, v, yes, no string) error {
+	if v != yes && v != no {
+		return fmt.Errorf("want %s or %s", yes, no)
+	}
+	*dst = v == yes
+	return nil
 }
 
 // oneOf sets *dst to v if v is one of values.
