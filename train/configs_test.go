@@ -6,8 +6,16 @@ import (
 	"testing"
 )
 
+// paperInitText are the prompt-tuning initialisation texts of the paper
+// (its appendix), by task.
+var paperInitText = map[string]string{
+	"sst2":  "Sentiment task: classify text as positive or negative. Output only positive or negative.",
+	"squad": "Extract answer from passage only using exact text span answering the question precisely and concisely.",
+	"xsum":  "Summarize the article into one concise sentence capturing the main event, key facts, and essential context clearly.",
+}
+
 // TestShippedConfigsLoad loads every file in configs/ and checks the paper's
-// protocol values.
+// protocol values, prompt tuning's initialisation text included.
 func TestShippedConfigsLoad(t *testing.T) {
 	paths, err := filepath.Glob("../configs/*.yaml")
 	if err != nil || len(paths) < 90 {
@@ -25,6 +33,9 @@ func TestShippedConfigsLoad(t *testing.T) {
 		wantSteps := 10000
 		if c.Adapter.Kind == "prompt" {
 			wantSteps = 20000
+			if want := paperInitText[c.Task.Name]; c.Adapter.InitText != want {
+				t.Errorf("%s: adapter.init_text %q, want the paper's %q", p, c.Adapter.InitText, want)
+			}
 		}
 		if c.Train.Steps != wantSteps {
 			t.Errorf("%s: %d steps, want %d", p, c.Train.Steps, wantSteps)

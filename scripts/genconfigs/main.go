@@ -33,6 +33,16 @@ var tasks = map[string][3]string{ // train, validation ("" = 5% of train), test
 
 var taskOrder = []string{"sst2", "squad", "xsum"}
 
+// initText are the paper's prompt-tuning initialisation texts, one per task:
+// its 20 virtual tokens start as the embeddings of these texts' tokens
+// (repeated or cut to 20, as PEFT does). Without adapter.init_text a run starts from the task's system
+// prompt (data/chat.go), which is what a task the paper did not run gets.
+var initText = map[string]string{
+	"sst2":  "Sentiment task: classify text as positive or negative. Output only positive or negative.",
+	"squad": "Extract answer from passage only using exact text span answering the question precisely and concisely.",
+	"xsum":  "Summarize the article into one concise sentence capturing the main event, key facts, and essential context clearly.",
+}
+
 var optimizers = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
 
 // lr are starting points from the paper's reported optimal LoRA step sizes
@@ -198,7 +208,8 @@ func config(m modelSpec, task, adapter, opt string, grouped bool) string {
 	if adapter == "lora" {
 		fmt.Fprintf(&b, "adapter:\n  kind: lora\n  r: 16\n  alpha: 16\n  targets: [q_proj, v_proj]\n  grouped: %v\n", grouped)
 	} else {
-		fmt.Fprintf(&b, "adapter:\n  kind: prompt\n  virtual_tokens: 20\n")
+		// %q writes a YAML double-quoted string (the texts are ASCII).
+		fmt.Fprintf(&b, "adapter:\n  kind: prompt\n  virtual_tokens: 20\n  init_text: %q # the paper's\n", initText[task])
 	}
 	fmt.Fprintf(&b, "optimizer:\n  name: %s\n  lr: %g\n  eps: 1e-6\n  q: %d\n  dist: %s\n", opt, rate, q, dist)
 	switch opt {
