@@ -37,10 +37,7 @@ func All(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		figs = append(figs, rob...)
 	}
 	for _, r := range VTRuns(runs) {
-		name := "vt_meazo.svg"
-		if r.Grouped {
-			name = "vt_meazo_grouped.svg"
-		}
+		name := VTFile(r.Method())
 		fig, err := VT(r, warn)
 		if err != nil { // the other figures are still worth writing
 			warn(fmt.Sprintf("no %s: %v", name, err))
@@ -49,6 +46,24 @@ func All(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		figs = append(figs, Figure{name, fig})
 	}
 	return figs, nil
+}
+
+// VTFile names a MEAZO method's v_t figure: vt_meazo.svg, with _grouped and
+// the variant (its label, spelled for a file name) appended.
+func VTFile(m sweep.Method) string {
+	name := "vt_" + m.Optimizer
+	if m.Grouped {
+		name += "_grouped"
+	}
+	if m.Variant != "" {
+		name += "_" + strings.Map(func(r rune) rune {
+			if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.=", r)) {
+				return r
+			}
+			return '-'
+		}, m.Variant)
+	}
+	return name + ".svg"
 }
 
 // ExperimentFigures are a study experiment's figures: the loss curves, and
@@ -64,12 +79,13 @@ func ExperimentFigures(e Experiment, smooth int, warn func(string)) ([]Figure, e
 	} else {
 		figs = append(figs, rob...)
 	}
-	// v_t per parameter group of MEAZO at η* (its first seed).
-	if vt := VTRuns(e.Runs); len(vt) > 0 {
-		if fig, err := VT(vt[0], warn); err != nil {
-			warn(fmt.Sprintf("%s: no v_t figure: %v", e.Name, err))
+	// v_t per parameter group of each MEAZO method at η* (its first seed).
+	for _, r := range VTRuns(e.Runs) {
+		name := VTFile(r.Method())
+		if fig, err := VT(r, warn); err != nil {
+			warn(fmt.Sprintf("%s: no %s: %v", e.Name, name, err))
 		} else {
-			figs = append(figs, Figure{"vt_meazo.svg", fig})
+			figs = append(figs, Figure{name, fig})
 		}
 	}
 	return figs, nil
@@ -82,15 +98,39 @@ var (
 	groupedColors = map[string]string{"meazo": "#17becf", "zo-sgd": "#e377c2", "zo-adam": "#bcbd22", "radazo": "#8c564b", "fzoo": "#7f7f7f"}
 )
 
+// variantColors are given, in order, to the variants of a method after its
+// first (which keeps the optimizer's colour): colours neither table uses.
+var variantColors = []string{"#000000", "#e6ab02", "#a6761d", "#666666", "#1b9e77", "#e7298a", "#66a61e", "#7570b3"}
+
 // MethodColor is a method's colour in every figure, so that a reader can
 // follow one optimizer from figure to figure; "" (the plot palette) for an
-// optimizer without one.
+// optimizer without one. Variants of one optimizer need more: MethodColors.
 func MethodColor(m sweep.Method) string {
 	table := colors
 	if m.Grouped {
 		table = groupedColors
 	}
 	return table[m.Optimizer]
+}
+
+// MethodColors gives each of a figure's methods its colour: MethodColor,
+// except that the second and later variants of one optimizer (grouped or
+// not) take the next of variantColors, so that no two lines share one.
+func MethodColors(ms []sweep.Method) map[sweep.Method]string {
+	out := map[sweep.Method]string{}
+	first := map[sweep.Method]bool{} // by the method without its variant: its colour is taken
+	next := 0
+	for _, m := range ms {
+		base := sweep.Method{Optimizer: m.Optimizer, Grouped: m.Grouped}
+		if !first[base] {
+			first[base] = true
+			out[m] = MethodColor(m)
+			continue
+		}
+		out[m] = variantColors[next%len(variantColors)]
+		next++
+	}
+	return out
 }
 
 // Curves draws the training and validation loss of each method at its η*
@@ -109,6 +149,7 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	}
 	runs, rateNote := AtBestRate(runs)
 	ms, groups := sweep.ByMethod(runs)
+	color := MethodColors(ms)
 	if smooth <= 0 {
 		maxSteps := 0
 		for _, r := range runs {
@@ -174,8 +215,8 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		if lo < hi {
 			uneven = append(uneven, fmt.Sprintf("%s: seeds ran %d to %d steps", m, lo, hi))
 		}
-		train.Series = append(train.Series, bandSeries(m, name, SeedBand(trainCurves).Thin(MaxPoints)))
-		val.Series = append(val.Series, bandSeries(m, name, SeedBand(valCurves).Thin(MaxPoints)))
+		train.Series = append(train.Series, bandSeries(m, color[m], name, SeedBand(trainCurves).Thin(MaxPoints)))
+		val.Series = append(val.Series, bandSeries(m, color[m], name, SeedBand(valCurves).Thin(MaxPoints)))
 	}
 	if len(train.Series) == 0 {
 		return nil, fmt.Errorf("nothing to draw: %s", strings.Join(readErrs, "; "))
@@ -200,9 +241,9 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	return []Figure{{"train_loss.svg", train}, {"val_loss.svg", val}}, nil
 }
 
-// bandSeries draws a method's band: its colour, dashed when grouped.
-func bandSeries(m sweep.Method, name string, b Band) plot.Series {
-	return plot.Series{Name: name, X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Color: MethodColor(m), Dashed: m.Grouped}
+// bandSeries draws a method's band in its colour, dashed when grouped.
+func bandSeries(m sweep.Method, color, name string, b Band) plot.Series {
+	return plot.Series{Name: name, X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Color: color, Dashed: m.Grouped}
 }
 
 // Robustness draws the paper's step-size robustness figures: per method, the
@@ -217,6 +258,7 @@ func Robustness(runs []sweep.Run) ([]Figure, error) {
 		return nil, err
 	}
 	ms, groups := sweep.ByMethod(runs)
+	color := MethodColors(ms)
 	var figs [2]*plot.Figure
 	for i, which := range []string{"best", "last"} {
 		figs[i] = &plot.Figure{
@@ -241,8 +283,8 @@ func Robustness(runs []sweep.Run) ([]Figure, error) {
 			marker = plot.Triangle
 		}
 		for i := range figs {
-			s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, sweep.LRString(eta)), Color: MethodColor(m), Dashed: m.Grouped, Marker: marker}
-			div := plot.Series{Color: MethodColor(m), NoLine: true, InfAtTop: true}
+			s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, sweep.LRString(eta)), Color: color[m], Dashed: m.Grouped, Marker: marker}
+			div := plot.Series{Color: color[m], NoLine: true, InfAtTop: true}
 			for _, r := range rates {
 				x := r.LR / eta
 				mean, std := r.MeanBest, r.StdBest

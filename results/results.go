@@ -26,11 +26,12 @@ import (
 // has a summary.json. So a user can name a whole sweep, finished or not. The
 // runs sweep.json lists as failed (no result) come back as Runs marked
 // Failed, with the sweep's setting, so that the figures choose η* as the
-// sweep did: a rate with a seed missing cannot be it.
-func sources(args []string) (dirs []string, failed []sweep.Run, err error) {
+// sweep did: a rate with a seed missing cannot be it. The runs of a sweep
+// of a study's variant carry its label (sweep.json's "variant").
+func sources(args []string) (dirs []source, failed []sweep.Run, err error) {
 	for _, arg := range args {
 		if exists(filepath.Join(arg, rundir.SummaryFile)) {
-			dirs = append(dirs, arg)
+			dirs = append(dirs, source{dir: arg})
 			continue
 		}
 		if path := filepath.Join(arg, sweep.SweepFile); exists(path) {
@@ -44,12 +45,12 @@ func sources(args []string) (dirs []string, failed []sweep.Run, err error) {
 						return nil, nil, fmt.Errorf("%s: lr %g seed %d has no \"dir\"", path, r.LR, s.Seed)
 					}
 					if s.Failed {
-						failed = append(failed, sweep.Run{Dir: filepath.Join(arg, s.Dir), Failed: true, Summary: sweep.Summary{
-							Model: sw.Model, Task: sw.Task, Adapter: sw.Adapter, Grouped: sw.Grouped,
-							Optimizer: sw.Optimizer, LR: r.LR, Seed: s.Seed}})
+						failed = append(failed, sweep.Run{Dir: filepath.Join(arg, s.Dir), Failed: true, Variant: sw.Variant,
+							Summary: sweep.Summary{Model: sw.Model, Task: sw.Task, Adapter: sw.Adapter, Grouped: sw.Grouped,
+								Optimizer: sw.Optimizer, LR: r.LR, Seed: s.Seed}})
 						continue
 					}
-					dirs = append(dirs, filepath.Join(arg, s.Dir))
+					dirs = append(dirs, source{filepath.Join(arg, s.Dir), sw.Variant})
 				}
 			}
 			continue
@@ -61,7 +62,7 @@ func sources(args []string) (dirs []string, failed []sweep.Run, err error) {
 		n := len(dirs)
 		for _, e := range entries {
 			if sub := filepath.Join(arg, e.Name()); e.IsDir() && exists(filepath.Join(sub, rundir.SummaryFile)) {
-				dirs = append(dirs, sub)
+				dirs = append(dirs, source{dir: sub})
 			}
 		}
 		if len(dirs) == n {
@@ -70,6 +71,9 @@ func sources(args []string) (dirs []string, failed []sweep.Run, err error) {
 	}
 	return dirs, failed, nil
 }
+
+// source is a run directory to load and the variant label its sweep gives it.
+type source struct{ dir, variant string }
 
 func exists(path string) bool {
 	_, err := os.Stat(path)
@@ -88,14 +92,15 @@ func Load(args []string, warn func(string)) ([]sweep.Run, error) {
 	}
 	var runs []sweep.Run
 	for _, d := range dirs {
-		r, err := sweep.LoadSummary(d)
+		r, err := sweep.LoadSummary(d.dir)
 		if err != nil {
 			return nil, err
 		}
 		if !r.Finished() {
-			warn(fmt.Sprintf("skipping %s: run did not finish (%d of %d steps) %s", d, r.StepsDone, r.Steps, r.Message))
+			warn(fmt.Sprintf("skipping %s: run did not finish (%d of %d steps) %s", d.dir, r.StepsDone, r.Steps, r.Message))
 			continue
 		}
+		r.Variant = d.variant
 		runs = append(runs, r)
 	}
 	if len(runs) == 0 {
@@ -154,7 +159,7 @@ func SeveralRates(runs []sweep.Run) bool {
 }
 
 // VTRuns are the runs whose v_t is worth a figure: for each MEAZO method
-// (joint, then grouped), its run at η* with the lowest seed that did not
+// (joint, then grouped; each variant), its run at η* with the lowest seed that did not
 // diverge (else the lowest seed). Only MEAZO logs v_t, and one seed shows its
 // shape; a seed that diverged may have logged none.
 func VTRuns(runs []sweep.Run) []sweep.Run {

@@ -132,7 +132,7 @@ func TestSources(t *testing.T) {
 	mk(filepath.Join(root, "open", "a"))
 	mk(filepath.Join(root, "open", "b"))
 	os.MkdirAll(filepath.Join(root, "open", "c"), 0o755) // no summary yet
-	sw := sweep.Sweep{Optimizer: "meazo", Grouped: true, Model: "m", Task: "squad", Adapter: "lora",
+	sw := sweep.Sweep{Optimizer: "meazo", Grouped: true, Variant: "β1 = 0", Model: "m", Task: "squad", Adapter: "lora",
 		Rates: []sweep.SweepRate{{LR: 1e-4, Seeds: []sweep.SweepSeed{{Seed: 0, Dir: "x"}, {Seed: 1, Dir: "y", Failed: true}}}}}
 	os.MkdirAll(filepath.Join(root, "closed"), 0o755)
 	b, _ := json.Marshal(sw)
@@ -142,12 +142,13 @@ func TestSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range got {
-		got[i], _ = filepath.Rel(root, got[i])
+		got[i].dir, _ = filepath.Rel(root, got[i].dir)
 	}
-	if want := []string{"run", "open/a", "open/b", "closed/x"}; !slices.Equal(got, want) {
+	// The runs of a sweep.json carry its variant; the others have none.
+	if want := []source{{"run", ""}, {"open/a", ""}, {"open/b", ""}, {"closed/x", "β1 = 0"}}; !slices.Equal(got, want) {
 		t.Errorf("dirs = %v, want %v", got, want)
 	}
-	want := sweep.Run{Dir: filepath.Join(root, "closed", "y"), Failed: true, Summary: sweep.Summary{
+	want := sweep.Run{Dir: filepath.Join(root, "closed", "y"), Failed: true, Variant: "β1 = 0", Summary: sweep.Summary{
 		Model: "m", Task: "squad", Adapter: "lora", Grouped: true, Optimizer: "meazo", LR: 1e-4, Seed: 1}}
 	if len(failed) != 1 || !reflect.DeepEqual(failed[0], want) {
 		t.Errorf("failed = %+v, want [%+v]", failed, want)
@@ -203,11 +204,15 @@ func TestReportTables(t *testing.T) {
 		{exp: "squad_lora", optimizer: "zo-sgd", model: "m", task: "squad", adapter: "lora", eta: 1e-3, metric: "F1 of the best adapter", mean: 70.5, std: 0.70710678, n: 2, seeds: 2},
 		{exp: "squad_lora", optimizer: "meazo", model: "m", task: "squad", adapter: "lora", eta: 1e-4, metric: "F1 of the best adapter", mean: 71, std: math.NaN(), n: 1, seeds: 2, missing: []missingRun{{"out/squad_lora_meazo/lr=1e-4_seed=1", "new", ""}, {"out/squad_lora_meazo/lr=1e-3_seed=1", "failed", "meazo-train exit status 1"}}},
 		{exp: "sst2_prompt", optimizer: "meazo", model: "m", task: "sst2", adapter: "prompt", eta: 1e-2, metric: "best validation loss", mean: 0.5, std: 0.01, n: 2, seeds: 2},
-		{exp: "sst2_prompt", optimizer: "zo-sgd", seeds: 2, note: "stage 2 not run yet"},
+		{sweep: "sst2_prompt_zo-sgd", exp: "sst2_prompt", optimizer: "zo-sgd", seeds: 2, note: "stage 2 not run yet"},
+		// Variants of one optimizer: a column each, in the study's order.
+		{exp: "xsum_lora", optimizer: "zo-adam", variant: "β1 = 0.9", model: "m", task: "xsum", adapter: "lora", eta: 1e-4, metric: "ROUGE-L of the best adapter", mean: 20, std: 1, n: 2, seeds: 2},
+		{exp: "xsum_lora", optimizer: "zo-adam", variant: "β1 = 0", model: "m", task: "xsum", adapter: "lora", eta: 2e-4, metric: "ROUGE-L of the best adapter", mean: 21, std: 1, n: 2, seeds: 2},
 	}}
 	md := rep.Markdown()
 	for _, want := range []string{
-		"## Table 1: LoRA\n\n| experiment | metric | MEAZO | ZO-SGD |",
+		"## Table 1: LoRA\n\n| experiment | metric | MEAZO | ZO-SGD | ZO-Adam (β1 = 0.9) | ZO-Adam (β1 = 0) |",
+		"| xsum_lora | ROUGE-L of the best adapter | | | 20.00 ± 1.00<br>η*=1e-4 | 21.00 ± 1.00<br>η*=2e-4 |",
 		"| squad_lora | F1 of the best adapter | 71.00 (1/2 seeds)<br>η*=1e-4 | 70.50 ± 0.71<br>η*=1e-3 |",
 		"## Table 2: prompt tuning", "| sst2_prompt | best validation loss | 0.5000 ± 0.0100<br>η*=0.01 |",
 		"## Table 3: no results yet",
@@ -220,8 +225,9 @@ func TestReportTables(t *testing.T) {
 	}
 	csv := rep.CSV()
 	for _, want := range []string{
-		`squad_lora,m,squad,lora,false,meazo,1e-4,"F1 of the best adapter",71,,1,2,2`,
-		`sst2_prompt,,,,false,zo-sgd,,"",,,0,2,0`,
+		`squad_lora,m,squad,lora,false,meazo,,1e-4,"F1 of the best adapter",71,,1,2,2`,
+		`sst2_prompt,,,,false,zo-sgd,,,"",,,0,2,0`,
+		`xsum_lora,m,xsum,lora,false,zo-adam,β1 = 0,2e-4,"ROUGE-L of the best adapter",21,1,2,2,0`,
 	} {
 		if !strings.Contains(csv, want) {
 			t.Errorf("CSV lacks %q:\n%s", want, csv)
@@ -389,7 +395,7 @@ func TestReportCountsWaitingRuns(t *testing.T) {
 	}
 	many = append(many, missingRun{"out/e_meazo/lr=1_seed=0", "failed", ""})
 	rep := &Report{cells: []cell{
-		{exp: "e", optimizer: "meazo", seeds: 1, missing: many},
+		{sweep: "e_meazo", exp: "e", optimizer: "meazo", seeds: 1, missing: many},
 		{exp: "e", optimizer: "zo-sgd", seeds: 1, missing: many[:2]},
 	}}
 	md := rep.Markdown()
@@ -401,5 +407,46 @@ func TestReportCountsWaitingRuns(t *testing.T) {
 	}
 	if strings.Count(md, "lr=1e-1_seed=0") != 1 {
 		t.Errorf("a counted run is listed too:\n%s", md)
+	}
+}
+
+// TestVariantFigures: the variants of one optimizer are separate methods in
+// the figures, each labelled with its variant and in a colour of its own;
+// MEAZO's v_t figure of each variant has a file of its own.
+func TestVariantFigures(t *testing.T) {
+	var runs []sweep.Run
+	for _, v := range []string{"β1 = 0", "β1 = 0.9"} {
+		for _, lr := range []float64{1e-4, 1e-3} {
+			r := run("zo-adam", false, lr, 0, 1+lr, false)
+			r.Variant = v
+			runs = append(runs, r)
+		}
+	}
+	runs = append(runs, run("meazo", false, 1e-4, 0, 1, false), run("meazo", false, 1e-3, 0, 1.1, false))
+	figs, err := Robustness(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	colors := map[string]bool{}
+	for _, s := range figs[0].Series {
+		names = append(names, s.Name)
+		colors[s.Color] = true
+	}
+	if want := []string{"MEAZO, η*=1e-4", "ZO-Adam (β1 = 0), η*=1e-4", "ZO-Adam (β1 = 0.9), η*=1e-4"}; !slices.Equal(names, want) {
+		t.Errorf("series %q, want %q", names, want)
+	}
+	if len(colors) != 3 || colors[""] {
+		t.Errorf("colours %v: want three distinct ones", colors)
+	}
+	for m, want := range map[sweep.Method]string{
+		{Optimizer: "meazo"}:                                     "vt_meazo.svg",
+		{Optimizer: "meazo", Grouped: true}:                      "vt_meazo_grouped.svg",
+		{Optimizer: "meazo", Variant: "sphere"}:                  "vt_meazo_sphere.svg",
+		{Optimizer: "meazo", Grouped: true, Variant: "β1 = 0.9"}: "vt_meazo_grouped_-1-=-0.9.svg",
+	} {
+		if got := VTFile(m); got != want {
+			t.Errorf("VTFile(%+v) = %q, want %q", m, got, want)
+		}
 	}
 }

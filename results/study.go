@@ -3,7 +3,6 @@ package results
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/meazo-go/meazo/sweep"
@@ -26,7 +25,9 @@ type Experiment struct {
 
 // cell is one sweep's entry in the results tables.
 type cell struct {
+	sweep          string // the sweep's name, <experiment>_<optimizer>[_<variant>]
 	exp, optimizer string
+	variant        string // the variant's label; "" for none
 	grouped        bool
 	model, task    string
 	adapter        string
@@ -81,7 +82,7 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sweep %s: %w", sp.Name, err)
 		}
-		c := cell{exp: sp.Exp.Name, optimizer: sp.Optimizer, seeds: len(sp.Exp.Seeds)}
+		c := cell{sweep: sp.Name, exp: sp.Exp.Name, optimizer: sp.Optimizer, variant: sp.VariantTitle(), seeds: len(sp.Exp.Seeds)}
 		var runs, failed []sweep.Run
 		specs := ss.Runs()
 		all := sp.Results(specs, ss.States)
@@ -219,10 +220,14 @@ func (c cell) value() string {
 	return s
 }
 
+// method is the column a cell belongs in: its optimizer and variant.
+func (c cell) method() sweep.Method { return sweep.Method{Optimizer: c.optimizer, Variant: c.variant} }
+
 // Markdown is one table per adapter kind (the paper's Table 1 is LoRA, its
 // Table 2 prompt tuning), numbered in the order the experiments first use
-// each kind: rows are experiments, columns optimizers; then the runs still
-// missing, so that a partial report says it is partial.
+// each kind: rows are experiments, columns optimizers (one per variant of
+// an optimizer, labelled with it); then the runs still missing, so that a
+// partial report says it is partial.
 func (rep *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (lowest validation loss) of each seed, mean ± sample std over seeds,\n" +
@@ -239,31 +244,31 @@ func (rep *Report) Markdown() string {
 	}
 	for ti, k := range order {
 		cells := kinds[k]
-		var opts []string
+		var opts []sweep.Method
 		var exps []string
-		seenO, seenE := map[string]bool{}, map[string]bool{}
+		seenO, seenE := map[sweep.Method]bool{}, map[string]bool{}
 		for _, c := range cells {
-			if !seenO[c.optimizer] {
-				seenO[c.optimizer] = true
-				opts = append(opts, c.optimizer)
+			if !seenO[c.method()] {
+				seenO[c.method()] = true
+				opts = append(opts, c.method())
 			}
 			if !seenE[c.exp] {
 				seenE[c.exp] = true
 				exps = append(exps, c.exp)
 			}
 		}
-		sort.SliceStable(opts, func(i, j int) bool { return sweep.OptimizerRank(opts[i]) < sweep.OptimizerRank(opts[j]) })
+		sweep.SortMethods(opts)
 		fmt.Fprintf(&b, "\n## Table %d: %s\n\n| experiment | metric |", ti+1, k)
 		for _, o := range opts {
-			fmt.Fprintf(&b, " %s |", sweep.Method{Optimizer: o})
+			fmt.Fprintf(&b, " %s |", o)
 		}
 		b.WriteString("\n|---|---|" + strings.Repeat("---|", len(opts)) + "\n")
 		for _, e := range exps {
 			metric := ""
-			row := map[string]cell{}
+			row := map[sweep.Method]cell{}
 			for _, c := range cells {
 				if c.exp == e {
-					row[c.optimizer] = c
+					row[c.method()] = c
 					if c.metric != "" {
 						metric = c.metric
 					}
@@ -288,7 +293,7 @@ func (rep *Report) Markdown() string {
 	n := 0
 	for _, c := range rep.cells {
 		if c.note != "" { // a sweep's line: not counted among the runs
-			missing = append(missing, fmt.Sprintf("- %s_%s: %s", c.exp, c.optimizer, c.note))
+			missing = append(missing, fmt.Sprintf("- %s: %s", c.sweep, c.note))
 		}
 		var waiting []missingRun
 		for _, m := range c.missing {
@@ -309,7 +314,7 @@ func (rep *Report) Markdown() string {
 					parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
 				}
 			}
-			missing = append(missing, fmt.Sprintf("- %s_%s: %s runs, not run yet", c.exp, c.optimizer, strings.Join(parts, " and ")))
+			missing = append(missing, fmt.Sprintf("- %s: %s runs, not run yet", c.sweep, strings.Join(parts, " and ")))
 		} else {
 			for _, m := range waiting {
 				missing = append(missing, "- "+m.String())
@@ -344,7 +349,7 @@ func adapterKind(c cell) string {
 // where there is no value), with the number of missing runs.
 func (rep *Report) CSV() string {
 	var b strings.Builder
-	b.WriteString("experiment,model,task,adapter,grouped,optimizer,eta_star,metric,mean,std,n_seeds,seeds,missing_runs\n")
+	b.WriteString("experiment,model,task,adapter,grouped,optimizer,variant,eta_star,metric,mean,std,n_seeds,seeds,missing_runs\n")
 	num := func(v float64) string {
 		if math.IsNaN(v) {
 			return ""
@@ -360,8 +365,16 @@ func (rep *Report) CSV() string {
 		if c.n > 0 {
 			mean, std = num(c.mean), num(c.std)
 		}
-		fmt.Fprintf(&b, "%s,%s,%s,%s,%v,%s,%s,%q,%s,%s,%d,%d,%d\n", c.exp, c.model, c.task, c.adapter, c.grouped, c.optimizer, eta,
-			c.metric, mean, std, c.n, c.seeds, len(c.missing))
+		fmt.Fprintf(&b, "%s,%s,%s,%s,%v,%s,%s,%s,%q,%s,%s,%d,%d,%d\n", c.exp, c.model, c.task, c.adapter, c.grouped, c.optimizer,
+			csvField(c.variant), eta, c.metric, mean, std, c.n, c.seeds, len(c.missing))
 	}
 	return b.String()
+}
+
+// csvField quotes a field that holds a comma or a quote (RFC 4180).
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
 }

@@ -152,13 +152,23 @@ func (sp *SweepPlan) Config() string {
 	return strings.ReplaceAll(sp.Exp.Config, "{optimizer}", sp.Optimizer)
 }
 
-// SweepPlan is one experiment × optimizer.
+// SweepPlan is one experiment × optimizer (× variant, when the experiment
+// has variants).
 type SweepPlan struct {
-	Name      string // <experiment>_<optimizer>
+	Name      string // <experiment>_<optimizer>[_<variant>]
 	Dir       string
 	Exp       *Experiment
 	Optimizer string
+	Variant   *Variant // nil: the experiment has none
 	study     *Study
+}
+
+// VariantTitle is how tables and figures name the sweep's variant; "" for none.
+func (sp *SweepPlan) VariantTitle() string {
+	if sp.Variant == nil {
+		return ""
+	}
+	return sp.Variant.Title()
 }
 
 // RunSpec is one run of a sweep.
@@ -177,7 +187,14 @@ func (st *Study) Sweeps() []*SweepPlan {
 		e := &st.Experiments[i]
 		for _, o := range e.Optimizers {
 			name := e.Name + "_" + o
-			out = append(out, &SweepPlan{Name: name, Dir: filepath.Join(st.Out, name), Exp: e, Optimizer: o, study: st})
+			if len(e.Variants) == 0 {
+				out = append(out, &SweepPlan{Name: name, Dir: filepath.Join(st.Out, name), Exp: e, Optimizer: o, study: st})
+			}
+			for j := range e.Variants {
+				v := &e.Variants[j]
+				vname := name + "_" + v.Name
+				out = append(out, &SweepPlan{Name: vname, Dir: filepath.Join(st.Out, vname), Exp: e, Optimizer: o, Variant: v, study: st})
+			}
 		}
 	}
 	return out
@@ -339,11 +356,13 @@ func (sp *SweepPlan) Results(runs []RunSpec, states map[string]RunState) []Run {
 	for _, r := range runs {
 		s := states[r.Dir]
 		if s.Status == StatusDone || s.Status == StatusDiverged {
-			out = append(out, s.Run)
+			run := s.Run
+			run.Variant = sp.VariantTitle()
+			out = append(out, run)
 			continue
 		}
 		lr, _ := strconv.ParseFloat(r.LR, 64)
-		out = append(out, Run{Dir: r.Dir, Failed: true, Summary: Summary{Optimizer: sp.Optimizer, LR: lr, Seed: r.Seed,
+		out = append(out, Run{Dir: r.Dir, Failed: true, Variant: sp.VariantTitle(), Summary: Summary{Optimizer: sp.Optimizer, LR: lr, Seed: r.Seed,
 			Message: s.Status + " " + s.Detail}})
 	}
 	return out
@@ -396,9 +415,12 @@ func (r RunSpec) FreshArgs() []string {
 }
 
 // sets are a fresh start's --set overrides: the study's, the experiment's,
-// then the sweep's own (last, so they win).
+// the variant's, then the sweep's own (last, so they win).
 func (r RunSpec) sets() []string {
 	sets := append(append([]string{}, r.Sweep.study.Set...), r.Sweep.Exp.Set...)
+	if v := r.Sweep.Variant; v != nil {
+		sets = append(sets, v.Set...)
+	}
 	return append(sets, "optimizer.name="+r.Sweep.Optimizer, "optimizer.lr="+r.LR, "train.seed="+strconv.FormatUint(r.Seed, 10))
 }
 

@@ -39,7 +39,8 @@ func OrNaN(p *float64) float64 {
 type Run struct {
 	Dir string
 	Summary
-	Failed bool
+	Failed  bool
+	Variant string // the study's label of the run's variant (Variant.Title); "" for none
 }
 
 // Name is the run's directory name, for titles and messages.
@@ -55,13 +56,15 @@ func LoadSummary(dir string) (Run, error) {
 	return Run{Dir: dir, Summary: s}, nil
 }
 
-// Method identifies what a figure or table compares: an optimizer, grouped or not.
+// Method identifies what a figure or table compares: an optimizer, grouped
+// or not, in a study's variant (β1 = 0, sphere noise, …) or none.
 type Method struct {
 	Optimizer string
 	Grouped   bool
+	Variant   string // Variant.Title; "" for none
 }
 
-func (r *Run) Method() Method { return Method{r.Optimizer, r.Grouped} }
+func (r *Run) Method() Method { return Method{r.Optimizer, r.Grouped, r.Variant} }
 
 // MethodOrder is the paper's order of optimizers.
 var MethodOrder = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
@@ -73,8 +76,15 @@ func (m Method) String() string {
 	if !ok {
 		name = m.Optimizer
 	}
+	var qualifiers []string
 	if m.Grouped {
-		name += " (grouped)"
+		qualifiers = append(qualifiers, "grouped")
+	}
+	if m.Variant != "" {
+		qualifiers = append(qualifiers, m.Variant)
+	}
+	if len(qualifiers) > 0 {
+		name += " (" + strings.Join(qualifiers, ", ") + ")"
 	}
 	return name
 }
@@ -90,9 +100,10 @@ func OptimizerRank(optimizer string) int {
 	return len(MethodOrder)
 }
 
-// SortMethods orders methods as the paper lists them, unknown names last.
+// SortMethods orders methods as the paper lists them, unknown names last;
+// the variants of one method keep their order in ms (the study's order).
 func SortMethods(ms []Method) {
-	sort.Slice(ms, func(i, j int) bool {
+	sort.SliceStable(ms, func(i, j int) bool {
 		a, b := ms[i], ms[j]
 		if ra, rb := OptimizerRank(a.Optimizer), OptimizerRank(b.Optimizer); ra != rb {
 			return ra < rb
@@ -359,6 +370,7 @@ const SweepFile = "sweep.json"
 type Sweep struct {
 	Optimizer   string      `json:"optimizer"`
 	Grouped     bool        `json:"grouped"`
+	Variant     string      `json:"variant,omitempty"` // the study's label of the sweep's variant
 	Model       string      `json:"model"`
 	Task        string      `json:"task"`
 	Adapter     string      `json:"adapter"`
@@ -416,7 +428,7 @@ func Summarize(dir string, runs []Run, seeds []uint64, coarse []float64) (*Sweep
 		return nil, fmt.Errorf("%s: a seed diverged or failed at every rate, so there is no η*; lower the rates or fix the failures", dir)
 	}
 	sw := &Sweep{
-		Optimizer: first.Optimizer, Grouped: first.Grouped, Model: first.Model, Task: first.Task, Adapter: first.Adapter,
+		Optimizer: first.Optimizer, Grouped: first.Grouped, Variant: first.Variant, Model: first.Model, Task: first.Task, Adapter: first.Adapter,
 		Selection: Selection, Seeds: seeds, CoarseRates: coarse, EtaStar: stats[star].LR,
 	}
 	var coarseStats []RateStats

@@ -23,7 +23,7 @@ var DefaultCoarse = []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e
 // is its documentation (StudyDoc).
 type Study struct {
 	Name        string       `yaml:"name" doc:"the study's name (Slurm job names)"`
-	Out         string       `yaml:"out" doc:"the study directory: one sweep directory per experiment × optimizer, OUT/<experiment>_<optimizer>/lr=<rate>_seed=<seed>"`
+	Out         string       `yaml:"out" doc:"the study directory: one sweep directory per experiment × optimizer (× variant), OUT/<experiment>_<optimizer>[_<variant>]/lr=<rate>_seed=<seed>"`
 	Demo        string       `yaml:"demo" doc:"optional: a directory where meazo-sweep first writes the built-in demo's tiny model, tokenizer, data and demo.yaml (once; kept afterwards)"`
 	Seeds       []uint64     `yaml:"seeds" doc:"seeds per rate (default [0, 1, 2])"`
 	Coarse      []float64    `yaml:"coarse" doc:"the coarse grid (default: the paper's, 1e-6 … 1e-1)"`
@@ -44,6 +44,24 @@ type Experiment struct {
 	Seeds      []uint64  `yaml:"seeds" doc:"this experiment's seeds (default: the study's)"`
 	Coarse     []float64 `yaml:"coarse" doc:"this experiment's coarse grid (default: the study's)"`
 	Fine       *bool     `yaml:"fine" doc:"this experiment's stage 2 (default: the study's)"`
+	Variants   []Variant `yaml:"variants" doc:"optional: one sweep per optimizer and variant, OUT/<experiment>_<optimizer>_<variant>; the tables and figures compare the variants side by side, each labelled"`
+}
+
+// Variant is one setting an experiment is run in besides the optimizer (the
+// paper's ZO-Adam with β1 = 0 and 0.9, MEAZO with four noise distributions):
+// its own --set lines, its own sweep, its own line in the figures.
+type Variant struct {
+	Name  string   `yaml:"name" doc:"names the variant's sweep directories (letters, digits, '-', '_', '.', '=')"`
+	Label string   `yaml:"label" doc:"how tables and figures name it (default: the name), e.g. 'β1 = 0'"`
+	Set   []string `yaml:"set" doc:"meazo-train --set key=value for the variant's runs (after the experiment's)"`
+}
+
+// Title is how tables and figures name the variant.
+func (v *Variant) Title() string {
+	if v.Label != "" {
+		return v.Label
+	}
+	return v.Name
 }
 
 // Executor says where runs go.
@@ -196,7 +214,7 @@ func (st *Study) validate() error {
 		if e.Seeds != nil && len(e.Seeds) == 0 || e.Coarse != nil && len(e.Coarse) == 0 || e.Optimizers != nil && len(e.Optimizers) == 0 {
 			return fmt.Errorf("%s: an empty seeds, coarse or optimizers list (leave the key out for the default)", where)
 		}
-		if e.Name == "" || strings.Trim(e.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" || e.Name[0] == '.' {
+		if !nameChars(e.Name, "-_.") {
 			return fmt.Errorf("%s.name: %q: want letters, digits, '-', '_' or '.'", where, e.Name)
 		}
 		if names[e.Name] {
@@ -234,6 +252,9 @@ func (st *Study) validate() error {
 				return err
 			}
 		}
+		if err := checkVariants(where, e.Variants); err != nil {
+			return err
+		}
 		if len(e.Seeds) == 0 {
 			e.Seeds = st.Seeds
 		}
@@ -246,6 +267,15 @@ func (st *Study) validate() error {
 		if err := checkGrid(where+".", e.Seeds, e.Coarse); err != nil {
 			return err
 		}
+	}
+	// Two sweeps in one directory would mix their runs: "a" with variant
+	// "b_meazo" and "a_meazo_b" are both a_meazo_b_meazo.
+	seen := map[string]bool{}
+	for _, sp := range st.Sweeps() {
+		if seen[sp.Name] {
+			return fmt.Errorf("two sweeps are named %s (an experiment's and a variant's names run together): rename one", sp.Name)
+		}
+		seen[sp.Name] = true
 	}
 	x := &st.Executor
 	switch x.Kind {
@@ -300,6 +330,41 @@ func (st *Study) validate() error {
 	for _, l := range append(append([]string{}, s.Sbatch...), s.Setup...) {
 		if strings.ContainsAny(l, "\n\r") {
 			return fmt.Errorf("executor.slurm: %q: one line per entry", l)
+		}
+	}
+	return nil
+}
+
+// nameChars says whether name is a non-empty directory name of letters,
+// digits and the extra characters, not starting with '.'.
+func nameChars(name, extra string) bool {
+	return name != "" && name[0] != '.' &&
+		strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"+extra) == ""
+}
+
+// checkVariants checks an experiment's variants: each named once, with a
+// directory-safe name, and --set lines the sweep does not own.
+func checkVariants(where string, vs []Variant) error {
+	if vs != nil && len(vs) == 0 {
+		return fmt.Errorf("%s.variants: an empty list (leave the key out for none)", where)
+	}
+	names := map[string]bool{}
+	for i, v := range vs {
+		vw := fmt.Sprintf("%s.variants.%d", where, i)
+		if !nameChars(v.Name, "-_.=") {
+			return fmt.Errorf("%s.name: %q: want letters, digits, '-', '_', '.' or '='", vw, v.Name)
+		}
+		if names[v.Name] {
+			return fmt.Errorf("%s.name: %q used twice", vw, v.Name)
+		}
+		names[v.Name] = true
+		if strings.ContainsAny(v.Label, "\n\r") {
+			return fmt.Errorf("%s.label: %q: one line", vw, v.Label)
+		}
+		for _, s := range v.Set {
+			if err := checkSet(vw+".set", s); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

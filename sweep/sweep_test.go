@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,6 +151,11 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"empty coarse", "coarse: []\n" + base, "coarse: an empty list"},
 		{"empty optimizers", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: []}\n", "experiments.0: an empty seeds, coarse or optimizers list"},
 		{"negative slurm value", base + "executor:\n  kind: slurm\n  slurm: {partition: gpu, time: '1:00:00', max_array_size: -3}\n", "executor.slurm.max_array_size must be positive, got -3"},
+		{"bad variant name", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: [{name: 'β1 0'}]}\n", `experiments.0.variants.0.name: "β1 0"`},
+		{"variant twice", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: [{name: a}, {name: a}]}\n", `experiments.0.variants.1.name: "a" used twice`},
+		{"sweep key in a variant", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: [{name: a, set: [train.seed=3]}]}\n", "experiments.0.variants.0.set: \"train.seed=3\": the sweep sets train.seed itself"},
+		{"empty variants", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: []}\n", "experiments.0.variants: an empty list"},
+		{"sweep names collide", "out: x\nexperiments:\n  - {name: a, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: [{name: b_meazo}]}\n  - {name: a_meazo_b, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", "two sweeps are named a_meazo_b_meazo"},
 		{"empty experiment seeds", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], seeds: []}\n", "experiments.0: an empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,6 +336,18 @@ func TestShippedStudiesLoad(t *testing.T) {
 		st, err := LoadStudy(p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The paper's variant figures: ZO-Adam's β1 (Figure 18) and MEAZO's
+		// noise (Figure 19), each variant a sweep of its own.
+		if want, ok := map[string]int{"zo-adam-beta1.yaml": 3 * 2, "meazo-noise.yaml": 3 * 4}[filepath.Base(p)]; ok {
+			if n := len(st.Sweeps()); n != want {
+				t.Errorf("%s: %d sweeps, want %d", p, n, want)
+			}
+			for _, sp := range st.Sweeps() {
+				if sp.Variant == nil || !slices.Contains(sp.Stage1()[0].sets(), sp.Variant.Set[0]) {
+					t.Errorf("%s: sweep %s lacks its variant's --set", p, sp.Name)
+				}
+			}
 		}
 		if filepath.Base(p) != "paper.yaml" {
 			continue

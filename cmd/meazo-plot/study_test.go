@@ -60,7 +60,7 @@ func TestStudyReport(t *testing.T) {
 		t.Errorf("stdout: %s", stdout)
 	}
 	csv, _ := os.ReadFile(filepath.Join(out, "results.csv"))
-	if !strings.Contains(string(csv), `squad_lora,models/Llama-3.2-1B,squad,lora,false,meazo,1e-3,"F1 of the best adapter",70.5,0.7071067811865476,2,2,1`) {
+	if !strings.Contains(string(csv), `squad_lora,models/Llama-3.2-1B,squad,lora,false,meazo,,1e-3,"F1 of the best adapter",70.5,0.7071067811865476,2,2,1`) {
 		t.Errorf("results.csv:\n%s", csv)
 	}
 	for _, f := range []string{"train_loss.svg", "val_loss.svg", "robustness_best.svg", "robustness_last.svg"} {
