@@ -168,7 +168,7 @@ func (f *Figure) SVG() []byte {
 	// Room for the legend; long names widen the image, not shrink the plot.
 	right := 170.0
 	for _, s := range f.Series {
-		right = math.Max(right, 44+6.5*float64(utf8.RuneCountInString(s.Name)))
+		right = math.Max(right, 44+textWidth(s.Name))
 	}
 	right = math.Min(right, 420)
 	w += int(right) - 170
@@ -352,6 +352,27 @@ func (f *Figure) WriteFile(path string) error {
 // WriteFileAtomic writes data so that a reader never sees a partial file
 // (see internal/atomicfile).
 func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }
+
+// textWidth estimates the width in pixels of s in 12 px sans-serif, from
+// the advance widths of DejaVu Sans (the sans-serif of rsvg-convert and of
+// browsers on Linux; Helvetica and Arial are narrower) by class of
+// character: legends are sized by it, so it errs on the wide side.
+func textWidth(s string) float64 {
+	w := 0.0
+	for _, r := range s {
+		switch {
+		case strings.ContainsRune("MWmw", r):
+			w += 11.5
+		case r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '=' || r == '+' || r >= 128:
+			w += 8
+		case strings.ContainsRune(" .,:;!|'()[]ijlftr", r):
+			w += 4.4
+		default:
+			w += 7.3
+		}
+	}
+	return w
+}
 
 // wrap breaks line at spaces into lines of at most n characters (a word
 // longer than n stands alone).

@@ -124,3 +124,25 @@ func TestNotesWrapAndStepTicks(t *testing.T) {
 		t.Errorf("step ticks: want 100000, not 1e+05")
 	}
 }
+
+// TestTextWidth: a legend is sized by its text's width, which must not
+// fall short of the width rsvg-convert draws (DejaVu Sans, 12 px; measured
+// on the rendered PNGs) nor exceed it by much.
+func TestTextWidth(t *testing.T) {
+	for _, c := range []struct {
+		s        string
+		rendered float64
+	}{
+		{"MEAZO (Rademacher), η*=1", 171},
+		{"ZO-Adam (β1 = 0.9) (2 seeds, η*=1 of 4 rates)", 281},
+		{"MEAZO (3 seeds, η*=1e-4 of 3 rates)", 222},
+		{"abcdefghijklmnopqrstuvwxyz", 175},
+		{"ABCDEFGHIJKLMNOPQRSTUVWXYZ", 209},
+		{"0123456789", 76},
+		{"mean", 33},
+	} {
+		if w := textWidth(c.s); w < c.rendered || w > 1.15*c.rendered {
+			t.Errorf("textWidth(%q) = %g, rendered %g px", c.s, w, c.rendered)
+		}
+	}
+}
