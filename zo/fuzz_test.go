@@ -47,9 +47,16 @@ func FuzzEngineState(f *testing.F) {
 	}
 	f.Add([]byte("zo-engine/2\x01\x00\x00\x00\x00\x00\x00\x00\x01\xff\xff\xff\xff"), uint8(0))
 	f.Fuzz(func(t *testing.T, state []byte, k uint8) {
+		// The reader without an engine (meazo-plot vt-stats) takes what the
+		// engine takes, and refuses the rest without a panic.
+		saved, savedErr := ReadSavedState(state)
 		e := fuzzEngine(t, k)
 		defer e.θ.(*hostParams).noise(e.StepCount())
 		before, _ := e.MarshalBinary()
+		if err := e.UnmarshalBinary(state); err == nil && bytes.HasPrefix(state, []byte(engineMagic2)) &&
+			(savedErr != nil || saved.Step != e.StepCount() || saved.Optimizer != e.opt.Name()) {
+			t.Fatalf("the engine took the state (step %d, %s), ReadSavedState: %+v, %v", e.StepCount(), e.opt.Name(), saved, savedErr)
+		}
 		if err := e.UnmarshalBinary(state); err != nil {
 			if after, _ := e.MarshalBinary(); !bytes.Equal(before, after) {
 				t.Fatalf("a refused state (%v) changed the engine's", err)

@@ -24,6 +24,7 @@ func init() {
 		}))
 	commands.Register("vt", "MEAZO's second moment v_t per group over training, for one run", cmdVT)
 	commands.Register("memory", "optimizer-state bytes and peak RSS per method (markdown, also printed)", cmdMemory)
+	commands.Register("vt-stats", "min, max, mean, std, kurtosis of ZO-Adam's or R-AdaZO's v_t in a checkpoint (the paper's Table 4; markdown, also printed)", cmdVTStats)
 	commands.Register("all", "every figure the runs allow, and the memory table", cmdAll)
 }
 
@@ -102,6 +103,32 @@ func cmdMemory(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	fmt.Fprint(stdout, table)
 	return plot.WriteFileAtomic(filepath.Join(*out, "memory.md"), []byte(table))
+}
+
+// cmdVTStats prints and writes the second-moment table of the runs'
+// checkpoints (results.SecondMomentTable), one column per run.
+func cmdVTStats(args []string, _ io.Reader, stdout io.Writer) error {
+	fs, out := newFlags("vt-stats", "[--out DIR] RUN_OR_CHECKPOINT_DIR...")
+	if err := cli.Parse(fs, args); err != nil {
+		return cli.Usage(err)
+	}
+	if fs.NArg() == 0 {
+		return cli.Usage(errors.New("no run or checkpoint directories given"))
+	}
+	var cols []results.SecondMoment
+	for _, dir := range fs.Args() {
+		c, err := results.ReadSecondMoment(dir)
+		if err != nil {
+			return err
+		}
+		cols = append(cols, c)
+	}
+	if err := mkdirOut(*out); err != nil {
+		return err
+	}
+	table := results.SecondMomentTable(cols)
+	fmt.Fprint(stdout, table)
+	return plot.WriteFileAtomic(filepath.Join(*out, "vt_stats.md"), []byte(table))
 }
 
 // cmdAll writes every figure the runs allow (results.All) and the memory table.

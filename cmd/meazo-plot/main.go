@@ -7,6 +7,7 @@
 //	meazo-plot robustness [--out DIR] RUN_OR_SWEEP_DIR...              best and last validation loss vs η/η*
 //	meazo-plot vt         [--out DIR] RUN_DIR                          MEAZO's v_t per group over training
 //	meazo-plot memory     [--out DIR] RUN_OR_SWEEP_DIR...              optimizer-state bytes and peak RSS (markdown)
+//	meazo-plot vt-stats   [--out DIR] RUN_OR_CHECKPOINT_DIR...         ZO-Adam's / R-AdaZO's v_t statistics (the paper's Table 4)
 //	meazo-plot all        [--out DIR] RUN_OR_SWEEP_DIR...              all of the above
 //	meazo-plot study      [--out DIR] [--png=false] STUDY.yaml         a meazo-sweep study: tables at η*, figures, missing runs
 //

@@ -207,6 +207,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"curves", "--out", out, good, other}, "runs from different experiments"},
 		{[]string{"robustness", "--out", out, root + "/plots-none"}, "plots-none"},
+		{[]string{"vt-stats", "--out", out, good}, good + ": no checkpoint (no optimizer.bin)"},
+		{[]string{"vt-stats", "--out", out}, "no run or checkpoint directories given"},
 	} {
 		_, err := runCmd(t, c.args...)
 		switch {

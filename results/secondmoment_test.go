@@ -1,0 +1,89 @@
+package results
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/zo"
+)
+
+// TestMoments checks the statistics against values worked by hand (and
+// scipy.stats.kurtosis's: -1.36 for 1, 2, 3, 4), across slices.
+func TestMoments(t *testing.T) {
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }
+	s := Moments([]float32{1, 2}, nil, []float32{3, 4})
+	if s.N != 4 || s.Min != 1 || s.Max != 4 || s.Mean != 2.5 || !near(s.Std, math.Sqrt(1.25)) || !near(s.Kurt, 2.5625/1.5625-3) {
+		t.Errorf("Moments(1..4) = %+v", s)
+	}
+	// One large value among many equal ones: a large kurtosis.
+	v := make([]float32, 1000)
+	for i := range v {
+		v[i] = 1
+	}
+	v[0] = 100
+	if s := Moments(v); s.Kurt < 900 {
+		t.Errorf("one outlier in 1000: kurtosis %g, want about 995", s.Kurt)
+	}
+	if s := Moments([]float32{2, 2}); s.Std != 0 || !math.IsNaN(s.Kurt) {
+		t.Errorf("no spread: %+v, want std 0 and a NaN kurtosis", s)
+	}
+	if s := Moments(); s.N != 0 || !math.IsNaN(s.Mean) {
+		t.Errorf("nothing: %+v", s)
+	}
+}
+
+// TestSecondMomentTable reads ZO-Adam's v from a checkpoint's optimizer.bin
+// (given as a run directory and as the checkpoint itself), refuses MEAZO's
+// with the reason, and says the FO-Adam column needs back-propagation.
+func TestSecondMomentTable(t *testing.T) {
+	dir := t.TempDir()
+	save := func(name string, opt zo.Optimizer) string {
+		e, err := zo.New([][]float32{{1, 2}, {3, 4, 5}}, opt, zo.Config{Eps: 1e-3, Q: 1, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := e.Step(zo.Func(func(theta [][]float32) float64 {
+				return float64(theta[0][0]*theta[0][0] + 3*theta[1][2]*theta[1][2])
+			})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, _ := e.MarshalBinary()
+		run := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Join(run, "checkpoint"), 0o755)
+		if err := os.WriteFile(filepath.Join(run, "checkpoint", "optimizer.bin"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	adam := zo.NewAdam(0.1)
+	run := save("run-zo-adam", adam)
+	a, err := ReadSecondMoment(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadSecondMoment(filepath.Join(run, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Moments(adam.SecondMoment(0), adam.SecondMoment(1))
+	if a.Step != 2 || a.Groups != 2 || a.Stats != want || b.Stats != want || want.Max == 0 {
+		t.Errorf("read %+v and %+v, want %+v at step 2", a, b, want)
+	}
+	table := SecondMomentTable([]SecondMoment{a})
+	for _, s := range []string{"| ZO-Adam, ", "(step 2) | FO-Adam |", "| coordinates | 5 in 2 groups | – |", "kurtosis (excess)", "back-propagat"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("table lacks %q:\n%s", s, table)
+		}
+	}
+	if _, err := ReadSecondMoment(save("run-meazo", zo.NewMEAZO(0.1))); err == nil || !strings.Contains(err.Error(), "one second-moment scalar per group") {
+		t.Errorf("MEAZO: %v", err)
+	}
+	if _, err := ReadSecondMoment(dir); err == nil || !strings.Contains(err.Error(), "no checkpoint") {
+		t.Errorf("no checkpoint: %v", err)
+	}
+}
