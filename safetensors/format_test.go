@@ -202,6 +202,7 @@ func FuzzParseHeader(f *testing.F) {
 			dataLen &= 1<<20 - 1
 		}
 		h, err := parseHeader("fuzz", js, dataLen)
+		checkOracle(t, js, dataLen, h, err) // the Rust crate's rules, as ported (oracle_test.go)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "safetensors fuzz: ") {
 				t.Fatalf("error without the file name: %v", err)
