@@ -1,0 +1,160 @@
+package prompttune
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
+)
+
+// peftTol bounds the fp32 logits' difference with the real PEFT's.
+const peftTol = 2e-4
+
+// fixedIDs is an Encoder that returns the same token ids for any text.
+type fixedIDs []int
+
+func (f fixedIDs) Encode(string, bool) []int { return f }
+
+// TestRealPEFTRoundTrip: a prompt-tuning adapter meazo-go saved (TEXT init,
+// the base model and tokenizer named, as meazo-train writes it) loads in
+// PeftModel.from_pretrained with the very embeddings meazo-go wrote and
+// gives meazo-go's logits, virtual-token rows included; one PEFT made loads
+// in meazo-go with PEFT's embeddings and gives PEFT's logits; both move the
+// logits of the real tokens.
+func TestRealPEFTRoundTrip(t *testing.T) {
+	py := fixture.NewPEFT(t)
+	const n = 5
+	type check struct {
+		name, ours, theirs string
+		m                  *model.Model
+		in                 model.Input
+		p                  *Prompt
+		out                func(job string) string
+	}
+	var checks []check
+	var jobs []map[string]any
+	for _, name := range []string{"llama-tiny", "qwen3-tiny"} {
+		dir := fixture.Dir(t, "fixtures", "models", name)
+		m, err := model.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+		shape, ids, mask := ref.Shape("input_ids"), ref.Ints("input_ids"), ref.Ints("attention_mask")
+		p, err := FromText(m, fixedIDs{1, 17, 42}, n, "Sentiment task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.BaseModel, p.Tokenizer = dir, dir // as meazo-train names them
+		tmp := t.TempDir()
+		c := check{name: name, ours: filepath.Join(tmp, "meazo-prompt"), theirs: filepath.Join(tmp, "peft-prompt"), m: m, p: p,
+			in:  model.Input{B: shape[0], T: shape[1], Tokens: ids, Mask: mask},
+			out: func(job string) string { return filepath.Join(tmp, job+".safetensors") }}
+		if err := p.Save(c.ours, m); err != nil {
+			t.Fatal(err)
+		}
+		checks = append(checks, c)
+		common := func(job map[string]any, out string) map[string]any {
+			job["base"], job["input_ids"], job["attention_mask"], job["out"] = dir, fixture.Rows2D(ids, shape[0]), fixture.Rows2D(mask, shape[0]), c.out(out)
+			return job
+		}
+		jobs = append(jobs, common(map[string]any{"kind": "base"}, "base"),
+			common(map[string]any{"kind": "load", "adapter": c.ours}, "loaded"),
+			common(map[string]any{"kind": "make-prompt", "dir": c.theirs, "n": n, "seed": 1}, "made"))
+	}
+	py.Run(map[string]any{"jobs": jobs})
+
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			m, in, v := c.m, c.in, c.m.VocabSize
+			// Rows of the [B, n+T] logits: the virtual tokens', and the real
+			// tokens' (not padding).
+			withPrompt := func(r int) bool {
+				b, pos := r/(n+in.T), r%(n+in.T)
+				return pos < n || in.Mask[b*in.T+pos-n] == 1
+			}
+			base := fixture.Tensors(t, c.out("base"))["logits"]
+
+			// meazo-go → PEFT.
+			c.p.Attach(m)
+			got := logits(t, m, in)
+			loaded := fixture.Tensors(t, c.out("loaded"))
+			saved := fixture.Tensors(t, filepath.Join(c.ours, "adapter_model.safetensors"))
+			if !slices.Equal(loaded["adapter/prompt_embeddings"], saved["prompt_embeddings"]) || len(saved["prompt_embeddings"]) != n*m.HiddenSize {
+				t.Errorf("PEFT's prompt embeddings differ from those meazo-go saved")
+			}
+			closeLogits(t, "meazo-go's prompt: meazo-go vs PEFT", got, loaded["logits"], v, withPrompt)
+			moves(t, "meazo-go's prompt", loaded["logits"], base, n, in, v)
+
+			// PEFT → meazo-go.
+			q, err := Load(c.theirs, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Attach(m)
+			got = logits(t, m, in)
+			m.Prompt = nil
+			made := fixture.Tensors(t, c.out("made"))
+			if !slices.Equal(q.Params()[0], made["adapter/prompt_embeddings"]) {
+				t.Errorf("meazo-go's prompt embeddings of PEFT's adapter differ from PEFT's")
+			}
+			closeLogits(t, "PEFT's prompt: meazo-go vs PEFT", got, made["logits"], v, withPrompt)
+			moves(t, "PEFT's prompt", made["logits"], base, n, in, v)
+		})
+	}
+}
+
+// logits is m's fp32 forward of in: [B·(n+T)·V] with a prompt attached.
+func logits(t *testing.T, m *model.Model, in model.Input) []float32 {
+	t.Helper()
+	out, err := m.Forward(in, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Logits
+}
+
+// closeLogits: the two logits agree within peftTol on the rows kept.
+func closeLogits(t *testing.T, what string, got, want []float32, v int, keep func(int) bool) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d logits, want %d", what, len(got), len(want))
+	}
+	d, at := fixture.MaxAbsDiff(got, widen(want), v, keep)
+	if d > peftTol {
+		t.Errorf("%s: max |Δ logit| %.3g at row %d > %g", what, d, at/v, peftTol)
+	}
+	t.Logf("%s: max |Δ logit| %.3g", what, d)
+}
+
+// moves: with the prompt, the real tokens' logits (rows n.. of each
+// sequence) differ from the base model's by more than rounding could.
+func moves(t *testing.T, what string, with, base []float32, n int, in model.Input, v int) {
+	t.Helper()
+	maxd := 0.0
+	for b := range in.B {
+		for pos := range in.T {
+			if in.Mask[b*in.T+pos] == 0 {
+				continue
+			}
+			w, o := with[(b*(n+in.T)+n+pos)*v:][:v], base[(b*in.T+pos)*v:][:v]
+			for i := range w {
+				maxd = math.Max(maxd, math.Abs(float64(w[i])-float64(o[i])))
+			}
+		}
+	}
+	if maxd < 100*peftTol {
+		t.Errorf("%s moves the real tokens' logits by at most %.3g: an adapter that does nothing would pass this test", what, maxd)
+	}
+}
+
+func widen(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The real PEFT side of the adapter round-trip tests (lora/peft_real_test.go,
+prompttune/peft_real_test.go): HF transformers + PEFT load adapters meazo-go
+saved, make adapters of their own, and compute fp32 logits, for the Go tests
+to compare with meazo-go's.
+
+    python3 scripts/peft_check.py SPEC.json
+
+Runs on Debian's python3-torch (1.13) with ../shared/pylib on PYTHONPATH
+(transformers 4.51, peft 0.15; pylib/SOURCES.md). SPEC.json:
+
+    {"jobs": [{"kind": "base", ...COMMON},
+              {"kind": "load", "adapter": DIR, ...COMMON},
+              {"kind": "make-lora", "dir": DIR, "r": 4, "alpha": 8, "targets": ["q_proj", "v_proj"], "seed": 1, ...COMMON},
+              {"kind": "make-prompt", "dir": DIR, "n": 5, "seed": 1, ...COMMON}]}
+
+where COMMON is "base": MODEL_DIR, "input_ids": [[...]], "attention_mask": [[...]], "out": FILE. One run
+serves many jobs: importing torch, transformers and PEFT is most of its time.
+
+Each job writes FILE (safetensors): "logits" (float32 [B, T', V]; T' counts a
+prompt's virtual tokens too, as PEFT returns them) and, but for "base", each
+tensor of the adapter as PEFT holds it (get_peft_model_state_dict), under
+"adapter/<name as saved>". "make-*" also saves the adapter to DIR with
+PEFT's save_pretrained. Each job starts from a freshly loaded base model
+(PEFT changes the modules it wraps).
+"""
+import json
+import os
+import sys
+
+import torch113_compat  # noqa: F401  (pylib: what transformers 4.51 needs from torch >= 2)
+import torch
+import transformers
+import peft
+from safetensors.torch import save_file
+
+
+def load_base(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        arch = json.load(f)["architectures"][0]
+    cls = {"LlamaForCausalLM": transformers.LlamaForCausalLM, "Qwen3ForCausalLM": transformers.Qwen3ForCausalLM}[arch]
+    m = cls.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
+    return m.eval()
+
+
+def logits_of(model, job):
+    ids = torch.tensor(job["input_ids"], dtype=torch.long)
+    mask = torch.tensor(job["attention_mask"], dtype=torch.long)
+    with torch.no_grad():
+        return model(input_ids=ids, attention_mask=mask).logits.float().contiguous()
+
+
+def write(path, model, logits):
+    out = {"logits": logits}
+    if model is not None:
+        for k, v in peft.get_peft_model_state_dict(model).items():
+            out["adapter/" + k] = v.detach().float().contiguous()
+    save_file(out, path)
+
+
+def save_adapter(model, d):
+    os.makedirs(d, exist_ok=True)
+    # Without Jinja2 (absent here) PEFT cannot write its model card; a README
+    # already there is kept (pylib/SOURCES.md).
+    with open(os.path.join(d, "README.md"), "w") as f:
+        f.write("PEFT adapter made by scripts/peft_check.py\n")
+    model.save_pretrained(d)
+
+
+def run(job):
+    base = load_base(job["base"])
+    kind = job["kind"]
+    if kind == "base":
+        write(job["out"], None, logits_of(base, job))
+        return
+    if kind == "load":
+        model = peft.PeftModel.from_pretrained(base, job["adapter"]).eval()
+        write(job["out"], model, logits_of(model, job))
+        return
+    torch.manual_seed(job["seed"])
+    if kind == "make-lora":
+        cfg = peft.LoraConfig(r=job["r"], lora_alpha=job["alpha"], target_modules=job["targets"],
+                              lora_dropout=0.0, task_type="CAUSAL_LM")
+        model = peft.get_peft_model(base, cfg)
+        # PEFT starts B at zero (an adapter that changes nothing): give A and
+        # B values, as training would.
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "lora_" in name:
+                    p.normal_(0.0, 0.2)
+    elif kind == "make-prompt":
+        cfg = peft.PromptTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=job["n"], prompt_tuning_init="RANDOM")
+        model = peft.get_peft_model(base, cfg)
+        # Token embeddings of random ids, the scale of PEFT's TEXT init.
+        with torch.no_grad():
+            emb = base.get_input_embeddings().weight
+            ids = torch.randint(0, emb.shape[0], (job["n"],))
+            model.prompt_encoder["default"].embedding.weight.copy_(emb[ids])
+    else:
+        raise SystemExit(f"peft_check.py: unknown job kind {kind!r}")
+    model.eval()
+    save_adapter(model, job["dir"])
+    write(job["out"], model, logits_of(model, job))
+
+
+def main():
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: peft_check.py SPEC.json")
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    torch.set_num_threads(1)  # the Go test runs beside others; results do not depend on it
+    for job in spec["jobs"]:
+        run(job)
+
+
+if __name__ == "__main__":
+    main()
