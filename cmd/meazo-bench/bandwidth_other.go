@@ -2,6 +2,8 @@
 
 package main
 
-// readBandwidth is measured with 16-lane loads only (GOEXPERIMENT=simd on
-// amd64); 0: not measured.
-func readBandwidth(threads int) float64 { return 0 }
+// sumLoads is the bandwidth probe's summing loop and what it loads: scalar
+// loads in this build (vector ones need GOEXPERIMENT=simd on amd64).
+func sumLoads() (func([]float32) float32, string) {
+	return sumScalar, "scalar loads (no vector loop in this build)"
+}

@@ -97,11 +97,9 @@ func runGEMM(args []string, stdout io.Writer) error {
 	// between calls of a real forward; the benchmark's repeated calls may
 	// find them in L3, which can put a small shape above its roof).
 	bw := readBandwidth(*threads)
-	if bw > 0 {
-		fmt.Fprintf(stdout, "memory read bandwidth (%d goroutines, 256 MiB, best of 3): %.1f GB/s; roof = min(peak, bandwidth·M/2)\n\n", *threads, bw)
-	} else {
-		fmt.Fprintf(stdout, "memory read bandwidth: not measured in this build (GOEXPERIMENT=simd on amd64)\n\n")
-	}
+	_, loads := sumLoads()
+	fmt.Fprintf(stdout, "memory read bandwidth (%d goroutines, 256 MiB, %s, best of 3): %.1f GB/s; roof = min(peak, bandwidth·M/2)\n\n",
+		*threads, loads, bw)
 	// best: the fastest repetition, against the peak (itself a best of
 	// nine): on a shared machine the fairest pair, since other jobs only
 	// ever slow a measurement down.

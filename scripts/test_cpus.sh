@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs the test binaries of every package with SIMD or assembly code paths
+# (tensor/cpu: the GEMM paths, the element-wise kernels and the peak loops;
+# zo: the noise kernels; cmd/meazo-bench: the bandwidth probe) and of the
+# packages that run them end to end (tensor/backendtest, model, with the
+# shared fixtures), built with GOEXPERIMENT=simd, on CPUs that lack features
+# this machine may have, emulated by qemu user mode:
+#
+#   EPYC-Rome    AVX2 and FMA, no AVX-512 (AMD Zen 2, the host of many A100s)
+#   SandyBridge  AVX, no AVX2 nor FMA
+#   Nehalem      SSE4.2, no AVX (x86-64 before 2011; Go's default GOAMD64=v1 needs only SSE2)
+#
+# Each code path must be chosen by CPUID: a kernel the CPU lacks dies with
+# SIGILL under qemu (which implements AVX and AVX2 but not AVX-512, and
+# refuses what the model lacks). MEAZO_EXPECT_CPU tells the tests which
+# features the model has, and they fail if the paths chosen do not match
+# (TestPathsFollowCPU, TestLoadsFollowCPU), so a qemu that emulated more than
+# asked cannot make this pass on the fast paths. Extra arguments go to every
+# test binary (e.g. -test.v, -test.run X). About 3-5 minutes on 2 cores.
+#
+# Needs qemu-x86_64-static (Debian: apt-get install qemu-user-static); binfmt
+# need not be registered. Emulation says nothing about speed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+export MEAZO_SHARED="${MEAZO_SHARED:-$(cd ../shared && pwd)}"
+QEMU="${QEMU:-qemu-x86_64-static}"
+if ! command -v "$QEMU" >/dev/null; then
+  echo "test_cpus.sh: $QEMU not found (apt-get install qemu-user-static)" >&2
+  exit 1
+fi
+if [[ $(go env GOARCH) != amd64 ]]; then
+  echo "test_cpus.sh: amd64 only (the CPU models are x86-64)" >&2
+  exit 1
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+pkgs=(tensor/cpu zo cmd/meazo-bench tensor/backendtest model)
+for p in "${pkgs[@]}"; do
+  GOEXPERIMENT=simd CGO_ENABLED=0 go test -c -o "$tmp/${p//\//_}.test" "./$p"
+done
+
+# model:level, the level being the widest vector extension the model has.
+cpus=(EPYC-Rome:avx2 SandyBridge:avx Nehalem:sse)
+status=0
+for c in "${cpus[@]}"; do
+  model=${c%%:*} level=${c#*:}
+  for p in "${pkgs[@]}"; do
+    start=$SECONDS
+    # A test binary runs in its package's directory, as go test runs it.
+    # qemu warns about host features TCG cannot offer; those lines are noise.
+    if (cd "$p" && MEAZO_EXPECT_CPU=$level "$QEMU" -cpu "$model" "$tmp/${p//\//_}.test" "$@" 2>&1 |
+      grep -v "TCG doesn't support requested feature"; exit "${PIPESTATUS[0]}"); then
+      echo "ok   $p (-cpu $model, $level, $((SECONDS - start)) s)"
+    else
+      echo "FAIL $p (-cpu $model, $level)"
+      status=1
+    fi
+  done
+done
+exit $status
