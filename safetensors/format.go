@@ -246,8 +246,9 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 
 	t.Shape = make([]int, len(raw.Shape))
 	for i, num := range raw.Shape {
+		// "-0" too: it is 0 to strconv, not an unsigned integer to the crate.
 		d, err := strconv.ParseInt(num.String(), 10, 64)
-		if err != nil || d < 0 || d > int64(maxInt) {
+		if err != nil || d < 0 || d > int64(maxInt) || strings.HasPrefix(num.String(), "-") {
 			return TensorInfo{}, fmt.Errorf("shape %v: dimension %d is %s, not a non-negative integer", raw.Shape, i, num)
 		}
 		t.Shape[i] = int(d)
@@ -263,7 +264,7 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 	var off [2]int64
 	for i, num := range raw.DataOffsets {
 		v, err := strconv.ParseInt(num.String(), 10, 64)
-		if err != nil || v < 0 {
+		if err != nil || v < 0 || strings.HasPrefix(num.String(), "-") {
 			return TensorInfo{}, fmt.Errorf("data_offsets %v: %s is not a non-negative integer below 2^63", raw.DataOffsets, num)
 		}
 		off[i] = v
