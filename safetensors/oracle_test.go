@@ -18,8 +18,8 @@ import (
 //
 //   - this package refuses, the port accepts: a key given twice (the port's
 //     map keeps the last; the crate's too, but a duplicate hides a tensor,
-//     so this package refuses it), a header not starting with '{' (the crate
-//     refuses it: InvalidHeaderStart), a header that is not UTF-8 (the crate
+//     so this package refuses it), a header not starting with '{' (the
+//     crate's InvalidHeaderStart), a header that is not UTF-8 (the crate
 //     refuses it: from_utf8; the port's encoding/json reads it as U+FFFD);
 //   - this package accepts, the port refuses: the dtypes the crate has and
 //     the port lacks (F8_E5M2, F8_E4M3, F8_E8M0, C64), and a tensor entry

@@ -7,8 +7,12 @@
 # this machine may have, emulated by qemu user mode:
 #
 #   EPYC-Rome    AVX2 and FMA, no AVX-512 (AMD Zen 2, the host of many A100s)
-#   SandyBridge  AVX, no AVX2 nor FMA
+#   SandyBridge  AVX, no AVX2 nor FMA (only the SIMD packages: the end-to-end
+#                ones take the paths they take under Nehalem)
 #   Nehalem      SSE4.2, no AVX (x86-64 before 2011; Go's default GOAMD64=v1 needs only SSE2)
+#
+# (SandyBridge found that 8-lane archsimd code needs AVX2, not just AVX: Go
+# zeroes a Float32x8 with VPXOR ymm.)
 #
 # Each code path must be chosen by CPUID: a kernel the CPU lacks dies with
 # SIGILL under qemu (which implements AVX and AVX2 but not AVX-512, and
@@ -16,7 +20,8 @@
 # features the model has, and they fail if the paths chosen do not match
 # (TestPathsFollowCPU, TestLoadsFollowCPU), so a qemu that emulated more than
 # asked cannot make this pass on the fast paths. Extra arguments go to every
-# test binary (e.g. -test.v, -test.run X). About 3-5 minutes on 2 cores.
+# test binary (e.g. -test.v, -test.run X). About 4.5 minutes of CPU time in
+# all (qemu runs a test's threads in parallel).
 #
 # Needs qemu-x86_64-static (Debian: apt-get install qemu-user-static); binfmt
 # need not be registered. Emulation says nothing about speed.
@@ -36,17 +41,21 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-pkgs=(tensor/cpu zo cmd/meazo-bench tensor/backendtest model)
+simd=(tensor/cpu zo cmd/meazo-bench)
+pkgs=("${simd[@]}" tensor/backendtest model)
 for p in "${pkgs[@]}"; do
   GOEXPERIMENT=simd CGO_ENABLED=0 go test -c -o "$tmp/${p//\//_}.test" "./$p"
 done
 
-# model:level, the level being the widest vector extension the model has.
-cpus=(EPYC-Rome:avx2 SandyBridge:avx Nehalem:sse)
+# model:level:packages, the level being the widest vector extension the
+# model has.
+cpus=(EPYC-Rome:avx2:all SandyBridge:avx:simd Nehalem:sse:all)
 status=0
 for c in "${cpus[@]}"; do
-  model=${c%%:*} level=${c#*:}
-  for p in "${pkgs[@]}"; do
+  IFS=: read -r model level which <<<"$c"
+  run=("${pkgs[@]}")
+  if [[ $which == simd ]]; then run=("${simd[@]}"); fi
+  for p in "${run[@]}"; do
     start=$SECONDS
     # A test binary runs in its package's directory, as go test runs it.
     # qemu warns about host features TCG cannot offer; those lines are noise.

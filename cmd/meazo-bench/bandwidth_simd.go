@@ -6,17 +6,19 @@ import "simd/archsimd"
 
 // sumLoads is the bandwidth probe's summing loop and what it loads, chosen
 // by CPUID as the GEMM chooses its path: 16-lane loads with AVX-512, 8-lane
-// with AVX (AMD Zen 1-3, Intel before Skylake-SP: no AVX-512), scalar loads
-// on older CPUs. Running a 16-lane loop on a CPU without AVX-512 dies with
-// SIGILL.
+// with AVX2 (AMD Zen 1-3, Intel Haswell to Skylake clients: no AVX-512),
+// scalar loads on older CPUs. A 16-lane loop on a CPU without AVX-512 dies
+// with SIGILL, and so does the 8-lane one without AVX2, although its
+// additions and loads are AVX: Go zeroes an 8-lane vector with VPXOR ymm,
+// an AVX2 instruction (found by scripts/test_cpus.sh under -cpu SandyBridge).
 func sumLoads() (func([]float32) float32, string) {
 	switch {
 	case archsimd.X86.AVX512():
 		return sum16, "16-lane AVX-512 loads"
-	case archsimd.X86.AVX():
-		return sum8, "8-lane AVX loads"
+	case archsimd.X86.AVX2():
+		return sum8, "8-lane AVX2 loads"
 	}
-	return sumScalar, "scalar loads (no AVX on this CPU)"
+	return sumScalar, "scalar loads (no AVX2 on this CPU)"
 }
 
 // sum16 adds s with eight independent 16-lane accumulators, so that loads,
@@ -43,7 +45,7 @@ func load16(s []float32, i int) archsimd.Float32x16 {
 	return archsimd.LoadFloat32x16((*[16]float32)(s[i : i+16]))
 }
 
-// sum8 is sum16 with 8-lane accumulators. It needs AVX.
+// sum8 is sum16 with 8-lane accumulators. It needs AVX2 (see sumLoads).
 func sum8(s []float32) float32 {
 	var a0, a1, a2, a3, a4, a5, a6, a7 archsimd.Float32x8
 	for i := 0; i+64 <= len(s); i += 64 {
