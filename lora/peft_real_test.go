@@ -59,13 +59,9 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		checks = append(checks, c)
-		common := func(job map[string]any, out string) map[string]any {
-			job["base"], job["input_ids"], job["attention_mask"], job["out"] = dir, fixture.Rows2D(ids, shape[0]), fixture.Rows2D(mask, shape[0]), c.out(out)
-			return job
-		}
-		jobs = append(jobs, common(map[string]any{"kind": "base"}, "base"),
-			common(map[string]any{"kind": "load", "adapter": c.ours}, "loaded"),
-			common(map[string]any{"kind": "make-lora", "dir": c.theirs, "r": 4, "alpha": 8, "targets": []string{"q_proj", "v_proj"}, "seed": 1}, "made"))
+		jobs = append(jobs, fixture.PEFTJob(map[string]any{"kind": "base"}, dir, ids, mask, shape[0], c.out("base")),
+			fixture.PEFTJob(map[string]any{"kind": "load", "adapter": c.ours}, dir, ids, mask, shape[0], c.out("loaded")),
+			fixture.PEFTJob(map[string]any{"kind": "make-lora", "dir": c.theirs, "r": 4, "alpha": 8, "targets": []string{"q_proj", "v_proj"}, "seed": 1}, dir, ids, mask, shape[0], c.out("made")))
 	}
 	py.Run(map[string]any{"jobs": jobs})
 
@@ -80,7 +76,7 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			got := logits(t, m, in)
 			loaded := fixture.Tensors(t, c.out("loaded"))
 			sameTensors(t, "PEFT's tensors of meazo-go's adapter", fixture.Tensors(t, filepath.Join(c.ours, "adapter_model.safetensors")), loaded)
-			closeLogits(t, "meazo-go's adapter: meazo-go vs PEFT", got, loaded["logits"], m.VocabSize, real)
+			fixture.CloseLogits(t, "meazo-go's adapter: meazo-go vs PEFT", got, loaded["logits"], m.VocabSize, real, peftTol)
 			moves(t, "meazo-go's adapter", loaded["logits"], base, m.VocabSize, real)
 
 			// PEFT → meazo-go.
@@ -97,7 +93,7 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameTensors(t, "meazo-go's tensors of PEFT's adapter", fixture.Tensors(t, filepath.Join(back, "adapter_model.safetensors")), made)
-			closeLogits(t, "PEFT's adapter: meazo-go vs PEFT", got, made["logits"], m.VocabSize, real)
+			fixture.CloseLogits(t, "PEFT's adapter: meazo-go vs PEFT", got, made["logits"], m.VocabSize, real, peftTol)
 			moves(t, "PEFT's adapter", made["logits"], base, m.VocabSize, real)
 		})
 	}
@@ -138,31 +134,10 @@ func cutPrefix(s, p string) (string, bool) {
 	return s, false
 }
 
-// closeLogits: the two logits agree within peftTol on the rows kept.
-func closeLogits(t *testing.T, what string, got, want []float32, v int, keep func(int) bool) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d logits, want %d", what, len(got), len(want))
-	}
-	d, at := fixture.MaxAbsDiff(got, widen(want), v, keep)
-	if d > peftTol {
-		t.Errorf("%s: max |Δ logit| %.3g at row %d > %g", what, d, at/v, peftTol)
-	}
-	t.Logf("%s: max |Δ logit| %.3g", what, d)
-}
-
 // moves: the adapter changes the logits by more than rounding could.
 func moves(t *testing.T, what string, with, without []float32, v int, keep func(int) bool) {
 	t.Helper()
-	if d, _ := fixture.MaxAbsDiff(with, widen(without), v, keep); d < 100*peftTol || math.IsNaN(d) {
+	if d, _ := fixture.MaxAbsDiff(with, fixture.Widen(without), v, keep); d < 100*peftTol || math.IsNaN(d) {
 		t.Errorf("%s moves the logits by at most %.3g: a zero adapter would pass this test", what, d)
 	}
-}
-
-func widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
 }

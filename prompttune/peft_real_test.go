@@ -57,13 +57,9 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		checks = append(checks, c)
-		common := func(job map[string]any, out string) map[string]any {
-			job["base"], job["input_ids"], job["attention_mask"], job["out"] = dir, fixture.Rows2D(ids, shape[0]), fixture.Rows2D(mask, shape[0]), c.out(out)
-			return job
-		}
-		jobs = append(jobs, common(map[string]any{"kind": "base"}, "base"),
-			common(map[string]any{"kind": "load", "adapter": c.ours}, "loaded"),
-			common(map[string]any{"kind": "make-prompt", "dir": c.theirs, "n": n, "seed": 1}, "made"))
+		jobs = append(jobs, fixture.PEFTJob(map[string]any{"kind": "base"}, dir, ids, mask, shape[0], c.out("base")),
+			fixture.PEFTJob(map[string]any{"kind": "load", "adapter": c.ours}, dir, ids, mask, shape[0], c.out("loaded")),
+			fixture.PEFTJob(map[string]any{"kind": "make-prompt", "dir": c.theirs, "n": n, "seed": 1}, dir, ids, mask, shape[0], c.out("made")))
 	}
 	py.Run(map[string]any{"jobs": jobs})
 
@@ -86,7 +82,7 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			if !slices.Equal(loaded["adapter/prompt_embeddings"], saved["prompt_embeddings"]) || len(saved["prompt_embeddings"]) != n*m.HiddenSize {
 				t.Errorf("PEFT's prompt embeddings differ from those meazo-go saved")
 			}
-			closeLogits(t, "meazo-go's prompt: meazo-go vs PEFT", got, loaded["logits"], v, withPrompt)
+			fixture.CloseLogits(t, "meazo-go's prompt: meazo-go vs PEFT", got, loaded["logits"], v, withPrompt, peftTol)
 			moves(t, "meazo-go's prompt", loaded["logits"], base, n, in, v)
 
 			// PEFT → meazo-go.
@@ -101,7 +97,7 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			if !slices.Equal(q.Params()[0], made["adapter/prompt_embeddings"]) {
 				t.Errorf("meazo-go's prompt embeddings of PEFT's adapter differ from PEFT's")
 			}
-			closeLogits(t, "PEFT's prompt: meazo-go vs PEFT", got, made["logits"], v, withPrompt)
+			fixture.CloseLogits(t, "PEFT's prompt: meazo-go vs PEFT", got, made["logits"], v, withPrompt, peftTol)
 			moves(t, "PEFT's prompt", made["logits"], base, n, in, v)
 		})
 	}
@@ -115,19 +111,6 @@ func logits(t *testing.T, m *model.Model, in model.Input) []float32 {
 		t.Fatal(err)
 	}
 	return out.Logits
-}
-
-// closeLogits: the two logits agree within peftTol on the rows kept.
-func closeLogits(t *testing.T, what string, got, want []float32, v int, keep func(int) bool) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d logits, want %d", what, len(got), len(want))
-	}
-	d, at := fixture.MaxAbsDiff(got, widen(want), v, keep)
-	if d > peftTol {
-		t.Errorf("%s: max |Δ logit| %.3g at row %d > %g", what, d, at/v, peftTol)
-	}
-	t.Logf("%s: max |Δ logit| %.3g", what, d)
 }
 
 // moves: with the prompt, the real tokens' logits (rows n.. of each
@@ -149,12 +132,4 @@ func moves(t *testing.T, what string, with, base []float32, n int, in model.Inpu
 	if maxd < 100*peftTol {
 		t.Errorf("%s moves the real tokens' logits by at most %.3g: an adapter that does nothing would pass this test", what, maxd)
 	}
-}
-
-func widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
 }

@@ -111,6 +111,21 @@ func Generate() map[string]string {
 	return files
 }
 
+// slurmExecutor is the paper studies' executor: one GPU a run on a Slurm
+// cluster (adjust to yours).
+const slurmExecutor = `executor:
+  kind: slurm
+  slurm:
+    partition: gpu
+    time: "24:00:00"
+    mem: 32G
+    cpus_per_task: 8
+    gres: gpu:1
+    throttle: 32
+    signal_seconds: 600
+    setup: ["export PATH=$HOME/go/bin:$PATH"]
+`
+
 // variant is one entry of a study's variants: its directory name, label and
 // --set line.
 type variant struct{ name, label, set string }
@@ -140,18 +155,7 @@ experiments:
 			fmt.Fprintf(&b, "      - {name: %s, label: %q, set: [%s]}\n", v.name, v.label, v.set)
 		}
 	}
-	b.WriteString(`executor:
-  kind: slurm
-  slurm:
-    partition: gpu
-    time: "24:00:00"
-    mem: 32G
-    cpus_per_task: 8
-    gres: gpu:1
-    throttle: 32
-    signal_seconds: 600
-    setup: ["export PATH=$HOME/go/bin:$PATH"]
-`)
+	b.WriteString(slurmExecutor)
 	return b.String()
 }
 
@@ -184,18 +188,7 @@ experiments:
 			}
 		}
 	}
-	b.WriteString(`executor:
-  kind: slurm
-  slurm:
-    partition: gpu
-    time: "24:00:00"
-    mem: 32G
-    cpus_per_task: 8
-    gres: gpu:1
-    throttle: 32
-    signal_seconds: 600
-    setup: ["export PATH=$HOME/go/bin:$PATH"]
-`)
+	b.WriteString(slurmExecutor)
 	return b.String()
 }
 
