@@ -348,7 +348,7 @@ func checkVariants(where string, vs []Variant) error {
 	if vs != nil && len(vs) == 0 {
 		return fmt.Errorf("%s.variants: an empty list (leave the key out for none)", where)
 	}
-	names := map[string]bool{}
+	names, titles := map[string]bool{}, map[string]bool{}
 	for i, v := range vs {
 		vw := fmt.Sprintf("%s.variants.%d", where, i)
 		if !nameChars(v.Name, "-_.=") {
@@ -357,7 +357,12 @@ func checkVariants(where string, vs []Variant) error {
 		if names[v.Name] {
 			return fmt.Errorf("%s.name: %q used twice", vw, v.Name)
 		}
-		names[v.Name] = true
+		// The figures and tables tell variants apart by their titles: two
+		// alike would be drawn as one, their runs averaged together.
+		if titles[v.Title()] {
+			return fmt.Errorf("%s.label: %q names another variant too", vw, v.Title())
+		}
+		names[v.Name], titles[v.Title()] = true, true
 		if strings.ContainsAny(v.Label, "\n\r") {
 			return fmt.Errorf("%s.label: %q: one line", vw, v.Label)
 		}

@@ -27,7 +27,7 @@ func TestSavedSecondMoments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer e.noise(e.StepCount())
+			defer e.θ.(*hostParams).noise(e.StepCount())
 			for range 3 {
 				if _, err := e.Step(quadratic([]float64{1, 2, 3, 4, 5})); err != nil {
 					t.Fatal(err)
