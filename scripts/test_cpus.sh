@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test binaries of every package with SIMD or assembly code paths
 # (tensor/cpu: the GEMM paths, the element-wise kernels and the peak loops;
-# zo: the noise kernels; cmd/meazo-bench: the bandwidth probe) and of the
+# noise: the AVX2 and AVX-512 noise kernels; zo; cmd/meazo-bench: the
+# bandwidth probe) and of the
 # packages that run them end to end (tensor/backendtest, model, with the
 # shared fixtures), built with GOEXPERIMENT=simd, on CPUs that lack features
 # this machine may have, emulated by qemu user mode:
@@ -18,9 +19,11 @@
 # SIGILL under qemu (which implements AVX and AVX2 but not AVX-512, and
 # refuses what the model lacks). MEAZO_EXPECT_CPU tells the tests which
 # features the model has, and they fail if the paths chosen do not match
-# (TestPathsFollowCPU, TestLoadsFollowCPU), so a qemu that emulated more than
-# asked cannot make this pass on the fast paths. Extra arguments go to every
-# test binary (e.g. -test.v, -test.run X). About 4.5 minutes of CPU time in
+# (TestPathsFollowCPU, TestKernelsFollowCPU, TestLoadsFollowCPU), so a qemu
+# that emulated more than asked cannot make this pass on the fast paths. The binaries run with
+# -test.short (noise's every-word check then takes every 37th word: the full
+# one is native CI's, and takes minutes under emulation); extra arguments go
+# to every test binary (e.g. -test.v, -test.run X). About 4.5 minutes of CPU time in
 # all (qemu runs a test's threads in parallel).
 #
 # Needs qemu-x86_64-static (Debian: apt-get install qemu-user-static); binfmt
@@ -41,7 +44,7 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-simd=(tensor/cpu zo cmd/meazo-bench)
+simd=(tensor/cpu noise zo cmd/meazo-bench)
 pkgs=("${simd[@]}" tensor/backendtest model)
 for p in "${pkgs[@]}"; do
   GOEXPERIMENT=simd CGO_ENABLED=0 go test -c -o "$tmp/${p//\//_}.test" "./$p"
@@ -59,7 +62,7 @@ for c in "${cpus[@]}"; do
     start=$SECONDS
     # A test binary runs in its package's directory, as go test runs it.
     # qemu warns about host features TCG cannot offer; those lines are noise.
-    if (cd "$p" && MEAZO_EXPECT_CPU=$level "$QEMU" -cpu "$model" "$tmp/${p//\//_}.test" "$@" 2>&1 |
+    if (cd "$p" && MEAZO_EXPECT_CPU=$level "$QEMU" -cpu "$model" "$tmp/${p//\//_}.test" -test.short "$@" 2>&1 |
       grep -v "TCG doesn't support requested feature"; exit "${PIPESTATUS[0]}"); then
       echo "ok   $p (-cpu $model, $level, $((SECONDS - start)) s)"
     else
