@@ -2,10 +2,10 @@
 # Runs the test binaries of every package with SIMD or assembly code paths
 # (tensor/cpu: the GEMM paths, the element-wise kernels and the peak loops;
 # noise: the AVX2 and AVX-512 noise kernels; zo; cmd/meazo-bench: the
-# bandwidth probe) and of the
-# packages that run them end to end (tensor/backendtest, model, with the
-# shared fixtures), built with GOEXPERIMENT=simd, on CPUs that lack features
-# this machine may have, emulated by qemu user mode:
+# bandwidth probe) and of the packages that run them end to end
+# (tensor/backendtest, model/modeltest, model, with the shared fixtures),
+# built with GOEXPERIMENT=simd, on CPUs that lack features this machine may
+# have, emulated by qemu user mode:
 #
 #   EPYC-Rome    AVX2 and FMA, no AVX-512 (AMD Zen 2, the host of many A100s)
 #   SandyBridge  AVX, no AVX2 nor FMA (only the SIMD packages: the end-to-end
@@ -24,8 +24,8 @@
 # -test.short (noise's every-word check then takes every 37th word: the full
 # one is native CI's, and takes minutes under emulation); extra arguments go
 # to every test binary (e.g. -test.v, -test.run X). 3 min 48 s of CPU time
-# in all, 7.5 minutes of wall time on 2 cores at load average 9 (qemu runs a
-# test's threads in parallel).
+# in all, 7.5 minutes of wall time on 2 cores at load average 9, before
+# model/modeltest joined (it adds 1.5 minutes a CPU model there).
 #
 # Needs qemu-x86_64-static (Debian: apt-get install qemu-user-static); binfmt
 # need not be registered. Emulation says nothing about speed.
@@ -46,7 +46,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 simd=(tensor/cpu noise zo cmd/meazo-bench)
-pkgs=("${simd[@]}" tensor/backendtest model)
+pkgs=("${simd[@]}" tensor/backendtest model/modeltest model)
 for p in "${pkgs[@]}"; do
   GOEXPERIMENT=simd CGO_ENABLED=0 go test -c -o "$tmp/${p//\//_}.test" "./$p"
 done
