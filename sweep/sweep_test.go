@@ -350,6 +350,16 @@ func TestShippedStudiesLoad(t *testing.T) {
 				}
 			}
 		}
+		if filepath.Base(p) == "full.yaml" { // full-parameter: 2 models × 3 optimizers, each config present
+			if n := len(st.Sweeps()); n != 6 {
+				t.Errorf("%s: %d sweeps, want 6", p, n)
+			}
+			for _, sp := range st.Sweeps() {
+				if _, err := os.Stat(filepath.Join("..", sp.Config())); err != nil {
+					t.Errorf("%s: %v", sp.Name, err)
+				}
+			}
+		}
 		if filepath.Base(p) != "paper.yaml" {
 			continue
 		}

@@ -15,7 +15,8 @@ var paperInitText = map[string]string{
 }
 
 // TestShippedConfigsLoad loads every file in configs/ and checks the paper's
-// protocol values, prompt tuning's initialisation text included.
+// protocol values, prompt tuning's initialisation text included, and
+// MeZO's full-parameter setting for the full-parameter configs.
 func TestShippedConfigsLoad(t *testing.T) {
 	paths, err := filepath.Glob("../configs/*.yaml")
 	if err != nil || len(paths) < 90 {
@@ -25,6 +26,14 @@ func TestShippedConfigsLoad(t *testing.T) {
 		c, err := Load(p, nil)
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if c.Adapter.Kind == "full" {
+			if c.Optimizer.Eps != 1e-3 || c.Train.BatchSize != 16 || c.Train.Steps != 20000 || c.Task.Name != "sst2" ||
+				c.Optimizer.Name == "fzoo" && (c.Optimizer.Q != 8 || c.Optimizer.LR != 1e-5) {
+				t.Errorf("%s: eps %g, batch %d, %d steps, q %d, lr %g; want MeZO's full-parameter SST-2 setting (1e-3, 16, 20000; FZOO q 8, lr 1e-5)",
+					p, c.Optimizer.Eps, c.Train.BatchSize, c.Train.Steps, c.Optimizer.Q, c.Optimizer.LR)
+			}
 			continue
 		}
 		if c.Optimizer.Eps != 1e-6 || c.Train.BatchSize != 8 || c.Optimizer.Beta2 != 0.999 {
