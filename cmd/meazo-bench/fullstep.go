@@ -48,6 +48,7 @@ func runFullStep(args []string, stdout io.Writer) error {
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	backend := fs.String("backend", "cpu", backends.Usage)
 	fs.BoolVar(&fb.bf16, "bf16", false, bf16Usage)
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
@@ -75,6 +76,11 @@ func runFullStep(args []string, stdout io.Writer) error {
 	// What follows is measured from here: the model's loading (random
 	// weights drawn on the host) is not.
 	resetPeak(be)
+	stop, err := startProfile(*profile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if *what == "forward" {
 		return fb.forwards(stdout, m)
 	}

@@ -151,9 +151,7 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 			dst[i] = noise.Perturbed(bf16ToF32(h), pt.Scale, sc.z[i])
 		}
 	} else {
-		for i, v := range w.data[src : src+kc*nr] {
-			dst[i] = noise.Perturbed(v, pt.Scale, sc.z[i])
-		}
+		perturbValues(dst, w.data[src:src+kc*nr], sc.z[:kc*nr], pt.Scale)
 	}
 	return panelData{b: sc.w, base: -kLo * nr}
 }

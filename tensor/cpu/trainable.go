@@ -99,9 +99,12 @@ func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 			ghat, rnd := sc.ghat[:kc*nr], sc.rnd[:kc*nr]
 			panelGhat(sc, u, p, pi, k0, kc)
 			lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
-			if p.data16 != nil {
+			switch {
+			case p.data16 != nil:
 				sums[pi] += u.Rule.ApplyBF16(p.data16[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi), rnd)
-			} else {
+			case u.Rule.Kind == update.SGD && md == nil:
+				sums[pi] += sgdValues(p.data[lo:hi], ghat, u.Rule.LR, u.Rule.WeightDecay) // MEAZO, ZO-SGD, FZOO
+			default:
 				sums[pi] += u.Rule.Apply(p.data[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi))
 			}
 		}

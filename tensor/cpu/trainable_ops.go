@@ -1,0 +1,36 @@
+package cpu
+
+import "github.com/meazo-go/meazo/noise"
+
+// The element-wise loops of full-parameter ZO (trainable.go,
+// gemm_perturbed.go): scalar Go here, replaced at start-up by vector
+// versions where the CPU has them (trainable_simd_amd64.go), with the same
+// bits: each element goes through the same float64 operations in the same
+// order, and sums are kept in 16 partial sums (sumPartials) either way.
+var (
+	// dst[i] = noise.Perturbed(w[i], scale, z[i]): a panel slice of W + s·εZ.
+	perturbValues = perturbValuesScalar
+	// θ[i] = float32(x − lr·(g_i + wd·x)), ZO-SGD's (and MEAZO's, FZOO's)
+	// step without momentum, as update.Rule.Apply computes it; returns
+	// Σ (θ_new − θ_old)² in sumPartials order.
+	sgdValues = sgdValuesScalar
+)
+
+func perturbValuesScalar(dst, w, z []float32, scale float64) {
+	z = z[:len(dst)]
+	for i, v := range w[:len(dst)] {
+		dst[i] = noise.Perturbed(v, scale, z[i])
+	}
+}
+
+func sgdValuesScalar(theta []float32, ghat []float64, lr, wd float64) float64 {
+	var p [16]float64
+	for i, g := range ghat[:len(theta)] {
+		x := float64(theta[i])
+		nx := float32(x - float64(lr*(g+float64(wd*x))))
+		dx := float64(nx) - x
+		p[i%16] += float64(dx * dx)
+		theta[i] = nx
+	}
+	return sumPartials(&p)
+}

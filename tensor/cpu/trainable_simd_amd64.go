@@ -1,0 +1,70 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// AVX-512 versions of trainable_ops.go's loops: the same float64
+// operations per element (no fused multiply-add), the same 16 partial sums.
+// No legacy SSE among them (see ops_simd_amd64.go): the scale and rates
+// reach the vector registers as bits through integer registers.
+
+func init() {
+	if cpuAVX512 {
+		perturbValues = func(dst, w, z []float32, scale float64) {
+			perturbValuesAVX512(dst, w, z, math.Float64bits(scale))
+		}
+		sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
+			return sgdValuesAVX512(theta, ghat, math.Float64bits(lr), math.Float64bits(wd))
+		}
+	}
+}
+
+func perturbValuesAVX512(dst, w, z []float32, scaleBits uint64) {
+	w, z = w[:len(dst)], z[:len(dst)]
+	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		wv := archsimd.LoadFloat32x8Slice(w[i:]).ConvertToFloat64()
+		zv := archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()
+		wv.Add(s.Mul(zv)).ConvertToFloat32().StoreSlice(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	perturbValuesScalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
+}
+
+func sgdValuesAVX512(theta []float32, ghat []float64, lrBits, wdBits uint64) float64 {
+	ghat = ghat[:len(theta)]
+	var p [16]float64
+	i := 0
+	if len(theta) >= 16 {
+		lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
+		wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+		var a0, a1 archsimd.Float64x8
+		for ; i+16 <= len(theta); i += 16 {
+			x0 := archsimd.LoadFloat32x8Slice(theta[i:]).ConvertToFloat64()
+			x1 := archsimd.LoadFloat32x8Slice(theta[i+8:]).ConvertToFloat64()
+			n0 := x0.Sub(lr.Mul(archsimd.LoadFloat64x8Slice(ghat[i:]).Add(wd.Mul(x0)))).ConvertToFloat32()
+			n1 := x1.Sub(lr.Mul(archsimd.LoadFloat64x8Slice(ghat[i+8:]).Add(wd.Mul(x1)))).ConvertToFloat32()
+			d0, d1 := n0.ConvertToFloat64().Sub(x0), n1.ConvertToFloat64().Sub(x1)
+			a0, a1 = a0.Add(d0.Mul(d0)), a1.Add(d1.Mul(d1))
+			n0.StoreSlice(theta[i:])
+			n1.StoreSlice(theta[i+8:])
+		}
+		a0.StoreSlice(p[:8])
+		a1.StoreSlice(p[8:])
+		archsimd.ClearAVXUpperBits()
+	}
+	lr, wd := math.Float64frombits(lrBits), math.Float64frombits(wdBits)
+	for ; i < len(theta); i++ {
+		x := float64(theta[i])
+		nx := float32(x - float64(lr*(ghat[i]+float64(wd*x))))
+		dx := float64(nx) - x
+		p[i%16] += float64(dx * dx)
+		theta[i] = nx
+	}
+	return sumPartials(&p)
+}
