@@ -111,7 +111,7 @@ func TestKernelTableMatchesPTX(t *testing.T) {
 		}
 		found[m[1]] = types
 	}
-	ptxType := map[param]string{ptr: "u64", i64: "u64", i32: "u32", f32: "f32"}
+	ptxType := map[param]string{ptr: "u64", i64: "u64", i32: "u32", f32: "f32", f64: "f64"}
 	for name, want := range kernelParams {
 		got, ok := found[name]
 		if !ok {
@@ -133,6 +133,29 @@ func TestKernelTableMatchesPTX(t *testing.T) {
 	}
 	if !strings.Contains(kernelsPTX, ".target sm_80") {
 		t.Errorf("kernels.ptx does not target compute_80")
+	}
+}
+
+// TestTrainerKernelsRound: the kernels of full-parameter ZO, whose noise
+// values and updated elements must have the host's bits, round every
+// operation as written: no fused multiply-add (NVRTC contracts a plain
+// a*b+c by default, --fmad=true; the intrinsics it may not), no flush to
+// zero, no approximate division or square root, no call into code this
+// test does not see.
+func TestTrainerKernelsRound(t *testing.T) {
+	bad := regexp.MustCompile(`\b(fma|mad)\.[a-z.]*f(32|64)\b|\.ftz\b|\.approx\b|\bcall\b`)
+	for _, name := range []string{"noise_fill", "noise_bits", "noise_normal_words", "perturb_copy", "perturb_rows", "zo_update"} {
+		m := regexp.MustCompile(`(?s)\.entry ` + name + `\(.*?\)\s*\{(.*?)\n\}\n`).FindStringSubmatch(kernelsPTX)
+		if m == nil {
+			t.Errorf("kernel %s not in kernels.ptx", name)
+			continue
+		}
+		if op := bad.FindString(m[1]); op != "" {
+			t.Errorf("kernel %s: %q in its PTX", name, op)
+		}
+		if !strings.Contains(m[1], "mul.rn.f") && name != "noise_bits" {
+			t.Errorf("kernel %s: no rounded product in its PTX (the test reads the wrong text?)", name)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ const (
 	i64              // long long (.u64)
 	i32              // int (.u32)
 	f32              // float (.f32)
+	f64              // double (.f64)
 )
 
 // kernelParams lists every kernel of kernels/ with the kinds of its
@@ -44,6 +45,15 @@ var kernelParams = map[string][]param{
 	"attention_softmax": {ptr, ptr, i32, i32, i32, i32, i32, i32, f32},
 	"cross_entropy":     {ptr, ptr, i32, ptr, ptr},
 	"argmax":            {ptr, ptr, i32},
+	// Full-parameter ZO (trainer.go): the noise contract alone (tests),
+	// perturbed copies and rows, the in-place update.
+	"noise_fill":         {ptr, i64, i64, i32, i32, i32, f64, i64},
+	"noise_bits":         {ptr, i64, i64, i32, i32, i64},
+	"noise_normal_words": {ptr, ptr, i64},
+	"perturb_copy":       {ptr, ptr, ptr, i32, i64, i64, i32, i32, i32, f64, i64, f64, f64},
+	"perturb_rows":       {ptr, ptr, i32, i32, ptr, i64, i32, i32, i32, f64, i64, f64},
+	"zo_update": {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i64, i64, i32, f64, f64, f64, f64, f64, f64, f64, f64,
+		i64, i32, i32},
 }
 
 // Arguments of launch, typed so that each matches its PTX parameter.
@@ -52,6 +62,7 @@ type (
 	i64Arg int64
 	i32Arg int32
 	f32Arg float32
+	f64Arg float64
 )
 
 func kindOf(a any) (param, uint64) {
@@ -64,6 +75,8 @@ func kindOf(a any) (param, uint64) {
 		return i32, uint64(uint32(v))
 	case f32Arg:
 		return f32, uint64(math.Float32bits(float32(v)))
+	case f64Arg:
+		return f64, math.Float64bits(float64(v))
 	}
 	panic(fmt.Sprintf("cuda: kernel argument of type %T", a))
 }

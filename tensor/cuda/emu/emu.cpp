@@ -4,7 +4,8 @@
 // switching at __syncthreads, with __shared__ variables as statics (shared
 // by the block, as on a GPU, since blocks do not overlap). The explicitly
 // rounded intrinsics map to IEEE float operations (built with
-// -ffp-contract=off), fmaf to a fused multiply-add. What it checks is the
+// -ffp-contract=off), fmaf to a fused multiply-add, __umulhi to the high
+// half of the 64-bit product (Philox, kernels/noise.cuh). What it checks is the
 // kernels' logic: indexing, layouts, masks, reductions and their order, and
 // the backend's use of them, which then holds on a GPU up to what a GPU
 // computes differently (only libm's exp/log in cross_entropy here).
@@ -64,7 +65,16 @@ static inline double __dadd_rn(double a, double b) { return a + b; }
 static inline double __ddiv_rn(double a, double b) { return a / b; }
 static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 static inline float __double2float_rn(double a) { return (float)a; }
+static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline float __int2float_rn(int i) { return (float)i; }
+static inline float __uint2float_rn(unsigned i) { return (float)i; }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 struct float4 { float x, y, z, w; }; // CUDA's 16-byte vector type (aligned loads and stores)
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
