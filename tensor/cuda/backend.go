@@ -91,6 +91,11 @@ type Backend struct {
 	attnChunk int
 	attnPtrs  devArray // the batched GEMMs' pointer arrays
 	stack     bool     // Options.StackProjections
+	// Full-parameter ZO (trainer.go): the directions of an update and its
+	// blocks' sums of squares; perturbChunk, the most elements of a weight
+	// formed perturbed at once (0: defaultPerturbChunk).
+	dirs, partials devArray
+	perturbChunk   int
 }
 
 // Open initialises the CUDA driver and cuBLAS on GPU o.Device and loads
@@ -205,7 +210,7 @@ func (b *Backend) release() {
 			b.devFree(x.ptr, c)
 		}
 	}
-	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out, &b.attnPtrs} {
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out, &b.attnPtrs, &b.dirs, &b.partials} {
 		if a.ptr != 0 {
 			b.devFree(a.ptr, a.bytes)
 		}
@@ -223,6 +228,15 @@ func (b *Backend) DeviceMemory() (held, peak uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.heldBytes, b.peakHeld
+}
+
+// ResetPeak starts DeviceMemory's peak again from what the backend holds
+// now, so that a benchmark can measure the peak of what follows (meazo-bench
+// fullstep: a step's, without the model's loading).
+func (b *Backend) ResetPeak() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.peakHeld = b.heldBytes
 }
 
 // Live implements backendtest.Counter.

@@ -21,11 +21,19 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
 		}
 		return
 	}
+	b.gemmCols(y, x, w, rows, n, n, k, add, s)
+}
+
+// gemmCols is gemm for n of the columns of y, whose rows are ldy apart:
+// y [rows][ldy] at columns [0, n) = x [rows][k] · Wᵀ, W [n][k] at w (k > 0).
+// Full-parameter ZO multiplies by a matrix a block of its rows at a time,
+// each block giving a block of y's columns (trainer.go).
+func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s float32) {
 	alpha, beta := float32(1), float32(0)
 	if add {
 		alpha, beta = s, 1
 	}
-	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, n, alpha, beta); err != nil {
+	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, ldy, alpha, beta); err != nil {
 		b.fail(err)
 	}
 }
