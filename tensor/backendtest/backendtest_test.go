@@ -13,8 +13,8 @@ import (
 func TestConformance(t *testing.T) {
 	t.Run("cpu-1-thread", func(t *testing.T) { Ops(t, cpu.New(cpu.Options{Threads: 1}), Exact) })
 	t.Run("cpu-3-threads", func(t *testing.T) { Ops(t, cpu.New(cpu.Options{Threads: 3}), Exact) })
-	t.Run("cpu-trainer-1-thread", func(t *testing.T) { Trainer(t, cpu.New(cpu.Options{Threads: 1})) })
-	t.Run("cpu-trainer-3-threads", func(t *testing.T) { Trainer(t, cpu.New(cpu.Options{Threads: 3})) })
+	t.Run("cpu-trainer-1-thread", func(t *testing.T) { Trainer(t, cpu.New(cpu.Options{Threads: 1}), Exact) })
+	t.Run("cpu-trainer-3-threads", func(t *testing.T) { Trainer(t, cpu.New(cpu.Options{Threads: 3}), Exact) })
 	t.Run("device", func(t *testing.T) {
 		d := NewDevice()
 		Ops(t, d, Exact)

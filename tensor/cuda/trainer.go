@@ -33,7 +33,9 @@ import (
 // (within float32 GEMM tolerance, as MatMul's own results at another row
 // count do). A matrix of at most perturbChunk elements (every matrix of the
 // 0.6-8B models but the embeddings, the LM head and Qwen3-8B's MLP) is one
-// block: the same call as MatMul on the perturbed matrix, the same bits.
+// block: a call of MatMul's shape on the perturbed matrix (a segment's rows
+// of x and y at an offset, which cuBLAS may also choose kernels by).
+// TestGPUBlockedProduct logs on a GPU how many elements blocks change.
 
 // defaultPerturbChunk is the most elements of a weight formed perturbed at
 // once (Backend.perturbChunk; the tests set smaller blocks): 32 MiB of

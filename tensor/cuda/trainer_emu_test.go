@@ -24,7 +24,7 @@ func TestEmulatedTrainer(t *testing.T) {
 			b := newEmuBackend(t)
 			b.perturbChunk = chunk
 			lc := countLaunches(b)
-			backendtest.Trainer(t, b)
+			backendtest.Trainer(t, b, backendtest.Exact)
 			if lc.launches["perturb_copy"] == 0 || lc.launches["perturb_rows"] == 0 || lc.launches["zo_update"] == 0 {
 				t.Errorf("the Trainer's kernels did not all run: %v", lc.launches)
 			}
