@@ -19,7 +19,8 @@
 #   experiment dev/cuda/gemm_tf32x3.cu, products on the tensor cores, against cuBLAS SGEMM and TF32), bf16
 #   (weights kept in bfloat16 against float32: time and peak memory), trainbf16 (training from a BF16 checkpoint
 #   with the weights kept in bfloat16 and widened at load: identical metrics) and cpuops
-#   (the CPU backend's per-op times here)
+#   (the CPU backend's per-op times here), full (full-parameter ZO, tensor.Trainer: its checks on the GPU,
+#   compute-sanitizer on full-parameter steps, steps against PyTorch MeZO's and the Qwen3-8B bf16 step; ~8 min)
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -340,6 +341,45 @@ for part in $parts; do
     timeout 120 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" forward --backend cuda \
       --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 8x128 --reps 1 --loss-all >"$out/profile.txt" 2>&1
     grep -E "^ +[A-Za-z_].*\(|gpu__time_duration" "$out/profile.txt" | head -60
+    ;;
+  full) # full-parameter ZO (tensor.Trainer) on the GPU, in two files. full.txt: the Trainer conformance (the noise
+    # on 2^24 elements and the normal transform on every radius and angle, perturbed matrices, updates and moments bit
+    # for bit the host's), full-parameter steps against the CPU's, products formed in blocks of rows against the whole
+    # matrix, then compute-sanitizer on full-parameter steps of the fixtures' shapes. fullbench.txt: fullstep (step and
+    # forward, each its own process) against PyTorch MeZO's full-parameter step (scripts/bench/mezo_full_step.py, TF32
+    # off), Llama-3.2-1B and Qwen3-0.6B at 16x64 and 8x300, MEAZO and ZO-SGD, each with its peak device memory (the
+    # backend's, and nvidia-smi's); then Qwen3-8B in bfloat16 (scripts/gpu/qwen3-8b-config.json): a step and the forward.
+    f=$out/full.txt
+    (cd tensor/cuda && timeout 200 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 190s \
+      -test.run 'TestGPUTrainer|TestGPUNoise|TestGPUFullParameter|TestGPUBlockedProduct|TestTrainerKernelsRound|TestKernelTable') >"$f" 2>&1
+    # memcheck (leaks too): float32 MEAZO on Qwen3 (q/k norms: perturbed vectors), bf16 ZO-Adam (moments, stochastic
+    # rounding) on Llama; racecheck and synccheck: zo_update's reduction in shared memory
+    for run in memcheck:qwen3-tiny:meazo: memcheck:llama-tiny:zo-adam:-bf16 racecheck:qwen3-tiny:radazo: synccheck:llama-tiny:meazo:-bf16; do
+      IFS=: read -r tool m opt flag <<<"$run"
+      leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
+      echo "## compute-sanitizer --tool $tool $leak: fullstep $m -opt $opt -q 2 $flag"
+      timeout 90 compute-sanitizer --tool "$tool" $leak "$bin/meazo-bench" fullstep --backend cuda -model "$fx/$m/config.json" \
+        -shape 4x16 -q 2 -opt "$opt" -warm 0 -reps 1 $flag 2>&1
+    done >>"$f"
+    grep -E "^(--- FAIL|FAIL|ok|PASS)|^## |ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|in blocks of|radii" "$f"
+    f=$out/fullbench.txt
+    echo "# commit $(cat "$kit/commit")" >"$f"
+    for m in llama1b qwen06b; do
+      for s in 16x64 8x300; do
+        echo "## $m $s" >>"$f"
+        for run in forward:meazo step:meazo step:zo-sgd; do
+          peakmem "$f" timeout 60 "$bin/meazo-bench" fullstep --backend cuda -model $m -shape $s -what "${run%%:*}" -opt "${run##*:}" \
+            -warm 1 -reps 3 >>"$f" 2>&1
+        done
+        peakmem "$f" timeout 90 python3 scripts/bench/mezo_full_step.py --device cuda --model $m --shape $s --what step --warm 1 --reps 3 >>"$f" 2>&1
+      done
+    done
+    echo "## Qwen3-8B bf16 16x64" >>"$f"
+    for what in forward step; do
+      peakmem "$f" timeout 120 "$bin/meazo-bench" fullstep --backend cuda -model scripts/gpu/qwen3-8b-config.json -bf16 -shape 16x64 \
+        -what $what -opt meazo -warm 1 -reps 2 >>"$f" 2>&1
+    done
+    grep -E "^#|^## |forward|step|peak" "$f"
     ;;
   *) echo "unknown part $part" ;;
   esac
