@@ -15,7 +15,9 @@
 // copies; weights.go the frozen matrices; matmul.go the products (cuBLAS);
 // elementwise.go the adds, norms, RoPE and gathers; attention.go the KV
 // cache and attention's fused kernels, attention_gemm.go attention through
-// batched GEMMs; loss.go cross-entropy and argmax. kernels.go launches the
+// batched GEMMs; loss.go cross-entropy and argmax; trainer.go and
+// trainer_update.go full-parameter ZO (tensor.Trainer: weights read
+// perturbed, and updated in place). kernels.go launches the
 // kernels of kernels/ (one op per .cu file), which ptxgen compiles at go
 // generate time into the embedded kernels.ptx; gpu.go, driver.go and
 // cublas.go reach the GPU through a small interface (device.go) that the

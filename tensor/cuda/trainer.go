@@ -31,8 +31,8 @@ import (
 // matrix cut into blocks may get another kernel than MatMul uses for the
 // whole, and its products may then differ from MatMul's in the last bits
 // (within float32 GEMM tolerance, as MatMul's own results at another row
-// count do). A matrix of at most perturbChunk elements (every matrix of the
-// 0.6-8B models but the embeddings, the LM head and Qwen3-8B's MLP) is one
+// count do). A matrix of at most perturbChunk elements (every layer matrix
+// of Qwen3-0.6B, Llama-3.2-1B's attention, Qwen3-8B's k and v) is one
 // block: a call of MatMul's shape on the perturbed matrix (a segment's rows
 // of x and y at an offset, which cuBLAS may also choose kernels by).
 // TestGPUBlockedProduct logs on a GPU how many elements blocks change.
