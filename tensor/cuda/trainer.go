@@ -177,16 +177,22 @@ func (b *Backend) MatMulPerturbed(y, x tensor.Buf, wt tensor.Weight, segs []tens
 		}
 	}
 	var scratch uint64
+	slot := slotBytes(chunk * w.k)
 	if slots > 0 {
-		scratch = b.malloc(uint64(4 * slots * chunk * w.k))
+		scratch = b.malloc(uint64(slots) * slot)
 		defer b.recycle(scratch)
 	}
 	for r0 := 0; r0 < w.n; r0 += chunk {
 		for i := range jobs {
-			b.multiplyBlock(&jobs[i], w, r0, min(chunk, w.n-r0), scratch, yp, xp, add)
+			b.multiplyBlock(&jobs[i], w, r0, min(chunk, w.n-r0), scratch, slot, yp, xp, add)
 		}
 	}
 }
+
+// slotBytes is the room of one scratch matrix of elems float32, rounded up
+// to 256 bytes so that the second starts as aligned as cuMemAlloc's memory
+// (cuBLAS may choose its kernel by the operands' alignment).
+func slotBytes(elems int) uint64 { return (uint64(4*elems) + 255) &^ 255 }
 
 // chunkRows is how many of w's rows MatMulPerturbed forms at once.
 func (b *Backend) chunkRows(w *weight) int {
@@ -198,9 +204,10 @@ func (b *Backend) chunkRows(w *weight) int {
 }
 
 // multiplyBlock computes columns [r0, r0+n) of y for the rows of job j:
-// rows [r0, r0+n) of W as j reads them (formed in scratch unless W is
-// float32 and read as it is) times those rows of x.
-func (b *Backend) multiplyBlock(j *perturbJob, w *weight, r0, n int, scratch, yp, xp uint64, add bool) {
+// rows [r0, r0+n) of W as j reads them (formed in scratch, matrices slot
+// bytes apart, unless W is float32 and read as it is) times those rows of
+// x.
+func (b *Backend) multiplyBlock(j *perturbJob, w *weight, r0, n int, scratch, slot, yp, xp uint64, add bool) {
 	elems := n * w.k
 	elemBytes := 4
 	if w.bf16 {
@@ -218,7 +225,7 @@ func (b *Backend) multiplyBlock(j *perturbJob, w *weight, r0, n int, scratch, yp
 		mats[0] = scratch
 		scale1 := 0.0
 		if len(j.scales) == 2 {
-			mats[1], scale1 = scratch+uint64(4*elems), j.scales[1]
+			mats[1], scale1 = scratch+slot, j.scales[1]
 		}
 		e0 := j.noise.Offset + int64(r0*w.k)
 		args := append([]any{devPtr(mats[0]), devPtr(mats[1]), devPtr(src), boolArg(w.bf16), i64Arg(elems)}, noiseArgs(j.noise, e0)...)
