@@ -45,8 +45,8 @@ bench:
 # Every parser of a file users hand us, fuzzed FUZZTIME each (their seeds
 # also run in every go test). A failing input lands in PKG/testdata/fuzz/.
 FUZZTIME ?= 1m
-FUZZ_TARGETS := safetensors:FuzzParseHeader tokenizer:FuzzTokenizerJSON data:FuzzReadText data:FuzzReadParquet \
-	zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics
+FUZZ_TARGETS := safetensors:FuzzParseHeader tokenizer:FuzzTokenizerJSON tokenizer:FuzzChatTemplate data:FuzzReadText \
+	data:FuzzReadParquet zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics
 fuzz:
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  $(SIMD) $(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME); \

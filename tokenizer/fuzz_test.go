@@ -10,8 +10,7 @@ import (
 // FuzzTokenizerJSON: tokenizer.json's parser, then encoding and decoding
 // with whatever it accepted: an error or a tokenizer, never a panic, a hang
 // or gigabytes (fuzzguard). (Its seeds run in every go test; make fuzz fuzzes
-// it.) Chat templates are not fuzzed: gonja runs them without limits (see
-// chatTemplate).
+// it.)
 func FuzzTokenizerJSON(f *testing.F) {
 	pre := func(regex string) string {
 		return `{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":` + jsonString(regex) + `},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]}`
@@ -40,6 +39,41 @@ func FuzzTokenizerJSON(f *testing.F) {
 				tk.IsSpecial(id)
 			}
 			tk.Encode(strings.Repeat(text, 300/(len(text)+1)+1), false) // long words take the long-word path
+		})
+	})
+}
+
+// FuzzChatTemplate: a chat template from a model repository, parsed and
+// rendered in the sandbox (sandbox.go) with a message the fuzzer chooses: an
+// error or a render, never a panic, a hang or gigabytes (fuzzguard). The
+// seeds are real templates' constructs and every attack of sandbox_test.go.
+func FuzzChatTemplate(f *testing.F) {
+	seeds := []string{
+		"{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content | trim + '<|im_end|>\\n' }}{% endfor %}" +
+			"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+		"{% set ns = namespace(n=0) %}{% for m in messages[::-1] %}{% set ns.n = ns.n + loop.index0 // 2 %}" +
+			"{% if m.content.startswith('<') and '</think>' in m.content %}{{ m.content.split('</think>')[-1].lstrip('\\n') }}{% endif %}{% endfor %}{{ ns.n }}",
+		"{% macro f(x, n=3) %}{% if n > 0 %}[{{ f(x, n - 1) }}]{% else %}{{ x|tojson }}{% endif %}{% endmacro %}{{ f(messages[0]) }}{{ strftime_now('%d %b %Y') }}",
+		"{{ raise_exception('only user and assistant roles') if messages|length > 9 else date_string|upper }}",
+	}
+	for _, group := range [][]attack{recursionAttacks(), timeAttacks(), memoryAttacks(), arithmeticAttacks(), structureAttacks(), sourceAttacks()} {
+		for _, a := range group {
+			if len(a.src) < 4096 {
+				seeds = append(seeds, a.src)
+			}
+		}
+	}
+	for _, s := range seeds {
+		f.Add(s, "Hello <think>x</think> world")
+	}
+	f.Fuzz(func(t *testing.T, src, content string) {
+		fuzzguard.Run(func() {
+			tpl, err := newChatTemplate(src)
+			if err != nil {
+				return
+			}
+			msgs := []Message{{Role: "system", Content: "sys"}, {Role: "user", Content: content}, {Role: "assistant", Content: content}}
+			_, _ = tpl.render(msgs, map[string]any{"add_generation_prompt": true, "bos_token": "<s>"}, "")
 		})
 	})
 }

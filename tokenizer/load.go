@@ -111,6 +111,7 @@ func Load(dir string) (*Tokenizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load %s: chat_template: %w", tplPath, err)
 		}
+		tpl.name = tplPath
 		t.template = tpl
 	}
 	return t, nil

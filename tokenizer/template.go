@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nikolalohinski/gonja/v2"
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
@@ -17,19 +16,19 @@ import (
 // lstrip_blocks, a single trailing newline of the source dropped, plus the
 // raise_exception and strftime_now globals.
 //
-// A template is a program, and gonja runs it without limits: a macro that
-// calls itself without end overflows the stack (a fatal error, which no
-// recover catches) and {{ 'x' * 3000000000 }} builds gigabytes, where
-// Jinja2 would raise RecursionError or MemoryError. Only use templates you
-// trust, as with transformers' trust_remote_code.
+// A template is a program from a model repository. It runs in a sandbox
+// (sandbox.go): a render finishes within bounded steps, memory, call depth
+// and time, or fails with an error naming the template and the limit, as
+// transformers' sandboxed Jinja2 raises; it never takes the process down.
 type chatTemplate struct {
-	tpl *exec.Template
+	tpl  *exec.Template
+	name string // the file it came from, for errors
 }
 
 const templateName = "/chat_template.jinja"
 
-// newChatTemplate parses src. The parser panics on some malformed
-// templates ("{% if x is %}"): an error, not a crash.
+// newChatTemplate parses and instruments src. The parser panics on some
+// malformed templates ("{% if x is %}"): an error, not a crash.
 func newChatTemplate(src string) (_ *chatTemplate, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -39,13 +38,23 @@ func newChatTemplate(src string) (_ *chatTemplate, err error) {
 	cfg := config.New()
 	cfg.TrimBlocks = true
 	cfg.LeftStripBlocks = true
+	if err := checkSource(src, cfg); err != nil {
+		return nil, fmt.Errorf("chat template refused: %w", err)
+	}
 	loader, err := loaders.NewMemoryLoader(map[string]string{templateName: src})
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := exec.NewTemplate(templateName, cfg, loader, gonja.DefaultEnvironment)
+	tpl, err := exec.NewTemplate(templateName, cfg, loader, sandboxEnvironment())
 	if err != nil {
-		return nil, err
+		// gonja's message quotes the whole source before the parser's error.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return nil, fmt.Errorf("chat template does not parse: %w", err)
+	}
+	if err := instrument(tpl.Root()); err != nil {
+		return nil, fmt.Errorf("chat template refused: %w", err)
 	}
 	return &chatTemplate{tpl: tpl}, nil
 }
@@ -53,11 +62,26 @@ func newChatTemplate(src string) (_ *chatTemplate, err error) {
 // render executes the template. date pins both date_string and what
 // strftime_now returns (DefaultDateString when empty).
 func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) (out string, err error) {
-	// The template engine panics on some expressions ('%s' % x, a modulo
-	// by zero, a negative repeat): an error, not a crash of the trainer.
+	input := int64(len(date))
+	for _, m := range msgs {
+		input += int64(len(m.Role) + len(m.Content))
+	}
+	for _, v := range vars {
+		if s, ok := v.(string); ok {
+			input += int64(len(s))
+		}
+	}
+	b := newBudget(input)
+	// The template engine panics on some expressions: an error, not a crash
+	// of the trainer.
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("chat template: %v", r)
+			if abort, ok := r.(sandboxAbort); ok {
+				b.fail(abort.err)
+				out, err = "", c.fail(b.err)
+				return
+			}
+			out, err = "", c.fail(fmt.Errorf("%v", r))
 		}
 	}()
 	if date == "" {
@@ -70,12 +94,13 @@ func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) 
 	ctx := map[string]any{
 		"messages":    list,
 		"date_string": date,
-		"raise_exception": func(_ *exec.Evaluator, args *exec.VarArgs) (string, error) {
+		"raise_exception": func(e *exec.Evaluator, args *exec.VarArgs) (string, error) {
 			msg := "raise_exception called"
 			if len(args.Args) > 0 {
 				msg = args.Args[0].String()
 			}
-			return "", errors.New("template error: " + msg)
+			b.fail(errors.New("the template raised an error: " + msg))
+			return "", b.err
 		},
 		"strftime_now": func(_ *exec.Evaluator, args *exec.VarArgs) (string, error) {
 			if len(args.Args) != 1 || !args.Args[0].IsString() {
@@ -91,7 +116,39 @@ func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) 
 	for k, v := range vars {
 		ctx[k] = v
 	}
-	return c.tpl.ExecuteToString(exec.NewContext(ctx))
+	ctx[budgetKey] = b
+	w := &limitedWriter{limit: b.valueCap}
+	err = c.tpl.Execute(w, exec.NewContext(ctx))
+	if b.err != nil { // a limit, even where gonja dropped the error
+		err = b.err
+	}
+	if err != nil {
+		return "", c.fail(err)
+	}
+	return w.String(), nil
+}
+
+// fail names the template in a render's error.
+func (c *chatTemplate) fail(err error) error {
+	if c.name == "" {
+		return fmt.Errorf("chat template: %w", err)
+	}
+	return fmt.Errorf("chat template of %s: %w", c.name, err)
+}
+
+// limitedWriter collects the rendered text, up to limit bytes.
+type limitedWriter struct {
+	strings.Builder
+	limit int64
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) { return w.WriteString(string(p)) }
+
+func (w *limitedWriter) WriteString(s string) (int, error) {
+	if int64(w.Len()+len(s)) > w.limit {
+		return 0, fmt.Errorf("the rendered text would exceed %s, the limit of one value", mib(w.limit))
+	}
+	return w.Builder.WriteString(s)
 }
 
 // strftime formats t with the C/Python directives templates use.
