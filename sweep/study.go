@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
 )
 
@@ -97,9 +98,9 @@ func LoadStudy(path string) (*Study, error) {
 	if err != nil {
 		return nil, fmt.Errorf("study: %w", err)
 	}
-	var raw any
-	if err := yaml.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("study %s: invalid YAML: %w", path, err)
+	raw, err := strictyaml.Parse(b) // one document, no key without a value
+	if err != nil {
+		return nil, fmt.Errorf("study %s: %w", path, err)
 	}
 	if raw == nil {
 		return nil, fmt.Errorf("study %s: empty file", path)

@@ -158,6 +158,9 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"empty variants", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: []}\n", "experiments.0.variants: an empty list"},
 		{"sweep names collide", "out: x\nexperiments:\n  - {name: a, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: [{name: b_meazo}]}\n  - {name: a_meazo_b, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", "two sweeps are named a_meazo_b_meazo"},
 		{"empty experiment seeds", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], seeds: []}\n", "experiments.0: an empty"},
+		{"key without a value", base + "coarse:\n", "line 4: coarse has no value"},
+		{"null in an experiment", "out: x\nexperiments:\n  - {name: e, config: ~, optimizers: [meazo]}\n", "line 3: experiments[0].config has no value"},
+		{"second document", base + "---\nout: y\n", "line 4: a second YAML document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeStudy(t, tc.body)

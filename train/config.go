@@ -172,9 +172,9 @@ func Load(path string, overrides []string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		var raw map[string]any
-		if err := yaml.Unmarshal(b, &raw); err != nil {
-			return nil, fmt.Errorf("config %s: invalid YAML: %w", path, err)
+		raw, err := parseConfigFile(b)
+		if err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		if err := checkKeys(raw, "", known); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
@@ -415,6 +415,8 @@ func ConfigDoc() string {
 	b.WriteString("`--set model.path=007` name those paths). Unknown keys are errors, and so are values of the wrong type: an int\n")
 	b.WriteString("key takes a whole number (`train.steps: 2.5` is an error, not 2), a uint64 key a non-negative one (`--seed -1` is an\n")
 	b.WriteString("error), a float64 key a number, a bool key `true`/`false`; an error names the key and where it was given (the file or `--set`).\n")
+	b.WriteString("A key written without a value (`lr:` or `lr: ~`) is an error too, not the default: write the value (`\"\"` for an empty\n")
+	b.WriteString("string), or leave the key out for its default; so is a second YAML document after a `---` line (one config per file).\n")
 	b.WriteString("A run keeps the configuration it was started with: `--resume DIR --set key=value` changes only some keys, and records\n")
 	b.WriteString("the change in the run's `changes.jsonl` ([RUNDIR.md](RUNDIR.md)); an edited `config.yaml` in a run directory is refused on resume.\n")
 	sec := ""

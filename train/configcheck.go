@@ -4,7 +4,27 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/meazo-go/meazo/internal/strictyaml"
 )
+
+// parseConfigFile reads a config file's one YAML document, a mapping; a
+// second document or a key without a value is refused (strictyaml), not
+// ignored or replaced by the default.
+func parseConfigFile(b []byte) (map[string]any, error) {
+	doc, err := strictyaml.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, nil
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("invalid YAML: want a mapping of sections (model:, task:, …), got %v", doc)
+	}
+	return m, nil
+}
 
 // checkValue checks a YAML value against the Go type of its key, strictly:
 // the configuration decoder would otherwise truncate 2.5 to 2 for an int,

@@ -1,0 +1,32 @@
+package strictyaml
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct{ name, yaml, wantErr string }{
+		{"one document", "a:\n  b: 1\n  c: [x, y]\n", ""},
+		{"an empty file", "", ""},
+		{"a leading document marker", "---\na: 1\n", ""},
+		{"a trailing document marker", "a: 1\n---\n", ""},
+		{"an explicit empty string", "a: ''\nb: []\n", ""},
+		{"a key without a value", "a:\n  b:\n  c: 1\n", `line 2: a.b has no value ("")`},
+		{"a null key", "a:\n  b: ~\n", `line 2: a.b has no value ("~")`},
+		{"a null written out", "a: null\n", `line 1: a has no value ("null")`},
+		{"a null inside a list's mapping", "l:\n  - x: 1\n  - x:\n", `line 3: l[1].x has no value`},
+		{"a second document", "a: 1\n---\nb: 2\n", "line 2: a second YAML document"},
+		{"a second empty mapping document", "a: 1\n---\n{}\n", "line 2: a second YAML document"},
+		{"a duplicate key", "a: 1\na: 2\n", "invalid YAML"},
+		{"not YAML", "a: [1\n", "invalid YAML"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Errorf("error %v, want %q", err, c.wantErr)
+			}
+		})
+	}
+}
