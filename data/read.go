@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
 // ReadOptions control how a file is read.
@@ -108,7 +110,7 @@ func ReadAll(path string, task Task, opt ReadOptions) ([]Example, ReadStats, err
 
 // openFile opens path, naming it in the error.
 func openFile(path string) (*os.File, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}

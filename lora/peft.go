@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -55,7 +55,7 @@ func SupportedTargets() []string { return slices.Clone(supportedTargets) }
 
 // ReadPEFTConfig reads and checks adapter_config.json.
 func ReadPEFTConfig(path string) (*PEFTConfig, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load adapter config: %w", err)
 	}

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
+
+	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
 // Config is the part of an HF config.json the forward pass depends on, for
@@ -68,7 +69,7 @@ type rawConfig struct {
 
 // LoadConfig reads and validates config.json.
 func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}

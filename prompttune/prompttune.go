@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -116,7 +117,7 @@ func (p *Prompt) SaveParams(dir string, m *model.Model, params [][]float32) erro
 // Load reads a PEFT PROMPT_TUNING adapter for m.
 func Load(dir string, m *model.Model) (*Prompt, error) {
 	cfgPath := filepath.Join(dir, "adapter_config.json")
-	b, err := os.ReadFile(cfgPath)
+	b, err := inputfile.ReadFile(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("load prompt: %w", err)
 	}

@@ -8,16 +8,17 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
 // ReadSummary reads dir/summary.json and checks the fields every reader
 // needs: a named optimizer and a positive learning rate. Errors name the file.
 func ReadSummary(dir string) (Summary, error) {
 	path := filepath.Join(dir, SummaryFile)
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path)
 	if err != nil {
 		return Summary{}, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -66,7 +67,7 @@ type metricLine struct {
 // naming the file and line. Lines of other kinds are skipped.
 func ReadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error) {
 	path := filepath.Join(dir, MetricsFile)
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("read %s: no such file", path)

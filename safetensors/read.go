@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
 // File is one .safetensors file, memory-mapped read-only (read into memory on
@@ -30,7 +32,7 @@ type File struct {
 // Open maps path and validates its header (see parseHeader for what is
 // checked). Nothing is read from the data section until a tensor is asked for.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
@@ -332,7 +334,7 @@ func CheckpointFiles(dir string) ([]string, error) {
 // checked to be a file of dir.
 func readIndex(dir string) (weightMap map[string]string, shards []string, err error) {
 	indexPath := filepath.Join(dir, indexFileName)
-	js, err := os.ReadFile(indexPath)
+	js, err := inputfile.ReadFile(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("checkpoint %s: neither %s nor %s found", dir, singleFileName, indexFileName)
 	} else if err != nil {

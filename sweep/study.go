@@ -3,7 +3,6 @@ package sweep
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
 )
@@ -94,7 +94,7 @@ type Slurm struct {
 // LoadStudy reads a study file strictly: unknown keys are errors naming the
 // closest known key.
 func LoadStudy(path string) (*Study, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("study: %w", err)
 	}
@@ -412,7 +412,7 @@ func checkSet(where, s string) error {
 
 // configOptimizer reads optimizer.name from a meazo-train config.
 func configOptimizer(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return "", err
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
 // tokenizerFile is the part of HF's tokenizer.json this package understands.
@@ -82,7 +84,7 @@ type configFile struct {
 // chat_template inside tokenizer_config.json, as in transformers).
 func Load(dir string) (*Tokenizer, error) {
 	path := filepath.Join(dir, "tokenizer.json")
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
@@ -91,7 +93,7 @@ func Load(dir string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	cfgRaw, err := os.ReadFile(cfgPath)
+	cfgRaw, err := inputfile.ReadFile(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer config: %w", err)
 	}
@@ -101,7 +103,7 @@ func Load(dir string) (*Tokenizer, error) {
 	}
 	tplPath := cfgPath
 	jinjaPath := filepath.Join(dir, "chat_template.jinja")
-	if b, err := os.ReadFile(jinjaPath); err == nil {
+	if b, err := inputfile.ReadFile(jinjaPath); err == nil {
 		templateSrc, tplPath = string(b), jinjaPath
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("load chat template: %w", err)

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/prompttune"
@@ -127,7 +127,7 @@ func openAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 
 // readAdapter is openAdapter without the check of the values.
 func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	b, err := inputfile.ReadFile(filepath.Join(dir, "adapter_config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("adapter %s: no adapter_config.json there; want a saved adapter directory (a run's best/ or last/)", dir)
 	}

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/lora"
 )
@@ -168,7 +168,7 @@ func Load(path string, overrides []string) (*Config, error) {
 		v.SetDefault(k.key, k.def)
 	}
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := inputfile.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/safetensors"
 )
 
@@ -73,7 +74,7 @@ func fingerprintFile(input, path string) (inputFile, error) {
 	f := inputFile{Input: input, Path: path, Size: st.Size(), ModTime: st.ModTime().UnixNano()}
 	h := sha256.New()
 	if strings.HasSuffix(path, ".json") {
-		b, err := os.ReadFile(path)
+		b, err := inputfile.ReadFile(path)
 		if err != nil {
 			return inputFile{}, fmt.Errorf("%s: %w", input, err)
 		}
@@ -85,7 +86,7 @@ func fingerprintFile(input, path string) (inputFile, error) {
 		}
 		h.Write(b)
 	} else {
-		r, err := os.Open(path)
+		r, err := inputfile.Open(path)
 		if err != nil {
 			return inputFile{}, fmt.Errorf("%s: %w", input, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -63,7 +64,7 @@ func checkpointFiles(dir string) ([]string, error) {
 // hashFile returns the SHA-256 (hex) of the first n bytes of path (n < 0:
 // all of it) and the number of bytes hashed.
 func hashFile(path string, n int64) (string, int64, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return "", 0, err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/meazo-go/meazo/eval"
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
 var commands = cli.New("meazo-eval", "command")
@@ -85,7 +86,7 @@ Output: one JSON line of scores per input line, then one aggregate line.
 	}
 	r, name := stdin, "<stdin>"
 	if *in != "-" {
-		f, err := os.Open(*in)
+		f, err := inputfile.Open(*in)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -32,7 +33,7 @@ type batchJSON struct {
 // readBatch reads IN.json into a model.Input (and labels, if present).
 func readBatch(path string) (model.Input, []int, error) {
 	var in model.Input
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return in, nil, err
 	}

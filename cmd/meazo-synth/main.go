@@ -20,6 +20,7 @@ import (
 	"os"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/zo"
 )
@@ -131,7 +132,7 @@ func runTrace(args []string, stdout, log io.Writer) error {
 	if *specPath == "" {
 		return cli.Usage(fmt.Errorf("--spec is required"))
 	}
-	raw, err := os.ReadFile(*specPath)
+	raw, err := inputfile.ReadFile(*specPath)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,54 @@
+// Package inputfile opens the files a user names as inputs (weights,
+// configs, tokenizers, data, adapters), refusing what is not a regular file:
+// opening a named pipe (FIFO) for reading blocks until another process
+// writes to it, and a device such as /dev/zero or /dev/urandom never ends,
+// so a mistaken path would hang the program or fill its memory instead of
+// failing with the path named.
+package inputfile
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// Check returns an error naming path when it exists and is not a regular
+// file (a symbolic link is followed). A missing path is left to the open
+// that follows, whose error callers already handle.
+func Check(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%s, not a regular file: give the path of a file", kind(fi.Mode()))}
+}
+
+// Open is os.Open of a regular file.
+func Open(path string) (*os.File, error) {
+	if err := Check(path); err != nil {
+		return nil, err
+	}
+	return os.Open(path)
+}
+
+// ReadFile is os.ReadFile of a regular file.
+func ReadFile(path string) ([]byte, error) {
+	if err := Check(path); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0, m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "a special file"
+}
