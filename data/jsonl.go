@@ -78,6 +78,9 @@ func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
 		}
 		return ex, "(line)", "want a JSON object, got " + kind
 	}
+	if key := repeatedKey(b); key != "" {
+		return ex, key, "given twice in the row: which value is meant cannot be told"
+	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -143,6 +146,33 @@ func rawID(raw json.RawMessage) string {
 	}
 	if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
 		return string(raw)
+	}
+	return ""
+}
+
+// repeatedKey returns a key the JSON object b gives twice ("" if none, or
+// if b is not an object: the decoder reports that). encoding/json would keep
+// the last value without a word.
+func repeatedKey(b []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return ""
+		}
+		if seen[key] {
+			return key
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
 	}
 	return ""
 }

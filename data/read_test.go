@@ -98,7 +98,7 @@ func TestMalformedRows(t *testing.T) {
 			SQuAD, 2, `data[0].paragraphs[0].qas[0]: field "(question)": not UTF-8 text`},
 		{"a.tsv", "sentence\tlabel\nok\t1\ncaf\xe9\t1\n", SST2, 1, `line 3: field "(line)": not UTF-8 text`},
 		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"caf` + "\xe9" + `","summary":"s"}` + "\n", XSum, 1, `line 2: field "(line)": not UTF-8 text`},
-		{"a.tsv", "sentence\tlabel\tlabel\nok\t1\t1\nshort\t1\n", SST2, 1, `line 3: field "sentence": want 3 tab-separated columns, got 2`},
+		{"a.tsv", "sentence\tlabel\tidx\nok\t1\t1\nshort\t1\n", SST2, 1, `line 3: field "sentence": want 3 tab-separated columns, got 2`},
 	} {
 		p := writeFile(t, c.name, c.content)
 		var skipped []*RowError
@@ -248,6 +248,30 @@ func TestHugeRowsAreClipped(t *testing.T) {
 // TestTextFormatsEdges: a UTF-8 byte-order mark is skipped; an official
 // SQuAD file that is cut short, has data after its end, or gives "data"
 // twice is an error, not fewer or more questions.
+// TestNamedTwice: a column or key named twice is refused, not read as
+// whichever came last.
+func TestNamedTwice(t *testing.T) {
+	for _, c := range []struct {
+		name, content, want string
+		task                Task
+	}{
+		{"a.tsv", "sentence\tlabel\tlabel\nok\t1\t0\n", `the header names column "label" twice (columns 2 and 3)`, SST2},
+		{"b.tsv", "sentence\tlabel\tsentence\na\t1\tb\n", `column "sentence" twice (columns 1 and 3)`, SST2},
+		{"c.jsonl", `{"sentence":"ok","label":1,"label":0}` + "\n", `line 1: field "label": given twice`, SST2},
+		{"d.jsonl", `{"document":"d","summary":"a","id":"1","summary":"b"}` + "\n", `field "summary": given twice`, XSum},
+	} {
+		_, _, err := ReadAll(writeFile(t, c.name, c.content), c.task, ReadOptions{Strict: true})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
+		}
+	}
+	// A key nested in a value may repeat another level's name.
+	exs, _, err := ReadAll(writeFile(t, "e.jsonl", `{"sentence":"ok","label":1,"meta":{"label":"x"}}`+"\n"), SST2, ReadOptions{Strict: true})
+	if err != nil || len(exs) != 1 {
+		t.Errorf("a nested key named as a top-level one: %v", err)
+	}
+}
+
 func TestTextFormatsEdges(t *testing.T) {
 	const art = `{"title":"T","paragraphs":[{"context":"Paris is in France.","qas":[{"id":"q1","question":"Where?","answers":[{"text":"France"}]}]}]}`
 	bom := "\xef\xbb\xbf"

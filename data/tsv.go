@@ -27,6 +27,9 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 	names := strings.Split(header, "\t")
 	col := map[string]int{}
 	for i, name := range names {
+		if j, twice := col[name]; twice {
+			return fmt.Errorf("%s: line 1: the header names column %q twice (columns %d and %d): which one holds the data cannot be told; rename or remove one", path, name, j+1, i+1)
+		}
 		col[name] = i
 	}
 	sentenceCol, ok1 := col["sentence"]
