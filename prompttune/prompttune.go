@@ -11,6 +11,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/inputfile"
+	"github.com/meazo-go/meazo/internal/jsonkeys"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -114,6 +115,17 @@ func (p *Prompt) SaveParams(dir string, m *model.Model, params [][]float32) erro
 	return atomicfile.WriteFile(filepath.Join(dir, "adapter_config.json"), b)
 }
 
+// configKeys are the keys of adapter_config.json that Load reads, and those
+// of PEFT 0.15's PromptTuningConfig that do not change what a saved prompt
+// computes (its initialisation, the base model's revision, the shape keys
+// of prefix tuning). Any other key set to something is refused.
+var configKeys = map[string]bool{
+	"peft_type": true, "num_virtual_tokens": true, "token_dim": true, "prompt_tuning_init_text": true,
+	"tokenizer_name_or_path": true, "base_model_name_or_path": true, "num_transformer_submodules": true,
+	"task_type": true, "inference_mode": true, "revision": true, "auto_mapping": true, "num_attention_heads": true,
+	"num_layers": true, "prompt_tuning_init": true, "tokenizer_kwargs": true,
+}
+
 // Load reads a PEFT PROMPT_TUNING adapter for m.
 func Load(dir string, m *model.Model) (*Prompt, error) {
 	cfgPath := filepath.Join(dir, "adapter_config.json")
@@ -132,6 +144,9 @@ func Load(dir string, m *model.Model) (*Prompt, error) {
 	}
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return nil, fmt.Errorf("adapter config %s: invalid JSON: %w", cfgPath, err)
+	}
+	if key, v := jsonkeys.Unapplied(b, configKeys); key != "" {
+		return nil, fmt.Errorf("adapter config %s: %s is %s, which this loader does not apply (the adapter would compute something else than its config says); remove the key if it was not meant to change anything", cfgPath, key, v)
 	}
 	switch {
 	case cfg.PeftType != "PROMPT_TUNING":

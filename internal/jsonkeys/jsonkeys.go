@@ -1,0 +1,60 @@
+// Package jsonkeys finds what a JSON config file says that its reader would
+// ignore: a key the reader does not know, set to something (not null,
+// false, 0, "", [] or {}), is a stated intent the reader cannot honour, and
+// ignoring it would compute something other than what the file describes.
+package jsonkeys
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+)
+
+// Unapplied returns the first key (in sorted order) of the JSON object b
+// that is not in known and whose value is not off, with that value as
+// written (clipped); "" when there is none or b is not an object (the
+// reader reports that).
+func Unapplied(b []byte, known map[string]bool) (key, value string) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return "", ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !known[k] && !isOff(m[k]) {
+			v := string(bytes.TrimSpace(m[k]))
+			if len(v) > 60 {
+				v = v[:60] + "…"
+			}
+			return k, v
+		}
+	}
+	return "", ""
+}
+
+// isOff says whether v is null, false, 0, "", [] or {}.
+func isOff(v json.RawMessage) bool {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return false
+	}
+	switch x := x.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case string:
+		return x == ""
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
