@@ -40,5 +40,13 @@ type Example struct {
 	Document, Summary string
 }
 
+// PromptBytes is the length in bytes of the example's own text in its
+// prompt (the sentence, context and question, or the document): a chat
+// rendering of the prompt holds at least that much, which a length limit
+// can be checked against before the example is rendered and tokenized.
+func (ex Example) PromptBytes() int {
+	return len(ex.Sentence) + len(ex.Context) + len(ex.Question) + len(ex.Document)
+}
+
 // SST-2 label words the assistant answers with (docs/ALGORITHMS.md's data protocol Box 1), by label.
 var SST2LabelWords = [2]string{"terrible", "great"}

@@ -50,6 +50,20 @@ type addedToken struct {
 	special bool
 }
 
+// MaxTokenBytes is the most bytes one token stands for (the longest
+// vocabulary entry or added token): text of n bytes encodes to at least
+// n/MaxTokenBytes tokens, before normalization.
+func (t *Tokenizer) MaxTokenBytes() int {
+	n := 1
+	for _, b := range t.idToBytes {
+		n = max(n, len(b))
+	}
+	for content := range t.added {
+		n = max(n, len(content))
+	}
+	return n
+}
+
 // VocabSize is the number of token ids (model vocabulary plus added tokens);
 // the model's embedding table may be larger.
 func (t *Tokenizer) VocabSize() int { return t.vocabSize }

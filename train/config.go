@@ -55,7 +55,7 @@ type TaskConfig struct {
 	MaxTrain      int    `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2 all)"`
 	MaxValidation int    `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2 all)"`
 	MaxTest       int    `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
-	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"drop training/validation examples longer than this many tokens after chat rendering (0: none dropped; the paper's filter for XSum; applied to every task, where for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
+	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"the length rule of every split: training and validation examples longer than this many tokens after chat rendering are dropped, and test examples whose evaluation would take more (SST-2: the rendered answer; SQuAD, XSum: the generation prompt plus eval.max_new_tokens) are skipped, the log saying how many and which (the first ids); an evaluation batch's memory is then bounded by it, whatever the data (0: no rule; the paper's filter for XSum; for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
 	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
 }
 

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/tokenizer"
@@ -67,10 +68,11 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 		trainEx, valEx = data.Select(all, tr), data.Select(all, va)
 	}
 	s := &splits{}
-	if s.train, err = encodeFirst(trainEx, enc, cfg.Task.MaxLength, maxTrain, "train", log, stop); err != nil {
+	rule := newLengthRule(cfg.Task.MaxLength, enc)
+	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, "train", log, stop); err != nil {
 		return nil, err
 	}
-	if s.val, err = encodeFirst(valEx, enc, cfg.Task.MaxLength, maxVal, "validation", log, stop); err != nil {
+	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, "validation", log, stop); err != nil {
 		return nil, err
 	}
 	if len(s.train) == 0 || len(s.val) == 0 {
@@ -82,15 +84,73 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 			return nil, err
 		}
 		fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)
+		maxNew := cfg.Eval.MaxNewTokens
+		if maxNew <= 0 {
+			maxNew = defaultMaxNewTokens(task)
+		}
+		if s.test, err = rule.fitTest(s.test, enc, maxNew, log, stop); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
-// encodeFirst encodes examples in order, dropping those longer than maxLen
-// tokens, until limit are kept (0: all).
-func encodeFirst(exs []data.Example, enc *data.Encoder, maxLen, limit int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
+// lengthRule is task.max_length, the rule of every split (docs/CONFIG.md):
+// an example longer than max tokens after chat rendering is left out, and
+// said so with the count and the first ids. A training or validation
+// example is dropped; a test example is skipped when its evaluation would
+// exceed max (SST-2: either rendered answer; SQuAD and XSum: the generation
+// prompt plus the new tokens), so that the memory of an evaluation batch is
+// bounded by the limit, never by the data. An example whose own text is too
+// long to fit at all is left out before it is rendered and tokenized. max 0
+// turns the rule off.
+type lengthRule struct {
+	max      int
+	maxBytes int // text longer than this cannot encode to max tokens
+}
+
+func newLengthRule(max int, enc *data.Encoder) lengthRule {
+	r := lengthRule{max: max}
+	if tok, ok := enc.Tok.(*tokenizer.Tokenizer); ok && max > 0 {
+		// Normalization (NFC) may shorten text: a margin of 4.
+		r.maxBytes = 4 * max * tok.MaxTokenBytes()
+	}
+	return r
+}
+
+// tooLong says whether ex, or its n tokens, break the rule (n < 0: not encoded yet).
+func (r lengthRule) tooLong(ex data.Example, n int) bool {
+	return r.max > 0 && (n > r.max || r.maxBytes > 0 && ex.PromptBytes() > r.maxBytes)
+}
+
+// leftOut collects the examples a split leaves out, for its log line.
+type leftOut struct {
+	n   int
+	ids []string // the first few
+}
+
+func (l *leftOut) add(id string) {
+	if l.n++; len(l.ids) < 5 {
+		l.ids = append(l.ids, fmt.Sprintf("%q", id))
+	}
+}
+
+func (l leftOut) String() string {
+	if l.n == 0 {
+		return "0"
+	}
+	more := ""
+	if l.n > len(l.ids) {
+		more = ", …"
+	}
+	return fmt.Sprintf("%d: ids %s%s", l.n, strings.Join(l.ids, ", "), more)
+}
+
+// encodeFirst encodes examples in order, dropping those the length rule
+// refuses, until limit are kept (0: all).
+func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
 	var out []data.Encoded
-	dropped := 0
+	var dropped leftOut
 	for i, ex := range exs {
 		if limit > 0 && len(out) >= limit {
 			break
@@ -100,16 +160,72 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, maxLen, limit int, what 
 				return nil, err
 			}
 		}
+		if rule.tooLong(ex, -1) {
+			dropped.add(ex.ID)
+			continue
+		}
 		e, err := enc.Encode(ex)
 		if err != nil {
 			return nil, fmt.Errorf("%s split: %w", what, err)
 		}
-		if maxLen > 0 && len(e.IDs) > maxLen {
-			dropped++
+		if rule.tooLong(ex, len(e.IDs)) {
+			dropped.add(ex.ID)
 			continue
 		}
 		out = append(out, e)
 	}
-	fmt.Fprintf(log, "%s split: %d examples encoded (%d dropped as longer than %d tokens)\n", what, len(out), dropped, maxLen)
+	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than task.max_length %d tokens: %v)\n", what, len(out), rule.max, dropped)
 	return out, nil
+}
+
+// fitTest keeps the test examples whose evaluation fits the length rule with
+// maxNew tokens generated (SQuAD, XSum), and says how many it skipped.
+func (r lengthRule) fitTest(exs []data.Example, enc *data.Encoder, maxNew int, log io.Writer, stop func(while string) error) ([]data.Example, error) {
+	if r.max <= 0 {
+		return exs, nil
+	}
+	var out []data.Example
+	var skipped leftOut
+	for i, ex := range exs {
+		if i%256 == 255 && stop != nil { // a large test split takes seconds
+			if err := stop("measuring the test split"); err != nil {
+				return nil, err
+			}
+		}
+		n, err := evalLength(ex, enc, maxNew, r.tooLong(ex, -1))
+		if err != nil {
+			return nil, fmt.Errorf("test split: %w", err)
+		}
+		if n < 0 || r.tooLong(ex, n) {
+			skipped.add(ex.ID)
+			continue
+		}
+		out = append(out, ex)
+	}
+	if skipped.n > 0 {
+		fmt.Fprintf(log, "test split: %d examples skipped as their evaluation would exceed task.max_length %d tokens (%v); the metric is over the other %d\n",
+			skipped.n, r.max, skipped, len(out))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("test split: every example is longer than task.max_length %d tokens", r.max)
+	}
+	return out, nil
+}
+
+// evalLength is the tokens an evaluation of ex takes: SST-2 its longer
+// rendered answer, SQuAD and XSum the generation prompt plus maxNew; -1
+// when skip says it is too long to render at all.
+func evalLength(ex data.Example, enc *data.Encoder, maxNew int, skip bool) (int, error) {
+	if skip {
+		return -1, nil
+	}
+	if ex.Task == data.SST2 {
+		lc, err := enc.SST2Candidates(ex)
+		if err != nil {
+			return 0, err
+		}
+		return max(len(lc.Full[0].IDs), len(lc.Full[1].IDs)), nil
+	}
+	_, ids, err := enc.EncodePrompt(ex)
+	return len(ids) + maxNew, err
 }

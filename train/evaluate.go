@@ -280,7 +280,11 @@ type EvalOptions struct {
 	DateString   string // Llama-3.x date_string (default 26 Jul 2024)
 	RougeStem    bool   // XSum: Porter-stem tokens (off by default, as HF evaluate)
 	Strict       bool   // stop at the first malformed row (task.strict) instead of skipping it
-	Log          io.Writer
+	// MaxLength skips the examples whose evaluation would take more tokens
+	// (as task.max_length: the prompt plus MaxNewTokens for SQuAD and XSum,
+	// the longer answer for SST-2); 0: none skipped.
+	MaxLength int
+	Log       io.Writer
 }
 
 // Evaluate computes a task's test metrics for m, with the saved adapter
@@ -323,8 +327,12 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if len(exs) == 0 {
 		return nil, fmt.Errorf("%s: no examples", o.Data)
 	}
-	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", st.Examples, o.Data, st.Skipped)
-	e := &evaluator{task: task, tok: tok, enc: &data.Encoder{Tok: tok, DateString: o.DateString}, batchSize: o.BatchSize,
+	enc := &data.Encoder{Tok: tok, DateString: o.DateString}
+	if exs, err = newLengthRule(o.MaxLength, enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Data, err)
+	}
+	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", len(exs), o.Data, st.Skipped)
+	e := &evaluator{task: task, tok: tok, enc: enc, batchSize: o.BatchSize,
 		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log}
 	pass := newEvalPass("evaluation", len(exs), func(s string) { fmt.Fprintln(o.Log, s) }, nil)
 	var res map[string]float64

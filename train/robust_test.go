@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,4 +93,77 @@ func readTree(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestLongExamplesEverySplit puts, in the training data (whose held-out
+// 5% is the validation split) and in the test file, an example of 10 MB
+// and examples just past task.max_length: every split leaves them out with
+// their count and ids, the huge one without rendering it; the run ends in
+// bounded time; and a stop during the final test evaluation ends the run
+// at the next batch.
+func TestLongExamplesEverySplit(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	huge := strings.Repeat("word ", 2<<20)
+	long := strings.Repeat("the film is great ", 60)
+	for _, f := range []string{"train.tsv", "val.tsv", "dev.tsv"} {
+		src := f
+		if f == "val.tsv" {
+			src = "dev.tsv" // a validation file made from the test file
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "data", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(string(b), "\n")
+		// Data rows 0, 2 and 4 (a GLUE TSV's ids) are too long.
+		rows := append([]string{lines[0], huge + "\t1\n", lines[1], long + "\t1\n", lines[2], long + long + "\t0\n"}, lines[3:]...)
+		if err := os.WriteFile(filepath.Join(dir, "data", f), []byte(strings.Join(rows, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := []string{"task.max_length=200", "task.validation=" + filepath.Join(dir, "data", "val.tsv"), "task.max_validation=40",
+		"eval.batch_size=4", "task.max_test=16"}
+	var log strings.Builder
+	start := time.Now()
+	polls := 0
+	sum, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+filepath.Join(dir, "whole")), Log: &log, Stop: stopAt(0, &polls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("the run took %v", d)
+	}
+	for _, split := range []string{"train split: ", "validation split: ", "test split: 3 examples skipped as their evaluation would exceed task.max_length 200 tokens"} {
+		i := strings.Index(log.String(), split)
+		line, _, _ := strings.Cut(log.String()[max(i, 0):], "\n")
+		if i < 0 || !strings.Contains(line, "longer than task.max_length 200 tokens: 3: ids") && !strings.Contains(line, "(3: ids") ||
+			!strings.Contains(line, `"0"`) || !strings.Contains(line, `"2"`) || !strings.Contains(line, `"4"`) {
+			t.Errorf("%q: want the 3 examples too long named, got %q", split, line)
+		}
+	}
+	if sum.Status != "done" || len(sum.Test["best"]) == 0 {
+		t.Fatalf("status %q, test %v", sum.Status, sum.Test)
+	}
+	// The last polls are the final test evaluation's, between its batches.
+	stopped := 0
+	asked := time.Time{}
+	run := filepath.Join(dir, "stopped")
+	_, err = Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+run), Log: io.Discard, Stop: func() string {
+		if stopped++; stopped >= polls-1 {
+			if asked.IsZero() {
+				asked = time.Now()
+			}
+			return "SIGTERM"
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(asked); d > 30*time.Second {
+		t.Errorf("the run took %v to stop after the request", d)
+	}
+	if s := readSummary(t, run); s.Status != "interrupted" || !strings.Contains(s.Message, "during the test evaluation") {
+		t.Errorf("status %q: %s", s.Status, s.Message)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -26,6 +27,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	maxExamples := fs.Int("max-examples", 0, "evaluate the first N examples (0: all)")
 	batch := fs.Int("batch-size", 8, "sequences per forward / generation batch")
 	maxNew := fs.Int("max-new-tokens", 0, "generation cap (0: SQuAD 50, XSum 100)")
+	maxLen := fs.Int("max-length", data.DefaultMaxTokens, "skip, counted and named on stderr, the examples whose evaluation takes more tokens (the prompt and the new tokens; SST-2: the rendered answer), as task.max_length; 0: none")
 	threads := fs.Int("threads", 0, "CPU worker threads (0: all cores)")
 	backend := fs.String("backend", "auto", backends.Usage)
 	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024); use the run's model.date_string")
@@ -40,8 +42,8 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
 	case *modelDir == "" || *task == "" || *dataPath == "":
 		return cli.Usage(fmt.Errorf("--model, --task and --data are required"))
-	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0:
-		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens and --threads must not be negative and --batch-size must be at least 1"))
+	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0 || *maxLen < 0:
+		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens, --max-length and --threads must not be negative and --batch-size must be at least 1"))
 	}
 	be, err := backends.Open(*backend, *threads, log)
 	if err != nil {
@@ -58,7 +60,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return err
 	}
 	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
-		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, Log: log})
+		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Log: log})
 	if err != nil {
 		return err
 	}
