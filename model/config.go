@@ -203,7 +203,28 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := parseRopeScaling(rs.scaling, c); err != nil {
 		return nil, err
 	}
+	if err := checkRope(c); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkRope refuses RoPE settings that are each in range but make the
+// rotation angles meaningless: a θ so small that 1/θ^(2i/d) overflows
+// float32, or llama3 scaling that divides by zero or flips a frequency's
+// sign. Every angle pos·f, for the positions a batch may hold (< 2^24),
+// must be finite.
+func checkRope(c *Config) error {
+	for i, f := range ropeInvFreq(c) {
+		if !(f > 0) || float64(f)*(1<<24) > math.MaxFloat32 {
+			what := `"rope_theta"`
+			if c.RopeScaling != nil {
+				what = `"rope_theta" with "rope_scaling"`
+			}
+			return fmt.Errorf("%s make RoPE's inverse frequency %d %v (θ %v): the rotation angles would not be finite", what, i, f, c.RopeTheta)
+		}
+	}
+	return nil
 }
 
 // ropeSource is where a config says RoPE's θ and scaling are.
@@ -295,6 +316,15 @@ func parseRopeScaling(raw json.RawMessage, c *Config) error {
 	}
 	if *rs.HighFreqFactor == *rs.LowFreqFactor {
 		return fmt.Errorf(`"rope_scaling": high_freq_factor must differ from low_freq_factor`)
+	}
+	for _, v := range []struct {
+		key string
+		v   float64
+	}{{"factor", *rs.Factor}, {"low_freq_factor", *rs.LowFreqFactor}, {"high_freq_factor", *rs.HighFreqFactor},
+		{"original_max_position_embeddings", *rs.OriginalMaxPositionEmbeddings}} {
+		if !(v.v > 0) || math.IsInf(v.v, 0) || float64(float32(v.v)) == 0 || math.IsInf(float64(float32(v.v)), 0) {
+			return fmt.Errorf(`"rope_scaling": %s must be positive and finite (as a float32), got %v`, v.key, v.v)
+		}
 	}
 	c.RopeScaling = &RopeScaling{
 		Factor:                        *rs.Factor,

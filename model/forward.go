@@ -97,9 +97,9 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	if opts.Labels != nil && len(opts.Labels) != in.B*in.T {
 		return nil, fmt.Errorf("labels has %d entries, want B·T = %d", len(opts.Labels), in.B*in.T)
 	}
+	nv := 0
 	if m.Prompt != nil {
-		nv, err := m.promptLength(m.Prompt)
-		if err != nil {
+		if nv, err = m.promptLength(m.Prompt); err != nil {
 			return nil, err
 		}
 		seq := withVirtualTokens(in, opts.Labels, nv)
@@ -117,7 +117,7 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	}
 	be := m.Backend
 	cache := m.newCache(in.B, in.T, true)
-	out = &Output{}
+	out = &Output{VirtualTokens: nv}
 	var hidden *[][]float32
 	if opts.HiddenStates {
 		hidden = &out.HiddenStates

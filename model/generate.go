@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"github.com/meazo-go/meazo/tensor"
+	"math"
 	"slices"
 )
 
@@ -94,6 +95,11 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 	}
 	for s := 0; s < opts.MaxNewTokens; s++ {
 		be.MatMul(logits, last, b, m.LMHead)
+		if s == 0 {
+			if err := finiteLogits(be.ToHost(logits), m.VocabSize); err != nil {
+				return nil, err
+			}
+		}
 		best := be.Argmax(logits, b, m.VocabSize)
 		if opts.OnStep != nil {
 			opts.OnStep(s, be.ToHost(logits))
@@ -154,4 +160,19 @@ func withVirtualSlots(in Input, nv int) Input {
 		}
 	}
 	return out
+}
+
+// finiteLogits refuses the logits of a generation's first step (one row of
+// width per sequence) if any is NaN or infinite: the model's weights or
+// config then make its arithmetic meaningless, and greedy decoding would
+// pick tokens from nothing. Later steps are not read back (on a GPU that
+// would cost a transfer per token); a model that is finite on its prompt
+// has not been seen to turn non-finite while decoding.
+func finiteLogits(logits []float32, width int) error {
+	for i, v := range logits {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("the logits of sequence %d are not finite (%v at vocabulary entry %d): the model's weights or config.json hold values that make its arithmetic meaningless", i/width, v, i%width)
+		}
+	}
+	return nil
 }

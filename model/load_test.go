@@ -147,7 +147,8 @@ func TestQwen3SlidingWindowDefault(t *testing.T) {
 
 // TestConfigRejectsNonPositiveNormAndRope: rms_norm_eps and rope_theta must be
 // positive and finite (a zero eps divides by zero on an all-zero row; a zero
-// theta makes every rotation NaN).
+// theta makes every rotation NaN), and so must the frequencies they give (a
+// θ of 1e-300 overflows them) and llama3 scaling's factors.
 func TestConfigRejectsNonPositiveNormAndRope(t *testing.T) {
 	base := `{"architectures":["Qwen3ForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"head_dim":4%s}`
 	for _, tc := range []struct{ extra, want string }{
@@ -157,6 +158,15 @@ func TestConfigRejectsNonPositiveNormAndRope(t *testing.T) {
 		{`,"rope_theta":0`, `"rope_theta" must be positive`},
 		{`,"rope_theta":-10000`, `"rope_theta" must be positive`},
 		{`,"rms_norm_eps":1e-6,"rope_theta":1e6`, ""},
+		// Positive, yet the rotations would not be finite.
+		{`,"rope_theta":1e-300`, `"rope_theta" make RoPE's inverse frequency 1`},
+		{`,"rope_theta":1e-60`, `the rotation angles would not be finite`}, // 0 as a float32
+		{`,"rope_theta":5e5,"rope_scaling":{"rope_type":"llama3","factor":0,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192}`, `factor must be positive and finite`},
+		{`,"rope_theta":5e5,"rope_scaling":{"rope_type":"llama3","factor":-8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192}`, `factor must be positive`},
+		{`,"rope_theta":5e5,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":0,"high_freq_factor":4,"original_max_position_embeddings":8192}`, `low_freq_factor must be positive`},
+		{`,"rope_theta":5e5,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":1e-50}`, `original_max_position_embeddings must be positive and finite (as a float32)`},
+		{`,"rope_theta":5e5,"rope_scaling":{"rope_type":"llama3","factor":1e-40,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192}`, `the rotation angles would not be finite`},
+		{`,"rope_theta":5e5,"rope_scaling":{"rope_type":"llama3","factor":32,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192}`, ""},
 	} {
 		_, err := ParseConfig([]byte(fmt.Sprintf(base, tc.extra)))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

@@ -106,11 +106,15 @@ type Options struct {
 
 // Output holds what Forward computed.
 type Output struct {
-	Logits       []float32   // [B·T][vocab] when Options.Logits
-	HiddenStates [][]float32 // NumLayers+1 entries of [B·T][hidden] when Options.HiddenStates
+	Logits       []float32   // [B·(N+T)][vocab] when Options.Logits
+	HiddenStates [][]float32 // NumLayers+1 entries of [B·(N+T)][hidden] when Options.HiddenStates
 	Loss         float64     // token-weighted mean cross-entropy over the batch (HF's out.loss)
 	LossPerSeq   []float64   // per-sequence mean cross-entropy; NaN for a row with no supervised token
 	Tokens       int         // number of supervised tokens
+	// VirtualTokens is N, the rows of each sequence before its T tokens in
+	// Logits and HiddenStates: a prompt-tuning adapter's virtual tokens, as
+	// PEFT returns them (0 without one).
+	VirtualTokens int
 }
 
 // Free releases the model's weights and norms on its backend (device memory

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -189,6 +190,10 @@ func (e *evaluator) sst2(m *model.Model, exs []data.Example, pass *evalPass, par
 			return nil, err
 		}
 		for i, l := range out.LossPerSeq {
+			if math.IsNaN(l) || math.IsInf(l, 0) {
+				return nil, fmt.Errorf("test example %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
+					exs[(lo+i)/2].ID, data.SST2LabelWords[(lo+i)%2], l)
+			}
 			scores[lo+i] = -l // mean log-probability of the label tokens
 		}
 		for ; 2*next+2 <= hi; next++ {

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -72,5 +74,28 @@ func TestTaskCommandLine(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want a usage error with %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestTaskRefusesNonFiniteModel: a model whose weights hold NaN is refused,
+// by label scoring (SST-2) and by generation (SQuAD), not scored.
+func TestTaskRefusesNonFiniteModel(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	fixture.PoisonWeights(t, filepath.Join(dir, "model", "model.safetensors"), "model.norm.weight")
+	err := runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"), "--max-examples", "4"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `test example "0": the loss of its answer "terrible" is not finite (NaN)`) {
+		t.Errorf("sst2: %v, want the loss refused", err)
+	}
+	squad := filepath.Join(dir, "squad.jsonl")
+	row := `{"id":"q1","title":"T","context":"Paris is in France.","question":"Where is Paris?","answers":{"text":["France"],"answer_start":[12]}}`
+	if err := os.WriteFile(squad, []byte(row+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "squad", "--data", squad, "--max-new-tokens", "3"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "the logits of sequence 0 are not finite") {
+		t.Errorf("squad: %v, want the logits refused", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -122,7 +123,13 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *input, err)
 	}
-	tensors := []safetensors.Tensor{safetensors.F32Tensor("logits", []int{in.B, in.T, m.VocabSize}, out.Logits)}
+	if err := finiteOutput(out, in.T+out.VirtualTokens, m.VocabSize); err != nil {
+		return fmt.Errorf("%s: %w; nothing written", *input, err)
+	}
+	// With prompt tuning, each sequence's logits begin with its virtual
+	// tokens' rows, as PEFT's forward returns them.
+	rowsPerSeq := in.T + out.VirtualTokens
+	tensors := []safetensors.Tensor{safetensors.F32Tensor("logits", []int{in.B, rowsPerSeq, m.VocabSize}, out.Logits)}
 	if labels != nil {
 		perSeq := make([]float32, in.B)
 		for i, v := range out.LossPerSeq {
@@ -136,7 +143,29 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := safetensors.WriteFile(*outPath, tensors, map[string]string{"format": "pt"}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s (logits [%d,%d,%d])\n", *outPath, in.B, in.T, m.VocabSize)
+	fmt.Fprintf(stdout, "wrote %s (logits [%d,%d,%d])\n", *outPath, in.B, rowsPerSeq, m.VocabSize)
+	if out.VirtualTokens > 0 {
+		fmt.Fprintf(stdout, "the prompt's %d virtual tokens are positions 0-%d of each sequence's logits; the input's %d tokens are positions %d-%d\n",
+			out.VirtualTokens, out.VirtualTokens-1, in.T, out.VirtualTokens, rowsPerSeq-1)
+	}
+	return nil
+}
+
+// finiteOutput refuses logits or losses that are NaN or infinite (a loss
+// of a sequence with no supervised token is NaN by definition, and is
+// left out): the model's weights or config then make its arithmetic
+// meaningless, and nothing it printed would mean anything.
+func finiteOutput(out *model.Output, rows, vocab int) error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	for i, v := range out.Logits {
+		if bad(float64(v)) {
+			return fmt.Errorf("the logits are not finite (%v at sequence %d, position %d, vocabulary entry %d): the model's weights or config.json hold values that make its arithmetic meaningless",
+				v, i/vocab/rows, i/vocab%rows, i%vocab)
+		}
+	}
+	if out.Tokens > 0 && bad(out.Loss) {
+		return fmt.Errorf("the loss is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless", out.Loss)
+	}
 	return nil
 }
 

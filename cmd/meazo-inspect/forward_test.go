@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/prompttune"
 	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/train"
 )
 
 // rows turns a flat [B*T] list into [B][T].
@@ -97,5 +101,93 @@ func TestForwardCLIErrors(t *testing.T) {
 	err := runForward([]string{"--model", dir, "--input", bad, "--out", filepath.Join(dir, "o.st")}, nil, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "row 1") {
 		t.Errorf("ragged input: %v, want an error naming row 1", err)
+	}
+}
+
+// demoModel writes the demo's tiny model and returns its directory.
+func demoModel(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "model")
+}
+
+// writeBatch writes forward's input file: two sequences of 5 tokens, the
+// last 2 supervised.
+func writeBatch(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "in.json")
+	b, _ := json.Marshal(map[string]any{"input_ids": [][]int{{10, 11, 12, 13, 14}, {20, 21, 22, 23, 24}},
+		"labels": [][]int{{-100, -100, -100, 13, 14}, {-100, -100, -100, 23, 24}}})
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestForwardPromptTuning: forward with a prompt-tuning adapter writes the
+// logits of the virtual tokens' rows too, as PEFT returns them, says which
+// rows are the input's, and its loss is the model's with the prompt.
+func TestForwardPromptTuning(t *testing.T) {
+	dir := demoModel(t)
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := prompttune.Random(m, 3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := filepath.Join(t.TempDir(), "prompt")
+	if err := p.Save(adapter, m); err != nil {
+		t.Fatal(err)
+	}
+	in, out := writeBatch(t), filepath.Join(t.TempDir(), "out.safetensors")
+	var stdout bytes.Buffer
+	if err := runForward([]string{"--model", dir, "--adapter", adapter, "--input", in, "--out", out}, nil, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	want := "the prompt's 3 virtual tokens are positions 0-2 of each sequence's logits; the input's 5 tokens are positions 3-7"
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout %q lacks %q", stdout.String(), want)
+	}
+	f, err := safetensors.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if info, _ := f.Info("logits"); !slices.Equal(info.Shape, []int{2, 8, m.VocabSize}) {
+		t.Errorf("logits shape %v, want [2 8 %d]", info.Shape, m.VocabSize)
+	}
+	p.Attach(m)
+	ref, err := m.Forward(model.Input{B: 2, T: 5, Tokens: []int{10, 11, 12, 13, 14, 20, 21, 22, 23, 24}},
+		model.Options{Labels: []int{-100, -100, -100, 13, 14, -100, -100, -100, 23, 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loss, _ := f.Float64("loss"); math.Abs(loss[0]-ref.Loss) > 1e-6 {
+		t.Errorf("loss %v, the model's with the prompt %v", loss[0], ref.Loss)
+	}
+}
+
+// TestNonFiniteModelRefused: a model with a NaN weight is refused by
+// forward and generate, naming what is not finite, and forward writes
+// nothing.
+func TestNonFiniteModelRefused(t *testing.T) {
+	dir := demoModel(t)
+	fixture.PoisonWeights(t, filepath.Join(dir, "model.safetensors"), "model.norm.weight")
+	in, out := writeBatch(t), filepath.Join(t.TempDir(), "out.safetensors")
+	err := runForward([]string{"--model", dir, "--input", in, "--out", out}, nil, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "the logits are not finite") || !strings.Contains(err.Error(), "nothing written") {
+		t.Errorf("forward: %v, want the logits refused", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("forward wrote %s", out)
+	}
+	err = runGenerate([]string{"--model", dir, "--input", in, "--max-new-tokens", "2"}, nil, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "the logits of sequence 0 are not finite") {
+		t.Errorf("generate: %v, want the logits refused", err)
 	}
 }
