@@ -167,3 +167,45 @@ func TestLongExamplesEverySplit(t *testing.T) {
 		t.Errorf("status %q: %s", s.Status, s.Message)
 	}
 }
+
+// TestOutputDirNeverOverInputs: a run directory that is, or lies inside,
+// the model, an input file, the adapter it starts from, or another run's
+// directory is refused before anything is written; a run's own directory
+// (resumed) is not.
+func TestOutputDirNeverOverInputs(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	other := filepath.Join(dir, "other")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+other, "train.steps=1"), Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	init := filepath.Join(dir, "init")
+	copyDir(t, filepath.Join(other, "last"), init)
+	copyDir(t, filepath.Join(dir, "model"), filepath.Join(dir, "another-model"))
+	for _, c := range []struct{ out, want string }{
+		{"model", "is the input " + filepath.Join(dir, "model")},
+		{"model/run", "is inside the input " + filepath.Join(dir, "model")},
+		{"another-model", "is the model directory"},
+		{"another-model/run", "is inside the model directory " + filepath.Join(dir, "another-model")},
+		{"data/train.tsv", "is the input " + filepath.Join(dir, "data/train.tsv")},
+		{"other/best/run", "is inside the run directory " + other},
+		{"other/new", "is inside the run directory " + other},
+		{"init/run", "is inside the input " + init},
+	} {
+		t.Run(c.out, func(t *testing.T) {
+			out := filepath.Join(dir, c.out)
+			before := readTree(t, dir)
+			set := append(slices.Clone(trustSet), "output.dir="+out, "adapter.init="+init)
+			_, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: io.Discard})
+			if err == nil || !strings.Contains(err.Error(), "output.dir "+out) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one naming output.dir and saying %q", err, c.want)
+			}
+			if after := readTree(t, dir); len(after) != len(before) {
+				t.Errorf("%d files before, %d after", len(before), len(after))
+			}
+		})
+	}
+	// The run's own directory is resumed.
+	if _, err := Run(Options{Resume: other, Overrides: []string{"train.steps=2"}, Log: io.Discard}); err != nil {
+		t.Errorf("resume: %v", err)
+	}
+}

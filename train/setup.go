@@ -98,12 +98,15 @@ func (r *run) openRunDir() error {
 		if r.cfg, err = r.resumeConfig(); err != nil {
 			return err
 		}
-		return nil
+		return checkOutputDir(r.dir, r.cfg)
 	}
 	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
 		return err
 	}
 	r.dir = r.cfg.Output.Dir
+	if err := checkOutputDir(r.dir, r.cfg); err != nil {
+		return err
+	}
 	// Checked before the lock, so that a refused directory gets no
 	// run.lock, and again under it, so that no other process can have
 	// started a run there in between.

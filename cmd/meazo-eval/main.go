@@ -31,6 +31,7 @@ import (
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/inputfile"
+	"github.com/meazo-go/meazo/internal/outpath"
 )
 
 var commands = cli.New("meazo-eval", "command")
@@ -72,16 +73,13 @@ Output: one JSON line of scores per input line, then one aggregate line.
 		return cli.Usage(fmt.Errorf("unexpected argument %q (the input is --in FILE, or stdin)", fs.Arg(0)))
 	}
 	if *out != "-" {
-		// The scores never replace the predictions, nor a directory.
+		// The scores never replace the predictions, nor a directory, nor
+		// go into a model's or a run's directory.
 		if st, err := os.Stat(*out); err == nil && st.IsDir() {
 			return fmt.Errorf("--out %s is a directory; name a file", *out)
 		}
-		if *in != "-" {
-			a, errA := os.Stat(*in)
-			b, errB := os.Stat(*out)
-			if errA == nil && errB == nil && os.SameFile(a, b) {
-				return fmt.Errorf("--out %s is the input file: the scores would replace the predictions; name another file", *out)
-			}
+		if err := outpath.Check("--out", *out, *in); err != nil {
+			return err
 		}
 	}
 	r, name := stdin, "<stdin>"

@@ -65,6 +65,22 @@ func TestScoreRougeFileOut(t *testing.T) {
 	if after, _ := os.ReadFile(in); !bytes.Equal(after, before) {
 		t.Error("the predictions file changed")
 	}
+	// Nor go into a model's directory (over its config.json) or a run's.
+	model, run := filepath.Join(dir, "model"), filepath.Join(dir, "run")
+	for _, f := range []string{filepath.Join(model, "config.json"), filepath.Join(model, "model.safetensors"), filepath.Join(run, "run.lock")} {
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		os.WriteFile(f, []byte("{}"), 0o644)
+	}
+	for out, want := range map[string]string{filepath.Join(model, "config.json"): "is inside the model directory " + model,
+		filepath.Join(run, "scores.jsonl"): "is inside the run directory " + run} {
+		err := runScore([]string{"--metric", "rouge", "--in", in, "--out", out}, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--out %s: %v, want %q", out, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(model, "config.json")); string(b) != "{}" {
+		t.Error("the model's config.json changed")
+	}
 }
 
 func TestScoreErrorsNameLineAndField(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/inputfile"
+	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -110,6 +111,9 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	if *input == "" || *outPath == "" {
 		return fmt.Errorf("--input and --out are required")
+	}
+	if err := outpath.Check("--out", *outPath, *input, *modelDir, *adapter); err != nil {
+		return err
 	}
 	in, labels, err := readBatch(*input)
 	if err != nil {

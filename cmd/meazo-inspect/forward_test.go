@@ -98,7 +98,7 @@ func TestForwardCLIErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"input_ids": [[1,2,3],[4,5]]}`), 0o644)
-	err := runForward([]string{"--model", dir, "--input", bad, "--out", filepath.Join(dir, "o.st")}, nil, &bytes.Buffer{})
+	err := runForward([]string{"--model", dir, "--input", bad, "--out", filepath.Join(t.TempDir(), "o.st")}, nil, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "row 1") {
 		t.Errorf("ragged input: %v, want an error naming row 1", err)
 	}
@@ -189,5 +189,39 @@ func TestNonFiniteModelRefused(t *testing.T) {
 	err = runGenerate([]string{"--model", dir, "--input", in, "--max-new-tokens", "2"}, nil, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "the logits of sequence 0 are not finite") {
 		t.Errorf("generate: %v, want the logits refused", err)
+	}
+}
+
+// TestOutputsNeverOverInputs: forward's and random-model's --out may not be
+// an input, lie inside the model, the adapter or a run's directory; what is
+// there stays as it was.
+func TestOutputsNeverOverInputs(t *testing.T) {
+	dir := demoModel(t)
+	in := writeBatch(t)
+	run := t.TempDir()
+	if err := os.WriteFile(filepath.Join(run, "run.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	weights := filepath.Join(dir, "model.safetensors")
+	before, _ := os.ReadFile(weights)
+	for _, c := range []struct{ out, want string }{
+		{weights, "is inside the input " + dir},
+		{in, "is the input " + in},
+		{filepath.Join(run, "logits.safetensors"), "is inside the run directory " + run},
+	} {
+		err := runForward([]string{"--model", dir, "--input", in, "--out", c.out}, nil, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--out "+c.out) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("forward --out %s: %v, want %q", c.out, err, c.want)
+		}
+	}
+	if after, _ := os.ReadFile(weights); !bytes.Equal(after, before) {
+		t.Error("the weights changed")
+	}
+	err := commands.Run("random-model", []string{"--config", filepath.Join(dir, "config.json"), "--out", filepath.Join(run, "m")}, nil, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "is inside the run directory "+run) {
+		t.Errorf("random-model --out inside a run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "m")); !os.IsNotExist(err) {
+		t.Error("random-model wrote into the run directory")
 	}
 }

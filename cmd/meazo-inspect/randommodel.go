@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/model"
 )
 
@@ -53,6 +54,9 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if err := checkNoModel(*out); err != nil {
+		return err
+	}
+	if err := outpath.Check("--out", *out, *cfgPath); err != nil {
 		return err
 	}
 	cfg, err := model.LoadConfig(*cfgPath)

@@ -41,7 +41,7 @@ func loadRuns(fs *flag.FlagSet, args []string, out *string) ([]sweep.Run, error)
 	if err != nil {
 		return nil, err
 	}
-	return runs, mkdirOut(*out)
+	return runs, mkdirOut(*out, fs.Args()...)
 }
 
 // drawCmd is a command that draws figures of the runs its arguments name
@@ -79,7 +79,7 @@ func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := mkdirOut(*out); err != nil {
+	if err := mkdirOut(*out, fs.Arg(0)); err != nil {
 		return err
 	}
 	fig, err := results.VT(r, warn)

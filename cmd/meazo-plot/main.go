@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/results"
 )
 
@@ -62,7 +63,12 @@ func smoothFlag(fs *flag.FlagSet) *int {
 // warn prints a warning line: something was left out, the output is still usable.
 func warn(msg string) { fmt.Fprintln(os.Stderr, "meazo-plot: warning:", msg) }
 
-func mkdirOut(dir string) error {
+// mkdirOut creates the output directory, which must not be, nor be inside,
+// one of the inputs, a model directory or a run directory (outpath).
+func mkdirOut(dir string, inputs ...string) error {
+	if err := outpath.Check("--out", dir, inputs...); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}

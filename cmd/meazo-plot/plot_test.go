@@ -219,3 +219,21 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestOutNeverInsideARun: the figures are not written into a run's
+// directory (an input, or not), nor into a model's.
+func TestOutNeverInsideARun(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, run)
+	os.WriteFile(filepath.Join(run, "run.lock"), nil, 0o644)
+	for _, out := range []string{filepath.Join(run, "plots"), run} {
+		err := commands.Run("all", []string{"--out", out, run}, nil, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--out "+out) || !strings.Contains(err.Error(), run) {
+			t.Errorf("--out %s: %v, want it refused", out, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(run, "plots")); !os.IsNotExist(err) {
+		t.Error("plots/ was made in the run")
+	}
+}

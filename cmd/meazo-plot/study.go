@@ -68,7 +68,7 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 		}
 		all = append(all, experimentFigures{pair.Name, figs})
 	}
-	if err := mkdirOut(*out); err != nil {
+	if err := mkdirOut(*out, fs.Arg(0)); err != nil {
 		return err
 	}
 	var paths []string

@@ -27,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -103,6 +104,9 @@ func loadStudy(fs *flag.FlagSet, args []string) (*sweep.Study, string, error) {
 		return nil, "", cli.Usage(errors.New("want one study file"))
 	}
 	st, err := sweep.LoadStudy(fs.Arg(0))
+	if err == nil { // the runs' directories go under out: not into a model's or another run's
+		err = outpath.Check(fs.Arg(0)+": out", st.Out, fs.Arg(0))
+	}
 	return st, fs.Arg(0), err
 }
 

@@ -32,6 +32,10 @@ func TestCommandLine(t *testing.T) {
 		return path
 	}
 	good := study("good", "/bin/true")
+	// A study whose out lies inside a run's directory.
+	os.MkdirAll(filepath.Join(dir, "arun"), 0o755)
+	os.WriteFile(filepath.Join(dir, "arun", "run.lock"), nil, 0o644)
+	nested := study("arun/study", "/bin/true")
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("out: x\nexperiment: []\n"), 0o644)
 	for _, tc := range []struct {
@@ -50,6 +54,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"status", good}, 0, "e_meazo: 2 runs: 2 new; stage 1 (coarse)", ""},
 		{[]string{"plan", good}, 0, "--set optimizer.lr=1e-3 --set train.seed=0 --out " + dir + "/good/e_meazo/lr=1e-3_seed=0", ""},
 		{[]string{"doc"}, 0, "| `executor.slurm.throttle` |", ""},
+		{[]string{"run", nested}, 1, "", "out " + dir + "/arun/study is inside the run directory " + dir + "/arun"},
 		{[]string{"run", study("failing", script("fail.sh", "1"))}, 1, "", "meazo-sweep run: 2 runs failed (meazo-sweep resume retries them)"},
 		// meazo-train exits 3 when a signal stopped it after a checkpoint.
 		{[]string{"run", study("interrupted", script("interrupted.sh", "3"))}, 3, "", "meazo-sweep run: interrupted: meazo-sweep resume continues the study\n"},

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/zo"
 )
@@ -40,6 +41,9 @@ func runPaper(args []string, logw io.Writer) error {
 	}
 	if *out == "" {
 		return cli.Usage(fmt.Errorf("--out is required"))
+	}
+	if err := outpath.Check("--out", *out); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err

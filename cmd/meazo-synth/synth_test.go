@@ -197,3 +197,18 @@ func TestTrackProblem(t *testing.T) {
 		t.Error("d = 10 accepted")
 	}
 }
+
+// TestPaperOutNeverInAModel: paper's --out may not be, or lie inside, a model
+// directory.
+func TestPaperOutNeverInAModel(t *testing.T) {
+	model := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		os.WriteFile(filepath.Join(model, f), []byte("{}"), 0o644)
+	}
+	for _, out := range []string{model, filepath.Join(model, "paper")} {
+		err := runPaper([]string{"--quick", "--out", out}, &strings.Builder{})
+		if err == nil || !strings.Contains(err.Error(), "the model directory "+model) {
+			t.Errorf("--out %s: %v", out, err)
+		}
+	}
+}
