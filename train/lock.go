@@ -113,7 +113,9 @@ func checkRunDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("resume %s: not a directory", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err != nil {
+	_, errConfig := os.Stat(filepath.Join(dir, rundir.ConfigFile))
+	_, errCheckpoint := os.Stat(filepath.Join(dir, rundir.CheckpointDir, rundir.ConfigFile))
+	if errConfig != nil && errCheckpoint != nil { // with a checkpoint, resume puts config.yaml back (resumeConfig)
 		return fmt.Errorf("resume %s: not a run directory (no %s; a run stopped before it wrote one has nothing to resume: start it again with --config)", dir, rundir.ConfigFile)
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -120,6 +122,9 @@ func (r *run) resumeConfig() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
+	if err := restoreConfig(r.dir, r.log); err != nil {
+		return nil, err
+	}
 	cur, err := Load(filepath.Join(r.dir, rundir.ConfigFile), nil)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
@@ -156,6 +161,27 @@ func (r *run) resumeConfig() (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// restoreConfig puts back a run's config.yaml that is gone (deleted by
+// hand, lost with a copy) from its checkpoint's: the settings the
+// checkpoint was made with, which a resume continues with anyway. Without
+// it the run could be neither resumed (no config.yaml) nor started again
+// (the directory holds a checkpoint).
+func restoreConfig(dir string, log io.Writer) error {
+	path := filepath.Join(dir, rundir.ConfigFile)
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	y, err := os.ReadFile(filepath.Join(dir, rundir.CheckpointDir, rundir.ConfigFile))
+	if err == nil {
+		err = atomicfile.WriteFile(path, y)
+	}
+	if err != nil {
+		return fmt.Errorf("resume %s: %s is missing and cannot be put back from the checkpoint's: %w", dir, rundir.ConfigFile, err)
+	}
+	fmt.Fprintf(log, "%s was missing: put back from the checkpoint's (the settings of the last checkpoint)\n", path)
+	return nil
 }
 
 // pendingChanges says whether the lines of changes.jsonl written after the

@@ -209,3 +209,47 @@ func TestOutputDirNeverOverInputs(t *testing.T) {
 		t.Errorf("resume: %v", err)
 	}
 }
+
+// TestRunWithoutConfigYAML: a run whose config.yaml is gone but whose
+// checkpoint is intact resumes (config.yaml put back from the checkpoint's,
+// and said so) to the same end as a run never stopped; without a
+// checkpoint either, the message says to start again, and that works.
+func TestRunWithoutConfigYAML(t *testing.T) {
+	_, cfg := demoConfig(t, 6)
+	root := t.TempDir()
+	whole := filepath.Join(root, "whole")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+whole), Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(root, "run")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+run), StopAfter: 4, Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(run, "config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if _, err := Run(Options{Resume: run, Log: &log}); err != nil {
+		t.Fatalf("resume without config.yaml: %v", err)
+	}
+	if !strings.Contains(log.String(), "config.yaml was missing: put back from the checkpoint's") {
+		t.Errorf("the log does not say config.yaml was put back:\n%s", log.String())
+	}
+	requireSameRun(t, whole, run)
+
+	// No checkpoint either: nothing to resume, and a new start takes the directory.
+	fresh := filepath.Join(root, "fresh")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+fresh, "train.checkpoint_every=0"), StopAfter: 2, Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.yaml", "checkpoint"} {
+		os.RemoveAll(filepath.Join(fresh, f))
+	}
+	_, err := Run(Options{Resume: fresh, Log: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "start it again with --config") {
+		t.Fatalf("resume without config.yaml or checkpoint: %v", err)
+	}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+fresh), Log: io.Discard}); err != nil {
+		t.Errorf("starting again: %v", err)
+	}
+}
