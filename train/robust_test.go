@@ -3,6 +3,7 @@
 package train
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -251,5 +252,50 @@ func TestRunWithoutConfigYAML(t *testing.T) {
 	}
 	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+fresh), Log: io.Discard}); err != nil {
 		t.Errorf("starting again: %v", err)
+	}
+}
+
+// TestStopDuringTheLastStep: a stop that comes while the last step runs,
+// with a validation and a test evaluation of one batch each (no poll
+// between their batches), ends the run before them, interrupted, with the
+// checkpoint of the step before; the resume ends as a run never stopped.
+func TestStopDuringTheLastStep(t *testing.T) {
+	_, cfg := demoConfig(t, 4)
+	set := []string{"train.eval_every=2", "task.max_train=64", "task.max_validation=4", "task.max_test=2", "eval.batch_size=4"}
+	root := t.TempDir()
+	whole := filepath.Join(root, "whole")
+	want, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(root, "run")
+	armed := false
+	stop := func() string { // the signal comes during step 4: every poll after the one before it answers it
+		b, _ := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+		if strings.Count(string(b), `"kind":"train"`) >= 3 {
+			if armed {
+				return "SIGINT"
+			}
+			armed = true
+		}
+		return ""
+	}
+	s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+run), Stop: stop, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != "interrupted" || !strings.HasPrefix(s.Message, "interrupted by SIGINT after step 3 of 4 (during the validation of step 4, which runs again with its step)") {
+		t.Fatalf("status %q: %s", s.Status, s.Message)
+	}
+	if st := readState(t, run); st.Step != 3 || st.Test != nil {
+		t.Errorf("checkpoint at step %d (test %+v), want step 3 and no test begun", st.Step, st.Test)
+	}
+	got, err := Run(Options{Resume: run, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireSameRun(t, whole, run)
+	if fmt.Sprint(got.Test) != fmt.Sprint(want.Test) {
+		t.Errorf("test metrics %v after the resume, %v uninterrupted", got.Test, want.Test)
 	}
 }

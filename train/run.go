@@ -156,7 +156,7 @@ func (r *run) train() (*Summary, error) {
 		}
 		// Validate every eval_every steps and at the end, keeping the best adapter.
 		if validates {
-			ok, err := r.validate(step + 1)
+			ok, err := r.validateUnlessStopped(step+1, step+1 == total)
 			if reason, stopped := stopReason(err); stopped {
 				prog.done()
 				if before == nil {

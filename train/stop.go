@@ -77,3 +77,17 @@ func (r *run) interrupted(step int, reason, during string) (*Summary, error) {
 	r.fillSummary()
 	return &r.summary, r.writeSummary()
 }
+
+// validateUnlessStopped validates step, as validate does. After the run's
+// last step it first polls for a stop: one that came during that step
+// ends the run before its validation and the test evaluations (which
+// could run for minutes with no poll between them when each fits one
+// batch), as a stop during the validation does: resume runs the step again.
+func (r *run) validateUnlessStopped(step int, last bool) (bool, error) {
+	if last {
+		if reason := r.stopRequested(); reason != "" {
+			return false, &stoppedError{reason}
+		}
+	}
+	return r.validate(step)
+}
