@@ -10,6 +10,9 @@
 #     meazo-train checkpoints, the task requeues itself and resumes;
 #   - one long run cancelled with scancel once it trains: meazo-train
 #     checkpoints, and the task is not requeued (the run stays interrupted);
+#   - one long run whose meazo-train is killed with SIGKILL (as by an
+#     out-of-memory killer) after its first checkpoint: it reads as
+#     interrupted, not failed, and its sweep waits (no sweep.json);
 #   - one run that fails (a missing data file) and must not block stage 2;
 # then runs the same study with the local executor and checks that every
 # run's metrics.jsonl is byte-identical and every sweep's η* equal.
@@ -124,15 +127,16 @@ say "probe: $sps s/step; the long run gets $long_steps steps"
 # executor; on Slurm, with the run to scancel (task 1 of stage 1, so that it
 # starts at once beside the long run).
 study() {
-	local cancel=""
-	[[ $2 == slurm ]] && cancel="
-  - name: cancel
+	local cancel="" name
+	[[ $2 == slurm ]] && for name in cancel killed; do cancel+="
+  - name: $name
     config: $R/demo-data/demo.yaml
     optimizers: [meazo]
     seeds: [0]
     coarse: [2e-2]
     fine: false
     set: [train.steps=$long_steps, train.checkpoint_every=$((long_steps / 10)), train.eval_every=$((long_steps / 10))]"
+	done
 	cat <<STUDY
 name: t
 out: $R/$1
@@ -170,7 +174,7 @@ study slurm-out slurm >"$R/slurm.yaml"
 study local-out local >"$R/local.yaml"
 
 "$R/bin/meazo-sweep" plan "$R/slurm.yaml" >"$R/plan.txt"
-grep -q -- '--array=0-14%2' "$R/plan.txt" || fail "plan: no stage-1 array of 15 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
+grep -q -- '--array=0-15%2' "$R/plan.txt" || fail "plan: no stage-1 array of 16 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
 grep -q -- '--signal=B:USR1@20' "$R/plan.txt" || fail "plan: no --signal"
 say "plan ok; submitting"
 "$R/bin/meazo-sweep" run "$R/slurm.yaml"
@@ -190,6 +194,17 @@ grep -qx "$cancel_job" <<<"$q" || fail "squeue -h -r -u $(id -u) -o %i does not 
 scancel "$cancel_job"
 say "scancel $cancel_job (the cancel run, training)"
 
+# SIGKILL the killed run's meazo-train once it has a checkpoint, as an
+# out-of-memory killer would: the task records exit status 137.
+killed_dir=$R/slurm-out/killed_meazo/lr=2e-2_seed=0
+for _ in $(seq 480); do
+	[[ -f $killed_dir/checkpoint/state.json ]] && break
+	sleep 0.5
+done
+[[ -f $killed_dir/checkpoint/state.json ]] || fail "the killed run wrote no checkpoint: $(squeue 2>&1)"
+pkill -KILL -f "meazo-train .*$killed_dir" || fail "no meazo-train of the killed run to kill"
+say "SIGKILL to the killed run's meazo-train (after its first checkpoint)"
+
 # Wait for the chain (stage 1, selection, stage 2, selection) to drain.
 deadline=$((t0 + 480))
 maxrun=0
@@ -207,6 +222,9 @@ say "slurm queue drained; at most $maxrun runs at once"
 grep -q 'long_meazo: 1 runs: 1 done' "$R/status.txt" || fail "the long run did not finish"
 grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status.txt" || fail "the broken run is not failed"
 grep -q 'cancel_meazo: 1 runs: 1 interrupted' "$R/status.txt" || fail "the cancelled run is not interrupted"
+grep -q 'killed_meazo: 1 runs: 1 interrupted' "$R/status.txt" || fail "the killed run is not interrupted"
+[[ $(cat "$killed_dir/meazo-sweep.exit") == 137 ]] || fail "the killed run's exit status is not 137: $(cat "$killed_dir/meazo-sweep.exit")"
+[[ ! -e $R/slurm-out/killed_meazo/sweep.json ]] || fail "the killed run's sweep chose η* without it: $(cat "$R/slurm-out/killed_meazo/sweep.json")"
 grep -q '"signal": "SIGTERM"' "$cancel_dir/summary.json" || fail "the cancelled run's summary: $(cat "$cancel_dir/summary.json")"
 [[ $(cat "$cancel_dir/meazo-sweep.exit") == 3 ]] || fail "the cancelled run's exit status is not 3"
 ! grep -q 'requeueing\|restart 1' "$R"/slurm-out/logs/*stage1_*_1.out || fail "the cancelled task was requeued: $(cat "$R"/slurm-out/logs/*stage1_*_1.out)"
@@ -225,7 +243,7 @@ while IFS= read -r f; do
 	rel=${f#"$R/slurm-out/"}
 	cmp -s "$f" "$R/local-out/$rel" || fail "metrics.jsonl differs: $rel"
 	n=$((n + 1))
-done < <(find "$R/slurm-out" -name metrics.jsonl -not -path '*/cancel_meazo/*' | sort)
+done < <(find "$R/slurm-out" -name metrics.jsonl -not -path '*/cancel_meazo/*' -not -path '*/killed_meazo/*' | sort)
 m=$(find "$R/local-out" -name metrics.jsonl | wc -l)
 ((n == m && n > 0)) || fail "$n runs on Slurm, $m locally"
 for sw in demo_meazo demo_zo-sgd long_meazo; do

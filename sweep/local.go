@@ -148,6 +148,7 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 	results := make(chan done)
 	var failed []string
 	interrupted := false
+	var killedRuns []string // killed by a signal after a checkpoint: they wait for resume
 	start := func(r RunSpec) error {
 		slot := free[0]
 		free = free[1:]
@@ -286,10 +287,14 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 			if err := writeExit(d.spec.Dir, d.code); err != nil {
 				return err
 			}
+			killed := killedAfterCheckpoint(d.spec.Dir, d.code)
 			switch {
 			case d.code == train.ExitInterrupted:
 				interrupted = true
 				fmt.Fprintf(log, "meazo-sweep: %s interrupted (checkpointed; meazo-sweep resume continues it)\n", d.spec.Dir)
+			case killed != "": // a crash (an out-of-memory kill): its sweep waits, the others go on
+				killedRuns = append(killedRuns, d.spec.Dir)
+				fmt.Fprintf(log, "meazo-sweep: %s: %s\n", d.spec.Dir, killed)
 			case d.code != 0:
 				failed = append(failed, d.spec.Dir)
 				fmt.Fprintf(log, "meazo-sweep: %s FAILED (exit status %d; see %s)\n", d.spec.Dir, d.code, filepath.Join(d.spec.Dir, LogFile))
@@ -318,6 +323,7 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopped = append(stopped, killedRuns...)
 	if interrupted {
 		return ErrInterrupted
 	}

@@ -98,6 +98,9 @@ func ReadState(dir string) (RunState, error) {
 		if code == 3 {
 			return RunState{Status: StatusInterrupted, Detail: "exit status 3"}, nil
 		}
+		if killed := killedAfterCheckpoint(dir, code); killed != "" {
+			return RunState{Status: StatusInterrupted, Detail: killed}, nil
+		}
 		if code == 0 {
 			return RunState{Status: StatusFailed, Detail: "meazo-train exited 0 but summary.json does not say the run finished"}, nil
 		}
@@ -110,6 +113,22 @@ func ReadState(dir string) (RunState, error) {
 		return RunState{Status: StatusUnfinished}, nil
 	}
 	return RunState{Status: StatusNew}, nil
+}
+
+// killedAfterCheckpoint describes a meazo-train that a signal killed (exit
+// status 128+n, as bash and the local executor record it: an out-of-memory
+// killer's SIGKILL is 137) after it wrote a checkpoint: a crash, not a
+// failure of the run, which resume continues ("" otherwise). Settled as
+// failed, its sweep would choose η* without it.
+func killedAfterCheckpoint(dir string, code int) string {
+	if code <= 128 || code > 128+64 || !hasCheckpoint(dir) {
+		return ""
+	}
+	name := map[int]string{1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}[code-128]
+	if name == "" {
+		name = fmt.Sprintf("signal %d", code-128)
+	}
+	return fmt.Sprintf("meazo-train killed by %s (exit status %d) after a checkpoint: meazo-sweep resume continues it", name, code)
 }
 
 // stateReads counts ReadState's calls, for the test that a local study reads

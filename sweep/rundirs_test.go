@@ -121,6 +121,18 @@ func TestReadState(t *testing.T) {
 		}, StatusDiverged, true},
 		{"interrupted", func(t *testing.T, dir string) { checkpoint(t, dir); writeFile(t, filepath.Join(dir, ExitFile), "3\n") }, StatusInterrupted, false},
 		{"failed", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, ExitFile), "1\n") }, StatusFailed, true},
+		// A trainer killed by a signal (the OOM killer's SIGKILL) after a checkpoint waits for
+		// resume; one killed before any checkpoint has failed.
+		{"killed after a checkpoint", func(t *testing.T, dir string) {
+			checkpoint(t, dir)
+			writeFile(t, filepath.Join(dir, ExitFile), "137\n")
+		}, StatusInterrupted, false},
+		{"killed after a checkpoint, resumed and killed again", func(t *testing.T, dir string) {
+			checkpoint(t, dir)
+			writeRun(t, dir, Summary{Optimizer: "meazo", LR: 1e-3, Steps: 10, StepsDone: 4, Status: StatusInterrupted})
+			writeFile(t, filepath.Join(dir, ExitFile), "137\n")
+		}, StatusInterrupted, false},
+		{"killed before any checkpoint", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, ExitFile), "137\n") }, StatusFailed, true},
 		{"requeued by its time limit, pending", func(t *testing.T, dir string) {
 			checkpoint(t, dir)
 			writeRun(t, dir, Summary{Optimizer: "meazo", LR: 1e-3, Steps: 10, StepsDone: 4, Status: StatusInterrupted})

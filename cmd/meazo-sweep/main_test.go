@@ -32,6 +32,10 @@ func TestCommandLine(t *testing.T) {
 		return path
 	}
 	good := study("good", "/bin/true")
+	// A trainer that checkpoints, then is killed by SIGKILL (as by an out-of-memory killer).
+	killed := filepath.Join(dir, "killed.sh")
+	os.WriteFile(killed, []byte("#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ \"$1\" = --out ]; then d=$2; fi; shift; done\n"+
+		"mkdir -p \"$d/checkpoint\" && echo '{}' > \"$d/checkpoint/state.json\"\nkill -KILL $$\n"), 0o755)
 	// A study whose out lies inside a run's directory.
 	os.MkdirAll(filepath.Join(dir, "arun"), 0o755)
 	os.WriteFile(filepath.Join(dir, "arun", "run.lock"), nil, 0o644)
@@ -58,6 +62,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"run", study("failing", script("fail.sh", "1"))}, 1, "", "meazo-sweep run: 2 runs failed (meazo-sweep resume retries them)"},
 		// meazo-train exits 3 when a signal stopped it after a checkpoint.
 		{[]string{"run", study("interrupted", script("interrupted.sh", "3"))}, 3, "", "meazo-sweep run: interrupted: meazo-sweep resume continues the study\n"},
+		// Killed by a signal after a checkpoint: interrupted too, not failed, and the sweep waits (no stage 2).
+		{[]string{"run", study("killed", killed)}, 3, "", "killed by SIGKILL (exit status 137) after a checkpoint: meazo-sweep resume continues it"},
+		{[]string{"status", filepath.Join(dir, "killed.yaml")}, 0, "e_meazo: 2 runs: 2 interrupted; stage 1 (coarse)", ""},
 	} {
 		var stdout, stderr bytes.Buffer
 		status := newCommands(&stderr).Exec(tc.args, nil, &stdout, &stderr)
