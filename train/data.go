@@ -68,7 +68,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 		trainEx, valEx = data.Select(all, tr), data.Select(all, va)
 	}
 	s := &splits{}
-	rule := newLengthRule(cfg.Task.MaxLength, enc)
+	rule := newLengthRule(cfg.Task.MaxLength, "task.max_length", enc)
 	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, "train", log, stop); err != nil {
 		return nil, err
 	}
@@ -106,11 +106,12 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 // turns the rule off.
 type lengthRule struct {
 	max      int
-	maxBytes int // text longer than this cannot encode to max tokens
+	maxBytes int    // text longer than this cannot encode to max tokens
+	name     string // how the user set max: task.max_length, --max-length
 }
 
-func newLengthRule(max int, enc *data.Encoder) lengthRule {
-	r := lengthRule{max: max}
+func newLengthRule(max int, name string, enc *data.Encoder) lengthRule {
+	r := lengthRule{max: max, name: name}
 	if tok, ok := enc.Tok.(*tokenizer.Tokenizer); ok && max > 0 {
 		// Normalization (NFC) may shorten text: a margin of 4.
 		r.maxBytes = 4 * max * tok.MaxTokenBytes()
@@ -174,7 +175,7 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit i
 		}
 		out = append(out, e)
 	}
-	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than task.max_length %d tokens: %v)\n", what, len(out), rule.max, dropped)
+	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than %s %d tokens: %v)\n", what, len(out), rule.name, rule.max, dropped)
 	return out, nil
 }
 
@@ -203,11 +204,11 @@ func (r lengthRule) fitTest(exs []data.Example, enc *data.Encoder, maxNew int, l
 		out = append(out, ex)
 	}
 	if skipped.n > 0 {
-		fmt.Fprintf(log, "test split: %d examples skipped as their evaluation would exceed task.max_length %d tokens (%v); the metric is over the other %d\n",
-			skipped.n, r.max, skipped, len(out))
+		fmt.Fprintf(log, "test split: %d examples skipped as their evaluation would exceed %s %d tokens (%v); the metric is over the other %d\n",
+			skipped.n, r.name, r.max, skipped, len(out))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("test split: every example is longer than task.max_length %d tokens", r.max)
+		return nil, fmt.Errorf("test split: every example is longer than %s %d tokens", r.name, r.max)
 	}
 	return out, nil
 }

@@ -333,7 +333,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		return nil, fmt.Errorf("%s: no examples", o.Data)
 	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString}
-	if exs, err = newLengthRule(o.MaxLength, enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
+	if exs, err = newLengthRule(o.MaxLength, "--max-length", enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Data, err)
 	}
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", len(exs), o.Data, st.Skipped)

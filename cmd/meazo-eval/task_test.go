@@ -99,3 +99,30 @@ func TestTaskRefusesNonFiniteModel(t *testing.T) {
 		t.Errorf("squad: %v, want the logits refused", err)
 	}
 }
+
+// TestTaskLengthRule: --max-length skips the examples whose evaluation
+// would take more tokens, naming how many and which on stderr, and scores
+// the others; 0 skips none.
+func TestTaskLengthRule(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "test.tsv")
+	long := strings.Repeat("the film is great ", 60)
+	if err := os.WriteFile(data, []byte("sentence\tlabel\n"+strings.Repeat("x", 10<<20)+"\t1\na fine film\t1\n"+long+"\t0\ndull\t0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", data}
+	var stderr strings.Builder
+	var out bytes.Buffer
+	if err := runTask(append(args, "--max-length", "200"), &out, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if want := `2 examples skipped as their evaluation would exceed --max-length 200 tokens (2: ids "0", "2"); the metric is over the other 2`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if err := runTask(append(args, "--max-length", "-1"), io.Discard, io.Discard); err == nil {
+		t.Error("--max-length -1 was accepted")
+	}
+}
