@@ -30,9 +30,12 @@ import (
 //	MEAZO_CUDA_LIB_PATH=DIR  a directory the CUDA backend searches first for
 //	                         libcuda.so.1 and libcublas (read when it loads them)
 //	MEAZO_SHARED=DIR         the shared fixtures that tests read (internal/fixture)
-//	MEAZO_REQUIRE_NVRTC=1, MEAZO_REQUIRE_CUDA_EMU=1, MEAZO_REQUIRE_CUBLAS=1
-//	                         a test that needs NVRTC, the kernel emulator or
-//	                         cuBLAS fails without it instead of skipping (CI)
+//	MEAZO_REQUIRE_NVRTC=1, MEAZO_REQUIRE_CUDA_EMU=1, MEAZO_REQUIRE_CUBLAS=1,
+//	MEAZO_REQUIRE_PEFT=1     a test that needs NVRTC, the kernel emulator,
+//	                         cuBLAS or the real PEFT fails without it instead
+//	                         of skipping (CI)
+//	MEAZO_PYTHON=PATH        the python3 with python3-torch that the real-PEFT
+//	                         tests run (internal/fixture; /usr/bin/python3)
 //	MEAZO_TRAIN=PATH         the meazo-train that meazo-sweep and
 //	                         scripts/sweep.sh run (docs/SWEEPS.md)
 //	MEAZO_PLOT=PATH          the meazo-plot that scripts/sweep.sh runs
