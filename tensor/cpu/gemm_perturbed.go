@@ -48,11 +48,12 @@ func segmentsOf(segs []tensor.Segment, m int) []segment {
 }
 
 // panelScratch is a worker's perturbed panel slice: the noise z of the
-// slice it was last drawn for, and W + scale·z.
+// slice it was last drawn for (rows: the same, row by row, as drawn), and
+// W + scale·z.
 type panelScratch struct {
-	z, w, row []float32
-	key       panelKey // what z holds
-	valid     bool
+	z, w, rows []float32
+	key        panelKey // what z holds
+	valid      bool
 }
 
 // panelKey names the noise of a panel slice of the weight a task
@@ -63,7 +64,7 @@ type panelKey struct {
 }
 
 var panelScratches = sync.Pool{New: func() any {
-	return &panelScratch{z: make([]float32, kSuperPerturbed*nr), w: make([]float32, kSuperPerturbed*nr), row: make([]float32, kSuperPerturbed)}
+	return &panelScratch{z: make([]float32, kSuperPerturbed*nr), w: make([]float32, kSuperPerturbed*nr), rows: make([]float32, kSuperPerturbed*nr)}
 }}
 
 // MatMulPackedPerturbed computes y[m][N] = x[m][K] · Wᵀ with the rows of
@@ -131,17 +132,14 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 	kc := kHi - kLo
 	key := panelKey{pt.Noise, p, kLo, kHi}
 	if !sc.valid || sc.key != key {
+		// The noise of the panel's rows, each a contiguous run of the
+		// stream, then turned into the panel's layout.
 		cols := min(nr, w.N-p*nr)
-		z := sc.z[:kc*nr]
-		clear(z)
 		for col := range cols {
-			row := sc.row[:kc]
 			n := p*nr + col
-			pt.Stream.FillRange(row, int(pt.Offset)+n*w.K+kLo, pt.Dist, pt.Norm)
-			for kk, v := range row {
-				z[kk*nr+col] = v
-			}
+			pt.Stream.FillRange(sc.rows[col*kc:(col+1)*kc], int(pt.Offset)+n*w.K+kLo, pt.Dist, pt.Norm)
 		}
+		toPanel(sc.z[:kc*nr], sc.rows, cols, kc)
 		sc.key, sc.valid = key, true
 	}
 	dst := sc.w[:kc*nr]
@@ -154,4 +152,31 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 		perturbValues(dst, w.data[src:src+kc*nr], sc.z[:kc*nr], pt.Scale)
 	}
 	return panelData{b: sc.w, base: -kLo * nr}
+}
+
+// toPanel writes rows [cols][kc] (row col of a panel, along K) into dst in
+// a panel's layout [kc][nr], zero in the columns past cols. Eight rows at a
+// time, so that every write fills part of one cache line and the reads run
+// along eight rows.
+func toPanel[T float32 | float64 | uint32](dst, rows []T, cols, kc int) {
+	for c0 := 0; c0 < nr; c0 += 8 {
+		if c0+8 > cols {
+			for kk := range kc {
+				for c := c0; c < c0+8; c++ {
+					var v T
+					if c < cols {
+						v = rows[c*kc+kk]
+					}
+					dst[kk*nr+c] = v
+				}
+			}
+			continue
+		}
+		r0, r1, r2, r3 := rows[c0*kc:(c0+1)*kc], rows[(c0+1)*kc:(c0+2)*kc], rows[(c0+2)*kc:(c0+3)*kc], rows[(c0+3)*kc:(c0+4)*kc]
+		r4, r5, r6, r7 := rows[(c0+4)*kc:(c0+5)*kc], rows[(c0+5)*kc:(c0+6)*kc], rows[(c0+6)*kc:(c0+7)*kc], rows[(c0+7)*kc:(c0+8)*kc]
+		for kk := range kc {
+			d := dst[kk*nr+c0 : kk*nr+c0+8]
+			d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = r0[kk], r1[kk], r2[kk], r3[kk], r4[kk], r5[kk], r6[kk], r7[kk]
+		}
+	}
 }

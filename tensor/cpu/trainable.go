@@ -116,12 +116,12 @@ func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 	return ss
 }
 
-// updateScratch is a worker's room for one piece of a panel's update.
+// updateScratch is a worker's room for one piece of a panel's update: ĝ
+// and the rounding words row by row as drawn, then in the panel's layout.
 type updateScratch struct {
-	ghat  [updateChunk * nr]float64
-	rnd   [updateChunk * nr]uint32
-	z     [updateChunk]float32
-	words [updateChunk]uint32
+	ghat, rowsG [updateChunk * nr]float64
+	rnd, rowsW  [updateChunk * nr]uint32
+	z           [updateChunk]float32
 }
 
 var updateScratches = sync.Pool{New: func() any { return new(updateScratch) }}
@@ -130,23 +130,25 @@ var updateScratches = sync.Pool{New: func() any { return new(updateScratch) }}
 // in the panel's layout (zero in padding columns), direction by direction,
 // and, for a bfloat16 panel, the rounding words into sc.rnd likewise.
 func panelGhat(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc int) {
-	g, z := sc.ghat[:kc*nr], sc.z[:kc]
-	clear(g)
-	for col := range min(nr, p.N-pi*nr) {
+	cols, z := min(nr, p.N-pi*nr), sc.z[:kc]
+	for col := range cols {
 		first := int(u.Offset) + (pi*nr+col)*p.K + k0
+		g := sc.rowsG[col*kc : (col+1)*kc]
+		clear(g)
 		for d, st := range u.Streams {
 			st.FillRange(z, first, u.Dist, u.Norms[d])
 			wd := u.Weights[d]
 			for kk, zv := range z {
-				g[kk*nr+col] += float64(wd * float64(zv))
+				g[kk] += float64(wd * float64(zv))
 			}
 		}
 		if p.data16 != nil {
-			u.Rounding.FillBits(sc.words[:kc], first)
-			for kk, r := range sc.words[:kc] {
-				sc.rnd[kk*nr+col] = r
-			}
+			u.Rounding.FillBits(sc.rowsW[col*kc:(col+1)*kc], first)
 		}
+	}
+	toPanel(sc.ghat[:kc*nr], sc.rowsG[:], cols, kc)
+	if p.data16 != nil {
+		toPanel(sc.rnd[:kc*nr], sc.rowsW[:], cols, kc)
 	}
 }
 
