@@ -62,7 +62,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 		return nil, stats, fmt.Errorf("the batch has no supervised token")
 	}
 	// Make room for every member's hidden states, and the rope, cache and workspace they share.
-	p := m.newVariantPass(seq, sup, len(variants))
+	p := m.newVariantPass(seq, sup, len(variants), maxFrom > 0)
 	defer p.free()
 	// Embed the base pass (if a variant joins it later) and the variants that start at layer 0.
 	p.start(base, variants, maxFrom)
@@ -158,7 +158,7 @@ type variantPass struct {
 	seq     sequences   // the batch with its virtual-token slots
 	sup     supervision // the positions the losses read
 	b, t    int         // sequences per member, tokens per sequence
-	buf     tensor.Buf  // one slot of b·t·hidden values per variant, plus one for the base pass
+	buf     tensor.Buf  // one slot of b·t·hidden values per variant, plus one for the base pass if some variant joins it
 	first   int         // slot of members[0]
 	members []member
 	rope    *rope
@@ -172,18 +172,24 @@ type member struct {
 	v       Variant
 }
 
-// newVariantPass allocates the hidden states of nVariants variants plus the
-// base pass, and one rope table, attention cache and workspace, sized for
-// all of them, that serve every layer: however many members a layer runs,
-// it uses a view of their first rows.
-func (m *Model) newVariantPass(seq sequences, sup supervision, nVariants int) *variantPass {
+// newVariantPass allocates the hidden states of nVariants variants plus,
+// if withBase, the base pass, and one rope table, attention cache and
+// workspace, sized for all of them, that serve every layer: however many
+// members a layer runs, it uses a view of their first rows. Without a base
+// pass nothing is sized for it: a full-parameter step evaluates its 2q
+// variants in the memory of a forward over their rows alone.
+func (m *Model) newVariantPass(seq sequences, sup supervision, nVariants int, withBase bool) *variantPass {
 	b, t := seq.in.B, seq.in.T
 	p := &variantPass{m: m, seq: seq, sup: sup, b: b, t: t}
-	p.buf = m.Backend.Alloc((nVariants + 1) * b * t * m.HiddenSize)
+	slots := nVariants
+	if withBase {
+		slots++
+	}
+	p.buf = m.Backend.Alloc(slots * b * t * m.HiddenSize)
 	p.rope = m.newRope(seq.in.Positions)
-	maxSeqs := (nVariants + 1) * b
+	maxSeqs := slots * b
 	p.cache = m.newCache(maxSeqs, t, true)
-	for k := 0; k < nVariants+1; k++ {
+	for k := 0; k < slots; k++ {
 		copy(p.cache.mask[k*b*t:], seq.in.Mask)
 	}
 	p.ws = m.newWorkspace(maxSeqs * t)

@@ -127,6 +127,19 @@ def peak(device):
     return "peak RSS unknown"
 
 
+def blas_library():
+    """The BLAS library the process has loaded (Debian's torch calls whatever
+    libblas.so.3 points at: the reference BLAS is some 40x slower than
+    OpenBLAS, so a CPU figure must say which one ran)."""
+    torch.ones(2, 2) @ torch.ones(2, 2)
+    try:
+        with open("/proc/self/maps") as f:
+            libs = sorted({line.split()[-1] for line in f if "blas" in line.lower() and "/" in line})
+        return ", ".join(os.path.realpath(x) for x in libs) or "none loaded"
+    except OSError:
+        return "unknown"
+
+
 def timed(fn, warm, reps, device):
     ts = []
     for i in range(warm + reps):
@@ -163,6 +176,8 @@ def main():
     model = build_model(args.model, dtype, args.device)
     n = sum(p.numel() for p in model.parameters())
     print("# %s (%d parameters), %s, %s, torch %s, %d threads" % (args.model, n, args.dtype, args.shape, torch.__version__, args.threads))
+    if args.device == "cpu":
+        print("# BLAS: %s" % blas_library())
     batch = make_batch(model.config.vocab_size, b, t, args.device)
     reset_peak(args.device)
     if args.what == "forward":
