@@ -116,38 +116,38 @@ func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 	return ss
 }
 
-// updateScratch is a worker's room for one piece of a panel's update: ĝ
-// and the rounding words row by row as drawn, then in the panel's layout.
+// updateScratch is a worker's room for one piece of a panel's update: ĝ in
+// the panel's layout, one direction's noise (and, for bfloat16, the
+// rounding words) row by row as drawn and in the panel's layout.
 type updateScratch struct {
-	ghat, rowsG [updateChunk * nr]float64
-	rnd, rowsW  [updateChunk * nr]uint32
-	z           [updateChunk]float32
+	ghat      [updateChunk * nr]float64
+	rowsZ, zp [updateChunk * nr]float32
+	rowsW     [updateChunk * nr]uint32
+	rnd       [updateChunk * nr]uint32
 }
 
 var updateScratches = sync.Pool{New: func() any { return new(updateScratch) }}
 
 // panelGhat writes into sc.ghat ĝ of columns [k0, k0+kc) of panel pi of p
 // in the panel's layout (zero in padding columns), direction by direction,
-// and, for a bfloat16 panel, the rounding words into sc.rnd likewise.
+// and, for a bfloat16 panel, the rounding words into sc.rnd likewise. Each
+// direction's noise is drawn row by row (a contiguous run of its stream per
+// row) and turned into the panel's layout in float32 before it is added.
 func panelGhat(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc int) {
-	cols, z := min(nr, p.N-pi*nr), sc.z[:kc]
-	for col := range cols {
-		first := int(u.Offset) + (pi*nr+col)*p.K + k0
-		g := sc.rowsG[col*kc : (col+1)*kc]
-		clear(g)
-		for d, st := range u.Streams {
-			st.FillRange(z, first, u.Dist, u.Norms[d])
-			wd := u.Weights[d]
-			for kk, zv := range z {
-				g[kk] += float64(wd * float64(zv))
-			}
+	cols, g := min(nr, p.N-pi*nr), sc.ghat[:kc*nr]
+	first := func(col int) int { return int(u.Offset) + (pi*nr+col)*p.K + k0 }
+	clear(g)
+	for d, st := range u.Streams {
+		for col := range cols {
+			st.FillRange(sc.rowsZ[col*kc:(col+1)*kc], first(col), u.Dist, u.Norms[d])
 		}
-		if p.data16 != nil {
-			u.Rounding.FillBits(sc.rowsW[col*kc:(col+1)*kc], first)
-		}
+		toPanel(sc.zp[:kc*nr], sc.rowsZ[:], cols, kc)
+		addScaled(g, sc.zp[:kc*nr], u.Weights[d])
 	}
-	toPanel(sc.ghat[:kc*nr], sc.rowsG[:], cols, kc)
 	if p.data16 != nil {
+		for col := range cols {
+			u.Rounding.FillBits(sc.rowsW[col*kc:(col+1)*kc], first(col))
+		}
 		toPanel(sc.rnd[:kc*nr], sc.rowsW[:], cols, kc)
 	}
 }

@@ -14,12 +14,21 @@ var (
 	// step without momentum, as update.Rule.Apply computes it; returns
 	// Σ (θ_new − θ_old)² in sumPartials order.
 	sgdValues = sgdValuesScalar
+	// g[i] += float64(wd · float64(z[i])): one direction's term of ĝ.
+	addScaled = addScaledScalar
 )
 
 func perturbValuesScalar(dst, w, z []float32, scale float64) {
 	z = z[:len(dst)]
 	for i, v := range w[:len(dst)] {
 		dst[i] = noise.Perturbed(v, scale, z[i])
+	}
+}
+
+func addScaledScalar(g []float64, z []float32, wd float64) {
+	z = z[:len(g)]
+	for i, zv := range z {
+		g[i] += float64(wd * float64(zv))
 	}
 }
 

@@ -22,6 +22,14 @@ func TestTrainableOpsMatchScalar(t *testing.T) {
 		perturbValuesScalar(want, w, z, -1e-3)
 		a, b := append([]float32(nil), w...), append([]float32(nil), w...)
 		sa, sb := sgdValues(a, g, 1e-3, 0.01), sgdValuesScalar(b, g, 1e-3, 0.01)
+		ga, gb := append([]float64(nil), g...), append([]float64(nil), g...)
+		addScaled(ga, z, -0.37)
+		addScaledScalar(gb, z, -0.37)
+		for i := range n {
+			if math.Float64bits(ga[i]) != math.Float64bits(gb[i]) {
+				t.Fatalf("n %d, element %d: ĝ term %v on the path in use, %v scalar", n, i, ga[i], gb[i])
+			}
+		}
 		for i := range n {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(a[i]) != math.Float32bits(b[i]) {
 				t.Fatalf("n %d, element %d: perturbed %v/%v, stepped %v/%v (path in use / scalar)", n, i, got[i], want[i], a[i], b[i])

@@ -17,6 +17,9 @@ func init() {
 		perturbValues = func(dst, w, z []float32, scale float64) {
 			perturbValuesAVX512(dst, w, z, math.Float64bits(scale))
 		}
+		addScaled = func(g []float64, z []float32, wd float64) {
+			addScaledAVX512(g, z, math.Float64bits(wd))
+		}
 		sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
 			return sgdValuesAVX512(theta, ghat, math.Float64bits(lr), math.Float64bits(wd))
 		}
@@ -34,6 +37,18 @@ func perturbValuesAVX512(dst, w, z []float32, scaleBits uint64) {
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbValuesScalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
+}
+
+func addScaledAVX512(g []float64, z []float32, wdBits uint64) {
+	z = z[:len(g)]
+	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+	i := 0
+	for ; i+8 <= len(g); i += 8 {
+		zv := archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()
+		archsimd.LoadFloat64x8Slice(g[i:]).Add(wd.Mul(zv)).StoreSlice(g[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
 }
 
 func sgdValuesAVX512(theta []float32, ghat []float64, lrBits, wdBits uint64) float64 {
