@@ -58,6 +58,11 @@ func TestOPTFullRun(t *testing.T) {
 	if !strings.Contains(string(b), "accuracy") {
 		t.Errorf("summary without an accuracy: %s", b)
 	}
+	for _, l := range readLines(t, filepath.Join(out, "metrics.jsonl")) {
+		if strings.Contains(l, `"kind":"train"`) != strings.Contains(l, `"sigma":[`) {
+			t.Errorf("FZOO's training lines, and they alone, carry σ_t: %s", l)
+		}
+	}
 	m, err := model.Load(filepath.Join(out, "last"))
 	if err != nil {
 		t.Fatal(err)
