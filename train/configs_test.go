@@ -34,6 +34,9 @@ func TestShippedConfigsLoad(t *testing.T) {
 				t.Errorf("%s: eps %g, batch %d, %d steps, q %d, lr %g; want MeZO's full-parameter SST-2 setting (1e-3, 16, 20000; FZOO q 8, lr 1e-5)",
 					p, c.Optimizer.Eps, c.Train.BatchSize, c.Train.Steps, c.Optimizer.Q, c.Optimizer.LR)
 			}
+			if strings.HasPrefix(filepath.Base(p), "opt1.3b_") && c.Task.Format != "mezo" { // OPT has no chat template
+				t.Errorf("%s: task.format %s, want mezo (MeZO's SST-2 template, as FZOO's code)", p, c.Task.Format)
+			}
 			continue
 		}
 		if c.Optimizer.Eps != 1e-6 || c.Train.BatchSize != 8 || c.Optimizer.Beta2 != 0.999 {

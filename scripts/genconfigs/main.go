@@ -1,7 +1,8 @@
 // Command genconfigs writes configs/: one YAML per experiment of the paper,
 // {llama1b, qwen06b} × {sst2, squad, xsum} × {lora, prompt} × each optimizer,
 // the grouped (per-layer) LoRA variants, Qwen3-8B LoRA configs, and
-// full-parameter SST-2 configs of both models with MEAZO, ZO-SGD and FZOO.
+// full-parameter SST-2 configs of both models with MEAZO, ZO-SGD and FZOO, and
+// OPT-1.3B's full-parameter SST-2 configs with the Figure 20 study (opt.go).
 //
 //	go run ./scripts/genconfigs        # rewrite configs/
 //
@@ -106,6 +107,7 @@ func Generate() map[string]string {
 		}
 	}
 	files["studies/full.yaml"] = fullStudy()
+	addOPT(files)
 	files["studies/paper.yaml"] = paperStudy()
 	files["studies/demo.yaml"] = demoStudy
 	files["studies/zo-adam-beta1.yaml"] = variantStudy("zo-adam-beta1", "zo-adam",
