@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,6 +55,18 @@ func TestShippedConfigsLoad(t *testing.T) {
 		}
 		if strings.Contains(p, "grouped") != c.Adapter.Grouped {
 			t.Errorf("%s: grouped = %v", p, c.Adapter.Grouped)
+		}
+		if strings.HasPrefix(filepath.Base(p), "qwen3-8b_") && (!c.Model.BF16 || c.Adapter.Kind != "lora") {
+			t.Errorf("%s: bf16_weights %v, adapter %s; want Qwen3-8B's LoRA with its weights in bfloat16", p, c.Model.BF16, c.Adapter.Kind)
+		}
+	}
+	// The paper's Table 1 runs Qwen3-8B's LoRA on every task with every optimizer.
+	for _, task := range []string{"sst2", "squad", "xsum"} {
+		for _, opt := range []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"} {
+			p := fmt.Sprintf("../configs/qwen3-8b_%s_lora_%s.yaml", task, opt)
+			if c, err := Load(p, nil); err != nil || c.Optimizer.Name != opt || c.Task.Name != task {
+				t.Errorf("%s: %v (want %s on %s)", p, err, opt, task)
+			}
 		}
 	}
 }
