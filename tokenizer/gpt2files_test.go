@@ -1,13 +1,17 @@
 package tokenizer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/internal/fuzzguard"
 )
 
@@ -145,4 +149,88 @@ func FuzzGPT2Files(f *testing.F) {
 			tk.Decode(tk.Encode(text, true), false)
 		})
 	})
+}
+
+// TestGPT2FilesMatchHF: GPT-2-style files made from a real byte-level BPE
+// (the shared Qwen3 tokenizer.json's vocabulary and 151,387 merges, with
+// OPT's four special tokens appended and OPT's tokenizer_config.json)
+// encode as transformers' slow GPT2Tokenizer encodes them, id for id, on the
+// shared corpus, MeZO's SST-2 texts and special tokens inside text
+// (testdata made by scripts/make_gpt2_tokenizer_fixture.py).
+func TestGPT2FilesMatchHF(t *testing.T) {
+	src := filepath.Join(fixture.Dir(t, "fixtures", "tokenizers", "qwen3"), "tokenizer.json")
+	raw, err := os.ReadFile(filepath.Join("testdata", "gpt2_hf_ids.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		SourceSHA256 string `json:"source_sha256"`
+		Specials     map[string]int
+		Cases        []struct {
+			Text string
+			IDs  []int
+		}
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	dir, specials := gpt2FilesFrom(t, src, f.SourceSHA256)
+	if !maps.Equal(specials, f.Specials) {
+		t.Fatalf("special ids %v, the fixture's %v", specials, f.Specials)
+	}
+	tk, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for _, c := range f.Cases {
+		if got := tk.Encode(c.Text, true); !slices.Equal(got, c.IDs) {
+			if bad++; bad <= 5 {
+				t.Errorf("%q: %v, GPT2Tokenizer %v", c.Text, got, c.IDs)
+			}
+		}
+	}
+	t.Logf("%d texts, %d differ from GPT2Tokenizer", len(f.Cases), bad)
+}
+
+// gpt2FilesFrom writes vocab.json, merges.txt and OPT's
+// tokenizer_config.json made from the tokenizer.json at src as
+// scripts/make_gpt2_tokenizer_fixture.py makes them, after checking src is
+// the file the fixture was made from. It returns the folder and the
+// special tokens' ids.
+func gpt2FilesFrom(t *testing.T, src, sha string) (string, map[string]int) {
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != sha {
+		t.Fatalf("%s is not the file the fixture was made from (sha256 %x, want %s)", src, sum, sha)
+	}
+	var tj struct {
+		Model struct {
+			Vocab  map[string]int
+			Merges [][2]string
+		}
+	}
+	if err := json.Unmarshal(raw, &tj); err != nil {
+		t.Fatal(err)
+	}
+	vocab, specials, v := tj.Model.Vocab, map[string]int{}, len(tj.Model.Vocab)
+	for i, s := range []string{"<s>", "<pad>", "</s>", "<unk>"} {
+		vocab[s], specials[s] = v+i, v+i
+	}
+	var merges strings.Builder
+	merges.WriteString("#version: 0.2\n")
+	for _, m := range tj.Model.Merges {
+		merges.WriteString(m[0] + " " + m[1] + "\n")
+	}
+	dir := gpt2Dir(t, merges.String())
+	vb, err := json.Marshal(vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "vocab.json"), vb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, specials
 }
