@@ -9,7 +9,9 @@ object in it is refused), so the file cannot run code.
 The tensors keep their dtype (OPT's are float16; meazo-go widens them to float32 exactly). Names are written as
 transformers' save_pretrained writes them for the ForCausalLM class: an OPT checkpoint saved from the base model
 ("decoder.…") gets the "model." prefix, and a tied lm_head.weight (the embeddings again) is left out. Nothing is
-written over: an existing model.safetensors is an error.
+written over: an existing model.safetensors is an error. A file that is not a PyTorch zip checkpoint of a state
+dict (the pre-1.6 format, a truncated download, a pickled model, a tensor whose view reaches past its storage) is
+refused with a message naming the file and what is wrong, and nothing is written.
 """
 import json
 import os
@@ -56,32 +58,55 @@ class StateDictUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a state dict: refusing to load it")
 
     def persistent_load(self, pid):
-        kind, storage, key, _location, numel = pid
-        if kind != "storage" or not isinstance(storage, Storage):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], Storage)):
             raise pickle.UnpicklingError(f"unexpected persistent id {pid!r}")
+        _, storage, key, _location, numel = pid
         dtype = DTYPES[storage.name][0]
         data = self.zf.read(f"{self.prefix}/data/{key}")
-        arr = np.frombuffer(data, dtype=dtype, count=numel)
-        return (arr, storage.name)
+        if not isinstance(numel, int) or len(data) != numel * np.dtype(dtype).itemsize:
+            raise pickle.UnpicklingError(f"storage {key!r}: {len(data)} bytes, not {numel!r} {storage.name} values")
+        return (np.frombuffer(data, dtype=dtype), storage.name)
+
+
+class BadCheckpoint(Exception):
+    """The file is not a PyTorch zip checkpoint of a state dict; the message says why."""
 
 
 def load(path):
-    with zipfile.ZipFile(path) as zf:
-        pkls = [n for n in zf.namelist() if n.endswith("/data.pkl")]
-        if len(pkls) != 1:
-            raise SystemExit(f"{path}: not a PyTorch zip checkpoint (no single data.pkl)")
-        prefix = pkls[0][: -len("/data.pkl")]
-        with zf.open(pkls[0]) as f:
-            sd = StateDictUnpickler(f, zf, prefix).load()
-    out = {}
-    for name, t in sd.items():
-        if not isinstance(t, Tensor):
-            raise SystemExit(f"{path}: entry {name!r} is not a tensor")
-        (arr, kind), n = t.storage, int(np.prod(t.size, dtype=np.int64))
-        view = np.lib.stride_tricks.as_strided(arr[t.offset:], shape=t.size,
-                                               strides=[s * arr.itemsize for s in t.stride]) if n else arr[:0].reshape(t.size)
-        out[name] = (np.ascontiguousarray(view), DTYPES[kind][1])
-    return out
+    """The state dict in the checkpoint at path, by name: (contiguous array, safetensors dtype)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            pkls = [n for n in zf.namelist() if n.endswith("/data.pkl")]
+            if len(pkls) != 1:
+                raise BadCheckpoint("not a PyTorch zip checkpoint (no single data.pkl)")
+            prefix = pkls[0][: -len("/data.pkl")]
+            with zf.open(pkls[0]) as f:
+                sd = StateDictUnpickler(f, zf, prefix).load()
+    except zipfile.BadZipFile as e:
+        raise BadCheckpoint(f"not a complete zip file ({e}): a truncated download, or PyTorch's pre-1.6 format "
+                            "(load it with torch.load and save it again with torch.save)") from e
+    except (pickle.UnpicklingError, EOFError, KeyError, ValueError, TypeError, AttributeError) as e:
+        raise BadCheckpoint(f"its data.pkl is not a state dict: {e}") from e
+    if not isinstance(sd, dict):
+        raise BadCheckpoint(f"it holds a {type(sd).__name__}, not a state dict")
+    return {name: tensor_data(name, t) for name, t in sd.items()}
+
+
+def tensor_data(name, t):
+    """The values of state-dict entry name as a contiguous array, checked to lie inside its storage."""
+    if not isinstance(name, str) or not isinstance(t, Tensor):
+        raise BadCheckpoint(f"entry {name!r} is not a tensor")
+    (arr, kind) = t.storage
+    ints = all(isinstance(v, int) and v >= 0 for v in (t.offset, *t.size, *t.stride))
+    if not ints or len(t.size) != len(t.stride):
+        raise BadCheckpoint(f"tensor {name!r}: offset {t.offset!r}, size {t.size!r}, stride {t.stride!r} are not a view")
+    if 0 in t.size:
+        return np.zeros(t.size, dtype=arr.dtype), DTYPES[kind][1]
+    last = t.offset + sum((n - 1) * s for n, s in zip(t.size, t.stride))
+    if last >= len(arr):
+        raise BadCheckpoint(f"tensor {name!r} reaches element {last} of a storage of {len(arr)}")
+    view = np.lib.stride_tricks.as_strided(arr[t.offset:], shape=t.size, strides=[s * arr.itemsize for s in t.stride])
+    return np.ascontiguousarray(view), DTYPES[kind][1]
 
 
 def hf_names(tensors, config):
@@ -106,12 +131,16 @@ def save(path, tensors):
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-len(h) % 8)
     tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h)
-        for name in sorted(tensors):
-            f.write(tensors[name][0].astype(tensors[name][0].dtype.newbyteorder("<"), copy=False).tobytes())
-        f.flush()
-        os.fsync(f.fileno())
+    with open(tmp, "xb") as f:  # never over a file it did not make
+        try:
+            f.write(len(h).to_bytes(8, "little") + h)
+            for name in sorted(tensors):
+                f.write(tensors[name][0].astype(tensors[name][0].dtype.newbyteorder("<"), copy=False).tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+        except BaseException:
+            os.remove(tmp)
+            raise
     os.rename(tmp, path)
 
 
@@ -124,7 +153,11 @@ def main():
         raise SystemExit(f"{out} exists: nothing written")
     with open(os.path.join(d, "config.json")) as f:
         config = json.load(f)
-    tensors = hf_names(load(os.path.join(d, "pytorch_model.bin")), config)
+    src = os.path.join(d, "pytorch_model.bin")
+    try:
+        tensors = hf_names(load(src), config)
+    except BadCheckpoint as e:
+        raise SystemExit(f"{src}: {e}; nothing written")
     save(out, tensors)
     print(f"wrote {out}: {len(tensors)} tensors, {sum(a.nbytes for a, _ in tensors.values()) / 1e9:.2f} GB")
 
