@@ -505,7 +505,7 @@ func TestLocalGPUs(t *testing.T) {
 // TestLocalStudyReadsEachRunFewTimes: the local executor reads a sweep's
 // run directories again only when one of its runs has ended, so a study's
 // directory reads grow with its number of runs, not with its square (a
-// paper study is 4,320 runs).
+// paper study is 5,130 runs).
 func TestLocalStudyReadsEachRunFewTimes(t *testing.T) {
 	dir := t.TempDir()
 	self, _ := os.Executable()
