@@ -38,12 +38,7 @@ __global__ void layer_norm(float* dst, const float* x, const float* w, const flo
         part[threadIdx.x] = s;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        double s = 0;
-        for (int p = 0; p < 16; p++) s = __dadd_rn(s, part[p]);
-        float variance = __double2float_rn(__ddiv_rn(s, (double)n));
-        rstd = __double2float_rn(__ddiv_rn(1.0, __dsqrt_rn((double)__fadd_rn(variance, eps))));
-    }
+    if (threadIdx.x == 0) rstd = inv_std_of_parts(part, n, eps);
     __syncthreads();
     for (int j = threadIdx.x; j < n; j += blockDim.x)
         dr[j] = __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(xr[j], mean), rstd), w[j]), b[j]);
