@@ -13,14 +13,13 @@ func init() {
 // The three rounds of an 8×8 transpose by two-source permutes: round 1
 // interleaves two rows, round 2 two pairs, round 3 two quadruples; each
 // takes half of its output from x (indices 0-7) and half from y (8-15).
-var (
-	transLo1 = archsimd.LoadUint32x8(&[8]uint32{0, 8, 1, 9, 2, 10, 3, 11})
-	transHi1 = archsimd.LoadUint32x8(&[8]uint32{4, 12, 5, 13, 6, 14, 7, 15})
-	transLo2 = archsimd.LoadUint32x8(&[8]uint32{0, 1, 8, 9, 2, 3, 10, 11})
-	transHi2 = archsimd.LoadUint32x8(&[8]uint32{4, 5, 12, 13, 6, 7, 14, 15})
-	transLo3 = archsimd.LoadUint32x8(&[8]uint32{0, 1, 2, 3, 8, 9, 10, 11})
-	transHi3 = archsimd.LoadUint32x8(&[8]uint32{4, 5, 6, 7, 12, 13, 14, 15})
-)
+// Plain arrays, loaded in the kernel: a vector load at package start-up
+// would die on a CPU without AVX.
+var transIdx = [6][8]uint32{
+	{0, 8, 1, 9, 2, 10, 3, 11}, {4, 12, 5, 13, 6, 14, 7, 15},
+	{0, 1, 8, 9, 2, 3, 10, 11}, {4, 5, 12, 13, 6, 7, 14, 15},
+	{0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15},
+}
 
 // toPanelAVX512 is toPanelScalar with each full group of eight columns
 // moved as 8×8 blocks transposed in registers; the depths past the last
@@ -38,6 +37,9 @@ func toPanelAVX512(dst, rows []uint32, cols, kc int) {
 
 // transpose8 writes dst[j·nr + i] = src[i·stride + j] for i, j < 8.
 func transpose8(dst, src []uint32, stride int) {
+	transLo1, transHi1 := archsimd.LoadUint32x8(&transIdx[0]), archsimd.LoadUint32x8(&transIdx[1])
+	transLo2, transHi2 := archsimd.LoadUint32x8(&transIdx[2]), archsimd.LoadUint32x8(&transIdx[3])
+	transLo3, transHi3 := archsimd.LoadUint32x8(&transIdx[4]), archsimd.LoadUint32x8(&transIdx[5])
 	r0 := archsimd.LoadUint32x8Slice(src)
 	r1 := archsimd.LoadUint32x8Slice(src[stride:])
 	r2 := archsimd.LoadUint32x8Slice(src[2*stride:])
