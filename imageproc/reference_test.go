@@ -165,3 +165,40 @@ func countDiff(got, want []uint8) diff {
 	}
 	return d
 }
+
+// TestViTFixturePixelValues: the tiny ViT fixture's inputs
+// (scripts/make_vit_fixtures.py: ViTImageProcessor at 64×64 on four of
+// these PNGs) are Pixels' bit for bit, so a model test may start from
+// either.
+func TestViTFixturePixelValues(t *testing.T) {
+	dir := filepath.Join("..", "model", "testdata", "vit", "vit-tiny")
+	cfg, err := LoadConfig(filepath.Join(dir, "preprocessor_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(filepath.Join(dir, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want, err := f.Float32("pixel_values")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Split(f.Metadata()["images"], ",")
+	per := 3 * cfg.Height * cfg.Width
+	if len(names) != 4 || len(want) != len(names)*per {
+		t.Fatalf("%d images %q, %d values", len(names), names, len(want))
+	}
+	for i, name := range names {
+		got, err := cfg.File(readImage(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range got {
+			if math.Float32bits(got[j]) != math.Float32bits(want[i*per+j]) {
+				t.Fatalf("%s: value %d is %v, transformers' %v", name, j, got[j], want[i*per+j])
+			}
+		}
+	}
+}
