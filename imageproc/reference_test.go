@@ -117,23 +117,11 @@ func TestPixelValuesMatchTransformers(t *testing.T) {
 		t.Fatalf("only %d pixel_values references", len(names))
 	}
 	for _, key := range names {
-		config, file, _ := strings.Cut(key, "/")
-		if strings.HasSuffix(file, ".jpg") {
+		if strings.HasSuffix(key, ".jpg") {
 			continue
 		}
 		t.Run(key, func(t *testing.T) {
-			cfg, err := LoadConfig(filepath.Join("testdata", config+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := ref.Float32("pixel_values/" + key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := cfg.File(readImage(t, file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, want := pixelValues(t, ref, key)
 			if len(got) != len(want) {
 				t.Fatalf("%d values, want %d", len(got), len(want))
 			}
@@ -148,6 +136,24 @@ func TestPixelValuesMatchTransformers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pixelValues returns Pixels' values for the reference key
+// CONFIG/IMAGE and transformers' values for it.
+func pixelValues(t *testing.T, ref *safetensors.File, key string) (got, want []float32) {
+	t.Helper()
+	config, file, _ := strings.Cut(key, "/")
+	cfg, err := LoadConfig(filepath.Join("testdata", config+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err = ref.Float32("pixel_values/" + key); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = cfg.File(readImage(t, file)); err != nil {
+		t.Fatal(err)
+	}
+	return got, want
 }
 
 type diff struct{ n, max int }
