@@ -261,7 +261,7 @@ func opCases() []opCase {
 		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
 		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
 		{"AttentionLongWindow", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 50) }},
-	}, layerNormCases()...)
+	}, append(layerNormCases(), encoderCases()...)...)
 }
 
 // attentionCase is a run of Attention calls through one cache: sequences
