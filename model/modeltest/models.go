@@ -82,6 +82,7 @@ func Models(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 			t.Run(name, func(t *testing.T) { againstCPU(t, b, dir, tol) })
 		}
 	})
+	t.Run("ViT", func(t *testing.T) { vitModels(t, b, tol) })
 }
 
 // leakCheck returns a function that reports what b holds beyond what it
