@@ -70,8 +70,28 @@ var supportedTargets = []string{"q_proj", "v_proj"}
 // architecture's order.
 func SupportedTargets() []string { return slices.Clone(supportedTargets) }
 
-// ReadPEFTConfig reads and checks adapter_config.json.
+// ReadPEFTConfig reads and checks adapter_config.json for a decoder
+// model: the checks every adapter passes (readPEFTConfig), no
+// modules_to_save, and targets among supportedTargets.
 func ReadPEFTConfig(path string) (*PEFTConfig, error) {
+	c, err := readPEFTConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.ModulesToSave) > 0 {
+		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported (only LoRA matrices)", path, c.ModulesToSave)
+	}
+	for _, t := range c.TargetModules {
+		if !slices.Contains(supportedTargets, t) {
+			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supportedTargets)
+		}
+	}
+	return c, nil
+}
+
+// readPEFTConfig reads adapter_config.json and refuses what no loader of
+// this package applies.
+func readPEFTConfig(path string) (*PEFTConfig, error) {
 	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load adapter config: %w", err)
@@ -100,15 +120,8 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("adapter config %s: alpha_pattern/rank_pattern (per-layer rank or alpha) are not supported", path)
 	case c.LayersToTransform != nil:
 		return nil, fmt.Errorf("adapter config %s: layers_to_transform is not supported (the adapter must cover every layer)", path)
-	case len(c.ModulesToSave) > 0:
-		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported (only LoRA matrices)", path, c.ModulesToSave)
 	case c.TrainableTokenIndices != nil:
 		return nil, fmt.Errorf("adapter config %s: trainable_token_indices is not supported (only LoRA matrices)", path)
-	}
-	for _, t := range c.TargetModules {
-		if !slices.Contains(supportedTargets, t) {
-			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supportedTargets)
-		}
 	}
 	return &c, nil
 }

@@ -24,6 +24,19 @@ type ViT struct {
 	Layers     []ViTLayer
 	Norm       ViTNorm   // vit.layernorm
 	Classifier ViTLinear // classifier: NumLabels outputs
+	// Adapter, when not nil, is applied by every forward pass: a PEFT LoRA
+	// adapter's view (package lora makes it).
+	Adapter *ViTAdapter
+}
+
+// ViTAdapter is what a PEFT LoRA adapter of a ViT changes: low-rank updates
+// of query and value (PEFT's target_modules), one entry per layer, nil where
+// a layer has none; and the classifier, which PEFT trains as a whole copy
+// (modules_to_save), replacing the model's when not nil.
+type ViTAdapter struct {
+	Layers         []LayerAdapter
+	Classifier     []float32 // classifier.weight [NumLabels][HiddenSize]
+	ClassifierBias []float32 // classifier.bias [NumLabels]
 }
 
 // ViTEmbeddings turns images into the encoder's first hidden states.

@@ -136,3 +136,19 @@ func (c *ViTConfig) HeadDim() int { return c.HiddenSize / c.NumHeads }
 
 // PixelsPerImage is the length of one image's pixel_values [C][H][W].
 func (c *ViTConfig) PixelsPerImage() int { return c.NumChannels * c.ImageSize * c.ImageSize }
+
+// ParamCount is the number of parameters of a ViTForImageClassification of
+// this config (the patch projection, CLS token, positions, the layers, the
+// final LayerNorm and the classifier): 85,827,109 for ViT-B/16 with 37
+// classes, the paper's count.
+func (c *ViTConfig) ParamCount() int {
+	d, f, p := c.HiddenSize, c.IntermediateSize, c.PatchSize
+	qkv := 3 * d * d
+	if c.QKVBias {
+		qkv += 3 * d
+	}
+	layer := qkv + d*d + d + // query, key, value, attention.output.dense
+		2*2*d + // layernorm_before, layernorm_after
+		d*f + f + f*d + d // intermediate.dense, output.dense
+	return d*c.NumChannels*p*p + d + d + c.Tokens()*d + c.NumLayers*layer + 2*d + c.NumLabels*d + c.NumLabels
+}

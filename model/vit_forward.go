@@ -63,12 +63,15 @@ func (m *ViT) encode(pixels []float32, n int, keep func(l int, x tensor.Buf)) (t
 	if n <= 0 || len(pixels) != n*c.PixelsPerImage() {
 		return nil, fmt.Errorf("vit: %d pixel values for %d images of %d×%d×%d", len(pixels), n, c.NumChannels, c.ImageSize, c.ImageSize)
 	}
+	if err := m.checkAdapter(); err != nil {
+		return nil, err
+	}
 	x := m.embed(pixels, n)
 	for l := range m.Layers {
 		if keep != nil {
 			keep(l, x)
 		}
-		m.layer(&m.Layers[l], x, n)
+		m.layer(l, x, n)
 	}
 	if keep != nil {
 		keep(len(m.Layers), x)
@@ -135,7 +138,8 @@ func (l *ViTLinear) apply(be tensor.Backend, y, x tensor.Buf, rows int) {
 // layer is ViTLayer on x [n·tokens][hidden], in place: x += attention(
 // LayerNorm(x)); x += MLP(LayerNorm(x)), each branch's output projection
 // and bias rounded before the residual add, as HF adds them.
-func (m *ViT) layer(l *ViTLayer, x tensor.Buf, n int) {
+func (m *ViT) layer(li int, x tensor.Buf, n int) {
+	l := &m.Layers[li]
 	be, c := m.Backend, &m.Config
 	d, t := c.HiddenSize, c.Tokens()
 	rows := n * t
@@ -145,6 +149,10 @@ func (m *ViT) layer(l *ViTLayer, x tensor.Buf, n int) {
 	l.Q.apply(be, q, h, rows)
 	l.K.apply(be, k, h, rows)
 	l.V.apply(be, v, h, rows)
+	if a := m.layerAdapter(li); a != nil {
+		m.addLoRA(q, h, rows, a.Q)
+		m.addLoRA(v, h, rows, a.V)
+	}
 	hd := c.HeadDim()
 	be.EncoderAttention(h, q, k, v, n, t, c.NumHeads, hd, float32(1/math.Sqrt(float64(hd))))
 	l.O.apply(be, q, h, rows)
@@ -172,8 +180,37 @@ func (m *ViT) classify(x tensor.Buf, n int) tensor.Buf {
 	be.Gather(h, x, d, cls)
 	be.LayerNorm(h, h, m.Norm.W, m.Norm.B, n, d, c.LayerNormEps)
 	out := be.Alloc(n * c.NumLabels)
+	if a := m.Adapter; a != nil && a.Classifier != nil {
+		w, b := be.FromHost(a.Classifier), be.FromHost(a.ClassifierBias)
+		be.MatMulNT(out, h, w, n, c.NumLabels, d)
+		be.AddBias(out, b, n, c.NumLabels)
+		be.Free(w, b)
+		return out
+	}
 	m.Classifier.apply(be, out, h, n)
 	return out
+}
+
+// layerAdapter is the adapter's entry for layer l, nil when it has none.
+func (m *ViT) layerAdapter(l int) *LayerAdapter {
+	if m.Adapter == nil || l >= len(m.Adapter.Layers) {
+		return nil
+	}
+	return &m.Adapter.Layers[l]
+}
+
+// addLoRA adds PEFT's LoRA term Scale·B(A x) to y [rows][out] of x
+// [rows][hidden], each product rounded to float32 before the add, as PEFT
+// adds lora_B(lora_A(x))·scaling to the frozen projection's output.
+func (m *ViT) addLoRA(y, x tensor.Buf, rows int, lo *LoRA) {
+	if lo == nil {
+		return
+	}
+	be, d := m.Backend, m.Config.HiddenSize
+	a, b, ax := be.FromHost(lo.A), be.FromHost(lo.B), be.Alloc(rows*lo.R)
+	be.MatMulNT(ax, x, a, rows, lo.R, d)
+	be.MatMulNTAdd(y, ax, b, rows, d, lo.R, lo.Scale)
+	be.Free(a, b, ax)
 }
 
 // HiddenStates returns HF's hidden_states for n images: the embeddings and
@@ -188,4 +225,28 @@ func (m *ViT) HiddenStates(pixels []float32, n int) (states [][]float32, err err
 	}
 	m.Backend.Free(x)
 	return states, nil
+}
+
+// checkAdapter refuses an adapter whose shapes do not fit the model (made
+// for another model), which would read out of its slices.
+func (m *ViT) checkAdapter() error {
+	a, c := m.Adapter, &m.Config
+	if a == nil {
+		return nil
+	}
+	if len(a.Layers) > c.NumLayers {
+		return fmt.Errorf("vit: the adapter has %d layers, the model %d", len(a.Layers), c.NumLayers)
+	}
+	for l, la := range a.Layers {
+		for _, lo := range []*LoRA{la.Q, la.V} {
+			if lo != nil && (lo.R <= 0 || len(lo.A) != lo.R*c.HiddenSize || len(lo.B) != c.HiddenSize*lo.R) {
+				return fmt.Errorf("vit: layer %d's LoRA matrices (%d and %d values, rank %d) do not fit a width of %d", l, len(lo.A), len(lo.B), lo.R, c.HiddenSize)
+			}
+		}
+	}
+	if a.Classifier != nil && (len(a.Classifier) != c.NumLabels*c.HiddenSize || len(a.ClassifierBias) != c.NumLabels) {
+		return fmt.Errorf("vit: the adapter's classifier has %d weights and %d biases, the model's %d×%d and %d",
+			len(a.Classifier), len(a.ClassifierBias), c.NumLabels, c.HiddenSize, c.NumLabels)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
@@ -17,7 +18,9 @@ var ViTModels = []string{"vit/vit-tiny"}
 
 // vitReferences checks a ViT fixture on b against HF's float64 references:
 // hidden states and logits within tol.Logits, the loss within tol.Loss, a
-// repeat run bit-identical, and nothing left allocated.
+// repeat run bit-identical, the logits with the fixture's PEFT adapter
+// (LoRA on query/value, the classifier in modules_to_save) within
+// tol.Logits, and nothing left allocated.
 func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tolerance) {
 	leaks := leakCheck(t, b)
 	m, err := model.LoadViT(dir, b)
@@ -73,6 +76,16 @@ func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.T
 			t.Fatalf("a second run's logit %d is %v, the first's %v", i, again[i], logits[i])
 		}
 	}
+	a, err := lora.LoadViT(filepath.Join(dir, "lora"), m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Attach(m)
+	adapted, err := m.Logits(pixels, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "logits with the PEFT adapter", adapted, read("lora_logits_f64"), m.Config.NumLabels, nil, tol.Logits)
 	m.Free()
 	leaks("the ViT's load, forward and loss")
 }
