@@ -1,4 +1,19 @@
-package main
+// Package synth holds the paper's synthetic experiments (§5.1 and App. C):
+// the zeroth-order optimizers of package zo on quadratics whose value is
+// exact, so that what an optimizer does is seen without a model's noise.
+//
+//   - A Trace runs one optimizer on a diagonal quadratic ½ Σ h_i x_i², as a
+//     spec file describes it, and writes one JSON line per step (the
+//     projected gradients, the second moments, the point).
+//   - WritePaper runs the paper's two experiments and writes their CSV
+//     files, SVG figures and summary.md: the 9-dimensional quadratics of
+//     Zhang et al. (2024) with full and block-cyclic updates over a grid of
+//     learning rates, and the tracking of second moments (FO-Adam, ZO-Adam,
+//     MEAZO) on block quadratics of growing dimension.
+//
+// cmd/meazo-synth is its command line. Every run is seeded: the same
+// configuration writes the same bytes, whatever the number of threads.
+package synth
 
 import (
 	"math"
