@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/stats"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
@@ -158,7 +159,7 @@ func runGEMM(args []string, stdout io.Writer) error {
 					peak = p
 				}
 				flop := 2 * float64(m) * float64(l.n) * float64(l.k)
-				g := flop / median(to) / 1e9
+				g := flop / stats.Median(to) / 1e9
 				roof := peak
 				if bw > 0 && peak > 0 {
 					roof = min(peak, bw*float64(m)/2)
@@ -166,11 +167,11 @@ func runGEMM(args []string, stdout io.Writer) error {
 				gBest := flop / slices.Min(to) / 1e9
 				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s %7s %9.1f %7s", model+"/"+l.name, m, l.k, l.n, g, pctStr(g, peak), pctStr(g, roof), gBest, pctStr(gBest, peak))
 				if haveBLAS {
-					gb := flop / median(tb) / 1e9
+					gb := flop / stats.Median(tb) / 1e9
 					line += fmt.Sprintf("  %9.1f %8.2fx", gb, g/gb)
 				}
 				if *bf16 {
-					line += fmt.Sprintf("  %9.1f", flop/median(t16)/1e9)
+					line += fmt.Sprintf("  %9.1f", flop/stats.Median(t16)/1e9)
 				}
 				fmt.Fprintln(stdout, line)
 			}
@@ -183,15 +184,6 @@ func timeIt(f func()) float64 {
 	start := now()
 	f()
 	return now() - start
-}
-
-func median(s []float64) float64 {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // pctStr formats g as a percentage of peak, "n/a" without a peak.
