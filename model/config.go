@@ -80,10 +80,12 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig parses the bytes of a config.json.
 // maxHeadDim bounds head_dim (real models: 64 to 256).
 const maxHeadDim = 1 << 12
 
+// ParseConfig parses the bytes of a config.json. Its checks run in a fixed
+// order (the architecture, the sizes, the norm and RoPE, the tokens, then
+// RoPE's scaling), so a file with several faults is told the first of them.
 func ParseConfig(b []byte) (*Config, error) {
 	var r rawConfig
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -93,6 +95,33 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := json.Unmarshal(b, &present); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
+	c, err := parseArchitecture(r, present)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.parseSizes(r); err != nil {
+		return nil, err
+	}
+	rs, err := c.parseNormAndRope(r, present)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.parseTokens(r, present); err != nil {
+		return nil, err
+	}
+	if err := parseRopeScaling(rs.scaling, c); err != nil {
+		return nil, err
+	}
+	if err := checkRope(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseArchitecture starts a Config from the file's one architecture class
+// and refuses what this forward does not compute: another activation,
+// biases, quantized weights.
+func parseArchitecture(r rawConfig, present map[string]json.RawMessage) (*Config, error) {
 	if len(r.Architectures) != 1 {
 		return nil, fmt.Errorf(`"architectures" must name exactly one class, got %q`, r.Architectures)
 	}
@@ -113,6 +142,11 @@ func ParseConfig(b []byte) (*Config, error) {
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
 		return nil, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
 	}
+	return c, nil
+}
+
+// parseSizes reads the widths, the layers and the heads.
+func (c *Config) parseSizes(r rawConfig) error {
 	// The bounds are far above any model this loads (Llama-3.1-405B:
 	// hidden 16,384, intermediate 53,248, 126 layers) and keep a few bytes of
 	// config.json from asking gigabytes before any weight is read.
@@ -130,10 +164,10 @@ func ParseConfig(b []byte) (*Config, error) {
 	}
 	for _, f := range ints {
 		if f.src == nil {
-			return nil, fmt.Errorf("missing %q", f.key)
+			return fmt.Errorf("missing %q", f.key)
 		}
 		if *f.src <= 0 || *f.src > f.max {
-			return nil, fmt.Errorf("%q must be in 1..%d, got %d", f.key, f.max, *f.src)
+			return fmt.Errorf("%q must be in 1..%d, got %d", f.key, f.max, *f.src)
 		}
 		*f.dst = *f.src
 	}
@@ -142,15 +176,21 @@ func ParseConfig(b []byte) (*Config, error) {
 		c.NumKVHeads = *r.NumKeyValueHeads
 	}
 	if c.NumKVHeads <= 0 || c.NumHeads%c.NumKVHeads != 0 {
-		return nil, fmt.Errorf(`"num_key_value_heads" %d must be positive and divide "num_attention_heads" %d`, c.NumKVHeads, c.NumHeads)
+		return fmt.Errorf(`"num_key_value_heads" %d must be positive and divide "num_attention_heads" %d`, c.NumKVHeads, c.NumHeads)
 	}
 	c.HeadDim = c.HiddenSize / c.NumHeads
 	if r.HeadDim != nil {
 		c.HeadDim = *r.HeadDim
 	}
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.HeadDim > maxHeadDim {
-		return nil, fmt.Errorf(`"head_dim" must be even and in 2..%d, got %d`, maxHeadDim, c.HeadDim)
+		return fmt.Errorf(`"head_dim" must be even and in 2..%d, got %d`, maxHeadDim, c.HeadDim)
 	}
+	return nil
+}
+
+// parseNormAndRope reads the RMSNorm's ε and RoPE's θ, and returns where
+// the file keeps RoPE's settings, whose scaling parseRopeScaling reads.
+func (c *Config) parseNormAndRope(r rawConfig, present map[string]json.RawMessage) (ropeSource, error) {
 	c.RMSNormEps = 1e-6
 	if r.RMSNormEps != nil {
 		c.RMSNormEps = float32(*r.RMSNormEps)
@@ -160,18 +200,24 @@ func ParseConfig(b []byte) (*Config, error) {
 	// fall back to the default θ when the file says where θ is.
 	rs, err := ropeBlock(r, present)
 	if err != nil {
-		return nil, err
+		return rs, err
 	}
 	c.RopeTheta = 10000
 	if rs.theta != nil {
 		c.RopeTheta = *rs.theta
 	}
 	if !(c.RMSNormEps > 0) || math.IsInf(float64(c.RMSNormEps), 0) {
-		return nil, fmt.Errorf(`"rms_norm_eps" must be positive and finite (as a float32), got %v`, *r.RMSNormEps)
+		return rs, fmt.Errorf(`"rms_norm_eps" must be positive and finite (as a float32), got %v`, *r.RMSNormEps)
 	}
 	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
-		return nil, fmt.Errorf(`"rope_theta" must be positive and finite, got %v`, c.RopeTheta)
+		return rs, fmt.Errorf(`"rope_theta" must be positive and finite, got %v`, c.RopeTheta)
 	}
+	return rs, nil
+}
+
+// parseTokens reads the tied embeddings, Qwen3's sliding window and the
+// special token ids.
+func (c *Config) parseTokens(r rawConfig, present map[string]json.RawMessage) error {
 	c.TieEmbeddings = false // LlamaConfig's and Qwen3Config's default
 	if r.TieWordEmbeddings != nil {
 		c.TieEmbeddings = *r.TieWordEmbeddings
@@ -197,16 +243,10 @@ func ParseConfig(b []byte) (*Config, error) {
 		if json.Unmarshal(r.EOSTokenID, &one) == nil {
 			c.EOSTokenIDs = []int{one}
 		} else if err := json.Unmarshal(r.EOSTokenID, &c.EOSTokenIDs); err != nil {
-			return nil, fmt.Errorf(`"eos_token_id" must be an int or a list of ints: %w`, err)
+			return fmt.Errorf(`"eos_token_id" must be an int or a list of ints: %w`, err)
 		}
 	}
-	if err := parseRopeScaling(rs.scaling, c); err != nil {
-		return nil, err
-	}
-	if err := checkRope(c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return nil
 }
 
 // checkRope refuses RoPE settings that are each in range but make the

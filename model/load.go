@@ -145,93 +145,116 @@ func FromValues(c *Config, values func(name string, shape []int) ([]float32, err
 // build assembles a Model on backend be from named tensors (HF state-dict
 // names). Matrices for which keepBF16 (if not nil) says so are stored as
 // bfloat16. mayStack lets a backend that asks for it (tensor.Stacker) have
-// q/k/v and gate/up stacked.
+// q/k/v and gate/up stacked. The tensors are loaded in a fixed order (the
+// embedding, each layer's in the file's order, the final norm, the LM
+// head), the order random weights are drawn in.
 func build(c *Config, be tensor.Backend, mayStack bool, keepBF16 func(name string) bool, load weightLoader) (_ *Model, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	m := &Model{Config: *c, Backend: be, invFreq: ropeInvFreq(c)}
-	d, hd := c.HiddenSize, c.HeadDim
-	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
-
-	vector := func(name string, n int) tensor.Buf {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		if v, err = load(name, []int{n}); err != nil {
-			return nil
-		}
-		return be.FromHost(v)
-	}
-	bf16 := func(name string) bool { return keepBF16 != nil && keepBF16(name) }
-	matrix := func(name string, rows, cols int) tensor.Weight {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		if v, err = load(name, []int{rows, cols}); err != nil {
-			return nil
-		}
-		return be.Pack(v, rows, cols, bf16(name))
-	}
-	// stacked packs the named matrices of cols columns one on top of the
-	// other, as one matrix (tensor.Stacker), or returns nil when the
-	// backend does not stack or they would be stored differently.
 	st, ok := be.(tensor.Stacker)
-	stack := mayStack && ok && st.StackProjections()
-	stacked := func(names []string, rows []int, cols int) tensor.Weight {
-		if err != nil || !stack {
-			return nil
-		}
-		for _, name := range names {
-			if bf16(name) != bf16(names[0]) {
-				return nil
-			}
-		}
-		var all []float32
-		for i, name := range names {
-			var v []float32
-			if v, err = load(name, []int{rows[i], cols}); err != nil {
-				return nil
-			}
-			all = append(all, v...)
-		}
-		return be.Pack(all, len(all)/cols, cols, bf16(names[0]))
-	}
-
-	m.Embed = matrix("model.embed_tokens.weight", c.VocabSize, d)
+	bd := &builder{be: be, load: load, keepBF16: keepBF16, stack: mayStack && ok && st.StackProjections()}
+	d := c.HiddenSize
+	m.Embed = bd.matrix("model.embed_tokens.weight", c.VocabSize, d)
 	for i := 0; i < c.NumLayers; i++ {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		var l Layer
-		l.AttnNorm = vector(p+"input_layernorm.weight", d)
-		qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
-		if l.Attn.QKV = stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
-			l.Attn.Q = matrix(qkv[0], qd, d)
-			l.Attn.K = matrix(qkv[1], kvd, d)
-			l.Attn.V = matrix(qkv[2], kvd, d)
-		}
-		l.Attn.O = matrix(p+"self_attn.o_proj.weight", d, qd)
-		if c.QKNorm {
-			l.Attn.QNorm = vector(p+"self_attn.q_norm.weight", hd)
-			l.Attn.KNorm = vector(p+"self_attn.k_norm.weight", hd)
-		}
-		l.MLPNorm = vector(p+"post_attention_layernorm.weight", d)
-		gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
-		if l.MLP.GateUp = stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
-			l.MLP.Gate = matrix(gateUp[0], c.IntermediateSize, d)
-			l.MLP.Up = matrix(gateUp[1], c.IntermediateSize, d)
-		}
-		l.MLP.Down = matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
-		m.Layers = append(m.Layers, l)
+		m.Layers = append(m.Layers, bd.layer(c, i))
 	}
-	m.Norm = vector("model.norm.weight", d)
+	m.Norm = bd.vector("model.norm.weight", d)
 	if c.TieEmbeddings {
 		// HF ties lm_head to embed_tokens; a stored lm_head.weight is ignored.
 		m.LMHead = m.Embed
 	} else {
-		m.LMHead = matrix("lm_head.weight", c.VocabSize, d)
+		m.LMHead = bd.matrix("lm_head.weight", c.VocabSize, d)
 	}
-	if err != nil {
-		return nil, err
+	if bd.err != nil {
+		return nil, bd.err
 	}
 	return m, nil
+}
+
+// builder loads a model's tensors onto a backend; after the first error it
+// loads nothing more and keeps that error.
+type builder struct {
+	be       tensor.Backend
+	load     weightLoader
+	keepBF16 func(name string) bool
+	stack    bool // q/k/v and gate/up stacked (tensor.Stacker)
+	err      error
+}
+
+// layer loads decoder layer i.
+func (bd *builder) layer(c *Config, i int) Layer {
+	d, hd := c.HiddenSize, c.HeadDim
+	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
+	p := fmt.Sprintf("model.layers.%d.", i)
+	var l Layer
+	l.AttnNorm = bd.vector(p+"input_layernorm.weight", d)
+	qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
+	if l.Attn.QKV = bd.stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
+		l.Attn.Q = bd.matrix(qkv[0], qd, d)
+		l.Attn.K = bd.matrix(qkv[1], kvd, d)
+		l.Attn.V = bd.matrix(qkv[2], kvd, d)
+	}
+	l.Attn.O = bd.matrix(p+"self_attn.o_proj.weight", d, qd)
+	if c.QKNorm {
+		l.Attn.QNorm = bd.vector(p+"self_attn.q_norm.weight", hd)
+		l.Attn.KNorm = bd.vector(p+"self_attn.k_norm.weight", hd)
+	}
+	l.MLPNorm = bd.vector(p+"post_attention_layernorm.weight", d)
+	gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
+	if l.MLP.GateUp = bd.stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
+		l.MLP.Gate = bd.matrix(gateUp[0], c.IntermediateSize, d)
+		l.MLP.Up = bd.matrix(gateUp[1], c.IntermediateSize, d)
+	}
+	l.MLP.Down = bd.matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
+	return l
+}
+
+// bf16 says whether the named matrix is stored as bfloat16.
+func (bd *builder) bf16(name string) bool { return bd.keepBF16 != nil && bd.keepBF16(name) }
+
+// vector loads a vector of n values.
+func (bd *builder) vector(name string, n int) tensor.Buf {
+	if bd.err != nil {
+		return nil
+	}
+	var v []float32
+	if v, bd.err = bd.load(name, []int{n}); bd.err != nil {
+		return nil
+	}
+	return bd.be.FromHost(v)
+}
+
+// matrix loads and packs a rows × cols matrix.
+func (bd *builder) matrix(name string, rows, cols int) tensor.Weight {
+	if bd.err != nil {
+		return nil
+	}
+	var v []float32
+	if v, bd.err = bd.load(name, []int{rows, cols}); bd.err != nil {
+		return nil
+	}
+	return bd.be.Pack(v, rows, cols, bd.bf16(name))
+}
+
+// stacked packs the named matrices of cols columns one on top of the
+// other, as one matrix (tensor.Stacker), or returns nil when the backend
+// does not stack or they would be stored differently.
+func (bd *builder) stacked(names []string, rows []int, cols int) tensor.Weight {
+	if bd.err != nil || !bd.stack {
+		return nil
+	}
+	for _, name := range names {
+		if bd.bf16(name) != bd.bf16(names[0]) {
+			return nil
+		}
+	}
+	var all []float32
+	for i, name := range names {
+		var v []float32
+		if v, bd.err = bd.load(name, []int{rows[i], cols}); bd.err != nil {
+			return nil
+		}
+		all = append(all, v...)
+	}
+	return bd.be.Pack(all, len(all)/cols, cols, bd.bf16(names[0]))
 }
