@@ -110,13 +110,8 @@ func randomOrthogonal(k int, rng *rand.Rand) [][]float64 {
 func (q *quadratic) value(x []float64) float64 {
 	var f float64
 	for b, idx := range q.blocks {
-		h := q.hb[b]
 		for i, ii := range idx {
-			var s float64
-			for j, jj := range idx {
-				s += h[i][j] * x[jj]
-			}
-			f += 0.5 * x[ii] * s
+			f += 0.5 * x[ii] * q.row(b, i, x)
 		}
 	}
 	return f
@@ -125,15 +120,20 @@ func (q *quadratic) value(x []float64) float64 {
 // grad writes ∇F(x) = Hx into g.
 func (q *quadratic) grad(x, g []float64) {
 	for b, idx := range q.blocks {
-		h := q.hb[b]
 		for i, ii := range idx {
-			var s float64
-			for j, jj := range idx {
-				s += h[i][j] * x[jj]
-			}
-			g[ii] = s
+			g[ii] = q.row(b, i, x)
 		}
 	}
+}
+
+// row returns (Hx) at the i-th coordinate of block b: the block's row i
+// times its coordinates of x, summed in order.
+func (q *quadratic) row(b, i int, x []float64) float64 {
+	var s float64
+	for j, jj := range q.blocks[b] {
+		s += q.hb[b][i][j] * x[jj]
+	}
+	return s
 }
 
 // layout maps the flat vector x onto parameter groups: groups[g] lists the
