@@ -49,6 +49,7 @@ type Adapter struct {
 	opts    Options
 	targets []string // Targets in architecture order
 	layers  int
+	names   string // the model's name of its decoder layers (model.Config.LayersName)
 	in      int
 	out     map[string]int // output width of each target
 	params  [][]float32    // the groups
@@ -86,7 +87,7 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 	if opts.R > m.HiddenSize {
 		return nil, fmt.Errorf("lora: rank %d is above the model's hidden size %d", opts.R, m.HiddenSize)
 	}
-	a := &Adapter{opts: opts, layers: m.NumLayers, in: m.HiddenSize, out: map[string]int{
+	a := &Adapter{opts: opts, layers: m.NumLayers, names: m.LayersName(), in: m.HiddenSize, out: map[string]int{
 		"q_proj": m.NumHeads * m.HeadDim, "v_proj": m.NumKVHeads * m.HeadDim,
 	}}
 	for _, t := range opts.Targets {
@@ -205,7 +206,8 @@ func (a *Adapter) View(params [][]float32) *model.Adapter {
 func (a *Adapter) Attach(m *model.Model) { m.Adapter = a.View(a.params) }
 
 // Save writes the adapter in PEFT format: adapter_model.safetensors (keys
-// base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight)
+// base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight;
+// OPT's: model.decoder.layers)
 // and adapter_config.json, both atomically.
 func (a *Adapter) Save(dir string) error { return a.SaveParams(dir, a.params) }
 
@@ -221,7 +223,7 @@ func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 		if ab == "B" {
 			shape = []int{a.out[t], a.opts.R}
 		}
-		tensors = append(tensors, safetensors.F32Tensor(tensorName(l, t, ab), shape, v))
+		tensors = append(tensors, safetensors.F32Tensor(tensorName(a.names, l, t, ab), shape, v))
 	})
 	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
 		return err
@@ -283,7 +285,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		if ab == "B" {
 			rows, cols = a.out[t], a.opts.R
 		}
-		name := tensorName(l, t, ab)
+		name := tensorName(a.names, l, t, ab)
 		read[name] = true
 		var w []float32
 		if w, err = readMatrix(f, name, rows, cols); err == nil {
@@ -302,7 +304,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		}
 		var layer int
 		var rest string
-		if n, _ := fmt.Sscanf(t.Name, "base_model.model.model.layers.%d.%s", &layer, &rest); n == 2 && layer >= a.layers {
+		if n, _ := fmt.Sscanf(t.Name, "base_model.model."+a.names+".%d.%s", &layer, &rest); n == 2 && layer >= a.layers {
 			return nil, nil, fmt.Errorf("adapter %s: tensor %q is for layer %d, and the model has %d layers: an adapter for another model?",
 				path, t.Name, layer, a.layers)
 		}

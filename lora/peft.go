@@ -113,9 +113,11 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 	return &c, nil
 }
 
-// tensorName is PEFT's saved key for one adapter matrix (adapter name dropped).
-func tensorName(layer int, target, ab string) string {
-	return fmt.Sprintf("base_model.model.model.layers.%d.self_attn.%s.lora_%s.weight", layer, target, ab)
+// tensorName is PEFT's saved key for one adapter matrix (adapter name
+// dropped) in a model whose decoder layers are named layers
+// (model.Config.LayersName).
+func tensorName(layers string, layer int, target, ab string) string {
+	return fmt.Sprintf("base_model.model.%s.%d.self_attn.%s.lora_%s.weight", layers, layer, target, ab)
 }
 
 // LoadPEFT reads a PEFT adapter directory (adapter_config.json and

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
+
+// Architectures are the HF model classes the package runs.
+var Architectures = []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM"}
 
 // Config is the part of an HF config.json the forward pass depends on, for
 // LlamaForCausalLM and Qwen3ForCausalLM. Everything the code reads from the
@@ -30,6 +34,13 @@ type Config struct {
 	BOSTokenID       int          // -1 when absent
 	EOSTokenIDs      []int
 	TorchDtype       string
+
+	// OPT (OPTForCausalLM) only; zero for the others (config_opt.go).
+	MaxPositions int     // max_position_embeddings: learned positions 0…MaxPositions−1, at rows 2… of the table (OPT's offset)
+	WordEmbedDim int     // word_embed_proj_dim: the embeddings' and the LM head's width, projected to and from HiddenSize where it differs
+	PostNorm     bool    // do_layer_norm_before false (OPT-350m): LayerNorm after each residual add rather than before each block
+	NoFinalNorm  bool    // no final norm after the last layer (OPT when PostNorm or _remove_final_layer_norm)
+	LayerNormEps float32 // torch's nn.LayerNorm default, 1e-5 (OPT's configs do not set it)
 }
 
 // RopeScaling is HF's rope_scaling block of type "llama3".
@@ -85,7 +96,8 @@ const maxHeadDim = 1 << 12
 
 // ParseConfig parses the bytes of a config.json. Its checks run in a fixed
 // order (the architecture, the sizes, the norm and RoPE, the tokens, then
-// RoPE's scaling), so a file with several faults is told the first of them.
+// RoPE's scaling; OPT's in parseOPT's order), so a file with several faults
+// is told the first of them.
 func ParseConfig(b []byte) (*Config, error) {
 	var r rawConfig
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -95,9 +107,12 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := json.Unmarshal(b, &present); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	c, err := parseArchitecture(r, present)
+	c, err := parseArchitecture(b, r, present)
 	if err != nil {
 		return nil, err
+	}
+	if c.IsOPT() { // parseOPT has read and checked all of it
+		return c, nil
 	}
 	if err := c.parseSizes(r); err != nil {
 		return nil, err
@@ -120,8 +135,9 @@ func ParseConfig(b []byte) (*Config, error) {
 
 // parseArchitecture starts a Config from the file's one architecture class
 // and refuses what this forward does not compute: another activation,
-// biases, quantized weights.
-func parseArchitecture(r rawConfig, present map[string]json.RawMessage) (*Config, error) {
+// biases, quantized weights. An OPT config is read whole here, by parseOPT
+// (config_opt.go), its own checks in its own order.
+func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (*Config, error) {
 	if len(r.Architectures) != 1 {
 		return nil, fmt.Errorf(`"architectures" must name exactly one class, got %q`, r.Architectures)
 	}
@@ -130,8 +146,10 @@ func parseArchitecture(r rawConfig, present map[string]json.RawMessage) (*Config
 	case "LlamaForCausalLM":
 	case "Qwen3ForCausalLM":
 		c.QKNorm = true
+	case "OPTForCausalLM":
+		return parseOPT(b, r, present)
 	default:
-		return nil, fmt.Errorf("unsupported architecture %q (supported: LlamaForCausalLM, Qwen3ForCausalLM)", c.Architecture)
+		return nil, fmt.Errorf("unsupported architecture %q (supported: %s)", c.Architecture, strings.Join(Architectures, ", "))
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
 		return nil, fmt.Errorf(`unsupported "hidden_act" %q (only silu)`, r.HiddenAct)
@@ -147,29 +165,14 @@ func parseArchitecture(r rawConfig, present map[string]json.RawMessage) (*Config
 
 // parseSizes reads the widths, the layers and the heads.
 func (c *Config) parseSizes(r rawConfig) error {
-	// The bounds are far above any model this loads (Llama-3.1-405B:
-	// hidden 16,384, intermediate 53,248, 126 layers) and keep a few bytes of
-	// config.json from asking gigabytes before any weight is read.
-	ints := []struct {
-		key string
-		src *int
-		dst *int
-		max int
-	}{
+	if err := readSizes([]sizeField{
 		{"vocab_size", r.VocabSize, &c.VocabSize, 1 << 24},
 		{"hidden_size", r.HiddenSize, &c.HiddenSize, 1 << 17},
 		{"intermediate_size", r.IntermediateSize, &c.IntermediateSize, 1 << 20},
 		{"num_hidden_layers", r.NumHiddenLayers, &c.NumLayers, 1 << 12},
 		{"num_attention_heads", r.NumAttentionHeads, &c.NumHeads, 1 << 12},
-	}
-	for _, f := range ints {
-		if f.src == nil {
-			return fmt.Errorf("missing %q", f.key)
-		}
-		if *f.src <= 0 || *f.src > f.max {
-			return fmt.Errorf("%q must be in 1..%d, got %d", f.key, f.max, *f.src)
-		}
-		*f.dst = *f.src
+	}); err != nil {
+		return err
 	}
 	c.NumKVHeads = c.NumHeads // HF default when absent
 	if r.NumKeyValueHeads != nil {
@@ -235,6 +238,36 @@ func (c *Config) parseTokens(r rawConfig, present map[string]json.RawMessage) er
 			}
 		}
 	}
+	return specialTokens(r, c)
+}
+
+// sizeField is a size config.json must give, within 1..max.
+type sizeField struct {
+	key string
+	src *int
+	dst *int
+	max int
+}
+
+// readSizes checks and copies the sizes. The bounds are far above any
+// model this loads (Llama-3.1-405B: hidden 16,384, intermediate 53,248,
+// 126 layers) and keep a few bytes of config.json from asking gigabytes
+// before any weight is read.
+func readSizes(fields []sizeField) error {
+	for _, f := range fields {
+		if f.src == nil {
+			return fmt.Errorf("missing %q", f.key)
+		}
+		if *f.src <= 0 || *f.src > f.max {
+			return fmt.Errorf("%q must be in 1..%d, got %d", f.key, f.max, *f.src)
+		}
+		*f.dst = *f.src
+	}
+	return nil
+}
+
+// specialTokens reads bos_token_id and eos_token_id (an int or a list).
+func specialTokens(r rawConfig, c *Config) error {
 	if r.BOSTokenID != nil {
 		c.BOSTokenID = *r.BOSTokenID
 	}

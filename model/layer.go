@@ -6,8 +6,9 @@ import (
 	"github.com/meazo-go/meazo/tensor"
 )
 
-// One decoder layer of a forward (layerForward): self-attention with its
-// per-span LoRA terms and the KV cache, then the gated MLP, on a workspace of
+// One decoder layer of a forward (layerForward, as the model's family
+// computes it: llamaLayer here, optLayer in opt.go): self-attention with its
+// per-span LoRA terms and the KV cache, then the MLP, on a workspace of
 // activations that every layer of the forward reuses.
 
 // workspace holds the activations of one layer for n token rows, reused by
@@ -29,13 +30,14 @@ func (ws *workspace) rows(m *Model, n int) *workspace {
 	return &workspace{
 		xn: ws.xn.Slice(0, n*m.HiddenSize), q: ws.q.Slice(0, n*qd), k: ws.k.Slice(0, n*kvd), v: ws.v.Slice(0, n*kvd),
 		attn: ws.attn.Slice(0, n*qd),
-		gate: ws.gate.Slice(0, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
+		gate: stackView(ws.gate, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
 		stack: stackView(ws.stack, n*m.stackWidth()),
 		lora:  ws.lora,
 	}
 }
 
-// stackView is b's first n values, or nil for a nil b.
+// stackView is b's first n values, or nil for a nil b (a buffer the
+// model does not use: a stack, the gate of an MLP without one).
 func stackView(b tensor.Buf, n int) tensor.Buf {
 	if b == nil {
 		return nil
@@ -58,8 +60,8 @@ func (m *Model) stackWidth() int {
 
 // free releases the workspace's buffers (not to be called on a view).
 func (ws *workspace) free(be tensor.Backend) {
-	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.gate, ws.up)
-	for _, b := range []tensor.Buf{ws.stack, ws.lora.ax} {
+	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.up)
+	for _, b := range []tensor.Buf{ws.gate, ws.stack, ws.lora.ax} {
 		if b != nil {
 			be.Free(b)
 		}
@@ -75,9 +77,11 @@ func (m *Model) newWorkspace(n int) *workspace {
 		k:    be.Alloc(n * kvd),
 		v:    be.Alloc(n * kvd),
 		attn: be.Alloc(n * qd),
-		gate: be.Alloc(n * m.IntermediateSize),
 		up:   be.Alloc(n * m.IntermediateSize),
 		lora: &loraScratch{},
+	}
+	if !m.IsOPT() { // the gated MLP's second product (OPT's fc1 uses up alone)
+		ws.gate = be.Alloc(n * m.IntermediateSize)
 	}
 	if w := m.stackWidth(); w > 0 {
 		ws.stack = be.Alloc(n * w)
@@ -109,11 +113,7 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 }
 
 // layerForward applies decoder layer l to x [B·tn][hidden] in place, as
-// the architecture reads:
-//
-//	x += O(Attention(RoPE(Q(xn)), RoPE(K(xn)), V(xn)))   xn = AttnNorm(x)
-//	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
-//
+// the model's family computes a layer (family.layer: llamaLayer, optLayer).
 // Each span of sequences gets its own adapter's low-rank terms on Q and V,
 // and reads the layer's weights as it perturbs them (full-parameter ZO).
 //
@@ -125,6 +125,14 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 // buffer [len(keep)][hidden] in keep's order (x is left as it was after
 // attention). Each row's arithmetic is the same either way.
 func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
+	return m.fam.layer(m, l, x, c, rope, tn, spans, ws, keep)
+}
+
+// llamaLayer is layerForward for Llama and Qwen3:
+//
+//	x += O(Attention(RoPE(Q(xn)), RoPE(K(xn)), V(xn)))   xn = AttnNorm(x)
+//	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
+func (m *Model) llamaLayer(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
 	rows := spanRows(spans, tn, nil)
 	m.selfAttention(l, x, c, rope, tn, spans, rows, ws)
 	out, attn, n := x, ws.attn, c.b*tn
@@ -144,7 +152,7 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, rows []int, ws *workspace) {
 	be, a, ids := m.Backend, &m.Layers[l].Attn, m.layerIDs(l)
 	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
-	qd, kvd := m.NumHeads*hd, m.NumKVHeads*hd
+	kvd := m.NumKVHeads * hd
 	m.rmsNorm(ws.xn, x, m.Layers[l].AttnNorm, d, ids.attnNorm, spans, rows, 1)
 	if a.QKV != nil { // one product, split into q (heads/kv blocks of kvd per token), k and v
 		m.unstacked([]tensor.Buf{ws.q, ws.k, ws.v}, ws.stack, ws.xn, n, a.QKV, kvd, []int{m.NumHeads / m.NumKVHeads, 1, 1})
@@ -153,13 +161,7 @@ func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn in
 		m.matMul(ws.k, ws.xn, n, a.K, ids.k, spans, rows, false)
 		m.matMul(ws.v, ws.xn, n, a.V, ids.v, spans, rows, false)
 	}
-	for _, sp := range spans {
-		if sp.adapter != nil {
-			la, lo, hi := sp.adapter.Layers[l], sp.lo*tn, sp.hi*tn
-			m.addLoRA(ws.q.Slice(lo*qd, hi*qd), ws.xn.Slice(lo*d, hi*d), hi-lo, qd, la.Q, ws)
-			m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), ws.xn.Slice(lo*d, hi*d), hi-lo, kvd, la.V, ws)
-		}
-	}
+	m.loraTerms(l, ws.xn, tn, spans, ws)
 	if a.QNorm != nil {
 		m.rmsNorm(ws.q, ws.q, a.QNorm, hd, ids.qNorm, spans, rows, m.NumHeads)
 		m.rmsNorm(ws.k, ws.k, a.KNorm, hd, ids.kNorm, spans, rows, m.NumKVHeads)
@@ -170,6 +172,19 @@ func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn in
 		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: hd,
 		Start: c.len, Mask: c.mask, Window: m.SlidingWindow, Scale: float32(1 / math.Sqrt(float64(hd))),
 	})
+}
+
+// loraTerms adds each span's LoRA terms of layer l, of the projections'
+// input in, to the q and v projections in ws.
+func (m *Model) loraTerms(l int, in tensor.Buf, tn int, spans []span, ws *workspace) {
+	d, qd, kvd := m.HiddenSize, m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	for _, sp := range spans {
+		if sp.adapter != nil {
+			la, lo, hi := sp.adapter.Layers[l], sp.lo*tn, sp.hi*tn
+			m.addLoRA(ws.q.Slice(lo*qd, hi*qd), in.Slice(lo*d, hi*d), hi-lo, qd, la.Q, ws)
+			m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), in.Slice(lo*d, hi*d), hi-lo, kvd, la.V, ws)
+		}
+	}
 }
 
 // keepOnly returns, for the rows keep alone, a new buffer of their hidden

@@ -55,23 +55,25 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	defer ck.Close()
 	be := opts.backend()
 	read := map[string]bool{}
+	stored := checkpointName(ck, cfg)
 	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
-		info, _ := ck.Info(name)
+		info, _ := ck.Info(stored(name))
 		return opts.BF16Weights && info.Dtype == safetensors.BF16
 	}
 	storedBF16 := map[string]bool{}
 	m, err := build(cfg, be, !opts.Unstacked, keepBF16, func(name string, shape []int) ([]float32, error) {
-		info, ok := ck.Info(name)
+		sn := stored(name)
+		info, ok := ck.Info(sn)
 		if !ok {
-			return nil, fmt.Errorf("missing tensor %q", name)
+			return nil, fmt.Errorf("missing tensor %q", sn)
 		}
 		if !slices.Equal(info.Shape, shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
+			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", sn, info.Shape, shape)
 		}
-		read[name] = true
+		read[sn] = true
 		storedBF16[name] = opts.BF16Weights && info.Dtype == safetensors.BF16
-		v, err := ck.Float32(name)
-		ck.Release(name) // the converted copy is all we keep
+		v, err := ck.Float32(sn)
+		ck.Release(sn) // the converted copy is all we keep
 		return v, err
 	})
 	if err != nil {
@@ -83,6 +85,20 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	}
 	m.storedBF16 = storedBF16
 	return m, nil
+}
+
+// checkpointName maps a tensor's name in the model (HF's state dict of the
+// ForCausalLM class) to its name in the checkpoint. They are the same but
+// for an OPT checkpoint saved from the base model (OPTModel), whose names
+// lack the "model." prefix, which from_pretrained adds back when it loads
+// one into OPTForCausalLM.
+func checkpointName(ck *safetensors.Checkpoint, cfg *Config) func(string) string {
+	_, full := ck.Info("model.decoder.embed_tokens.weight")
+	_, base := ck.Info("decoder.embed_tokens.weight")
+	if !cfg.IsOPT() || full || !base {
+		return func(name string) string { return name }
+	}
+	return func(name string) string { return strings.TrimPrefix(name, "model.") }
 }
 
 // checkAllRead refuses a checkpoint with tensors the model did not read:
@@ -143,118 +159,127 @@ func FromValues(c *Config, values func(name string, shape []int) ([]float32, err
 }
 
 // build assembles a Model on backend be from named tensors (HF state-dict
-// names). Matrices for which keepBF16 (if not nil) says so are stored as
-// bfloat16. mayStack lets a backend that asks for it (tensor.Stacker) have
-// q/k/v and gate/up stacked. The tensors are loaded in a fixed order (the
-// embedding, each layer's in the file's order, the final norm, the LM
-// head), the order random weights are drawn in.
+// names), as its family lays them out (family.build), each family in a
+// fixed order. Matrices for which keepBF16 (if not nil) says so are stored
+// as bfloat16. mayStack lets a backend that asks for it (tensor.Stacker)
+// have q/k/v and gate/up stacked.
 func build(c *Config, be tensor.Backend, mayStack bool, keepBF16 func(name string) bool, load weightLoader) (_ *Model, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
-	m := &Model{Config: *c, Backend: be, invFreq: ropeInvFreq(c)}
+	fam := familyOf(c)
+	m := &Model{Config: *c, Backend: be, fam: fam}
 	st, ok := be.(tensor.Stacker)
-	bd := &builder{be: be, load: load, keepBF16: keepBF16, stack: mayStack && ok && st.StackProjections()}
-	d := c.HiddenSize
-	m.Embed = bd.matrix("model.embed_tokens.weight", c.VocabSize, d)
-	for i := 0; i < c.NumLayers; i++ {
-		m.Layers = append(m.Layers, bd.layer(c, i))
-	}
-	m.Norm = bd.vector("model.norm.weight", d)
-	if c.TieEmbeddings {
-		// HF ties lm_head to embed_tokens; a stored lm_head.weight is ignored.
-		m.LMHead = m.Embed
-	} else {
-		m.LMHead = bd.matrix("lm_head.weight", c.VocabSize, d)
-	}
-	if bd.err != nil {
-		return nil, bd.err
+	b := &builder{be: be, stack: mayStack && ok && st.StackProjections(), keepBF16: keepBF16, load: load}
+	fam.build(m, b)
+	if b.err != nil {
+		return nil, b.err
 	}
 	return m, nil
 }
 
-// builder loads a model's tensors onto a backend; after the first error it
-// loads nothing more and keeps that error.
+// builder reads a model's tensors by name and hands them to the backend;
+// after the first error it reads nothing more and keeps that error.
 type builder struct {
 	be       tensor.Backend
-	load     weightLoader
+	stack    bool // the backend stacks projections (tensor.Stacker)
 	keepBF16 func(name string) bool
-	stack    bool // q/k/v and gate/up stacked (tensor.Stacker)
+	load     weightLoader
 	err      error
 }
 
-// layer loads decoder layer i.
-func (bd *builder) layer(c *Config, i int) Layer {
-	d, hd := c.HiddenSize, c.HeadDim
-	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
-	p := fmt.Sprintf("model.layers.%d.", i)
-	var l Layer
-	l.AttnNorm = bd.vector(p+"input_layernorm.weight", d)
-	qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
-	if l.Attn.QKV = bd.stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
-		l.Attn.Q = bd.matrix(qkv[0], qd, d)
-		l.Attn.K = bd.matrix(qkv[1], kvd, d)
-		l.Attn.V = bd.matrix(qkv[2], kvd, d)
+// vector reads a vector of n values.
+func (b *builder) vector(name string, n int) tensor.Buf {
+	if b.err != nil {
+		return nil
 	}
-	l.Attn.O = bd.matrix(p+"self_attn.o_proj.weight", d, qd)
-	if c.QKNorm {
-		l.Attn.QNorm = bd.vector(p+"self_attn.q_norm.weight", hd)
-		l.Attn.KNorm = bd.vector(p+"self_attn.k_norm.weight", hd)
+	v, err := b.load(name, []int{n})
+	if b.err = err; err != nil {
+		return nil
 	}
-	l.MLPNorm = bd.vector(p+"post_attention_layernorm.weight", d)
-	gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
-	if l.MLP.GateUp = bd.stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
-		l.MLP.Gate = bd.matrix(gateUp[0], c.IntermediateSize, d)
-		l.MLP.Up = bd.matrix(gateUp[1], c.IntermediateSize, d)
-	}
-	l.MLP.Down = bd.matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
-	return l
+	return b.be.FromHost(v)
 }
 
 // bf16 says whether the named matrix is stored as bfloat16.
-func (bd *builder) bf16(name string) bool { return bd.keepBF16 != nil && bd.keepBF16(name) }
+func (b *builder) bf16(name string) bool { return b.keepBF16 != nil && b.keepBF16(name) }
 
-// vector loads a vector of n values.
-func (bd *builder) vector(name string, n int) tensor.Buf {
-	if bd.err != nil {
+// matrix reads a matrix [rows][cols] and packs it.
+func (b *builder) matrix(name string, rows, cols int) tensor.Weight {
+	if b.err != nil {
 		return nil
 	}
-	var v []float32
-	if v, bd.err = bd.load(name, []int{n}); bd.err != nil {
+	v, err := b.load(name, []int{rows, cols})
+	if b.err = err; err != nil {
 		return nil
 	}
-	return bd.be.FromHost(v)
-}
-
-// matrix loads and packs a rows × cols matrix.
-func (bd *builder) matrix(name string, rows, cols int) tensor.Weight {
-	if bd.err != nil {
-		return nil
-	}
-	var v []float32
-	if v, bd.err = bd.load(name, []int{rows, cols}); bd.err != nil {
-		return nil
-	}
-	return bd.be.Pack(v, rows, cols, bd.bf16(name))
+	return b.be.Pack(v, rows, cols, b.bf16(name))
 }
 
 // stacked packs the named matrices of cols columns one on top of the
 // other, as one matrix (tensor.Stacker), or returns nil when the backend
 // does not stack or they would be stored differently.
-func (bd *builder) stacked(names []string, rows []int, cols int) tensor.Weight {
-	if bd.err != nil || !bd.stack {
+func (b *builder) stacked(names []string, rows []int, cols int) tensor.Weight {
+	if b.err != nil || !b.stack {
 		return nil
 	}
 	for _, name := range names {
-		if bd.bf16(name) != bd.bf16(names[0]) {
+		if b.bf16(name) != b.bf16(names[0]) {
 			return nil
 		}
 	}
 	var all []float32
 	for i, name := range names {
-		var v []float32
-		if v, bd.err = bd.load(name, []int{rows[i], cols}); bd.err != nil {
+		v, err := b.load(name, []int{rows[i], cols})
+		if b.err = err; err != nil {
 			return nil
 		}
 		all = append(all, v...)
 	}
-	return bd.be.Pack(all, len(all)/cols, cols, bd.bf16(names[0]))
+	return b.be.Pack(all, len(all)/cols, cols, b.bf16(names[0]))
+}
+
+// buildLlama reads a Llama or Qwen3 checkpoint's tensors into m, in a
+// fixed order: the embedding, each layer's in the file's order, the final
+// norm, the LM head.
+func buildLlama(m *Model, b *builder) {
+	c := &m.Config
+	m.invFreq = ropeInvFreq(c)
+	d := c.HiddenSize
+	m.Embed = b.matrix("model.embed_tokens.weight", c.VocabSize, d)
+	for i := 0; i < c.NumLayers; i++ {
+		m.Layers = append(m.Layers, b.llamaLayer(c, i))
+	}
+	m.Norm = b.vector("model.norm.weight", d)
+	if c.TieEmbeddings {
+		// HF ties lm_head to embed_tokens; a stored lm_head.weight is ignored.
+		m.LMHead = m.Embed
+	} else {
+		m.LMHead = b.matrix("lm_head.weight", c.VocabSize, d)
+	}
+}
+
+// llamaLayer reads decoder layer i of a Llama or Qwen3 checkpoint.
+func (b *builder) llamaLayer(c *Config, i int) Layer {
+	d, hd := c.HiddenSize, c.HeadDim
+	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
+	p := fmt.Sprintf("model.layers.%d.", i)
+	var l Layer
+	l.AttnNorm = b.vector(p+"input_layernorm.weight", d)
+	qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
+	if l.Attn.QKV = b.stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
+		l.Attn.Q = b.matrix(qkv[0], qd, d)
+		l.Attn.K = b.matrix(qkv[1], kvd, d)
+		l.Attn.V = b.matrix(qkv[2], kvd, d)
+	}
+	l.Attn.O = b.matrix(p+"self_attn.o_proj.weight", d, qd)
+	if c.QKNorm {
+		l.Attn.QNorm = b.vector(p+"self_attn.q_norm.weight", hd)
+		l.Attn.KNorm = b.vector(p+"self_attn.k_norm.weight", hd)
+	}
+	l.MLPNorm = b.vector(p+"post_attention_layernorm.weight", d)
+	gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
+	if l.MLP.GateUp = b.stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
+		l.MLP.Gate = b.matrix(gateUp[0], c.IntermediateSize, d)
+		l.MLP.Up = b.matrix(gateUp[1], c.IntermediateSize, d)
+	}
+	l.MLP.Down = b.matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
+	return l
 }

@@ -77,10 +77,18 @@ type rope struct {
 	rows     int
 }
 
-// newRope computes the table for positions and hands it to the backend.
+// newRope computes the table for positions and hands it to the backend;
+// nil for a model without RoPE (OPT's positions are learned embeddings).
 func (m *Model) newRope(positions []int) *rope {
+	if m.invFreq == nil {
+		return nil
+	}
 	t := newRopeTable(m.invFreq, positions)
 	return &rope{cos: m.Backend.FromHost(t.cos), sin: m.Backend.FromHost(t.sin), rows: t.rows}
 }
 
-func (r *rope) free(be tensor.Backend) { be.Free(r.cos, r.sin) }
+func (r *rope) free(be tensor.Backend) {
+	if r != nil {
+		be.Free(r.cos, r.sin)
+	}
+}
