@@ -91,10 +91,13 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig parses the bytes of a config.json.
 // maxHeadDim bounds head_dim (real models: 64 to 256).
 const maxHeadDim = 1 << 12
 
+// ParseConfig parses the bytes of a config.json. Its checks run in a fixed
+// order (the architecture, the sizes, the norm and RoPE, the tokens, then
+// RoPE's scaling; OPT's in parseOPT's order), so a file with several faults
+// is told the first of them.
 func ParseConfig(b []byte) (*Config, error) {
 	var r rawConfig
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -104,6 +107,37 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := json.Unmarshal(b, &present); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
+	c, err := parseArchitecture(b, r, present)
+	if err != nil {
+		return nil, err
+	}
+	if c.IsOPT() { // parseOPT has read and checked all of it
+		return c, nil
+	}
+	if err := c.parseSizes(r); err != nil {
+		return nil, err
+	}
+	rs, err := c.parseNormAndRope(r, present)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.parseTokens(r, present); err != nil {
+		return nil, err
+	}
+	if err := parseRopeScaling(rs.scaling, c); err != nil {
+		return nil, err
+	}
+	if err := checkRope(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseArchitecture starts a Config from the file's one architecture class
+// and refuses what this forward does not compute: another activation,
+// biases, quantized weights. An OPT config is read whole here, by parseOPT
+// (config_opt.go), its own checks in its own order.
+func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (*Config, error) {
 	if len(r.Architectures) != 1 {
 		return nil, fmt.Errorf(`"architectures" must name exactly one class, got %q`, r.Architectures)
 	}
@@ -126,6 +160,11 @@ func ParseConfig(b []byte) (*Config, error) {
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
 		return nil, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
 	}
+	return c, nil
+}
+
+// parseSizes reads the widths, the layers and the heads.
+func (c *Config) parseSizes(r rawConfig) error {
 	if err := readSizes([]sizeField{
 		{"vocab_size", r.VocabSize, &c.VocabSize, 1 << 24},
 		{"hidden_size", r.HiddenSize, &c.HiddenSize, 1 << 17},
@@ -133,22 +172,28 @@ func ParseConfig(b []byte) (*Config, error) {
 		{"num_hidden_layers", r.NumHiddenLayers, &c.NumLayers, 1 << 12},
 		{"num_attention_heads", r.NumAttentionHeads, &c.NumHeads, 1 << 12},
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	c.NumKVHeads = c.NumHeads // HF default when absent
 	if r.NumKeyValueHeads != nil {
 		c.NumKVHeads = *r.NumKeyValueHeads
 	}
 	if c.NumKVHeads <= 0 || c.NumHeads%c.NumKVHeads != 0 {
-		return nil, fmt.Errorf(`"num_key_value_heads" %d must be positive and divide "num_attention_heads" %d`, c.NumKVHeads, c.NumHeads)
+		return fmt.Errorf(`"num_key_value_heads" %d must be positive and divide "num_attention_heads" %d`, c.NumKVHeads, c.NumHeads)
 	}
 	c.HeadDim = c.HiddenSize / c.NumHeads
 	if r.HeadDim != nil {
 		c.HeadDim = *r.HeadDim
 	}
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.HeadDim > maxHeadDim {
-		return nil, fmt.Errorf(`"head_dim" must be even and in 2..%d, got %d`, maxHeadDim, c.HeadDim)
+		return fmt.Errorf(`"head_dim" must be even and in 2..%d, got %d`, maxHeadDim, c.HeadDim)
 	}
+	return nil
+}
+
+// parseNormAndRope reads the RMSNorm's ε and RoPE's θ, and returns where
+// the file keeps RoPE's settings, whose scaling parseRopeScaling reads.
+func (c *Config) parseNormAndRope(r rawConfig, present map[string]json.RawMessage) (ropeSource, error) {
 	c.RMSNormEps = 1e-6
 	if r.RMSNormEps != nil {
 		c.RMSNormEps = float32(*r.RMSNormEps)
@@ -158,18 +203,24 @@ func ParseConfig(b []byte) (*Config, error) {
 	// fall back to the default θ when the file says where θ is.
 	rs, err := ropeBlock(r, present)
 	if err != nil {
-		return nil, err
+		return rs, err
 	}
 	c.RopeTheta = 10000
 	if rs.theta != nil {
 		c.RopeTheta = *rs.theta
 	}
 	if !(c.RMSNormEps > 0) || math.IsInf(float64(c.RMSNormEps), 0) {
-		return nil, fmt.Errorf(`"rms_norm_eps" must be positive and finite (as a float32), got %v`, *r.RMSNormEps)
+		return rs, fmt.Errorf(`"rms_norm_eps" must be positive and finite (as a float32), got %v`, *r.RMSNormEps)
 	}
 	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
-		return nil, fmt.Errorf(`"rope_theta" must be positive and finite, got %v`, c.RopeTheta)
+		return rs, fmt.Errorf(`"rope_theta" must be positive and finite, got %v`, c.RopeTheta)
 	}
+	return rs, nil
+}
+
+// parseTokens reads the tied embeddings, Qwen3's sliding window and the
+// special token ids.
+func (c *Config) parseTokens(r rawConfig, present map[string]json.RawMessage) error {
 	c.TieEmbeddings = false // LlamaConfig's and Qwen3Config's default
 	if r.TieWordEmbeddings != nil {
 		c.TieEmbeddings = *r.TieWordEmbeddings
@@ -187,16 +238,7 @@ func ParseConfig(b []byte) (*Config, error) {
 			}
 		}
 	}
-	if err := specialTokens(r, c); err != nil {
-		return nil, err
-	}
-	if err := parseRopeScaling(rs.scaling, c); err != nil {
-		return nil, err
-	}
-	if err := checkRope(c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return specialTokens(r, c)
 }
 
 // sizeField is a size config.json must give, within 1..max.

@@ -2,9 +2,10 @@ package model
 
 import (
 	"fmt"
-	"github.com/meazo-go/meazo/tensor"
 	"math"
 	"slices"
+
+	"github.com/meazo-go/meazo/tensor"
 )
 
 // GenerateOptions controls greedy generation.
@@ -43,33 +44,7 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 		in = withVirtualSlots(in, nv)
 	}
 	b, t := in.B, in.T
-	mask := in.Mask
-	if mask == nil {
-		mask = ones(b * t)
-	}
-	positions := in.Positions
-	next := make([]int, b) // position of each row's next token = its real-token count
-	if positions == nil {
-		positions = make([]int, b*t)
-	}
-	for r := 0; r < b; r++ {
-		count := 0
-		for i := 0; i < t; i++ {
-			if mask[r*t+i] == 1 {
-				count++
-			}
-			if in.Positions == nil {
-				positions[r*t+i] = max(count-1, 0)
-				if mask[r*t+i] == 0 {
-					positions[r*t+i] = 1 // HF fills padded slots with 1
-				}
-			}
-		}
-		next[r] = count
-		if in.Positions != nil {
-			next[r] = in.Positions[r*t+t-1] + 1
-		}
-	}
+	mask, positions, next := generationPositions(in)
 
 	if err := m.checkGenerationPositions(positions, t, next, opts.MaxNewTokens); err != nil {
 		return nil, err
@@ -126,6 +101,42 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil, nil)
 	}
 	return out, nil
+}
+
+// generationPositions returns a generation batch's mask (all ones without
+// in.Mask), its positions (in.Positions, or generate()'s cumsum(mask)-1 with
+// padded slots at 1, as HF fills them) and the position of each row's next
+// token (its real-token count, or one after its last given position).
+func generationPositions(in Input) (mask, positions, next []int) {
+	b, t := in.B, in.T
+	mask = in.Mask
+	if mask == nil {
+		mask = ones(b * t)
+	}
+	positions = in.Positions
+	next = make([]int, b)
+	if positions == nil {
+		positions = make([]int, b*t)
+	}
+	for r := 0; r < b; r++ {
+		count := 0
+		for i := 0; i < t; i++ {
+			if mask[r*t+i] == 1 {
+				count++
+			}
+			if in.Positions == nil {
+				positions[r*t+i] = max(count-1, 0)
+				if mask[r*t+i] == 0 {
+					positions[r*t+i] = 1 // HF fills padded slots with 1
+				}
+			}
+		}
+		next[r] = count
+		if in.Positions != nil {
+			next[r] = in.Positions[r*t+t-1] + 1
+		}
+	}
+	return mask, positions, next
 }
 
 // withVirtualSlots puts nv prompt-tuning slots before every row of a

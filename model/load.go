@@ -159,9 +159,10 @@ func FromValues(c *Config, values func(name string, shape []int) ([]float32, err
 }
 
 // build assembles a Model on backend be from named tensors (HF state-dict
-// names), as its family lays them out (family.build). Matrices for which
-// keepBF16 (if not nil) says so are stored as bfloat16. mayStack lets a
-// backend that asks for it (tensor.Stacker) have q/k/v and gate/up stacked.
+// names), as its family lays them out (family.build), each family in a
+// fixed order. Matrices for which keepBF16 (if not nil) says so are stored
+// as bfloat16. mayStack lets a backend that asks for it (tensor.Stacker)
+// have q/k/v and gate/up stacked.
 func build(c *Config, be tensor.Backend, mayStack bool, keepBF16 func(name string) bool, load weightLoader) (_ *Model, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	fam := familyOf(c)
@@ -197,6 +198,7 @@ func (b *builder) vector(name string, n int) tensor.Buf {
 	return b.be.FromHost(v)
 }
 
+// bf16 says whether the named matrix is stored as bfloat16.
 func (b *builder) bf16(name string) bool { return b.keepBF16 != nil && b.keepBF16(name) }
 
 // matrix reads a matrix [rows][cols] and packs it.
@@ -234,36 +236,16 @@ func (b *builder) stacked(names []string, rows []int, cols int) tensor.Weight {
 	return b.be.Pack(all, len(all)/cols, cols, b.bf16(names[0]))
 }
 
-// buildLlama reads a Llama or Qwen3 checkpoint's tensors into m.
+// buildLlama reads a Llama or Qwen3 checkpoint's tensors into m, in a
+// fixed order: the embedding, each layer's in the file's order, the final
+// norm, the LM head.
 func buildLlama(m *Model, b *builder) {
 	c := &m.Config
 	m.invFreq = ropeInvFreq(c)
-	d, hd := c.HiddenSize, c.HeadDim
-	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
+	d := c.HiddenSize
 	m.Embed = b.matrix("model.embed_tokens.weight", c.VocabSize, d)
 	for i := 0; i < c.NumLayers; i++ {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		var l Layer
-		l.AttnNorm = b.vector(p+"input_layernorm.weight", d)
-		qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
-		if l.Attn.QKV = b.stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
-			l.Attn.Q = b.matrix(qkv[0], qd, d)
-			l.Attn.K = b.matrix(qkv[1], kvd, d)
-			l.Attn.V = b.matrix(qkv[2], kvd, d)
-		}
-		l.Attn.O = b.matrix(p+"self_attn.o_proj.weight", d, qd)
-		if c.QKNorm {
-			l.Attn.QNorm = b.vector(p+"self_attn.q_norm.weight", hd)
-			l.Attn.KNorm = b.vector(p+"self_attn.k_norm.weight", hd)
-		}
-		l.MLPNorm = b.vector(p+"post_attention_layernorm.weight", d)
-		gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
-		if l.MLP.GateUp = b.stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
-			l.MLP.Gate = b.matrix(gateUp[0], c.IntermediateSize, d)
-			l.MLP.Up = b.matrix(gateUp[1], c.IntermediateSize, d)
-		}
-		l.MLP.Down = b.matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
-		m.Layers = append(m.Layers, l)
+		m.Layers = append(m.Layers, b.llamaLayer(c, i))
 	}
 	m.Norm = b.vector("model.norm.weight", d)
 	if c.TieEmbeddings {
@@ -272,4 +254,32 @@ func buildLlama(m *Model, b *builder) {
 	} else {
 		m.LMHead = b.matrix("lm_head.weight", c.VocabSize, d)
 	}
+}
+
+// llamaLayer reads decoder layer i of a Llama or Qwen3 checkpoint.
+func (b *builder) llamaLayer(c *Config, i int) Layer {
+	d, hd := c.HiddenSize, c.HeadDim
+	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
+	p := fmt.Sprintf("model.layers.%d.", i)
+	var l Layer
+	l.AttnNorm = b.vector(p+"input_layernorm.weight", d)
+	qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
+	if l.Attn.QKV = b.stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
+		l.Attn.Q = b.matrix(qkv[0], qd, d)
+		l.Attn.K = b.matrix(qkv[1], kvd, d)
+		l.Attn.V = b.matrix(qkv[2], kvd, d)
+	}
+	l.Attn.O = b.matrix(p+"self_attn.o_proj.weight", d, qd)
+	if c.QKNorm {
+		l.Attn.QNorm = b.vector(p+"self_attn.q_norm.weight", hd)
+		l.Attn.KNorm = b.vector(p+"self_attn.k_norm.weight", hd)
+	}
+	l.MLPNorm = b.vector(p+"post_attention_layernorm.weight", d)
+	gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
+	if l.MLP.GateUp = b.stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
+		l.MLP.Gate = b.matrix(gateUp[0], c.IntermediateSize, d)
+		l.MLP.Up = b.matrix(gateUp[1], c.IntermediateSize, d)
+	}
+	l.MLP.Down = b.matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
+	return l
 }

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/parallel"
 	"github.com/meazo-go/meazo/safetensors"
-	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // randomLoader makes up weights: norms near 1 and matrices uniform with
@@ -54,18 +54,16 @@ func randomLoader(seed uint64, std float64, keep bool) weightLoader {
 		if strings.HasSuffix(name, "norm.weight") {
 			center, a = 1, 0.1
 		}
-		cpu.ParallelFor(0, (n+randomChunk-1)/randomChunk, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				r := rand.NewPCG(seed+uint64(c)*0x9e3779b97f4a7c15, stream)
-				chunk := v[c*randomChunk : min(n, (c+1)*randomChunk)]
-				for i := 0; i < len(chunk); i += 2 {
-					// Two uniform values in [-1, 1) from the top and bottom 24
-					// bits of one 64-bit draw.
-					u := r.Uint64()
-					chunk[i] = center + a*(float32(u>>40)*0x1p-23-1)
-					if i+1 < len(chunk) {
-						chunk[i+1] = center + a*(float32(u&(1<<24-1))*0x1p-23-1)
-					}
+		parallel.For((n+randomChunk-1)/randomChunk, 0, func(c int) {
+			r := rand.NewPCG(seed+uint64(c)*0x9e3779b97f4a7c15, stream)
+			chunk := v[c*randomChunk : min(n, (c+1)*randomChunk)]
+			for i := 0; i < len(chunk); i += 2 {
+				// Two uniform values in [-1, 1) from the top and bottom 24
+				// bits of one 64-bit draw.
+				u := r.Uint64()
+				chunk[i] = center + a*(float32(u>>40)*0x1p-23-1)
+				if i+1 < len(chunk) {
+					chunk[i+1] = center + a*(float32(u&(1<<24-1))*0x1p-23-1)
 				}
 			}
 		})
@@ -102,8 +100,8 @@ func NewRandomWith(c *Config, seed uint64, std float64, opts LoadOptions) (*Mode
 func bf16Loader(load weightLoader) weightLoader {
 	return func(name string, shape []int) ([]float32, error) {
 		v, err := load(name, shape)
-		cpu.ParallelFor(0, (len(v)+randomChunk-1)/randomChunk, func(lo, hi int) {
-			for i := lo * randomChunk; i < min(len(v), hi*randomChunk); i++ {
+		parallel.For((len(v)+randomChunk-1)/randomChunk, 0, func(c int) {
+			for i := c * randomChunk; i < min(len(v), (c+1)*randomChunk); i++ {
 				v[i] = safetensors.RoundBF16(v[i])
 			}
 		})

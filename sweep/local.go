@@ -133,202 +133,291 @@ func (st *Study) RunLocal(ctx context.Context, mode Mode, log io.Writer) error {
 	if err := st.Prepare(log); err != nil {
 		return err
 	}
-	trainer, err := st.FindTrainer()
+	x, err := st.newLocalExecutor(mode, log)
 	if err != nil {
 		return err
 	}
-	sweeps := st.Sweeps()
-	attempted := map[string]bool{}
-	running := map[string]*exec.Cmd{}
-	elsewhere := map[string]bool{}            // runs another process was training when seen
-	free := make([]int, st.Executor.Parallel) // slots; a slot is a GPU when gpus is set
-	for i := range free {
-		free[i] = i
-	}
-	results := make(chan done)
-	var failed []string
-	interrupted := false
-	var killedRuns []string // killed by a signal after a checkpoint: they wait for resume
-	start := func(r RunSpec) error {
-		slot := free[0]
-		free = free[1:]
-		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
-			return err
-		}
-		if err := clearMarks(r.Dir); err != nil {
-			return err
-		}
-		lf, err := os.OpenFile(filepath.Join(r.Dir, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return err
-		}
-		args := r.TrainArgs()
-		cmd := exec.Command(trainer, args...)
-		cmd.Stdout, cmd.Stderr = lf, lf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals come from meazo-sweep, once
-		if len(st.Executor.GPUs) > 0 {
-			cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+strconv.Itoa(st.Executor.GPUs[slot]))
-		}
-		fmt.Fprintf(log, "meazo-sweep: start %s (stage %d%s)\n", r.Dir, r.Stage, map[bool]string{true: ", resume", false: ""}[args[0] == "--resume"])
-		if err := cmd.Start(); err != nil {
-			lf.Close()
-			return fmt.Errorf("start %s: %w", trainer, err)
-		}
-		running[r.Dir] = cmd
-		attempted[r.Dir] = true
-		go func() {
-			err := cmd.Wait()
-			lf.Close()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code, err = ee.ExitCode(), nil
-				if code < 0 {
-					code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
-				}
+	for {
+		if ctx.Err() == nil && !x.interrupted {
+			again, err := x.startReady()
+			if err != nil {
+				return err
 			}
-			results <- done{r, code, slot, err}
-		}()
-		return nil
+			if again {
+				continue
+			}
+		}
+		if len(x.running) == 0 {
+			break
+		}
+		select {
+		case d := <-x.results:
+			if err := x.reap(d); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			x.interrupt()
+			ctx = context.Background() // wait for the runs to end
+		}
 	}
+	return x.finish()
+}
+
+// localExecutor is RunLocal's state: the runs it started and those still
+// running, its free slots, what it last read of each sweep, and how the
+// runs it saw end ended. RunLocal drives it with three moves: startReady
+// (refresh the sweeps that may have changed, then start what is ready),
+// reap (one run ended) and interrupt (a signal); finish reports.
+type localExecutor struct {
+	st      *Study
+	mode    Mode
+	log     io.Writer
+	trainer string // meazo-train, absolute
+
+	sweeps  []*SweepPlan
+	sweepOf map[*SweepPlan]int // a sweep's index in sweeps
+
+	free      []int                // slots; a slot is a GPU when gpus is set
+	running   map[string]*exec.Cmd // run directory -> its meazo-train
+	attempted map[string]bool      // runs this session started
+	elsewhere map[string]bool      // runs another process was training when seen
+	results   chan done            // runs that ended, from their waiting goroutines
+
 	// A sweep's directories are read again only when something may have
 	// changed them: one of its runs ended here, or another process is
 	// training one of them. Reading every sweep after every run would read
 	// a paper study's 5,130 run directories 5,130 times.
-	ready := make([][]RunSpec, len(sweeps)) // per sweep, as last read: runs to start
-	stale := make([]bool, len(sweeps))
-	for i := range stale {
-		stale[i] = true
+	ready [][]RunSpec // per sweep, as last read: runs to start
+	stale []bool      // per sweep: read it again before starting its runs
+
+	interrupted bool     // a signal, or a run that exited interrupted: nothing new starts
+	failed      []string // runs whose meazo-train failed
+	killedRuns  []string // killed by a signal after a checkpoint: they wait for resume
+}
+
+// newLocalExecutor finds meazo-train and sets up the slots; every sweep is
+// to be read.
+func (st *Study) newLocalExecutor(mode Mode, log io.Writer) (*localExecutor, error) {
+	trainer, err := st.FindTrainer()
+	if err != nil {
+		return nil, err
 	}
-	runsElsewhere := func(r RunSpec, s RunState) {
-		if !elsewhere[r.Dir] {
-			elsewhere[r.Dir] = true
-			fmt.Fprintf(log, "meazo-sweep: %s is running in another process (%s): not starting a second meazo-train on it\n", r.Dir, s.Detail)
+	x := &localExecutor{
+		st: st, mode: mode, log: log, trainer: trainer,
+		sweeps: st.Sweeps(), sweepOf: map[*SweepPlan]int{},
+		free:    make([]int, st.Executor.Parallel),
+		running: map[string]*exec.Cmd{}, attempted: map[string]bool{}, elsewhere: map[string]bool{},
+		results: make(chan done),
+	}
+	for i := range x.free {
+		x.free[i] = i
+	}
+	x.ready, x.stale = make([][]RunSpec, len(x.sweeps)), make([]bool, len(x.sweeps))
+	for i, sp := range x.sweeps {
+		x.sweepOf[sp] = i
+		x.stale[i] = true
+	}
+	return x, nil
+}
+
+// startReady starts the runs that are ready, stage 1 before stage 2, while
+// slots are free. It says whether to look again at once: a run read earlier
+// was taken by another process since, and its sweep may have more to start
+// now (its stage 2, if the other process finished its stage 1).
+func (x *localExecutor) startReady() (again bool, err error) {
+	next, err := x.refresh()
+	if err != nil {
+		return false, err
+	}
+	reread := false // a run read earlier was taken by another process since
+	for len(x.free) > 0 && len(next) > 0 {
+		r := next[0]
+		next = next[1:]
+		// Read as it is now, not as when its sweep was last read:
+		// another process may have taken it since.
+		s, err := ReadState(r.Dir)
+		if err != nil {
+			return false, err
+		}
+		if !x.mode.startable(s) {
+			x.stale[x.sweepOf[r.Sweep]] = true // read it again before the next start
+			reread = true
+			if s.Status == StatusRunning {
+				x.runsElsewhere(r, s)
+			}
+			continue
+		}
+		if err := x.start(r); err != nil {
+			return false, err
 		}
 	}
-	sweepOf := map[*SweepPlan]int{}
-	for i, sp := range sweeps {
-		sweepOf[sp] = i
-	}
-	for {
-		if ctx.Err() == nil && !interrupted {
-			var next []RunSpec
-			for i, sp := range sweeps {
-				if stale[i] {
-					ss, err := sp.State()
-					if err != nil {
-						return err
-					}
-					ready[i], stale[i] = nil, false
-					for _, r := range ss.Runs() {
-						s := ss.States[r.Dir]
-						if s.Status == StatusRunning && running[r.Dir] == nil {
-							stale[i] = true // it ends without telling us
-							runsElsewhere(r, s)
-						}
-						if running[r.Dir] == nil && !attempted[r.Dir] && mode.startable(s) {
-							ready[i] = append(ready[i], r)
-						}
-					}
-				}
-				for _, r := range ready[i] {
-					if !attempted[r.Dir] {
-						next = append(next, r)
-					}
-				}
+	return reread && len(x.free) > 0, nil
+}
+
+// refresh reads the stale sweeps again and returns the runs to start, in
+// the order of their stages.
+func (x *localExecutor) refresh() ([]RunSpec, error) {
+	var next []RunSpec
+	for i, sp := range x.sweeps {
+		if x.stale[i] {
+			ss, err := sp.State()
+			if err != nil {
+				return nil, err
 			}
-			sort.SliceStable(next, func(i, j int) bool { return next[i].Stage < next[j].Stage })
-			reread := false // a run read earlier was taken by another process since
-			for len(free) > 0 && len(next) > 0 {
-				r := next[0]
-				next = next[1:]
-				// Read as it is now, not as when its sweep was last read:
-				// another process may have taken it since.
-				s, err := ReadState(r.Dir)
-				if err != nil {
-					return err
+			x.ready[i], x.stale[i] = nil, false
+			for _, r := range ss.Runs() {
+				s := ss.States[r.Dir]
+				if s.Status == StatusRunning && x.running[r.Dir] == nil {
+					x.stale[i] = true // it ends without telling us
+					x.runsElsewhere(r, s)
 				}
-				if !mode.startable(s) {
-					stale[sweepOf[r.Sweep]] = true // read it again before the next start
-					reread = true
-					if s.Status == StatusRunning {
-						runsElsewhere(r, s)
-					}
-					continue
+				if x.running[r.Dir] == nil && !x.attempted[r.Dir] && x.mode.startable(s) {
+					x.ready[i] = append(x.ready[i], r)
 				}
-				if err := start(r); err != nil {
-					return err
-				}
-			}
-			if reread && len(free) > 0 {
-				// Its sweep may have more to start now (its stage 2, if
-				// the other process finished its stage 1): read it again.
-				continue
 			}
 		}
-		if len(running) == 0 {
-			break
-		}
-		select {
-		case d := <-results:
-			delete(running, d.spec.Dir)
-			stale[sweepOf[d.spec.Sweep]] = true
-			free = append(free, d.slot)
-			if d.err != nil {
-				return fmt.Errorf("%s: %w", d.spec.Dir, d.err)
+		for _, r := range x.ready[i] {
+			if !x.attempted[r.Dir] {
+				next = append(next, r)
 			}
-			if d.code != 0 && d.code != train.ExitInterrupted && takenElsewhere(d.spec.Dir) {
-				// Another meazo-sweep started it at the same moment, and
-				// its meazo-train won the run.lock: the run is that
-				// process's, and this one's exit status is no failure.
-				fmt.Fprintf(log, "meazo-sweep: %s was started at the same moment by another process, whose it is\n", d.spec.Dir)
-				continue
-			}
-			if err := writeExit(d.spec.Dir, d.code); err != nil {
-				return err
-			}
-			killed := killedAfterCheckpoint(d.spec.Dir, d.code)
-			switch {
-			case d.code == train.ExitInterrupted:
-				interrupted = true
-				fmt.Fprintf(log, "meazo-sweep: %s interrupted (checkpointed; meazo-sweep resume continues it)\n", d.spec.Dir)
-			case killed != "": // a crash (an out-of-memory kill): its sweep waits, the others go on
-				killedRuns = append(killedRuns, d.spec.Dir)
-				fmt.Fprintf(log, "meazo-sweep: %s: %s\n", d.spec.Dir, killed)
-			case d.code != 0:
-				failed = append(failed, d.spec.Dir)
-				fmt.Fprintf(log, "meazo-sweep: %s FAILED (exit status %d; see %s)\n", d.spec.Dir, d.code, filepath.Join(d.spec.Dir, LogFile))
-			default:
-				s, _ := ReadState(d.spec.Dir)
-				fmt.Fprintf(log, "meazo-sweep: %s %s\n", d.spec.Dir, s.Status)
-			}
-		case <-ctx.Done():
-			if !interrupted {
-				interrupted = true
-				fmt.Fprintf(log, "meazo-sweep: stopping: the %d running runs checkpoint and stop; nothing new starts\n", len(running))
-				for _, c := range running {
-					c.Process.Signal(syscall.SIGTERM)
-				}
-			}
-			ctx = context.Background() // wait for the runs to end
 		}
 	}
-	if err := st.finishSweeps(log); err != nil {
+	sort.SliceStable(next, func(i, j int) bool { return next[i].Stage < next[j].Stage })
+	return next, nil
+}
+
+// runsElsewhere logs, once per run, that another process is training it.
+func (x *localExecutor) runsElsewhere(r RunSpec, s RunState) {
+	if !x.elsewhere[r.Dir] {
+		x.elsewhere[r.Dir] = true
+		fmt.Fprintf(x.log, "meazo-sweep: %s is running in another process (%s): not starting a second meazo-train on it\n", r.Dir, s.Detail)
+	}
+}
+
+// start starts r's meazo-train on the first free slot, its output appended
+// to the run's log file; a goroutine waits for it and sends its exit status
+// to results.
+func (x *localExecutor) start(r RunSpec) error {
+	slot := x.free[0]
+	x.free = x.free[1:]
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err
 	}
-	if len(elsewhere) > 0 {
-		fmt.Fprintf(log, "meazo-sweep: %d runs were running in another process; once they end, meazo-sweep run goes on with their sweeps (stage 2, sweep.json)\n", len(elsewhere))
+	if err := clearMarks(r.Dir); err != nil {
+		return err
 	}
-	stopped, err := st.stoppedRuns(attempted, log)
+	lf, err := os.OpenFile(filepath.Join(r.Dir, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	stopped = append(stopped, killedRuns...)
-	if interrupted {
+	args := r.TrainArgs()
+	cmd := exec.Command(x.trainer, args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals come from meazo-sweep, once
+	if len(x.st.Executor.GPUs) > 0 {
+		cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+strconv.Itoa(x.st.Executor.GPUs[slot]))
+	}
+	fmt.Fprintf(x.log, "meazo-sweep: start %s (stage %d%s)\n", r.Dir, r.Stage, map[bool]string{true: ", resume", false: ""}[args[0] == "--resume"])
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return fmt.Errorf("start %s: %w", x.trainer, err)
+	}
+	x.running[r.Dir] = cmd
+	x.attempted[r.Dir] = true
+	go func() {
+		code, err := exitStatus(cmd.Wait())
+		lf.Close()
+		x.results <- done{r, code, slot, err}
+	}()
+	return nil
+}
+
+// exitStatus splits what cmd.Wait returned into the process's exit status
+// (128 + the signal that killed it, as a shell says) and an error that is
+// not its exit status (the wait itself failed).
+func exitStatus(err error) (int, error) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return 0, err
+	}
+	code := ee.ExitCode()
+	if code < 0 {
+		code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+	}
+	return code, nil
+}
+
+// reap records a run that ended: its slot is free again, its sweep is to be
+// read again, and its exit status says how it ended (written to its
+// directory, and logged).
+func (x *localExecutor) reap(d done) error {
+	delete(x.running, d.spec.Dir)
+	x.stale[x.sweepOf[d.spec.Sweep]] = true
+	x.free = append(x.free, d.slot)
+	if d.err != nil {
+		return fmt.Errorf("%s: %w", d.spec.Dir, d.err)
+	}
+	if d.code != 0 && d.code != train.ExitInterrupted && takenElsewhere(d.spec.Dir) {
+		// Another meazo-sweep started it at the same moment, and
+		// its meazo-train won the run.lock: the run is that
+		// process's, and this one's exit status is no failure.
+		fmt.Fprintf(x.log, "meazo-sweep: %s was started at the same moment by another process, whose it is\n", d.spec.Dir)
+		return nil
+	}
+	if err := writeExit(d.spec.Dir, d.code); err != nil {
+		return err
+	}
+	killed := killedAfterCheckpoint(d.spec.Dir, d.code)
+	switch {
+	case d.code == train.ExitInterrupted:
+		x.interrupted = true
+		fmt.Fprintf(x.log, "meazo-sweep: %s interrupted (checkpointed; meazo-sweep resume continues it)\n", d.spec.Dir)
+	case killed != "": // a crash (an out-of-memory kill): its sweep waits, the others go on
+		x.killedRuns = append(x.killedRuns, d.spec.Dir)
+		fmt.Fprintf(x.log, "meazo-sweep: %s: %s\n", d.spec.Dir, killed)
+	case d.code != 0:
+		x.failed = append(x.failed, d.spec.Dir)
+		fmt.Fprintf(x.log, "meazo-sweep: %s FAILED (exit status %d; see %s)\n", d.spec.Dir, d.code, filepath.Join(d.spec.Dir, LogFile))
+	default:
+		s, _ := ReadState(d.spec.Dir)
+		fmt.Fprintf(x.log, "meazo-sweep: %s %s\n", d.spec.Dir, s.Status)
+	}
+	return nil
+}
+
+// interrupt, on the first signal, forwards SIGTERM to every running run
+// (each checkpoints and stops) and starts nothing new.
+func (x *localExecutor) interrupt() {
+	if x.interrupted {
+		return
+	}
+	x.interrupted = true
+	fmt.Fprintf(x.log, "meazo-sweep: stopping: the %d running runs checkpoint and stop; nothing new starts\n", len(x.running))
+	for _, c := range x.running {
+		c.Process.Signal(syscall.SIGTERM)
+	}
+}
+
+// finish, once no run is running, writes sweep.json for every complete
+// sweep and returns how the session ended: ErrInterrupted, the failed runs,
+// or the runs that wait for meazo-sweep resume.
+func (x *localExecutor) finish() error {
+	if err := x.st.finishSweeps(x.log); err != nil {
+		return err
+	}
+	if len(x.elsewhere) > 0 {
+		fmt.Fprintf(x.log, "meazo-sweep: %d runs were running in another process; once they end, meazo-sweep run goes on with their sweeps (stage 2, sweep.json)\n", len(x.elsewhere))
+	}
+	stopped, err := x.st.stoppedRuns(x.attempted, x.log)
+	if err != nil {
+		return err
+	}
+	stopped = append(stopped, x.killedRuns...)
+	if x.interrupted {
 		return ErrInterrupted
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d runs failed (meazo-sweep resume retries them): %v", len(failed), failed)
+	if len(x.failed) > 0 {
+		return fmt.Errorf("%d runs failed (meazo-sweep resume retries them): %v", len(x.failed), x.failed)
 	}
 	if len(stopped) > 0 {
 		return &stoppedError{stopped}

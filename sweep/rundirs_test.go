@@ -3,10 +3,8 @@ package sweep
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
@@ -395,130 +391,6 @@ func TestSweepScriptNames(t *testing.T) {
 	}
 }
 
-// TestSlurmTaskSignals runs a stage's batch script as Slurm would, with a
-// fake scontrol, and signals it: SIGUSR1 (the time limit near) requeues the
-// task; SIGTERM (scancel) leaves the run interrupted, not requeued.
-func TestSlurmTaskSignals(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	self, _ := os.Executable()
-	for _, tc := range []struct {
-		sig       syscall.Signal
-		code      int    // the script's exit status
-		scontrol  string // what scontrol was asked
-		keepsJob  bool   // meazo-sweep.job stays (the requeued task still runs the run)
-		exit      string // meazo-sweep.exit: none while the task is requeued (the run reads as queued)
-		status    string
-		logSubstr string
-	}{
-		{syscall.SIGUSR1, 0, "requeue 77_0\n", true, "", StatusQueued, "requeueing 77_0"},
-		{syscall.SIGTERM, 3, "", false, "3\n", StatusInterrupted, "interrupted by SIGTERM after a checkpoint: not requeued"},
-	} {
-		t.Run(tc.sig.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			// time 5 minutes, the signal 300 s before: SIGUSR1 is honoured at once.
-			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: {time: \"5\", signal_seconds: 300}}\n", dir, self))
-			st, err := LoadStudy(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sub, err := st.buildSlurm(p, st.Sweeps()[0].Stage1(), 1001, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := sub.arrays[0]
-			writeFile(t, a.tasksPath, a.tasks)
-			writeFile(t, a.scriptPath, a.script)
-			run := a.runs[0].Dir
-			writeFile(t, filepath.Join(run, JobFile), "77_0\n")
-			bin := filepath.Join(dir, "bin")
-			writeFile(t, filepath.Join(bin, "scontrol"), "#!/bin/sh\necho \"$@\" >> \"$SCONTROL_LOG\"\n")
-			os.Chmod(filepath.Join(bin, "scontrol"), 0o755)
-			sclog := filepath.Join(dir, "scontrol.log")
-
-			cmd := exec.Command("bash", a.scriptPath)
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SCONTROL_LOG="+sclog,
-				"SLURM_ARRAY_JOB_ID=77", "SLURM_ARRAY_TASK_ID=0", "MEAZO_SWEEP_TEST_TRAINER=1", "FAKE_WAIT=1")
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; !exists(filepath.Join(run, "started")); i++ {
-				if i == 500 {
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatalf("meazo-train did not start:\n%s", out.String())
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			cmd.Process.Signal(tc.sig)
-			err = cmd.Wait()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			asked, _ := os.ReadFile(sclog)
-			exit, _ := os.ReadFile(filepath.Join(run, ExitFile))
-			if code != tc.code || string(asked) != tc.scontrol || string(exit) != tc.exit ||
-				exists(filepath.Join(run, JobFile)) != tc.keepsJob || !strings.Contains(out.String(), tc.logSubstr) {
-				t.Errorf("exit status %d, scontrol %q, %s %q, %s kept %v; want %d, %q, %q, %v, log with %q; log:\n%s",
-					code, asked, ExitFile, exit, JobFile, exists(filepath.Join(run, JobFile)), tc.code, tc.scontrol, tc.exit, tc.keepsJob, tc.logSubstr, out.String())
-			}
-			if s, err := ReadState(run); err != nil || s.Status != tc.status {
-				t.Errorf("state after the task: %+v, %v; want %s", s, err, tc.status)
-			}
-		})
-	}
-}
-
-// TestSlurmSelectLostJobs: the selection job finds a run still marked
-// queued whose job squeue no longer shows (cancelled while pending, or lost
-// with its node): it is interrupted, not failed, so the sweep chooses no η*
-// without it, the selection does not submit it again, and resume does.
-func TestSlurmSelectLostJobs(t *testing.T) {
-	dir := t.TempDir()
-	self, _ := os.Executable()
-	bin := filepath.Join(dir, "bin")
-	writeFile(t, filepath.Join(bin, "squeue"), "#!/bin/sh\nexit 0\n") // shows no job
-	os.Chmod(filepath.Join(bin, "squeue"), 0o755)
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: {time: \"5\"}}\n", dir, self))
-	st, err := LoadStudy(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := st.Sweeps()[0].Stage1()
-	writeRun(t, runs[0].Dir, Summary{Optimizer: "meazo", LR: 1e-3, Steps: 10, StepsDone: 10, Status: StatusDone})
-	writeFile(t, filepath.Join(runs[1].Dir, JobFile), "58_1\n")
-	var log bytes.Buffer
-	got, err := st.slurmCandidates(ModeRun, true, &log)
-	if err != nil || len(got) != 0 {
-		t.Fatalf("the selection would submit %v (%v)\n%s", got, err, log.String())
-	}
-	s, err := ReadState(runs[1].Dir)
-	if err != nil || s.Status != StatusInterrupted || !strings.Contains(s.Detail, "Slurm job 58_1 ended without an exit status") {
-		t.Fatalf("the lost run: %+v, %v", s, err)
-	}
-	if ss, _ := st.Sweeps()[0].State(); ss.Complete() {
-		t.Error("the sweep reads as complete with a lost run")
-	}
-	if got, err := st.slurmCandidates(ModeResume, false, io.Discard); err != nil || len(got) != 1 || got[0].Dir != runs[1].Dir {
-		t.Errorf("resume would submit %v (%v), want the lost run", got, err)
-	}
-	// run submits nothing (no sbatch here) and exits as interrupted, naming it.
-	log.Reset()
-	if err := st.SlurmSubmit(p, ModeRun, false, &log); !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), runs[1].Dir) {
-		t.Errorf("run: %v, want an interruption naming %s\n%s", err, runs[1].Dir, log.String())
-	}
-	// The selection job only logs it: its own job state stays COMPLETED.
-	log.Reset()
-	if err := st.SlurmSubmit(p, ModeRun, true, &log); err != nil || !strings.Contains(log.String(), runs[1].Dir+" is interrupted") {
-		t.Errorf("selection: %v, want no error and the run named\n%s", err, log.String())
-	}
-}
-
 func readLines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -526,90 +398,6 @@ func readLines(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
-}
-
-// TestSlurmQueueReadOnce: whether queued runs still have a job is read with
-// one squeue for the whole study (one per run took minutes for thousands),
-// and a squeue that keeps failing is an error, not every run gone.
-func TestSlurmQueueReadOnce(t *testing.T) {
-	dir := t.TempDir()
-	self, _ := os.Executable()
-	bin := filepath.Join(dir, "bin")
-	calls := filepath.Join(dir, "calls")
-	// Shows 58_2 (and a job of another study), logs its arguments, and fails when told to.
-	writeFile(t, filepath.Join(bin, "squeue"), "#!/bin/sh\necho \"$@\" >> "+calls+"\n[ -e "+dir+"/fail ] && { echo 'slurm_load_jobs error: Socket timed out' >&2; exit 1; }\nprintf '58_2\\n77\\n'\n")
-	os.Chmod(filepath.Join(bin, "squeue"), 0o755)
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	defer func(r []time.Duration) { squeueRetries = r }(squeueRetries)
-	squeueRetries = []time.Duration{time.Millisecond, time.Millisecond}
-	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: {time: \"5\"}}\n", dir, self))
-	st, err := LoadStudy(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := st.Sweeps()[0].Stage1()
-	for i, r := range runs {
-		writeFile(t, filepath.Join(r.Dir, JobFile), fmt.Sprintf("58_%d\n", i+1))
-	}
-	// squeue failing: nothing is marked or submitted.
-	writeFile(t, filepath.Join(dir, "fail"), "")
-	if got, err := st.slurmCandidates(ModeRun, true, io.Discard); err == nil || !strings.Contains(err.Error(), "Socket timed out") {
-		t.Fatalf("with squeue failing: %v, %v; want its error", got, err)
-	}
-	if n := len(readLines(t, calls)); n != 1+len(squeueRetries) {
-		t.Errorf("squeue tried %d times, want %d", n, 1+len(squeueRetries))
-	}
-	for _, r := range runs {
-		if s, _ := ReadState(r.Dir); s.Status != StatusQueued {
-			t.Errorf("%s: %s after squeue failed, want queued", r.Dir, s.Status)
-		}
-	}
-	// squeue answering: one call, for this user, each array task listed.
-	os.Remove(filepath.Join(dir, "fail"))
-	os.Remove(calls)
-	if _, err := st.slurmCandidates(ModeRun, true, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if got := readLines(t, calls); len(got) != 1 || got[0] != fmt.Sprintf("-h -r -u %d -o %%i", os.Getuid()) {
-		t.Errorf("squeue calls %q, want one listing this user's jobs", got)
-	}
-	for i, want := range []string{StatusInterrupted, StatusQueued, StatusInterrupted} {
-		if s, _ := ReadState(runs[i].Dir); s.Status != want {
-			t.Errorf("run of job 58_%d: %s, want %s", i+1, s.Status, want)
-		}
-	}
-}
-
-// TestLockSubmissions: a second Slurm submission of a study waits for the
-// first (two at once submitted every run twice).
-func TestLockSubmissions(t *testing.T) {
-	dir := t.TempDir()
-	unlock, err := lockSubmissions(dir, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		u, err := lockSubmissions(dir, io.Discard)
-		if err == nil {
-			u()
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("a second submission took the lock while the first held it (%v)", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	unlock()
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the second submission did not get the lock once the first released it")
-	}
 }
 
 // TestStatusListsWhatNeedsALook: status counts every run but lists only

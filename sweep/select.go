@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/stats"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -158,27 +159,9 @@ func ByMethod(runs []Run) ([]Method, map[Method][]Run) {
 // denominator) of the finite values in xs, and how many there were. The
 // standard deviation is NaN below two values: one seed has no spread to show.
 func MeanStd(xs []float64) (mean, std float64, n int) {
-	var sum float64
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			sum += x
-			n++
-		}
-	}
-	if n == 0 {
-		return math.NaN(), math.NaN(), 0
-	}
-	mean = sum / float64(n)
-	if n < 2 {
-		return mean, math.NaN(), n
-	}
-	var ss float64
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			ss += (x - mean) * (x - mean)
-		}
-	}
-	return mean, math.Sqrt(ss / float64(n-1)), n
+	finite := slices.DeleteFunc(slices.Clone(xs), func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) })
+	mean, std = stats.MeanStd(finite, 1)
+	return mean, std, len(finite)
 }
 
 // RateStats is one learning rate of one method with the runs at it (one per

@@ -172,7 +172,34 @@ func checkStrict(v any, t reflect.Type, prefix string) error {
 	return nil
 }
 
+// validate checks the study and fills in its defaults, in the order the
+// file reads: the study's own keys, each experiment, the sweeps' names,
+// the executor. The first mistake is the error.
 func (st *Study) validate() error {
+	if err := st.checkTop(); err != nil {
+		return err
+	}
+	if len(st.Experiments) == 0 {
+		return fmt.Errorf("experiments: at least one is required")
+	}
+	names := map[string]bool{}
+	for i := range st.Experiments {
+		if err := st.checkExperiment(i, names); err != nil {
+			return err
+		}
+	}
+	if err := st.checkSweepNames(); err != nil {
+		return err
+	}
+	if err := st.Executor.check(); err != nil {
+		return err
+	}
+	return st.Executor.Slurm.check()
+}
+
+// checkTop checks the study's own keys (out, seeds, coarse, set) and fills
+// in the defaults of name, seeds, coarse and fine.
+func (st *Study) checkTop() error {
 	if st.Out == "" {
 		return fmt.Errorf("out: the study directory is required")
 	}
@@ -205,72 +232,84 @@ func (st *Study) validate() error {
 			return err
 		}
 	}
-	if len(st.Experiments) == 0 {
-		return fmt.Errorf("experiments: at least one is required")
+	return nil
+}
+
+// checkExperiment checks experiment i (names: the experiments' names so
+// far) and fills in its optimizers and the study's seeds, grid and fine.
+func (st *Study) checkExperiment(i int, names map[string]bool) error {
+	e := &st.Experiments[i]
+	where := fmt.Sprintf("experiments.%d", i)
+	if e.Seeds != nil && len(e.Seeds) == 0 || e.Coarse != nil && len(e.Coarse) == 0 || e.Optimizers != nil && len(e.Optimizers) == 0 {
+		return fmt.Errorf("%s: an empty seeds, coarse or optimizers list (leave the key out for the default)", where)
 	}
-	names := map[string]bool{}
-	for i := range st.Experiments {
-		e := &st.Experiments[i]
-		where := fmt.Sprintf("experiments.%d", i)
-		if e.Seeds != nil && len(e.Seeds) == 0 || e.Coarse != nil && len(e.Coarse) == 0 || e.Optimizers != nil && len(e.Optimizers) == 0 {
-			return fmt.Errorf("%s: an empty seeds, coarse or optimizers list (leave the key out for the default)", where)
-		}
-		if !nameChars(e.Name, "-_.") {
-			return fmt.Errorf("%s.name: %q: want letters, digits, '-', '_' or '.'", where, e.Name)
-		}
-		if names[e.Name] {
-			return fmt.Errorf("%s.name: %q used twice", where, e.Name)
-		}
-		names[e.Name] = true
-		if e.Config == "" {
-			return fmt.Errorf("%s.config: required", where)
-		}
-		if len(e.Optimizers) == 0 && strings.Contains(e.Config, "{optimizer}") {
-			return fmt.Errorf("%s.optimizers: required when config names {optimizer}", where)
-		}
-		if len(e.Optimizers) == 0 {
-			o, err := configOptimizer(e.Config)
-			if err != nil && st.Demo == "" {
-				return fmt.Errorf("%s.optimizers: not given and %v", where, err)
-			}
-			if o == "" {
-				o = "meazo"
-			}
-			e.Optimizers = []string{o}
-		}
-		for i, o := range e.Optimizers {
-			switch o {
-			case "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo":
-			default:
-				return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", where, o)
-			}
-			if slices.Contains(e.Optimizers[:i], o) {
-				return fmt.Errorf("%s.optimizers: %q given twice", where, o)
-			}
-		}
-		for _, s := range e.Set {
-			if err := checkSet(where+".set", s); err != nil {
-				return err
-			}
-		}
-		if err := checkVariants(where, e.Variants); err != nil {
-			return err
-		}
-		if len(e.Seeds) == 0 {
-			e.Seeds = st.Seeds
-		}
-		if len(e.Coarse) == 0 {
-			e.Coarse = st.Coarse
-		}
-		if e.Fine == nil {
-			e.Fine = st.Fine
-		}
-		if err := checkGrid(where+".", e.Seeds, e.Coarse); err != nil {
+	if !nameChars(e.Name, "-_.") {
+		return fmt.Errorf("%s.name: %q: want letters, digits, '-', '_' or '.'", where, e.Name)
+	}
+	if names[e.Name] {
+		return fmt.Errorf("%s.name: %q used twice", where, e.Name)
+	}
+	names[e.Name] = true
+	if e.Config == "" {
+		return fmt.Errorf("%s.config: required", where)
+	}
+	if err := e.checkOptimizers(where, st.Demo != ""); err != nil {
+		return err
+	}
+	for _, s := range e.Set {
+		if err := checkSet(where+".set", s); err != nil {
 			return err
 		}
 	}
-	// Two sweeps in one directory would mix their runs: "a" with variant
-	// "b_meazo" and "a_meazo_b" are both a_meazo_b_meazo.
+	if err := checkVariants(where, e.Variants); err != nil {
+		return err
+	}
+	if len(e.Seeds) == 0 {
+		e.Seeds = st.Seeds
+	}
+	if len(e.Coarse) == 0 {
+		e.Coarse = st.Coarse
+	}
+	if e.Fine == nil {
+		e.Fine = st.Fine
+	}
+	return checkGrid(where+".", e.Seeds, e.Coarse)
+}
+
+// checkOptimizers checks the experiment's optimizers, or takes the one its
+// config names when it names none (meazo when a demo study's config is not
+// written yet: demo).
+func (e *Experiment) checkOptimizers(where string, demo bool) error {
+	if len(e.Optimizers) == 0 && strings.Contains(e.Config, "{optimizer}") {
+		return fmt.Errorf("%s.optimizers: required when config names {optimizer}", where)
+	}
+	if len(e.Optimizers) == 0 {
+		o, err := configOptimizer(e.Config)
+		if err != nil && !demo {
+			return fmt.Errorf("%s.optimizers: not given and %v", where, err)
+		}
+		if o == "" {
+			o = "meazo"
+		}
+		e.Optimizers = []string{o}
+	}
+	for i, o := range e.Optimizers {
+		switch o {
+		case "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo":
+		default:
+			return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", where, o)
+		}
+		if slices.Contains(e.Optimizers[:i], o) {
+			return fmt.Errorf("%s.optimizers: %q given twice", where, o)
+		}
+	}
+	return nil
+}
+
+// checkSweepNames refuses two sweeps in one directory, which would mix
+// their runs: "a" with variant "b_meazo" and "a_meazo_b" are both
+// a_meazo_b_meazo.
+func (st *Study) checkSweepNames() error {
 	seen := map[string]bool{}
 	for _, sp := range st.Sweeps() {
 		if seen[sp.Name] {
@@ -278,7 +317,12 @@ func (st *Study) validate() error {
 		}
 		seen[sp.Name] = true
 	}
-	x := &st.Executor
+	return nil
+}
+
+// check checks the executor's kind and parallel runs, filling in their
+// defaults (local; one run per 2 cores, or per GPU when gpus is set).
+func (x *Executor) check() error {
 	switch x.Kind {
 	case "":
 		x.Kind = "local"
@@ -298,7 +342,12 @@ func (st *Study) validate() error {
 	if len(x.GPUs) > 0 && x.Parallel > len(x.GPUs) {
 		return fmt.Errorf("executor.parallel: %d runs at a time but only %d gpus", x.Parallel, len(x.GPUs))
 	}
-	s := &x.Slurm
+	return nil
+}
+
+// check checks the Slurm executor's settings, filling in their defaults
+// (checked whatever the executor's kind, as a study may switch to Slurm).
+func (s *Slurm) check() error {
 	if s.Time == "" {
 		s.Time = "1:00:00"
 	}

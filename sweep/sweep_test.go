@@ -290,34 +290,6 @@ func readSweep(t *testing.T, path string) Sweep {
 	return sw
 }
 
-// TestEarliestSignal: the task script ignores a SIGUSR1 only before the
-// time limit's could come, which Slurm may send up to 60 s early (an
-// ignored one let the job die at its limit without a requeue).
-func TestEarliestSignal(t *testing.T) {
-	for _, tc := range []struct {
-		time   string
-		signal int
-		want   int
-	}{{"1:00:00", 300, 3235}, {"2", 30, 25}, {"2", 60, 0}, {"1", 50, 0}, {"bad", 30, 0}} {
-		st := &Study{Executor: Executor{Slurm: Slurm{Time: tc.time, SignalSecs: tc.signal}}}
-		if got := st.earliestSignal(); got != tc.want {
-			t.Errorf("time %s, signal_seconds %d: EARLIEST %d, want %d", tc.time, tc.signal, got, tc.want)
-		}
-	}
-}
-
-func TestParseSlurmTime(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int
-	}{{"2", 120}, {"2:30", 150}, {"1:00:00", 3600}, {"1-0", 86400}, {"1-2", 93600}, {"1-2:3", 93780}, {"1-2:3:4", 93784}, {"x", -1}, {"1:2:3:4", -1}, {"-1", -1}} {
-		got, err := parseSlurmTime(tc.in)
-		if (err != nil) != (tc.want < 0) || (err == nil && got != tc.want) {
-			t.Errorf("parseSlurmTime(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-}
-
 // TestStudyDocIsCurrent checks docs/SWEEPS.md holds StudyDoc's table.
 func TestStudyDocIsCurrent(t *testing.T) {
 	b, err := os.ReadFile("../docs/SWEEPS.md")
@@ -423,51 +395,6 @@ func TestLocalInterrupt(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "interrupted interrupted new" {
 		t.Fatalf("states %v, want two interrupted runs and one never started\n%s", got, log.String())
-	}
-}
-
-func TestSlurmScripts(t *testing.T) {
-	self, _ := os.Executable()
-	for _, tc := range []struct {
-		name     string
-		slurm    string
-		maxArray int
-		want     []string
-		arrays   int
-	}{
-		{"defaults", "{}", 1001, []string{"#SBATCH --array=0-5%8\n", "#SBATCH --time=1:00:00\n", "#SBATCH --signal=B:USR1@300\n", "#SBATCH --requeue\n", "EARLIEST=3235\n",
-			`scontrol requeue "$task_id"`, "--resume"}, 1},
-		{"pass-through", `{partition: gpu, account: a1, qos: high, time: "2:00:00", mem: 16G, gres: "gpu:1", throttle: 3, signal_seconds: 120, sbatch: ["#SBATCH --constraint=a100", "--exclusive"], setup: ["module load cuda"]}`,
-			1001, []string{"#SBATCH --array=0-5%3\n", "#SBATCH --partition=gpu\n", "#SBATCH --account=a1\n", "#SBATCH --qos=high\n", "#SBATCH --mem=16G\n",
-				"#SBATCH --gres=gpu:1\n", "#SBATCH --constraint=a100\n", "#SBATCH --exclusive\n", "module load cuda\n", "#SBATCH --signal=B:USR1@120\n"}, 1},
-		{"split", "{throttle: 2}", 4, []string{"#SBATCH --array=0-3%2\n"}, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: %s}\n", dir, self, tc.slurm))
-			st, err := LoadStudy(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sub, err := st.buildSlurm(p, st.Sweeps()[0].Stage1(), tc.maxArray, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(sub.arrays) != tc.arrays {
-				t.Fatalf("%d arrays, want %d", len(sub.arrays), tc.arrays)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(sub.arrays[0].script, w) {
-					t.Errorf("script lacks %q:\n%s", w, sub.arrays[0].script)
-				}
-			}
-			if n := strings.Count(sub.arrays[0].tasks, "\n"); n != min(6, tc.maxArray) {
-				t.Errorf("%d task lines", n)
-			}
-			if !strings.Contains(sub.selectScript, "run --slurm-select") {
-				t.Errorf("selection script:\n%s", sub.selectScript)
-			}
-		})
 	}
 }
 

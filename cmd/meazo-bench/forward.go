@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"runtime/pprof"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/stats"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -24,141 +21,158 @@ func init() {
 	register("forward", "full-model forward time, tokens/s, GFLOP/s and peak RSS on random weights", runForward)
 }
 
-// bf16Usage documents -bf16 of forward and zostep.
-const bf16Usage = "random weights rounded to bfloat16 and kept so in memory, as a BF16 checkpoint (the published ones) with model.bf16_weights"
+// forwardBench is forward's settings (its flags).
+type forwardBench struct {
+	name, shapes, backend, profile string
+	reps, threads, generate        int
+	logits, ops, bf16, lossAll     bool
+}
 
-// weightsName names the random weights' storage for the header lines.
-func weightsName(bf16 bool) string {
-	if bf16 {
-		return "bfloat16"
+func parseForward(args []string) (*forwardBench, error) {
+	var fb forwardBench
+	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
+	fs.StringVar(&fb.name, "model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	fs.StringVar(&fb.shapes, "shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
+	fs.IntVar(&fb.reps, "reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
+	fs.IntVar(&fb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	fs.StringVar(&fb.backend, "backend", "cpu", backends.Usage)
+	fs.StringVar(&fb.profile, "cpuprofile", "", "write a CPU profile of the timed forwards to this file")
+	fs.IntVar(&fb.generate, "generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
+	fs.BoolVar(&fb.logits, "logits", true, "compute logits at every position and return them to the host (as a plain HF forward does); false: the LM head runs only where a loss needs it")
+	fs.BoolVar(&fb.ops, "ops", false, "also report the time per backend op class (MatMul, Attention, RMSNorm, ...) per forward; the CPU backend only, whose calls return when their work is done")
+	fs.BoolVar(&fb.bf16, "bf16", false, bf16Usage)
+	fs.BoolVar(&fb.lossAll, "loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, cli.Usage(err)
 	}
-	return "float32"
+	if fb.lossAll {
+		fb.logits = false
+	}
+	if fb.reps < 1 {
+		return nil, fmt.Errorf("-reps: must be >= 1, got %d", fb.reps)
+	}
+	return &fb, nil
 }
 
 func runForward(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
-	name := fs.String("model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
-	shapes := fs.String("shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
-	reps := fs.Int("reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
-	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
-	backend := fs.String("backend", "cpu", backends.Usage)
-	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed forwards to this file")
-	generate := fs.Int("generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
-	logits := fs.Bool("logits", true, "compute logits at every position and return them to the host (as a plain HF forward does); false: the LM head runs only where a loss needs it")
-	ops := fs.Bool("ops", false, "also report the time per backend op class (MatMul, Attention, RMSNorm, ...) per forward; the CPU backend only, whose calls return when their work is done")
-	bf16 := fs.Bool("bf16", false, bf16Usage)
-	lossAll := fs.Bool("loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
-	if err := cli.Parse(fs, args); err != nil {
-		return cli.Usage(err)
+	fb, err := parseForward(args)
+	if err != nil {
+		return err
 	}
-	if *lossAll {
-		*logits = false
-	}
-	if *reps < 1 {
-		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
-	}
-	be, err := backends.Open(*backend, *threads, stdout)
+	be, err := backends.Open(fb.backend, fb.threads, stdout)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
 	var timer *opTimer
-	if *ops {
+	if fb.ops {
 		if be.Name() != "cpu" {
 			return fmt.Errorf("-ops: backend %s queues its work and returns before it is done, so per-call times would be launch times; profile it with its own tools (ncu)", be.Name())
 		}
 		timer = newOpTimer(be)
 		be = timer
 	}
-	cfg, err := benchConfig(*name)
+	m, peak, err := fb.setup(stdout, be)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: *bf16})
-	if err != nil {
-		return err
-	}
-	runtime.GC()
-	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random %s weights built and packed in %.1fs; %d CPU threads; %s\n",
-		*name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, weightsName(*bf16), time.Since(start).Seconds(), *threads, be.Describe())
-	// The FMA peak of the GEMM path in use (the CPU backend only): the forward
-	// is ~95 % GEMM, so GFLOP/s against it says how far the whole pass is
-	// from the machine's arithmetic limit.
-	peak, peakWhat := 0.0, "n/a for backend "+be.Name()
-	if be.Name() == "cpu" {
-		peak, peakWhat = fmaPeak(*threads, cpu.GEMMPath())
-	}
-	if peak > 0 {
-		fmt.Fprintf(stdout, "# FMA peak of GEMM path %s (%s, %d goroutines, best of 9): %.1f GFLOP/s\n", cpu.GEMMPath(), peakWhat, *threads, peak)
-	} else {
-		fmt.Fprintf(stdout, "# FMA peak: %s\n", peakWhat)
-	}
-	fmt.Fprintf(stdout, "%-8s %10s %12s %10s %7s %12s\n", "shape", "seconds", "tokens/s", "GFLOP/s", "%peak", "peak RSS MiB")
-	stop, err := startProfile(*profile)
+	stop, err := startProfile(fb.profile)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, s := range strings.Split(*shapes, ",") {
-		b, t, err := parseShape(s)
-		if err != nil {
+	for _, s := range strings.Split(fb.shapes, ",") {
+		if err := fb.shape(stdout, m, timer, r, s, peak); err != nil {
 			return err
 		}
-		in := model.Input{B: b, T: t, Tokens: make([]int, b*t)}
-		for i := range in.Tokens {
-			in.Tokens[i] = r.IntN(cfg.VocabSize)
+	}
+	return nil
+}
+
+// setup builds the model's random weights on be and prints the header: the
+// model, the FMA peak of the GEMM path (the CPU backend), the table's head.
+// The forward is ~95 % GEMM, so GFLOP/s against that peak says how far the
+// whole pass is from the machine's arithmetic limit.
+func (fb *forwardBench) setup(stdout io.Writer, be tensor.Backend) (*model.Model, float64, error) {
+	cfg, err := benchConfig(fb.name)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: fb.bf16})
+	if err != nil {
+		return nil, 0, err
+	}
+	runtime.GC()
+	fmt.Fprintf(stdout, "# %s: %d layers, hidden %d, vocab %d; random %s weights built and packed in %.1fs; %d CPU threads; %s\n",
+		fb.name, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, weightsName(fb.bf16), time.Since(start).Seconds(), fb.threads, be.Describe())
+	peak, peakWhat := 0.0, "n/a for backend "+be.Name()
+	if be.Name() == "cpu" {
+		peak, peakWhat = fmaPeak(fb.threads, cpu.GEMMPath())
+	}
+	if peak > 0 {
+		fmt.Fprintf(stdout, "# FMA peak of GEMM path %s (%s, %d goroutines, best of 9): %.1f GFLOP/s\n", cpu.GEMMPath(), peakWhat, fb.threads, peak)
+	} else {
+		fmt.Fprintf(stdout, "# FMA peak: %s\n", peakWhat)
+	}
+	fmt.Fprintf(stdout, "%-8s %10s %12s %10s %7s %12s\n", "shape", "seconds", "tokens/s", "GFLOP/s", "%peak", "peak RSS MiB")
+	return m, peak, nil
+}
+
+// shape times the forward of one BxT batch of random tokens (the median of
+// the timed repetitions after a warm-up) and prints its line, the op
+// classes' times with -ops, and the generation's with -generate.
+func (fb *forwardBench) shape(stdout io.Writer, m *model.Model, timer *opTimer, r *rand.Rand, s string, peak float64) error {
+	b, t, err := parseShape(s)
+	if err != nil {
+		return err
+	}
+	// A training-shaped loss without -logits: the last token of each row
+	// supervised, or every one.
+	supervised := 1
+	if fb.lossAll {
+		supervised = t
+	}
+	in, labels := randomBatch(r, m.VocabSize, b, t, supervised)
+	opts := model.Options{Logits: fb.logits}
+	if !fb.logits {
+		opts.Labels = labels
+	}
+	times, err := timings(1, fb.reps, func(run int) {
+		// Free the previous forward's output before the next one, as
+		// PyTorch's reference counting does (untimed).
+		runtime.GC()
+		if run == 1 && timer != nil {
+			timer.reset() // the first run warms up
 		}
-		opts := model.Options{Logits: *logits}
-		if !*logits { // a training-shaped loss: the last token of each row supervised, or every one
-			opts.Labels = make([]int, b*t)
-			for i := range opts.Labels {
-				opts.Labels[i] = -100
-				if *lossAll || i%t == t-1 {
-					opts.Labels[i] = in.Tokens[i]
-				}
-			}
-		}
-		var times []float64
+	}, func() error {
+		_, err := m.Forward(in, opts)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sec := stats.Quantiles(seconds(times), 0.5)[0] // the median run (the upper middle one for an even count)
+	headRows := b                                  // the LM head's rows: one per row for a last-token loss,
+	switch {
+	case fb.logits:
+		headRows = b * t // every position,
+	case fb.lossAll:
+		headRows = b * (t - 1) // every position that predicts a label (labels are shifted, as in HF)
+	}
+	g := forwardFLOPs(&m.Config, b, t, headRows) / sec / 1e9
+	fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %7s %12.0f\n", s, sec, float64(b*t)/sec, g, pctStr(g, peak), peakRSSMiB())
+	reportDeviceMemory(stdout, m.Backend)
+	if timer != nil {
 		var timed time.Duration
-		for rep := 0; rep <= *reps; rep++ {
-			// Free the previous forward's output before the next one, as
-			// PyTorch's reference counting does (untimed).
-			runtime.GC()
-			if rep == 1 && timer != nil {
-				timer.reset() // the first run warms up
-			}
-			t0 := time.Now()
-			if _, err := m.Forward(in, opts); err != nil {
-				return err
-			}
-			if rep > 0 { // the first run warms up
-				times = append(times, time.Since(t0).Seconds())
-				timed += time.Since(t0)
-			}
+		for _, d := range times {
+			timed += d
 		}
-		slices.Sort(times)
-		sec := times[len(times)/2]
-		headRows := b // the LM head's rows: one per row for a last-token loss,
-		switch {
-		case *logits:
-			headRows = b * t // every position,
-		case *lossAll:
-			headRows = b * (t - 1) // every position that predicts a label (labels are shifted, as in HF)
-		}
-		flops := forwardFLOPs(cfg, b, t, headRows)
-		g := flops / sec / 1e9
-		fmt.Fprintf(stdout, "%-8s %10.3f %12.1f %10.1f %7s %12.0f\n", s, sec, float64(b*t)/sec, g, pctStr(g, peak), peakRSSMiB())
-		reportDeviceMemory(stdout, be)
-		if timer != nil {
-			timer.report(stdout, timed, *reps)
-		}
-		if *generate > 0 {
-			if err := timeGenerate(stdout, m, in, *generate); err != nil {
-				return err
-			}
-		}
+		timer.report(stdout, timed, fb.reps)
+	}
+	if fb.generate > 0 {
+		return timeGenerate(stdout, m, in, fb.generate)
 	}
 	return nil
 }
@@ -191,18 +205,6 @@ func timeGenerate(stdout io.Writer, m *model.Model, in model.Input, n int) error
 	return nil
 }
 
-func parseShape(s string) (b, t int, err error) {
-	parts := strings.Split(strings.TrimSpace(s), "x")
-	if len(parts) == 2 {
-		b, err1 := strconv.Atoi(parts[0])
-		t, err2 := strconv.Atoi(parts[1])
-		if err1 == nil && err2 == nil && b > 0 && t > 0 {
-			return b, t, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("bad shape %q, want BxT such as 8x128", s)
-}
-
 // forwardFLOPs counts the multiply-adds (×2) of the matrix products of one
 // forward: every projection, the attention products as computed (all T×T
 // scores, masked or not), and the LM head at headRows rows.
@@ -214,48 +216,4 @@ func forwardFLOPs(c *model.Config, b, t, headRows int) float64 {
 	perLayer += 2 * 2 * float64(b) * float64(c.NumHeads) * float64(t) * float64(t) * hd
 	head := 2 * float64(headRows) * d * float64(c.VocabSize)
 	return float64(c.NumLayers)*perLayer + head
-}
-
-// reportDeviceMemory prints the GPU memory a device backend has held at
-// most so far (nothing for the CPU backend, whose memory is the RSS).
-func reportDeviceMemory(w io.Writer, be tensor.Backend) {
-	if dm, ok := be.(tensor.DeviceMemory); ok {
-		_, peak := dm.DeviceMemory()
-		fmt.Fprintf(w, "#   peak GPU memory held by the backend so far: %.0f MiB (weights, buffers, cache; not the CUDA context)\n", float64(peak)/(1<<20))
-	}
-}
-
-// peakRSSMiB reads the process's peak resident set size (VmHWM) from /proc.
-func peakRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-// startProfile starts a CPU profile written to path (nothing if path is
-// empty); stop ends it and closes the file.
-func startProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"runtime/debug"
-	"time"
 
 	"github.com/meazo-go/meazo/fullparam"
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/stats"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/noise"
-	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/train"
 	"github.com/meazo-go/meazo/zo"
@@ -56,6 +53,12 @@ func runFullStep(args []string, stdout io.Writer) error {
 	if fb.b, fb.t, err = parseShape(*shape); err != nil {
 		return cli.Usage(err)
 	}
+	if fb.steps < 1 {
+		return fmt.Errorf("-reps: must be >= 1, got %d", fb.steps)
+	}
+	if fb.warm < 0 {
+		return fmt.Errorf("-warm: must be >= 0, got %d", fb.warm)
+	}
 	if *what != "step" && *what != "forward" {
 		return cli.Usage(fmt.Errorf("-what %q: want step or forward", *what))
 	}
@@ -89,17 +92,7 @@ func runFullStep(args []string, stdout io.Writer) error {
 
 // batch is fb's B×T batch of random tokens, the last 3 of each row supervised.
 func (fb *fullBench) batch(vocab, b int) (model.Input, []int) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	in := model.Input{B: b, T: fb.t, Tokens: make([]int, b*fb.t)}
-	labels := make([]int, b*fb.t)
-	for i := range in.Tokens {
-		in.Tokens[i] = rng.IntN(vocab)
-		labels[i] = -100
-		if i%fb.t >= fb.t-3 {
-			labels[i] = in.Tokens[i]
-		}
-	}
-	return in, labels
+	return randomBatch(rand.New(rand.NewPCG(3, 4)), vocab, b, fb.t, 3)
 }
 
 // forwards times two plain forwards over B rows (what a MeZO step runs),
@@ -175,17 +168,11 @@ func (fb *fullBench) step(stdout io.Writer, m *model.Model) error {
 // timed runs f fb.warm times, then fb.steps times, and returns the median
 // time of the timed runs.
 func (fb *fullBench) timed(f func() error) (float64, error) {
-	var ts []float64
-	for i := range fb.warm + fb.steps {
-		t0 := time.Now()
-		if err := f(); err != nil {
-			return 0, err
-		}
-		if i >= fb.warm {
-			ts = append(ts, time.Since(t0).Seconds())
-		}
+	ts, err := timings(fb.warm, fb.steps, nil, f)
+	if err != nil {
+		return 0, err
 	}
-	return median(ts), nil
+	return stats.Median(seconds(ts)), nil
 }
 
 // benchOptimizer is a named optimizer with fullstep's learning rate.
@@ -203,22 +190,4 @@ func benchOptimizer(name string) (zo.Optimizer, error) {
 		return zo.NewFZOO(1e-5), nil
 	}
 	return nil, fmt.Errorf("-opt %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", name)
-}
-
-// resetPeak starts the peak-memory measurement: on the CPU the process's
-// peak resident set (Linux: /proc/self/clear_refs), after a collection that
-// returns the loading's garbage; on a GPU the backend's peak.
-func resetPeak(be tensor.Backend) {
-	debug.FreeOSMemory()
-	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-	if r, ok := be.(interface{ ResetPeak() }); ok {
-		r.ResetPeak()
-	}
-}
-
-// reportPeak prints the peak resident set size since resetPeak (and a
-// GPU backend's peak device memory).
-func reportPeak(w io.Writer, be tensor.Backend) {
-	fmt.Fprintf(w, "peak RSS %.3f GiB\n", peakRSSMiB()/1024)
-	reportDeviceMemory(w, be)
 }

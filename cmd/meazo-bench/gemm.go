@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/stats"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
@@ -34,59 +35,98 @@ var modelLinears = map[string][]linear{
 	},
 }
 
-func runGEMM(args []string, stdout io.Writer) error {
+// gemmBench is gemm's settings (its flags), and the limits its rows are
+// measured against.
+type gemmBench struct {
+	models          string
+	ms              []int
+	reps, threads   int
+	lmHead, bf16    bool
+	wk              cpu.Workers
+	peak, bandwidth float64 // the FMA peak (the best seen so far) and the memory read bandwidth
+}
+
+func parseGEMM(args []string) (*gemmBench, error) {
+	gb := gemmBench{}
 	fs := flag.NewFlagSet("gemm", flag.ContinueOnError)
-	models := fs.String("models", "llama1b,qwen06b", "comma-separated models: llama1b, qwen06b")
+	fs.StringVar(&gb.models, "models", "llama1b,qwen06b", "comma-separated models: llama1b, qwen06b")
 	rows := fs.String("m", "8,128,1024", "comma-separated row counts M")
-	reps := fs.Int("reps", 7, "timed repetitions per shape (ours and BLAS interleaved); medians are reported")
-	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
-	lmHead := fs.Bool("lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
-	bf16 := fs.Bool("bf16", false, "also time the bf16-weight variant (PackBF16)")
+	fs.IntVar(&gb.reps, "reps", 7, "timed repetitions per shape (ours and BLAS interleaved); medians are reported")
+	fs.IntVar(&gb.threads, "threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
+	fs.BoolVar(&gb.lmHead, "lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
+	fs.BoolVar(&gb.bf16, "bf16", false, "also time the bf16-weight variant (PackBF16)")
 	cputime := fs.Bool("cputime", false, "time by process CPU time / threads instead of wall time (a shared machine: waiting for a core is not counted; Linux)")
 	env, err := tensor.EnvOptions(tensor.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	path := fs.String("path", env.GEMMPath, "GEMM path: avx512, avx2, neon (arm64), portable (default: fastest available, or $MEAZO_GEMM)")
 	tile := fs.Int("tile", env.GEMMTile, "tallest tile in rows: 4, 8 or 12 on avx512, 4 or 6 on avx2 (default: calibrated, or $MEAZO_GEMM_TILE; same bits for every height)")
 	if err := cli.Parse(fs, args); err != nil {
-		return cli.Usage(err)
+		return nil, cli.Usage(err)
 	}
 	if *path != "" {
 		if err := cpu.SetGEMMPath(*path); err != nil {
-			return fmt.Errorf("-path: %w", err)
+			return nil, fmt.Errorf("-path: %w", err)
 		}
 	}
 	if *tile != 0 {
 		if err := cpu.SetGEMMTile(*tile); err != nil {
-			return fmt.Errorf("-tile: %w", err)
+			return nil, fmt.Errorf("-tile: %w", err)
 		}
 	}
-	var ms []int
 	for f := range strings.SplitSeq(*rows, ",") {
 		m, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || m <= 0 {
-			return fmt.Errorf("-m: bad row count %q", f)
+			return nil, fmt.Errorf("-m: bad row count %q", f)
 		}
-		ms = append(ms, m)
+		gb.ms = append(gb.ms, m)
 	}
-	if *reps < 1 {
-		return fmt.Errorf("-reps: must be >= 1, got %d", *reps)
+	if gb.reps < 1 {
+		return nil, fmt.Errorf("-reps: must be >= 1, got %d", gb.reps)
 	}
-	wk := cpu.Workers(*threads)
-	cpuClock, clockThreads = *cputime, *threads
+	gb.wk = cpu.Workers(gb.threads)
+	cpuClock, clockThreads = *cputime, gb.threads
+	return &gb, nil
+}
 
-	peak, peakWhat := fmaPeak(*threads, cpu.GEMMPath())
+func runGEMM(args []string, stdout io.Writer) error {
+	gb, err := parseGEMM(args)
+	if err != nil {
+		return err
+	}
+	gb.header(stdout)
+	r := rand.New(rand.NewPCG(1, 2))
+	for model := range strings.SplitSeq(gb.models, ",") {
+		ls, ok := modelLinears[model]
+		if !ok {
+			return fmt.Errorf("-models: unknown model %q (have llama1b, qwen06b)", model)
+		}
+		for _, l := range ls {
+			if l.name == "lm_head" && !gb.lmHead {
+				continue
+			}
+			gb.linear(stdout, r, model, l)
+		}
+	}
+	return nil
+}
+
+// header measures the FMA peak and the memory bandwidth, and prints them
+// and the table's head.
+func (gb *gemmBench) header(stdout io.Writer) {
+	peak, peakWhat := fmaPeak(gb.threads, cpu.GEMMPath())
+	gb.peak = peak
 	clock := "wall time"
-	if *cputime {
+	if cpuClock {
 		clock = "process CPU time / threads"
 	}
 	fmt.Fprintf(stdout, "path %s, tile %s, %d threads, %d reps (medians and the best; ours and %s interleaved), timed by %s\n",
-		cpu.GEMMPath(), cpu.GEMMTile(), *threads, *reps, orNone(blasName), clock)
+		cpu.GEMMPath(), cpu.GEMMTile(), gb.threads, gb.reps, orNone(blasName), clock)
 	if peak > 0 {
 		fmt.Fprintf(stdout, "FMA peak of path %s (%s, %d goroutines): %.1f GFLOP/s; %%peak uses the best of this\n"+
 			"and a re-measurement just before each row (a shared machine lowers a peak measurement, never raises it)\n",
-			cpu.GEMMPath(), peakWhat, *threads, peak)
+			cpu.GEMMPath(), peakWhat, gb.threads, peak)
 	} else {
 		fmt.Fprintf(stdout, "FMA peak: %s\n", peakWhat)
 	}
@@ -96,10 +136,10 @@ func runGEMM(args []string, stdout io.Writer) error {
 	// is the limit (the weights of one model layer do not stay in cache
 	// between calls of a real forward; the benchmark's repeated calls may
 	// find them in L3, which can put a small shape above its roof).
-	bw := readBandwidth(*threads)
+	gb.bandwidth = readBandwidth(gb.threads)
 	_, loads := sumLoads()
 	fmt.Fprintf(stdout, "memory read bandwidth (%d goroutines, 256 MiB, %s, best of 3): %.1f GB/s; roof = min(peak, bandwidth·M/2)\n\n",
-		*threads, loads, bw)
+		gb.threads, loads, gb.bandwidth)
 	// best: the fastest repetition, against the peak (itself a best of
 	// nine): on a shared machine the fairest pair, since other jobs only
 	// ever slow a measurement down.
@@ -107,91 +147,85 @@ func runGEMM(args []string, stdout io.Writer) error {
 	if haveBLAS {
 		head += fmt.Sprintf("  %9s %9s", "blas", "ours/blas")
 	}
-	if *bf16 {
+	if gb.bf16 {
 		head += fmt.Sprintf("  %9s", "ours-bf16")
 	}
 	fmt.Fprintln(stdout, head)
+}
 
-	r := rand.New(rand.NewPCG(1, 2))
-	for model := range strings.SplitSeq(*models, ",") {
-		ls, ok := modelLinears[model]
-		if !ok {
-			return fmt.Errorf("-models: unknown model %q (have llama1b, qwen06b)", model)
+// linear packs one random weight matrix of shape l and prints a line for
+// each row count.
+func (gb *gemmBench) linear(stdout io.Writer, r *rand.Rand, model string, l linear) {
+	w := randMat(r, l.n*l.k)
+	pw := cpu.Pack(gb.wk, w, l.n, l.k)
+	var pw16 *cpu.Packed
+	if gb.bf16 {
+		pw16 = cpu.PackBF16(w, l.n, l.k)
+	}
+	if !haveBLAS {
+		w = nil // let the GC have it
+	}
+	for _, m := range gb.ms {
+		x := randMat(r, m*l.k)
+		y := make([]float32, m*l.n)
+		ours := func() { cpu.MatMulPacked(gb.wk, y, x, m, pw) }
+		blas := func() { blasSgemmNT(y, x, w, m, l.n, l.k, gb.threads) }
+		ours16 := func() { cpu.MatMulPacked(gb.wk, y, x, m, pw16) }
+		to, tb, t16 := gb.times(ours, blas, ours16)
+		if p, _ := fmaPeak(gb.threads, cpu.GEMMPath()); p > gb.peak {
+			gb.peak = p
 		}
-		for _, l := range ls {
-			if l.name == "lm_head" && !*lmHead {
-				continue
-			}
-			w := randMat(r, l.n*l.k)
-			pw := cpu.Pack(wk, w, l.n, l.k)
-			var pw16 *cpu.Packed
-			if *bf16 {
-				pw16 = cpu.PackBF16(w, l.n, l.k)
-			}
-			if !haveBLAS {
-				w = nil // let the GC have it
-			}
-			for _, m := range ms {
-				x := randMat(r, m*l.k)
-				y := make([]float32, m*l.n)
-				ours := func() { cpu.MatMulPacked(wk, y, x, m, pw) }
-				blas := func() { blasSgemmNT(y, x, w, m, l.n, l.k, *threads) }
-				ours16 := func() { cpu.MatMulPacked(wk, y, x, m, pw16) }
-				ours() // warm up
-				if haveBLAS {
-					blas()
-				}
-				if *bf16 {
-					ours16()
-				}
-				var to, tb, t16 []float64
-				for range *reps {
-					to = append(to, timeIt(ours))
-					if haveBLAS {
-						tb = append(tb, timeIt(blas))
-					}
-					if *bf16 {
-						t16 = append(t16, timeIt(ours16))
-					}
-				}
-				if p, _ := fmaPeak(*threads, cpu.GEMMPath()); p > peak {
-					peak = p
-				}
-				flop := 2 * float64(m) * float64(l.n) * float64(l.k)
-				g := flop / median(to) / 1e9
-				roof := peak
-				if bw > 0 && peak > 0 {
-					roof = min(peak, bw*float64(m)/2)
-				}
-				gBest := flop / slices.Min(to) / 1e9
-				line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s %7s %9.1f %7s", model+"/"+l.name, m, l.k, l.n, g, pctStr(g, peak), pctStr(g, roof), gBest, pctStr(gBest, peak))
-				if haveBLAS {
-					gb := flop / median(tb) / 1e9
-					line += fmt.Sprintf("  %9.1f %8.2fx", gb, g/gb)
-				}
-				if *bf16 {
-					line += fmt.Sprintf("  %9.1f", flop/median(t16)/1e9)
-				}
-				fmt.Fprintln(stdout, line)
-			}
+		fmt.Fprintln(stdout, gb.line(model+"/"+l.name, m, l, to, tb, t16))
+	}
+}
+
+// times warms up the products, then times each reps times, interleaved:
+// ours, BLAS's (if linked) and ours on bf16 weights (with -bf16).
+func (gb *gemmBench) times(ours, blas, ours16 func()) (to, tb, t16 []float64) {
+	ours() // warm up
+	if haveBLAS {
+		blas()
+	}
+	if gb.bf16 {
+		ours16()
+	}
+	for range gb.reps {
+		to = append(to, timeIt(ours))
+		if haveBLAS {
+			tb = append(tb, timeIt(blas))
+		}
+		if gb.bf16 {
+			t16 = append(t16, timeIt(ours16))
 		}
 	}
-	return nil
+	return to, tb, t16
+}
+
+// line is one shape's row of the table: GFLOP/s of the median and the best
+// repetition, against the peak and the roof, and BLAS's and bf16's medians.
+func (gb *gemmBench) line(name string, m int, l linear, to, tb, t16 []float64) string {
+	flop := 2 * float64(m) * float64(l.n) * float64(l.k)
+	g := flop / stats.Median(to) / 1e9
+	roof := gb.peak
+	if gb.bandwidth > 0 && gb.peak > 0 {
+		roof = min(gb.peak, gb.bandwidth*float64(m)/2)
+	}
+	gBest := flop / slices.Min(to) / 1e9
+	line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s %7s %9.1f %7s", name, m, l.k, l.n, g, pctStr(g, gb.peak), pctStr(g, roof), gBest, pctStr(gBest, gb.peak))
+	if haveBLAS {
+		gBLAS := flop / stats.Median(tb) / 1e9
+		line += fmt.Sprintf("  %9.1f %8.2fx", gBLAS, g/gBLAS)
+	}
+	if gb.bf16 {
+		line += fmt.Sprintf("  %9.1f", flop/stats.Median(t16)/1e9)
+	}
+	return line
 }
 
 func timeIt(f func()) float64 {
 	start := now()
 	f()
 	return now() - start
-}
-
-func median(s []float64) float64 {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // pctStr formats g as a percentage of peak, "n/a" without a peak.

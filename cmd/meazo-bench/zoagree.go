@@ -21,6 +21,43 @@ func init() {
 	register("zoagree", "projected gradients of one model on two backends (e.g. cpu and cuda): how far ZO estimates agree", runZOAgree)
 }
 
+// agreeBench is zoagree's settings (its flags).
+type agreeBench struct {
+	dir, a, b, shape string
+	dirs             int
+	epss             []float64
+	bsz, t           int
+}
+
+func parseZOAgree(args []string) (*agreeBench, error) {
+	var ab agreeBench
+	fs := flag.NewFlagSet("zoagree", flag.ContinueOnError)
+	fs.StringVar(&ab.dir, "model", "", "HF model directory (e.g. $MEAZO_SHARED/fixtures/models/llama-tiny)")
+	fs.StringVar(&ab.a, "a", "cpu", "first backend")
+	fs.StringVar(&ab.b, "b", "cuda", "second backend")
+	fs.IntVar(&ab.dirs, "directions", 64, "number of directions z")
+	epsList := fs.String("eps", "1e-3,1e-6", "comma-separated perturbation scales ε")
+	fs.StringVar(&ab.shape, "shape", "4x32", "BxT batch of random tokens; the second half of each row is supervised")
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, cli.Usage(err)
+	}
+	if ab.dir == "" {
+		return nil, cli.Usage(fmt.Errorf("-model is required"))
+	}
+	for s := range strings.SplitSeq(*epsList, ",") {
+		e, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || !(e > 0) {
+			return nil, fmt.Errorf("-eps: bad value %q", s)
+		}
+		ab.epss = append(ab.epss, e)
+	}
+	var err error
+	if ab.bsz, ab.t, err = parseShape(ab.shape); err != nil {
+		return nil, err
+	}
+	return &ab, nil
+}
+
 // runZOAgree computes, on each backend, the central-difference projected
 // gradient d = (L(θ+εz) − L(θ−εz)) / 2ε of a LoRA adapter for many seeded
 // directions z (the trainer's noise), and reports how the two backends'
@@ -28,143 +65,129 @@ func init() {
 // (median, 95th percentile, maximum) and the share of directions whose signs
 // agree, for each ε.
 func runZOAgree(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("zoagree", flag.ContinueOnError)
-	dir := fs.String("model", "", "HF model directory (e.g. $MEAZO_SHARED/fixtures/models/llama-tiny)")
-	a := fs.String("a", "cpu", "first backend")
-	b := fs.String("b", "cuda", "second backend")
-	dirs := fs.Int("directions", 64, "number of directions z")
-	epsList := fs.String("eps", "1e-3,1e-6", "comma-separated perturbation scales ε")
-	shape := fs.String("shape", "4x32", "BxT batch of random tokens; the second half of each row is supervised")
-	if err := cli.Parse(fs, args); err != nil {
-		return cli.Usage(err)
-	}
-	if *dir == "" {
-		return cli.Usage(fmt.Errorf("-model is required"))
-	}
-	var epss []float64
-	for s := range strings.SplitSeq(*epsList, ",") {
-		e, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || !(e > 0) {
-			return fmt.Errorf("-eps: bad value %q", s)
-		}
-		epss = append(epss, e)
-	}
-	bsz, t, err := parseShape(*shape)
+	ab, err := parseZOAgree(args)
 	if err != nil {
 		return err
 	}
-	// d for every ε and direction, on one backend.
-	estimate := func(name string) ([][]float64, error) {
-		be, err := backends.Open(name, 0, stdout)
-		if err != nil {
-			return nil, err
-		}
-		defer be.Close()
-		m, err := model.LoadWith(*dir, model.LoadOptions{Backend: be})
-		if err != nil {
-			return nil, err
-		}
-		defer m.Free()
-		rng := rand.New(rand.NewPCG(5, 6))
-		in := model.Input{B: bsz, T: t, Tokens: make([]int, bsz*t)}
-		labels := make([]int, bsz*t)
-		for i := range in.Tokens {
-			in.Tokens[i], labels[i] = rng.IntN(m.VocabSize), -100
-			if i%t >= t/2 {
-				labels[i] = in.Tokens[i]
-			}
-		}
-		ad, err := lora.New(m, lora.Options{Seed: 1})
-		if err != nil {
-			return nil, err
-		}
-		theta := ad.Params()
-		for _, g := range theta { // a trained-looking B (PEFT starts it at 0)
-			for i := range g {
-				if g[i] == 0 {
-					g[i] = float32(rng.NormFloat64() * 0.01)
-				}
-			}
-		}
-		base := make([][]float32, len(theta))
-		for i, g := range theta {
-			base[i] = slices.Clone(g)
-		}
-		ad.Attach(m)
-		loss := func() (float64, error) {
-			out, err := m.Forward(in, model.Options{Labels: labels})
-			if err != nil {
-				return 0, err
-			}
-			return out.Loss, nil
-		}
-		z := make([][]float32, len(theta)) // direction dirn's noise, drawn once for both sides and every ε
-		for gi, g := range theta {
-			z[gi] = make([]float32, len(g))
-		}
-		ds := make([][]float64, len(epss))
-		for dirn := range *dirs {
-			for gi := range theta {
-				noise.Fill(z[gi], noise.Normal, noise.Stream{Seed: 7 + uint64(gi), Step: uint32(dirn)}, 0)
-			}
-			for e, eps := range epss {
-				var l [2]float64
-				for side, sign := range []float32{1, -1} {
-					for gi, g := range theta {
-						for i := range g {
-							g[i] = base[gi][i] + sign*float32(eps)*z[gi][i]
-						}
-					}
-					if l[side], err = loss(); err != nil {
-						return nil, err
-					}
-				}
-				ds[e] = append(ds[e], (l[0]-l[1])/(2*eps))
-			}
-		}
-		return ds, nil
-	}
-	da, err := estimate(*a)
+	da, err := ab.estimate(ab.a, stdout)
 	if err != nil {
 		return err
 	}
-	db, err := estimate(*b)
+	db, err := ab.estimate(ab.b, stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "# %s, %d directions, batch %s, LoRA r=16: projected gradients on %s vs %s\n", *dir, *dirs, *shape, *a, *b)
+	fmt.Fprintf(stdout, "# %s, %d directions, batch %s, LoRA r=16: projected gradients on %s vs %s\n", ab.dir, ab.dirs, ab.shape, ab.a, ab.b)
 	// rel is |d_a − d_b| / max(|d_a|, |d_b|) per direction; it is large
 	// where d itself is near 0, so the absolute difference is also given
 	// against the RMS of d over the directions (the scale of a step).
 	fmt.Fprintf(stdout, "%-8s %12s %12s %12s %10s %12s %14s %16s\n", "eps", "median rel", "p95 rel", "max rel", "rel<=1e-3", "signs agree", "median |d|", "max |Δd|/rms d")
-	for e, eps := range epss {
-		var rel, mag []float64
-		agree, within := 0, 0
-		var ss, maxAbs float64
-		for i := range da[e] {
-			x, y := da[e][i], db[e][i]
-			den := math.Max(math.Abs(x), math.Abs(y))
-			r := 0.0
-			if den > 0 {
-				r = math.Abs(x-y) / den
-			}
-			rel = append(rel, r)
-			mag = append(mag, math.Abs(x))
-			if (x > 0) == (y > 0) {
-				agree++
-			}
-			if r <= 1e-3 {
-				within++
-			}
-			ss += x * x
-			maxAbs = math.Max(maxAbs, math.Abs(x-y))
-		}
-		rms := math.Sqrt(ss / float64(len(da[e])))
-		slices.Sort(rel)
-		slices.Sort(mag)
-		q := func(p float64) float64 { return rel[min(len(rel)-1, int(p*float64(len(rel))))] }
-		fmt.Fprintf(stdout, "%-8.0e %12.3g %12.3g %12.3g %9.1f%% %11.1f%% %14.4g %16.3g\n", eps, q(0.5), q(0.95), rel[len(rel)-1],
-			100*float64(within)/float64(len(rel)), 100*float64(agree)/float64(len(rel)), mag[len(mag)/2], maxAbs/rms)
+	for e, eps := range ab.epss {
+		reportAgreement(stdout, eps, da[e], db[e])
 	}
 	return nil
+}
+
+// estimate returns, on the named backend, d for every ε and direction
+// ([ε][direction]): the model with a LoRA adapter whose B looks trained,
+// on a batch of random tokens.
+func (ab *agreeBench) estimate(name string, stdout io.Writer) ([][]float64, error) {
+	be, err := backends.Open(name, 0, stdout)
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	m, err := model.LoadWith(ab.dir, model.LoadOptions{Backend: be})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Free()
+	rng := rand.New(rand.NewPCG(5, 6))
+	in, labels := randomBatch(rng, m.VocabSize, ab.bsz, ab.t, ab.t-ab.t/2)
+	ad, err := lora.New(m, lora.Options{Seed: 1})
+	if err != nil {
+		return nil, err
+	}
+	theta := ad.Params()
+	for _, g := range theta { // a trained-looking B (PEFT starts it at 0)
+		for i := range g {
+			if g[i] == 0 {
+				g[i] = float32(rng.NormFloat64() * 0.01)
+			}
+		}
+	}
+	ad.Attach(m)
+	return ab.directions(theta, func() (float64, error) {
+		out, err := m.Forward(in, model.Options{Labels: labels})
+		if err != nil {
+			return 0, err
+		}
+		return out.Loss, nil
+	})
+}
+
+// directions returns d for every ε and direction of the parameters theta,
+// whose loss is loss(): direction dirn's noise is drawn once for both sides
+// and every ε. theta is left perturbed.
+func (ab *agreeBench) directions(theta [][]float32, loss func() (float64, error)) ([][]float64, error) {
+	base := make([][]float32, len(theta))
+	z := make([][]float32, len(theta))
+	for i, g := range theta {
+		base[i] = slices.Clone(g)
+		z[i] = make([]float32, len(g))
+	}
+	ds := make([][]float64, len(ab.epss))
+	for dirn := range ab.dirs {
+		for gi := range theta {
+			noise.Fill(z[gi], noise.Normal, noise.Stream{Seed: 7 + uint64(gi), Step: uint32(dirn)}, 0)
+		}
+		for e, eps := range ab.epss {
+			var l [2]float64
+			for side, sign := range []float32{1, -1} {
+				for gi, g := range theta {
+					for i := range g {
+						g[i] = base[gi][i] + sign*float32(eps)*z[gi][i]
+					}
+				}
+				var err error
+				if l[side], err = loss(); err != nil {
+					return nil, err
+				}
+			}
+			ds[e] = append(ds[e], (l[0]-l[1])/(2*eps))
+		}
+	}
+	return ds, nil
+}
+
+// reportAgreement prints one ε's line: how the two backends' d over the
+// directions (da, db) differ.
+func reportAgreement(stdout io.Writer, eps float64, da, db []float64) {
+	var rel, mag []float64
+	agree, within := 0, 0
+	var ss, maxAbs float64
+	for i := range da {
+		x, y := da[i], db[i]
+		den := math.Max(math.Abs(x), math.Abs(y))
+		r := 0.0
+		if den > 0 {
+			r = math.Abs(x-y) / den
+		}
+		rel = append(rel, r)
+		mag = append(mag, math.Abs(x))
+		if (x > 0) == (y > 0) {
+			agree++
+		}
+		if r <= 1e-3 {
+			within++
+		}
+		ss += x * x
+		maxAbs = math.Max(maxAbs, math.Abs(x-y))
+	}
+	rms := math.Sqrt(ss / float64(len(da)))
+	slices.Sort(rel)
+	slices.Sort(mag)
+	q := func(p float64) float64 { return rel[min(len(rel)-1, int(p*float64(len(rel))))] }
+	fmt.Fprintf(stdout, "%-8.0e %12.3g %12.3g %12.3g %9.1f%% %11.1f%% %14.4g %16.3g\n", eps, q(0.5), q(0.95), rel[len(rel)-1],
+		100*float64(within)/float64(len(rel)), 100*float64(agree)/float64(len(rel)), mag[len(mag)/2], maxAbs/rms)
 }

@@ -23,153 +23,179 @@ func init() {
 	register("zostep", "one ZO step (LoRA, MEAZO) vs two plain forwards; grouped with and without prefix caching", runZOStep)
 }
 
-func runZOStep(args []string, stdout io.Writer) error {
+// zoStepBench is zostep's settings (its flags).
+type zoStepBench struct {
+	name, shapes, qs, backend, profile string
+	grouped, bf16                      bool
+	reps, threads                      int
+}
+
+func parseZOStep(args []string) (*zoStepBench, error) {
+	var zb zoStepBench
 	fs := flag.NewFlagSet("zostep", flag.ContinueOnError)
-	name := fs.String("model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
-	shapes := fs.String("shapes", "8x80", "comma-separated BxT batches (SST-2-like 8x80, SQuAD-like 8x300); the last 3 tokens of each row are supervised")
-	qs := fs.String("q", "1,4", "comma-separated numbers of directions")
-	grouped := fs.Bool("grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")
-	reps := fs.Int("reps", 2, "timed repetitions after one warm-up; the median is reported")
-	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
-	backend := fs.String("backend", "cpu", backends.Usage)
-	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	bf16 := fs.Bool("bf16", false, bf16Usage)
+	fs.StringVar(&zb.name, "model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	fs.StringVar(&zb.shapes, "shapes", "8x80", "comma-separated BxT batches (SST-2-like 8x80, SQuAD-like 8x300); the last 3 tokens of each row are supervised")
+	fs.StringVar(&zb.qs, "q", "1,4", "comma-separated numbers of directions")
+	fs.BoolVar(&zb.grouped, "grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")
+	fs.IntVar(&zb.reps, "reps", 2, "timed repetitions after one warm-up; the median is reported")
+	fs.IntVar(&zb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	fs.StringVar(&zb.backend, "backend", "cpu", backends.Usage)
+	fs.StringVar(&zb.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.BoolVar(&zb.bf16, "bf16", false, bf16Usage)
 	if err := cli.Parse(fs, args); err != nil {
-		return cli.Usage(err)
+		return nil, cli.Usage(err)
 	}
-	be, err := backends.Open(*backend, *threads, stdout)
+	if zb.reps < 1 {
+		return nil, fmt.Errorf("-reps: must be >= 1, got %d", zb.reps)
+	}
+	return &zb, nil
+}
+
+func runZOStep(args []string, stdout io.Writer) error {
+	zb, err := parseZOStep(args)
+	if err != nil {
+		return err
+	}
+	be, err := backends.Open(zb.backend, zb.threads, stdout)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	stop, err := startProfile(*profile)
+	stop, err := startProfile(zb.profile)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	cfg, err := benchConfig(*name)
+	cfg, err := benchConfig(zb.name)
 	if err != nil {
 		return err
 	}
-	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: *bf16})
+	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: zb.bf16})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "# %s, %s weights, LoRA r=16 on q_proj/v_proj, MEAZO, %d CPU threads, %s\n", *name, weightsName(*bf16), *threads, be.Describe())
+	fmt.Fprintf(stdout, "# %s, %s weights, LoRA r=16 on q_proj/v_proj, MEAZO, %d CPU threads, %s\n", zb.name, weightsName(zb.bf16), zb.threads, be.Describe())
 	fmt.Fprintf(stdout, "# host: the share of a step spent outside the model's evaluation of its variants (noise, perturbation, update)\n")
 	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s %7s %9s\n", "shape", "what", "seconds", "vs 2 forwards", "layers", "host", "host ms")
-	// median returns the median time of f over the timed repetitions, and
-	// the share of that repetition's time not spent in obj.Evaluate.
-	median := func(obj *timedObjective, f func() error) (sec, host float64, err error) {
-		type rep struct{ sec, host float64 }
-		var ts []rep
-		for i := 0; i <= *reps; i++ {
-			if obj != nil {
-				obj.spent = 0
-			}
-			t0 := time.Now()
-			if err := f(); err != nil {
-				return 0, 0, err
-			}
-			if i > 0 {
-				r := rep{sec: time.Since(t0).Seconds()}
-				if obj != nil {
-					r.host = 1 - obj.spent.Seconds()/r.sec
-				}
-				ts = append(ts, r)
-			}
-		}
-		slices.SortFunc(ts, func(a, b rep) int { return cmp.Compare(a.sec, b.sec) })
-		return ts[len(ts)/2].sec, ts[len(ts)/2].host, nil
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, s := range strings.Split(*shapes, ",") {
-		b, t, err := parseShape(s)
-		if err != nil {
+	for _, s := range strings.Split(zb.shapes, ",") {
+		if err := zb.shape(stdout, m, rng, s); err != nil {
 			return err
-		}
-		in := model.Input{B: b, T: t, Tokens: make([]int, b*t)}
-		labels := make([]int, b*t)
-		for i := range in.Tokens {
-			in.Tokens[i] = rng.IntN(cfg.VocabSize)
-			labels[i] = -100
-			if i%t >= t-3 {
-				labels[i] = in.Tokens[i]
-			}
-		}
-		a, err := lora.New(m, lora.Options{Seed: 1})
-		if err != nil {
-			return err
-		}
-		a.Attach(m)
-		two, _, err := median(nil, func() error {
-			for range 2 {
-				if _, err := m.Forward(in, model.Options{Labels: labels}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		m.Adapter = nil
-		fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14s %8d %7s\n", s, "2 plain forwards", two, "1.00", 2*cfg.NumLayers, "")
-		step := func(label string, q int, groupByLayer, cache bool) error {
-			a, err := lora.New(m, lora.Options{Seed: 1, GroupByLayer: groupByLayer})
-			if err != nil {
-				return err
-			}
-			obj := train.NewObjective(m, a, cache)
-			obj.SetBatch(in, labels)
-			mode := zo.Joint
-			if groupByLayer {
-				mode = zo.Grouped
-			}
-			eng, err := zo.New(a.Params(), zo.NewMEAZO(1e-4), zo.Config{Eps: 1e-6, Q: q, Seed: 1, Mode: mode})
-			if err != nil {
-				return err
-			}
-			timed := &timedObjective{Objective: obj}
-			sec, host, err := median(timed, func() error { _, err := eng.Step(timed); return err })
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %8d %6.1f%% %9.1f\n", s, label, sec, sec/two, obj.LayerEvals(), 100*host, 1000*host*sec)
-			reportDeviceMemory(stdout, be)
-			return nil
-		}
-		for _, qv := range strings.Split(*qs, ",") {
-			var q int
-			if _, err := fmt.Sscan(qv, &q); err != nil || q < 1 {
-				return fmt.Errorf("-q: bad value %q", qv)
-			}
-			if err := step(fmt.Sprintf("ZO step q=%d", q), q, false, true); err != nil {
-				return err
-			}
-		}
-		if *grouped {
-			if err := step("grouped q=1, cache", 1, true, true); err != nil {
-				return err
-			}
-			if err := step("grouped q=1, no cache", 1, true, false); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// timedObjective adds up the time spent in the objective's Evaluate: the
-// model's forwards of a step's variants, their upload to the backend and
-// the losses' way back (on a GPU Evaluate returns only when the losses are
-// on the host, so the time is the device's too).
-type timedObjective struct {
-	zo.Objective
-	spent time.Duration
+// zoShape is one batch shape's measurement: the model, the batch, and the
+// time of its two plain forwards, which the steps are compared with.
+type zoShape struct {
+	m      *model.Model
+	name   string
+	in     model.Input
+	labels []int
+	two    float64
 }
 
-func (o *timedObjective) Evaluate(base [][]float32, variants []zo.Variant) ([]float64, error) {
-	defer func(t0 time.Time) { o.spent += time.Since(t0) }(time.Now())
-	return o.Objective.Evaluate(base, variants)
+// shape times two plain forwards of one BxT batch of random tokens (the
+// last 3 of each row supervised), then a ZO step for every -q, and with
+// -grouped the grouped steps with and without prefix caching.
+func (zb *zoStepBench) shape(stdout io.Writer, m *model.Model, rng *rand.Rand, s string) error {
+	b, t, err := parseShape(s)
+	if err != nil {
+		return err
+	}
+	sh := &zoShape{m: m, name: s}
+	sh.in, sh.labels = randomBatch(rng, m.VocabSize, b, t, 3)
+	a, err := lora.New(m, lora.Options{Seed: 1})
+	if err != nil {
+		return err
+	}
+	a.Attach(m)
+	if sh.two, _, err = zb.median(nil, func() error {
+		for range 2 {
+			if _, err := m.Forward(sh.in, model.Options{Labels: sh.labels}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	m.Adapter = nil
+	fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14s %8d %7s\n", s, "2 plain forwards", sh.two, "1.00", 2*m.NumLayers, "")
+	for _, qv := range strings.Split(zb.qs, ",") {
+		var q int
+		if _, err := fmt.Sscan(qv, &q); err != nil || q < 1 {
+			return fmt.Errorf("-q: bad value %q", qv)
+		}
+		if err := zb.step(stdout, sh, fmt.Sprintf("ZO step q=%d", q), q, false, true); err != nil {
+			return err
+		}
+	}
+	if !zb.grouped {
+		return nil
+	}
+	if err := zb.step(stdout, sh, "grouped q=1, cache", 1, true, true); err != nil {
+		return err
+	}
+	return zb.step(stdout, sh, "grouped q=1, no cache", 1, true, false)
+}
+
+// step times one MEAZO step of a fresh LoRA adapter with q directions
+// (grouped by layer, with or without prefix caching) and prints its line.
+func (zb *zoStepBench) step(stdout io.Writer, sh *zoShape, label string, q int, groupByLayer, cache bool) error {
+	a, err := lora.New(sh.m, lora.Options{Seed: 1, GroupByLayer: groupByLayer})
+	if err != nil {
+		return err
+	}
+	obj := train.NewObjective(sh.m, a, cache)
+	obj.SetBatch(sh.in, sh.labels)
+	mode := zo.Joint
+	if groupByLayer {
+		mode = zo.Grouped
+	}
+	eng, err := zo.New(a.Params(), zo.NewMEAZO(1e-4), zo.Config{Eps: 1e-6, Q: q, Seed: 1, Mode: mode})
+	if err != nil {
+		return err
+	}
+	timed := &timedObjective{Objective: obj}
+	sec, host, err := zb.median(timed, func() error { _, err := eng.Step(timed); return err })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %8d %6.1f%% %9.1f\n", sh.name, label, sec, sec/sh.two, obj.LayerEvals(), 100*host, 1000*host*sec)
+	reportDeviceMemory(stdout, sh.m.Backend)
+	return nil
+}
+
+// median runs f once to warm up, then -reps times, and returns the median
+// repetition's time (the upper middle one for an even count) and the share
+// of that repetition's time not spent in obj.Evaluate (0 without obj).
+func (zb *zoStepBench) median(obj *timedObjective, f func() error) (sec, host float64, err error) {
+	var spent []time.Duration // per run, warm-up first
+	ts, err := timings(1, zb.reps, func(int) {
+		if obj != nil {
+			obj.spent = 0
+		}
+	}, func() error {
+		err := f()
+		if obj != nil {
+			spent = append(spent, obj.spent)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	order := make([]int, len(ts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ts[a], ts[b]) })
+	i := order[len(order)/2]
+	sec = ts[i].Seconds()
+	if obj != nil {
+		host = 1 - spent[1+i].Seconds()/sec
+	}
+	return sec, host, nil
 }

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/meazo-go/meazo/noise"
 )
 
 func writeSpec(t *testing.T, spec string) string {
@@ -20,79 +15,6 @@ func writeSpec(t *testing.T, spec string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-type traceLine struct {
-	Step int       `json:"step"`
-	Loss float64   `json:"loss"`
-	D    []float64 `json:"d"`
-	V    []float64 `json:"v"`
-	X    []float64 `json:"x"`
-}
-
-// TestTraceZOSGD checks one ZO-SGD trace step by hand: with groups, the
-// grouped estimate perturbs each group alone with its own stream.
-func TestTraceZOSGD(t *testing.T) {
-	spec := writeSpec(t, `{"h": [2, 8], "x0": [1, -1], "optimizer": "zo-sgd", "lr": 0.01, "eps": 0.001,
-		"q": 1, "steps": 2, "seed": 5, "dist": "rademacher", "groups": [[1], [0]]}`)
-	var out strings.Builder
-	if err := runTrace([]string{"--spec", spec}, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var lines []traceLine
-	sc := bufio.NewScanner(strings.NewReader(out.String()))
-	for sc.Scan() {
-		var l traceLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("bad line %q: %v", sc.Text(), err)
-		}
-		lines = append(lines, l)
-	}
-	if len(lines) != 2 {
-		t.Fatalf("%d lines, want 2", len(lines))
-	}
-	// Group 0 is coordinate 1 (h = 8), group 1 is coordinate 0 (h = 2).
-	z := make([]float32, 1)
-	x := []float64{1, -1}
-	h := []float64{2, 8}
-	coord := []int{1, 0}
-	for g := range 2 {
-		noise.Fill(z, noise.Rademacher, noise.Stream{Seed: noise.StreamSeed(5, g)}, 1)
-		i := coord[g]
-		xp, xm := float64(float32(x[i]+0.001*float64(z[0]))), float64(float32(x[i]-0.001*float64(z[0])))
-		d := (0.5*h[i]*xp*xp - 0.5*h[i]*xm*xm) / 0.002
-		if math.Abs(lines[0].D[g]-d) > 1e-9 {
-			t.Errorf("d[%d] = %g, want %g", g, lines[0].D[g], d)
-		}
-		if want := float64(float32(x[i] - 0.01*d*float64(z[0]))); math.Abs(lines[0].X[i]-want) > 1e-7 {
-			t.Errorf("x[%d] = %g, want %g", i, lines[0].X[i], want)
-		}
-	}
-	if lines[0].V != nil || lines[0].Step != 0 || lines[1].Step != 1 {
-		t.Errorf("v %v steps %d %d", lines[0].V, lines[0].Step, lines[1].Step)
-	}
-}
-
-func TestTraceMEAZOv(t *testing.T) {
-	spec := writeSpec(t, `{"h": [1, 10, 100], "x0": [1, 1, 1], "optimizer": "meazo", "lr": 0.01, "eps": 1e-3,
-		"q": 2, "steps": 1, "seed": 1, "groups": [[0], [1, 2]], "beta": 0.9}`)
-	var out strings.Builder
-	if err := runTrace([]string{"--spec", spec}, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var l traceLine
-	if err := json.Unmarshal([]byte(out.String()), &l); err != nil {
-		t.Fatal(err)
-	}
-	if len(l.V) != 2 || len(l.D) != 4 {
-		t.Fatalf("v %v d %v: want one v per group and q d's per group", l.V, l.D)
-	}
-	for g := range 2 {
-		m := (l.D[2*g] + l.D[2*g+1]) / 2
-		if want := 0.1 * m * m; math.Abs(l.V[g]-want) > 1e-12*want {
-			t.Errorf("v[%d] = %g, want (1-β)g² = %g", g, l.V[g], want)
-		}
-	}
 }
 
 func TestTraceErrors(t *testing.T) {
@@ -159,42 +81,6 @@ func TestPaperQuick(t *testing.T) {
 		if err != nil || len(b) < 200 {
 			t.Errorf("%s: %d bytes, %v", name, len(b), err)
 		}
-	}
-}
-
-// TestTrackProblem: the tracking problems' eigenvalues survive the rotation
-// (trace of H = sum of eigenvalues) and ∇F = Hx agrees with F.
-func TestTrackProblem(t *testing.T) {
-	q, err := trackProblem(25)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr, want float64
-	for b, idx := range q.blocks {
-		for i := range idx {
-			tr += q.hb[b][i][i]
-		}
-		c := math.Pow(10, 3*float64(b)/4)
-		want += 5 * c
-	}
-	if math.Abs(tr-want) > 1e-9*want {
-		t.Errorf("trace %g, want %g", tr, want)
-	}
-	x := make([]float64, 25)
-	for i := range x {
-		x[i] = math.Sin(float64(i))
-	}
-	g := make([]float64, 25)
-	q.grad(x, g)
-	var xg float64
-	for i := range x {
-		xg += x[i] * g[i]
-	}
-	if f := q.value(x); math.Abs(2*f-xg) > 1e-9*math.Abs(xg) {
-		t.Errorf("F = %g but xᵀHx/2 = %g", f, xg/2)
-	}
-	if _, err := trackProblem(10); err == nil {
-		t.Error("d = 10 accepted")
 	}
 }
 

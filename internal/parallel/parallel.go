@@ -1,7 +1,8 @@
 // Package parallel runs independent pieces of work on a few goroutines. It
-// is the one parallel loop of the packages that keep no worker pool of
-// their own (the noise, the ZO engine): the CPU backend has its own pool
-// (tensor/cpu's Workers), whose goroutines live as long as the program.
+// is the module's one parallel loop outside the CPU backend (the noise, the
+// ZO engine, a model's random weights, the synthetic experiments): the
+// backend keeps its own loops and a GEMM pool whose goroutines live as long
+// as the program (tensor/cpu's Workers says why).
 package parallel
 
 import (

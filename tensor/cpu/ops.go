@@ -10,6 +10,15 @@ import (
 // Workers is how many goroutines a kernel may use; 0 or less means
 // runtime.GOMAXPROCS(0) at the time of the call. Every kernel gives the same
 // bits for every worker count.
+//
+// The CPU backend keeps its own parallel loops rather than the module's
+// internal/parallel: the element-wise kernels split their rows into one
+// contiguous chunk per worker (For), the perturbed products hand out tasks
+// on the calling goroutine too (Tasks), and the GEMM runs on a persistent
+// pool (startWorkers in gemm.go) whose goroutines live as long as the
+// program, so that a forward's thousands of products start no goroutines.
+// Code outside the backends (the noise, the engine, random weights) uses
+// internal/parallel.
 type Workers int
 
 // n is the worker count to use now.
@@ -20,13 +29,10 @@ func (w Workers) n() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// ParallelFor calls body(lo, hi) on disjoint chunks covering [0, n), using up
-// to threads workers (0: GOMAXPROCS). Chunks are contiguous and each index is
-// handled by exactly one call, so any body that writes only its own rows gives
-// the same result for every worker count.
-func ParallelFor(threads, n int, body func(lo, hi int)) { Workers(threads).For(n, body) }
-
-// For is ParallelFor on wk's workers.
+// For calls body(lo, hi) on disjoint chunks covering [0, n), one per worker
+// of wk. Chunks are contiguous and each index is handled by exactly one call,
+// so any body that writes only its own rows gives the same result for every
+// worker count.
 func (wk Workers) For(n int, body func(lo, hi int)) {
 	w := wk.n()
 	if w > n {

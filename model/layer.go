@@ -1,0 +1,236 @@
+package model
+
+import (
+	"math"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// One decoder layer of a forward (layerForward, as the model's family
+// computes it: llamaLayer here, optLayer in opt.go): self-attention with its
+// per-span LoRA terms and the KV cache, then the MLP, on a workspace of
+// activations that every layer of the forward reuses.
+
+// workspace holds the activations of one layer for n token rows, reused by
+// every layer of a forward.
+type workspace struct {
+	xn, q, k, v, attn, gate, up tensor.Buf
+	stack                       tensor.Buf   // a stacked product before its split; nil unless the model stacks
+	lora                        *loraScratch // shared by a workspace's views
+}
+
+// loraScratch holds the LoRA intermediates, grown on demand.
+type loraScratch struct {
+	ax tensor.Buf // x·Aᵀ [n][r]
+}
+
+// rows returns a view of the workspace for its first n token rows.
+func (ws *workspace) rows(m *Model, n int) *workspace {
+	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	return &workspace{
+		xn: ws.xn.Slice(0, n*m.HiddenSize), q: ws.q.Slice(0, n*qd), k: ws.k.Slice(0, n*kvd), v: ws.v.Slice(0, n*kvd),
+		attn: ws.attn.Slice(0, n*qd),
+		gate: stackView(ws.gate, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
+		stack: stackView(ws.stack, n*m.stackWidth()),
+		lora:  ws.lora,
+	}
+}
+
+// stackView is b's first n values, or nil for a nil b (a buffer the
+// model does not use: a stack, the gate of an MLP without one).
+func stackView(b tensor.Buf, n int) tensor.Buf {
+	if b == nil {
+		return nil
+	}
+	return b.Slice(0, n)
+}
+
+// stackWidth is the widest stacked product's row (0 when nothing is stacked).
+func (m *Model) stackWidth() int {
+	w := 0
+	if len(m.Layers) == 0 {
+		return 0
+	}
+	if l := &m.Layers[0]; l.Attn.QKV != nil || l.MLP.GateUp != nil {
+		kvd := m.NumKVHeads * m.HeadDim
+		w = max(m.NumHeads*m.HeadDim+2*kvd, 2*m.IntermediateSize)
+	}
+	return w
+}
+
+// free releases the workspace's buffers (not to be called on a view).
+func (ws *workspace) free(be tensor.Backend) {
+	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.up)
+	for _, b := range []tensor.Buf{ws.gate, ws.stack, ws.lora.ax} {
+		if b != nil {
+			be.Free(b)
+		}
+	}
+}
+
+func (m *Model) newWorkspace(n int) *workspace {
+	be := m.Backend
+	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	ws := &workspace{
+		xn:   be.Alloc(n * m.HiddenSize),
+		q:    be.Alloc(n * qd),
+		k:    be.Alloc(n * kvd),
+		v:    be.Alloc(n * kvd),
+		attn: be.Alloc(n * qd),
+		up:   be.Alloc(n * m.IntermediateSize),
+		lora: &loraScratch{},
+	}
+	if !m.IsOPT() { // the gated MLP's second product (OPT's fc1 uses up alone)
+		ws.gate = be.Alloc(n * m.IntermediateSize)
+	}
+	if w := m.stackWidth(); w > 0 {
+		ws.stack = be.Alloc(n * w)
+	}
+	return ws
+}
+
+// unstacked computes x [n][k] times a stacked weight, whose rows are the
+// parts' matrices one on top of the other, and splits the product into
+// dsts: part p is counts[p] column blocks of width per token row, in
+// order. The split is a Gather over the product viewed as rows of width.
+func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tensor.Weight, width int, counts []int) {
+	be, period := m.Backend, 0
+	for _, c := range counts {
+		period += c
+	}
+	be.MatMul(stack.Slice(0, n*period*width), x, n, w)
+	first := 0
+	for p, dst := range dsts {
+		ids := make([]int, 0, n*counts[p])
+		for t := range n {
+			for i := range counts[p] {
+				ids = append(ids, t*period+first+i)
+			}
+		}
+		be.Gather(dst, stack, width, ids)
+		first += counts[p]
+	}
+}
+
+// layerForward applies decoder layer l to x [B·tn][hidden] in place, as
+// the model's family computes a layer (family.layer: llamaLayer, optLayer).
+// Each span of sequences gets its own adapter's low-rank terms on Q and V,
+// and reads the layer's weights as it perturbs them (full-parameter ZO).
+//
+// With keep nil it returns x. Otherwise only the rows keep of the result
+// are needed (the last layer of a forward whose loss reads a few
+// positions): every row's keys and values still go to the cache and every
+// query is attended, but the output projection, the residual adds and the
+// MLP run on the rows keep alone, which layerForward returns as a new
+// buffer [len(keep)][hidden] in keep's order (x is left as it was after
+// attention). Each row's arithmetic is the same either way.
+func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
+	return m.fam.layer(m, l, x, c, rope, tn, spans, ws, keep)
+}
+
+// llamaLayer is layerForward for Llama and Qwen3:
+//
+//	x += O(Attention(RoPE(Q(xn)), RoPE(K(xn)), V(xn)))   xn = AttnNorm(x)
+//	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
+func (m *Model) llamaLayer(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
+	rows := spanRows(spans, tn, nil)
+	m.selfAttention(l, x, c, rope, tn, spans, rows, ws)
+	out, attn, n := x, ws.attn, c.b*tn
+	if keep != nil {
+		out, attn, ws = m.keepOnly(x, ws, keep)
+		n, rows = len(keep), spanRows(spans, tn, keep)
+	}
+	m.matMul(out, attn, n, m.Layers[l].Attn.O, m.layerIDs(l).o, spans, rows, true)
+	m.mlp(l, out, n, spans, rows, ws)
+	return out
+}
+
+// selfAttention writes into ws.attn the attention output of every row of
+// layer l's input x (before the output projection): norm, the Q, K, V
+// projections with each span's LoRA terms, Qwen3's per-head norms, RoPE,
+// and attention over the cache, which takes every row's keys and values.
+func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, rows []int, ws *workspace) {
+	be, a, ids := m.Backend, &m.Layers[l].Attn, m.layerIDs(l)
+	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
+	kvd := m.NumKVHeads * hd
+	m.rmsNorm(ws.xn, x, m.Layers[l].AttnNorm, d, ids.attnNorm, spans, rows, 1)
+	if a.QKV != nil { // one product, split into q (heads/kv blocks of kvd per token), k and v
+		m.unstacked([]tensor.Buf{ws.q, ws.k, ws.v}, ws.stack, ws.xn, n, a.QKV, kvd, []int{m.NumHeads / m.NumKVHeads, 1, 1})
+	} else {
+		m.matMul(ws.q, ws.xn, n, a.Q, ids.q, spans, rows, false)
+		m.matMul(ws.k, ws.xn, n, a.K, ids.k, spans, rows, false)
+		m.matMul(ws.v, ws.xn, n, a.V, ids.v, spans, rows, false)
+	}
+	m.loraTerms(l, ws.xn, tn, spans, ws)
+	if a.QNorm != nil {
+		m.rmsNorm(ws.q, ws.q, a.QNorm, hd, ids.qNorm, spans, rows, m.NumHeads)
+		m.rmsNorm(ws.k, ws.k, a.KNorm, hd, ids.kNorm, spans, rows, m.NumKVHeads)
+	}
+	be.RoPE(ws.q, n, m.NumHeads, hd, rope.cos, rope.sin, rope.rows)
+	be.RoPE(ws.k, n, m.NumKVHeads, hd, rope.cos, rope.sin, rope.rows)
+	be.Attention(ws.attn, ws.q, ws.k, ws.v, c.store, c.layer(l), tensor.AttentionArgs{
+		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: hd,
+		Start: c.len, Mask: c.mask, Window: m.SlidingWindow, Scale: float32(1 / math.Sqrt(float64(hd))),
+	})
+}
+
+// loraTerms adds each span's LoRA terms of layer l, of the projections'
+// input in, to the q and v projections in ws.
+func (m *Model) loraTerms(l int, in tensor.Buf, tn int, spans []span, ws *workspace) {
+	d, qd, kvd := m.HiddenSize, m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	for _, sp := range spans {
+		if sp.adapter != nil {
+			la, lo, hi := sp.adapter.Layers[l], sp.lo*tn, sp.hi*tn
+			m.addLoRA(ws.q.Slice(lo*qd, hi*qd), in.Slice(lo*d, hi*d), hi-lo, qd, la.Q, ws)
+			m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), in.Slice(lo*d, hi*d), hi-lo, kvd, la.V, ws)
+		}
+	}
+}
+
+// keepOnly returns, for the rows keep alone, a new buffer of their hidden
+// states x, their attention outputs (in q's space, free now) and a view of
+// the workspace for that many rows.
+func (m *Model) keepOnly(x tensor.Buf, ws *workspace, keep []int) (out, attn tensor.Buf, kws *workspace) {
+	be, n, qd := m.Backend, len(keep), m.NumHeads*m.HeadDim
+	attn = ws.q.Slice(0, n*qd)
+	be.Gather(attn, ws.attn, qd, keep)
+	out = be.Alloc(n * m.HiddenSize)
+	be.Gather(out, x, m.HiddenSize, keep)
+	return out, attn, ws.rows(m, n)
+}
+
+// mlp adds layer l's gated MLP of its normed input to the n rows of x.
+func (m *Model) mlp(l int, x tensor.Buf, n int, spans []span, rows []int, ws *workspace) {
+	mlp, ids := &m.Layers[l].MLP, m.layerIDs(l)
+	m.rmsNorm(ws.xn, x, m.Layers[l].MLPNorm, m.HiddenSize, ids.mlpNorm, spans, rows, 1)
+	if mlp.GateUp != nil {
+		m.unstacked([]tensor.Buf{ws.gate, ws.up}, ws.stack, ws.xn, n, mlp.GateUp, m.IntermediateSize, []int{1, 1})
+	} else {
+		m.matMul(ws.gate, ws.xn, n, mlp.Gate, ids.gate, spans, rows, false)
+		m.matMul(ws.up, ws.xn, n, mlp.Up, ids.up, spans, rows, false)
+	}
+	m.Backend.SiLUMul(ws.gate, ws.up)
+	m.matMul(x, ws.gate, n, mlp.Down, ids.down, spans, rows, true)
+}
+
+// addLoRA adds PEFT's low-rank term Scale·(x·Aᵀ)·Bᵀ to y [n][out], after
+// the base projection, as PEFT orders it. A nil lora adds nothing. A and B
+// are the adapter's host values, handed to the backend on every call
+// because training changes them between calls.
+func (m *Model) addLoRA(y, x tensor.Buf, n, out int, lora *LoRA, ws *workspace) {
+	if lora == nil {
+		return
+	}
+	be, sc := m.Backend, ws.lora
+	if sc.ax == nil || sc.ax.Len() < n*lora.R {
+		if sc.ax != nil {
+			be.Free(sc.ax)
+		}
+		sc.ax = be.Alloc(n * lora.R)
+	}
+	ax := sc.ax.Slice(0, n*lora.R)
+	a, b := be.FromHost(lora.A), be.FromHost(lora.B)
+	be.MatMulNT(ax, x, a, n, lora.R, m.HiddenSize)
+	be.MatMulNTAdd(y, ax, b, n, out, lora.R, lora.Scale)
+	be.Free(a, b)
+}

@@ -1,0 +1,208 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tokenizer"
+)
+
+// What a run is given: config values, an initial adapter, the data's and
+// the tokenizer's sizes, the chat template, --set strings; each is used as
+// written or refused with what is wrong named.
+
+// TestConfigValueErrors: values of the wrong type are errors naming the key
+// and where it was given (the file or --set), never silently converted.
+func TestConfigValueErrors(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	b, _ := os.ReadFile(cfg)
+	halfStep := filepath.Join(dir, "half.yaml")
+	os.WriteFile(halfStep, []byte(strings.Replace(string(b), "  steps: 2", "  steps: 2.5", 1)), 0o644)
+	cases := []struct {
+		name      string
+		path      string
+		overrides []string
+		want      []string
+	}{
+		{"fractional steps in --set", cfg, []string{"train.steps=2.5"}, []string{"--set train.steps", "whole number", "2.5"}},
+		{"fractional steps in file", halfStep, nil, []string{"half.yaml", "train.steps", "whole number"}},
+		{"negative seed", cfg, []string{"train.seed=-1"}, []string{"--set train.seed", "non-negative"}},
+		{"text for a number", cfg, []string{"optimizer.lr=fast"}, []string{"--set optimizer.lr", "want a number"}},
+		{"text for a bool", cfg, []string{"eval.skip=maybe"}, []string{"--set eval.skip", "true or false"}},
+		{"scalar for a list", cfg, []string{"adapter.targets=q_proj"}, []string{"--set adapter.targets", "list"}},
+		{"invalid value by --set", cfg, []string{"optimizer.lr=-1"}, []string{"--set: optimizer.lr must be positive"}},
+		{"huge int", cfg, []string{"train.steps=1e30"}, []string{"--set train.steps", "out of range"}},
+		{"beta1 of 1.5", cfg, []string{"optimizer.name=zo-adam", "optimizer.beta1=1.5"}, []string{"--set: optimizer.beta1 must be in [0, 1), got 1.5"}},
+		{"beta of 1", cfg, []string{"optimizer.beta=1"}, []string{"--set: optimizer.beta must be in [0, 1), got 1"}},
+		{"negative momentum", cfg, []string{"optimizer.momentum=-0.1"}, []string{"--set: optimizer.momentum must be in [0, 1), got -0.1"}},
+		{"unknown target", cfg, []string{"adapter.targets=[q_proj,k_proj]"}, []string{"--set: adapter.targets [q_proj k_proj]: want one or more of [q_proj v_proj], each once"}},
+		{"target twice", cfg, []string{"adapter.targets=[v_proj,v_proj]"}, []string{"--set: adapter.targets", "each once"}},
+		{"no target", cfg, []string{"adapter.targets=[]"}, []string{"--set: adapter.targets", "one or more"}},
+		{"zeta 0", cfg, []string{"optimizer.zeta=0"}, []string{"--set: optimizer.zeta must be positive and finite, got 0"}},
+		{"negative weight decay", cfg, []string{"optimizer.weight_decay=-1"}, []string{"--set: optimizer.weight_decay must be >= 0"}},
+		{"a section by --set", cfg, []string{"train=5"}, []string{`--set train: "train" is a section: set one of its keys (e.g. train.steps=…)`}},
+		{"zero batch", cfg, []string{"train.batch_size=0"}, []string{"--set: train.batch_size must be at least 1, got 0"}},
+		{"negative threads", cfg, []string{"train.threads=-2"}, []string{"--set: train.threads must not be negative, got -2"}},
+		{"negative max_train", cfg, []string{"task.max_train=-4"}, []string{"--set: task.max_train must not be negative"}},
+		{"negative max_new_tokens", cfg, []string{"eval.max_new_tokens=-5"}, []string{"--set: eval.max_new_tokens must not be negative"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.path, tc.overrides)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if tc.path == cfg && strings.Contains(err.Error(), cfg) {
+				t.Errorf("error %q blames the file for a --set value", err)
+			}
+		})
+	}
+	if c, err := Load(cfg, []string{"train.steps=3", "train.seed=18446744073709551615", "optimizer.lr=1"}); err != nil || c.Train.Steps != 3 || c.Train.Seed != 1<<64-1 {
+		t.Errorf("valid values: %+v %v", c, err)
+	}
+}
+
+// TestInitAdapterMustMatchConfig: an adapter.init of another rank (or kind)
+// is refused instead of training rank 8 under a config that says 16.
+func TestInitAdapterMustMatchConfig(t *testing.T) {
+	dir, cfg := demoConfig(t, 0)
+	src := filepath.Join(dir, "src")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+src)}); err != nil {
+		t.Fatal(err)
+	}
+	init := "adapter.init=" + filepath.Join(src, "best")
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"rank", []string{init, "adapter.r=16"}, "rank 8, alpha 16"},
+		{"alpha", []string{init, "adapter.alpha=32"}, "adapter.alpha 32"},
+		{"targets", []string{init, "adapter.targets=[q_proj,k_proj]"}, "adapter.targets"},
+		{"kind", []string{init, "adapter.kind=prompt"}, "is a LoRA adapter, but adapter.kind is \"prompt\""},
+		{"matching", []string{init, "adapter.targets=[v_proj,q_proj]"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(trustSet, "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBatchLargerThanData: a batch larger than the training split runs (the
+// sampler repeats examples) and says so.
+func TestBatchLargerThanData(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	var log bytes.Buffer
+	set := append(slices.Clone(trustSet), "task.max_train=4", "train.batch_size=8", "output.dir="+filepath.Join(dir, "run"))
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "warning: train.batch_size 8 is more than the 4 training examples") {
+		t.Errorf("no warning in the log:\n%s", log.String())
+	}
+}
+
+// TestTokenizerLargerThanModel: a tokenizer with ids past the model's
+// embedding is refused when the run starts, not at the first forward that
+// meets such a token.
+func TestTokenizerLargerThanModel(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	src := filepath.Join(dir, "model")
+	c, err := model.LoadConfig(filepath.Join(src, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(dir, "small")
+	c.VocabSize = tok.VocabSize() - 1
+	if _, err := model.WriteRandom(small, c, 1, 0.02); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, _ := os.ReadFile(filepath.Join(src, f))
+		os.WriteFile(filepath.Join(small, f), b, 0o644)
+	}
+	_, err = Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "model.path="+small, "output.dir="+filepath.Join(dir, "run"))})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the tokenizer has ids up to %d but the model's vocab_size is %d", c.VocabSize, c.VocabSize)) {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestNoChatTemplate: a model directory without a chat template is refused
+// when the model loads, with the fix, before any example is read (it was
+// reported as the first training example's fault), by Run and Evaluate.
+func TestNoChatTemplate(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	src, bare := filepath.Join(dir, "model"), filepath.Join(dir, "bare")
+	if err := os.CopyFS(bare, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	var tc map[string]any
+	b, _ := os.ReadFile(filepath.Join(src, "tokenizer_config.json"))
+	if err := json.Unmarshal(b, &tc); err != nil {
+		t.Fatal(err)
+	}
+	delete(tc, "chat_template")
+	b, _ = json.Marshal(tc)
+	if err := os.WriteFile(filepath.Join(bare, "tokenizer_config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "model " + bare + ": the model directory has no chat template"
+	_, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "model.path="+bare, "output.dir="+filepath.Join(dir, "run"))})
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "copy chat_template.jinja") {
+		t.Errorf("Run: got %v, want %q and the fix", err, want)
+	}
+	m, err := model.Load(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Evaluate(m, tok, EvalOptions{Task: "sst2", Data: filepath.Join(dir, "data", "dev.tsv")}); !errors.Is(err, tokenizer.ErrNoChatTemplate) {
+		t.Errorf("Evaluate: got %v", err)
+	}
+}
+
+// TestSetStringIsLiteral: --set (and --out, which is --set output.dir) of a
+// string key keeps the text as it is: as YAML, "exp #1" was "exp", "007" 7
+// and "1e3" 1000, and the run went to another directory without a word.
+func TestSetStringIsLiteral(t *testing.T) {
+	_, cfg := demoConfig(t, 1)
+	for _, dir := range []string{"exp #1", "007", "1e3", "'q'", "~", "a: b", "[x]"} {
+		c, err := Load(cfg, []string{"output.dir=" + dir, "task.train=" + dir})
+		if err != nil {
+			t.Errorf("--set output.dir=%s: %v", dir, err)
+			continue
+		}
+		if c.Output.Dir != dir || c.Task.Train != dir {
+			t.Errorf("--set output.dir=%s: %v, output.dir %q, task.train %q", dir, err, c.Output.Dir, c.Task.Train)
+		}
+	}
+	if c, err := Load(cfg, []string{"adapter.init_text= Positive"}); err != nil || c.Adapter.InitText != " Positive" {
+		t.Errorf("--set adapter.init_text= Positive: %v, %q (a leading space is a token's)", err, c.Adapter.InitText)
+	}
+	if c, err := Load(cfg, []string{"train.steps=007"}); err != nil || c.Train.Steps != 7 {
+		t.Errorf("a number key is still read as YAML: %v", err)
+	}
+}
