@@ -31,7 +31,7 @@ type forwardBench struct {
 func parseForward(args []string) (*forwardBench, error) {
 	var fb forwardBench
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
-	fs.StringVar(&fb.name, "model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	fs.StringVar(&fb.name, "model", "llama1b", "a built-in published model (llama1b, qwen06b, qwen3-8b or their hub names), random weights; or a path to a config.json")
 	fs.StringVar(&fb.shapes, "shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
 	fs.IntVar(&fb.reps, "reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
 	fs.IntVar(&fb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")

@@ -33,7 +33,7 @@ type fullBench struct {
 func runFullStep(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fullstep", flag.ContinueOnError)
 	var fb fullBench
-	fs.StringVar(&fb.name, "model", "qwen06b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	fs.StringVar(&fb.name, "model", "qwen06b", "a built-in published model (llama1b, qwen06b, qwen3-8b or their hub names), random weights; or a path to a config.json")
 	shape := fs.String("shape", "16x64", "BxT batch (SST-2-like 16x64); the last 3 tokens of each row are supervised")
 	what := fs.String("what", "step", "step: full-parameter ZO steps; forward: the plain forward over the rows a step evaluates at once (2q·B) and two forwards over B rows")
 	fs.IntVar(&fb.q, "q", 1, "directions per step")

@@ -33,7 +33,7 @@ type zoStepBench struct {
 func parseZOStep(args []string) (*zoStepBench, error) {
 	var zb zoStepBench
 	fs := flag.NewFlagSet("zostep", flag.ContinueOnError)
-	fs.StringVar(&zb.name, "model", "llama1b", "llama1b or qwen06b (published configs, random weights), or a path to a config.json")
+	fs.StringVar(&zb.name, "model", "llama1b", "a built-in published model (llama1b, qwen06b, qwen3-8b or their hub names), random weights; or a path to a config.json")
 	fs.StringVar(&zb.shapes, "shapes", "8x80", "comma-separated BxT batches (SST-2-like 8x80, SQuAD-like 8x300); the last 3 tokens of each row are supervised")
 	fs.StringVar(&zb.qs, "q", "1,4", "comma-separated numbers of directions")
 	fs.BoolVar(&zb.grouped, "grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")

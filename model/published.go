@@ -1,0 +1,170 @@
+package model
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Published is a model the project runs whose publisher's config.json is
+// built in, verbatim: random-weight models of its shapes (meazo-inspect
+// random-model, meazo-bench) need neither a download nor the test fixtures,
+// and an error about a missing download can say what to download.
+type Published struct {
+	Name  string // the model's name on the Hugging Face hub, "Llama-3.2-1B"
+	Repo  string // its repository, "meta-llama/Llama-3.2-1B"
+	Short string // the configs' short name, "llama1b"
+	// Gated: the hub serves the weights only to a logged-in user who has
+	// accepted the model's licence on its page.
+	Gated bool
+	JSON  string // config.json as published
+}
+
+// Config parses the built-in config.json.
+func (p Published) Config() (*Config, error) {
+	c, err := ParseConfig([]byte(p.JSON))
+	if err != nil {
+		return nil, fmt.Errorf("built-in config of %s: %w", p.Repo, err)
+	}
+	return c, nil
+}
+
+// PublishedModels lists the built-in models, smallest first.
+func PublishedModels() []Published { return published }
+
+// PublishedNames is the names LookupPublished knows, for messages.
+func PublishedNames() string {
+	var names []string
+	for _, p := range published {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// LookupPublished finds a built-in model by its name ("Qwen3-0.6B"), its
+// repository ("Qwen/Qwen3-0.6B"), its short name ("qwen06b"), or a path whose
+// last element is its name ("models/Qwen3-0.6B", where the README's download
+// puts it), in any case.
+func LookupPublished(name string) (Published, bool) {
+	base := filepath.Base(filepath.Clean(name))
+	for _, p := range published {
+		for _, n := range []string{p.Name, p.Repo, p.Short} {
+			if strings.EqualFold(name, n) || strings.EqualFold(base, n) {
+				return p, true
+			}
+		}
+	}
+	return Published{}, false
+}
+
+// published: the config.json of each model as its repository serves it.
+// Llama-3.2-1B and Qwen3-0.6B are held to the copies in the shared fixtures
+// (fixtures/models/full-configs, whose SOURCES.md says where they come
+// from) by TestPublishedConfigs; Qwen3-8B is the text of
+// huggingface.co/Qwen/Qwen3-8B/blob/main/config.json as quoted by two
+// independent code bases (an XLA benchmark that cites that address, and
+// MindSpeed-LLM's FSDP2 guide), and TestPublishedSizes holds it to the
+// parameter counts of the model card (8.2B, 6.95B without embeddings).
+var published = []Published{
+	{Name: "Qwen3-0.6B", Repo: "Qwen/Qwen3-0.6B", Short: "qwen06b", JSON: `
+{
+  "architectures": [
+    "Qwen3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 28,
+  "model_type": "qwen3",
+  "num_attention_heads": 16,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}
+`},
+	{Name: "Llama-3.2-1B", Repo: "meta-llama/Llama-3.2-1B", Short: "llama1b", Gated: true, JSON: `
+{
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": 128001,
+  "head_dim": 64,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 8192,
+  "max_position_embeddings": 131072,
+  "mlp_bias": false,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 16,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {
+    "factor": 32.0,
+    "high_freq_factor": 4.0,
+    "low_freq_factor": 1.0,
+    "original_max_position_embeddings": 8192,
+    "rope_type": "llama3"
+  },
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.45.0.dev0",
+  "use_cache": true,
+  "vocab_size": 128256
+}
+`},
+	{Name: "Qwen3-8B", Repo: "Qwen/Qwen3-8B", Short: "qwen3-8b", JSON: `
+{
+  "architectures": [
+    "Qwen3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 12288,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 36,
+  "model_type": "qwen3",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 36,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}
+`},
+}
