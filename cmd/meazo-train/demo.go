@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -177,6 +179,12 @@ func demo(opts train.Options, dir string, steps int) error {
 	if err != nil {
 		return err
 	}
+	// The backend, chosen once here (and why, for auto) rather than in
+	// each run's log: the runs are told which it is.
+	backend, err := demoBackend(opts.Overrides)
+	if err != nil {
+		return err
+	}
 	var runs []string
 	for _, opt := range train.DemoOptimizers {
 		out := filepath.Join(abs, "run-"+opt)
@@ -193,6 +201,9 @@ func demo(opts train.Options, dir string, steps int) error {
 		args := []string{"--config", path, "--set", "optimizer.name=" + opt, "--set", "optimizer.lr=" + train.DemoLR[opt]}
 		for _, o := range opts.Overrides {
 			args = append(args, "--set", o)
+		}
+		if backend != "" {
+			args = append(args, "--set", "model.backend="+backend)
 		}
 		args = append(args, "--set", "output.dir="+out) // last: nothing overrides where the demo writes
 		cmd := exec.Command(self, args...)
@@ -216,6 +227,22 @@ func demo(opts train.Options, dir string, steps int) error {
 		runs = append(runs, out)
 	}
 	return demoTable(os.Stdout, runs)
+}
+
+// demoBackend resolves model.backend for the demo's runs when the command
+// line leaves it to auto, writing the choice and its reason once; ""
+// when the command line names a backend (each run opens that one).
+func demoBackend(overrides []string) (string, error) {
+	name := "auto"
+	for _, o := range overrides {
+		if k, v, _ := strings.Cut(o, "="); strings.TrimSpace(k) == "model.backend" {
+			name = strings.TrimSpace(v)
+		}
+	}
+	if name != "auto" && name != "" {
+		return "", nil
+	}
+	return backends.Choose("auto", 0, os.Stderr)
 }
 
 // errDemoInterrupted says a signal stopped the demo; meazo-train exits 3.

@@ -6,6 +6,7 @@ package backends
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/meazo-go/meazo/tensor"
 	_ "github.com/meazo-go/meazo/tensor/cpu"  // registers "cpu"
@@ -18,8 +19,10 @@ const Usage = "compute backend: auto (CUDA when a GPU and its libraries load, el
 // Open opens the backend called name ("auto", "cpu", "cuda") with the given
 // CPU thread count and the settings of the environment (tensor.EnvOptions:
 // for benchmarks and tests), and writes one line to log saying which
-// backend runs and on what, preceded for "auto" by why each backend it
-// passed over could not be used.
+// backend runs and on what; for "auto", the same line says in short why
+// each backend it passed over could not be used (a CPU machine's missing
+// NVIDIA driver is expected, not an error: --backend cuda gives the whole
+// message).
 func Open(name string, threads int, log io.Writer) (tensor.Backend, error) {
 	o, err := tensor.EnvOptions(tensor.Options{Threads: threads})
 	if err != nil {
@@ -29,9 +32,33 @@ func Open(name string, threads int, log io.Writer) (tensor.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range skipped {
-		fmt.Fprintf(log, "backend %v; trying the next\n", s)
-	}
-	fmt.Fprintf(log, "backend %s: %s\n", b.Name(), b.Describe())
+	fmt.Fprintf(log, "backend %s%s: %s\n", b.Name(), passedOver(skipped), b.Describe())
 	return b, nil
+}
+
+// passedOver is " (auto: …)" naming the backends auto passed over and why,
+// each reason cut to its first clause; "" when none was.
+func passedOver(skipped []error) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	var why []string
+	for _, s := range skipped {
+		msg, _, _ := strings.Cut(s.Error(), " (")
+		why = append(why, msg)
+	}
+	return " (auto; not " + strings.Join(why, "; not ") + ")"
+}
+
+// Choose opens the backend called name as Open does (writing its line to
+// log), closes it again and returns its name: a program that starts several
+// runs (the demo) resolves "auto" once and says once why, then hands each
+// run the chosen name.
+func Choose(name string, threads int, log io.Writer) (string, error) {
+	b, err := Open(name, threads, log)
+	if err != nil {
+		return "", err
+	}
+	defer b.Close()
+	return b.Name(), nil
 }

@@ -11,7 +11,8 @@ import (
 
 // TestSelection: "cpu" always opens; "cuda" opens where a GPU is usable and
 // otherwise fails with one line naming what is missing; "auto" takes CUDA
-// when it opens and otherwise falls back to the CPU, saying why in the log.
+// when it opens and otherwise falls back to the CPU, saying why in its one
+// log line.
 func TestSelection(t *testing.T) {
 	if got := tensor.Names(); len(got) != 2 || got[0] != "cuda" || got[1] != "cpu" {
 		t.Fatalf("registered backends %v, want [cuda cpu] (auto's order)", got)
@@ -54,9 +55,12 @@ func TestSelection(t *testing.T) {
 			t.Errorf("auto chose %s where a GPU opens", b.Name())
 		}
 	} else {
-		want := "backend " + gpuErr.Error() + "; trying the next\nbackend cpu: "
-		if b.Name() != "cpu" || !strings.HasPrefix(log.String(), want) {
-			t.Errorf("auto without a GPU: %s, log %q; want the CPU and a log starting %q", b.Name(), log.String(), want)
+		// One line: the CPU, and why not CUDA in short (the first clause
+		// of cuda.Open's error).
+		why, _, _ := strings.Cut(gpuErr.Error(), " (")
+		want := "backend cpu (auto; not " + why + "): CPU"
+		if got := log.String(); b.Name() != "cpu" || !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
+			t.Errorf("auto without a GPU: %s, log %q; want the CPU and one line starting %q", b.Name(), got, want)
 		}
 	}
 	t.Logf("auto: %s", log.String())
@@ -80,5 +84,25 @@ func TestOpenTakesEnv(t *testing.T) {
 	t.Setenv("MEAZO_CUDA_STACK", "yes")
 	if _, err := Open("cpu", 1, io.Discard); err == nil || !strings.Contains(err.Error(), "MEAZO_CUDA_STACK") {
 		t.Errorf("MEAZO_CUDA_STACK=yes: Open gave %v, want an error naming the variable", err)
+	}
+}
+
+// TestChoose: Choose names the backend Open picks, and fails as Open does.
+func TestChoose(t *testing.T) {
+	var log strings.Builder
+	if got, err := Choose("cpu", 1, &log); err != nil || got != "cpu" || !strings.HasPrefix(log.String(), "backend cpu: ") {
+		t.Errorf("Choose(cpu) = %q, %v; log %q", got, err, log.String())
+	}
+	b, err := Open("auto", 1, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := b.Name()
+	b.Close()
+	if got, err := Choose("auto", 1, &log); err != nil || got != want {
+		t.Errorf("Choose(auto) = %q, %v; Open(auto) opened %q", got, err, want)
+	}
+	if _, err := Choose("tpu", 1, &log); err == nil {
+		t.Error("Choose(tpu) succeeded")
 	}
 }
