@@ -168,3 +168,22 @@ var published = []Published{
 }
 `},
 }
+
+// Params counts the model's weights as its checkpoint holds them: all of
+// them (an untied lm_head.weight included), and all but the embeddings
+// (embed_tokens and an untied lm_head), as model cards state sizes.
+func (c *Config) Params() (total, nonEmbedding int64) {
+	d, hd := int64(c.HiddenSize), int64(c.HeadDim)
+	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
+	layer := 2*d*q + 2*d*kv + 3*d*int64(c.IntermediateSize) + 2*d // q, o; k, v; the MLP; two norms
+	if c.QKNorm {
+		layer += 2 * hd
+	}
+	nonEmbedding = int64(c.NumLayers)*layer + d // and the final norm
+	embed := int64(c.VocabSize) * d
+	total = nonEmbedding + embed
+	if !c.TieEmbeddings {
+		total += embed
+	}
+	return total, nonEmbedding
+}

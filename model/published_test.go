@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/safetensors"
 )
 
 // TestPublishedConfigs holds each built-in config that the shared fixtures
@@ -54,17 +55,8 @@ func TestPublishedSizes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		embed := float64(c.VocabSize * c.HiddenSize)
-		kv := c.NumKVHeads * c.HeadDim
-		layer := c.HiddenSize*c.NumHeads*c.HeadDim*2 + 2*c.HiddenSize*kv + 3*c.HiddenSize*c.IntermediateSize + 2*c.HiddenSize
-		if c.QKNorm {
-			layer += 2 * c.HeadDim
-		}
-		nonEmbed := float64(c.NumLayers*layer + c.HiddenSize)
-		total := nonEmbed + embed
-		if !c.TieEmbeddings {
-			total += embed
-		}
+		n, ne := c.Params()
+		total, nonEmbed := float64(n), float64(ne)
 		// Within 1%: the cards round (Llama-3.2-1B's 1.236B is "1.23B"),
 		// and a layer more or less is 2.8% of Qwen3-8B, an untied
 		// embedding 7.6%.
@@ -92,6 +84,39 @@ func TestLookupPublished(t *testing.T) {
 	for _, name := range []string{"", "Qwen3", "models/my-model", "gpt2"} {
 		if p, ok := LookupPublished(name); ok {
 			t.Errorf("LookupPublished(%q) found %s", name, p.Repo)
+		}
+	}
+}
+
+// TestParamsCountsTheCheckpoint: Params is the number of values a random
+// model's checkpoint holds, tied or not, with QK-norm or without.
+func TestParamsCountsTheCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		arch string
+		tied bool
+	}{{"Qwen3ForCausalLM", true}, {"Qwen3ForCausalLM", false}, {"LlamaForCausalLM", true}, {"LlamaForCausalLM", false}} {
+		c := &Config{Architecture: tc.arch, VocabSize: 64, HiddenSize: 32, IntermediateSize: 48, NumLayers: 2, NumHeads: 4,
+			NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e4, TieEmbeddings: tc.tied, QKNorm: tc.arch == "Qwen3ForCausalLM",
+			BOSTokenID: -1}
+		dir := t.TempDir()
+		if _, err := WriteRandom(dir, c, 1, 0.02); err != nil {
+			t.Fatal(err)
+		}
+		f, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, ti := range f.Tensors() {
+			k := int64(1)
+			for _, s := range ti.Shape {
+				k *= int64(s)
+			}
+			n += k
+		}
+		f.Close()
+		if total, _ := c.Params(); total != n {
+			t.Errorf("%s tied=%v: Params %d, the checkpoint holds %d values", tc.arch, tc.tied, total, n)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func WriteDemo(dir string, steps int) (string, error) {
 	if err := plantSentiment(modelDir, vocab, demoPlantStrength); err != nil {
 		return "", err
 	}
-	if err := writeDemoTokenizer(modelDir); err != nil {
+	if err := WriteDemoTokenizer(modelDir); err != nil {
 		return "", err
 	}
 	dataDir := filepath.Join(dir, "data")
@@ -152,10 +152,12 @@ func demoSentence(r *rand.Rand) (string, int) {
 	}
 }
 
-// writeDemoTokenizer writes tokenizer.json (byte-level BPE with Qwen3's
+// WriteDemoTokenizer writes tokenizer.json (byte-level BPE with Qwen3's
 // normalizer and pre-tokenizer, word merges: demoVocab) and tokenizer_config.json with a
-// ChatML template.
-func writeDemoTokenizer(dir string) error {
+// ChatML template. Byte-level, it encodes any text (words outside the demo's
+// as several tokens), so meazo-inspect random-model gives it to a model of
+// any size: meazo-train then runs on the result with no download.
+func WriteDemoTokenizer(dir string) error {
 	vocab, merges := demoVocab()
 	var added []map[string]any
 	for i, s := range demoSpecial {
@@ -191,6 +193,13 @@ func writeDemoTokenizer(dir string) error {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, "tokenizer_config.json"), b)
+}
+
+// DemoTokenizerVocab is the number of ids of WriteDemoTokenizer's
+// tokenizer: a model needs at least that vocab_size to run with it.
+func DemoTokenizerVocab() int {
+	vocab, _ := demoVocab()
+	return len(vocab)
 }
 
 // byteAlphabet is GPT-2's byte-to-character map: printable bytes stand for

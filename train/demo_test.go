@@ -12,7 +12,7 @@ import (
 // is short and each label is one token.
 func TestDemoTokenizer(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeDemoTokenizer(dir); err != nil {
+	if err := WriteDemoTokenizer(dir); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := tokenizer.Load(dir)

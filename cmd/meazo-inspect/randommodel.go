@@ -1,20 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tokenizer"
+	"github.com/meazo-go/meazo/train"
 )
 
 func init() {
-	register("random-model", "write a model with random weights in HF format from a config.json (benchmarks, memory reports)", runRandomModel)
+	register("random-model", "write a model with random weights in HF format, by name (Qwen3-0.6B, Llama-3.2-1B, Qwen3-8B) or from a config.json, with a tokenizer", runRandomModel)
 }
 
 // checkNoModel refuses an output directory that holds a model already
@@ -34,46 +39,221 @@ func checkNoModel(dir string) error {
 	return nil
 }
 
+const randomModelHelp = `
+A model with random weights runs exactly as the real one does, step for step: use it to see what a
+run costs on this machine before downloading (docs/PERFORMANCE.md), or to test a set-up. The tokenizer
+(--tokenizer): "demo" (the default) writes the built-in demo's byte-level tokenizer (ChatML template),
+which encodes any text, so meazo-train runs on the result at once; a directory copies the tokenizer of
+a model there (tokenizer.json, tokenizer_config.json, chat_template.jinja); "none" writes none. Without
+--tokenizer, a tokenizer.json already in --out is kept.
+`
+
+// randomModelFlags are random-model's settings.
+type randomModelFlags struct {
+	name, cfgPath, out, dtype, tok string
+	layers                         int
+	seed                           uint64
+	std                            float64
+}
+
 func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("random-model", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "an HF config.json (e.g. a published one)")
-	out := fs.String("out", "", "directory to write config.json and model.safetensors into")
-	dtype := fs.String("dtype", "f32", "how model.safetensors stores the weights: f32, or bf16 (as the published checkpoints; values rounded to bfloat16)")
-	seed := fs.Uint64("seed", 1, "random seed")
-	std := fs.Float64("std", 0.02, "standard deviation of the weight matrices")
+	var f randomModelFlags
+	fs.StringVar(&f.name, "model", "", "a built-in published model: "+model.PublishedNames()+" (or its hub id, or the configs' short name)")
+	fs.StringVar(&f.cfgPath, "config", "", "an HF config.json instead of --model")
+	fs.StringVar(&f.out, "out", "", "directory to write config.json, model.safetensors and the tokenizer into")
+	fs.StringVar(&f.dtype, "dtype", "f32", "how model.safetensors stores the weights: f32, or bf16 (as the published checkpoints; values rounded to bfloat16)")
+	fs.StringVar(&f.tok, "tokenizer", "", `"demo", a model directory to copy the tokenizer from, or "none" (see below)`)
+	fs.IntVar(&f.layers, "layers", 0, "keep only the first N decoder layers (0: all): the full width and vocabulary in less memory and time")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fs.Float64Var(&f.std, "std", 0.02, "standard deviation of the weight matrices")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: meazo-inspect random-model (--model NAME | --config config.json) --out DIR [flags]\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), randomModelHelp)
+	}
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
-	if *cfgPath == "" || *out == "" {
-		return cli.Usage(fmt.Errorf("--config and --out are required"))
-	}
-	if !(*std > 0) || math.IsInf(*std, 0) {
-		return cli.Usage(fmt.Errorf("--std must be positive and finite, got %g", *std))
-	}
-	if fs.NArg() > 0 {
-		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	if err := checkNoModel(*out); err != nil {
-		return err
-	}
-	if err := outpath.Check("--out", *out, *cfgPath); err != nil {
-		return err
-	}
-	cfg, err := model.LoadConfig(*cfgPath)
+	cfg, err := f.check(fs)
 	if err != nil {
 		return err
 	}
-	write := model.WriteRandom
-	switch *dtype {
-	case "f32":
-	case "bf16":
-		write = model.WriteRandomBF16
-	default:
-		return fmt.Errorf("--dtype: %q is not f32 or bf16", *dtype)
-	}
-	if _, err := write(*out, cfg, *seed, *std); err != nil {
+	if err := checkNoModel(f.out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote a random %s (%d layers, hidden %d, vocab %d, %s) to %s\n", cfg.Architecture, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, *dtype, *out)
+	if err := outpath.Check("--out", f.out, f.inputs()...); err != nil {
+		return err
+	}
+	tok, err := planTokenizer(f.out, f.tok, cfg.VocabSize)
+	if err != nil {
+		return err
+	}
+	if err := checkMemory(cfg, f.dtype == "bf16"); err != nil {
+		return err
+	}
+	write := model.WriteRandom
+	if f.dtype == "bf16" {
+		write = model.WriteRandomBF16
+	}
+	if _, err := write(f.out, cfg, f.seed, f.std); err != nil {
+		return err
+	}
+	n, _ := cfg.Params()
+	fmt.Fprintf(stdout, "wrote a random %s (%d layers, hidden %d, vocab %d, %.2fB parameters, %s) to %s\n",
+		cfg.Architecture, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, float64(n)/1e9, f.dtype, f.out)
+	what, err := tok.write(f.out)
+	if err != nil {
+		return fmt.Errorf("--tokenizer %s: %w", tok.choice, err)
+	}
+	fmt.Fprintln(stdout, what)
 	return nil
+}
+
+// inputs are the files and directories random-model reads: --config, and
+// the model directory --tokenizer copies from.
+func (f *randomModelFlags) inputs() []string {
+	var in []string
+	if f.cfgPath != "" {
+		in = append(in, f.cfgPath)
+	}
+	if f.tok != "" && f.tok != "demo" && f.tok != "none" {
+		in = append(in, f.tok)
+	}
+	return in
+}
+
+// check validates the flags and returns the model's config: the built-in
+// one of --model or --config's, cut to --layers.
+func (f *randomModelFlags) check(fs *flag.FlagSet) (*model.Config, error) {
+	switch {
+	case fs.NArg() > 0:
+		return nil, cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	case (f.name == "") == (f.cfgPath == ""):
+		return nil, cli.Usage(fmt.Errorf("give one of --model (%s) and --config", model.PublishedNames()))
+	case f.out == "":
+		return nil, cli.Usage(fmt.Errorf("--out is required"))
+	case !(f.std > 0) || math.IsInf(f.std, 0):
+		return nil, cli.Usage(fmt.Errorf("--std must be positive and finite, got %g", f.std))
+	case f.dtype != "f32" && f.dtype != "bf16":
+		return nil, cli.Usage(fmt.Errorf("--dtype: %q is not f32 or bf16", f.dtype))
+	case f.layers < 0:
+		return nil, cli.Usage(fmt.Errorf("--layers must be 0 (all) or positive, got %d", f.layers))
+	}
+	var cfg *model.Config
+	if f.name != "" {
+		p, ok := model.LookupPublished(f.name)
+		if !ok {
+			return nil, cli.Usage(fmt.Errorf("--model %q is not built in (have %s); for another model, pass its config.json with --config", f.name, model.PublishedNames()))
+		}
+		c, err := p.Config()
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	} else {
+		c, err := model.LoadConfig(f.cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	if f.layers > 0 && f.layers < cfg.NumLayers {
+		cfg.NumLayers = f.layers
+	}
+	return cfg, nil
+}
+
+// tokenizerPlan is the tokenizer random-model writes, checked before any
+// weight is drawn.
+type tokenizerPlan struct {
+	choice string // "demo", "none", "keep" or the directory to copy from
+	vocab  int    // the ids it has (0: none written)
+}
+
+// planTokenizer checks --tokenizer against out and the model's vocabulary:
+// a tokenizer file there is never written over (without --tokenizer it is
+// kept), and a tokenizer with ids past the vocabulary is refused.
+func planTokenizer(out, choice string, vocab int) (tokenizerPlan, error) {
+	held := ""
+	for _, name := range tokenizer.Files {
+		if _, err := os.Lstat(filepath.Join(out, name)); err == nil && held == "" {
+			held = name
+		}
+	}
+	var p tokenizerPlan
+	switch {
+	case choice == "none":
+		return tokenizerPlan{choice: "none"}, nil
+	case choice == "" && held != "":
+		return tokenizerPlan{choice: "keep"}, nil
+	case held != "":
+		return p, fmt.Errorf("--out %s already holds %s: --tokenizer %s would write over it (leave --tokenizer out to keep it)", out, held, choice)
+	case choice == "" || choice == "demo":
+		p = tokenizerPlan{choice: "demo", vocab: train.DemoTokenizerVocab()}
+	default:
+		tok, err := tokenizer.Load(choice)
+		if err != nil {
+			return p, cli.Usage(fmt.Errorf(`--tokenizer %s: not "demo", "none" or a model directory with a tokenizer: %w`, choice, err))
+		}
+		p = tokenizerPlan{choice: choice, vocab: tok.VocabSize()}
+	}
+	if p.vocab > vocab {
+		return p, fmt.Errorf("--tokenizer %s has ids up to %d, past the model's vocab_size %d: choose another tokenizer", p.choice, p.vocab-1, vocab)
+	}
+	return p, nil
+}
+
+// write writes the planned tokenizer into out and says what it did.
+func (p tokenizerPlan) write(out string) (string, error) {
+	switch p.choice {
+	case "none":
+		return "no tokenizer written (--tokenizer none): meazo-train needs one in " + out, nil
+	case "keep":
+		return "kept the tokenizer already in " + out, nil
+	case "demo":
+		return "with the demo's byte-level tokenizer (ChatML template)", train.WriteDemoTokenizer(out)
+	}
+	_, err := tokenizer.CopyFiles(p.choice, out)
+	return "with the tokenizer of " + p.choice, err
+}
+
+// checkMemory refuses a model that would not fit in the memory available,
+// before any weight is drawn. Writing one holds its weights in float32 and
+// what is written: peak RSS measured 8.2 bytes a parameter with --dtype f32
+// (Qwen3-0.6B, 8 layers) and 6.0 with bf16 (all of Qwen3-0.6B).
+func checkMemory(cfg *model.Config, bf16 bool) error {
+	avail, ok := memAvailable()
+	if !ok {
+		return nil
+	}
+	perParam := int64(9)
+	if bf16 {
+		perParam = 7
+	}
+	n, nonEmbed := cfg.Params()
+	if need := perParam * n; need > avail {
+		return fmt.Errorf("writing this model holds about %.1f GiB in memory and %.1f GiB is available: cut it to fewer layers with --layers N (each layer is about %.2f GiB)",
+			gib(need), gib(avail), gib(perParam*nonEmbed/int64(max(cfg.NumLayers, 1))))
+	}
+	return nil
+}
+
+func gib(b int64) float64 { return float64(b) / (1 << 30) }
+
+// memAvailable is /proc/meminfo's MemAvailable in bytes (Linux).
+func memAvailable() (int64, bool) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }

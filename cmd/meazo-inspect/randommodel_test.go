@@ -2,14 +2,17 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/train"
 )
 
 // TestRandomModelCommand writes a random model that loads, and refuses a
@@ -21,7 +24,7 @@ func TestRandomModelCommand(t *testing.T) {
 		"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":8,"rms_norm_eps":1e-6,
 		"rope_theta":1000000,"tie_word_embeddings":true}`), 0o644)
 	out := filepath.Join(dir, "m")
-	if err := commands.Run("random-model", []string{"--config", cfg, "--out", out}, nil, io.Discard); err != nil {
+	if err := commands.Run("random-model", []string{"--config", cfg, "--out", out, "--tokenizer", "none"}, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := model.Load(out); err != nil {
@@ -46,4 +49,104 @@ func TestRandomModelCommand(t *testing.T) {
 			t.Errorf("--std %s: %v", std, err)
 		}
 	}
+}
+
+// TestRandomModelByName: --model resolves a built-in published config (by
+// name, hub id or short name) cut to --layers; an unknown name or both of
+// --model and --config is a usage error.
+func TestRandomModelByName(t *testing.T) {
+	for _, name := range []string{"Qwen3-0.6B", "Qwen/Qwen3-0.6B", "qwen06b"} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		f := randomModelFlags{name: name, out: "o", dtype: "bf16", std: 0.02, layers: 2}
+		cfg, err := f.check(fs)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p, _ := model.LookupPublished("Qwen3-0.6B")
+		want, _ := p.Config()
+		want.NumLayers = 2
+		if !reflect.DeepEqual(cfg, want) {
+			t.Errorf("%s: %+v, want Qwen3-0.6B's config with 2 layers", name, *cfg)
+		}
+	}
+	for _, args := range [][]string{
+		{"--model", "gpt2", "--out", "o"},
+		{"--model", "qwen06b", "--config", "c.json", "--out", "o"},
+		{"--out", "o"},
+		{"--model", "qwen06b", "--out", "o", "--layers", "-1"},
+	} {
+		var ue *cli.UsageError
+		if err := commands.Run("random-model", args, nil, io.Discard); !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestRandomModelTrains: a random model written with the demo's tokenizer
+// is what meazo-train runs on, with no other file; a tokenizer already in
+// --out is kept without --tokenizer and refused with it, before any weight
+// is written.
+func TestRandomModelTrains(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	os.WriteFile(cfg, []byte(`{"architectures":["LlamaForCausalLM"],"vocab_size":1024,"hidden_size":32,"intermediate_size":64,
+		"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":8,"rms_norm_eps":1e-5,
+		"rope_theta":500000,"tie_word_embeddings":true}`), 0o644)
+	out := filepath.Join(dir, "m")
+	var log strings.Builder
+	if err := commands.Run("random-model", []string{"--config", cfg, "--out", out}, nil, &log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "demo's byte-level tokenizer") {
+		t.Errorf("output %q does not say which tokenizer was written", log.String())
+	}
+	demoCfg, err := train.WriteDemo(filepath.Join(dir, "demo"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := train.Run(train.Options{ConfigPath: demoCfg, Overrides: []string{"model.path=" + out, "train.steps=2",
+		"train.eval_every=2", "eval.skip=true", "model.backend=cpu", "output.dir=" + filepath.Join(dir, "run")}})
+	if err != nil || s.StepsDone != 2 {
+		t.Fatalf("meazo-train on the random model: %v", err)
+	}
+
+	// Again into a directory holding only a tokenizer: kept by default.
+	again := filepath.Join(dir, "again")
+	os.MkdirAll(again, 0o755)
+	tokJSON, _ := os.ReadFile(filepath.Join(out, "tokenizer.json"))
+	os.WriteFile(filepath.Join(again, "tokenizer.json"), tokJSON, 0o644)
+	os.WriteFile(filepath.Join(again, "tokenizer_config.json"), []byte(`{"eos_token": "<|im_end|>"}`), 0o644)
+	for _, bad := range [][]string{{"--tokenizer", "demo"}, {"--tokenizer", out}} {
+		err := commands.Run("random-model", append([]string{"--config", cfg, "--out", again}, bad...), nil, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "would write over it") {
+			t.Errorf("%v onto a tokenizer: %v", bad, err)
+		}
+	}
+	// A tokenizer with more ids than the model has rows: refused first.
+	small := filepath.Join(dir, "small.json")
+	os.WriteFile(small, []byte(strings.Replace(string(must(os.ReadFile(cfg))), `"vocab_size":1024`, `"vocab_size":64`, 1)), 0o644)
+	if err := commands.Run("random-model", []string{"--config", small, "--out", filepath.Join(dir, "s")}, nil, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "past the model's vocab_size 64") {
+		t.Errorf("demo tokenizer on a 64-token model: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s")); err == nil {
+		t.Error("a refused random-model made its --out")
+	}
+	if _, err := os.Stat(filepath.Join(again, "model.safetensors")); err == nil {
+		t.Error("a refused random-model wrote weights")
+	}
+	log.Reset()
+	if err := commands.Run("random-model", []string{"--config", cfg, "--out", again}, nil, &log); err != nil || !strings.Contains(log.String(), "kept the tokenizer") {
+		t.Errorf("without --tokenizer: %v, %q", err, log.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(again, "tokenizer_config.json")); string(b) != `{"eos_token": "<|im_end|>"}` {
+		t.Errorf("the kept tokenizer_config.json changed: %s", b)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -1,0 +1,46 @@
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+)
+
+// Files are the files Load reads from a model directory, in order;
+// chat_template.jinja is optional.
+var Files = []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}
+
+// CopyFiles copies the tokenizer of the model directory from into the
+// directory to (made if missing): the Files that from has, after checking
+// that they load. It writes over nothing: a tokenizer file already in to
+// is an error, and nothing is copied.
+func CopyFiles(from, to string) (*Tokenizer, error) {
+	tok, err := Load(from)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range Files {
+		if _, err := os.Lstat(filepath.Join(to, name)); err == nil {
+			return nil, fmt.Errorf("%s already holds %s: not written over", to, name)
+		}
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return nil, err
+	}
+	for _, name := range Files {
+		b, err := os.ReadFile(filepath.Join(from, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // chat_template.jinja: Load found the template elsewhere, or none
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(to, name), b); err != nil {
+			return nil, err
+		}
+	}
+	return tok, nil
+}
