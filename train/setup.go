@@ -98,9 +98,16 @@ func (r *run) openRunDir() error {
 		if r.cfg, err = r.resumeConfig(); err != nil {
 			return err
 		}
-		return checkOutputDir(r.dir, r.cfg)
+		if err := checkOutputDir(r.dir, r.cfg); err != nil {
+			return err
+		}
+		return preflight(r.cfg)
 	}
 	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
+		return err
+	}
+	// Every file the run reads, there before anything is written.
+	if err := preflight(r.cfg); err != nil {
 		return err
 	}
 	r.dir = r.cfg.Output.Dir
@@ -207,11 +214,17 @@ func checkNewRunDir(dir string) error {
 	return nil
 }
 
-// loadModel opens the backend (model.backend) and loads the model on it,
-// and the tokenizer.
+// loadModel loads the tokenizer (first: it fails faster than the
+// weights), opens the backend (model.backend) and loads the model on it.
 func (r *run) loadModel() error {
 	cfg := r.cfg
 	var err error
+	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
+		return err
+	}
+	if err := checkChatTemplate(r.tok, cfg.Model.Path, data.Format(cfg.Task.Format)); err != nil {
+		return err
+	}
 	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
 		return fmt.Errorf("model.backend: %w", err)
 	}
@@ -221,12 +234,6 @@ func (r *run) loadModel() error {
 	dir := r.modelDir()
 	fmt.Fprintf(r.log, "loading model %s\n", dir)
 	if r.m, err = model.LoadWith(dir, r.loadOptions()); err != nil {
-		return err
-	}
-	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
-		return err
-	}
-	if err := checkChatTemplate(r.tok, cfg.Model.Path, data.Format(cfg.Task.Format)); err != nil {
 		return err
 	}
 	// Token ids past the embedding would fail only in the first forward

@@ -147,7 +147,7 @@ func TestConfigErrors(t *testing.T) {
 		{"typo in file", typo, nil, []string{"typo.yaml", `"train.stpes"`, `did you mean "train.steps"`}},
 		{"typo in --set", cfg, []string{"optimiser.lr=1"}, []string{`"optimiser.lr"`, `"optimizer.lr"`}},
 		{"unknown section", cfg, []string{"trian.steps=3"}, []string{`"train.steps"`}},
-		{"missing model", cfg, []string{"model.path=" + filepath.Join(dir, "nope"), "output.dir=" + filepath.Join(dir, "r1")}, []string{filepath.Join(dir, "nope", "config.json")}},
+		{"missing model", cfg, []string{"model.path=" + filepath.Join(dir, "nope"), "output.dir=" + filepath.Join(dir, "r1")}, []string{filepath.Join(dir, "nope") + ": no such directory"}},
 		{"bad optimizer", cfg, []string{"optimizer.name=adam"}, []string{"optimizer.name", "meazo"}},
 		{"fzoo q", cfg, []string{"optimizer.name=fzoo"}, []string{"optimizer.q must be at least 2 for fzoo"}},
 		{"fzoo q by --set", cfg, []string{"optimizer.name=fzoo", "optimizer.q=1"}, []string{"--set: optimizer.q must be at least 2 for fzoo"}},

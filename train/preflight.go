@@ -1,0 +1,183 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// preflight checks, before a run writes anything or reads a weight, that
+// every file it needs is there: the model's config.json, weights (every
+// shard an index names) and tokenizer files, the data files and
+// adapter.init. A missing one is the commonest way a first run fails, and
+// found here it fails in a moment, leaving nothing behind, instead of after
+// minutes of loading; the error names every missing file and, for the
+// paper's models and datasets, the command that downloads them.
+func preflight(cfg *Config) error {
+	var missing, fixes []string
+	miss := func(key, path, what string, fix string) {
+		missing = append(missing, fmt.Sprintf("%s %s: %s", key, path, what))
+		if fix != "" && !strings.Contains(strings.Join(fixes, "\n"), fix) {
+			fixes = append(fixes, fix)
+		}
+	}
+	if what := checkModelDir(cfg.Model.Path); what != "" {
+		miss("model.path", cfg.Model.Path, what, modelDownload(cfg))
+	}
+	for _, f := range []struct{ key, path string }{
+		{"task.train", cfg.Task.Train}, {"task.validation", cfg.Task.Validation}, {"task.test", testFile(cfg)},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if what := checkFile(f.path); what != "" {
+			miss(f.key, f.path, what, datasetDownload(f.path))
+		}
+	}
+	if dir := cfg.Adapter.Init; dir != "" {
+		for _, name := range rundir.AdapterFiles {
+			if what := checkFile(filepath.Join(dir, name)); what != "" {
+				miss("adapter.init", dir, name+" "+what+" (want a saved adapter directory: a run's best/ or last/)", "")
+				break
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	msg := "the run needs files that are not there (nothing was written):\n  " + strings.Join(missing, "\n  ")
+	if wd, err := os.Getwd(); err == nil && hasRelative(cfg) {
+		msg += "\n(relative paths are to the working directory, " + wd + ")"
+	}
+	if len(fixes) > 0 {
+		msg += "\n" + strings.Join(fixes, "\n")
+	}
+	return errors.New(msg)
+}
+
+// testFile is task.test where the run evaluates on it.
+func testFile(cfg *Config) string {
+	if cfg.Eval.Skip {
+		return ""
+	}
+	return cfg.Task.Test
+}
+
+// hasRelative says whether any path the run reads is relative.
+func hasRelative(cfg *Config) bool {
+	for _, p := range []string{cfg.Model.Path, cfg.Task.Train, cfg.Task.Validation, cfg.Task.Test, cfg.Adapter.Init} {
+		if p != "" && !filepath.IsAbs(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFile says what is wrong with a file a run reads ("" if nothing).
+func checkFile(path string) string {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file"
+	case err != nil:
+		return err.Error()
+	case st.IsDir():
+		return "a directory, not a file"
+	}
+	return ""
+}
+
+// checkModelDir says what is missing of a model directory ("" if
+// nothing): config.json (which must parse as a model this project runs),
+// the weights (one file, or an index and every shard it names),
+// tokenizer.json and tokenizer_config.json.
+func checkModelDir(dir string) string {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such directory"
+	case err != nil:
+		return err.Error()
+	case !st.IsDir():
+		return "not a directory (want a model directory: config.json, *.safetensors, tokenizer.json, …)"
+	}
+	var gone []string
+	if _, err := model.LoadConfig(filepath.Join(dir, "config.json")); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "config.json")); serr != nil {
+			gone = append(gone, "config.json")
+		} else {
+			return err.Error()
+		}
+	}
+	weights, err := safetensors.CheckpointFiles(dir)
+	if err != nil {
+		gone = append(gone, "model.safetensors (or model.safetensors.index.json and its shards)")
+	}
+	for _, w := range weights {
+		if checkFile(w) != "" {
+			gone = append(gone, filepath.Base(w))
+		}
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if checkFile(filepath.Join(dir, name)) != "" {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		return "no " + strings.Join(gone, ", no ") + " there (an interrupted download?)"
+	}
+	return ""
+}
+
+// modelDownload is the command that downloads the config's model into
+// model.path: the model's hub repository is model.name where that is one
+// (the shipped configs name it so), or the published model model.path is
+// named after; "" when neither says.
+func modelDownload(cfg *Config) string {
+	repo, gated := "", false
+	if p, ok := model.LookupPublished(cfg.Model.Name); ok {
+		repo, gated = p.Repo, p.Gated
+	} else if p, ok := model.LookupPublished(cfg.Model.Path); ok && cfg.Model.Name == "" {
+		repo, gated = p.Repo, p.Gated
+	} else if strings.Count(cfg.Model.Name, "/") == 1 && !strings.HasPrefix(cfg.Model.Name, ".") && !filepath.IsAbs(cfg.Model.Name) {
+		repo = cfg.Model.Name
+	}
+	if repo == "" {
+		return ""
+	}
+	s := fmt.Sprintf("Download the model (pip install -U huggingface_hub gives the hf command):\n  hf download %s --local-dir %s", repo, cfg.Model.Path)
+	if gated {
+		s += fmt.Sprintf("\n  (%s is gated: accept its licence at https://huggingface.co/%s and log in with `hf auth login` first)", repo, repo)
+	}
+	return s
+}
+
+// hubDatasets are the paper's datasets as the README downloads them: the
+// directory each lands in, and its hub repository (and revision).
+var hubDatasets = []struct{ dir, repo string }{
+	{"data/sst2", "stanfordnlp/sst2"},
+	{"data/squad", "rajpurkar/squad"},
+	{"data/xsum", "EdinburghNLP/xsum --revision refs/convert/parquet"},
+}
+
+// datasetDownload is the command that downloads a missing data file of the
+// paper's datasets where the shipped configs look for it ("" for another).
+func datasetDownload(path string) string {
+	p := filepath.ToSlash(filepath.Clean(path))
+	for _, d := range hubDatasets {
+		i := strings.Index("/"+p, "/"+d.dir+"/")
+		if i < 0 {
+			continue
+		}
+		dir := filepath.FromSlash(p[:i+len(d.dir)])
+		return fmt.Sprintf("Download the dataset:\n  hf download --repo-type dataset %s --local-dir %s", d.repo, dir)
+	}
+	return ""
+}

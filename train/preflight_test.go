@@ -1,0 +1,99 @@
+package train
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPreflight: a run missing any file it needs fails before it writes
+// anything or reads a weight (no output directory, no run.lock), at once,
+// naming every missing file, and for the paper's models and datasets the
+// command that downloads them.
+func TestPreflight(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	m := filepath.Join(dir, "model")
+	// A model directory missing one file each (a copy without it).
+	without := func(name string) string {
+		to := filepath.Join(dir, "without-"+name)
+		os.MkdirAll(to, 0o755)
+		ents, _ := os.ReadDir(m)
+		for _, e := range ents {
+			if e.Name() != name {
+				os.Link(filepath.Join(m, e.Name()), filepath.Join(to, e.Name()))
+			}
+		}
+		return to
+	}
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want []string
+	}{
+		{"tokenizer.json", []string{"model.path=" + without("tokenizer.json")}, []string{"no tokenizer.json there"}},
+		{"tokenizer_config.json", []string{"model.path=" + without("tokenizer_config.json")}, []string{"no tokenizer_config.json there"}},
+		{"config.json", []string{"model.path=" + without("config.json")}, []string{"no config.json there"}},
+		{"weights", []string{"model.path=" + without("model.safetensors")}, []string{"no model.safetensors (or model.safetensors.index.json and its shards) there"}},
+		{"data", []string{"task.train=" + filepath.Join(dir, "data", "nope.tsv"), "task.test=" + filepath.Join(dir, "data", "gone.tsv")},
+			[]string{"task.train " + filepath.Join(dir, "data", "nope.tsv") + ": no such file", "task.test " + filepath.Join(dir, "data", "gone.tsv") + ": no such file"}},
+		{"adapter.init", []string{"adapter.init=" + dir}, []string{"adapter.init " + dir + ": adapter_config.json no such file"}},
+		{"the paper's model and data", []string{"model.path=" + filepath.Join(dir, "models", "Llama-3.2-1B"), "model.name=meta-llama/Llama-3.2-1B",
+			"task.train=" + filepath.Join(dir, "data", "squad", "plain_text", "train-00000-of-00001.parquet")}, []string{
+			"hf download meta-llama/Llama-3.2-1B --local-dir " + filepath.Join(dir, "models", "Llama-3.2-1B"),
+			"accept its licence at https://huggingface.co/meta-llama/Llama-3.2-1B", "hf auth login",
+			"hf download --repo-type dataset rajpurkar/squad --local-dir " + filepath.Join(dir, "data", "squad")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, "run-"+strings.ReplaceAll(tc.name, " ", "_"))
+			start := time.Now()
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(tc.set, "output.dir="+out, "model.backend=cpu")})
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("failed after %v, want under a second", took)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not say %q", err, w)
+				}
+			}
+			if _, serr := os.Stat(out); serr == nil {
+				t.Errorf("a start that failed its checks made %s", out)
+			}
+		})
+	}
+}
+
+// TestDownloadHints: the hub repository comes from model.name, or the
+// published model model.path is named after; a dataset's from where the
+// README puts it; nothing is guessed for other names.
+func TestDownloadHints(t *testing.T) {
+	for _, tc := range []struct{ name, path, want string }{
+		{"Qwen/Qwen3-0.6B", "models/Qwen3-0.6B", "hf download Qwen/Qwen3-0.6B --local-dir models/Qwen3-0.6B"},
+		{"", "/big/models/Qwen3-8B", "hf download Qwen/Qwen3-8B --local-dir /big/models/Qwen3-8B"},
+		{"someone/my-model", "m", "hf download someone/my-model --local-dir m"},
+		{"", "models/my-model", ""},
+		{"my model", "x", ""},
+	} {
+		got := modelDownload(&Config{Model: ModelConfig{Name: tc.name, Path: tc.path}})
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("model %q at %q: %q, want %q", tc.name, tc.path, got, tc.want)
+		}
+		if strings.Contains(got, "gated") {
+			t.Errorf("%q is not gated: %q", tc.name, got)
+		}
+	}
+	for path, want := range map[string]string{
+		"data/xsum/default/test/0000.parquet":        "hf download --repo-type dataset EdinburghNLP/xsum --revision refs/convert/parquet --local-dir data/xsum",
+		"/w/data/sst2/data/train-00000-of-1.parquet": "--local-dir /w/data/sst2",
+		"mydata/train.tsv":                           "",
+		"data/sst2.tsv":                              "",
+	} {
+		if got := datasetDownload(path); want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+}
