@@ -139,6 +139,7 @@ func (r *run) checkpoint() error {
 // the live ones for nil), the engine state and r.state, the logs as they
 // are now.
 func (r *run) checkpointOf(params any, eng []byte) error {
+	r.out.begin("writing the checkpoint", fmt.Sprintf("writing the checkpoint of step %d", r.state.Step))
 	for _, f := range []*os.File{r.metrics, r.timing} {
 		if err := f.Sync(); err != nil {
 			return err

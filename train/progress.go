@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"time"
@@ -13,16 +12,15 @@ import (
 // is wall-clock steps per second since begin, validations and checkpoints
 // included, so that the ETA holds.
 type progress struct {
-	w        io.Writer
+	w        *runLog
 	terminal bool
 	total    int
 	every    int
 	start    time.Time
 	first    int // the step this invocation began after (a resume's)
-	drawn    bool
 }
 
-func newProgress(w io.Writer, terminal bool, total, every int) *progress {
+func newProgress(w *runLog, terminal bool, total, every int) *progress {
 	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now()}
 }
 
@@ -45,7 +43,6 @@ func (p *progress) update(step int, loss, valLoss float64) {
 		fill := width * step / max(p.total, 1)
 		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %.2f steps/s  ETA %s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
 			step, p.total, loss, val, rate, eta)
-		p.drawn = true
 		return
 	}
 	if step%p.every == 0 || step == p.total {
@@ -54,9 +51,4 @@ func (p *progress) update(step int, loss, valLoss float64) {
 }
 
 // done ends the bar's line.
-func (p *progress) done() {
-	if p.drawn {
-		fmt.Fprintln(p.w)
-		p.drawn = false
-	}
-}
+func (p *progress) done() { p.w.endLine() }

@@ -63,6 +63,9 @@ type run struct {
 	lock                    *Lock          // run.lock, held from setup to the end of Run
 	changes                 []ConfigChange // settings changed with --set on resume
 	backend                 tensor.Backend // where the model computes (model.backend)
+	out                     *runLog        // r.log: phase lines and the heartbeat (runlog.go)
+	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
+	valStep                 int            // its step
 }
 
 // closeBackend releases the model and the backend (device memory on a GPU).
@@ -82,7 +85,10 @@ func Run(opts Options) (_ *Summary, err error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	r := &run{log: opts.Log, opts: opts}
+	out := newRunLog(opts.Log)
+	r := &run{log: out, out: out, opts: opts}
+	defer out.heartbeat(heartbeatEvery)()
+	out.doing("loading the model and the data")
 	defer func() { r.lock.Unlock() }()
 	defer r.closeBackend()
 	defer tensor.Recover(&err) // a device failure outside the model's calls (merging LoRA on a GPU, …) is an error too
@@ -101,7 +107,7 @@ func (r *run) train() (*Summary, error) {
 	r.summary = Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
 		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
 		TrainableParams: int(r.tr.count()), Test: map[string]map[string]float64{}}
-	prog := newProgress(r.log, r.opts.Terminal, total, cfg.Train.LogEvery)
+	prog := newProgress(r.out, r.opts.Terminal, total, cfg.Train.LogEvery)
 	r.prog = prog
 	// Step 0's validation, if it has not run (a new run, or a stop cut it
 	// short).
@@ -111,6 +117,7 @@ func (r *run) train() (*Summary, error) {
 		}
 	}
 	ran := 0
+	r.out.begin("training", r.trainingLine())
 	prog.begin(r.state.Step)
 	for step := r.state.Step; step < total; step++ {
 		// Stop here if asked to (tests of resume, or a signal).
@@ -136,6 +143,7 @@ func (r *run) train() (*Summary, error) {
 			}
 		}
 		// The mini-batch, drawn by the sampler, handed to the objective.
+		r.out.doing(fmt.Sprintf("step %d of %d", step+1, total))
 		t0 := time.Now()
 		r.nextBatch()
 		// One ZO step: perturb, evaluate every variant, estimate, update θ.
@@ -153,6 +161,9 @@ func (r *run) train() (*Summary, error) {
 		r.state.Seconds += secs
 		if err := r.logStep(step+1, st, secs); err != nil {
 			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
+		}
+		if ran == 1 && step+1 < total { // what the rest costs, from this step
+			r.note(r.project(step+1, secs).String())
 		}
 		// Validate every eval_every steps and at the end, keeping the best adapter.
 		if validates {
@@ -214,6 +225,7 @@ func (r *run) pendingValidation() (*Summary, error) {
 	if reason := r.stopRequested(); reason != "" {
 		return stopped(reason)
 	}
+	r.out.begin("validation of step 0", fmt.Sprintf("validation of step %d: %d examples", step, len(r.data.val)))
 	ok, err := r.validate(step)
 	if reason, stop := stopReason(err); stop {
 		return stopped(reason)
@@ -324,10 +336,16 @@ func writeJSONLine(f *os.File, v any) error {
 // validate computes the validation loss and keeps the best adapter. It
 // returns false if the loss is not finite (the run has diverged).
 func (r *run) validate(step int) (bool, error) {
-	pass := newEvalPass(fmt.Sprintf("validation of step %d", step), len(r.data.val), r.note, r.stopRequested)
+	what := fmt.Sprintf("validation of step %d", step)
+	r.out.doing(what)
+	pass := newEvalPass(what, len(r.data.val), r.note, r.stopRequested)
 	r.tr.attach()
+	t0 := time.Now()
 	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID(), pass)
 	r.tr.detach()
+	if err == nil {
+		r.valSecs, r.valStep = time.Since(t0).Seconds(), step
+	}
 	if err != nil {
 		return false, fmt.Errorf("validation at step %d: %w", step, err)
 	}

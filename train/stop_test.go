@@ -374,7 +374,7 @@ func TestStopInDivergingValidation(t *testing.T) {
 // 0.00 s/step).
 func TestProgressRate(t *testing.T) {
 	var b strings.Builder
-	p := newProgress(&b, false, 10, 1)
+	p := newProgress(newRunLog(&b), false, 10, 1)
 	p.begin(4)
 	p.start = time.Now().Add(-3 * time.Second)
 	p.update(5, 1, math.NaN())

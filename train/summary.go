@@ -80,11 +80,17 @@ func (r *run) testEvaluation() (string, error) {
 	if tp.Finished == nil {
 		tp.Finished = map[string]map[string]float64{}
 	}
+	whom := "the best and the last adapter"
+	if r.cfg.Eval.Base {
+		whom = "the best and the last adapter, and the base model"
+	}
+	r.out.begin("test evaluation", fmt.Sprintf("test evaluation: %s, on %d examples of %s", whom, len(r.data.test), r.cfg.Task.Test))
 	for _, e := range evals {
 		if res, ok := tp.Finished[e.name]; ok {
 			r.summary.Test[e.name] = res
 			continue
 		}
+		r.out.doing("test evaluation (" + e.name + ")")
 		if tp.Current != e.name {
 			tp.Current, tp.Partial = e.name, evalPartial{}
 		}
