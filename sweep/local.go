@@ -190,9 +190,10 @@ type localExecutor struct {
 	ready [][]RunSpec // per sweep, as last read: runs to start
 	stale []bool      // per sweep: read it again before starting its runs
 
-	interrupted bool     // a signal, or a run that exited interrupted: nothing new starts
-	failed      []string // runs whose meazo-train failed
-	killedRuns  []string // killed by a signal after a checkpoint: they wait for resume
+	interrupted bool           // a signal, or a run that exited interrupted: nothing new starts
+	failed      []string       // runs whose meazo-train failed
+	progress    *studyProgress // how many runs have a result, for each run's line
+	killedRuns  []string       // killed by a signal after a checkpoint: they wait for resume
 }
 
 // newLocalExecutor finds meazo-train and sets up the slots; every sweep is
@@ -207,7 +208,7 @@ func (st *Study) newLocalExecutor(mode Mode, log io.Writer) (*localExecutor, err
 		sweeps: st.Sweeps(), sweepOf: map[*SweepPlan]int{},
 		free:    make([]int, st.Executor.Parallel),
 		running: map[string]*exec.Cmd{}, attempted: map[string]bool{}, elsewhere: map[string]bool{},
-		results: make(chan done),
+		results: make(chan done), progress: newStudyProgress(len(st.Sweeps())),
 	}
 	for i := range x.free {
 		x.free[i] = i
@@ -264,6 +265,7 @@ func (x *localExecutor) refresh() ([]RunSpec, error) {
 			if err != nil {
 				return nil, err
 			}
+			x.progress.update(i, sp, ss)
 			x.ready[i], x.stale[i] = nil, false
 			for _, r := range ss.Runs() {
 				s := ss.States[r.Dir]
@@ -380,7 +382,10 @@ func (x *localExecutor) reap(d done) error {
 		fmt.Fprintf(x.log, "meazo-sweep: %s FAILED (exit status %d; see %s)\n", d.spec.Dir, d.code, filepath.Join(d.spec.Dir, LogFile))
 	default:
 		s, _ := ReadState(d.spec.Dir)
-		fmt.Fprintf(x.log, "meazo-sweep: %s %s\n", d.spec.Dir, s.Status)
+		if s.Status == StatusDone || s.Status == StatusDiverged {
+			x.progress.result(x.sweepOf[d.spec.Sweep], d.spec.Dir)
+		}
+		fmt.Fprintf(x.log, "meazo-sweep: %s %s (%s)\n", d.spec.Dir, s.Status, x.progress)
 	}
 	return nil
 }
@@ -417,7 +422,7 @@ func (x *localExecutor) finish() error {
 		return ErrInterrupted
 	}
 	if len(x.failed) > 0 {
-		return fmt.Errorf("%d runs failed (meazo-sweep resume retries them): %v", len(x.failed), x.failed)
+		return fmt.Errorf("%s failed (meazo-sweep resume retries them): %v", Plural(len(x.failed), "run"), x.failed)
 	}
 	if len(stopped) > 0 {
 		return &stoppedError{stopped}

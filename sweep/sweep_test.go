@@ -196,6 +196,10 @@ executor: {kind: local, parallel: 2, trainer: %s}
 	if err == nil || !strings.Contains(err.Error(), "2 runs failed") {
 		t.Fatalf("run: %v, want 2 failed runs\n%s", err, log.String())
 	}
+	// Each run's line says how far the study is.
+	if !strings.Contains(log.String(), " done (1 of 16 runs have a result; stage 2 of 2 sweeps still to come)\n") {
+		t.Errorf("no progress in the log:\n%s", log.String())
+	}
 	ss, err := st.Sweeps()[0].State()
 	if err != nil {
 		t.Fatal(err)
