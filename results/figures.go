@@ -36,6 +36,11 @@ func All(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		}
 		figs = append(figs, rob...)
 	}
+	test, err := TestFigures(runs)
+	if err != nil {
+		return nil, err
+	}
+	figs = append(figs, test...)
 	for _, r := range VTRuns(runs) {
 		name := VTFile(r.Method())
 		fig, err := VT(r, warn)
@@ -78,6 +83,11 @@ func ExperimentFigures(e Experiment, smooth int, warn func(string)) ([]Figure, e
 		warn(fmt.Sprintf("%s: no robustness figure: %v", e.Name, err))
 	} else {
 		figs = append(figs, rob...)
+	}
+	if test, err := TestFigures(e.Runs); err != nil {
+		warn(fmt.Sprintf("%s: no test-metric figure: %v", e.Name, err))
+	} else {
+		figs = append(figs, test...)
 	}
 	// v_t per parameter group of each MEAZO method at η* (its first seed).
 	for _, r := range VTRuns(e.Runs) {
@@ -208,7 +218,7 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		if len(trainCurves) == 0 {
 			continue
 		}
-		name := fmt.Sprintf("%s (%d seeds%s)", m, len(trainCurves), rateNote[m])
+		name := fmt.Sprintf("%s (%s%s)", m, sweep.Plural(len(trainCurves), "seed"), rateNote[m])
 		if nDiv > 0 {
 			diverged = append(diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(trainCurves)))
 		}

@@ -212,9 +212,9 @@ func TestReportTables(t *testing.T) {
 	md := rep.Markdown()
 	for _, want := range []string{
 		"## Table 1: LoRA\n\n| experiment | metric | MEAZO | ZO-SGD | ZO-Adam (β1 = 0.9) | ZO-Adam (β1 = 0) |",
-		"| xsum_lora | ROUGE-L of the best adapter | | | 20.00 ± 1.00<br>η*=1e-4 | 21.00 ± 1.00<br>η*=2e-4 |",
-		"| squad_lora | F1 of the best adapter | 71.00 (1/2 seeds)<br>η*=1e-4 | 70.50 ± 0.71<br>η*=1e-3 |",
-		"## Table 2: prompt tuning", "| sst2_prompt | best validation loss | 0.5000 ± 0.0100<br>η*=0.01 |",
+		"| xsum_lora | ROUGE-L of the best adapter, higher is better | | | 20.00 ± 1.00<br>η*=1e-4 | **21.00 ± 1.00**<br>η*=2e-4 |",
+		"| squad_lora | F1 of the best adapter, higher is better | **71.00 (1/2 seeds)**<br>η*=1e-4 | 70.50 ± 0.71<br>η*=1e-3 |",
+		"## Table 2: prompt tuning", "| sst2_prompt | best validation loss, lower is better | 0.5000 ± 0.0100<br>η*=0.01 |",
 		"## Table 3: no results yet",
 		"## Missing (2)", "- out/squad_lora_meazo/lr=1e-4_seed=1 (new)", "- out/squad_lora_meazo/lr=1e-3_seed=1 (failed: meazo-train exit status 1)",
 		"- sst2_prompt_zo-sgd: stage 2 not run yet",
@@ -306,7 +306,7 @@ func TestFigureSets(t *testing.T) {
 		t.Fatalf("a damaged metrics.jsonl: %v, warnings %q", err, warnings)
 	}
 	train := figs[0].Figure
-	if len(train.Series) != 1 || !strings.Contains(train.Series[0].Name, "(1 seeds") || !strings.Contains(train.Note, "Left out, their metrics.jsonl unreadable: "+runs[0].Dir+".") {
+	if len(train.Series) != 1 || !strings.Contains(train.Series[0].Name, "(1 seed, ") || !strings.Contains(train.Note, "Left out, their metrics.jsonl unreadable: "+runs[0].Dir+".") {
 		t.Errorf("a damaged metrics.jsonl: series %d (%q), note %q", len(train.Series), train.Series[0].Name, train.Note)
 	}
 	if _, err := Curves(runs[:1], 0, func(string) {}); err == nil || !strings.Contains(err.Error(), "nothing to draw") {
@@ -448,5 +448,114 @@ func TestVariantFigures(t *testing.T) {
 		if got := VTFile(m); got != want {
 			t.Errorf("VTFile(%+v) = %q, want %q", m, got, want)
 		}
+	}
+}
+
+// TestReportMarks: in a row of losses the lowest is bold, in a row of a
+// metric the highest (ties both); one value alone is not marked; an η*
+// whose coarse stage ended at an end of the grid is flagged, with a line
+// under the tables.
+func TestReportMarks(t *testing.T) {
+	loss := func(o string, mean float64, edge string) cell {
+		return cell{exp: "loss_row", optimizer: o, adapter: "lora", eta: 0.05, metric: lossMetric, mean: mean, std: math.NaN(), n: 1, seeds: 1,
+			edge: edge, coarseEta: 0.05}
+	}
+	acc := func(o string, mean float64) cell {
+		return cell{exp: "acc_row", optimizer: o, adapter: "lora", eta: 0.02, metric: "accuracy (%) of the best adapter", mean: mean, std: math.NaN(), n: 1, seeds: 1}
+	}
+	rep := &Report{cells: []cell{
+		loss("meazo", 4.5, "the largest"), loss("zo-sgd", 4.7, ""), loss("zo-adam", 4.5, ""),
+		acc("meazo", 61.5), acc("zo-sgd", 70),
+		{exp: "alone", optimizer: "meazo", adapter: "prompt", eta: 0.01, metric: "F1 of the best adapter", mean: 50, std: math.NaN(), n: 1, seeds: 1},
+	}}
+	md := rep.Markdown()
+	for _, want := range []string{
+		"| loss_row | best validation loss, lower is better | **4.5000**<br>η*=0.05 ⚠ | 4.7000<br>η*=0.05 | **4.5000**<br>η*=0.05 |",
+		"| acc_row | accuracy (%) of the best adapter, higher is better | 61.50<br>η*=0.02 | **70.00**<br>η*=0.02 |",
+		"| alone | F1 of the best adapter, higher is better | 50.00<br>η*=0.01 |",
+		"- loss_row, MEAZO: the coarse η* 0.05 is the largest rate of its grid",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "⚠") != 3 { // the legend, the cell, the note
+		t.Errorf("flags:\n%s", md)
+	}
+}
+
+// TestCoarseEdge: the coarse stage's η* (over the coarse rates only) at an
+// end of the grid is named; inside it, or with no grid, it is not.
+func TestCoarseEdge(t *testing.T) {
+	coarse := []float64{1e-2, 2e-2, 5e-2}
+	stats := func(scores map[float64]float64) []sweep.RateStats {
+		var out []sweep.RateStats
+		for _, lr := range []float64{1e-2, 2e-2, 3e-2, 4e-2, 5e-2} {
+			if sc, ok := scores[lr]; ok {
+				out = append(out, sweep.RateStats{LR: lr, Score: sc, Runs: []sweep.Run{{}}})
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		scores map[float64]float64
+		want   string
+	}{
+		{map[float64]float64{1e-2: 3, 2e-2: 2, 5e-2: 1, 4e-2: 0.5}, "the largest"}, // the fine rate 0.04 won, but stage 1 ended at 0.05
+		{map[float64]float64{1e-2: 1, 2e-2: 2, 5e-2: 3}, "the smallest"},
+		{map[float64]float64{1e-2: 3, 2e-2: 1, 5e-2: 2, 3e-2: 0.5}, ""},
+	} {
+		if got, _ := coarseEdge(stats(tc.scores), coarse); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.scores, got, tc.want)
+		}
+	}
+	if got, _ := coarseEdge(stats(map[float64]float64{1e-2: 1}), []float64{1e-2}); got != "" {
+		t.Errorf("a one-rate grid: %q", got)
+	}
+}
+
+// TestTestFigures: the test metric's figures draw, per method at its η*,
+// the base model at step 0 and the best adapter at its mean best step
+// (mean over seeds), with chance for accuracy; against η/η* when a method
+// ran at several rates; nothing without a test metric.
+func TestTestFigures(t *testing.T) {
+	run := func(opt string, lr float64, seed uint64, best, base float64, bestStep int) sweep.Run {
+		r := sweep.Run{Dir: fmt.Sprintf("out/%s/lr=%g_seed=%d", opt, lr, seed)}
+		r.Model, r.Task, r.Adapter, r.Optimizer, r.LR, r.Seed, r.BestStep = "m", "sst2", "lora", opt, lr, seed, bestStep
+		v := 1.0 + lr // the selection: the smaller rate wins
+		r.BestValLoss, r.LastValLoss = &v, &v
+		r.Test = map[string]map[string]float64{"best": {"accuracy": best}, "base": {"accuracy": base}}
+		return r
+	}
+	runs := []sweep.Run{
+		run("meazo", 0.01, 0, 0.90, 0.365, 500), run("meazo", 0.01, 1, 0.94, 0.365, 600),
+		run("zo-sgd", 0.01, 0, 0.70, 0.365, 600),
+	}
+	figs, err := TestFigures(runs)
+	if err != nil || len(figs) != 1 || figs[0].File != "test_accuracy.svg" {
+		t.Fatalf("one rate each: %v, %d figures", err, len(figs))
+	}
+	s := figs[0].Series[0]
+	if s.Name != "MEAZO (2 seeds, η=0.01)" || !reflect.DeepEqual(s.X, []float64{0, 550}) || math.Abs(s.Y[0]-36.5) > 1e-9 || math.Abs(s.Y[1]-92) > 1e-9 {
+		t.Errorf("MEAZO: %q at %v: %v", s.Name, s.X, s.Y)
+	}
+	if last := figs[0].Series[len(figs[0].Series)-1]; last.Name != "chance (50 %)" || last.Y[0] != 50 {
+		t.Errorf("no chance line: %+v", last)
+	}
+	// Several rates: the robustness figure of the test metric too, each
+	// rate's mean against η/η*.
+	runs = append(runs, run("meazo", 0.02, 0, 0.50, 0.365, 100), run("meazo", 0.02, 1, 0.60, 0.365, 100))
+	if figs, err = TestFigures(runs); err != nil || len(figs) != 2 || figs[1].File != "robustness_test.svg" {
+		t.Fatalf("several rates: %v, %d figures", err, len(figs))
+	}
+	if s := figs[1].Series[0]; !reflect.DeepEqual(s.X, []float64{1, 2}) || math.Abs(s.Y[0]-92) > 1e-9 || math.Abs(s.Y[1]-55) > 1e-9 {
+		t.Errorf("robustness: %v %v", s.X, s.Y)
+	}
+	// No test metric (eval.skip): no figure.
+	for i := range runs {
+		runs[i].Test = nil
+	}
+	if figs, err := TestFigures(runs); err != nil || len(figs) != 0 {
+		t.Errorf("without test metrics: %v, %d figures", err, len(figs))
 	}
 }

@@ -37,6 +37,8 @@ type cell struct {
 	n, seeds       int
 	missing        []missingRun // runs without a result
 	note           string
+	edge           string  // where the coarse η* is at an end of the grid (coarseEdge); "" inside it
+	coarseEta      float64 // the coarse stage's η*
 }
 
 // missingRun is a run without a result, and its state (sweep.Status*).
@@ -136,6 +138,7 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 			continue
 		}
 		c.eta = rates[i].LR
+		c.edge, c.coarseEta = coarseEdge(rates, sp.Exp.Coarse)
 		key, label, scale := TaskMetric(c.task)
 		var vals []float64
 		for _, r := range rates[i].Runs {
@@ -145,7 +148,7 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		}
 		c.metric = label + " of the best adapter"
 		if len(vals) == 0 { // no test evaluation (eval.skip): the selection criterion itself
-			c.metric = "best validation loss"
+			c.metric = lossMetric
 			for _, r := range rates[i].Runs {
 				vals = append(vals, sweep.OrNaN(r.BestValLoss))
 			}
@@ -204,11 +207,11 @@ func (c cell) value() string {
 		return "–"
 	}
 	s := fmt.Sprintf("%.2f", c.mean)
-	if c.metric == "best validation loss" {
+	if c.metric == lossMetric {
 		s = fmt.Sprintf("%.4f", c.mean)
 	}
 	if !math.IsNaN(c.std) {
-		if c.metric == "best validation loss" {
+		if c.metric == lossMetric {
 			s += fmt.Sprintf(" ± %.4f", c.std)
 		} else {
 			s += fmt.Sprintf(" ± %.2f", c.std)
@@ -232,7 +235,8 @@ func (rep *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (lowest validation loss) of each seed, mean ± sample std over seeds,\n" +
 		"at the optimizer's η* (the rate with the lowest mean best validation loss over seeds; η* below the value).\n" +
-		"Without a test evaluation (eval.skip) the cell is the best validation loss.\n")
+		"Without a test evaluation (eval.skip) the cell is the best validation loss. **Bold**: the best of its row;\n" +
+		"⚠: the coarse stage's η* was at an end of its grid (below the tables).\n")
 	kinds := map[string][]cell{}
 	var order []string
 	for _, c := range rep.cells {
@@ -274,20 +278,40 @@ func (rep *Report) Markdown() string {
 					}
 				}
 			}
+			if metric != "" {
+				metric += ", " + direction(metric)
+			}
 			fmt.Fprintf(&b, "| %s | %s |", e, metric)
+			best := bestInRow(row)
 			for _, o := range opts {
 				c, ok := row[o]
 				switch {
 				case !ok:
 					b.WriteString(" |")
 				case c.eta > 0:
-					fmt.Fprintf(&b, " %s<br>η*=%s |", c.value(), sweep.LRString(c.eta))
+					v, flag := c.value(), ""
+					if best[o] {
+						v = "**" + v + "**"
+					}
+					if c.edge != "" {
+						flag = " ⚠"
+					}
+					fmt.Fprintf(&b, " %s<br>η*=%s%s |", v, sweep.LRString(c.eta), flag)
 				default:
 					fmt.Fprintf(&b, " – |")
 				}
 			}
 			b.WriteString("\n")
 		}
+	}
+	var edges []string
+	for _, c := range rep.cells {
+		if c.eta > 0 && c.edge != "" {
+			edges = append(edges, edgeNote(c))
+		}
+	}
+	if len(edges) > 0 {
+		fmt.Fprintf(&b, "\n⚠ η* at an end of the coarse grid:\n\n%s\n", strings.Join(edges, "\n"))
 	}
 	var missing []string
 	n := 0

@@ -21,6 +21,7 @@ import (
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/stats"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/train"
 )
 
 // Summary is a run's summary.json (docs/RUNDIR.md); package rundir owns the format.
@@ -132,7 +133,11 @@ func Setting(runs []Run) (string, error) {
 	if first.Model != "" {
 		parts = append(parts, filepath.Base(first.Model))
 	}
-	for _, p := range []string{first.Task, first.Adapter} {
+	task := first.Task
+	if first.Model == train.DemoModelName { // scored as SST-2, but not SST-2
+		task = train.DemoTaskLabel
+	}
+	for _, p := range []string{task, first.Adapter} {
 		if p != "" {
 			parts = append(parts, p)
 		}

@@ -28,6 +28,14 @@ import (
 // to learn it, which it does in a few hundred steps. README.md ("The demo")
 // says what the demo shows and what it does not.
 
+// DemoModelName is the demo model's model.name, which its runs' summaries
+// carry: figures and tables know a demo run by it.
+const DemoModelName = "meazo-demo-tiny"
+
+// DemoTaskLabel names the demo's task where its runs are shown: it is
+// scored as SST-2 (task.name sst2), but it is not SST-2.
+const DemoTaskLabel = "synthetic sentiment"
+
 // DemoSteps is the demo's default number of steps per optimizer.
 const DemoSteps = 600
 
@@ -96,7 +104,7 @@ func WriteDemo(dir string, steps int) (string, error) {
 # the lr below is what a run of this file without --set gets.
 model:
   path: %[1]s/model
-  name: meazo-demo-tiny
+  name: %[3]s
 task:
   name: sst2
   train: %[1]s/data/train.tsv
@@ -122,7 +130,7 @@ eval:
   base: true
 output:
   dir: %[1]s/run
-`, dir, steps)
+`, dir, steps, DemoModelName)
 	path := filepath.Join(dir, "demo.yaml")
 	return path, atomicfile.WriteFile(path, []byte(yaml))
 }

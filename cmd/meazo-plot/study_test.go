@@ -50,7 +50,8 @@ func TestStudyReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
-	for _, want := range []string{"## Table 1: LoRA", "| squad_lora | F1 of the best adapter | 70.50 ± 0.71<br>η*=1e-3 | 70.50 ± 0.71<br>η*=0.01 |",
+	for _, want := range []string{"## Table 1: LoRA", "| squad_lora | F1 of the best adapter, higher is better | **70.50 ± 0.71**<br>η*=1e-3 ⚠ | **70.50 ± 0.71**<br>η*=0.01 ⚠ |",
+		"- squad_lora, MEAZO: the coarse η* 1e-3 is the smallest rate of its grid", "- squad_lora, ZO-SGD: the coarse η* 0.01 is the largest rate of its grid",
 		"## Missing (1)", "squad_lora_meazo/lr=0.01_seed=1 (new)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
@@ -63,7 +64,7 @@ func TestStudyReport(t *testing.T) {
 	if !strings.Contains(string(csv), `squad_lora,models/Llama-3.2-1B,squad,lora,false,meazo,,1e-3,"F1 of the best adapter",70.5,0.7071067811865476,2,2,1`) {
 		t.Errorf("results.csv:\n%s", csv)
 	}
-	for _, f := range []string{"train_loss.svg", "val_loss.svg", "robustness_best.svg", "robustness_last.svg"} {
+	for _, f := range []string{"train_loss.svg", "val_loss.svg", "robustness_best.svg", "robustness_last.svg", "test_f1.svg", "robustness_test.svg"} {
 		checkSVG(t, filepath.Join(out, "squad_lora", f))
 	}
 	// The figures' η* is the table's: MEAZO's 0.01 lacks a seed, so its
