@@ -5,8 +5,14 @@
 #   docker build -t meazo .
 #   docker run --rm -v "$PWD/runs:/work" meazo      # the built-in demo
 
-# Build: static binaries (CGO_ENABLED=0) with the SIMD kernels on amd64.
-FROM golang:1.26-bookworm AS build
+# Build: CGO_ENABLED=0 (pure Go, no C toolchain) with the SIMD kernels on
+# amd64. Not static binaries: the CUDA backend, linked into every command,
+# loads its libraries at run time through purego, which links the binaries
+# against glibc (libc, libdl, libpthread; `ldd` lists them), so the run
+# stage is a glibc base (Debian), not scratch. The base images are named in
+# full (docker.io/library/…), which docker and podman both accept; without
+# a registry, `make docker-bases` makes them locally (docs/DOCKER.md).
+FROM docker.io/library/golang:1.26-bookworm AS build
 ARG TARGETARCH
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -20,7 +26,7 @@ RUN export CGO_ENABLED=0; \
  && if [ -d configs ]; then cp -r configs /out/share/meazo/; fi
 
 # Run: a small Debian (bash for scripts/sweep.sh), no Go toolchain, a non-root user.
-FROM debian:bookworm-slim
+FROM docker.io/library/debian:bookworm-slim
 RUN useradd --create-home --uid 10001 meazo \
  && mkdir -p /work /models /data \
  && chown meazo:meazo /work

@@ -2,11 +2,11 @@
 # For machines that cannot pull base images: makes the two base images the
 # Dockerfiles start from, locally, with the names they use:
 #
-#   debian:bookworm-slim   a minimal Debian 12 made with debootstrap (--variant=minbase),
+#   docker.io/library/debian:bookworm-slim   a minimal Debian 12 made with debootstrap (--variant=minbase),
 #                          with the official image's apt source file
 #                          (/etc/apt/sources.list.d/debian.sources, Components: main)
 #                          and its "slim" dpkg excludes (no docs, man pages, locales)
-#   golang:1.26-bookworm   that rootfs plus this machine's Go toolchain (/usr/local/go,
+#   docker.io/library/golang:1.26-bookworm   that rootfs plus this machine's Go toolchain (/usr/local/go,
 #                          must be Go 1.26.x) and a module cache holding every module
 #                          this repository's `go mod download` fetches, so the build
 #                          stage needs no network for Go
@@ -35,8 +35,11 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SUITE=${SUITE:-bookworm}
 WORK=${WORK:-/var/tmp/meazo-bases}
 FORCE=${FORCE:-0}
-DEBIAN_TAG=debian:${SUITE}-slim
-GOLANG_TAG=golang:1.26-${SUITE}
+# The names the Dockerfiles use, in full: podman resolves a short name only
+# where registries.conf says how (a stock Debian's does not), docker
+# shortens these to debian:… and golang:… itself.
+DEBIAN_TAG=docker.io/library/debian:${SUITE}-slim
+GOLANG_TAG=docker.io/library/golang:1.26-${SUITE}
 
 cd "$(dirname "$0")/.."
 [ -f go.mod ] || { echo "run from the meazo-go repository" >&2; exit 1; }
@@ -49,7 +52,7 @@ have() { [ "$FORCE" != 1 ] && "$ENGINE" image inspect "$1" >/dev/null 2>&1; }
 rootfs=$WORK/rootfs-$SUITE
 mkdir -p "$WORK"
 
-# --- debian:bookworm-slim ---------------------------------------------------
+# --- docker.io/library/debian:bookworm-slim -----------------------------------
 if have "$DEBIAN_TAG"; then
   echo "== $DEBIAN_TAG exists (FORCE=1 to remake)"
 else
@@ -102,7 +105,7 @@ EOF
   tar --numeric-owner -C "$rootfs" -c . | "$ENGINE" import --change 'CMD ["bash"]' - "$DEBIAN_TAG"
 fi
 
-# --- golang:1.26-bookworm ---------------------------------------------------
+# --- docker.io/library/golang:1.26-bookworm -----------------------------------
 if have "$GOLANG_TAG"; then
   echo "== $GOLANG_TAG exists (FORCE=1 to remake)"
 else
