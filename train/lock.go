@@ -24,16 +24,9 @@ func LockDir(dir string) (*Lock, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, rundir.LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLocked(path, dir)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if err := filelock.Wait(f, lockRetry, 5*time.Millisecond, nil); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("run directory %s is in use by %s; wait for it to end (or stop it) before starting or resuming a run there", dir, lockHolder(path))
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, err
 	}
 	host, _ := os.Hostname()
 	info := fmt.Sprintf("pid %d on host %s, started %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
@@ -45,6 +38,40 @@ func LockDir(dir string) (*Lock, error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return &Lock{f: f}, nil
+}
+
+// openLocked opens (or creates) the lock file path and locks it. A start
+// that failed removes the run.lock it made, holding the lock
+// (removeFailedStart): a process that was waiting on that file then holds
+// a lock on a file no longer there, so it opens the path again, as many
+// times as it takes, until the file it locked is the one at path.
+func openLocked(path, dir string) (*os.File, error) {
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if err := filelock.Wait(f, lockRetry, 5*time.Millisecond, nil); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("run directory %s is in use by %s; wait for it to end (or stop it) before starting or resuming a run there", dir, lockHolder(path))
+			}
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		held, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		now, err := os.Stat(path)
+		if err == nil && os.SameFile(held, now) {
+			return f, nil
+		}
+		f.Close() // removed (or replaced) while this process waited: again
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+	}
 }
 
 // LockHolder says whether a process holds dir's run lock now and, if so,

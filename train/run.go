@@ -66,6 +66,7 @@ type run struct {
 	out                     *runLog        // r.log: phase lines and the heartbeat (runlog.go)
 	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
 	valStep                 int            // its step
+	made                    startMade      // what a new run's start made (failedstart.go)
 }
 
 // closeBackend releases the model and the backend (device memory on a GPU).
@@ -93,6 +94,7 @@ func Run(opts Options) (_ *Summary, err error) {
 	defer r.closeBackend()
 	defer tensor.Recover(&err) // a device failure outside the model's calls (merging LoRA on a GPU, …) is an error too
 	if err := r.setup(); err != nil {
+		r.removeFailedStart()
 		return nil, err
 	}
 	defer r.metrics.Close()

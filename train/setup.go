@@ -122,6 +122,7 @@ func (r *run) openRunDir() error {
 	}
 	// The lock comes first of what is written: a second process on the
 	// same directory is refused before it can write anything there.
+	r.made = startMade{dir: !exists(r.dir), lock: !exists(filepath.Join(r.dir, rundir.LockFile))}
 	if r.lock, err = LockDir(r.dir); err != nil {
 		return err
 	}

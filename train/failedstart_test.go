@@ -1,0 +1,106 @@
+package train
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meazo-go/meazo/rundir"
+)
+
+// TestFailedStartLeavesNothing: a new run whose start fails after it took
+// its directory (here: a tokenizer without a chat template) removes what it
+// wrote, and the directory it made; a directory that was there keeps what
+// was there before (the demo's marker). A resume that fails touches nothing.
+func TestFailedStartLeavesNothing(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	bad := filepath.Join(dir, "nochat")
+	os.MkdirAll(bad, 0o755)
+	ents, _ := os.ReadDir(filepath.Join(dir, "model"))
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(dir, "model", e.Name()))
+		if e.Name() == "tokenizer_config.json" {
+			b = []byte(`{"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}`)
+		}
+		os.WriteFile(filepath.Join(bad, e.Name()), b, 0o644)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"model.path=" + bad, "output.dir=" + fresh}}); err == nil {
+		t.Fatal("a model without a chat template started")
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("the failed start left its directory: %v", err)
+	}
+	marked := filepath.Join(dir, "marked")
+	os.MkdirAll(marked, 0o755)
+	os.WriteFile(filepath.Join(marked, rundir.DemoMarker), []byte("x"), 0o644)
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"model.path=" + bad, "output.dir=" + marked}}); err == nil {
+		t.Fatal("a model without a chat template started")
+	}
+	if got := names(t, marked); !slices.Equal(got, []string{rundir.DemoMarker}) {
+		t.Errorf("the failed start left %v, want only the marker", got)
+	}
+	// A run that started, then a resume that fails: its files stay.
+	run := filepath.Join(dir, "run")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"output.dir=" + run, "eval.skip=true", "task.max_validation=8"}, StopAfter: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := names(t, run)
+	if _, err := Run(Options{Resume: run, Overrides: []string{"model.backend=tpu"}}); err == nil {
+		t.Fatal("a resume on an unknown backend went on")
+	}
+	if after := names(t, run); !slices.Equal(before, after) {
+		t.Errorf("a failed resume changed its directory: %v, then %v", before, after)
+	}
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestLockAfterRemoval: a process waiting for a run.lock that its holder
+// removes (a failed start) ends up holding the lock of the file at the
+// path, not of the removed one, so that no two processes can both think
+// they own the directory.
+func TestLockAfterRemoval(t *testing.T) {
+	dir := t.TempDir()
+	first, err := LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := LockDir(dir)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	time.Sleep(50 * time.Millisecond) // the second one is waiting (LockDir waits lockRetry)
+	os.Remove(filepath.Join(dir, rundir.LockFile))
+	first.Unlock()
+	second := <-got
+	if second == nil {
+		return
+	}
+	defer second.Unlock()
+	held, _ := second.f.Stat()
+	now, err := os.Stat(filepath.Join(dir, rundir.LockFile))
+	if err != nil || !os.SameFile(held, now) {
+		t.Errorf("the second process holds a lock on a removed file (%v)", err)
+	}
+	if _, held, _ := LockHolder(dir); !held {
+		t.Error("LockHolder does not see the second process's lock")
+	}
+}
