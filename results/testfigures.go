@@ -61,16 +61,21 @@ func testValues(runs []sweep.Run, key, which string, scale float64) (vals []floa
 }
 
 // baseAndBest draws, per method at its η*, the base model's and the best
-// adapter's test metric: two measurements, joined by a line.
+// adapter's test metric: two measurements, as markers.
 func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting string) *plot.Figure {
 	best, rateNote := AtBestRate(runs)
 	ms, groups := sweep.ByMethod(best)
-	fig := &plot.Figure{Title: fmt.Sprintf("Test %s: base model and best adapter, %s", label, setting),
+	fig := &plot.Figure{Title: fmt.Sprintf("Test %s: base model (step 0), best adapter, %s", label, setting),
 		XLabel: "step (base model: 0; best adapter: the step of its lowest validation loss)",
 		YLabel: "test " + label + " (mean over seeds)", Width: 760, Height: 460}
 	maxStep := 0.0
 	for _, m := range ms {
-		s := plot.Series{Color: MethodColor(m), Dashed: m.Grouped, Marker: plot.Circle}
+		marker := plot.Circle
+		if m.Grouped {
+			marker = plot.Triangle
+		}
+		// Markers only: nothing is measured between the two points.
+		s := plot.Series{Color: MethodColor(m), Marker: marker, NoLine: true}
 		n := 0
 		for _, which := range []string{"base", "best"} {
 			vals, step := testValues(groups[m], key, which, scale)
@@ -80,12 +85,8 @@ func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting str
 			if which == "base" {
 				step = 0
 			}
-			mean, std, k := sweep.MeanStd(vals)
-			if math.IsNaN(std) {
-				std = 0
-			}
+			mean, _, k := sweep.MeanStd(vals)
 			s.X, s.Y = append(s.X, step), append(s.Y, mean)
-			s.Lo, s.Hi = append(s.Lo, mean-2*std), append(s.Hi, mean+2*std)
 			maxStep, n = math.Max(maxStep, step), max(n, k)
 		}
 		if len(s.X) == 0 {
@@ -94,8 +95,8 @@ func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting str
 		s.Name = fmt.Sprintf("%s (%s%s)", m, sweep.Plural(n, "seed"), rateNote[m])
 		fig.Series = append(fig.Series, s)
 	}
-	note := []string{"Points: the test " + label + " of the base model (no adapter, step 0; only where the runs evaluated it, eval.base) and of the best adapter",
-		"(lowest validation loss) at its step; mean over seeds, shading ± 2 sample standard deviations. Nothing is measured between the two."}
+	note := []string{"Points: the test " + label + " of the base model (no adapter; at step 0, where the runs evaluated it: eval.base)",
+		"and of the best adapter (the lowest validation loss) at its step; mean over seeds (the results table gives their spread)."}
 	if key == "accuracy" {
 		fig.Series = append(fig.Series, plot.Series{Name: "chance (50 %)", X: []float64{0, math.Max(maxStep, 1)}, Y: []float64{50, 50}, Color: "#888888", Dashed: true})
 	}
