@@ -32,7 +32,7 @@ var models = []modelSpec{
 // stores them (model.bf16_weights: the same logits in half the memory).
 var qwen3_8b = modelSpec{"qwen3-8b", "models/Qwen3-8B", "Qwen/Qwen3-8B"}
 
-// Data files as `huggingface-cli download` lays them out (README.md).
+// Data files as `hf download` lays them out (README.md).
 var tasks = map[string][3]string{ // train, validation ("" = 5% of train), test
 	"sst2":  {"data/sst2/data/train-00000-of-00001.parquet", "", "data/sst2/data/validation-00000-of-00001.parquet"},
 	"squad": {"data/squad/plain_text/train-00000-of-00001.parquet", "", "data/squad/plain_text/validation-00000-of-00001.parquet"},
