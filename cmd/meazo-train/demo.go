@@ -171,17 +171,18 @@ func demo(opts train.Options, dir string, steps int) error {
 		"It trains LoRA on a TINY model and a synthetic sentiment task, all made on the spot, with MEAZO,\n"+
 		"ZO-SGD and ZO-Adam. The model is random but for a sentiment direction planted in its word embeddings;\n"+
 		"training has to learn to read it from the sentence into the answer (README.md, \"The demo\").\n\n", abs)
+	// The backend, chosen once here (and why, for auto) rather than in
+	// each run's log, before anything is written: the runs are told which
+	// it is.
+	backend, err := demoBackend(opts.Overrides)
+	if err != nil {
+		return err
+	}
 	path, err := train.WriteDemo(abs, steps)
 	if err != nil {
 		return err
 	}
 	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	// The backend, chosen once here (and why, for auto) rather than in
-	// each run's log: the runs are told which it is.
-	backend, err := demoBackend(opts.Overrides)
 	if err != nil {
 		return err
 	}
@@ -202,9 +203,7 @@ func demo(opts train.Options, dir string, steps int) error {
 		for _, o := range opts.Overrides {
 			args = append(args, "--set", o)
 		}
-		if backend != "" {
-			args = append(args, "--set", "model.backend="+backend)
-		}
+		args = append(args, "--set", "model.backend="+backend)
 		args = append(args, "--set", "output.dir="+out) // last: nothing overrides where the demo writes
 		cmd := exec.Command(self, args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -229,9 +228,10 @@ func demo(opts train.Options, dir string, steps int) error {
 	return demoTable(os.Stdout, runs)
 }
 
-// demoBackend resolves model.backend for the demo's runs when the command
-// line leaves it to auto, writing the choice and its reason once; ""
-// when the command line names a backend (each run opens that one).
+// demoBackend opens the backend the command line asks for (auto unless
+// --backend or --set model.backend says otherwise) once, writing the choice
+// and, for auto, its reason, and returns its name for the demo's runs: a
+// backend that cannot open fails the demo before it writes anything.
 func demoBackend(overrides []string) (string, error) {
 	name := "auto"
 	for _, o := range overrides {
@@ -239,10 +239,11 @@ func demoBackend(overrides []string) (string, error) {
 			name = strings.TrimSpace(v)
 		}
 	}
-	if name != "auto" && name != "" {
-		return "", nil
+	b, err := backends.Choose(name, 0, os.Stderr)
+	if err != nil {
+		return "", fmt.Errorf("demo: model.backend: %w", err)
 	}
-	return backends.Choose("auto", 0, os.Stderr)
+	return b, nil
 }
 
 // errDemoInterrupted says a signal stopped the demo; meazo-train exits 3.
