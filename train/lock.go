@@ -20,9 +20,6 @@ type Lock struct{ f *os.File }
 // LockDir takes the exclusive lock of dir (created if missing) for this
 // process, or returns an error naming the process that holds it.
 func LockDir(dir string) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	path := filepath.Join(dir, rundir.LockFile)
 	f, err := openLocked(path, dir)
 	if err != nil {
@@ -40,16 +37,24 @@ func LockDir(dir string) (*Lock, error) {
 	return &Lock{f: f}, nil
 }
 
-// openLocked opens (or creates) the lock file path and locks it. A start
-// that failed removes the run.lock it made, holding the lock
-// (removeFailedStart): a process that was waiting on that file then holds
-// a lock on a file no longer there, so it opens the path again, as many
-// times as it takes, until the file it locked is the one at path.
+// openLocked opens (or creates) the lock file path, and dir if missing, and
+// locks it. A start that failed removes the run.lock it made, holding the
+// lock, and the directory if it made it (removeFailedStart): a process that
+// was waiting on that file then holds a lock on a file no longer there (the
+// inode it locked is not the one at path), so it makes the directory and
+// opens the path again, as many times as it takes, until the file it locked
+// is the one at path.
 func openLocked(path, dir string) (*os.File, error) {
 	for {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if lockOpened != nil {
+			lockOpened(path)
 		}
 		if err := filelock.Wait(f, lockRetry, 5*time.Millisecond, nil); err != nil {
 			f.Close()
@@ -73,6 +78,11 @@ func openLocked(path, dir string) (*os.File, error) {
 		}
 	}
 }
+
+// lockOpened, if set, is called each time openLocked has opened the lock
+// file, before it waits for the lock: for tests of a waiter whose file is
+// removed while it waits.
+var lockOpened func(path string)
 
 // LockHolder says whether a process holds dir's run lock now and, if so,
 // who (the lock file's "pid … on host …, started …"): whether a run is
