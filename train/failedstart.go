@@ -8,9 +8,11 @@ import (
 )
 
 // startMade is what a new run's start made in its run directory before it
-// could fail: whether the directory and its run.lock were there before.
+// could fail: the directory and its run.lock (where they were not there
+// before), config.yaml and the logs (once it has written them).
 type startMade struct {
-	dir, lock bool
+	dir, lock    bool
+	config, logs bool
 }
 
 // removeFailedStart takes back what a new run's start wrote when the start
@@ -25,8 +27,14 @@ func (r *run) removeFailedStart() {
 	if r.opts.Resume != "" || r.lock == nil {
 		return
 	}
-	for _, name := range []string{rundir.ConfigFile, rundir.MetricsFile, rundir.TimingFile} {
-		os.Remove(filepath.Join(r.dir, name))
+	// Only what this start wrote: a start refused under the lock (another
+	// run got there in between) leaves that run's files alone.
+	if r.made.config {
+		os.Remove(filepath.Join(r.dir, rundir.ConfigFile))
+	}
+	if r.made.logs {
+		os.Remove(filepath.Join(r.dir, rundir.MetricsFile))
+		os.Remove(filepath.Join(r.dir, rundir.TimingFile))
 	}
 	if r.made.lock {
 		os.Remove(filepath.Join(r.dir, rundir.LockFile))

@@ -4,8 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/meazo-go/meazo/rundir"
 )
@@ -56,6 +56,33 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	}
 }
 
+// TestRefusedUnderLockKeepsOthersFiles: a start whose directory is taken
+// between its first look and its lock (another run wrote its files and a
+// checkpoint there in between) is refused, and removes none of that run's
+// files: it wrote none of them.
+func TestRefusedUnderLockKeepsOthersFiles(t *testing.T) {
+	defer func() { lockOpened = nil }()
+	dir, cfg := demoConfig(t, 2)
+	out := filepath.Join(dir, "taken")
+	theirs := []string{rundir.CheckpointDir, rundir.ConfigFile, rundir.MetricsFile, rundir.TimingFile}
+	lockOpened = func(string) { // the other run, before this one holds the lock
+		lockOpened = nil
+		os.MkdirAll(filepath.Join(out, rundir.CheckpointDir), 0o755)
+		for _, name := range theirs[1:] {
+			os.WriteFile(filepath.Join(out, name), []byte("theirs\n"), 0o644)
+		}
+	}
+	_, err := Run(Options{ConfigPath: cfg, Overrides: []string{"output.dir=" + out}})
+	if err == nil || !strings.Contains(err.Error(), "already holds a run") {
+		t.Fatalf("a start on a directory taken under its lock: %v", err)
+	}
+	for _, name := range theirs {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("the refused start removed the other run's %s: %v", name, err)
+		}
+	}
+}
+
 func names(t *testing.T, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -70,37 +97,49 @@ func names(t *testing.T, dir string) []string {
 }
 
 // TestLockAfterRemoval: a process waiting for a run.lock that its holder
-// removes (a failed start) ends up holding the lock of the file at the
-// path, not of the removed one, so that no two processes can both think
-// they own the directory.
+// removes (a failed start: the file, and the directory if it made it) ends
+// up holding the lock of the file at the path, not of the removed one, so
+// that no two processes can both think they own the directory. The removal
+// happens, deterministically, between the waiter's open and its lock.
 func TestLockAfterRemoval(t *testing.T) {
-	dir := t.TempDir()
-	first, err := LockDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan *Lock, 1)
-	go func() {
-		l, err := LockDir(dir)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- l
-	}()
-	time.Sleep(50 * time.Millisecond) // the second one is waiting (LockDir waits lockRetry)
-	os.Remove(filepath.Join(dir, rundir.LockFile))
-	first.Unlock()
-	second := <-got
-	if second == nil {
-		return
-	}
-	defer second.Unlock()
-	held, _ := second.f.Stat()
-	now, err := os.Stat(filepath.Join(dir, rundir.LockFile))
-	if err != nil || !os.SameFile(held, now) {
-		t.Errorf("the second process holds a lock on a removed file (%v)", err)
-	}
-	if _, held, _ := LockHolder(dir); !held {
-		t.Error("LockHolder does not see the second process's lock")
+	defer func() { lockOpened = nil }()
+	for _, tc := range []struct {
+		name      string
+		removeDir bool
+	}{{"run.lock removed", false}, {"run.lock and directory removed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			first, err := LockDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opens := 0
+			lockOpened = func(string) {
+				if opens++; opens == 1 { // the waiter has the old file open: its holder's failed start cleans up
+					os.Remove(filepath.Join(dir, rundir.LockFile))
+					if tc.removeDir {
+						os.Remove(dir)
+					}
+					first.Unlock()
+				}
+			}
+			second, err := LockDir(dir)
+			lockOpened = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Unlock()
+			if opens != 2 {
+				t.Errorf("the waiter opened the lock file %d times, want 2 (again after the removal)", opens)
+			}
+			held, _ := second.f.Stat()
+			now, err := os.Stat(filepath.Join(dir, rundir.LockFile))
+			if err != nil || !os.SameFile(held, now) {
+				t.Errorf("the second process holds a lock on a removed file (%v)", err)
+			}
+			if _, held, _ := LockHolder(dir); !held {
+				t.Error("LockHolder does not see the second process's lock")
+			}
+		})
 	}
 }

@@ -66,6 +66,7 @@ func (r *run) setup() error {
 		return err
 	}
 	// The logs, started afresh or appended to.
+	r.made.logs = r.opts.Resume == ""
 	if err := r.openLogs(); err != nil {
 		return err
 	}
@@ -132,6 +133,7 @@ func (r *run) openRunDir() error {
 	if err := removeLeftovers(r.dir); err != nil {
 		return err
 	}
+	r.made.config = true // from here, config.yaml is this start's
 	return r.writeConfig()
 }
 
