@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
@@ -140,6 +141,12 @@ func (r *run) checkpoint() error {
 // are now.
 func (r *run) checkpointOf(params any, eng []byte) error {
 	r.out.begin("writing the checkpoint", fmt.Sprintf("writing the checkpoint of step %d", r.state.Step))
+	t0 := time.Now()
+	defer func() { // for the projection: the longest (a full-parameter run's second checkpoint of a step only links the first's files)
+		if secs := time.Since(t0).Seconds(); secs > r.ckSecs {
+			r.ckSecs, r.ckStep = secs, r.state.Step
+		}
+	}()
 	for _, f := range []*os.File{r.metrics, r.timing} {
 		if err := f.Sync(); err != nil {
 			return err

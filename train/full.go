@@ -119,22 +119,25 @@ func (s *fullState) saveLast(runDir string) error {
 
 // tests evaluates the last weights first, as they are, then best/ and the
 // base model, each loaded in place of the one before (the weights are
-// freed first: a run never holds two models).
+// freed first: a run never holds two models). Each load says so: it takes
+// as long as the run's start did.
 func (s *fullState) tests(base bool) []testEval {
-	load := func(dir string) func(fn func(*model.Model) error) error {
+	load := func(name, dir string) func(fn func(*model.Model) error) error {
 		return func(fn func(*model.Model) error) error {
+			s.r.out.begin("loading model "+dir, fmt.Sprintf("loading model %s for its test evaluation (%s)", dir, name))
 			if err := s.r.replaceModel(dir); err != nil {
 				return err
 			}
+			s.r.out.doing("test evaluation (" + name + ")")
 			return fn(s.r.m)
 		}
 	}
 	evals := []testEval{
 		{"last", func(fn func(*model.Model) error) error { return fn(s.r.m) }},
-		{"best", load(filepath.Join(s.r.dir, rundir.BestDir))},
+		{"best", load("best", filepath.Join(s.r.dir, rundir.BestDir))},
 	}
 	if base {
-		evals = append(evals, testEval{"base", load(s.modelSource())})
+		evals = append(evals, testEval{"base", load("base", s.modelSource())})
 	}
 	return evals
 }

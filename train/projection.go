@@ -13,26 +13,39 @@ import (
 
 // projection is what the rest of a run will take, in seconds: training
 // from the step's measured time, the validations from the last one timed
-// (step 0's), and a lower bound of the test evaluation from the
-// validation's time per example.
+// (step 0's), the checkpoints from the longest one written (step 0's), and a
+// lower bound of the test evaluation from the validation's time per
+// example; for the model's own weights (adapter.kind full), each model the
+// test evaluation loads again, as long as loading it at the start took.
 type projection struct {
 	stepSecs                 float64
 	stepsLeft                int
 	validations              int
 	valSecs                  float64 // one validation (0: none timed yet)
 	valStep                  int     // the step of the validation timed
+	checkpoints              int     // the ones due (checkpoint_every and the end)
+	ckSecs                   float64 // one checkpoint (0: none timed yet)
+	ckStep                   int     // the step of the checkpoint timed
+	bestCheckpoints          bool    // a new best also checkpoints (the model's own weights)
 	testSecs                 float64 // the test evaluation's lower bound (0: none, or not known)
 	testPasses, testExamples int
-	generates, maxNewTokens  int // generated tokens per example on top of testSecs (SQuAD, XSum)
+	generates, maxNewTokens  int     // generated tokens per example on top of testSecs (SQuAD, XSum)
+	loads                    int     // models the test evaluation loads (the model's own weights: best/, the base)
+	loadSecs                 float64 // one load, as the start's
 }
 
 // project is the projection after a step of stepSecs at step (steps done).
 func (r *run) project(step int, stepSecs float64) projection {
 	cfg := r.cfg
-	p := projection{stepSecs: stepSecs, stepsLeft: cfg.Train.Steps - step, valSecs: r.valSecs, valStep: r.valStep}
+	full := cfg.Adapter.Kind == "full"
+	p := projection{stepSecs: stepSecs, stepsLeft: cfg.Train.Steps - step, valSecs: r.valSecs, valStep: r.valStep,
+		ckSecs: r.ckSecs, ckStep: r.ckStep, bestCheckpoints: full}
 	for s := step + 1; s <= cfg.Train.Steps; s++ {
 		if s%cfg.Train.EvalEvery == 0 || s == cfg.Train.Steps {
 			p.validations++
+		}
+		if cfg.Train.CheckpointEvery > 0 && s%cfg.Train.CheckpointEvery == 0 || s == cfg.Train.Steps {
+			p.checkpoints++
 		}
 	}
 	if len(r.data.test) == 0 || cfg.Eval.Skip {
@@ -41,6 +54,9 @@ func (r *run) project(step int, stepSecs float64) projection {
 	p.testPasses, p.testExamples = 2, len(r.data.test) // the best and the last adapter
 	if cfg.Eval.Base {
 		p.testPasses++
+	}
+	if full { // the last weights are in memory; best/ and the base are loaded
+		p.loads, p.loadSecs = p.testPasses-1, r.loadSecs
 	}
 	if r.valSecs > 0 && len(r.data.val) > 0 {
 		perExample := r.valSecs / float64(len(r.data.val)) // a forward pass over one example, as validation runs it
@@ -59,29 +75,38 @@ func (r *run) project(step int, stepSecs float64) projection {
 func (p projection) String() string {
 	parts := []string{fmt.Sprintf("training %s (%d steps)", fmtDuration(p.stepSecs*float64(p.stepsLeft)), p.stepsLeft)}
 	total, atLeast := p.stepSecs*float64(p.stepsLeft), false
+	add := func(secs float64, part string, lowerBound bool) {
+		parts, total, atLeast = append(parts, part), total+secs, atLeast || lowerBound
+	}
 	switch {
 	case p.validations == 0:
 	case p.valSecs > 0:
-		parts = append(parts, fmt.Sprintf("validation %s (%d × %s, as step %d's)",
-			fmtDuration(p.valSecs*float64(p.validations)), p.validations, fmtDuration(p.valSecs), p.valStep))
-		total += p.valSecs * float64(p.validations)
+		add(p.valSecs*float64(p.validations), fmt.Sprintf("validation %s (%d × %s, as step %d's)",
+			fmtDuration(p.valSecs*float64(p.validations)), p.validations, fmtDuration(p.valSecs), p.valStep), false)
 	default:
-		parts = append(parts, fmt.Sprintf("%d validations (not timed yet)", p.validations))
-		atLeast = true
+		add(0, fmt.Sprintf("%d validations (not timed yet)", p.validations), true)
+	}
+	if p.checkpoints > 0 && p.ckSecs > 0 {
+		more := ""
+		if p.bestCheckpoints {
+			more = ", and one more with each new best validation loss"
+		}
+		add(p.ckSecs*float64(p.checkpoints), fmt.Sprintf("checkpoints %s (%d × %s, as step %d's%s)",
+			fmtDuration(p.ckSecs*float64(p.checkpoints)), p.checkpoints, fmtDuration(p.ckSecs), p.ckStep, more), p.bestCheckpoints)
 	}
 	switch {
 	case p.testPasses == 0:
 	case p.testSecs > 0 && p.generates == 0:
-		parts = append(parts, fmt.Sprintf("test evaluation %s (%d × %d examples)", fmtDuration(p.testSecs), p.testPasses, p.testExamples))
-		total += p.testSecs
+		add(p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples)", fmtDuration(p.testSecs), p.testPasses, p.testExamples), false)
 	case p.testSecs > 0:
-		parts = append(parts, fmt.Sprintf("test evaluation ≥ %s (the prompts of %d × %d examples; generating up to %d tokens each comes on top)",
-			fmtDuration(p.testSecs), p.testPasses, p.testExamples, p.maxNewTokens))
-		total += p.testSecs
-		atLeast = true
+		add(p.testSecs, fmt.Sprintf("test evaluation ≥ %s (the prompts of %d × %d examples; generating up to %d tokens each comes on top)",
+			fmtDuration(p.testSecs), p.testPasses, p.testExamples, p.maxNewTokens), true)
 	default:
-		parts = append(parts, fmt.Sprintf("test evaluation (%d × %d examples, not timed yet)", p.testPasses, p.testExamples))
-		atLeast = true
+		add(0, fmt.Sprintf("test evaluation (%d × %d examples, not timed yet)", p.testPasses, p.testExamples), true)
+	}
+	if p.loads > 0 && p.loadSecs > 0 {
+		add(p.loadSecs*float64(p.loads), fmt.Sprintf("loading the model %s (%d × %s, as at the start)",
+			fmtDuration(p.loadSecs*float64(p.loads)), p.loads, fmtDuration(p.loadSecs)), false)
 	}
 	end := "about " + fmtDuration(total)
 	if atLeast {

@@ -66,6 +66,9 @@ type run struct {
 	out                     *runLog        // r.log: phase lines and the heartbeat (runlog.go)
 	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
 	valStep                 int            // its step
+	loadSecs                float64        // loading the model at the start (a full-parameter test evaluation loads it again)
+	ckSecs                  float64        // the longest checkpoint's wall-clock seconds (0: none yet)
+	ckStep                  int            // its step
 	made                    startMade      // what a new run's start made (failedstart.go)
 }
 

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,38 +53,76 @@ func (s slowBackend) MatMul(y, x tensor.Buf, rows int, w tensor.Weight) {
 	s.Backend.MatMul(y, x, rows, w)
 }
 
+// slowTrainer is slowBackend for the model's own weights: their perturbed
+// products wait too.
+type slowTrainer struct {
+	slowBackend
+	tensor.Trainer
+}
+
+func (s slowTrainer) MatMulPerturbed(y, x tensor.Buf, w tensor.Weight, segs []tensor.Segment, add bool) {
+	s.n.Add(1)
+	time.Sleep(s.wait)
+	s.Trainer.MatMulPerturbed(y, x, w, segs, add)
+}
+
+// slow wraps a backend so that each product waits.
+func slow(b tensor.Backend, n *atomic.Int64) tensor.Backend {
+	sb := slowBackend{b, 10 * time.Millisecond, n}
+	if tr, ok := b.(tensor.Trainer); ok {
+		return slowTrainer{sb, tr}
+	}
+	return sb
+}
+
 // TestPhasesAndHeartbeat: a run prints a line as each phase starts, the
 // projection after its first step, and a heartbeat naming what runs when a
-// phase is silent for longer than the interval.
+// phase is silent for longer than the interval; an adapter's run and a
+// full-parameter one (which checkpoints its weights and loads best/ and
+// the base model again for the test evaluation) alike.
 func TestPhasesAndHeartbeat(t *testing.T) {
 	defer func(e time.Duration) { heartbeatEvery = e }(heartbeatEvery)
 	heartbeatEvery = 50 * time.Millisecond
 	dir, cfg := demoConfig(t, 3)
-	var log syncBuilder
-	var n atomic.Int64
-	_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"output.dir=" + dir + "/r", "task.max_validation=8",
-		"task.max_test=8", "train.eval_every=2", "eval.batch_size=8", "model.backend=cpu"},
-		wrapBackend: func(b tensor.Backend) tensor.Backend { return slowBackend{b, 10 * time.Millisecond, &n} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := log.String()
-	for _, want := range []string{
-		"validation of step 0: 8 examples\n",
-		"writing the checkpoint of step 0\n",
-		"training: steps 1 to 3, batch 8; validation every 2 steps, checkpoint every 200 steps\n",
-		"first step ",
-		"the rest takes about ",
-		"training ", "(2 steps) + validation ", "(2 × ", "as step 0's) + test evaluation ", "(3 × 8 examples)",
-		"test evaluation: the best and the last adapter, and the base model, on 8 examples of ",
-		"… step ", " so far\n",
+	for _, tc := range []struct {
+		kind string
+		want []string
+	}{
+		{"lora", []string{
+			"the rest takes about ", "(2 × ", "as step 0's) + checkpoints ", "(1 × ", "as step 0's) + test evaluation ", "(3 × 8 examples)",
+			"test evaluation: the best and the last adapter, and the base model, on 8 examples of "}},
+		{"full", []string{
+			"full-parameter training: ", "the rest takes at least ", "(2 × ", "as step 0's) + checkpoints ",
+			"(1 × ", "as step 0's, and one more with each new best validation loss) + test evaluation ", "(3 × 8 examples) + loading the model ", "(2 × ",
+			"test evaluation: the last and the best weights, and the base model, on 8 examples of ",
+			"loading model " + filepath.Join(dir, "r-full", "best") + " for its test evaluation (best)\n",
+			"loading model " + filepath.Join(dir, "model") + " for its test evaluation (base)\n"}},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the log does not say %q:\n%s", want, got)
-		}
-	}
-	if i, j := strings.Index(got, "validation of step 0:"), strings.Index(got, "training: steps"); i < 0 || j < i {
-		t.Errorf("the phases are out of order:\n%s", got)
+		t.Run(tc.kind, func(t *testing.T) {
+			var log syncBuilder
+			var n atomic.Int64
+			_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"output.dir=" + dir + "/r-" + tc.kind, "task.max_validation=8",
+				"task.max_test=8", "train.eval_every=2", "eval.batch_size=8", "model.backend=cpu", "adapter.kind=" + tc.kind},
+				wrapBackend: func(b tensor.Backend) tensor.Backend { return slow(b, &n) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := log.String()
+			for _, want := range append([]string{
+				"validation of step 0: 8 examples\n",
+				"writing the checkpoint of step 0\n",
+				"training: steps 1 to 3, batch 8; validation every 2 steps, checkpoint every 200 steps\n",
+				"first step ", "the rest takes ", "training ", "(2 steps) + validation ",
+				"… step ", " so far\n",
+			}, tc.want...) {
+				if !strings.Contains(got, want) {
+					t.Errorf("the log does not say %q:\n%s", want, got)
+				}
+			}
+			if i, j := strings.Index(got, "validation of step 0:"), strings.Index(got, "training: steps"); i < 0 || j < i {
+				t.Errorf("the phases are out of order:\n%s", got)
+			}
+		})
 	}
 }
 
@@ -110,6 +149,34 @@ func TestFmtDuration(t *testing.T) {
 	for secs, want := range map[float64]string{0.04: "0.0s", 0.4: "0.4s", 12: "12s", 200: "3m 20s", 4020: "1h 07m", 489600: "5d 16h"} {
 		if got := fmtDuration(secs); got != want {
 			t.Errorf("fmtDuration(%g) = %q, want %q", secs, got, want)
+		}
+	}
+}
+
+// TestProjectionLine: the projection adds what was timed and says "at
+// least" where a part is a lower bound or not timed yet; a full-parameter
+// run counts its checkpoints as a lower bound (a new best writes one more)
+// and the models its test evaluation loads again.
+func TestProjectionLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    projection
+		want string
+	}{
+		{"adapter, all timed", projection{stepSecs: 2, stepsLeft: 100, validations: 2, valSecs: 30, checkpoints: 1, ckSecs: 1,
+			testPasses: 3, testExamples: 10, testSecs: 60},
+			"first step 2.0s: the rest takes about 5m 21s: training 3m 20s (100 steps) + validation 1m 00s (2 × 30s, as step 0's) + " +
+				"checkpoints 1.0s (1 × 1.0s, as step 0's) + test evaluation 1m 00s (3 × 10 examples)"},
+		{"nothing timed yet", projection{stepSecs: 1, stepsLeft: 10, validations: 1, checkpoints: 1, testPasses: 2, testExamples: 5},
+			"first step 1.0s: the rest takes at least 10s: training 10s (10 steps) + 1 validations (not timed yet) + test evaluation (2 × 5 examples, not timed yet)"},
+		{"full", projection{stepSecs: 10, stepsLeft: 9, validations: 1, valSecs: 20, checkpoints: 1, ckSecs: 30, bestCheckpoints: true,
+			testPasses: 3, testExamples: 10, testSecs: 40, loads: 2, loadSecs: 45},
+			"first step 10s: the rest takes at least 4m 30s: training 1m 30s (9 steps) + validation 20s (1 × 20s, as step 0's) + " +
+				"checkpoints 30s (1 × 30s, as step 0's, and one more with each new best validation loss) + test evaluation 40s (3 × 10 examples) + " +
+				"loading the model 1m 30s (2 × 45s, as at the start)"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 }

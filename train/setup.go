@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
@@ -236,9 +237,11 @@ func (r *run) loadModel() error {
 	}
 	dir := r.modelDir()
 	fmt.Fprintf(r.log, "loading model %s\n", dir)
+	t0 := time.Now()
 	if r.m, err = model.LoadWith(dir, r.loadOptions()); err != nil {
 		return err
 	}
+	r.loadSecs = time.Since(t0).Seconds()
 	// Token ids past the embedding would fail only in the first forward
 	// that meets one (an added token the model was not resized for).
 	if n, v := r.tok.VocabSize(), r.m.VocabSize; n > v {

@@ -81,8 +81,11 @@ func (r *run) testEvaluation() (string, error) {
 		tp.Finished = map[string]map[string]float64{}
 	}
 	whom := "the best and the last adapter"
+	if r.cfg.Adapter.Kind == "full" {
+		whom = "the last and the best weights"
+	}
 	if r.cfg.Eval.Base {
-		whom = "the best and the last adapter, and the base model"
+		whom += ", and the base model"
 	}
 	r.out.begin("test evaluation", fmt.Sprintf("test evaluation: %s, on %d examples of %s", whom, len(r.data.test), r.cfg.Task.Test))
 	for _, e := range evals {
