@@ -140,7 +140,14 @@ func (r *run) checkpoint() error {
 // the live ones for nil), the engine state and r.state, the logs as they
 // are now.
 func (r *run) checkpointOf(params any, eng []byte) error {
-	r.out.begin("writing the checkpoint", fmt.Sprintf("writing the checkpoint of step %d", r.state.Step))
+	// One line a step: the model's own weights checkpoint a new best at
+	// once, and the same step again right after (linking its files).
+	if r.ckLine != r.state.Step {
+		r.out.begin("writing the checkpoint", fmt.Sprintf("writing the checkpoint of step %d", r.state.Step))
+		r.ckLine = r.state.Step
+	} else {
+		r.out.doing("writing the checkpoint")
+	}
 	t0 := time.Now()
 	defer func() { // for the projection: the longest (a full-parameter run's second checkpoint of a step only links the first's files)
 		if secs := time.Since(t0).Seconds(); secs > r.ckSecs {

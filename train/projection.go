@@ -73,7 +73,7 @@ func (r *run) project(step int, stepSecs float64) projection {
 
 // String is the projection's line.
 func (p projection) String() string {
-	parts := []string{fmt.Sprintf("training %s (%d steps)", fmtDuration(p.stepSecs*float64(p.stepsLeft)), p.stepsLeft)}
+	parts := []string{fmt.Sprintf("training %s (%s)", fmtDuration(p.stepSecs*float64(p.stepsLeft)), counted(p.stepsLeft, "step"))}
 	total, atLeast := p.stepSecs*float64(p.stepsLeft), false
 	add := func(secs float64, part string, lowerBound bool) {
 		parts, total, atLeast = append(parts, part), total+secs, atLeast || lowerBound
@@ -84,7 +84,7 @@ func (p projection) String() string {
 		add(p.valSecs*float64(p.validations), fmt.Sprintf("validation %s (%d × %s, as step %d's)",
 			fmtDuration(p.valSecs*float64(p.validations)), p.validations, fmtDuration(p.valSecs), p.valStep), false)
 	default:
-		add(0, fmt.Sprintf("%d validations (not timed yet)", p.validations), true)
+		add(0, counted(p.validations, "validation")+" (not timed yet)", true)
 	}
 	if p.checkpoints > 0 && p.ckSecs > 0 {
 		more := ""
@@ -113,6 +113,14 @@ func (p projection) String() string {
 		end = "at least " + fmtDuration(total)
 	}
 	return fmt.Sprintf("first step %s: the rest takes %s: %s", fmtDuration(p.stepSecs), end, strings.Join(parts, " + "))
+}
+
+// counted is n things, in the singular for one.
+func counted(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // trainingLine starts the training phase: the steps to run and how often

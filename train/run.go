@@ -69,6 +69,7 @@ type run struct {
 	loadSecs                float64        // loading the model at the start (a full-parameter test evaluation loads it again)
 	ckSecs                  float64        // the longest checkpoint's wall-clock seconds (0: none yet)
 	ckStep                  int            // its step
+	ckLine                  int            // the step of the last "writing the checkpoint" line (−1: none)
 	made                    startMade      // what a new run's start made (failedstart.go)
 }
 
@@ -90,7 +91,7 @@ func Run(opts Options) (_ *Summary, err error) {
 		opts.Log = io.Discard
 	}
 	out := newRunLog(opts.Log)
-	r := &run{log: out, out: out, opts: opts}
+	r := &run{log: out, out: out, opts: opts, ckLine: -1}
 	defer out.heartbeat(heartbeatEvery)()
 	out.doing("loading the model and the data")
 	defer func() { r.lock.Unlock() }()
