@@ -90,13 +90,15 @@ func TestPhasesAndHeartbeat(t *testing.T) {
 	}{
 		{"lora", []string{
 			"the rest takes about ", "(2 × ", "as step 0's) + checkpoints ", "(1 × ", "as step 0's) + test evaluation ", "(3 × 8 examples)",
-			"test evaluation: the best and the last adapter, and the base model, on 8 examples of "}},
+			"test evaluation: the best and the last adapter, and the base model, on 8 examples of ",
+			"best/ (the adapter of the lowest validation loss)"}},
 		{"full", []string{
 			"full-parameter training: ", "the rest takes at least ", "(2 × ", "as step 0's) + checkpoints ",
 			"(1 × ", "as step 0's, and one more with each new best validation loss) + test evaluation ", "(3 × 8 examples) + loading the model ", "(2 × ",
 			"test evaluation: the last and the best weights, and the base model, on 8 examples of ",
 			"loading model " + filepath.Join(dir, "r-full", "best") + " for its test evaluation (best)\n",
-			"loading model " + filepath.Join(dir, "model") + " for its test evaluation (base)\n"}},
+			"loading model " + filepath.Join(dir, "model") + " for its test evaluation (base)\n",
+			"best/ (the model of the lowest validation loss)"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			var log syncBuilder

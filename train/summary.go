@@ -59,7 +59,11 @@ func (r *run) finish() (*Summary, error) {
 	if err := r.writeSummary(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (the adapter of the lowest validation loss), last/\n", r.dir)
+	what := "the adapter"
+	if r.cfg.Adapter.Kind == "full" {
+		what = "the model"
+	}
+	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/\n", r.dir, what)
 	return &r.summary, nil
 }
 
