@@ -97,7 +97,7 @@ func checkFile(path string) string {
 // checkModelDir says what is missing of a model directory ("" if
 // nothing): config.json (which must parse as a model this project runs),
 // the weights (one file, or an index and every shard it names),
-// tokenizer.json and tokenizer_config.json.
+// tokenizer.json (or vocab.json and merges.txt) and tokenizer_config.json.
 func checkModelDir(dir string) string {
 	st, err := os.Stat(dir)
 	switch {
@@ -118,17 +118,25 @@ func checkModelDir(dir string) string {
 	}
 	weights, err := safetensors.CheckpointFiles(dir)
 	if err != nil {
-		gone = append(gone, "model.safetensors (or model.safetensors.index.json and its shards)")
+		what := "model.safetensors (or model.safetensors.index.json and its shards)"
+		if checkFile(filepath.Join(dir, "pytorch_model.bin")) == "" { // OPT's checkpoint (README, docs/MODELS.md)
+			what += "; convert its pytorch_model.bin with python3 scripts/bin_to_safetensors.py " + dir
+		}
+		gone = append(gone, what)
 	}
 	for _, w := range weights {
 		if checkFile(w) != "" {
 			gone = append(gone, filepath.Base(w))
 		}
 	}
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		if checkFile(filepath.Join(dir, name)) != "" {
-			gone = append(gone, name)
-		}
+	// The tokenizer: tokenizer.json, or GPT-2's vocab.json and merges.txt
+	// (OPT's, which tokenizer.Load converts), and tokenizer_config.json.
+	if checkFile(filepath.Join(dir, "tokenizer.json")) != "" &&
+		(checkFile(filepath.Join(dir, "vocab.json")) != "" || checkFile(filepath.Join(dir, "merges.txt")) != "") {
+		gone = append(gone, "tokenizer.json (or vocab.json and merges.txt)")
+	}
+	if checkFile(filepath.Join(dir, "tokenizer_config.json")) != "" {
+		gone = append(gone, "tokenizer_config.json")
 	}
 	if len(gone) > 0 {
 		return "no " + strings.Join(gone, ", no ") + " there (an interrupted download?)"

@@ -32,8 +32,8 @@ func TestPreflight(t *testing.T) {
 		set  []string
 		want []string
 	}{
-		{"tokenizer.json", []string{"model.path=" + without("tokenizer.json")}, []string{"no tokenizer.json there"}},
-		{"full-parameter, tokenizer.json", []string{"model.path=" + without("tokenizer.json"), "adapter.kind=full"}, []string{"no tokenizer.json there"}},
+		{"tokenizer.json", []string{"model.path=" + without("tokenizer.json")}, []string{"no tokenizer.json (or vocab.json and merges.txt) there"}},
+		{"full-parameter, tokenizer.json", []string{"model.path=" + without("tokenizer.json"), "adapter.kind=full"}, []string{"no tokenizer.json (or vocab.json and merges.txt) there"}},
 		{"tokenizer_config.json", []string{"model.path=" + without("tokenizer_config.json")}, []string{"no tokenizer_config.json there"}},
 		{"config.json", []string{"model.path=" + without("config.json")}, []string{"no config.json there"}},
 		{"weights", []string{"model.path=" + without("model.safetensors")}, []string{"no model.safetensors (or model.safetensors.index.json and its shards) there"}},
