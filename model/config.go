@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
+
+// Architectures are the HF model classes the package runs.
+var Architectures = []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
 
 // Config is the part of an HF config.json the forward pass depends on, for
 // LlamaForCausalLM and Qwen3ForCausalLM. Everything the code reads from the
@@ -30,6 +34,13 @@ type Config struct {
 	BOSTokenID       int          // -1 when absent
 	EOSTokenIDs      []int
 	TorchDtype       string
+
+	// Ministral-3 (model_type ministral3) only; zero for the others (config_ministral.go).
+	Yarn                  *Yarn   // YaRN frequencies and cos/sin scale, nil for plain RoPE or llama3
+	Llama4Beta            float64 // llama_4_scaling_beta: queries × 1+β·ln(1+⌊slot/Llama4Original⌋); 0 = none
+	Llama4Original        float64 // original_max_position_embeddings of that scale
+	MaxPositionEmbeddings int     // max_position_embeddings (YaRN's factor when the config gives none)
+	Multimodal            bool    // Mistral3ForConditionalGeneration: the language model's weights under model.language_model.*
 }
 
 // RopeScaling is HF's rope_scaling block of type "llama3".
@@ -101,8 +112,12 @@ func ParseConfig(b []byte) (*Config, error) {
 	case "LlamaForCausalLM":
 	case "Qwen3ForCausalLM":
 		c.QKNorm = true
+	case "Mistral3ForConditionalGeneration":
+		return parseMistral3(b, r, present)
+	case "Ministral3ForCausalLM":
+		return parseMinistral3(b, r, present, false)
 	default:
-		return nil, fmt.Errorf("unsupported architecture %q (supported: LlamaForCausalLM, Qwen3ForCausalLM)", c.Architecture)
+		return nil, fmt.Errorf("unsupported architecture %q (supported: %s)", c.Architecture, strings.Join(Architectures, ", "))
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
 		return nil, fmt.Errorf(`unsupported "hidden_act" %q (only silu)`, r.HiddenAct)

@@ -60,7 +60,10 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		return opts.BF16Weights && info.Dtype == safetensors.BF16
 	}
 	storedBF16 := map[string]bool{}
-	m, err := build(cfg, be, !opts.Unstacked, keepBF16, func(name string, shape []int) ([]float32, error) {
+	stored := checkpointNames(cfg, ck)
+	m, err := build(cfg, be, !opts.Unstacked, func(name string) bool { return keepBF16(stored(name)) }, func(name string, shape []int) ([]float32, error) {
+		canonical := name
+		name = stored(name)
 		info, ok := ck.Info(name)
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", name)
@@ -69,7 +72,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
 		}
 		read[name] = true
-		storedBF16[name] = opts.BF16Weights && info.Dtype == safetensors.BF16
+		storedBF16[canonical] = opts.BF16Weights && info.Dtype == safetensors.BF16
 		v, err := ck.Float32(name)
 		ck.Release(name) // the converted copy is all we keep
 		return v, err
@@ -99,6 +102,7 @@ func checkAllRead(names []string, read map[string]bool, cfg *Config) error {
 		case read[n]:
 		case n == "lm_head.weight" && cfg.TieEmbeddings:
 		case strings.HasSuffix(n, ".rotary_emb.inv_freq"):
+		case cfg.Multimodal && notLanguageModel(n): // the vision tower and projector: never read
 		default:
 			unused = append(unused, n)
 		}

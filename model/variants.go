@@ -186,7 +186,7 @@ func (m *Model) newVariantPass(seq sequences, sup supervision, nVariants int, wi
 		slots++
 	}
 	p.buf = m.Backend.Alloc(slots * b * t * m.HiddenSize)
-	p.rope = m.newRope(seq.in.Positions)
+	p.rope = m.newRope(seq.in.Positions, 0, t)
 	maxSeqs := slots * b
 	p.cache = m.newCache(maxSeqs, t, true)
 	for k := 0; k < slots; k++ {
