@@ -2,6 +2,7 @@ package train
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,20 @@ func TestShippedConfigsLoad(t *testing.T) {
 		if strings.Contains(p, "grouped") != c.Adapter.Grouped {
 			t.Errorf("%s: grouped = %v", p, c.Adapter.Grouped)
 		}
+		if strings.Contains(p, "ministral") {
+			checkMinistral(t, p, c)
+		}
+	}
+}
+
+// checkMinistral checks a Ministral-3 config is the paper's appendix
+// setting: the BF16 checkpoint run in bf16, SQuAD, LoRA r = 16 on q/v.
+func checkMinistral(t *testing.T, p string, c *Config) {
+	t.Helper()
+	a := c.Adapter
+	if !c.Model.BF16 || !strings.HasSuffix(c.Model.Path, "Ministral-3-14B-Instruct-2512-BF16") || c.Task.Name != "squad" ||
+		a.Kind != "lora" || a.R != 16 || !slices.Equal(a.Targets, []string{"q_proj", "v_proj"}) {
+		t.Errorf("%s: bf16 %v, path %s, task %s, adapter %s r %d on %v; want the BF16 checkpoint in bf16, squad, LoRA r 16 on q_proj/v_proj",
+			p, c.Model.BF16, c.Model.Path, c.Task.Name, a.Kind, a.R, a.Targets)
 	}
 }
