@@ -17,7 +17,8 @@ const (
 // regex engine: every position of the text starts a match, so the pieces
 // simply tile the text.
 type splitter struct {
-	maxDigits int // 3 for Llama-3 (\p{N}{1,3}), 1 for Qwen (\p{N})
+	maxDigits int  // 3 for Llama-3 (\p{N}{1,3}), 1 for Qwen (\p{N})
+	tekken    bool // Mistral's tekken regex instead (pretokenize_tekken.go)
 }
 
 func isLetter(r rune) bool {
@@ -71,6 +72,9 @@ func runeAt(s string, i int) (rune, int) {
 
 // next returns the end of the piece that starts at s[i] (i < len(s)).
 func (p splitter) next(s string, i int) int {
+	if p.tekken {
+		return tekkenNext(s, i)
+	}
 	r0, w0 := runeAt(s, i)
 
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
@@ -133,7 +137,12 @@ func (p splitter) next(s string, i int) int {
 		}
 	}
 
-	// Only whitespace is left: r0 is a space character. Take the whole run.
+	// Only whitespace is left: r0 is a space character.
+	return p.spaces(s, i)
+}
+
+// spaces matches \s*[\r\n]+|\s+(?!\S)|\s+ at s[i], a space character.
+func (splitter) spaces(s string, i int) int {
 	end, lastBreak, lastStart := i, -1, i
 	for end < len(s) {
 		r, w := runeAt(s, end)
