@@ -3,9 +3,13 @@ package lora
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
 )
 
 // TestMinistral14BCounts: the paper's Ministral-3 14B run has 11,403,264
@@ -77,4 +81,74 @@ func tinyOf(c *model.Config) *model.Config {
 	t := *c
 	t.VocabSize, t.HiddenSize, t.IntermediateSize, t.NumLayers, t.NumHeads, t.NumKVHeads, t.HeadDim = 64, 32, 48, 2, 4, 2, 16
 	return &t
+}
+
+// TestMinistralPEFTNames: on Ministral-3's checkpoint
+// (Mistral3ForConditionalGeneration) an adapter is saved under PEFT's keys
+// of the language model's layers (model.language_model.layers, where PEFT
+// finds q_proj/v_proj in transformers 5's module tree) and loads back; an
+// adapter PEFT made on the whole checkpoint, which also holds the vision
+// tower's LoRA matrices, loads with those skipped; one keyed as a causal
+// LM's (model.layers) is refused, naming the tensor it lacks.
+func TestMinistralPEFTNames(t *testing.T) {
+	m, err := model.Load("../model/testdata/ministral3/ministral3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(m, Options{R: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "adapter_model.safetensors")
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []safetensors.Tensor
+	for _, info := range f.Tensors() {
+		if !strings.HasPrefix(info.Name, "base_model.model.model.language_model.layers.") {
+			t.Errorf("saved tensor %q is not under the language model's layers", info.Name)
+		}
+		v, err := f.Float32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tensors = append(tensors, safetensors.F32Tensor(info.Name, info.Shape, v))
+	}
+	f.Close()
+	if len(tensors) != 4*m.NumLayers {
+		t.Fatalf("%d tensors saved, want %d", len(tensors), 4*m.NumLayers)
+	}
+	back, err := Load(dir, m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(back.Params(), a.Params(), slices.Equal) {
+		t.Error("the adapter read back differs from the one saved")
+	}
+
+	vision := append(slices.Clone(tensors),
+		safetensors.F32Tensor("base_model.model.model.vision_tower.transformer.layers.0.attention.q_proj.lora_A.weight", []int{4, 16}, make([]float32, 64)))
+	if err := safetensors.WriteFile(path, vision, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir, m, false); err != nil {
+		t.Errorf("an adapter with the vision tower's LoRA matrices: %v", err)
+	}
+
+	var causal []safetensors.Tensor
+	for _, x := range tensors {
+		x.Name = strings.Replace(x.Name, ".language_model.layers.", ".layers.", 1)
+		causal = append(causal, x)
+	}
+	if err := safetensors.WriteFile(path, causal, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir, m, false); err == nil || !strings.Contains(err.Error(), "language_model.layers.0.self_attn.q_proj.lora_A") {
+		t.Errorf("an adapter keyed as a causal LM's: %v, want an error naming the missing language-model tensor", err)
+	}
 }

@@ -113,10 +113,34 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 	return &c, nil
 }
 
-// tensorName is PEFT's saved key for one adapter matrix (adapter name dropped).
-func tensorName(layer int, target, ab string) string {
-	return fmt.Sprintf("base_model.model.model.layers.%d.self_attn.%s.lora_%s.weight", layer, target, ab)
+// tensorName is PEFT's saved key for one adapter matrix (adapter name
+// dropped), under layers (layersPrefix).
+func tensorName(layers string, layer int, target, ab string) string {
+	return fmt.Sprintf("%s.%d.self_attn.%s.lora_%s.weight", layers, layer, target, ab)
 }
+
+// layersPrefix is PEFT's key prefix of the decoder layers of a model of
+// class arch: the module path of the layers (the checkpoint's weight names
+// say it) under PEFT's base_model.model. A causal LM holds them at
+// model.layers; Mistral3ForConditionalGeneration (Ministral-3) at
+// model.language_model.layers, beside model.vision_tower and
+// model.multi_modal_projector (transformers 5's module tree), so that
+// PEFT applies an adapter saved here to the language model of the real
+// checkpoint.
+func layersPrefix(arch string) string {
+	if arch == "Mistral3ForConditionalGeneration" {
+		return "base_model.model.model.language_model.layers"
+	}
+	return "base_model.model.model.layers"
+}
+
+// visionTowerPrefix is where PEFT puts the LoRA matrices of a
+// Mistral3ForConditionalGeneration's vision tower: its q_proj/v_proj match
+// the same target_modules, so an adapter made with PEFT on the whole
+// checkpoint (the paper's count, 11,403,264) holds them. The vision tower
+// never runs on text, so they change nothing this package computes: Load
+// skips them.
+const visionTowerPrefix = "base_model.model.model.vision_tower."
 
 // LoadPEFT reads a PEFT adapter directory (adapter_config.json and
 // adapter_model.safetensors) and attaches it to m, replacing any adapter
