@@ -11,7 +11,9 @@ into scripts/ref_src/ (modeling_ministral3.py, rope_yarn.py; not committed: publ
 only infrastructure 4.51 lacks: the config class (a 4.51 PretrainedConfig with Ministral3Config's fields),
 check_model_inputs/auto_docstring (identity decorators), GradientCheckpointingLayer (nn.Module),
 masking_utils.create_causal_mask (the eager additive mask: causal plus key padding, finfo.min, as 4.51's
-LlamaModel builds it). Run: PYTHONPATH=../shared/pylib python3 scripts/make_ministral_fixtures.py OUT_DIR
+LlamaModel builds it). The PEFT LoRA adapter (lora/) is PEFT 0.15's, made on the module tree of
+Mistral3ForConditionalGeneration (Mistral3Tree below), with its float32 logits and the exact float64 logits of
+the adapter merged. Run: PYTHONPATH=../shared/pylib /usr/bin/python3 scripts/make_ministral_fixtures.py OUT_DIR
 """
 import json, math, os, sys, types
 import torch113_compat  # noqa: F401
@@ -169,6 +171,63 @@ def greedy(m, prompt, steps=8):
     return ids[0, len(prompt):]
 
 
+class Mistral3Tree(nn.Module):
+    """The module tree of transformers 5's Mistral3ForConditionalGeneration on the text path:
+    model.language_model (the Ministral3Model), model.vision_tower (here a stand-in with Pixtral's
+    attention projection names, never run on text) and lm_head, so that PEFT names the adapter's
+    tensors as on the real checkpoint (base_model.model.model.language_model.layers.N...)."""
+
+    def __init__(self, causal):
+        super().__init__()
+        self.model = nn.Module()
+        self.model.language_model = causal.model
+        vt = nn.Module()
+        vt.transformer = nn.Module()
+        att = nn.Module()
+        att.q_proj, att.v_proj = nn.Linear(16, 16, bias=False), nn.Linear(16, 16, bias=False)
+        layer = nn.Module()
+        layer.attention = att
+        vt.transformer.layers = nn.ModuleList([layer])
+        self.model.vision_tower = vt
+        self.lm_head = causal.lm_head
+
+    def forward(self, input_ids, attention_mask=None):
+        h = self.model.language_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        return self.lm_head(h)
+
+
+LORA = dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
+
+
+def peft_adapter(sd, ids, mask, out_dir):
+    """PEFT 0.15's LoRA (random A and B, init_lora_weights=False) on the Mistral3 module tree: saves it with
+    save_pretrained (its vision-tower matrices included, as on the real checkpoint) and returns PEFT's
+    float32 logits and the exact float64 logits of the model with the adapter merged in float64."""
+    import peft
+    torch.manual_seed(4321)
+    m = build()
+    m.load_state_dict(sd)
+    tree = Mistral3Tree(m)
+    pm = peft.get_peft_model(tree, peft.LoraConfig(init_lora_weights=False, **LORA))
+    pm.eval()
+    with torch.no_grad():
+        logits32 = pm(input_ids=ids, attention_mask=mask)
+    pm.save_pretrained(out_dir)
+    os.remove(os.path.join(out_dir, "README.md"))  # PEFT's empty model card
+    merged = {k: v.double() for k, v in sd.items()}
+    scale = LORA["lora_alpha"] / LORA["r"]
+    for name, mod in pm.named_modules():
+        if hasattr(mod, "lora_A") and ".language_model." in name:
+            a, b = mod.lora_A["default"].weight.double(), mod.lora_B["default"].weight.double()
+            key = "model." + name.split(".language_model.", 1)[1] + ".weight"
+            merged[key] = merged[key] + scale * (b @ a)
+    m64 = exact64(build())
+    m64.load_state_dict(merged)
+    with torch.no_grad():
+        logits64 = m64(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    return logits32, logits64
+
+
 def main(out):
     m32 = build()
     sd = {k: v.detach().clone() for k, v in m32.state_dict().items()}
@@ -193,6 +252,7 @@ def main(out):
         ref["bf16ckpt_logits_f64"] = mb64(input_ids=ids, attention_mask=mask, use_cache=False).logits
     d = os.path.join(out, "ministral3-tiny")
     os.makedirs(os.path.join(d, "bf16"), exist_ok=True)
+    ref["lora_logits_f32"], ref["lora_logits_f64"] = peft_adapter(sd, ids, mask, os.path.join(d, "lora"))
     text = dict(TEXT, model_type="ministral3")
     conf = {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3", "image_token_index": 10,
             "multimodal_projector_bias": False, "projector_hidden_act": "gelu", "spatial_merge_size": 2,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backendtest"
@@ -38,7 +39,7 @@ func Ministral(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 // ministralReferences checks the Ministral-3 fixture on b against
 // transformers 5's references: the float32 checkpoint's logits (within
 // tol.Logits of the float64 forward) and losses, its greedy generations
-// token for token, and the bf16 checkpoint, widened to float32 and kept in
+// token for token, the logits with PEFT's LoRA adapter, and the bf16 checkpoint, widened to float32 and kept in
 // bfloat16, against the float64 forward of its bfloat16 values.
 func ministralReferences(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	dir := MinistralFixture()
@@ -74,6 +75,19 @@ func ministralReferences(t *testing.T, b tensor.Backend, tol backendtest.Toleran
 			t.Errorf("%s: generated %v, transformers %v", p, got[0], want)
 		}
 	}
+
+	// PEFT 0.15's adapter, made on the checkpoint's module tree: keyed
+	// under model.language_model.layers, with vision-tower matrices that
+	// the text path never uses.
+	if _, err := lora.LoadPEFT(filepath.Join(dir, "lora"), m); err != nil {
+		t.Fatal(err)
+	}
+	lo, err := m.Forward(in, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "PEFT LoRA logits", lo.Logits, ref.F64("lora_logits_f64"), m.VocabSize, real, tol.Logits+1e-4) // MODELS.md: 3e-4 with an adapter
+	m.Adapter = nil
 	m.Free()
 
 	for _, keep := range []bool{false, true} {
