@@ -51,24 +51,8 @@ func tekkenNext(s string, i int) int {
 		return i + w0
 	}
 	// ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
-	j := i
-	if r0 == ' ' {
-		j++
-	}
-	if j < len(s) {
-		if r, _ := runeAt(s, j); !isSpace(r) && !isLetter(r) && !isNumber(r) {
-			for j < len(s) {
-				r, w := runeAt(s, j)
-				if isSpace(r) || isLetter(r) || isNumber(r) {
-					break
-				}
-				j += w
-			}
-			for j < len(s) && (s[j] == '\r' || s[j] == '\n' || s[j] == '/') {
-				j++
-			}
-			return j
-		}
+	if j, ok := punctuation(s, i, r0, true); ok {
+		return j
 	}
 	// Whitespace: the same three alternatives as Llama-3's regex.
 	return splitter{}.spaces(s, i)
@@ -93,7 +77,7 @@ func tekkenUpperLower(s string, j int) (int, bool) {
 		p := starts[m]
 		if p < len(s) {
 			if r, _ := runeAt(s, p); isTekkenLower(r) {
-				return tekkenRun(s, p, isTekkenLower), true
+				return runOf(s, p, isTekkenLower), true
 			}
 		}
 	}
@@ -102,22 +86,9 @@ func tekkenUpperLower(s string, j int) (int, bool) {
 
 // tekkenUpperThenLower matches [upper]+[lower]* at s[j].
 func tekkenUpperThenLower(s string, j int) (int, bool) {
-	k := tekkenRun(s, j, isTekkenUpper)
+	k := runOf(s, j, isTekkenUpper)
 	if k == j {
 		return 0, false
 	}
-	return tekkenRun(s, k, isTekkenLower), true
-}
-
-// tekkenRun returns the end of the longest run of characters in the class
-// from s[j].
-func tekkenRun(s string, j int, in func(rune) bool) int {
-	for j < len(s) {
-		r, w := runeAt(s, j)
-		if !in(r) {
-			break
-		}
-		j += w
-	}
-	return j
+	return runOf(s, k, isTekkenLower), true
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
@@ -39,16 +38,12 @@ func Ministral(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 // ministralReferences checks the Ministral-3 fixture on b against
 // transformers 5's references: the float32 checkpoint's logits (within
 // tol.Logits of the float64 forward) and losses, its greedy generations
-// token for token, the logits with PEFT's LoRA adapter, and the bf16 checkpoint, widened to float32 and kept in
-// bfloat16, against the float64 forward of its bfloat16 values.
+// token for token, the logits with PEFT's LoRA adapter, and the bf16
+// checkpoint, widened to float32 and kept in bfloat16, against the float64
+// forward of its bfloat16 values.
 func ministralReferences(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	dir := MinistralFixture()
-	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
-	shape := ref.Shape("input_ids")
-	mask := ref.Ints("attention_mask")
-	in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}
-	labels := ref.Ints("labels")
-	real := func(r int) bool { return mask[r] == 1 }
+	ref, in, labels, real := referenceBatch(t, dir)
 	leaks := leakCheck(t, b)
 
 	m, err := model.LoadWith(dir, model.LoadOptions{Backend: b})

@@ -92,12 +92,7 @@ func lossClose(t *testing.T, what string, got, want, tol float64) {
 // references checks the fixture model name on b against its HF references.
 func references(t *testing.T, b tensor.Backend, name string, tol backendtest.Tolerance) {
 	dir := fixture.Dir(t, "fixtures", "models", name)
-	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
-	shape := ref.Shape("input_ids")
-	mask := ref.Ints("attention_mask")
-	in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}
-	labels := ref.Ints("labels")
-	real := func(r int) bool { return mask[r] == 1 }
+	ref, in, labels, real := referenceBatch(t, dir)
 	leaks := leakCheck(t, b)
 
 	m, err := model.LoadWith(dir, model.LoadOptions{Backend: b})
@@ -156,6 +151,16 @@ func references(t *testing.T, b tensor.Backend, name string, tol backendtest.Tol
 
 	bf16Checkpoint(t, b, dir, ref, in, labels, real, tol)
 	leaks("fixture checks")
+}
+
+// referenceBatch opens a fixture's reference.safetensors and returns it with
+// its batch, the batch's labels and which of its rows are real tokens.
+func referenceBatch(t *testing.T, dir string) (*fixture.Ref, model.Input, []int, func(int) bool) {
+	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+	shape := ref.Shape("input_ids")
+	mask := ref.Ints("attention_mask")
+	in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}
+	return ref, in, ref.Ints("labels"), func(r int) bool { return mask[r] == 1 }
 }
 
 // bf16Checkpoint checks the fixture's bf16 checkpoint, widened to float32
