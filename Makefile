@@ -46,7 +46,8 @@ bench:
 # also run in every go test). A failing input lands in PKG/testdata/fuzz/.
 FUZZTIME ?= 1m
 FUZZ_TARGETS := safetensors:FuzzParseHeader tokenizer:FuzzTokenizerJSON tokenizer:FuzzChatTemplate data:FuzzReadText \
-	data:FuzzReadParquet zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics train:FuzzConfigLoad
+	data:FuzzReadParquet zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics train:FuzzConfigLoad \
+	imageproc:FuzzDecode imageproc:FuzzParseConfig
 fuzz:
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  $(SIMD) $(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME); \

@@ -12,10 +12,12 @@ const IgnoreIndex = -100
 
 // ChatTokenizer is what this package needs from a tokenizer: the model's
 // chat template rendered and encoded as apply_chat_template does (no special
-// tokens added again), and the ids that end a turn.
+// tokens added again), the ids that end a turn, and plain text encoded as
+// tokenizer.encode does (FormatMeZO).
 type ChatTokenizer interface {
 	EncodeChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (string, []int, error)
 	StopIDs() []int
+	Encode(text string, addSpecial bool) []int
 }
 
 // Encoded is one rendered, tokenized training example.
@@ -45,11 +47,14 @@ func (e Encoded) Supervised() (start, end int) {
 	return start, end
 }
 
-// Encoder renders examples with a model's chat template.
+// Encoder renders examples with a model's chat template, or MeZO's prompt
+// templates (Format).
 type Encoder struct {
 	Tok ChatTokenizer
 	// DateString pins Llama-3.x's date ("" means the template default, 26 Jul 2024).
 	DateString string
+	// Format is how examples become text ("": FormatChat).
+	Format Format
 }
 
 // options are the template options docs/ALGORITHMS.md's data protocol fixes: Qwen3 without thinking, so
@@ -62,6 +67,13 @@ func (e *Encoder) options(generationPrompt bool) tokenizer.ChatOptions {
 
 // EncodePrompt renders and tokenizes the generation prompt of ex.
 func (e *Encoder) EncodePrompt(ex Example) (string, []int, error) {
+	if e.Format == FormatMeZO {
+		prompt, _, err := mezoTemplate(ex)
+		if err != nil {
+			return "", nil, err
+		}
+		return prompt, e.Tok.Encode(prompt, true), nil
+	}
 	text, ids, err := e.Tok.EncodeChat(Prompt(ex), e.options(true))
 	if err != nil {
 		return "", nil, fmt.Errorf("example %s: render prompt: %w", ex.ID, err)
@@ -71,6 +83,12 @@ func (e *Encoder) EncodePrompt(ex Example) (string, []int, error) {
 
 // Encode renders ex as a training example.
 func (e *Encoder) Encode(ex Example) (Encoded, error) {
+	if e.Format == FormatMeZO {
+		if ex.Label != 0 && ex.Label != 1 {
+			return Encoded{}, fmt.Errorf("example %s: SST-2 label %d is not 0 or 1", ex.ID, ex.Label)
+		}
+		return e.encodeMeZO(ex, ex.Label)
+	}
 	target, err := Target(ex)
 	if err != nil {
 		return Encoded{}, err
@@ -139,7 +157,13 @@ type LabelCandidates struct {
 func (e *Encoder) SST2Candidates(ex Example) (LabelCandidates, error) {
 	var lc LabelCandidates
 	for c := range 2 {
-		enc, err := e.EncodeWithTarget(Prompt(ex), SST2Target(c))
+		var enc Encoded
+		var err error
+		if e.Format == FormatMeZO {
+			enc, err = e.encodeMeZO(ex, c)
+		} else {
+			enc, err = e.EncodeWithTarget(Prompt(ex), SST2Target(c))
+		}
 		if err != nil {
 			return lc, fmt.Errorf("example %s: %w", ex.ID, err)
 		}

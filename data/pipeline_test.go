@@ -189,3 +189,16 @@ func TestSamplerResumes(t *testing.T) {
 		t.Error("invalid state accepted")
 	}
 }
+
+// Encode is tokenizer.encode: bytes as ids, with special tokens a BOS 2
+// first (as OPT's tokenizer adds </s>).
+func (fakeTok) Encode(text string, addSpecial bool) []int {
+	var ids []int
+	if addSpecial {
+		ids = append(ids, 2)
+	}
+	for i := range len(text) {
+		ids = append(ids, int(text[i]))
+	}
+	return ids
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/model"
@@ -14,13 +15,33 @@ import (
 	"github.com/meazo-go/meazo/zo"
 )
 
-// tinyConfig is a two-layer model of the given architecture.
+// tinyConfig is a two-layer model of the given architecture
+// ("OPTForCausalLM-postnorm": OPT-350m's shape, with project_in/out).
 func tinyConfig(arch string, tied bool) *model.Config {
+	if strings.HasPrefix(arch, "OPTForCausalLM") {
+		post := arch == "OPTForCausalLM-postnorm"
+		c := &model.Config{Architecture: "OPTForCausalLM", VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+			NumHeads: 4, NumKVHeads: 4, HeadDim: 8, MaxPositions: 16, WordEmbedDim: 32, LayerNormEps: 1e-5, TieEmbeddings: tied,
+			BOSTokenID: 2, EOSTokenIDs: []int{2}, PostNorm: post, NoFinalNorm: post}
+		if post {
+			c.WordEmbedDim = 16
+		}
+		return c
+	}
 	c := &model.Config{Architecture: arch, VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: tied,
 		BOSTokenID: -1, EOSTokenIDs: []int{2}}
 	c.QKNorm = arch == "Qwen3ForCausalLM"
 	return c
+}
+
+// trainedNames are a tensor that a test excludes from training and one
+// that trains, in a config's naming.
+func trainedNames(c *model.Config) (excluded, trained string) {
+	if c.IsOPT() {
+		return "model.decoder.layers.0.fc1.weight", "model.decoder.layers.0.fc2.bias"
+	}
+	return "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.gate_proj.weight"
 }
 
 // values returns a model's random starting values by tensor name.
@@ -167,10 +188,10 @@ func TestStoreStepIsHostStep(t *testing.T) {
 	}
 	for _, o := range opts {
 		for _, grouped := range []bool{false, true} {
-			for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+			for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM", "OPTForCausalLM-postnorm"} {
 				name := fmt.Sprintf("%s/grouped=%v/%s", o.name, grouped, arch)
 				t.Run(name, func(t *testing.T) {
-					storeStepIsHostStep(t, tinyConfig(arch, arch == "Qwen3ForCausalLM"), o.opt, o.q, o.dist, grouped)
+					storeStepIsHostStep(t, tinyConfig(arch, arch != "LlamaForCausalLM"), o.opt, o.q, o.dist, grouped)
 				})
 			}
 		}
@@ -183,7 +204,8 @@ func storeStepIsHostStep(t *testing.T, c *model.Config, newOpt func() zo.Optimiz
 	if err != nil {
 		t.Fatal(err)
 	}
-	exclude := []string{"model.layers.0.mlp.up_proj.weight"}
+	excluded, trained := trainedNames(c)
+	exclude := []string{excluded}
 	p, err := New(m, Options{Exclude: exclude, Grouped: grouped})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +252,7 @@ func storeStepIsHostStep(t *testing.T, c *model.Config, newOpt func() zo.Optimiz
 			t.Fatalf("%s[%d] = %v on the backend, %v on the host", mt[i].Name, j, a[j], b[j])
 		}
 	}
-	if !slices.Contains(p.Tensors(), "model.layers.0.mlp.gate_proj.weight") || slices.Contains(p.Tensors(), exclude[0]) {
+	if !slices.Contains(p.Tensors(), trained) || slices.Contains(p.Tensors(), exclude[0]) {
 		t.Errorf("trained tensors %v", p.Tensors())
 	}
 }

@@ -47,15 +47,15 @@ func (o *Options) defaults() {
 // layers in increasing order; in a layer q_proj then v_proj (architecture
 // order); for each, lora_A [r][in] then lora_B [out][r], row-major.
 type Adapter struct {
-	opts    Options
-	targets []string // Targets in architecture order
-	layers  int
-	in      int
-	out     map[string]int // output width of each target
-	params  [][]float32    // the groups
-	base    string         // base_model_name_or_path written to adapter_config.json
-	prefix  string         // PEFT's key prefix of the layers (layersPrefix)
-	arch    string         // the model's class
+	opts       Options
+	targets    []string // Targets in architecture order
+	layers     int
+	names      string // the model's name of its decoder layers (model.Config.LayersName)
+	in         int
+	out        map[string]int // output width of each target
+	params     [][]float32    // the groups
+	base       string         // base_model_name_or_path written to adapter_config.json
+	multimodal bool           // Ministral-3's checkpoint: PEFT's vision-tower matrices are skipped (visionTowerPrefix)
 }
 
 // New makes an adapter for m with PEFT's initialisation: A ~ U(-1/√in, 1/√in)
@@ -89,7 +89,7 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 	if opts.R > m.HiddenSize {
 		return nil, fmt.Errorf("lora: rank %d is above the model's hidden size %d", opts.R, m.HiddenSize)
 	}
-	a := &Adapter{opts: opts, layers: m.NumLayers, in: m.HiddenSize, prefix: layersPrefix(m.Architecture), arch: m.Architecture, out: map[string]int{
+	a := &Adapter{opts: opts, layers: m.NumLayers, names: m.LayersName(), in: m.HiddenSize, multimodal: m.Multimodal, out: map[string]int{
 		"q_proj": m.NumHeads * m.HeadDim, "v_proj": m.NumKVHeads * m.HeadDim,
 	}}
 	for _, t := range opts.Targets {
@@ -208,9 +208,9 @@ func (a *Adapter) View(params [][]float32) *model.Adapter {
 func (a *Adapter) Attach(m *model.Model) { m.Adapter = a.View(a.params) }
 
 // Save writes the adapter in PEFT format: adapter_model.safetensors (keys
-// base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight,
-// model.language_model.layers for Ministral-3's checkpoint) and
-// adapter_config.json, both atomically.
+// base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight;
+// OPT's: model.decoder.layers, Ministral-3's checkpoint's:
+// model.language_model.layers) and adapter_config.json, both atomically.
 func (a *Adapter) Save(dir string) error { return a.SaveParams(dir, a.params) }
 
 // SaveParams is Save for other parameter values of the same shape (a best
@@ -225,7 +225,7 @@ func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 		if ab == "B" {
 			shape = []int{a.out[t], a.opts.R}
 		}
-		tensors = append(tensors, safetensors.F32Tensor(tensorName(a.prefix, l, t, ab), shape, v))
+		tensors = append(tensors, safetensors.F32Tensor(tensorName(a.names, l, t, ab), shape, v))
 	})
 	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
 		return err
@@ -287,7 +287,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		if ab == "B" {
 			rows, cols = a.out[t], a.opts.R
 		}
-		name := tensorName(a.prefix, l, t, ab)
+		name := tensorName(a.names, l, t, ab)
 		read[name] = true
 		var w []float32
 		if w, err = readMatrix(f, name, rows, cols); err == nil {
@@ -301,12 +301,12 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 	// a layer the model lacks means an adapter made for another model;
 	// anything else, weights this loader does not apply.
 	for _, t := range f.Tensors() {
-		if read[t.Name] || a.arch == "Mistral3ForConditionalGeneration" && strings.HasPrefix(t.Name, visionTowerPrefix) {
+		if read[t.Name] || a.multimodal && strings.HasPrefix(t.Name, visionTowerPrefix) {
 			continue
 		}
 		var layer int
 		var rest string
-		if n, _ := fmt.Sscanf(t.Name, a.prefix+".%d.%s", &layer, &rest); n == 2 && layer >= a.layers {
+		if n, _ := fmt.Sscanf(t.Name, "base_model.model."+a.names+".%d.%s", &layer, &rest); n == 2 && layer >= a.layers {
 			return nil, nil, fmt.Errorf("adapter %s: tensor %q is for layer %d, and the model has %d layers: an adapter for another model?",
 				path, t.Name, layer, a.layers)
 		}

@@ -70,8 +70,28 @@ var supportedTargets = []string{"q_proj", "v_proj"}
 // architecture's order.
 func SupportedTargets() []string { return slices.Clone(supportedTargets) }
 
-// ReadPEFTConfig reads and checks adapter_config.json.
+// ReadPEFTConfig reads and checks adapter_config.json for a decoder
+// model: the checks every adapter passes (readPEFTConfig), no
+// modules_to_save, and targets among supportedTargets.
 func ReadPEFTConfig(path string) (*PEFTConfig, error) {
+	c, err := readPEFTConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.ModulesToSave) > 0 {
+		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported (only LoRA matrices)", path, c.ModulesToSave)
+	}
+	for _, t := range c.TargetModules {
+		if !slices.Contains(supportedTargets, t) {
+			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supportedTargets)
+		}
+	}
+	return c, nil
+}
+
+// readPEFTConfig reads adapter_config.json and refuses what no loader of
+// this package applies.
+func readPEFTConfig(path string) (*PEFTConfig, error) {
 	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load adapter config: %w", err)
@@ -100,38 +120,17 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("adapter config %s: alpha_pattern/rank_pattern (per-layer rank or alpha) are not supported", path)
 	case c.LayersToTransform != nil:
 		return nil, fmt.Errorf("adapter config %s: layers_to_transform is not supported (the adapter must cover every layer)", path)
-	case len(c.ModulesToSave) > 0:
-		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported (only LoRA matrices)", path, c.ModulesToSave)
 	case c.TrainableTokenIndices != nil:
 		return nil, fmt.Errorf("adapter config %s: trainable_token_indices is not supported (only LoRA matrices)", path)
-	}
-	for _, t := range c.TargetModules {
-		if !slices.Contains(supportedTargets, t) {
-			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supportedTargets)
-		}
 	}
 	return &c, nil
 }
 
 // tensorName is PEFT's saved key for one adapter matrix (adapter name
-// dropped), under layers (layersPrefix).
+// dropped) in a model whose decoder layers are named layers
+// (model.Config.LayersName).
 func tensorName(layers string, layer int, target, ab string) string {
-	return fmt.Sprintf("%s.%d.self_attn.%s.lora_%s.weight", layers, layer, target, ab)
-}
-
-// layersPrefix is PEFT's key prefix of the decoder layers of a model of
-// class arch: the module path of the layers (the checkpoint's weight names
-// say it) under PEFT's base_model.model. A causal LM holds them at
-// model.layers; Mistral3ForConditionalGeneration (Ministral-3) at
-// model.language_model.layers, beside model.vision_tower and
-// model.multi_modal_projector (transformers 5's module tree), so that
-// PEFT applies an adapter saved here to the language model of the real
-// checkpoint.
-func layersPrefix(arch string) string {
-	if arch == "Mistral3ForConditionalGeneration" {
-		return "base_model.model.model.language_model.layers"
-	}
-	return "base_model.model.model.layers"
+	return fmt.Sprintf("base_model.model.%s.%d.self_attn.%s.lora_%s.weight", layers, layer, target, ab)
 }
 
 // visionTowerPrefix is where PEFT puts the LoRA matrices of a

@@ -11,7 +11,7 @@ import (
 )
 
 // Architectures are the HF model classes the package runs.
-var Architectures = []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
+var Architectures = []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
 
 // Config is the part of an HF config.json the forward pass depends on, for
 // LlamaForCausalLM and Qwen3ForCausalLM. Everything the code reads from the
@@ -41,6 +41,13 @@ type Config struct {
 	Llama4Original        float64 // original_max_position_embeddings of that scale
 	MaxPositionEmbeddings int     // max_position_embeddings (YaRN's factor when the config gives none)
 	Multimodal            bool    // Mistral3ForConditionalGeneration: the language model's weights under model.language_model.*
+
+	// OPT (OPTForCausalLM) only; zero for the others (config_opt.go).
+	MaxPositions int     // max_position_embeddings: learned positions 0…MaxPositions−1, at rows 2… of the table (OPT's offset)
+	WordEmbedDim int     // word_embed_proj_dim: the embeddings' and the LM head's width, projected to and from HiddenSize where it differs
+	PostNorm     bool    // do_layer_norm_before false (OPT-350m): LayerNorm after each residual add rather than before each block
+	NoFinalNorm  bool    // no final norm after the last layer (OPT when PostNorm or _remove_final_layer_norm)
+	LayerNormEps float32 // torch's nn.LayerNorm default, 1e-5 (OPT's configs do not set it)
 }
 
 // RopeScaling is HF's rope_scaling block of type "llama3".
@@ -112,6 +119,8 @@ func ParseConfig(b []byte) (*Config, error) {
 	case "LlamaForCausalLM":
 	case "Qwen3ForCausalLM":
 		c.QKNorm = true
+	case "OPTForCausalLM":
+		return parseOPT(b, r, present)
 	case "Mistral3ForConditionalGeneration":
 		return parseMistral3(b, r, present)
 	case "Ministral3ForCausalLM":
@@ -128,29 +137,14 @@ func ParseConfig(b []byte) (*Config, error) {
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
 		return nil, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
 	}
-	// The bounds are far above any model this loads (Llama-3.1-405B:
-	// hidden 16,384, intermediate 53,248, 126 layers) and keep a few bytes of
-	// config.json from asking gigabytes before any weight is read.
-	ints := []struct {
-		key string
-		src *int
-		dst *int
-		max int
-	}{
+	if err := readSizes([]sizeField{
 		{"vocab_size", r.VocabSize, &c.VocabSize, 1 << 24},
 		{"hidden_size", r.HiddenSize, &c.HiddenSize, 1 << 17},
 		{"intermediate_size", r.IntermediateSize, &c.IntermediateSize, 1 << 20},
 		{"num_hidden_layers", r.NumHiddenLayers, &c.NumLayers, 1 << 12},
 		{"num_attention_heads", r.NumAttentionHeads, &c.NumHeads, 1 << 12},
-	}
-	for _, f := range ints {
-		if f.src == nil {
-			return nil, fmt.Errorf("missing %q", f.key)
-		}
-		if *f.src <= 0 || *f.src > f.max {
-			return nil, fmt.Errorf("%q must be in 1..%d, got %d", f.key, f.max, *f.src)
-		}
-		*f.dst = *f.src
+	}); err != nil {
+		return nil, err
 	}
 	c.NumKVHeads = c.NumHeads // HF default when absent
 	if r.NumKeyValueHeads != nil {
@@ -204,16 +198,8 @@ func ParseConfig(b []byte) (*Config, error) {
 			}
 		}
 	}
-	if r.BOSTokenID != nil {
-		c.BOSTokenID = *r.BOSTokenID
-	}
-	if len(r.EOSTokenID) > 0 && string(r.EOSTokenID) != "null" {
-		var one int
-		if json.Unmarshal(r.EOSTokenID, &one) == nil {
-			c.EOSTokenIDs = []int{one}
-		} else if err := json.Unmarshal(r.EOSTokenID, &c.EOSTokenIDs); err != nil {
-			return nil, fmt.Errorf(`"eos_token_id" must be an int or a list of ints: %w`, err)
-		}
+	if err := specialTokens(r, c); err != nil {
+		return nil, err
 	}
 	if err := parseRopeScaling(rs.scaling, c); err != nil {
 		return nil, err
@@ -222,6 +208,47 @@ func ParseConfig(b []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// sizeField is a size config.json must give, within 1..max.
+type sizeField struct {
+	key string
+	src *int
+	dst *int
+	max int
+}
+
+// readSizes checks and copies the sizes. The bounds are far above any
+// model this loads (Llama-3.1-405B: hidden 16,384, intermediate 53,248,
+// 126 layers) and keep a few bytes of config.json from asking gigabytes
+// before any weight is read.
+func readSizes(fields []sizeField) error {
+	for _, f := range fields {
+		if f.src == nil {
+			return fmt.Errorf("missing %q", f.key)
+		}
+		if *f.src <= 0 || *f.src > f.max {
+			return fmt.Errorf("%q must be in 1..%d, got %d", f.key, f.max, *f.src)
+		}
+		*f.dst = *f.src
+	}
+	return nil
+}
+
+// specialTokens reads bos_token_id and eos_token_id (an int or a list).
+func specialTokens(r rawConfig, c *Config) error {
+	if r.BOSTokenID != nil {
+		c.BOSTokenID = *r.BOSTokenID
+	}
+	if len(r.EOSTokenID) > 0 && string(r.EOSTokenID) != "null" {
+		var one int
+		if json.Unmarshal(r.EOSTokenID, &one) == nil {
+			c.EOSTokenIDs = []int{one}
+		} else if err := json.Unmarshal(r.EOSTokenID, &c.EOSTokenIDs); err != nil {
+			return fmt.Errorf(`"eos_token_id" must be an int or a list of ints: %w`, err)
+		}
+	}
+	return nil
 }
 
 // checkRope refuses RoPE settings that are each in range but make the

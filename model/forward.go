@@ -105,15 +105,13 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		seq := withVirtualTokens(in, opts.Labels, nv)
 		in, opts.Labels = seq.in, seq.labels
 	}
-	mask, positions := in.Mask, in.Positions
+	mask := in.Mask
 	if mask == nil {
 		mask = ones(in.B * in.T)
 	}
-	if positions == nil {
-		positions = make([]int, in.B*in.T)
-		for i := range positions {
-			positions[i] = i % in.T
-		}
+	positions, err := m.positionsOf(in.Positions, mask, in.B, in.T)
+	if err != nil {
+		return nil, err
 	}
 	be := m.Backend
 	cache := m.newCache(in.B, in.T, true)
@@ -153,14 +151,57 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		case keep != nil: // h holds the supervised rows alone
 			ce = m.headCrossEntropy(h, sup.targets, nil)
 		default:
-			sel := be.Alloc(len(sup.rows) * m.HiddenSize)
+			sel := be.Alloc(len(sup.rows) * m.embedDim())
 			defer be.Free(sel)
-			be.Gather(sel, h, m.HiddenSize, sup.rows)
+			be.Gather(sel, h, m.embedDim(), sup.rows)
 			ce = m.headCrossEntropy(sel, sup.targets, nil)
 		}
 		out.setLoss(ce, sup.seqOf, in.B)
 	}
 	return out, nil
+}
+
+// positionsOf returns the positions of a batch of b sequences of t tokens
+// with attention mask: those given, or the model's default: 0..t−1 on every
+// row, pads counted (HF's for RoPE models), or OPT's from the mask,
+// cumsum(mask)·mask − 1 (left padding shifts nothing; a pad reads position
+// −1, row 1 of the table). An OPT position past its learned table is an
+// error.
+func (m *Model) positionsOf(given, mask []int, b, t int) ([]int, error) {
+	positions := given
+	if positions == nil {
+		positions = make([]int, b*t)
+		for s := range b {
+			count := 0
+			for i := range t {
+				r := s*t + i
+				positions[r] = i
+				if m.IsOPT() {
+					count += mask[r]
+					positions[r] = count*mask[r] - 1
+				}
+			}
+		}
+	}
+	if err := m.checkPositions(positions, t); err != nil {
+		return nil, err
+	}
+	return positions, nil
+}
+
+// checkPositions refuses positions past an OPT model's learned positions
+// (t: the row length, for the message).
+func (m *Model) checkPositions(positions []int, t int) error {
+	if !m.IsOPT() {
+		return nil
+	}
+	for i, p := range positions {
+		if p >= m.MaxPositions {
+			return fmt.Errorf("position %d (sequence %d, token %d) is past the model's %d learned positions (max_position_embeddings): the sequence is too long",
+				p, i/t, i%t, m.MaxPositions)
+		}
+	}
+	return nil
 }
 
 // supervision is where a batch's causal-LM loss reads (HF's convention:
@@ -250,12 +291,7 @@ type span struct {
 func oneSpan(b int, a *Adapter) []span { return []span{{0, b, a, nil}} }
 
 // perturbation is the span's perturbation of tensor id, or nil.
-func (sp span) perturbation(id int) *tensor.Perturbation {
-	if sp.weights == nil || id < 0 {
-		return nil
-	}
-	return sp.weights[id]
-}
+func (sp span) perturbation(id int) *tensor.Perturbation { return perturbationOf(sp.weights, id) }
 
 // spanRows returns the number of token rows of each span: (hi−lo)·tn, or,
 // with keep, the rows of keep (ordered span by span) that fall in it.
@@ -306,40 +342,91 @@ func (m *Model) matMul(y, x tensor.Buf, n int, w tensor.Weight, id int, spans []
 	}
 }
 
-// rmsNorm is RMSNorm of the rows of x (width n; per rows for each token
-// row: the heads of a per-head norm), each span's rows with the weight,
-// tensor id, as the span perturbs it.
-func (m *Model) rmsNorm(dst, x, weight tensor.Buf, n, id int, spans []span, rows []int, per int) {
+// norm is the model's norm of the rows of x (width n; per rows for each
+// token row: the heads of a per-head norm): RMSNorm with weight, or, with a
+// bias (OPT), LayerNorm with weight and bias; each span's rows with the
+// vectors, tensors wID and bID, as the span perturbs them.
+func (m *Model) norm(dst, x, weight, bias tensor.Buf, n, wID, bID int, spans []span, rows []int, per int) {
 	be := m.Backend
-	segs := segments(spans, rows, per, id)
-	if segs == nil {
+	m.bySegment(spans, rows, per, []tensor.Buf{weight, bias}, []int{wID, bID}, func(lo, r int, v []tensor.Buf) {
+		d, xs := dst.Slice(lo*n, (lo+r)*n), x.Slice(lo*n, (lo+r)*n)
+		if bias == nil {
+			be.RMSNorm(d, xs, v[0], r, n, m.RMSNormEps)
+		} else {
+			be.LayerNorm(d, xs, v[0], v[1], r, n, m.LayerNormEps)
+		}
+	})
+}
+
+// rmsNorm is norm without a bias: RMSNorm.
+func (m *Model) rmsNorm(dst, x, weight tensor.Buf, n, id int, spans []span, rows []int, per int) {
+	m.norm(dst, x, weight, nil, n, id, -1, spans, rows, per)
+}
+
+// bySegment calls fn(lo, r, vs) for runs of token rows [lo, lo+r) (of
+// rows·per in all) that read the vectors vecs (tensors ids; a nil vector
+// stays nil) as one span perturbs them: once for all rows with vecs as
+// they are when no span perturbs any of them, else once per span, with
+// perturbed copies where that span perturbs.
+func (m *Model) bySegment(spans []span, rows []int, per int, vecs []tensor.Buf, ids []int, fn func(lo, r int, vs []tensor.Buf)) {
+	var segs [][]tensor.Segment
+	for _, id := range ids {
+		if s := segments(spans, rows, per, id); s != nil {
+			segs = append(segs, s)
+		}
+	}
+	if len(segs) == 0 {
 		total := 0
 		for _, r := range rows {
 			total += r * per
 		}
-		be.RMSNorm(dst, x, weight, total, n, m.RMSNormEps)
+		fn(0, total, vecs)
 		return
 	}
-	lo := 0
-	for _, s := range segs {
-		w := weight
-		if s.P != nil {
-			w = be.Alloc(n)
-			be.(tensor.Trainer).Perturb(w, weight, s.P)
+	be, lo := m.Backend, 0
+	for i, sp := range spans {
+		vs := make([]tensor.Buf, len(vecs))
+		var made []tensor.Buf
+		for j, v := range vecs {
+			vs[j] = v
+			if p := sp.perturbation(ids[j]); p != nil && v != nil {
+				vs[j] = be.Alloc(v.Len())
+				be.(tensor.Trainer).Perturb(vs[j], v, p)
+				made = append(made, vs[j])
+			}
 		}
-		be.RMSNorm(dst.Slice(lo*n, (lo+s.Rows)*n), x.Slice(lo*n, (lo+s.Rows)*n), w, s.Rows, n, m.RMSNormEps)
-		if s.P != nil {
-			be.Free(w)
+		fn(lo, rows[i]*per, vs)
+		if len(made) > 0 {
+			be.Free(made...)
 		}
-		lo += s.Rows
+		lo += rows[i] * per
 	}
 }
 
-// embed writes the embeddings of b sequences of tn tokens into x
-// [b·tn][hidden], read as pt perturbs them (full-parameter training; nil:
-// as they are). If prompt is not nil (prompt tuning), the first rows of
-// every sequence are its virtual tokens and get the prompt's embeddings.
-func (m *Model) embed(x tensor.Buf, tokens []int, b, tn int, prompt []float32, pt *tensor.Perturbation) {
+// addBias adds a projection's bias (tensor id; nil: none) to each of the
+// rows of y [*][n], each span's rows with the bias as the span perturbs it.
+func (m *Model) addBias(y, bias tensor.Buf, n, id int, spans []span, rows []int) {
+	if bias == nil {
+		return
+	}
+	m.bySegment(spans, rows, 1, []tensor.Buf{bias}, []int{id}, func(lo, r int, v []tensor.Buf) {
+		m.Backend.AddBias(y.Slice(lo*n, (lo+r)*n), v[0], r, n)
+	})
+}
+
+// llamaEmbed writes the embeddings of b sequences of tn tokens into x
+// [b·tn][hidden], read as weights perturbs the embeddings (full-parameter
+// training; nil: as they are). If prompt is not nil (prompt tuning), the
+// first rows of every sequence are its virtual tokens and get the prompt's
+// embeddings. RoPE models take their positions in the layers.
+func (m *Model) llamaEmbed(x tensor.Buf, tokens, _ []int, b, tn int, prompt []float32, weights []*tensor.Perturbation) {
+	m.tokenRows(x, tokens, b, tn, prompt, perturbationOf(weights, m.embedID()))
+}
+
+// tokenRows writes the rows of the token embeddings, as pt perturbs them,
+// into x [b·tn][embedDim], and the prompt's virtual tokens over the first
+// rows of every sequence.
+func (m *Model) tokenRows(x tensor.Buf, tokens []int, b, tn int, prompt []float32, pt *tensor.Perturbation) {
 	be := m.Backend
 	if pt != nil {
 		be.(tensor.Trainer).RowsPerturbed(x, m.Embed, tokens, pt)
@@ -351,16 +438,24 @@ func (m *Model) embed(x tensor.Buf, tokens []int, b, tn int, prompt []float32, p
 	}
 	p := be.FromHost(prompt)
 	for s := range b {
-		lo := s * tn * m.HiddenSize
+		lo := s * tn * m.embedDim()
 		be.Copy(x.Slice(lo, lo+p.Len()), p)
 	}
 	be.Free(p)
 }
 
-// EmbeddingRow copies the input embedding of token id into dst [hidden]
+// perturbationOf is weights' perturbation of tensor id, or nil.
+func perturbationOf(weights []*tensor.Perturbation, id int) *tensor.Perturbation {
+	if weights == nil || id < 0 {
+		return nil
+	}
+	return weights[id]
+}
+
+// EmbeddingRow copies the input embedding of token id into dst [embedDim]
 // (prompt tuning initialises virtual tokens from them).
 func (m *Model) EmbeddingRow(dst []float32, id int) {
-	row := m.Backend.Alloc(m.HiddenSize)
+	row := m.Backend.Alloc(m.embedDim())
 	m.Backend.Rows(row, m.Embed, []int{id})
 	copy(dst, m.Backend.ToHost(row))
 	m.Backend.Free(row)
@@ -368,8 +463,9 @@ func (m *Model) EmbeddingRow(dst []float32, id int) {
 
 // step runs tn new tokens per row (tokens, mask and positions are [B·tn])
 // through every layer, appending their keys and values to the cache, and
-// returns the final-norm hidden states [B·tn][hidden], which the caller
-// frees. If hidden is not nil, HF's output_hidden_states are appended to it.
+// returns the final hidden states [B·tn][embedDim] (after the final norm,
+// and OPT's project_out), which the caller frees. If hidden is not nil,
+// HF's output_hidden_states are appended to it.
 // If keep is not nil (and hidden is nil), only the rows keep of the result
 // are needed: the last layer finishes only those (layerForward) and step
 // returns them alone, [len(keep)][hidden] in keep's order.
@@ -387,7 +483,7 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 	if c.len == 0 {
 		prompt = m.Prompt
 	}
-	m.embed(x, tokens, c.b, tn, prompt, nil)
+	m.fam.embed(m, x, tokens, positions, c.b, tn, prompt, nil)
 	rope := m.newRope(positions, c.len, tn)
 	ws := m.newWorkspace(n)
 	for l := range m.Layers {
@@ -403,9 +499,30 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 	rope.free(be)
 	ws.free(be)
 	c.len += tn
-	be.RMSNorm(x, x, m.Norm, n, d, m.RMSNormEps)
+	if y, made := m.final(x, n, nil); made {
+		be.Free(x)
+		x = y
+	}
 	m.keepHidden(hidden, x)
 	return x
+}
+
+// final applies what follows the last layer to the n rows of x, read as
+// weights perturbs the model's tensors (nil: as they are): the final norm
+// in place, then, where the embeddings are narrower, OPT's project_out
+// into a new buffer (made). It returns the result, of embedDim columns: the
+// LM head's input.
+func (m *Model) final(x tensor.Buf, n int, weights []*tensor.Perturbation) (y tensor.Buf, made bool) {
+	sp, rows := []span{{0, 1, nil, weights}}, []int{n}
+	if !m.NoFinalNorm {
+		m.norm(x, x, m.Norm, m.NormBias, m.HiddenSize, m.normID(), m.normBiasID(), sp, rows, 1)
+	}
+	if m.ProjectOut == nil {
+		return x, false
+	}
+	y = m.Backend.Alloc(n * m.embedDim())
+	m.matMul(y, x, n, m.ProjectOut, m.projectOutID(), sp, rows, false)
+	return y, true
 }
 
 // keepHidden appends a host copy of x to hidden, if hidden is not nil.
@@ -434,13 +551,14 @@ func (ws *workspace) rows(m *Model, n int) *workspace {
 	return &workspace{
 		xn: ws.xn.Slice(0, n*m.HiddenSize), q: ws.q.Slice(0, n*qd), k: ws.k.Slice(0, n*kvd), v: ws.v.Slice(0, n*kvd),
 		attn: ws.attn.Slice(0, n*qd),
-		gate: ws.gate.Slice(0, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
+		gate: stackView(ws.gate, n*m.IntermediateSize), up: ws.up.Slice(0, n*m.IntermediateSize),
 		stack: stackView(ws.stack, n*m.stackWidth()),
 		lora:  ws.lora,
 	}
 }
 
-// stackView is b's first n values, or nil for a nil b.
+// stackView is b's first n values, or nil for a nil b (a buffer the
+// model does not use: a stack, the gate of an MLP without one).
 func stackView(b tensor.Buf, n int) tensor.Buf {
 	if b == nil {
 		return nil
@@ -463,8 +581,8 @@ func (m *Model) stackWidth() int {
 
 // free releases the workspace's buffers (not to be called on a view).
 func (ws *workspace) free(be tensor.Backend) {
-	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.gate, ws.up)
-	for _, b := range []tensor.Buf{ws.stack, ws.lora.ax} {
+	be.Free(ws.xn, ws.q, ws.k, ws.v, ws.attn, ws.up)
+	for _, b := range []tensor.Buf{ws.gate, ws.stack, ws.lora.ax} {
 		if b != nil {
 			be.Free(b)
 		}
@@ -480,9 +598,11 @@ func (m *Model) newWorkspace(n int) *workspace {
 		k:    be.Alloc(n * kvd),
 		v:    be.Alloc(n * kvd),
 		attn: be.Alloc(n * qd),
-		gate: be.Alloc(n * m.IntermediateSize),
 		up:   be.Alloc(n * m.IntermediateSize),
 		lora: &loraScratch{},
+	}
+	if !m.IsOPT() { // the gated MLP's second product (OPT's fc1 uses up alone)
+		ws.gate = be.Alloc(n * m.IntermediateSize)
 	}
 	if w := m.stackWidth(); w > 0 {
 		ws.stack = be.Alloc(n * w)
@@ -514,11 +634,7 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 }
 
 // layerForward applies decoder layer l to x [B·tn][hidden] in place, as
-// the architecture reads:
-//
-//	x += O(Attention(RoPE(Q(xn)), RoPE(K(xn)), V(xn)))   xn = AttnNorm(x)
-//	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
-//
+// the model's family computes a layer (family.layer: llamaLayer, optLayer).
 // Each span of sequences gets its own adapter's low-rank terms on Q and V,
 // and reads the layer's weights as it perturbs them (full-parameter ZO).
 //
@@ -530,6 +646,14 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 // buffer [len(keep)][hidden] in keep's order (x is left as it was after
 // attention). Each row's arithmetic is the same either way.
 func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
+	return m.fam.layer(m, l, x, c, rope, tn, spans, ws, keep)
+}
+
+// llamaLayer is layerForward for Llama and Qwen3:
+//
+//	x += O(Attention(RoPE(Q(xn)), RoPE(K(xn)), V(xn)))   xn = AttnNorm(x)
+//	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
+func (m *Model) llamaLayer(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
 	rows := spanRows(spans, tn, nil)
 	m.selfAttention(l, x, c, rope, tn, spans, rows, ws)
 	out, attn, n := x, ws.attn, c.b*tn
@@ -549,7 +673,7 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, rows []int, ws *workspace) {
 	be, a, ids := m.Backend, &m.Layers[l].Attn, m.layerIDs(l)
 	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
-	qd, kvd := m.NumHeads*hd, m.NumKVHeads*hd
+	kvd := m.NumKVHeads * hd
 	m.rmsNorm(ws.xn, x, m.Layers[l].AttnNorm, d, ids.attnNorm, spans, rows, 1)
 	if a.QKV != nil { // one product, split into q (heads/kv blocks of kvd per token), k and v
 		m.unstacked([]tensor.Buf{ws.q, ws.k, ws.v}, ws.stack, ws.xn, n, a.QKV, kvd, []int{m.NumHeads / m.NumKVHeads, 1, 1})
@@ -558,13 +682,7 @@ func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn in
 		m.matMul(ws.k, ws.xn, n, a.K, ids.k, spans, rows, false)
 		m.matMul(ws.v, ws.xn, n, a.V, ids.v, spans, rows, false)
 	}
-	for _, sp := range spans {
-		if sp.adapter != nil {
-			la, lo, hi := sp.adapter.Layers[l], sp.lo*tn, sp.hi*tn
-			m.addLoRA(ws.q.Slice(lo*qd, hi*qd), ws.xn.Slice(lo*d, hi*d), hi-lo, qd, la.Q, ws)
-			m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), ws.xn.Slice(lo*d, hi*d), hi-lo, kvd, la.V, ws)
-		}
-	}
+	m.loraTerms(l, ws.xn, tn, spans, ws)
 	if a.QNorm != nil {
 		m.rmsNorm(ws.q, ws.q, a.QNorm, hd, ids.qNorm, spans, rows, m.NumHeads)
 		m.rmsNorm(ws.k, ws.k, a.KNorm, hd, ids.kNorm, spans, rows, m.NumKVHeads)
@@ -576,6 +694,19 @@ func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn in
 		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: hd,
 		Start: c.len, Mask: c.mask, Window: m.SlidingWindow, Scale: float32(1 / math.Sqrt(float64(hd))),
 	})
+}
+
+// loraTerms adds each span's LoRA terms of layer l, of the projections'
+// input in, to the q and v projections in ws.
+func (m *Model) loraTerms(l int, in tensor.Buf, tn int, spans []span, ws *workspace) {
+	d, qd, kvd := m.HiddenSize, m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	for _, sp := range spans {
+		if sp.adapter != nil {
+			la, lo, hi := sp.adapter.Layers[l], sp.lo*tn, sp.hi*tn
+			m.addLoRA(ws.q.Slice(lo*qd, hi*qd), in.Slice(lo*d, hi*d), hi-lo, qd, la.Q, ws)
+			m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), in.Slice(lo*d, hi*d), hi-lo, kvd, la.V, ws)
+		}
+	}
 }
 
 // keepOnly returns, for the rows keep alone, a new buffer of their hidden

@@ -71,6 +71,9 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 		}
 	}
 
+	if err := m.checkGenerationPositions(positions, t, next, opts.MaxNewTokens); err != nil {
+		return nil, err
+	}
 	be := m.Backend
 	cache := m.newCache(b, t+opts.MaxNewTokens, false)
 	defer be.FreeKVCache(cache.store)
@@ -172,6 +175,22 @@ func finiteLogits(logits []float32, width int) error {
 	for i, v := range logits {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			return fmt.Errorf("the logits of sequence %d are not finite (%v at vocabulary entry %d): the model's weights or config.json hold values that make its arithmetic meaningless", i/width, v, i%width)
+		}
+	}
+	return nil
+}
+
+// checkGenerationPositions refuses a generation whose positions run past
+// an OPT model's learned positions: the prompt's, or the last new token
+// fed back (at next[r] + maxNew − 2).
+func (m *Model) checkGenerationPositions(positions []int, t int, next []int, maxNew int) error {
+	if err := m.checkPositions(positions, t); err != nil {
+		return err
+	}
+	for r, p := range next {
+		if last := p + maxNew - 2; m.IsOPT() && last >= m.MaxPositions {
+			return fmt.Errorf("sequence %d: %d new tokens after its %d would reach position %d, past the model's %d learned positions (max_position_embeddings)",
+				r, maxNew, p, last, m.MaxPositions)
 		}
 	}
 	return nil

@@ -55,26 +55,25 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	defer ck.Close()
 	be := opts.backend()
 	read := map[string]bool{}
+	stored := checkpointName(ck, cfg)
 	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
-		info, _ := ck.Info(name)
+		info, _ := ck.Info(stored(name))
 		return opts.BF16Weights && info.Dtype == safetensors.BF16
 	}
 	storedBF16 := map[string]bool{}
-	stored := checkpointNames(cfg, ck)
-	m, err := build(cfg, be, !opts.Unstacked, func(name string) bool { return keepBF16(stored(name)) }, func(name string, shape []int) ([]float32, error) {
-		canonical := name
-		name = stored(name)
-		info, ok := ck.Info(name)
+	m, err := build(cfg, be, !opts.Unstacked, keepBF16, func(name string, shape []int) ([]float32, error) {
+		sn := stored(name)
+		info, ok := ck.Info(sn)
 		if !ok {
-			return nil, fmt.Errorf("missing tensor %q", name)
+			return nil, fmt.Errorf("missing tensor %q", sn)
 		}
 		if !slices.Equal(info.Shape, shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
+			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", sn, info.Shape, shape)
 		}
-		read[name] = true
-		storedBF16[canonical] = opts.BF16Weights && info.Dtype == safetensors.BF16
-		v, err := ck.Float32(name)
-		ck.Release(name) // the converted copy is all we keep
+		read[sn] = true
+		storedBF16[name] = opts.BF16Weights && info.Dtype == safetensors.BF16
+		v, err := ck.Float32(sn)
+		ck.Release(sn) // the converted copy is all we keep
 		return v, err
 	})
 	if err != nil {
@@ -86,6 +85,24 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	}
 	m.storedBF16 = storedBF16
 	return m, nil
+}
+
+// checkpointName maps a tensor's name in the model (HF's state dict of the
+// ForCausalLM class) to its name in the checkpoint. They are the same but
+// for Ministral-3's multimodal checkpoint (its language model's names:
+// multimodalNames) and an OPT checkpoint saved from the base model
+// (OPTModel), whose names lack the "model." prefix, which from_pretrained
+// adds back when it loads one into OPTForCausalLM.
+func checkpointName(ck *safetensors.Checkpoint, cfg *Config) func(string) string {
+	if cfg.Multimodal {
+		return multimodalNames(ck)
+	}
+	_, full := ck.Info("model.decoder.embed_tokens.weight")
+	_, base := ck.Info("decoder.embed_tokens.weight")
+	if !cfg.IsOPT() || full || !base {
+		return func(name string) string { return name }
+	}
+	return func(name string) string { return strings.TrimPrefix(name, "model.") }
 }
 
 // checkAllRead refuses a checkpoint with tensors the model did not read:
@@ -147,95 +164,117 @@ func FromValues(c *Config, values func(name string, shape []int) ([]float32, err
 }
 
 // build assembles a Model on backend be from named tensors (HF state-dict
-// names). Matrices for which keepBF16 (if not nil) says so are stored as
-// bfloat16. mayStack lets a backend that asks for it (tensor.Stacker) have
-// q/k/v and gate/up stacked.
+// names), as its family lays them out (family.build). Matrices for which
+// keepBF16 (if not nil) says so are stored as bfloat16. mayStack lets a
+// backend that asks for it (tensor.Stacker) have q/k/v and gate/up stacked.
 func build(c *Config, be tensor.Backend, mayStack bool, keepBF16 func(name string) bool, load weightLoader) (_ *Model, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
-	m := &Model{Config: *c, Backend: be, invFreq: ropeInvFreq(c)}
+	fam := familyOf(c)
+	m := &Model{Config: *c, Backend: be, fam: fam}
+	st, ok := be.(tensor.Stacker)
+	b := &builder{be: be, stack: mayStack && ok && st.StackProjections(), keepBF16: keepBF16, load: load}
+	fam.build(m, b)
+	if b.err != nil {
+		return nil, b.err
+	}
+	return m, nil
+}
+
+// builder reads a model's tensors by name and hands them to the backend;
+// after the first error it reads nothing more and keeps that error.
+type builder struct {
+	be       tensor.Backend
+	stack    bool // the backend stacks projections (tensor.Stacker)
+	keepBF16 func(name string) bool
+	load     weightLoader
+	err      error
+}
+
+// vector reads a vector of n values.
+func (b *builder) vector(name string, n int) tensor.Buf {
+	if b.err != nil {
+		return nil
+	}
+	v, err := b.load(name, []int{n})
+	if b.err = err; err != nil {
+		return nil
+	}
+	return b.be.FromHost(v)
+}
+
+func (b *builder) bf16(name string) bool { return b.keepBF16 != nil && b.keepBF16(name) }
+
+// matrix reads a matrix [rows][cols] and packs it.
+func (b *builder) matrix(name string, rows, cols int) tensor.Weight {
+	if b.err != nil {
+		return nil
+	}
+	v, err := b.load(name, []int{rows, cols})
+	if b.err = err; err != nil {
+		return nil
+	}
+	return b.be.Pack(v, rows, cols, b.bf16(name))
+}
+
+// stacked packs the named matrices of cols columns one on top of the
+// other, as one matrix (tensor.Stacker), or returns nil when the backend
+// does not stack or they would be stored differently.
+func (b *builder) stacked(names []string, rows []int, cols int) tensor.Weight {
+	if b.err != nil || !b.stack {
+		return nil
+	}
+	for _, name := range names {
+		if b.bf16(name) != b.bf16(names[0]) {
+			return nil
+		}
+	}
+	var all []float32
+	for i, name := range names {
+		v, err := b.load(name, []int{rows[i], cols})
+		if b.err = err; err != nil {
+			return nil
+		}
+		all = append(all, v...)
+	}
+	return b.be.Pack(all, len(all)/cols, cols, b.bf16(names[0]))
+}
+
+// buildLlama reads a Llama or Qwen3 checkpoint's tensors into m.
+func buildLlama(m *Model, b *builder) {
+	c := &m.Config
+	m.invFreq = ropeInvFreq(c)
 	d, hd := c.HiddenSize, c.HeadDim
 	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
-
-	vector := func(name string, n int) tensor.Buf {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		if v, err = load(name, []int{n}); err != nil {
-			return nil
-		}
-		return be.FromHost(v)
-	}
-	bf16 := func(name string) bool { return keepBF16 != nil && keepBF16(name) }
-	matrix := func(name string, rows, cols int) tensor.Weight {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		if v, err = load(name, []int{rows, cols}); err != nil {
-			return nil
-		}
-		return be.Pack(v, rows, cols, bf16(name))
-	}
-	// stacked packs the named matrices of cols columns one on top of the
-	// other, as one matrix (tensor.Stacker), or returns nil when the
-	// backend does not stack or they would be stored differently.
-	st, ok := be.(tensor.Stacker)
-	stack := mayStack && ok && st.StackProjections()
-	stacked := func(names []string, rows []int, cols int) tensor.Weight {
-		if err != nil || !stack {
-			return nil
-		}
-		for _, name := range names {
-			if bf16(name) != bf16(names[0]) {
-				return nil
-			}
-		}
-		var all []float32
-		for i, name := range names {
-			var v []float32
-			if v, err = load(name, []int{rows[i], cols}); err != nil {
-				return nil
-			}
-			all = append(all, v...)
-		}
-		return be.Pack(all, len(all)/cols, cols, bf16(names[0]))
-	}
-
-	m.Embed = matrix("model.embed_tokens.weight", c.VocabSize, d)
+	m.Embed = b.matrix("model.embed_tokens.weight", c.VocabSize, d)
 	for i := 0; i < c.NumLayers; i++ {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		var l Layer
-		l.AttnNorm = vector(p+"input_layernorm.weight", d)
+		l.AttnNorm = b.vector(p+"input_layernorm.weight", d)
 		qkv := []string{p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}
-		if l.Attn.QKV = stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
-			l.Attn.Q = matrix(qkv[0], qd, d)
-			l.Attn.K = matrix(qkv[1], kvd, d)
-			l.Attn.V = matrix(qkv[2], kvd, d)
+		if l.Attn.QKV = b.stacked(qkv, []int{qd, kvd, kvd}, d); l.Attn.QKV == nil {
+			l.Attn.Q = b.matrix(qkv[0], qd, d)
+			l.Attn.K = b.matrix(qkv[1], kvd, d)
+			l.Attn.V = b.matrix(qkv[2], kvd, d)
 		}
-		l.Attn.O = matrix(p+"self_attn.o_proj.weight", d, qd)
+		l.Attn.O = b.matrix(p+"self_attn.o_proj.weight", d, qd)
 		if c.QKNorm {
-			l.Attn.QNorm = vector(p+"self_attn.q_norm.weight", hd)
-			l.Attn.KNorm = vector(p+"self_attn.k_norm.weight", hd)
+			l.Attn.QNorm = b.vector(p+"self_attn.q_norm.weight", hd)
+			l.Attn.KNorm = b.vector(p+"self_attn.k_norm.weight", hd)
 		}
-		l.MLPNorm = vector(p+"post_attention_layernorm.weight", d)
+		l.MLPNorm = b.vector(p+"post_attention_layernorm.weight", d)
 		gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
-		if l.MLP.GateUp = stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
-			l.MLP.Gate = matrix(gateUp[0], c.IntermediateSize, d)
-			l.MLP.Up = matrix(gateUp[1], c.IntermediateSize, d)
+		if l.MLP.GateUp = b.stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
+			l.MLP.Gate = b.matrix(gateUp[0], c.IntermediateSize, d)
+			l.MLP.Up = b.matrix(gateUp[1], c.IntermediateSize, d)
 		}
-		l.MLP.Down = matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
+		l.MLP.Down = b.matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
 		m.Layers = append(m.Layers, l)
 	}
-	m.Norm = vector("model.norm.weight", d)
+	m.Norm = b.vector("model.norm.weight", d)
 	if c.TieEmbeddings {
 		// HF ties lm_head to embed_tokens; a stored lm_head.weight is ignored.
 		m.LMHead = m.Embed
 	} else {
-		m.LMHead = matrix("lm_head.weight", c.VocabSize, d)
+		m.LMHead = b.matrix("lm_head.weight", c.VocabSize, d)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
 }

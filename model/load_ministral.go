@@ -6,17 +6,14 @@ import (
 	"github.com/meazo-go/meazo/safetensors"
 )
 
-// checkpointNames maps the tensor names build asks for (a causal LM's:
+// multimodalNames maps the tensor names build asks for (a causal LM's:
 // model.layers.…, lm_head.weight) to the checkpoint's. A
 // Mistral3ForConditionalGeneration checkpoint keeps its language model
 // under model.language_model.* with lm_head.weight at the top, as
 // transformers 5 and convert_ministral3_weights_to_hf.py save it, or, as
 // transformers 4.5x saved Mistral3 checkpoints, under
 // language_model.model.* with language_model.lm_head.weight.
-func checkpointNames(c *Config, ck *safetensors.Checkpoint) func(string) string {
-	if !c.Multimodal {
-		return func(n string) string { return n }
-	}
+func multimodalNames(ck *safetensors.Checkpoint) func(string) string {
 	model, head := "model.language_model.", "lm_head.weight"
 	if _, ok := ck.Info("language_model.model.embed_tokens.weight"); ok {
 		model, head = "language_model.model.", "language_model.lm_head.weight"

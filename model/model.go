@@ -1,13 +1,16 @@
-// Package model is a forward-only decoder transformer for HF LlamaForCausalLM
-// and Qwen3ForCausalLM checkpoints, computing what HF transformers computes in
-// float32: batched forward with padding masks and explicit positions, the
-// causal-LM loss, and greedy generation with a KV cache.
+// Package model is a forward-only decoder transformer for HF
+// LlamaForCausalLM, Qwen3ForCausalLM and OPTForCausalLM checkpoints,
+// computing what HF transformers computes in float32: batched forward with
+// padding masks and explicit positions, the causal-LM loss, and greedy
+// generation with a KV cache.
 //
 // The structs mirror the architecture: a Model is an embedding, a stack of
-// Layers (attention + MLP, each behind an RMSNorm and a residual add), a final
+// Layers (attention + MLP, each with a norm and a residual add), a final
 // norm and the LM head. Their fields are the weights, named as in the HF
-// state dict. The model knows nothing about training: adapters (LoRA) are
-// plain weights it applies when they are set.
+// state dict. What differs between the families (Llama's RMSNorm, RoPE and
+// gated MLP; OPT's learned positions, LayerNorms, biases and ReLU) is a
+// family (family.go), picked at load. The model knows nothing about
+// training: adapters (LoRA) are plain weights it applies when they are set.
 //
 // The model does no arithmetic itself: its weights and activations belong
 // to a tensor.Backend (the CPU by default), and every step of the forward
@@ -22,10 +25,18 @@ import (
 // stored once at load in the form the backend's GEMM streams.
 type Model struct {
 	Config
-	Embed  tensor.Weight // model.embed_tokens.weight [vocab][hidden]; rows are looked up
+	Embed  tensor.Weight // model.embed_tokens.weight [vocab][embedDim]; rows are looked up
 	Layers []Layer
-	Norm   tensor.Buf    // model.norm.weight, the final RMSNorm
-	LMHead tensor.Weight // lm_head.weight [vocab][hidden]; the same matrix as Embed when tied
+	Norm   tensor.Buf    // model.norm.weight, the final RMSNorm (OPT: final_layer_norm.weight; nil without one)
+	LMHead tensor.Weight // lm_head.weight [vocab][embedDim]; the same matrix as Embed when tied
+
+	// OPT only (nil otherwise): the learned positions, the final
+	// LayerNorm's bias, and the projections between the embeddings' width
+	// (word_embed_proj_dim) and the hidden size where they differ.
+	Positions  tensor.Weight // embed_positions.weight [MaxPositions+2][hidden]: position p is row p+2
+	NormBias   tensor.Buf    // final_layer_norm.bias
+	ProjectIn  tensor.Weight // project_in.weight [hidden][embedDim]
+	ProjectOut tensor.Weight // project_out.weight [embedDim][hidden]
 
 	// Adapter, when set, is applied by Forward and Generate (PEFT LoRA).
 	Adapter *Adapter
@@ -38,7 +49,8 @@ type Model struct {
 	// pass (a CPU backend unless the loader was given another).
 	Backend tensor.Backend
 
-	invFreq    []float32       // RoPE inverse frequencies (llama3-scaled for Llama 3.x)
+	fam        *family         // how the model's family computes (family.go)
+	invFreq    []float32       // RoPE inverse frequencies (llama3-scaled for Llama 3.x); nil without RoPE
 	storedBF16 map[string]bool // the tensors the checkpoint stored as bfloat16, by name
 }
 
@@ -46,25 +58,35 @@ type Model struct {
 //
 //	h   = x + Attn(AttnNorm(x))
 //	out = h + MLP(MLPNorm(h))
+//
+// (OPT-350m's post-norm blocks: h = AttnNorm(x + Attn(x)), out =
+// MLPNorm(h + MLP(h))).
 type Layer struct {
-	AttnNorm tensor.Buf // input_layernorm.weight
-	Attn     Attention
-	MLPNorm  tensor.Buf // post_attention_layernorm.weight
-	MLP      MLP
+	AttnNorm     tensor.Buf // input_layernorm.weight (OPT: self_attn_layer_norm.weight)
+	AttnNormBias tensor.Buf // OPT: self_attn_layer_norm.bias (a LayerNorm); nil for RMSNorm
+	Attn         Attention
+	MLPNorm      tensor.Buf // post_attention_layernorm.weight (OPT: final_layer_norm.weight)
+	MLPNormBias  tensor.Buf // OPT: final_layer_norm.bias
+	MLP          MLP
 }
 
-// Attention is grouped-query self-attention with RoPE. Query head j reads
-// key/value head j / (NumHeads/NumKVHeads).
+// Attention is grouped-query self-attention with RoPE (OPT: multi-head
+// attention without, its positions added to the embeddings). Query head j
+// reads key/value head j / (NumHeads/NumKVHeads).
 type Attention struct {
-	Q, K, V, O   tensor.Weight // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd]
+	Q, K, V, O   tensor.Weight // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd] (OPT: out_proj)
 	QKV          tensor.Weight // q_proj, k_proj, v_proj stacked, on a backend that stacks them (tensor.Stacker; Q, K, V are nil then)
 	QNorm, KNorm tensor.Buf    // Qwen3 only: RMSNorm over each head's hd values, before RoPE (shared by heads)
+	// OPT only: the projections' biases, added after each product.
+	QBias, KBias, VBias, OBias tensor.Buf
 }
 
-// MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x)).
+// MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x));
+// OPT's is Down(relu(Up(x) + UpBias)) + DownBias (fc1 and fc2, no Gate).
 type MLP struct {
-	Gate, Up, Down tensor.Weight
-	GateUp         tensor.Weight // gate_proj and up_proj stacked, on a backend that stacks them (Gate, Up are nil then)
+	Gate, Up, Down   tensor.Weight
+	GateUp           tensor.Weight // gate_proj and up_proj stacked, on a backend that stacks them (Gate, Up are nil then)
+	UpBias, DownBias tensor.Buf    // OPT: fc1.bias, fc2.bias
 }
 
 // Adapter holds the low-rank updates of every layer; a nil Q or V in a
@@ -122,22 +144,26 @@ type Output struct {
 // (lora.Merge) are released by lora.FreeMerged, before Free.
 func (m *Model) Free() {
 	be := m.Backend
-	be.FreeWeight(m.Embed)
+	weights := []tensor.Weight{m.Embed, m.Positions, m.ProjectIn, m.ProjectOut}
 	if m.LMHead != m.Embed {
-		be.FreeWeight(m.LMHead)
+		weights = append(weights, m.LMHead)
 	}
-	be.Free(m.Norm)
+	bufs := []tensor.Buf{m.Norm, m.NormBias}
 	for i := range m.Layers {
 		l := &m.Layers[i]
-		for _, w := range []tensor.Weight{l.Attn.Q, l.Attn.K, l.Attn.V, l.Attn.QKV, l.Attn.O, l.MLP.Gate, l.MLP.Up, l.MLP.GateUp, l.MLP.Down} {
-			if w != nil {
-				be.FreeWeight(w)
-			}
-		}
-		be.Free(l.AttnNorm, l.MLPNorm)
-		if l.Attn.QNorm != nil {
-			be.Free(l.Attn.QNorm, l.Attn.KNorm)
+		weights = append(weights, l.Attn.Q, l.Attn.K, l.Attn.V, l.Attn.QKV, l.Attn.O, l.MLP.Gate, l.MLP.Up, l.MLP.GateUp, l.MLP.Down)
+		bufs = append(bufs, l.AttnNorm, l.MLPNorm, l.AttnNormBias, l.MLPNormBias, l.Attn.QNorm, l.Attn.KNorm,
+			l.Attn.QBias, l.Attn.KBias, l.Attn.VBias, l.Attn.OBias, l.MLP.UpBias, l.MLP.DownBias)
+	}
+	for _, w := range weights {
+		if w != nil {
+			be.FreeWeight(w)
 		}
 	}
-	m.Layers, m.Embed, m.LMHead, m.Norm = nil, nil, nil, nil
+	for _, b := range bufs {
+		if b != nil {
+			be.Free(b)
+		}
+	}
+	m.Layers, m.Embed, m.LMHead, m.Norm, m.NormBias, m.Positions, m.ProjectIn, m.ProjectOut = nil, nil, nil, nil, nil, nil, nil, nil
 }

@@ -162,6 +162,9 @@ func (c *Config) MarshalHF() ([]byte, error) { return c.marshalHF("float32") }
 
 // marshalHF renders the config as an HF config.json whose torch_dtype is dtype.
 func (c *Config) marshalHF(dtype string) ([]byte, error) {
+	if c.IsOPT() {
+		return c.marshalOPT(dtype)
+	}
 	j := map[string]any{
 		"architectures":           []string{c.Architecture},
 		"vocab_size":              c.VocabSize,

@@ -84,8 +84,12 @@ type rope struct {
 }
 
 // newRope computes the table for positions (rows of tn tokens whose first
-// sits at cache slot start) and hands it to the backend.
+// sits at cache slot start) and hands it to the backend; nil for a model
+// without RoPE (OPT's positions are learned embeddings).
 func (m *Model) newRope(positions []int, start, tn int) *rope {
+	if m.invFreq == nil {
+		return nil
+	}
 	t := newRopeTable(m.invFreq, positions, m.ropeScale())
 	r := &rope{cos: m.Backend.FromHost(t.cos), sin: m.Backend.FromHost(t.sin), rows: t.rows}
 	if q := m.llama4Table(t, start, tn); q != nil {
@@ -103,6 +107,9 @@ func (r *rope) queryTable() (cos, sin tensor.Buf) {
 }
 
 func (r *rope) free(be tensor.Backend) {
+	if r == nil {
+		return
+	}
 	be.Free(r.cos, r.sin)
 	if r.qcos != nil {
 		be.Free(r.qcos, r.qsin)

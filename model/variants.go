@@ -61,8 +61,12 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 	if len(sup.rows) == 0 {
 		return nil, stats, fmt.Errorf("the batch has no supervised token")
 	}
+	positions, err := m.positionsOf(seq.in.Positions, seq.in.Mask, seq.in.B, seq.in.T)
+	if err != nil {
+		return nil, stats, err
+	}
 	// Make room for every member's hidden states, and the rope, cache and workspace they share.
-	p := m.newVariantPass(seq, sup, len(variants), maxFrom > 0)
+	p := m.newVariantPass(seq, sup, positions, len(variants), maxFrom > 0)
 	defer p.free()
 	// Embed the base pass (if a variant joins it later) and the variants that start at layer 0.
 	p.start(base, variants, maxFrom)
@@ -84,7 +88,7 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 	// Variants identical to the base take its final hidden state.
 	p.join(variants, m.NumLayers)
 	// Final norm, then each variant's mean cross-entropy over its supervised tokens.
-	p.finalNorm()
+	p.final()
 	return p.losses(len(variants)), stats, nil
 }
 
@@ -154,16 +158,18 @@ func (m *Model) checkWeights(w []*tensor.Perturbation) error {
 // all; dropping the base pass moves the window one slot on (first++)
 // instead of moving the others' hidden states.
 type variantPass struct {
-	m       *Model
-	seq     sequences   // the batch with its virtual-token slots
-	sup     supervision // the positions the losses read
-	b, t    int         // sequences per member, tokens per sequence
-	buf     tensor.Buf  // one slot of b·t·hidden values per variant, plus one for the base pass if some variant joins it
-	first   int         // slot of members[0]
-	members []member
-	rope    *rope
-	cache   *kvCache   // sized for every member; each layer uses a view of its first rows
-	ws      *workspace // likewise
+	m         *Model
+	seq       sequences   // the batch with its virtual-token slots
+	sup       supervision // the positions the losses read
+	b, t      int         // sequences per member, tokens per sequence
+	buf       tensor.Buf  // one slot of b·t·hidden values per variant, plus one for the base pass if some variant joins it
+	first     int         // slot of members[0]
+	members   []member
+	rope      *rope
+	positions []int        // every sequence's positions (OPT's learned positions read them at the embedding)
+	cache     *kvCache     // sized for every member; each layer uses a view of its first rows
+	ws        *workspace   // likewise
+	outs      []tensor.Buf // each member's final hidden states (final), when final made them
 }
 
 // member is one forward in flight in a variantPass.
@@ -178,15 +184,15 @@ type member struct {
 // members a layer runs, it uses a view of their first rows. Without a base
 // pass nothing is sized for it: a full-parameter step evaluates its 2q
 // variants in the memory of a forward over their rows alone.
-func (m *Model) newVariantPass(seq sequences, sup supervision, nVariants int, withBase bool) *variantPass {
+func (m *Model) newVariantPass(seq sequences, sup supervision, positions []int, nVariants int, withBase bool) *variantPass {
 	b, t := seq.in.B, seq.in.T
-	p := &variantPass{m: m, seq: seq, sup: sup, b: b, t: t}
+	p := &variantPass{m: m, seq: seq, sup: sup, b: b, t: t, positions: positions}
 	slots := nVariants
 	if withBase {
 		slots++
 	}
 	p.buf = m.Backend.Alloc(slots * b * t * m.HiddenSize)
-	p.rope = m.newRope(seq.in.Positions, 0, t)
+	p.rope = m.newRope(positions, 0, t)
 	maxSeqs := slots * b
 	p.cache = m.newCache(maxSeqs, t, true)
 	for k := 0; k < slots; k++ {
@@ -203,6 +209,11 @@ func (p *variantPass) free() {
 	be.FreeKVCache(p.cache.store)
 	p.rope.free(be)
 	be.Free(p.buf)
+	for _, o := range p.outs {
+		if o != nil {
+			be.Free(o)
+		}
+	}
 }
 
 // slots returns the hidden states of members [lo, hi).
@@ -221,11 +232,7 @@ func (p *variantPass) add(i int, v Variant, from tensor.Buf) {
 		p.m.Backend.Copy(x, from)
 		return
 	}
-	var pt *tensor.Perturbation
-	if v.Weights != nil {
-		pt = v.Weights[p.m.embedID()]
-	}
-	p.m.embed(x, p.seq.in.Tokens, p.b, p.t, v.Prompt, pt)
+	p.m.fam.embed(p.m, x, p.seq.in.Tokens, p.positions, p.b, p.t, v.Prompt, v.Weights)
 }
 
 // start embeds the members that run from layer 0: the base pass when some
@@ -293,20 +300,25 @@ func (p *variantPass) layer(l int) int {
 	return len(p.members)
 }
 
-// finished returns the final hidden states of member k: the first rows of
-// its slot, one per supervised position (see layer).
+// finished returns the last layer's output of member k: the first rows of
+// its slot, one per supervised position (see layer), or, after final, the
+// LM head's input.
 func (p *variantPass) finished(k int) tensor.Buf {
+	if p.outs != nil && p.outs[k] != nil {
+		return p.outs[k]
+	}
 	return p.slots(k, k+1).Slice(0, len(p.sup.rows)*p.m.HiddenSize)
 }
 
-// finalNorm applies the model's final RMSNorm, as each member's variant
-// reads it, to every member's final hidden states.
-func (p *variantPass) finalNorm() {
-	m := p.m
+// final applies what follows the last layer (the final norm; OPT's
+// project_out), as each member's variant reads it, to every member's final
+// hidden states.
+func (p *variantPass) final() {
+	p.outs = make([]tensor.Buf, len(p.members))
 	for k, mb := range p.members {
-		x := p.finished(k)
-		sp := []span{{0, 1, nil, mb.v.Weights}}
-		m.rmsNorm(x, x, m.Norm, m.HiddenSize, m.normID(), sp, []int{len(p.sup.rows)}, 1)
+		if y, made := p.m.final(p.finished(k), len(p.sup.rows), mb.v.Weights); made {
+			p.outs[k] = y
+		}
 	}
 }
 
@@ -332,6 +344,10 @@ func (p *variantPass) losses(nVariants int) []float64 {
 // promptLength returns the number of virtual tokens in a prompt-tuning
 // embedding [n][hidden].
 func (m *Model) promptLength(p []float32) (int, error) {
+	if len(p) > 0 && m.embedDim() != m.HiddenSize {
+		return 0, fmt.Errorf("prompt tuning needs embeddings as wide as the hidden size (word_embed_proj_dim %d, hidden_size %d: PEFT's prompts have hidden_size values)",
+			m.embedDim(), m.HiddenSize)
+	}
 	if len(p)%m.HiddenSize != 0 {
 		return 0, fmt.Errorf("prompt embeddings of %d values are not a whole number of %d-wide rows", len(p), m.HiddenSize)
 	}
@@ -347,9 +363,10 @@ type sequences struct {
 // withVirtualTokens puts nv virtual-token slots before every sequence, as
 // PEFT prompt tuning does: before everything (BOS and padding included), with
 // attention mask 1 and label -100. Their token ids are placeholders (0): the
-// caller overwrites their embeddings. PEFT drops position_ids, so positions
-// are HF's default 0..nv+T-1. With nv = 0 the batch is returned unchanged
-// (positions filled in).
+// caller overwrites their embeddings. PEFT drops position_ids, so the
+// positions are the model's default (positionsOf: 0..nv+T-1 for RoPE
+// models, OPT's from the mask): nil. With nv = 0 the batch is returned
+// unchanged.
 func withVirtualTokens(in Input, labels []int, nv int) sequences {
 	if labels == nil {
 		labels = make([]int, in.B*in.T)
@@ -361,12 +378,13 @@ func withVirtualTokens(in Input, labels []int, nv int) sequences {
 	out := sequences{in: Input{B: in.B, T: t}}
 	out.in.Tokens = make([]int, in.B*t)
 	out.in.Mask = make([]int, in.B*t)
-	out.in.Positions = make([]int, in.B*t)
+	if nv == 0 && in.Positions != nil {
+		out.in.Positions = make([]int, in.B*t)
+	}
 	out.labels = make([]int, in.B*t)
 	for s := 0; s < in.B; s++ {
 		for i := 0; i < t; i++ {
 			r := s*t + i
-			out.in.Positions[r] = i
 			if i < nv {
 				out.in.Mask[r], out.labels[r] = 1, -100
 				continue
@@ -376,7 +394,7 @@ func withVirtualTokens(in Input, labels []int, nv int) sequences {
 			if in.Mask != nil {
 				out.in.Mask[r] = in.Mask[src]
 			}
-			if nv == 0 && in.Positions != nil {
+			if out.in.Positions != nil {
 				out.in.Positions[r] = in.Positions[src]
 			}
 		}

@@ -40,6 +40,7 @@ type TrainPoint struct {
 	Step   int
 	Loss   float64   // NaN when null
 	V      []float64 // nil when null (optimizers other than MEAZO); a null entry is NaN
+	Sigma  []float64 // FZOO's σ_t per unit; nil when absent (the other optimizers); a null entry is NaN
 	Groups []int
 }
 
@@ -56,8 +57,21 @@ type metricLine struct {
 	Step    *int       `json:"step"`
 	Loss    *float64   `json:"loss"`
 	V       []*float64 `json:"v"`
+	Sigma   []*float64 `json:"sigma"`
 	Groups  []int      `json:"groups"`
 	ValLoss *float64   `json:"val_loss"`
+}
+
+// orNaNs is a list of optional numbers with NaN for each null; nil for nil.
+func orNaNs(vs []*float64) []float64 {
+	if vs == nil {
+		return nil
+	}
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		out[i] = orNaN(v)
+	}
+	return out
 }
 
 // ReadMetrics reads dir/metrics.jsonl, each kind sorted by step. A step
@@ -98,12 +112,7 @@ func ReadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error
 		switch m.Kind {
 		case KindTrain:
 			p := TrainPoint{Step: *m.Step, Loss: orNaN(m.Loss), Groups: m.Groups}
-			if m.V != nil {
-				p.V = make([]float64, len(m.V))
-				for i, v := range m.V {
-					p.V[i] = orNaN(v)
-				}
-			}
+			p.V, p.Sigma = orNaNs(m.V), orNaNs(m.Sigma)
 			train[p.Step] = p
 		case KindVal:
 			val[*m.Step] = ValPoint{Step: *m.Step, ValLoss: orNaN(m.ValLoss)}

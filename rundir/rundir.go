@@ -126,6 +126,7 @@ type TrainLine struct {
 	Loss       float64     `json:"loss"`
 	Losses     []float64   `json:"losses"`
 	LR         float64     `json:"lr"`
+	Sigma      []float64   `json:"sigma,omitempty"` // FZOO: every unit's σ_t (the std of its d); absent for the other optimizers
 	Step       int         `json:"step"`
 	UpdateNorm float64     `json:"update_norm"`
 	V          []float64   `json:"v"` // null for optimizers other than MEAZO

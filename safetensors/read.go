@@ -336,7 +336,12 @@ func readIndex(dir string) (weightMap map[string]string, shards []string, err er
 	indexPath := filepath.Join(dir, indexFileName)
 	js, err := inputfile.ReadFile(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("checkpoint %s: neither %s nor %s found", dir, singleFileName, indexFileName)
+		hint := ""
+		if _, err := os.Stat(filepath.Join(dir, "pytorch_model.bin")); err == nil {
+			// facebook/opt-1.3b and other older checkpoints ship PyTorch's format only.
+			hint = ": it has PyTorch's pytorch_model.bin, which scripts/bin_to_safetensors.py converts"
+		}
+		return nil, nil, fmt.Errorf("checkpoint %s: neither %s nor %s found%s", dir, singleFileName, indexFileName, hint)
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}

@@ -308,6 +308,12 @@ func TestShardedCheckpointErrors(t *testing.T) {
 	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "neither model.safetensors nor") {
 		t.Errorf("empty dir: %v", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "pytorch_model.bin"), []byte("PK"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "scripts/bin_to_safetensors.py") {
+		t.Errorf("a folder with pytorch_model.bin only: %v, want the converter named", err)
+	}
 }
 
 // BenchmarkFloat32BF16 measures BF16 → float32 conversion throughput; the

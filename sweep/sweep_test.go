@@ -330,7 +330,8 @@ func TestStudyDocIsCurrent(t *testing.T) {
 }
 
 // TestShippedStudiesLoad loads configs/studies/*.yaml and checks the paper's
-// study has its 80 sweeps, each config present.
+// study has its 95 sweeps (16 experiments of Llama-3.2-1B and Qwen3-0.6B, 3
+// of Qwen3-8B, 5 optimizers each), each config present.
 func TestShippedStudiesLoad(t *testing.T) {
 	paths, _ := filepath.Glob("../configs/studies/*.yaml")
 	if len(paths) < 2 {
@@ -369,13 +370,20 @@ func TestShippedStudiesLoad(t *testing.T) {
 			continue
 		}
 		sweeps := st.Sweeps()
-		if len(sweeps) != 80 || len(sweeps[0].Stage1()) != 33 {
-			t.Fatalf("paper study: %d sweeps, %d stage-1 runs each; want 80 and 33", len(sweeps), len(sweeps[0].Stage1()))
+		if len(sweeps) != 95 || len(sweeps[0].Stage1()) != 33 {
+			t.Fatalf("paper study: %d sweeps, %d stage-1 runs each; want 95 and 33", len(sweeps), len(sweeps[0].Stage1()))
 		}
+		qwen8b := 0
 		for _, sp := range sweeps {
 			if _, err := os.Stat(filepath.Join("..", sp.Config())); err != nil {
 				t.Errorf("%s: %v", sp.Name, err)
 			}
+			if strings.HasPrefix(sp.Name, "qwen3-8b_") {
+				qwen8b++
+			}
+		}
+		if qwen8b != 3*5 {
+			t.Errorf("paper study: %d Qwen3-8B sweeps, want 15 (3 tasks × 5 optimizers, Table 1)", qwen8b)
 		}
 	}
 }
@@ -499,7 +507,7 @@ func TestLocalGPUs(t *testing.T) {
 // TestLocalStudyReadsEachRunFewTimes: the local executor reads a sweep's
 // run directories again only when one of its runs has ended, so a study's
 // directory reads grow with its number of runs, not with its square (a
-// paper study is 4,320 runs).
+// paper study is 5,130 runs).
 func TestLocalStudyReadsEachRunFewTimes(t *testing.T) {
 	dir := t.TempDir()
 	self, _ := os.Executable()

@@ -92,6 +92,35 @@ type Backend interface {
 	RMSNorm(dst, x, weight Buf, rows, n int, eps float32)
 	// SiLUMul computes gate = silu(gate) · up, the gated MLP's activation.
 	SiLUMul(gate, up Buf)
+	// LayerNorm writes weight·(x − mean)·rstd + bias for each of rows rows
+	// of width n (torch's nn.LayerNorm, the biased variance): mean =
+	// Σx/n in float64, rounded to float32; d = x − mean in float32; var =
+	// Σd²/n in float64, rounded to float32; rstd = 1/√(var+eps) rounded to
+	// float32; then ((d·rstd)·weight) + bias, each operation rounded to
+	// float32. The float64 sums add element j into partial sum j mod 16,
+	// then the 16 partials in order (as RMSNorm). dst may be x.
+	LayerNorm(dst, x, weight, bias Buf, rows, n int, eps float32)
+	// AddBias adds bias [n] to every one of the rows rows of y [rows][n]:
+	// a projection's bias, added after its product.
+	AddBias(y, bias Buf, rows, n int)
+	// ReLU sets every element of x below zero to zero (−0 and NaN stay as
+	// they are, as torch.relu leaves them).
+	ReLU(x Buf)
+	// GELU sets every element x of x to x·½·(1 + erf(x/√2)) (torch's exact
+	// GELU, HF's "gelu": ViT's activation), computed in float64 and rounded
+	// once.
+	GELU(x Buf)
+	// EncoderAttention writes into out [seqs·tokens][heads·hd] the attention
+	// of every token of a sequence over all tokens of that sequence (no
+	// causal mask, no cache: a ViT encoder's): per head, softmax(scale·q·kᵀ)
+	// then the product with v, for q, k, v [seqs·tokens][heads·hd]. A score
+	// is the float64 sum over the head's dimensions in order of the exact
+	// products, rounded to float32 and multiplied by scale; the softmax
+	// subtracts the row's largest score, takes the CPU backend's float32 Exp,
+	// and divides by the exponentials' float64 sum in token order, rounding
+	// each probability to float32; each output is the float64 sum in token
+	// order of probability × value, rounded once. out is none of q, k, v.
+	EncoderAttention(out, q, k, v Buf, seqs, tokens, heads, hd int, scale float32)
 	// RoPE rotates each of the heads vectors of width hd in every row of x
 	// [rows][heads·hd] by HF's rotate_half rule, with cos and sin
 	// [tableRows][hd/2]: row r uses table row r mod tableRows (so several

@@ -81,10 +81,16 @@ type configFile struct {
 
 // Load reads a model directory's tokenizer.json, tokenizer_config.json and,
 // when present, chat_template.jinja (which takes precedence over a
-// chat_template inside tokenizer_config.json, as in transformers).
+// chat_template inside tokenizer_config.json, as in transformers). A
+// directory without tokenizer.json but with GPT-2's vocab.json and
+// merges.txt (OPT's) is read as transformers converts those (gpt2files.go).
 func Load(dir string) (*Tokenizer, error) {
 	path := filepath.Join(dir, "tokenizer.json")
 	raw, err := inputfile.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && hasGPT2Files(dir) {
+		path = filepath.Join(dir, "vocab.json and merges.txt")
+		raw, err = gpt2TokenizerJSON(dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
@@ -318,7 +324,8 @@ func (t *Tokenizer) parseNormalizer(raw json.RawMessage) error {
 }
 
 // parsePreTokenizer accepts what Llama-3 and Qwen2/3 use: Split with one of
-// the two known regexes, then ByteLevel without its own regex.
+// the two known regexes, then ByteLevel without its own regex; and GPT-2's
+// (OPT's): ByteLevel alone, with its regex.
 func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 	if isNull(raw) {
 		return errors.New("missing (a Split + ByteLevel pre-tokenizer is required)")
@@ -357,8 +364,14 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 			}
 			haveSplit = true
 		case "ByteLevel":
-			if p.UseRegex || p.AddPrefixSpace {
-				return fmt.Errorf("pretokenizers[%d]: ByteLevel with use_regex or add_prefix_space is not supported", i)
+			if p.AddPrefixSpace {
+				return fmt.Errorf("pretokenizers[%d]: ByteLevel with add_prefix_space is not supported", i)
+			}
+			if p.UseRegex { // GPT-2's pattern (OPT), instead of a Split
+				if len(list) != 1 {
+					return fmt.Errorf("pretokenizers[%d]: ByteLevel with use_regex is supported alone (GPT-2's pre-tokenizer)", i)
+				}
+				t.split, haveSplit = splitter{gpt2: true}, true
 			}
 			haveByteLevel = true
 		default:

@@ -5,13 +5,16 @@ import (
 )
 
 // The Llama-3 and Qwen2/3 pre-tokenizers split text with this regex (Split,
-// behavior Isolated), the two differing only in how many digits go together:
+// behavior Isolated), the two differing only in how many digits go together;
+// GPT-2's (OPT's) is ByteLevel's own regex (use_regex, and GPT2Tokenizer's
+// pattern):
 const (
 	llama3SplitRegex = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	qwen2SplitRegex  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	gpt2SplitRegex   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 )
 
-// splitter is a hand-written matcher for those two patterns. It returns the
+// splitter is a hand-written matcher for those patterns. It returns the
 // same pieces as the backtracking regex engine HF uses (the alternatives are
 // tried in order at each position, the first that matches wins), without a
 // regex engine: every position of the text starts a match, so the pieces
@@ -19,6 +22,7 @@ const (
 type splitter struct {
 	maxDigits int  // 3 for Llama-3 (\p{N}{1,3}), 1 for Qwen (\p{N})
 	tekken    bool // Mistral's tekken regex instead (pretokenize_tekken.go)
+	gpt2      bool // GPT-2's pattern instead (maxDigits unused)
 }
 
 func isLetter(r rune) bool {
@@ -74,6 +78,9 @@ func runeAt(s string, i int) (rune, int) {
 func (p splitter) next(s string, i int) int {
 	if p.tekken {
 		return tekkenNext(s, i)
+	}
+	if p.gpt2 {
+		return nextGPT2(s, i)
 	}
 	r0, w0 := runeAt(s, i)
 
@@ -204,4 +211,65 @@ func runOf(s string, j int, in func(rune) bool) int {
 		j += w
 	}
 	return j
+}
+
+// nextGPT2 is next for GPT-2's pattern:
+// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// (the contractions case-sensitive; " ?" is one U+0020 space).
+func nextGPT2(s string, i int) int {
+	if s[i] == '\'' && i+1 < len(s) {
+		switch s[i+1] {
+		case 's', 't', 'm', 'd':
+			return i + 2
+		case 'r', 'v':
+			if i+2 < len(s) && s[i+2] == 'e' {
+				return i + 3
+			}
+		case 'l':
+			if i+2 < len(s) && s[i+2] == 'l' {
+				return i + 3
+			}
+		}
+	}
+	j := i
+	if s[i] == ' ' {
+		j++
+	}
+	if j < len(s) {
+		r, w := runeAt(s, j)
+		class := func(r rune) int { // 1 letter, 2 number, 3 other, 0 space
+			switch {
+			case isLetter(r):
+				return 1
+			case isNumber(r):
+				return 2
+			case isSpace(r):
+				return 0
+			}
+			return 3
+		}
+		if c := class(r); c != 0 {
+			for j += w; j < len(s); j += w {
+				if r, w = runeAt(s, j); class(r) != c {
+					break
+				}
+			}
+			return j
+		}
+	}
+	// Only whitespace is left: \s+(?!\S) takes the run, less its last
+	// character when a non-space follows; \s+ the run.
+	end, lastStart := i, i
+	for end < len(s) {
+		r, w := runeAt(s, end)
+		if !isSpace(r) {
+			break
+		}
+		lastStart = end
+		end += w
+	}
+	if end < len(s) && lastStart > i {
+		return lastStart
+	}
+	return end
 }

@@ -57,6 +57,7 @@ type TaskConfig struct {
 	MaxTest       int    `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
 	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"the length rule of every split: training and validation examples longer than this many tokens after chat rendering are dropped, and test examples whose evaluation would take more (SST-2: the rendered answer; SQuAD, XSum: the generation prompt plus eval.max_new_tokens) are skipped, the log saying how many and which (the first ids); an evaluation batch's memory is then bounded by it, whatever the data (0: no rule; the paper's filter for XSum; for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
 	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
+	Format        string `mapstructure:"format" yaml:"format" doc:"how examples become text: chat (the paper's conversations in the model's chat template) or mezo (MeZO's prompt templates, for models without a chat template such as OPT: SST-2 only, \"<sentence> It was great|terrible\", the label word supervised)"`
 }
 
 // AdapterConfig is the config's adapter section: LoRA or prompt tuning and
@@ -122,7 +123,7 @@ type OutputConfig struct {
 func Defaults() Config {
 	return Config{
 		Model:     ModelConfig{DateString: "26 Jul 2024", Backend: "auto"},
-		Task:      TaskConfig{MaxLength: data.DefaultMaxTokens},
+		Task:      TaskConfig{MaxLength: data.DefaultMaxTokens, Format: string(data.FormatChat)},
 		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
 		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8},
 		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
@@ -323,6 +324,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("task.name %q: want sst2, squad or xsum", c.Task.Name)
 	case c.Task.Train == "":
 		return fmt.Errorf("task.train is required")
+	case c.Task.Format != string(data.FormatChat) && c.Task.Format != string(data.FormatMeZO):
+		return fmt.Errorf("task.format %q: want chat or mezo", c.Task.Format)
+	case c.Task.Format == string(data.FormatMeZO) && c.Task.Name != "sst2":
+		return fmt.Errorf("task.format mezo has only SST-2's template (MeZO's), not task.name %s: use task.format chat with a model that has a chat template", c.Task.Name)
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, c.Model.Backend):
 		return fmt.Errorf("model.backend %q: want auto, cpu or cuda", c.Model.Backend)
 	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt" && c.Adapter.Kind != "full":

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ func TestShippedConfigsLoad(t *testing.T) {
 				t.Errorf("%s: eps %g, batch %d, %d steps, q %d, lr %g; want MeZO's full-parameter SST-2 setting (1e-3, 16, 20000; FZOO q 8, lr 1e-5)",
 					p, c.Optimizer.Eps, c.Train.BatchSize, c.Train.Steps, c.Optimizer.Q, c.Optimizer.LR)
 			}
+			if strings.HasPrefix(filepath.Base(p), "opt1.3b_") && c.Task.Format != "mezo" { // OPT has no chat template
+				t.Errorf("%s: task.format %s, want mezo (MeZO's SST-2 template, as FZOO's code)", p, c.Task.Format)
+			}
 			continue
 		}
 		if c.Optimizer.Eps != 1e-6 || c.Train.BatchSize != 8 || c.Optimizer.Beta2 != 0.999 {
@@ -53,8 +57,20 @@ func TestShippedConfigsLoad(t *testing.T) {
 		if strings.Contains(p, "grouped") != c.Adapter.Grouped {
 			t.Errorf("%s: grouped = %v", p, c.Adapter.Grouped)
 		}
+		if strings.HasPrefix(filepath.Base(p), "qwen3-8b_") && (!c.Model.BF16 || c.Adapter.Kind != "lora") {
+			t.Errorf("%s: bf16_weights %v, adapter %s; want Qwen3-8B's LoRA with its weights in bfloat16", p, c.Model.BF16, c.Adapter.Kind)
+		}
 		if strings.Contains(p, "ministral") {
 			checkMinistral(t, p, c)
+		}
+	}
+	// The paper's Table 1 runs Qwen3-8B's LoRA on every task with every optimizer.
+	for _, task := range []string{"sst2", "squad", "xsum"} {
+		for _, opt := range []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"} {
+			p := fmt.Sprintf("../configs/qwen3-8b_%s_lora_%s.yaml", task, opt)
+			if c, err := Load(p, nil); err != nil || c.Optimizer.Name != opt || c.Task.Name != task {
+				t.Errorf("%s: %v (want %s on %s)", p, err, opt, task)
+			}
 		}
 	}
 }

@@ -17,11 +17,11 @@ type splits struct {
 }
 
 // checkChatTemplate refuses a tokenizer without a chat template before any
-// data is read: every task's examples are rendered with it, so without one
-// the first example would fail, named as if it were at fault.
-func checkChatTemplate(tok *tokenizer.Tokenizer, model string) error {
-	if !tok.HasChatTemplate() {
-		return fmt.Errorf("model %s: %w", model, tokenizer.ErrNoChatTemplate)
+// data is read when the examples are rendered with it (format chat), so
+// that the first example does not fail, named as if it were at fault.
+func checkChatTemplate(tok *tokenizer.Tokenizer, model string, format data.Format) error {
+	if format != data.FormatMeZO && !tok.HasChatTemplate() {
+		return fmt.Errorf("model %s: %w (a model without one, such as OPT, takes task.format mezo: MeZO's SST-2 template)", model, tokenizer.ErrNoChatTemplate)
 	}
 	return nil
 }

@@ -289,6 +289,7 @@ type EvalOptions struct {
 	// (as task.max_length: the prompt plus MaxNewTokens for SQuAD and XSum,
 	// the longer answer for SST-2); 0: none skipped.
 	MaxLength int
+	Format    string // how examples become text (task.format): chat (default) or mezo
 	Log       io.Writer
 }
 
@@ -300,7 +301,11 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	if err := checkChatTemplate(tok, "the model"); err != nil {
+	format, err := data.ParseFormat(o.Format)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkChatTemplate(tok, "the model", format); err != nil {
 		return nil, err
 	}
 	if o.Log == nil {
@@ -332,7 +337,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if len(exs) == 0 {
 		return nil, fmt.Errorf("%s: no examples", o.Data)
 	}
-	enc := &data.Encoder{Tok: tok, DateString: o.DateString}
+	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}
 	if exs, err = newLengthRule(o.MaxLength, "--max-length", enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Data, err)
 	}

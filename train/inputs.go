@@ -48,7 +48,7 @@ func inputPaths(cfg *Config) ([][2]string, error) {
 	for _, w := range weights {
 		out = append(out, [2]string{"model.path", w})
 	}
-	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {
+	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt", "special_tokens_map.json"} {
 		if p := filepath.Join(cfg.Model.Path, name); exists(p) {
 			out = append(out, [2]string{"model.path", p})
 		}

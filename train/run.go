@@ -300,6 +300,9 @@ func (r *run) logStep(step int, st *zo.Stats, secs float64) error {
 	for _, u := range st.Units {
 		line.D = append(line.D, u.D)
 		line.Groups = append(line.Groups, u.Group)
+		if r.cfg.Optimizer.Name == "fzoo" {
+			line.Sigma = append(line.Sigma, u.Sigma)
+		}
 	}
 	if err := writeJSONLine(r.metrics, line); err != nil {
 		return err

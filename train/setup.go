@@ -41,7 +41,7 @@ func (r *run) setup() error {
 		return err
 	}
 	// The task's data, read, split and encoded.
-	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString}
+	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString, Format: data.Format(r.cfg.Task.Format)}
 	var err error
 	if r.data, err = loadSplits(r.cfg, enc, r.log, r.stopStarting); err != nil {
 		return err
@@ -226,7 +226,7 @@ func (r *run) loadModel() error {
 	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
 		return err
 	}
-	if err := checkChatTemplate(r.tok, cfg.Model.Path); err != nil {
+	if err := checkChatTemplate(r.tok, cfg.Model.Path, data.Format(cfg.Task.Format)); err != nil {
 		return err
 	}
 	// Token ids past the embedding would fail only in the first forward

@@ -108,6 +108,16 @@ type Stats struct {
 type UnitStats struct {
 	Group int       // the group estimated, or AllGroups for a joint step over several groups
 	D     []float64 // d_j: (L+ - L-)/(2ε) (central) or (L_j - L0)/ε (FZOO); times the dimension for sphere noise
+	// Sigma is FZOO's σ_t, the population std of D that divides its step
+	// (0 for the other optimizers): ZO-SGD's rate equivalent to FZOO's η
+	// is η over σ_t's mean (results.FZOOEquivalentRate).
+	Sigma float64
+}
+
+// normaliser is an optimizer whose step is divided by a statistic of the
+// projected gradients it reports (FZOO's σ_t).
+type normaliser interface {
+	sigma(d []float64) float64
 }
 
 // New returns an engine that steps params (host slices, one per group)
@@ -366,6 +376,9 @@ func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64, 
 	for ui, u := range units {
 		weights[ui] = make([]float64, q)
 		e.opt.weights(u.id, u.t, st.Units[ui].D, weights[ui])
+		if n, ok := e.opt.(normaliser); ok {
+			st.Units[ui].Sigma = n.sigma(st.Units[ui].D)
+		}
 	}
 	if !oneSided {
 		st.Loss = sum / float64(len(losses))

@@ -345,6 +345,10 @@ func TestFZOOHandStep(t *testing.T) {
 	if st.Loss != l0 {
 		t.Errorf("logged loss %g, want L0 %g", st.Loss, l0)
 	}
+	// σ_t is the std of the d_j = (L_j − L0)/ε: the losses' std over ε.
+	if got := st.Units[0].Sigma; math.Abs(got-sd/eps) > 1e-9*sd/eps || got == 0 {
+		t.Errorf("σ_t %.10g, want the losses' std over ε %.10g", got, sd/eps)
+	}
 	for i := range x0 {
 		want := float64(x0[i])
 		for j := range q {

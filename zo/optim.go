@@ -312,6 +312,21 @@ func (o *FZOO) UnmarshalBinary(b []byte) error { return unmarshalState(b, o.Name
 
 // weights receives d_i = (L_i - L0)/ε; (L_i - L0)/(qσ_L) = d_i/(qσ_d).
 func (o *FZOO) weights(unit, t int, d, w []float64) {
+	q, sd := float64(len(d)), o.sigma(d)
+	for i := range d {
+		if sd == 0 {
+			w[i] = 0
+		} else {
+			w[i] = d[i] / (q * sd)
+		}
+	}
+}
+
+// sigma is σ_t, the population std of a step's projected gradients d_i,
+// which normalises FZOO's step (= the std of the losses L_i, over ε). A
+// ZO-SGD step of rate η/σ_t moves θ as FZOO's of rate η does (the MEAZO
+// paper's rescaling of FZOO's rate to ZO-SGD's).
+func (o *FZOO) sigma(d []float64) float64 {
 	q := float64(len(d))
 	var mean, sd float64
 	for _, x := range d {
@@ -321,14 +336,7 @@ func (o *FZOO) weights(unit, t int, d, w []float64) {
 	for _, x := range d {
 		sd += (x - mean) * (x - mean)
 	}
-	sd = math.Sqrt(sd / q)
-	for i := range d {
-		if sd == 0 {
-			w[i] = 0
-		} else {
-			w[i] = d[i] / (q * sd)
-		}
-	}
+	return math.Sqrt(sd / q)
 }
 
 func (o *FZOO) rule(unit, t int) update.Rule { return update.Rule{Kind: update.SGD, LR: o.LR} }

@@ -34,6 +34,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
 	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
+	format := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
@@ -60,7 +61,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return err
 	}
 	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
-		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Log: log})
+		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Format: *format, Log: log})
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,15 @@ func (d *Device) RMSNorm(dst, x, w tensor.Buf, rows, n int, eps float32) {
 	d.cpu.RMSNorm(dh(dst), dh(x), dh(w), rows, n, eps)
 }
 func (d *Device) SiLUMul(gate, up tensor.Buf) { d.cpu.SiLUMul(dh(gate), dh(up)) }
+func (d *Device) LayerNorm(dst, x, w, bias tensor.Buf, rows, n int, eps float32) {
+	d.cpu.LayerNorm(dh(dst), dh(x), dh(w), dh(bias), rows, n, eps)
+}
+func (d *Device) AddBias(y, bias tensor.Buf, rows, n int) { d.cpu.AddBias(dh(y), dh(bias), rows, n) }
+func (d *Device) ReLU(x tensor.Buf)                       { d.cpu.ReLU(dh(x)) }
+func (d *Device) GELU(x tensor.Buf)                       { d.cpu.GELU(dh(x)) }
+func (d *Device) EncoderAttention(out, q, k, v tensor.Buf, seqs, tokens, heads, hd int, scale float32) {
+	d.cpu.EncoderAttention(dh(out), dh(q), dh(k), dh(v), seqs, tokens, heads, hd, scale)
+}
 func (d *Device) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.Buf, tableRows int) {
 	d.cpu.RoPE(dh(x), rows, heads, hd, dh(cos), dh(sin), tableRows)
 }

@@ -129,7 +129,7 @@ func compare(t *testing.T, what string, got, want []float32, tol Tolerance) {
 
 func opCases() []opCase {
 	const n, k, rows = 70, 45, 5 // odd sizes: no kernel may assume multiples of a tile
-	return []opCase{
+	return append([]opCase{
 		{"AllocIsZero", func(b tensor.Backend, in *inputs) []float32 { return down(b, b.Alloc(37)) }},
 		{"FromHostToHost", func(b tensor.Backend, in *inputs) []float32 { return down(b, b.FromHost(in.vec(37, 1))) }},
 		{"Copy", func(b tensor.Backend, in *inputs) []float32 {
@@ -261,7 +261,7 @@ func opCases() []opCase {
 		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
 		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
 		{"AttentionLongWindow", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 50) }},
-	}
+	}, append(layerNormCases(), encoderCases()...)...)
 }
 
 // attentionCase is a run of Attention calls through one cache: sequences

@@ -13,6 +13,7 @@ package cpu
 import (
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/tensor"
@@ -155,15 +156,40 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 }
 
 // toPanel writes rows [cols][kc] (row col of a panel, along K) into dst in
-// a panel's layout [kc][nr], zero in the columns past cols. Eight rows at a
-// time, so that every write fills part of one cache line and the reads run
-// along eight rows.
-func toPanel[T float32 | float64 | uint32](dst, rows []T, cols, kc int) {
-	for c0 := 0; c0 < nr; c0 += 8 {
+// a panel's layout [kc][nr], zero in the columns past cols: the noise of a
+// panel is drawn row by row, as the stream runs, and read by columns. The
+// values are moved, never computed on, so float32 goes as its bits
+// (toPanelBits: an 8×8 transpose in registers where the CPU has AVX-512).
+func toPanel[T float32 | uint32](dst, rows []T, cols, kc int) {
+	toPanelBits(unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)),
+		unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(rows))), len(rows)), cols, kc)
+}
+
+// toPanelBits is toPanel on 32-bit words.
+var toPanelBits = toPanelScalar
+
+// toPanelScalar moves eight rows at a time, so that every write fills part
+// of one cache line and the reads run along eight rows; from column c0 on,
+// and from depth k0 on for the columns before c0 (what a vector version
+// left).
+func toPanelScalar(dst, rows []uint32, cols, kc int) { toPanelFrom(dst, rows, cols, kc, 0, 0) }
+
+func toPanelFrom(dst, rows []uint32, cols, kc, c0, k0 int) {
+	if k0 < kc {
+		for c := 0; c < c0; c += 8 {
+			for kk := k0; kk < kc; kk++ {
+				d := dst[kk*nr+c : kk*nr+c+8]
+				for i := range d {
+					d[i] = rows[(c+i)*kc+kk]
+				}
+			}
+		}
+	}
+	for ; c0 < nr; c0 += 8 {
 		if c0+8 > cols {
 			for kk := range kc {
 				for c := c0; c < c0+8; c++ {
-					var v T
+					var v uint32
 					if c < cols {
 						v = rows[c*kc+kk]
 					}

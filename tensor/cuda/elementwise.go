@@ -72,3 +72,28 @@ func (b *Backend) Gather(dst, src tensor.Buf, width int, ids []int) {
 	p := b.uploadInts(&b.ids, ids)
 	b.launch("gather_rows", [3]uint32{uint32(len(ids)), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(src).ptr), i32Arg(width), devPtr(p))
 }
+
+func (b *Backend) LayerNorm(dst, x, w, bias tensor.Buf, rows, n int, eps float32) {
+	defer b.enter()()
+	need(x.Len() >= rows*n && dst.Len() >= rows*n && w.Len() >= n && bias.Len() >= n,
+		"LayerNorm: %d rows of %d with x, dst, weight, bias of %d, %d, %d, %d floats", rows, n, x.Len(), dst.Len(), w.Len(), bias.Len())
+	if rows == 0 || n == 0 {
+		return
+	}
+	b.launch("layer_norm", [3]uint32{uint32(rows), 1, 1}, 256, 0, devPtr(dbuf(dst).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr),
+		devPtr(dbuf(bias).ptr), i32Arg(n), f32Arg(eps))
+}
+
+func (b *Backend) AddBias(y, bias tensor.Buf, rows, n int) {
+	defer b.enter()()
+	need(rows >= 0 && n >= 0 && y.Len() >= rows*n && bias.Len() >= n, "AddBias: %d rows of %d with y, bias of %d, %d floats", rows, n, y.Len(), bias.Len())
+	if rows*n == 0 {
+		return
+	}
+	b.launch("add_bias", blocks1D(rows*n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(bias).ptr), i32Arg(n), i64Arg(rows*n))
+}
+
+func (b *Backend) ReLU(x tensor.Buf) {
+	defer b.enter()()
+	b.launch("relu", blocks1D(x.Len()), 256, 0, devPtr(dbuf(x).ptr), i64Arg(x.Len()))
+}

@@ -45,6 +45,13 @@ var kernelParams = map[string][]param{
 	"attention_softmax": {ptr, ptr, i32, i32, i32, i32, i32, i32, f32},
 	"cross_entropy":     {ptr, ptr, i32, ptr, ptr},
 	"argmax":            {ptr, ptr, i32},
+	// OPT's blocks (elementwise.go).
+	"layer_norm": {ptr, ptr, ptr, ptr, i32, f32},
+	"add_bias":   {ptr, ptr, i32, i64},
+	"relu":       {ptr, i64},
+	// ViT's encoder (encoder.go).
+	"gelu":              {ptr, i64},
+	"encoder_attention": {ptr, ptr, ptr, ptr, i32, i32, i32, f32},
 	// Full-parameter ZO (trainer.go): the noise contract alone (tests),
 	// perturbed copies and rows, the in-place update.
 	"noise_fill":         {ptr, i64, i64, i32, i32, i32, f64, i64},

@@ -117,20 +117,31 @@ type fullParamCase struct {
 	dist    noise.Dist
 	bf16    bool
 	grouped bool
+	config  func() *model.Config // nil: fullParamConfig
 }
 
 // fullParamCases cover every rule of package update (ZO-SGD with momentum
 // and weight decay, ZO-Adam with β1, R-AdaZO; MEAZO is plain SGD), every
 // distribution, both storages.
 var fullParamCases = []fullParamCase{
-	{"meazo", func() zo.Optimizer { return zo.NewMEAZO(1e-3) }, noise.Normal, false, false},
+	{"meazo", func() zo.Optimizer { return zo.NewMEAZO(1e-3) }, noise.Normal, false, false, nil},
 	{"zo-sgd/bf16", func() zo.Optimizer {
 		o := zo.NewSGD(1e-2)
 		o.Momentum, o.WeightDecay = 0.9, 0.01
 		return o
-	}, noise.Ternary, true, true},
-	{"zo-adam/bf16", func() zo.Optimizer { return zo.NewAdam(1e-3) }, noise.Rademacher, true, false},
-	{"radazo", func() zo.Optimizer { return zo.NewRAdaZO(1e-3) }, noise.Sphere, false, true},
+	}, noise.Ternary, true, true, nil},
+	{"zo-adam/bf16", func() zo.Optimizer { return zo.NewAdam(1e-3) }, noise.Rademacher, true, false, nil},
+	{"radazo", func() zo.Optimizer { return zo.NewRAdaZO(1e-3) }, noise.Sphere, false, true, nil},
+	// OPT-350m's shape: biases, LayerNorms, learned positions, project_in/out.
+	{"fzoo/opt", func() zo.Optimizer { return zo.NewFZOO(1e-3) }, noise.Rademacher, false, true, optFullParamConfig},
+}
+
+// optFullParamConfig is a two-layer post-norm OPT model with narrower
+// embeddings (project_in/out) and an untied LM head.
+func optFullParamConfig() *model.Config {
+	return &model.Config{Architecture: "OPTForCausalLM", VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 4, HeadDim: 8, MaxPositions: 16, WordEmbedDim: 16, PostNorm: true, NoFinalNorm: true,
+		LayerNormEps: 1e-5, BOSTokenID: 2, EOSTokenIDs: []int{2}}
 }
 
 // fullParamConfig is a two-layer Qwen3 model (q/k norms: perturbed vectors)
@@ -219,12 +230,16 @@ func (o *twoModels) Evaluate(_ [][]float32, vs []zo.Variant) ([]float64, error) 
 // after each applies the CPU's updates to dev's weights, which must then
 // be the CPU's bit for bit, and so must the optimizer's state at the end.
 func fullParameterSteps(t *testing.T, dev *Backend, c fullParamCase) {
+	cfg := fullParamConfig()
+	if c.config != nil {
+		cfg = c.config()
+	}
 	load := func(be *Backend) *model.Model {
 		o := model.LoadOptions{BF16Weights: c.bf16, Unstacked: true, Backend: cpu.New(cpu.Options{Threads: 2})}
 		if be != nil {
 			o.Backend = be
 		}
-		m, err := model.FromValues(fullParamConfig(), fullParamValues, o)
+		m, err := model.FromValues(cfg, fullParamValues, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +247,11 @@ func fullParameterSteps(t *testing.T, dev *Backend, c fullParamCase) {
 	}
 	cm, dm := load(nil), load(dev)
 	defer dm.Free()
-	popts := fullparam.Options{Grouped: c.grouped, Exclude: []string{"model.layers.1.mlp.up_proj.weight"}}
+	exclude := "model.layers.1.mlp.up_proj.weight"
+	if cfg.IsOPT() {
+		exclude = "model.decoder.layers.1.fc1.weight"
+	}
+	popts := fullparam.Options{Grouped: c.grouped, Exclude: []string{exclude}}
 	pc, err := fullparam.New(cm, popts)
 	if err != nil {
 		t.Fatal(err)

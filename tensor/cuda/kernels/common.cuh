@@ -37,6 +37,17 @@
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (long long)gridDim.x * blockDim.x)
 
+// inv_std_of_parts is the scale of a norm over a row of n, from the 16
+// float64 partial sums of its squares (RMSNorm's of x, LayerNorm's of
+// x − mean): the partials added in order, the mean rounded to float32, and
+// 1/sqrt(mean + eps) in float64 rounded to float32, as the CPU backend.
+__device__ __forceinline__ float inv_std_of_parts(const double* part, int n, float eps) {
+    double s = 0;
+    for (int p = 0; p < 16; p++) s = __dadd_rn(s, part[p]);
+    float variance = __double2float_rn(__ddiv_rn(s, (double)n));
+    return __double2float_rn(__ddiv_rn(1.0, __dsqrt_rn((double)__fadd_rn(variance, eps))));
+}
+
 // cephes_expf is the CPU backend's Exp (tensor/cpu/ops.go): Cephes expf,
 // about 1 ulp, 0 below -87.3, +Inf above 88.7.
 __device__ __forceinline__ float cephes_expf(float x) {

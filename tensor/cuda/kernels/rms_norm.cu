@@ -20,12 +20,7 @@ __global__ void rms_norm(float* dst, const float* x, const float* w, int n, floa
         part[threadIdx.x] = s;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        double s = 0;
-        for (int p = 0; p < 16; p++) s = __dadd_rn(s, part[p]);
-        float variance = __double2float_rn(__ddiv_rn(s, (double)n));
-        scale = __double2float_rn(__ddiv_rn(1.0, __dsqrt_rn((double)__fadd_rn(variance, eps))));
-    }
+    if (threadIdx.x == 0) scale = inv_std_of_parts(part, n, eps);
     __syncthreads();
     for (int j = threadIdx.x; j < n; j += blockDim.x) dr[j] = __fmul_rn(w[j], __fmul_rn(xr[j], scale));
 }
@@ -48,12 +43,7 @@ __global__ void rms_norm_narrow(float* dst, const float* x, const float* w, int 
         part[warp][lane] = s;
     }
     __syncthreads();
-    if (live && lane == 0) {
-        double s = 0;
-        for (int p = 0; p < 16; p++) s = __dadd_rn(s, part[warp][p]);
-        float variance = __double2float_rn(__ddiv_rn(s, (double)n));
-        scale[warp] = __double2float_rn(__ddiv_rn(1.0, __dsqrt_rn((double)__fadd_rn(variance, eps))));
-    }
+    if (live && lane == 0) scale[warp] = inv_std_of_parts(part[warp], n, eps);
     __syncthreads();
     if (live)
         for (int j = lane; j < n; j += 32) dr[j] = __fmul_rn(w[j], __fmul_rn(xr[j], scale[warp]));

@@ -1,0 +1,159 @@
+package imageproc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"io"
+)
+
+// RGB is an 8-bit RGB image, its samples interleaved row by row (R, G, B of
+// pixel (0, 0), then of (1, 0), …): Pillow's "RGB" mode, which transformers
+// turns into a uint8 array of shape (Height, Width, 3).
+type RGB struct {
+	Width, Height int
+	Pix           []uint8
+}
+
+// maxSide and maxPixels bound what Decode accepts before it allocates: a
+// 2-byte header must not be able to ask for gigabytes. Pillow refuses images
+// over twice its MAX_IMAGE_PIXELS (89,478,485) as decompression bombs;
+// 32 Mi pixels (at most 256 MiB decoded, in 16-bit RGBA) is below that and
+// well above any photograph of a pet.
+const (
+	maxSide   = 1 << 15
+	maxPixels = 32 << 20
+)
+
+func (m *RGB) check() error {
+	switch {
+	case m == nil:
+		return errors.New("no image")
+	case m.Width <= 0 || m.Height <= 0 || m.Width > maxSide || m.Height > maxSide:
+		return fmt.Errorf("image is %d×%d; sides must be between 1 and %d", m.Width, m.Height, maxSide)
+	case len(m.Pix) != 3*m.Width*m.Height:
+		return fmt.Errorf("%d×%d RGB image has %d samples, want %d", m.Width, m.Height, len(m.Pix), 3*m.Width*m.Height)
+	}
+	return nil
+}
+
+// format is one file format Decode reads, told apart by its signature (as
+// Pillow's Image.open tells them apart).
+type format struct {
+	name   string
+	magic  []byte
+	config func(io.Reader) (image.Config, error)
+	decode func(io.Reader) (image.Image, error)
+}
+
+var formats = []format{
+	{"PNG", []byte("\x89PNG\r\n\x1a\n"), png.DecodeConfig, png.Decode},
+	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, jpeg.Decode},
+}
+
+// Decode reads a PNG or JPEG file's bytes into RGB as Pillow's
+// Image.convert("RGB") would (see toRGB). Any other format, an image larger
+// than maxPixels (checked from the header, before the pixels are
+// allocated), and a damaged file are errors.
+func Decode(data []byte) (*RGB, error) {
+	for _, f := range formats {
+		if !bytes.HasPrefix(data, f.magic) {
+			continue
+		}
+		cfg, err := f.config(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("decode %s image: %w", f.name, err)
+		}
+		if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxSide || cfg.Height > maxSide || cfg.Width*cfg.Height > maxPixels {
+			return nil, fmt.Errorf("decode %s image: %d×%d is larger than the %d pixels (%d a side) this reader accepts", f.name, cfg.Width, cfg.Height, maxPixels, maxSide)
+		}
+		m, err := f.decode(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("decode %s image: %w", f.name, err)
+		}
+		rgb, err := toRGB(m)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s image: %w", f.name, err)
+		}
+		return rgb, nil
+	}
+	return nil, fmt.Errorf("decode image: not a PNG or JPEG file (it starts %q)", data[:min(len(data), 8)])
+}
+
+// toRGB converts a decoded image to RGB as Pillow converts the mode it
+// opened the file in: gray is repeated in the three channels (L and LA),
+// alpha is dropped without compositing (RGBA and PA keep their colour
+// values), 16-bit channels keep their high byte (Pillow's RGB;16B), a
+// palette is looked up, and YCbCr goes through libjpeg's upsampling and
+// colour conversion (jpeg.go). 16-bit grayscale opens in Pillow as mode I,
+// whose conversion to RGB clips every value above 255 to 255; that is done
+// here too, so the pixels are the ones transformers would see.
+func toRGB(m image.Image) (*RGB, error) {
+	b := m.Bounds()
+	out := &RGB{Width: b.Dx(), Height: b.Dy(), Pix: make([]uint8, 3*b.Dx()*b.Dy())}
+	set := func(x, y int, r, g, bl uint8) {
+		i := 3 * ((y-b.Min.Y)*out.Width + (x - b.Min.X))
+		out.Pix[i], out.Pix[i+1], out.Pix[i+2] = r, g, bl
+	}
+	switch m := m.(type) {
+	case *image.YCbCr:
+		return ycbcrToRGB(m)
+	case *image.Gray:
+		each(b, func(x, y int) { v := m.GrayAt(x, y).Y; set(x, y, v, v, v) })
+	case *image.Gray16:
+		each(b, func(x, y int) { v := uint8(min(m.Gray16At(x, y).Y, 255)); set(x, y, v, v, v) })
+	case *image.RGBA: // a PNG without alpha: opaque, so not premultiplied
+		each(b, func(x, y int) { c := m.RGBAAt(x, y); set(x, y, c.R, c.G, c.B) })
+	case *image.NRGBA:
+		each(b, func(x, y int) { c := m.NRGBAAt(x, y); set(x, y, c.R, c.G, c.B) })
+	case *image.RGBA64:
+		each(b, func(x, y int) { c := m.RGBA64At(x, y); set(x, y, uint8(c.R>>8), uint8(c.G>>8), uint8(c.B>>8)) })
+	case *image.NRGBA64:
+		each(b, func(x, y int) { c := m.NRGBA64At(x, y); set(x, y, uint8(c.R>>8), uint8(c.G>>8), uint8(c.B>>8)) })
+	case *image.Paletted:
+		pal := make([]color.NRGBA, len(m.Palette))
+		for i, c := range m.Palette {
+			pal[i] = color.NRGBAModel.Convert(c).(color.NRGBA)
+		}
+		var bad error
+		each(b, func(x, y int) {
+			i := int(m.ColorIndexAt(x, y))
+			if i >= len(pal) {
+				bad = fmt.Errorf("pixel (%d, %d) uses colour %d of a %d-colour palette", x, y, i, len(pal))
+				return
+			}
+			set(x, y, pal[i].R, pal[i].G, pal[i].B)
+		})
+		if bad != nil {
+			return nil, bad
+		}
+	case *image.CMYK:
+		each(b, func(x, y int) { r, g, bl := cmykToRGB(m.CMYKAt(x, y)); set(x, y, r, g, bl) })
+	default:
+		return nil, fmt.Errorf("%T images are not supported", m)
+	}
+	return out, nil
+}
+
+func each(b image.Rectangle, f func(x, y int)) {
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			f(x, y)
+		}
+	}
+}
+
+// cmykToRGB is Pillow's cmyk2rgb: each channel is (255 − c)·(255 − k)/255,
+// the product divided by 255 with Pillow's rounding (MULDIV255).
+func cmykToRGB(c color.CMYK) (uint8, uint8, uint8) {
+	nk := int(255 - c.K)
+	ch := func(v uint8) uint8 {
+		t := int(v)*nk + 128
+		return uint8(nk - ((t>>8)+t)>>8)
+	}
+	return ch(c.C), ch(c.M), ch(c.Y)
+}

@@ -1,0 +1,167 @@
+package imageproc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fuzzguard"
+)
+
+// pngHeader is a PNG signature and an IHDR chunk declaring w×h RGB, 8 bits.
+func pngHeader(w, h uint32) []byte {
+	var ihdr [13]byte
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	ihdr[8], ihdr[9] = 8, 2
+	chunk := append([]byte("IHDR"), ihdr[:]...)
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	binary.Write(&b, binary.BigEndian, uint32(13))
+	b.Write(chunk)
+	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
+	return b.Bytes()
+}
+
+// TestDecodeRefusesBadImages: what is not a whole PNG or JPEG of a sane
+// size is an error saying what is wrong, before any large allocation.
+func TestDecodeRefusesBadImages(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "scene_97x61.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodPNG, err := os.ReadFile(filepath.Join("testdata", "scene_97x61.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "not a PNG or JPEG"},
+		{"gif", []byte("GIF89a\x01\x00\x01\x00"), "not a PNG or JPEG"},
+		{"truncated jpeg", good[:len(good)/2], "decode JPEG image"},
+		{"truncated png", goodPNG[:len(goodPNG)/2], "decode PNG image"},
+		{"png header only", pngHeader(10, 10), "decode PNG image"},
+		{"huge png", pngHeader(30000, 30000), "larger than"},
+		{"too wide png", pngHeader(1<<16, 1), "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(tc.data)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Decode: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestResizeRefusesBadSizes(t *testing.T) {
+	img := &RGB{Width: 2, Height: 2, Pix: make([]uint8, 12)}
+	for _, wh := range [][2]int{{0, 5}, {5, -1}, {maxSide + 1, 1}} {
+		if _, err := Resize(img, wh[0], wh[1]); err == nil {
+			t.Errorf("Resize to %v: no error", wh)
+		}
+	}
+	if _, err := Resize(&RGB{Width: 2, Height: 2, Pix: make([]uint8, 11)}, 4, 4); err == nil || !strings.Contains(err.Error(), "11 samples") {
+		t.Errorf("Resize of a short image: %v", err)
+	}
+}
+
+// TestParseConfig: the published configs' forms, ViTImageProcessor's
+// defaults, and what is refused.
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		want       Config
+		err        string
+	}{
+		{name: "defaults", json: `{}`, want: Config{DoResize: true, Height: 224, Width: 224, DoRescale: true,
+			RescaleFactor: 1.0 / 255, DoNormalize: true, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}},
+		{name: "in21k", json: `{"do_normalize": true, "do_resize": true, "feature_extractor_type": "ViTFeatureExtractor",
+			"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "resample": 2, "size": 384}`,
+			want: Config{DoResize: true, Height: 384, Width: 384, DoRescale: true, RescaleFactor: 1.0 / 255,
+				DoNormalize: true, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}},
+		{name: "rect and scalar mean", json: `{"size": {"height": 10, "width": 20}, "image_mean": 0.25, "image_std": [1, 2, 3], "do_rescale": false}`,
+			want: Config{DoResize: true, Height: 10, Width: 20, RescaleFactor: 1.0 / 255,
+				DoNormalize: true, Mean: [3]float64{0.25, 0.25, 0.25}, Std: [3]float64{1, 2, 3}}},
+		{name: "bicubic", json: `{"resample": 3}`, err: "only BILINEAR"},
+		{name: "center crop", json: `{"do_center_crop": true, "crop_size": 224}`, err: `"crop_size"`},
+		{name: "shortest edge", json: `{"size": {"shortest_edge": 224}}`, err: "shortest_edge"},
+		{name: "other processor", json: `{"image_processor_type": "CLIPImageProcessor"}`, err: "CLIPImageProcessor"},
+		{name: "two means", json: `{"image_mean": [0.5, 0.5]}`, err: "image_mean"},
+		{name: "zero std", json: `{"image_std": [0.5, 0, 0.5]}`, err: "channel 1"},
+		{name: "zero size", json: `{"size": 0}`, err: "size 0×0"},
+		{name: "not json", json: `{"size": `, err: "image processor config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseConfig([]byte(tc.json))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzDecode: any bytes give an RGB image of the size the header says, or
+// an error; never a panic, a hang or gigabytes. (Its seeds run in every go
+// test; make fuzz fuzzes it.)
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add(pngHeader(30000, 30000))
+	cfg := Config{DoResize: true, Height: 8, Width: 8, DoRescale: true, RescaleFactor: 1.0 / 255, DoNormalize: true,
+		Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzguard.Run(func() {
+			img, err := Decode(b)
+			if err != nil {
+				return
+			}
+			if err := img.check(); err != nil {
+				t.Fatal(err)
+			}
+			if px, err := cfg.Pixels(img); err != nil || len(px) != 3*8*8 {
+				t.Fatalf("Pixels: %d values, %v", len(px), err)
+			}
+		})
+	})
+}
+
+// FuzzParseConfig: any preprocessor_config.json gives a valid Config or an
+// error.
+func FuzzParseConfig(f *testing.F) {
+	for _, name := range []string{"vit-in21k.json", "imagenet-128x80.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig(b)
+		if err == nil {
+			if err := c.validate(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

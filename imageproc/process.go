@@ -1,0 +1,50 @@
+package imageproc
+
+import "fmt"
+
+// Pixels is ViTImageProcessor.preprocess on one decoded image: resize (if
+// the config says), rescale, normalise, and channels first. It returns
+// pixel_values as [3][height][width] float32, computed in the types numpy
+// computes them in: the rescale multiplies the uint8 sample in float64 and
+// rounds the product to float32 (image_transforms.rescale); the normalise
+// subtracts and divides in float32 by the mean and std rounded to float32
+// (image_transforms.normalize).
+func (c Config) Pixels(img *RGB) ([]float32, error) {
+	if err := img.check(); err != nil {
+		return nil, fmt.Errorf("preprocess: %w", err)
+	}
+	if c.DoResize {
+		var err error
+		if img, err = Resize(img, c.Width, c.Height); err != nil {
+			return nil, fmt.Errorf("preprocess: %w", err)
+		}
+	}
+	n := img.Width * img.Height
+	out := make([]float32, 3*n)
+	var mean, std [3]float32
+	for ch := range mean {
+		mean[ch], std[ch] = float32(c.Mean[ch]), float32(c.Std[ch])
+	}
+	for i := 0; i < n; i++ {
+		for ch := 0; ch < 3; ch++ {
+			v := float32(img.Pix[3*i+ch])
+			if c.DoRescale {
+				v = float32(float64(img.Pix[3*i+ch]) * c.RescaleFactor)
+			}
+			if c.DoNormalize {
+				v = (v - mean[ch]) / std[ch]
+			}
+			out[ch*n+i] = v
+		}
+	}
+	return out, nil
+}
+
+// File decodes a PNG or JPEG file's bytes and returns its pixel_values.
+func (c Config) File(data []byte) ([]float32, error) {
+	img, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return c.Pixels(img)
+}

@@ -1,0 +1,74 @@
+package model
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+)
+
+// TestBinToSafetensors: scripts/bin_to_safetensors.py, on checkpoints that
+// PyTorch's torch.save wrote (scripts/make_bin_checkpoints.py), converts a
+// state dict exactly (float32 and float16, views made contiguous, the base
+// model's names given save_pretrained's "model." and the tied lm_head left
+// out), and refuses what is not a zip checkpoint of a state dict with a
+// message naming the file, writing nothing. Needs Debian's python3-torch
+// (skipped without it, failed under MEAZO_REQUIRE_PEFT=1).
+func TestBinToSafetensors(t *testing.T) {
+	py := fixture.NewPEFT(t)
+	src, out := filepath.Join("testdata", "opt", "opt-tiny"), t.TempDir()
+	if msg, err := py.Python("make_bin_checkpoints.py", src, out); err != nil {
+		t.Fatalf("make_bin_checkpoints.py: %v\n%s", err, msg)
+	}
+	convert := func(name string) (string, error) { return py.Python("bin_to_safetensors.py", filepath.Join(out, name)) }
+
+	if msg, err := convert("f32"); err != nil {
+		t.Fatalf("f32: %v\n%s", err, msg)
+	}
+	sameTensors(t, "f32", filepath.Join(out, "f32", "model.safetensors"), filepath.Join(src, "model.safetensors"))
+	if _, err := Load(filepath.Join(out, "f32")); err != nil {
+		t.Errorf("the converted float32 checkpoint does not load: %v", err)
+	}
+	if msg, err := convert("f16"); err != nil {
+		t.Fatalf("f16: %v\n%s", err, msg)
+	}
+	sameTensors(t, "f16", filepath.Join(out, "f16", "model.safetensors"), filepath.Join(out, "f16", "expected.safetensors"))
+	if msg, err := convert("f32"); err == nil || !strings.Contains(msg, "exists: nothing written") {
+		t.Errorf("a second conversion over model.safetensors: %v, %q; want a refusal", err, msg)
+	}
+
+	for name, want := range map[string]string{
+		"legacy": "not a complete zip file", "trunc": "not a complete zip file",
+		"module": "torch.nn.modules.linear.Linear is not part of a state dict", "list": "it holds a list, not a state dict",
+		"nonsd": "entry 'step' is not a tensor",
+	} {
+		msg, err := convert(name)
+		bin := filepath.Join(out, name, "pytorch_model.bin")
+		if err == nil || !strings.Contains(msg, bin+": ") || !strings.Contains(msg, want) || strings.Contains(msg, "Traceback") {
+			t.Errorf("%s: %v, %q; want a one-line refusal naming %s and saying %q", name, err, msg, bin, want)
+		}
+		entries, _ := os.ReadDir(filepath.Join(out, name))
+		if len(entries) != 2 {
+			t.Errorf("%s: the folder has %d files after a refused conversion, want its 2", name, len(entries))
+		}
+	}
+}
+
+// sameTensors fails t unless the safetensors files got and want hold the
+// same tensors, names and values (widened to float32) alike.
+func sameTensors(t *testing.T, what, got, want string) {
+	t.Helper()
+	g, w := fixture.Tensors(t, got), fixture.Tensors(t, want)
+	if !slices.Equal(slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w))) {
+		t.Fatalf("%s: tensors %v, want %v", what, slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)))
+	}
+	for name, v := range w {
+		if !slices.Equal(g[name], v) {
+			t.Errorf("%s: %s differs", what, name)
+		}
+	}
+}

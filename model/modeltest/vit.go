@@ -1,0 +1,98 @@
+package modeltest
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backendtest"
+)
+
+// ViTModels are the committed tiny ViTForImageClassification fixtures
+// (scripts/make_vit_fixtures.py).
+var ViTModels = []string{"vit/vit-tiny"}
+
+// vitReferences checks a ViT fixture on b against HF's float64 references:
+// hidden states and logits within tol.Logits, the loss within tol.Loss, a
+// repeat run bit-identical, the logits with the fixture's PEFT adapter
+// (LoRA on query/value, the classifier in modules_to_save) within
+// tol.Logits, and nothing left allocated.
+func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tolerance) {
+	leaks := leakCheck(t, b)
+	m, err := model.LoadViT(dir, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := safetensors.Open(filepath.Join(dir, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	read := func(name string) []float64 {
+		v, err := ref.Float64(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	pixels, err := ref.Float32("pixel_values")
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels64, err := ref.Int64("labels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(labels64)
+	labels := make([]int, n)
+	for i, l := range labels64 {
+		labels[i] = int(l)
+	}
+	states, err := m.HiddenStates(pixels, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := read("hidden_states_f64")
+	per := len(want) / len(states)
+	for l, s := range states {
+		closeTo(t, fmt.Sprintf("hidden state %d", l), s, want[l*per:(l+1)*per], m.Config.HiddenSize, nil, tol.Logits)
+	}
+	loss, logits, err := m.Loss(pixels, n, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "logits", logits, read("logits_f64"), m.Config.NumLabels, nil, tol.Logits)
+	lossClose(t, "loss", loss, read("loss_f64")[0], tol.Loss)
+	again, err := m.Logits(pixels, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range again {
+		if again[i] != logits[i] {
+			t.Fatalf("a second run's logit %d is %v, the first's %v", i, again[i], logits[i])
+		}
+	}
+	a, err := lora.LoadViT(filepath.Join(dir, "lora"), m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Attach(m)
+	adapted, err := m.Logits(pixels, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "logits with the PEFT adapter", adapted, read("lora_logits_f64"), m.Config.NumLabels, nil, tol.Logits)
+	m.Free()
+	leaks("the ViT's load, forward and loss")
+}
+
+// vitModels runs vitReferences on every committed ViT fixture.
+func vitModels(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
+	for _, name := range ViTModels {
+		t.Run(filepath.Base(name), func(t *testing.T) { vitReferences(t, b, CommittedDir(t, name), tol) })
+	}
+}

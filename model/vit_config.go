@@ -1,0 +1,154 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/meazo-go/meazo/internal/inputfile"
+)
+
+// ViTConfig is the part of a ViTForImageClassification config.json that
+// its forward pass depends on (transformers' ViTConfig).
+type ViTConfig struct {
+	HiddenSize       int     // the width of every token
+	NumLayers        int     // encoder layers
+	NumHeads         int     // attention heads (HiddenSize/NumHeads each)
+	IntermediateSize int     // MLP width
+	ImageSize        int     // the square images' side in pixels
+	PatchSize        int     // the square patches' side
+	NumChannels      int     // 3: RGB
+	NumLabels        int     // classes: the classifier's outputs (id2label's size)
+	LayerNormEps     float32 // 1e-12 in google/vit-*
+	QKVBias          bool    // query, key and value have biases
+}
+
+// rawViTConfig mirrors the keys read; pointers tell absent from zero.
+type rawViTConfig struct {
+	Architectures    []string          `json:"architectures"`
+	ModelType        string            `json:"model_type"`
+	HiddenSize       *int              `json:"hidden_size"`
+	NumLayers        *int              `json:"num_hidden_layers"`
+	NumHeads         *int              `json:"num_attention_heads"`
+	IntermediateSize *int              `json:"intermediate_size"`
+	HiddenAct        *string           `json:"hidden_act"`
+	ImageSize        *int              `json:"image_size"`
+	PatchSize        *int              `json:"patch_size"`
+	NumChannels      *int              `json:"num_channels"`
+	LayerNormEps     *float64          `json:"layer_norm_eps"`
+	QKVBias          *bool             `json:"qkv_bias"`
+	ID2Label         map[string]string `json:"id2label"`
+}
+
+// LoadViTConfig reads a ViTForImageClassification config.json.
+func LoadViTConfig(path string) (*ViTConfig, error) {
+	b, err := inputfile.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	c, err := ParseViTConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseViTConfig parses a ViTForImageClassification config.json with
+// ViTConfig's defaults for absent keys (ViT-B/16 at 224: width 768, 12
+// layers of 12 heads, MLP 3072, 16×16 patches, 3 channels, eps 1e-12,
+// biased q/k/v, "gelu"). The classes are id2label's entries, which must be
+// 0…n−1. Another architecture or activation, or a size that does not fit
+// (heads not dividing the width, patches not tiling the image), is an error.
+func ParseViTConfig(b []byte) (*ViTConfig, error) {
+	var r rawViTConfig
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if len(r.Architectures) != 1 || r.Architectures[0] != "ViTForImageClassification" {
+		return nil, fmt.Errorf(`"architectures" is %q, not ["ViTForImageClassification"] (a ViTModel checkpoint has no classifier: its head must be made first)`, r.Architectures)
+	}
+	if r.HiddenAct != nil && *r.HiddenAct != "gelu" {
+		return nil, fmt.Errorf(`hidden_act %q is not implemented ("gelu", the exact GELU, is)`, *r.HiddenAct)
+	}
+	c := &ViTConfig{HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072, ImageSize: 224,
+		PatchSize: 16, NumChannels: 3, LayerNormEps: 1e-12, QKVBias: true}
+	for _, f := range []struct {
+		dst *int
+		src *int
+	}{{&c.HiddenSize, r.HiddenSize}, {&c.NumLayers, r.NumLayers}, {&c.NumHeads, r.NumHeads},
+		{&c.IntermediateSize, r.IntermediateSize}, {&c.ImageSize, r.ImageSize}, {&c.PatchSize, r.PatchSize},
+		{&c.NumChannels, r.NumChannels}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if r.LayerNormEps != nil {
+		c.LayerNormEps = float32(*r.LayerNormEps)
+	}
+	if r.QKVBias != nil {
+		c.QKVBias = *r.QKVBias
+	}
+	c.NumLabels = len(r.ID2Label)
+	for i := 0; i < c.NumLabels; i++ {
+		if _, ok := r.ID2Label[fmt.Sprint(i)]; !ok {
+			return nil, fmt.Errorf("id2label has %d entries but no %q: the classes must be numbered 0…%d", c.NumLabels, fmt.Sprint(i), c.NumLabels-1)
+		}
+	}
+	return c, c.validate()
+}
+
+// maxViTSide bounds every size a config may ask for, so that a wrong file
+// is an error and not an allocation of gigabytes.
+const maxViTSide = 1 << 16
+
+func (c *ViTConfig) validate() error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumLayers}, {"num_attention_heads", c.NumHeads},
+		{"intermediate_size", c.IntermediateSize}, {"image_size", c.ImageSize}, {"patch_size", c.PatchSize},
+		{"num_channels", c.NumChannels}, {"id2label's classes", c.NumLabels}} {
+		if v.n <= 0 || v.n > maxViTSide {
+			return fmt.Errorf("%s is %d, not between 1 and %d", v.name, v.n, maxViTSide)
+		}
+	}
+	switch {
+	case c.HiddenSize%c.NumHeads != 0:
+		return fmt.Errorf("hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumHeads)
+	case c.ImageSize%c.PatchSize != 0:
+		return fmt.Errorf("image_size %d is not a multiple of patch_size %d", c.ImageSize, c.PatchSize)
+	case c.Tokens() > 4096:
+		return fmt.Errorf("%d patches of %d in a %d image are more tokens than the 4096 this encoder takes", c.Tokens()-1, c.PatchSize, c.ImageSize)
+	case !(c.LayerNormEps > 0) || math.IsInf(float64(c.LayerNormEps), 0):
+		return fmt.Errorf("layer_norm_eps %v is not a positive number", c.LayerNormEps)
+	}
+	return nil
+}
+
+// Patches is the number of patches of an image: (ImageSize/PatchSize)².
+func (c *ViTConfig) Patches() int { g := c.ImageSize / c.PatchSize; return g * g }
+
+// Tokens is the encoder's sequence length: the CLS token and the patches.
+func (c *ViTConfig) Tokens() int { return c.Patches() + 1 }
+
+// HeadDim is the width of one attention head.
+func (c *ViTConfig) HeadDim() int { return c.HiddenSize / c.NumHeads }
+
+// PixelsPerImage is the length of one image's pixel_values [C][H][W].
+func (c *ViTConfig) PixelsPerImage() int { return c.NumChannels * c.ImageSize * c.ImageSize }
+
+// ParamCount is the number of parameters of a ViTForImageClassification of
+// this config (the patch projection, CLS token, positions, the layers, the
+// final LayerNorm and the classifier): 85,827,109 for ViT-B/16 with 37
+// classes, the paper's count.
+func (c *ViTConfig) ParamCount() int {
+	d, f, p := c.HiddenSize, c.IntermediateSize, c.PatchSize
+	qkv := 3 * d * d
+	if c.QKVBias {
+		qkv += 3 * d
+	}
+	layer := qkv + d*d + d + // query, key, value, attention.output.dense
+		2*2*d + // layernorm_before, layernorm_after
+		d*f + f + f*d + d // intermediate.dense, output.dense
+	return d*c.NumChannels*p*p + d + d + c.Tokens()*d + c.NumLayers*layer + 2*d + c.NumLabels*d + c.NumLabels
+}

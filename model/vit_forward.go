@@ -1,0 +1,252 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// Logits runs the model on n images' pixel_values ([n][channels][side]
+// [side], as ViTImageProcessor makes them) and returns the classifier's
+// logits [n][NumLabels].
+func (m *ViT) Logits(pixels []float32, n int) (logits []float32, err error) {
+	defer tensor.Recover(&err)
+	x, err := m.encode(pixels, n, nil)
+	if err != nil {
+		return nil, err
+	}
+	be := m.Backend
+	defer be.Free(x)
+	out := m.classify(x, n)
+	defer be.Free(out)
+	return be.ToHost(out), nil
+}
+
+// Loss is the mean cross-entropy of the logits of n images against their
+// classes (ViTForImageClassification's loss for integer labels), in
+// float64, with the logits.
+func (m *ViT) Loss(pixels []float32, n int, labels []int) (loss float64, logits []float32, err error) {
+	defer tensor.Recover(&err)
+	if len(labels) != n {
+		return 0, nil, fmt.Errorf("vit loss: %d labels for %d images", len(labels), n)
+	}
+	for i, l := range labels {
+		if l < 0 || l >= m.Config.NumLabels {
+			return 0, nil, fmt.Errorf("vit loss: image %d's label %d is not one of the %d classes", i, l, m.Config.NumLabels)
+		}
+	}
+	x, err := m.encode(pixels, n, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	be := m.Backend
+	defer be.Free(x)
+	out := m.classify(x, n)
+	defer be.Free(out)
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = i
+	}
+	for _, l := range be.CrossEntropy(out, m.Config.NumLabels, rows, labels) {
+		loss += l
+	}
+	return loss / float64(n), be.ToHost(out), nil
+}
+
+// encode returns the encoder's output [n·tokens][hidden] before the final
+// LayerNorm; keep, if not nil, sees the hidden states before each layer and
+// after the last (HF's hidden_states).
+func (m *ViT) encode(pixels []float32, n int, keep func(l int, x tensor.Buf)) (tensor.Buf, error) {
+	c := &m.Config
+	if n <= 0 || len(pixels) != n*c.PixelsPerImage() {
+		return nil, fmt.Errorf("vit: %d pixel values for %d images of %d×%d×%d", len(pixels), n, c.NumChannels, c.ImageSize, c.ImageSize)
+	}
+	if err := m.checkAdapter(); err != nil {
+		return nil, err
+	}
+	x := m.embed(pixels, n)
+	for l := range m.Layers {
+		if keep != nil {
+			keep(l, x)
+		}
+		m.layer(l, x, n)
+	}
+	if keep != nil {
+		keep(len(m.Layers), x)
+	}
+	return x, nil
+}
+
+// patches cuts n images [n][C][side][side] into their patches, one row
+// [C·p·p] per patch in the convolution's weight order (channel, row,
+// column), the patches of an image row by row as the convolution's output
+// is flattened.
+func (c *ViTConfig) patches(pixels []float32, n int) []float32 {
+	p, side, grid := c.PatchSize, c.ImageSize, c.ImageSize/c.PatchSize
+	width := c.NumChannels * p * p
+	out := make([]float32, 0, n*c.Patches()*width)
+	for img := range n {
+		im := pixels[img*c.PixelsPerImage():]
+		for gy := range grid {
+			for gx := range grid {
+				for ch := range c.NumChannels {
+					for y := range p {
+						row := im[ch*side*side+(gy*p+y)*side+gx*p:]
+						out = append(out, row[:p]...)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// embed is ViTEmbeddings: the patches' projection and bias, the CLS token
+// in front of each image's patches, the positions added.
+func (m *ViT) embed(pixels []float32, n int) tensor.Buf {
+	be, c := m.Backend, &m.Config
+	d, np, t := c.HiddenSize, n*c.Patches(), c.Tokens()
+	patches := be.FromHost(c.patches(pixels, n))
+	rows := be.Alloc((np + 1) * d) // the patch embeddings, then the CLS token
+	m.Embed.Patch.apply(be, rows.Slice(0, np*d), patches, np)
+	be.Free(patches)
+	be.Copy(rows.Slice(np*d, (np+1)*d), m.Embed.CLS)
+	ids := make([]int, 0, n*t)
+	for img := range n {
+		ids = append(ids, np)
+		for k := range c.Patches() {
+			ids = append(ids, img*c.Patches()+k)
+		}
+	}
+	x := be.Alloc(n * t * d)
+	be.Gather(x, rows, d, ids)
+	be.Free(rows)
+	be.AddBias(x, m.Embed.Positions, n, t*d) // the same positions for every image
+	return x
+}
+
+// apply computes y [rows][Out] = x·Wᵀ + b.
+func (l *ViTLinear) apply(be tensor.Backend, y, x tensor.Buf, rows int) {
+	be.MatMul(y, x, rows, l.W)
+	if l.B != nil {
+		be.AddBias(y, l.B, rows, l.Out)
+	}
+}
+
+// layer is ViTLayer on x [n·tokens][hidden], in place: x += attention(
+// LayerNorm(x)); x += MLP(LayerNorm(x)), each branch's output projection
+// and bias rounded before the residual add, as HF adds them.
+func (m *ViT) layer(li int, x tensor.Buf, n int) {
+	l := &m.Layers[li]
+	be, c := m.Backend, &m.Config
+	d, t := c.HiddenSize, c.Tokens()
+	rows := n * t
+	h, q, k, v := be.Alloc(rows*d), be.Alloc(rows*d), be.Alloc(rows*d), be.Alloc(rows*d)
+	defer be.Free(h, q, k, v)
+	be.LayerNorm(h, x, l.NormBefore.W, l.NormBefore.B, rows, d, c.LayerNormEps)
+	l.Q.apply(be, q, h, rows)
+	l.K.apply(be, k, h, rows)
+	l.V.apply(be, v, h, rows)
+	if a := m.layerAdapter(li); a != nil {
+		m.addLoRA(q, h, rows, a.Q)
+		m.addLoRA(v, h, rows, a.V)
+	}
+	hd := c.HeadDim()
+	be.EncoderAttention(h, q, k, v, n, t, c.NumHeads, hd, float32(1/math.Sqrt(float64(hd))))
+	l.O.apply(be, q, h, rows)
+	be.Add(x, q)
+	be.LayerNorm(h, x, l.NormAfter.W, l.NormAfter.B, rows, d, c.LayerNormEps)
+	u := be.Alloc(rows * c.IntermediateSize)
+	defer be.Free(u)
+	l.Up.apply(be, u, h, rows)
+	be.GELU(u)
+	l.Down.apply(be, q, u, rows)
+	be.Add(x, q)
+}
+
+// classify is the final LayerNorm and the classifier on each image's CLS
+// token: logits [n][NumLabels].
+func (m *ViT) classify(x tensor.Buf, n int) tensor.Buf {
+	be, c := m.Backend, &m.Config
+	d := c.HiddenSize
+	cls := make([]int, n)
+	for i := range cls {
+		cls[i] = i * c.Tokens()
+	}
+	h := be.Alloc(n * d)
+	defer be.Free(h)
+	be.Gather(h, x, d, cls)
+	be.LayerNorm(h, h, m.Norm.W, m.Norm.B, n, d, c.LayerNormEps)
+	out := be.Alloc(n * c.NumLabels)
+	if a := m.Adapter; a != nil && a.Classifier != nil {
+		w, b := be.FromHost(a.Classifier), be.FromHost(a.ClassifierBias)
+		be.MatMulNT(out, h, w, n, c.NumLabels, d)
+		be.AddBias(out, b, n, c.NumLabels)
+		be.Free(w, b)
+		return out
+	}
+	m.Classifier.apply(be, out, h, n)
+	return out
+}
+
+// layerAdapter is the adapter's entry for layer l, nil when it has none.
+func (m *ViT) layerAdapter(l int) *LayerAdapter {
+	if m.Adapter == nil || l >= len(m.Adapter.Layers) {
+		return nil
+	}
+	return &m.Adapter.Layers[l]
+}
+
+// addLoRA adds PEFT's LoRA term Scale·B(A x) to y [rows][out] of x
+// [rows][hidden], each product rounded to float32 before the add, as PEFT
+// adds lora_B(lora_A(x))·scaling to the frozen projection's output.
+func (m *ViT) addLoRA(y, x tensor.Buf, rows int, lo *LoRA) {
+	if lo == nil {
+		return
+	}
+	be, d := m.Backend, m.Config.HiddenSize
+	a, b, ax := be.FromHost(lo.A), be.FromHost(lo.B), be.Alloc(rows*lo.R)
+	be.MatMulNT(ax, x, a, rows, lo.R, d)
+	be.MatMulNTAdd(y, ax, b, rows, d, lo.R, lo.Scale)
+	be.Free(a, b, ax)
+}
+
+// HiddenStates returns HF's hidden_states for n images: the embeddings and
+// each layer's output [n·tokens][hidden], before the final LayerNorm.
+func (m *ViT) HiddenStates(pixels []float32, n int) (states [][]float32, err error) {
+	defer tensor.Recover(&err)
+	// A copy: a host backend's ToHost may return the buffer itself, which
+	// the next layer changes in place.
+	x, err := m.encode(pixels, n, func(_ int, x tensor.Buf) { states = append(states, slices.Clone(m.Backend.ToHost(x))) })
+	if err != nil {
+		return nil, err
+	}
+	m.Backend.Free(x)
+	return states, nil
+}
+
+// checkAdapter refuses an adapter whose shapes do not fit the model (made
+// for another model), which would read out of its slices.
+func (m *ViT) checkAdapter() error {
+	a, c := m.Adapter, &m.Config
+	if a == nil {
+		return nil
+	}
+	if len(a.Layers) > c.NumLayers {
+		return fmt.Errorf("vit: the adapter has %d layers, the model %d", len(a.Layers), c.NumLayers)
+	}
+	for l, la := range a.Layers {
+		for _, lo := range []*LoRA{la.Q, la.V} {
+			if lo != nil && (lo.R <= 0 || len(lo.A) != lo.R*c.HiddenSize || len(lo.B) != c.HiddenSize*lo.R) {
+				return fmt.Errorf("vit: layer %d's LoRA matrices (%d and %d values, rank %d) do not fit a width of %d", l, len(lo.A), len(lo.B), lo.R, c.HiddenSize)
+			}
+		}
+	}
+	if a.Classifier != nil && (len(a.Classifier) != c.NumLabels*c.HiddenSize || len(a.ClassifierBias) != c.NumLabels) {
+		return fmt.Errorf("vit: the adapter's classifier has %d weights and %d biases, the model's %d×%d and %d",
+			len(a.Classifier), len(a.ClassifierBias), c.NumLabels, c.HiddenSize, c.NumLabels)
+	}
+	return nil
+}

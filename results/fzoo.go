@@ -1,0 +1,71 @@
+package results
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/meazo-go/meazo/rundir"
+)
+
+// FZOORate is what FZOO runs say about ZO-SGD's learning rate. FZOO divides
+// its step by σ_t, the std of the step's projected gradients (metrics.jsonl's
+// "sigma"); a ZO-SGD step of rate η/σ_t moves θ as FZOO's of rate η does. The
+// MEAZO paper sets ZO-SGD's rate for its full-model comparison (Figure 20) so:
+// FZOO's η over the mean σ_t of a FZOO run.
+type FZOORate struct {
+	Runs      []string // the FZOO run directories
+	LR        float64  // their η (all alike)
+	Steps     int      // the σ_t averaged: every unit's of every step of every run
+	MeanSigma float64  // the mean σ_t
+	ZOSGDRate float64  // LR / MeanSigma
+}
+
+// FZOORateOf averages σ_t over the FZOO runs in dirs (summary.json names
+// the optimizer and η; a run that is not FZOO's, or of another η, is an
+// error, and so is one without σ_t: written before metrics.jsonl had it).
+// Non-finite σ_t (a diverged step) are left out, with a warning.
+func FZOORateOf(dirs []string, warn func(string)) (FZOORate, error) {
+	r := FZOORate{Runs: dirs}
+	var sum float64
+	for _, dir := range dirs {
+		s, err := rundir.ReadSummary(dir)
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case s.Optimizer != "fzoo":
+			return r, fmt.Errorf("%s: a %s run, not FZOO's", dir, s.Optimizer)
+		case r.LR != 0 && s.LR != r.LR:
+			return r, fmt.Errorf("%s: η %g, the other runs' %g: give runs of one rate", dir, s.LR, r.LR)
+		}
+		r.LR = s.LR
+		train, _, err := rundir.ReadMetrics(dir, warn)
+		if err != nil {
+			return r, err
+		}
+		n := 0
+		for _, p := range train {
+			for _, sg := range p.Sigma {
+				if math.IsNaN(sg) || math.IsInf(sg, 0) {
+					warn(fmt.Sprintf("%s step %d: σ_t is not finite, left out", dir, p.Step))
+					continue
+				}
+				sum += sg
+				n++
+			}
+		}
+		if n == 0 {
+			return r, fmt.Errorf("%s: metrics.jsonl has no σ_t (\"sigma\"): a run of a meazo-train that did not log it?", dir)
+		}
+		r.Steps += n
+	}
+	if len(dirs) == 0 {
+		return r, fmt.Errorf("no run directories")
+	}
+	r.MeanSigma = sum / float64(r.Steps)
+	if !(r.MeanSigma > 0) {
+		return r, fmt.Errorf("mean σ_t %g: FZOO did not move (every step's losses equal)", r.MeanSigma)
+	}
+	r.ZOSGDRate = r.LR / r.MeanSigma
+	return r, nil
+}

@@ -1,0 +1,58 @@
+package results
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/rundir"
+)
+
+// writeFZOORun writes a run directory with summary.json and a metrics.jsonl
+// whose train lines carry the σ_t given (nil: none).
+func writeFZOORun(t *testing.T, optimizer string, lr float64, sigmas [][]float64) string {
+	dir := t.TempDir()
+	s, _ := json.Marshal(rundir.Summary{Model: "m", Task: "sst2", Adapter: "full", Optimizer: optimizer, LR: lr, Steps: len(sigmas)})
+	var lines []string
+	for i, sg := range sigmas {
+		b, _ := json.Marshal(rundir.TrainLine{Kind: rundir.KindTrain, Step: i + 1, Loss: 0.5, LR: lr, Sigma: sg})
+		lines = append(lines, string(b))
+	}
+	for name, b := range map[string]string{rundir.SummaryFile: string(s), rundir.MetricsFile: strings.Join(lines, "\n") + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestFZOORate: ZO-SGD's rate is FZOO's η over the mean σ_t of every unit's
+// every step of every run; a run of another optimizer, of another η or
+// without σ_t is refused.
+func TestFZOORate(t *testing.T) {
+	a := writeFZOORun(t, "fzoo", 1e-5, [][]float64{{30}, {40}})
+	b := writeFZOORun(t, "fzoo", 1e-5, [][]float64{{50}})
+	r, err := FZOORateOf([]string{a, b}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Steps != 3 || r.MeanSigma != 40 || math.Abs(r.ZOSGDRate-2.5e-7) > 1e-20 {
+		t.Errorf("%+v, want 3 σ_t of mean 40 and rate 2.5e-7", r)
+	}
+	for _, c := range []struct {
+		dirs []string
+		want string
+	}{
+		{[]string{writeFZOORun(t, "meazo", 1e-5, [][]float64{{1}})}, "not FZOO's"},
+		{[]string{a, writeFZOORun(t, "fzoo", 1e-4, [][]float64{{1}})}, "runs of one rate"},
+		{[]string{writeFZOORun(t, "fzoo", 1e-5, [][]float64{nil})}, "no σ_t"},
+		{nil, "no run directories"},
+	} {
+		if _, err := FZOORateOf(c.dirs, func(string) {}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one saying %s", c.dirs, err, c.want)
+		}
+	}
+}

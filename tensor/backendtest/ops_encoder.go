@@ -1,0 +1,39 @@
+package backendtest
+
+import (
+	"math"
+
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// encoderCases are the checks of the ops of a ViT encoder block beyond
+// OPT's: the exact GELU and attention without a mask or cache.
+func encoderCases() []opCase {
+	return []opCase{
+		{"GELU", func(b tensor.Backend, in *inputs) []float32 {
+			v := in.vec(5000, 3)
+			v[0], v[1], v[2], v[3] = float32(math.Copysign(0, -1)), 40, -40, 1e-30
+			x := b.FromHost(v)
+			b.GELU(x.Slice(0, 4999)) // the last element stays
+			return down(b, x)
+		}},
+		{"EncoderAttention", func(b tensor.Backend, in *inputs) []float32 {
+			const seqs, tokens, heads, hd = 2, 17, 3, 8 // a CLS token and 16 patches
+			n := seqs * tokens * heads * hd
+			q, k, v := b.FromHost(in.vec(n, 1)), b.FromHost(in.vec(n, 1)), b.FromHost(in.vec(n, 1))
+			out := b.Alloc(n + 5)
+			b.EncoderAttention(out.Slice(5, 5+n), q, k, v, seqs, tokens, heads, hd, float32(1/math.Sqrt(hd)))
+			b.Free(q, k, v)
+			return down(b, out)
+		}},
+		{"EncoderAttentionLong", func(b tensor.Backend, in *inputs) []float32 {
+			const seqs, tokens, heads, hd = 1, 197, 2, 64 // ViT-B/16's 197 tokens: more than a block's threads
+			n := seqs * tokens * heads * hd
+			q, k, v := b.FromHost(in.vec(n, 2)), b.FromHost(in.vec(n, 2)), b.FromHost(in.vec(n, 1))
+			out := b.Alloc(n)
+			b.EncoderAttention(out, q, k, v, seqs, tokens, heads, hd, 0.125)
+			b.Free(q, k, v)
+			return down(b, out)
+		}},
+	}
+}

@@ -1,0 +1,80 @@
+package train
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tokenizer"
+)
+
+// writeOPTDemo puts an OPT model in the demo's place: random weights of a
+// tiny OPT config, and GPT-2's tokenizer files as OPT ships them (vocab.json
+// and merges.txt, tokenizer_config.json with </s> as BOS and EOS, no chat
+// template).
+func writeOPTDemo(t *testing.T, dir string) {
+	t.Helper()
+	modelDir := filepath.Join(dir, "model")
+	if err := os.RemoveAll(modelDir); err != nil {
+		t.Fatal(err)
+	}
+	vocab, merges := demoVocab()
+	vocab["</s>"], vocab["<pad>"] = len(vocab), len(vocab)+1
+	cfg := &model.Config{Architecture: "OPTForCausalLM", VocabSize: (len(vocab) + 63) / 64 * 64, HiddenSize: 32, IntermediateSize: 64,
+		NumLayers: 2, NumHeads: 4, NumKVHeads: 4, HeadDim: 8, MaxPositions: 128, WordEmbedDim: 32, LayerNormEps: 1e-5,
+		TieEmbeddings: true, BOSTokenID: vocab["</s>"], EOSTokenIDs: []int{vocab["</s>"]}}
+	if _, err := model.WriteRandom(modelDir, cfg, 1, 0.15); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := json.Marshal(vocab)
+	tc, _ := json.Marshal(map[string]any{"bos_token": "</s>", "eos_token": "</s>", "unk_token": "</s>", "pad_token": "<pad>", "add_bos_token": true})
+	for name, b := range map[string][]byte{"vocab.json": v, "merges.txt": []byte("#version: 0.2\n" + strings.Join(merges, "\n") + "\n"),
+		"tokenizer_config.json": tc} {
+		if err := os.WriteFile(filepath.Join(modelDir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOPTFullRun: full-parameter training of an OPT model (adapter.kind
+// full) on SST-2 in MeZO's template (task.format mezo): the run trains,
+// scores the test split, and saves a model directory that loads back as
+// OPT with its tokenizer files; without task.format mezo the missing chat
+// template is refused, naming the way out.
+func TestOPTFullRun(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	writeOPTDemo(t, dir)
+	out := filepath.Join(dir, "opt-run")
+	set := []string{"adapter.kind=full", "task.format=mezo", "optimizer.name=fzoo", "optimizer.q=2", "optimizer.lr=1e-3",
+		"train.eval_every=2", "task.max_train=64", "task.max_validation=16", "task.max_test=16", "output.dir=" + out}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, out)
+	b, _ := json.Marshal(s)
+	if !strings.Contains(string(b), "accuracy") {
+		t.Errorf("summary without an accuracy: %s", b)
+	}
+	for _, l := range readLines(t, filepath.Join(out, "metrics.jsonl")) {
+		if strings.Contains(l, `"kind":"train"`) != strings.Contains(l, `"sigma":[`) {
+			t.Errorf("FZOO's training lines, and they alone, carry σ_t: %s", l)
+		}
+	}
+	m, err := model.Load(filepath.Join(out, "last"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.IsOPT() {
+		t.Errorf("last/ is a %s", m.Architecture)
+	}
+	if _, err := tokenizer.Load(filepath.Join(out, "last")); err != nil {
+		t.Errorf("last/'s tokenizer: %v", err)
+	}
+	_, err = Run(Options{ConfigPath: cfg, Overrides: []string{"adapter.kind=full", "output.dir=" + filepath.Join(dir, "chat")}})
+	if err == nil || !strings.Contains(err.Error(), "task.format mezo") {
+		t.Errorf("an OPT run in format chat: %v", err)
+	}
+}
