@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
@@ -46,14 +47,15 @@ func (o *Options) defaults() {
 // layers in increasing order; in a layer q_proj then v_proj (architecture
 // order); for each, lora_A [r][in] then lora_B [out][r], row-major.
 type Adapter struct {
-	opts    Options
-	targets []string // Targets in architecture order
-	layers  int
-	names   string // the model's name of its decoder layers (model.Config.LayersName)
-	in      int
-	out     map[string]int // output width of each target
-	params  [][]float32    // the groups
-	base    string         // base_model_name_or_path written to adapter_config.json
+	opts       Options
+	targets    []string // Targets in architecture order
+	layers     int
+	names      string // the model's name of its decoder layers (model.Config.LayersName)
+	in         int
+	out        map[string]int // output width of each target
+	params     [][]float32    // the groups
+	base       string         // base_model_name_or_path written to adapter_config.json
+	multimodal bool           // Ministral-3's checkpoint: PEFT's vision-tower matrices are skipped (visionTowerPrefix)
 }
 
 // New makes an adapter for m with PEFT's initialisation: A ~ U(-1/√in, 1/√in)
@@ -87,7 +89,7 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 	if opts.R > m.HiddenSize {
 		return nil, fmt.Errorf("lora: rank %d is above the model's hidden size %d", opts.R, m.HiddenSize)
 	}
-	a := &Adapter{opts: opts, layers: m.NumLayers, names: m.LayersName(), in: m.HiddenSize, out: map[string]int{
+	a := &Adapter{opts: opts, layers: m.NumLayers, names: m.LayersName(), in: m.HiddenSize, multimodal: m.Multimodal, out: map[string]int{
 		"q_proj": m.NumHeads * m.HeadDim, "v_proj": m.NumKVHeads * m.HeadDim,
 	}}
 	for _, t := range opts.Targets {
@@ -207,8 +209,8 @@ func (a *Adapter) Attach(m *model.Model) { m.Adapter = a.View(a.params) }
 
 // Save writes the adapter in PEFT format: adapter_model.safetensors (keys
 // base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight;
-// OPT's: model.decoder.layers)
-// and adapter_config.json, both atomically.
+// OPT's: model.decoder.layers, Ministral-3's checkpoint's:
+// model.language_model.layers) and adapter_config.json, both atomically.
 func (a *Adapter) Save(dir string) error { return a.SaveParams(dir, a.params) }
 
 // SaveParams is Save for other parameter values of the same shape (a best
@@ -299,7 +301,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 	// a layer the model lacks means an adapter made for another model;
 	// anything else, weights this loader does not apply.
 	for _, t := range f.Tensors() {
-		if read[t.Name] {
+		if read[t.Name] || a.multimodal && strings.HasPrefix(t.Name, visionTowerPrefix) {
 			continue
 		}
 		var layer int

@@ -109,10 +109,10 @@ func TestSaveLoadPEFTFormat(t *testing.T) {
 			name  string
 			shape []int
 		}{
-			{tensorName("model.layers", l, "q_proj", "A"), []int{16, m.HiddenSize}},
-			{tensorName("model.layers", l, "q_proj", "B"), []int{m.NumHeads * m.HeadDim, 16}},
-			{tensorName("model.layers", l, "v_proj", "A"), []int{16, m.HiddenSize}},
-			{tensorName("model.layers", l, "v_proj", "B"), []int{m.NumKVHeads * m.HeadDim, 16}},
+			{tensorName(m.LayersName(), l, "q_proj", "A"), []int{16, m.HiddenSize}},
+			{tensorName(m.LayersName(), l, "q_proj", "B"), []int{m.NumHeads * m.HeadDim, 16}},
+			{tensorName(m.LayersName(), l, "v_proj", "A"), []int{16, m.HiddenSize}},
+			{tensorName(m.LayersName(), l, "v_proj", "B"), []int{m.NumKVHeads * m.HeadDim, 16}},
 		} {
 			info, ok := f.Info(want.name)
 			if !ok || !slices.Equal(info.Shape, want.shape) || info.Dtype != "F32" {

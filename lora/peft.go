@@ -133,6 +133,14 @@ func tensorName(layers string, layer int, target, ab string) string {
 	return fmt.Sprintf("base_model.model.%s.%d.self_attn.%s.lora_%s.weight", layers, layer, target, ab)
 }
 
+// visionTowerPrefix is where PEFT puts the LoRA matrices of a
+// Mistral3ForConditionalGeneration's vision tower: its q_proj/v_proj match
+// the same target_modules, so an adapter made with PEFT on the whole
+// checkpoint (the paper's count, 11,403,264) holds them. The vision tower
+// never runs on text, so they change nothing this package computes: Load
+// skips them.
+const visionTowerPrefix = "base_model.model.model.vision_tower."
+
 // LoadPEFT reads a PEFT adapter directory (adapter_config.json and
 // adapter_model.safetensors) and attaches it to m, replacing any adapter
 // already there.

@@ -11,7 +11,7 @@ import (
 )
 
 // Architectures are the HF model classes the package runs.
-var Architectures = []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM"}
+var Architectures = []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
 
 // Config is the part of an HF config.json the forward pass depends on, for
 // LlamaForCausalLM and Qwen3ForCausalLM. Everything the code reads from the
@@ -34,6 +34,13 @@ type Config struct {
 	BOSTokenID       int          // -1 when absent
 	EOSTokenIDs      []int
 	TorchDtype       string
+
+	// Ministral-3 (model_type ministral3) only; zero for the others (config_ministral.go).
+	Yarn                  *Yarn   // YaRN frequencies and cos/sin scale, nil for plain RoPE or llama3
+	Llama4Beta            float64 // llama_4_scaling_beta: queries × 1+β·ln(1+⌊slot/Llama4Original⌋); 0 = none
+	Llama4Original        float64 // original_max_position_embeddings of that scale
+	MaxPositionEmbeddings int     // max_position_embeddings (YaRN's factor when the config gives none)
+	Multimodal            bool    // Mistral3ForConditionalGeneration: the language model's weights under model.language_model.*
 
 	// OPT (OPTForCausalLM) only; zero for the others (config_opt.go).
 	MaxPositions int     // max_position_embeddings: learned positions 0…MaxPositions−1, at rows 2… of the table (OPT's offset)
@@ -107,11 +114,11 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := json.Unmarshal(b, &present); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	c, err := parseArchitecture(b, r, present)
+	c, whole, err := parseArchitecture(b, r, present)
 	if err != nil {
 		return nil, err
 	}
-	if c.IsOPT() { // parseOPT has read and checked all of it
+	if whole { // OPT's and Ministral-3's parsers have read and checked all of it
 		return c, nil
 	}
 	if err := c.parseSizes(r); err != nil {
@@ -136,31 +143,39 @@ func ParseConfig(b []byte) (*Config, error) {
 // parseArchitecture starts a Config from the file's one architecture class
 // and refuses what this forward does not compute: another activation,
 // biases, quantized weights. An OPT config is read whole here, by parseOPT
-// (config_opt.go), its own checks in its own order.
-func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (*Config, error) {
+// (config_opt.go), its own checks in its own order, and so is a Ministral-3
+// one (config_ministral.go): whole says so.
+func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (c *Config, whole bool, err error) {
 	if len(r.Architectures) != 1 {
-		return nil, fmt.Errorf(`"architectures" must name exactly one class, got %q`, r.Architectures)
+		return nil, false, fmt.Errorf(`"architectures" must name exactly one class, got %q`, r.Architectures)
 	}
-	c := &Config{Architecture: r.Architectures[0], BOSTokenID: -1, TorchDtype: r.TorchDtype}
+	c = &Config{Architecture: r.Architectures[0], BOSTokenID: -1, TorchDtype: r.TorchDtype}
 	switch c.Architecture {
 	case "LlamaForCausalLM":
 	case "Qwen3ForCausalLM":
 		c.QKNorm = true
 	case "OPTForCausalLM":
-		return parseOPT(b, r, present)
+		c, err = parseOPT(b, r, present)
+		return c, true, err
+	case "Mistral3ForConditionalGeneration":
+		c, err = parseMistral3(b, r, present)
+		return c, true, err
+	case "Ministral3ForCausalLM":
+		c, err = parseMinistral3(b, r, present, false)
+		return c, true, err
 	default:
-		return nil, fmt.Errorf("unsupported architecture %q (supported: %s)", c.Architecture, strings.Join(Architectures, ", "))
+		return nil, false, fmt.Errorf("unsupported architecture %q (supported: %s)", c.Architecture, strings.Join(Architectures, ", "))
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
-		return nil, fmt.Errorf(`unsupported "hidden_act" %q (only silu)`, r.HiddenAct)
+		return nil, false, fmt.Errorf(`unsupported "hidden_act" %q (only silu)`, r.HiddenAct)
 	}
 	if r.AttentionBias || r.MLPBias {
-		return nil, fmt.Errorf(`"attention_bias"/"mlp_bias" true is not supported`)
+		return nil, false, fmt.Errorf(`"attention_bias"/"mlp_bias" true is not supported`)
 	}
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
-		return nil, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
+		return nil, false, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
 	}
-	return c, nil
+	return c, false, nil
 }
 
 // parseSizes reads the widths, the layers and the heads.

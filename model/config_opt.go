@@ -124,10 +124,17 @@ func (c *Config) marshalOPT(dtype string) ([]byte, error) {
 func (c *Config) IsOPT() bool { return c.Architecture == "OPTForCausalLM" }
 
 // LayersName is the HF module path of the decoder layers, as state-dict
-// and PEFT keys name them: "model.layers", OPT's "model.decoder.layers".
+// and PEFT keys name them: "model.layers", OPT's "model.decoder.layers",
+// Ministral-3's multimodal checkpoint's "model.language_model.layers"
+// (transformers 5's module tree, beside model.vision_tower and
+// model.multi_modal_projector), so that PEFT applies an adapter saved
+// under it to the language model of the real checkpoint.
 func (c *Config) LayersName() string {
-	if c.IsOPT() {
+	switch {
+	case c.IsOPT():
 		return "model.decoder.layers"
+	case c.Multimodal:
+		return "model.language_model.layers"
 	}
 	return "model.layers"
 }

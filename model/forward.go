@@ -484,7 +484,7 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 		prompt = m.Prompt
 	}
 	m.fam.embed(m, x, tokens, positions, c.b, tn, prompt, nil)
-	rope := m.newRope(positions)
+	rope := m.newRope(positions, c.len, tn)
 	ws := m.newWorkspace(n)
 	for l := range m.Layers {
 		m.keepHidden(hidden, x)

@@ -166,7 +166,8 @@ func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn in
 		m.rmsNorm(ws.q, ws.q, a.QNorm, hd, ids.qNorm, spans, rows, m.NumHeads)
 		m.rmsNorm(ws.k, ws.k, a.KNorm, hd, ids.kNorm, spans, rows, m.NumKVHeads)
 	}
-	be.RoPE(ws.q, n, m.NumHeads, hd, rope.cos, rope.sin, rope.rows)
+	qcos, qsin := rope.queryTable()
+	be.RoPE(ws.q, n, m.NumHeads, hd, qcos, qsin, rope.rows)
 	be.RoPE(ws.k, n, m.NumKVHeads, hd, rope.cos, rope.sin, rope.rows)
 	be.Attention(ws.attn, ws.q, ws.k, ws.v, c.store, c.layer(l), tensor.AttentionArgs{
 		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: hd,

@@ -89,10 +89,14 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 
 // checkpointName maps a tensor's name in the model (HF's state dict of the
 // ForCausalLM class) to its name in the checkpoint. They are the same but
-// for an OPT checkpoint saved from the base model (OPTModel), whose names
-// lack the "model." prefix, which from_pretrained adds back when it loads
-// one into OPTForCausalLM.
+// for Ministral-3's multimodal checkpoint (its language model's names:
+// multimodalNames) and an OPT checkpoint saved from the base model
+// (OPTModel), whose names lack the "model." prefix, which from_pretrained
+// adds back when it loads one into OPTForCausalLM.
 func checkpointName(ck *safetensors.Checkpoint, cfg *Config) func(string) string {
+	if cfg.Multimodal {
+		return multimodalNames(ck)
+	}
 	_, full := ck.Info("model.decoder.embed_tokens.weight")
 	_, base := ck.Info("decoder.embed_tokens.weight")
 	if !cfg.IsOPT() || full || !base {
@@ -115,6 +119,7 @@ func checkAllRead(names []string, read map[string]bool, cfg *Config) error {
 		case read[n]:
 		case n == "lm_head.weight" && cfg.TieEmbeddings:
 		case strings.HasSuffix(n, ".rotary_emb.inv_freq"):
+		case cfg.Multimodal && notLanguageModel(n): // the vision tower and projector: never read
 		default:
 			unused = append(unused, n)
 		}

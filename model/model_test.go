@@ -160,7 +160,7 @@ func TestRopeTables(t *testing.T) {
 			c := loadCase(t, name)
 			checkClose(t, "inv_freq vs HF float32", c.m.invFreq, c.ref.F64("rope_inv_freq_f32"), 1, nil, 0)
 			pos := c.ref.Ints("rope_positions")
-			tab := newRopeTable(c.m.invFreq, pos)
+			tab := newRopeTable(c.m.invFreq, pos, 1)
 			hd := c.m.HeadDim
 			cos := make([]float32, len(pos)*hd)
 			sin := make([]float32, len(pos)*hd)

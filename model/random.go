@@ -189,6 +189,10 @@ func (c *Config) marshalHF(dtype string) ([]byte, error) {
 		j["max_position_embeddings"] = 40960
 		j["sliding_window"] = nil
 		j["use_sliding_window"] = false
+	case "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration":
+		// The language model alone, as transformers' Ministral3ForCausalLM
+		// (the weights under model.*: a random model has no vision tower);
+		// its keys are set below.
 	default:
 		return nil, fmt.Errorf("unsupported architecture %q", c.Architecture)
 	}
@@ -212,6 +216,9 @@ func (c *Config) marshalHF(dtype string) ([]byte, error) {
 		}
 	} else {
 		j["rope_scaling"] = nil
+	}
+	if c.Architecture == "Ministral3ForCausalLM" || c.Architecture == "Mistral3ForConditionalGeneration" {
+		ministral3JSON(j, c)
 	}
 	return json.MarshalIndent(j, "", "  ")
 }

@@ -10,6 +10,9 @@ import (
 // i < d/2, computed in float32 as modeling_rope_utils does, then llama3
 // frequency scaling when the config asks for it.
 func ropeInvFreq(c *Config) []float32 {
+	if c.Yarn != nil {
+		return yarnInvFreq(c.HeadDim, float32(c.RopeTheta), c.Yarn)
+	}
 	d := c.HeadDim
 	inv := make([]float32, d/2)
 	base := float32(c.RopeTheta)
@@ -57,38 +60,58 @@ type ropeTable struct {
 }
 
 // newRopeTable computes the angles pos·inv_freq in float32 and their cos/sin
-// rounded to float32, as HF's rotary embedding does with autocast off.
-func newRopeTable(inv []float32, positions []int) *ropeTable {
+// rounded to float32, as HF's rotary embedding does with autocast off, each
+// times scale (YaRN's attention factor, 1 otherwise) in float32.
+func newRopeTable(inv []float32, positions []int, scale float32) *ropeTable {
 	half := len(inv)
 	t := &ropeTable{half: half, rows: len(positions), cos: make([]float32, len(positions)*half), sin: make([]float32, len(positions)*half)}
 	for p, pos := range positions {
 		for i, f := range inv {
 			angle := float32(pos) * f
-			t.cos[p*half+i] = float32(math.Cos(float64(angle)))
-			t.sin[p*half+i] = float32(math.Sin(float64(angle)))
+			t.cos[p*half+i] = float32(math.Cos(float64(angle))) * scale
+			t.sin[p*half+i] = float32(math.Sin(float64(angle))) * scale
 		}
 	}
 	return t
 }
 
-// rope is a RoPE table as the backend reads it.
+// rope is a RoPE table as the backend reads it. qcos and qsin, when not
+// nil, are the queries' table: Ministral-3's llama-4 scale folded in.
 type rope struct {
-	cos, sin tensor.Buf
-	rows     int
+	cos, sin   tensor.Buf
+	qcos, qsin tensor.Buf
+	rows       int
 }
 
-// newRope computes the table for positions and hands it to the backend;
-// nil for a model without RoPE (OPT's positions are learned embeddings).
-func (m *Model) newRope(positions []int) *rope {
+// newRope computes the table for positions (rows of tn tokens whose first
+// sits at cache slot start) and hands it to the backend; nil for a model
+// without RoPE (OPT's positions are learned embeddings).
+func (m *Model) newRope(positions []int, start, tn int) *rope {
 	if m.invFreq == nil {
 		return nil
 	}
-	t := newRopeTable(m.invFreq, positions)
-	return &rope{cos: m.Backend.FromHost(t.cos), sin: m.Backend.FromHost(t.sin), rows: t.rows}
+	t := newRopeTable(m.invFreq, positions, m.ropeScale())
+	r := &rope{cos: m.Backend.FromHost(t.cos), sin: m.Backend.FromHost(t.sin), rows: t.rows}
+	if q := m.llama4Table(t, start, tn); q != nil {
+		r.qcos, r.qsin = m.Backend.FromHost(q.cos), m.Backend.FromHost(q.sin)
+	}
+	return r
+}
+
+// queryTable returns the cos and sin that rotate the queries.
+func (r *rope) queryTable() (cos, sin tensor.Buf) {
+	if r.qcos != nil {
+		return r.qcos, r.qsin
+	}
+	return r.cos, r.sin
 }
 
 func (r *rope) free(be tensor.Backend) {
-	if r != nil {
-		be.Free(r.cos, r.sin)
+	if r == nil {
+		return
+	}
+	be.Free(r.cos, r.sin)
+	if r.qcos != nil {
+		be.Free(r.qcos, r.qsin)
 	}
 }

@@ -192,7 +192,7 @@ func (m *Model) newVariantPass(seq sequences, sup supervision, positions []int, 
 		slots++
 	}
 	p.buf = m.Backend.Alloc(slots * b * t * m.HiddenSize)
-	p.rope = m.newRope(positions)
+	p.rope = m.newRope(positions, 0, t)
 	maxSeqs := slots * b
 	p.cache = m.newCache(maxSeqs, t, true)
 	for k := 0; k < slots; k++ {

@@ -22,8 +22,10 @@ func FuzzTokenizerJSON(f *testing.F) {
 		`{"added_tokens":[{"id":3,"content":"<|im_end|>","special":true}],"normalizer":{"type":"NFC"},"pre_tokenizer":` + pre(qwen2SplitRegex) + `,
 			"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]}}`,
 		`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3},"merges":["a b"]},"pre_tokenizer":` + pre(llama3SplitRegex) + `,"decoder":{"type":"ByteLevel"},"added_tokens":[]}`,
+		`{"added_tokens":[{"id":1,"content":"<s>","special":true}],"normalizer":null,"pre_tokenizer":` + pre(tekkenSplitRegex) + `,
+			"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":2,"b":3,"ab":4,"Ġ":5},"merges":[["a","b"]],"ignore_merges":true}}`,
 	} {
-		f.Add([]byte(seed), "Hello world 12345 <s> café\n\n  ab")
+		f.Add([]byte(seed), "Hello world 12345 <s> café\n\n  ab HTTPServer e\u0301/\n/")
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, text string) {
 		fuzzguard.Run(func() {

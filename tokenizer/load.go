@@ -354,8 +354,10 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 				t.split = splitter{maxDigits: 3}
 			case qwen2SplitRegex:
 				t.split = splitter{maxDigits: 1}
+			case tekkenSplitRegex:
+				t.split = splitter{tekken: true}
 			default:
-				return fmt.Errorf("pretokenizers[%d].pattern.Regex: unsupported pattern %q (known: the Llama-3 and Qwen2/3 patterns)", i, *p.Pattern.Regex)
+				return fmt.Errorf("pretokenizers[%d].pattern.Regex: unsupported pattern %q (known: the Llama-3, Qwen2/3 and Mistral tekken patterns)", i, *p.Pattern.Regex)
 			}
 			if p.Behavior != "Isolated" || p.Invert {
 				return fmt.Errorf("pretokenizers[%d].behavior: only Isolated without invert is supported", i)

@@ -21,7 +21,8 @@ const (
 // simply tile the text.
 type splitter struct {
 	maxDigits int  // 3 for Llama-3 (\p{N}{1,3}), 1 for Qwen (\p{N})
-	gpt2      bool // GPT-2's pattern (maxDigits unused)
+	tekken    bool // Mistral's tekken regex instead (pretokenize_tekken.go)
+	gpt2      bool // GPT-2's pattern instead (maxDigits unused)
 }
 
 func isLetter(r rune) bool {
@@ -75,6 +76,9 @@ func runeAt(s string, i int) (rune, int) {
 
 // next returns the end of the piece that starts at s[i] (i < len(s)).
 func (p splitter) next(s string, i int) int {
+	if p.tekken {
+		return tekkenNext(s, i)
+	}
 	if p.gpt2 {
 		return nextGPT2(s, i)
 	}
@@ -120,27 +124,42 @@ func (p splitter) next(s string, i int) int {
 	}
 
 	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+	if j, ok := punctuation(s, i, r0, false); ok {
+		return j
+	}
+
+	// Only whitespace is left: r0 is a space character.
+	return p.spaces(s, i)
+}
+
+// punctuation matches ' ?[^\s\p{L}\p{N}]+[\r\n]*' at s[i] (whose rune is
+// r0), or with slash tekken's ' ?[^\s\p{L}\p{N}]+[\r\n/]*'.
+func punctuation(s string, i int, r0 rune, slash bool) (int, bool) {
 	j := i
 	if r0 == ' ' {
 		j++
 	}
-	if j < len(s) {
-		if r, _ := runeAt(s, j); !isSpace(r) && !isLetter(r) && !isNumber(r) {
-			for j < len(s) {
-				r, w := runeAt(s, j)
-				if isSpace(r) || isLetter(r) || isNumber(r) {
-					break
-				}
-				j += w
-			}
-			for j < len(s) && (s[j] == '\r' || s[j] == '\n') {
-				j++
-			}
-			return j
-		}
+	if j >= len(s) {
+		return 0, false
 	}
+	if r, _ := runeAt(s, j); isSpace(r) || isLetter(r) || isNumber(r) {
+		return 0, false
+	}
+	for j < len(s) {
+		r, w := runeAt(s, j)
+		if isSpace(r) || isLetter(r) || isNumber(r) {
+			break
+		}
+		j += w
+	}
+	for j < len(s) && (s[j] == '\r' || s[j] == '\n' || slash && s[j] == '/') {
+		j++
+	}
+	return j, true
+}
 
-	// Only whitespace is left: r0 is a space character. Take the whole run.
+// spaces matches \s*[\r\n]+|\s+(?!\S)|\s+ at s[i], a space character.
+func (splitter) spaces(s string, i int) int {
 	end, lastBreak, lastStart := i, -1, i
 	for end < len(s) {
 		r, w := runeAt(s, end)
@@ -168,10 +187,25 @@ func (p splitter) next(s string, i int) int {
 	return end
 }
 
+// letters is runOf(s, j, isLetter), spelled out: it is the hot loop of
+// Llama-3's and Qwen's pre-tokenizers.
 func (p splitter) letters(s string, j int) int {
 	for j < len(s) {
 		r, w := runeAt(s, j)
 		if !isLetter(r) {
+			break
+		}
+		j += w
+	}
+	return j
+}
+
+// runOf returns the end of the longest run of characters in the class from
+// s[j].
+func runOf(s string, j int, in func(rune) bool) int {
+	for j < len(s) {
+		r, w := runeAt(s, j)
+		if !in(r) {
 			break
 		}
 		j += w

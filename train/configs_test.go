@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -59,6 +60,9 @@ func TestShippedConfigsLoad(t *testing.T) {
 		if strings.HasPrefix(filepath.Base(p), "qwen3-8b_") && (!c.Model.BF16 || c.Adapter.Kind != "lora") {
 			t.Errorf("%s: bf16_weights %v, adapter %s; want Qwen3-8B's LoRA with its weights in bfloat16", p, c.Model.BF16, c.Adapter.Kind)
 		}
+		if strings.Contains(p, "ministral") {
+			checkMinistral(t, p, c)
+		}
 	}
 	// The paper's Table 1 runs Qwen3-8B's LoRA on every task with every optimizer.
 	for _, task := range []string{"sst2", "squad", "xsum"} {
@@ -68,5 +72,17 @@ func TestShippedConfigsLoad(t *testing.T) {
 				t.Errorf("%s: %v (want %s on %s)", p, err, opt, task)
 			}
 		}
+	}
+}
+
+// checkMinistral checks a Ministral-3 config is the paper's appendix
+// setting: the BF16 checkpoint run in bf16, SQuAD, LoRA r = 16 on q/v.
+func checkMinistral(t *testing.T, p string, c *Config) {
+	t.Helper()
+	a := c.Adapter
+	if !c.Model.BF16 || !strings.HasSuffix(c.Model.Path, "Ministral-3-14B-Instruct-2512-BF16") || c.Task.Name != "squad" ||
+		a.Kind != "lora" || a.R != 16 || !slices.Equal(a.Targets, []string{"q_proj", "v_proj"}) {
+		t.Errorf("%s: bf16 %v, path %s, task %s, adapter %s r %d on %v; want the BF16 checkpoint in bf16, squad, LoRA r 16 on q_proj/v_proj",
+			p, c.Model.BF16, c.Model.Path, c.Task.Name, a.Kind, a.R, a.Targets)
 	}
 }

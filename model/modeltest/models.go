@@ -128,12 +128,7 @@ func lossClose(t *testing.T, what string, got, want, tol float64) {
 // references checks the fixture model in dir on b against its HF
 // references.
 func references(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tolerance) {
-	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
-	shape := ref.Shape("input_ids")
-	mask := ref.Ints("attention_mask")
-	in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}
-	labels := ref.Ints("labels")
-	real := func(r int) bool { return mask[r] == 1 }
+	ref, in, labels, real := referenceBatch(t, dir)
 	leaks := leakCheck(t, b)
 
 	m, err := model.LoadWith(dir, model.LoadOptions{Backend: b})
@@ -195,6 +190,16 @@ func references(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tole
 
 	bf16Checkpoint(t, b, dir, ref, in, labels, real, tol)
 	leaks("fixture checks")
+}
+
+// referenceBatch opens a fixture's reference.safetensors and returns it with
+// its batch, the batch's labels and which of its rows are real tokens.
+func referenceBatch(t *testing.T, dir string) (*fixture.Ref, model.Input, []int, func(int) bool) {
+	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+	shape := ref.Shape("input_ids")
+	mask := ref.Ints("attention_mask")
+	in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}
+	return ref, in, ref.Ints("labels"), func(r int) bool { return mask[r] == 1 }
 }
 
 // bf16Checkpoint checks the fixture's bf16 checkpoint, widened to float32

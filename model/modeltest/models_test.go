@@ -13,7 +13,11 @@ import (
 // which checks that the model does all its arithmetic through the seam,
 // downloads nothing while scoring and frees what it makes.
 func TestConformance(t *testing.T) {
-	t.Run("cpu-1-thread", func(t *testing.T) { Models(t, cpu.New(cpu.Options{Threads: 1}), backendtest.Exact) })
+	t.Run("cpu-1-thread", func(t *testing.T) {
+		b := cpu.New(cpu.Options{Threads: 1})
+		Models(t, b, backendtest.Exact)
+		Ministral(t, b, backendtest.Exact)
+	})
 	// Stacked projections (q|k|v and gate|up as one product, split by
 	// Gather): the CPU GEMM sums each output in the same order at any
 	// width, so the model's results keep their bits.
@@ -23,6 +27,7 @@ func TestConformance(t *testing.T) {
 	t.Run("device", func(t *testing.T) {
 		d := backendtest.NewDevice()
 		Models(t, d, backendtest.Exact)
+		Ministral(t, d, backendtest.Exact)
 		if d.Downloads == 0 {
 			t.Errorf("the suite downloaded nothing from the device: the checks did not run")
 		}

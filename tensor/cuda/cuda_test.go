@@ -45,6 +45,7 @@ func TestConformance(t *testing.T) {
 	b := openOrSkip(t)
 	backendtest.Ops(t, b, backendtest.Float32)
 	modeltest.Models(t, b, backendtest.Float32)
+	t.Run("Ministral3", func(t *testing.T) { modeltest.Ministral(t, b, backendtest.Float32) })
 	if cpu.GEMMPath() != "portable" {
 		t.Run("KernelsMatchCPUBits", func(t *testing.T) { backendtest.Ops(t, b, kernelsMatchCPU) })
 	}

@@ -213,6 +213,7 @@ func TestEmulatedConformance(t *testing.T) {
 	b := newEmuBackend(t)
 	backendtest.Ops(t, b, backendtest.Float32)
 	modeltest.Models(t, b, backendtest.Float32)
+	t.Run("Ministral3", func(t *testing.T) { modeltest.Ministral(t, b, backendtest.Float32) })
 }
 
 // kernelsMatchCPU is the promise of the kernels (kernels/common.cuh): every op but the GEMMs and
