@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"time"
 
 	"github.com/meazo-go/meazo/fullparam"
 	"github.com/meazo-go/meazo/internal/cli"
@@ -35,7 +37,8 @@ func runFullStep(args []string, stdout io.Writer) error {
 	var fb fullBench
 	fs.StringVar(&fb.name, "model", "qwen06b", "a built-in published model (llama1b, qwen06b, qwen3-8b or their hub names), random weights; or a path to a config.json")
 	shape := fs.String("shape", "16x64", "BxT batch (SST-2-like 16x64); the last 3 tokens of each row are supervised")
-	what := fs.String("what", "step", "step: full-parameter ZO steps; forward: the plain forward over the rows a step evaluates at once (2q·B) and two forwards over B rows")
+	what := fs.String("what", "step", "step: full-parameter ZO steps; forward: the plain forward over the rows a step evaluates at once (2q·B) and two forwards over B rows; "+
+		"pair: a step and two forwards alternated in one process, -reps pairs (their time ratio, not memory)")
 	fs.IntVar(&fb.q, "q", 1, "directions per step")
 	fs.StringVar(&fb.opt, "opt", "meazo", "meazo, zo-sgd, zo-adam, radazo or fzoo")
 	fs.StringVar(&fb.dist, "dist", "normal", "noise distribution")
@@ -59,8 +62,8 @@ func runFullStep(args []string, stdout io.Writer) error {
 	if fb.warm < 0 {
 		return fmt.Errorf("-warm: must be >= 0, got %d", fb.warm)
 	}
-	if *what != "step" && *what != "forward" {
-		return cli.Usage(fmt.Errorf("-what %q: want step or forward", *what))
+	if *what != "step" && *what != "forward" && *what != "pair" {
+		return cli.Usage(fmt.Errorf("-what %q: want step, forward or pair", *what))
 	}
 	be, err := backends.Open(*backend, *threads, stdout)
 	if err != nil {
@@ -84,8 +87,11 @@ func runFullStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stop()
-	if *what == "forward" {
+	switch *what {
+	case "forward":
 		return fb.forwards(stdout, m)
+	case "pair":
+		return fb.pair(stdout, m)
 	}
 	return fb.step(stdout, m)
 }
@@ -121,20 +127,27 @@ func (fb *fullBench) forwards(stdout io.Writer, m *model.Model) error {
 	return nil
 }
 
-// step times full-parameter ZO steps and reports the peak memory since the
-// model was loaded.
-func (fb *fullBench) step(stdout io.Writer, m *model.Model) error {
+// stepper is a full-parameter ZO step set up on fb's batch, ready to run.
+type stepper struct {
+	p     *fullparam.Params
+	opt   zo.Optimizer
+	eng   *zo.Engine
+	timed *timedObjective
+	last  *zo.Stats
+}
+
+func (fb *fullBench) newStepper(m *model.Model) (*stepper, error) {
 	p, err := fullparam.New(m, fullparam.Options{Grouped: fb.grouped})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opt, err := benchOptimizer(fb.opt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dist, err := noise.ParseDist(fb.dist)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mode := zo.Joint
 	if fb.grouped {
@@ -142,26 +155,82 @@ func (fb *fullBench) step(stdout io.Writer, m *model.Model) error {
 	}
 	eng, err := zo.NewStore(p, opt, zo.Config{Eps: 1e-3, Q: fb.q, Dist: dist, Seed: 1, Mode: mode})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	obj := train.NewFullObjective(m, p, true)
 	in, labels := fb.batch(m.VocabSize, fb.b)
 	obj.SetBatch(in, labels)
-	timed := &timedObjective{Objective: obj}
-	var last *zo.Stats
-	sec, err := fb.timed(func() error {
-		timed.spent = 0
-		st, err := eng.Step(timed)
-		last = st
-		return err
-	})
+	return &stepper{p: p, opt: opt, eng: eng, timed: &timedObjective{Objective: obj}}, nil
+}
+
+// run takes one step and returns its time and the part of it spent
+// evaluating the variants (the rest is the update).
+func (s *stepper) run() (total, eval time.Duration, err error) {
+	s.timed.spent = 0
+	t0 := time.Now()
+	s.last, err = s.eng.Step(s.timed)
+	return time.Since(t0), s.timed.spent, err
+}
+
+// step times full-parameter ZO steps and reports the peak memory since the
+// model was loaded.
+func (fb *fullBench) step(stdout io.Writer, m *model.Model) error {
+	s, err := fb.newStepper(m)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "full-parameter %s step, q=%d, %s noise, %d parameters: %.3f s (evaluating the variants %.3f s, the rest: update %.3f s)\n",
-		fb.opt, fb.q, fb.dist, p.Count(), sec, timed.spent.Seconds(), sec-timed.spent.Seconds())
-	fmt.Fprintf(stdout, "losses %v, update norm %.4g, optimizer state %d bytes\n", last.Losses, last.UpdateNorm, p.StateBytes()+opt.StateBytes())
+	var totals, evals []float64
+	for i := range fb.warm + fb.steps {
+		total, eval, err := s.run()
+		if err != nil {
+			return err
+		}
+		if i >= fb.warm {
+			totals, evals = append(totals, total.Seconds()), append(evals, eval.Seconds())
+		}
+	}
+	sec, ev := stats.Median(totals), stats.Median(evals)
+	fmt.Fprintf(stdout, "full-parameter %s step, q=%d, %s noise, %d parameters: %.3f s (evaluating the variants %.3f s, the rest: update %.3f s; medians of %d)\n",
+		fb.opt, fb.q, fb.dist, s.p.Count(), sec, ev, sec-ev, fb.steps)
+	fmt.Fprintf(stdout, "losses %v, update norm %.4g, optimizer state %d bytes\n", s.last.Losses, s.last.UpdateNorm, s.p.StateBytes()+s.opt.StateBytes())
 	reportPeak(stdout, m.Backend)
+	return nil
+}
+
+// pair alternates a step and two plain forwards over B rows in one process,
+// fb.steps times after fb.warm untimed pairs, and reports each pair's ratio
+// and their median: on a machine whose speed drifts (a VM), the two halves
+// of a pair run seconds apart, so their ratio drifts far less than that of
+// runs minutes apart. (Peak memory needs the separate -what runs.)
+func (fb *fullBench) pair(stdout io.Writer, m *model.Model) error {
+	s, err := fb.newStepper(m)
+	if err != nil {
+		return err
+	}
+	in, labels := fb.batch(m.VocabSize, fb.b)
+	var ratios []float64
+	for i := range fb.warm + fb.steps {
+		total, eval, err := s.run()
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		for range 2 {
+			if _, err := m.Forward(in, model.Options{Labels: labels}); err != nil {
+				return err
+			}
+		}
+		fwd := time.Since(t0)
+		if i < fb.warm {
+			continue
+		}
+		r := total.Seconds() / fwd.Seconds()
+		ratios = append(ratios, r)
+		fmt.Fprintf(stdout, "pair %d: step %.3f s (evaluating the variants %.3f s, update %.3f s), 2 forwards of %dx%d %.3f s, step / 2 forwards %.3f\n",
+			i-fb.warm+1, total.Seconds(), eval.Seconds(), (total - eval).Seconds(), fb.b, fb.t, fwd.Seconds(), r)
+	}
+	fmt.Fprintf(stdout, "full-parameter %s step / 2 forwards: median %.3f of %d pairs (min %.3f, max %.3f)\n",
+		fb.opt, stats.Median(ratios), len(ratios), slices.Min(ratios), slices.Max(ratios))
 	return nil
 }
 
