@@ -73,4 +73,7 @@ var vperm = [...]uint32{
 	4, 0, 6, 0, 5, 0, 7, 0,
 	// 480: P_BITS8, bit i of a mask in dword lane i.
 	1, 2, 4, 8, 16, 32, 64, 128,
+	// 512: P_PANEL, VPERMI2PS's indices of elements 0 and 1 (vector 0), 2 and 3 (vector 1) of 8 rows of 4, rows 0-3 in the first register.
+	0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29,
+	2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31,
 }

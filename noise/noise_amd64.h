@@ -54,3 +54,4 @@
 #define P_LANES8(g) ·vperm+(96+64*(g))(SB)
 #define P_LANES4(g) ·vperm+(416+32*(g))(SB)
 #define P_BITS8 ·vperm+480(SB)
+#define P_PANEL(g) ·vperm+(512+64*(g))(SB)

@@ -58,6 +58,16 @@ func (k *vecKernels) values(dst *float32, skip, n int, a *kernelArgs, dist Dist)
 	}
 }
 
+// panel runs k's panel kernel (panel.go) if it has one for dist, and
+// reports whether it did.
+func (k *vecKernels) panel(dst *float32, rows *[4][16]uint32, n int, a *kernelArgs, dist Dist) bool {
+	if k.isa != isaAVX512 || dist != Normal && dist != Sphere {
+		return false
+	}
+	normalsPanelAVX512(dst, rows, n, a)
+	return true
+}
+
 // bits runs k's kernel of the raw Philox words.
 func (k *vecKernels) bits(dst *uint32, skip, n int, a *kernelArgs) {
 	if k.isa == isaAVX512 {
@@ -128,6 +138,12 @@ func ternaryAVX2(dst *float32, skip, n int, a *kernelArgs)
 
 //go:noescape
 func bitsAVX2(dst *uint32, skip, n int, a *kernelArgs)
+
+// normalsPanelAVX512 is the normals of 32 rows in a panel's layout
+// (panel.go).
+//
+//go:noescape
+func normalsPanelAVX512(dst *float32, rows *[4][16]uint32, n int, a *kernelArgs)
 
 // The transforms on given words, for the tests (vecKernels.words).
 

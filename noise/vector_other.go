@@ -10,3 +10,5 @@ func vectorPaths() []*vecKernels { return nil }
 func (*vecKernels) values(*float32, int, int, *kernelArgs, Dist) { panic("noise: no vector path") }
 
 func (*vecKernels) bits(*uint32, int, int, *kernelArgs) { panic("noise: no vector path") }
+
+func (*vecKernels) panel(*float32, *[4][16]uint32, int, *kernelArgs, Dist) bool { return false }

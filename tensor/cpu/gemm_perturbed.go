@@ -49,12 +49,11 @@ func segmentsOf(segs []tensor.Segment, m int) []segment {
 }
 
 // panelScratch is a worker's perturbed panel slice: the noise z of the
-// slice it was last drawn for (rows: the same, row by row, as drawn), and
-// W + scale·z.
+// slice it was last drawn for, and W + scale·z.
 type panelScratch struct {
-	z, w, rows []float32
-	key        panelKey // what z holds
-	valid      bool
+	z, w  []float32
+	key   panelKey // what z holds
+	valid bool
 }
 
 // panelKey names the noise of a panel slice of the weight a task
@@ -65,7 +64,7 @@ type panelKey struct {
 }
 
 var panelScratches = sync.Pool{New: func() any {
-	return &panelScratch{z: make([]float32, kSuperPerturbed*nr), w: make([]float32, kSuperPerturbed*nr), rows: make([]float32, kSuperPerturbed*nr)}
+	return &panelScratch{z: make([]float32, kSuperPerturbed*nr), w: make([]float32, kSuperPerturbed*nr)}
 }}
 
 // MatMulPackedPerturbed computes y[m][N] = x[m][K] · Wᵀ with the rows of
@@ -133,14 +132,10 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 	kc := kHi - kLo
 	key := panelKey{pt.Noise, p, kLo, kHi}
 	if !sc.valid || sc.key != key {
-		// The noise of the panel's rows, each a contiguous run of the
-		// stream, then turned into the panel's layout.
+		// The noise of the panel's rows (each a contiguous run of the
+		// stream), drawn in the panel's layout.
 		cols := min(nr, w.N-p*nr)
-		for col := range cols {
-			n := p*nr + col
-			pt.Stream.FillRange(sc.rows[col*kc:(col+1)*kc], int(pt.Offset)+n*w.K+kLo, pt.Dist, pt.Norm)
-		}
-		toPanel(sc.z[:kc*nr], sc.rows, cols, kc)
+		pt.Stream.FillPanel(sc.z[:kc*nr], int(pt.Offset)+p*nr*w.K+kLo, w.K, cols, kc, nr, pt.Dist, pt.Norm)
 		sc.key, sc.valid = key, true
 	}
 	dst := sc.w[:kc*nr]

@@ -117,13 +117,14 @@ func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 }
 
 // updateScratch is a worker's room for one piece of a panel's update: ĝ in
-// the panel's layout, one direction's noise (and, for bfloat16, the
-// rounding words) row by row as drawn and in the panel's layout.
+// the panel's layout, one direction's noise in the panel's layout (drawn
+// so), and for bfloat16 the rounding words row by row as drawn and in the
+// panel's layout.
 type updateScratch struct {
-	ghat      [updateChunk * nr]float64
-	rowsZ, zp [updateChunk * nr]float32
-	rowsW     [updateChunk * nr]uint32
-	rnd       [updateChunk * nr]uint32
+	ghat  [updateChunk * nr]float64
+	zp    [updateChunk * nr]float32
+	rowsW [updateChunk * nr]uint32
+	rnd   [updateChunk * nr]uint32
 }
 
 var updateScratches = sync.Pool{New: func() any { return new(updateScratch) }}
@@ -131,17 +132,14 @@ var updateScratches = sync.Pool{New: func() any { return new(updateScratch) }}
 // panelGhat writes into sc.ghat ĝ of columns [k0, k0+kc) of panel pi of p
 // in the panel's layout (zero in padding columns), direction by direction,
 // and, for a bfloat16 panel, the rounding words into sc.rnd likewise. Each
-// direction's noise is drawn row by row (a contiguous run of its stream per
-// row) and turned into the panel's layout in float32 before it is added.
+// direction's noise is drawn in the panel's layout (noise.FillPanel) before
+// it is added.
 func panelGhat(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc int) {
 	cols, g := min(nr, p.N-pi*nr), sc.ghat[:kc*nr]
 	first := func(col int) int { return int(u.Offset) + (pi*nr+col)*p.K + k0 }
 	clear(g)
 	for d, st := range u.Streams {
-		for col := range cols {
-			st.FillRange(sc.rowsZ[col*kc:(col+1)*kc], first(col), u.Dist, u.Norms[d])
-		}
-		toPanel(sc.zp[:kc*nr], sc.rowsZ[:], cols, kc)
+		st.FillPanel(sc.zp[:kc*nr], first(0), p.K, cols, kc, nr, u.Dist, u.Norms[d])
 		addScaled(g, sc.zp[:kc*nr], u.Weights[d])
 	}
 	if p.data16 != nil {

@@ -377,12 +377,75 @@ func wordsKernel512(f *file, d dist512) {
 	vzeroupper512(f)
 }
 
+// panelOut512 turns the group's normals (rows 0-3 of its 8 in v0, rows 4-7
+// in v3, each row's 4 elements in order) into a panel's layout: v1 holds
+// element 0 of the 8 rows then element 1, v2 elements 2 and 3 (Z24 and
+// Z25 hold the indices: P_PANEL).
+func panelOut512(x g512) chain {
+	v := x.v
+	return chain{
+		op("VMOVDQA32", "Z24", v[1]),
+		op("VPERMI2PS", v[3], v[0], v[1]),
+		op("VMOVDQA32", "Z25", v[2]),
+		op("VPERMI2PS", v[3], v[0], v[2]),
+	}
+}
+
+// panelKernel512 writes normalsPanelAVX512: the normals of 32 rows of a
+// weight, n blocks (4 elements) of each, in a GEMM panel's layout (32
+// values a depth k, the rows in order), for the panel's noise to need no
+// transpose. Row r's blocks start at the counter A_CTR plus its lane's
+// offset in rows (group g of 8 rows: 16 dwords at 64·g, quadword lanes in
+// the order of P_LANES8), and advance by one a step. A step is 4 groups
+// (the 32 rows) of one block each: 512 bytes of dst, at depths 4i..4i+3.
+func panelKernel512(f *file) {
+	name := "normalsPanelAVX512"
+	f.text(fmt.Sprintf("func %s(dst *float32, rows *[4][16]uint32, n int, a *kernelArgs)", name), name, 0, 32)
+	f.ins(
+		"MOVQ dst+0(FP), DI",
+		"MOVQ rows+8(FP), R12",
+		"MOVQ n+16(FP), BX",
+		"MOVQ a+24(FP), SI",
+		"MOVL A_CTR, R11",
+		"VMOVDQU32 P_PERM16, Z30",
+		"VPBROADCASTD C_2P30, Z31",
+		"VMOVDQU32 P_PANEL(0), Z24",
+		"VMOVDQU32 P_PANEL(1), Z25",
+		"PCALIGN $64")
+	f.label("step")
+	f.ins("TESTQ BX, BX", "JZ done")
+	xs := make([]g512, 4)
+	cs := make([]chain, len(xs))
+	for g := range xs {
+		xs[g] = group512('Z', g)
+		xs[g].lanes = fmt.Sprintf("%d(R12)", 64*g)
+		cs[g] = philox512(xs[g])
+		for _, p := range []func(g512) chain{log512, sincos512, panelOut512} {
+			cs[g] = append(cs[g], p(xs[g])...)
+		}
+	}
+	f.ins(stagger(lag512, cs...)...)
+	for g, x := range xs {
+		for h, o := range []string{x.v[1], x.v[2]} {
+			y := "Y" + o[1:]
+			f.ins(
+				op("VMOVUPS", y, fmt.Sprintf("%d(DI)", 256*h+32*g)),
+				op("VEXTRACTF64X4", "$1", o, y),
+				op("VMOVUPS", y, fmt.Sprintf("%d(DI)", 256*h+128+32*g)))
+		}
+	}
+	f.ins("ADDQ $512, DI", "INCL R11", "DECQ BX", "JMP step")
+	f.label("done")
+	vzeroupper512(f)
+}
+
 func avx512() []byte {
 	var f file
 	f.line("%s", header)
 	for _, d := range []dist512{normalDist512, radeDist512, ternaryDist512, bitsDist512} {
 		kernel512(&f, d)
 	}
+	panelKernel512(&f)
 	for _, d := range []dist512{normalDist512, ternaryDist512} {
 		wordsKernel512(&f, d)
 	}

@@ -74,6 +74,8 @@ var perms = []struct {
 		lanes([]uint32{0, 4, 1, 5, 2, 6, 3, 7}, 5)},
 	{"P_LANES4", "the same for ymm groups of 4 blocks", lanes([]uint32{0, 2, 1, 3}, 2)},
 	{"P_BITS8", "bit i of a mask in dword lane i", [][]uint32{{1, 2, 4, 8, 16, 32, 64, 128}}},
+	{"P_PANEL", "VPERMI2PS's indices of elements 0 and 1 (vector 0), 2 and 3 (vector 1) of 8 rows of 4, rows 0-3 in the first register",
+		[][]uint32{{0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29}, {2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31}}},
 }
 
 // lanes returns groups vectors of quadword lanes: group g's blocks, order

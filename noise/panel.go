@@ -1,0 +1,74 @@
+package noise
+
+import "unsafe"
+
+// PanelRows is the number of rows FillPanel's vector kernel draws at once:
+// the width of the CPU backend's GEMM panels.
+const PanelRows = 32
+
+// panelLanes is the row of each quadword lane of a group of 8 rows in the
+// panel kernel: the order of the blocks in an AVX-512 group (internal/asmgen
+// says why), so that its output holds rows 0-3 and 4-7 in order.
+var panelLanes = [8]int{0, 4, 1, 5, 2, 6, 3, 7}
+
+// FillPanel writes the noise of rows rows of a weight, kc elements of each,
+// in a GEMM panel's layout: dst[k·width + r] is element lo + r·stride + k
+// of z, for r < rows and k < kc, and the columns rows ≤ r < width are zero.
+// A panel is read by depth, 32 rows side by side, while the stream runs
+// along each row; drawing the panel's layout directly saves the transpose
+// that filling the rows with FillRange would need. The values are
+// FillRange's, bit for bit (Sphere's divided by norm likewise).
+//
+// The AVX-512 path draws 32 rows of normals at once; it needs width and
+// rows 32, and lo, stride and kc multiples of 4 (rows that start on a
+// block), as a float32 weight of the model's shapes has them. Anything
+// else takes the general path, which fills row by row.
+func (s Stream) FillPanel(dst []float32, lo, stride, rows, kc, width int, dist Dist, norm float64) {
+	if rows < 0 || rows > width || kc < 0 || len(dst) < kc*width {
+		panic("noise: FillPanel: bad shape")
+	}
+	dst = dst[:kc*width]
+	if !s.fillPanelVector(dst, lo, stride, rows, kc, width, dist) {
+		var row [256]float32
+		for r := range width {
+			for k0 := 0; k0 < kc; k0 += len(row) {
+				n := min(len(row), kc-k0)
+				if r < rows {
+					s.fillValues(row[:n], lo+r*stride+k0, dist)
+				} else {
+					clear(row[:n])
+				}
+				for k, v := range row[:n] {
+					dst[(k0+k)*width+r] = v
+				}
+			}
+		}
+	}
+	if dist == Sphere {
+		for i, v := range dst {
+			dst[i] = float32(float64(v) / norm)
+		}
+	}
+}
+
+// fillPanelVector is FillPanel's vector path, before Sphere's division; it
+// reports false, having written nothing, where it does not apply.
+func (s Stream) fillPanelVector(dst []float32, lo, stride, rows, kc, width int, dist Dist) bool {
+	if vecPath == nil || rows != PanelRows || width != PanelRows || kc == 0 || lo%4 != 0 || stride%4 != 0 || kc%4 != 0 || stride < 0 {
+		return false
+	}
+	// Every block the panel reads must share the counter's high word: the
+	// kernel adds row offsets and steps to its low word only.
+	first, last := uint64(lo/4), uint64((lo+(rows-1)*stride+kc-1)/4)
+	if first>>32 != last>>32 {
+		return false
+	}
+	var lanes [4][16]uint32
+	for g := range lanes {
+		for l, r := range panelLanes {
+			lanes[g][2*l] = uint32(((8*g + r) * stride) / 4)
+		}
+	}
+	a := s.newKernelArgs(first)
+	return vecPath.panel(unsafe.SliceData(dst), &lanes, kc/4, &a, dist)
+}
