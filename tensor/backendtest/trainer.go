@@ -232,13 +232,18 @@ func testRules() []update.Rule {
 	}
 }
 
-// testUpdate is two directions' update of a tensor at offset 1234 (step 0:
-// rows off Philox's blocks) or 4096 (step 1: rows on them, where the CPU
-// draws panel-shaped noise).
+// testUpdate is, at step 0, two directions' update of a tensor at offset
+// 1234 (rows off Philox's blocks), and at step 1 one direction's at 4096
+// (rows on them: the CPU then draws panel-shaped noise and, for SGD on
+// float32, applies w·z without a ĝ buffer).
 func testUpdate(rule update.Rule, step uint32) *tensor.Update {
 	s := func(dir uint32) noise.Stream { return noise.Stream{Seed: noise.StreamSeed(3, 1), Step: step, Dir: dir} }
-	return &tensor.Update{Streams: []noise.Stream{s(0), s(1)}, Dist: noise.Normal, Norms: []float64{1, 1}, Offset: 1234 + 2862*int64(step),
+	u := &tensor.Update{Streams: []noise.Stream{s(0), s(1)}, Dist: noise.Normal, Norms: []float64{1, 1}, Offset: 1234,
 		Weights: []float64{0.7, -0.2}, Rule: rule, Rounding: s(1<<32 - 1)}
+	if step == 1 {
+		u.Streams, u.Norms, u.Weights, u.Offset = u.Streams[:1], u.Norms[:1], u.Weights[:1], 4096
+	}
+	return u
 }
 
 // hostUpdate applies u to θ (row-major, bfloat16 values if bf16) and its

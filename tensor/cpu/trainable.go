@@ -91,14 +91,23 @@ func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 	}
 	np := panels(p.N)
 	sums := make([]float64, np)
+	// MEAZO's and ZO-SGD's step at q = 1 on float32: ĝ = w·z is formed as
+	// it is applied, with no float64 ĝ in between (the same bits).
+	oneDirection := p.data16 == nil && u.Rule.Kind == update.SGD && md == nil && len(u.Streams) == 1
 	b.wk.Tasks(np, func(pi int) {
 		sc := updateScratches.Get().(*updateScratch)
 		defer updateScratches.Put(sc)
 		for k0 := 0; k0 < p.K; k0 += updateChunk {
 			kc := min(updateChunk, p.K-k0)
+			lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
+			if oneDirection {
+				z := sc.zp[:kc*nr]
+				u.Streams[0].FillPanel(z, int(u.Offset)+pi*nr*p.K+k0, p.K, min(nr, p.N-pi*nr), kc, nr, u.Dist, u.Norms[0])
+				sums[pi] += sgdDirection(p.data[lo:hi], z, u.Weights[0], u.Rule.LR, u.Rule.WeightDecay)
+				continue
+			}
 			ghat, rnd := sc.ghat[:kc*nr], sc.rnd[:kc*nr]
 			panelGhat(sc, u, p, pi, k0, kc)
-			lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
 			switch {
 			case p.data16 != nil:
 				sums[pi] += u.Rule.ApplyBF16(p.data16[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi), rnd)

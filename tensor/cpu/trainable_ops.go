@@ -16,6 +16,10 @@ var (
 	sgdValues = sgdValuesScalar
 	// g[i] += float64(wd · float64(z[i])): one direction's term of ĝ.
 	addScaled = addScaledScalar
+	// sgdValues with ĝ = 0 + wd·z formed as it is read: one direction's
+	// step (MEAZO, ZO-SGD at q = 1) without ĝ's float64 buffer, the same
+	// bits as addScaled on a cleared ĝ then sgdValues.
+	sgdDirection = sgdDirectionScalar
 )
 
 func perturbValuesScalar(dst, w, z []float32, scale float64) {
@@ -36,6 +40,19 @@ func sgdValuesScalar(theta []float32, ghat []float64, lr, wd float64) float64 {
 	var p [16]float64
 	for i, g := range ghat[:len(theta)] {
 		x := float64(theta[i])
+		nx := float32(x - float64(lr*(g+float64(wd*x))))
+		dx := float64(nx) - x
+		p[i%16] += float64(dx * dx)
+		theta[i] = nx
+	}
+	return sumPartials(&p)
+}
+
+func sgdDirectionScalar(theta, z []float32, w, lr, wd float64) float64 {
+	var p [16]float64
+	for i, zv := range z[:len(theta)] {
+		x := float64(theta[i])
+		g := 0 + float64(w*float64(zv)) // as addScaled on a cleared ĝ: 0 + (−0) is +0
 		nx := float32(x - float64(lr*(g+float64(wd*x))))
 		dx := float64(nx) - x
 		p[i%16] += float64(dx * dx)

@@ -38,6 +38,26 @@ func TestTrainableOpsMatchScalar(t *testing.T) {
 		if math.Float64bits(sa) != math.Float64bits(sb) {
 			t.Errorf("n %d: Σ Δθ² %v on the path in use, %v scalar", n, sa, sb)
 		}
+		// One direction's step, fused, against ĝ built by addScaled on a
+		// cleared buffer then sgdValues; z has signed zeros and θ a −0,
+		// where a sum's sign could differ.
+		if n > 3 {
+			z[1], z[2], w[2] = float32(math.Copysign(0, -1)), 0, float32(math.Copysign(0, -1))
+		}
+		for _, dir := range []func(theta, z []float32, w, lr, wd float64) float64{sgdDirection, sgdDirectionScalar} {
+			fused, composed := append([]float32(nil), w...), append([]float32(nil), w...)
+			ghat := make([]float64, n)
+			addScaledScalar(ghat, z, 0.37)
+			sf, sc := dir(fused, z, 0.37, 1e-3, 0.01), sgdValuesScalar(composed, ghat, 1e-3, 0.01)
+			for i := range n {
+				if math.Float32bits(fused[i]) != math.Float32bits(composed[i]) {
+					t.Fatalf("n %d, element %d: one direction's step gives %v, through ĝ %v", n, i, fused[i], composed[i])
+				}
+			}
+			if math.Float64bits(sf) != math.Float64bits(sc) {
+				t.Errorf("n %d: one direction's Σ Δθ² %v, through ĝ %v", n, sf, sc)
+			}
+		}
 	}
 }
 

@@ -23,6 +23,9 @@ func init() {
 		sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
 			return sgdValuesAVX512(theta, ghat, math.Float64bits(lr), math.Float64bits(wd))
 		}
+		sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
+			return sgdDirectionAVX512(theta, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+		}
 	}
 }
 
@@ -77,6 +80,43 @@ func sgdValuesAVX512(theta []float32, ghat []float64, lrBits, wdBits uint64) flo
 	for ; i < len(theta); i++ {
 		x := float64(theta[i])
 		nx := float32(x - float64(lr*(ghat[i]+float64(wd*x))))
+		dx := float64(nx) - x
+		p[i%16] += float64(dx * dx)
+		theta[i] = nx
+	}
+	return sumPartials(&p)
+}
+
+func sgdDirectionAVX512(theta, z []float32, wBits, lrBits, wdBits uint64) float64 {
+	z = z[:len(theta)]
+	var p [16]float64
+	i := 0
+	if len(theta) >= 16 {
+		w := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
+		lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
+		wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+		var zero, a0, a1 archsimd.Float64x8
+		for ; i+16 <= len(theta); i += 16 {
+			x0 := archsimd.LoadFloat32x8Slice(theta[i:]).ConvertToFloat64()
+			x1 := archsimd.LoadFloat32x8Slice(theta[i+8:]).ConvertToFloat64()
+			g0 := zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()))
+			g1 := zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i+8:]).ConvertToFloat64()))
+			n0 := x0.Sub(lr.Mul(g0.Add(wd.Mul(x0)))).ConvertToFloat32()
+			n1 := x1.Sub(lr.Mul(g1.Add(wd.Mul(x1)))).ConvertToFloat32()
+			d0, d1 := n0.ConvertToFloat64().Sub(x0), n1.ConvertToFloat64().Sub(x1)
+			a0, a1 = a0.Add(d0.Mul(d0)), a1.Add(d1.Mul(d1))
+			n0.StoreSlice(theta[i:])
+			n1.StoreSlice(theta[i+8:])
+		}
+		a0.StoreSlice(p[:8])
+		a1.StoreSlice(p[8:])
+		archsimd.ClearAVXUpperBits()
+	}
+	w, lr, wd := math.Float64frombits(wBits), math.Float64frombits(lrBits), math.Float64frombits(wdBits)
+	for ; i < len(theta); i++ {
+		x := float64(theta[i])
+		g := 0 + float64(w*float64(z[i]))
+		nx := float32(x - float64(lr*(g+float64(wd*x))))
 		dx := float64(nx) - x
 		p[i%16] += float64(dx * dx)
 		theta[i] = nx
