@@ -25,10 +25,13 @@ import (
 // depend on it.)
 const kSuperPerturbed = 1024
 
-// segment is a row range [lo, hi) of a perturbed GEMM and how it reads W.
+// segment is a row range [lo, hi) of a perturbed GEMM and how it reads W;
+// mirrored: another segment reads W − scale·z of the same noise (the −
+// variant of a + one), so that both are formed in one pass.
 type segment struct {
-	lo, hi int
-	p      *tensor.Perturbation
+	lo, hi   int
+	p        *tensor.Perturbation
+	mirrored bool
 }
 
 // segmentsOf turns the backend's segments into row ranges over m rows.
@@ -39,8 +42,15 @@ func segmentsOf(segs []tensor.Segment, m int) []segment {
 		if s.Rows < 0 {
 			panic(fmt.Sprintf("cpu: segment of %d rows", s.Rows))
 		}
-		out = append(out, segment{lo, lo + s.Rows, s.P})
+		out = append(out, segment{lo: lo, hi: lo + s.Rows, p: s.P})
 		lo += s.Rows
+	}
+	for i := range out {
+		for j := range out {
+			if pi, pj := out[i].p, out[j].p; pi != nil && pj != nil && pi.Noise == pj.Noise && pi.Scale == -pj.Scale && pi.Scale != 0 {
+				out[i].mirrored = true
+			}
+		}
 	}
 	if lo != m {
 		panic(fmt.Sprintf("cpu: segments cover %d rows of %d", lo, m))
@@ -49,11 +59,13 @@ func segmentsOf(segs []tensor.Segment, m int) []segment {
 }
 
 // panelScratch is a worker's perturbed panel slice: the noise z of the
-// slice it was last drawn for, and W + scale·z.
+// slice it was last drawn for, W + scale·z, and with a mirrored segment
+// W − scale·z (in mirror, formed in the same pass).
 type panelScratch struct {
-	z, w  []float32
-	key   panelKey // what z holds
-	valid bool
+	z, w, mirror []float32
+	key          panelKey // what z holds
+	valid        bool
+	mirrorScale  float64 // mirror holds W + mirrorScale·z; 0: nothing
 }
 
 // panelKey names the noise of a panel slice of the weight a task
@@ -64,7 +76,8 @@ type panelKey struct {
 }
 
 var panelScratches = sync.Pool{New: func() any {
-	return &panelScratch{z: make([]float32, kSuperPerturbed*nr), w: make([]float32, kSuperPerturbed*nr)}
+	n := kSuperPerturbed * nr
+	return &panelScratch{z: make([]float32, n), w: make([]float32, n), mirror: make([]float32, n)}
 }}
 
 // MatMulPackedPerturbed computes y[m][N] = x[m][K] · Wᵀ with the rows of
@@ -116,7 +129,7 @@ func (j *gemmJob) perturbedPanel(w *Packed, sg []segment, p int, sc *panelScratc
 		for _, s := range sg {
 			pd := panelData{j.b, j.b16, p * j.k * nr}
 			if s.p != nil {
-				pd = sc.perturbed(w, p, kLo, kHi, s.p)
+				pd = sc.perturbed(w, p, kLo, kHi, s.p, s.mirrored)
 			}
 			for r0 := s.lo; r0 < s.hi; r0 += mcBlock {
 				j.panelTiles(pd, p, r0, min(s.hi, r0+mcBlock), kLo, kHi, tmp)
@@ -126,11 +139,16 @@ func (j *gemmJob) perturbedPanel(w *Packed, sg []segment, p int, sc *panelScratc
 }
 
 // perturbed forms the slice [kLo, kHi) of panel p of W as pt makes it, in
-// the scratch, and returns where it is. The noise is drawn only when the
-// scratch holds another slice's or another stream's.
-func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturbation) panelData {
+// the scratch, and returns where it is; with mirrored, W − scale·z too, for
+// the segment that reads it next. The noise is drawn only when the scratch
+// holds another slice's or another stream's.
+func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturbation, mirrored bool) panelData {
 	kc := kHi - kLo
 	key := panelKey{pt.Noise, p, kLo, kHi}
+	if sc.valid && sc.key == key && sc.mirrorScale != 0 && pt.Scale == sc.mirrorScale {
+		return panelData{b: sc.mirror, base: -kLo * nr}
+	}
+	sc.mirrorScale = 0
 	if !sc.valid || sc.key != key {
 		// The noise of the panel's rows (each a contiguous run of the
 		// stream), drawn in the panel's layout.
@@ -144,6 +162,9 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 		for i, h := range w.data16[src : src+kc*nr] {
 			dst[i] = noise.Perturbed(bf16ToF32(h), pt.Scale, sc.z[i])
 		}
+	} else if mirrored {
+		perturbPair(dst, sc.mirror[:kc*nr], w.data[src:src+kc*nr], sc.z[:kc*nr], pt.Scale)
+		sc.mirrorScale = -pt.Scale
 	} else {
 		perturbValues(dst, w.data[src:src+kc*nr], sc.z[:kc*nr], pt.Scale)
 	}

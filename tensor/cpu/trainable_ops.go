@@ -10,6 +10,9 @@ import "github.com/meazo-go/meazo/noise"
 var (
 	// dst[i] = noise.Perturbed(w[i], scale, z[i]): a panel slice of W + s·εZ.
 	perturbValues = perturbValuesScalar
+	// perturbValues of scale into plus and of −scale into minus, in one
+	// pass: w + (−(s·z)) is w − s·z exactly, and (−s)·z is −(s·z).
+	perturbPair = perturbPairScalar
 	// θ[i] = float32(x − lr·(g_i + wd·x)), ZO-SGD's (and MEAZO's, FZOO's)
 	// step without momentum, as update.Rule.Apply computes it; returns
 	// Σ (θ_new − θ_old)² in sumPartials order.
@@ -26,6 +29,14 @@ func perturbValuesScalar(dst, w, z []float32, scale float64) {
 	z = z[:len(dst)]
 	for i, v := range w[:len(dst)] {
 		dst[i] = noise.Perturbed(v, scale, z[i])
+	}
+}
+
+func perturbPairScalar(plus, minus, w, z []float32, scale float64) {
+	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	for i, v := range w {
+		x, sz := float64(v), float64(scale*float64(z[i]))
+		plus[i], minus[i] = float32(x+sz), float32(x-sz)
 	}
 }
 

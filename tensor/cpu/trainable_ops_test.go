@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/meazo-go/meazo/noise"
 )
 
 // TestTrainableOpsMatchScalar: the element-wise loops of full-parameter
@@ -20,6 +22,16 @@ func TestTrainableOpsMatchScalar(t *testing.T) {
 		got, want := make([]float32, n), make([]float32, n)
 		perturbValues(got, w, z, -1e-3)
 		perturbValuesScalar(want, w, z, -1e-3)
+		// Both signs in one pass: each noise.Perturbed's bits.
+		for _, pair := range []func(plus, minus, w, z []float32, scale float64){perturbPair, perturbPairScalar} {
+			plus, minus := make([]float32, n), make([]float32, n)
+			pair(plus, minus, w, z, 1e-3)
+			for i := range n {
+				if p, m := noise.Perturbed(w[i], 1e-3, z[i]), noise.Perturbed(w[i], -1e-3, z[i]); math.Float32bits(plus[i]) != math.Float32bits(p) || math.Float32bits(minus[i]) != math.Float32bits(m) {
+					t.Fatalf("n %d, element %d: the pair gives %v/%v, noise.Perturbed %v/%v", n, i, plus[i], minus[i], p, m)
+				}
+			}
+		}
 		a, b := append([]float32(nil), w...), append([]float32(nil), w...)
 		sa, sb := sgdValues(a, g, 1e-3, 0.01), sgdValuesScalar(b, g, 1e-3, 0.01)
 		ga, gb := append([]float64(nil), g...), append([]float64(nil), g...)

@@ -17,6 +17,9 @@ func init() {
 		perturbValues = func(dst, w, z []float32, scale float64) {
 			perturbValuesAVX512(dst, w, z, math.Float64bits(scale))
 		}
+		perturbPair = func(plus, minus, w, z []float32, scale float64) {
+			perturbPairAVX512(plus, minus, w, z, math.Float64bits(scale))
+		}
 		addScaled = func(g []float64, z []float32, wd float64) {
 			addScaledAVX512(g, z, math.Float64bits(wd))
 		}
@@ -40,6 +43,20 @@ func perturbValuesAVX512(dst, w, z []float32, scaleBits uint64) {
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbValuesScalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
+}
+
+func perturbPairAVX512(plus, minus, w, z []float32, scaleBits uint64) {
+	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	i := 0
+	for ; i+8 <= len(plus); i += 8 {
+		wv := archsimd.LoadFloat32x8Slice(w[i:]).ConvertToFloat64()
+		sz := s.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64())
+		wv.Add(sz).ConvertToFloat32().StoreSlice(plus[i:])
+		wv.Sub(sz).ConvertToFloat32().StoreSlice(minus[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	perturbPairScalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
 func addScaledAVX512(g []float64, z []float32, wdBits uint64) {
