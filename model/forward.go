@@ -149,12 +149,12 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		case logits != nil:
 			ce = be.CrossEntropy(logits, m.VocabSize, sup.rows, sup.targets)
 		case keep != nil: // h holds the supervised rows alone
-			ce = m.headCrossEntropy(h, sup.targets, nil)
+			ce = m.headCrossEntropy(h, sup.targets)
 		default:
 			sel := be.Alloc(len(sup.rows) * m.embedDim())
 			defer be.Free(sel)
 			be.Gather(sel, h, m.embedDim(), sup.rows)
-			ce = m.headCrossEntropy(sel, sup.targets, nil)
+			ce = m.headCrossEntropy(sel, sup.targets)
 		}
 		out.setLoss(ce, sup.seqOf, in.B)
 	}
@@ -232,16 +232,27 @@ func (m *Model) supervised(labels []int, b, t int) (supervision, error) {
 	return sup, nil
 }
 
-// headCrossEntropy runs the LM head (as weights perturbs it, for
-// full-parameter training; nil: as it is) on the final hidden states h
-// [len(targets)][hidden] and returns each row's cross-entropy against its
-// target.
-func (m *Model) headCrossEntropy(h tensor.Buf, targets []int, weights []*tensor.Perturbation) []float64 {
+// headCrossEntropy runs the LM head on final hidden states h, blocks of
+// len(targets) rows, block i as weights[i] perturbs the head (full-parameter
+// training; nil: as it is), and returns each row's cross-entropy against its
+// target, block by block. The blocks go through one product, so that the
+// + and − variants of a direction read the head with one draw of its noise
+// (the head is the model's largest matrix, and the rows few).
+func (m *Model) headCrossEntropy(h tensor.Buf, targets []int, weights ...[]*tensor.Perturbation) []float64 {
 	be, v, n := m.Backend, m.VocabSize, len(targets)
-	logits := be.Alloc(n * v)
+	if len(weights) == 0 {
+		weights = [][]*tensor.Perturbation{nil}
+	}
+	spans, rows := make([]span, len(weights)), make([]int, len(weights))
+	all := make([]int, 0, len(weights)*n)
+	for i, w := range weights {
+		spans[i], rows[i] = span{lo: i, hi: i + 1, weights: w}, n
+		all = append(all, targets...)
+	}
+	logits := be.Alloc(len(all) * v)
 	defer be.Free(logits)
-	m.matMul(logits, h, n, m.LMHead, m.headID(), []span{{0, 1, nil, weights}}, []int{n}, false)
-	return be.CrossEntropy(logits, v, indices(n), targets)
+	m.matMul(logits, h, len(all), m.LMHead, m.headID(), spans, rows, false)
+	return be.CrossEntropy(logits, v, indices(len(all)), all)
 }
 
 // indices returns 0, 1, …, n−1.

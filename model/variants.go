@@ -324,19 +324,34 @@ func (p *variantPass) final() {
 
 // losses returns each variant's loss: the mean cross-entropy over every
 // supervised token of the batch (token-weighted, as Forward's), summed in
-// float64. The base pass, if still a member, has no loss of its own.
+// float64. The base pass, if still a member, has no loss of its own. The
+// variants' final hidden states go through the LM head together.
 func (p *variantPass) losses(nVariants int) []float64 {
 	losses := make([]float64, nVariants)
+	var ks []int
+	var weights [][]*tensor.Perturbation
 	for k, mb := range p.members {
-		if mb.variant < 0 {
-			continue
+		if mb.variant >= 0 {
+			ks, weights = append(ks, k), append(weights, mb.v.Weights)
 		}
-		ce := p.m.headCrossEntropy(p.finished(k), p.sup.targets, mb.v.Weights)
+	}
+	if len(ks) == 0 {
+		return losses
+	}
+	be, n := p.m.Backend, len(p.sup.rows)
+	w := p.finished(ks[0]).Len()
+	h := be.Alloc(len(ks) * w)
+	defer be.Free(h)
+	for i, k := range ks {
+		be.Copy(h.Slice(i*w, (i+1)*w), p.finished(k))
+	}
+	ce := p.m.headCrossEntropy(h, p.sup.targets, weights...)
+	for i, k := range ks {
 		var sum float64
-		for _, c := range ce {
+		for _, c := range ce[i*n : (i+1)*n] {
 			sum += c
 		}
-		losses[mb.variant] = sum / float64(len(ce))
+		losses[p.members[k].variant] = sum / float64(n)
 	}
 	return losses
 }
