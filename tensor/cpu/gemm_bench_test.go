@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/tensor"
 )
 
 // benchLinears are the nn.Linear shapes of the two target models (K in, N out).
@@ -80,6 +83,37 @@ func BenchmarkMatMulPackedBF16(b *testing.B) {
 				y := make([]float32, m*l.n)
 				for b.Loop() {
 					MatMulPacked(wk, y, x, m, w)
+				}
+				b.ReportMetric(2*float64(m)*float64(l.n)*float64(l.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMatMulPerturbed reports GFLOP/s of a full-parameter step's
+// product on Qwen3-0.6B's layer shapes, M = 2048 rows (16×64 tokens for
+// each of a direction's + and − variants), against the plain product of the
+// same rows: "plain" is MatMulPacked, "pair" reads W + εZ for the first
+// half of the rows and W − εZ for the second (noise drawn once for both).
+func BenchmarkMatMulPerturbed(b *testing.B) {
+	const wk, m = Workers(0), 2048
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, l := range benchLinears[5:10] {
+		w := Pack(wk, randMat(r, l.n*l.k), l.n, l.k)
+		x := randMat(r, m*l.k)
+		y := make([]float32, m*l.n)
+		pt := func(scale float64) *tensor.Perturbation {
+			return &tensor.Perturbation{Noise: tensor.Noise{Stream: noise.Stream{Seed: 1, Step: 2}, Dist: noise.Normal, Norm: 1}, Scale: scale}
+		}
+		segs := []tensor.Segment{{Rows: m / 2, P: pt(1e-3)}, {Rows: m / 2, P: pt(-1e-3)}}
+		for _, mode := range []string{"plain", "pair"} {
+			b.Run(fmt.Sprintf("%s/%s", l.name, mode), func(b *testing.B) {
+				for b.Loop() {
+					if mode == "plain" {
+						MatMulPacked(wk, y, x, m, w)
+					} else {
+						MatMulPackedPerturbed(wk, y, x, m, w, segs)
+					}
 				}
 				b.ReportMetric(2*float64(m)*float64(l.n)*float64(l.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
