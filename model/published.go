@@ -20,7 +20,35 @@ type Published struct {
 	// Aliases are other names that mean this model: a repository that
 	// publishes the same weights in a form meazo-go does not load.
 	Aliases []string
+	// Include, where set, are hf download's --include patterns: the files a
+	// run reads, where the repository also holds the weights in formats
+	// meazo-go does not read.
+	Include []string
+	// Convert is the command, run on the download's directory, that writes
+	// the model.safetensors meazo-go reads from what the repository ships
+	// ("": none needed).
+	Convert string
 	JSON    string // config.json as published
+}
+
+// Download is the commands that download the model into dir (and convert
+// its weights where they need it), one a line, as the README gives them.
+func (p Published) Download(dir string) string {
+	cmd := "hf download " + p.Repo
+	if len(p.Include) > 0 {
+		cmd += " --include"
+		for _, pat := range p.Include {
+			if strings.ContainsAny(pat, "*?[") {
+				pat = `"` + pat + `"` // for the shell to pass it on
+			}
+			cmd += " " + pat
+		}
+	}
+	cmd += " --local-dir " + dir
+	if p.Convert != "" {
+		cmd += "\n" + p.Convert + " " + dir
+	}
+	return cmd
 }
 
 // Config parses the built-in config.json.
@@ -191,7 +219,10 @@ var published = []Published{
   "vocab_size": 151936
 }
 `},
-	{Name: "opt-1.3b", Repo: "facebook/opt-1.3b", Short: "opt1.3b", JSON: `
+	// The repository's weights are pytorch_model.bin (float16), tf_model.h5
+	// and flax_model.msgpack: the first is downloaded and converted.
+	{Name: "opt-1.3b", Repo: "facebook/opt-1.3b", Short: "opt1.3b", Include: []string{"*.json", "*.txt", "pytorch_model.bin"},
+		Convert: "python3 scripts/bin_to_safetensors.py", JSON: `
 {
   "_name_or_path": "facebook/opt-1.3b",
   "activation_dropout": 0.0,

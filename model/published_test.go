@@ -137,6 +137,20 @@ func TestLookupPublished(t *testing.T) {
 	}
 }
 
+// TestREADMEDownloads: the README gives each built-in model's download
+// (and conversion) into models/NAME, as a run that misses it prints it.
+func TestREADMEDownloads(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range PublishedModels() {
+		if want := p.Download("models/" + p.Name); !strings.Contains(string(readme), want) {
+			t.Errorf("README.md does not give %s's download:\n%s", p.Repo, want)
+		}
+	}
+}
+
 // TestParamsCountsTheCheckpoint: Params is the number of values a random
 // model's checkpoint holds (and without embed_tokens and lm_head, its
 // second count), for every family: tied or not, with QK-norm or without,
