@@ -63,11 +63,12 @@ func (p Published) Config() (*Config, error) {
 // PublishedModels lists the built-in models, smallest first.
 func PublishedModels() []Published { return published }
 
-// PublishedNames is the names LookupPublished knows, for messages.
+// PublishedNames lists the built-in models for messages: each one's name
+// and, in brackets, its short name ("Qwen3-0.6B (qwen06b), …").
 func PublishedNames() string {
 	var names []string
 	for _, p := range published {
-		names = append(names, p.Name)
+		names = append(names, p.Name+" ("+p.Short+")")
 	}
 	return strings.Join(names, ", ")
 }
