@@ -188,38 +188,6 @@ var published = []Published{
   "vocab_size": 128256
 }
 `},
-	{Name: "Qwen3-8B", Repo: "Qwen/Qwen3-8B", Short: "qwen3-8b", JSON: `
-{
-  "architectures": [
-    "Qwen3ForCausalLM"
-  ],
-  "attention_bias": false,
-  "attention_dropout": 0.0,
-  "bos_token_id": 151643,
-  "eos_token_id": 151645,
-  "head_dim": 128,
-  "hidden_act": "silu",
-  "hidden_size": 4096,
-  "initializer_range": 0.02,
-  "intermediate_size": 12288,
-  "max_position_embeddings": 40960,
-  "max_window_layers": 36,
-  "model_type": "qwen3",
-  "num_attention_heads": 32,
-  "num_hidden_layers": 36,
-  "num_key_value_heads": 8,
-  "rms_norm_eps": 1e-06,
-  "rope_scaling": null,
-  "rope_theta": 1000000,
-  "sliding_window": null,
-  "tie_word_embeddings": false,
-  "torch_dtype": "bfloat16",
-  "transformers_version": "4.51.0",
-  "use_cache": true,
-  "use_sliding_window": false,
-  "vocab_size": 151936
-}
-`},
 	// The repository's weights are pytorch_model.bin (float16), tf_model.h5
 	// and flax_model.msgpack: the first is downloaded and converted.
 	{Name: "opt-1.3b", Repo: "facebook/opt-1.3b", Short: "opt1.3b", Include: []string{"*.json", "*.txt", "pytorch_model.bin"},
@@ -251,6 +219,38 @@ var published = []Published{
   "use_cache": true,
   "vocab_size": 50272,
   "word_embed_proj_dim": 2048
+}
+`},
+	{Name: "Qwen3-8B", Repo: "Qwen/Qwen3-8B", Short: "qwen3-8b", JSON: `
+{
+  "architectures": [
+    "Qwen3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 12288,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 36,
+  "model_type": "qwen3",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 36,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
 }
 `},
 	{Name: "Ministral-3-14B-Instruct-2512-BF16", Repo: "mistralai/Ministral-3-14B-Instruct-2512-BF16", Short: "ministral14b",
