@@ -119,6 +119,31 @@ func (c *Config) marshalOPT(dtype string) ([]byte, error) {
 	return json.MarshalIndent(j, "", "  ")
 }
 
+// optParams is Params of an OPT model: per layer the four attention
+// projections and fc1, fc2, each with its bias, and two LayerNorms (weight
+// and bias); the learned positions (max_position_embeddings + 2 rows, not
+// counted among the embeddings: model cards give OPT's total only),
+// project_in and project_out where word_embed_proj_dim differs from the
+// hidden size, the final LayerNorm unless it has none, and the token
+// embeddings (twice when the LM head is untied).
+func (c *Config) optParams() (total, nonEmbedding int64) {
+	d, e, f := int64(c.HiddenSize), int64(c.embedDim()), int64(c.IntermediateSize)
+	layer := 4*(d*d+d) + (f*d + f) + (d*f + d) + 2*2*d
+	nonEmbedding = int64(c.NumLayers)*layer + int64(c.MaxPositions+optPositionOffset)*d
+	if e != d {
+		nonEmbedding += 2 * d * e
+	}
+	if !c.NoFinalNorm {
+		nonEmbedding += 2 * d
+	}
+	embed := int64(c.VocabSize) * e
+	total = nonEmbedding + embed
+	if !c.TieEmbeddings {
+		total += embed
+	}
+	return total, nonEmbedding
+}
+
 // IsOPT says whether the config is an OPT model's (learned positions,
 // LayerNorm blocks with biases, ReLU).
 func (c *Config) IsOPT() bool { return c.Architecture == "OPTForCausalLM" }

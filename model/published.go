@@ -17,7 +17,38 @@ type Published struct {
 	// Gated: the hub serves the weights only to a logged-in user who has
 	// accepted the model's licence on its page.
 	Gated bool
-	JSON  string // config.json as published
+	// Aliases are other names that mean this model: a repository that
+	// publishes the same weights in a form meazo-go does not load.
+	Aliases []string
+	// Include, where set, are hf download's --include patterns: the files a
+	// run reads, where the repository also holds the weights in formats
+	// meazo-go does not read.
+	Include []string
+	// Convert is the command, run on the download's directory, that writes
+	// the model.safetensors meazo-go reads from what the repository ships
+	// ("": none needed).
+	Convert string
+	JSON    string // config.json as published
+}
+
+// Download is the commands that download the model into dir (and convert
+// its weights where they need it), one a line, as the README gives them.
+func (p Published) Download(dir string) string {
+	cmd := "hf download " + p.Repo
+	if len(p.Include) > 0 {
+		cmd += " --include"
+		for _, pat := range p.Include {
+			if strings.ContainsAny(pat, "*?[") {
+				pat = `"` + pat + `"` // for the shell to pass it on
+			}
+			cmd += " " + pat
+		}
+	}
+	cmd += " --local-dir " + dir
+	if p.Convert != "" {
+		cmd += "\n" + p.Convert + " " + dir
+	}
+	return cmd
 }
 
 // Config parses the built-in config.json.
@@ -32,23 +63,24 @@ func (p Published) Config() (*Config, error) {
 // PublishedModels lists the built-in models, smallest first.
 func PublishedModels() []Published { return published }
 
-// PublishedNames is the names LookupPublished knows, for messages.
+// PublishedNames lists the built-in models for messages: each one's name
+// and, in brackets, its short name ("Qwen3-0.6B (qwen06b), …").
 func PublishedNames() string {
 	var names []string
 	for _, p := range published {
-		names = append(names, p.Name)
+		names = append(names, p.Name+" ("+p.Short+")")
 	}
 	return strings.Join(names, ", ")
 }
 
 // LookupPublished finds a built-in model by its name ("Qwen3-0.6B"), its
-// repository ("Qwen/Qwen3-0.6B"), its short name ("qwen06b"), or a path whose
-// last element is its name ("models/Qwen3-0.6B", where the README's download
-// puts it), in any case.
+// repository ("Qwen/Qwen3-0.6B"), its short name ("qwen06b"), one of its
+// aliases, or a path whose last element is its name ("models/Qwen3-0.6B",
+// where the README's download puts it), in any case.
 func LookupPublished(name string) (Published, bool) {
 	base := filepath.Base(filepath.Clean(name))
 	for _, p := range published {
-		for _, n := range []string{p.Name, p.Repo, p.Short} {
+		for _, n := range append([]string{p.Name, p.Repo, p.Short}, p.Aliases...) {
 			if strings.EqualFold(name, n) || strings.EqualFold(base, n) {
 				return p, true
 			}
@@ -65,6 +97,27 @@ func LookupPublished(name string) (Published, bool) {
 // independent code bases (an XLA benchmark that cites that address, and
 // MindSpeed-LLM's FSDP2 guide), and TestPublishedSizes holds it to the
 // parameter counts of the model card (8.2B, 6.95B without embeddings).
+//
+// opt-1.3b is the text of huggingface.co/facebook/opt-1.3b's config.json as
+// the Hub's blame page of it shows it (653 bytes, the size the Hub lists for
+// the file at commit f39e497, "Add flax_weights", on main); the values agree
+// with the copy in EasyDeL's configs.py (opt_configs["1.3b"], which leaves
+// out _name_or_path, architectures, torch_dtype and transformers_version).
+// TestPublishedSizes holds it to 1,315,758,080 parameters, which
+// transformers 4.51's OPTForCausalLM built from it counts (the LM head tied
+// to the embeddings, as OPT's is).
+//
+// Ministral-3-14B-Instruct-2512-BF16 is model/testdata/ministral3's
+// config.json (TestPublishedMinistral holds the two to the same text),
+// which is reconstructed, not a copy of the Hub's file: its sizes agree
+// with two independent listings of the checkpoint's tensors (13,506,073,600
+// language-model and 438,958,080 vision-tower and projector parameters,
+// which give the paper's 13,945,031,680), and θ = 1e9 with two secondary
+// sources; the keys a random model does not read (the vision tower's) were
+// not checked against the real file (docs/MODELS.md). The repository
+// without -BF16, which the paper names, publishes the same model in FP8,
+// which meazo-go does not load: its names are this one's aliases, so that
+// a download message names the BF16 repository.
 var published = []Published{
 	{Name: "Qwen3-0.6B", Repo: "Qwen/Qwen3-0.6B", Short: "qwen06b", JSON: `
 {
@@ -135,6 +188,39 @@ var published = []Published{
   "vocab_size": 128256
 }
 `},
+	// The repository's weights are pytorch_model.bin (float16), tf_model.h5
+	// and flax_model.msgpack: the first is downloaded and converted.
+	{Name: "opt-1.3b", Repo: "facebook/opt-1.3b", Short: "opt1.3b", Include: []string{"*.json", "*.txt", "pytorch_model.bin"},
+		Convert: "python3 scripts/bin_to_safetensors.py", JSON: `
+{
+  "_name_or_path": "facebook/opt-1.3b",
+  "activation_dropout": 0.0,
+  "activation_function": "relu",
+  "architectures": [
+    "OPTForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "bos_token_id": 2,
+  "do_layer_norm_before": true,
+  "dropout": 0.1,
+  "eos_token_id": 2,
+  "ffn_dim": 8192,
+  "hidden_size": 2048,
+  "init_std": 0.02,
+  "layerdrop": 0.0,
+  "max_position_embeddings": 2048,
+  "model_type": "opt",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 24,
+  "pad_token_id": 1,
+  "prefix": "</s>",
+  "torch_dtype": "float16",
+  "transformers_version": "4.21.0.dev0",
+  "use_cache": true,
+  "vocab_size": 50272,
+  "word_embed_proj_dim": 2048
+}
+`},
 	{Name: "Qwen3-8B", Repo: "Qwen/Qwen3-8B", Short: "qwen3-8b", JSON: `
 {
   "architectures": [
@@ -167,12 +253,79 @@ var published = []Published{
   "vocab_size": 151936
 }
 `},
+	{Name: "Ministral-3-14B-Instruct-2512-BF16", Repo: "mistralai/Ministral-3-14B-Instruct-2512-BF16", Short: "ministral14b",
+		Aliases: []string{"Ministral-3-14B-Instruct-2512", "mistralai/Ministral-3-14B-Instruct-2512"}, JSON: `
+{
+  "architectures": [
+    "Mistral3ForConditionalGeneration"
+  ],
+  "image_token_index": 10,
+  "model_type": "mistral3",
+  "multimodal_projector_bias": false,
+  "projector_hidden_act": "gelu",
+  "spatial_merge_size": 2,
+  "text_config": {
+    "attention_dropout": 0.0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "intermediate_size": 16384,
+    "max_position_embeddings": 262144,
+    "model_type": "ministral3",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 40,
+    "num_key_value_heads": 8,
+    "pad_token_id": 11,
+    "rms_norm_eps": 1e-05,
+    "rope_parameters": {
+      "beta_fast": 32.0,
+      "beta_slow": 1.0,
+      "factor": 16.0,
+      "llama_4_scaling_beta": 0.1,
+      "mscale": 1.0,
+      "mscale_all_dim": 1.0,
+      "original_max_position_embeddings": 16384,
+      "rope_theta": 1000000000.0,
+      "rope_type": "yarn",
+      "type": "yarn"
+    },
+    "sliding_window": null,
+    "tie_word_embeddings": false,
+    "use_cache": true,
+    "vocab_size": 131072
+  },
+  "torch_dtype": "bfloat16",
+  "vision_config": {
+    "attention_dropout": 0.0,
+    "head_dim": 64,
+    "hidden_act": "silu",
+    "hidden_size": 1024,
+    "image_size": 1540,
+    "intermediate_size": 4096,
+    "model_type": "pixtral",
+    "num_attention_heads": 16,
+    "num_channels": 3,
+    "num_hidden_layers": 24,
+    "patch_size": 14,
+    "rope_theta": 10000.0
+  },
+  "vision_feature_layer": -1
+}
+`},
 }
 
 // Params counts the model's weights as its checkpoint holds them: all of
 // them (an untied lm_head.weight included), and all but the embeddings
-// (embed_tokens and an untied lm_head), as model cards state sizes.
+// (embed_tokens and an untied lm_head), as model cards state sizes. Of a
+// Mistral3ForConditionalGeneration checkpoint it counts the language
+// model, the weights meazo-go reads (the vision tower and the projector
+// are never loaded).
 func (c *Config) Params() (total, nonEmbedding int64) {
+	if c.IsOPT() {
+		return c.optParams()
+	}
 	d, hd := int64(c.HiddenSize), int64(c.HeadDim)
 	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
 	layer := 2*d*q + 2*d*kv + 3*d*int64(c.IntermediateSize) + 2*d // q, o; k, v; the MLP; two norms

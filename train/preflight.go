@@ -147,22 +147,25 @@ func checkModelDir(dir string) string {
 // modelDownload is the command that downloads the config's model into
 // model.path: the model's hub repository is model.name where that is one
 // (the shipped configs name it so), or the published model model.path is
-// named after; "" when neither says.
+// named after; "" when neither says. A built-in model's is its Download
+// (only the files a run reads, and the conversion of weights that need it).
 func modelDownload(cfg *Config) string {
-	repo, gated := "", false
-	if p, ok := model.LookupPublished(cfg.Model.Name); ok {
-		repo, gated = p.Repo, p.Gated
-	} else if p, ok := model.LookupPublished(cfg.Model.Path); ok && cfg.Model.Name == "" {
-		repo, gated = p.Repo, p.Gated
-	} else if strings.Count(cfg.Model.Name, "/") == 1 && !strings.HasPrefix(cfg.Model.Name, ".") && !filepath.IsAbs(cfg.Model.Name) {
-		repo = cfg.Model.Name
+	p, ok := model.LookupPublished(cfg.Model.Name)
+	if !ok && cfg.Model.Name == "" {
+		p, ok = model.LookupPublished(cfg.Model.Path)
 	}
-	if repo == "" {
+	cmd := ""
+	switch {
+	case ok:
+		cmd = p.Download(cfg.Model.Path)
+	case strings.Count(cfg.Model.Name, "/") == 1 && !strings.HasPrefix(cfg.Model.Name, ".") && !filepath.IsAbs(cfg.Model.Name):
+		cmd = fmt.Sprintf("hf download %s --local-dir %s", cfg.Model.Name, cfg.Model.Path)
+	default:
 		return ""
 	}
-	s := fmt.Sprintf("Download the model (pip install -U huggingface_hub gives the hf command):\n  hf download %s --local-dir %s", repo, cfg.Model.Path)
-	if gated {
-		s += fmt.Sprintf("\n  (%s is gated: accept its licence at https://huggingface.co/%s and log in with `hf auth login` first)", repo, repo)
+	s := "Download the model (pip install -U huggingface_hub gives the hf command):\n  " + strings.ReplaceAll(cmd, "\n", "\n  ")
+	if ok && p.Gated {
+		s += fmt.Sprintf("\n  (%s is gated: accept its licence at https://huggingface.co/%s and log in with `hf auth login` first)", p.Repo, p.Repo)
 	}
 	return s
 }

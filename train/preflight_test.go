@@ -78,6 +78,11 @@ func TestDownloadHints(t *testing.T) {
 		{"someone/my-model", "m", "hf download someone/my-model --local-dir m"},
 		{"", "models/my-model", ""},
 		{"my model", "x", ""},
+		// Only the files a run reads, and the conversion of OPT's weights.
+		{"facebook/opt-1.3b", "models/opt-1.3b", `hf download facebook/opt-1.3b --include "*.json" "*.txt" pytorch_model.bin --local-dir models/opt-1.3b
+  python3 scripts/bin_to_safetensors.py models/opt-1.3b`},
+		// The FP8 repository, which does not load, leads to the BF16 one.
+		{"mistralai/Ministral-3-14B-Instruct-2512", "m", "hf download mistralai/Ministral-3-14B-Instruct-2512-BF16 --local-dir m"},
 	} {
 		got := modelDownload(&Config{Model: ModelConfig{Name: tc.name, Path: tc.path}})
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {

@@ -26,12 +26,13 @@ type forwardBench struct {
 	name, shapes, backend, profile string
 	reps, threads, generate        int
 	logits, ops, bf16, lossAll     bool
+	cfg                            *model.Config // -model's, resolved before a backend is opened
 }
 
 func parseForward(args []string) (*forwardBench, error) {
 	var fb forwardBench
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
-	fs.StringVar(&fb.name, "model", "llama1b", "a built-in published model (llama1b, qwen06b, qwen3-8b or their hub names), random weights; or a path to a config.json")
+	fs.StringVar(&fb.name, "model", "llama1b", modelUsage)
 	fs.StringVar(&fb.shapes, "shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
 	fs.IntVar(&fb.reps, "reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
 	fs.IntVar(&fb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
@@ -50,6 +51,10 @@ func parseForward(args []string) (*forwardBench, error) {
 	}
 	if fb.reps < 1 {
 		return nil, fmt.Errorf("-reps: must be >= 1, got %d", fb.reps)
+	}
+	var err error
+	if fb.cfg, err = benchConfig(fb.name); err != nil {
+		return nil, err
 	}
 	return &fb, nil
 }
@@ -95,10 +100,7 @@ func runForward(args []string, stdout io.Writer) error {
 // The forward is ~95 % GEMM, so GFLOP/s against that peak says how far the
 // whole pass is from the machine's arithmetic limit.
 func (fb *forwardBench) setup(stdout io.Writer, be tensor.Backend) (*model.Model, float64, error) {
-	cfg, err := benchConfig(fb.name)
-	if err != nil {
-		return nil, 0, err
-	}
+	cfg := fb.cfg
 	start := time.Now()
 	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: fb.bf16})
 	if err != nil {

@@ -35,7 +35,7 @@ type fullBench struct {
 func runFullStep(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fullstep", flag.ContinueOnError)
 	var fb fullBench
-	fs.StringVar(&fb.name, "model", "qwen06b", "a built-in published model (llama1b, qwen06b, qwen3-8b or their hub names), random weights; or a path to a config.json")
+	fs.StringVar(&fb.name, "model", "qwen06b", modelUsage)
 	shape := fs.String("shape", "16x64", "BxT batch (SST-2-like 16x64); the last 3 tokens of each row are supervised")
 	what := fs.String("what", "step", "step: full-parameter ZO steps; forward: the plain forward over the rows a step evaluates at once (2q·B) and two forwards over B rows; "+
 		"pair: a step and two forwards alternated in one process, -reps pairs (their time ratio, not memory)")
@@ -65,15 +65,15 @@ func runFullStep(args []string, stdout io.Writer) error {
 	if *what != "step" && *what != "forward" && *what != "pair" {
 		return cli.Usage(fmt.Errorf("-what %q: want step, forward or pair", *what))
 	}
+	cfg, err := benchConfig(fb.name)
+	if err != nil {
+		return err
+	}
 	be, err := backends.Open(*backend, *threads, stdout)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	cfg, err := benchConfig(fb.name)
-	if err != nil {
-		return err
-	}
 	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: fb.bf16, Unstacked: true})
 	if err != nil {
 		return err

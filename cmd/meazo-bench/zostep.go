@@ -28,12 +28,13 @@ type zoStepBench struct {
 	name, shapes, qs, backend, profile string
 	grouped, bf16                      bool
 	reps, threads                      int
+	cfg                                *model.Config // -model's, resolved before a backend is opened
 }
 
 func parseZOStep(args []string) (*zoStepBench, error) {
 	var zb zoStepBench
 	fs := flag.NewFlagSet("zostep", flag.ContinueOnError)
-	fs.StringVar(&zb.name, "model", "llama1b", "a built-in published model (llama1b, qwen06b, qwen3-8b or their hub names), random weights; or a path to a config.json")
+	fs.StringVar(&zb.name, "model", "llama1b", modelUsage)
 	fs.StringVar(&zb.shapes, "shapes", "8x80", "comma-separated BxT batches (SST-2-like 8x80, SQuAD-like 8x300); the last 3 tokens of each row are supervised")
 	fs.StringVar(&zb.qs, "q", "1,4", "comma-separated numbers of directions")
 	fs.BoolVar(&zb.grouped, "grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")
@@ -47,6 +48,10 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	}
 	if zb.reps < 1 {
 		return nil, fmt.Errorf("-reps: must be >= 1, got %d", zb.reps)
+	}
+	var err error
+	if zb.cfg, err = benchConfig(zb.name); err != nil {
+		return nil, err
 	}
 	return &zb, nil
 }
@@ -66,11 +71,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stop()
-	cfg, err := benchConfig(zb.name)
-	if err != nil {
-		return err
-	}
-	m, err := model.NewRandomWith(cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: zb.bf16})
+	m, err := model.NewRandomWith(zb.cfg, 1, 0.02, model.LoadOptions{Backend: be, BF16Weights: zb.bf16})
 	if err != nil {
 		return err
 	}

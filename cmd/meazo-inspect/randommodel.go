@@ -19,7 +19,16 @@ import (
 )
 
 func init() {
-	register("random-model", "write a model with random weights in HF format, by name (Qwen3-0.6B, Llama-3.2-1B, Qwen3-8B) or from a config.json, with a tokenizer", runRandomModel)
+	register("random-model", "write a model with random weights in HF format, by name (each model of the paper: "+publishedShort()+") or from a config.json, with a tokenizer", runRandomModel)
+}
+
+// publishedShort lists the built-in models' short names.
+func publishedShort() string {
+	var names []string
+	for _, p := range model.PublishedModels() {
+		names = append(names, p.Short)
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkNoModel refuses an output directory that holds a model already

@@ -69,6 +69,15 @@ func TestRandomModelByName(t *testing.T) {
 			t.Errorf("%s: %+v, want Qwen3-0.6B's config with 2 layers", name, *cfg)
 		}
 	}
+	// Every built-in model, by its short name.
+	for _, p := range model.PublishedModels() {
+		f := randomModelFlags{name: p.Short, out: "o", dtype: "bf16", std: 0.02, layers: 1}
+		cfg, err := f.check(flag.NewFlagSet("x", flag.ContinueOnError))
+		want, _ := p.Config()
+		if err != nil || cfg.NumLayers != 1 || cfg.Architecture != want.Architecture || cfg.HiddenSize != want.HiddenSize {
+			t.Errorf("--model %s: %v, %v; want %s's config with 1 layer", p.Short, cfg, err, p.Repo)
+		}
+	}
 	for _, args := range [][]string{
 		{"--model", "gpt2", "--out", "o"},
 		{"--model", "qwen06b", "--config", "c.json", "--out", "o"},
