@@ -50,24 +50,26 @@ func addScaledScalar(g []float64, z []float32, wd float64) {
 func sgdValuesScalar(theta []float32, ghat []float64, lr, wd float64) float64 {
 	var p [16]float64
 	for i, g := range ghat[:len(theta)] {
-		x := float64(theta[i])
-		nx := float32(x - float64(lr*(g+float64(wd*x))))
-		dx := float64(nx) - x
-		p[i%16] += float64(dx * dx)
-		theta[i] = nx
+		sgdElem(&p, theta, i, g, lr, wd)
 	}
 	return sumPartials(&p)
+}
+
+// sgdElem moves θ[i] by the step's rule with ĝ_i = g and adds its squared
+// change to partial sum i mod 16: the element every SGD loop here computes
+// (the vector ones for their tails).
+func sgdElem(p *[16]float64, theta []float32, i int, g, lr, wd float64) {
+	x := float64(theta[i])
+	nx := float32(x - float64(lr*(g+float64(wd*x))))
+	dx := float64(nx) - x
+	p[i%16] += float64(dx * dx)
+	theta[i] = nx
 }
 
 func sgdDirectionScalar(theta, z []float32, w, lr, wd float64) float64 {
 	var p [16]float64
 	for i, zv := range z[:len(theta)] {
-		x := float64(theta[i])
-		g := 0 + float64(w*float64(zv)) // as addScaled on a cleared ĝ: 0 + (−0) is +0
-		nx := float32(x - float64(lr*(g+float64(wd*x))))
-		dx := float64(nx) - x
-		p[i%16] += float64(dx * dx)
-		theta[i] = nx
+		sgdElem(&p, theta, i, 0+float64(w*float64(zv)), lr, wd) // ĝ as addScaled makes it on a cleared buffer: 0 + (−0) is +0
 	}
 	return sumPartials(&p)
 }

@@ -54,7 +54,7 @@ func TestTrainableOpsMatchScalar(t *testing.T) {
 		// cleared buffer then sgdValues; z has signed zeros and θ a −0,
 		// where a sum's sign could differ.
 		if n > 3 {
-			z[1], z[2], w[2] = float32(math.Copysign(0, -1)), 0, float32(math.Copysign(0, -1))
+			z[1], w[1], z[2], w[2] = float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1)), 0, float32(math.Copysign(0, -1))
 		}
 		for _, dir := range []func(theta, z []float32, w, lr, wd float64) float64{sgdDirection, sgdDirectionScalar} {
 			fused, composed := append([]float32(nil), w...), append([]float32(nil), w...)

@@ -95,11 +95,7 @@ func sgdValuesAVX512(theta []float32, ghat []float64, lrBits, wdBits uint64) flo
 	}
 	lr, wd := math.Float64frombits(lrBits), math.Float64frombits(wdBits)
 	for ; i < len(theta); i++ {
-		x := float64(theta[i])
-		nx := float32(x - float64(lr*(ghat[i]+float64(wd*x))))
-		dx := float64(nx) - x
-		p[i%16] += float64(dx * dx)
-		theta[i] = nx
+		sgdElem(&p, theta, i, ghat[i], lr, wd)
 	}
 	return sumPartials(&p)
 }
@@ -131,12 +127,7 @@ func sgdDirectionAVX512(theta, z []float32, wBits, lrBits, wdBits uint64) float6
 	}
 	w, lr, wd := math.Float64frombits(wBits), math.Float64frombits(lrBits), math.Float64frombits(wdBits)
 	for ; i < len(theta); i++ {
-		x := float64(theta[i])
-		g := 0 + float64(w*float64(z[i]))
-		nx := float32(x - float64(lr*(g+float64(wd*x))))
-		dx := float64(nx) - x
-		p[i%16] += float64(dx * dx)
-		theta[i] = nx
+		sgdElem(&p, theta, i, 0+float64(w*float64(z[i])), lr, wd)
 	}
 	return sumPartials(&p)
 }
