@@ -85,6 +85,28 @@ func Models(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	t.Run("ViT", func(t *testing.T) { vitModels(t, b, tol) })
 }
 
+// Attention is Models for a backend's attention paths (a GPU's tiled,
+// row-wise and GEMM kernels, each forced in turn): the HF references of the
+// fixtures whose attention differs (llama-tiny: grouped queries; qwen3-tiny:
+// another head width, q/k norms) and the runs against the CPU backend,
+// which cover every decoder's head width, MHA and a sliding window; not
+// OPT's references (llama-tiny's attention) nor the ViT (its own kernel).
+func Attention(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
+	t.Run("References", func(t *testing.T) {
+		if fixture.Root() == "" {
+			t.Skip("MEAZO_SHARED is not set: llama-tiny and qwen3-tiny are shared fixtures")
+		}
+		for _, name := range FixtureModels {
+			t.Run(name, func(t *testing.T) { references(t, b, filepath.Join(fixture.Root(), "fixtures", "models", name), tol) })
+		}
+	})
+	t.Run("AgainstCPU", func(t *testing.T) {
+		for name, dir := range seamModels(t) {
+			t.Run(name, func(t *testing.T) { againstCPU(t, b, dir, tol) })
+		}
+	})
+}
+
 // leakCheck returns a function that reports what b holds beyond what it
 // held when leakCheck was called.
 func leakCheck(t *testing.T, b tensor.Backend) func(what string) {

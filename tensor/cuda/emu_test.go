@@ -271,7 +271,7 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 				tol = backendtest.Float32
 			}
 			backendtest.Ops(t, b, tol)
-			modeltest.Models(t, b, backendtest.Float32)
+			modeltest.Attention(t, b, backendtest.Float32)
 			switch {
 			case c.tile == 0 && len(lc.tiles) > 0:
 				t.Errorf("attention_tiled ran (tiles used: %v) with it turned off", lc.tiles)
