@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,30 +75,73 @@ type ViTNorm struct{ W, B tensor.Buf }
 // missing or of the wrong shape, and a tensor the model has no use for, are
 // errors naming it.
 func LoadViT(dir string, be tensor.Backend) (*ViT, error) {
+	return LoadViTWith(dir, ViTLoadOptions{Backend: be})
+}
+
+// ViTLoadOptions says how LoadViTWith loads a ViT.
+type ViTLoadOptions struct {
+	Backend tensor.Backend // the CPU when nil
+	// NumLabels is the number of classes the caller needs (0: the
+	// checkpoint's). A classifier of another size is an error; a ViTModel
+	// checkpoint (Headless) gets a fresh classifier of this size.
+	NumLabels int
+	// HeadSeed draws a fresh classifier's weights (FreshClassifier).
+	HeadSeed uint64
+}
+
+// poolerPrefixes name ViTModel's pooler, which
+// ViTForImageClassification does not have (add_pooling_layer=False):
+// from_pretrained ignores its tensors, and so does the loader, without
+// reading them.
+var poolerPrefixes = []string{"pooler.", "vit.pooler."}
+
+// LoadViTWith reads a ViT image classifier as transformers'
+// ViTForImageClassification.from_pretrained(dir, num_labels=NumLabels)
+// does: from a ViTForImageClassification checkpoint, or from a ViTModel
+// one (google/vit-base-patch16-224-in21k: its tensors named without the
+// "vit." prefix, which is added, its pooler skipped unread, and a fresh
+// classifier made, as FreshClassifier says).
+func LoadViTWith(dir string, opts ViTLoadOptions) (*ViT, error) {
 	cfg, err := LoadViTConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cfg.Headless && opts.NumLabels > 0:
+		cfg.NumLabels = opts.NumLabels
+	case cfg.Headless:
+		return nil, fmt.Errorf("load model %s: config.json is a ViTModel (no classifier): the number of classes must be given", dir)
+	case opts.NumLabels > 0 && cfg.NumLabels != opts.NumLabels:
+		return nil, fmt.Errorf("load model %s: config.json's id2label has %d classes, but the task has %d: the classifier does not fit the task", dir, cfg.NumLabels, opts.NumLabels)
 	}
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	defer ck.Close()
+	be := opts.Backend
 	if be == nil {
 		be = LoadOptions{}.backend()
 	}
 	read := map[string]bool{}
 	m, err := buildViT(cfg, be, func(name string, shape []int) ([]float32, error) {
-		info, ok := ck.Info(name)
+		if cfg.Headless && strings.HasPrefix(name, "classifier.") {
+			return freshClassifier(cfg, opts.HeadSeed, name), nil
+		}
+		stored := name
+		if _, ok := ck.Info(name); !ok && cfg.Headless {
+			stored = strings.TrimPrefix(name, "vit.") // a ViTModel's own names
+		}
+		info, ok := ck.Info(stored)
 		if !ok {
 			return nil, fmt.Errorf("missing tensor %q", name)
 		}
 		if !slices.Equal(info.Shape, shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
+			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", stored, info.Shape, shape)
 		}
-		read[name] = true
-		v, err := ck.Float32(name)
-		ck.Release(name)
+		read[stored] = true
+		v, err := ck.Float32(stored)
+		ck.Release(stored)
 		return v, err
 	})
 	if err != nil {
@@ -104,7 +149,8 @@ func LoadViT(dir string, be tensor.Backend) (*ViT, error) {
 	}
 	var unused []string
 	for _, n := range ck.Names() {
-		if !read[n] {
+		pooler := slices.ContainsFunc(poolerPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })
+		if !read[n] && !pooler {
 			unused = append(unused, n)
 		}
 	}
@@ -115,6 +161,30 @@ func LoadViT(dir string, be tensor.Backend) (*ViT, error) {
 			dir, cfg.NumLayers, strings.Join(unused[:min(3, len(unused))], ", "))
 	}
 	return m, nil
+}
+
+// freshClassifier is the named tensor of a new classifier (weight
+// [NumLabels][HiddenSize] or bias [NumLabels]) as transformers' ViT
+// _init_weights makes an nn.Linear: the weight from a normal of standard
+// deviation initializer_range truncated at ±2 (torch.nn.init.trunc_normal_:
+// a uniform draw mapped through the inverse error function), the bias zero.
+// The draw is ours, from seed (a PCG stream of its own): the same
+// distribution as torch's, not its numbers (docs/MODELS.md).
+func freshClassifier(c *ViTConfig, seed uint64, name string) []float32 {
+	if name == "classifier.bias" {
+		return make([]float32, c.NumLabels)
+	}
+	w := make([]float32, c.NumLabels*c.HiddenSize)
+	const lo, hi = -2.0, 2.0 // trunc_normal_'s default bounds a and b
+	std := c.InitializerRange
+	cdf := func(x float64) float64 { return (1 + math.Erf(x/math.Sqrt2)) / 2 }
+	l, u := 2*cdf(lo/std)-1, 2*cdf(hi/std)-1
+	rng := rand.New(rand.NewPCG(seed, 0xc1a55))
+	for i := range w {
+		x := math.Erfinv(l+(u-l)*rng.Float64()) * std * math.Sqrt2
+		w[i] = float32(min(max(x, lo), hi))
+	}
+	return w
 }
 
 // buildViT assembles a ViT on be from named tensors (HF state-dict names

@@ -21,6 +21,16 @@ type ViTConfig struct {
 	NumLabels        int     // classes: the classifier's outputs (id2label's size)
 	LayerNormEps     float32 // 1e-12 in google/vit-*
 	QKVBias          bool    // query, key and value have biases
+	// Headless is a ViTModel checkpoint (google/vit-base-patch16-224-in21k):
+	// the encoder without a classifier, its tensors named without "vit.",
+	// with a pooler the classifier does not use. LoadViTWith gives it a
+	// fresh classifier of the task's classes, as ViTForImageClassification's
+	// from_pretrained does; NumLabels is then id2label's size if it has
+	// one, else 0 until the loader sets it.
+	Headless bool
+	// InitializerRange is the standard deviation of a fresh classifier's
+	// weights (transformers' _init_weights: a normal truncated at ±2).
+	InitializerRange float64
 }
 
 // rawViTConfig mirrors the keys read; pointers tell absent from zero.
@@ -37,6 +47,7 @@ type rawViTConfig struct {
 	NumChannels      *int              `json:"num_channels"`
 	LayerNormEps     *float64          `json:"layer_norm_eps"`
 	QKVBias          *bool             `json:"qkv_bias"`
+	InitializerRange *float64          `json:"initializer_range"`
 	ID2Label         map[string]string `json:"id2label"`
 }
 
@@ -53,25 +64,28 @@ func LoadViTConfig(path string) (*ViTConfig, error) {
 	return c, nil
 }
 
-// ParseViTConfig parses a ViTForImageClassification config.json with
-// ViTConfig's defaults for absent keys (ViT-B/16 at 224: width 768, 12
-// layers of 12 heads, MLP 3072, 16×16 patches, 3 channels, eps 1e-12,
-// biased q/k/v, "gelu"). The classes are id2label's entries, which must be
-// 0…n−1. Another architecture or activation, or a size that does not fit
-// (heads not dividing the width, patches not tiling the image), is an error.
+// ParseViTConfig parses a ViTForImageClassification (or ViTModel:
+// Headless) config.json with ViTConfig's defaults for absent keys (ViT-B/16
+// at 224: width 768, 12 layers of 12 heads, MLP 3072, 16×16 patches, 3
+// channels, eps 1e-12, biased q/k/v, "gelu", initializer_range 0.02). The
+// classes are id2label's entries, which must be 0…n−1 (a classifier's
+// config must have some). Another architecture or activation, or a size
+// that does not fit (heads not dividing the width, patches not tiling the
+// image), is an error.
 func ParseViTConfig(b []byte) (*ViTConfig, error) {
 	var r rawViTConfig
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	if len(r.Architectures) != 1 || r.Architectures[0] != "ViTForImageClassification" {
-		return nil, fmt.Errorf(`"architectures" is %q, not ["ViTForImageClassification"] (a ViTModel checkpoint has no classifier: its head must be made first)`, r.Architectures)
+	if len(r.Architectures) != 1 || r.Architectures[0] != "ViTForImageClassification" && r.Architectures[0] != "ViTModel" {
+		return nil, fmt.Errorf(`"architectures" is %q, not ["ViTForImageClassification"] or ["ViTModel"]`, r.Architectures)
 	}
 	if r.HiddenAct != nil && *r.HiddenAct != "gelu" {
 		return nil, fmt.Errorf(`hidden_act %q is not implemented ("gelu", the exact GELU, is)`, *r.HiddenAct)
 	}
 	c := &ViTConfig{HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072, ImageSize: 224,
-		PatchSize: 16, NumChannels: 3, LayerNormEps: 1e-12, QKVBias: true}
+		PatchSize: 16, NumChannels: 3, LayerNormEps: 1e-12, QKVBias: true, InitializerRange: 0.02,
+		Headless: r.Architectures[0] == "ViTModel"}
 	for _, f := range []struct {
 		dst *int
 		src *int
@@ -87,6 +101,9 @@ func ParseViTConfig(b []byte) (*ViTConfig, error) {
 	}
 	if r.QKVBias != nil {
 		c.QKVBias = *r.QKVBias
+	}
+	if r.InitializerRange != nil {
+		c.InitializerRange = *r.InitializerRange
 	}
 	c.NumLabels = len(r.ID2Label)
 	for i := 0; i < c.NumLabels; i++ {
@@ -108,6 +125,9 @@ func (c *ViTConfig) validate() error {
 	}{{"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumLayers}, {"num_attention_heads", c.NumHeads},
 		{"intermediate_size", c.IntermediateSize}, {"image_size", c.ImageSize}, {"patch_size", c.PatchSize},
 		{"num_channels", c.NumChannels}, {"id2label's classes", c.NumLabels}} {
+		if v.n == 0 && c.Headless && v.name == "id2label's classes" {
+			continue // the loader gives a ViTModel the task's classes
+		}
 		if v.n <= 0 || v.n > maxViTSide {
 			return fmt.Errorf("%s is %d, not between 1 and %d", v.name, v.n, maxViTSide)
 		}
@@ -121,6 +141,8 @@ func (c *ViTConfig) validate() error {
 		return fmt.Errorf("%d patches of %d in a %d image are more tokens than the 4096 this encoder takes", c.Tokens()-1, c.PatchSize, c.ImageSize)
 	case !(c.LayerNormEps > 0) || math.IsInf(float64(c.LayerNormEps), 0):
 		return fmt.Errorf("layer_norm_eps %v is not a positive number", c.LayerNormEps)
+	case !(c.InitializerRange > 0) || c.InitializerRange > 1:
+		return fmt.Errorf("initializer_range %v is not a standard deviation in (0, 1]", c.InitializerRange)
 	}
 	return nil
 }

@@ -1,10 +1,15 @@
 package model
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/safetensors"
 )
 
 const vitTinyDir = "testdata/vit/vit-tiny"
@@ -20,7 +25,11 @@ func TestParseViTConfig(t *testing.T) {
 		{name: "defaults are ViT-B/16", json: `{` + arch + `}`, check: func(c *ViTConfig) bool {
 			return c.HiddenSize == 768 && c.NumLayers == 12 && c.Tokens() == 197 && c.NumLabels == 2 && c.LayerNormEps == 1e-12 && c.QKVBias
 		}},
-		{name: "vit-base model", json: `{"architectures": ["ViTModel"]}`, err: "no classifier"},
+		{name: "vit-base model (in21k)", json: `{"architectures": ["ViTModel"], "initializer_range": 0.02}`, check: func(c *ViTConfig) bool {
+			return c.Headless && c.NumLabels == 0 && c.InitializerRange == 0.02
+		}},
+		{name: "masked image model", json: `{"architectures": ["ViTForMaskedImageModeling"]}`, err: "architectures"},
+		{name: "initializer range", json: `{` + arch + `, "initializer_range": 0}`, err: "initializer_range"},
 		{name: "relu", json: `{` + arch + `, "hidden_act": "relu"}`, err: "hidden_act"},
 		{name: "heads", json: `{` + arch + `, "hidden_size": 100, "num_attention_heads": 12}`, err: "not a multiple of num_attention_heads"},
 		{name: "patches", json: `{` + arch + `, "image_size": 100}`, err: "not a multiple of patch_size"},
@@ -85,4 +94,128 @@ func TestViTRefusesBadInput(t *testing.T) {
 	if _, err := LoadViT(dir, nil); err == nil || !strings.Contains(err.Error(), `missing tensor "vit.encoder.layer.3.layernorm_before.weight"`) {
 		t.Errorf("4 of 3 layers: %v", err)
 	}
+}
+
+// writeHeadlessViT writes into dir the fixture as a ViTModel checkpoint
+// would hold it (google/vit-base-patch16-224-in21k's layout): config.json
+// with architectures ViTModel and no id2label, the tensors named without
+// "vit.", no classifier, and a pooler, stored as int64 so that reading it
+// as a weight would fail.
+func writeHeadlessViT(t *testing.T, dir string) {
+	t.Helper()
+	f, err := safetensors.Open(filepath.Join(vitTinyDir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ts []safetensors.Tensor
+	for _, info := range f.Tensors() {
+		if strings.HasPrefix(info.Name, "classifier.") {
+			continue
+		}
+		v, err := f.Float32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, safetensors.F32Tensor(strings.TrimPrefix(info.Name, "vit."), info.Shape, v))
+	}
+	ts = append(ts, safetensors.I64Tensor("pooler.dense.weight", []int{64, 64}, make([]int64, 64*64)),
+		safetensors.I64Tensor("pooler.dense.bias", []int{64}, make([]int64, 64)))
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join(vitTinyDir, "config.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &cfg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg["architectures"] = []string{"ViTModel"}
+	delete(cfg, "id2label")
+	delete(cfg, "label2id")
+	if b, err = json.Marshal(cfg); err == nil {
+		err = os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoadViTHeadless: a ViTModel checkpoint loads as
+// ViTForImageClassification.from_pretrained(num_labels=…) loads it: the
+// same encoder as the fixture's, the pooler skipped unread, a fresh
+// classifier of the asked classes (transformers' init: truncated normal of
+// std initializer_range, zero bias) drawn from the seed.
+func TestLoadViTHeadless(t *testing.T) {
+	dir := t.TempDir()
+	writeHeadlessViT(t, dir)
+	if _, err := LoadViT(dir, nil); err == nil || !strings.Contains(err.Error(), "number of classes must be given") {
+		t.Fatalf("a ViTModel without classes: %v", err)
+	}
+	m, err := LoadViTWith(dir, ViTLoadOptions{NumLabels: 5, HeadSeed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	ref, err := LoadViT(vitTinyDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Free()
+	px := make([]float32, m.Config.PixelsPerImage())
+	for i := range px {
+		px[i] = float32(i%17)/8 - 1
+	}
+	got, err1 := m.HiddenStates(px, 1)
+	want, err2 := ref.HiddenStates(px, 1)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !slices.EqualFunc(got, want, slices.Equal[[]float32]) {
+		t.Error("the ViTModel checkpoint's encoder computes other hidden states than the fixture's")
+	}
+	w, b := classifierOf(m), m.Backend.ToHost(m.Classifier.B)
+	if len(w) != 5*64 || slices.ContainsFunc(b, func(x float32) bool { return x != 0 }) {
+		t.Fatalf("classifier: %d weights, bias %v; want 5×64 and zero", len(w), b)
+	}
+	var sum, sq float64
+	for _, x := range w {
+		sum, sq = sum+float64(x), sq+float64(x)*float64(x)
+	}
+	mean, std := sum/float64(len(w)), math.Sqrt(sq/float64(len(w))-sum*sum/float64(len(w)*len(w)))
+	if math.Abs(mean) > 0.004 || math.Abs(std-0.02) > 0.003 {
+		t.Errorf("fresh classifier weights: mean %.4f, std %.4f; want 0 and initializer_range 0.02", mean, std)
+	}
+	again, err := LoadViTWith(dir, ViTLoadOptions{NumLabels: 5, HeadSeed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := LoadViTWith(dir, ViTLoadOptions{NumLabels: 5, HeadSeed: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(classifierOf(again), w) || slices.Equal(classifierOf(other), w) {
+		t.Error("the fresh classifier is not a function of the seed")
+	}
+	again.Free()
+	other.Free()
+	// A classifier checkpoint of other classes than the task's.
+	if _, err := LoadViTWith(vitTinyDir, ViTLoadOptions{NumLabels: 10}); err == nil || !strings.Contains(err.Error(), "37 classes, but the task has 10") {
+		t.Errorf("37 classes for a task of 10: %v", err)
+	}
+}
+
+// classifierOf reads a ViT's classifier weight back from its backend.
+func classifierOf(m *ViT) []float32 {
+	be := m.Backend
+	rows := make([]int, m.Config.NumLabels)
+	for i := range rows {
+		rows[i] = i
+	}
+	dst := be.Alloc(len(rows) * m.Config.HiddenSize)
+	defer be.Free(dst)
+	be.Rows(dst, m.Classifier.W, rows)
+	return slices.Clone(be.ToHost(dst))
 }
