@@ -16,6 +16,11 @@ type ImageExample struct {
 	Label int
 }
 
+// Pets is Oxford-IIIT Pets' 37-way breed classification (task.name pets):
+// an image task, read by ReadImageParquet, which ParseTask (the text
+// tasks') does not accept.
+const Pets Task = "pets"
+
 // PetsClasses is the number of Oxford-IIIT Pets breeds (the labels 0…36).
 const PetsClasses = 37
 

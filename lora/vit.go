@@ -18,6 +18,10 @@ import (
 // architecture's order (the paper's ViT runs adapt both).
 var vitTargets = []string{"query", "value"}
 
+// SupportedViTTargets lists the ViT projections an adapter can target, in
+// the architecture's order.
+func SupportedViTTargets() []string { return slices.Clone(vitTargets) }
+
 // ViTAdapter is a trainable PEFT LoRA adapter of a ViT image classifier:
 // low-rank updates of query and value in every layer and, as PEFT's
 // modules_to_save, a whole trainable copy of the classifier. Its parameters

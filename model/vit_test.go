@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
 const vitTinyDir = "testdata/vit/vit-tiny"
@@ -96,53 +95,6 @@ func TestViTRefusesBadInput(t *testing.T) {
 	}
 }
 
-// writeHeadlessViT writes into dir the fixture as a ViTModel checkpoint
-// would hold it (google/vit-base-patch16-224-in21k's layout): config.json
-// with architectures ViTModel and no id2label, the tensors named without
-// "vit.", no classifier, and a pooler, stored as int64 so that reading it
-// as a weight would fail.
-func writeHeadlessViT(t *testing.T, dir string) {
-	t.Helper()
-	f, err := safetensors.Open(filepath.Join(vitTinyDir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var ts []safetensors.Tensor
-	for _, info := range f.Tensors() {
-		if strings.HasPrefix(info.Name, "classifier.") {
-			continue
-		}
-		v, err := f.Float32(info.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, safetensors.F32Tensor(strings.TrimPrefix(info.Name, "vit."), info.Shape, v))
-	}
-	ts = append(ts, safetensors.I64Tensor("pooler.dense.weight", []int{64, 64}, make([]int64, 64*64)),
-		safetensors.I64Tensor("pooler.dense.bias", []int{64}, make([]int64, 64)))
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	b, err := os.ReadFile(filepath.Join(vitTinyDir, "config.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &cfg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg["architectures"] = []string{"ViTModel"}
-	delete(cfg, "id2label")
-	delete(cfg, "label2id")
-	if b, err = json.Marshal(cfg); err == nil {
-		err = os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestLoadViTHeadless: a ViTModel checkpoint loads as
 // ViTForImageClassification.from_pretrained(num_labels=…) loads it: the
 // same encoder as the fixture's, the pooler skipped unread, a fresh
@@ -150,7 +102,7 @@ func writeHeadlessViT(t *testing.T, dir string) {
 // std initializer_range, zero bias) drawn from the seed.
 func TestLoadViTHeadless(t *testing.T) {
 	dir := t.TempDir()
-	writeHeadlessViT(t, dir)
+	fixture.WriteViTModel(t, vitTinyDir, dir)
 	if _, err := LoadViT(dir, nil); err == nil || !strings.Contains(err.Error(), "number of classes must be given") {
 		t.Fatalf("a ViTModel without classes: %v", err)
 	}

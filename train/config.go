@@ -37,7 +37,7 @@ type Config struct {
 
 // ModelConfig is the config's model section: which checkpoint, where it runs.
 type ModelConfig struct {
-	Path       string `mapstructure:"path" yaml:"path" doc:"HF model directory: config.json, safetensors weights (one file or sharded), tokenizer.json, tokenizer_config.json [, chat_template.jinja]"`
+	Path       string `mapstructure:"path" yaml:"path" doc:"HF model directory: config.json, safetensors weights (one file or sharded), tokenizer.json, tokenizer_config.json [, chat_template.jinja]; for task pets a ViT's: config.json (ViTForImageClassification, or ViTModel such as google/vit-base-patch16-224-in21k, which gets a fresh classifier drawn from train.seed), safetensors weights, preprocessor_config.json"`
 	Name       string `mapstructure:"name" yaml:"name" doc:"base_model_name_or_path written into saved adapters (default: path)"`
 	DateString string `mapstructure:"date_string" yaml:"date_string" doc:"Llama-3.x chat template date_string, pinned for reproducibility"`
 	BF16       bool   `mapstructure:"bf16_weights" yaml:"bf16_weights" doc:"keep matrices stored as BF16 in the checkpoint in bfloat16 in memory: half the memory, bit-identical results; on the CPU within a few % of float32 at large batches and faster when decoding (half the bytes to stream)"`
@@ -47,10 +47,10 @@ type ModelConfig struct {
 // TaskConfig is the config's task section: the task, its files and how
 // many examples of each split are used.
 type TaskConfig struct {
-	Name          string `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum"`
-	Train         string `mapstructure:"train" yaml:"train" doc:"training data file (.tsv GLUE, .json official SQuAD, .jsonl, .parquet HF hub)"`
-	Validation    string `mapstructure:"validation" yaml:"validation" doc:"validation file; empty: SST-2/SQuAD hold out 5% of train (paper split), XSum requires it"`
-	Test          string `mapstructure:"test" yaml:"test" doc:"test file (SST-2: GLUE dev; SQuAD: dev-v1.1.json; XSum: test)"`
+	Name          string `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum (text, on a decoder); pets (Oxford-IIIT Pets' 37 breeds on a ViT image classifier: LoRA on query/value and the classifier, scored by accuracy)"`
+	Train         string `mapstructure:"train" yaml:"train" doc:"training data file (.tsv GLUE, .json official SQuAD, .jsonl, .parquet HF hub); pets: the HF hub's Parquet (timm/oxford-iiit-pet: image.bytes, label, image_id)"`
+	Validation    string `mapstructure:"validation" yaml:"validation" doc:"validation file; empty: SST-2, SQuAD and Pets hold out 5% of train (paper split), XSum requires it"`
+	Test          string `mapstructure:"test" yaml:"test" doc:"test file (SST-2: GLUE dev; SQuAD: dev-v1.1.json; XSum: test; Pets: test)"`
 	DataSeed      uint64 `mapstructure:"data_seed" yaml:"data_seed" doc:"seed of the 95/5 train/validation permutation (the same for every run, so runs are comparable)"`
 	MaxTrain      int    `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2 all)"`
 	MaxValidation int    `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2 all)"`
@@ -66,7 +66,7 @@ type AdapterConfig struct {
 	Kind          string   `mapstructure:"kind" yaml:"kind" doc:"lora, prompt (prompt tuning) or full (every weight of the model, full-parameter ZO: perturbed and updated in place, in the memory of inference)"`
 	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
 	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r"`
-	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections: one or more of q_proj, v_proj"`
+	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections: one or more of q_proj, v_proj; a ViT's (task pets): query, value"`
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: the text whose tokens' embeddings start the virtual tokens (repeated or cut to their number, as PEFT's TEXT init). The shipped configs carry the paper's text for each task; empty: the task's system prompt (data/chat.go), for a task the paper did not run"`
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer (full: and the embeddings' and the head's), estimated one at a time with prefix caching (paper Alg. 3); LoRA and full"`
@@ -317,11 +317,16 @@ func (c *Config) ModelName() string {
 
 // Validate checks values that the type system does not.
 func (c *Config) Validate() error {
+	if c.Task.Name == string(data.Pets) {
+		if err := c.validateImageTask(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.Model.Path == "":
 		return fmt.Errorf("model.path is required")
-	case !slices.Contains([]string{"sst2", "squad", "xsum"}, c.Task.Name):
-		return fmt.Errorf("task.name %q: want sst2, squad or xsum", c.Task.Name)
+	case !slices.Contains([]string{"sst2", "squad", "xsum", "pets"}, c.Task.Name):
+		return fmt.Errorf("task.name %q: want sst2, squad, xsum or pets", c.Task.Name)
 	case c.Task.Train == "":
 		return fmt.Errorf("task.train is required")
 	case c.Task.Format != string(data.FormatChat) && c.Task.Format != string(data.FormatMeZO):
@@ -344,7 +349,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("adapter.r must be at least 1, got %d", c.Adapter.R)
 	case c.Adapter.Kind == "lora" && !(c.Adapter.Alpha > 0 && !math.IsInf(c.Adapter.Alpha, 0)):
 		return fmt.Errorf("adapter.alpha must be positive and finite, got %g", c.Adapter.Alpha)
-	case c.Adapter.Kind == "lora" && !validTargets(c.Adapter.Targets):
+	case c.Adapter.Kind == "lora" && c.Task.Name != string(data.Pets) && !validTargets(c.Adapter.Targets, lora.SupportedTargets()):
 		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once", c.Adapter.Targets, lora.SupportedTargets())
 	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
 		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Optimizer.Name)
@@ -396,11 +401,27 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// validTargets reports whether ts names one or more projections an adapter
-// can target, none twice.
-func validTargets(ts []string) bool {
+// validateImageTask checks what an image task (pets) can train: LoRA on a
+// ViT's query and value (and the classifier, always), from a fresh adapter.
+func (c *Config) validateImageTask() error {
+	switch {
+	case c.Adapter.Kind != "lora":
+		return fmt.Errorf("adapter.kind %s: task %s trains a LoRA adapter of its ViT (adapter.kind lora)", c.Adapter.Kind, c.Task.Name)
+	case !validTargets(c.Adapter.Targets, lora.SupportedViTTargets()):
+		return fmt.Errorf("adapter.targets %v: a ViT's LoRA targets one or more of %v, each once (task %s)", c.Adapter.Targets, lora.SupportedViTTargets(), c.Task.Name)
+	case c.Adapter.Init != "":
+		return fmt.Errorf("adapter.init: task %s starts from a fresh adapter (starting from a saved one is not implemented for a ViT)", c.Task.Name)
+	case c.Eval.Merge:
+		return fmt.Errorf("eval.merge: task %s evaluates with the adapter applied (merging is not implemented for a ViT)", c.Task.Name)
+	}
+	return nil
+}
+
+// validTargets reports whether ts names one or more of the projections
+// supported, none twice.
+func validTargets(ts, supported []string) bool {
 	for i, t := range ts {
-		if !slices.Contains(lora.SupportedTargets(), t) || slices.Contains(ts[:i], t) {
+		if !slices.Contains(supported, t) || slices.Contains(ts[:i], t) {
 			return false
 		}
 	}

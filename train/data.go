@@ -10,10 +10,20 @@ import (
 )
 
 // splits is the data of a run: encoded train and validation examples, and the
-// raw test examples (evaluated by generation or label scoring).
+// raw test examples (evaluated by generation or label scoring); an image
+// task's decoded images instead.
 type splits struct {
 	train, val []data.Encoded
 	test       []data.Example
+	images     *imageSplits
+}
+
+// sizes are the number of training, validation and test examples.
+func (s *splits) sizes() (train, val, test int) {
+	if s.images != nil {
+		return len(s.images.train), len(s.images.val), len(s.images.test)
+	}
+	return len(s.train), len(s.val), len(s.test)
 }
 
 // checkChatTemplate refuses a tokenizer without a chat template before any

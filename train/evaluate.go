@@ -100,6 +100,16 @@ func validationLoss(m *model.Model, exs []data.Encoded, batchSize, padID int, pa
 	return sum / float64(tokens), nil
 }
 
+// validationLoss is the run's validation loss with its parameters
+// attached: validationLoss's of a text task, the mean cross-entropy over
+// the images of an image task.
+func (r *run) validationLoss(pass *evalPass) (float64, error) {
+	if r.vis != nil {
+		return r.vis.validationLoss(r.cfg.Eval.BatchSize, pass)
+	}
+	return validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID(), pass)
+}
+
 // evaluator computes a task's test metric with the model as it is
 // (adapter attached or not).
 type evaluator struct {
@@ -112,6 +122,7 @@ type evaluator struct {
 	padID        int
 	rougeStem    bool
 	log          io.Writer
+	images       *vision // an image task's model and test images: scored by accuracy (the other fields but batchSize unused)
 }
 
 // evalPartial is how far a test evaluation got: the examples done and the
@@ -126,7 +137,7 @@ type evalPartial struct {
 
 // sumsLen is the number of running sums of a task's evalPartial.
 func sumsLen(task data.Task) int {
-	return map[data.Task]int{data.SST2: 1, data.SQuAD: 2, data.XSum: 4}[task]
+	return map[data.Task]int{data.SST2: 1, data.SQuAD: 2, data.XSum: 4, data.Pets: 1}[task]
 }
 
 // testMetrics returns the task's metrics on exs: SST-2 {"accuracy"},
@@ -146,13 +157,18 @@ func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string,
 	}
 	var res map[string]float64
 	var err error
-	if e.task == data.SST2 {
+	n := len(exs)
+	switch {
+	case e.images != nil: // the ViT with the adapter attached; m is nil
+		res, err = e.images.accuracy(e.batchSize, pass, part)
+		n = len(e.images.data.test)
+	case e.task == data.SST2:
 		res, err = e.sst2(m, exs, pass, part)
-	} else {
+	default:
 		res, err = e.generative(m, exs, pass, part)
 	}
 	if err == nil {
-		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %s\n", what, len(exs), time.Since(start).Seconds(), FormatMetrics(res))
+		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %s\n", what, n, time.Since(start).Seconds(), FormatMetrics(res))
 	}
 	return res, err
 }

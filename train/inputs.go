@@ -18,7 +18,8 @@ import (
 
 // The files a run's numbers depend on are fingerprinted when it starts and
 // recorded in its checkpoints (state.json "inputs"): the model's weights,
-// config.json and tokenizer files, and the training and validation data. A
+// config.json and tokenizer files (a ViT's preprocessor_config.json), and the
+// training and validation data. A
 // resume whose files differ (a model re-downloaded at another revision into
 // the same directory, a data file regenerated) is refused: its steps would
 // go on with another model or data than the steps before them, and the
@@ -48,7 +49,7 @@ func inputPaths(cfg *Config) ([][2]string, error) {
 	for _, w := range weights {
 		out = append(out, [2]string{"model.path", w})
 	}
-	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt", "special_tokens_map.json"} {
+	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt", "special_tokens_map.json", "preprocessor_config.json"} {
 		if p := filepath.Join(cfg.Model.Path, name); exists(p) {
 			out = append(out, [2]string{"model.path", p})
 		}

@@ -12,9 +12,14 @@ import (
 // every perturbed variant of a step on the current mini-batch in one batched
 // forward, starting a variant that perturbs only layer b's adapter at layer
 // b (prefix caching).
+//
+// An image task's objective evaluates its variants on the ViT instead
+// (images; vision.losses), one forward each.
 type objective struct {
 	m      *model.Model
-	view   viewer // the trained parameters: an adapter's, or the model's own weights
+	view   viewer  // the trained parameters: an adapter's, or the model's own weights
+	images *vision // an image task's model and mini-batch (m and view are nil)
+	layers int     // the ViT's encoder layers, for layerEvals
 	batch  model.Input
 	labels []int
 	// noPrefixCache runs every variant from the first layer (for measuring
@@ -52,6 +57,12 @@ func (x *Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 
 // Evaluate implements zo.Objective.
 func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
+	if o.images != nil {
+		losses, err := o.images.losses(base, vs)
+		o.layerEvals = o.layers * len(vs)
+		o.noteFinite(losses)
+		return losses, err
+	}
 	mv := make([]model.Variant, len(vs))
 	for i, v := range vs {
 		from := 0
@@ -71,11 +82,16 @@ func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 		return nil, err
 	}
 	o.layerEvals = stats.LayerEvals
+	o.noteFinite(losses)
+	return losses, nil
+}
+
+// noteFinite records whether a step's losses were all finite.
+func (o *objective) noteFinite(losses []float64) {
 	o.nonFinite = false
 	for _, l := range losses {
 		if math.IsNaN(l) || math.IsInf(l, 0) {
 			o.nonFinite = true
 		}
 	}
-	return losses, nil
 }

@@ -28,7 +28,7 @@ func preflight(cfg *Config) error {
 			fixes = append(fixes, fix)
 		}
 	}
-	if what := checkModelDir(cfg.Model.Path); what != "" {
+	if what := checkModelDir(cfg.Model.Path, isImageTask(cfg)); what != "" {
 		miss("model.path", cfg.Model.Path, what, modelDownload(cfg))
 	}
 	for _, f := range []struct{ key, path string }{
@@ -97,8 +97,10 @@ func checkFile(path string) string {
 // checkModelDir says what is missing of a model directory ("" if
 // nothing): config.json (which must parse as a model this project runs),
 // the weights (one file, or an index and every shard it names),
-// tokenizer.json (or vocab.json and merges.txt) and tokenizer_config.json.
-func checkModelDir(dir string) string {
+// tokenizer.json (or vocab.json and merges.txt) and tokenizer_config.json;
+// an image model's (image: a ViT's config.json) preprocessor_config.json
+// instead of the tokenizer.
+func checkModelDir(dir string, image bool) string {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -109,7 +111,11 @@ func checkModelDir(dir string) string {
 		return "not a directory (want a model directory: config.json, *.safetensors, tokenizer.json, …)"
 	}
 	var gone []string
-	if _, err := model.LoadConfig(filepath.Join(dir, "config.json")); err != nil {
+	loadConfig := func(path string) error { _, err := model.LoadConfig(path); return err }
+	if image {
+		loadConfig = func(path string) error { _, err := model.LoadViTConfig(path); return err }
+	}
+	if err := loadConfig(filepath.Join(dir, "config.json")); err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, "config.json")); serr != nil {
 			gone = append(gone, "config.json")
 		} else {
@@ -129,6 +135,12 @@ func checkModelDir(dir string) string {
 			gone = append(gone, filepath.Base(w))
 		}
 	}
+	if image {
+		if checkFile(filepath.Join(dir, "preprocessor_config.json")) != "" {
+			gone = append(gone, "preprocessor_config.json")
+		}
+		return missingFiles(gone)
+	}
 	// The tokenizer: tokenizer.json, or GPT-2's vocab.json and merges.txt
 	// (OPT's, which tokenizer.Load converts), and tokenizer_config.json.
 	if checkFile(filepath.Join(dir, "tokenizer.json")) != "" &&
@@ -138,6 +150,11 @@ func checkModelDir(dir string) string {
 	if checkFile(filepath.Join(dir, "tokenizer_config.json")) != "" {
 		gone = append(gone, "tokenizer_config.json")
 	}
+	return missingFiles(gone)
+}
+
+// missingFiles says which files of a model directory are missing ("" for none).
+func missingFiles(gone []string) string {
 	if len(gone) > 0 {
 		return "no " + strings.Join(gone, ", no ") + " there (an interrupted download?)"
 	}
@@ -176,6 +193,7 @@ var hubDatasets = []struct{ dir, repo string }{
 	{"data/sst2", "stanfordnlp/sst2"},
 	{"data/squad", "rajpurkar/squad"},
 	{"data/xsum", "EdinburghNLP/xsum --revision refs/convert/parquet"},
+	{"data/pets", "timm/oxford-iiit-pet"},
 }
 
 // datasetDownload is the command that downloads a missing data file of the

@@ -48,22 +48,25 @@ func (r *run) project(step int, stepSecs float64) projection {
 			p.checkpoints++
 		}
 	}
-	if len(r.data.test) == 0 || cfg.Eval.Skip {
+	_, nVal, nTest := r.data.sizes()
+	if nTest == 0 || cfg.Eval.Skip {
 		return p
 	}
-	p.testPasses, p.testExamples = 2, len(r.data.test) // the best and the last adapter
+	p.testPasses, p.testExamples = 2, nTest // the best and the last adapter
 	if cfg.Eval.Base {
 		p.testPasses++
 	}
 	if full { // the last weights are in memory; best/ and the base are loaded
 		p.loads, p.loadSecs = p.testPasses-1, r.loadSecs
 	}
-	if r.valSecs > 0 && len(r.data.val) > 0 {
-		perExample := r.valSecs / float64(len(r.data.val)) // a forward pass over one example, as validation runs it
+	if r.valSecs > 0 && nVal > 0 {
+		perExample := r.valSecs / float64(nVal) // a forward pass over one example, as validation runs it
 		forwards := p.testPasses * p.testExamples
-		if data.Task(cfg.Task.Name) == data.SST2 {
+		switch data.Task(cfg.Task.Name) {
+		case data.SST2:
 			forwards *= 2 // both label candidates are scored
-		} else {
+		case data.Pets: // one forward an image, as in validation
+		default:
 			p.generates, p.maxNewTokens = p.testPasses*p.testExamples, r.eval.maxNewTokens
 		}
 		p.testSecs = perExample * float64(forwards)

@@ -239,6 +239,7 @@ func (r *run) checkState(path string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("resume %s: %s: %s", r.dir, path, fmt.Sprintf(format, args...))
 	}
+	nTrain, _, nTest := r.data.sizes()
 	switch {
 	case st.Step < 0:
 		return bad("step %d is negative", st.Step)
@@ -250,8 +251,8 @@ func (r *run) checkState(path string) error {
 		return bad("negative log sizes (metrics_bytes %d, timing_bytes %d, changes_bytes %d)", st.MetricsBytes, st.TimingBytes, st.ChangesBytes)
 	case !(st.Seconds >= 0) || math.IsInf(st.Seconds, 0):
 		return bad("seconds %g is not a non-negative number", st.Seconds)
-	case st.Sampler.N != len(r.data.train):
-		return bad("sampler over %d examples, but the training set has %d (the data changed?)", st.Sampler.N, len(r.data.train))
+	case st.Sampler.N != nTrain:
+		return bad("sampler over %d examples, but the training set has %d (the data changed?)", st.Sampler.N, nTrain)
 	case st.Sampler.Seed != r.cfg.Train.Seed:
 		return bad("sampler seed %d, but train.seed is %d", st.Sampler.Seed, r.cfg.Train.Seed)
 	case st.BestJSON != nil && (math.IsNaN(*st.BestJSON) || math.IsInf(*st.BestJSON, 0)):
@@ -262,7 +263,7 @@ func (r *run) checkState(path string) error {
 		return bad("a test evaluation is pending at step %d, but train.steps is %d", st.Step, r.cfg.Train.Steps)
 	}
 	if st.Test != nil {
-		return checkTestProgress(st.Test, len(r.data.test), sumsLen(r.eval.task), bad)
+		return checkTestProgress(st.Test, nTest, sumsLen(r.eval.task), bad)
 	}
 	return nil
 }

@@ -52,6 +52,7 @@ type run struct {
 	sampler *data.Sampler
 	obj     *objective
 	eval    *evaluator
+	vis     *vision // an image task's model and data (vision.go); nil for a text task
 
 	state   checkpointState
 	metrics *os.File
@@ -80,6 +81,9 @@ func (r *run) closeBackend() {
 	}
 	if r.m != nil {
 		r.m.Free()
+	}
+	if r.vis != nil {
+		r.vis.free()
 	}
 	r.backend.Close()
 }
@@ -151,7 +155,9 @@ func (r *run) train() (*Summary, error) {
 		// The mini-batch, drawn by the sampler, handed to the objective.
 		r.out.doing(fmt.Sprintf("step %d of %d", step+1, total))
 		t0 := time.Now()
-		r.nextBatch()
+		if err := r.nextBatch(); err != nil {
+			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
+		}
 		// One ZO step: perturb, evaluate every variant, estimate, update θ.
 		st, err := r.engine.Step(r.obj)
 		if err != nil && !r.obj.nonFinite && !errors.Is(err, zo.ErrNonFinite) {
@@ -231,7 +237,8 @@ func (r *run) pendingValidation() (*Summary, error) {
 	if reason := r.stopRequested(); reason != "" {
 		return stopped(reason)
 	}
-	r.out.begin("validation of step 0", fmt.Sprintf("validation of step %d: %d examples", step, len(r.data.val)))
+	_, nVal, _ := r.data.sizes()
+	r.out.begin("validation of step 0", fmt.Sprintf("validation of step %d: %d examples", step, nVal))
 	ok, err := r.validate(step)
 	if reason, stop := stopReason(err); stop {
 		return stopped(reason)
@@ -278,9 +285,12 @@ func (r *run) failed(err error) error {
 }
 
 // nextBatch draws the next mini-batch of training examples and hands it,
-// padded, to the objective.
-func (r *run) nextBatch() {
+// padded, to the objective (an image task's: as pixel_values).
+func (r *run) nextBatch() error {
 	idx := r.sampler.Next(r.cfg.Train.BatchSize)
+	if r.vis != nil {
+		return r.vis.setBatch(idx)
+	}
 	exs := make([]data.Encoded, len(idx))
 	for i, j := range idx {
 		exs[i] = r.data.train[j]
@@ -288,6 +298,7 @@ func (r *run) nextBatch() {
 	b := data.TrainBatch(exs, r.tok.PadID())
 	r.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
 	r.obj.labels = b.Labels
+	return nil
 }
 
 // finiteStats reports whether every number of the step's stats is finite.
@@ -344,10 +355,11 @@ func writeJSONLine(f *os.File, v any) error {
 func (r *run) validate(step int) (bool, error) {
 	what := fmt.Sprintf("validation of step %d", step)
 	r.out.doing(what)
-	pass := newEvalPass(what, len(r.data.val), r.note, r.stopRequested)
+	_, nVal, _ := r.data.sizes()
+	pass := newEvalPass(what, nVal, r.note, r.stopRequested)
 	r.tr.attach()
 	t0 := time.Now()
-	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID(), pass)
+	loss, err := r.validationLoss(pass)
 	r.tr.detach()
 	if err == nil {
 		r.valSecs, r.valStep = time.Since(t0).Seconds(), step

@@ -34,10 +34,46 @@ func (r *run) setup() error {
 	if r.opts.Resume == "" {
 		inputs = fingerprintInputs(r.cfg)
 	}
-	// The model on its backend, and the tokenizer.
+	// The model, the data, what trains, the engine and the evaluation: a
+	// text task's, or an image task's (vision.go).
 	if err := r.stopStarting("loading the model"); err != nil {
 		return err
 	}
+	setup := r.setupText
+	if isImageTask(r.cfg) {
+		setup = r.setupVision
+	}
+	if err := setup(); err != nil {
+		return err
+	}
+	// A resumed run: its checkpoint, with the logs cut back to it, if its
+	// inputs are the ones it started with; a new run: its inputs.
+	if r.opts.Resume != "" {
+		if err := r.restore(); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if r.state.Inputs, err = inputs(); err != nil {
+			return err
+		}
+	}
+	// The logs, started afresh or appended to.
+	r.made.logs = r.opts.Resume == ""
+	if err := r.openLogs(); err != nil {
+		return err
+	}
+	if r.opts.Resume != "" {
+		// A resumed run: the --set changes, recorded.
+		return r.applyChanges()
+	}
+	// A new run: step 0's validation, pending (train runs it first).
+	return r.startRun()
+}
+
+// setupText is a text task's part of setup: the model on its backend and
+// the tokenizer, the data, the adapter, the engine and the evaluation.
+func (r *run) setupText() error {
 	if err := r.loadModel(); err != nil {
 		return err
 	}
@@ -57,26 +93,7 @@ func (r *run) setup() error {
 	}
 	// The objective, the evaluator and the run's state before any step.
 	r.setupEvaluation(enc)
-	// A resumed run: its checkpoint, with the logs cut back to it, if its
-	// inputs are the ones it started with; a new run: its inputs.
-	if r.opts.Resume != "" {
-		if err := r.restore(); err != nil {
-			return err
-		}
-	} else if r.state.Inputs, err = inputs(); err != nil {
-		return err
-	}
-	// The logs, started afresh or appended to.
-	r.made.logs = r.opts.Resume == ""
-	if err := r.openLogs(); err != nil {
-		return err
-	}
-	if r.opts.Resume != "" {
-		// A resumed run: the --set changes, recorded.
-		return r.applyChanges()
-	}
-	// A new run: step 0's validation, pending (train runs it first).
-	return r.startRun()
+	return nil
 }
 
 // openRunDir locks the run directory and reads the config: the run's own
@@ -323,10 +340,11 @@ func (r *run) setupEngine() error {
 		Seed: cfg.Train.Seed, Mode: mode, Workers: cfg.Train.Threads}); err != nil {
 		return err
 	}
-	if n := len(r.data.train); cfg.Train.BatchSize > n {
+	n, _, _ := r.data.sizes()
+	if cfg.Train.BatchSize > n {
 		fmt.Fprintf(r.log, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
 	}
-	r.sampler, err = data.NewSampler(len(r.data.train), cfg.Train.Seed)
+	r.sampler, err = data.NewSampler(n, cfg.Train.Seed)
 	return err
 }
 
@@ -334,7 +352,7 @@ func (r *run) setupEngine() error {
 // the evaluator (validation and test metrics) and the state before step 1.
 func (r *run) setupEvaluation(enc *data.Encoder) {
 	cfg := r.cfg
-	r.obj = &objective{m: r.m, view: r.tr}
+	r.obj = &objective{m: r.m, view: r.tr.(viewer)} // a decoder's trained parameters are their own view (adapterState, fullState)
 	maxNew := cfg.Eval.MaxNewTokens
 	if maxNew == 0 {
 		maxNew = defaultMaxNewTokens(data.Task(cfg.Task.Name))

@@ -73,7 +73,8 @@ func (r *run) finish() (*Summary, error) {
 // between batches: it returns the request's reason, and r.state.Test says how
 // far it got.
 func (r *run) testEvaluation() (string, error) {
-	if r.cfg.Eval.Skip || len(r.data.test) == 0 {
+	_, _, nTest := r.data.sizes()
+	if r.cfg.Eval.Skip || nTest == 0 {
 		return "", nil
 	}
 	evals := r.tr.tests(r.cfg.Eval.Base)
@@ -91,7 +92,7 @@ func (r *run) testEvaluation() (string, error) {
 	if r.cfg.Eval.Base {
 		whom += ", and the base model"
 	}
-	r.out.begin("test evaluation", fmt.Sprintf("test evaluation: %s, on %d examples of %s", whom, len(r.data.test), r.cfg.Task.Test))
+	r.out.begin("test evaluation", fmt.Sprintf("test evaluation: %s, on %d examples of %s", whom, nTest, r.cfg.Task.Test))
 	for _, e := range evals {
 		if res, ok := tp.Finished[e.name]; ok {
 			r.summary.Test[e.name] = res
@@ -101,7 +102,7 @@ func (r *run) testEvaluation() (string, error) {
 		if tp.Current != e.name {
 			tp.Current, tp.Partial = e.name, evalPartial{}
 		}
-		pass := newEvalPass("test ("+e.name+")", len(r.data.test), r.note, r.stopRequested)
+		pass := newEvalPass("test ("+e.name+")", nTest, r.note, r.stopRequested)
 		var res map[string]float64
 		err := e.with(func(m *model.Model) (err error) {
 			res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, &tp.Partial)
@@ -134,7 +135,8 @@ func (r *run) testCut() string {
 			done = append(done, whose(name))
 		}
 	}
-	s := fmt.Sprintf("during the test evaluation, at example %d of %d of %s", tp.Partial.Done, len(r.data.test), whose(tp.Current))
+	_, _, nTest := r.data.sizes()
+	s := fmt.Sprintf("during the test evaluation, at example %d of %d of %s", tp.Partial.Done, nTest, whose(tp.Current))
 	if len(done) > 0 {
 		s += ", after " + strings.Join(done, " and ")
 	}

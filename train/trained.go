@@ -10,9 +10,10 @@ import (
 )
 
 // trained is what a run trains, in one place: an adapter's parameters in
-// host memory (adapterState) or the model's own weights on its backend
-// (fullState, full-parameter ZO). The loop, the checkpoints and the test
-// evaluation reach the parameters only through it.
+// host memory (adapterState; visionState, a ViT's) or the model's own
+// weights on its backend (fullState, full-parameter ZO). The loop, the
+// checkpoints and the test evaluation reach the parameters only through it.
+// A decoder's (adapterState, fullState) is also the objective's viewer.
 type trained interface {
 	// count is the number of trained parameters.
 	count() int64
@@ -21,8 +22,6 @@ type trained interface {
 	stateBytes() int64
 	// newEngine makes the ZO engine over the parameters.
 	newEngine(opt zo.Optimizer, cfg zo.Config) (*zo.Engine, error)
-	// The objective's view of the parameters.
-	viewer
 	// attach makes the model's Forward use the current parameters, detach
 	// takes them away again (validation).
 	attach()
@@ -82,56 +81,79 @@ type testEval struct {
 	with func(fn func(*model.Model) error) error
 }
 
-// adapterState is an adapter (LoRA or prompt tuning) trained on the host:
-// its live parameters and a copy of the best ones.
+// adapterState is a decoder's adapter (LoRA or prompt tuning) trained on
+// the host: its live parameters and a copy of the best ones.
 type adapterState struct {
 	adapterView
-	m        *model.Model
-	a        trainable
-	params   [][]float32
-	bestCopy [][]float32
-	merge    bool // evaluate with LoRA merged into the weights (eval.merge)
+	adapterCopies
+	m     *model.Model
+	a     trainable
+	merge bool // evaluate with LoRA merged into the weights (eval.merge)
 }
 
 func newAdapterState(m *model.Model, a trainable, merge bool) *adapterState {
-	p := a.Params()
-	return &adapterState{adapterView: adapterView{a}, m: m, a: a, params: p, bestCopy: cloneParams(p), merge: merge}
+	return &adapterState{adapterView: adapterView{a}, adapterCopies: newAdapterCopies(a), m: m, a: a, merge: merge}
 }
 
-func (s *adapterState) count() int64      { return int64(countParams(s.params)) }
-func (s *adapterState) stateBytes() int64 { return 0 }
+// adapterFiles is what adapterCopies needs of an adapter: its parameters,
+// making the model use some, and its PEFT adapter directory.
+type adapterFiles interface {
+	Params() [][]float32
+	Attach(params [][]float32)
+	Detach()
+	Save(dir string, params [][]float32) error
+	Load(dir string, dst [][]float32) error
+}
 
-func (s *adapterState) newEngine(opt zo.Optimizer, cfg zo.Config) (*zo.Engine, error) {
+// adapterCopies are an adapter's live parameters (the engine's) and a copy
+// of the best, saved and restored through the adapter: the part of trained
+// every adapter on the host shares (a decoder's adapterState, a ViT's
+// visionState).
+type adapterCopies struct {
+	files    adapterFiles
+	params   [][]float32
+	bestCopy [][]float32
+}
+
+func newAdapterCopies(a adapterFiles) adapterCopies {
+	p := a.Params()
+	return adapterCopies{files: a, params: p, bestCopy: cloneParams(p)}
+}
+
+func (s *adapterCopies) count() int64      { return int64(countParams(s.params)) }
+func (s *adapterCopies) stateBytes() int64 { return 0 }
+
+func (s *adapterCopies) newEngine(opt zo.Optimizer, cfg zo.Config) (*zo.Engine, error) {
 	return zo.New(s.params, opt, cfg)
 }
 
-func (s *adapterState) attach()                   { s.a.Attach(s.params) }
-func (s *adapterState) detach()                   { s.a.Detach() }
-func (s *adapterState) snapshot() (any, bool)     { return cloneParams(s.params), true }
-func (s *adapterState) bestNeedsCheckpoint() bool { return false }
+func (s *adapterCopies) attach()                   { s.files.Attach(s.params) }
+func (s *adapterCopies) detach()                   { s.files.Detach() }
+func (s *adapterCopies) snapshot() (any, bool)     { return cloneParams(s.params), true }
+func (s *adapterCopies) bestNeedsCheckpoint() bool { return false }
 
-func (s *adapterState) save(dir string, snap any, step int, hasBest bool) error {
+func (s *adapterCopies) save(dir string, snap any, step int, hasBest bool) error {
 	params := s.params
 	if snap != nil {
 		params = snap.([][]float32)
 	}
-	if err := s.a.Save(dir, params); err != nil {
+	if err := s.files.Save(dir, params); err != nil {
 		return err
 	}
 	if hasBest { // the best adapter so far, which best/ may have moved past by the time a resume reads it
-		return s.a.Save(filepath.Join(dir, rundir.BestDir), s.bestCopy)
+		return s.files.Save(filepath.Join(dir, rundir.BestDir), s.bestCopy)
 	}
 	return nil
 }
 
-func (s *adapterState) restore(dir string, hasBest bool) error {
-	if err := s.a.Load(dir, s.params); err != nil {
+func (s *adapterCopies) restore(dir string, hasBest bool) error {
+	if err := s.files.Load(dir, s.params); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	if !hasBest {
 		return nil
 	}
-	if err := s.a.Load(filepath.Join(dir, rundir.BestDir), s.bestCopy); err != nil {
+	if err := s.files.Load(filepath.Join(dir, rundir.BestDir), s.bestCopy); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	return nil
@@ -141,23 +163,23 @@ func (s *adapterState) restore(dir string, hasBest bool) error {
 // best/ may hold a better adapter of the steps after the checkpoint, which
 // run again (otherwise after a --set): until they find it again, the best
 // is the checkpoint's, as the summary says.
-func (s *adapterState) restored(runDir string, hasBest bool) error {
+func (s *adapterCopies) restored(runDir string, hasBest bool) error {
 	if !hasBest {
 		return nil
 	}
-	if err := s.a.Save(filepath.Join(runDir, rundir.BestDir), s.bestCopy); err != nil {
+	if err := s.files.Save(filepath.Join(runDir, rundir.BestDir), s.bestCopy); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	return nil
 }
 
-func (s *adapterState) newBest(runDir string) error {
+func (s *adapterCopies) newBest(runDir string) error {
 	copyParams(s.bestCopy, s.params)
-	return s.a.Save(filepath.Join(runDir, rundir.BestDir), s.bestCopy)
+	return s.files.Save(filepath.Join(runDir, rundir.BestDir), s.bestCopy)
 }
 
-func (s *adapterState) saveLast(runDir string) error {
-	return s.a.Save(filepath.Join(runDir, rundir.LastDir), s.params)
+func (s *adapterCopies) saveLast(runDir string) error {
+	return s.files.Save(filepath.Join(runDir, rundir.LastDir), s.params)
 }
 
 func (s *adapterState) tests(base bool) []testEval {

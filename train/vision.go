@@ -1,0 +1,179 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/eval"
+	"github.com/meazo-go/meazo/imageproc"
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/zo"
+)
+
+// An image task (task.name pets) trains a ViT image classifier
+// (ViTForImageClassification) with a LoRA adapter on query and value and
+// the classifier as a whole trainable copy (PEFT's modules_to_save). The
+// run is the text tasks' run (run.go: the same loop, engine, checkpoints,
+// resume and summary); what differs is here: the model, the images, the
+// objective (mean cross-entropy over the classes) and the metric
+// (accuracy).
+
+// isImageTask says whether the config's task classifies images.
+func isImageTask(cfg *Config) bool { return data.Task(cfg.Task.Name) == data.Pets }
+
+// vision is an image task's model, data and current mini-batch.
+type vision struct {
+	vit     *model.ViT
+	proc    imageproc.Config // the checkpoint's preprocessor_config.json
+	adapter *lora.ViTAdapter
+	data    *imageSplits
+	// The mini-batch the objective evaluates: pixel_values and classes.
+	pixels []float32
+	labels []int
+}
+
+// setupVision is an image task's part of setup: the backend and the ViT
+// (with a fresh classifier of the task's classes on a checkpoint without
+// one), the images, the adapter, the engine and the evaluation.
+func (r *run) setupVision() error {
+	cfg := r.cfg
+	proc, err := imageproc.LoadConfig(filepath.Join(cfg.Model.Path, "preprocessor_config.json"))
+	if err != nil {
+		return err
+	}
+	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
+		return fmt.Errorf("model.backend: %w", err)
+	}
+	if r.opts.wrapBackend != nil {
+		r.backend = r.opts.wrapBackend(r.backend)
+	}
+	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
+	t0 := time.Now()
+	v := &vision{proc: proc}
+	if v.vit, err = model.LoadViTWith(cfg.Model.Path, model.ViTLoadOptions{Backend: r.backend, NumLabels: data.PetsClasses, HeadSeed: cfg.Train.Seed}); err != nil {
+		return err
+	}
+	r.vis = v
+	r.loadSecs = time.Since(t0).Seconds()
+	if v.vit.Config.Headless {
+		fmt.Fprintf(r.log, "%s has no classifier (a ViTModel): a fresh one of %d classes, drawn from train.seed %d\n", cfg.Model.Path, data.PetsClasses, cfg.Train.Seed)
+	}
+	side := v.vit.Config.ImageSize
+	if v.data, err = loadImageSplits(cfg, proc, side, data.PetsClasses, cfg.Train.Threads, r.log, r.stopStarting); err != nil {
+		return err
+	}
+	r.data = &splits{images: v.data}
+	if v.adapter, err = lora.NewViT(v.vit, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
+		Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped}); err != nil {
+		return err
+	}
+	v.adapter.SetBaseModel(cfg.ModelName())
+	r.tr = newVisionState(v, cfg.Adapter.Grouped)
+	if err := r.setupEngine(); err != nil {
+		return err
+	}
+	r.obj = &objective{images: v, layers: v.vit.Config.NumLayers}
+	r.eval = &evaluator{task: data.Pets, images: v, batchSize: cfg.Eval.BatchSize, log: r.log}
+	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
+	return nil
+}
+
+// free releases the model's weights.
+func (v *vision) free() { v.vit.Free() }
+
+// setBatch makes the training examples idx the objective's mini-batch.
+func (v *vision) setBatch(idx []int) error {
+	imgs := make([]labeledImage, len(idx))
+	for i, j := range idx {
+		imgs[i] = v.data.train[j]
+	}
+	var err error
+	v.pixels, v.labels, err = pixels(v.proc, imgs)
+	return err
+}
+
+// losses is the ZO objective of an image task: the mini-batch's mean
+// cross-entropy over the classes under each variant's parameters (base for
+// the clean one), one forward each.
+func (v *vision) losses(base [][]float32, vs []zo.Variant) ([]float64, error) {
+	defer func() { v.vit.Adapter = nil }()
+	out := make([]float64, len(vs))
+	for i, zv := range vs {
+		params := zv.Params
+		if params == nil {
+			params = base
+		}
+		v.vit.Adapter = v.adapter.View(params)
+		loss, _, err := v.vit.Loss(v.pixels, len(v.labels), v.labels)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = loss
+	}
+	return out, nil
+}
+
+// validationLoss is the mean cross-entropy over the validation images with
+// the adapter attached, in batches of batchSize, accumulated in float64. A
+// stop request ends it between batches (a *stoppedError).
+func (v *vision) validationLoss(batchSize int, pass *evalPass) (float64, error) {
+	var sum float64
+	n := len(v.data.val)
+	for lo := 0; lo < n; lo += batchSize {
+		hi := min(lo+batchSize, n)
+		px, labels, err := pixels(v.proc, v.data.val[lo:hi])
+		if err != nil {
+			return 0, err
+		}
+		loss, _, err := v.vit.Loss(px, hi-lo, labels)
+		if err != nil {
+			return 0, err
+		}
+		sum += loss * float64(hi-lo)
+		if err := pass.after(hi, hi < n); err != nil {
+			return 0, err
+		}
+	}
+	return sum / float64(n), nil
+}
+
+// accuracy is the test split's accuracy with whatever adapter the ViT has
+// attached: the class of the highest logit (the first of equal ones)
+// against the label. It continues from part and keeps it up to date, as
+// the text tasks' test metrics do (evaluator.testMetrics).
+func (v *vision) accuracy(batchSize int, pass *evalPass, part *evalPartial) (map[string]float64, error) {
+	n := len(v.data.test)
+	for lo := part.Done; lo < n; lo += batchSize {
+		hi := min(lo+batchSize, n)
+		px, labels, err := pixels(v.proc, v.data.test[lo:hi])
+		if err != nil {
+			return nil, err
+		}
+		logits, err := v.vit.Logits(px, hi-lo)
+		if err != nil {
+			return nil, err
+		}
+		k := v.vit.Config.NumLabels
+		for i, label := range labels {
+			scores := make([]float64, k)
+			for c := range scores {
+				if scores[c] = float64(logits[i*k+c]); math.IsNaN(scores[c]) || math.IsInf(scores[c], 0) {
+					return nil, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", lo+i, c, scores[c])
+				}
+			}
+			if eval.PredictLabel(scores) == label {
+				part.Sums[0]++
+			}
+		}
+		part.Done = hi
+		if err := pass.after(hi, hi < n); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]float64{"accuracy": part.Sums[0] / float64(n)}, nil
+}

@@ -1,0 +1,66 @@
+package train
+
+import (
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+)
+
+// visionState is a ViT's LoRA adapter (and classifier) trained on the host:
+// adapterCopies over the adapter's files (vitFiles).
+type visionState struct {
+	adapterCopies
+	v *vision
+}
+
+func newVisionState(v *vision, grouped bool) *visionState {
+	return &visionState{adapterCopies: newAdapterCopies(&vitFiles{v: v, grouped: grouped}), v: v}
+}
+
+// tests are the test evaluations of the best and the last adapter (and,
+// with base, of the model as loaded: its classifier untrained, so about
+// chance on a fresh one). The evaluator of an image task scores the ViT with
+// the parameters attached (vision.accuracy): the *model.Model handed to fn
+// is nil.
+func (s *visionState) tests(base bool) []testEval {
+	with := func(params [][]float32) func(fn func(*model.Model) error) error {
+		return func(fn func(*model.Model) error) error {
+			if params != nil {
+				s.files.Attach(params)
+				defer s.files.Detach()
+			}
+			return fn(nil)
+		}
+	}
+	evals := []testEval{{"best", with(s.bestCopy)}, {"last", with(s.params)}}
+	if base {
+		evals = append(evals, testEval{"base", with(nil)})
+	}
+	return evals
+}
+
+// vitFiles are a ViT adapter's parameters as adapterCopies needs them:
+// attached to the ViT, saved and loaded as a PEFT adapter directory
+// (lora.ViTAdapter: LoRA on query and value, the classifier in
+// modules_to_save).
+type vitFiles struct {
+	v       *vision
+	grouped bool
+}
+
+func (f *vitFiles) Params() [][]float32 { return f.v.adapter.Params() }
+
+func (f *vitFiles) Attach(params [][]float32) { f.v.vit.Adapter = f.v.adapter.View(params) }
+
+func (f *vitFiles) Detach() { f.v.vit.Adapter = nil }
+
+func (f *vitFiles) Save(dir string, params [][]float32) error {
+	return f.v.adapter.SaveParams(dir, params)
+}
+
+func (f *vitFiles) Load(dir string, dst [][]float32) error {
+	a, err := lora.LoadViT(dir, f.v.vit, f.grouped)
+	if err != nil {
+		return err
+	}
+	return copyLoaded(dir, dst, a.Params())
+}

@@ -1,0 +1,305 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/imageproc"
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
+)
+
+// The image task's tests run the tiny ViT fixture (model/testdata/vit:
+// 64×64 images, 3 layers of width 64, 37 classes) on a tiny Pets-like
+// dataset (testdata/pets, written by scripts/makepets: 40 training and 12
+// test images of a few breeds, PNG and JPEG, in the HF hub's schema).
+const (
+	vitTiny   = "../model/testdata/vit/vit-tiny"
+	petsTrain = "testdata/pets/train.parquet"
+	petsTest  = "testdata/pets/test.parquet"
+)
+
+// petsSet is a short pets run's settings, writing into out.
+func petsSet(out string, more ...string) []string {
+	return append([]string{"model.path=" + vitTiny, "task.name=pets", "task.train=" + petsTrain, "task.test=" + petsTest,
+		"adapter.targets=[query,value]", "adapter.r=4", "adapter.alpha=8", "optimizer.lr=1e-3", "optimizer.eps=1e-3",
+		"train.steps=6", "train.batch_size=4", "train.eval_every=3", "train.checkpoint_every=3", "eval.batch_size=5",
+		"output.dir=" + out}, more...)
+}
+
+// trainLosses reads the training losses of a run's metrics.jsonl.
+func trainLosses(t *testing.T, dir string) []float64 {
+	t.Helper()
+	var out []float64
+	for _, line := range readLines(t, filepath.Join(dir, "metrics.jsonl")) {
+		var rec struct {
+			Kind string
+			Loss float64
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == "train" {
+			out = append(out, rec.Loss)
+		}
+	}
+	return out
+}
+
+// TestPetsTrainsWithEveryOptimizer: each optimizer (and MEAZO grouped, one
+// group per layer and the classifier's) trains the ViT's LoRA and
+// classifier through the same engine: the losses are finite and move,
+// the validation loss is logged, the test accuracy of the best, the last
+// adapter and the base model is reported, the adapter is PEFT's.
+func TestPetsTrainsWithEveryOptimizer(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo", "meazo-grouped"} {
+		t.Run(name, func(t *testing.T) {
+			opt, grouped := strings.CutSuffix(name, "-grouped")
+			q := "1"
+			if opt == "fzoo" {
+				q = "2"
+			}
+			out := filepath.Join(root, name)
+			s, err := Run(Options{Overrides: petsSet(out, "optimizer.name="+opt, "optimizer.q="+q, "eval.base=true", "train.steps=3", fmt.Sprint("adapter.grouped=", grouped))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// LoRA r 4 on query and value of 3 layers of width 64, and the 37×64 classifier with its bias.
+			if want := 3*2*2*4*64 + 37*64 + 37; s.TrainableParams != want || s.StepsDone != 3 || s.Diverged {
+				t.Fatalf("summary: %d trainable (want %d), %d steps, diverged %v", s.TrainableParams, want, s.StepsDone, s.Diverged)
+			}
+			losses := trainLosses(t, out)
+			if len(losses) != 3 || slices.ContainsFunc(losses, func(l float64) bool { return math.IsNaN(l) || math.IsInf(l, 0) || l <= 0 }) {
+				t.Fatalf("training losses %v: want 3 finite positive values", losses)
+			}
+			if slices.Min(losses) == slices.Max(losses) {
+				t.Errorf("training losses %v do not change", losses)
+			}
+			for _, which := range []string{"best", "last", "base"} {
+				acc, ok := s.Test[which]["accuracy"]
+				if !ok || acc < 0 || acc > 1 || acc*12 != math.Round(acc*12) {
+					t.Errorf("test accuracy of %s: %v (%v), want k/12 of the 12 test images", which, acc, ok)
+				}
+			}
+			if grouped && s.StateBytes != 8*4 {
+				t.Errorf("grouped MEAZO keeps %d bytes, want one float64 for each of the 3 layers and the classifier", s.StateBytes)
+			}
+			if s.BestValLoss == nil || s.LastValLoss == nil {
+				t.Errorf("no validation loss in the summary: %+v", s)
+			}
+			b, err := os.ReadFile(filepath.Join(out, "best", "adapter_config.json"))
+			if err != nil || !strings.Contains(string(b), `"classifier"`) || !strings.Contains(string(b), `"query"`) {
+				t.Errorf("best/adapter_config.json: %s %v; want PEFT's LoRA on query/value with the classifier in modules_to_save", b, err)
+			}
+		})
+	}
+}
+
+// TestPetsResumeIsBitIdentical: a pets run stopped after 4 steps and
+// resumed writes what the uninterrupted run does, metrics, adapters and
+// optimizer state, with MEAZO and with ZO-Adam (a state per parameter);
+// and the same run on 1 and 2 threads computes the same numbers.
+func TestPetsResumeIsBitIdentical(t *testing.T) {
+	root := t.TempDir()
+	for _, opt := range []string{"meazo", "zo-adam"} {
+		t.Run(opt, func(t *testing.T) {
+			whole := filepath.Join(root, opt+"-whole")
+			if _, err := Run(Options{Overrides: petsSet(whole, "optimizer.name="+opt, "train.threads=1")}); err != nil {
+				t.Fatal(err)
+			}
+			cut := filepath.Join(root, opt+"-cut")
+			// The last checkpoint before the stop is step 3's: step 4 is logged, cut off, and run again.
+			if _, err := Run(Options{Overrides: petsSet(cut, "optimizer.name="+opt, "train.threads=1"), StopAfter: 4}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(Options{Resume: cut}); err != nil {
+				t.Fatal(err)
+			}
+			requireSameRun(t, whole, cut)
+			if readSummary(t, cut).Test["best"]["accuracy"] != readSummary(t, whole).Test["best"]["accuracy"] {
+				t.Error("the resumed run's test accuracy differs")
+			}
+			two := filepath.Join(root, opt+"-threads2")
+			if _, err := Run(Options{Overrides: petsSet(two, "optimizer.name="+opt, "train.threads=2")}); err != nil {
+				t.Fatal(err)
+			}
+			requireSameRun(t, whole, two)
+		})
+	}
+}
+
+// TestPetsFromViTModel: a ViTModel checkpoint (in21k's layout: no
+// classifier, a pooler) trains with a fresh classifier drawn from
+// train.seed: the same seed starts from the same loss, another from
+// another.
+func TestPetsFromViTModel(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "vit-in21k-like")
+	if err := os.Mkdir(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fixture.WriteViTModel(t, vitTiny, base)
+	first := map[string]float64{}
+	for _, run := range []struct{ name, seed string }{{"a", "1"}, {"b", "1"}, {"c", "2"}} {
+		out := filepath.Join(dir, run.name)
+		if _, err := Run(Options{Overrides: petsSet(out, "model.path="+base, "train.seed="+run.seed, "train.steps=1", "eval.skip=true")}); err != nil {
+			t.Fatal(err)
+		}
+		first[run.name] = trainLosses(t, out)[0]
+	}
+	if first["a"] != first["b"] || first["a"] == first["c"] {
+		t.Errorf("first losses %v: want seeds 1 and 1 equal, seed 2 other", first)
+	}
+}
+
+// TestPetsBadInput: each kind of bad input is an error that names what and
+// where, before any step: never a panic.
+func TestPetsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	rows, err := parquet.ReadFile[petsRow](petsTrain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, rows any) string {
+		p := filepath.Join(dir, name)
+		var err error
+		switch r := rows.(type) {
+		case []petsRow:
+			err = parquet.WriteFile(p, r)
+		case []noLabelRow:
+			err = parquet.WriteFile(p, r)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	corrupt := slices.Clone(rows)
+	corrupt[7].Image.Bytes = corrupt[7].Image.Bytes[:20] // a PNG cut short
+	label := slices.Clone(rows)
+	label[3].Label = 37
+	var noLabel []noLabelRow
+	for _, r := range rows {
+		noLabel = append(noLabel, noLabelRow{Image: r.Image, ImageID: r.ImageID})
+	}
+	tenClasses := filepath.Join(dir, "ten-classes")
+	os.Mkdir(tenClasses, 0o755)
+	for _, f := range []string{"model.safetensors", "preprocessor_config.json", "config.json"} {
+		b, _ := os.ReadFile(filepath.Join(vitTiny, f))
+		if f == "config.json" {
+			var cfg map[string]any
+			json.Unmarshal(b, &cfg)
+			id2label := map[string]string{}
+			for i := range 10 {
+				id2label[string(rune('0'+i))] = "breed"
+			}
+			cfg["id2label"], cfg["label2id"] = id2label, nil
+			b, _ = json.Marshal(cfg)
+		}
+		os.WriteFile(filepath.Join(tenClasses, f), b, 0o644)
+	}
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want []string
+	}{
+		{"corrupt image", []string{"task.train=" + write("corrupt.parquet", corrupt)}, []string{"corrupt.parquet", "row 7", "breed"}},
+		{"label out of range", []string{"task.train=" + write("label.parquet", label)}, []string{"label.parquet", "row 3", "label 37"}},
+		{"missing column", []string{"task.train=" + write("nolabel.parquet", noLabel)}, []string{"nolabel.parquet", `column "label" is missing`}},
+		{"classes of the model", []string{"model.path=" + tenClasses}, []string{"10 classes", "the task has 37"}},
+		{"decoder targets", []string{"adapter.targets=[q_proj]"}, []string{"adapter.targets", "query"}},
+		{"prompt tuning", []string{"adapter.kind=prompt"}, []string{"adapter.kind prompt", "lora"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Options{Overrides: petsSet(filepath.Join(dir, "out-"+strings.ReplaceAll(tc.name, " ", "-")), tc.set...)})
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %v; want one containing %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// petsRow is a row of timm/oxford-iiit-pet's Parquet files (as
+// scripts/makepets writes them).
+type petsRow struct {
+	Image struct {
+		Bytes []byte `parquet:"bytes,optional"`
+		Path  string `parquet:"path,optional"`
+	} `parquet:"image"`
+	Label       int64  `parquet:"label"`
+	ImageID     string `parquet:"image_id"`
+	LabelCatDog int64  `parquet:"label_cat_dog"`
+}
+
+// noLabelRow is a row of a file without the label column.
+type noLabelRow struct {
+	Image struct {
+		Bytes []byte `parquet:"bytes,optional"`
+		Path  string `parquet:"path,optional"`
+	} `parquet:"image"`
+	ImageID string `parquet:"image_id"`
+}
+
+// TestPetsAccuracy: the accuracy a run reports is the one of the model's
+// own predictions, made independently here (imageproc on each file's bytes,
+// one image at a time): a test file whose first half is labelled with the
+// base model's predictions and its second half with another class scores
+// the base model at exactly 50%.
+func TestPetsAccuracy(t *testing.T) {
+	rows, err := parquet.ReadFile[petsRow](petsTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.LoadViT(vitTiny, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	proc, err := imageproc.LoadConfig(filepath.Join(vitTiny, "preprocessor_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		px, err := proc.File(rows[i].Image.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits, err := m.Logits(px, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pred := 0
+		for c, l := range logits {
+			if l > logits[pred] {
+				pred = c
+			}
+		}
+		rows[i].Label = int64(pred)
+		if i >= len(rows)/2 {
+			rows[i].Label = int64((pred + 1) % data.PetsClasses)
+		}
+	}
+	test := filepath.Join(t.TempDir(), "test.parquet")
+	if err := parquet.WriteFile(test, rows); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Run(Options{Overrides: petsSet(filepath.Join(t.TempDir(), "run"), "task.test="+test, "eval.base=true", "train.steps=1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc := s.Test["base"]["accuracy"]; acc != 0.5 {
+		t.Errorf("the base model's accuracy is %v; its own predictions on half the images give 0.5", acc)
+	}
+}
