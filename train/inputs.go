@@ -19,11 +19,10 @@ import (
 // The files a run's numbers depend on are fingerprinted when it starts and
 // recorded in its checkpoints (state.json "inputs"): the model's weights,
 // config.json and tokenizer files (a ViT's preprocessor_config.json), and the
-// training and validation data. A
-// resume whose files differ (a model re-downloaded at another revision into
-// the same directory, a data file regenerated) is refused: its steps would
-// go on with another model or data than the steps before them, and the
-// results would mix the two. The test data are not fingerprinted: task.test
+// training and validation data. A resume whose files differ (a model
+// re-downloaded at another revision into the same directory, a data file
+// regenerated) is refused: its steps would go on with another model or data
+// than the steps before them, and the results would mix the two. The test data are not fingerprinted: task.test
 // may change on resume.
 
 // inputFile is one fingerprinted file.
