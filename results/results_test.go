@@ -233,8 +233,10 @@ func TestReportTables(t *testing.T) {
 			t.Errorf("CSV lacks %q:\n%s", want, csv)
 		}
 	}
-	if key, label, scale := TaskMetric("sst2"); key != "accuracy" || label != "accuracy (%)" || scale != 100 {
-		t.Errorf("TaskMetric(sst2) = %s, %s, %g", key, label, scale)
+	for _, task := range []string{"sst2", "pets"} {
+		if key, label, scale := TaskMetric(task); key != "accuracy" || label != "accuracy (%)" || scale != 100 {
+			t.Errorf("TaskMetric(%s) = %s, %s, %g", task, key, label, scale)
+		}
 	}
 }
 
@@ -541,6 +543,14 @@ func TestTestFigures(t *testing.T) {
 	}
 	if last := figs[0].Series[len(figs[0].Series)-1]; last.Name != "chance (50 %)" || last.Y[0] != 50 {
 		t.Errorf("no chance line: %+v", last)
+	}
+	// Pets: chance is one class in 37.
+	pets := slices.Clone(runs)
+	for i := range pets {
+		pets[i].Task = "pets"
+	}
+	if figs, err := TestFigures(pets); err != nil || len(figs) != 1 || figs[0].Series[len(figs[0].Series)-1].Name != "chance (2.7 %)" {
+		t.Errorf("pets: %v, %+v", err, figs)
 	}
 	// Several rates: the robustness figure of the test metric too, each
 	// rate's mean against η/η*.

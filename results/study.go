@@ -61,7 +61,7 @@ const maxWaitingListed = 5
 // the table's unit. An unknown task has key "".
 func TaskMetric(task string) (key, label string, scale float64) {
 	switch task {
-	case "sst2":
+	case "sst2", "pets":
 		return "accuracy", "accuracy (%)", 100
 	case "squad":
 		return "f1", "F1", 1
@@ -69,6 +69,18 @@ func TaskMetric(task string) (key, label string, scale float64) {
 		return "rougeL", "ROUGE-L", 1
 	}
 	return "", "", 1
+}
+
+// chanceAccuracy is the accuracy (%) of a uniform guess at a classification
+// task's classes: SST-2's 2, Pets' 37; 0 for another task.
+func chanceAccuracy(task string) float64 {
+	switch task {
+	case "sst2":
+		return 100.0 / 2
+	case "pets":
+		return 100.0 / 37
+	}
+	return 0
 }
 
 // ReadStudy reads every sweep of the study from its run directories: each

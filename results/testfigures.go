@@ -10,7 +10,7 @@ import (
 )
 
 // TestFigures are the figures of the test metric the runs were scored on
-// (TaskMetric: SST-2's accuracy, SQuAD's F1, XSum's ROUGE-L), the number a
+// (TaskMetric: SST-2's and Pets' accuracy, SQuAD's F1, XSum's ROUGE-L), the number a
 // run is about, where the runs have one (none with eval.skip):
 //
 //   - test_<metric>.svg: each method at its η*, the base model (at step 0,
@@ -97,8 +97,8 @@ func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting str
 	}
 	note := []string{"Points: the test " + label + " of the base model (no adapter; at step 0, where the runs evaluated it: eval.base)",
 		"and of the best adapter (the lowest validation loss) at its step; mean over seeds (the results table gives their spread)."}
-	if key == "accuracy" {
-		fig.Series = append(fig.Series, plot.Series{Name: "chance (50 %)", X: []float64{0, math.Max(maxStep, 1)}, Y: []float64{50, 50}, Color: "#888888", Dashed: true})
+	if c := chanceAccuracy(runs[0].Task); key == "accuracy" && c > 0 {
+		fig.Series = append(fig.Series, plot.Series{Name: fmt.Sprintf("chance (%.3g %%)", c), X: []float64{0, math.Max(maxStep, 1)}, Y: []float64{c, c}, Color: "#888888", Dashed: true})
 	}
 	fig.Note = strings.Join(note, "\n")
 	return fig

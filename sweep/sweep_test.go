@@ -331,8 +331,9 @@ func TestShippedStudiesLoad(t *testing.T) {
 			}
 		}
 		// full-parameter: 2 models × 3 optimizers; the Ministral appendix: 5
-		// optimizers on SQuAD LoRA. Each config present.
-		if want, ok := map[string]int{"full.yaml": 6, "ministral.yaml": 5}[filepath.Base(p)]; ok {
+		// optimizers on SQuAD LoRA; the ViT appendix: 5 on Pets LoRA. Each
+		// config present.
+		if want, ok := map[string]int{"full.yaml": 6, "ministral.yaml": 5, "vit.yaml": 5}[filepath.Base(p)]; ok {
 			if n := len(st.Sweeps()); n != want {
 				t.Errorf("%s: %d sweeps, want %d", p, n, want)
 			}

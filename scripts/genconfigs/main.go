@@ -4,7 +4,8 @@
 // each optimizer (the paper's Table 1),
 // full-parameter SST-2 configs of both models with MEAZO, ZO-SGD and FZOO,
 // OPT-1.3B's full-parameter SST-2 configs with the Figure 20 study (opt.go),
-// and Ministral-3 14B SQuAD LoRA configs in bf16 (the paper's appendix).
+// Ministral-3 14B SQuAD LoRA configs in bf16 (the paper's appendix), and
+// ViT-B/16 LoRA on Oxford-IIIT Pets with the ViT appendix's study (vit.go).
 //
 //	go run ./scripts/genconfigs        # rewrite configs/
 //
@@ -120,6 +121,7 @@ func Generate() map[string]string {
 	files["studies/full.yaml"] = fullStudy()
 	files["studies/ministral.yaml"] = ministralStudy()
 	addOPT(files)
+	addViT(files)
 	files["studies/paper.yaml"] = paperStudy()
 	files["studies/demo.yaml"] = demoStudy
 	files["studies/zo-adam-beta1.yaml"] = variantStudy("zo-adam-beta1", "zo-adam",
