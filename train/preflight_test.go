@@ -95,6 +95,7 @@ func TestDownloadHints(t *testing.T) {
 	for path, want := range map[string]string{
 		"data/xsum/default/test/0000.parquet":        "hf download --repo-type dataset EdinburghNLP/xsum --revision refs/convert/parquet --local-dir data/xsum",
 		"/w/data/sst2/data/train-00000-of-1.parquet": "--local-dir /w/data/sst2",
+		"data/pets/data/test-00000-of-00001.parquet": "hf download --repo-type dataset timm/oxford-iiit-pet --local-dir data/pets",
 		"mydata/train.tsv":                           "",
 		"data/sst2.tsv":                              "",
 	} {

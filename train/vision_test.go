@@ -208,11 +208,18 @@ func TestPetsBadInput(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(tenClasses, f), b, 0o644)
 	}
+	noProcessor := filepath.Join(dir, "no-processor")
+	os.Mkdir(noProcessor, 0o755)
+	for _, f := range []string{"model.safetensors", "config.json"} {
+		b, _ := os.ReadFile(filepath.Join(vitTiny, f))
+		os.WriteFile(filepath.Join(noProcessor, f), b, 0o644)
+	}
 	for _, tc := range []struct {
 		name string
 		set  []string
 		want []string
 	}{
+		{"no preprocessor config", []string{"model.path=" + noProcessor}, []string{"no preprocessor_config.json", "nothing was written"}},
 		{"corrupt image", []string{"task.train=" + write("corrupt.parquet", corrupt)}, []string{"corrupt.parquet", "row 7", "breed"}},
 		{"label out of range", []string{"task.train=" + write("label.parquet", label)}, []string{"label.parquet", "row 3", "label 37"}},
 		{"missing column", []string{"task.train=" + write("nolabel.parquet", noLabel)}, []string{"nolabel.parquet", `column "label" is missing`}},
