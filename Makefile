@@ -50,7 +50,7 @@ bench:
 FUZZTIME ?= 1m
 FUZZ_TARGETS := safetensors:FuzzParseHeader tokenizer:FuzzTokenizerJSON tokenizer:FuzzChatTemplate data:FuzzReadText \
 	data:FuzzReadParquet zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics train:FuzzConfigLoad \
-	imageproc:FuzzDecode imageproc:FuzzParseConfig
+	imageproc:FuzzDecode imageproc:FuzzParseConfig model:FuzzParseViTConfig data:FuzzReadImageParquet
 fuzz:
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  $(SIMD) $(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME); \

@@ -84,3 +84,29 @@ func FuzzReadParquet(f *testing.F) {
 		readFuzzed(t, b, ".parquet", tasks[int(which)%len(tasks)])
 	})
 }
+
+// FuzzReadImageParquet: an image classification Parquet file (the HF hub's
+// schema: image.bytes, label, image_id): examples whose labels are classes,
+// or an error, never a panic.
+func FuzzReadImageParquet(f *testing.F) {
+	var r petsRow
+	r.Image.Bytes, r.Image.Path, r.Label, r.ImageID = []byte("\x89PNG\r\n\x1a\n"), "a.png", 3, "Abyssinian_1"
+	for _, c := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy} {
+		f.Add(parquetBytes(f, []petsRow{r, {Label: 36}}, c))
+		f.Add(parquetBytes(f, []otherRow{{"s", 1}}, c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "in.parquet")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fuzzguard.Run(func() {
+			exs, err := ReadImageParquet(p, PetsClasses)
+			for _, ex := range exs {
+				if err == nil && (ex.Label < 0 || ex.Label >= PetsClasses || len(ex.Image) == 0) {
+					t.Fatalf("example %q: label %d, %d bytes", ex.ID, ex.Label, len(ex.Image))
+				}
+			}
+		})
+	})
+}

@@ -30,3 +30,27 @@ func FuzzParseConfig(f *testing.F) {
 		ropeInvFreq(c)
 	})
 }
+
+// FuzzParseViTConfig: a ViT's config.json (ViTForImageClassification, or a
+// ViTModel such as google/vit-base-patch16-224-in21k's): an error or a
+// config whose sizes fit, never a panic.
+func FuzzParseViTConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"architectures":["ViTModel"],"attention_probs_dropout_prob":0.0,"hidden_act":"gelu","hidden_dropout_prob":0.0,"hidden_size":768,"image_size":224,"initializer_range":0.02,"intermediate_size":3072,"layer_norm_eps":1e-12,"model_type":"vit","num_attention_heads":12,"num_channels":3,"num_hidden_layers":12,"patch_size":16,"qkv_bias":true}`,
+		`{"architectures":["ViTForImageClassification"],"hidden_size":64,"image_size":64,"intermediate_size":128,"num_attention_heads":4,"num_hidden_layers":3,"patch_size":16,"id2label":{"0":"a","1":"b"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseViTConfig(b)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an empty error")
+			}
+			return
+		}
+		if c.Tokens() < 2 || c.HeadDim() < 1 || c.PixelsPerImage() < 1 || c.ParamCount() < 1 {
+			t.Fatalf("a config whose sizes do not fit: %+v", c)
+		}
+	})
+}
