@@ -28,6 +28,26 @@ const PetsClasses = 37
 // SST-2's is (TrainValidation); the test split is the dataset's own.
 var PetsSplit = SplitSpec{ValidationFraction: 0.05}
 
+// HubImageRow is a row of the HF hub's Oxford-IIIT Pets Parquet files
+// (timm/oxford-iiit-pet) as parquet-go writes it: the datasets Image
+// feature (a struct of the file's bytes and path), the breed's ClassLabel,
+// the image's name and the species' ClassLabel (0 cat, 1 dog). The reader
+// does not need it (ReadImageParquet reads the columns by name); it is for
+// writing such files: tests, scripts/makepets.
+type HubImageRow struct {
+	Image       HubImage `parquet:"image"`
+	Label       int64    `parquet:"label"`
+	ImageID     string   `parquet:"image_id"`
+	LabelCatDog int64    `parquet:"label_cat_dog"`
+}
+
+// HubImage is the datasets Image feature as the hub's Parquet files store
+// it: the image file's bytes and its name.
+type HubImage struct {
+	Bytes []byte `parquet:"bytes,optional"`
+	Path  string `parquet:"path,optional"`
+}
+
 // imageColumns are the columns of the HF hub's image classification
 // Parquet files (timm/oxford-iiit-pet: the datasets Image feature, a struct
 // of the file's bytes and path, and a ClassLabel).

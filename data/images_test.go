@@ -10,17 +10,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-// petsRow is a row of timm/oxford-iiit-pet's Parquet files: the datasets
-// Image feature (a struct of the file's bytes and path), the breed's
-// ClassLabel, the image's name.
-type petsRow struct {
-	Image struct {
-		Bytes []byte `parquet:"bytes,optional"`
-		Path  string `parquet:"path,optional"`
-	} `parquet:"image"`
-	Label   int64  `parquet:"label"`
-	ImageID string `parquet:"image_id"`
-}
+// petsRow is a row of timm/oxford-iiit-pet's Parquet files.
+type petsRow = HubImageRow
 
 // otherRow lacks the image column (a text dataset's file, say).
 type otherRow struct {

@@ -238,25 +238,13 @@ func TestPetsBadInput(t *testing.T) {
 	}
 }
 
-// petsRow is a row of timm/oxford-iiit-pet's Parquet files (as
-// scripts/makepets writes them).
-type petsRow struct {
-	Image struct {
-		Bytes []byte `parquet:"bytes,optional"`
-		Path  string `parquet:"path,optional"`
-	} `parquet:"image"`
-	Label       int64  `parquet:"label"`
-	ImageID     string `parquet:"image_id"`
-	LabelCatDog int64  `parquet:"label_cat_dog"`
-}
+// petsRow is a row of timm/oxford-iiit-pet's Parquet files.
+type petsRow = data.HubImageRow
 
 // noLabelRow is a row of a file without the label column.
 type noLabelRow struct {
-	Image struct {
-		Bytes []byte `parquet:"bytes,optional"`
-		Path  string `parquet:"path,optional"`
-	} `parquet:"image"`
-	ImageID string `parquet:"image_id"`
+	Image   data.HubImage `parquet:"image"`
+	ImageID string        `parquet:"image_id"`
 }
 
 // TestPetsAccuracy: the accuracy a run reports is the one of the model's

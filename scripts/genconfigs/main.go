@@ -350,16 +350,29 @@ executor:
   kind: local
 `
 
+// writeOptimizer writes the optimizer section of the paper's LoRA and
+// prompt-tuning runs: ε 1e-6, q 1 with normal noise (FZOO: q 2, Rademacher
+// noise, as its reference; it needs q >= 2), each optimizer's decays.
+func writeOptimizer(b *strings.Builder, opt string, rate float64) {
+	q, dist := 1, "normal"
+	if opt == "fzoo" {
+		q, dist = 2, "rademacher"
+	}
+	fmt.Fprintf(b, "optimizer:\n  name: %s\n  lr: %g\n  eps: 1e-6\n  q: %d\n  dist: %s\n", opt, rate, q, dist)
+	switch opt {
+	case "meazo":
+		b.WriteString("  beta: 0.999\n  zeta: 1e-8\n")
+	case "zo-adam", "radazo":
+		b.WriteString("  beta1: 0.9\n  beta2: 0.999\n")
+	}
+}
+
 func config(m modelSpec, task, adapter, opt string, grouped bool) string {
 	rate := lr[opt]
 	steps := 10000
 	if adapter == "prompt" {
 		rate *= 10
 		steps = 20000
-	}
-	q, dist := 1, "normal"
-	if opt == "fzoo" {
-		q, dist = 2, "rademacher" // FZOO needs q >= 2; its reference uses Rademacher noise
 	}
 	files := tasks[task]
 	var b strings.Builder
@@ -387,13 +400,7 @@ func config(m modelSpec, task, adapter, opt string, grouped bool) string {
 		// %q writes a YAML double-quoted string (the texts are ASCII).
 		fmt.Fprintf(&b, "adapter:\n  kind: prompt\n  virtual_tokens: 20\n  init_text: %q # the paper's\n", initText[task])
 	}
-	fmt.Fprintf(&b, "optimizer:\n  name: %s\n  lr: %g\n  eps: 1e-6\n  q: %d\n  dist: %s\n", opt, rate, q, dist)
-	switch opt {
-	case "meazo":
-		b.WriteString("  beta: 0.999\n  zeta: 1e-8\n")
-	case "zo-adam", "radazo":
-		b.WriteString("  beta1: 0.9\n  beta2: 0.999\n")
-	}
+	writeOptimizer(&b, opt, rate)
 	fmt.Fprintf(&b, "train:\n  steps: %d\n  batch_size: 8\n  seed: 0\n  eval_every: 500\n  checkpoint_every: 500\n", steps)
 	fmt.Fprintf(&b, "eval:\n  batch_size: 8\n")
 	name := fmt.Sprintf("%s_%s_%s_%s", m.short, task, adapter, opt)

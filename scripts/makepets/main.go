@@ -20,18 +20,12 @@ import (
 	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/meazo-go/meazo/data"
 )
 
 // row is a row of timm/oxford-iiit-pet's Parquet files.
-type row struct {
-	Image struct {
-		Bytes []byte `parquet:"bytes,optional"`
-		Path  string `parquet:"path,optional"`
-	} `parquet:"image"`
-	Label       int64  `parquet:"label"`
-	ImageID     string `parquet:"image_id"`
-	LabelCatDog int64  `parquet:"label_cat_dog"`
-}
+type row = data.HubImageRow
 
 // classes are the breeds the images use: a few of the 37, the last one too.
 var classes = []int{0, 5, 12, 36}
