@@ -106,127 +106,68 @@ func Run(opts Options) (_ *Summary, err error) {
 	return r.train()
 }
 
-// train runs the steps left, validates, checkpoints and evaluates.
-func (r *run) train() (*Summary, error) {
-	cfg := r.cfg
-	total := cfg.Train.Steps
-	r.summary = Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
-		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
-		TrainableParams: int(r.tr.count()), Test: map[string]map[string]float64{}}
-	prog := newProgress(r.out, r.opts.Terminal, total, cfg.Train.LogEvery)
-	r.prog = prog
-	// Step 0's validation, if it has not run (a new run, or a stop cut it
-	// short).
-	if r.state.ValidationPending {
-		if s, err := r.pendingValidation(); s != nil || err != nil {
-			return s, err
-		}
-	}
-	ran := 0
-	r.out.begin("training", r.trainingLine())
-	prog.begin(r.state.Step)
-	for step := r.state.Step; step < total; step++ {
-		// Stop here if asked to (tests of resume, or a signal).
-		if r.opts.StopAfter > 0 && ran == r.opts.StopAfter {
-			prog.done()
-			fmt.Fprintf(r.log, "stopped after %d steps as asked (resume with --resume %s)\n", ran, r.dir)
-			r.summary.StepsDone = step
-			return &r.summary, nil
-		}
-		if reason := r.stopRequested(); reason != "" {
-			prog.done()
-			return r.interrupted(step, reason, "")
-		}
-		// Before a step that validates, the state after the previous one, to
-		// checkpoint if a stop cuts that validation short (nil where the
-		// parameters are not copied: the model's own weights).
-		validates := (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total
-		var before *snapshot
-		if validates {
-			var err error
-			if before, err = r.snapshot(); err != nil {
-				return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
-			}
-		}
-		// The mini-batch, drawn by the sampler, handed to the objective.
-		r.out.doing(fmt.Sprintf("step %d of %d", step+1, total))
-		t0 := time.Now()
-		r.nextBatch()
-		// One ZO step: perturb, evaluate every variant, estimate, update θ.
-		st, err := r.engine.Step(r.obj)
-		if err != nil && !r.obj.nonFinite && !errors.Is(err, zo.ErrNonFinite) {
-			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
-		}
-		if err != nil || !finiteStats(st) {
-			prog.done()
-			return r.diverged(step + 1)
-		}
-		// Log the step (metrics.jsonl, timing.jsonl).
-		ran++
-		secs := time.Since(t0).Seconds()
-		r.state.Seconds += secs
-		if err := r.logStep(step+1, st, secs); err != nil {
-			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
-		}
-		if ran == 1 && step+1 < total { // what the rest costs, from this step
-			r.note(r.project(step+1, secs).String())
-		}
-		// Validate every eval_every steps and at the end, keeping the best adapter.
-		if validates {
-			ok, err := r.validateUnlessStopped(step+1, step+1 == total)
-			if reason, stopped := stopReason(err); stopped {
-				prog.done()
-				if before == nil {
-					// The state after the step, its validation pending: resume
-					// runs it first (a validation that finds θ diverged then ends
-					// the run, as it does without a stop, with that checkpoint).
-					return r.interruptedValidation(step+1, reason)
-				}
-				// Back to the state before the step: resume runs it again, then
-				// its validation (a validation that finds θ diverged then leaves
-				// a checkpoint from before, as it does without a stop).
-				if err := r.checkpointSnapshot(before); err != nil {
-					return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
-				}
-				return r.interrupted(step, reason, fmt.Sprintf("during the validation of step %d, which runs again with its step", step+1))
-			}
-			if err != nil {
-				return nil, r.failed(err)
-			}
-			if !ok {
-				prog.done()
-				return r.diverged(step + 1)
-			}
-		}
-		// Checkpoint every checkpoint_every steps and at the end (unless a
-		// new best of the model's own weights has just checkpointed it).
-		r.state.Step = step + 1
-		r.state.Sampler = r.sampler.State()
-		due := cfg.Train.CheckpointEvery > 0 && (step+1)%cfg.Train.CheckpointEvery == 0 || step+1 == total
-		if due && r.lastCheckpointStep() != step+1 {
-			if err := r.checkpoint(); err != nil {
-				return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
-			}
-		}
-		prog.update(step+1, st.Loss, r.state.LastValLoss)
-	}
-	prog.done()
-	// Done: the last adapter, the test metrics and summary.json.
-	return r.finish()
+// outcome is how a step leaves the run: it goes on (continueRun), or the
+// run ends in one of five ways, and finish writes that ending up. Each
+// ending's files (the checkpoint a stop needs, best/, last/) are written
+// where it happens; finish writes what every ending shares: the log's last
+// line and summary.json.
+type outcome struct {
+	kind   outcomeKind
+	step   int    // the steps done (stopAfter, interrupted), or the step that diverged
+	signal string // interrupted: the stop request's reason (a signal's name)
+	during string // interrupted: the evaluation the stop cut short, for the message ("": none)
+	err    error  // failed: the error Run returns
 }
 
-// pendingValidation runs the validation of the step the state is at (step
-// 0's: the curves' first point, and the best adapter if training never
-// improves on it), then checkpoints, so that a run killed early still has a
-// state to resume or inspect.
-func (r *run) pendingValidation() (*Summary, error) {
+type outcomeKind int
+
+const (
+	continueRun outcomeKind = iota // the run goes on
+	stopAfter                      // Options.StopAfter steps ran (tests of resume): no summary.json
+	interrupted                    // a stop request (a signal): a checkpoint, summary "interrupted"; exit 3
+	diverged                       // a loss or a projected gradient is not finite: summary "diverged"
+	failed                         // an error (the device's, a full disk): no summary.json; the error says what is kept
+	finished                       // every step ran: last/, the test evaluation, summary "done"
+)
+
+// train runs the steps left, one at a time, until one of them ends the
+// run, then finishes it.
+func (r *run) train() (*Summary, error) {
+	r.summary = r.newSummary()
+	r.prog = newProgress(r.out, r.opts.Terminal, r.cfg.Train.Steps, r.cfg.Train.LogEvery)
+	end := r.pendingValidation()
+	if end.kind == continueRun {
+		r.out.begin("training", r.trainingLine())
+		r.prog.begin(r.state.Step)
+		for step, first := r.state.Step, r.state.Step; step < r.cfg.Train.Steps; step++ {
+			if end = r.step(step, step-first); end.kind != continueRun {
+				break
+			}
+		}
+	}
+	if end.kind == continueRun { // every step has run
+		r.prog.done()
+		end = r.saveAndTest()
+	}
+	return r.finish(end)
+}
+
+// pendingValidation runs the validation of the step the state is at if it
+// has not run (step 0's: the curves' first point, and the best adapter if
+// training never improves on it; or one a stop cut short), then
+// checkpoints, so that a run killed early still has a state to resume or
+// inspect.
+func (r *run) pendingValidation() outcome {
+	if !r.state.ValidationPending {
+		return outcome{}
+	}
 	step := r.state.Step
-	stopped := func(reason string) (*Summary, error) {
+	stopped := func(reason string) outcome {
 		r.prog.done()
 		if err := r.checkpoint(); err != nil {
-			return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)
+			return outcome{kind: failed, err: fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)}
 		}
-		return r.interrupted(step, reason, fmt.Sprintf("during the validation of step %d, which runs again first", step))
+		return outcome{kind: interrupted, step: step, signal: reason, during: fmt.Sprintf("during the validation of step %d, which runs again first", step)}
 	}
 	if reason := r.stopRequested(); reason != "" {
 		return stopped(reason)
@@ -237,19 +178,212 @@ func (r *run) pendingValidation() (*Summary, error) {
 		return stopped(reason)
 	}
 	if err != nil {
-		return nil, r.failed(err)
+		return r.fail(err)
 	}
 	if !ok {
 		if step == 0 {
-			return nil, fmt.Errorf("the validation loss of the starting adapter is not finite: check the model (%s) and the data", r.cfg.Model.Path)
+			return outcome{kind: failed, err: fmt.Errorf("the validation loss of the starting adapter is not finite: check the model (%s) and the data", r.cfg.Model.Path)}
 		}
-		return r.diverged(step)
+		return outcome{kind: diverged, step: step}
 	}
 	r.state.ValidationPending = false
 	if err := r.checkpoint(); err != nil {
-		return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
+		return r.fail(fmt.Errorf("checkpoint of step %d: %w", step, err))
 	}
-	return nil, nil
+	return outcome{}
+}
+
+// step runs step+1 of the run, the ran-th of this invocation: the batch,
+// one ZO step (perturb, evaluate every variant, estimate, update θ), its
+// log lines, the validation every eval_every steps and at the end, and the
+// checkpoint every checkpoint_every steps and at the end.
+func (r *run) step(step, ran int) outcome {
+	total := r.cfg.Train.Steps
+	// Stop here if asked to (tests of resume, or a signal).
+	if r.opts.StopAfter > 0 && ran == r.opts.StopAfter {
+		return outcome{kind: stopAfter, step: step}
+	}
+	if reason := r.stopRequested(); reason != "" {
+		return outcome{kind: interrupted, step: step, signal: reason}
+	}
+	// Before a step that validates, the state after the previous one, to
+	// checkpoint if a stop cuts that validation short (nil where the
+	// parameters are not copied: the model's own weights).
+	validates := (step+1)%r.cfg.Train.EvalEvery == 0 || step+1 == total
+	var before *snapshot
+	if validates {
+		var err error
+		if before, err = r.snapshot(); err != nil {
+			return r.fail(fmt.Errorf("step %d: %w", step+1, err))
+		}
+	}
+	r.out.doing(fmt.Sprintf("step %d of %d", step+1, total))
+	t0 := time.Now()
+	r.nextBatch()
+	st, err := r.engine.Step(r.obj)
+	if err != nil && !r.obj.nonFinite && !errors.Is(err, zo.ErrNonFinite) {
+		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
+	}
+	if err != nil || !finiteStats(st) {
+		return outcome{kind: diverged, step: step + 1}
+	}
+	secs := time.Since(t0).Seconds()
+	r.state.Seconds += secs
+	if err := r.logStep(step+1, st, secs); err != nil {
+		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
+	}
+	if ran == 0 && step+1 < total { // what the rest costs, from this step
+		r.note(r.project(step+1, secs).String())
+	}
+	if validates {
+		if end := r.validateStep(step+1, before); end.kind != continueRun {
+			return end
+		}
+	}
+	// Checkpoint unless a new best of the model's own weights has just
+	// checkpointed this step.
+	r.state.Step = step + 1
+	r.state.Sampler = r.sampler.State()
+	due := r.cfg.Train.CheckpointEvery > 0 && (step+1)%r.cfg.Train.CheckpointEvery == 0 || step+1 == total
+	if due && r.lastCheckpointStep() != step+1 {
+		if err := r.checkpoint(); err != nil {
+			return r.fail(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
+		}
+	}
+	r.prog.update(step+1, st.Loss, r.state.LastValLoss)
+	return outcome{}
+}
+
+// validateStep validates after step, keeping the best adapter. After the
+// run's last step it first polls for a stop: one that came during that
+// step ends the run before its validation and the test evaluations (which
+// could run for minutes with no poll between them when each fits one
+// batch). A stop that cuts the validation short checkpoints the state
+// before the step (before), which resume runs again, then its validation;
+// where that state was not kept (nil: the model's own weights), the state
+// after the step with its validation pending, which resume runs first.
+// Either way a validation that finds θ diverged then ends the run as it
+// does without a stop.
+func (r *run) validateStep(step int, before *snapshot) outcome {
+	var ok bool
+	var err error
+	if step == r.cfg.Train.Steps {
+		if reason := r.stopRequested(); reason != "" {
+			err = &stoppedError{reason}
+		}
+	}
+	if err == nil {
+		ok, err = r.validate(step)
+	}
+	reason, stopped := stopReason(err)
+	switch {
+	case stopped && before == nil:
+		r.prog.done()
+		r.state.Step, r.state.Sampler, r.state.ValidationPending = step, r.sampler.State(), true
+		if err := r.checkpoint(); err != nil {
+			return r.fail(fmt.Errorf("interrupted by %s in the validation of step %d: checkpoint: %w", reason, step, err))
+		}
+		return outcome{kind: interrupted, step: step, signal: reason, during: fmt.Sprintf("during the validation of step %d, which runs first on resume", step)}
+	case stopped:
+		r.prog.done()
+		if err := r.checkpointSnapshot(before); err != nil {
+			return r.fail(fmt.Errorf("checkpoint of step %d: %w", step-1, err))
+		}
+		return outcome{kind: interrupted, step: step - 1, signal: reason, during: fmt.Sprintf("during the validation of step %d, which runs again with its step", step)}
+	case err != nil:
+		return r.fail(err)
+	case !ok:
+		return outcome{kind: diverged, step: step}
+	}
+	return outcome{}
+}
+
+// saveAndTest saves the last adapter and evaluates on the test split, going
+// on from where a stopped test evaluation's checkpoint left it. A stop
+// request ends it between batches, checkpointing how far it got.
+func (r *run) saveAndTest() outcome {
+	if err := r.tr.saveLast(r.dir); err != nil {
+		return outcome{kind: failed, err: err}
+	}
+	resumedTest := r.state.Test != nil // the checkpoint holds a test evaluation a stop cut short
+	reason, err := r.testEvaluation()
+	if err != nil {
+		return outcome{kind: failed, err: err}
+	}
+	if reason != "" {
+		if err := r.checkpoint(); err != nil { // with how far the test evaluation got
+			return outcome{kind: failed, err: fmt.Errorf("interrupted by %s during the test evaluation: checkpoint: %w", reason, err)}
+		}
+		return outcome{kind: interrupted, step: r.state.Step, signal: reason, during: r.testCut()}
+	}
+	// The test evaluation is over. A checkpoint that says it is under way
+	// is written again, as an uninterrupted run leaves it.
+	r.state.Test = nil
+	if resumedTest {
+		if err := r.checkpoint(); err != nil {
+			return outcome{kind: failed, err: err}
+		}
+	}
+	return outcome{kind: finished}
+}
+
+// finish ends the run as end says: it prints the run's last line and
+// writes summary.json (but for a failed run, whose error says what is kept
+// and how to go on, and a test's StopAfter).
+//
+// An interrupted run has finished the step in progress; a checkpoint of
+// the state after it is written unless the last one already holds it (or
+// the caller has checkpointed what resume needs to go on with the
+// evaluation the stop cut short), and --resume continues bit-identically
+// and replaces the summary. A diverged run keeps its last checkpoint and
+// best adapter as they are.
+func (r *run) finish(end outcome) (*Summary, error) {
+	if end.kind == failed {
+		return nil, end.err
+	}
+	r.prog.done()
+	s := &r.summary
+	switch end.kind {
+	case stopAfter:
+		fmt.Fprintf(r.log, "stopped after %d steps as asked (resume with --resume %s)\n", r.opts.StopAfter, r.dir)
+		s.StepsDone = end.step
+		return s, nil
+	case interrupted:
+		if r.lastCheckpointStep() != r.state.Step {
+			if err := r.checkpoint(); err != nil {
+				return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", end.signal, end.step, err)
+			}
+		}
+		during := ""
+		if end.during != "" {
+			during = " (" + end.during + ")"
+		}
+		s.Status, s.Signal, s.StepsDone = rundir.StatusInterrupted, end.signal, end.step
+		s.Message = fmt.Sprintf("interrupted by %s after step %d of %d%s; checkpoint written: continue with --resume %s",
+			end.signal, end.step, r.cfg.Train.Steps, during, r.dir)
+		fmt.Fprintf(r.log, "%s\n", s.Message)
+	case diverged:
+		s.Diverged, s.Status, s.DivergedAt, s.StepsDone = true, rundir.StatusDiverged, &end.step, end.step-1
+		s.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
+			"the last checkpoint (step %d) and the best adapter (step %d) are kept", end.step, r.cfg.Optimizer.LR, r.lastCheckpointStep(), r.state.BestStep)
+		fmt.Fprintf(r.log, "%s\n", s.Message)
+	case finished:
+		s.StepsDone, s.Status = r.state.Step, rundir.StatusDone
+	}
+	r.fillSummary()
+	err := r.writeSummary()
+	if end.kind != finished {
+		return s, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	what := "the adapter"
+	if r.cfg.Adapter.Kind == "full" {
+		what = "the model"
+	}
+	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/\n", r.dir, what)
+	return s, nil
 }
 
 // note prints a line of an evaluation's progress, ending the progress bar's
@@ -261,20 +395,21 @@ func (r *run) note(s string) {
 	fmt.Fprintln(r.log, s)
 }
 
-// failed adds to the error that ends a run (a device failure: a GPU's
-// fault or out-of-memory; a full disk) what is kept and how to go on: the
+// fail ends the run on err (a device failure: a GPU's fault or
+// out-of-memory; a full disk), adding what is kept and how to go on: the
 // run directory's last checkpoint and --resume, which continues exactly as
 // the run would have.
-func (r *run) failed(err error) error {
+func (r *run) fail(err error) outcome {
 	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile)); serr == nil {
-		return fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, r.lastCheckpointStep(), r.dir)
-	}
-	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointOldDir, rundir.StateFile)); serr == nil {
+		err = fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, r.lastCheckpointStep(), r.dir)
+	} else if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointOldDir, rundir.StateFile)); serr == nil {
 		// Stopped in the middle of a checkpoint's swap: --resume puts the
 		// previous one back.
-		return fmt.Errorf("%w; the previous checkpoint is kept (%s): continue with --resume %s", err, rundir.CheckpointOldDir, r.dir)
+		err = fmt.Errorf("%w; the previous checkpoint is kept (%s): continue with --resume %s", err, rundir.CheckpointOldDir, r.dir)
+	} else {
+		err = fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
 	}
-	return fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
+	return outcome{kind: failed, err: err}
 }
 
 // nextBatch draws the next mini-batch of training examples and hands it,

@@ -17,54 +17,12 @@ import (
 // Summary is summary.json (docs/RUNDIR.md); package rundir owns the format.
 type Summary = rundir.Summary
 
-// diverged ends a run whose loss or projected gradient became NaN/Inf,
-// keeping the last checkpoint and the best adapter as they are.
-func (r *run) diverged(step int) (*Summary, error) {
-	r.summary.Diverged, r.summary.Status = true, rundir.StatusDiverged
-	r.summary.DivergedAt = &step
-	r.summary.StepsDone = step - 1
-	r.summary.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
-		"the last checkpoint (step %d) and the best adapter (step %d) are kept", step, r.cfg.Optimizer.LR, r.lastCheckpointStep(), r.state.BestStep)
-	fmt.Fprintf(r.log, "%s\n", r.summary.Message)
-	r.fillSummary()
-	return &r.summary, r.writeSummary()
-}
-
-// finish saves the last adapter, evaluates on the test split and writes the summary.
-func (r *run) finish() (*Summary, error) {
-	if err := r.tr.saveLast(r.dir); err != nil {
-		return nil, err
-	}
-	resumedTest := r.state.Test != nil // the checkpoint holds a test evaluation a stop cut short
-	reason, err := r.testEvaluation()
-	if err != nil {
-		return nil, err
-	}
-	if reason != "" {
-		if err := r.checkpoint(); err != nil { // with how far the test evaluation got
-			return nil, fmt.Errorf("interrupted by %s during the test evaluation: checkpoint: %w", reason, err)
-		}
-		return r.interrupted(r.state.Step, reason, r.testCut())
-	}
-	// The test evaluation is over. A checkpoint that says it is under way
-	// is written again, as an uninterrupted run leaves it.
-	r.state.Test = nil
-	if resumedTest {
-		if err := r.checkpoint(); err != nil {
-			return nil, err
-		}
-	}
-	r.summary.StepsDone, r.summary.Status = r.state.Step, rundir.StatusDone
-	r.fillSummary()
-	if err := r.writeSummary(); err != nil {
-		return nil, err
-	}
-	what := "the adapter"
-	if r.cfg.Adapter.Kind == "full" {
-		what = "the model"
-	}
-	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/\n", r.dir, what)
-	return &r.summary, nil
+// newSummary is the summary of the run as configured, before it ends.
+func (r *run) newSummary() Summary {
+	cfg := r.cfg
+	return Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
+		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: cfg.Train.Steps,
+		TrainableParams: int(r.tr.count()), Test: map[string]map[string]float64{}}
 }
 
 // testEvaluation scores the best and the last adapter (and the base model
