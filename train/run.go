@@ -1,13 +1,16 @@
+// A training run from its start to its end: Run sets it up (setup.go),
+// train runs its steps, each of which returns an outcome, and finish ends
+// the run in one place as the outcome says.
+
 package train
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -327,6 +330,80 @@ func (r *run) saveAndTest() outcome {
 	return outcome{kind: finished}
 }
 
+// testEvaluation scores the best and the last adapter (and the base model
+// with eval.base) on the test split into the summary, going on from where a
+// stopped one's checkpoint left it (r.state.Test). A stop request ends it
+// between batches: it returns the request's reason, and r.state.Test says how
+// far it got.
+func (r *run) testEvaluation() (string, error) {
+	if r.cfg.Eval.Skip || len(r.data.test) == 0 {
+		return "", nil
+	}
+	evals := r.tr.tests(r.cfg.Eval.Base)
+	if r.state.Test == nil {
+		r.state.Test = &testProgress{}
+	}
+	tp := r.state.Test
+	if tp.Finished == nil {
+		tp.Finished = map[string]map[string]float64{}
+	}
+	whom := "the best and the last adapter"
+	if r.cfg.Adapter.Kind == "full" {
+		whom = "the last and the best weights"
+	}
+	if r.cfg.Eval.Base {
+		whom += ", and the base model"
+	}
+	r.out.begin("test evaluation", fmt.Sprintf("test evaluation: %s, on %d examples of %s", whom, len(r.data.test), r.cfg.Task.Test))
+	for _, e := range evals {
+		if res, ok := tp.Finished[e.name]; ok {
+			r.summary.Test[e.name] = res
+			continue
+		}
+		r.out.doing("test evaluation (" + e.name + ")")
+		if tp.Current != e.name {
+			tp.Current, tp.Partial = e.name, evalPartial{}
+		}
+		pass := newEvalPass("test ("+e.name+")", len(r.data.test), r.note, r.stopRequested)
+		var res map[string]float64
+		err := e.with(func(m *model.Model) (err error) {
+			res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, &tp.Partial)
+			return err
+		})
+		if reason, stopped := stopReason(err); stopped {
+			return reason, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
+		}
+		r.summary.Test[e.name] = res
+		tp.Finished[e.name], tp.Current, tp.Partial = res, "", evalPartial{}
+	}
+	return "", nil
+}
+
+// testCut says, in an interruption's message, how far the test evaluation got.
+func (r *run) testCut() string {
+	tp := r.state.Test
+	whose := func(name string) string {
+		if name == "base" {
+			return "the base model's"
+		}
+		return "the " + name + " adapter's"
+	}
+	var done []string
+	for _, name := range []string{"best", "last", "base"} {
+		if _, ok := tp.Finished[name]; ok {
+			done = append(done, whose(name))
+		}
+	}
+	s := fmt.Sprintf("during the test evaluation, at example %d of %d of %s", tp.Partial.Done, len(r.data.test), whose(tp.Current))
+	if len(done) > 0 {
+		s += ", after " + strings.Join(done, " and ")
+	}
+	return s + "; resume goes on from there"
+}
+
 // finish ends the run as end says: it prints the run's last line and
 // writes summary.json (but for a failed run, whose error says what is kept
 // and how to go on, and a test's StopAfter).
@@ -410,106 +487,4 @@ func (r *run) fail(err error) outcome {
 		err = fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
 	}
 	return outcome{kind: failed, err: err}
-}
-
-// nextBatch draws the next mini-batch of training examples and hands it,
-// padded, to the objective.
-func (r *run) nextBatch() {
-	idx := r.sampler.Next(r.cfg.Train.BatchSize)
-	exs := make([]data.Encoded, len(idx))
-	for i, j := range idx {
-		exs[i] = r.data.train[j]
-	}
-	b := data.TrainBatch(exs, r.tok.PadID())
-	r.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
-	r.obj.labels = b.Labels
-}
-
-// finiteStats reports whether every number of the step's stats is finite.
-func finiteStats(st *zo.Stats) bool {
-	ok := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	if !ok(st.Loss) || !ok(st.UpdateNorm) {
-		return false
-	}
-	for _, l := range st.Losses {
-		if !ok(l) {
-			return false
-		}
-	}
-	for _, u := range st.Units {
-		for _, d := range u.D {
-			if !ok(d) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// logStep appends the step's line to metrics.jsonl (and timing.jsonl).
-func (r *run) logStep(step int, st *zo.Stats, secs float64) error {
-	line := rundir.TrainLine{Kind: rundir.KindTrain, Step: step, Loss: st.Loss, Losses: st.Losses,
-		UpdateNorm: st.UpdateNorm, LR: r.cfg.Optimizer.LR, V: st.V}
-	for _, u := range st.Units {
-		line.D = append(line.D, u.D)
-		line.Groups = append(line.Groups, u.Group)
-		if r.cfg.Optimizer.Name == "fzoo" {
-			line.Sigma = append(line.Sigma, u.Sigma)
-		}
-	}
-	if err := writeJSONLine(r.metrics, line); err != nil {
-		return err
-	}
-	return writeJSONLine(r.timing, rundir.TimingLine{Step: step, Seconds: secs, LayerEvals: r.obj.layerEvals})
-}
-
-func writeJSONLine(f *os.File, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", f.Name(), err)
-	}
-	return nil
-}
-
-// validate computes the validation loss and keeps the best adapter. It
-// returns false if the loss is not finite (the run has diverged).
-func (r *run) validate(step int) (bool, error) {
-	what := fmt.Sprintf("validation of step %d", step)
-	r.out.doing(what)
-	pass := newEvalPass(what, len(r.data.val), r.note, r.stopRequested)
-	r.tr.attach()
-	t0 := time.Now()
-	loss, err := validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID(), pass)
-	r.tr.detach()
-	if err == nil {
-		r.valSecs, r.valStep = time.Since(t0).Seconds(), step
-	}
-	if err != nil {
-		return false, fmt.Errorf("validation at step %d: %w", step, err)
-	}
-	if finite(loss) == nil {
-		return false, nil
-	}
-	r.state.LastValLoss = loss
-	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
-		return false, err
-	}
-	if loss < r.state.BestValLoss {
-		r.state.BestValLoss, r.state.BestStep = loss, step
-		if r.tr.bestNeedsCheckpoint() {
-			// The model's own weights: best/ shares the files of a checkpoint
-			// of this step, written first.
-			r.state.Step, r.state.Sampler = step, r.sampler.State()
-			if err := r.checkpoint(); err != nil {
-				return false, fmt.Errorf("checkpoint of step %d (its best validation loss): %w", step, err)
-			}
-		}
-		if err := r.tr.newBest(r.dir); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
 }
