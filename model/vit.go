@@ -3,10 +3,8 @@ package model
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -77,40 +75,20 @@ func LoadViT(dir string, be tensor.Backend) (*ViT, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := safetensors.OpenCheckpoint(dir)
+	r, err := openCheckpoint(dir)
 	if err != nil {
-		return nil, fmt.Errorf("load model %s: %w", dir, err)
+		return nil, err
 	}
-	defer ck.Close()
+	defer r.ck.Close()
 	if be == nil {
 		be = LoadOptions{}.backend()
 	}
-	read := map[string]bool{}
-	m, err := buildViT(cfg, be, func(name string, shape []int) ([]float32, error) {
-		info, ok := ck.Info(name)
-		if !ok {
-			return nil, fmt.Errorf("missing tensor %q", name)
-		}
-		if !slices.Equal(info.Shape, shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", name, info.Shape, shape)
-		}
-		read[name] = true
-		v, err := ck.Float32(name)
-		ck.Release(name)
-		return v, err
-	})
+	m, err := buildViT(cfg, be, r.load)
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
-	var unused []string
-	for _, n := range ck.Names() {
-		if !read[n] {
-			unused = append(unused, n)
-		}
-	}
-	if len(unused) > 0 {
+	if unused := r.unused(nil); len(unused) > 0 {
 		m.Free()
-		slices.Sort(unused)
 		return nil, fmt.Errorf("load model %s: the checkpoint holds tensors the config.json's %d-layer ViTForImageClassification has no use for (%s)",
 			dir, cfg.NumLayers, strings.Join(unused[:min(3, len(unused))], ", "))
 	}
