@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -83,7 +84,7 @@ func squadWithFixtureContext(dev []Example, msgs []tokenizer.Message) (Example, 
 // and ids), that the generation prompt is their token prefix, and that the
 // supervised tokens are exactly the assistant content plus end-of-turn.
 func TestChatFixtures(t *testing.T) {
-	dir := sharedDir(t)
+	dir := fixture.Dir(t)
 	pool := map[Task][]Example{}
 	for task, p := range map[Task]string{SST2: "data/sst2/dev.tsv", SQuAD: "data/squad/dev-v1.1.json", XSum: "data/xsum/test_subset.jsonl"} {
 		exs, _, err := ReadAll(filepath.Join(dir, p), task, ReadOptions{Strict: true})
