@@ -33,7 +33,7 @@ type Options struct {
 	StopAfter int
 	// Stop, if set, is polled before each step and between the batches of
 	// every evaluation; a non-empty answer (the reason, e.g. a signal's
-	// name) ends the run as interrupted (stop.go).
+	// name) ends the run as interrupted (polled by stopRequested, stop.go).
 	Stop func() string
 	// wrapBackend, if set, wraps the backend once opened: for tests that
 	// make the device fail.
