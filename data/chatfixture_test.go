@@ -1,9 +1,6 @@
 package data
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -22,26 +19,6 @@ type chatRecord struct {
 	Rendered             string
 	IDs                  []int
 	CompletionIDs        []int `json:"completion_ids"`
-}
-
-func readChatFixture(t *testing.T, path string) []chatRecord {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []chatRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var r chatRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 // findSource returns the example of the shared data whose conversation has
@@ -102,7 +79,7 @@ func TestChatFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		enc := &Encoder{Tok: tok}
-		recs := readChatFixture(t, filepath.Join(dir, "fixtures/tokenizers/ref/public", c.model+".chat.jsonl"))
+		recs := fixture.ReadJSONL[chatRecord](t, filepath.Join(dir, "fixtures/tokenizers/ref/public", c.model+".chat.jsonl"))
 		prompts := map[string]chatRecord{}
 		for _, r := range recs {
 			if r.Variant == c.prompt {
