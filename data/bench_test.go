@@ -7,13 +7,14 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
 // squadTrainSized writes the shared 44-article train subset repeated 8 times
 // (95,016 questions, ~30 MB: the size of the full SQuAD train set) and returns its path.
 func squadTrainSized(b *testing.B) (string, int64) {
-	raw, err := os.ReadFile(filepath.Join(sharedDir(b), "data/squad/train-v1.1-subset.json"))
+	raw, err := os.ReadFile(filepath.Join(fixture.Dir(b), "data/squad/train-v1.1-subset.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func BenchmarkReadSquadTrainSized(b *testing.B) {
 // BenchmarkEncodeSquad renders and tokenizes SQuAD training examples (prompt
 // and full conversation, label mask) with each real tokenizer.
 func BenchmarkEncodeSquad(b *testing.B) {
-	dir := sharedDir(b)
+	dir := fixture.Dir(b)
 	exs, _, err := ReadAll(filepath.Join(dir, "data/squad/train-v1.1-subset.json"), SQuAD, ReadOptions{Limit: 2000})
 	if err != nil {
 		b.Fatal(err)

@@ -1,15 +1,13 @@
 package data
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -21,26 +19,6 @@ type chatRecord struct {
 	Rendered             string
 	IDs                  []int
 	CompletionIDs        []int `json:"completion_ids"`
-}
-
-func readChatFixture(t *testing.T, path string) []chatRecord {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []chatRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var r chatRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 // findSource returns the example of the shared data whose conversation has
@@ -83,7 +61,7 @@ func squadWithFixtureContext(dev []Example, msgs []tokenizer.Message) (Example, 
 // and ids), that the generation prompt is their token prefix, and that the
 // supervised tokens are exactly the assistant content plus end-of-turn.
 func TestChatFixtures(t *testing.T) {
-	dir := sharedDir(t)
+	dir := fixture.Dir(t)
 	pool := map[Task][]Example{}
 	for task, p := range map[Task]string{SST2: "data/sst2/dev.tsv", SQuAD: "data/squad/dev-v1.1.json", XSum: "data/xsum/test_subset.jsonl"} {
 		exs, _, err := ReadAll(filepath.Join(dir, p), task, ReadOptions{Strict: true})
@@ -101,7 +79,7 @@ func TestChatFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		enc := &Encoder{Tok: tok}
-		recs := readChatFixture(t, filepath.Join(dir, "fixtures/tokenizers/ref/public", c.model+".chat.jsonl"))
+		recs := fixture.ReadJSONL[chatRecord](t, filepath.Join(dir, "fixtures/tokenizers/ref/public", c.model+".chat.jsonl"))
 		prompts := map[string]chatRecord{}
 		for _, r := range recs {
 			if r.Variant == c.prompt {

@@ -197,88 +197,119 @@ func parquetText(v parquet.Value, id bool) (text, msg string) {
 	}
 }
 
-// parquetExample builds an Example from one row's values.
+// parquetExample builds an Example from one row's values; field and msg
+// name the first value that could not be read, and why.
 func parquetExample(row parquet.Row, task Task, index map[string]int) (ex Example, field, msg string) {
 	ex.Task = task
-	values := map[int][]parquet.Value{}
+	r := &parquetRow{values: map[int][]parquet.Value{}, index: index}
 	for _, v := range row {
-		values[v.Column()] = append(values[v.Column()], v)
+		r.values[v.Column()] = append(r.values[v.Column()], v)
 	}
-	str := func(name string) (string, bool) {
-		vs := values[index[name]]
-		if len(vs) != 1 || vs[0].IsNull() {
-			field, msg = name, "null or missing"
-			return "", false
-		}
-		s, m := parquetText(vs[0], name == "id")
-		if m != "" {
-			field, msg = name, m
-			return "", false
-		}
-		return s, true
-	}
-	integer := func(name string) (int64, bool) {
-		vs := values[index[name]]
-		if len(vs) != 1 || vs[0].IsNull() {
-			field, msg = name, "null or missing"
-			return 0, false
-		}
-		switch vs[0].Kind() {
-		case parquet.Int32:
-			return int64(vs[0].Int32()), true
-		case parquet.Int64:
-			return vs[0].Int64(), true
-		}
-		field, msg = name, fmt.Sprintf("want an integer, got %v", vs[0].Kind())
-		return 0, false
-	}
-	var ok bool
 	switch task {
 	case SST2:
-		if ex.Sentence, ok = str("sentence"); !ok {
-			return
-		}
-		label, ok := integer("label")
+		r.sst2(&ex)
+	case SQuAD:
+		r.squad(&ex)
+	case XSum:
+		r.texts(textField{"document", &ex.Document}, textField{"summary", &ex.Summary}, textField{"id", &ex.ID})
+	}
+	return ex, r.field, r.msg
+}
+
+// parquetRow is one row's values by column, read by field name. field and
+// msg are the first field that could not be read and why: a read after it
+// reads nothing.
+type parquetRow struct {
+	values     map[int][]parquet.Value
+	index      map[string]int
+	field, msg string
+}
+
+// fail records why name could not be read.
+func (r *parquetRow) fail(name, msg string) {
+	r.field, r.msg = name, msg
+}
+
+// one is name's value, which must be there once and not null.
+func (r *parquetRow) one(name string) (parquet.Value, bool) {
+	vs := r.values[r.index[name]]
+	if len(vs) != 1 || vs[0].IsNull() {
+		r.fail(name, "null or missing")
+		return parquet.Value{}, false
+	}
+	return vs[0], true
+}
+
+// textField is a text column and where its value goes.
+type textField struct {
+	name string
+	dst  *string
+}
+
+// texts reads text fields, stopping at the first that cannot be read.
+func (r *parquetRow) texts(fields ...textField) bool {
+	for _, f := range fields {
+		v, ok := r.one(f.name)
 		if !ok {
-			return
+			return false
 		}
-		ex.Label = int(label)
-		if _, has := index["idx"]; has {
-			idx, ok := integer("idx")
-			if !ok {
-				return
-			}
+		s, m := parquetText(v, f.name == "id")
+		if m != "" {
+			r.fail(f.name, m)
+			return false
+		}
+		*f.dst = s
+	}
+	return true
+}
+
+// integer reads an integer field.
+func (r *parquetRow) integer(name string) (int64, bool) {
+	v, ok := r.one(name)
+	if !ok {
+		return 0, false
+	}
+	switch v.Kind() {
+	case parquet.Int32:
+		return int64(v.Int32()), true
+	case parquet.Int64:
+		return v.Int64(), true
+	}
+	r.fail(name, fmt.Sprintf("want an integer, got %v", v.Kind()))
+	return 0, false
+}
+
+// sst2 reads an SST-2 row: sentence, label, and idx where the file has it.
+func (r *parquetRow) sst2(ex *Example) {
+	if !r.texts(textField{"sentence", &ex.Sentence}) {
+		return
+	}
+	label, ok := r.integer("label")
+	if !ok {
+		return
+	}
+	ex.Label = int(label)
+	if _, has := r.index["idx"]; has {
+		if idx, ok := r.integer("idx"); ok {
 			ex.ID = fmt.Sprint(idx)
 		}
-	case SQuAD:
-		for _, f := range []struct {
-			name string
-			dst  *string
-		}{{"id", &ex.ID}, {"title", &ex.Title}, {"context", &ex.Context}, {"question", &ex.Question}} {
-			if *f.dst, ok = str(f.name); !ok {
-				return
-			}
-		}
-		for _, v := range values[index["answers.text[]"]] {
-			if v.IsNull() {
-				continue // an empty list is a single null; checkExample reports it
-			}
-			a, m := parquetText(v, false)
-			if m != "" {
-				field, msg = "answers.text", m
-				return
-			}
-			ex.Answers = append(ex.Answers, a)
-		}
-	case XSum:
-		for _, f := range []struct {
-			name string
-			dst  *string
-		}{{"document", &ex.Document}, {"summary", &ex.Summary}, {"id", &ex.ID}} {
-			if *f.dst, ok = str(f.name); !ok {
-				return
-			}
-		}
 	}
-	return ex, "", ""
+}
+
+// squad reads a SQuAD row: its texts, then the answers' list.
+func (r *parquetRow) squad(ex *Example) {
+	if !r.texts(textField{"id", &ex.ID}, textField{"title", &ex.Title}, textField{"context", &ex.Context}, textField{"question", &ex.Question}) {
+		return
+	}
+	for _, v := range r.values[r.index["answers.text[]"]] {
+		if v.IsNull() {
+			continue // an empty list is a single null; checkExample reports it
+		}
+		a, m := parquetText(v, false)
+		if m != "" {
+			r.fail("answers.text", m)
+			return
+		}
+		ex.Answers = append(ex.Answers, a)
+	}
 }

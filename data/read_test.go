@@ -9,20 +9,12 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
-// sharedDir returns $MEAZO_SHARED or skips the test.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("MEAZO_SHARED")
-	if dir == "" {
-		t.Skip("MEAZO_SHARED is not set; it names the shared fixtures folder (e.g. ../shared)")
-	}
-	return dir
-}
-
 func TestReadSharedData(t *testing.T) {
-	dir := sharedDir(t)
+	dir := fixture.Dir(t)
 	for _, c := range []struct {
 		path  string
 		task  Task

@@ -1,48 +1,13 @@
 package eval
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
-
-// sharedDir returns $MEAZO_SHARED or skips the test.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("MEAZO_SHARED")
-	if dir == "" {
-		t.Skip("MEAZO_SHARED is not set; it names the shared fixtures folder (e.g. ../shared)")
-	}
-	return dir
-}
-
-// readJSONL decodes every line of a fixture file into T.
-func readJSONL[T any](t *testing.T, path string) []T {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for line := 1; sc.Scan(); line++ {
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s:%d: %v", path, line, err)
-		}
-		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 const tol = 1e-9
 
@@ -57,7 +22,7 @@ func TestSquadFixtures(t *testing.T) {
 		NormalizedPrediction   string    `json:"normalized_prediction"`
 		NormalizedGroundTruths []string  `json:"normalized_ground_truths"`
 	}
-	cases := readJSONL[squadCase](t, filepath.Join(sharedDir(t), "fixtures/metrics/squad_public.jsonl"))
+	cases := fixture.ReadJSONL[squadCase](t, filepath.Join(fixture.Dir(t), "fixtures/metrics/squad_public.jsonl"))
 	if len(cases) != 279 {
 		t.Fatalf("got %d cases, want 279", len(cases))
 	}
@@ -101,7 +66,7 @@ func TestRougeFixtures(t *testing.T) {
 		TokensNoStem tokens      `json:"tokens_nostem"`
 		TokensStem   tokens      `json:"tokens_stem"`
 	}
-	cases := readJSONL[rougeCase](t, filepath.Join(sharedDir(t), "fixtures/metrics/rouge_public.jsonl"))
+	cases := fixture.ReadJSONL[rougeCase](t, filepath.Join(fixture.Dir(t), "fixtures/metrics/rouge_public.jsonl"))
 	if len(cases) != 292 {
 		t.Fatalf("got %d cases, want 292", len(cases))
 	}

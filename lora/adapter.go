@@ -1,16 +1,13 @@
 package lora
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
@@ -216,9 +213,6 @@ func (a *Adapter) Save(dir string) error { return a.SaveParams(dir, a.params) }
 // SaveParams is Save for other parameter values of the same shape (a best
 // copy kept by the trainer, say).
 func (a *Adapter) SaveParams(dir string, params [][]float32) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("save adapter: %w", err)
-	}
 	var tensors []safetensors.Tensor
 	a.eachMatrixOf(params, func(l int, t, ab string, v []float32) {
 		shape := []int{a.opts.R, a.in}
@@ -227,30 +221,7 @@ func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 		}
 		tensors = append(tensors, safetensors.F32Tensor(tensorName(a.names, l, t, ab), shape, v))
 	})
-	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
-		return err
-	}
-	cfg := map[string]any{
-		"peft_type":               "LORA",
-		"task_type":               "CAUSAL_LM",
-		"r":                       a.opts.R,
-		"lora_alpha":              a.opts.Alpha,
-		"lora_dropout":            0.0,
-		"target_modules":          a.targets,
-		"bias":                    "none",
-		"base_model_name_or_path": a.base,
-		"fan_in_fan_out":          false,
-		"use_rslora":              a.opts.RSLoRA,
-		"use_dora":                false,
-		"init_lora_weights":       true,
-		"inference_mode":          true,
-		"modules_to_save":         nil,
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, "adapter_config.json"), b)
+	return savePEFT(dir, tensors, peftConfig(a.opts, a.targets, a.base, "CAUSAL_LM", nil))
 }
 
 // Load reads a PEFT LoRA adapter directory into a trainable adapter for m

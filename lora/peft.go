@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/jsonkeys"
 	"github.com/meazo-go/meazo/model"
@@ -37,6 +40,45 @@ type PEFTConfig struct {
 	ModulesToSave         []string `json:"modules_to_save"`
 	TrainableTokenIndices any      `json:"trainable_token_indices"`
 	BaseModel             string   `json:"base_model_name_or_path"`
+}
+
+// peftConfig is the adapter_config.json that PEFT writes for a LoRA
+// adapter made with o: taskType is "CAUSAL_LM" for a decoder, nil (null)
+// for a ViT; modulesToSave names the modules trained whole beside it.
+func peftConfig(o Options, targets []string, base string, taskType any, modulesToSave []string) map[string]any {
+	return map[string]any{
+		"peft_type":               "LORA",
+		"task_type":               taskType,
+		"r":                       o.R,
+		"lora_alpha":              o.Alpha,
+		"lora_dropout":            0.0,
+		"target_modules":          targets,
+		"bias":                    "none",
+		"base_model_name_or_path": base,
+		"fan_in_fan_out":          false,
+		"use_rslora":              o.RSLoRA,
+		"use_dora":                false,
+		"init_lora_weights":       true,
+		"inference_mode":          true,
+		"modules_to_save":         modulesToSave,
+	}
+}
+
+// savePEFT writes a PEFT adapter directory: tensors as
+// adapter_model.safetensors and cfg as adapter_config.json, both
+// atomically.
+func savePEFT(dir string, tensors []safetensors.Tensor, cfg map[string]any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save adapter: %w", err)
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, "adapter_config.json"), b)
 }
 
 // peftKeys are the keys of adapter_config.json that ReadPEFTConfig reads

@@ -1,15 +1,12 @@
 package lora
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 
-	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -192,9 +189,6 @@ func (a *ViTAdapter) Save(dir string) error { return a.SaveParams(dir, a.params)
 
 // SaveParams is Save for other parameter values of the same shape.
 func (a *ViTAdapter) SaveParams(dir string, params [][]float32) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("save adapter: %w", err)
-	}
 	var tensors []safetensors.Tensor
 	a.eachLoRA(params, func(l int, t, ab string, v []float32) {
 		shape := []int{a.opts.R, a.hidden}
@@ -206,20 +200,7 @@ func (a *ViTAdapter) SaveParams(dir string, params [][]float32) error {
 	w, b := a.classifier(params)
 	tensors = append(tensors, safetensors.F32Tensor(vitClassifierWeight, []int{a.labels, a.hidden}, w),
 		safetensors.F32Tensor(vitClassifierBias, []int{a.labels}, b))
-	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
-		return err
-	}
-	cfg := map[string]any{
-		"peft_type": "LORA", "task_type": nil, "r": a.opts.R, "lora_alpha": a.opts.Alpha, "lora_dropout": 0.0,
-		"target_modules": a.targets, "bias": "none", "base_model_name_or_path": a.base, "fan_in_fan_out": false,
-		"use_rslora": a.opts.RSLoRA, "use_dora": false, "init_lora_weights": true, "inference_mode": true,
-		"modules_to_save": []string{"classifier"},
-	}
-	js, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, "adapter_config.json"), js)
+	return savePEFT(dir, tensors, peftConfig(a.opts, a.targets, a.base, nil, []string{"classifier"}))
 }
 
 // LoadViT reads a PEFT LoRA adapter of a ViT (target_modules among query

@@ -64,62 +64,15 @@ func parseMistral3(b []byte, r rawConfig, present map[string]json.RawMessage) (*
 // 1 + β·ln(1 + ⌊cache position / original_max_position_embeddings⌋). The
 // shared checks are Llama's (ParseConfig on a Llama view of the keys).
 func parseMinistral3(b []byte, _ rawConfig, _ map[string]json.RawMessage, multimodal bool) (*Config, error) {
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(b, &keys); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+	keys, err := ministral3Keys(b, multimodal)
+	if err != nil {
+		return nil, err
 	}
-	if mt, ok := keys["model_type"]; ok && multimodal {
-		var s string
-		_ = json.Unmarshal(mt, &s)
-		if s != "ministral3" {
-			return nil, fmt.Errorf(`model_type %q is not supported (only ministral3, Ministral-3's language model)`, s)
-		}
+	p, err := parseMinistral3Rope(keys)
+	if err != nil {
+		return nil, err
 	}
-	if raw, ok := keys["sliding_window"]; ok && !isNull(raw) {
-		return nil, fmt.Errorf(`"sliding_window" %s is not supported for ministral3 (the published configs say null)`, raw)
-	}
-	rope, ok := keys["rope_parameters"]
-	if !ok || isNull(rope) {
-		return nil, fmt.Errorf(`"rope_parameters" is missing: ministral3 reads llama_4_scaling_beta and original_max_position_embeddings from it`)
-	}
-	var p struct {
-		Type      string   `json:"type"`
-		RopeType  string   `json:"rope_type"`
-		Theta     *float64 `json:"rope_theta"`
-		Factor    *float64 `json:"factor"`
-		Original  *float64 `json:"original_max_position_embeddings"`
-		BetaFast  *float64 `json:"beta_fast"`
-		BetaSlow  *float64 `json:"beta_slow"`
-		Mscale    *float64 `json:"mscale"`
-		MscaleAll *float64 `json:"mscale_all_dim"`
-		AttnF     *float64 `json:"attention_factor"`
-		Truncate  *bool    `json:"truncate"`
-		Beta4     *float64 `json:"llama_4_scaling_beta"`
-		Partial   *float64 `json:"partial_rotary_factor"`
-	}
-	if err := json.Unmarshal(rope, &p); err != nil {
-		return nil, fmt.Errorf(`"rope_parameters": %w`, err)
-	}
-	// A Llama view: the same sizes, θ at the top, no rope block, Ministral3Config's eps default.
-	llama := map[string]json.RawMessage{}
-	for k, v := range keys {
-		llama[k] = v
-	}
-	delete(llama, "rope_parameters")
-	delete(llama, "rope_scaling")
-	llama["architectures"] = json.RawMessage(`["LlamaForCausalLM"]`)
-	if _, ok := llama["rms_norm_eps"]; !ok {
-		llama["rms_norm_eps"] = json.RawMessage(`1e-5`)
-	}
-	if p.Theta == nil {
-		return nil, fmt.Errorf(`"rope_parameters" has no rope_theta`)
-	}
-	llama["rope_theta"], _ = json.Marshal(*p.Theta)
-	if p.Partial != nil && *p.Partial != 1 {
-		return nil, fmt.Errorf(`"rope_parameters": partial_rotary_factor %v is not supported (only 1)`, *p.Partial)
-	}
-	lb, _ := json.Marshal(llama)
-	c, err := ParseConfig(lb)
+	c, err := ParseConfig(ministral3AsLlama(keys, *p.Theta))
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +106,82 @@ func parseMinistral3(b []byte, _ rawConfig, _ map[string]json.RawMessage, multim
 		return nil, err
 	}
 	return c, nil
+}
+
+// ministral3Keys reads a ministral3 config's keys, refusing another
+// language model in a multimodal checkpoint and a sliding window.
+func ministral3Keys(b []byte, multimodal bool) (map[string]json.RawMessage, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if mt, ok := keys["model_type"]; ok && multimodal {
+		var s string
+		_ = json.Unmarshal(mt, &s)
+		if s != "ministral3" {
+			return nil, fmt.Errorf(`model_type %q is not supported (only ministral3, Ministral-3's language model)`, s)
+		}
+	}
+	if raw, ok := keys["sliding_window"]; ok && !isNull(raw) {
+		return nil, fmt.Errorf(`"sliding_window" %s is not supported for ministral3 (the published configs say null)`, raw)
+	}
+	return keys, nil
+}
+
+// ministral3Rope is a ministral3 config's rope_parameters.
+type ministral3Rope struct {
+	Type      string   `json:"type"`
+	RopeType  string   `json:"rope_type"`
+	Theta     *float64 `json:"rope_theta"`
+	Factor    *float64 `json:"factor"`
+	Original  *float64 `json:"original_max_position_embeddings"`
+	BetaFast  *float64 `json:"beta_fast"`
+	BetaSlow  *float64 `json:"beta_slow"`
+	Mscale    *float64 `json:"mscale"`
+	MscaleAll *float64 `json:"mscale_all_dim"`
+	AttnF     *float64 `json:"attention_factor"`
+	Truncate  *bool    `json:"truncate"`
+	Beta4     *float64 `json:"llama_4_scaling_beta"`
+	Partial   *float64 `json:"partial_rotary_factor"`
+}
+
+// parseMinistral3Rope reads rope_parameters, which must be there with its
+// rope_theta and rotate whole heads.
+func parseMinistral3Rope(keys map[string]json.RawMessage) (*ministral3Rope, error) {
+	rope, ok := keys["rope_parameters"]
+	if !ok || isNull(rope) {
+		return nil, fmt.Errorf(`"rope_parameters" is missing: ministral3 reads llama_4_scaling_beta and original_max_position_embeddings from it`)
+	}
+	var p ministral3Rope
+	if err := json.Unmarshal(rope, &p); err != nil {
+		return nil, fmt.Errorf(`"rope_parameters": %w`, err)
+	}
+	if p.Theta == nil {
+		return nil, fmt.Errorf(`"rope_parameters" has no rope_theta`)
+	}
+	if p.Partial != nil && *p.Partial != 1 {
+		return nil, fmt.Errorf(`"rope_parameters": partial_rotary_factor %v is not supported (only 1)`, *p.Partial)
+	}
+	return &p, nil
+}
+
+// ministral3AsLlama is the Llama view of a ministral3 config that
+// ParseConfig checks: the same sizes, θ at the top, no rope block,
+// Ministral3Config's eps default.
+func ministral3AsLlama(keys map[string]json.RawMessage, theta float64) []byte {
+	llama := map[string]json.RawMessage{}
+	for k, v := range keys {
+		llama[k] = v
+	}
+	delete(llama, "rope_parameters")
+	delete(llama, "rope_scaling")
+	llama["architectures"] = json.RawMessage(`["LlamaForCausalLM"]`)
+	if _, ok := llama["rms_norm_eps"]; !ok {
+		llama["rms_norm_eps"] = json.RawMessage(`1e-5`)
+	}
+	llama["rope_theta"], _ = json.Marshal(theta)
+	lb, _ := json.Marshal(llama)
+	return lb
 }
 
 func finitePositive(v float64) bool { return v > 0 && !math.IsInf(v, 0) }

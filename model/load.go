@@ -48,38 +48,27 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := safetensors.OpenCheckpoint(dir)
+	r, err := openCheckpoint(dir)
 	if err != nil {
-		return nil, fmt.Errorf("load model %s: %w", dir, err)
+		return nil, err
 	}
-	defer ck.Close()
+	defer r.ck.Close()
+	r.name = checkpointName(r.ck, cfg)
 	be := opts.backend()
-	read := map[string]bool{}
-	stored := checkpointName(ck, cfg)
 	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
-		info, _ := ck.Info(stored(name))
+		info, _ := r.ck.Info(r.name(name))
 		return opts.BF16Weights && info.Dtype == safetensors.BF16
 	}
 	storedBF16 := map[string]bool{}
 	m, err := build(cfg, be, !opts.Unstacked, keepBF16, func(name string, shape []int) ([]float32, error) {
-		sn := stored(name)
-		info, ok := ck.Info(sn)
-		if !ok {
-			return nil, fmt.Errorf("missing tensor %q", sn)
-		}
-		if !slices.Equal(info.Shape, shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", sn, info.Shape, shape)
-		}
-		read[sn] = true
-		storedBF16[name] = opts.BF16Weights && info.Dtype == safetensors.BF16
-		v, err := ck.Float32(sn)
-		ck.Release(sn) // the converted copy is all we keep
+		v, err := r.load(name, shape)
+		storedBF16[name] = keepBF16(name)
 		return v, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
-	if err := checkAllRead(ck.Names(), read, cfg); err != nil {
+	if err := checkAllRead(r.unused(func(n string) bool { return notAWeight(n, cfg) }), cfg); err != nil {
 		m.Free()
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
@@ -105,29 +94,76 @@ func checkpointName(ck *safetensors.Checkpoint, cfg *Config) func(string) string
 	return func(name string) string { return strings.TrimPrefix(name, "model.") }
 }
 
-// checkAllRead refuses a checkpoint with tensors the model did not read:
-// config.json then describes another model than the weights (fewer layers
-// than were saved, Llama's architecture over Qwen3's weights with their
-// q_norm and k_norm), and the model would run as a part of itself without
-// a word. A tied model's saved lm_head.weight (Qwen3-0.6B's checkpoint has
-// one: HF ties it to the embeddings) and rotary_emb.inv_freq buffers (HF
-// recomputes them) are not weights of the model.
-func checkAllRead(names []string, read map[string]bool, cfg *Config) error {
+// checkpointReader reads a model's tensors from a checkpoint, each by its
+// name in the model (name maps it to the checkpoint's), checking its shape
+// against the one the config implies, and records which it read, so that a
+// loader can refuse the tensors the model has no use for.
+type checkpointReader struct {
+	ck   *safetensors.Checkpoint
+	name func(string) string
+	read map[string]bool // by name in the checkpoint
+}
+
+// openCheckpoint opens dir's safetensors weights (one file, or the shards
+// model.safetensors.index.json lists), each tensor's name in the model
+// being its name in the checkpoint until the caller says otherwise.
+func openCheckpoint(dir string) (*checkpointReader, error) {
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
+	return &checkpointReader{ck: ck, name: func(name string) string { return name }, read: map[string]bool{}}, nil
+}
+
+// load is a weightLoader: the tensor's values in float32 (the checkpoint's
+// copy is released: the converted one is all a model keeps).
+func (r *checkpointReader) load(name string, shape []int) ([]float32, error) {
+	sn := r.name(name)
+	info, ok := r.ck.Info(sn)
+	if !ok {
+		return nil, fmt.Errorf("missing tensor %q", sn)
+	}
+	if !slices.Equal(info.Shape, shape) {
+		return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", sn, info.Shape, shape)
+	}
+	r.read[sn] = true
+	v, err := r.ck.Float32(sn)
+	r.ck.Release(sn)
+	return v, err
+}
+
+// unused lists, sorted, the checkpoint's tensors that were not read, but
+// for those skip (if not nil) says are not weights of the model.
+func (r *checkpointReader) unused(skip func(string) bool) []string {
 	var unused []string
-	for _, n := range names {
-		switch {
-		case read[n]:
-		case n == "lm_head.weight" && cfg.TieEmbeddings:
-		case strings.HasSuffix(n, ".rotary_emb.inv_freq"):
-		case cfg.Multimodal && notLanguageModel(n): // the vision tower and projector: never read
-		default:
+	for _, n := range r.ck.Names() {
+		if !r.read[n] && (skip == nil || !skip(n)) {
 			unused = append(unused, n)
 		}
 	}
+	slices.Sort(unused)
+	return unused
+}
+
+// notAWeight says which tensors of a checkpoint a decoder does not read
+// and needs not: a tied model's saved lm_head.weight (Qwen3-0.6B's
+// checkpoint has one: HF ties it to the embeddings), rotary_emb.inv_freq
+// buffers (HF recomputes them), and a multimodal checkpoint's vision tower
+// and projector.
+func notAWeight(n string, cfg *Config) bool {
+	return n == "lm_head.weight" && cfg.TieEmbeddings || strings.HasSuffix(n, ".rotary_emb.inv_freq") ||
+		cfg.Multimodal && notLanguageModel(n)
+}
+
+// checkAllRead refuses a checkpoint with tensors the model did not read
+// (unused, sorted): config.json then describes another model than the
+// weights (fewer layers than were saved, Llama's architecture over Qwen3's
+// weights with their q_norm and k_norm), and the model would run as a part
+// of itself without a word.
+func checkAllRead(unused []string, cfg *Config) error {
 	if len(unused) == 0 {
 		return nil
 	}
-	slices.Sort(unused)
 	more := ""
 	if len(unused) > 3 {
 		more = fmt.Sprintf(" and %d more", len(unused)-3)

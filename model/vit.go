@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -114,49 +113,37 @@ func LoadViTWith(dir string, opts ViTLoadOptions) (*ViT, error) {
 	case opts.NumLabels > 0 && cfg.NumLabels != opts.NumLabels:
 		return nil, fmt.Errorf("load model %s: config.json's id2label has %d classes, but the task has %d: the classifier does not fit the task", dir, cfg.NumLabels, opts.NumLabels)
 	}
-	ck, err := safetensors.OpenCheckpoint(dir)
+	r, err := openCheckpoint(dir)
 	if err != nil {
-		return nil, fmt.Errorf("load model %s: %w", dir, err)
+		return nil, err
 	}
-	defer ck.Close()
+	defer r.ck.Close()
+	if cfg.Headless {
+		r.name = func(name string) string {
+			if _, ok := r.ck.Info(name); !ok {
+				return strings.TrimPrefix(name, "vit.") // a ViTModel's own names
+			}
+			return name
+		}
+	}
 	be := opts.Backend
 	if be == nil {
 		be = LoadOptions{}.backend()
 	}
-	read := map[string]bool{}
 	m, err := buildViT(cfg, be, func(name string, shape []int) ([]float32, error) {
 		if cfg.Headless && strings.HasPrefix(name, "classifier.") {
 			return freshClassifier(cfg, opts.HeadSeed, name), nil
 		}
-		stored := name
-		if _, ok := ck.Info(name); !ok && cfg.Headless {
-			stored = strings.TrimPrefix(name, "vit.") // a ViTModel's own names
-		}
-		info, ok := ck.Info(stored)
-		if !ok {
-			return nil, fmt.Errorf("missing tensor %q", name)
-		}
-		if !slices.Equal(info.Shape, shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", stored, info.Shape, shape)
-		}
-		read[stored] = true
-		v, err := ck.Float32(stored)
-		ck.Release(stored)
-		return v, err
+		return r.load(name, shape)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
-	var unused []string
-	for _, n := range ck.Names() {
-		pooler := slices.ContainsFunc(poolerPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })
-		if !read[n] && !pooler {
-			unused = append(unused, n)
-		}
+	pooler := func(n string) bool {
+		return slices.ContainsFunc(poolerPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })
 	}
-	if len(unused) > 0 {
+	if unused := r.unused(pooler); len(unused) > 0 {
 		m.Free()
-		slices.Sort(unused)
 		return nil, fmt.Errorf("load model %s: the checkpoint holds tensors the config.json's %d-layer ViTForImageClassification has no use for (%s)",
 			dir, cfg.NumLayers, strings.Join(unused[:min(3, len(unused))], ", "))
 	}

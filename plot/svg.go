@@ -194,78 +194,88 @@ func (f *Figure) SVG() []byte {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%g" y="22" text-anchor="middle" font-size="14">%s</text>`+"\n", float64(w)/2, html.EscapeString(f.Title))
-	// Grid and ticks.
-	tv, tl := ax.ticks()
-	for i, v := range tv {
-		x := ax.t(v)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, ay.p1, x, ay.p0)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, ay.p0+16, tl[i])
-	}
-	tv, tl = ay.ticks()
-	for i, v := range tv {
-		y := ay.t(v)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", ax.p0, y, ax.p1, y)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", ax.p0-6, y+4, tl[i])
-	}
-	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="black"/>`+"\n", ax.p0, ay.p1, ax.p1-ax.p0, ay.p0-ay.p1)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (ax.p0+ax.p1)/2, ay.p0+38, html.EscapeString(f.XLabel))
-	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", (ay.p0+ay.p1)/2, html.EscapeString(f.YLabel))
-	for i, line := range notes {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#444">%s</text>`+"\n", 8.0, ay.p0+58+15*float64(i), html.EscapeString(line))
-	}
-
+	f.frame(&b, ax, ay, notes)
 	fmt.Fprintf(&b, `<clipPath id="area"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/></clipPath>`+"\n", ax.p0, ay.p1, ax.p1-ax.p0, ay.p0-ay.p1)
 	b.WriteString(`<g clip-path="url(#area)">` + "\n")
-	for k, s := range f.Series {
-		color := s.color(k)
-		if s.Lo != nil && s.Hi != nil {
-			for _, seg := range segments(len(s.X), func(i int) bool { return ax.ok(s.X[i]) && ay.ok(s.Lo[i]) && ay.ok(s.Hi[i]) }) {
-				var pts bytes.Buffer
-				for _, i := range seg {
-					fmt.Fprintf(&pts, "%.1f,%.1f ", ax.t(s.X[i]), ay.t(s.Hi[i]))
-				}
-				for n := len(seg) - 1; n >= 0; n-- {
-					fmt.Fprintf(&pts, "%.1f,%.1f ", ax.t(s.X[seg[n]]), ay.t(s.Lo[seg[n]]))
-				}
-				fmt.Fprintf(&b, `<polygon points="%s" fill="%s" fill-opacity="0.18" stroke="none"/>`+"\n", pts.String(), color)
-			}
-		}
-		dash := ""
-		if s.Dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		for _, seg := range segments(len(s.X), func(i int) bool { return ax.ok(s.X[i]) && ay.ok(s.Y[i]) }) {
-			if len(seg) == 1 && s.Marker == None && !s.NoLine {
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`+"\n", ax.t(s.X[seg[0]]), ay.t(s.Y[seg[0]]), color)
-				continue
-			}
-			if len(seg) > 1 && !s.NoLine {
-				var pts bytes.Buffer
-				for _, i := range seg {
-					fmt.Fprintf(&pts, "%.1f,%.1f ", ax.t(s.X[i]), ay.t(s.Y[i]))
-				}
-				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.6"%s/>`+"\n", pts.String(), color, dash)
-			}
-			for _, i := range seg {
-				marker(&b, s.Marker, ax.t(s.X[i]), ay.t(s.Y[i]), color)
-			}
-		}
-		if s.InfAtTop {
-			m := s.Marker
-			if m == None {
-				m = Cross
-			}
-			for i := range s.X {
-				if ax.ok(s.X[i]) && math.IsInf(s.Y[i], 1) {
-					marker(&b, m, ax.t(s.X[i]), ay.p1+6, color)
-				}
-			}
-		}
+	for k := range f.Series {
+		f.Series[k].draw(&b, k, ax, ay)
 	}
 	b.WriteString("</g>\n")
 	f.legend(&b, ax.p1+10, ay.p1+8, ay.p0)
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// frame draws the grid, the ticks and their labels, the plot's border, the
+// axes' labels and the notes under the plot.
+func (f *Figure) frame(b *bytes.Buffer, ax, ay axis, notes []string) {
+	tv, tl := ax.ticks()
+	for i, v := range tv {
+		x := ax.t(v)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, ay.p1, x, ay.p0)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, ay.p0+16, tl[i])
+	}
+	tv, tl = ay.ticks()
+	for i, v := range tv {
+		y := ay.t(v)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", ax.p0, y, ax.p1, y)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", ax.p0-6, y+4, tl[i])
+	}
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="black"/>`+"\n", ax.p0, ay.p1, ax.p1-ax.p0, ay.p0-ay.p1)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (ax.p0+ax.p1)/2, ay.p0+38, html.EscapeString(f.XLabel))
+	fmt.Fprintf(b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", (ay.p0+ay.p1)/2, html.EscapeString(f.YLabel))
+	for i, line := range notes {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" fill="#444">%s</text>`+"\n", 8.0, ay.p0+58+15*float64(i), html.EscapeString(line))
+	}
+}
+
+// draw draws the k-th series: its band, its line (a point alone as a dot)
+// and markers, and its +Inf values as markers at the top.
+func (s *Series) draw(b *bytes.Buffer, k int, ax, ay axis) {
+	color := s.color(k)
+	if s.Lo != nil && s.Hi != nil {
+		for _, seg := range segments(len(s.X), func(i int) bool { return ax.ok(s.X[i]) && ay.ok(s.Lo[i]) && ay.ok(s.Hi[i]) }) {
+			var pts bytes.Buffer
+			for _, i := range seg {
+				fmt.Fprintf(&pts, "%.1f,%.1f ", ax.t(s.X[i]), ay.t(s.Hi[i]))
+			}
+			for n := len(seg) - 1; n >= 0; n-- {
+				fmt.Fprintf(&pts, "%.1f,%.1f ", ax.t(s.X[seg[n]]), ay.t(s.Lo[seg[n]]))
+			}
+			fmt.Fprintf(b, `<polygon points="%s" fill="%s" fill-opacity="0.18" stroke="none"/>`+"\n", pts.String(), color)
+		}
+	}
+	dash := ""
+	if s.Dashed {
+		dash = ` stroke-dasharray="6 4"`
+	}
+	for _, seg := range segments(len(s.X), func(i int) bool { return ax.ok(s.X[i]) && ay.ok(s.Y[i]) }) {
+		if len(seg) == 1 && s.Marker == None && !s.NoLine {
+			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`+"\n", ax.t(s.X[seg[0]]), ay.t(s.Y[seg[0]]), color)
+			continue
+		}
+		if len(seg) > 1 && !s.NoLine {
+			var pts bytes.Buffer
+			for _, i := range seg {
+				fmt.Fprintf(&pts, "%.1f,%.1f ", ax.t(s.X[i]), ay.t(s.Y[i]))
+			}
+			fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.6"%s/>`+"\n", pts.String(), color, dash)
+		}
+		for _, i := range seg {
+			marker(b, s.Marker, ax.t(s.X[i]), ay.t(s.Y[i]), color)
+		}
+	}
+	if s.InfAtTop {
+		m := s.Marker
+		if m == None {
+			m = Cross
+		}
+		for i := range s.X {
+			if ax.ok(s.X[i]) && math.IsInf(s.Y[i], 1) {
+				marker(b, m, ax.t(s.X[i]), ay.p1+6, color)
+			}
+		}
+	}
 }
 
 func (s *Series) color(k int) string {

@@ -169,86 +169,110 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	}
 	train := &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
 	val := &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
-	var diverged, uneven, unreadable, readErrs, cut []string
+	var notes curveNotes
 	for _, m := range ms {
-		var trainCurves, valCurves []map[int]float64
-		nDiv := 0
-		lo, hi := math.MaxInt, 0 // the steps of the seeds that did not diverge
-		for _, r := range groups[m] {
-			tp, vp, err := rundir.ReadMetrics(r.Dir, warn)
-			if err != nil {
-				warn(fmt.Sprintf("left out of the loss curves: %v", err))
-				unreadable, readErrs = append(unreadable, r.Dir), append(readErrs, err.Error())
-				continue
-			}
-			// The steps drawn are those read: a log a crash cut off ends
-			// before the steps its summary counts.
-			last := 0
-			if len(tp) > 0 {
-				last = tp[len(tp)-1].Step
-			}
-			if !r.Diverged {
-				lo, hi = min(lo, last), max(hi, last)
-				if last < r.StepsDone {
-					cut = append(cut, fmt.Sprintf("%s (to step %d of %d)", r.Dir, last, r.StepsDone))
-				}
-			}
-			if len(tp) == 0 {
-				warn(fmt.Sprintf("%s: %s has no training steps: nothing to draw for it", r.Dir, rundir.MetricsFile))
-			}
-			losses := make([]float64, len(tp))
-			for i, p := range tp {
-				losses[i] = p.Loss
-			}
-			sm := RunningMean(losses, smooth)
-			c := map[int]float64{}
-			for i, p := range tp {
-				c[p.Step] = sm[i]
-			}
-			trainCurves = append(trainCurves, c)
-			c = map[int]float64{}
-			for _, p := range vp {
-				c[p.Step] = p.ValLoss
-			}
-			valCurves = append(valCurves, c)
-			if r.Diverged {
-				nDiv++
-			}
-		}
+		trainCurves, valCurves := notes.readMethod(m, groups[m], smooth, warn)
 		if len(trainCurves) == 0 {
 			continue
 		}
 		name := fmt.Sprintf("%s (%s%s)", m, sweep.Plural(len(trainCurves), "seed"), rateNote[m])
-		if nDiv > 0 {
-			diverged = append(diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(trainCurves)))
-		}
-		if lo < hi {
-			uneven = append(uneven, fmt.Sprintf("%s: seeds ran %d to %d steps", m, lo, hi))
-		}
 		train.Series = append(train.Series, bandSeries(m, color[m], name, SeedBand(trainCurves).Thin(MaxPoints)))
 		val.Series = append(val.Series, bandSeries(m, color[m], name, SeedBand(valCurves).Thin(MaxPoints)))
 	}
 	if len(train.Series) == 0 {
-		return nil, fmt.Errorf("nothing to draw: %s", strings.Join(readErrs, "; "))
+		return nil, fmt.Errorf("nothing to draw: %s", strings.Join(notes.readErrs, "; "))
 	}
-	note := "Line: mean over seeds; shading: mean ± 2 sample standard deviations over seeds (none with one seed)."
-	if len(unreadable) > 0 {
-		note += fmt.Sprintf("\nLeft out, their %s unreadable: %s.", rundir.MetricsFile, strings.Join(unreadable, ", "))
-	}
-	if len(cut) > 0 {
-		note += fmt.Sprintf("\nDrawn as far as their %s goes, cut off before the steps their summary counts: %s.", rundir.MetricsFile, strings.Join(cut, ", "))
-		warn(fmt.Sprintf("%s cut off: %s", rundir.MetricsFile, strings.Join(cut, ", ")))
-	}
-	if len(diverged) > 0 {
-		note += "\nDiverged seeds count up to their last finite step: " + strings.Join(diverged, "; ") + "."
-	}
-	if len(uneven) > 0 {
-		note += "\nPast its shortest seed a line is the mean of fewer seeds: " + strings.Join(uneven, "; ") + "."
-		warn("seeds of different lengths: " + strings.Join(uneven, "; "))
-	}
+	note := notes.note(warn)
 	train.Note = note + fmt.Sprintf("\nEach seed's training loss is first smoothed by a trailing running mean over %d steps.", smooth)
 	val.Note = note
 	return []Figure{{"train_loss.svg", train}, {"val_loss.svg", val}}, nil
+}
+
+// curveNotes collects, while Curves reads the seeds, what its figures'
+// note says about them.
+type curveNotes struct {
+	diverged, uneven, cut []string // per method drawn; the seeds cut short
+	unreadable, readErrs  []string // the seeds left out, and why
+}
+
+// readMethod reads the training (smoothed) and validation loss curves of a
+// method's seeds, noting those it leaves out, those cut short, those that
+// diverged, and seeds of different lengths.
+func (n *curveNotes) readMethod(m sweep.Method, runs []sweep.Run, smooth int, warn func(string)) (trainCurves, valCurves []map[int]float64) {
+	nDiv := 0
+	lo, hi := math.MaxInt, 0 // the steps of the seeds that did not diverge
+	for _, r := range runs {
+		tp, vp, err := rundir.ReadMetrics(r.Dir, warn)
+		if err != nil {
+			warn(fmt.Sprintf("left out of the loss curves: %v", err))
+			n.unreadable, n.readErrs = append(n.unreadable, r.Dir), append(n.readErrs, err.Error())
+			continue
+		}
+		// The steps drawn are those read: a log a crash cut off ends
+		// before the steps its summary counts.
+		last := 0
+		if len(tp) > 0 {
+			last = tp[len(tp)-1].Step
+		}
+		if !r.Diverged {
+			lo, hi = min(lo, last), max(hi, last)
+			if last < r.StepsDone {
+				n.cut = append(n.cut, fmt.Sprintf("%s (to step %d of %d)", r.Dir, last, r.StepsDone))
+			}
+		}
+		if len(tp) == 0 {
+			warn(fmt.Sprintf("%s: %s has no training steps: nothing to draw for it", r.Dir, rundir.MetricsFile))
+		}
+		losses := make([]float64, len(tp))
+		for i, p := range tp {
+			losses[i] = p.Loss
+		}
+		sm := RunningMean(losses, smooth)
+		c := map[int]float64{}
+		for i, p := range tp {
+			c[p.Step] = sm[i]
+		}
+		trainCurves = append(trainCurves, c)
+		c = map[int]float64{}
+		for _, p := range vp {
+			c[p.Step] = p.ValLoss
+		}
+		valCurves = append(valCurves, c)
+		if r.Diverged {
+			nDiv++
+		}
+	}
+	if len(trainCurves) == 0 {
+		return nil, nil
+	}
+	if nDiv > 0 {
+		n.diverged = append(n.diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(trainCurves)))
+	}
+	if lo < hi {
+		n.uneven = append(n.uneven, fmt.Sprintf("%s: seeds ran %d to %d steps", m, lo, hi))
+	}
+	return trainCurves, valCurves
+}
+
+// note is the figures' note, warning of the seeds cut short and of seeds
+// of different lengths.
+func (n *curveNotes) note(warn func(string)) string {
+	note := "Line: mean over seeds; shading: mean ± 2 sample standard deviations over seeds (none with one seed)."
+	if len(n.unreadable) > 0 {
+		note += fmt.Sprintf("\nLeft out, their %s unreadable: %s.", rundir.MetricsFile, strings.Join(n.unreadable, ", "))
+	}
+	if len(n.cut) > 0 {
+		note += fmt.Sprintf("\nDrawn as far as their %s goes, cut off before the steps their summary counts: %s.", rundir.MetricsFile, strings.Join(n.cut, ", "))
+		warn(fmt.Sprintf("%s cut off: %s", rundir.MetricsFile, strings.Join(n.cut, ", ")))
+	}
+	if len(n.diverged) > 0 {
+		note += "\nDiverged seeds count up to their last finite step: " + strings.Join(n.diverged, "; ") + "."
+	}
+	if len(n.uneven) > 0 {
+		note += "\nPast its shortest seed a line is the mean of fewer seeds: " + strings.Join(n.uneven, "; ") + "."
+		warn("seeds of different lengths: " + strings.Join(n.uneven, "; "))
+	}
+	return note
 }
 
 // bandSeries draws a method's band in its colour, dashed when grouped.

@@ -97,29 +97,10 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 			return nil, fmt.Errorf("sweep %s: %w", sp.Name, err)
 		}
 		c := cell{sweep: sp.Name, exp: sp.Exp.Name, optimizer: sp.Optimizer, variant: sp.VariantTitle(), seeds: len(sp.Exp.Seeds)}
-		var runs, failed []sweep.Run
 		specs := ss.Runs()
 		all := sp.Results(specs, ss.States)
-		ran := map[float64]bool{} // rates with a result
-		for i := range specs {
-			if !all[i].Failed {
-				runs = append(runs, all[i])
-				ran[all[i].LR] = true
-			}
-		}
-		for i, r := range specs {
-			if !all[i].Failed {
-				continue
-			}
-			status := ss.States[r.Dir].Status
-			c.missing = append(c.missing, missingRun{r.Dir, status, ss.States[r.Dir].Detail})
-			// A rate none of whose runs has run yet is not yet a rate of
-			// the figures: a cross would call it a failure.
-			if notRunYet(status) && !ran[all[i].LR] {
-				continue
-			}
-			failed = append(failed, all[i])
-		}
+		runs, failed, missing := sortRuns(specs, all, ss.States)
+		c.missing = missing
 		if !ss.Stage2Known && *sp.Exp.Fine {
 			c.note = "stage 2 not run yet"
 		}
@@ -151,27 +132,61 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		}
 		c.eta = rates[i].LR
 		c.edge, c.coarseEta = coarseEdge(rates, sp.Exp.Coarse)
-		key, label, scale := TaskMetric(c.task)
-		var vals []float64
-		for _, r := range rates[i].Runs {
-			if v, ok := r.Test["best"][key]; ok && key != "" && !r.Diverged {
-				vals = append(vals, v*scale)
-			}
-		}
-		c.metric = label + " of the best adapter"
-		if len(vals) == 0 { // no test evaluation (eval.skip): the selection criterion itself
-			c.metric = lossMetric
-			for _, r := range rates[i].Runs {
-				vals = append(vals, sweep.OrNaN(r.BestValLoss))
-			}
-		}
-		c.mean, c.std, c.n = sweep.MeanStd(vals)
+		c.score(rates[i].Runs)
 		rep.cells = append(rep.cells, c)
 	}
 	for i := range rep.Experiments {
 		rep.Experiments[i].Runs = byExp[rep.Experiments[i].Name].Runs
 	}
 	return rep, nil
+}
+
+// sortRuns sorts a sweep's runs (specs, their results all) into those with
+// a result, the failed ones the figures show, and the missing ones the
+// report lists (every failed one).
+func sortRuns(specs []sweep.RunSpec, all []sweep.Run, states map[string]sweep.RunState) (runs, failed []sweep.Run, missing []missingRun) {
+	ran := map[float64]bool{} // rates with a result
+	for i := range specs {
+		if !all[i].Failed {
+			runs = append(runs, all[i])
+			ran[all[i].LR] = true
+		}
+	}
+	for i, r := range specs {
+		if !all[i].Failed {
+			continue
+		}
+		status := states[r.Dir].Status
+		missing = append(missing, missingRun{r.Dir, status, states[r.Dir].Detail})
+		// A rate none of whose runs has run yet is not yet a rate of
+		// the figures: a cross would call it a failure.
+		if notRunYet(status) && !ran[all[i].LR] {
+			continue
+		}
+		failed = append(failed, all[i])
+	}
+	return runs, failed, missing
+}
+
+// score sets the cell's value from the runs at its η*: the task's test
+// metric of their best adapters, or without a test evaluation (eval.skip)
+// the selection criterion itself, the best validation loss.
+func (c *cell) score(atEta []sweep.Run) {
+	key, label, scale := TaskMetric(c.task)
+	var vals []float64
+	for _, r := range atEta {
+		if v, ok := r.Test["best"][key]; ok && key != "" && !r.Diverged {
+			vals = append(vals, v*scale)
+		}
+	}
+	c.metric = label + " of the best adapter"
+	if len(vals) == 0 {
+		c.metric = lossMetric
+		for _, r := range atEta {
+			vals = append(vals, sweep.OrNaN(r.BestValLoss))
+		}
+	}
+	c.mean, c.std, c.n = sweep.MeanStd(vals)
 }
 
 // notRunYet says whether a run of this status has not ended yet.
@@ -259,62 +274,7 @@ func (rep *Report) Markdown() string {
 		kinds[k] = append(kinds[k], c)
 	}
 	for ti, k := range order {
-		cells := kinds[k]
-		var opts []sweep.Method
-		var exps []string
-		seenO, seenE := map[sweep.Method]bool{}, map[string]bool{}
-		for _, c := range cells {
-			if !seenO[c.method()] {
-				seenO[c.method()] = true
-				opts = append(opts, c.method())
-			}
-			if !seenE[c.exp] {
-				seenE[c.exp] = true
-				exps = append(exps, c.exp)
-			}
-		}
-		sweep.SortMethods(opts)
-		fmt.Fprintf(&b, "\n## Table %d: %s\n\n| experiment | metric |", ti+1, k)
-		for _, o := range opts {
-			fmt.Fprintf(&b, " %s |", o)
-		}
-		b.WriteString("\n|---|---|" + strings.Repeat("---|", len(opts)) + "\n")
-		for _, e := range exps {
-			metric := ""
-			row := map[sweep.Method]cell{}
-			for _, c := range cells {
-				if c.exp == e {
-					row[c.method()] = c
-					if c.metric != "" {
-						metric = c.metric
-					}
-				}
-			}
-			if metric != "" {
-				metric += ", " + direction(metric)
-			}
-			fmt.Fprintf(&b, "| %s | %s |", e, metric)
-			best := bestInRow(row)
-			for _, o := range opts {
-				c, ok := row[o]
-				switch {
-				case !ok:
-					b.WriteString(" |")
-				case c.eta > 0:
-					v, flag := c.value(), ""
-					if best[o] {
-						v = "**" + v + "**"
-					}
-					if c.edge != "" {
-						flag = " ⚠"
-					}
-					fmt.Fprintf(&b, " %s<br>η*=%s%s |", v, sweep.LRString(c.eta), flag)
-				default:
-					fmt.Fprintf(&b, " – |")
-				}
-			}
-			b.WriteString("\n")
-		}
+		writeTable(&b, ti+1, k, kinds[k])
 	}
 	var edges []string
 	for _, c := range rep.cells {
@@ -325,6 +285,78 @@ func (rep *Report) Markdown() string {
 	if len(edges) > 0 {
 		fmt.Fprintf(&b, "\n⚠ η* at an end of the coarse grid:\n\n%s\n", strings.Join(edges, "\n"))
 	}
+	if missing, n := rep.missingLines(); len(missing) > 0 {
+		fmt.Fprintf(&b, "\n## Missing (%d)\n\nRuns without a result (meazo-sweep status says more; meazo-sweep resume retries them):\n\n%s\n",
+			n, strings.Join(missing, "\n"))
+	} else {
+		b.WriteString("\nNo run is missing.\n")
+	}
+	return b.String()
+}
+
+// writeTable writes Table n, of one adapter kind's cells: a row an
+// experiment, a column a method.
+func writeTable(b *strings.Builder, n int, kind string, cells []cell) {
+	var opts []sweep.Method
+	var exps []string
+	seenO, seenE := map[sweep.Method]bool{}, map[string]bool{}
+	for _, c := range cells {
+		if !seenO[c.method()] {
+			seenO[c.method()] = true
+			opts = append(opts, c.method())
+		}
+		if !seenE[c.exp] {
+			seenE[c.exp] = true
+			exps = append(exps, c.exp)
+		}
+	}
+	sweep.SortMethods(opts)
+	fmt.Fprintf(b, "\n## Table %d: %s\n\n| experiment | metric |", n, kind)
+	for _, o := range opts {
+		fmt.Fprintf(b, " %s |", o)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(opts)) + "\n")
+	for _, e := range exps {
+		metric := ""
+		row := map[sweep.Method]cell{}
+		for _, c := range cells {
+			if c.exp == e {
+				row[c.method()] = c
+				if c.metric != "" {
+					metric = c.metric
+				}
+			}
+		}
+		if metric != "" {
+			metric += ", " + direction(metric)
+		}
+		fmt.Fprintf(b, "| %s | %s |", e, metric)
+		best := bestInRow(row)
+		for _, o := range opts {
+			c, ok := row[o]
+			switch {
+			case !ok:
+				b.WriteString(" |")
+			case c.eta > 0:
+				v, flag := c.value(), ""
+				if best[o] {
+					v = "**" + v + "**"
+				}
+				if c.edge != "" {
+					flag = " ⚠"
+				}
+				fmt.Fprintf(b, " %s<br>η*=%s%s |", v, sweep.LRString(c.eta), flag)
+			default:
+				fmt.Fprintf(b, " – |")
+			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+// missingLines lists the runs without a result (a sweep's runs not run yet
+// counted in one line when there are many) and counts them.
+func (rep *Report) missingLines() ([]string, int) {
 	var missing []string
 	n := 0
 	for _, c := range rep.cells {
@@ -358,13 +390,7 @@ func (rep *Report) Markdown() string {
 		}
 		n += len(c.missing)
 	}
-	if len(missing) > 0 {
-		fmt.Fprintf(&b, "\n## Missing (%d)\n\nRuns without a result (meazo-sweep status says more; meazo-sweep resume retries them):\n\n%s\n",
-			n, strings.Join(missing, "\n"))
-	} else {
-		b.WriteString("\nNo run is missing.\n")
-	}
-	return b.String()
+	return missing, n
 }
 
 func adapterKind(c cell) string {

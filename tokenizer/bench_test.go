@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
 // squadContexts reads the distinct paragraph contexts of SQuAD v1.1 dev: real
 // English prose (Wikipedia) of about 150 tokens each.
 func squadContexts(b *testing.B) []string {
-	path := filepath.Join(sharedDir(b), "data", "squad", "dev-v1.1.json")
+	path := filepath.Join(fixture.Dir(b), "data", "squad", "dev-v1.1.json")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
 type chatRecord struct {
@@ -57,7 +59,7 @@ func TestChatRenders(t *testing.T) {
 	for _, name := range models {
 		t.Run(name, func(t *testing.T) {
 			tk := model(t, name)
-			recs := readJSONL[chatRecord](t, fixturePath(t, "ref", "public", name+".chat.jsonl"))
+			recs := fixture.ReadJSONL[chatRecord](t, fixturePath(t, "ref", "public", name+".chat.jsonl"))
 			type key struct {
 				task    string
 				example int

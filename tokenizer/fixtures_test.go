@@ -1,25 +1,17 @@
 package tokenizer
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
-// The fixtures live outside the repository, in the folder MEAZO_SHARED names.
-func sharedDir(t testing.TB) string {
-	dir := os.Getenv("MEAZO_SHARED")
-	if dir == "" {
-		t.Skip("MEAZO_SHARED is not set; it must name the shared fixtures folder (e.g. MEAZO_SHARED=/work/shared)")
-	}
-	return dir
-}
-
+// fixturePath is a tokenizer fixture's path in the shared fixtures
+// (fixture.Dir: the test is skipped when MEAZO_SHARED is unset).
 func fixturePath(t testing.TB, parts ...string) string {
-	return filepath.Join(append([]string{sharedDir(t), "fixtures", "tokenizers"}, parts...)...)
+	return filepath.Join(append([]string{fixture.Dir(t), "fixtures", "tokenizers"}, parts...)...)
 }
 
 var (
@@ -41,32 +33,6 @@ func model(t testing.TB, name string) *Tokenizer {
 	}
 	loaded[name] = tk
 	return tk
-}
-
-// readJSONL decodes every line of a JSON Lines fixture into a new T.
-func readJSONL[T any](t testing.TB, path string) []T {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<26)
-	for n := 1; sc.Scan(); n++ {
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s:%d: %v", path, n, err)
-		}
-		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s: no records", path)
-	}
-	return out
 }
 
 var models = []string{"llama3.2", "qwen3"}

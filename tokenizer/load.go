@@ -20,16 +20,19 @@ type tokenizerFile struct {
 	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage  `json:"post_processor"`
 	Decoder       json.RawMessage  `json:"decoder"`
-	Model         struct {
-		Type                    string          `json:"type"`
-		Vocab                   map[string]int  `json:"vocab"`
-		Merges                  json.RawMessage `json:"merges"`
-		IgnoreMerges            bool            `json:"ignore_merges"`
-		ByteFallback            bool            `json:"byte_fallback"`
-		Dropout                 *float64        `json:"dropout"`
-		ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
-		EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
-	} `json:"model"`
+	Model         bpeModel         `json:"model"`
+}
+
+// bpeModel is tokenizer.json's "model": a byte-level BPE's.
+type bpeModel struct {
+	Type                    string          `json:"type"`
+	Vocab                   map[string]int  `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	Dropout                 *float64        `json:"dropout"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
 }
 
 type addedTokenJSON struct {
@@ -134,70 +137,13 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	m := &f.Model
-	if m.Type != "BPE" {
-		return nil, fmt.Errorf("model.type: %q is not supported (want BPE)", m.Type)
-	}
-	if len(m.Vocab) == 0 {
-		return nil, errors.New("model.vocab: missing or empty")
-	}
-	if m.ByteFallback {
-		return nil, errors.New("model.byte_fallback: true is not supported")
-	}
-	if m.Dropout != nil && *m.Dropout != 0 {
-		return nil, errors.New("model.dropout: BPE dropout is not supported")
-	}
-	if (m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "") ||
-		(m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "") {
-		return nil, errors.New("model.continuing_subword_prefix/end_of_word_suffix: not supported")
+	if err := m.check(); err != nil {
+		return nil, err
 	}
 	t := &Tokenizer{ignoreMerges: m.IgnoreMerges, bosID: -1, eosID: -1, padID: -1}
-
-	// Vocabulary: ids to byte-level strings, and raw bytes to ids.
-	for tok, id := range m.Vocab {
-		if id < 0 || id >= maxTokenID {
-			return nil, fmt.Errorf("model.vocab[%q]: id %d outside [0, %d)", tok, id, maxTokenID)
-		}
-		if id >= t.vocabSize {
-			t.vocabSize = id + 1
-		}
+	if err := t.parseVocab(m.Vocab, len(f.AddedTokens)); err != nil {
+		return nil, err
 	}
-	// The id tables are as long as the largest id: a few bytes of JSON
-	// must not make them gigabytes.
-	if n := len(m.Vocab) + len(f.AddedTokens) + maxVocabHoles; t.vocabSize > n {
-		return nil, fmt.Errorf("model.vocab: ids run to %d for %d tokens (and %d added ones): ids must be nearly consecutive",
-			t.vocabSize-1, len(m.Vocab), len(f.AddedTokens))
-	}
-	if len(m.Vocab) != 0 {
-		seen := make(map[int]string, len(m.Vocab))
-		for tok, id := range m.Vocab {
-			if other, dup := seen[id]; dup {
-				a, b := min(tok, other), max(tok, other) // the same message whatever the map's order
-				return nil, fmt.Errorf("model.vocab: %q and %q both have id %d", a, b, id)
-			}
-			seen[id] = tok
-		}
-	}
-	t.idToToken = make([]string, t.vocabSize)
-	t.idToBytes = make([][]byte, t.vocabSize)
-	t.tokenToID = make(map[string]int, len(m.Vocab)+len(f.AddedTokens))
-	t.rawToID = make(map[string]int32, len(m.Vocab))
-	for tok, id := range m.Vocab {
-		t.idToToken[id] = tok
-		t.tokenToID[tok] = id
-		b := byteLevelDecode(tok)
-		t.idToBytes[id] = b
-		if byteLevelEncode(string(b)) == tok {
-			t.rawToID[string(b)] = int32(id)
-		}
-	}
-	for b := 0; b < 256; b++ {
-		id, ok := m.Vocab[string(byteToRune[b])]
-		if !ok {
-			id = -1 // HF drops characters missing from the vocabulary when there is no unk_token.
-		}
-		t.byteIDs[b] = int32(id)
-	}
-
 	if err := t.parseMerges(m.Merges, m.Vocab); err != nil {
 		return nil, err
 	}
@@ -217,6 +163,77 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("decoder: %w", err)
 	}
 	return t, nil
+}
+
+// check refuses a model this package does not implement, rather than
+// encoding differently from HF.
+func (m *bpeModel) check() error {
+	if m.Type != "BPE" {
+		return fmt.Errorf("model.type: %q is not supported (want BPE)", m.Type)
+	}
+	if len(m.Vocab) == 0 {
+		return errors.New("model.vocab: missing or empty")
+	}
+	if m.ByteFallback {
+		return errors.New("model.byte_fallback: true is not supported")
+	}
+	if m.Dropout != nil && *m.Dropout != 0 {
+		return errors.New("model.dropout: BPE dropout is not supported")
+	}
+	if (m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "") ||
+		(m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "") {
+		return errors.New("model.continuing_subword_prefix/end_of_word_suffix: not supported")
+	}
+	return nil
+}
+
+// parseVocab fills the id tables from model.vocab: ids to byte-level
+// strings, and raw bytes to ids. added is the number of added tokens, whose
+// ids may extend the vocabulary.
+func (t *Tokenizer) parseVocab(vocab map[string]int, added int) error {
+	for tok, id := range vocab {
+		if id < 0 || id >= maxTokenID {
+			return fmt.Errorf("model.vocab[%q]: id %d outside [0, %d)", tok, id, maxTokenID)
+		}
+		if id >= t.vocabSize {
+			t.vocabSize = id + 1
+		}
+	}
+	// The id tables are as long as the largest id: a few bytes of JSON
+	// must not make them gigabytes.
+	if n := len(vocab) + added + maxVocabHoles; t.vocabSize > n {
+		return fmt.Errorf("model.vocab: ids run to %d for %d tokens (and %d added ones): ids must be nearly consecutive",
+			t.vocabSize-1, len(vocab), added)
+	}
+	seen := make(map[int]string, len(vocab))
+	for tok, id := range vocab {
+		if other, dup := seen[id]; dup {
+			a, b := min(tok, other), max(tok, other) // the same message whatever the map's order
+			return fmt.Errorf("model.vocab: %q and %q both have id %d", a, b, id)
+		}
+		seen[id] = tok
+	}
+	t.idToToken = make([]string, t.vocabSize)
+	t.idToBytes = make([][]byte, t.vocabSize)
+	t.tokenToID = make(map[string]int, len(vocab)+added)
+	t.rawToID = make(map[string]int32, len(vocab))
+	for tok, id := range vocab {
+		t.idToToken[id] = tok
+		t.tokenToID[tok] = id
+		b := byteLevelDecode(tok)
+		t.idToBytes[id] = b
+		if byteLevelEncode(string(b)) == tok {
+			t.rawToID[string(b)] = int32(id)
+		}
+	}
+	for b := 0; b < 256; b++ {
+		id, ok := vocab[string(byteToRune[b])]
+		if !ok {
+			id = -1 // HF drops characters missing from the vocabulary when there is no unk_token.
+		}
+		t.byteIDs[b] = int32(id)
+	}
+	return nil
 }
 
 // parseMerges reads model.merges in either spelling ("a b" strings or

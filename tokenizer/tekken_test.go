@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
 // tekkenDir holds a small tokenizer in the layout of Ministral-3's
@@ -33,7 +35,7 @@ func TestTekkenMatchesHF(t *testing.T) {
 	if bos, ok := tk.BOS(); !ok || bos != 1 || tk.EOS() != 2 || tk.PadID() != 11 {
 		t.Fatalf("BOS %d (%v), EOS %d, pad %d; want Mistral's 1, 2, 11", bos, ok, tk.EOS(), tk.PadID())
 	}
-	recs := readJSONL[tekkenRecord](t, filepath.Join(tekkenDir, "reference.jsonl"))
+	recs := fixture.ReadJSONL[tekkenRecord](t, filepath.Join(tekkenDir, "reference.jsonl"))
 	if len(recs) < 300 {
 		t.Fatalf("%d records, want the corpus and the tekken strings", len(recs))
 	}
@@ -87,7 +89,7 @@ func TestTekkenChatTemplateMatchesHF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range readJSONL[tekkenChatRecord](t, filepath.Join(tekkenDir, "chat.jsonl")) {
+	for _, r := range fixture.ReadJSONL[tekkenChatRecord](t, filepath.Join(tekkenDir, "chat.jsonl")) {
 		t.Run(r.Name, func(t *testing.T) {
 			got, err := tk.RenderChat(r.Messages, ChatOptions{AddGenerationPrompt: r.AddGenerationPrompt})
 			switch {

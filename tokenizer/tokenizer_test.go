@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
 type corpusRecord struct {
@@ -34,7 +36,7 @@ func TestPublicCorpus(t *testing.T) {
 	for _, name := range models {
 		t.Run(name, func(t *testing.T) {
 			tk := model(t, name)
-			recs := readJSONL[corpusRecord](t, fixturePath(t, "ref", "public", name+".corpus.jsonl"))
+			recs := fixture.ReadJSONL[corpusRecord](t, fixturePath(t, "ref", "public", name+".corpus.jsonl"))
 			bad := 0
 			for _, r := range recs {
 				what := fmt.Sprintf("corpus %d (%s) %q", r.ID, r.Cat, trunc(r.Text))
@@ -65,7 +67,7 @@ func TestLlamaCppVectors(t *testing.T) {
 	for _, c := range []struct{ model, file string }{{"llama3.2", "llama-bpe.jsonl"}, {"qwen3", "qwen2.jsonl"}} {
 		t.Run(c.file, func(t *testing.T) {
 			tk := model(t, c.model)
-			recs := readJSONL[idsRecord](t, fixturePath(t, "llamacpp", c.file))
+			recs := fixture.ReadJSONL[idsRecord](t, fixturePath(t, "llamacpp", c.file))
 			bad := 0
 			for _, r := range recs {
 				checkIDs(t, fmt.Sprintf("%q", trunc(r.Text)), tk.Encode(r.Text, false), r.IDs, &bad)
@@ -82,7 +84,7 @@ func TestStress(t *testing.T) {
 	for _, name := range models {
 		t.Run(name, func(t *testing.T) {
 			tk := model(t, name)
-			recs := readJSONL[idsRecord](t, fixturePath(t, "ref", "stress", name+".jsonl"))
+			recs := fixture.ReadJSONL[idsRecord](t, fixturePath(t, "ref", "stress", name+".jsonl"))
 			bad := 0
 			for i, r := range recs {
 				checkIDs(t, fmt.Sprintf("stress line %d %q", i+1, trunc(r.Text)), tk.Encode(r.Text, false), r.IDs, &bad)

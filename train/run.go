@@ -1,13 +1,16 @@
+// A training run from its start to its end: Run sets it up (setup.go),
+// train runs its steps, each of which returns an outcome, and finish ends
+// the run in one place as the outcome says.
+
 package train
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -30,7 +33,7 @@ type Options struct {
 	StopAfter int
 	// Stop, if set, is polled before each step and between the batches of
 	// every evaluation; a non-empty answer (the reason, e.g. a signal's
-	// name) ends the run as interrupted (stop.go).
+	// name) ends the run as interrupted (polled by stopRequested, stop.go).
 	Stop func() string
 	// wrapBackend, if set, wraps the backend once opened: for tests that
 	// make the device fail.
@@ -110,129 +113,68 @@ func Run(opts Options) (_ *Summary, err error) {
 	return r.train()
 }
 
-// train runs the steps left, validates, checkpoints and evaluates.
-func (r *run) train() (*Summary, error) {
-	cfg := r.cfg
-	total := cfg.Train.Steps
-	r.summary = Summary{Model: cfg.ModelName(), Task: cfg.Task.Name, Adapter: cfg.Adapter.Kind, Grouped: cfg.Adapter.Grouped,
-		Optimizer: cfg.Optimizer.Name, LR: cfg.Optimizer.LR, Seed: cfg.Train.Seed, Steps: total,
-		TrainableParams: int(r.tr.count()), Test: map[string]map[string]float64{}}
-	prog := newProgress(r.out, r.opts.Terminal, total, cfg.Train.LogEvery)
-	r.prog = prog
-	// Step 0's validation, if it has not run (a new run, or a stop cut it
-	// short).
-	if r.state.ValidationPending {
-		if s, err := r.pendingValidation(); s != nil || err != nil {
-			return s, err
-		}
-	}
-	ran := 0
-	r.out.begin("training", r.trainingLine())
-	prog.begin(r.state.Step)
-	for step := r.state.Step; step < total; step++ {
-		// Stop here if asked to (tests of resume, or a signal).
-		if r.opts.StopAfter > 0 && ran == r.opts.StopAfter {
-			prog.done()
-			fmt.Fprintf(r.log, "stopped after %d steps as asked (resume with --resume %s)\n", ran, r.dir)
-			r.summary.StepsDone = step
-			return &r.summary, nil
-		}
-		if reason := r.stopRequested(); reason != "" {
-			prog.done()
-			return r.interrupted(step, reason, "")
-		}
-		// Before a step that validates, the state after the previous one, to
-		// checkpoint if a stop cuts that validation short (nil where the
-		// parameters are not copied: the model's own weights).
-		validates := (step+1)%cfg.Train.EvalEvery == 0 || step+1 == total
-		var before *snapshot
-		if validates {
-			var err error
-			if before, err = r.snapshot(); err != nil {
-				return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
-			}
-		}
-		// The mini-batch, drawn by the sampler, handed to the objective.
-		r.out.doing(fmt.Sprintf("step %d of %d", step+1, total))
-		t0 := time.Now()
-		if err := r.nextBatch(); err != nil {
-			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
-		}
-		// One ZO step: perturb, evaluate every variant, estimate, update θ.
-		st, err := r.engine.Step(r.obj)
-		if err != nil && !r.obj.nonFinite && !errors.Is(err, zo.ErrNonFinite) {
-			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
-		}
-		if err != nil || !finiteStats(st) {
-			prog.done()
-			return r.diverged(step + 1)
-		}
-		// Log the step (metrics.jsonl, timing.jsonl).
-		ran++
-		secs := time.Since(t0).Seconds()
-		r.state.Seconds += secs
-		if err := r.logStep(step+1, st, secs); err != nil {
-			return nil, r.failed(fmt.Errorf("step %d: %w", step+1, err))
-		}
-		if ran == 1 && step+1 < total { // what the rest costs, from this step
-			r.note(r.project(step+1, secs).String())
-		}
-		// Validate every eval_every steps and at the end, keeping the best adapter.
-		if validates {
-			ok, err := r.validateUnlessStopped(step+1, step+1 == total)
-			if reason, stopped := stopReason(err); stopped {
-				prog.done()
-				if before == nil {
-					// The state after the step, its validation pending: resume
-					// runs it first (a validation that finds θ diverged then ends
-					// the run, as it does without a stop, with that checkpoint).
-					return r.interruptedValidation(step+1, reason)
-				}
-				// Back to the state before the step: resume runs it again, then
-				// its validation (a validation that finds θ diverged then leaves
-				// a checkpoint from before, as it does without a stop).
-				if err := r.checkpointSnapshot(before); err != nil {
-					return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
-				}
-				return r.interrupted(step, reason, fmt.Sprintf("during the validation of step %d, which runs again with its step", step+1))
-			}
-			if err != nil {
-				return nil, r.failed(err)
-			}
-			if !ok {
-				prog.done()
-				return r.diverged(step + 1)
-			}
-		}
-		// Checkpoint every checkpoint_every steps and at the end (unless a
-		// new best of the model's own weights has just checkpointed it).
-		r.state.Step = step + 1
-		r.state.Sampler = r.sampler.State()
-		due := cfg.Train.CheckpointEvery > 0 && (step+1)%cfg.Train.CheckpointEvery == 0 || step+1 == total
-		if due && r.lastCheckpointStep() != step+1 {
-			if err := r.checkpoint(); err != nil {
-				return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
-			}
-		}
-		prog.update(step+1, st.Loss, r.state.LastValLoss)
-	}
-	prog.done()
-	// Done: the last adapter, the test metrics and summary.json.
-	return r.finish()
+// outcome is how a step leaves the run: it goes on (continueRun), or the
+// run ends in one of five ways, and finish writes that ending up. Each
+// ending's files (the checkpoint a stop needs, best/, last/) are written
+// where it happens; finish writes what every ending shares: the log's last
+// line and summary.json.
+type outcome struct {
+	kind   outcomeKind
+	step   int    // the steps done (stopAfter, interrupted), or the step that diverged
+	signal string // interrupted: the stop request's reason (a signal's name)
+	during string // interrupted: the evaluation the stop cut short, for the message ("": none)
+	err    error  // failed: the error Run returns
 }
 
-// pendingValidation runs the validation of the step the state is at (step
-// 0's: the curves' first point, and the best adapter if training never
-// improves on it), then checkpoints, so that a run killed early still has a
-// state to resume or inspect.
-func (r *run) pendingValidation() (*Summary, error) {
+type outcomeKind int
+
+const (
+	continueRun outcomeKind = iota // the run goes on
+	stopAfter                      // Options.StopAfter steps ran (tests of resume): no summary.json
+	interrupted                    // a stop request (a signal): a checkpoint, summary "interrupted"; exit 3
+	diverged                       // a loss or a projected gradient is not finite: summary "diverged"
+	failed                         // an error (the device's, a full disk): no summary.json; the error says what is kept
+	finished                       // every step ran: last/, the test evaluation, summary "done"
+)
+
+// train runs the steps left, one at a time, until one of them ends the
+// run, then finishes it.
+func (r *run) train() (*Summary, error) {
+	r.summary = r.newSummary()
+	r.prog = newProgress(r.out, r.opts.Terminal, r.cfg.Train.Steps, r.cfg.Train.LogEvery)
+	end := r.pendingValidation()
+	if end.kind == continueRun {
+		r.out.begin("training", r.trainingLine())
+		r.prog.begin(r.state.Step)
+		for step, first := r.state.Step, r.state.Step; step < r.cfg.Train.Steps; step++ {
+			if end = r.step(step, step-first); end.kind != continueRun {
+				break
+			}
+		}
+	}
+	if end.kind == continueRun { // every step has run
+		r.prog.done()
+		end = r.saveAndTest()
+	}
+	return r.finish(end)
+}
+
+// pendingValidation runs the validation of the step the state is at if it
+// has not run (step 0's: the curves' first point, and the best adapter if
+// training never improves on it; or one a stop cut short), then
+// checkpoints, so that a run killed early still has a state to resume or
+// inspect.
+func (r *run) pendingValidation() outcome {
+	if !r.state.ValidationPending {
+		return outcome{}
+	}
 	step := r.state.Step
-	stopped := func(reason string) (*Summary, error) {
+	stopped := func(reason string) outcome {
 		r.prog.done()
 		if err := r.checkpoint(); err != nil {
-			return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)
+			return outcome{kind: failed, err: fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", reason, step, err)}
 		}
-		return r.interrupted(step, reason, fmt.Sprintf("during the validation of step %d, which runs again first", step))
+		return outcome{kind: interrupted, step: step, signal: reason, during: fmt.Sprintf("during the validation of step %d, which runs again first", step)}
 	}
 	if reason := r.stopRequested(); reason != "" {
 		return stopped(reason)
@@ -244,19 +186,290 @@ func (r *run) pendingValidation() (*Summary, error) {
 		return stopped(reason)
 	}
 	if err != nil {
-		return nil, r.failed(err)
+		return r.fail(err)
 	}
 	if !ok {
 		if step == 0 {
-			return nil, fmt.Errorf("the validation loss of the starting adapter is not finite: check the model (%s) and the data", r.cfg.Model.Path)
+			return outcome{kind: failed, err: fmt.Errorf("the validation loss of the starting adapter is not finite: check the model (%s) and the data", r.cfg.Model.Path)}
 		}
-		return r.diverged(step)
+		return outcome{kind: diverged, step: step}
 	}
 	r.state.ValidationPending = false
 	if err := r.checkpoint(); err != nil {
-		return nil, r.failed(fmt.Errorf("checkpoint of step %d: %w", step, err))
+		return r.fail(fmt.Errorf("checkpoint of step %d: %w", step, err))
 	}
-	return nil, nil
+	return outcome{}
+}
+
+// step runs step+1 of the run, the ran-th of this invocation: the batch,
+// one ZO step (perturb, evaluate every variant, estimate, update θ), its
+// log lines, the validation every eval_every steps and at the end, and the
+// checkpoint every checkpoint_every steps and at the end.
+func (r *run) step(step, ran int) outcome {
+	total := r.cfg.Train.Steps
+	// Stop here if asked to (tests of resume, or a signal).
+	if r.opts.StopAfter > 0 && ran == r.opts.StopAfter {
+		return outcome{kind: stopAfter, step: step}
+	}
+	if reason := r.stopRequested(); reason != "" {
+		return outcome{kind: interrupted, step: step, signal: reason}
+	}
+	// Before a step that validates, the state after the previous one, to
+	// checkpoint if a stop cuts that validation short (nil where the
+	// parameters are not copied: the model's own weights).
+	validates := (step+1)%r.cfg.Train.EvalEvery == 0 || step+1 == total
+	var before *snapshot
+	if validates {
+		var err error
+		if before, err = r.snapshot(); err != nil {
+			return r.fail(fmt.Errorf("step %d: %w", step+1, err))
+		}
+	}
+	r.out.doing(fmt.Sprintf("step %d of %d", step+1, total))
+	t0 := time.Now()
+	if err := r.nextBatch(); err != nil {
+		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
+	}
+	st, err := r.engine.Step(r.obj)
+	if err != nil && !r.obj.nonFinite && !errors.Is(err, zo.ErrNonFinite) {
+		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
+	}
+	if err != nil || !finiteStats(st) {
+		return outcome{kind: diverged, step: step + 1}
+	}
+	secs := time.Since(t0).Seconds()
+	r.state.Seconds += secs
+	if err := r.logStep(step+1, st, secs); err != nil {
+		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
+	}
+	if ran == 0 && step+1 < total { // what the rest costs, from this step
+		r.note(r.project(step+1, secs).String())
+	}
+	if validates {
+		if end := r.validateStep(step+1, before); end.kind != continueRun {
+			return end
+		}
+	}
+	// Checkpoint unless a new best of the model's own weights has just
+	// checkpointed this step.
+	r.state.Step = step + 1
+	r.state.Sampler = r.sampler.State()
+	due := r.cfg.Train.CheckpointEvery > 0 && (step+1)%r.cfg.Train.CheckpointEvery == 0 || step+1 == total
+	if due && r.lastCheckpointStep() != step+1 {
+		if err := r.checkpoint(); err != nil {
+			return r.fail(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
+		}
+	}
+	r.prog.update(step+1, st.Loss, r.state.LastValLoss)
+	return outcome{}
+}
+
+// validateStep validates after step, keeping the best adapter. After the
+// run's last step it first polls for a stop: one that came during that
+// step ends the run before its validation and the test evaluations (which
+// could run for minutes with no poll between them when each fits one
+// batch). A stop that cuts the validation short checkpoints the state
+// before the step (before), which resume runs again, then its validation;
+// where that state was not kept (nil: the model's own weights), the state
+// after the step with its validation pending, which resume runs first.
+// Either way a validation that finds θ diverged then ends the run as it
+// does without a stop.
+func (r *run) validateStep(step int, before *snapshot) outcome {
+	var ok bool
+	var err error
+	if step == r.cfg.Train.Steps {
+		if reason := r.stopRequested(); reason != "" {
+			err = &stoppedError{reason}
+		}
+	}
+	if err == nil {
+		ok, err = r.validate(step)
+	}
+	reason, stopped := stopReason(err)
+	switch {
+	case stopped && before == nil:
+		r.prog.done()
+		r.state.Step, r.state.Sampler, r.state.ValidationPending = step, r.sampler.State(), true
+		if err := r.checkpoint(); err != nil {
+			return r.fail(fmt.Errorf("interrupted by %s in the validation of step %d: checkpoint: %w", reason, step, err))
+		}
+		return outcome{kind: interrupted, step: step, signal: reason, during: fmt.Sprintf("during the validation of step %d, which runs first on resume", step)}
+	case stopped:
+		r.prog.done()
+		if err := r.checkpointSnapshot(before); err != nil {
+			return r.fail(fmt.Errorf("checkpoint of step %d: %w", step-1, err))
+		}
+		return outcome{kind: interrupted, step: step - 1, signal: reason, during: fmt.Sprintf("during the validation of step %d, which runs again with its step", step)}
+	case err != nil:
+		return r.fail(err)
+	case !ok:
+		return outcome{kind: diverged, step: step}
+	}
+	return outcome{}
+}
+
+// saveAndTest saves the last adapter and evaluates on the test split, going
+// on from where a stopped test evaluation's checkpoint left it. A stop
+// request ends it between batches, checkpointing how far it got.
+func (r *run) saveAndTest() outcome {
+	if err := r.tr.saveLast(r.dir); err != nil {
+		return outcome{kind: failed, err: err}
+	}
+	resumedTest := r.state.Test != nil // the checkpoint holds a test evaluation a stop cut short
+	reason, err := r.testEvaluation()
+	if err != nil {
+		return outcome{kind: failed, err: err}
+	}
+	if reason != "" {
+		if err := r.checkpoint(); err != nil { // with how far the test evaluation got
+			return outcome{kind: failed, err: fmt.Errorf("interrupted by %s during the test evaluation: checkpoint: %w", reason, err)}
+		}
+		return outcome{kind: interrupted, step: r.state.Step, signal: reason, during: r.testCut()}
+	}
+	// The test evaluation is over. A checkpoint that says it is under way
+	// is written again, as an uninterrupted run leaves it.
+	r.state.Test = nil
+	if resumedTest {
+		if err := r.checkpoint(); err != nil {
+			return outcome{kind: failed, err: err}
+		}
+	}
+	return outcome{kind: finished}
+}
+
+// testEvaluation scores the best and the last adapter (and the base model
+// with eval.base) on the test split into the summary, going on from where a
+// stopped one's checkpoint left it (r.state.Test). A stop request ends it
+// between batches: it returns the request's reason, and r.state.Test says how
+// far it got.
+func (r *run) testEvaluation() (string, error) {
+	_, _, nTest := r.data.sizes()
+	if r.cfg.Eval.Skip || nTest == 0 {
+		return "", nil
+	}
+	evals := r.tr.tests(r.cfg.Eval.Base)
+	if r.state.Test == nil {
+		r.state.Test = &testProgress{}
+	}
+	tp := r.state.Test
+	if tp.Finished == nil {
+		tp.Finished = map[string]map[string]float64{}
+	}
+	whom := "the best and the last adapter"
+	if r.cfg.Adapter.Kind == "full" {
+		whom = "the last and the best weights"
+	}
+	if r.cfg.Eval.Base {
+		whom += ", and the base model"
+	}
+	r.out.begin("test evaluation", fmt.Sprintf("test evaluation: %s, on %d examples of %s", whom, nTest, r.cfg.Task.Test))
+	for _, e := range evals {
+		if res, ok := tp.Finished[e.name]; ok {
+			r.summary.Test[e.name] = res
+			continue
+		}
+		r.out.doing("test evaluation (" + e.name + ")")
+		if tp.Current != e.name {
+			tp.Current, tp.Partial = e.name, evalPartial{}
+		}
+		pass := newEvalPass("test ("+e.name+")", nTest, r.note, r.stopRequested)
+		var res map[string]float64
+		err := e.with(func(m *model.Model) (err error) {
+			res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, &tp.Partial)
+			return err
+		})
+		if reason, stopped := stopReason(err); stopped {
+			return reason, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
+		}
+		r.summary.Test[e.name] = res
+		tp.Finished[e.name], tp.Current, tp.Partial = res, "", evalPartial{}
+	}
+	return "", nil
+}
+
+// testCut says, in an interruption's message, how far the test evaluation got.
+func (r *run) testCut() string {
+	tp := r.state.Test
+	whose := func(name string) string {
+		if name == "base" {
+			return "the base model's"
+		}
+		return "the " + name + " adapter's"
+	}
+	var done []string
+	for _, name := range []string{"best", "last", "base"} {
+		if _, ok := tp.Finished[name]; ok {
+			done = append(done, whose(name))
+		}
+	}
+	_, _, nTest := r.data.sizes()
+	s := fmt.Sprintf("during the test evaluation, at example %d of %d of %s", tp.Partial.Done, nTest, whose(tp.Current))
+	if len(done) > 0 {
+		s += ", after " + strings.Join(done, " and ")
+	}
+	return s + "; resume goes on from there"
+}
+
+// finish ends the run as end says: it prints the run's last line and
+// writes summary.json (but for a failed run, whose error says what is kept
+// and how to go on, and a test's StopAfter).
+//
+// An interrupted run has finished the step in progress; a checkpoint of
+// the state after it is written unless the last one already holds it (or
+// the caller has checkpointed what resume needs to go on with the
+// evaluation the stop cut short), and --resume continues bit-identically
+// and replaces the summary. A diverged run keeps its last checkpoint and
+// best adapter as they are.
+func (r *run) finish(end outcome) (*Summary, error) {
+	if end.kind == failed {
+		return nil, end.err
+	}
+	r.prog.done()
+	s := &r.summary
+	switch end.kind {
+	case stopAfter:
+		fmt.Fprintf(r.log, "stopped after %d steps as asked (resume with --resume %s)\n", r.opts.StopAfter, r.dir)
+		s.StepsDone = end.step
+		return s, nil
+	case interrupted:
+		if r.lastCheckpointStep() != r.state.Step {
+			if err := r.checkpoint(); err != nil {
+				return nil, fmt.Errorf("interrupted by %s at step %d: checkpoint: %w", end.signal, end.step, err)
+			}
+		}
+		during := ""
+		if end.during != "" {
+			during = " (" + end.during + ")"
+		}
+		s.Status, s.Signal, s.StepsDone = rundir.StatusInterrupted, end.signal, end.step
+		s.Message = fmt.Sprintf("interrupted by %s after step %d of %d%s; checkpoint written: continue with --resume %s",
+			end.signal, end.step, r.cfg.Train.Steps, during, r.dir)
+		fmt.Fprintf(r.log, "%s\n", s.Message)
+	case diverged:
+		s.Diverged, s.Status, s.DivergedAt, s.StepsDone = true, rundir.StatusDiverged, &end.step, end.step-1
+		s.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
+			"the last checkpoint (step %d) and the best adapter (step %d) are kept", end.step, r.cfg.Optimizer.LR, r.lastCheckpointStep(), r.state.BestStep)
+		fmt.Fprintf(r.log, "%s\n", s.Message)
+	case finished:
+		s.StepsDone, s.Status = r.state.Step, rundir.StatusDone
+	}
+	r.fillSummary()
+	err := r.writeSummary()
+	if end.kind != finished {
+		return s, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	what := "the adapter"
+	if r.cfg.Adapter.Kind == "full" {
+		what = "the model"
+	}
+	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/\n", r.dir, what)
+	return s, nil
 }
 
 // note prints a line of an evaluation's progress, ending the progress bar's
@@ -268,125 +481,19 @@ func (r *run) note(s string) {
 	fmt.Fprintln(r.log, s)
 }
 
-// failed adds to the error that ends a run (a device failure: a GPU's
-// fault or out-of-memory; a full disk) what is kept and how to go on: the
+// fail ends the run on err (a device failure: a GPU's fault or
+// out-of-memory; a full disk), adding what is kept and how to go on: the
 // run directory's last checkpoint and --resume, which continues exactly as
 // the run would have.
-func (r *run) failed(err error) error {
+func (r *run) fail(err error) outcome {
 	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointDir, rundir.StateFile)); serr == nil {
-		return fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, r.lastCheckpointStep(), r.dir)
-	}
-	if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointOldDir, rundir.StateFile)); serr == nil {
+		err = fmt.Errorf("%w; the checkpoint of step %d is kept: continue with --resume %s", err, r.lastCheckpointStep(), r.dir)
+	} else if _, serr := os.Stat(filepath.Join(r.dir, rundir.CheckpointOldDir, rundir.StateFile)); serr == nil {
 		// Stopped in the middle of a checkpoint's swap: --resume puts the
 		// previous one back.
-		return fmt.Errorf("%w; the previous checkpoint is kept (%s): continue with --resume %s", err, rundir.CheckpointOldDir, r.dir)
+		err = fmt.Errorf("%w; the previous checkpoint is kept (%s): continue with --resume %s", err, rundir.CheckpointOldDir, r.dir)
+	} else {
+		err = fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
 	}
-	return fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
-}
-
-// nextBatch draws the next mini-batch of training examples and hands it,
-// padded, to the objective (an image task's: as pixel_values).
-func (r *run) nextBatch() error {
-	idx := r.sampler.Next(r.cfg.Train.BatchSize)
-	if r.vis != nil {
-		return r.vis.setBatch(idx)
-	}
-	exs := make([]data.Encoded, len(idx))
-	for i, j := range idx {
-		exs[i] = r.data.train[j]
-	}
-	b := data.TrainBatch(exs, r.tok.PadID())
-	r.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
-	r.obj.labels = b.Labels
-	return nil
-}
-
-// finiteStats reports whether every number of the step's stats is finite.
-func finiteStats(st *zo.Stats) bool {
-	ok := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	if !ok(st.Loss) || !ok(st.UpdateNorm) {
-		return false
-	}
-	for _, l := range st.Losses {
-		if !ok(l) {
-			return false
-		}
-	}
-	for _, u := range st.Units {
-		for _, d := range u.D {
-			if !ok(d) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// logStep appends the step's line to metrics.jsonl (and timing.jsonl).
-func (r *run) logStep(step int, st *zo.Stats, secs float64) error {
-	line := rundir.TrainLine{Kind: rundir.KindTrain, Step: step, Loss: st.Loss, Losses: st.Losses,
-		UpdateNorm: st.UpdateNorm, LR: r.cfg.Optimizer.LR, V: st.V}
-	for _, u := range st.Units {
-		line.D = append(line.D, u.D)
-		line.Groups = append(line.Groups, u.Group)
-		if r.cfg.Optimizer.Name == "fzoo" {
-			line.Sigma = append(line.Sigma, u.Sigma)
-		}
-	}
-	if err := writeJSONLine(r.metrics, line); err != nil {
-		return err
-	}
-	return writeJSONLine(r.timing, rundir.TimingLine{Step: step, Seconds: secs, LayerEvals: r.obj.layerEvals})
-}
-
-func writeJSONLine(f *os.File, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", f.Name(), err)
-	}
-	return nil
-}
-
-// validate computes the validation loss and keeps the best adapter. It
-// returns false if the loss is not finite (the run has diverged).
-func (r *run) validate(step int) (bool, error) {
-	what := fmt.Sprintf("validation of step %d", step)
-	r.out.doing(what)
-	_, nVal, _ := r.data.sizes()
-	pass := newEvalPass(what, nVal, r.note, r.stopRequested)
-	r.tr.attach()
-	t0 := time.Now()
-	loss, err := r.validationLoss(pass)
-	r.tr.detach()
-	if err == nil {
-		r.valSecs, r.valStep = time.Since(t0).Seconds(), step
-	}
-	if err != nil {
-		return false, fmt.Errorf("validation at step %d: %w", step, err)
-	}
-	if finite(loss) == nil {
-		return false, nil
-	}
-	r.state.LastValLoss = loss
-	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
-		return false, err
-	}
-	if loss < r.state.BestValLoss {
-		r.state.BestValLoss, r.state.BestStep = loss, step
-		if r.tr.bestNeedsCheckpoint() {
-			// The model's own weights: best/ shares the files of a checkpoint
-			// of this step, written first.
-			r.state.Step, r.state.Sampler = step, r.sampler.State()
-			if err := r.checkpoint(); err != nil {
-				return false, fmt.Errorf("checkpoint of step %d (its best validation loss): %w", step, err)
-			}
-		}
-		if err := r.tr.newBest(r.dir); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
+	return outcome{kind: failed, err: err}
 }

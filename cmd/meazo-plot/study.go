@@ -42,31 +42,10 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	// Every figure is made before anything is written, so that a report
 	// that fails (an experiment with no run to draw) leaves the output
-	// directory as it was (an old report is not left half replaced). A run
-	// whose metrics.jsonl cannot be read is only left out of the curves.
-	type experimentFigures struct {
-		name string
-		figs []results.Figure
-	}
-	var all []experimentFigures
-	for _, e := range rep.Experiments {
-		if len(e.Runs) == 0 {
-			continue
-		}
-		figs, err := results.ExperimentFigures(e, *smooth, warn)
-		if err != nil {
-			return err
-		}
-		all = append(all, experimentFigures{e.Name, figs})
-	}
-	// Grouped against joint estimation: the loss curves at η* of the
-	// experiments that differ only in grouping, in one figure.
-	for _, pair := range rep.GroupedPairs() {
-		figs, err := results.Curves(pair.Runs, *smooth, warn)
-		if err != nil {
-			return fmt.Errorf("%s: %w", pair.Name, err)
-		}
-		all = append(all, experimentFigures{pair.Name, figs})
+	// directory as it was (an old report is not left half replaced).
+	all, err := studyFigures(rep, *smooth)
+	if err != nil {
+		return err
 	}
 	if err := mkdirOut(*out, fs.Arg(0)); err != nil {
 		return err
@@ -87,23 +66,63 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 		paths = append(paths, p...)
 	}
 	if *png {
-		var pngs []string
-		for _, p := range paths {
-			if strings.HasSuffix(p, ".svg") {
-				q := strings.TrimSuffix(p, ".svg") + ".png"
-				if err := plot.ToPNG(p, q); err != nil {
-					warn(err.Error())
-					break
-				}
-				pngs = append(pngs, q)
-			}
-		}
-		paths = append(paths, pngs...)
+		paths = append(paths, toPNGs(paths)...)
 	}
 	sort.Strings(paths)
 	fmt.Fprint(stdout, rep.Markdown())
 	fmt.Fprintln(stdout, strings.Join(paths, "\n"))
 	return nil
+}
+
+// experimentFigures are the figures of one experiment, or of a pair that
+// differs only in grouping.
+type experimentFigures struct {
+	name string
+	figs []results.Figure
+}
+
+// studyFigures makes every experiment's figures, then those of each pair
+// grouped against joint estimation: the loss curves at η* of the
+// experiments that differ only in grouping, in one figure. A run whose
+// metrics.jsonl cannot be read is only left out of the curves.
+func studyFigures(rep *results.Report, smooth int) ([]experimentFigures, error) {
+	var all []experimentFigures
+	for _, e := range rep.Experiments {
+		if len(e.Runs) == 0 {
+			continue
+		}
+		figs, err := results.ExperimentFigures(e, smooth, warn)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, experimentFigures{e.Name, figs})
+	}
+	for _, pair := range rep.GroupedPairs() {
+		figs, err := results.Curves(pair.Runs, smooth, warn)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pair.Name, err)
+		}
+		all = append(all, experimentFigures{pair.Name, figs})
+	}
+	return all, nil
+}
+
+// toPNGs writes a PNG beside each SVG of paths and returns the PNGs'
+// paths; the first that fails (no converter) is a warning, and the rest
+// are not tried.
+func toPNGs(paths []string) []string {
+	var pngs []string
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".svg") {
+			q := strings.TrimSuffix(p, ".svg") + ".png"
+			if err := plot.ToPNG(p, q); err != nil {
+				warn(err.Error())
+				break
+			}
+			pngs = append(pngs, q)
+		}
+	}
+	return pngs
 }
 
 // writeExperiment writes an experiment's figures to its own directory under out.

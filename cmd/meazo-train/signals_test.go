@@ -165,3 +165,66 @@ func waitForFile(t *testing.T, path string) {
 	}
 	t.Fatalf("%s: not there after 2 minutes", path)
 }
+
+// TestExitStatuses runs meazo-train to each end a run can come to and
+// checks its exit status, summary.json's status and its last line: done
+// and diverged (a result) exit 0, a failure 1 with no summary.json (here a
+// file-size limit, as a full disk, fails the first checkpoint's write).
+// An interrupted run's exit 3 is TestSignalInterruptsAndResumes's.
+func TestExitStatuses(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		set    []string
+		limit  string // ulimit -f: the largest file the run may write, in blocks ("": none)
+		exit   int
+		status string // "": no summary.json
+		last   string // how stderr's last line begins
+	}{
+		{"done", nil, "", 0, rundir.StatusDone, "done: 4 steps, best validation loss "},
+		{"diverged", []string{"optimizer.name=zo-sgd", "optimizer.lr=1e30"}, "", 0, rundir.StatusDiverged, "diverged at step 2: "},
+		{"failed", nil, "8", 1, "", "meazo-train: write safetensors "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			args := []string{"--config", cfg, "--out", out, "--set", "eval.skip=true", "--set", "train.eval_every=2",
+				"--set", "task.max_train=64", "--set", "task.max_validation=8"}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			cmd := self(t, args...)
+			if tc.limit != "" {
+				cmd = exec.Command("/bin/sh", append([]string{"-c", `ulimit -f "$0" && exec "$@"`, tc.limit, os.Args[0]}, args...)...)
+				cmd.Env = append(os.Environ(), "MEAZO_TRAIN_AS_MAIN=1")
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			code := 0
+			var ee *exec.ExitError
+			if err := cmd.Run(); errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.exit {
+				t.Fatalf("exit status %d, want %d\n%s", code, tc.exit, stderr.String())
+			}
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if last := lines[len(lines)-1]; !strings.HasPrefix(last, tc.last) {
+				t.Errorf("stderr's last line is %q, want it to begin %q", last, tc.last)
+			}
+			s, err := rundir.ReadSummary(out)
+			switch {
+			case tc.status == "" && !errors.Is(err, os.ErrNotExist):
+				t.Errorf("summary.json: %+v, %v; want none", s, err)
+			case tc.status != "" && (err != nil || s.Status != tc.status):
+				t.Errorf("summary.json: %+v, %v; want status %q", s, err, tc.status)
+			}
+		})
+	}
+}

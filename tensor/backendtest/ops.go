@@ -128,8 +128,17 @@ func compare(t *testing.T, what string, got, want []float32, tol Tolerance) {
 }
 
 func opCases() []opCase {
-	const n, k, rows = 70, 45, 5 // odd sizes: no kernel may assume multiples of a tile
-	return append([]opCase{
+	cases := append(matMulCases(), elementwiseCases()...)
+	return append(cases, append(layerNormCases(), encoderCases()...)...)
+}
+
+// opN, opK and opRows are the cases' sizes, odd: no kernel may assume multiples of a tile.
+const opN, opK, opRows = 70, 45, 5
+
+// matMulCases are the memory and matrix-product cases.
+func matMulCases() []opCase {
+	const n, k, rows = opN, opK, opRows
+	return []opCase{
 		{"AllocIsZero", func(b tensor.Backend, in *inputs) []float32 { return down(b, b.Alloc(37)) }},
 		{"FromHostToHost", func(b tensor.Backend, in *inputs) []float32 { return down(b, b.FromHost(in.vec(37, 1))) }},
 		{"Copy", func(b tensor.Backend, in *inputs) []float32 {
@@ -189,6 +198,14 @@ func opCases() []opCase {
 			b.Free(m, x)
 			return down(b, y)
 		}},
+	}
+}
+
+// elementwiseCases are the cases of rows, gathers and element-wise ops,
+// norms, RoPE and attention.
+func elementwiseCases() []opCase {
+	const n, k, rows = opN, opK, opRows
+	return []opCase{
 		{"EmptyOps", func(b tensor.Backend, in *inputs) []float32 { // zero rows: nothing is written
 			x, w := b.FromHost(in.vec(8, 1)), b.FromHost(in.vec(8, 1))
 			b.RMSNorm(x, x, w, 0, 8, 1e-6)
@@ -261,7 +278,7 @@ func opCases() []opCase {
 		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
 		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
 		{"AttentionLongWindow", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 50) }},
-	}, append(layerNormCases(), encoderCases()...)...)
+	}
 }
 
 // attentionCase is a run of Attention calls through one cache: sequences

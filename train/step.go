@@ -1,0 +1,125 @@
+// What one step of the training loop (run.go) computes and logs: its
+// mini-batch, the check that its numbers are finite, its lines in
+// metrics.jsonl and timing.jsonl, and the validation loss.
+
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/zo"
+)
+
+// nextBatch draws the next mini-batch of training examples and hands it,
+// padded, to the objective (an image task's: as pixel_values).
+func (r *run) nextBatch() error {
+	idx := r.sampler.Next(r.cfg.Train.BatchSize)
+	if r.vis != nil {
+		return r.vis.setBatch(idx)
+	}
+	exs := make([]data.Encoded, len(idx))
+	for i, j := range idx {
+		exs[i] = r.data.train[j]
+	}
+	b := data.TrainBatch(exs, r.tok.PadID())
+	r.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
+	r.obj.labels = b.Labels
+	return nil
+}
+
+// finiteStats reports whether every number of the step's stats is finite.
+func finiteStats(st *zo.Stats) bool {
+	ok := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if !ok(st.Loss) || !ok(st.UpdateNorm) {
+		return false
+	}
+	for _, l := range st.Losses {
+		if !ok(l) {
+			return false
+		}
+	}
+	for _, u := range st.Units {
+		for _, d := range u.D {
+			if !ok(d) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// logStep appends the step's line to metrics.jsonl (and timing.jsonl).
+func (r *run) logStep(step int, st *zo.Stats, secs float64) error {
+	line := rundir.TrainLine{Kind: rundir.KindTrain, Step: step, Loss: st.Loss, Losses: st.Losses,
+		UpdateNorm: st.UpdateNorm, LR: r.cfg.Optimizer.LR, V: st.V}
+	for _, u := range st.Units {
+		line.D = append(line.D, u.D)
+		line.Groups = append(line.Groups, u.Group)
+		if r.cfg.Optimizer.Name == "fzoo" {
+			line.Sigma = append(line.Sigma, u.Sigma)
+		}
+	}
+	if err := writeJSONLine(r.metrics, line); err != nil {
+		return err
+	}
+	return writeJSONLine(r.timing, rundir.TimingLine{Step: step, Seconds: secs, LayerEvals: r.obj.layerEvals})
+}
+
+func writeJSONLine(f *os.File, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// validate computes the validation loss and keeps the best adapter. It
+// returns false if the loss is not finite (the run has diverged).
+func (r *run) validate(step int) (bool, error) {
+	what := fmt.Sprintf("validation of step %d", step)
+	r.out.doing(what)
+	_, nVal, _ := r.data.sizes()
+	pass := newEvalPass(what, nVal, r.note, r.stopRequested)
+	r.tr.attach()
+	t0 := time.Now()
+	loss, err := r.validationLoss(pass)
+	r.tr.detach()
+	if err == nil {
+		r.valSecs, r.valStep = time.Since(t0).Seconds(), step
+	}
+	if err != nil {
+		return false, fmt.Errorf("validation at step %d: %w", step, err)
+	}
+	if finite(loss) == nil {
+		return false, nil
+	}
+	r.state.LastValLoss = loss
+	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
+		return false, err
+	}
+	if loss < r.state.BestValLoss {
+		r.state.BestValLoss, r.state.BestStep = loss, step
+		if r.tr.bestNeedsCheckpoint() {
+			// The model's own weights: best/ shares the files of a checkpoint
+			// of this step, written first.
+			r.state.Step, r.state.Sampler = step, r.sampler.State()
+			if err := r.checkpoint(); err != nil {
+				return false, fmt.Errorf("checkpoint of step %d (its best validation loss): %w", step, err)
+			}
+		}
+		if err := r.tr.newBest(r.dir); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
