@@ -15,7 +15,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -158,15 +157,19 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 	}
 	dst := sc.w[:kc*nr]
 	src := (p*w.K + kLo) * nr
-	if w.data16 != nil {
-		for i, h := range w.data16[src : src+kc*nr] {
-			dst[i] = noise.Perturbed(bf16ToF32(h), pt.Scale, sc.z[i])
-		}
-	} else if mirrored {
-		perturbPair(dst, sc.mirror[:kc*nr], w.data[src:src+kc*nr], sc.z[:kc*nr], pt.Scale)
+	z := sc.z[:kc*nr]
+	switch {
+	case mirrored && w.data16 != nil:
+		perturbPairBF16(dst, sc.mirror[:kc*nr], w.data16[src:src+kc*nr], z, pt.Scale)
+	case mirrored:
+		perturbPair(dst, sc.mirror[:kc*nr], w.data[src:src+kc*nr], z, pt.Scale)
+	case w.data16 != nil:
+		perturbValuesBF16(dst, w.data16[src:src+kc*nr], z, pt.Scale)
+	default:
+		perturbValues(dst, w.data[src:src+kc*nr], z, pt.Scale)
+	}
+	if mirrored {
 		sc.mirrorScale = -pt.Scale
-	} else {
-		perturbValues(dst, w.data[src:src+kc*nr], sc.z[:kc*nr], pt.Scale)
 	}
 	return panelData{b: sc.w, base: -kLo * nr}
 }

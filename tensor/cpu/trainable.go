@@ -91,31 +91,11 @@ func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 	}
 	np := panels(p.N)
 	sums := make([]float64, np)
-	// MEAZO's and ZO-SGD's step at q = 1 on float32: ĝ = w·z is formed as
-	// it is applied, with no float64 ĝ in between (the same bits).
-	oneDirection := p.data16 == nil && u.Rule.Kind == update.SGD && md == nil && len(u.Streams) == 1
 	b.wk.Tasks(np, func(pi int) {
 		sc := updateScratches.Get().(*updateScratch)
 		defer updateScratches.Put(sc)
 		for k0 := 0; k0 < p.K; k0 += updateChunk {
-			kc := min(updateChunk, p.K-k0)
-			lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
-			if oneDirection {
-				z := sc.zp[:kc*nr]
-				u.Streams[0].FillPanel(z, int(u.Offset)+pi*nr*p.K+k0, p.K, min(nr, p.N-pi*nr), kc, nr, u.Dist, u.Norms[0])
-				sums[pi] += sgdDirection(p.data[lo:hi], z, u.Weights[0], u.Rule.LR, u.Rule.WeightDecay)
-				continue
-			}
-			ghat, rnd := sc.ghat[:kc*nr], sc.rnd[:kc*nr]
-			panelGhat(sc, u, p, pi, k0, kc)
-			switch {
-			case p.data16 != nil:
-				sums[pi] += u.Rule.ApplyBF16(p.data16[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi), rnd)
-			case u.Rule.Kind == update.SGD && md == nil:
-				sums[pi] += sgdValues(p.data[lo:hi], ghat, u.Rule.LR, u.Rule.WeightDecay) // MEAZO, ZO-SGD, FZOO
-			default:
-				sums[pi] += u.Rule.Apply(p.data[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi))
-			}
+			sums[pi] += updatePiece(sc, u, p, md, vd, pi, k0, min(updateChunk, p.K-k0))
 		}
 	})
 	var ss float64
@@ -123,6 +103,38 @@ func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 		ss += s
 	}
 	return ss
+}
+
+// updatePiece applies u to columns [k0, k0+kc) of panel pi of p (and its
+// state md, vd) and returns the sum of squared changes. MEAZO's, ZO-SGD's
+// and FZOO's rule (SGD without momentum) has loops of its own, float32 and
+// bfloat16; at q = 1 ĝ = w·z is formed as it is applied, with no float64 ĝ
+// in between (the same bits).
+func updatePiece(sc *updateScratch, u *tensor.Update, p *Packed, md, vd []float32, pi, k0, kc int) float64 {
+	lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
+	sgd := u.Rule.Kind == update.SGD && md == nil
+	lr, wd := u.Rule.LR, u.Rule.WeightDecay
+	if sgd && len(u.Streams) == 1 {
+		z := sc.zp[:kc*nr]
+		u.Streams[0].FillPanel(z, int(u.Offset)+pi*nr*p.K+k0, p.K, min(nr, p.N-pi*nr), kc, nr, u.Dist, u.Norms[0])
+		if p.data16 == nil {
+			return sgdDirection(p.data[lo:hi], z, u.Weights[0], lr, wd)
+		}
+		roundingWords(sc, u, p, pi, k0, kc)
+		return sgdDirectionBF16(p.data16[lo:hi], z, sc.rnd[:kc*nr], u.Weights[0], lr, wd)
+	}
+	ghat, rnd := sc.ghat[:kc*nr], sc.rnd[:kc*nr]
+	panelGhat(sc, u, p, pi, k0, kc)
+	switch {
+	case p.data16 != nil && sgd:
+		return sgdBF16(p.data16[lo:hi], ghat, rnd, lr, wd)
+	case p.data16 != nil:
+		return u.Rule.ApplyBF16(p.data16[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi), rnd)
+	case sgd:
+		return sgdValues(p.data[lo:hi], ghat, lr, wd)
+	default:
+		return u.Rule.Apply(p.data[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi))
+	}
 }
 
 // updateScratch is a worker's room for one piece of a panel's update: ĝ in
@@ -145,18 +157,25 @@ var updateScratches = sync.Pool{New: func() any { return new(updateScratch) }}
 // it is added.
 func panelGhat(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc int) {
 	cols, g := min(nr, p.N-pi*nr), sc.ghat[:kc*nr]
-	first := func(col int) int { return int(u.Offset) + (pi*nr+col)*p.K + k0 }
 	clear(g)
 	for d, st := range u.Streams {
-		st.FillPanel(sc.zp[:kc*nr], first(0), p.K, cols, kc, nr, u.Dist, u.Norms[d])
+		st.FillPanel(sc.zp[:kc*nr], int(u.Offset)+pi*nr*p.K+k0, p.K, cols, kc, nr, u.Dist, u.Norms[d])
 		addScaled(g, sc.zp[:kc*nr], u.Weights[d])
 	}
 	if p.data16 != nil {
-		for col := range cols {
-			u.Rounding.FillBits(sc.rowsW[col*kc:(col+1)*kc], first(col))
-		}
-		toPanel(sc.rnd[:kc*nr], sc.rowsW[:], cols, kc)
+		roundingWords(sc, u, p, pi, k0, kc)
 	}
+}
+
+// roundingWords writes into sc.rnd the words that round a bfloat16 panel's
+// update, in the panel's layout: drawn row by row (a contiguous run of the
+// rounding stream per row), then moved into the layout.
+func roundingWords(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc int) {
+	cols := min(nr, p.N-pi*nr)
+	for col := range cols {
+		u.Rounding.FillBits(sc.rowsW[col*kc:(col+1)*kc], int(u.Offset)+(pi*nr+col)*p.K+k0)
+	}
+	toPanel(sc.rnd[:kc*nr], sc.rowsW[:], cols, kc)
 }
 
 // UpdateVector implements tensor.Trainer: one piece (vectors are a layer's

@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/meazo-go/meazo/noise"
+import (
+	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/update"
+)
 
 // The element-wise loops of full-parameter ZO (trainable.go,
 // gemm_perturbed.go): scalar Go here, replaced at start-up by vector
@@ -72,4 +75,58 @@ func sgdDirectionScalar(theta, z []float32, w, lr, wd float64) float64 {
 		sgdElem(&p, theta, i, 0+float64(w*float64(zv)), lr, wd) // ĝ as addScaled makes it on a cleared buffer: 0 + (−0) is +0
 	}
 	return sumPartials(&p)
+}
+
+// The same loops on weights stored as bfloat16 (their bits): a perturbed
+// value is formed from the widened weight; an update's new value is rounded
+// to float32, then to bfloat16 stochastically by the element's random word
+// (update.StochasticBF16, as update.Rule.ApplyBF16 rounds it), and the sum
+// of squares counts the change as stored.
+var (
+	perturbValuesBF16 = perturbValuesBF16Scalar
+	perturbPairBF16   = perturbPairBF16Scalar
+	// sgdBF16 is sgdValues on bfloat16 weights; sgdDirectionBF16 is
+	// sgdDirection on them.
+	sgdBF16          = sgdBF16Scalar
+	sgdDirectionBF16 = sgdDirectionBF16Scalar
+)
+
+func perturbValuesBF16Scalar(dst []float32, w []uint16, z []float32, scale float64) {
+	z = z[:len(dst)]
+	for i, h := range w[:len(dst)] {
+		dst[i] = noise.Perturbed(bf16ToF32(h), scale, z[i])
+	}
+}
+
+func perturbPairBF16Scalar(plus, minus []float32, w []uint16, z []float32, scale float64) {
+	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	for i, h := range w {
+		x, sz := float64(bf16ToF32(h)), float64(scale*float64(z[i]))
+		plus[i], minus[i] = float32(x+sz), float32(x-sz)
+	}
+}
+
+func sgdBF16Scalar(theta []uint16, ghat []float64, rnd []uint32, lr, wd float64) float64 {
+	var p [16]float64
+	for i, g := range ghat[:len(theta)] {
+		sgdElemBF16(&p, theta, rnd, i, g, lr, wd)
+	}
+	return sumPartials(&p)
+}
+
+func sgdDirectionBF16Scalar(theta []uint16, z []float32, rnd []uint32, w, lr, wd float64) float64 {
+	var p [16]float64
+	for i, zv := range z[:len(theta)] {
+		sgdElemBF16(&p, theta, rnd, i, 0+float64(w*float64(zv)), lr, wd) // ĝ as on a cleared buffer
+	}
+	return sumPartials(&p)
+}
+
+// sgdElemBF16 is sgdElem on a bfloat16 weight, rounded by rnd[i].
+func sgdElemBF16(p *[16]float64, theta []uint16, rnd []uint32, i int, g, lr, wd float64) {
+	x := float64(bf16ToF32(theta[i]))
+	nx := update.StochasticBF16(float32(x-float64(lr*(g+float64(wd*x)))), rnd[i])
+	dx := float64(bf16ToF32(nx)) - x
+	p[i%16] += float64(dx * dx)
+	theta[i] = nx
 }

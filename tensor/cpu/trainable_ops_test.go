@@ -3,9 +3,11 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/update"
 )
 
 // TestTrainableOpsMatchScalar: the element-wise loops of full-parameter
@@ -68,6 +70,74 @@ func TestTrainableOpsMatchScalar(t *testing.T) {
 			}
 			if math.Float64bits(sf) != math.Float64bits(sc) {
 				t.Errorf("n %d: one direction's Σ Δθ² %v, through ĝ %v", n, sf, sc)
+			}
+		}
+	}
+}
+
+// TestBF16OpsMatchReference: the bfloat16 loops give, on the path in use
+// and in their scalar form, the bits of the definitions they stand for:
+// noise.Perturbed of the widened weight, and update.Rule.ApplyBF16 of SGD
+// (with ĝ given, or w·z for one direction), NaN and infinities included,
+// over lengths that leave a tail; their sums of squares agree with the
+// reference's up to order.
+func TestBF16OpsMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 100, 1027} {
+		w, z, rnd := make([]uint16, n), make([]float32, n), make([]uint32, n)
+		for i := range w {
+			w[i] = uint16(math.Float32bits(float32(rng.NormFloat64()*0.02)) >> 16)
+			z[i], rnd[i] = float32(rng.NormFloat64()), rng.Uint32()
+		}
+		if n > 40 { // a NaN and an infinity in one 16-block, a −0 weight under −0 noise in another
+			w[33], w[34] = 0x7FC1, 0x7F80
+			w[20], z[20] = 0x8000, float32(math.Copysign(0, -1))
+		}
+		for _, f := range []struct {
+			name         string
+			single, pair func([]float32, []float32, []uint16, []float32, float64)
+		}{
+			{"in use", func(d, _ []float32, w []uint16, z []float32, s float64) { perturbValuesBF16(d, w, z, s) }, perturbPairBF16},
+			{"scalar", func(d, _ []float32, w []uint16, z []float32, s float64) { perturbValuesBF16Scalar(d, w, z, s) }, perturbPairBF16Scalar},
+		} {
+			one, plus, minus := make([]float32, n), make([]float32, n), make([]float32, n)
+			f.single(one, nil, w, z, 1e-3)
+			f.pair(plus, minus, w, z, 1e-3)
+			for i := range n {
+				x := update.BF16ToFloat32(w[i])
+				p, m := noise.Perturbed(x, 1e-3, z[i]), noise.Perturbed(x, -1e-3, z[i])
+				if !sameBits(one[i], p) || !sameBits(plus[i], p) || !sameBits(minus[i], m) {
+					t.Fatalf("%s n %d, element %d: perturbed %v, pair %v/%v; noise.Perturbed %v/%v", f.name, n, i, one[i], plus[i], minus[i], p, m)
+				}
+			}
+		}
+		ghat := make([]float64, n)
+		for i := range ghat {
+			ghat[i] = rng.NormFloat64()
+		}
+		dir := make([]float64, n) // one direction's ĝ as addScaled makes it
+		addScaledScalar(dir, z, 0.37)
+		rule := update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01}
+		for _, c := range []struct {
+			name string
+			g    []float64
+			run  func(theta []uint16) float64
+		}{
+			{"sgdBF16", ghat, func(th []uint16) float64 { return sgdBF16(th, ghat, rnd, 1e-3, 0.01) }},
+			{"sgdBF16Scalar", ghat, func(th []uint16) float64 { return sgdBF16Scalar(th, ghat, rnd, 1e-3, 0.01) }},
+			{"sgdDirectionBF16", dir, func(th []uint16) float64 { return sgdDirectionBF16(th, z, rnd, 0.37, 1e-3, 0.01) }},
+			{"sgdDirectionBF16Scalar", dir, func(th []uint16) float64 { return sgdDirectionBF16Scalar(th, z, rnd, 0.37, 1e-3, 0.01) }},
+		} {
+			got, want := slices.Clone(w), slices.Clone(w)
+			sg := c.run(got)
+			sw := rule.ApplyBF16(want, c.g, nil, nil, rnd)
+			for i := range n {
+				if got[i] != want[i] {
+					t.Fatalf("%s n %d, element %d: %#04x, update.Rule.ApplyBF16 %#04x", c.name, n, i, got[i], want[i])
+				}
+			}
+			if !(sg == sw || math.Abs(sg-sw) <= 1e-12*sw || math.IsNaN(sg) && math.IsNaN(sw)) {
+				t.Errorf("%s n %d: Σ Δθ² %v, the reference's %v", c.name, n, sg, sw)
 			}
 		}
 	}

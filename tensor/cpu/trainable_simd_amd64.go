@@ -26,6 +26,18 @@ func init() {
 		sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
 			return sgdValuesAVX512(theta, ghat, math.Float64bits(lr), math.Float64bits(wd))
 		}
+		perturbValuesBF16 = func(dst []float32, w []uint16, z []float32, scale float64) {
+			perturbValuesBF16AVX512(dst, w, z, math.Float64bits(scale))
+		}
+		perturbPairBF16 = func(plus, minus []float32, w []uint16, z []float32, scale float64) {
+			perturbPairBF16AVX512(plus, minus, w, z, math.Float64bits(scale))
+		}
+		sgdBF16 = func(theta []uint16, ghat []float64, rnd []uint32, lr, wd float64) float64 {
+			return sgdBF16Vector(theta, ghat, nil, rnd, 0, lr, wd)
+		}
+		sgdDirectionBF16 = func(theta []uint16, z []float32, rnd []uint32, w, lr, wd float64) float64 {
+			return sgdBF16Vector(theta, nil, z, rnd, w, lr, wd)
+		}
 		sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
 			return sgdDirectionAVX512(theta, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
 		}
@@ -130,4 +142,124 @@ func sgdDirectionAVX512(theta, z []float32, wBits, lrBits, wdBits uint64) float6
 		sgdElem(&p, theta, i, 0+float64(w*float64(z[i])), lr, wd)
 	}
 	return sumPartials(&p)
+}
+
+// widenBF16 is 8 bfloat16 weights (bits) as float64.
+func widenBF16(w []uint16) archsimd.Float64x8 {
+	return archsimd.LoadUint16x8Slice(w).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64()
+}
+
+func perturbValuesBF16AVX512(dst []float32, w []uint16, z []float32, scaleBits uint64) {
+	w, z = w[:len(dst)], z[:len(dst)]
+	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		zv := archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()
+		widenBF16(w[i:]).Add(s.Mul(zv)).ConvertToFloat32().StoreSlice(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	perturbValuesBF16Scalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
+}
+
+func perturbPairBF16AVX512(plus, minus []float32, w []uint16, z []float32, scaleBits uint64) {
+	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	i := 0
+	for ; i+8 <= len(plus); i += 8 {
+		wv := widenBF16(w[i:])
+		sz := s.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64())
+		wv.Add(sz).ConvertToFloat32().StoreSlice(plus[i:])
+		wv.Sub(sz).ConvertToFloat32().StoreSlice(minus[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	perturbPairBF16Scalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
+}
+
+// sgdBF16Vector is sgdBF16Scalar (ghat) or, with ghat nil,
+// sgdDirectionBF16Scalar (w·z): whole blocks of 16 by the vector loop, a
+// block where a new value is NaN (a diverged step) and the tail by the
+// scalar code, whose rounding keeps NaN's bits. (It is scalar Go around the
+// AVX-512 loop, which returns with the upper halves clean.)
+func sgdBF16Vector(theta []uint16, ghat []float64, z []float32, rnd []uint32, w, lr, wd float64) float64 {
+	rnd = rnd[:len(theta)]
+	if ghat != nil {
+		ghat = ghat[:len(theta)]
+	} else {
+		z = z[:len(theta)]
+	}
+	elem := func(p *[16]float64, i int) {
+		if ghat != nil {
+			sgdElemBF16(p, theta, rnd, i, ghat[i], lr, wd)
+		} else {
+			sgdElemBF16(p, theta, rnd, i, 0+float64(w*float64(z[i])), lr, wd) // ĝ as on a cleared buffer
+		}
+	}
+	var p [16]float64
+	i := 0
+	for len(theta)-i >= 16 {
+		var q [16]float64
+		var zi []float32
+		var gi []float64
+		if ghat != nil {
+			gi = ghat[i:]
+		} else {
+			zi = z[i:]
+		}
+		i += sgdBF16BlocksAVX512(&q, theta[i:], gi, zi, rnd[i:], math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+		for j := range p {
+			p[j] += q[j]
+		}
+		if len(theta)-i >= 16 { // stopped before a block with a NaN
+			for j := i; j < i+16; j++ {
+				elem(&p, j)
+			}
+			i += 16
+		}
+	}
+	for ; i < len(theta); i++ {
+		elem(&p, i)
+	}
+	return sumPartials(&p)
+}
+
+// sgdBF16BlocksAVX512 updates theta 16 weights at a time from its start
+// (ĝ from ghat, or w·z with ghat nil), stops before a block where a new
+// value is NaN or where fewer than 16 are left, writes the squared changes'
+// partial sums into p (lane j: weights ≡ j mod 16) and returns the number
+// of weights it updated.
+func sgdBF16BlocksAVX512(p *[16]float64, theta []uint16, ghat []float64, z []float32, rnd []uint32, wBits, lrBits, wdBits uint64) int {
+	wv := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
+	lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
+	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+	low, sixteen := archsimd.BroadcastUint32x8(0xFFFF), archsimd.BroadcastUint32x8(16)
+	var zero, a0, a1 archsimd.Float64x8
+	i := 0
+	for ; i+16 <= len(theta); i += 16 {
+		var g0, g1 archsimd.Float64x8
+		if ghat != nil {
+			g0, g1 = archsimd.LoadFloat64x8Slice(ghat[i:]), archsimd.LoadFloat64x8Slice(ghat[i+8:])
+		} else {
+			g0 = zero.Add(wv.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()))
+			g1 = zero.Add(wv.Mul(archsimd.LoadFloat32x8Slice(z[i+8:]).ConvertToFloat64()))
+		}
+		x0, x1 := widenBF16(theta[i:]), widenBF16(theta[i+8:])
+		n0 := x0.Sub(lr.Mul(g0.Add(wd.Mul(x0)))).ConvertToFloat32()
+		n1 := x1.Sub(lr.Mul(g1.Add(wd.Mul(x1)))).ConvertToFloat32()
+		if n0.Equal(n0).And(n1.Equal(n1)).ToBits() != 0xFF {
+			break
+		}
+		// Stochastic rounding: the random word's low 16 bits added below
+		// bfloat16's mantissa, then dropped.
+		b0 := n0.AsUint32x8().Add(archsimd.LoadUint32x8Slice(rnd[i:]).And(low)).ShiftRight(sixteen)
+		b1 := n1.AsUint32x8().Add(archsimd.LoadUint32x8Slice(rnd[i+8:]).And(low)).ShiftRight(sixteen)
+		b0.TruncateToUint16().StoreSlice(theta[i:])
+		b1.TruncateToUint16().StoreSlice(theta[i+8:])
+		d0 := b0.ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64().Sub(x0)
+		d1 := b1.ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64().Sub(x1)
+		a0, a1 = a0.Add(d0.Mul(d0)), a1.Add(d1.Mul(d1))
+	}
+	a0.StoreSlice(p[:8])
+	a1.StoreSlice(p[8:])
+	archsimd.ClearAVXUpperBits()
+	return i
 }
