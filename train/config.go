@@ -315,13 +315,24 @@ func (c *Config) ModelName() string {
 	return c.Model.Path
 }
 
-// Validate checks values that the type system does not.
+// Validate checks values that the type system does not: the inputs, the
+// adapter, the optimizer, then the run's counts, each part's first error.
 func (c *Config) Validate() error {
 	if c.Task.Name == string(data.Pets) {
 		if err := c.validateImageTask(); err != nil {
 			return err
 		}
 	}
+	for _, check := range []func() error{c.validateInputs, c.validateAdapter, c.validateOptimizer, c.validateRun} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateInputs checks the model and the task.
+func (c *Config) validateInputs() error {
 	switch {
 	case c.Model.Path == "":
 		return fmt.Errorf("model.path is required")
@@ -335,6 +346,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("task.format mezo has only SST-2's template (MeZO's), not task.name %s: use task.format chat with a model that has a chat template", c.Task.Name)
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, c.Model.Backend):
 		return fmt.Errorf("model.backend %q: want auto, cpu or cuda", c.Model.Backend)
+	}
+	return nil
+}
+
+// validateAdapter checks what trains: adapter.*.
+func (c *Config) validateAdapter() error {
+	switch {
 	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt" && c.Adapter.Kind != "full":
 		return fmt.Errorf("adapter.kind %q: want lora, prompt or full", c.Adapter.Kind)
 	case c.Adapter.Kind == "full" && c.Adapter.Init != "":
@@ -351,6 +369,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("adapter.alpha must be positive and finite, got %g", c.Adapter.Alpha)
 	case c.Adapter.Kind == "lora" && c.Task.Name != string(data.Pets) && !validTargets(c.Adapter.Targets, lora.SupportedTargets()):
 		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once", c.Adapter.Targets, lora.SupportedTargets())
+	}
+	return nil
+}
+
+// validateOptimizer checks optimizer.*: its name, rates and decays.
+func (c *Config) validateOptimizer() error {
+	switch {
 	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
 		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Optimizer.Name)
 	case !(c.Optimizer.LR > 0) || math.IsInf(c.Optimizer.LR, 0):
@@ -367,6 +392,22 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("optimizer.q must be at least 1, got %d", c.Optimizer.Q)
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
 		return fmt.Errorf("optimizer.q must be at least 2 for fzoo (the std of one loss is 0), got %d", c.Optimizer.Q)
+	}
+	// The optimizers' moving averages need decays in [0, 1).
+	for _, d := range []struct {
+		key string
+		v   float64
+	}{{"optimizer.beta1", c.Optimizer.Beta1}, {"optimizer.beta2", c.Optimizer.Beta2}, {"optimizer.beta", c.Optimizer.Beta}, {"optimizer.momentum", c.Optimizer.Momentum}} {
+		if !(d.v >= 0 && d.v < 1) {
+			return fmt.Errorf("%s must be in [0, 1), got %g", d.key, d.v)
+		}
+	}
+	return nil
+}
+
+// validateRun checks the run's counts, batch sizes and output.
+func (c *Config) validateRun() error {
+	switch {
 	case c.Train.EvalEvery < 1:
 		return fmt.Errorf("train.eval_every must be at least 1, got %d", c.Train.EvalEvery)
 	case c.Train.BatchSize < 1:
@@ -387,15 +428,6 @@ func (c *Config) Validate() error {
 		{"task.max_test", c.Task.MaxTest}, {"task.max_length", c.Task.MaxLength}, {"eval.max_new_tokens", c.Eval.MaxNewTokens}} {
 		if n.v < 0 {
 			return fmt.Errorf("%s must not be negative, got %d", n.key, n.v)
-		}
-	}
-	// The optimizers' moving averages need decays in [0, 1).
-	for _, d := range []struct {
-		key string
-		v   float64
-	}{{"optimizer.beta1", c.Optimizer.Beta1}, {"optimizer.beta2", c.Optimizer.Beta2}, {"optimizer.beta", c.Optimizer.Beta}, {"optimizer.momentum", c.Optimizer.Momentum}} {
-		if !(d.v >= 0 && d.v < 1) {
-			return fmt.Errorf("%s must be in [0, 1), got %g", d.key, d.v)
 		}
 	}
 	return nil
