@@ -51,7 +51,7 @@ func randomLoader(seed uint64, std float64, keep bool) weightLoader {
 		}
 		// norm weights: 1 ± 0.1; matrices: uniform on [-a, a], std a/√3.
 		center, a := float32(0), float32(std*math.Sqrt(3))
-		if strings.HasSuffix(name, "norm.weight") {
+		if isNormWeight(name) {
 			center, a = 1, 0.1
 		}
 		parallel.For((n+randomChunk-1)/randomChunk, 0, func(c int) {
@@ -69,6 +69,14 @@ func randomLoader(seed uint64, std float64, keep bool) weightLoader {
 		})
 		return v, nil
 	}
+}
+
+// isNormWeight tells a normalisation's scale by its HF name: the decoders'
+// "…norm.weight" ("input_layernorm.weight", OPT's "final_layer_norm.weight")
+// and the ViT's "…layernorm_before.weight" and "…layernorm_after.weight".
+func isNormWeight(name string) bool {
+	return strings.HasSuffix(name, "norm.weight") ||
+		strings.HasSuffix(name, "layernorm_before.weight") || strings.HasSuffix(name, "layernorm_after.weight")
 }
 
 const (

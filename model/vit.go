@@ -270,3 +270,17 @@ func (m *ViT) Free() {
 	}
 	*m = ViT{Config: m.Config, Backend: be}
 }
+
+// NewRandomViT builds a ViT of config c with random weights on be (the CPU
+// when nil), for benchmarks at full size without a checkpoint: drawn as
+// NewRandom draws a decoder's (LayerNorm scales near 1, every other tensor
+// uniform with standard deviation std), the same for any thread count.
+func NewRandomViT(c *ViTConfig, seed uint64, std float64, be tensor.Backend) (*ViT, error) {
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("random vit: %w", err)
+	}
+	if be == nil {
+		be = LoadOptions{}.backend()
+	}
+	return buildViT(c, be, randomLoader(seed, std, false))
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/tensor"
 )
 
 const vitTinyDir = "testdata/vit/vit-tiny"
@@ -170,4 +171,56 @@ func classifierOf(m *ViT) []float32 {
 	defer be.Free(dst)
 	be.Rows(dst, m.Classifier.W, rows)
 	return slices.Clone(be.ToHost(dst))
+}
+
+// TestNewRandomViT: a random ViT of the tiny fixture's config has its
+// LayerNorm scales near 1 and its other tensors near 0, gives finite logits,
+// and is the same model again for the same seed (another for another seed).
+func TestNewRandomViT(t *testing.T) {
+	c, err := LoadViTConfig(filepath.Join(vitTinyDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := func(seed uint64) []float32 {
+		m, err := NewRandomViT(c, seed, 0.02, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Free()
+		be := m.Backend
+		for _, x := range []struct {
+			name     string
+			buf      tensor.Buf
+			lo, high float32
+		}{{"layernorm_before.weight", m.Layers[0].NormBefore.W, 0.9, 1.1}, {"layernorm_after.weight", m.Layers[1].NormAfter.W, 0.9, 1.1},
+			{"vit.layernorm.weight", m.Norm.W, 0.9, 1.1}, {"layernorm_before.bias", m.Layers[0].NormBefore.B, -0.04, 0.04},
+			{"cls_token", m.Embed.CLS, -0.04, 0.04}} {
+			for i, v := range be.ToHost(x.buf) {
+				if !(v >= x.lo && v <= x.high) {
+					t.Fatalf("seed %d: %s[%d] = %v, want in [%v, %v]", seed, x.name, i, v, x.lo, x.high)
+				}
+			}
+		}
+		px := make([]float32, 2*c.PixelsPerImage())
+		for i := range px {
+			px[i] = float32(i%7)/7 - 0.5
+		}
+		out, err := m.Logits(px, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range out {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("seed %d: logit %d is %v", seed, i, v)
+			}
+		}
+		return slices.Clone(out)
+	}
+	a, b, other := logits(1), logits(1), logits(2)
+	if !slices.Equal(a, b) {
+		t.Error("the same seed gave other logits")
+	}
+	if slices.Equal(a, other) {
+		t.Error("seeds 1 and 2 gave the same logits")
+	}
 }
