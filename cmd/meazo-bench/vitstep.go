@@ -1,0 +1,193 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/zo"
+)
+
+func init() {
+	register("vitstep", "one ZO step (LoRA on query/value and the classifier, MEAZO) of a ViT image classifier vs two plain forwards", runViTStep)
+}
+
+// vitStepBench is vitstep's settings (its flags).
+type vitStepBench struct {
+	cfgPath, backend   string
+	batch, reps, steps int
+	threads            int
+	cfg                *model.ViTConfig
+}
+
+func parseViTStep(args []string) (*vitStepBench, error) {
+	var vb vitStepBench
+	fs := flag.NewFlagSet("vitstep", flag.ContinueOnError)
+	fs.StringVar(&vb.cfgPath, "model", "", "a ViTForImageClassification config.json (random weights of its shapes; scripts/gpu/vit-b16-pets-config.json is ViT-B/16 with Pets' 37 classes)")
+	fs.IntVar(&vb.batch, "batch", 32, "images per batch (random pixel values and labels)")
+	fs.IntVar(&vb.reps, "reps", 3, "timed repetitions after one warm-up; the median is reported")
+	fs.IntVar(&vb.steps, "steps", 0, "then a run of this many MEAZO steps, each on a new random batch: its time per step and losses")
+	fs.IntVar(&vb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	fs.StringVar(&vb.backend, "backend", "cpu", backends.Usage)
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, cli.Usage(err)
+	}
+	switch {
+	case vb.cfgPath == "":
+		return nil, cli.Usage(fmt.Errorf("-model: a ViTForImageClassification config.json is required"))
+	case vb.batch < 1 || vb.batch > 4096:
+		return nil, fmt.Errorf("-batch: must be between 1 and 4096, got %d", vb.batch)
+	case vb.reps < 1:
+		return nil, fmt.Errorf("-reps: must be >= 1, got %d", vb.reps)
+	case vb.steps < 0:
+		return nil, fmt.Errorf("-steps: must be >= 0, got %d", vb.steps)
+	}
+	var err error
+	if vb.cfg, err = model.LoadViTConfig(vb.cfgPath); err != nil {
+		return nil, err
+	}
+	return &vb, nil
+}
+
+func runViTStep(args []string, stdout io.Writer) error {
+	vb, err := parseViTStep(args)
+	if err != nil {
+		return err
+	}
+	be, err := backends.Open(vb.backend, vb.threads, stdout)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	t0 := time.Now()
+	m, err := model.NewRandomViT(vb.cfg, 1, 0.02, be)
+	if err != nil {
+		return err
+	}
+	defer m.Free()
+	a, err := lora.NewViT(m, lora.Options{Seed: 1})
+	if err != nil {
+		return err
+	}
+	c := &m.Config
+	fmt.Fprintf(stdout, "# %s: ViT, %d layers, hidden %d, %dx%d images in %d patches, %d classes, %d parameters; random float32 weights built in %.1fs\n",
+		vb.cfgPath, c.NumLayers, c.HiddenSize, c.ImageSize, c.ImageSize, c.Patches(), c.NumLabels, c.ParamCount(), time.Since(t0).Seconds())
+	fmt.Fprintf(stdout, "# LoRA r=16 on query/value and the classifier trained whole (%d trainable), MEAZO, %d CPU threads, %s\n", a.Count(), vb.threads, be.Describe())
+	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %7s %9s\n", "shape", "what", "seconds", "vs 2 forwards", "host", "host ms")
+	rng := rand.New(rand.NewPCG(3, 4))
+	obj := &vitObjective{m: m, a: a}
+	obj.newBatch(rng, vb.batch)
+	shape := fmt.Sprintf("%dx%d", vb.batch, c.ImageSize)
+	zb := zoStepBench{reps: vb.reps}
+	a.Attach(m)
+	two, _, err := zb.median(nil, func() error {
+		for range 2 {
+			if _, _, err := m.Loss(obj.pixels, obj.n, obj.labels); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14s\n", shape, "2 plain forwards", two, "1.00")
+	eng, err := zo.New(a.Params(), zo.NewMEAZO(1e-4), zo.Config{Eps: 1e-3, Q: 1, Seed: 1})
+	if err != nil {
+		return err
+	}
+	timed := &timedObjective{Objective: obj}
+	sec, host, err := zb.median(timed, func() error { _, err := eng.Step(timed); return err })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %6.1f%% %9.1f\n", shape, "ZO step q=1", sec, sec/two, 100*host, 1000*host*sec)
+	reportDeviceMemory(stdout, be)
+	if vb.steps > 0 {
+		if err := vb.run(stdout, eng, obj, rng, shape); err != nil {
+			return err
+		}
+	}
+	reportPeak(stdout, be)
+	return nil
+}
+
+// run takes -steps MEAZO steps, each on a new random batch (drawn on the
+// host between steps, untimed), and prints the time per step and the loss
+// at the first and last steps: that a long run keeps its speed and memory.
+func (vb *vitStepBench) run(stdout io.Writer, eng *zo.Engine, obj *vitObjective, rng *rand.Rand, shape string) error {
+	var spent time.Duration
+	var first, last float64
+	for i := range vb.steps {
+		obj.newBatch(rng, vb.batch)
+		t0 := time.Now()
+		st, err := eng.Step(obj)
+		if err != nil {
+			return fmt.Errorf("step %d of %d: %w", i+1, vb.steps, err)
+		}
+		spent += time.Since(t0)
+		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
+			return fmt.Errorf("step %d of %d: loss %v", i+1, vb.steps, st.Loss)
+		}
+		if i == 0 {
+			first = st.Loss
+		}
+		last = st.Loss
+	}
+	fmt.Fprintf(stdout, "%-8s %d MEAZO steps on new random batches: %.3f s/step (%.1f s in all); loss %.4f at the first, %.4f at the last\n",
+		shape, vb.steps, spent.Seconds()/float64(vb.steps), spent.Seconds(), first, last)
+	reportDeviceMemory(stdout, obj.m.Backend)
+	return nil
+}
+
+// vitObjective is the mean cross-entropy of a ViT with a LoRA adapter on
+// one batch of images, at each variant's parameters.
+type vitObjective struct {
+	m      *model.ViT
+	a      *lora.ViTAdapter
+	pixels []float32
+	n      int
+	labels []int
+}
+
+// newBatch draws n images of uniform pixel values in [-1, 1) (the range of
+// ViTImageProcessor's normalised values) and their classes.
+func (o *vitObjective) newBatch(rng *rand.Rand, n int) {
+	c := &o.m.Config
+	o.n = n
+	o.pixels = make([]float32, n*c.PixelsPerImage())
+	for i := range o.pixels {
+		o.pixels[i] = 2*rng.Float32() - 1
+	}
+	o.labels = make([]int, n)
+	for i := range o.labels {
+		o.labels[i] = rng.IntN(c.NumLabels)
+	}
+}
+
+// Evaluate implements zo.Objective: one forward per variant, its adapter's
+// view over the variant's parameters; the adapter's own after.
+func (o *vitObjective) Evaluate(_ [][]float32, vs []zo.Variant) ([]float64, error) {
+	defer o.a.Attach(o.m)
+	losses := make([]float64, len(vs))
+	for i, v := range vs {
+		if v.Params == nil {
+			return nil, fmt.Errorf("vit objective: variant %d has no parameters (an engine over a store is not supported)", i)
+		}
+		o.m.Adapter = o.a.View(v.Params)
+		loss, _, err := o.m.Loss(o.pixels, o.n, o.labels)
+		if err != nil {
+			return nil, err
+		}
+		losses[i] = loss
+	}
+	return losses, nil
+}
