@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
@@ -161,4 +162,33 @@ func startProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// stepRun takes steps ZO steps of eng on obj, each on a new batch that next
+// draws (on the host, untimed), and prints their time per step, the loss
+// of the first and last, and the device memory after: that a long run keeps
+// its speed and memory. A non-finite loss stops it with an error.
+func stepRun(stdout io.Writer, be tensor.Backend, shape string, steps int, eng *zo.Engine, obj zo.Objective, next func()) error {
+	var spent time.Duration
+	var first, last float64
+	for i := range steps {
+		next()
+		t0 := time.Now()
+		st, err := eng.Step(obj)
+		if err != nil {
+			return fmt.Errorf("step %d of %d: %w", i+1, steps, err)
+		}
+		spent += time.Since(t0)
+		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
+			return fmt.Errorf("step %d of %d: loss %v", i+1, steps, st.Loss)
+		}
+		if i == 0 {
+			first = st.Loss
+		}
+		last = st.Loss
+	}
+	fmt.Fprintf(stdout, "%-8s %d MEAZO steps on new random batches: %.3f s/step (%.1f s in all); loss %.4f at the first, %.4f at the last\n",
+		shape, steps, spent.Seconds()/float64(steps), spent.Seconds(), first, last)
+	reportDeviceMemory(stdout, be)
+	return nil
 }

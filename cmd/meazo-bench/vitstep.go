@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"time"
@@ -112,39 +111,11 @@ func runViTStep(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %6.1f%% %9.1f\n", shape, "ZO step q=1", sec, sec/two, 100*host, 1000*host*sec)
 	reportDeviceMemory(stdout, be)
 	if vb.steps > 0 {
-		if err := vb.run(stdout, eng, obj, rng, shape); err != nil {
+		if err := stepRun(stdout, be, shape, vb.steps, eng, obj, func() { obj.newBatch(rng, vb.batch) }); err != nil {
 			return err
 		}
 	}
 	reportPeak(stdout, be)
-	return nil
-}
-
-// run takes -steps MEAZO steps, each on a new random batch (drawn on the
-// host between steps, untimed), and prints the time per step and the loss
-// at the first and last steps: that a long run keeps its speed and memory.
-func (vb *vitStepBench) run(stdout io.Writer, eng *zo.Engine, obj *vitObjective, rng *rand.Rand, shape string) error {
-	var spent time.Duration
-	var first, last float64
-	for i := range vb.steps {
-		obj.newBatch(rng, vb.batch)
-		t0 := time.Now()
-		st, err := eng.Step(obj)
-		if err != nil {
-			return fmt.Errorf("step %d of %d: %w", i+1, vb.steps, err)
-		}
-		spent += time.Since(t0)
-		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
-			return fmt.Errorf("step %d of %d: loss %v", i+1, vb.steps, st.Loss)
-		}
-		if i == 0 {
-			first = st.Loss
-		}
-		last = st.Loss
-	}
-	fmt.Fprintf(stdout, "%-8s %d MEAZO steps on new random batches: %.3f s/step (%.1f s in all); loss %.4f at the first, %.4f at the last\n",
-		shape, vb.steps, spent.Seconds()/float64(vb.steps), spent.Seconds(), first, last)
-	reportDeviceMemory(stdout, obj.m.Backend)
 	return nil
 }
 

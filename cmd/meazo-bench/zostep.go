@@ -27,7 +27,7 @@ func init() {
 type zoStepBench struct {
 	name, shapes, qs, backend, profile string
 	grouped, bf16                      bool
-	reps, threads                      int
+	reps, threads, steps               int
 	cfg                                *model.Config // -model's, resolved before a backend is opened
 }
 
@@ -43,11 +43,15 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	fs.StringVar(&zb.backend, "backend", "cpu", backends.Usage)
 	fs.StringVar(&zb.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&zb.bf16, "bf16", false, bf16Usage)
+	fs.IntVar(&zb.steps, "steps", 0, "then a run of this many MEAZO steps (q=1) at the first shape, each on a new random batch: its time per step and losses")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
 	if zb.reps < 1 {
 		return nil, fmt.Errorf("-reps: must be >= 1, got %d", zb.reps)
+	}
+	if zb.steps < 0 {
+		return nil, fmt.Errorf("-steps: must be >= 0, got %d", zb.steps)
 	}
 	var err error
 	if zb.cfg, err = benchConfig(zb.name); err != nil {
@@ -84,7 +88,30 @@ func runZOStep(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	if zb.steps > 0 {
+		return zb.run(stdout, m, rng)
+	}
 	return nil
+}
+
+// run takes -steps MEAZO steps (q = 1) of a fresh adapter at the first
+// -shapes shape, each on a new batch of random tokens.
+func (zb *zoStepBench) run(stdout io.Writer, m *model.Model, rng *rand.Rand) error {
+	s := strings.Split(zb.shapes, ",")[0]
+	b, t, err := parseShape(s)
+	if err != nil {
+		return err
+	}
+	a, err := lora.New(m, lora.Options{Seed: 1})
+	if err != nil {
+		return err
+	}
+	obj := train.NewObjective(m, a, true)
+	eng, err := zo.New(a.Params(), zo.NewMEAZO(1e-4), zo.Config{Eps: 1e-6, Q: 1, Seed: 1})
+	if err != nil {
+		return err
+	}
+	return stepRun(stdout, m.Backend, s, zb.steps, eng, obj, func() { obj.SetBatch(randomBatch(rng, m.VocabSize, b, t, 3)) })
 }
 
 // zoShape is one batch shape's measurement: the model, the batch, and the
