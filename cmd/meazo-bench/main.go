@@ -3,7 +3,8 @@
 //
 //	meazo-bench gemm      GEMM GFLOP/s on the model shapes vs OpenBLAS and the FMA peak
 //	meazo-bench forward   full forward time, tokens/s, GFLOP/s and peak RSS (vs PyTorch: scripts/bench_forward.sh)
-//	meazo-bench zostep    one ZO step vs two plain forwards; grouped with and without prefix caching
+//	meazo-bench zostep    one ZO step vs two plain forwards; grouped with and without prefix caching; -steps N: N steps on new batches
+//	meazo-bench vitstep   a ViT image classifier's ZO step (LoRA, classifier trained) vs two plain forwards; -steps N likewise
 //
 // Build with GOEXPERIMENT=simd for the SIMD kernels and with -tags openblas
 // (cgo, libopenblas-dev) to compare against OpenBLAS in the same run; see
