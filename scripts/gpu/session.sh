@@ -20,7 +20,16 @@
 #   (weights kept in bfloat16 against float32: time and peak memory), trainbf16 (training from a BF16 checkpoint
 #   with the weights kept in bfloat16 and widened at load: identical metrics) and cpuops
 #   (the CPU backend's per-op times here), full (full-parameter ZO, tensor.Trainer: its checks on the GPU,
-#   compute-sanitizer on full-parameter steps, steps against PyTorch MeZO's and the Qwen3-8B bf16 step; ~8 min)
+#   compute-sanitizer on full-parameter steps, steps against PyTorch MeZO's and the Qwen3-8B bf16 step; ~8 min),
+#   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
+#   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
+#   language model with bfloat16 weights at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
+#   expected ~4-5 min, at most 9 by its timeouts), run-qwen3-8b and run-ministral14b (100 MEAZO steps of each at
+#   8x300 on new random batches, in memory: ~3.5 and ~6.5 min expected, one call each; a meazo-train run would first
+#   write the 33 or 28 GB checkpoint to disk). MODELS_TINY=1 runs the three on the CPU with tiny configs of the same
+#   architectures, to check them without a GPU (MEAZO_PYTHON: the Python with torch, transformers and peft), here:
+#     scripts/gpu/kit.sh && MODELS_TINY=1 MEAZO_PYTHON=/usr/bin/python3 PYTHONPATH=../shared/pylib \
+#       scripts/gpu/session.sh /tmp/out models run-qwen3-8b run-ministral14b
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -45,6 +54,11 @@ fx=$MEAZO_SHARED/fixtures/models
 # and appends the peak to FILE.
 peakmem() {
   local f=$1; shift
+  if ! command -v nvidia-smi >/dev/null; then
+    "$@"; local rc=$?
+    echo "# peak GPU memory: no nvidia-smi here" >>"$f"
+    return $rc
+  fi
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$kit/mem.log" 2>/dev/null &
   local p=$!
   "$@"
@@ -71,6 +85,45 @@ squadrun() {
   local secs=$1 model=$2 run=$3; shift 3
   timeout "$secs" "$bin/meazo-train" --config configs/llama1b_squad.yaml --backend cuda --out "$run" --set model.path="$model" \
     --set task.train="$MEAZO_SHARED/data/squad/train-v1.1-subset.json" --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" "$@"
+}
+
+# The models parts' inputs: the real shapes on the GPU (ours by the built-in names, PyTorch from the same configs'
+# files, held to them by model's TestPublishedMinistral and ./qwen3-8b-config.json's twin), or with MODELS_TINY=1
+# tiny configs of the same architectures on the CPU.
+py=${MEAZO_PYTHON:-python3}
+if [ -n "${MODELS_TINY:-}" ]; then
+  mbe=cpu mdev=cpu lm_shape=2x16 vit_batch=4 vit_shape=4x64 run_steps=5
+  qwen=$fx/qwen3-tiny/config.json qwen_cfg=$fx/qwen3-tiny/config.json
+  ministral=model/testdata/ministral3/ministral3-tiny/config.json ministral_cfg=$ministral vit=model/testdata/vit/vit-tiny/config.json
+else
+  mbe=cuda mdev=cuda lm_shape=8x300 vit_batch=32 vit_shape=32x224 run_steps=100
+  qwen=qwen3-8b qwen_cfg=scripts/gpu/qwen3-8b-config.json
+  ministral=ministral14b ministral_cfg=model/testdata/ministral3/Ministral-3-14B-Instruct-2512-BF16.config.json
+  vit=scripts/gpu/vit-b16-pets-config.json
+fi
+
+# timed FILE SECONDS CMD...: CMD under timeout with its peak GPU memory, output and exit status into FILE.
+timed() {
+  local f=$1 secs=$2; shift 2
+  peakmem "$f" timeout "$secs" "$@" >>"$f" 2>&1 || echo "# exit status $? (124: stopped after ${secs}s)" >>"$f"
+}
+
+# modelstep FILE NAME OURS TORCH_CONFIG DTYPE SECONDS [FLAG]: a decoder's LoRA MEAZO step at $lm_shape, ours (meazo-bench
+# zostep -model OURS FLAG) then PyTorch's (bench_torch_cuda.py --mezo-step, weights in DTYPE), each under timeout SECONDS.
+modelstep() {
+  local f=$1 name=$2 ours=$3 cfg=$4 dtype=$5 secs=$6; shift 6
+  echo "## $name $lm_shape: ours" >>"$f"
+  timed "$f" "$secs" "$bin/meazo-bench" zostep --backend "$mbe" -model "$ours" -shapes "$lm_shape" -q 1 -reps 3 "$@"
+  echo "## $name $lm_shape: PyTorch + peft, MeZO" >>"$f"
+  timed "$f" "$secs" "$py" scripts/gpu/bench_torch_cuda.py --device "$mdev" --config "$cfg" --shapes "$lm_shape" --reps 3 --mezo-step --dtype "$dtype"
+}
+
+# modelrun FILE NAME OURS SECONDS [FLAG]: $run_steps MEAZO steps of OURS at $lm_shape, each on a new random batch.
+modelrun() {
+  local f=$1 name=$2 ours=$3 secs=$4; shift 4
+  { echo "# commit $(cat "$kit/commit")"; echo "## $name $lm_shape: $run_steps steps"; } >"$f"
+  timed "$f" "$secs" "$bin/meazo-bench" zostep --backend "$mbe" -model "$ours" -shapes "$lm_shape" -q 1 -reps 1 -steps "$run_steps" "$@"
+  grep -E "^##|steps on|peak|exit status" "$f"
 }
 
 for part in $parts; do
@@ -380,6 +433,25 @@ for part in $parts; do
         -what $what -opt meazo -warm 1 -reps 2 >>"$f" 2>&1
     done
     grep -E "^#|^## |forward|step|peak" "$f"
+    ;;
+  models) # issue 31's models, ours against PyTorch + peft (MeZO's two forwards) in the same run; each command with
+    # nvidia-smi's peak and its own (the backend's; PyTorch's allocator's). Ministral's PyTorch runs in bfloat16 (weights
+    # and products, as the paper runs it); ours keeps bfloat16 weights and multiplies in float32.
+    f=$out/models.txt
+    echo "# commit $(cat "$kit/commit")" >"$f"
+    modelstep "$f" Qwen3-8B "$qwen" "$qwen_cfg" float32 100
+    modelstep "$f" "Ministral-3 14B (language model)" "$ministral" "$ministral_cfg" bfloat16 120 -bf16
+    echo "## ViT-B/16, Pets' 37 classes, $vit_shape: ours, then $run_steps steps" >>"$f"
+    timed "$f" 60 "$bin/meazo-bench" vitstep --backend "$mbe" -model "$vit" -batch "$vit_batch" -reps 3 -steps "$run_steps"
+    echo "## ViT-B/16, Pets' 37 classes, $vit_shape: PyTorch + peft, MeZO" >>"$f"
+    timed "$f" 60 "$py" scripts/gpu/bench_torch_cuda.py --device "$mdev" --config "$vit" --shapes "$vit_shape" --reps 3 --vit-step --eps 1e-3
+    grep -E "^##|^# torch|^[0-9]+x[0-9]+ |peak|exit status" "$f"
+    ;;
+  run-qwen3-8b) # 100 MEAZO steps of Qwen3-8B (float32) at 8x300 on new random batches: time per step, memory after
+    modelrun "$out/run-qwen3-8b.txt" Qwen3-8B "$qwen" 270
+    ;;
+  run-ministral14b) # the same for Ministral-3 14B's language model with bfloat16 weights
+    modelrun "$out/run-ministral14b.txt" "Ministral-3 14B (language model)" "$ministral" 480 -bf16
     ;;
   *) echo "unknown part $part" ;;
   esac
