@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/meazo-go/meazo/lora"
@@ -42,6 +43,24 @@ func NewObjective(m *model.Model, a *lora.Adapter, prefixCache bool) *Objective 
 		t = &loraAdapter{a: a, m: m}
 	}
 	return &Objective{&objective{m: m, view: adapterView{t}, noPrefixCache: !prefixCache}}
+}
+
+// NewViTObjective returns an image task's objective for a LoRA adapter on
+// a ViT: the mean cross-entropy of the mini-batch SetImages sets, one
+// forward per variant, as a training run evaluates it.
+func NewViTObjective(m *model.ViT, a *lora.ViTAdapter) *Objective {
+	return &Objective{&objective{images: &vision{vit: m, adapter: a}, layers: m.Config.NumLayers}}
+}
+
+// SetImages sets the mini-batch the next step of a NewViTObjective
+// evaluates: n images' pixel_values ([n][channels][side][side]) and their
+// classes. On a decoder's objective it is an error.
+func (x *Objective) SetImages(pixels []float32, labels []int) error {
+	if x.o.images == nil {
+		return fmt.Errorf("train: SetImages on a decoder's objective (SetBatch sets its tokens)")
+	}
+	x.o.images.pixels, x.o.images.labels = pixels, labels
+	return nil
 }
 
 // SetBatch sets the mini-batch the next step evaluates.

@@ -15,7 +15,9 @@ import (
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/zo"
 )
 
 // The image task's tests run the tiny ViT fixture (model/testdata/vit:
@@ -296,5 +298,55 @@ func TestPetsAccuracy(t *testing.T) {
 	}
 	if acc := s.Test["base"]["accuracy"]; acc != 0.5 {
 		t.Errorf("the base model's accuracy is %v; its own predictions on half the images give 0.5", acc)
+	}
+}
+
+// TestViTObjective: the exported image objective (meazo-bench vitstep's)
+// gives each variant the loss of the ViT with the adapter over that
+// variant's parameters, bit for bit; SetImages on a decoder's objective is
+// an error.
+func TestViTObjective(t *testing.T) {
+	m, err := model.LoadViT(vitTiny, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	a, err := lora.NewViT(m, lora.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 2
+	px := make([]float32, n*m.Config.PixelsPerImage())
+	for i := range px {
+		px[i] = float32(i%11)/11 - 0.5
+	}
+	labels := []int{4, 30}
+	obj := NewViTObjective(m, a)
+	if err := obj.SetImages(px, labels); err != nil {
+		t.Fatal(err)
+	}
+	shifted := [][]float32{slices.Clone(a.Params()[0])}
+	for i := range shifted[0] {
+		shifted[0][i] += 0.01 * float32(i%5-2)
+	}
+	got, err := obj.Evaluate(a.Params(), []zo.Variant{{Group: zo.Clean, Params: a.Params()}, {Group: zo.AllGroups, Sign: 1, Params: shifted}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, params := range [][][]float32{a.Params(), shifted} {
+		m.Adapter = a.View(params)
+		want, _, err := m.Loss(px, n, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i] != want {
+			t.Errorf("variant %d: loss %v, the model's %v", i, got[i], want)
+		}
+	}
+	if got[0] == got[1] {
+		t.Errorf("both variants gave %v: the shifted parameters were not used", got[0])
+	}
+	if err := NewObjective(nil, nil, false).SetImages(px, labels); err == nil || !strings.Contains(err.Error(), "decoder's objective") {
+		t.Errorf("SetImages on a decoder's objective: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/train"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -82,14 +83,17 @@ func runViTStep(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "# LoRA r=16 on query/value and the classifier trained whole (%d trainable), MEAZO, %d CPU threads, %s\n", a.Count(), vb.threads, be.Describe())
 	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %7s %9s\n", "shape", "what", "seconds", "vs 2 forwards", "host", "host ms")
 	rng := rand.New(rand.NewPCG(3, 4))
-	obj := &vitObjective{m: m, a: a}
-	obj.newBatch(rng, vb.batch)
+	obj := train.NewViTObjective(m, a)
+	pixels, labels := randomImages(rng, c, vb.batch)
+	if err := obj.SetImages(pixels, labels); err != nil {
+		return err
+	}
 	shape := fmt.Sprintf("%dx%d", vb.batch, c.ImageSize)
 	zb := zoStepBench{reps: vb.reps}
 	a.Attach(m)
 	two, _, err := zb.median(nil, func() error {
 		for range 2 {
-			if _, _, err := m.Loss(obj.pixels, obj.n, obj.labels); err != nil {
+			if _, _, err := m.Loss(pixels, vb.batch, labels); err != nil {
 				return err
 			}
 		}
@@ -111,7 +115,8 @@ func runViTStep(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14.2f %6.1f%% %9.1f\n", shape, "ZO step q=1", sec, sec/two, 100*host, 1000*host*sec)
 	reportDeviceMemory(stdout, be)
 	if vb.steps > 0 {
-		if err := stepRun(stdout, be, shape, vb.steps, eng, obj, func() { obj.newBatch(rng, vb.batch) }); err != nil {
+		next := func() { _ = obj.SetImages(randomImages(rng, c, vb.batch)) } // a ViT's objective: no error
+		if err := stepRun(stdout, be, shape, vb.steps, eng, obj, next); err != nil {
 			return err
 		}
 	}
@@ -119,46 +124,16 @@ func runViTStep(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// vitObjective is the mean cross-entropy of a ViT with a LoRA adapter on
-// one batch of images, at each variant's parameters.
-type vitObjective struct {
-	m      *model.ViT
-	a      *lora.ViTAdapter
-	pixels []float32
-	n      int
-	labels []int
-}
-
-// newBatch draws n images of uniform pixel values in [-1, 1) (the range of
-// ViTImageProcessor's normalised values) and their classes.
-func (o *vitObjective) newBatch(rng *rand.Rand, n int) {
-	c := &o.m.Config
-	o.n = n
-	o.pixels = make([]float32, n*c.PixelsPerImage())
-	for i := range o.pixels {
-		o.pixels[i] = 2*rng.Float32() - 1
+// randomImages draws n images of uniform pixel values in [-1, 1) (the
+// range of ViTImageProcessor's normalised values) and their classes.
+func randomImages(rng *rand.Rand, c *model.ViTConfig, n int) (pixels []float32, labels []int) {
+	pixels = make([]float32, n*c.PixelsPerImage())
+	for i := range pixels {
+		pixels[i] = 2*rng.Float32() - 1
 	}
-	o.labels = make([]int, n)
-	for i := range o.labels {
-		o.labels[i] = rng.IntN(c.NumLabels)
+	labels = make([]int, n)
+	for i := range labels {
+		labels[i] = rng.IntN(c.NumLabels)
 	}
-}
-
-// Evaluate implements zo.Objective: one forward per variant, its adapter's
-// view over the variant's parameters; the adapter's own after.
-func (o *vitObjective) Evaluate(_ [][]float32, vs []zo.Variant) ([]float64, error) {
-	defer o.a.Attach(o.m)
-	losses := make([]float64, len(vs))
-	for i, v := range vs {
-		if v.Params == nil {
-			return nil, fmt.Errorf("vit objective: variant %d has no parameters (an engine over a store is not supported)", i)
-		}
-		o.m.Adapter = o.a.View(v.Params)
-		loss, _, err := o.m.Loss(o.pixels, o.n, o.labels)
-		if err != nil {
-			return nil, err
-		}
-		losses[i] = loss
-	}
-	return losses, nil
+	return pixels, labels
 }
