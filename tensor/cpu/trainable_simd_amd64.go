@@ -24,7 +24,7 @@ func init() {
 			addScaledAVX512(g, z, math.Float64bits(wd))
 		}
 		sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
-			return sgdValuesAVX512(theta, ghat, math.Float64bits(lr), math.Float64bits(wd))
+			return sgdValuesAVX512(theta, ghat, nil, 0, math.Float64bits(lr), math.Float64bits(wd))
 		}
 		perturbValuesBF16 = func(dst []float32, w []uint16, z []float32, scale float64) {
 			perturbValuesBF16AVX512(dst, w, z, math.Float64bits(scale))
@@ -39,7 +39,7 @@ func init() {
 			return sgdBF16Vector(theta, nil, z, rnd, w, lr, wd)
 		}
 		sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
-			return sgdDirectionAVX512(theta, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+			return sgdValuesAVX512(theta, nil, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
 		}
 	}
 }
@@ -83,37 +83,14 @@ func addScaledAVX512(g []float64, z []float32, wdBits uint64) {
 	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
 }
 
-func sgdValuesAVX512(theta []float32, ghat []float64, lrBits, wdBits uint64) float64 {
-	ghat = ghat[:len(theta)]
-	var p [16]float64
-	i := 0
-	if len(theta) >= 16 {
-		lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
-		wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
-		var a0, a1 archsimd.Float64x8
-		for ; i+16 <= len(theta); i += 16 {
-			x0 := archsimd.LoadFloat32x8Slice(theta[i:]).ConvertToFloat64()
-			x1 := archsimd.LoadFloat32x8Slice(theta[i+8:]).ConvertToFloat64()
-			n0 := x0.Sub(lr.Mul(archsimd.LoadFloat64x8Slice(ghat[i:]).Add(wd.Mul(x0)))).ConvertToFloat32()
-			n1 := x1.Sub(lr.Mul(archsimd.LoadFloat64x8Slice(ghat[i+8:]).Add(wd.Mul(x1)))).ConvertToFloat32()
-			d0, d1 := n0.ConvertToFloat64().Sub(x0), n1.ConvertToFloat64().Sub(x1)
-			a0, a1 = a0.Add(d0.Mul(d0)), a1.Add(d1.Mul(d1))
-			n0.StoreSlice(theta[i:])
-			n1.StoreSlice(theta[i+8:])
-		}
-		a0.StoreSlice(p[:8])
-		a1.StoreSlice(p[8:])
-		archsimd.ClearAVXUpperBits()
+// sgdValuesAVX512 is sgdValuesScalar (ghat) or, with ghat nil,
+// sgdDirectionScalar (w·z), 16 weights at a time.
+func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits, wdBits uint64) float64 {
+	if ghat != nil {
+		ghat = ghat[:len(theta)]
+	} else {
+		z = z[:len(theta)]
 	}
-	lr, wd := math.Float64frombits(lrBits), math.Float64frombits(wdBits)
-	for ; i < len(theta); i++ {
-		sgdElem(&p, theta, i, ghat[i], lr, wd)
-	}
-	return sumPartials(&p)
-}
-
-func sgdDirectionAVX512(theta, z []float32, wBits, lrBits, wdBits uint64) float64 {
-	z = z[:len(theta)]
 	var p [16]float64
 	i := 0
 	if len(theta) >= 16 {
@@ -122,10 +99,15 @@ func sgdDirectionAVX512(theta, z []float32, wBits, lrBits, wdBits uint64) float6
 		wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
 		var zero, a0, a1 archsimd.Float64x8
 		for ; i+16 <= len(theta); i += 16 {
+			var g0, g1 archsimd.Float64x8
+			if ghat != nil {
+				g0, g1 = archsimd.LoadFloat64x8Slice(ghat[i:]), archsimd.LoadFloat64x8Slice(ghat[i+8:])
+			} else {
+				g0 = zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()))
+				g1 = zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i+8:]).ConvertToFloat64()))
+			}
 			x0 := archsimd.LoadFloat32x8Slice(theta[i:]).ConvertToFloat64()
 			x1 := archsimd.LoadFloat32x8Slice(theta[i+8:]).ConvertToFloat64()
-			g0 := zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()))
-			g1 := zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i+8:]).ConvertToFloat64()))
 			n0 := x0.Sub(lr.Mul(g0.Add(wd.Mul(x0)))).ConvertToFloat32()
 			n1 := x1.Sub(lr.Mul(g1.Add(wd.Mul(x1)))).ConvertToFloat32()
 			d0, d1 := n0.ConvertToFloat64().Sub(x0), n1.ConvertToFloat64().Sub(x1)
@@ -139,12 +121,15 @@ func sgdDirectionAVX512(theta, z []float32, wBits, lrBits, wdBits uint64) float6
 	}
 	w, lr, wd := math.Float64frombits(wBits), math.Float64frombits(lrBits), math.Float64frombits(wdBits)
 	for ; i < len(theta); i++ {
-		sgdElem(&p, theta, i, 0+float64(w*float64(z[i])), lr, wd)
+		if ghat != nil {
+			sgdElem(&p, theta, i, ghat[i], lr, wd)
+		} else {
+			sgdElem(&p, theta, i, 0+float64(w*float64(z[i])), lr, wd) // ĝ as on a cleared buffer
+		}
 	}
 	return sumPartials(&p)
 }
 
-// widenBF16 is 8 bfloat16 weights (bits) as float64.
 func widenBF16(w []uint16) archsimd.Float64x8 {
 	return archsimd.LoadUint16x8Slice(w).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64()
 }
