@@ -5,6 +5,7 @@ package cpu
 import (
 	"math"
 	"simd/archsimd"
+	"unsafe"
 )
 
 // AVX-512 versions of trainable_ops.go's loops: the same float64
@@ -131,7 +132,7 @@ func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits
 }
 
 func widenBF16(w []uint16) archsimd.Float64x8 {
-	return archsimd.LoadUint16x8Slice(w).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64()
+	return loadBF16x8(unsafe.Pointer(unsafe.SliceData(w[:8])), 0).ConvertToFloat64()
 }
 
 func perturbValuesBF16AVX512(dst []float32, w []uint16, z []float32, scaleBits uint64) {
