@@ -131,6 +131,8 @@ func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits
 	return sumPartials(&p)
 }
 
+// widenBF16 is the 8 bfloat16 weights (bits) at w as float64 (the GEMM
+// kernels' loadBF16x8, widened again).
 func widenBF16(w []uint16) archsimd.Float64x8 {
 	return loadBF16x8(unsafe.Pointer(unsafe.SliceData(w[:8])), 0).ConvertToFloat64()
 }
