@@ -23,7 +23,7 @@ go run ./tensor/cuda/internal/ptxgen -in dev/cuda/gemm_tf32x3.cu -out "$kit/dev/
   echo "kit: no dev/cuda PTX (scripts/install_nvrtc.sh installs NVRTC); the tf32x3 part will not run"
 cp -r "$shared/fixtures/models" "$kit/shared/fixtures/"
 cp -r "$shared/fixtures/tokenizers/llama3.2" "$kit/shared/fixtures/tokenizers/"
-cp -r "$shared/data/squad" "$kit/shared/data/"
+cp -r "$shared/data/squad" "$shared/data/sst2" "$kit/shared/data/"
 git rev-parse HEAD >"$kit/commit"
 # OLD_REV=<rev>: that commit's meazo-bench too, in old/, for the A/B parts.
 if [ -n "${OLD_REV:-}" ]; then

@@ -21,6 +21,7 @@
 #   with the weights kept in bfloat16 and widened at load: identical metrics) and cpuops
 #   (the CPU backend's per-op times here), full (full-parameter ZO, tensor.Trainer: its checks on the GPU,
 #   compute-sanitizer on full-parameter steps, steps against PyTorch MeZO's and the Qwen3-8B bf16 step; ~8 min),
+#   fulltrain (200 full-parameter MEAZO steps of Llama-3.2-1B's shapes on real SST-2, with validation; ~2 min),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
 #   language model with bfloat16 weights at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
@@ -362,7 +363,7 @@ for part in $parts; do
     for run in llama-tiny:default:0 llama-tiny:gemm:0 llama-tiny:gemm:2 qwen3-tiny:default:128; do
       IFS=: read -r m k c <<<"$run"
       echo "## $m MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c"
-      MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c timeout 90 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
+      MEAZO_CUDA_ATTENTION=$k MEAZO_CUDA_ATTN_CHUNK=$c timeout 75 compute-sanitizer --tool memcheck --leak-check full "$bin/meazo-inspect" forward --backend cuda \
         --model "$fx/$m" --input "$kit/in.json" --out "$kit/memcheck-logits.safetensors" 2>&1
     done >"$out/memcheck.txt"
     # Shared-memory races and barrier misuse (store_kv's tile, the tiled attention), 40 tokens: two key tiles.
@@ -371,7 +372,7 @@ for part in $parts; do
     for run in llama-tiny:racecheck qwen3-tiny:racecheck llama-tiny:synccheck qwen3-tiny:synccheck; do
       IFS=: read -r m tool <<<"$run"
       echo "## $m, 40 tokens, --tool $tool"
-      timeout 90 compute-sanitizer --tool $tool "$bin/meazo-inspect" forward --backend cuda \
+      timeout 75 compute-sanitizer --tool $tool "$bin/meazo-inspect" forward --backend cuda \
         --model "$fx/$m" --input "$kit/in40.json" --out "$kit/memcheck-logits.safetensors" 2>&1
     done >>"$out/memcheck.txt"
     grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/memcheck.txt"
@@ -411,7 +412,7 @@ for part in $parts; do
       IFS=: read -r tool m opt flag <<<"$run"
       leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
       echo "## compute-sanitizer --tool $tool $leak: fullstep $m -opt $opt -q 2 $flag"
-      timeout 90 compute-sanitizer --tool "$tool" $leak "$bin/meazo-bench" fullstep --backend cuda -model "$fx/$m/config.json" \
+      timeout 75 compute-sanitizer --tool "$tool" $leak "$bin/meazo-bench" fullstep --backend cuda -model "$fx/$m/config.json" \
         -shape 4x16 -q 2 -opt "$opt" -warm 0 -reps 1 $flag 2>&1
     done >>"$f"
     grep -E "^(--- FAIL|FAIL|ok|PASS)|^## |ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|in blocks of|radii" "$f"
@@ -433,6 +434,20 @@ for part in $parts; do
         -what $what -opt meazo -warm 1 -reps 2 >>"$f" 2>&1
     done
     grep -E "^#|^## |forward|step|peak" "$f"
+    ;;
+  fulltrain) # full-parameter MEAZO end to end (configs/llama1b_sst2_full_meazo.yaml): a random model of Llama-3.2-1B's
+    # shapes (meazo-inspect random-model, seed 1: the CPU makes the same one), real SST-2, 200 steps, validation on 200
+    # examples every 100 steps; the CPU's first steps of the same run are compared with metrics.jsonl's elsewhere.
+    w=$kit/fulltrain f=$out/fulltrain.txt
+    mkdir -p "$w"
+    llamamodel "$w/model" >"$f" 2>&1
+    peakmem "$f" timeout 200 "$bin/meazo-train" --config configs/llama1b_sst2_full_meazo.yaml --backend cuda --out "$w/run" \
+      --set model.path="$w/model" --set task.train="$MEAZO_SHARED/data/sst2/train.tsv" --set task.test="$MEAZO_SHARED/data/sst2/dev.tsv" \
+      --set task.max_validation=200 --set task.max_test=200 --set train.steps=200 --set train.eval_every=100 \
+      --set train.checkpoint_every=0 --set train.log_every=20 >>"$f" 2>&1
+    { echo "# summary.json"; cat "$w/run/summary.json"; } >>"$f" 2>&1
+    cp "$w/run/metrics.jsonl" "$out/fulltrain-metrics.jsonl" 2>/dev/null
+    tail -8 "$f"
     ;;
   models) # issue 31's models, ours against PyTorch + peft (MeZO's two forwards) in the same run; each command with
     # nvidia-smi's peak and its own (the backend's; PyTorch's allocator's). Ministral's PyTorch runs in bfloat16 (weights
