@@ -220,9 +220,21 @@ def build_vit(path, dev, dtype):
         model = ViTForImageClassification._from_config(with_dtype(cfg, dtype), attn_implementation="eager")
     model = checked(model, dtype, dev)
     what = f"ViTForImageClassification ({cfg.num_hidden_layers} layers, {cfg.num_labels} classes)"
-    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=16, lora_dropout=0.0, target_modules=["query", "value"],
+    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=16, lora_dropout=0.0, target_modules=vit_query_value(model),
                                              modules_to_save=["classifier"]))
     return model, cfg, what
+
+
+def vit_query_value(model):
+    """The names of the attention's query and value projections in this transformers' ViT: `query` and `value`
+    through transformers 4; peft found no such modules under transformers 5.17 (2026-11-28), so the names are read
+    from the model, and an error lists its Linear layers where neither spelling is there."""
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    for pair in (["query", "value"], ["q_proj", "v_proj"]):
+        if set(pair) <= names:
+            return pair
+    raise SystemExit(f"transformers {transformers.__version__}'s ViT has no query/value projections by a known name; "
+                     f"its Linear layers are named {sorted(names)}")
 
 
 def timed_median(run, reps, dev):
