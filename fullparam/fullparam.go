@@ -174,6 +174,7 @@ const roundingDir = 1<<32 - 1
 func (p *Params) Update(g int, su zo.StoreUpdate) (ss float64, err error) {
 	defer tensor.Recover(&err)
 	gr := &p.groups[g]
+	p.be.UpdateSquares() // nothing, unless an update failed part way
 	rounding := su.Streams[0]
 	rounding.Dir = roundingDir
 	for j, i := range gr.tensors {
@@ -182,12 +183,12 @@ func (p *Params) Update(g int, su zo.StoreUpdate) (ss float64, err error) {
 			Weights: su.Weights, Rule: su.Rule, Rounding: rounding}
 		st := p.moments(i, su.Rule.HasM(), su.Rule.HasV())
 		if t.Weight != nil {
-			ss += p.be.UpdateWeight(t.Weight, st.m, st.v, u)
+			p.be.UpdateWeight(t.Weight, st.m, st.v, u)
 		} else {
-			ss += p.be.UpdateVector(t.Vector, st.mv, st.vv, t.BF16, u)
+			p.be.UpdateVector(t.Vector, st.mv, st.vv, t.BF16, u)
 		}
 	}
-	return ss, nil
+	return p.be.UpdateSquares(), nil
 }
 
 // moments returns tensor i's optimizer state, made (zeros) on first need.

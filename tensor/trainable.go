@@ -28,13 +28,19 @@ type Trainer interface {
 	Perturb(dst, src Buf, p *Perturbation)
 	// UpdateWeight moves every element of w in place by u, with the
 	// optimizer state m and v (matrices made by NewState for w, or nil
-	// where u.Rule keeps none), and returns Σ (w_new − w_old)² over the
-	// elements as stored, in float64 (summed in an order the backend fixes,
-	// so bit-identical run to run).
-	UpdateWeight(w, m, v Weight, u *Update) float64
+	// where u.Rule keeps none). Its Σ (w_new − w_old)² over the elements as
+	// stored, in float64 (summed in an order the backend fixes, so
+	// bit-identical run to run), goes into what UpdateSquares returns next.
+	UpdateWeight(w, m, v Weight, u *Update)
 	// UpdateVector is UpdateWeight for a vector parameter; bf16 says that
 	// its values are bfloat16 numbers (a bf16 checkpoint's) to be kept so.
-	UpdateVector(b, m, v Buf, bf16 bool, u *Update) float64
+	UpdateVector(b, m, v Buf, bf16 bool, u *Update)
+	// UpdateSquares returns the Σ Δθ² of every UpdateWeight and
+	// UpdateVector since its last call, added from 0 in call order, and
+	// starts again from 0. The sums are read together, not one per tensor,
+	// because on a GPU each read waits for the device: a layer's tensors
+	// are updated with one wait, not one each.
+	UpdateSquares() float64
 	// NewState returns a zeroed float32 matrix in w's layout, for the
 	// optimizer state of w's elements.
 	NewState(w Weight) Weight

@@ -44,6 +44,8 @@ type Options struct {
 type Backend struct {
 	wk    Workers
 	stack bool
+	// squares is the Σ Δθ² of the updates since the last UpdateSquares.
+	squares float64
 }
 
 // New returns a CPU backend.

@@ -76,8 +76,26 @@ func (*Backend) NewState(w tensor.Weight) tensor.Weight {
 // rows × 256 columns in float64, 64 KiB.
 const updateChunk = 256
 
-// UpdateWeight implements tensor.Trainer: panel by panel, in parallel.
-func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 {
+// UpdateWeight implements tensor.Trainer.
+func (b *Backend) UpdateWeight(w, m, v tensor.Weight, u *tensor.Update) {
+	b.squares += b.updateWeight(w, m, v, u)
+}
+
+// UpdateVector implements tensor.Trainer.
+func (b *Backend) UpdateVector(x, m, v tensor.Buf, bf16 bool, u *tensor.Update) {
+	b.squares += updateVector(x, m, v, bf16, u)
+}
+
+// UpdateSquares implements tensor.Trainer.
+func (b *Backend) UpdateSquares() float64 {
+	ss := b.squares
+	b.squares = 0
+	return ss
+}
+
+// updateWeight moves w (panel by panel, in parallel) and returns its
+// Σ Δθ²: the panels' sums added in panel order.
+func (b *Backend) updateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 {
 	p := packed(w)
 	if err := u.Check(); err != nil {
 		panic(err)
@@ -178,9 +196,9 @@ func roundingWords(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc in
 	toPanel(sc.rnd[:kc*nr], sc.rowsW[:], cols, kc)
 }
 
-// UpdateVector implements tensor.Trainer: one piece (vectors are a layer's
-// width).
-func (b *Backend) UpdateVector(x, m, v tensor.Buf, bf16 bool, u *tensor.Update) float64 {
+// updateVector moves x in one piece (vectors are a layer's width) and
+// returns its Σ Δθ².
+func updateVector(x, m, v tensor.Buf, bf16 bool, u *tensor.Update) float64 {
 	if err := u.Check(); err != nil {
 		panic(err)
 	}

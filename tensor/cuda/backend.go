@@ -93,11 +93,14 @@ type Backend struct {
 	attnChunk int
 	attnPtrs  devArray // the batched GEMMs' pointer arrays
 	stack     bool     // Options.StackProjections
-	// Full-parameter ZO (trainer.go): the directions of an update and its
-	// blocks' sums of squares; perturbChunk, the most elements of a weight
-	// formed perturbed at once (0: defaultPerturbChunk).
-	dirs, partials devArray
-	perturbChunk   int
+	// Full-parameter ZO (trainer.go, trainer_update.go): the directions of
+	// an update on the device and as last uploaded, the updates' sums of
+	// squares; perturbChunk, the most elements of a weight formed perturbed
+	// at once (0: defaultPerturbChunk).
+	dirs         devArray
+	dirsTable    []uint64
+	squares      squares
+	perturbChunk int
 }
 
 // Open initialises the CUDA driver and cuBLAS on GPU o.Device and loads
@@ -212,7 +215,7 @@ func (b *Backend) release() {
 			b.devFree(x.ptr, c)
 		}
 	}
-	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out, &b.attnPtrs, &b.dirs, &b.partials} {
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
 		if a.ptr != 0 {
 			b.devFree(a.ptr, a.bytes)
 		}

@@ -17,12 +17,17 @@ import (
 // definitions) on the emulated backend: with the default blocks of rows
 // (every test matrix in one block), and with blocks of one and a few rows
 // (perturbChunk small), where the products are formed and multiplied a
-// block of W's rows at a time.
+// block of W's rows at a time; the second also keeps room for only one
+// partial sum of squares on the device, so that each update's are read
+// back before the next one's are written.
 func TestEmulatedTrainer(t *testing.T) {
 	for _, chunk := range []int{0, 1000} {
 		t.Run(fmt.Sprintf("perturbChunk=%d", chunk), func(t *testing.T) {
 			b := newEmuBackend(t)
 			b.perturbChunk = chunk
+			if chunk > 0 {
+				b.squares.limit = 1
+			}
 			lc := countLaunches(b)
 			backendtest.Trainer(t, b, backendtest.Exact)
 			if lc.launches["perturb_copy"] == 0 || lc.launches["perturb_rows"] == 0 || lc.launches["zo_update"] == 0 {
