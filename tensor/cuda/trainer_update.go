@@ -28,7 +28,7 @@ const maxUpdateBlocks = 4096
 
 // squaresCap is the partial sums the device keeps between reads (4 MiB):
 // an update's are read back with the next UpdateSquares, or when the next
-// update would not fit, so a layer's updates cost one wait for the device
+// update would not fit, so a group's updates cost one wait for the device
 // (a wait per tensor was about 40 µs of an H200's 18 ms update of
 // Llama-3.2-1B's 146 tensors, docs/bench/2026-11-28-h200-full/).
 const squaresCap = 128 * maxUpdateBlocks
