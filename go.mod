@@ -3,7 +3,7 @@ module github.com/meazo-go/meazo
 go 1.26.0
 
 require (
-	github.com/ebitengine/purego v0.9.1
+	github.com/ebitengine/purego v0.11.3
 	github.com/nikolalohinski/gonja/v2 v2.9.1
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/parquet-go/parquet-go v0.32.0

@@ -24,6 +24,7 @@ import (
 //	MEAZO_CUDA_ATTENTION=rows|tiled|gemm|auto  Options.Attention (cuda)
 //	MEAZO_CUDA_ATTN_CHUNK=N                    Options.AttentionChunk (cuda; 0: AllQueries)
 //	MEAZO_CUDA_UPLOADS=sync|async              Options.SyncUploads (cuda)
+//	MEAZO_CUDA_BF16_PRODUCTS=1|0               Options.BF16Products (cuda)
 //
 // and those that do not:
 //
@@ -92,6 +93,7 @@ var envOptions = []struct {
 		return nil
 	}},
 	{"MEAZO_CUDA_UPLOADS", func(o *Options, v string) error { return either(&o.SyncUploads, v, "sync", "async") }},
+	{"MEAZO_CUDA_BF16_PRODUCTS", func(o *Options, v string) error { return either(&o.BF16Products, v, "1", "0") }},
 }
 
 // either sets *dst to true for v == yes and to false for v == no.

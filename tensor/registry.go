@@ -52,6 +52,12 @@ type Options struct {
 	// SyncUploads has the CUDA backend upload synchronously, without its
 	// pinned staging buffer (slower; the same bits).
 	SyncUploads bool
+	// BF16Products has the CUDA backend multiply by bfloat16-stored weights
+	// on the tensor cores: the activations rounded to bfloat16, the
+	// products summed in float32 (cublasGemmEx), as PyTorch multiplies a
+	// bfloat16 model. Other products, and every product of float32
+	// weights, stay float32; the CPU backend ignores it.
+	BF16Products bool
 }
 
 // AllQueries is the Options.AttentionChunk that takes all of a call's

@@ -27,6 +27,7 @@ type agreeBench struct {
 	dirs             int
 	epss             []float64
 	bsz, t           int
+	bf16             bool
 }
 
 func parseZOAgree(args []string) (*agreeBench, error) {
@@ -38,6 +39,7 @@ func parseZOAgree(args []string) (*agreeBench, error) {
 	fs.IntVar(&ab.dirs, "directions", 64, "number of directions z")
 	epsList := fs.String("eps", "1e-3,1e-6", "comma-separated perturbation scales ε")
 	fs.StringVar(&ab.shape, "shape", "4x32", "BxT batch of random tokens; the second half of each row is supervised")
+	fs.BoolVar(&ab.bf16, "bf16", false, "keep the weights in bfloat16 on both backends (model.bf16_weights; with MEAZO_CUDA_BF16_PRODUCTS=1 the GPU multiplies them in bfloat16)")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
@@ -97,7 +99,7 @@ func (ab *agreeBench) estimate(name string, stdout io.Writer) ([][]float64, erro
 		return nil, err
 	}
 	defer be.Close()
-	m, err := model.LoadWith(ab.dir, model.LoadOptions{Backend: be})
+	m, err := model.LoadWith(ab.dir, model.LoadOptions{Backend: be, BF16Weights: ab.bf16})
 	if err != nil {
 		return nil, err
 	}

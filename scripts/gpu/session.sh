@@ -23,6 +23,7 @@
 #   compute-sanitizer on full-parameter steps, steps against PyTorch MeZO's and the Qwen3-8B bf16 step; ~8 min),
 #   fulltrain (200 full-parameter MEAZO steps of Llama-3.2-1B's shapes on real SST-2, with validation; ~2 min),
 #   fullprofile (ncu per kernel of a full-parameter step and of two forwards, Llama-3.2-1B at 8x300),
+#   bf16products (bfloat16 weights multiplied on the tensor cores: the check, zoagree, Ministral's step; ~3 min),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
 #   language model with bfloat16 weights at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
@@ -445,6 +446,24 @@ for part in $parts; do
         -what $what -opt meazo -warm 1 -reps 2 >>"$f" 2>&1
     done
     grep -E "^#|^## |forward|step|peak" "$f"
+    ;;
+  bf16products) # bfloat16 weights multiplied on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS=1, cublasGemmEx): its check
+    # against SGEMM of the activations rounded to bfloat16; projected gradients with bfloat16 weights, CPU (float32
+    # products) vs GPU with and without it (what the rounding costs at eps 1e-3); Ministral-3 14B's LoRA step at $lm_shape
+    # with it, then without it and PyTorch's (bfloat16 products) in the same run
+    f=$out/bf16products.txt
+    echo "# commit $(cat "$kit/commit")" >"$f"
+    (cd tensor/cuda && timeout 120 "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestGPUBF16Products') >>"$f" 2>&1
+    for p in 0 1; do
+      for m in "$fx/llama-tiny" model/testdata/ministral3/ministral3-tiny; do
+        echo "## zoagree -bf16 $m, MEAZO_CUDA_BF16_PRODUCTS=$p" >>"$f"
+        MEAZO_CUDA_BF16_PRODUCTS=$p timeout 60 "$bin/meazo-bench" zoagree -model "$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6 -bf16 >>"$f" 2>&1
+      done
+    done
+    echo "## Ministral-3 14B (language model) $lm_shape: ours, bfloat16 products" >>"$f"
+    (export MEAZO_CUDA_BF16_PRODUCTS=1; timed "$f" 120 "$bin/meazo-bench" zostep --backend "$mbe" -model "$ministral" -shapes "$lm_shape" -q 1 -reps 3 -bf16)
+    modelstep "$f" "Ministral-3 14B (language model)" "$ministral" "$ministral_cfg" bfloat16 120 -bf16
+    grep -E "^##|^---|TestGPUBF16|^1e-0|^8x300|peak|exit status" "$f"
     ;;
   fulltrain) # full-parameter MEAZO end to end (configs/llama1b_sst2_full_meazo.yaml): a random model of Llama-3.2-1B's
     # shapes (meazo-inspect random-model, seed 1: the CPU makes the same one), real SST-2, 200 steps, validation on 200

@@ -51,6 +51,9 @@ func (d *countingDevice) launch(string, [3]uint32, uint32, uint32, []uint64) err
 func (d *countingDevice) sgemm(int32, int32, int, int, int, uint64, int, uint64, int, uint64, int, float32, float32) error {
 	return nil
 }
+func (d *countingDevice) gemmBF16(int32, int32, int, int, int, uint64, int, uint64, int, uint64, int, float32, float32) error {
+	return nil
+}
 func (d *countingDevice) sgemmBatched(int32, int32, int, int, int, uint64, int, uint64, int, uint64, int, int) error {
 	return nil
 }

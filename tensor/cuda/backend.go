@@ -47,29 +47,31 @@ func init() {
 // goroutine, one at a time (a mutex serialises them): each binds the
 // device's primary context to the calling OS thread.
 type Backend struct {
-	mu          sync.Mutex
-	dev         device
-	desc        string
-	arith       string              // Arithmetic: the GPU and cuBLAS (Open), then the settings that change the bits
-	maxShm      int                 // dynamic shared memory a block may use (attention)
-	free        map[uint64][]cached // freed allocations by size class, for reuse, oldest first
-	freed       uint64              // recycle calls so far: the age of a cached block
-	live        map[uint64]uint64   // allocation → bytes, for Free and the leak check
-	liveBytes   uint64              // bytes live in buffers and caches (weights not counted)
-	peakBytes   uint64              // the most liveBytes has been: the largest working set
-	cachedBytes uint64              // bytes in free, held for reuse
-	heldBytes   uint64              // bytes allocated from the device and not yet returned
-	peakHeld    uint64              // the most heldBytes has been (DeviceMemory)
-	weights     int
-	caches      int
-	cacheAllocs int      // allocations held by KV caches (two per layer), counted in live too
-	ids, ids2   devArray // staging for row indices and targets
-	mask        devArray // the attention mask of the current step
-	maskNow     []int32  // what mask holds
-	wide        devArray // bfloat16 weights widened for one product
-	out         devArray // small results (cross-entropy, argmax)
-	closed      bool
-	poisoned    error // a sticky device error: every later call fails with it
+	mu           sync.Mutex
+	dev          device
+	desc         string
+	arith        string              // Arithmetic: the GPU and cuBLAS (Open), then the settings that change the bits
+	maxShm       int                 // dynamic shared memory a block may use (attention)
+	free         map[uint64][]cached // freed allocations by size class, for reuse, oldest first
+	freed        uint64              // recycle calls so far: the age of a cached block
+	live         map[uint64]uint64   // allocation → bytes, for Free and the leak check
+	liveBytes    uint64              // bytes live in buffers and caches (weights not counted)
+	peakBytes    uint64              // the most liveBytes has been: the largest working set
+	cachedBytes  uint64              // bytes in free, held for reuse
+	heldBytes    uint64              // bytes allocated from the device and not yet returned
+	peakHeld     uint64              // the most heldBytes has been (DeviceMemory)
+	weights      int
+	caches       int
+	cacheAllocs  int      // allocations held by KV caches (two per layer), counted in live too
+	ids, ids2    devArray // staging for row indices and targets
+	mask         devArray // the attention mask of the current step
+	maskNow      []int32  // what mask holds
+	wide         devArray // bfloat16 weights widened for one product
+	narrow       devArray // activations rounded to bfloat16 for one product (bf16Products)
+	bf16Products bool     // Options.BF16Products
+	out          devArray // small results (cross-entropy, argmax)
+	closed       bool
+	poisoned     error // a sticky device error: every later call fails with it
 	// tiledMinHD: attention_tiled computes attention for calls with more
 	// than one new token and a head width in [tiledMinHD, 128]; 0 turns it
 	// off. Both kernels give the same bits; which is faster was measured on
@@ -138,7 +140,8 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 	}
 	settings := o.settings() // they change the bits: into the description and Arithmetic
 	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{},
-		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, attnChunk: chunk, stack: o.StackProjections}, nil
+		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, attnChunk: chunk, stack: o.StackProjections,
+		bf16Products: o.BF16Products}, nil
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -215,7 +218,7 @@ func (b *Backend) release() {
 			b.devFree(x.ptr, c)
 		}
 	}
-	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.narrow, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
 		if a.ptr != 0 {
 			b.devFree(a.ptr, a.bytes)
 		}

@@ -18,10 +18,13 @@ type cublas struct {
 	setStream   func(h uintptr, stream uintptr) int32
 	sgemm       func(h uintptr, transa, transb int32, m, n, k int32, alpha *float32, a uint64, lda int32,
 		b uint64, ldb int32, beta *float32, c uint64, ldc int32) int32
-	// sgemmBatched takes 15 arguments, purego's limit (the strided variant
-	// takes 18, hence arrays of pointers).
+	// sgemmBatched takes arrays of pointers: the strided variant's 18
+	// arguments were more than purego took before v0.10.
 	sgemmBatched func(h uintptr, transa, transb int32, m, n, k int32, alpha *float32, a uint64, lda int32,
 		b uint64, ldb int32, beta *float32, c uint64, ldc int32, batch int32) int32
+	// gemmEx multiplies operands of the types given (19 arguments).
+	gemmEx func(h uintptr, transa, transb int32, m, n, k int32, alpha *float32, a uint64, atype int32, lda int32,
+		b uint64, btype int32, ldb int32, beta *float32, c uint64, ctype int32, ldc int32, compute int32, algo int32) int32
 }
 
 // cuBLAS constants (cublas_api.h).
@@ -33,6 +36,12 @@ const (
 	// perturbations of ZO training; the backend sets this mode explicitly
 	// and checks it took.
 	defaultMath = 0
+	// cublasGemmEx's types (library_types.h, cublas_api.h): float32 and
+	// bfloat16 operands, float32 accumulation, cuBLAS's choice of algorithm.
+	dataF32     = 0  // CUDA_R_32F
+	dataBF16    = 14 // CUDA_R_16BF
+	compute32F  = 68 // CUBLAS_COMPUTE_32F
+	gemmDefault = -1 // CUBLAS_GEMM_DEFAULT
 )
 
 // cublasMajors are the cuBLAS major versions tried, newest first; cuBLAS N
@@ -57,7 +66,7 @@ func loadCublas(major int) (*cublas, error) {
 	err = bind(lib, path, map[string]any{
 		"cublasCreate_v2": &c.create, "cublasDestroy_v2": &c.destroy, "cublasGetVersion_v2": &c.getVersion,
 		"cublasSetMathMode": &c.setMathMode, "cublasGetMathMode": &c.getMathMode, "cublasSetStream_v2": &c.setStream,
-		"cublasSgemm_v2": &c.sgemm, "cublasSgemmBatched": &c.sgemmBatched,
+		"cublasSgemm_v2": &c.sgemm, "cublasSgemmBatched": &c.sgemmBatched, "cublasGemmEx": &c.gemmEx,
 	})
 	if err != nil {
 		return nil, err

@@ -193,6 +193,11 @@ func (e *emu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint
 	return e.reply("sgemm")
 }
 
+func (e *emu) gemmBF16(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, alpha, beta float32) error {
+	e.put(byte('H'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc), alpha, beta)
+	return e.reply("gemmBF16")
+}
+
 func (e *emu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error {
 	e.put(byte('B'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc), int32(batch))
 	return e.reply("sgemmBatched")

@@ -256,6 +256,12 @@ func (g *gpu) sgemm(transA, transB int32, m, n, k int, a uint64, lda int, b uint
 	return g.blas.check("cublasSgemm", rc)
 }
 
+func (g *gpu) gemmBF16(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, alpha, beta float32) error {
+	rc := g.blas.gemmEx(g.handle, transA, transB, int32(m), int32(n), int32(k), &alpha, a, dataBF16, int32(lda), b, dataBF16, int32(ldb),
+		&beta, c, dataF32, int32(ldc), compute32F, gemmDefault)
+	return g.blas.check("cublasGemmEx", rc)
+}
+
 func (g *gpu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error {
 	rc := g.blas.sgemmBatched(g.handle, transA, transB, int32(m), int32(n), int32(k), g.alpha, a, int32(lda), b, int32(ldb), g.beta, c,
 		int32(ldc), int32(batch))

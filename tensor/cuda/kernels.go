@@ -34,6 +34,7 @@ var kernelParams = map[string][]param{
 	"add_scaled":        {ptr, ptr, f32, i64},
 	"silu_mul":          {ptr, ptr, i64},
 	"bf16_to_f32":       {ptr, ptr, i64},
+	"f32_to_bf16":       {ptr, ptr, i64},
 	"gather_rows":       {ptr, ptr, i32, ptr},
 	"gather_rows_bf16":  {ptr, ptr, i32, ptr},
 	"rms_norm":          {ptr, ptr, ptr, i32, f32},

@@ -1,5 +1,6 @@
 // The matrix products: cuBLAS SGEMM in full float32, through the transpose
-// identity that lets column-major cuBLAS multiply row-major data.
+// identity that lets column-major cuBLAS multiply row-major data; with
+// Options.BF16Products, a bfloat16 weight's on the tensor cores.
 
 package cuda
 
@@ -50,11 +51,40 @@ func (b *Backend) f32Weight(w *weight) uint64 {
 	return b.wide.ptr
 }
 
+// product computes y = x·Wᵀ, or with add y += x·Wᵀ: SGEMM by W (widened
+// first if it is bfloat16), or with Options.BF16Products a bfloat16 W's
+// product on the tensor cores.
+func (b *Backend) product(y, x uint64, w *weight, rows int, add bool) {
+	if b.bf16Products && w.bf16 && rows > 0 && w.n > 0 && w.k > 0 {
+		b.productBF16(y, x, w, rows, add)
+		return
+	}
+	b.gemm(y, x, b.f32Weight(w), rows, w.n, w.k, add, 1)
+}
+
+// productBF16 is product for a bfloat16 W on the tensor cores: x rounded
+// to bfloat16 (half to even) into the scratch array narrow, then
+// cublasGemmEx by W as stored, summed in float32 (rows, n, k > 0). On the
+// emulator its bits are SGEMM's by W widened and x rounded: the products
+// of bfloat16 numbers are exact in float32, and it sums them in order.
+func (b *Backend) productBF16(y, x uint64, w *weight, rows int, add bool) {
+	n := rows * w.k
+	b.grow(&b.narrow, uint64(2*n))
+	b.launch("f32_to_bf16", blocks1D(n), 256, 0, devPtr(b.narrow.ptr), devPtr(x), i64Arg(n))
+	beta := float32(0)
+	if add {
+		beta = 1
+	}
+	if err := b.dev.gemmBF16(opT, opN, w.n, rows, w.k, w.ptr, w.k, b.narrow.ptr, w.k, y, w.n, 1, beta); err != nil {
+		b.fail(err)
+	}
+}
+
 func (b *Backend) MatMul(y, x tensor.Buf, rows int, wt tensor.Weight) {
 	defer b.enter()()
 	w := dweight(wt)
 	need(x.Len() >= rows*w.k && y.Len() >= rows*w.n, "MatMul: %d rows of %d×%d with x of %d and y of %d floats", rows, w.n, w.k, x.Len(), y.Len())
-	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k, false, 1)
+	b.product(dbuf(y).ptr, dbuf(x).ptr, w, rows, false)
 }
 
 func (b *Backend) MatMulNT(y, x, m tensor.Buf, rows, n, k int) {
@@ -67,7 +97,7 @@ func (b *Backend) MatMulAdd(y, x tensor.Buf, rows int, wt tensor.Weight) {
 	defer b.enter()()
 	w := dweight(wt)
 	need(x.Len() >= rows*w.k && y.Len() >= rows*w.n, "MatMulAdd: %d rows of %d×%d with x of %d and y of %d floats", rows, w.n, w.k, x.Len(), y.Len())
-	b.gemm(dbuf(y).ptr, dbuf(x).ptr, b.f32Weight(w), rows, w.n, w.k, true, 1)
+	b.product(dbuf(y).ptr, dbuf(x).ptr, w, rows, true)
 }
 
 func (b *Backend) MatMulNTAdd(y, x, m tensor.Buf, rows, n, k int, s float32) {

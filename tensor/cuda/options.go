@@ -30,12 +30,17 @@ type Options struct {
 	// SyncUploads turns the staged asynchronous uploads off (gpu.go's
 	// staging), for comparison or to rule them out.
 	SyncUploads bool
+	// BF16Products multiplies by bfloat16-stored weights on the tensor
+	// cores (matmul.go's productBF16): what a bfloat16 model of 14
+	// billion weights needs to run at PyTorch's bfloat16 speed, at the
+	// cost of activations rounded to bfloat16 at each such product.
+	BF16Products bool
 }
 
 // optionsOf takes the CUDA backend's settings from o.
 func optionsOf(o tensor.Options) Options {
 	return Options{Device: o.Device, StackProjections: o.StackProjections, Attention: o.Attention,
-		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads}
+		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads, BF16Products: o.BF16Products}
 }
 
 // defaultAttnChunk is attnChunk's default. Measured on an H200
@@ -94,6 +99,9 @@ func (o Options) settings() string {
 	}
 	if o.StackProjections {
 		s += "; projections stacked (MEAZO_CUDA_STACK)"
+	}
+	if o.BF16Products {
+		s += "; bfloat16 weights multiplied in bfloat16 on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS)"
 	}
 	if o.AttentionChunk != 0 {
 		s += fmt.Sprintf("; attention chunks of %d queries (MEAZO_CUDA_ATTN_CHUNK)", max(o.AttentionChunk, 0))

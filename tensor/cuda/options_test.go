@@ -28,6 +28,8 @@ func TestOptions(t *testing.T) {
 		{"all queries", Options{AttentionChunk: tensor.AllQueries}, 128, 256, 0, false, "; attention chunks of 0 queries (MEAZO_CUDA_ATTN_CHUNK)"},
 		{"stacked", Options{StackProjections: true}, 128, 256, defaultAttnChunk, true, "; projections stacked (MEAZO_CUDA_STACK)"},
 		{"synchronous uploads: the GPU's description", Options{SyncUploads: true}, 128, 256, defaultAttnChunk, false, ""},
+		{"bfloat16 products", Options{BF16Products: true}, 128, 256, defaultAttnChunk, false,
+			"; bfloat16 weights multiplied in bfloat16 on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := newBackend(nil, "gpu", 48<<10, c.o)

@@ -15,7 +15,8 @@
 // bytes… | 'R' u64 src u64 n → bytes… | 'C' u64 dst u64 src u64 n | 'S' u64
 // dst u32 v u64 n | 'L' u32 len name… u32 grid[3] u32 block u32 shmem u32
 // nargs u64 args… | 'G' i32 ta tb m n k u64 a i32 lda u64 b i32 ldb u64 c
-// i32 ldc f32 α f32 β (cuBLAS sgemm, column-major) | 'B' the same up to
+// i32 ldc f32 α f32 β (cuBLAS sgemm, column-major) | 'H' the same with a
+// and b in bfloat16 (cublasGemmEx, float32 sums) | 'B' the same as 'G' up to
 // ldc, a, b and c arrays of pointers, then i32 batch (cublasSgemmBatched,
 // α = 1, β = 0).
 //
@@ -186,6 +187,27 @@ static void sgemm(int ta, int tb, int m, int n, int k, const float* a, int lda, 
         }
 }
 
+// gemmBF16: sgemm of bfloat16 a and b, widened exactly (the GPU's tensor
+// cores multiply them exactly too, then sum in float32 in an order of
+// their own).
+static void gemmBF16(int ta, int tb, int m, int n, int k, const uint16_t* a, int lda, const uint16_t* b, int ldb, float* c,
+                     int ldc, float alpha, float beta) {
+    auto widen = [](const uint16_t* p, size_t count) {
+        std::vector<float> v(count);
+        for (size_t i = 0; i < count; i++) {
+            uint32_t u = (uint32_t)p[i] << 16;
+            std::memcpy(&v[i], &u, 4);
+        }
+        return v;
+    };
+    // The extent of a column-major operand as stored: its last column ends
+    // at (columns − 1)·ld + rows.
+    auto extent = [](int rows, int cols, int ld) { return cols == 0 ? 0 : (size_t)(cols - 1) * ld + rows; };
+    std::vector<float> a32 = widen(a, ta ? extent(k, m, lda) : extent(m, k, lda));
+    std::vector<float> b32 = widen(b, tb ? extent(n, k, ldb) : extent(k, n, ldb));
+    sgemm(ta, tb, m, n, k, a32.data(), lda, b32.data(), ldb, c, ldc, alpha, beta);
+}
+
 template <typename T> static T rd() {
     T v;
     if (std::fread(&v, sizeof v, 1, stdin) != 1) std::exit(0);
@@ -249,6 +271,7 @@ int main() {
             break;
         }
         case 'G':   // sgemm
+        case 'H':   // gemmBF16
         case 'B': { // sgemmBatched: a, b and c are arrays of batch pointers
             int ta = rd<int32_t>(), tb = rd<int32_t>(), m = rd<int32_t>(), n = rd<int32_t>(), k = rd<int32_t>();
             uint64_t a = rd<uint64_t>();
@@ -260,6 +283,9 @@ int main() {
             if (cmd == 'G') {
                 float alpha = rd<float>(), beta = rd<float>();
                 sgemm(ta, tb, m, n, k, (const float*)a, lda, (const float*)b, ldb, (float*)c, ldc, alpha, beta);
+            } else if (cmd == 'H') {
+                float alpha = rd<float>(), beta = rd<float>();
+                gemmBF16(ta, tb, m, n, k, (const uint16_t*)a, lda, (const uint16_t*)b, ldb, (float*)c, ldc, alpha, beta);
             } else {
                 int batch = rd<int32_t>();
                 const uint64_t *as = (const uint64_t*)a, *bs = (const uint64_t*)b, *cs = (const uint64_t*)c;

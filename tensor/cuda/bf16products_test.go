@@ -1,0 +1,125 @@
+package cuda
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// bf16Case is a product by a bfloat16 weight: W [n][k] of bfloat16 values,
+// x [rows][k] and y's starting values (for MatMulAdd), all random.
+type bf16Case struct {
+	rows, n, k int
+	w, x, y0   []float32
+}
+
+func newBF16Case(rows, n, k int) *bf16Case {
+	rng := rand.New(rand.NewPCG(5, 6))
+	fill := func(m int, round bool) []float32 {
+		v := make([]float32, m)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+			if round {
+				v[i] = safetensors.RoundBF16(v[i])
+			}
+		}
+		return v
+	}
+	return &bf16Case{rows: rows, n: n, k: k, w: fill(n*k, true), x: fill(rows*k, false), y0: fill(rows*n, false)}
+}
+
+// product runs MatMul (or MatMulAdd onto y0) of x by the case's weight,
+// packed bfloat16 or float32, with b's setting as it is.
+func (c *bf16Case) product(b *Backend, x []float32, bf16, add bool) []float32 {
+	wb := b.Pack(c.w, c.n, c.k, bf16)
+	xb, yb := b.FromHost(slices.Clone(x)), b.FromHost(slices.Clone(c.y0))
+	if add {
+		b.MatMulAdd(yb, xb, c.rows, wb)
+	} else {
+		b.MatMul(yb, xb, c.rows, wb)
+	}
+	out := b.ToHost(yb)
+	b.Free(xb, yb)
+	b.FreeWeight(wb)
+	return out
+}
+
+// rounded is x with every value rounded to bfloat16.
+func rounded(x []float32) []float32 {
+	r := make([]float32, len(x))
+	for i, v := range x {
+		r[i] = safetensors.RoundBF16(v)
+	}
+	return r
+}
+
+// TestEmulatedBF16Products: with Options.BF16Products a bfloat16 weight's
+// products (MatMul, MatMulAdd) are, on the emulator bit for bit, SGEMM's by
+// the weight widened of the activations rounded to bfloat16; a float32
+// weight's products do not change; f32_to_bf16 rounds as
+// safetensors.RoundBF16 does, edge values included.
+func TestEmulatedBF16Products(t *testing.T) {
+	b := newEmuBackend(t)
+	c := newBF16Case(5, 7, 37)
+	for _, add := range []bool{false, true} {
+		b.bf16Products = false
+		want := c.product(b, rounded(c.x), true, add)
+		plain := c.product(b, c.x, true, add)
+		f32 := c.product(b, c.x, false, add)
+		b.bf16Products = true
+		if got := c.product(b, c.x, true, add); firstDiff(got, want) >= 0 {
+			i := firstDiff(got, want)
+			t.Errorf("add %v: y[%d] = %g, SGEMM's of x rounded to bfloat16 %g", add, i, got[i], want[i])
+		} else if firstDiff(got, plain) < 0 {
+			t.Errorf("add %v: the same bits as the float32 product of x: the setting changed nothing", add)
+		}
+		if got := c.product(b, c.x, false, add); firstDiff(got, f32) >= 0 {
+			t.Errorf("add %v: a float32 weight's product changed with BF16Products", add)
+		}
+	}
+
+	edges := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1.00390625, 1.01171875, 1.0078125 + 1.0/(1<<16),
+		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1e-39, math.MaxFloat32, -math.MaxFloat32,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -float32(math.NaN()), 3.3895314e38}
+	xb, nb := b.FromHost(edges), b.Alloc((len(edges)+1)/2) // two bfloat16 values a float32 slot
+	func() {
+		defer b.enter()()
+		b.launch("f32_to_bf16", blocks1D(len(edges)), 256, 0, devPtr(dbuf(nb).ptr), devPtr(dbuf(xb).ptr), i64Arg(len(edges)))
+	}()
+	slots := b.ToHost(nb)
+	b.Free(xb, nb)
+	for i, v := range edges {
+		got := uint16(math.Float32bits(slots[i/2]) >> (16 * (i % 2))) // little-endian: element 2j in the low half
+		if want := uint16(math.Float32bits(safetensors.RoundBF16(v)) >> 16); got != want {
+			t.Errorf("f32_to_bf16(%g) = %#04x, RoundBF16's %#04x", v, got, want)
+		}
+	}
+}
+
+// TestGPUBF16Products: on a GPU, a bfloat16 weight's products with
+// BF16Products (the tensor cores) against SGEMM's of the activations
+// rounded to bfloat16: within float32 summation error at the shapes of
+// Ministral-3 14B's projections (the products of bfloat16 numbers are
+// exact; only the order of the float32 sums differs).
+func TestGPUBF16Products(t *testing.T) {
+	b := openOrSkip(t)
+	for _, sh := range [][3]int{{24, 1024, 5120}, {300, 5120, 16384}, {7, 33, 96}} {
+		c := newBF16Case(sh[0], sh[1], sh[2])
+		b.bf16Products = false
+		want := c.product(b, rounded(c.x), true, false)
+		b.bf16Products = true
+		got := c.product(b, c.x, true, false)
+		b.bf16Products = false
+		var worst float64
+		for i := range got {
+			worst = max(worst, math.Abs(float64(got[i]-want[i]))/math.Sqrt(float64(c.k)))
+		}
+		t.Logf("%d rows × %d×%d: largest difference from SGEMM of the rounded x %.3g·√k", c.rows, c.n, c.k, worst)
+		if worst > 1e-5 {
+			t.Errorf("%d rows × %d×%d: a product %.3g·√k from SGEMM's of the rounded x", c.rows, c.n, c.k, worst)
+		}
+	}
+}
