@@ -55,8 +55,9 @@ type Options struct {
 	// BF16Products has the CUDA backend multiply by bfloat16-stored weights
 	// on the tensor cores: the activations rounded to bfloat16, the
 	// products summed in float32 (cublasGemmEx), as PyTorch multiplies a
-	// bfloat16 model. Other products, and every product of float32
-	// weights, stay float32; the CPU backend ignores it.
+	// bfloat16 model. Other products, every product of float32 weights and
+	// full-parameter ZO's perturbed products stay float32 (so it is for
+	// frozen weights); the CPU backend ignores it.
 	BF16Products bool
 }
 

@@ -38,8 +38,9 @@ type Trainer interface {
 	// UpdateSquares returns the Σ Δθ² of every UpdateWeight and
 	// UpdateVector since its last call, added from 0 in call order, and
 	// starts again from 0. The sums are read together, not one per tensor,
-	// because on a GPU each read waits for the device: a layer's tensors
-	// are updated with one wait, not one each.
+	// because on a GPU each read waits for the device: a group's tensors
+	// are updated with one wait, not one each. The updates and this read
+	// are one caller's sequence (the ZO engine's), never concurrent.
 	UpdateSquares() float64
 	// NewState returns a zeroed float32 matrix in w's layout, for the
 	// optimizer state of w's elements.

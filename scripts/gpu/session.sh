@@ -23,7 +23,7 @@
 #   compute-sanitizer on full-parameter steps, steps against PyTorch MeZO's and the Qwen3-8B bf16 step; ~8 min),
 #   fulltrain (200 full-parameter MEAZO steps of Llama-3.2-1B's shapes on real SST-2, with validation; ~2 min),
 #   fullprofile (ncu per kernel of a full-parameter step and of two forwards, Llama-3.2-1B at 8x300),
-#   bf16products (bfloat16 weights multiplied on the tensor cores: the check, zoagree, Ministral's step; ~3 min),
+#   bf16products (bfloat16 weights multiplied on the tensor cores: the check, zoagree, Ministral's step; ~4 min, at most 8),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
 #   language model with bfloat16 weights at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
@@ -453,16 +453,16 @@ for part in $parts; do
     # with it, then without it and PyTorch's (bfloat16 products) in the same run
     f=$out/bf16products.txt
     echo "# commit $(cat "$kit/commit")" >"$f"
-    (cd tensor/cuda && timeout 120 "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestGPUBF16Products') >>"$f" 2>&1
+    (cd tensor/cuda && timeout 60 "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestGPUBF16Products') >>"$f" 2>&1
     for p in 0 1; do
       for m in "$fx/llama-tiny" model/testdata/ministral3/ministral3-tiny; do
         echo "## zoagree -bf16 $m, MEAZO_CUDA_BF16_PRODUCTS=$p" >>"$f"
-        MEAZO_CUDA_BF16_PRODUCTS=$p timeout 60 "$bin/meazo-bench" zoagree -model "$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6 -bf16 >>"$f" 2>&1
+        MEAZO_CUDA_BF16_PRODUCTS=$p timeout 30 "$bin/meazo-bench" zoagree -model "$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6 -bf16 >>"$f" 2>&1
       done
     done
     echo "## Ministral-3 14B (language model) $lm_shape: ours, bfloat16 products" >>"$f"
-    (export MEAZO_CUDA_BF16_PRODUCTS=1; timed "$f" 120 "$bin/meazo-bench" zostep --backend "$mbe" -model "$ministral" -shapes "$lm_shape" -q 1 -reps 3 -bf16)
-    modelstep "$f" "Ministral-3 14B (language model)" "$ministral" "$ministral_cfg" bfloat16 120 -bf16
+    (export MEAZO_CUDA_BF16_PRODUCTS=1; timed "$f" 100 "$bin/meazo-bench" zostep --backend "$mbe" -model "$ministral" -shapes "$lm_shape" -q 1 -reps 3 -bf16)
+    (export MEAZO_CUDA_BF16_PRODUCTS=0; modelstep "$f" "Ministral-3 14B (language model)" "$ministral" "$ministral_cfg" bfloat16 100 -bf16)
     grep -E "^##|^---|TestGPUBF16|^1e-0|^8x300|peak|exit status" "$f"
     ;;
   fulltrain) # full-parameter MEAZO end to end (configs/llama1b_sst2_full_meazo.yaml): a random model of Llama-3.2-1B's
@@ -470,11 +470,11 @@ for part in $parts; do
     # examples every 100 steps; the CPU's first steps of the same run are compared with metrics.jsonl's elsewhere.
     w=$kit/fulltrain f=$out/fulltrain.txt
     mkdir -p "$w"
-    llamamodel "$w/model" >"$f" 2>&1
-    peakmem "$f" timeout 200 "$bin/meazo-train" --config configs/llama1b_sst2_full_meazo.yaml --backend cuda --out "$w/run" \
+    llamamodel "$w/model" >"$f" 2>&1 || echo "# no model: meazo-inspect random-model failed" >>"$f"
+    timed "$f" 200 "$bin/meazo-train" --config configs/llama1b_sst2_full_meazo.yaml --backend cuda --out "$w/run" \
       --set model.path="$w/model" --set task.train="$MEAZO_SHARED/data/sst2/train.tsv" --set task.test="$MEAZO_SHARED/data/sst2/dev.tsv" \
       --set task.max_validation=200 --set task.max_test=200 --set train.steps=200 --set train.eval_every=100 \
-      --set train.checkpoint_every=0 --set train.log_every=20 >>"$f" 2>&1
+      --set train.checkpoint_every=0 --set train.log_every=20
     { echo "# summary.json"; cat "$w/run/summary.json"; } >>"$f" 2>&1
     cp "$w/run/metrics.jsonl" "$out/fulltrain-metrics.jsonl" 2>/dev/null
     tail -8 "$f"

@@ -100,26 +100,40 @@ func TestEmulatedBF16Products(t *testing.T) {
 }
 
 // TestGPUBF16Products: on a GPU, a bfloat16 weight's products with
-// BF16Products (the tensor cores) against SGEMM's of the activations
-// rounded to bfloat16: within float32 summation error at the shapes of
-// Ministral-3 14B's projections (the products of bfloat16 numbers are
-// exact; only the order of the float32 sums differs).
+// BF16Products (the tensor cores through cublasGemmEx, MatMul and
+// MatMulAdd) against float64 sums of the same exact products of bfloat16
+// numbers, at the widths of Ministral-3 14B's projections: each output
+// within k·2⁻²⁴·Σ|w·x| (float32 accumulation in any order, truncating or
+// not), the largest difference logged in units of that bound.
 func TestGPUBF16Products(t *testing.T) {
 	b := openOrSkip(t)
-	for _, sh := range [][3]int{{24, 1024, 5120}, {300, 5120, 16384}, {7, 33, 96}} {
+	defer func() { b.bf16Products = false }()
+	for _, sh := range [][3]int{{24, 1024, 5120}, {64, 512, 16384}, {300, 256, 5120}, {7, 33, 96}} {
 		c := newBF16Case(sh[0], sh[1], sh[2])
-		b.bf16Products = false
-		want := c.product(b, rounded(c.x), true, false)
-		b.bf16Products = true
-		got := c.product(b, c.x, true, false)
-		b.bf16Products = false
-		var worst float64
-		for i := range got {
-			worst = max(worst, math.Abs(float64(got[i]-want[i]))/math.Sqrt(float64(c.k)))
-		}
-		t.Logf("%d rows × %d×%d: largest difference from SGEMM of the rounded x %.3g·√k", c.rows, c.n, c.k, worst)
-		if worst > 1e-5 {
-			t.Errorf("%d rows × %d×%d: a product %.3g·√k from SGEMM's of the rounded x", c.rows, c.n, c.k, worst)
+		xr := rounded(c.x)
+		for _, add := range []bool{false, true} {
+			b.bf16Products = true
+			got := c.product(b, c.x, true, add)
+			var worst float64
+			for r := range c.rows {
+				for j := range c.n {
+					var sum, abs float64
+					for l := range c.k {
+						p := float64(c.w[j*c.k+l]) * float64(xr[r*c.k+l]) // exact
+						sum, abs = sum+p, abs+math.Abs(p)
+					}
+					if add {
+						sum += float64(c.y0[r*c.n+j])
+						abs += math.Abs(float64(c.y0[r*c.n+j]))
+					}
+					bound := float64(c.k+1) * 0x1p-24 * abs
+					worst = max(worst, math.Abs(float64(got[r*c.n+j])-sum)/bound)
+				}
+			}
+			t.Logf("%d rows × %d×%d, add %v: largest difference from the float64 sums %.3g of the bound k·2⁻²⁴·Σ|w·x|", c.rows, c.n, c.k, add, worst)
+			if worst > 1 {
+				t.Errorf("%d rows × %d×%d, add %v: a product %.3g times the bound from the float64 sum", c.rows, c.n, c.k, add, worst)
+			}
 		}
 	}
 }

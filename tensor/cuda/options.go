@@ -33,7 +33,11 @@ type Options struct {
 	// BF16Products multiplies by bfloat16-stored weights on the tensor
 	// cores (matmul.go's productBF16): what a bfloat16 model of 14
 	// billion weights needs to run at PyTorch's bfloat16 speed, at the
-	// cost of activations rounded to bfloat16 at each such product.
+	// cost of activations rounded to bfloat16 at each such product. It is
+	// for frozen weights (LoRA, prompt tuning): full-parameter ZO's
+	// perturbed products (MatMulPerturbed) stay float32, so with it a
+	// clean pass (FZOO's, validation) would multiply otherwise than a
+	// perturbed one; leave it off for full-parameter training.
 	BF16Products bool
 }
 

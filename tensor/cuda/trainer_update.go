@@ -98,10 +98,12 @@ func (b *Backend) readSquares() {
 		sq.blocks = sq.blocks[:0]
 		return
 	}
-	part := make([]float64, sq.used)
-	sq.used = 0 // read or not (a failed read panics), these are done with
+	// Read or not (a failed read panics), these updates are done with: the
+	// next ones start afresh.
+	part, blocks := make([]float64, sq.used), slices.Clone(sq.blocks)
+	sq.used, sq.blocks = 0, sq.blocks[:0]
 	b.download(unsafe.Pointer(&part[0]), sq.dev.ptr, uint64(8*len(part)))
-	for _, n := range sq.blocks {
+	for _, n := range blocks {
 		var ss float64
 		for _, p := range part[:n] {
 			ss += p
@@ -109,7 +111,6 @@ func (b *Backend) readSquares() {
 		sq.sum += ss
 		part = part[n:]
 	}
-	sq.blocks = sq.blocks[:0]
 }
 
 // update runs zo_update over n elements at theta (stored as storage says)
