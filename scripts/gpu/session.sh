@@ -453,7 +453,7 @@ for part in $parts; do
     # with it, then without it and PyTorch's (bfloat16 products) in the same run
     f=$out/bf16products.txt
     echo "# commit $(cat "$kit/commit")" >"$f"
-    (cd tensor/cuda && timeout 60 "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestGPUBF16Products') >>"$f" 2>&1
+    (cd tensor/cuda && timeout 60 "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestGPUBF16Products|TestGPUWidenedBlocks') >>"$f" 2>&1
     for p in 0 1; do
       for m in "$fx/llama-tiny" model/testdata/ministral3/ministral3-tiny; do
         echo "## zoagree -bf16 $m, MEAZO_CUDA_BF16_PRODUCTS=$p" >>"$f"

@@ -66,7 +66,6 @@ type Backend struct {
 	ids, ids2    devArray // staging for row indices and targets
 	mask         devArray // the attention mask of the current step
 	maskNow      []int32  // what mask holds
-	wide         devArray // bfloat16 weights widened for one product
 	narrow       devArray // activations rounded to bfloat16 for one product (bf16Products)
 	bf16Products bool     // Options.BF16Products
 	out          devArray // small results (cross-entropy, argmax)
@@ -103,6 +102,9 @@ type Backend struct {
 	dirsTable    []uint64
 	squares      squares
 	perturbChunk int
+	// wideChunk: the most elements of a bfloat16 weight widened at once
+	// for a plain product (0: defaultWideChunk; matmul.go).
+	wideChunk int
 }
 
 // Open initialises the CUDA driver and cuBLAS on GPU o.Device and loads
@@ -218,7 +220,7 @@ func (b *Backend) release() {
 			b.devFree(x.ptr, c)
 		}
 	}
-	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.wide, &b.narrow, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.narrow, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
 		if a.ptr != 0 {
 			b.devFree(a.ptr, a.bytes)
 		}

@@ -137,3 +137,51 @@ func TestGPUBF16Products(t *testing.T) {
 		}
 	}
 }
+
+// widenedBlocks runs the case's plain product (BF16Products off) with
+// bfloat16 W widened whole and in blocks of rowsPerBlock rows.
+func (c *bf16Case) widenedBlocks(b *Backend, rowsPerBlock int, add bool) (whole, blocks []float32) {
+	defer func(chunk int) { b.wideChunk, b.bf16Products = chunk, false }(b.wideChunk)
+	b.bf16Products = false
+	b.wideChunk = c.n * c.k
+	whole = c.product(b, c.x, true, add)
+	b.wideChunk = rowsPerBlock * c.k
+	return whole, c.product(b, c.x, true, add)
+}
+
+// TestEmulatedWidenedBlocks: a bfloat16 weight widened for SGEMM a block of
+// rows at a time (ragged: 3 rows of 7) gives the bits of the whole matrix
+// widened, MatMul and MatMulAdd, and leaves no scratch alive.
+func TestEmulatedWidenedBlocks(t *testing.T) {
+	b := newEmuBackend(t)
+	c := newBF16Case(5, 7, 37)
+	for _, add := range []bool{false, true} {
+		whole, blocks := c.widenedBlocks(b, 3, add)
+		if i := firstDiff(blocks, whole); i >= 0 {
+			t.Errorf("add %v: y[%d] = %g in blocks of 3 rows, %g whole", add, i, blocks[i], whole[i])
+		}
+	}
+	if bufs, weights, _ := b.Live(); bufs != 0 || weights != 0 {
+		t.Errorf("%d buffers and %d weights left alive", bufs, weights)
+	}
+}
+
+// TestGPUWidenedBlocks: on a GPU, blocks of widened rows (cuBLAS may pick
+// another kernel per block) within float32 rounding of the whole matrix's
+// product, at an LM head's shape in blocks of 2,048 rows.
+func TestGPUWidenedBlocks(t *testing.T) {
+	b := openOrSkip(t)
+	c := newBF16Case(48, 16384, 2048)
+	for _, add := range []bool{false, true} {
+		whole, blocks := c.widenedBlocks(b, 2048, add)
+		var worst, scale float64
+		for i := range whole {
+			worst = max(worst, math.Abs(float64(blocks[i]-whole[i])))
+			scale = max(scale, math.Abs(float64(whole[i])))
+		}
+		t.Logf("add %v: blocks of 2048 rows differ from the whole by at most %.3g of the largest output", add, worst/scale)
+		if worst > 1e-5*scale {
+			t.Errorf("add %v: blocks differ from the whole by %.3g of the largest output", add, worst/scale)
+		}
+	}
+}

@@ -39,27 +39,48 @@ func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s floa
 	}
 }
 
-// f32Weight returns a float32 copy of w's matrix for cuBLAS: w itself, or
-// its bfloat16 values widened into the scratch array.
-func (b *Backend) f32Weight(w *weight) uint64 {
-	if !w.bf16 {
-		return w.ptr
-	}
-	n := w.n * w.k
-	b.grow(&b.wide, uint64(4*n))
-	b.launch("bf16_to_f32", blocks1D(n), 256, 0, devPtr(b.wide.ptr), devPtr(w.ptr), i64Arg(n))
-	return b.wide.ptr
-}
+// defaultWideChunk is the most elements of a bfloat16 weight widened to
+// float32 at once for SGEMM (Backend.wideChunk; the tests set fewer):
+// 256 MiB, a block of rows whose product keeps a GPU as busy as the whole
+// matrix's. A whole LM head widened at once was 2.5 GB of scratch for
+// Qwen3-8B (151,936 × 4,096), held for the backend's life: its plain
+// forward's peak was 2.4 GB above its full-parameter step's
+// (docs/bench/2026-11-28-h200-full/).
+const defaultWideChunk = 1 << 26
 
 // product computes y = x·Wᵀ, or with add y += x·Wᵀ: SGEMM by W (widened
 // first if it is bfloat16), or with Options.BF16Products a bfloat16 W's
 // product on the tensor cores.
 func (b *Backend) product(y, x uint64, w *weight, rows int, add bool) {
-	if b.bf16Products && w.bf16 && rows > 0 && w.n > 0 && w.k > 0 {
+	switch {
+	case !w.bf16 || rows == 0 || w.n == 0 || w.k == 0:
+		b.gemm(y, x, w.ptr, rows, w.n, w.k, add, 1) // (nothing of W is read when a size is 0)
+	case b.bf16Products:
 		b.productBF16(y, x, w, rows, add)
-		return
+	default:
+		b.productWidened(y, x, w, rows, add)
 	}
-	b.gemm(y, x, b.f32Weight(w), rows, w.n, w.k, add, 1)
+}
+
+// productWidened is product for a bfloat16 W by SGEMM: W's rows widened to
+// float32 a block at a time into a scratch matrix from the pool, each
+// block's product the block of y's columns it gives (gemmCols). On the
+// emulator the blocks give the whole matrix's bits; on a GPU cuBLAS may
+// choose another kernel for a block than for the whole (rows, n, k > 0).
+func (b *Backend) productWidened(y, x uint64, w *weight, rows int, add bool) {
+	chunk := b.wideChunk
+	if chunk <= 0 {
+		chunk = defaultWideChunk
+	}
+	chunk = min(w.n, max(1, chunk/w.k)) // rows of W a block
+	scratch := b.malloc(uint64(4 * chunk * w.k))
+	defer b.recycle(scratch)
+	for r0 := 0; r0 < w.n; r0 += chunk {
+		nr := min(chunk, w.n-r0)
+		elems := nr * w.k
+		b.launch("bf16_to_f32", blocks1D(elems), 256, 0, devPtr(scratch), devPtr(w.ptr+uint64(2*r0*w.k)), i64Arg(elems))
+		b.gemmCols(y+uint64(4*r0), x, scratch, rows, nr, w.n, w.k, add, 1)
+	}
 }
 
 // productBF16 is product for a bfloat16 W on the tensor cores: x rounded
