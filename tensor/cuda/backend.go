@@ -66,7 +66,6 @@ type Backend struct {
 	ids, ids2    devArray // staging for row indices and targets
 	mask         devArray // the attention mask of the current step
 	maskNow      []int32  // what mask holds
-	narrow       devArray // activations rounded to bfloat16 for one product (bf16Products)
 	bf16Products bool     // Options.BF16Products
 	out          devArray // small results (cross-entropy, argmax)
 	closed       bool
@@ -220,7 +219,7 @@ func (b *Backend) release() {
 			b.devFree(x.ptr, c)
 		}
 	}
-	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.narrow, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
 		if a.ptr != 0 {
 			b.devFree(a.ptr, a.bytes)
 		}

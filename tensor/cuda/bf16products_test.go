@@ -97,6 +97,9 @@ func TestEmulatedBF16Products(t *testing.T) {
 			t.Errorf("f32_to_bf16(%g) = %#04x, RoundBF16's %#04x", v, got, want)
 		}
 	}
+	if bufs, weights, _ := b.Live(); bufs != 0 || weights != 0 {
+		t.Errorf("%d buffers and %d weights left alive", bufs, weights)
+	}
 }
 
 // TestGPUBF16Products: on a GPU, a bfloat16 weight's products with

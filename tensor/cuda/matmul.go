@@ -84,19 +84,20 @@ func (b *Backend) productWidened(y, x uint64, w *weight, rows int, add bool) {
 }
 
 // productBF16 is product for a bfloat16 W on the tensor cores: x rounded
-// to bfloat16 (half to even) into the scratch array narrow, then
+// to bfloat16 (half to even) into a scratch matrix from the pool, then
 // cublasGemmEx by W as stored, summed in float32 (rows, n, k > 0). On the
 // emulator its bits are SGEMM's by W widened and x rounded: the products
 // of bfloat16 numbers are exact in float32, and it sums them in order.
 func (b *Backend) productBF16(y, x uint64, w *weight, rows int, add bool) {
 	n := rows * w.k
-	b.grow(&b.narrow, uint64(2*n))
-	b.launch("f32_to_bf16", blocks1D(n), 256, 0, devPtr(b.narrow.ptr), devPtr(x), i64Arg(n))
+	narrow := b.malloc(uint64(2 * n))
+	defer b.recycle(narrow)
+	b.launch("f32_to_bf16", blocks1D(n), 256, 0, devPtr(narrow), devPtr(x), i64Arg(n))
 	beta := float32(0)
 	if add {
 		beta = 1
 	}
-	if err := b.dev.gemmBF16(opT, opN, w.n, rows, w.k, w.ptr, w.k, b.narrow.ptr, w.k, y, w.n, 1, beta); err != nil {
+	if err := b.dev.gemmBF16(opT, opN, w.n, rows, w.k, w.ptr, w.k, narrow, w.k, y, w.n, 1, beta); err != nil {
 		b.fail(err)
 	}
 }

@@ -147,7 +147,6 @@ func (b *Backend) update(theta, m, v uint64, n, storage int, u *tensor.Update) {
 		b.readSquares()
 	}
 	b.grow(&sq.dev, uint64(8*max(limit, sq.used+blocks))) // a new array only when none is unread
-
 	partials := sq.dev.ptr + uint64(8*sq.used)
 	sq.blocks, sq.used = append(sq.blocks, blocks), sq.used+blocks
 	rs := u.Rounding
