@@ -2,7 +2,7 @@
 """PyTorch on an NVIDIA GPU, as the peer of `meazo-bench forward/zostep/vitstep --backend cuda`.
 
 The same HF model (published config, random weights built on the device in --dtype: float32 unless told,
-never allocated twice), eager attention, TF32 off:
+never allocated twice), eager attention, TF32 off (--tf32: on, the careless peer):
   forward: logits at every position for each BxT batch of random tokens (kept on the GPU);
   --loss-all: the forward with every position supervised, model(input_ids, labels=input_ids).loss,
   the peer of `meazo-bench forward --loss-all`;
@@ -60,10 +60,13 @@ def main():
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--eps", type=float, default=1e-6)
     ap.add_argument("--lr", type=float, default=1e-6)
+    ap.add_argument("--tf32", action="store_true",
+                    help="TF32 on (float32 products with 10-bit mantissas on the tensor cores): what a peer who leaves "
+                         "PyTorch's matmul precision to 'high' runs; too coarse for eps 1e-6")
     a = ap.parse_args()
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
+    torch.backends.cudnn.allow_tf32 = a.tf32
     torch.manual_seed(0)
     if a.sgemm:
         sgemm(a.sgemm_step)
@@ -84,7 +87,7 @@ def main():
             else "forward, every position supervised, loss" if a.loss_all else "forward, logits at every position")
     print(f"# torch {torch.__version__}, transformers {transformers.__version__}, {name}, {what}, weights {'/'.join(stored)}"
           f"{', trained ' + '/'.join(trained) + f' ({sum(p.numel() for p in params)} parameters)' if params else ''}, "
-          f"TF32 off, eager attention, {mode}")
+          f"TF32 {'on' if a.tf32 else 'off'}, eager attention, {mode}")
     print(f"{'shape':8} {'seconds':>10} {'images/s' if a.vit_step else 'tokens/s':>12} {'peak MiB':>10}")
 
     def perturb(seed, scale):

@@ -366,6 +366,9 @@ for part in $parts; do
       peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 10 --loss-all >>"$f" 2>&1
       peakmem "$f" timeout 90 "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
       peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step >>"$f" 2>&1
+      # The same two with TF32 on: what a peer who leaves PyTorch's matmul precision alone runs (issue 33's second table).
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 10 --loss-all --tf32 >>"$f" 2>&1
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step --tf32 >>"$f" 2>&1
     done
     cat "$f"
     ;;
