@@ -24,6 +24,7 @@
 #   fulltrain (200 full-parameter MEAZO steps of Llama-3.2-1B's shapes on real SST-2, with validation; ~2 min),
 #   fullprofile (ncu per kernel of a full-parameter step and of two forwards, Llama-3.2-1B at 8x300),
 #   bf16products (bfloat16 weights multiplied on the tensor cores: the check, zoagree, Ministral's step; ~4 min, at most 8),
+#   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
 #   language model with bfloat16 weights at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
@@ -391,6 +392,17 @@ for part in $parts; do
         --model "$fx/$m" --input "$kit/in40.json" --out "$kit/memcheck-logits.safetensors" 2>&1
     done >>"$out/memcheck.txt"
     grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/memcheck.txt"
+    ;;
+  stepcheck) # compute-sanitizer on a whole MEAZO LoRA step of the real shapes (issue 33: not only a 5-token forward):
+    # Qwen3-0.6B (q/k norms, rope, store_kv, attention at 300 keys, LoRA, the loss) at 2x300, memcheck with leak check,
+    # racecheck and synccheck, the default kernels; each tool its own timeout
+    for tool in memcheck racecheck synccheck; do
+      leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
+      echo "## compute-sanitizer --tool $tool $leak: zostep Qwen3-0.6B 2x300 q=1"
+      timeout 150 compute-sanitizer --tool $tool $leak "$bin/meazo-bench" zostep --backend cuda \
+        --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 2x300 --q 1 --reps 1 2>&1 | tail -20
+    done >"$out/stepcheck.txt"
+    grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/stepcheck.txt"
     ;;
   train) # end to end: a random model of Llama-3.2-1B's shapes, real SQuAD, 200 steps
     w=$kit/train f=$out/train.txt
