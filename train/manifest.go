@@ -7,27 +7,49 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/rundir"
 )
 
+// A checkpoint's manifest lists its files with their sizes and checksums.
+// Version 2 (written since 2026-11-28) checksums each 64 MiB chunk of a file
+// with CRC-32C, the chunks in parallel; version 1 (still verified) had one
+// SHA-256 a file. A checkpoint guards against truncation and damage, not
+// against an adversary, and a full-parameter checkpoint is the whole model:
+// SHA-256 of Llama-3.2-1B's 4.9 GB took 28.9 s on a CPU without SHA
+// instructions (2 cores of an Intel Cascade Lake; at every checkpoint and
+// again at resume), its version 2 manifest 0.94 s to write and 0.87 s to
+// verify, the file in the page cache.
 type manifestEntry struct {
-	Path   string `json:"path"` // relative to the checkpoint directory, slash-separated
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
+	Path   string   `json:"path"` // relative to the checkpoint directory, slash-separated
+	Size   int64    `json:"size"`
+	CRC32C []string `json:"crc32c,omitempty"` // version 2: each chunk's CRC-32C (Castagnoli), 8 hex digits
+	SHA256 string   `json:"sha256,omitempty"` // version 1
 }
 
 type manifest struct {
 	Version int             `json:"version"`
 	Files   []manifestEntry `json:"files"`
 }
+
+// manifestVersion is the version writeManifest writes; chunkBytes its
+// chunks' size (the last chunk of a file may be shorter; an empty file has
+// none).
+const (
+	manifestVersion = 2
+	chunkBytes      = 64 << 20
+)
 
 // corrupted is the error of every failed check of a checkpoint.
 func corrupted(format string, args ...any) error {
@@ -61,24 +83,63 @@ func checkpointFiles(dir string) ([]string, error) {
 	return out, err
 }
 
-// hashFile returns the SHA-256 (hex) of the first n bytes of path (n < 0:
-// all of it) and the number of bytes hashed.
-func hashFile(path string, n int64) (string, int64, error) {
+// sha256File returns the SHA-256 (hex) of path (a version 1 manifest's
+// checksum).
+func sha256File(path string) (string, error) {
 	f, err := inputfile.Open(path)
 	if err != nil {
-		return "", 0, err
+		return "", err
 	}
 	defer f.Close()
-	var r io.Reader = f
-	if n >= 0 {
-		r = io.LimitReader(f, n)
-	}
 	h := sha256.New()
-	got, err := io.Copy(h, r)
-	if err != nil {
-		return "", got, fmt.Errorf("read %s: %w", path, err)
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), got, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crc32cChunks returns the CRC-32C (hex) of each chunkBytes of path's size
+// bytes, summed by up to GOMAXPROCS workers (8 at most), each reading a MiB
+// at a time: the run's peak memory does not grow with the checkpoint. A
+// file shorter than size is an error.
+func crc32cChunks(path string, size int64) ([]string, error) {
+	f, err := inputfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	chunks := int((size + chunkBytes - 1) / chunkBytes)
+	sums := make([]string, chunks)
+	errs := make([]error, chunks)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(chunks, runtime.GOMAXPROCS(0), 8) {
+		wg.Go(func() {
+			buf := make([]byte, 1<<20)
+			for i := int(next.Add(1) - 1); i < chunks; i = int(next.Add(1) - 1) {
+				sums[i], errs[i] = crc32cChunk(f, buf, int64(i)*chunkBytes, min(chunkBytes, size-int64(i)*chunkBytes))
+			}
+		})
+	}
+	wg.Wait()
+	return sums, errors.Join(errs...)
+}
+
+// crc32cChunk returns the CRC-32C (hex) of f's n bytes from off, read into
+// buf a piece at a time.
+func crc32cChunk(f *os.File, buf []byte, off, n int64) (string, error) {
+	var crc uint32
+	for done := int64(0); done < n; {
+		b := buf[:min(int64(len(buf)), n-done)]
+		if _, err := f.ReadAt(b, off+done); err != nil {
+			return "", fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+		done += int64(len(b))
+	}
+	return fmt.Sprintf("%08x", crc), nil
 }
 
 // logHash is the SHA-256 of an append-only log's first n bytes, kept
@@ -126,13 +187,18 @@ func writeManifest(dir string) error {
 	if err != nil {
 		return err
 	}
-	m := manifest{Version: 1, Files: []manifestEntry{}}
+	m := manifest{Version: manifestVersion, Files: []manifestEntry{}}
 	for _, rel := range files {
-		sum, size, err := hashFile(filepath.Join(dir, filepath.FromSlash(rel)), -1)
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		st, err := os.Stat(p)
 		if err != nil {
 			return err
 		}
-		m.Files = append(m.Files, manifestEntry{Path: rel, Size: size, SHA256: sum})
+		sums, err := crc32cChunks(p, st.Size())
+		if err != nil {
+			return err
+		}
+		m.Files = append(m.Files, manifestEntry{Path: rel, Size: st.Size(), CRC32C: sums})
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -155,8 +221,8 @@ func verifyManifest(dir string) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return corrupted("%s: %v", mpath, err)
 	}
-	if m.Version != 1 {
-		return corrupted("%s: version %d, want 1", mpath, m.Version)
+	if m.Version != 1 && m.Version != 2 {
+		return corrupted("%s: version %d, want 1 or 2", mpath, m.Version)
 	}
 	files, err := checkpointFiles(dir)
 	if err != nil {
@@ -180,17 +246,42 @@ func verifyManifest(dir string) error {
 		if st.Size() != e.Size {
 			return corrupted("%s is %d bytes, the manifest says %d", p, st.Size(), e.Size)
 		}
-		sum, _, err := hashFile(p, -1)
+		if err := checkSums(p, &e, m.Version); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if !listed[f] {
+			return corrupted("%s is not listed in %s (extra state)", filepath.Join(dir, filepath.FromSlash(f)), rundir.ManifestFile)
+		}
+	}
+	return nil
+}
+
+// checkSums compares file p with its manifest entry e's checksums (those of
+// manifest version v), its size already checked.
+func checkSums(p string, e *manifestEntry, v int) error {
+	if v == 1 {
+		sum, err := sha256File(p)
 		if err != nil {
 			return corrupted("%v", err)
 		}
 		if sum != e.SHA256 {
 			return corrupted("%s does not match its SHA-256 in %s (the file was changed or damaged)", p, rundir.ManifestFile)
 		}
+		return nil
 	}
-	for _, f := range files {
-		if !listed[f] {
-			return corrupted("%s is not listed in %s (extra state)", filepath.Join(dir, filepath.FromSlash(f)), rundir.ManifestFile)
+	sums, err := crc32cChunks(p, e.Size)
+	if err != nil {
+		return corrupted("%v", err)
+	}
+	if len(sums) != len(e.CRC32C) {
+		return corrupted("%s: %d checksums in %s for %d bytes, want %d", p, len(e.CRC32C), rundir.ManifestFile, e.Size, len(sums))
+	}
+	for i, s := range sums {
+		if s != e.CRC32C[i] {
+			return corrupted("%s does not match its CRC-32C in %s at bytes %d-%d (the file was changed or damaged)", p,
+				rundir.ManifestFile, int64(i)*chunkBytes, min(int64(i+1)*chunkBytes, e.Size)-1)
 		}
 	}
 	return nil

@@ -97,7 +97,7 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 		want   []string
 	}{
 		{"flipped adapter byte", func(d string) error { return flipByte(ck(d, "adapter_model.safetensors"), -3) }, Options{},
-			[]string{"checkpoint corrupted", "adapter_model.safetensors", "SHA-256"}},
+			[]string{"checkpoint corrupted", "adapter_model.safetensors", "CRC-32C"}},
 		{"flipped optimizer byte", func(d string) error { return flipByte(ck(d, "optimizer.bin"), -1) }, Options{},
 			[]string{"checkpoint corrupted", "optimizer.bin"}},
 		{"flipped best adapter byte", func(d string) error { return flipByte(ck(d, "best/adapter_model.safetensors"), -2) }, Options{},
