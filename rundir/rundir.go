@@ -39,7 +39,8 @@ const (
 	StateFile     = "state.json"    // step, sampler position, the logs' sizes and SHA-256
 	OptimizerFile = "optimizer.bin" // the ZO engine's exact state
 	// ManifestFile lists every other file of the checkpoint with its size
-	// and SHA-256; resume verifies all of them before reading any.
+	// and checksums (CRC-32C a 64 MiB chunk; SHA-256 in version 1); resume
+	// verifies all of them before reading any.
 	ManifestFile = "manifest.json"
 )
 
