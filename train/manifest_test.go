@@ -106,3 +106,37 @@ func readManifest(t *testing.T, dir string) manifest {
 	}
 	return m
 }
+
+// BenchmarkManifestChecksums times the checksums of a checkpoint file of
+// 1 GiB (in the page cache): version 1's SHA-256 against version 2's CRC-32C
+// chunks on GOMAXPROCS workers. docs/bench/2026-11-28-manifest-cpu/ has a run:
+//
+//	go test -run XXX -bench ManifestChecksums -benchtime 3x ./train
+func BenchmarkManifestChecksums(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "model.safetensors")
+	buf := make([]byte, 1<<30)
+	for i := range buf {
+		buf[i] = byte(i*31 + i>>9)
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	size := int64(len(buf))
+	buf = nil
+	b.Run("sha256", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			if _, err := sha256File(path); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("crc32c-chunks", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			if _, err := crc32cChunks(path, size); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
