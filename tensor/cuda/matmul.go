@@ -64,22 +64,17 @@ func (b *Backend) product(y, x uint64, w *weight, rows int, add bool) {
 
 // productWidened is product for a bfloat16 W by SGEMM: W's rows widened to
 // float32 a block at a time into a scratch matrix from the pool, each
-// block's product the block of y's columns it gives (gemmCols). On the
-// emulator the blocks give the whole matrix's bits; on a GPU cuBLAS may
+// block's product the block of y's columns it gives: MatMulPerturbed's
+// multiplyBlock with W read as it is, in blocks of wideChunk elements. On
+// the emulator the blocks give the whole matrix's bits; on a GPU cuBLAS may
 // choose another kernel for a block than for the whole (rows, n, k > 0).
 func (b *Backend) productWidened(y, x uint64, w *weight, rows int, add bool) {
-	chunk := b.wideChunk
-	if chunk <= 0 {
-		chunk = defaultWideChunk
-	}
-	chunk = min(w.n, max(1, chunk/w.k)) // rows of W a block
-	scratch := b.malloc(uint64(4 * chunk * w.k))
+	chunk := blockRows(w, b.wideChunk, defaultWideChunk)
+	scratch := b.malloc(slotBytes(chunk * w.k))
 	defer b.recycle(scratch)
+	plain := perturbJob{ranges: [][]rowRange{{{0, rows}}}}
 	for r0 := 0; r0 < w.n; r0 += chunk {
-		nr := min(chunk, w.n-r0)
-		elems := nr * w.k
-		b.launch("bf16_to_f32", blocks1D(elems), 256, 0, devPtr(scratch), devPtr(w.ptr+uint64(2*r0*w.k)), i64Arg(elems))
-		b.gemmCols(y+uint64(4*r0), x, scratch, rows, nr, w.n, w.k, add, 1)
+		b.multiplyBlock(&plain, w, r0, min(chunk, w.n-r0), scratch, 0, y, x, add)
 	}
 }
 

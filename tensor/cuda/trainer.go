@@ -195,12 +195,15 @@ func (b *Backend) MatMulPerturbed(y, x tensor.Buf, wt tensor.Weight, segs []tens
 func slotBytes(elems int) uint64 { return (uint64(4*elems) + 255) &^ 255 }
 
 // chunkRows is how many of w's rows MatMulPerturbed forms at once.
-func (b *Backend) chunkRows(w *weight) int {
-	c := b.perturbChunk
-	if c <= 0 {
-		c = defaultPerturbChunk
+func (b *Backend) chunkRows(w *weight) int { return blockRows(w, b.perturbChunk, defaultPerturbChunk) }
+
+// blockRows is how many of w's rows make a block of at most elems elements
+// (0: def), one at least.
+func blockRows(w *weight, elems, def int) int {
+	if elems <= 0 {
+		elems = def
 	}
-	return min(w.n, max(1, c/w.k))
+	return min(w.n, max(1, elems/w.k))
 }
 
 // multiplyBlock computes columns [r0, r0+n) of y for the rows of job j:
