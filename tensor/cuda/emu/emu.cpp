@@ -78,6 +78,10 @@ static inline double __longlong_as_double(long long i) { double d; std::memcpy(&
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 struct float4 { float x, y, z, w; }; // CUDA's 16-byte vector type (aligned loads and stores)
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+struct uint2 { unsigned x, y; };              // 8 and 16 bytes of words
+struct uint4 { unsigned x, y, z, w; };
+static inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 #include "kernels_unit.inc"
 

@@ -37,6 +37,12 @@
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (long long)gridDim.x * blockDim.x)
 
+// aligned reports whether p is a multiple of bytes (a power of two): whether
+// a vector load or store of that size may start there.
+__device__ __forceinline__ bool aligned(const void* p, unsigned long long bytes) {
+    return ((unsigned long long)p & (bytes - 1)) == 0;
+}
+
 // inv_std_of_parts is the scale of a norm over a row of n, from the 16
 // float64 partial sums of its squares (RMSNorm's of x, LayerNorm's of
 // x − mean): the partials added in order, the mean rounded to float32, and

@@ -94,27 +94,25 @@ __device__ __forceinline__ float noise_cos_poly(float a) {
 // noise_box_muller writes r·cos θ and r·sin θ of the words (a, b)
 // (noise.boxMuller): u = (a>>8 + 1)·2⁻²⁴, r = √(−2 ln u); the angle's
 // quadrant is b>>30, its fraction t = ((b>>6) mod 2²⁴)·2⁻²⁴ within it, t ≥ ½
-// computed as the mirror angle (1−t)·π/2 with sin and cos swapped.
+// computed as the mirror angle (1−t)·π/2 with sin and cos swapped. Written
+// without branches (the mirror and the quadrant are selects and sign
+// flips), so that a warp, whose lanes' angles fall on either side at
+// random, evaluates each polynomial once instead of both sides' in turn.
 __device__ __forceinline__ void noise_box_muller(unsigned int a, unsigned int b, float* c0, float* s0) {
     const float pi_over_2 = __uint_as_float(0x3FC90FDBu); // π/2 rounded to float32
     float u = __fmul_rn(__uint2float_rn((a >> 8) + 1u), 5.9604644775390625e-8f); // ·2⁻²⁴, exact
     float r = __fsqrt_rn(__fmul_rn(-2.0f, noise_log32(u)));
     unsigned int q = b >> 30, f = (b >> 6) & 0xFFFFFFu;
-    float s, c;
-    if (f < (1u << 23)) {
-        float a1 = __fmul_rn(__fmul_rn(__uint2float_rn(f), 5.9604644775390625e-8f), pi_over_2);
-        s = noise_sin_poly(a1), c = noise_cos_poly(a1);
-    } else {
-        float a1 = __fmul_rn(__fmul_rn(__uint2float_rn((1u << 24) - f), 5.9604644775390625e-8f), pi_over_2);
-        s = noise_cos_poly(a1), c = noise_sin_poly(a1);
-    }
-    float sn, cs;
-    switch (q) {
-    case 0: sn = s, cs = c; break;
-    case 1: sn = c, cs = -s; break;
-    case 2: sn = -s, cs = -c; break;
-    default: sn = -c, cs = s; break;
-    }
+    bool low = f < (1u << 23); // t < ½: the angle itself, else its mirror
+    float a1 = __fmul_rn(__fmul_rn(__uint2float_rn(low ? f : (1u << 24) - f), 5.9604644775390625e-8f), pi_over_2);
+    float sp = noise_sin_poly(a1), cp = noise_cos_poly(a1);
+    float s = low ? sp : cp, c = low ? cp : sp;
+    // Quadrant q turns (sin, cos) = (s, c) into (s, c), (c, −s), (−s, −c)
+    // or (−c, s): odd quadrants swap, q ≥ 2 negates the sine, q = 1, 2 the
+    // cosine.
+    float sn = (q & 1u) ? c : s, cs = (q & 1u) ? s : c;
+    if (q & 2u) sn = -sn;
+    if ((q ^ (q >> 1)) & 1u) cs = -cs;
     *c0 = __fmul_rn(r, cs);
     *s0 = __fmul_rn(r, sn);
 }

@@ -14,6 +14,41 @@ __device__ __forceinline__ float load_weight(const void* w, int bf16, long long 
     return ((const float*)w)[i];
 }
 
+// load_weight4 writes in v elements i … i+3 of w as load_weight reads them,
+// with one 16-byte (float32) or 8-byte (bfloat16) load: weights_vec must
+// have said that the quad's start is aligned so.
+__device__ __forceinline__ void load_weight4(const void* w, int bf16, long long i, float v[4]) {
+    if (bf16) {
+        uint2 h = *(const uint2*)((const unsigned short*)w + i); // little-endian: element i in the low half
+        v[0] = __uint_as_float(h.x << 16), v[1] = __uint_as_float(h.x & 0xFFFF0000u);
+        v[2] = __uint_as_float(h.y << 16), v[3] = __uint_as_float(h.y & 0xFFFF0000u);
+        return;
+    }
+    float4 f = *(const float4*)((const float*)w + i);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+}
+
+// weights_vec reports whether the quads of a stream whose element e0 is
+// element 0 of w (and of dst0, dst1 where not null) may be read and
+// written as vectors: e0 a multiple of 4, so that a quad starts at an
+// element index that is one, and every pointer aligned to the vector.
+// One wide access instead of four lanes 16 bytes apart per element gives
+// the warp whole cache lines.
+__device__ __forceinline__ bool weights_vec(long long e0, const void* w, int bf16, const float* dst0, const float* dst1) {
+    return (e0 & 3) == 0 && aligned(w, bf16 ? 8 : 16) && aligned(dst0, 16) && (!dst1 || aligned(dst1, 16));
+}
+
+// perturb_quad writes dst0[i … i+3] = w + scale0·z and, when dst1 is not
+// null, dst1[i … i+3] = w + scale1·z, for the quad's weights w and noise z.
+__device__ __forceinline__ void perturb_quad(float* dst0, float* dst1, long long i, const float w[4], const float z[4],
+                                             double scale0, double scale1) {
+    *(float4*)(dst0 + i) = make_float4(noise_perturbed(w[0], scale0, z[0]), noise_perturbed(w[1], scale0, z[1]),
+                                       noise_perturbed(w[2], scale0, z[2]), noise_perturbed(w[3], scale0, z[3]));
+    if (dst1)
+        *(float4*)(dst1 + i) = make_float4(noise_perturbed(w[0], scale1, z[0]), noise_perturbed(w[1], scale1, z[1]),
+                                           noise_perturbed(w[2], scale1, z[2]), noise_perturbed(w[3], scale1, z[3]));
+}
+
 extern "C" {
 
 // perturb_copy: for i < n, dst0[i] = src[i] + scale0·z_i and, when dst1 is
@@ -25,12 +60,20 @@ __global__ void perturb_copy(float* dst0, float* dst1, const void* src, int bf16
                              unsigned int step, unsigned int dir, int dist, double norm, long long e0, double scale0,
                              double scale1) {
     NoiseStream s = {seed, step, dir};
+    bool vec = weights_vec(e0, src, bf16, dst0, dst1);
     FOR_EACH(q, noise_quads(e0, n)) {
         unsigned long long b = (unsigned long long)(e0 >> 2) + q;
         float z[4];
         noise_values(s, b, dist, norm, z);
+        long long i0 = (long long)(4 * b) - e0;
+        if (vec && i0 + 3 < n) { // a whole quad (i0 ≥ 0: e0 is a multiple of 4)
+            float w[4];
+            load_weight4(src, bf16, i0, w);
+            perturb_quad(dst0, dst1, i0, w, z, scale0, scale1);
+            continue;
+        }
         for (int m = 0; m < 4; m++) {
-            long long i = (long long)(4 * b) + m - e0;
+            long long i = i0 + m;
             if (i < 0 || i >= n) continue;
             float w = load_weight(src, bf16, i);
             dst0[i] = noise_perturbed(w, scale0, z[m]);
@@ -49,14 +92,23 @@ __global__ void perturb_rows(float* dst, const void* w, int bf16, int k, const i
     long long id = ids[blockIdx.x];
     long long first = e0 + id * k; // the row's first element in the stream
     float* d = dst + (long long)blockIdx.x * k;
+    const void* row = bf16 ? (const void*)((const unsigned short*)w + id * k) : (const void*)((const float*)w + id * k);
+    bool vec = weights_vec(first, row, bf16, d, 0);
     long long quads = noise_quads(first, k);
     for (long long q = threadIdx.x; q < quads; q += blockDim.x) {
         unsigned long long b = (unsigned long long)(first >> 2) + q;
         float z[4];
         noise_values(s, b, dist, norm, z);
+        long long c0 = (long long)(4 * b) - first;
+        if (vec && c0 + 3 < k) {
+            float v[4];
+            load_weight4(row, bf16, c0, v);
+            perturb_quad(d, 0, c0, v, z, scale, 0);
+            continue;
+        }
         for (int m = 0; m < 4; m++) {
-            long long c = (long long)(4 * b) + m - first;
-            if (c >= 0 && c < k) d[c] = noise_perturbed(load_weight(w, bf16, id * k + c), scale, z[m]);
+            long long c = c0 + m;
+            if (c >= 0 && c < k) d[c] = noise_perturbed(load_weight(row, bf16, c), scale, z[m]);
         }
     }
 }
