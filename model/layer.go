@@ -162,17 +162,31 @@ func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn in
 		m.matMul(ws.v, ws.xn, n, a.V, ids.v, spans, rows, false)
 	}
 	m.loraTerms(l, ws.xn, tn, spans, ws)
-	if a.QNorm != nil {
-		m.rmsNorm(ws.q, ws.q, a.QNorm, hd, ids.qNorm, spans, rows, m.NumHeads)
-		m.rmsNorm(ws.k, ws.k, a.KNorm, hd, ids.kNorm, spans, rows, m.NumKVHeads)
-	}
 	qcos, qsin := rope.queryTable()
-	be.RoPE(ws.q, n, m.NumHeads, hd, qcos, qsin, rope.rows)
-	be.RoPE(ws.k, n, m.NumKVHeads, hd, rope.cos, rope.sin, rope.rows)
+	m.headNormRoPE(ws.q, a.QNorm, ids.qNorm, m.NumHeads, n, qcos, qsin, rope.rows, spans, rows)
+	m.headNormRoPE(ws.k, a.KNorm, ids.kNorm, m.NumKVHeads, n, rope.cos, rope.sin, rope.rows, spans, rows)
 	be.Attention(ws.attn, ws.q, ws.k, ws.v, c.store, c.layer(l), tensor.AttentionArgs{
 		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: hd,
 		Start: c.len, Mask: c.mask, Window: m.SlidingWindow, Scale: float32(1 / math.Sqrt(float64(hd))),
 	})
+}
+
+// headNormRoPE rotates the heads of x [n][heads·HeadDim] by RoPE (cos,
+// sin of tableRows rows), after Qwen3's per-head norm (weight, tensor id)
+// where the model has one: in one pass on a backend that fuses the two
+// (tensor.NormRoPE) unless a span perturbs the norm's weight.
+func (m *Model) headNormRoPE(x, weight tensor.Buf, id, heads, n int, cos, sin tensor.Buf, tableRows int, spans []span, rows []int) {
+	be, hd := m.Backend, m.HeadDim
+	if weight == nil {
+		be.RoPE(x, n, heads, hd, cos, sin, tableRows)
+		return
+	}
+	if f, ok := be.(tensor.NormRoPE); ok && segments(spans, rows, heads, id) == nil {
+		f.RMSNormRoPE(x, weight, n, heads, hd, m.RMSNormEps, cos, sin, tableRows)
+		return
+	}
+	m.rmsNorm(x, x, weight, hd, id, spans, rows, heads)
+	be.RoPE(x, n, heads, hd, cos, sin, tableRows)
 }
 
 // loraTerms adds each span's LoRA terms of layer l, of the projections'

@@ -180,6 +180,17 @@ type Stacker interface {
 	StackProjections() bool
 }
 
+// NormRoPE is implemented by backends that apply a per-head RMSNorm and
+// RoPE in one pass (Qwen3's q and k norms, which precede the rotation):
+// RMSNormRoPE(x, weight, rows, heads, hd, eps, cos, sin, tableRows) gives
+// the bits of RMSNorm(x, x, weight, rows·heads, hd, eps) then RoPE(x, rows,
+// heads, hd, cos, sin, tableRows). On a GPU that is two launches and a
+// read and write of q and k fewer per layer; the CPU backend, whose norm
+// and rotation of a row run from its cache, does not implement it.
+type NormRoPE interface {
+	RMSNormRoPE(x, weight Buf, rows, heads, hd int, eps float32, cos, sin Buf, tableRows int)
+}
+
 // Buf is a backend's array of float32 values (activations, norms, adapter
 // parameters). Its elements are reached only through the Backend that made
 // it; Slice gives a view that shares its storage.

@@ -274,6 +274,11 @@ func elementwiseCases() []opCase {
 		// Heads of 40: 20 pairs, which do not divide a block of 256 threads;
 		// 28 rows span several blocks, the last one partial.
 		{"RoPEManyRows", func(b tensor.Backend, in *inputs) []float32 { return rope(b, in, 28, 3, 40, 7) }},
+		// Qwen3's q/k heads of 128 over rows that end in a partial block of
+		// 8 heads; heads of 40; heads of 300, wider than a warp's norm.
+		{"RMSNormRoPE", func(b tensor.Backend, in *inputs) []float32 { return normRoPE(b, in, 7, 3, 128, 5) }},
+		{"RMSNormRoPENarrow", func(b tensor.Backend, in *inputs) []float32 { return normRoPE(b, in, 9, 2, 40, 9) }},
+		{"RMSNormRoPEWide", func(b tensor.Backend, in *inputs) []float32 { return normRoPE(b, in, 3, 2, 300, 2) }},
 		{"Attention", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 0) }},
 		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
 		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
@@ -297,6 +302,22 @@ func rope(b tensor.Backend, in *inputs, rows, heads, hd, tableRows int) []float3
 	cos, sin := b.FromHost(in.vec(tableRows*hd/2, 1)), b.FromHost(in.vec(tableRows*hd/2, 1))
 	b.RoPE(x, rows, heads, hd, cos, sin, tableRows)
 	b.Free(cos, sin)
+	return down(b, x)
+}
+
+// normRoPE applies a per-head RMSNorm then RoPE to random x
+// [rows][heads·hd] and returns x: in one call where b is a
+// tensor.NormRoPE, else as RMSNorm then RoPE (the CPU's reference).
+func normRoPE(b tensor.Backend, in *inputs, rows, heads, hd, tableRows int) []float32 {
+	x, w := b.FromHost(in.vec(rows*heads*hd, 2)), b.FromHost(in.vec(hd, 1))
+	cos, sin := b.FromHost(in.vec(tableRows*hd/2, 1)), b.FromHost(in.vec(tableRows*hd/2, 1))
+	if f, ok := b.(tensor.NormRoPE); ok {
+		f.RMSNormRoPE(x, w, rows, heads, hd, 1e-6, cos, sin, tableRows)
+	} else {
+		b.RMSNorm(x, x, w, rows*heads, hd, 1e-6)
+		b.RoPE(x, rows, heads, hd, cos, sin, tableRows)
+	}
+	b.Free(w, cos, sin)
 	return down(b, x)
 }
 

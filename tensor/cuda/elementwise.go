@@ -60,6 +60,26 @@ func (b *Backend) RoPE(x tensor.Buf, rows, heads, hd int, cos, sin tensor.Buf, t
 		devPtr(dbuf(cos).ptr), devPtr(dbuf(sin).ptr), i32Arg(tableRows))
 }
 
+// RMSNormRoPE implements tensor.NormRoPE: rms_norm_rope, a warp per head,
+// for heads of at most narrowNorm (Qwen3's 128); wider heads take RMSNorm
+// then RoPE.
+func (b *Backend) RMSNormRoPE(x, w tensor.Buf, rows, heads, hd int, eps float32, cos, sin tensor.Buf, tableRows int) {
+	if hd > narrowNorm || hd%2 != 0 {
+		b.RMSNorm(x, x, w, rows*heads, hd, eps)
+		b.RoPE(x, rows, heads, hd, cos, sin, tableRows)
+		return
+	}
+	defer b.enter()()
+	need(x.Len() >= rows*heads*hd && w.Len() >= hd && tableRows > 0 && cos.Len() >= tableRows*hd/2 && sin.Len() >= tableRows*hd/2,
+		"RMSNormRoPE: %d rows of %d heads of %d, %d table rows, with x, weight, cos, sin of %d, %d, %d, %d floats",
+		rows, heads, hd, tableRows, x.Len(), w.Len(), cos.Len(), sin.Len())
+	if rows*heads*hd == 0 {
+		return
+	}
+	b.launch("rms_norm_rope", [3]uint32{uint32((rows*heads + 7) / 8), 1, 1}, 256, 0, devPtr(dbuf(x).ptr), devPtr(dbuf(w).ptr),
+		i64Arg(rows), i32Arg(heads), i32Arg(hd), f32Arg(eps), devPtr(dbuf(cos).ptr), devPtr(dbuf(sin).ptr), i32Arg(tableRows))
+}
+
 func (b *Backend) Gather(dst, src tensor.Buf, width int, ids []int) {
 	defer b.enter()()
 	need(dst.Len() >= len(ids)*width, "Gather: %d rows of %d into %d floats", len(ids), width, dst.Len())

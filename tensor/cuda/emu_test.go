@@ -214,10 +214,16 @@ func (e *emu) close() {
 // above the device (buffers, views, the caching allocator, layouts, launch
 // arguments, the GEMM's transposes, mask uploads) and every kernel's logic,
 // without a GPU.
+//
+// Qwen3's fixtures take its per-head norms fused with RoPE (rms_norm_rope).
 func TestEmulatedConformance(t *testing.T) {
 	b := newEmuBackend(t)
 	backendtest.Ops(t, b, backendtest.Float32)
+	lc := countLaunches(b)
 	modeltest.Models(t, b, backendtest.Float32)
+	if lc.launches["rms_norm_rope"] == 0 {
+		t.Errorf("the models' forwards never launched rms_norm_rope: %v", lc.launches)
+	}
 	t.Run("Ministral3", func(t *testing.T) { modeltest.Ministral(t, b, backendtest.Float32) })
 }
 

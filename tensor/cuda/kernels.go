@@ -39,6 +39,7 @@ var kernelParams = map[string][]param{
 	"gather_rows_bf16":  {ptr, ptr, i32, ptr},
 	"rms_norm":          {ptr, ptr, ptr, i32, f32},
 	"rms_norm_narrow":   {ptr, ptr, ptr, i32, i32, f32},
+	"rms_norm_rope":     {ptr, ptr, i64, i32, i32, f32, ptr, ptr, i32},
 	"rope":              {ptr, i64, i32, i32, ptr, ptr, i32},
 	"store_kv":          {ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32},
 	"attention":         {ptr, ptr, ptr, ptr, ptr, i32, i32, i32, i32, i32, i32, i32, f32},

@@ -43,6 +43,15 @@ __device__ __forceinline__ bool aligned(const void* p, unsigned long long bytes)
     return ((unsigned long long)p & (bytes - 1)) == 0;
 }
 
+// square_part is partial sum p (of 16) of the squares of x [n]: elements
+// p, p+16, … added in order in float64 (RMSNorm's partials, as the CPU
+// backend sums them).
+__device__ __forceinline__ double square_part(const float* x, int n, int p) {
+    double s = 0;
+    for (int j = p; j < n; j += 16) s = fma((double)x[j], (double)x[j], s); // the product is exact in float64
+    return s;
+}
+
 // inv_std_of_parts is the scale of a norm over a row of n, from the 16
 // float64 partial sums of its squares (RMSNorm's of x, LayerNorm's of
 // x − mean): the partials added in order, the mean rounded to float32, and

@@ -14,11 +14,7 @@ __global__ void rms_norm(float* dst, const float* x, const float* w, int n, floa
     __shared__ float scale;
     const float* xr = x + (long long)blockIdx.x * n;
     float* dr = dst + (long long)blockIdx.x * n;
-    if (threadIdx.x < 16) {
-        double s = 0;
-        for (int j = threadIdx.x; j < n; j += 16) s = fma((double)xr[j], (double)xr[j], s); // the product is exact in float64
-        part[threadIdx.x] = s;
-    }
+    if (threadIdx.x < 16) part[threadIdx.x] = square_part(xr, n, threadIdx.x);
     __syncthreads();
     if (threadIdx.x == 0) scale = inv_std_of_parts(part, n, eps);
     __syncthreads();
@@ -37,11 +33,7 @@ __global__ void rms_norm_narrow(float* dst, const float* x, const float* w, int 
     bool live = row < rows;
     const float* xr = x + row * n;
     float* dr = dst + row * n;
-    if (live && lane < 16) {
-        double s = 0;
-        for (int j = lane; j < n; j += 16) s = fma((double)xr[j], (double)xr[j], s); // the product is exact in float64
-        part[warp][lane] = s;
-    }
+    if (live && lane < 16) part[warp][lane] = square_part(xr, n, lane);
     __syncthreads();
     if (live && lane == 0) scale[warp] = inv_std_of_parts(part[warp], n, eps);
     __syncthreads();
