@@ -22,7 +22,7 @@
 #   (the CPU backend's per-op times here), full (full-parameter ZO, tensor.Trainer: its checks on the GPU,
 #   compute-sanitizer on full-parameter steps, steps against PyTorch MeZO's and the Qwen3-8B bf16 step; ~8 min),
 #   fulltrain (200 full-parameter MEAZO steps of Llama-3.2-1B's shapes on real SST-2, with validation; ~2 min),
-#   fullprofile (ncu per kernel of a full-parameter step and of two forwards, Llama-3.2-1B at 8x300),
+#   fullprofile (ncu per kernel of a full-parameter step and of two forwards, Llama-3.2-1B at 16x64 and 8x300),
 #   bf16products (bfloat16 weights multiplied on the tensor cores: the check, zoagree, Ministral's step; ~4 min, at most 8),
 #   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
@@ -342,14 +342,17 @@ for part in $parts; do
     grep -E "^## |^ +[A-Za-z_].*\(|gpu__time_duration" "$out/stepprofile.txt" | head -80
     ;;
   fullprofile) # where a full-parameter step's time goes beyond two forwards: every kernel's GPU time (ncu), Llama-3.2-1B
-    # at 8x300 (the shape furthest from 1.5x PyTorch in docs/bench/2026-11-28-h200-full/), one step and, apart, the two
-    # plain forwards (ncu replays each kernel alone: its times are shares, not wall time; fullbench.txt has the wall time)
-    for what in step forward; do
-      echo "## llama1b 8x300 fullstep -what $what"
-      timeout 200 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" fullstep --backend cuda \
-        -model llama1b -shape 8x300 -what $what -opt meazo -warm 0 -reps 1 2>&1
+    # at 16x64 and 8x300 (the shapes short of 1.5x PyTorch in docs/bench/2026-11-28-h200-full/), one step and, apart,
+    # the two plain forwards (ncu replays each kernel alone: its times are shares, not wall time; fullbench.txt has the
+    # wall time). perturb_copy and zo_update against the HBM bandwidth: 12 and 8 bytes a weight.
+    for shape in 16x64 8x300; do
+      for what in step forward; do
+        echo "## llama1b $shape fullstep -what $what"
+        timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" fullstep --backend cuda \
+          -model llama1b -shape $shape -what $what -opt meazo -warm 0 -reps 1 2>&1
+      done
     done >"$out/fullprofile.txt"
-    python3 scripts/gpu/ncu_summary.py "$out/fullprofile.txt" 2>&1 | head -60
+    python3 scripts/gpu/ncu_summary.py "$out/fullprofile.txt" 2>&1 | head -160
     ;;
   cpuops) # the CPU backend on this machine's Intel cores: time per op class of a Qwen3-0.6B forward
     timeout 120 "$bin/meazo-bench" forward --backend cpu --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 1x128 --reps 3 -ops >"$out/cpuops.txt" 2>&1
