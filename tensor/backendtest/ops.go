@@ -129,6 +129,7 @@ func compare(t *testing.T, what string, got, want []float32, tol Tolerance) {
 
 func opCases() []opCase {
 	cases := append(matMulCases(), elementwiseCases()...)
+	cases = append(cases, ropeCases()...)
 	return append(cases, append(layerNormCases(), encoderCases()...)...)
 }
 
@@ -270,6 +271,16 @@ func elementwiseCases() []opCase {
 			b.Free(up)
 			return down(b, gate)
 		}},
+		{"Attention", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 0) }},
+		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
+		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
+		{"AttentionLongWindow", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 50) }},
+	}
+}
+
+// ropeCases are the rotations, alone and after a per-head norm.
+func ropeCases() []opCase {
+	return []opCase{
 		{"RoPE", func(b tensor.Backend, in *inputs) []float32 { return rope(b, in, 8, 3, 8, 4) }},
 		// Heads of 40: 20 pairs, which do not divide a block of 256 threads;
 		// 28 rows span several blocks, the last one partial.
@@ -279,10 +290,6 @@ func elementwiseCases() []opCase {
 		{"RMSNormRoPE", func(b tensor.Backend, in *inputs) []float32 { return normRoPE(b, in, 7, 3, 128, 5) }},
 		{"RMSNormRoPENarrow", func(b tensor.Backend, in *inputs) []float32 { return normRoPE(b, in, 9, 2, 40, 9) }},
 		{"RMSNormRoPEWide", func(b tensor.Backend, in *inputs) []float32 { return normRoPE(b, in, 3, 2, 300, 2) }},
-		{"Attention", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 0) }},
-		{"AttentionWindow", func(b tensor.Backend, in *inputs) []float32 { return attention(b, in, 3) }},
-		{"AttentionLong", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 0) }},
-		{"AttentionLongWindow", func(b tensor.Backend, in *inputs) []float32 { return attentionLong(b, in, 50) }},
 	}
 }
 
