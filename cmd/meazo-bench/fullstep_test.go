@@ -20,7 +20,7 @@ func TestFullStepModes(t *testing.T) {
 		want []string // regular expressions, each matching a line
 	}{
 		{"step", []string{`step, q=1, normal noise, \d+ parameters: [0-9.]+ s \(evaluating the variants [0-9.]+ s, the rest: update -?[0-9.]+ s; medians of 3\)`, `peak RSS`}},
-		{"forward", []string{`^2 forwards of 2x8: [0-9.]+ s$`, `forward of 4x8 \(the rows of a step\): done`}},
+		{"forward", []string{`^2 forwards of 2x8: [0-9.]+ s$`, `forward of 4x8 \(the rows of a step, one set of weights\): [0-9.]+ s`}},
 		{"pair", []string{`^pair 3: step [0-9.]+ s .* step / 2 forwards [0-9.]+$`, `step / 2 forwards: median [0-9.]+ of 3 pairs`}},
 	} {
 		var out bytes.Buffer
