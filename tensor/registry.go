@@ -59,6 +59,12 @@ type Options struct {
 	// full-parameter ZO's perturbed products stay float32 (so it is for
 	// frozen weights); the CPU backend ignores it.
 	BF16Products bool
+	// PairedProducts has the CUDA backend run full-parameter ZO's two
+	// products by the + and − variants' matrices of a direction as one
+	// batched cuBLAS call (cublasSgemmBatched) instead of two: twice the
+	// tiles in a launch where a variant's rows are few. cuBLAS may round a
+	// batched product otherwise than the same product alone.
+	PairedProducts bool
 }
 
 // AllQueries is the Options.AttentionChunk that takes all of a call's

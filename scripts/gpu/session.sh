@@ -431,11 +431,15 @@ for part in $parts; do
     # for bit the host's), full-parameter steps against the CPU's, products formed in blocks of rows against the whole
     # matrix, then compute-sanitizer on full-parameter steps of the fixtures' shapes. fullbench.txt: fullstep (step and
     # forward, each its own process) against PyTorch MeZO's full-parameter step (scripts/bench/mezo_full_step.py, TF32
-    # off), Llama-3.2-1B and Qwen3-0.6B at 16x64 and 8x300, MEAZO and ZO-SGD, each with its peak device memory (the
-    # backend's, and nvidia-smi's); then Qwen3-8B in bfloat16 (scripts/gpu/qwen3-8b-config.json): a step and the forward.
+    # off), Llama-3.2-1B and Qwen3-0.6B at 16x64 and 8x300, MEAZO (also with MEAZO_CUDA_PAIRED=1) and ZO-SGD, each with
+    # its peak device memory (the backend's, and nvidia-smi's); then Qwen3-8B in bfloat16 (scripts/gpu/qwen3-8b-config.json):
+    # a step and the forward.
     f=$out/full.txt
     (cd tensor/cuda && timeout 200 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 190s \
       -test.run 'TestGPUTrainer|TestGPUNoise|TestGPUFullParameter|TestGPUBlockedProduct|TestTrainerKernelsRound|TestKernelTable') >"$f" 2>&1
+    echo "## MEAZO_CUDA_PAIRED=1: a direction's + and - products as one batched call" >>"$f"
+    (cd tensor/cuda && MEAZO_CUDA_PAIRED=1 timeout 120 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 110s \
+      -test.run 'TestGPUTrainer|TestGPUFullParameter') >>"$f" 2>&1
     # memcheck (leaks too): float32 MEAZO on Qwen3 (q/k norms: perturbed vectors), bf16 ZO-Adam (moments, stochastic
     # rounding) on Llama; racecheck and synccheck: zo_update's reduction in shared memory
     for run in memcheck:qwen3-tiny:meazo: memcheck:llama-tiny:zo-adam:-bf16 racecheck:qwen3-tiny:radazo: synccheck:llama-tiny:meazo:-bf16; do
@@ -451,9 +455,11 @@ for part in $parts; do
     for m in llama1b qwen06b; do
       for s in 16x64 8x300; do
         echo "## $m $s" >>"$f"
-        for run in forward:meazo step:meazo step:zo-sgd; do
-          peakmem "$f" timeout 60 "$bin/meazo-bench" fullstep --backend cuda -model $m -shape $s -what "${run%%:*}" -opt "${run##*:}" \
-            -warm 1 -reps 3 >>"$f" 2>&1
+        for run in forward:meazo:0 step:meazo:0 step:meazo:1 step:zo-sgd:0; do
+          IFS=: read -r what opt paired <<<"$run"
+          [ "$paired" = 1 ] && echo "# MEAZO_CUDA_PAIRED=1" >>"$f"
+          MEAZO_CUDA_PAIRED=$paired peakmem "$f" timeout 60 "$bin/meazo-bench" fullstep --backend cuda -model $m -shape $s -what "$what" \
+            -opt "$opt" -warm 1 -reps 3 >>"$f" 2>&1
         done
         peakmem "$f" timeout 90 python3 scripts/bench/mezo_full_step.py --device cuda --model $m --shape $s --what step --warm 1 --reps 3 >>"$f" 2>&1
       done

@@ -143,8 +143,10 @@ func matMulPerturbed(t *testing.T, b tensor.Backend, tr tensor.Trainer, n, k int
 		{Rows: 2},
 		{Rows: 4, P: testPerturbation(1, 1e-3, noise.Rademacher)},
 		{Rows: 1, P: testPerturbation(1, -1e-3, noise.Rademacher)},
+		{Rows: 3, P: testPerturbation(2, 1e-3, noise.Normal)}, // a + and − of as many rows each
+		{Rows: 3, P: testPerturbation(2, -1e-3, noise.Normal)},
 	}
-	rows := 15
+	rows := 21
 	x := make([]float32, rows*k)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())

@@ -54,7 +54,7 @@ func (d *countingDevice) sgemm(int32, int32, int, int, int, uint64, int, uint64,
 func (d *countingDevice) gemmBF16(int32, int32, int, int, int, uint64, int, uint64, int, uint64, int, float32, float32) error {
 	return nil
 }
-func (d *countingDevice) sgemmBatched(int32, int32, int, int, int, uint64, int, uint64, int, uint64, int, int) error {
+func (d *countingDevice) sgemmBatched(int32, int32, int, int, int, uint64, int, uint64, int, uint64, int, int, bool) error {
 	return nil
 }
 func (d *countingDevice) close() {}

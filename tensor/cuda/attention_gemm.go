@@ -67,13 +67,13 @@ func (b *Backend) attentionGEMM(out, q tensor.Buf, c *kvCache, layer int, a tens
 	for ci := range chunks {
 		t0, tc, n := bounds(ci)
 		arr := func(k int) uint64 { return b.attnPtrs.ptr + uint64(8*(5*ci+k)*batch) }
-		if err := b.dev.sgemmBatched(opN, opN, n, tc, hd, arr(0), c.capacity, arr(1), heads*hd, arr(2), n, batch); err != nil {
+		if err := b.dev.sgemmBatched(opN, opN, n, tc, hd, arr(0), c.capacity, arr(1), heads*hd, arr(2), n, batch, false); err != nil {
 			b.fail(err)
 		}
 		b.launch("attention_softmax", [3]uint32{uint32(tc), uint32(heads), uint32(a.Seqs)}, 128, uint32(4*n),
 			devPtr(scores), devPtr(b.mask.ptr), i32Arg(tc), i32Arg(heads), i32Arg(n), i32Arg(c.capacity),
 			i32Arg(a.Start+t0), i32Arg(a.Window), f32Arg(a.Scale))
-		if err := b.dev.sgemmBatched(opN, opN, hd, tc, n, arr(3), hd, arr(2), n, arr(4), heads*hd, batch); err != nil {
+		if err := b.dev.sgemmBatched(opN, opN, hd, tc, n, arr(3), hd, arr(2), n, arr(4), heads*hd, batch, false); err != nil {
 			b.fail(err)
 		}
 	}

@@ -96,11 +96,15 @@ type Backend struct {
 	// Full-parameter ZO (trainer.go, trainer_update.go): the directions of
 	// an update on the device and as last uploaded, the updates' sums of
 	// squares; perturbChunk, the most elements of a weight formed perturbed
-	// at once (0: defaultPerturbChunk).
+	// at once (0: defaultPerturbChunk); paired (Options.PairedProducts):
+	// a direction's two products as one batched call, whose pointer arrays
+	// pairPtrs holds.
 	dirs         devArray
 	dirsTable    []uint64
 	squares      squares
 	perturbChunk int
+	paired       bool
+	pairPtrs     devArray
 	// wideChunk: the most elements of a bfloat16 weight widened at once
 	// for a plain product (0: defaultWideChunk; matmul.go).
 	wideChunk int
@@ -142,7 +146,7 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 	settings := o.settings() // they change the bits: into the description and Arithmetic
 	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{},
 		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, attnChunk: chunk, stack: o.StackProjections,
-		bf16Products: o.BF16Products}, nil
+		bf16Products: o.BF16Products, paired: o.PairedProducts}, nil
 }
 
 // failf reports a device failure (see tensor.DeviceError).
@@ -219,7 +223,7 @@ func (b *Backend) release() {
 			b.devFree(x.ptr, c)
 		}
 	}
-	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev} {
+	for _, a := range []*devArray{&b.ids, &b.ids2, &b.mask, &b.out, &b.attnPtrs, &b.dirs, &b.squares.dev, &b.pairPtrs} {
 		if a.ptr != 0 {
 			b.devFree(a.ptr, a.bytes)
 		}

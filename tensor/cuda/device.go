@@ -31,9 +31,10 @@ type device interface {
 	// gemmBF16 is sgemm with A and B in bfloat16 (cublasGemmEx: products on
 	// the tensor cores, summed in float32 into a float32 C).
 	gemmBF16(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, alpha, beta float32) error
-	// sgemmBatched is cuBLAS's sgemm with α = 1, β = 0 over batch problems
-	// of one shape: a, b and c are device arrays of batch device pointers.
-	sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error
+	// sgemmBatched is cuBLAS's sgemm with α = 1 and β = 0 (add: β = 1, C
+	// added to) over batch problems of one shape: a, b and c are device
+	// arrays of batch device pointers.
+	sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int, add bool) error
 	close()
 }
 

@@ -198,8 +198,12 @@ func (e *emu) gemmBF16(transA, transB int32, m, n, k int, a uint64, lda int, b u
 	return e.reply("gemmBF16")
 }
 
-func (e *emu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error {
-	e.put(byte('B'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc), int32(batch))
+func (e *emu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int, add bool) error {
+	var beta float32
+	if add {
+		beta = 1
+	}
+	e.put(byte('B'), transA, transB, int32(m), int32(n), int32(k), a, int32(lda), b, int32(ldb), c, int32(ldc), int32(batch), beta)
 	return e.reply("sgemmBatched")
 }
 
@@ -312,11 +316,13 @@ type launchCounter struct {
 	launches       map[string]int
 	tiles          map[uint64]int
 	softmaxQueries map[uint32]int
+	batched        map[int]int // cublasSgemmBatched calls by batch count
 }
 
 // countLaunches has b's device counted from now on.
 func countLaunches(b *Backend) *launchCounter {
-	lc := &launchCounter{device: b.dev, launches: map[string]int{}, tiles: map[uint64]int{}, softmaxQueries: map[uint32]int{}}
+	lc := &launchCounter{device: b.dev, launches: map[string]int{}, tiles: map[uint64]int{}, softmaxQueries: map[uint32]int{},
+		batched: map[int]int{}}
 	b.dev = lc
 	return lc
 }
@@ -330,6 +336,11 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 		l.softmaxQueries[grid[0]]++
 	}
 	return l.device.launch(name, grid, block, shmem, args)
+}
+
+func (l *launchCounter) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int, add bool) error {
+	l.batched[batch]++
+	return l.device.sgemmBatched(transA, transB, m, n, k, a, lda, b, ldb, c, ldc, batch, add)
 }
 
 // TestAttnChunk checks attentionGEMM's chunks: attnChunk queries, fewer

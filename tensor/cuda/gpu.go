@@ -16,7 +16,7 @@ type gpu struct {
 	module      uintptr
 	handle      uintptr
 	fns         map[string]uintptr
-	alpha, beta *float32 // sgemmBatched's α = 1 and β = 0, which cuBLAS reads through host pointers
+	alpha, beta, one *float32 // sgemmBatched's α = 1 and β = 0 or 1, which cuBLAS reads through host pointers
 	stage       staging
 	arith       string // the GPU and cuBLAS, for Backend.Arithmetic
 }
@@ -124,8 +124,8 @@ func (g *gpu) start(ordinal int32, syncUploads bool) (desc string, maxShm int, e
 		return "", 0, err
 	}
 	c := g.blas
-	g.alpha, g.beta = new(float32), new(float32)
-	*g.alpha = 1
+	g.alpha, g.beta, g.one = new(float32), new(float32), new(float32)
+	*g.alpha, *g.one = 1, 1
 	var name [256]byte
 	d.deviceGetName(&name[0], int32(len(name)), g.dev)
 	free, total := g.memInfo()
@@ -262,8 +262,12 @@ func (g *gpu) gemmBF16(transA, transB int32, m, n, k int, a uint64, lda int, b u
 	return g.blas.check("cublasGemmEx", rc)
 }
 
-func (g *gpu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int) error {
-	rc := g.blas.sgemmBatched(g.handle, transA, transB, int32(m), int32(n), int32(k), g.alpha, a, int32(lda), b, int32(ldb), g.beta, c,
+func (g *gpu) sgemmBatched(transA, transB int32, m, n, k int, a uint64, lda int, b uint64, ldb int, c uint64, ldc int, batch int, add bool) error {
+	beta := g.beta
+	if add {
+		beta = g.one
+	}
+	rc := g.blas.sgemmBatched(g.handle, transA, transB, int32(m), int32(n), int32(k), g.alpha, a, int32(lda), b, int32(ldb), beta, c,
 		int32(ldc), int32(batch))
 	return g.blas.check("cublasSgemmBatched", rc)
 }

@@ -39,12 +39,19 @@ type Options struct {
 	// clean pass (FZOO's, validation) would multiply otherwise than a
 	// perturbed one; leave it off for full-parameter training.
 	BF16Products bool
+	// PairedProducts multiplies a direction's + and − variants' rows by
+	// their matrices in one cublasSgemmBatched of two (trainer.go's
+	// pairedProduct) instead of two cublasSgemm calls: full-parameter ZO at
+	// small batches, where one variant's product leaves much of the GPU
+	// idle. Off until measured on a GPU.
+	PairedProducts bool
 }
 
 // optionsOf takes the CUDA backend's settings from o.
 func optionsOf(o tensor.Options) Options {
 	return Options{Device: o.Device, StackProjections: o.StackProjections, Attention: o.Attention,
-		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads, BF16Products: o.BF16Products}
+		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads, BF16Products: o.BF16Products,
+		PairedProducts: o.PairedProducts}
 }
 
 // defaultAttnChunk is attnChunk's default. Measured on an H200
@@ -106,6 +113,9 @@ func (o Options) settings() string {
 	}
 	if o.BF16Products {
 		s += "; bfloat16 weights multiplied in bfloat16 on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS)"
+	}
+	if o.PairedProducts {
+		s += "; a direction's perturbed products paired (MEAZO_CUDA_PAIRED)"
 	}
 	if o.AttentionChunk != 0 {
 		s += fmt.Sprintf("; attention chunks of %d queries (MEAZO_CUDA_ATTN_CHUNK)", max(o.AttentionChunk, 0))

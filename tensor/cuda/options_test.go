@@ -30,6 +30,8 @@ func TestOptions(t *testing.T) {
 		{"synchronous uploads: the GPU's description", Options{SyncUploads: true}, 128, 256, defaultAttnChunk, false, ""},
 		{"bfloat16 products", Options{BF16Products: true}, 128, 256, defaultAttnChunk, false,
 			"; bfloat16 weights multiplied in bfloat16 on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS)"},
+		{"paired products", Options{PairedProducts: true}, 128, 256, defaultAttnChunk, false,
+			"; a direction's perturbed products paired (MEAZO_CUDA_PAIRED)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := newBackend(nil, "gpu", 48<<10, c.o)
@@ -57,8 +59,9 @@ func TestOptions(t *testing.T) {
 // CUDA backend's reaches its Options (a backend opened by name).
 func TestOptionsOf(t *testing.T) {
 	o := tensor.Options{Threads: 3, Device: 2, StackProjections: true, GEMMPath: "avx2", GEMMTile: 8,
-		Attention: "gemm", AttentionChunk: 64, SyncUploads: true}
-	want := Options{Device: 2, StackProjections: true, Attention: "gemm", AttentionChunk: 64, SyncUploads: true}
+		Attention: "gemm", AttentionChunk: 64, SyncUploads: true, BF16Products: true, PairedProducts: true}
+	want := Options{Device: 2, StackProjections: true, Attention: "gemm", AttentionChunk: 64, SyncUploads: true,
+		BF16Products: true, PairedProducts: true}
 	if got := optionsOf(o); got != want {
 		t.Errorf("optionsOf(%+v) = %+v, want %+v", o, got, want)
 	}

@@ -7,6 +7,7 @@ package cuda
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/tensor"
@@ -235,11 +236,36 @@ func (b *Backend) multiplyBlock(j *perturbJob, w *weight, r0, n int, scratch, sl
 		args = append(args, f64Arg(j.scales[0]), f64Arg(scale1))
 		b.launch("perturb_copy", blocks1D(quads(e0, elems)), 256, 0, args...)
 	}
+	if b.paired && b.pairedProduct(j, mats, w, r0, n, yp, xp, add) {
+		return
+	}
 	for i, ranges := range j.ranges {
 		for _, r := range ranges {
 			b.gemmCols(yp+uint64(4*(r.lo*w.n+r0)), xp+uint64(4*r.lo*w.k), mats[i], r.rows, n, w.n, w.k, add, 1)
 		}
 	}
+}
+
+// pairedProduct is multiplyBlock's products for a job of two scales (a
+// direction's + and − variants) that read one run of rows each, of the
+// same count: both as one cublasSgemmBatched of two, each problem the
+// gemmCols of its rows, so that a launch has both variants' tiles. It
+// reports whether the job was of that kind (else nothing ran).
+func (b *Backend) pairedProduct(j *perturbJob, mats [2]uint64, w *weight, r0, n int, yp, xp uint64, add bool) bool {
+	if len(j.ranges) != 2 || len(j.ranges[0]) != 1 || len(j.ranges[1]) != 1 || j.ranges[0][0].rows != j.ranges[1][0].rows {
+		return false
+	}
+	lo0, lo1, rows := j.ranges[0][0].lo, j.ranges[1][0].lo, j.ranges[0][0].rows
+	// a: the two matrices; b: their rows of x; c: their rows of y at column r0.
+	ptrs := []uint64{mats[0], mats[1], xp + uint64(4*lo0*w.k), xp + uint64(4*lo1*w.k),
+		yp + uint64(4*(lo0*w.n+r0)), yp + uint64(4*(lo1*w.n+r0))}
+	b.grow(&b.pairPtrs, uint64(8*len(ptrs)))
+	b.upload(b.pairPtrs.ptr, unsafe.Pointer(&ptrs[0]), uint64(8*len(ptrs)))
+	arr := func(i int) uint64 { return b.pairPtrs.ptr + uint64(16*i) }
+	if err := b.dev.sgemmBatched(opT, opN, n, rows, w.k, arr(0), w.k, arr(1), w.k, arr(2), w.n, 2, add); err != nil {
+		b.fail(err)
+	}
+	return true
 }
 
 // RowsPerturbed implements tensor.Trainer: perturb_rows, a block per row.

@@ -19,19 +19,26 @@ import (
 // (perturbChunk small), where the products are formed and multiplied a
 // block of W's rows at a time; the second also keeps room for only one
 // partial sum of squares on the device, so that each update's are read
-// back before the next one's are written.
+// back before the next one's are written. The third has a direction's +
+// and − products paired (Options.PairedProducts): one batched call each.
 func TestEmulatedTrainer(t *testing.T) {
-	for _, chunk := range []int{0, 1000} {
-		t.Run(fmt.Sprintf("perturbChunk=%d", chunk), func(t *testing.T) {
+	for _, c := range []struct {
+		chunk  int
+		paired bool
+	}{{0, false}, {1000, false}, {1000, true}} {
+		t.Run(fmt.Sprintf("perturbChunk=%d,paired=%v", c.chunk, c.paired), func(t *testing.T) {
 			b := newEmuBackend(t)
-			b.perturbChunk = chunk
-			if chunk > 0 {
+			b.perturbChunk, b.paired = c.chunk, c.paired
+			if c.chunk > 0 {
 				b.squares.limit = 1
 			}
 			lc := countLaunches(b)
 			backendtest.Trainer(t, b, backendtest.Exact)
 			if lc.launches["perturb_copy"] == 0 || lc.launches["perturb_rows"] == 0 || lc.launches["zo_update"] == 0 {
 				t.Errorf("the Trainer's kernels did not all run: %v", lc.launches)
+			}
+			if (lc.batched[2] > 0) != c.paired {
+				t.Errorf("%d paired products (batched calls of 2) with paired %v", lc.batched[2], c.paired)
 			}
 			if bufs, weights, _ := b.Live(); bufs != 0 || weights != 0 {
 				t.Errorf("%d buffers and %d weights left alive", bufs, weights)
@@ -171,8 +178,20 @@ func checkNormalWords(t *testing.T, b *Backend, words []uint32) {
 // projected gradients) applied to the CUDA model's weights leave them, and
 // the optimizer's state, bit for bit the CPU's, step after step: every
 // optimizer's rule, float32 and bfloat16 weights, joint and grouped.
+//
+// The last case has a direction's + and − products paired
+// (Options.PairedProducts).
 func TestEmulatedFullParameter(t *testing.T) {
 	for _, c := range fullParamCases {
 		t.Run(c.name, func(t *testing.T) { fullParameterSteps(t, newEmuBackend(t), c) })
 	}
+	t.Run("meazo/paired", func(t *testing.T) {
+		b := newEmuBackend(t)
+		b.paired = true
+		lc := countLaunches(b)
+		fullParameterSteps(t, b, fullParamCases[0])
+		if lc.batched[2] == 0 {
+			t.Errorf("no paired products (batched calls of 2): %v", lc.batched)
+		}
+	})
 }

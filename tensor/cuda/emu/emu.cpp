@@ -17,8 +17,8 @@
 // nargs u64 args… | 'G' i32 ta tb m n k u64 a i32 lda u64 b i32 ldb u64 c
 // i32 ldc f32 α f32 β (cuBLAS sgemm, column-major) | 'H' the same with a
 // and b in bfloat16 (cublasGemmEx, float32 sums) | 'B' the same as 'G' up to
-// ldc, a, b and c arrays of pointers, then i32 batch (cublasSgemmBatched,
-// α = 1, β = 0).
+// ldc, a, b and c arrays of pointers, then i32 batch and f32 β
+// (cublasSgemmBatched, α = 1).
 //
 // The test that builds it (../emu_test.go) writes two files beside it:
 // kernels_unit.inc, the translation unit of ../kernels that NVRTC compiles
@@ -292,9 +292,10 @@ int main() {
                 gemmBF16(ta, tb, m, n, k, (const uint16_t*)a, lda, (const uint16_t*)b, ldb, (float*)c, ldc, alpha, beta);
             } else {
                 int batch = rd<int32_t>();
+                float beta = rd<float>();
                 const uint64_t *as = (const uint64_t*)a, *bs = (const uint64_t*)b, *cs = (const uint64_t*)c;
                 for (int i = 0; i < batch; i++)
-                    sgemm(ta, tb, m, n, k, (const float*)as[i], lda, (const float*)bs[i], ldb, (float*)cs[i], ldc);
+                    sgemm(ta, tb, m, n, k, (const float*)as[i], lda, (const float*)bs[i], ldb, (float*)cs[i], ldc, 1, beta);
             }
             ok();
             break;
