@@ -9,16 +9,16 @@ import (
 
 // gpu is a device: one NVIDIA GPU through the CUDA driver API and cuBLAS.
 type gpu struct {
-	drv         *driver
-	blas        *cublas
-	dev         int32
-	ctx         uintptr
-	module      uintptr
-	handle      uintptr
-	fns         map[string]uintptr
+	drv              *driver
+	blas             *cublas
+	dev              int32
+	ctx              uintptr
+	module           uintptr
+	handle           uintptr
+	fns              map[string]uintptr
 	alpha, beta, one *float32 // sgemmBatched's α = 1 and β = 0 or 1, which cuBLAS reads through host pointers
-	stage       staging
-	arith       string // the GPU and cuBLAS, for Backend.Arithmetic
+	stage            staging
+	arith            string // the GPU and cuBLAS, for Backend.Arithmetic
 }
 
 // staging is pinned (page-locked) host memory through which htod sends
