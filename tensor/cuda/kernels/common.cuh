@@ -43,6 +43,14 @@ __device__ __forceinline__ bool aligned(const void* p, unsigned long long bytes)
     return ((unsigned long long)p & (bytes - 1)) == 0;
 }
 
+// load4 and store4 move a quad of floats as one 16-byte access (p aligned
+// to 16 bytes).
+__device__ __forceinline__ void load4(const float* p, float v[4]) {
+    float4 f = *(const float4*)p;
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+}
+__device__ __forceinline__ void store4(float* p, const float v[4]) { *(float4*)p = make_float4(v[0], v[1], v[2], v[3]); }
+
 // square_part is partial sum p (of 16) of the squares of x [n]: elements
 // p, p+16, … added in order in float64 (RMSNorm's partials, as the CPU
 // backend sums them).

@@ -24,8 +24,7 @@ __device__ __forceinline__ void load_weight4(const void* w, int bf16, long long 
         v[2] = __uint_as_float(h.y << 16), v[3] = __uint_as_float(h.y & 0xFFFF0000u);
         return;
     }
-    float4 f = *(const float4*)((const float*)w + i);
-    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    load4((const float*)w + i, v);
 }
 
 // weights_vec reports whether the quads of a stream whose element e0 is
@@ -42,11 +41,12 @@ __device__ __forceinline__ bool weights_vec(long long e0, const void* w, int bf1
 // null, dst1[i … i+3] = w + scale1·z, for the quad's weights w and noise z.
 __device__ __forceinline__ void perturb_quad(float* dst0, float* dst1, long long i, const float w[4], const float z[4],
                                              double scale0, double scale1) {
-    *(float4*)(dst0 + i) = make_float4(noise_perturbed(w[0], scale0, z[0]), noise_perturbed(w[1], scale0, z[1]),
-                                       noise_perturbed(w[2], scale0, z[2]), noise_perturbed(w[3], scale0, z[3]));
-    if (dst1)
-        *(float4*)(dst1 + i) = make_float4(noise_perturbed(w[0], scale1, z[0]), noise_perturbed(w[1], scale1, z[1]),
-                                           noise_perturbed(w[2], scale1, z[2]), noise_perturbed(w[3], scale1, z[3]));
+    float v[4];
+    for (int m = 0; m < 4; m++) v[m] = noise_perturbed(w[m], scale0, z[m]);
+    store4(dst0 + i, v);
+    if (!dst1) return;
+    for (int m = 0; m < 4; m++) v[m] = noise_perturbed(w[m], scale1, z[m]);
+    store4(dst1 + i, v);
 }
 
 extern "C" {

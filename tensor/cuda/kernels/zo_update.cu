@@ -102,13 +102,6 @@ __device__ __forceinline__ double update_element(const UpdateRule& r, void* thet
     return d2;
 }
 
-// load4 and store4 move a quad of floats as one 16-byte access.
-__device__ __forceinline__ void load4(const float* p, float v[4]) {
-    float4 f = *(const float4*)p;
-    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-}
-__device__ __forceinline__ void store4(float* p, const float v[4]) { *(float4*)p = make_float4(v[0], v[1], v[2], v[3]); }
-
 // update_quad is update_element on elements i … i+3 in order, its loads and
 // stores one vector each (update_vec said they are aligned), and returns
 // ss plus the four squares added in order.
