@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/inputfile"
@@ -164,7 +165,10 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 		c, err = parseMinistral3(b, r, present, false)
 		return c, true, err
 	default:
-		return nil, false, fmt.Errorf("unsupported architecture %q (supported: %s)", c.Architecture, strings.Join(Architectures, ", "))
+		if slices.Contains(ViTArchitectures, c.Architecture) {
+			return nil, false, fmt.Errorf("architecture %q is an image classifier, not a language model: it runs image tasks (task.name pets, meazo-eval task --task pets, meazo-inspect forward), not this", c.Architecture)
+		}
+		return nil, false, fmt.Errorf("unsupported architecture %q (supported: %s, and %s for image tasks)", c.Architecture, strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
 		return nil, false, fmt.Errorf(`unsupported "hidden_act" %q (only silu)`, r.HiddenAct)

@@ -92,6 +92,9 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown architecture", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(config), "LlamaForCausalLM", "GPT2LMHeadModel", 1)), 0o644)
 		}, []string{"config.json", "GPT2LMHeadModel"}},
+		{"an image classifier", func(dir string) {
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(config), "LlamaForCausalLM", "ViTForImageClassification", 1)), 0o644)
+		}, []string{"config.json", "is an image classifier, not a language model", "--task pets"}},
 		{"truncated weights", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "model.safetensors"), weights[:len(weights)/2], 0o644)
 		}, []string{"model.safetensors"}},

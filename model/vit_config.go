@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
@@ -51,6 +53,25 @@ type rawViTConfig struct {
 	ID2Label         map[string]string `json:"id2label"`
 }
 
+// ViTArchitectures are the HF classes LoadViT reads: an image classifier,
+// or the encoder alone (Headless).
+var ViTArchitectures = []string{"ViTForImageClassification", "ViTModel"}
+
+// IsViT reports whether the config.json of the checkpoint in dir names one
+// of ViTArchitectures: such a checkpoint is loaded with LoadViT, a decoder
+// with Load. A config that cannot be read is not a ViT's here; the loader
+// then names what is wrong with it.
+func IsViT(dir string) bool {
+	b, err := inputfile.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return false
+	}
+	var r struct {
+		Architectures []string `json:"architectures"`
+	}
+	return json.Unmarshal(b, &r) == nil && len(r.Architectures) == 1 && slices.Contains(ViTArchitectures, r.Architectures[0])
+}
+
 // LoadViTConfig reads a ViTForImageClassification config.json.
 func LoadViTConfig(path string) (*ViTConfig, error) {
 	b, err := inputfile.ReadFile(path)
@@ -77,7 +98,7 @@ func ParseViTConfig(b []byte) (*ViTConfig, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	if len(r.Architectures) != 1 || r.Architectures[0] != "ViTForImageClassification" && r.Architectures[0] != "ViTModel" {
+	if len(r.Architectures) != 1 || !slices.Contains(ViTArchitectures, r.Architectures[0]) {
 		return nil, fmt.Errorf(`"architectures" is %q, not ["ViTForImageClassification"] or ["ViTModel"]`, r.Architectures)
 	}
 	if r.HiddenAct != nil && *r.HiddenAct != "gelu" {

@@ -306,6 +306,7 @@ type EvalOptions struct {
 	// the longer answer for SST-2); 0: none skipped.
 	MaxLength int
 	Format    string // how examples become text (task.format): chat (default) or mezo
+	Threads   int    // image tasks (EvaluateImages): workers that decode the images (0: all cores)
 	Log       io.Writer
 }
 

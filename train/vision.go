@@ -154,26 +154,38 @@ func (v *vision) accuracy(batchSize int, pass *evalPass, part *evalPartial) (map
 		if err != nil {
 			return nil, err
 		}
-		logits, err := v.vit.Logits(px, hi-lo)
+		correct, err := v.correct(px, labels, lo)
 		if err != nil {
 			return nil, err
 		}
-		k := v.vit.Config.NumLabels
-		for i, label := range labels {
-			scores := make([]float64, k)
-			for c := range scores {
-				if scores[c] = float64(logits[i*k+c]); math.IsNaN(scores[c]) || math.IsInf(scores[c], 0) {
-					return nil, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", lo+i, c, scores[c])
-				}
-			}
-			if eval.PredictLabel(scores) == label {
-				part.Sums[0]++
-			}
-		}
+		part.Sums[0] += float64(correct)
 		part.Done = hi
 		if err := pass.after(hi, hi < n); err != nil {
 			return nil, err
 		}
 	}
 	return map[string]float64{"accuracy": part.Sums[0] / float64(n)}, nil
+}
+
+// correct runs the ViT on a batch of images (pixel_values px, the first of
+// them test image first) and counts those whose highest logit (the first
+// of equal ones) is their label.
+func (v *vision) correct(px []float32, labels []int, first int) (int, error) {
+	logits, err := v.vit.Logits(px, len(labels))
+	if err != nil {
+		return 0, err
+	}
+	k, n := v.vit.Config.NumLabels, 0
+	for i, label := range labels {
+		scores := make([]float64, k)
+		for c := range scores {
+			if scores[c] = float64(logits[i*k+c]); math.IsNaN(scores[c]) || math.IsInf(scores[c], 0) {
+				return 0, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", first+i, c, scores[c])
+			}
+		}
+		if eval.PredictLabel(scores) == label {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -3,6 +3,7 @@
 // computed exactly as the official implementations do.
 //
 //	meazo-eval task --model DIR [--adapter RUN_DIR/best] --task squad --data dev-v1.1.json [--max-examples 200]
+//	meazo-eval task --model VIT_DIR [--adapter RUN_DIR/best] --task pets --data test-00000-of-00001.parquet
 //	meazo-eval score --metric squad [--in preds.jsonl] [--out scores.jsonl]
 //	meazo-eval score --metric rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]
 //

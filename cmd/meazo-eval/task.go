@@ -5,8 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -22,13 +26,13 @@ func runTask(args []string, stdout, log io.Writer) error {
 	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
 	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model")
 	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; prompt tuning: no effect)")
-	task := fs.String("task", "", "sst2, squad or xsum")
-	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet)")
+	task := fs.String("task", "", "sst2, squad, xsum, or pets (a ViT image classifier)")
+	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet)")
 	maxExamples := fs.Int("max-examples", 0, "evaluate the first N examples (0: all)")
-	batch := fs.Int("batch-size", 8, "sequences per forward / generation batch")
+	batch := fs.Int("batch-size", 8, "sequences (pets: images) per forward / generation batch")
 	maxNew := fs.Int("max-new-tokens", 0, "generation cap (0: SQuAD 50, XSum 100)")
 	maxLen := fs.Int("max-length", data.DefaultMaxTokens, "skip, counted and named on stderr, the examples whose evaluation takes more tokens (the prompt and the new tokens; SST-2: the rendered answer), as task.max_length; 0: none")
-	threads := fs.Int("threads", 0, "CPU worker threads (0: all cores)")
+	threads := fs.Int("threads", 0, "CPU worker threads, and pets' image decoders (0: all cores)")
 	backend := fs.String("backend", "auto", backends.Usage)
 	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024); use the run's model.date_string")
 	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
@@ -46,6 +50,10 @@ func runTask(args []string, stdout, log io.Writer) error {
 	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0 || *maxLen < 0:
 		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens, --max-length and --threads must not be negative and --batch-size must be at least 1"))
 	}
+	if data.Task(*task) == data.Pets {
+		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend,
+			maxExamples: *maxExamples, batch: *batch, threads: *threads}, stdout, log)
+	}
 	be, err := backends.Open(*backend, *threads, log)
 	if err != nil {
 		return err
@@ -62,6 +70,59 @@ func runTask(args []string, stdout, log io.Writer) error {
 	}
 	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
 		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Format: *format, Log: log})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+// textOnlyFlags are runTask's flags that an image task has no use for.
+var textOnlyFlags = []string{"merge", "max-new-tokens", "max-length", "date-string", "rouge-stem", "bf16-weights", "strict", "format"}
+
+// imageTask is what runImageTask takes from runTask's flags.
+type imageTask struct {
+	model, adapter, data, backend string
+	maxExamples, batch, threads   int
+}
+
+// runImageTask is runTask for an image task (pets): a ViT image classifier
+// (ViTForImageClassification, or a ViTModel with the adapter's classifier),
+// its saved LoRA adapter if one is named, scored by accuracy on the Parquet
+// file's images as meazo-train scores a run's test split. fs is the parsed
+// flag set, to refuse the flags only text tasks take.
+func runImageTask(fs *flag.FlagSet, o imageTask, stdout, log io.Writer) error {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(textOnlyFlags, f.Name) {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return cli.Usage(fmt.Errorf("%s: not for an image task (pets)", strings.Join(bad, ", ")))
+	}
+	cfg, err := model.LoadViTConfig(filepath.Join(o.model, "config.json"))
+	if err != nil {
+		return err
+	}
+	if cfg.Headless && o.adapter == "" {
+		return fmt.Errorf("%s is a ViTModel, without a classifier: evaluate it with a saved adapter (--adapter RUN_DIR/best), which holds the trained one", o.model)
+	}
+	proc, err := imageproc.LoadConfig(filepath.Join(o.model, "preprocessor_config.json"))
+	if err != nil {
+		return err
+	}
+	be, err := backends.Open(o.backend, o.threads, log)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	m, err := model.LoadViTWith(o.model, model.ViTLoadOptions{Backend: be, NumLabels: data.PetsClasses})
+	if err != nil {
+		return err
+	}
+	defer m.Free()
+	res, err := train.EvaluateImages(m, proc, train.EvalOptions{Adapter: o.adapter, Task: string(data.Pets), Data: o.data,
+		MaxExamples: o.maxExamples, BatchSize: o.batch, Threads: o.threads, Log: log})
 	if err != nil {
 		return err
 	}

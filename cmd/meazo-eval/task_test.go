@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -125,4 +131,127 @@ func TestTaskLengthRule(t *testing.T) {
 	if err := runTask(append(args, "--max-length", "-1"), io.Discard, io.Discard); err == nil {
 		t.Error("--max-length -1 was accepted")
 	}
+}
+
+// TestTaskPets: meazo-eval scores a ViT on a Pets test file as
+// meazo-train scored it at the end of its run: the saved best adapter's
+// accuracy and the base model's are the run summary's, bit for bit, in
+// batches of any size, and the base model's is 0.5 on a file labelled
+// with its own predictions on half the images; the text tasks' flags are
+// refused.
+func TestTaskPets(t *testing.T) {
+	const (
+		vit      = "../../model/testdata/vit/vit-tiny"
+		trainSet = "../../train/testdata/pets/train.parquet"
+		testSet  = "../../train/testdata/pets/test.parquet"
+	)
+	test := halfRightLabels(t, vit, testSet)
+	dir := filepath.Join(t.TempDir(), "run")
+	s, err := train.Run(train.Options{Overrides: []string{"model.path=" + vit, "task.name=pets", "task.train=" + trainSet, "task.test=" + test,
+		"adapter.targets=[query,value]", "adapter.r=4", "adapter.alpha=8", "optimizer.lr=1e-2", "optimizer.eps=1e-3",
+		"train.steps=4", "train.batch_size=4", "train.eval_every=2", "eval.batch_size=5", "eval.base=true", "output.dir=" + dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		which string
+		args  []string
+	}{
+		{"base", []string{"--batch-size", "3"}},
+		{"best", []string{"--adapter", filepath.Join(dir, "best")}},
+		{"best", []string{"--adapter", filepath.Join(dir, "best"), "--batch-size", "1", "--threads", "1"}},
+	} {
+		var out bytes.Buffer
+		args := append([]string{"--model", vit, "--task", "pets", "--data", test}, c.args...)
+		if err := runTask(args, &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		var res map[string]float64
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("output %q: %v", out.String(), err)
+		}
+		t.Logf("%s %v: %v", c.which, c.args, res)
+		if c.which == "base" && res["accuracy"] != 0.5 {
+			t.Errorf("%v: the base model's accuracy is %v; its own predictions on half the images give 0.5", c.args, res["accuracy"])
+		}
+		if want := s.Test[c.which]["accuracy"]; res["accuracy"] != want || len(res) != 1 {
+			t.Errorf("%v: %v, want the run's %s accuracy %v", c.args, res, c.which, want)
+		}
+	}
+	var out bytes.Buffer
+	if err := runTask([]string{"--model", vit, "--task", "pets", "--data", test, "--max-examples", "5"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]float64
+	if json.Unmarshal(out.Bytes(), &res); res["accuracy"]*5 != math.Round(res["accuracy"]*5) {
+		t.Errorf("--max-examples 5: accuracy %v is not a count of 5", res["accuracy"])
+	}
+	// The published checkpoint is a ViTModel: no classifier but the
+	// adapter's, which gives the same accuracy; without an adapter, no
+	// classifier at all.
+	headless := t.TempDir()
+	fixture.WriteViTModel(t, vit, headless)
+	out.Reset()
+	if err := runTask([]string{"--model", headless, "--task", "pets", "--data", test, "--adapter", filepath.Join(dir, "best")}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if json.Unmarshal(out.Bytes(), &res); res["accuracy"] != s.Test["best"]["accuracy"] {
+		t.Errorf("a ViTModel with the run's adapter: accuracy %v, want the run's %v", res["accuracy"], s.Test["best"]["accuracy"])
+	}
+	err = runTask([]string{"--model", headless, "--task", "pets", "--data", test}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "is a ViTModel, without a classifier") {
+		t.Errorf("a ViTModel without an adapter: got %v", err)
+	}
+	err = runTask([]string{"--model", vit, "--task", "pets", "--data", test, "--merge", "--format", "mezo"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--format, --merge: not for an image task") {
+		t.Errorf("text-only flags: got %v", err)
+	}
+	err = runTask([]string{"--model", vit, "--task", "pets", "--data", filepath.Join(vit, "config.json")}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Errorf("a data file that is not Parquet: got %v", err)
+	}
+}
+
+// halfRightLabels writes a copy of the Parquet file src whose labels are
+// the ViT's own predictions on the first half of the images and another
+// class on the rest, and returns its path.
+func halfRightLabels(t *testing.T, vit, src string) string {
+	t.Helper()
+	rows, err := parquet.ReadFile[data.HubImageRow](src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.LoadViT(vit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	proc, err := imageproc.LoadConfig(filepath.Join(vit, "preprocessor_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		px, err := proc.File(rows[i].Image.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits, err := m.Logits(px, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pred := 0
+		for c, l := range logits {
+			if l > logits[pred] {
+				pred = c
+			}
+		}
+		if rows[i].Label = int64(pred); i >= len(rows)/2 {
+			rows[i].Label = int64((pred + 1) % data.PetsClasses)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "test.parquet")
+	if err := parquet.WriteFile(out, rows); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register("forward", "run a batch through a checkpoint and write logits and losses (safetensors)", runForward)
+	register("forward", "run a batch (of tokens; a ViT: of images) through a checkpoint and write logits and losses (safetensors)", runForward)
 	register("generate", "greedy generation from a (left-padded) batch of prompts", runGenerate)
 }
 
@@ -104,16 +104,27 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	backend := fs.String("backend", "auto", backends.Usage)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
 	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
-	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional)`)
-	outPath := fs.String("out", "", "output safetensors: logits F32 [B,T,V]; loss F32 [1] and loss_per_seq F32 [B] when labels are given")
+	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional); a ViT's: {"pixel_values": [B][C][H][W]} or {"images": [paths]}, "labels" [B] optional`)
+	outPath := fs.String("out", "", "output safetensors: logits F32 [B,T,V]; loss F32 [1] and loss_per_seq F32 [B] when labels are given (a ViT: logits [B,classes], loss, pixel_values)")
+	images := fs.String("images", "", "a ViT: comma-separated image files (PNG or JPEG) instead of --input, preprocessed as the checkpoint's preprocessor_config.json says")
+	hidden := fs.Bool("hidden-states", false, "a ViT: also write hidden_states F32 [layers+1,B,tokens,hidden] (HF's output_hidden_states)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
-	if *input == "" || *outPath == "" {
-		return fmt.Errorf("--input and --out are required")
+	vit := model.IsViT(*modelDir)
+	switch {
+	case !vit && (*images != "" || *hidden):
+		return fmt.Errorf("--images and --hidden-states are for a ViT image classifier; %s is not one", *modelDir)
+	case *outPath == "" || *input == "" && *images == "":
+		return fmt.Errorf("--input (a ViT: or --images) and --out are required")
 	}
-	if err := outpath.Check("--out", *outPath, *input, *modelDir, *adapter); err != nil {
+	inputs := append([]string{*input, *modelDir, *adapter}, strings.Split(*images, ",")...)
+	if err := outpath.Check("--out", *outPath, inputs...); err != nil {
 		return err
+	}
+	if vit {
+		return runForwardViT(vitForward{model: *modelDir, adapter: *adapter, backend: *backend, input: *input,
+			images: *images, out: *outPath, hiddenStates: *hidden}, stdout)
 	}
 	in, labels, err := readBatch(*input)
 	if err != nil {
