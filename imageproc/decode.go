@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/jpeg"
 	"image/png"
 	"io"
+
+	"github.com/meazo-go/meazo/imageproc/internal/jpeg"
 )
 
 // RGB is an 8-bit RGB image, its samples interleaved row by row (R, G, B of

@@ -5,12 +5,11 @@ import (
 	"image"
 )
 
-// ycbcrToRGB converts a JPEG decoded by image/jpeg to RGB as libjpeg (which
-// Pillow uses) outputs it: the chroma planes are upsampled with libjpeg's
-// "fancy" triangle filters (jdsample.c), not repeated as image/jpeg's
-// YCbCr.At repeats them, then converted with libjpeg's fixed-point tables
-// (jdcolor.c). What still differs from libjpeg is the inverse DCT that made
-// the planes (image/jpeg's is not libjpeg's islow): MODELS.md measures it.
+// ycbcrToRGB converts a JPEG's planes (internal/jpeg's, made by libjpeg's
+// inverse DCT) to RGB as libjpeg (which Pillow uses) outputs it: the chroma
+// planes are upsampled with libjpeg's "fancy" triangle filters
+// (jdsample.c), not repeated as image/jpeg's YCbCr.At repeats them, then
+// converted with libjpeg's fixed-point tables (jdcolor.c).
 func ycbcrToRGB(m *image.YCbCr) (*RGB, error) {
 	b := m.Bounds()
 	w, h := b.Dx(), b.Dy()

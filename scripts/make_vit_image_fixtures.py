@@ -7,7 +7,8 @@ Run with Debian's python3 (python3-torch 1.13, python3-pil 9.4.0, python3-numpy)
     go test ./imageproc -run DrawnImages -update      # (re)draws the images
     PYTHONPATH=../shared/pylib /usr/bin/python3 scripts/make_vit_image_fixtures.py imageproc/testdata
 
-It also writes cmyk_300x200.jpg: Pillow's CMYK JPEG of scene_300x200.png (Go cannot write one), to check that path.
+It also writes cmyk_300x200.jpg: Pillow's CMYK JPEG of scene_300x200.png (Go cannot write one), to check that path,
+and pil*.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks.
 
 reference.safetensors holds, for every image NAME:
   decoded/NAME               uint8 [H][W][3]   PIL.Image.open(NAME).convert("RGB"), as a dataset loader hands it over
@@ -42,10 +43,28 @@ RESIZES = [(1, 1), (7, 300), (224, 224), (301, 199), (13, 5), (150, 100), (97, 2
 IN21K_IMAGES = {"scene_300x200.png", "scene_300x200.jpg", "gray_150x100.png"}
 
 
+def pillow_jpegs(out):
+    """Writes JPEGs of the kinds image/jpeg cannot write, with Pillow (libjpeg-turbo), so that the decoder is checked
+    on each: 4:4:4 and 4:2:2 chroma, progressive scans (colour and gray), and an image of saturated stripes at low
+    quality, whose ringing takes the inverse DCT's outputs past 0 and 255 (the range limit)."""
+    scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB")
+    scene.save(os.path.join(out, "pil444_97x61.jpg"), quality=95, subsampling=0)
+    scene.save(os.path.join(out, "pil422_97x61.jpg"), quality=75, subsampling=1)
+    scene.save(os.path.join(out, "pilprog_97x61.jpg"), quality=30, subsampling=2, progressive=True)
+    scene.convert("L").save(os.path.join(out, "pilproggray_97x61.jpg"), quality=60, progressive=True)
+    y, x = np.mgrid[0:45, 0:53]
+    stripes = np.zeros((45, 53, 3), dtype=np.uint8)
+    stripes[..., 0] = np.where((x // 2) % 2 == 0, 255, 0)
+    stripes[..., 1] = np.where((y // 3) % 2 == 0, 255, 0)
+    stripes[..., 2] = np.where(((x + y) // 4) % 2 == 0, 0, 255)
+    Image.fromarray(stripes).save(os.path.join(out, "pilstripes_53x45.jpg"), quality=15, subsampling=2)
+
+
 def main(out):
     assert PIL.__version__ == "9.4.0", PIL.__version__
     Image.open(os.path.join(out, "scene_300x200.png")).convert("CMYK").save(
         os.path.join(out, "cmyk_300x200.jpg"), quality=90)
+    pillow_jpegs(out)
     names = sorted(n for n in os.listdir(out) if n.endswith((".png", ".jpg")))
     tensors = {}
     for cname, cfg in CONFIGS.items():
