@@ -167,9 +167,9 @@ func (v *vision) accuracy(batchSize int, pass *evalPass, part *evalPartial) (map
 	return map[string]float64{"accuracy": part.Sums[0] / float64(n)}, nil
 }
 
-// correct runs the ViT on a batch of images (pixel_values px, the first of
-// them test image first) and counts those whose highest logit (the first
-// of equal ones) is their label.
+// correct runs the ViT on a batch of images (pixel_values px; the first is
+// test image number first, for errors) and counts those whose highest
+// logit (the first of equal ones) is their label.
 func (v *vision) correct(px []float32, labels []int, first int) (int, error) {
 	logits, err := v.vit.Logits(px, len(labels))
 	if err != nil {
