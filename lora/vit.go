@@ -144,6 +144,15 @@ func (a *ViTAdapter) Count() int {
 // SetBaseModel sets base_model_name_or_path for Save.
 func (a *ViTAdapter) SetBaseModel(name string) { a.base = name }
 
+// Rank is the adapter's r.
+func (a *ViTAdapter) Rank() int { return a.opts.R }
+
+// Alpha is the adapter's lora_alpha; the update's scale is Alpha/Rank.
+func (a *ViTAdapter) Alpha() float64 { return a.opts.Alpha }
+
+// Targets are the projections the adapter updates (query, value).
+func (a *ViTAdapter) Targets() []string { return slices.Clone(a.targets) }
+
 // View returns the model's view of params (of the adapter's shape): the
 // LoRA updates and the classifier, sharing params' storage.
 func (a *ViTAdapter) View(params [][]float32) *model.ViTAdapter {

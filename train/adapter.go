@@ -227,14 +227,25 @@ func (l *loraAdapter) FreeMerged(merged *model.Model) { lora.FreeMerged(merged, 
 
 func (l *loraAdapter) setBaseModel(name string) { l.a.SetBaseModel(name) }
 
-func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
+func (l *loraAdapter) matchConfig(a *AdapterConfig) error { return matchLoRA(a, l.a) }
+
+// loraShape is what adapter.init's LoRA must share with the config.
+type loraShape interface {
+	Rank() int
+	Alpha() float64
+	Targets() []string
+}
+
+// matchLoRA refuses an adapter.init LoRA adapter l whose rank, alpha or
+// targets are not the config's a.
+func matchLoRA(a *AdapterConfig, l loraShape) error {
 	if a.Kind != "lora" {
 		return fmt.Errorf("adapter.init %s is a LoRA adapter, but adapter.kind is %q: set adapter.kind to lora", a.Init, a.Kind)
 	}
-	got, want := slices.Sorted(slices.Values(l.a.Targets())), slices.Sorted(slices.Values(a.Targets))
-	if l.a.Rank() != a.R || l.a.Alpha() != a.Alpha || !slices.Equal(got, want) {
+	got, want := slices.Sorted(slices.Values(l.Targets())), slices.Sorted(slices.Values(a.Targets))
+	if l.Rank() != a.R || l.Alpha() != a.Alpha || !slices.Equal(got, want) {
 		return fmt.Errorf("adapter.init %s is a LoRA of rank %d, alpha %g on %v, but the config says adapter.r %d, adapter.alpha %g, adapter.targets %v: set them to match the adapter",
-			a.Init, l.a.Rank(), l.a.Alpha(), l.a.Targets(), a.R, a.Alpha, a.Targets)
+			a.Init, l.Rank(), l.Alpha(), l.Targets(), a.R, a.Alpha, a.Targets)
 	}
 	return nil
 }

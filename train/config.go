@@ -434,15 +434,13 @@ func (c *Config) validateRun() error {
 }
 
 // validateImageTask checks what an image task (pets) can train: LoRA on a
-// ViT's query and value (and the classifier, always), from a fresh adapter.
+// ViT's query and value (and the classifier, always).
 func (c *Config) validateImageTask() error {
 	switch {
 	case c.Adapter.Kind != "lora":
 		return fmt.Errorf("adapter.kind %s: task %s trains a LoRA adapter of its ViT (adapter.kind lora)", c.Adapter.Kind, c.Task.Name)
 	case !validTargets(c.Adapter.Targets, lora.SupportedViTTargets()):
 		return fmt.Errorf("adapter.targets %v: a ViT's LoRA targets one or more of %v, each once (task %s)", c.Adapter.Targets, lora.SupportedViTTargets(), c.Task.Name)
-	case c.Adapter.Init != "":
-		return fmt.Errorf("adapter.init: task %s starts from a fresh adapter (starting from a saved one is not implemented for a ViT)", c.Task.Name)
 	case c.Eval.Merge:
 		return fmt.Errorf("eval.merge: task %s evaluates with the adapter applied (merging is not implemented for a ViT)", c.Task.Name)
 	}

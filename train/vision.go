@@ -68,11 +68,9 @@ func (r *run) setupVision() error {
 		return err
 	}
 	r.data = &splits{images: v.data}
-	if v.adapter, err = lora.NewViT(v.vit, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
-		Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped}); err != nil {
+	if v.adapter, err = newViTAdapter(cfg, v.vit); err != nil {
 		return err
 	}
-	v.adapter.SetBaseModel(cfg.ModelName())
 	r.tr = newVisionState(v, cfg.Adapter.Grouped)
 	if err := r.setupEngine(); err != nil {
 		return err
@@ -81,6 +79,27 @@ func (r *run) setupVision() error {
 	r.eval = &evaluator{task: data.Pets, images: v, batchSize: cfg.Eval.BatchSize, log: r.log}
 	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
 	return nil
+}
+
+// newViTAdapter makes the adapter the config describes on m: read from
+// adapter.init (whose rank, alpha and targets must be the config's; its
+// classifier replaces the model's), or fresh.
+func newViTAdapter(cfg *Config, m *model.ViT) (*lora.ViTAdapter, error) {
+	var a *lora.ViTAdapter
+	var err error
+	if cfg.Adapter.Init != "" {
+		if a, err = lora.LoadViT(cfg.Adapter.Init, m, cfg.Adapter.Grouped); err != nil {
+			return nil, fmt.Errorf("adapter.init: %w", err)
+		}
+		if err := matchLoRA(&cfg.Adapter, a); err != nil {
+			return nil, err
+		}
+	} else if a, err = lora.NewViT(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
+		Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped}); err != nil {
+		return nil, err
+	}
+	a.SetBaseModel(cfg.ModelName())
+	return a, nil
 }
 
 // free releases the model's weights.

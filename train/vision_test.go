@@ -350,3 +350,45 @@ func TestViTObjective(t *testing.T) {
 		t.Errorf("SetImages on a decoder's objective: %v", err)
 	}
 }
+
+// TestPetsFromSavedAdapter: adapter.init starts a pets run from a saved ViT
+// adapter: its validation loss at step 0 is the saved run's best, bit for
+// bit (the LoRA matrices and the classifier are the saved ones), grouped or
+// not; an adapter of another rank than the config's is refused.
+func TestPetsFromSavedAdapter(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	s, err := Run(Options{Overrides: petsSet(src, "optimizer.lr=1e-2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BestStep == 0 || s.BestValLoss == nil {
+		t.Fatalf("the saved run's best adapter is its initial one (step %d): the check below would not tell a loaded adapter from a fresh one", s.BestStep)
+	}
+	best := *s.BestValLoss
+	init := "adapter.init=" + filepath.Join(src, "best")
+	for _, grouped := range []string{"false", "true"} {
+		dst := filepath.Join(root, "dst-grouped-"+grouped)
+		if _, err := Run(Options{Overrides: petsSet(dst, init, "adapter.grouped="+grouped, "train.steps=1", "eval.skip=true")}); err != nil {
+			t.Fatal(err)
+		}
+		first, found := 0.0, false
+		for _, line := range readLines(t, filepath.Join(dst, "metrics.jsonl")) {
+			var rec struct {
+				Kind    string
+				Step    int
+				ValLoss float64 `json:"val_loss"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == "val" && rec.Step == 0 {
+				first, found = rec.ValLoss, true
+			}
+		}
+		if !found || first != best {
+			t.Errorf("grouped %s: validation loss at step 0 %v (found %v), want the saved run's best %v", grouped, first, found, best)
+		}
+	}
+	_, err = Run(Options{Overrides: petsSet(filepath.Join(root, "bad"), init, "adapter.r=8")})
+	if err == nil || !strings.Contains(err.Error(), "is a LoRA of rank 4, alpha 8 on [query value], but the config says adapter.r 8") {
+		t.Errorf("an adapter.init of rank 4 under adapter.r 8: got %v", err)
+	}
+}
