@@ -103,6 +103,8 @@ func toRGB(m image.Image) (*RGB, error) {
 	switch m := m.(type) {
 	case *image.YCbCr:
 		return ycbcrToRGB(m)
+	case *jpeg.YCCK:
+		return ycckToRGB(m)
 	case *image.Gray:
 		each(b, func(x, y int) { v := m.GrayAt(x, y).Y; set(x, y, v, v, v) })
 	case *image.Gray16:

@@ -17,5 +17,6 @@
 // repeats each sample. internal/jpeg is image/jpeg with libjpeg's inverse
 // DCT; jpeg.go upsamples and converts the colours from its planes as libjpeg
 // does. The pixel values are bit-identical to ViTImageProcessor's for PNG
-// and JPEG (baseline and progressive; 4:2:0, 4:2:2, 4:4:4, gray, CMYK).
+// and JPEG (baseline and progressive; 4:2:0, 4:2:2, 4:4:4, gray, CMYK,
+// YCCK).
 package imageproc

@@ -120,7 +120,7 @@ func TestParseConfig(t *testing.T) {
 // an error; never a panic, a hang or gigabytes. (Its seeds run in every go
 // test; make fuzz fuzzes it.)
 func FuzzDecode(f *testing.F) {
-	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg"} {
+	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg", "ycck_97x61.jpg", "pilprog_97x61.jpg"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)

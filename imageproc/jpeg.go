@@ -3,6 +3,9 @@ package imageproc
 import (
 	"fmt"
 	"image"
+	"image/color"
+
+	"github.com/meazo-go/meazo/imageproc/internal/jpeg"
 )
 
 // ycbcrToRGB converts a JPEG's planes (internal/jpeg's, made by libjpeg's
@@ -133,3 +136,25 @@ func libjpegYCCToRGB(y, cb, cr uint8) (uint8, uint8, uint8) {
 }
 
 func clamp8(v int) uint8 { return uint8(min(max(v, 0), 255)) }
+
+// ycckToRGB converts a YCbCrK JPEG's planes to RGB as Pillow does: libjpeg
+// converts Y, Cb and Cr as it does a colour JPEG's (ycbcrToRGB) and outputs
+// 255 minus each, with K as stored; Pillow reads an Adobe JPEG's CMYK as
+// inverted, so its C, M and Y are libjpeg's R, G and B and its K is 255
+// minus the stored one, and then converts CMYK to RGB (cmykToRGB). A black
+// plane at a lower resolution than Y is repeated, not upsampled as libjpeg
+// would (no such file has been seen).
+func ycckToRGB(m *jpeg.YCCK) (*RGB, error) {
+	rgb, err := ycbcrToRGB(m.YCbCr)
+	if err != nil {
+		return nil, err
+	}
+	for y := 0; y < rgb.Height; y++ {
+		for x := 0; x < rgb.Width; x++ {
+			i := 3 * (y*rgb.Width + x)
+			k := 255 - m.K[y/m.KV*m.KStride+x/m.KH]
+			rgb.Pix[i], rgb.Pix[i+1], rgb.Pix[i+2] = cmykToRGB(color.CMYK{C: rgb.Pix[i], M: rgb.Pix[i+1], Y: rgb.Pix[i+2], K: k})
+		}
+	}
+	return rgb, nil
+}

@@ -8,7 +8,8 @@ Run with Debian's python3 (python3-torch 1.13, python3-pil 9.4.0, python3-numpy)
     PYTHONPATH=../shared/pylib /usr/bin/python3 scripts/make_vit_image_fixtures.py imageproc/testdata
 
 It also writes cmyk_300x200.jpg: Pillow's CMYK JPEG of scene_300x200.png (Go cannot write one), to check that path,
-and pil*.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks.
+and pil*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks
+(the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler).
 
 reference.safetensors holds, for every image NAME:
   decoded/NAME               uint8 [H][W][3]   PIL.Image.open(NAME).convert("RGB"), as a dataset loader hands it over
@@ -18,7 +19,9 @@ and resized/NAME/WxH, uint8 [H][W][3]: Image.resize((W, H), Image.BILINEAR) of t
 """
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 import torch113_compat  # noqa: F401  (before transformers: see ../shared/pylib/SOURCES.md)
 import numpy as np
@@ -58,6 +61,23 @@ def pillow_jpegs(out):
     stripes[..., 1] = np.where((y // 3) % 2 == 0, 255, 0)
     stripes[..., 2] = np.where(((x + y) // 4) % 2 == 0, 0, 255)
     Image.fromarray(stripes).save(os.path.join(out, "pilstripes_53x45.jpg"), quality=15, subsampling=2)
+    ycck_jpeg(np.asarray(scene), os.path.join(out, "ycck_97x61.jpg"))
+
+
+def ycck_jpeg(rgb, path):
+    """Writes a YCCK JPEG (Adobe transform 2, as Photoshop saves CMYK) of rgb with a black ramp, through the system's
+    libjpeg (scripts/make_ycck_jpeg.c: Pillow writes CMYK JPEGs untransformed)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "make_ycck_jpeg")
+        subprocess.run(["cc", "-O2", "-o", exe, os.path.join(here, "make_ycck_jpeg.c"), "-ljpeg"], check=True)
+        h, w, _ = rgb.shape
+        y, x = np.mgrid[0:h, 0:w]
+        k = (x * 3 + y * 5) % 97
+        cmyk = np.stack([255 - rgb[..., 0], 255 - rgb[..., 1], 255 - rgb[..., 2], k], -1).astype(np.uint8)
+        jpeg = subprocess.run([exe, str(w), str(h), "80"], input=cmyk.tobytes(), capture_output=True, check=True).stdout
+    with open(path, "wb") as f:
+        f.write(jpeg)
 
 
 def main(out):

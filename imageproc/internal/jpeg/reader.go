@@ -6,10 +6,12 @@
 // Pillow and so transformers' image processors use): the standard library's
 // image/jpeg (Go 1.26) with its inverse DCT replaced by libjpeg's default,
 // the accurate integer "islow" (islow.go), dequantisation, range limiting
-// and all. Everything else is image/jpeg's: the markers, the Huffman
-// decoding (baseline and progressive), the planes it returns (chroma not
-// upsampled: package imageproc upsamples it as libjpeg does). The encoder,
-// the forward DCT and the format registration were dropped.
+// and all, and a YCbCrK (Adobe transform 2) JPEG returned as its planes
+// (YCCK) rather than converted with image/jpeg's arithmetic. Everything else
+// is image/jpeg's: the markers, the Huffman decoding (baseline and
+// progressive), the planes it returns (chroma not upsampled: package
+// imageproc upsamples it as libjpeg does). The encoder, the forward DCT and
+// the format registration were dropped.
 //
 // JPEG is defined in ITU-T T.81: https://www.w3.org/Graphics/JPEG/itu-t81.pdf.
 package jpeg
@@ -19,6 +21,21 @@ import (
 	"image/color"
 	"io"
 )
+
+// YCCK is a YCbCrK JPEG's planes (Adobe transform 2, Photoshop's CMYK
+// JPEGs), returned unconverted: libjpeg converts Y, Cb and Cr as it does a
+// colour JPEG's (its upsampling and fixed-point tables, which image/jpeg's
+// are not) and subtracts the result from 255, and passes K through; the
+// caller does the same (package imageproc). The embedded YCbCr holds Y, Cb
+// and Cr, so At gives only their colour; K is the black plane, its rows
+// KStride apart, pixel (x, y) of the image at (x/KH, y/KV) (1 and 1 unless
+// K is subsampled).
+type YCCK struct {
+	*image.YCbCr
+	K       []byte
+	KStride int
+	KH, KV  int
+}
 
 // A FormatError reports that the input is not a valid JPEG.
 type FormatError string
@@ -688,29 +705,13 @@ func (d *decoder) applyBlack() (image.Image, error) {
 	// https://www.sno.phy.queensu.ca/~phil/exiftool/TagNames/JPEG.html#Adobe
 	// we assume that it is YCbCrK. This matches libjpeg's jdapimin.c.
 	if d.adobeTransform != adobeTransformUnknown {
-		// Convert the YCbCr part of the YCbCrK to RGB, invert the RGB to get
-		// CMY, and patch in the original K. The RGB to CMY inversion cancels
-		// out the 'Adobe inversion' described in the applyBlack doc comment
-		// above, so in practice, only the fourth channel (black) is inverted.
-		bounds := d.img3.Bounds()
-		img := image.NewRGBA(bounds)
-		for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
-			for x := bounds.Min.X; x < bounds.Max.X; x++ {
-				c := d.img3.YCbCrAt(x, y)
-				r, g, b := color.YCbCrToRGB(c.Y, c.Cb, c.Cr)
-				img.SetRGBA(x, y, color.RGBA{r, g, b, 255})
-			}
+		// YCbCrK: the planes as decoded, for the caller to convert as
+		// libjpeg does (YCCK's comment).
+		h0, v0, h3, v3 := d.comp[0].h, d.comp[0].v, d.comp[3].h, d.comp[3].v
+		if h0%h3 != 0 || v0%v3 != 0 {
+			return nil, UnsupportedError("YCbCrK sampling factors")
 		}
-		for iBase, y := 0, bounds.Min.Y; y < bounds.Max.Y; iBase, y = iBase+img.Stride, y+1 {
-			for i, x := iBase+3, bounds.Min.X; x < bounds.Max.X; i, x = i+4, x+1 {
-				img.Pix[i] = 255 - d.blackPix[(y-bounds.Min.Y)*d.blackStride+(x-bounds.Min.X)]
-			}
-		}
-		return &image.CMYK{
-			Pix:    img.Pix,
-			Stride: img.Stride,
-			Rect:   img.Rect,
-		}, nil
+		return &YCCK{YCbCr: d.img3, K: d.blackPix, KStride: d.blackStride, KH: h0 / h3, KV: v0 / v3}, nil
 	}
 
 	// The first three channels (cyan, magenta, yellow) of the CMYK
