@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/imageproc"
@@ -48,6 +49,7 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 		return nil, fmt.Errorf("%s: no images", o.Data)
 	}
 	fmt.Fprintf(o.Log, "evaluating on %d images of %s\n", n, o.Data)
+	start := time.Now()
 	v := &vision{vit: m, proc: proc}
 	pass := newEvalPass("evaluation", n, func(s string) { fmt.Fprintln(o.Log, s) }, nil)
 	correct := 0
@@ -74,5 +76,7 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 			}
 		}
 	}
-	return map[string]float64{"accuracy": float64(correct) / float64(n)}, nil
+	res := map[string]float64{"accuracy": float64(correct) / float64(n)}
+	fmt.Fprintf(o.Log, "test (evaluation, %d examples, %.0fs): %s\n", n, time.Since(start).Seconds(), FormatMetrics(res))
+	return res, nil
 }

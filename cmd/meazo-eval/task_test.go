@@ -161,10 +161,13 @@ func TestTaskPets(t *testing.T) {
 		{"best", []string{"--adapter", filepath.Join(dir, "best")}},
 		{"best", []string{"--adapter", filepath.Join(dir, "best"), "--batch-size", "1", "--threads", "1"}},
 	} {
-		var out bytes.Buffer
+		var out, log bytes.Buffer
 		args := append([]string{"--model", vit, "--task", "pets", "--data", test}, c.args...)
-		if err := runTask(args, &out, io.Discard); err != nil {
+		if err := runTask(args, &out, &log); err != nil {
 			t.Fatalf("%v: %v", c.args, err)
+		}
+		if !strings.Contains(log.String(), "test (evaluation, 12 examples, ") {
+			t.Errorf("%v: no test line on stderr:\n%s", c.args, log.String())
 		}
 		var res map[string]float64
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
