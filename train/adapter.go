@@ -171,6 +171,18 @@ func AttachAdapter(dir string, m *model.Model) error {
 	return nil
 }
 
+// AttachViTAdapter loads the saved ViT LoRA adapter in dir (PEFT's format:
+// LoRA on query and value, the classifier in modules_to_save) onto m, as
+// AttachAdapter does for a decoder.
+func AttachViTAdapter(dir string, m *model.ViT) error {
+	a, err := lora.LoadViT(dir, m, false)
+	if err != nil {
+		return err
+	}
+	a.Attach(m)
+	return nil
+}
+
 // withAdapter runs fn on m with params of a attached, or, when merge is
 // asked and a can merge (LoRA), on a copy of m with params merged into its
 // weights (faster generation); then it takes them away again. nil params

@@ -7,7 +7,6 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/imageproc"
-	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 )
 
@@ -31,11 +30,9 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 		o.BatchSize = 8
 	}
 	if o.Adapter != "" {
-		a, err := lora.LoadViT(o.Adapter, m, false)
-		if err != nil {
+		if err := AttachViTAdapter(o.Adapter, m); err != nil {
 			return nil, err
 		}
-		a.Attach(m)
 		defer func() { m.Adapter = nil }()
 	}
 	rows, err := data.ReadImageParquet(o.Data, m.Config.NumLabels)

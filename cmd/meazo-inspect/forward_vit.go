@@ -12,10 +12,10 @@ import (
 	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/outpath"
-	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/train"
 )
 
 // forward of an image classifier (a ViT checkpoint: model.IsViT) takes
@@ -63,11 +63,9 @@ func runForwardViT(o vitForward, stdout io.Writer) error {
 	}
 	defer m.Free()
 	if o.adapter != "" {
-		a, err := lora.LoadViT(o.adapter, m, false)
-		if err != nil {
+		if err := train.AttachViTAdapter(o.adapter, m); err != nil {
 			return err
 		}
-		a.Attach(m)
 	}
 	side, k := cfg.ImageSize, cfg.NumLabels
 	tensors := []safetensors.Tensor{safetensors.F32Tensor("pixel_values", []int{n, cfg.NumChannels, side, side}, px)}
