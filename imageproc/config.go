@@ -174,3 +174,31 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+// Default is ViTImageProcessor's configuration for images of side×side:
+// what ParseConfig gives for a file that sets only the size (BILINEAR,
+// rescale by 1/255, mean and std 0.5), as google/vit-* publish it.
+func Default(side int) Config {
+	return Config{DoResize: true, Height: side, Width: side, DoRescale: true, RescaleFactor: 1.0 / 255,
+		DoNormalize: true, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
+}
+
+// JSON renders c as a preprocessor_config.json that transformers'
+// ViTImageProcessor and ParseConfig read back as c.
+func (c Config) JSON() ([]byte, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(map[string]any{
+		"image_processor_type": "ViTImageProcessor",
+		"do_resize":            c.DoResize,
+		"size":                 map[string]int{"height": c.Height, "width": c.Width},
+		"resample":             pilBilinear,
+		"do_rescale":           c.DoRescale,
+		"rescale_factor":       c.RescaleFactor,
+		"do_normalize":         c.DoNormalize,
+		"image_mean":           c.Mean,
+		"image_std":            c.Std,
+	}, "", "  ")
+	return append(b, '\n'), err
+}

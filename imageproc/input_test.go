@@ -165,3 +165,17 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestDefaultJSON: the preprocessor_config.json that Default renders reads
+// back as the same configuration.
+func TestDefaultJSON(t *testing.T) {
+	for _, side := range []int{64, 224} {
+		b, err := Default(side).JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err := ParseConfig(b); err != nil || c != Default(side) {
+			t.Errorf("side %d: %s reads back as %+v, %v", side, b, c, err)
+		}
+	}
+}

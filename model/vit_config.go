@@ -61,8 +61,11 @@ var ViTArchitectures = []string{"ViTForImageClassification", "ViTModel"}
 // of ViTArchitectures: such a checkpoint is loaded with LoadViT, a decoder
 // with Load. A config that cannot be read is not a ViT's here; the loader
 // then names what is wrong with it.
-func IsViT(dir string) bool {
-	b, err := inputfile.ReadFile(filepath.Join(dir, "config.json"))
+func IsViT(dir string) bool { return IsViTConfig(filepath.Join(dir, "config.json")) }
+
+// IsViTConfig is IsViT for a config.json file by any name.
+func IsViTConfig(path string) bool {
+	b, err := inputfile.ReadFile(path)
 	if err != nil {
 		return false
 	}

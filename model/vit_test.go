@@ -224,3 +224,44 @@ func TestNewRandomViT(t *testing.T) {
 		t.Error("seeds 1 and 2 gave the same logits")
 	}
 }
+
+// TestWriteRandomViT: the written checkpoint loads back (config.json parses
+// to the same config) and gives the returned model's logits bit for bit; a
+// config without classes is refused.
+func TestWriteRandomViT(t *testing.T) {
+	c, err := LoadViTConfig(filepath.Join(vitTinyDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m, err := WriteRandomViT(dir, c, 3, 0.02)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	back, err := LoadViT(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Free()
+	if back.Config != *c {
+		t.Errorf("config.json reads back as %+v, want %+v", back.Config, *c)
+	}
+	px := make([]float32, 3*c.PixelsPerImage())
+	for i := range px {
+		px[i] = float32(i%11)/11 - 0.5
+	}
+	want, err := m.Logits(px, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := back.Logits(px, 3)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("the written checkpoint's logits differ from the model's (%v)", err)
+	}
+	headless := *c
+	headless.Headless, headless.NumLabels = true, 0
+	if _, err := WriteRandomViT(t.TempDir(), &headless, 3, 0.02); err == nil || !strings.Contains(err.Error(), "no classifier") {
+		t.Errorf("a ViTModel config: got %v", err)
+	}
+}

@@ -55,6 +55,10 @@ run costs on this machine before downloading (docs/PERFORMANCE.md), or to test a
 which encodes any text, so meazo-train runs on the result at once; a directory copies the tokenizer of
 a model there (tokenizer.json, tokenizer_config.json, chat_template.jinja); "none" writes none. Without
 --tokenizer, a tokenizer.json already in --out is kept.
+
+A ViT image classifier's config.json (--config, ViTForImageClassification with its classes, e.g.
+scripts/gpu/vit-b16-pets-config.json: ViT-B/16 with Pets' 37) gives a random ViT in float32 and a
+preprocessor_config.json of ViTImageProcessor's defaults at its image size, instead of a tokenizer.
 `
 
 // randomModelFlags are random-model's settings.
@@ -83,6 +87,9 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
+	}
+	if f.cfgPath != "" && model.IsViTConfig(f.cfgPath) {
+		return runRandomViT(fs, &f, stdout)
 	}
 	cfg, err := f.check(fs)
 	if err != nil {

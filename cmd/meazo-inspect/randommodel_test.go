@@ -159,3 +159,42 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestRandomModelViT: random-model on a ViT image classifier's config
+// writes a checkpoint and preprocessor_config.json that forward runs on
+// image files and meazo-train's image task trains; a tokenizer or bfloat16
+// is refused for it, and so is a directory holding a preprocessor config.
+func TestRandomModelViT(t *testing.T) {
+	cfg := filepath.Join(vitTiny, "config.json")
+	out := filepath.Join(t.TempDir(), "vit")
+	if err := commands.Run("random-model", []string{"--config", cfg, "--out", out, "--layers", "2"}, nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	res := filepath.Join(t.TempDir(), "out.safetensors")
+	if err := runForward([]string{"--model", out, "--images", "../../imageproc/testdata/scene_97x61.jpg", "--out", res}, nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := train.Run(train.Options{Overrides: []string{"model.path=" + out, "task.name=pets",
+		"task.train=../../train/testdata/pets/train.parquet", "adapter.targets=[query,value]", "adapter.r=4",
+		"train.steps=2", "train.batch_size=4", "eval.skip=true", "output.dir=" + filepath.Join(t.TempDir(), "run")}}); err != nil {
+		t.Errorf("meazo-train on the random ViT: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tokenizer", "demo"}, "--tokenizer]: not for a ViT"},
+		{[]string{"--dtype", "bf16"}, "--dtype]: not for a ViT"},
+	} {
+		err := commands.Run("random-model", append([]string{"--config", cfg, "--out", filepath.Join(t.TempDir(), "x")}, c.args...), nil, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+	held := t.TempDir()
+	os.WriteFile(filepath.Join(held, "preprocessor_config.json"), []byte("{}"), 0o644)
+	err := commands.Run("random-model", []string{"--config", cfg, "--out", held}, nil, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "already holds preprocessor_config.json") {
+		t.Errorf("a directory with a preprocessor config: got %v", err)
+	}
+}
