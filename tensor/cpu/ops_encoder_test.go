@@ -81,3 +81,89 @@ func TestEncoderAttention(t *testing.T) {
 		}
 	}
 }
+
+// encoderRowRef is encoderRow one score and one output element at a time,
+// as it was first written (and as the CUDA kernel computes each): the
+// contract's order, without the side-by-side chains.
+func encoderRowRef(o, qi, k, v, p []float32, width int, scale float32) {
+	hd := len(qi)
+	m := float32(math.Inf(-1))
+	for j := range p {
+		kj := k[j*width : j*width+hd]
+		var dot float64
+		for d, x := range qi {
+			dot += float64(x) * float64(kj[d])
+		}
+		p[j] = float32(dot) * scale
+		if p[j] > m {
+			m = p[j]
+		}
+	}
+	var sum float64
+	for j := range p {
+		p[j] = Exp(p[j] - m)
+		sum += float64(p[j])
+	}
+	for j := range p {
+		p[j] = float32(float64(p[j]) / sum)
+	}
+	for d := range o {
+		var acc float64
+		for j, pj := range p {
+			acc += float64(pj) * float64(v[j*width+d])
+		}
+		o[d] = float32(acc)
+	}
+}
+
+// TestEncoderRowMatchesRef: the side-by-side chains (and, where the CPU has
+// them, the vector lanes) give the one-at-a-time bits, for token counts and
+// head sizes on and off the lane groups' multiples.
+func TestEncoderRowMatchesRef(t *testing.T) {
+	type pair struct {
+		name   string
+		scores func(p []float32, q64 []uint64, kt []float32, scale uint32)
+		mix    func(o []float32, p64 []uint64, v []float32, width int)
+	}
+	impls := []pair{{"go", encoderScoresGo, encoderMixGo}, {"in use", encoderScores, encoderMix}}
+	defer func(s func(p []float32, q64 []uint64, kt []float32, scale uint32), m func(o []float32, p64 []uint64, v []float32, width int)) {
+		encoderScores, encoderMix = s, m
+	}(encoderScores, encoderMix)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct{ tokens, hd, heads int }{{197, 64, 3}, {17, 8, 2}, {5, 17, 1}, {3, 2, 2}, {1, 6, 1}, {64, 40, 2}, {41, 72, 1}} {
+		width := tc.heads * tc.hd
+		vec := func() []float32 {
+			v := make([]float32, tc.tokens*width)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * 3)
+			}
+			return v
+		}
+		q, k, v := vec(), vec(), vec()
+		scale := float32(1 / math.Sqrt(float64(tc.hd)))
+		for h := 0; h < tc.heads; h++ {
+			r := encoderRowScratch{p: make([]float32, tc.tokens), p64: make([]uint64, tc.tokens), q64: make([]uint64, tc.hd),
+				kt: make([]float32, tc.hd*tc.tokens), scale: math.Float32bits(scale)}
+			for j := 0; j < tc.tokens; j++ {
+				for d := 0; d < tc.hd; d++ {
+					r.kt[d*tc.tokens+j] = k[j*width+h*tc.hd+d]
+				}
+			}
+			for i := 0; i < tc.tokens; i++ {
+				qi := q[i*width+h*tc.hd : i*width+(h+1)*tc.hd]
+				want := make([]float32, tc.hd)
+				encoderRowRef(want, qi, k[h*tc.hd:], v[h*tc.hd:], make([]float32, tc.tokens), width, scale)
+				for _, im := range impls {
+					encoderScores, encoderMix = im.scores, im.mix
+					got := make([]float32, tc.hd)
+					r.row(got, qi, v[h*tc.hd:], width)
+					for d := range got {
+						if math.Float32bits(got[d]) != math.Float32bits(want[d]) {
+							t.Fatalf("%s: %d tokens, head dim %d, head %d, token %d, dim %d: %v, want %v", im.name, tc.tokens, tc.hd, h, i, d, got[d], want[d])
+						}
+					}
+				}
+			}
+		}
+	}
+}
