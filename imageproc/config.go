@@ -84,8 +84,7 @@ func ParseConfig(b []byte) (Config, error) {
 			return Config{}, fmt.Errorf("image processor config: processor %q is not ViTImageProcessor", t)
 		}
 	}
-	c := Config{DoResize: true, Height: 224, Width: 224, DoRescale: true, RescaleFactor: 1.0 / 255,
-		DoNormalize: true, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
+	c := Default(224)
 	setBool(&c.DoResize, raw.DoResize)
 	setBool(&c.DoRescale, raw.DoRescale)
 	setBool(&c.DoNormalize, raw.DoNormalize)
