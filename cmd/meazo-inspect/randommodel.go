@@ -88,10 +88,13 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
+	if err := f.checkFlags(fs); err != nil {
+		return err
+	}
 	if f.cfgPath != "" && model.IsViTConfig(f.cfgPath) {
 		return runRandomViT(fs, &f, stdout)
 	}
-	cfg, err := f.check(fs)
+	cfg, err := f.config()
 	if err != nil {
 		return err
 	}
@@ -139,23 +142,37 @@ func (f *randomModelFlags) inputs() []string {
 	return in
 }
 
-// check validates the flags and returns the model's config: the built-in
-// one of --model or --config's, cut to --layers.
+// check validates the flags and returns a decoder's config (checkFlags,
+// then config).
 func (f *randomModelFlags) check(fs *flag.FlagSet) (*model.Config, error) {
+	if err := f.checkFlags(fs); err != nil {
+		return nil, err
+	}
+	return f.config()
+}
+
+// checkFlags validates the flags every kind of model takes.
+func (f *randomModelFlags) checkFlags(fs *flag.FlagSet) error {
 	switch {
 	case fs.NArg() > 0:
-		return nil, cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	case (f.name == "") == (f.cfgPath == ""):
-		return nil, cli.Usage(fmt.Errorf("give one of --model (%s) and --config", model.PublishedNames()))
+		return cli.Usage(fmt.Errorf("give one of --model (%s) and --config", model.PublishedNames()))
 	case f.out == "":
-		return nil, cli.Usage(fmt.Errorf("--out is required"))
+		return cli.Usage(fmt.Errorf("--out is required"))
 	case !(f.std > 0) || math.IsInf(f.std, 0):
-		return nil, cli.Usage(fmt.Errorf("--std must be positive and finite, got %g", f.std))
+		return cli.Usage(fmt.Errorf("--std must be positive and finite, got %g", f.std))
 	case f.dtype != "f32" && f.dtype != "bf16":
-		return nil, cli.Usage(fmt.Errorf("--dtype: %q is not f32 or bf16", f.dtype))
+		return cli.Usage(fmt.Errorf("--dtype: %q is not f32 or bf16", f.dtype))
 	case f.layers < 0:
-		return nil, cli.Usage(fmt.Errorf("--layers must be 0 (all) or positive, got %d", f.layers))
+		return cli.Usage(fmt.Errorf("--layers must be 0 (all) or positive, got %d", f.layers))
 	}
+	return nil
+}
+
+// config returns a decoder's config: the built-in one of --model or
+// --config's, cut to --layers.
+func (f *randomModelFlags) config() (*model.Config, error) {
 	var cfg *model.Config
 	if f.name != "" {
 		p, ok := model.LookupPublished(f.name)

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -20,7 +19,8 @@ import (
 // and a preprocessor_config.json of ViTImageProcessor's defaults at the
 // model's image size, so that meazo-train's image task (task.name pets),
 // meazo-eval and meazo-inspect forward load it as they load a published
-// checkpoint. A ViT has no tokenizer and is stored in float32.
+// checkpoint. A ViT has no tokenizer and is stored in float32. The flags
+// every model takes were checked (checkFlags).
 func runRandomViT(fs *flag.FlagSet, f *randomModelFlags, stdout io.Writer) error {
 	var bad []string
 	fs.Visit(func(fl *flag.Flag) {
@@ -28,17 +28,8 @@ func runRandomViT(fs *flag.FlagSet, f *randomModelFlags, stdout io.Writer) error
 			bad = append(bad, "--"+fl.Name)
 		}
 	})
-	switch {
-	case len(bad) > 0:
+	if len(bad) > 0 {
 		return cli.Usage(fmt.Errorf("%v: not for a ViT (no tokenizer; float32 weights)", bad))
-	case fs.NArg() > 0:
-		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	case f.out == "":
-		return cli.Usage(fmt.Errorf("--out is required"))
-	case !(f.std > 0) || math.IsInf(f.std, 0):
-		return cli.Usage(fmt.Errorf("--std must be positive and finite, got %g", f.std))
-	case f.layers < 0:
-		return cli.Usage(fmt.Errorf("--layers must be 0 (all) or positive, got %d", f.layers))
 	}
 	c, err := model.LoadViTConfig(f.cfgPath)
 	if err != nil {
