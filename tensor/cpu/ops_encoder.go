@@ -6,32 +6,11 @@ import (
 	"github.com/meazo-go/meazo/tensor"
 )
 
-// The operations of a ViT encoder block beyond OPT's: the exact GELU and
-// attention without a causal mask or a cache. They are scalar loops written
-// so that the CUDA kernels (gelu.cu, encoder_attention.cu) can follow them
-// operation by operation: products of two float32 values are exact in
-// float64, and every sum runs in one fixed order.
-
-// sqrt1_2 is 1/√2 rounded to float64 (C's M_SQRT1_2, which torch's GELU
-// and the CUDA kernel multiply by).
-const sqrt1_2 = 0.70710678118654752440084436210484903928483593768847
-
-// geluScalar is HF's "gelu" (torch's exact GELU): x·½·(1 + erf(x/√2)),
-// evaluated in float64 and rounded once to float32.
-func geluScalar(x float32) float32 {
-	v := float64(x)
-	return float32(0.5 * v * (1 + math.Erf(v*sqrt1_2)))
-}
-
-// GELU applies geluScalar to every element of x.
-func GELU(wk Workers, x []float32) {
-	const chunk = 1 << 14
-	wk.For((len(x)+chunk-1)/chunk, func(lo, hi int) {
-		for i := lo * chunk; i < min(hi*chunk, len(x)); i++ {
-			x[i] = geluScalar(x[i])
-		}
-	})
-}
+// The operations of a ViT encoder block beyond OPT's: attention without a
+// causal mask or a cache (here) and the exact GELU (gelu.go). They are
+// written so that the CUDA kernels (encoder_attention.cu, gelu.cu) can
+// follow them operation by operation: products of two float32 values are
+// exact in float64, and every sum runs in one fixed order.
 
 // EncoderAttention is tensor.Backend's EncoderAttention: for every sequence,
 // head and query token, softmax(scale·q·kᵀ)·v over all the sequence's

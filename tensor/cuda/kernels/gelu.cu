@@ -5,8 +5,9 @@
 extern "C" {
 
 // x[i] = x·½·(1 + erf(x·(1/√2))) in float64, rounded once, as the CPU
-// backend's GELU (its math.Erf and CUDA's erf may differ in a float64 ulp,
-// which changes the float32 result only when it lands on a rounding tie).
+// backend's GELU (its erf, FreeBSD's s_erf.c in tensor/cpu/gelu.go, and
+// CUDA's may differ in a float64 ulp, which changes the float32 result only
+// where it crosses a rounding boundary).
 __global__ void gelu(float* x, long long n) {
     FOR_EACH(i, n) {
         double v = (double)x[i];
