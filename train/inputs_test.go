@@ -206,3 +206,33 @@ func TestSetStringIsLiteral(t *testing.T) {
 		t.Errorf("a number key is still read as YAML: %v", err)
 	}
 }
+
+// TestSetPathDropsName: a config's model.name (a hub name) labels only the
+// weights at its own model.path: --set model.path alone clears it (the run
+// then records the path), --set model.name with it keeps the given name,
+// and other --set keys leave it.
+func TestSetPathDropsName(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("model:\n  path: models/Qwen3-0.6B\n  name: Qwen/Qwen3-0.6B\ntask:\n  name: sst2\n  train: t.tsv\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		set       []string
+		name, rec string // model.name, and what adapters and summary.json record
+	}{
+		{nil, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"},
+		{[]string{"optimizer.lr=1e-4"}, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"},
+		{[]string{"model.path=models/random-Qwen3-0.6B"}, "", "models/random-Qwen3-0.6B"},
+		{[]string{"model.path=/data/Qwen3-0.6B", "model.name=Qwen/Qwen3-0.6B"}, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"},
+		{[]string{"model.name=mine", "model.path=x"}, "mine", "mine"},
+	} {
+		c, err := Load(cfg, tc.set)
+		if err != nil {
+			t.Fatalf("--set %v: %v", tc.set, err)
+		}
+		if c.Model.Name != tc.name || c.ModelName() != tc.rec {
+			t.Errorf("--set %v: model.name %q, recorded %q; want %q, %q", tc.set, c.Model.Name, c.ModelName(), tc.name, tc.rec)
+		}
+	}
+}

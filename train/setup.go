@@ -117,6 +117,9 @@ func (r *run) openRunDir() error {
 		if r.cfg, err = r.resumeConfig(); err != nil {
 			return err
 		}
+		if err := refuseFinished(r.dir, r.changes); err != nil {
+			return err
+		}
 		if err := checkOutputDir(r.dir, r.cfg); err != nil {
 			return err
 		}
@@ -159,6 +162,19 @@ func (r *run) openRunDir() error {
 // directory: a crash during one of those writes leaves a temporary file
 // (atomicfile.IsLeftover) that the next start or resume removes.
 var atomicRootFiles = []string{rundir.ConfigFile, rundir.SummaryFile, rundir.DemoMarker}
+
+// refuseFinished refuses to resume a run that is done (summary.json) when
+// no --set changes what it would do: there is nothing left to run, and
+// running its test evaluation again would replace the summary's figures
+// (its peak memory among them) with those of an evaluation-only process.
+func refuseFinished(dir string, changes []ConfigChange) error {
+	s, err := rundir.ReadSummary(dir)
+	if err != nil || s.Status != rundir.StatusDone || len(changes) > 0 {
+		return nil
+	}
+	return fmt.Errorf("run %s is finished (%d of %d steps): nothing to resume. To train it further, add --set train.steps=N (N > %d); "+
+		"to test it on other data, --set task.test=FILE, or score its best/ with meazo-eval task", dir, s.StepsDone, s.Steps, s.StepsDone)
+}
 
 // removeLeftovers removes the temporary files that writes interrupted by a
 // crash left in the run directory, best/ and last/, and nothing else
@@ -217,6 +233,9 @@ func checkNewRunDir(dir string) error {
 	for _, e := range entries {
 		switch n := e.Name(); {
 		case n == rundir.CheckpointDir || n == rundir.CheckpointOldDir:
+			if s, err := rundir.ReadSummary(dir); err == nil && s.Status == rundir.StatusDone {
+				return fmt.Errorf("run directory %s holds a finished run (%d steps): choose another output.dir (--resume %s --set train.steps=N trains it further)", dir, s.StepsDone, dir)
+			}
 			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", dir, dir)
 		case strings.HasPrefix(strings.TrimPrefix(n, "."), "meazo-sweep.") || n == rundir.DemoMarker || n == rundir.LockFile:
 		case slices.Contains(restartable, n) && started && e.Type()&fs.ModeSymlink == 0:

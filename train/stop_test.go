@@ -108,7 +108,8 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		}
 		// Again at the resumed run's second poll after its start, then to the end.
 		n = 0
-		if _, err := Run(Options{Resume: cut, Stop: stopAt(setupPolls+2, &n)}); err != nil {
+		end, err := Run(Options{Resume: cut, Stop: stopAt(setupPolls+2, &n)})
+		if err != nil {
 			t.Fatalf("stop at poll %d, then at the resumed run's second: %v", at, err)
 		}
 		if at == setupPolls+1 { // and once while the resume starts: its checkpoint stays as it was
@@ -122,9 +123,14 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 				t.Fatalf("stop at poll %d, then while the resume starts: the checkpoint changed", at)
 			}
 		}
-		end, err := Run(Options{Resume: cut})
-		if err != nil {
-			t.Fatalf("stop at poll %d, resumed: %v", at, err)
+		if end.Interrupted() {
+			if end, err = Run(Options{Resume: cut}); err != nil {
+				t.Fatalf("stop at poll %d, resumed: %v", at, err)
+			}
+		}
+		// Done, it is not resumed again (its test evaluation would run again).
+		if _, err := Run(Options{Resume: cut}); err == nil || !strings.Contains(err.Error(), "is finished") {
+			t.Fatalf("stop at poll %d, resumed once it was done: %v, want a refusal", at, err)
 		}
 		if end.Status != "done" || !reflect.DeepEqual(end.Test, want.Test) || *end.BestValLoss != *want.BestValLoss || end.BestStep != want.BestStep {
 			t.Fatalf("stop at poll %d, resumed: status %q test %v best %v at %d; uninterrupted: test %v best %v at %d",

@@ -204,13 +204,13 @@ func TestResumeRecoversInterruptedSwap(t *testing.T) {
 		t.Errorf("metrics.jsonl of the recovered run differs from the uninterrupted run:\n%s\n---\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
 	// A crash after the swap, before the old checkpoint went, and one in
-	// the middle of writing the next: the resume of the finished run
-	// removes both.
+	// the middle of writing the next: a resume of the finished run removes
+	// both, and is refused (there is nothing left to run).
 	copyDir(t, filepath.Join(cut, "checkpoint"), filepath.Join(cut, "checkpoint.old"))
 	os.MkdirAll(filepath.Join(cut, "checkpoint.tmp"), 0o755)
 	os.WriteFile(filepath.Join(cut, "checkpoint.tmp", "state.json"), []byte("{"), 0o644)
-	if _, err := Run(Options{Resume: cut}); err != nil {
-		t.Fatal(err)
+	if _, err := Run(Options{Resume: cut}); err == nil || !strings.Contains(err.Error(), "is finished") {
+		t.Fatalf("resume of the finished run: %v, want a refusal", err)
 	}
 	for _, d := range []string{"checkpoint.old", "checkpoint.tmp"} {
 		if _, err := os.Stat(filepath.Join(cut, d)); err == nil {
@@ -363,7 +363,11 @@ func TestNewRunKeepsWhatIsThere(t *testing.T) {
 				os.WriteFile(filepath.Join(d, f), []byte("x"), 0o644)
 			}
 		}, "", ""},
-		{"a run with a checkpoint", func(d string) { copyDir(t, finished, d) }, "already holds a run: continue it with --resume", "summary.json"},
+		{"a finished run", func(d string) { copyDir(t, finished, d) }, "holds a finished run (2 steps): choose another output.dir", "summary.json"},
+		{"an interrupted run", func(d string) {
+			copyDir(t, finished, d)
+			os.WriteFile(filepath.Join(d, "summary.json"), []byte(strings.Replace(readFile(t, filepath.Join(d, "summary.json")), `"status": "done"`, `"status": "interrupted"`, 1)), 0o644)
+		}, "already holds a run: continue it with --resume", "summary.json"},
 		{"a finished run without its checkpoint", func(d string) {
 			copyDir(t, finished, d)
 			os.RemoveAll(filepath.Join(d, "checkpoint"))
