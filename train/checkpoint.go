@@ -224,7 +224,7 @@ func (r *run) restore() error {
 		r.state.BestValLoss = *r.state.BestJSON
 	}
 	if r.state.LastJSON != nil {
-		r.state.LastValLoss = *r.state.LastJSON
+		r.state.LastValLoss, r.lastValStep = *r.state.LastJSON, lastValidation(r.dir, r.state.Step)
 	}
 	if r.state.Test != nil && len(r.changes) > 0 {
 		// What it scored may no longer be what the changed settings would.
@@ -286,4 +286,18 @@ func (r *run) lastCheckpointStep() int {
 		return 0
 	}
 	return st.Step
+}
+
+// lastValidation is the step of the last validation line at or before step
+// in dir's metrics.jsonl (for the progress lines of a resumed run), −1
+// where the file cannot say.
+func lastValidation(dir string, step int) int {
+	_, val, err := rundir.ReadMetrics(dir, func(string) {})
+	last := -1
+	for _, v := range val {
+		if err == nil && v.Step <= step {
+			last = max(last, v.Step)
+		}
+	}
+	return last
 }

@@ -8,9 +8,9 @@ import (
 )
 
 // progress shows training progress: a bar redrawn in place on a terminal,
-// or a plain line every `every` steps otherwise (logs, CI, nohup). Its rate
-// is wall-clock steps per second since begin, validations and checkpoints
-// included, so that the ETA holds.
+// or a plain line every `every` steps otherwise (logs, CI, nohup). Its
+// s/step is the run's mean time of a step alone; its ETA the wall-clock
+// rate since begin, validations and checkpoints included, so that it holds.
 type progress struct {
 	w        *runLog
 	terminal bool
@@ -29,24 +29,29 @@ func (p *progress) begin(step int) {
 	p.first, p.start = step, time.Now()
 }
 
-func (p *progress) update(step int, loss, valLoss float64) {
+// update shows step's training loss and the run's mean seconds per step,
+// with the last validation loss (NaN: none yet) and, where it is older, the
+// step it was measured at (valStep < 0: not known).
+func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int) {
 	done := step - p.first
-	elapsed := time.Since(p.start).Seconds()
-	rate := float64(done) / elapsed
+	rate := float64(done) / time.Since(p.start).Seconds()
 	eta := time.Duration(float64(p.total-step) / rate * float64(time.Second)).Round(time.Second)
 	val := ""
 	if !math.IsNaN(valLoss) {
 		val = fmt.Sprintf(" val %.4f", valLoss)
+		if valStep >= 0 && valStep != step {
+			val += fmt.Sprintf(" (step %d)", valStep)
+		}
 	}
 	if p.terminal {
 		const width = 30
 		fill := width * step / max(p.total, 1)
-		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %.2f steps/s  ETA %s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
-			step, p.total, loss, val, rate, eta)
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %.2f s/step  ETA %s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
+			step, p.total, loss, val, stepSecs, eta)
 		return
 	}
 	if step%p.every == 0 || step == p.total {
-		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s (%.2f s/step, ETA %s)\n", step, p.total, loss, val, elapsed/float64(done), eta)
+		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s, %.2f s/step, ETA %s\n", step, p.total, loss, val, stepSecs, eta)
 	}
 }
 

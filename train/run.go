@@ -70,6 +70,7 @@ type run struct {
 	out                     *runLog        // r.log: phase lines and the heartbeat (runlog.go)
 	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
 	valStep                 int            // its step
+	lastValStep             int            // the step of state.LastValLoss (−1: not known, a resume's without metrics.jsonl)
 	loadSecs                float64        // loading the model at the start (a full-parameter test evaluation loads it again)
 	ckSecs                  float64        // the longest checkpoint's wall-clock seconds (0: none yet)
 	ckStep                  int            // its step
@@ -260,7 +261,7 @@ func (r *run) step(step, ran int) outcome {
 			return r.fail(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
 		}
 	}
-	r.prog.update(step+1, st.Loss, r.state.LastValLoss)
+	r.prog.update(step+1, st.Loss, r.state.Seconds/float64(step+1), r.state.LastValLoss, r.lastValStep)
 	return outcome{}
 }
 

@@ -103,7 +103,7 @@ func (r *run) validate(step int) (bool, error) {
 	if finite(loss) == nil {
 		return false, nil
 	}
-	r.state.LastValLoss = loss
+	r.state.LastValLoss, r.lastValStep = loss, step
 	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
 		return false, err
 	}

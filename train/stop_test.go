@@ -375,16 +375,28 @@ func TestStopInDivergingValidation(t *testing.T) {
 	}
 }
 
-// TestProgressRate: the rate counts every step of this invocation, the first
-// included (it was timed from the end of the first step: a one-step run said
-// 0.00 s/step).
+// TestProgressRate: s/step is the run's mean step time given, not the
+// wall-clock rate (which includes validations and checkpoints: a resumed
+// run's one step said 20 s/step for 7), while the ETA counts every step of
+// this invocation, the first included (a one-step run said 0.00 s/step); a
+// validation loss older than the step says its step.
 func TestProgressRate(t *testing.T) {
 	var b strings.Builder
 	p := newProgress(newRunLog(&b), false, 10, 1)
 	p.begin(4)
 	p.start = time.Now().Add(-3 * time.Second)
-	p.update(5, 1, math.NaN())
-	if got := b.String(); !strings.HasPrefix(got, "step 5/10 loss 1.0000 (3.00 s/step, ETA 15s)") {
+	p.update(5, 1, 0.5, math.NaN(), -1)
+	if got := b.String(); !strings.HasPrefix(got, "step 5/10 loss 1.0000, 0.50 s/step, ETA 15s") {
 		t.Errorf("progress line %q", got)
+	}
+	for _, tc := range []struct {
+		valStep int
+		want    string
+	}{{6, "step 6/10 loss 1.0000 val 0.2500, 0.50 s/step"}, {3, "step 6/10 loss 1.0000 val 0.2500 (step 3), 0.50 s/step"}, {-1, "step 6/10 loss 1.0000 val 0.2500, 0.50 s/step"}} {
+		b.Reset()
+		p.update(6, 1, 0.5, 0.25, tc.valStep)
+		if got := b.String(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("validation at step %d: progress line %q, want %q", tc.valStep, got, tc.want)
+		}
 	}
 }
