@@ -36,6 +36,19 @@ func checkChatTemplate(tok *tokenizer.Tokenizer, model string, format data.Forma
 	return nil
 }
 
+// noExamples refuses a data file that gave no example at all, before any
+// filtering (which would otherwise be blamed): one with a header and no
+// rows, or with every row malformed.
+func noExamples(key, path string, st data.ReadStats) error {
+	switch {
+	case st.Examples > 0:
+		return nil
+	case st.Skipped > 0:
+		return fmt.Errorf("%s %s: no usable example: every row is malformed (%d; the warnings above say why)", key, path, st.Skipped)
+	}
+	return fmt.Errorf("%s %s: no examples in the file", key, path)
+}
+
 // loadSplits reads the task's files and draws the paper's splits
 // (docs/ALGORITHMS.md, the data protocol): SST-2 and SQuAD hold out 5% of train (a permutation
 // seeded by task.data_seed) as validation; examples longer than
@@ -60,10 +73,16 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 	if err != nil {
 		return nil, err
 	}
+	if err := noExamples("task.train", cfg.Task.Train, st); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(log, "read %d training examples from %s (%d malformed rows skipped)\n", st.Examples, cfg.Task.Train, st.Skipped)
 	trainEx, valEx := all, []data.Example(nil)
 	if cfg.Task.Validation != "" {
 		if valEx, st, err = data.ReadAll(cfg.Task.Validation, task, opt); err != nil {
+			return nil, err
+		}
+		if err := noExamples("task.validation", cfg.Task.Validation, st); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(log, "read %d validation examples from %s (%d skipped)\n", st.Examples, cfg.Task.Validation, st.Skipped)
@@ -91,6 +110,9 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 	}
 	if cfg.Task.Test != "" && !cfg.Eval.Skip {
 		if s.test, st, err = data.ReadAll(cfg.Task.Test, task, data.ReadOptions{Strict: opt.Strict, OnSkip: opt.OnSkip, Limit: cfg.Task.MaxTest}); err != nil {
+			return nil, err
+		}
+		if err := noExamples("task.test", cfg.Task.Test, st); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)

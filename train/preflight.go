@@ -22,11 +22,13 @@ import (
 // paper's models and datasets, the command that downloads them.
 func preflight(cfg *Config) error {
 	var missing, fixes []string
+	relative := false
 	miss := func(key, path, what string, fix string) {
 		missing = append(missing, fmt.Sprintf("%s %s: %s", key, path, what))
 		if fix != "" && !strings.Contains(strings.Join(fixes, "\n"), fix) {
 			fixes = append(fixes, fix)
 		}
+		relative = relative || !filepath.IsAbs(path)
 	}
 	if what := checkModelDir(cfg.Model.Path, isImageTask(cfg)); what != "" {
 		miss("model.path", cfg.Model.Path, what, modelDownload(cfg))
@@ -38,7 +40,11 @@ func preflight(cfg *Config) error {
 			continue
 		}
 		if what := checkFile(f.path); what != "" {
-			miss(f.key, f.path, what, datasetDownload(f.path))
+			fix := ""
+			if what == noSuchFile {
+				fix = datasetDownload(f.path)
+			}
+			miss(f.key, f.path, what, fix)
 		}
 	}
 	if dir := cfg.Adapter.Init; dir != "" {
@@ -52,8 +58,8 @@ func preflight(cfg *Config) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	msg := "the run needs files that are not there (nothing was written):\n  " + strings.Join(missing, "\n  ")
-	if wd, err := os.Getwd(); err == nil && hasRelative(cfg) {
+	msg := "the run needs files that are missing or unusable (nothing was written):\n  " + strings.Join(missing, "\n  ")
+	if wd, err := os.Getwd(); err == nil && relative {
 		msg += "\n(relative paths are to the working directory, " + wd + ")"
 	}
 	if len(fixes) > 0 {
@@ -70,29 +76,23 @@ func testFile(cfg *Config) string {
 	return cfg.Task.Test
 }
 
-// hasRelative says whether any path the run reads is relative.
-func hasRelative(cfg *Config) bool {
-	for _, p := range []string{cfg.Model.Path, cfg.Task.Train, cfg.Task.Validation, cfg.Task.Test, cfg.Adapter.Init} {
-		if p != "" && !filepath.IsAbs(p) {
-			return true
-		}
-	}
-	return false
-}
-
 // checkFile says what is wrong with a file a run reads ("" if nothing).
 func checkFile(path string) string {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "no such file"
+		return noSuchFile
 	case err != nil:
 		return err.Error()
 	case st.IsDir():
 		return "a directory, not a file"
+	case st.Mode().IsRegular() && st.Size() == 0: // (a pipe's size is 0 too: refused when read)
+		return "the file is empty"
 	}
 	return ""
 }
+
+const noSuchFile = "no such file"
 
 // checkModelDir says what is missing of a model directory ("" if
 // nothing): config.json (which must parse as a model this project runs),

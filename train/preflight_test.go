@@ -27,6 +27,8 @@ func TestPreflight(t *testing.T) {
 		}
 		return to
 	}
+	empty := filepath.Join(dir, "empty.tsv")
+	os.WriteFile(empty, nil, 0o644)
 	for _, tc := range []struct {
 		name string
 		set  []string
@@ -40,6 +42,7 @@ func TestPreflight(t *testing.T) {
 		{"data", []string{"task.train=" + filepath.Join(dir, "data", "nope.tsv"), "task.test=" + filepath.Join(dir, "data", "gone.tsv")},
 			[]string{"task.train " + filepath.Join(dir, "data", "nope.tsv") + ": no such file", "task.test " + filepath.Join(dir, "data", "gone.tsv") + ": no such file"}},
 		{"adapter.init", []string{"adapter.init=" + dir}, []string{"adapter.init " + dir + ": adapter_config.json no such file"}},
+		{"an empty data file", []string{"task.train=" + empty}, []string{"task.train " + empty + ": the file is empty"}},
 		{"the paper's model and data", []string{"model.path=" + filepath.Join(dir, "models", "Llama-3.2-1B"), "model.name=meta-llama/Llama-3.2-1B",
 			"task.train=" + filepath.Join(dir, "data", "squad", "plain_text", "train-00000-of-00001.parquet")}, []string{
 			"hf download meta-llama/Llama-3.2-1B --local-dir " + filepath.Join(dir, "models", "Llama-3.2-1B"),
@@ -65,6 +68,27 @@ func TestPreflight(t *testing.T) {
 				t.Errorf("a start that failed its checks made %s", out)
 			}
 		})
+	}
+}
+
+// TestNoExamples: a data file that parses but holds no example (a header
+// and no rows, or every row malformed) is named by its key, not blamed on
+// the length filter.
+func TestNoExamples(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	header := filepath.Join(dir, "header.tsv")
+	os.WriteFile(header, []byte("sentence\tlabel\n"), 0o644)
+	bad := filepath.Join(dir, "bad.tsv")
+	os.WriteFile(bad, []byte("sentence\tlabel\ngood movie\tseven\n"), 0o644)
+	for _, tc := range []struct{ key, file, want string }{
+		{"task.train", header, "task.train " + header + ": no examples in the file"},
+		{"task.test", header, "task.test " + header + ": no examples in the file"},
+		{"task.train", bad, "task.train " + bad + ": no usable example: every row is malformed (1;"},
+	} {
+		_, err := Run(Options{ConfigPath: cfg, Overrides: []string{tc.key + "=" + tc.file, "output.dir=" + filepath.Join(t.TempDir(), "run"), "model.backend=cpu"}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: %v, want %q", tc.key, tc.file, err, tc.want)
+		}
 	}
 }
 
