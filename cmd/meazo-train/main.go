@@ -24,7 +24,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
@@ -35,7 +37,13 @@ import (
 type setFlags []string
 
 func (s *setFlags) String() string     { return strings.Join(*s, " ") }
-func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+func (s *setFlags) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, e.g. --set optimizer.lr=2e-4")
+	}
+	*s = append(*s, v)
+	return nil
+}
 
 // cmdline is a parsed command line.
 type cmdline struct {
@@ -91,6 +99,11 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 		}
 		return nil, fmt.Errorf("%w (see -h)", err)
 	}
+	if fs.NArg() == 1 && fs.Arg(0) == "help" { // as the other commands take it
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return nil, errHelp
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
 	}
@@ -135,6 +148,9 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 		}
 	}
 	if *seed != "" {
+		if _, err := strconv.ParseUint(*seed, 10, 64); err != nil {
+			return nil, fmt.Errorf("--seed %s: want a whole number from 0 to %d", *seed, uint64(math.MaxUint64))
+		}
 		sets = append(sets, "train.seed="+*seed)
 	}
 	if *out != "" {
