@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -129,6 +130,9 @@ func openAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 	b, err := inputfile.ReadFile(filepath.Join(dir, "adapter_config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("adapter %s: no such directory; want a saved adapter directory (a run's best/ or last/)", dir)
+		}
 		return nil, fmt.Errorf("adapter %s: no adapter_config.json there; want a saved adapter directory (a run's best/ or last/)", dir)
 	}
 	if err != nil {

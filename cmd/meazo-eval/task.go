@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,6 +51,12 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return cli.Usage(fmt.Errorf("--model, --task and --data are required"))
 	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0 || *maxLen < 0:
 		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens, --max-length and --threads must not be negative and --batch-size must be at least 1"))
+	}
+	// What the flags name is there, before a backend opens or a weight loads.
+	for _, f := range []struct{ flag, path string }{{"--model", *modelDir}, {"--data", *dataPath}, {"--adapter", *adapter}} {
+		if _, err := os.Stat(f.path); f.path != "" && err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.path, errors.Unwrap(err))
+		}
 	}
 	if data.Task(*task) == data.Pets {
 		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend,

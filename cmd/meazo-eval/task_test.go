@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,8 +58,18 @@ func TestTaskOnDemo(t *testing.T) {
 	if accs["merged"] != accs["adapter"] {
 		t.Errorf("accuracy with the adapter merged %v, attached %v", accs["merged"], accs["adapter"])
 	}
-	if err := runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "nope.tsv")}, io.Discard, io.Discard); err == nil {
-		t.Error("a missing data file gave no error")
+	// A missing path is named by its flag, before any backend opens (the log stays empty).
+	for _, miss := range []string{"--data", "--adapter", "--model"} {
+		args := []string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv")}
+		if miss == "--adapter" {
+			args = append(args, "--adapter", "")
+		}
+		args[slices.Index(args, miss)+1] = filepath.Join(dir, "nope")
+		var log strings.Builder
+		err := runTask(args, io.Discard, &log)
+		if err == nil || !strings.Contains(err.Error(), miss+" "+filepath.Join(dir, "nope")+": no such file or directory") || log.Len() > 0 {
+			t.Errorf("missing %s: %v (log %q)", miss, err, log.String())
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 // setFlags collects repeated --set key=value.
 type setFlags []string
 
-func (s *setFlags) String() string     { return strings.Join(*s, " ") }
+func (s *setFlags) String() string { return strings.Join(*s, " ") }
 func (s *setFlags) Set(v string) error {
 	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
 		return fmt.Errorf("want key=value, e.g. --set optimizer.lr=2e-4")
