@@ -164,6 +164,7 @@ func demo(opts train.Options, dir string, steps int) error {
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Stat(abs)
 	if err := claimDemoDir(abs); err != nil {
 		return err
 	}
@@ -176,6 +177,10 @@ func demo(opts train.Options, dir string, steps int) error {
 	// it is.
 	backend, err := demoBackend(opts.Overrides)
 	if err != nil {
+		if errors.Is(statErr, os.ErrNotExist) { // the demo made the directory: it goes again
+			os.Remove(filepath.Join(abs, demoMarker))
+			os.Remove(abs)
+		}
 		return err
 	}
 	path, err := train.WriteDemo(abs, steps)

@@ -156,3 +156,16 @@ func TestDemoRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoFailedStartLeavesNothing: a demo whose backend cannot open
+// removes the directory it made for itself (it held only its marker).
+func TestDemoFailedStartLeavesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	err := demo(train.Options{Overrides: []string{"model.backend=nope"}}, dir, 2)
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("a demo on backend nope: %v", err)
+	}
+	if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
+		t.Errorf("after %v, %s is still there (%v)", err, dir, serr)
+	}
+}
