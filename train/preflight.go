@@ -200,6 +200,9 @@ var hubDatasets = []struct{ dir, repo string }{
 // paper's datasets where the shipped configs look for it ("" for another).
 func datasetDownload(path string) string {
 	p := filepath.ToSlash(filepath.Clean(path))
+	if !strings.HasSuffix(p, ".parquet") { // what the Hub's copies hold: not a .tsv or the official JSON
+		return ""
+	}
 	for _, d := range hubDatasets {
 		i := strings.Index("/"+p, "/"+d.dir+"/")
 		if i < 0 {

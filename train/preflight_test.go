@@ -122,6 +122,8 @@ func TestDownloadHints(t *testing.T) {
 		"data/pets/data/test-00000-of-00001.parquet": "hf download --repo-type dataset timm/oxford-iiit-pet --local-dir data/pets",
 		"mydata/train.tsv":                           "",
 		"data/sst2.tsv":                              "",
+		"data/sst2/train.tsv":                        "", // the Hub's copy holds Parquet files only
+		"data/squad/train-v1.1.json":                 "",
 	} {
 		if got := datasetDownload(path); want == "" && got != "" || !strings.Contains(got, want) {
 			t.Errorf("%s: %q, want %q", path, got, want)
