@@ -102,7 +102,11 @@ func cmdMemory(args []string, _ io.Reader, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprint(stdout, table)
-	return plot.WriteFileAtomic(filepath.Join(*out, "memory.md"), []byte(table))
+	path := filepath.Join(*out, "memory.md")
+	if err := checkReplace(path); err != nil {
+		return err
+	}
+	return plot.WriteFileAtomic(path, []byte(table))
 }
 
 // cmdVTStats prints and writes the second-moment table of the runs'
@@ -128,7 +132,11 @@ func cmdVTStats(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	table := results.SecondMomentTable(cols)
 	fmt.Fprint(stdout, table)
-	return plot.WriteFileAtomic(filepath.Join(*out, "vt_stats.md"), []byte(table))
+	path := filepath.Join(*out, "vt_stats.md")
+	if err := checkReplace(path); err != nil {
+		return err
+	}
+	return plot.WriteFileAtomic(path, []byte(table))
 }
 
 // cmdAll writes every figure the runs allow (results.All) and the memory table.
@@ -147,11 +155,14 @@ func cmdAll(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	path := filepath.Join(*out, "memory.md")
+	if err := checkReplace(path); err != nil {
+		return err
+	}
 	paths, err := writeFigures(*out, figs...)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(*out, "memory.md")
 	if err := plot.WriteFileAtomic(path, []byte(table)); err != nil {
 		return err
 	}

@@ -23,13 +23,16 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/results"
 )
@@ -65,13 +68,41 @@ func smoothFlag(fs *flag.FlagSet) *int {
 func warn(msg string) { fmt.Fprintln(os.Stderr, "meazo-plot: warning:", msg) }
 
 // mkdirOut creates the output directory, which must not be, nor be inside,
-// one of the inputs, a model directory or a run directory (outpath).
+// one of the inputs, a model directory or a run directory (outpath). One
+// it makes, or finds empty, it marks as meazo-plot's (plotMarker): its
+// files may be replaced by the next run; in any other, names must not
+// collide (checkReplace), so that a user's own train_loss.svg survives.
 func mkdirOut(dir string, inputs ...string) error {
 	if err := outpath.Check("--out", dir, inputs...); err != nil {
 		return err
 	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
+	}
+	if len(ents) == 0 {
+		return atomicfile.WriteFile(filepath.Join(dir, plotMarker), []byte("made by meazo-plot: it replaces its own figures here\n"))
+	}
+	return nil
+}
+
+// plotMarker marks an output directory meazo-plot made.
+const plotMarker = ".meazo-plot"
+
+// checkReplace refuses to write paths where a file is already there, unless
+// their directory is meazo-plot's own (mkdirOut). It is called with every
+// path a command writes before the first is written.
+func checkReplace(paths ...string) error {
+	for _, p := range paths {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(p), plotMarker)); err == nil {
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("--out: %s is already there and meazo-plot did not make its directory (no %s): move it away, or choose another --out (one meazo-plot makes)", p, plotMarker)
+		}
 	}
 	return nil
 }
@@ -79,13 +110,19 @@ func mkdirOut(dir string, inputs ...string) error {
 // writeFigures writes each figure to dir and returns the paths written
 // (also those before an error).
 func writeFigures(dir string, figs ...results.Figure) ([]string, error) {
-	var paths []string
+	var all []string
 	for _, f := range figs {
-		path := filepath.Join(dir, f.File)
-		if err := f.WriteFile(path); err != nil {
+		all = append(all, filepath.Join(dir, f.File))
+	}
+	if err := checkReplace(all...); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for i, f := range figs {
+		if err := f.WriteFile(all[i]); err != nil {
 			return paths, err
 		}
-		paths = append(paths, path)
+		paths = append(paths, all[i])
 	}
 	return paths, nil
 }

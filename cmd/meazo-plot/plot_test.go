@@ -237,3 +237,30 @@ func TestOutNeverInsideARun(t *testing.T) {
 		t.Error("plots/ was made in the run")
 	}
 }
+
+// TestOutKeepsUsersFiles: in a directory meazo-plot did not make, a file of
+// the name it would write is refused untouched (nothing written); in one it
+// made, its own figures are replaced on the next run.
+func TestOutKeepsUsersFiles(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, run)
+	mine := filepath.Join(root, "mine")
+	os.MkdirAll(mine, 0o755)
+	os.WriteFile(filepath.Join(mine, "train_loss.svg"), []byte("my figure"), 0o644)
+	if _, err := runCmd(t, "curves", "--out", mine, run); err == nil || !strings.Contains(err.Error(), "train_loss.svg is already there") {
+		t.Errorf("curves into a user's directory: %v, want a refusal", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(mine, "train_loss.svg")); string(b) != "my figure" {
+		t.Error("the user's train_loss.svg was replaced")
+	}
+	if ents, _ := os.ReadDir(mine); len(ents) != 1 {
+		t.Errorf("%d entries in the user's directory, want 1", len(ents))
+	}
+	out := filepath.Join(root, "plots")
+	for range 2 {
+		if _, err := runCmd(t, "curves", "--out", out, run); err != nil {
+			t.Fatalf("curves into its own directory: %v", err)
+		}
+	}
+}

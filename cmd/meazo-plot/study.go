@@ -50,6 +50,9 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := mkdirOut(*out, fs.Arg(0)); err != nil {
 		return err
 	}
+	if err := checkReplace(filepath.Join(*out, "results.md"), filepath.Join(*out, "results.csv")); err != nil {
+		return err
+	}
 	var paths []string
 	for name, body := range map[string]string{"results.md": rep.Markdown(), "results.csv": rep.CSV()} {
 		p := filepath.Join(*out, name)
