@@ -31,8 +31,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/results"
 )
