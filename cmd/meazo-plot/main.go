@@ -31,9 +31,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/outpath"
+	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/results"
 )
 
@@ -84,7 +84,7 @@ func mkdirOut(dir string, inputs ...string) error {
 		return fmt.Errorf("create output directory: %w", err)
 	}
 	if len(ents) == 0 {
-		return atomicfile.WriteFile(filepath.Join(dir, plotMarker), []byte("made by meazo-plot: it replaces its own figures here\n"))
+		return plot.WriteFileAtomic(filepath.Join(dir, plotMarker), []byte("made by meazo-plot: it replaces its own figures here\n"))
 	}
 	return nil
 }
