@@ -119,8 +119,8 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 		return err
 	}
 	n, _ := cfg.Params()
-	fmt.Fprintf(stdout, "wrote a random %s (%d layers, hidden %d, vocab %d, %.2fB parameters, %s) to %s\n",
-		cfg.Architecture, cfg.NumLayers, cfg.HiddenSize, cfg.VocabSize, float64(n)/1e9, f.dtype, f.out)
+	fmt.Fprintf(stdout, "wrote a random %s (%s, hidden %d, vocab %d, %.2fB parameters, %s) to %s\n",
+		cfg.Architecture, layers(cfg.NumLayers), cfg.HiddenSize, cfg.VocabSize, float64(n)/1e9, f.dtype, f.out)
 	what, err := tok.write(f.out)
 	if err != nil {
 		return fmt.Errorf("--tokenizer %s: %w", tok.choice, err)
@@ -289,4 +289,12 @@ func memAvailable() (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// layers is "1 layer" or "N layers".
+func layers(n int) string {
+	if n == 1 {
+		return "1 layer"
+	}
+	return fmt.Sprintf("%d layers", n)
 }
