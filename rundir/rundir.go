@@ -31,6 +31,10 @@ const (
 	// each of its run directories, before the run starts there), so that a
 	// rerun of the demo removes only what the demo made.
 	DemoMarker = ".meazo-demo"
+	// PlotMarker marks a directory meazo-plot made (or found empty): it
+	// replaces its own figures there, and nowhere else. The demo marks its
+	// plots/ with it too.
+	PlotMarker = ".meazo-plot"
 )
 
 // Names of the files inside CheckpointDir, besides the adapter's PEFT files,

@@ -35,6 +35,7 @@ import (
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/results"
+	"github.com/meazo-go/meazo/rundir"
 )
 
 var commands = cli.New("meazo-plot", "command")
@@ -69,9 +70,10 @@ func warn(msg string) { fmt.Fprintln(os.Stderr, "meazo-plot: warning:", msg) }
 
 // mkdirOut creates the output directory, which must not be, nor be inside,
 // one of the inputs, a model directory or a run directory (outpath). One
-// it makes, or finds empty, it marks as meazo-plot's (plotMarker): its
-// files may be replaced by the next run; in any other, names must not
-// collide (checkReplace), so that a user's own train_loss.svg survives.
+// it makes, or finds empty, it marks as meazo-plot's (plotMarker): there,
+// and in the directories it makes inside, its files may be replaced by the
+// next run; in any other, names must not collide (checkReplace), so that a
+// user's own train_loss.svg survives.
 func mkdirOut(dir string, inputs ...string) error {
 	if err := outpath.Check("--out", dir, inputs...); err != nil {
 		return err
@@ -83,25 +85,36 @@ func mkdirOut(dir string, inputs ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
-	if len(ents) == 0 {
+	if len(ents) == 0 && !ownedDir(dir) {
 		return plot.WriteFileAtomic(filepath.Join(dir, plotMarker), []byte("made by meazo-plot: it replaces its own figures here\n"))
 	}
 	return nil
 }
 
-// plotMarker marks an output directory meazo-plot made.
-const plotMarker = ".meazo-plot"
+// plotMarker marks an output directory meazo-plot made. A directory an
+// older meazo-plot made has none: adding an empty one lets it be replaced.
+const plotMarker = rundir.PlotMarker
+
+// ownedDir says whether dir or a directory above it holds plotMarker.
+func ownedDir(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, plotMarker)); err == nil {
+			return true
+		}
+		if filepath.Dir(d) == d {
+			return false
+		}
+	}
+}
 
 // checkReplace refuses to write paths where a file is already there, unless
-// their directory is meazo-plot's own (mkdirOut). It is called with every
-// path a command writes before the first is written.
+// their directory is meazo-plot's own (mkdirOut). A command calls it with
+// every path it writes before it writes the first.
 func checkReplace(paths ...string) error {
 	for _, p := range paths {
-		if _, err := os.Stat(filepath.Join(filepath.Dir(p), plotMarker)); err == nil {
-			continue
-		}
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("--out: %s is already there and meazo-plot did not make its directory (no %s): move it away, or choose another --out (one meazo-plot makes)", p, plotMarker)
+		if _, err := os.Lstat(p); err == nil && !ownedDir(filepath.Dir(p)) {
+			return fmt.Errorf("--out: %s is already there, in a directory meazo-plot did not make (no %s in it or above): move it away or choose another --out "+
+				"(or, if an older meazo-plot made that directory, add an empty %s to it)", p, plotMarker, plotMarker)
 		}
 	}
 	return nil

@@ -257,10 +257,26 @@ func TestOutKeepsUsersFiles(t *testing.T) {
 	if ents, _ := os.ReadDir(mine); len(ents) != 1 {
 		t.Errorf("%d entries in the user's directory, want 1", len(ents))
 	}
-	out := filepath.Join(root, "plots")
-	for range 2 {
-		if _, err := runCmd(t, "curves", "--out", out, run); err != nil {
-			t.Fatalf("curves into its own directory: %v", err)
+	// Its own directories: one it makes, and one it finds empty.
+	empty := filepath.Join(root, "empty")
+	os.MkdirAll(empty, 0o755)
+	for _, out := range []string{filepath.Join(root, "plots"), empty} {
+		for range 2 {
+			if _, err := runCmd(t, "curves", "--out", out, run); err != nil {
+				t.Fatalf("curves into its own directory %s: %v", out, err)
+			}
 		}
+		if _, err := os.Stat(filepath.Join(out, ".meazo-plot")); err != nil {
+			t.Errorf("%s has no marker: %v", out, err)
+		}
+	}
+	// An older meazo-plot's directory (no marker) is refused until one is added.
+	os.Remove(filepath.Join(empty, ".meazo-plot"))
+	if _, err := runCmd(t, "curves", "--out", empty, run); err == nil || !strings.Contains(err.Error(), "add an empty .meazo-plot") {
+		t.Errorf("curves into an unmarked directory of its figures: %v", err)
+	}
+	os.WriteFile(filepath.Join(empty, ".meazo-plot"), nil, 0o644)
+	if _, err := runCmd(t, "curves", "--out", empty, run); err != nil {
+		t.Errorf("curves once the marker is added: %v", err)
 	}
 }

@@ -50,7 +50,18 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := mkdirOut(*out, fs.Arg(0)); err != nil {
 		return err
 	}
-	if err := checkReplace(filepath.Join(*out, "results.md"), filepath.Join(*out, "results.csv")); err != nil {
+	// Every path the report writes, checked before the first is written.
+	planned := []string{filepath.Join(*out, "results.md"), filepath.Join(*out, "results.csv")}
+	for _, e := range all {
+		for _, f := range e.figs {
+			p := filepath.Join(*out, e.name, f.File)
+			planned = append(planned, p)
+			if *png && strings.HasSuffix(p, ".svg") {
+				planned = append(planned, strings.TrimSuffix(p, ".svg")+".png")
+			}
+		}
+	}
+	if err := checkReplace(planned...); err != nil {
 		return err
 	}
 	var paths []string

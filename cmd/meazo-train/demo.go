@@ -115,6 +115,13 @@ func claimDemoDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// plots/ is make demo's meazo-plot's: one an older meazo-plot made has
+	// no marker, and the new one would refuse to replace its figures.
+	if st, err := os.Stat(filepath.Join(dir, "plots")); err == nil && st.IsDir() {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "plots", rundir.PlotMarker), []byte("made by meazo-plot (make demo)\n")); err != nil {
+			return err
+		}
+	}
 	return atomicfile.WriteFile(filepath.Join(dir, demoMarker), []byte("made by meazo-train --demo\n"))
 }
 
@@ -164,7 +171,13 @@ func demo(opts train.Options, dir string, steps int) error {
 	if err != nil {
 		return err
 	}
-	_, statErr := os.Stat(abs)
+	// The backend, chosen once here (and why, for auto) rather than in
+	// each run's log, before anything is written (a backend that cannot
+	// open leaves nothing behind): the runs are told which it is.
+	backend, err := demoBackend(opts.Overrides)
+	if err != nil {
+		return err
+	}
 	if err := claimDemoDir(abs); err != nil {
 		return err
 	}
@@ -172,17 +185,6 @@ func demo(opts train.Options, dir string, steps int) error {
 		"It trains LoRA on a TINY model and a synthetic sentiment task, all made on the spot, with MEAZO,\n"+
 		"ZO-SGD and ZO-Adam. The model is random but for a sentiment direction planted in its word embeddings;\n"+
 		"training has to learn to read it from the sentence into the answer (README.md, \"The demo\").\n\n", abs)
-	// The backend, chosen once here (and why, for auto) rather than in
-	// each run's log, before anything is written: the runs are told which
-	// it is.
-	backend, err := demoBackend(opts.Overrides)
-	if err != nil {
-		if errors.Is(statErr, os.ErrNotExist) { // the demo made the directory: it goes again
-			os.Remove(filepath.Join(abs, demoMarker))
-			os.Remove(abs)
-		}
-		return err
-	}
 	path, err := train.WriteDemo(abs, steps)
 	if err != nil {
 		return err

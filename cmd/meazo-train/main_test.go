@@ -169,3 +169,20 @@ func TestDemoFailedStartLeavesNothing(t *testing.T) {
 		t.Errorf("after %v, %s is still there (%v)", err, dir, serr)
 	}
 }
+
+// TestDemoMarksItsPlots: a demo directory's plots/ (make demo's meazo-plot
+// output, perhaps from a version that left no marker) is marked as
+// meazo-plot's when the demo claims the directory, so that make demo runs
+// again.
+func TestDemoMarksItsPlots(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	os.MkdirAll(filepath.Join(dir, "plots"), 0o755)
+	os.WriteFile(filepath.Join(dir, "plots", "train_loss.svg"), []byte("<svg/>"), 0o644)
+	os.WriteFile(filepath.Join(dir, demoMarker), nil, 0o644)
+	if err := claimDemoDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "plots", rundir.PlotMarker)); err != nil {
+		t.Errorf("plots/ not marked: %v", err)
+	}
+}
