@@ -163,17 +163,40 @@ func (r *run) openRunDir() error {
 // (atomicfile.IsLeftover) that the next start or resume removes.
 var atomicRootFiles = []string{rundir.ConfigFile, rundir.SummaryFile, rundir.DemoMarker}
 
-// refuseFinished refuses to resume a run that is done (summary.json) when
-// no --set changes what it would do: there is nothing left to run, and
-// running its test evaluation again would replace the summary's figures
-// (its peak memory among them) with those of an evaluation-only process.
+// refuseFinished refuses to resume a run that is done (summary.json) unless
+// a --set gives it something to do: more steps (train.steps above those
+// done), or a test evaluation that differs (its data, its settings, its
+// backend). With nothing to run, the test evaluation would run again as it
+// ran and replace the summary's figures (its peak memory among them) with
+// those of an evaluation-only process.
 func refuseFinished(dir string, changes []ConfigChange) error {
 	s, err := rundir.ReadSummary(dir)
-	if err != nil || s.Status != rundir.StatusDone || len(changes) > 0 {
+	if err != nil || s.Status != rundir.StatusDone {
 		return nil
+	}
+	for _, c := range changes {
+		if c.Key == "train.steps" && toFloat(c.New) > float64(s.StepsDone) || slices.Contains(testKeys, c.Key) {
+			return nil
+		}
 	}
 	return fmt.Errorf("run %s is finished (%d of %d steps): nothing to resume. To train it further, add --set train.steps=N (N > %d); "+
 		"to test it on other data, --set task.test=FILE, or score its best/ with meazo-eval task", dir, s.StepsDone, s.Steps, s.StepsDone)
+}
+
+// testKeys are the resumable keys that change a finished run's test
+// evaluation.
+var testKeys = []string{"task.test", "task.max_test", "task.strict", "model.backend", "model.bf16_weights",
+	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem"}
+
+// toFloat is a config value as a number (NaN for another kind).
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return math.NaN()
 }
 
 // removeLeftovers removes the temporary files that writes interrupted by a

@@ -515,3 +515,33 @@ func TestResumeRefusesChangedInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishedRunResumesOnlyWithWork: a done run is not resumed with
+// nothing to do (summary.json stays byte for byte), nor with a change that
+// gives it none (threads, a learning rate, fewer steps); more steps
+// continue it.
+func TestFinishedRunResumesOnlyWithWork(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	out := filepath.Join(dir, "run")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+out)}); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, filepath.Join(out, "summary.json"))
+	for _, set := range [][]string{nil, {"train.threads=1"}, {"optimizer.lr=0.002"}, {"train.steps=2"}, {"train.steps=1"}} {
+		if _, err := Run(Options{Resume: out, Overrides: set}); err == nil || !strings.Contains(err.Error(), "is finished (2 of 2 steps): nothing to resume") {
+			t.Errorf("--set %v: %v, want a refusal", set, err)
+		}
+		if readFile(t, filepath.Join(out, "summary.json")) != before {
+			t.Fatalf("--set %v: summary.json changed", set)
+		}
+	}
+	s, err := Run(Options{Resume: out, Overrides: []string{"train.steps=3"}})
+	if err != nil || s.StepsDone != 3 || s.Status != "done" {
+		t.Fatalf("--set train.steps=3: %v, %+v", err, s)
+	}
+	for _, k := range testKeys {
+		if !slices.Contains(resumableKeys, k) {
+			t.Errorf("test key %s is not resumable", k)
+		}
+	}
+}
