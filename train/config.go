@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/viper"
@@ -202,6 +203,13 @@ func Load(path string, overrides []string) (*Config, error) {
 		if keyKind(key, known) != "string" {
 			if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
 				return nil, fmt.Errorf("--set %s: %w", key, err)
+			}
+			// A number with leading zeros is decimal on a command line
+			// (YAML reads "010" as octal 8: a run would take 8 steps).
+			if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
+				parsed = n
+			} else if n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64); err == nil {
+				parsed = n
 			}
 		}
 		if parsed == nil {

@@ -205,6 +205,10 @@ func TestSetStringIsLiteral(t *testing.T) {
 	if c, err := Load(cfg, []string{"train.steps=007"}); err != nil || c.Train.Steps != 7 {
 		t.Errorf("a number key is still read as YAML: %v", err)
 	}
+	// Leading zeros are decimal (YAML's 010 is octal 8).
+	if c, err := Load(cfg, []string{"train.steps=010", "train.seed=010", "optimizer.q=02"}); err != nil || c.Train.Steps != 10 || c.Train.Seed != 10 || c.Optimizer.Q != 2 {
+		t.Errorf("--set train.steps=010 train.seed=010 optimizer.q=02: %v, steps %d seed %d q %d", err, c.Train.Steps, c.Train.Seed, c.Optimizer.Q)
+	}
 }
 
 // TestSetPathDropsName: a config's model.name (a hub name) labels only the

@@ -148,10 +148,11 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 		}
 	}
 	if *seed != "" {
-		if _, err := strconv.ParseUint(*seed, 10, 64); err != nil {
+		n, err := strconv.ParseUint(*seed, 10, 64)
+		if err != nil {
 			return nil, fmt.Errorf("--seed %s: want a whole number from 0 to %d", *seed, uint64(math.MaxUint64))
 		}
-		sets = append(sets, "train.seed="+*seed)
+		sets = append(sets, "train.seed="+strconv.FormatUint(n, 10)) // decimal: YAML would read 010 as 8
 	}
 	if *out != "" {
 		sets = append(sets, "output.dir="+*out)

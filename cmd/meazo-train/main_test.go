@@ -64,6 +64,9 @@ func TestCarelessInvocations(t *testing.T) {
 	if strings.Join(c.opts.Overrides, " ") != "train.seed=3 output.dir=o" {
 		t.Errorf("overrides %q", c.opts.Overrides)
 	}
+	if c, _ := parseCmdline([]string{"--config", "c.yaml", "--seed", "010"}, io.Discard); strings.Join(c.opts.Overrides, " ") != "train.seed=10" {
+		t.Errorf("--seed 010: overrides %q, want train.seed=10", c.opts.Overrides)
+	}
 }
 
 // TestDemoDeletesOnlyItsOwnFiles: the demo cleans a run directory it made
