@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,7 @@ type Config struct {
 // ModelConfig is the config's model section: which checkpoint, where it runs.
 type ModelConfig struct {
 	Path       string `mapstructure:"path" yaml:"path" doc:"HF model directory: config.json, safetensors weights (one file or sharded), tokenizer.json, tokenizer_config.json [, chat_template.jinja]; for task pets a ViT's: config.json (ViTForImageClassification, or ViTModel such as google/vit-base-patch16-224-in21k, which gets a fresh classifier drawn from train.seed), safetensors weights, preprocessor_config.json"`
-	Name       string `mapstructure:"name" yaml:"name" doc:"base_model_name_or_path written into saved adapters and the model's name in summary.json (default: path). A --set model.path without --set model.name drops the config's name: the run records the weights it used, not a published model they may not be"`
+	Name       string `mapstructure:"name" yaml:"name" doc:"base_model_name_or_path written into saved adapters and the model's name in summary.json (default: path). A --set model.path to another directory without --set model.name drops the config's name: the run records the weights it used, not a published model they may not be"`
 	DateString string `mapstructure:"date_string" yaml:"date_string" doc:"Llama-3.x chat template date_string, pinned for reproducibility"`
 	BF16       bool   `mapstructure:"bf16_weights" yaml:"bf16_weights" doc:"keep matrices stored as BF16 in the checkpoint in bfloat16 in memory: half the memory, bit-identical results; on the CPU within a few % of float32 at large batches and faster when decoding (half the bytes to stream)"`
 	Backend    string `mapstructure:"backend" yaml:"backend" doc:"where the forward passes run: auto (CUDA when an NVIDIA GPU and its libraries load, else the CPU; the log says which), cpu or cuda. Each backend is bit-identical to itself run to run; CPU and CUDA agree to float32 rounding, not bit for bit, so resume a run on the backend it started on"`
@@ -186,6 +187,7 @@ func Load(path string, overrides []string) (*Config, error) {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
+	filePath := v.GetString("model.path")
 	for _, o := range overrides {
 		key, val, ok := strings.Cut(o, "=")
 		key = strings.TrimSpace(key)
@@ -220,7 +222,7 @@ func Load(path string, overrides []string) (*Config, error) {
 		}
 		v.Set(key, parsed)
 	}
-	dropNameWithPath(v, overrides)
+	dropNameWithPath(v, overrides, filePath)
 	where := "config"
 	if path != "" {
 		where = "config " + path
@@ -241,12 +243,12 @@ func Load(path string, overrides []string) (*Config, error) {
 	return &c, nil
 }
 
-// dropNameWithPath clears model.name when --set moves model.path but does
-// not name the model: a config's hub name (Qwen/Qwen3-0.6B) would otherwise
-// label adapters and results made on other weights (random ones of the same
-// shapes, a fine-tuned copy), and PEFT would load the published model under
-// them.
-func dropNameWithPath(v *viper.Viper, overrides []string) {
+// dropNameWithPath clears model.name when --set moves model.path elsewhere
+// than the config's (filePath) and does not name the model: a config's hub
+// name (Qwen/Qwen3-0.6B) would otherwise label adapters and results made
+// on other weights (random ones of the same shapes, a fine-tuned copy),
+// and PEFT would load the published model under them.
+func dropNameWithPath(v *viper.Viper, overrides []string, filePath string) {
 	var path, name bool
 	for _, o := range overrides {
 		switch key, _, _ := strings.Cut(o, "="); strings.TrimSpace(key) {
@@ -256,7 +258,7 @@ func dropNameWithPath(v *viper.Viper, overrides []string) {
 			name = true
 		}
 	}
-	if path && !name {
+	if path && !name && filepath.Clean(v.GetString("model.path")) != filepath.Clean(filePath) {
 		v.Set("model.name", "")
 	}
 }

@@ -230,6 +230,7 @@ func TestSetPathDropsName(t *testing.T) {
 		{[]string{"model.path=models/random-Qwen3-0.6B"}, "", "models/random-Qwen3-0.6B"},
 		{[]string{"model.path=/data/Qwen3-0.6B", "model.name=Qwen/Qwen3-0.6B"}, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"},
 		{[]string{"model.name=mine", "model.path=x"}, "mine", "mine"},
+		{[]string{"model.path=models/Qwen3-0.6B/"}, "Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"}, // the config's own path
 	} {
 		c, err := Load(cfg, tc.set)
 		if err != nil {
