@@ -8,10 +8,10 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
-	"path/filepath"
 	"strconv"
 	"strings"
 
