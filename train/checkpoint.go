@@ -293,9 +293,12 @@ func (r *run) lastCheckpointStep() int {
 // where the file cannot say.
 func lastValidation(dir string, step int) int {
 	_, val, err := rundir.ReadMetrics(dir, func(string) {})
+	if err != nil {
+		return -1
+	}
 	last := -1
 	for _, v := range val {
-		if err == nil && v.Step <= step {
+		if v.Step <= step {
 			last = max(last, v.Step)
 		}
 	}

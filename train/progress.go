@@ -46,13 +46,22 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 	if p.terminal {
 		const width = 30
 		fill := width * step / max(p.total, 1)
-		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %.2f s/step  ETA %s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
-			step, p.total, loss, val, stepSecs, eta)
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %s  ETA %s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
+			step, p.total, loss, val, perStep(stepSecs), eta)
 		return
 	}
 	if step%p.every == 0 || step == p.total {
-		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s, %.2f s/step, ETA %s\n", step, p.total, loss, val, stepSecs, eta)
+		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s, %s, ETA %s\n", step, p.total, loss, val, perStep(stepSecs), eta)
 	}
+}
+
+// perStep is a step's time, in milliseconds below a tenth of a second (a
+// tiny model's: "0.00 s/step" said nothing).
+func perStep(secs float64) string {
+	if secs < 0.1 {
+		return fmt.Sprintf("%.1f ms/step", secs*1000)
+	}
+	return fmt.Sprintf("%.2f s/step", secs)
 }
 
 // done ends the bar's line.

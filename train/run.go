@@ -70,7 +70,7 @@ type run struct {
 	out                     *runLog        // r.log: phase lines and the heartbeat (runlog.go)
 	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
 	valStep                 int            // its step
-	lastValStep             int            // the step of state.LastValLoss (−1: not known, a resume's without metrics.jsonl)
+	lastValStep             int            // the step of state.LastValLoss, when that is not NaN (−1: not known, a resume's metrics.jsonl unreadable)
 	loadSecs                float64        // loading the model at the start (a full-parameter test evaluation loads it again)
 	ckSecs                  float64        // the longest checkpoint's wall-clock seconds (0: none yet)
 	ckStep                  int            // its step

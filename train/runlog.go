@@ -112,6 +112,8 @@ func (l *runLog) heartbeat(every time.Duration) (stop func()) {
 // "3m 20s", "1h 07m", "5d 16h".
 func fmtDuration(secs float64) string {
 	switch s := int64(secs + 0.5); {
+	case secs < 0.0005:
+		return "<1ms"
 	case secs < 0.1: // a tiny model's step (the demo's): "0.0s" said nothing
 		return fmt.Sprintf("%.0fms", secs*1000)
 	case secs < 10:

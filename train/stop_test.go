@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meazo-go/meazo/rundir"
 )
 
 // stopAt is an Options.Stop that asks to stop from its n-th poll on, as a
@@ -398,5 +400,26 @@ func TestProgressRate(t *testing.T) {
 		if got := b.String(); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("validation at step %d: progress line %q, want %q", tc.valStep, got, tc.want)
 		}
+	}
+}
+
+// TestLastValidation: a resumed run's progress lines name the step of the
+// validation loss it restored, read back from metrics.jsonl (the last at or
+// before the checkpoint's step), or none where the file cannot say.
+func TestLastValidation(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for _, v := range []rundir.ValLine{{Kind: rundir.KindVal, Step: 0, ValLoss: 2}, {Kind: rundir.KindVal, Step: 3, ValLoss: 1.5}, {Kind: rundir.KindVal, Step: 6, ValLoss: 1}} {
+		b, _ := json.Marshal(v)
+		lines = append(lines, string(b))
+	}
+	os.WriteFile(filepath.Join(dir, rundir.MetricsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	for step, want := range map[int]int{0: 0, 2: 0, 5: 3, 6: 6, 9: 6} {
+		if got := lastValidation(dir, step); got != want {
+			t.Errorf("step %d: %d, want %d", step, got, want)
+		}
+	}
+	if got := lastValidation(filepath.Join(dir, "none"), 5); got != -1 {
+		t.Errorf("no metrics.jsonl: %d, want -1", got)
 	}
 }

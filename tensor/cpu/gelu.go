@@ -122,10 +122,7 @@ func erf(x float64) float64 {
 	default:
 		e = 1
 	}
-	if x < 0 {
-		return -e
-	}
-	return e
+	return math.Copysign(e, x) // erf is odd: erf(−0) = −0, as math.Erf's
 }
 
 // erfSmall is erf(a) for 2⁻²⁸ ≤ a < 0.84375: a + a·P(a²)/Q(a²).
@@ -162,13 +159,11 @@ func erfTail(a float64) float64 {
 }
 
 // expArg is math.Exp's pure-Go algorithm for the arguments erfTail gives
-// it (from −37 to 0: no overflow, underflow or subnormal result): x = k·ln 2
-// + r with k = x·log₂e rounded half away from zero, exp(r) from a remez
-// polynomial, times 2ᵏ.
+// it, from −36.6 to −2.1 and from −0.22 to −0.02 (so without math.Exp's
+// special cases: no overflow, underflow, subnormal result or argument
+// within 2⁻²⁸ of 0): x = k·ln 2 + r with k = x·log₂e rounded half away
+// from zero, exp(r) from a remez polynomial, times 2ᵏ.
 func expArg(x float64) float64 {
-	if math.Abs(x) < erfTiny {
-		return 1 + x
-	}
 	half := 0.5
 	if x < 0 {
 		half = -0.5

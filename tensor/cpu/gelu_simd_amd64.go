@@ -105,9 +105,8 @@ func erf8(x archsimd.Float64x8) archsimd.Float64x8 {
 		e = gc.one.Sub(expArg8(m).Mul(expArg8(w)).Div(a)).Merge(e, tail)
 	}
 	e = erfBelow8(a).Merge(e, a.Less(gc.middle))
-	e = x.Merge(e, x.IsNaN())
-	neg := e.AsUint64x8().Xor(gc.signBit).AsFloat64x8()
-	return neg.Merge(e, x.Less(archsimd.Float64x8{}))
+	e = e.AsUint64x8().Or(x.AsUint64x8().And(gc.signBit)).AsFloat64x8() // Copysign(e, x): e ≥ 0
+	return x.Merge(e, x.IsNaN())
 }
 
 // erfBelow8 is erf(a) for a < 1.25 (a ≥ 0): the tiny, small and middle
@@ -142,6 +141,5 @@ func expArg8(x archsimd.Float64x8) archsimd.Float64x8 {
 	t := r.Mul(r)
 	c := r.Sub(t.Mul(horner8(t, gc.expP)))
 	y := gc.one.Sub(lo.Sub(r.Mul(c).Div(gc.two.Sub(c))).Sub(hi))
-	abs := x.AsUint64x8().AndNot(gc.signBit).AsFloat64x8()
-	return y.Scale(k).Merge(gc.one.Add(x), abs.GreaterEqual(gc.tiny))
+	return y.Scale(k)
 }
