@@ -5,9 +5,9 @@ import "math"
 // The exact GELU (HF's "gelu", torch's erf GELU), x·½·(1 + erf(x/√2)),
 // evaluated in float64 and rounded once to float32. Its erf is FreeBSD's
 // s_erf.c (the algorithm and coefficients of Go's math.Erf; the notice
-// below), with the two exponentials of its tail computed by the pure-Go
-// algorithm of math.Exp rather than by math.Exp itself, whose amd64
-// assembly uses fused multiply-adds where the CPU has them: here every
+// below), with the two exponentials of its tail computed by exp64 (ops.go:
+// the pure-Go algorithm of math.Exp) rather than by math.Exp itself, whose
+// amd64 assembly uses fused multiply-adds where the CPU has them: here every
 // product is rounded before it is added (the float64(...) conversions
 // forbid the compiler to fuse), so that the AVX-512 version
 // (gelu_simd_amd64.go), which computes every branch on eight lanes with
@@ -63,17 +63,6 @@ const (
 	erfTiny = 1.0 / (1 << 28) // below: erf(x) = x + efx·x
 )
 
-// The constants of math.Exp's pure-Go algorithm (exp.go): ln 2 in two
-// parts, and the remez polynomial of its reduced argument.
-const (
-	ln2Hi = 6.93147180369123816490e-01
-	ln2Lo = 1.90821492927058770002e-10
-	log2e = 1.44269504088896338700e+00
-
-	expP1, expP2, expP3, expP4, expP5 = 1.66666666666666657415e-01, -2.77777777770155933842e-03,
-		6.61375632143793436117e-05, -1.65339022054652515390e-06, 4.13813679705723846039e-08
-)
-
 // geluScalar is the exact GELU of x.
 func geluScalar(x float32) float32 {
 	v := float64(x)
@@ -98,7 +87,7 @@ func geluGo(x []float32) {
 	}
 }
 
-// erf is s_erf.c's erf(x) with expArg's exponentials.
+// erf is s_erf.c's erf(x) with exp64's exponentials (ops.go).
 func erf(x float64) float64 {
 	switch {
 	case math.IsNaN(x):
@@ -154,26 +143,6 @@ func erfTail(a float64) float64 {
 		q = 1 + float64(s*(sb1+float64(s*(sb2+float64(s*(sb3+float64(s*(sb4+float64(s*(sb5+float64(s*(sb6+float64(s*sb7)))))))))))))
 	}
 	z := math.Float64frombits(math.Float64bits(a) &^ (1<<32 - 1))
-	u := float64(expArg(-0.5625-float64(z*z)) * expArg(float64((z-a)*(z+a))+r/q))
+	u := float64(exp64(-0.5625-float64(z*z)) * exp64(float64((z-a)*(z+a))+r/q))
 	return 1 - u/a
-}
-
-// expArg is math.Exp's pure-Go algorithm for the arguments erfTail gives
-// it, from −36.6 to −2.1 and from −0.22 to −0.02 (so without math.Exp's
-// special cases: no overflow, underflow, subnormal result or argument
-// within 2⁻²⁸ of 0): x = k·ln 2 + r with k = x·log₂e rounded half away
-// from zero, exp(r) from a remez polynomial, times 2ᵏ.
-func expArg(x float64) float64 {
-	half := 0.5
-	if x < 0 {
-		half = -0.5
-	}
-	k := math.Trunc(float64(log2e*x) + half)
-	hi := x - float64(k*ln2Hi)
-	lo := float64(k * ln2Lo)
-	r := hi - lo
-	t := float64(r * r)
-	c := r - float64(t*(expP1+float64(t*(expP2+float64(t*(expP3+float64(t*(expP4+float64(t*expP5)))))))))
-	y := 1 - ((lo - float64(r*c)/(2-c)) - hi)
-	return math.Ldexp(y, int(k))
 }

@@ -25,11 +25,11 @@ func init() {
 // geluConsts holds erf's coefficients as vectors, each broadcast once (a
 // broadcast in the loop cost more than the arithmetic).
 type geluConsts struct {
-	pp, qq, pa, qa, ra, sa, rb, sb, expP []archsimd.Float64x8
+	pp, qq, pa, qa, ra, sa, rb, sb []archsimd.Float64x8
 
-	half, negHalf, one, two, sqrt1_2, erx, efx, log2e, ln2Hi, ln2Lo, negC archsimd.Float64x8
-	tiny, small, middle, split, six                                       archsimd.Float64x8 // erf's range edges
-	signBit, hi32                                                         archsimd.Uint64x8
+	half, one, sqrt1_2, erx, efx, negC archsimd.Float64x8
+	tiny, small, middle, split, six    archsimd.Float64x8 // erf's range edges
+	signBit, hi32                      archsimd.Uint64x8
 }
 
 var gc geluConsts
@@ -47,10 +47,8 @@ func newGeluConsts() geluConsts {
 		pa: v(pa0, pa1, pa2, pa3, pa4, pa5, pa6), qa: v(1, qa1, qa2, qa3, qa4, qa5, qa6),
 		ra: v(ra0, ra1, ra2, ra3, ra4, ra5, ra6, ra7), sa: v(1, sa1, sa2, sa3, sa4, sa5, sa6, sa7, sa8),
 		rb: v(rb0, rb1, rb2, rb3, rb4, rb5, rb6), sb: v(1, sb1, sb2, sb3, sb4, sb5, sb6, sb7),
-		expP: v(expP1, expP2, expP3, expP4, expP5),
 
-		half: f64x8(0.5), negHalf: f64x8(-0.5), one: f64x8(1), two: f64x8(2), sqrt1_2: f64x8(sqrt1_2),
-		erx: f64x8(erx), efx: f64x8(efx), log2e: f64x8(log2e), ln2Hi: f64x8(ln2Hi), ln2Lo: f64x8(ln2Lo),
+		half: f64x8(0.5), one: f64x8(1), sqrt1_2: f64x8(sqrt1_2), erx: f64x8(erx), efx: f64x8(efx),
 		negC: f64x8(-0.5625), tiny: f64x8(erfTiny), small: f64x8(0.84375), middle: f64x8(1.25), split: f64x8(1 / 0.35),
 		six: f64x8(6), signBit: archsimd.BroadcastUint64x8(1 << 63), hi32: archsimd.BroadcastUint64x8(^uint64(1<<32 - 1)),
 	}
@@ -102,7 +100,7 @@ func erf8(x archsimd.Float64x8) archsimd.Float64x8 {
 	e := gc.one
 	if tail := a.Less(gc.six).And(a.GreaterEqual(gc.middle)); tail.ToBits() != 0 {
 		w, m := erfTailArgs8(a)
-		e = gc.one.Sub(expArg8(m).Mul(expArg8(w)).Div(a)).Merge(e, tail)
+		e = gc.one.Sub(exp64x8(m).Mul(exp64x8(w)).Div(a)).Merge(e, tail)
 	}
 	e = erfBelow8(a).Merge(e, a.Less(gc.middle))
 	e = e.AsUint64x8().Or(x.AsUint64x8().And(gc.signBit)).AsFloat64x8() // Copysign(e, x): e ≥ 0
@@ -129,17 +127,4 @@ func erfTailArgs8(a archsimd.Float64x8) (w, m archsimd.Float64x8) {
 	q := horner8(s, gc.sa).Merge(horner8(s, gc.sb), below)
 	z := a.AsUint64x8().And(gc.hi32).AsFloat64x8()
 	return z.Sub(a).Mul(z.Add(a)).Add(r.Div(q)), gc.negC.Sub(z.Mul(z))
-}
-
-// expArg8 is expArg on eight lanes.
-func expArg8(x archsimd.Float64x8) archsimd.Float64x8 {
-	half := gc.negHalf.Merge(gc.half, x.Less(archsimd.Float64x8{}))
-	k := gc.log2e.Mul(x).Add(half).TruncScaled(0)
-	hi := x.Sub(k.Mul(gc.ln2Hi))
-	lo := k.Mul(gc.ln2Lo)
-	r := hi.Sub(lo)
-	t := r.Mul(r)
-	c := r.Sub(t.Mul(horner8(t, gc.expP)))
-	y := gc.one.Sub(lo.Sub(r.Mul(c).Div(gc.two.Sub(c))).Sub(hi))
-	return y.Scale(k)
 }

@@ -23,6 +23,7 @@ import (
 
 func init() {
 	if cpuAVX512 {
+		initExp64c()
 		opsPath = "avx512"
 		siluMul = siluMulAVX512
 		expSub = expSubAVX512
@@ -179,22 +180,42 @@ func sum64AVX512(x []float32) float64 {
 
 // exp64x8 is exp64 on 8 lanes: the same float64 operations in the same order.
 func exp64x8(x archsimd.Float64x8) archsimd.Float64x8 {
-	bc := f64c
-	x = x.Max(bc(-708))
-	k := bc(0).Sub(bc(0.5).Sub(x.Mul(bc(1.44269504088896338700e+00))).FloorScaled(0))
-	hi := x.Sub(k.Mul(bc(6.93147180369123816490e-01)))
-	lo := k.Mul(bc(1.90821492927058770002e-10))
+	c := &exp64c
+	x = x.Max(c.min)
+	k := c.zero.Sub(c.half.Sub(x.Mul(c.log2e)).FloorScaled(0))
+	hi := x.Sub(k.Mul(c.ln2Hi))
+	lo := k.Mul(c.ln2Lo)
 	r := hi.Sub(lo)
 	t := r.Mul(r)
-	q := t.Mul(bc(4.13813679705723846039e-08))
-	q = t.Mul(bc(-1.65339022054652515390e-06).Add(q))
-	q = t.Mul(bc(6.61375632143793436117e-05).Add(q))
-	q = t.Mul(bc(-2.77777777770155933842e-03).Add(q))
-	q = t.Mul(bc(1.66666666666666657415e-01).Add(q))
-	c := r.Sub(q)
-	y := bc(1).Sub(lo.Sub(r.Mul(c).Div(bc(2).Sub(c))).Sub(hi))
-	scale := k.ConvertToInt64().Add(archsimd.BroadcastInt64x8(1023)).ShiftLeft(archsimd.BroadcastInt64x8(52)).AsFloat64x8()
+	q := t.Mul(c.p[4])
+	q = t.Mul(c.p[3].Add(q))
+	q = t.Mul(c.p[2].Add(q))
+	q = t.Mul(c.p[1].Add(q))
+	q = t.Mul(c.p[0].Add(q))
+	cc := r.Sub(q)
+	y := c.one.Sub(lo.Sub(r.Mul(cc).Div(c.two.Sub(cc))).Sub(hi))
+	scale := k.ConvertToInt64().Add(c.bias).ShiftLeft(c.shift).AsFloat64x8()
 	return y.Mul(scale)
+}
+
+// exp64c holds exp64x8's constants (exp64's), broadcast once in init where
+// the CPU has AVX-512: broadcasts in the function cost more than its
+// arithmetic (the GELU's erf calls it twice a vector).
+var exp64c struct {
+	min, zero, half, log2e, ln2Hi, ln2Lo, one, two archsimd.Float64x8
+	p                                              [5]archsimd.Float64x8
+	bias, shift                                    archsimd.Int64x8
+}
+
+func initExp64c() {
+	c := &exp64c
+	c.min, c.zero, c.half, c.one, c.two = f64c(-708), f64c(0), f64c(0.5), f64c(1), f64c(2)
+	c.log2e, c.ln2Hi, c.ln2Lo = f64c(1.44269504088896338700e+00), f64c(6.93147180369123816490e-01), f64c(1.90821492927058770002e-10)
+	for i, v := range []float64{1.66666666666666657415e-01, -2.77777777770155933842e-03, 6.61375632143793436117e-05,
+		-1.65339022054652515390e-06, 4.13813679705723846039e-08} {
+		c.p[i] = f64c(v)
+	}
+	c.bias, c.shift = archsimd.BroadcastInt64x8(1023), archsimd.BroadcastInt64x8(52)
 }
 
 // expSum64AVX512 is expSum64Scalar on vector lanes, as sum64AVX512.
