@@ -202,16 +202,18 @@ func Load(path string, overrides []string) (*Config, error) {
 		// would lose its comment-like tail, "007" would be 7 and "1e3"
 		// 1000, and the run would go somewhere else without a word.
 		var parsed any = val
-		if keyKind(key, known) != "string" {
+		if kind := keyKind(key, known); kind != "string" {
 			if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
 				return nil, fmt.Errorf("--set %s: %w", key, err)
 			}
 			// A number with leading zeros is decimal on a command line
 			// (YAML reads "010" as octal 8: a run would take 8 steps).
-			if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
-				parsed = n
-			} else if n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64); err == nil {
-				parsed = n
+			if kind == "int" || kind == "uint64" || kind == "float64" {
+				if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
+					parsed = n
+				} else if n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64); err == nil {
+					parsed = n
+				}
 			}
 		}
 		if parsed == nil {
