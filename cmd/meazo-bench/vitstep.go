@@ -23,6 +23,7 @@ func init() {
 // vitStepBench is vitstep's settings (its flags).
 type vitStepBench struct {
 	cfgPath, backend   string
+	profile            string // -cpuprofile: a CPU profile of the timed forwards and steps
 	batch, reps, steps int
 	threads            int
 	cfg                *model.ViTConfig
@@ -37,6 +38,7 @@ func parseViTStep(args []string) (*vitStepBench, error) {
 	fs.IntVar(&vb.steps, "steps", 0, "then a run of this many MEAZO steps, each on a new random batch: its time per step and losses")
 	fs.IntVar(&vb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	fs.StringVar(&vb.backend, "backend", "cpu", backends.Usage)
+	fs.StringVar(&vb.profile, "cpuprofile", "", "write a CPU profile of the timed forwards and steps to this file")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
@@ -90,6 +92,11 @@ func runViTStep(args []string, stdout io.Writer) error {
 	}
 	shape := fmt.Sprintf("%dx%d", vb.batch, c.ImageSize)
 	zb := zoStepBench{reps: vb.reps}
+	stop, err := startProfile(vb.profile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	a.Attach(m)
 	two, _, err := zb.median(nil, func() error {
 		for range 2 {
