@@ -28,6 +28,7 @@ done
 export GOEXPERIMENT=simd
 mkdir -p "$out/bin"
 touch "$marker"
+touch "$out/.meazo-plot" # this script's directory: meazo-plot may replace the memory.md it wrote before
 go build -o "$out/bin/" ./cmd/meazo-train ./cmd/meazo-plot
 for opt in zo-sgd meazo zo-adam radazo fzoo; do
   q=1
