@@ -58,16 +58,16 @@ type encoderRowScratch struct {
 // tokens' values, which start at v and are width apart. Each score and each
 // output element is one float64 sum in a fixed order (EncoderAttention's
 // contract). A sum is a chain of dependent additions, and one chain at a
-// time keeps the core waiting on its latency, so encoderScores and
-// encoderMix run several side by side (in vector lanes where the CPU has
-// them, ops_encoder_simd_amd64.go), each in the same order as alone: the
-// same bits as one at a time (encoderRowRef in the tests).
+// time keeps the core waiting on its latency, so encoderSums runs several
+// side by side (in vector lanes where the CPU has them,
+// ops_encoder_simd_amd64.go), each in the same order as alone: the same
+// bits as one at a time (encoderRowRef in the tests).
 func (r *encoderRowScratch) row(o, qi, v []float32, width int) {
 	for d, x := range qi {
 		r.q64[d] = math.Float64bits(float64(x))
 	}
 	p := r.p
-	encoderScores(p, r.q64, r.kt, r.scale)
+	encoderSums(p, r.q64, r.kt, len(p), r.scale) // the scores
 	m := float32(math.Inf(-1))
 	for _, x := range p {
 		if x > m { // as the CUDA kernel compares
@@ -83,77 +83,48 @@ func (r *encoderRowScratch) row(o, qi, v []float32, width int) {
 		p[j] = float32(float64(p[j]) / sum)
 		r.p64[j] = math.Float64bits(float64(p[j]))
 	}
-	encoderMix(o, r.p64, v, width)
+	encoderSums(o, r.p64, v, width, one32) // the output
 }
 
-// encoderScores sets p[j] to the float32 rounding of Σ_d q[d]·k_j[d] (in
-// float64, d in order; q64 holds q's values as float64 bits, kt the keys
-// transposed) times scale (its float32 bits), for every token j;
-// encoderMix sets o[d] to the float32 rounding of Σ_j p[j]·v_j[d] (in
-// float64, j in order; p64 holds p's values as float64 bits). The AVX-512
-// path replaces them.
-var (
-	encoderScores = encoderScoresGo
-	encoderMix    = encoderMixGo
-)
+// encoderSums sets out[c] to the float32 rounding of Σ_i c_i·m[i·stride + c]
+// (in float64, i in order; coef holds the c_i as float64 bits) times scale
+// (its float32 bits). The scores are such sums over the head's dimensions
+// (coef: the query; m: the keys transposed, stride the token count, scale
+// the attention's), the outputs over the tokens (coef: the probabilities;
+// m: the values, stride the row width; scale 1, which leaves every float32
+// as it is). The AVX-512 path replaces it.
+var encoderSums = encoderSumsGo
 
-// encoderScoresGo is encoderScores four tokens at a time.
-func encoderScoresGo(p []float32, q64 []uint64, kt []float32, scale uint32) {
-	n, sc := len(p), math.Float32frombits(scale)
-	j := 0
-	for ; j+4 <= n; j += 4 {
+// one32 is the float32 bits of 1.
+const one32 = 0x3f800000
+
+// encoderSumsGo is encoderSums four outputs at a time.
+func encoderSumsGo(out []float32, coef []uint64, m []float32, stride int, scale uint32) {
+	sc := math.Float32frombits(scale)
+	c := 0
+	for ; c+4 <= len(out); c += 4 {
 		var a0, a1, a2, a3 float64
-		for d, x := range q64 {
-			xd, row := math.Float64frombits(x), kt[d*n+j:d*n+j+4]
-			a0 += xd * float64(row[0])
-			a1 += xd * float64(row[1])
-			a2 += xd * float64(row[2])
-			a3 += xd * float64(row[3])
+		for i, x := range coef {
+			xi, row := math.Float64frombits(x), m[i*stride+c:i*stride+c+4]
+			a0 += xi * float64(row[0])
+			a1 += xi * float64(row[1])
+			a2 += xi * float64(row[2])
+			a3 += xi * float64(row[3])
 		}
-		p[j], p[j+1], p[j+2], p[j+3] = float32(a0)*sc, float32(a1)*sc, float32(a2)*sc, float32(a3)*sc
+		out[c], out[c+1], out[c+2], out[c+3] = float32(a0)*sc, float32(a1)*sc, float32(a2)*sc, float32(a3)*sc
 	}
-	encoderScoresTail(p, q64, kt, scale, j)
+	encoderSumsTail(out, coef, m, stride, scale, c)
 }
 
-// encoderScoresTail is encoderScores for the tokens from j0 on, one at a
-// time.
-func encoderScoresTail(p []float32, q64 []uint64, kt []float32, scale uint32, j0 int) {
-	n, sc := len(p), math.Float32frombits(scale)
-	for j := j0; j < n; j++ {
-		var dot float64
-		for d, x := range q64 {
-			dot += math.Float64frombits(x) * float64(kt[d*n+j])
-		}
-		p[j] = float32(dot) * sc
-	}
-}
-
-// encoderMixGo is encoderMix four output elements at a time.
-func encoderMixGo(o []float32, p64 []uint64, v []float32, width int) {
-	d := 0
-	for ; d+4 <= len(o); d += 4 {
-		var a0, a1, a2, a3 float64
-		for j, pj := range p64 {
-			pd, row := math.Float64frombits(pj), v[j*width+d:j*width+d+4]
-			a0 += pd * float64(row[0])
-			a1 += pd * float64(row[1])
-			a2 += pd * float64(row[2])
-			a3 += pd * float64(row[3])
-		}
-		o[d], o[d+1], o[d+2], o[d+3] = float32(a0), float32(a1), float32(a2), float32(a3)
-	}
-	encoderMixTail(o, p64, v, width, d)
-}
-
-// encoderMixTail is encoderMix for the output elements from d0 on, one at
-// a time.
-func encoderMixTail(o []float32, p64 []uint64, v []float32, width, d0 int) {
-	for d := d0; d < len(o); d++ {
+// encoderSumsTail is encoderSums for the outputs from c0 on, one at a time.
+func encoderSumsTail(out []float32, coef []uint64, m []float32, stride int, scale uint32, c0 int) {
+	sc := math.Float32frombits(scale)
+	for c := c0; c < len(out); c++ {
 		var acc float64
-		for j, pj := range p64 {
-			acc += math.Float64frombits(pj) * float64(v[j*width+d])
+		for i, x := range coef {
+			acc += math.Float64frombits(x) * float64(m[i*stride+c])
 		}
-		o[d] = float32(acc)
+		out[c] = float32(acc) * sc
 	}
 }
 

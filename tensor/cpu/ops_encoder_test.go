@@ -100,15 +100,12 @@ func encoderRowRef(o, qi, k, v, p []float32, width int, scale float32) {
 // them, the vector lanes) give the one-at-a-time bits, for token counts and
 // head sizes on and off the lane groups' multiples.
 func TestEncoderRowMatchesRef(t *testing.T) {
-	type pair struct {
-		name   string
-		scores func(p []float32, q64 []uint64, kt []float32, scale uint32)
-		mix    func(o []float32, p64 []uint64, v []float32, width int)
+	type impl struct {
+		name string
+		sums func(out []float32, coef []uint64, m []float32, stride int, scale uint32)
 	}
-	impls := []pair{{"go", encoderScoresGo, encoderMixGo}, {"in use", encoderScores, encoderMix}}
-	defer func(s func(p []float32, q64 []uint64, kt []float32, scale uint32), m func(o []float32, p64 []uint64, v []float32, width int)) {
-		encoderScores, encoderMix = s, m
-	}(encoderScores, encoderMix)
+	impls := []impl{{"go", encoderSumsGo}, {"in use", encoderSums}}
+	defer func(s func(out []float32, coef []uint64, m []float32, stride int, scale uint32)) { encoderSums = s }(encoderSums)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct{ tokens, hd, heads int }{{197, 64, 3}, {17, 8, 2}, {5, 17, 1}, {3, 2, 2}, {1, 6, 1}, {64, 40, 2}, {41, 72, 1}} {
 		width := tc.heads * tc.hd
@@ -134,7 +131,7 @@ func TestEncoderRowMatchesRef(t *testing.T) {
 				want := make([]float32, tc.hd)
 				encoderRowRef(want, qi, k[h*tc.hd:], v[h*tc.hd:], make([]float32, tc.tokens), width, scale)
 				for _, im := range impls {
-					encoderScores, encoderMix = im.scores, im.mix
+					encoderSums = im.sums
 					got := make([]float32, tc.hd)
 					r.row(got, qi, v[h*tc.hd:], width)
 					for d := range got {
@@ -162,12 +159,10 @@ func BenchmarkEncoderAttention(b *testing.B) {
 	}
 	q, k, v := vec(), vec(), vec()
 	out := make([]float32, len(q))
-	defer func(s func(p []float32, q64 []uint64, kt []float32, scale uint32), m func(o []float32, p64 []uint64, v []float32, width int)) {
-		encoderScores, encoderMix = s, m
-	}(encoderScores, encoderMix)
+	defer func(s func(out []float32, coef []uint64, m []float32, stride int, scale uint32)) { encoderSums = s }(encoderSums)
 	for _, path := range []string{"in-use", "go"} {
 		if path == "go" {
-			encoderScores, encoderMix = encoderScoresGo, encoderMixGo
+			encoderSums = encoderSumsGo
 		}
 		b.Run(path, func(b *testing.B) {
 			for b.Loop() {
