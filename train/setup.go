@@ -175,7 +175,7 @@ func refuseFinished(dir string, changes []ConfigChange) error {
 		return nil
 	}
 	for _, c := range changes {
-		if c.Key == "train.steps" && toFloat(c.New) > float64(s.StepsDone) || slices.Contains(testKeys, c.Key) {
+		if n, ok := c.New.(int); c.Key == "train.steps" && ok && n > s.StepsDone || slices.Contains(testKeys, c.Key) {
 			return nil
 		}
 	}
@@ -187,17 +187,6 @@ func refuseFinished(dir string, changes []ConfigChange) error {
 // evaluation.
 var testKeys = []string{"task.test", "task.max_test", "task.strict", "model.backend", "model.bf16_weights",
 	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem"}
-
-// toFloat is a config value as a number (NaN for another kind).
-func toFloat(v any) float64 {
-	switch x := v.(type) {
-	case int:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return math.NaN()
-}
 
 // removeLeftovers removes the temporary files that writes interrupted by a
 // crash left in the run directory, best/ and last/, and nothing else
