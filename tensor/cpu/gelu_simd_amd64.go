@@ -18,7 +18,7 @@ import (
 func init() {
 	if cpuAVX512 {
 		geluBlock = geluAVX512
-		gc = newGeluConsts()
+		geluC = newGeluConsts()
 	}
 }
 
@@ -32,7 +32,7 @@ type geluConsts struct {
 	signBit, hi32                      archsimd.Uint64x8
 }
 
-var gc geluConsts
+var geluC geluConsts
 
 func newGeluConsts() geluConsts {
 	v := func(c ...float64) []archsimd.Float64x8 {
@@ -58,8 +58,8 @@ func geluAVX512(x []float32) {
 	i := 0
 	for ; i+8 <= len(x); i += 8 {
 		v := archsimd.LoadFloat32x8Slice(x[i:]).ConvertToFloat64()
-		e := erf8(v.Mul(gc.sqrt1_2))
-		gc.half.Mul(v).Mul(gc.one.Add(e)).ConvertToFloat32().StoreSlice(x[i:])
+		e := erf8(v.Mul(geluC.sqrt1_2))
+		geluC.half.Mul(v).Mul(geluC.one.Add(e)).ConvertToFloat32().StoreSlice(x[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 	geluGo(x[i:])
@@ -96,14 +96,14 @@ func horner8(s archsimd.Float64x8, c []archsimd.Float64x8) archsimd.Float64x8 {
 // erf8 is erf on eight lanes: every range's value (the tail's only where
 // a lane is in it), each lane's kept.
 func erf8(x archsimd.Float64x8) archsimd.Float64x8 {
-	a := x.AsUint64x8().AndNot(gc.signBit).AsFloat64x8()
-	e := gc.one
-	if tail := a.Less(gc.six).And(a.GreaterEqual(gc.middle)); tail.ToBits() != 0 {
+	a := x.AsUint64x8().AndNot(geluC.signBit).AsFloat64x8()
+	e := geluC.one
+	if tail := a.Less(geluC.six).And(a.GreaterEqual(geluC.middle)); tail.ToBits() != 0 {
 		w, m := erfTailArgs8(a)
-		e = gc.one.Sub(exp64x8(m).Mul(exp64x8(w)).Div(a)).Merge(e, tail)
+		e = geluC.one.Sub(exp64x8(m).Mul(exp64x8(w)).Div(a)).Merge(e, tail)
 	}
-	e = erfBelow8(a).Merge(e, a.Less(gc.middle))
-	e = e.AsUint64x8().Or(x.AsUint64x8().And(gc.signBit)).AsFloat64x8() // Copysign(e, x): e ≥ 0
+	e = erfBelow8(a).Merge(e, a.Less(geluC.middle))
+	e = e.AsUint64x8().Or(x.AsUint64x8().And(geluC.signBit)).AsFloat64x8() // Copysign(e, x): e ≥ 0
 	return x.Merge(e, x.IsNaN())
 }
 
@@ -111,20 +111,20 @@ func erf8(x archsimd.Float64x8) archsimd.Float64x8 {
 // ranges of erf's.
 func erfBelow8(a archsimd.Float64x8) archsimd.Float64x8 {
 	z := a.Mul(a)
-	small := a.Add(a.Mul(horner8(z, gc.pp).Div(horner8(z, gc.qq))))
-	s := a.Sub(gc.one)
-	middle := gc.erx.Add(horner8(s, gc.pa).Div(horner8(s, gc.qa)))
-	e := small.Merge(middle, a.Less(gc.small))
-	return a.Add(gc.efx.Mul(a)).Merge(e, a.Less(gc.tiny))
+	small := a.Add(a.Mul(horner8(z, geluC.pp).Div(horner8(z, geluC.qq))))
+	s := a.Sub(geluC.one)
+	middle := geluC.erx.Add(horner8(s, geluC.pa).Div(horner8(s, geluC.qa)))
+	e := small.Merge(middle, a.Less(geluC.small))
+	return a.Add(geluC.efx.Mul(a)).Merge(e, a.Less(geluC.tiny))
 }
 
 // erfTailArgs8 gives the arguments of erfTail's two exponentials,
 // (z−a)(z+a) + R/S and −0.5625 − z² (meaningful where 1.25 ≤ a < 6).
 func erfTailArgs8(a archsimd.Float64x8) (w, m archsimd.Float64x8) {
-	s := gc.one.Div(a.Mul(a))
-	below := a.Less(gc.split)
-	r := horner8(s, gc.ra).Merge(horner8(s, gc.rb), below)
-	q := horner8(s, gc.sa).Merge(horner8(s, gc.sb), below)
-	z := a.AsUint64x8().And(gc.hi32).AsFloat64x8()
-	return z.Sub(a).Mul(z.Add(a)).Add(r.Div(q)), gc.negC.Sub(z.Mul(z))
+	s := geluC.one.Div(a.Mul(a))
+	below := a.Less(geluC.split)
+	r := horner8(s, geluC.ra).Merge(horner8(s, geluC.rb), below)
+	q := horner8(s, geluC.sa).Merge(horner8(s, geluC.sb), below)
+	z := a.AsUint64x8().And(geluC.hi32).AsFloat64x8()
+	return z.Sub(a).Mul(z.Add(a)).Add(r.Div(q)), geluC.negC.Sub(z.Mul(z))
 }
