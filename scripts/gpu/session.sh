@@ -24,6 +24,8 @@
 #   fulltrain (200 full-parameter MEAZO steps of Llama-3.2-1B's shapes on real SST-2, with validation; ~2 min),
 #   fullprofile (ncu per kernel of a full-parameter step and of two forwards, Llama-3.2-1B at 16x64 and 8x300),
 #   bf16products (bfloat16 weights multiplied on the tensor cores: the check, zoagree, Ministral's step; ~4 min, at most 8),
+#   tcgemm (dev/cuda/gemm_wgmma.cu, float32-accurate products on Hopper's tensor cores, built here with nvcc, against
+#   cuBLAS SGEMM, TF32 and cuBLAS's own float32 emulation; ~2 min),
 #   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
@@ -284,6 +286,24 @@ for part in $parts; do
     f=$out/tf32x3.txt
     timeout 120 python3 dev/cuda/gemm_tf32x3.py --ptx "$kit/dev/gemm_tf32x3.ptx" >"$f" 2>&1
     tail -n 60 "$f"
+    ;;
+  tcgemm) # dev/cuda/gemm_wgmma.cu (3xTF32 on Hopper's wgmma, the accumulation rounded on the CUDA cores every tile
+    # of k; never run on a GPU before) against cuBLAS SGEMM, TF32 and cuBLAS's BF16x9 float32 emulation, same run:
+    # built here with the machine's nvcc for sm_90a; its correctness check, then memcheck on the check, then the
+    # models' 37 projection shapes (time and error against float64). About 2 minutes.
+    f=$out/tcgemm.txt
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    libs=${MEAZO_CUDA_LIB_PATH:+-L$MEAZO_CUDA_LIB_PATH}
+    { echo "# commit $(cat "$kit/commit"); $("$nvcc" --version | tail -1)"
+      timeout 240 "$nvcc" -O3 -std=c++17 -arch=sm_90a -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs -lcublas ||
+        { echo "# again without cuBLAS's emulation"; timeout 240 "$nvcc" -O3 -std=c++17 -arch=sm_90a -DNO_EMULATION \
+            -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs -lcublas; }
+      export LD_LIBRARY_PATH=${MEAZO_CUDA_LIB_PATH:+$MEAZO_CUDA_LIB_PATH:}${LD_LIBRARY_PATH:-}
+      echo "## memcheck of the correctness check"
+      timeout 120 compute-sanitizer --tool memcheck "$kit/gemm_wgmma" --check 2>&1 | tail -n 15
+      echo "## the models' shapes"
+      timeout 240 "$kit/gemm_wgmma"; echo "# exit status $?"; } >"$f" 2>&1
+    tail -n 50 "$f"
     ;;
   bf16) # weights kept in bfloat16 (a BF16 checkpoint, as published, with model.bf16_weights: meazo-bench -bf16)
     # against float32 weights: forwards and ZO steps of both models, interleaved, each with the GPU's peak memory
