@@ -281,7 +281,7 @@ static Err errors(const float* y, const double* y64, const double* mag, int rows
     return {sqrt(se / sr), mx};
 }
 
-static cublasHandle_t blas;
+static cublasHandle_t blas, blas_emu; // blas_emu: the handle whose emulation strategy is EAGER
 static bool have_emulation = false;
 
 enum Method { OURS1, OURS2, SGEMM, TF32, BF16X9, NMETHODS };
@@ -309,8 +309,8 @@ static bool run(Method m, float* y, const float* x, const float* w, int rows, in
     case BF16X9:
 #if CUBLAS_VERSION >= 120900 && !defined(NO_EMULATION)
         return have_emulation &&
-               cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &one, w, CUDA_R_32F, k, x, CUDA_R_32F, k, &zero,
-                            y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUBLAS_GEMM_DEFAULT) ==
+               cublasGemmEx(blas_emu, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &one, w, CUDA_R_32F, k, x, CUDA_R_32F, k,
+                            &zero, y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUBLAS_GEMM_DEFAULT) ==
                    CUBLAS_STATUS_SUCCESS;
 #else
         return false;
@@ -423,7 +423,8 @@ int main(int argc, char** argv) {
         return 1;
     }
 #if CUBLAS_VERSION >= 120900 && !defined(NO_EMULATION)
-    have_emulation = cublasSetEmulationStrategy(blas, CUBLAS_EMULATION_STRATEGY_EAGER) == CUBLAS_STATUS_SUCCESS;
+    have_emulation = cublasCreate(&blas_emu) == CUBLAS_STATUS_SUCCESS &&
+                     cublasSetEmulationStrategy(blas_emu, CUBLAS_EMULATION_STRATEGY_EAGER) == CUBLAS_STATUS_SUCCESS;
 #endif
     printf("# cuBLAS BF16x9 emulation: %s\n", have_emulation ? "available, strategy EAGER" : "not available");
 

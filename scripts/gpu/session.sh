@@ -293,11 +293,17 @@ for part in $parts; do
     # models' 37 projection shapes (time and error against float64). About 2 minutes.
     f=$out/tcgemm.txt
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-    libs=${MEAZO_CUDA_LIB_PATH:+-L$MEAZO_CUDA_LIB_PATH}
+    # cuBLAS where the backend found it (the toolkit's, or PyTorch's pip tree with its headers beside it); by
+    # the versioned file when there is no unversioned libcublas.so to link against.
+    libs=-lcublas
+    if [ -n "${MEAZO_CUDA_LIB_PATH:-}" ]; then
+      libs="-I$MEAZO_CUDA_LIB_PATH/../include -L$MEAZO_CUDA_LIB_PATH -lcublas"
+      [ -e "$MEAZO_CUDA_LIB_PATH/libcublas.so" ] || libs="-I$MEAZO_CUDA_LIB_PATH/../include $(ls "$MEAZO_CUDA_LIB_PATH"/libcublas.so.1[0-9] | head -1)"
+    fi
     { echo "# commit $(cat "$kit/commit"); $("$nvcc" --version | tail -1)"
-      timeout 240 "$nvcc" -O3 -std=c++17 -arch=sm_90a -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs -lcublas ||
+      timeout 240 "$nvcc" -O3 -std=c++17 -arch=sm_90a -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs ||
         { echo "# again without cuBLAS's emulation"; timeout 240 "$nvcc" -O3 -std=c++17 -arch=sm_90a -DNO_EMULATION \
-            -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs -lcublas; }
+            -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs; }
       export LD_LIBRARY_PATH=${MEAZO_CUDA_LIB_PATH:+$MEAZO_CUDA_LIB_PATH:}${LD_LIBRARY_PATH:-}
       echo "## memcheck of the correctness check"
       timeout 120 compute-sanitizer --tool memcheck "$kit/gemm_wgmma" --check 2>&1 | tail -n 15
