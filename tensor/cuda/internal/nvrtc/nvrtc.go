@@ -18,10 +18,13 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// The pinned compiler and the target.
+// The pinned compiler and the targets: compute_80 for the kernels every
+// GPU runs, compute_90 for those that only Hopper runs (kernelsrc retargets
+// their PTX to sm_90a, which NVRTC 11.8 does not know).
 const (
 	WantMajor, WantMinor = 11, 8
 	Arch                 = "--gpu-architecture=compute_80"
+	ArchHopper           = "--gpu-architecture=compute_90"
 )
 
 // Hint says how to install the pinned NVRTC.
@@ -40,11 +43,16 @@ var (
 // #include to their contents: NVRTC reads no other file. Warnings are
 // errors.
 func Compile(src, name string, headers map[string]string) ([]byte, error) {
+	return CompileFor(Arch, src, name, headers)
+}
+
+// CompileFor is Compile for the target arch (Arch or ArchHopper).
+func CompileFor(arch, src, name string, headers map[string]string) ([]byte, error) {
 	nv, err := load()
 	if err != nil {
 		return nil, err
 	}
-	return nv.compile(src, name, headers, []string{Arch})
+	return nv.compile(src, name, headers, []string{arch})
 }
 
 // nvrtc holds the NVRTC entry points.
