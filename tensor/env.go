@@ -26,6 +26,7 @@ import (
 //	MEAZO_CUDA_UPLOADS=sync|async              Options.SyncUploads (cuda)
 //	MEAZO_CUDA_BF16_PRODUCTS=1|0               Options.BF16Products (cuda)
 //	MEAZO_CUDA_PAIRED=1|0                      Options.PairedProducts (cuda)
+//	MEAZO_CUDA_3XTF32=1|0                      Options.TF32x3 (cuda)
 //
 // and those that do not:
 //
@@ -96,6 +97,7 @@ var envOptions = []struct {
 	{"MEAZO_CUDA_UPLOADS", func(o *Options, v string) error { return either(&o.SyncUploads, v, "sync", "async") }},
 	{"MEAZO_CUDA_BF16_PRODUCTS", func(o *Options, v string) error { return either(&o.BF16Products, v, "1", "0") }},
 	{"MEAZO_CUDA_PAIRED", func(o *Options, v string) error { return either(&o.PairedProducts, v, "1", "0") }},
+	{"MEAZO_CUDA_3XTF32", func(o *Options, v string) error { return either(&o.TF32x3, v, "1", "0") }},
 }
 
 // either sets *dst to true for v == yes and to false for v == no.

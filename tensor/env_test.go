@@ -32,6 +32,7 @@ func TestEnvOptions(t *testing.T) {
 		{map[string]string{"MEAZO_CUDA_BF16_PRODUCTS": "0"}, base, ""},
 		{map[string]string{"MEAZO_CUDA_BF16_PRODUCTS": "yes"}, base, `$MEAZO_CUDA_BF16_PRODUCTS="yes"`},
 		{map[string]string{"MEAZO_CUDA_PAIRED": "1"}, with(base, func(o *Options) { o.PairedProducts = true }), ""},
+		{map[string]string{"MEAZO_CUDA_3XTF32": "1"}, with(base, func(o *Options) { o.TF32x3 = true }), ""},
 		{map[string]string{"MEAZO_CUDA_PAIRED": "0"}, base, ""},
 		{map[string]string{"MEAZO_CUDA_PAIRED": "on"}, base, `$MEAZO_CUDA_PAIRED="on"`},
 		{map[string]string{"MEAZO_GEMM_TILE": "tall"}, base, `$MEAZO_GEMM_TILE="tall"`},

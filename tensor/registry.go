@@ -65,6 +65,14 @@ type Options struct {
 	// tiles in a launch where a variant's rows are few. cuBLAS may round a
 	// batched product otherwise than the same product alone.
 	PairedProducts bool
+	// TF32x3 has the CUDA backend multiply float32 matrices on Hopper's
+	// tensor cores (H100, H200) where the shapes allow: each operand split
+	// into two TF32 parts, three tensor-core products a term, the sums
+	// rounded to nearest in float32 every 32 terms (gemm_3xtf32), an error
+	// below SGEMM's on a model of the tensor cores' arithmetic. Other GPUs
+	// refuse it. Not yet run on a GPU: off until measured
+	// (docs/BACKENDS.md); the CPU backend ignores it.
+	TF32x3 bool
 }
 
 // AllQueries is the Options.AttentionChunk that takes all of a call's

@@ -67,6 +67,7 @@ type Backend struct {
 	mask         devArray // the attention mask of the current step
 	maskNow      []int32  // what mask holds
 	bf16Products bool     // Options.BF16Products
+	tf32x3       bool     // Options.TF32x3: gemm_3xtf32 where fits3xTF32
 	out          devArray // small results (cross-entropy, argmax)
 	closed       bool
 	poisoned     error // a sticky device error: every later call fails with it
@@ -119,7 +120,7 @@ func Open(o Options) (*Backend, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	g, desc, maxShm, err := openGPU(o.Device, o.SyncUploads)
+	g, desc, maxShm, err := openGPU(o.Device, o.SyncUploads, o.TF32x3)
 	if err != nil {
 		return nil, err
 	}
@@ -143,11 +144,18 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
+	if hd, ok := dev.(hopperDevice); o.TF32x3 && (!ok || !hd.hasHopperKernels()) {
+		return nil, fmt.Errorf("cuda: float32 products on the tensor cores (MEAZO_CUDA_3XTF32) need a Hopper GPU with kernels_sm90a loaded; this device has none")
+	}
 	settings := o.settings() // they change the bits: into the description and Arithmetic
 	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{},
 		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, attnChunk: chunk, stack: o.StackProjections,
-		bf16Products: o.BF16Products, paired: o.PairedProducts}, nil
+		bf16Products: o.BF16Products, paired: o.PairedProducts, tf32x3: o.TF32x3}, nil
 }
+
+// hopperDevice is a device that may have loaded kernels_sm90a (a GPU asked
+// for Options.TF32x3); the emulator is not one: it cannot run wgmma.
+type hopperDevice interface{ hasHopperKernels() bool }
 
 // failf reports a device failure (see tensor.DeviceError).
 func failf(format string, args ...any) { tensor.Fail(fmt.Errorf(format, args...)) }

@@ -30,6 +30,9 @@ func openOrSkip(t *testing.T) *Backend {
 		t.Fatal(err)
 	}
 	b, err := Open(o)
+	if err != nil && o.TF32x3 {
+		t.Fatalf("MEAZO_CUDA_3XTF32=1 asks for the tensor-core products, and the backend did not open: %v", err)
+	}
 	if err != nil {
 		t.Skipf("no CUDA GPU here, so the GPU checks did not run: %v", err)
 	}
@@ -99,13 +102,29 @@ func TestCublasBinds(t *testing.T) {
 }
 
 // TestKernelTableMatchesPTX checks that every kernel the Go code launches is
-// in the embedded PTX with the parameters kernelParams declares, so a
-// mismatch between kernels/ and the launches is caught without a GPU.
+// in the embedded PTX with the parameters kernelParams (and hopperParams,
+// for kernels_sm90a.ptx) declares, so a mismatch between the sources and
+// the launches is caught without a GPU.
 func TestKernelTableMatchesPTX(t *testing.T) {
+	for _, m := range []struct {
+		file, ptx, target string
+		params            map[string][]param
+	}{
+		{"kernels.ptx", kernelsPTX, ".target sm_80", kernelParams},
+		{"kernels_sm90a.ptx", hopperPTX, ".target sm_90a", hopperParams},
+	} {
+		checkKernelTable(t, m.file, m.ptx, m.params)
+		if !strings.Contains(m.ptx, "\n"+m.target+"\n") {
+			t.Errorf("%s does not say %q", m.file, m.target)
+		}
+	}
+}
+
+func checkKernelTable(t *testing.T, file, ptx string, params map[string][]param) {
 	entry := regexp.MustCompile(`(?s)\.visible \.entry (\w+)\((.*?)\)`)
 	paramRE := regexp.MustCompile(`\.param \.(\w+) \w+`)
 	found := map[string][]string{}
-	for _, m := range entry.FindAllStringSubmatch(kernelsPTX, -1) {
+	for _, m := range entry.FindAllStringSubmatch(ptx, -1) {
 		var types []string
 		for _, p := range paramRE.FindAllStringSubmatch(m[2], -1) {
 			types = append(types, p[1])
@@ -113,10 +132,10 @@ func TestKernelTableMatchesPTX(t *testing.T) {
 		found[m[1]] = types
 	}
 	ptxType := map[param]string{ptr: "u64", i64: "u64", i32: "u32", f32: "f32", f64: "f64"}
-	for name, want := range kernelParams {
+	for name, want := range params {
 		got, ok := found[name]
 		if !ok {
-			t.Errorf("kernel %s is launched but not in kernels.ptx", name)
+			t.Errorf("kernel %s is launched but not in %s", name, file)
 			continue
 		}
 		var w []string
@@ -128,12 +147,29 @@ func TestKernelTableMatchesPTX(t *testing.T) {
 		}
 	}
 	for name := range found {
-		if _, ok := kernelParams[name]; !ok {
-			t.Errorf("kernels.ptx has kernel %s that the Go code does not declare", name)
+		if _, ok := params[name]; !ok && !(file == "kernels_sm90a.ptx" && name == "gemm_3xtf32_every2") {
+			t.Errorf("%s has kernel %s that the Go code does not declare", file, name)
 		}
 	}
-	if !strings.Contains(kernelsPTX, ".target sm_80") {
-		t.Errorf("kernels.ptx does not target compute_80")
+}
+
+// TestGemm3xTF32Layout checks the Go side's constants of gemm_3xtf32
+// (matmul.go) against the #defines of its source, which the PTX does not
+// keep: the descriptors' column offset and the dynamic shared memory.
+func TestGemm3xTF32Layout(t *testing.T) {
+	src, err := os.ReadFile("kernels_sm90a/gemm_3xtf32.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"#define GW_TM 128", "#define GW_TN 128", "#define GW_TK 32", "#define GW_QUADS (GW_TK / 4)",
+		"#define GW_COL_BYTES (GW_TM * 16 + 16)", "#define GW_TILE_BYTES (GW_QUADS * GW_COL_BYTES)",
+		"#define GW_STAGE_BYTES (4 * GW_TILE_BYTES)", "#define GW_SMEM_BYTES (2 * GW_STAGE_BYTES)"} {
+		if !strings.Contains(string(src), d) {
+			t.Errorf("gemm_3xtf32.cu has no %q: update gemm3xTF32Col and gemm3xTF32Shm", d)
+		}
+	}
+	if gemm3xTF32Col != 128*16+16 || gemm3xTF32Shm != 2*4*(32/4)*gemm3xTF32Col {
+		t.Errorf("gemm3xTF32Col %d, gemm3xTF32Shm %d: not the source's", gemm3xTF32Col, gemm3xTF32Shm)
 	}
 }
 
@@ -191,25 +227,34 @@ func TestBF16RoundingMatchesCPU(t *testing.T) {
 	}
 }
 
-// TestPTXIsCurrent compiles the kernels of kernels/ with the pinned NVRTC
-// and requires the embedded PTX to be exactly that, so every kernel is
-// compile-checked on every change even without a GPU. Without NVRTC it
-// skips, unless MEAZO_REQUIRE_NVRTC=1 (CI sets it, after installing NVRTC).
+// TestPTXIsCurrent compiles the kernels of kernels/ and kernels_sm90a/
+// with the pinned NVRTC and requires the embedded PTX to be exactly that,
+// so every kernel is compile-checked on every change even without a GPU.
+// Without NVRTC it skips, unless MEAZO_REQUIRE_NVRTC=1 (CI sets it, after
+// installing NVRTC).
 func TestPTXIsCurrent(t *testing.T) {
-	if _, err := kernelsrc.Read("kernels"); err != nil {
-		t.Fatal(err)
-	}
-	ptx, err := kernelsrc.PTX("kernels")
-	if err != nil {
-		if os.Getenv("MEAZO_REQUIRE_NVRTC") == "1" || strings.Contains(err.Error(), "compilation failed") || strings.Contains(err.Error(), "warnings") {
+	for _, m := range []struct {
+		dir, file, embedded string
+		compile             func(string) ([]byte, error)
+	}{
+		{"kernels", "kernels.ptx", kernelsPTX, kernelsrc.PTX},
+		{"kernels_sm90a", "kernels_sm90a.ptx", hopperPTX, kernelsrc.PTXHopper},
+	} {
+		if _, err := kernelsrc.Read(m.dir); err != nil {
 			t.Fatal(err)
 		}
-		t.Skipf("NVRTC is not usable here, so the PTX was not regenerated: %v", err)
-	}
-	if string(ptx) != kernelsPTX {
-		t.Fatalf("kernels.ptx is not what NVRTC %d.%d makes of kernels/: run go generate ./tensor/cuda and commit it", nvrtc.WantMajor, nvrtc.WantMinor)
-	}
-	if first, _, _ := strings.Cut(kernelsPTX, "\n"); !regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`).MatchString(first) {
-		t.Errorf("kernels.ptx starts %q, not Go's line for a generated file", first)
+		ptx, err := m.compile(m.dir)
+		if err != nil {
+			if os.Getenv("MEAZO_REQUIRE_NVRTC") == "1" || strings.Contains(err.Error(), "compilation failed") || strings.Contains(err.Error(), "warnings") {
+				t.Fatal(err)
+			}
+			t.Skipf("NVRTC is not usable here, so the PTX was not regenerated: %v", err)
+		}
+		if string(ptx) != m.embedded {
+			t.Fatalf("%s is not what NVRTC %d.%d makes of %s/: run go generate ./tensor/cuda and commit it", m.file, nvrtc.WantMajor, nvrtc.WantMinor, m.dir)
+		}
+		if first, _, _ := strings.Cut(m.embedded, "\n"); !regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`).MatchString(first) {
+			t.Errorf("%s starts %q, not Go's line for a generated file", m.file, first)
+		}
 	}
 }

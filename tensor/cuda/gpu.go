@@ -14,6 +14,7 @@ type gpu struct {
 	dev              int32
 	ctx              uintptr
 	module           uintptr
+	hopper           uintptr // kernels_sm90a's module, loaded for Options.TF32x3 only
 	handle           uintptr
 	fns              map[string]uintptr
 	alpha, beta, one *float32 // sgemmBatched's α = 1 and β = 0 or 1, which cuBLAS reads through host pointers
@@ -46,7 +47,7 @@ const stageBytes = 32 << 20
 // GPU), pinned memory for asynchronous uploads unless syncUploads, and a
 // cuBLAS handle in full float32 math. It returns the device's one-line
 // description and the dynamic shared memory a block may use.
-func openGPU(ordinal int, syncUploads bool) (g *gpu, desc string, maxShm int, err error) {
+func openGPU(ordinal int, syncUploads, tf32x3 bool) (g *gpu, desc string, maxShm int, err error) {
 	drv, err := loadDriver()
 	if err != nil {
 		return nil, "", 0, err
@@ -62,14 +63,14 @@ func openGPU(ordinal int, syncUploads bool) (g *gpu, desc string, maxShm int, er
 		return nil, "", 0, fmt.Errorf("cuda: no GPU %d (the driver sees %d; check CUDA_VISIBLE_DEVICES and, in Docker, --gpus)", ordinal, n)
 	}
 	g = &gpu{drv: drv, fns: map[string]uintptr{}}
-	if desc, maxShm, err = g.start(int32(ordinal), syncUploads); err != nil {
+	if desc, maxShm, err = g.start(int32(ordinal), syncUploads, tf32x3); err != nil {
 		g.close()
 		return nil, "", 0, err
 	}
 	return g, desc, maxShm, nil
 }
 
-func (g *gpu) start(ordinal int32, syncUploads bool) (desc string, maxShm int, err error) {
+func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxShm int, err error) {
 	d := g.drv
 	if err := d.check("cuDeviceGet", d.deviceGet(&g.dev, ordinal)); err != nil {
 		return "", 0, err
@@ -91,7 +92,7 @@ func (g *gpu) start(ordinal int32, syncUploads bool) (desc string, maxShm int, e
 	if major < 8 {
 		return "", 0, fmt.Errorf("cuda: GPU %d has compute capability %d.%d; the kernels are built for 8.0 and later (A100, H100, …)", ordinal, major, minor)
 	}
-	if err := g.loadModule(); err != nil {
+	if g.module, err = g.loadModule(kernelsPTX, "the embedded PTX"); err != nil {
 		return "", 0, err
 	}
 	for name := range kernelParams {
@@ -113,6 +114,11 @@ func (g *gpu) start(ordinal int32, syncUploads bool) (desc string, maxShm int, e
 	}
 	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_softmax"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
 		return "", 0, err
+	}
+	if tf32x3 {
+		if err := g.loadHopper(ordinal, major, minor, int(shm)); err != nil {
+			return "", 0, err
+		}
 	}
 	// Pinned memory for asynchronous uploads; without it (or with
 	// Options.SyncUploads) uploads stay synchronous: correct, slower.
@@ -284,18 +290,21 @@ func (g *gpu) close() {
 	if g.module != 0 {
 		g.drv.moduleUnload(g.module)
 	}
+	if g.hopper != 0 {
+		g.drv.moduleUnload(g.hopper)
+	}
 	if g.ctx != 0 {
 		g.drv.primaryCtxRelease(g.dev)
 	}
 }
 
-// loadModule has the driver JIT the embedded PTX for this GPU. When it
-// refuses (a driver older than the PTX, a GPU it does not support), the
-// JIT's own error log, which says which kernel and line, goes into the
+// loadModule has the driver JIT ptx (called what in errors) for this GPU.
+// When it refuses (a driver older than the PTX, a GPU it does not support),
+// the JIT's own error log, which says which kernel and line, goes into the
 // error: without it the driver's code alone (e.g. CUDA_ERROR_INVALID_PTX)
 // leaves a user nothing to report.
-func (g *gpu) loadModule() error {
-	image := append([]byte(kernelsPTX), 0)
+func (g *gpu) loadModule(ptx, what string) (uintptr, error) {
+	image := append([]byte(ptx), 0)
 	jitLog := make([]byte, 8192)
 	options := [2]int32{jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
 	// The option values are void*: the buffer's address, and its size
@@ -303,15 +312,43 @@ func (g *gpu) loadModule() error {
 	// garbage collector does not move; KeepAlive holds it until the call
 	// has returned.
 	values := [2]uintptr{uintptr(unsafe.Pointer(&jitLog[0])), uintptr(len(jitLog))}
-	rc := g.drv.moduleLoadDataEx(&g.module, unsafe.Pointer(&image[0]), uint32(len(options)), &options[0], &values[0])
+	var module uintptr
+	rc := g.drv.moduleLoadDataEx(&module, unsafe.Pointer(&image[0]), uint32(len(options)), &options[0], &values[0])
 	runtime.KeepAlive(jitLog)
 	runtime.KeepAlive(image)
-	err := g.drv.check("cuModuleLoadDataEx (JIT of the embedded PTX)", rc)
+	err := g.drv.check("cuModuleLoadDataEx (JIT of "+what+")", rc)
 	if err == nil {
-		return nil
+		return module, nil
 	}
 	if log := strings.Join(strings.Fields(cString(&jitLog[0])), " "); log != "" {
-		return fmt.Errorf("%w; JIT error log: %s", err, log)
+		return 0, fmt.Errorf("%w; JIT error log: %s", err, log)
 	}
-	return err
+	return 0, err
 }
+
+// loadHopper loads kernels_sm90a (Options.TF32x3) on a GPU of compute
+// capability major.minor that allows blocks shm bytes of shared memory:
+// its PTX targets sm_90a, which no other GPU can run.
+func (g *gpu) loadHopper(ordinal int32, major, minor int32, shm int) error {
+	if major != 9 || minor != 0 {
+		return fmt.Errorf("cuda: float32 products on the tensor cores (MEAZO_CUDA_3XTF32) need a Hopper GPU (compute 9.0: H100, H200); GPU %d has compute capability %d.%d", ordinal, major, minor)
+	}
+	if shm < gemm3xTF32Shm {
+		return fmt.Errorf("cuda: gemm_3xtf32 needs %d bytes of shared memory a block; GPU %d allows %d", gemm3xTF32Shm, ordinal, shm)
+	}
+	var err error
+	if g.hopper, err = g.loadModule(hopperPTX, "the embedded sm_90a PTX"); err != nil {
+		return err
+	}
+	for name := range hopperParams {
+		var fn uintptr
+		if err := g.drv.check("cuModuleGetFunction "+name, g.drv.moduleGetFunction(&fn, g.hopper, name)); err != nil {
+			return err
+		}
+		g.fns[name] = fn
+	}
+	return g.drv.check("cuFuncSetAttribute", g.drv.funcSetAttribute(g.fns["gemm_3xtf32"], funcAttrMaxDynamicShmem, int32(gemm3xTF32Shm)))
+}
+
+// hasHopperKernels reports whether kernels_sm90a is loaded (hopperDevice).
+func (g *gpu) hasHopperKernels() bool { return g.hopper != 0 }

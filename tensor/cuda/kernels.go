@@ -7,12 +7,21 @@ import (
 )
 
 //go:generate go run ./internal/ptxgen -in kernels -out kernels.ptx
+//go:generate go run ./internal/ptxgen -hopper -in kernels_sm90a -out kernels_sm90a.ptx
 
 // kernelsPTX is the kernels of the folder kernels/ (one op's kernels per .cu
 // file) compiled as one unit by NVRTC 11.8 for compute_80 (ptxgen).
 //
 //go:embed kernels.ptx
 var kernelsPTX string
+
+// hopperPTX is the kernels of kernels_sm90a/ (wgmma: Hopper's tensor-core
+// instruction) compiled for compute_90 and retargeted to sm_90a (ptxgen
+// -hopper): a module of their own, which only an sm_90 GPU can load, loaded
+// only for Options.TF32x3.
+//
+//go:embed kernels_sm90a.ptx
+var hopperPTX string
 
 // param is the kind of one kernel parameter, as the PTX declares it.
 type param byte
@@ -65,6 +74,12 @@ var kernelParams = map[string][]param{
 		i64, i32, i32},
 }
 
+// hopperParams is kernelParams for the kernels of kernels_sm90a/ (the
+// module hopperPTX), which a GPU loads for Options.TF32x3 only.
+var hopperParams = map[string][]param{
+	"gemm_3xtf32": {ptr, ptr, ptr, i32, i32, i32, i32, i32},
+}
+
 // Arguments of launch, typed so that each matches its PTX parameter.
 type (
 	devPtr uint64
@@ -94,6 +109,9 @@ func kindOf(a any) (param, uint64) {
 // dynamic shared memory, on the default stream.
 func (b *Backend) launch(name string, grid [3]uint32, block uint32, shmem uint32, args ...any) {
 	want, ok := kernelParams[name]
+	if !ok {
+		want, ok = hopperParams[name]
+	}
 	if !ok || len(args) != len(want) {
 		panic(fmt.Sprintf("cuda: kernel %s launched with %d arguments, declared %d", name, len(args), len(want)))
 	}

@@ -1,6 +1,8 @@
 // The matrix products: cuBLAS SGEMM in full float32, through the transpose
 // identity that lets column-major cuBLAS multiply row-major data; with
-// Options.BF16Products, a bfloat16 weight's on the tensor cores.
+// Options.BF16Products, a bfloat16 weight's on the tensor cores; with
+// Options.TF32x3, float32 products on Hopper's tensor cores where their
+// shape allows (gemm_3xtf32).
 
 package cuda
 
@@ -30,6 +32,11 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
 // Full-parameter ZO multiplies by a matrix a block of its rows at a time,
 // each block giving a block of y's columns (trainer.go).
 func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s float32) {
+	if b.tf32x3 && fits3xTF32(y, x, w, rows, n, ldy, k, add) {
+		b.launch("gemm_3xtf32", [3]uint32{uint32((n + 127) / 128), uint32((rows + 127) / 128), 1}, 256, gemm3xTF32Shm,
+			devPtr(y), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k), i32Arg(gemm3xTF32Col), i32Arg(128))
+		return
+	}
 	alpha, beta := float32(1), float32(0)
 	if add {
 		alpha, beta = s, 1
@@ -37,6 +44,23 @@ func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s floa
 	if err := b.dev.sgemm(opT, opN, n, rows, k, w, k, x, k, y, ldy, alpha, beta); err != nil {
 		b.fail(err)
 	}
+}
+
+// gemm_3xtf32's layout (kernels_sm90a/gemm_3xtf32.cu): a k-quad column of a
+// 128-row tile is 128 rows of 16 bytes and 16 of padding (the shared-memory
+// descriptors' leading-dimension offset); a block holds two stages of four
+// tiles (x and W, each split in two) of 8 such columns.
+const (
+	gemm3xTF32Col = 128*16 + 16
+	gemm3xTF32Shm = 2 * 4 * 8 * gemm3xTF32Col
+)
+
+// fits3xTF32 reports whether gemm_3xtf32 computes y = x·Wᵀ for these
+// operands: it writes (does not add to) a y whose rows are n apart, takes k
+// 32 at a time, stores y's columns in pairs and reads x and W 16 bytes at a
+// time; its grid has at most 65,535 blocks of 128 rows.
+func fits3xTF32(y, x, w uint64, rows, n, ldy, k int, add bool) bool {
+	return !add && ldy == n && k%32 == 0 && n%2 == 0 && x%16 == 0 && w%16 == 0 && y%8 == 0 && rows <= 65535*128
 }
 
 // defaultWideChunk is the most elements of a bfloat16 weight widened to

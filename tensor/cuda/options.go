@@ -45,13 +45,19 @@ type Options struct {
 	// small batches, where one variant's product leaves much of the GPU
 	// idle. Off until measured on a GPU.
 	PairedProducts bool
+	// TF32x3 multiplies float32 matrices on Hopper's tensor cores where
+	// fits3xTF32 allows (kernels_sm90a/gemm_3xtf32.cu): operands split into
+	// two TF32 parts, the tensor cores' sums added to a float32 sum every 32
+	// terms. Opening a backend with it fails on other GPUs and on the
+	// emulator. Off until measured on a GPU.
+	TF32x3 bool
 }
 
 // optionsOf takes the CUDA backend's settings from o.
 func optionsOf(o tensor.Options) Options {
 	return Options{Device: o.Device, StackProjections: o.StackProjections, Attention: o.Attention,
 		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads, BF16Products: o.BF16Products,
-		PairedProducts: o.PairedProducts}
+		PairedProducts: o.PairedProducts, TF32x3: o.TF32x3}
 }
 
 // defaultAttnChunk is attnChunk's default. Measured on an H200
@@ -116,6 +122,9 @@ func (o Options) settings() string {
 	}
 	if o.PairedProducts {
 		s += "; a direction's perturbed products paired (MEAZO_CUDA_PAIRED)"
+	}
+	if o.TF32x3 {
+		s += "; float32 products as 3xTF32 on the tensor cores (MEAZO_CUDA_3XTF32)"
 	}
 	if o.AttentionChunk != 0 {
 		s += fmt.Sprintf("; attention chunks of %d queries (MEAZO_CUDA_ATTN_CHUNK)", max(o.AttentionChunk, 0))

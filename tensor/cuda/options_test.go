@@ -59,10 +59,70 @@ func TestOptions(t *testing.T) {
 // CUDA backend's reaches its Options (a backend opened by name).
 func TestOptionsOf(t *testing.T) {
 	o := tensor.Options{Threads: 3, Device: 2, StackProjections: true, GEMMPath: "avx2", GEMMTile: 8,
-		Attention: "gemm", AttentionChunk: 64, SyncUploads: true, BF16Products: true, PairedProducts: true}
+		Attention: "gemm", AttentionChunk: 64, SyncUploads: true, BF16Products: true, PairedProducts: true, TF32x3: true}
 	want := Options{Device: 2, StackProjections: true, Attention: "gemm", AttentionChunk: 64, SyncUploads: true,
-		BF16Products: true, PairedProducts: true}
+		BF16Products: true, PairedProducts: true, TF32x3: true}
 	if got := optionsOf(o); got != want {
 		t.Errorf("optionsOf(%+v) = %+v, want %+v", o, got, want)
+	}
+}
+
+// hopperFake is a device that says it has loaded kernels_sm90a (its other
+// methods are nil's: newBackend calls none of them).
+type hopperFake struct {
+	device
+	loaded bool
+}
+
+func (h hopperFake) hasHopperKernels() bool { return h.loaded }
+
+// TestTF32x3NeedsHopper checks that Options.TF32x3 opens a backend only on a
+// device with kernels_sm90a loaded, names itself in the arithmetic, and is
+// refused elsewhere (the emulator, a GPU that did not load them) with a
+// message that names the setting.
+func TestTF32x3NeedsHopper(t *testing.T) {
+	b, err := newBackend(hopperFake{loaded: true}, "gpu", 48<<10, Options{TF32x3: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "; float32 products as 3xTF32 on the tensor cores (MEAZO_CUDA_3XTF32)"; b.Arithmetic() != want || !b.tf32x3 {
+		t.Errorf("arithmetic %q, tf32x3 %v; want %q, true", b.Arithmetic(), b.tf32x3, want)
+	}
+	for _, dev := range []device{nil, hopperFake{loaded: false}} {
+		if _, err := newBackend(dev, "gpu", 48<<10, Options{TF32x3: true}); err == nil || !strings.Contains(err.Error(), "MEAZO_CUDA_3XTF32") {
+			t.Errorf("device %T: err %v, want a refusal naming MEAZO_CUDA_3XTF32", dev, err)
+		}
+	}
+	if b, err := newBackend(nil, "gpu", 48<<10, Options{}); err != nil || b.tf32x3 {
+		t.Errorf("default options: err %v, tf32x3 %v; want SGEMM without a Hopper device", err, b != nil && b.tf32x3)
+	}
+}
+
+// TestFits3xTF32 checks which products gemm_3xtf32 takes: plain (not added)
+// products of whole rows, k a multiple of 32, an even n, x and W 16-byte
+// aligned, y 8-byte.
+func TestFits3xTF32(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		y, x, w         uint64
+		rows, n, ldy, k int
+		add             bool
+		want            bool
+	}{
+		{"a projection", 256, 512, 1024, 300, 2048, 2048, 1024, false, true},
+		{"added (LoRA's B·A)", 256, 512, 1024, 300, 2048, 2048, 1024, true, false},
+		{"a block of columns", 256, 512, 1024, 300, 512, 2048, 1024, false, false},
+		{"k = 16 (a LoRA rank)", 256, 512, 1024, 300, 2048, 2048, 16, false, false},
+		{"k = 1,000", 256, 512, 1024, 300, 2048, 2048, 1000, false, false},
+		{"odd n", 256, 512, 1024, 300, 2047, 2047, 1024, false, false},
+		{"x 8-byte aligned", 256, 520, 1024, 300, 2048, 2048, 1024, false, false},
+		{"W 4-byte aligned", 256, 512, 1028, 300, 2048, 2048, 1024, false, false},
+		{"y 8-byte aligned", 264, 512, 1024, 300, 2048, 2048, 1024, false, true},
+		{"y 4-byte aligned", 260, 512, 1024, 300, 2048, 2048, 1024, false, false},
+		{"rows past the grid", 256, 512, 1024, 65535*128 + 1, 2048, 2048, 1024, false, false},
+	} {
+		if got := fits3xTF32(c.y, c.x, c.w, c.rows, c.n, c.ldy, c.k, c.add); got != c.want {
+			t.Errorf("%s: fits3xTF32 = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

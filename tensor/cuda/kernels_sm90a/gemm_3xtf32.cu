@@ -1,0 +1,203 @@
+// gemm_3xtf32: float32-accurate matrix products on Hopper's tensor cores
+// (3xTF32 through wgmma), the backend's Options.TF32x3 (MEAZO_CUDA_3XTF32).
+//
+// This folder is compiled apart from kernels/: wgmma is sm_90a-only PTX, and
+// a module holding it would not load on any other GPU. ptxgen -hopper
+// compiles it with the pinned NVRTC for compute_90 and retargets the PTX to
+// sm_90a (PTX ISA 8.0), which the driver JIT-compiles on an H100 or H200 only
+// (kernels_sm90a.ptx; the backend loads it only when the option asks).
+// dev/cuda/gemm_wgmma.cu includes this file into a standalone program that
+// checks it against float64 and times it against cuBLAS.
+//
+// y [M][N] = x [M][K] · Wᵀ for a row-major W [N][K]. Each float32 input is
+// split into a TF32 part and a TF32 remainder (hi = rna(v), lo = rna(v − hi))
+// and each product taken as lo·hi + hi·lo + hi·hi on the tensor cores. The
+// tensor cores add into their accumulator with truncation (25 fractional
+// bits aligned to the largest term, the sum truncated to float32), a bias
+// that grows with k (gemm_tf32x3 in dev/cuda had 12-100× SGEMM's error for
+// it); here the tensor-core accumulator restarts from zero on every tile of
+// k (32 values: 12 wgmma) and is then added, rounded to nearest, to a
+// float32 sum on the CUDA cores: on a simulation of the tensor cores'
+// arithmetic (dev/cuda/tcsim.go) 0.25-0.47× the rms error of a float32 FMA
+// chain at k = 1,024-8,192. Every output is one thread's fixed sequence of
+// operations, so a run is bit-identical to itself.
+//
+// NOT YET RUN ON A GPU (written 2026-11-29 on a machine without one); the
+// option stays off by default until scripts/gpu/session.sh's tcgemm part
+// has checked and timed it.
+
+// A block is two warpgroups (256 threads) and computes 128 rows × 128
+// columns of y: warpgroup g rows [64g, 64g+64), every column, with one
+// wgmma.m64n128k8 per k8 step and product term. Tiles of k are 32 wide; two
+// stages of shared memory; the next tile's inputs are read from global
+// memory into registers while the tensor cores work on this one, then split
+// into hi and lo and stored into the other stage.
+//
+// Shared memory holds each operand tile (128 rows × 32 of k, hi and lo
+// apart) in wgmma's canonical K-major layout without swizzling: a "core
+// matrix" is 8 rows × 16 bytes (4 TF32 values of k), 128 contiguous bytes.
+// Here a tile is 8 columns of k-quads, and in a column the rows follow each
+// other 16 bytes apart, so the core matrices of one k-quad are 128 bytes
+// apart (the stride-dimension offset, SBO) and the two k-quads of a k8 step
+// one column apart (the leading-dimension offset, LBO = a column's bytes).
+// A column is padded by 16 bytes so that the 8 threads that store one row's
+// 8 quads (a quarter warp's 16-byte stores) hit 8 different bank groups.
+#define GW_TM 128
+#define GW_TN 128
+#define GW_TK 32
+#define GW_QUADS (GW_TK / 4)
+#define GW_COL_BYTES (GW_TM * 16 + 16) // one k-quad column of a tile, padded
+#define GW_TILE_BYTES (GW_QUADS * GW_COL_BYTES)
+#define GW_STAGE_BYTES (4 * GW_TILE_BYTES) // x hi, x lo, w hi, w lo
+#define GW_SMEM_BYTES (2 * GW_STAGE_BYTES)
+
+__device__ __forceinline__ unsigned tf32_rna(float v) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+
+// desc is a wgmma matrix descriptor: start address, leading- and
+// stride-dimension byte offsets, each in units of 16 bytes; no swizzling.
+__device__ __forceinline__ unsigned long long desc(unsigned saddr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
+           ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32);
+}
+
+// wgmma_tf32 is d (+)= a·b for the warpgroup's 64 × 128 tile, k = 8; d is
+// overwritten when accumulate is 0.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// pin keeps the compiler from moving reads or writes of the accumulator
+// across the wgmma fences and waits (CUTLASS's warpgroup_fence_operand).
+__device__ __forceinline__ void pin(float (&d)[64]) {
+#pragma unroll
+    for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// load reads this thread's share of a tile of k into registers: rows
+// [r0, r0+128) of a row-major [rows][k] matrix at columns [k0, k0+32), zeros
+// past the last row; 4 float4s, 8 threads to a row's 128 bytes.
+__device__ __forceinline__ void load(float4 (&v)[4], const float* m, int rows, int k, int r0, int k0) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int p = threadIdx.x + 256 * i, r = r0 + (p >> 3), q = p & 7;
+        v[i] = r < rows ? __ldg(reinterpret_cast<const float4*>(m + (size_t)r * k + k0 + q * 4)) : make_float4(0, 0, 0, 0);
+    }
+}
+
+// store splits the registers load read into hi and lo and stores them into
+// a stage's tiles (hi at hi, lo at hi + GW_TILE_BYTES).
+__device__ __forceinline__ void store(const float4 (&v)[4], unsigned hi) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int p = threadIdx.x + 256 * i, r = p >> 3, q = p & 7;
+        unsigned a = hi + q * GW_COL_BYTES + r * 16;
+        unsigned h0 = tf32_rna(v[i].x), h1 = tf32_rna(v[i].y), h2 = tf32_rna(v[i].z), h3 = tf32_rna(v[i].w);
+        unsigned l0 = tf32_rna(v[i].x - __uint_as_float(h0)), l1 = tf32_rna(v[i].y - __uint_as_float(h1)),
+                 l2 = tf32_rna(v[i].z - __uint_as_float(h2)), l3 = tf32_rna(v[i].w - __uint_as_float(h3));
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(h0), "r"(h1), "r"(h2), "r"(h3));
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a + GW_TILE_BYTES), "r"(l0), "r"(l1), "r"(l2), "r"(l3));
+    }
+}
+
+// gemm_wgmma is the body of gemm_3xtf32 and gemm_3xtf32_every2 (below,
+// which say how to launch them): the tensor-core accumulator is added to the
+// float32 sum every PROMOTE tiles of k.
+template <int PROMOTE>
+__device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float* w, int rows, int n, int k, unsigned lbo,
+                                           unsigned sbo) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const unsigned base = (unsigned)__cvta_generic_to_shared(smem);
+    const int wg = threadIdx.x >> 7;
+    const int row0 = blockIdx.y * GW_TM, col0 = blockIdx.x * GW_TN;
+    float acc[64], sum[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.f, sum[i] = 0.f;
+
+    float4 xv[4], wv[4];
+    load(xv, x, rows, k, row0, 0);
+    load(wv, w, n, k, col0, 0);
+    store(xv, base);
+    store(wv, base + 2 * GW_TILE_BYTES);
+    asm volatile("fence.proxy.async.shared::cta;");
+    __syncthreads();
+
+    const int tiles = k / GW_TK;
+    for (int t = 0; t < tiles; t++) {
+        const unsigned stage = base + (t & 1) * GW_STAGE_BYTES;
+        if (t + 1 < tiles) { // the next tile's inputs, in flight while the tensor cores work
+            load(xv, x, rows, k, row0, (t + 1) * GW_TK);
+            load(wv, w, n, k, col0, (t + 1) * GW_TK);
+        }
+        const unsigned xhi = stage + wg * 64 * 16, xlo = xhi + GW_TILE_BYTES;
+        const unsigned whi = stage + 2 * GW_TILE_BYTES, wlo = whi + GW_TILE_BYTES;
+        pin(acc);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < GW_TK / 8; s++) {
+            const unsigned o = 2 * s * GW_COL_BYTES; // the k8 step's first k-quad column
+            const int fresh = s == 0 && t % PROMOTE == 0;
+            wgmma_tf32(acc, desc(xlo + o, lbo, sbo), desc(whi + o, lbo, sbo), !fresh);
+            wgmma_tf32(acc, desc(xhi + o, lbo, sbo), desc(wlo + o, lbo, sbo), 1);
+            wgmma_tf32(acc, desc(xhi + o, lbo, sbo), desc(whi + o, lbo, sbo), 1);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        pin(acc);
+        if (t % PROMOTE == PROMOTE - 1 || t + 1 == tiles) {
+#pragma unroll
+            for (int i = 0; i < 64; i++) sum[i] = __fadd_rn(sum[i], acc[i]);
+        }
+        if (t + 1 < tiles) {
+            const unsigned next = base + ((t + 1) & 1) * GW_STAGE_BYTES;
+            store(xv, next);
+            store(wv, next + 2 * GW_TILE_BYTES);
+            asm volatile("fence.proxy.async.shared::cta;");
+        }
+        __syncthreads();
+    }
+
+    // The accumulator's layout: warp w of the warpgroup holds rows 16w..16w+15;
+    // lane (g = lane/4, c = lane%4) holds, for each 8 columns j, (g, 8j+2c),
+    // (g, 8j+2c+1), (g+8, 8j+2c), (g+8, 8j+2c+1).
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const int r = row0 + wg * 64 + warp * 16 + g;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        int col = col0 + j * 8 + 2 * c;
+        if (col >= n) continue;
+        if (r < rows) *reinterpret_cast<float2*>(y + (size_t)r * n + col) = make_float2(sum[4 * j], sum[4 * j + 1]);
+        if (r + 8 < rows)
+            *reinterpret_cast<float2*>(y + (size_t)(r + 8) * n + col) = make_float2(sum[4 * j + 2], sum[4 * j + 3]);
+    }
+}
+
+extern "C" {
+// gemm_3xtf32: y = x · Wᵀ, the accumulator promoted every tile of k (the
+// backend's); gemm_3xtf32_every2 every second tile (for comparison only).
+// Grid (⌈n/128⌉, ⌈rows/128⌉), 256 threads, GW_SMEM_BYTES of dynamic shared
+// memory; k a multiple of 32, n of 2, x and w 16-byte aligned, y 8-byte.
+// lbo and sbo are the shared-memory descriptors' offsets for this layout,
+// GW_COL_BYTES and 128 (arguments so that a check can try them swapped).
+__global__ void __launch_bounds__(256, 1)
+    gemm_3xtf32(float* y, const float* x, const float* w, int rows, int n, int k, unsigned lbo, unsigned sbo) {
+    gemm_wgmma<1>(y, x, w, rows, n, k, lbo, sbo);
+}
+__global__ void __launch_bounds__(256, 1)
+    gemm_3xtf32_every2(float* y, const float* x, const float* w, int rows, int n, int k, unsigned lbo, unsigned sbo) {
+    gemm_wgmma<2>(y, x, w, rows, n, k, lbo, sbo);
+}
+} // extern "C"
