@@ -24,8 +24,10 @@
 #   fulltrain (200 full-parameter MEAZO steps of Llama-3.2-1B's shapes on real SST-2, with validation; ~2 min),
 #   fullprofile (ncu per kernel of a full-parameter step and of two forwards, Llama-3.2-1B at 16x64 and 8x300),
 #   bf16products (bfloat16 weights multiplied on the tensor cores: the check, zoagree, Ministral's step; ~4 min, at most 8),
-#   tcgemm (dev/cuda/gemm_wgmma.cu, float32-accurate products on Hopper's tensor cores, built here with nvcc, against
-#   cuBLAS SGEMM, TF32 and cuBLAS's own float32 emulation; ~2 min),
+#   tcgemm (float32-accurate products on Hopper's tensor cores, kernels_sm90a/gemm_3xtf32.cu: dev/cuda/gemm_wgmma.cu
+#   built here with nvcc, against cuBLAS SGEMM, TF32 and cuBLAS's own float32 emulation; then in the backend with
+#   MEAZO_CUDA_3XTF32=1: its accuracy test, the conformance suite, zoagree; ~4 min), tcbench (forwards and steps with
+#   MEAZO_CUDA_3XTF32=1 against the default and PyTorch; ~3 min),
 #   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
@@ -309,7 +311,38 @@ for part in $parts; do
       timeout 120 compute-sanitizer --tool memcheck "$kit/gemm_wgmma" --check 2>&1 | tail -n 15
       echo "## the models' shapes"
       timeout 240 "$kit/gemm_wgmma"; echo "# exit status $?"; } >"$f" 2>&1
-    tail -n 50 "$f"
+    tail -n 45 "$f"
+    # The same kernel in the backend (Options.TF32x3): its accuracy test, the conformance suite, projected
+    # gradients against the CPU at eps 1e-3 and 1e-6 (issue 33's conditions for a default), all with it on.
+    f=$out/tcgemm-backend.txt
+    { echo "# commit $(cat "$kit/commit")"
+      (cd tensor/cuda && MEAZO_CUDA_3XTF32=1 timeout 120 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 110s -test.run 'TestGemm3xTF32OnGPU')
+      echo "## the suite with MEAZO_CUDA_3XTF32=1"
+      suite MEAZO_CUDA_3XTF32=1
+      for m in llama-tiny qwen3-tiny; do
+        echo "## zoagree $m, MEAZO_CUDA_3XTF32=1"
+        MEAZO_CUDA_3XTF32=1 timeout 60 "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
+      done; } >"$f" 2>&1
+    grep -E "^##|^(---|FAIL|ok|PASS)|tf32x3_test|^1e-0" "$f" | head -30
+    ;;
+  tcbench) # issue 33's table with MEAZO_CUDA_3XTF32=1 (gemm_3xtf32 for the projections) against the default and
+    # PyTorch (TF32 off), interleaved in one run: forwards 8x128 and MEAZO LoRA steps 8x80 and 8x300 of both
+    # models, each with the GPU's peak memory. About 3 minutes.
+    f=$out/tcbench.txt
+    echo "# commit $(cat "$kit/commit")" >"$f"
+    for m in Llama-3.2-1B Qwen3-0.6B; do
+      cfg=$fx/full-configs/$m
+      for tc in 1 0; do
+        echo "## $m, ours, MEAZO_CUDA_3XTF32=$tc" >>"$f"
+        (export MEAZO_CUDA_3XTF32=$tc
+          peakmem "$f" timeout 90 "$bin/meazo-bench" forward --backend cuda --model "$cfg/config.json" --shapes 8x128 --reps 10 --loss-all >>"$f" 2>&1
+          peakmem "$f" timeout 90 "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1)
+      done
+      echo "## $m, PyTorch" >>"$f"
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 10 --loss-all >>"$f" 2>&1
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step >>"$f" 2>&1
+    done
+    grep -E "^##|^8x|peak" "$f"
     ;;
   bf16) # weights kept in bfloat16 (a BF16 checkpoint, as published, with model.bf16_weights: meazo-bench -bf16)
     # against float32 weights: forwards and ZO steps of both models, interleaved, each with the GPU's peak memory
