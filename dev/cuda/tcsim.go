@@ -6,15 +6,11 @@
 //
 //	go run dev/cuda/tcsim.go -k 1024 -n 2000
 //
-// The tensor cores' arithmetic is the model of Microsoft's MMA-Sim
-// (github.com/microsoft/MMA-Sim, its Hopper TF32 wgmma/mma): the inputs
-// are TF32 (float32 with 13 low bits dropped); one k8 step aligns the
-// accumulator and the 8 products to the largest exponent with 25
-// fractional bits, truncating each, sums them exactly and truncates the sum
-// to float32. The model is checked against hardware by dev/cuda/
-// gemm_tf32x3.cu, whose scheme ("never promoted" below) an H100 measured at
-// an rms error of 7e-6 (k = 1,024) and 5.7e-5 (k = 8,192): the model gives
-// 7.2e-6 and 5.8e-5. "sgemm" is a float32 chain of fused multiply-adds, what
+// The tensor cores' arithmetic is package internal/tensorcore's model
+// (Microsoft's MMA-Sim's, for Hopper). It is checked against hardware by
+// dev/cuda/gemm_tf32x3.cu, whose scheme ("never promoted" below) an H100
+// measured at an rms error of 7e-6 (k = 1,024) and 5.7e-5 (k = 8,192): the
+// model gives 7.2e-6 and 5.8e-5. "sgemm" is a float32 chain of fused multiply-adds, what
 // a cuBLAS SGEMM thread does over k (the H100 measured 3e-7 and 1.6e-6; the
 // model 5.5e-7 and 1.6e-6).
 //
@@ -27,64 +23,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+
+	"github.com/meazo-go/meazo/internal/tensorcore"
 )
-
-// tf32 rounds v to TF32 as cvt.rna.tf32.f32 does: nearest, ties away from zero.
-func tf32(v float32) float32 {
-	return math.Float32frombits((math.Float32bits(v) + 0x1000) &^ 0x1fff)
-}
-
-// split gives v's TF32 part and the TF32 rounding of the rest.
-func split(v []float32) (hi, lo []float32) {
-	hi, lo = make([]float32, len(v)), make([]float32, len(v))
-	for i, x := range v {
-		hi[i] = tf32(x)
-		lo[i] = tf32(x - hi[i])
-	}
-	return hi, lo
-}
-
-// step is one tensor-core k8 step, c + a·b, in the model above.
-func step(c float32, a, b []float32) float32 {
-	type term struct {
-		s float64 // significand in [1, 2), 0 for zero
-		e int
-	}
-	terms := make([]term, 0, 9)
-	add := func(v float64) {
-		if v == 0 {
-			terms = append(terms, term{})
-			return
-		}
-		f, e := math.Frexp(v)
-		terms = append(terms, term{f * 2, e - 1})
-	}
-	add(float64(c))
-	for i := range a {
-		add(float64(a[i]) * float64(b[i])) // exact: two 11-bit significands
-	}
-	emax, any := 0, false
-	for _, t := range terms {
-		if t.s != 0 && (!any || t.e > emax) {
-			emax, any = t.e, true
-		}
-	}
-	if !any {
-		return 0
-	}
-	sum := 0.0
-	for _, t := range terms {
-		if t.s != 0 {
-			sum += math.Trunc(math.Ldexp(t.s, 25+t.e-emax))
-		}
-	}
-	v := math.Ldexp(sum, emax-25)
-	f := float32(v)
-	if math.Abs(float64(f)) > math.Abs(v) { // truncate, not round
-		f = math.Nextafter32(f, 0)
-	}
-	return f
-}
 
 // sgemm is a float32 chain of fused multiply-adds.
 func sgemm(x, w []float32) float32 {
@@ -97,33 +38,22 @@ func sgemm(x, w []float32) float32 {
 
 // tf32x1 is plain TF32: one product per term, never promoted.
 func tf32x1(x, w []float32) float32 {
-	xh, _ := split(x)
-	wh, _ := split(w)
 	var acc float32
+	xh, wh := make([]float32, 8), make([]float32, 8)
 	for k := 0; k < len(x); k += 8 {
-		acc = step(acc, xh[k:k+8], wh[k:k+8])
+		for i := range 8 {
+			xh[i], wh[i] = tensorcore.TF32(x[k+i]), tensorcore.TF32(w[k+i])
+		}
+		acc = tensorcore.Step(acc, xh, wh)
 	}
 	return acc
 }
 
-// tf32x3 takes lo·hi, hi·lo and hi·hi on the tensor cores, in that order,
-// into one accumulator that is added, rounded to nearest, to a float32 sum
-// every `every` k8 steps and restarted from zero (never when every is 0).
+// tf32x3 takes lo·hi, hi·lo and hi·hi on the tensor cores into one
+// accumulator that is added, rounded to nearest, to a float32 sum every
+// `every` k8 steps and restarted from zero (never when every is 0).
 func tf32x3(every int) func(x, w []float32) float32 {
-	return func(x, w []float32) float32 {
-		xh, xl := split(x)
-		wh, wl := split(w)
-		var sum, acc float32
-		for k, n := 0, 1; k < len(x); k, n = k+8, n+1 {
-			acc = step(acc, xl[k:k+8], wh[k:k+8])
-			acc = step(acc, xh[k:k+8], wl[k:k+8])
-			acc = step(acc, xh[k:k+8], wh[k:k+8])
-			if every > 0 && n%every == 0 {
-				sum, acc = sum+acc, 0
-			}
-		}
-		return sum + acc
-	}
+	return func(x, w []float32) float32 { return tensorcore.Dot3xTF32(x, w, every) }
 }
 
 func main() {

@@ -68,6 +68,7 @@ type Backend struct {
 	maskNow      []int32  // what mask holds
 	bf16Products bool     // Options.BF16Products
 	tf32x3       bool     // Options.TF32x3: gemm_3xtf32 where fits3xTF32
+	tf32x3MinK   int      // the shortest product it takes (0: gemm3xTF32MinK; the tests set fewer)
 	out          devArray // small results (cross-entropy, argmax)
 	closed       bool
 	poisoned     error // a sticky device error: every later call fails with it
@@ -153,8 +154,9 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 		bf16Products: o.BF16Products, paired: o.PairedProducts, tf32x3: o.TF32x3}, nil
 }
 
-// hopperDevice is a device that may have loaded kernels_sm90a (a GPU asked
-// for Options.TF32x3); the emulator is not one: it cannot run wgmma.
+// hopperDevice is a device that may have loaded kernels_sm90a: a Hopper GPU
+// asked for Options.TF32x3, or the kernel emulator (its wgmma a model of
+// the tensor cores' arithmetic).
 type hopperDevice interface{ hasHopperKernels() bool }
 
 // failf reports a device failure (see tensor.DeviceError).

@@ -61,9 +61,14 @@ func buildEmu() (string, error) {
 			emuErr = err
 			return
 		}
+		hopper, err := filepath.Abs("kernels_sm90a")
+		if err != nil {
+			emuErr = err
+			return
+		}
 		emuBin = filepath.Join(dir, "emu")
 		out, err := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-U_FORTIFY_SOURCE",
-			"-I", dir, "-I", kernels, "-o", emuBin, "emu/emu.cpp").CombinedOutput()
+			"-I", dir, "-I", kernels, "-I", hopper, "-o", emuBin, "emu/emu.cpp").CombinedOutput()
 		if err != nil {
 			emuErr = fmt.Errorf("building the kernel emulator: %v\n%s", err, out)
 		}
@@ -71,20 +76,26 @@ func buildEmu() (string, error) {
 	return emuBin, emuErr
 }
 
-// writeEmuSources writes into dir the two files emu.cpp includes:
-// kernels_unit.inc, the kernels' translation unit, and kernel_table.inc, a
-// KERNEL(name) line per kernel of kernelParams.
+// writeEmuSources writes into dir the three files emu.cpp includes:
+// kernels_unit.inc and hopper_unit.inc, the translation units of kernels/
+// and kernels_sm90a/, and kernel_table.inc, a KERNEL(name) line per kernel
+// of kernelParams and hopperParams.
 func writeEmuSources(dir string) error {
-	src, err := kernelsrc.Read("kernels")
-	if err != nil {
-		return err
-	}
 	var table strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(kernelParams)) {
 		fmt.Fprintf(&table, "KERNEL(%s)\n", name)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kernels_unit.inc"), []byte(src.Unit), 0o644); err != nil {
-		return err
+	for _, name := range slices.Sorted(maps.Keys(hopperParams)) {
+		fmt.Fprintf(&table, "KERNEL(%s)\n", name)
+	}
+	for unit, folder := range map[string]string{"kernels_unit.inc": "kernels", "hopper_unit.inc": "kernels_sm90a"} {
+		src, err := kernelsrc.Read(folder)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, unit), []byte(src.Unit), 0o644); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(filepath.Join(dir, "kernel_table.inc"), []byte(table.String()), 0o644)
 }
@@ -92,6 +103,12 @@ func writeEmuSources(dir string) error {
 // newEmuBackend returns the CUDA backend on the emulator, or skips (fails
 // under MEAZO_REQUIRE_CUDA_EMU=1) where it cannot be built.
 func newEmuBackend(t *testing.T) *Backend {
+	t.Helper()
+	return newEmuBackendWith(t, Options{})
+}
+
+// newEmuBackendWith is newEmuBackend with options o.
+func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	t.Helper()
 	bin, err := buildEmu()
 	if err != nil {
@@ -108,7 +125,7 @@ func newEmuBackend(t *testing.T) *Backend {
 		t.Fatal(err)
 	}
 	e.in, e.out = bufio.NewWriterSize(stdin, 1<<20), bufio.NewReaderSize(stdout, 1<<20)
-	b, err := newBackend(e, "kernel emulator (kernels/*.cu on the CPU)", 48<<10, Options{})
+	b, err := newBackend(e, "kernel emulator (kernels/*.cu on the CPU)", 48<<10, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +157,10 @@ func (e *emu) reply(what string) error {
 }
 
 func (e *emu) bind() error { return nil }
+
+// hasHopperKernels: the emulator runs kernels_sm90a too, its wgmma by a
+// model of the tensor cores' arithmetic (emu.cpp; package tensorcore).
+func (e *emu) hasHopperKernels() bool { return true }
 
 func (e *emu) malloc(bytes uint64) (uint64, error) {
 	e.put(byte('A'), bytes)

@@ -48,8 +48,9 @@ type Options struct {
 	// TF32x3 multiplies float32 matrices on Hopper's tensor cores where
 	// fits3xTF32 allows (kernels_sm90a/gemm_3xtf32.cu): operands split into
 	// two TF32 parts, the tensor cores' sums added to a float32 sum every 32
-	// terms. Opening a backend with it fails on other GPUs and on the
-	// emulator. Off until measured on a GPU.
+	// terms. Opening a backend with it fails on GPUs other than Hopper;
+	// the kernel emulator runs it with a model of the tensor cores'
+	// arithmetic. Off until measured on a GPU.
 	TF32x3 bool
 }
 

@@ -78,8 +78,8 @@ func (h hopperFake) hasHopperKernels() bool { return h.loaded }
 
 // TestTF32x3NeedsHopper checks that Options.TF32x3 opens a backend only on a
 // device with kernels_sm90a loaded, names itself in the arithmetic, and is
-// refused elsewhere (the emulator, a GPU that did not load them) with a
-// message that names the setting.
+// refused elsewhere (a device without them: another GPU) with a message
+// that names the setting.
 func TestTF32x3NeedsHopper(t *testing.T) {
 	b, err := newBackend(hopperFake{loaded: true}, "gpu", 48<<10, Options{TF32x3: true})
 	if err != nil {

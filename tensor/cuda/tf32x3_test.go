@@ -1,11 +1,16 @@
 package cuda
 
 import (
+	"flag"
 	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/tensorcore"
+	"github.com/meazo-go/meazo/model/modeltest"
+	"github.com/meazo-go/meazo/tensor/backendtest"
 )
 
 // TestGemm3xTF32OnGPU checks Options.TF32x3 on a Hopper GPU, what issue 33
@@ -32,7 +37,7 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 	defer sg.Close()
 	rng := rand.New(rand.NewPCG(3, 33))
 	for _, s := range []struct{ rows, n, k int }{
-		{165, 192, 256},   // partial tiles of rows and columns
+		{165, 192, 256},   // partial tiles of rows and columns (k: gemm3xTF32MinK)
 		{300, 2048, 1024}, // Qwen3-0.6B's q, 300 rows
 		{640, 512, 2048},  // Llama-3.2-1B's k/v
 		{80, 1024, 3072},  // Qwen3-0.6B's down
@@ -85,4 +90,106 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 			t.Errorf("%d×%d×%d: rms error %.2e against SGEMM's %.2e, worst %.2e: not float32-accurate", s.rows, s.n, s.k, rmsTC, rmsSG, worst)
 		}
 	}
+}
+
+// TestEmulated3xTF32 runs gemm_3xtf32 through the backend on the kernel
+// emulator, whose wgmma is package tensorcore's model of Hopper's tensor
+// cores: every output must be tensorcore.Dot3xTF32's bits (the kernel's
+// loads, split, shared-memory layout, descriptors, accumulator fragments,
+// promotion and stores: each output from its own row and column, in its
+// order), on shapes with partial tiles of rows and columns and one or more
+// tiles of k (taken down to k = 32 here), and from k = 256 (where the
+// backend takes it) within SGEMM's error of float64 (rms, 1.25 margin); a
+// product it cannot take (k = 48, or k below the backend's minimum) is
+// SGEMM's.
+func TestEmulated3xTF32(t *testing.T) {
+	tc, sg := newEmuBackendWith(t, Options{TF32x3: true}), newEmuBackend(t)
+	rng := rand.New(rand.NewPCG(4, 44))
+	for _, s := range []struct {
+		rows, n, k, minK int
+		kernel           bool // gemm_3xtf32 takes it
+	}{
+		{130, 136, 256, 0, true},
+		{7, 10, 32, 32, true},
+		{40, 128, 96, 32, true},
+		{20, 64, 48, 32, false},
+		{20, 64, 64, 0, false}, // below gemm3xTF32MinK
+	} {
+		tc.tf32x3MinK = s.minK
+		x, w := make([]float32, s.rows*s.k), make([]float32, s.n*s.k)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		for i := range w {
+			w[i] = float32(rng.NormFloat64() / math.Sqrt(float64(s.k)))
+		}
+		product := func(b *Backend) []float32 {
+			wb := b.Pack(w, s.n, s.k, false)
+			xb, yb := b.FromHost(slices.Clone(x)), b.Alloc(s.rows*s.n)
+			b.MatMul(yb, xb, s.rows, wb)
+			out := b.ToHost(yb)
+			b.Free(xb, yb)
+			b.FreeWeight(wb)
+			return out
+		}
+		got, sgemm := product(tc), product(sg)
+		if !s.kernel {
+			if !slices.Equal(got, sgemm) {
+				t.Errorf("%d×%d×%d: not SGEMM's bits, though gemm_3xtf32 does not take it", s.rows, s.n, s.k)
+			}
+			continue
+		}
+		var sqTC, sqSG, sqRef float64
+		wrong := 0
+		for r := range s.rows {
+			for c := range s.n {
+				xr, wc := x[r*s.k:(r+1)*s.k], w[c*s.k:(c+1)*s.k]
+				if want := tensorcore.Dot3xTF32(xr, wc, 4); math.Float32bits(got[r*s.n+c]) != math.Float32bits(want) {
+					if wrong++; wrong <= 3 {
+						t.Errorf("%d×%d×%d: y[%d][%d] = %g, the model's %g", s.rows, s.n, s.k, r, c, got[r*s.n+c], want)
+					}
+				}
+				var ref float64
+				for i := range s.k {
+					ref += float64(xr[i]) * float64(wc[i])
+				}
+				d, e := float64(got[r*s.n+c])-ref, float64(sgemm[r*s.n+c])-ref
+				sqTC, sqSG, sqRef = sqTC+d*d, sqSG+e*e, sqRef+ref*ref
+			}
+		}
+		if wrong > 0 {
+			t.Errorf("%d×%d×%d: %d of %d outputs differ from the model's", s.rows, s.n, s.k, wrong, s.rows*s.n)
+		}
+		rmsTC, rmsSG := math.Sqrt(sqTC/sqRef), math.Sqrt(sqSG/sqRef)
+		t.Logf("%d×%d×%d: rms error 3xTF32 %.2e, SGEMM %.2e", s.rows, s.n, s.k, rmsTC, rmsSG)
+		if s.k >= gemm3xTF32MinK && rmsTC > 1.25*rmsSG {
+			t.Errorf("%d×%d×%d: rms error %.2e, SGEMM's %.2e", s.rows, s.n, s.k, rmsTC, rmsSG)
+		}
+	}
+}
+
+// tf32x3Models has TestEmulatedConformance3xTF32 run the fixture models too
+// (about 8 minutes on the emulator, too long for every run):
+//
+//	go test ./tensor/cuda -run TestEmulatedConformance3xTF32 -args -tf32x3-models
+var tf32x3Models = flag.Bool("tf32x3-models", false, "TestEmulatedConformance3xTF32 also runs every fixture model and Ministral-3 (minutes)")
+
+// TestEmulatedConformance3xTF32 runs the conformance suite's ops on the
+// emulator with gemm_3xtf32 taking every product it can (down to k = 32),
+// at the float32 tolerances, and checks that it ran; with -tf32x3-models
+// also the fixture models (their HF references, generations token for
+// token, LoRA, the model against the CPU) and Ministral-3.
+func TestEmulatedConformance3xTF32(t *testing.T) {
+	b := newEmuBackendWith(t, Options{TF32x3: true})
+	b.tf32x3MinK = 32
+	lc := countLaunches(b)
+	backendtest.Ops(t, b, backendtest.Float32)
+	if *tf32x3Models {
+		modeltest.Models(t, b, backendtest.Float32)
+		t.Run("Ministral3", func(t *testing.T) { modeltest.Ministral(t, b, backendtest.Float32) })
+	}
+	if lc.launches["gemm_3xtf32"] == 0 {
+		t.Errorf("gemm_3xtf32 never ran: %v", lc.launches)
+	}
+	t.Logf("gemm_3xtf32 ran %d times", lc.launches["gemm_3xtf32"])
 }

@@ -20,11 +20,12 @@
 // ldc, a, b and c arrays of pointers, then i32 batch and f32 β
 // (cublasSgemmBatched, α = 1).
 //
-// The test that builds it (../emu_test.go) writes two files beside it:
+// The test that builds it (../emu_test.go) writes three files beside it:
 // kernels_unit.inc, the translation unit of ../kernels that NVRTC compiles
-// to the PTX (package kernelsrc), and kernel_table.inc, a KERNEL(name) line
-// for each kernel the backend declares (kernelParams), so that a new kernel
-// needs no change here.
+// to the PTX (package kernelsrc), hopper_unit.inc, the same of
+// ../kernels_sm90a, and kernel_table.inc, a KERNEL(name) line for each
+// kernel the backend declares (kernelParams, hopperParams), so that a new
+// kernel needs no change here.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -84,6 +85,100 @@ static inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 #include "kernels_unit.inc"
+
+// What kernels_sm90a (Hopper's wgmma: gemm_3xtf32) needs beyond that. Its
+// shared-memory addresses are offsets into the block's dynamic shared
+// memory; its tensor-core step is Hopper's TF32 arithmetic as Microsoft's
+// MMA-Sim models it (measured on the hardware; the model reproduces what
+// an H100 gave dev/cuda/gemm_tf32x3.cu to two digits, dev/cuda/tcsim.go):
+// the inputs truncated to TF32, the accumulator and the 8 exact products
+// aligned to the largest exponent with 25 fractional bits, each truncated,
+// summed exactly, the sum truncated to float32. Subnormal inputs are not
+// modelled.
+#define __launch_bounds__(...)
+template <typename T> static T __ldg(const T* p) { return *p; }
+struct float2 { float x, y; };
+static inline float2 make_float2(float x, float y) { return {x, y}; }
+static unsigned emu_shared_address(const void* p) { return (unsigned)((const char*)p - (const char*)emu_dynamic_shared); }
+static unsigned emu_tf32_rna(float v) {
+    unsigned b = __float_as_uint(v);
+    if ((b & 0x7f800000u) == 0x7f800000u) return b; // Inf and NaN as they are
+    return (b + 0x1000u) & ~0x1fffu;
+}
+static void emu_st_shared4(unsigned a, unsigned x, unsigned y, unsigned z, unsigned w) {
+    unsigned v[4] = {x, y, z, w};
+    std::memcpy((char*)emu_dynamic_shared + a, v, 16);
+}
+// emu_tc_step is one k8 step of the tensor cores: c + a·b, in integers:
+// each term is m·2^e with m < 2^48, kept to the bits at or above 2^(top−25)
+// where top is the largest term's leading bit (truncated toward zero), the
+// sum truncated to 24 bits. Normal float32 results only (not subnormal, not
+// overflowing), as the models' products are.
+static float emu_tc_step(float c, const float* a, const float* b) {
+    auto parts = [](float v, long long& m, int& e) {
+        unsigned bits = __float_as_uint(v), ex = (bits >> 23) & 0xff, frac = bits & 0x7fffff;
+        m = ex ? (long long)(frac | 0x800000) : (long long)frac;
+        e = ex ? (int)ex - 150 : -149;
+        if (bits >> 31) m = -m;
+    };
+    long long m[9];
+    int e[9], top = 0, n = 0;
+    bool any = false;
+    auto add = [&](long long mi, int ei) {
+        if (mi == 0) return;
+        int lead = 63 - __builtin_clzll((unsigned long long)(mi < 0 ? -mi : mi)) + ei;
+        if (!any || lead > top) top = lead, any = true;
+        m[n] = mi, e[n++] = ei;
+    };
+    long long mc;
+    int ec;
+    parts(c, mc, ec);
+    add(mc, ec);
+    for (int i = 0; i < 8; i++) {
+        long long ma, mb;
+        int ea, eb;
+        parts(__uint_as_float(__float_as_uint(a[i]) & ~0x1fffu), ma, ea); // the inputs truncated to TF32
+        parts(__uint_as_float(__float_as_uint(b[i]) & ~0x1fffu), mb, eb);
+        add(ma * mb, ea + eb);
+    }
+    if (!any) return 0;
+    long long sum = 0;
+    for (int i = 0; i < n; i++) {
+        int shift = (top - 25) - e[i];
+        long long mag = m[i] < 0 ? -m[i] : m[i];
+        long long t = shift <= 0 ? mag << -shift : shift >= 63 ? 0 : mag >> shift;
+        sum += m[i] < 0 ? -t : t;
+    }
+    if (sum == 0) return 0;
+    unsigned long long u = sum < 0 ? -sum : sum;
+    int lead = 63 - __builtin_clzll(u), exp = lead + top - 25;
+    u = lead > 23 ? u >> (lead - 23) : u << (23 - lead);
+    unsigned bits = ((unsigned)(exp + 127) << 23) | (unsigned)(u & 0x7fffff);
+    return __uint_as_float(sum < 0 ? bits | 0x80000000u : bits);
+}
+// emu_wgmma_m64n128k8_tf32 is wgmma.mma_async.m64n128k8.f32.tf32.tf32 for
+// the calling thread's 64 accumulators: its rows and columns by the PTX
+// ISA's fragment layout, the operands read through the descriptors as the
+// K-major canonical layout without swizzling places them (core matrices of
+// 8 rows × 16 bytes; SBO between rows' groups, LBO between k's quads).
+static void emu_wgmma_m64n128k8_tf32(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    auto field = [](unsigned long long desc, int shift) { return (unsigned)((desc >> shift) & 0x3FFF) << 4; };
+    auto elem = [&](unsigned long long desc, int r, int kk) {
+        unsigned a = field(desc, 0) + (r / 8) * field(desc, 32) + (kk / 4) * field(desc, 16) + (r % 8) * 16 + (kk % 4) * 4;
+        float v;
+        std::memcpy(&v, (const char*)emu_dynamic_shared + a, 4);
+        return v;
+    };
+    const int t = threadIdx.x & 127, warp = t >> 5, lane = t & 31, g = lane >> 2, c = lane & 3;
+    for (int j = 0; j < 16; j++)
+        for (int e = 0; e < 4; e++) {
+            int row = warp * 16 + g + 8 * (e >> 1), col = 8 * j + 2 * c + (e & 1);
+            float a[8], b[8];
+            for (int kk = 0; kk < 8; kk++) a[kk] = elem(da, row, kk), b[kk] = elem(db, col, kk);
+            d[4 * j + e] = emu_tc_step(accumulate ? d[4 * j + e] : 0.0f, a, b);
+        }
+}
+#include "hopper_unit.inc"
 
 // slot reads a kernel argument of type T from its 8-byte slot (a 4-byte
 // value in the low half, as the backend packs it).

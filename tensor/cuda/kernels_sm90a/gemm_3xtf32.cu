@@ -24,7 +24,9 @@
 //
 // NOT YET RUN ON A GPU (written 2026-11-29 on a machine without one); the
 // option stays off by default until scripts/gpu/session.sh's tcgemm part
-// has checked and timed it.
+// has checked and timed it. On the kernel emulator (tensor/cuda/emu), where
+// the primitives below are emu.cpp's model of them, every output is the
+// bits of internal/tensorcore's model of this kernel (TestEmulated3xTF32).
 
 // A block is two warpgroups (256 threads) and computes 128 rows × 128
 // columns of y: warpgroup g rows [64g, 64g+64), every column, with one
@@ -51,22 +53,31 @@
 #define GW_STAGE_BYTES (4 * GW_TILE_BYTES) // x hi, x lo, w hi, w lo
 #define GW_SMEM_BYTES (2 * GW_STAGE_BYTES)
 
-__device__ __forceinline__ unsigned tf32_rna(float v) {
+// The primitives: inline PTX on the GPU; on the kernel emulator (g++, no
+// __CUDACC__), emu.cpp's model of them (its wgmma has the tensor cores'
+// arithmetic as Microsoft's MMA-Sim measured it on Hopper).
+#ifdef __CUDACC__
+#define GW_SHARED(name) extern __shared__ __align__(128) unsigned char name[]
+
+// gw_smem is the shared-memory address of p (what descriptors and st.shared take).
+__device__ __forceinline__ unsigned gw_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// gw_tf32 rounds v to TF32: nearest, ties away from zero (cvt.rna).
+__device__ __forceinline__ unsigned gw_tf32(float v) {
     unsigned r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
     return r;
 }
 
-// desc is a wgmma matrix descriptor: start address, leading- and
-// stride-dimension byte offsets, each in units of 16 bytes; no swizzling.
-__device__ __forceinline__ unsigned long long desc(unsigned saddr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
-           ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32);
+// gw_st4 stores four words at shared address a.
+__device__ __forceinline__ void gw_st4(unsigned a, unsigned x, unsigned y, unsigned z, unsigned w) {
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z), "r"(w));
 }
 
-// wgmma_tf32 is d (+)= a·b for the warpgroup's 64 × 128 tile, k = 8; d is
-// overwritten when accumulate is 0.
-__device__ __forceinline__ void wgmma_tf32(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
+// gw_wgmma is d (+)= a·b for the warpgroup's 64 × 128 tile, k = 8, TF32
+// operands in shared memory (descriptors a and b); d is overwritten when
+// accumulate is 0.
+__device__ __forceinline__ void gw_wgmma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
@@ -80,17 +91,46 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[64], unsigned long long a,
                  : "l"(a), "l"(b), "r"(accumulate));
 }
 
-// pin keeps the compiler from moving reads or writes of the accumulator
+// gw_pin keeps the compiler from moving reads or writes of the accumulator
 // across the wgmma fences and waits (CUTLASS's warpgroup_fence_operand).
-__device__ __forceinline__ void pin(float (&d)[64]) {
+__device__ __forceinline__ void gw_pin(float (&d)[64]) {
 #pragma unroll
     for (int i = 0; i < 64; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The fences: before the tensor cores read registers the CUDA cores wrote
+// (gw_fence), after shared-memory stores that they will read
+// (gw_fence_smem), and the wait for their results (gw_commit_wait).
+__device__ __forceinline__ void gw_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void gw_fence_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void gw_commit_wait() {
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+}
+#else
+#define GW_SHARED(name) DYNAMIC_SHARED(unsigned char, name)
+static unsigned gw_smem(const void* p) { return emu_shared_address(p); }
+static unsigned gw_tf32(float v) { return emu_tf32_rna(v); }
+static void gw_st4(unsigned a, unsigned x, unsigned y, unsigned z, unsigned w) { emu_st_shared4(a, x, y, z, w); }
+static void gw_wgmma(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
+    emu_wgmma_m64n128k8_tf32(d, a, b, accumulate);
+}
+static void gw_pin(float (&)[64]) {}
+static void gw_fence() {}
+static void gw_fence_smem() {}
+static void gw_commit_wait() {}
+#endif
 
-// load reads this thread's share of a tile of k into registers: rows
+// gw_desc is a wgmma matrix descriptor: start address, leading- and
+// stride-dimension byte offsets, each in units of 16 bytes; no swizzling.
+__device__ __forceinline__ unsigned long long gw_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
+           ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32);
+}
+
+// gw_load reads this thread's share of a tile of k into registers: rows
 // [r0, r0+128) of a row-major [rows][k] matrix at columns [k0, k0+32), zeros
 // past the last row; 4 float4s, 8 threads to a row's 128 bytes.
-__device__ __forceinline__ void load(float4 (&v)[4], const float* m, int rows, int k, int r0, int k0) {
+__device__ __forceinline__ void gw_load(float4 (&v)[4], const float* m, int rows, int k, int r0, int k0) {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         int p = threadIdx.x + 256 * i, r = r0 + (p >> 3), q = p & 7;
@@ -98,18 +138,18 @@ __device__ __forceinline__ void load(float4 (&v)[4], const float* m, int rows, i
     }
 }
 
-// store splits the registers load read into hi and lo and stores them into
+// gw_store splits the registers gw_load read into hi and lo and stores them into
 // a stage's tiles (hi at hi, lo at hi + GW_TILE_BYTES).
-__device__ __forceinline__ void store(const float4 (&v)[4], unsigned hi) {
+__device__ __forceinline__ void gw_store(const float4 (&v)[4], unsigned hi) {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         int p = threadIdx.x + 256 * i, r = p >> 3, q = p & 7;
         unsigned a = hi + q * GW_COL_BYTES + r * 16;
-        unsigned h0 = tf32_rna(v[i].x), h1 = tf32_rna(v[i].y), h2 = tf32_rna(v[i].z), h3 = tf32_rna(v[i].w);
-        unsigned l0 = tf32_rna(v[i].x - __uint_as_float(h0)), l1 = tf32_rna(v[i].y - __uint_as_float(h1)),
-                 l2 = tf32_rna(v[i].z - __uint_as_float(h2)), l3 = tf32_rna(v[i].w - __uint_as_float(h3));
-        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(h0), "r"(h1), "r"(h2), "r"(h3));
-        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a + GW_TILE_BYTES), "r"(l0), "r"(l1), "r"(l2), "r"(l3));
+        unsigned h0 = gw_tf32(v[i].x), h1 = gw_tf32(v[i].y), h2 = gw_tf32(v[i].z), h3 = gw_tf32(v[i].w);
+        unsigned l0 = gw_tf32(__fsub_rn(v[i].x, __uint_as_float(h0))), l1 = gw_tf32(__fsub_rn(v[i].y, __uint_as_float(h1))),
+                 l2 = gw_tf32(__fsub_rn(v[i].z, __uint_as_float(h2))), l3 = gw_tf32(__fsub_rn(v[i].w, __uint_as_float(h3)));
+        gw_st4(a, h0, h1, h2, h3);
+        gw_st4(a + GW_TILE_BYTES, l0, l1, l2, l3);
     }
 }
 
@@ -119,8 +159,8 @@ __device__ __forceinline__ void store(const float4 (&v)[4], unsigned hi) {
 template <int PROMOTE>
 __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float* w, int rows, int n, int k, unsigned lbo,
                                            unsigned sbo) {
-    extern __shared__ __align__(128) unsigned char smem[];
-    const unsigned base = (unsigned)__cvta_generic_to_shared(smem);
+    GW_SHARED(smem);
+    const unsigned base = gw_smem(smem);
     const int wg = threadIdx.x >> 7;
     const int row0 = blockIdx.y * GW_TM, col0 = blockIdx.x * GW_TN;
     float acc[64], sum[64];
@@ -128,44 +168,43 @@ __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float
     for (int i = 0; i < 64; i++) acc[i] = 0.f, sum[i] = 0.f;
 
     float4 xv[4], wv[4];
-    load(xv, x, rows, k, row0, 0);
-    load(wv, w, n, k, col0, 0);
-    store(xv, base);
-    store(wv, base + 2 * GW_TILE_BYTES);
-    asm volatile("fence.proxy.async.shared::cta;");
+    gw_load(xv, x, rows, k, row0, 0);
+    gw_load(wv, w, n, k, col0, 0);
+    gw_store(xv, base);
+    gw_store(wv, base + 2 * GW_TILE_BYTES);
+    gw_fence_smem();
     __syncthreads();
 
     const int tiles = k / GW_TK;
     for (int t = 0; t < tiles; t++) {
         const unsigned stage = base + (t & 1) * GW_STAGE_BYTES;
         if (t + 1 < tiles) { // the next tile's inputs, in flight while the tensor cores work
-            load(xv, x, rows, k, row0, (t + 1) * GW_TK);
-            load(wv, w, n, k, col0, (t + 1) * GW_TK);
+            gw_load(xv, x, rows, k, row0, (t + 1) * GW_TK);
+            gw_load(wv, w, n, k, col0, (t + 1) * GW_TK);
         }
         const unsigned xhi = stage + wg * 64 * 16, xlo = xhi + GW_TILE_BYTES;
         const unsigned whi = stage + 2 * GW_TILE_BYTES, wlo = whi + GW_TILE_BYTES;
-        pin(acc);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        gw_pin(acc);
+        gw_fence();
 #pragma unroll
         for (int s = 0; s < GW_TK / 8; s++) {
             const unsigned o = 2 * s * GW_COL_BYTES; // the k8 step's first k-quad column
             const int fresh = s == 0 && t % PROMOTE == 0;
-            wgmma_tf32(acc, desc(xlo + o, lbo, sbo), desc(whi + o, lbo, sbo), !fresh);
-            wgmma_tf32(acc, desc(xhi + o, lbo, sbo), desc(wlo + o, lbo, sbo), 1);
-            wgmma_tf32(acc, desc(xhi + o, lbo, sbo), desc(whi + o, lbo, sbo), 1);
+            gw_wgmma(acc, gw_desc(xlo + o, lbo, sbo), gw_desc(whi + o, lbo, sbo), !fresh);
+            gw_wgmma(acc, gw_desc(xhi + o, lbo, sbo), gw_desc(wlo + o, lbo, sbo), 1);
+            gw_wgmma(acc, gw_desc(xhi + o, lbo, sbo), gw_desc(whi + o, lbo, sbo), 1);
         }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        pin(acc);
+        gw_commit_wait();
+        gw_pin(acc);
         if (t % PROMOTE == PROMOTE - 1 || t + 1 == tiles) {
 #pragma unroll
             for (int i = 0; i < 64; i++) sum[i] = __fadd_rn(sum[i], acc[i]);
         }
         if (t + 1 < tiles) {
             const unsigned next = base + ((t + 1) & 1) * GW_STAGE_BYTES;
-            store(xv, next);
-            store(wv, next + 2 * GW_TILE_BYTES);
-            asm volatile("fence.proxy.async.shared::cta;");
+            gw_store(xv, next);
+            gw_store(wv, next + 2 * GW_TILE_BYTES);
+            gw_fence_smem();
         }
         __syncthreads();
     }
