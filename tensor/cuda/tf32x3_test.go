@@ -19,7 +19,9 @@ import (
 // against float64 no worse than cuBLAS SGEMM's (rms over the outputs, with
 // a margin of 1.25 for the sample), every output within 8·k·2^-24 of its
 // Σ|x·w|, two runs bit-identical; and a product gemm_3xtf32 cannot take
-// (k not a multiple of 32) SGEMM's bits. Without a Hopper GPU it skips,
+// (k not a multiple of 32) SGEMM's bits. It also says how many outputs
+// have the bits of internal/tensorcore's model (the emulator's): all of
+// them if the model is exact on this GPU. Without a Hopper GPU it skips,
 // unless MEAZO_CUDA_3XTF32=1 (scripts/gpu/session.sh tcgemm sets it).
 func TestGemm3xTF32OnGPU(t *testing.T) {
 	tc, err := Open(Options{TF32x3: true})
@@ -70,12 +72,19 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 			continue
 		}
 		var sqTC, sqSG, sqRef, worst float64
+		same, compared := 0, 0 // outputs of the first two rows with the tensor-core model's bits
 		for r := range s.rows {
 			for c := range s.n {
 				var ref, mag float64
 				for i := range s.k {
 					p := float64(x[r*s.k+i]) * float64(w[c*s.k+i])
 					ref, mag = ref+p, mag+math.Abs(p)
+				}
+				if r < 2 {
+					compared++
+					if got[r*s.n+c] == tensorcore.Dot3xTF32(x[r*s.k:(r+1)*s.k], w[c*s.k:(c+1)*s.k], 4) {
+						same++
+					}
 				}
 				d := float64(got[r*s.n+c]) - ref
 				sqTC, sqRef = sqTC+d*d, sqRef+ref*ref
@@ -85,7 +94,8 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 			}
 		}
 		rmsTC, rmsSG := math.Sqrt(sqTC/sqRef), math.Sqrt(sqSG/sqRef)
-		t.Logf("%d×%d×%d: rms error 3xTF32 %.2e, SGEMM %.2e; worst |y − y64|/Σ|x·w| %.2e", s.rows, s.n, s.k, rmsTC, rmsSG, worst)
+		t.Logf("%d×%d×%d: rms error 3xTF32 %.2e, SGEMM %.2e; worst |y − y64|/Σ|x·w| %.2e; the tensor-core model's bits on %d of %d outputs",
+			s.rows, s.n, s.k, rmsTC, rmsSG, worst, same, compared)
 		if rmsTC > 1.25*rmsSG || worst > 8*float64(s.k)*math.Ldexp(1, -24) || math.IsNaN(rmsTC) {
 			t.Errorf("%d×%d×%d: rms error %.2e against SGEMM's %.2e, worst %.2e: not float32-accurate", s.rows, s.n, s.k, rmsTC, rmsSG, worst)
 		}
