@@ -13,6 +13,8 @@ package fullparam
 import (
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
@@ -72,10 +74,8 @@ func New(m *model.Model, opts Options) (*Params, error) {
 	if err != nil {
 		return nil, fmt.Errorf("full-parameter training: %w", err)
 	}
-	for _, pat := range append(append([]string(nil), opts.Include...), opts.Exclude...) {
-		if _, err := path.Match(pat, ""); err != nil {
-			return nil, fmt.Errorf("full-parameter training: bad tensor name pattern %q: %w", pat, err)
-		}
+	if err := checkPatterns(ts, opts); err != nil {
+		return nil, fmt.Errorf("full-parameter training: %w", err)
 	}
 	p := &Params{m: m, be: be, tensors: ts, state: make([]moments, len(ts))}
 	lastLayer := 0
@@ -95,22 +95,79 @@ func New(m *model.Model, opts Options) (*Params, error) {
 		g.size += int64(t.Size())
 	}
 	if len(p.groups) == 0 {
-		return nil, fmt.Errorf("full-parameter training: no tensor of the model is included (include %q, exclude %q)", opts.Include, opts.Exclude)
+		return nil, fmt.Errorf("full-parameter training: no tensor of the model is included (include %q, exclude %q; the model's tensors: %s)",
+			opts.Include, opts.Exclude, someNames(ts))
 	}
 	return p, nil
 }
 
-// trains says whether the tensor named name is trained.
-func trains(name string, opts Options) bool {
-	match := func(pats []string) bool {
-		for _, p := range pats {
-			if ok, _ := path.Match(p, name); ok {
-				return true
+// PatternError is an include or exclude pattern that is malformed or
+// matches none of the model's tensors: a pattern written for another
+// architecture's names (Llama's model.embed_tokens.weight on OPT, whose
+// embeddings are model.decoder.embed_tokens.weight) would otherwise
+// freeze or train nothing it names, without a word.
+type PatternError struct {
+	List    string // "include" or "exclude": the Options field
+	Pattern string
+	Err     error  // path.Match's error for a malformed pattern; nil: it matches nothing
+	Names   string // some of the model's tensor names, for the message
+}
+
+func (e *PatternError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s pattern %q: %v", e.List, e.Pattern, e.Err)
+	}
+	return fmt.Sprintf("%s pattern %q matches none of the model's tensors (they are named %s)", e.List, e.Pattern, e.Names)
+}
+
+func (e *PatternError) Unwrap() error { return e.Err }
+
+// checkPatterns refuses a malformed pattern, and one that names no tensor
+// of the model.
+func checkPatterns(ts []model.Tensor, opts Options) error {
+	for _, l := range []struct {
+		name string
+		pats []string
+	}{{"include", opts.Include}, {"exclude", opts.Exclude}} {
+		for _, pat := range l.pats {
+			if _, err := path.Match(pat, ""); err != nil {
+				return &PatternError{List: l.name, Pattern: pat, Err: err}
+			}
+			if !slices.ContainsFunc(ts, func(t model.Tensor) bool { return matches([]string{pat}, t.Name) }) {
+				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts)}
 			}
 		}
-		return false
 	}
-	return (len(opts.Include) == 0 || match(opts.Include)) && !match(opts.Exclude)
+	return nil
+}
+
+// someNames lists the first tensors of ts, those of the first layer
+// included, for an error message: enough to show how the model names them.
+func someNames(ts []model.Tensor) string {
+	var names []string
+	for _, t := range ts {
+		if len(names) == 8 {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, t.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// matches says whether name matches one of the patterns.
+func matches(pats []string, name string) bool {
+	for _, p := range pats {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// trains says whether the tensor named name is trained.
+func trains(name string, opts Options) bool {
+	return (len(opts.Include) == 0 || matches(opts.Include, name)) && !matches(opts.Exclude, name)
 }
 
 // Dims implements zo.Store.
@@ -127,6 +184,15 @@ func (p *Params) Count() int64 {
 	var n int64
 	for _, g := range p.groups {
 		n += g.size
+	}
+	return n
+}
+
+// ModelSize is the number of parameters of the whole model, trained or not.
+func (p *Params) ModelSize() int64 {
+	var n int64
+	for _, t := range p.tensors {
+		n += int64(t.Size())
 	}
 	return n
 }

@@ -38,10 +38,14 @@ type fullState struct {
 func newFullState(r *run) (*fullState, error) {
 	p, err := fullparam.New(r.m, fullparam.Options{Include: r.cfg.Adapter.Include, Exclude: r.cfg.Adapter.Exclude,
 		Grouped: r.cfg.Adapter.Grouped})
+	if pe := (*fullparam.PatternError)(nil); errors.As(err, &pe) {
+		// "adapter.exclude pattern … matches none of the model's tensors": the key.
+		return nil, fmt.Errorf("adapter.%w", pe)
+	}
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(r.log, "full-parameter training: %d of the model's parameters in %d group(s)\n", p.Count(), len(p.Dims()))
+	fmt.Fprintf(r.log, "full-parameter training: %d of the model's %d parameters in %d group(s)\n", p.Count(), p.ModelSize(), len(p.Dims()))
 	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
 }
 

@@ -1,0 +1,57 @@
+package fullparam
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor/cpu"
+)
+
+// TestPatterns: an include or exclude pattern that names none of the
+// model's tensors is refused, naming the pattern, its list and the
+// model's own names (Llama's embedding name on OPT froze nothing, without a
+// word), and so is a malformed one; patterns that match train as asked.
+func TestPatterns(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		arch        string
+		opts        Options
+		wantList    string // "": accepted
+		wantInMsg   string
+		wantTrained int64 // when accepted: parameters trained, -1 for the whole model
+	}{
+		{"llama exclude embeddings", "LlamaForCausalLM", Options{Exclude: []string{"model.embed_tokens.weight"}}, "", "", 96 * 32},
+		{"opt exclude embeddings", "OPTForCausalLM", Options{Exclude: []string{"model.decoder.embed_tokens.weight"}}, "", "", 96 * 32},
+		{"opt with llama's embedding name", "OPTForCausalLM", Options{Exclude: []string{"model.embed_tokens.weight"}},
+			"exclude", "model.decoder.embed_tokens.weight", 0},
+		{"opt with llama's layer glob", "OPTForCausalLM", Options{Include: []string{"model.layers.*"}}, "include", "model.decoder.layers.0.", 0},
+		{"one of two includes matches nothing", "LlamaForCausalLM", Options{Include: []string{"model.layers.*", "model.norm"}},
+			"include", `"model.norm"`, 0},
+		{"malformed", "LlamaForCausalLM", Options{Exclude: []string{"model.layers.[0"}}, "exclude", "syntax error", 0},
+		{"every tensor", "Qwen3ForCausalLM", Options{}, "", "", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tinyConfig(tc.arch, true)
+			m, err := model.FromValues(c, values(c, 1), model.LoadOptions{Backend: cpu.New(cpu.Options{Threads: 1}), Unstacked: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(m, tc.opts)
+			if tc.wantList == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := tc.wantTrained; want < 0 && p.Count() != p.ModelSize() || want >= 0 && p.ModelSize()-p.Count() != want {
+					t.Errorf("trains %d of %d parameters; want %d left out", p.Count(), p.ModelSize(), tc.wantTrained)
+				}
+				return
+			}
+			var pe *PatternError
+			if !errors.As(err, &pe) || pe.List != tc.wantList || !strings.Contains(err.Error(), tc.wantInMsg) {
+				t.Fatalf("error %v; want a PatternError of %s naming %q", err, tc.wantList, tc.wantInMsg)
+			}
+		})
+	}
+}
