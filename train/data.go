@@ -29,9 +29,11 @@ func (s *splits) sizes() (train, val, test int) {
 // checkChatTemplate refuses a tokenizer without a chat template before any
 // data is read when the examples are rendered with it (format chat), so
 // that the first example does not fail, named as if it were at fault.
-func checkChatTemplate(tok *tokenizer.Tokenizer, model string, format data.Format) error {
+// setting is how the caller's user chooses the format (task.format mezo,
+// meazo-eval's --format mezo), for the fix the error names.
+func checkChatTemplate(tok *tokenizer.Tokenizer, format data.Format, setting string) error {
 	if format != data.FormatMeZO && !tok.HasChatTemplate() {
-		return fmt.Errorf("model %s: %w (a model without one, such as OPT, takes task.format mezo: MeZO's SST-2 template)", model, tokenizer.ErrNoChatTemplate)
+		return fmt.Errorf("%w (a model without one, such as OPT, takes %s: MeZO's SST-2 template)", tokenizer.ErrNoChatTemplate, setting)
 	}
 	return nil
 }

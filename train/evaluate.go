@@ -322,7 +322,8 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	if err := checkChatTemplate(tok, "the model", format); err != nil {
+	// The fix named is meazo-eval's flag, the caller users meet (EvalOptions.Format).
+	if err := checkChatTemplate(tok, format, "--format mezo"); err != nil {
 		return nil, err
 	}
 	if o.Log == nil {

@@ -274,8 +274,8 @@ func (r *run) loadModel() error {
 	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
 		return err
 	}
-	if err := checkChatTemplate(r.tok, cfg.Model.Path, data.Format(cfg.Task.Format)); err != nil {
-		return err
+	if err := checkChatTemplate(r.tok, data.Format(cfg.Task.Format), "task.format mezo"); err != nil {
+		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
 	}
 	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
 		return fmt.Errorf("model.backend: %w", err)

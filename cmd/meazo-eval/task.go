@@ -78,6 +78,9 @@ func runTask(args []string, stdout, log io.Writer) error {
 	}
 	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
 		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Format: *format, Log: log})
+	if errors.Is(err, tokenizer.ErrNoChatTemplate) {
+		return fmt.Errorf("--model %s: %w", *modelDir, err)
+	}
 	if err != nil {
 		return err
 	}

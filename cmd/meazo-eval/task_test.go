@@ -269,3 +269,46 @@ func halfRightLabels(t *testing.T, vit, src string) string {
 	}
 	return out
 }
+
+// TestTaskNoChatTemplate: a model without a chat template (OPT's) is
+// refused by its --model path with meazo-eval's fix, --format mezo (the
+// message said "model the model" and named meazo-train's task.format), and
+// --format mezo evaluates it.
+func TestTaskNoChatTemplate(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	mdir := filepath.Join(dir, "model")
+	tcPath := filepath.Join(mdir, "tokenizer_config.json")
+	var tc map[string]any
+	b, err := os.ReadFile(tcPath)
+	if err == nil {
+		err = json.Unmarshal(b, &tc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(tc, "chat_template")
+	b, _ = json.Marshal(tc)
+	if err := os.WriteFile(tcPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(mdir, "chat_template.jinja"))
+	args := []string{"--model", mdir, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"), "--max-examples", "4"}
+	for _, c := range []struct {
+		format string
+		want   []string // in the error; nil: it evaluates
+	}{
+		{"chat", []string{"--model " + mdir + ": the model directory has no chat template", "takes --format mezo"}},
+		{"mezo", nil},
+	} {
+		err := runTask(append(slices.Clone(args), "--format", c.format), io.Discard, io.Discard)
+		switch {
+		case c.want == nil && err != nil:
+			t.Errorf("--format %s: %v", c.format, err)
+		case c.want != nil && (err == nil || !strings.Contains(err.Error(), c.want[0]) || !strings.Contains(err.Error(), c.want[1])):
+			t.Errorf("--format %s: %v, want %q", c.format, err, c.want)
+		}
+	}
+}
