@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/meazo-go/meazo/rundir"
 )
@@ -15,19 +16,32 @@ import (
 type FZOORate struct {
 	Runs      []string // the FZOO run directories
 	LR        float64  // their η (all alike)
-	Steps     int      // the σ_t averaged: every unit's of every step of every run
+	Steps     int      // how many σ_t were averaged: every step's (each group's when grouped) of every run
 	MeanSigma float64  // the mean σ_t
 	ZOSGDRate float64  // LR / MeanSigma
 }
 
-// FZOORateOf averages σ_t over the FZOO runs in dirs (summary.json names
-// the optimizer and η; a run that is not FZOO's, or of another η, is an
-// error, and so is one without σ_t: written before metrics.jsonl had it).
-// Non-finite σ_t (a diverged step) are left out, with a warning.
-func FZOORateOf(dirs []string, warn func(string)) (FZOORate, error) {
-	r := FZOORate{Runs: dirs}
+// FZOORateOf averages σ_t over the FZOO runs that args name: run
+// directories, or sweep directories standing for their runs (as the figure
+// commands read them: a study's fig20_fzoo_fzoo names its seeds' runs).
+// summary.json names the optimizer and η; a run that is not FZOO's, or of
+// another η, is an error, and so is one without σ_t: written before
+// metrics.jsonl had it. Non-finite σ_t (a diverged step) are left out, and
+// so are the runs a sweep lists as failed, each with a warning.
+func FZOORateOf(args []string, warn func(string)) (FZOORate, error) {
+	var r FZOORate
+	srcs, failed, err := sources(args)
+	if err != nil {
+		return r, err
+	}
+	for _, f := range failed {
+		warn(fmt.Sprintf("skipping %s: its sweep lists it as failed", f.Dir))
+	}
+	for _, s := range srcs {
+		r.Runs = append(r.Runs, s.dir)
+	}
 	var sum float64
-	for _, dir := range dirs {
+	for _, dir := range r.Runs {
 		s, err := rundir.ReadSummary(dir)
 		if err != nil {
 			return r, err
@@ -36,7 +50,7 @@ func FZOORateOf(dirs []string, warn func(string)) (FZOORate, error) {
 		case s.Optimizer != "fzoo":
 			return r, fmt.Errorf("%s: a %s run, not FZOO's", dir, s.Optimizer)
 		case r.LR != 0 && s.LR != r.LR:
-			return r, fmt.Errorf("%s: η %g, the other runs' %g: give runs of one rate", dir, s.LR, r.LR)
+			return r, fmt.Errorf("%s: η %g, the other runs' %g: give runs of one rate (a sweep's lr=RATE_seed=* directories)", dir, s.LR, r.LR)
 		}
 		r.LR = s.LR
 		train, _, err := rundir.ReadMetrics(dir, warn)
@@ -59,8 +73,8 @@ func FZOORateOf(dirs []string, warn func(string)) (FZOORate, error) {
 		}
 		r.Steps += n
 	}
-	if len(dirs) == 0 {
-		return r, fmt.Errorf("no run directories")
+	if len(r.Runs) == 0 {
+		return r, fmt.Errorf("no FZOO run in %s", strings.Join(args, " "))
 	}
 	r.MeanSigma = sum / float64(r.Steps)
 	if !(r.MeanSigma > 0) {

@@ -49,10 +49,37 @@ func TestFZOORate(t *testing.T) {
 		{[]string{writeFZOORun(t, "meazo", 1e-5, [][]float64{{1}})}, "not FZOO's"},
 		{[]string{a, writeFZOORun(t, "fzoo", 1e-4, [][]float64{{1}})}, "runs of one rate"},
 		{[]string{writeFZOORun(t, "fzoo", 1e-5, [][]float64{nil})}, "no σ_t"},
-		{nil, "no run directories"},
+		{nil, "no FZOO run"},
+		{[]string{t.TempDir()}, "not a run directory"},
 	} {
 		if _, err := FZOORateOf(c.dirs, func(string) {}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one saying %s", c.dirs, err, c.want)
 		}
+	}
+}
+
+// TestFZOORateOfSweep: a sweep directory stands for its runs, as for the
+// figure commands (the README's study names fig20_fzoo_fzoo): with
+// sweep.json, the runs it lists, its failed ones left out with a warning;
+// before it, every subdirectory with a summary.json.
+func TestFZOORateOfSweep(t *testing.T) {
+	sw := t.TempDir()
+	for name, sigmas := range map[string][][]float64{"lr=1e-5_seed=0": {{30}, {40}}, "lr=1e-5_seed=1": {{50}}} {
+		if err := os.Rename(writeFZOORun(t, "fzoo", 1e-5, sigmas), filepath.Join(sw, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := FZOORateOf([]string{sw}, func(string) {})
+	if err != nil || len(r.Runs) != 2 || r.Steps != 3 || r.MeanSigma != 40 {
+		t.Fatalf("a sweep directory before sweep.json: %+v, %v; want its 2 runs' 3 σ_t of mean 40", r, err)
+	}
+	sweepJSON := `{"rates":[{"lr":1e-05,"seeds":[{"seed":0,"dir":"lr=1e-5_seed=0"},{"seed":2,"dir":"lr=1e-5_seed=2","failed":true}]}]}`
+	if err := os.WriteFile(filepath.Join(sw, "sweep.json"), []byte(sweepJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	r, err = FZOORateOf([]string{sw}, func(s string) { warned = append(warned, s) })
+	if err != nil || len(r.Runs) != 1 || r.MeanSigma != 35 || len(warned) != 1 || !strings.Contains(warned[0], "seed=2") {
+		t.Errorf("a sweep directory with sweep.json: %+v, %v, warnings %q; want seed 0's run alone (mean σ_t 35), seed 2's failed one named", r, err, warned)
 	}
 }

@@ -10,7 +10,7 @@
 //	meazo-plot vt-stats   [--out DIR] RUN_OR_CHECKPOINT_DIR...         ZO-Adam's / R-AdaZO's v_t statistics (the paper's Table 4)
 //	meazo-plot all        [--out DIR] RUN_OR_SWEEP_DIR...              all of the above
 //	meazo-plot study      [--out DIR] [--png=false] STUDY.yaml         a meazo-sweep study: tables at η*, figures, missing runs
-//	meazo-plot fzoo-rate  FZOO_RUN_DIR...                              ZO-SGD's η: FZOO's η over the runs' mean σ_t (Figure 20)
+//	meazo-plot fzoo-rate  FZOO_RUN_OR_SWEEP_DIR...                     ZO-SGD's η: FZOO's η over the runs' mean σ_t (Figure 20)
 //
 // and, for scripts/sweep.sh (docs/SWEEPS.md):
 //

@@ -32,7 +32,7 @@ func addOPT(files map[string]string) {
 #   meazo-sweep run configs/studies/opt-figure20.yaml
 #   meazo-plot curves --out plots/figure20 sweeps/opt-figure20/*/
 # ZO-SGD's rate from your own FZOO runs (then set it as fig20_zo-sgd's coarse rate):
-#   meazo-plot fzoo-rate sweeps/opt-figure20/fig20_fzoo_fzoo/lr=*
+#   meazo-plot fzoo-rate sweeps/opt-figure20/fig20_fzoo_fzoo
 name: opt-figure20
 out: sweeps/opt-figure20
 seeds: [0, 1, 2]
