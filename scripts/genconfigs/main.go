@@ -62,10 +62,13 @@ var optimizers = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
 // times higher (its parameters are embeddings of norm ~1) and should be swept.
 var lr = map[string]float64{"meazo": 2e-4, "zo-sgd": 1e-4, "zo-adam": 2e-4, "radazo": 5e-5, "fzoo": 2e-4}
 
+const usage = "usage: go run ./scripts/genconfigs [DIR]   writes every generated config and study file into DIR (default configs)"
+
 func main() {
-	out := "configs"
-	if len(os.Args) > 1 {
-		out = os.Args[1]
+	out, err := outDir(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "genconfigs: %v\n%s\n", err, usage)
+		os.Exit(2)
 	}
 	files := Generate()
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -80,6 +83,20 @@ func main() {
 		}
 	}
 	fmt.Printf("wrote %d configs to %s\n", len(files), out)
+}
+
+// outDir is the directory the arguments name: configs by default. A flag
+// (-h, --help) is refused, not taken for a directory to write 133 files into.
+func outDir(args []string) (string, error) {
+	switch {
+	case len(args) == 0:
+		return "configs", nil
+	case len(args) > 1:
+		return "", fmt.Errorf("want at most one directory, got %q", args)
+	case strings.HasPrefix(args[0], "-"):
+		return "", fmt.Errorf("%s: genconfigs takes no flags", args[0])
+	}
+	return args[0], nil
 }
 
 func fail(err error) {

@@ -30,3 +30,23 @@ func TestConfigsAreCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestOutDir: the one argument is the output directory; a flag or a second
+// argument is refused (-h wrote every config into a directory named "-h").
+func TestOutDir(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "": refused
+	}{
+		{nil, "configs"},
+		{[]string{"/tmp/x"}, "/tmp/x"},
+		{[]string{"-h"}, ""},
+		{[]string{"--help"}, ""},
+		{[]string{"a", "b"}, ""},
+	} {
+		got, err := outDir(c.args)
+		if got != c.want || (err == nil) != (c.want != "") {
+			t.Errorf("%q: %q, %v; want %q", c.args, got, err, c.want)
+		}
+	}
+}
