@@ -508,6 +508,8 @@ func ConfigDoc() string {
 	b.WriteString("string), or leave the key out for its default; so is a second YAML document after a `---` line (one config per file).\n")
 	b.WriteString("A run keeps the configuration it was started with: `--resume DIR --set key=value` changes only some keys, and records\n")
 	b.WriteString("the change in the run's `changes.jsonl` ([RUNDIR.md](RUNDIR.md)); an edited `config.yaml` in a run directory is refused on resume.\n")
+	b.WriteString("Some keys are read only by some runs (`adapter.r` by LoRA, `optimizer.momentum` by zo-sgd, `eval.rouge_stem` by XSum:\n")
+	b.WriteString("each one's meaning says whose); a `--set` of such a key that the run does not read starts a `note:` line of its log.\n")
 	sec := ""
 	for _, k := range keys() {
 		s, _, _ := strings.Cut(k.key, ".")

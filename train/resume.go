@@ -153,6 +153,7 @@ func (r *run) resumeConfig() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
+	noteIgnoredSets(r.log, cfg, r.opts.Overrides)
 	r.changes = configDiff(base, cfg)
 	for _, c := range r.changes {
 		if !slices.Contains(resumableKeys, c.Key) {

@@ -128,6 +128,7 @@ func (r *run) openRunDir() error {
 	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
 		return err
 	}
+	noteIgnoredSets(r.log, r.cfg, r.opts.Overrides)
 	// Every file the run reads, there before anything is written.
 	if err := preflight(r.cfg); err != nil {
 		return err
