@@ -119,8 +119,8 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 		return err
 	}
 	n, _ := cfg.Params()
-	fmt.Fprintf(stdout, "wrote a random %s (%s, hidden %d, vocab %d, %.2fB parameters, %s) to %s\n",
-		cfg.Architecture, layers(cfg.NumLayers), cfg.HiddenSize, cfg.VocabSize, float64(n)/1e9, f.dtype, f.out)
+	fmt.Fprintf(stdout, "wrote a random %s (%s, hidden %d, vocab %d, %s parameters, %s) to %s\n",
+		cfg.Architecture, layers(cfg.NumLayers), cfg.HiddenSize, cfg.VocabSize, paramCount(n), f.dtype, f.out)
 	what, err := tok.write(f.out)
 	if err != nil {
 		return fmt.Errorf("--tokenizer %s: %w", tok.choice, err)
@@ -297,4 +297,13 @@ func layers(n int) string {
 		return "1 layer"
 	}
 	return fmt.Sprintf("%d layers", n)
+}
+
+// paramCount writes a parameter count in billions, or in millions below
+// one billion (a small config's "0.00B" said nothing).
+func paramCount(n int64) string {
+	if n >= 1e9 {
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1e6)
 }
