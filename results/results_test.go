@@ -569,3 +569,21 @@ func TestTestFigures(t *testing.T) {
 		t.Errorf("without test metrics: %v, %d figures", err, len(figs))
 	}
 }
+
+// TestAdapterKindTitles: each table's title names its adapter kind in
+// words (a full-parameter study's table read "Table 1: full").
+func TestAdapterKindTitles(t *testing.T) {
+	for _, c := range []struct {
+		adapter string
+		grouped bool
+		want    string
+	}{
+		{"lora", false, "LoRA"}, {"lora", true, "LoRA, grouped (one group per layer)"}, {"prompt", false, "prompt tuning"},
+		{"full", false, "full-parameter (every weight)"}, {"full", true, "full-parameter, grouped (one group per layer)"},
+		{"", false, "no results yet"},
+	} {
+		if got := adapterKind(cell{adapter: c.adapter, grouped: c.grouped}); got != c.want {
+			t.Errorf("%q grouped %v: %q, want %q", c.adapter, c.grouped, got, c.want)
+		}
+	}
+}

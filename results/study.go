@@ -401,6 +401,10 @@ func adapterKind(c cell) string {
 		return "LoRA, grouped (one group per layer)"
 	case c.adapter == "lora":
 		return "LoRA"
+	case c.adapter == "full" && c.grouped:
+		return "full-parameter, grouped (one group per layer)"
+	case c.adapter == "full":
+		return "full-parameter (every weight)"
 	case c.adapter == "":
 		return "no results yet"
 	}
