@@ -45,22 +45,8 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 		{80, 1024, 3072},  // Qwen3-0.6B's down
 		{64, 256, 48},     // k not a multiple of 32: SGEMM
 	} {
-		x, w := make([]float32, s.rows*s.k), make([]float32, s.n*s.k)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		for i := range w {
-			w[i] = float32(rng.NormFloat64() / math.Sqrt(float64(s.k)))
-		}
-		product := func(b *Backend) []float32 {
-			wb := b.Pack(w, s.n, s.k, false)
-			xb, yb := b.FromHost(slices.Clone(x)), b.Alloc(s.rows*s.n)
-			b.MatMul(yb, xb, s.rows, wb)
-			out := b.ToHost(yb)
-			b.Free(xb, yb)
-			b.FreeWeight(wb)
-			return out
-		}
+		x, w := randomProduct(rng, s.rows, s.n, s.k)
+		product := func(b *Backend) []float32 { return matMul(b, x, w, s.rows, s.n, s.k) }
 		got, again, sgemm := product(tc), product(tc), product(sg)
 		if !slices.Equal(got, again) {
 			t.Errorf("%d×%d×%d: two runs differ", s.rows, s.n, s.k)
@@ -126,22 +112,8 @@ func TestEmulated3xTF32(t *testing.T) {
 		{20, 64, 64, 0, false}, // below gemm3xTF32MinK
 	} {
 		tc.tf32x3MinK = s.minK
-		x, w := make([]float32, s.rows*s.k), make([]float32, s.n*s.k)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		for i := range w {
-			w[i] = float32(rng.NormFloat64() / math.Sqrt(float64(s.k)))
-		}
-		product := func(b *Backend) []float32 {
-			wb := b.Pack(w, s.n, s.k, false)
-			xb, yb := b.FromHost(slices.Clone(x)), b.Alloc(s.rows*s.n)
-			b.MatMul(yb, xb, s.rows, wb)
-			out := b.ToHost(yb)
-			b.Free(xb, yb)
-			b.FreeWeight(wb)
-			return out
-		}
+		x, w := randomProduct(rng, s.rows, s.n, s.k)
+		product := func(b *Backend) []float32 { return matMul(b, x, w, s.rows, s.n, s.k) }
 		got, sgemm := product(tc), product(sg)
 		if !s.kernel {
 			if !slices.Equal(got, sgemm) {
@@ -202,4 +174,28 @@ func TestEmulatedConformance3xTF32(t *testing.T) {
 		t.Errorf("gemm_3xtf32 never ran: %v", lc.launches)
 	}
 	t.Logf("gemm_3xtf32 ran %d times", lc.launches["gemm_3xtf32"])
+}
+
+// randomProduct returns x [rows][k] ~ N(0, 1) and W [n][k] ~ N(0, 1/k), as
+// the dev/cuda harnesses draw them.
+func randomProduct(rng *rand.Rand, rows, n, k int) (x, w []float32) {
+	x, w = make([]float32, rows*k), make([]float32, n*k)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() / math.Sqrt(float64(k)))
+	}
+	return x, w
+}
+
+// matMul is x · Wᵀ by MatMul on b, W packed as float32.
+func matMul(b *Backend, x, w []float32, rows, n, k int) []float32 {
+	wb := b.Pack(w, n, k, false)
+	xb, yb := b.FromHost(slices.Clone(x)), b.Alloc(rows*n)
+	b.MatMul(yb, xb, rows, wb)
+	out := b.ToHost(yb)
+	b.Free(xb, yb)
+	b.FreeWeight(wb)
+	return out
 }
