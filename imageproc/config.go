@@ -159,6 +159,19 @@ func parseTriple(key string, raw json.RawMessage, dst *[3]float64) error {
 	return nil
 }
 
+// CheckSide refuses a configuration whose resize does not give the
+// side×side images a model takes (its config.json's image_size): a
+// preprocessor_config.json of another model, or a "size" of 32768 that
+// would resize every image to gigabytes of pixels before the mismatch
+// shows. Without a resize the decoded images must be side×side already,
+// which is checked image by image.
+func (c Config) CheckSide(side int) error {
+	if c.DoResize && (c.Height != side || c.Width != side) {
+		return fmt.Errorf("image processor config: size %d×%d is not the %d×%d images the model takes (its config.json's image_size)", c.Height, c.Width, side, side)
+	}
+	return nil
+}
+
 func (c Config) validate() error {
 	if c.DoResize && (c.Height <= 0 || c.Width <= 0 || c.Height > maxSide || c.Width > maxSide) {
 		return fmt.Errorf("image processor config: size %d×%d is not between 1 and %d a side", c.Height, c.Width, maxSide)

@@ -166,6 +166,26 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
+// TestCheckSide: a resize to another size than the model's images is
+// refused; no resize leaves the check to each decoded image.
+func TestCheckSide(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		side int
+		want string
+	}{
+		{Default(224), 224, ""},
+		{Default(32768), 224, "size 32768×32768 is not the 224×224"},
+		{Config{DoResize: true, Height: 224, Width: 160}, 224, "size 224×160"},
+		{Config{DoResize: false, Height: 32768, Width: 32768}, 224, ""},
+	} {
+		err := tc.c.CheckSide(tc.side)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v side %d: %v, want %q", tc.c, tc.side, err, tc.want)
+		}
+	}
+}
+
 // TestDefaultJSON: the preprocessor_config.json that Default renders reads
 // back as the same configuration.
 func TestDefaultJSON(t *testing.T) {

@@ -64,6 +64,9 @@ func (r *run) setupVision() error {
 		fmt.Fprintf(r.log, "%s has no classifier (a ViTModel): a fresh one of %d classes, drawn from train.seed %d\n", cfg.Model.Path, data.PetsClasses, cfg.Train.Seed)
 	}
 	side := v.vit.Config.ImageSize
+	if err := proc.CheckSide(side); err != nil {
+		return fmt.Errorf("model %s: preprocessor_config.json: %w", cfg.Model.Path, err)
+	}
 	if v.data, err = loadImageSplits(cfg, proc, side, data.PetsClasses, cfg.Train.Threads, r.log, r.stopStarting); err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 	if o.BatchSize <= 0 {
 		o.BatchSize = 8
 	}
+	if err := proc.CheckSide(m.Config.ImageSize); err != nil {
+		return nil, err
+	}
 	if o.Adapter != "" {
 		if err := AttachViTAdapter(o.Adapter, m); err != nil {
 			return nil, err

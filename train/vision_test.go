@@ -216,11 +216,23 @@ func TestPetsBadInput(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(vitTiny, f))
 		os.WriteFile(filepath.Join(noProcessor, f), b, 0o644)
 	}
+	// A preprocessor_config.json whose resize is not the model's image_size
+	// is refused before any image is decoded: resized to 32768×32768 first,
+	// each image took 3 GiB and more (a 2-thread run was killed at 24 GiB).
+	hugeResize := filepath.Join(dir, "huge-resize")
+	os.Mkdir(hugeResize, 0o755)
+	for _, f := range []string{"model.safetensors", "config.json"} {
+		b, _ := os.ReadFile(filepath.Join(vitTiny, f))
+		os.WriteFile(filepath.Join(hugeResize, f), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(hugeResize, "preprocessor_config.json"), []byte(`{"image_processor_type": "ViTImageProcessor", "size": 32768}`), 0o644)
 	for _, tc := range []struct {
 		name string
 		set  []string
 		want []string
 	}{
+		{"preprocessor size not the model's", []string{"model.path=" + hugeResize},
+			[]string{"huge-resize", "preprocessor_config.json", "32768×32768", "64×64"}},
 		{"no preprocessor config", []string{"model.path=" + noProcessor}, []string{"no preprocessor_config.json", "nothing was written"}},
 		{"corrupt image", []string{"task.train=" + write("corrupt.parquet", corrupt)}, []string{"corrupt.parquet", "row 7", "breed"}},
 		{"label out of range", []string{"task.train=" + write("label.parquet", label)}, []string{"label.parquet", "row 3", "label 37"}},

@@ -122,6 +122,9 @@ func runImageTask(fs *flag.FlagSet, o imageTask, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := proc.CheckSide(cfg.ImageSize); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(o.model, "preprocessor_config.json"), err)
+	}
 	be, err := backends.Open(o.backend, o.threads, log)
 	if err != nil {
 		return err

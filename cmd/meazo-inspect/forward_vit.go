@@ -190,6 +190,9 @@ func preprocess(paths []string, modelDir string, c *model.ViTConfig) ([]float32,
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := proc.CheckSide(c.ImageSize); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", filepath.Join(modelDir, "preprocessor_config.json"), err)
+	}
 	var px []float32
 	for _, p := range paths {
 		b, err := inputfile.ReadFile(p)
