@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/meazo-go/meazo/internal/filelock"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -150,10 +152,49 @@ func checkRunDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("resume %s: not a directory", dir)
 	}
+	if err := checkRunEntries(dir); err != nil {
+		return err
+	}
 	_, errConfig := os.Stat(filepath.Join(dir, rundir.ConfigFile))
 	_, errCheckpoint := os.Stat(filepath.Join(dir, rundir.CheckpointDir, rundir.ConfigFile))
 	if errConfig != nil && errCheckpoint != nil { // with a checkpoint, resume puts config.yaml back (resumeConfig)
 		return fmt.Errorf("resume %s: not a run directory (no %s; a run stopped before it wrote one has nothing to resume: start it again with --config)", dir, rundir.ConfigFile)
+	}
+	return nil
+}
+
+// runDirs are the entries of a run directory that are directories; the
+// others of rundir.Entries are files.
+var runDirs = []string{rundir.CheckpointDir, rundir.CheckpointTmpDir, rundir.CheckpointOldDir, rundir.BestDir, rundir.LastDir}
+
+// checkRunEntries refuses a run directory to resume whose own entries
+// (rundir.Entries: the logs, run.lock, the checkpoints, best/ and last/)
+// are links or not what the run made them (a named pipe, a file where a
+// directory belongs). A resume writes these in place: it truncates
+// metrics.jsonl and run.lock and appends to them, and it would do so to
+// whatever a link points to, outside the run (a copy made with cp -s, or a
+// directory handed over with metrics.jsonl linked to someone's file);
+// reading a named pipe would block it for good.
+func checkRunEntries(dir string) error {
+	for _, name := range rundir.Entries() {
+		p := filepath.Join(dir, name)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("resume %s: %w", dir, err)
+		}
+		wantDir := slices.Contains(runDirs, name)
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			return fmt.Errorf("resume %s: %s is a link (to %s); a resume writes the run's files in place and would write through it: replace it with a copy of what it points to", dir, p, target)
+		case wantDir && !fi.IsDir():
+			return fmt.Errorf("resume %s: %s is not a directory (the run makes it one)", dir, p)
+		case !wantDir && !fi.Mode().IsRegular():
+			return fmt.Errorf("resume %s: %s is %s, not a regular file (the run makes it one)", dir, p, inputfile.Kind(fi.Mode()))
+		}
 	}
 	return nil
 }

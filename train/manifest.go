@@ -211,7 +211,7 @@ func writeManifest(dir string) error {
 // files its manifest lists, with their sizes and checksums.
 func verifyManifest(dir string) error {
 	mpath := filepath.Join(dir, rundir.ManifestFile)
-	b, err := os.ReadFile(mpath)
+	b, err := inputfile.ReadFile(mpath) // not a named pipe, which would block the resume
 	if errors.Is(err, os.ErrNotExist) {
 		return corrupted("%s is missing (every checkpoint lists its files there; this one is incomplete or was written by an older version)", mpath)
 	} else if err != nil {

@@ -20,7 +20,7 @@ func Check(path string) error {
 	if err != nil || fi.Mode().IsRegular() {
 		return nil
 	}
-	return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%s, not a regular file: give the path of a file", kind(fi.Mode()))}
+	return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%s, not a regular file: give the path of a file", Kind(fi.Mode()))}
 }
 
 // Open is os.Open of a regular file.
@@ -39,7 +39,9 @@ func ReadFile(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-func kind(m fs.FileMode) string {
+// Kind names what a file that is not a regular one is, for messages: "a
+// named pipe (FIFO)", "a socket", "a device", "a directory".
+func Kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
 		return "a named pipe (FIFO)"
