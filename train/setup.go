@@ -250,7 +250,8 @@ func checkNewRunDir(dir string) error {
 				return fmt.Errorf("run directory %s holds a finished run (%d steps): choose another output.dir (--resume %s --set train.steps=N trains it further)", dir, s.StepsDone, dir)
 			}
 			return fmt.Errorf("run directory %s already holds a run: continue it with --resume %s, or choose another output.dir", dir, dir)
-		case strings.HasPrefix(strings.TrimPrefix(n, "."), "meazo-sweep.") || n == rundir.DemoMarker || n == rundir.LockFile:
+		case strings.HasPrefix(strings.TrimPrefix(n, "."), "meazo-sweep.") || n == rundir.DemoMarker:
+		case n == rundir.LockFile && e.Type().IsRegular(): // a link: LockDir would write its pid into what it points to
 		case slices.Contains(restartable, n) && started && e.Type()&fs.ModeSymlink == 0:
 		case isRootLeftover(n):
 		default:
