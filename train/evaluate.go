@@ -326,6 +326,9 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err := checkChatTemplate(tok, format, "--format mezo"); err != nil {
 		return nil, err
 	}
+	if err := checkVocab(tok, m); err != nil {
+		return nil, err
+	}
 	if o.Log == nil {
 		o.Log = io.Discard
 	}

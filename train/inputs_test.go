@@ -141,9 +141,25 @@ func TestTokenizerLargerThanModel(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(src, f))
 		os.WriteFile(filepath.Join(small, f), b, 0o644)
 	}
+	want := fmt.Sprintf("the tokenizer has ids up to %d but the model's vocab_size is %d", c.VocabSize, c.VocabSize)
 	_, err = Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "model.path="+small, "output.dir="+filepath.Join(dir, "run"))})
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the tokenizer has ids up to %d but the model's vocab_size is %d", c.VocabSize, c.VocabSize)) {
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v", err)
+	}
+	// meazo-eval task too: before, the evaluation failed at the first
+	// batch holding such an id, naming only input_ids, or not at all.
+	m, err := model.Load(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	big, err := tokenizer.Load(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Evaluate(m, big, EvalOptions{Task: "sst2", Data: filepath.Join(dir, "data", "dev.tsv")})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Evaluate: got %v", err)
 	}
 }
 

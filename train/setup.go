@@ -292,10 +292,18 @@ func (r *run) loadModel() error {
 		return err
 	}
 	r.loadSecs = time.Since(t0).Seconds()
-	// Token ids past the embedding would fail only in the first forward
-	// that meets one (an added token the model was not resized for).
-	if n, v := r.tok.VocabSize(), r.m.VocabSize; n > v {
-		return fmt.Errorf("model %s: the tokenizer has ids up to %d but the model's vocab_size is %d (tokens added without resizing the embedding?)", cfg.Model.Path, n-1, v)
+	if err := checkVocab(r.tok, r.m); err != nil {
+		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
+	}
+	return nil
+}
+
+// checkVocab refuses a tokenizer with ids past the model's embedding, which
+// would fail only in the first forward that meets one (an added token the
+// model was not resized for, or another model's tokenizer.json).
+func checkVocab(tok *tokenizer.Tokenizer, m *model.Model) error {
+	if n, v := tok.VocabSize(), m.VocabSize; n > v {
+		return fmt.Errorf("the tokenizer has ids up to %d but the model's vocab_size is %d (tokens added without resizing the embedding, or another model's tokenizer.json?)", n-1, v)
 	}
 	return nil
 }
