@@ -285,7 +285,7 @@ func buildLlama(m *Model, b *builder) {
 	m.invFreq = ropeInvFreq(c)
 	d := c.HiddenSize
 	m.Embed = b.matrix("model.embed_tokens.weight", c.VocabSize, d)
-	for i := 0; i < c.NumLayers; i++ {
+	for i := 0; i < c.NumLayers && b.err == nil; i++ { // a missing tensor ends the build: no more layers of a config that asks for thousands
 		m.Layers = append(m.Layers, b.llamaLayer(c, i))
 	}
 	m.Norm = b.vector("model.norm.weight", d)

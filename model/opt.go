@@ -38,7 +38,7 @@ func buildOPT(m *Model, b *builder) {
 		m.Norm = b.vector(p+"final_layer_norm.weight", d)
 		m.NormBias = b.vector(p+"final_layer_norm.bias", d)
 	}
-	for i := range c.NumLayers {
+	for i := 0; i < c.NumLayers && b.err == nil; i++ { // a missing tensor ends the build (buildLlama)
 		lp := fmt.Sprintf(p+"layers.%d.", i)
 		var l Layer
 		a := lp + "self_attn."

@@ -194,7 +194,7 @@ func buildViT(c *ViTConfig, be tensor.Backend, load weightLoader) (_ *ViT, err e
 		B: b.vector(e+"patch_embeddings.projection.bias", d), Out: d, Name: e + "patch_embeddings.projection"}
 	m.Embed.CLS = b.buf(e+"cls_token", 1, 1, d)
 	m.Embed.Positions = b.buf(e+"position_embeddings", 1, c.Tokens(), d)
-	for i := range c.NumLayers {
+	for i := 0; i < c.NumLayers && b.err == nil; i++ { // a missing tensor ends the build: a config of 65536 layers made 441 MB of empty layers first
 		lp := fmt.Sprintf("vit.encoder.layer.%d.", i)
 		a := lp + "attention.attention."
 		m.Layers = append(m.Layers, ViTLayer{
