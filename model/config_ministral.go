@@ -77,8 +77,10 @@ func parseMinistral3(b []byte, _ rawConfig, _ map[string]json.RawMessage, multim
 		return nil, err
 	}
 	c.Architecture, c.Multimodal = "Ministral3ForCausalLM", multimodal
-	if raw, ok := keys["max_position_embeddings"]; ok {
-		_ = json.Unmarshal(raw, &c.MaxPositionEmbeddings)
+	if raw, ok := keys["max_position_embeddings"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &c.MaxPositionEmbeddings); err != nil || c.MaxPositionEmbeddings <= 0 {
+			return nil, fmt.Errorf(`"max_position_embeddings" must be a positive whole number, got %s`, raw)
+		}
 	} else {
 		c.MaxPositionEmbeddings = 262144 // Ministral3Config's default
 	}
