@@ -43,23 +43,35 @@ func (m *RGB) check() error {
 }
 
 // format is one file format Decode reads, told apart by its signature (as
-// Pillow's Image.open tells them apart).
+// Pillow's Image.open tells them apart). minBytes is the fewest bytes a
+// whole file of a w×h image can have.
 type format struct {
-	name   string
-	magic  []byte
-	config func(io.Reader) (image.Config, error)
-	decode func(io.Reader) (image.Image, error)
+	name     string
+	magic    []byte
+	config   func(io.Reader) (image.Config, error)
+	decode   func(io.Reader) (image.Image, error)
+	minBytes func(w, h int) int
 }
 
 var formats = []format{
-	{"PNG", []byte("\x89PNG\r\n\x1a\n"), png.DecodeConfig, png.Decode},
-	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, jpeg.Decode},
+	{"PNG", []byte("\x89PNG\r\n\x1a\n"), png.DecodeConfig, png.Decode, pngMinBytes},
+	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, jpeg.Decode, jpegMinBytes},
 }
+
+// pngMinBytes bounds a PNG's compressed pixel data from below: each row is
+// a filter byte and at least one bit a pixel, and deflate packs at most
+// 1032 bytes into one (a 258-byte match coded in 2 bits).
+func pngMinBytes(w, h int) int { return h * (1 + (w+7)/8) / 1032 }
+
+// jpegMinBytes bounds a JPEG's entropy-coded data from below: every 8×8
+// block of the first component (full size: the others are subsampled from
+// it) has its DC coefficient coded, in a Huffman code of at least one bit.
+func jpegMinBytes(w, h int) int { return (w + 7) / 8 * ((h + 7) / 8) / 8 }
 
 // Decode reads a PNG or JPEG file's bytes into RGB as Pillow's
 // Image.convert("RGB") would (see toRGB). Any other format, an image larger
-// than maxPixels (checked from the header, before the pixels are
-// allocated), and a damaged file are errors.
+// than maxPixels or than its file's bytes can hold (checked from the
+// header, before the pixels are allocated), and a damaged file are errors.
 func Decode(data []byte) (*RGB, error) {
 	for _, f := range formats {
 		if !bytes.HasPrefix(data, f.magic) {
@@ -71,6 +83,12 @@ func Decode(data []byte) (*RGB, error) {
 		}
 		if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxSide || cfg.Height > maxSide || cfg.Width*cfg.Height > maxPixels {
 			return nil, fmt.Errorf("decode %s image: %d×%d is larger than the %d pixels (%d a side) this reader accepts", f.name, cfg.Width, cfg.Height, maxPixels, maxSide)
+		}
+		// A few bytes claiming a large image would have the decoder
+		// allocate its pixels (a 65-byte PNG 256 MiB, a 1 KB progressive
+		// JPEG 240 MiB) before it finds the data missing.
+		if n := f.minBytes(cfg.Width, cfg.Height); len(data) < n {
+			return nil, fmt.Errorf("decode %s image: %d bytes cannot hold a %d×%d image (it takes at least %d): the file is cut short or its header is wrong", f.name, len(data), cfg.Width, cfg.Height, n)
 		}
 		m, err := f.decode(bytes.NewReader(data))
 		if err != nil {
