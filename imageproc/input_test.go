@@ -2,10 +2,16 @@ package imageproc
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"hash/crc32"
+	"image"
+	stdjpeg "image/jpeg"
+	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,15 +55,129 @@ func TestDecodeRefusesBadImages(t *testing.T) {
 		{"truncated png", goodPNG[:len(goodPNG)/2], "decode PNG image"},
 		{"png header only", pngHeader(10, 10), "decode PNG image"},
 		{"huge png", pngHeader(30000, 30000), "larger than"},
+		{"60000×60000 png", pngHeader(60000, 60000), "larger than"},
 		{"too wide png", pngHeader(1<<16, 1), "larger than"},
+		{"60000×60000 jpeg", jpegWithSize(t, good, 60000, 60000), "larger than"},
+		// Headers of images within the limits over a few bytes: refused
+		// before the decoder allocates the pixels (a 65-byte PNG made 256
+		// MiB, a 1.4 KB progressive JPEG 240 MiB).
+		{"5792×5792 16-bit png in 65 bytes", pngData(pngHeaderOf(5792, 5792, 16, 6), 1000), "65 bytes cannot hold a 5792×5792 image"},
+		{"5792×5792 jpeg in 3 KB", jpegWithSize(t, good, 5792, 5792), "cannot hold a 5792×5792 image"},
+		{"5792×5792 progressive jpeg in 1 KB", jpegWithSize(t, readTestdata(t, "pilprog_97x61.jpg"), 5792, 5792), "cannot hold"},
+		{"truncated progressive jpeg", cut(readTestdata(t, "pilprog_97x61.jpg"), 2), "decode JPEG image"},
+		{"truncated gray jpeg", cut(readTestdata(t, "gray_150x100.jpg"), 2), "decode JPEG image"},
+		{"truncated cmyk jpeg", cut(readTestdata(t, "cmyk_300x200.jpg"), 2), "decode JPEG image"},
+		{"restart interval without restart markers", withDRI(good), "decode JPEG image"},
+		{"bad huffman table", badDHT(t, good), "decode JPEG image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
 			_, err := Decode(tc.data)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Decode: %v, want an error containing %q", err, tc.want)
 			}
+			runtime.ReadMemStats(&ms)
+			if mb := float64(ms.TotalAlloc-before) / (1 << 20); mb > 16 {
+				t.Errorf("%.0f MiB allocated before the error", mb)
+			}
 		})
 	}
+}
+
+// TestDecodeAcceptsSmallestFiles: solid images as small as their encoders
+// make them (best compression, quality 1) are not taken for damaged files
+// by the size bounds (pngMinBytes, jpegMinBytes).
+func TestDecodeAcceptsSmallestFiles(t *testing.T) {
+	for _, wh := range [][2]int{{2048, 2048}, {32768, 8}, {8, 32768}} {
+		g := image.NewGray(image.Rect(0, 0, wh[0], wh[1]))
+		var p, j bytes.Buffer
+		if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&p, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := stdjpeg.Encode(&j, g, &stdjpeg.Options{Quality: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range [][]byte{p.Bytes(), j.Bytes()} {
+			if img, err := Decode(b); err != nil || img.Width != wh[0] || img.Height != wh[1] {
+				t.Errorf("%d×%d in %d bytes: %v", wh[0], wh[1], len(b), err)
+			}
+		}
+	}
+}
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// cut keeps the first 1/n of b.
+func cut(b []byte, n int) []byte { return b[:len(b)/n] }
+
+// pngHeaderOf is pngHeader with another bit depth and colour type.
+func pngHeaderOf(w, h uint32, depth, colour byte) []byte {
+	b := pngHeader(w, h)
+	b[24], b[25] = depth, colour
+	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
+	return b
+}
+
+// pngData appends an IDAT chunk of n zero bytes, compressed.
+func pngData(header []byte, n int) []byte {
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(make([]byte, n))
+	zw.Close()
+	chunk := append([]byte("IDAT"), z.Bytes()...)
+	b := binary.BigEndian.AppendUint32(slices.Clone(header), uint32(z.Len()))
+	b = append(b, chunk...)
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(chunk))
+}
+
+// jpegSegment is the offset of a JPEG's first marker segment of one of the
+// given markers.
+func jpegSegment(t testing.TB, b []byte, markers ...byte) int {
+	t.Helper()
+	for i := 2; i+4 < len(b); i += 2 + int(binary.BigEndian.Uint16(b[i+2:])) {
+		if b[i] != 0xff {
+			break
+		}
+		if slices.Contains(markers, b[i+1]) {
+			return i
+		}
+	}
+	t.Fatalf("no marker %#x", markers)
+	return 0
+}
+
+// jpegWithSize rewrites a JPEG's frame header to say w×h.
+func jpegWithSize(t testing.TB, b []byte, w, h int) []byte {
+	b = slices.Clone(b)
+	i := jpegSegment(t, b, 0xc0, 0xc1, 0xc2) // a frame header: baseline, extended or progressive
+	binary.BigEndian.PutUint16(b[i+5:], uint16(h))
+	binary.BigEndian.PutUint16(b[i+7:], uint16(w))
+	return b
+}
+
+// withDRI inserts a restart interval of one MCU into a JPEG without
+// restart markers.
+func withDRI(b []byte) []byte {
+	return slices.Concat(b[:2], []byte{0xff, 0xdd, 0, 4, 0, 1}, b[2:])
+}
+
+// badDHT makes a JPEG's first Huffman table claim 255 codes of each length.
+func badDHT(t testing.TB, b []byte) []byte {
+	b = slices.Clone(b)
+	i := jpegSegment(t, b, 0xc4)
+	for k := range 16 {
+		b[i+5+k] = 0xff
+	}
+	return b
 }
 
 func TestResizeRefusesBadSizes(t *testing.T) {
@@ -120,14 +240,15 @@ func TestParseConfig(t *testing.T) {
 // an error; never a panic, a hang or gigabytes. (Its seeds run in every go
 // test; make fuzz fuzzes it.)
 func FuzzDecode(f *testing.F) {
-	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg", "ycck_97x61.jpg", "pilprog_97x61.jpg"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg", "ycck_97x61.jpg",
+		"pilprog_97x61.jpg", "pilproggray_97x61.jpg", "gray_150x100.jpg", "pil422_97x61.jpg", "pil444_97x61.jpg", "pilstripes_53x45.jpg", "alpha_120x90.png"} {
+		f.Add(readTestdata(f, name))
 	}
 	f.Add(pngHeader(30000, 30000))
+	good := readTestdata(f, "scene_97x61.jpg")
+	f.Add(withDRI(good))
+	f.Add(badDHT(f, good))
+	f.Add(pngData(pngHeaderOf(64, 64, 16, 2), 64*(1+64*6)))
 	cfg := Config{DoResize: true, Height: 8, Width: 8, DoRescale: true, RescaleFactor: 1.0 / 255, DoNormalize: true,
 		Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
 	f.Fuzz(func(t *testing.T, b []byte) {
