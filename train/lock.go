@@ -94,6 +94,12 @@ var lockOpened func(path string)
 // running one.
 func LockHolder(dir string) (holder string, held bool, err error) {
 	path := filepath.Join(dir, rundir.LockFile)
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		// A named pipe, say, in a directory handed over: opening it would
+		// block the study's command, and no meazo-train locks one (a resume
+		// refuses it: checkRunEntries).
+		return "", false, nil
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 		return "", false, nil // never run, or not ours to test: read the directory as it is
