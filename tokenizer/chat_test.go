@@ -227,6 +227,7 @@ func TestMalformedFiles(t *testing.T) {
 		{"merge not in vocab", "tokenizer.json", `"a b"`, `"a z"`, "model.merges[0]"},
 		{"merge not a pair", "tokenizer.json", `"a b"`, `"ab"`, "model.merges[0]"},
 		{"unknown model", "tokenizer.json", `"type":"BPE"`, `"type":"WordPiece"`, "model.type"},
+		{"a Unigram model", "tokenizer.json", `"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3,"c":4}`, `"type":"Unigram","vocab":[["a",-1.0]]`, `model.type: "Unigram" is not supported`},
 		{"unknown regex", "tokenizer.json", `\\p{N}{1,3}`, `\\d+`, "pre_tokenizer: pretokenizers[0].pattern.Regex"},
 		{"unknown normalizer", "tokenizer.json", `"normalizer":null`, `"normalizer":{"type":"NFKC"}`, "normalizer: type"},
 		{"template token", "tokenizer.json", `{"id":"<s>","type_id":0}`, `{"id":"<x>","type_id":0}`, "post_processor: single[0].SpecialToken.id"},

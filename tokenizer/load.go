@@ -132,6 +132,19 @@ func Load(dir string) (*Tokenizer, error) {
 // name the JSON field at fault; anything this package does not implement is
 // refused rather than silently encoded differently from HF.
 func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
+	// The model's type first: another model's vocab (Unigram's is a list)
+	// does not unmarshal as BPE's map, and "invalid JSON" would hide why.
+	var head struct {
+		Model struct {
+			Type string `json:"type"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if head.Model.Type != "BPE" {
+		return nil, fmt.Errorf("model.type: %q is not supported (want BPE)", head.Model.Type)
+	}
 	var f tokenizerFile
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
@@ -167,10 +180,7 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 
 // check refuses a model this package does not implement, rather than
 // encoding differently from HF.
-func (m *bpeModel) check() error {
-	if m.Type != "BPE" {
-		return fmt.Errorf("model.type: %q is not supported (want BPE)", m.Type)
-	}
+func (m *bpeModel) check() error { // m.Type is BPE: parseTokenizerJSON checked it first
 	if len(m.Vocab) == 0 {
 		return errors.New("model.vocab: missing or empty")
 	}
