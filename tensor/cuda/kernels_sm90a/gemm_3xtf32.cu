@@ -17,9 +17,11 @@
 // that grows with k (gemm_tf32x3 in dev/cuda had 12-100× SGEMM's error for
 // it); here the tensor-core accumulator restarts from zero on every tile of
 // k (32 values: 12 wgmma) and is then added, rounded to nearest, to a
-// float32 sum on the CUDA cores: on a simulation of the tensor cores'
-// arithmetic (dev/cuda/tcsim.go) 0.25-0.47× the rms error of a float32 FMA
-// chain at k = 1,024-8,192. Every output is one thread's fixed sequence of
+// float32 sum on the CUDA cores: on a model of the tensor cores'
+// arithmetic (internal/tensorcore, dev/cuda/tcsim.go) 0.25-0.47× the rms
+// error of a float32 FMA chain at k = 1,024-8,192. The split's own error is
+// a floor that the chain's crosses near k = 200, so the backend uses it from
+// k = 256 (matmul.go). Every output is one thread's fixed sequence of
 // operations, so a run is bit-identical to itself.
 //
 // NOT YET RUN ON A GPU (written 2026-11-29 on a machine without one); the
