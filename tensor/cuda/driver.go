@@ -33,6 +33,7 @@ type driver struct {
 	moduleUnload       func(mod uintptr) int32
 	moduleGetFunction  func(fn *uintptr, mod uintptr, name string) int32
 	funcSetAttribute   func(fn uintptr, attr int32, v int32) int32
+	funcGetAttribute   func(v *int32, attr int32, fn uintptr) int32
 	memAlloc           func(ptr *uint64, bytes uint64) int32
 	memFree            func(ptr uint64) int32
 	memGetInfo         func(free, total *uint64) int32
@@ -54,6 +55,8 @@ const (
 	attrComputeMinor        = 76 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 	attrMaxSharedOptin      = 97 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	funcAttrMaxDynamicShmem = 8  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	funcAttrNumRegs         = 4  // CU_FUNC_ATTRIBUTE_NUM_REGS
+	funcAttrLocalBytes      = 3  // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
 	errOutOfMemory          = 2  // CUDA_ERROR_OUT_OF_MEMORY
 	errNoDevice             = 100
 
@@ -114,7 +117,8 @@ func loadDriver() (*driver, error) {
 		"cuDevicePrimaryCtxRelease_v2": &d.primaryCtxRelease, "cuCtxSetCurrent": &d.ctxSetCurrent,
 		"cuCtxSynchronize": &d.ctxSynchronize, "cuModuleLoadDataEx": &d.moduleLoadDataEx, "cuModuleUnload": &d.moduleUnload,
 		"cuModuleGetFunction": &d.moduleGetFunction, "cuFuncSetAttribute": &d.funcSetAttribute,
-		"cuMemAlloc_v2": &d.memAlloc, "cuMemFree_v2": &d.memFree, "cuMemGetInfo_v2": &d.memGetInfo,
+		"cuFuncGetAttribute": &d.funcGetAttribute,
+		"cuMemAlloc_v2":      &d.memAlloc, "cuMemFree_v2": &d.memFree, "cuMemGetInfo_v2": &d.memGetInfo,
 		"cuMemcpyHtoD_v2": &d.memcpyHtoD, "cuMemcpyDtoH_v2": &d.memcpyDtoH, "cuMemcpyDtoD_v2": &d.memcpyDtoD,
 		"cuMemcpyHtoDAsync_v2": &d.memcpyHtoDAsync, "cuMemAllocHost_v2": &d.memAllocHost, "cuMemFreeHost": &d.memFreeHost,
 		"cuMemsetD32_v2": &d.memsetD32, "cuLaunchKernel": &d.launchKernel,

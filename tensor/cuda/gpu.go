@@ -115,8 +115,9 @@ func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxSh
 	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_softmax"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
 		return "", 0, err
 	}
+	var hopperDesc string
 	if tf32x3 {
-		if err := g.loadHopper(ordinal, major, minor, int(shm)); err != nil {
+		if hopperDesc, err = g.loadHopper(ordinal, major, minor, int(shm)); err != nil {
 			return "", 0, err
 		}
 	}
@@ -138,6 +139,7 @@ func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxSh
 	desc = fmt.Sprintf("%s (compute %d.%d), %.1f GiB free of %.1f GiB; driver CUDA %d.%d; cuBLAS %s (%s); float32, TF32 off",
 		cString(&name[0]), major, minor, float64(free)/(1<<30), float64(total)/(1<<30), ver/1000, ver%1000/10,
 		c.version(bver), c.path)
+	desc += hopperDesc
 	g.arith = fmt.Sprintf("cuda, %s (compute %d.%d), cuBLAS %s", cString(&name[0]), major, minor, c.version(bver))
 	switch {
 	case syncUploads:
@@ -328,26 +330,35 @@ func (g *gpu) loadModule(ptx, what string) (uintptr, error) {
 
 // loadHopper loads kernels_sm90a (Options.TF32x3) on a GPU of compute
 // capability major.minor that allows blocks shm bytes of shared memory:
-// its PTX targets sm_90a, which no other GPU can run.
-func (g *gpu) loadHopper(ordinal int32, major, minor int32, shm int) error {
+// its PTX targets sm_90a, which no other GPU can run. It returns, for the
+// backend's description, what the driver's JIT made of gemm_3xtf32:
+// registers and local memory (spills) a thread.
+func (g *gpu) loadHopper(ordinal int32, major, minor int32, shm int) (string, error) {
 	if major != 9 || minor != 0 {
-		return fmt.Errorf("cuda: float32 products on the tensor cores (MEAZO_CUDA_3XTF32) need a Hopper GPU (compute 9.0: H100, H200); GPU %d has compute capability %d.%d", ordinal, major, minor)
+		return "", fmt.Errorf("cuda: float32 products on the tensor cores (MEAZO_CUDA_3XTF32) need a Hopper GPU (compute 9.0: H100, H200); GPU %d has compute capability %d.%d", ordinal, major, minor)
 	}
 	if shm < gemm3xTF32Shm {
-		return fmt.Errorf("cuda: gemm_3xtf32 needs %d bytes of shared memory a block; GPU %d allows %d", gemm3xTF32Shm, ordinal, shm)
+		return "", fmt.Errorf("cuda: gemm_3xtf32 needs %d bytes of shared memory a block; GPU %d allows %d", gemm3xTF32Shm, ordinal, shm)
 	}
 	var err error
 	if g.hopper, err = g.loadModule(hopperPTX, "the embedded sm_90a PTX"); err != nil {
-		return err
+		return "", err
 	}
 	for name := range hopperParams {
 		var fn uintptr
 		if err := g.drv.check("cuModuleGetFunction "+name, g.drv.moduleGetFunction(&fn, g.hopper, name)); err != nil {
-			return err
+			return "", err
 		}
 		g.fns[name] = fn
 	}
-	return g.drv.check("cuFuncSetAttribute", g.drv.funcSetAttribute(g.fns["gemm_3xtf32"], funcAttrMaxDynamicShmem, int32(gemm3xTF32Shm)))
+	fn := g.fns["gemm_3xtf32"]
+	if err := g.drv.check("cuFuncSetAttribute", g.drv.funcSetAttribute(fn, funcAttrMaxDynamicShmem, int32(gemm3xTF32Shm))); err != nil {
+		return "", err
+	}
+	var regs, local int32
+	g.drv.funcGetAttribute(&regs, funcAttrNumRegs, fn)
+	g.drv.funcGetAttribute(&local, funcAttrLocalBytes, fn)
+	return fmt.Sprintf("; gemm_3xtf32 JIT-compiled: %d registers and %d bytes of local memory a thread", regs, local), nil
 }
 
 // hasHopperKernels reports whether kernels_sm90a is loaded (hopperDevice).

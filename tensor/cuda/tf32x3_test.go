@@ -32,6 +32,7 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 		t.Skipf("no Hopper GPU here, so gemm_3xtf32 did not run: %v", err)
 	}
 	defer tc.Close()
+	t.Log(tc.Describe()) // with the JIT's registers and local memory for gemm_3xtf32
 	sg, err := Open(Options{})
 	if err != nil {
 		t.Fatal(err)
