@@ -292,8 +292,13 @@ func TestLoadRefusesAnotherModelsAdapter(t *testing.T) {
 	cfg := filepath.Join(dir, "adapter_config.json")
 	b, _ := os.ReadFile(cfg)
 	os.WriteFile(cfg, []byte(strings.Replace(string(b), `"modules_to_save": null`, `"modules_to_save": ["lm_head"]`, 1)), 0o644)
-	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), "modules_to_save [lm_head] is not supported") {
+	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), "modules_to_save [lm_head] is not supported") ||
+		strings.Contains(err.Error(), "ViT") {
 		t.Errorf("modules_to_save: %v", err)
+	}
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), `"modules_to_save": null`, `"modules_to_save": ["classifier"]`, 1)), 0o644)
+	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), "an image classifier's (a ViT), not a decoder model's") {
+		t.Errorf("a ViT's adapter on a decoder model: %v", err)
 	}
 
 	// An absurd rank (fuzzing: r = 2^56+1 panicked in make, r = 10^6 asked

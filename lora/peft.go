@@ -121,7 +121,11 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, err
 	}
 	if len(c.ModulesToSave) > 0 {
-		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported (only LoRA matrices)", path, c.ModulesToSave)
+		hint := ""
+		if slices.Contains(c.ModulesToSave, "classifier") {
+			hint = "; an adapter that saves the classifier is an image classifier's (a ViT), not a decoder model's"
+		}
+		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported for a decoder model (only LoRA matrices)%s", path, c.ModulesToSave, hint)
 	}
 	for _, t := range c.TargetModules {
 		if !slices.Contains(supportedTargets, t) {

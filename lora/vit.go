@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
@@ -222,7 +223,11 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		return nil, err
 	}
 	if !slices.Equal(cfg.ModulesToSave, []string{"classifier"}) {
-		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])", dir, cfg.ModulesToSave)
+		hint := ""
+		if len(cfg.ModulesToSave) == 0 && slices.ContainsFunc(cfg.TargetModules, func(t string) bool { return strings.HasSuffix(t, "_proj") }) {
+			hint = fmt.Sprintf(" (targets %q: a decoder model's adapter, not a ViT's)", cfg.TargetModules)
+		}
+		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])%s", dir, cfg.ModulesToSave, hint)
 	}
 	a, err := newViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {

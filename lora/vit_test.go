@@ -183,18 +183,26 @@ func TestLoadViTRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ name, from, to, want string }{
-		{"no classifier", `"modules_to_save": [
+	classifier := `"modules_to_save": [
     "classifier"
-  ]`, `"modules_to_save": null`, "modules_to_save"},
-		{"decoder targets", `"query"`, `"q_proj"`, `"q_proj" is not supported on a ViT`},
-		{"rank", `"r": 4`, `"r": 8`, "has shape [4 64], want [8 64]"},
+  ]`
+	for _, tc := range []struct {
+		name, from, to, want string
+		noClassifier         bool // modules_to_save null as well
+	}{
+		{"no classifier", classifier, `"modules_to_save": null`, "modules_to_save", false},
+		{"a decoder model's adapter", `"query"`, `"q_proj"`, `a decoder model's adapter, not a ViT's`, true},
+		{"decoder targets", `"query"`, `"q_proj"`, `"q_proj" is not supported on a ViT`, false},
+		{"rank", `"r": 4`, `"r": 8`, "has shape [4 64], want [8 64]", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			edited := strings.Replace(string(cfg), tc.from, tc.to, 1)
 			if edited == string(cfg) {
 				t.Fatalf("%q is not in the fixture's config", tc.from)
+			}
+			if tc.noClassifier {
+				edited = strings.Replace(edited, classifier, `"modules_to_save": null`, 1)
 			}
 			os.WriteFile(filepath.Join(dir, "adapter_config.json"), []byte(edited), 0o644)
 			os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), weights, 0o644)
