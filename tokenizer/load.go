@@ -132,21 +132,18 @@ func Load(dir string) (*Tokenizer, error) {
 // name the JSON field at fault; anything this package does not implement is
 // refused rather than silently encoded differently from HF.
 func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
-	// The model's type first: another model's vocab (Unigram's is a list)
-	// does not unmarshal as BPE's map, and "invalid JSON" would hide why.
-	var head struct {
-		Model struct {
-			Type string `json:"type"`
-		} `json:"model"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if head.Model.Type != "BPE" {
-		return nil, fmt.Errorf("model.type: %q is not supported (want BPE)", head.Model.Type)
-	}
 	var f tokenizerFile
 	if err := json.Unmarshal(raw, &f); err != nil {
+		// Another model's vocab (Unigram's is a list) does not unmarshal as
+		// BPE's map: "invalid JSON" would hide that the model is the reason.
+		var head struct {
+			Model struct {
+				Type string `json:"type"`
+			} `json:"model"`
+		}
+		if json.Unmarshal(raw, &head) == nil && head.Model.Type != "BPE" {
+			return nil, unsupportedModel(head.Model.Type)
+		}
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	m := &f.Model
@@ -178,9 +175,17 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
+// unsupportedModel is the error for a tokenizer model other than BPE.
+func unsupportedModel(typ string) error {
+	return fmt.Errorf("model.type: %q is not supported (want BPE)", typ)
+}
+
 // check refuses a model this package does not implement, rather than
 // encoding differently from HF.
-func (m *bpeModel) check() error { // m.Type is BPE: parseTokenizerJSON checked it first
+func (m *bpeModel) check() error {
+	if m.Type != "BPE" {
+		return unsupportedModel(m.Type)
+	}
 	if len(m.Vocab) == 0 {
 		return errors.New("model.vocab: missing or empty")
 	}
