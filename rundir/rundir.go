@@ -54,9 +54,14 @@ var AdapterFiles = []string{"adapter_config.json", "adapter_model.safetensors"}
 
 // Entries returns the names a run writes at the root of its directory:
 // what a run directory may hold besides files of other tools (meazo-sweep's).
+// The files come first, then DirEntries.
 func Entries() []string {
-	return []string{ConfigFile, MetricsFile, TimingFile, ChangesFile, SummaryFile, LockFile,
-		CheckpointDir, CheckpointTmpDir, CheckpointOldDir, BestDir, LastDir}
+	return append([]string{ConfigFile, MetricsFile, TimingFile, ChangesFile, SummaryFile, LockFile}, DirEntries()...)
+}
+
+// DirEntries returns the Entries that are directories; the others are files.
+func DirEntries() []string {
+	return []string{CheckpointDir, CheckpointTmpDir, CheckpointOldDir, BestDir, LastDir}
 }
 
 // Status values of summary.json's "status" (empty in older runs).

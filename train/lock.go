@@ -169,10 +169,6 @@ func checkRunDir(dir string) error {
 	return nil
 }
 
-// runDirs are the entries of a run directory that are directories; the
-// others of rundir.Entries are files.
-var runDirs = []string{rundir.CheckpointDir, rundir.CheckpointTmpDir, rundir.CheckpointOldDir, rundir.BestDir, rundir.LastDir}
-
 // checkRunEntries refuses a run directory to resume whose own entries
 // (rundir.Entries: the logs, run.lock, the checkpoints, best/ and last/)
 // are links or not what the run made them (a named pipe, a file where a
@@ -191,7 +187,7 @@ func checkRunEntries(dir string) error {
 		if err != nil {
 			return fmt.Errorf("resume %s: %w", dir, err)
 		}
-		wantDir := slices.Contains(runDirs, name)
+		wantDir := slices.Contains(rundir.DirEntries(), name)
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(p)
