@@ -7,8 +7,12 @@
 // image/jpeg (Go 1.26) with its inverse DCT replaced by libjpeg's default,
 // the accurate integer "islow" (islow.go), dequantisation, range limiting
 // and all, and a YCbCrK (Adobe transform 2) JPEG returned as its planes
-// (YCCK) rather than converted with image/jpeg's arithmetic. Everything else
-// is image/jpeg's: the markers, the Huffman decoding (baseline and
+// (YCCK) rather than converted with image/jpeg's arithmetic, and the
+// restart interval of a scan of one component counted in one-block MCUs, as
+// T.81 defines them (image/jpeg counts the frame's MCUs there and refuses a
+// progressive or one-scan-a-component JPEG with restart markers and
+// subsampled luma; scan.go's decodeNonInterleaved). Everything else is
+// image/jpeg's: the markers, the Huffman decoding (baseline and
 // progressive), the planes it returns (chroma not upsampled: package
 // imageproc upsamples it as libjpeg does). The encoder, the forward DCT and
 // the format registration were dropped.

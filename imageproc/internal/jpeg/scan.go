@@ -62,11 +62,7 @@ func (d *decoder) processSOS(n int) error {
 	if n != 4+2*nComp {
 		return FormatError("SOS length inconsistent with number of components")
 	}
-	var scan [maxComponents]struct {
-		compIndex uint8
-		td        uint8 // DC table selector.
-		ta        uint8 // AC table selector.
-	}
+	var scan [maxComponents]scanComponent
 	totalHV := 0
 	for i := 0; i < nComp; i++ {
 		cs := d.tmp[1+2*i] // Component selector.
@@ -158,177 +154,225 @@ func (d *decoder) processSOS(n int) error {
 		}
 	}
 
+	s := &scanState{comps: scan[:nComp], zigStart: zigStart, zigEnd: zigEnd, ah: ah, al: al,
+		stride: mxx, expectedRST: rst0Marker}
 	d.bits = bits{}
-	mcu, expectedRST := 0, uint8(rst0Marker)
-	var (
-		// b is the decoded coefficients, in natural (not zig-zag) order.
-		b  block
-		dc [maxComponents]int32
-		// bx and by are the location of the current block, in units of 8x8
-		// blocks: the third block in the first row has (bx, by) = (2, 0).
-		bx, by     int
-		blockCount int
-	)
+	// An EOB run does not cross a scan's end (G.1.2.2); libjpeg starts each
+	// scan with none.
+	d.eobRun = 0
+	if nComp == 1 {
+		return d.decodeNonInterleaved(s)
+	}
+	return d.decodeInterleaved(s, mxx, myy)
+}
+
+// scanComponent is one component of a scan: its index in d.comp and its
+// Huffman tables.
+type scanComponent struct {
+	compIndex uint8
+	td        uint8 // DC table selector.
+	ta        uint8 // AC table selector.
+}
+
+// scanState is what decoding a scan's blocks needs from its header, and
+// what carries from block to block.
+type scanState struct {
+	comps []scanComponent
+	// zigStart and zigEnd are the spectral selection bounds, ah and al the
+	// successive approximation's (processSOS).
+	zigStart, zigEnd int32
+	ah, al           uint32
+	// stride is the frame's MCUs across: a component's blocks in
+	// d.progCoeffs are stride·h to a row.
+	stride      int
+	dc          [maxComponents]int32 // The DC predictors, reset at each restart.
+	expectedRST uint8
+}
+
+// decodeInterleaved decodes a scan of several components. Its MCU is h×v
+// blocks of each component, in the order
+//
+//	0 1 4 5
+//	2 3 6 7
+//
+// for 4:2:0 luma in a 32×16 image; every block of every MCU is coded, those
+// past the image's edge included.
+func (d *decoder) decodeInterleaved(s *scanState, mxx, myy int) error {
 	for my := 0; my < myy; my++ {
 		for mx := 0; mx < mxx; mx++ {
-			for i := 0; i < nComp; i++ {
-				compIndex := scan[i].compIndex
-				hi := d.comp[compIndex].h
-				vi := d.comp[compIndex].v
+			for _, sc := range s.comps {
+				hi, vi := d.comp[sc.compIndex].h, d.comp[sc.compIndex].v
 				for j := 0; j < hi*vi; j++ {
-					// The blocks are traversed one MCU at a time. For 4:2:0 chroma
-					// subsampling, there are four Y 8x8 blocks in every 16x16 MCU.
-					//
-					// For a sequential 32x16 pixel image, the Y blocks visiting order is:
-					//	0 1 4 5
-					//	2 3 6 7
-					//
-					// For progressive images, the interleaved scans (those with nComp > 1)
-					// are traversed as above, but non-interleaved scans are traversed left
-					// to right, top to bottom:
-					//	0 1 2 3
-					//	4 5 6 7
-					// Only DC scans (zigStart == 0) can be interleaved. AC scans must have
-					// only one component.
-					//
-					// To further complicate matters, for non-interleaved scans, there is no
-					// data for any blocks that are inside the image at the MCU level but
-					// outside the image at the pixel level. For example, a 24x16 pixel 4:2:0
-					// progressive image consists of two 16x16 MCUs. The interleaved scans
-					// will process 8 Y blocks:
-					//	0 1 4 5
-					//	2 3 6 7
-					// The non-interleaved scans will process only 6 Y blocks:
-					//	0 1 2
-					//	3 4 5
-					if nComp != 1 {
-						bx = hi*mx + j%hi
-						by = vi*my + j/hi
-					} else {
-						q := mxx * hi
-						bx = blockCount % q
-						by = blockCount / q
-						blockCount++
-						if bx*8 >= d.width || by*8 >= d.height {
-							continue
-						}
-					}
-
-					// Load the previous partially decoded coefficients, if applicable.
-					if d.progressive {
-						b = d.progCoeffs[compIndex][by*mxx*hi+bx]
-					} else {
-						b = block{}
-					}
-
-					if ah != 0 {
-						if err := d.refine(&b, &d.huff[acTable][scan[i].ta], zigStart, zigEnd, 1<<al); err != nil {
-							return err
-						}
-					} else {
-						zig := zigStart
-						if zig == 0 {
-							zig++
-							// Decode the DC coefficient, as specified in section F.2.2.1.
-							value, err := d.decodeHuffman(&d.huff[dcTable][scan[i].td])
-							if err != nil {
-								return err
-							}
-							if value > 16 {
-								return UnsupportedError("excessive DC component")
-							}
-							dcDelta, err := d.receiveExtend(value)
-							if err != nil {
-								return err
-							}
-							dc[compIndex] += dcDelta
-							b[0] = dc[compIndex] << al
-						}
-
-						if zig <= zigEnd && d.eobRun > 0 {
-							d.eobRun--
-						} else {
-							// Decode the AC coefficients, as specified in section F.2.2.2.
-							huff := &d.huff[acTable][scan[i].ta]
-							for ; zig <= zigEnd; zig++ {
-								value, err := d.decodeHuffman(huff)
-								if err != nil {
-									return err
-								}
-								val0 := value >> 4
-								val1 := value & 0x0f
-								if val1 != 0 {
-									zig += int32(val0)
-									if zig > zigEnd {
-										break
-									}
-									ac, err := d.receiveExtend(val1)
-									if err != nil {
-										return err
-									}
-									b[unzig[zig]] = ac << al
-								} else {
-									if val0 != 0x0f {
-										d.eobRun = uint16(1 << val0)
-										if val0 != 0 {
-											bits, err := d.decodeBits(int32(val0))
-											if err != nil {
-												return err
-											}
-											d.eobRun |= uint16(bits)
-										}
-										d.eobRun--
-										break
-									}
-									zig += 0x0f
-								}
-							}
-						}
-					}
-
-					if d.progressive {
-						// Save the coefficients.
-						d.progCoeffs[compIndex][by*mxx*hi+bx] = b
-						// At this point, we could call reconstructBlock to dequantize and perform the
-						// inverse DCT, to save early stages of a progressive image to the *image.YCbCr
-						// buffers (the whole point of progressive encoding), but in Go, the jpeg.Decode
-						// function does not return until the entire image is decoded, so we "continue"
-						// here to avoid wasted computation. Instead, reconstructBlock is called on each
-						// accumulated block by the reconstructProgressiveImage method after all of the
-						// SOS markers are processed.
-						continue
-					}
-					if err := d.reconstructBlock(&b, bx, by, int(compIndex)); err != nil {
-						return err
-					}
-				} // for j
-			} // for i
-			mcu++
-			if d.ri > 0 && mcu%d.ri == 0 && mcu < mxx*myy {
-				// For well-formed input, the RST[0-7] restart marker follows
-				// immediately. For corrupt input, call findRST to try to
-				// resynchronize.
-				if err := d.readFull(d.tmp[:2]); err != nil {
-					return err
-				} else if d.tmp[0] != 0xff || d.tmp[1] != expectedRST {
-					if err := d.findRST(expectedRST); err != nil {
+					if err := d.decodeBlock(s, sc, hi*mx+j%hi, vi*my+j/hi); err != nil {
 						return err
 					}
 				}
-				expectedRST++
-				if expectedRST == rst7Marker+1 {
-					expectedRST = rst0Marker
-				}
-				// Reset the Huffman decoder.
-				d.bits = bits{}
-				// Reset the DC components, as per section F.2.1.3.1.
-				dc = [maxComponents]int32{}
-				// Reset the progressive decoder state, as per section G.1.2.2.
-				d.eobRun = 0
 			}
-		} // for mx
-	} // for my
+			if err := d.endMCU(s, my*mxx+mx+1, mxx*myy); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
+// decodeNonInterleaved decodes a scan of one component (a gray image's, a
+// progressive AC scan, or any scan of one component). Section 4.8.2 makes
+// its MCU one block, section A.2.2 orders them left to right and top to
+// bottom, and only the blocks that cover the component's samples are coded:
+// a 24×16 4:2:0 image has 8 luma blocks in its two interleaved MCUs but 6 in
+// a luma-only scan,
+//
+//	0 1 2
+//	3 4 5
+//
+// A restart interval counts these one-block MCUs. (image/jpeg counted the
+// frame's h×v-block MCUs here, so the restart markers of a progressive
+// JPEG's luma scans, or of a subsampled JPEG written one component a scan,
+// were looked for in the wrong places and the file refused.)
+func (d *decoder) decodeNonInterleaved(s *scanState) error {
+	sc := s.comps[0]
+	hi, vi := d.comp[sc.compIndex].h, d.comp[sc.compIndex].v
+	h0, v0 := d.comp[0].h, d.comp[0].v // the largest sampling factors (processSOF)
+	// The component's size in samples is the image's scaled by its
+	// sampling factors, rounded up (section A.1.1); its blocks cover it.
+	bw := ((d.width*hi+h0-1)/h0 + 7) / 8
+	bh := ((d.height*vi+v0-1)/v0 + 7) / 8
+	for by := 0; by < bh; by++ {
+		for bx := 0; bx < bw; bx++ {
+			if err := d.decodeBlock(s, sc, bx, by); err != nil {
+				return err
+			}
+			if err := d.endMCU(s, by*bw+bx+1, bw*bh); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// endMCU reads the restart marker that follows the MCU numbered mcu
+// (counting from 1) of a scan of total MCUs, if the restart interval puts
+// one there, and resets the entropy decoder's state as a restart does.
+func (d *decoder) endMCU(s *scanState, mcu, total int) error {
+	if d.ri == 0 || mcu%d.ri != 0 || mcu >= total {
+		return nil
+	}
+	// For well-formed input, the RST[0-7] restart marker follows
+	// immediately. For corrupt input, call findRST to try to
+	// resynchronize.
+	if err := d.readFull(d.tmp[:2]); err != nil {
+		return err
+	} else if d.tmp[0] != 0xff || d.tmp[1] != s.expectedRST {
+		if err := d.findRST(s.expectedRST); err != nil {
+			return err
+		}
+	}
+	s.expectedRST++
+	if s.expectedRST == rst7Marker+1 {
+		s.expectedRST = rst0Marker
+	}
+	// Reset the Huffman decoder.
+	d.bits = bits{}
+	// Reset the DC components, as per section F.2.1.3.1.
+	s.dc = [maxComponents]int32{}
+	// Reset the progressive decoder state, as per section G.1.2.2.
+	d.eobRun = 0
+	return nil
+}
+
+// decodeBlock decodes the block (bx, by), in units of 8×8 blocks, of a
+// scan's component: a sequential scan's block is reconstructed into the
+// image, a progressive scan's coefficients are added to d.progCoeffs (and
+// reconstructed by reconstructProgressiveImage once every scan is read).
+func (d *decoder) decodeBlock(s *scanState, sc scanComponent, bx, by int) error {
+	compIndex := sc.compIndex
+	// b is the decoded coefficients, in natural (not zig-zag) order.
+	var b block
+	at := by*s.stride*d.comp[compIndex].h + bx
+	if d.progressive {
+		// Load the previous partially decoded coefficients.
+		b = d.progCoeffs[compIndex][at]
+	}
+	if s.ah != 0 {
+		if err := d.refine(&b, &d.huff[acTable][sc.ta], s.zigStart, s.zigEnd, 1<<s.al); err != nil {
+			return err
+		}
+	} else if err := d.decodeFirst(s, sc, &b); err != nil {
+		return err
+	}
+	if d.progressive {
+		// Save the coefficients. (image/jpeg does not return until the
+		// whole image is decoded, so an early stage of a progressive image
+		// is not worth reconstructing.)
+		d.progCoeffs[compIndex][at] = b
+		return nil
+	}
+	return d.reconstructBlock(&b, bx, by, int(compIndex))
+}
+
+// decodeFirst decodes a block's coefficients from zigStart to zigEnd (all
+// 64 in a sequential scan), or their high bits in a progressive scan's
+// first pass over them: sections F.2.2 and G.1.2.
+func (d *decoder) decodeFirst(s *scanState, sc scanComponent, b *block) error {
+	zig := s.zigStart
+	if zig == 0 {
+		zig++
+		// Decode the DC coefficient, as specified in section F.2.2.1.
+		value, err := d.decodeHuffman(&d.huff[dcTable][sc.td])
+		if err != nil {
+			return err
+		}
+		if value > 16 {
+			return UnsupportedError("excessive DC component")
+		}
+		dcDelta, err := d.receiveExtend(value)
+		if err != nil {
+			return err
+		}
+		s.dc[sc.compIndex] += dcDelta
+		b[0] = s.dc[sc.compIndex] << s.al
+	}
+
+	if zig <= s.zigEnd && d.eobRun > 0 {
+		d.eobRun--
+		return nil
+	}
+	// Decode the AC coefficients, as specified in section F.2.2.2.
+	huff := &d.huff[acTable][sc.ta]
+	for ; zig <= s.zigEnd; zig++ {
+		value, err := d.decodeHuffman(huff)
+		if err != nil {
+			return err
+		}
+		val0 := value >> 4
+		val1 := value & 0x0f
+		if val1 != 0 {
+			zig += int32(val0)
+			if zig > s.zigEnd {
+				break
+			}
+			ac, err := d.receiveExtend(val1)
+			if err != nil {
+				return err
+			}
+			b[unzig[zig]] = ac << s.al
+			continue
+		}
+		if val0 != 0x0f {
+			d.eobRun = uint16(1 << val0)
+			if val0 != 0 {
+				bits, err := d.decodeBits(int32(val0))
+				if err != nil {
+					return err
+				}
+				d.eobRun |= uint16(bits)
+			}
+			d.eobRun--
+			break
+		}
+		zig += 0x0f
+	}
 	return nil
 }
 
