@@ -49,13 +49,37 @@ type format struct {
 	name     string
 	magic    []byte
 	config   func(io.Reader) (image.Config, error)
-	decode   func(io.Reader) (image.Image, error)
+	decode   func([]byte) (image.Image, error)
 	minBytes func(w, h int) int
 }
 
 var formats = []format{
-	{"PNG", []byte("\x89PNG\r\n\x1a\n"), png.DecodeConfig, png.Decode, pngMinBytes},
-	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, jpeg.Decode, jpegMinBytes},
+	{"PNG", []byte("\x89PNG\r\n\x1a\n"), png.DecodeConfig, decodePNG, pngMinBytes},
+	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }, jpegMinBytes},
+}
+
+// decodePNG is image/png's Decode, except that a 16-bit gray PNG with a
+// tRNS chunk comes back as the 16-bit gray image it is: image/png gives it
+// an alpha channel (NRGBA64), which toRGB would convert by its high byte,
+// where Pillow opens it as mode I like any 16-bit gray PNG (the
+// transparent value kept aside in its info, which convert("RGB") ignores)
+// and clips it to 255.
+func decodePNG(b []byte) (image.Image, error) {
+	m, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	// image/png decodes nothing whose first chunk is not IHDR, so its bit
+	// depth and colour type are at their fixed offsets.
+	const depth, colourType = 24, 25
+	if nrgba, ok := m.(*image.NRGBA64); ok && b[depth] == 16 && b[colourType] == 0 {
+		gray := image.NewGray16(nrgba.Rect)
+		for i := range len(gray.Pix) / 2 {
+			copy(gray.Pix[2*i:2*i+2], nrgba.Pix[8*i:8*i+2]) // R: the gray value, not premultiplied
+		}
+		return gray, nil
+	}
+	return m, nil
 }
 
 // pngMinBytes bounds a PNG's compressed pixel data from below: each row is
@@ -90,7 +114,7 @@ func Decode(data []byte) (*RGB, error) {
 		if n := f.minBytes(cfg.Width, cfg.Height); len(data) < n {
 			return nil, fmt.Errorf("decode %s image: %d bytes cannot hold a %d×%d image (it takes at least %d): the file is cut short or its header is wrong", f.name, len(data), cfg.Width, cfg.Height, n)
 		}
-		m, err := f.decode(bytes.NewReader(data))
+		m, err := f.decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("decode %s image: %w", f.name, err)
 		}
@@ -108,9 +132,11 @@ func Decode(data []byte) (*RGB, error) {
 // alpha is dropped without compositing (RGBA and PA keep their colour
 // values), 16-bit channels keep their high byte (Pillow's RGB;16B), a
 // palette is looked up, and YCbCr goes through libjpeg's upsampling and
-// colour conversion (jpeg.go). 16-bit grayscale opens in Pillow as mode I,
-// whose conversion to RGB clips every value above 255 to 255; that is done
-// here too, so the pixels are the ones transformers would see.
+// colour conversion (jpeg.go). 16-bit grayscale (with or without a tRNS
+// chunk: decodePNG) opens in Pillow as mode I, whose conversion to RGB clips
+// every value above 255 to 255; that is done here too, so the pixels are the
+// ones transformers would see. Gamma and ICC profiles are not applied, as
+// Pillow's convert does not apply them.
 func toRGB(m image.Image) (*RGB, error) {
 	b := m.Bounds()
 	out := &RGB{Width: b.Dx(), Height: b.Dy(), Pix: make([]uint8, 3*b.Dx()*b.Dy())}

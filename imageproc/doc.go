@@ -16,7 +16,8 @@
 // smooths with a triangle filter ("fancy upsampling") where image/jpeg
 // repeats each sample. internal/jpeg is image/jpeg with libjpeg's inverse
 // DCT; jpeg.go upsamples and converts the colours from its planes as libjpeg
-// does. The pixel values are bit-identical to ViTImageProcessor's for PNG
-// and JPEG (baseline and progressive; 4:2:0, 4:2:2, 4:4:4, gray, CMYK,
-// YCCK).
+// does. The pixel values are bit-identical to ViTImageProcessor's (with
+// do_convert_rgb) for PNG (8- and 16-bit, every colour type, tRNS, Adam7)
+// and JPEG (baseline and progressive, with and without restart markers;
+// 4:2:0, 4:2:2, 4:4:4, gray, CMYK, YCCK).
 package imageproc
