@@ -68,6 +68,9 @@ func TestDecodeRefusesBadImages(t *testing.T) {
 		{"truncated gray jpeg", cut(readTestdata(t, "gray_150x100.jpg"), 2), "decode JPEG image"},
 		{"truncated cmyk jpeg", cut(readTestdata(t, "cmyk_300x200.jpg"), 2), "decode JPEG image"},
 		{"restart interval without restart markers", withDRI(good), "decode JPEG image"},
+		{"truncated progressive jpeg with restarts", cut(readTestdata(t, "rstprog_97x61.jpg"), 2), "decode JPEG image"},
+		{"restart marker out of sequence", wrongRST(t, readTestdata(t, "rst420_97x61.jpg")), "bad RST marker"},
+		{"truncated 16-bit gray png with tRNS", cut(readTestdata(t, "png16graytrns_49x31.png"), 2), "decode PNG image"},
 		{"bad huffman table", badDHT(t, good), "decode JPEG image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,6 +173,17 @@ func withDRI(b []byte) []byte {
 	return slices.Concat(b[:2], []byte{0xff, 0xdd, 0, 4, 0, 1}, b[2:])
 }
 
+// wrongRST turns a JPEG's first restart marker, RST0, into RST3.
+func wrongRST(t testing.TB, b []byte) []byte {
+	i := bytes.Index(b, []byte{0xff, 0xd0})
+	if i < 0 {
+		t.Fatal("no RST0 marker")
+	}
+	b = slices.Clone(b)
+	b[i+1] = 0xd3
+	return b
+}
+
 // badDHT makes a JPEG's first Huffman table claim 255 codes of each length.
 func badDHT(t testing.TB, b []byte) []byte {
 	b = slices.Clone(b)
@@ -241,7 +255,8 @@ func TestParseConfig(t *testing.T) {
 // test; make fuzz fuzzes it.)
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg", "ycck_97x61.jpg",
-		"pilprog_97x61.jpg", "pilproggray_97x61.jpg", "gray_150x100.jpg", "pil422_97x61.jpg", "pil444_97x61.jpg", "pilstripes_53x45.jpg", "alpha_120x90.png"} {
+		"pilprog_97x61.jpg", "pilproggray_97x61.jpg", "gray_150x100.jpg", "pil422_97x61.jpg", "pil444_97x61.jpg", "pilstripes_53x45.jpg", "alpha_120x90.png",
+		"rst420_97x61.jpg", "rstprog_97x61.jpg", "rstscans_97x61.jpg", "png16graytrns_49x31.png", "png16adam7_49x31.png", "pngpaltrns_49x31.png"} {
 		f.Add(readTestdata(f, name))
 	}
 	f.Add(pngHeader(30000, 30000))

@@ -46,8 +46,10 @@ func referenceNames(f *safetensors.File, prefix string) []string {
 }
 
 // TestDecodeMatchesPillow: every PNG decodes to the RGB bytes of Pillow's
-// open(…).convert("RGB"), whatever its mode (RGB, RGBA, L, I, P), and so
-// JPEGs are TestJPEGAgainstLibjpeg's.
+// open(…).convert("RGB"), whatever its colour type, depth and mode (RGB,
+// RGBA, L, LA, I, P; 16-bit colour, gray and gray+alpha; tRNS; Adam7; gAMA
+// and iCCP, which Pillow does not apply), and so JPEGs are
+// TestJPEGAgainstLibjpeg's.
 func TestDecodeMatchesPillow(t *testing.T) {
 	ref := openReference(t)
 	for _, name := range referenceNames(ref, "decoded/") {

@@ -9,7 +9,15 @@ Run with Debian's python3 (python3-torch 1.13, python3-pil 9.4.0, python3-numpy)
 
 It also writes cmyk_300x200.jpg: Pillow's CMYK JPEG of scene_300x200.png (Go cannot write one), to check that path,
 and pil*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks
-(the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler).
+(the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler); rst*.jpg (restart_jpegs): JPEGs
+with restart markers, through the system's libjpeg; and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
+cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow and the system's libpng
+(libpng-dev).
+
+Every image's pixel_values are ViTImageProcessor's on the file as Pillow opens it, with do_convert_rgb=True
+(transformers' convert_to_rgb: Image.convert("RGB") for any mode but RGB); the script checks that they equal those of
+the image converted beforehand. (Without do_convert_rgb, which the published configs leave unset, transformers 4.51
+refuses every mode but RGB: L, P and I images have no channel axis, LA, RGBA and CMYK four or two channels.)
 
 reference.safetensors holds, for every image NAME:
   decoded/NAME               uint8 [H][W][3]   PIL.Image.open(NAME).convert("RGB"), as a dataset loader hands it over
@@ -17,6 +25,7 @@ reference.safetensors holds, for every image NAME:
                              (for vit-in21k, only the IN21K_IMAGES)
 and resized/NAME/WxH, uint8 [H][W][3]: Image.resize((W, H), Image.BILINEAR) of two decoded PNGs at assorted sizes.
 """
+import io
 import json
 import os
 import subprocess
@@ -26,7 +35,7 @@ import tempfile
 import torch113_compat  # noqa: F401  (before transformers: see ../shared/pylib/SOURCES.md)
 import numpy as np
 import PIL
-from PIL import Image
+from PIL import Image, ImageChops, ImageCms
 from safetensors.numpy import save_file
 from transformers import ViTImageProcessor
 
@@ -44,6 +53,14 @@ CONFIGS = {
 RESIZES = [(1, 1), (7, 300), (224, 224), (301, 199), (13, 5), (150, 100), (97, 200)]
 # The published config's 224×224 pixel values are 600 kB an image: kept for these only.
 IN21K_IMAGES = {"scene_300x200.png", "scene_300x200.jpg", "gray_150x100.png"}
+
+
+def compile_tool(tmp, source, lib):
+    """Compiles scripts/SOURCE against the system's LIB into tmp and returns the executable's path."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    exe = os.path.join(tmp, os.path.splitext(source)[0])
+    subprocess.run(["cc", "-O2", "-o", exe, os.path.join(here, source), "-l" + lib], check=True)
+    return exe
 
 
 def pillow_jpegs(out):
@@ -67,10 +84,8 @@ def pillow_jpegs(out):
 def ycck_jpeg(rgb, path):
     """Writes a YCCK JPEG (Adobe transform 2, as Photoshop saves CMYK) of rgb with a black ramp, through the system's
     libjpeg (scripts/make_ycck_jpeg.c: Pillow writes CMYK JPEGs untransformed)."""
-    here = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory() as tmp:
-        exe = os.path.join(tmp, "make_ycck_jpeg")
-        subprocess.run(["cc", "-O2", "-o", exe, os.path.join(here, "make_ycck_jpeg.c"), "-ljpeg"], check=True)
+        exe = compile_tool(tmp, "make_ycck_jpeg.c", "jpeg")
         h, w, _ = rgb.shape
         y, x = np.mgrid[0:h, 0:w]
         k = (x * 3 + y * 5) % 97
@@ -80,11 +95,121 @@ def ycck_jpeg(rgb, path):
         f.write(jpeg)
 
 
+# RESTART_JPEGS: name -> (components, quality, luma sampling, restart interval in MCUs or "Nr" in MCU rows, scans).
+# 97×61 is no whole number of MCUs either way (7×4 MCUs of 16×16 at 4:2:0, 7×8 at 4:2:2, 13×8 at 4:4:4 and in gray),
+# and the intervals in MCUs (3, 5, 7) do not divide a row of them, so most restarts fall mid-row. A progressive JPEG's
+# AC scans and a JPEG written one scan a component are non-interleaved: their MCU is one block (13×8 luma blocks,
+# 7×4 chroma at 4:2:0), and the restart interval counts those; libjpeg writes a new DRI for each scan of the
+# progressive one with its interval in rows.
+RESTART_JPEGS = {
+    "rst420_97x61.jpg": (3, 80, "2x2", "3", "baseline"),
+    "rst420rows_97x61.jpg": (3, 70, "2x2", "1r", "baseline"),
+    "rst422_97x61.jpg": (3, 75, "2x1", "5", "baseline"),
+    "rst444_97x61.jpg": (3, 85, "1x1", "2r", "baseline"),
+    "rstgray_97x61.jpg": (1, 75, "1x1", "7", "baseline"),
+    "rstscans_97x61.jpg": (3, 80, "2x2", "4", "components"),
+    "rstprog_97x61.jpg": (3, 60, "2x2", "2", "progressive"),
+    "rstprogrows_97x61.jpg": (3, 60, "2x2", "1r", "progressive"),
+}
+
+
+def restart_jpegs(out):
+    """Writes RESTART_JPEGS from scene_97x61.png through the system's libjpeg (scripts/make_restart_jpeg.c: Pillow 9.4
+    cannot set a restart interval), and checks that each has a DRI segment and restart markers."""
+    scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB")
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = compile_tool(tmp, "make_restart_jpeg.c", "jpeg")
+        for name, (n, quality, sampling, restart, scans) in RESTART_JPEGS.items():
+            px = scene if n == 3 else scene.convert("L")
+            args = [exe, str(px.width), str(px.height), str(n), str(quality), sampling, restart, scans]
+            jpeg = subprocess.run(args, input=px.tobytes(), capture_output=True, check=True).stdout
+            assert b"\xff\xdd\x00\x04" in jpeg and b"\xff\xd0" in jpeg, name  # a DRI segment and RST0
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(jpeg)
+
+
+def shuffled_srgb_profile():
+    """An ICC profile of lcms's sRGB with its red and blue primaries swapped, and a fixed creation date (so that the
+    file is reproducible): a colour-managed reader would swap red and blue, so a reader that applied it would show."""
+    icc = bytearray(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    icc[24:36] = bytes([0x07, 0xe8, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0])  # 2024-01-01 00:00:00
+    tags = {}
+    for i in range(int.from_bytes(icc[128:132], "big")):
+        sig, off, size = icc[132 + 12 * i:136 + 12 * i], *(int.from_bytes(icc[136 + 12 * i + k:140 + 12 * i + k], "big") for k in (0, 4))
+        tags[bytes(sig)] = (off, size)
+    (r, rn), (b, bn) = tags[b"rXYZ"], tags[b"bXYZ"]
+    assert rn == bn == 20, (rn, bn)
+    icc[r:r + 20], icc[b:b + 20] = icc[b:b + 20], icc[r:r + 20]
+    return bytes(icc)
+
+
+def variant_pngs(out):
+    """Writes the PNG kinds image/png's encoder cannot write, from every other pixel of scene_97x61.png (49×31: no
+    whole number of Adam7's 8×8 tiles), with Pillow and the system's libpng (scripts/make_test_png.c). Their 16-bit
+    samples have the 8-bit sample as high byte and a ramp as low byte, so that a reader that rounded instead of
+    taking the high byte (as Pillow does) would show; the 16-bit gray ones run from 0 to 699, so that Pillow's
+    mode I clipping at 255 shows. Checks that Pillow opens each as the mode and with the chunks it is meant to have."""
+    rgb = np.asarray(Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB"))[::2, ::2]
+    h, w, _ = rgb.shape
+    y, x = np.mgrid[0:h, 0:w]
+    gray = np.asarray(Image.fromarray(rgb).convert("L"))
+    alpha = ((x * 5 + y * 7) % 256).astype(np.uint8)
+    gray16 = ((x * y * 7 + x) % 700).astype(np.uint16)
+
+    def wide(a):  # 8-bit samples as 16-bit ones: a as the high byte, a ramp as the low
+        low = ((x * 37 + y * 11) % 256).astype(np.uint16)
+        return (a.astype(np.uint16) << 8) | (low[..., None] if a.ndim == 3 else low)
+
+    def path(name):
+        return os.path.join(out, name + "_49x31.png")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = compile_tool(tmp, "make_test_png.c", "png")
+
+        def libpng(name, samples, colour, depth, interlace=0, gamma=0, trns=-1):
+            data = samples.astype(">u2" if depth == 16 else np.uint8).tobytes()
+            args = [exe, str(w), str(h), str(colour), str(depth), str(interlace), str(gamma), str(trns)]
+            with open(path(name), "wb") as f:
+                f.write(subprocess.run(args, input=data, capture_output=True, check=True).stdout)
+
+        Image.fromarray(gray16, "I;16").save(path("png16gray"))
+        libpng("png16graytrns", gray16, 0, 16, trns=int(gray16[3, 5]))
+        libpng("png16rgb", wide(rgb), 2, 16)
+        libpng("png16rgba", np.dstack([wide(rgb), wide(alpha)]), 6, 16)
+        Image.fromarray(np.dstack([gray, alpha]), "LA").save(path("pngla"))
+        libpng("png16la", np.dstack([wide(gray), wide(alpha)]), 4, 16)
+        pal = Image.fromarray(((x // 5 + y // 3) % 6).astype(np.uint8), "P")
+        pal.putpalette([255, 0, 0, 0, 128, 255, 20, 200, 90, 250, 250, 10, 9, 9, 9, 200, 100, 50])
+        pal.save(path("pngpaltrns"), transparency=bytes([255, 0, 128, 10, 200]))  # the sixth colour opaque
+        libpng("pngadam7", rgb, 2, 8, interlace=1)
+        libpng("png16adam7", np.dstack([wide(rgb), wide(alpha)]), 6, 16, interlace=1)
+        libpng("pnggama", rgb, 2, 8, gamma=100000)  # gamma 1.0: linear samples, far from sRGB's
+        icc = shuffled_srgb_profile()
+        Image.fromarray(rgb).save(path("pngiccp"), icc_profile=icc)
+
+    scene = Image.fromarray(rgb)
+    managed = ImageCms.profileToProfile(scene, ImageCms.ImageCmsProfile(io.BytesIO(icc)), ImageCms.createProfile("sRGB"))
+    assert ImageChops.difference(managed, scene).getbbox() is not None, "the ICC profile changes nothing"
+    for name, mode, chunks in [("png16gray", "I", []), ("png16graytrns", "I", [b"tRNS"]), ("png16rgb", "RGB", []),
+                               ("png16rgba", "RGBA", []), ("pngla", "LA", []), ("png16la", "RGBA", []),
+                               ("pngpaltrns", "P", [b"tRNS"]), ("pngadam7", "RGB", []), ("png16adam7", "RGBA", []),
+                               ("pnggama", "RGB", [b"gAMA"]), ("pngiccp", "RGB", [b"iCCP"])]:
+        img = Image.open(path(name))
+        with open(path(name), "rb") as f:
+            data = f.read()
+        depth, colour, interlace = data[24], data[25], data[28]
+        assert img.mode == mode and all(c in data for c in chunks), (name, img.mode)
+        assert interlace == ("adam7" in name) and (depth == 16) == ("16" in name), (name, depth, interlace)
+        print(name, "colour type", colour, "depth", depth, "mode", img.mode, file=sys.stderr)
+
+
 def main(out):
     assert PIL.__version__ == "9.4.0", PIL.__version__
     Image.open(os.path.join(out, "scene_300x200.png")).convert("CMYK").save(
         os.path.join(out, "cmyk_300x200.jpg"), quality=90)
     pillow_jpegs(out)
+    restart_jpegs(out)
+    variant_pngs(out)
     names = sorted(n for n in os.listdir(out) if n.endswith((".png", ".jpg")))
     tensors = {}
     for cname, cfg in CONFIGS.items():
@@ -96,9 +221,9 @@ def main(out):
         for name in names:
             if cname == "vit-in21k" and name not in IN21K_IMAGES:
                 continue
-            img = Image.open(os.path.join(out, name)).convert("RGB")
-            pv = proc(img, return_tensors="np")["pixel_values"][0]
-            assert pv.dtype == np.float32, pv.dtype
+            pv = proc(Image.open(os.path.join(out, name)), do_convert_rgb=True, return_tensors="np")["pixel_values"][0]
+            converted = proc(Image.open(os.path.join(out, name)).convert("RGB"), return_tensors="np")["pixel_values"][0]
+            assert pv.dtype == np.float32 and np.array_equal(pv.view(np.uint32), converted.view(np.uint32)), name
             tensors["pixel_values/%s/%s" % (cname, name)] = np.ascontiguousarray(pv)
     for name in names:
         img = Image.open(os.path.join(out, name))
