@@ -96,6 +96,9 @@ func jpegMinBytes(w, h int) int { return (w + 7) / 8 * ((h + 7) / 8) / 8 }
 // Image.convert("RGB") would (see toRGB). Any other format, an image larger
 // than maxPixels or than its file's bytes can hold (checked from the
 // header, before the pixels are allocated), and a damaged file are errors.
+// The result's Pix may be the front of the decoder's larger buffer (a PNG's
+// RGBA, converted in place): Decode's peak memory is the decoder's pixels
+// and not also a copy.
 func Decode(data []byte) (*RGB, error) {
 	for _, f := range formats {
 		if !bytes.HasPrefix(data, f.magic) {
@@ -138,6 +141,24 @@ func Decode(data []byte) (*RGB, error) {
 // ones transformers would see. Gamma and ICC profiles are not applied, as
 // Pillow's convert does not apply them.
 func toRGB(m image.Image) (*RGB, error) {
+	switch m := m.(type) {
+	case *image.YCbCr:
+		return ycbcrToRGB(m)
+	case *jpeg.YCCK:
+		return ycckToRGB(m)
+	case *image.RGBA: // a PNG without alpha: opaque, so not premultiplied
+		return inPlace(m.Pix, m.Stride, 4, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[1], p[2] }), nil
+	case *image.NRGBA:
+		return inPlace(m.Pix, m.Stride, 4, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[1], p[2] }), nil
+	case *image.RGBA64: // big-endian samples: p[0] is R's high byte
+		return inPlace(m.Pix, m.Stride, 8, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[2], p[4] }), nil
+	case *image.NRGBA64:
+		return inPlace(m.Pix, m.Stride, 8, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[2], p[4] }), nil
+	case *image.CMYK:
+		return inPlace(m.Pix, m.Stride, 4, m.Rect, func(p []uint8) (uint8, uint8, uint8) {
+			return cmykToRGB(color.CMYK{C: p[0], M: p[1], Y: p[2], K: p[3]})
+		}), nil
+	}
 	b := m.Bounds()
 	out := &RGB{Width: b.Dx(), Height: b.Dy(), Pix: make([]uint8, 3*b.Dx()*b.Dy())}
 	set := func(x, y int, r, g, bl uint8) {
@@ -145,22 +166,10 @@ func toRGB(m image.Image) (*RGB, error) {
 		out.Pix[i], out.Pix[i+1], out.Pix[i+2] = r, g, bl
 	}
 	switch m := m.(type) {
-	case *image.YCbCr:
-		return ycbcrToRGB(m)
-	case *jpeg.YCCK:
-		return ycckToRGB(m)
 	case *image.Gray:
 		each(b, func(x, y int) { v := m.GrayAt(x, y).Y; set(x, y, v, v, v) })
 	case *image.Gray16:
 		each(b, func(x, y int) { v := uint8(min(m.Gray16At(x, y).Y, 255)); set(x, y, v, v, v) })
-	case *image.RGBA: // a PNG without alpha: opaque, so not premultiplied
-		each(b, func(x, y int) { c := m.RGBAAt(x, y); set(x, y, c.R, c.G, c.B) })
-	case *image.NRGBA:
-		each(b, func(x, y int) { c := m.NRGBAAt(x, y); set(x, y, c.R, c.G, c.B) })
-	case *image.RGBA64:
-		each(b, func(x, y int) { c := m.RGBA64At(x, y); set(x, y, uint8(c.R>>8), uint8(c.G>>8), uint8(c.B>>8)) })
-	case *image.NRGBA64:
-		each(b, func(x, y int) { c := m.NRGBA64At(x, y); set(x, y, uint8(c.R>>8), uint8(c.G>>8), uint8(c.B>>8)) })
 	case *image.Paletted:
 		pal := make([]color.NRGBA, len(m.Palette))
 		for i, c := range m.Palette {
@@ -178,12 +187,30 @@ func toRGB(m image.Image) (*RGB, error) {
 		if bad != nil {
 			return nil, bad
 		}
-	case *image.CMYK:
-		each(b, func(x, y int) { r, g, bl := cmykToRGB(m.CMYKAt(x, y)); set(x, y, r, g, bl) })
 	default:
 		return nil, fmt.Errorf("%T images are not supported", m)
 	}
 	return out, nil
+}
+
+// inPlace converts a decoded image of bpp ≥ 4 bytes a pixel (its rows
+// stride bytes apart from pix[0], its size r's) to RGB in its own buffer:
+// rgb reads a pixel's bytes, and its three results are written to the front
+// of pix, pixel after pixel. Pixel k's bytes start at bpp·k or later and
+// its RGB ends at 3k+2, so no write reaches a byte still to be read. A
+// 32 Mi-pixel PNG's RGBA (128 MiB) so becomes its RGB without another
+// 96 MiB; the RGB keeps the decoder's buffer (Pix's capacity is the rest of
+// it). The decoded image is Decode's own, used for nothing else.
+func inPlace(pix []uint8, stride, bpp int, r image.Rectangle, rgb func(p []uint8) (uint8, uint8, uint8)) *RGB {
+	w, h := r.Dx(), r.Dy()
+	for y := 0; y < h; y++ {
+		row := y * stride
+		for x := 0; x < w; x++ {
+			i := 3 * (y*w + x)
+			pix[i], pix[i+1], pix[i+2] = rgb(pix[row+x*bpp:])
+		}
+	}
+	return &RGB{Width: w, Height: h, Pix: pix[:3*w*h]}
 }
 
 func each(b image.Rectangle, f func(x, y int)) {

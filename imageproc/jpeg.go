@@ -12,107 +12,123 @@ import (
 // inverse DCT) to RGB as libjpeg (which Pillow uses) outputs it: the chroma
 // planes are upsampled with libjpeg's "fancy" triangle filters
 // (jdsample.c), not repeated as image/jpeg's YCbCr.At repeats them, then
-// converted with libjpeg's fixed-point tables (jdcolor.c).
+// converted with libjpeg's fixed-point tables (jdcolor.c). The chroma is
+// upsampled one row at a time, as libjpeg does, so that a large image's
+// memory is its planes and its RGB, not full-size chroma planes besides.
 func ycbcrToRGB(m *image.YCbCr) (*RGB, error) {
 	b := m.Bounds()
 	w, h := b.Dx(), b.Dy()
 	if b.Min != (image.Point{}) {
 		return nil, fmt.Errorf("YCbCr image starts at %v, not (0, 0)", b.Min)
 	}
-	var cb, cr []uint8
-	switch m.SubsampleRatio {
-	case image.YCbCrSubsampleRatio444:
-		cb, cr = plane(m.Cb, m.CStride, w, h), plane(m.Cr, m.CStride, w, h)
-	case image.YCbCrSubsampleRatio420:
-		cw, ch := (w+1)/2, (h+1)/2
-		cb = upsampleH2V2(plane(m.Cb, m.CStride, cw, ch), cw, ch, w, h)
-		cr = upsampleH2V2(plane(m.Cr, m.CStride, cw, ch), cw, ch, w, h)
-	case image.YCbCrSubsampleRatio422:
-		cw := (w + 1) / 2
-		cb = upsampleH2V1(plane(m.Cb, m.CStride, cw, h), cw, h, w)
-		cr = upsampleH2V1(plane(m.Cr, m.CStride, cw, h), cw, h, w)
-	default:
-		return nil, fmt.Errorf("JPEG chroma subsampling %v is not supported (4:4:4, 4:2:2 and 4:2:0 are)", m.SubsampleRatio)
+	up, err := newUpsampler(m.SubsampleRatio, w, h, m.CStride)
+	if err != nil {
+		return nil, err
 	}
 	out := &RGB{Width: w, Height: h, Pix: make([]uint8, 3*w*h)}
+	cbRow, crRow := make([]uint8, w), make([]uint8, w)
 	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			i := y*w + x
-			r, g, bl := libjpegYCCToRGB(m.Y[y*m.YStride+x], cb[i], cr[i])
-			out.Pix[3*i], out.Pix[3*i+1], out.Pix[3*i+2] = r, g, bl
+		cb, cr := up.row(m.Cb, y, cbRow), up.row(m.Cr, y, crRow)
+		luma, dst := m.Y[y*m.YStride:y*m.YStride+w], out.Pix[3*y*w:3*(y+1)*w]
+		for x, l := range luma {
+			dst[3*x], dst[3*x+1], dst[3*x+2] = libjpegYCCToRGB(l, cb[x], cr[x])
 		}
 	}
 	return out, nil
 }
 
-// plane copies a w×h plane out of a strided buffer.
-func plane(src []uint8, stride, w, h int) []uint8 {
-	out := make([]uint8, w*h)
-	for y := 0; y < h; y++ {
-		copy(out[y*w:(y+1)*w], src[y*stride:y*stride+w])
-	}
-	return out
+// upsampler gives a chroma plane's rows at full resolution, as libjpeg's
+// fancy upsampling does for each subsampling this package reads.
+type upsampler struct {
+	ratio   image.YCbCrSubsampleRatio
+	cw, ch  int // the chroma plane's size
+	stride  int
+	colSums []int // upsampleRowH2V2's scratch
 }
 
-// upsampleH2V2 is libjpeg's h2v2_fancy_upsample on a cw×ch chroma plane:
-// each output sample is 9/16 of its nearest input sample, 3/16 of each of
-// the two next nearest and 1/16 of the diagonal one, with the rows above
-// the first and below the last taken as copies of them (libjpeg's context
-// rows), the columns' ends weighting the edge sample 4/4, and libjpeg's
-// alternating rounding biases (8 and 7). The result is cropped to w×h.
-func upsampleH2V2(in []uint8, cw, ch, w, h int) []uint8 {
-	out := make([]uint8, w*h)
-	colSums := make([]int, cw)
-	for oy := 0; oy < h; oy++ {
-		near := oy / 2
+func newUpsampler(ratio image.YCbCrSubsampleRatio, w, h, stride int) (*upsampler, error) {
+	u := &upsampler{ratio: ratio, cw: w, ch: h, stride: stride}
+	switch ratio {
+	case image.YCbCrSubsampleRatio444:
+	case image.YCbCrSubsampleRatio420:
+		u.cw, u.ch = (w+1)/2, (h+1)/2
+		u.colSums = make([]int, u.cw)
+	case image.YCbCrSubsampleRatio422:
+		u.cw = (w + 1) / 2
+	default:
+		return nil, fmt.Errorf("JPEG chroma subsampling %v is not supported (4:4:4, 4:2:2 and 4:2:0 are)", ratio)
+	}
+	return u, nil
+}
+
+// row returns output row y of the chroma plane c, upsampled into buf (a
+// row of the image's width) unless c is at full resolution already.
+func (u *upsampler) row(c []uint8, y int, buf []uint8) []uint8 {
+	line := func(cy int) []uint8 { return c[cy*u.stride : cy*u.stride+u.cw] }
+	switch u.ratio {
+	case image.YCbCrSubsampleRatio420:
+		near := y / 2
 		far := near - 1 // an even output row lies nearer the row above
-		if oy%2 == 1 {
+		if y%2 == 1 {
 			far = near + 1
 		}
-		far = min(max(far, 0), ch-1)
-		for x := range colSums {
-			colSums[x] = 3*int(in[near*cw+x]) + int(in[far*cw+x])
-		}
-		row := out[oy*w : (oy+1)*w]
-		for ox := range row {
-			cx := ox / 2
-			this := colSums[cx]
-			switch {
-			case ox%2 == 0 && cx == 0:
-				row[ox] = uint8((this*4 + 8) >> 4)
-			case ox%2 == 0:
-				row[ox] = uint8((this*3 + colSums[cx-1] + 8) >> 4)
-			case cx == cw-1:
-				row[ox] = uint8((this*4 + 7) >> 4)
-			default:
-				row[ox] = uint8((this*3 + colSums[cx+1] + 7) >> 4)
-			}
-		}
+		upsampleRowH2V2(line(near), line(min(max(far, 0), u.ch-1)), u.colSums, buf)
+		return buf
+	case image.YCbCrSubsampleRatio422:
+		upsampleRowH2V1(line(y), buf)
+		return buf
 	}
-	return out
+	return line(y)
 }
 
-// upsampleH2V1 is libjpeg's h2v1_fancy_upsample on a cw×h chroma plane:
-// each output sample is 3/4 of its nearest input sample and 1/4 of the next
-// nearest, rounding biases 1 and 2, the ends copying the edge sample.
-func upsampleH2V1(in []uint8, cw, h, w int) []uint8 {
-	out := make([]uint8, w*h)
-	for y := 0; y < h; y++ {
-		src, row := in[y*cw:(y+1)*cw], out[y*w:(y+1)*w]
-		for ox := range row {
-			cx := ox / 2
-			v := 3 * int(src[cx])
-			switch {
-			case ox%2 == 0 && cx == 0, ox%2 == 1 && cx == cw-1:
-				row[ox] = src[cx]
-			case ox%2 == 0:
-				row[ox] = uint8((v + int(src[cx-1]) + 1) >> 2)
-			default:
-				row[ox] = uint8((v + int(src[cx+1]) + 2) >> 2)
-			}
+// upsampleRowH2V2 is libjpeg's h2v2_fancy_upsample for one output row:
+// each output sample is 9/16 of its nearest input sample (in near, the
+// chroma row nearest the output row), 3/16 of each of the two next nearest
+// (in far, the next nearest row: the row above for an even output row,
+// below for an odd one, and the edge row itself past the first and last,
+// libjpeg's context rows) and 1/16 of the diagonal one, the row's ends
+// weighting the edge sample 4/4, with libjpeg's alternating rounding
+// biases (8 and 7). The output is cropped to len(row); colSums is scratch
+// of len(near).
+func upsampleRowH2V2(near, far []uint8, colSums []int, row []uint8) {
+	for x := range colSums {
+		colSums[x] = 3*int(near[x]) + int(far[x])
+	}
+	last := len(colSums) - 1
+	for ox := range row {
+		cx := ox / 2
+		this := colSums[cx]
+		switch {
+		case ox%2 == 0 && cx == 0:
+			row[ox] = uint8((this*4 + 8) >> 4)
+		case ox%2 == 0:
+			row[ox] = uint8((this*3 + colSums[cx-1] + 8) >> 4)
+		case cx == last:
+			row[ox] = uint8((this*4 + 7) >> 4)
+		default:
+			row[ox] = uint8((this*3 + colSums[cx+1] + 7) >> 4)
 		}
 	}
-	return out
+}
+
+// upsampleRowH2V1 is libjpeg's h2v1_fancy_upsample for one row: each
+// output sample is 3/4 of its nearest input sample and 1/4 of the next
+// nearest, rounding biases 1 and 2, the ends copying the edge sample. The
+// output is cropped to len(row).
+func upsampleRowH2V1(src, row []uint8) {
+	last := len(src) - 1
+	for ox := range row {
+		cx := ox / 2
+		v := 3 * int(src[cx])
+		switch {
+		case ox%2 == 0 && cx == 0, ox%2 == 1 && cx == last:
+			row[ox] = src[cx]
+		case ox%2 == 0:
+			row[ox] = uint8((v + int(src[cx-1]) + 1) >> 2)
+		default:
+			row[ox] = uint8((v + int(src[cx+1]) + 2) >> 2)
+		}
+	}
 }
 
 // libjpeg's YCbCr→RGB constants: FIX(x) = round(x·2^16) (jdcolor.c).

@@ -3,6 +3,7 @@ package imageproc
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // precisionBits is Pillow's fixed-point precision for 8-bit images
@@ -96,12 +97,15 @@ func Resize(img *RGB, width, height int) (*RGB, error) {
 	if err := img.check(); err != nil {
 		return nil, fmt.Errorf("resize: %w", err)
 	}
-	out := &RGB{Width: img.Width, Height: img.Height, Pix: append([]uint8(nil), img.Pix...)}
+	out := img
 	if width != img.Width {
 		out = resizeHorizontal(out, width)
 	}
 	if height != img.Height {
 		out = resizeVertical(out, height)
+	}
+	if out == img { // no pass: a copy, so that the result never shares img's pixels
+		out = &RGB{Width: img.Width, Height: img.Height, Pix: slices.Clone(img.Pix)}
 	}
 	return out, nil
 }
