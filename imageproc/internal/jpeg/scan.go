@@ -149,7 +149,7 @@ func (d *decoder) processSOS(n int) error {
 		for i := 0; i < nComp; i++ {
 			compIndex := scan[i].compIndex
 			if d.progCoeffs[compIndex] == nil {
-				d.progCoeffs[compIndex] = make([]block, mxx*myy*d.comp[compIndex].h*d.comp[compIndex].v)
+				d.progCoeffs[compIndex] = make([]savedBlock, mxx*myy*d.comp[compIndex].h*d.comp[compIndex].v)
 			}
 		}
 	}
@@ -292,7 +292,7 @@ func (d *decoder) decodeBlock(s *scanState, sc scanComponent, bx, by int) error 
 	at := by*s.stride*d.comp[compIndex].h + bx
 	if d.progressive {
 		// Load the previous partially decoded coefficients.
-		b = d.progCoeffs[compIndex][at]
+		b = d.progCoeffs[compIndex][at].load()
 	}
 	if s.ah != 0 {
 		if err := d.refine(&b, &d.huff[acTable][sc.ta], s.zigStart, s.zigEnd, 1<<s.al); err != nil {
@@ -305,7 +305,7 @@ func (d *decoder) decodeBlock(s *scanState, sc scanComponent, bx, by int) error 
 		// Save the coefficients. (image/jpeg does not return until the
 		// whole image is decoded, so an early stage of a progressive image
 		// is not worth reconstructing.)
-		d.progCoeffs[compIndex][at] = b
+		d.progCoeffs[compIndex][at].save(&b)
 		return nil
 	}
 	return d.reconstructBlock(&b, bx, by, int(compIndex))
@@ -374,6 +374,28 @@ func (d *decoder) decodeFirst(s *scanState, sc scanComponent, b *block) error {
 		zig += 0x0f
 	}
 	return nil
+}
+
+// savedBlock is a block's coefficients kept from one progressive scan to
+// the next, in 16 bits as libjpeg keeps them (JCOEF): an 8-bit JPEG's
+// coefficients fit, and a large image's take half the memory of block's
+// (a 32 Mi-pixel 4:4:4 progressive JPEG's 1.5 Mi blocks a component, 192
+// MiB in int32). A value past 16 bits, which only a damaged file has, wraps
+// as libjpeg's short does when stored.
+type savedBlock [blockSize]int16
+
+func (s *savedBlock) load() block {
+	var b block
+	for i, v := range s {
+		b[i] = int32(v)
+	}
+	return b
+}
+
+func (s *savedBlock) save(b *block) {
+	for i, v := range b {
+		s[i] = int16(v)
+	}
 }
 
 // refine decodes a successive approximation refinement block, as specified in
@@ -496,7 +518,8 @@ func (d *decoder) reconstructProgressiveImage() error {
 		stride := mxx * d.comp[i].h
 		for by := 0; by*v < d.height; by++ {
 			for bx := 0; bx*h < d.width; bx++ {
-				if err := d.reconstructBlock(&d.progCoeffs[i][by*stride+bx], bx, by, i); err != nil {
+				b := d.progCoeffs[i][by*stride+bx].load()
+				if err := d.reconstructBlock(&b, bx, by, i); err != nil {
 					return err
 				}
 			}
