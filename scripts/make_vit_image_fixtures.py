@@ -83,14 +83,15 @@ def pillow_jpegs(out):
 
 def ycck_jpeg(rgb, path):
     """Writes a YCCK JPEG (Adobe transform 2, as Photoshop saves CMYK) of rgb with a black ramp, through the system's
-    libjpeg (scripts/make_ycck_jpeg.c: Pillow writes CMYK JPEGs untransformed)."""
+    libjpeg (scripts/make_test_jpeg.c: Pillow writes CMYK JPEGs untransformed)."""
     with tempfile.TemporaryDirectory() as tmp:
-        exe = compile_tool(tmp, "make_ycck_jpeg.c", "jpeg")
+        exe = compile_tool(tmp, "make_test_jpeg.c", "jpeg")
         h, w, _ = rgb.shape
         y, x = np.mgrid[0:h, 0:w]
         k = (x * 3 + y * 5) % 97
         cmyk = np.stack([255 - rgb[..., 0], 255 - rgb[..., 1], 255 - rgb[..., 2], k], -1).astype(np.uint8)
-        jpeg = subprocess.run([exe, str(w), str(h), "80"], input=cmyk.tobytes(), capture_output=True, check=True).stdout
+        args = [exe, str(w), str(h), "cmyk", "80", "-", "0", "baseline"]
+        jpeg = subprocess.run(args, input=cmyk.tobytes(), capture_output=True, check=True).stdout
     with open(path, "wb") as f:
         f.write(jpeg)
 
@@ -106,7 +107,7 @@ RESTART_JPEGS = {
     "rst420rows_97x61.jpg": (3, 70, "2x2", "1r", "baseline"),
     "rst422_97x61.jpg": (3, 75, "2x1", "5", "baseline"),
     "rst444_97x61.jpg": (3, 85, "1x1", "2r", "baseline"),
-    "rstgray_97x61.jpg": (1, 75, "1x1", "7", "baseline"),
+    "rstgray_97x61.jpg": (1, 75, "-", "7", "baseline"),
     "rstscans_97x61.jpg": (3, 80, "2x2", "4", "components"),
     "rstprog_97x61.jpg": (3, 60, "2x2", "2", "progressive"),
     "rstprogrows_97x61.jpg": (3, 60, "2x2", "1r", "progressive"),
@@ -114,14 +115,15 @@ RESTART_JPEGS = {
 
 
 def restart_jpegs(out):
-    """Writes RESTART_JPEGS from scene_97x61.png through the system's libjpeg (scripts/make_restart_jpeg.c: Pillow 9.4
+    """Writes RESTART_JPEGS from scene_97x61.png through the system's libjpeg (scripts/make_test_jpeg.c: Pillow 9.4
     cannot set a restart interval), and checks that each has a DRI segment and restart markers."""
     scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB")
     with tempfile.TemporaryDirectory() as tmp:
-        exe = compile_tool(tmp, "make_restart_jpeg.c", "jpeg")
+        exe = compile_tool(tmp, "make_test_jpeg.c", "jpeg")
         for name, (n, quality, sampling, restart, scans) in RESTART_JPEGS.items():
             px = scene if n == 3 else scene.convert("L")
-            args = [exe, str(px.width), str(px.height), str(n), str(quality), sampling, restart, scans]
+            kind = "rgb" if n == 3 else "gray"
+            args = [exe, str(px.width), str(px.height), kind, str(quality), sampling, restart, scans]
             jpeg = subprocess.run(args, input=px.tobytes(), capture_output=True, check=True).stdout
             assert b"\xff\xdd\x00\x04" in jpeg and b"\xff\xd0" in jpeg, name  # a DRI segment and RST0
             with open(os.path.join(out, name), "wb") as f:
