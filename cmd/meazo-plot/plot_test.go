@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -27,6 +28,12 @@ type fakeRun struct {
 	best, last float64
 	groups     []int // units for v (MEAZO only)
 	stateBytes int64
+	// The experiment (default models/Llama-3.2-1B, squad, lora), the test
+	// metrics summary.json records ("best" → key → value; none if nil),
+	// and the config.yaml meazo-train writes (none if nil).
+	model, task, adapter string
+	test                 map[string]map[string]float64
+	config               []byte
 }
 
 // write creates dir with summary.json and metrics.jsonl: training loss
@@ -64,7 +71,8 @@ func (f fakeRun) writeFiles(dir string) error {
 			fmt.Fprintf(&m, `{"kind":"val","step":%d,"val_loss":%g,"elapsed_s":1}`+"\n", s, f.best+1-float64(s)/float64(f.steps)+0.02*math.Sin(float64(s+int(f.seed))))
 		}
 	}
-	sum := map[string]any{"model": "models/Llama-3.2-1B", "task": "squad", "adapter": "lora", "grouped": f.grouped,
+	model, task, adapter := cmp.Or(f.model, "models/Llama-3.2-1B"), cmp.Or(f.task, "squad"), cmp.Or(f.adapter, "lora")
+	sum := map[string]any{"model": model, "task": task, "adapter": adapter, "grouped": f.grouped,
 		"optimizer": f.opt, "lr": f.lr, "seed": f.seed, "steps": f.steps, "steps_done": done,
 		"diverged": f.diverged, "diverged_at": nil, "message": "", "best_val_loss": f.best, "best_step": 5, "last_val_loss": f.last,
 		"trainable_params": 1000, "optimizer_state_bytes": f.stateBytes, "peak_rss_bytes": 3 << 30}
@@ -72,8 +80,15 @@ func (f fakeRun) writeFiles(dir string) error {
 		sum["diverged_at"] = done + 1
 		sum["message"] = "loss is NaN"
 	}
+	if f.test != nil {
+		sum["test"] = f.test
+	}
 	b, _ := json.Marshal(sum)
-	for name, data := range map[string][]byte{"metrics.jsonl": m.Bytes(), "summary.json": b} {
+	files := map[string][]byte{"metrics.jsonl": m.Bytes(), "summary.json": b}
+	if f.config != nil {
+		files["config.yaml"] = f.config
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
