@@ -14,6 +14,7 @@ import (
 type Report struct {
 	cells       []cell
 	Experiments []Experiment // in study-file order
+	byMethod    bool         // every experiment has one method (oneMethodEach): a row per experiment
 }
 
 // Experiment is one experiment of a study with every finished run of every
@@ -39,6 +40,10 @@ type cell struct {
 	note           string
 	edge           string  // where the coarse η* is at an end of the grid (coarseEdge); "" inside it
 	coarseEta      float64 // the coarse stage's η*
+	// The q and ε of the runs at η* (estimatorOf), read in a study laid
+	// out by method only; unread says why a run's could not be read.
+	q, eps string
+	unread []string
 }
 
 // missingRun is a run without a result, and its state (sweep.Status*).
@@ -89,9 +94,14 @@ func chanceAccuracy(task string) float64 {
 // not eligible (a half-finished study never reports a rate that looks better
 // only because its bad seed has not run yet).
 func ReadStudy(st *sweep.Study) (*Report, error) {
-	rep := &Report{}
+	sweeps := st.Sweeps()
+	exps := make([]string, len(sweeps))
+	for i, sp := range sweeps {
+		exps[i] = sp.Exp.Name
+	}
+	rep := &Report{byMethod: oneMethodEach(exps)}
 	byExp := map[string]*Experiment{}
-	for _, sp := range st.Sweeps() {
+	for _, sp := range sweeps {
 		ss, err := sp.State()
 		if err != nil {
 			return nil, fmt.Errorf("sweep %s: %w", sp.Name, err)
@@ -133,6 +143,9 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		c.eta = rates[i].LR
 		c.edge, c.coarseEta = coarseEdge(rates, sp.Exp.Coarse)
 		c.score(rates[i].Runs)
+		if rep.byMethod {
+			c.q, c.eps, c.unread = estimatorOf(rates[i].Runs)
+		}
 		rep.cells = append(rep.cells, c)
 	}
 	for i := range rep.Experiments {
@@ -256,14 +269,19 @@ func (c cell) method() sweep.Method { return sweep.Method{Optimizer: c.optimizer
 // Markdown is one table per adapter kind (the paper's Table 1 is LoRA, its
 // Table 2 prompt tuning), numbered in the order the experiments first use
 // each kind: rows are experiments, columns optimizers (one per variant of
-// an optimizer, labelled with it); then the runs still missing, so that a
-// partial report says it is partial.
+// an optimizer, labelled with it), or in a study whose experiments have one
+// method each a row per experiment and its method (writeMethodTable); then
+// the runs still missing, so that a partial report says it is partial.
 func (rep *Report) Markdown() string {
 	var b strings.Builder
-	b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (lowest validation loss) of each seed, mean ± sample std over seeds,\n" +
-		"at the optimizer's η* (the rate with the lowest mean best validation loss over seeds; η* below the value).\n" +
-		"Without a test evaluation (eval.skip) the cell is the best validation loss. **Bold**: the best of its row;\n" +
-		"⚠: the coarse stage's η* was at an end of its grid (below the tables).\n")
+	if rep.byMethod {
+		b.WriteString(methodLegend)
+	} else {
+		b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (lowest validation loss) of each seed, mean ± sample std over seeds,\n" +
+			"at the optimizer's η* (the rate with the lowest mean best validation loss over seeds; η* below the value).\n" +
+			"Without a test evaluation (eval.skip) the cell is the best validation loss. **Bold**: the best of its row;\n" +
+			"⚠: the coarse stage's η* was at an end of its grid (below the tables).\n")
+	}
 	kinds := map[string][]cell{}
 	var order []string
 	for _, c := range rep.cells {
@@ -274,7 +292,11 @@ func (rep *Report) Markdown() string {
 		kinds[k] = append(kinds[k], c)
 	}
 	for ti, k := range order {
-		writeTable(&b, ti+1, k, kinds[k])
+		if rep.byMethod {
+			writeMethodTable(&b, ti+1, k, kinds[k])
+		} else {
+			writeTable(&b, ti+1, k, kinds[k])
+		}
 	}
 	var edges []string
 	for _, c := range rep.cells {
@@ -285,6 +307,7 @@ func (rep *Report) Markdown() string {
 	if len(edges) > 0 {
 		fmt.Fprintf(&b, "\n⚠ η* at an end of the coarse grid:\n\n%s\n", strings.Join(edges, "\n"))
 	}
+	rep.writeUnread(&b)
 	if missing, n := rep.missingLines(); len(missing) > 0 {
 		fmt.Fprintf(&b, "\n## Missing (%d)\n\nRuns without a result (meazo-sweep status says more; meazo-sweep resume retries them):\n\n%s\n",
 			n, strings.Join(missing, "\n"))

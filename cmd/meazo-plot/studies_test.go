@@ -61,26 +61,7 @@ func TestShippedStudyReports(t *testing.T) {
 // temporary directory, runs `meazo-plot study` on them and returns what it
 // wrote, the temporary directory's path replaced by TMP.
 func renderShippedStudy(t *testing.T, path string) string {
-	tmp := t.TempDir()
-	body, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body = regexp.MustCompile(`(?m)^out: .*$`).ReplaceAll(body, []byte("out: "+tmp+"/out"))
-	body = regexp.MustCompile(`(?m)^demo: .*$`).ReplaceAll(body, []byte("demo: "+tmp+"/demo-data"))
-	study := filepath.Join(tmp, filepath.Base(path))
-	if err := os.WriteFile(study, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sweep.LoadStudy(study)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeStudyRuns(t, st, tmp)
-	out := filepath.Join(tmp, "report")
-	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err != nil {
-		t.Fatal(err)
-	}
+	tmp, _, out := reportShippedStudy(t, path)
 	var b strings.Builder
 	for _, f := range []string{"results.md", "results.csv"} {
 		data, err := os.ReadFile(filepath.Join(out, f))
@@ -90,7 +71,7 @@ func renderShippedStudy(t *testing.T, path string) string {
 		fmt.Fprintf(&b, "== %s\n%s", f, data)
 	}
 	b.WriteString("== files\n")
-	err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -103,6 +84,71 @@ func renderShippedStudy(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return strings.ReplaceAll(b.String(), tmp, "TMP")
+}
+
+// reportShippedStudy copies the study file at path into a temporary
+// directory tmp, its runs going under tmp (writeStudyRuns), and writes its
+// report into out; study is the copy.
+func reportShippedStudy(t *testing.T, path string) (tmp, study, out string) {
+	tmp = t.TempDir()
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = regexp.MustCompile(`(?m)^out: .*$`).ReplaceAll(body, []byte("out: "+tmp+"/out"))
+	body = regexp.MustCompile(`(?m)^demo: .*$`).ReplaceAll(body, []byte("demo: "+tmp+"/demo-data"))
+	study = filepath.Join(tmp, filepath.Base(path))
+	if err := os.WriteFile(study, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sweep.LoadStudy(study)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeStudyRuns(t, st, tmp)
+	out = filepath.Join(tmp, "report")
+	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err != nil {
+		t.Fatal(err)
+	}
+	return tmp, study, out
+}
+
+// TestFigure20Report: the Figure 20 study, whose experiments run one method
+// each, has a row per method with the q and ε of its config (FZOO's q 8),
+// and its three methods' curves in one figure; a run whose config.yaml is
+// gone shows "?" and is named under the table.
+func TestFigure20Report(t *testing.T) {
+	tmp, study, out := reportShippedStudy(t, "../../configs/studies/opt-figure20.yaml")
+	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
+	for _, want := range []string{
+		"| method | experiment | η* | q | ε | accuracy (%) of the best adapter, higher is better |",
+		"| MEAZO | fig20_meazo | 1e-5 | 1 | 1e-3 | 88.20 ± 1.00 |",
+		"| ZO-SGD | fig20_zo-sgd | 2.6e-7 | 1 | 1e-3 | 88.60 ± 1.00 |",
+		"| FZOO | fig20_fzoo | 1e-5 | 8 | 1e-3 | **89.00 ± 1.00** |",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, f := range []string{"train_loss.svg", "val_loss.svg"} {
+		svg := checkSVG(t, filepath.Join(out, "fig20_meazo_vs_zo-sgd_vs_fzoo", f))
+		for _, m := range []string{"MEAZO (3 seeds", "ZO-SGD (3 seeds", "FZOO (3 seeds"} {
+			if !strings.Contains(svg, m) {
+				t.Errorf("%s lacks %q", f, m)
+			}
+		}
+	}
+	gone := filepath.Join(tmp, "out", "fig20_fzoo_fzoo", "lr=1e-5_seed=1", "config.yaml")
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err != nil {
+		t.Fatal(err)
+	}
+	md, _ = os.ReadFile(filepath.Join(out, "results.md"))
+	if !strings.Contains(string(md), "| FZOO | fig20_fzoo | 1e-5 | 8 / ? | 1e-3 / ? |") || !strings.Contains(string(md), "- fig20_fzoo, FZOO: config: open "+gone) {
+		t.Errorf("results.md without a run's config.yaml:\n%s", md)
+	}
 }
 
 // writeStudyRuns writes stage-1 runs of every sweep of st, with values that

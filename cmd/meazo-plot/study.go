@@ -95,9 +95,11 @@ type experimentFigures struct {
 	figs []results.Figure
 }
 
-// studyFigures makes every experiment's figures, then those of each pair
-// grouped against joint estimation: the loss curves at η* of the
-// experiments that differ only in grouping, in one figure. A run whose
+// studyFigures makes every experiment's figures, then the loss curves at η*
+// of experiments drawn together: each pair grouped against joint estimation
+// (experiments that differ only in grouping), and in a study whose
+// experiments have one method each, those of one model, task and adapter
+// (results.MethodSets: Figure 20's FZOO, ZO-SGD and MEAZO). A run whose
 // metrics.jsonl cannot be read is only left out of the curves.
 func studyFigures(rep *results.Report, smooth int) ([]experimentFigures, error) {
 	var all []experimentFigures
@@ -111,12 +113,12 @@ func studyFigures(rep *results.Report, smooth int) ([]experimentFigures, error) 
 		}
 		all = append(all, experimentFigures{e.Name, figs})
 	}
-	for _, pair := range rep.GroupedPairs() {
-		figs, err := results.Curves(pair.Runs, smooth, warn)
+	for _, set := range append(rep.GroupedPairs(), rep.MethodSets()...) {
+		figs, err := results.Curves(set.Runs, smooth, warn)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", pair.Name, err)
+			return nil, fmt.Errorf("%s: %w", set.Name, err)
 		}
-		all = append(all, experimentFigures{pair.Name, figs})
+		all = append(all, experimentFigures{set.Name, figs})
 	}
 	return all, nil
 }
