@@ -156,23 +156,9 @@ func (rep *Report) MethodSets() []Experiment {
 	if !rep.byMethod {
 		return nil
 	}
-	type key struct{ model, task, adapter string }
-	sets := map[key][]Experiment{}
-	var order []key
-	for _, e := range rep.Experiments {
-		if len(e.Runs) == 0 {
-			continue
-		}
-		r := e.Runs[0]
-		k := key{r.Model, r.Task, r.Adapter}
-		if _, ok := sets[k]; !ok {
-			order = append(order, k)
-		}
-		sets[k] = append(sets[k], e)
-	}
 	var out []Experiment
-	for _, k := range order {
-		if set, ok := drawTogether(sets[k]); ok {
+	for _, exps := range rep.bySetting() {
+		if set, ok := drawTogether(exps); ok {
 			out = append(out, set)
 		}
 	}

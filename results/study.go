@@ -212,34 +212,45 @@ func notRunYet(status string) bool {
 // name "<joint>_vs_grouped": the paper compares the two estimations in one
 // figure.
 func (rep *Report) GroupedPairs() []Experiment {
+	var out []Experiment
+	for _, exps := range rep.bySetting() {
+		var j, g *Experiment // the last of each
+		for i := range exps {
+			if exps[i].Runs[0].Grouped {
+				g = &exps[i]
+			} else {
+				j = &exps[i]
+			}
+		}
+		if j != nil && g != nil {
+			out = append(out, Experiment{Name: j.Name + "_vs_grouped", Runs: append(append([]sweep.Run{}, j.Runs...), g.Runs...)})
+		}
+	}
+	return out
+}
+
+// bySetting groups the experiments that have runs by model, task and
+// adapter (what sweep.Setting requires of one figure), each group in study
+// order, the groups in the order they first appear.
+func (rep *Report) bySetting() [][]Experiment {
 	type key struct{ model, task, adapter string }
-	joint, grouped := map[key]Experiment{}, map[key]Experiment{}
-	var order []key
+	index := map[key]int{}
+	var groups [][]Experiment
 	for _, e := range rep.Experiments {
 		if len(e.Runs) == 0 {
 			continue
 		}
 		r := e.Runs[0]
 		k := key{r.Model, r.Task, r.Adapter}
-		if r.Grouped {
-			grouped[k] = e
-		} else {
-			joint[k] = e
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
 		}
-		order = append(order, k)
+		groups[i] = append(groups[i], e)
 	}
-	var out []Experiment
-	seen := map[key]bool{}
-	for _, k := range order {
-		j, okj := joint[k]
-		g, okg := grouped[k]
-		if !okj || !okg || seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, Experiment{Name: j.Name + "_vs_grouped", Runs: append(append([]sweep.Run{}, j.Runs...), g.Runs...)})
-	}
-	return out
+	return groups
 }
 
 func (c cell) value() string {
