@@ -13,7 +13,7 @@ import (
 
 // SpecHelp documents a trace's spec file, one JSON object (meazo-synth
 // trace -h prints it).
-const SpecHelp = `Runs one optimizer on f(x) = ½ Σ h_i x_i² and prints one JSON line per step. SPEC.json is one object:
+const SpecHelp = `SPEC.json (--spec): one JSON object:
   h          the diagonal of the Hessian (required)
   x0         the starting point, as many values as h (required)
   optimizer  zo-sgd, zo-adam, radazo, meazo or fzoo (required)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,7 +17,16 @@ import (
 )
 
 func init() {
-	register("forward", "full-model forward time, tokens/s, GFLOP/s and peak RSS on random weights", runForward)
+	register("forward", cli.Help{
+		Summary:  "full-model forward time, tokens/s, GFLOP/s and peak RSS on random weights",
+		Synopsis: "[-model NAME] [-shapes BxT,...] [-backend B] [flags]",
+		Does: `Times a model's full forward, per batch shape, on random weights of its real shapes: what a run's evaluations
+cost on this machine, and how far from the FMA peak (PyTorch's forward: scripts/bench_forward.sh).`,
+		Reads: randomWeights,
+		Prints: `a header (model, threads, backend, the FMA peak), then a line per BxT shape: median seconds, tokens/s, GFLOP/s,
+% of peak and peak RSS MiB; -generate adds ms per decode step, -ops the time per op class.`,
+		Example: "meazo-bench forward -model qwen06b -shapes 8x128,8x256",
+	}, runForward)
 }
 
 // forwardBench is forward's settings (its flags).
@@ -31,7 +39,7 @@ type forwardBench struct {
 
 func parseForward(args []string) (*forwardBench, error) {
 	var fb forwardBench
-	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
+	fs := modes.Flags("forward")
 	fs.StringVar(&fb.name, "model", "llama1b", modelUsage)
 	fs.StringVar(&fb.shapes, "shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
 	fs.IntVar(&fb.reps, "reps", 3, "timed repetitions per shape after one warm-up; the median is reported")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,8 +19,19 @@ import (
 )
 
 func init() {
-	register("fullstep", "full-parameter ZO steps (every weight perturbed as it is read and updated in place) vs two plain forwards, "+
-		"or the plain forward alone; each with the peak memory of what it timed", runFullStep)
+	register("fullstep", cli.Help{
+		Summary: "full-parameter ZO steps (every weight perturbed as it is read and updated in place) vs two plain forwards, " +
+			"or the plain forward alone; each with the peak memory of what it timed",
+		Synopsis: "[-model NAME] [-shape BxT] [-what step|forward|pair] [-opt O] [-q Q] [flags]",
+		Does: `Times full-parameter ZO steps (every weight perturbed as it is read and updated in place, no copy of the
+model) on random weights, against two plain forwards over the same rows: what a step costs beyond
+inference, in time and in memory (-what pair alternates both in one process for their time ratio).`,
+		Reads: randomWeights,
+		Prints: `a header (model, weights, threads, backend), then per -what: the step's median time (evaluating the variants,
+the update), its losses and optimizer state, or the forwards' times, each with the peak memory it took;
+pair: each pair's ratio and their median.`,
+		Example: "meazo-bench fullstep -model qwen06b -what pair -reps 6",
+	}, runFullStep)
 }
 
 // fullBench is one fullstep measurement's setting.
@@ -33,7 +43,7 @@ type fullBench struct {
 }
 
 func runFullStep(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("fullstep", flag.ContinueOnError)
+	fs := modes.Flags("fullstep")
 	var fb fullBench
 	fs.StringVar(&fb.name, "model", "qwen06b", modelUsage)
 	shape := fs.String("shape", "16x64", "BxT batch (SST-2-like 16x64); the last 3 tokens of each row are supervised")

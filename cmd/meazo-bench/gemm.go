@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -17,7 +16,18 @@ import (
 )
 
 func init() {
-	register("gemm", "GEMM GFLOP/s on the model shapes, vs OpenBLAS (-tags openblas) and the FMA peak", runGEMM)
+	register("gemm", cli.Help{
+		Summary:  "GEMM GFLOP/s on the model shapes, vs OpenBLAS (-tags openblas) and the FMA peak",
+		Synopsis: "[-models LIST] [-m LIST] [-path P] [-tile T] [flags]",
+		Does: `Times the CPU backend's matrix products on the models' layer shapes (M rows × each weight matrix), against
+OpenBLAS in the same run when built with -tags openblas, the machine's FMA peak and its memory bandwidth:
+which GEMM path and tile run fastest here (scripts/bench_gemm.sh).`,
+		Reads: "nothing: random matrices of the shapes of -models.",
+		Prints: `the path, tile, threads and clock; the FMA peak and the memory bandwidth; then a line per shape
+(M, K, N): our median GFLOP/s with its % of the peak and of the roof, the best repetition, and
+OpenBLAS's with the ratio where built with it.`,
+		Example: "meazo-bench gemm -models llama1b -m 8,128",
+	}, runGEMM)
 }
 
 // linear is one nn.Linear shape of a target model (K in, N out).
@@ -48,7 +58,7 @@ type gemmBench struct {
 
 func parseGEMM(args []string) (*gemmBench, error) {
 	gb := gemmBench{}
-	fs := flag.NewFlagSet("gemm", flag.ContinueOnError)
+	fs := modes.Flags("gemm")
 	fs.StringVar(&gb.models, "models", "llama1b,qwen06b", "comma-separated models: llama1b, qwen06b")
 	rows := fs.String("m", "8,128,1024", "comma-separated row counts M")
 	fs.IntVar(&gb.reps, "reps", 7, "timed repetitions per shape (ours and BLAS interleaved); medians are reported")

@@ -19,9 +19,13 @@ import (
 
 var modes = cli.New("meazo-bench", "mode")
 
-// register adds a mode; run parses its own flags from args.
-func register(name, summary string, run func(args []string, stdout io.Writer) error) {
-	modes.Register(name, summary, func(args []string, _ io.Reader, stdout io.Writer) error { return run(args, stdout) })
+// register adds a mode; run parses its own flags from args, with the flag
+// set modes.Flags(name) makes.
+func register(name string, h cli.Help, run func(args []string, stdout io.Writer) error) {
+	modes.Register(name, h, func(args []string, _ io.Reader, stdout io.Writer) error { return run(args, stdout) })
 }
+
+// randomWeights is what the modes that time a model on random weights read.
+const randomWeights = "nothing but -model's config: random weights of its shapes (a built-in published model by name, no download)."
 
 func main() { modes.Main() }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -17,7 +16,17 @@ import (
 )
 
 func init() {
-	register("vitstep", "one ZO step (LoRA on query/value and the classifier, MEAZO) of a ViT image classifier vs two plain forwards", runViTStep)
+	register("vitstep", cli.Help{
+		Summary:  "one ZO step (LoRA on query/value and the classifier, MEAZO) of a ViT image classifier vs two plain forwards",
+		Synopsis: "-model config.json [-batch N] [-steps N] [-backend B] [flags]",
+		Does: `Times one MEAZO step of a ViT image classifier (LoRA r=16 on query and value, the classifier trained whole) on
+random weights and images, against two plain forwards: what a Pets run's step costs here.`,
+		Reads: `-model: a ViTForImageClassification config.json (scripts/gpu/vit-b16-pets-config.json: ViT-B/16,
+Pets' 37 classes); random weights of its shapes.`,
+		Prints: `a header (the model, the adapter, threads, backend), then a line each for two plain forwards and the
+ZO step: median seconds, the ratio, the host's share; -steps: time per step and losses.`,
+		Example: "meazo-bench vitstep -model scripts/gpu/vit-b16-pets-config.json -batch 16",
+	}, runViTStep)
 }
 
 // vitStepBench is vitstep's settings (its flags).
@@ -31,7 +40,7 @@ type vitStepBench struct {
 
 func parseViTStep(args []string) (*vitStepBench, error) {
 	var vb vitStepBench
-	fs := flag.NewFlagSet("vitstep", flag.ContinueOnError)
+	fs := modes.Flags("vitstep")
 	fs.StringVar(&vb.cfgPath, "model", "", "a ViTForImageClassification config.json (random weights of its shapes; scripts/gpu/vit-b16-pets-config.json is ViT-B/16 with Pets' 37 classes)")
 	fs.IntVar(&vb.batch, "batch", 32, "images per batch (random pixel values and labels)")
 	fs.IntVar(&vb.reps, "reps", 3, "timed repetitions after one warm-up; the median is reported")

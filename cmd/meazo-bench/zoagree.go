@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -18,7 +17,16 @@ import (
 )
 
 func init() {
-	register("zoagree", "projected gradients of one model on two backends (e.g. cpu and cuda): how far ZO estimates agree", runZOAgree)
+	register("zoagree", cli.Help{
+		Summary:  "projected gradients of one model on two backends (e.g. cpu and cuda): how far ZO estimates agree",
+		Synopsis: "-model DIR [-a cpu] [-b cuda] [-eps LIST] [-directions N] [flags]",
+		Does: `Computes the projected gradients (L(θ+εz) − L(θ−εz)) / 2ε of one model for the same directions on two
+backends, at each ε: whether a ZO run on a GPU estimates what the CPU does (small ε is where float32 differs).`,
+		Reads: "-model DIR: an HF model directory (config.json, safetensors weights); the batch is random tokens.",
+		Prints: `a header, then a line per ε: the median, 95th-percentile and largest relative difference, the share
+within 1e-3, the share of signs that agree, and the scale of d.`,
+		Example: "meazo-bench zoagree -model $MEAZO_SHARED/fixtures/models/llama-tiny -a cpu -b cuda",
+	}, runZOAgree)
 }
 
 // agreeBench is zoagree's settings (its flags).
@@ -32,7 +40,7 @@ type agreeBench struct {
 
 func parseZOAgree(args []string) (*agreeBench, error) {
 	var ab agreeBench
-	fs := flag.NewFlagSet("zoagree", flag.ContinueOnError)
+	fs := modes.Flags("zoagree")
 	fs.StringVar(&ab.dir, "model", "", "HF model directory (e.g. $MEAZO_SHARED/fixtures/models/llama-tiny)")
 	fs.StringVar(&ab.a, "a", "cpu", "first backend")
 	fs.StringVar(&ab.b, "b", "cuda", "second backend")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,7 +19,17 @@ import (
 )
 
 func init() {
-	register("zostep", "one ZO step (LoRA, MEAZO) vs two plain forwards; grouped with and without prefix caching", runZOStep)
+	register("zostep", cli.Help{
+		Summary:  "one ZO step (LoRA, MEAZO) vs two plain forwards; grouped with and without prefix caching",
+		Synopsis: "[-model NAME] [-shapes BxT,...] [-q LIST] [-grouped] [-backend B] [flags]",
+		Does: `Times one MEAZO step with LoRA (r=16 on q_proj and v_proj) on random weights, against two plain forwards over
+the same rows, at each q; -grouped adds grouped (per-layer) estimation with and without prefix caching: what
+a step costs beyond inference.`,
+		Reads: randomWeights,
+		Prints: `a header (model, weights, threads, backend), then per shape a line each for two plain forwards and
+each step: median seconds, the ratio, layers evaluated, the host's share; -steps: time per step and losses.`,
+		Example: "meazo-bench zostep -model llama1b -shapes 8x80 -q 1,4 -grouped",
+	}, runZOStep)
 }
 
 // zoStepBench is zostep's settings (its flags).
@@ -33,7 +42,7 @@ type zoStepBench struct {
 
 func parseZOStep(args []string) (*zoStepBench, error) {
 	var zb zoStepBench
-	fs := flag.NewFlagSet("zostep", flag.ContinueOnError)
+	fs := modes.Flags("zostep")
 	fs.StringVar(&zb.name, "model", "llama1b", modelUsage)
 	fs.StringVar(&zb.shapes, "shapes", "8x80", "comma-separated BxT batches (SST-2-like 8x80, SQuAD-like 8x300); the last 3 tokens of each row are supervised")
 	fs.StringVar(&zb.qs, "q", "1,4", "comma-separated numbers of directions")

@@ -13,8 +13,8 @@
 // official script's scale), the mean precision/recall/F of each ROUGE type
 // for rouge (0–1 scale, a plain mean, not HF evaluate's bootstrap median).
 //
-// The subcommands are dispatched by internal/cli: -h after one shows its
-// flags; exit status 0 done, 1 the subcommand failed (the error on one
+// The subcommands are dispatched by internal/cli: -h after one says what it
+// reads and prints, with an example, and its flags; exit status 0 done, 1 the subcommand failed (the error on one
 // line), 2 no or an unknown subcommand.
 package main
 
@@ -37,26 +37,46 @@ import (
 
 var commands = cli.New("meazo-eval", "command")
 
-func main() {
-	commands.Register("score", "score predictions (JSON Lines) with SQuAD's or ROUGE's metric", runScore)
-	commands.Register("task", "evaluate a model or a saved adapter on a task's test split",
-		func(args []string, _ io.Reader, stdout io.Writer) error { return runTask(args, stdout, os.Stderr) })
-	commands.Main()
+func init() {
+	commands.Register("score", cli.Help{
+		Summary:  "score predictions (JSON Lines) with SQuAD's or ROUGE's metric",
+		Synopsis: "--metric squad|rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]",
+		Does: `Scores predictions made by any system with the paper's metrics, computed as the official implementations do
+(the SQuAD v1.1 script's exact match and F1; google-research's rouge_score), so that numbers compare.`,
+		Reads: `JSON Lines, one prediction per line, from --in (a file) or stdin:
+  squad: {"prediction": "...", "ground_truths": ["...", ...]}
+  rouge: {"prediction": "...", "reference": "..."}`,
+		Prints: `to --out (a file, written atomically) or stdout, one JSON line of scores per input line, then one
+aggregate line:
+  squad: per line exact_match and f1 in 0-1; the aggregate 100 x their means, as the official SQuAD
+         v1.1 script prints them
+  rouge: per line precision, recall and fmeasure of rouge1, rouge2, rougeL and rougeLsum in 0-1, as
+         google-research's rouge_score gives them; the aggregate their plain means, in 0-1
+         (meazo-train's summary.json and meazo-eval task report ROUGE x 100)`,
+		Example: "meazo-eval score --metric squad --in preds.jsonl\nmeazo-eval score --metric rouge --stem --in preds.jsonl --out scores.jsonl",
+	}, runScore)
+	commands.Register("task", cli.Help{
+		Summary:  "evaluate a model or a saved adapter on a task's test split",
+		Synopsis: "--model DIR [--adapter RUN_DIR/best] --task sst2|squad|xsum|pets --data FILE [flags]",
+		Does: `Evaluates a base model, or a saved adapter on it, on a task's test file, as meazo-train does at the end of a run:
+SST-2 and Pets accuracy, SQuAD exact match and F1 (greedy generation), XSum ROUGE. It scores a run's best/ or
+last/ again, another checkpoint, or the base model.`,
+		Reads: `--model: an HF model directory (config.json, safetensors weights, tokenizer.json and tokenizer_config.json;
+a ViT's preprocessor_config.json), or a full-parameter run's best/ or last/; --adapter: a saved adapter
+directory (PEFT LoRA or PROMPT_TUNING: adapter_config.json, adapter_model.safetensors); --data: the test file
+(.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet).`,
+		Prints: `one JSON object of the metrics: SST-2's and Pets' {"accuracy"} in 0-1, SQuAD's {"exact_match", "f1"} and XSum's
+{"rouge1", "rouge2", "rougeL", "rougeLsum"} x 100; the rows skipped and the backend on stderr.`,
+		Example: "meazo-eval task --model models/Llama-3.2-1B --adapter runs/squad/best --task squad --data dev-v1.1.json\n" +
+			"meazo-eval task --model runs/opt_fzoo/best --task sst2 --format mezo --data validation.parquet",
+	}, func(args []string, _ io.Reader, stdout io.Writer) error { return runTask(args, stdout, os.Stderr) })
 }
+
+func main() { commands.Main() }
 
 // runScore parses the flags, reads the predictions and writes the scores.
 func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := cli.Flags("meazo-eval", "score", `--metric squad|rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]
-
-Input: JSON Lines, one prediction per line:
-  squad: {"prediction": "...", "ground_truths": ["...", ...]}
-  rouge: {"prediction": "...", "reference": "..."}
-Output: one JSON line of scores per input line, then one aggregate line.
-  squad: per line exact_match and f1 in 0-1; the aggregate 100 x their means, as the official SQuAD v1.1 script prints them
-  rouge: per line precision, recall and fmeasure of rouge1, rouge2, rougeL and rougeLsum in 0-1, as google-research's
-         rouge_score gives them; the aggregate their plain means, in 0-1 (meazo-train's summary.json and
-         meazo-eval task report ROUGE x 100)
-`, os.Stderr)
+	fs := commands.Flags("score")
 	metric := fs.String("metric", "", "squad or rouge")
 	stem := fs.Bool("stem", false, "rouge: apply NLTK's Porter stemmer to tokens longer than 3 characters")
 	in := fs.String("in", "-", "input JSON Lines file (- for stdin)")

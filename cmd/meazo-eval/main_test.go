@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -107,5 +108,18 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 	err := runScore([]string{"--metric", "squad", "preds.jsonl"}, strings.NewReader(""), &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `unexpected argument "preds.jsonl" (the input is --in FILE, or stdin)`) {
 		t.Errorf("argument: %v", err)
+	}
+}
+
+// TestHelp: every command's -h says what it does, what it reads, what it
+// prints and an example (cli.CheckHelp); task's names the files of --model.
+func TestHelp(t *testing.T) {
+	if err := commands.CheckHelp(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if status := commands.Exec([]string{"task", "-h"}, nil, io.Discard, &stderr); status != 0 ||
+		!strings.Contains(stderr.String(), "Reads:    --model: an HF model directory (config.json, safetensors weights, tokenizer.json") {
+		t.Errorf("task -h: status %d\n%s", status, stderr.String())
 	}
 }

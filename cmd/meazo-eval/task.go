@@ -24,7 +24,7 @@ import (
 // tuning, PEFT format) on it, on a task's test file, and prints the metrics
 // as one JSON object.
 func runTask(args []string, stdout, log io.Writer) error {
-	fs := flag.NewFlagSet("task", flag.ContinueOnError)
+	fs := commands.Flags("task")
 	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
 	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model")
 	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; prompt tuning: no effect)")

@@ -3,15 +3,26 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
 func init() {
-	register("chat", "render JSON Lines conversations with a model's chat template", runChat)
+	register("chat", cli.Help{
+		Summary:  "render JSON Lines conversations with a model's chat template",
+		Synopsis: "--model DIR < conversations.jsonl",
+		Does: `Renders conversations with a model's own chat template, as transformers' apply_chat_template does, and
+encodes them: to check what a chat model reads, or compare with transformers.`,
+		Reads: `--model DIR: tokenizer.json, tokenizer_config.json (and chat_template.jinja where the model has one);
+conversations.jsonl on stdin, one object a line: {"messages": [{"role","content"}...],
+"add_generation_prompt": bool, "enable_thinking": bool, "date_string": "26 Jul 2024"} (all but
+messages optional).`,
+		Prints:  `one JSON line per input line: {"rendered": "...", "ids": [...]} (the ids without added special tokens).`,
+		Example: "meazo-inspect chat --model models/Qwen3-0.6B < conversations.jsonl",
+	}, runChat)
 }
 
 // runChat reads {"messages": [...], "add_generation_prompt": bool,
@@ -19,14 +30,8 @@ func init() {
 // optional) and writes {"rendered": "...", "ids": [...]}, the ids encoded
 // without added special tokens, as apply_chat_template does.
 func runChat(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs := commands.Flags("chat")
 	dir := fs.String("model", "", "model directory with tokenizer.json, tokenizer_config.json [and chat_template.jinja]")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: meazo-inspect chat --model DIR < conversations.jsonl\n"+
-			`reads {"messages": [{"role","content"}...], "add_generation_prompt": bool, "enable_thinking": bool, "date_string": "26 Jul 2024"}`+"\n"+
-			`per line (all but messages optional), writes {"rendered": "...", "ids": [...]} per line`)
-		fs.PrintDefaults()
-	}
 	tk, err := loadModelFlag(fs, args, dir)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,23 +12,29 @@ import (
 )
 
 func init() {
-	register("example", "show one training example: rendered text, token ids, supervised tokens", runExample)
+	register("example", cli.Help{
+		Summary:  "show one training example: rendered text, token ids, supervised tokens",
+		Synopsis: "--model DIR --task sst2|squad|xsum --data PATH [--index N]",
+		Does: `Shows exactly what training sees of one example of a data file: the text the model's chat template renders,
+every token id, and which tokens the loss supervises (the assistant's answer and its end of turn).`,
+		Reads: `--model DIR: tokenizer.json, tokenizer_config.json (and chat_template.jinja); --data PATH: the task's data
+file (.parquet from the Hub, .tsv of GLUE, .json of the official SQuAD, or .jsonl).`,
+		Prints: `the example's id and token counts, the rendered text, a line per token (* supervised: position,
+id, text), the supervised text.`,
+		Example: "meazo-inspect example --model models/Llama-3.2-1B --task squad --data data/squad/train-v1.1.json --index 3",
+	}, runExample)
 }
 
 // runExample loads one example of a data file, renders it with the model's
 // chat template and prints exactly what training sees: the text, every token
 // id with its text, and which tokens the loss supervises.
 func runExample(args []string, _ io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("example", flag.ContinueOnError)
+	fs := commands.Flags("example")
 	model := fs.String("model", "", "model directory with tokenizer.json, tokenizer_config.json [and chat_template.jinja]")
 	taskName := fs.String("task", "", "sst2, squad or xsum")
 	path := fs.String("data", "", "data file: .parquet (HF hub), .tsv (GLUE), .json (official SQuAD) or .jsonl")
 	index := fs.Int("index", 0, "which example (0-based, among the file's well-formed rows)")
 	date := fs.String("date", "", "Llama-3.x date_string (default 26 Jul 2024)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: meazo-inspect example --model DIR --task sst2|squad|xsum --data PATH [--index N]")
-		fs.PrintDefaults()
-	}
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,5 +41,18 @@ func TestExampleCommand(t *testing.T) {
 		"--data", filepath.Join(dir, "data/sst2/dev.tsv"), "--index", "5000"}, nil, &out)
 	if err == nil || !strings.Contains(err.Error(), "872 well-formed examples") {
 		t.Errorf("out-of-range index: %v", err)
+	}
+}
+
+// TestHelp: every command's -h says what it does, what it reads, what it
+// prints and an example (cli.CheckHelp); forward's names its input files.
+func TestHelp(t *testing.T) {
+	if err := commands.CheckHelp(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if status := commands.Exec([]string{"forward", "-h"}, nil, io.Discard, &stderr); status != 0 ||
+		!strings.Contains(stderr.String(), "Reads:    --model DIR: an HF model directory (config.json, safetensors weights)") {
+		t.Errorf("forward -h: status %d\n%s", status, stderr.String())
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -20,8 +19,28 @@ import (
 )
 
 func init() {
-	register("forward", "run a batch (of tokens; a ViT: of images) through a checkpoint and write logits and losses (safetensors)", runForward)
-	register("generate", "greedy generation from a (left-padded) batch of prompts", runGenerate)
+	register("forward", cli.Help{
+		Summary:  "run a batch (of tokens; a ViT: of images) through a checkpoint and write logits and losses (safetensors)",
+		Synopsis: "--model DIR [--adapter DIR] (--input batch.json | --images a.png,b.jpg) --out out.safetensors",
+		Does: `Runs one batch through a model, with a saved adapter if one is named, as training evaluates it: to compare its
+logits and loss with transformers' on the same batch.`,
+		Reads: `--model DIR: an HF model directory (config.json, safetensors weights); --adapter DIR: a saved adapter (LoRA
+or prompt tuning, PEFT format); --input: the batch as JSON ({"input_ids", "attention_mask", "position_ids",
+"labels"}; a ViT's {"pixel_values"} or {"images"}); a ViT's --images: PNG or JPEG files.`,
+		Prints: `out.safetensors (--out): logits, and loss and loss_per_seq where labels are given (a ViT: pixel_values too;
+--hidden-states); on stdout the loss and what was written.`,
+		Example: "meazo-inspect forward --model models/Llama-3.2-1B --input batch.json --out logits.safetensors",
+	}, runForward)
+	register("generate", cli.Help{
+		Summary:  "greedy generation from a (left-padded) batch of prompts",
+		Synopsis: "--model DIR [--adapter DIR] --input prompts.json [--max-new-tokens N] [--stop IDS]",
+		Does: `Generates greedily from a batch of prompts with the KV cache, as evaluation does for SQuAD and XSum: to compare
+with transformers' generate(do_sample=False).`,
+		Reads: `--model DIR: an HF model directory (config.json, safetensors weights); --adapter DIR: a saved adapter (LoRA
+or prompt tuning); --input: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded; mask optional).`,
+		Prints:  `one JSON object: {"sequences": [[...]]}, each prompt's generated ids.`,
+		Example: "meazo-inspect generate --model models/Qwen3-0.6B --input prompts.json --max-new-tokens 50",
+	}, runGenerate)
 }
 
 // batchJSON is the input file of forward and generate.
@@ -100,7 +119,7 @@ func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
 }
 
 func runForward(args []string, _ io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
+	fs := commands.Flags("forward")
 	backend := fs.String("backend", "auto", backends.Usage)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
 	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
@@ -185,7 +204,7 @@ func finiteOutput(out *model.Output, rows, vocab int) error {
 }
 
 func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	fs := commands.Flags("generate")
 	backend := fs.String("backend", "auto", backends.Usage)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
 	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")

@@ -12,8 +12,8 @@ import (
 
 var commands = cli.New("meazo-inspect", "command")
 
-func register(name, summary string, run func(args []string, stdin io.Reader, stdout io.Writer) error) {
-	commands.Register(name, summary, run)
+func register(name string, h cli.Help, run func(args []string, stdin io.Reader, stdout io.Writer) error) {
+	commands.Register(name, h, run)
 }
 
 func main() { commands.Main() }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -13,13 +12,21 @@ import (
 )
 
 func init() {
-	register("noise", "print perturbation noise values (the noise contract of docs/ALGORITHMS.md) as a JSON array", runNoise)
+	register("noise", cli.Help{
+		Summary:  "print perturbation noise values (the noise contract of docs/ALGORITHMS.md) as a JSON array",
+		Synopsis: "[--seed S] [--step T] [--direction J] [--group G] [--dist D] [--n N]",
+		Does: `Prints the perturbation z a run draws for one (seed, step, direction, group), as every backend draws it
+(the noise contract, docs/ALGORITHMS.md): to check another implementation, or a GPU, against it.`,
+		Reads:   "nothing: the flags name the draw.",
+		Prints:  "elements 0..N-1 of z as float32 values in one JSON array.",
+		Example: "meazo-inspect noise --seed 0 --step 12 --direction 1 --dist rademacher --n 4",
+	}, runNoise)
 }
 
 // runNoise prints elements 0..n-1 of the noise vector z of one (run seed,
 // step, direction, group) as float32 values in a JSON array.
 func runNoise(args []string, _ io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("noise", flag.ContinueOnError)
+	fs := commands.Flags("noise")
 	seed := fs.Uint64("seed", 0, "run seed")
 	step := fs.Uint64("step", 0, "training step (0-based)")
 	dir := fs.Uint64("direction", 0, "direction j (0-based)")

@@ -19,7 +19,16 @@ import (
 )
 
 func init() {
-	register("random-model", "write a model with random weights in HF format, by name (each model of the paper: "+publishedShort()+") or from a config.json, with a tokenizer", runRandomModel)
+	register("random-model", cli.Help{
+		Summary:  "write a model with random weights in HF format, by name (each model of the paper: " + publishedShort() + ") or from a config.json, with a tokenizer",
+		Synopsis: "(--model NAME | --config config.json) --out DIR [flags]",
+		Does:     strings.TrimSpace(randomModelHelp),
+		Reads: `--model NAME: nothing (the built-in shapes); --config: an HF config.json; --tokenizer DIR: the
+tokenizer files of a model there (tokenizer.json, tokenizer_config.json, chat_template.jinja).`,
+		Prints: `into DIR config.json, model.safetensors and the tokenizer (a ViT: preprocessor_config.json instead);
+a line saying what it wrote.`,
+		Example: "meazo-inspect random-model --model llama1b --out models/random-llama1b\nmeazo-inspect random-model --config scripts/gpu/vit-b16-pets-config.json --out models/random-vit",
+	}, runRandomModel)
 }
 
 // publishedShort lists the built-in models' short names.
@@ -70,7 +79,7 @@ type randomModelFlags struct {
 }
 
 func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("random-model", flag.ContinueOnError)
+	fs := commands.Flags("random-model")
 	var f randomModelFlags
 	fs.StringVar(&f.name, "model", "", "a built-in published model: "+model.PublishedNames()+" (or its hub id, or the configs' short name)")
 	fs.StringVar(&f.cfgPath, "config", "", "an HF config.json instead of --model")
@@ -80,11 +89,6 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	fs.IntVar(&f.layers, "layers", 0, "keep only the first N decoder layers (0: all): the full width and vocabulary in less memory and time")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.Float64Var(&f.std, "std", 0.02, "standard deviation of the weight matrices")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: meazo-inspect random-model (--model NAME | --config config.json) --out DIR [flags]\n")
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), randomModelHelp)
-	}
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}

@@ -14,19 +14,22 @@ import (
 )
 
 func init() {
-	register("tokenize", "encode JSON Lines {\"text\"} with a model's tokenizer", runTokenize)
+	register("tokenize", cli.Help{
+		Summary:  "encode JSON Lines {\"text\"} with a model's tokenizer",
+		Synopsis: "--model DIR < lines.jsonl",
+		Does:     "Encodes text with a model's tokenizer, as transformers' tokenizer(text) does: to check the ids a run trains on.",
+		Reads:    `--model DIR: tokenizer.json and tokenizer_config.json; lines.jsonl on stdin, one {"text": "..."} a line.`,
+		Prints: `one JSON line per input line: {"ids": [...], "ids_with_special": [...]} (without and with the
+added special tokens).`,
+		Example: `echo '{"text": "Hello world"}' | meazo-inspect tokenize --model models/Llama-3.2-1B`,
+	}, runTokenize)
 }
 
 // runTokenize reads {"text": ...} lines and writes
 // {"ids": [...], "ids_with_special": [...]} for each, in order.
 func runTokenize(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs := commands.Flags("tokenize")
 	dir := fs.String("model", "", "model directory with tokenizer.json and tokenizer_config.json")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: meazo-inspect tokenize --model DIR < lines.jsonl\n"+
-			`reads {"text": "..."} per line, writes {"ids": [...], "ids_with_special": [...]} per line`)
-		fs.PrintDefaults()
-	}
 	tk, err := loadModelFlag(fs, args, dir)
 	if err != nil {
 		return err

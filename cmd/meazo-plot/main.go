@@ -42,21 +42,15 @@ var commands = cli.New("meazo-plot", "command")
 
 func main() { commands.Main() }
 
-// flagSet makes a subcommand's flag set; synopsis is what -h prints after
-// the command's name (the flags' defaults follow).
-func flagSet(name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: meazo-plot %s %s\n", name, synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
+// runsRead is what the commands that take RUN_OR_SWEEP_DIR... read in it.
+const runsRead = `RUN_OR_SWEEP_DIR: run directories of meazo-train (summary.json, metrics.jsonl; docs/RUNDIR.md), or sweep
+directories standing for their runs (the runs sweep.json lists, or every subdirectory with a summary.json);
+a run that did not finish is left out with a warning. One model, task and adapter; any methods and rates.`
 
 // newFlags makes the flag set of a command that writes files, with the
 // shared --out flag.
-func newFlags(name, synopsis string) (*flag.FlagSet, *string) {
-	fs := flagSet(name, synopsis)
+func newFlags(name string) (*flag.FlagSet, *string) {
+	fs := commands.Flags(name)
 	return fs, fs.String("out", "plots", "directory for the figures and tables (created if missing)")
 }
 

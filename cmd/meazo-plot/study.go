@@ -15,7 +15,22 @@ import (
 )
 
 func init() {
-	commands.Register("study", "a meazo-sweep study: tables at η*, figures per experiment, missing runs", cmdStudy)
+	commands.Register("study", cli.Help{
+		Summary:  "a meazo-sweep study: tables at η*, figures per experiment, missing runs",
+		Synopsis: "[--out DIR] [--smooth W] [--png=false] STUDY.yaml",
+		Does: `Reports a meazo-sweep study (docs/SWEEPS.md) as the paper's tables and figures: each sweep's η* by the
+search's rule, the test metric of each seed's best adapter at η* (mean ± std over seeds), the figures of
+each experiment, and the runs still missing, so that a study under way gives a partial report that says so.
+A study whose experiments run one method each (opt-figure20.yaml) has a row per experiment and method.`,
+		Reads: `STUDY.yaml: the study file meazo-sweep ran; the run directories under its out (summary.json, metrics.jsonl,
+config.yaml; docs/RUNDIR.md), whatever state they are in.`,
+		Prints: `results.md (also printed: one table per adapter kind, then the missing runs), results.csv (one line per
+sweep), and per experiment DIR/<experiment>/ with the loss curves at η*, the robustness and test-metric
+figures and MEAZO's v_t; the curves of experiments compared in one figure (<experiment>_vs_grouped/, or
+<a>_vs_<b>_vs_…/); a PNG beside each SVG. The paths written follow the table, one a line. Nothing is written
+when a figure cannot be made.`,
+		Example: "meazo-plot study --out sweeps/paper/report configs/studies/paper.yaml\nmeazo-plot study --png=false --out runs/study-demo/report configs/studies/demo.yaml",
+	}, cmdStudy)
 }
 
 // cmdStudy reports a meazo-sweep study (docs/SWEEPS.md): Table 1/2-style
@@ -23,7 +38,7 @@ func init() {
 // figures, the loss curves and MEAZO's v_t per experiment, grouped against
 // joint estimation where the study has both, and the runs still missing.
 func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
-	fs, out := newFlags("study", "[--out DIR] [--smooth W] [--png=false] STUDY.yaml")
+	fs, out := newFlags("study")
 	smooth := smoothFlag(fs)
 	png := fs.Bool("png", true, "also write PNGs of the figures (needs rsvg-convert or ImageMagick's convert)")
 	if err := cli.Parse(fs, args); err != nil {

@@ -10,7 +10,8 @@
 //	meazo-sweep doc                    the study file's keys (docs/SWEEPS.md)
 //
 // The subcommands are dispatched by internal/cli like those of the other
-// multi-command binaries; -h after one shows its flags.
+// multi-command binaries; -h after one says what it reads and prints, with an
+// example, and its flags.
 //
 // Exit status: 0 all started runs ended well, 1 an error or failed runs, 2
 // no or an unknown command, 3 interrupted by a signal (resume continues).
@@ -38,9 +39,19 @@ func main() { newCommands(os.Stderr).Main() }
 func newCommands(log io.Writer) *cli.Set {
 	s := cli.New("meazo-sweep", "command")
 	s.ExitStatus(exitStatus)
-	s.Register("plan", "print every run (and for executor slurm the sbatch scripts); starts nothing",
+	s.Register("plan", cli.Help{
+		Summary:  "print every run (and for executor slurm the sbatch scripts); starts nothing",
+		Synopsis: "STUDY.yaml",
+		Does: `Shows what the study would run before it runs: every run of every sweep (experiment × optimizer × variant)
+with its state and the meazo-train command that starts or resumes it; stage 2 as far as stage 1's results
+fix it. Every sweep's config is loaded first, so a mistake in one shows here. Starts nothing.`,
+		Reads: studyReads,
+		Prints: `per sweep a comment line, then a line per run: stage, state, meazo-train command; for executor
+slurm also the sbatch scripts run would submit. Writes nothing.`,
+		Example: "meazo-sweep plan configs/studies/paper.yaml",
+	},
 		func(args []string, _ io.Reader, stdout io.Writer) error {
-			st, path, err := loadStudy(newFlags("plan", "STUDY.yaml", log), args)
+			st, path, err := loadStudy(s.Flags("plan"), args)
 			if err != nil {
 				return err
 			}
@@ -53,9 +64,19 @@ func newCommands(log io.Writer) *cli.Set {
 			}
 			return st.Plan(stdout, trainer)
 		})
-	s.Register("status", "what each run directory says (-v: every run)",
+	s.Register("status", cli.Help{
+		Summary:  "what each run directory says (-v: every run)",
+		Synopsis: "[-v] STUDY.yaml",
+		Does: `Tells how far a study is, from its run directories alone (while it runs, too): each sweep's runs counted by
+state (new, queued, running, done, diverged, failed, interrupted, unfinished) and its stage, and the runs
+that need a look listed with why.`,
+		Reads: studyReads,
+		Prints: `a line per sweep with its counts and stage, the runs that need a look (-v: every run), and the
+total. Writes nothing.`,
+		Example: "meazo-sweep status configs/studies/demo.yaml\nmeazo-sweep status -v configs/studies/opt-figure20.yaml",
+	},
 		func(args []string, _ io.Reader, stdout io.Writer) error {
-			fs := newFlags("status", "[-v] STUDY.yaml", log)
+			fs := s.Flags("status")
 			verbose := fs.Bool("v", false, "list every run")
 			st, _, err := loadStudy(fs, args)
 			if err != nil {
@@ -63,10 +84,36 @@ func newCommands(log io.Writer) *cli.Set {
 			}
 			return st.Status(stdout, *verbose)
 		})
-	s.Register("run", "start the runs never started; stage 2 of a sweep follows its stage 1", runCmd("run", sweep.ModeRun, log))
-	s.Register("resume", "also retry failed runs and continue interrupted or unfinished ones", runCmd("resume", sweep.ModeResume, log))
-	s.Register("doc", "print the study file's keys", func(args []string, _ io.Reader, stdout io.Writer) error {
-		fs := newFlags("doc", "", log)
+	s.Register("run", cli.Help{
+		Summary:  "start the runs never started; stage 2 of a sweep follows its stage 1",
+		Synopsis: "STUDY.yaml",
+		Does: `Runs the study: the paper's two-stage learning-rate search for every sweep. Locally, executor.parallel
+meazo-train processes at a time, each sweep's stage 2 (the fine grid) as soon as its stage 1 is settled,
+until all have run or a signal stops them (they checkpoint; exit 3, resume continues); on Slurm, it submits
+the runs as job arrays and a selection job after them. Runs already started (done, failed, interrupted)
+are left alone: resume retries those.`,
+		Reads: studyReads + "\nEvery sweep's meazo-train config (and the demo's files, written first if the study names demo).",
+		Prints: `progress on stderr: a line as each run ends (how far the study is), each sweep's η*; under out, each run's
+directory (meazo-train's files, meazo-sweep.exit, meazo-sweep.log) and each settled sweep's sweep.json.`,
+		Example: "meazo-sweep run configs/studies/demo.yaml",
+	}, runCmd("run", sweep.ModeRun, s, log))
+	s.Register("resume", cli.Help{
+		Summary:  "also retry failed runs and continue interrupted or unfinished ones",
+		Synopsis: "STUDY.yaml",
+		Does: `Does what run does, and also continues the runs that stopped: interrupted or unfinished ones from their
+checkpoint (meazo-train --resume), failed ones again.`,
+		Reads:   studyReads,
+		Prints:  "as run: progress on stderr; the runs' directories and sweep.json under out.",
+		Example: "meazo-sweep resume configs/studies/paper.yaml",
+	}, runCmd("resume", sweep.ModeResume, s, log))
+	s.Register("doc", cli.Help{
+		Summary: "print the study file's keys",
+		Does:    "Prints the keys a study file takes, with their defaults and meaning (the table in docs/SWEEPS.md).",
+		Reads:   "nothing.",
+		Prints:  "a markdown table of the study file's keys.",
+		Example: "meazo-sweep doc",
+	}, func(args []string, _ io.Reader, stdout io.Writer) error {
+		fs := s.Flags("doc")
 		if err := cli.Parse(fs, args); err != nil {
 			return cli.Usage(err)
 		}
@@ -88,11 +135,9 @@ func exitStatus(err error) int {
 	return 1
 }
 
-// newFlags makes a subcommand's flag set; synopsis is what its -h prints
-// after the command's name (the flags' defaults follow).
-func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
-	return cli.Flags("meazo-sweep", name, synopsis, log)
-}
+// studyReads is what the commands that take a study file read.
+const studyReads = `STUDY.yaml: a study file (configs/studies/; its keys: meazo-sweep doc), and the run directories under its out
+(summary.json, checkpoint/, run.lock, meazo-sweep.exit).`
 
 // loadStudy parses a subcommand's arguments, its flags and then one study
 // file, and loads the study; it returns the file's path too.
@@ -115,9 +160,9 @@ func loadStudy(fs *flag.FlagSet, args []string) (*sweep.Study, string, error) {
 // running meazo-train processes get SIGTERM once to checkpoint and stop
 // (then it exits 3). SIGHUP is what a lost ssh session sends: without it the
 // runs would go on unwatched and their exit statuses never be recorded.
-func runCmd(name string, mode sweep.Mode, log io.Writer) cli.RunFunc {
+func runCmd(name string, mode sweep.Mode, s *cli.Set, log io.Writer) cli.RunFunc {
 	return func(args []string, _ io.Reader, _ io.Writer) error {
-		fs := newFlags(name, "STUDY.yaml", log)
+		fs := s.Flags(name)
 		selectJob := fs.Bool("slurm-select", false, "internal: run as the Slurm selection job between stages")
 		st, path, err := loadStudy(fs, args)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"run"}, 2, "", "meazo-sweep run: want one study file\n"},
 		{[]string{"status", "-x", good}, 2, "", "meazo-sweep status: flag provided but not defined: -x\n"},
 		{[]string{"status", "-h"}, 0, "", "usage: meazo-sweep status [-v] STUDY.yaml\n"},
+		{[]string{"run", "-h"}, 0, "", "\nReads:    STUDY.yaml: a study file"},
 		{[]string{"status", filepath.Join(dir, "missing.yaml")}, 1, "", "missing.yaml: no such file"},
 		{[]string{"plan", bad}, 1, "", "meazo-sweep plan: study " + bad + `: unknown key "experiment" (did you mean "experiments"?)` + "\n"},
 		{[]string{"doc", "x"}, 2, "", "meazo-sweep doc: takes no arguments\n"},
@@ -106,5 +108,13 @@ func TestStopSignals(t *testing.T) {
 				t.Errorf("status after the signal:\n%s", stdout.String())
 			}
 		})
+	}
+}
+
+// TestHelp: every command's -h says what it does, what it reads, what it
+// prints and an example (cli.CheckHelp).
+func TestHelp(t *testing.T) {
+	if err := newCommands(io.Discard).CheckHelp(); err != nil {
+		t.Fatal(err)
 	}
 }

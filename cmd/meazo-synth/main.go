@@ -5,7 +5,8 @@
 //	meazo-synth paper --out DIR [--quick]    the paper's Sec. 5.1 / App. C experiments (CSV + SVG)
 //
 // The subcommands are dispatched by internal/cli like those of the other
-// multi-command binaries: -h after one shows its flags; exit status 0 done,
+// multi-command binaries: -h after one says what it reads and prints, with an
+// example, and its flags; exit status 0 done,
 // 1 the subcommand failed (the error on one line, as
 // 'meazo-synth COMMAND: …'), 2 no or an unknown subcommand.
 package main
@@ -25,26 +26,36 @@ import (
 func main() { newCommands(os.Stderr).Main() }
 
 // newCommands returns meazo-synth's subcommands; log gets paper's progress
-// and summary, flag errors and -h text (stderr; a buffer in tests).
+// and summary (stderr; a buffer in tests).
 func newCommands(log io.Writer) *cli.Set {
 	s := cli.New("meazo-synth", "command")
-	s.Register("trace", "one optimizer on a diagonal quadratic from SPEC.json, one JSON line per step",
-		func(args []string, _ io.Reader, stdout io.Writer) error { return runTrace(args, stdout, log) })
-	s.Register("paper", "the paper's synthetic experiments (Sec. 5.1, App. C): CSV, SVG and summary.md in --out",
-		func(args []string, _ io.Reader, _ io.Writer) error { return runPaper(args, log) })
+	s.Register("trace", cli.Help{
+		Summary:  "one optimizer on a diagonal quadratic from SPEC.json, one JSON line per step",
+		Synopsis: "--spec SPEC.json",
+		Does: `Runs one zeroth-order optimizer on f(x) = ½ Σ h_i x_i², whose function values are exact, step by step: how an
+optimizer behaves on a known curvature, apart from any model (a test's or a notebook's reference).`,
+		Reads: synth.SpecHelp,
+		Prints: `one JSON line per step: {"step", "loss", "d" (the projected gradients), "v" (the second
+moments the optimizer keeps), "x" (the point after the step)}.`,
+		Example: "meazo-synth trace --spec spec.json",
+	}, func(args []string, _ io.Reader, stdout io.Writer) error {
+		return runTrace(s.Flags("trace"), args, stdout)
+	})
+	s.Register("paper", cli.Help{
+		Summary:  "the paper's synthetic experiments (Sec. 5.1, App. C): CSV, SVG and summary.md in --out",
+		Synopsis: "--out DIR [--quick]",
+		Does: `Runs the paper's synthetic experiments (Sec. 5.1, App. C) on exact quadratics: each optimizer's loss curves and
+step-size robustness on ill-conditioned quadratics, and the second-moment tracking runs (v_t against the curvature).`,
+		Reads:   "nothing: the quadratics are made from fixed seeds.",
+		Prints:  "progress, then the summary, on stderr; in DIR the CSV of every curve and table, the SVG figures and summary.md.",
+		Example: "meazo-synth paper --out synth-paper\nmeazo-synth paper --quick --out /tmp/synth",
+	}, func(args []string, _ io.Reader, _ io.Writer) error { return runPaper(s.Flags("paper"), args, log) })
 	return s
 }
 
-// newFlags makes a subcommand's flag set; synopsis is what its -h prints
-// after the command's name (the flags' defaults follow).
-func newFlags(name, synopsis string, log io.Writer) *flag.FlagSet {
-	return cli.Flags("meazo-synth", name, synopsis, log)
-}
-
-// runTrace runs the trace subcommand: its JSON lines go to stdout, flag
-// errors and -h text to log.
-func runTrace(args []string, stdout, log io.Writer) error {
-	fs := newFlags("trace", "--spec SPEC.json\n\n"+synth.SpecHelp, log)
+// runTrace runs the trace subcommand with its flag set fs: its JSON lines
+// go to stdout.
+func runTrace(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	specPath := fs.String("spec", "", "SPEC.json")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
@@ -63,10 +74,9 @@ func runTrace(args []string, stdout, log io.Writer) error {
 	return t.Run(stdout)
 }
 
-// runPaper runs the paper subcommand: the files go to --out; progress, the
-// summary, flag errors and -h text to log.
-func runPaper(args []string, log io.Writer) error {
-	fs := newFlags("paper", "--out DIR [--quick]", log)
+// runPaper runs the paper subcommand with its flag set fs: the files go to
+// --out; progress and the summary to log.
+func runPaper(fs *flag.FlagSet, args []string, log io.Writer) error {
 	out := fs.String("out", "", "output directory (created)")
 	quick := fs.Bool("quick", false, "small version (3 seeds, 300 steps, 4 rates, d = 9 and 25) for a smoke test")
 	if err := cli.Parse(fs, args); err != nil {

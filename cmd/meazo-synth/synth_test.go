@@ -26,7 +26,7 @@ func TestTraceErrors(t *testing.T) {
 		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": 1, "eps": 1, "q": 1, "steps": 1, "dist": "x"}`, `"dist"`},
 		{`{"h": [1], "x0": [1], "lr": 1, "extra": 3}`, `unknown field`},
 	} {
-		err := runTrace([]string{"--spec", writeSpec(t, tc.spec)}, &strings.Builder{}, io.Discard)
+		err := newCommands(io.Discard).Run("trace", []string{"--spec", writeSpec(t, tc.spec)}, nil, &strings.Builder{})
 		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "spec.json") {
 			t.Errorf("spec %s: error %v, want one naming %s and the file", tc.spec, err, tc.field)
 		}
@@ -55,6 +55,7 @@ func TestCommandLine(t *testing.T) {
 			"more after the spec's JSON object"},
 		{[]string{"paper"}, 2, "", "meazo-synth paper: --out is required\n"},
 		{[]string{"paper", "-h"}, 0, "", "usage: meazo-synth paper --out DIR [--quick]\n"},
+		{[]string{"trace", "-h"}, 0, "", "\nReads:    SPEC.json (--spec): one JSON object:\n            h          the diagonal of the Hessian"},
 	} {
 		var stdout, stderr bytes.Buffer
 		status := newCommands(&stderr).Exec(tc.args, nil, &stdout, &stderr)
@@ -72,7 +73,7 @@ func TestPaperQuick(t *testing.T) {
 		t.Skip("short")
 	}
 	dir := t.TempDir()
-	if err := runPaper([]string{"--quick", "--out", dir}, &strings.Builder{}); err != nil {
+	if err := newCommands(io.Discard).Run("paper", []string{"--quick", "--out", dir}, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"summary.md", "quad_robustness.csv", "quad_heterogeneous_bcgd_curves.csv",
@@ -92,9 +93,17 @@ func TestPaperOutNeverInAModel(t *testing.T) {
 		os.WriteFile(filepath.Join(model, f), []byte("{}"), 0o644)
 	}
 	for _, out := range []string{model, filepath.Join(model, "paper")} {
-		err := runPaper([]string{"--quick", "--out", out}, &strings.Builder{})
+		err := newCommands(io.Discard).Run("paper", []string{"--quick", "--out", out}, nil, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "the model directory "+model) {
 			t.Errorf("--out %s: %v", out, err)
 		}
+	}
+}
+
+// TestHelp: every command's -h says what it does, what it reads, what it
+// prints and an example (cli.CheckHelp).
+func TestHelp(t *testing.T) {
+	if err := newCommands(io.Discard).CheckHelp(); err != nil {
+		t.Fatal(err)
 	}
 }

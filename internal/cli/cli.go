@@ -1,7 +1,8 @@
 // Package cli dispatches the subcommands of the project's multi-command
 // binaries (meazo-inspect, meazo-bench, meazo-eval, meazo-plot,
 // meazo-sweep, meazo-synth), so that they share one usage text, -h on every
-// subcommand, one-line errors and exit statuses.
+// subcommand saying what it does, reads and prints with an example (Help),
+// one-line errors and exit statuses.
 package cli
 
 import (
@@ -19,15 +20,17 @@ import (
 type RunFunc func(args []string, stdin io.Reader, stdout io.Writer) error
 
 type command struct {
-	summary string
-	run     RunFunc
+	help Help
+	run  RunFunc
 }
 
-// Set is a binary's subcommands.
+// Set is a binary's subcommands. Exec is not for concurrent use on one Set:
+// the subcommand it runs writes its -h text to the stderr it was given.
 type Set struct {
 	program, noun string // e.g. "meazo-bench", "mode"
 	commands      map[string]command
 	exitStatus    func(error) int // nil: 1 for every error
+	stderr        io.Writer       // Exec's, while it runs a subcommand (Flags)
 }
 
 // New returns an empty set for the named program; noun is what a
@@ -36,9 +39,20 @@ func New(program, noun string) *Set {
 	return &Set{program: program, noun: noun, commands: map[string]command{}}
 }
 
-// Register adds a subcommand.
-func (s *Set) Register(name, summary string, run RunFunc) {
-	s.commands[name] = command{summary: summary, run: run}
+// Register adds a subcommand, with what it says of itself (Help); its
+// RunFunc makes its flag set with Flags, so that -h prints h.
+func (s *Set) Register(name string, h Help, run RunFunc) {
+	s.commands[name] = command{help: h, run: run}
+}
+
+// Names are the subcommands' names, sorted.
+func (s *Set) Names() []string {
+	names := make([]string, 0, len(s.commands))
+	for n := range s.commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // ExitStatus makes Main exit with status(err) when a subcommand fails
@@ -52,16 +66,13 @@ func (s *Set) ExitStatus(status func(err error) int) {
 }
 
 func (s *Set) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: %s <%s> [flags]   (%s <%s> -h for its flags)\n%ss:\n", s.program, s.noun, s.program, s.noun, s.noun)
-	names := make([]string, 0, len(s.commands))
+	fmt.Fprintf(w, "usage: %s <%s> [flags]   (%s <%s> -h: what it reads and prints, its flags)\n%ss:\n", s.program, s.noun, s.program, s.noun, s.noun)
 	width := 10
 	for n := range s.commands {
-		names = append(names, n)
 		width = max(width, len(n))
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-*s %s\n", width, n, s.commands[n].summary)
+	for _, n := range s.Names() {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, s.commands[n].help.Summary)
 	}
 }
 
@@ -95,6 +106,8 @@ func (s *Set) Exec(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		s.usage(stderr)
 		return 2
 	}
+	s.stderr = stderr
+	defer func() { s.stderr = nil }()
 	err := cmd.run(args[1:], stdin, stdout)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -117,19 +130,6 @@ func (s *Set) Run(name string, args []string, stdin io.Reader, stdout io.Writer)
 		return fmt.Errorf("unknown %s %q", s.noun, name)
 	}
 	return cmd.run(args, stdin, stdout)
-}
-
-// Flags returns a subcommand's flag set (flag.ContinueOnError): its errors
-// and -h text go to out, and -h prints "usage: PROGRAM COMMAND SYNOPSIS"
-// and then the flags' defaults.
-func Flags(program, command, synopsis string, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintln(out, strings.TrimSpace("usage: "+program+" "+command+" "+synopsis))
-		fs.PrintDefaults()
-	}
-	return fs
 }
 
 // Parse parses a subcommand's arguments as fs.Parse does, but takes flags

@@ -17,18 +17,19 @@ var errStopped = errors.New("stopped")
 // arguments.
 func testSet() *Set {
 	s := New("prog", "command")
-	s.Register("ok", "succeeds", func(_ []string, _ io.Reader, stdout io.Writer) error {
+	s.Register("ok", Help{Summary: "succeeds"}, func(_ []string, _ io.Reader, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "done")
 		return nil
 	})
-	s.Register("fail", "fails", func([]string, io.Reader, io.Writer) error { return errors.New("broken") })
-	s.Register("stop", "is interrupted", func([]string, io.Reader, io.Writer) error {
+	s.Register("fail", Help{Summary: "fails"}, func([]string, io.Reader, io.Writer) error { return errors.New("broken") })
+	s.Register("stop", Help{Summary: "is interrupted"}, func([]string, io.Reader, io.Writer) error {
 		return fmt.Errorf("study: %w", errStopped)
 	})
-	s.Register("flags", "parses flags", func(args []string, _ io.Reader, _ io.Writer) error {
-		fs := flag.NewFlagSet("flags", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if err := fs.Parse(args); err != nil {
+	s.Register("flags", Help{Summary: "parses flags", Synopsis: "[-v] FILE", Does: "Parses its flags.", Reads: "FILE: nothing in it",
+		Prints: "nothing", Example: "prog flags -v f"}, func(args []string, _ io.Reader, _ io.Writer) error {
+		fs := s.Flags("flags")
+		fs.Bool("v", false, "verbose")
+		if err := Parse(fs, args); err != nil {
 			return Usage(err)
 		}
 		if fs.NArg() > 0 {
@@ -57,7 +58,7 @@ func TestExec(t *testing.T) {
 		{[]string{"frobnicate"}, 2, "", "prog: unknown command \"frobnicate\"\nusage: prog"},
 		{[]string{"fail"}, 1, "", "prog fail: broken\n"},
 		{[]string{"stop"}, 3, "", "prog stop: study: stopped\n"},
-		{[]string{"flags", "-h"}, 0, "", ""},
+		{[]string{"flags", "-h"}, 0, "", "usage: prog flags [-v] FILE\n\nParses its flags.\n\nReads:    FILE: nothing in it\n"},
 		{[]string{"flags", "-x"}, 2, "", "prog flags: flag provided but not defined: -x\n"},
 		{[]string{"flags", "a"}, 2, "", "prog flags: unexpected argument \"a\"\n"},
 	} {
@@ -74,27 +75,73 @@ func TestExec(t *testing.T) {
 // TestExitStatusDefault: without ExitStatus every failure exits 1.
 func TestExitStatusDefault(t *testing.T) {
 	s := New("prog", "command")
-	s.Register("stop", "", func([]string, io.Reader, io.Writer) error { return errStopped })
+	s.Register("stop", Help{}, func([]string, io.Reader, io.Writer) error { return errStopped })
 	if status := s.Exec([]string{"stop"}, nil, io.Discard, io.Discard); status != 1 {
 		t.Errorf("status %d, want 1", status)
 	}
 }
 
-// TestFlags: -h prints the synopsis and the flags to the given writer; a
-// bad flag is an error that names it.
+// TestFlags: -h prints the command's Help, each part in its place, then the
+// flags, to Exec's stderr; a bad flag is an error that names it.
 func TestFlags(t *testing.T) {
+	s := New("prog", "command")
+	s.Register("cmd", Help{Summary: "s", Synopsis: "[-v] FILE...", Does: "Does it.\nTwice.", Reads: "FILE: a file\nor two", Prints: "a line",
+		Example: "prog cmd a\nprog cmd -v a b"}, func(args []string, _ io.Reader, _ io.Writer) error {
+		fs := s.Flags("cmd")
+		fs.Bool("v", false, "verbose")
+		return Usage(Parse(fs, args))
+	})
 	var out bytes.Buffer
-	fs := Flags("prog", "cmd", "[-v] FILE", &out)
-	fs.Bool("v", false, "verbose")
-	if err := fs.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	if status := s.Exec([]string{"cmd", "-h"}, nil, io.Discard, &out); status != 0 {
+		t.Errorf("-h: status %d", status)
 	}
-	if want := "usage: prog cmd [-v] FILE\n  -v\tverbose\n"; out.String() != want {
-		t.Errorf("-h printed %q, want %q", out.String(), want)
+	want := "usage: prog cmd [-v] FILE...\n\nDoes it.\nTwice.\n\nReads:    FILE: a file\n          or two\nPrints:   a line\n" +
+		"Example:  prog cmd a\n          prog cmd -v a b\n\nFlags:\n  -v\tverbose\n"
+	if out.String() != want {
+		t.Errorf("-h printed\n%s\nwant\n%s", out.String(), want)
 	}
 	out.Reset()
-	if err := Flags("prog", "cmd", "", &out).Parse([]string{"-x"}); err == nil || !strings.Contains(out.String(), "usage: prog cmd\n") {
-		t.Errorf("-x: %v, printed %q", err, out.String())
+	if status := s.Exec([]string{"cmd", "-x"}, nil, io.Discard, &out); status != 2 || !strings.Contains(out.String(), "usage: prog cmd [-v] FILE...\n") ||
+		!strings.HasSuffix(out.String(), "prog cmd: flag provided but not defined: -x\n") {
+		t.Errorf("-x: status %d, printed %q", status, out.String())
+	}
+}
+
+// TestCheckHelp: a Help that lacks a part, an example that runs another
+// command, Reads that does not name an argument of the synopsis, or a -h
+// that does not print the Help fails.
+func TestCheckHelp(t *testing.T) {
+	good := Help{Summary: "s", Synopsis: "[--out DIR] [-v] (--model NAME | --config c.json) RUN_DIR... [flags]", Does: "d",
+		Reads: "RUN_DIR: runs", Prints: "p", Example: "prog cmd x"}
+	for _, tc := range []struct {
+		change func(*Help)
+		want   string // in the error; "" none
+	}{
+		{func(*Help) {}, ""},
+		{func(h *Help) { h.Prints = " \n" }, "no Prints"},
+		{func(h *Help) { h.Summary, h.Does = "", "" }, "no Summary; no Does"},
+		{func(h *Help) { h.Example = "prog cmd x\nprog other y" }, `the example "prog other y" does not run prog cmd`},
+		{func(h *Help) { h.Reads = "runs" }, "Reads does not say what RUN_DIR is"},
+		{func(h *Help) { h.Synopsis = "--coarse LIST ETA" }, "Reads does not say what ETA is"},
+		{func(h *Help) { h.Synopsis = "--model DIR < lines.jsonl" }, "Reads does not say what lines.jsonl is"},
+	} {
+		h := good
+		tc.change(&h)
+		s := New("prog", "command")
+		s.Register("cmd", h, func(args []string, _ io.Reader, _ io.Writer) error { return Parse(s.Flags("cmd"), args) })
+		err := s.CheckHelp()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", h, err, tc.want)
+		}
+	}
+	s := New("prog", "command")
+	s.Register("cmd", good, func(args []string, _ io.Reader, _ io.Writer) error {
+		fs := flag.NewFlagSet("cmd", flag.ContinueOnError) // not Flags: -h prints no Help
+		fs.SetOutput(io.Discard)
+		return Parse(fs, args)
+	})
+	if err := s.CheckHelp(); err == nil || !strings.Contains(err.Error(), "prog cmd -h: exit status 0") {
+		t.Errorf("a flag set of its own: %v", err)
 	}
 }
 
@@ -118,7 +165,8 @@ func TestParse(t *testing.T) {
 		{args: []string{"a", "--out"}, err: "flag needs an argument: -out"},
 		{args: []string{"a", "-h"}, err: flag.ErrHelp.Error()},
 	} {
-		fs := Flags("prog", "cmd", "", io.Discard)
+		fs := flag.NewFlagSet("cmd", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
 		v := fs.Bool("v", false, "")
 		out := fs.String("out", "", "")
 		err := Parse(fs, tc.args)
