@@ -113,9 +113,9 @@ static bool run(Method m, float* y, const float* x, const float* w, int rows, in
     case OURS2: {
         dim3 grid((n + GW_TN - 1) / GW_TN, (rows + GW_TM - 1) / GW_TM);
         if (m == OURS1)
-            gemm_3xtf32<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, g_lbo, g_sbo);
+            gemm_3xtf32<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, n, 0, 1.f, g_lbo, g_sbo);
         else
-            gemm_3xtf32_every2<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, g_lbo, g_sbo);
+            gemm_3xtf32_every2<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, n, 0, 1.f, g_lbo, g_sbo);
         return cudaGetLastError() == cudaSuccess;
     }
     case SGEMM:

@@ -27,7 +27,8 @@
 #   tcgemm (float32-accurate products on Hopper's tensor cores, kernels_sm90a/gemm_3xtf32.cu: dev/cuda/gemm_wgmma.cu
 #   built here with nvcc, against cuBLAS SGEMM, TF32 and cuBLAS's own float32 emulation; then in the backend with
 #   MEAZO_CUDA_3XTF32=1: its accuracy test, the conformance suite, zoagree; ~4 min), tcbench (forwards and steps with
-#   MEAZO_CUDA_3XTF32=1 against the default and PyTorch; ~3 min),
+#   MEAZO_CUDA_3XTF32=1 against the default and PyTorch; ~3 min), tcfull (full-parameter steps with it: against the CPU,
+#   then timed against the default and PyTorch MeZO's; ~3 min),
 #   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
@@ -484,6 +485,27 @@ for part in $parts; do
     timeout 120 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" forward --backend cuda \
       --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 8x128 --reps 1 --loss-all >"$out/profile.txt" 2>&1
     grep -E "^ +[A-Za-z_].*\(|gpu__time_duration" "$out/profile.txt" | head -60
+    ;;
+  tcfull) # full-parameter ZO with MEAZO_CUDA_3XTF32=1 (gemm_3xtf32 for the perturbed weights' blocks of columns and
+    # the residuals' added products; issue 30's Llama goal waits on faster products): full-parameter steps against the
+    # CPU's with it on, then steps of Llama-3.2-1B and Qwen3-0.6B at 16x64 and 8x300 with it, without it and PyTorch
+    # MeZO's, interleaved, each with its peak device memory. About 3 minutes.
+    f=$out/tcfull.txt
+    { echo "# commit $(cat "$kit/commit")"
+      (cd tensor/cuda && MEAZO_CUDA_3XTF32=1 timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s \
+        -test.run 'TestGPUFullParameter|TestGPUBlockedProduct'); } >"$f" 2>&1
+    for m in llama1b qwen06b; do
+      for s in 16x64 8x300; do
+        for tc in 1 0; do
+          echo "## $m $s, MEAZO_CUDA_3XTF32=$tc" >>"$f"
+          MEAZO_CUDA_3XTF32=$tc peakmem "$f" timeout 60 "$bin/meazo-bench" fullstep --backend cuda -model $m -shape $s -what step \
+            -opt meazo -warm 1 -reps 3 >>"$f" 2>&1
+        done
+        echo "## $m $s, PyTorch" >>"$f"
+        peakmem "$f" timeout 90 python3 scripts/bench/mezo_full_step.py --device cuda --model $m --shape $s --what step --warm 1 --reps 3 >>"$f" 2>&1
+      done
+    done
+    grep -E "^(--- FAIL|FAIL|ok|PASS)|^## |step|peak" "$f"
     ;;
   full) # full-parameter ZO (tensor.Trainer) on the GPU, in two files. full.txt: the Trainer conformance (the noise
     # on 2^24 elements and the normal transform on every radius and angle, perturbed matrices, updates and moments bit

@@ -79,8 +79,8 @@ var kernelParams = map[string][]param{
 // gemm_3xtf32_every2 is there for dev/cuda/gemm_wgmma.cu's comparison; the
 // backend launches gemm_3xtf32.
 var hopperParams = map[string][]param{
-	"gemm_3xtf32":        {ptr, ptr, ptr, i32, i32, i32, i32, i32},
-	"gemm_3xtf32_every2": {ptr, ptr, ptr, i32, i32, i32, i32, i32},
+	"gemm_3xtf32":        {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
+	"gemm_3xtf32_every2": {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
 }
 
 // Arguments of launch, typed so that each matches its PTX parameter.

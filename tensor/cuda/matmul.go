@@ -36,9 +36,14 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
 // Full-parameter ZO multiplies by a matrix a block of its rows at a time,
 // each block giving a block of y's columns (trainer.go).
 func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s float32) {
-	if b.tf32x3 && k >= cmp.Or(b.tf32x3MinK, gemm3xTF32MinK) && fits3xTF32(y, x, w, rows, n, ldy, k, add) {
+	if b.tf32x3 && k >= cmp.Or(b.tf32x3MinK, gemm3xTF32MinK) && fits3xTF32(y, x, w, rows, n, ldy, k) {
+		added := 0
+		if add {
+			added = 1
+		}
 		b.launch("gemm_3xtf32", [3]uint32{uint32((n + 127) / 128), uint32((rows + 127) / 128), 1}, 256, gemm3xTF32Shm,
-			devPtr(y), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k), i32Arg(gemm3xTF32Col), i32Arg(128))
+			devPtr(y), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k), i32Arg(ldy), i32Arg(added), f32Arg(s),
+			i32Arg(gemm3xTF32Col), i32Arg(128))
 		return
 	}
 	alpha, beta := float32(1), float32(0)
@@ -66,12 +71,14 @@ const (
 // at 512 (dev/cuda/tcsim.go). Every projection of the models has k ≥ 768.
 const gemm3xTF32MinK = 256
 
-// fits3xTF32 reports whether gemm_3xtf32 computes y = x·Wᵀ for these
-// operands: it writes (does not add to) a y whose rows are n apart, takes k
-// 32 at a time, stores y's columns in pairs and reads x and W 16 bytes at a
-// time; its grid has at most 65,535 blocks of 128 rows.
-func fits3xTF32(y, x, w uint64, rows, n, ldy, k int, add bool) bool {
-	return !add && ldy == n && k%32 == 0 && n%2 == 0 && x%16 == 0 && w%16 == 0 && y%8 == 0 && rows <= 65535*128
+// fits3xTF32 reports whether gemm_3xtf32 computes y = x·Wᵀ (or adds it)
+// for these operands: it takes k 32 at a time, stores y's columns in pairs
+// (so n and the rows' distance ldy are even, y 8-byte aligned) and reads x
+// and W 16 bytes at a time; its grid has at most 65,535 blocks of 128 rows.
+// Residuals' projections (o_proj and down_proj add into the hidden states)
+// and full-parameter ZO's blocks of columns take it too.
+func fits3xTF32(y, x, w uint64, rows, n, ldy, k int) bool {
+	return k%32 == 0 && n%2 == 0 && ldy%2 == 0 && ldy >= n && x%16 == 0 && w%16 == 0 && y%8 == 0 && rows <= 65535*128
 }
 
 // defaultWideChunk is the most elements of a bfloat16 weight widened to

@@ -98,30 +98,30 @@ func TestTF32x3NeedsHopper(t *testing.T) {
 	}
 }
 
-// TestFits3xTF32 checks which products gemm_3xtf32 takes: plain (not added)
-// products of whole rows, k a multiple of 32, an even n, x and W 16-byte
-// aligned, y 8-byte.
+// TestFits3xTF32 checks which products gemm_3xtf32 takes: k a multiple of
+// 32, n and the rows' distance even, x and W 16-byte aligned, y 8-byte;
+// added products and blocks of columns too.
 func TestFits3xTF32(t *testing.T) {
 	for _, c := range []struct {
 		name            string
 		y, x, w         uint64
 		rows, n, ldy, k int
-		add             bool
 		want            bool
 	}{
-		{"a projection", 256, 512, 1024, 300, 2048, 2048, 1024, false, true},
-		{"added (LoRA's B·A)", 256, 512, 1024, 300, 2048, 2048, 1024, true, false},
-		{"a block of columns", 256, 512, 1024, 300, 512, 2048, 1024, false, false},
-		{"k = 16 (a LoRA rank)", 256, 512, 1024, 300, 2048, 2048, 16, false, false},
-		{"k = 1,000", 256, 512, 1024, 300, 2048, 2048, 1000, false, false},
-		{"odd n", 256, 512, 1024, 300, 2047, 2047, 1024, false, false},
-		{"x 8-byte aligned", 256, 520, 1024, 300, 2048, 2048, 1024, false, false},
-		{"W 4-byte aligned", 256, 512, 1028, 300, 2048, 2048, 1024, false, false},
-		{"y 8-byte aligned", 264, 512, 1024, 300, 2048, 2048, 1024, false, true},
-		{"y 4-byte aligned", 260, 512, 1024, 300, 2048, 2048, 1024, false, false},
-		{"rows past the grid", 256, 512, 1024, 65535*128 + 1, 2048, 2048, 1024, false, false},
+		{"a projection", 256, 512, 1024, 300, 2048, 2048, 1024, true},
+		{"a block of columns", 256, 512, 1024, 300, 512, 2048, 1024, true},
+		{"rows an odd number apart", 256, 512, 1024, 300, 512, 2047, 1024, false},
+		{"rows closer than n", 256, 512, 1024, 300, 512, 256, 1024, false},
+		{"k = 16 (a LoRA rank)", 256, 512, 1024, 300, 2048, 2048, 16, false},
+		{"k = 1,000", 256, 512, 1024, 300, 2048, 2048, 1000, false},
+		{"odd n", 256, 512, 1024, 300, 2047, 2047, 1024, false},
+		{"x 8-byte aligned", 256, 520, 1024, 300, 2048, 2048, 1024, false},
+		{"W 4-byte aligned", 256, 512, 1028, 300, 2048, 2048, 1024, false},
+		{"y 8-byte aligned", 264, 512, 1024, 300, 2048, 2048, 1024, true},
+		{"y 4-byte aligned", 260, 512, 1024, 300, 2048, 2048, 1024, false},
+		{"rows past the grid", 256, 512, 1024, 65535*128 + 1, 2048, 2048, 1024, false},
 	} {
-		if got := fits3xTF32(c.y, c.x, c.w, c.rows, c.n, c.ldy, c.k, c.add); got != c.want {
+		if got := fits3xTF32(c.y, c.x, c.w, c.rows, c.n, c.ldy, c.k); got != c.want {
 			t.Errorf("%s: fits3xTF32 = %v, want %v", c.name, got, c.want)
 		}
 	}

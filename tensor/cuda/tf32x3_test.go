@@ -10,6 +10,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/tensorcore"
 	"github.com/meazo-go/meazo/model/modeltest"
+	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backendtest"
 )
 
@@ -149,6 +150,69 @@ func TestEmulated3xTF32(t *testing.T) {
 			t.Errorf("%d×%d×%d: rms error %.2e, SGEMM's %.2e", s.rows, s.n, s.k, rmsTC, rmsSG)
 		}
 	}
+}
+
+// TestEmulated3xTF32Added runs gemm_3xtf32 on the kernel emulator where it
+// adds into y (MatMulAdd: a residual's projection; MatMulNTAdd, scaled) and
+// where it writes a block of a wider y's columns (gemmCols: full-parameter
+// ZO's blocks): every output is fmaf(s, the model's dot, y's value before),
+// rounded once, and every element outside the block keeps its value.
+func TestEmulated3xTF32Added(t *testing.T) {
+	b := newEmuBackendWith(t, Options{TF32x3: true})
+	b.tf32x3MinK = 32
+	lc := countLaunches(b)
+	rng := rand.New(rand.NewPCG(5, 55))
+	const rows, n, k = 70, 136, 64
+	x, w := randomProduct(rng, rows, n, k)
+	dot := func(r, c int) float32 { return tensorcore.Dot3xTF32(x[r*k:(r+1)*k], w[c*k:(c+1)*k], 4) }
+	// A y of ldy columns, the product's n of them from col0 (ldy = n, col0 = 0: all of y).
+	check := func(name string, ldy, col0 int, s float32, add bool, run func(yb, xb, wb tensor.Buf)) {
+		y0 := make([]float32, rows*ldy)
+		for i := range y0 {
+			y0[i] = float32(rng.NormFloat64())
+		}
+		xb, wb, yb := b.FromHost(slices.Clone(x)), b.FromHost(slices.Clone(w)), b.FromHost(slices.Clone(y0))
+		defer b.Free(xb, wb, yb)
+		before := lc.launches["gemm_3xtf32"]
+		run(yb, xb, wb)
+		if lc.launches["gemm_3xtf32"] == before {
+			t.Fatalf("%s: gemm_3xtf32 did not run: %v", name, lc.launches)
+		}
+		got, wrong := b.ToHost(yb), 0
+		for r := range rows {
+			for c := range ldy {
+				i, want := r*ldy+c, y0[r*ldy+c]
+				if c >= col0 && c < col0+n {
+					want = dot(r, c-col0)
+					if add { // s·dot is exact for s = 1 and 0.5; the float64 sum of two float32s rounds as fmaf's
+						want = float32(float64(s*want) + float64(y0[i]))
+					}
+				}
+				if math.Float32bits(got[i]) != math.Float32bits(want) {
+					if wrong++; wrong <= 3 {
+						t.Errorf("%s: y[%d][%d] = %g, want %g", name, r, c, got[i], want)
+					}
+				}
+			}
+		}
+		if wrong > 0 {
+			t.Errorf("%s: %d of %d elements of y wrong", name, wrong, rows*ldy)
+		}
+	}
+	check("MatMulAdd", n, 0, 1, true, func(yb, xb, _ tensor.Buf) {
+		wt := b.Pack(slices.Clone(w), n, k, false)
+		defer b.FreeWeight(wt)
+		b.MatMulAdd(yb, xb, rows, wt)
+	})
+	check("MatMulNTAdd, s = 0.5", n, 0, 0.5, true, func(yb, xb, wb tensor.Buf) { b.MatMulNTAdd(yb, xb, wb, rows, n, k, 0.5) })
+	block := func(add bool) func(yb, xb, wb tensor.Buf) {
+		return func(yb, xb, wb tensor.Buf) {
+			defer b.enter()()
+			b.gemmCols(dbuf(yb).ptr+4*34, dbuf(xb).ptr, dbuf(wb).ptr, rows, n, 300, k, add, 1)
+		}
+	}
+	check("a block of columns", 300, 34, 1, false, block(false))
+	check("a block of columns, added", 300, 34, 1, true, block(true))
 }
 
 // tf32x3Models has TestEmulatedConformance3xTF32 run the fixture models too

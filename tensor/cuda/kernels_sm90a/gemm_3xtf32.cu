@@ -9,7 +9,10 @@
 // dev/cuda/gemm_wgmma.cu includes this file into a standalone program that
 // checks it against float64 and times it against cuBLAS.
 //
-// y [M][N] = x [M][K] · Wᵀ for a row-major W [N][K]. Each float32 input is
+// y [M][N] = x [M][K] · Wᵀ for a row-major W [N][K] (y's rows ldy apart, so
+// that y may be a block of a wider matrix's columns), or with add
+// y += s · x · Wᵀ (a residual's projection: each output fmaf(s, sum, y),
+// rounded once). Each float32 input is
 // split into a TF32 part and a TF32 remainder (hi = rna(v), lo = rna(v − hi))
 // and each product taken as lo·hi + hi·lo + hi·hi on the tensor cores. The
 // tensor cores add into their accumulator with truncation (25 fractional
@@ -155,12 +158,23 @@ __device__ __forceinline__ void gw_store(const float4 (&v)[4], unsigned hi) {
     }
 }
 
+// gw_out writes two adjacent outputs at p (8-byte aligned): a and b, or
+// with add p's values plus s times them, each rounded once.
+__device__ __forceinline__ void gw_out(float* p, float a, float b, int add, float s) {
+    float2* q = reinterpret_cast<float2*>(p);
+    if (add) {
+        const float2 o = *q;
+        a = fmaf(s, a, o.x), b = fmaf(s, b, o.y);
+    }
+    *q = make_float2(a, b);
+}
+
 // gemm_wgmma is the body of gemm_3xtf32 and gemm_3xtf32_every2 (below,
 // which say how to launch them): the tensor-core accumulator is added to the
 // float32 sum every PROMOTE tiles of k.
 template <int PROMOTE>
-__device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float* w, int rows, int n, int k, unsigned lbo,
-                                           unsigned sbo) {
+__device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float* w, int rows, int n, int k, int ldy,
+                                           int add, float s, unsigned lbo, unsigned sbo) {
     GW_SHARED(smem);
     const unsigned base = gw_smem(smem);
     const int wg = threadIdx.x >> 7;
@@ -220,9 +234,8 @@ __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float
     for (int j = 0; j < 16; j++) {
         int col = col0 + j * 8 + 2 * c;
         if (col >= n) continue;
-        if (r < rows) *reinterpret_cast<float2*>(y + (size_t)r * n + col) = make_float2(sum[4 * j], sum[4 * j + 1]);
-        if (r + 8 < rows)
-            *reinterpret_cast<float2*>(y + (size_t)(r + 8) * n + col) = make_float2(sum[4 * j + 2], sum[4 * j + 3]);
+        if (r < rows) gw_out(y + (size_t)r * ldy + col, sum[4 * j], sum[4 * j + 1], add, s);
+        if (r + 8 < rows) gw_out(y + (size_t)(r + 8) * ldy + col, sum[4 * j + 2], sum[4 * j + 3], add, s);
     }
 }
 
@@ -230,15 +243,16 @@ extern "C" {
 // gemm_3xtf32: y = x · Wᵀ, the accumulator promoted every tile of k (the
 // backend's); gemm_3xtf32_every2 every second tile (for comparison only).
 // Grid (⌈n/128⌉, ⌈rows/128⌉), 256 threads, GW_SMEM_BYTES of dynamic shared
-// memory; k a multiple of 32, n of 2, x and w 16-byte aligned, y 8-byte.
-// lbo and sbo are the shared-memory descriptors' offsets for this layout,
-// GW_COL_BYTES and 128 (arguments so that a check can try them swapped).
-__global__ void __launch_bounds__(256, 1)
-    gemm_3xtf32(float* y, const float* x, const float* w, int rows, int n, int k, unsigned lbo, unsigned sbo) {
-    gemm_wgmma<1>(y, x, w, rows, n, k, lbo, sbo);
+// memory; k a multiple of 32, n and ldy of 2, x and w 16-byte aligned, y
+// 8-byte; add 0 (y = x·Wᵀ) or 1 (y += s·x·Wᵀ). lbo and sbo are the
+// shared-memory descriptors' offsets for this layout, GW_COL_BYTES and 128
+// (arguments so that a check can try them swapped).
+__global__ void __launch_bounds__(256, 1) gemm_3xtf32(float* y, const float* x, const float* w, int rows, int n, int k,
+                                                      int ldy, int add, float s, unsigned lbo, unsigned sbo) {
+    gemm_wgmma<1>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
 }
-__global__ void __launch_bounds__(256, 1)
-    gemm_3xtf32_every2(float* y, const float* x, const float* w, int rows, int n, int k, unsigned lbo, unsigned sbo) {
-    gemm_wgmma<2>(y, x, w, rows, n, k, lbo, sbo);
+__global__ void __launch_bounds__(256, 1) gemm_3xtf32_every2(float* y, const float* x, const float* w, int rows, int n,
+                                                             int k, int ldy, int add, float s, unsigned lbo, unsigned sbo) {
+    gemm_wgmma<2>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
 }
 } // extern "C"
