@@ -194,4 +194,13 @@ func TestEmulatedFullParameter(t *testing.T) {
 			t.Errorf("no paired products (batched calls of 2): %v", lc.batched)
 		}
 	})
+	t.Run("meazo/3xtf32", func(t *testing.T) { // the perturbed blocks' products on gemm_3xtf32
+		b := newEmuBackendWith(t, Options{TF32x3: true})
+		b.tf32x3MinK = 32
+		lc := countLaunches(b)
+		fullParameterSteps(t, b, fullParamCases[0])
+		if lc.launches["gemm_3xtf32"] == 0 {
+			t.Errorf("gemm_3xtf32 never ran: %v", lc.launches)
+		}
+	})
 }
