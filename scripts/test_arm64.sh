@@ -28,15 +28,10 @@ for p in "${pkgs[@]}"; do
   env -u GOEXPERIMENT CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$tmp/${p//\//_}.test" "./$p"
 done
 CGO_ENABLED=0 GOOS=linux GOARCH=arm64 env -u GOEXPERIMENT go vet "./tensor/..." ./model
-status=0
+# Two at a time (emujobs.sh).
+. scripts/emujobs.sh
 for p in "${pkgs[@]}"; do
-  start=$SECONDS
   # A test binary runs in its package's directory, as go test runs it.
-  if (cd "$p" && "$QEMU" "$tmp/${p//\//_}.test" -test.short "$@"); then
-    echo "ok   $p (arm64 under $QEMU, $((SECONDS - start)) s)"
-  else
-    echo "FAIL $p (arm64 under $QEMU)"
-    status=1
-  fi
+  emu_add "$p (arm64 under $QEMU)" "$p" -- "$QEMU" "$tmp/${p//\//_}.test" -test.short "$@"
 done
-exit $status
+emu_run

@@ -52,24 +52,16 @@ for p in "${pkgs[@]}"; do
 done
 
 # model:level:packages, the level being the widest vector extension the
-# model has.
+# model has. The runs go two at a time (emujobs.sh).
+. scripts/emujobs.sh
 cpus=(EPYC-Rome:avx2:all SandyBridge:avx:simd Nehalem:sse:all)
-status=0
 for c in "${cpus[@]}"; do
   IFS=: read -r model level which <<<"$c"
   run=("${pkgs[@]}")
   if [[ $which == simd ]]; then run=("${simd[@]}"); fi
   for p in "${run[@]}"; do
-    start=$SECONDS
     # A test binary runs in its package's directory, as go test runs it.
-    # qemu warns about host features TCG cannot offer; those lines are noise.
-    if (cd "$p" && MEAZO_EXPECT_CPU=$level "$QEMU" -cpu "$model" "$tmp/${p//\//_}.test" -test.short "$@" 2>&1 |
-      grep -v "TCG doesn't support requested feature"; exit "${PIPESTATUS[0]}"); then
-      echo "ok   $p (-cpu $model, $level, $((SECONDS - start)) s)"
-    else
-      echo "FAIL $p (-cpu $model, $level)"
-      status=1
-    fi
+    emu_add "$p (-cpu $model, $level)" "$p" MEAZO_EXPECT_CPU=$level -- "$QEMU" -cpu "$model" "$tmp/${p//\//_}.test" -test.short "$@"
   done
 done
-exit $status
+emu_run
