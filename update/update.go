@@ -147,11 +147,10 @@ func at(s []float32, i int) *float32 {
 }
 
 // ApplyBF16 is Apply on coordinates stored as bfloat16 (their bits): each
-// new value is rounded to float32, then to bfloat16 stochastically with the
-// 16 low bits of the coordinate's random word in rnd (same length): a value
-// between two bfloat16 numbers goes up with probability equal to its
-// distance from the lower one, so an update smaller than a bfloat16 step
-// still moves θ in expectation, and the same words give the same bits.
+// new value is rounded to float32, then to bfloat16 stochastically
+// (StochasticBF16) with the 16 low bits of the coordinate's random word in
+// rnd (same length), so an update smaller than a bfloat16 step still moves
+// θ in expectation, and the same words give the same bits.
 func (r *Rule) ApplyBF16(theta []uint16, ghat []float64, m, v []float32, rnd []uint32) float64 {
 	var ss float64
 	for i := range theta {
@@ -168,8 +167,10 @@ func (r *Rule) ApplyBF16(theta []uint16, ghat []float64, m, v []float32, rnd []u
 func BF16ToFloat32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
 
 // StochasticBF16 rounds x to bfloat16 with the random word r: the 16 bits
-// below bfloat16's mantissa are added to r's low 16 bits and dropped. NaN
-// stays NaN (its payload's top bit is kept).
+// below bfloat16's mantissa are added to r's low 16 bits and dropped. With
+// r uniformly random, an x between the bfloat16 numbers a and b, |a| < |b|,
+// becomes b with probability |x − a| / |b − a| and a otherwise: unbiased.
+// NaN stays NaN (its payload's top bit is kept).
 func StochasticBF16(x float32, r uint32) uint16 {
 	b := math.Float32bits(x)
 	if b&0x7F800000 == 0x7F800000 && b&0x007FFFFF != 0 {
