@@ -40,7 +40,9 @@ func (c Config) Pixels(img *RGB) ([]float32, error) {
 	return out, nil
 }
 
-// File decodes a PNG or JPEG file's bytes and returns its pixel_values.
+// File decodes a PNG or JPEG file's bytes (Decode) and returns its
+// pixel_values (Pixels): [3][height][width] float32, channels first, the
+// config's Height and Width (the image's own size when it does not resize).
 func (c Config) File(data []byte) ([]float32, error) {
 	img, err := Decode(data)
 	if err != nil {
