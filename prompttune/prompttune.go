@@ -1,5 +1,9 @@
 // Package prompttune is PEFT prompt tuning: n trainable virtual-token
 // embeddings put before every sequence, saved and loaded in PEFT's format.
+// It is the adapter of a run with adapter.kind prompt: the ZO engine
+// perturbs and updates the prompt, one parameter group of n×hidden values,
+// while the model stays frozen. The files are PEFT's so that PEFT loads what
+// a run trained, and a run can start from a prompt PEFT saved.
 package prompttune
 
 import (
@@ -58,7 +62,7 @@ func FromText(m *model.Model, tok Encoder, n int, text string) (*Prompt, error) 
 // random stream is ours, not torch's.
 func Random(m *model.Model, n int, seed uint64) (*Prompt, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("prompt tuning: number of virtual tokens must be positive, got %d", n)
+		return nil, fmt.Errorf("prompttune: number of virtual tokens must be positive, got %d", n)
 	}
 	r := rand.New(rand.NewPCG(seed, 0x9707))
 	p := &Prompt{N: n, Hidden: m.HiddenSize, params: [][]float32{make([]float32, n*m.HiddenSize)}}
