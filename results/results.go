@@ -80,11 +80,13 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// Load loads the runs the arguments name (see sources). A run directory
-// whose run did not finish is left out with a warning, since its numbers
-// describe a run that did not happen as configured; the failed runs a
-// sweep.json lists come back marked Failed (no numbers, only their rate and
-// seed), for the choice of η*.
+// Load loads the runs the arguments name. Each is a run directory (it has
+// summary.json), or a sweep directory standing for the runs its sweep.json
+// lists or, before sweep.json exists, for every subdirectory with a
+// summary.json. A run directory whose run did not finish is left out with a
+// warning, since its numbers describe a run that did not happen as
+// configured; the failed runs a sweep.json lists come back marked Failed (no
+// numbers, only their rate and seed), for the choice of η*.
 func Load(args []string, warn func(string)) ([]sweep.Run, error) {
 	dirs, failed, err := sources(args)
 	if err != nil {
