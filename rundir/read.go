@@ -75,10 +75,11 @@ func orNaNs(vs []*float64) []float64 {
 }
 
 // ReadMetrics reads dir/metrics.jsonl, each kind sorted by step. A step
-// logged twice (a resumed run that re-did steps after its last checkpoint)
-// keeps its last line. A final line without its newline is a write cut short
-// by a kill: it is dropped with a warning; any other bad line is an error
-// naming the file and line. Lines of other kinds are skipped.
+// logged twice keeps its last line (meazo-train writes none: a resume cuts
+// the log back to its checkpoint before it runs the later steps again).
+// A final line without its newline is a write cut short by a kill, or one
+// still being written: it is dropped with a warning; any other bad line is
+// an error naming the file and line. Lines of other kinds are skipped.
 func ReadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error) {
 	path := filepath.Join(dir, MetricsFile)
 	data, err := inputfile.ReadFile(path)
