@@ -72,6 +72,30 @@ func TestRougeBasics(t *testing.T) {
 	}
 }
 
+// TestRougeMulti: with several references each ROUGE type is the one of
+// the reference with the highest F-measure (rouge_score's score_multi),
+// here the first reference's ROUGE-1 and the second's ROUGE-2 and ROUGE-L.
+func TestRougeMulti(t *testing.T) {
+	pred := "the cat sat on the mat"
+	refs := []string{"mat the on sat cat the", "the cat sat"}
+	a, _ := Rouge(refs[0], pred, false)
+	b, _ := Rouge(refs[1], pred, false)
+	if !(a.Rouge1.FMeasure > b.Rouge1.FMeasure && b.Rouge2.FMeasure > a.Rouge2.FMeasure && b.RougeL.FMeasure > a.RougeL.FMeasure) {
+		t.Fatalf("the references do not each win a type: %+v, %+v", a, b)
+	}
+	got, err := RougeMulti(refs, pred, false)
+	want := RougeScores{Rouge1: a.Rouge1, Rouge2: b.Rouge2, RougeL: b.RougeL, RougeLsum: b.RougeLsum}
+	if err != nil || got != want {
+		t.Errorf("RougeMulti = %+v, %v; want %+v", got, err, want)
+	}
+	if one, err := RougeMulti(refs[1:], pred, false); err != nil || one != b {
+		t.Errorf("one reference: %+v, want Rouge's %+v", one, b)
+	}
+	if none, err := RougeMulti(nil, pred, false); err != nil || none != (RougeScores{}) {
+		t.Errorf("no reference: %+v, want zeros", none)
+	}
+}
+
 func TestExtractAndLabels(t *testing.T) {
 	if got := ExtractAnswer("  Answer: Denver Broncos \n", AnswerPrefix); got != "Denver Broncos" {
 		t.Errorf("ExtractAnswer = %q", got)

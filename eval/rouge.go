@@ -72,6 +72,29 @@ func Rouge(reference, prediction string, stem bool) (RougeScores, error) {
 	}, nil
 }
 
+// RougeMulti scores a prediction against several references as
+// rouge_score's RougeScorer.score_multi does (what HF evaluate's rouge runs
+// when a prediction has a list of references): each ROUGE type is that of
+// the reference with the highest F-measure, the first one on a tie. No
+// reference scores 0.
+func RougeMulti(references []string, prediction string, stem bool) (RougeScores, error) {
+	var best RougeScores
+	for i, ref := range references {
+		s, err := Rouge(ref, prediction, stem)
+		if err != nil {
+			return RougeScores{}, err
+		}
+		for _, t := range []struct{ best, s *RougeScore }{
+			{&best.Rouge1, &s.Rouge1}, {&best.Rouge2, &s.Rouge2}, {&best.RougeL, &s.RougeL}, {&best.RougeLsum, &s.RougeLsum},
+		} {
+			if i == 0 || t.s.FMeasure > t.best.FMeasure {
+				*t.best = *t.s
+			}
+		}
+	}
+	return best, nil
+}
+
 // fmeasure is rouge_score's scoring.fmeasure.
 func fmeasure(precision, recall float64) float64 {
 	if precision+recall > 0 {
