@@ -13,10 +13,15 @@ const (
 	XSumSystem  = "You are a writing assistant that helps with summarizing text. You write concise, one-sentence summaries based on a user-provided text or article."
 )
 
-// Prompt is the conversation up to the assistant turn: system and user.
+// Prompt is the conversation up to the assistant turn: system and user. A
+// task on the user's own data has the config's instruction as its system
+// turn, where the paper's tasks have theirs, or none without one; its user
+// turn is the row's text or prompt as it stands.
 func Prompt(ex Example) []tokenizer.Message {
 	var system, user string
 	switch ex.Task {
+	case Classification, Generation:
+		return ownPrompt(ex)
 	case SST2:
 		system, user = SST2System, "Sentence: "+ex.Sentence
 	case SQuAD:
@@ -29,7 +34,8 @@ func Prompt(ex Example) []tokenizer.Message {
 }
 
 // Target is the assistant's answer the model is trained to give:
-// "Sentiment: great|terrible", "Answer: {first answer}", "Summary: {summary}".
+// "Sentiment: great|terrible", "Answer: {first answer}", "Summary: {summary}";
+// on the user's own data the label string or the completion, as it stands.
 func Target(ex Example) (string, error) {
 	switch ex.Task {
 	case SST2:
@@ -44,8 +50,28 @@ func Target(ex Example) (string, error) {
 		return "Answer: " + ex.Answers[0], nil
 	case XSum:
 		return "Summary: " + ex.Summary, nil
+	case Classification:
+		if ex.Own == nil || ex.Label < 0 || ex.Label >= len(ex.Own.Labels) {
+			return "", fmt.Errorf("example %s: label %d is not one of the task's labels", ex.ID, ex.Label)
+		}
+		return ex.Own.Labels[ex.Label], nil
+	case Generation:
+		return ex.Completion, nil
 	}
 	return "", fmt.Errorf("example %s: unknown task %q", ex.ID, ex.Task)
+}
+
+// ownPrompt is Prompt of a task on the user's own data.
+func ownPrompt(ex Example) []tokenizer.Message {
+	user := ex.Text
+	if ex.Task == Generation {
+		user = ex.Prompt
+	}
+	var msgs []tokenizer.Message
+	if ex.Own != nil && ex.Own.Instruction != "" {
+		msgs = append(msgs, tokenizer.Message{Role: "system", Content: ex.Own.Instruction})
+	}
+	return append(msgs, tokenizer.Message{Role: "user", Content: user})
 }
 
 // SST2Target is the assistant content for an SST-2 label.

@@ -3,6 +3,7 @@ package data
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/meazo-go/meazo/tokenizer"
 )
@@ -141,49 +142,105 @@ func (e *Encoder) EncodeWithTarget(prompt []tokenizer.Message, target string) (E
 	return Encoded{Text: text, IDs: ids, Labels: labels, PromptLen: len(promptIDs)}, nil
 }
 
-// LabelCandidates are the two SST-2 candidates of one example, for scoring.
-type LabelCandidates struct {
-	// Full[c] is the conversation with assistant content SST2Target(c).
-	Full [2]Encoded
-	// Span[c] is the [start, end) of Full[c].IDs where the two candidates
-	// differ: the label tokens only, not the shared "Sentiment:" prefix and not
-	// the end-of-turn. A token at position p is scored with the model's
-	// log-probability from position p-1.
-	Span [2][2]int
+// Candidates are the renders of every label of one example (SST-2's two, a
+// classification's task.labels), for scoring.
+type Candidates struct {
+	// Labels are the labels' answers, by index, for messages: SST-2's label
+	// words, a classification's labels.
+	Labels []string
+	// Full[c] is the conversation answered with label c (SST-2: the
+	// assistant content SST2Target(c)).
+	Full []Encoded
+	// Span[c] is the [start, end) of Full[c].IDs where the candidates
+	// differ: the label tokens only, not a prefix they share (SST-2's
+	// "Sentiment:") and not the end-of-turn. A token at position p is scored
+	// with the model's log-probability from position p-1.
+	Span [][2]int
 }
 
-// SST2Candidates renders both labels of ex for scoring (docs/ALGORITHMS.md's data protocol: the class
-// with the higher mean log-probability over its label tokens is predicted).
-func (e *Encoder) SST2Candidates(ex Example) (LabelCandidates, error) {
-	var lc LabelCandidates
-	for c := range 2 {
+// Candidates renders every label of ex for scoring (docs/ALGORITHMS.md's
+// data protocol: the class with the highest mean log-probability over its
+// label tokens is predicted).
+func (e *Encoder) Candidates(ex Example) (Candidates, error) {
+	var cs Candidates
+	switch {
+	case ex.Task == SST2:
+		cs.Labels = SST2LabelWords[:]
+	case ex.Task == Classification && ex.Own != nil:
+		cs.Labels = ex.Own.Labels
+	default:
+		return cs, fmt.Errorf("example %s: task %s is not scored by its labels", ex.ID, ex.Task)
+	}
+	for c := range cs.Labels {
 		var enc Encoded
 		var err error
 		if e.Format == FormatMeZO {
 			enc, err = e.encodeMeZO(ex, c)
 		} else {
-			enc, err = e.EncodeWithTarget(Prompt(ex), SST2Target(c))
+			answered := ex
+			answered.Label = c
+			var target string
+			if target, err = Target(answered); err == nil {
+				enc, err = e.EncodeWithTarget(Prompt(ex), target)
+			}
 		}
 		if err != nil {
-			return lc, fmt.Errorf("example %s: %w", ex.ID, err)
+			return cs, fmt.Errorf("example %s: %w", ex.ID, err)
 		}
-		lc.Full[c] = enc
+		cs.Full = append(cs.Full, enc)
 	}
-	a, b := lc.Full[0].IDs, lc.Full[1].IDs
+	if err := cs.spans(); err != nil {
+		return cs, fmt.Errorf("example %s: %w", ex.ID, err)
+	}
+	return cs, nil
+}
+
+// spans sets Span: the prefix every candidate shares and the suffix every
+// one shares are not scored, the suffix cut short where it would leave a
+// candidate no token (a label whose tokens begin another's: "yes" and "yes
+// sir", where the first's end-of-turn is what tells them apart).
+func (cs *Candidates) spans() error {
+	ids := make([][]int, len(cs.Full))
+	for c, f := range cs.Full {
+		ids[c] = f.IDs
+	}
+	for c := range ids {
+		for d := range c {
+			if slices.Equal(ids[c], ids[d]) {
+				return fmt.Errorf("the labels %s and %s render as the same tokens: their scores could not tell them apart", strconv.Quote(cs.Labels[d]), strconv.Quote(cs.Labels[c]))
+			}
+		}
+	}
 	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+	for all(ids, func(a []int) bool { return pre < len(a) && a[pre] == ids[0][pre] }) {
 		pre++
 	}
 	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+	for all(ids, func(a []int) bool {
+		return suf+1 < len(a)-pre && a[len(a)-1-suf] == ids[0][len(ids[0])-1-suf]
+	}) {
 		suf++
 	}
-	lc.Span[0] = [2]int{pre, len(a) - suf}
-	lc.Span[1] = [2]int{pre, len(b) - suf}
-	if lc.Span[0][0] == lc.Span[0][1] || lc.Span[1][0] == lc.Span[1][1] || pre == 0 {
-		return lc, fmt.Errorf("example %s: the two label renders do not differ in a token span", ex.ID)
+	if pre == 0 {
+		return fmt.Errorf("the label renders share no prompt")
 	}
-	return lc, nil
+	cs.Span = make([][2]int, len(ids))
+	for c, a := range ids {
+		if cs.Span[c] = [2]int{pre, len(a) - suf}; pre == len(a) {
+			return fmt.Errorf("the label %s renders as the beginning of another's: it has no token of its own to score", strconv.Quote(cs.Labels[c]))
+		}
+	}
+	return nil
+}
+
+// all says whether every list of ids satisfies ok.
+func all(ids [][]int, ok func([]int) bool) bool {
+	for _, a := range ids {
+		if !ok(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultMaxTokens is the paper's context limit, the default of

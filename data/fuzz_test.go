@@ -24,14 +24,20 @@ func readFuzzed(t *testing.T, b []byte, ext string, task Task) {
 		t.Fatal(err)
 	}
 	fuzzguard.Run(func() {
+		var own *OwnTask
+		if task == Classification {
+			own = &OwnTask{Instruction: "Rate it.", Labels: []string{"bad", "good", "1"}}
+		}
 		for _, strict := range []bool{false, true} {
-			exs, _, err := ReadAll(p, task, ReadOptions{Strict: strict, OnSkip: func(e *RowError) { _ = e.Error() }})
+			exs, _, err := ReadAll(p, task, ReadOptions{Strict: strict, Own: own, OnSkip: func(e *RowError) { _ = e.Error() }})
 			if err != nil {
 				continue
 			}
 			for _, ex := range exs {
 				Prompt(ex)
-				Target(ex)
+				if _, err := Target(ex); err != nil && task.OwnData() {
+					t.Fatalf("example %q read, but it has no target: %v", ex.ID, err)
+				}
 				Conversation(ex)
 			}
 		}
@@ -43,13 +49,15 @@ func FuzzReadText(f *testing.F) {
 	formats := []struct {
 		ext  string
 		task Task
-	}{{".tsv", SST2}, {".json", SQuAD}, {".jsonl", SST2}, {".jsonl", SQuAD}, {".jsonl", XSum}}
+	}{{".tsv", SST2}, {".json", SQuAD}, {".jsonl", SST2}, {".jsonl", SQuAD}, {".jsonl", XSum}, {".jsonl", Classification}, {".jsonl", Generation}}
 	for i, seed := range []string{
 		"sentence\tlabel\nhide new secretions \t0\ngreat fun \t1\n",
 		`{"version":"1.1","data":[{"title":"T","paragraphs":[{"context":"The cat sat.","qas":[{"id":"q1","question":"Who sat?","answers":[{"answer_start":4,"text":"cat"}]}]}]}]}`,
 		`{"sentence":"a fine film","label":1,"idx":0}` + "\n" + `{"sentence":"dull","label":0,"idx":1}` + "\n",
 		`{"id":"q1","title":"T","context":"c","question":"q?","answers":{"text":["c"],"answer_start":[0]}}` + "\n",
 		`{"document":"A long text.","summary":"Short.","id":"7"}` + "\n",
+		`{"text":"a fine film","label":"good"}` + "\n" + `{"text":"dull","label":0,"id":3}` + "\n",
+		`{"prompt":"2+2?","completion":"4","references":["four"]}` + "\n" + `{"prompt":"p","completion":"c","id":"x"}` + "\n",
 	} {
 		f.Add([]byte(seed), uint8(i))
 	}

@@ -30,8 +30,10 @@ type jsonlRow struct {
 	Summary  *string `json:"summary"`
 }
 
-// readJSONL reads one JSON object per line with the HF hub's field names.
-func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowError) error) error {
+// readJSONL reads one JSON object per line with the HF hub's field names
+// (the paper's tasks) or ownRow's (the tasks on the user's own data, whose
+// config own gives; a row without an id is named by its line).
+func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, bad func(*RowError) error) error {
 	f, err := openFile(path)
 	if err != nil {
 		return err
@@ -45,7 +47,10 @@ func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowEr
 		}
 		if len(bytes.TrimSpace(b)) > 0 {
 			row := fmt.Sprintf("line %d", line)
-			ex, field, msg := parseJSONLRow(b, task)
+			ex, field, msg := parseJSONLRow(b, task, own)
+			if ex.ID == "" && task.OwnData() {
+				ex.ID = row
+			}
 			if field == "" {
 				field, msg = checkExample(&ex)
 			}
@@ -64,7 +69,7 @@ func readJSONL(path string, task Task, emit func(Example) error, bad func(*RowEr
 }
 
 // parseJSONLRow decodes one line; on failure it names the field.
-func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
+func parseJSONLRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg string) {
 	var r jsonlRow
 	if !utf8.Valid(b) { // the decoder would make other bytes U+FFFD
 		return ex, "(line)", "not UTF-8 text"
@@ -72,21 +77,16 @@ func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
 		// Valid JSON that is not an object (an array, a string, null) would
 		// decode into an empty row without an error.
-		kind := map[byte]string{'[': "an array", '"': "a string", 'n': "null", 't': "a boolean", 'f': "a boolean"}[t[0]]
-		if kind == "" {
-			kind = "a number or not JSON"
-		}
-		return ex, "(line)", "want a JSON object, got " + kind
+		return ex, "(line)", "want a JSON object, got " + jsonValueKind(t[0])
 	}
 	if key := repeatedKey(b); key != "" {
 		return ex, key, "given twice in the row: which value is meant cannot be told"
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return ex, te.Field, fmt.Sprintf("want %s, got JSON %s", jsonKind(te.Type), te.Value)
-		}
-		return ex, "(line)", "not a JSON object: " + err.Error()
+	if task.OwnData() {
+		return parseOwnRow(b, task, own)
+	}
+	if field, msg = decodeRow(b, &r); field != "" {
+		return ex, field, msg
 	}
 	ex.Task = task
 	ex.ID = rawID(r.ID)
@@ -133,6 +133,28 @@ func parseJSONLRow(b []byte, task Task) (ex Example, field, msg string) {
 		}
 	}
 	return ex, "", ""
+}
+
+// decodeRow decodes the JSON object b into the row struct r; on failure it
+// names the field ("(line)" for JSON that does not parse).
+func decodeRow(b []byte, r any) (field, msg string) {
+	if err := json.Unmarshal(b, r); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return te.Field, fmt.Sprintf("want %s, got JSON %s", jsonKind(te.Type), te.Value)
+		}
+		return "(line)", "not a JSON object: " + err.Error()
+	}
+	return "", ""
+}
+
+// jsonValueKind names the JSON value that starts with the byte c, for
+// messages.
+func jsonValueKind(c byte) string {
+	if kind := map[byte]string{'{': "an object", '[': "an array", '"': "a string", 'n': "null", 't': "a boolean", 'f': "a boolean"}[c]; kind != "" {
+		return kind
+	}
+	return "a number or not JSON"
 }
 
 // rawID turns a JSON string or number id into text ("" if absent).

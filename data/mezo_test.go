@@ -32,7 +32,7 @@ func TestMeZOFormat(t *testing.T) {
 	if got := string(toBytes(enc.IDs[start:end])); got != " great" || end != len(enc.IDs) || enc.PromptLen != start {
 		t.Errorf("supervised %q [%d, %d), prompt length %d", got, start, end, enc.PromptLen)
 	}
-	lc, err := e.SST2Candidates(ex)
+	lc, err := e.Candidates(ex)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,8 +70,8 @@ func TestEncodeSupervisesAssistantContentAndEndOfTurn(t *testing.T) {
 	}
 }
 
-func TestSST2Candidates(t *testing.T) {
-	lc, err := (&Encoder{Tok: fakeTok{}}).SST2Candidates(Example{Task: SST2, Sentence: "x"})
+func TestCandidates(t *testing.T) {
+	lc, err := (&Encoder{Tok: fakeTok{}}).Candidates(Example{Task: SST2, Sentence: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

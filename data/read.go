@@ -24,6 +24,10 @@ type ReadOptions struct {
 	OnSkip func(*RowError)
 	// Limit stops after this many examples (0: no limit).
 	Limit int
+	// Own is the config's part of a task on the user's own data: the
+	// labels a classification row's label is read against, and the
+	// instruction its examples carry (Example.Own). Classification needs it.
+	Own *OwnTask
 }
 
 // RowError is a malformed row: which file, which row, which field, and why.
@@ -50,7 +54,8 @@ var errStop = errors.New("stop")
 // Read streams the examples of task in path to fn, one at a time, so a file
 // of any size is read in bounded memory. The format comes from the file
 // name: .parquet (HF hub), .tsv (GLUE SST-2), .json (official SQuAD),
-// .jsonl (JSON Lines with the HF field names).
+// .jsonl (JSON Lines with the HF field names; the tasks on the user's own
+// data read it only, with ownRow's field names).
 func Read(path string, task Task, opt ReadOptions, fn func(Example) error) (ReadStats, error) {
 	var st ReadStats
 	emit := func(ex Example) error {
@@ -73,8 +78,14 @@ func Read(path string, task Task, opt ReadOptions, fn func(Example) error) (Read
 		}
 		return nil
 	}
+	ext := strings.ToLower(filepath.Ext(path))
+	if task.OwnData() {
+		if err := checkOwnRead(path, ext, task, opt.Own); err != nil {
+			return st, err
+		}
+	}
 	var err error
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	switch ext {
 	case ".parquet":
 		err = readParquet(path, task, emit, bad)
 	case ".tsv":
@@ -88,7 +99,7 @@ func Read(path string, task Task, opt ReadOptions, fn func(Example) error) (Read
 		}
 		err = readSquadJSON(path, emit, bad)
 	case ".jsonl":
-		err = readJSONL(path, task, emit, bad)
+		err = readJSONL(path, task, opt.Own, emit, bad)
 	default:
 		return st, fmt.Errorf("%s: unknown format %q (want .parquet, .tsv, .json or .jsonl)", path, ext)
 	}
@@ -140,6 +151,17 @@ func checkExample(ex *Example) (field, msg string) {
 	case XSum:
 		// The HF XSum splits hold a few empty documents (validation row 818
 		// of the shared subset is one); they are real rows and are kept.
+	case Classification:
+		if strings.TrimSpace(ex.Text) == "" {
+			return "text", "empty"
+		}
+	case Generation:
+		switch {
+		case strings.TrimSpace(ex.Prompt) == "":
+			return "prompt", "empty"
+		case strings.TrimSpace(ex.Completion) == "":
+			return "completion", "empty: there would be no answer to train"
+		}
 	}
 	return "", ""
 }

@@ -61,6 +61,11 @@ var PaperSplits = map[Task]SplitSpec{
 	XSum:  {MaxTrain: 50000, MaxValidation: 1000},
 }
 
+// OwnSplit is the split of the tasks on the user's own data
+// (classification, generation) without a validation file: SST-2's, 5% of
+// the train file held out, no cap.
+var OwnSplit = SplitSpec{ValidationFraction: 0.05}
+
 // TrainValidation splits the original train set (of n examples) into the
 // paper's train and validation index lists. The draw: a permutation of
 // 0..n-1 from Permutation(n, dataSeed); its first n - ceil(n·fraction)

@@ -80,7 +80,8 @@ func newTrainable(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 
 // freshAdapter makes a new adapter of the config's kind and shape: LoRA
 // drawn from train.seed, prompt tuning from the embeddings of a text
-// (adapter.init_text, or the task's system prompt).
+// (adapter.init_text, or the task's system prompt: task.instruction on the
+// user's own data).
 func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (trainable, error) {
 	switch cfg.Adapter.Kind {
 	case "lora":
@@ -93,7 +94,9 @@ func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 	case "prompt":
 		text := cfg.Adapter.InitText
 		if text == "" {
-			text = data.Prompt(data.Example{Task: data.Task(cfg.Task.Name)})[0].Content // the task's system prompt
+			// The task's system prompt: a paper task's, or task.instruction
+			// (Validate refuses prompt tuning of a task without either).
+			text = data.Prompt(data.Example{Task: data.Task(cfg.Task.Name), Own: cfg.own()})[0].Content
 		}
 		p, err := prompttune.FromText(m, tok, cfg.Adapter.VirtualTokens, text)
 		if err != nil {

@@ -49,17 +49,19 @@ type ModelConfig struct {
 // TaskConfig is the config's task section: the task, its files and how
 // many examples of each split are used.
 type TaskConfig struct {
-	Name          string `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum (text, on a decoder); pets (Oxford-IIIT Pets' 37 breeds on a ViT image classifier: LoRA on query/value and the classifier, scored by accuracy)"`
-	Train         string `mapstructure:"train" yaml:"train" doc:"training data file (.tsv GLUE, .json official SQuAD, .jsonl, .parquet HF hub); pets: the HF hub's Parquet (timm/oxford-iiit-pet: image.bytes, label, image_id)"`
-	Validation    string `mapstructure:"validation" yaml:"validation" doc:"validation file; empty: SST-2, SQuAD and Pets hold out 5% of train (paper split), XSum requires it"`
-	Test          string `mapstructure:"test" yaml:"test" doc:"test file (SST-2: GLUE dev; SQuAD: dev-v1.1.json; XSum: test; Pets: test)"`
-	DataSeed      uint64 `mapstructure:"data_seed" yaml:"data_seed" doc:"seed of the 95/5 train/validation permutation (the same for every run, so runs are comparable)"`
-	MaxTrain      int    `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2 all)"`
-	MaxValidation int    `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2 all)"`
-	MaxTest       int    `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
-	MaxLength     int    `mapstructure:"max_length" yaml:"max_length" doc:"the length rule of every split: training and validation examples longer than this many tokens after chat rendering are dropped, and test examples whose evaluation would take more (SST-2: the rendered answer; SQuAD, XSum: the generation prompt plus eval.max_new_tokens) are skipped, the log saying how many and which (the first ids); an evaluation batch's memory is then bounded by it, whatever the data (0: no rule; the paper's filter for XSum; for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
-	Strict        bool   `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
-	Format        string `mapstructure:"format" yaml:"format" doc:"how examples become text: chat (the paper's conversations in the model's chat template) or mezo (MeZO's prompt templates, for models without a chat template such as OPT: SST-2 only, \"<sentence> It was great|terrible\", the label word supervised)"`
+	Name          string   `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum (text, on a decoder); pets (Oxford-IIIT Pets' 37 breeds on a ViT image classifier: LoRA on query/value and the classifier, scored by accuracy); classification or generation: your own data on a decoder, in JSON Lines (README.md, \"Your own data\"): classification rows {\"text\", \"label\"} with task.labels, scored by accuracy as SST-2 (the label whose answer is likeliest); generation rows {\"prompt\", \"completion\"[, \"references\"]}, scored by greedy generation with SQuAD's exact_match and f1 and XSum's ROUGE against the completion and references"`
+	Labels        []string `mapstructure:"labels" yaml:"labels,omitempty" doc:"classification: its classes, the assistant's answer for each (at least 2, distinct, e.g. [negative, positive]); required for it, refused for other tasks"`
+	Instruction   string   `mapstructure:"instruction" yaml:"instruction,omitempty" doc:"classification, generation: the system turn of every conversation, where the paper's tasks have their instructions (data/chat.go); empty: none (the row's text or prompt is the user turn alone); refused for other tasks, whose instructions are the paper's"`
+	Train         string   `mapstructure:"train" yaml:"train" doc:"training data file (.tsv GLUE, .json official SQuAD, .jsonl, .parquet HF hub; classification and generation: .jsonl only); pets: the HF hub's Parquet (timm/oxford-iiit-pet: image.bytes, label, image_id)"`
+	Validation    string   `mapstructure:"validation" yaml:"validation" doc:"validation file; empty: SST-2, SQuAD, Pets, classification and generation hold out 5% of train (paper split), XSum requires it"`
+	Test          string   `mapstructure:"test" yaml:"test" doc:"test file (SST-2: GLUE dev; SQuAD: dev-v1.1.json; XSum: test; Pets: test; classification, generation: a .jsonl of their rows)"`
+	DataSeed      uint64   `mapstructure:"data_seed" yaml:"data_seed" doc:"seed of the 95/5 train/validation permutation (the same for every run, so runs are comparable)"`
+	MaxTrain      int      `mapstructure:"max_train" yaml:"max_train" doc:"keep the first N training examples (0: the paper's limit: SQuAD/XSum 50,000, SST-2, classification and generation all)"`
+	MaxValidation int      `mapstructure:"max_validation" yaml:"max_validation" doc:"keep the first N validation examples (0: the paper's limit: SQuAD/XSum 1,000, SST-2, classification and generation all)"`
+	MaxTest       int      `mapstructure:"max_test" yaml:"max_test" doc:"evaluate on the first N test examples (0: all)"`
+	MaxLength     int      `mapstructure:"max_length" yaml:"max_length" doc:"the length rule of every split: training and validation examples longer than this many tokens after chat rendering are dropped, and test examples whose evaluation would take more (SST-2, classification: the longest rendered answer; SQuAD, XSum, generation: the generation prompt plus eval.max_new_tokens) are skipped, the log saying how many and which (the first ids); an evaluation batch's memory is then bounded by it, whatever the data (0: no rule; the paper's filter for XSum; for SST-2 and SQuAD it only guards memory: no example comes near 2,048)"`
+	Strict        bool     `mapstructure:"strict" yaml:"strict" doc:"stop at the first malformed data row instead of reporting and skipping it"`
+	Format        string   `mapstructure:"format" yaml:"format" doc:"how examples become text: chat (the conversations in the model's chat template) or mezo (MeZO's prompt templates, for models without a chat template such as OPT: SST-2 only, \"<sentence> It was great|terrible\", the label word supervised)"`
 }
 
 // AdapterConfig is the config's adapter section: LoRA or prompt tuning and
@@ -109,11 +111,11 @@ type TrainConfig struct {
 // EvalConfig is the config's eval section: how the test split is scored.
 type EvalConfig struct {
 	BatchSize    int  `mapstructure:"batch_size" yaml:"batch_size" doc:"sequences per evaluation forward / generation batch"`
-	MaxNewTokens int  `mapstructure:"max_new_tokens" yaml:"max_new_tokens" doc:"generation cap (0: the task default, SQuAD 50, XSum 100)"`
+	MaxNewTokens int  `mapstructure:"max_new_tokens" yaml:"max_new_tokens" doc:"generation cap (0: the task default, SQuAD 50, XSum and generation 100)"`
 	Base         bool `mapstructure:"base" yaml:"base" doc:"also evaluate the base model (no adapter) on the test split"`
 	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
 	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"merge LoRA into the base weights for evaluation (faster generation)"`
-	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
+	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum, generation: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
 }
 
 // OutputConfig is the config's output section: where the run directory is.
@@ -356,7 +358,7 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	for _, check := range []func() error{c.validateInputs, c.validateAdapter, c.validateOptimizer, c.validateRun} {
+	for _, check := range []func() error{c.validateInputs, c.validateOwnTask, c.validateAdapter, c.validateOptimizer, c.validateRun} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -369,8 +371,8 @@ func (c *Config) validateInputs() error {
 	switch {
 	case c.Model.Path == "":
 		return fmt.Errorf("model.path is required")
-	case !slices.Contains([]string{"sst2", "squad", "xsum", "pets"}, c.Task.Name):
-		return fmt.Errorf("task.name %q: want sst2, squad, xsum or pets", c.Task.Name)
+	case !slices.Contains([]string{"sst2", "squad", "xsum", "pets", "classification", "generation"}, c.Task.Name):
+		return fmt.Errorf("task.name %q: want sst2, squad, xsum, pets, classification or generation", c.Task.Name)
 	case c.Task.Train == "":
 		return fmt.Errorf("task.train is required")
 	case c.Task.Format != string(data.FormatChat) && c.Task.Format != string(data.FormatMeZO):

@@ -53,13 +53,17 @@ func noExamples(key, path string, st data.ReadStats) error {
 
 // loadSplits reads the task's files and draws the paper's splits
 // (docs/ALGORITHMS.md, the data protocol): SST-2 and SQuAD hold out 5% of train (a permutation
-// seeded by task.data_seed) as validation; examples longer than
+// seeded by task.data_seed) as validation, and so do the tasks on the
+// user's own data without a validation file; examples longer than
 // task.max_length tokens after chat rendering are dropped, then the first
 // max_train / max_validation are kept. stop is polled while the examples are
 // encoded (minutes for a large dataset): a non-nil error ends the load.
 func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while string) error) (*splits, error) {
 	task := data.Task(cfg.Task.Name)
 	spec := data.PaperSplits[task]
+	if task.OwnData() {
+		spec = data.OwnSplit
+	}
 	maxTrain, maxVal := spec.MaxTrain, spec.MaxValidation
 	if cfg.Task.MaxTrain > 0 {
 		maxTrain = cfg.Task.MaxTrain
@@ -67,7 +71,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 	if cfg.Task.MaxValidation > 0 {
 		maxVal = cfg.Task.MaxValidation
 	}
-	opt := data.ReadOptions{Strict: cfg.Task.Strict, OnSkip: func(e *data.RowError) {
+	opt := data.ReadOptions{Strict: cfg.Task.Strict, Own: cfg.own(), OnSkip: func(e *data.RowError) {
 		fmt.Fprintf(log, "warning: skipped malformed row: %v\n", e)
 	}}
 
@@ -111,30 +115,49 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 			len(s.train), len(s.val), cfg.Task.MaxLength, cfg.Task.Train, cfg.Task.Validation)
 	}
 	if cfg.Task.Test != "" && !cfg.Eval.Skip {
-		if s.test, st, err = data.ReadAll(cfg.Task.Test, task, data.ReadOptions{Strict: opt.Strict, OnSkip: opt.OnSkip, Limit: cfg.Task.MaxTest}); err != nil {
-			return nil, err
-		}
-		if err := noExamples("task.test", cfg.Task.Test, st); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)
-		maxNew := cfg.Eval.MaxNewTokens
-		if maxNew <= 0 {
-			maxNew = defaultMaxNewTokens(task)
-		}
-		if s.test, err = rule.fitTest(s.test, enc, maxNew, log, stop); err != nil {
+		if s.test, err = loadTest(cfg, enc, rule, opt, log, stop); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
+// loadTest reads task.test (its first task.max_test examples) and keeps
+// those the length rule lets be evaluated.
+func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOptions, log io.Writer, stop func(while string) error) ([]data.Example, error) {
+	task := data.Task(cfg.Task.Name)
+	opt.Limit = cfg.Task.MaxTest
+	test, st, err := data.ReadAll(cfg.Task.Test, task, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := noExamples("task.test", cfg.Task.Test, st); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)
+	maxNew := cfg.Eval.MaxNewTokens
+	if maxNew <= 0 {
+		maxNew = defaultMaxNewTokens(task)
+	}
+	if test, err = rule.fitTest(test, enc, maxNew, log, stop); err != nil {
+		return nil, err
+	}
+	// Labels the chat template renders alike (it may trim them) are
+	// refused now, not after the training, at the test evaluation.
+	if task == data.Classification {
+		if _, err := enc.Candidates(test[0]); err != nil {
+			return nil, fmt.Errorf("task.labels: %w", err)
+		}
+	}
+	return test, nil
+}
+
 // lengthRule is task.max_length, the rule of every split (docs/CONFIG.md):
 // an example longer than max tokens after chat rendering is left out, and
 // said so with the count and the first ids. A training or validation
 // example is dropped; a test example is skipped when its evaluation would
-// exceed max (SST-2: either rendered answer; SQuAD and XSum: the generation
-// prompt plus the new tokens), so that the memory of an evaluation batch is
+// exceed max (SST-2, classification: any rendered answer; SQuAD, XSum and
+// generation: the generation prompt plus the new tokens), so that the memory of an evaluation batch is
 // bounded by the limit, never by the data. An example whose own text is too
 // long to fit at all is left out before it is rendered and tokenized. max 0
 // turns the rule off.
@@ -214,7 +237,7 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit i
 }
 
 // fitTest keeps the test examples whose evaluation fits the length rule with
-// maxNew tokens generated (SQuAD, XSum), and says how many it skipped.
+// maxNew tokens generated (SQuAD, XSum, generation), and says how many it skipped.
 func (r lengthRule) fitTest(exs []data.Example, enc *data.Encoder, maxNew int, log io.Writer, stop func(while string) error) ([]data.Example, error) {
 	if r.max <= 0 {
 		return exs, nil
@@ -247,19 +270,24 @@ func (r lengthRule) fitTest(exs []data.Example, enc *data.Encoder, maxNew int, l
 	return out, nil
 }
 
-// evalLength is the tokens an evaluation of ex takes: SST-2 its longer
-// rendered answer, SQuAD and XSum the generation prompt plus maxNew; -1
-// when skip says it is too long to render at all.
+// evalLength is the tokens an evaluation of ex takes: SST-2 and
+// classification its longest rendered answer, SQuAD, XSum and generation
+// the generation prompt plus maxNew; -1 when skip says it is too long to
+// render at all.
 func evalLength(ex data.Example, enc *data.Encoder, maxNew int, skip bool) (int, error) {
 	if skip {
 		return -1, nil
 	}
-	if ex.Task == data.SST2 {
-		lc, err := enc.SST2Candidates(ex)
+	if ex.Task == data.SST2 || ex.Task == data.Classification {
+		cs, err := enc.Candidates(ex)
 		if err != nil {
 			return 0, err
 		}
-		return max(len(lc.Full[0].IDs), len(lc.Full[1].IDs)), nil
+		n := 0
+		for _, f := range cs.Full {
+			n = max(n, len(f.IDs))
+		}
+		return n, nil
 	}
 	_, ids, err := enc.EncodePrompt(ex)
 	return len(ids) + maxNew, err

@@ -19,7 +19,7 @@ func TestDemoTokenizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc, err := (&data.Encoder{Tok: tok}).SST2Candidates(data.Example{Task: data.SST2, ID: "x", Sentence: "what a dull soundtrack "})
+	lc, err := (&data.Encoder{Tok: tok}).Candidates(data.Example{Task: data.SST2, ID: "x", Sentence: "what a dull soundtrack "})
 	if err != nil {
 		t.Fatal(err)
 	}

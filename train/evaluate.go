@@ -126,8 +126,9 @@ type evaluator struct {
 }
 
 // evalPartial is how far a test evaluation got: the examples done and the
-// running sums of their scores (SST-2: correct answers; SQuAD: EM, F1; XSum:
-// the ROUGE-1, -2, -L and -Lsum F-measures), added in the order of an
+// running sums of their scores (SST-2, classification: correct answers;
+// SQuAD: EM, F1; XSum: the ROUGE-1, -2, -L and -Lsum F-measures; generation:
+// EM, F1 and the four ROUGE F-measures), added in the order of an
 // uninterrupted evaluation, so that one continued from it ends with the
 // same bits.
 type evalPartial struct {
@@ -137,13 +138,14 @@ type evalPartial struct {
 
 // sumsLen is the number of running sums of a task's evalPartial.
 func sumsLen(task data.Task) int {
-	return map[data.Task]int{data.SST2: 1, data.SQuAD: 2, data.XSum: 4, data.Pets: 1}[task]
+	return map[data.Task]int{data.SST2: 1, data.SQuAD: 2, data.XSum: 4, data.Pets: 1, data.Classification: 1, data.Generation: 6}[task]
 }
 
-// testMetrics returns the task's metrics on exs: SST-2 {"accuracy"},
-// SQuAD {"exact_match","f1"} (0-100), XSum {"rouge1","rouge2","rougeL","rougeLsum"}
-// (mean sentence-level F-measures, 0-100, without stemming unless asked:
-// HF evaluate's default, docs/ALGORITHMS.md's metric rules). It continues
+// testMetrics returns the task's metrics on exs: SST-2 and classification
+// {"accuracy"}, SQuAD {"exact_match","f1"} (0-100), XSum
+// {"rouge1","rouge2","rougeL","rougeLsum"} (mean sentence-level F-measures,
+// 0-100, without stemming unless asked: HF evaluate's default,
+// docs/ALGORITHMS.md's metric rules), generation both SQuAD's and XSum's. It continues
 // from part (a stopped evaluation's; zero: from the start) and keeps it up
 // to date, so that when a stop request ends it (a *stoppedError) part says
 // where to go on.
@@ -162,8 +164,8 @@ func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string,
 	case e.images != nil: // the ViT with the adapter attached; m is nil
 		res, err = e.images.accuracy(e.batchSize, pass, part)
 		n = len(e.images.data.test)
-	case e.task == data.SST2:
-		res, err = e.sst2(m, exs, pass, part)
+	case e.task == data.SST2 || e.task == data.Classification:
+		res, err = e.classify(m, exs, pass, part)
 	default:
 		res, err = e.generative(m, exs, pass, part)
 	}
@@ -173,32 +175,35 @@ func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string,
 	return res, err
 }
 
-// sst2 scores both label candidates of every example by the mean
-// log-probability of their label tokens (docs/ALGORITHMS.md's data protocol) and reports accuracy.
-// The candidates are batched as one list, two per example, so a pass can
-// stop only after a batch that ends on a whole example.
-func (e *evaluator) sst2(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
+// classify scores every label candidate of every example (SST-2's two, a
+// classification's task.labels) by the mean log-probability of its label
+// tokens (docs/ALGORITHMS.md's data protocol) and reports accuracy. The
+// candidates are batched as one list, k per example, so a pass can stop
+// only after a batch that ends on a whole example.
+func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
 	var seqs []data.Encoded
+	var labels []string // the task's, the same for every example
 	for _, ex := range exs {
-		lc, err := e.enc.SST2Candidates(ex)
+		cs, err := e.enc.Candidates(ex)
 		if err != nil {
 			return nil, err
 		}
-		for c := range 2 {
-			s := lc.Full[c]
-			labels := make([]int, len(s.IDs))
-			for i := range labels {
-				labels[i] = data.IgnoreIndex
-				if i >= lc.Span[c][0] && i < lc.Span[c][1] {
-					labels[i] = s.IDs[i]
+		labels = cs.Labels
+		for c, s := range cs.Full {
+			scored := make([]int, len(s.IDs))
+			for i := range scored {
+				scored[i] = data.IgnoreIndex
+				if i >= cs.Span[c][0] && i < cs.Span[c][1] {
+					scored[i] = s.IDs[i]
 				}
 			}
-			seqs = append(seqs, data.Encoded{IDs: s.IDs, Labels: labels})
+			seqs = append(seqs, data.Encoded{IDs: s.IDs, Labels: scored})
 		}
 	}
+	k := len(labels)
 	scores := make([]float64, len(seqs))
 	next := part.Done // the first example not yet counted
-	for lo := 2 * part.Done; lo < len(seqs); lo += e.batchSize {
+	for lo := k * part.Done; lo < len(seqs); lo += e.batchSize {
 		hi := min(lo+e.batchSize, len(seqs))
 		b := data.TrainBatch(seqs[lo:hi], e.padID)
 		out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.Options{Labels: b.Labels})
@@ -208,12 +213,12 @@ func (e *evaluator) sst2(m *model.Model, exs []data.Example, pass *evalPass, par
 		for i, l := range out.LossPerSeq {
 			if math.IsNaN(l) || math.IsInf(l, 0) {
 				return nil, fmt.Errorf("test example %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
-					exs[(lo+i)/2].ID, data.SST2LabelWords[(lo+i)%2], l)
+					exs[(lo+i)/k].ID, labels[(lo+i)%k], l)
 			}
 			scores[lo+i] = -l // mean log-probability of the label tokens
 		}
-		for ; 2*next+2 <= hi; next++ {
-			if eval.PredictLabel(scores[2*next:2*next+2]) == exs[next].Label {
+		for ; k*next+k <= hi; next++ {
+			if eval.PredictLabel(scores[k*next:k*next+k]) == exs[next].Label {
 				part.Sums[0]++
 			}
 		}
@@ -221,7 +226,7 @@ func (e *evaluator) sst2(m *model.Model, exs []data.Example, pass *evalPass, par
 		// A stop after a batch that splits an example would resume on batches
 		// of other shapes, which a backend may compute differently in the last
 		// bits (the CPU's do not; a GPU library may choose another algorithm).
-		if err := pass.after(next, hi%2 == 0 && hi < len(seqs)); err != nil {
+		if err := pass.after(next, hi%k == 0 && hi < len(seqs)); err != nil {
 			return nil, err
 		}
 	}
@@ -229,13 +234,8 @@ func (e *evaluator) sst2(m *model.Model, exs []data.Example, pass *evalPass, par
 }
 
 // generative decodes greedily from each example's generation prompt and
-// scores the extracted answer (SQuAD EM/F1, XSum ROUGE).
+// scores the extracted answer (SQuAD EM/F1, XSum ROUGE, generation both).
 func (e *evaluator) generative(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
-	prefix := eval.AnswerPrefix
-	if e.task == data.XSum {
-		prefix = eval.SummaryPrefix
-	}
-	sums := part.Sums
 	for lo := part.Done; lo < len(exs); lo += e.batchSize {
 		chunk := exs[lo:min(lo+e.batchSize, len(exs))]
 		prompts := make([][]int, len(chunk))
@@ -257,20 +257,9 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example, pass *evalPas
 			if n := len(gen); n > 0 && slices.Contains(e.stopIDs, gen[n-1]) {
 				gen = gen[:n-1]
 			}
-			pred := eval.ExtractAnswer(e.tok.DecodeHF(gen, true), prefix)
-			if e.task == data.SQuAD {
-				em, f1 := eval.SquadScore(pred, ex.Answers)
-				sums[0] += em
-				sums[1] += f1
-			} else {
-				s, err := eval.Rouge(ex.Summary, pred, e.rougeStem)
-				if err != nil {
-					return nil, fmt.Errorf("XSum example %q: %w", ex.ID, err)
-				}
-				sums[0] += s.Rouge1.FMeasure
-				sums[1] += s.Rouge2.FMeasure
-				sums[2] += s.RougeL.FMeasure
-				sums[3] += s.RougeLsum.FMeasure
+			pred := eval.ExtractAnswer(e.tok.DecodeHF(gen, true), answerPrefix(e.task))
+			if err := e.scoreGenerated(ex, pred, part.Sums); err != nil {
+				return nil, err
 			}
 		}
 		part.Done = lo + len(chunk)
@@ -278,13 +267,7 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example, pass *evalPas
 			return nil, err
 		}
 	}
-	if e.task == data.SQuAD {
-		squad := eval.SquadTotals{ExactMatchSum: sums[0], F1Sum: sums[1], Count: len(exs)}
-		em, f1 := squad.Result()
-		return map[string]float64{"exact_match": em, "f1": f1}, nil
-	}
-	n := float64(len(exs))
-	return map[string]float64{"rouge1": 100 * sums[0] / n, "rouge2": 100 * sums[1] / n, "rougeL": 100 * sums[2] / n, "rougeLsum": 100 * sums[3] / n}, nil
+	return e.generatedMetrics(part.Sums, len(exs)), nil
 }
 
 // EvalOptions configures Evaluate.
@@ -293,17 +276,22 @@ type EvalOptions struct {
 	// run's best/) to evaluate m with; empty: m as it is.
 	Adapter      string
 	Merge        bool   // LoRA: evaluate on a copy of m with the adapter merged into its weights (faster generation)
-	Task         string // sst2, squad or xsum
+	Task         string // sst2, squad, xsum, classification or generation
 	Data         string // the test file (any format the data package reads)
 	MaxExamples  int    // first N examples (0: all)
 	BatchSize    int    // default 8
-	MaxNewTokens int    // default: SQuAD 50, XSum 100
+	MaxNewTokens int    // default: SQuAD 50, XSum and generation 100
 	DateString   string // Llama-3.x date_string (default 26 Jul 2024)
-	RougeStem    bool   // XSum: Porter-stem tokens (off by default, as HF evaluate)
+	RougeStem    bool   // XSum, generation: Porter-stem tokens (off by default, as HF evaluate)
 	Strict       bool   // stop at the first malformed row (task.strict) instead of skipping it
+	// Labels are a classification's classes (task.labels), Instruction the
+	// system turn of a classification or generation (task.instruction).
+	Labels      []string
+	Instruction string
 	// MaxLength skips the examples whose evaluation would take more tokens
-	// (as task.max_length: the prompt plus MaxNewTokens for SQuAD and XSum,
-	// the longer answer for SST-2); 0: none skipped.
+	// (as task.max_length: the prompt plus MaxNewTokens for SQuAD, XSum and
+	// generation, the longest answer for SST-2 and classification); 0: none
+	// skipped.
 	MaxLength int
 	Format    string // how examples become text (task.format): chat (default) or mezo
 	Threads   int    // image tasks (EvaluateImages): workers that decode the images (0: all cores)
@@ -314,7 +302,7 @@ type EvalOptions struct {
 // o.Adapter if one is named (m as it is otherwise), as meazo-train does at
 // the end of a run.
 func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[string]float64, error) {
-	task, err := data.ParseTask(o.Task)
+	task, own, err := o.task()
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +337,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		}
 		params = adapter.Params()
 	}
-	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, OnSkip: func(e *data.RowError) {
+	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, Own: own, OnSkip: func(e *data.RowError) {
 		fmt.Fprintf(o.Log, "warning: skipped malformed row: %v\n", e)
 	}})
 	if err != nil {
@@ -374,9 +362,39 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	return res, err
 }
 
-// defaultMaxNewTokens is the generation cap of docs/ALGORITHMS.md's data protocol: SQuAD 50, XSum 100.
+// defaultMaxNewTokens is the generation cap of docs/ALGORITHMS.md's data
+// protocol: SQuAD 50, XSum 100; generation XSum's, the longer.
 func defaultMaxNewTokens(task data.Task) int {
-	return map[data.Task]int{data.SQuAD: 50, data.XSum: 100, data.SST2: 1}[task]
+	return map[data.Task]int{data.SQuAD: 50, data.XSum: 100, data.SST2: 1, data.Classification: 1, data.Generation: 100}[task]
+}
+
+// CheckTask checks the task and, for one on the user's own data, its
+// labels and instruction, as Evaluate does first: a command calls it before
+// it loads a model.
+func (o EvalOptions) CheckTask() error {
+	_, _, err := o.task()
+	return err
+}
+
+// task is the task Evaluate scores and, for one on the user's own data, its
+// labels and instruction; they are refused for the paper's tasks (as the
+// config's keys are). The settings named are meazo-eval's flags.
+func (o EvalOptions) task() (data.Task, *data.OwnTask, error) {
+	task, err := data.ParseTask(o.Task)
+	if err != nil {
+		return "", nil, err
+	}
+	own := ownTask(task, o.Labels, o.Instruction)
+	switch {
+	case own == nil && (len(o.Labels) > 0 || o.Instruction != ""):
+		return "", nil, fmt.Errorf("--labels and --instruction are for tasks classification and generation; task %s has the paper's", task)
+	case own == nil:
+		return task, nil, nil
+	}
+	if err := own.Check(task); err != nil {
+		return "", nil, fmt.Errorf("--labels: %w", err)
+	}
+	return task, own, nil
 }
 
 // stopIDs are the tokenizer's end-of-turn ids plus the model config's eos ids.

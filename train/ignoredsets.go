@@ -37,8 +37,8 @@ var keyUses = []keyUse{
 	{"optimizer.bias_correction", optimizerName, "optimizer.name", []string{"radazo"}},
 	{"optimizer.momentum", optimizerName, "optimizer.name", []string{"zo-sgd"}},
 	{"optimizer.weight_decay", optimizerName, "optimizer.name", []string{"zo-sgd"}},
-	{"eval.rouge_stem", taskName, "task.name", []string{"xsum"}},
-	{"eval.max_new_tokens", taskName, "task.name", []string{"squad", "xsum"}},
+	{"eval.rouge_stem", taskName, "task.name", []string{"xsum", "generation"}},
+	{"eval.max_new_tokens", taskName, "task.name", []string{"squad", "xsum", "generation"}},
 }
 
 // ignoredSets says which of the --set keys c's run does not read, each

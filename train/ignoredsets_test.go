@@ -21,6 +21,9 @@ func TestIgnoredSets(t *testing.T) {
 		{"fzoo with Adam's decays", "lora", "fzoo", "sst2", []string{"optimizer.beta1=0", " optimizer.beta2 = 0.9"}, []string{"optimizer.beta1", "optimizer.beta2 has no effect: it is read only with optimizer.name zo-adam or radazo"}},
 		{"lora with prompt tuning's text", "lora", "meazo", "squad", []string{"adapter.init_text=x", "eval.max_new_tokens=10"}, []string{"adapter.init_text"}},
 		{"sst2 generates nothing", "lora", "meazo", "sst2", []string{"eval.max_new_tokens=10", "eval.rouge_stem=true"}, []string{"eval.max_new_tokens", "eval.rouge_stem"}},
+		{"generation generates", "lora", "meazo", "generation", []string{"eval.max_new_tokens=10", "eval.rouge_stem=true"}, nil},
+		{"classification generates nothing", "lora", "meazo", "classification", []string{"eval.max_new_tokens=10", "eval.rouge_stem=true"},
+			[]string{"eval.max_new_tokens has no effect: it is read only with task.name squad or xsum or generation", "eval.rouge_stem"}},
 		{"the same key twice, one note", "prompt", "radazo", "sst2", []string{"adapter.r=4", "adapter.r=8", "optimizer.bias_correction=true"}, []string{"adapter.r"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,7 +29,7 @@ type projection struct {
 	bestCheckpoints          bool    // a new best also checkpoints (the model's own weights)
 	testSecs                 float64 // the test evaluation's lower bound (0: none, or not known)
 	testPasses, testExamples int
-	generates, maxNewTokens  int     // generated tokens per example on top of testSecs (SQuAD, XSum)
+	generates, maxNewTokens  int     // generated tokens per example on top of testSecs (SQuAD, XSum, generation)
 	loads                    int     // models the test evaluation loads (the model's own weights: best/, the base)
 	loadSecs                 float64 // one load, as the start's
 }
@@ -65,6 +65,8 @@ func (r *run) project(step int, stepSecs float64) projection {
 		switch data.Task(cfg.Task.Name) {
 		case data.SST2:
 			forwards *= 2 // both label candidates are scored
+		case data.Classification:
+			forwards *= len(cfg.Task.Labels) // every label's candidate is scored
 		case data.Pets: // one forward an image, as in validation
 		default:
 			p.generates, p.maxNewTokens = p.testPasses*p.testExamples, r.eval.maxNewTokens

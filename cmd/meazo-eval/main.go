@@ -57,18 +57,21 @@ aggregate line:
 	}, runScore)
 	commands.Register("task", cli.Help{
 		Summary:  "evaluate a model or a saved adapter on a task's test split",
-		Synopsis: "--model DIR [--adapter RUN_DIR/best] --task sst2|squad|xsum|pets --data FILE [flags]",
+		Synopsis: "--model DIR [--adapter RUN_DIR/best] --task sst2|squad|xsum|pets|classification|generation --data FILE [flags]",
 		Does: `Evaluates a base model, or a saved adapter on it, on a task's test file, as meazo-train does at the end of a run:
-SST-2 and Pets accuracy, SQuAD exact match and F1 (greedy generation), XSum ROUGE. It scores a run's best/ or
-last/ again, another checkpoint, or the base model.`,
+SST-2 and Pets accuracy, SQuAD exact match and F1 (greedy generation), XSum ROUGE; on your own data a
+classification's accuracy (with --labels, and --instruction as the run had it) or a generation's exact match,
+F1 and ROUGE. It scores a run's best/ or last/ again, another checkpoint, or the base model.`,
 		Reads: `--model: an HF model directory (config.json, safetensors weights, tokenizer.json and tokenizer_config.json;
 a ViT's preprocessor_config.json), or a full-parameter run's best/ or last/; --adapter: a saved adapter
 directory (PEFT LoRA or PROMPT_TUNING: adapter_config.json, adapter_model.safetensors); --data: the test file
-(.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet).`,
-		Prints: `one JSON object of the metrics: SST-2's and Pets' {"accuracy"} in 0-1, SQuAD's {"exact_match", "f1"} and XSum's
-{"rouge1", "rouge2", "rougeL", "rougeLsum"} x 100; the rows skipped and the backend on stderr.`,
+(.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet; classification, generation: .jsonl).`,
+		Prints: `one JSON object of the metrics: SST-2's, Pets' and a classification's {"accuracy"} in 0-1, SQuAD's
+{"exact_match", "f1"} and XSum's {"rouge1", "rouge2", "rougeL", "rougeLsum"} x 100 (a generation's: all six); the
+rows skipped and the backend on stderr.`,
 		Example: "meazo-eval task --model models/Llama-3.2-1B --adapter runs/squad/best --task squad --data dev-v1.1.json\n" +
-			"meazo-eval task --model runs/opt_fzoo/best --task sst2 --format mezo --data validation.parquet",
+			"meazo-eval task --model runs/opt_fzoo/best --task sst2 --format mezo --data validation.parquet\n" +
+			"meazo-eval task --model models/Qwen3-0.6B --adapter runs/mine/best --task classification --labels '[negative, positive]' --data test.jsonl",
 	}, func(args []string, _ io.Reader, stdout io.Writer) error { return runTask(args, stdout, os.Stderr) })
 }
 

@@ -28,16 +28,18 @@ func runTask(args []string, stdout, log io.Writer) error {
 	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
 	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model")
 	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; prompt tuning: no effect)")
-	task := fs.String("task", "", "sst2, squad, xsum, or pets (a ViT image classifier)")
-	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet)")
+	task := fs.String("task", "", "sst2, squad, xsum, pets (a ViT image classifier), or your own data's classification or generation (as task.name)")
+	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet; classification, generation: .jsonl)")
+	labels := fs.String("labels", "", "classification: its labels, as the run's task.labels, a YAML list: '[negative, positive]'")
+	instruction := fs.String("instruction", "", "classification, generation: the run's task.instruction (the system turn; empty: none)")
 	maxExamples := fs.Int("max-examples", 0, "evaluate the first N examples (0: all)")
 	batch := fs.Int("batch-size", 8, "sequences (pets: images) per forward / generation batch")
-	maxNew := fs.Int("max-new-tokens", 0, "generation cap (0: SQuAD 50, XSum 100)")
+	maxNew := fs.Int("max-new-tokens", 0, "generation cap (0: SQuAD 50, XSum and generation 100)")
 	maxLen := fs.Int("max-length", data.DefaultMaxTokens, "skip, counted and named on stderr, the examples whose evaluation takes more tokens (the prompt and the new tokens; SST-2: the rendered answer), as task.max_length; 0: none")
 	threads := fs.Int("threads", 0, "CPU worker threads, and pets' image decoders (0: all cores)")
 	backend := fs.String("backend", "auto", backends.Usage)
 	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024); use the run's model.date_string")
-	stem := fs.Bool("rouge-stem", false, "XSum: Porter-stem ROUGE tokens (default off, as HF evaluate)")
+	stem := fs.Bool("rouge-stem", false, "XSum, generation: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
 	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
 	format := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT)")
@@ -51,6 +53,19 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return cli.Usage(fmt.Errorf("--model, --task and --data are required"))
 	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0 || *maxLen < 0:
 		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens, --max-length and --threads must not be negative and --batch-size must be at least 1"))
+	}
+	var labelList []string
+	if *labels != "" {
+		var err error
+		if labelList, err = train.ParseLabels(*labels); err != nil {
+			return cli.Usage(err)
+		}
+	}
+	opts := train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
+		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Format: *format,
+		Labels: labelList, Instruction: *instruction, Log: log}
+	if err := opts.CheckTask(); err != nil && data.Task(*task) != data.Pets {
+		return cli.Usage(err)
 	}
 	// What the flags name is there, before a backend opens or a weight loads.
 	for _, f := range []struct{ flag, path string }{{"--model", *modelDir}, {"--data", *dataPath}, {"--adapter", *adapter}} {
@@ -76,8 +91,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := train.Evaluate(m, tok, train.EvalOptions{Adapter: *adapter, Merge: *merge, Task: *task, Data: *dataPath, MaxExamples: *maxExamples,
-		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Format: *format, Log: log})
+	res, err := train.Evaluate(m, tok, opts)
 	if errors.Is(err, tokenizer.ErrNoChatTemplate) {
 		return fmt.Errorf("--model %s: %w", *modelDir, err)
 	}
@@ -88,7 +102,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 }
 
 // textOnlyFlags are runTask's flags that an image task has no use for.
-var textOnlyFlags = []string{"merge", "max-new-tokens", "max-length", "date-string", "rouge-stem", "bf16-weights", "strict", "format"}
+var textOnlyFlags = []string{"merge", "max-new-tokens", "max-length", "date-string", "rouge-stem", "bf16-weights", "strict", "format", "labels", "instruction"}
 
 // imageTask is what runImageTask takes from runTask's flags.
 type imageTask struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -85,11 +86,49 @@ func TestTaskCommandLine(t *testing.T) {
 		{append(base, "--max-examples", "-5"), "must not be negative"},
 		{append(base, "--batch-size", "0"), "--batch-size must be at least 1"},
 		{[]string{"--task", "sst2"}, "--model, --task and --data are required"},
+		{append(base, "--labels", "[a, b]"), "--labels and --instruction are for tasks classification and generation"},
+		{append(base, "--instruction", "Classify."), "--labels and --instruction are for tasks classification and generation"},
+		{[]string{"--model", "m", "--task", "classification", "--data", "d.jsonl"}, "--labels: task classification needs at least 2 labels, got 0"},
+		{[]string{"--model", "m", "--task", "classification", "--data", "d.jsonl", "--labels", "a,b"}, "want a list, e.g. --labels '[negative, positive]'"},
+		{[]string{"--model", "m", "--task", "generation", "--data", "d.jsonl", "--labels", "[a, b]"}, "task generation has no labels"},
+		{[]string{"--model", "m", "--task", "summaries", "--data", "d.jsonl"}, `unknown task "summaries"`},
 	} {
 		err := runTask(c.args, io.Discard, io.Discard)
 		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want a usage error with %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestTaskOwnData evaluates the demo's tiny model on a classification and a
+// generation test file of the user's own kind (JSON Lines), with their
+// labels and instruction, as meazo-train's test evaluation scores them.
+func TestTaskOwnData(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	cls, gen := filepath.Join(dir, "cls.jsonl"), filepath.Join(dir, "gen.jsonl")
+	os.WriteFile(cls, []byte(`{"text":"what a dull film","label":"terrible"}`+"\n"+`{"text":"a superb cast","label":1}`+"\n"), 0o644)
+	os.WriteFile(gen, []byte(`{"prompt":"the film is dull","completion":"terrible","references":["bad"]}`+"\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--task", "classification", "--data", cls, "--labels", "[terrible, great]", "--instruction", "Rate the review."}, []string{"accuracy"}},
+		{[]string{"--task", "generation", "--data", gen, "--max-new-tokens", "3"}, []string{"exact_match", "f1", "rouge1", "rouge2", "rougeL", "rougeLsum"}},
+	} {
+		var out bytes.Buffer
+		if err := runTask(append([]string{"--model", filepath.Join(dir, "model")}, c.args...), &out, io.Discard); err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		var res map[string]float64
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("output %q: %v", out.String(), err)
+		}
+		if got := slices.Sorted(maps.Keys(res)); !slices.Equal(got, c.want) {
+			t.Errorf("%q: metrics %v, want %v", c.args, res, c.want)
 		}
 	}
 }

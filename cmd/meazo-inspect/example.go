@@ -9,16 +9,19 @@ import (
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/tokenizer"
+	"github.com/meazo-go/meazo/train"
 )
 
 func init() {
 	register("example", cli.Help{
 		Summary:  "show one training example: rendered text, token ids, supervised tokens",
-		Synopsis: "--model DIR --task sst2|squad|xsum --data PATH [--index N]",
+		Synopsis: "--model DIR --task sst2|squad|xsum|classification|generation --data PATH [--labels LIST] [--instruction TEXT] [--index N]",
 		Does: `Shows exactly what training sees of one example of a data file: the text the model's chat template renders,
 every token id, and which tokens the loss supervises (the assistant's answer and its end of turn).`,
 		Reads: `--model DIR: tokenizer.json, tokenizer_config.json (and chat_template.jinja); --data PATH: the task's data
-file (.parquet from the Hub, .tsv of GLUE, .json of the official SQuAD, or .jsonl).`,
+file (.parquet from the Hub, .tsv of GLUE, .json of the official SQuAD, or .jsonl; classification and
+generation, on your own data: .jsonl, with --labels LIST and --instruction TEXT as the run's task.labels, a YAML
+list such as '[negative, positive]', and task.instruction).`,
 		Prints: `the example's id and token counts, the rendered text, a line per token (* supervised: position,
 id, text), the supervised text.`,
 		Example: "meazo-inspect example --model models/Llama-3.2-1B --task squad --data data/squad/train-v1.1.json --index 3",
@@ -31,8 +34,10 @@ id, text), the supervised text.`,
 func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := commands.Flags("example")
 	model := fs.String("model", "", "model directory with tokenizer.json, tokenizer_config.json [and chat_template.jinja]")
-	taskName := fs.String("task", "", "sst2, squad or xsum")
-	path := fs.String("data", "", "data file: .parquet (HF hub), .tsv (GLUE), .json (official SQuAD) or .jsonl")
+	taskName := fs.String("task", "", "sst2, squad, xsum, classification or generation")
+	path := fs.String("data", "", "data file: .parquet (HF hub), .tsv (GLUE), .json (official SQuAD) or .jsonl (classification and generation: .jsonl only)")
+	labels := fs.String("labels", "", "classification: its labels, as task.labels, a YAML list: '[negative, positive]'")
+	instruction := fs.String("instruction", "", "classification, generation: task.instruction (the system turn; empty: none)")
 	index := fs.Int("index", 0, "which example (0-based, among the file's well-formed rows)")
 	date := fs.String("date", "", "Llama-3.x date_string (default 26 Jul 2024)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -45,6 +50,17 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var own *data.OwnTask
+	if task.OwnData() {
+		own = &data.OwnTask{Instruction: *instruction}
+		if *labels != "" {
+			if own.Labels, err = train.ParseLabels(*labels); err != nil {
+				return cli.Usage(err)
+			}
+		}
+	} else if *labels != "" || *instruction != "" {
+		return cli.Usage(fmt.Errorf("--labels and --instruction are for tasks classification and generation"))
+	}
 	if *index < 0 {
 		return fmt.Errorf("--index %d is negative", *index)
 	}
@@ -52,7 +68,7 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	exs, _, err := data.ReadAll(*path, task, data.ReadOptions{Limit: *index + 1})
+	exs, _, err := data.ReadAll(*path, task, data.ReadOptions{Limit: *index + 1, Own: own})
 	if err != nil {
 		return err
 	}

@@ -36,8 +36,23 @@ func TestExampleCommand(t *testing.T) {
 			t.Errorf("no rendered text in output")
 		}
 	}
+	// A classification on the user's own data: the instruction is the
+	// system turn, the label string the supervised answer.
+	own := filepath.Join(t.TempDir(), "own.jsonl")
+	os.WriteFile(own, []byte(`{"text":"a superb cast","label":"positive"}`+"\n"), 0o644)
+	var cls bytes.Buffer
+	err := runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers/qwen3"), "--task", "classification", "--data", own,
+		"--labels", "[negative, positive]", "--instruction", "Classify the review."}, nil, &cls)
+	if err != nil || exampleSupervised(cls.String()) != "positive<|im_end|>" ||
+		!strings.Contains(cls.String(), "<|im_start|>system\nClassify the review.<|im_end|>\n<|im_start|>user\na superb cast<|im_end|>") {
+		t.Errorf("classification: %v\n%s", err, cls.String())
+	}
+	if err := runExample([]string{"--model", "m", "--task", "sst2", "--data", own, "--labels", "[a, b]"}, nil, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--labels and --instruction are for tasks classification and generation") {
+		t.Errorf("--labels on sst2: %v", err)
+	}
 	var out bytes.Buffer
-	err := runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers/qwen3"), "--task", "sst2",
+	err = runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers/qwen3"), "--task", "sst2",
 		"--data", filepath.Join(dir, "data/sst2/dev.tsv"), "--index", "5000"}, nil, &out)
 	if err == nil || !strings.Contains(err.Error(), "872 well-formed examples") {
 		t.Errorf("out-of-range index: %v", err)

@@ -1,0 +1,169 @@
+package data
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// OwnTask is what a config says of a task on the user's own data
+// (classification, generation) that its rows do not: the instruction every
+// conversation starts with, and classification's label strings.
+type OwnTask struct {
+	// Instruction is the system turn of every conversation, where the
+	// paper's tasks have their instructions (chat.go); "": the conversation
+	// has none (the chat template may still write its own, as Llama-3.x's
+	// does).
+	Instruction string
+	// Labels are classification's classes, by index: the assistant's
+	// answer for each. A row's label is one of them or its 0-based index.
+	Labels []string
+}
+
+// Check reports what makes o unusable for task: classification needs at
+// least two distinct labels, none blank; generation takes none. The
+// messages name no setting: the caller knows which one the user wrote
+// (task.labels, --labels).
+func (o *OwnTask) Check(task Task) error {
+	switch {
+	case task == Generation && len(o.Labels) > 0:
+		return fmt.Errorf("task generation has no labels (its answers are the rows' completions), got %d", len(o.Labels))
+	case task != Classification:
+		return nil
+	case len(o.Labels) < 2:
+		return fmt.Errorf("task classification needs at least 2 labels, got %d", len(o.Labels))
+	}
+	for i, l := range o.Labels {
+		if strings.TrimSpace(l) == "" {
+			return fmt.Errorf("label %d is blank: it would be an empty answer", i)
+		}
+		if j := slices.Index(o.Labels[:i], l); j >= 0 {
+			return fmt.Errorf("label %s is given twice (%d and %d): a row's label would not say which class it is", clip(l), j, i)
+		}
+	}
+	return nil
+}
+
+// checkOwnRead refuses what the readers of the tasks on the user's own data
+// cannot read: a format other than JSON Lines (the .tsv, .json and .parquet
+// readers know the paper's tasks' columns only), or a classification
+// without its labels.
+func checkOwnRead(path, ext string, task Task, own *OwnTask) error {
+	if ext != ".jsonl" {
+		return fmt.Errorf("%s: task %s reads JSON Lines (.jsonl) only, one %s object a line (the %s reader knows the paper's tasks' fields only)", path, task, rowShape(task), ext)
+	}
+	if own == nil {
+		own = &OwnTask{}
+	}
+	if err := own.Check(task); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// rowShape is a JSON Lines row of task, for messages.
+func rowShape(task Task) string {
+	if task == Classification {
+		return `{"text": …, "label": …}`
+	}
+	return `{"prompt": …, "completion": …}`
+}
+
+// ownRow is a JSON Lines row of a task on the user's own data. Pointers
+// tell a missing field from an empty one.
+type ownRow struct {
+	ID json.RawMessage `json:"id"`
+	// Classification: the label is a string (one of the labels) or a number (its index).
+	Text  *string         `json:"text"`
+	Label json.RawMessage `json:"label"`
+	// Generation.
+	Prompt     *string  `json:"prompt"`
+	Completion *string  `json:"completion"`
+	References []string `json:"references"`
+}
+
+// parseOwnRow decodes one JSON object of a task on the user's own data; on
+// failure it names the field. The emptiness of the text, prompt and
+// completion is checkExample's.
+func parseOwnRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg string) {
+	var r ownRow
+	if field, msg = decodeRow(b, &r); field != "" {
+		return ex, field, msg
+	}
+	ex = Example{Task: task, ID: rawID(r.ID), Own: own}
+	var labels []string // Read refuses a classification without them first
+	if own != nil {
+		labels = own.Labels
+	}
+	switch task {
+	case Classification:
+		if r.Text == nil {
+			return ex, "text", "missing"
+		}
+		ex.Text = *r.Text
+		if ex.Label, msg = ownLabel(r.Label, labels); msg != "" {
+			return ex, "label", msg
+		}
+	case Generation:
+		switch {
+		case r.Prompt == nil:
+			return ex, "prompt", "missing"
+		case r.Completion == nil:
+			return ex, "completion", "missing"
+		}
+		ex.Prompt, ex.Completion = *r.Prompt, *r.Completion
+		for i, ref := range r.References {
+			if strings.TrimSpace(ref) == "" { // JSON null decodes as ""
+				return ex, fmt.Sprintf("references[%d]", i), "empty or null: a blank answer would score as right"
+			}
+		}
+		ex.References = r.References
+	}
+	return ex, "", ""
+}
+
+// ownLabel reads a classification row's label: a JSON string is one of
+// labels, a JSON number its 0-based index. A label string that looks like a
+// number ("1") is still a string: only the JSON type decides.
+func ownLabel(raw json.RawMessage, labels []string) (int, string) {
+	t := bytes.TrimSpace(raw)
+	switch {
+	case len(t) == 0:
+		return 0, "missing"
+	case t[0] == '"':
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return 0, "not a JSON string: " + err.Error()
+		}
+		if i := slices.Index(labels, s); i >= 0 {
+			return i, ""
+		}
+		return 0, fmt.Sprintf("%s is not one of the labels (%s)", clip(s), listLabels(labels))
+	case t[0] == '-' || t[0] >= '0' && t[0] <= '9':
+		i, err := strconv.Atoi(string(t))
+		if err != nil {
+			return 0, fmt.Sprintf("want a label's 0-based index (a whole number), got %s", clip(string(t)))
+		}
+		if i < 0 || i >= len(labels) {
+			return 0, fmt.Sprintf("index %d is not one of the %d labels' (0 to %d)", i, len(labels), len(labels)-1)
+		}
+		return i, ""
+	}
+	return 0, fmt.Sprintf("want one of the labels (a string) or its 0-based index, got JSON %s", jsonValueKind(t[0]))
+}
+
+// listLabels quotes the first labels, for messages.
+func listLabels(labels []string) string {
+	const shown = 6
+	var q []string
+	for _, l := range labels[:min(len(labels), shown)] {
+		q = append(q, clip(l))
+	}
+	if len(labels) > shown {
+		q = append(q, fmt.Sprintf("… %d in all", len(labels)))
+	}
+	return strings.Join(q, ", ")
+}

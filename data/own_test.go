@@ -1,0 +1,222 @@
+package data
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var sentiment = &OwnTask{Labels: []string{"negative", "positive", "neutral"}}
+
+// TestOwnRowErrors: a malformed row of a task on the user's own data is a
+// RowError naming the file, the line and the field, skipped unless strict.
+func TestOwnRowErrors(t *testing.T) {
+	good := `{"text":"fine","label":"positive"}` + "\n"
+	gen := `{"prompt":"p","completion":"c"}` + "\n"
+	for _, c := range []struct {
+		name    string
+		task    Task
+		row     string // the second line, after a good one
+		wantErr string // the strict error after the file's name
+	}{
+		{"text missing", Classification, `{"label":"positive"}`, `line 2: field "text": missing`},
+		{"text empty", Classification, `{"text":"  ","label":1}`, `line 2: field "text": empty`},
+		{"text a number", Classification, `{"text":5,"label":1}`, `line 2: field "text": want a string, got JSON number`},
+		{"label missing", Classification, `{"text":"t"}`, `line 2: field "label": missing`},
+		{"label unknown", Classification, `{"text":"t","label":"Positive"}`, `line 2: field "label": "Positive" is not one of the labels ("negative", "positive", "neutral")`},
+		{"index too large", Classification, `{"text":"t","label":3}`, `line 2: field "label": index 3 is not one of the 3 labels' (0 to 2)`},
+		{"index negative", Classification, `{"text":"t","label":-1}`, `line 2: field "label": index -1 is not one of the 3 labels'`},
+		{"index not whole", Classification, `{"text":"t","label":1.5}`, `line 2: field "label": want a label's 0-based index (a whole number), got "1.5"`},
+		{"label a boolean", Classification, `{"text":"t","label":true}`, `line 2: field "label": want one of the labels (a string) or its 0-based index, got JSON a boolean`},
+		{"label null", Classification, `{"text":"t","label":null}`, `got JSON null`},
+		{"label a list", Classification, `{"text":"t","label":["positive"]}`, `got JSON an array`},
+		{"label twice", Classification, `{"text":"t","label":0,"label":1}`, `line 2: field "label": given twice in the row`},
+		{"not an object", Classification, `["t", 1]`, `line 2: field "(line)": want a JSON object, got an array`},
+		{"not UTF-8", Classification, "{\"text\":\"caf\xe9\",\"label\":1}", `line 2: field "(line)": not UTF-8 text`},
+		{"not JSON", Classification, `{"text":"t",`, `line 2: field "(line)": not a JSON object`},
+		{"prompt missing", Generation, `{"completion":"c"}`, `line 2: field "prompt": missing`},
+		{"prompt empty", Generation, `{"prompt":"","completion":"c"}`, `line 2: field "prompt": empty`},
+		{"completion missing", Generation, `{"prompt":"p"}`, `line 2: field "completion": missing`},
+		{"completion blank", Generation, `{"prompt":"p","completion":" \n"}`, `line 2: field "completion": empty`},
+		{"references a string", Generation, `{"prompt":"p","completion":"c","references":"r"}`, `line 2: field "references": want a list, got JSON string`},
+		{"reference a number", Generation, `{"prompt":"p","completion":"c","references":["r",7]}`, `line 2: field "references": want a string, got JSON number`},
+		{"reference empty", Generation, `{"prompt":"p","completion":"c","references":["r",""]}`, `line 2: field "references[1]": empty or null`},
+		{"reference null", Generation, `{"prompt":"p","completion":"c","references":[null]}`, `line 2: field "references[0]": empty or null`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first, own := good, sentiment
+			if c.task == Generation {
+				first, own = gen, nil
+			}
+			p := writeFile(t, "own.jsonl", first+c.row+"\n")
+			var skipped []*RowError
+			exs, st, err := ReadAll(p, c.task, ReadOptions{Own: own, OnSkip: func(e *RowError) { skipped = append(skipped, e) }})
+			if err != nil || len(exs) != 1 || st.Skipped != 1 || len(skipped) != 1 {
+				t.Fatalf("lenient: %d examples, %d skipped, %v; want the good row and the bad one skipped", len(exs), st.Skipped, err)
+			}
+			_, _, err = ReadAll(p, c.task, ReadOptions{Own: own, Strict: true})
+			if err == nil || !strings.Contains(err.Error(), p+": ") || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("strict error = %v, want %s: …%s", err, p, c.wantErr)
+			}
+		})
+	}
+}
+
+// TestOwnRows reads good rows: a label by string or index, an id or the
+// line, references, the config's part carried by every example.
+func TestOwnRows(t *testing.T) {
+	own := &OwnTask{Instruction: "Classify.", Labels: sentiment.Labels}
+	p := writeFile(t, "c.jsonl", "\xef\xbb\xbf"+`{"text":"a","label":"neutral","id":"x1"}`+"\n\n"+`{"text":"b","label":0,"id":42}`+"\n"+`{"text":"c","label":"positive","extra":1}`+"\n")
+	exs, _, err := ReadAll(p, Classification, ReadOptions{Strict: true, Own: own})
+	want := []Example{
+		{Task: Classification, ID: "x1", Text: "a", Label: 2, Own: own},
+		{Task: Classification, ID: "42", Text: "b", Label: 0, Own: own},
+		{Task: Classification, ID: "line 4", Text: "c", Label: 1, Own: own},
+	}
+	if err != nil || !reflect.DeepEqual(exs, want) {
+		t.Errorf("classification rows: %+v, %v; want %+v", exs, err, want)
+	}
+	p = writeFile(t, "g.jsonl", `{"prompt":"Capital of France?","completion":"Paris","references":["paris, France"]}`+"\n"+`{"prompt":"q","completion":"a","references":null}`+"\n")
+	exs, _, err = ReadAll(p, Generation, ReadOptions{Strict: true})
+	wantG := []Example{
+		{Task: Generation, ID: "line 1", Prompt: "Capital of France?", Completion: "Paris", References: []string{"paris, France"}},
+		{Task: Generation, ID: "line 2", Prompt: "q", Completion: "a"},
+	}
+	if err != nil || !reflect.DeepEqual(exs, wantG) {
+		t.Errorf("generation rows: %+v, %v; want %+v", exs, err, wantG)
+	}
+}
+
+// TestOwnFormatsAndLabels: the tasks on the user's own data read JSON Lines
+// only, and a classification reads its rows against valid labels only.
+func TestOwnFormatsAndLabels(t *testing.T) {
+	row := `{"text":"a","label":0}` + "\n"
+	for _, c := range []struct {
+		name, file string
+		task       Task
+		own        *OwnTask
+		want       string
+	}{
+		{"tsv", "a.tsv", Classification, sentiment, `task classification reads JSON Lines (.jsonl) only, one {"text": …, "label": …} object a line (the .tsv reader`},
+		{"parquet", "a.parquet", Generation, nil, `task generation reads JSON Lines (.jsonl) only, one {"prompt": …, "completion": …} object a line (the .parquet reader`},
+		{"json", "a.json", Classification, sentiment, `reads JSON Lines (.jsonl) only`},
+		{"no labels", "a.jsonl", Classification, nil, "task classification needs at least 2 labels, got 0"},
+		{"one label", "a.jsonl", Classification, &OwnTask{Labels: []string{"x"}}, "needs at least 2 labels, got 1"},
+		{"a label twice", "a.jsonl", Classification, &OwnTask{Labels: []string{"x", "y", "x"}}, `label "x" is given twice (0 and 2)`},
+		{"a blank label", "a.jsonl", Classification, &OwnTask{Labels: []string{"x", " "}}, "label 1 is blank"},
+		{"labels for generation", "a.jsonl", Generation, sentiment, "task generation has no labels"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeFile(t, c.file, row)
+			_, _, err := ReadAll(p, c.task, ReadOptions{Own: c.own})
+			if err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want %s: %s", err, p, c.want)
+			}
+		})
+	}
+}
+
+// TestOwnConversation: the instruction is the system turn, where the paper's
+// tasks have theirs, and none without one; the text or prompt is the user
+// turn and the label or completion the assistant's, supervised with its
+// end of turn.
+func TestOwnConversation(t *testing.T) {
+	enc := &Encoder{Tok: fakeTok{}}
+	withInstruction := &OwnTask{Instruction: "Say the sentiment.", Labels: []string{"bad", "good"}}
+	for _, c := range []struct {
+		ex         Example
+		wantPrompt string
+		target     string
+	}{
+		{Example{Task: Classification, ID: "1", Text: "fun film", Label: 1, Own: withInstruction},
+			"<h>system\nSay the sentiment.<e><h>user\nfun film<e><h>assistant\n", "good"},
+		{Example{Task: Classification, ID: "2", Text: "dull", Label: 0, Own: &OwnTask{Labels: []string{"bad", "good"}}},
+			"<h>user\ndull<e><h>assistant\n", "bad"},
+		{Example{Task: Generation, ID: "3", Prompt: "2+2?", Completion: "4", Own: &OwnTask{Instruction: "Add."}},
+			"<h>system\nAdd.<e><h>user\n2+2?<e><h>assistant\n", "4"},
+		{Example{Task: Generation, ID: "4", Prompt: "hi", Completion: "hello there"}, "<h>user\nhi<e><h>assistant\n", "hello there"},
+	} {
+		text, _, err := enc.EncodePrompt(c.ex)
+		if err != nil || text != c.wantPrompt {
+			t.Errorf("%s: prompt %q, %v; want %q", c.ex.ID, text, err, c.wantPrompt)
+		}
+		e, err := enc.Encode(c.ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, end := e.Supervised()
+		if got := idsText(e.IDs[start : end-1]); got != c.target || e.IDs[end-1] != 1001 || start != e.PromptLen {
+			t.Errorf("%s: supervised %q + %d from %d, want %q + <e> from the prompt's end %d", c.ex.ID, got, e.IDs[end-1], start, c.target, e.PromptLen)
+		}
+	}
+	if _, err := enc.Encode(Example{Task: Classification, ID: "5", Text: "t", Label: 2, Own: withInstruction}); err == nil {
+		t.Error("label 2 of 2 labels encoded")
+	}
+}
+
+// TestCandidatesOfLabels: every label of a classification is a candidate,
+// scored on the tokens where the candidates differ; a label whose tokens
+// begin another's keeps its end of turn to be scored by.
+func TestCandidatesOfLabels(t *testing.T) {
+	for _, c := range []struct {
+		labels []string
+		spans  []string // the scored text of each candidate
+	}{
+		{[]string{"negative", "positive", "neutral"}, []string{"negative", "positive", "neutral"}},
+		// What every label ends with is not scored, as what they begin with:
+		// here the byte (a token, to fakeTok) "d".
+		{[]string{"very good", "very bad", "very very bad"}, []string{"goo", "ba", "very ba"}},
+		{[]string{"yes", "yes sir"}, []string{"<e>", " sir<e>"}},
+		{[]string{"Sentiment: terrible", "Sentiment: great"}, []string{"terrible", "great"}}, // SST-2's spans
+	} {
+		ex := Example{Task: Classification, ID: "e", Text: "x", Own: &OwnTask{Labels: c.labels}}
+		cs, err := (&Encoder{Tok: fakeTok{}}).Candidates(ex)
+		if err != nil {
+			t.Fatalf("%q: %v", c.labels, err)
+		}
+		var got []string
+		for i, sp := range cs.Span {
+			got = append(got, idsText(cs.Full[i].IDs[sp[0]:sp[1]]))
+		}
+		if !reflect.DeepEqual(got, c.spans) || !reflect.DeepEqual(cs.Labels, c.labels) {
+			t.Errorf("%q: spans %q, want %q", c.labels, got, c.spans)
+		}
+	}
+	if _, err := (&Encoder{Tok: fakeTok{}}).Candidates(Example{Task: Generation, ID: "g"}); err == nil {
+		t.Error("a generation example has label candidates")
+	}
+}
+
+// TestCandidateSpanErrors: renders that cannot be told apart are refused.
+func TestCandidateSpanErrors(t *testing.T) {
+	enc := func(ids ...int) Encoded { return Encoded{IDs: ids} }
+	for _, c := range []struct {
+		full []Encoded
+		want string
+	}{
+		{[]Encoded{enc(1, 2, 3), enc(1, 2, 3)}, `the labels "a" and "b" render as the same tokens`},
+		{[]Encoded{enc(1, 2), enc(1, 2, 3)}, `the label "a" renders as the beginning of another's`},
+		{[]Encoded{enc(1, 2), enc(2, 2)}, "share no prompt"},
+	} {
+		cs := Candidates{Labels: []string{"a", "b"}, Full: c.full}
+		if err := cs.spans(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.full, err, c.want)
+		}
+	}
+}
+
+// idsText is fakeTok's text of ids.
+func idsText(ids []int) string {
+	var b strings.Builder
+	for _, id := range ids {
+		switch id {
+		case 1000:
+			b.WriteString("<h>")
+		case 1001:
+			b.WriteString("<e>")
+		default:
+			b.WriteByte(byte(id))
+		}
+	}
+	return b.String()
+}
