@@ -233,9 +233,20 @@ func TestReportTables(t *testing.T) {
 			t.Errorf("CSV lacks %q:\n%s", want, csv)
 		}
 	}
-	for _, task := range []string{"sst2", "pets"} {
-		if key, label, scale := TaskMetric(task); key != "accuracy" || label != "accuracy (%)" || scale != 100 {
-			t.Errorf("TaskMetric(%s) = %s, %s, %g", task, key, label, scale)
+	for _, c := range []struct {
+		task, key, label string
+		scale            float64
+	}{
+		{"sst2", "accuracy", "accuracy (%)", 100},
+		{"pets", "accuracy", "accuracy (%)", 100},
+		{"classification", "accuracy", "accuracy (%)", 100},
+		{"squad", "f1", "F1", 1},
+		{"xsum", "rougeL", "ROUGE-L", 1},
+		{"generation", "rougeL", "ROUGE-L", 1},
+		{"other", "", "", 1},
+	} {
+		if key, label, scale := TaskMetric(c.task); key != c.key || label != c.label || scale != c.scale {
+			t.Errorf("TaskMetric(%s) = %s, %s, %g; want %s, %s, %g", c.task, key, label, scale, c.key, c.label, c.scale)
 		}
 	}
 }

@@ -63,21 +63,26 @@ const maxWaitingListed = 5
 
 // TaskMetric is the headline test metric of a task as the paper's tables
 // report it: its key in summary.json's "test", its label, and the factor to
-// the table's unit. An unknown task has key "".
+// the table's unit. An unknown task has key "". A task on the user's own
+// data is shown as its paper counterpart is: a classification by accuracy
+// (SST-2's), a generation by ROUGE-L (XSum's: it scores any length of
+// answer, where SQuAD's F1, also in summary.json, suits short ones).
 func TaskMetric(task string) (key, label string, scale float64) {
 	switch task {
-	case "sst2", "pets":
+	case "sst2", "pets", "classification":
 		return "accuracy", "accuracy (%)", 100
 	case "squad":
 		return "f1", "F1", 1
-	case "xsum":
+	case "xsum", "generation":
 		return "rougeL", "ROUGE-L", 1
 	}
 	return "", "", 1
 }
 
 // chanceAccuracy is the accuracy (%) of a uniform guess at a classification
-// task's classes: SST-2's 2, Pets' 37; 0 for another task.
+// task's classes: SST-2's 2, Pets' 37; 0 for another task (a
+// classification's number of labels is its config's, which a run's
+// summary does not say).
 func chanceAccuracy(task string) float64 {
 	switch task {
 	case "sst2":
