@@ -4,8 +4,10 @@
 // each optimizer (the paper's Table 1),
 // full-parameter SST-2 configs of both models with MEAZO, ZO-SGD and FZOO,
 // OPT-1.3B's full-parameter SST-2 configs with the Figure 20 study (opt.go),
-// Ministral-3 14B SQuAD LoRA configs in bf16 (the paper's appendix), and
-// ViT-B/16 LoRA on Oxford-IIIT Pets with the ViT appendix's study (vit.go).
+// Ministral-3 14B SQuAD LoRA configs in bf16 (the paper's appendix),
+// ViT-B/16 LoRA on Oxford-IIIT Pets with the ViT appendix's study (vit.go),
+// and the examples of a classification and a generation on the user's own
+// data (own.go).
 //
 //	go run ./scripts/genconfigs        # rewrite configs/
 //
@@ -139,6 +141,7 @@ func Generate() map[string]string {
 	files["studies/ministral.yaml"] = ministralStudy()
 	addOPT(files)
 	addViT(files)
+	addOwnData(files)
 	files["studies/paper.yaml"] = paperStudy()
 	files["studies/demo.yaml"] = demoStudy
 	files["studies/zo-adam-beta1.yaml"] = variantStudy("zo-adam-beta1", "zo-adam",
@@ -391,7 +394,7 @@ func config(m modelSpec, task, adapter, opt string, grouped bool) string {
 		rate *= 10
 		steps = 20000
 	}
-	files := tasks[task]
+	files := taskFiles(task)
 	var b strings.Builder
 	kind := adapter
 	if grouped {
@@ -406,7 +409,7 @@ func config(m modelSpec, task, adapter, opt string, grouped bool) string {
 	case ministral:
 		b.WriteString("  bf16_weights: true # the paper runs Ministral in bf16: 25 GiB of language-model weights\n")
 	}
-	fmt.Fprintf(&b, "task:\n  name: %s\n  train: %s\n", task, files[0])
+	fmt.Fprintf(&b, "task:\n  name: %s\n%s  train: %s\n", task, ownTaskKeys[task], files[0])
 	if files[1] != "" {
 		fmt.Fprintf(&b, "  validation: %s\n", files[1])
 	}
