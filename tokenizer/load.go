@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
@@ -23,13 +25,15 @@ type tokenizerFile struct {
 	Model         bpeModel         `json:"model"`
 }
 
-// bpeModel is tokenizer.json's "model": a byte-level BPE's.
+// bpeModel is tokenizer.json's "model": a BPE's.
 type bpeModel struct {
 	Type                    string          `json:"type"`
 	Vocab                   map[string]int  `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
 	IgnoreMerges            bool            `json:"ignore_merges"`
 	ByteFallback            bool            `json:"byte_fallback"`
+	UnkToken                *string         `json:"unk_token"`
+	FuseUnk                 bool            `json:"fuse_unk"`
 	Dropout                 *float64        `json:"dropout"`
 	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
 	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
@@ -59,9 +63,18 @@ type component struct {
 	} `json:"pattern"`
 	Behavior       string          `json:"behavior"`
 	Invert         bool            `json:"invert"`
-	AddPrefixSpace bool            `json:"add_prefix_space"`
+	AddPrefixSpace *bool           `json:"add_prefix_space"`
 	UseRegex       bool            `json:"use_regex"`
 	Single         []templatePiece `json:"single"`
+
+	// Prepend, Replace, Metaspace and Strip (SentencePiece-style tokenizers)
+	Prepend       *string `json:"prepend"`
+	Content       *string `json:"content"`
+	Replacement   *string `json:"replacement"`
+	PrependScheme *string `json:"prepend_scheme"`
+	Split         *bool   `json:"split"`
+	Start         *int    `json:"start"`
+	Stop          *int    `json:"stop"`
 }
 
 type templatePiece struct {
@@ -150,8 +163,12 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 	if err := m.check(); err != nil {
 		return nil, err
 	}
+	spStyle := sentencePieceStyle(&f)
+	if m.ByteFallback && !spStyle {
+		return nil, errors.New("model.byte_fallback: true is supported only in a SentencePiece-style tokenizer (a Metaspace pre-tokenizer or none), not with ByteLevel")
+	}
 	t := &Tokenizer{ignoreMerges: m.IgnoreMerges, bosID: -1, eosID: -1, padID: -1}
-	if err := t.parseVocab(m.Vocab, len(f.AddedTokens)); err != nil {
+	if err := t.parseVocab(m.Vocab, len(f.AddedTokens), spStyle); err != nil {
 		return nil, err
 	}
 	if err := t.parseMerges(m.Merges, m.Vocab); err != nil {
@@ -163,14 +180,20 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 	if err := t.parseNormalizer(f.Normalizer); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}
-	if err := t.parsePreTokenizer(f.PreTokenizer); err != nil {
-		return nil, fmt.Errorf("pre_tokenizer: %w", err)
+	if spStyle {
+		if err := t.parseSentencePiece(&f); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := t.parsePreTokenizer(f.PreTokenizer); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer: %w", err)
+		}
+		if err := t.parseDecoder(f.Decoder); err != nil {
+			return nil, fmt.Errorf("decoder: %w", err)
+		}
 	}
 	if err := t.parsePostProcessor(f.PostProcessor); err != nil {
 		return nil, fmt.Errorf("post_processor: %w", err)
-	}
-	if err := t.parseDecoder(f.Decoder); err != nil {
-		return nil, fmt.Errorf("decoder: %w", err)
 	}
 	return t, nil
 }
@@ -189,9 +212,6 @@ func (m *bpeModel) check() error {
 	if len(m.Vocab) == 0 {
 		return errors.New("model.vocab: missing or empty")
 	}
-	if m.ByteFallback {
-		return errors.New("model.byte_fallback: true is not supported")
-	}
 	if m.Dropout != nil && *m.Dropout != 0 {
 		return errors.New("model.dropout: BPE dropout is not supported")
 	}
@@ -202,10 +222,12 @@ func (m *bpeModel) check() error {
 	return nil
 }
 
-// parseVocab fills the id tables from model.vocab: ids to byte-level
-// strings, and raw bytes to ids. added is the number of added tokens, whose
-// ids may extend the vocabulary.
-func (t *Tokenizer) parseVocab(vocab map[string]int, added int) error {
+// parseVocab fills the id tables from model.vocab: ids to vocabulary
+// spellings and to the bytes they stand for, and raw text to ids. added is
+// the number of added tokens, whose ids may extend the vocabulary. spStyle
+// says the vocabulary is spelled in plain text (SentencePiece-style) rather
+// than in GPT-2's byte alphabet.
+func (t *Tokenizer) parseVocab(vocab map[string]int, added int, spStyle bool) error {
 	for tok, id := range vocab {
 		if id < 0 || id >= maxTokenID {
 			return fmt.Errorf("model.vocab[%q]: id %d outside [0, %d)", tok, id, maxTokenID)
@@ -235,6 +257,11 @@ func (t *Tokenizer) parseVocab(vocab map[string]int, added int) error {
 	for tok, id := range vocab {
 		t.idToToken[id] = tok
 		t.tokenToID[tok] = id
+		if spStyle {
+			t.idToBytes[id] = spTokenBytes(tok)
+			t.rawToID[tok] = int32(id)
+			continue
+		}
 		b := byteLevelDecode(tok)
 		t.idToBytes[id] = b
 		if byteLevelEncode(string(b)) == tok {
@@ -243,7 +270,7 @@ func (t *Tokenizer) parseVocab(vocab map[string]int, added int) error {
 	}
 	for b := 0; b < 256; b++ {
 		id, ok := vocab[string(byteToRune[b])]
-		if !ok {
+		if !ok || spStyle {
 			id = -1 // HF drops characters missing from the vocabulary when there is no unk_token.
 		}
 		t.byteIDs[b] = int32(id)
@@ -332,6 +359,12 @@ func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
 	return nil
 }
 
+// normalizer is one step of tokenizer.json's normalizer.
+type normalizer func(string) string
+
+// parseNormalizer reads the normalizers the supported tokenizers use: NFC
+// (Qwen3), and Prepend and Replace with a literal pattern (the legacy
+// SentencePiece-style layout: "▁" before the segment, spaces as "▁").
 func (t *Tokenizer) parseNormalizer(raw json.RawMessage) error {
 	if isNull(raw) {
 		return nil
@@ -342,17 +375,55 @@ func (t *Tokenizer) parseNormalizer(raw json.RawMessage) error {
 	}
 	switch c.Type {
 	case "NFC":
-		t.nfc = true
-		return nil
+		t.normalizers = append(t.normalizers, nfc)
 	case "Sequence":
 		for i, sub := range c.Normalizers {
 			if err := t.parseNormalizer(sub); err != nil {
 				return fmt.Errorf("normalizers[%d]: %w", i, err)
 			}
 		}
-		return nil
+	case "Prepend":
+		if c.Prepend == nil {
+			return errors.New("prepend: missing")
+		}
+		prefix := *c.Prepend
+		t.normalizers = append(t.normalizers, func(s string) string {
+			if s == "" {
+				return s // HF prepends to non-empty text only
+			}
+			return prefix + s
+		})
+	case "Replace":
+		pattern, content, err := c.literalReplace()
+		if err != nil {
+			return err
+		}
+		t.normalizers = append(t.normalizers, func(s string) string { return strings.ReplaceAll(s, pattern, content) })
+	default:
+		return fmt.Errorf("type %q is not supported (known: NFC, Prepend, Replace, Sequence)", c.Type)
 	}
-	return fmt.Errorf("type %q is not supported (only NFC)", c.Type)
+	return nil
+}
+
+func nfc(s string) string {
+	if norm.NFC.IsNormalString(s) {
+		return s
+	}
+	return norm.NFC.String(s)
+}
+
+// literalReplace reads a Replace normalizer's or decoder's pattern (a String
+// one; a Regex is not supported) and content.
+func (c *component) literalReplace() (pattern, content string, err error) {
+	switch {
+	case c.Pattern.String == nil:
+		return "", "", errors.New("pattern: only String patterns are supported")
+	case *c.Pattern.String == "":
+		return "", "", errors.New("pattern.String: empty")
+	case c.Content == nil:
+		return "", "", errors.New("content: missing")
+	}
+	return *c.Pattern.String, *c.Content, nil
 }
 
 // parsePreTokenizer accepts what Llama-3 and Qwen2/3 use: Split with one of
@@ -396,7 +467,7 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 			}
 			haveSplit = true
 		case "ByteLevel":
-			if p.AddPrefixSpace {
+			if p.AddPrefixSpace != nil && *p.AddPrefixSpace {
 				return fmt.Errorf("pretokenizers[%d]: ByteLevel with add_prefix_space is not supported", i)
 			}
 			if p.UseRegex { // GPT-2's pattern (OPT), instead of a Split

@@ -1,17 +1,19 @@
-// Package tokenizer is a byte-level BPE tokenizer and chat-template renderer
-// that reproduces HuggingFace's tokenizers library and apply_chat_template
-// exactly for Llama-3.x and Qwen3. It follows the rules written in the model's
-// own tokenizer.json: added tokens are split out first, the rest is
-// normalized (NFC for Qwen3), split by the pre-tokenizer regex, spelled in
-// GPT-2's byte alphabet and merged by merge rank.
+// Package tokenizer is a BPE tokenizer and chat-template renderer that
+// reproduces HuggingFace's tokenizers library and apply_chat_template
+// exactly. It follows the rules written in the model's own tokenizer.json:
+// added tokens are split out first, the rest is normalized and
+// pre-tokenized, and each piece is merged by merge rank. Two layouts of BPE
+// are read: byte-level ones (Llama-3.x, Qwen3, Mistral's tekken, GPT-2's:
+// the pre-tokenizer's regex splits the text, which is spelled in GPT-2's byte
+// alphabet) and SentencePiece-style ones (Llama-2, Mistral-7B, TinyLlama:
+// spaces become "▁", characters are the initial symbols and those missing
+// from the vocabulary fall back to <0xNN> byte tokens; spm.go).
 package tokenizer
 
 import (
 	"hash/maphash"
 	"strings"
 	"sync"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer encodes and decodes text for one model. It is immutable after
@@ -31,9 +33,10 @@ type Tokenizer struct {
 	addedLengths   []int // distinct content lengths, longest first
 	addedFirstByte [256]bool
 
-	nfc            bool
-	split          splitter
-	prefix, suffix []int // special tokens the post-processor adds around a sequence
+	normalizers    []normalizer // tokenizer.json's normalizer, in order
+	split          splitter     // byte-level layout: the pre-tokenizer's regex
+	sp             *spLayout    // SentencePiece-style layout (spm.go); nil for byte-level
+	prefix, suffix []int        // special tokens the post-processor adds around a sequence
 
 	bosID, eosID, padID          int
 	bosToken, eosToken, padToken string
@@ -52,8 +55,13 @@ type addedToken struct {
 
 // MaxTokenBytes is the most bytes one token stands for (the longest
 // vocabulary entry or added token): text of n bytes encodes to at least
-// n/MaxTokenBytes tokens, before normalization.
+// n/MaxTokenBytes tokens, before normalization. (A SentencePiece-style
+// tokenizer that fuses unknown characters into one <unk> has no such bound:
+// it returns 1<<20.)
 func (t *Tokenizer) MaxTokenBytes() int {
+	if t.sp != nil && t.sp.fusesUnknowns() {
+		return unboundedTokenBytes
+	}
 	n := 1
 	for _, b := range t.idToBytes {
 		n = max(n, len(b))
@@ -131,7 +139,7 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
 
 // AppendEncode appends the ids of text (no special tokens added) to dst.
 func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
-	start := 0
+	start := 0 // where the text after the last added token starts
 	for i := 0; i < len(text); i++ {
 		if !t.addedFirstByte[text[i]] {
 			continue
@@ -143,7 +151,7 @@ func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
 				continue
 			}
 			if id, ok := t.added[text[i:i+n]]; ok {
-				dst = t.appendSegment(dst, text[start:i])
+				dst = t.appendSegment(dst, text[start:i], start == 0)
 				dst = append(dst, id)
 				start = i + n
 				i = start - 1
@@ -151,16 +159,19 @@ func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
 			}
 		}
 	}
-	return t.appendSegment(dst, text[start:])
+	return t.appendSegment(dst, text[start:], start == 0)
 }
 
-// appendSegment encodes text that contains no added token.
-func (t *Tokenizer) appendSegment(dst []int, s string) []int {
+// appendSegment encodes text that contains no added token; atStart says
+// whether it begins the text (Metaspace's prepend_scheme "first" prepends
+// "▁" to that segment only).
+func (t *Tokenizer) appendSegment(dst []int, s string, atStart bool) []int {
 	if s == "" {
 		return dst
 	}
-	if t.nfc && !norm.NFC.IsNormalString(s) {
-		s = norm.NFC.String(s)
+	s = t.normalize(s)
+	if t.sp != nil {
+		return t.sp.appendSegment(t, dst, s, atStart)
 	}
 	for i := 0; i < len(s); {
 		j := t.split.next(s, i)
@@ -170,9 +181,17 @@ func (t *Tokenizer) appendSegment(dst []int, s string) []int {
 	return dst
 }
 
+// normalize applies tokenizer.json's normalizers to a segment.
+func (t *Tokenizer) normalize(s string) string {
+	for _, n := range t.normalizers {
+		s = n(s)
+	}
+	return s
+}
+
 // appendWord runs BPE on one pre-tokenized piece.
 func (t *Tokenizer) appendWord(dst []int, w string) []int {
-	if len(w) == 1 {
+	if len(w) == 1 && t.sp == nil {
 		if id := t.byteIDs[w[0]]; id >= 0 {
 			dst = append(dst, int(id))
 		}
@@ -199,15 +218,24 @@ func (t *Tokenizer) appendWord(dst []int, w string) []int {
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
-// bpe merges the bytes of w, always applying the lowest-ranked merge present
-// (the leftmost among equals) until none applies, as HF's BPE model does.
+// bpe spells w as its initial symbols (bytes in the byte-level layout,
+// characters in the SentencePiece-style one) and merges them.
 func (t *Tokenizer) bpe(w string) []int32 {
+	if t.sp != nil {
+		return t.merge(t.sp.symbols(t, w))
+	}
 	syms := make([]int32, 0, len(w))
 	for i := 0; i < len(w); i++ {
 		if id := t.byteIDs[w[i]]; id >= 0 {
 			syms = append(syms, id)
 		}
 	}
+	return t.merge(syms)
+}
+
+// merge merges symbols, always applying the lowest-ranked merge present
+// (the leftmost among equals) until none applies, as HF's BPE model does.
+func (t *Tokenizer) merge(syms []int32) []int32 {
 	if len(syms) > 256 {
 		return t.bpeLong(syms)
 	}
@@ -278,9 +306,13 @@ func (c *wordCache) put(w string, ids []int32) {
 // Decode turns ids back into text as HF's tokenizers library does
 // (Tokenizer.decode): added tokens are written as their content (special ones
 // dropped when skipSpecial), the runs between them go through the ByteLevel
-// decoder, and unknown ids are skipped. It does not apply
-// clean_up_tokenization_spaces; DecodeHF does.
+// decoder (a SentencePiece-style tokenizer's decoder chain: spm.go), and
+// unknown ids are skipped. It does not apply clean_up_tokenization_spaces;
+// DecodeHF does.
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
+	if t.sp != nil {
+		return t.sp.decode(t, ids, skipSpecial)
+	}
 	out := make([]byte, 0, 4*len(ids))
 	var chunk []byte
 	for _, id := range ids {
