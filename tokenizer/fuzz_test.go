@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,8 +25,14 @@ func FuzzTokenizerJSON(f *testing.F) {
 		`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3},"merges":["a b"]},"pre_tokenizer":` + pre(llama3SplitRegex) + `,"decoder":{"type":"ByteLevel"},"added_tokens":[]}`,
 		`{"added_tokens":[{"id":1,"content":"<s>","special":true}],"normalizer":null,"pre_tokenizer":` + pre(tekkenSplitRegex) + `,
 			"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":2,"b":3,"ab":4,"Ġ":5},"merges":[["a","b"]],"ignore_merges":true}}`,
+		// SentencePiece-style (spm.go): Metaspace with byte fallback; the legacy
+		// normalizer with <unk> and fuse_unk; a split Metaspace with a Metaspace decoder
+		spmSeed(`"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"first","split":false}`, true),
+		spmSeed(`"normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"}]}`, false),
+		strings.Replace(spmSeed(`"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"always","split":true}`, false),
+			`"decoder":{"type":"Sequence"`, `"decoder":{"type":"Metaspace","replacement":"▁","prepend_scheme":"always"},"x":{"type":"Sequence"`, 1),
 	} {
-		f.Add([]byte(seed), "Hello world 12345 <s> café\n\n  ab HTTPServer e\u0301/\n/")
+		f.Add([]byte(seed), "Hello world 12345 <s> café\n\n  ab HTTPServer e\u0301/\n/ ▁<0x41>🤗")
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, text string) {
 		fuzzguard.Run(func() {
@@ -43,6 +50,21 @@ func FuzzTokenizerJSON(f *testing.F) {
 			tk.Encode(strings.Repeat(text, 300/(len(text)+1)+1), false) // long words take the long-word path
 		})
 	})
+}
+
+// spmSeed is a SentencePiece-style tokenizer.json with the given
+// normalizer or pre-tokenizer, with or without the 256 byte tokens.
+func spmSeed(component string, byteFallback bool) string {
+	vocab := `"<unk>":0,"<s>":1,"▁":2,"a":3,"b":4,"▁a":5,"ab":6`
+	if byteFallback {
+		for b := 0; b < 256; b++ {
+			vocab += fmt.Sprintf(`,"<0x%02X>":%d`, b, 7+b)
+		}
+	}
+	return `{"added_tokens":[{"id":1,"content":"<s>","special":true}],` + component + `,
+		"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}]},
+		"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":0}]},
+		"model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":` + fmt.Sprint(byteFallback) + `,"vocab":{` + vocab + `},"merges":["▁ a","a b"]}}`
 }
 
 // FuzzChatTemplate: a chat template from a model repository, parsed and

@@ -34,12 +34,12 @@ type gpt2Config struct {
 
 // hasGPT2Files says whether dir holds vocab.json and merges.txt.
 func hasGPT2Files(dir string) bool {
-	for _, name := range []string{"vocab.json", "merges.txt"} {
-		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || !st.Mode().IsRegular() {
-			return false
-		}
-	}
-	return true
+	return regularFile(filepath.Join(dir, "vocab.json")) && regularFile(filepath.Join(dir, "merges.txt"))
+}
+
+func regularFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // gpt2TokenizerJSON reads dir's vocab.json, merges.txt, tokenizer_config.json

@@ -93,6 +93,9 @@ type configFile struct {
 	PadToken                  json.RawMessage `json:"pad_token"`
 	CleanUpTokenizationSpaces *bool           `json:"clean_up_tokenization_spaces"`
 	ChatTemplate              json.RawMessage `json:"chat_template"`
+	TokenizerClass            string          `json:"tokenizer_class"`
+	AddBOSToken               *bool           `json:"add_bos_token"`
+	AddEOSToken               *bool           `json:"add_eos_token"`
 }
 
 // Load reads a model directory's tokenizer.json, tokenizer_config.json and,
@@ -106,6 +109,10 @@ func Load(dir string) (*Tokenizer, error) {
 	if errors.Is(err, os.ErrNotExist) && hasGPT2Files(dir) {
 		path = filepath.Join(dir, "vocab.json and merges.txt")
 		raw, err = gpt2TokenizerJSON(dir)
+	}
+	if errors.Is(err, os.ErrNotExist) && regularFile(filepath.Join(dir, "tokenizer.model")) {
+		return nil, fmt.Errorf("load tokenizer: %s has a SentencePiece tokenizer.model but no tokenizer.json, which is what is read: "+
+			"transformers writes one (AutoTokenizer.from_pretrained(dir).save_pretrained(dir)): %w", dir, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
@@ -386,6 +393,9 @@ func (t *Tokenizer) parseNormalizer(raw json.RawMessage) error {
 		if c.Prepend == nil {
 			return errors.New("prepend: missing")
 		}
+		if len(*c.Prepend) > maxInsertBytes {
+			return fmt.Errorf("prepend: longer than %d bytes", maxInsertBytes)
+		}
 		prefix := *c.Prepend
 		t.normalizers = append(t.normalizers, func(s string) string {
 			if s == "" {
@@ -422,9 +432,16 @@ func (c *component) literalReplace() (pattern, content string, err error) {
 		return "", "", errors.New("pattern.String: empty")
 	case c.Content == nil:
 		return "", "", errors.New("content: missing")
+	case len(*c.Content) > maxInsertBytes:
+		return "", "", fmt.Errorf("content: longer than %d bytes", maxInsertBytes)
 	}
 	return *c.Pattern.String, *c.Content, nil
 }
+
+// maxInsertBytes bounds what a Prepend or Replace writes in (real
+// tokenizers write one character, "▁"): each is written once per segment or
+// match, and a long one would make a short text gigabytes.
+const maxInsertBytes = 64
 
 // parsePreTokenizer accepts what Llama-3 and Qwen2/3 use: Split with one of
 // the two known regexes, then ByteLevel without its own regex; and GPT-2's
@@ -594,6 +611,9 @@ func (t *Tokenizer) applyConfig(raw []byte) (string, error) {
 	if c.CleanUpTokenizationSpaces != nil {
 		t.cleanUp = *c.CleanUpTokenizationSpaces
 	}
+	if err := t.llamaSpecials(&c); err != nil {
+		return "", err
+	}
 	t.stopIDs = []int{t.eosID}
 	for _, name := range endOfTurnTokens {
 		if id, ok := t.added[name]; ok && id != t.eosID {
@@ -610,6 +630,28 @@ func (t *Tokenizer) applyConfig(raw []byte) (string, error) {
 		return "", errors.New("chat_template: want a string (named template lists are not supported)")
 	}
 	return s, nil
+}
+
+// llamaSpecials does what transformers' LlamaTokenizerFast does when it
+// loads (tokenizer_class LlamaTokenizer, as in Llama-2's, Mistral-7B's and
+// TinyLlama's tokenizer_config.json): it rebuilds the post-processor from
+// add_bos_token (default true) and add_eos_token (default false), whatever
+// tokenizer.json's says (update_post_processor).
+func (t *Tokenizer) llamaSpecials(c *configFile) error {
+	if c.TokenizerClass != "LlamaTokenizer" && c.TokenizerClass != "LlamaTokenizerFast" {
+		return nil
+	}
+	t.prefix, t.suffix = nil, nil
+	if c.AddBOSToken == nil || *c.AddBOSToken {
+		if t.bosID < 0 {
+			return errors.New("add_bos_token: true (LlamaTokenizer's default), but there is no bos_token")
+		}
+		t.prefix = []int{t.bosID}
+	}
+	if c.AddEOSToken != nil && *c.AddEOSToken {
+		t.suffix = []int{t.eosID}
+	}
+	return nil
 }
 
 // endOfTurnTokens are the added tokens that end a generation for the model

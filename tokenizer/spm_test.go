@@ -481,6 +481,7 @@ func TestSentencePieceMalformed(t *testing.T) {
 		{"regex Replace", "normalizer: normalizers[0]: pattern: only String patterns", []string{`"normalizer": null`, `"normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"Regex": " +"}, "content": "▁"}]}`}},
 		{"empty Replace", "normalizer: pattern.String: empty", []string{`"normalizer": null`, `"normalizer": {"type": "Replace", "pattern": {"String": ""}, "content": "▁"}`}},
 		{"Prepend without prepend", "normalizer: prepend: missing", []string{`"normalizer": null`, `"normalizer": {"type": "Prepend"}`}},
+		{"long Replace", "decoder: decoders[0]: content: longer than 64 bytes", []string{`"content": " "}, {"type": "Fuse"}`, `"content": "` + strings.Repeat("x", 65) + `"}, {"type": "Fuse"}`}},
 		{"unknown pre-tokenizer", `pre_tokenizer: type "Whitespace" is not supported`, []string{metaspace, `{"type": "Whitespace"}`}},
 		{"two-character replacement", "pre_tokenizer: replacement: want one character", []string{`"replacement": "▁", "prepend_scheme"`, `"replacement": "▁▁", "prepend_scheme"`}},
 		{"unknown prepend scheme", `pre_tokenizer: prepend_scheme: "sometimes" is not one of`, []string{`"prepend_scheme": "first"`, `"prepend_scheme": "sometimes"`}},
@@ -506,5 +507,50 @@ func TestSentencePieceMalformed(t *testing.T) {
 				t.Errorf("error %v, want one naming tokenizer.json and saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestLlamaAddBOSEOS checks that tokenizer_config.json's add_bos_token and
+// add_eos_token decide the special tokens Encode adds for a LlamaTokenizer,
+// as transformers' LlamaTokenizerFast.update_post_processor does when it
+// loads (its code, transformers 4.51: not run here, whose Python lacks the
+// tokenizers library).
+func TestLlamaAddBOSEOS(t *testing.T) {
+	for _, c := range []struct {
+		find, replace string
+		want          []int
+	}{
+		{`"add_bos_token": true,`, `"add_bos_token": true,`, []int{1, 23325}},
+		{`"add_eos_token": false,`, `"add_eos_token": true,`, []int{1, 23325, 2}},
+		{`"add_bos_token": true,`, `"add_bos_token": false,`, []int{23325}},
+		{`"add_bos_token": true,`, ``, []int{1, 23325}}, // LlamaTokenizerFast's default
+		{`"tokenizer_class": "LlamaTokenizer",`, `"tokenizer_class": "LlamaTokenizerFast",`, []int{1, 23325}},
+	} {
+		dir := spmFiles(t, "", "")
+		cfg := gunzipFile(t, filepath.Join(spmDir, "mistral-v0.3", "tokenizer_config.json.gz"))
+		if strings.Count(string(cfg), c.find) != 1 {
+			t.Fatalf("tokenizer_config.json: no %s", c.find)
+		}
+		writeFile(t, filepath.Join(dir, "tokenizer_config.json"), []byte(strings.Replace(string(cfg), c.find, c.replace, 1)))
+		tk, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tk.Encode("Hello", true); !slices.Equal(got, c.want) {
+			t.Errorf("%s → %s: %v, want %v", c.find, c.replace, got, c.want)
+		}
+	}
+}
+
+// TestOnlyTokenizerModel: a checkpoint with a SentencePiece tokenizer.model
+// and no tokenizer.json (some Vicuna repositories have only that) is refused saying how to
+// make the tokenizer.json that is read.
+func TestOnlyTokenizerModel(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tokenizer.model"), gunzipFile(t, filepath.Join(spmDir, "mistral-v0.3", "tokenizer.model.gz")))
+	writeFile(t, filepath.Join(dir, "tokenizer_config.json"), []byte(`{"bos_token": "<s>", "eos_token": "</s>"}`))
+	_, err := Load(dir)
+	if err == nil || !strings.Contains(err.Error(), "tokenizer.model but no tokenizer.json") || !strings.Contains(err.Error(), "save_pretrained") {
+		t.Errorf("error %v, want one saying to write tokenizer.json", err)
 	}
 }
