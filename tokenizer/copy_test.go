@@ -19,6 +19,7 @@ func TestCopyFiles(t *testing.T) {
 			"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3,"c":4},"merges":["a b"]}}`,
 		"tokenizer_config.json": `{"bos_token":"<s>","eos_token":"<s>"}`,
 		"chat_template.jinja":   `{% for m in messages %}{{ m.content }}{% endfor %}`,
+		"tokenizer.model":       "a SentencePiece model, which transformers may read", // copied, not read
 	}
 	for name, body := range files {
 		os.WriteFile(filepath.Join(from, name), []byte(body), 0o644)
