@@ -636,10 +636,14 @@ func (t *Tokenizer) applyConfig(raw []byte) (string, error) {
 // loads (tokenizer_class LlamaTokenizer, as in Llama-2's, Mistral-7B's and
 // TinyLlama's tokenizer_config.json): it rebuilds the post-processor from
 // add_bos_token (default true) and add_eos_token (default false), whatever
-// tokenizer.json's says (update_post_processor).
+// tokenizer.json's says (update_post_processor); a config without bos_token
+// gets the class's default, "<s>".
 func (t *Tokenizer) llamaSpecials(c *configFile) error {
 	if c.TokenizerClass != "LlamaTokenizer" && c.TokenizerClass != "LlamaTokenizerFast" {
 		return nil
+	}
+	if id, ok := t.tokenToID["<s>"]; ok && c.BOSToken == nil {
+		t.bosID, t.bosToken = id, "<s>"
 	}
 	t.prefix, t.suffix = nil, nil
 	if c.AddBOSToken == nil || *c.AddBOSToken {

@@ -525,6 +525,8 @@ func TestLlamaAddBOSEOS(t *testing.T) {
 		{`"add_bos_token": true,`, `"add_bos_token": false,`, []int{23325}},
 		{`"add_bos_token": true,`, ``, []int{1, 23325}}, // LlamaTokenizerFast's default
 		{`"tokenizer_class": "LlamaTokenizer",`, `"tokenizer_class": "LlamaTokenizerFast",`, []int{1, 23325}},
+		{`"bos_token": "<s>",`, ``, []int{1, 23325}},                  // the class's default bos_token
+		{`"tokenizer_class": "LlamaTokenizer",`, ``, []int{1, 23325}}, // tokenizer.json's post-processor
 	} {
 		dir := spmFiles(t, "", "")
 		cfg := gunzipFile(t, filepath.Join(spmDir, "mistral-v0.3", "tokenizer_config.json.gz"))
