@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/meazo-go/meazo/tokenizer"
 )
@@ -110,13 +111,9 @@ func (e *Encoder) EncodeWithTarget(prompt []tokenizer.Message, target string) (E
 	if err != nil {
 		return Encoded{}, fmt.Errorf("render prompt: %w", err)
 	}
-	msgs := append(slices.Clip(prompt), tokenizer.Message{Role: "assistant", Content: target})
-	text, ids, err := e.Tok.EncodeChat(msgs, e.options(false))
+	text, ids, err := e.answered(prompt, promptText, target)
 	if err != nil {
-		return Encoded{}, fmt.Errorf("render conversation: %w", err)
-	}
-	if len(text) < len(promptText) || text[:len(promptText)] != promptText {
-		return Encoded{}, fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation")
+		return Encoded{}, err
 	}
 	if len(ids) < len(promptIDs) || !slices.Equal(ids[:len(promptIDs)], promptIDs) {
 		return Encoded{}, fmt.Errorf("the generation prompt's tokens are not a prefix of the conversation's tokens")
@@ -140,6 +137,43 @@ func (e *Encoder) EncodeWithTarget(prompt []tokenizer.Message, target string) (E
 		}
 	}
 	return Encoded{Text: text, IDs: ids, Labels: labels, PromptLen: len(promptIDs)}, nil
+}
+
+// answered renders prompt answered by an assistant turn with content target,
+// so that the render starts with promptText (prompt's generation prompt).
+// Most templates render it so as they are. Some write the system message
+// only into a user turn that ends the conversation (Mistral-7B-Instruct-
+// v0.3's: "loop.last"), so the answered conversation renders without it
+// while the prompt the model is asked at evaluation has it; then the
+// render is promptText followed by the assistant turn as the template
+// writes it after the same conversation without its system messages: the
+// model is trained on what it is asked.
+func (e *Encoder) answered(prompt []tokenizer.Message, promptText, target string) (string, []int, error) {
+	answer := tokenizer.Message{Role: "assistant", Content: target}
+	text, ids, err := e.Tok.EncodeChat(append(slices.Clip(prompt), answer), e.options(false))
+	if err != nil {
+		return "", nil, fmt.Errorf("render conversation: %w", err)
+	}
+	if strings.HasPrefix(text, promptText) {
+		return text, ids, nil
+	}
+	bare := slices.DeleteFunc(slices.Clone(prompt), func(m tokenizer.Message) bool { return m.Role == "system" })
+	if len(bare) == len(prompt) {
+		return "", nil, fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation")
+	}
+	bareText, _, err := e.Tok.EncodeChat(bare, e.options(true))
+	if err != nil {
+		return "", nil, fmt.Errorf("render prompt without its system turn: %w", err)
+	}
+	full, _, err := e.Tok.EncodeChat(append(bare, answer), e.options(false))
+	if err != nil {
+		return "", nil, fmt.Errorf("render conversation without its system turn: %w", err)
+	}
+	if !strings.HasPrefix(full, bareText) {
+		return "", nil, fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation, with or without the system turn")
+	}
+	text = promptText + full[len(bareText):]
+	return text, e.Tok.Encode(text, false), nil
 }
 
 // Candidates are the renders of every label of one example (SST-2's two, a

@@ -1,0 +1,98 @@
+package data
+
+import (
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/tokenizer"
+)
+
+// mistralV03 loads Mistral-7B-Instruct-v0.3's real tokenizer files, kept
+// gzipped by the tokenizer package's tests.
+func mistralV03(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer.model", "tokenizer_config.json"} {
+		f, err := os.Open(filepath.Join("..", "tokenizer", "testdata", "spm", "mistral-v0.3", name+".gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(z)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestSystemTurnOnlyWhenLast: Mistral-7B-Instruct-v0.3's template writes the
+// system message only into a user turn that ends the conversation, so an
+// answered conversation renders without it. The training text is then the
+// generation prompt the model is asked at evaluation (with the system
+// message) followed by the assistant turn as the template writes it, and
+// only the answer and its </s> are supervised.
+func TestSystemTurnOnlyWhenLast(t *testing.T) {
+	tok := mistralV03(t)
+	e := &Encoder{Tok: tok}
+	ex := Example{ID: "s1", Task: SST2, Sentence: "a gorgeous film", Label: 1}
+
+	// The template as it is: the answered render has no system message.
+	answered, err := tok.RenderChat(append(Prompt(ex), tokenizer.Message{Role: "assistant", Content: SST2Target(1)}), tokenizer.ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(answered, SST2System) {
+		t.Fatalf("the template now writes the system message into an answered conversation: %q", answered)
+	}
+
+	promptText, promptIDs, err := e.EncodePrompt(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrompt := "<s>[INST] " + SST2System + "\n\nSentence: a gorgeous film[/INST]"
+	if promptText != wantPrompt {
+		t.Fatalf("prompt %q, want %q", promptText, wantPrompt)
+	}
+	enc, err := e.Encode(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wantPrompt + " " + SST2Target(1) + "</s>"; enc.Text != want {
+		t.Errorf("text %q, want %q", enc.Text, want)
+	}
+	if enc.PromptLen != len(promptIDs) || !slices.Equal(enc.IDs[:len(promptIDs)], promptIDs) {
+		t.Errorf("the prompt's %d ids are not the first of the example's (PromptLen %d)", len(promptIDs), enc.PromptLen)
+	}
+	if !slices.Equal(enc.IDs, tok.Encode(enc.Text, false)) {
+		t.Errorf("ids are not the text's")
+	}
+	var supervised []int
+	for _, l := range enc.Labels {
+		if l != IgnoreIndex {
+			supervised = append(supervised, l)
+		}
+	}
+	if !slices.Equal(supervised, enc.IDs[enc.PromptLen:]) || !slices.Contains(tok.StopIDs(), supervised[len(supervised)-1]) {
+		t.Errorf("supervised %v, want the answer's ids through </s>: %v", supervised, enc.IDs[enc.PromptLen:])
+	}
+	if got := tok.Decode(supervised, false); !strings.Contains(got, SST2Target(1)) {
+		t.Errorf("supervised tokens decode to %q", got)
+	}
+}
