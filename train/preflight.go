@@ -145,7 +145,11 @@ func checkModelDir(dir string, image bool) string {
 	// (OPT's, which tokenizer.Load converts), and tokenizer_config.json.
 	if checkFile(filepath.Join(dir, "tokenizer.json")) != "" &&
 		(checkFile(filepath.Join(dir, "vocab.json")) != "" || checkFile(filepath.Join(dir, "merges.txt")) != "") {
-		gone = append(gone, "tokenizer.json (or vocab.json and merges.txt)")
+		what := "tokenizer.json (or vocab.json and merges.txt)"
+		if checkFile(filepath.Join(dir, "tokenizer.model")) == "" {
+			what = "tokenizer.json (only SentencePiece's tokenizer.model, from which transformers writes it: AutoTokenizer.from_pretrained(dir).save_pretrained(dir))"
+		}
+		gone = append(gone, what)
 	}
 	if checkFile(filepath.Join(dir, "tokenizer_config.json")) != "" {
 		gone = append(gone, "tokenizer_config.json")

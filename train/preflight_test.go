@@ -27,6 +27,9 @@ func TestPreflight(t *testing.T) {
 		}
 		return to
 	}
+	spOnly := filepath.Join(dir, "sentencepiece-only") // a SentencePiece checkpoint without its conversion
+	os.CopyFS(spOnly, os.DirFS(without("tokenizer.json")))
+	os.WriteFile(filepath.Join(spOnly, "tokenizer.model"), []byte("x"), 0o644)
 	empty := filepath.Join(dir, "empty.tsv")
 	os.WriteFile(empty, nil, 0o644)
 	for _, tc := range []struct {
@@ -36,6 +39,7 @@ func TestPreflight(t *testing.T) {
 	}{
 		{"tokenizer.json", []string{"model.path=" + without("tokenizer.json")}, []string{"no tokenizer.json (or vocab.json and merges.txt) there"}},
 		{"full-parameter, tokenizer.json", []string{"model.path=" + without("tokenizer.json"), "adapter.kind=full"}, []string{"no tokenizer.json (or vocab.json and merges.txt) there"}},
+		{"tokenizer.model only", []string{"model.path=" + spOnly}, []string{"no tokenizer.json (only SentencePiece's tokenizer.model, from which transformers writes it: AutoTokenizer.from_pretrained(dir).save_pretrained(dir)) there"}},
 		{"tokenizer_config.json", []string{"model.path=" + without("tokenizer_config.json")}, []string{"no tokenizer_config.json there"}},
 		{"config.json", []string{"model.path=" + without("config.json")}, []string{"no config.json there"}},
 		{"weights", []string{"model.path=" + without("model.safetensors")}, []string{"no model.safetensors (or model.safetensors.index.json and its shards) there"}},
