@@ -12,13 +12,13 @@ import (
 )
 
 // Architectures are the HF model classes the package runs.
-var Architectures = []string{"LlamaForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
+var Architectures = []string{"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
 
 // Config is the part of an HF config.json the forward pass depends on, for
-// LlamaForCausalLM and Qwen3ForCausalLM. Everything the code reads from the
-// file is collected and checked here, in one place.
+// LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM. Everything the
+// code reads from the file is collected and checked here, in one place.
 type Config struct {
-	Architecture     string  // "LlamaForCausalLM" or "Qwen3ForCausalLM"
+	Architecture     string  // "LlamaForCausalLM", "Qwen2ForCausalLM" or "Qwen3ForCausalLM"
 	VocabSize        int     // rows of embed_tokens
 	HiddenSize       int     // residual stream width
 	IntermediateSize int     // MLP width
@@ -31,7 +31,10 @@ type Config struct {
 	RopeScaling      *RopeScaling // llama3 frequency scaling, nil for plain RoPE
 	TieEmbeddings    bool         // lm_head shares embed_tokens
 	QKNorm           bool         // Qwen3: RMSNorm on each q/k head before RoPE
-	SlidingWindow    int          // 0 = none (Qwen3 applies it whenever the key is not null)
+	QKVBias          bool         // biases on q_proj, k_proj, v_proj: Qwen2 always, Llama's and Qwen3's attention_bias
+	OBias            bool         // a bias on o_proj: Llama's and Qwen3's attention_bias (never Qwen2's)
+	MLPBias          bool         // biases on gate_proj, up_proj, down_proj: Llama's mlp_bias
+	SlidingWindow    int          // 0 = none (Qwen2 and Qwen3 apply it whenever the key is not null)
 	BOSTokenID       int          // -1 when absent
 	EOSTokenIDs      []int
 	TorchDtype       string
@@ -80,6 +83,8 @@ type rawConfig struct {
 	AttentionBias         bool            `json:"attention_bias"`
 	MLPBias               bool            `json:"mlp_bias"`
 	SlidingWindow         *int            `json:"sliding_window"`
+	UseSlidingWindow      bool            `json:"use_sliding_window"`
+	MaxWindowLayers       *int            `json:"max_window_layers"`
 	BOSTokenID            *int            `json:"bos_token_id"`
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
 	TorchDtype            string          `json:"torch_dtype"`
@@ -141,9 +146,10 @@ func ParseConfig(b []byte) (*Config, error) {
 	return c, nil
 }
 
-// parseArchitecture starts a Config from the file's one architecture class
-// and refuses what this forward does not compute: another activation,
-// biases, quantized weights. An OPT config is read whole here, by parseOPT
+// parseArchitecture starts a Config from the file's one architecture class,
+// with the projections' biases its HF class has (projectionBiases), and
+// refuses what this forward does not compute: another activation,
+// quantized weights. An OPT config is read whole here, by parseOPT
 // (config_opt.go), its own checks in its own order, and so is a Ministral-3
 // one (config_ministral.go): whole says so.
 func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (c *Config, whole bool, err error) {
@@ -152,7 +158,7 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 	}
 	c = &Config{Architecture: r.Architectures[0], BOSTokenID: -1, TorchDtype: r.TorchDtype}
 	switch c.Architecture {
-	case "LlamaForCausalLM":
+	case "LlamaForCausalLM", "Qwen2ForCausalLM":
 	case "Qwen3ForCausalLM":
 		c.QKNorm = true
 	case "OPTForCausalLM":
@@ -173,13 +179,28 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
 		return nil, false, fmt.Errorf(`unsupported "hidden_act" %q (only silu)`, r.HiddenAct)
 	}
-	if r.AttentionBias || r.MLPBias {
-		return nil, false, fmt.Errorf(`"attention_bias"/"mlp_bias" true is not supported`)
-	}
+	c.projectionBiases(r)
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
 		return nil, false, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
 	}
 	return c, false, nil
+}
+
+// projectionBiases sets which projections have a bias, as the HF classes
+// build them (transformers 4.51): Qwen2Attention always has q_proj, k_proj
+// and v_proj biases and none on o_proj, whatever the config says (Qwen2Config
+// has neither key); Llama's and Qwen3's attention_bias puts one on all four;
+// Llama's mlp_bias one on gate_proj, up_proj and down_proj, and Qwen3MLP has
+// none whatever mlp_bias says (Qwen3Config has no such key).
+func (c *Config) projectionBiases(r rawConfig) {
+	switch c.Architecture {
+	case "Qwen2ForCausalLM":
+		c.QKVBias = true
+	case "LlamaForCausalLM":
+		c.QKVBias, c.OBias, c.MLPBias = r.AttentionBias, r.AttentionBias, r.MLPBias
+	case "Qwen3ForCausalLM":
+		c.QKVBias, c.OBias = r.AttentionBias, r.AttentionBias
+	}
 }
 
 // parseSizes reads the widths, the layers and the heads.
@@ -237,27 +258,56 @@ func (c *Config) parseNormAndRope(r rawConfig, present map[string]json.RawMessag
 	return rs, nil
 }
 
-// parseTokens reads the tied embeddings, Qwen3's sliding window and the
-// special token ids.
+// parseTokens reads the tied embeddings, Qwen2's and Qwen3's sliding
+// window and the special token ids.
 func (c *Config) parseTokens(r rawConfig, present map[string]json.RawMessage) error {
-	c.TieEmbeddings = false // LlamaConfig's and Qwen3Config's default
+	c.TieEmbeddings = false // LlamaConfig's, Qwen2Config's and Qwen3Config's default
 	if r.TieWordEmbeddings != nil {
 		c.TieEmbeddings = *r.TieWordEmbeddings
 	}
-	if c.Architecture == "Qwen3ForCausalLM" {
-		// HF 4.51 applies Qwen3's window whenever config.sliding_window is not
-		// None, and Qwen3Config defaults it to 4096 when the key is absent
-		// (transformers' configuration_qwen3.py). The real configs say null: no
-		// window.
-		c.SlidingWindow = 4096
-		if _, ok := present["sliding_window"]; ok {
-			c.SlidingWindow = 0
-			if r.SlidingWindow != nil {
-				c.SlidingWindow = *r.SlidingWindow
+	if err := c.parseSlidingWindow(r, present); err != nil {
+		return err
+	}
+	return specialTokens(r, c)
+}
+
+// parseSlidingWindow reads Qwen2's and Qwen3's sliding window as
+// transformers 4.51 computes it with eager (and sdpa) attention: the causal
+// mask hides the keys at sliding_window slots or more before the query, in
+// every layer, whenever config.sliding_window is not None, and Qwen2Config
+// and Qwen3Config default it to 4096 when the key is absent (their
+// _prepare_4d_causal_attention_mask_with_cache_position). use_sliding_window
+// and max_window_layers do not enter that mask: they choose the layers that
+// flash_attention_2 windows (those from max_window_layers on), and later
+// transformers read them into the mask too. So the two readings agree
+// exactly when use_sliding_window is false and no sequence is longer than
+// the window: a config with use_sliding_window true (and a window) is
+// refused by name. The published Qwen2.5 configs say use_sliding_window
+// false with a window no shorter than max_position_embeddings (32768 or
+// 131072), and Qwen3's null: no sequence a model holds is windowed.
+func (c *Config) parseSlidingWindow(r rawConfig, present map[string]json.RawMessage) error {
+	if c.Architecture != "Qwen2ForCausalLM" && c.Architecture != "Qwen3ForCausalLM" {
+		return nil
+	}
+	c.SlidingWindow = 4096
+	if _, ok := present["sliding_window"]; ok {
+		c.SlidingWindow = 0
+		if r.SlidingWindow != nil {
+			c.SlidingWindow = *r.SlidingWindow
+			if c.SlidingWindow <= 0 {
+				return fmt.Errorf(`"sliding_window" must be positive or null, got %d`, c.SlidingWindow)
 			}
 		}
 	}
-	return specialTokens(r, c)
+	if r.UseSlidingWindow && c.SlidingWindow > 0 {
+		layers := "max_window_layers absent: 28"
+		if r.MaxWindowLayers != nil {
+			layers = fmt.Sprintf("max_window_layers %d", *r.MaxWindowLayers)
+		}
+		return fmt.Errorf(`"use_sliding_window" true is not supported: transformers windows the layers from "max_window_layers" on (%s) with flash attention and every layer with eager attention; meazo-go applies "sliding_window" %d to every layer only with use_sliding_window false`,
+			layers, c.SlidingWindow)
+	}
+	return nil
 }
 
 // sizeField is a size config.json must give, within 1..max.

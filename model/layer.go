@@ -128,10 +128,13 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 	return m.fam.layer(m, l, x, c, rope, tn, spans, ws, keep)
 }
 
-// llamaLayer is layerForward for Llama and Qwen3:
+// llamaLayer is layerForward for Llama, Qwen2 and Qwen3:
 //
 //	x += O(Attention(RoPE(Q(xn)), RoPE(K(xn)), V(xn)))   xn = AttnNorm(x)
 //	x += Down(silu(Gate(xn)) · Up(xn))                   xn = MLPNorm(x)
+//
+// each projection plus its bias where the config gives it one (Qwen2's q,
+// k and v; Llama's and Qwen3's attention_bias, Llama's mlp_bias).
 func (m *Model) llamaLayer(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
 	rows := spanRows(spans, tn, nil)
 	m.selfAttention(l, x, c, rope, tn, spans, rows, ws)
@@ -140,9 +143,27 @@ func (m *Model) llamaLayer(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, 
 		out, attn, ws = m.keepOnly(x, ws, keep)
 		n, rows = len(keep), spanRows(spans, tn, keep)
 	}
-	m.matMul(out, attn, n, m.Layers[l].Attn.O, m.layerIDs(l).o, spans, rows, true)
+	ids := m.layerIDs(l)
+	m.residualMatMul(out, attn, n, m.Layers[l].Attn.O, ids.o, m.Layers[l].Attn.OBias, ids.oBias, spans, rows, ws)
 	m.mlp(l, out, n, spans, rows, ws)
 	return out
+}
+
+// residualMatMul adds x·Wᵀ + bias (tensors wID and bID) to the n rows of
+// the residual stream out. Without a bias the product is added in place
+// (MatMulAdd); with one, the projection's output is formed apart in ws.xn
+// (free once the block's input is projected), bias included, and then
+// added, as HF rounds it.
+func (m *Model) residualMatMul(out, x tensor.Buf, n int, w tensor.Weight, wID int, bias tensor.Buf, bID int, spans []span, rows []int, ws *workspace) {
+	if bias == nil {
+		m.matMul(out, x, n, w, wID, spans, rows, true)
+		return
+	}
+	d := m.HiddenSize
+	t := ws.xn.Slice(0, n*d)
+	m.matMul(t, x, n, w, wID, spans, rows, false)
+	m.addBias(t, bias, d, bID, spans, rows)
+	m.Backend.Add(out, t)
 }
 
 // selfAttention writes into ws.attn the attention output of every row of
@@ -161,6 +182,11 @@ func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn in
 		m.matMul(ws.k, ws.xn, n, a.K, ids.k, spans, rows, false)
 		m.matMul(ws.v, ws.xn, n, a.V, ids.v, spans, rows, false)
 	}
+	// Biases (none: no work) after the products, the LoRA terms after
+	// them: PEFT adds its term to the base Linear's output, bias included.
+	m.addBias(ws.q, a.QBias, m.NumHeads*hd, ids.qBias, spans, rows)
+	m.addBias(ws.k, a.KBias, kvd, ids.kBias, spans, rows)
+	m.addBias(ws.v, a.VBias, kvd, ids.vBias, spans, rows)
 	m.loraTerms(l, ws.xn, tn, spans, ws)
 	qcos, qsin := rope.queryTable()
 	m.headNormRoPE(ws.q, a.QNorm, ids.qNorm, m.NumHeads, n, qcos, qsin, rope.rows, spans, rows)
@@ -214,18 +240,21 @@ func (m *Model) keepOnly(x tensor.Buf, ws *workspace, keep []int) (out, attn ten
 	return out, attn, ws.rows(m, n)
 }
 
-// mlp adds layer l's gated MLP of its normed input to the n rows of x.
+// mlp adds layer l's gated MLP of its normed input to the n rows of x
+// (with Llama's mlp_bias, each product plus its bias).
 func (m *Model) mlp(l int, x tensor.Buf, n int, spans []span, rows []int, ws *workspace) {
-	mlp, ids := &m.Layers[l].MLP, m.layerIDs(l)
+	mlp, ids, f := &m.Layers[l].MLP, m.layerIDs(l), m.IntermediateSize
 	m.rmsNorm(ws.xn, x, m.Layers[l].MLPNorm, m.HiddenSize, ids.mlpNorm, spans, rows, 1)
 	if mlp.GateUp != nil {
-		m.unstacked([]tensor.Buf{ws.gate, ws.up}, ws.stack, ws.xn, n, mlp.GateUp, m.IntermediateSize, []int{1, 1})
+		m.unstacked([]tensor.Buf{ws.gate, ws.up}, ws.stack, ws.xn, n, mlp.GateUp, f, []int{1, 1})
 	} else {
 		m.matMul(ws.gate, ws.xn, n, mlp.Gate, ids.gate, spans, rows, false)
 		m.matMul(ws.up, ws.xn, n, mlp.Up, ids.up, spans, rows, false)
 	}
+	m.addBias(ws.gate, mlp.GateBias, f, ids.gateBias, spans, rows)
+	m.addBias(ws.up, mlp.UpBias, f, ids.upBias, spans, rows)
 	m.Backend.SiLUMul(ws.gate, ws.up)
-	m.matMul(x, ws.gate, n, mlp.Down, ids.down, spans, rows, true)
+	m.residualMatMul(x, ws.gate, n, mlp.Down, ids.down, mlp.DownBias, ids.downBias, spans, rows, ws)
 }
 
 // addLoRA adds PEFT's low-rank term Scale·(x·Aᵀ)·Bᵀ to y [n][out], after

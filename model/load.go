@@ -277,7 +277,7 @@ func (b *builder) stacked(names []string, rows []int, cols int) tensor.Weight {
 	return b.be.Pack(all, len(all)/cols, cols, b.bf16(names[0]))
 }
 
-// buildLlama reads a Llama or Qwen3 checkpoint's tensors into m, in a
+// buildLlama reads a Llama, Qwen2 or Qwen3 checkpoint's tensors into m, in a
 // fixed order: the embedding, each layer's in the file's order, the final
 // norm, the LM head.
 func buildLlama(m *Model, b *builder) {
@@ -297,10 +297,12 @@ func buildLlama(m *Model, b *builder) {
 	}
 }
 
-// llamaLayer reads decoder layer i of a Llama or Qwen3 checkpoint.
+// llamaLayer reads decoder layer i of a Llama, Qwen2 or Qwen3 checkpoint:
+// its matrices, the biases its config gives them (Config.QKVBias, OBias,
+// MLPBias), Qwen3's q/k norms and the two RMSNorms.
 func (b *builder) llamaLayer(c *Config, i int) Layer {
 	d, hd := c.HiddenSize, c.HeadDim
-	qd, kvd := c.NumHeads*hd, c.NumKVHeads*hd
+	qd, kvd, f := c.NumHeads*hd, c.NumKVHeads*hd, c.IntermediateSize
 	p := fmt.Sprintf("model.layers.%d.", i)
 	var l Layer
 	l.AttnNorm = b.vector(p+"input_layernorm.weight", d)
@@ -310,17 +312,30 @@ func (b *builder) llamaLayer(c *Config, i int) Layer {
 		l.Attn.K = b.matrix(qkv[1], kvd, d)
 		l.Attn.V = b.matrix(qkv[2], kvd, d)
 	}
+	if c.QKVBias {
+		l.Attn.QBias = b.vector(p+"self_attn.q_proj.bias", qd)
+		l.Attn.KBias = b.vector(p+"self_attn.k_proj.bias", kvd)
+		l.Attn.VBias = b.vector(p+"self_attn.v_proj.bias", kvd)
+	}
 	l.Attn.O = b.matrix(p+"self_attn.o_proj.weight", d, qd)
+	if c.OBias {
+		l.Attn.OBias = b.vector(p+"self_attn.o_proj.bias", d)
+	}
 	if c.QKNorm {
 		l.Attn.QNorm = b.vector(p+"self_attn.q_norm.weight", hd)
 		l.Attn.KNorm = b.vector(p+"self_attn.k_norm.weight", hd)
 	}
 	l.MLPNorm = b.vector(p+"post_attention_layernorm.weight", d)
 	gateUp := []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}
-	if l.MLP.GateUp = b.stacked(gateUp, []int{c.IntermediateSize, c.IntermediateSize}, d); l.MLP.GateUp == nil {
-		l.MLP.Gate = b.matrix(gateUp[0], c.IntermediateSize, d)
-		l.MLP.Up = b.matrix(gateUp[1], c.IntermediateSize, d)
+	if l.MLP.GateUp = b.stacked(gateUp, []int{f, f}, d); l.MLP.GateUp == nil {
+		l.MLP.Gate = b.matrix(gateUp[0], f, d)
+		l.MLP.Up = b.matrix(gateUp[1], f, d)
 	}
-	l.MLP.Down = b.matrix(p+"mlp.down_proj.weight", d, c.IntermediateSize)
+	l.MLP.Down = b.matrix(p+"mlp.down_proj.weight", d, f)
+	if c.MLPBias {
+		l.MLP.GateBias = b.vector(p+"mlp.gate_proj.bias", f)
+		l.MLP.UpBias = b.vector(p+"mlp.up_proj.bias", f)
+		l.MLP.DownBias = b.vector(p+"mlp.down_proj.bias", d)
+	}
 	return l
 }

@@ -13,26 +13,45 @@ import (
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
-// tinyConfig is a small Qwen3-style config for tests that need no fixtures.
+// tinyConfig is a small config of a Llama-like architecture (Qwen3's q/k
+// norms, Qwen2's q/k/v biases, Llama's llama3 RoPE scaling) for tests that
+// need no fixtures.
 func tinyConfig(arch string) *Config {
 	c := &Config{
 		Architecture: arch, VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6,
 		TieEmbeddings: true, BOSTokenID: -1, EOSTokenIDs: []int{2},
 	}
-	if arch == "Qwen3ForCausalLM" {
+	switch arch {
+	case "Qwen3ForCausalLM":
 		c.QKNorm = true
-	} else {
+	case "Qwen2ForCausalLM":
+		c.QKVBias = true
+	default:
 		c.RopeScaling = &RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
 	}
 	return c
+}
+
+// biasConfigs are tiny configs of every combination of projection biases
+// the Llama-like architectures have: Qwen2's q/k/v, Llama's attention_bias
+// and mlp_bias, Qwen3's attention_bias (with its q/k norms), by name.
+func biasConfigs() map[string]*Config {
+	llama := tinyConfig("LlamaForCausalLM")
+	llama.QKVBias, llama.OBias, llama.MLPBias = true, true, true
+	mlpOnly := tinyConfig("LlamaForCausalLM")
+	mlpOnly.MLPBias = true
+	qwen3 := tinyConfig("Qwen3ForCausalLM")
+	qwen3.QKVBias, qwen3.OBias = true, true
+	return map[string]*Config{"qwen2": tinyConfig("Qwen2ForCausalLM"), "llama-attention-mlp-bias": llama,
+		"llama-mlp-bias": mlpOnly, "qwen3-attention-bias": qwen3}
 }
 
 // TestWriteRandomRoundTrip writes random models, F32 and BF16, and reads
 // them back: the same config and logits as the model WriteRandom returned,
 // and a BF16 checkpoint's matrices kept in bfloat16 with BF16Weights.
 func TestWriteRandomRoundTrip(t *testing.T) {
-	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+	for _, arch := range []string{"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"} {
 		for _, bf16 := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/bf16=%v", arch, bf16), func(t *testing.T) {
 				dir := t.TempDir()
@@ -54,7 +73,8 @@ func TestWriteRandomRoundTrip(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if disk.Config.RMSNormEps != mem.Config.RMSNormEps || disk.QKNorm != mem.QKNorm || (disk.RopeScaling == nil) != (mem.RopeScaling == nil) {
+					if disk.Config.RMSNormEps != mem.Config.RMSNormEps || disk.QKNorm != mem.QKNorm || disk.QKVBias != mem.QKVBias ||
+						(disk.RopeScaling == nil) != (mem.RopeScaling == nil) {
 						t.Fatalf("config changed in the round trip: %+v vs %+v", disk.Config, mem.Config)
 					}
 					if got := disk.Embed.(*cpu.Packed).IsBF16(); got != (bf16 && keep) {

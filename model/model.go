@@ -1,5 +1,6 @@
 // Package model is a forward-only decoder transformer for HF
-// LlamaForCausalLM, Qwen3ForCausalLM and OPTForCausalLM checkpoints,
+// LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and OPTForCausalLM
+// checkpoints (and Ministral-3's language model),
 // computing what HF transformers computes in float32: batched forward with
 // padding masks and explicit positions, the causal-LM loss, and greedy
 // generation with a KV cache.
@@ -77,16 +78,19 @@ type Attention struct {
 	Q, K, V, O   tensor.Weight // q_proj [heads·hd][hidden], k_proj/v_proj [kv·hd][hidden], o_proj [hidden][heads·hd] (OPT: out_proj)
 	QKV          tensor.Weight // q_proj, k_proj, v_proj stacked, on a backend that stacks them (tensor.Stacker; Q, K, V are nil then)
 	QNorm, KNorm tensor.Buf    // Qwen3 only: RMSNorm over each head's hd values, before RoPE (shared by heads)
-	// OPT only: the projections' biases, added after each product.
+	// The projections' biases, added after each product; nil where the
+	// projection has none: OPT has all four, Qwen2 q, k and v, Llama and
+	// Qwen3 all four with attention_bias (Config.QKVBias, Config.OBias).
 	QBias, KBias, VBias, OBias tensor.Buf
 }
 
-// MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x));
-// OPT's is Down(relu(Up(x) + UpBias)) + DownBias (fc1 and fc2, no Gate).
+// MLP is the SiLU-gated feed-forward block: Down(silu(Gate(x)) · Up(x))
+// (with Llama's mlp_bias, each product plus its bias); OPT's is
+// Down(relu(Up(x) + UpBias)) + DownBias (fc1 and fc2, no Gate).
 type MLP struct {
-	Gate, Up, Down   tensor.Weight
-	GateUp           tensor.Weight // gate_proj and up_proj stacked, on a backend that stacks them (Gate, Up are nil then)
-	UpBias, DownBias tensor.Buf    // OPT: fc1.bias, fc2.bias
+	Gate, Up, Down             tensor.Weight
+	GateUp                     tensor.Weight // gate_proj and up_proj stacked, on a backend that stacks them (Gate, Up are nil then)
+	GateBias, UpBias, DownBias tensor.Buf    // Llama's mlp_bias (OPT: fc1.bias, fc2.bias; no gate); nil without
 }
 
 // Adapter holds the low-rank updates of every layer; a nil Q or V in a
@@ -153,7 +157,7 @@ func (m *Model) Free() {
 		l := &m.Layers[i]
 		weights = append(weights, l.Attn.Q, l.Attn.K, l.Attn.V, l.Attn.QKV, l.Attn.O, l.MLP.Gate, l.MLP.Up, l.MLP.GateUp, l.MLP.Down)
 		bufs = append(bufs, l.AttnNorm, l.MLPNorm, l.AttnNormBias, l.MLPNormBias, l.Attn.QNorm, l.Attn.KNorm,
-			l.Attn.QBias, l.Attn.KBias, l.Attn.VBias, l.Attn.OBias, l.MLP.UpBias, l.MLP.DownBias)
+			l.Attn.QBias, l.Attn.KBias, l.Attn.VBias, l.Attn.OBias, l.MLP.GateBias, l.MLP.UpBias, l.MLP.DownBias)
 	}
 	for _, w := range weights {
 		if w != nil {

@@ -328,9 +328,19 @@ func (c *Config) Params() (total, nonEmbedding int64) {
 	}
 	d, hd := int64(c.HiddenSize), int64(c.HeadDim)
 	q, kv := int64(c.NumHeads)*hd, int64(c.NumKVHeads)*hd
-	layer := 2*d*q + 2*d*kv + 3*d*int64(c.IntermediateSize) + 2*d // q, o; k, v; the MLP; two norms
+	f := int64(c.IntermediateSize)
+	layer := 2*d*q + 2*d*kv + 3*d*f + 2*d // q, o; k, v; the MLP; two norms
 	if c.QKNorm {
 		layer += 2 * hd
+	}
+	if c.QKVBias {
+		layer += q + 2*kv
+	}
+	if c.OBias {
+		layer += d
+	}
+	if c.MLPBias {
+		layer += 2*f + d
 	}
 	nonEmbedding = int64(c.NumLayers)*layer + d // and the final norm
 	embed := int64(c.VocabSize) * d

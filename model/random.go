@@ -184,14 +184,21 @@ func (c *Config) marshalHF(dtype string) ([]byte, error) {
 		"rope_theta":              c.RopeTheta,
 		"tie_word_embeddings":     c.TieEmbeddings,
 		"hidden_act":              "silu",
-		"attention_bias":          false,
+		"attention_bias":          c.OBias,
 		"torch_dtype":             dtype,
 		"max_position_embeddings": 131072,
 	}
 	switch c.Architecture {
 	case "LlamaForCausalLM":
 		j["model_type"] = "llama"
-		j["mlp_bias"] = false
+		j["mlp_bias"] = c.MLPBias
+	case "Qwen2ForCausalLM": // q/k/v biases always, and no attention_bias key (Qwen2Config has none)
+		delete(j, "attention_bias")
+		j["model_type"] = "qwen2"
+		j["max_position_embeddings"] = 32768
+		j["sliding_window"] = nil
+		j["use_sliding_window"] = false
+		j["max_window_layers"] = c.NumLayers
 	case "Qwen3ForCausalLM":
 		j["model_type"] = "qwen3"
 		j["max_position_embeddings"] = 40960

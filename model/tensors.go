@@ -51,52 +51,88 @@ func (tl *tensorList) vector(name string, layer int, v tensor.Buf) {
 // errStacked is Tensors' error for a model whose projections are stacked.
 var errStacked = fmt.Errorf("the model's projections are stacked (q|k|v, gate|up) for its backend: load it with LoadOptions.Unstacked to train its own weights")
 
-// llamaTensors is Tensors for Llama and Qwen3: model.embed_tokens; for
-// each layer its attention's q_proj, k_proj, v_proj, o_proj (and Qwen3's
-// q_norm, k_norm), its MLP's gate_proj, up_proj, down_proj, then
-// input_layernorm and post_attention_layernorm; model.norm; lm_head unless
-// it is tied to the embeddings.
+// llamaTensors is Tensors for Llama, Qwen2 and Qwen3: model.embed_tokens;
+// for each layer its attention's q_proj, k_proj, v_proj, o_proj (each
+// weight, then its bias where it has one), Qwen3's q_norm and k_norm, its
+// MLP's gate_proj, up_proj, down_proj (likewise), then input_layernorm and
+// post_attention_layernorm; model.norm; lm_head unless it is tied to the
+// embeddings. llamaLayerTensors gives a layer's order, which layerIDs
+// counts.
 func (m *Model) llamaTensors() ([]Tensor, error) {
 	tl := &tensorList{m: m}
-	matrix, vector := tl.matrix, tl.vector
-	matrix("model.embed_tokens.weight", -1, m.Embed)
+	tl.matrix("model.embed_tokens.weight", -1, m.Embed)
 	for l := range m.Layers {
 		layer, p := &m.Layers[l], fmt.Sprintf("model.layers.%d.", l)
 		if layer.Attn.QKV != nil || layer.MLP.GateUp != nil {
 			return nil, errStacked
 		}
-		matrix(p+"self_attn.q_proj.weight", l, layer.Attn.Q)
-		matrix(p+"self_attn.k_proj.weight", l, layer.Attn.K)
-		matrix(p+"self_attn.v_proj.weight", l, layer.Attn.V)
-		matrix(p+"self_attn.o_proj.weight", l, layer.Attn.O)
-		if layer.Attn.QNorm != nil {
-			vector(p+"self_attn.q_norm.weight", l, layer.Attn.QNorm)
-			vector(p+"self_attn.k_norm.weight", l, layer.Attn.KNorm)
+		for _, t := range llamaLayerTensors(layer) {
+			if t.w != nil {
+				tl.matrix(p+t.name, l, t.w)
+			} else if t.v != nil {
+				tl.vector(p+t.name, l, t.v)
+			}
 		}
-		matrix(p+"mlp.gate_proj.weight", l, layer.MLP.Gate)
-		matrix(p+"mlp.up_proj.weight", l, layer.MLP.Up)
-		matrix(p+"mlp.down_proj.weight", l, layer.MLP.Down)
-		vector(p+"input_layernorm.weight", l, layer.AttnNorm)
-		vector(p+"post_attention_layernorm.weight", l, layer.MLPNorm)
 	}
-	vector("model.norm.weight", m.NumLayers, m.Norm)
+	tl.vector("model.norm.weight", m.NumLayers, m.Norm)
 	if !m.TieEmbeddings {
-		matrix("lm_head.weight", m.NumLayers, m.LMHead)
+		tl.matrix("lm_head.weight", m.NumLayers, m.LMHead)
 	}
 	return tl.ts, nil
 }
 
-// layerIDs are a decoder layer's tensors' positions in Tensors (−1: none).
-type layerIDs struct {
-	q, k, v, o, qNorm, kNorm, gate, up, down, attnNorm, mlpNorm int
+// layerTensor is one of a decoder layer's tensors in Tensors' order: a
+// matrix w or a vector v (both nil: the layer lacks it, and it takes no
+// place).
+type layerTensor struct {
+	name string
+	w    tensor.Weight
+	v    tensor.Buf
 }
 
-// perLayer is the number of tensors of a decoder layer in Tensors.
-func (m *Model) perLayer() int {
-	if m.QKNorm {
-		return 11
+// llamaLayerTensors lists a Llama-like layer's tensors in HF's
+// named_parameters order (modules in the order their __init__ makes them;
+// a Linear's weight before its bias). A bias or norm the layer lacks is
+// nil and is skipped. layerIDs counts the same order.
+func llamaLayerTensors(layer *Layer) []layerTensor {
+	a, f := &layer.Attn, &layer.MLP
+	return []layerTensor{
+		{"self_attn.q_proj.weight", a.Q, nil}, {"self_attn.q_proj.bias", nil, a.QBias},
+		{"self_attn.k_proj.weight", a.K, nil}, {"self_attn.k_proj.bias", nil, a.KBias},
+		{"self_attn.v_proj.weight", a.V, nil}, {"self_attn.v_proj.bias", nil, a.VBias},
+		{"self_attn.o_proj.weight", a.O, nil}, {"self_attn.o_proj.bias", nil, a.OBias},
+		{"self_attn.q_norm.weight", nil, a.QNorm}, {"self_attn.k_norm.weight", nil, a.KNorm},
+		{"mlp.gate_proj.weight", f.Gate, nil}, {"mlp.gate_proj.bias", nil, f.GateBias},
+		{"mlp.up_proj.weight", f.Up, nil}, {"mlp.up_proj.bias", nil, f.UpBias},
+		{"mlp.down_proj.weight", f.Down, nil}, {"mlp.down_proj.bias", nil, f.DownBias},
+		{"input_layernorm.weight", nil, layer.AttnNorm}, {"post_attention_layernorm.weight", nil, layer.MLPNorm},
 	}
-	return 9
+}
+
+// layerIDs are a decoder layer's tensors' positions in Tensors (−1: none).
+type layerIDs struct {
+	q, qBias, k, kBias, v, vBias, o, oBias, qNorm, kNorm          int
+	gate, gateBias, up, upBias, down, downBias, attnNorm, mlpNorm int
+}
+
+// perLayer is the number of tensors of a Llama-like decoder layer in
+// Tensors: 9 (the seven matrices and two norms), and Qwen3's q/k norms, and
+// the biases the config gives.
+func (m *Model) perLayer() int {
+	n := 9
+	if m.QKNorm {
+		n += 2
+	}
+	if m.QKVBias {
+		n += 3
+	}
+	if m.OBias {
+		n++
+	}
+	if m.MLPBias {
+		n += 3
+	}
+	return n
 }
 
 // The positions in Tensors of the embeddings, the final norm (−1: none)
@@ -126,14 +162,27 @@ func (m *Model) headID() int {
 	return m.normID() + 1
 }
 
+// layerIDs gives layer l's tensors' positions in Tensors, counted in
+// llamaLayerTensors' order from the config (a stacked model has no Tensors,
+// and no perturbation reads these).
 func (m *Model) layerIDs(l int) layerIDs {
 	i := 1 + l*m.perLayer()
-	ids := layerIDs{q: i, k: i + 1, v: i + 2, o: i + 3, qNorm: -1, kNorm: -1}
-	i += 4
-	if m.QKNorm {
-		ids.qNorm, ids.kNorm = i, i+1
-		i += 2
+	next := func(present bool) int { // the next position, if the layer has the tensor
+		if !present {
+			return -1
+		}
+		i++
+		return i - 1
 	}
-	ids.gate, ids.up, ids.down, ids.attnNorm, ids.mlpNorm = i, i+1, i+2, i+3, i+4
+	var ids layerIDs // each line evaluates left to right, in Tensors' order
+	ids.q, ids.qBias = next(true), next(m.QKVBias)
+	ids.k, ids.kBias = next(true), next(m.QKVBias)
+	ids.v, ids.vBias = next(true), next(m.QKVBias)
+	ids.o, ids.oBias = next(true), next(m.OBias)
+	ids.qNorm, ids.kNorm = next(m.QKNorm), next(m.QKNorm)
+	ids.gate, ids.gateBias = next(true), next(m.MLPBias)
+	ids.up, ids.upBias = next(true), next(m.MLPBias)
+	ids.down, ids.downBias = next(true), next(m.MLPBias)
+	ids.attnNorm, ids.mlpNorm = next(true), next(true)
 	return ids
 }

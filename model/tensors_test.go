@@ -12,11 +12,16 @@ import (
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
-// TestTensorsOrder: Tensors lists HF's named_parameters in order, with the
-// shapes the config gives, and layerIDs agree with it.
+// TestTensorsOrder: Tensors lists HF's named_parameters in order (each
+// Linear's weight before its bias), with the shapes the config gives, and
+// layerIDs agree with it. The committed fixtures' lists, as transformers
+// made them, are TestBiasFixturesTensors'.
 func TestTensorsOrder(t *testing.T) {
+	configs := biasConfigs()
 	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
-		c := tinyConfig(arch)
+		configs[arch] = tinyConfig(arch)
+	}
+	for name, c := range configs {
 		m, err := NewRandomWith(c, 3, 0.3, LoadOptions{Unstacked: true})
 		if err != nil {
 			t.Fatal(err)
@@ -29,45 +34,71 @@ func TestTensorsOrder(t *testing.T) {
 		for i, tt := range ts {
 			names[i] = tt.Name
 		}
-		want := []string{"model.embed_tokens.weight"}
-		for l := range c.NumLayers {
-			p := fmt.Sprintf("model.layers.%d.", l)
-			want = append(want, p+"self_attn.q_proj.weight", p+"self_attn.k_proj.weight", p+"self_attn.v_proj.weight", p+"self_attn.o_proj.weight")
-			if c.QKNorm {
-				want = append(want, p+"self_attn.q_norm.weight", p+"self_attn.k_norm.weight")
-			}
-			want = append(want, p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight", p+"mlp.down_proj.weight",
-				p+"input_layernorm.weight", p+"post_attention_layernorm.weight")
-		}
-		want = append(want, "model.norm.weight")
-		if !c.TieEmbeddings {
-			want = append(want, "lm_head.weight")
-		}
-		if !slices.Equal(names, want) {
-			t.Fatalf("%s: Tensors lists\n%v\nwant\n%v", arch, names, want)
+		if want := wantTensorNames(c); !slices.Equal(names, want) {
+			t.Fatalf("%s: Tensors lists\n%v\nwant\n%v", name, names, want)
 		}
 		for l := range c.NumLayers {
-			ids := m.layerIDs(l)
-			for id, suffix := range map[int]string{ids.q: "q_proj.weight", ids.o: "o_proj.weight", ids.down: "down_proj.weight",
-				ids.attnNorm: "input_layernorm.weight", ids.mlpNorm: "post_attention_layernorm.weight"} {
-				if n := ts[id].Name; n != fmt.Sprintf("model.layers.%d.", l)+map[bool]string{true: "mlp.", false: ""}[suffix == "down_proj.weight"]+suffixPath(suffix) {
-					t.Errorf("%s layer %d: id %d is %s, want …%s", arch, l, id, n, suffix)
-				}
-			}
+			checkLayerIDs(t, name, m, ts, l)
 		}
 		if ts[m.normID()].Name != "model.norm.weight" || ts[m.headID()].Name != map[bool]string{true: "model.embed_tokens.weight", false: "lm_head.weight"}[c.TieEmbeddings] {
-			t.Errorf("%s: normID %d, headID %d", arch, m.normID(), m.headID())
+			t.Errorf("%s: normID %d, headID %d", name, m.normID(), m.headID())
 		}
 	}
 }
 
-// suffixPath puts the attention projections under self_attn.
-func suffixPath(s string) string {
-	switch s {
-	case "q_proj.weight", "o_proj.weight":
-		return "self_attn." + s
+// wantTensorNames is a Llama-like model's named_parameters as the HF
+// classes register them.
+func wantTensorNames(c *Config) []string {
+	want := []string{"model.embed_tokens.weight"}
+	linear := func(p string, bias bool) []string {
+		if bias {
+			return []string{p + ".weight", p + ".bias"}
+		}
+		return []string{p + ".weight"}
 	}
-	return s
+	for l := range c.NumLayers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		for _, proj := range []string{"q_proj", "k_proj", "v_proj"} {
+			want = append(want, linear(p+"self_attn."+proj, c.QKVBias)...)
+		}
+		want = append(want, linear(p+"self_attn.o_proj", c.OBias)...)
+		if c.QKNorm {
+			want = append(want, p+"self_attn.q_norm.weight", p+"self_attn.k_norm.weight")
+		}
+		for _, proj := range []string{"gate_proj", "up_proj", "down_proj"} {
+			want = append(want, linear(p+"mlp."+proj, c.MLPBias)...)
+		}
+		want = append(want, p+"input_layernorm.weight", p+"post_attention_layernorm.weight")
+	}
+	want = append(want, "model.norm.weight")
+	if !c.TieEmbeddings {
+		want = append(want, "lm_head.weight")
+	}
+	return want
+}
+
+// checkLayerIDs checks that each of layer l's ids names its tensor in ts,
+// and that the ids of the tensors the model lacks are −1.
+func checkLayerIDs(t *testing.T, what string, m *Model, ts []Tensor, l int) {
+	t.Helper()
+	ids := m.layerIDs(l)
+	for id, suffix := range map[*int]string{
+		&ids.q: "self_attn.q_proj.weight", &ids.qBias: "self_attn.q_proj.bias", &ids.k: "self_attn.k_proj.weight",
+		&ids.kBias: "self_attn.k_proj.bias", &ids.v: "self_attn.v_proj.weight", &ids.vBias: "self_attn.v_proj.bias",
+		&ids.o: "self_attn.o_proj.weight", &ids.oBias: "self_attn.o_proj.bias", &ids.qNorm: "self_attn.q_norm.weight",
+		&ids.kNorm: "self_attn.k_norm.weight", &ids.gate: "mlp.gate_proj.weight", &ids.gateBias: "mlp.gate_proj.bias",
+		&ids.up: "mlp.up_proj.weight", &ids.upBias: "mlp.up_proj.bias", &ids.down: "mlp.down_proj.weight",
+		&ids.downBias: "mlp.down_proj.bias", &ids.attnNorm: "input_layernorm.weight", &ids.mlpNorm: "post_attention_layernorm.weight",
+	} {
+		name := fmt.Sprintf("model.layers.%d.%s", l, suffix)
+		has := slices.ContainsFunc(ts, func(tt Tensor) bool { return tt.Name == name })
+		switch {
+		case !has && *id != -1:
+			t.Errorf("%s: the model has no %s, its id is %d", what, name, *id)
+		case has && (*id < 0 || *id >= len(ts) || ts[*id].Name != name):
+			t.Errorf("%s: the id of %s is %d", what, name, *id)
+		}
+	}
 }
 
 // TestPerturbedWeights: a variant that perturbs the model's own tensors
@@ -82,6 +113,12 @@ func TestPerturbedWeights(t *testing.T) {
 			c.TieEmbeddings = tied
 			t.Run(fmt.Sprintf("%s/tied=%v", arch, tied), func(t *testing.T) { perturbedWeights(t, c) })
 		}
+	}
+	// Every projection bias (each read as its span perturbs it), one head
+	// tied and the others not.
+	for name, c := range biasConfigs() {
+		c.TieEmbeddings = name == "qwen2"
+		t.Run(name, func(t *testing.T) { perturbedWeights(t, c) })
 	}
 }
 
