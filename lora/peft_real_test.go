@@ -31,8 +31,7 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 	}
 	var checks []check
 	var jobs []map[string]any
-	for _, name := range []string{"llama-tiny", "qwen3-tiny"} {
-		dir := fixture.Dir(t, "fixtures", "models", name)
+	for name, dir := range py.Models() {
 		m, err := model.Load(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -35,10 +35,28 @@ import peft
 from safetensors.torch import save_file
 
 
+def qwen2_class():
+    """Qwen2ForCausalLM from scripts/ref_src/qwen2 (pylib has no models/qwen2: scripts/make_qwen2_fixtures.py says
+    which files of its transformers commit go there; they are not committed)."""
+    import types
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ref_src", "qwen2")
+    if not os.path.exists(os.path.join(src, "modeling_qwen2.py")):
+        raise SystemExit(f"Qwen2ForCausalLM needs transformers' models/qwen2 in {src} (scripts/make_qwen2_fixtures.py)")
+    if "transformers.models.qwen2" not in sys.modules:
+        pkg = types.ModuleType("transformers.models.qwen2")
+        pkg.__path__ = [src]
+        sys.modules["transformers.models.qwen2"] = pkg
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2ForCausalLM
+    return Qwen2ForCausalLM
+
+
 def load_base(model_dir):
     with open(os.path.join(model_dir, "config.json")) as f:
         arch = json.load(f)["architectures"][0]
-    cls = {"LlamaForCausalLM": transformers.LlamaForCausalLM, "Qwen3ForCausalLM": transformers.Qwen3ForCausalLM}[arch]
+    if arch == "Qwen2ForCausalLM":
+        cls = qwen2_class()
+    else:
+        cls = {"LlamaForCausalLM": transformers.LlamaForCausalLM, "Qwen3ForCausalLM": transformers.Qwen3ForCausalLM}[arch]
     m = cls.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
     return m.eval()
 

@@ -92,11 +92,14 @@ func Models(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 // Attention is Models for a backend's attention paths (a GPU's tiled,
 // row-wise and GEMM kernels, each forced in turn): the HF references of the
 // fixtures whose attention differs (llama-tiny: grouped queries; qwen3-tiny:
-// another head width, q/k norms) and the runs against the CPU backend,
-// which cover every decoder's head width, MHA and a sliding window; not
-// OPT's references (llama-tiny's attention) nor the ViT (its own kernel).
+// another head width, q/k norms; qwen2-tiny-untied: a sliding window shorter
+// than the batch) and the runs against the CPU backend, which cover every
+// decoder's head width, MHA and a sliding window; not OPT's references
+// (llama-tiny's attention) nor the ViT (its own kernel).
 func Attention(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	t.Run("References", func(t *testing.T) {
+		const window = "qwen2/qwen2-tiny-untied"
+		t.Run(filepath.Base(window), func(t *testing.T) { references(t, b, CommittedDir(t, window), tol) })
 		if fixture.Root() == "" {
 			t.Skip("MEAZO_SHARED is not set: llama-tiny and qwen3-tiny are shared fixtures")
 		}
