@@ -107,6 +107,16 @@ func LookupPublished(name string) (Published, bool) {
 // transformers 4.51's OPTForCausalLM built from it counts (the LM head tied
 // to the embeddings, as OPT's is).
 //
+// Qwen2.5-0.5B-Instruct is the text of huggingface.co/Qwen/Qwen2.5-0.5B-
+// Instruct's config.json as two independent code bases hold it: a model card
+// of a copy that says it duplicated the repository and changed only
+// architectures and model_type (quoted whole, key for key), and a pinning
+// script that refuses any other key or value (each key's value); the same
+// file as Qwen2.5-1.5B-Instruct's but for the four sizes. TestPublishedSizes
+// holds it to the model card's 0.49B parameters (0.36B without the
+// embeddings), and exactly to the 494,032,768 that transformers 4.51's
+// Qwen2ForCausalLM of it counts (the LM head tied).
+//
 // Ministral-3-14B-Instruct-2512-BF16 is model/testdata/ministral3's
 // config.json (TestPublishedMinistral holds the two to the same text),
 // which is reconstructed, not a copy of the Hub's file: its sizes agree
@@ -119,6 +129,35 @@ func LookupPublished(name string) (Published, bool) {
 // which meazo-go does not load: its names are this one's aliases, so that
 // a download message names the BF16 repository.
 var published = []Published{
+	{Name: "Qwen2.5-0.5B-Instruct", Repo: "Qwen/Qwen2.5-0.5B-Instruct", Short: "qwen25-05b-instruct", JSON: `
+{
+  "architectures": [
+    "Qwen2ForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "hidden_act": "silu",
+  "hidden_size": 896,
+  "initializer_range": 0.02,
+  "intermediate_size": 4864,
+  "max_position_embeddings": 32768,
+  "max_window_layers": 21,
+  "model_type": "qwen2",
+  "num_attention_heads": 14,
+  "num_hidden_layers": 24,
+  "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 32768,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.1",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}
+`},
 	{Name: "Qwen3-0.6B", Repo: "Qwen/Qwen3-0.6B", Short: "qwen06b", JSON: `
 {
   "architectures": [

@@ -49,6 +49,10 @@ func TestPublishedSizes(t *testing.T) {
 		exact           int64   // 0: none known
 	}{
 		{"Qwen3-0.6B", 0.6, 0.44, 0},
+		// The card's 0.49B (0.36B without the embeddings); exactly, what
+		// transformers 4.51's Qwen2ForCausalLM of this config counts, its
+		// LM head tied (init_empty_weights, tie_weights).
+		{"Qwen2.5-0.5B-Instruct", 0.49, 0.36, 494_032_768},
 		{"Llama-3.2-1B", 1.23, 0, 0},
 		{"Qwen3-8B", 8.2, 6.95, 0},
 		// transformers 4.51's OPTForCausalLM of this config, its LM head

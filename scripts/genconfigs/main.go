@@ -6,8 +6,8 @@
 // OPT-1.3B's full-parameter SST-2 configs with the Figure 20 study (opt.go),
 // Ministral-3 14B SQuAD LoRA configs in bf16 (the paper's appendix),
 // ViT-B/16 LoRA on Oxford-IIIT Pets with the ViT appendix's study (vit.go),
-// and the examples of a classification and a generation on the user's own
-// data (own.go).
+// the examples of a classification and a generation on the user's own
+// data (own.go), and Qwen2.5-0.5B-Instruct's LoRA on SST-2 (qwen25.go).
 //
 //	go run ./scripts/genconfigs        # rewrite configs/
 //
@@ -142,6 +142,7 @@ func Generate() map[string]string {
 	addOPT(files)
 	addViT(files)
 	addOwnData(files)
+	addQwen25(files)
 	files["studies/paper.yaml"] = paperStudy()
 	files["studies/demo.yaml"] = demoStudy
 	files["studies/zo-adam-beta1.yaml"] = variantStudy("zo-adam-beta1", "zo-adam",
