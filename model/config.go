@@ -282,9 +282,9 @@ func (c *Config) parseTokens(r rawConfig, present map[string]json.RawMessage) er
 // transformers read them into the mask too. So the two readings agree
 // exactly when use_sliding_window is false and no sequence is longer than
 // the window: a config with use_sliding_window true (and a window) is
-// refused by name. The published Qwen2.5 configs say use_sliding_window
-// false with a window no shorter than max_position_embeddings (32768 or
-// 131072), and Qwen3's null: no sequence a model holds is windowed.
+// refused by name. Qwen2.5-0.5B- and 1.5B-Instruct's configs say
+// use_sliding_window false with a window of 32768, their
+// max_position_embeddings, and Qwen3's null.
 func (c *Config) parseSlidingWindow(r rawConfig, present map[string]json.RawMessage) error {
 	if c.Architecture != "Qwen2ForCausalLM" && c.Architecture != "Qwen3ForCausalLM" {
 		return nil
