@@ -13,9 +13,9 @@ import (
 )
 
 // biasFixtures are model/testdata/qwen2's models (scripts/make_qwen2_fixtures.py):
-// their q_proj and v_proj have biases, and each holds a PEFT 0.15 LoRA on
+// their q_proj and v_proj have biases (but mistral-tiny's), and each holds a PEFT 0.15 LoRA on
 // them (lora/) with the logits PEFT computes with it.
-var biasFixtures = []string{"qwen2-tiny", "qwen2-tiny-untied", "llama-bias-tiny", "qwen3-bias-tiny"}
+var biasFixtures = []string{"qwen2-tiny", "qwen2-tiny-untied", "llama-bias-tiny", "qwen3-bias-tiny", "mistral-tiny"}
 
 func biasFixtureDir(name string) string {
 	return filepath.Join("..", "model", "testdata", "qwen2", name)

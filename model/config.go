@@ -12,13 +12,14 @@ import (
 )
 
 // Architectures are the HF model classes the package runs.
-var Architectures = []string{"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
+var Architectures = []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "OPTForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration"}
 
 // Config is the part of an HF config.json the forward pass depends on, for
-// LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM. Everything the
+// LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and
+// Qwen3ForCausalLM. Everything the
 // code reads from the file is collected and checked here, in one place.
 type Config struct {
-	Architecture     string  // "LlamaForCausalLM", "Qwen2ForCausalLM" or "Qwen3ForCausalLM"
+	Architecture     string  // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM" or "Qwen3ForCausalLM"
 	VocabSize        int     // rows of embed_tokens
 	HiddenSize       int     // residual stream width
 	IntermediateSize int     // MLP width
@@ -158,7 +159,7 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 	}
 	c = &Config{Architecture: r.Architectures[0], BOSTokenID: -1, TorchDtype: r.TorchDtype}
 	switch c.Architecture {
-	case "LlamaForCausalLM", "Qwen2ForCausalLM":
+	case "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM":
 	case "Qwen3ForCausalLM":
 		c.QKNorm = true
 	case "OPTForCausalLM":
@@ -215,6 +216,9 @@ func (c *Config) parseSizes(r rawConfig) error {
 		return err
 	}
 	c.NumKVHeads = c.NumHeads // HF default when absent
+	if c.Architecture == "MistralForCausalLM" {
+		c.NumKVHeads = 8 // MistralConfig's
+	}
 	if r.NumKeyValueHeads != nil {
 		c.NumKVHeads = *r.NumKeyValueHeads
 	}
@@ -271,12 +275,13 @@ func (c *Config) parseTokens(r rawConfig, present map[string]json.RawMessage) er
 	return specialTokens(r, c)
 }
 
-// parseSlidingWindow reads Qwen2's and Qwen3's sliding window as
+// parseSlidingWindow reads Mistral's, Qwen2's and Qwen3's sliding window as
 // transformers 4.51 computes it with eager (and sdpa) attention: the causal
 // mask hides the keys at sliding_window slots or more before the query, in
-// every layer, whenever config.sliding_window is not None, and Qwen2Config
-// and Qwen3Config default it to 4096 when the key is absent (their
-// _prepare_4d_causal_attention_mask_with_cache_position). use_sliding_window
+// every layer, whenever config.sliding_window is not None, and MistralConfig,
+// Qwen2Config and Qwen3Config default it to 4096 when the key is absent (their
+// _prepare_4d_causal_attention_mask_with_cache_position; Mistral-7B-v0.1's
+// config says 4096, v0.2's and v0.3's null). Qwen's use_sliding_window
 // and max_window_layers do not enter that mask: they choose the layers that
 // flash_attention_2 windows (those from max_window_layers on), and later
 // transformers read them into the mask too. So the two readings agree
@@ -284,9 +289,12 @@ func (c *Config) parseTokens(r rawConfig, present map[string]json.RawMessage) er
 // the window: a config with use_sliding_window true (and a window) is
 // refused by name. Qwen2.5-0.5B- and 1.5B-Instruct's configs say
 // use_sliding_window false with a window of 32768, their
-// max_position_embeddings, and Qwen3's null.
+// max_position_embeddings, and Qwen3's null. MistralConfig has no
+// use_sliding_window: its window is the mask's alone.
 func (c *Config) parseSlidingWindow(r rawConfig, present map[string]json.RawMessage) error {
-	if c.Architecture != "Qwen2ForCausalLM" && c.Architecture != "Qwen3ForCausalLM" {
+	switch c.Architecture {
+	case "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM":
+	default:
 		return nil
 	}
 	c.SlidingWindow = 4096
@@ -299,7 +307,7 @@ func (c *Config) parseSlidingWindow(r rawConfig, present map[string]json.RawMess
 			}
 		}
 	}
-	if r.UseSlidingWindow && c.SlidingWindow > 0 {
+	if r.UseSlidingWindow && c.SlidingWindow > 0 && c.Architecture != "MistralForCausalLM" {
 		layers := "max_window_layers absent: 28"
 		if r.MaxWindowLayers != nil {
 			layers = fmt.Sprintf("max_window_layers %d", *r.MaxWindowLayers)

@@ -1,6 +1,6 @@
 // Package model is a forward-only decoder transformer for HF
-// LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and OPTForCausalLM
-// checkpoints (and Ministral-3's language model),
+// LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM
+// and OPTForCausalLM checkpoints (and Ministral-3's language model),
 // computing what HF transformers computes in float32: batched forward with
 // padding masks and explicit positions, the causal-LM loss, and greedy
 // generation with a KV cache.

@@ -15,10 +15,11 @@ import (
 // The committed fixtures of the Llama-like layers with projection biases
 // (scripts/make_qwen2_fixtures.py, testdata/qwen2/manifest.json): Qwen2 with
 // a tied head and untied with a sliding window, Llama with attention_bias
-// and mlp_bias, Qwen3 with attention_bias. model/modeltest checks them
+// and mlp_bias, Qwen3 with attention_bias, and Mistral (no biases; a
+// sliding window and a head width of its own). model/modeltest checks them
 // against their HF references on every backend; these tests check what is
 // read from their configs and how their tensors are listed.
-var biasFixtures = []string{"qwen2-tiny", "qwen2-tiny-untied", "llama-bias-tiny", "qwen3-bias-tiny"}
+var biasFixtures = []string{"qwen2-tiny", "qwen2-tiny-untied", "llama-bias-tiny", "qwen3-bias-tiny", "mistral-tiny"}
 
 // biasManifest is the part of testdata/qwen2/manifest.json these tests read.
 type biasManifest struct {
@@ -53,6 +54,7 @@ func TestBiasFixturesConfig(t *testing.T) {
 		{"qwen2-tiny-untied", true, false, false, false, false, 6},
 		{"llama-bias-tiny", true, true, true, false, false, 0},
 		{"qwen3-bias-tiny", true, true, false, true, true, 0},
+		{"mistral-tiny", false, false, false, false, false, 5},
 	} {
 		c, err := LoadConfig(filepath.Join("testdata", "qwen2", tc.name, "config.json"))
 		if err != nil {

@@ -199,6 +199,11 @@ func (c *Config) marshalHF(dtype string) ([]byte, error) {
 		j["sliding_window"] = nil
 		j["use_sliding_window"] = false
 		j["max_window_layers"] = c.NumLayers
+	case "MistralForCausalLM": // no bias keys (MistralConfig has none)
+		delete(j, "attention_bias")
+		j["model_type"] = "mistral"
+		j["max_position_embeddings"] = 32768
+		j["sliding_window"] = nil
 	case "Qwen3ForCausalLM":
 		j["model_type"] = "qwen3"
 		j["max_position_embeddings"] = 40960

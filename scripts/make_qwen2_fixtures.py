@@ -5,7 +5,7 @@ random model written by HF transformers' save_pretrained, with the logits, losse
 generations HF computes for it in float32 and in exact float64, a PEFT LoRA adapter on q_proj and v_proj (biased
 Linears: PEFT keeps the base bias) with its logits, and a bf16 copy of the weights.
 
-Four models, every bias drawn non-zero:
+Five models, every bias drawn non-zero:
   qwen2-tiny          Qwen2ForCausalLM as Qwen2.5-0.5B/1.5B: tied head, q/k/v biases, o_proj without, use_sliding_window
                       false with a sliding_window no shorter than max_position_embeddings (never masks).
   qwen2-tiny-untied   Qwen2ForCausalLM as Qwen2.5-7B: untied head; sliding_window 6 with use_sliding_window false, which
@@ -13,12 +13,19 @@ Four models, every bias drawn non-zero:
                       reading is checked against HF too.
   llama-bias-tiny     LlamaForCausalLM with attention_bias (q, k, v, o) and mlp_bias (gate, up, down), llama3 RoPE scaling.
   qwen3-bias-tiny     Qwen3ForCausalLM with attention_bias (q, k, v, o; Qwen3MLP has no bias), q/k norms.
+  mistral-tiny        MistralForCausalLM (Mistral-7B's layers: Llama's without biases), head_dim 24 ≠ hidden/heads,
+                      sliding_window 5, which the eager mask applies to every layer as Qwen2's.
 
-transformers 4.51 of ../shared/pylib keeps no models/qwen2: its four files at the same commit
+transformers 4.51 of ../shared/pylib keeps no models/qwen2 nor models/mistral: their four files at the same commit
 (huggingface/transformers 25b7f272347a93d6fb73cad126f6f6dc88e8ce89, as pylib/SOURCES.md's snapshot):
-  src/transformers/models/qwen2/{__init__,configuration_qwen2,modeling_qwen2,modular_qwen2}.py
-are copied unmodified into scripts/ref_src/qwen2/ (not committed: public code) and imported as
-transformers.models.qwen2, the package they belong to. Run with Debian's python3 and python3-torch (1.13):
+  src/transformers/models/{qwen2,mistral}/{__init__,configuration_*,modeling_*,modular_*}.py
+are copied unmodified into scripts/ref_src/qwen2/ and scripts/ref_src/mistral/ (not committed: public code) and
+imported as transformers.models.qwen2 and .mistral, the packages they belong to. From a mirror of the repository:
+
+    for m in qwen2 mistral; do mkdir -p scripts/ref_src/$m; for f in __init__ configuration_$m modeling_$m modular_$m; do
+      git --git-dir=$TF show 25b7f272347a93d6fb73cad126f6f6dc88e8ce89:src/transformers/models/$m/$f.py >scripts/ref_src/$m/$f.py
+    done; done
+ Run with Debian's python3 and python3-torch (1.13):
 
     PYTHONPATH=../shared/pylib /usr/bin/python3 scripts/make_qwen2_fixtures.py model/testdata/qwen2
 
@@ -54,6 +61,11 @@ qwen2_pkg.__path__ = [os.path.join(here, "ref_src", "qwen2")]
 sys.modules["transformers.models.qwen2"] = qwen2_pkg
 import transformers.models.qwen2.modeling_qwen2 as qwen2_mod  # noqa: E402
 from transformers.models.qwen2.configuration_qwen2 import Qwen2Config  # noqa: E402
+mistral_pkg = types.ModuleType("transformers.models.mistral")
+mistral_pkg.__path__ = [os.path.join(here, "ref_src", "mistral")]
+sys.modules["transformers.models.mistral"] = mistral_pkg
+import transformers.models.mistral.modeling_mistral as mistral_mod  # noqa: E402
+from transformers.models.mistral.configuration_mistral import MistralConfig  # noqa: E402
 
 SEED = 2025
 LENGTHS = [16, 11, 7, 3]  # the batch: right-padded with id 0
@@ -78,7 +90,12 @@ MODELS = {
     "qwen3-bias-tiny": (Qwen3Config, Qwen3ForCausalLM, dict(
         SIZES, rope_theta=1e6, tie_word_embeddings=True, max_position_embeddings=128, attention_bias=True, head_dim=32,
         sliding_window=None, use_sliding_window=False)),
+    "mistral-tiny": (MistralConfig, mistral_mod.MistralForCausalLM, dict(
+        SIZES, rope_theta=1e6, tie_word_embeddings=False, max_position_embeddings=128, head_dim=24, sliding_window=5)),
 }
+# The models whose sliding window is shorter than the batch: the window counts the pads' slots, so a left-padded
+# row is another computation.
+WINDOWED = {"qwen2-tiny-untied", "mistral-tiny"}
 
 # Weight scales: not the init_std of 0.02, which gives near-uniform attention and logits that hide masking and
 # position bugs (../shared/spec/MODELS.md). Norm weights 1 + 0.25·N, projection biases 0.2·N.
@@ -103,7 +120,8 @@ def exact_f64():
     """Keeps in float64, for a float64 model, the steps HF computes in float32: RMSNorm, RoPE's angles and
     attention's softmax (float32 models run HF's code unchanged)."""
     for mod, norm, rope in [(llama_mod, "LlamaRMSNorm", "LlamaRotaryEmbedding"), (qwen3_mod, "Qwen3RMSNorm", "Qwen3RotaryEmbedding"),
-                            (qwen2_mod, "Qwen2RMSNorm", "Qwen2RotaryEmbedding")]:
+                            (qwen2_mod, "Qwen2RMSNorm", "Qwen2RotaryEmbedding"),
+                            (mistral_mod, "MistralRMSNorm", "MistralRotaryEmbedding")]:
         n_cls, r_cls = getattr(mod, norm), getattr(mod, rope)
 
         def norm_fwd(self, x, _orig=n_cls.forward):
@@ -243,7 +261,7 @@ def make_seed(name, out_dir, seed):
     new, steps = greedy(model, bids, bmask)
     ref.update(genbatch_input_ids=bids, genbatch_attention_mask=bmask, genbatch_new_tokens=new)
     margins.append(margin(steps))
-    if name != "qwen2-tiny-untied":  # the window counts the pads' slots: a left-padded row is another computation
+    if name not in WINDOWED:
         for r in range(2):
             assert torch.equal(new[r], ref[f"gen{r}_new_tokens"]), "the left-padded batch generates other tokens"
 
@@ -334,6 +352,8 @@ def main():
         "torch_version": torch.__version__, "attn_implementation": "eager", "device": "cpu",
         "qwen2_source": "huggingface/transformers @25b7f272347a93d6fb73cad126f6f6dc88e8ce89 (pylib's snapshot commit): "
                         "src/transformers/models/qwen2/{__init__,configuration_qwen2,modeling_qwen2,modular_qwen2}.py, unmodified",
+        "mistral_source": "the same commit's src/transformers/models/mistral/{__init__,configuration_mistral,modeling_mistral,"
+                          "modular_mistral}.py, unmodified",
         "layout": "as ../shared/fixtures/models/manifest.json: config.json, generation_config.json, model.safetensors "
                   "(F32, lm_head.weight omitted when tied), lora/ (PEFT, r=4, alpha=8, q_proj and v_proj, bias none: the "
                   "base Linears keep their biases), bf16/ (the weights rounded to bf16, saved by HF), reference.safetensors",

@@ -30,10 +30,11 @@ var FixtureModels = []string{"llama-tiny", "qwen3-tiny"}
 // (made as the shared ones were): OPT in OPT-1.3B's shape and in OPT-350m's
 // (post-norm, narrower embeddings; scripts/make_opt_fixtures.py); Qwen2 with
 // a tied head, and untied with a sliding window shorter than the batch, and
-// Llama and Qwen3 with every projection bias their configs can ask for
+// Llama and Qwen3 with every projection bias their configs can ask for, and
+// Mistral with a sliding window and a head width of its own
 // (scripts/make_qwen2_fixtures.py).
 var CommittedModels = []string{"opt/opt-tiny", "opt/opt-tiny-postnorm",
-	"qwen2/qwen2-tiny", "qwen2/qwen2-tiny-untied", "qwen2/llama-bias-tiny", "qwen2/qwen3-bias-tiny"}
+	"qwen2/qwen2-tiny", "qwen2/qwen2-tiny-untied", "qwen2/llama-bias-tiny", "qwen2/qwen3-bias-tiny", "qwen2/mistral-tiny"}
 
 // CommittedDir is the folder of a committed fixture model, found from
 // this source file's place in the module (tests run from their package's
