@@ -13,10 +13,12 @@ import (
 const IgnoreIndex = -100
 
 // ChatTokenizer is what this package needs from a tokenizer: the model's
-// chat template rendered and encoded as apply_chat_template does (no special
-// tokens added again), the ids that end a turn, and plain text encoded as
-// tokenizer.encode does (FormatMeZO).
+// chat template rendered, and rendered and encoded, as apply_chat_template
+// does (no special tokens added again: EncodeChat is RenderChat and then
+// Encode(text, false)), the ids that end a turn, and plain text encoded as
+// tokenizer.encode does.
 type ChatTokenizer interface {
+	RenderChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (string, error)
 	EncodeChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (string, []int, error)
 	StopIDs() []int
 	Encode(text string, addSpecial bool) []int
@@ -150,30 +152,37 @@ func (e *Encoder) EncodeWithTarget(prompt []tokenizer.Message, target string) (E
 // model is trained on what it is asked.
 func (e *Encoder) answered(prompt []tokenizer.Message, promptText, target string) (string, []int, error) {
 	answer := tokenizer.Message{Role: "assistant", Content: target}
-	text, ids, err := e.Tok.EncodeChat(append(slices.Clip(prompt), answer), e.options(false))
+	text, err := e.Tok.RenderChat(append(slices.Clip(prompt), answer), e.options(false))
 	if err != nil {
 		return "", nil, fmt.Errorf("render conversation: %w", err)
 	}
-	if strings.HasPrefix(text, promptText) {
-		return text, ids, nil
+	if !strings.HasPrefix(text, promptText) {
+		if text, err = e.answeredWithoutSystem(prompt, promptText, answer); err != nil {
+			return "", nil, err
+		}
 	}
+	return text, e.Tok.Encode(text, false), nil
+}
+
+// answeredWithoutSystem is promptText followed by the assistant turn as
+// the template writes it after prompt without its system messages.
+func (e *Encoder) answeredWithoutSystem(prompt []tokenizer.Message, promptText string, answer tokenizer.Message) (string, error) {
 	bare := slices.DeleteFunc(slices.Clone(prompt), func(m tokenizer.Message) bool { return m.Role == "system" })
 	if len(bare) == len(prompt) {
-		return "", nil, fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation")
+		return "", fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation")
 	}
-	bareText, _, err := e.Tok.EncodeChat(bare, e.options(true))
+	bareText, err := e.Tok.RenderChat(bare, e.options(true))
 	if err != nil {
-		return "", nil, fmt.Errorf("render prompt without its system turn: %w", err)
+		return "", fmt.Errorf("render prompt without its system turn: %w", err)
 	}
-	full, _, err := e.Tok.EncodeChat(append(bare, answer), e.options(false))
+	full, err := e.Tok.RenderChat(append(bare, answer), e.options(false))
 	if err != nil {
-		return "", nil, fmt.Errorf("render conversation without its system turn: %w", err)
+		return "", fmt.Errorf("render conversation without its system turn: %w", err)
 	}
 	if !strings.HasPrefix(full, bareText) {
-		return "", nil, fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation, with or without the system turn")
+		return "", fmt.Errorf("the chat template's generation prompt is not a prefix of the rendered conversation, with or without the system turn")
 	}
-	text = promptText + full[len(bareText):]
-	return text, e.Tok.Encode(text, false), nil
+	return promptText + full[len(bareText):], nil
 }
 
 // Candidates are the renders of every label of one example (SST-2's two, a

@@ -14,7 +14,7 @@ import (
 // for a generation prompt) and encodes bytes as ids, <h> as 1000 and <e> as 1001.
 type fakeTok struct{}
 
-func (fakeTok) EncodeChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (string, []int, error) {
+func (fakeTok) RenderChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (string, error) {
 	var sb strings.Builder
 	for _, m := range msgs {
 		sb.WriteString("<h>" + m.Role + "\n" + m.Content + "<e>")
@@ -22,19 +22,12 @@ func (fakeTok) EncodeChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (
 	if opt.AddGenerationPrompt {
 		sb.WriteString("<h>assistant\n")
 	}
-	text := sb.String()
-	var ids []int
-	for s := text; s != ""; {
-		switch {
-		case strings.HasPrefix(s, "<h>"):
-			ids, s = append(ids, 1000), s[3:]
-		case strings.HasPrefix(s, "<e>"):
-			ids, s = append(ids, 1001), s[3:]
-		default:
-			ids, s = append(ids, int(s[0])), s[1:]
-		}
-	}
-	return text, ids, nil
+	return sb.String(), nil
+}
+
+func (f fakeTok) EncodeChat(msgs []tokenizer.Message, opt tokenizer.ChatOptions) (string, []int, error) {
+	text, err := f.RenderChat(msgs, opt)
+	return text, f.Encode(text, false), err
 }
 
 func (fakeTok) StopIDs() []int { return []int{1001} }
@@ -190,15 +183,23 @@ func TestSamplerResumes(t *testing.T) {
 	}
 }
 
-// Encode is tokenizer.encode: bytes as ids, with special tokens a BOS 2
-// first (as OPT's tokenizer adds </s>).
+// Encode is tokenizer.encode: <h> as 1000, <e> as 1001 (the added tokens),
+// other bytes as ids, with special tokens a BOS 2 first (as OPT's tokenizer
+// adds </s>).
 func (fakeTok) Encode(text string, addSpecial bool) []int {
 	var ids []int
 	if addSpecial {
 		ids = append(ids, 2)
 	}
-	for i := range len(text) {
-		ids = append(ids, int(text[i]))
+	for s := text; s != ""; {
+		switch {
+		case strings.HasPrefix(s, "<h>"):
+			ids, s = append(ids, 1000), s[3:]
+		case strings.HasPrefix(s, "<e>"):
+			ids, s = append(ids, 1001), s[3:]
+		default:
+			ids, s = append(ids, int(s[0])), s[1:]
+		}
 	}
 	return ids
 }
