@@ -142,6 +142,7 @@ func TestBiasConfigKeys(t *testing.T) {
 		{"LlamaForCausalLM", `,"attention_bias":true,"mlp_bias":true`, true, true, true},
 		{"Qwen3ForCausalLM", `,"attention_bias":true`, true, true, false},
 		{"Qwen3ForCausalLM", `,"mlp_bias":true`, false, false, false},
+		{"MistralForCausalLM", `,"num_key_value_heads":2,"attention_bias":true,"mlp_bias":true`, false, false, false}, // MistralConfig has neither key
 	} {
 		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.arch, tc.extra)))
 		if err != nil {
@@ -177,7 +178,11 @@ func TestQwen2SlidingWindow(t *testing.T) {
 		{"Qwen2ForCausalLM", `,"sliding_window":0`, 0, `"sliding_window" must be positive or null, got 0`},
 		{"Qwen3ForCausalLM", `,"sliding_window":-4`, 0, `"sliding_window" must be positive or null, got -4`},
 		{"Qwen3ForCausalLM", `,"use_sliding_window":true,"sliding_window":128`, 0, `"use_sliding_window" true is not supported`},
-		{"LlamaForCausalLM", `,"sliding_window":8,"use_sliding_window":true`, 0, ""}, // LlamaConfig has neither key
+		{"LlamaForCausalLM", `,"sliding_window":8,"use_sliding_window":true`, 0, ""},                                 // LlamaConfig has neither key
+		{"MistralForCausalLM", `,"num_key_value_heads":2`, 4096, ""},                                                 // MistralConfig's default
+		{"MistralForCausalLM", `,"num_key_value_heads":2,"sliding_window":null`, 0, ""},                              // Mistral-7B v0.2's, v0.3's
+		{"MistralForCausalLM", `,"num_key_value_heads":2,"sliding_window":16,"use_sliding_window":true`, 16, ""},     // not a Mistral key
+		{"MistralForCausalLM", "", 0, `"num_key_value_heads" 8 must be positive and divide "num_attention_heads" 2`}, // MistralConfig's default 8
 	} {
 		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.arch, tc.extra)))
 		switch {
