@@ -39,6 +39,7 @@ test-portable:
 # with unsafe pointers, assembly kernels and worker pools (CI runs it too).
 test-race:
 	$(SIMD) $(GO) test -race -count=1 ./tensor/cpu ./tensor/backendtest ./model/... ./zo ./lora
+	$(SIMD) $(GO) test -race -count=1 -run 'TestEncodeFirstIsSequential' ./train
 
 bench:
 	scripts/bench_gemm.sh

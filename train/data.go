@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/parallel"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -205,32 +206,40 @@ func (l leftOut) String() string {
 }
 
 // encodeFirst encodes examples in order, dropping those the length rule
-// refuses, until limit are kept (0: all).
+// refuses, until limit are kept (0: all). A chunk of examples at a time is
+// encoded on every core (the tokenizer and its chat template are safe for
+// concurrent use: rendering and BPE are most of a dataset's loading time)
+// and then taken in order, so the result, the error reported and the
+// count of dropped examples are the sequential loop's.
 func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
+	const chunk = 512
 	var out []data.Encoded
 	var dropped leftOut
-	for i, ex := range exs {
-		if limit > 0 && len(out) >= limit {
-			break
+	full := func() bool { return limit > 0 && len(out) >= limit }
+	for lo := 0; lo < len(exs) && !full(); lo += chunk {
+		if err := stop("encoding the " + what + " split"); err != nil {
+			return nil, err
 		}
-		if i%256 == 0 {
-			if err := stop("encoding the " + what + " split"); err != nil {
-				return nil, err
+		part := exs[lo:min(lo+chunk, len(exs))]
+		encs, errs := make([]data.Encoded, len(part)), make([]error, len(part))
+		parallel.For(len(part), 0, func(i int) {
+			if !rule.tooLong(part[i], -1) {
+				encs[i], errs[i] = enc.Encode(part[i])
 			}
+		})
+		for i, ex := range part {
+			if full() {
+				break
+			}
+			if errs[i] != nil {
+				return nil, fmt.Errorf("%s split: %w", what, errs[i])
+			}
+			if rule.tooLong(ex, -1) || rule.tooLong(ex, len(encs[i].IDs)) {
+				dropped.add(ex.ID)
+				continue
+			}
+			out = append(out, encs[i])
 		}
-		if rule.tooLong(ex, -1) {
-			dropped.add(ex.ID)
-			continue
-		}
-		e, err := enc.Encode(ex)
-		if err != nil {
-			return nil, fmt.Errorf("%s split: %w", what, err)
-		}
-		if rule.tooLong(ex, len(e.IDs)) {
-			dropped.add(ex.ID)
-			continue
-		}
-		out = append(out, e)
 	}
 	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than %s %d tokens: %v)\n", what, len(out), rule.name, rule.max, dropped)
 	return out, nil

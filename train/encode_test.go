@@ -1,0 +1,74 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/tokenizer"
+)
+
+// TestEncodeFirstIsSequential: encoding a split on every core gives what
+// encoding it example by example gives, with and without a limit and with
+// examples the length rule drops on either side of a chunk's end (run
+// under -race, it also checks that the tokenizer and its chat template
+// render concurrently without a data race).
+func TestEncodeFirstIsSequential(t *testing.T) {
+	dir, _ := demoConfig(t, 2)
+	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs, _, err := data.ReadAll(filepath.Join(dir, "data", "train.tsv"), data.SST2, data.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(exs) < 1300 { // more than two chunks
+		exs = append(exs, exs...)
+	}
+	for i := range exs {
+		exs[i].ID = fmt.Sprint(i)
+	}
+	enc := &data.Encoder{Tok: tok}
+	noStop := func(string) error { return nil }
+	var lengths []int
+	for _, ex := range exs {
+		e, err := enc.Encode(ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lengths = append(lengths, len(e.IDs))
+	}
+	slices.Sort(lengths)
+	median := lengths[len(lengths)/2] // a rule that drops about half
+	for _, tc := range []struct{ max, limit int }{{0, 0}, {0, 700}, {median, 0}, {median, 600}} {
+		rule := lengthRule{max: tc.max, name: "task.max_length"}
+		got, err := encodeFirst(exs, enc, rule, tc.limit, "train", io.Discard, noStop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []data.Encoded
+		for _, ex := range exs {
+			if tc.limit > 0 && len(want) >= tc.limit {
+				break
+			}
+			e, err := enc.Encode(ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rule.tooLong(ex, len(e.IDs)) {
+				want = append(want, e)
+			}
+		}
+		if len(want) == 0 || len(want) == len(exs) && tc.max > 0 {
+			t.Fatalf("max %d: the rule drops %d of %d: not a test of dropping", tc.max, len(exs)-len(want), len(exs))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("max %d, limit %d: %d examples encoded, want the sequential loop's %d (or other ones)", tc.max, tc.limit, len(got), len(want))
+		}
+	}
+}
