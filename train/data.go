@@ -105,10 +105,10 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 	}
 	s := &splits{}
 	rule := newLengthRule(cfg.Task.MaxLength, "task.max_length", enc)
-	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, "train", log, stop); err != nil {
+	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, cfg.Train.Threads, "train", log, stop); err != nil {
 		return nil, err
 	}
-	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, "validation", log, stop); err != nil {
+	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, "validation", log, stop); err != nil {
 		return nil, err
 	}
 	if len(s.train) == 0 || len(s.val) == 0 {
@@ -207,11 +207,11 @@ func (l leftOut) String() string {
 
 // encodeFirst encodes examples in order, dropping those the length rule
 // refuses, until limit are kept (0: all). A chunk of examples at a time is
-// encoded on every core (the tokenizer and its chat template are safe for
+// encoded on up to workers goroutines (train.threads; 0: every core: the tokenizer and its chat template are safe for
 // concurrent use: rendering and BPE are most of a dataset's loading time)
 // and then taken in order, so the result, the error reported and the
 // count of dropped examples are the sequential loop's.
-func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
+func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
 	const chunk = 512
 	var out []data.Encoded
 	var dropped leftOut
@@ -222,7 +222,7 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit i
 		}
 		part := exs[lo:min(lo+chunk, len(exs))]
 		encs, errs := make([]data.Encoded, len(part)), make([]error, len(part))
-		parallel.For(len(part), 0, func(i int) {
+		parallel.For(len(part), workers, func(i int) {
 			if !rule.tooLong(part[i], -1) {
 				encs[i], errs[i] = enc.Encode(part[i])
 			}

@@ -47,7 +47,7 @@ func TestEncodeFirstIsSequential(t *testing.T) {
 	median := lengths[len(lengths)/2] // a rule that drops about half
 	for _, tc := range []struct{ max, limit int }{{0, 0}, {0, 700}, {median, 0}, {median, 600}} {
 		rule := lengthRule{max: tc.max, name: "task.max_length"}
-		got, err := encodeFirst(exs, enc, rule, tc.limit, "train", io.Discard, noStop)
+		got, err := encodeFirst(exs, enc, rule, tc.limit, 0, "train", io.Discard, noStop)
 		if err != nil {
 			t.Fatal(err)
 		}
