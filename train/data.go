@@ -207,10 +207,11 @@ func (l leftOut) String() string {
 
 // encodeFirst encodes examples in order, dropping those the length rule
 // refuses, until limit are kept (0: all). A chunk of examples at a time is
-// encoded on up to workers goroutines (train.threads; 0: every core: the tokenizer and its chat template are safe for
-// concurrent use: rendering and BPE are most of a dataset's loading time)
-// and then taken in order, so the result, the error reported and the
-// count of dropped examples are the sequential loop's.
+// encoded on up to workers goroutines (train.threads; 0: every core), as
+// rendering and BPE are most of a dataset's loading time and the tokenizer
+// and its chat template are safe for concurrent use; the chunk is then
+// taken in order, so the result, the error reported and the count of
+// dropped examples are the sequential loop's.
 func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
 	const chunk = 512
 	var out []data.Encoded
