@@ -30,6 +30,7 @@ type Config struct {
 	RMSNormEps       float32 // 1e-5 Llama, 1e-6 Qwen3
 	RopeTheta        float64
 	RopeScaling      *RopeScaling // llama3 frequency scaling, nil for plain RoPE
+	RopeLinear       float64      // linear scaling's factor (the inverse frequencies ÷ it), 0 for none
 	TieEmbeddings    bool         // lm_head shares embed_tokens
 	QKNorm           bool         // Qwen3: RMSNorm on each q/k head before RoPE
 	QKVBias          bool         // biases on q_proj, k_proj, v_proj: Qwen2 always, Llama's and Qwen3's attention_bias
@@ -138,7 +139,7 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := c.parseTokens(r, present); err != nil {
 		return nil, err
 	}
-	if err := parseRopeScaling(rs.scaling, c); err != nil {
+	if err := parseRopeScaling(rs.scaling, c, r.MaxPositionEmbeddings); err != nil {
 		return nil, err
 	}
 	if err := checkRope(c); err != nil {
@@ -436,7 +437,14 @@ func isNull(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-func parseRopeScaling(raw json.RawMessage, c *Config) error {
+// parseRopeScaling reads a Llama-like config's rope_scaling as
+// transformers 4.51's ROPE_INIT_FUNCTIONS do: llama3 (Llama 3.1's
+// frequency bands), linear (every inverse frequency ÷ factor) and yarn
+// (config_ministral.go's Yarn, read by 4.51's rule: an
+// original_max_position_embeddings in the block makes the factor
+// max_position_embeddings ÷ it, which the file must then give). dynamic
+// (NTK scaling that changes with the longest sequence seen) is refused.
+func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 	if isNull(raw) {
 		return nil
 	}
@@ -447,6 +455,11 @@ func parseRopeScaling(raw json.RawMessage, c *Config) error {
 		LowFreqFactor                 *float64 `json:"low_freq_factor"`
 		HighFreqFactor                *float64 `json:"high_freq_factor"`
 		OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
+		BetaFast                      *float64 `json:"beta_fast"`
+		BetaSlow                      *float64 `json:"beta_slow"`
+		Mscale                        *float64 `json:"mscale"`
+		MscaleAllDim                  *float64 `json:"mscale_all_dim"`
+		AttentionFactor               *float64 `json:"attention_factor"`
 	}
 	if err := json.Unmarshal(raw, &rs); err != nil {
 		return fmt.Errorf(`"rope_scaling": %w`, err)
@@ -458,8 +471,33 @@ func parseRopeScaling(raw json.RawMessage, c *Config) error {
 	if kind == "default" || kind == "" && rs.Factor == nil {
 		return nil // rope_parameters of plain RoPE may name no type
 	}
-	if kind != "llama3" {
-		return fmt.Errorf(`"rope_scaling": unsupported rope_type %q (supported: llama3, default)`, kind)
+	switch kind {
+	case "llama3":
+	case "linear":
+		if rs.Factor == nil || !finitePositive(*rs.Factor) || float32(*rs.Factor) == 0 || math.IsInf(float64(float32(*rs.Factor)), 0) {
+			return fmt.Errorf(`"rope_scaling": linear needs a factor, positive and finite (as a float32), got %v`, rs.Factor)
+		}
+		c.RopeLinear = *rs.Factor
+		return nil
+	case "yarn":
+		if rs.Factor == nil {
+			return fmt.Errorf(`"rope_scaling": yarn needs a factor`)
+		}
+		if maxPos == nil || *maxPos <= 0 {
+			return fmt.Errorf(`"rope_scaling": yarn needs "max_position_embeddings" in the config (positive)`)
+		}
+		factor, original := *rs.Factor, float64(*maxPos)
+		if o := rs.OriginalMaxPositionEmbeddings; o != nil {
+			if !finitePositive(*o) {
+				return fmt.Errorf(`"rope_scaling": yarn original_max_position_embeddings must be positive and finite, got %v`, *o)
+			}
+			factor, original = float64(*maxPos) / *o, *o
+		}
+		var err error
+		c.Yarn, err = parseYarn(&factor, &original, rs.BetaFast, rs.BetaSlow, rs.Mscale, rs.MscaleAllDim, rs.AttentionFactor, nil, *maxPos)
+		return err
+	default:
+		return fmt.Errorf(`"rope_scaling": unsupported rope_type %q (supported: llama3, linear, yarn, default)`, kind)
 	}
 	if rs.Factor == nil || rs.LowFreqFactor == nil || rs.HighFreqFactor == nil || rs.OriginalMaxPositionEmbeddings == nil {
 		return fmt.Errorf(`"rope_scaling": llama3 needs factor, low_freq_factor, high_freq_factor and original_max_position_embeddings`)

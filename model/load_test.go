@@ -258,8 +258,9 @@ func TestRopeAndTieConfig(t *testing.T) {
 		{"LlamaForCausalLM", `,"partial_rotary_factor":0.5`, 0, nil, false, `"partial_rotary_factor" 0.5 is not supported`},
 		{"LlamaForCausalLM", `,"rope_parameters":{"rope_theta":1e4,"partial_rotary_factor":0.25}`, 0, nil, false, `partial_rotary_factor 0.25 is not supported`},
 		{"LlamaForCausalLM", `,"rope_parameters":{"full_attention":{"rope_theta":1e6}}`, 0, nil, false, `a block per layer type ("full_attention")`},
-		{"LlamaForCausalLM", `,"rope_parameters":{"rope_theta":1e4,"rope_type":"yarn","factor":4}`, 0, nil, false, `unsupported rope_type "yarn"`},
-		{"LlamaForCausalLM", `,"rope_scaling":{"type":"linear","rope_type":"llama3",` + llama3 + `}`, 0, nil, false, `unsupported rope_type "linear"`},
+		{"LlamaForCausalLM", `,"rope_parameters":{"rope_theta":1e4,"rope_type":"yarn","factor":4}`, 0, nil, false, `yarn needs "max_position_embeddings"`},
+		{"LlamaForCausalLM", `,"rope_scaling":{"type":"dynamic","rope_type":"llama3",` + llama3 + `}`, 0, nil, false, `unsupported rope_type "dynamic"`},
+		{"LlamaForCausalLM", `,"rope_scaling":{"type":"linear"}`, 0, nil, false, `linear needs a factor`},
 		{"LlamaForCausalLM", `,"quantization_config":{"quant_method":"gptq","bits":4}`, 0, nil, false, `"quantization_config": quantized checkpoints are not supported`},
 	} {
 		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.arch, tc.extra)))

@@ -7,8 +7,9 @@ import (
 )
 
 // ropeInvFreq returns HF's inv_freq buffer for one head: 1/θ^(2i/d) for
-// i < d/2, computed in float32 as modeling_rope_utils does, then llama3
-// frequency scaling when the config asks for it.
+// i < d/2, computed in float32 as modeling_rope_utils does, then llama3's
+// or linear frequency scaling when the config asks for it (YaRN's are
+// computed apart).
 func ropeInvFreq(c *Config) []float32 {
 	if c.Yarn != nil {
 		return yarnInvFreq(c.HeadDim, float32(c.RopeTheta), c.Yarn)
@@ -22,6 +23,11 @@ func ropeInvFreq(c *Config) []float32 {
 	}
 	if s := c.RopeScaling; s != nil {
 		llama3Scale(inv, s)
+	}
+	if f := float32(c.RopeLinear); f != 0 {
+		for i := range inv {
+			inv[i] /= f // _compute_linear_scaling_rope_parameters, in float32
+		}
 	}
 	return inv
 }
