@@ -1,7 +1,5 @@
 package tokenizer
 
-import "container/heap"
-
 // bpeLong is bpe for long words: a linked list of symbols and a heap of
 // candidate merges ordered by (rank, position), so a word of n bytes costs
 // O(n log n) instead of O(n²). It gives the same result as the simple loop.
@@ -14,21 +12,21 @@ func (t *Tokenizer) bpeLong(syms []int32) []int32 {
 		prev[i], next[i], alive[i] = i-1, i+1, true
 	}
 	next[n-1] = -1
-	h := &mergeHeap{}
+	h := make(mergeHeap, 0, n)
 	push := func(i int) {
 		j := next[i]
 		if j < 0 {
 			return
 		}
 		if m, ok := t.merges[pairKey(syms[i], syms[j])]; ok {
-			heap.Push(h, candidate{rank: m >> 32, pos: i, left: syms[i], right: syms[j], out: int32(uint32(m))})
+			h.push(candidate{rank: m >> 32, pos: i, left: syms[i], right: syms[j], out: int32(uint32(m))})
 		}
 	}
 	for i := 0; i < n-1; i++ {
 		push(i)
 	}
-	for h.Len() > 0 {
-		c := heap.Pop(h).(candidate)
+	for len(h) > 0 {
+		c := h.pop()
 		i := c.pos
 		j := next[i]
 		// Skip candidates made stale by an earlier merge.
@@ -60,20 +58,51 @@ type candidate struct {
 	out         int32
 }
 
+// mergeHeap is a binary min-heap of candidates by (rank, position), typed
+// (container/heap's interface boxes every candidate it is pushed: an
+// allocation a merge, most of a SentencePiece-style encoding's time).
 type mergeHeap []candidate
 
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(a, b int) bool {
-	if h[a].rank != h[b].rank {
-		return h[a].rank < h[b].rank
+func (c candidate) before(d candidate) bool {
+	if c.rank != d.rank {
+		return c.rank < d.rank
 	}
-	return h[a].pos < h[b].pos
+	return c.pos < d.pos
 }
-func (h mergeHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(candidate)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *mergeHeap) push(c candidate) {
+	*h = append(*h, c)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].before(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *mergeHeap) pop() candidate {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(q) && q[l].before(q[m]) {
+			m = l
+		}
+		if r < len(q) && q[r].before(q[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
