@@ -104,7 +104,7 @@ type TrainConfig struct {
 	Seed            uint64 `mapstructure:"seed" yaml:"seed" doc:"run seed: noise, sampler order and adapter initialisation"`
 	EvalEvery       int    `mapstructure:"eval_every" yaml:"eval_every" doc:"compute the validation loss every N steps (and at the end)"`
 	CheckpointEvery int    `mapstructure:"checkpoint_every" yaml:"checkpoint_every" doc:"write a resumable checkpoint every N steps (0: only at the end)"`
-	Threads         int    `mapstructure:"threads" yaml:"threads" doc:"worker threads for the kernels (0: all cores); results do not depend on it"`
+	Threads         int    `mapstructure:"threads" yaml:"threads" doc:"worker threads for the kernels and for encoding the data (0: all cores); results do not depend on it"`
 	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal (0: every step)"`
 }
 
