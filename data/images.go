@@ -59,30 +59,11 @@ var imageColumns = []string{"image.bytes", "label", "image_id?"}
 // classes 0…classes−1, is an error naming the row; so is a file without
 // the columns.
 func ReadImageParquet(path string, classes int) ([]ImageExample, error) {
-	f, err := openFile(path)
+	f, leaves, rows, err := openParquet(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", path, err)
-	}
-	if err := checkParquetFooter(f, info.Size()); err != nil {
-		return nil, fmt.Errorf("load %s: not a Parquet file: %w", path, err)
-	}
-	var leaves [][]string
-	var rows *parquet.Reader
-	err = parquetCall(func() error {
-		pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-		if err == nil {
-			leaves, rows = pf.Schema().Columns(), parquet.NewReader(pf)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load %s: not a Parquet file: %w", path, err)
-	}
 	defer rows.Close()
 	index := map[string]int{}
 	for _, want := range imageColumns {

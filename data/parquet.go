@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -23,37 +24,13 @@ var parquetColumns = map[Task][]string{
 
 // readParquet reads an HF hub Parquet file row group by row group, a few rows
 // at a time, through the file's own schema, so any row count fits in memory.
-// A damaged file is an error naming it: parquet-go panics on some (a
-// negative length in its metadata), which parquetCall catches, and the
-// footer's length is checked against the file's size before parquet-go
-// allocates it.
+// A damaged file is an error naming it (openParquet).
 func readParquet(path string, task Task, emit func(Example) error, bad func(*RowError) error) error {
-	f, err := openFile(path)
+	f, leaves, rows, err := openParquet(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("load %s: %w", path, err)
-	}
-	if err := checkParquetFooter(f, info.Size()); err != nil {
-		return fmt.Errorf("load %s: not a Parquet file: %w", path, err)
-	}
-	// The page index and Bloom filters serve lookups; a sequential read
-	// needs neither (and they are more metadata to trust).
-	var pf *parquet.File
-	var leaves [][]string
-	var rows *parquet.Reader
-	err = parquetCall(func() (err error) {
-		if pf, err = parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true)); err == nil {
-			leaves, rows = pf.Schema().Columns(), parquet.NewReader(pf)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("load %s: not a Parquet file: %w", path, err)
-	}
 	defer rows.Close()
 	// Map each needed column name to its leaf column index.
 	index := map[string]int{}
@@ -101,6 +78,50 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 			return fmt.Errorf("%s: row %d: %w", path, n, err)
 		}
 	}
+}
+
+// openParquet opens a Parquet file for reading row by row through its own
+// schema, whose leaf columns it returns. A damaged file is an error naming
+// it: the footer's length is checked against the file's size, and the
+// footer and every page (checkParquetMetadata, checkParquetPages) before
+// parquet-go trusts what they state; parquet-go panics on some damage (a
+// negative length in its metadata), which parquetCall catches. The page
+// index and Bloom filters serve lookups; a sequential read needs neither
+// (and they are more metadata to trust).
+func openParquet(path string) (f *os.File, leaves [][]string, rows *parquet.Reader, err error) {
+	if f, err = openFile(path); err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	size := info.Size()
+	if err := checkParquetFooter(f, size); err != nil {
+		return nil, nil, nil, fmt.Errorf("load %s: not a Parquet file: %w", path, err)
+	}
+	if err := checkParquetMetadata(f, size); err != nil {
+		return nil, nil, nil, fmt.Errorf("load %s: not a Parquet file: %w", path, err)
+	}
+	var pf *parquet.File
+	if err := parquetCall(func() (err error) {
+		pf, err = parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+		return err
+	}); err != nil {
+		return nil, nil, nil, fmt.Errorf("load %s: not a Parquet file: %w", path, err)
+	}
+	if err := parquetCall(func() error { return checkParquetPages(f, size, pf) }); err != nil {
+		return nil, nil, nil, fmt.Errorf("load %s: damaged: %w", path, err)
+	}
+	if err := parquetCall(func() error { leaves, rows = pf.Schema().Columns(), parquet.NewReader(pf); return nil }); err != nil {
+		return nil, nil, nil, fmt.Errorf("load %s: not a Parquet file: %w", path, err)
+	}
+	return f, leaves, rows, nil
 }
 
 // parquetCall runs a call into parquet-go, turning a panic of it on a

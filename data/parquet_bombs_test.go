@@ -1,0 +1,169 @@
+package data
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// sst2Pages is an SST-2 Parquet file of one row ("fine", 1) whose two
+// columns are each one PLAIN data page stored with codec, the sentence
+// optional if levels is not nil (its definition levels, in the RLE hybrid
+// encoding); edit, when not nil, changes a column's page header and data
+// before they are written.
+func sst2Pages(tb testing.TB, codec format.CompressionCodec, levels []byte, edit func(col int, h *format.PageHeader, data []byte) []byte) []byte {
+	tb.Helper()
+	sentence := binary.LittleEndian.AppendUint32(nil, 4)
+	sentence = append(sentence, "fine"...)
+	repetition := format.Required
+	if levels != nil {
+		sentence = append(binary.LittleEndian.AppendUint32(nil, uint32(len(levels))), append(levels, sentence...)...)
+		repetition = format.Optional
+	}
+	b := []byte("PAR1")
+	var chunks []format.ColumnChunk
+	for i, col := range []struct {
+		name string
+		typ  format.Type
+		data []byte
+	}{{"sentence", format.ByteArray, sentence}, {"label", format.Int64, binary.LittleEndian.AppendUint64(nil, 1)}} {
+		h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(col.data)), CompressedPageSize: int32(len(col.data)),
+			DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1, Encoding: format.Plain, DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
+		data := col.data
+		if edit != nil {
+			data = edit(i, &h, data)
+		}
+		hb, err := thrift.Marshal(new(thrift.CompactProtocol), &h)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		off := int64(len(b))
+		b = append(append(b, hb...), data...)
+		n := int64(len(b)) - off
+		chunks = append(chunks, format.ColumnChunk{FileOffset: off, MetaData: format.ColumnMetaData{Type: col.typ, Encoding: []format.Encoding{h.DataPageHeader.V.Encoding},
+			PathInSchema: []string{col.name}, Codec: codec, NumValues: 1, TotalUncompressedSize: n, TotalCompressedSize: n, DataPageOffset: off}})
+	}
+	meta := &format.FileMetaData{Version: 1, NumRows: 1,
+		Schema: []format.SchemaElement{{Name: "schema", NumChildren: thrift.New[int32](2)},
+			{Name: "sentence", Type: thrift.New(format.ByteArray), RepetitionType: thrift.New(repetition)},
+			{Name: "label", Type: thrift.New(format.Int64), RepetitionType: thrift.New(format.Required)}},
+		RowGroups: []format.RowGroup{{Columns: chunks, NumRows: 1, TotalByteSize: int64(len(b) - 4)}}}
+	footer, err := thrift.Marshal(new(thrift.CompactProtocol), meta)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b = append(b, footer...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(footer)))
+	return append(b, "PAR1"...)
+}
+
+// withFooter is a file of footer alone.
+func withFooter(footer []byte) []byte {
+	b := append([]byte("PAR1"), footer...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(footer)))
+	return append(b, "PAR1"...)
+}
+
+// sentencePage is an edit of sst2Pages that changes the sentence column's
+// page alone.
+func sentencePage(fn func(h *format.PageHeader, data []byte) []byte) func(int, *format.PageHeader, []byte) []byte {
+	return func(col int, h *format.PageHeader, data []byte) []byte {
+		if col == 0 {
+			return fn(h, data)
+		}
+		return data
+	}
+}
+
+// TestReadParquetBombs: a Parquet file of a few dozen bytes that states a
+// page, a run of values or a list far larger than it holds, or nests its
+// footer millions deep, or whose LZ4 page is damaged, is an error naming
+// the file and what is wrong, with no large allocation first. Before the
+// checks of parquetcheck.go parquet-go allocated what each stated (2 to
+// 8 GiB, 1.4 GiB for a list of 2^24 row groups in a 61-byte file) or
+// crashed the program (a stack overflow on the footer of 8 MB, an ever
+// doubling buffer on the LZ4 page).
+func TestReadParquetBombs(t *testing.T) {
+	const big = 1<<31 - 1
+	nested := []byte{0xfc} // field 15, a struct FileMetaData does not have, holding structs 1<<20 deep
+	nested = append(nested, bytes.Repeat([]byte{0x1c}, 1<<20)...)
+	nested = append(nested, make([]byte, 1<<20+2)...)
+	cases := []struct {
+		name, want string
+		file       []byte
+	}{
+		{"valid", "", sst2Pages(t, format.Uncompressed, nil, nil)},
+		{"page of 2 GiB", "its data claims 2147483647 bytes, and its column chunk has 8 left",
+			sst2Pages(t, format.Uncompressed, nil, sentencePage(func(h *format.PageHeader, d []byte) []byte { h.CompressedPageSize = big; return d }))},
+		{"page of 2 GiB decompressed", "it claims 2147483647 bytes decompressed",
+			sst2Pages(t, format.Snappy, nil, sentencePage(func(h *format.PageHeader, d []byte) []byte { h.UncompressedPageSize = big; return d }))},
+		{"page of 2^31 values", "it claims 2147483647 values",
+			sst2Pages(t, format.Uncompressed, nil, sentencePage(func(h *format.PageHeader, d []byte) []byte { h.DataPageHeader.V.NumValues = big; return d }))},
+		{"snappy block of 4 GiB", "SNAPPY data: it claims 4294967295 bytes decompressed",
+			sst2Pages(t, format.Snappy, nil, sentencePage(func(h *format.PageHeader, d []byte) []byte {
+				d = binary.AppendUvarint(nil, 1<<32-1)
+				h.CompressedPageSize = int32(len(d))
+				return d
+			}))},
+		{"zstd frame of 1 GiB", "ZSTD data: decompressed size exceeds",
+			sst2Pages(t, format.Zstd, nil, sentencePage(func(h *format.PageHeader, d []byte) []byte {
+				// A frame of a 1 KiB window stating a content size of 2^30 (in 4 bytes), then an RLE block of 1 byte.
+				d = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x80, 0, 0, 0, 0, 0x40, 0x0b, 0, 0, 'x'}
+				h.CompressedPageSize = int32(len(d))
+				return d
+			}))},
+		{"damaged LZ4 page", "LZ4_RAW data", sst2Pages(t, format.Lz4Raw, nil, nil)},  // PLAIN bytes are no LZ4 block
+		{"valid optional", "", sst2Pages(t, format.Uncompressed, []byte{2, 1}, nil)}, // a run of one level 1
+		{"definition levels of 2^31 values", "levels: its runs hold more than the page's 1 values",
+			sst2Pages(t, format.Uncompressed, append(binary.AppendUvarint(nil, big<<1), 1), nil)},
+		{"delta lengths of 2^31 values", "DELTA_BINARY_PACKED data claims 2147483647 values",
+			sst2Pages(t, format.Uncompressed, nil, sentencePage(func(h *format.PageHeader, d []byte) []byte {
+				h.DataPageHeader.V.Encoding = format.DeltaLengthByteArray
+				d = binary.AppendUvarint(binary.AppendUvarint(binary.AppendUvarint(nil, 128), 4), big)
+				d = append(d, 0, 0)
+				h.CompressedPageSize, h.UncompressedPageSize = int32(len(d)), int32(len(d))
+				return d
+			}))},
+		{"DELTA_BYTE_ARRAY", "encoding DELTA_BYTE_ARRAY is not supported",
+			sst2Pages(t, format.Uncompressed, nil, sentencePage(func(h *format.PageHeader, d []byte) []byte {
+				h.DataPageHeader.V.Encoding = format.DeltaByteArray
+				return d
+			}))},
+		{"footer list of 2^24 row groups", "footer: a list of 16777216 claims more than the 4 bytes left",
+			withFooter([]byte{0x15, 0x02, 0x19, 0x1c, 0x48, 0x04, 's', 'c', 'h', 'm', 0x00, 0x16, 0x00, 0x19, 0xfc, 0x80, 0x80, 0x80, 0x08, 0x00, 0x00, 0x00, 0x00})},
+		{"footer nested 2^20 deep", "footer: structures nested more than 64 deep", withFooter(nested)},
+	}
+	dir := t.TempDir()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "x.parquet")
+			if err := os.WriteFile(p, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			exs, _, err := ReadAll(p, SST2, ReadOptions{})
+			runtime.ReadMemStats(&ms)
+			if mb := float64(ms.TotalAlloc-before) / (1 << 20); mb > 32 {
+				t.Errorf("%.0f MiB allocated", mb)
+			}
+			if tc.want == "" {
+				if err != nil || len(exs) != 1 || exs[0].Sentence != "fine" || exs[0].Label != 1 {
+					t.Fatalf("%+v, %v; want the row (fine, 1)", exs, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("got %v, want an error naming %s and containing %q", err, p, tc.want)
+			}
+		})
+	}
+}
