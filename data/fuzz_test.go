@@ -8,6 +8,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/meazo-go/meazo/internal/fuzzguard"
 )
@@ -82,11 +83,15 @@ func parquetBytes[T any](tb testing.TB, rows []T, codec compress.Codec) []byte {
 func FuzzReadParquet(f *testing.F) {
 	sq := hubSquad{ID: "q1", Title: "T", Context: "ctx", Question: "Q?"}
 	sq.Answers.Text, sq.Answers.AnswerStart = []string{"a1", "a2"}, []int32{0, 1}
-	for _, c := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Zstd, &parquet.Gzip} {
+	for _, c := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Zstd, &parquet.Gzip, &parquet.Brotli, &parquet.Lz4Raw} {
 		f.Add(parquetBytes(f, []hubSST2{{0, ptr("hide new secretions "), 0}, {1, nil, 1}, {2, ptr("great fun "), 1}}, c), uint8(0))
 		f.Add(parquetBytes(f, []hubSquad{sq, {ID: "q2"}}, c), uint8(1))
 		f.Add(parquetBytes(f, []hubXSum{{"doc", "sum", "7"}, {"d2", "s2", "8"}}, c), uint8(2))
 	}
+	// Files of one page a column, their headers and data in plain sight
+	// (parquet_bombs_test.go), the sentence optional in the second.
+	f.Add(sst2Pages(f, format.Uncompressed, nil, nil), uint8(0))
+	f.Add(sst2Pages(f, format.Uncompressed, []byte{2, 1}, nil), uint8(0))
 	tasks := []Task{SST2, SQuAD, XSum}
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
 		readFuzzed(t, b, ".parquet", tasks[int(which)%len(tasks)])
