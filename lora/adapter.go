@@ -78,6 +78,17 @@ func New(m *model.Model, opts Options) (*Adapter, error) {
 
 // newShape allocates a zero adapter of the right shape for m.
 func newShape(m *model.Model, opts Options) (*Adapter, error) {
+	a, err := planShape(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	a.allocate()
+	return a, nil
+}
+
+// planShape is an adapter of the right shape for m, its parameters not yet
+// allocated (allocate).
+func planShape(m *model.Model, opts Options) (*Adapter, error) {
 	if opts.R <= 0 {
 		return nil, fmt.Errorf("lora: rank must be positive, got %d", opts.R)
 	}
@@ -99,18 +110,30 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 			a.targets = append(a.targets, t)
 		}
 	}
+	return a, nil
+}
+
+// allocate gives a planned adapter its zero parameters.
+func (a *Adapter) allocate() {
 	perLayer := 0
 	for _, t := range a.targets {
-		perLayer += opts.R*a.in + a.out[t]*opts.R
+		perLayer += a.opts.R*a.in + a.out[t]*a.opts.R
 	}
-	if opts.GroupByLayer {
+	if a.opts.GroupByLayer {
 		for range a.layers {
 			a.params = append(a.params, make([]float32, perLayer))
 		}
 	} else {
 		a.params = [][]float32{make([]float32, perLayer*a.layers)}
 	}
-	return a, nil
+}
+
+// matrixShape is the shape of a LoRA matrix ("A" or "B") of target t.
+func (a *Adapter) matrixShape(t, ab string) (rows, cols int) {
+	if ab == "B" {
+		return a.out[t], a.opts.R
+	}
+	return a.opts.R, a.in
 }
 
 // Params returns the parameter groups (the adapter's own storage: the ZO
@@ -238,7 +261,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := newShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
+	a, err := planShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {
 		return nil, nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
@@ -249,19 +272,18 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		return nil, nil, fmt.Errorf("load adapter: %w", err)
 	}
 	defer f.Close()
-	read := map[string]bool{}
+	read, err := a.checkFile(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.allocate()
 	a.eachMatrix(func(l int, t, ab string, v []float32) {
 		if err != nil {
 			return
 		}
-		rows, cols := a.opts.R, a.in
-		if ab == "B" {
-			rows, cols = a.out[t], a.opts.R
-		}
-		name := tensorName(a.names, l, t, ab)
-		read[name] = true
+		rows, cols := a.matrixShape(t, ab)
 		var w []float32
-		if w, err = readMatrix(f, name, rows, cols); err == nil {
+		if w, err = readMatrix(f, tensorName(a.names, l, t, ab), rows, cols); err == nil {
 			copy(v, w)
 		}
 	})
@@ -284,6 +306,28 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		return nil, nil, fmt.Errorf("adapter %s: tensor %q is not supported (only the LoRA matrices of %v)", path, t.Name, a.targets)
 	}
 	return a, cfg, nil
+}
+
+// checkFile checks, before a planned adapter's parameters are allocated,
+// that f holds each of its matrices in its shape, and returns their names:
+// a rank in adapter_config.json far above the file's (a damaged or a
+// hostile config: 7 GB of parameters at an 8B model's hidden size) is an
+// error, not memory for matrices that are not there.
+func (a *Adapter) checkFile(f *safetensors.File) (map[string]bool, error) {
+	names := map[string]bool{}
+	for l := range a.layers {
+		for _, t := range a.targets {
+			for _, ab := range []string{"A", "B"} {
+				name := tensorName(a.names, l, t, ab)
+				rows, cols := a.matrixShape(t, ab)
+				if err := checkMatrix(f, name, rows, cols); err != nil {
+					return nil, err
+				}
+				names[name] = true
+			}
+		}
+	}
+	return names, nil
 }
 
 // Merge returns a copy of m whose q_proj/v_proj weights include the adapter

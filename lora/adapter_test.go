@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -306,5 +307,34 @@ func TestLoadRefusesAnotherModelsAdapter(t *testing.T) {
 	os.WriteFile(cfg, []byte(strings.Replace(string(b), `"r": 16`, `"r": 72057594037927937`, 1)), 0o644)
 	if _, err := Load(dir, big, false); err == nil || !strings.Contains(err.Error(), "rank 72057594037927937 is above the model's hidden size 32") {
 		t.Errorf("r = 2^56+1: %v", err)
+	}
+}
+
+// TestLoadChecksShapesBeforeAllocating: an adapter_config.json whose rank
+// is an 8B model's hidden size, beside a file of rank-8 matrices, is an
+// error naming the first matrix of another shape, before the 7 GB of
+// parameters that rank means are allocated.
+func TestLoadChecksShapesBeforeAllocating(t *testing.T) {
+	m := &model.Model{Config: model.Config{Architecture: "LlamaForCausalLM", NumLayers: 32, HiddenSize: 4096, NumHeads: 32, NumKVHeads: 8, HeadDim: 128}}
+	dir := t.TempDir()
+	cfg := `{"peft_type":"LORA","r":4096,"lora_alpha":16,"target_modules":["q_proj","v_proj"]}`
+	if err := os.WriteFile(filepath.Join(dir, "adapter_config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name := "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"
+	a := safetensors.F32Tensor(name, []int{8, 4096}, make([]float32, 8*4096))
+	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []safetensors.Tensor{a}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	_, err := Load(dir, m, false)
+	runtime.ReadMemStats(&ms)
+	if want := `tensor "` + name + `" has shape [8 4096], want [4096 4096]`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want an error containing %q", err, want)
+	}
+	if mb := float64(ms.TotalAlloc-before) / (1 << 20); mb > 32 {
+		t.Errorf("%.0f MiB allocated before the error", mb)
 	}
 }

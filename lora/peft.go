@@ -199,13 +199,22 @@ func LoadPEFT(dir string, m *model.Model) (*PEFTConfig, error) {
 	return cfg, nil
 }
 
+// readMatrix reads the tensor name of shape [rows cols].
 func readMatrix(f *safetensors.File, name string, rows, cols int) ([]float32, error) {
-	info, ok := f.Info(name)
-	if !ok {
-		return nil, fmt.Errorf("adapter %s: missing tensor %q", f.Path(), name)
-	}
-	if len(info.Shape) != 2 || info.Shape[0] != rows || info.Shape[1] != cols {
-		return nil, fmt.Errorf("adapter %s: tensor %q has shape %v, want [%d %d]", f.Path(), name, info.Shape, rows, cols)
+	if err := checkMatrix(f, name, rows, cols); err != nil {
+		return nil, err
 	}
 	return f.Float32(name)
+}
+
+// checkMatrix checks that f holds a tensor name of shape [rows cols].
+func checkMatrix(f *safetensors.File, name string, rows, cols int) error {
+	info, ok := f.Info(name)
+	if !ok {
+		return fmt.Errorf("adapter %s: missing tensor %q", f.Path(), name)
+	}
+	if len(info.Shape) != 2 || info.Shape[0] != rows || info.Shape[1] != cols {
+		return fmt.Errorf("adapter %s: tensor %q has shape %v, want [%d %d]", f.Path(), name, info.Shape, rows, cols)
+	}
+	return nil
 }

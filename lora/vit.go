@@ -77,6 +77,17 @@ func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 // newViTShape allocates a zero adapter of the right shape for a model of
 // config c.
 func newViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
+	a, err := planViTShape(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	a.allocate()
+	return a, nil
+}
+
+// planViTShape is a ViT adapter of the right shape for c, its parameters
+// not yet allocated (allocate).
+func planViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
 	if opts.R <= 0 || opts.R > c.HiddenSize {
 		return nil, fmt.Errorf("lora: rank %d is not between 1 and the model's hidden size %d", opts.R, c.HiddenSize)
 	}
@@ -91,9 +102,14 @@ func newViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
 			a.targets = append(a.targets, t)
 		}
 	}
-	perLayer := len(a.targets) * 2 * opts.R * a.hidden
+	return a, nil
+}
+
+// allocate gives a planned adapter its zero parameters.
+func (a *ViTAdapter) allocate() {
+	perLayer := len(a.targets) * 2 * a.opts.R * a.hidden
 	head := a.labels*a.hidden + a.labels
-	if opts.GroupByLayer {
+	if a.opts.GroupByLayer {
 		for range a.layers {
 			a.params = append(a.params, make([]float32, perLayer))
 		}
@@ -101,7 +117,34 @@ func newViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
 	} else {
 		a.params = [][]float32{make([]float32, perLayer*a.layers+head)}
 	}
-	return a, nil
+}
+
+// checkFile checks, before a planned adapter's parameters are allocated,
+// that f holds each of its LoRA matrices in its shape (a rank in
+// adapter_config.json far above the file's is an error, not memory for
+// matrices that are not there), and returns their names.
+func (a *ViTAdapter) checkFile(f *safetensors.File) (map[string]bool, error) {
+	names := map[string]bool{}
+	for l := range a.layers {
+		for _, t := range a.targets {
+			for _, ab := range []string{"A", "B"} {
+				rows, cols := a.matrixShape(ab)
+				if err := checkMatrix(f, vitTensorName(l, t, ab), rows, cols); err != nil {
+					return nil, err
+				}
+				names[vitTensorName(l, t, ab)] = true
+			}
+		}
+	}
+	return names, nil
+}
+
+// matrixShape is the shape of a LoRA matrix, "A" or "B".
+func (a *ViTAdapter) matrixShape(ab string) (rows, cols int) {
+	if ab == "B" {
+		return a.hidden, a.opts.R
+	}
+	return a.opts.R, a.hidden
 }
 
 // eachLoRA calls fn on each LoRA matrix of params in the canonical order.
@@ -229,7 +272,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		}
 		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])%s", dir, cfg.ModulesToSave, hint)
 	}
-	a, err := newViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
+	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
@@ -240,7 +283,11 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		return nil, fmt.Errorf("load adapter: %w", err)
 	}
 	defer f.Close()
-	read := map[string]bool{}
+	read, err := a.checkFile(f)
+	if err != nil {
+		return nil, err
+	}
+	a.allocate()
 	load := func(name string, rows, cols int, dst []float32) {
 		if err != nil {
 			return
@@ -257,10 +304,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		}
 	}
 	a.eachLoRA(a.params, func(l int, t, ab string, v []float32) {
-		rows, cols := a.opts.R, a.hidden
-		if ab == "B" {
-			rows, cols = a.hidden, a.opts.R
-		}
+		rows, cols := a.matrixShape(ab)
 		load(vitTensorName(l, t, ab), rows, cols, v)
 	})
 	w, b := a.classifier(a.params)

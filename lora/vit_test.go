@@ -194,6 +194,7 @@ func TestLoadViTRefuses(t *testing.T) {
 		{"a decoder model's adapter", `"query"`, `"q_proj"`, `a decoder model's adapter, not a ViT's`, true},
 		{"decoder targets", `"query"`, `"q_proj"`, `"q_proj" is not supported on a ViT`, false},
 		{"rank", `"r": 4`, `"r": 8`, "has shape [4 64], want [8 64]", false},
+		{"rank of the hidden size", `"r": 4`, `"r": 64`, "has shape [4 64], want [64 64]", false}, // refused before its parameters are allocated
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
