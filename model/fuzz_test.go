@@ -1,7 +1,13 @@
 package model
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fuzzguard"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // FuzzParseConfig: config.json's parser, then what loading derives from the
@@ -55,5 +61,70 @@ func FuzzParseViTConfig(f *testing.F) {
 		if c.Tokens() < 2 || c.HeadDim() < 1 || c.PixelsPerImage() < 1 || c.ParamCount() < 1 {
 			t.Fatalf("a config whose sizes do not fit: %+v", c)
 		}
+	})
+}
+
+// FuzzLoadDir: a model directory from a stranger, its config.json and
+// model.safetensors both chosen by the fuzzer, through Load and, when it
+// loads, a forward pass with a loss: an error naming the directory, never a
+// panic, a hang or gigabytes (fuzzguard), and a model that loads computes.
+// The seeds are tiny random Llama, Qwen3 and OPT models saved by Save, in
+// float32 and bfloat16, with a sharded one's index as the config (an index
+// where the config should be is a mistake a user makes).
+func FuzzLoadDir(f *testing.F) {
+	for _, cfg := range []string{
+		`{"architectures":["LlamaForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"rms_norm_eps":1e-05,"rope_theta":500000.0,"rope_scaling":{"factor":32.0,"high_freq_factor":4.0,"low_freq_factor":1.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},"tie_word_embeddings":true,"bos_token_id":1,"eos_token_id":2}`,
+		`{"architectures":["Qwen3ForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4,"rms_norm_eps":1e-06,"rope_theta":1000000,"tie_word_embeddings":false,"eos_token_id":2}`,
+		`{"activation_function":"relu","architectures":["OPTForCausalLM"],"bos_token_id":2,"do_layer_norm_before":false,"eos_token_id":2,"ffn_dim":8,"hidden_size":8,"max_position_embeddings":4,"model_type":"opt","num_attention_heads":2,"num_hidden_layers":1,"pad_token_id":1,"vocab_size":8,"word_embed_proj_dim":4}`,
+	} {
+		c, err := ParseConfig([]byte(cfg))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, bf16 := range []bool{false, true} {
+			m, err := NewRandomWith(c, 1, 0.5, LoadOptions{BF16Weights: bf16})
+			if err != nil {
+				f.Fatal(err)
+			}
+			src, dir := f.TempDir(), f.TempDir()
+			if err := os.WriteFile(filepath.Join(src, "config.json"), []byte(cfg), 0o644); err != nil {
+				f.Fatal(err)
+			}
+			if err := m.Save(dir, SaveOptions{Source: src}); err != nil {
+				f.Fatal(err)
+			}
+			m.Free()
+			weights, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add([]byte(cfg), weights)
+		}
+	}
+	f.Add([]byte(`{"metadata":{"total_size":64},"weight_map":{"model.embed_tokens.weight":"model-00001-of-00002.safetensors"}}`), []byte("\x02\x00\x00\x00\x00\x00\x00\x00{}"))
+	dir := filepath.Join(f.TempDir(), "model")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cfg, weights []byte) {
+		for name, b := range map[string][]byte{"config.json": cfg, "model.safetensors": weights} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fuzzguard.Run(func() {
+			m, err := LoadWith(dir, LoadOptions{Backend: cpu.New(cpu.Options{Threads: 1})})
+			if err != nil {
+				if !strings.Contains(err.Error(), dir) {
+					t.Fatalf("the error does not name the directory: %v", err)
+				}
+				return
+			}
+			defer m.Free()
+			in := Input{B: 1, T: 2, Tokens: []int{0, m.VocabSize - 1}}
+			if _, err := m.Forward(in, Options{Labels: []int{-100, 0}}); err != nil {
+				t.Fatalf("a model that loads does not compute: %v", err)
+			}
+		})
 	})
 }
