@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,6 +100,58 @@ func FuzzChatTemplate(f *testing.F) {
 			}
 			msgs := []Message{{Role: "system", Content: "sys"}, {Role: "user", Content: content}, {Role: "assistant", Content: content}}
 			_, _ = tpl.render(msgs, map[string]any{"add_generation_prompt": true, "bos_token": "<s>"}, "")
+		})
+	})
+}
+
+// FuzzLoadDir: a model repository's tokenizer_config.json and
+// chat_template.jinja (none when empty), both the fuzzer's, beside a real
+// tokenizer.json (the Qwen3-like or the Tekken test tokenizer), through Load
+// and, when it loads, a conversation rendered and encoded as the trainer
+// does: an error naming the file, never a panic, a hang or gigabytes
+// (fuzzguard). The seeds are the test tokenizers' own files.
+func FuzzLoadDir(f *testing.F) {
+	sources := []string{filepath.Join("testdata", "qwen3-tiny"), filepath.Join("testdata", "tekken")}
+	for i, src := range sources {
+		var files [2][]byte
+		for j, name := range []string{"tokenizer_config.json", "chat_template.jinja"} {
+			b, err := os.ReadFile(filepath.Join(src, name))
+			if err != nil {
+				f.Fatal(err)
+			}
+			files[j] = b
+		}
+		f.Add(uint8(i), files[0], files[1], "Hello <think>x</think> world", true)
+		f.Add(uint8(i), files[0], []byte(nil), "<|im_end|>", false)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, which uint8, cfg, template []byte, content string, thinking bool) {
+		tj, err := os.ReadFile(filepath.Join(sources[int(which)%len(sources)], "tokenizer.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, "chat_template.jinja"))
+		files := map[string][]byte{"tokenizer.json": tj, "tokenizer_config.json": cfg}
+		if len(template) > 0 {
+			files["chat_template.jinja"] = template
+		}
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fuzzguard.Run(func() {
+			tk, err := Load(dir)
+			if err != nil {
+				if !strings.Contains(err.Error(), dir) {
+					t.Fatalf("the error does not name the file: %v", err)
+				}
+				return
+			}
+			msgs := []Message{{Role: "system", Content: "sys"}, {Role: "user", Content: content}, {Role: "assistant", Content: content}}
+			if _, ids, err := tk.EncodeChat(msgs, ChatOptions{AddGenerationPrompt: !thinking, EnableThinking: &thinking}); err == nil {
+				tk.Decode(ids, true)
+			}
 		})
 	})
 }
