@@ -1,12 +1,14 @@
 package model
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fuzzguard"
+	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
@@ -65,13 +67,16 @@ func FuzzParseViTConfig(f *testing.F) {
 }
 
 // FuzzLoadDir: a model directory from a stranger, its config.json and
-// model.safetensors both chosen by the fuzzer, through Load and, when it
-// loads, a forward pass with a loss: an error naming the directory, never a
-// panic, a hang or gigabytes (fuzzguard), and a model that loads computes.
+// weights chosen by the fuzzer, through Load and, when it loads, a forward
+// pass with a loss: an error naming the directory, never a panic, a hang or
+// gigabytes (fuzzguard), and a model that loads computes. The weights are
+// model.safetensors, or, with an index, the one shard
+// model-00001-of-00001.safetensors that model.safetensors.index.json lists.
 // The seeds are tiny random Llama, Qwen3 and OPT models saved by Save, in
-// float32 and bfloat16, with a sharded one's index as the config (an index
-// where the config should be is a mistake a user makes).
+// float32 and bfloat16, whole and with an index, and an index where the
+// config should be (a mistake a user makes).
 func FuzzLoadDir(f *testing.F) {
+	const shard = "model-00001-of-00001.safetensors"
 	for _, cfg := range []string{
 		`{"architectures":["LlamaForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"rms_norm_eps":1e-05,"rope_theta":500000.0,"rope_scaling":{"factor":32.0,"high_freq_factor":4.0,"low_freq_factor":1.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},"tie_word_embeddings":true,"bos_token_id":1,"eos_token_id":2}`,
 		`{"architectures":["Qwen3ForCausalLM"],"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4,"rms_norm_eps":1e-06,"rope_theta":1000000,"tie_word_embeddings":false,"eos_token_id":2}`,
@@ -93,21 +98,41 @@ func FuzzLoadDir(f *testing.F) {
 			if err := m.Save(dir, SaveOptions{Source: src}); err != nil {
 				f.Fatal(err)
 			}
-			m.Free()
 			weights, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add([]byte(cfg), weights)
+			f.Add([]byte(cfg), weights, []byte(nil))
+			st, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
+			if err != nil {
+				f.Fatal(err)
+			}
+			index := map[string]string{}
+			for _, ti := range st.Tensors() {
+				index[ti.Name] = shard
+			}
+			st.Close()
+			b, err := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": len(weights)}, "weight_map": index})
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add([]byte(cfg), weights, b)
+			m.Free()
 		}
 	}
-	f.Add([]byte(`{"metadata":{"total_size":64},"weight_map":{"model.embed_tokens.weight":"model-00001-of-00002.safetensors"}}`), []byte("\x02\x00\x00\x00\x00\x00\x00\x00{}"))
+	f.Add([]byte(`{"metadata":{"total_size":64},"weight_map":{"model.embed_tokens.weight":"model-00001-of-00002.safetensors"}}`), []byte("\x02\x00\x00\x00\x00\x00\x00\x00{}"), []byte(nil))
 	dir := filepath.Join(f.TempDir(), "model")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, cfg, weights []byte) {
-		for name, b := range map[string][]byte{"config.json": cfg, "model.safetensors": weights} {
+	f.Fuzz(func(t *testing.T, cfg, weights, index []byte) {
+		files := map[string][]byte{"config.json": cfg, "model.safetensors": weights}
+		os.Remove(filepath.Join(dir, "model.safetensors"))
+		os.Remove(filepath.Join(dir, "model.safetensors.index.json"))
+		if len(index) > 0 {
+			files = map[string][]byte{"config.json": cfg, shard: weights, "model.safetensors.index.json": index}
+		}
+		for name, b := range files {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
