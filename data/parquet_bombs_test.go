@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -165,5 +166,38 @@ func TestReadParquetBombs(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %s and containing %q", err, p, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckPageContent: a dictionary page is held to the encodings a data
+// page is (parquet-go decodes it with the encoding it states), and the
+// levels of a version 1 page are read with their own encodings.
+func TestCheckPageContent(t *testing.T) {
+	bomb := binary.AppendUvarint(nil, 1<<20<<1) // an RLE run of 2^20 values
+	bomb = append(bomb, 1)
+	withLength := func(b []byte) []byte { return append(binary.LittleEndian.AppendUint32(nil, uint32(len(b))), b...) }
+	leaf := parquet.LeafColumn{MaxRepetitionLevel: 1, MaxDefinitionLevel: 1}
+	for _, tc := range []struct {
+		name string
+		h    format.PageHeader
+		data []byte
+		want string
+	}{
+		{"dictionary of DELTA_BYTE_ARRAY", format.PageHeader{Type: format.DictionaryPage,
+			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: 1, Encoding: format.DeltaByteArray})}, []byte{0}, "encoding DELTA_BYTE_ARRAY is not supported"},
+		{"dictionary of PLAIN_DICTIONARY", format.PageHeader{Type: format.DictionaryPage,
+			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: 1, Encoding: format.PlainDictionary})}, []byte{1, 0, 0, 0, 'a'}, ""},
+		{"repetition levels bit-packed", format.PageHeader{Type: format.DataPage, DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1,
+			Encoding: format.Plain, RepetitionLevelEncoding: format.BitPacked, DefinitionLevelEncoding: format.RLE})},
+			append(withLength(bomb), withLength([]byte{2, 1})...), ""},
+		{"definition levels of 2^20", format.PageHeader{Type: format.DataPage, DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1,
+			Encoding: format.Plain, RepetitionLevelEncoding: format.BitPacked, DefinitionLevelEncoding: format.RLE})},
+			append(withLength([]byte{2, 1}), withLength(bomb)...), "levels: its runs hold more than the page's 1 values"},
+	} {
+		pc := pageChecker{data: tc.data}
+		err := pc.content(&tc.h, format.Uncompressed, leaf)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }

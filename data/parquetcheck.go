@@ -196,8 +196,16 @@ func checkPageHeader(h *format.PageHeader, left int64) error {
 func (pc *pageChecker) content(h *format.PageHeader, codec format.CompressionCodec, leaf parquet.LeafColumn) error {
 	switch h.Type {
 	case format.DictionaryPage:
-		_, err := pc.decompress(codec, pc.data, int(h.UncompressedPageSize))
-		return err
+		dict := &h.DictionaryPageHeader.V
+		data, err := pc.decompress(codec, pc.data, int(h.UncompressedPageSize))
+		if err != nil {
+			return err
+		}
+		enc := dict.Encoding
+		if enc == format.PlainDictionary { // PLAIN, as parquet-go reads it
+			enc = format.Plain
+		}
+		return checkValues(enc, data, int64(dict.NumValues))
 	case format.DataPage:
 		v1 := &h.DataPageHeader.V
 		data, err := pc.decompress(codec, pc.data, int(h.UncompressedPageSize))
@@ -205,9 +213,12 @@ func (pc *pageChecker) content(h *format.PageHeader, codec format.CompressionCod
 			return err
 		}
 		n := int64(v1.NumValues)
-		for _, maxLevel := range []int{leaf.MaxRepetitionLevel, leaf.MaxDefinitionLevel} {
-			if maxLevel > 0 { // each level section has a 4-byte length, whatever its encoding
-				if data, err = levelsV1(data, maxLevel, v1.DefinitionLevelEncoding, n); err != nil {
+		for _, levels := range []struct {
+			max int
+			enc format.Encoding
+		}{{leaf.MaxRepetitionLevel, v1.RepetitionLevelEncoding}, {leaf.MaxDefinitionLevel, v1.DefinitionLevelEncoding}} {
+			if levels.max > 0 { // each level section has a 4-byte length, whatever its encoding
+				if data, err = levelsV1(data, levels.max, levels.enc, n); err != nil {
 					return err
 				}
 			}
