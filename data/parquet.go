@@ -88,8 +88,9 @@ func readParquet(path string, task Task, emit func(Example) error, bad func(*Row
 // negative length in its metadata), which parquetCall catches. The page
 // index and Bloom filters serve lookups; a sequential read needs neither
 // (and they are more metadata to trust).
-func openParquet(path string) (f *os.File, leaves [][]string, rows *parquet.Reader, err error) {
-	if f, err = openFile(path); err != nil {
+func openParquet(path string) (_ *os.File, leaves [][]string, rows *parquet.Reader, err error) {
+	f, err := openFile(path)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	defer func() {

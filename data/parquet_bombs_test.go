@@ -3,9 +3,11 @@ package data
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -199,5 +201,33 @@ func TestCheckPageContent(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestReadParquetClosesFile: a Parquet file refused at any stage is closed
+// (fuzzing found the file of a refused footer left open: a few thousand
+// damaged files ran the process out of descriptors).
+func TestReadParquetClosesFile(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd to count open files in")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no finalizer closes what leaks
+	dir := t.TempDir()
+	files := [][]byte{[]byte("000"), []byte("PAR1\x00\x00\x00\x00\xff\xff\xff\x7fPAR1"), withFooter([]byte{0xfc, 0x1c}),
+		sst2Pages(t, format.Lz4Raw, nil, nil), sst2Pages(t, format.Uncompressed, nil, nil)}
+	open := func() int { fds, _ := os.ReadDir("/proc/self/fd"); return len(fds) }
+	before := open()
+	for i, b := range files {
+		p := filepath.Join(dir, fmt.Sprintf("%d.parquet", i))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			ReadAll(p, SST2, ReadOptions{})
+			ReadImageParquet(p, PetsClasses)
+		}
+	}
+	if after := open(); after > before {
+		t.Errorf("%d files open before, %d after reading %d files 40 times each", before, after, len(files))
 	}
 }
