@@ -30,13 +30,27 @@ func sst2Pages(tb testing.TB, codec format.CompressionCodec, levels []byte, edit
 		sentence = append(binary.LittleEndian.AppendUint32(nil, uint32(len(levels))), append(levels, sentence...)...)
 		repetition = format.Optional
 	}
+	return pagesFile(tb, codec, []pageColumn{
+		{format.SchemaElement{Name: "sentence", Type: thrift.New(format.ByteArray), RepetitionType: thrift.New(repetition)}, sentence},
+		{format.SchemaElement{Name: "label", Type: thrift.New(format.Int64), RepetitionType: thrift.New(format.Required)}, binary.LittleEndian.AppendUint64(nil, 1)},
+	}, edit)
+}
+
+// pageColumn is a column of pagesFile: its schema and its one page's data.
+type pageColumn struct {
+	schema format.SchemaElement
+	data   []byte
+}
+
+// pagesFile is a Parquet file of one row group of the columns, each one
+// PLAIN data page of one value stored with codec; edit, when not nil,
+// changes a column's page header and data before they are written.
+func pagesFile(tb testing.TB, codec format.CompressionCodec, columns []pageColumn, edit func(col int, h *format.PageHeader, data []byte) []byte) []byte {
+	tb.Helper()
 	b := []byte("PAR1")
 	var chunks []format.ColumnChunk
-	for i, col := range []struct {
-		name string
-		typ  format.Type
-		data []byte
-	}{{"sentence", format.ByteArray, sentence}, {"label", format.Int64, binary.LittleEndian.AppendUint64(nil, 1)}} {
+	schema := []format.SchemaElement{{Name: "schema", NumChildren: thrift.New(int32(len(columns)))}}
+	for i, col := range columns {
 		h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(col.data)), CompressedPageSize: int32(len(col.data)),
 			DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1, Encoding: format.Plain, DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
 		data := col.data
@@ -50,13 +64,11 @@ func sst2Pages(tb testing.TB, codec format.CompressionCodec, levels []byte, edit
 		off := int64(len(b))
 		b = append(append(b, hb...), data...)
 		n := int64(len(b)) - off
-		chunks = append(chunks, format.ColumnChunk{FileOffset: off, MetaData: format.ColumnMetaData{Type: col.typ, Encoding: []format.Encoding{h.DataPageHeader.V.Encoding},
-			PathInSchema: []string{col.name}, Codec: codec, NumValues: 1, TotalUncompressedSize: n, TotalCompressedSize: n, DataPageOffset: off}})
+		chunks = append(chunks, format.ColumnChunk{FileOffset: off, MetaData: format.ColumnMetaData{Type: col.schema.Type.V, Encoding: []format.Encoding{h.DataPageHeader.V.Encoding},
+			PathInSchema: []string{col.schema.Name}, Codec: codec, NumValues: 1, TotalUncompressedSize: n, TotalCompressedSize: n, DataPageOffset: off}})
+		schema = append(schema, col.schema)
 	}
-	meta := &format.FileMetaData{Version: 1, NumRows: 1,
-		Schema: []format.SchemaElement{{Name: "schema", NumChildren: thrift.New[int32](2)},
-			{Name: "sentence", Type: thrift.New(format.ByteArray), RepetitionType: thrift.New(repetition)},
-			{Name: "label", Type: thrift.New(format.Int64), RepetitionType: thrift.New(format.Required)}},
+	meta := &format.FileMetaData{Version: 1, NumRows: 1, Schema: schema,
 		RowGroups: []format.RowGroup{{Columns: chunks, NumRows: 1, TotalByteSize: int64(len(b) - 4)}}}
 	footer, err := thrift.Marshal(new(thrift.CompactProtocol), meta)
 	if err != nil {
@@ -65,6 +77,22 @@ func sst2Pages(tb testing.TB, codec format.CompressionCodec, levels []byte, edit
 	b = append(b, footer...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(footer)))
 	return append(b, "PAR1"...)
+}
+
+// manyColumns is a file of n INT64 columns, each a page that states 2^24
+// values (and holds one). Each page is within a page's limits; reading a
+// row holds a page of every column, and the row group's limit counts 8
+// bytes a value.
+func manyColumns(tb testing.TB, n int) []byte {
+	var cols []pageColumn
+	for i := range n {
+		cols = append(cols, pageColumn{format.SchemaElement{Name: fmt.Sprint("c", i), Type: thrift.New(format.Int64),
+			RepetitionType: thrift.New(format.Required)}, make([]byte, 8)})
+	}
+	return pagesFile(tb, format.Uncompressed, cols, func(_ int, h *format.PageHeader, d []byte) []byte {
+		h.DataPageHeader.V.NumValues = maxParquetPageValues
+		return d
+	})
 }
 
 // withFooter is a file of footer alone.
@@ -139,6 +167,7 @@ func TestReadParquetBombs(t *testing.T) {
 				h.DataPageHeader.V.Encoding = format.DeltaByteArray
 				return d
 			}))},
+		{"row group of 9 pages of 2^24 values", "row group 0: its columns' pages take more than 1073741824 bytes together", manyColumns(t, 9)},
 		{"footer list of 2^24 row groups", "footer: a list of 16777216 claims more than the 4 bytes left",
 			withFooter([]byte{0x15, 0x02, 0x19, 0x1c, 0x48, 0x04, 's', 'c', 'h', 'm', 0x00, 0x16, 0x00, 0x19, 0xfc, 0x80, 0x80, 0x80, 0x08, 0x00, 0x00, 0x00, 0x00})},
 		{"footer nested 2^20 deep", "footer: structures nested more than 64 deep", withFooter(nested)},
@@ -197,7 +226,7 @@ func TestCheckPageContent(t *testing.T) {
 			append(withLength([]byte{2, 1}), withLength(bomb)...), "levels: its runs hold more than the page's 1 values"},
 	} {
 		pc := pageChecker{data: tc.data}
-		err := pc.content(&tc.h, format.Uncompressed, leaf)
+		_, err := pc.content(&tc.h, format.Uncompressed, leaf)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}

@@ -39,6 +39,12 @@ const (
 	maxParquetPageBytes = 256 << 20
 	// maxParquetPageValues bounds the values a page holds, nulls included.
 	maxParquetPageValues = 1 << 24
+	// maxParquetRowGroupBytes bounds what reading a row of a row group
+	// holds at once: each column's dictionary and one page of each
+	// (decompressed, and 8 bytes a value for its offsets, levels and
+	// indices). Without it, a few KB of zstd in each of a thousand
+	// columns would stand for a thousand pages of maxParquetPageBytes.
+	maxParquetRowGroupBytes = 1 << 30
 	// maxThriftDepth bounds the nesting of the footer's and the page
 	// headers' structures (the format's own nest a few levels).
 	maxThriftDepth = 64
@@ -76,14 +82,19 @@ func checkParquetPages(f io.ReaderAt, size int64, pf *parquet.File) error {
 	var pc pageChecker
 	defer pc.close()
 	for g, rg := range pf.Metadata().RowGroups {
+		var held int64 // what reading a row holds: each column's dictionary and largest page
 		for c := range rg.Columns {
 			md := &rg.Columns[c].MetaData
 			var leaf parquet.LeafColumn
 			if c < len(leaves) {
 				leaf, _ = schema.Lookup(leaves[c]...)
 			}
-			if err := pc.chunk(f, size, md, leaf); err != nil {
+			cost, err := pc.chunk(f, size, md, leaf)
+			if err != nil {
 				return fmt.Errorf("row group %d, column %q: %w", g, strings.Join(md.PathInSchema, "."), err)
+			}
+			if held += cost; held > maxParquetRowGroupBytes {
+				return fmt.Errorf("row group %d: its columns' pages take more than %d bytes together (decompressed), the most a row group's may", g, maxParquetRowGroupBytes)
 			}
 		}
 	}
@@ -105,14 +116,16 @@ func (pc *pageChecker) close() {
 	}
 }
 
-// chunk checks the pages of one column chunk.
-func (pc *pageChecker) chunk(f io.ReaderAt, size int64, md *format.ColumnMetaData, leaf parquet.LeafColumn) error {
+// chunk checks the pages of one column chunk and returns what reading it
+// holds at once: its dictionary and its largest page, decompressed, and 8
+// bytes a value of each.
+func (pc *pageChecker) chunk(f io.ReaderAt, size int64, md *format.ColumnMetaData, leaf parquet.LeafColumn) (int64, error) {
 	start := md.DataPageOffset
 	if md.DictionaryPageOffset != 0 {
 		start = md.DictionaryPageOffset
 	}
 	if start < 0 || start > size || md.TotalCompressedSize < 0 {
-		return fmt.Errorf("its pages (%d bytes from byte %d) are not inside the file's %d bytes", md.TotalCompressedSize, start, size)
+		return 0, fmt.Errorf("its pages (%d bytes from byte %d) are not inside the file's %d bytes", md.TotalCompressedSize, start, size)
 	}
 	end := size // a section past the end of the file reads to its end, as parquet-go's
 	if md.TotalCompressedSize < size-start {
@@ -124,6 +137,7 @@ func (pc *pageChecker) chunk(f io.ReaderAt, size int64, md *format.ColumnMetaDat
 	} else {
 		pc.br.Reset(section)
 	}
+	var dict, largest int64
 	for pos, page := start, 0; pos < end; page++ {
 		h, err := pc.pageHeader(end - pos)
 		if err == nil {
@@ -135,14 +149,20 @@ func (pc *pageChecker) chunk(f io.ReaderAt, size int64, md *format.ColumnMetaDat
 			_, err = io.ReadFull(pc.br, pc.data)
 			pos += int64(h.CompressedPageSize)
 		}
+		var cost int64
 		if err == nil {
-			err = pc.content(h, md.Codec, leaf)
+			cost, err = pc.content(h, md.Codec, leaf)
 		}
 		if err != nil {
-			return fmt.Errorf("page %d: %w", page, unexpectedEOF(err))
+			return 0, fmt.Errorf("page %d: %w", page, unexpectedEOF(err))
+		}
+		if h.Type == format.DictionaryPage {
+			dict += cost
+		} else {
+			largest = max(largest, cost)
 		}
 	}
-	return nil
+	return dict + largest, nil
 }
 
 // pageHeader reads and checks the next page header (in the left bytes
@@ -192,57 +212,83 @@ func checkPageHeader(h *format.PageHeader, left int64) error {
 }
 
 // content checks the page in pc.data, its header h: it decompresses
-// within the limit, and its runs hold no more values than it has.
-func (pc *pageChecker) content(h *format.PageHeader, codec format.CompressionCodec, leaf parquet.LeafColumn) error {
+// within the limit, and its runs hold no more values than it has. It
+// returns what reading the page holds: its bytes decompressed, and 8 bytes
+// a value.
+func (pc *pageChecker) content(h *format.PageHeader, codec format.CompressionCodec, leaf parquet.LeafColumn) (int64, error) {
+	var data []byte
+	var values int32
+	var err error
 	switch h.Type {
 	case format.DictionaryPage:
-		dict := &h.DictionaryPageHeader.V
-		data, err := pc.decompress(codec, pc.data, int(h.UncompressedPageSize))
-		if err != nil {
-			return err
-		}
-		enc := dict.Encoding
-		if enc == format.PlainDictionary { // PLAIN, as parquet-go reads it
-			enc = format.Plain
-		}
-		return checkValues(enc, data, int64(dict.NumValues))
+		values = h.DictionaryPageHeader.V.NumValues
+		data, err = pc.dictionaryPage(h, codec)
 	case format.DataPage:
-		v1 := &h.DataPageHeader.V
-		data, err := pc.decompress(codec, pc.data, int(h.UncompressedPageSize))
-		if err != nil {
-			return err
-		}
-		n := int64(v1.NumValues)
-		for _, levels := range []struct {
-			max int
-			enc format.Encoding
-		}{{leaf.MaxRepetitionLevel, v1.RepetitionLevelEncoding}, {leaf.MaxDefinitionLevel, v1.DefinitionLevelEncoding}} {
-			if levels.max > 0 { // each level section has a 4-byte length, whatever its encoding
-				if data, err = levelsV1(data, levels.max, levels.enc, n); err != nil {
-					return err
-				}
-			}
-		}
-		return checkValues(v1.Encoding, data, n)
+		values = h.DataPageHeader.V.NumValues
+		data, err = pc.dataPageV1(h, codec, leaf)
 	case format.DataPageV2:
-		v2 := &h.DataPageHeaderV2.V
-		n, rep, def := int64(v2.NumValues), int(v2.RepetitionLevelsByteLength), int(v2.DefinitionLevelsByteLength)
-		if err := checkRuns(pc.data[:rep], levelWidth(leaf.MaxRepetitionLevel), n); err != nil {
-			return fmt.Errorf("repetition levels: %w", err)
-		}
-		if err := checkRuns(pc.data[rep:rep+def], levelWidth(leaf.MaxDefinitionLevel), n); err != nil {
-			return fmt.Errorf("definition levels: %w", err)
-		}
-		data := pc.data[rep+def:]
-		if !v2.IsCompressed.Valid || v2.IsCompressed.V {
-			var err error
-			if data, err = pc.decompress(codec, data, int(h.UncompressedPageSize)-rep-def); err != nil {
-				return err
+		values = h.DataPageHeaderV2.V.NumValues
+		data, err = pc.dataPageV2(h, codec, leaf)
+	} // parquet-go refuses the other pages' types (index pages) without reading them
+	return int64(len(data)) + 8*int64(values), err
+}
+
+// dictionaryPage checks a dictionary page and returns its bytes
+// decompressed.
+func (pc *pageChecker) dictionaryPage(h *format.PageHeader, codec format.CompressionCodec) ([]byte, error) {
+	dict := &h.DictionaryPageHeader.V
+	data, err := pc.decompress(codec, pc.data, int(h.UncompressedPageSize))
+	if err != nil {
+		return nil, err
+	}
+	enc := dict.Encoding
+	if enc == format.PlainDictionary { // PLAIN, as parquet-go reads it
+		enc = format.Plain
+	}
+	return data, checkValues(enc, data, int64(dict.NumValues))
+}
+
+// dataPageV1 checks a version 1 data page (its levels compressed with its
+// values) and returns its bytes decompressed.
+func (pc *pageChecker) dataPageV1(h *format.PageHeader, codec format.CompressionCodec, leaf parquet.LeafColumn) ([]byte, error) {
+	v1 := &h.DataPageHeader.V
+	page, err := pc.decompress(codec, pc.data, int(h.UncompressedPageSize))
+	if err != nil {
+		return nil, err
+	}
+	n, data := int64(v1.NumValues), page
+	for _, levels := range []struct {
+		max int
+		enc format.Encoding
+	}{{leaf.MaxRepetitionLevel, v1.RepetitionLevelEncoding}, {leaf.MaxDefinitionLevel, v1.DefinitionLevelEncoding}} {
+		if levels.max > 0 { // each level section has a 4-byte length, whatever its encoding
+			if data, err = levelsV1(data, levels.max, levels.enc, n); err != nil {
+				return nil, err
 			}
 		}
-		return checkValues(v2.Encoding, data, n-int64(v2.NumNulls))
 	}
-	return nil // parquet-go refuses the other pages' types (index pages) without reading them
+	return page, checkValues(v1.Encoding, data, n)
+}
+
+// dataPageV2 checks a version 2 data page (its levels stored as they are,
+// before its values) and returns its values' bytes decompressed.
+func (pc *pageChecker) dataPageV2(h *format.PageHeader, codec format.CompressionCodec, leaf parquet.LeafColumn) ([]byte, error) {
+	v2 := &h.DataPageHeaderV2.V
+	n, rep, def := int64(v2.NumValues), int(v2.RepetitionLevelsByteLength), int(v2.DefinitionLevelsByteLength)
+	if err := checkRuns(pc.data[:rep], levelWidth(leaf.MaxRepetitionLevel), n); err != nil {
+		return nil, fmt.Errorf("repetition levels: %w", err)
+	}
+	if err := checkRuns(pc.data[rep:rep+def], levelWidth(leaf.MaxDefinitionLevel), n); err != nil {
+		return nil, fmt.Errorf("definition levels: %w", err)
+	}
+	data := pc.data[rep+def:]
+	if !v2.IsCompressed.Valid || v2.IsCompressed.V {
+		var err error
+		if data, err = pc.decompress(codec, data, int(h.UncompressedPageSize)-rep-def); err != nil {
+			return nil, err
+		}
+	}
+	return data, checkValues(v2.Encoding, data, n-int64(v2.NumNulls))
 }
 
 // levelsV1 checks the level section at the start of a version 1 data
