@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -258,5 +261,48 @@ func TestReadParquetClosesFile(t *testing.T) {
 	}
 	if after := open(); after > before {
 		t.Errorf("%d files open before, %d after reading %d files 40 times each", before, after, len(files))
+	}
+}
+
+// TestReadParquetEveryForm: the page checks take every form parquet-go
+// writes: version 1 and 2 data pages, each encoding but DELTA_BYTE_ARRAY
+// (dictionaries included), each codec, pages of a few rows, and the
+// repeated and optional columns of SQuAD (repetition and definition levels).
+// Each file reads as the default one does.
+func TestReadParquetEveryForm(t *testing.T) {
+	var rows []hubSquad
+	for i := range 300 {
+		sq := hubSquad{ID: fmt.Sprint("q", i), Title: fmt.Sprint("T", i%3), Context: strings.Repeat("context ", i%7+1), Question: "Q?"}
+		sq.Answers.Text, sq.Answers.AnswerStart = []string{"a", fmt.Sprint("b", i)}[:i%2+1], []int32{0, 1}[:i%2+1]
+		rows = append(rows, sq)
+	}
+	want, _, err := ReadAll(writeParquet(t, rows), SQuAD, ReadOptions{Strict: true})
+	if err != nil || len(want) != len(rows) {
+		t.Fatalf("the default file: %d examples, %v", len(want), err)
+	}
+	encodings := []encoding.Encoding{&parquet.Plain, &parquet.RLEDictionary, &parquet.DeltaLengthByteArray}
+	codecs := []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Zstd, &parquet.Gzip, &parquet.Brotli, &parquet.Lz4Raw}
+	for _, version := range []int{1, 2} {
+		for _, enc := range encodings {
+			for _, codec := range codecs {
+				var buf bytes.Buffer
+				w := parquet.NewGenericWriter[hubSquad](&buf, parquet.DataPageVersion(version), parquet.Compression(codec),
+					parquet.DefaultEncodingFor(parquet.ByteArray, enc), parquet.PageBufferSize(256))
+				if _, err := w.Write(rows); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(t.TempDir(), "x.parquet")
+				if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				got, _, err := ReadAll(p, SQuAD, ReadOptions{Strict: true})
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("version %d, %s, %s: %d examples, %v", version, enc, codec, len(got), err)
+				}
+			}
+		}
 	}
 }
