@@ -120,10 +120,13 @@ const decodeChunk = 256
 // decode decodes the source's images and resizes them as proc says (each
 // image on its own, so the result does not depend on the workers), then
 // checks that they are side×side, the model's input. stop is polled between
-// chunks of images.
+// chunks of images. The workers decode within one imageproc.Budget, so that
+// hostile files (a few hundred KB each that decode to 256 MiB) cannot hold
+// the worker count times that.
 func (s *imageSource) decode(proc imageproc.Config, side, workers int, stop func() error) ([]labeledImage, error) {
 	out := make([]labeledImage, len(s.rows))
 	errs := make([]error, len(s.rows))
+	budget := imageproc.NewBudget()
 	for lo := 0; lo < len(s.rows); lo += decodeChunk {
 		if err := stop(); err != nil {
 			return nil, err
@@ -131,10 +134,12 @@ func (s *imageSource) decode(proc imageproc.Config, side, workers int, stop func
 		hi := min(lo+decodeChunk, len(s.rows))
 		parallel.For(hi-lo, workers, func(k int) {
 			i := lo + k
+			release := budget.Acquire(s.rows[i].Image)
 			img, err := imageproc.Decode(s.rows[i].Image)
 			if err == nil && proc.DoResize {
 				img, err = imageproc.Resize(img, proc.Width, proc.Height)
 			}
+			release() // what is kept is side×side (or refused below)
 			if err == nil && (img.Width != side || img.Height != side) {
 				err = fmt.Errorf("the image is %d×%d after preprocessing; the model takes %d×%d", img.Width, img.Height, side, side)
 			}
