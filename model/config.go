@@ -437,6 +437,21 @@ func isNull(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
+// ropeScalingBlock is rope_scaling's keys, of every type read.
+type ropeScalingBlock struct {
+	RopeType                      string   `json:"rope_type"`
+	Type                          string   `json:"type"`
+	Factor                        *float64 `json:"factor"`
+	LowFreqFactor                 *float64 `json:"low_freq_factor"`
+	HighFreqFactor                *float64 `json:"high_freq_factor"`
+	OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
+	BetaFast                      *float64 `json:"beta_fast"`
+	BetaSlow                      *float64 `json:"beta_slow"`
+	Mscale                        *float64 `json:"mscale"`
+	MscaleAllDim                  *float64 `json:"mscale_all_dim"`
+	AttentionFactor               *float64 `json:"attention_factor"`
+}
+
 // parseRopeScaling reads a Llama-like config's rope_scaling as
 // transformers 4.51's ROPE_INIT_FUNCTIONS do: llama3 (Llama 3.1's
 // frequency bands), linear (every inverse frequency ÷ factor) and yarn
@@ -448,19 +463,7 @@ func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 	if isNull(raw) {
 		return nil
 	}
-	var rs struct {
-		RopeType                      string   `json:"rope_type"`
-		Type                          string   `json:"type"`
-		Factor                        *float64 `json:"factor"`
-		LowFreqFactor                 *float64 `json:"low_freq_factor"`
-		HighFreqFactor                *float64 `json:"high_freq_factor"`
-		OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
-		BetaFast                      *float64 `json:"beta_fast"`
-		BetaSlow                      *float64 `json:"beta_slow"`
-		Mscale                        *float64 `json:"mscale"`
-		MscaleAllDim                  *float64 `json:"mscale_all_dim"`
-		AttentionFactor               *float64 `json:"attention_factor"`
-	}
+	var rs ropeScalingBlock
 	if err := json.Unmarshal(raw, &rs); err != nil {
 		return fmt.Errorf(`"rope_scaling": %w`, err)
 	}
@@ -468,37 +471,26 @@ func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 	if rs.Type != "" { // HF moves a legacy "type" over "rope_type"
 		kind = rs.Type
 	}
-	if kind == "default" || kind == "" && rs.Factor == nil {
+	switch {
+	case kind == "default" || kind == "" && rs.Factor == nil:
 		return nil // rope_parameters of plain RoPE may name no type
-	}
-	switch kind {
-	case "llama3":
-	case "linear":
-		if rs.Factor == nil || !finitePositive(*rs.Factor) || float32(*rs.Factor) == 0 || math.IsInf(float64(float32(*rs.Factor)), 0) {
-			return fmt.Errorf(`"rope_scaling": linear needs a factor, positive and finite (as a float32), got %v`, rs.Factor)
+	case kind == "llama3":
+		return c.parseLlama3(rs)
+	case kind == "linear":
+		if rs.Factor == nil || !positiveFloat32(*rs.Factor) {
+			return fmt.Errorf(`"rope_scaling": linear needs a factor, positive and finite (as a float32), got %s`, orNone(rs.Factor))
 		}
 		c.RopeLinear = *rs.Factor
 		return nil
-	case "yarn":
-		if rs.Factor == nil {
-			return fmt.Errorf(`"rope_scaling": yarn needs a factor`)
-		}
-		if maxPos == nil || *maxPos <= 0 {
-			return fmt.Errorf(`"rope_scaling": yarn needs "max_position_embeddings" in the config (positive)`)
-		}
-		factor, original := *rs.Factor, float64(*maxPos)
-		if o := rs.OriginalMaxPositionEmbeddings; o != nil {
-			if !finitePositive(*o) {
-				return fmt.Errorf(`"rope_scaling": yarn original_max_position_embeddings must be positive and finite, got %v`, *o)
-			}
-			factor, original = float64(*maxPos) / *o, *o
-		}
-		var err error
-		c.Yarn, err = parseYarn(&factor, &original, rs.BetaFast, rs.BetaSlow, rs.Mscale, rs.MscaleAllDim, rs.AttentionFactor, nil, *maxPos)
-		return err
-	default:
-		return fmt.Errorf(`"rope_scaling": unsupported rope_type %q (supported: llama3, linear, yarn, default)`, kind)
+	case kind == "yarn":
+		return c.parseYarnScaling(rs, maxPos)
 	}
+	return fmt.Errorf(`"rope_scaling": unsupported rope_type %q (supported: llama3, linear, yarn, default)`, kind)
+}
+
+// parseLlama3 reads a llama3 block: all four keys, each a positive finite
+// float32, the two frequency factors apart.
+func (c *Config) parseLlama3(rs ropeScalingBlock) error {
 	if rs.Factor == nil || rs.LowFreqFactor == nil || rs.HighFreqFactor == nil || rs.OriginalMaxPositionEmbeddings == nil {
 		return fmt.Errorf(`"rope_scaling": llama3 needs factor, low_freq_factor, high_freq_factor and original_max_position_embeddings`)
 	}
@@ -510,7 +502,7 @@ func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 		v   float64
 	}{{"factor", *rs.Factor}, {"low_freq_factor", *rs.LowFreqFactor}, {"high_freq_factor", *rs.HighFreqFactor},
 		{"original_max_position_embeddings", *rs.OriginalMaxPositionEmbeddings}} {
-		if !(v.v > 0) || math.IsInf(v.v, 0) || float64(float32(v.v)) == 0 || math.IsInf(float64(float32(v.v)), 0) {
+		if !positiveFloat32(v.v) {
 			return fmt.Errorf(`"rope_scaling": %s must be positive and finite (as a float32), got %v`, v.key, v.v)
 		}
 	}
@@ -521,4 +513,40 @@ func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 		OriginalMaxPositionEmbeddings: *rs.OriginalMaxPositionEmbeddings,
 	}
 	return nil
+}
+
+// parseYarnScaling reads a yarn block by transformers 4.51's rule (see
+// parseRopeScaling) into c.Yarn.
+func (c *Config) parseYarnScaling(rs ropeScalingBlock, maxPos *int) error {
+	if rs.Factor == nil {
+		return fmt.Errorf(`"rope_scaling": yarn needs a factor`)
+	}
+	if maxPos == nil || *maxPos <= 0 {
+		return fmt.Errorf(`"rope_scaling": yarn needs "max_position_embeddings" in the config (positive)`)
+	}
+	factor, original := *rs.Factor, float64(*maxPos)
+	if o := rs.OriginalMaxPositionEmbeddings; o != nil {
+		if !finitePositive(*o) {
+			return fmt.Errorf(`"rope_scaling": yarn original_max_position_embeddings must be positive and finite, got %v`, *o)
+		}
+		factor, original = float64(*maxPos) / *o, *o
+	}
+	var err error
+	c.Yarn, err = parseYarn(&factor, &original, rs.BetaFast, rs.BetaSlow, rs.Mscale, rs.MscaleAllDim, rs.AttentionFactor, nil, *maxPos)
+	return err
+}
+
+// positiveFloat32 says whether v is positive and finite, and stays so as a
+// float32 (RoPE's arithmetic is float32).
+func positiveFloat32(v float64) bool {
+	f := float64(float32(v))
+	return finitePositive(v) && f != 0 && !math.IsInf(f, 0)
+}
+
+// orNone prints a number a config may leave out.
+func orNone(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprint(*v)
 }
