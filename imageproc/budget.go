@@ -1,9 +1,6 @@
 package imageproc
 
-import (
-	"bytes"
-	"sync"
-)
+import "sync"
 
 // A Budget bounds the pixels that Decodes running at once may hold: each
 // Decode may allocate up to 8 bytes a pixel (16-bit RGBA) for an image of up
@@ -53,15 +50,9 @@ func (b *Budget) Acquire(data []byte) (release func()) {
 // headerPixels is width × height as the file's header states them, or 0
 // where Decode would refuse the file before decoding it.
 func headerPixels(data []byte) int {
-	for _, f := range formats {
-		if !bytes.HasPrefix(data, f.magic) {
-			continue
-		}
-		cfg, err := f.config(bytes.NewReader(data))
-		if err != nil || cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxSide || cfg.Height > maxSide || cfg.Width*cfg.Height > maxPixels {
-			return 0
-		}
-		return cfg.Width * cfg.Height
+	_, cfg, err := header(data)
+	if err != nil {
+		return 0
 	}
-	return 0
+	return cfg.Width * cfg.Height
 }

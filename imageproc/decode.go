@@ -100,34 +100,46 @@ func jpegMinBytes(w, h int) int { return (w + 7) / 8 * ((h + 7) / 8) / 8 }
 // RGBA, converted in place): Decode's peak memory is the decoder's pixels
 // and not also a copy.
 func Decode(data []byte) (*RGB, error) {
-	for _, f := range formats {
+	f, cfg, err := header(data)
+	if err != nil {
+		return nil, err
+	}
+	// A few bytes claiming a large image would have the decoder
+	// allocate its pixels (a 65-byte PNG 256 MiB, a 1 KB progressive
+	// JPEG 240 MiB) before it finds the data missing.
+	if n := f.minBytes(cfg.Width, cfg.Height); len(data) < n {
+		return nil, fmt.Errorf("decode %s image: %d bytes cannot hold a %d×%d image (it takes at least %d): the file is cut short or its header is wrong", f.name, len(data), cfg.Width, cfg.Height, n)
+	}
+	m, err := f.decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s image: %w", f.name, err)
+	}
+	rgb, err := toRGB(m)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s image: %w", f.name, err)
+	}
+	return rgb, nil
+}
+
+// header finds data's format by its signature and reads the image's size
+// from its header, refusing what Decode does not accept: another format,
+// a damaged header, an image over maxSide a side or maxPixels.
+func header(data []byte) (*format, image.Config, error) {
+	for i := range formats {
+		f := &formats[i]
 		if !bytes.HasPrefix(data, f.magic) {
 			continue
 		}
 		cfg, err := f.config(bytes.NewReader(data))
 		if err != nil {
-			return nil, fmt.Errorf("decode %s image: %w", f.name, err)
+			return nil, cfg, fmt.Errorf("decode %s image: %w", f.name, err)
 		}
 		if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxSide || cfg.Height > maxSide || cfg.Width*cfg.Height > maxPixels {
-			return nil, fmt.Errorf("decode %s image: %d×%d is larger than the %d pixels (%d a side) this reader accepts", f.name, cfg.Width, cfg.Height, maxPixels, maxSide)
+			return nil, cfg, fmt.Errorf("decode %s image: %d×%d is larger than the %d pixels (%d a side) this reader accepts", f.name, cfg.Width, cfg.Height, maxPixels, maxSide)
 		}
-		// A few bytes claiming a large image would have the decoder
-		// allocate its pixels (a 65-byte PNG 256 MiB, a 1 KB progressive
-		// JPEG 240 MiB) before it finds the data missing.
-		if n := f.minBytes(cfg.Width, cfg.Height); len(data) < n {
-			return nil, fmt.Errorf("decode %s image: %d bytes cannot hold a %d×%d image (it takes at least %d): the file is cut short or its header is wrong", f.name, len(data), cfg.Width, cfg.Height, n)
-		}
-		m, err := f.decode(data)
-		if err != nil {
-			return nil, fmt.Errorf("decode %s image: %w", f.name, err)
-		}
-		rgb, err := toRGB(m)
-		if err != nil {
-			return nil, fmt.Errorf("decode %s image: %w", f.name, err)
-		}
-		return rgb, nil
+		return f, cfg, nil
 	}
-	return nil, fmt.Errorf("decode image: not a PNG or JPEG file (it starts %q)", data[:min(len(data), 8)])
+	return nil, image.Config{}, fmt.Errorf("decode image: not a PNG or JPEG file (it starts %q)", data[:min(len(data), 8)])
 }
 
 // toRGB converts a decoded image to RGB as Pillow converts the mode it
