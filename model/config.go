@@ -439,17 +439,11 @@ func isNull(raw json.RawMessage) bool {
 
 // ropeScalingBlock is rope_scaling's keys, of every type read.
 type ropeScalingBlock struct {
-	RopeType                      string   `json:"rope_type"`
-	Type                          string   `json:"type"`
-	Factor                        *float64 `json:"factor"`
-	LowFreqFactor                 *float64 `json:"low_freq_factor"`
-	HighFreqFactor                *float64 `json:"high_freq_factor"`
-	OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
-	BetaFast                      *float64 `json:"beta_fast"`
-	BetaSlow                      *float64 `json:"beta_slow"`
-	Mscale                        *float64 `json:"mscale"`
-	MscaleAllDim                  *float64 `json:"mscale_all_dim"`
-	AttentionFactor               *float64 `json:"attention_factor"`
+	RopeType       string   `json:"rope_type"`
+	Type           string   `json:"type"`
+	LowFreqFactor  *float64 `json:"low_freq_factor"`
+	HighFreqFactor *float64 `json:"high_freq_factor"`
+	yarnKeys                // factor and original_max_position_embeddings are llama3's too
 }
 
 // parseRopeScaling reads a Llama-like config's rope_scaling as
@@ -491,7 +485,7 @@ func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 // parseLlama3 reads a llama3 block: all four keys, each a positive finite
 // float32, the two frequency factors apart.
 func (c *Config) parseLlama3(rs ropeScalingBlock) error {
-	if rs.Factor == nil || rs.LowFreqFactor == nil || rs.HighFreqFactor == nil || rs.OriginalMaxPositionEmbeddings == nil {
+	if rs.Factor == nil || rs.LowFreqFactor == nil || rs.HighFreqFactor == nil || rs.Original == nil {
 		return fmt.Errorf(`"rope_scaling": llama3 needs factor, low_freq_factor, high_freq_factor and original_max_position_embeddings`)
 	}
 	if *rs.HighFreqFactor == *rs.LowFreqFactor {
@@ -501,7 +495,7 @@ func (c *Config) parseLlama3(rs ropeScalingBlock) error {
 		key string
 		v   float64
 	}{{"factor", *rs.Factor}, {"low_freq_factor", *rs.LowFreqFactor}, {"high_freq_factor", *rs.HighFreqFactor},
-		{"original_max_position_embeddings", *rs.OriginalMaxPositionEmbeddings}} {
+		{"original_max_position_embeddings", *rs.Original}} {
 		if !positiveFloat32(v.v) {
 			return fmt.Errorf(`"rope_scaling": %s must be positive and finite (as a float32), got %v`, v.key, v.v)
 		}
@@ -510,7 +504,7 @@ func (c *Config) parseLlama3(rs ropeScalingBlock) error {
 		Factor:                        *rs.Factor,
 		LowFreqFactor:                 *rs.LowFreqFactor,
 		HighFreqFactor:                *rs.HighFreqFactor,
-		OriginalMaxPositionEmbeddings: *rs.OriginalMaxPositionEmbeddings,
+		OriginalMaxPositionEmbeddings: *rs.Original,
 	}
 	return nil
 }
@@ -525,14 +519,14 @@ func (c *Config) parseYarnScaling(rs ropeScalingBlock, maxPos *int) error {
 		return fmt.Errorf(`"rope_scaling": yarn needs "max_position_embeddings" in the config (positive)`)
 	}
 	factor, original := *rs.Factor, float64(*maxPos)
-	if o := rs.OriginalMaxPositionEmbeddings; o != nil {
+	if o := rs.Original; o != nil {
 		if !finitePositive(*o) {
 			return fmt.Errorf(`"rope_scaling": yarn original_max_position_embeddings must be positive and finite, got %v`, *o)
 		}
 		factor, original = float64(*maxPos) / *o, *o
 	}
 	var err error
-	c.Yarn, err = parseYarn(&factor, &original, rs.BetaFast, rs.BetaSlow, rs.Mscale, rs.MscaleAllDim, rs.AttentionFactor, nil, *maxPos)
+	c.Yarn, err = parseYarn(&factor, &original, rs.BetaFast, rs.BetaSlow, rs.Mscale, rs.MscaleAll, rs.AttnF, nil, *maxPos)
 	return err
 }
 

@@ -130,11 +130,9 @@ func ministral3Keys(b []byte, multimodal bool) (map[string]json.RawMessage, erro
 	return keys, nil
 }
 
-// ministral3Rope is a ministral3 config's rope_parameters.
-type ministral3Rope struct {
-	Type      string   `json:"type"`
-	RopeType  string   `json:"rope_type"`
-	Theta     *float64 `json:"rope_theta"`
+// yarnKeys are the keys of a yarn block (rope_scaling in transformers 4,
+// rope_parameters in 5) that parseYarn reads.
+type yarnKeys struct {
 	Factor    *float64 `json:"factor"`
 	Original  *float64 `json:"original_max_position_embeddings"`
 	BetaFast  *float64 `json:"beta_fast"`
@@ -142,9 +140,17 @@ type ministral3Rope struct {
 	Mscale    *float64 `json:"mscale"`
 	MscaleAll *float64 `json:"mscale_all_dim"`
 	AttnF     *float64 `json:"attention_factor"`
-	Truncate  *bool    `json:"truncate"`
-	Beta4     *float64 `json:"llama_4_scaling_beta"`
-	Partial   *float64 `json:"partial_rotary_factor"`
+}
+
+// ministral3Rope is a ministral3 config's rope_parameters.
+type ministral3Rope struct {
+	Type     string   `json:"type"`
+	RopeType string   `json:"rope_type"`
+	Theta    *float64 `json:"rope_theta"`
+	yarnKeys
+	Truncate *bool    `json:"truncate"`
+	Beta4    *float64 `json:"llama_4_scaling_beta"`
+	Partial  *float64 `json:"partial_rotary_factor"`
 }
 
 // parseMinistral3Rope reads rope_parameters, which must be there with its
