@@ -112,7 +112,7 @@ func MatMulPackedPerturbed(wk Workers, y, x []float32, m int, w *Packed, segs []
 		sc.valid = false
 		p0 := t * j.taskPanels
 		for p := p0; p < min(np, p0+j.taskPanels); p++ {
-			j.perturbedPanel(w, sg, p, sc, &tmp)
+			j.perturbedPanel(w, sg, p, min(np, p0+j.taskPanels), sc, &tmp)
 		}
 		panelScratches.Put(sc)
 	})
@@ -121,20 +121,50 @@ func MatMulPackedPerturbed(wk Workers, y, x []float32, m int, w *Packed, segs []
 }
 
 // perturbedPanel computes panel p's columns of every row, K slice by K
-// slice, each segment's rows against the panel as it reads it.
-func (j *gemmJob) perturbedPanel(w *Packed, sg []segment, p int, sc *panelScratch, tmp *[mr * nr]float32) {
+// slice, each segment's rows against the panel as it reads it. While the
+// rows sweep past a slice, the next slice of W (this panel's, or the next
+// panel's first) is fetched from memory a share at each block of rows, so
+// that forming it waits for nothing but its noise.
+func (j *gemmJob) perturbedPanel(w *Packed, sg []segment, p, pEnd int, sc *panelScratch, tmp *[mr * nr]float32) {
+	blocks := 0
+	for _, s := range sg {
+		blocks += (s.hi - s.lo + mcBlock - 1) / mcBlock
+	}
 	for kLo := 0; kLo < j.k; kLo += kSuperPerturbed {
 		kHi := min(j.k, kLo+kSuperPerturbed)
+		next := nextSlice(w, p, pEnd, kHi)
+		share := (len(next) + blocks - 1) / blocks
 		for _, s := range sg {
 			pd := panelData{j.b, j.b16, p * j.k * nr}
 			if s.p != nil {
 				pd = sc.perturbed(w, p, kLo, kHi, s.p, s.mirrored)
 			}
 			for r0 := s.lo; r0 < s.hi; r0 += mcBlock {
+				if n := min(share, len(next)); n > 0 {
+					prefetchL2(unsafe.Pointer(&next[0]), n)
+					next = next[n:]
+				}
 				j.panelTiles(pd, p, r0, min(s.hi, r0+mcBlock), kLo, kHi, tmp)
 			}
 		}
 	}
+}
+
+// nextSlice is the bytes of W a task forms after the slice of panel p
+// ending at kHi: the panel's next slice, or the next panel's first (none
+// past pEnd).
+func nextSlice(w *Packed, p, pEnd, kHi int) []byte {
+	lo, hi := (p*w.K+kHi)*nr, (p*w.K+min(w.K, kHi+kSuperPerturbed))*nr
+	if kHi == w.K {
+		if p+1 >= pEnd {
+			return nil
+		}
+		lo, hi = (p+1)*w.K*nr, ((p+1)*w.K+min(w.K, kSuperPerturbed))*nr
+	}
+	if w.data16 != nil {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&w.data16[lo])), 2*(hi-lo))
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w.data[lo])), 4*(hi-lo))
 }
 
 // perturbed forms the slice [kLo, kHi) of panel p of W as pt makes it, in
