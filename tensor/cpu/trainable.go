@@ -153,7 +153,7 @@ func updatePiece(sc *updateScratch, u *tensor.Update, p *Packed, md, vd []float3
 	case sgd:
 		return sgdValues(p.data[lo:hi], ghat, lr, wd)
 	default:
-		return u.Rule.Apply(p.data[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi))
+		return stateValues(&u.Rule, p.data[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi))
 	}
 }
 

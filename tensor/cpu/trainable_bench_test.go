@@ -25,6 +25,7 @@ func BenchmarkUpdateWeight(b *testing.B) {
 	adam := *u
 	adam.Rule = update.Rule{Kind: update.Adam, LR: 1e-7, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 1}
 	m, v := be.NewState(w), be.NewState(w)
+	be.updateWeight(w, m, v, &adam) // the state's pages touched
 	b.Run("sgd", func(b *testing.B) {
 		b.SetBytes(8 * n * k)
 		for b.Loop() {

@@ -26,6 +26,10 @@ var (
 	// step (MEAZO, ZO-SGD at q = 1) without ĝ's float64 buffer, the same
 	// bits as addScaled on a cleared ĝ then sgdValues.
 	sgdDirection = sgdDirectionScalar
+	// The rules with optimizer state (ZO-SGD with momentum, ZO-Adam,
+	// R-AdaZO): θ, m and v moved as update.Rule.Apply moves them (nil m or
+	// v where the rule keeps none); returns Σ Δθ² in sumPartials order.
+	stateValues = stateValuesScalar
 )
 
 func perturbValuesScalar(dst, w, z []float32, scale float64) {
@@ -64,6 +68,31 @@ func sgdValuesScalar(theta []float32, ghat []float64, lr, wd float64) float64 {
 func sgdElem(p *[16]float64, theta []float32, i int, g, lr, wd float64) {
 	x := float64(theta[i])
 	nx := float32(x - float64(lr*(g+float64(wd*x))))
+	dx := float64(nx) - x
+	p[i%16] += float64(dx * dx)
+	theta[i] = nx
+}
+
+func stateValuesScalar(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
+	var p [16]float64
+	for i, g := range ghat[:len(theta)] {
+		stateElem(&p, r, theta, m, v, i, g)
+	}
+	return sumPartials(&p)
+}
+
+// stateElem moves θ[i] and its state by r.Target and adds its squared
+// change to partial sum i mod 16.
+func stateElem(p *[16]float64, r *update.Rule, theta, m, v []float32, i int, g float64) {
+	var mi, vi *float32
+	if m != nil {
+		mi = &m[i]
+	}
+	if v != nil {
+		vi = &v[i]
+	}
+	x := float64(theta[i])
+	nx := float32(r.Target(x, g, mi, vi))
 	dx := float64(nx) - x
 	p[i%16] += float64(dx * dx)
 	theta[i] = nx

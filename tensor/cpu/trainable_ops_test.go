@@ -179,3 +179,70 @@ func TestToPanelMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestStateRulesMatchRuleApply: the rules with optimizer state move θ, m
+// and v to update.Rule.Apply's bits on the path in use (a vector one where
+// the CPU has it) and on the scalar one, over lengths that leave a scalar
+// tail; the two paths' Σ Δθ² are the same bits, Apply's (summed in index
+// order) the same sum.
+func TestStateRulesMatchRuleApply(t *testing.T) {
+	rules := []struct {
+		name string
+		r    update.Rule
+		m, v bool
+	}{
+		{"sgd-momentum", update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01, Momentum: 0.9}, true, false},
+		{"adam", update.Rule{Kind: update.Adam, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
+		{"adam-beta1-0", update.Rule{Kind: update.Adam, LR: 1e-3, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 0.002997}, false, true},
+		{"radazo", update.Rule{Kind: update.RAdaZO, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, rc := range rules {
+		for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 100, 1027} {
+			theta, g := make([]float32, n), make([]float64, n)
+			var m, v []float32
+			if rc.m {
+				m = make([]float32, n)
+			}
+			if rc.v {
+				v = make([]float32, n)
+			}
+			for i := range theta {
+				theta[i], g[i] = float32(rng.NormFloat64()*0.02), rng.NormFloat64()
+				if m != nil {
+					m[i] = float32(rng.NormFloat64() * 0.1)
+				}
+				if v != nil {
+					v[i] = float32(rng.ExpFloat64() * 0.01)
+				}
+			}
+			if n > 2 {
+				theta[1], g[2] = float32(math.Copysign(0, -1)), math.Copysign(0, -1)
+			}
+			type state struct{ theta, m, v []float32 }
+			clone := func() state { return state{slices.Clone(theta), slices.Clone(m), slices.Clone(v)} }
+			ref, vec, sc := clone(), clone(), clone()
+			ssRef := rc.r.Apply(ref.theta, g, ref.m, ref.v)
+			ssVec := stateValues(&rc.r, vec.theta, g, vec.m, vec.v)
+			ssSc := stateValuesScalar(&rc.r, sc.theta, g, sc.m, sc.v)
+			for _, got := range []struct {
+				path string
+				s    state
+			}{{"path in use", vec}, {"scalar", sc}} {
+				for k, pair := range [][2][]float32{{got.s.theta, ref.theta}, {got.s.m, ref.m}, {got.s.v, ref.v}} {
+					for i := range pair[1] {
+						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+							t.Fatalf("%s, n %d, %s: %s[%d] = %v, Rule.Apply's %v", rc.name, n, got.path, []string{"θ", "m", "v"}[k], i, pair[0][i], pair[1][i])
+						}
+					}
+				}
+			}
+			if math.Float64bits(ssVec) != math.Float64bits(ssSc) {
+				t.Errorf("%s, n %d: Σ Δθ² %v on the path in use, %v scalar", rc.name, n, ssVec, ssSc)
+			}
+			if math.Abs(ssSc-ssRef) > 1e-12*ssRef {
+				t.Errorf("%s, n %d: Σ Δθ² %v, Rule.Apply's %v", rc.name, n, ssSc, ssRef)
+			}
+		}
+	}
+}
