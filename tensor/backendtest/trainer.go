@@ -23,7 +23,8 @@ import (
 // within a larger product); an update moves every element, and its
 // optimizer state, bit for bit as package update's rules do on the host,
 // and its sum of squares agrees up to summation order. Shapes are ragged
-// (N not a multiple of 32, K past the backends' K blocks, offsets not
+// (N not a multiple of 32, K past the backends' K blocks: 1100 past the
+// CPU's noise depth, 4100 past its super-block of 4096, offsets not
 // multiples of 4, 9×35: rows and the whole off 4-element boundaries
 // where the offset is on one), weights float32 and bfloat16.
 func Trainer(t *testing.T, b tensor.Backend, tol Tolerance) {
@@ -31,7 +32,7 @@ func Trainer(t *testing.T, b tensor.Backend, tol Tolerance) {
 	if !ok {
 		t.Fatalf("backend %s does not implement tensor.Trainer", b.Name())
 	}
-	for _, sh := range []struct{ n, k int }{{70, 1100}, {33, 96}, {64, 512}, {9, 35}} {
+	for _, sh := range []struct{ n, k int }{{70, 1100}, {33, 96}, {64, 512}, {9, 35}, {9, 4100}} {
 		for _, bf16 := range []bool{false, true} {
 			name := fmt.Sprintf("%dx%d", sh.n, sh.k)
 			if bf16 {

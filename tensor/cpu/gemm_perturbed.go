@@ -19,10 +19,16 @@ import (
 )
 
 // kSuperPerturbed is the depth of the K slices a perturbed panel is formed
-// for: 32×1024 float32, 128 KiB of noise and as much of perturbed weights
-// per worker, in L2. (The order of the K slices a tile adds does not
-// depend on it.)
-const kSuperPerturbed = 1024
+// for, the plain GEMM's super-block: up to 32×4096 float32, 512 KiB of
+// W + εZ and as much of W − εZ per worker. A tile adds a whole slice before
+// the next tile, so the output is read and written once per slice: at 1024,
+// what it was, the products with K = 2048 to 8192 (Llama's, Qwen3's
+// down_proj) took 3-9 % longer (BenchmarkMatMulPerturbed, the newer Xeon).
+// (The order of the K slices a tile adds does not depend on it.)
+const kSuperPerturbed = defaultKSuper
+
+// noiseDepth is the depth of noise drawn at once: 32×1024 float32, 128 KiB.
+const noiseDepth = 1024
 
 // segment is a row range [lo, hi) of a perturbed GEMM and how it reads W;
 // mirrored: another segment reads W − scale·z of the same noise (the −
@@ -57,14 +63,13 @@ func segmentsOf(segs []tensor.Segment, m int) []segment {
 	return out
 }
 
-// panelScratch is a worker's perturbed panel slice: the noise z of the
-// slice it was last drawn for, W + scale·z, and with a mirrored segment
-// W − scale·z (in mirror, formed in the same pass).
+// panelScratch is a worker's perturbed panel slice: W + scale·z, and with
+// a mirrored segment W − scale·z (in mirror, formed in the same pass), and
+// room for noiseDepth rows of noise at a time.
 type panelScratch struct {
 	z, w, mirror []float32
-	key          panelKey // what z holds
-	valid        bool
-	mirrorScale  float64 // mirror holds W + mirrorScale·z; 0: nothing
+	key          panelKey // the slice and noise mirror was formed for
+	mirrorScale  float64  // mirror holds W + mirrorScale·z; 0: nothing
 }
 
 // panelKey names the noise of a panel slice of the weight a task
@@ -76,7 +81,7 @@ type panelKey struct {
 
 var panelScratches = sync.Pool{New: func() any {
 	n := kSuperPerturbed * nr
-	return &panelScratch{z: make([]float32, n), w: make([]float32, n), mirror: make([]float32, n)}
+	return &panelScratch{z: make([]float32, noiseDepth*nr), w: make([]float32, n), mirror: make([]float32, n)}
 }}
 
 // MatMulPackedPerturbed computes y[m][N] = x[m][K] · Wᵀ with the rows of
@@ -109,7 +114,7 @@ func MatMulPackedPerturbed(wk Workers, y, x []float32, m int, w *Packed, segs []
 	Workers(min(th, j.nTask)).Tasks(j.nTask, func(t int) {
 		var tmp [mr * nr]float32
 		sc := panelScratches.Get().(*panelScratch)
-		sc.valid = false
+		sc.mirrorScale = 0
 		p0 := t * j.taskPanels
 		for p := p0; p < min(np, p0+j.taskPanels); p++ {
 			j.perturbedPanel(w, sg, p, min(np, p0+j.taskPanels), sc, &tmp)
@@ -169,34 +174,33 @@ func nextSlice(w *Packed, p, pEnd, kHi int) []byte {
 
 // perturbed forms the slice [kLo, kHi) of panel p of W as pt makes it, in
 // the scratch, and returns where it is; with mirrored, W − scale·z too, for
-// the segment that reads it next. The noise is drawn only when the scratch
-// holds another slice's or another stream's.
+// the segment that reads it next (then returned without any work). The
+// noise is drawn noiseDepth deep at a time.
 func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturbation, mirrored bool) panelData {
-	kc := kHi - kLo
 	key := panelKey{pt.Noise, p, kLo, kHi}
-	if sc.valid && sc.key == key && sc.mirrorScale != 0 && pt.Scale == sc.mirrorScale {
+	if sc.mirrorScale != 0 && sc.key == key && pt.Scale == sc.mirrorScale {
 		return panelData{b: sc.mirror, base: -kLo * nr}
 	}
-	sc.mirrorScale = 0
-	if !sc.valid || sc.key != key {
+	sc.key, sc.mirrorScale = key, 0
+	cols := min(nr, w.N-p*nr)
+	for k0 := kLo; k0 < kHi; k0 += noiseDepth {
+		kc := min(kHi, k0+noiseDepth) - k0
 		// The noise of the panel's rows (each a contiguous run of the
 		// stream), drawn in the panel's layout.
-		cols := min(nr, w.N-p*nr)
-		pt.Stream.FillPanel(sc.z[:kc*nr], int(pt.Offset)+p*nr*w.K+kLo, w.K, cols, kc, nr, pt.Dist, pt.Norm)
-		sc.key, sc.valid = key, true
-	}
-	dst := sc.w[:kc*nr]
-	src := (p*w.K + kLo) * nr
-	z := sc.z[:kc*nr]
-	switch {
-	case mirrored && w.data16 != nil:
-		perturbPairBF16(dst, sc.mirror[:kc*nr], w.data16[src:src+kc*nr], z, pt.Scale)
-	case mirrored:
-		perturbPair(dst, sc.mirror[:kc*nr], w.data[src:src+kc*nr], z, pt.Scale)
-	case w.data16 != nil:
-		perturbValuesBF16(dst, w.data16[src:src+kc*nr], z, pt.Scale)
-	default:
-		perturbValues(dst, w.data[src:src+kc*nr], z, pt.Scale)
+		z := sc.z[:kc*nr]
+		pt.Stream.FillPanel(z, int(pt.Offset)+p*nr*w.K+k0, w.K, cols, kc, nr, pt.Dist, pt.Norm)
+		src, d := (p*w.K+k0)*nr, (k0-kLo)*nr
+		dst := sc.w[d : d+kc*nr]
+		switch {
+		case mirrored && w.data16 != nil:
+			perturbPairBF16(dst, sc.mirror[d:d+kc*nr], w.data16[src:src+kc*nr], z, pt.Scale)
+		case mirrored:
+			perturbPair(dst, sc.mirror[d:d+kc*nr], w.data[src:src+kc*nr], z, pt.Scale)
+		case w.data16 != nil:
+			perturbValuesBF16(dst, w.data16[src:src+kc*nr], z, pt.Scale)
+		default:
+			perturbValues(dst, w.data[src:src+kc*nr], z, pt.Scale)
+		}
 	}
 	if mirrored {
 		sc.mirrorScale = -pt.Scale
