@@ -32,6 +32,15 @@ var (
 	stateValues = stateValuesScalar
 )
 
+// useTrainableScalar installs the scalar loops (the vector ones replace
+// them at start-up where the CPU has them).
+func useTrainableScalar() {
+	perturbValues, perturbPair, sgdValues, addScaled = perturbValuesScalar, perturbPairScalar, sgdValuesScalar, addScaledScalar
+	sgdDirection, stateValues = sgdDirectionScalar, stateValuesScalar
+	perturbValuesBF16, perturbPairBF16 = perturbValuesBF16Scalar, perturbPairBF16Scalar
+	sgdBF16, sgdDirectionBF16 = sgdBF16Scalar, sgdDirectionBF16Scalar
+}
+
 func perturbValuesScalar(dst, w, z []float32, scale float64) {
 	z = z[:len(dst)]
 	for i, v := range w[:len(dst)] {

@@ -13,7 +13,9 @@ import (
 // TestTrainableOpsMatchScalar: the element-wise loops of full-parameter
 // ZO give the scalar code's bits on the path in use (a vector one where the
 // CPU has it), over lengths that leave a scalar tail, and their sums too.
-func TestTrainableOpsMatchScalar(t *testing.T) {
+func TestTrainableOpsMatchScalar(t *testing.T) { checkTrainableOps(t) }
+
+func checkTrainableOps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 100, 1027} {
 		w, z := make([]float32, n), make([]float32, n)
@@ -81,7 +83,9 @@ func TestTrainableOpsMatchScalar(t *testing.T) {
 // (with ĝ given, or w·z for one direction), NaN and infinities included,
 // over lengths that leave a tail; their sums of squares agree with the
 // reference's up to order.
-func TestBF16OpsMatchReference(t *testing.T) {
+func TestBF16OpsMatchReference(t *testing.T) { checkBF16Ops(t) }
+
+func checkBF16Ops(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 100, 1027} {
 		w, z, rnd := make([]uint16, n), make([]float32, n), make([]uint32, n)
@@ -185,7 +189,9 @@ func TestToPanelMatchesScalar(t *testing.T) {
 // the CPU has it) and on the scalar one, over lengths that leave a scalar
 // tail; the two paths' Σ Δθ² are the same bits, Apply's (summed in index
 // order) the same sum.
-func TestStateRulesMatchRuleApply(t *testing.T) {
+func TestStateRulesMatchRuleApply(t *testing.T) { checkStateRules(t) }
+
+func checkStateRules(t *testing.T) {
 	rules := []struct {
 		name string
 		r    update.Rule

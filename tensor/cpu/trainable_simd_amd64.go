@@ -15,36 +15,51 @@ import (
 // No legacy SSE among them (see ops_simd_amd64.go): the scale and rates
 // reach the vector registers as bits through integer registers.
 
-func init() {
-	if cpuAVX512 {
-		perturbValues = func(dst, w, z []float32, scale float64) {
-			perturbValuesAVX512(dst, w, z, math.Float64bits(scale))
-		}
-		perturbPair = func(plus, minus, w, z []float32, scale float64) {
-			perturbPairAVX512(plus, minus, w, z, math.Float64bits(scale))
-		}
-		addScaled = func(g []float64, z []float32, wd float64) {
-			addScaledAVX512(g, z, math.Float64bits(wd))
-		}
-		sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
-			return sgdValuesAVX512(theta, ghat, nil, 0, math.Float64bits(lr), math.Float64bits(wd))
-		}
-		perturbValuesBF16 = func(dst []float32, w []uint16, z []float32, scale float64) {
-			perturbValuesBF16AVX512(dst, w, z, math.Float64bits(scale))
-		}
-		perturbPairBF16 = func(plus, minus []float32, w []uint16, z []float32, scale float64) {
-			perturbPairBF16AVX512(plus, minus, w, z, math.Float64bits(scale))
-		}
-		sgdBF16 = func(theta []uint16, ghat []float64, rnd []uint32, lr, wd float64) float64 {
-			return sgdBF16Vector(theta, ghat, nil, rnd, 0, lr, wd)
-		}
-		sgdDirectionBF16 = func(theta []uint16, z []float32, rnd []uint32, w, lr, wd float64) float64 {
-			return sgdBF16Vector(theta, nil, z, rnd, w, lr, wd)
-		}
-		sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
-			return sgdValuesAVX512(theta, nil, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
-		}
-		stateValues = stateValuesAVX512
+func init() { useTrainableVector(cpuAVX512, cpuAVX2) }
+
+// useTrainableVector installs the widest vector loops the flags allow over
+// the scalar ones (a loop with no version of that width stays scalar).
+// Tests call it to run every path the CPU has.
+func useTrainableVector(avx512, avx2 bool) {
+	useTrainableScalar()
+	switch {
+	case avx512:
+		useTrainableAVX512()
+	case avx2:
+		useTrainableAVX2()
+	}
+}
+
+func useTrainableAVX512() {
+	perturbValues = func(dst, w, z []float32, scale float64) {
+		perturbValuesAVX512(dst, w, z, math.Float64bits(scale))
+	}
+	perturbPair = func(plus, minus, w, z []float32, scale float64) {
+		perturbPairAVX512(plus, minus, w, z, math.Float64bits(scale))
+	}
+	addScaled = func(g []float64, z []float32, wd float64) {
+		addScaledAVX512(g, z, math.Float64bits(wd))
+	}
+	sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
+		return sgdValuesAVX512(theta, ghat, nil, 0, math.Float64bits(lr), math.Float64bits(wd))
+	}
+	perturbValuesBF16 = func(dst []float32, w []uint16, z []float32, scale float64) {
+		perturbValuesBF16AVX512(dst, w, z, math.Float64bits(scale))
+	}
+	perturbPairBF16 = func(plus, minus []float32, w []uint16, z []float32, scale float64) {
+		perturbPairBF16AVX512(plus, minus, w, z, math.Float64bits(scale))
+	}
+	sgdBF16 = func(theta []uint16, ghat []float64, rnd []uint32, lr, wd float64) float64 {
+		return sgdBF16Vector(theta, ghat, nil, rnd, 0, lr, wd)
+	}
+	sgdDirectionBF16 = func(theta []uint16, z []float32, rnd []uint32, w, lr, wd float64) float64 {
+		return sgdBF16Vector(theta, nil, z, rnd, w, lr, wd)
+	}
+	sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
+		return sgdValuesAVX512(theta, nil, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+	}
+	stateValues = func(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
+		return stateValuesVector(r, theta, ghat, m, v, stateBlocksAVX512)
 	}
 }
 
@@ -134,13 +149,14 @@ func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits
 	return sumPartials(&p)
 }
 
-// stateValuesAVX512 is stateValuesScalar eight weights at a time (in
-// float64), sixteen a round so that the squared changes fall into
-// sumPartials' lanes; the tail by the scalar code. ZO-Adam's divisions and
-// square root cost the scalar code about 9 ns a weight on 2 threads of the
-// newer Xeon; eight at a time, the update is bound by its memory pass
-// (BenchmarkUpdateWeight/adam: 119 → 60 ms for 25 M weights).
-func stateValuesAVX512(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
+// stateValuesVector is stateValuesScalar with whole blocks of 16 weights
+// moved by a vector loop (stateBlocksAVX512, stateBlocksAVX2), the tail by
+// the scalar code. ZO-Adam's divisions and square root cost the scalar code
+// about 9 ns a weight on 2 threads of the newer Xeon; eight at a time, the
+// update is bound by its memory pass (BenchmarkUpdateWeight/adam: 119 → 60
+// ms for 25 M weights).
+func stateValuesVector(r *update.Rule, theta []float32, ghat []float64, m, v []float32,
+	blocks func(p *[16]float64, kind update.Kind, theta []float32, ghat []float64, m, v []float32, c *[10]uint64) int) float64 {
 	ghat = ghat[:len(theta)]
 	if m != nil {
 		m = m[:len(theta)]
@@ -149,14 +165,14 @@ func stateValuesAVX512(r *update.Rule, theta []float32, ghat []float64, m, v []f
 		v = v[:len(theta)]
 	}
 	// The rule's constants reach the vector code as bits (no legacy SSE),
-	// in stateBlocksAVX512's order.
+	// in the blocks' order.
 	c := [10]float64{r.LR, r.WeightDecay, r.Momentum, r.Beta1, 1 - r.Beta1, r.Beta2, 1 - r.Beta2, r.C1, r.C2, r.Eps}
 	var bits [10]uint64
 	for k, f := range c {
 		bits[k] = math.Float64bits(f)
 	}
 	var p [16]float64
-	i := stateBlocksAVX512(&p, r.Kind, theta, ghat, m, v, &bits)
+	i := blocks(&p, r.Kind, theta, ghat, m, v, &bits)
 	for ; i < len(theta); i++ {
 		stateElem(&p, r, theta, m, v, i, ghat[i])
 	}
