@@ -65,8 +65,8 @@ func TestFillPanel(t *testing.T) {
 	}
 }
 
-// BenchmarkFillPanel draws a 32×1024 panel of normals (the CPU GEMM's
-// perturbed panel slice) directly, against FillRange row by row (which
+// BenchmarkFillPanel draws a 32×1024 panel of normals (what the CPU GEMM's
+// perturbed panel draws at once) directly, against FillRange row by row (which
 // then still needs a transpose).
 func BenchmarkFillPanel(b *testing.B) {
 	s := testStreams[0]

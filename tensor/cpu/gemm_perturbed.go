@@ -27,7 +27,9 @@ import (
 // (The order of the K slices a tile adds does not depend on it.)
 const kSuperPerturbed = defaultKSuper
 
-// noiseDepth is the depth of noise drawn at once: 32×1024 float32, 128 KiB.
+// noiseDepth is the depth of noise drawn at once: 32×1024 float32, 128 KiB,
+// a quarter of a slice, so that the noise is still in L1/L2 when W ± εZ is
+// formed from it and a worker's scratch stays at 1.125 MiB.
 const noiseDepth = 1024
 
 // segment is a row range [lo, hi) of a perturbed GEMM and how it reads W;

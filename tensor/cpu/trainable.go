@@ -128,7 +128,8 @@ func (b *Backend) updateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 // state md, vd) and returns the sum of squared changes. MEAZO's, ZO-SGD's
 // and FZOO's rule (SGD without momentum) has loops of its own, float32 and
 // bfloat16; at q = 1 ĝ = w·z is formed as it is applied, with no float64 ĝ
-// in between (the same bits).
+// in between (the same bits). The rules with state run stateValues on
+// float32 weights, update.Rule.ApplyBF16 on bfloat16 ones.
 func updatePiece(sc *updateScratch, u *tensor.Update, p *Packed, md, vd []float32, pi, k0, kc int) float64 {
 	lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
 	sgd := u.Rule.Kind == update.SGD && md == nil

@@ -26,9 +26,10 @@ var (
 	// step (MEAZO, ZO-SGD at q = 1) without ĝ's float64 buffer, the same
 	// bits as addScaled on a cleared ĝ then sgdValues.
 	sgdDirection = sgdDirectionScalar
-	// The rules with optimizer state (ZO-SGD with momentum, ZO-Adam,
-	// R-AdaZO): θ, m and v moved as update.Rule.Apply moves them (nil m or
-	// v where the rule keeps none); returns Σ Δθ² in sumPartials order.
+	// Any rule, meant for those with optimizer state (ZO-SGD with
+	// momentum, ZO-Adam, R-AdaZO): θ, m and v moved as update.Rule.Apply
+	// moves them (nil m or v where the rule keeps none); returns Σ Δθ² in
+	// sumPartials order.
 	stateValues = stateValuesScalar
 )
 

@@ -197,6 +197,7 @@ func checkStateRules(t *testing.T) {
 		r    update.Rule
 		m, v bool
 	}{
+		{"sgd", update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01}, false, false},
 		{"sgd-momentum", update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01, Momentum: 0.9}, true, false},
 		{"adam", update.Rule{Kind: update.Adam, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
 		{"adam-beta1-0", update.Rule{Kind: update.Adam, LR: 1e-3, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 0.002997}, false, true},

@@ -152,11 +152,14 @@ func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits
 // stateValuesVector is stateValuesScalar with whole blocks of 16 weights
 // moved by a vector loop (stateBlocksAVX512, stateBlocksAVX2), the tail by
 // the scalar code. ZO-Adam's divisions and square root cost the scalar code
-// about 9 ns a weight on 2 threads of the newer Xeon; eight at a time, the
-// update is bound by its memory pass (BenchmarkUpdateWeight/adam: 119 → 60
-// ms for 25 M weights).
+// about 9.5 ns of a thread a weight on the newer Xeon; eight at a time, the
+// update is bound by its memory pass (BenchmarkUpdateWeight/adam, 2 threads:
+// 119 → 60 ms for 25 M weights).
 func stateValuesVector(r *update.Rule, theta []float32, ghat []float64, m, v []float32,
 	blocks func(p *[16]float64, kind update.Kind, theta []float32, ghat []float64, m, v []float32, c *[10]uint64) int) float64 {
+	if r.Kind == update.SGD && m == nil { // no state: the blocks' SGD reads m
+		return sgdValues(theta, ghat, r.LR, r.WeightDecay)
+	}
 	ghat = ghat[:len(theta)]
 	if m != nil {
 		m = m[:len(theta)]
