@@ -15,6 +15,7 @@ import (
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/prompttune"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -133,10 +134,7 @@ func openAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 	b, err := inputfile.ReadFile(filepath.Join(dir, "adapter_config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
-			return nil, fmt.Errorf("adapter %s: no such directory; want a saved adapter directory (a run's best/ or last/)", dir)
-		}
-		return nil, fmt.Errorf("adapter %s: no adapter_config.json there; want a saved adapter directory (a run's best/ or last/)", dir)
+		return nil, fmt.Errorf("adapter %s: %s", dir, notAnAdapter(dir))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
@@ -162,6 +160,29 @@ func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 		return &promptAdapter{p: p, m: m}, nil
 	}
 	return nil, fmt.Errorf("adapter %s: adapter_config.json has peft_type %q; supported: LORA, PROMPT_TUNING", dir, head.PeftType)
+}
+
+// notAnAdapter says what is wrong with an adapter directory that has no
+// adapter_config.json, naming what it is instead for the two that are taken
+// for an adapter most often: a full-parameter run's best/ or last/ (a whole
+// model) and a run directory.
+func notAnAdapter(dir string) string {
+	const want = "want a saved adapter directory (a LoRA or prompt-tuning run's best/ or last/)"
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return "no such directory; " + want
+	case !st.IsDir():
+		return "not a directory; " + want
+	case has("config.json"):
+		return "a model directory (config.json, no adapter_config.json), as a full-parameter run's best/ and last/ are: " +
+			"load it as the model (--model, model.path), not as an adapter"
+	case has(rundir.BestDir) || has(rundir.CheckpointDir):
+		return fmt.Sprintf("a run directory, not an adapter: a LoRA or prompt-tuning run's adapters are %s and %s",
+			filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
+	}
+	return "no adapter_config.json there; " + want
 }
 
 // AttachAdapter opens the adapter saved in dir (LoRA or prompt tuning, as

@@ -58,10 +58,15 @@ func TestOpenAdapter(t *testing.T) {
 	copy(la.Params()[0], good)
 	emptyDir := filepath.Join(root, "empty")
 	otherDir := filepath.Join(root, "ia3")
-	for _, d := range []string{emptyDir, otherDir} {
+	modelDir := filepath.Join(root, "full-best") // a full-parameter run's best/: a model
+	runDir := filepath.Join(root, "run")         // a run directory, its adapters in best/ and last/
+	for _, d := range []string{emptyDir, otherDir, modelDir, filepath.Join(runDir, "best")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(modelDir, "config.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(otherDir, "adapter_config.json"), []byte(`{"peft_type": "IA3"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -92,6 +97,10 @@ func TestOpenAdapter(t *testing.T) {
 		{"lora", loraDir, withLoRA, ""},
 		{"prompt", promptDir, withPrompt, ""},
 		{"no adapter_config.json", emptyDir, 0, "no adapter_config.json"},
+		{"no such directory", filepath.Join(root, "gone"), 0, "no such directory"},
+		{"a model directory", modelDir, 0, "load it as the model (--model, model.path), not as an adapter"},
+		{"a run directory", runDir, 0, "a run directory, not an adapter: a LoRA or prompt-tuning run's adapters are " +
+			filepath.Join(runDir, "best") + " and " + filepath.Join(runDir, "last")},
 		{"other peft_type", otherDir, 0, `peft_type "IA3"`},
 		{"NaN in the adapter", nanDir, 0, "parameter group 0 holds NaN"},
 	} {

@@ -41,8 +41,11 @@ func preflight(cfg *Config) error {
 		}
 		if what := checkFile(f.path); what != "" {
 			fix := ""
-			if what == noSuchFile {
+			switch what {
+			case noSuchFile:
 				fix = datasetDownload(f.path)
+			case isADirectory: // a dataset's download directory, say
+				what += " (name the data file in it: .parquet, .tsv, .json or .jsonl)"
 			}
 			miss(f.key, f.path, what, fix)
 		}
@@ -50,7 +53,11 @@ func preflight(cfg *Config) error {
 	if dir := cfg.Adapter.Init; dir != "" {
 		for _, name := range rundir.AdapterFiles {
 			if what := checkFile(filepath.Join(dir, name)); what != "" {
-				miss("adapter.init", dir, name+" "+what+" (want a saved adapter directory: a run's best/ or last/)", "")
+				if what == noSuchFile && name == "adapter_config.json" {
+					miss("adapter.init", dir, notAnAdapter(dir), "")
+				} else {
+					miss("adapter.init", dir, name+" "+what+" (want a saved adapter directory: a run's best/ or last/)", "")
+				}
 				break
 			}
 		}
@@ -85,14 +92,17 @@ func checkFile(path string) string {
 	case err != nil:
 		return err.Error()
 	case st.IsDir():
-		return "a directory, not a file"
+		return isADirectory
 	case st.Mode().IsRegular() && st.Size() == 0: // (a pipe's size is 0 too: refused when read)
 		return "the file is empty"
 	}
 	return ""
 }
 
-const noSuchFile = "no such file"
+const (
+	noSuchFile   = "no such file"
+	isADirectory = "a directory, not a file"
+)
 
 // checkModelDir says what is missing of a model directory ("" if
 // nothing): config.json (which must parse as a model this project runs),
@@ -117,6 +127,9 @@ func checkModelDir(dir string, image bool) string {
 	}
 	if err := loadConfig(filepath.Join(dir, "config.json")); err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, "config.json")); serr != nil {
+			if what := RunDirAsModel(dir); what != "" {
+				return what
+			}
 			gone = append(gone, "config.json")
 		} else {
 			return err.Error()
@@ -155,6 +168,23 @@ func checkModelDir(dir string, image bool) string {
 		gone = append(gone, "tokenizer_config.json")
 	}
 	return missingFiles(gone)
+}
+
+// RunDirAsModel says what a run directory given as a model directory is
+// ("" for a directory with a config.json, or with neither best/ nor
+// checkpoint/): the model of a full-parameter run is its best/ or last/, and
+// a LoRA or prompt-tuning run's hold adapters, for the base model.
+func RunDirAsModel(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
+		return ""
+	}
+	for _, sub := range []string{rundir.BestDir, rundir.CheckpointDir} {
+		if st, err := os.Stat(filepath.Join(dir, sub)); err == nil && st.IsDir() {
+			return fmt.Sprintf("a run directory, not a model: a full-parameter run's models are %s and %s; "+
+				"a LoRA or prompt-tuning run's hold adapters, for its base model", filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
+		}
+	}
+	return ""
 }
 
 // missingFiles says which files of a model directory are missing ("" for none).

@@ -32,6 +32,8 @@ func TestPreflight(t *testing.T) {
 	os.WriteFile(filepath.Join(spOnly, "tokenizer.model"), []byte("x"), 0o644)
 	empty := filepath.Join(dir, "empty.tsv")
 	os.WriteFile(empty, nil, 0o644)
+	aRun := filepath.Join(dir, "a-run") // a run directory taken for a model
+	os.MkdirAll(filepath.Join(aRun, "best"), 0o755)
 	for _, tc := range []struct {
 		name string
 		set  []string
@@ -45,7 +47,12 @@ func TestPreflight(t *testing.T) {
 		{"weights", []string{"model.path=" + without("model.safetensors")}, []string{"no model.safetensors (or model.safetensors.index.json and its shards) there"}},
 		{"data", []string{"task.train=" + filepath.Join(dir, "data", "nope.tsv"), "task.test=" + filepath.Join(dir, "data", "gone.tsv")},
 			[]string{"task.train " + filepath.Join(dir, "data", "nope.tsv") + ": no such file", "task.test " + filepath.Join(dir, "data", "gone.tsv") + ": no such file"}},
-		{"adapter.init", []string{"adapter.init=" + dir}, []string{"adapter.init " + dir + ": adapter_config.json no such file"}},
+		{"adapter.init", []string{"adapter.init=" + dir}, []string{"adapter.init " + dir + ": no adapter_config.json there; want a saved adapter directory"}},
+		{"a run directory as the model", []string{"model.path=" + aRun}, []string{"model.path " + aRun +
+			": a run directory, not a model: a full-parameter run's models are " + filepath.Join(aRun, "best")}},
+		{"adapter.init, a model", []string{"adapter.init=" + m}, []string{"adapter.init " + m + ": a model directory", "load it as the model"}},
+		{"a directory as the data", []string{"task.train=" + filepath.Join(dir, "data")}, []string{"task.train " + filepath.Join(dir, "data") +
+			": a directory, not a file (name the data file in it: .parquet, .tsv, .json or .jsonl)"}},
 		{"an empty data file", []string{"task.train=" + empty}, []string{"task.train " + empty + ": the file is empty"}},
 		{"the paper's model and data", []string{"model.path=" + filepath.Join(dir, "models", "Llama-3.2-1B"), "model.name=meta-llama/Llama-3.2-1B",
 			"task.train=" + filepath.Join(dir, "data", "squad", "plain_text", "train-00000-of-00001.parquet")}, []string{

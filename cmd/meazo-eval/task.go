@@ -73,6 +73,9 @@ func runTask(args []string, stdout, log io.Writer) error {
 			return fmt.Errorf("%s %s: %w", f.flag, f.path, errors.Unwrap(err))
 		}
 	}
+	if what := train.RunDirAsModel(*modelDir); what != "" {
+		return fmt.Errorf("--model %s: %s", *modelDir, what)
+	}
 	if data.Task(*task) == data.Pets {
 		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend,
 			maxExamples: *maxExamples, batch: *batch, threads: *threads}, stdout, log)

@@ -72,6 +72,14 @@ func TestTaskOnDemo(t *testing.T) {
 			t.Errorf("missing %s: %v (log %q)", miss, err, log.String())
 		}
 	}
+	// The run directory given as the model is named as one, before any backend opens.
+	runDir := filepath.Join(dir, "run")
+	var log strings.Builder
+	err = runTask([]string{"--model", runDir, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv")}, io.Discard, &log)
+	if want := "--model " + runDir + ": a run directory, not a model: a full-parameter run's models are " + best; err == nil ||
+		!strings.Contains(err.Error(), want) || log.Len() > 0 {
+		t.Errorf("the run directory as --model: %v (log %q), want an error saying %q", err, log.String(), want)
+	}
 }
 
 // TestTaskCommandLine: what the flags cannot mean is a usage error, before
