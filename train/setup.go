@@ -385,8 +385,26 @@ func (r *run) setupEngine() error {
 	if cfg.Train.BatchSize > n {
 		fmt.Fprintf(r.log, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
 	}
+	if err := checkBatchMemory(cfg.Train.BatchSize, r.stepFloor(), r.backend.Name() == "cpu", hostMemory()); err != nil {
+		return err
+	}
 	r.sampler, err = data.NewSampler(n, cfg.Train.Seed)
 	return err
+}
+
+// stepFloor is the least memory a training step of this run allocates
+// (memcheck.go).
+func (r *run) stepFloor() stepFloor {
+	b := r.cfg.Train.BatchSize
+	if r.vis != nil {
+		c := r.vis.vit.Config
+		return imageFloor(b, c.ImageSize, c.PatchSize, c.HiddenSize, c.IntermediateSize)
+	}
+	longest := 0
+	for _, e := range r.data.train {
+		longest = max(longest, len(e.IDs))
+	}
+	return textFloor(b, longest, r.m.Config.HiddenSize, r.m.Config.IntermediateSize)
 }
 
 // setupEvaluation makes the objective (model and adapter for the engine),
