@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -255,5 +256,20 @@ func TestSetPathDropsName(t *testing.T) {
 		if c.Model.Name != tc.name || c.ModelName() != tc.rec {
 			t.Errorf("--set %v: model.name %q, recorded %q; want %q, %q", tc.set, c.Model.Name, c.ModelName(), tc.name, tc.rec)
 		}
+	}
+}
+
+// TestThreadsMoreThanCPUs: more threads than the machine has run (results do
+// not depend on them) and the log says so.
+func TestThreadsMoreThanCPUs(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	var log bytes.Buffer
+	n := runtime.NumCPU() + 1
+	set := append(slices.Clone(trustSet), fmt.Sprintf("train.threads=%d", n), "output.dir="+filepath.Join(dir, "run"))
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("warning: train.threads %d is more than this machine's %d CPUs", n, n-1); !strings.Contains(log.String(), want) {
+		t.Errorf("no %q in the log:\n%s", want, log.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -38,6 +39,9 @@ func (r *run) setup() error {
 	// text task's, or an image task's (vision.go).
 	if err := r.stopStarting("loading the model"); err != nil {
 		return err
+	}
+	if n := r.cfg.Train.Threads; n > runtime.NumCPU() {
+		fmt.Fprintf(r.log, "warning: train.threads %d is more than this machine's %d CPUs: the extra threads only take turns (0 uses every core)\n", n, runtime.NumCPU())
 	}
 	setup := r.setupText
 	if isImageTask(r.cfg) {
