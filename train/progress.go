@@ -17,11 +17,12 @@ type progress struct {
 	total    int
 	every    int
 	start    time.Time
-	first    int // the step this invocation began after (a resume's)
+	first    int           // the step this invocation began after (a resume's)
+	memory   func() string // the peak memory so far, for the line's end ("": none known)
 }
 
-func newProgress(w *runLog, terminal bool, total, every int) *progress {
-	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now()}
+func newProgress(w *runLog, terminal bool, total, every int, memory func() string) *progress {
+	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now(), memory: memory}
 }
 
 // begin starts the clock before the first step after step.
@@ -43,15 +44,21 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 			val += fmt.Sprintf(" (step %d)", valStep)
 		}
 	}
+	mem := ""
+	if p.memory != nil {
+		if m := p.memory(); m != "" {
+			mem = ", " + m
+		}
+	}
 	if p.terminal {
 		const width = 30
 		fill := width * step / max(p.total, 1)
-		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %s  ETA %s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
-			step, p.total, loss, val, perStep(stepSecs), eta)
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %s  ETA %s%s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
+			step, p.total, loss, val, perStep(stepSecs), eta, mem)
 		return
 	}
 	if step%p.every == 0 || step == p.total {
-		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s, %s, ETA %s\n", step, p.total, loss, val, perStep(stepSecs), eta)
+		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s, %s, ETA %s%s\n", step, p.total, loss, val, perStep(stepSecs), eta, mem)
 	}
 }
 

@@ -142,7 +142,7 @@ const (
 // run, then finishes it.
 func (r *run) train() (*Summary, error) {
 	r.summary = r.newSummary()
-	r.prog = newProgress(r.out, r.opts.Terminal, r.cfg.Train.Steps, r.cfg.Train.LogEvery)
+	r.prog = newProgress(r.out, r.opts.Terminal, r.cfg.Train.Steps, r.cfg.Train.LogEvery, r.peakMemory)
 	end := r.pendingValidation()
 	if end.kind == continueRun {
 		r.out.begin("training", r.trainingLine())

@@ -384,11 +384,11 @@ func TestStopInDivergingValidation(t *testing.T) {
 // validation loss older than the step says its step.
 func TestProgressRate(t *testing.T) {
 	var b strings.Builder
-	p := newProgress(newRunLog(&b), false, 10, 1)
+	p := newProgress(newRunLog(&b), false, 10, 1, func() string { return "peak RSS 1.5 GiB" })
 	p.begin(4)
 	p.start = time.Now().Add(-3 * time.Second)
 	p.update(5, 1, 0.5, math.NaN(), -1)
-	if got := b.String(); !strings.HasPrefix(got, "step 5/10 loss 1.0000, 0.50 s/step, ETA 15s") {
+	if got := b.String(); !strings.HasPrefix(got, "step 5/10 loss 1.0000, 0.50 s/step, ETA 15s, peak RSS 1.5 GiB\n") {
 		t.Errorf("progress line %q", got)
 	}
 	for _, tc := range []struct {

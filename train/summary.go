@@ -55,7 +55,23 @@ func finite(x float64) *float64 {
 	return &x
 }
 
-// peakRSS reads the process's peak resident set size (VmHWM) in bytes.
+// peakMemory is the run's peak memory so far, as the progress line shows
+// it: the process's resident set (summary.json's peak_rss_bytes) and, where
+// the model computes on a GPU, the device memory the backend allocated.
+func (r *run) peakMemory() string {
+	var parts []string
+	if rss := peakRSS(); rss > 0 {
+		parts = append(parts, "peak RSS "+gib(float64(rss)))
+	}
+	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
+		_, peak := dm.DeviceMemory()
+		parts = append(parts, "device "+gib(float64(peak)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM; 0 where
+// /proc cannot be read).
 func peakRSS() int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
