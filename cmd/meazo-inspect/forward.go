@@ -102,6 +102,9 @@ func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
 	if modelDir == "" {
 		return nil, cli.Usage(fmt.Errorf("--model is required"))
 	}
+	if what := train.RunDirAsModel(modelDir); what != "" {
+		return nil, fmt.Errorf("--model %s: %s", modelDir, what)
+	}
 	be, err := backends.Open(backend, 0, os.Stderr)
 	if err != nil {
 		return nil, err

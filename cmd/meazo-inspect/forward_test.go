@@ -102,6 +102,13 @@ func TestForwardCLIErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "row 1") {
 		t.Errorf("ragged input: %v, want an error naming row 1", err)
 	}
+	// A run directory given as the model is named as one.
+	run := filepath.Join(dir, "run")
+	os.MkdirAll(filepath.Join(run, "best"), 0o755)
+	err = runForward([]string{"--model", run, "--input", writeBatch(t), "--out", filepath.Join(t.TempDir(), "o.st")}, nil, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "a run directory, not a model") {
+		t.Errorf("a run directory as the model: %v, want it named as one", err)
+	}
 }
 
 // demoModel writes the demo's tiny model and returns its directory.
