@@ -6,6 +6,7 @@ package train
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -372,24 +373,36 @@ func (c *Config) validateInputs() error {
 	case c.Model.Path == "":
 		return fmt.Errorf("model.path is required")
 	case !slices.Contains([]string{"sst2", "squad", "xsum", "pets", "classification", "generation"}, c.Task.Name):
-		return fmt.Errorf("task.name %q: want sst2, squad, xsum, pets, classification or generation", c.Task.Name)
+		return choiceError("task.name", c.Task.Name, "sst2", "squad", "xsum", "pets", "classification", "generation")
 	case c.Task.Train == "":
 		return fmt.Errorf("task.train is required")
 	case c.Task.Format != string(data.FormatChat) && c.Task.Format != string(data.FormatMeZO):
-		return fmt.Errorf("task.format %q: want chat or mezo", c.Task.Format)
+		return choiceError("task.format", c.Task.Format, "chat", "mezo")
 	case c.Task.Format == string(data.FormatMeZO) && c.Task.Name != "sst2":
 		return fmt.Errorf("task.format mezo has only SST-2's template (MeZO's), not task.name %s: use task.format chat with a model that has a chat template", c.Task.Name)
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, c.Model.Backend):
-		return fmt.Errorf("model.backend %q: want auto, cpu or cuda", c.Model.Backend)
+		return fmt.Errorf("model.backend %q: want auto, cpu or cuda (cuda: an NVIDIA GPU)", c.Model.Backend) // no "did you mean": gpu is one edit from cpu
 	}
 	return nil
+}
+
+// choiceError refuses value for key, which takes one of choices, and names
+// the closest choice where the value looks like a typo of it (two edits or
+// fewer, case aside: "ful", "zo_sgd", "LoRA").
+func choiceError(key, value string, choices ...string) error {
+	msg := fmt.Sprintf("%s %q: want %s or %s", key, value, strings.Join(choices[:len(choices)-1], ", "), choices[len(choices)-1])
+	v := strings.ToLower(value) // every choice is lower-case
+	if c := suggest.Closest(v, choices); c != "" && suggest.Distance(v, c) <= 2 {
+		msg += fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return errors.New(msg)
 }
 
 // validateAdapter checks what trains: adapter.*.
 func (c *Config) validateAdapter() error {
 	switch {
 	case c.Adapter.Kind != "lora" && c.Adapter.Kind != "prompt" && c.Adapter.Kind != "full":
-		return fmt.Errorf("adapter.kind %q: want lora, prompt or full", c.Adapter.Kind)
+		return choiceError("adapter.kind", c.Adapter.Kind, "lora", "prompt", "full")
 	case c.Adapter.Kind == "full" && c.Adapter.Init != "":
 		return fmt.Errorf("adapter.init %s: a full-parameter run starts from model.path (point model.path at a saved model directory, such as a run's best/)", c.Adapter.Init)
 	case c.Adapter.Kind != "full" && (len(c.Adapter.Include) > 0 || len(c.Adapter.Exclude) > 0):
@@ -412,7 +425,7 @@ func (c *Config) validateAdapter() error {
 func (c *Config) validateOptimizer() error {
 	switch {
 	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
-		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Optimizer.Name)
+		return choiceError("optimizer.name", c.Optimizer.Name, "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo")
 	case !(c.Optimizer.LR > 0) || math.IsInf(c.Optimizer.LR, 0):
 		return fmt.Errorf("optimizer.lr must be positive and finite, got %g", c.Optimizer.LR)
 	case !(c.Optimizer.Eps > 0) || math.IsInf(c.Optimizer.Eps, 0):
@@ -422,7 +435,7 @@ func (c *Config) validateOptimizer() error {
 	case !(c.Optimizer.WeightDecay >= 0) || math.IsInf(c.Optimizer.WeightDecay, 0):
 		return fmt.Errorf("optimizer.weight_decay must be >= 0 and finite, got %g", c.Optimizer.WeightDecay)
 	case !slices.Contains([]string{"", "normal", "sphere", "rademacher", "ternary"}, c.Optimizer.Dist):
-		return fmt.Errorf("optimizer.dist %q: want normal, sphere, rademacher or ternary", c.Optimizer.Dist)
+		return choiceError("optimizer.dist", c.Optimizer.Dist, "normal", "sphere", "rademacher", "ternary")
 	case c.Optimizer.Q < 1:
 		return fmt.Errorf("optimizer.q must be at least 1, got %d", c.Optimizer.Q)
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:

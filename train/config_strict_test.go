@@ -47,3 +47,17 @@ func TestConfigWrittenIsUsedOrRefused(t *testing.T) {
 		t.Errorf("an empty string and a trailing ---: %v", err)
 	}
 }
+
+// TestChoiceError: a setting with fixed choices names them, and the closest
+// where the value is a likely typo of it.
+func TestChoiceError(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{"ful", `adapter.kind "ful": want lora, prompt or full (did you mean "full"?)`},
+		{"LoRA", `adapter.kind "LoRA": want lora, prompt or full (did you mean "lora"?)`},
+		{"adapter", `adapter.kind "adapter": want lora, prompt or full`},
+	} {
+		if got := choiceError("adapter.kind", tc.value, "lora", "prompt", "full").Error(); got != tc.want {
+			t.Errorf("%q: %s, want %s", tc.value, got, tc.want)
+		}
+	}
+}
