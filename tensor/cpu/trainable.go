@@ -129,7 +129,7 @@ func (b *Backend) updateWeight(w, m, v tensor.Weight, u *tensor.Update) float64 
 // and FZOO's rule (SGD without momentum) has loops of its own, float32 and
 // bfloat16; at q = 1 ĝ = w·z is formed as it is applied, with no float64 ĝ
 // in between (the same bits). The rules with state run stateValues on
-// float32 weights, update.Rule.ApplyBF16 on bfloat16 ones.
+// float32 weights, stateBF16 on bfloat16 ones.
 func updatePiece(sc *updateScratch, u *tensor.Update, p *Packed, md, vd []float32, pi, k0, kc int) float64 {
 	lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
 	sgd := u.Rule.Kind == update.SGD && md == nil
@@ -150,7 +150,7 @@ func updatePiece(sc *updateScratch, u *tensor.Update, p *Packed, md, vd []float3
 	case p.data16 != nil && sgd:
 		return sgdBF16(p.data16[lo:hi], ghat, rnd, lr, wd)
 	case p.data16 != nil:
-		return u.Rule.ApplyBF16(p.data16[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi), rnd)
+		return stateBF16(&u.Rule, p.data16[lo:hi], ghat, span(md, lo, hi), span(vd, lo, hi), rnd)
 	case sgd:
 		return sgdValues(p.data[lo:hi], ghat, lr, wd)
 	default:

@@ -12,7 +12,8 @@ import (
 // BenchmarkUpdateWeight reports the rate (bytes of weights read and
 // written) of a full-parameter update of a 96 MiB matrix, past the caches as
 // a model's weights are: "sgd" is MEAZO's and ZO-SGD's q = 1 step, "adam"
-// ZO-Adam's (with its two moments); against the parts of the first, "noise"
+// ZO-Adam's (with its two moments), "adam-bf16" on bfloat16 weights (the
+// bytes counted as float32's); against the parts of the first, "noise"
 // (the normals alone, drawn in the panels' layout) and "pass" (a plain
 // read-modify-write of every weight).
 func BenchmarkUpdateWeight(b *testing.B) {
@@ -26,6 +27,9 @@ func BenchmarkUpdateWeight(b *testing.B) {
 	adam.Rule = update.Rule{Kind: update.Adam, LR: 1e-7, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 1}
 	m, v := be.NewState(w), be.NewState(w)
 	be.updateWeight(w, m, v, &adam) // the state's pages touched
+	w16 := PackBF16(randMat(rand.New(rand.NewPCG(1, 1)), n*k), n, k)
+	m16, v16 := be.NewState(w16), be.NewState(w16)
+	be.updateWeight(w16, m16, v16, &adam)
 	b.Run("sgd", func(b *testing.B) {
 		b.SetBytes(8 * n * k)
 		for b.Loop() {
@@ -36,6 +40,12 @@ func BenchmarkUpdateWeight(b *testing.B) {
 		b.SetBytes(8 * n * k)
 		for b.Loop() {
 			be.updateWeight(w, m, v, &adam)
+		}
+	})
+	b.Run("adam-bf16", func(b *testing.B) {
+		b.SetBytes(8 * n * k)
+		for b.Loop() {
+			be.updateWeight(w16, m16, v16, &adam)
 		}
 	})
 	b.Run("noise", func(b *testing.B) {

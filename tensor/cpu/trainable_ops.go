@@ -39,7 +39,7 @@ func useTrainableScalar() {
 	perturbValues, perturbPair, sgdValues, addScaled = perturbValuesScalar, perturbPairScalar, sgdValuesScalar, addScaledScalar
 	sgdDirection, stateValues = sgdDirectionScalar, stateValuesScalar
 	perturbValuesBF16, perturbPairBF16 = perturbValuesBF16Scalar, perturbPairBF16Scalar
-	sgdBF16, sgdDirectionBF16 = sgdBF16Scalar, sgdDirectionBF16Scalar
+	sgdBF16, sgdDirectionBF16, stateBF16 = sgdBF16Scalar, sgdDirectionBF16Scalar, stateBF16Scalar
 }
 
 func perturbValuesScalar(dst, w, z []float32, scale float64) {
@@ -128,6 +128,9 @@ var (
 	// sgdDirection on them.
 	sgdBF16          = sgdBF16Scalar
 	sgdDirectionBF16 = sgdDirectionBF16Scalar
+	// stateBF16 is stateValues on bfloat16 weights (their bits): the
+	// rules with optimizer state, as update.Rule.ApplyBF16 moves them.
+	stateBF16 = stateBF16Scalar
 )
 
 func perturbValuesBF16Scalar(dst []float32, w []uint16, z []float32, scale float64) {
@@ -159,6 +162,30 @@ func sgdDirectionBF16Scalar(theta []uint16, z []float32, rnd []uint32, w, lr, wd
 		sgdElemBF16(&p, theta, rnd, i, 0+float64(w*float64(zv)), lr, wd) // ĝ as on a cleared buffer
 	}
 	return sumPartials(&p)
+}
+
+func stateBF16Scalar(r *update.Rule, theta []uint16, ghat []float64, m, v []float32, rnd []uint32) float64 {
+	var p [16]float64
+	for i, g := range ghat[:len(theta)] {
+		stateElemBF16(&p, r, theta, m, v, rnd, i, g)
+	}
+	return sumPartials(&p)
+}
+
+// stateElemBF16 is stateElem on a bfloat16 weight, rounded by rnd[i].
+func stateElemBF16(p *[16]float64, r *update.Rule, theta []uint16, m, v []float32, rnd []uint32, i int, g float64) {
+	var mi, vi *float32
+	if m != nil {
+		mi = &m[i]
+	}
+	if v != nil {
+		vi = &v[i]
+	}
+	x := float64(bf16ToF32(theta[i]))
+	nx := update.StochasticBF16(float32(r.Target(x, g, mi, vi)), rnd[i])
+	dx := float64(bf16ToF32(nx)) - x
+	p[i%16] += float64(dx * dx)
+	theta[i] = nx
 }
 
 // sgdElemBF16 is sgdElem on a bfloat16 weight, rounded by rnd[i].

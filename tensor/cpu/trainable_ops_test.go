@@ -144,7 +144,53 @@ func checkBF16Ops(t *testing.T) {
 				t.Errorf("%s n %d: Σ Δθ² %v, the reference's %v", c.name, n, sg, sw)
 			}
 		}
+		checkStateBF16(t, rng, w, ghat, rnd)
 	}
+}
+
+// checkStateBF16: the rules with state on bfloat16 weights move θ, m and v
+// to update.Rule.ApplyBF16's bits (NaN and infinities in w included), on the
+// path in use and in scalar form; their sums agree up to order.
+func checkStateBF16(t *testing.T, rng *rand.Rand, w []uint16, ghat []float64, rnd []uint32) {
+	n := len(w)
+	for _, rc := range stateRules() {
+		m, v := make([]float32, n), make([]float32, n)
+		for i := range n {
+			m[i], v[i] = float32(rng.NormFloat64()*0.1), float32(rng.ExpFloat64()*0.01)
+		}
+		if !rc.m {
+			m = nil
+		}
+		if !rc.v {
+			v = nil
+		}
+		refT, refM, refV := slices.Clone(w), slices.Clone(m), slices.Clone(v)
+		ssRef := rc.r.ApplyBF16(refT, ghat, refM, refV, rnd)
+		for _, path := range []struct {
+			name string
+			run  func(r *update.Rule, theta []uint16, g []float64, m, v []float32, rnd []uint32) float64
+		}{{"in use", stateBF16}, {"scalar", stateBF16Scalar}} {
+			th, mm, vv := slices.Clone(w), slices.Clone(m), slices.Clone(v)
+			ss := path.run(&rc.r, th, ghat, mm, vv, rnd)
+			for i := range n {
+				if th[i] != refT[i] || mm != nil && !sameBits(mm[i], refM[i]) || vv != nil && !sameBits(vv[i], refV[i]) {
+					t.Fatalf("%s %s n %d, element %d: θ %#04x m %v v %v; ApplyBF16's %#04x %v %v", rc.name, path.name, n, i,
+						th[i], at(mm, i), at(vv, i), refT[i], at(refM, i), at(refV, i))
+				}
+			}
+			if !(ss == ssRef || math.Abs(ss-ssRef) <= 1e-12*ssRef || math.IsNaN(ss) && math.IsNaN(ssRef)) {
+				t.Errorf("%s %s n %d: Σ Δθ² %v, ApplyBF16's %v", rc.name, path.name, n, ss, ssRef)
+			}
+		}
+	}
+}
+
+// at is s[i], or 0 for a nil s (for messages).
+func at(s []float32, i int) float32 {
+	if s == nil {
+		return 0
+	}
+	return s[i]
 }
 
 // TestToPanelMatchesScalar: the panel transpose in use (8×8 blocks in
@@ -192,17 +238,7 @@ func TestToPanelMatchesScalar(t *testing.T) {
 func TestStateRulesMatchRuleApply(t *testing.T) { checkStateRules(t) }
 
 func checkStateRules(t *testing.T) {
-	rules := []struct {
-		name string
-		r    update.Rule
-		m, v bool
-	}{
-		{"sgd", update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01}, false, false},
-		{"sgd-momentum", update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01, Momentum: 0.9}, true, false},
-		{"adam", update.Rule{Kind: update.Adam, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
-		{"adam-beta1-0", update.Rule{Kind: update.Adam, LR: 1e-3, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 0.002997}, false, true},
-		{"radazo", update.Rule{Kind: update.RAdaZO, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
-	}
+	rules := stateRules()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, rc := range rules {
 		for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 100, 1027} {
@@ -251,5 +287,25 @@ func checkStateRules(t *testing.T) {
 				t.Errorf("%s, n %d: Σ Δθ² %v, Rule.Apply's %v", rc.name, n, ssSc, ssRef)
 			}
 		}
+	}
+}
+
+// stateRule is a rule with optimizer state to check, and which of m and v it
+// keeps.
+type stateRule struct {
+	name string
+	r    update.Rule
+	m, v bool
+}
+
+// stateRules are the rules the state checks run: every kind, with and
+// without m, with bias corrections.
+func stateRules() []stateRule {
+	return []stateRule{
+		{"sgd", update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01}, false, false},
+		{"sgd-momentum", update.Rule{Kind: update.SGD, LR: 1e-3, WeightDecay: 0.01, Momentum: 0.9}, true, false},
+		{"adam", update.Rule{Kind: update.Adam, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
+		{"adam-beta1-0", update.Rule{Kind: update.Adam, LR: 1e-3, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 0.002997}, false, true},
+		{"radazo", update.Rule{Kind: update.RAdaZO, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
 	}
 }

@@ -61,6 +61,7 @@ func useTrainableAVX512() {
 	stateValues = func(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
 		return stateValuesVector(r, theta, ghat, m, v, stateBlocksAVX512)
 	}
+	stateBF16 = stateBF16AVX512
 }
 
 func perturbValuesAVX512(dst, w, z []float32, scaleBits uint64) {
@@ -167,13 +168,7 @@ func stateValuesVector(r *update.Rule, theta []float32, ghat []float64, m, v []f
 	if v != nil {
 		v = v[:len(theta)]
 	}
-	// The rule's constants reach the vector code as bits (no legacy SSE),
-	// in the blocks' order.
-	c := [10]float64{r.LR, r.WeightDecay, r.Momentum, r.Beta1, 1 - r.Beta1, r.Beta2, 1 - r.Beta2, r.C1, r.C2, r.Eps}
-	var bits [10]uint64
-	for k, f := range c {
-		bits[k] = math.Float64bits(f)
-	}
+	bits := ruleBits(r)
 	var p [16]float64
 	i := blocks(&p, r.Kind, theta, ghat, m, v, &bits)
 	for ; i < len(theta); i++ {
@@ -289,10 +284,7 @@ func sgdBF16Vector(theta []uint16, ghat []float64, z []float32, rnd []uint32, w,
 			sgdElemBF16(p, theta, rnd, i, 0+float64(w*float64(z[i])), lr, wd) // ĝ as on a cleared buffer
 		}
 	}
-	var p [16]float64
-	i := 0
-	for len(theta)-i >= 16 {
-		var q [16]float64
+	return bf16Vector(len(theta), func(q *[16]float64, i int) int {
 		var zi []float32
 		var gi []float64
 		if ghat != nil {
@@ -300,18 +292,33 @@ func sgdBF16Vector(theta []uint16, ghat []float64, z []float32, rnd []uint32, w,
 		} else {
 			zi = z[i:]
 		}
-		i += sgdBF16BlocksAVX512(&q, theta[i:], gi, zi, rnd[i:], math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+		return sgdBF16BlocksAVX512(q, theta[i:], gi, zi, rnd[i:], math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+	}, elem)
+}
+
+// bf16Vector runs an update of n bfloat16 weights: blocks (a vector loop
+// from weight i that stops before a block of 16 whose new values include a
+// NaN, or where fewer than 16 are left, and returns how many it moved, their
+// squared changes' partial sums in q) as far as it goes, then each block it
+// stopped before and the tail by elem (the scalar code, whose rounding
+// keeps NaN's bits); it returns Σ Δθ².
+func bf16Vector(n int, blocks func(q *[16]float64, i int) int, elem func(p *[16]float64, i int)) float64 {
+	var p [16]float64
+	i := 0
+	for n-i >= 16 {
+		var q [16]float64
+		i += blocks(&q, i)
 		for j := range p {
 			p[j] += q[j]
 		}
-		if len(theta)-i >= 16 { // stopped before a block with a NaN
+		if n-i >= 16 { // stopped before a block with a NaN
 			for j := i; j < i+16; j++ {
 				elem(&p, j)
 			}
 			i += 16
 		}
 	}
-	for ; i < len(theta); i++ {
+	for ; i < n; i++ {
 		elem(&p, i)
 	}
 	return sumPartials(&p)
@@ -326,7 +333,6 @@ func sgdBF16BlocksAVX512(p *[16]float64, theta []uint16, ghat []float64, z []flo
 	wv := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
 	lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
 	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
-	low, sixteen := archsimd.BroadcastUint32x8(0xFFFF), archsimd.BroadcastUint32x8(16)
 	var zero, a0, a1 archsimd.Float64x8
 	i := 0
 	for ; i+16 <= len(theta); i += 16 {
@@ -343,15 +349,8 @@ func sgdBF16BlocksAVX512(p *[16]float64, theta []uint16, ghat []float64, z []flo
 		if n0.Equal(n0).And(n1.Equal(n1)).ToBits() != 0xFF {
 			break
 		}
-		// Stochastic rounding: the random word's low 16 bits added below
-		// bfloat16's mantissa, then dropped.
-		b0 := n0.AsUint32x8().Add(archsimd.LoadUint32x8Slice(rnd[i:]).And(low)).ShiftRight(sixteen)
-		b1 := n1.AsUint32x8().Add(archsimd.LoadUint32x8Slice(rnd[i+8:]).And(low)).ShiftRight(sixteen)
-		b0.TruncateToUint16().StoreSlice(theta[i:])
-		b1.TruncateToUint16().StoreSlice(theta[i+8:])
-		d0 := b0.ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64().Sub(x0)
-		d1 := b1.ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64().Sub(x1)
-		a0, a1 = a0.Add(d0.Mul(d0)), a1.Add(d1.Mul(d1))
+		s0, s1 := storeBF16AVX512(theta[i:], rnd[i:], n0, n1, x0, x1)
+		a0, a1 = a0.Add(s0), a1.Add(s1)
 	}
 	a0.StoreSlice(p[:8])
 	a1.StoreSlice(p[8:])
