@@ -11,7 +11,8 @@ import (
 
 // BenchmarkUpdateWeight reports the rate (bytes of weights read and
 // written) of a full-parameter update of a 96 MiB matrix, past the caches as
-// a model's weights are: "sgd" is MEAZO's and ZO-SGD's q = 1 step, "adam"
+// a model's weights are, on each path of the element-wise loops the CPU has
+// (avx512, avx2, scalar): "sgd" is MEAZO's and ZO-SGD's q = 1 step, "adam"
 // ZO-Adam's (with its two moments), "adam-bf16" on bfloat16 weights (the
 // bytes counted as float32's); against the parts of the first, "noise"
 // (the normals alone, drawn in the panels' layout) and "pass" (a plain
@@ -30,24 +31,29 @@ func BenchmarkUpdateWeight(b *testing.B) {
 	w16 := PackBF16(randMat(rand.New(rand.NewPCG(1, 1)), n*k), n, k)
 	m16, v16 := be.NewState(w16), be.NewState(w16)
 	be.updateWeight(w16, m16, v16, &adam)
-	b.Run("sgd", func(b *testing.B) {
-		b.SetBytes(8 * n * k)
-		for b.Loop() {
-			be.updateWeight(w, nil, nil, u)
-		}
-	})
-	b.Run("adam", func(b *testing.B) {
-		b.SetBytes(8 * n * k)
-		for b.Loop() {
-			be.updateWeight(w, m, v, &adam)
-		}
-	})
-	b.Run("adam-bf16", func(b *testing.B) {
-		b.SetBytes(8 * n * k)
-		for b.Loop() {
-			be.updateWeight(w16, m16, v16, &adam)
-		}
-	})
+	defer restoreTrainable()
+	for _, path := range trainablePaths() {
+		path.use()
+		b.Run(path.name+"/sgd", func(b *testing.B) {
+			b.SetBytes(8 * n * k)
+			for b.Loop() {
+				be.updateWeight(w, nil, nil, u)
+			}
+		})
+		b.Run(path.name+"/adam", func(b *testing.B) {
+			b.SetBytes(8 * n * k)
+			for b.Loop() {
+				be.updateWeight(w, m, v, &adam)
+			}
+		})
+		b.Run(path.name+"/adam-bf16", func(b *testing.B) {
+			b.SetBytes(8 * n * k)
+			for b.Loop() {
+				be.updateWeight(w16, m16, v16, &adam)
+			}
+		})
+	}
+	restoreTrainable()
 	b.Run("noise", func(b *testing.B) {
 		b.SetBytes(8 * n * k)
 		for b.Loop() {
