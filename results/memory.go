@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -50,11 +51,11 @@ func MemoryTable(runs []sweep.Run) (string, error) {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |", m, len(rs),
 			span(paramsMin, paramsMax, func(n int64) string { return fmt.Sprint(n) }),
-			span(stateMin, stateMax, bytesString), perParam, bytesString(rss))
+			span(stateMin, stateMax, bytesize.String), perParam, bytesize.String(rss))
 		if gpu {
 			devStr := "–" // these runs were on the CPU
 			if dev > 0 {
-				devStr = bytesString(dev)
+				devStr = bytesize.String(dev)
 			}
 			fmt.Fprintf(&b, " %s |", devStr)
 		}
@@ -73,21 +74,4 @@ func span(lo, hi int64, f func(int64) string) string {
 		return f(lo)
 	}
 	return f(lo) + " – " + f(hi)
-}
-
-// bytesString writes a byte count exactly below 1 KiB and in binary units
-// above, with the exact count for small states (8 B is the point of MEAZO).
-func bytesString(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n)/unit, "KiB"
-	for _, next := range []string{"MiB", "GiB", "TiB"} {
-		if v < unit {
-			break
-		}
-		v, u = v/unit, next
-	}
-	return fmt.Sprintf("%.1f %s", v, u)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/meazo-go/meazo/internal/bytesize"
 )
 
 // A step's memory, checked before a run writes anything. A mini-batch of
@@ -57,16 +59,12 @@ func checkBatchMemory(batch int, f stepFloor, onHost bool, total uint64) error {
 		return nil
 	}
 	return fmt.Errorf("train.batch_size %d: one step needs at least %s (%d examples of up to %d tokens each), more than this machine's %s of memory; use a smaller batch",
-		batch, gib(need), f.rows, f.tokens, gib(float64(total)))
+		batch, size(need), f.rows, f.tokens, size(float64(total)))
 }
 
-// gib writes a size in GiB (MiB below one).
-func gib(b float64) string {
-	if b < 1<<30 {
-		return fmt.Sprintf("%.1f MiB", b/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", b/(1<<30))
-}
+// size writes a byte count given as a float64 (a floor may pass any
+// int64; capped at 4 EiB), as bytesize does.
+func size(b float64) string { return bytesize.String(int64(min(b, 1<<62))) }
 
 // hostMemory is the machine's memory in bytes (Linux's MemTotal; 0 where
 // it cannot be read).

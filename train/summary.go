@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor"
 )
@@ -61,11 +62,11 @@ func finite(x float64) *float64 {
 func (r *run) peakMemory() string {
 	var parts []string
 	if rss := peakRSS(); rss > 0 {
-		parts = append(parts, "peak RSS "+gib(float64(rss)))
+		parts = append(parts, "peak RSS "+bytesize.String(rss))
 	}
 	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
 		_, peak := dm.DeviceMemory()
-		parts = append(parts, "device "+gib(float64(peak)))
+		parts = append(parts, "device "+bytesize.String(int64(peak)))
 	}
 	return strings.Join(parts, ", ")
 }
