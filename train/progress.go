@@ -19,6 +19,8 @@ type progress struct {
 	start    time.Time
 	first    int           // the step this invocation began after (a resume's)
 	memory   func() string // the peak memory so far, for the line's end ("": none known)
+	mem      string        // memory's last answer, asked again at most once a second
+	memAt    time.Time
 }
 
 func newProgress(w *runLog, terminal bool, total, every int, memory func() string) *progress {
@@ -44,12 +46,7 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 			val += fmt.Sprintf(" (step %d)", valStep)
 		}
 	}
-	mem := ""
-	if p.memory != nil {
-		if m := p.memory(); m != "" {
-			mem = ", " + m
-		}
-	}
+	mem := p.memoryNote()
 	if p.terminal {
 		const width = 30
 		fill := width * step / max(p.total, 1)
@@ -60,6 +57,19 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 	if step%p.every == 0 || step == p.total {
 		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s, %s, ETA %s%s\n", step, p.total, loss, val, perStep(stepSecs), eta, mem)
 	}
+}
+
+// memoryNote is ", " and the peak memory for a line's end (or ""): read
+// from the process at most once a second, since a terminal's bar is drawn
+// at every step (a tiny model's take milliseconds).
+func (p *progress) memoryNote() string {
+	if p.memory != nil && time.Since(p.memAt) >= time.Second {
+		p.mem, p.memAt = p.memory(), time.Now()
+	}
+	if p.mem == "" {
+		return ""
+	}
+	return ", " + p.mem
 }
 
 // perStep is a step's time, in milliseconds below a tenth of a second (a
