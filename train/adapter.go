@@ -178,7 +178,7 @@ func notAnAdapter(dir string) string {
 	case has("config.json"):
 		return "a model directory (config.json, no adapter_config.json), as a full-parameter run's best/ and last/ are: " +
 			"load it as the model (--model, model.path), not as an adapter"
-	case has(rundir.BestDir) || has(rundir.CheckpointDir):
+	case isRunDir(dir):
 		return fmt.Sprintf("a run directory, not an adapter: a LoRA or prompt-tuning run's adapters are %s and %s",
 			filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
 	}

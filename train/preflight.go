@@ -178,13 +178,22 @@ func RunDirAsModel(dir string) string {
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
 		return ""
 	}
+	if !isRunDir(dir) {
+		return ""
+	}
+	return fmt.Sprintf("a run directory, not a model: a full-parameter run's models are %s and %s; "+
+		"a LoRA or prompt-tuning run's hold adapters, for its base model", filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
+}
+
+// isRunDir reports whether dir looks like a run directory (a best/ or a
+// checkpoint/ in it): what a model or an adapter directory is mistaken for.
+func isRunDir(dir string) bool {
 	for _, sub := range []string{rundir.BestDir, rundir.CheckpointDir} {
 		if st, err := os.Stat(filepath.Join(dir, sub)); err == nil && st.IsDir() {
-			return fmt.Sprintf("a run directory, not a model: a full-parameter run's models are %s and %s; "+
-				"a LoRA or prompt-tuning run's hold adapters, for its base model", filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 // missingFiles says which files of a model directory are missing ("" for none).
