@@ -94,18 +94,24 @@ func stateValuesScalar(r *update.Rule, theta []float32, ghat []float64, m, v []f
 // stateElem moves θ[i] and its state by r.Target and adds its squared
 // change to partial sum i mod 16.
 func stateElem(p *[16]float64, r *update.Rule, theta, m, v []float32, i int, g float64) {
-	var mi, vi *float32
+	mi, vi := stateAt(m, v, i)
+	x := float64(theta[i])
+	nx := float32(r.Target(x, g, mi, vi))
+	dx := float64(nx) - x
+	p[i%16] += float64(dx * dx)
+	theta[i] = nx
+}
+
+// stateAt is &m[i] and &v[i], nil for a state the rule keeps none of (as
+// update.Rule.Target takes them).
+func stateAt(m, v []float32, i int) (mi, vi *float32) {
 	if m != nil {
 		mi = &m[i]
 	}
 	if v != nil {
 		vi = &v[i]
 	}
-	x := float64(theta[i])
-	nx := float32(r.Target(x, g, mi, vi))
-	dx := float64(nx) - x
-	p[i%16] += float64(dx * dx)
-	theta[i] = nx
+	return mi, vi
 }
 
 func sgdDirectionScalar(theta, z []float32, w, lr, wd float64) float64 {
@@ -174,13 +180,7 @@ func stateBF16Scalar(r *update.Rule, theta []uint16, ghat []float64, m, v []floa
 
 // stateElemBF16 is stateElem on a bfloat16 weight, rounded by rnd[i].
 func stateElemBF16(p *[16]float64, r *update.Rule, theta []uint16, m, v []float32, rnd []uint32, i int, g float64) {
-	var mi, vi *float32
-	if m != nil {
-		mi = &m[i]
-	}
-	if v != nil {
-		vi = &v[i]
-	}
+	mi, vi := stateAt(m, v, i)
 	x := float64(bf16ToF32(theta[i]))
 	nx := update.StochasticBF16(float32(r.Target(x, g, mi, vi)), rnd[i])
 	dx := float64(bf16ToF32(nx)) - x
