@@ -13,8 +13,8 @@ import (
 // written) of a full-parameter update of a 96 MiB matrix, past the caches as
 // a model's weights are, on each path of the element-wise loops the CPU has
 // (avx512, avx2, scalar): "sgd" is MEAZO's and ZO-SGD's q = 1 step, "adam"
-// ZO-Adam's (with its two moments), "adam-bf16" on bfloat16 weights (the
-// bytes counted as float32's); against the parts of the first, "noise"
+// ZO-Adam's (with its two moments), "sgd-bf16" and "adam-bf16" the same on
+// bfloat16 weights (the bytes counted as float32's); against the parts of the first, "noise"
 // (the normals alone, drawn in the panels' layout) and "pass" (a plain
 // read-modify-write of every weight).
 func BenchmarkUpdateWeight(b *testing.B) {
@@ -44,6 +44,12 @@ func BenchmarkUpdateWeight(b *testing.B) {
 			b.SetBytes(8 * n * k)
 			for b.Loop() {
 				be.updateWeight(w, m, v, &adam)
+			}
+		})
+		b.Run(path.name+"/sgd-bf16", func(b *testing.B) {
+			b.SetBytes(8 * n * k)
+			for b.Loop() {
+				be.updateWeight(w16, nil, nil, u)
 			}
 		})
 		b.Run(path.name+"/adam-bf16", func(b *testing.B) {
@@ -76,4 +82,35 @@ func BenchmarkUpdateWeight(b *testing.B) {
 			})
 		}
 	})
+}
+
+// BenchmarkPerturbPair reports the rate (weights read) at which the
+// perturbed GEMM forms W + εZ and W − εZ of one panel slice as deep as the
+// noise it draws at once (noiseDepth), in the caches as there, float32 and
+// bfloat16, on each path the CPU has.
+func BenchmarkPerturbPair(b *testing.B) {
+	const n = noiseDepth * nr
+	rng := rand.New(rand.NewPCG(1, 1))
+	w, z := randMat(rng, n), randMat(rng, n)
+	w16 := make([]uint16, n)
+	for i, v := range w {
+		w16[i] = f32ToBF16(v)
+	}
+	plus, minus := make([]float32, n), make([]float32, n)
+	defer restoreTrainable()
+	for _, path := range trainablePaths() {
+		path.use()
+		b.Run(path.name+"/f32", func(b *testing.B) {
+			b.SetBytes(4 * n)
+			for b.Loop() {
+				perturbPair(plus, minus, w, z, 1e-3)
+			}
+		})
+		b.Run(path.name+"/bf16", func(b *testing.B) {
+			b.SetBytes(4 * n)
+			for b.Loop() {
+				perturbPairBF16(plus, minus, w16, z, 1e-3)
+			}
+		})
+	}
 }
