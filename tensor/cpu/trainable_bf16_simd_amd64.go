@@ -15,10 +15,41 @@ import (
 // rounded to float32 and then stochastically to bfloat16
 // (update.StochasticBF16), as update.Rule.ApplyBF16 does.
 
-// stateBF16AVX512 is stateBF16Scalar with whole blocks of 16 by
-// stateBF16BlocksAVX512, a block with a NaN (a diverged step) and the tail by
-// the scalar code.
-func stateBF16AVX512(r *update.Rule, theta []uint16, ghat []float64, m, v []float32, rnd []uint32) float64 {
+// useBF16Vector installs the bfloat16 loops of one vector width (AVX-512,
+// AVX2): its perturbation loops values and pair, and the update drivers
+// (sgdBF16Vector, stateBF16Vector) around its vector loops sgd and state.
+func useBF16Vector(values func(dst []float32, w []uint16, z []float32, scaleBits uint64),
+	pair func(plus, minus []float32, w []uint16, z []float32, scaleBits uint64), sgd sgdBF16Blocks, state stateBF16Blocks) {
+	perturbValuesBF16 = func(dst []float32, w []uint16, z []float32, scale float64) {
+		values(dst, w, z, math.Float64bits(scale))
+	}
+	perturbPairBF16 = func(plus, minus []float32, w []uint16, z []float32, scale float64) {
+		pair(plus, minus, w, z, math.Float64bits(scale))
+	}
+	sgdBF16 = func(theta []uint16, ghat []float64, rnd []uint32, lr, wd float64) float64 {
+		return sgdBF16Vector(theta, ghat, nil, rnd, 0, lr, wd, sgd)
+	}
+	sgdDirectionBF16 = func(theta []uint16, z []float32, rnd []uint32, w, lr, wd float64) float64 {
+		return sgdBF16Vector(theta, nil, z, rnd, w, lr, wd, sgd)
+	}
+	stateBF16 = func(r *update.Rule, theta []uint16, ghat []float64, m, v []float32, rnd []uint32) float64 {
+		return stateBF16Vector(r, theta, ghat, m, v, rnd, state)
+	}
+}
+
+// stateBF16Blocks is the vector loop of stateBF16Vector
+// (stateBF16BlocksAVX512, stateBF16BlocksAVX2): it moves θ (bfloat16), m
+// and v by the rule of kind (constants c as ruleBits gives them), 16
+// weights at a time from the start; it stops before a block where a new
+// value is NaN (nothing of that block written) or where fewer than 16 are
+// left, writes the squared changes' partial sums into p (lane j: weights ≡
+// j mod 16) and returns the number of weights it moved.
+type stateBF16Blocks func(p *[16]float64, kind update.Kind, theta []uint16, ghat []float64, m, v []float32, rnd []uint32, c *[10]uint64) int
+
+// stateBF16Vector is stateBF16Scalar with whole blocks of 16 by the vector
+// loop blocks, a block with a NaN (a diverged step) and the tail by the
+// scalar code.
+func stateBF16Vector(r *update.Rule, theta []uint16, ghat []float64, m, v []float32, rnd []uint32, blocks stateBF16Blocks) float64 {
 	if r.Kind == update.SGD && m == nil { // no state: the blocks' SGD reads m
 		return sgdBF16(theta, ghat, rnd, r.LR, r.WeightDecay)
 	}
@@ -32,15 +63,11 @@ func stateBF16AVX512(r *update.Rule, theta []uint16, ghat []float64, m, v []floa
 	}
 	bits := ruleBits(r)
 	return bf16Vector(n, func(q *[16]float64, i int) int {
-		return stateBF16BlocksAVX512(q, r.Kind, theta[i:], ghat[i:], from(m, i), from(v, i), rnd[i:], &bits)
+		return blocks(q, r.Kind, theta[i:], ghat[i:], from(m, i), from(v, i), rnd[i:], &bits)
 	}, func(p *[16]float64, i int) { stateElemBF16(p, r, theta, m, v, rnd, i, ghat[i]) })
 }
 
-// stateBF16BlocksAVX512 moves θ (bfloat16), m and v by the rule of kind
-// (constants c as ruleBits gives them), 16 weights at a time from the start;
-// it stops before a block where a new value is NaN (nothing of that block
-// written) or where fewer than 16 are left, writes the squared changes'
-// partial sums into p and returns the number of weights it moved.
+// stateBF16BlocksAVX512 is a stateBF16Blocks, eight weights a vector.
 func stateBF16BlocksAVX512(p *[16]float64, kind update.Kind, theta []uint16, ghat []float64, m, v []float32, rnd []uint32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x8 { return archsimd.BroadcastUint64x8(c[k]).AsFloat64x8() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)

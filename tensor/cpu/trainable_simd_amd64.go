@@ -43,25 +43,13 @@ func useTrainableAVX512() {
 	sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
 		return sgdValuesAVX512(theta, ghat, nil, 0, math.Float64bits(lr), math.Float64bits(wd))
 	}
-	perturbValuesBF16 = func(dst []float32, w []uint16, z []float32, scale float64) {
-		perturbValuesBF16AVX512(dst, w, z, math.Float64bits(scale))
-	}
-	perturbPairBF16 = func(plus, minus []float32, w []uint16, z []float32, scale float64) {
-		perturbPairBF16AVX512(plus, minus, w, z, math.Float64bits(scale))
-	}
-	sgdBF16 = func(theta []uint16, ghat []float64, rnd []uint32, lr, wd float64) float64 {
-		return sgdBF16Vector(theta, ghat, nil, rnd, 0, lr, wd)
-	}
-	sgdDirectionBF16 = func(theta []uint16, z []float32, rnd []uint32, w, lr, wd float64) float64 {
-		return sgdBF16Vector(theta, nil, z, rnd, w, lr, wd)
-	}
+	useBF16Vector(perturbValuesBF16AVX512, perturbPairBF16AVX512, sgdBF16BlocksAVX512, stateBF16BlocksAVX512)
 	sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
 		return sgdValuesAVX512(theta, nil, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
 	}
 	stateValues = func(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
 		return stateValuesVector(r, theta, ghat, m, v, stateBlocksAVX512)
 	}
-	stateBF16 = stateBF16AVX512
 }
 
 func perturbValuesAVX512(dst, w, z []float32, scaleBits uint64) {
@@ -265,12 +253,20 @@ func perturbPairBF16AVX512(plus, minus []float32, w []uint16, z []float32, scale
 	perturbPairBF16Scalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
+// sgdBF16Blocks is the vector loop of sgdBF16Vector (sgdBF16BlocksAVX512,
+// sgdBF16BlocksAVX2): it updates theta 16 weights at a time from its start
+// (ĝ from ghat, or w·z with ghat nil), stops before a block where a new
+// value is NaN or where fewer than 16 are left, writes the squared changes'
+// partial sums into p (lane j: weights ≡ j mod 16) and returns the number
+// of weights it updated.
+type sgdBF16Blocks func(p *[16]float64, theta []uint16, ghat []float64, z []float32, rnd []uint32, wBits, lrBits, wdBits uint64) int
+
 // sgdBF16Vector is sgdBF16Scalar (ghat) or, with ghat nil,
-// sgdDirectionBF16Scalar (w·z): whole blocks of 16 by the vector loop, a
-// block where a new value is NaN (a diverged step) and the tail by the
-// scalar code, whose rounding keeps NaN's bits. (It is scalar Go around the
-// AVX-512 loop, which returns with the upper halves clean.)
-func sgdBF16Vector(theta []uint16, ghat []float64, z []float32, rnd []uint32, w, lr, wd float64) float64 {
+// sgdDirectionBF16Scalar (w·z): whole blocks of 16 by the vector loop
+// blocks, a block where a new value is NaN (a diverged step) and the tail
+// by the scalar code, whose rounding keeps NaN's bits. (It is scalar Go
+// around the vector loop, which returns with the upper halves clean.)
+func sgdBF16Vector(theta []uint16, ghat []float64, z []float32, rnd []uint32, w, lr, wd float64, blocks sgdBF16Blocks) float64 {
 	rnd = rnd[:len(theta)]
 	if ghat != nil {
 		ghat = ghat[:len(theta)]
@@ -292,7 +288,7 @@ func sgdBF16Vector(theta []uint16, ghat []float64, z []float32, rnd []uint32, w,
 		} else {
 			zi = z[i:]
 		}
-		return sgdBF16BlocksAVX512(q, theta[i:], gi, zi, rnd[i:], math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+		return blocks(q, theta[i:], gi, zi, rnd[i:], math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
 	}, elem)
 }
 
@@ -324,11 +320,7 @@ func bf16Vector(n int, blocks func(q *[16]float64, i int) int, elem func(p *[16]
 	return sumPartials(&p)
 }
 
-// sgdBF16BlocksAVX512 updates theta 16 weights at a time from its start
-// (ĝ from ghat, or w·z with ghat nil), stops before a block where a new
-// value is NaN or where fewer than 16 are left, writes the squared changes'
-// partial sums into p (lane j: weights ≡ j mod 16) and returns the number
-// of weights it updated.
+// sgdBF16BlocksAVX512 is an sgdBF16Blocks, eight weights a vector.
 func sgdBF16BlocksAVX512(p *[16]float64, theta []uint16, ghat []float64, z []float32, rnd []uint32, wBits, lrBits, wdBits uint64) int {
 	wv := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
 	lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
