@@ -14,7 +14,9 @@
 // that the caller's scalar float code (all legacy SSE in Go) pays nothing.
 // Calls are not followed: a function that calls AVX code is checked as if
 // the call left the upper halves as they were, so list its callees as entries
-// too.
+// too. It also finds AVX-512 instructions in code meant for CPUs without
+// AVX-512 (NoAVX512), and fused multiply-adds in code whose bits are fixed
+// (NoFusedMultiplyAdd).
 package asmcheck
 
 import (
@@ -43,18 +45,11 @@ func (f Finding) String() string { return f.What + ": " + f.Func + ": " + f.Inst
 // (the ones scalar code calls; nil for none) for a dirty return. It returns
 // the functions checked and what it found.
 func Check(dir string, funcs, entries *regexp.Regexp) (checked []string, found []Finding, err error) {
-	goTool, err := exec.LookPath("go")
+	fns, err := compile(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("asmcheck: no go command: %w", err)
+		return nil, nil, err
 	}
-	cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOEXPERIMENT=simd")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return nil, nil, fmt.Errorf("asmcheck: go build -gcflags=-S in %s: %v\n%s", dir, err, out)
-	}
-	for _, fn := range parse(string(out)) {
+	for _, fn := range fns {
 		if !funcs.MatchString(fn.name) {
 			continue
 		}
@@ -70,6 +65,23 @@ func Check(dir string, funcs, entries *regexp.Regexp) (checked []string, found [
 		}
 	}
 	return checked, found, nil
+}
+
+// compile compiles the package in dir with GOEXPERIMENT=simd and
+// -gcflags=-S (go must be on the PATH) and returns its functions.
+func compile(dir string) ([]function, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return nil, fmt.Errorf("asmcheck: no go command: %w", err)
+	}
+	cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOEXPERIMENT=simd")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("asmcheck: go build -gcflags=-S in %s: %v\n%s", dir, err, out)
+	}
+	return parse(string(out)), nil
 }
 
 // NoLegacySSE is Check as a test: it fails t for every finding, and when
@@ -103,12 +115,15 @@ type inst struct {
 type function struct {
 	name  string
 	insts []inst
+	code  []byte // the machine code, from the listing's hex dump
 }
 
 var vecReg = regexp.MustCompile(`\b[XYZ]([0-9]|[12][0-9]|3[01])\b`)
 
-// parse splits a -S listing into functions. A line is
-// "\t0x002e 00046 (file.go:86)\tMOVUPS\tX15, (DX)".
+// parse splits a -S listing into functions. An instruction's line is
+// "\t0x002e 00046 (file.go:86)\tMOVUPS\tX15, (DX)"; after them, the
+// function's code is dumped 16 bytes a line, "\t0x0010 83 fe 04 … 48  .H",
+// the bytes 3 characters each (blanks past the end), two spaces, the text.
 func parse(listing string) []function {
 	var fns []function
 	for line := range strings.Lines(listing) {
@@ -117,7 +132,11 @@ func parse(listing string) []function {
 			continue
 		}
 		f := strings.Split(strings.TrimSpace(line), "\t")
-		if len(fns) == 0 || len(f) < 2 || !strings.HasPrefix(f[0], "0x") {
+		if len(fns) == 0 || !strings.HasPrefix(f[0], "0x") {
+			continue
+		}
+		if len(f) == 1 {
+			fns[len(fns)-1].code = appendDump(fns[len(fns)-1].code, f[0])
 			continue
 		}
 		pos := strings.Fields(f[0])
@@ -135,6 +154,26 @@ func parse(listing string) []function {
 		fns[len(fns)-1].insts = append(fns[len(fns)-1].insts, in)
 	}
 	return fns
+}
+
+// appendDump appends to code the bytes of one line of a hex dump, from its
+// offset on ("0x0010 83 fe 04  ..."); a line that is not one (its offset
+// is not len(code)) leaves code as it is.
+func appendDump(code []byte, line string) []byte {
+	off, rest, _ := strings.Cut(line, " ")
+	if o, err := strconv.ParseInt(off, 0, 64); err != nil || o != int64(len(code)) {
+		return code
+	}
+	rest = " " + rest
+	for len(rest) >= 3 && rest[0] == ' ' {
+		b, err := strconv.ParseUint(rest[1:3], 16, 8)
+		if err != nil {
+			break
+		}
+		code = append(code, byte(b))
+		rest = rest[3:]
+	}
+	return code
 }
 
 // legacyWhileDirty returns the indices of the legacy SSE instructions, and

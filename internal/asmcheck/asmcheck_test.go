@@ -43,3 +43,26 @@ func TestDirtyReturn(t *testing.T) {
 		}
 	}
 }
+
+// TestAVX512: an EVEX-encoded instruction (its code's first byte 0x62) and
+// one on a mask register are AVX-512; a VEX one (0xc5, 0xc4) is not. The
+// code comes from the listing's hex dump, which runs past the last
+// instruction and pads its last line.
+func TestAVX512(t *testing.T) {
+	listing := "f STEXT size=1\n" +
+		"\t0x0000 00000 (a:1)\tVADDPD\tY1, Y2, Y3\n" +
+		"\t0x0004 00004 (a:2)\tVPMOVDW\tY6, X5\n" +
+		"\t0x000a 00010 (a:3)\tKMOVW\tK1, AX\n" +
+		"\t0x000e 00014 (a:4)\tVADDPD\tY17, Y2, Y3\n" +
+		"\t0x0014 00020 (a:5)\tRET\n" +
+		"\t0x0000 c5 ed 58 d9 62 f2 7e 28 33 f5 c5 f8 93 c1 62 a1  ..X.b.~(3.....b.\n" +
+		"\t0x0010 ed 28 58 d9 c3                                   .(X..\n" +
+		"\trel 2+4 t=R_CALL x+0\n"
+	fns := parse(listing)
+	if len(fns) != 1 || len(fns[0].code) != 21 {
+		t.Fatalf("parsed %d functions, code %x", len(fns), fns[0].code)
+	}
+	if got, want := fns[0].avx512(), []int{1, 2, 3}; !slices.Equal(got, want) {
+		t.Errorf("AVX-512 instructions %v, want %v", got, want)
+	}
+}
