@@ -13,7 +13,7 @@ import (
 // AVX-512 (Zen 1 to 3, Intel's client cores before Ice Lake): four float64
 // lanes instead of eight, the same operations per element (no fused
 // multiply-add) and the same 16 partial sums, four vectors of four. The
-// bfloat16 loops stay scalar there.
+// bfloat16 loops' AVX2 versions are in trainable_bf16_avx2_amd64.go.
 
 func useTrainableAVX2() {
 	perturbValues = func(dst, w, z []float32, scale float64) {
@@ -44,6 +44,7 @@ func useTrainableAVX2() {
 	stateValues = func(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
 		return stateValuesVector(r, theta, ghat, m, v, stateBlocksAVX2)
 	}
+	useBF16Vector(perturbValuesBF16AVX2, perturbPairBF16AVX2, sgdBF16BlocksAVX2, stateBF16BlocksAVX2)
 }
 
 func perturbValuesAVX2(dst, w, z []float32, scaleBits uint64) {
@@ -120,11 +121,7 @@ func sgdBlocksAVX2(p *[16]float64, theta []float32, ghat []float64, z []float32,
 			n.StoreSlice(theta[j:])
 		}
 	}
-	a0.StoreSlice(p[0:4])
-	a1.StoreSlice(p[4:8])
-	a2.StoreSlice(p[8:12])
-	a3.StoreSlice(p[12:16])
-	archsimd.ClearAVXUpperBits()
+	storePartialsAVX2(p, a0, a1, a2, a3)
 	return i
 }
 
@@ -179,10 +176,6 @@ func stateBlocksAVX2(p *[16]float64, kind update.Kind, theta []float32, ghat []f
 			n32.StoreSlice(theta[j:])
 		}
 	}
-	a0.StoreSlice(p[0:4])
-	a1.StoreSlice(p[4:8])
-	a2.StoreSlice(p[8:12])
-	a3.StoreSlice(p[12:16])
-	archsimd.ClearAVXUpperBits()
+	storePartialsAVX2(p, a0, a1, a2, a3)
 	return i
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -308,4 +309,129 @@ func stateRules() []stateRule {
 		{"adam-beta1-0", update.Rule{Kind: update.Adam, LR: 1e-3, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 0.002997}, false, true},
 		{"radazo", update.Rule{Kind: update.RAdaZO, LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 0.271, C2: 0.002997}, true, true},
 	}
+}
+
+// TestBF16OpsRandom: the bfloat16 loops on the path in use give the scalar
+// loops' bits on random data (checkBF16Random).
+func TestBF16OpsRandom(t *testing.T) { checkBF16Random(t) }
+
+// checkBF16Random: the bfloat16 loops on the path in use give the scalar
+// loops' bits, θ, m, v and Σ Δθ² (any NaN for a NaN), and
+// update.Rule.ApplyBF16's θ, m and v, on random data: every length up to
+// 100 (every tail of a 16-block) and a few long ones, rules of every kind
+// with and without weight decay, values over 2⁶⁰ of scales (so that the
+// squared changes' sums round, and their order shows), and in about one
+// value in a hundred a NaN (one with a payload below bfloat16's bits,
+// which the vector rounding would carry into), an infinity, a value near
+// float32's range or below its normals (in the weights, ĝ, the noise, m
+// and v), so that some blocks diverge and go to the scalar code.
+func checkBF16Random(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	specials := []float64{math.NaN(), math.Float64frombits(0x7FF81234_56789ABC), math.Inf(1), math.Inf(-1),
+		3e38, -3e38, 1e-40, math.Copysign(0, -1), 1e300}
+	val := func(scale float64) float64 {
+		if rng.IntN(100) == 0 {
+			return specials[rng.IntN(len(specials))]
+		}
+		return rng.NormFloat64() * math.Ldexp(scale, rng.IntN(61)-30)
+	}
+	for trial := range 400 {
+		n := trial % 101
+		if trial%100 == 99 {
+			n = 1000 + rng.IntN(100)
+		}
+		w, z, g, rnd := make([]uint16, n), make([]float32, n), make([]float64, n), make([]uint32, n)
+		m, v := make([]float32, n), make([]float32, n)
+		for i := range n {
+			w[i] = f32ToBF16(float32(val(0.02)))
+			z[i], g[i], rnd[i] = float32(val(1)), val(1), rng.Uint32()
+			m[i], v[i] = float32(val(0.1)), float32(math.Abs(val(0.01)))
+		}
+		r := randomRule(rng)
+		name := fmt.Sprintf("trial %d, n %d, %+v", trial, n, r)
+		checkPerturbBF16Same(t, name, w, z, 1e-3*float64(1-2*rng.IntN(2)))
+		dirW := val(1)
+		sgdCases := []struct {
+			what      string
+			use, scal func(th []uint16) float64
+		}{
+			{"sgdBF16", func(th []uint16) float64 { return sgdBF16(th, g, rnd, r.LR, r.WeightDecay) },
+				func(th []uint16) float64 { return sgdBF16Scalar(th, g, rnd, r.LR, r.WeightDecay) }},
+			{"sgdDirectionBF16", func(th []uint16) float64 { return sgdDirectionBF16(th, z, rnd, dirW, r.LR, r.WeightDecay) },
+				func(th []uint16) float64 { return sgdDirectionBF16Scalar(th, z, rnd, dirW, r.LR, r.WeightDecay) }},
+		}
+		for _, c := range sgdCases {
+			a, b := slices.Clone(w), slices.Clone(w)
+			sa, sb := c.use(a), c.scal(b)
+			if i := slices.Compare(a, b); i != 0 || !sameSum(sa, sb) {
+				t.Fatalf("%s: %s gives θ %04x, Σ Δθ² %v; scalar θ %04x, %v", name, c.what, a, sa, b, sb)
+			}
+		}
+		if !r.HasM() {
+			m = nil
+		}
+		if !r.HasV() {
+			v = nil
+		}
+		th, mm, vv := slices.Clone(w), slices.Clone(m), slices.Clone(v)
+		ths, ms, vs := slices.Clone(w), slices.Clone(m), slices.Clone(v)
+		thr, mr, vr := slices.Clone(w), slices.Clone(m), slices.Clone(v)
+		s, ss := stateBF16(&r, th, g, mm, vv, rnd), stateBF16Scalar(&r, ths, g, ms, vs, rnd)
+		r.ApplyBF16(thr, g, mr, vr, rnd)
+		for i := range n {
+			if th[i] != ths[i] || th[i] != thr[i] || mm != nil && !(sameBits(mm[i], ms[i]) && sameBits(mm[i], mr[i])) ||
+				vv != nil && !(sameBits(vv[i], vs[i]) && sameBits(vv[i], vr[i])) {
+				t.Fatalf("%s: stateBF16 element %d: θ %#04x m %v v %v; scalar %#04x %v %v; ApplyBF16 %#04x %v %v", name, i,
+					th[i], at(mm, i), at(vv, i), ths[i], at(ms, i), at(vs, i), thr[i], at(mr, i), at(vr, i))
+			}
+		}
+		if !sameSum(s, ss) {
+			t.Fatalf("%s: stateBF16's Σ Δθ² %v, scalar %v", name, s, ss)
+		}
+	}
+}
+
+// checkPerturbBF16Same: perturbValuesBF16 and perturbPairBF16 on the path
+// in use give the scalar loops' bits.
+func checkPerturbBF16Same(t *testing.T, name string, w []uint16, z []float32, scale float64) {
+	n := len(w)
+	one, plus, minus := make([]float32, n), make([]float32, n), make([]float32, n)
+	oneS, plusS, minusS := make([]float32, n), make([]float32, n), make([]float32, n)
+	perturbValuesBF16(one, w, z, scale)
+	perturbPairBF16(plus, minus, w, z, scale)
+	perturbValuesBF16Scalar(oneS, w, z, scale)
+	perturbPairBF16Scalar(plusS, minusS, w, z, scale)
+	for i := range n {
+		if !sameBits(one[i], oneS[i]) || !sameBits(plus[i], plusS[i]) || !sameBits(minus[i], minusS[i]) {
+			t.Fatalf("%s, scale %v: element %d perturbed %v, pair %v/%v; scalar %v, %v/%v", name, scale, i,
+				one[i], plus[i], minus[i], oneS[i], plusS[i], minusS[i])
+		}
+	}
+}
+
+// randomRule is a rule of a random kind: SGD with or without momentum,
+// ZO-Adam with or without m, R-AdaZO; with weight decay or none where the
+// rule has it, steps small and large.
+func randomRule(rng *rand.Rand) update.Rule {
+	r := update.Rule{LR: []float64{1e-4, 1e-2, 3}[rng.IntN(3)], Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
+		C1: 0.1 + 0.9*rng.Float64(), C2: 0.001 + rng.Float64()}
+	switch rng.IntN(5) {
+	case 0:
+		r.Kind, r.WeightDecay = update.SGD, []float64{0, 0.01}[rng.IntN(2)]
+	case 1:
+		r.Kind, r.WeightDecay, r.Momentum = update.SGD, []float64{0, 0.1}[rng.IntN(2)], 0.9
+	case 2:
+		r.Kind = update.Adam
+	case 3:
+		r.Kind, r.Beta1, r.C1 = update.Adam, 0, 1
+	default:
+		r.Kind = update.RAdaZO
+	}
+	return r
+}
+
+// sameSum reports whether two sums of squares have the same bits, or are
+// both NaN.
+func sameSum(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
 }

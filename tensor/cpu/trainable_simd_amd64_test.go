@@ -30,6 +30,7 @@ func TestTrainablePaths(t *testing.T) {
 			path.use()
 			checkTrainableOps(t)
 			checkBF16Ops(t)
+			checkBF16Random(t)
 			checkStateRules(t)
 		})
 	}

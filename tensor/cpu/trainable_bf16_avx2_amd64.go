@@ -1,0 +1,187 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import (
+	"math"
+	"simd/archsimd"
+	"unsafe"
+
+	"github.com/meazo-go/meazo/update"
+)
+
+// AVX2 versions of trainable_ops.go's bfloat16 loops, for the CPUs without
+// AVX-512: the AVX-512 loops' operations four float64 lanes at a time, with
+// the same drivers around them (sgdBF16Vector, stateBF16Vector, which leave
+// a block with a NaN and the tail to the scalar code). AVX2 has no
+// narrowing move (TruncateToUint16's VPMOVDW is AVX-512's), so the rounded
+// words are packed to bfloat16 by VPACKUSDW (SaturateToUint16Concat), which
+// is exact: they are below 2¹⁶ once shifted. TestAVX2KernelsHaveNoAVX512
+// reads the machine code for AVX-512 instructions.
+
+// widenBF16AVX2 is the 8 bfloat16 weights (bits) at w as float64, the
+// first four and the last four (loadBF16x8, widened again a half at a time).
+func widenBF16AVX2(w []uint16) (lo, hi archsimd.Float64x4) {
+	f := loadBF16x8(unsafe.Pointer(unsafe.SliceData(w[:8])), 0)
+	return f.GetLo().ConvertToFloat64(), f.GetHi().ConvertToFloat64()
+}
+
+func perturbValuesBF16AVX2(dst []float32, w []uint16, z []float32, scaleBits uint64) {
+	w, z = w[:len(dst)], z[:len(dst)]
+	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		lo, hi := widenBF16AVX2(w[i:])
+		lo.Add(s.Mul(archsimd.LoadFloat32x4Slice(z[i:]).ConvertToFloat64())).ConvertToFloat32().StoreSlice(dst[i:])
+		hi.Add(s.Mul(archsimd.LoadFloat32x4Slice(z[i+4:]).ConvertToFloat64())).ConvertToFloat32().StoreSlice(dst[i+4:])
+	}
+	archsimd.ClearAVXUpperBits()
+	perturbValuesBF16Scalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
+}
+
+func perturbPairBF16AVX2(plus, minus []float32, w []uint16, z []float32, scaleBits uint64) {
+	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
+	i := 0
+	for ; i+8 <= len(plus); i += 8 {
+		lo, hi := widenBF16AVX2(w[i:])
+		sl := s.Mul(archsimd.LoadFloat32x4Slice(z[i:]).ConvertToFloat64())
+		sh := s.Mul(archsimd.LoadFloat32x4Slice(z[i+4:]).ConvertToFloat64())
+		lo.Add(sl).ConvertToFloat32().StoreSlice(plus[i:])
+		hi.Add(sh).ConvertToFloat32().StoreSlice(plus[i+4:])
+		lo.Sub(sl).ConvertToFloat32().StoreSlice(minus[i:])
+		hi.Sub(sh).ConvertToFloat32().StoreSlice(minus[i+4:])
+	}
+	archsimd.ClearAVXUpperBits()
+	perturbPairBF16Scalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
+}
+
+// sgdBF16BlocksAVX2 is an sgdBF16Blocks, four weights a vector.
+func sgdBF16BlocksAVX2(p *[16]float64, theta []uint16, ghat []float64, z []float32, rnd []uint32, wBits, lrBits, wdBits uint64) int {
+	wv := archsimd.BroadcastUint64x4(wBits).AsFloat64x4()
+	lr := archsimd.BroadcastUint64x4(lrBits).AsFloat64x4()
+	wd := archsimd.BroadcastUint64x4(wdBits).AsFloat64x4()
+	// step is the new value of the four weights x from j, as float32.
+	step := func(x archsimd.Float64x4, j int) archsimd.Float32x4 {
+		var g archsimd.Float64x4
+		if ghat != nil {
+			g = archsimd.LoadFloat64x4Slice(ghat[j:])
+		} else {
+			var zero archsimd.Float64x4
+			g = zero.Add(wv.Mul(archsimd.LoadFloat32x4Slice(z[j:]).ConvertToFloat64()))
+		}
+		return x.Sub(lr.Mul(g.Add(wd.Mul(x)))).ConvertToFloat32()
+	}
+	var a0, a1, a2, a3 archsimd.Float64x4
+	i := 0
+	for ; i+16 <= len(theta); i += 16 {
+		x0, x1 := widenBF16AVX2(theta[i:])
+		x2, x3 := widenBF16AVX2(theta[i+8:])
+		n0, n1, n2, n3 := step(x0, i), step(x1, i+4), step(x2, i+8), step(x3, i+12)
+		if hasNaNAVX2(n0, n1, n2, n3) {
+			break
+		}
+		s0, s1 := storeBF16AVX2(theta[i:], rnd[i:], n0, n1, x0, x1)
+		s2, s3 := storeBF16AVX2(theta[i+8:], rnd[i+8:], n2, n3, x2, x3)
+		a0, a1, a2, a3 = a0.Add(s0), a1.Add(s1), a2.Add(s2), a3.Add(s3)
+	}
+	storePartialsAVX2(p, a0, a1, a2, a3)
+	return i
+}
+
+// stateBF16BlocksAVX2 is a stateBF16Blocks, four weights a vector.
+func stateBF16BlocksAVX2(p *[16]float64, kind update.Kind, theta []uint16, ghat []float64, m, v []float32, rnd []uint32, c *[10]uint64) int {
+	bc := func(k int) archsimd.Float64x4 { return archsimd.BroadcastUint64x4(c[k]).AsFloat64x4() }
+	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
+	load := func(s []float32, j int) archsimd.Float64x4 {
+		if s == nil {
+			return archsimd.Float64x4{}
+		}
+		return archsimd.LoadFloat32x4Slice(s[j:]).ConvertToFloat64()
+	}
+	// step is update.Rule.Target on the four weights x from j: the new
+	// value as float32, m and v.
+	step := func(x archsimd.Float64x4, j int) (n archsimd.Float32x4, mm, vv archsimd.Float64x4) {
+		g, mo, vo := archsimd.LoadFloat64x4Slice(ghat[j:]), load(m, j), load(v, j)
+		var nx archsimd.Float64x4
+		switch {
+		case kind == update.SGD: // with momentum
+			mm = mu.Mul(mo).Add(g.Add(wd.Mul(x)))
+			nx = x.Sub(lr.Mul(mm))
+		case kind == update.Adam:
+			mh := g
+			if m != nil {
+				mm = b1.Mul(mo).Add(b1c.Mul(g))
+				mh = mm.Div(c1)
+			}
+			vv = b2.Mul(vo).Add(b2c.Mul(g).Mul(g))
+			nx = x.Sub(lr.Mul(mh).Div(vv.Div(c2).Sqrt().Add(eps)))
+		default: // R-AdaZO
+			mm = b1.Mul(mo).Add(b1c.Mul(g))
+			vv = b2.Mul(vo).Add(b2c.Mul(mm).Mul(mm))
+			nx = x.Sub(lr.Mul(mm.Div(c1)).Div(vv.Div(c2).Sqrt().Add(eps)))
+		}
+		return nx.ConvertToFloat32(), mm, vv
+	}
+	// keep stores the state of the four weights from j.
+	keep := func(j int, mm, vv archsimd.Float64x4) {
+		if m != nil {
+			mm.ConvertToFloat32().StoreSlice(m[j:])
+		}
+		if v != nil {
+			vv.ConvertToFloat32().StoreSlice(v[j:])
+		}
+	}
+	var a0, a1, a2, a3 archsimd.Float64x4
+	i := 0
+	for ; i+16 <= len(theta); i += 16 {
+		x0, x1 := widenBF16AVX2(theta[i:])
+		x2, x3 := widenBF16AVX2(theta[i+8:])
+		n0, m0, v0 := step(x0, i)
+		n1, m1, v1 := step(x1, i+4)
+		n2, m2, v2 := step(x2, i+8)
+		n3, m3, v3 := step(x3, i+12)
+		if hasNaNAVX2(n0, n1, n2, n3) {
+			break
+		}
+		keep(i, m0, v0)
+		keep(i+4, m1, v1)
+		keep(i+8, m2, v2)
+		keep(i+12, m3, v3)
+		s0, s1 := storeBF16AVX2(theta[i:], rnd[i:], n0, n1, x0, x1)
+		s2, s3 := storeBF16AVX2(theta[i+8:], rnd[i+8:], n2, n3, x2, x3)
+		a0, a1, a2, a3 = a0.Add(s0), a1.Add(s1), a2.Add(s2), a3.Add(s3)
+	}
+	storePartialsAVX2(p, a0, a1, a2, a3)
+	return i
+}
+
+// hasNaNAVX2 reports whether a block's 16 new values hold a NaN.
+func hasNaNAVX2(n0, n1, n2, n3 archsimd.Float32x4) bool {
+	return n0.Equal(n0).And(n1.Equal(n1)).And(n2.Equal(n2)).And(n3.Equal(n3)).ToBits() != 0xF
+}
+
+// storeBF16AVX2 is storeBF16AVX512 on 8 new values (n0, n1: four each):
+// it rounds them to bfloat16 stochastically as update.StochasticBF16 does,
+// stores them into theta and returns their squared changes from the old
+// values x0, x1. (No NaN among the new values.)
+func storeBF16AVX2(theta []uint16, rnd []uint32, n0, n1 archsimd.Float32x4, x0, x1 archsimd.Float64x4) (archsimd.Float64x4, archsimd.Float64x4) {
+	low, sixteen := archsimd.BroadcastUint32x4(0xFFFF), archsimd.BroadcastUint32x4(16)
+	b0 := n0.AsUint32x4().Add(archsimd.LoadUint32x4Slice(rnd).And(low)).ShiftRight(sixteen)
+	b1 := n1.AsUint32x4().Add(archsimd.LoadUint32x4Slice(rnd[4:]).And(low)).ShiftRight(sixteen)
+	b0.AsInt32x4().SaturateToUint16Concat(b1.AsInt32x4()).StoreSlice(theta)
+	d0 := b0.ShiftAllLeft(16).AsFloat32x4().ConvertToFloat64().Sub(x0)
+	d1 := b1.ShiftAllLeft(16).AsFloat32x4().ConvertToFloat64().Sub(x1)
+	return d0.Mul(d0), d1.Mul(d1)
+}
+
+// storePartialsAVX2 writes the four accumulators of squared changes into
+// p (a0: lanes 0–3, a3: 12–15) and clears the upper halves for the scalar
+// code after it.
+func storePartialsAVX2(p *[16]float64, a0, a1, a2, a3 archsimd.Float64x4) {
+	a0.StoreSlice(p[0:4])
+	a1.StoreSlice(p[4:8])
+	a2.StoreSlice(p[8:12])
+	a3.StoreSlice(p[12:16])
+	archsimd.ClearAVXUpperBits()
+}
