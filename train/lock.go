@@ -60,7 +60,7 @@ func openLocked(path, dir string) (*os.File, error) {
 		}
 		if err := filelock.Wait(f, lockRetry, 5*time.Millisecond, nil); err != nil {
 			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
+			if errors.Is(err, filelock.ErrLocked) {
 				return nil, fmt.Errorf("run directory %s is in use by %s; wait for it to end (or stop it) before starting or resuming a run there", dir, lockHolder(path))
 			}
 			return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -108,14 +108,16 @@ func LockHolder(dir string) (holder string, held bool, err error) {
 		return "", false, fmt.Errorf("lock %s: %w", path, err)
 	}
 	defer f.Close() // releases the shared lock, if taken
-	switch err := filelock.Try(f, syscall.LOCK_SH); {
+	switch err := filelock.Try(f, filelock.Shared); {
 	case err == nil:
 		return "", false, nil
-	case errors.Is(err, syscall.EWOULDBLOCK):
+	case errors.Is(err, filelock.ErrLocked):
 		return lockHolder(path), true, nil
-	case errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOLCK):
+	case errors.Is(err, errors.ErrUnsupported), errors.Is(err, syscall.ENOLCK):
 		// A file system without locks (a copy of a study on Lustre without
 		// flock, NFS without a lock manager): nothing can hold one there.
+		// (ErrUnsupported is ENOSYS or EOPNOTSUPP; on Windows
+		// ERROR_NOT_SUPPORTED.)
 		return "", false, nil
 	default:
 		return "", false, fmt.Errorf("lock %s: %w", path, err)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,32 +53,6 @@ func TestLockHolder(t *testing.T) {
 	}
 }
 
-// TestLockHolderOfAPipe: a run.lock that is a named pipe is no lock, and
-// LockHolder says so at once (opening it for reading blocked meazo-sweep's
-// every command on the study).
-func TestLockHolderOfAPipe(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(dir, rundir.LockFile), 0o644); err != nil {
-		t.Skipf("no FIFOs here: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		holder, held, err := LockHolder(dir)
-		if err == nil && (held || holder != "") {
-			err = fmt.Errorf("held %v by %q", held, holder)
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Error(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("LockHolder blocked on the pipe")
-	}
-}
-
 // TestLockDirOutlastsProbe: a run that starts while LockHolder holds its
 // instant's shared lock is not refused.
 func TestLockDirOutlastsProbe(t *testing.T) {
@@ -88,7 +61,7 @@ func TestLockDirOutlastsProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := filelock.Try(f, syscall.LOCK_SH); err != nil {
+	if err := filelock.Try(f, filelock.Shared); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
