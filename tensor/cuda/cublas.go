@@ -1,10 +1,6 @@
 package cuda
 
-import (
-	"fmt"
-
-	"github.com/ebitengine/purego"
-)
+import "fmt"
 
 // cublas holds the cuBLAS v2 entry points. Any of cuBLAS 13, 12 or 11 works:
 // the calls used here have not changed.
@@ -54,11 +50,11 @@ var cublasMajors = []int{13, 12, 11}
 // symbols to the next.
 func loadCublas(major int) (*cublas, error) {
 	lt := fmt.Sprintf("libcublasLt.so.%d", major)
-	if _, _, err := dlopenFirstMode(lt, purego.RTLD_NOW|purego.RTLD_LOCAL, lt); err != nil {
+	if _, _, err := dlopenFirstMode(lt, openLocal, lt); err != nil {
 		return nil, err
 	}
 	name := fmt.Sprintf("libcublas.so.%d", major)
-	lib, path, err := dlopenFirstMode(name, purego.RTLD_NOW|purego.RTLD_LOCAL, name)
+	lib, path, err := dlopenFirstMode(name, openLocal, name)
 	if err != nil {
 		return nil, err
 	}

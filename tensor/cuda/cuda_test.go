@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -85,6 +86,9 @@ func TestOpenFailsInOneLine(t *testing.T) {
 // Without any cuBLAS it skips, unless MEAZO_REQUIRE_CUBLAS=1 (CI sets it,
 // after installing libcublas11).
 func TestCublasBinds(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the backend loads cuBLAS on Linux only (dlopen_other.go)")
+	}
 	present := 0
 	for _, major := range cublasMajors {
 		c, err := loadCublas(major)

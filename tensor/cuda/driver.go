@@ -2,12 +2,7 @@ package cuda
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // LibPathEnv names a directory searched first for libcuda.so.1 and
@@ -67,41 +62,7 @@ const (
 // dlopenFirst opens the first of names that loads, looking in
 // $MEAZO_CUDA_LIB_PATH first, and says which it tried when none does.
 func dlopenFirst(what string, names ...string) (uintptr, string, error) {
-	return dlopenFirstMode(what, purego.RTLD_NOW|purego.RTLD_GLOBAL, names...)
-}
-
-func dlopenFirstMode(what string, mode int, names ...string) (uintptr, string, error) {
-	var tried []string
-	dirs := []string{""}
-	if d := os.Getenv(LibPathEnv); d != "" {
-		dirs = []string{d, ""}
-	}
-	for _, dir := range dirs {
-		for _, n := range names {
-			p := n
-			if dir != "" {
-				p = filepath.Join(dir, n)
-			}
-			h, err := purego.Dlopen(p, mode)
-			if err == nil {
-				return h, p, nil
-			}
-			tried = append(tried, p)
-		}
-	}
-	return 0, "", fmt.Errorf("cuda: %s not found (tried %s; set %s to the directory that holds it)", what, strings.Join(tried, ", "), LibPathEnv)
-}
-
-// bind registers each named C function of lib into the Go function pointer
-// it maps to, failing if a symbol is missing.
-func bind(lib uintptr, libName string, fns map[string]any) error {
-	for name, fn := range fns {
-		if _, err := purego.Dlsym(lib, name); err != nil {
-			return fmt.Errorf("%s has no %s (too old?)", libName, name)
-		}
-		purego.RegisterLibFunc(fn, lib, name)
-	}
-	return nil
+	return dlopenFirstMode(what, openGlobal, names...)
 }
 
 func loadDriver() (*driver, error) {
