@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/stopsig"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
@@ -315,7 +316,7 @@ func (x *localExecutor) start(r RunSpec) error {
 	args := r.TrainArgs()
 	cmd := exec.Command(x.trainer, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals come from meazo-sweep, once
+	cmd.SysProcAttr = stopsig.ChildAttr() // signals come from meazo-sweep, once
 	if len(x.st.Executor.GPUs) > 0 {
 		cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+strconv.Itoa(x.st.Executor.GPUs[slot]))
 	}

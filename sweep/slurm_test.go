@@ -1,3 +1,7 @@
+//go:build unix
+
+// Slurm runs on Linux: its task scripts are bash, its signals Unix's.
+
 package sweep
 
 import (

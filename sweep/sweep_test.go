@@ -13,10 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/stopsig"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
@@ -58,9 +58,9 @@ func fakeTrain(args []string) error {
 			return fmt.Errorf("unexpected argument %q", args[i])
 		}
 	}
-	if os.Getenv("FAKE_WAIT") == "1" { // run until SIGTERM or SIGUSR1, then stop as meazo-train does
+	if os.Getenv("FAKE_WAIT") == "1" { // run until a stop signal (SIGTERM, SIGUSR1, …), then stop as meazo-train does
 		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1)
+		signal.Notify(ch, stopsig.Stop()...)
 		os.MkdirAll(out, 0o755)
 		os.WriteFile(filepath.Join(out, "started"), nil, 0o644)
 		<-ch

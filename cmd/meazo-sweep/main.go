@@ -29,6 +29,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/outpath"
+	"github.com/meazo-go/meazo/internal/stopsig"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -171,7 +172,7 @@ func runCmd(name string, mode sweep.Mode, s *cli.Set, log io.Writer) cli.RunFunc
 		if st.Executor.Kind == "slurm" {
 			return st.SlurmSubmit(path, mode, *selectJob, log)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+		ctx, stop := signal.NotifyContext(context.Background(), stopsig.Stop(syscall.SIGHUP)...)
 		defer stop()
 		// A lost ssh session also closes the pipes meazo-sweep logs to: a
 		// write there must fail quietly, not kill meazo-sweep with SIGPIPE

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/stopsig"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/train"
@@ -165,7 +166,7 @@ func demo(opts train.Options, dir string, steps int) error {
 	// Signals are the runs' to act on (runForwardingSignals); one before
 	// a run starts stops the demo there.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
+	signal.Notify(sigs, stopsig.Stop(syscall.SIGHUP)...)
 	defer signal.Stop(sigs)
 	abs, err := filepath.Abs(dir)
 	if err != nil {

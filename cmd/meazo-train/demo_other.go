@@ -2,9 +2,12 @@
 
 package main
 
-import "syscall"
+import (
+	"syscall"
 
-// demoRunAttr puts a demo run in its own process group.
-func demoRunAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
-}
+	"github.com/meazo-go/meazo/internal/stopsig"
+)
+
+// demoRunAttr puts a demo run in its own process group (on Windows, in
+// the console's: stopsig.ChildAttr says why).
+func demoRunAttr() *syscall.SysProcAttr { return stopsig.ChildAttr() }

@@ -5,21 +5,22 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/meazo-go/meazo/internal/stopsig"
 )
 
-var signalNames = map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGUSR1: "SIGUSR1"}
-
-// stopOnSignals catches SIGINT, SIGTERM and SIGUSR1 and returns the poll
+// stopOnSignals catches SIGINT, SIGTERM and SIGUSR1 (stopsig.Stop: no
+// SIGUSR1 on Windows) and returns the poll
 // function for train.Options.Stop: it answers the first signal's name once
 // one has arrived. A second SIGINT (an impatient Ctrl-C) exits at once.
 func stopOnSignals() func() string {
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	signal.Notify(ch, stopsig.Stop()...)
 	first := make(chan string, 1)
 	go func() {
 		got := false
 		for sig := range ch {
-			name := signalNames[sig]
+			name := stopsig.Name(sig)
 			if !got {
 				got = true
 				fmt.Fprintf(os.Stderr, "\nmeazo-train: %s: stopping after the current step or evaluation batch (checkpoint, then exit %d)\n", name, 3)

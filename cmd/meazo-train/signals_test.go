@@ -1,3 +1,8 @@
+//go:build unix
+
+// The tests here signal running processes, which Windows cannot do
+// (os.Process.Signal supports only Kill there).
+
 package main
 
 import (
