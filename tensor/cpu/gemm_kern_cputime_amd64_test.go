@@ -1,4 +1,4 @@
-//go:build goexperiment.simd && amd64
+//go:build goexperiment.simd && amd64 && linux
 
 package cpu
 
@@ -13,7 +13,8 @@ import (
 	"unsafe"
 )
 
-// threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
+// threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID, read
+// with clock_gettime: Linux only, as the measurement below is).
 func threadCPU() time.Duration {
 	var ts syscall.Timespec
 	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0)
