@@ -49,9 +49,13 @@ func MemoryTable(runs []sweep.Run) (string, error) {
 		if paramsMin == paramsMax && params > 0 {
 			perParam = fmt.Sprintf("%.3g", float64(stateMax)/float64(params))
 		}
+		rssStr := "–" // not measured: runs outside Linux write 0
+		if rss > 0 {
+			rssStr = bytesize.String(rss)
+		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |", m, len(rs),
 			span(paramsMin, paramsMax, func(n int64) string { return fmt.Sprint(n) }),
-			span(stateMin, stateMax, bytesize.String), perParam, bytesize.String(rss))
+			span(stateMin, stateMax, bytesize.String), perParam, rssStr)
 		if gpu {
 			devStr := "–" // these runs were on the CPU
 			if dev > 0 {

@@ -112,6 +112,10 @@ func TestMemoryTable(t *testing.T) {
 			t.Errorf("memory table with a GPU run lacks %q:\n%s", want, table)
 		}
 	}
+	runs[0].PeakRSSBytes = 0 // a run outside Linux, where peak RSS is not read
+	if table, err = MemoryTable(runs); err != nil || !strings.Contains(table, "| MEAZO | 1 | 1000 | 8 B | 0.008 | – | – |") {
+		t.Errorf("a run without peak RSS: %v\n%s", err, table)
+	}
 	other := run("meazo", false, 1e-3, 0, 1, false)
 	other.Task = "sst2"
 	if _, err := MemoryTable(append(runs, other)); err == nil || !strings.Contains(err.Error(), "runs from different experiments") {

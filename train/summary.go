@@ -72,7 +72,7 @@ func (r *run) peakMemory() string {
 }
 
 // peakRSS is the process's peak resident set size in bytes (VmHWM; 0 where
-// /proc cannot be read).
+// /proc cannot be read: outside Linux).
 func peakRSS() int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {

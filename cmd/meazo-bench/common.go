@@ -111,7 +111,8 @@ func reportDeviceMemory(w io.Writer, be tensor.Backend) {
 	}
 }
 
-// peakRSSMiB reads the process's peak resident set size (VmHWM) from /proc.
+// peakRSSMiB reads the process's peak resident set size (VmHWM) from /proc
+// (Linux; 0 elsewhere).
 func peakRSSMiB() float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -140,7 +141,11 @@ func resetPeak(be tensor.Backend) {
 // reportPeak prints the peak resident set size since resetPeak (and a
 // GPU backend's peak device memory).
 func reportPeak(w io.Writer, be tensor.Backend) {
-	fmt.Fprintf(w, "peak RSS %.3f GiB\n", peakRSSMiB()/1024)
+	if mib := peakRSSMiB(); mib > 0 {
+		fmt.Fprintf(w, "peak RSS %.3f GiB\n", mib/1024)
+	} else {
+		fmt.Fprintln(w, "peak RSS not measured (it is read from /proc, on Linux only)")
+	}
 	reportDeviceMemory(w, be)
 }
 
