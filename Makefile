@@ -9,7 +9,7 @@ SIMD := GOEXPERIMENT=simd
 # a MEAZO_SHARED set by hand to a folder that is not there still fails them.
 export MEAZO_SHARED ?= $(wildcard $(abspath ../shared))
 
-.PHONY: demo build test shared-note test-simd test-portable test-race vet bench fuzz docker docker-cuda docker-bases
+.PHONY: demo build test shared-note test-simd test-portable test-race vet vet-cross bench fuzz docker docker-cuda docker-bases
 
 # The README's first command: the built-in default job, no downloads.
 demo:
@@ -33,6 +33,18 @@ shared-note:
 vet:
 	$(SIMD) $(GO) vet ./...
 	$(GO) vet ./...
+
+# The systems the project compiles for but is not tested on (README,
+# "Set-up"): every package and test vetted, so that they keep compiling.
+# Linux arm64 is tested (scripts/test_arm64.sh, under qemu); Windows and macOS binaries
+# are never run here.
+CROSS_VET := windows/amd64 darwin/arm64 darwin/amd64
+vet-cross:
+	set -e; for p in $(CROSS_VET); do \
+	  echo "vet GOOS=$${p%/*} GOARCH=$${p#*/}"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+	  if [ "$${p#*/}" = amd64 ]; then GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(SIMD) $(GO) vet ./...; fi; \
+	done
 
 test-simd:
 	$(SIMD) $(GO) test -count=1 ./...
