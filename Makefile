@@ -36,15 +36,16 @@ vet:
 
 # The systems the project compiles for but is not tested on (README,
 # "Set-up"): every package and test vetted, so that they keep compiling.
-# Linux arm64 is tested (scripts/test_arm64.sh, under qemu); Windows and macOS binaries
-# are never run here.
-CROSS_VET := windows/amd64 darwin/arm64 darwin/amd64
+# Two builds cover the files that differ: Windows on amd64 with the SIMD
+# kernels (the files for Windows, and the amd64 kernels outside Linux) and
+# macOS on arm64 (Unix outside Linux, arm64's); the portable, non-SIMD
+# files are the Linux builds' own. About 1.5 minutes with an empty Go
+# build cache, seconds with a warm one. Linux arm64 is tested
+# (scripts/test_arm64.sh, under qemu); Windows and macOS binaries are never
+# run here.
 vet-cross:
-	set -e; for p in $(CROSS_VET); do \
-	  echo "vet GOOS=$${p%/*} GOARCH=$${p#*/}"; \
-	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
-	  if [ "$${p#*/}" = amd64 ]; then GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(SIMD) $(GO) vet ./...; fi; \
-	done
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(SIMD) $(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 
 test-simd:
 	$(SIMD) $(GO) test -count=1 ./...
