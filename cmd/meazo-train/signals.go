@@ -10,9 +10,9 @@ import (
 )
 
 // stopOnSignals catches SIGINT, SIGTERM and SIGUSR1 (stopsig.Stop: no
-// SIGUSR1 on Windows) and returns the poll
-// function for train.Options.Stop: it answers the first signal's name once
-// one has arrived. A second SIGINT (an impatient Ctrl-C) exits at once.
+// SIGUSR1 on Windows) and returns the poll function for
+// train.Options.Stop: it answers the first signal's name once one has
+// arrived. A second SIGINT (an impatient Ctrl-C) exits at once.
 func stopOnSignals() func() string {
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, stopsig.Stop()...)
