@@ -35,35 +35,24 @@ the float64 hidden states), with hidden_states_f64 flattened (the entries one af
 HF code with its float32 steps (RMSNorm, RoPE's angles, attention's softmax) kept in float64. manifest.json also
 lists each model's named_parameters, the order full-parameter training lays the tensors out in.
 """
-import hashlib
-import json
 import os
-import shutil
 import sys
-import types
 
 import torch113_compat  # noqa: F401  (before transformers: see ../shared/pylib/SOURCES.md)
 import torch
-import transformers
-import transformers.generation.utils as gen_utils
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 import transformers.models.llama.modeling_llama as llama_mod
 import transformers.models.qwen3.modeling_qwen3 as qwen3_mod
-import peft
-from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import save_file
 
-gen_utils.is_fsdp_managed_module = lambda m: False  # torch 1.13 on Python 3.11 cannot import fsdp (SOURCES.md)
+import fixturelib
+from fixturelib import make_bf16, make_lora
 
-here = os.path.dirname(os.path.abspath(__file__))
-qwen2_pkg = types.ModuleType("transformers.models.qwen2")
-qwen2_pkg.__path__ = [os.path.join(here, "ref_src", "qwen2")]
-sys.modules["transformers.models.qwen2"] = qwen2_pkg
+fixturelib.generate_on_torch113()
+fixturelib.register_ref_src("qwen2")
 import transformers.models.qwen2.modeling_qwen2 as qwen2_mod  # noqa: E402
 from transformers.models.qwen2.configuration_qwen2 import Qwen2Config  # noqa: E402
-mistral_pkg = types.ModuleType("transformers.models.mistral")
-mistral_pkg.__path__ = [os.path.join(here, "ref_src", "mistral")]
-sys.modules["transformers.models.mistral"] = mistral_pkg
+fixturelib.register_ref_src("mistral")
 import transformers.models.mistral.modeling_mistral as mistral_mod  # noqa: E402
 from transformers.models.mistral.configuration_mistral import MistralConfig  # noqa: E402
 
@@ -73,6 +62,7 @@ MASKED_PROMPT = {1: 4}  # sequence 1's first 4 labels are -100
 GEN_PROMPT_LENGTHS = [5, 9]
 MAX_NEW = 8
 PAD, BOS, EOS = 0, 1, 2
+INPUTS = fixturelib.InputSet(LENGTHS, MASKED_PROMPT, GEN_PROMPT_LENGTHS, MAX_NEW, PAD, BOS)
 
 SIZES = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
              num_key_value_heads=2, rms_norm_eps=1e-6, bos_token_id=BOS, eos_token_id=EOS, attention_dropout=0.0)
@@ -127,79 +117,15 @@ def exact_f64():
         def norm_fwd(self, x, _orig=n_cls.forward):
             if x.dtype != torch.float64:
                 return _orig(self, x)
-            return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+            return fixturelib.rms_norm_f64(self, x)
 
         def rope_fwd(self, x, position_ids, _orig=r_cls.forward):
             if x.dtype != torch.float64:
                 return _orig(self, x, position_ids)
-            freqs = (self.inv_freq.double()[None, :, None] @ position_ids[:, None, :].double()).transpose(1, 2)
-            emb = torch.cat((freqs, freqs), dim=-1)
-            return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+            return fixturelib.rope_f64(self, x, position_ids)
 
         n_cls.forward, r_cls.forward = norm_fwd, rope_fwd
-    orig = torch.nn.functional.softmax
-
-    def softmax(x, dim=None, _stacklevel=3, dtype=None):
-        if x.dtype == torch.float64:
-            dtype = torch.float64
-        return orig(x, dim=dim, dtype=dtype)
-
-    torch.nn.functional.softmax = softmax
-
-
-def batch(gen, vocab):
-    b, L = len(LENGTHS), max(LENGTHS)
-    ids = torch.full((b, L), PAD, dtype=torch.long)
-    mask = torch.zeros((b, L), dtype=torch.long)
-    for s, n in enumerate(LENGTHS):
-        ids[s, 0] = BOS
-        ids[s, 1:n] = torch.randint(3, vocab, (n - 1,), generator=gen)
-        mask[s, :n] = 1
-    labels = ids.clone()
-    labels[mask == 0] = -100
-    for s, n in MASKED_PROMPT.items():
-        labels[s, :n] = -100
-    return ids, mask, labels
-
-
-def left_pad(ids, mask):
-    b, L = ids.shape
-    lids, lmask = torch.full_like(ids, PAD), torch.zeros_like(mask)
-    for s, n in enumerate(LENGTHS):
-        lids[s, L - n:] = ids[s, :n]
-        lmask[s, L - n:] = 1
-    pos = lmask.cumsum(-1) - 1
-    pos.masked_fill_(lmask == 0, 1)  # what generate() builds
-    return lids, lmask, pos
-
-
-def shift_labels(labels):
-    out = torch.full_like(labels, -100)
-    out[:, :-1] = labels[:, 1:]
-    return out
-
-
-def losses(logits, labels):
-    lp = torch.log_softmax(logits.double(), dim=-1)
-    shifted = shift_labels(labels)
-    mask = shifted != -100
-    tgt = shifted.clone()
-    tgt[~mask] = 0
-    ce = -lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) * mask
-    return ce, ce.sum(-1) / mask.sum(-1), ce.sum() / mask.sum()
-
-
-def greedy(model, ids, mask=None, use_cache=True):
-    with torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=mask if mask is not None else torch.ones_like(ids),
-                             do_sample=False, max_new_tokens=MAX_NEW, min_new_tokens=MAX_NEW, output_logits=True,
-                             return_dict_in_generate=True, pad_token_id=PAD, eos_token_id=None, use_cache=use_cache)
-    return out.sequences[:, ids.shape[1]:], torch.stack(out.logits, dim=1)
-
-
-def margin(step_logits):
-    top = step_logits.double().topk(2, dim=-1).values
-    return float((top[..., 0] - top[..., 1]).min())
+    fixturelib.exact_f64_softmax()
 
 
 def make(name, out_dir):
@@ -218,55 +144,14 @@ def make_seed(name, out_dir, seed):
     cfg_cls, model_cls, kw = MODELS[name]
     gen = torch.Generator().manual_seed(seed)
     cfg = cfg_cls(**kw, torch_dtype="float32")
-    cfg._attn_implementation = "eager"
-    model = model_cls(cfg).eval()
-    init_weights(model, gen)
     d = os.path.join(out_dir, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
+    model = fixturelib.new_model(model_cls, cfg, init_weights, gen, d)
     ref = {}
-    ids, mask, labels = batch(gen, cfg.vocab_size)
-    ref.update(input_ids=ids, attention_mask=mask, labels=labels, shift_labels=shift_labels(labels))
-
-    m64 = model_cls.from_pretrained(d, torch_dtype=torch.float64, attn_implementation="eager").eval()
-    with torch.no_grad():
-        o32 = model(input_ids=ids, attention_mask=mask, labels=labels)
-        o64 = m64(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-    ref["logits_f32"], ref["hf_batch_loss_f32"] = o32.logits, o32.loss.reshape(1)
-    ce, per_seq, _ = losses(o32.logits, labels)
-    ref["loss_per_seq_f32"], ref["token_ce_f32"] = per_seq.float(), ce.float()
-    ref["logits_f64"] = o64.logits
-    ref["hidden_states_f64"] = torch.cat([h.flatten() for h in o64.hidden_states])
-    ce, per_seq, total = losses(o64.logits, labels)
-    ref["loss_per_seq_f64"], ref["token_ce_f64"], ref["batch_loss_f64"] = per_seq, ce, total.reshape(1)
-
-    lids, lmask, lpos = left_pad(ids, mask)
-    ref.update(left_input_ids=lids, left_attention_mask=lmask, left_position_ids=lpos)
-    with torch.no_grad():
-        ref["left_logits_f32"] = model(input_ids=lids, attention_mask=lmask, position_ids=lpos).logits
-
-    margins, prompts = [], []
-    for g, n in enumerate(GEN_PROMPT_LENGTHS):
-        p = torch.cat([torch.tensor([[BOS]]), torch.randint(3, cfg.vocab_size, (1, n - 1), generator=gen)], dim=1)
-        new, steps = greedy(model, p)
-        nocache, _ = greedy(model, p, use_cache=False)
-        assert torch.equal(nocache, new), "generation with and without the KV cache differ"
-        ref[f"gen{g}_prompt"], ref[f"gen{g}_new_tokens"], ref[f"gen{g}_step_logits_f32"] = p[0], new[0], steps[0]
-        margins.append(margin(steps))
-        prompts.append(p[0])
-    Lp = max(len(p) for p in prompts)
-    bids, bmask = torch.full((2, Lp), PAD, dtype=torch.long), torch.zeros((2, Lp), dtype=torch.long)
-    for r, p in enumerate(prompts):
-        bids[r, Lp - len(p):], bmask[r, Lp - len(p):] = p, 1
-    new, steps = greedy(model, bids, bmask)
-    ref.update(genbatch_input_ids=bids, genbatch_attention_mask=bmask, genbatch_new_tokens=new)
-    margins.append(margin(steps))
-    if name not in WINDOWED:
-        for r in range(2):
-            assert torch.equal(new[r], ref[f"gen{r}_new_tokens"]), "the left-padded batch generates other tokens"
+    ids, mask, labels, m64 = fixturelib.batch_references(model, model_cls, d, INPUTS, gen, ref)
+    margins, prompts = INPUTS.generations(model, gen, cfg.vocab_size, ref, check_batch=name not in WINDOWED)
 
     names = [n for n, _ in model.named_parameters()]
-    margins.append(make_lora(model, m64, d, ids, mask, labels, prompts, gen, ref))
+    margins.append(make_lora(model, m64, d, INPUTS, ids, mask, labels, prompts, gen, ref, sort_targets=True))
     make_bf16(model_cls, d, ids, mask, labels, ref)
 
     ref = {k: v.contiguous() for k, v in ref.items()}
@@ -274,61 +159,6 @@ def make_seed(name, out_dir, seed):
     hf32 = (ref["logits_f32"].double() - ref["logits_f64"]).abs()[mask.bool()].max().item()
     return {"name": name, "model_class": model_cls.__name__, "seed": seed, "config": kw,
             "min_greedy_margin": min(margins), "hf_f32_vs_f64_max_abs_logit_diff": hf32, "named_parameters": names}
-
-
-def make_lora(model, m64, d, ids, mask, labels, prompts, gen, ref):
-    lcfg = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], lora_dropout=0.0, bias="none",
-                      task_type="CAUSAL_LM", init_lora_weights=True)
-    pm = get_peft_model(model, lcfg)
-    with torch.no_grad():
-        for n, p in pm.named_parameters():
-            if "lora_" in n:
-                p.copy_(0.2 * torch.randn(p.shape, generator=gen, dtype=torch.float64).float())
-    ldir = os.path.join(d, "lora")
-    os.makedirs(ldir, exist_ok=True)
-    with open(os.path.join(ldir, "README.md"), "w") as f:  # PEFT writes a model card into it (SOURCES.md)
-        f.write("---\n---\n")
-    pm.save_pretrained(ldir)
-    os.remove(os.path.join(ldir, "README.md"))
-    with open(os.path.join(ldir, "adapter_config.json")) as f:
-        acfg = json.load(f)
-    acfg["base_model_name_or_path"] = ".."
-    acfg["target_modules"] = sorted(acfg["target_modules"])  # PEFT writes a set, in the hash seed's order
-    with open(os.path.join(ldir, "adapter_config.json"), "w") as f:
-        json.dump(acfg, f, indent=2, sort_keys=True)
-    pm.eval()
-    with torch.no_grad():
-        o = pm(input_ids=ids, attention_mask=mask, labels=labels)
-    ref["lora_logits_f32"], ref["lora_hf_batch_loss_f32"] = o.logits, o.loss.reshape(1)
-    ref["lora_loss_per_seq_f32"] = losses(o.logits, labels)[1].float()
-    p64 = PeftModel.from_pretrained(m64, ldir).double().eval()
-    with torch.no_grad():
-        o64 = p64(input_ids=ids, attention_mask=mask)
-    ref["lora_logits_f64"], ref["lora_loss_per_seq_f64"] = o64.logits, losses(o64.logits, labels)[1]
-    margins = []
-    for g, p in enumerate(prompts):
-        new, steps = greedy(pm, p.unsqueeze(0))
-        ref[f"lora_gen{g}_new_tokens"] = new[0]
-        margins.append(margin(steps))
-    pm.unload()  # the base model without the adapter's layers
-    return min(margins)
-
-
-def make_bf16(model_cls, d, ids, mask, labels, ref):
-    bdir = os.path.join(d, "bf16")
-    m16 = model_cls.from_pretrained(d, torch_dtype=torch.bfloat16, attn_implementation="eager")
-    m16.save_pretrained(bdir, safe_serialization=True)
-    mb = model_cls.from_pretrained(bdir, torch_dtype=torch.float32, attn_implementation="eager").eval()
-    with torch.no_grad():
-        o = mb(input_ids=ids, attention_mask=mask)
-    ref["bf16ckpt_logits_f32"], ref["bf16ckpt_loss_per_seq_f32"] = o.logits, losses(o.logits, labels)[1].float()
-
-
-def sha(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        h.update(f.read())
-    return h.hexdigest()
 
 
 def main():
@@ -339,17 +169,9 @@ def main():
     models = {}
     for name in MODELS:
         models[name] = make(name, out)
-        files = {}
-        root = os.path.join(out, name)
-        for dirpath, _, names in os.walk(root):
-            for n in sorted(names):
-                p = os.path.join(dirpath, n)
-                files[os.path.relpath(p, root)] = {"bytes": os.path.getsize(p), "sha256": sha(p)}
-        models[name]["files"] = dict(sorted(files.items()))
-    manifest = {
-        "generator": "scripts/make_qwen2_fixtures.py",
-        "transformers_version": transformers.__version__, "peft_version": peft.__version__,
-        "torch_version": torch.__version__, "attn_implementation": "eager", "device": "cpu",
+        models[name]["files"] = fixturelib.file_table(os.path.join(out, name))
+    manifest = fixturelib.manifest_header("scripts/make_qwen2_fixtures.py")
+    manifest.update({
         "qwen2_source": "huggingface/transformers @25b7f272347a93d6fb73cad126f6f6dc88e8ce89 (pylib's snapshot commit): "
                         "src/transformers/models/qwen2/{__init__,configuration_qwen2,modeling_qwen2,modular_qwen2}.py, unmodified",
         "mistral_source": "the same commit's src/transformers/models/mistral/{__init__,configuration_mistral,modeling_mistral,"
@@ -363,14 +185,11 @@ def main():
                              "Inputs: right-padded with id 0, each sequence starting with id 1. qwen2-tiny-untied's "
                              "sliding_window 6 is applied by the eager mask to every layer (use_sliding_window false), "
                              "counting cache slots, pads included.",
-        "set_definition": {"lengths": LENGTHS, "label_prompt_mask": MASKED_PROMPT, "gen_prompt_lengths": GEN_PROMPT_LENGTHS,
-                           "max_new_tokens": MAX_NEW, "weight_scales": SCALES, "norms": "weight 1 + 0.25·N(0,1)",
-                           "projection_biases": f"{BIAS_SCALE}·N(0,1)", "lora": "A, B = 0.2·N(0,1)"},
+        "set_definition": INPUTS.definition(weight_scales=SCALES, norms="weight 1 + 0.25·N(0,1)",
+                                            projection_biases=f"{BIAS_SCALE}·N(0,1)", lora="A, B = 0.2·N(0,1)"),
         "models": models,
-    }
-    with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
+    })
+    fixturelib.write_json(os.path.join(out, "manifest.json"), manifest)
 
 
 if __name__ == "__main__":

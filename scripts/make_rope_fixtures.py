@@ -15,14 +15,14 @@ Run with Debian's python3-torch (1.13) and scripts/ref_src/ as make_qwen2_fixtur
 
     PYTHONPATH=../shared/pylib /usr/bin/python3 scripts/make_rope_fixtures.py model/testdata/rope
 """
-import json
 import os
-import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_qwen2_fixtures as q  # noqa: E402  (imports torch113_compat, transformers and the Qwen2 files)
+import fixturelib  # noqa: E402
 import torch  # noqa: E402
+import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
@@ -45,14 +45,10 @@ def make(name, out_dir):
     cfg_cls, model_cls, kw = MODELS[name]
     gen = torch.Generator().manual_seed(q.SEED + len(name))
     cfg = cfg_cls(**kw, torch_dtype="float32")
-    cfg._attn_implementation = "eager"
-    model = model_cls(cfg).eval()
-    q.init_weights(model, gen)
     d = os.path.join(out_dir, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
+    model = fixturelib.new_model(model_cls, cfg, q.init_weights, gen, d)
     os.remove(os.path.join(d, "generation_config.json"))
-    ids, mask, _ = q.batch(gen, cfg.vocab_size)
+    ids, mask, _ = q.INPUTS.batch(gen, cfg.vocab_size)
     m64 = model_cls.from_pretrained(d, torch_dtype=torch.float64, attn_implementation="eager").eval()
     with torch.no_grad():
         l32 = model(input_ids=ids, attention_mask=mask).logits
@@ -73,15 +69,13 @@ def main():
     q.exact_f64()
     torch.set_num_threads(1)
     models = {name: make(name, out) for name in MODELS}
-    manifest = {"generator": "scripts/make_rope_fixtures.py", "transformers_version": q.transformers.__version__,
+    manifest = {"generator": "scripts/make_rope_fixtures.py", "transformers_version": transformers.__version__,
                 "torch_version": torch.__version__, "attn_implementation": "eager",
                 "reference_tensors": "input_ids and attention_mask (right-padded, lengths " + str(q.LENGTHS) +
                                      "), logits_f32 and exact logits_f64, the rotary embedding's inv_freq and "
                                      "attention_scaling as HF computed them",
                 "models": models}
-    with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
-        f.write("\n")
+    fixturelib.write_json(os.path.join(out, "manifest.json"), manifest, sort_keys=True)
 
 
 if __name__ == "__main__":
