@@ -23,6 +23,8 @@ import transformers
 from transformers import PretrainedConfig
 from safetensors.torch import save_file
 
+import fixturelib
+
 here = os.path.dirname(os.path.abspath(__file__))
 src = os.path.join(here, "ref_src")
 
@@ -129,13 +131,9 @@ def exact64(m):
     m = m.double()
     for mod in m.modules():
         if isinstance(mod, M.Ministral3RMSNorm):
-            mod.forward = types.MethodType(lambda s, x: s.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + s.variance_epsilon)), mod)
+            mod.forward = types.MethodType(fixturelib.rms_norm_f64, mod)
         if isinstance(mod, M.Ministral3RotaryEmbedding):
-            def fwd(s, x, position_ids):
-                freqs = (s.inv_freq.double()[None, :, None] @ position_ids[:, None, :].double()).transpose(1, 2)
-                emb = torch.cat((freqs, freqs), dim=-1)
-                return emb.cos() * s.attention_scaling, emb.sin() * s.attention_scaling
-            mod.forward = types.MethodType(fwd, mod)
+            mod.forward = types.MethodType(fixturelib.rope_f64, mod)
     real_softmax = nn.functional.softmax
     M.nn.functional.softmax = lambda x, dim, dtype=None: real_softmax(x, dim=dim, dtype=torch.float64)
     return m

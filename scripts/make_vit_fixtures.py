@@ -19,9 +19,7 @@ reference.safetensors holds:
   lora_logits_f32/_f64      [4][37]                 with the adapter in lora/ applied
 It also prints PEFT's trainable and total counts for ViT-B/16 with 37 classes (618,277 of 85,827,109 in the paper).
 """
-import json
 import os
-import shutil
 import sys
 
 import torch113_compat  # noqa: F401  (before transformers: see ../shared/pylib/SOURCES.md)
@@ -31,6 +29,8 @@ from PIL import Image
 from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import save_file
+
+import fixturelib
 
 SEED = 5171
 IMAGES = ["scene_300x200.png", "scene_97x61.png", "alpha_120x90.png", "gray_150x100.png"]
@@ -86,19 +86,11 @@ def counts_of_vit_base():
 
 def main(out_root):
     out = os.path.join(out_root, "vit-tiny")
-    if os.path.exists(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
     gen = torch.Generator().manual_seed(SEED)
     torch.manual_seed(SEED)
     config = ViTConfig(**TINY)
-    config._attn_implementation = "eager"
-    model = ViTForImageClassification(config).eval()
-    init_weights(model, gen)
-    model.save_pretrained(out, safe_serialization=True)
-    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
-        json.dump(PREPROCESSOR, f, indent=2)
-        f.write("\n")
+    model = fixturelib.new_model(ViTForImageClassification, config, init_weights, gen, out)
+    fixturelib.write_json(os.path.join(out, "preprocessor_config.json"), PREPROCESSOR)
 
     proc = ViTImageProcessor.from_json_file(os.path.join(out, "preprocessor_config.json"))
     imgdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "imageproc", "testdata")
@@ -126,17 +118,7 @@ def main(out_root):
                 p.copy_(0.2 * torch.randn(p.shape, generator=gen, dtype=torch.float64).float())
             elif "modules_to_save" in name:
                 p.add_(0.05 * torch.randn(p.shape, generator=gen, dtype=torch.float64).float())
-    ldir = os.path.join(out, "lora")
-    os.makedirs(ldir)
-    with open(os.path.join(ldir, "README.md"), "w") as f:  # PEFT writes a model card into it (no Jinja2 here)
-        f.write("---\n---\n")
-    lora32.save_pretrained(ldir)
-    os.remove(os.path.join(ldir, "README.md"))
-    with open(os.path.join(ldir, "adapter_config.json")) as f:
-        acfg = json.load(f)
-    acfg["base_model_name_or_path"] = ".."
-    with open(os.path.join(ldir, "adapter_config.json"), "w") as f:
-        json.dump(acfg, f, indent=2, sort_keys=True)
+    fixturelib.save_lora(lora32, os.path.join(out, "lora"))
     ref["lora_logits_f32"] = run(lora32, pixels, labels).logits.contiguous()
     base64 = ViTForImageClassification(config).eval()
     base64.load_state_dict(m64.float().state_dict())
