@@ -32,32 +32,21 @@ func BenchmarkUpdateWeight(b *testing.B) {
 	m16, v16 := be.NewState(w16), be.NewState(w16)
 	be.updateWeight(w16, m16, v16, &adam)
 	defer restoreTrainable()
+	cases := []struct {
+		name    string
+		w, m, v tensor.Weight
+		u       *tensor.Update
+	}{{"sgd", w, nil, nil, u}, {"adam", w, m, v, &adam}, {"sgd-bf16", w16, nil, nil, u}, {"adam-bf16", w16, m16, v16, &adam}}
 	for _, path := range trainablePaths() {
 		path.use()
-		b.Run(path.name+"/sgd", func(b *testing.B) {
-			b.SetBytes(8 * n * k)
-			for b.Loop() {
-				be.updateWeight(w, nil, nil, u)
-			}
-		})
-		b.Run(path.name+"/adam", func(b *testing.B) {
-			b.SetBytes(8 * n * k)
-			for b.Loop() {
-				be.updateWeight(w, m, v, &adam)
-			}
-		})
-		b.Run(path.name+"/sgd-bf16", func(b *testing.B) {
-			b.SetBytes(8 * n * k)
-			for b.Loop() {
-				be.updateWeight(w16, nil, nil, u)
-			}
-		})
-		b.Run(path.name+"/adam-bf16", func(b *testing.B) {
-			b.SetBytes(8 * n * k)
-			for b.Loop() {
-				be.updateWeight(w16, m16, v16, &adam)
-			}
-		})
+		for _, c := range cases {
+			b.Run(path.name+"/"+c.name, func(b *testing.B) {
+				b.SetBytes(8 * n * k)
+				for b.Loop() {
+					be.updateWeight(c.w, c.m, c.v, c.u)
+				}
+			})
+		}
 	}
 	restoreTrainable()
 	b.Run("noise", func(b *testing.B) {
