@@ -23,6 +23,7 @@ import (
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/zo"
 )
 
 // Config is a whole experiment. Every field's `doc` tag is its documentation;
@@ -84,7 +85,7 @@ type AdapterConfig struct {
 // hyperparameters and the estimator (ε, q, noise).
 type OptimizerConfig struct {
 	Name        string  `mapstructure:"name" yaml:"name" doc:"meazo, zo-sgd, zo-adam, radazo or fzoo"`
-	LR          float64 `mapstructure:"lr" yaml:"lr" doc:"learning rate η (constant)"`
+	LR          float64 `mapstructure:"lr" yaml:"lr" doc:"learning rate η (with a schedule: its rate after the warmup)"`
 	Eps         float64 `mapstructure:"eps" yaml:"eps" doc:"perturbation scale ε"`
 	Q           int     `mapstructure:"q" yaml:"q" doc:"directions per step (fzoo needs at least 2)"`
 	Dist        string  `mapstructure:"dist" yaml:"dist" doc:"noise: normal, sphere, rademacher or ternary; empty: the optimizer's default (rademacher for fzoo, as its reference; normal otherwise)"`
@@ -95,6 +96,8 @@ type OptimizerConfig struct {
 	Momentum    float64 `mapstructure:"momentum" yaml:"momentum" doc:"zo-sgd momentum, in [0, 1) (0: none)"`
 	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay" doc:"zo-sgd weight decay λ (>= 0)"`
 	BiasCorrect bool    `mapstructure:"bias_correction" yaml:"bias_correction" doc:"radazo: apply Adam's bias correction (the reference code does not)"`
+	Schedule    string  `mapstructure:"schedule" yaml:"schedule" doc:"learning-rate schedule over train.steps: constant (the paper's), linear or cosine (falling to 0 at the last step); the rates of HF transformers' get_*_schedule_with_warmup"`
+	WarmupSteps int     `mapstructure:"warmup_steps" yaml:"warmup_steps" doc:"steps of linear warmup from 0 to optimizer.lr before the schedule (HF's num_warmup_steps: step 0's rate is 0, as there)"`
 }
 
 // TrainConfig is the config's train section: steps, batch, seed, and how
@@ -130,7 +133,7 @@ func Defaults() Config {
 		Model:     ModelConfig{DateString: "26 Jul 2024", Backend: "auto"},
 		Task:      TaskConfig{MaxLength: data.DefaultMaxTokens, Format: string(data.FormatChat)},
 		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
-		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8},
+		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8, Schedule: "constant"},
 		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
 		Eval:      EvalConfig{BatchSize: 8},
 		Output:    OutputConfig{Dir: "runs/run"},
@@ -440,6 +443,12 @@ func (c *Config) validateOptimizer() error {
 		return fmt.Errorf("optimizer.q must be at least 1, got %d", c.Optimizer.Q)
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
 		return fmt.Errorf("optimizer.q must be at least 2 for fzoo (the std of one loss is 0), got %d", c.Optimizer.Q)
+	case !slices.Contains([]string{"constant", "linear", "cosine"}, c.Optimizer.Schedule):
+		return choiceError("optimizer.schedule", c.Optimizer.Schedule, "constant", "linear", "cosine")
+	case c.Optimizer.WarmupSteps < 0:
+		return fmt.Errorf("optimizer.warmup_steps must be at least 0, got %d", c.Optimizer.WarmupSteps)
+	case c.Optimizer.WarmupSteps > 0 && c.Optimizer.WarmupSteps >= c.Train.Steps:
+		return fmt.Errorf("optimizer.warmup_steps %d is not less than train.steps %d: the run would end before its rate reaches optimizer.lr", c.Optimizer.WarmupSteps, c.Train.Steps)
 	}
 	// The optimizers' moving averages need decays in [0, 1).
 	for _, d := range []struct {
@@ -451,6 +460,13 @@ func (c *Config) validateOptimizer() error {
 		}
 	}
 	return nil
+}
+
+// schedule is the learning-rate schedule of optimizer.schedule and
+// optimizer.warmup_steps over train.steps (validated: a known name).
+func (c *Config) schedule() zo.Schedule {
+	kind, _ := zo.ParseSchedule(c.Optimizer.Schedule)
+	return zo.Schedule{Kind: kind, Warmup: c.Optimizer.WarmupSteps, Steps: c.Train.Steps}
 }
 
 // validateRun checks the run's counts, batch sizes and output.

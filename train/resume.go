@@ -28,7 +28,7 @@ var resumableKeys = []string{
 	"model.bf16_weights", "model.backend",
 	"task.test", "task.max_test", "task.strict",
 	"optimizer.lr", "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.beta", "optimizer.zeta",
-	"optimizer.momentum", "optimizer.weight_decay",
+	"optimizer.momentum", "optimizer.weight_decay", "optimizer.schedule", "optimizer.warmup_steps",
 	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every",
 	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem",
 }

@@ -382,7 +382,7 @@ func (r *run) setupEngine() error {
 		mode = zo.Grouped
 	}
 	if r.engine, err = r.tr.newEngine(opt, zo.Config{Eps: cfg.Optimizer.Eps, Q: cfg.Optimizer.Q, Dist: dist,
-		Seed: cfg.Train.Seed, Mode: mode, Workers: cfg.Train.Threads}); err != nil {
+		Seed: cfg.Train.Seed, Mode: mode, Workers: cfg.Train.Threads, Schedule: cfg.schedule()}); err != nil {
 		return err
 	}
 	n, _, _ := r.data.sizes()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/zo"
 )
 
 // demoConfig writes the demo's files into a temp dir and returns the config
@@ -64,6 +66,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		{"lora-zo-adam", "LORA", []string{"optimizer.name=zo-adam"}},
 		{"prompt-meazo", "PROMPT_TUNING", append(slices.Clone(prompt), "optimizer.name=meazo")},
 		{"prompt-zo-adam", "PROMPT_TUNING", append(slices.Clone(prompt), "optimizer.name=zo-adam")},
+		{"lora-zo-sgd-linear-warmup", "LORA", []string{"optimizer.name=zo-sgd", "optimizer.lr=0.05", "optimizer.schedule=linear", "optimizer.warmup_steps=3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := append(slices.Clone(common), tc.set...)
@@ -337,5 +340,36 @@ func TestEndToEndRealData(t *testing.T) {
 				t.Errorf("optimizer state %d bytes, want %d", s.StateBytes, wantState)
 			}
 		})
+	}
+}
+
+// TestScheduleInMetrics: each step's line in metrics.jsonl gives the rate
+// the step moved with, η times the schedule's factor (HF's cosine with two
+// warmup steps here: 0 at step 0, η at step 2, falling to 0 after the end).
+func TestScheduleInMetrics(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	out := filepath.Join(dir, "cosine")
+	set := []string{"train.eval_every=6", "eval.skip=true", "task.max_train=64", "task.max_validation=8",
+		"optimizer.lr=0.04", "optimizer.schedule=cosine", "optimizer.warmup_steps=2", "output.dir=" + out}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
+		t.Fatal(err)
+	}
+	sched := zo.Schedule{Kind: zo.Cosine, Warmup: 2, Steps: 6}
+	var rates []float64
+	for _, l := range readLines(t, filepath.Join(out, "metrics.jsonl")) {
+		var line rundir.TrainLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Kind != rundir.KindTrain {
+			continue
+		}
+		rates = append(rates, line.LR)
+		if want := 0.04 * sched.Factor(len(rates)-1); line.LR != want {
+			t.Errorf("step %d: lr %v, want %v", line.Step, line.LR, want)
+		}
+	}
+	if len(rates) != 6 || rates[0] != 0 || rates[2] != 0.04 || !(rates[5] > 0 && rates[5] < rates[4]) {
+		t.Errorf("rates %v: want 6 steps, 0 first, η at step 2, falling after", rates)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/update"
 )
 
 // Mode says which parameter groups are perturbed together.
@@ -55,6 +56,8 @@ type Config struct {
 	Seed    uint64     // run seed; group g draws from noise.StreamSeed(Seed, g)
 	Mode    Mode
 	Workers int // goroutines for noise and updates; 0 means GOMAXPROCS. Results do not depend on it.
+	// Schedule scales the optimizer's rate per step; the zero value keeps it constant.
+	Schedule Schedule
 }
 
 // Engine runs zeroth-order steps on parameter groups it does not own. θ is
@@ -164,6 +167,9 @@ func newEngine(dims []int, opt Optimizer, cfg Config, external bool) (*Engine, e
 	case cfg.Dist == noise.Sphere && cfg.Mode == Joint && len(dims) > 1:
 		return nil, fmt.Errorf("zo: sphere noise is defined per group; use one group or grouped/cyclic mode")
 	}
+	if err := cfg.Schedule.check(); err != nil {
+		return nil, fmt.Errorf("zo: %w", err)
+	}
 	units := len(dims)
 	if cfg.Mode == Joint {
 		units = 1
@@ -263,6 +269,14 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	e.record(st)
 	e.step++
 	return st, nil
+}
+
+// rule is the optimizer's element-wise step of unit u at step, its rate
+// scaled by the schedule (by exactly 1 when constant: the same bits).
+func (e *Engine) rule(u unit, step int) update.Rule {
+	r := e.opt.rule(u.id, u.t)
+	r.LR *= e.cfg.Schedule.Factor(step)
+	return r
 }
 
 // noiseNorms holds sphere noise's norm per (group, direction); nil for the

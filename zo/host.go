@@ -254,7 +254,7 @@ func (h *hostParams) update(step int, units []unit, norms noiseNorms, weights []
 	kept := h.noise(step)
 	rules := make([]update.Rule, len(units))
 	for ui, u := range units {
-		rules[ui] = e.opt.rule(u.id, u.t)
+		rules[ui] = e.rule(u, step)
 	}
 	tasks := h.chunkTasks(units)
 	sq := make([]float64, len(tasks))

@@ -113,7 +113,7 @@ func (p *storeParams) update(step int, units []unit, norms noiseNorms, weights [
 	e := p.e
 	var ss float64
 	for ui, u := range units {
-		rule := e.opt.rule(u.id, u.t)
+		rule := e.rule(u, step)
 		for _, g := range u.groups {
 			su := StoreUpdate{Dist: e.cfg.Dist, Weights: weights[ui], Rule: rule}
 			for j := range e.cfg.Q {
