@@ -147,6 +147,9 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 			}
 		}
 	}
+	if err := shorthandConflict(given, sets); err != nil {
+		return nil, err
+	}
 	if *seed != "" {
 		n, err := strconv.ParseUint(*seed, 10, 64)
 		if err != nil {
@@ -162,6 +165,28 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	}
 	c.opts = train.Options{ConfigPath: *config, Overrides: sets, Resume: *resume}
 	return c, nil
+}
+
+// shorthands are the flags that stand for a --set of one key.
+var shorthands = []struct{ flag, key string }{
+	{"seed", "train.seed"}, {"out", "output.dir"}, {"backend", "model.backend"},
+}
+
+// shorthandConflict refuses a shorthand flag given together with a --set of
+// its key (--seed 1 --set train.seed=2): one of the two values would be
+// silently dropped, and the run would not be the one its command line reads as.
+func shorthandConflict(given map[string]bool, sets []string) error {
+	for _, sh := range shorthands {
+		if !given[sh.flag] {
+			continue
+		}
+		for _, s := range sets {
+			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == sh.key {
+				return fmt.Errorf("--%s and --set %s both set %s: give one of them", sh.flag, s, sh.key)
+			}
+		}
+	}
+	return nil
 }
 
 func main() {
