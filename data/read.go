@@ -39,6 +39,11 @@ type RowError struct {
 }
 
 func (e *RowError) Error() string {
+	if e.Field == "" || strings.HasPrefix(e.Field, "(") {
+		// "(line)", "(article)": the whole row is wrong, no field to name
+		// (`line 9: not a JSON object`, not `field "(line)"`).
+		return fmt.Sprintf("%s: %s: %s", e.File, e.Row, e.Msg)
+	}
 	return fmt.Sprintf("%s: %s: field %q: %s", e.File, e.Row, e.Field, e.Msg)
 }
 

@@ -69,9 +69,9 @@ func TestMalformedRows(t *testing.T) {
 		{"a.tsv", "sentence\tlabel\nok\t7\n", SST2, 0, `line 2: field "label": want 0 or 1, got 7`},
 		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"d"}` + "\n", XSum, 1, `line 2: field "summary": missing`},
 		{"x.jsonl", `{"id":"1","document":5,"summary":"s"}` + "\n", XSum, 0, `line 1: field "document": want a string, got JSON number`},
-		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n[1, 2]\n", XSum, 1, `line 2: field "(line)": want a JSON object, got an array`},
-		{"x.jsonl", "null\n" + `{"id":"1","document":"d","summary":"s"}` + "\n", XSum, 1, `line 1: field "(line)": want a JSON object, got null`},
-		{"s.jsonl", `"just a string"` + "\n", SST2, 0, `line 1: field "(line)": want a JSON object, got a string`},
+		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n[1, 2]\n", XSum, 1, `line 2: want a JSON object, got an array`},
+		{"x.jsonl", "null\n" + `{"id":"1","document":"d","summary":"s"}` + "\n", XSum, 1, `line 1: want a JSON object, got null`},
+		{"s.jsonl", `"just a string"` + "\n", SST2, 0, `line 1: want a JSON object, got a string`},
 		{"a.tsv", "sentence\tlabel\nok\t1\nbad\t" + strings.Repeat("9x", 50000) + "\n", SST2, 1, `line 3: field "label": not an integer: "9x9x`},
 		{"s.jsonl", `{"id":"q","title":"T","context":"C","question":"Q","answers":{"text":[],"answer_start":[]}}`, SQuAD, 0, `line 1: field "answers": no answer`},
 		{"d.json", `{"version":"1.1","data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A","answer_start":0}]},{"id":"q2","question":"","answers":[{"text":"A"}]}]}]}]}`,
@@ -87,9 +87,9 @@ func TestMalformedRows(t *testing.T) {
 			SQuAD, 1, `data[0]: field "title": not UTF-8 text`},
 		// A question that is not UTF-8 is skipped alone.
 		{"d.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q0","question":"caf` + "\xe9" + `","answers":[{"text":"A"}]},{"id":"q1","question":"Q","answers":[{"text":"A"}]},{"id":"q2","question":"Q","answers":[{"text":"B"}]}]}]}]}`,
-			SQuAD, 2, `data[0].paragraphs[0].qas[0]: field "(question)": not UTF-8 text`},
-		{"a.tsv", "sentence\tlabel\nok\t1\ncaf\xe9\t1\n", SST2, 1, `line 3: field "(line)": not UTF-8 text`},
-		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"caf` + "\xe9" + `","summary":"s"}` + "\n", XSum, 1, `line 2: field "(line)": not UTF-8 text`},
+			SQuAD, 2, `data[0].paragraphs[0].qas[0]: not UTF-8 text`},
+		{"a.tsv", "sentence\tlabel\nok\t1\ncaf\xe9\t1\n", SST2, 1, `line 3: not UTF-8 text`},
+		{"x.jsonl", `{"id":"1","document":"d","summary":"s"}` + "\n" + `{"id":"2","document":"caf` + "\xe9" + `","summary":"s"}` + "\n", XSum, 1, `line 2: not UTF-8 text`},
 		{"a.tsv", "sentence\tlabel\tidx\nok\t1\t1\nshort\t1\n", SST2, 1, `line 3: field "sentence": want 3 tab-separated columns, got 2`},
 	} {
 		p := writeFile(t, c.name, c.content)
