@@ -343,8 +343,8 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	if len(exs) == 0 {
-		return nil, fmt.Errorf("%s: no examples", o.Data)
+	if err := noExamples("--data", o.Data, st); err != nil {
+		return nil, err
 	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}
 	if exs, err = newLengthRule(o.MaxLength, "--max-length", enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {

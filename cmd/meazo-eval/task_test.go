@@ -141,6 +141,35 @@ func TestTaskOwnData(t *testing.T) {
 	}
 }
 
+// TestTaskNoUsableRows: a data file none of whose rows fits the task (a
+// classification file given as generation, a header alone) is refused with
+// why, not as a bare "no examples".
+func TestTaskNoUsableRows(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	cls, empty := filepath.Join(dir, "cls.jsonl"), filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(cls, []byte(`{"text":"what a dull film","label":"terrible"}`+"\n"+`{"text":"a superb cast","label":1}`+"\n"), 0o644)
+	os.WriteFile(empty, nil, 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--task", "generation", "--data", cls}, "--data " + cls + ": no usable example: every row is malformed (2; the warnings above say why)"},
+		{[]string{"--task", "classification", "--labels", "[terrible, great]", "--data", empty}, "--data " + empty + ": no examples in the file"},
+	} {
+		var log bytes.Buffer
+		err := runTask(append([]string{"--model", filepath.Join(dir, "model")}, c.args...), io.Discard, &log)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: got %v, want %q", c.args, err, c.want)
+		}
+		if c.args[1] == "generation" && strings.Count(log.String(), "warning: skipped malformed row") != 2 {
+			t.Errorf("%q: want a warning per row, log:\n%s", c.args, log.String())
+		}
+	}
+}
+
 // TestTaskRefusesNonFiniteModel: a model whose weights hold NaN is refused,
 // by label scoring (SST-2) and by generation (SQuAD), not scored.
 func TestTaskRefusesNonFiniteModel(t *testing.T) {
