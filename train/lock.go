@@ -49,7 +49,9 @@ func LockDir(dir string) (*Lock, error) {
 func openLocked(path, dir string) (*os.File, error) {
 	for {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+			// Named as the run directory: "mkdir runs: permission denied"
+			// alone does not say which setting chose the place.
+			return nil, fmt.Errorf("cannot create the run directory %s: %w", dir, err)
 		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {

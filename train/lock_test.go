@@ -74,3 +74,24 @@ func TestLockDirOutlastsProbe(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// TestLockDirCannotCreate: a run directory that cannot be made (here: under
+// a regular file) is an error naming it, not the bare mkdir's.
+func TestLockDirCannotCreate(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(file, "run")
+	l, err := LockDir(dir)
+	if err == nil {
+		l.Unlock()
+		t.Fatal("LockDir under a regular file succeeded")
+	}
+	if want := "cannot create the run directory " + dir + ": mkdir " + file + ": not a directory"; err.Error() != want {
+		t.Errorf("got %q, want %q", err, want)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "mine" {
+		t.Errorf("the file in the way was changed: %q", b)
+	}
+}
