@@ -65,6 +65,9 @@ func runTask(args []string, stdout, log io.Writer) error {
 		BatchSize: *batch, MaxNewTokens: *maxNew, DateString: *date, RougeStem: *stem, Strict: *strict, MaxLength: *maxLen, Format: *format,
 		Labels: labelList, Instruction: *instruction, Log: log}
 	if err := opts.CheckTask(); err != nil && data.Task(*task) != data.Pets {
+		if _, perr := data.ParseTask(*task); perr != nil { // data's list is the text tasks': add the image task
+			return cli.Usage(fmt.Errorf("--task: unknown task %q (want sst2, squad, xsum, pets, classification or generation)", *task))
+		}
 		return cli.Usage(err)
 	}
 	// What the flags name is there, before a backend opens or a weight loads.

@@ -99,7 +99,7 @@ func TestTaskCommandLine(t *testing.T) {
 		{[]string{"--model", "m", "--task", "classification", "--data", "d.jsonl"}, "--labels: task classification needs at least 2 labels, got 0"},
 		{[]string{"--model", "m", "--task", "classification", "--data", "d.jsonl", "--labels", "a,b"}, "want a list, e.g. --labels '[negative, positive]'"},
 		{[]string{"--model", "m", "--task", "generation", "--data", "d.jsonl", "--labels", "[a, b]"}, "task generation has no labels"},
-		{[]string{"--model", "m", "--task", "summaries", "--data", "d.jsonl"}, `unknown task "summaries"`},
+		{[]string{"--model", "m", "--task", "summaries", "--data", "d.jsonl"}, `--task: unknown task "summaries" (want sst2, squad, xsum, pets, classification or generation)`},
 	} {
 		err := runTask(c.args, io.Discard, io.Discard)
 		var ue *cli.UsageError
