@@ -142,8 +142,13 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	}
 	if given["demo"] {
 		for _, s := range sets {
-			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "output.dir" {
+			switch k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) {
+			case "output.dir":
 				return nil, fmt.Errorf("--demo writes into --demo-dir (now %s), not --set output.dir", c.demoDir)
+			case "optimizer.name":
+				// It would apply to all three runs, each still in its run-meazo,
+				// run-zo-sgd or run-zo-adam directory.
+				return nil, fmt.Errorf("--demo runs MEAZO, ZO-SGD and ZO-Adam, one each; --set optimizer.name is not for it (train another optimizer with --config DEMO_DIR/demo.yaml --set optimizer.name=NAME)")
 			}
 		}
 	}

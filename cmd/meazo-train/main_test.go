@@ -32,6 +32,7 @@ func TestCarelessInvocations(t *testing.T) {
 		{"--demo with --config", []string{"--demo", "--config", "c.yaml"}, "does not take --config"},
 		{"--demo with --out", []string{"--demo", "--out", "x"}, "not --out"},
 		{"--demo with output.dir", []string{"--demo", "--set", "output.dir=x"}, "not --set output.dir"},
+		{"--demo with optimizer.name", []string{"--demo", "--set", "optimizer.name=fzoo"}, "--set optimizer.name is not for it"},
 		{"--demo-dir without --demo", []string{"--demo-dir", "d"}, "belong to --demo"},
 		{"argument", []string{"--config", "c.yaml", "extra"}, `unexpected argument "extra"`},
 		{"help argument", []string{"help"}, "help"},
