@@ -88,10 +88,10 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 		return cli.Usage(err)
 	}
 	if *metric != "squad" && *metric != "rouge" {
-		return fmt.Errorf("--metric must be squad or rouge, got %q", *metric)
+		return cli.Usage(fmt.Errorf("--metric must be squad or rouge, got %q", *metric))
 	}
 	if *stem && *metric != "rouge" {
-		return fmt.Errorf("--stem applies only to --metric rouge")
+		return cli.Usage(fmt.Errorf("--stem applies only to --metric rouge"))
 	}
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (the input is --in FILE, or stdin)", fs.Arg(0)))

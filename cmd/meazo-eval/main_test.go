@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/cli"
 )
 
 func TestScoreSquad(t *testing.T) {
@@ -102,6 +105,13 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 		err := runScore([]string{"--metric", c.metric}, strings.NewReader(c.in), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error = %v, want it to contain %q", err, c.want)
+		}
+	}
+	// A wrong flag value is a usage error (exit 2), as meazo-eval task's are.
+	for _, args := range [][]string{{"--metric", "bleu"}, {"--metric", ""}, {"--metric", "squad", "--stem"}} {
+		var ue *cli.UsageError
+		if err := runScore(args, strings.NewReader(""), &bytes.Buffer{}); !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
 	// A file named as an argument is not read from stdin in its place.
