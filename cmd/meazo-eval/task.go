@@ -26,7 +26,8 @@ import (
 func runTask(args []string, stdout, log io.Writer) error {
 	fs := commands.Flags("task")
 	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
-	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model")
+	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model. "+
+		"A run's best/ or last/ (or, as --model, a full-parameter run's) is scored as the run scored it: the flags left out take the run's values (RUN_DIR/config.yaml), and the log says which")
 	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; prompt tuning: no effect)")
 	task := fs.String("task", "", "sst2, squad, xsum, pets (a ViT image classifier), or your own data's classification or generation (as task.name)")
 	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet; classification, generation: .jsonl)")
@@ -46,11 +47,15 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
+	}
+	if err := fromRun(fs, *adapter, *modelDir, log); err != nil {
+		return err
+	}
+	switch {
 	case *modelDir == "" || *task == "" || *dataPath == "":
-		return cli.Usage(fmt.Errorf("--model, --task and --data are required"))
+		return cli.Usage(fmt.Errorf("--model, --task and --data are required (an --adapter saved by a run takes them from the run)"))
 	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0 || *maxLen < 0:
 		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens, --max-length and --threads must not be negative and --batch-size must be at least 1"))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -269,6 +270,15 @@ func TestTaskPets(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
+	// The run's adapter alone: the model, task and test file from the run
+	// (none of the text tasks' settings, which pets refuses).
+	if err := runTask([]string{"--adapter", filepath.Join(dir, "best")}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if res := map[string]float64{}; json.Unmarshal(out.Bytes(), &res) != nil || res["accuracy"] != s.Test["best"]["accuracy"] {
+		t.Errorf("--adapter RUN/best alone: %s, want the run's best accuracy %v", out.String(), s.Test["best"]["accuracy"])
+	}
+	out.Reset()
 	if err := runTask([]string{"--model", vit, "--task", "pets", "--data", test, "--max-examples", "5"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -386,5 +396,92 @@ func TestTaskNoChatTemplate(t *testing.T) {
 		case c.want != nil && (err == nil || !strings.Contains(err.Error(), c.want[0]) || !strings.Contains(err.Error(), c.want[1])):
 			t.Errorf("--format %s: %v, want %q", c.format, err, c.want)
 		}
+	}
+}
+
+func first(a, _ string) string { return a }
+
+// TestTaskFromRun: an adapter a run saved is scored as the run scored it,
+// with the flags left out taken from the run's config.yaml (the base model,
+// the task, its test file, the labels and the instruction of a run on the
+// user's own data): the same metrics as with every flag written out, the
+// log naming what was taken. A flag given with another value than the
+// run's is used, with a note; an adapter outside a run directory takes
+// nothing; a run's config.yaml that cannot be read is named.
+func TestTaskFromRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, test := filepath.Join(dir, "own.jsonl"), filepath.Join(dir, "own_test.jsonl")
+	var rows strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&rows, `{"text":"review %d: a %s film","label":%d}`+"\n", i, []string{"dull", "superb"}[i%2], i%2)
+	}
+	for _, f := range []string{own, test} {
+		if err := os.WriteFile(f, []byte(rows.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := filepath.Join(dir, "ownrun")
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "task.name=classification",
+		"task.train=" + own, "task.test=" + test, "task.labels=[terrible, great]", "task.instruction=Rate the review.",
+		"task.max_validation=4", "output.dir=" + run}}); err != nil {
+		t.Fatal(err)
+	}
+	best := filepath.Join(run, "best")
+	score := func(args ...string) (string, string) {
+		t.Helper()
+		var out, log strings.Builder
+		if err := runTask(args, &out, &log); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		return out.String(), log.String()
+	}
+	explicit, _ := score("--model", filepath.Join(dir, "model"), "--adapter", best, "--task", "classification", "--data", test,
+		"--labels", "[terrible, great]", "--instruction", "Rate the review.")
+	fromRun, log := score("--adapter", best)
+	if fromRun != explicit {
+		t.Errorf("from the run %s, every flag written out %s", fromRun, explicit)
+	}
+	if want := `--task classification --data ` + test + ` --labels '["terrible","great"]' --instruction 'Rate the review.'`; !strings.Contains(log, "scoring as the run "+run+" did (its config.yaml): --model ") || !strings.Contains(log, want) {
+		t.Errorf("log %q: want it to name what was taken, %q", log, want)
+	}
+	// Another instruction: the flag's, with a note; as if no run were read.
+	other, log := score("--adapter", best, "--instruction", "Say great or terrible.")
+	plain, _ := score("--model", filepath.Join(dir, "model"), "--adapter", best, "--task", "classification", "--data", test,
+		"--labels", "[terrible, great]", "--instruction", "Say great or terrible.")
+	if other != plain || !strings.Contains(log, `note: --instruction differs from the run's task.instruction ("Rate the review." in `+run+`); scoring with --instruction`) {
+		t.Errorf("--instruction given: %s (written out: %s), log %q", other, plain, log)
+	}
+	// The same labels written another way: no note.
+	if _, log := score("--adapter", best, "--labels", "[terrible, great]"); strings.Contains(log, "note:") {
+		t.Errorf("the run's own labels noted as different: %q", log)
+	}
+	// A full-parameter run's model, as --model: the rest from its run.
+	full := filepath.Join(dir, "fullrun")
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "adapter.kind=full", "optimizer.lr=1e-3",
+		"task.max_train=32", "task.max_validation=4", "output.dir=" + full}}); err != nil {
+		t.Fatal(err)
+	}
+	fullBest := filepath.Join(full, "best")
+	if got, want := first(score("--model", fullBest)), first(score("--model", fullBest, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"))); got != want {
+		t.Errorf("a full-parameter run's model from its run: %s, written out %s", got, want)
+	}
+	// An adapter copied out of its run takes nothing from it.
+	copied := filepath.Join(dir, "copied")
+	if err := os.CopyFS(copied, os.DirFS(best)); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTask([]string{"--adapter", copied}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--model, --task and --data are required") {
+		t.Errorf("an adapter outside a run: %v, want the required flags named", err)
+	}
+	// A config.yaml that is not YAML is named.
+	if err := os.WriteFile(filepath.Join(run, "config.yaml"), []byte("task: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTask([]string{"--adapter", best}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), filepath.Join(run, "config.yaml")+" (the configuration of the run that saved "+best+")") {
+		t.Errorf("a broken config.yaml: %v", err)
 	}
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meazo-go/meazo/train"
+)
+
+// runSetting is a flag of meazo-eval task that a run's config.yaml sets too.
+type runSetting struct {
+	flag, key string
+	value     func(c *train.Config) string // the run's, written as the flag takes it ("": the run has none)
+	prompt    bool                         // it changes the text the model sees or how it is scored: a different value on the command line is worth a note
+	text      bool                         // a text task's flag only (refused for pets)
+}
+
+// effective is what a value of flag f means: --date-string's empty default
+// stands for the Llama-3.x template's default date, which a run's
+// config.yaml writes out.
+func effective(f, v string) string {
+	if f == "date-string" && v == "" {
+		return train.Defaults().Model.DateString
+	}
+	return v
+}
+
+var runSettings = []runSetting{
+	{"model", "model.path", func(c *train.Config) string { return c.Model.Path }, false, false},
+	{"task", "task.name", func(c *train.Config) string { return c.Task.Name }, false, false},
+	{"data", "task.test", func(c *train.Config) string { return c.Task.Test }, false, false},
+	{"max-examples", "task.max_test", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxTest) }, false, false},
+	{"labels", "task.labels", func(c *train.Config) string { return labelsFlag(c.Task.Labels) }, true, true},
+	{"instruction", "task.instruction", func(c *train.Config) string { return c.Task.Instruction }, true, true},
+	{"format", "task.format", func(c *train.Config) string { return c.Task.Format }, true, true},
+	{"date-string", "model.date_string", func(c *train.Config) string { return c.Model.DateString }, true, true},
+	{"max-length", "task.max_length", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxLength) }, true, true},
+	{"max-new-tokens", "eval.max_new_tokens", func(c *train.Config) string { return strconv.Itoa(c.Eval.MaxNewTokens) }, true, true},
+	{"rouge-stem", "eval.rouge_stem", func(c *train.Config) string { return strconv.FormatBool(c.Eval.RougeStem) }, true, true},
+}
+
+// labelsFlag writes labels as --labels takes them (JSON is YAML): "" for none.
+func labelsFlag(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+// fromRun scores a run's saved result as the run scored its test split: when
+// --adapter (or, without one, --model: a full-parameter run's model) is a
+// run's best/ or last/, every flag of runSettings the command line leaves out
+// takes the run's value from its config.yaml (--model only with an adapter:
+// the base model the run trained it on). The log says which were taken, and
+// notes a flag given with another value than the run's where that changes
+// the prompts or the scoring. Nothing is read when the directory is not a
+// run's.
+func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
+	saved := adapter
+	if saved == "" {
+		saved = model
+	}
+	cfg, run, err := train.RunOf(saved)
+	if err != nil || cfg == nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	pets := cfg.Task.Name == "pets"
+	var taken []string
+	for _, s := range runSettings {
+		v := s.value(cfg)
+		switch {
+		case s.flag == "model" && adapter == "", s.text && pets:
+			continue
+		case given[s.flag]:
+			if got := fs.Lookup(s.flag).Value.String(); s.prompt && effective(s.flag, got) != v && !sameLabels(s.flag, got, v) {
+				fmt.Fprintf(log, "note: --%s differs from the run's %s (%q in %s); scoring with --%s\n", s.flag, s.key, v, run, s.flag)
+			}
+			continue
+		case v == "" || v == effective(s.flag, fs.Lookup(s.flag).DefValue):
+			continue
+		}
+		if err := fs.Set(s.flag, v); err != nil {
+			return fmt.Errorf("%s in %s: %w", s.key, run, err)
+		}
+		taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shellWord(v)))
+	}
+	if len(taken) > 0 {
+		fmt.Fprintf(log, "scoring as the run %s did (its config.yaml): %s\n", run, strings.Join(taken, " "))
+	}
+	return nil
+}
+
+// sameLabels reports whether two --labels values are the same list written
+// two ways ('[a, b]' and '["a","b"]').
+func sameLabels(flag, a, b string) bool {
+	if flag != "labels" {
+		return false
+	}
+	la, errA := train.ParseLabels(a)
+	lb, errB := train.ParseLabels(b)
+	return errA == nil && errB == nil && slices.Equal(la, lb)
+}
+
+// shellWord quotes v for a command line when it holds anything but plain
+// characters.
+func shellWord(v string) string {
+	special := func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}
+	if v != "" && !strings.ContainsFunc(v, special) {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
