@@ -58,7 +58,7 @@ func finiteStats(st *zo.Stats) bool {
 // logStep appends the step's line to metrics.jsonl (and timing.jsonl).
 func (r *run) logStep(step int, st *zo.Stats, secs float64) error {
 	line := rundir.TrainLine{Kind: rundir.KindTrain, Step: step, Loss: st.Loss, Losses: st.Losses,
-		UpdateNorm: st.UpdateNorm, LR: r.cfg.Optimizer.LR * r.cfg.schedule().Factor(st.Step), V: st.V}
+		UpdateNorm: st.UpdateNorm, LR: r.cfg.Optimizer.LR * st.LRFactor, V: st.V}
 	for _, u := range st.Units {
 		line.D = append(line.D, u.D)
 		line.Groups = append(line.Groups, u.Group)

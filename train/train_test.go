@@ -354,7 +354,7 @@ func TestScheduleInMetrics(t *testing.T) {
 	if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
 		t.Fatal(err)
 	}
-	sched := zo.Schedule{Kind: zo.Cosine, Warmup: 2, Steps: 6}
+	sched := zo.Schedule{Kind: zo.CosineDecay, Warmup: 2, Steps: 6}
 	var rates []float64
 	for _, l := range readLines(t, filepath.Join(out, "metrics.jsonl")) {
 		var line rundir.TrainLine

@@ -105,6 +105,7 @@ type Stats struct {
 	Units      []UnitStats // one per estimation unit of the step
 	V          []float64   // every unit's v after the step (per group when grouped) when the optimizer is a UnitSecondMoments (MEAZO); nil otherwise
 	UpdateNorm float64     // ‖θ_new - θ0‖ over all groups (float64 of the float32 change)
+	LRFactor   float64     // the schedule's factor of the step's rate (Config.Schedule; 1 when constant)
 }
 
 // UnitStats holds one estimation unit's projected gradients.
@@ -264,7 +265,7 @@ func (e *Engine) Step(obj Objective) (*Stats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zo step %d: update: %w", e.step+1, err)
 	}
-	st.UpdateNorm = math.Sqrt(sq)
+	st.UpdateNorm, st.LRFactor = math.Sqrt(sq), e.cfg.Schedule.Factor(e.step)
 	// Record: what the optimizer reports about its state.
 	e.record(st)
 	e.step++

@@ -37,3 +37,23 @@ func ExampleEngine() {
 	// f before: 15.00
 	// f after 500 steps: 0.03
 }
+
+// ExampleSchedule: the factor of the learning rate at each step of a
+// 10-step run with 2 warmup steps, as transformers' Trainer has it: step 0
+// of a warmup moves by nothing, step 2 by the whole rate, and the decaying
+// schedules reach 0 at the run's end. Set it as Config.Schedule (meazo-train:
+// optimizer.schedule and optimizer.warmup_steps over train.steps).
+func ExampleSchedule() {
+	for _, kind := range []zo.ScheduleKind{zo.ConstantRate, zo.LinearDecay, zo.CosineDecay} {
+		s := zo.Schedule{Kind: kind, Warmup: 2, Steps: 10}
+		fmt.Printf("%-8s", kind)
+		for step := range 10 {
+			fmt.Printf(" %.3f", s.Factor(step))
+		}
+		fmt.Println()
+	}
+	// Output:
+	// constant 0.000 0.500 1.000 1.000 1.000 1.000 1.000 1.000 1.000 1.000
+	// linear   0.000 0.500 1.000 0.875 0.750 0.625 0.500 0.375 0.250 0.125
+	// cosine   0.000 0.500 1.000 0.962 0.854 0.691 0.500 0.309 0.146 0.038
+}

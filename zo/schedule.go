@@ -9,12 +9,12 @@ import (
 type ScheduleKind int
 
 const (
-	Constant ScheduleKind = iota // η at every step (the paper's, MeZO's): the zero value
-	Linear                       // η falling linearly to 0 at the last step
-	Cosine                       // η falling as a half cosine to 0 at the last step
+	ConstantRate ScheduleKind = iota // η at every step (the paper's, MeZO's): the zero value
+	LinearDecay                      // η falling linearly to 0 at the last step
+	CosineDecay                      // η falling as a half cosine to 0 at the last step
 )
 
-var scheduleNames = [...]string{Constant: "constant", Linear: "linear", Cosine: "cosine"}
+var scheduleNames = [...]string{ConstantRate: "constant", LinearDecay: "linear", CosineDecay: "cosine"}
 
 // String is the schedule's name in configs.
 func (k ScheduleKind) String() string {
@@ -45,11 +45,11 @@ func ParseSchedule(s string) (ScheduleKind, error) {
 // rate 0 (the step is evaluated and MEAZO's and Adam's moments are updated;
 // θ does not move).
 //
-// The zero value is Constant without warmup: η at every step, exactly.
+// The zero value is ConstantRate without warmup: η at every step, exactly.
 type Schedule struct {
 	Kind   ScheduleKind
 	Warmup int // steps of linear warmup from 0 to η
-	Steps  int // the run's length; Linear and Cosine reach 0 at it
+	Steps  int // the run's length; LinearDecay and CosineDecay reach 0 at it
 }
 
 // Factor returns the multiplier of η at step (0-based).
@@ -58,9 +58,9 @@ func (s Schedule) Factor(step int) float64 {
 		return float64(step) / float64(max(1, s.Warmup))
 	}
 	switch s.Kind {
-	case Linear:
+	case LinearDecay:
 		return max(0, float64(s.Steps-step)/float64(max(1, s.Steps-s.Warmup)))
-	case Cosine:
+	case CosineDecay:
 		progress := float64(step-s.Warmup) / float64(max(1, s.Steps-s.Warmup))
 		// transformers' cos(π·num_cycles·2·progress) with num_cycles ½.
 		return max(0, 0.5*(1+math.Cos(math.Pi*progress)))
@@ -71,11 +71,11 @@ func (s Schedule) Factor(step int) float64 {
 // check reports a schedule that cannot be followed.
 func (s Schedule) check() error {
 	switch {
-	case s.Kind < Constant || s.Kind > Cosine:
+	case s.Kind < ConstantRate || s.Kind > CosineDecay:
 		return fmt.Errorf("unknown schedule %d", s.Kind)
 	case s.Warmup < 0:
 		return fmt.Errorf("warmup of %d steps: want at least 0", s.Warmup)
-	case s.Kind != Constant && s.Steps < 1:
+	case s.Kind != ConstantRate && s.Steps < 1:
 		return fmt.Errorf("a %s schedule needs the run's number of steps, got %d", s.Kind, s.Steps)
 	}
 	return nil

@@ -45,7 +45,7 @@ func TestScheduleMatchesTransformers(t *testing.T) {
 		for step, want := range c.Rates {
 			got := fx.LR * s.Factor(step)
 			ok := got == want
-			if kind == Cosine {
+			if kind == CosineDecay {
 				ok = math.Abs(got-want) <= fx.LR*0x1p-52
 			}
 			if !ok {
@@ -62,7 +62,7 @@ func TestScheduleMatchesTransformers(t *testing.T) {
 // schedule (factor 0) does not move θ.
 func TestScheduleScalesRate(t *testing.T) {
 	const steps, lr = 6, 1e-2
-	sched := Schedule{Kind: Linear, Warmup: 2, Steps: steps}
+	sched := Schedule{Kind: LinearDecay, Warmup: 2, Steps: steps}
 	f := quadratic([]float64{1, 2, 3, 4, 5, 6, 7})
 	run := func(opt Optimizer, setLR func(float64), s Schedule, mode Mode) ([][][]float32, error) {
 		p := [][]float32{{1, -2, 3, 0.5}, {-1, 2, 0.25}}
@@ -116,12 +116,12 @@ func TestScheduleScalesRate(t *testing.T) {
 			}
 		}
 	}
-	// Constant, with or without the Schedule set: the same bits.
+	// A constant schedule, set or left zero: the same bits.
 	a, err := run(NewMEAZO(lr), nil, Schedule{}, Joint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := run(NewMEAZO(lr), nil, Schedule{Kind: Constant, Steps: steps}, Joint)
+	b, err := run(NewMEAZO(lr), nil, Schedule{Kind: ConstantRate, Steps: steps}, Joint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestScheduleScalesRate(t *testing.T) {
 // the store's update (full-parameter ZO moves its weights where they are).
 func TestScheduleOnStore(t *testing.T) {
 	st := &rateStore{}
-	sched := Schedule{Kind: Cosine, Warmup: 1, Steps: 4}
+	sched := Schedule{Kind: CosineDecay, Warmup: 1, Steps: 4}
 	e, err := NewStore(st, NewMEAZO(1e-3), Config{Eps: 1e-3, Q: 1, Seed: 1, Schedule: sched})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestScheduleErrors(t *testing.T) {
 		s    Schedule
 		want string
 	}{
-		{Schedule{Kind: Linear}, "a linear schedule needs the run's number of steps, got 0"},
+		{Schedule{Kind: LinearDecay}, "a linear schedule needs the run's number of steps, got 0"},
 		{Schedule{Warmup: -1}, "warmup of -1 steps"},
 		{Schedule{Kind: 7, Steps: 3}, "unknown schedule 7"},
 	} {
@@ -192,7 +192,7 @@ func TestScheduleErrors(t *testing.T) {
 	if _, err := ParseSchedule("cosine_with_restarts"); err == nil || !strings.Contains(err.Error(), "want constant, linear or cosine") {
 		t.Errorf("ParseSchedule: %v", err)
 	}
-	for _, k := range []ScheduleKind{Constant, Linear, Cosine} {
+	for _, k := range []ScheduleKind{ConstantRate, LinearDecay, CosineDecay} {
 		if got, err := ParseSchedule(k.String()); err != nil || got != k {
 			t.Errorf("ParseSchedule(%q) = %v, %v", k, got, err)
 		}
