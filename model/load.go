@@ -16,7 +16,12 @@ import (
 // F32, BF16 and F16 weights are converted to float32 exactly.
 func Load(dir string) (*Model, error) { return LoadWith(dir, LoadOptions{}) }
 
-// LoadOptions change how weights are held in memory, never the results.
+// LoadOptions say how and where the weights are held. BF16Weights changes
+// memory only (the products widen the bfloat16 weights exactly). The
+// Backend decides the arithmetic: a GPU's products round their last bits
+// otherwise than the CPU's (tensor.Backend.Arithmetic names it), and there
+// stacking the projections may change those bits too (cuBLAS's wider
+// products), which Unstacked does not do.
 type LoadOptions struct {
 	// BF16Weights keeps the matrices a checkpoint stores as BF16 in bfloat16
 	// in memory (half of float32), widened exactly inside the GEMM: the

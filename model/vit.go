@@ -84,7 +84,7 @@ type ViTLoadOptions struct {
 	// checkpoint's). A classifier of another size is an error; a ViTModel
 	// checkpoint (Headless) gets a fresh classifier of this size.
 	NumLabels int
-	// HeadSeed draws a fresh classifier's weights (FreshClassifier).
+	// HeadSeed draws a fresh classifier's weights (freshClassifier says how).
 	HeadSeed uint64
 }
 
@@ -99,7 +99,7 @@ var poolerPrefixes = []string{"pooler.", "vit.pooler."}
 // does: from a ViTForImageClassification checkpoint, or from a ViTModel
 // one (google/vit-base-patch16-224-in21k: its tensors named without the
 // "vit." prefix, which is added, its pooler skipped unread, and a fresh
-// classifier made, as FreshClassifier says).
+// classifier made, as freshClassifier says).
 func LoadViTWith(dir string, opts ViTLoadOptions) (*ViT, error) {
 	cfg, err := LoadViTConfig(filepath.Join(dir, "config.json"))
 	if err != nil {

@@ -25,8 +25,8 @@ const (
 	CheckpointDir    = "checkpoint"
 	CheckpointTmpDir = CheckpointDir + ".tmp"
 	CheckpointOldDir = CheckpointDir + ".old"
-	BestDir          = "best" // the adapter with the lowest validation loss so far (PEFT format)
-	LastDir          = "last" // the adapter at the end of the run (PEFT format)
+	BestDir          = "best" // what trains, at the lowest validation loss so far: an adapter (PEFT format), or a full-parameter run's model (HF format)
+	LastDir          = "last" // the same at the end of the run
 	// DemoMarker marks a directory made by meazo-train --demo (its root and
 	// each of its run directories, before the run starts there), so that a
 	// rerun of the demo removes only what the demo made.

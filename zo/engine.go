@@ -235,8 +235,12 @@ func (e *Engine) stream(step, g, j int) noise.Stream {
 }
 
 // Step runs one zeroth-order step: it builds every perturbed variant, has obj
-// evaluate them all, forms the projected gradients and updates θ. On error θ,
-// the optimizer and the step count are unchanged.
+// evaluate them all, forms the projected gradients and updates θ. An error
+// from the objective, or a projected gradient that is not finite
+// (ErrNonFinite), leaves θ, the optimizer and the step count unchanged. An
+// error of the update itself (a Store's device failing) may leave θ part
+// moved and the optimizer's state advanced: the step cannot be run again,
+// and a caller resumes from its last checkpoint, as meazo-train does.
 func (e *Engine) Step(obj Objective) (*Stats, error) {
 	if e.step > math.MaxUint32 {
 		return nil, fmt.Errorf("zo: step %d beyond the noise counter's range", e.step)

@@ -1,7 +1,8 @@
 package cpu
 
-// This file is the GEMM API the model is written against, and the blocked,
-// multi-threaded driver behind it. The inner 4×32 tile kernels live in
+// This file is the CPU backend's GEMM API (what its tensor.Backend methods
+// and the perturbed GEMM call), and the blocked, multi-threaded driver
+// behind it. The inner 4×32 tile kernels live in
 // gemm_kern_*.go (AVX-512, AVX2, portable Go); the path is chosen at start-up
 // from the CPU features (see gemm_path.go). A path may also have taller tiles
 // (8×32, 12×32, 6×32) for the rows that come in whole groups; their height is
@@ -77,7 +78,7 @@ type Packed struct {
 // Pack copies w (row-major [n][k]) into a Packed matrix.
 func Pack(wk Workers, w []float32, n, k int) *Packed {
 	if n < 0 || k < 0 || len(w) != n*k {
-		panic(fmt.Sprintf("tensor.Pack: len(w)=%d, want n*k=%d*%d", len(w), n, k))
+		panic(fmt.Sprintf("cpu.Pack: len(w)=%d, want n*k=%d*%d", len(w), n, k))
 	}
 	d := make([]float32, panels(n)*k*nr)
 	wk.For(panels(n), func(lo, hi int) { packPanelsNT(d, w, n, k, lo, hi) })
@@ -88,7 +89,7 @@ func Pack(wk Workers, w []float32, n, k int) *Packed {
 // packed matrix with it (a tied embedding's rows, for one).
 func (p *Packed) Row(dst []float32, n int) {
 	if n < 0 || n >= p.N {
-		panic(fmt.Sprintf("tensor.Packed.Row: row %d out of range [0,%d)", n, p.N))
+		panic(fmt.Sprintf("cpu.Packed.Row: row %d out of range [0,%d)", n, p.N))
 	}
 	off := (n/nr)*p.K*nr + n%nr
 	dst = dst[:p.K]
@@ -124,7 +125,7 @@ func MatMulPacked(wk Workers, y, x []float32, m int, w *Packed) {
 func MatMulNT(wk Workers, c, a, b []float32, m, n, k int) {
 	checkLen("MatMulNT", c, m*n, a, m*k)
 	if len(b) < n*k {
-		panic(fmt.Sprintf("tensor.MatMulNT: len(b)=%d < n*k=%d", len(b), n*k))
+		panic(fmt.Sprintf("cpu.MatMulNT: len(b)=%d < n*k=%d", len(b), n*k))
 	}
 	buf := getScratch(panels(n) * k * nr)
 	packNT(*buf, b, n, k)
@@ -136,7 +137,7 @@ func MatMulNT(wk Workers, c, a, b []float32, m, n, k int) {
 func MatMulNN(wk Workers, c, a, b []float32, m, n, k int) {
 	checkLen("MatMulNN", c, m*n, a, m*k)
 	if len(b) < n*k {
-		panic(fmt.Sprintf("tensor.MatMulNN: len(b)=%d < n*k=%d", len(b), n*k))
+		panic(fmt.Sprintf("cpu.MatMulNN: len(b)=%d < n*k=%d", len(b), n*k))
 	}
 	buf := getScratch(panels(n) * k * nr)
 	packNN(*buf, b, n, k)
@@ -146,7 +147,7 @@ func MatMulNN(wk Workers, c, a, b []float32, m, n, k int) {
 
 func checkLen(op string, c []float32, nc int, a []float32, na int) {
 	if len(c) < nc || len(a) < na {
-		panic(fmt.Sprintf("tensor.%s: len(out)=%d want >= %d, len(in)=%d want >= %d", op, len(c), nc, len(a), na))
+		panic(fmt.Sprintf("cpu.%s: len(out)=%d want >= %d, len(in)=%d want >= %d", op, len(c), nc, len(a), na))
 	}
 }
 

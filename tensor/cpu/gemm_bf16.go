@@ -13,7 +13,7 @@ import (
 // accept the result like any Packed.
 func PackBF16(w []float32, n, k int) *Packed {
 	if n < 0 || k < 0 || len(w) != n*k {
-		panic(fmt.Sprintf("tensor.PackBF16: len(w)=%d, want n*k=%d*%d", len(w), n, k))
+		panic(fmt.Sprintf("cpu.PackBF16: len(w)=%d, want n*k=%d*%d", len(w), n, k))
 	}
 	d := make([]uint16, panels(n)*k*nr)
 	for p := range panels(n) {

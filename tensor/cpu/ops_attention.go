@@ -25,7 +25,7 @@ func kvHeadLen(capacity, hd int) (kLen, vLen int) {
 // one head's key and value buffers (see kvHeadLen).
 func storeKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
 	if slot < 0 || slot >= capacity {
-		panic(fmt.Sprintf("tensor.storeKV: slot %d outside the capacity %d", slot, capacity))
+		panic(fmt.Sprintf("cpu.storeKV: slot %d outside the capacity %d", slot, capacity))
 	}
 	kp := kc[(slot/nr)*hd*nr+slot%nr:]
 	for d, x := range k[:hd] {
@@ -57,7 +57,7 @@ func attend(out []float32, ldo int, q []float32, ldq int, qpos []int, kc, vc []f
 	}
 	// The kernels reach q and out through pointers: check their extent here.
 	if last := rows - 1; len(q) < last*ldq+hd || len(out) < last*ldo+hd || ldq < hd || ldo < hd {
-		panic(fmt.Sprintf("tensor.attend: %d rows of %d: q of %d floats (rows %d apart), out of %d (rows %d apart)", rows, hd, len(q), ldq, len(out), ldo))
+		panic(fmt.Sprintf("cpu.attend: %d rows of %d: q of %d floats (rows %d apart), out of %d (rows %d apart)", rows, hd, len(q), ldq, len(out), ldo))
 	}
 	ld := panels(capacity) * nr // scores row stride = value panel height
 	hdPad := panels(hd) * nr
@@ -77,7 +77,7 @@ func attend(out []float32, ldo int, q []float32, ldq int, qpos []int, kc, vc []f
 		lim := 0 // keys this tile can see
 		for _, p := range qpos[i : i+n] {
 			if p < 0 || p >= capacity {
-				panic(fmt.Sprintf("tensor.attend: query slot %d outside the capacity %d", p, capacity))
+				panic(fmt.Sprintf("cpu.attend: query slot %d outside the capacity %d", p, capacity))
 			}
 			lim = max(lim, p+1)
 		}

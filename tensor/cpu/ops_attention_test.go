@@ -142,7 +142,7 @@ func TestAttendChecksExtent(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
-				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "tensor.attend:") {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "cpu.attend:") {
 					t.Errorf("recovered %v, want attend's panic", r)
 				}
 			}()
