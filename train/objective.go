@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
@@ -27,8 +26,7 @@ type objective struct {
 	// what prefix caching saves; results are identical).
 	noPrefixCache bool
 
-	layerEvals int  // decoder-layer evaluations of the last step (one unit = one layer over B sequences)
-	nonFinite  bool // the last step produced a NaN or infinite loss
+	layerEvals int // decoder-layer evaluations of the last step (one unit = one layer over B sequences)
 }
 
 // Objective is the exported form of the trainer's ZO objective, for
@@ -79,7 +77,6 @@ func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 	if o.images != nil {
 		losses, err := o.images.losses(base, vs)
 		o.layerEvals = o.layers * len(vs)
-		o.noteFinite(losses)
 		return losses, err
 	}
 	mv := make([]model.Variant, len(vs))
@@ -101,16 +98,5 @@ func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 		return nil, err
 	}
 	o.layerEvals = stats.LayerEvals
-	o.noteFinite(losses)
 	return losses, nil
-}
-
-// noteFinite records whether a step's losses were all finite.
-func (o *objective) noteFinite(losses []float64) {
-	o.nonFinite = false
-	for _, l := range losses {
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			o.nonFinite = true
-		}
-	}
 }

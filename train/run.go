@@ -232,7 +232,7 @@ func (r *run) step(step, ran int) outcome {
 		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
 	}
 	st, err := r.engine.Step(r.obj)
-	if err != nil && !r.obj.nonFinite && !errors.Is(err, zo.ErrNonFinite) {
+	if err != nil && !errors.Is(err, zo.ErrNonFinite) { // a loss or d_j not finite: the run diverged
 		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
 	}
 	if err != nil || !finiteStats(st) {
