@@ -22,8 +22,9 @@ type family struct {
 	// prompt is not nil), read as weights perturbs the model's tensors
 	// (nil: as they are).
 	embed func(m *Model, x tensor.Buf, tokens, positions []int, b, tn int, prompt []float32, weights []*tensor.Perturbation)
-	// layer applies decoder layer l (layerForward's contract).
-	layer func(m *Model, l int, x tensor.Buf, c *kvCache, r *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf
+	// layer applies decoder layer l within the pass p (layerForward's
+	// contract).
+	layer func(m *Model, l int, x tensor.Buf, p *pass, keep []int) tensor.Buf
 	// tensors lists the parameter tensors in HF's named_parameters order.
 	tensors func(m *Model) ([]Tensor, error)
 }

@@ -497,15 +497,16 @@ func (m *Model) step(c *kvCache, tokens, mask, positions []int, tn int, spans []
 	m.fam.embed(m, x, tokens, positions, c.b, tn, prompt, nil)
 	rope := m.newRope(positions, c.len, tn)
 	ws := m.newWorkspace(n)
+	p := &pass{c: c, rope: rope, tn: tn, spans: spans, ws: ws}
 	for l := range m.Layers {
 		m.keepHidden(hidden, x)
 		if l == len(m.Layers)-1 && keep != nil && hidden == nil {
-			xk := m.layerForward(l, x, c, rope, tn, spans, ws, keep)
+			xk := m.layerForward(l, x, p, keep)
 			be.Free(x)
 			x, n = xk, len(keep)
 			continue
 		}
-		m.layerForward(l, x, c, rope, tn, spans, ws, nil)
+		m.layerForward(l, x, p, nil)
 	}
 	rope.free(be)
 	ws.free(be)

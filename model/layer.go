@@ -9,7 +9,23 @@ import (
 // One decoder layer of a forward (layerForward, as the model's family
 // computes it: llamaLayer here, optLayer in opt.go): self-attention with its
 // per-span LoRA terms and the KV cache, then the MLP, on a workspace of
-// activations that every layer of the forward reuses.
+// activations that every layer of the forward reuses (all of them in the
+// pass that the forward hands each layer).
+
+// pass is what every decoder layer of one forward reads alike: the KV
+// cache the layers append to, the RoPE tables of the new tokens' positions,
+// the number tn of new tokens per sequence, the spans of sequences with
+// their adapters and perturbations, and the workspace of activations.
+// step builds one for all its layers, variantPass.layer one per layer (the
+// members in flight change), so that each layer function takes the layer,
+// its input and the pass rather than the same five values one by one.
+type pass struct {
+	c     *kvCache
+	rope  *rope // nil for a model without RoPE (OPT)
+	tn    int
+	spans []span
+	ws    *workspace
+}
 
 // workspace holds the activations of one layer for n token rows, reused by
 // every layer of a forward.
@@ -112,9 +128,10 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 	}
 }
 
-// layerForward applies decoder layer l to x [B·tn][hidden] in place, as
-// the model's family computes a layer (family.layer: llamaLayer, optLayer).
-// Each span of sequences gets its own adapter's low-rank terms on Q and V,
+// layerForward applies decoder layer l to x [B·tn][hidden] (the B
+// sequences of tn new tokens of the pass p) in place, as the model's
+// family computes a layer (family.layer: llamaLayer, optLayer). Each of
+// p's spans of sequences gets its own adapter's low-rank terms on Q and V,
 // and reads the layer's weights as it perturbs them (full-parameter ZO).
 //
 // With keep nil it returns x. Otherwise only the rows keep of the result
@@ -124,8 +141,8 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 // MLP run on the rows keep alone, which layerForward returns as a new
 // buffer [len(keep)][hidden] in keep's order (x is left as it was after
 // attention). Each row's arithmetic is the same either way.
-func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
-	return m.fam.layer(m, l, x, c, rope, tn, spans, ws, keep)
+func (m *Model) layerForward(l int, x tensor.Buf, p *pass, keep []int) tensor.Buf {
+	return m.fam.layer(m, l, x, p, keep)
 }
 
 // llamaLayer is layerForward for Llama, Qwen2 and Qwen3:
@@ -135,10 +152,11 @@ func (m *Model) layerForward(l int, x tensor.Buf, c *kvCache, rope *rope, tn int
 //
 // each projection plus its bias where the config gives it one (Qwen2's q,
 // k and v; Llama's and Qwen3's attention_bias, Llama's mlp_bias).
-func (m *Model) llamaLayer(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
+func (m *Model) llamaLayer(l int, x tensor.Buf, p *pass, keep []int) tensor.Buf {
+	spans, tn, ws := p.spans, p.tn, p.ws
 	rows := spanRows(spans, tn, nil)
-	m.selfAttention(l, x, c, rope, tn, spans, rows, ws)
-	out, attn, n := x, ws.attn, c.b*tn
+	m.selfAttention(l, x, p, rows)
+	out, attn, n := x, ws.attn, p.c.b*tn
 	if keep != nil {
 		out, attn, ws = m.keepOnly(x, ws, keep)
 		n, rows = len(keep), spanRows(spans, tn, keep)
@@ -166,12 +184,13 @@ func (m *Model) residualMatMul(out, x tensor.Buf, n int, w tensor.Weight, wID in
 	m.Backend.Add(out, t)
 }
 
-// selfAttention writes into ws.attn the attention output of every row of
-// layer l's input x (before the output projection): norm, the Q, K, V
+// selfAttention writes into p.ws.attn the attention output of every row
+// of layer l's input x (before the output projection): norm, the Q, K, V
 // projections with each span's LoRA terms, Qwen3's per-head norms, RoPE,
 // and attention over the cache, which takes every row's keys and values.
-func (m *Model) selfAttention(l int, x tensor.Buf, c *kvCache, rope *rope, tn int, spans []span, rows []int, ws *workspace) {
+func (m *Model) selfAttention(l int, x tensor.Buf, p *pass, rows []int) {
 	be, a, ids := m.Backend, &m.Layers[l].Attn, m.layerIDs(l)
+	c, rope, tn, spans, ws := p.c, p.rope, p.tn, p.spans, p.ws
 	n, d, hd := c.b*tn, m.HiddenSize, m.HeadDim
 	kvd := m.NumKVHeads * hd
 	m.rmsNorm(ws.xn, x, m.Layers[l].AttnNorm, d, ids.attnNorm, spans, rows, 1)

@@ -98,16 +98,17 @@ func (m *Model) optEmbed(x tensor.Buf, tokens, positions []int, b, tn int, promp
 // x = AttnNorm(x + attention(x)), then x = MLPNorm(x + MLP(x)). Each block's
 // output is formed apart, bias included, and then added to the residual, as
 // HF rounds it.
-func (m *Model) optLayer(l int, x tensor.Buf, c *kvCache, _ *rope, tn int, spans []span, ws *workspace, keep []int) tensor.Buf {
+func (m *Model) optLayer(l int, x tensor.Buf, p *pass, keep []int) tensor.Buf {
 	be, L, ids, d := m.Backend, &m.Layers[l], m.optLayerIDs(l), m.HiddenSize
+	spans, tn, ws := p.spans, p.tn, p.ws
 	rows := spanRows(spans, tn, nil)
 	in := x
 	if !m.PostNorm {
 		m.norm(ws.xn, x, L.AttnNorm, L.AttnNormBias, d, ids.attnNorm, ids.attnNormBias, spans, rows, 1)
 		in = ws.xn
 	}
-	m.optAttention(l, in, c, tn, spans, rows, ws)
-	out, attn, n := x, ws.attn, c.b*tn
+	m.optAttention(l, in, p, rows)
+	out, attn, n := x, ws.attn, p.c.b*tn
 	if keep != nil {
 		out, attn, ws = m.keepOnly(x, ws, keep)
 		n, rows = len(keep), spanRows(spans, tn, keep)
@@ -123,22 +124,23 @@ func (m *Model) optLayer(l int, x tensor.Buf, c *kvCache, _ *rope, tn int, spans
 	return out
 }
 
-// optAttention writes into ws.attn the attention output of every row of
+// optAttention writes into p.ws.attn the attention output of every row of
 // layer l's input in (normed, or x itself post-norm): the q, k, v
 // projections with their biases and each span's LoRA terms, then
 // attention over the cache with HF's scaling head_dim^−½ (HF scales q
 // before the product, the backend the product: the same bits where the
 // scale is a power of two, as for OPT's heads of 64).
-func (m *Model) optAttention(l int, in tensor.Buf, c *kvCache, tn int, spans []span, rows []int, ws *workspace) {
+func (m *Model) optAttention(l int, in tensor.Buf, p *pass, rows []int) {
+	c, tn, spans, ws := p.c, p.tn, p.spans, p.ws
 	A, ids, n, d := &m.Layers[l].Attn, m.optLayerIDs(l), c.b*tn, m.HiddenSize
-	for _, p := range []struct {
+	for _, proj := range []struct {
 		dst      tensor.Buf
 		w        tensor.Weight
 		bias     tensor.Buf
 		wID, bID int
 	}{{ws.q, A.Q, A.QBias, ids.q, ids.qBias}, {ws.k, A.K, A.KBias, ids.k, ids.kBias}, {ws.v, A.V, A.VBias, ids.v, ids.vBias}} {
-		m.matMul(p.dst, in, n, p.w, p.wID, spans, rows, false)
-		m.addBias(p.dst, p.bias, d, p.bID, spans, rows)
+		m.matMul(proj.dst, in, n, proj.w, proj.wID, spans, rows, false)
+		m.addBias(proj.dst, proj.bias, d, proj.bID, spans, rows)
 	}
 	m.loraTerms(l, in, tn, spans, ws)
 	m.Backend.Attention(ws.attn, ws.q, ws.k, ws.v, c.store, c.layer(l), tensor.AttentionArgs{

@@ -279,9 +279,10 @@ func (p *variantPass) layer(l int) int {
 		spans[k] = span{k * p.b, (k + 1) * p.b, mb.v.Adapter, mb.v.Weights}
 	}
 	n := len(p.members) * p.b
-	x, c, ws := p.slots(0, len(p.members)), p.cache.rows(n), p.ws.rows(p.m, n*p.t)
+	x := p.slots(0, len(p.members))
+	fwd := &pass{c: p.cache.rows(n), rope: p.rope, tn: p.t, spans: spans, ws: p.ws.rows(p.m, n*p.t)}
 	if l < p.m.NumLayers-1 {
-		p.m.layerForward(l, x, c, p.rope, p.t, spans, ws, nil)
+		p.m.layerForward(l, x, fwd, nil)
 		return len(p.members)
 	}
 	rows := p.sup.rows
@@ -291,7 +292,7 @@ func (p *variantPass) layer(l int) int {
 			keep = append(keep, k*p.b*p.t+r)
 		}
 	}
-	xk := p.m.layerForward(l, x, c, p.rope, p.t, spans, ws, keep)
+	xk := p.m.layerForward(l, x, fwd, keep)
 	w := len(rows) * p.m.HiddenSize
 	for k := range p.members {
 		p.m.Backend.Copy(p.slots(k, k+1).Slice(0, w), xk.Slice(k*w, (k+1)*w))
