@@ -3,7 +3,8 @@
 // and OPTForCausalLM checkpoints (and Ministral-3's language model),
 // computing what HF transformers computes in float32: batched forward with
 // padding masks and explicit positions, the causal-LM loss, and greedy
-// generation with a KV cache.
+// generation with a KV cache. It also holds ViTForImageClassification
+// (ViT, vit*.go): an encoder over image patches and its classifier.
 //
 // The structs mirror the architecture: a Model is an embedding, a stack of
 // Layers (attention + MLP, each with a norm and a residual add), a final

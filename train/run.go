@@ -181,7 +181,7 @@ func (r *run) pendingValidation() outcome {
 		return stopped(reason)
 	}
 	_, nVal, _ := r.data.sizes()
-	r.out.begin("validation of step 0", fmt.Sprintf("validation of step %d: %d examples", step, nVal))
+	r.out.begin(fmt.Sprintf("validation of step %d", step), fmt.Sprintf("validation of step %d: %d examples", step, nVal))
 	ok, err := r.validate(step)
 	if reason, stop := stopReason(err); stop {
 		return stopped(reason)

@@ -169,11 +169,8 @@ func (r *run) loadModel() error {
 	if err := checkChatTemplate(r.tok, data.Format(cfg.Task.Format), "task.format mezo"); err != nil {
 		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
 	}
-	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
-		return fmt.Errorf("model.backend: %w", err)
-	}
-	if r.opts.wrapBackend != nil {
-		r.backend = r.opts.wrapBackend(r.backend)
+	if err := r.openBackend(); err != nil {
+		return err
 	}
 	dir := r.modelDir()
 	fmt.Fprintf(r.log, "loading model %s\n", dir)
@@ -308,7 +305,27 @@ func (r *run) setupEvaluation(enc *data.Encoder) {
 	}
 	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.log}
-	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
+	r.state = r.initialState()
+}
+
+// openBackend opens the backend model.backend names, on train.threads
+// workers (wrapped for tests that make the device fail).
+func (r *run) openBackend() error {
+	be, err := backends.Open(r.cfg.Model.Backend, r.cfg.Train.Threads, r.log)
+	if err != nil {
+		return fmt.Errorf("model.backend: %w", err)
+	}
+	if r.opts.wrapBackend != nil {
+		be = r.opts.wrapBackend(be)
+	}
+	r.backend = be
+	return nil
+}
+
+// initialState is the state before a new run's first step: no validation
+// yet (the best loss +Inf, the last NaN), and the backend's arithmetic.
+func (r *run) initialState() checkpointState {
+	return checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
 }
 
 // openLogs opens metrics.jsonl and timing.jsonl: truncated for a new run,

@@ -11,7 +11,6 @@ import (
 	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -46,11 +45,8 @@ func (r *run) setupVision() error {
 	if err != nil {
 		return err
 	}
-	if r.backend, err = backends.Open(cfg.Model.Backend, cfg.Train.Threads, r.log); err != nil {
-		return fmt.Errorf("model.backend: %w", err)
-	}
-	if r.opts.wrapBackend != nil {
-		r.backend = r.opts.wrapBackend(r.backend)
+	if err := r.openBackend(); err != nil {
+		return err
 	}
 	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
 	t0 := time.Now()
@@ -80,7 +76,7 @@ func (r *run) setupVision() error {
 	}
 	r.obj = &objective{images: v, layers: v.vit.Config.NumLayers}
 	r.eval = &evaluator{task: data.Pets, images: v, batchSize: cfg.Eval.BatchSize, log: r.log}
-	r.state = checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
+	r.state = r.initialState()
 	return nil
 }
 
