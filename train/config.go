@@ -21,6 +21,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/inputfile"
+	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/zo"
@@ -176,8 +177,10 @@ func Load(path string, overrides []string) (*Config, error) {
 	for _, k := range known {
 		v.SetDefault(k.key, k.def)
 	}
+	var file []byte // the config file's text, for the lines of messages
 	if path != "" {
 		b, err := inputfile.ReadFile(path)
+		file = b
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
@@ -186,6 +189,10 @@ func Load(path string, overrides []string) (*Config, error) {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		if err := checkKeys(raw, "", known); err != nil {
+			var ke *keyError
+			if errors.As(err, &ke) {
+				return nil, fmt.Errorf("config %s: %w", fileLine(path, b, ke.key), ke.err)
+			}
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		v.SetConfigType("yaml")
@@ -240,11 +247,15 @@ func Load(path string, overrides []string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := c.Validate(); err != nil {
-		// A value given with --set is blamed on --set, not on the file.
+		// A value given with --set is blamed on --set, not on the file;
+		// one from the file, on its line.
 		for _, o := range overrides {
 			if key, _, _ := strings.Cut(o, "="); strings.HasPrefix(err.Error(), strings.TrimSpace(key)+" ") {
 				where = "--set"
 			}
+		}
+		if key, _, _ := strings.Cut(err.Error(), " "); where != "--set" && path != "" && strings.Contains(key, ".") {
+			where = "config " + fileLine(path, file, key)
 		}
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -290,11 +301,11 @@ func checkKeys(m map[string]any, prefix string, known []configKey) error {
 		full := prefix + k
 		isSection := prefix == "" && slices.ContainsFunc(known, func(c configKey) bool { return strings.HasPrefix(c.key, full+".") })
 		if _, isMap := m[k].(map[string]any); isSection && !isMap {
-			return fmt.Errorf("%q is a section: give it keys (e.g. %s.%s: …), not a value", full, full, firstKey(full, known))
+			return &keyError{full, fmt.Errorf("%q is a section: give it keys (e.g. %s.%s: …), not a value", full, full, firstKey(full, known))}
 		}
 		if sub, ok := m[k].(map[string]any); ok && prefix == "" {
 			if !slices.ContainsFunc(known, func(c configKey) bool { return strings.HasPrefix(c.key, full+".") }) {
-				return unknownKey(full, known)
+				return &keyError{full, unknownKey(full, known)}
 			}
 			if err := checkKeys(sub, full+".", known); err != nil {
 				return err
@@ -302,15 +313,34 @@ func checkKeys(m map[string]any, prefix string, known []configKey) error {
 			continue
 		}
 		if err := checkKey(full, known); err != nil {
-			return err
+			return &keyError{full, err}
 		}
 		if m[k] != nil {
 			if err := checkValue(full, m[k]); err != nil {
-				return err
+				return &keyError{full, err}
 			}
 		}
 	}
 	return nil
+}
+
+// keyError is checkKeys' error about one key of a config file, so that
+// Load can name the line where the key is written.
+type keyError struct {
+	key string // section.name, or a section
+	err error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+// fileLine is path:LINE where key is written in the config file b, or path
+// when it is not found there (a key that only a default gives).
+func fileLine(path string, b []byte, key string) string {
+	if line := strictyaml.Line(b, strings.Split(key, ".")...); line > 0 {
+		return fmt.Sprintf("%s:%d", path, line)
+	}
+	return path
 }
 
 // firstKey returns the first key of a section, for messages.
@@ -333,8 +363,28 @@ func checkKey(key string, known []configKey) error {
 	return unknownKey(key, known)
 }
 
-// unknownKey names the key and the known key closest to it.
+// trainerNames are the names HF's TrainingArguments and MeZO's scripts
+// give settings this config has under another key, for the suggestion of
+// unknownKey: the closest spelling of learning_rate is not lr.
+var trainerNames = map[string]string{
+	"learning_rate": "optimizer.lr", "lr_scheduler_type": "optimizer.schedule", "warmup_steps": "optimizer.warmup_steps",
+	"num_warmup_steps": "optimizer.warmup_steps", "weight_decay": "optimizer.weight_decay", "zo_eps": "optimizer.eps",
+	"max_steps": "train.steps", "per_device_train_batch_size": "train.batch_size", "eval_steps": "train.eval_every",
+	"save_steps": "train.checkpoint_every", "logging_steps": "train.log_every", "output_dir": "output.dir",
+	"per_device_eval_batch_size": "eval.batch_size", "model_name_or_path": "model.path", "task_name": "task.name",
+	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "num_virtual_tokens": "adapter.virtual_tokens",
+}
+
+// unknownKey names the key and the known key closest to it (or the one a
+// Trainer's name stands for).
 func unknownKey(key string, known []configKey) error {
+	leaf := key
+	if _, l, ok := strings.Cut(key, "."); ok {
+		leaf = l
+	}
+	if to, ok := trainerNames[leaf]; ok && to != key {
+		return fmt.Errorf("unknown key %q (did you mean %q? %s is HF Trainer's or MeZO's name for it)", key, to, leaf)
+	}
 	var cands []string
 	for _, k := range known {
 		cand := k.key

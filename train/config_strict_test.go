@@ -61,3 +61,42 @@ func TestChoiceError(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigErrorsNameTheLine: an unknown key, a value of the wrong type and
+// a value the checks refuse are each reported at the file's line where the
+// key is written (config F:LINE:), and a key written with the name HF's
+// Trainer or MeZO's scripts give it is pointed to this config's.
+func TestConfigErrorsNameTheLine(t *testing.T) {
+	const base = "model:\n  path: m\ntask:\n  name: sst2\n  train: t.tsv\n"
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, yaml string
+		set        []string
+		want       string
+	}{
+		{"unknown key", base + "optimizer:\n  name: meazo\n  lrr: 1e-3\n", nil, `F:8: unknown key "optimizer.lrr" (did you mean "optimizer.lr"?)`},
+		{"unknown section", base + "\noptimiser:\n  lr: 1\n", nil, `F:7: unknown key "optimiser"`},
+		{"wrong type", base + "train:\n  steps: 2.5\n", nil, "F:7: train.steps: want a whole number, got 2.5"},
+		{"refused value", base + "optimizer:\n  q: 1\n  lr: -1\n", nil, "F:8: optimizer.lr must be positive and finite, got -1"},
+		{"refused by --set", base, []string{"optimizer.lr=-1"}, "--set: optimizer.lr must be positive"},
+		{"Trainer's name", base + "optimizer:\n  learning_rate: 1e-3\n", nil, `F:7: unknown key "optimizer.learning_rate" (did you mean "optimizer.lr"? learning_rate is HF Trainer's or MeZO's name for it)`},
+		{"Trainer's name at the top", base + "max_steps: 5\n", nil, `F:6: unknown key "max_steps" (did you mean "train.steps"?`},
+		{"MeZO's name by --set", base, []string{"optimizer.zo_eps=1e-3"}, `--set optimizer.zo_eps: unknown key "optimizer.zo_eps" (did you mean "optimizer.eps"?`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(dir, "F")
+			if err := os.WriteFile(f, []byte(c.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(f, c.set)
+			if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""), c.want) {
+				t.Errorf("%v, want %q", err, c.want)
+			}
+		})
+	}
+	for name, key := range trainerNames {
+		if checkKey(key, keys()) != nil {
+			t.Errorf("trainerNames: %s points to %s, not a key", name, key)
+		}
+	}
+}

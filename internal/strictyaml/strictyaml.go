@@ -80,3 +80,31 @@ func checkValues(n *yaml.Node, path string) error {
 	}
 	return nil
 }
+
+// Line returns the line of b's single document where the key at path is
+// written (path: a key of the top mapping, then a key of its value, …), or
+// 0 when there is no such key: so that a message about a key can point at
+// the line to fix, as the YAML parser's own errors do.
+func Line(b []byte, path ...string) int {
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || len(path) == 0 {
+		return 0
+	}
+	n, line := doc.Content[0], 0
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return 0
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next, line = n.Content[i+1], n.Content[i].Line
+			}
+		}
+		if next == nil {
+			return 0
+		}
+		n = next
+	}
+	return line
+}

@@ -30,3 +30,27 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+func TestLine(t *testing.T) {
+	doc := []byte("# a config\nmodel:\n  path: m\n\noptimizer:\n  name: meazo\n  lr: 2e-4\ntrain: {steps: 3}\n")
+	for _, c := range []struct {
+		path []string
+		want int
+	}{
+		{[]string{"model"}, 2},
+		{[]string{"model", "path"}, 3},
+		{[]string{"optimizer", "lr"}, 7},
+		{[]string{"train", "steps"}, 8},
+		{[]string{"optimizer", "beta"}, 0},
+		{[]string{"model", "path", "deeper"}, 0},
+		{[]string{"eval"}, 0},
+		{nil, 0},
+	} {
+		if got := Line(doc, c.path...); got != c.want {
+			t.Errorf("Line(%q) = %d, want %d", c.path, got, c.want)
+		}
+	}
+	if Line([]byte("a: [\n"), "a") != 0 || Line(nil, "a") != 0 || Line([]byte("- a\n- b\n"), "a") != 0 {
+		t.Error("a document without the key gave a line")
+	}
+}
