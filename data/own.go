@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/meazo-go/meazo/internal/suggest"
 )
 
 // OwnTask is what a config says of a task on the user's own data
@@ -141,7 +143,11 @@ func ownLabel(raw json.RawMessage, labels []string) (int, string) {
 		if i := slices.Index(labels, s); i >= 0 {
 			return i, ""
 		}
-		return 0, fmt.Sprintf("%s is not one of the labels (%s)", clip(s), listLabels(labels))
+		msg := fmt.Sprintf("%s is not one of the labels (%s)", clip(s), listLabels(labels))
+		if c := suggest.Closest(strings.ToLower(s), labels); c != "" && suggest.Distance(strings.ToLower(s), strings.ToLower(c)) <= 2 {
+			msg += fmt.Sprintf(" (did you mean %q?)", c) // a typo, or another case: labels are compared exactly
+		}
+		return 0, msg
 	case t[0] == '-' || t[0] >= '0' && t[0] <= '9':
 		i, err := strconv.Atoi(string(t))
 		if err != nil {

@@ -83,15 +83,15 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	}
 	var sets setFlags
 	c := &cmdline{}
-	config := fs.String("config", "", "experiment YAML (see docs/CONFIG.md)")
-	fs.Var(&sets, "set", "override a config key, e.g. --set optimizer.lr=2e-4 (repeatable; on --resume: recorded in changes.jsonl)")
-	seed := fs.String("seed", "", "shorthand for --set train.seed=N")
-	out := fs.String("out", "", "shorthand for --set output.dir=DIR")
-	backend := fs.String("backend", "", "shorthand for --set model.backend=NAME: auto, cpu or cuda")
-	resume := fs.String("resume", "", "continue the run in this directory from its last checkpoint")
+	config := fs.String("config", "", "the experiment's YAML `FILE` (see docs/CONFIG.md)")
+	fs.Var(&sets, "set", "override a config key (`key=value`), e.g. --set optimizer.lr=2e-4 (repeatable; on --resume: recorded in changes.jsonl)")
+	seed := fs.String("seed", "", "shorthand for --set train.seed=`N`")
+	out := fs.String("out", "", "shorthand for --set output.dir=`DIR`")
+	backend := fs.String("backend", "", "shorthand for --set model.backend=`NAME`: auto, cpu or cuda")
+	resume := fs.String("resume", "", "continue the run in `RUN_DIR` from its last checkpoint")
 	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
-	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "where --demo writes its model, data and runs")
-	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "steps of each run of --demo")
+	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
+	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "the number of steps (`N`) of each run of --demo")
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
