@@ -76,8 +76,13 @@ SIGINT, SIGTERM or SIGUSR1 finish the current step (or evaluation batch), write 
 // flag that belongs to another mode, no mode at all) is an error, never the demo.
 func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	fs := flag.NewFlagSet("meazo-train", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
+	// While the flags parse, the flag package's own output (an error's
+	// message and the usage after it) is dropped: main says a bad flag
+	// once, with "(see -h)"; -h prints the usage below.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	usage := func() {
+		fs.SetOutput(stderr)
 		fmt.Fprint(stderr, usageHead)
 		fs.PrintDefaults()
 	}
@@ -95,13 +100,13 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage()
 			return nil, errHelp
 		}
 		return nil, fmt.Errorf("%w (see -h)", err)
 	}
 	if fs.NArg() == 1 && fs.Arg(0) == "help" { // as the other commands take it
-		fs.SetOutput(stderr)
-		fs.Usage()
+		usage()
 		return nil, errHelp
 	}
 	if fs.NArg() > 0 {
@@ -129,7 +134,7 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	case !given["demo"] && (given["demo-dir"] || given["demo-steps"]):
 		return nil, fmt.Errorf("--demo-dir and --demo-steps belong to --demo")
 	case modes == 0:
-		fs.Usage()
+		usage()
 		return nil, errUsage
 	case given["demo"] && modes > 1:
 		return nil, fmt.Errorf("--demo runs the built-in demo; it does not take --config or --resume")

@@ -6,6 +6,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -114,6 +115,7 @@ func (s *Set) Exec(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintf(stderr, "%s %s: %v\n", s.program, args[0], err)
 	if ue := (*UsageError)(nil); errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "(%s %s -h: what it takes)\n", s.program, args[0])
 		return 2
 	}
 	if s.exitStatus != nil {
@@ -139,6 +141,29 @@ func (s *Set) Run(name string, args []string, stdin io.Reader, stdout io.Writer)
 // "--" still ends the flags; fs.Args() are the positional arguments in their
 // order.
 func Parse(fs *flag.FlagSet, args []string) error {
+	err := parse(fs, args)
+	if o, ok := fs.Output().(*flagOutput); ok {
+		if errors.Is(err, flag.ErrHelp) {
+			o.w.Write(o.buf.Bytes())
+		}
+		o.buf.Reset()
+	}
+	return err
+}
+
+// flagOutput holds what the flag package writes while it parses (an
+// error's message, and the usage it prints after one) until Parse knows
+// whether -h asked for that usage: a flag that does not parse is then said
+// once, by Exec, rather than as the message, the whole usage and the
+// message again.
+type flagOutput struct {
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+func (o *flagOutput) Write(p []byte) (int, error) { return o.buf.Write(p) }
+
+func parse(fs *flag.FlagSet, args []string) error {
 	var flags, positional []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -100,8 +100,8 @@ func (s *Set) Flags(command string) *flag.FlagSet {
 	if out == nil {
 		out = os.Stderr
 	}
-	fs.SetOutput(out)
-	fs.Usage = func() { h.write(out, s.program, command, fs) }
+	fs.SetOutput(&flagOutput{w: out}) // written out on -h only (Parse)
+	fs.Usage = func() { h.write(fs.Output(), s.program, command, fs) }
 	return fs
 }
 
