@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -106,6 +107,12 @@ func LoadStudy(path string) (*Study, error) {
 		return nil, fmt.Errorf("study %s: empty file", path)
 	}
 	if err := checkStrict(raw, reflect.TypeOf(Study{}), ""); err != nil {
+		var ke *unknownKeyError
+		if errors.As(err, &ke) {
+			if line := strictyaml.Line(b, strings.Split(ke.key, ".")...); line > 0 {
+				return nil, fmt.Errorf("study %s:%d: %w", path, line, err)
+			}
+		}
 		return nil, fmt.Errorf("study %s: %w", path, err)
 	}
 	var st Study
@@ -119,6 +126,14 @@ func LoadStudy(path string) (*Study, error) {
 		return nil, fmt.Errorf("study %s: %w", path, err)
 	}
 	return &st, nil
+}
+
+// unknownKeyError is a study file's key that no field has (key: its path,
+// list elements by index), for LoadStudy to name the line it is on.
+type unknownKeyError struct{ key, closest string }
+
+func (e *unknownKeyError) Error() string {
+	return fmt.Sprintf("unknown key %q (did you mean %q?)", e.key, e.closest)
 }
 
 // checkStrict rejects keys the type t lacks, suggesting the closest one.
@@ -154,7 +169,7 @@ func checkStrict(v any, t reflect.Type, prefix string) error {
 		for _, k := range keys {
 			ft, ok := known[k]
 			if !ok {
-				return fmt.Errorf("unknown key %q (did you mean %q?)", prefix+k, prefix+suggest.Closest(k, names))
+				return &unknownKeyError{prefix + k, prefix + suggest.Closest(k, names)}
 			}
 			if err := checkStrict(m[k], ft, prefix+k+"."); err != nil {
 				return err

@@ -136,9 +136,9 @@ func writeStudy(t *testing.T, body string) string {
 func TestLoadStudyErrors(t *testing.T) {
 	base := "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n"
 	for _, tc := range []struct{ name, body, want string }{
-		{"unknown top key", "seed: [1]\n" + base, `unknown key "seed" (did you mean "seeds"?)`},
-		{"unknown nested key", base + "executor:\n  slurm:\n    partiton: gpu\n", `unknown key "executor.slurm.partiton" (did you mean "executor.slurm.partition"?)`},
-		{"unknown key in a list", "out: x\nexperiments:\n  - {name: e, confg: c.yaml}\n", `unknown key "experiments.0.confg" (did you mean "experiments.0.config"?)`},
+		{"unknown top key", "seed: [1]\n" + base, `study.yaml:1: unknown key "seed" (did you mean "seeds"?)`},
+		{"unknown nested key", base + "executor:\n  slurm:\n    partiton: gpu\n", `study.yaml:6: unknown key "executor.slurm.partiton" (did you mean "executor.slurm.partition"?)`},
+		{"unknown key in a list", "out: x\nexperiments:\n  - {name: e, confg: c.yaml}\n", `study.yaml:3: unknown key "experiments.0.confg" (did you mean "experiments.0.config"?)`},
 		{"no out", "experiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", "out: the study directory is required"},
 		{"bad optimizer", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [sgd]}\n", `experiments.0.optimizers: "sgd"`},
 		{"sweep key in set", "set: [optimizer.lr=1]\n" + base, "the sweep sets optimizer.lr itself"},

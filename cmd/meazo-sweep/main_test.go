@@ -53,7 +53,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"status", "-h"}, 0, "", "usage: meazo-sweep status [-v] STUDY.yaml\n"},
 		{[]string{"run", "-h"}, 0, "", "\nReads:    STUDY.yaml: a study file"},
 		{[]string{"status", filepath.Join(dir, "missing.yaml")}, 1, "", "missing.yaml: no such file"},
-		{[]string{"plan", bad}, 1, "", "meazo-sweep plan: study " + bad + `: unknown key "experiment" (did you mean "experiments"?)` + "\n"},
+		{[]string{"plan", bad}, 1, "", "meazo-sweep plan: study " + bad + `:2: unknown key "experiment" (did you mean "experiments"?)` + "\n"},
 		{[]string{"doc", "x"}, 2, "", "meazo-sweep doc: takes no arguments\n"},
 		{[]string{"status", good}, 0, "e_meazo: 2 runs: 2 new; stage 1 (coarse)", ""},
 		{[]string{"plan", good}, 0, "--set optimizer.lr=1e-3 --set train.seed=0 --out " + dir + "/good/e_meazo/lr=1e-3_seed=0", ""},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -82,9 +83,10 @@ func checkValues(n *yaml.Node, path string) error {
 }
 
 // Line returns the line of b's single document where the key at path is
-// written (path: a key of the top mapping, then a key of its value, …), or
-// 0 when there is no such key: so that a message about a key can point at
-// the line to fix, as the YAML parser's own errors do.
+// written (path: a key of the top mapping, then a key of its value, …; in
+// a list, an element's 0-based index), or 0 when there is no such key: so
+// that a message about a key can point at the line to fix, as the YAML
+// parser's own errors do.
 func Line(b []byte, path ...string) int {
 	var doc yaml.Node
 	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || len(path) == 0 {
@@ -92,13 +94,18 @@ func Line(b []byte, path ...string) int {
 	}
 	n, line := doc.Content[0], 0
 	for _, key := range path {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return 0
-		}
 		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				next, line = n.Content[i+1], n.Content[i].Line
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == key {
+					next, line = n.Content[i+1], n.Content[i].Line
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(n.Content) {
+				next = n.Content[i]
+				line = next.Line
 			}
 		}
 		if next == nil {

@@ -32,7 +32,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestLine(t *testing.T) {
-	doc := []byte("# a config\nmodel:\n  path: m\n\noptimizer:\n  name: meazo\n  lr: 2e-4\ntrain: {steps: 3}\n")
+	doc := []byte("# a config\nmodel:\n  path: m\n\noptimizer:\n  name: meazo\n  lr: 2e-4\ntrain: {steps: 3}\nruns:\n  - name: a\n  - name: b\n    seeds: [1, 2]\n")
 	for _, c := range []struct {
 		path []string
 		want int
@@ -44,6 +44,10 @@ func TestLine(t *testing.T) {
 		{[]string{"optimizer", "beta"}, 0},
 		{[]string{"model", "path", "deeper"}, 0},
 		{[]string{"eval"}, 0},
+		{[]string{"runs", "1", "seeds"}, 12},
+		{[]string{"runs", "1"}, 11},
+		{[]string{"runs", "2"}, 0},
+		{[]string{"runs", "x"}, 0},
 		{nil, 0},
 	} {
 		if got := Line(doc, c.path...); got != c.want {
