@@ -123,6 +123,9 @@ type evaluator struct {
 	rougeStem    bool
 	log          io.Writer
 	images       *vision // an image task's model and test images: scored by accuracy (the other fields but batchSize unused)
+	// record, if set, is handed each text example's Prediction as it is
+	// scored (Evaluate's EvalOptions.OnPrediction).
+	record func(Prediction)
 }
 
 // evalPartial is how far a test evaluation got: the examples done and the
@@ -218,8 +221,13 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 			scores[lo+i] = -l // mean log-probability of the label tokens
 		}
 		for ; k*next+k <= hi; next++ {
-			if eval.PredictLabel(scores[k*next:k*next+k]) == exs[next].Label {
+			ex := exs[next]
+			pred := eval.PredictLabel(scores[k*next : k*next+k])
+			if pred == ex.Label {
 				part.Sums[0]++
+			}
+			if e.record != nil {
+				e.record(labelledPrediction(ex.ID, exampleInput(ex), pred, ex.Label, labels))
 			}
 		}
 		part.Done = next
@@ -296,6 +304,10 @@ type EvalOptions struct {
 	Format    string // how examples become text (task.format): chat (default) or mezo
 	Threads   int    // image tasks (EvaluateImages): workers that decode the images (0: all cores)
 	Log       io.Writer
+	// OnPrediction, if set, is called with each evaluated example's
+	// Prediction, in the data's order, as it is scored: the model's answer,
+	// and a generation's own metrics, whose means are the aggregate's.
+	OnPrediction func(Prediction)
 }
 
 // Evaluate computes a task's test metrics for m, with the saved adapter
@@ -352,7 +364,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	}
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", len(exs), o.Data, st.Skipped)
 	e := &evaluator{task: task, tok: tok, enc: enc, batchSize: o.BatchSize,
-		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log}
+		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log, record: o.OnPrediction}
 	pass := newEvalPass("evaluation", len(exs), func(s string) { fmt.Fprintln(o.Log, s) }, nil)
 	var res map[string]float64
 	err = withAdapter(m, adapter, params, o.Merge, func(m *model.Model) (err error) {

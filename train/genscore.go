@@ -26,43 +26,53 @@ func answerPrefix(task data.Task) string {
 	return ""
 }
 
-// scoreGenerated adds the scores of pred, the answer generated for ex, to
-// sums (evalPartial's: SQuAD EM, F1; XSum the ROUGE-1, -2, -L, -Lsum
-// F-measures; generation EM, F1, then the four ROUGE ones).
-func (e *evaluator) scoreGenerated(ex data.Example, pred string, sums []float64) error {
+// exampleScores are the scores of pred, the answer generated for ex, in
+// the order of evalPartial's sums (generatedKeys'): SQuAD EM, F1; XSum the
+// ROUGE-1, -2, -L, -Lsum F-measures; generation EM, F1, then the four ROUGE
+// ones.
+func (e *evaluator) exampleScores(ex data.Example, pred string) ([]float64, error) {
+	refs := references(e.task, ex)
 	switch e.task {
 	case data.SQuAD:
-		em, f1 := eval.SquadScore(pred, ex.Answers)
-		sums[0] += em
-		sums[1] += f1
+		em, f1 := eval.SquadScore(pred, refs)
+		return []float64{em, f1}, nil
 	case data.XSum:
 		s, err := eval.Rouge(ex.Summary, pred, e.rougeStem)
 		if err != nil {
-			return fmt.Errorf("XSum example %q: %w", ex.ID, err)
+			return nil, fmt.Errorf("XSum example %q: %w", ex.ID, err)
 		}
-		addRouge(sums, s)
+		return rougeFs(s), nil
 	case data.Generation:
-		refs := append([]string{ex.Completion}, ex.References...)
 		em, f1 := eval.SquadScore(pred, refs)
-		sums[0] += em
-		sums[1] += f1
 		s, err := eval.RougeMulti(refs, pred, e.rougeStem)
 		if err != nil {
-			return fmt.Errorf("test example %q: %w", ex.ID, err)
+			return nil, fmt.Errorf("test example %q: %w", ex.ID, err)
 		}
-		addRouge(sums[2:], s)
-	default:
-		return fmt.Errorf("task %s is not scored by generation", e.task)
+		return append([]float64{em, f1}, rougeFs(s)...), nil
+	}
+	return nil, fmt.Errorf("task %s is not scored by generation", e.task)
+}
+
+// scoreGenerated adds the scores of pred, the answer generated for ex, to
+// sums (evalPartial's, in exampleScores' order), and hands its record to
+// e.record if there is one.
+func (e *evaluator) scoreGenerated(ex data.Example, pred string, sums []float64) error {
+	scores, err := e.exampleScores(ex, pred)
+	if err != nil {
+		return err
+	}
+	for i, s := range scores {
+		sums[i] += s
+	}
+	if e.record != nil {
+		e.record(generatedPrediction(e.task, ex, pred, scores))
 	}
 	return nil
 }
 
-// addRouge adds the four ROUGE F-measures of s to sums.
-func addRouge(sums []float64, s eval.RougeScores) {
-	sums[0] += s.Rouge1.FMeasure
-	sums[1] += s.Rouge2.FMeasure
-	sums[2] += s.RougeL.FMeasure
-	sums[3] += s.RougeLsum.FMeasure
+// rougeFs are the four ROUGE F-measures of s.
+func rougeFs(s eval.RougeScores) []float64 {
+	return []float64{s.Rouge1.FMeasure, s.Rouge2.FMeasure, s.RougeL.FMeasure, s.RougeLsum.FMeasure}
 }
 
 // generatedMetrics are the metrics of n examples from their sums
@@ -77,7 +87,7 @@ func (e *evaluator) generatedMetrics(sums []float64, n int) map[string]float64 {
 		rouge = sums[2:]
 	}
 	if e.task != data.SQuAD {
-		for i, key := range []string{"rouge1", "rouge2", "rougeL", "rougeLsum"} {
+		for i, key := range generatedKeys(data.XSum) {
 			out[key] = 100 * rouge[i] / float64(n)
 		}
 	}

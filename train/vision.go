@@ -186,24 +186,40 @@ func (v *vision) accuracy(batchSize int, pass *evalPass, part *evalPartial) (map
 }
 
 // correct runs the ViT on a batch of images (pixel_values px; the first is
-// test image number first, for errors) and counts those whose highest
-// logit (the first of equal ones) is their label.
+// test image number first, for errors) and counts those whose predicted
+// class is their label.
 func (v *vision) correct(px []float32, labels []int, first int) (int, error) {
-	logits, err := v.vit.Logits(px, len(labels))
+	preds, err := v.predict(px, len(labels), first)
 	if err != nil {
 		return 0, err
 	}
-	k, n := v.vit.Config.NumLabels, 0
+	n := 0
 	for i, label := range labels {
-		scores := make([]float64, k)
-		for c := range scores {
-			if scores[c] = float64(logits[i*k+c]); math.IsNaN(scores[c]) || math.IsInf(scores[c], 0) {
-				return 0, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", first+i, c, scores[c])
-			}
-		}
-		if eval.PredictLabel(scores) == label {
+		if preds[i] == label {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// predict runs the ViT on a batch of n images (pixel_values px; the first
+// is test image number first, for errors) and returns the class of each
+// one's highest logit (the first of equal ones).
+func (v *vision) predict(px []float32, n, first int) ([]int, error) {
+	logits, err := v.vit.Logits(px, n)
+	if err != nil {
+		return nil, err
+	}
+	k := v.vit.Config.NumLabels
+	preds := make([]int, n)
+	for i := range preds {
+		scores := make([]float64, k)
+		for c := range scores {
+			if scores[c] = float64(logits[i*k+c]); math.IsNaN(scores[c]) || math.IsInf(scores[c], 0) {
+				return nil, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", first+i, c, scores[c])
+			}
+		}
+		preds[i] = eval.PredictLabel(scores)
+	}
+	return preds, nil
 }

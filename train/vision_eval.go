@@ -18,7 +18,8 @@ import (
 // images are decoded a chunk at a time on o.Threads workers, so memory
 // holds the file's encoded bytes and one chunk of decoded images, not the
 // whole split decoded. The result is {"accuracy"} in 0–1, as a run's
-// summary.json reports it.
+// summary.json reports it; o.OnPrediction, if set, is handed each image's
+// Prediction in the file's order.
 func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[string]float64, error) {
 	if data.Task(o.Task) != data.Pets {
 		return nil, fmt.Errorf("task %q is not an image task (pets is)", o.Task)
@@ -66,11 +67,19 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 			if err != nil {
 				return nil, err
 			}
-			c, err := v.correct(px, labels, lo+b)
+			preds, err := v.predict(px, len(labels), lo+b)
 			if err != nil {
 				return nil, err
 			}
-			correct += c
+			for i, label := range labels {
+				if preds[i] == label {
+					correct++
+				}
+				if o.OnPrediction != nil {
+					row := chunk.index[b+i]
+					o.OnPrediction(labelledPrediction(chunk.rows[b+i].ID, Input{Image: &row}, preds[i], label, nil))
+				}
+			}
 			if err := pass.after(lo+b+len(batch), false); err != nil {
 				return nil, err
 			}
