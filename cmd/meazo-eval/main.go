@@ -2,7 +2,7 @@
 // split, and scores predictions made by any system with the paper's metrics,
 // computed exactly as the official implementations do.
 //
-//	meazo-eval task --model DIR [--adapter RUN_DIR/best] --task squad --data dev-v1.1.json [--max-examples 200]
+//	meazo-eval task --model DIR [--adapter RUN_DIR/best] --task squad --data dev-v1.1.json [--max-examples 200] [--predictions preds.jsonl]
 //	meazo-eval task --model VIT_DIR [--adapter RUN_DIR/best] --task pets --data test-00000-of-00001.parquet
 //	meazo-eval score --metric squad [--in preds.jsonl] [--out scores.jsonl]
 //	meazo-eval score --metric rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]
@@ -68,10 +68,16 @@ directory (PEFT LoRA or PROMPT_TUNING: adapter_config.json, adapter_model.safete
 (.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet; classification, generation: .jsonl).`,
 		Prints: `one JSON object of the metrics: SST-2's, Pets' and a classification's {"accuracy"} in 0-1, SQuAD's
 {"exact_match", "f1"} and XSum's {"rouge1", "rouge2", "rougeL", "rougeLsum"} x 100 (a generation's: all six); the
-rows skipped and the backend on stderr.`,
+rows skipped and the backend on stderr.
+--predictions FILE: also one JSON line per example evaluated, in the data's order, written atomically once the
+evaluation is done (never over --data, nor in the model's, the adapter's or a run's directory): its "id"; its input
+("sentence", "question" and "context", "document", "text" or "prompt"; pets: "image", its 0-based row in the file);
+for SQuAD, XSum and generation the "generated" text as scored, its "references" and its own "scores" in 0-1 under
+the metrics' keys (each metric is 100 x their mean); for SST-2, classification and pets the "predicted" and "gold"
+label indices, their "predicted_label" and "gold_label" (not pets) and "correct".`,
 		Example: "meazo-eval task --model models/Llama-3.2-1B --adapter runs/squad/best --task squad --data dev-v1.1.json\n" +
 			"meazo-eval task --model runs/opt_fzoo/best --task sst2 --format mezo --data validation.parquet\n" +
-			"meazo-eval task --model models/Qwen3-0.6B --adapter runs/mine/best --task classification --labels '[negative, positive]' --data test.jsonl",
+			"meazo-eval task --model models/Qwen3-0.6B --adapter runs/mine/best --task classification --labels '[negative, positive]' --data test.jsonl --predictions preds.jsonl",
 	}, func(args []string, _ io.Reader, stdout io.Writer) error { return runTask(args, stdout, os.Stderr) })
 }
 

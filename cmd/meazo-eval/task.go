@@ -43,6 +43,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	stem := fs.Bool("rouge-stem", false, "XSum, generation: Porter-stem ROUGE tokens (default off, as HF evaluate)")
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
 	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
+	predsPath := fs.String("predictions", "", "write each example's answer to this file, one JSON line per example in the data's order (written atomically): its id and input, the generated text, references and own metrics (0-1), or the predicted and gold labels")
 	format := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
@@ -84,9 +85,14 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if what := train.RunDirAsModel(*modelDir); what != "" {
 		return fmt.Errorf("--model %s: %s", *modelDir, what)
 	}
+	preds, err := newPredictions(*predsPath, *dataPath, *modelDir, *adapter)
+	if err != nil {
+		return err
+	}
+	opts.OnPrediction = preds.record()
 	if data.Task(*task) == data.Pets {
 		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend,
-			maxExamples: *maxExamples, batch: *batch, threads: *threads}, stdout, log)
+			maxExamples: *maxExamples, batch: *batch, threads: *threads, preds: preds}, stdout, log)
 	}
 	be, err := backends.Open(*backend, *threads, log)
 	if err != nil {
@@ -109,7 +115,16 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(stdout).Encode(res)
+	return report(stdout, res, preds)
+}
+
+// report prints the metrics, then writes the --predictions file if one
+// was asked for (so that a file that cannot be written loses no metric).
+func report(stdout io.Writer, res map[string]float64, preds *predictions) error {
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		return err
+	}
+	return preds.write()
 }
 
 // textOnlyFlags are runTask's flags that an image task has no use for.
@@ -119,6 +134,7 @@ var textOnlyFlags = []string{"merge", "max-new-tokens", "max-length", "date-stri
 type imageTask struct {
 	model, adapter, data, backend string
 	maxExamples, batch, threads   int
+	preds                         *predictions // --predictions; nil: none
 }
 
 // runImageTask is runTask for an image task (pets): a ViT image classifier
@@ -161,9 +177,9 @@ func runImageTask(fs *flag.FlagSet, o imageTask, stdout, log io.Writer) error {
 	}
 	defer m.Free()
 	res, err := train.EvaluateImages(m, proc, train.EvalOptions{Adapter: o.adapter, Task: string(data.Pets), Data: o.data,
-		MaxExamples: o.maxExamples, BatchSize: o.batch, Threads: o.threads, Log: log})
+		MaxExamples: o.maxExamples, BatchSize: o.batch, Threads: o.threads, Log: log, OnPrediction: o.preds.record()})
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(stdout).Encode(res)
+	return report(stdout, res, o.preds)
 }

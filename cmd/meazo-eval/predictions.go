@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/outpath"
+	"github.com/meazo-go/meazo/train"
+)
+
+// predictions is meazo-eval task's --predictions file: the per-example
+// records (train.Prediction) that the evaluation hands over, one JSON line
+// each in the data's order, held in memory and written atomically once the
+// evaluation is done, so that a failed or interrupted one leaves no file
+// and no half of one. A nil *predictions (no --predictions) takes nothing.
+type predictions struct {
+	path string
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	err  error // the first record that did not encode
+}
+
+// newPredictions checks, before any model loads, that path can be written
+// without replacing what the evaluation reads (inputs: the --data file, the
+// model's and the adapter's directories) or going into a model's or a run's
+// directory, and that its directory takes a new file; "" is no file (nil).
+func newPredictions(path string, inputs ...string) (*predictions, error) {
+	switch path {
+	case "":
+		return nil, nil
+	case "-":
+		return nil, fmt.Errorf("--predictions -: name a file (stdout has the metrics)")
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("--predictions %s is a directory; name a file", path)
+	}
+	if err := outpath.Check("--predictions", path, inputs...); err != nil {
+		return nil, err
+	}
+	// The file is written at the end: find out now, not after an hour of
+	// generation, that its directory is missing or read-only.
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("--predictions %s: cannot write there: %w", path, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	p := &predictions{path: path}
+	p.enc = json.NewEncoder(&p.buf)
+	p.enc.SetEscapeHTML(false) // the texts as they are, for reading: "<", not "\u003c"
+	return p, nil
+}
+
+// record is the evaluation's train.EvalOptions.OnPrediction; nil for no
+// file.
+func (p *predictions) record() func(train.Prediction) {
+	if p == nil {
+		return nil
+	}
+	return func(pr train.Prediction) {
+		if err := p.enc.Encode(pr); err != nil && p.err == nil {
+			p.err = fmt.Errorf("--predictions: example %q: %w", pr.ID, err)
+		}
+	}
+}
+
+// write writes the records to the file, replacing it atomically.
+func (p *predictions) write() error {
+	if p == nil {
+		return nil
+	}
+	if p.err != nil {
+		return p.err
+	}
+	return atomicfile.WriteFile(p.path, p.buf.Bytes())
+}
