@@ -21,7 +21,6 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/inputfile"
-	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/zo"
@@ -177,65 +176,15 @@ func Load(path string, overrides []string) (*Config, error) {
 	for _, k := range known {
 		v.SetDefault(k.key, k.def)
 	}
-	var file []byte // the config file's text, for the lines of messages
-	if path != "" {
-		b, err := inputfile.ReadFile(path)
-		file = b
-		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		raw, err := parseConfigFile(b)
-		if err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
-		}
-		if err := checkKeys(raw, "", known); err != nil {
-			var ke *keyError
-			if errors.As(err, &ke) {
-				return nil, fmt.Errorf("config %s: %w", fileLine(path, b, ke.key), ke.err)
-			}
-			return nil, fmt.Errorf("config %s: %w", path, err)
-		}
-		v.SetConfigType("yaml")
-		if err := v.MergeConfig(bytes.NewReader(b)); err != nil {
-			return nil, fmt.Errorf("config %s: %w", path, err)
-		}
+	file, err := mergeConfigFile(v, path, known)
+	if err != nil {
+		return nil, err
 	}
 	filePath := v.GetString("model.path")
 	for _, o := range overrides {
-		key, val, ok := strings.Cut(o, "=")
-		key = strings.TrimSpace(key)
-		if !ok || key == "" {
-			return nil, fmt.Errorf("--set %q: want key=value", o)
+		if err := applyOverride(v, o, known); err != nil {
+			return nil, err
 		}
-		if err := checkKey(key, known); err != nil {
-			return nil, fmt.Errorf("--set %s: %w", key, err)
-		}
-		// A string key takes the text as it is, spaces included (a prompt's
-		// leading space is a token's): read as YAML, the path "exp #1"
-		// would lose its comment-like tail, "007" would be 7 and "1e3"
-		// 1000, and the run would go somewhere else without a word.
-		var parsed any = val
-		if kind := keyKind(key, known); kind != "string" {
-			if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
-				return nil, fmt.Errorf("--set %s: %w", key, err)
-			}
-			// A number with leading zeros is decimal on a command line
-			// (YAML reads "010" as octal 8: a run would take 8 steps).
-			if kind == "int" || kind == "uint64" || kind == "float64" {
-				if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
-					parsed = n
-				} else if n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64); err == nil {
-					parsed = n
-				}
-			}
-		}
-		if parsed == nil {
-			parsed = ""
-		}
-		if err := checkValue(key, parsed); err != nil {
-			return nil, fmt.Errorf("--set %w", err)
-		}
-		v.Set(key, parsed)
 	}
 	dropNameWithPath(v, overrides, filePath)
 	where := "config"
@@ -247,19 +196,97 @@ func Load(path string, overrides []string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := c.Validate(); err != nil {
-		// A value given with --set is blamed on --set, not on the file;
-		// one from the file, on its line.
-		for _, o := range overrides {
-			if key, _, _ := strings.Cut(o, "="); strings.HasPrefix(err.Error(), strings.TrimSpace(key)+" ") {
-				where = "--set"
-			}
-		}
-		if key, _, _ := strings.Cut(err.Error(), " "); where != "--set" && path != "" && strings.Contains(key, ".") {
-			where = "config " + fileLine(path, file, key)
-		}
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, fmt.Errorf("%s: %w", blame(err, path, file, overrides), err)
 	}
 	return &c, nil
+}
+
+// mergeConfigFile reads the config file at path ("": none) into v, its
+// keys and values checked first, and returns its text (for the lines of
+// later messages).
+func mergeConfigFile(v *viper.Viper, path string, known []configKey) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := inputfile.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	raw, err := parseConfigFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := checkKeys(raw, "", known); err != nil {
+		var ke *keyError
+		if errors.As(err, &ke) {
+			return nil, fmt.Errorf("config %s: %w", fileLine(path, b, ke.key), ke.err)
+		}
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	v.SetConfigType("yaml")
+	if err := v.MergeConfig(bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// applyOverride sets one --set key=value in v, checked against the key's
+// type.
+func applyOverride(v *viper.Viper, o string, known []configKey) error {
+	key, val, ok := strings.Cut(o, "=")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		return fmt.Errorf("--set %q: want key=value", o)
+	}
+	if err := checkKey(key, known); err != nil {
+		return fmt.Errorf("--set %s: %w", key, err)
+	}
+	// A string key takes the text as it is, spaces included (a prompt's
+	// leading space is a token's): read as YAML, the path "exp #1"
+	// would lose its comment-like tail, "007" would be 7 and "1e3"
+	// 1000, and the run would go somewhere else without a word.
+	var parsed any = val
+	if kind := keyKind(key, known); kind != "string" {
+		if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
+			return fmt.Errorf("--set %s: %w", key, err)
+		}
+		// A number with leading zeros is decimal on a command line
+		// (YAML reads "010" as octal 8: a run would take 8 steps).
+		if kind == "int" || kind == "uint64" || kind == "float64" {
+			if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
+				parsed = n
+			} else if n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64); err == nil {
+				parsed = n
+			}
+		}
+	}
+	if parsed == nil {
+		parsed = ""
+	}
+	if err := checkValue(key, parsed); err != nil {
+		return fmt.Errorf("--set %w", err)
+	}
+	v.Set(key, parsed)
+	return nil
+}
+
+// blame is where a value the checks refuse (err, which starts with its key)
+// was given: --set when an override set that key, else the config file's
+// line (file is its text), else the config.
+func blame(err error, path string, file []byte, overrides []string) string {
+	key, _, _ := strings.Cut(err.Error(), " ")
+	for _, o := range overrides {
+		if k, _, _ := strings.Cut(o, "="); strings.TrimSpace(k) == key {
+			return "--set"
+		}
+	}
+	if path == "" {
+		return "config"
+	}
+	if strings.Contains(key, ".") {
+		return "config " + fileLine(path, file, key)
+	}
+	return "config " + path
 }
 
 // dropNameWithPath clears model.name when --set moves model.path elsewhere
@@ -324,25 +351,6 @@ func checkKeys(m map[string]any, prefix string, known []configKey) error {
 	return nil
 }
 
-// keyError is checkKeys' error about one key of a config file, so that
-// Load can name the line where the key is written.
-type keyError struct {
-	key string // section.name, or a section
-	err error
-}
-
-func (e *keyError) Error() string { return e.err.Error() }
-func (e *keyError) Unwrap() error { return e.err }
-
-// fileLine is path:LINE where key is written in the config file b, or path
-// when it is not found there (a key that only a default gives).
-func fileLine(path string, b []byte, key string) string {
-	if line := strictyaml.Line(b, strings.Split(key, ".")...); line > 0 {
-		return fmt.Sprintf("%s:%d", path, line)
-	}
-	return path
-}
-
 // firstKey returns the first key of a section, for messages.
 func firstKey(section string, known []configKey) string {
 	for _, k := range known {
@@ -361,39 +369,6 @@ func checkKey(key string, known []configKey) error {
 		return fmt.Errorf("%q is a section: set one of its keys (e.g. %s.%s=…), not the section", key, key, first)
 	}
 	return unknownKey(key, known)
-}
-
-// trainerNames are the names HF's TrainingArguments and MeZO's scripts
-// give settings this config has under another key, for the suggestion of
-// unknownKey: the closest spelling of learning_rate is not lr.
-var trainerNames = map[string]string{
-	"learning_rate": "optimizer.lr", "lr_scheduler_type": "optimizer.schedule", "warmup_steps": "optimizer.warmup_steps",
-	"num_warmup_steps": "optimizer.warmup_steps", "weight_decay": "optimizer.weight_decay", "zo_eps": "optimizer.eps",
-	"max_steps": "train.steps", "per_device_train_batch_size": "train.batch_size", "eval_steps": "train.eval_every",
-	"save_steps": "train.checkpoint_every", "logging_steps": "train.log_every", "output_dir": "output.dir",
-	"per_device_eval_batch_size": "eval.batch_size", "model_name_or_path": "model.path", "task_name": "task.name",
-	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "num_virtual_tokens": "adapter.virtual_tokens",
-}
-
-// unknownKey names the key and the known key closest to it (or the one a
-// Trainer's name stands for).
-func unknownKey(key string, known []configKey) error {
-	leaf := key
-	if _, l, ok := strings.Cut(key, "."); ok {
-		leaf = l
-	}
-	if to, ok := trainerNames[leaf]; ok && to != key {
-		return fmt.Errorf("unknown key %q (did you mean %q? %s is HF Trainer's or MeZO's name for it)", key, to, leaf)
-	}
-	var cands []string
-	for _, k := range known {
-		cand := k.key
-		if !strings.Contains(key, ".") { // a section name
-			cand, _, _ = strings.Cut(k.key, ".")
-		}
-		cands = append(cands, cand)
-	}
-	return fmt.Errorf("unknown key %q (did you mean %q?)", key, suggest.Closest(key, cands))
 }
 
 // ModelName is base_model_name_or_path for saved adapters: model.name, or the path.

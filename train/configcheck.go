@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/strictyaml"
+	"github.com/meazo-go/meazo/internal/suggest"
 )
 
 // parseConfigFile reads a config file's one YAML document, a mapping; a
@@ -95,4 +97,56 @@ func checkValue(key string, v any) error {
 		}
 	}
 	return nil
+}
+
+// keyError is checkKeys' error about one key of a config file, so that
+// Load can name the line where the key is written.
+type keyError struct {
+	key string // section.name, or a section
+	err error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+// fileLine is path:LINE where key is written in the config file b, or path
+// when it is not found there (a key that only a default gives).
+func fileLine(path string, b []byte, key string) string {
+	if line := strictyaml.Line(b, strings.Split(key, ".")...); line > 0 {
+		return fmt.Sprintf("%s:%d", path, line)
+	}
+	return path
+}
+
+// trainerNames are the names HF's TrainingArguments and MeZO's scripts
+// give settings this config has under another key, for the suggestion of
+// unknownKey: the closest spelling of learning_rate is not lr.
+var trainerNames = map[string]string{
+	"learning_rate": "optimizer.lr", "lr_scheduler_type": "optimizer.schedule", "warmup_steps": "optimizer.warmup_steps",
+	"num_warmup_steps": "optimizer.warmup_steps", "weight_decay": "optimizer.weight_decay", "zo_eps": "optimizer.eps",
+	"max_steps": "train.steps", "per_device_train_batch_size": "train.batch_size", "eval_steps": "train.eval_every",
+	"save_steps": "train.checkpoint_every", "logging_steps": "train.log_every", "output_dir": "output.dir",
+	"per_device_eval_batch_size": "eval.batch_size", "model_name_or_path": "model.path", "task_name": "task.name",
+	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "num_virtual_tokens": "adapter.virtual_tokens",
+}
+
+// unknownKey names the key and the known key closest to it (or the one a
+// Trainer's name stands for).
+func unknownKey(key string, known []configKey) error {
+	leaf := key
+	if _, l, ok := strings.Cut(key, "."); ok {
+		leaf = l
+	}
+	if to, ok := trainerNames[leaf]; ok && to != key {
+		return fmt.Errorf("unknown key %q (did you mean %q? %s is HF Trainer's or MeZO's name for it)", key, to, leaf)
+	}
+	var cands []string
+	for _, k := range known {
+		cand := k.key
+		if !strings.Contains(key, ".") { // a section name
+			cand, _, _ = strings.Cut(k.key, ".")
+		}
+		cands = append(cands, cand)
+	}
+	return fmt.Errorf("unknown key %q (did you mean %q?)", key, suggest.Closest(key, cands))
 }

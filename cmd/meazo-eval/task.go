@@ -76,14 +76,8 @@ func runTask(args []string, stdout, log io.Writer) error {
 		}
 		return cli.Usage(err)
 	}
-	// What the flags name is there, before a backend opens or a weight loads.
-	for _, f := range []struct{ flag, path string }{{"--model", *modelDir}, {"--data", *dataPath}, {"--adapter", *adapter}} {
-		if _, err := os.Stat(f.path); f.path != "" && err != nil {
-			return fmt.Errorf("%s %s: %w", f.flag, f.path, errors.Unwrap(err))
-		}
-	}
-	if what := train.RunDirAsModel(*modelDir); what != "" {
-		return fmt.Errorf("--model %s: %s", *modelDir, what)
+	if err := checkTaskPaths(*modelDir, *dataPath, *adapter); err != nil {
+		return err
 	}
 	preds, err := newPredictions(*predsPath, *dataPath, *modelDir, *adapter)
 	if err != nil {
@@ -94,28 +88,50 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend,
 			maxExamples: *maxExamples, batch: *batch, threads: *threads, preds: preds}, stdout, log)
 	}
-	be, err := backends.Open(*backend, *threads, log)
-	if err != nil {
-		return err
-	}
-	defer be.Close()
-	m, err := model.LoadWith(*modelDir, model.LoadOptions{BF16Weights: *bf16, Backend: be})
-	if err != nil {
-		return err
-	}
-	defer m.Free()
-	tok, err := tokenizer.Load(*modelDir)
-	if err != nil {
-		return err
-	}
-	res, err := train.Evaluate(m, tok, opts)
-	if errors.Is(err, tokenizer.ErrNoChatTemplate) {
-		return fmt.Errorf("--model %s: %w", *modelDir, err)
-	}
+	res, err := evaluateText(*modelDir, *backend, *threads, *bf16, opts, log)
 	if err != nil {
 		return err
 	}
 	return report(stdout, res, preds)
+}
+
+// checkTaskPaths checks that what the flags name is there (and that a run
+// directory is not given as the model), before a backend opens or a weight
+// loads.
+func checkTaskPaths(modelDir, dataPath, adapter string) error {
+	for _, f := range []struct{ flag, path string }{{"--model", modelDir}, {"--data", dataPath}, {"--adapter", adapter}} {
+		if _, err := os.Stat(f.path); f.path != "" && err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.path, errors.Unwrap(err))
+		}
+	}
+	if what := train.RunDirAsModel(modelDir); what != "" {
+		return fmt.Errorf("--model %s: %s", modelDir, what)
+	}
+	return nil
+}
+
+// evaluateText loads the decoder in modelDir on the backend and its
+// tokenizer, and evaluates it (with opts' adapter) as opts say.
+func evaluateText(modelDir, backend string, threads int, bf16 bool, opts train.EvalOptions, log io.Writer) (map[string]float64, error) {
+	be, err := backends.Open(backend, threads, log)
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	m, err := model.LoadWith(modelDir, model.LoadOptions{BF16Weights: bf16, Backend: be})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Free()
+	tok, err := tokenizer.Load(modelDir)
+	if err != nil {
+		return nil, err
+	}
+	res, err := train.Evaluate(m, tok, opts)
+	if errors.Is(err, tokenizer.ErrNoChatTemplate) {
+		return nil, fmt.Errorf("--model %s: %w", modelDir, err)
+	}
+	return res, err
 }
 
 // report prints the metrics, then writes the --predictions file if one
