@@ -24,6 +24,8 @@ import (
 // (the live parameters, a perturbed variant, the best copy), and saving and
 // loading them as a PEFT adapter directory. loraAdapter and promptAdapter
 // implement it; only freshAdapter and openAdapter know the kinds apart.
+// (The run itself reaches what it trains, an adapter or not, through
+// paramState; adapterState wraps a trainable.)
 type trainable interface {
 	// Params returns the live parameters: one slice per group, canonical order.
 	Params() [][]float32

@@ -86,13 +86,13 @@ const ArithmeticChange = "arithmetic"
 // that a stop in that step's validation can checkpoint the state before it.
 type snapshot struct {
 	state    checkpointState
-	params   any // trained.snapshot's
+	params   any // paramState.snapshot's
 	engine   []byte
 	logSizes [2]int64 // metrics.jsonl, timing.jsonl
 }
 
 // snapshot takes the run's state after its last step, or returns nil where
-// the parameters are not copied (trained.snapshot).
+// the parameters are not copied (paramState.snapshot).
 func (r *run) snapshot() (*snapshot, error) {
 	params, ok := r.tr.snapshot()
 	if !ok {

@@ -50,7 +50,7 @@ type run struct {
 	m       *model.Model
 	tok     *tokenizer.Tokenizer
 	data    *splits
-	tr      trained // what trains: an adapter (LoRA, prompt tuning) or the model's own weights
+	tr      paramState // what trains: an adapter (LoRA, prompt tuning) or the model's own weights
 	engine  *zo.Engine
 	sampler *data.Sampler
 	obj     *objective

@@ -9,12 +9,12 @@ import (
 	"github.com/meazo-go/meazo/zo"
 )
 
-// trained is what a run trains, in one place: an adapter's parameters in
+// paramState is what a run trains, in one place: an adapter's parameters in
 // host memory (adapterState; visionState, a ViT's) or the model's own
 // weights on its backend (fullState, full-parameter ZO). The loop, the
 // checkpoints and the test evaluation reach the parameters only through it.
 // A decoder's (adapterState, fullState) is also the objective's viewer.
-type trained interface {
+type paramState interface {
 	// count is the number of trained parameters.
 	count() int64
 	// stateBytes is the optimizer state kept beside the parameters, not by
@@ -106,7 +106,7 @@ type adapterFiles interface {
 }
 
 // adapterCopies are an adapter's live parameters (the engine's) and a copy
-// of the best, saved and restored through the adapter: the part of trained
+// of the best, saved and restored through the adapter: the part of paramState
 // every adapter on the host shares (a decoder's adapterState, a ViT's
 // visionState).
 type adapterCopies struct {
