@@ -68,3 +68,55 @@ func TestReadSummary(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestFirstForeign: a run's own files, in its folders too, and the
+// temporary files of its interrupted writes are not foreign; anything else
+// is, and so is a link or a file where a folder belongs.
+func TestFirstForeign(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string // created under the run directory
+		also  []string
+		want  string // the foreign path, relative to the run directory; "" = none
+	}{
+		{"empty", nil, nil, ""},
+		{"a run", []string{ConfigFile, MetricsFile, LockFile, "checkpoint/state.json", "checkpoint/best/adapter_config.json", "best/adapter_model.safetensors"}, nil, ""},
+		{"leftovers", []string{".summary.json.tmp-3", "last/.adapter_config.json.tmp4", "checkpoint.tmp/.state.json.tmp12"}, nil, ""},
+		{"a marker allowed", []string{DemoMarker, ConfigFile}, []string{DemoMarker}, ""},
+		{"a marker not allowed", []string{DemoMarker}, nil, DemoMarker},
+		{"a user's file", []string{ConfigFile, "notes.txt"}, nil, "notes.txt"},
+		{"a user's file in best/", []string{"best/adapter_config.json", "best/my_notes.txt"}, nil, "best/my_notes.txt"},
+		{"a user's folder in checkpoint/", []string{"checkpoint/mine/x"}, nil, "checkpoint/mine"},
+		{"a file where a folder belongs", []string{BestDir}, nil, BestDir},
+		{"a folder where a file belongs", []string{ConfigFile + "/x"}, nil, ConfigFile},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range tc.files {
+				p := filepath.Join(dir, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := ""
+			if tc.want != "" {
+				want = filepath.Join(dir, tc.want)
+			}
+			if got, err := FirstForeign(dir, tc.also...); err != nil || got != want {
+				t.Errorf("got %q, %v; want %q", got, err, want)
+			}
+		})
+	}
+	t.Run("a link", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), filepath.Join(dir, MetricsFile)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := FirstForeign(dir); err != nil || got != filepath.Join(dir, MetricsFile) {
+			t.Errorf("got %q, %v; want the link", got, err)
+		}
+	})
+}
