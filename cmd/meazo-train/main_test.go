@@ -75,77 +75,6 @@ func TestCarelessInvocations(t *testing.T) {
 	}
 }
 
-// TestDemoDeletesOnlyItsOwnFiles: the demo cleans a run directory it made
-// of the files runs write, and refuses (deleting nothing) a directory it did
-// not make or one holding a file someone else put there.
-func TestDemoDeletesOnlyItsOwnFiles(t *testing.T) {
-	write := func(t *testing.T, p string) {
-		t.Helper()
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cases := []struct {
-		name  string
-		files []string // created under the run directory
-		want  string   // "" = cleaned
-		kept  []string // files that must still exist afterwards
-	}{
-		{"demo run", []string{demoMarker, "config.yaml", "metrics.jsonl", "checkpoint/state.json", "best/adapter_config.json", rundir.LockFile}, "", []string{demoMarker}},
-		{"user file in a demo run", []string{demoMarker, "config.yaml", "notes.txt"}, "notes.txt, which the demo did not make", []string{"config.yaml", "notes.txt"}},
-		{"foreign directory", []string{"config.yaml", "metrics.jsonl"}, "was not made by the demo", []string{"config.yaml", "metrics.jsonl"}},
-		{"demo run with leftovers", []string{demoMarker, "checkpoint.tmp/.state.json.tmp12", "checkpoint/best/adapter_model.safetensors", ".summary.json.tmp-3", "last/.adapter_config.json.tmp4"}, "", []string{demoMarker}},
-		{"user file in best/", []string{demoMarker, "best/adapter_config.json", "best/my_notes.txt"}, "best/my_notes.txt, which the demo did not make", []string{"best/my_notes.txt"}},
-		{"user folder in checkpoint/", []string{demoMarker, "checkpoint/state.json", "checkpoint/mine/x"}, "checkpoint/mine, which the demo did not make", []string{"checkpoint/mine/x"}},
-		{"a file where a folder belongs", []string{demoMarker, "best"}, "best, which the demo did not make", []string{"best"}},
-		{"missing", nil, "", nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "run-meazo")
-			for _, f := range tc.files {
-				write(t, filepath.Join(dir, f))
-			}
-			err := cleanDemoRun(dir)
-			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Fatalf("got %v, want %q", err, tc.want)
-			}
-			for _, f := range tc.kept {
-				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-					t.Errorf("%s was removed", f)
-				}
-			}
-			if tc.want == "" && len(tc.files) > 0 {
-				for _, f := range []string{"config.yaml", "metrics.jsonl", "checkpoint", "best"} {
-					if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-						t.Errorf("%s was not cleaned", f)
-					}
-				}
-			}
-		})
-	}
-	t.Run("demo dir", func(t *testing.T) {
-		root := t.TempDir()
-		foreignDir := filepath.Join(root, "mine")
-		write(t, filepath.Join(foreignDir, "thesis.tex"))
-		if err := claimDemoDir(foreignDir); err == nil || !strings.Contains(err.Error(), "not made by the demo") {
-			t.Errorf("a foreign non-empty --demo-dir: %v", err)
-		}
-		fresh := filepath.Join(root, "fresh")
-		if err := claimDemoDir(fresh); err != nil {
-			t.Fatal(err)
-		}
-		if err := claimDemoDir(fresh); err != nil {
-			t.Errorf("claiming the demo's own directory again: %v", err)
-		}
-		write(t, filepath.Join(fresh, "thesis.tex"))
-		if err := claimDemoDir(fresh); err == nil || !strings.Contains(err.Error(), "thesis.tex") {
-			t.Errorf("a demo dir with a user's file in it: %v", err)
-		}
-	})
-}
-
 // TestDemoRuns runs the demo from start to end, as make demo does (20
 // steps a run), twice: each run ends with its summary and adapters, and the
 // second time the demo starts over in the directories it made.
@@ -176,22 +105,5 @@ func TestDemoFailedStartLeavesNothing(t *testing.T) {
 	}
 	if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
 		t.Errorf("after %v, %s is still there (%v)", err, dir, serr)
-	}
-}
-
-// TestDemoMarksItsPlots: a demo directory's plots/ (make demo's meazo-plot
-// output, perhaps from a version that left no marker) is marked as
-// meazo-plot's when the demo claims the directory, so that make demo runs
-// again.
-func TestDemoMarksItsPlots(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "demo")
-	os.MkdirAll(filepath.Join(dir, "plots"), 0o755)
-	os.WriteFile(filepath.Join(dir, "plots", "train_loss.svg"), []byte("<svg/>"), 0o644)
-	os.WriteFile(filepath.Join(dir, demoMarker), nil, 0o644)
-	if err := claimDemoDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "plots", rundir.PlotMarker)); err != nil {
-		t.Errorf("plots/ not marked: %v", err)
 	}
 }
