@@ -67,7 +67,7 @@ type testProgress struct {
 func (r *run) noteArithmetic() {
 	now := r.arithmetic()
 	if was := r.state.Arithmetic; was != "" && was != now {
-		fmt.Fprintf(r.log, "warning: the run's steps so far were computed with %s; this process computes with %s, which rounds "+
+		fmt.Fprintf(r.out, "warning: the run's steps so far were computed with %s; this process computes with %s, which rounds "+
 			"differently: the run goes on correctly, but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
 		r.changes = append(r.changes, ConfigChange{Key: ArithmeticChange, Old: was, New: now})
 	}
@@ -204,7 +204,7 @@ func (r *run) checkpointOf(params any, eng []byte) error {
 	// costs disk space, not the run (the next checkpoint or resume
 	// removes it).
 	if err := os.RemoveAll(old); err != nil {
-		fmt.Fprintf(r.log, "warning: the checkpoint is written, but the previous one is left in %s: %v\n", old, err)
+		fmt.Fprintf(r.out, "warning: the checkpoint is written, but the previous one is left in %s: %v\n", old, err)
 	}
 	return nil
 }
@@ -228,7 +228,7 @@ func (r *run) restore() error {
 	}
 	if r.state.Test != nil && len(r.changes) > 0 {
 		// What it scored may no longer be what the changed settings would.
-		fmt.Fprintf(r.log, "the test evaluation a stop cut short starts again: settings changed on resume\n")
+		fmt.Fprintf(r.out, "the test evaluation a stop cut short starts again: settings changed on resume\n")
 		r.state.Test = nil
 	}
 	r.noteArithmetic()
@@ -271,7 +271,7 @@ func (r *run) restore() error {
 		return err
 	}
 	os.Remove(filepath.Join(r.dir, rundir.SummaryFile))
-	fmt.Fprintf(r.log, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)
+	fmt.Fprintf(r.out, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)
 	return nil
 }
 

@@ -45,7 +45,7 @@ func newFullState(r *run) (*fullState, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(r.log, "full-parameter training: %d of the model's %d parameters in %d group(s)\n", p.Count(), p.ModelSize(), len(p.Dims()))
+	fmt.Fprintf(r.out, "full-parameter training: %d of the model's %d parameters in %d group(s)\n", p.Count(), p.ModelSize(), len(p.Dims()))
 	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
 }
 

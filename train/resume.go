@@ -122,7 +122,7 @@ func (r *run) resumeConfig() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
-	if err := restoreConfig(r.dir, r.log); err != nil {
+	if err := restoreConfig(r.dir, r.out); err != nil {
 		return nil, err
 	}
 	cur, err := Load(filepath.Join(r.dir, rundir.ConfigFile), nil)
@@ -134,7 +134,7 @@ func (r *run) resumeConfig() (*Config, error) {
 		// checkpoint: its changes never applied (applyChanges cuts their
 		// lines off changes.jsonl), so config.yaml is the checkpoint's
 		// again, put back before those lines go.
-		fmt.Fprintf(r.log, "config.yaml holds the --set changes of a resume stopped before its checkpoint (%s): not applied; continuing with the checkpoint's settings\n", describeChanges(d))
+		fmt.Fprintf(r.out, "config.yaml holds the --set changes of a resume stopped before its checkpoint (%s): not applied; continuing with the checkpoint's settings\n", describeChanges(d))
 		y, err := os.ReadFile(filepath.Join(ck, rundir.ConfigFile))
 		if err == nil {
 			err = atomicfile.WriteFile(filepath.Join(r.dir, rundir.ConfigFile), y)
@@ -153,7 +153,7 @@ func (r *run) resumeConfig() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
-	noteIgnoredSets(r.log, cfg, r.opts.Overrides)
+	noteIgnoredSets(r.out, cfg, r.opts.Overrides)
 	r.changes = configDiff(base, cfg)
 	for _, c := range r.changes {
 		if !slices.Contains(resumableKeys, c.Key) {
@@ -383,7 +383,7 @@ func (r *run) applyChanges() error {
 			f.Close()
 			return err
 		}
-		fmt.Fprintf(r.log, "changed on resume at step %d: %s\n", r.state.Step, describeChanges(r.changes[i:i+1]))
+		fmt.Fprintf(r.out, "changed on resume at step %d: %s\n", r.state.Step, describeChanges(r.changes[i:i+1]))
 	}
 	if err := f.Close(); err != nil {
 		return err

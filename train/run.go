@@ -44,7 +44,6 @@ type Options struct {
 type run struct {
 	cfg  *Config
 	dir  string
-	log  io.Writer
 	opts Options
 
 	m       *model.Model
@@ -67,7 +66,7 @@ type run struct {
 	lock                    *Lock          // run.lock, held from setup to the end of Run
 	changes                 []ConfigChange // settings changed with --set on resume
 	backend                 tensor.Backend // where the model computes (model.backend)
-	out                     *runLog        // r.log: phase lines and the heartbeat (runlog.go)
+	out                     *runLog        // r.out: phase lines and the heartbeat (runlog.go)
 	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
 	valStep                 int            // its step
 	lastValStep             int            // the step of state.LastValLoss, when that is not NaN (−1: not known, a resume's metrics.jsonl unreadable)
@@ -99,7 +98,7 @@ func Run(opts Options) (_ *Summary, err error) {
 		opts.Log = io.Discard
 	}
 	out := newRunLog(opts.Log)
-	r := &run{log: out, out: out, opts: opts, ckLine: -1}
+	r := &run{out: out, opts: opts, ckLine: -1}
 	defer out.heartbeat(heartbeatEvery)()
 	out.doing("loading the model and the data")
 	defer func() { r.lock.Unlock() }()
@@ -432,7 +431,7 @@ func (r *run) finish(end outcome) (*Summary, error) {
 	s := &r.summary
 	switch end.kind {
 	case stopAfter:
-		fmt.Fprintf(r.log, "stopped after %d steps as asked (resume with --resume %s)\n", r.opts.StopAfter, r.dir)
+		fmt.Fprintf(r.out, "stopped after %d steps as asked (resume with --resume %s)\n", r.opts.StopAfter, r.dir)
 		s.StepsDone = end.step
 		return s, nil
 	case interrupted:
@@ -448,12 +447,12 @@ func (r *run) finish(end outcome) (*Summary, error) {
 		s.Status, s.Signal, s.StepsDone = rundir.StatusInterrupted, end.signal, end.step
 		s.Message = fmt.Sprintf("interrupted by %s after step %d of %d%s; checkpoint written: continue with --resume %s",
 			end.signal, end.step, r.cfg.Train.Steps, during, r.dir)
-		fmt.Fprintf(r.log, "%s\n", s.Message)
+		fmt.Fprintf(r.out, "%s\n", s.Message)
 	case diverged:
 		s.Diverged, s.Status, s.DivergedAt, s.StepsDone = true, rundir.StatusDiverged, &end.step, end.step-1
 		s.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
 			"the last checkpoint (step %d) and the best adapter (step %d) are kept", end.step, r.cfg.Optimizer.LR, r.lastCheckpointStep(), r.state.BestStep)
-		fmt.Fprintf(r.log, "%s\n", s.Message)
+		fmt.Fprintf(r.out, "%s\n", s.Message)
 	case finished:
 		s.StepsDone, s.Status = r.state.Step, rundir.StatusDone
 	}
@@ -469,7 +468,7 @@ func (r *run) finish(end outcome) (*Summary, error) {
 	if r.cfg.Adapter.Kind == "full" {
 		what = "the model"
 	}
-	fmt.Fprintf(r.log, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/\n", r.dir, what)
+	fmt.Fprintf(r.out, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/\n", r.dir, what)
 	return s, nil
 }
 
@@ -479,7 +478,7 @@ func (r *run) note(s string) {
 	if r.prog != nil {
 		r.prog.done()
 	}
-	fmt.Fprintln(r.log, s)
+	fmt.Fprintln(r.out, s)
 }
 
 // fail ends the run on err (a device failure: a GPU's fault or

@@ -36,7 +36,7 @@ func (r *run) setup() error {
 		return err
 	}
 	if n := r.cfg.Train.Threads; n > runtime.NumCPU() {
-		fmt.Fprintf(r.log, "warning: train.threads %d is more than this machine's %d CPUs: the extra threads only take turns (0 uses every core)\n", n, runtime.NumCPU())
+		fmt.Fprintf(r.out, "warning: train.threads %d is more than this machine's %d CPUs: the extra threads only take turns (0 uses every core)\n", n, runtime.NumCPU())
 	}
 	setup := r.setupText
 	if isImageTask(r.cfg) {
@@ -79,7 +79,7 @@ func (r *run) setupText() error {
 	// The task's data, read, split and encoded.
 	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString, Format: data.Format(r.cfg.Task.Format)}
 	var err error
-	if r.data, err = loadSplits(r.cfg, enc, r.log, r.stopStarting); err != nil {
+	if r.data, err = loadSplits(r.cfg, enc, r.out, r.stopStarting); err != nil {
 		return err
 	}
 	// The trainable adapter and its parameters θ.
@@ -127,7 +127,7 @@ func (r *run) openRunDir() error {
 	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
 		return err
 	}
-	noteIgnoredSets(r.log, r.cfg, r.opts.Overrides)
+	noteIgnoredSets(r.out, r.cfg, r.opts.Overrides)
 	// Every file the run reads, there before anything is written.
 	if err := preflight(r.cfg); err != nil {
 		return err
@@ -173,7 +173,7 @@ func (r *run) loadModel() error {
 		return err
 	}
 	dir := r.modelDir()
-	fmt.Fprintf(r.log, "loading model %s\n", dir)
+	fmt.Fprintf(r.out, "loading model %s\n", dir)
 	t0 := time.Now()
 	if r.m, err = model.LoadWith(dir, r.loadOptions()); err != nil {
 		return err
@@ -270,7 +270,7 @@ func (r *run) setupEngine() error {
 	}
 	n, _, _ := r.data.sizes()
 	if cfg.Train.BatchSize > n {
-		fmt.Fprintf(r.log, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
+		fmt.Fprintf(r.out, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
 	}
 	if err := checkBatchMemory(cfg.Train.BatchSize, r.stepFloor(), r.backend.Name() == "cpu", hostMemory()); err != nil {
 		return err
@@ -304,14 +304,14 @@ func (r *run) setupEvaluation(enc *data.Encoder) {
 		maxNew = defaultMaxNewTokens(data.Task(cfg.Task.Name))
 	}
 	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
-		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.log}
+		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
 	r.state = r.initialState()
 }
 
 // openBackend opens the backend model.backend names, on train.threads
 // workers (wrapped for tests that make the device fail).
 func (r *run) openBackend() error {
-	be, err := backends.Open(r.cfg.Model.Backend, r.cfg.Train.Threads, r.log)
+	be, err := backends.Open(r.cfg.Model.Backend, r.cfg.Train.Threads, r.out)
 	if err != nil {
 		return fmt.Errorf("model.backend: %w", err)
 	}

@@ -48,7 +48,7 @@ func (r *run) setupVision() error {
 	if err := r.openBackend(); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.log, "loading model %s\n", cfg.Model.Path)
+	fmt.Fprintf(r.out, "loading model %s\n", cfg.Model.Path)
 	t0 := time.Now()
 	v := &vision{proc: proc}
 	if v.vit, err = model.LoadViTWith(cfg.Model.Path, model.ViTLoadOptions{Backend: r.backend, NumLabels: data.PetsClasses, HeadSeed: cfg.Train.Seed}); err != nil {
@@ -57,13 +57,13 @@ func (r *run) setupVision() error {
 	r.vis = v
 	r.loadSecs = time.Since(t0).Seconds()
 	if v.vit.Config.Headless {
-		fmt.Fprintf(r.log, "%s has no classifier (a ViTModel): a fresh one of %d classes, drawn from train.seed %d\n", cfg.Model.Path, data.PetsClasses, cfg.Train.Seed)
+		fmt.Fprintf(r.out, "%s has no classifier (a ViTModel): a fresh one of %d classes, drawn from train.seed %d\n", cfg.Model.Path, data.PetsClasses, cfg.Train.Seed)
 	}
 	side := v.vit.Config.ImageSize
 	if err := proc.CheckSide(side); err != nil {
 		return fmt.Errorf("model %s: preprocessor_config.json: %w", cfg.Model.Path, err)
 	}
-	if v.data, err = loadImageSplits(cfg, proc, side, data.PetsClasses, cfg.Train.Threads, r.log, r.stopStarting); err != nil {
+	if v.data, err = loadImageSplits(cfg, proc, side, data.PetsClasses, cfg.Train.Threads, r.out, r.stopStarting); err != nil {
 		return err
 	}
 	r.data = &splits{images: v.data}
@@ -75,7 +75,7 @@ func (r *run) setupVision() error {
 		return err
 	}
 	r.obj = &objective{images: v, layers: v.vit.Config.NumLayers}
-	r.eval = &evaluator{task: data.Pets, images: v, batchSize: cfg.Eval.BatchSize, log: r.log}
+	r.eval = &evaluator{task: data.Pets, images: v, batchSize: cfg.Eval.BatchSize, log: r.out}
 	r.state = r.initialState()
 	return nil
 }
