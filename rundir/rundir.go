@@ -114,11 +114,12 @@ func (s *Summary) Interrupted() bool { return s.Status == StatusInterrupted }
 // ConfigChange is one setting changed with --resume DIR --set key=value: a
 // line of changes.jsonl, and an entry of summary.json's "changes".
 type ConfigChange struct {
-	Step int    `json:"step"` // the change applies from step Step+1 on
-	Key  string `json:"key"`
-	Old  any    `json:"old"`
-	New  any    `json:"new"`
-	Time string `json:"time"`
+	Step   int    `json:"step"` // the change applies from step Step+1 on
+	Key    string `json:"key"`
+	Old    any    `json:"old"`
+	New    any    `json:"new"`
+	Time   string `json:"time"`
+	Reason string `json:"reason,omitempty"` // a change the run made itself (train.patience's early stop); absent for a --set on resume
 }
 
 // Metric line kinds ("kind" in metrics.jsonl).

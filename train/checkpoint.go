@@ -36,6 +36,9 @@ type checkpointState struct {
 	// parameters before a step, a full-parameter run: otherwise a stop in a
 	// later validation checkpoints the state before its step.)
 	ValidationPending bool `json:"validation_pending,omitempty"`
+	// The validations in a row since the best validation loss, for
+	// train.patience (absent: 0).
+	SinceBest int `json:"validations_since_best,omitempty"`
 	// A stop cut short the test evaluation after the last step: how far it
 	// got, for resume to go on from.
 	Test *testProgress `json:"test,omitempty"`

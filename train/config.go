@@ -110,6 +110,7 @@ type TrainConfig struct {
 	CheckpointEvery int    `mapstructure:"checkpoint_every" yaml:"checkpoint_every" doc:"write a resumable checkpoint every N steps (0: only at the end)"`
 	Threads         int    `mapstructure:"threads" yaml:"threads" doc:"worker threads for the kernels and for encoding the data (0: all cores); results do not depend on it"`
 	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal (0: every step)"`
+	Patience        int    `mapstructure:"patience" yaml:"patience" doc:"stop early once this many validations in a row have not lowered the best validation loss (0: never, the paper's protocol): the run ends there as if train.steps were that step (changes.jsonl records it; --resume DIR --set train.steps=N trains on), and tests its best"`
 }
 
 // EvalConfig is the config's eval section: how the test split is scored.
@@ -513,7 +514,7 @@ func (c *Config) validateRun() error {
 		key string
 		v   int
 	}{{"train.steps", c.Train.Steps}, {"train.checkpoint_every", c.Train.CheckpointEvery}, {"train.threads", c.Train.Threads},
-		{"train.log_every", c.Train.LogEvery}, {"task.max_train", c.Task.MaxTrain}, {"task.max_validation", c.Task.MaxValidation},
+		{"train.log_every", c.Train.LogEvery}, {"train.patience", c.Train.Patience}, {"task.max_train", c.Task.MaxTrain}, {"task.max_validation", c.Task.MaxValidation},
 		{"task.max_test", c.Task.MaxTest}, {"task.max_length", c.Task.MaxLength}, {"eval.max_new_tokens", c.Eval.MaxNewTokens}} {
 		if n.v < 0 {
 			return fmt.Errorf("%s must not be negative, got %d", n.key, n.v)

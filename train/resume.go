@@ -29,7 +29,7 @@ var resumableKeys = []string{
 	"task.test", "task.max_test", "task.strict",
 	"optimizer.lr", "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.beta", "optimizer.zeta",
 	"optimizer.momentum", "optimizer.weight_decay", "optimizer.schedule", "optimizer.warmup_steps",
-	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every",
+	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every", "train.patience",
 	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem",
 }
 
@@ -64,7 +64,11 @@ func configDiff(a, b *Config) []ConfigChange {
 func describeChanges(cs []ConfigChange) string {
 	var parts []string
 	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s %v -> %v", c.Key, fmtValue(c.Old), fmtValue(c.New)))
+		part := fmt.Sprintf("%s %v -> %v", c.Key, fmtValue(c.Old), fmtValue(c.New))
+		if c.Reason != "" {
+			part += " (" + c.Reason + ")"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -379,6 +383,9 @@ func (r *run) applyChanges() error {
 	now := time.Now().UTC().Format(time.RFC3339)
 	for i := range r.changes {
 		r.changes[i].Step, r.changes[i].Time = r.state.Step, now
+		if c := r.changes[i]; c.Key == "train.steps" && r.cfg.Train.Steps > r.state.Step {
+			r.state.SinceBest = 0 // training on (after an early stop, say): train.patience counts afresh
+		}
 		if err := writeJSONLine(f, r.changes[i]); err != nil {
 			f.Close()
 			return err

@@ -249,6 +249,11 @@ func (r *run) step(step, ran int) outcome {
 		if end := r.validateStep(step+1, before); end.kind != continueRun {
 			return end
 		}
+		if stopped, err := r.stopEarly(step + 1); err != nil {
+			return r.fail(fmt.Errorf("early stop after step %d: %w", step+1, err))
+		} else if stopped {
+			return outcome{} // train.steps is now step+1: the loop ends, the run finishes
+		}
 	}
 	// Checkpoint unless a new best of the model's own weights has just
 	// checkpointed this step.
@@ -457,6 +462,9 @@ func (r *run) finish(end outcome) (*Summary, error) {
 		s.StepsDone, s.Status = r.state.Step, rundir.StatusDone
 	}
 	r.fillSummary()
+	if end.kind == finished {
+		s.Message = earlyStopMessage(s.Changes, s.StepsDone)
+	}
 	err := r.writeSummary()
 	if end.kind != finished {
 		return s, err

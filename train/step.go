@@ -107,8 +107,9 @@ func (r *run) validate(step int) (bool, error) {
 	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
 		return false, err
 	}
+	r.state.SinceBest++
 	if loss < r.state.BestValLoss {
-		r.state.BestValLoss, r.state.BestStep = loss, step
+		r.state.BestValLoss, r.state.BestStep, r.state.SinceBest = loss, step, 0
 		if r.tr.bestNeedsCheckpoint() {
 			// The model's own weights: best/ shares the files of a checkpoint
 			// of this step, written first.

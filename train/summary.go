@@ -33,6 +33,7 @@ func (r *run) fillSummary() {
 		_, peak := dm.DeviceMemory()
 		r.summary.PeakDeviceBytes = int64(peak)
 	}
+	r.summary.Steps = r.cfg.Train.Steps // as the run ends (an early stop lowers it)
 	r.summary.Changes = readChanges(r.dir)
 	r.summary.Backend = r.backend.Name() + ": " + r.backend.Describe()
 	if r.state.Step > 0 {

@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -371,5 +372,73 @@ func TestScheduleInMetrics(t *testing.T) {
 	}
 	if len(rates) != 6 || rates[0] != 0 || rates[2] != 0.04 || !(rates[5] > 0 && rates[5] < rates[4]) {
 		t.Errorf("rates %v: want 6 steps, 0 first, η at step 2, falling after", rates)
+	}
+}
+
+// TestEarlyStop: with train.patience the run stops at the first validation
+// that makes patience validations in a row without a better loss; it ends
+// there as a finished run (train.steps lowered to that step and recorded
+// with why in changes.jsonl and config.yaml, the test evaluated, the
+// summary saying so), bit for bit the same when interrupted before the stop
+// and resumed; --resume --set train.steps=N trains on with patience afresh.
+func TestEarlyStop(t *testing.T) {
+	dir, cfg := demoConfig(t, 40)
+	set := []string{"train.eval_every=2", "train.checkpoint_every=4", "train.patience=1", "task.max_train=200", "task.max_validation=16", "eval.base=false"}
+	whole := filepath.Join(dir, "whole")
+	s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Where the stop should be, from the validation losses.
+	var vals []rundir.ValLine
+	for _, l := range readLines(t, filepath.Join(whole, "metrics.jsonl")) {
+		var v rundir.ValLine
+		if json.Unmarshal([]byte(l), &v) == nil && v.Kind == rundir.KindVal {
+			vals = append(vals, v)
+		}
+	}
+	want, best, since := 40, vals[0].ValLoss, 0
+	for _, v := range vals[1:] {
+		if since++; v.ValLoss < best {
+			best, since = v.ValLoss, 0
+		}
+		if since == 1 {
+			want = v.Step
+			break
+		}
+	}
+	if want == 40 {
+		t.Fatalf("the validation losses %v never stall for a validation: choose another setting for this test", vals)
+	}
+	if s.StepsDone != want || s.Steps != want || s.Status != rundir.StatusDone || vals[len(vals)-1].Step != want || s.Test["best"] == nil {
+		t.Errorf("summary: steps %d of %d, status %s, last validation at %d, test %v; want the run to end at step %d, tested",
+			s.StepsDone, s.Steps, s.Status, vals[len(vals)-1].Step, s.Test, want)
+	}
+	if len(s.Changes) != 1 || s.Changes[0].Key != "train.steps" || s.Changes[0].Step != want || !strings.Contains(s.Changes[0].Reason, "train.patience 1") ||
+		!strings.Contains(s.Message, fmt.Sprintf("stopped early after step %d of 40", want)) {
+		t.Errorf("changes %+v, message %q", s.Changes, s.Message)
+	}
+	if c, err := Load(filepath.Join(whole, "config.yaml"), nil); err != nil || c.Train.Steps != want {
+		t.Errorf("config.yaml: train.steps %v, %v; want %d", c, err, want)
+	}
+	// Interrupted before the stop and resumed: the same run.
+	cut := filepath.Join(dir, "cut")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), StopAfter: want - 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Resume: cut}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
+	if !slices.Equal(a, b) {
+		t.Errorf("interrupted and resumed: metrics differ (%d and %d lines)", len(a), len(b))
+	}
+	// Training on from the stop.
+	on, err := Run(Options{Resume: whole, Overrides: []string{"train.steps=40"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on.StepsDone <= want || on.Status != rundir.StatusDone {
+		t.Errorf("--set train.steps=40 after the stop at %d: %d steps done, %s", want, on.StepsDone, on.Status)
 	}
 }
