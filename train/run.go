@@ -472,11 +472,12 @@ func (r *run) finish(end outcome) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	what := "the adapter"
+	what, flag := "the adapter", "--adapter"
 	if r.cfg.Adapter.Kind == "full" {
-		what = "the model"
+		what, flag = "the model", "--model"
 	}
-	fmt.Fprintf(r.out, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/\n", r.dir, what)
+	fmt.Fprintf(r.out, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/; each test answer: meazo-eval task %s %s --predictions FILE\n",
+		r.dir, what, flag, filepath.Join(r.dir, rundir.BestDir))
 	return s, nil
 }
 
