@@ -64,7 +64,8 @@ var (
 const usageHead = `usage:
   meazo-train --config C.yaml [--set key=value]... [--seed N] [--out DIR]   train as the config says
   meazo-train --resume RUN_DIR [--set key=value]...                          continue a run from its last checkpoint
-  meazo-train --demo [--demo-dir demo-run] [--demo-steps N]                  the built-in demo (tiny random model, no downloads)
+  meazo-train --demo [--demo-dir demo-run] [--demo-steps N] [--set k=v]...  the built-in demo (tiny random model, no downloads;
+                                                                             --set applies to each of its three runs)
   meazo-train --config-doc                                                   print docs/CONFIG.md
 SIGINT, SIGTERM or SIGUSR1 finish the current step (or evaluation batch), write a checkpoint and record the stop in summary.json
 ("status": "interrupted"), then exit 3. Exit status: 0 done (or diverged: a result), 1 error,
