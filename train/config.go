@@ -473,8 +473,8 @@ func (c *Config) validateOptimizer() error {
 		return choiceError("optimizer.schedule", c.Optimizer.Schedule, "constant", "linear", "cosine")
 	case c.Optimizer.WarmupSteps < 0:
 		return fmt.Errorf("optimizer.warmup_steps must be at least 0, got %d", c.Optimizer.WarmupSteps)
-	case c.Optimizer.WarmupSteps > 0 && c.Optimizer.WarmupSteps >= c.Train.Steps:
-		return fmt.Errorf("optimizer.warmup_steps %d is not less than train.steps %d: the run would end before its rate reaches optimizer.lr", c.Optimizer.WarmupSteps, c.Train.Steps)
+	case c.Optimizer.Schedule != "constant" && c.Train.Steps == 0:
+		return fmt.Errorf("optimizer.schedule %s runs over train.steps, which is 0", c.Optimizer.Schedule)
 	}
 	// The optimizers' moving averages need decays in [0, 1).
 	for _, d := range []struct {

@@ -51,7 +51,7 @@ func TestConfigValueErrors(t *testing.T) {
 		{"negative weight decay", cfg, []string{"optimizer.weight_decay=-1"}, []string{"--set: optimizer.weight_decay must be >= 0"}},
 		{"unknown schedule", cfg, []string{"optimizer.schedule=cosine_with_restarts"}, []string{"--set: optimizer.schedule", "cosine_with_restarts", "constant, linear or cosine"}},
 		{"negative warmup", cfg, []string{"optimizer.warmup_steps=-1"}, []string{"--set: optimizer.warmup_steps must be at least 0, got -1"}},
-		{"warmup past the end", cfg, []string{"train.steps=10", "optimizer.warmup_steps=10"}, []string{"--set: optimizer.warmup_steps 10 is not less than train.steps 10"}},
+		{"a schedule over no steps", cfg, []string{"train.steps=0", "optimizer.schedule=linear"}, []string{"optimizer.schedule linear runs over train.steps, which is 0"}},
 		{"a section by --set", cfg, []string{"train=5"}, []string{`--set train: "train" is a section: set one of its keys (e.g. train.steps=…)`}},
 		{"zero batch", cfg, []string{"train.batch_size=0"}, []string{"--set: train.batch_size must be at least 1, got 0"}},
 		{"negative threads", cfg, []string{"train.threads=-2"}, []string{"--set: train.threads must not be negative, got -2"}},

@@ -138,7 +138,7 @@ func (r *run) resumeConfig() (*Config, error) {
 		// checkpoint: its changes never applied (applyChanges cuts their
 		// lines off changes.jsonl), so config.yaml is the checkpoint's
 		// again, put back before those lines go.
-		fmt.Fprintf(r.out, "config.yaml holds the --set changes of a resume stopped before its checkpoint (%s): not applied; continuing with the checkpoint's settings\n", describeChanges(d))
+		fmt.Fprintf(r.out, "config.yaml holds changes made after the last checkpoint by a process stopped before its next (%s): not applied; continuing with the checkpoint's settings\n", describeChanges(d))
 		y, err := os.ReadFile(filepath.Join(ck, rundir.ConfigFile))
 		if err == nil {
 			err = atomicfile.WriteFile(filepath.Join(r.dir, rundir.ConfigFile), y)
@@ -190,9 +190,11 @@ func restoreConfig(dir string, log io.Writer) error {
 }
 
 // pendingChanges says whether the lines of changes.jsonl written after the
-// checkpoint's (a resume with --set that stopped before its checkpoint)
-// are exactly the differences d between the checkpoint's config and the
-// run's config.yaml: that resume wrote config.yaml, and no one edited it.
+// checkpoint's are exactly the differences d between the checkpoint's
+// config and the run's config.yaml: a resume with --set (lines at the
+// checkpoint's step) or an early stop (a line with its reason, at a later
+// step) wrote config.yaml and was stopped before its checkpoint, and no one
+// edited it.
 func pendingChanges(dir string, d []ConfigChange) bool {
 	b, err := os.ReadFile(filepath.Join(dir, rundir.CheckpointDir, rundir.StateFile))
 	if err != nil {
@@ -209,7 +211,7 @@ func pendingChanges(dir string, d []ConfigChange) bool {
 	pending := map[string]string{} // key → the line's old and new values, as JSON
 	for _, line := range strings.Split(strings.TrimSpace(string(log[st.ChangesBytes:])), "\n") {
 		var c ConfigChange
-		if json.Unmarshal([]byte(line), &c) != nil || c.Step != st.Step {
+		if json.Unmarshal([]byte(line), &c) != nil || c.Step != st.Step && !(c.Reason != "" && c.Step > st.Step) {
 			return false
 		}
 		if c.Key == ArithmeticChange { // not a setting: config.yaml does not hold it
@@ -383,8 +385,8 @@ func (r *run) applyChanges() error {
 	now := time.Now().UTC().Format(time.RFC3339)
 	for i := range r.changes {
 		r.changes[i].Step, r.changes[i].Time = r.state.Step, now
-		if c := r.changes[i]; c.Key == "train.steps" && r.cfg.Train.Steps > r.state.Step {
-			r.state.SinceBest = 0 // training on (after an early stop, say): train.patience counts afresh
+		if c := r.changes[i]; c.Key == "train.steps" && fmt.Sprint(c.Old) == fmt.Sprint(r.state.Step) {
+			r.state.SinceBest = 0 // training on from where the run had ended (an early stop): train.patience counts afresh
 		}
 		if err := writeJSONLine(f, r.changes[i]); err != nil {
 			f.Close()

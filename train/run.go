@@ -195,6 +195,13 @@ func (r *run) pendingValidation() outcome {
 		return outcome{kind: diverged, step: step}
 	}
 	r.state.ValidationPending = false
+	// A validation a stop cut short may be the one that stops the run
+	// early, as it would have without the stop (stopEarly checkpoints).
+	if stoppedEarly, err := r.stopEarly(step); err != nil {
+		return r.fail(fmt.Errorf("early stop after step %d: %w", step, err))
+	} else if stoppedEarly {
+		return outcome{}
+	}
 	if err := r.checkpoint(); err != nil {
 		return r.fail(fmt.Errorf("checkpoint of step %d: %w", step, err))
 	}

@@ -268,6 +268,11 @@ func (r *run) setupEngine() error {
 		Seed: cfg.Train.Seed, Mode: mode, Workers: cfg.Train.Threads, Schedule: cfg.schedule()}); err != nil {
 		return err
 	}
+	if w := cfg.Optimizer.WarmupSteps; w > 0 && w >= cfg.Train.Steps && r.opts.Resume == "" {
+		// Not refused: a run an early stop ended during its warmup has
+		// such a config, and it must load again (to resume, to read).
+		fmt.Fprintf(r.out, "warning: optimizer.warmup_steps %d is not less than train.steps %d: the rate never reaches optimizer.lr\n", w, cfg.Train.Steps)
+	}
 	n, _, _ := r.data.sizes()
 	if cfg.Train.BatchSize > n {
 		fmt.Fprintf(r.out, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)

@@ -442,3 +442,84 @@ func TestEarlyStop(t *testing.T) {
 		t.Errorf("--set train.steps=40 after the stop at %d: %d steps done, %s", want, on.StepsDone, on.Status)
 	}
 }
+
+// TestEarlyStopEdges: an early stop in the warmup leaves a config that loads
+// again and trains on; a process killed after the stop wrote config.yaml
+// and changes.jsonl but before its checkpoint resumes (the lines are
+// undone, the steps run again and stop at the same place); a full-parameter
+// run stopped by a signal during the validation that stops it early ends,
+// resumed, where the uninterrupted run does.
+func TestEarlyStopEdges(t *testing.T) {
+	dir, cfg := demoConfig(t, 40)
+	base := []string{"train.eval_every=2", "train.checkpoint_every=4", "train.patience=1", "task.max_train=200", "task.max_validation=16", "eval.base=false"}
+	run := func(name string, extra []string, o Options) (*Summary, string) {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		o.ConfigPath, o.Overrides = cfg, append(append(slices.Clone(base), extra...), "output.dir="+out)
+		s, err := Run(o)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return s, out
+	}
+	t.Run("in the warmup", func(t *testing.T) {
+		s, out := run("warmup", []string{"optimizer.schedule=linear", "optimizer.warmup_steps=30"}, Options{})
+		if s.StepsDone >= 30 {
+			t.Fatalf("stopped at %d, not in the warmup: choose another setting for this test", s.StepsDone)
+		}
+		if _, err := Load(filepath.Join(out, "config.yaml"), nil); err != nil {
+			t.Errorf("config.yaml of a run stopped in its warmup: %v", err)
+		}
+		if on, err := Run(Options{Resume: out, Overrides: []string{"train.steps=40"}}); err != nil || on.StepsDone <= s.StepsDone {
+			t.Errorf("training on: %v, %v", on, err)
+		}
+	})
+	t.Run("killed before its checkpoint", func(t *testing.T) {
+		whole, _ := run("whole", nil, Options{})
+		want := whole.StepsDone
+		_, cut := run("cut", nil, Options{StopAfter: want - 1})
+		// What stopEarly writes before its checkpoint.
+		line, _ := json.Marshal(ConfigChange{Step: want, Key: "train.steps", Old: 40, New: want, Time: "t", Reason: "train.patience 1: …"})
+		f, err := os.OpenFile(filepath.Join(cut, rundir.ChangesFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(append(line, '\n'))
+		f.Close()
+		c, err := Load(filepath.Join(cut, "config.yaml"), []string{fmt.Sprintf("train.steps=%d", want)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, _ := c.YAML()
+		os.WriteFile(filepath.Join(cut, "config.yaml"), y, 0o644)
+		s, err := Run(Options{Resume: cut})
+		if err != nil || s.StepsDone != want || len(s.Changes) != 1 {
+			t.Errorf("resumed after a kill between config.yaml and the checkpoint: %+v, %v; want the stop at %d, one change", s, err, want)
+		}
+	})
+	t.Run("full-parameter, stopped in that validation", func(t *testing.T) {
+		full := []string{"adapter.kind=full", "optimizer.name=zo-sgd", "optimizer.lr=0.001", "eval.batch_size=4"}
+		whole, _ := run("fullwhole", full, Options{})
+		want := whole.StepsDone
+		if want == 40 {
+			t.Fatal("no early stop: choose another setting for this test")
+		}
+		var cut string
+		stop := func() string { // a signal once step want has logged: its validation is cut short
+			b, _ := os.ReadFile(filepath.Join(cut, "metrics.jsonl"))
+			if strings.Contains(string(b), fmt.Sprintf(`"kind":"train","loss"`)) && strings.Contains(string(b), fmt.Sprintf(`"step":%d,"update_norm"`, want)) {
+				return "SIGTERM"
+			}
+			return ""
+		}
+		cut = filepath.Join(dir, "fullcut")
+		first, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(base), full...), "output.dir="+cut), Stop: stop})
+		if err != nil || first.Status != rundir.StatusInterrupted {
+			t.Fatalf("the stopped run: %+v, %v", first, err)
+		}
+		s, err := Run(Options{Resume: cut})
+		if err != nil || s.StepsDone != want {
+			t.Errorf("resumed: %d steps, %v; the uninterrupted run stopped at %d", s.StepsDone, err, want)
+		}
+	})
+}
