@@ -41,7 +41,9 @@ func ParseSchedule(s string) (ScheduleKind, error) {
 // read as its Trainer reads them, so that a run ported from a Trainer with
 // lr_scheduler_type constant, constant_with_warmup, linear or cosine and the
 // same warmup moves with the same rates (zo/testdata/schedules.json, recorded
-// from transformers). As there, warmup rises from 0: step 0 of a warmup has
+// from transformers). ConstantRate with a warmup is constant_with_warmup:
+// the Trainer's constant ignores its warmup steps, so port that one
+// without. As there, warmup rises from 0: step 0 of a warmup has
 // rate 0 (the step is evaluated and MEAZO's and Adam's moments are updated;
 // θ does not move).
 //

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,20 @@ type runSetting struct {
 	value     func(c *train.Config) string // the run's, written as the flag takes it ("": the run has none)
 	prompt    bool                         // it changes the text the model sees or how it is scored: a different value on the command line is worth a note
 	text      bool                         // a text task's flag only (refused for pets)
+	scope     scope                        // when the run's value applies
 }
+
+// scope says when a run's setting applies to an evaluation: always (the
+// base model, the template's date, the length rule), only on the run's
+// task (its labels, instruction, format, generation settings), or only on
+// its test file (how many of its examples the run scored).
+type scope int
+
+const (
+	scopeAny scope = iota
+	scopeRunTask
+	scopeRunData
+)
 
 // effective is what a value of flag f means: --date-string's empty default
 // stands for the Llama-3.x template's default date, which a run's
@@ -31,17 +45,17 @@ func effective(f, v string) string {
 }
 
 var runSettings = []runSetting{
-	{"model", "model.path", func(c *train.Config) string { return c.Model.Path }, false, false},
-	{"task", "task.name", func(c *train.Config) string { return c.Task.Name }, false, false},
-	{"data", "task.test", func(c *train.Config) string { return c.Task.Test }, false, false},
-	{"max-examples", "task.max_test", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxTest) }, false, false},
-	{"labels", "task.labels", func(c *train.Config) string { return labelsFlag(c.Task.Labels) }, true, true},
-	{"instruction", "task.instruction", func(c *train.Config) string { return c.Task.Instruction }, true, true},
-	{"format", "task.format", func(c *train.Config) string { return c.Task.Format }, true, true},
-	{"date-string", "model.date_string", func(c *train.Config) string { return c.Model.DateString }, true, true},
-	{"max-length", "task.max_length", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxLength) }, true, true},
-	{"max-new-tokens", "eval.max_new_tokens", func(c *train.Config) string { return strconv.Itoa(c.Eval.MaxNewTokens) }, true, true},
-	{"rouge-stem", "eval.rouge_stem", func(c *train.Config) string { return strconv.FormatBool(c.Eval.RougeStem) }, true, true},
+	{"model", "model.path", func(c *train.Config) string { return c.Model.Path }, false, false, scopeAny},
+	{"task", "task.name", func(c *train.Config) string { return c.Task.Name }, false, false, scopeAny},
+	{"data", "task.test", func(c *train.Config) string { return c.Task.Test }, false, false, scopeRunTask},
+	{"max-examples", "task.max_test", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxTest) }, false, false, scopeRunData},
+	{"labels", "task.labels", func(c *train.Config) string { return labelsFlag(c.Task.Labels) }, true, true, scopeRunTask},
+	{"instruction", "task.instruction", func(c *train.Config) string { return c.Task.Instruction }, true, true, scopeRunTask},
+	{"format", "task.format", func(c *train.Config) string { return c.Task.Format }, true, true, scopeRunTask},
+	{"date-string", "model.date_string", func(c *train.Config) string { return c.Model.DateString }, true, true, scopeAny},
+	{"max-length", "task.max_length", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxLength) }, true, true, scopeAny},
+	{"max-new-tokens", "eval.max_new_tokens", func(c *train.Config) string { return strconv.Itoa(c.Eval.MaxNewTokens) }, true, true, scopeRunTask},
+	{"rouge-stem", "eval.rouge_stem", func(c *train.Config) string { return strconv.FormatBool(c.Eval.RougeStem) }, true, true, scopeRunTask},
 }
 
 // labelsFlag writes labels as --labels takes them (JSON is YAML): "" for none.
@@ -57,10 +71,13 @@ func labelsFlag(l []string) string {
 // --adapter (or, without one, --model: a full-parameter run's model) is a
 // run's best/ or last/, every flag of runSettings the command line leaves out
 // takes the run's value from its config.yaml (--model only with an adapter:
-// the base model the run trained it on). The log says which were taken, and
-// notes a flag given with another value than the run's where that changes
-// the prompts or the scoring. Nothing is read when the directory is not a
-// run's.
+// the base model the run trained it on; on another --task than the run's,
+// only what applies to any task; on another --data, not how many of the
+// run's test examples it scored). The log says which were taken, and notes
+// a flag given with another value than the run's where that changes the
+// prompts or the scoring, and a path taken that is relative (config.yaml
+// keeps paths as given, relative to where meazo-train ran). Nothing is
+// read when the directory is not a run's.
 func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
 	saved := adapter
 	if saved == "" {
@@ -73,11 +90,13 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	pets := cfg.Task.Name == "pets"
+	sameTask := !given["task"] || fs.Lookup("task").Value.String() == cfg.Task.Name
+	sameData := sameTask && (!given["data"] || fs.Lookup("data").Value.String() == cfg.Task.Test)
 	var taken []string
 	for _, s := range runSettings {
 		v := s.value(cfg)
 		switch {
-		case s.flag == "model" && adapter == "", s.text && pets:
+		case s.flag == "model" && adapter == "", s.text && pets, s.scope == scopeRunTask && !sameTask, s.scope == scopeRunData && !sameData:
 			continue
 		case given[s.flag]:
 			if got := fs.Lookup(s.flag).Value.String(); s.prompt && effective(s.flag, got) != v && !sameLabels(s.flag, got, v) {
@@ -91,6 +110,9 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
 			return fmt.Errorf("%s in %s: %w", s.key, run, err)
 		}
 		taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shellWord(v)))
+		if (s.flag == "model" || s.flag == "data") && !filepath.IsAbs(v) {
+			fmt.Fprintf(log, "note: the run's %s %s is a relative path, read from this directory (config.yaml does not say where meazo-train ran)\n", s.key, v)
+		}
 	}
 	if len(taken) > 0 {
 		fmt.Fprintf(log, "scoring as the run %s did (its config.yaml): %s\n", run, strings.Join(taken, " "))

@@ -427,7 +427,7 @@ func TestTaskFromRun(t *testing.T) {
 	run := filepath.Join(dir, "ownrun")
 	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "task.name=classification",
 		"task.train=" + own, "task.test=" + test, "task.labels=[terrible, great]", "task.instruction=Rate the review.",
-		"task.max_validation=4", "output.dir=" + run}}); err != nil {
+		"task.max_validation=4", "task.max_test=30", "output.dir=" + run}}); err != nil {
 		t.Fatal(err)
 	}
 	best := filepath.Join(run, "best")
@@ -440,20 +440,32 @@ func TestTaskFromRun(t *testing.T) {
 		return out.String(), log.String()
 	}
 	explicit, _ := score("--model", filepath.Join(dir, "model"), "--adapter", best, "--task", "classification", "--data", test,
-		"--labels", "[terrible, great]", "--instruction", "Rate the review.")
+		"--labels", "[terrible, great]", "--instruction", "Rate the review.", "--max-examples", "30")
 	fromRun, log := score("--adapter", best)
 	if fromRun != explicit {
 		t.Errorf("from the run %s, every flag written out %s", fromRun, explicit)
 	}
-	if want := `--task classification --data ` + test + ` --labels '["terrible","great"]' --instruction 'Rate the review.'`; !strings.Contains(log, "scoring as the run "+run+" did (its config.yaml): --model ") || !strings.Contains(log, want) {
+	if want := `--task classification --data ` + test + ` --max-examples 30 --labels '["terrible","great"]' --instruction 'Rate the review.'`; !strings.Contains(log, "scoring as the run "+run+" did (its config.yaml): --model ") || !strings.Contains(log, want) {
 		t.Errorf("log %q: want it to name what was taken, %q", log, want)
 	}
 	// Another instruction: the flag's, with a note; as if no run were read.
-	other, log := score("--adapter", best, "--instruction", "Say great or terrible.")
+	otherInstr, log := score("--adapter", best, "--instruction", "Say great or terrible.")
 	plain, _ := score("--model", filepath.Join(dir, "model"), "--adapter", best, "--task", "classification", "--data", test,
 		"--labels", "[terrible, great]", "--instruction", "Say great or terrible.")
-	if other != plain || !strings.Contains(log, `note: --instruction differs from the run's task.instruction ("Rate the review." in `+run+`); scoring with --instruction`) {
-		t.Errorf("--instruction given: %s (written out: %s), log %q", other, plain, log)
+	if otherInstr != plain || !strings.Contains(log, `note: --instruction differs from the run's task.instruction ("Rate the review." in `+run+`); scoring with --instruction`) {
+		t.Errorf("--instruction given: %s (written out: %s), log %q", otherInstr, plain, log)
+	}
+	// Another task: only what applies to any task (here the base model);
+	// other data: not the run's count of its test examples.
+	sst2, log := score("--adapter", best, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"))
+	if want, _ := score("--model", filepath.Join(dir, "model"), "--adapter", best, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv")); sst2 != want ||
+		strings.Contains(log, "--labels") || strings.Contains(log, "--max-examples") {
+		t.Errorf("another task: %s (written out: %s), log %q", sst2, want, log)
+	}
+	other := filepath.Join(dir, "other.jsonl")
+	os.WriteFile(other, []byte(rows.String()), 0o644)
+	if _, log := score("--adapter", best, "--data", other); strings.Contains(log, "--max-examples") || !strings.Contains(log, "--labels") {
+		t.Errorf("other data: log %q; want the labels taken, not the count of the run's test examples", log)
 	}
 	// The same labels written another way: no note.
 	if _, log := score("--adapter", best, "--labels", "[terrible, great]"); strings.Contains(log, "note:") {
