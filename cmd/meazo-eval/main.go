@@ -70,9 +70,9 @@ directory (PEFT LoRA or PROMPT_TUNING: adapter_config.json, adapter_model.safete
 {"exact_match", "f1"} and XSum's {"rouge1", "rouge2", "rougeL", "rougeLsum"} x 100 (a generation's: all six); the
 rows skipped and the backend on stderr.
 --predictions FILE: also one JSON line per example evaluated, in the data's order, written atomically once the
-evaluation is done (never over --data, nor in the model's, the adapter's or a run's directory): its "id"; its input
-("sentence", "question" and "context", "document", "text" or "prompt"; pets: "image", its 0-based row in the file);
-for SQuAD, XSum and generation the "generated" text as scored, its "references" and its own "scores" in 0-1 under
+evaluation is done (never over --data, a device, a pipe or a link, nor in the model's, the adapter's or a run's directory):
+its "id"; its input ("sentence", "question" and "context", "document", "text" or "prompt"; pets: "image", its
+0-based row in the file); for SQuAD, XSum and generation the "generated" text as scored, its "references" and its own "scores" in 0-1 under
 the metrics' keys (each metric is 100 x their mean); for SST-2, classification and pets the "predicted" and "gold"
 label indices, their "predicted_label" and "gold_label" (not pets) and "correct".`,
 		Example: "meazo-eval task --model models/Llama-3.2-1B --adapter runs/squad/best --task squad --data dev-v1.1.json\n" +
@@ -103,12 +103,9 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (the input is --in FILE, or stdin)", fs.Arg(0)))
 	}
 	if *out != "-" {
-		// The scores never replace the predictions, nor a directory, nor
-		// go into a model's or a run's directory.
-		if st, err := os.Stat(*out); err == nil && st.IsDir() {
-			return fmt.Errorf("--out %s is a directory; name a file", *out)
-		}
-		if err := outpath.Check("--out", *out, *in); err != nil {
+		// The scores never replace the predictions, nor a directory or a
+		// device, nor go into a model's or a run's directory.
+		if err := outpath.CheckFile("--out", *out, *in); err != nil {
 			return err
 		}
 	}

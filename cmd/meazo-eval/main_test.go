@@ -69,6 +69,15 @@ func TestScoreRougeFileOut(t *testing.T) {
 	if after, _ := os.ReadFile(in); !bytes.Equal(after, before) {
 		t.Error("the predictions file changed")
 	}
+	// Nor replace a link to a device (/dev/stdout is one) by a file.
+	devLink := filepath.Join(dir, "stdout")
+	os.Symlink(os.DevNull, devLink)
+	if err := runScore([]string{"--metric", "rouge", "--in", in, "--out", devLink}, nil, nil); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("--out %s: %v, want a refusal", devLink, err)
+	}
+	if target, err := os.Readlink(devLink); err != nil || target != os.DevNull {
+		t.Errorf("the link to %s became %q (%v)", os.DevNull, target, err)
+	}
 	// Nor go into a model's directory (over its config.json) or a run's.
 	model, run := filepath.Join(dir, "model"), filepath.Join(dir, "run")
 	for _, f := range []string{filepath.Join(model, "config.json"), filepath.Join(model, "model.safetensors"), filepath.Join(run, "run.lock")} {

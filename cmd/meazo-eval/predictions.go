@@ -35,10 +35,7 @@ func newPredictions(path string, inputs ...string) (*predictions, error) {
 	case "-":
 		return nil, fmt.Errorf("--predictions -: name a file (stdout has the metrics)")
 	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("--predictions %s is a directory; name a file", path)
-	}
-	if err := outpath.Check("--predictions", path, inputs...); err != nil {
+	if err := outpath.CheckFile("--predictions", path, inputs...); err != nil {
 		return nil, err
 	}
 	// The file is written at the end: find out now, not after an hour of

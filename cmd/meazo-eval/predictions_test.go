@@ -135,6 +135,10 @@ func TestTaskPredictionsRefused(t *testing.T) {
 	mdir, dev := filepath.Join(dir, "model"), filepath.Join(dir, "data", "dev.tsv")
 	adapter := filepath.Join(dir, "adapter")
 	os.Mkdir(adapter, 0o755)
+	// A link to a device, as /dev/stdout is: the atomic rename would
+	// replace the link (as root, /dev/stdout itself), not write into it.
+	devLink := filepath.Join(dir, "stdout")
+	os.Symlink(os.DevNull, devLink)
 	before, _ := os.ReadFile(dev)
 	for _, c := range []struct {
 		preds string
@@ -145,6 +149,7 @@ func TestTaskPredictionsRefused(t *testing.T) {
 		{filepath.Join(mdir, "preds.jsonl"), nil, "is inside the input " + mdir},
 		{filepath.Join(adapter, "preds.jsonl"), []string{"--adapter", adapter}, "is inside the input " + adapter},
 		{filepath.Join(dir, "data"), nil, "--predictions " + filepath.Join(dir, "data") + " is a directory; name a file"},
+		{devLink, nil, "--predictions " + devLink + " is a symbolic link"},
 		{filepath.Join(dir, "nope", "preds.jsonl"), nil, "cannot write there"},
 		{"-", nil, "--predictions -: name a file"},
 	} {
@@ -157,6 +162,9 @@ func TestTaskPredictionsRefused(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(dev); !bytes.Equal(after, before) {
 		t.Error("the data file changed")
+	}
+	if target, err := os.Readlink(devLink); err != nil || target != os.DevNull {
+		t.Errorf("the link to %s became %q (%v)", os.DevNull, target, err)
 	}
 	// An evaluation that fails (no usable row) leaves an earlier file whole.
 	out := filepath.Join(dir, "preds.jsonl")

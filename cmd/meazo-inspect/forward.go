@@ -141,7 +141,7 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("--input (a ViT: or --images) and --out are required")
 	}
 	inputs := append([]string{*input, *modelDir, *adapter}, strings.Split(*images, ",")...)
-	if err := outpath.Check("--out", *outPath, inputs...); err != nil {
+	if err := outpath.CheckFile("--out", *outPath, inputs...); err != nil {
 		return err
 	}
 	if vit {

@@ -211,7 +211,10 @@ func TestOutputsNeverOverInputs(t *testing.T) {
 	}
 	weights := filepath.Join(dir, "model.safetensors")
 	before, _ := os.ReadFile(weights)
+	devLink := filepath.Join(t.TempDir(), "stdout") // a link to a device, as /dev/stdout is
+	os.Symlink(os.DevNull, devLink)
 	for _, c := range []struct{ out, want string }{
+		{devLink, "is a symbolic link"},
 		{weights, "is inside the input " + dir},
 		{in, "is the input " + in},
 		{filepath.Join(run, "logits.safetensors"), "is inside the run directory " + run},

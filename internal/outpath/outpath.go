@@ -21,6 +21,28 @@ func Check(flag, out string, inputs ...string) error {
 	return check(flag, out, false, inputs)
 }
 
+// CheckFile is Check for an output file, which is written by a rename
+// over its path: a directory there is refused, and so is a device, a pipe
+// or a socket, and a link (/dev/stdout is one, to whatever the process's
+// stdout is, a file too): the rename would not write into any of them but
+// replace it with a regular file, as root even /dev/stdout itself.
+func CheckFile(flag, out string, inputs ...string) error {
+	if st, err := os.Lstat(out); err == nil {
+		switch {
+		case st.IsDir():
+			return fmt.Errorf("%s %s is a directory; name a file", flag, out)
+		case st.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Stat(out); err == nil && target.IsDir() {
+				return fmt.Errorf("%s %s is a directory; name a file", flag, out)
+			}
+			return fmt.Errorf("%s %s is a symbolic link, which the atomic write would replace, not write through; name the file itself", flag, out)
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("%s %s is not a regular file (a device, pipe or socket, which the atomic write would replace, not write into); name a file", flag, out)
+		}
+	}
+	return Check(flag, out, inputs...)
+}
+
 // CheckRun is Check for the directory of a run, which may already hold
 // that run (it is resumed, or its start is taken over) but must not lie
 // inside another.

@@ -59,3 +59,43 @@ func TestCheck(t *testing.T) {
 		t.Errorf("inside a directory input: %v", err)
 	}
 }
+
+// TestCheckFile: an output file is written by a rename over its path, which
+// would replace a device or a link (/dev/stdout, to a device or to a file)
+// instead of writing into it: each is refused, as a directory is, naming
+// the flag; a new or a regular file passes, and Check's rules still hold.
+func TestCheckFile(t *testing.T) {
+	root := t.TempDir()
+	regular := filepath.Join(root, "old.jsonl")
+	if err := os.WriteFile(regular, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	devLink, fileLink, dirLink := filepath.Join(root, "stdout"), filepath.Join(root, "new-link"), filepath.Join(root, "dir-link")
+	if err := os.Symlink(os.DevNull, devLink); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	os.Symlink(regular, fileLink)
+	os.Symlink(root, dirLink)
+	for _, c := range []struct{ out, want string }{
+		{filepath.Join(root, "new.jsonl"), ""},
+		{regular, ""},
+		{root, "is a directory; name a file"},
+		{devLink, "is a symbolic link"},
+		{fileLink, "is a symbolic link"},
+		{dirLink, "is a directory; name a file"},
+		{os.DevNull, "is not a regular file"},
+		{regular, "is the input"}, // with the input below
+	} {
+		var inputs []string
+		if c.want == "is the input" {
+			inputs = []string{regular}
+		}
+		err := CheckFile("--out", c.out, inputs...)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--out "+c.out)) {
+			t.Errorf("%s: %v, want %q", c.out, err, c.want)
+		}
+	}
+	if target, err := os.Readlink(devLink); err != nil || target != os.DevNull {
+		t.Errorf("the link became %q (%v)", target, err)
+	}
+}
