@@ -96,6 +96,9 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
 	for _, s := range runSettings {
 		v := s.value(cfg)
 		switch {
+		case s.flag == "data" && !sameTask && !given["data"]:
+			fmt.Fprintf(log, "note: the run's test file (task.test) is for its task %s, not --task %s: give --data\n", cfg.Task.Name, fs.Lookup("task").Value.String())
+			continue
 		case s.flag == "model" && adapter == "", s.text && pets, s.scope == scopeRunTask && !sameTask, s.scope == scopeRunData && !sameData:
 			continue
 		case given[s.flag]:

@@ -56,7 +56,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	}
 	switch {
 	case *modelDir == "" || *task == "" || *dataPath == "":
-		return cli.Usage(fmt.Errorf("--model, --task and --data are required (an --adapter saved by a run takes them from the run)"))
+		return cli.Usage(missingRequired(map[string]string{"model": *modelDir, "task": *task, "data": *dataPath}))
 	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0 || *maxLen < 0:
 		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens, --max-length and --threads must not be negative and --batch-size must be at least 1"))
 	}
@@ -198,4 +198,20 @@ func runImageTask(fs *flag.FlagSet, o imageTask, stdout, log io.Writer) error {
 		return err
 	}
 	return report(stdout, res, o.preds)
+}
+
+// missingRequired names the required flags left empty, of --model, --task
+// and --data: only those, so that a user who gave one knows what is left.
+func missingRequired(values map[string]string) error {
+	var missing []string
+	for _, f := range []string{"model", "task", "data"} {
+		if values[f] == "" {
+			missing = append(missing, "--"+f)
+		}
+	}
+	what := missing[0] + " is required"
+	if n := len(missing); n > 1 {
+		what = strings.Join(missing[:n-1], ", ") + " and " + missing[n-1] + " are required"
+	}
+	return fmt.Errorf("%s (an --adapter saved by a run takes --model, --task and --data from the run)", what)
 }

@@ -94,7 +94,8 @@ func TestTaskCommandLine(t *testing.T) {
 		{append(base, "extra"), `unexpected argument "extra"`},
 		{append(base, "--max-examples", "-5"), "must not be negative"},
 		{append(base, "--batch-size", "0"), "--batch-size must be at least 1"},
-		{[]string{"--task", "sst2"}, "--model, --task and --data are required"},
+		{[]string{"--task", "sst2"}, "--model and --data are required"},
+		{[]string{"--task", "sst2", "--model", "m"}, "--data is required"},
 		{append(base, "--labels", "[a, b]"), "--labels and --instruction are for tasks classification and generation"},
 		{append(base, "--instruction", "Classify."), "--labels and --instruction are for tasks classification and generation"},
 		{[]string{"--model", "m", "--task", "classification", "--data", "d.jsonl"}, "--labels: task classification needs at least 2 labels, got 0"},
@@ -461,6 +462,14 @@ func TestTaskFromRun(t *testing.T) {
 	if want, _ := score("--model", filepath.Join(dir, "model"), "--adapter", best, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv")); sst2 != want ||
 		strings.Contains(log, "--labels") || strings.Contains(log, "--max-examples") {
 		t.Errorf("another task: %s (written out: %s), log %q", sst2, want, log)
+	}
+	// Another task without --data: the run's test file is not taken, and
+	// the log says why, before the usage error names --data alone.
+	var noData strings.Builder
+	if err := runTask([]string{"--adapter", best, "--task", "sst2"}, io.Discard, &noData); err == nil ||
+		!strings.HasPrefix(err.Error(), "--data is required") ||
+		!strings.Contains(noData.String(), "note: the run's test file (task.test) is for its task classification, not --task sst2: give --data") {
+		t.Errorf("another task without --data: %v, log %q", err, noData.String())
 	}
 	other := filepath.Join(dir, "other.jsonl")
 	os.WriteFile(other, []byte(rows.String()), 0o644)
