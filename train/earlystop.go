@@ -45,9 +45,17 @@ func (r *run) stopEarly(step int) (bool, error) {
 		return false, err
 	}
 	r.prog.done()
-	fmt.Fprintf(r.out, "stopping early after step %d of %d: %d validations without a loss below the best (%.6g, step %d); "+
-		"train.steps is now %d (changes.jsonl; --resume %s --set train.steps=N trains on)\n", step, c.Old, p, r.state.BestValLoss, r.state.BestStep, step, r.dir)
+	fmt.Fprintf(r.out, "stopping early after step %d of %d: %s without a loss below the best (%.6g, step %d); "+
+		"train.steps is now %d (changes.jsonl; --resume %s --set train.steps=N trains on)\n", step, c.Old, validations(p), r.state.BestValLoss, r.state.BestStep, step, r.dir)
 	return true, nil
+}
+
+// validations counts n validations in words: "1 validation", "3 validations".
+func validations(n int) string {
+	if n == 1 {
+		return "1 validation"
+	}
+	return fmt.Sprintf("%d validations", n)
 }
 
 // earlyStopMessage is a finished run's summary message when it stopped

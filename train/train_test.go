@@ -385,9 +385,13 @@ func TestEarlyStop(t *testing.T) {
 	dir, cfg := demoConfig(t, 40)
 	set := []string{"train.eval_every=2", "train.checkpoint_every=4", "train.patience=1", "task.max_train=200", "task.max_validation=16", "eval.base=false"}
 	whole := filepath.Join(dir, "whole")
-	s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)})
+	var log strings.Builder
+	s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Log: &log})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), ": 1 validation without a loss below the best (") {
+		t.Errorf("the log does not say the stop as patience 1 has it (1 validation, singular):\n%s", log.String())
 	}
 	// Where the stop should be, from the validation losses.
 	var vals []rundir.ValLine
