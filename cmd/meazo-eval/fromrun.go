@@ -78,15 +78,19 @@ func labelsFlag(l []string) string {
 // prompts or the scoring, and a path taken that is relative (config.yaml
 // keeps paths as given, relative to where meazo-train ran). Nothing is
 // read when the directory is not a run's.
-func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
+//
+// It returns the run's data files (what --predictions must not replace),
+// nil when the directory is not a run's.
+func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, error) {
 	saved := adapter
 	if saved == "" {
 		saved = model
 	}
 	cfg, run, err := train.RunOf(saved)
 	if err != nil || cfg == nil {
-		return err
+		return nil, err
 	}
+	files := []string{cfg.Task.Train, cfg.Task.Validation, cfg.Task.Test}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	pets := cfg.Task.Name == "pets"
@@ -110,7 +114,7 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
 			continue
 		}
 		if err := fs.Set(s.flag, v); err != nil {
-			return fmt.Errorf("%s in %s: %w", s.key, run, err)
+			return nil, fmt.Errorf("%s in %s: %w", s.key, run, err)
 		}
 		taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shellWord(v)))
 		if (s.flag == "model" || s.flag == "data") && !filepath.IsAbs(v) {
@@ -120,7 +124,7 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) error {
 	if len(taken) > 0 {
 		fmt.Fprintf(log, "scoring as the run %s did (its config.yaml): %s\n", run, strings.Join(taken, " "))
 	}
-	return nil
+	return slices.DeleteFunc(files, func(f string) bool { return f == "" }), nil
 }
 
 // sameLabels reports whether two --labels values are the same list written

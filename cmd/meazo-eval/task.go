@@ -51,7 +51,8 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
 	}
-	if err := fromRun(fs, *adapter, *modelDir, log); err != nil {
+	runData, err := fromRun(fs, *adapter, *modelDir, log)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -79,7 +80,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err := checkTaskPaths(*modelDir, *dataPath, *adapter); err != nil {
 		return err
 	}
-	preds, err := newPredictions(*predsPath, *dataPath, *modelDir, *adapter)
+	preds, err := newPredictions(*predsPath, append([]string{*dataPath, *modelDir, *adapter}, runData...)...)
 	if err != nil {
 		return err
 	}

@@ -490,6 +490,15 @@ func TestTaskFromRun(t *testing.T) {
 	if got, want := first(score("--model", fullBest)), first(score("--model", fullBest, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"))); got != want {
 		t.Errorf("a full-parameter run's model from its run: %s, written out %s", got, want)
 	}
+	// The run's own data files are inputs too: --predictions does not
+	// replace them (here its training file, which this command never reads).
+	before, _ := os.ReadFile(own)
+	if err := runTask([]string{"--adapter", best, "--predictions", own}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--predictions "+own) {
+		t.Errorf("--predictions at the run's training file: %v, want it refused", err)
+	}
+	if after, _ := os.ReadFile(own); !bytes.Equal(before, after) {
+		t.Error("the run's training file changed")
+	}
 	// An adapter copied out of its run takes nothing from it.
 	copied := filepath.Join(dir, "copied")
 	if err := os.CopyFS(copied, os.DirFS(best)); err != nil {
