@@ -110,7 +110,7 @@ type TrainConfig struct {
 	CheckpointEvery int    `mapstructure:"checkpoint_every" yaml:"checkpoint_every" doc:"write a resumable checkpoint every N steps (0: only at the end)"`
 	Threads         int    `mapstructure:"threads" yaml:"threads" doc:"worker threads for the kernels and for encoding the data (0: all cores); results do not depend on it"`
 	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal (0: every step)"`
-	Patience        int    `mapstructure:"patience" yaml:"patience" doc:"stop early once this many validations in a row have not lowered the best validation loss (0: never, the paper's protocol): the run ends there as if train.steps were that step (changes.jsonl records it; --resume DIR --set train.steps=N trains on), and tests its best"`
+	Patience        int    `mapstructure:"patience" yaml:"patience" doc:"stop early once this many validations in a row have not lowered the best validation loss (0: never, the paper's protocol): the run ends there as if train.steps were that step (changes.jsonl records it; --resume DIR --set train.steps=N trains on), and tests its best; the count runs during a warmup too, as HF's EarlyStoppingCallback's does"`
 }
 
 // EvalConfig is the config's eval section: how the test split is scored.

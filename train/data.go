@@ -72,9 +72,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 	if cfg.Task.MaxValidation > 0 {
 		maxVal = cfg.Task.MaxValidation
 	}
-	opt := data.ReadOptions{Strict: cfg.Task.Strict, Own: cfg.own(), OnSkip: func(e *data.RowError) {
-		fmt.Fprintf(log, "warning: skipped malformed row: %v\n", e)
-	}}
+	opt := data.ReadOptions{Strict: cfg.Task.Strict, Own: cfg.own(), OnSkip: rowWarner(log)}
 
 	all, st, err := data.ReadAll(cfg.Task.Train, task, opt)
 	if err != nil {
@@ -86,6 +84,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 	fmt.Fprintf(log, "read %d training examples from %s (%d malformed rows skipped)\n", st.Examples, cfg.Task.Train, st.Skipped)
 	trainEx, valEx := all, []data.Example(nil)
 	if cfg.Task.Validation != "" {
+		opt.OnSkip = rowWarner(log)
 		if valEx, st, err = data.ReadAll(cfg.Task.Validation, task, opt); err != nil {
 			return nil, err
 		}
@@ -128,6 +127,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOptions, log io.Writer, stop func(while string) error) ([]data.Example, error) {
 	task := data.Task(cfg.Task.Name)
 	opt.Limit = cfg.Task.MaxTest
+	opt.OnSkip = rowWarner(log)
 	test, st, err := data.ReadAll(cfg.Task.Test, task, opt)
 	if err != nil {
 		return nil, err
@@ -301,4 +301,24 @@ func evalLength(ex data.Example, enc *data.Encoder, maxNew int, skip bool) (int,
 	}
 	_, ids, err := enc.EncodePrompt(ex)
 	return len(ids) + maxNew, err
+}
+
+// maxRowWarnings is how many malformed rows of one file are named one by
+// one; the file's summary line then counts them all.
+const maxRowWarnings = 20
+
+// rowWarner is a data.ReadOptions.OnSkip for one file: it names its first
+// maxRowWarnings malformed rows on log, then says once that the rest are
+// counted only, so that a file of thousands of rows that do not fit (the
+// wrong labels, say) is not thousands of warnings.
+func rowWarner(log io.Writer) func(*data.RowError) {
+	n := 0
+	return func(e *data.RowError) {
+		switch n++; {
+		case n <= maxRowWarnings:
+			fmt.Fprintf(log, "warning: skipped malformed row: %v\n", e)
+		case n == maxRowWarnings+1:
+			fmt.Fprintf(log, "warning: more malformed rows in %s: counted below, not shown\n", e.File)
+		}
+	}
 }

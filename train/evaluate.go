@@ -349,9 +349,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		}
 		params = adapter.Params()
 	}
-	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, Own: own, OnSkip: func(e *data.RowError) {
-		fmt.Fprintf(o.Log, "warning: skipped malformed row: %v\n", e)
-	}})
+	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, Own: own, OnSkip: rowWarner(o.Log)})
 	if err != nil {
 		return nil, err
 	}

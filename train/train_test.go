@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
@@ -526,4 +527,19 @@ func TestEarlyStopEdges(t *testing.T) {
 			t.Errorf("resumed: %d steps, %v; the uninterrupted run stopped at %d", s.StepsDone, err, want)
 		}
 	})
+}
+
+// TestRowWarnerCaps: a file's first malformed rows are named one by one,
+// the rest once as counted only.
+func TestRowWarnerCaps(t *testing.T) {
+	var log strings.Builder
+	warn := rowWarner(&log)
+	for i := range maxRowWarnings + 5 {
+		warn(&data.RowError{File: "f.jsonl", Row: fmt.Sprintf("line %d", i+1), Field: "label", Msg: "bad"})
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != maxRowWarnings+1 || !strings.Contains(lines[maxRowWarnings-1], fmt.Sprintf("line %d:", maxRowWarnings)) ||
+		lines[maxRowWarnings] != "warning: more malformed rows in f.jsonl: counted below, not shown" {
+		t.Errorf("%d lines, the last two %q", len(lines), lines[len(lines)-2:])
+	}
 }
