@@ -469,6 +469,8 @@ func (c *Config) validateOptimizer() error {
 		return fmt.Errorf("optimizer.q must be at least 1, got %d", c.Optimizer.Q)
 	case c.Optimizer.Name == "fzoo" && c.Optimizer.Q < 2:
 		return fmt.Errorf("optimizer.q must be at least 2 for fzoo (the std of one loss is 0), got %d", c.Optimizer.Q)
+	case c.Optimizer.Schedule == "constant_with_warmup":
+		return fmt.Errorf("optimizer.schedule %q: HF's constant_with_warmup is constant here, with optimizer.warmup_steps", c.Optimizer.Schedule)
 	case !slices.Contains([]string{"constant", "linear", "cosine"}, c.Optimizer.Schedule):
 		return choiceError("optimizer.schedule", c.Optimizer.Schedule, "constant", "linear", "cosine")
 	case c.Optimizer.WarmupSteps < 0:

@@ -50,6 +50,7 @@ func TestConfigValueErrors(t *testing.T) {
 		{"zeta 0", cfg, []string{"optimizer.zeta=0"}, []string{"--set: optimizer.zeta must be positive and finite, got 0"}},
 		{"negative weight decay", cfg, []string{"optimizer.weight_decay=-1"}, []string{"--set: optimizer.weight_decay must be >= 0"}},
 		{"unknown schedule", cfg, []string{"optimizer.schedule=cosine_with_restarts"}, []string{"--set: optimizer.schedule", "cosine_with_restarts", "constant, linear or cosine"}},
+		{"HF's constant_with_warmup", cfg, []string{"optimizer.schedule=constant_with_warmup"}, []string{"constant_with_warmup is constant here, with optimizer.warmup_steps"}},
 		{"negative warmup", cfg, []string{"optimizer.warmup_steps=-1"}, []string{"--set: optimizer.warmup_steps must be at least 0, got -1"}},
 		{"a schedule over no steps", cfg, []string{"train.steps=0", "optimizer.schedule=linear"}, []string{"optimizer.schedule linear runs over train.steps, which is 0"}},
 		{"a section by --set", cfg, []string{"train=5"}, []string{`--set train: "train" is a section: set one of its keys (e.g. train.steps=…)`}},

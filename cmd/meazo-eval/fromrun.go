@@ -17,7 +17,7 @@ import (
 type runSetting struct {
 	flag, key string
 	value     func(c *train.Config) string // the run's, written as the flag takes it ("": the run has none)
-	prompt    bool                         // it changes the text the model sees or how it is scored: a different value on the command line is worth a note
+	prompt    bool                         // it changes what the model is or sees, or how it is scored: a different value on the command line is worth a note
 	text      bool                         // a text task's flag only (refused for pets)
 	scope     scope                        // when the run's value applies
 }
@@ -45,7 +45,7 @@ func effective(f, v string) string {
 }
 
 var runSettings = []runSetting{
-	{"model", "model.path", func(c *train.Config) string { return c.Model.Path }, false, false, scopeAny},
+	{"model", "model.path", func(c *train.Config) string { return c.Model.Path }, true, false, scopeAny},
 	{"task", "task.name", func(c *train.Config) string { return c.Task.Name }, false, false, scopeAny},
 	{"data", "task.test", func(c *train.Config) string { return c.Task.Test }, false, false, scopeRunTask},
 	{"max-examples", "task.max_test", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxTest) }, false, false, scopeRunData},

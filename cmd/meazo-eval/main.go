@@ -57,7 +57,7 @@ aggregate line:
 	}, runScore)
 	commands.Register("task", cli.Help{
 		Summary:  "evaluate a model or a saved adapter on a task's test split",
-		Synopsis: "--model DIR [--adapter RUN_DIR/best] --task sst2|squad|xsum|pets|classification|generation --data FILE [flags]",
+		Synopsis: "(--model DIR [--adapter RUN_DIR/best] --task sst2|squad|xsum|pets|classification|generation --data FILE | --adapter RUN_DIR/best) [flags]",
 		Does: `Evaluates a base model, or a saved adapter on it, on a task's test file, as meazo-train does at the end of a run:
 SST-2 and Pets accuracy, SQuAD exact match and F1 (greedy generation), XSum ROUGE; on your own data a
 classification's accuracy (with --labels, and --instruction as the run had it) or a generation's exact match,

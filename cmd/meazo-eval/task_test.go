@@ -476,6 +476,14 @@ func TestTaskFromRun(t *testing.T) {
 	if _, log := score("--adapter", best, "--data", other); strings.Contains(log, "--max-examples") || !strings.Contains(log, "--labels") {
 		t.Errorf("other data: log %q; want the labels taken, not the count of the run's test examples", log)
 	}
+	// Another base model: scored on it, with a note.
+	model2 := filepath.Join(dir, "model2")
+	if err := os.CopyFS(model2, os.DirFS(filepath.Join(dir, "model"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, log := score("--adapter", best, "--model", model2); !strings.Contains(log, "note: --model differs from the run's model.path") {
+		t.Errorf("another base model: log %q, want a note", log)
+	}
 	// The same labels written another way: no note.
 	if _, log := score("--adapter", best, "--labels", "[terrible, great]"); strings.Contains(log, "note:") {
 		t.Errorf("the run's own labels noted as different: %q", log)

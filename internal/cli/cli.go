@@ -15,6 +15,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+
+	"github.com/meazo-go/meazo/internal/suggest"
 )
 
 // RunFunc runs one subcommand; it parses its own flags from args.
@@ -147,6 +149,22 @@ func Parse(fs *flag.FlagSet, args []string) error {
 			o.w.Write(o.buf.Bytes())
 		}
 		o.buf.Reset()
+	}
+	return didYouMean(fs, err)
+}
+
+// didYouMean adds the closest defined flag to the flag package's error for
+// an undefined one (-predictons: did you mean -predictions?).
+func didYouMean(fs *flag.FlagSet, err error) error {
+	const undefined = "flag provided but not defined: -"
+	if err == nil || !strings.HasPrefix(err.Error(), undefined) {
+		return err
+	}
+	name := strings.TrimPrefix(err.Error(), undefined)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if c := suggest.Closest(name, names); c != "" && suggest.Distance(name, c) <= min(2, len(name)-1) {
+		return fmt.Errorf("%w (did you mean -%s?)", err, c)
 	}
 	return err
 }

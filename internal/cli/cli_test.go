@@ -107,6 +107,12 @@ func TestFlags(t *testing.T) {
 		out.String() != "prog cmd: flag provided but not defined: -x\n(prog cmd -h: what it takes)\n" {
 		t.Errorf("-x: status %d, printed %q", status, out.String())
 	}
+	// A mistyped flag gets the closest one named.
+	out.Reset()
+	if status := s.Exec([]string{"cmd", "-vv"}, nil, io.Discard, &out); status != 2 ||
+		!strings.HasPrefix(out.String(), "prog cmd: flag provided but not defined: -vv (did you mean -v?)\n") {
+		t.Errorf("-vv: status %d, printed %q", status, out.String())
+	}
 }
 
 // TestCheckHelp: a Help that lacks a part, an example that runs another
