@@ -143,7 +143,7 @@ func (r *run) train() (*Summary, error) {
 	r.summary = r.newSummary()
 	r.prog = newProgress(r.out, r.opts.Terminal, r.cfg.Train.Steps, r.cfg.Train.LogEvery, r.peakMemory)
 	end := r.pendingValidation()
-	if end.kind == continueRun {
+	if end.kind == continueRun && r.state.Step < r.cfg.Train.Steps { // (none left: that validation stopped the run early)
 		r.out.begin("training", r.trainingLine())
 		r.prog.begin(r.state.Step)
 		for step, first := r.state.Step, r.state.Step; step < r.cfg.Train.Steps; step++ {

@@ -438,13 +438,41 @@ func TestEarlyStop(t *testing.T) {
 	if !slices.Equal(a, b) {
 		t.Errorf("interrupted and resumed: metrics differ (%d and %d lines)", len(a), len(b))
 	}
-	// Training on from the stop.
-	on, err := Run(Options{Resume: whole, Overrides: []string{"train.steps=40"}})
+	// Training on from the stop with patience 2, counted afresh: the
+	// resume's checkpoint (written as it applies --set) holds a count of 0,
+	// not the stop's 1; the run stops at the second validation in a row
+	// after the stop without a better loss.
+	if _, err := Run(Options{Resume: whole, Overrides: []string{"train.steps=40", "train.patience=2"}, StopAfter: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var st checkpointState
+	if b, err := os.ReadFile(filepath.Join(whole, "checkpoint", "state.json")); err != nil || json.Unmarshal(b, &st) != nil || st.Step != want || st.SinceBest != 0 {
+		t.Errorf("the checkpoint of the resume that trains on: step %d, validations since the best %d (%v); want %d, 0", st.Step, st.SinceBest, err, want)
+	}
+	on, err := Run(Options{Resume: whole})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if on.StepsDone <= want || on.Status != rundir.StatusDone {
-		t.Errorf("--set train.steps=40 after the stop at %d: %d steps done, %s", want, on.StepsDone, on.Status)
+	wantOn, best, since := 40, vals[0].ValLoss, 0
+	for _, l := range readLines(t, filepath.Join(whole, "metrics.jsonl")) {
+		var v rundir.ValLine
+		if json.Unmarshal([]byte(l), &v) != nil || v.Kind != rundir.KindVal || v.Step == 0 {
+			continue
+		}
+		since++
+		if v.ValLoss < best {
+			best, since = v.ValLoss, 0
+		}
+		if v.Step == want {
+			since = 0 // the stop: training on counts afresh
+		}
+		if v.Step > want && since == 2 {
+			wantOn = v.Step
+			break
+		}
+	}
+	if on.StepsDone != wantOn || on.Status != rundir.StatusDone || wantOn <= want+2 {
+		t.Errorf("--set train.steps=40 train.patience=2 after the stop at %d: %d steps done (%s), want %d", want, on.StepsDone, on.Status, wantOn)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -95,7 +96,10 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	pets := cfg.Task.Name == "pets"
 	sameTask := !given["task"] || fs.Lookup("task").Value.String() == cfg.Task.Name
-	sameData := sameTask && (!given["data"] || fs.Lookup("data").Value.String() == cfg.Task.Test)
+	sameData := sameTask && (!given["data"] || samePath(fs.Lookup("data").Value.String(), cfg.Task.Test))
+	if !sameData && cfg.Task.MaxTest > 0 && !given["max-examples"] {
+		fmt.Fprintf(log, "note: the run scored the first %d examples of its own test file (task.max_test); --data is another file: all of it is scored\n", cfg.Task.MaxTest)
+	}
 	var taken []string
 	for _, s := range runSettings {
 		v := s.value(cfg)
@@ -106,7 +110,7 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 		case s.flag == "model" && adapter == "", s.text && pets, s.scope == scopeRunTask && !sameTask, s.scope == scopeRunData && !sameData:
 			continue
 		case given[s.flag]:
-			if got := fs.Lookup(s.flag).Value.String(); s.prompt && effective(s.flag, got) != v && !sameLabels(s.flag, got, v) {
+			if got := fs.Lookup(s.flag).Value.String(); s.prompt && effective(s.flag, got) != v && !sameLabels(s.flag, got, v) && !(s.flag == "model" && samePath(got, v)) {
 				fmt.Fprintf(log, "note: --%s differs from the run's %s (%q in %s); scoring with --%s\n", s.flag, s.key, v, run, s.flag)
 			}
 			continue
@@ -125,6 +129,17 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 		fmt.Fprintf(log, "scoring as the run %s did (its config.yaml): %s\n", run, strings.Join(taken, " "))
 	}
 	return slices.DeleteFunc(files, func(f string) bool { return f == "" }), nil
+}
+
+// samePath reports whether a and b name the same file or directory,
+// however written (a path relative to here, an absolute one, a link).
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // sameLabels reports whether two --labels values are the same list written

@@ -71,7 +71,9 @@ func TestScoreRougeFileOut(t *testing.T) {
 	}
 	// Nor replace a link to a device (/dev/stdout is one) by a file.
 	devLink := filepath.Join(dir, "stdout")
-	os.Symlink(os.DevNull, devLink)
+	if err := os.Symlink(os.DevNull, devLink); err != nil {
+		t.Skipf("no symbolic links here (%v): the rest of the checks need one", err)
+	}
 	if err := runScore([]string{"--metric", "rouge", "--in", in, "--out", devLink}, nil, nil); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
 		t.Errorf("--out %s: %v, want a refusal", devLink, err)
 	}

@@ -138,7 +138,9 @@ func TestTaskPredictionsRefused(t *testing.T) {
 	// A link to a device, as /dev/stdout is: the atomic rename would
 	// replace the link (as root, /dev/stdout itself), not write into it.
 	devLink := filepath.Join(dir, "stdout")
-	os.Symlink(os.DevNull, devLink)
+	if err := os.Symlink(os.DevNull, devLink); err != nil {
+		t.Skipf("no symbolic links here (%v): the rest of the checks need one", err)
+	}
 	before, _ := os.ReadFile(dev)
 	for _, c := range []struct {
 		preds string

@@ -402,6 +402,13 @@ func TestTaskNoChatTemplate(t *testing.T) {
 
 func first(a, _ string) string { return a }
 
+func must(s string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
 // TestTaskFromRun: an adapter a run saved is scored as the run scored it,
 // with the flags left out taken from the run's config.yaml (the base model,
 // the task, its test file, the labels and the instruction of a run on the
@@ -473,8 +480,17 @@ func TestTaskFromRun(t *testing.T) {
 	}
 	other := filepath.Join(dir, "other.jsonl")
 	os.WriteFile(other, []byte(rows.String()), 0o644)
-	if _, log := score("--adapter", best, "--data", other); strings.Contains(log, "--max-examples") || !strings.Contains(log, "--labels") {
-		t.Errorf("other data: log %q; want the labels taken, not the count of the run's test examples", log)
+	if _, log := score("--adapter", best, "--data", other); strings.Contains(log, "--max-examples") || !strings.Contains(log, "--labels") ||
+		!strings.Contains(log, "note: the run scored the first 30 examples of its own test file") {
+		t.Errorf("other data: log %q; want the labels taken, not the count of the run's test examples, and a note", log)
+	}
+	// The run's test file written another way is the run's test file.
+	rel, err := filepath.Rel(must(os.Getwd()), test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, log := score("--adapter", best, "--data", rel); got != explicit || !strings.Contains(log, "--max-examples 30") {
+		t.Errorf("the run's test file as %s: %s (log %q), want the run's own score %s", rel, got, log, explicit)
 	}
 	// Another base model: scored on it, with a note.
 	model2 := filepath.Join(dir, "model2")

@@ -212,7 +212,9 @@ func TestOutputsNeverOverInputs(t *testing.T) {
 	weights := filepath.Join(dir, "model.safetensors")
 	before, _ := os.ReadFile(weights)
 	devLink := filepath.Join(t.TempDir(), "stdout") // a link to a device, as /dev/stdout is
-	os.Symlink(os.DevNull, devLink)
+	if err := os.Symlink(os.DevNull, devLink); err != nil {
+		t.Skipf("no symbolic links here (%v): the rest of the checks need one", err)
+	}
 	for _, c := range []struct{ out, want string }{
 		{devLink, "is a symbolic link"},
 		{weights, "is inside the input " + dir},

@@ -36,9 +36,11 @@ func CheckFile(flag, out string, inputs ...string) error {
 				return fmt.Errorf("%s %s is a directory; name a file", flag, out)
 			}
 			return fmt.Errorf("%s %s is a symbolic link, which the atomic write would replace, not write through; name the file itself", flag, out)
-		case !st.Mode().IsRegular():
+		case st.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeNamedPipe|os.ModeSocket) != 0:
 			return fmt.Errorf("%s %s is not a regular file (a device, pipe or socket, which the atomic write would replace, not write into); name a file", flag, out)
 		}
+		// Anything else (Windows' ModeIrregular: a compressed or placeholder
+		// file) is data the rename may replace, as a regular file.
 	}
 	return Check(flag, out, inputs...)
 }
