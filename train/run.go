@@ -66,7 +66,7 @@ type run struct {
 	lock                    *Lock          // run.lock, held from setup to the end of Run
 	changes                 []ConfigChange // settings changed with --set on resume
 	backend                 tensor.Backend // where the model computes (model.backend)
-	out                     *runLog        // r.out: phase lines and the heartbeat (runlog.go)
+	out                     *runLog        // the log (Options.Log): lines, phases and the heartbeat (runlog.go)
 	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
 	valStep                 int            // its step
 	lastValStep             int            // the step of state.LastValLoss, when that is not NaN (−1: not known, a resume's metrics.jsonl unreadable)
