@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -582,5 +583,12 @@ func ConfigDoc() string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s |\n", k.key, k.kind, def, k.doc)
 	}
+	b.WriteString("\n## From HF's Trainer and MeZO's scripts\n\n")
+	b.WriteString("The names their arguments give settings that are keys here under another name (a config or `--set` that uses\n")
+	b.WriteString("one is refused with the key to use):\n\n| their name | key here |\n|---|---|\n")
+	for _, name := range slices.Sorted(maps.Keys(trainerNames)) {
+		fmt.Fprintf(&b, "| `%s` | `%s` |\n", name, trainerNames[name])
+	}
+	b.WriteString("\nHF's `lr_scheduler_type` `constant_with_warmup` is `optimizer.schedule: constant` with `optimizer.warmup_steps`.\n")
 	return b.String()
 }

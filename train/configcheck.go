@@ -118,9 +118,10 @@ func fileLine(path string, b []byte, key string) string {
 	return path
 }
 
-// trainerNames are the names HF's TrainingArguments and MeZO's scripts
-// give settings this config has under another key, for the suggestion of
-// unknownKey: the closest spelling of learning_rate is not lr.
+// trainerNames are the names HF's TrainingArguments (and its
+// EarlyStoppingCallback) and MeZO's scripts give settings this config has
+// under another key, for the suggestion of unknownKey (the closest
+// spelling of learning_rate is not lr) and CONFIG.md's table.
 var trainerNames = map[string]string{
 	"learning_rate": "optimizer.lr", "lr_scheduler_type": "optimizer.schedule", "warmup_steps": "optimizer.warmup_steps",
 	"num_warmup_steps": "optimizer.warmup_steps", "weight_decay": "optimizer.weight_decay", "zo_eps": "optimizer.eps",
@@ -128,6 +129,7 @@ var trainerNames = map[string]string{
 	"save_steps": "train.checkpoint_every", "logging_steps": "train.log_every", "output_dir": "output.dir",
 	"per_device_eval_batch_size": "eval.batch_size", "model_name_or_path": "model.path", "task_name": "task.name",
 	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "num_virtual_tokens": "adapter.virtual_tokens",
+	"early_stopping_patience": "train.patience", "seed": "train.seed",
 }
 
 // unknownKey names the key and the known key closest to it (or the one a
