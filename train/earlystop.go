@@ -2,11 +2,7 @@ package train
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
-
-	"github.com/meazo-go/meazo/rundir"
 )
 
 // stopEarly ends the run after step, a step that has just validated, when
@@ -25,15 +21,7 @@ func (r *run) stopEarly(step int) (bool, error) {
 	}
 	c := ConfigChange{Step: step, Key: "train.steps", Old: r.cfg.Train.Steps, New: step, Time: time.Now().UTC().Format(time.RFC3339),
 		Reason: fmt.Sprintf("train.patience %d: no validation loss below step %d's %.6g since", p, r.state.BestStep, r.state.BestValLoss)}
-	f, err := os.OpenFile(filepath.Join(r.dir, rundir.ChangesFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return false, err
-	}
-	if err := writeJSONLine(f, c); err != nil {
-		f.Close()
-		return false, err
-	}
-	if err := f.Close(); err != nil {
+	if err := appendChanges(r.dir, []ConfigChange{c}); err != nil {
 		return false, err
 	}
 	r.cfg.Train.Steps = step

@@ -378,29 +378,37 @@ func (r *run) applyChanges() error {
 	if len(r.changes) == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	for i := range r.changes {
 		r.changes[i].Step, r.changes[i].Time = r.state.Step, now
-		if c := r.changes[i]; c.Key == "train.steps" && fmt.Sprint(c.Old) == fmt.Sprint(r.state.Step) {
+		if c := r.changes[i]; c.Key == "train.steps" && c.Old == any(r.state.Step) {
 			r.state.SinceBest = 0 // training on from where the run had ended (an early stop): train.patience counts afresh
-		}
-		if err := writeJSONLine(f, r.changes[i]); err != nil {
-			f.Close()
-			return err
 		}
 		fmt.Fprintf(r.out, "changed on resume at step %d: %s\n", r.state.Step, describeChanges(r.changes[i:i+1]))
 	}
-	if err := f.Close(); err != nil {
+	if err := appendChanges(r.dir, r.changes); err != nil {
 		return err
 	}
 	if err := r.writeConfig(); err != nil {
 		return err
 	}
 	return r.checkpoint()
+}
+
+// appendChanges appends cs to the run directory's changes.jsonl, a line
+// each (a resume's --set; an early stop).
+func appendChanges(dir string, cs []ConfigChange) error {
+	f, err := os.OpenFile(filepath.Join(dir, rundir.ChangesFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if err := writeJSONLine(f, c); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }
 
 // writeConfig writes the run's resolved config to config.yaml, atomically.
