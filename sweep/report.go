@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/meazo-go/meazo/internal/shell"
 )
 
 // quietStatuses are the states Status counts without listing each run
@@ -127,14 +129,7 @@ func maxFine(coarse []float64) int {
 func shellJoin(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = shellQuote(a)
+		q[i] = shell.Quote(a)
 	}
 	return strings.Join(q, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/shell"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -28,7 +29,7 @@ func (st *Study) commonSbatch(b *strings.Builder) {
 // setupLines writes a job's first commands: into the directory meazo-sweep
 // ran in (relative paths are to it), then the study's setup lines.
 func (st *Study) setupLines(b *strings.Builder, cwd string) {
-	fmt.Fprintf(b, "cd %s || exit 1\n", shellQuote(cwd))
+	fmt.Fprintf(b, "cd %s || exit 1\n", shell.Quote(cwd))
 	for _, l := range st.Executor.Slurm.Setup {
 		b.WriteString(l + "\n")
 	}
@@ -48,7 +49,7 @@ func (st *Study) taskScript(name string, stage, n int, tasksPath, logDir, cwd, t
 	st.taskSbatch(&b, name, stage, n, logDir)
 	fmt.Fprintf(&b, "# meazo-sweep, study %s, stage %d: one task per run (docs/SWEEPS.md).\nset -u\n", st.Name, stage)
 	st.setupLines(&b, cwd)
-	fmt.Fprintf(&b, "TASKS=%s\nTRAIN=%s\n", shellQuote(tasksPath), shellQuote(trainer))
+	fmt.Fprintf(&b, "TASKS=%s\nTRAIN=%s\n", shell.Quote(tasksPath), shell.Quote(trainer))
 	fmt.Fprintf(&b, "# SIGUSR1 earlier than this many seconds after the start is not the time limit's (Slurm 22.05 re-sends\n"+
 		"# it at once to a requeued job): ignored, so that a requeued run is not stopped again after one step.\nEARLIEST=%d\nstart=$SECONDS\n", st.earliestSignal())
 	b.WriteString(taskBody)
@@ -178,6 +179,6 @@ func (st *Study) selectScript(stamp, logDir, cwd, self, studyAbs string) string 
 	st.commonSbatch(&b)
 	fmt.Fprintf(&b, "# meazo-sweep, study %s: after a stage, pick each sweep's η* and submit the next stage.\n", st.Name)
 	st.setupLines(&b, cwd)
-	fmt.Fprintf(&b, "exec %s run --slurm-select %s\n", shellQuote(self), shellQuote(studyAbs))
+	fmt.Fprintf(&b, "exec %s run --slurm-select %s\n", shell.Quote(self), shell.Quote(studyAbs))
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/shell"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -120,7 +121,7 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 		if err := fs.Set(s.flag, v); err != nil {
 			return nil, fmt.Errorf("%s in %s: %w", s.key, run, err)
 		}
-		taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shellWord(v)))
+		taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shell.Quote(v)))
 		if (s.flag == "model" || s.flag == "data") && !filepath.IsAbs(v) {
 			fmt.Fprintf(log, "note: the run's %s %s is a relative path, read from this directory (config.yaml does not say where meazo-train ran)\n", s.key, v)
 		}
@@ -151,16 +152,4 @@ func sameLabels(flag, a, b string) bool {
 	la, errA := train.ParseLabels(a)
 	lb, errB := train.ParseLabels(b)
 	return errA == nil && errB == nil && slices.Equal(la, lb)
-}
-
-// shellWord quotes v for a command line when it holds anything but plain
-// characters.
-func shellWord(v string) string {
-	special := func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}
-	if v != "" && !strings.ContainsFunc(v, special) {
-		return v
-	}
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
