@@ -11,7 +11,6 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/eval"
-	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tokenizer"
 )
@@ -220,15 +219,8 @@ func checkLabelled(t *testing.T, name string, recs []Prediction, exs []data.Exam
 // TestImagePredictions: EvaluateImages hands over one record per image,
 // in the file's order, whose row, label and correctness give its accuracy.
 func TestImagePredictions(t *testing.T) {
-	m, err := model.LoadViT(vitTiny, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, proc := tinyViT(t)
 	defer m.Free()
-	proc, err := imageproc.LoadConfig(filepath.Join(vitTiny, "preprocessor_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rows, err := data.ReadImageParquet(petsTest, m.Config.NumLabels)
 	if err != nil {
 		t.Fatal(err)

@@ -271,15 +271,8 @@ func TestPetsAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.LoadViT(vitTiny, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, proc := tinyViT(t)
 	defer m.Free()
-	proc, err := imageproc.LoadConfig(filepath.Join(vitTiny, "preprocessor_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := range rows {
 		px, err := proc.File(rows[i].Image.Bytes)
 		if err != nil {
@@ -403,4 +396,19 @@ func TestPetsFromSavedAdapter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is a LoRA of rank 4, alpha 8 on [query value], but the config says adapter.r 8") {
 		t.Errorf("an adapter.init of rank 4 under adapter.r 8: got %v", err)
 	}
+}
+
+// tinyViT loads the tiny ViT fixture and its preprocessing.
+func tinyViT(t *testing.T) (*model.ViT, imageproc.Config) {
+	t.Helper()
+	m, err := model.LoadViT(vitTiny, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := imageproc.LoadConfig(filepath.Join(vitTiny, "preprocessor_config.json"))
+	if err != nil {
+		m.Free()
+		t.Fatal(err)
+	}
+	return m, proc
 }
