@@ -12,8 +12,8 @@ import (
 // checkpointFiles are what a checkpoint directory (CheckpointDir, and its
 // CheckpointTmpDir and CheckpointOldDir while one is swapped in) holds: its
 // state, the optimizer's state, its manifest, a copy of ConfigFile, a
-// BestDir, and the adapter's files.
-var checkpointFiles = append([]string{StateFile, OptimizerFile, ManifestFile, ConfigFile, BestDir}, AdapterFiles...)
+// BestDir, the adapter's files, and a cut-short test's answers.
+var checkpointFiles = append([]string{StateFile, OptimizerFile, ManifestFile, ConfigFile, BestDir, PartialPredictionsFile}, AdapterFiles...)
 
 // runFolders are the folders a run writes in its directory and what each
 // holds: the adapter files, and in a checkpoint checkpointFiles.

@@ -37,6 +37,17 @@ const (
 	PlotMarker = ".meazo-plot"
 )
 
+// TestEvaluations are the names of a run's test evaluations, in the order
+// it runs them: the adapter (or weights) of the lowest validation loss, the
+// last one, and the base model (eval.base).
+var TestEvaluations = []string{"best", "last", "base"}
+
+// PredictionsFile is the name of the file of a test evaluation's answers
+// (eval one of TestEvaluations): one JSON record per test example, in the
+// data's order (the records of meazo-eval task --predictions), written
+// whole when that evaluation ends (eval.predictions).
+func PredictionsFile(eval string) string { return "predictions_" + eval + ".jsonl" }
+
 // Names of the files inside CheckpointDir, besides the adapter's PEFT files,
 // a copy of ConfigFile and a BestDir.
 const (
@@ -46,6 +57,9 @@ const (
 	// and checksums (CRC-32C a 64 MiB chunk; SHA-256 in version 1); resume
 	// verifies all of them before reading any.
 	ManifestFile = "manifest.json"
+	// PartialPredictionsFile holds the records of the test evaluation a
+	// stop cut short (its PredictionsFile so far), for resume to go on with.
+	PartialPredictionsFile = "predictions.jsonl"
 )
 
 // AdapterFiles are the PEFT files of an adapter directory: BestDir, LastDir
@@ -56,7 +70,11 @@ var AdapterFiles = []string{"adapter_config.json", "adapter_model.safetensors"}
 // what a run directory may hold besides files of other tools (meazo-sweep's).
 // The files come first, then DirEntries.
 func Entries() []string {
-	return append([]string{ConfigFile, MetricsFile, TimingFile, ChangesFile, SummaryFile, LockFile}, DirEntries()...)
+	files := []string{ConfigFile, MetricsFile, TimingFile, ChangesFile, SummaryFile, LockFile}
+	for _, e := range TestEvaluations {
+		files = append(files, PredictionsFile(e))
+	}
+	return append(files, DirEntries()...)
 }
 
 // DirEntries returns the Entries that are directories; the others are files.

@@ -261,6 +261,9 @@ func (r *run) restore() error {
 	if err := r.checkLogs(); err != nil {
 		return err
 	}
+	if err := r.restoreTestAnswers(dir); err != nil {
+		return fmt.Errorf("resume %s: %w", r.dir, err)
+	}
 	// Steps logged after the checkpoint are run again: cut them off.
 	if err := os.Truncate(filepath.Join(r.dir, rundir.MetricsFile), r.state.MetricsBytes); err != nil {
 		return fmt.Errorf("resume: %w", err)

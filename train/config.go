@@ -122,6 +122,7 @@ type EvalConfig struct {
 	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
 	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"merge LoRA into the base weights for evaluation (faster generation)"`
 	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum, generation: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
+	Predictions  bool `mapstructure:"predictions" yaml:"predictions" doc:"write each test example's answer, one JSON line each, into predictions_best.jsonl, predictions_last.jsonl (and predictions_base.jsonl) in the run directory: the generated text or the predicted label, the reference and the example's own scores (docs/RUNDIR.md)"`
 }
 
 // OutputConfig is the config's output section: where the run directory is.
@@ -137,7 +138,7 @@ func Defaults() Config {
 		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
 		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8, Schedule: "constant"},
 		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
-		Eval:      EvalConfig{BatchSize: 8},
+		Eval:      EvalConfig{BatchSize: 8, Predictions: true},
 		Output:    OutputConfig{Dir: "runs/run"},
 	}
 }

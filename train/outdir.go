@@ -22,7 +22,16 @@ import (
 // atomicRootFiles are the files a run writes atomically at the root of its
 // directory: a crash during one of those writes leaves a temporary file
 // (atomicfile.IsLeftover) that the next start or resume removes.
-var atomicRootFiles = []string{rundir.ConfigFile, rundir.SummaryFile, rundir.DemoMarker}
+var atomicRootFiles = append([]string{rundir.ConfigFile, rundir.SummaryFile, rundir.DemoMarker}, predictionsFiles()...)
+
+// predictionsFiles are the names of the test evaluations' answer files.
+func predictionsFiles() []string {
+	var names []string
+	for _, e := range rundir.TestEvaluations {
+		names = append(names, rundir.PredictionsFile(e))
+	}
+	return names
+}
 
 // refuseFinished refuses to resume a run that is done (summary.json) unless
 // a --set gives it something to do: more steps (train.steps above those
@@ -47,7 +56,7 @@ func refuseFinished(dir string, changes []ConfigChange) error {
 // testKeys are the resumable keys that change a finished run's test
 // evaluation.
 var testKeys = []string{"task.test", "task.max_test", "task.strict", "model.backend", "model.bf16_weights",
-	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem"}
+	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem", "eval.predictions"}
 
 // removeLeftovers removes the temporary files that writes interrupted by a
 // crash left in the run directory, best/ and last/, and nothing else

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/eval"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -249,4 +251,62 @@ func TestImagePredictions(t *testing.T) {
 	if want := float64(right) / float64(len(recs)); res["accuracy"] != want {
 		t.Errorf("accuracy %v, want %v (%d of %d records right)", res["accuracy"], want, right, len(recs))
 	}
+}
+
+// checkRunAnswers checks the answer files a finished run wrote in dir
+// (eval.predictions): one for each test evaluation of its summary s, a
+// record per test example, whose scores make the summary's metrics bit for
+// bit; it returns the files' contents by evaluation.
+func checkRunAnswers(t *testing.T, dir string, s *Summary) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	var firstIDs []string // every evaluation has a record of each test example, in the same order
+	for name, res := range s.Test {
+		b, err := os.ReadFile(filepath.Join(dir, rundir.PredictionsFile(name)))
+		if err != nil {
+			t.Fatalf("run %s: %v", dir, err)
+		}
+		var recs []Prediction
+		for line := range strings.Lines(string(b)) {
+			var p Prediction
+			if err := json.Unmarshal([]byte(line), &p); err != nil {
+				t.Fatalf("%s: %v", rundir.PredictionsFile(name), err)
+			}
+			recs = append(recs, p)
+		}
+		var ids []string
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+		if len(recs) == 0 || (firstIDs != nil && !slices.Equal(ids, firstIDs)) {
+			t.Fatalf("%s: records of examples %q; another evaluation's: %q", rundir.PredictionsFile(name), ids, firstIDs)
+		}
+		firstIDs = ids
+		if recs[0].Labelled != nil {
+			right := 0
+			for _, r := range recs {
+				if r.Correct {
+					right++
+				}
+			}
+			if acc := float64(right) / float64(len(recs)); res["accuracy"] != acc {
+				t.Errorf("%s: accuracy %v in the summary, %d of %d records right", rundir.PredictionsFile(name), res["accuracy"], right, len(recs))
+			}
+		} else {
+			for k, v := range res {
+				sum := 0.0
+				for _, r := range recs {
+					sum += r.Scores[k]
+				}
+				if mean := 100 * sum / float64(len(recs)); v != mean {
+					t.Errorf("%s: %s %v in the summary, 100 × the records' mean %v", rundir.PredictionsFile(name), k, v, mean)
+				}
+			}
+		}
+		files[name] = b
+	}
+	if len(files) == 0 {
+		t.Fatalf("run %s: no test evaluation", dir)
+	}
+	return files
 }

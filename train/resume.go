@@ -30,7 +30,7 @@ var resumableKeys = []string{
 	"optimizer.lr", "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.beta", "optimizer.zeta",
 	"optimizer.momentum", "optimizer.weight_decay", "optimizer.schedule", "optimizer.warmup_steps",
 	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every", "train.patience",
-	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem",
+	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem", "eval.predictions",
 }
 
 // configValues flattens a config into key → value.
@@ -361,6 +361,11 @@ func (r *run) checkpointExtras(tmp string) error {
 	}
 	if err := atomicfile.WriteFile(filepath.Join(tmp, rundir.ConfigFile), y); err != nil {
 		return err
+	}
+	if r.answers != nil && r.state.Test != nil && r.state.Test.Current != "" { // a stop during the test: its answers so far
+		if err := r.answers.write(filepath.Join(tmp, rundir.PartialPredictionsFile)); err != nil {
+			return err
+		}
 	}
 	return writeManifest(tmp)
 }

@@ -75,6 +75,7 @@ type run struct {
 	ckStep                  int            // its step
 	ckLine                  int            // the step of the last "writing the checkpoint" line (−1: none)
 	made                    startMade      // what a new run's start made (failedstart.go)
+	answers                 *testAnswers   // the answers of the test evaluation under way (eval.predictions; testpredictions.go)
 }
 
 // closeBackend releases the model and the backend (device memory on a GPU).
@@ -382,24 +383,43 @@ func (r *run) testEvaluation() (string, error) {
 		}
 		r.out.doing("test evaluation (" + e.name + ")")
 		if tp.Current != e.name {
-			tp.Current, tp.Partial = e.name, evalPartial{}
+			tp.Current, tp.Partial, r.answers = e.name, evalPartial{}, nil
 		}
-		pass := newEvalPass("test ("+e.name+")", nTest, r.note, r.stopRequested)
-		var res map[string]float64
-		err := e.with(func(m *model.Model) (err error) {
-			res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, &tp.Partial)
-			return err
-		})
+		if r.cfg.Eval.Predictions && r.vis == nil && r.answers == nil { // an image task's: not yet
+			r.answers = &testAnswers{}
+		}
+		res, err := r.testOne(e, nTest, &tp.Partial)
 		if reason, stopped := stopReason(err); stopped {
 			return reason, nil
 		}
 		if err != nil {
 			return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
 		}
+		if r.answers != nil {
+			if err := r.answers.write(filepath.Join(r.dir, rundir.PredictionsFile(e.name))); err != nil {
+				return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
+			}
+		}
 		r.summary.Test[e.name] = res
-		tp.Finished[e.name], tp.Current, tp.Partial = res, "", evalPartial{}
+		tp.Finished[e.name], tp.Current, tp.Partial, r.answers = res, "", evalPartial{}, nil
 	}
 	return "", nil
+}
+
+// testOne runs test evaluation e from where part says it got, handing each
+// example's answer to r.answers (if kept).
+func (r *run) testOne(e testEval, nTest int, part *evalPartial) (res map[string]float64, err error) {
+	if r.answers != nil && r.answers.n != part.Done {
+		return nil, fmt.Errorf("internal error: %d answers kept for %d examples done", r.answers.n, part.Done)
+	}
+	pass := newEvalPass("test ("+e.name+")", nTest, r.note, r.stopRequested)
+	r.eval.record = r.answers.recorder()
+	defer func() { r.eval.record = nil }()
+	err = e.with(func(m *model.Model) (err error) {
+		res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, part)
+		return err
+	})
+	return res, err
 }
 
 // testCut says, in an interruption's message, how far the test evaluation got.
@@ -483,8 +503,11 @@ func (r *run) finish(end outcome) (*Summary, error) {
 	if r.cfg.Adapter.Kind == "full" {
 		what, flag = "the model", "--model"
 	}
-	fmt.Fprintf(r.out, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/; each test answer: meazo-eval task %s %s --predictions FILE\n",
-		r.dir, what, flag, filepath.Join(r.dir, rundir.BestDir))
+	answers := fmt.Sprintf("each test answer: meazo-eval task %s %s --predictions FILE", flag, filepath.Join(r.dir, rundir.BestDir))
+	if r.cfg.Eval.Predictions && len(r.summary.Test) > 0 {
+		answers = "each test answer: " + filepath.Join(r.dir, rundir.PredictionsFile("best"))
+	}
+	fmt.Fprintf(r.out, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/; %s\n", r.dir, what, answers)
 	return s, nil
 }
 

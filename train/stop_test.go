@@ -61,6 +61,7 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		t.Fatalf("the uninterrupted run: status %q, test %v", want.Status, want.Test)
 	}
 	wantMetrics, _ := os.ReadFile(filepath.Join(whole, "metrics.jsonl"))
+	wantAnswers := checkRunAnswers(t, whole, want)
 	bestFile := filepath.Join("best", "adapter_model.safetensors")
 	if slices.Contains(set, "adapter.kind=full") {
 		bestFile = filepath.Join("best", "model.safetensors")
@@ -105,6 +106,12 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		if last > 0 && (st.Test == nil || st.Test.Partial.Done == 0) {
 			t.Fatalf("stop at poll %d: not in a test evaluation (checkpoint %+v)", at, st)
 		}
+		if st.Test != nil && st.Test.Current != "" { // the answers so far, for the resumed evaluation to go on with
+			kept, err := os.ReadFile(filepath.Join(cut, "checkpoint", rundir.PartialPredictionsFile))
+			if n := strings.Count(string(kept), "\n"); err != nil || n != st.Test.Partial.Done {
+				t.Fatalf("stop at poll %d, at example %d of the test evaluation: %d answers kept (%v)", at, st.Test.Partial.Done, n, err)
+			}
+		}
 		if trainLines := strings.Count(readFile(t, filepath.Join(cut, "metrics.jsonl")), `"kind":"train"`); trainLines != st.Step {
 			t.Fatalf("stop at poll %d: metrics.jsonl has %d steps, the checkpoint %d", at, trainLines, st.Step)
 		}
@@ -143,6 +150,11 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		}
 		if got, _ := os.ReadFile(filepath.Join(cut, bestFile)); len(got) == 0 || !bytes.Equal(got, wantBest) {
 			t.Fatalf("stop at poll %d: best/ differs from the uninterrupted run's", at)
+		}
+		for name, answers := range wantAnswers {
+			if got, _ := os.ReadFile(filepath.Join(cut, rundir.PredictionsFile(name))); !bytes.Equal(got, answers) {
+				t.Fatalf("stop at poll %d: %s differs from the uninterrupted run's", at, rundir.PredictionsFile(name))
+			}
 		}
 		if st := readState(t, cut); st.Test != nil || st.Step != steps {
 			t.Fatalf("stop at poll %d, resumed: the finished run's checkpoint is at step %d with a test evaluation under way: %+v", at, st.Step, st.Test)

@@ -1,0 +1,92 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/rundir"
+)
+
+// testAnswers are the Prediction records of the test evaluation under way
+// (eval.predictions), one JSON line each in the data's order, held in
+// memory until the evaluation ends and its predictions file is written
+// whole: a run stopped or killed during the test leaves no half file. A
+// stop's checkpoint keeps the records so far (PartialPredictionsFile), and
+// resume goes on from them. A nil *testAnswers records nothing.
+type testAnswers struct {
+	buf bytes.Buffer
+	n   int   // records in buf
+	err error // the first record that did not encode
+}
+
+// recorder is the evaluator's record function for a, nil for no records.
+func (a *testAnswers) recorder() func(Prediction) {
+	if a == nil {
+		return nil
+	}
+	enc := json.NewEncoder(&a.buf)
+	enc.SetEscapeHTML(false) // the texts as they are: "<", not "\u003c"
+	return func(p Prediction) {
+		if err := enc.Encode(p); err != nil && a.err == nil {
+			a.err = fmt.Errorf("test example %q: its answer's record: %w", p.ID, err)
+		}
+		a.n++
+	}
+}
+
+// write writes the records to path, replacing it atomically.
+func (a *testAnswers) write(path string) error {
+	if a.err != nil {
+		return a.err
+	}
+	return atomicfile.WriteFile(path, a.buf.Bytes())
+}
+
+// loadTestAnswers reads the records a stop's checkpoint (dir) kept of the
+// evaluation it cut short after done examples. It returns nil (start that
+// evaluation over) where the checkpoint has none: one written without
+// eval.predictions, or by a version that did not keep them.
+func loadTestAnswers(dir string, done int) (*testAnswers, error) {
+	path := filepath.Join(dir, rundir.PartialPredictionsFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := bytes.Count(b, []byte{'\n'})
+	if n != done || (len(b) > 0 && b[len(b)-1] != '\n') {
+		return nil, corrupted("%s holds %d answers, state.json says the test evaluation had done %d", path, n, done)
+	}
+	a := &testAnswers{n: n}
+	a.buf.Write(b)
+	return a, nil
+}
+
+// restoreTestAnswers takes back the answers of the test evaluation that a
+// stop cut short (checkpoint dir), for it to go on; where the checkpoint
+// has none although answers are to be written, that evaluation starts over
+// from its first example, so that its file is whole.
+func (r *run) restoreTestAnswers(dir string) error {
+	tp := r.state.Test
+	if tp == nil || tp.Current == "" || !r.cfg.Eval.Predictions {
+		return nil
+	}
+	a, err := loadTestAnswers(dir, tp.Partial.Done)
+	if err != nil {
+		return err
+	}
+	if a == nil && tp.Partial.Done > 0 {
+		fmt.Fprintf(r.out, "the test evaluation of %s starts again from its first example: the checkpoint has not kept the answers of the %d before (eval.predictions)\n", tp.Current, tp.Partial.Done)
+		tp.Partial = evalPartial{}
+	}
+	r.answers = a
+	return nil
+}
