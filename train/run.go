@@ -356,6 +356,11 @@ func (r *run) saveAndTest() outcome {
 // between batches: it returns the request's reason, and r.state.Test says how
 // far it got.
 func (r *run) testEvaluation() (string, error) {
+	if r.state.Test == nil { // a new test evaluation: the answers of an earlier one (a finished run resumed) are not its
+		if err := removeTestAnswers(r.dir); err != nil {
+			return "", err
+		}
+	}
 	_, _, nTest := r.data.sizes()
 	if r.cfg.Eval.Skip || nTest == 0 {
 		return "", nil

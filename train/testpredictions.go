@@ -48,6 +48,19 @@ func (a *testAnswers) write(path string) error {
 	return atomicfile.WriteFile(path, a.buf.Bytes())
 }
 
+// removeTestAnswers removes the answer files of the run in dir, if any:
+// those of an earlier test evaluation, which a finished run resumed with
+// other settings (more steps, another test file, without eval.base) would
+// otherwise keep beside its new results.
+func removeTestAnswers(dir string) error {
+	for _, name := range predictionsFiles() {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the answers of the earlier test evaluation: %w", err)
+		}
+	}
+	return nil
+}
+
 // loadTestAnswers reads the records a stop's checkpoint (dir) kept of the
 // evaluation it cut short after done examples. It returns nil (start that
 // evaluation over) where the checkpoint has none: one written without

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,50 @@ func TestRestoreTestAnswers(t *testing.T) {
 		}
 		if !strings.Contains(log.String(), c.wantLog) || (c.wantLog == "" && log.Len() > 0) {
 			t.Errorf("%s: log %q, want %q", c.name, log.String(), c.wantLog)
+		}
+	}
+}
+
+// TestTestAnswersFollowTheTest: a finished run resumed to test again keeps
+// only the answers of that test: none of an evaluation it no longer runs
+// (eval.base off), none at all with eval.predictions off, and each file
+// again when it is back on.
+func TestTestAnswersFollowTheTest(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	out := filepath.Join(dir, "run")
+	have := func() (names []string) {
+		for _, e := range rundir.TestEvaluations {
+			if _, err := os.Stat(filepath.Join(out, rundir.PredictionsFile(e))); err == nil {
+				names = append(names, e)
+			}
+		}
+		return names
+	}
+	s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+out, "eval.skip=false", "task.max_test=6", "eval.base=true")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := have(); !slices.Equal(got, []string{"best", "last", "base"}) {
+		t.Fatalf("a new run with eval.base: answers of %v", got)
+	}
+	checkRunAnswers(t, out, s)
+	for _, c := range []struct {
+		set  string
+		want []string
+	}{
+		{"eval.base=false", []string{"best", "last"}},
+		{"eval.predictions=false", nil},
+		{"eval.predictions=true", []string{"best", "last"}},
+	} {
+		s, err := Run(Options{Resume: out, Overrides: []string{c.set}})
+		if err != nil {
+			t.Fatalf("--set %s: %v", c.set, err)
+		}
+		if got := have(); !slices.Equal(got, c.want) {
+			t.Fatalf("--set %s: answers of %v, want %v", c.set, got, c.want)
+		}
+		if c.want != nil {
+			checkRunAnswers(t, out, s)
 		}
 	}
 }
