@@ -10,21 +10,12 @@ import (
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
-// splits is the data of a run: encoded train and validation examples, and the
-// raw test examples (evaluated by generation or label scoring); an image
-// task's decoded images instead.
-type splits struct {
+// textSplits are a text task's data: encoded train and validation
+// examples, and the raw test examples (evaluated by generation or label
+// scoring).
+type textSplits struct {
 	train, val []data.Encoded
 	test       []data.Example
-	images     *imageSplits
-}
-
-// sizes are the number of training, validation and test examples.
-func (s *splits) sizes() (train, val, test int) {
-	if s.images != nil {
-		return len(s.images.train), len(s.images.val), len(s.images.test)
-	}
-	return len(s.train), len(s.val), len(s.test)
 }
 
 // checkChatTemplate refuses a tokenizer without a chat template before any
@@ -59,7 +50,7 @@ func noExamples(key, path string, st data.ReadStats) error {
 // task.max_length tokens after chat rendering are dropped, then the first
 // max_train / max_validation are kept. stop is polled while the examples are
 // encoded (minutes for a large dataset): a non-nil error ends the load.
-func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while string) error) (*splits, error) {
+func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while string) error) (*textSplits, error) {
 	task := data.Task(cfg.Task.Name)
 	spec := data.PaperSplits[task]
 	if task.OwnData() {
@@ -102,7 +93,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 		}
 		trainEx, valEx = data.Select(all, tr), data.Select(all, va)
 	}
-	s := &splits{}
+	s := &textSplits{}
 	rule := newLengthRule(cfg.Task.MaxLength, "task.max_length", enc)
 	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, cfg.Train.Threads, "train", log, stop); err != nil {
 		return nil, err
@@ -136,11 +127,7 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 		return nil, err
 	}
 	fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)
-	maxNew := cfg.Eval.MaxNewTokens
-	if maxNew <= 0 {
-		maxNew = defaultMaxNewTokens(task)
-	}
-	if test, err = rule.fitTest(test, enc, maxNew, log, stop); err != nil {
+	if test, err = rule.fitTest(test, enc, cfg.maxNewTokens(), log, stop); err != nil {
 		return nil, err
 	}
 	// Labels the chat template renders alike (it may trim them) are

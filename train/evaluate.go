@@ -100,17 +100,7 @@ func validationLoss(m *model.Model, exs []data.Encoded, batchSize, padID int, pa
 	return sum / float64(tokens), nil
 }
 
-// validationLoss is the run's validation loss with its parameters
-// attached: validationLoss's of a text task, the mean cross-entropy over
-// the images of an image task.
-func (r *run) validationLoss(pass *evalPass) (float64, error) {
-	if r.vis != nil {
-		return r.vis.validationLoss(r.cfg.Eval.BatchSize, pass)
-	}
-	return validationLoss(r.m, r.data.val, r.cfg.Eval.BatchSize, r.tok.PadID(), pass)
-}
-
-// evaluator computes a task's test metric with the model as it is
+// evaluator computes a text task's test metric with the model as it is
 // (adapter attached or not).
 type evaluator struct {
 	task         data.Task
@@ -122,7 +112,6 @@ type evaluator struct {
 	padID        int
 	rougeStem    bool
 	log          io.Writer
-	images       *vision // an image task's model and test images: scored by accuracy (the other fields but batchSize unused)
 	// record, if set, is handed each text example's Prediction as it is
 	// scored (Evaluate's EvalOptions.OnPrediction).
 	record func(Prediction)
@@ -149,31 +138,32 @@ func sumsLen(task data.Task) int {
 // {"rouge1","rouge2","rougeL","rougeLsum"} (mean sentence-level F-measures,
 // 0-100, without stemming unless asked: HF evaluate's default,
 // docs/ALGORITHMS.md's metric rules), generation both SQuAD's and XSum's. It continues
-// from part (a stopped evaluation's; zero: from the start) and keeps it up
-// to date, so that when a stop request ends it (a *stoppedError) part says
-// where to go on.
+// from part as scoreTest says.
 func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string, pass *evalPass, part *evalPartial) (map[string]float64, error) {
+	return scoreTest(e.log, e.task, what, len(exs), pass, part, func() (map[string]float64, error) {
+		if e.task == data.SST2 || e.task == data.Classification {
+			return e.classify(m, exs, pass, part)
+		}
+		return e.generative(m, exs, pass, part)
+	})
+}
+
+// scoreTest runs score, a test evaluation (named what) of n examples of
+// task, and logs the metrics it returns. score continues from part (a
+// stopped evaluation's; zero: from the start) and keeps it up to date, so
+// that when a stop request ends it (a *stoppedError) part says where to go
+// on.
+func scoreTest(log io.Writer, task data.Task, what string, n int, pass *evalPass, part *evalPartial, score func() (map[string]float64, error)) (map[string]float64, error) {
 	start := time.Now()
-	if part.Done == 0 || len(part.Sums) != sumsLen(e.task) {
-		*part = evalPartial{Sums: make([]float64, sumsLen(e.task))}
+	if part.Done == 0 || len(part.Sums) != sumsLen(task) {
+		*part = evalPartial{Sums: make([]float64, sumsLen(task))}
 	}
 	if pass != nil {
 		pass.from = part.Done
 	}
-	var res map[string]float64
-	var err error
-	n := len(exs)
-	switch {
-	case e.images != nil: // the ViT with the adapter attached; m is nil
-		res, err = e.images.accuracy(e.batchSize, pass, part)
-		n = len(e.images.data.test)
-	case e.task == data.SST2 || e.task == data.Classification:
-		res, err = e.classify(m, exs, pass, part)
-	default:
-		res, err = e.generative(m, exs, pass, part)
-	}
+	res, err := score()
 	if err == nil {
-		fmt.Fprintf(e.log, "test (%s, %d examples, %.0fs): %s\n", what, n, time.Since(start).Seconds(), FormatMetrics(res))
+		fmt.Fprintf(log, "test (%s, %d examples, %.0fs): %s\n", what, n, time.Since(start).Seconds(), FormatMetrics(res))
 	}
 	return res, err
 }
@@ -376,6 +366,15 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 // protocol: SQuAD 50, XSum 100; generation XSum's, the longer.
 func defaultMaxNewTokens(task data.Task) int {
 	return map[data.Task]int{data.SQuAD: 50, data.XSum: 100, data.SST2: 1, data.Classification: 1, data.Generation: 100}[task]
+}
+
+// maxNewTokens is a run's generation cap: eval.max_new_tokens, or (0) the
+// task's default.
+func (c *Config) maxNewTokens() int {
+	if c.Eval.MaxNewTokens > 0 {
+		return c.Eval.MaxNewTokens
+	}
+	return defaultMaxNewTokens(data.Task(c.Task.Name))
 }
 
 // CheckTask checks the task and, for one on the user's own data, its

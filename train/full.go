@@ -65,7 +65,7 @@ func (v fullView) groupLayer(g int) int             { return v.p.GroupLayer(g) }
 // NewFullObjective returns the objective of full-parameter training of
 // p's model (for benchmarks and tools; a run makes its own).
 func NewFullObjective(m *model.Model, p *fullparam.Params, prefixCache bool) *Objective {
-	return &Objective{&objective{m: m, view: fullView{p}, noPrefixCache: !prefixCache}}
+	return &Objective{&decoderObjective{m: m, view: fullView{p}, noPrefixCache: !prefixCache}}
 }
 
 func (s *fullState) count() int64      { return s.p.Count() }

@@ -8,77 +8,34 @@ import (
 	"github.com/meazo-go/meazo/zo"
 )
 
-// objective is the bridge between the ZO engine and the model: it evaluates
-// every perturbed variant of a step on the current mini-batch in one batched
-// forward, starting a variant that perturbs only layer b's adapter at layer
-// b (prefix caching).
-//
-// An image task's objective evaluates its variants on the ViT instead
-// (images; vision.losses), one forward each.
-type objective struct {
+// objective is the bridge between the ZO engine and the model: the loss of
+// every perturbed variant of a step on the current mini-batch. A text
+// task's (decoderObjective) evaluates them on the decoder in one batched
+// forward; an image task's (vitObjective) on the ViT, one forward each.
+type objective interface {
+	zo.Objective
+	// layerEvals is the layer evaluations of the last step (one unit = one
+	// layer over the mini-batch).
+	layerEvals() int
+}
+
+// decoderObjective is a decoder's objective: it evaluates every variant in
+// one batched forward, starting a variant that perturbs only layer b's
+// adapter at layer b (prefix caching).
+type decoderObjective struct {
 	m      *model.Model
-	view   viewer  // the trained parameters: an adapter's, or the model's own weights
-	images *vision // an image task's model and mini-batch (m and view are nil)
-	layers int     // the ViT's encoder layers, for layerEvals
+	view   viewer // the trained parameters: an adapter's, or the model's own weights
 	batch  model.Input
 	labels []int
 	// noPrefixCache runs every variant from the first layer (for measuring
 	// what prefix caching saves; results are identical).
 	noPrefixCache bool
 
-	layerEvals int // decoder-layer evaluations of the last step (one unit = one layer over B sequences)
-}
-
-// Objective is the exported form of the trainer's ZO objective, for
-// benchmarks and tools: LoRA (a != nil) or prompt tuning.
-type Objective struct{ o *objective }
-
-// NewObjective returns the objective for a LoRA adapter on m; with a nil
-// adapter the parameters are prompt-tuning embeddings.
-func NewObjective(m *model.Model, a *lora.Adapter, prefixCache bool) *Objective {
-	var t trainable = &promptAdapter{m: m}
-	if a != nil {
-		t = &loraAdapter{a: a, m: m}
-	}
-	return &Objective{&objective{m: m, view: adapterView{t}, noPrefixCache: !prefixCache}}
-}
-
-// NewViTObjective returns an image task's objective for a LoRA adapter on
-// a ViT: the mean cross-entropy of the mini-batch SetImages sets, one
-// forward per variant, as a training run evaluates it.
-func NewViTObjective(m *model.ViT, a *lora.ViTAdapter) *Objective {
-	return &Objective{&objective{images: &vision{vit: m, adapter: a}, layers: m.Config.NumLayers}}
-}
-
-// SetImages sets the mini-batch the next step of a NewViTObjective
-// evaluates: n images' pixel_values ([n][channels][side][side]) and their
-// classes. On a decoder's objective it is an error.
-func (x *Objective) SetImages(pixels []float32, labels []int) error {
-	if x.o.images == nil {
-		return fmt.Errorf("train: SetImages on a decoder's objective (SetBatch sets its tokens)")
-	}
-	x.o.images.pixels, x.o.images.labels = pixels, labels
-	return nil
-}
-
-// SetBatch sets the mini-batch the next step evaluates.
-func (x *Objective) SetBatch(in model.Input, labels []int) { x.o.batch, x.o.labels = in, labels }
-
-// LayerEvals returns the decoder-layer evaluations of the last step.
-func (x *Objective) LayerEvals() int { return x.o.layerEvals }
-
-// Evaluate implements zo.Objective.
-func (x *Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
-	return x.o.Evaluate(base, vs)
+	evals int // decoder-layer evaluations of the last step (one unit = one layer over B sequences)
 }
 
 // Evaluate implements zo.Objective.
-func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
-	if o.images != nil {
-		losses, err := o.images.losses(base, vs)
-		o.layerEvals = o.layers * len(vs)
-		return losses, err
-	}
+func (o *decoderObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
 	mv := make([]model.Variant, len(vs))
 	for i, v := range vs {
 		from := 0
@@ -97,6 +54,92 @@ func (o *objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, erro
 	if err != nil {
 		return nil, err
 	}
-	o.layerEvals = stats.LayerEvals
+	o.evals = stats.LayerEvals
 	return losses, nil
+}
+
+func (o *decoderObjective) layerEvals() int { return o.evals }
+
+// vitObjective is an image task's objective: the mini-batch's mean
+// cross-entropy over the classes under each variant's parameters (base for
+// the clean one), one forward each.
+type vitObjective struct {
+	vit     *model.ViT
+	adapter *lora.ViTAdapter
+	// The mini-batch: pixel_values and classes.
+	pixels []float32
+	labels []int
+
+	evals int // encoder-layer evaluations of the last step
+}
+
+// Evaluate implements zo.Objective.
+func (o *vitObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
+	defer func() { o.vit.Adapter = nil }()
+	o.evals = o.vit.Config.NumLayers * len(vs)
+	out := make([]float64, len(vs))
+	for i, zv := range vs {
+		params := zv.Params
+		if params == nil {
+			params = base
+		}
+		o.vit.Adapter = o.adapter.View(params)
+		loss, _, err := o.vit.Loss(o.pixels, len(o.labels), o.labels)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = loss
+	}
+	return out, nil
+}
+
+func (o *vitObjective) layerEvals() int { return o.evals }
+
+// Objective is the exported form of the trainer's ZO objective, for
+// benchmarks and tools: LoRA (a != nil) or prompt tuning.
+type Objective struct{ o objective }
+
+// NewObjective returns the objective for a LoRA adapter on m; with a nil
+// adapter the parameters are prompt-tuning embeddings.
+func NewObjective(m *model.Model, a *lora.Adapter, prefixCache bool) *Objective {
+	var t trainable = &promptAdapter{m: m}
+	if a != nil {
+		t = &loraAdapter{a: a, m: m}
+	}
+	return &Objective{&decoderObjective{m: m, view: adapterView{t}, noPrefixCache: !prefixCache}}
+}
+
+// NewViTObjective returns an image task's objective for a LoRA adapter on
+// a ViT: the mean cross-entropy of the mini-batch SetImages sets, one
+// forward per variant, as a training run evaluates it.
+func NewViTObjective(m *model.ViT, a *lora.ViTAdapter) *Objective {
+	return &Objective{&vitObjective{vit: m, adapter: a}}
+}
+
+// SetImages sets the mini-batch the next step of a NewViTObjective
+// evaluates: n images' pixel_values ([n][channels][side][side]) and their
+// classes. On a decoder's objective it is an error.
+func (x *Objective) SetImages(pixels []float32, labels []int) error {
+	o, ok := x.o.(*vitObjective)
+	if !ok {
+		return fmt.Errorf("train: SetImages on a decoder's objective (SetBatch sets its tokens)")
+	}
+	o.pixels, o.labels = pixels, labels
+	return nil
+}
+
+// SetBatch sets the mini-batch the next step of a decoder's objective
+// evaluates (a ViT's takes SetImages: there it does nothing).
+func (x *Objective) SetBatch(in model.Input, labels []int) {
+	if o, ok := x.o.(*decoderObjective); ok {
+		o.batch, o.labels = in, labels
+	}
+}
+
+// LayerEvals returns the layer evaluations of the last step.
+func (x *Objective) LayerEvals() int { return x.o.layerEvals() }
+
+// Evaluate implements zo.Objective.
+func (x *Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
+	return x.o.Evaluate(base, vs)
 }

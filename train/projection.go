@@ -48,7 +48,7 @@ func (r *run) project(step int, stepSecs float64) projection {
 			p.checkpoints++
 		}
 	}
-	_, nVal, nTest := r.data.sizes()
+	_, nVal, nTest := r.modality.sizes()
 	if nTest == 0 || cfg.Eval.Skip {
 		return p
 	}
@@ -69,7 +69,7 @@ func (r *run) project(step int, stepSecs float64) projection {
 			forwards *= len(cfg.Task.Labels) // every label's candidate is scored
 		case data.Pets: // one forward an image, as in validation
 		default:
-			p.generates, p.maxNewTokens = p.testPasses*p.testExamples, r.eval.maxNewTokens
+			p.generates, p.maxNewTokens = p.testPasses*p.testExamples, cfg.maxNewTokens()
 		}
 		p.testSecs = perExample * float64(forwards)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
 )
@@ -246,7 +247,7 @@ func (r *run) checkState(path string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("resume %s: %s: %s", r.dir, path, fmt.Sprintf(format, args...))
 	}
-	nTrain, _, nTest := r.data.sizes()
+	nTrain, _, nTest := r.modality.sizes()
 	switch {
 	case st.Step < 0:
 		return bad("step %d is negative", st.Step)
@@ -270,7 +271,7 @@ func (r *run) checkState(path string) error {
 		return bad("a test evaluation is pending at step %d, but train.steps is %d", st.Step, r.cfg.Train.Steps)
 	}
 	if st.Test != nil {
-		return checkTestProgress(st.Test, nTest, sumsLen(r.eval.task), bad)
+		return checkTestProgress(st.Test, nTest, sumsLen(data.Task(r.cfg.Task.Name)), bad)
 	}
 	return nil
 }

@@ -46,15 +46,12 @@ type run struct {
 	dir  string
 	opts Options
 
-	m       *model.Model
-	tok     *tokenizer.Tokenizer
-	data    *splits
-	tr      paramState // what trains: an adapter (LoRA, prompt tuning) or the model's own weights
-	engine  *zo.Engine
-	sampler *data.Sampler
-	obj     *objective
-	eval    *evaluator
-	vis     *vision // an image task's model and data (vision.go); nil for a text task
+	m        *model.Model // a text task's decoder (nil for an image task)
+	tok      *tokenizer.Tokenizer
+	modality modality   // a text task's (textTask) or an image task's (vision): the data, the objective, the metrics
+	tr       paramState // what trains: an adapter (LoRA, prompt tuning) or the model's own weights
+	engine   *zo.Engine
+	sampler  *data.Sampler
 
 	state   checkpointState
 	metrics *os.File
@@ -86,8 +83,8 @@ func (r *run) closeBackend() {
 	if r.m != nil {
 		r.m.Free()
 	}
-	if r.vis != nil {
-		r.vis.free()
+	if r.modality != nil {
+		r.modality.free()
 	}
 	r.backend.Close()
 }
@@ -180,7 +177,7 @@ func (r *run) pendingValidation() outcome {
 	if reason := r.stopRequested(); reason != "" {
 		return stopped(reason)
 	}
-	_, nVal, _ := r.data.sizes()
+	_, nVal, _ := r.modality.sizes()
 	r.out.begin(fmt.Sprintf("validation of step %d", step), fmt.Sprintf("validation of step %d: %d examples", step, nVal))
 	ok, err := r.validate(step)
 	if reason, stop := stopReason(err); stop {
@@ -238,7 +235,7 @@ func (r *run) step(step, ran int) outcome {
 	if err := r.nextBatch(); err != nil {
 		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
 	}
-	st, err := r.engine.Step(r.obj)
+	st, err := r.engine.Step(r.modality.objective())
 	if err != nil && !errors.Is(err, zo.ErrNonFinite) { // a loss or d_j not finite: the run diverged
 		return r.fail(fmt.Errorf("step %d: %w", step+1, err))
 	}
@@ -361,7 +358,7 @@ func (r *run) testEvaluation() (string, error) {
 			return "", err
 		}
 	}
-	_, _, nTest := r.data.sizes()
+	_, _, nTest := r.modality.sizes()
 	if r.cfg.Eval.Skip || nTest == 0 {
 		return "", nil
 	}
@@ -390,7 +387,7 @@ func (r *run) testEvaluation() (string, error) {
 		if tp.Current != e.name {
 			tp.Current, tp.Partial, r.answers = e.name, evalPartial{}, nil
 		}
-		if r.cfg.Eval.Predictions && r.vis == nil && r.answers == nil { // an image task's: not yet
+		if _, image := r.modality.(*vision); r.cfg.Eval.Predictions && !image && r.answers == nil { // an image task's: not yet
 			r.answers = &testAnswers{}
 		}
 		res, err := r.testOne(e, nTest, &tp.Partial)
@@ -418,10 +415,8 @@ func (r *run) testOne(e testEval, nTest int, part *evalPartial) (res map[string]
 		return nil, fmt.Errorf("internal error: %d answers kept for %d examples done", r.answers.n, part.Done)
 	}
 	pass := newEvalPass("test ("+e.name+")", nTest, r.note, r.stopRequested)
-	r.eval.record = r.answers.recorder()
-	defer func() { r.eval.record = nil }()
 	err = e.with(func(m *model.Model) (err error) {
-		res, err = r.eval.testMetrics(m, r.data.test, e.name, pass, part)
+		res, err = r.modality.testMetrics(m, e.name, pass, part, r.answers.recorder())
 		return err
 	})
 	return res, err
@@ -442,7 +437,7 @@ func (r *run) testCut() string {
 			done = append(done, whose(name))
 		}
 	}
-	_, _, nTest := r.data.sizes()
+	_, _, nTest := r.modality.sizes()
 	s := fmt.Sprintf("during the test evaluation, at example %d of %d of %s", tp.Partial.Done, nTest, whose(tp.Current))
 	if len(done) > 0 {
 		s += ", after " + strings.Join(done, " and ")

@@ -71,27 +71,30 @@ func (r *run) setup() error {
 }
 
 // setupText is a text task's part of setup: the model on its backend and
-// the tokenizer, the data, the adapter, the engine and the evaluation.
+// the tokenizer, the data, the adapter, the task's modality (textTask) and
+// the engine.
 func (r *run) setupText() error {
 	if err := r.loadModel(); err != nil {
 		return err
 	}
 	// The task's data, read, split and encoded.
 	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString, Format: data.Format(r.cfg.Task.Format)}
-	var err error
-	if r.data, err = loadSplits(r.cfg, enc, r.out, r.stopStarting); err != nil {
+	splits, err := loadSplits(r.cfg, enc, r.out, r.stopStarting)
+	if err != nil {
 		return err
 	}
 	// The trainable adapter and its parameters θ.
 	if err := r.setupAdapter(); err != nil {
 		return err
 	}
+	// The objective and the evaluator, over the data.
+	r.modality = r.newTextTask(splits, enc)
 	// The optimizer, the ZO engine over θ, and the sampler.
 	if err := r.setupEngine(); err != nil {
 		return err
 	}
-	// The objective, the evaluator and the run's state before any step.
-	r.setupEvaluation(enc)
+	// The run's state before any step.
+	r.state = r.initialState()
 	return nil
 }
 
@@ -273,44 +276,15 @@ func (r *run) setupEngine() error {
 		// such a config, and it must load again (to resume, to read).
 		fmt.Fprintf(r.out, "warning: optimizer.warmup_steps %d is not less than train.steps %d: the rate never reaches optimizer.lr\n", w, cfg.Train.Steps)
 	}
-	n, _, _ := r.data.sizes()
+	n, _, _ := r.modality.sizes()
 	if cfg.Train.BatchSize > n {
 		fmt.Fprintf(r.out, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
 	}
-	if err := checkBatchMemory(cfg.Train.BatchSize, r.stepFloor(), r.backend.Name() == "cpu", hostMemory()); err != nil {
+	if err := checkBatchMemory(cfg.Train.BatchSize, r.modality.stepFloor(cfg.Train.BatchSize), r.backend.Name() == "cpu", hostMemory()); err != nil {
 		return err
 	}
 	r.sampler, err = data.NewSampler(n, cfg.Train.Seed)
 	return err
-}
-
-// stepFloor is the least memory a training step of this run allocates
-// (memcheck.go).
-func (r *run) stepFloor() stepFloor {
-	b := r.cfg.Train.BatchSize
-	if r.vis != nil {
-		c := r.vis.vit.Config
-		return imageFloor(b, c.ImageSize, c.PatchSize, c.HiddenSize, c.IntermediateSize)
-	}
-	longest := 0
-	for _, e := range r.data.train {
-		longest = max(longest, len(e.IDs))
-	}
-	return textFloor(b, longest, r.m.Config.HiddenSize, r.m.Config.IntermediateSize)
-}
-
-// setupEvaluation makes the objective (model and adapter for the engine),
-// the evaluator (validation and test metrics) and the state before step 1.
-func (r *run) setupEvaluation(enc *data.Encoder) {
-	cfg := r.cfg
-	r.obj = &objective{m: r.m, view: r.tr.(viewer)} // a decoder's trained parameters are their own view (adapterState, fullState)
-	maxNew := cfg.Eval.MaxNewTokens
-	if maxNew == 0 {
-		maxNew = defaultMaxNewTokens(data.Task(cfg.Task.Name))
-	}
-	r.eval = &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
-		maxNewTokens: maxNew, stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
-	r.state = r.initialState()
 }
 
 // openBackend opens the backend model.backend names, on train.threads

@@ -11,27 +11,14 @@ import (
 	"os"
 	"time"
 
-	"github.com/meazo-go/meazo/data"
-	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/zo"
 )
 
-// nextBatch draws the next mini-batch of training examples and hands it,
-// padded, to the objective (an image task's: as pixel_values).
+// nextBatch draws the next mini-batch of training examples and hands it to
+// the objective.
 func (r *run) nextBatch() error {
-	idx := r.sampler.Next(r.cfg.Train.BatchSize)
-	if r.vis != nil {
-		return r.vis.setBatch(idx)
-	}
-	exs := make([]data.Encoded, len(idx))
-	for i, j := range idx {
-		exs[i] = r.data.train[j]
-	}
-	b := data.TrainBatch(exs, r.tok.PadID())
-	r.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
-	r.obj.labels = b.Labels
-	return nil
+	return r.modality.setBatch(r.sampler.Next(r.cfg.Train.BatchSize))
 }
 
 // finiteStats reports whether every number of the step's stats is finite.
@@ -69,7 +56,7 @@ func (r *run) logStep(step int, st *zo.Stats, secs float64) error {
 	if err := writeJSONLine(r.metrics, line); err != nil {
 		return err
 	}
-	return writeJSONLine(r.timing, rundir.TimingLine{Step: step, Seconds: secs, LayerEvals: r.obj.layerEvals})
+	return writeJSONLine(r.timing, rundir.TimingLine{Step: step, Seconds: secs, LayerEvals: r.modality.objective().layerEvals()})
 }
 
 func writeJSONLine(f *os.File, v any) error {
@@ -88,11 +75,11 @@ func writeJSONLine(f *os.File, v any) error {
 func (r *run) validate(step int) (bool, error) {
 	what := fmt.Sprintf("validation of step %d", step)
 	r.out.doing(what)
-	_, nVal, _ := r.data.sizes()
+	_, nVal, _ := r.modality.sizes()
 	pass := newEvalPass(what, nVal, r.note, r.stopRequested)
 	r.tr.attach()
 	t0 := time.Now()
-	loss, err := r.validationLoss(pass)
+	loss, err := r.modality.validationLoss(pass)
 	r.tr.detach()
 	if err == nil {
 		r.valSecs, r.valStep = time.Since(t0).Seconds(), step

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/zo"
 )
 
 // An image task (task.name pets) trains a ViT image classifier
@@ -25,15 +25,16 @@ import (
 // isImageTask says whether the config's task classifies images.
 func isImageTask(cfg *Config) bool { return data.Task(cfg.Task.Name) == data.Pets }
 
-// vision is an image task's model, data and current mini-batch.
+// vision is an image task's modality: its model, its data and its
+// objective, which evaluates the mini-batch setBatch sets.
 type vision struct {
-	vit     *model.ViT
-	proc    imageproc.Config // the checkpoint's preprocessor_config.json
-	adapter *lora.ViTAdapter
-	data    *imageSplits
-	// The mini-batch the objective evaluates: pixel_values and classes.
-	pixels []float32
-	labels []int
+	vit       *model.ViT
+	proc      imageproc.Config // the checkpoint's preprocessor_config.json
+	adapter   *lora.ViTAdapter
+	data      *imageSplits
+	obj       *vitObjective
+	batchSize int       // eval.batch_size: a validation's and a test evaluation's batches
+	log       io.Writer // where a test evaluation writes its metrics
 }
 
 // setupVision is an image task's part of setup: the backend and the ViT
@@ -50,11 +51,11 @@ func (r *run) setupVision() error {
 	}
 	fmt.Fprintf(r.out, "loading model %s\n", cfg.Model.Path)
 	t0 := time.Now()
-	v := &vision{proc: proc}
+	v := &vision{proc: proc, batchSize: cfg.Eval.BatchSize, log: r.out}
 	if v.vit, err = model.LoadViTWith(cfg.Model.Path, model.ViTLoadOptions{Backend: r.backend, NumLabels: data.PetsClasses, HeadSeed: cfg.Train.Seed}); err != nil {
 		return err
 	}
-	r.vis = v
+	r.modality = v
 	r.loadSecs = time.Since(t0).Seconds()
 	if v.vit.Config.Headless {
 		fmt.Fprintf(r.out, "%s has no classifier (a ViTModel): a fresh one of %d classes, drawn from train.seed %d\n", cfg.Model.Path, data.PetsClasses, cfg.Train.Seed)
@@ -66,16 +67,14 @@ func (r *run) setupVision() error {
 	if v.data, err = loadImageSplits(cfg, proc, side, data.PetsClasses, cfg.Train.Threads, r.out, r.stopStarting); err != nil {
 		return err
 	}
-	r.data = &splits{images: v.data}
 	if v.adapter, err = newViTAdapter(cfg, v.vit); err != nil {
 		return err
 	}
+	v.obj = &vitObjective{vit: v.vit, adapter: v.adapter}
 	r.tr = newVisionState(v, cfg.Adapter.Grouped)
 	if err := r.setupEngine(); err != nil {
 		return err
 	}
-	r.obj = &objective{images: v, layers: v.vit.Config.NumLayers}
-	r.eval = &evaluator{task: data.Pets, images: v, batchSize: cfg.Eval.BatchSize, log: r.out}
 	r.state = r.initialState()
 	return nil
 }
@@ -101,45 +100,36 @@ func newViTAdapter(cfg *Config, m *model.ViT) (*lora.ViTAdapter, error) {
 	return a, nil
 }
 
-// free releases the model's weights.
+func (v *vision) sizes() (train, val, test int) {
+	return len(v.data.train), len(v.data.val), len(v.data.test)
+}
+
+func (v *vision) objective() objective { return v.obj }
+
 func (v *vision) free() { v.vit.Free() }
 
-// setBatch makes the training examples idx the objective's mini-batch.
+// setBatch makes the training images idx the objective's mini-batch, as
+// pixel_values.
 func (v *vision) setBatch(idx []int) error {
 	imgs := make([]labeledImage, len(idx))
 	for i, j := range idx {
 		imgs[i] = v.data.train[j]
 	}
 	var err error
-	v.pixels, v.labels, err = pixels(v.proc, imgs)
+	v.obj.pixels, v.obj.labels, err = pixels(v.proc, imgs)
 	return err
 }
 
-// losses is the ZO objective of an image task: the mini-batch's mean
-// cross-entropy over the classes under each variant's parameters (base for
-// the clean one), one forward each.
-func (v *vision) losses(base [][]float32, vs []zo.Variant) ([]float64, error) {
-	defer func() { v.vit.Adapter = nil }()
-	out := make([]float64, len(vs))
-	for i, zv := range vs {
-		params := zv.Params
-		if params == nil {
-			params = base
-		}
-		v.vit.Adapter = v.adapter.View(params)
-		loss, _, err := v.vit.Loss(v.pixels, len(v.labels), v.labels)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = loss
-	}
-	return out, nil
+// stepFloor is imageFloor's for the ViT.
+func (v *vision) stepFloor(batchSize int) stepFloor {
+	c := v.vit.Config
+	return imageFloor(batchSize, c.ImageSize, c.PatchSize, c.HiddenSize, c.IntermediateSize)
 }
 
 // validationLoss is the mean cross-entropy over the validation images with
-// the adapter attached, in batches of batchSize, accumulated in float64. A
-// stop request ends it between batches (a *stoppedError).
-func (v *vision) validationLoss(batchSize int, pass *evalPass) (float64, error) {
+// the adapter attached, accumulated in float64.
+func (v *vision) validationLoss(pass *evalPass) (float64, error) {
+	batchSize := v.batchSize
 	var sum float64
 	n := len(v.data.val)
 	for lo := 0; lo < n; lo += batchSize {
@@ -160,12 +150,18 @@ func (v *vision) validationLoss(batchSize int, pass *evalPass) (float64, error) 
 	return sum / float64(n), nil
 }
 
-// accuracy is the test split's accuracy with whatever adapter the ViT has
-// attached: the class of the highest logit (the first of equal ones)
-// against the label. It continues from part and keeps it up to date, as
-// the text tasks' test metrics do (evaluator.testMetrics).
-func (v *vision) accuracy(batchSize int, pass *evalPass, part *evalPartial) (map[string]float64, error) {
-	n := len(v.data.test)
+// testMetrics is the test split's {"accuracy"} with whatever adapter the
+// ViT has attached (m is nil). It keeps no answers yet (record).
+func (v *vision) testMetrics(_ *model.Model, what string, pass *evalPass, part *evalPartial, _ func(Prediction)) (map[string]float64, error) {
+	return scoreTest(v.log, data.Pets, what, len(v.data.test), pass, part, func() (map[string]float64, error) {
+		return v.accuracy(pass, part)
+	})
+}
+
+// accuracy is the test split's accuracy: the class of the highest logit
+// (the first of equal ones) against the label, continued from part.
+func (v *vision) accuracy(pass *evalPass, part *evalPartial) (map[string]float64, error) {
+	n, batchSize := len(v.data.test), v.batchSize
 	for lo := part.Done; lo < n; lo += batchSize {
 		hi := min(lo+batchSize, n)
 		px, labels, err := pixels(v.proc, v.data.test[lo:hi])

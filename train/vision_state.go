@@ -18,9 +18,8 @@ func newVisionState(v *vision, grouped bool) *visionState {
 
 // tests are the test evaluations of the best and the last adapter (and,
 // with base, of the model as loaded: its classifier untrained, so about
-// chance on a fresh one). The evaluator of an image task scores the ViT with
-// the parameters attached (vision.accuracy): the *model.Model handed to fn
-// is nil.
+// chance on a fresh one). An image task scores the ViT with the parameters
+// attached (vision.testMetrics): the *model.Model handed to fn is nil.
 func (s *visionState) tests(base bool) []testEval {
 	with := func(params [][]float32) func(fn func(*model.Model) error) error {
 		return func(fn func(*model.Model) error) error {

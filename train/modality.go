@@ -1,0 +1,96 @@
+package train
+
+import (
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/model"
+)
+
+// modality is what a run does differently for a text task (textTask: a
+// decoder, its tokenizer and encoded examples) and an image task (vision,
+// vision.go: a ViT and decoded images): the data, the objective of a step,
+// the validation loss and the test metric. The loop, the checkpoints and
+// the summary reach the model and the data only through it and paramState.
+type modality interface {
+	// sizes are the number of training, validation and test examples.
+	sizes() (train, val, test int)
+	// setBatch makes the training examples idx the objective's mini-batch.
+	setBatch(idx []int) error
+	// objective is what the engine evaluates each step.
+	objective() objective
+	// validationLoss is the mean cross-entropy over the validation set with
+	// the trained parameters attached (paramState.attach). A stop request
+	// ends it between batches (a *stoppedError).
+	validationLoss(pass *evalPass) (float64, error)
+	// testMetrics scores the test set with m, the model with the parameters
+	// of a test evaluation (testEval.with; nil for an image task, whose ViT
+	// has them attached), going on from part (scoreTest), and hands record
+	// (if not nil) each example's answer as it is scored.
+	testMetrics(m *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error)
+	// stepFloor is the least memory a training step of batchSize examples
+	// allocates (memcheck.go).
+	stepFloor(batchSize int) stepFloor
+	// free releases the model an image task holds. (A text task's decoder is
+	// the run's r.m, which a full-parameter test evaluation replaces:
+	// closeBackend frees it.)
+	free()
+}
+
+// textTask is a text task's modality.
+type textTask struct {
+	// m is the decoder as loaded, which the objective and the validations
+	// run; a full-parameter test evaluation loads others in its place and
+	// hands testMetrics the one it scores.
+	m    *model.Model
+	data *textSplits
+	obj  *decoderObjective
+	eval *evaluator // the test metric; its batch size and pad id are the validation's too
+}
+
+// newTextTask makes a text task's modality over its data: the objective
+// (the model and what trains, for the engine) and the evaluator.
+func (r *run) newTextTask(splits *textSplits, enc *data.Encoder) *textTask {
+	cfg := r.cfg
+	obj := &decoderObjective{m: r.m, view: r.tr.(viewer)} // a decoder's trained parameters are their own view (adapterState, fullState)
+	eval := &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
+		maxNewTokens: cfg.maxNewTokens(), stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
+	return &textTask{m: r.m, data: splits, obj: obj, eval: eval}
+}
+
+func (t *textTask) sizes() (train, val, test int) {
+	return len(t.data.train), len(t.data.val), len(t.data.test)
+}
+
+func (t *textTask) objective() objective { return t.obj }
+
+func (t *textTask) free() {}
+
+// setBatch pads the examples into the objective's ids, mask and labels.
+func (t *textTask) setBatch(idx []int) error {
+	exs := make([]data.Encoded, len(idx))
+	for i, j := range idx {
+		exs[i] = t.data.train[j]
+	}
+	b := data.TrainBatch(exs, t.eval.padID)
+	t.obj.batch = model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}
+	t.obj.labels = b.Labels
+	return nil
+}
+
+func (t *textTask) validationLoss(pass *evalPass) (float64, error) {
+	return validationLoss(t.m, t.data.val, t.eval.batchSize, t.eval.padID, pass)
+}
+
+func (t *textTask) testMetrics(m *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {
+	t.eval.record = record
+	defer func() { t.eval.record = nil }()
+	return t.eval.testMetrics(m, t.data.test, what, pass, part)
+}
+
+// stepFloor is textFloor's for the longest training example.
+func (t *textTask) stepFloor(batchSize int) stepFloor {
+	longest := 0
+	for _, e := range t.data.train {
+		longest = max(longest, len(e.IDs))
+	}
+	return textFloor(batchSize, longest, t.m.Config.HiddenSize, t.m.Config.IntermediateSize)
+}
