@@ -387,7 +387,7 @@ func (r *run) testEvaluation() (string, error) {
 		if tp.Current != e.name {
 			tp.Current, tp.Partial, r.answers = e.name, evalPartial{}, nil
 		}
-		if _, image := r.modality.(*vision); r.cfg.Eval.Predictions && !image && r.answers == nil { // an image task's: not yet
+		if r.cfg.Eval.Predictions && r.answers == nil {
 			r.answers = &testAnswers{}
 		}
 		res, err := r.testOne(e, nTest, &tp.Partial)

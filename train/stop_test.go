@@ -186,7 +186,7 @@ func readState(t *testing.T, dir string) checkpointState {
 // at every poll, and the generative tasks (SQuAD, XSum) in their test
 // evaluations (best and last adapters, 5 examples in batches of 2: the last 4
 // polls), on data made of the demo's words, which the demo model generates
-// often enough for scores above 0.
+// often enough for scores above 0; and an image task's.
 func TestStopAnywhereIsResumedBitIdentically(t *testing.T) {
 	t.Run("sst2", func(t *testing.T) {
 		_, cfg := demoConfig(t, 5)
@@ -200,6 +200,13 @@ func TestStopAnywhereIsResumedBitIdentically(t *testing.T) {
 		_, cfg := demoConfig(t, 5)
 		checkStopAnywhere(t, cfg, []string{"adapter.kind=full", "optimizer.lr=1e-3", "train.eval_every=3", "train.checkpoint_every=4",
 			"task.max_train=200", "task.max_validation=7", "task.max_test=6", "eval.batch_size=3", "eval.base=true"}, 0)
+	})
+	// An image task's test evaluations (12 images in batches of 5: the
+	// last 4 polls), half of them labelled as the base model predicts, so
+	// that the accuracies are not all 0.
+	t.Run("pets", func(t *testing.T) {
+		test, _, _ := halfOwnLabels(t)
+		checkStopAnywhere(t, "", petsSet("", "task.test="+test, "eval.base=true"), 4)
 	})
 	for _, task := range []string{"squad", "xsum"} {
 		t.Run(task, func(t *testing.T) {

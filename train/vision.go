@@ -151,51 +151,43 @@ func (v *vision) validationLoss(pass *evalPass) (float64, error) {
 }
 
 // testMetrics is the test split's {"accuracy"} with whatever adapter the
-// ViT has attached (m is nil). It keeps no answers yet (record).
-func (v *vision) testMetrics(_ *model.Model, what string, pass *evalPass, part *evalPartial, _ func(Prediction)) (map[string]float64, error) {
+// ViT has attached (m is nil), each image's answer handed to record (if
+// not nil).
+func (v *vision) testMetrics(_ *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {
 	return scoreTest(v.log, data.Pets, what, len(v.data.test), pass, part, func() (map[string]float64, error) {
-		return v.accuracy(pass, part)
+		return v.accuracy(pass, part, record)
 	})
 }
 
 // accuracy is the test split's accuracy: the class of the highest logit
 // (the first of equal ones) against the label, continued from part.
-func (v *vision) accuracy(pass *evalPass, part *evalPartial) (map[string]float64, error) {
+func (v *vision) accuracy(pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {
 	n, batchSize := len(v.data.test), v.batchSize
 	for lo := part.Done; lo < n; lo += batchSize {
 		hi := min(lo+batchSize, n)
-		px, labels, err := pixels(v.proc, v.data.test[lo:hi])
+		batch := v.data.test[lo:hi]
+		px, labels, err := pixels(v.proc, batch)
 		if err != nil {
 			return nil, err
 		}
-		correct, err := v.correct(px, labels, lo)
+		preds, err := v.predict(px, len(labels), lo)
 		if err != nil {
 			return nil, err
 		}
-		part.Sums[0] += float64(correct)
+		for i, im := range batch {
+			if preds[i] == im.label {
+				part.Sums[0]++
+			}
+			if record != nil {
+				record(labelledPrediction(im.id, Input{Image: &im.row}, preds[i], im.label, nil))
+			}
+		}
 		part.Done = hi
 		if err := pass.after(hi, hi < n); err != nil {
 			return nil, err
 		}
 	}
 	return map[string]float64{"accuracy": part.Sums[0] / float64(n)}, nil
-}
-
-// correct runs the ViT on a batch of images (pixel_values px; the first is
-// test image number first, for errors) and counts those whose predicted
-// class is their label.
-func (v *vision) correct(px []float32, labels []int, first int) (int, error) {
-	preds, err := v.predict(px, len(labels), first)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for i, label := range labels {
-		if preds[i] == label {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // predict runs the ViT on a batch of n images (pixel_values px; the first

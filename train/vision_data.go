@@ -15,6 +15,8 @@ import (
 type labeledImage struct {
 	img   *imageproc.RGB
 	label int
+	id    string // its image_id (data.ImageExample.ID), for its answer's record
+	row   int    // its row in the file
 }
 
 // imageSplits are an image task's train, validation and test examples.
@@ -143,7 +145,7 @@ func (s *imageSource) decode(proc imageproc.Config, side, workers int, stop func
 			if err == nil && (img.Width != side || img.Height != side) {
 				err = fmt.Errorf("the image is %d×%d after preprocessing; the model takes %d×%d", img.Width, img.Height, side, side)
 			}
-			out[i], errs[i] = labeledImage{img: img, label: s.rows[i].Label}, err
+			out[i], errs[i] = labeledImage{img: img, label: s.rows[i].Label, id: s.rows[i].ID, row: s.index[i]}, err
 		})
 		for i := lo; i < hi; i++ {
 			if errs[i] != nil {

@@ -261,18 +261,19 @@ type noLabelRow struct {
 	ImageID string        `parquet:"image_id"`
 }
 
-// TestPetsAccuracy: the accuracy a run reports is the one of the model's
-// own predictions, made independently here (imageproc on each file's bytes,
-// one image at a time): a test file whose first half is labelled with the
-// base model's predictions and its second half with another class scores
-// the base model at exactly 50%.
-func TestPetsAccuracy(t *testing.T) {
+// halfOwnLabels writes a Pets test file of testdata/pets/test.parquet's
+// images whose first half is labelled with the tiny ViT's own predictions
+// (own, made here image by image) and the second half with another class,
+// and returns its path and rows.
+func halfOwnLabels(t *testing.T) (string, []petsRow, []int) {
+	t.Helper()
 	rows, err := parquet.ReadFile[petsRow](petsTest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, proc := tinyViT(t)
 	defer m.Free()
+	own := make([]int, len(rows))
 	for i := range rows {
 		px, err := proc.File(rows[i].Image.Bytes)
 		if err != nil {
@@ -288,7 +289,7 @@ func TestPetsAccuracy(t *testing.T) {
 				pred = c
 			}
 		}
-		rows[i].Label = int64(pred)
+		rows[i].Label, own[i] = int64(pred), pred
 		if i >= len(rows)/2 {
 			rows[i].Label = int64((pred + 1) % data.PetsClasses)
 		}
@@ -297,12 +298,34 @@ func TestPetsAccuracy(t *testing.T) {
 	if err := parquet.WriteFile(test, rows); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Run(Options{Overrides: petsSet(filepath.Join(t.TempDir(), "run"), "task.test="+test, "eval.base=true", "train.steps=1")})
+	return test, rows, own
+}
+
+// TestPetsAccuracy: the accuracy a run reports is the one of the model's
+// own predictions, made independently here (imageproc on each file's bytes,
+// one image at a time): a test file whose first half is labelled with the
+// base model's predictions and its second half with another class scores
+// the base model at exactly 50%.
+func TestPetsAccuracy(t *testing.T) {
+	test, rows, own := halfOwnLabels(t)
+	run := filepath.Join(t.TempDir(), "run")
+	s, err := Run(Options{Overrides: petsSet(run, "task.test="+test, "eval.base=true", "train.steps=1")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if acc := s.Test["base"]["accuracy"]; acc != 0.5 {
 		t.Errorf("the base model's accuracy is %v; its own predictions on half the images give 0.5", acc)
+	}
+	// Its answers, image by image (eval.predictions).
+	checkRunAnswers(t, run, s)
+	for i, line := range strings.Split(strings.TrimSuffix(readFile(t, filepath.Join(run, "predictions_base.jsonl")), "\n"), "\n") {
+		var p Prediction
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Image == nil || *p.Image != i || p.Labelled == nil || p.Predicted != own[i] || p.Gold != int(rows[i].Label) || p.Correct != (i < len(rows)/2) {
+			t.Errorf("the base model's answer on image %d: %s; it predicts %d, the label is %d", i, line, own[i], rows[i].Label)
+		}
 	}
 }
 
