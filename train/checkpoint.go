@@ -277,6 +277,11 @@ func (r *run) restore() error {
 		return err
 	}
 	os.Remove(filepath.Join(r.dir, rundir.SummaryFile))
+	if r.state.Test == nil { // the run trains on, or tests again: the answers of its last test are not its next one's
+		if err := removeTestAnswers(r.dir); err != nil {
+			return fmt.Errorf("resume %s: %w", r.dir, err)
+		}
+	}
 	fmt.Fprintf(r.out, "resuming %s at step %d of %d\n", r.dir, r.state.Step, r.cfg.Train.Steps)
 	return nil
 }

@@ -122,7 +122,7 @@ type EvalConfig struct {
 	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
 	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"merge LoRA into the base weights for evaluation (faster generation)"`
 	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum, generation: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
-	Predictions  bool `mapstructure:"predictions" yaml:"predictions" doc:"write each test example's answer, one JSON line each, into predictions_best.jsonl, predictions_last.jsonl (and predictions_base.jsonl) in the run directory: the generated text or the predicted label, the reference and the example's own scores (docs/RUNDIR.md)"`
+	Predictions  bool `mapstructure:"predictions" yaml:"predictions" doc:"write each test example's answer, one JSON line each, into predictions_best.jsonl, predictions_last.jsonl (and predictions_base.jsonl) in the run directory: the generated text or the predicted label, the reference and the example's own scores, with the example's input (docs/RUNDIR.md): about 1 KB a SQuAD example, 2-3 KB an XSum one; false in a large sweep that does not need them"`
 }
 
 // OutputConfig is the config's output section: where the run directory is.

@@ -84,12 +84,25 @@ func loadTestAnswers(dir string, done int) (*testAnswers, error) {
 }
 
 // restoreTestAnswers takes back the answers of the test evaluation that a
-// stop cut short (checkpoint dir), for it to go on; where the checkpoint
-// has none although answers are to be written, that evaluation starts over
-// from its first example, so that its file is whole.
+// stop cut short (checkpoint dir), for it to go on. Where the checkpoint
+// has none although answers are to be written (one of a version that did
+// not keep them), that evaluation starts over from its first example, so
+// that its file is whole; so does a finished one whose file is missing.
 func (r *run) restoreTestAnswers(dir string) error {
 	tp := r.state.Test
-	if tp == nil || tp.Current == "" || !r.cfg.Eval.Predictions {
+	if tp == nil || !r.cfg.Eval.Predictions {
+		return nil
+	}
+	for _, name := range rundir.TestEvaluations {
+		if _, done := tp.Finished[name]; !done {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(r.dir, rundir.PredictionsFile(name))); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(r.out, "the test evaluation of %s runs again: its answers are not in %s (eval.predictions)\n", name, rundir.PredictionsFile(name))
+			delete(tp.Finished, name)
+		}
+	}
+	if tp.Current == "" {
 		return nil
 	}
 	a, err := loadTestAnswers(dir, tp.Partial.Done)

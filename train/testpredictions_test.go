@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,5 +104,61 @@ func TestTestAnswersFollowTheTest(t *testing.T) {
 		if c.want != nil {
 			checkRunAnswers(t, out, s)
 		}
+	}
+}
+
+// TestTestAnswersAfterResume: a finished run resumed to train on removes
+// its answers at once (a stop before the new test leaves none that the
+// summary does not report); a stop in the test keeps the finished
+// evaluations' files, and one missing (a checkpoint of a version that kept
+// none) makes that evaluation run again, to the same answers.
+func TestTestAnswersAfterResume(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	set := append(slices.Clone(trustSet), "eval.skip=false", "task.max_test=6", "eval.batch_size=2", "eval.base=false")
+	whole := filepath.Join(dir, "whole")
+	polls := 0
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Stop: stopAt(0, &polls)}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if s, err := Run(Options{Resume: whole, Overrides: []string{"train.steps=4"}, Stop: stopAt(setupPolls+2, &n)}); err != nil || !s.Interrupted() {
+		t.Fatalf("resumed to train on, stopped: %v, %+v", err, s)
+	}
+	for _, e := range rundir.TestEvaluations {
+		if _, err := os.Stat(filepath.Join(whole, rundir.PredictionsFile(e))); err == nil {
+			t.Errorf("a run resumed to train on, stopped before its test, keeps %s", rundir.PredictionsFile(e))
+		}
+	}
+
+	fresh := filepath.Join(dir, "fresh")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+fresh)}); err != nil {
+		t.Fatal(err)
+	}
+	want := readFile(t, filepath.Join(fresh, rundir.PredictionsFile("best")))
+	// The last poll in a test evaluation is in the last adapter's.
+	var cut string
+	for at := polls; cut == "" && at > polls-6; at-- {
+		out := filepath.Join(dir, fmt.Sprint("cut", at))
+		n = 0
+		if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out), Stop: stopAt(at, &n)}); err != nil {
+			t.Fatal(err)
+		}
+		if st := readState(t, out); st.Test != nil && st.Test.Current == "last" && st.Test.Finished["best"] != nil {
+			cut = out
+		}
+	}
+	if cut == "" {
+		t.Fatalf("no stop at the last 6 of %d polls is in the last adapter's test evaluation", polls)
+	}
+	os.Remove(filepath.Join(cut, rundir.PredictionsFile("best")))
+	var log bytes.Buffer
+	if _, err := Run(Options{Resume: cut, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "the test evaluation of best runs again") {
+		t.Errorf("log %q does not say that the best adapter's test runs again", log.String())
+	}
+	if got := readFile(t, filepath.Join(cut, rundir.PredictionsFile("best"))); got != want {
+		t.Errorf("the best adapter's answers, evaluated again, differ from an uninterrupted run's")
 	}
 }
