@@ -87,18 +87,7 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 		fmt.Fprint(stderr, usageHead)
 		fs.PrintDefaults()
 	}
-	var sets setFlags
-	c := &cmdline{}
-	config := fs.String("config", "", "the experiment's YAML `FILE` (see docs/CONFIG.md)")
-	fs.Var(&sets, "set", "override a config key (`key=value`), e.g. --set optimizer.lr=2e-4 (repeatable; on --resume: recorded in changes.jsonl)")
-	seed := fs.String("seed", "", "shorthand for --set train.seed=`N`")
-	out := fs.String("out", "", "shorthand for --set output.dir=`DIR`")
-	backend := fs.String("backend", "", "shorthand for --set model.backend=`NAME`: auto, cpu or cuda")
-	resume := fs.String("resume", "", "continue the run in `RUN_DIR` from its last checkpoint")
-	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
-	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
-	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "the number of steps (`N`) of each run of --demo")
-	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
+	c, f := defineFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage()
@@ -123,6 +112,47 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	if c.configDoc {
 		return c, nil
 	}
+	if err := checkModes(given, c, f.sets); err != nil {
+		if errors.Is(err, errUsage) {
+			usage()
+		}
+		return nil, err
+	}
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	c.opts = opts
+	return c, nil
+}
+
+// flagValues are the flags that become train.Options.
+type flagValues struct {
+	config, seed, out, backend, resume *string
+	sets                               setFlags
+}
+
+// defineFlags defines meazo-train's flags on fs: the modes' into the
+// cmdline, the run's into flagValues.
+func defineFlags(fs *flag.FlagSet) (*cmdline, *flagValues) {
+	c, f := &cmdline{}, &flagValues{}
+	f.config = fs.String("config", "", "the experiment's YAML `FILE` (see docs/CONFIG.md)")
+	fs.Var(&f.sets, "set", "override a config key (`key=value`), e.g. --set optimizer.lr=2e-4 (repeatable; on --resume: recorded in changes.jsonl)")
+	f.seed = fs.String("seed", "", "shorthand for --set train.seed=`N`")
+	f.out = fs.String("out", "", "shorthand for --set output.dir=`DIR`")
+	f.backend = fs.String("backend", "", "shorthand for --set model.backend=`NAME`: auto, cpu or cuda")
+	f.resume = fs.String("resume", "", "continue the run in `RUN_DIR` from its last checkpoint")
+	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
+	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
+	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "the number of steps (`N`) of each run of --demo")
+	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
+	return c, f
+}
+
+// checkModes refuses flags given together that do not go together (given:
+// the flags on the command line): exactly one of --config, --resume and
+// --demo, each with only its own flags; errUsage for none of them.
+func checkModes(given map[string]bool, c *cmdline, sets setFlags) error {
 	modes := 0
 	for _, m := range []string{"config", "resume", "demo"} {
 		if given[m] {
@@ -131,51 +161,53 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	}
 	switch {
 	case modes == 0 && (given["out"] || given["seed"] || given["set"]):
-		return nil, fmt.Errorf("--out, --seed and --set need --config (a new run) or --resume (a run to continue); nothing was run")
+		return fmt.Errorf("--out, --seed and --set need --config (a new run) or --resume (a run to continue); nothing was run")
 	case !given["demo"] && (given["demo-dir"] || given["demo-steps"]):
-		return nil, fmt.Errorf("--demo-dir and --demo-steps belong to --demo")
+		return fmt.Errorf("--demo-dir and --demo-steps belong to --demo")
 	case modes == 0:
-		usage()
-		return nil, errUsage
+		return errUsage
 	case given["demo"] && modes > 1:
-		return nil, fmt.Errorf("--demo runs the built-in demo; it does not take --config or --resume")
+		return fmt.Errorf("--demo runs the built-in demo; it does not take --config or --resume")
 	case given["demo"] && given["out"]:
-		return nil, fmt.Errorf("--demo writes into --demo-dir (now %s), not --out", c.demoDir)
+		return fmt.Errorf("--demo writes into --demo-dir (now %s), not --out", c.demoDir)
 	case given["resume"] && given["config"]:
-		return nil, fmt.Errorf("--resume continues a run with its own recorded config; --config is not allowed (change a setting with --set key=value)")
+		return fmt.Errorf("--resume continues a run with its own recorded config; --config is not allowed (change a setting with --set key=value)")
 	case given["resume"] && (given["out"] || given["seed"]):
-		return nil, fmt.Errorf("--resume continues the run in its own directory with its own seed; --out and --seed are not allowed")
+		return fmt.Errorf("--resume continues the run in its own directory with its own seed; --out and --seed are not allowed")
 	}
 	if given["demo"] {
 		for _, s := range sets {
 			switch k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) {
 			case "output.dir":
-				return nil, fmt.Errorf("--demo writes into --demo-dir (now %s), not --set output.dir", c.demoDir)
+				return fmt.Errorf("--demo writes into --demo-dir (now %s), not --set output.dir", c.demoDir)
 			case "optimizer.name":
 				// It would apply to all three runs, each still in its run-meazo,
 				// run-zo-sgd or run-zo-adam directory.
-				return nil, fmt.Errorf("--demo runs MEAZO, ZO-SGD and ZO-Adam, one each; --set optimizer.name is not for it (train another optimizer with --config DEMO_DIR/demo.yaml --set optimizer.name=NAME)")
+				return fmt.Errorf("--demo runs MEAZO, ZO-SGD and ZO-Adam, one each; --set optimizer.name is not for it (train another optimizer with --config DEMO_DIR/demo.yaml --set optimizer.name=NAME)")
 			}
 		}
 	}
-	if err := shorthandConflict(given, sets); err != nil {
-		return nil, err
-	}
-	if *seed != "" {
-		n, err := strconv.ParseUint(*seed, 10, 64)
+	return shorthandConflict(given, sets)
+}
+
+// options are the train.Options the flags ask for: the shorthands become
+// --set lines after the others.
+func (f *flagValues) options() (train.Options, error) {
+	sets := f.sets
+	if *f.seed != "" {
+		n, err := strconv.ParseUint(*f.seed, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("--seed %s: want a whole number from 0 to %d", *seed, uint64(math.MaxUint64))
+			return train.Options{}, fmt.Errorf("--seed %s: want a whole number from 0 to %d", *f.seed, uint64(math.MaxUint64))
 		}
 		sets = append(sets, "train.seed="+strconv.FormatUint(n, 10)) // decimal: YAML would read 010 as 8
 	}
-	if *out != "" {
-		sets = append(sets, "output.dir="+*out)
+	if *f.out != "" {
+		sets = append(sets, "output.dir="+*f.out)
 	}
-	if *backend != "" {
-		sets = append(sets, "model.backend="+*backend)
+	if *f.backend != "" {
+		sets = append(sets, "model.backend="+*f.backend)
 	}
-	c.opts = train.Options{ConfigPath: *config, Overrides: sets, Resume: *resume}
-	return c, nil
+	return train.Options{ConfigPath: *f.config, Overrides: sets, Resume: *f.resume}, nil
 }
 
 // shorthands are the flags that stand for a --set of one key.
