@@ -297,4 +297,17 @@ func (p *Params) Free() {
 	}
 }
 
+// Release frees the optimizer state and lets go of the model's weights,
+// so that the model, freed after it, can be collected before another is
+// loaded in its place (a run's test evaluation of best/): on the CPU a
+// weight is Go memory, which stays resident while p refers to it. p then
+// only reports its sizes (Dims, Count, ModelSize, Tensors); Variant,
+// Update and the state's methods must not be called.
+func (p *Params) Release() {
+	p.Free()
+	for i := range p.tensors {
+		p.tensors[i].Weight, p.tensors[i].Vector = nil, nil
+	}
+}
+
 var _ zo.Store = (*Params)(nil)

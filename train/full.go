@@ -33,6 +33,11 @@ type fullState struct {
 	// a checkpoint of that step again (during the test evaluation, or the
 	// one a stop writes) links them instead of reading the weights back.
 	savedStep int
+	// released says the weights and the optimizer's moments were let go
+	// for the test evaluation of another model (release); heldStateBytes
+	// is the moments' size they had, for the summary.
+	released       bool
+	heldStateBytes int64
 }
 
 func newFullState(r *run) (*fullState, error) {
@@ -68,8 +73,27 @@ func NewFullObjective(m *model.Model, p *fullparam.Params, prefixCache bool) *Ob
 	return &Objective{&decoderObjective{m: m, view: fullView{p}, noPrefixCache: !prefixCache}}
 }
 
-func (s *fullState) count() int64      { return s.p.Count() }
-func (s *fullState) stateBytes() int64 { return s.p.StateBytes() }
+func (s *fullState) count() int64 { return s.p.Count() }
+func (s *fullState) stateBytes() int64 {
+	if s.released {
+		return s.heldStateBytes
+	}
+	return s.p.StateBytes()
+}
+
+// release lets go of the trained weights and the optimizer's moments
+// before the test evaluation loads another model (best/, the base model)
+// in their place, so that a run never holds two models: the checkpoint of
+// the last step holds both, and a checkpoint written after (a stop during
+// the test evaluation) links its files (save).
+func (s *fullState) release() {
+	if s.released {
+		return
+	}
+	s.heldStateBytes = s.p.StateBytes()
+	s.p.Release()
+	s.released = true
+}
 
 func (s *fullState) newEngine(opt zo.Optimizer, cfg zo.Config) (*zo.Engine, error) {
 	return zo.NewStore(s.p, opt, cfg)
@@ -91,14 +115,17 @@ func (s *fullState) restore(dir string, _ bool) error {
 	return nil
 }
 
-// save writes the model (or links the checkpoint's, when it holds this
-// step's weights) and the optimizer's moments.
+// save writes the model and the optimizer's moments, or links the
+// checkpoint's files when it holds this step's (nothing has changed them
+// since; after release they are no longer in memory).
 func (s *fullState) save(dir string, _ any, step int, _ bool) error {
 	if step == s.savedStep {
 		if err := linkModel(s.checkpointDir(), dir); err != nil {
 			return err
 		}
-	} else if err := s.r.m.Save(dir, model.SaveOptions{Source: s.modelSource()}); err != nil {
+		return linkIfPresent(s.statePath(s.checkpointDir()), s.statePath(dir))
+	}
+	if err := s.r.m.Save(dir, model.SaveOptions{Source: s.modelSource()}); err != nil {
 		return err
 	}
 	if s.p.HasState() {
@@ -108,6 +135,14 @@ func (s *fullState) save(dir string, _ any, step int, _ bool) error {
 	}
 	s.savedStep = step
 	return nil
+}
+
+// linkIfPresent links (or copies) src to dst where src exists.
+func linkIfPresent(src, dst string) error {
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return linkOrCopy(src, dst)
 }
 
 // newBest links the checkpoint's model into best/ (the run has just
@@ -123,12 +158,13 @@ func (s *fullState) saveLast(runDir string) error {
 
 // tests evaluates the last weights first, as they are, then best/ and the
 // base model, each loaded in place of the one before (the weights are
-// freed first: a run never holds two models). Each load says so: it takes
-// as long as the run's start did.
+// released and freed first: a run never holds two models). Each load says
+// so: it takes as long as the run's start did.
 func (s *fullState) tests(base bool) []testEval {
 	load := func(name, dir string) func(fn func(*model.Model) error) error {
 		return func(fn func(*model.Model) error) error {
 			s.r.out.begin("loading model "+dir, fmt.Sprintf("loading model %s for its test evaluation (%s)", dir, name))
+			s.release()
 			if err := s.r.replaceModel(dir); err != nil {
 				return err
 			}

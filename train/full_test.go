@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
+	"weak"
 
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // TestFullResumeIsBitIdentical: a full-parameter run (every weight of the
@@ -105,4 +110,106 @@ func TestFullRunOutputs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// packRecorder is a backend that keeps a weak pointer to every matrix it
+// packs (every model's weights; not the optimizer's moments), to tell
+// which are still reachable.
+type packRecorder struct {
+	trainerBackend
+	mu     *sync.Mutex
+	packed *[]weak.Pointer[cpu.Packed]
+}
+
+type trainerBackend interface {
+	tensor.Backend
+	tensor.Trainer
+}
+
+func (p packRecorder) Pack(w []float32, n, k int, bf16 bool) tensor.Weight {
+	pw := p.trainerBackend.Pack(w, n, k, bf16)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	*p.packed = append(*p.packed, weak.Make(pw.(*cpu.Packed)))
+	return pw
+}
+
+// reachable collects the garbage and counts the packed matrices still
+// reachable, and all packed so far.
+func (p packRecorder) reachable() (alive, all int) {
+	runtime.GC()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range *p.packed {
+		if w.Value() != nil {
+			alive++
+		}
+	}
+	return alive, len(*p.packed)
+}
+
+// TestFullTestEvaluationHoldsOneModel: a full-parameter run's test
+// evaluation loads best/ and the base model each in place of the model
+// before it, and the trained weights and ZO-Adam's moments are let go
+// first, so that at no point are two models' weights reachable (on the
+// CPU a model held twice is twice the memory the run trained in). A stop
+// during that evaluation checkpoints the moments all the same (linked from
+// the last step's checkpoint), and the resumed run ends as the
+// uninterrupted one.
+func TestFullTestEvaluationHoldsOneModel(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	set := []string{"adapter.kind=full", "optimizer.name=zo-adam", "optimizer.lr=1e-3", "train.eval_every=2",
+		"task.max_train=120", "task.max_validation=8", "task.max_test=6", "eval.batch_size=2", "eval.base=true"}
+	var packed []weak.Pointer[cpu.Packed]
+	rec := packRecorder{mu: &sync.Mutex{}, packed: &packed}
+	wrap := func(b tensor.Backend) tensor.Backend {
+		rec.trainerBackend = b.(trainerBackend)
+		return rec
+	}
+	perModel, mostAlive := 0, 0
+	poll := func() string {
+		alive, all := rec.reachable()
+		if perModel == 0 {
+			perModel = all // polled first after the model loaded
+		}
+		mostAlive = max(mostAlive, alive)
+		return ""
+	}
+	whole := filepath.Join(dir, "whole")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), wrapBackend: wrap, Stop: poll}); err != nil {
+		t.Fatal(err)
+	}
+	if perModel == 0 || len(packed) != 3*perModel {
+		t.Fatalf("%d matrices packed, %d by the first load: want three loads (the run's model, best/, the base model)", len(packed), perModel)
+	}
+	if mostAlive > perModel {
+		t.Errorf("the test evaluation held %d matrices at once, a model has %d: the trained model was kept while another was loaded", mostAlive, perModel)
+	}
+
+	// Stopped in the test evaluation of best/: its checkpoint holds the moments.
+	packed, perModel = nil, 0
+	stopInBest := func() string {
+		if _, all := rec.reachable(); perModel == 0 {
+			perModel = all
+		} else if all > perModel {
+			return "SIGUSR1"
+		}
+		return ""
+	}
+	cut := filepath.Join(dir, "cut")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), wrapBackend: wrap, Stop: stopInBest}); err != nil {
+		t.Fatal(err)
+	}
+	if st := readState(t, cut); st.Test == nil || st.Test.Current != "best" {
+		t.Fatalf("the stop was not in the test evaluation of best/: %+v", st.Test)
+	}
+	for _, f := range []string{"optimizer_state.safetensors", "model.safetensors"} {
+		if a, b := readFile(t, filepath.Join(whole, "checkpoint", f)), readFile(t, filepath.Join(cut, "checkpoint", f)); a != b {
+			t.Errorf("checkpoint/%s of the run stopped in its test evaluation differs from the last step's (%d and %d bytes)", f, len(b), len(a))
+		}
+	}
+	if _, err := Run(Options{Resume: cut}); err != nil {
+		t.Fatal(err)
+	}
+	requireSameFullRun(t, whole, cut)
 }

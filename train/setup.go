@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -216,10 +217,16 @@ func (r *run) loadOptions() model.LoadOptions {
 
 // replaceModel frees the run's model and loads the one in dir in its
 // place (a full-parameter run's test evaluation of best/ and the base
-// model: two models are never held at once).
+// model: two models are never held at once). The freed weights are
+// collected and returned to the OS before the next ones load: left to the
+// collector, they would still be resident (its goal is set by the live
+// weights, so it runs only once the new model has grown the heap past
+// them, and returns the pages only slowly after), and the test evaluation
+// would peak at two models' memory, twice the training's.
 func (r *run) replaceModel(dir string) error {
 	r.m.Free()
 	r.m = nil
+	debug.FreeOSMemory()
 	m, err := model.LoadWith(dir, r.loadOptions())
 	if err != nil {
 		return err
