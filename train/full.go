@@ -50,8 +50,36 @@ func newFullState(r *run) (*fullState, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(r.out, "full-parameter training: %d of the model's %d parameters in %d group(s)\n", p.Count(), p.ModelSize(), len(p.Dims()))
+	fmt.Fprintf(r.out, "full-parameter training: %d of the model's %d parameters in %d group(s), %s\n", p.Count(), p.ModelSize(), len(p.Dims()),
+		storageNote(r.m, p))
 	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
+}
+
+// storageNote says in which dtype the trained weights are held, which
+// decides the run's numbers, its memory and best/'s dtype: bfloat16 (with
+// model.bf16_weights) takes each update by stochastic rounding; a BF16
+// checkpoint without it is widened to float32, twice the memory and disk.
+func storageNote(m *model.Model, p *fullparam.Params) string {
+	trained := map[string]bool{}
+	for _, name := range p.Tensors() {
+		trained[name] = true
+	}
+	ts, _ := m.Tensors()
+	var bf16 int64
+	for _, t := range ts {
+		if trained[t.Name] && t.BF16 {
+			bf16 += int64(t.Size())
+		}
+	}
+	switch {
+	case bf16 == p.Count():
+		return "held in bfloat16: each update is rounded to bfloat16 stochastically, seeded (docs/ALGORITHMS.md); best/ and last/ are saved in bfloat16"
+	case bf16 > 0:
+		return fmt.Sprintf("%d of them held in bfloat16 (updates rounded stochastically), the rest in float32", bf16)
+	case m.TorchDtype == "bfloat16":
+		return "held in float32: the checkpoint's bfloat16 weights widened, twice their memory, and best/ and last/ are saved in float32 (model.bf16_weights=true keeps them in bfloat16)"
+	}
+	return "held in float32"
 }
 
 // fullView is the model's own weights' viewer: each variant reads them

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"weak"
 
+	"github.com/meazo-go/meazo/fullparam"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
@@ -212,4 +214,44 @@ func TestFullTestEvaluationHoldsOneModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameFullRun(t, whole, cut)
+}
+
+// TestStorageNote: the log line that starts a full-parameter run says in
+// which dtype the weights train, and that a BF16 checkpoint loaded without
+// model.bf16_weights trains (and is saved) in float32.
+func TestStorageNote(t *testing.T) {
+	dir, _ := demoConfig(t, 1)
+	f32 := filepath.Join(dir, "model")
+	demo, err := model.Load(f32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf16 := filepath.Join(dir, "bf16")
+	if _, err := model.WriteRandomBF16(bf16, &demo.Config, 1, 0.02); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dir       string
+		keepBF16  bool
+		exclude   []string
+		want, not string
+	}{
+		{f32, false, nil, "held in float32", "bfloat16"},
+		{f32, true, nil, "held in float32", "bfloat16"},
+		{bf16, false, nil, "held in float32: the checkpoint's bfloat16 weights widened", "stochastically"},
+		{bf16, true, nil, "held in bfloat16: each update is rounded to bfloat16 stochastically", "float32"},
+		{bf16, true, []string{"model.norm.weight"}, "held in bfloat16: each update is rounded", "float32"},
+	} {
+		m, err := model.LoadWith(tc.dir, model.LoadOptions{BF16Weights: tc.keepBF16, Unstacked: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := fullparam.New(m, fullparam.Options{Exclude: tc.exclude})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := storageNote(m, p); !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("%s, bf16_weights %v: %q, want %q (and not %q)", filepath.Base(tc.dir), tc.keepBF16, got, tc.want, tc.not)
+		}
+	}
 }
