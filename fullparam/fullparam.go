@@ -111,13 +111,20 @@ type PatternError struct {
 	Pattern string
 	Err     error  // path.Match's error for a malformed pattern; nil: it matches nothing
 	Names   string // some of the model's tensor names, for the message
+	// TiedHead says the pattern names lm_head.weight, which a model with
+	// tied embeddings does not have: its head is model.embed_tokens.weight.
+	TiedHead bool
 }
 
 func (e *PatternError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s pattern %q: %v", e.List, e.Pattern, e.Err)
 	}
-	return fmt.Sprintf("%s pattern %q matches none of the model's tensors (they are named %s)", e.List, e.Pattern, e.Names)
+	msg := fmt.Sprintf("%s pattern %q matches none of the model's tensors (they are named %s)", e.List, e.Pattern, e.Names)
+	if e.TiedHead {
+		msg += "; the model's LM head is tied to its embeddings (tie_word_embeddings), so it has no lm_head.weight: model.embed_tokens.weight is both, and excluding it freezes both"
+	}
+	return msg
 }
 
 func (e *PatternError) Unwrap() error { return e.Err }
@@ -134,7 +141,8 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 				return &PatternError{List: l.name, Pattern: pat, Err: err}
 			}
 			if !slices.ContainsFunc(ts, func(t model.Tensor) bool { return matches([]string{pat}, t.Name) }) {
-				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts)}
+				tied := matches([]string{pat}, "lm_head.weight") && !slices.ContainsFunc(ts, func(t model.Tensor) bool { return t.Name == "lm_head.weight" })
+				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tied}
 			}
 		}
 	}
@@ -142,15 +150,18 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 }
 
 // someNames lists the first tensors of ts, those of the first layer
-// included, for an error message: enough to show how the model names them.
+// included, and the last two (the last layer's, the final norm, an untied
+// head), for an error message: enough to show how the model names them.
 func someNames(ts []model.Tensor) string {
+	const first, last = 8, 2
 	var names []string
-	for _, t := range ts {
-		if len(names) == 8 {
+	for i, t := range ts {
+		if i == first && len(ts) > first+last {
 			names = append(names, "…")
-			break
 		}
-		names = append(names, t.Name)
+		if i < first || i >= len(ts)-last {
+			names = append(names, t.Name)
+		}
 	}
 	return strings.Join(names, ", ")
 }

@@ -29,6 +29,10 @@ func TestPatterns(t *testing.T) {
 		{"opt with llama's layer glob", "OPTForCausalLM", Options{Include: []string{"model.layers.*"}}, "include", "model.decoder.layers.0.", 0},
 		{"one of two includes matches nothing", "LlamaForCausalLM", Options{Include: []string{"model.layers.*", "model.norm"}},
 			"include", `"model.norm"`, 0},
+		{"lm_head of a tied model", "Qwen3ForCausalLM", Options{Exclude: []string{"lm_head.weight"}}, "exclude",
+			"tied to its embeddings (tie_word_embeddings), so it has no lm_head.weight", 0},
+		{"the names shown end with the last ones", "LlamaForCausalLM", Options{Exclude: []string{"model.final_norm.weight"}}, "exclude",
+			", …, model.layers.1.post_attention_layernorm.weight, model.norm.weight)", 0},
 		{"malformed", "LlamaForCausalLM", Options{Exclude: []string{"model.layers.[0"}}, "exclude", "syntax error", 0},
 		{"every tensor", "Qwen3ForCausalLM", Options{}, "", "", -1},
 	} {
