@@ -78,7 +78,7 @@ type AdapterConfig struct {
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: the text whose tokens' embeddings start the virtual tokens (repeated or cut to their number, as PEFT's TEXT init). The shipped configs carry the paper's text for each task; empty: the task's system prompt (data/chat.go), for a task the paper did not run"`
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer (full: and the embeddings' and the head's), estimated one at a time with prefix caching (paper Alg. 3); LoRA and full"`
 	Include       []string `mapstructure:"include" yaml:"include" doc:"full: glob patterns (Go's path.Match) of the HF tensor names that train, e.g. [model.layers.*] (OPT: [model.decoder.layers.*]); empty: every tensor. A pattern that matches none of the model's tensors is an error"`
-	Exclude       []string `mapstructure:"exclude" yaml:"exclude" doc:"full: glob patterns of tensor names that do not train even if included, e.g. [model.embed_tokens.weight] (OPT: [model.decoder.embed_tokens.weight]; MeZO's fine-tuning without the embeddings; tied embeddings are the LM head too). A pattern that matches none of the model's tensors is an error"`
+	Exclude       []string `mapstructure:"exclude" yaml:"exclude" doc:"full: glob patterns of tensor names that do not train even if included, e.g. [model.embed_tokens.weight] (OPT: [model.decoder.embed_tokens.weight]; MeZO's fine-tuning without the embeddings; tied embeddings are the LM head too). A pattern that matches none of the model's tensors is an error; quote one that starts with * (YAML reads it as an alias): ['*norm*']"`
 	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one; its rank, alpha and targets (prompt tuning: virtual tokens) must equal adapter.r, adapter.alpha, adapter.targets (adapter.virtual_tokens)"`
 }
 
@@ -251,7 +251,7 @@ func applyOverride(v *viper.Viper, o string, known []configKey) error {
 	var parsed any = val
 	if kind := keyKind(key, known); kind != "string" {
 		if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
-			return fmt.Errorf("--set %s: %w", key, err)
+			return fmt.Errorf("--set %s: %w", key, aliasHint(err, val))
 		}
 		// A number with leading zeros is decimal on a command line
 		// (YAML reads "010" as octal 8: a run would take 8 steps).

@@ -26,6 +26,10 @@ func TestConfigWrittenIsUsedOrRefused(t *testing.T) {
 		{"a second document", base + "---\noptimizer:\n  lr: 5\n", nil, `line 6: a second YAML document starts ("---")`},
 		{"not a mapping", "- model\n- task\n", nil, "want a mapping of sections"},
 		{"--set without a number", base, []string{"optimizer.lr="}, `--set optimizer.lr: want a number, got ""`},
+		// A glob that starts with * is a YAML alias: the error says to quote it.
+		{"a glob starting with * in a list", base + "adapter:\n  exclude: [model.layers.0.*, *norm*]\n", nil, `line 7: did not find expected alphabetic or numeric character (YAML reads a value that starts with * as an alias: quote a glob that does`},
+		{"a glob starting with * in a block list", base + "adapter:\n  exclude:\n    - *norm*\n", nil, `quote a glob that does`},
+		{"--set a glob starting with *", base, []string{"adapter.exclude=[*]"}, `--set adapter.exclude: yaml: did not find expected alphabetic or numeric character (YAML reads a value that starts with * as an alias: quote a glob that does, e.g. [model.layers.*, "*norm*"])`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "c.yaml")

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -16,7 +17,7 @@ import (
 func parseConfigFile(b []byte) (map[string]any, error) {
 	doc, err := strictyaml.Parse(b)
 	if err != nil {
-		return nil, err
+		return nil, aliasHint(err, string(b))
 	}
 	if doc == nil {
 		return nil, nil
@@ -26,6 +27,21 @@ func parseConfigFile(b []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("invalid YAML: want a mapping of sections (model:, task:, …), got %v", doc)
 	}
 	return m, nil
+}
+
+// startsWithStar finds a YAML value that starts with *: a glob of
+// adapter.include or adapter.exclude such as *norm*, which YAML reads as an
+// alias (*name) and refuses with "did not find expected alphabetic or
+// numeric character", a message that does not say what to do.
+var startsWithStar = regexp.MustCompile(`(?m)(^|[\[,:]|^\s*-)\s*\*`)
+
+// aliasHint adds to err, a YAML error in text, that a value starting with *
+// must be quoted, where text has one.
+func aliasHint(err error, text string) error {
+	if !startsWithStar.MatchString(text) {
+		return err
+	}
+	return fmt.Errorf(`%w (YAML reads a value that starts with * as an alias: quote a glob that does, e.g. [model.layers.*, "*norm*"])`, err)
 }
 
 // checkValue checks a YAML value against the Go type of its key, strictly:
