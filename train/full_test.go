@@ -178,7 +178,7 @@ func TestFullTestEvaluationHoldsOneModel(t *testing.T) {
 		return ""
 	}
 	whole := filepath.Join(dir, "whole")
-	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), wrapBackend: wrap, Stop: poll}); err != nil {
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), wrapBackend: wrap, Stop: poll, testTwins: true}); err != nil {
 		t.Fatal(err)
 	}
 	if perModel == 0 || len(packed) != 3*perModel {
@@ -199,7 +199,7 @@ func TestFullTestEvaluationHoldsOneModel(t *testing.T) {
 		return ""
 	}
 	cut := filepath.Join(dir, "cut")
-	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), wrapBackend: wrap, Stop: stopInBest}); err != nil {
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), wrapBackend: wrap, Stop: stopInBest, testTwins: true}); err != nil {
 		t.Fatal(err)
 	}
 	if st := readState(t, cut); st.Test == nil || st.Test.Current != "best" {
@@ -210,7 +210,7 @@ func TestFullTestEvaluationHoldsOneModel(t *testing.T) {
 			t.Errorf("checkpoint/%s of the run stopped in its test evaluation differs from the last step's (%d and %d bytes)", f, len(b), len(a))
 		}
 	}
-	if _, err := Run(Options{Resume: cut}); err != nil {
+	if _, err := Run(Options{Resume: cut, testTwins: true}); err != nil {
 		t.Fatal(err)
 	}
 	requireSameFullRun(t, whole, cut)

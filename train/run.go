@@ -38,6 +38,9 @@ type Options struct {
 	// wrapBackend, if set, wraps the backend once opened: for tests that
 	// make the device fail.
 	wrapBackend func(tensor.Backend) tensor.Backend
+	// testTwins evaluates the best and the last adapter even when they are
+	// the same step's (sameParams): for tests of what each evaluation does.
+	testTwins bool
 }
 
 // run is one training run in progress.
@@ -381,6 +384,12 @@ func (r *run) testEvaluation() (string, error) {
 	for _, e := range evals {
 		if res, ok := tp.Finished[e.name]; ok {
 			r.summary.Test[e.name] = res
+			continue
+		}
+		if twin, same := r.sameParams(e.name); same {
+			if err := r.reuseTest(e.name, twin); err != nil {
+				return "", err
+			}
 			continue
 		}
 		r.out.doing("test evaluation (" + e.name + ")")

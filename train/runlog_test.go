@@ -105,7 +105,7 @@ func TestPhasesAndHeartbeat(t *testing.T) {
 			var n atomic.Int64
 			_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"output.dir=" + dir + "/r-" + tc.kind, "task.max_validation=8",
 				"task.max_test=8", "train.eval_every=2", "eval.batch_size=8", "model.backend=cpu", "adapter.kind=" + tc.kind},
-				wrapBackend: func(b tensor.Backend) tensor.Backend { return slow(b, &n) }})
+				wrapBackend: func(b tensor.Backend) tensor.Backend { return slow(b, &n) }, testTwins: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -114,5 +115,47 @@ func (r *run) restoreTestAnswers(dir string) error {
 		tp.Partial = evalPartial{}
 	}
 	r.answers = a
+	return nil
+}
+
+// sameParams says whether test evaluation name (best or last) scores the
+// same parameters as one already finished (twin): the best validation loss
+// was the last step's, so the best adapter (or weights) and the last are
+// the same numbers, and a backend gives the same bits for them.
+func (r *run) sameParams(name string) (twin string, same bool) {
+	switch {
+	case r.opts.testTwins:
+		return "", false
+	case name == "best":
+		twin = "last"
+	case name == "last":
+		twin = "best"
+	default:
+		return "", false
+	}
+	_, done := r.state.Test.Finished[twin]
+	return twin, done && r.state.BestStep == r.state.Step && !math.IsInf(r.state.BestValLoss, 1)
+}
+
+// reuseTest takes test evaluation name's results (and answers) from twin's,
+// which scored the same parameters (sameParams), instead of running it
+// again: a third to a half of the test's time.
+func (r *run) reuseTest(name, twin string) error {
+	tp := r.state.Test
+	fmt.Fprintf(r.out, "test (%s): the same parameters as %s's (the best validation loss is the last step's): its results\n", name, twin)
+	if r.cfg.Eval.Predictions {
+		b, err := os.ReadFile(filepath.Join(r.dir, rundir.PredictionsFile(twin)))
+		if err != nil {
+			return fmt.Errorf("test evaluation (%s): %w", name, err)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(r.dir, rundir.PredictionsFile(name)), b); err != nil {
+			return fmt.Errorf("test evaluation (%s): %w", name, err)
+		}
+	}
+	tp.Finished[name] = tp.Finished[twin]
+	r.summary.Test[name] = tp.Finished[twin]
+	if tp.Current == name { // cut short by a stop (a checkpoint of an earlier version)
+		tp.Current, tp.Partial, r.answers = "", evalPartial{}, nil
+	}
 	return nil
 }

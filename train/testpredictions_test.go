@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -117,7 +118,7 @@ func TestTestAnswersAfterResume(t *testing.T) {
 	set := append(slices.Clone(trustSet), "eval.skip=false", "task.max_test=6", "eval.batch_size=2", "eval.base=false")
 	whole := filepath.Join(dir, "whole")
 	polls := 0
-	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Stop: stopAt(0, &polls)}); err != nil {
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Stop: stopAt(0, &polls), testTwins: true}); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -131,7 +132,7 @@ func TestTestAnswersAfterResume(t *testing.T) {
 	}
 
 	fresh := filepath.Join(dir, "fresh")
-	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+fresh)}); err != nil {
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+fresh), testTwins: true}); err != nil {
 		t.Fatal(err)
 	}
 	want := readFile(t, filepath.Join(fresh, rundir.PredictionsFile("best")))
@@ -140,7 +141,7 @@ func TestTestAnswersAfterResume(t *testing.T) {
 	for at := polls; cut == "" && at > polls-6; at-- {
 		out := filepath.Join(dir, fmt.Sprint("cut", at))
 		n = 0
-		if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out), Stop: stopAt(at, &n)}); err != nil {
+		if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out), Stop: stopAt(at, &n), testTwins: true}); err != nil {
 			t.Fatal(err)
 		}
 		if st := readState(t, out); st.Test != nil && st.Test.Current == "last" && st.Test.Finished["best"] != nil {
@@ -152,7 +153,7 @@ func TestTestAnswersAfterResume(t *testing.T) {
 	}
 	os.Remove(filepath.Join(cut, rundir.PredictionsFile("best")))
 	var log bytes.Buffer
-	if _, err := Run(Options{Resume: cut, Log: &log}); err != nil {
+	if _, err := Run(Options{Resume: cut, Log: &log, testTwins: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "the test evaluation of best runs again") {
@@ -160,5 +161,41 @@ func TestTestAnswersAfterResume(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(cut, rundir.PredictionsFile("best"))); got != want {
 		t.Errorf("the best adapter's answers, evaluated again, differ from an uninterrupted run's")
+	}
+}
+
+// TestTwinTestRunsOnce: when the best validation loss is the last step's,
+// the best and the last adapter (weights) are the same numbers, and the
+// test evaluation scores them once: the other's results and answers are
+// those an evaluation of its own gives (testTwins: both run).
+func TestTwinTestRunsOnce(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	for _, kind := range []string{"lora", "full"} {
+		set := []string{"adapter.kind=" + kind, "train.eval_every=2", "task.max_train=64", "task.max_validation=8", "task.max_test=6", "eval.base=false"}
+		once, both := filepath.Join(dir, kind+"-once"), filepath.Join(dir, kind+"-both")
+		var log bytes.Buffer
+		s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+once), Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.BestStep != s.StepsDone {
+			t.Fatalf("%s: the best validation loss is step %d's, not the last step's (%d): the test does not apply", kind, s.BestStep, s.StepsDone)
+		}
+		reused := map[string]string{"lora": "test (last): the same parameters as best's", "full": "test (best): the same parameters as last's"}[kind]
+		if !strings.Contains(log.String(), reused) || strings.Count(log.String(), "test (") != 2 {
+			t.Errorf("%s: the log does not say %q, or scores more than one evaluation:\n%s", kind, reused, log.String())
+		}
+		w, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+both), testTwins: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(s.Test, w.Test) {
+			t.Errorf("%s: test metrics %v, evaluated each: %v", kind, s.Test, w.Test)
+		}
+		for _, e := range []string{"best", "last"} {
+			if a, b := readFile(t, filepath.Join(once, rundir.PredictionsFile(e))), readFile(t, filepath.Join(both, rundir.PredictionsFile(e))); a != b {
+				t.Errorf("%s: %s differs from the one an evaluation of its own writes", kind, rundir.PredictionsFile(e))
+			}
+		}
 	}
 }
