@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/shell"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -152,4 +153,31 @@ func sameLabels(flag, a, b string) bool {
 	la, errA := train.ParseLabels(a)
 	lb, errB := train.ParseLabels(b)
 	return errA == nil && errB == nil && slices.Equal(la, lb)
+}
+
+// notARunDir refuses a run directory given where its saved result belongs
+// (--adapter RUN, --model RUN): the run's best/ is what a user means, and
+// the flag it takes (--adapter for an adapter, --model for a full-parameter
+// run's model) is said, rather than a load error about config.json.
+func notARunDir(flag, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err != nil {
+		return nil
+	}
+	best := filepath.Join(dir, rundir.BestDir)
+	switch {
+	case fileExists(filepath.Join(best, "config.json")):
+		return fmt.Errorf("%s %s is a run directory: score the model it saved, --model %s (or %s)", flag, dir, best, filepath.Join(dir, rundir.LastDir))
+	case fileExists(filepath.Join(best, rundir.AdapterFiles[0])):
+		return fmt.Errorf("%s %s is a run directory: score the adapter it saved, --adapter %s (or %s)", flag, dir, best, filepath.Join(dir, rundir.LastDir))
+	}
+	return nil
+}
+
+// fileExists says whether path names a regular file.
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -51,6 +51,12 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
 	}
+	if err := notARunDir("--adapter", *adapter); err != nil {
+		return err
+	}
+	if err := notARunDir("--model", *modelDir); err != nil {
+		return err
+	}
 	runData, err := fromRun(fs, *adapter, *modelDir, log)
 	if err != nil {
 		return err

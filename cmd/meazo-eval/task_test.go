@@ -77,7 +77,7 @@ func TestTaskOnDemo(t *testing.T) {
 	runDir := filepath.Join(dir, "run")
 	var log strings.Builder
 	err = runTask([]string{"--model", runDir, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv")}, io.Discard, &log)
-	if want := "--model " + runDir + ": a run directory, not a model: a full-parameter run's models are " + best; err == nil ||
+	if want := "--model " + runDir + " is a run directory: score the adapter it saved, --adapter " + best; err == nil ||
 		!strings.Contains(err.Error(), want) || log.Len() > 0 {
 		t.Errorf("the run directory as --model: %v (log %q), want an error saying %q", err, log.String(), want)
 	}
@@ -522,6 +522,16 @@ func TestTaskFromRun(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(own); !bytes.Equal(before, after) {
 		t.Error("the run's training file changed")
+	}
+	// The run directory given for what it saved: the error names it.
+	for _, c := range []struct{ flag, dir, want string }{
+		{"--adapter", run, "--adapter " + run + " is a run directory: score the adapter it saved, --adapter " + best},
+		{"--model", run, "--model " + run + " is a run directory: score the adapter it saved, --adapter " + best},
+		{"--model", full, "--model " + full + " is a run directory: score the model it saved, --model " + fullBest},
+	} {
+		if err := runTask([]string{c.flag, c.dir}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %v, want %q", c.flag, c.dir, err, c.want)
+		}
 	}
 	// An adapter copied out of its run takes nothing from it.
 	copied := filepath.Join(dir, "copied")

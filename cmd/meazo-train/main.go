@@ -278,7 +278,11 @@ func report(s *train.Summary, err error) {
 	if s.PeakDeviceBytes > 0 {
 		gpu = fmt.Sprintf("; peak GPU memory %.2f GiB", float64(s.PeakDeviceBytes)/(1<<30))
 	}
-	fmt.Fprintf(os.Stderr, "done: %d steps, best validation loss %s at step %d; test %s%s\n\n", s.StepsDone, fmtPtr(s.BestValLoss), s.BestStep, train.FormatTest(s.Test), gpu)
+	steps := "steps"
+	if s.StepsDone == 1 {
+		steps = "step"
+	}
+	fmt.Fprintf(os.Stderr, "done: %d %s, best validation loss %s at step %d; test %s%s\n\n", s.StepsDone, steps, fmtPtr(s.BestValLoss), s.BestStep, train.FormatTest(s.Test), gpu)
 }
 
 func fmtPtr(p *float64) string {
