@@ -111,9 +111,11 @@ type PatternError struct {
 	Pattern string
 	Err     error  // path.Match's error for a malformed pattern; nil: it matches nothing
 	Names   string // some of the model's tensor names, for the message
-	// TiedHead says the pattern names lm_head.weight, which a model with
-	// tied embeddings does not have: its head is model.embed_tokens.weight.
-	TiedHead bool
+	// TiedHead names the model's embeddings (model.embed_tokens.weight,
+	// OPT's model.decoder.embed_tokens.weight) when the pattern names
+	// lm_head.weight, which a model with tied embeddings does not have:
+	// the embeddings are its head too. Empty otherwise.
+	TiedHead string
 }
 
 func (e *PatternError) Error() string {
@@ -121,8 +123,8 @@ func (e *PatternError) Error() string {
 		return fmt.Sprintf("%s pattern %q: %v", e.List, e.Pattern, e.Err)
 	}
 	msg := fmt.Sprintf("%s pattern %q matches none of the model's tensors (they are named %s)", e.List, e.Pattern, e.Names)
-	if e.TiedHead {
-		msg += "; the model's LM head is tied to its embeddings (tie_word_embeddings), so it has no lm_head.weight: model.embed_tokens.weight is both, and excluding it freezes both"
+	if e.TiedHead != "" {
+		msg += "; the model's LM head is tied to its embeddings (tie_word_embeddings), so it has no lm_head.weight: " + e.TiedHead + " is both, and excluding it freezes both"
 	}
 	return msg
 }
@@ -141,12 +143,26 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 				return &PatternError{List: l.name, Pattern: pat, Err: err}
 			}
 			if !slices.ContainsFunc(ts, func(t model.Tensor) bool { return matches([]string{pat}, t.Name) }) {
-				tied := matches([]string{pat}, "lm_head.weight") && !slices.ContainsFunc(ts, func(t model.Tensor) bool { return t.Name == "lm_head.weight" })
-				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tied}
+				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tiedHead(ts, pat)}
 			}
 		}
 	}
 	return nil
+}
+
+// tiedHead is the name of the embeddings of ts when pat names
+// lm_head.weight and ts has none (the head is tied to the embeddings);
+// "" otherwise.
+func tiedHead(ts []model.Tensor, pat string) string {
+	if !matches([]string{pat}, "lm_head.weight") || slices.ContainsFunc(ts, func(t model.Tensor) bool { return t.Name == "lm_head.weight" }) {
+		return ""
+	}
+	for _, t := range ts {
+		if strings.HasSuffix(t.Name, "embed_tokens.weight") {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 // someNames lists the first tensors of ts, those of the first layer

@@ -160,8 +160,8 @@ func sameLabels(flag, a, b string) bool {
 // the flag it takes (--adapter for an adapter, --model for a full-parameter
 // run's model) is said, rather than a load error about config.json.
 func notARunDir(flag, dir string) error {
-	if dir == "" {
-		return nil
+	if dir == "" || fileExists(filepath.Join(dir, "config.json")) || fileExists(filepath.Join(dir, rundir.AdapterFiles[0])) {
+		return nil // a model or an adapter (a run's checkpoint/ holds one, with a config.yaml and a best/)
 	}
 	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err != nil {
 		return nil

@@ -533,6 +533,11 @@ func TestTaskFromRun(t *testing.T) {
 			t.Errorf("%s %s: %v, want %q", c.flag, c.dir, err, c.want)
 		}
 	}
+	// The checkpoint's adapter is an adapter, though its directory holds a
+	// config.yaml and a best/ as a run's does.
+	if err := runTask([]string{"--adapter", filepath.Join(run, "checkpoint")}, io.Discard, io.Discard); err == nil || strings.Contains(err.Error(), "is a run directory") {
+		t.Errorf("--adapter RUN/checkpoint: %v, want it taken as an adapter (refused only for want of --model, --task and --data)", err)
+	}
 	// An adapter copied out of its run takes nothing from it.
 	copied := filepath.Join(dir, "copied")
 	if err := os.CopyFS(copied, os.DirFS(best)); err != nil {
