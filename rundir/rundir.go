@@ -48,6 +48,15 @@ var TestEvaluations = []string{"best", "last", "base"}
 // whole when that evaluation ends (eval.predictions).
 func PredictionsFile(eval string) string { return "predictions_" + eval + ".jsonl" }
 
+// PredictionsFiles are the PredictionsFile of every TestEvaluations.
+func PredictionsFiles() []string {
+	var names []string
+	for _, e := range TestEvaluations {
+		names = append(names, PredictionsFile(e))
+	}
+	return names
+}
+
 // Names of the files inside CheckpointDir, besides the adapter's PEFT files,
 // a copy of ConfigFile and a BestDir.
 const (
@@ -70,10 +79,7 @@ var AdapterFiles = []string{"adapter_config.json", "adapter_model.safetensors"}
 // what a run directory may hold besides files of other tools (meazo-sweep's).
 // The files come first, then DirEntries.
 func Entries() []string {
-	files := []string{ConfigFile, MetricsFile, TimingFile, ChangesFile, SummaryFile, LockFile}
-	for _, e := range TestEvaluations {
-		files = append(files, PredictionsFile(e))
-	}
+	files := append([]string{ConfigFile, MetricsFile, TimingFile, ChangesFile, SummaryFile, LockFile}, PredictionsFiles()...)
 	return append(files, DirEntries()...)
 }
 

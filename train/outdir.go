@@ -22,16 +22,7 @@ import (
 // atomicRootFiles are the files a run writes atomically at the root of its
 // directory: a crash during one of those writes leaves a temporary file
 // (atomicfile.IsLeftover) that the next start or resume removes.
-var atomicRootFiles = append([]string{rundir.ConfigFile, rundir.SummaryFile, rundir.DemoMarker}, predictionsFiles()...)
-
-// predictionsFiles are the names of the test evaluations' answer files.
-func predictionsFiles() []string {
-	var names []string
-	for _, e := range rundir.TestEvaluations {
-		names = append(names, rundir.PredictionsFile(e))
-	}
-	return names
-}
+var atomicRootFiles = append([]string{rundir.ConfigFile, rundir.SummaryFile, rundir.DemoMarker}, rundir.PredictionsFiles()...)
 
 // refuseFinished refuses to resume a run that is done (summary.json) unless
 // a --set gives it something to do: more steps (train.steps above those

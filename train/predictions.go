@@ -1,7 +1,12 @@
 package train
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/atomicfile"
 )
 
 // Prediction is what the model made of one test example, for a user to
@@ -23,6 +28,45 @@ type Prediction struct {
 	Input
 	*Generated
 	*Labelled
+}
+
+// Answers are Prediction records as JSON lines, one per example in the
+// order they are recorded, held in memory for a file written whole once the
+// evaluation ends (meazo-eval task --predictions; a run's
+// predictions_*.jsonl), so that a failed or interrupted evaluation leaves
+// no file and no half of one. A nil *Answers records nothing.
+type Answers struct {
+	buf bytes.Buffer
+	n   int   // records in buf
+	err error // the first record that did not encode
+}
+
+// Recorder is an EvalOptions.OnPrediction that appends each record to a;
+// nil for a nil a.
+func (a *Answers) Recorder() func(Prediction) {
+	if a == nil {
+		return nil
+	}
+	enc := json.NewEncoder(&a.buf)
+	enc.SetEscapeHTML(false) // the texts as they are, for reading: "<", not "\u003c"
+	return func(p Prediction) {
+		if err := enc.Encode(p); err != nil && a.err == nil {
+			a.err = fmt.Errorf("example %q: its record: %w", p.ID, err)
+		}
+		a.n++
+	}
+}
+
+// Len is the number of records.
+func (a *Answers) Len() int { return a.n }
+
+// WriteFile writes the records to path, replacing it atomically; a record
+// that did not encode is the error instead.
+func (a *Answers) WriteFile(path string) error {
+	if a.err != nil {
+		return a.err
+	}
+	return atomicfile.WriteFile(path, a.buf.Bytes())
 }
 
 // Input is the example's input as its task has it; the fields of the other

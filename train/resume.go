@@ -364,7 +364,7 @@ func (r *run) checkpointExtras(tmp string) error {
 		return err
 	}
 	if r.answers != nil && r.state.Test != nil && r.state.Test.Current != "" { // a stop during the test: its answers so far
-		if err := r.answers.write(filepath.Join(tmp, rundir.PartialPredictionsFile)); err != nil {
+		if err := r.answers.WriteFile(filepath.Join(tmp, rundir.PartialPredictionsFile)); err != nil {
 			return err
 		}
 	}

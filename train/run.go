@@ -75,7 +75,7 @@ type run struct {
 	ckStep                  int            // its step
 	ckLine                  int            // the step of the last "writing the checkpoint" line (−1: none)
 	made                    startMade      // what a new run's start made (failedstart.go)
-	answers                 *testAnswers   // the answers of the test evaluation under way (eval.predictions; testpredictions.go)
+	answers                 *Answers       // the answers of the test evaluation under way (eval.predictions; testpredictions.go)
 }
 
 // closeBackend releases the model and the backend (device memory on a GPU).
@@ -356,11 +356,6 @@ func (r *run) saveAndTest() outcome {
 // between batches: it returns the request's reason, and r.state.Test says how
 // far it got.
 func (r *run) testEvaluation() (string, error) {
-	if r.state.Test == nil { // a new test evaluation: the answers of an earlier one (a finished run resumed) are not its
-		if err := removeTestAnswers(r.dir); err != nil {
-			return "", err
-		}
-	}
 	_, _, nTest := r.modality.sizes()
 	if r.cfg.Eval.Skip || nTest == 0 {
 		return "", nil
@@ -397,7 +392,7 @@ func (r *run) testEvaluation() (string, error) {
 			tp.Current, tp.Partial, r.answers = e.name, evalPartial{}, nil
 		}
 		if r.cfg.Eval.Predictions && r.answers == nil {
-			r.answers = &testAnswers{}
+			r.answers = &Answers{}
 		}
 		res, err := r.testOne(e, nTest, &tp.Partial)
 		if reason, stopped := stopReason(err); stopped {
@@ -407,7 +402,7 @@ func (r *run) testEvaluation() (string, error) {
 			return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
 		}
 		if r.answers != nil {
-			if err := r.answers.write(filepath.Join(r.dir, rundir.PredictionsFile(e.name))); err != nil {
+			if err := r.answers.WriteFile(filepath.Join(r.dir, rundir.PredictionsFile(e.name))); err != nil {
 				return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
 			}
 		}
@@ -420,12 +415,12 @@ func (r *run) testEvaluation() (string, error) {
 // testOne runs test evaluation e from where part says it got, handing each
 // example's answer to r.answers (if kept).
 func (r *run) testOne(e testEval, nTest int, part *evalPartial) (res map[string]float64, err error) {
-	if r.answers != nil && r.answers.n != part.Done {
-		return nil, fmt.Errorf("internal error: %d answers kept for %d examples done", r.answers.n, part.Done)
+	if r.answers != nil && r.answers.Len() != part.Done {
+		return nil, fmt.Errorf("internal error: %d answers kept for %d examples done", r.answers.Len(), part.Done)
 	}
 	pass := newEvalPass("test ("+e.name+")", nTest, r.note, r.stopRequested)
 	err = e.with(func(m *model.Model) (err error) {
-		res, err = r.modality.testMetrics(m, e.name, pass, part, r.answers.recorder())
+		res, err = r.modality.testMetrics(m, e.name, pass, part, r.answers.Recorder())
 		return err
 	})
 	return res, err

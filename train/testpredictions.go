@@ -2,7 +2,6 @@ package train
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,47 +13,12 @@ import (
 	"github.com/meazo-go/meazo/rundir"
 )
 
-// testAnswers are the Prediction records of the test evaluation under way
-// (eval.predictions), one JSON line each in the data's order, held in
-// memory until the evaluation ends and its predictions file is written
-// whole: a run stopped or killed during the test leaves no half file. A
-// stop's checkpoint keeps the records so far (PartialPredictionsFile), and
-// resume goes on from them. A nil *testAnswers records nothing.
-type testAnswers struct {
-	buf bytes.Buffer
-	n   int   // records in buf
-	err error // the first record that did not encode
-}
-
-// recorder is the evaluator's record function for a, nil for no records.
-func (a *testAnswers) recorder() func(Prediction) {
-	if a == nil {
-		return nil
-	}
-	enc := json.NewEncoder(&a.buf)
-	enc.SetEscapeHTML(false) // the texts as they are: "<", not "\u003c"
-	return func(p Prediction) {
-		if err := enc.Encode(p); err != nil && a.err == nil {
-			a.err = fmt.Errorf("test example %q: its answer's record: %w", p.ID, err)
-		}
-		a.n++
-	}
-}
-
-// write writes the records to path, replacing it atomically.
-func (a *testAnswers) write(path string) error {
-	if a.err != nil {
-		return a.err
-	}
-	return atomicfile.WriteFile(path, a.buf.Bytes())
-}
-
 // removeTestAnswers removes the answer files of the run in dir, if any:
 // those of an earlier test evaluation, which a finished run resumed with
 // other settings (more steps, another test file, without eval.base) would
 // otherwise keep beside its new results.
 func removeTestAnswers(dir string) error {
-	for _, name := range predictionsFiles() {
+	for _, name := range rundir.PredictionsFiles() {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("the answers of the earlier test evaluation: %w", err)
 		}
@@ -66,7 +30,7 @@ func removeTestAnswers(dir string) error {
 // evaluation it cut short after done examples. It returns nil (start that
 // evaluation over) where the checkpoint has none: one written without
 // eval.predictions, or by a version that did not keep them.
-func loadTestAnswers(dir string, done int) (*testAnswers, error) {
+func loadTestAnswers(dir string, done int) (*Answers, error) {
 	path := filepath.Join(dir, rundir.PartialPredictionsFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -79,7 +43,7 @@ func loadTestAnswers(dir string, done int) (*testAnswers, error) {
 	if n != done || (len(b) > 0 && b[len(b)-1] != '\n') {
 		return nil, corrupted("%s holds %d answers, state.json says the test evaluation had done %d", path, n, done)
 	}
-	a := &testAnswers{n: n}
+	a := &Answers{n: n}
 	a.buf.Write(b)
 	return a, nil
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/train"
 )
@@ -18,10 +15,8 @@ import (
 // evaluation is done, so that a failed or interrupted one leaves no file
 // and no half of one. A nil *predictions (no --predictions) takes nothing.
 type predictions struct {
-	path string
-	buf  bytes.Buffer
-	enc  *json.Encoder
-	err  error // the first record that did not encode
+	path    string
+	answers train.Answers
 }
 
 // newPredictions checks, before any model loads, that path can be written
@@ -46,10 +41,7 @@ func newPredictions(path string, inputs ...string) (*predictions, error) {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
-	p := &predictions{path: path}
-	p.enc = json.NewEncoder(&p.buf)
-	p.enc.SetEscapeHTML(false) // the texts as they are, for reading: "<", not "\u003c"
-	return p, nil
+	return &predictions{path: path}, nil
 }
 
 // record is the evaluation's train.EvalOptions.OnPrediction; nil for no
@@ -58,11 +50,7 @@ func (p *predictions) record() func(train.Prediction) {
 	if p == nil {
 		return nil
 	}
-	return func(pr train.Prediction) {
-		if err := p.enc.Encode(pr); err != nil && p.err == nil {
-			p.err = fmt.Errorf("--predictions: example %q: %w", pr.ID, err)
-		}
-	}
+	return p.answers.Recorder()
 }
 
 // write writes the records to the file, replacing it atomically.
@@ -70,8 +58,8 @@ func (p *predictions) write() error {
 	if p == nil {
 		return nil
 	}
-	if p.err != nil {
-		return p.err
+	if err := p.answers.WriteFile(p.path); err != nil {
+		return fmt.Errorf("--predictions: %w", err)
 	}
-	return atomicfile.WriteFile(p.path, p.buf.Bytes())
+	return nil
 }
