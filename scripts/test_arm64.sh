@@ -5,8 +5,9 @@
 # model/modeltest) and the model (model: the fixture models against the HF
 # references) and runs them under qemu user
 # emulation, with the shared fixtures, with -test.short (model/modeltest then
-# runs the CPU backend's own checks, not the seam's, which the native runs
-# do). Extra arguments go to every test binary (e.g. -test.v, -test.run X).
+# runs the CPU backend alone, not behind the stacked or device seams, and
+# compares it with itself across the seam on the random models only: the
+# native runs do the rest). Extra arguments go to every test binary (e.g. -test.v, -test.run X).
 #
 # Needs qemu-aarch64-static (Debian: apt-get install qemu-user-static); binfmt
 # need not be registered, the binaries are run through qemu explicitly.

@@ -32,7 +32,12 @@ func MinistralFixture() string {
 // each of its kernel variants as Models.
 func Ministral(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	t.Run("References", func(t *testing.T) { ministralReferences(t, b, tol) })
-	t.Run("AgainstCPU", func(t *testing.T) { againstCPU(t, b, MinistralFixture(), tol) })
+	t.Run("AgainstCPU", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: the run against the CPU is the native tests' (seamModels says why)")
+		}
+		againstCPU(t, b, MinistralFixture(), tol)
+	})
 }
 
 // ministralReferences checks the Ministral-3 fixture on b against
