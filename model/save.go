@@ -51,10 +51,12 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
+	sv := &saver{be: m.Backend}
+	defer sv.free()
 	out := make([]safetensors.Tensor, len(ts))
 	dtype := "bfloat16"
 	for i, t := range ts {
-		out[i] = m.savedTensor(t)
+		out[i] = sv.tensor(t)
 		if !t.BF16 {
 			dtype = "float32"
 		}
@@ -74,11 +76,23 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 }
 
 // saveChunk is how many values Save reads back from the backend at once.
-const saveChunk = 4 << 20
+var saveChunk = 4 << 20 // a variable for the tests, which make it small
 
-// savedTensor is t as Save writes it: its bytes produced from the backend
-// while the file is written.
-func (m *Model) savedTensor(t Tensor) safetensors.Tensor {
+// saver reads a model's tensors back from the backend a chunk at a time as
+// they are written, through one backend buffer and one byte buffer for the
+// whole model: a buffer per chunk would be gigabytes of garbage per save,
+// which the collector lets pile up to its headroom and the runtime keeps
+// resident a while after (a full-parameter run's peak memory).
+type saver struct {
+	be    tensor.Backend
+	chunk tensor.Buf // the rows read back (at most saveChunk values, or one row)
+	bytes []byte     // their little-endian bytes
+}
+
+// tensor is t as Save writes it: its bytes produced from the backend
+// while the file is written (the files are written one tensor after
+// another, so the buffers are shared).
+func (sv *saver) tensor(t Tensor) safetensors.Tensor {
 	st := safetensors.Tensor{Name: t.Name, Dtype: safetensors.F32, Shape: []int{t.Rows, t.Cols}}
 	if t.Vector != nil {
 		st.Shape = []int{t.Cols}
@@ -88,22 +102,20 @@ func (m *Model) savedTensor(t Tensor) safetensors.Tensor {
 	}
 	st.Produce = func(w io.Writer) (err error) {
 		defer tensor.Recover(&err)
-		be := m.Backend
 		if t.Vector != nil {
-			return writeValues(w, be.ToHost(t.Vector)[:t.Cols], t.BF16)
+			return sv.write(w, sv.be.ToHost(t.Vector)[:t.Cols], t.BF16)
 		}
 		rows := max(1, saveChunk/max(1, t.Cols))
-		buf := be.Alloc(min(rows, t.Rows) * t.Cols)
-		defer be.Free(buf)
+		ids := make([]int, 0, rows)
 		for lo := 0; lo < t.Rows; lo += rows {
 			hi := min(t.Rows, lo+rows)
-			ids := make([]int, hi-lo)
-			for i := range ids {
-				ids[i] = lo + i
+			ids = ids[:0]
+			for i := lo; i < hi; i++ {
+				ids = append(ids, i)
 			}
-			dst := buf.Slice(0, (hi-lo)*t.Cols)
-			be.Rows(dst, t.Weight, ids)
-			if err := writeValues(w, be.ToHost(dst), t.BF16); err != nil {
+			dst := sv.rows(len(ids) * t.Cols)
+			sv.be.Rows(dst, t.Weight, ids)
+			if err := sv.write(w, sv.be.ToHost(dst), t.BF16); err != nil {
 				return err
 			}
 		}
@@ -112,14 +124,34 @@ func (m *Model) savedTensor(t Tensor) safetensors.Tensor {
 	return st
 }
 
-// writeValues writes v little-endian as float32, or as bfloat16 (the values
-// are bfloat16 numbers: their top 16 bits).
-func writeValues(w io.Writer, v []float32, bf16 bool) error {
+// rows returns n values of the chunk buffer, made (or made larger) first.
+func (sv *saver) rows(n int) tensor.Buf {
+	if sv.chunk == nil || sv.chunk.Len() < n {
+		sv.free()
+		sv.chunk = sv.be.Alloc(n)
+	}
+	return sv.chunk.Slice(0, n)
+}
+
+// free returns the chunk buffer to the backend.
+func (sv *saver) free() {
+	if sv.chunk != nil {
+		sv.be.Free(sv.chunk)
+		sv.chunk = nil
+	}
+}
+
+// write writes v little-endian as float32, or as bfloat16 (the values are
+// bfloat16 numbers: their top 16 bits), through the saver's byte buffer.
+func (sv *saver) write(w io.Writer, v []float32, bf16 bool) error {
 	size := 4
 	if bf16 {
 		size = 2
 	}
-	b := make([]byte, size*len(v))
+	if cap(sv.bytes) < size*len(v) {
+		sv.bytes = make([]byte, size*len(v))
+	}
+	b := sv.bytes[:size*len(v)]
 	for i, x := range v {
 		if bf16 {
 			binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(x)>>16))

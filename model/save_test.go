@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -15,14 +16,59 @@ import (
 // in the same dtype and the same logits, bit for bit, whether it is one
 // file or shards with an index, float32 or bfloat16, tied or not; the
 // source's other files come along and config.json says the saved dtype.
+// With a chunk of 100 values (tensors read back in many chunks through the
+// same buffers, the last one short; rows of 32 and 64 values) as with the
+// default (every tensor in one chunk).
 func TestSaveRoundTrip(t *testing.T) {
-	for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
-		for _, bf16 := range []bool{false, true} {
-			for _, maxShard := range []int64{0, 20_000} {
-				name := fmt.Sprintf("%s/bf16=%v/maxShard=%d", arch, bf16, maxShard)
-				t.Run(name, func(t *testing.T) { saveRoundTrip(t, arch, bf16, maxShard) })
+	defer func(c int) { saveChunk = c }(saveChunk)
+	for _, chunk := range []int{saveChunk, 100} {
+		saveChunk = chunk
+		for _, arch := range []string{"LlamaForCausalLM", "Qwen3ForCausalLM"} {
+			for _, bf16 := range []bool{false, true} {
+				for _, maxShard := range []int64{0, 20_000} {
+					name := fmt.Sprintf("chunk=%d/%s/bf16=%v/maxShard=%d", chunk, arch, bf16, maxShard)
+					t.Run(name, func(t *testing.T) { saveRoundTrip(t, arch, bf16, maxShard) })
+				}
 			}
 		}
+	}
+}
+
+// TestSaveGarbage: Save reads the weights back through one chunk buffer and
+// one byte buffer, so what it allocates is a chunk's worth and the files'
+// bookkeeping, not the model's size again (a buffer per chunk made a
+// full-parameter run's every checkpoint gigabytes of garbage, which the
+// collector let pile up and the runtime kept resident).
+func TestSaveGarbage(t *testing.T) {
+	defer func(c int) { saveChunk = c }(saveChunk)
+	saveChunk = 16 << 10
+	c := tinyConfig("Qwen3ForCausalLM")
+	c.VocabSize, c.HiddenSize, c.IntermediateSize = 4096, 256, 512
+	src := t.TempDir()
+	if _, err := WriteRandom(src, c, 9, 0.3); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadWith(src, LoadOptions{Unstacked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := m.Tensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := 0
+	for _, tt := range ts {
+		weights += 4 * tt.Rows * tt.Cols
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := m.Save(t.TempDir(), SaveOptions{Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	// 1 MiB: the file writer's buffer (safetensors.WriteFile).
+	if got, most := after.TotalAlloc-before.TotalAlloc, uint64(1<<20+weights/8); got > most {
+		t.Errorf("Save of %d bytes of weights allocated %d bytes (chunks of %d values), more than %d", weights, got, saveChunk, most)
 	}
 }
 
