@@ -12,7 +12,7 @@ type Batch struct {
 // label IgnoreIndex and mask 0; the loss must rely on labels and the mask,
 // never on the pad id (Llama-3 has no pad token and pad = eos would otherwise
 // hide the end-of-turn target).
-func TrainBatch(exs []Encoded, padID int) Batch {
+func TrainBatch(exs []Sequence, padID int) Batch {
 	b := Batch{Size: len(exs)}
 	for _, e := range exs {
 		b.Len = max(b.Len, len(e.IDs))
@@ -23,10 +23,12 @@ func TrainBatch(exs []Encoded, padID int) Batch {
 	for i, e := range exs {
 		row := i * b.Len
 		for t := range b.Len {
+			b.IDs[row+t], b.Labels[row+t] = padID, IgnoreIndex
 			if t < len(e.IDs) {
-				b.IDs[row+t], b.Labels[row+t], b.Mask[row+t] = e.IDs[t], e.Labels[t], 1
-			} else {
-				b.IDs[row+t], b.Labels[row+t] = padID, IgnoreIndex
+				b.IDs[row+t], b.Mask[row+t] = int(e.IDs[t]), 1
+				if t >= int(e.Start) && t < int(e.End) {
+					b.Labels[row+t] = int(e.IDs[t])
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,43 @@ func (e Encoded) Supervised() (start, end int) {
 		}
 	}
 	return start, end
+}
+
+// Sequence is an encoded example as a run holds it for all of its steps:
+// its token ids in 32 bits and the run of them trained on, without its
+// text. A run keeps tens of thousands of them (SQuAD and XSum up to
+// 50,000, SST-2's 67,349), which as Encoded (the text, and ids and labels
+// in 64 bits) took 1.9 KB an SST-2 example, 5.6 KB a SQuAD one and 12 KB
+// an XSum one with Qwen3's tokenizer: 0.6 GB for XSum's 50,000, a quarter
+// of Qwen3-0.6B's weights.
+type Sequence struct {
+	IDs        []int32
+	Start, End int32 // IDs[Start:End] are supervised (their labels are themselves), the rest not
+}
+
+// Sequence returns e as a Sequence, or an error if e's labels are not one
+// run of its ids with IgnoreIndex around it (as every Encoder method makes
+// them).
+func (e Encoded) Sequence() (Sequence, error) {
+	if len(e.Labels) != len(e.IDs) {
+		return Sequence{}, fmt.Errorf("encoded example: %d labels for %d tokens", len(e.Labels), len(e.IDs))
+	}
+	start, end := e.Supervised()
+	s := Sequence{IDs: make([]int32, len(e.IDs)), Start: int32(start), End: int32(end)}
+	for i, id := range e.IDs {
+		if id < 0 || id > math.MaxInt32 {
+			return Sequence{}, fmt.Errorf("encoded example: token id %d at %d is outside 32 bits", id, i)
+		}
+		want := IgnoreIndex
+		if i >= start && i < end {
+			want = id
+		}
+		if e.Labels[i] != want {
+			return Sequence{}, fmt.Errorf("encoded example: label %d at %d, want %d: the supervised tokens [%d, %d) are not one run of the ids", e.Labels[i], i, want, start, end)
+		}
+		s.IDs[i] = int32(id)
+	}
+	return s, nil
 }
 
 // Encoder renders examples with a model's chat template, or MeZO's prompt

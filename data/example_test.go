@@ -29,14 +29,19 @@ func ExampleTrainBatch() {
 		return
 	}
 	enc := data.Encoder{Tok: tok}
-	var encoded []data.Encoded
+	var encoded []data.Sequence
 	for _, ex := range exs {
 		e, err := enc.Encode(ex)
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		encoded = append(encoded, e)
+		s, err := e.Sequence()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		encoded = append(encoded, s)
 	}
 	b := data.TrainBatch(encoded, tok.PadID())
 	fmt.Printf("batch %d×%d\n", b.Size, b.Len)

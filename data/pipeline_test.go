@@ -57,6 +57,7 @@ func TestEncodeSupervisesAssistantContentAndEndOfTurn(t *testing.T) {
 				t.Fatalf("%s: label %d at %d is wrong", ex.Task, l, i)
 			}
 		}
+		sameBatch(t, e)
 	}
 	if _, err := enc.Encode(Example{Task: SST2, Label: 3}); err == nil {
 		t.Error("label 3 accepted")
@@ -81,9 +82,9 @@ func TestCandidates(t *testing.T) {
 }
 
 func TestBatches(t *testing.T) {
-	a := Encoded{IDs: []int{1, 2, 3}, Labels: []int{IgnoreIndex, 2, 3}}
-	b := Encoded{IDs: []int{4}, Labels: []int{4}}
-	tb := TrainBatch([]Encoded{a, b}, 0)
+	a := Sequence{IDs: []int32{1, 2, 3}, Start: 1, End: 3}
+	b := Sequence{IDs: []int32{4}, Start: 0, End: 1}
+	tb := TrainBatch([]Sequence{a, b}, 0)
 	want := Batch{Size: 2, Len: 3, IDs: []int{1, 2, 3, 4, 0, 0},
 		Labels: []int{IgnoreIndex, 2, 3, 4, IgnoreIndex, IgnoreIndex}, Mask: []int{1, 1, 1, 1, 0, 0}}
 	if !reflect.DeepEqual(tb, want) {
@@ -202,4 +203,36 @@ func (fakeTok) Encode(text string, addSpecial bool) []int {
 		}
 	}
 	return ids
+}
+
+// sameBatch: e as a Sequence gives the batch row of its ids and labels.
+func sameBatch(t *testing.T, e Encoded) {
+	t.Helper()
+	s, err := e.Sequence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := TrainBatch([]Sequence{s}, 0)
+	if !slices.Equal(b.IDs, e.IDs) || !slices.Equal(b.Labels, e.Labels) {
+		t.Errorf("as a Sequence: ids %v labels %v, want %v and %v", b.IDs, b.Labels, e.IDs, e.Labels)
+	}
+}
+
+// TestSequenceRefuses: labels that are not one run of the ids (or not as
+// many as the ids) are an error, not a batch trained on other tokens.
+func TestSequenceRefuses(t *testing.T) {
+	for _, e := range []Encoded{
+		{IDs: []int{1, 2, 3}, Labels: []int{1, IgnoreIndex, 3}},
+		{IDs: []int{1, 2, 3}, Labels: []int{IgnoreIndex, 5, 3}},
+		{IDs: []int{1, 2, 3}, Labels: []int{IgnoreIndex, 2}},
+		{IDs: []int{1, -7, 3}, Labels: []int{IgnoreIndex, -7, 3}},
+	} {
+		if s, err := e.Sequence(); err == nil {
+			t.Errorf("%+v: Sequence() = %+v, want an error", e, s)
+		}
+	}
+	s, err := Encoded{IDs: []int{1, 2, 3}, Labels: []int{IgnoreIndex, IgnoreIndex, IgnoreIndex}}.Sequence()
+	if err != nil || s.Start != s.End {
+		t.Errorf("no supervised token: %+v, %v; want an empty run", s, err)
+	}
 }

@@ -11,10 +11,10 @@ import (
 )
 
 // textSplits are a text task's data: encoded train and validation
-// examples, and the raw test examples (evaluated by generation or label
-// scoring).
+// examples (their ids and supervised run only: data.Sequence), and the raw
+// test examples (evaluated by generation or label scoring).
 type textSplits struct {
-	train, val []data.Encoded
+	train, val []data.Sequence
 	test       []data.Example
 }
 
@@ -199,9 +199,9 @@ func (l leftOut) String() string {
 // and its chat template are safe for concurrent use; the chunk is then
 // taken in order, so the result, the error reported and the count of
 // dropped examples are the sequential loop's.
-func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, what string, log io.Writer, stop func(while string) error) ([]data.Encoded, error) {
+func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, what string, log io.Writer, stop func(while string) error) ([]data.Sequence, error) {
 	const chunk = 512
-	var out []data.Encoded
+	var out []data.Sequence
 	var dropped leftOut
 	full := func() bool { return limit > 0 && len(out) >= limit }
 	for lo := 0; lo < len(exs) && !full(); lo += chunk {
@@ -209,10 +209,10 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, 
 			return nil, err
 		}
 		part := exs[lo:min(lo+chunk, len(exs))]
-		encs, errs := make([]data.Encoded, len(part)), make([]error, len(part))
+		encs, errs := make([]data.Sequence, len(part)), make([]error, len(part))
 		parallel.For(len(part), workers, func(i int) {
 			if !rule.tooLong(part[i], -1) {
-				encs[i], errs[i] = enc.Encode(part[i])
+				encs[i], errs[i] = encodeSequence(enc, part[i])
 			}
 		})
 		for i, ex := range part {
@@ -231,6 +231,20 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, 
 	}
 	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than %s %d tokens: %v)\n", what, len(out), rule.name, rule.max, dropped)
 	return out, nil
+}
+
+// encodeSequence encodes ex as a run keeps it (its text dropped, its ids in
+// 32 bits).
+func encodeSequence(enc *data.Encoder, ex data.Example) (data.Sequence, error) {
+	e, err := enc.Encode(ex)
+	if err != nil {
+		return data.Sequence{}, err
+	}
+	s, err := e.Sequence()
+	if err != nil {
+		return data.Sequence{}, fmt.Errorf("example %s: %w", ex.ID, err)
+	}
+	return s, nil
 }
 
 // fitTest keeps the test examples whose evaluation fits the length rule with

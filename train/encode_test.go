@@ -51,7 +51,7 @@ func TestEncodeFirstIsSequential(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []data.Encoded
+		var want []data.Sequence
 		for _, ex := range exs {
 			if tc.limit > 0 && len(want) >= tc.limit {
 				break
@@ -60,8 +60,12 @@ func TestEncodeFirstIsSequential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			s, err := e.Sequence()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !rule.tooLong(ex, len(e.IDs)) {
-				want = append(want, e)
+				want = append(want, s)
 			}
 		}
 		if len(want) == 0 || len(want) == len(exs) && tc.max > 0 {

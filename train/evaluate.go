@@ -76,7 +76,7 @@ func (p *evalPass) after(done int, canStop bool) error {
 // supervised token of the validation set, with whatever adapter m has
 // attached, accumulated in float64. A stop request ends it between batches
 // (a *stoppedError): the validation is then run again whole.
-func validationLoss(m *model.Model, exs []data.Encoded, batchSize, padID int, pass *evalPass) (float64, error) {
+func validationLoss(m *model.Model, exs []data.Sequence, batchSize, padID int, pass *evalPass) (float64, error) {
 	var sum float64
 	var tokens int
 	for lo := 0; lo < len(exs); lo += batchSize {
@@ -174,7 +174,7 @@ func scoreTest(log io.Writer, task data.Task, what string, n int, pass *evalPass
 // candidates are batched as one list, k per example, so a pass can stop
 // only after a batch that ends on a whole example.
 func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
-	var seqs []data.Encoded
+	var seqs []data.Sequence
 	var labels []string // the task's, the same for every example
 	for _, ex := range exs {
 		cs, err := e.enc.Candidates(ex)
@@ -183,14 +183,11 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 		}
 		labels = cs.Labels
 		for c, s := range cs.Full {
-			scored := make([]int, len(s.IDs))
-			for i := range scored {
-				scored[i] = data.IgnoreIndex
-				if i >= cs.Span[c][0] && i < cs.Span[c][1] {
-					scored[i] = s.IDs[i]
-				}
+			seq := data.Sequence{IDs: make([]int32, len(s.IDs)), Start: int32(cs.Span[c][0]), End: int32(cs.Span[c][1])}
+			for i, id := range s.IDs {
+				seq.IDs[i] = int32(id) // below 2^24: tokenizer.Load bounds the ids
 			}
-			seqs = append(seqs, data.Encoded{IDs: s.IDs, Labels: scored})
+			seqs = append(seqs, seq)
 		}
 	}
 	k := len(labels)

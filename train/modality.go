@@ -66,7 +66,7 @@ func (t *textTask) free() {}
 
 // setBatch pads the examples into the objective's ids, mask and labels.
 func (t *textTask) setBatch(idx []int) error {
-	exs := make([]data.Encoded, len(idx))
+	exs := make([]data.Sequence, len(idx))
 	for i, j := range idx {
 		exs[i] = t.data.train[j]
 	}
