@@ -106,7 +106,7 @@ func (sv *saver) tensor(t Tensor) safetensors.Tensor {
 			return sv.write(w, sv.be.ToHost(t.Vector)[:t.Cols], t.BF16)
 		}
 		rows := max(1, saveChunk/max(1, t.Cols))
-		ids := make([]int, 0, rows)
+		ids := make([]int, 0, min(rows, t.Rows))
 		for lo := 0; lo < t.Rows; lo += rows {
 			hi := min(t.Rows, lo+rows)
 			ids = ids[:0]
