@@ -82,7 +82,8 @@ var saveChunk = 4 << 20 // a variable for the tests, which make it small
 // they are written, through one backend buffer and one byte buffer for the
 // whole model: a buffer per chunk would be gigabytes of garbage per save,
 // which the collector lets pile up to its headroom and the runtime keeps
-// resident a while after (a full-parameter run's peak memory).
+// resident a while after (a full-parameter run's peak memory). A GPU
+// backend's ToHost still downloads each chunk into a new host slice.
 type saver struct {
 	be    tensor.Backend
 	chunk tensor.Buf // the rows read back (at most saveChunk values, or one row)

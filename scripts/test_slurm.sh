@@ -220,7 +220,7 @@ pkill -KILL -f "meazo-train .*$killed_dir" || fail "no meazo-train of the killed
 say "SIGKILL to the killed run's meazo-train (after its first checkpoint)"
 
 # Wait for the chain (stage 1, selection, stage 2, selection) to drain.
-deadline=$((t0 + 480))
+deadline=$((t0 + 600)) # 183-195 s on 2 quiet cores: a guard against a hang, not a timing
 maxrun=0
 while :; do
 	q=$(squeue -h -o '%T %j' 2>/dev/null || true)

@@ -33,8 +33,8 @@ func MinistralFixture() string {
 func Ministral(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	t.Run("References", func(t *testing.T) { ministralReferences(t, b, tol) })
 	t.Run("AgainstCPU", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("-short: the run against the CPU is the native tests' (seamModels says why)")
+		if shortCPU(b) {
+			t.Skip("-short on the CPU backend: the run against the CPU is the native tests' (shortCPU says why)")
 		}
 		againstCPU(t, b, MinistralFixture(), tol)
 	})

@@ -83,7 +83,7 @@ func Models(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 		}
 	})
 	t.Run("AgainstCPU", func(t *testing.T) {
-		for name, dir := range seamModels(t) {
+		for name, dir := range seamModels(t, b) {
 			t.Run(name, func(t *testing.T) { againstCPU(t, b, dir, tol) })
 		}
 	})
@@ -109,7 +109,7 @@ func Attention(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 		}
 	})
 	t.Run("AgainstCPU", func(t *testing.T) {
-		for name, dir := range seamModels(t) {
+		for name, dir := range seamModels(t, b) {
 			t.Run(name, func(t *testing.T) { againstCPU(t, b, dir, tol) })
 		}
 	})
@@ -303,8 +303,9 @@ func tinyConfig(arch string) *model.Config {
 }
 
 // seamModels writes the random models and lists them with the fixture
-// models (when MEAZO_SHARED is set and the run is not -short).
-func seamModels(t *testing.T) map[string]string {
+// models (when MEAZO_SHARED is set and shortCPU says nothing else) for the
+// runs of b against the CPU backend.
+func seamModels(t *testing.T, b tensor.Backend) map[string]string {
 	dirs := map[string]string{}
 	untied := tinyConfig("Qwen3ForCausalLM") // an untied LM head and a sliding window shorter than the batch
 	untied.TieEmbeddings, untied.SlidingWindow = false, 4
@@ -322,13 +323,8 @@ func seamModels(t *testing.T) map[string]string {
 		}
 		dirs[name] = dir
 	}
-	// Under -short (the runs on emulated CPUs, scripts/test_cpus.sh and
-	// test_arm64.sh, where a tiny fixture costs 10-15 s against a random
-	// model's 1-2 s) the random models take every decoder's code path
-	// through the seam; the fixtures' own runs against the CPU are the
-	// native tests'. Their references run either way.
-	if testing.Short() {
-		t.Log("-short: the seam runs on the random models only; the fixture models' are left to the native (not -short) run")
+	if shortCPU(b) {
+		t.Log("-short on the CPU backend: the runs against the CPU take the random models only; the fixture models' are the native (not -short) run's")
 		return dirs
 	}
 	for name, dir := range fixtureDirs(t) {
@@ -336,6 +332,15 @@ func seamModels(t *testing.T) map[string]string {
 	}
 	return dirs
 }
+
+// shortCPU is true for the CPU backend under -short: the runs on emulated
+// CPUs (scripts/test_cpus.sh, test_arm64.sh), where a tiny fixture's run
+// against the CPU costs 10-15 s and a random model's 1-2 s. There the
+// random models (Llama, Qwen3 with an untied head and a sliding window, OPT
+// post-norm) take the CPU kernels through the seam; the fixtures' own runs
+// (projection biases, Mistral, Ministral) are the native tests', and every
+// fixture's references run either way. Other backends run everything.
+func shortCPU(b tensor.Backend) bool { return testing.Short() && b.Name() == "cpu" }
 
 // randomAdapter makes a LoRA adapter of rank r on q_proj and v_proj.
 func randomAdapter(m *model.Model, r int, rng *rand.Rand) *model.Adapter {
