@@ -4,6 +4,9 @@ package cpu
 
 import "golang.org/x/sys/cpu"
 
+// portableOnly: this build's GEMM is the portable kernel whatever the CPU.
+const portableOnly = true
+
 // unusedVectors names the widest vector extension this CPU has (and its OS
 // enables) whose GEMM kernels this build leaves out: built without
 // GOEXPERIMENT=simd, the amd64 backend runs the portable kernel, which on
