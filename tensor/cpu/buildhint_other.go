@@ -2,9 +2,10 @@
 
 package cpu
 
-// portableOnly: this build has vector kernels (chosen by CPUID at start).
+// portableOnly is false: amd64 with GOEXPERIMENT=simd and arm64 build their
+// vector kernels (chosen by CPUID at start); the other architectures have
+// only the portable kernel and no vector kernel to leave out.
 const portableOnly = false
 
-// unusedVectors is "": this build has the kernels of every vector extension
-// it can use (arm64's NEON is always built).
+// unusedVectors is "": this build leaves out no vector kernel it has.
 func unusedVectors() string { return "" }
