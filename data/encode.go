@@ -64,6 +64,19 @@ type Sequence struct {
 	Start, End int32 // IDs[Start:End] are supervised (their labels are themselves), the rest not
 }
 
+// NewSequence is ids with ids[start:end] supervised, the ids in 32 bits
+// (an error for one outside them).
+func NewSequence(ids []int, start, end int) (Sequence, error) {
+	s := Sequence{IDs: make([]int32, len(ids)), Start: int32(start), End: int32(end)}
+	for i, id := range ids {
+		if id < 0 || id > math.MaxInt32 {
+			return Sequence{}, fmt.Errorf("encoded example: token id %d at %d is outside 32 bits", id, i)
+		}
+		s.IDs[i] = int32(id)
+	}
+	return s, nil
+}
+
 // Sequence returns e as a Sequence, or an error if e's labels are not one
 // run of its ids with IgnoreIndex around it (as every Encoder method makes
 // them).
@@ -72,11 +85,7 @@ func (e Encoded) Sequence() (Sequence, error) {
 		return Sequence{}, fmt.Errorf("encoded example: %d labels for %d tokens", len(e.Labels), len(e.IDs))
 	}
 	start, end := e.Supervised()
-	s := Sequence{IDs: make([]int32, len(e.IDs)), Start: int32(start), End: int32(end)}
 	for i, id := range e.IDs {
-		if id < 0 || id > math.MaxInt32 {
-			return Sequence{}, fmt.Errorf("encoded example: token id %d at %d is outside 32 bits", id, i)
-		}
 		want := IgnoreIndex
 		if i >= start && i < end {
 			want = id
@@ -84,9 +93,8 @@ func (e Encoded) Sequence() (Sequence, error) {
 		if e.Labels[i] != want {
 			return Sequence{}, fmt.Errorf("encoded example: label %d at %d, want %d: the supervised tokens [%d, %d) are not one run of the ids", e.Labels[i], i, want, start, end)
 		}
-		s.IDs[i] = int32(id)
 	}
-	return s, nil
+	return NewSequence(e.IDs, start, end)
 }
 
 // Encoder renders examples with a model's chat template, or MeZO's prompt

@@ -183,9 +183,9 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 		}
 		labels = cs.Labels
 		for c, s := range cs.Full {
-			seq := data.Sequence{IDs: make([]int32, len(s.IDs)), Start: int32(cs.Span[c][0]), End: int32(cs.Span[c][1])}
-			for i, id := range s.IDs {
-				seq.IDs[i] = int32(id) // below 2^24: tokenizer.Load bounds the ids
+			seq, err := data.NewSequence(s.IDs, cs.Span[c][0], cs.Span[c][1])
+			if err != nil {
+				return nil, fmt.Errorf("test example %q: %w", ex.ID, err)
 			}
 			seqs = append(seqs, seq)
 		}
