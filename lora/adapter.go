@@ -10,7 +10,6 @@ import (
 
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
-	"github.com/meazo-go/meazo/tensor"
 )
 
 // Options configures a trainable LoRA adapter. The defaults are the paper's:
@@ -328,81 +327,4 @@ func (a *Adapter) checkFile(f *safetensors.File) (map[string]bool, error) {
 		}
 	}
 	return names, nil
-}
-
-// Merge returns a copy of m whose q_proj/v_proj weights include the adapter
-// (W + scale·B·A), so evaluation runs without the low-rank terms. m itself
-// is unchanged; the copy shares every other weight with it.
-func (a *Adapter) Merge(m *model.Model) *model.Model { return Merge(m, a.View(a.params)) }
-
-// Merge returns a copy of m with the model-side adapter view merged into its
-// weights (see Adapter.Merge). In a model whose q|k|v are stacked
-// (tensor.Stacker) the merged rows are q's and v's blocks of the stack.
-func Merge(m *model.Model, view *model.Adapter) *model.Model {
-	merged := *m
-	merged.Adapter = nil
-	merged.Layers = slices.Clone(m.Layers)
-	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
-	for l := range merged.Layers {
-		attn := &merged.Layers[l].Attn
-		q, v := view.Layers[l].Q, view.Layers[l].V
-		if attn.QKV != nil {
-			if q != nil || v != nil {
-				attn.QKV = mergeRows(m.Backend, attn.QKV, []int{0, qd + kvd}, []*model.LoRA{q, v})
-			}
-			continue
-		}
-		if q != nil {
-			attn.Q = mergeRows(m.Backend, attn.Q, []int{0}, []*model.LoRA{q})
-		}
-		if v != nil {
-			attn.V = mergeRows(m.Backend, attn.V, []int{0}, []*model.LoRA{v})
-		}
-	}
-	return &merged
-}
-
-// mergeRows returns w with scale·B·A added to its rows from first[i] on for
-// each non-nil los[i], stored by the model's backend in float32.
-func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoRA) tensor.Weight {
-	n, k := w.Shape()
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = i
-	}
-	buf := be.Alloc(n * k)
-	be.Rows(buf, w, ids)
-	dense := be.ToHost(buf)
-	for p, lo := range los {
-		if lo == nil {
-			continue
-		}
-		out := len(lo.B) / lo.R
-		for i := 0; i < out; i++ {
-			row := dense[(first[p]+i)*k : (first[p]+i+1)*k]
-			for r := 0; r < lo.R; r++ {
-				c := lo.Scale * lo.B[i*lo.R+r]
-				for j, av := range lo.A[r*k : (r+1)*k] {
-					row[j] += c * av
-				}
-			}
-		}
-	}
-	merged := be.Pack(dense, n, k, false)
-	be.Free(buf)
-	return merged
-}
-
-// FreeMerged releases the weights a Merge of base made (the merged q_proj
-// and v_proj matrices, or q|k|v stacked), once merged is no longer used. On the CPU the
-// garbage collector would free them anyway; a device backend needs it.
-func FreeMerged(merged, base *model.Model) {
-	for l := range merged.Layers {
-		m, b := &merged.Layers[l].Attn, &base.Layers[l].Attn
-		for _, w := range [][2]tensor.Weight{{m.Q, b.Q}, {m.V, b.V}, {m.QKV, b.QKV}} {
-			if w[0] != w[1] {
-				base.Backend.FreeWeight(w[0])
-			}
-		}
-	}
 }

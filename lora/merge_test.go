@@ -1,0 +1,232 @@
+package lora
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// mergeTol is the logits' tolerance against PEFT's: the project's
+// (peftTol, the fixtures' float32 tolerance with an adapter).
+const mergeTol = peftTol
+
+// TestMergePEFT merges a PEFT adapter (testdata/make_merge_fixtures.py: B
+// drawn at random, not PEFT's zero) into the shared tiny fixtures and checks
+// the result against PEFT's merge_and_unload: the merged weights within
+// float32 rounding (mergeWeightsClose), in the model's dtype; the logits of
+// the merged model, saved and loaded again as a plain model, within
+// mergeTol of PEFT's merged model's and, in float32, of our unmerged model
+// with the adapter attached; and the saved files say the model's dtype.
+func TestMergePEFT(t *testing.T) {
+	for _, tc := range []struct {
+		name, base string // the case (testdata/merge/NAME) and its model under fixtures/models
+		bf16       bool
+	}{
+		{"llama-tiny", "llama-tiny", false},
+		{"qwen3-tiny-bf16", "qwen3-tiny/bf16", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := fixture.Dir(t, "fixtures", "models", tc.base)
+			dir := filepath.Join("testdata", "merge", tc.name)
+			ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+			shape := ref.Shape("input_ids")
+			in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids")}
+
+			m, err := model.LoadWith(base, model.LoadOptions{Unstacked: true, BF16Weights: tc.bf16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Load(filepath.Join(dir, "adapter"), m, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Attach(m)
+			attached := logits(t, m, in)
+			m.Adapter = nil
+			before := tensorValues(t, m)
+			if err := a.MergeInto(m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Adapter != nil {
+				t.Error("MergeInto left the adapter on the model")
+			}
+			mergeWeightsClose(t, ref, before, tensorValues(t, m), a, tc.bf16)
+
+			out := filepath.Join(t.TempDir(), "merged")
+			if err := m.Save(out, model.SaveOptions{Source: base}); err != nil {
+				t.Fatal(err)
+			}
+			savedDtypes(t, out, tc.bf16)
+			plain, err := model.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := logits(t, plain, in)
+			v := plain.VocabSize
+			fixture.CloseLogits(t, "merged model vs PEFT's merge_and_unload", got, f32(ref.F64("logits_merged")), v, nil, mergeTol)
+			if !tc.bf16 {
+				fixture.CloseLogits(t, "merged model vs ours with the adapter attached", got, attached, v, nil, mergeTol)
+				fixture.CloseLogits(t, "ours with the adapter attached vs PEFT's", attached, f32(ref.F64("logits_lora")), v, nil, mergeTol)
+			}
+			moves(t, "the merge", got, logits(t, mustLoad(t, base), in), v, nil)
+		})
+	}
+}
+
+// mergeWeightsClose checks every merged q_proj and v_proj weight against
+// PEFT's, element by element, and that nothing else changed. The delta is
+// a float32 GEMM over the rank, whose summation order is the BLAS's: ours
+// (merge.go) gave torch's bits on these fixtures, and the check allows any
+// order. Two float32 sums of r terms are each within the error bound of
+// such a sum, (r+1)·u·scale·Σᵣ|B_ir·A_rj| with the scaling's rounding (u =
+// 2⁻²⁴), of the exact one, and the sums with W within one rounding each,
+// u·|W'|: float32 weights must agree within twice that. A bfloat16 weight
+// is that float32 sum rounded, so ours and PEFT's must be equal but where
+// the exact sum (float64, here) lies within the bound of the rounding
+// boundary between two neighbours, which either may then be.
+func mergeWeightsClose(t *testing.T, ref *fixture.Ref, before, after map[string][]float32, a *Adapter, bf16 bool) {
+	t.Helper()
+	const u = 1.0 / (1 << 24)
+	view, scale := a.View(a.Params()), float64(a.Scale())
+	merged, maxd := 0, 0.0
+	for name, w := range before {
+		layer, target, ok := projection(name)
+		if !ok || !slices.Contains(a.Targets(), target) {
+			if !slices.Equal(w, after[name]) {
+				t.Errorf("%s changed in the merge; only the adapter's targets may", name)
+			}
+			continue
+		}
+		merged++
+		lo := view.Layers[layer].Q
+		if target == "v_proj" {
+			lo = view.Layers[layer].V
+		}
+		want, got, k := ref.F64("merged/"+name), after[name], len(w)/(len(lo.B)/lo.R)
+		for e := range want {
+			i, j := e/k, e%k
+			exact, abs := float64(w[e]), 0.0
+			for r := range lo.R {
+				p := float64(lo.B[i*lo.R+r]) * float64(lo.A[r*k+j])
+				exact += scale * p
+				abs += math.Abs(p)
+			}
+			bound := 2 * (float64(lo.R+1)*u*scale*abs + u*math.Abs(exact))
+			d := math.Abs(float64(got[e]) - want[e])
+			maxd = math.Max(maxd, d)
+			switch {
+			case !bf16 && d <= bound, bf16 && d == 0:
+			case bf16 && roundsEither(exact, bound, float64(got[e]), want[e]):
+			default:
+				t.Fatalf("%s[%d,%d]: %g, PEFT's %g (|Δ| %.3g, bound %.3g)", name, i, j, got[e], want[e], d, bound)
+			}
+		}
+	}
+	if merged != 2*len(view.Layers) {
+		t.Errorf("%d weights merged, want q_proj and v_proj of %d layers", merged, len(view.Layers))
+	}
+	t.Logf("merged weights: max |Δ| from PEFT's %.3g", maxd)
+}
+
+// roundsEither says whether a and b are the bfloat16 roundings of two
+// values within bound of exact.
+func roundsEither(exact, bound, a, b float64) bool {
+	lo, hi := safetensors.RoundBF16(float32(exact-bound)), safetensors.RoundBF16(float32(exact+bound))
+	in := func(x float64) bool { return x == float64(lo) || x == float64(hi) }
+	return in(a) && in(b)
+}
+
+// projection splits "….layers.L.self_attn.TARGET.weight".
+func projection(name string) (layer int, target string, ok bool) {
+	for _, tg := range SupportedTargets() {
+		suffix := ".self_attn." + tg + ".weight"
+		if !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		head := strings.TrimSuffix(name, suffix)
+		n, err := strconv.Atoi(head[strings.LastIndex(head, ".")+1:])
+		return n, tg, err == nil
+	}
+	return 0, "", false
+}
+
+// tensorValues reads every parameter tensor of m back from its backend.
+func tensorValues(t *testing.T, m *model.Model) map[string][]float32 {
+	t.Helper()
+	ts, err := m.Tensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float32{}
+	for _, tn := range ts {
+		if tn.Vector != nil {
+			out[tn.Name] = append([]float32(nil), m.Backend.ToHost(tn.Vector)[:tn.Cols]...)
+			continue
+		}
+		ids := make([]int, tn.Rows)
+		for i := range ids {
+			ids[i] = i
+		}
+		buf := m.Backend.Alloc(tn.Rows * tn.Cols)
+		m.Backend.Rows(buf, tn.Weight, ids)
+		out[tn.Name] = append([]float32(nil), m.Backend.ToHost(buf)...)
+		m.Backend.Free(buf)
+	}
+	return out
+}
+
+// savedDtypes: every tensor of the saved model is in the model's dtype,
+// and config.json's torch_dtype says it.
+func savedDtypes(t *testing.T, dir string, bf16 bool) {
+	t.Helper()
+	want, name := safetensors.F32, "float32"
+	if bf16 {
+		want, name = safetensors.BF16, "bfloat16"
+	}
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, n := range ck.Names() {
+		if info, _ := ck.Info(n); info.Dtype != want {
+			t.Errorf("saved %s is %s, want %s", n, info.Dtype, want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		TorchDtype string `json:"torch_dtype"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil || cfg.TorchDtype != name {
+		t.Errorf("saved config.json: torch_dtype %q (%v), want %q", cfg.TorchDtype, err, name)
+	}
+}
+
+func mustLoad(t *testing.T, dir string) *model.Model {
+	t.Helper()
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func f32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
