@@ -82,6 +82,51 @@ func TestMergePEFT(t *testing.T) {
 	}
 }
 
+// TestMergedLoadsInTransformers: transformers' from_pretrained loads the
+// merged model as a plain one (scripts/peft_check.py's "base" job: the
+// class of its config.json, float32) and computes PEFT's merged model's
+// logits from it, within mergeTol. A tensor missing or misnamed would be
+// initialised at random there, with a warning only: the logits catch it.
+func TestMergedLoadsInTransformers(t *testing.T) {
+	py := fixture.NewPEFT(t)
+	var jobs []map[string]any
+	type check struct {
+		name, out string
+		ref       *fixture.Ref
+	}
+	var checks []check
+	for _, tc := range []struct{ name, base string }{{"llama-tiny", "llama-tiny"}, {"qwen3-tiny-bf16", "qwen3-tiny/bf16"}} {
+		base := fixture.Dir(t, "fixtures", "models", tc.base)
+		dir := filepath.Join("testdata", "merge", tc.name)
+		m, err := model.LoadWith(base, model.LoadOptions{Unstacked: true, BF16Weights: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Load(filepath.Join(dir, "adapter"), m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.MergeInto(m); err != nil {
+			t.Fatal(err)
+		}
+		merged := filepath.Join(t.TempDir(), "merged")
+		if err := m.Save(merged, model.SaveOptions{Source: base}); err != nil {
+			t.Fatal(err)
+		}
+		ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+		ids, shape := ref.Ints("input_ids"), ref.Shape("input_ids")
+		ones := slices.Repeat([]int{1}, len(ids))
+		c := check{name: tc.name, out: filepath.Join(t.TempDir(), "logits.safetensors"), ref: ref}
+		checks = append(checks, c)
+		jobs = append(jobs, fixture.PEFTJob(map[string]any{"kind": "base"}, merged, ids, ones, shape[0], c.out))
+	}
+	py.Run(map[string]any{"jobs": jobs})
+	for _, c := range checks {
+		got := fixture.Tensors(t, c.out)["logits"]
+		fixture.CloseLogits(t, c.name+": transformers on our merged model vs PEFT's merged model", got, f32(c.ref.F64("logits_merged")), len(got)/len(c.ref.Ints("input_ids")), nil, mergeTol)
+	}
+}
+
 // mergeWeightsClose checks every merged q_proj and v_proj weight against
 // PEFT's, element by element, and that nothing else changed. The delta is
 // a float32 GEMM over the rank, whose summation order is the BLAS's: ours

@@ -134,20 +134,11 @@ func openAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 
 // readAdapter is openAdapter without the check of the values.
 func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
-	b, err := inputfile.ReadFile(filepath.Join(dir, "adapter_config.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("adapter %s: %s", dir, notAnAdapter(dir))
-	}
+	kind, err := peftType(dir)
 	if err != nil {
-		return nil, fmt.Errorf("adapter %s: %w", dir, err)
+		return nil, err
 	}
-	var head struct {
-		PeftType string `json:"peft_type"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, fmt.Errorf("adapter %s: adapter_config.json: %w", dir, err)
-	}
-	switch head.PeftType {
+	switch kind {
 	case "LORA":
 		a, err := lora.Load(dir, m, grouped)
 		if err != nil {
@@ -161,7 +152,27 @@ func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 		}
 		return &promptAdapter{p: p, m: m}, nil
 	}
-	return nil, fmt.Errorf("adapter %s: adapter_config.json has peft_type %q; supported: LORA, PROMPT_TUNING", dir, head.PeftType)
+	return nil, fmt.Errorf("adapter %s: adapter_config.json has peft_type %q; supported: LORA, PROMPT_TUNING", dir, kind)
+}
+
+// peftType is the peft_type of the adapter saved in dir, as its
+// adapter_config.json says; a directory without one is an error that says
+// what it is instead (notAnAdapter).
+func peftType(dir string) (string, error) {
+	b, err := inputfile.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("adapter %s: %s", dir, notAnAdapter(dir))
+	}
+	if err != nil {
+		return "", fmt.Errorf("adapter %s: %w", dir, err)
+	}
+	var head struct {
+		PeftType string `json:"peft_type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return "", fmt.Errorf("adapter %s: adapter_config.json: %w", dir, err)
+	}
+	return head.PeftType, nil
 }
 
 // notAnAdapter says what is wrong with an adapter directory that has no

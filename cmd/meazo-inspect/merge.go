@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/train"
+)
+
+func init() {
+	register("merge", cli.Help{
+		Summary:  "merge a LoRA adapter into its base model's weights and write a plain model (PEFT's merge_and_unload)",
+		Synopsis: "--model DIR --adapter DIR --out DIR [--backend B]",
+		Does: `Merges a saved LoRA adapter into the weights it adapts, W' = W + scale·B·A (scale lora_alpha/r, or
+lora_alpha/√r with use_rslora), as PEFT's merge_and_unload does: the delta in float32, added in float32 and
+rounded once to the weight's dtype. The result is a model like any other: meazo-eval, meazo-inspect, meazo-train
+and transformers' from_pretrained load it without the adapter, and it runs without the low-rank terms. A
+prompt-tuning adapter has no weights to merge, and a full-parameter run's best/ is a whole model already: both
+are refused, as are adapters with settings the LoRA loader does not apply (DoRA, fan_in_fan_out, biases, other
+targets than q_proj and v_proj).`,
+		Reads: `--model DIR: the base model (config.json, safetensors weights, tokenizer files); --adapter DIR: a
+saved LoRA adapter (adapter_config.json, adapter_model.safetensors: a LoRA run's best/ or last/, or PEFT's).`,
+		Prints: `into --out (new, or an empty directory) config.json, the weights in the dtype the base model stores
+(bfloat16 or float32; a float16 checkpoint's in float32), sharded with an index as save_pretrained shards, and the
+base model's tokenizer and generation files; on stdout what it merged and wrote.`,
+		Example: "meazo-inspect merge --model models/Llama-3.2-1B --adapter runs/squad-lora/best --out models/llama-squad",
+	}, runMerge)
+}
+
+func runMerge(args []string, _ io.Reader, stdout io.Writer) error {
+	fs := commands.Flags("merge")
+	backend := fs.String("backend", "auto", backends.Usage)
+	opts := train.MergeOptions{}
+	fs.StringVar(&opts.Model, "model", "", "the base model's HF directory (config.json + safetensors)")
+	fs.StringVar(&opts.Adapter, "adapter", "", "saved LoRA adapter directory (PEFT format)")
+	fs.StringVar(&opts.Out, "out", "", "directory to write the merged model into (new or empty)")
+	if err := cli.Parse(fs, args); err != nil {
+		return cli.Usage(err)
+	}
+	if fs.NArg() > 0 {
+		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if opts.Model == "" || opts.Adapter == "" || opts.Out == "" {
+		return cli.Usage(fmt.Errorf("--model, --adapter and --out are required"))
+	}
+	if err := opts.Check(); err != nil {
+		return err
+	}
+	be, err := backends.Open(*backend, 0, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	opts.Backend = be
+	what, err := train.MergeLoRA(opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, what)
+	return nil
+}

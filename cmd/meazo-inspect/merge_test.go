@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/safetensors"
+)
+
+// TestMergeCLI merges each tiny fixture's LoRA adapter (PEFT's, B nonzero)
+// with meazo-inspect merge and runs the merged model as a plain one with
+// forward and generate: its logits are HF's PeftModel's with the adapter
+// (the references' lora_logits_f64, within the fixtures' LoRA tolerance)
+// and its greedy tokens theirs (lora_genN_new_tokens).
+func TestMergeCLI(t *testing.T) {
+	for _, name := range []string{"llama-tiny", "qwen3-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			dir := fixture.Dir(t, "fixtures", "models", name)
+			ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+			merged := filepath.Join(t.TempDir(), "merged")
+			var stdout bytes.Buffer
+			if err := runMerge([]string{"--backend", "cpu", "--model", dir, "--adapter", filepath.Join(dir, "lora"), "--out", merged}, nil, &stdout); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(stdout.String(), "wrote "+merged) {
+				t.Errorf("merge printed %q", stdout.String())
+			}
+			tt := ref.Shape("input_ids")[1]
+			in := filepath.Join(t.TempDir(), "in.json")
+			b, _ := json.Marshal(map[string]any{"input_ids": rows(ref.Ints("input_ids"), tt), "attention_mask": rows(ref.Ints("attention_mask"), tt)})
+			os.WriteFile(in, b, 0o644)
+			out := filepath.Join(t.TempDir(), "out.safetensors")
+			if err := runForward([]string{"--backend", "cpu", "--model", merged, "--input", in, "--out", out}, nil, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			got := fixture.Tensors(t, out)["logits"]
+			mask := ref.Ints("attention_mask")
+			want, v := ref.F64("lora_logits_f64"), ref.Shape("lora_logits_f64")[2]
+			if d, at := fixture.MaxAbsDiff(got, want, v, func(r int) bool { return mask[r] == 1 }); d > 3e-4 {
+				t.Errorf("merged model's logits: max |Δ| %.3g at row %d from PEFT's with the adapter, tolerance 3e-4", d, at/v)
+			}
+			for g := range 2 {
+				mergedGenerates(t, merged, ref, g)
+			}
+		})
+	}
+}
+
+// mergedGenerates: generate on the merged model continues prompt g as HF's
+// PeftModel did with the adapter.
+func mergedGenerates(t *testing.T, merged string, ref *fixture.Ref, g int) {
+	t.Helper()
+	prompt := ref.Ints(fmt.Sprintf("gen%d_prompt", g))
+	in := filepath.Join(t.TempDir(), "gen.json")
+	b, _ := json.Marshal(map[string]any{"input_ids": [][]int{prompt}})
+	os.WriteFile(in, b, 0o644)
+	var stdout bytes.Buffer
+	if err := runGenerate([]string{"--backend", "cpu", "--model", merged, "--input", in, "--max-new-tokens", "8", "--stop", "none"}, nil, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Sequences [][]int }
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := ref.Ints(fmt.Sprintf("lora_gen%d_new_tokens", g)); len(got.Sequences) != 1 || !slices.Equal(got.Sequences[0], want) {
+		t.Errorf("prompt %d: %v, want PEFT's %v", g, got.Sequences, want)
+	}
+}
+
+// TestMergeCLIBF16: a bf16 checkpoint's merge is written in bfloat16.
+func TestMergeCLIBF16(t *testing.T) {
+	dir := fixture.Dir(t, "fixtures", "models", "qwen3-tiny")
+	merged := filepath.Join(t.TempDir(), "merged")
+	if err := runMerge([]string{"--backend", "cpu", "--model", filepath.Join(dir, "bf16"), "--adapter", filepath.Join(dir, "lora"), "--out", merged}, nil, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(filepath.Join(merged, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, info := range f.Tensors() {
+		if info.Dtype != safetensors.BF16 {
+			t.Errorf("%s is %s, want BF16 as the base model stores it", info.Name, info.Dtype)
+		}
+	}
+}

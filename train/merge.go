@@ -1,0 +1,208 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/meazo-go/meazo/internal/outpath"
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/tensor"
+)
+
+// MergeOptions say what MergeLoRA merges and where it writes it. Its
+// errors name them by meazo-inspect merge's flags.
+type MergeOptions struct {
+	Model   string         // --model: the base model's HF directory
+	Adapter string         // --adapter: a saved LoRA adapter (PEFT format, a LoRA run's best/ or last/)
+	Out     string         // --out: the merged model's directory, new or empty
+	Backend tensor.Backend // where the weights are held and merged; nil: the CPU
+}
+
+// MergeLoRA writes the model with the LoRA adapter merged into its weights
+// (lora.Adapter.MergeInto: PEFT's merge_and_unload) into opts.Out, as an
+// HF model directory that loads as a plain model: config.json, the
+// weights as model.Save writes them (in the dtype the checkpoint stores,
+// bfloat16 or float32; a float16 checkpoint's in float32), and the base
+// model's tokenizer and generation files. The directory appears whole or
+// not at all: it is written beside opts.Out and renamed there. It returns
+// what it did, in a line or two.
+func MergeLoRA(opts MergeOptions) (string, error) {
+	if err := opts.Check(); err != nil {
+		return "", err
+	}
+	m, err := model.LoadWith(opts.Model, model.LoadOptions{Backend: opts.Backend, Unstacked: true, BF16Weights: true})
+	if err != nil {
+		return "", err
+	}
+	defer m.Free()
+	if m.Multimodal {
+		return "", fmt.Errorf("--model %s: a multimodal checkpoint (%s) is not merged: its vision tower is not read, and the merged model would lack it", opts.Model, m.Architecture)
+	}
+	a, err := openAdapter(opts.Adapter, m, false)
+	if err != nil {
+		return "", err
+	}
+	la := a.(*loraAdapter).a // Check refused every other kind
+	if err := la.MergeInto(m); err != nil {
+		return "", err
+	}
+	if err := saveWhole(m, opts); err != nil {
+		return "", err
+	}
+	return mergeReport(opts, la)
+}
+
+// Check refuses what MergeLoRA cannot do, before anything is loaded (a
+// command calls it before it opens a backend; MergeLoRA calls it too): a
+// run directory as the model, an image classifier, an adapter that is not
+// a LoRA one (prompt tuning has no weights to merge; a full-parameter
+// run's best/ is a whole model already), and an output that is not new or
+// empty or lies where it could replace what is read.
+func (opts MergeOptions) Check() error {
+	switch {
+	case opts.Model == "" || opts.Adapter == "" || opts.Out == "":
+		return errors.New("--model, --adapter and --out are required")
+	case RunDirAsModel(opts.Model) != "":
+		return fmt.Errorf("--model %s: %s", opts.Model, RunDirAsModel(opts.Model))
+	case model.IsViT(opts.Model):
+		return fmt.Errorf("--model %s: an image classifier (ViT): merging is for decoder models", opts.Model)
+	}
+	if err := mergeableAdapter(opts.Adapter); err != nil {
+		return err
+	}
+	if err := outpath.Check("--out", opts.Out, opts.Model, opts.Adapter); err != nil {
+		return err
+	}
+	return checkEmptyOut(opts.Out)
+}
+
+// mergeableAdapter refuses an adapter directory that does not hold a LoRA
+// adapter, saying what it is.
+func mergeableAdapter(dir string) error {
+	_, noConfig := os.Stat(filepath.Join(dir, "adapter_config.json"))
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil && noConfig != nil {
+		return fmt.Errorf("--adapter %s is a model directory (config.json, no adapter_config.json), as a full-parameter run's best/ and last/ are: "+
+			"it is a whole model already, with nothing to merge; use it as the model as it is (--model %s)", dir, dir)
+	}
+	kind, err := peftType(dir)
+	switch {
+	case err != nil:
+		return err
+	case kind == "PROMPT_TUNING":
+		return fmt.Errorf("--adapter %s is a prompt-tuning adapter: its virtual tokens are put before the input, not added to a weight, "+
+			"so there is nothing to merge; use it as it is (--adapter, with meazo-eval or meazo-inspect generate)", dir)
+	case kind != "LORA":
+		return fmt.Errorf("--adapter %s: adapter_config.json has peft_type %q; only a LoRA adapter (LORA) is merged", dir, kind)
+	}
+	return nil
+}
+
+// checkEmptyOut refuses an output directory that holds anything (or is
+// not a directory): the merged model is written whole, never beside or
+// over other files.
+func checkEmptyOut(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--out %s is a file; name a new or empty directory", dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if len(ents) > 0 {
+		names := make([]string, 0, 4)
+		for _, e := range ents[:min(len(ents), 3)] {
+			names = append(names, e.Name())
+		}
+		if len(ents) > 3 {
+			names = append(names, fmt.Sprintf("and %d more", len(ents)-3))
+		}
+		return fmt.Errorf("--out %s is not empty (it holds %s): the merged model is written into a new or empty directory only; choose another --out",
+			dir, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// saveWhole saves m into a new directory beside opts.Out and renames it to
+// opts.Out (an empty one there is replaced), so that a failure leaves no
+// half-written model that looks whole.
+func saveWhole(m *model.Model, opts MergeOptions) (err error) {
+	parent := filepath.Dir(filepath.Clean(opts.Out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(opts.Out)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := m.Save(tmp, model.SaveOptions{Source: opts.Model}); err != nil {
+		return err
+	}
+	if err := os.Remove(opts.Out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--out: %w", err) // not empty any more: someone wrote there meanwhile
+	}
+	if err := os.Rename(tmp, opts.Out); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
+// mergeReport says what MergeLoRA wrote, and that a float16 checkpoint's
+// weights were written in float32.
+func mergeReport(opts MergeOptions, a *lora.Adapter) (string, error) {
+	ck, err := safetensors.OpenCheckpoint(opts.Out)
+	if err != nil {
+		return "", err
+	}
+	defer ck.Close()
+	dtypes := map[safetensors.Dtype]bool{}
+	for _, n := range ck.Names() {
+		info, _ := ck.Info(n)
+		dtypes[info.Dtype] = true
+	}
+	var written []string
+	for d := range dtypes {
+		written = append(written, string(d))
+	}
+	slices.Sort(written)
+	s := fmt.Sprintf("wrote %s: %s with the LoRA adapter %s merged into its %s (r %d, scale %g); weights %s",
+		opts.Out, opts.Model, opts.Adapter, strings.Join(a.Targets(), " and "), a.Rank(), a.Scale(), strings.Join(written, ", "))
+	if storesF16(opts.Model) {
+		s += "\nthe base model stores float16 weights: the merged model's are float32 (every value exact; twice the size)"
+	}
+	return s, nil
+}
+
+// storesF16 says whether the checkpoint in dir stores a tensor in float16.
+func storesF16(dir string) bool {
+	ck, err := safetensors.OpenCheckpoint(dir)
+	if err != nil {
+		return false
+	}
+	defer ck.Close()
+	return slices.ContainsFunc(ck.Names(), func(n string) bool {
+		info, _ := ck.Info(n)
+		return info.Dtype == safetensors.F16
+	})
+}

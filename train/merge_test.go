@@ -1,0 +1,234 @@
+package train
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/prompttune"
+)
+
+// mergeFixture makes a random tiny model with a tokenizer file and a LoRA
+// adapter for it with nonzero B, and returns their directories.
+func mergeFixture(t *testing.T, bf16 bool) (modelDir, adapterDir string) {
+	t.Helper()
+	root := t.TempDir()
+	modelDir, adapterDir = filepath.Join(root, "model"), filepath.Join(root, "adapter")
+	cfg := &model.Config{Architecture: "Qwen3ForCausalLM", VocabSize: 64, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
+		BOSTokenID: -1, EOSTokenIDs: []int{2}}
+	write := model.WriteRandom
+	if bf16 {
+		write = model.WriteRandomBF16
+	}
+	if _, err := write(modelDir, cfg, 3, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(modelDir, "tokenizer_config.json"), []byte(`{"eos_token": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := lora.New(m, lora.Options{R: 2, Alpha: 6, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range a.Params() {
+		for i := range p {
+			p[i] = float32(i%7-3) / 10
+		}
+	}
+	if err := a.Save(adapterDir); err != nil {
+		t.Fatal(err)
+	}
+	return modelDir, adapterDir
+}
+
+// TestMergeLoRA: the merged model directory loads as a plain model whose
+// logits are those of the base model with the adapter attached (within the
+// fixtures' tolerance; the weights themselves are checked against PEFT's
+// in lora's TestMergePEFT), holds the weights in the base model's dtype
+// and its tokenizer files, and is written into a new directory or an empty
+// one.
+func TestMergeLoRA(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		bf16     bool
+		emptyOut bool // --out exists, empty
+	}{
+		{"float32", false, false},
+		{"bf16", true, false},
+		{"into an empty directory", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			modelDir, adapterDir := mergeFixture(t, tc.bf16)
+			out := filepath.Join(t.TempDir(), "merged")
+			if tc.emptyOut {
+				if err := os.Mkdir(out, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			what, err := MergeLoRA(MergeOptions{Model: modelDir, Adapter: adapterDir, Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dtype := map[bool]string{false: "weights F32", true: "weights BF16"}[tc.bf16]
+			if !strings.Contains(what, out) || !strings.Contains(what, dtype) {
+				t.Errorf("report %q does not name %s and %s", what, out, dtype)
+			}
+			files, err := os.ReadDir(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, f := range files {
+				names = append(names, f.Name())
+			}
+			if want := []string{"config.json", "model.safetensors", "tokenizer_config.json"}; !slices.Equal(names, want) {
+				t.Errorf("--out holds %v, want %v", names, want)
+			}
+			mergedLogitsMatch(t, modelDir, adapterDir, out, tc.bf16)
+			if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 1 {
+				t.Errorf("the temporary directory was left beside --out: %d entries", len(entries))
+			}
+		})
+	}
+}
+
+// mergedLogitsMatch: the merged model's logits are the base model's with
+// the adapter attached, within the float32 tolerance of the fixtures; with
+// bfloat16 weights, within what their rounding changes.
+func mergedLogitsMatch(t *testing.T, modelDir, adapterDir, out string, bf16 bool) {
+	t.Helper()
+	in := model.Input{B: 2, T: 5, Tokens: []int{3, 9, 27, 4, 5, 60, 2, 11, 8, 1}}
+	base, err := model.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AttachAdapter(adapterDir, base); err != nil {
+		t.Fatal(err)
+	}
+	want, err := base.Forward(in, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := model.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := merged.Forward(in, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tol := 2e-4
+	if bf16 {
+		tol = 5e-2 // the merged weights are rounded to bfloat16 (2⁻⁹ relative), the attached adapter's sums are not
+	}
+	fixture.CloseLogits(t, "merged vs attached", got.Logits, want.Logits, merged.VocabSize, nil, tol)
+	base.Adapter = nil
+	plain, err := base.Forward(in, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := fixture.MaxAbsDiff(got.Logits, fixture.Widen(plain.Logits), merged.VocabSize, nil); d < 10*tol {
+		t.Errorf("the merge moves the logits by %.3g only: a merge that changed nothing would pass", d)
+	}
+}
+
+// TestMergeLoRARefuses: what cannot be merged, or written where asked, is
+// refused with what it is, and nothing is written.
+func TestMergeLoRARefuses(t *testing.T) {
+	modelDir, adapterDir := mergeFixture(t, false)
+	root := t.TempDir()
+	prompt := filepath.Join(root, "prompt")
+	m, err := model.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := prompttune.Random(m, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Save(prompt, m); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(root, "run", "best") // a full-parameter run's best/: a model
+	if err := os.MkdirAll(full, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		copyFile(t, filepath.Join(modelDir, f), filepath.Join(full, f))
+	}
+	fanIn := filepath.Join(root, "fan-in")
+	copyDir(t, adapterDir, fanIn)
+	editFile(t, filepath.Join(fanIn, "adapter_config.json"), `"fan_in_fan_out": false`, `"fan_in_fan_out": true`)
+	full2 := filepath.Join(root, "nonempty")
+	if err := os.MkdirAll(full2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(full2, "notes.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	afile := filepath.Join(root, "a-file")
+	if err := os.WriteFile(afile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+	for _, tc := range []struct {
+		name, model, adapter, out, want string
+	}{
+		{"prompt tuning", modelDir, prompt, out, "is a prompt-tuning adapter"},
+		{"a full-parameter best/", modelDir, full, out, "it is a whole model already, with nothing to merge"},
+		{"fan_in_fan_out", modelDir, fanIn, out, "fan_in_fan_out is not supported"},
+		{"no adapter", modelDir, filepath.Join(root, "missing"), out, "no such directory"},
+		{"a run directory as the model", filepath.Join(root, "run"), adapterDir, out, "a run directory, not a model"},
+		{"--out not empty", modelDir, adapterDir, full2, "is not empty (it holds notes.txt)"},
+		{"--out a file", modelDir, adapterDir, afile, "is a file"},
+		{"--out inside the adapter", modelDir, adapterDir, filepath.Join(adapterDir, "merged"), "is inside the input"},
+		{"--out the model", modelDir, adapterDir, modelDir, "is the input"},
+		{"no --out", modelDir, adapterDir, "", "are required"},
+		{"a ViT", filepath.Join("..", "model", "testdata", "vit", "vit-tiny"), adapterDir, out, "an image classifier (ViT)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := MergeLoRA(MergeOptions{Model: tc.model, Adapter: tc.adapter, Out: tc.out})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one that says %q", err, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written", out)
+			}
+		})
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s lacks %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
