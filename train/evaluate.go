@@ -248,11 +248,7 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example, pass *evalPas
 			return nil, err
 		}
 		for i, ex := range chunk {
-			gen := outs[i]
-			if n := len(gen); n > 0 && slices.Contains(e.stopIDs, gen[n-1]) {
-				gen = gen[:n-1]
-			}
-			pred := eval.ExtractAnswer(e.tok.DecodeHF(gen, true), answerPrefix(e.task))
+			pred := eval.ExtractAnswer(Continuation(e.tok, outs[i], e.stopIDs), answerPrefix(e.task))
 			if err := e.scoreGenerated(ex, pred, part.Sums); err != nil {
 				return nil, err
 			}
@@ -349,7 +345,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	}
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", len(exs), o.Data, st.Skipped)
 	e := &evaluator{task: task, tok: tok, enc: enc, batchSize: o.BatchSize,
-		maxNewTokens: o.MaxNewTokens, stopIDs: stopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log, record: o.OnPrediction}
+		maxNewTokens: o.MaxNewTokens, stopIDs: StopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log, record: o.OnPrediction}
 	pass := newEvalPass("evaluation", len(exs), func(s string) { fmt.Fprintln(o.Log, s) }, nil)
 	var res map[string]float64
 	err = withAdapter(m, adapter, params, o.Merge, func(m *model.Model) (err error) {
@@ -403,8 +399,9 @@ func (o EvalOptions) task() (data.Task, *data.OwnTask, error) {
 	return task, own, nil
 }
 
-// stopIDs are the tokenizer's end-of-turn ids plus the model config's eos ids.
-func stopIDs(tok *tokenizer.Tokenizer, m *model.Model) []int {
+// StopIDs are the ids that end a generation in evaluation: the
+// tokenizer's end-of-turn ids plus the model config's eos ids.
+func StopIDs(tok *tokenizer.Tokenizer, m *model.Model) []int {
 	stops := slices.Clone(tok.StopIDs())
 	for _, id := range m.EOSTokenIDs {
 		if !slices.Contains(stops, id) {
@@ -412,4 +409,15 @@ func stopIDs(tok *tokenizer.Tokenizer, m *model.Model) []int {
 		}
 	}
 	return stops
+}
+
+// Continuation is a generated continuation's text as evaluation reads it:
+// its ids (Model.Generate's, up to and including the stop token that ended
+// them) without that stop token, decoded as transformers'
+// decode(skip_special_tokens=True) does.
+func Continuation(tok *tokenizer.Tokenizer, ids, stops []int) string {
+	if n := len(ids); n > 0 && slices.Contains(stops, ids[n-1]) {
+		ids = ids[:n-1]
+	}
+	return tok.DecodeHF(ids, true)
 }

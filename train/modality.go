@@ -52,7 +52,7 @@ func (r *run) newTextTask(splits *textSplits, enc *data.Encoder) *textTask {
 	cfg := r.cfg
 	obj := &decoderObjective{m: r.m, view: r.tr.(viewer)} // a decoder's trained parameters are their own view (adapterState, fullState)
 	eval := &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
-		maxNewTokens: cfg.maxNewTokens(), stopIDs: stopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
+		maxNewTokens: cfg.maxNewTokens(), stopIDs: StopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
 	return &textTask{m: r.m, data: splits, obj: obj, eval: eval}
 }
 

@@ -37,28 +37,13 @@ func runChat(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	return eachJSONLine(stdin, stdout, func(line []byte) (any, error) {
-		var in struct {
-			Messages            []tokenizer.Message `json:"messages"`
-			AddGenerationPrompt bool                `json:"add_generation_prompt"`
-			EnableThinking      *bool               `json:"enable_thinking"`
-			DateString          string              `json:"date_string"`
-		}
-		if err := json.Unmarshal(line, &in); err != nil {
+		c, err := parseChatLine(line)
+		if err != nil {
 			return nil, err
 		}
-		if len(in.Messages) == 0 {
-			return nil, errors.New(`field "messages": missing or empty`)
-		}
-		for i, m := range in.Messages {
-			if m.Role == "" {
-				return nil, fmt.Errorf(`field "messages[%d].role": missing`, i)
-			}
-		}
-		text, ids, err := tk.EncodeChat(in.Messages, tokenizer.ChatOptions{
-			AddGenerationPrompt: in.AddGenerationPrompt,
-			EnableThinking:      in.EnableThinking,
-			DateString:          in.DateString,
-		})
+		opts := c.options()
+		opts.AddGenerationPrompt = c.AddGenerationPrompt != nil && *c.AddGenerationPrompt
+		text, ids, err := tk.EncodeChat(c.Messages, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -67,4 +52,38 @@ func runChat(args []string, stdin io.Reader, stdout io.Writer) error {
 			IDs      []int  `json:"ids"`
 		}{text, ids}, nil
 	})
+}
+
+// chatLine is one conversation of chat's and generate's JSON Lines input:
+// {"messages": [...], "add_generation_prompt": bool, "enable_thinking":
+// bool, "date_string": "..."}, all but messages optional.
+type chatLine struct {
+	Messages            []tokenizer.Message `json:"messages"`
+	AddGenerationPrompt *bool               `json:"add_generation_prompt"`
+	EnableThinking      *bool               `json:"enable_thinking"`
+	DateString          string              `json:"date_string"`
+}
+
+// parseChatLine reads a chatLine and checks that it has messages, each
+// with a role.
+func parseChatLine(line []byte) (chatLine, error) {
+	var c chatLine
+	if err := json.Unmarshal(line, &c); err != nil {
+		return c, err
+	}
+	if len(c.Messages) == 0 {
+		return c, errors.New(`field "messages": missing or empty`)
+	}
+	for i, m := range c.Messages {
+		if m.Role == "" {
+			return c, fmt.Errorf(`field "messages[%d].role": missing`, i)
+		}
+	}
+	return c, nil
+}
+
+// options are the line's template options, without the generation prompt
+// (each command decides it).
+func (c chatLine) options() tokenizer.ChatOptions {
+	return tokenizer.ChatOptions{EnableThinking: c.EnableThinking, DateString: c.DateString}
 }

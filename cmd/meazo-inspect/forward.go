@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
@@ -31,16 +30,6 @@ or prompt tuning, PEFT format); --input: the batch as JSON ({"input_ids", "atten
 --hidden-states); on stdout the loss and what was written.`,
 		Example: "meazo-inspect forward --model models/Llama-3.2-1B --input batch.json --out logits.safetensors",
 	}, runForward)
-	register("generate", cli.Help{
-		Summary:  "greedy generation from a (left-padded) batch of prompts",
-		Synopsis: "--model DIR [--adapter DIR] --input prompts.json [--max-new-tokens N] [--stop IDS]",
-		Does: `Generates greedily from a batch of prompts with the KV cache, as evaluation does for SQuAD and XSum: to compare
-with transformers' generate(do_sample=False).`,
-		Reads: `--model DIR: an HF model directory (config.json, safetensors weights); --adapter DIR: a saved adapter (LoRA
-or prompt tuning); --input: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded; mask optional).`,
-		Prints:  `one JSON object: {"sequences": [[...]]}, each prompt's generated ids.`,
-		Example: "meazo-inspect generate --model models/Qwen3-0.6B --input prompts.json --max-new-tokens 50",
-	}, runGenerate)
 }
 
 // batchJSON is the input file of forward and generate.
@@ -95,15 +84,23 @@ func readBatch(path string) (model.Input, []int, error) {
 	return in, labels, err
 }
 
+// checkModelDir refuses a missing --model and a run directory given as one.
+func checkModelDir(modelDir string) error {
+	if modelDir == "" {
+		return cli.Usage(fmt.Errorf("--model is required"))
+	}
+	if what := train.RunDirAsModel(modelDir); what != "" {
+		return fmt.Errorf("--model %s: %s", modelDir, what)
+	}
+	return nil
+}
+
 // loadModel loads a checkpoint on the named backend and, if adapterDir is
 // set, a saved adapter (LoRA or prompt tuning). The backend's one-line description goes to
 // stderr.
 func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
-	if modelDir == "" {
-		return nil, cli.Usage(fmt.Errorf("--model is required"))
-	}
-	if what := train.RunDirAsModel(modelDir); what != "" {
-		return nil, fmt.Errorf("--model %s: %s", modelDir, what)
+	if err := checkModelDir(modelDir); err != nil {
+		return nil, err
 	}
 	be, err := backends.Open(backend, 0, os.Stderr)
 	if err != nil {
@@ -204,47 +201,4 @@ func finiteOutput(out *model.Output, rows, vocab int) error {
 		return fmt.Errorf("the loss is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless", out.Loss)
 	}
 	return nil
-}
-
-func runGenerate(args []string, _ io.Reader, stdout io.Writer) error {
-	fs := commands.Flags("generate")
-	backend := fs.String("backend", "auto", backends.Usage)
-	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
-	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
-	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded batch; mask optional)`)
-	maxNew := fs.Int("max-new-tokens", 32, "number of tokens to generate at most")
-	stopList := fs.String("stop", "", "comma-separated stop token ids (default: the config's eos_token_id; \"none\" disables)")
-	if err := cli.Parse(fs, args); err != nil {
-		return cli.Usage(err)
-	}
-	if *input == "" {
-		return cli.Usage(fmt.Errorf("--input is required"))
-	}
-	in, _, err := readBatch(*input)
-	if err != nil {
-		return err
-	}
-	opts := model.GenerateOptions{MaxNewTokens: *maxNew}
-	switch *stopList {
-	case "":
-	case "none":
-		opts.StopIDs = []int{}
-	default:
-		for _, s := range strings.Split(*stopList, ",") {
-			id, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				return fmt.Errorf("--stop: %q is not a token id", s)
-			}
-			opts.StopIDs = append(opts.StopIDs, id)
-		}
-	}
-	m, err := loadModel(*modelDir, *adapter, *backend)
-	if err != nil {
-		return err
-	}
-	seqs, err := m.Generate(in, opts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *input, err)
-	}
-	return json.NewEncoder(stdout).Encode(map[string][][]int{"sequences": seqs})
 }
