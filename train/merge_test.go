@@ -1,6 +1,8 @@
 package train
 
 import (
+	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +13,13 @@ import (
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/prompttune"
+	"github.com/meazo-go/meazo/safetensors"
 )
 
-// mergeFixture makes a random tiny model with a tokenizer file and a LoRA
-// adapter for it with nonzero B, and returns their directories.
-func mergeFixture(t *testing.T, bf16 bool) (modelDir, adapterDir string) {
+// mergeFixture makes a random tiny model stored in dtype (F32, BF16 or
+// F16) with a tokenizer file, and a LoRA adapter for it with nonzero B,
+// and returns their directories.
+func mergeFixture(t *testing.T, dtype safetensors.Dtype) (modelDir, adapterDir string) {
 	t.Helper()
 	root := t.TempDir()
 	modelDir, adapterDir = filepath.Join(root, "model"), filepath.Join(root, "adapter")
@@ -23,11 +27,14 @@ func mergeFixture(t *testing.T, bf16 bool) (modelDir, adapterDir string) {
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
 		BOSTokenID: -1, EOSTokenIDs: []int{2}}
 	write := model.WriteRandom
-	if bf16 {
+	if dtype == safetensors.BF16 {
 		write = model.WriteRandomBF16
 	}
 	if _, err := write(modelDir, cfg, 3, 0.2); err != nil {
 		t.Fatal(err)
+	}
+	if dtype == safetensors.F16 {
+		toF16(t, filepath.Join(modelDir, "model.safetensors"))
 	}
 	if err := os.WriteFile(filepath.Join(modelDir, "tokenizer_config.json"), []byte(`{"eos_token": "x"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -59,16 +66,17 @@ func mergeFixture(t *testing.T, bf16 bool) (modelDir, adapterDir string) {
 // one.
 func TestMergeLoRA(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		bf16     bool
-		emptyOut bool // --out exists, empty
+		name         string
+		stored, want safetensors.Dtype // the base model's dtype, the merged model's
+		emptyOut     bool              // --out exists, empty
 	}{
-		{"float32", false, false},
-		{"bf16", true, false},
-		{"into an empty directory", false, true},
+		{"float32", safetensors.F32, safetensors.F32, false},
+		{"bf16", safetensors.BF16, safetensors.BF16, false},
+		{"float16, written in float32", safetensors.F16, safetensors.F32, false},
+		{"into an empty directory", safetensors.F32, safetensors.F32, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			modelDir, adapterDir := mergeFixture(t, tc.bf16)
+			modelDir, adapterDir := mergeFixture(t, tc.stored)
 			out := filepath.Join(t.TempDir(), "merged")
 			if tc.emptyOut {
 				if err := os.Mkdir(out, 0o755); err != nil {
@@ -79,9 +87,12 @@ func TestMergeLoRA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dtype := map[bool]string{false: "weights F32", true: "weights BF16"}[tc.bf16]
+			dtype := "weights " + string(tc.want)
 			if !strings.Contains(what, out) || !strings.Contains(what, dtype) {
 				t.Errorf("report %q does not name %s and %s", what, out, dtype)
+			}
+			if f16 := strings.Contains(what, "stores float16 weights"); f16 != (tc.stored == safetensors.F16) {
+				t.Errorf("report %q: says float16 is written in float32: %v, want %v", what, f16, !f16)
 			}
 			files, err := os.ReadDir(out)
 			if err != nil {
@@ -94,7 +105,7 @@ func TestMergeLoRA(t *testing.T) {
 			if want := []string{"config.json", "model.safetensors", "tokenizer_config.json"}; !slices.Equal(names, want) {
 				t.Errorf("--out holds %v, want %v", names, want)
 			}
-			mergedLogitsMatch(t, modelDir, adapterDir, out, tc.bf16)
+			mergedLogitsMatch(t, modelDir, adapterDir, out, tc.want == safetensors.BF16)
 			if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 1 {
 				t.Errorf("the temporary directory was left beside --out: %d entries", len(entries))
 			}
@@ -145,7 +156,7 @@ func mergedLogitsMatch(t *testing.T, modelDir, adapterDir, out string, bf16 bool
 // TestMergeLoRARefuses: what cannot be merged, or written where asked, is
 // refused with what it is, and nothing is written.
 func TestMergeLoRARefuses(t *testing.T) {
-	modelDir, adapterDir := mergeFixture(t, false)
+	modelDir, adapterDir := mergeFixture(t, safetensors.F32)
 	root := t.TempDir()
 	prompt := filepath.Join(root, "prompt")
 	m, err := model.Load(modelDir)
@@ -231,4 +242,46 @@ func editFile(t *testing.T, path, old, new string) {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// toF16 rewrites the float32 safetensors file path in float16, each value
+// first rounded to a multiple of 2⁻¹⁰ (exact in float16 below 2, and
+// normal there: nothing else is rounded).
+func toF16(t *testing.T, path string) {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []safetensors.Tensor
+	for _, info := range f.Tensors() {
+		v, err := f.Float32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 2*len(v))
+		for i, x := range v {
+			q := float32(math.Round(float64(x)*1024) / 1024)
+			if math.Abs(float64(q)) >= 2 {
+				t.Fatalf("%s holds %g, not exact in float16 here", info.Name, x)
+			}
+			binary.LittleEndian.PutUint16(b[2*i:], f16Bits(q))
+		}
+		out = append(out, safetensors.Tensor{Name: info.Name, Dtype: safetensors.F16, Shape: info.Shape, Data: b})
+	}
+	f.Close()
+	if err := safetensors.WriteFile(path, out, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// f16Bits is the float16 encoding of x, a normal float16 value (or zero).
+func f16Bits(x float32) uint16 {
+	u := math.Float32bits(x)
+	sign := uint16(u>>16) & 0x8000
+	if u&0x7fffffff == 0 {
+		return sign
+	}
+	exp := int(u>>23&0xff) - 127 + 15
+	return sign | uint16(exp)<<10 | uint16(u>>13&0x3ff)
 }

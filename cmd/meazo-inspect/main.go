@@ -1,7 +1,8 @@
 // Command meazo-inspect looks inside the pieces a training run is made of:
-// checkpoints (forward, generate), tokenizers and chat templates, training
-// examples, and the perturbation noise. Each subcommand lives in its own file
-// and registers itself in init.
+// checkpoints (forward, generate: from token ids or text), tokenizers and
+// chat templates, training examples, and the perturbation noise; and it
+// merges a LoRA adapter into its model (merge). Each subcommand lives in
+// its own file and registers itself in init.
 package main
 
 import (

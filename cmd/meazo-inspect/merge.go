@@ -21,11 +21,11 @@ and transformers' from_pretrained load it without the adapter, and it runs witho
 prompt-tuning adapter has no weights to merge, and a full-parameter run's best/ is a whole model already: both
 are refused, as are adapters with settings the LoRA loader does not apply (DoRA, fan_in_fan_out, biases, other
 targets than q_proj and v_proj).`,
-		Reads: `--model DIR: the base model (config.json, safetensors weights, tokenizer files); --adapter DIR: a
-saved LoRA adapter (adapter_config.json, adapter_model.safetensors: a LoRA run's best/ or last/, or PEFT's).`,
+		Reads: `--model DIR: the base model (config.json, safetensors weights, tokenizer files); --adapter DIR: a saved
+LoRA adapter (adapter_config.json, adapter_model.safetensors: a LoRA run's best/ or last/, or PEFT's).`,
 		Prints: `into --out (new, or an empty directory) config.json, the weights in the dtype the base model stores
-(bfloat16 or float32; a float16 checkpoint's in float32), sharded with an index as save_pretrained shards, and the
-base model's tokenizer and generation files; on stdout what it merged and wrote.`,
+(bfloat16 or float32; a float16 checkpoint's in float32), sharded with an index as save_pretrained shards,
+and the base model's tokenizer and generation files; on stdout what it merged and wrote.`,
 		Example: "meazo-inspect merge --model models/Llama-3.2-1B --adapter runs/squad-lora/best --out models/llama-squad",
 	}, runMerge)
 }
