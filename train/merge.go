@@ -37,6 +37,7 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 	if err := opts.Check(); err != nil {
 		return "", err
 	}
+	opts.Out = filepath.Clean(opts.Out)
 	m, err := model.LoadWith(opts.Model, model.LoadOptions{Backend: opts.Backend, Unstacked: true, BF16Weights: true})
 	if err != nil {
 		return "", err
@@ -49,7 +50,11 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	la := a.(*loraAdapter).a // Check refused every other kind
+	l, ok := a.(*loraAdapter)
+	if !ok { // Check refused every other kind, unless the directory changed since
+		return "", fmt.Errorf("--adapter %s is not a LoRA adapter (any more)", opts.Adapter)
+	}
+	la := l.a
 	if err := la.MergeInto(m); err != nil {
 		return "", err
 	}
@@ -140,7 +145,7 @@ func checkEmptyOut(dir string) error {
 // opts.Out (an empty one there is replaced), so that a failure leaves no
 // half-written model that looks whole.
 func saveWhole(m *model.Model, opts MergeOptions) (err error) {
-	parent := filepath.Dir(filepath.Clean(opts.Out))
+	parent := filepath.Dir(opts.Out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
