@@ -185,7 +185,7 @@ func TestOutputDirNeverOverInputs(t *testing.T) {
 	for _, c := range []struct{ out, want string }{
 		{"model", "is the input " + filepath.Join(dir, "model")},
 		{"model/run", "is inside the input " + filepath.Join(dir, "model")},
-		{"another-model", "is the model directory"},
+		{"another-model", "is a model directory already"},
 		{"another-model/run", "is inside the model directory " + filepath.Join(dir, "another-model")},
 		{"data/train.tsv", "is the input " + filepath.Join(dir, "data/train.tsv")},
 		{"other/best/run", "is inside the run directory " + other},

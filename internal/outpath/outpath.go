@@ -72,11 +72,10 @@ func check(flag, out string, ownRun bool, inputs []string) error {
 			kind = ""
 		}
 		if kind != "" {
-			where := "is"
-			if dir != o {
-				where = "is inside"
+			if dir == o {
+				return fmt.Errorf("%s %s is a %s already: writing there could replace its files, or they yours; choose another place", flag, out, kind)
 			}
-			return fmt.Errorf("%s %s %s %s %s: writing there could replace its files, or they yours; choose another place", flag, out, where, kind, dir)
+			return fmt.Errorf("%s %s is inside the %s %s: writing there could replace its files, or they yours; choose another place", flag, out, kind, dir)
 		}
 		if filepath.Dir(dir) == dir {
 			return nil
@@ -84,7 +83,7 @@ func check(flag, out string, ownRun bool, inputs []string) error {
 	}
 }
 
-const runDir, modelDir = "the run directory", "the model directory"
+const runDir, modelDir = "run directory", "model directory"
 
 // kindOf names what dir is, if it is a model or a run directory: a run's
 // run.lock (what meazo-train writes first), or a finished run's
