@@ -79,14 +79,16 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 var saveChunk = 4 << 20 // a variable for the tests, which make it small
 
 // saver reads a model's tensors back from the backend a chunk at a time as
-// they are written, through one backend buffer and one byte buffer for the
-// whole model: a buffer per chunk would be gigabytes of garbage per save,
-// which the collector lets pile up to its headroom and the runtime keeps
-// resident a while after (a full-parameter run's peak memory). A GPU
-// backend's ToHost still downloads each chunk into a new host slice.
+// they are written, through one backend buffer, one host slice (where the
+// backend's ToHost would make a new one: tensor.HostReader) and one byte
+// buffer for the whole model: a buffer per chunk would be gigabytes of
+// garbage per save, which the collector lets pile up to its headroom and
+// the runtime keeps resident a while after (a full-parameter run's peak
+// memory).
 type saver struct {
 	be    tensor.Backend
 	chunk tensor.Buf // the rows read back (at most saveChunk values, or one row)
+	host  []float32  // their values downloaded, for a tensor.HostReader
 	bytes []byte     // their little-endian bytes
 }
 
@@ -104,7 +106,7 @@ func (sv *saver) tensor(t Tensor) safetensors.Tensor {
 	st.Produce = func(w io.Writer) (err error) {
 		defer tensor.Recover(&err)
 		if t.Vector != nil {
-			return sv.write(w, sv.be.ToHost(t.Vector)[:t.Cols], t.BF16)
+			return sv.write(w, sv.toHost(t.Vector)[:t.Cols], t.BF16)
 		}
 		rows := max(1, saveChunk/max(1, t.Cols))
 		ids := make([]int, 0, min(rows, t.Rows))
@@ -116,7 +118,7 @@ func (sv *saver) tensor(t Tensor) safetensors.Tensor {
 			}
 			dst := sv.rows(len(ids) * t.Cols)
 			sv.be.Rows(dst, t.Weight, ids)
-			if err := sv.write(w, sv.be.ToHost(dst), t.BF16); err != nil {
+			if err := sv.write(w, sv.toHost(dst), t.BF16); err != nil {
 				return err
 			}
 		}
@@ -132,6 +134,19 @@ func (sv *saver) rows(n int) tensor.Buf {
 		sv.chunk = sv.be.Alloc(n)
 	}
 	return sv.chunk.Slice(0, n)
+}
+
+// toHost returns b's values on the host until the next call: the
+// backend's own memory (the CPU's ToHost), or the saver's host slice.
+func (sv *saver) toHost(b tensor.Buf) []float32 {
+	hr, ok := sv.be.(tensor.HostReader)
+	if !ok {
+		return sv.be.ToHost(b)
+	}
+	if cap(sv.host) < b.Len() {
+		sv.host = make([]float32, b.Len())
+	}
+	return hr.ToHostInto(b, sv.host[:b.Len()])
 }
 
 // free returns the chunk buffer to the backend.

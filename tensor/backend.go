@@ -168,6 +168,19 @@ type DeviceMemory interface {
 	DeviceMemory() (held, peak uint64)
 }
 
+// HostReader is implemented by backends whose ToHost copies into a new
+// host slice (a GPU's download), to read a buffer back into memory the
+// caller owns instead: ToHostInto(b, dst) copies b's values into dst,
+// which must hold at least b.Len() values, and returns dst[:b.Len()]. A
+// caller that reads many buffers back one after another (model.Save, a
+// model's weights a chunk at a time) then reuses one host slice rather
+// than making garbage of the model's size. The CPU backend does not
+// implement it: its ToHost returns the buffer's own memory, which
+// allocates nothing.
+type HostReader interface {
+	ToHostInto(b Buf, dst []float32) []float32
+}
+
 // Stacker is implemented by backends that may multiply a layer's
 // projections of one input stacked into one matrix (q|k|v, gate|up): one
 // wider product instead of two or three, which on a GPU can be faster

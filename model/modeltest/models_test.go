@@ -36,6 +36,7 @@ func TestConformance(t *testing.T) {
 		d := backendtest.NewDevice()
 		Models(t, d, backendtest.Exact)
 		Ministral(t, d, backendtest.Exact)
+		t.Run("Save", func(t *testing.T) { Save(t, d) })
 		if d.Downloads == 0 {
 			t.Errorf("the suite downloaded nothing from the device: the checks did not run")
 		}

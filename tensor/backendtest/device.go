@@ -79,8 +79,17 @@ func (d *Device) Close() error                    { return nil }
 func (d *Device) Alloc(n int) tensor.Buf          { return d.newBuf(make([]float32, n)) }
 func (d *Device) FromHost(s []float32) tensor.Buf { return d.newBuf(slices.Clone(s)) }
 func (d *Device) ToHost(b tensor.Buf) []float32 {
+	return d.ToHostInto(b, make([]float32, b.Len()))
+}
+
+// ToHostInto implements tensor.HostReader: a download into the caller's
+// dst, as a GPU backend's.
+func (d *Device) ToHostInto(b tensor.Buf, dst []float32) []float32 {
+	if len(dst) < b.Len() {
+		panic(fmt.Sprintf("backendtest: ToHostInto: %d floats into %d", b.Len(), len(dst)))
+	}
 	d.Downloads++
-	return slices.Clone(b.(devBuf).h)
+	return dst[:copy(dst, b.(devBuf).h)]
 }
 func (d *Device) Free(bufs ...tensor.Buf) {
 	for _, b := range bufs {

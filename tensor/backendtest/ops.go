@@ -78,6 +78,9 @@ func Ops(t *testing.T, b tensor.Backend, tol Tolerance) {
 	t.Run("Argmax", func(t *testing.T) { argmaxRules(t, b) })
 	t.Run("CrossEntropy", func(t *testing.T) { crossEntropy(t, b, ref, tol.forOp("CrossEntropy")) })
 	t.Run("MatMulFullFloat32", func(t *testing.T) { matMulPrecision(t, b) })
+	if hr, ok := b.(tensor.HostReader); ok {
+		t.Run("ToHostInto", func(t *testing.T) { toHostInto(t, b, hr) })
+	}
 	if c, ok := b.(Counter); ok {
 		if bufs, w, kv := c.Live(); bufs != 0 || w != 0 || kv != 0 {
 			t.Errorf("after the op checks %d buffers, %d weights, %d caches are alive", bufs, w, kv)
@@ -386,6 +389,24 @@ func attentionNoKey(t *testing.T, b tensor.Backend) {
 		if x != 0 || math.Signbit(float64(x)) {
 			t.Fatalf("output %d of a query with no visible key is %g, want +0", i, x)
 		}
+	}
+}
+
+// toHostInto: a view read back into a longer slice fills its start with
+// the view's values, returns that start in the caller's memory and leaves
+// the rest as it was.
+func toHostInto(t *testing.T, b tensor.Backend, hr tensor.HostReader) {
+	in := &inputs{rand.New(rand.NewPCG(5, 6))}
+	vals := in.vec(40, 1)
+	x := b.FromHost(vals)
+	defer b.Free(x)
+	dst := slices.Repeat([]float32{-7}, 32)
+	got := hr.ToHostInto(x.Slice(3, 30), dst)
+	if len(got) != 27 || &got[0] != &dst[0] {
+		t.Fatalf("ToHostInto of 27 values into 32 returned %d values, in the caller's slice %v", len(got), len(got) > 0 && &got[0] == &dst[0])
+	}
+	if !SameBits(got, vals[3:30]) || !SameBits(dst[27:], slices.Repeat([]float32{-7}, 5)) {
+		t.Errorf("ToHostInto wrote %v, want %v then the 5 values -7 as they were", dst, vals[3:30])
 	}
 }
 

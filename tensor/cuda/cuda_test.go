@@ -50,12 +50,13 @@ func openOrSkip(t *testing.T) *Backend {
 
 // TestConformance runs the backend conformance suite on the GPU: every op
 // against the CPU backend, the fixture models against the HF references, and
-// the model on CUDA against the model on the CPU.
+// the model on CUDA against the model on the CPU (its saves too).
 func TestConformance(t *testing.T) {
 	b := openOrSkip(t)
 	backendtest.Ops(t, b, backendtest.Float32)
 	modeltest.Models(t, b, backendtest.Float32)
 	t.Run("Ministral3", func(t *testing.T) { modeltest.Ministral(t, b, backendtest.Float32) })
+	t.Run("Save", func(t *testing.T) { modeltest.Save(t, b) })
 	if cpu.GEMMPath() != "portable" {
 		t.Run("KernelsMatchCPUBits", func(t *testing.T) { backendtest.Ops(t, b, kernelsMatchCPU) })
 	}

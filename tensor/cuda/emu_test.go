@@ -252,6 +252,14 @@ func TestEmulatedConformance(t *testing.T) {
 	t.Run("Ministral3", func(t *testing.T) { modeltest.Ministral(t, b, backendtest.Float32) })
 }
 
+// TestEmulatedSave: model.Save on the CUDA backend writes the CPU
+// backend's files, byte for byte, and downloads its chunks into the
+// saver's one host slice (ToHostInto), allocating about what a save on the
+// CPU does.
+func TestEmulatedSave(t *testing.T) {
+	modeltest.Save(t, newEmuBackend(t))
+}
+
 // kernelsMatchCPU is the promise of the kernels (kernels/common.cuh): every op but the GEMMs and
 // cross-entropy gives the CPU backend's bits, where the CPU backend's
 // kernels use fused multiply-adds as the GPU's do (its AVX-512 and AVX2

@@ -220,13 +220,20 @@ func (b *Backend) FromHost(src []float32) tensor.Buf {
 }
 
 func (b *Backend) ToHost(x tensor.Buf) []float32 {
+	return b.ToHostInto(x, make([]float32, x.Len()))
+}
+
+// ToHostInto implements tensor.HostReader: the download of ToHost into
+// the caller's dst.
+func (b *Backend) ToHostInto(x tensor.Buf, dst []float32) []float32 {
 	defer b.enter()()
 	v := dbuf(x)
-	h := make([]float32, v.n)
+	need(len(dst) >= v.n, "ToHostInto: %d floats into %d", v.n, len(dst))
+	dst = dst[:v.n]
 	if v.n > 0 {
-		b.download(unsafe.Pointer(&h[0]), v.ptr, uint64(4*v.n))
+		b.download(unsafe.Pointer(&dst[0]), v.ptr, uint64(4*v.n))
 	}
-	return h
+	return dst
 }
 
 func (b *Backend) Free(bufs ...tensor.Buf) {
