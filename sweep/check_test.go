@@ -28,7 +28,7 @@ func TestCheckConfigs(t *testing.T) {
 	}{
 		{"good", "train.steps=5", cfg, ""},
 		{"misspelt key", "train.stepz=5", cfg, `sweep e_meazo: --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
-		{"bad value", "train.steps=-5", cfg, "sweep e_meazo: --set: train.steps must not be negative, got -5"},
+		{"bad value", "train.steps=-5", cfg, "sweep e_meazo: --set train.steps: must not be negative, got -5"},
 		{"no config file", "train.steps=5", filepath.Join(dir, "nope.yaml"), "sweep e_meazo: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

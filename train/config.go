@@ -10,11 +10,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/viper"
@@ -199,7 +197,7 @@ func Load(path string, overrides []string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", blame(err, path, file, overrides), err)
+		return nil, blame(err, path, file, overrides)
 	}
 	return &c, nil
 }
@@ -231,85 +229,6 @@ func mergeConfigFile(v *viper.Viper, path string, known []configKey) ([]byte, er
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return b, nil
-}
-
-// applyOverride sets one --set key=value in v, checked against the key's
-// type.
-func applyOverride(v *viper.Viper, o string, known []configKey) error {
-	key, val, ok := strings.Cut(o, "=")
-	key = strings.TrimSpace(key)
-	if !ok || key == "" {
-		return fmt.Errorf("--set %q: want key=value", o)
-	}
-	if err := checkKey(key, known); err != nil {
-		return fmt.Errorf("--set %s: %w", key, err)
-	}
-	// A string key takes the text as it is, spaces included (a prompt's
-	// leading space is a token's): read as YAML, the path "exp #1"
-	// would lose its comment-like tail, "007" would be 7 and "1e3"
-	// 1000, and the run would go somewhere else without a word.
-	var parsed any = val
-	if kind := keyKind(key, known); kind != "string" {
-		if err := yaml.Unmarshal([]byte(val), &parsed); err != nil {
-			return fmt.Errorf("--set %s: %w", key, aliasHint(err, val))
-		}
-		// A number with leading zeros is decimal on a command line
-		// (YAML reads "010" as octal 8: a run would take 8 steps).
-		if kind == "int" || kind == "uint64" || kind == "float64" {
-			if n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64); err == nil {
-				parsed = n
-			} else if n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64); err == nil {
-				parsed = n
-			}
-		}
-	}
-	if parsed == nil {
-		parsed = ""
-	}
-	if err := checkValue(key, parsed); err != nil {
-		return fmt.Errorf("--set %w", err)
-	}
-	v.Set(key, parsed)
-	return nil
-}
-
-// blame is where a value the checks refuse (err, which starts with its key)
-// was given: --set when an override set that key, else the config file's
-// line (file is its text), else the config.
-func blame(err error, path string, file []byte, overrides []string) string {
-	key, _, _ := strings.Cut(err.Error(), " ")
-	for _, o := range overrides {
-		if k, _, _ := strings.Cut(o, "="); strings.TrimSpace(k) == key {
-			return "--set"
-		}
-	}
-	if path == "" {
-		return "config"
-	}
-	if strings.Contains(key, ".") {
-		return "config " + fileLine(path, file, key)
-	}
-	return "config " + path
-}
-
-// dropNameWithPath clears model.name when --set moves model.path elsewhere
-// than the config's (filePath) and does not name the model: a config's hub
-// name (Qwen/Qwen3-0.6B) would otherwise label adapters and results made
-// on other weights (random ones of the same shapes, a fine-tuned copy),
-// and PEFT would load the published model under them.
-func dropNameWithPath(v *viper.Viper, overrides []string, filePath string) {
-	var path, name bool
-	for _, o := range overrides {
-		switch key, _, _ := strings.Cut(o, "="); strings.TrimSpace(key) {
-		case "model.path":
-			path = true
-		case "model.name":
-			name = true
-		}
-	}
-	if path && !name && filepath.Clean(v.GetString("model.path")) != filepath.Clean(filePath) {
-		v.Set("model.name", "")
-	}
 }
 
 // keyKind is a known key's Go type ("string", "float64", …), "" for others.
@@ -437,7 +356,7 @@ func (c *Config) validateAdapter() error {
 	case c.Adapter.Kind == "full" && c.Adapter.Init != "":
 		return fmt.Errorf("adapter.init %s: a full-parameter run starts from model.path (point model.path at a saved model directory, such as a run's best/)", c.Adapter.Init)
 	case c.Adapter.Kind != "full" && (len(c.Adapter.Include) > 0 || len(c.Adapter.Exclude) > 0):
-		return fmt.Errorf("adapter.include and adapter.exclude choose tensors of a full-parameter run (adapter.kind full), not of adapter.kind %s", c.Adapter.Kind)
+		return c.tensorsNotFull()
 	case c.Adapter.Kind == "prompt" && c.Adapter.Grouped:
 		return fmt.Errorf("adapter.grouped must be false for prompt tuning (it has a single parameter group)")
 	case c.Adapter.Kind == "prompt" && c.Adapter.VirtualTokens <= 0:
@@ -450,6 +369,17 @@ func (c *Config) validateAdapter() error {
 		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once", c.Adapter.Targets, lora.SupportedTargets())
 	}
 	return nil
+}
+
+// tensorsNotFull refuses adapter.include or adapter.exclude (the first
+// given) on a run that is not full-parameter; the message starts with its
+// key, for blame.
+func (c *Config) tensorsNotFull() error {
+	key, v := "adapter.include", c.Adapter.Include
+	if len(v) == 0 {
+		key, v = "adapter.exclude", c.Adapter.Exclude
+	}
+	return fmt.Errorf("%s %v: chooses tensors of a full-parameter run (adapter.kind full), not of adapter.kind %s", key, v, c.Adapter.Kind)
 }
 
 // validateOptimizer checks optimizer.*: its name, rates and decays.
@@ -564,7 +494,8 @@ func ConfigDoc() string {
 	b.WriteString("`--set adapter.targets=[q_proj,v_proj]`; a string key's value is taken as it is, so that `--out 'exp #1'` or\n")
 	b.WriteString("`--set model.path=007` name those paths). Unknown keys are errors, and so are values of the wrong type: an int\n")
 	b.WriteString("key takes a whole number (`train.steps: 2.5` is an error, not 2), a uint64 key a non-negative one (`--seed -1` is an\n")
-	b.WriteString("error), a float64 key a number, a bool key `true`/`false`; an error names the key and where it was given (the file or `--set`).\n")
+	b.WriteString("error), a float64 key a number, a bool key `true`/`false`; an error names the key and where it was given: the file's line\n")
+	b.WriteString("(`config c.yaml:7: train.batch_size must be at least 1, got 0`) or `--set` (`--set train.batch_size: must be at least 1, got 0`).\n")
 	b.WriteString("A key written without a value (`lr:` or `lr: ~`) is an error too, not the default: write the value (`\"\"` for an empty\n")
 	b.WriteString("string), or leave the key out for its default; so is a second YAML document after a `---` line (one config per file).\n")
 	b.WriteString("A run keeps the configuration it was started with: `--resume DIR --set key=value` changes only some keys, and records\n")

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,7 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 		{"unknown section", base + "\noptimiser:\n  lr: 1\n", nil, `F:7: unknown key "optimiser"`},
 		{"wrong type", base + "train:\n  steps: 2.5\n", nil, "F:7: train.steps: want a whole number, got 2.5"},
 		{"refused value", base + "optimizer:\n  q: 1\n  lr: -1\n", nil, "F:8: optimizer.lr must be positive and finite, got -1"},
-		{"refused by --set", base, []string{"optimizer.lr=-1"}, "--set: optimizer.lr must be positive"},
+		{"refused by --set", base, []string{"optimizer.lr=-1"}, "--set optimizer.lr: must be positive"},
 		{"Trainer's name", base + "optimizer:\n  learning_rate: 1e-3\n", nil, `F:7: unknown key "optimizer.learning_rate" (did you mean "optimizer.lr"? learning_rate is HF Trainer's or MeZO's name for it)`},
 		{"Trainer's name at the top", base + "max_steps: 5\n", nil, `F:6: unknown key "max_steps" (did you mean "train.steps"?`},
 		{"MeZO's name by --set", base, []string{"optimizer.zo_eps=1e-3"}, `--set optimizer.zo_eps: unknown key "optimizer.zo_eps" (did you mean "optimizer.eps"?`},
@@ -101,6 +102,39 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 	for name, key := range trainerNames {
 		if checkKey(key, keys()) != nil {
 			t.Errorf("trainerNames: %s points to %s, not a key", name, key)
+		}
+	}
+}
+
+// TestOverrideErrorForm: every fault of a --set override reads "--set KEY:
+// PROBLEM", the problem without the key again, whichever check finds it
+// (the split, the key, the value's type, YAML, Validate); an override
+// that has no key names the whole of it, quoted.
+func TestOverrideErrorForm(t *testing.T) {
+	const base = "model:\n  path: m\ntask:\n  name: sst2\n  train: t.tsv\n"
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(f, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ set, want string }{
+		{"train.steps", `--set "train.steps": want key=value, e.g. --set optimizer.lr=2e-4`},
+		{" =5", `--set " =5": want key=value, e.g. --set optimizer.lr=2e-4`},
+		{"train.stepz=5", `--set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
+		{"train=5", `--set train: "train" is a section: set one of its keys (e.g. train.steps=…), not the section`},
+		{" train.steps =2.5", `--set train.steps: want a whole number, got 2.5`},
+		{"eval.skip=maybe", `--set eval.skip: want true or false, got "maybe"`},
+		{"train.steps=[1", `--set train.steps: yaml: line 1: did not find expected ',' or ']'`},
+		{"train.batch_size=0", `--set train.batch_size: must be at least 1, got 0`},
+		{"model.backend=gpu", `--set model.backend: "gpu": want auto, cpu or cuda (cuda: an NVIDIA GPU)`},
+		{"optimizer.name=zo_sgd", `--set optimizer.name: "zo_sgd": want meazo, zo-sgd, zo-adam, radazo or fzoo (did you mean "zo-sgd"?)`},
+		{"adapter.exclude=[lm_head.weight]", `--set adapter.exclude: [lm_head.weight]: chooses tensors of a full-parameter run (adapter.kind full), not of adapter.kind lora`},
+	} {
+		_, err := Load(f, []string{c.set})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("--set %q: %v\nwant %s", c.set, err, c.want)
+		}
+		if oe := (*OverrideError)(nil); !errors.As(err, &oe) {
+			t.Errorf("--set %q: %T, not an *OverrideError", c.set, err)
 		}
 	}
 }

@@ -207,17 +207,17 @@ func TestOwnTaskConfig(t *testing.T) {
 		set  []string
 		want string // "": loads
 	}{
-		{"labels on sst2", []string{"task.labels=[a, b]"}, "--set: task.labels [a b]: read only by task.name classification; task sst2 has its own labels"},
-		{"instruction on sst2", []string{"task.instruction=Be nice."}, `--set: task.instruction "Be nice.": read only by task.name classification and generation`},
-		{"labels on pets", []string{"task.name=pets", "adapter.targets=[query, value]", "task.labels=[a, b]"}, "task.labels [a b]: read only by task.name classification"},
+		{"labels on sst2", []string{"task.labels=[a, b]"}, "--set task.labels: [a b]: read only by task.name classification; task sst2 has its own labels"},
+		{"instruction on sst2", []string{"task.instruction=Be nice."}, `--set task.instruction: "Be nice.": read only by task.name classification and generation`},
+		{"labels on pets", []string{"task.name=pets", "adapter.targets=[query, value]", "task.labels=[a, b]"}, "--set task.labels: [a b]: read only by task.name classification"},
 		{"no labels", cls, "task.labels []: task classification needs at least 2 labels, got 0"},
 		{"one label", append(slices.Clone(cls), "task.labels=[yes]"), "needs at least 2 labels, got 1"},
 		{"a label twice", append(slices.Clone(cls), "task.labels=[yes, no, yes]"), `label "yes" is given twice (0 and 2)`},
 		{"a number for a label", append(slices.Clone(cls), "task.labels=[1, 2]"), "task.labels: want a list of names, got element 1"},
-		{"labels for generation", []string{"task.name=generation", "task.labels=[a, b]"}, "task.labels [a b]: task generation has no labels"},
-		{"a blank instruction", append(slices.Clone(cls), "task.labels=[a, b]", "task.instruction=  "), "task.instruction \"  \" is blank"},
+		{"labels for generation", []string{"task.name=generation", "task.labels=[a, b]"}, "--set task.labels: [a b]: task generation has no labels"},
+		{"a blank instruction", append(slices.Clone(cls), "task.labels=[a, b]", "task.instruction=  "), "--set task.instruction: \"  \" is blank"},
 		{"prompt tuning without a text", append(slices.Clone(cls), "task.labels=[a, b]", "adapter.kind=prompt"), "adapter.init_text is required for prompt tuning on task classification without a task.instruction"},
-		{"mezo", append(slices.Clone(cls), "task.labels=[a, b]", "task.format=mezo"), "task.format mezo has only SST-2's template"},
+		{"mezo", append(slices.Clone(cls), "task.labels=[a, b]", "task.format=mezo"), "--set task.format: mezo has only SST-2's template"},
 		{"classification", append(slices.Clone(cls), "task.labels=[a, b]"), ""},
 		{"prompt tuning with an instruction", append(slices.Clone(cls), "task.labels=['1', '2']", "adapter.kind=prompt", "task.instruction=Rate it."), ""},
 		{"generation", []string{"task.name=generation", "task.train=t.jsonl", "task.instruction=Answer."}, ""},

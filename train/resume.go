@@ -162,8 +162,8 @@ func (r *run) resumeConfig() (*Config, error) {
 	r.changes = configDiff(base, cfg)
 	for _, c := range r.changes {
 		if !slices.Contains(resumableKeys, c.Key) {
-			return nil, fmt.Errorf("resume %s: --set %s: cannot change on resume (it fixes the run's model, data, adapter, noise or directory); start a new run instead. Changeable: %s",
-				r.dir, c.Key, strings.Join(resumableKeys, ", "))
+			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume (it fixes the run's model, data, adapter, noise or directory); "+
+				"start a new run instead. Changeable: %s", strings.Join(resumableKeys, ", "))})
 		}
 	}
 	return cfg, nil

@@ -155,8 +155,8 @@ func TestConfigErrors(t *testing.T) {
 		{"missing model", cfg, []string{"model.path=" + filepath.Join(dir, "nope"), "output.dir=" + filepath.Join(dir, "r1")}, []string{filepath.Join(dir, "nope") + ": no such directory"}},
 		{"bad optimizer", cfg, []string{"optimizer.name=adam"}, []string{"optimizer.name", "meazo"}},
 		{"fzoo q", cfg, []string{"optimizer.name=fzoo"}, []string{"optimizer.q must be at least 2 for fzoo"}},
-		{"fzoo q by --set", cfg, []string{"optimizer.name=fzoo", "optimizer.q=1"}, []string{"--set: optimizer.q must be at least 2 for fzoo"}},
-		{"alpha by --set", cfg, []string{"adapter.alpha=0"}, []string{"--set: adapter.alpha must be positive"}},
+		{"fzoo q by --set", cfg, []string{"optimizer.name=fzoo", "optimizer.q=1"}, []string{"--set optimizer.q: must be at least 2 for fzoo"}},
+		{"alpha by --set", cfg, []string{"adapter.alpha=0"}, []string{"--set adapter.alpha: must be positive"}},
 		{"missing data", cfg, []string{"task.train=/no/such.tsv", "output.dir=" + filepath.Join(dir, "r2")}, []string{"/no/such.tsv"}},
 	}
 	for _, tc := range cases {

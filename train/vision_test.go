@@ -239,7 +239,7 @@ func TestPetsBadInput(t *testing.T) {
 		{"missing column", []string{"task.train=" + write("nolabel.parquet", noLabel)}, []string{"nolabel.parquet", `column "label" is missing`}},
 		{"classes of the model", []string{"model.path=" + tenClasses}, []string{"10 classes", "the task has 37"}},
 		{"decoder targets", []string{"adapter.targets=[q_proj]"}, []string{"adapter.targets", "query"}},
-		{"prompt tuning", []string{"adapter.kind=prompt"}, []string{"adapter.kind prompt", "lora"}},
+		{"prompt tuning", []string{"adapter.kind=prompt"}, []string{"--set adapter.kind: prompt: task pets trains a LoRA adapter", "lora"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(Options{Overrides: petsSet(filepath.Join(dir, "out-"+strings.ReplaceAll(tc.name, " ", "-")), tc.set...)})

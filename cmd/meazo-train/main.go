@@ -33,15 +33,24 @@ import (
 	"github.com/meazo-go/meazo/train"
 )
 
-// setFlags collects repeated --set key=value.
+// setFlags collects repeated --set key=value. It takes any text: one that
+// is not key=value is refused after parsing (checkSets), in the form of
+// every --set message (train.OverrideError), not the flag package's.
 type setFlags []string
 
 func (s *setFlags) String() string { return strings.Join(*s, " ") }
 func (s *setFlags) Set(v string) error {
-	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
-		return fmt.Errorf("want key=value, e.g. --set optimizer.lr=2e-4")
-	}
 	*s = append(*s, v)
+	return nil
+}
+
+// checkSets refuses a --set that is not key=value.
+func checkSets(sets setFlags) error {
+	for _, s := range sets {
+		if _, _, err := train.SplitOverride(s); err != nil {
+			return fmt.Errorf("%w (see -h)", err)
+		}
+	}
 	return nil
 }
 
@@ -112,6 +121,9 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	if c.configDoc {
 		return c, nil
 	}
+	if err := checkSets(f.sets); err != nil {
+		return nil, err
+	}
 	if err := checkModes(given, c, f.sets); err != nil {
 		if errors.Is(err, errUsage) {
 			usage()
@@ -176,18 +188,27 @@ func checkModes(given map[string]bool, c *cmdline, sets setFlags) error {
 		return fmt.Errorf("--resume continues the run in its own directory with its own seed; --out and --seed are not allowed")
 	}
 	if given["demo"] {
-		for _, s := range sets {
-			switch k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) {
-			case "output.dir":
-				return fmt.Errorf("--demo writes into --demo-dir (now %s), not --set output.dir", c.demoDir)
-			case "optimizer.name":
-				// It would apply to all three runs, each still in its run-meazo,
-				// run-zo-sgd or run-zo-adam directory.
-				return fmt.Errorf("--demo runs MEAZO, ZO-SGD and ZO-Adam, one each; --set optimizer.name is not for it (train another optimizer with --config DEMO_DIR/demo.yaml --set optimizer.name=NAME)")
-			}
+		if err := demoSets(sets, c.demoDir); err != nil {
+			return err
 		}
 	}
 	return shorthandConflict(given, sets)
+}
+
+// demoSets refuses the --set keys that --demo decides itself.
+func demoSets(sets setFlags, demoDir string) error {
+	for _, s := range sets {
+		switch k, _, _ := train.SplitOverride(s); k {
+		case "output.dir":
+			return &train.OverrideError{Key: k, Err: fmt.Errorf("--demo writes into --demo-dir (now %s)", demoDir)}
+		case "optimizer.name":
+			// It would apply to all three runs, each still in its run-meazo,
+			// run-zo-sgd or run-zo-adam directory.
+			return &train.OverrideError{Key: k, Err: errors.New("--demo runs MEAZO, ZO-SGD and ZO-Adam, one each " +
+				"(train another optimizer with --config DEMO_DIR/demo.yaml --set optimizer.name=NAME)")}
+		}
+	}
+	return nil
 }
 
 // options are the train.Options the flags ask for: the shorthands become
@@ -224,8 +245,8 @@ func shorthandConflict(given map[string]bool, sets []string) error {
 			continue
 		}
 		for _, s := range sets {
-			if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == sh.key {
-				return fmt.Errorf("--%s and --set %s both set %s: give one of them", sh.flag, s, sh.key)
+			if k, _, _ := train.SplitOverride(s); k == sh.key {
+				return &train.OverrideError{Key: k, Err: fmt.Errorf("--%s sets it too: give one of them", sh.flag)}
 			}
 		}
 	}
