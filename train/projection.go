@@ -17,6 +17,13 @@ import (
 // lower bound of the test evaluation from the validation's time per
 // example; for the model's own weights (adapter.kind full), each model the
 // test evaluation loads again, as long as loading it at the start took.
+//
+// The test evaluation scores the best and the last parameters in one pass
+// when the best validation loss is the last step's (sameParams), in two
+// otherwise, the second of a full-parameter run loading best/: which, the
+// last validation decides. The projection counts the passes (and loads)
+// the run makes either way, and the one it may make more (twinPass) as a
+// lower bound's "at least", as it counts the checkpoint a new best writes.
 type projection struct {
 	stepSecs                 float64
 	stepsLeft                int
@@ -28,18 +35,19 @@ type projection struct {
 	ckStep                   int     // the step of the checkpoint timed
 	bestCheckpoints          bool    // a new best also checkpoints (the model's own weights)
 	testSecs                 float64 // the test evaluation's lower bound (0: none, or not known)
-	testPasses, testExamples int
+	testPasses, testExamples int     // the passes the test makes whatever the best step (testSecs covers them)
+	twinPass                 bool    // one pass more unless the best validation loss is the last step's
+	twinLoad                 bool    // that pass loads best/ (the model's own weights)
 	generates, maxNewTokens  int     // generated tokens per example on top of testSecs (SQuAD, XSum, generation)
-	loads                    int     // models the test evaluation loads (the model's own weights: best/, the base)
+	loads                    int     // models the test evaluation loads whatever the best step (the model's own weights: the base)
 	loadSecs                 float64 // one load, as the start's
 }
 
 // project is the projection after a step of stepSecs at step (steps done).
 func (r *run) project(step int, stepSecs float64) projection {
 	cfg := r.cfg
-	full := cfg.Adapter.Kind == "full"
 	p := projection{stepSecs: stepSecs, stepsLeft: cfg.Train.Steps - step, valSecs: r.valSecs, valStep: r.valStep,
-		ckSecs: r.ckSecs, ckStep: r.ckStep, bestCheckpoints: full}
+		ckSecs: r.ckSecs, ckStep: r.ckStep, bestCheckpoints: cfg.Adapter.Kind == "full"}
 	for s := step + 1; s <= cfg.Train.Steps; s++ {
 		if s%cfg.Train.EvalEvery == 0 || s == cfg.Train.Steps {
 			p.validations++
@@ -48,16 +56,29 @@ func (r *run) project(step int, stepSecs float64) projection {
 			p.checkpoints++
 		}
 	}
+	r.projectTest(&p)
+	return p
+}
+
+// projectTest counts the test evaluation into p: its passes and loads and,
+// from the validation's time per example, a lower bound of their time.
+func (r *run) projectTest(p *projection) {
+	cfg := r.cfg
 	_, nVal, nTest := r.modality.sizes()
 	if nTest == 0 || cfg.Eval.Skip {
-		return p
+		return
 	}
-	p.testPasses, p.testExamples = 2, nTest // the best and the last adapter
+	// The best and the last parameters: one pass, or two (testTwins: two
+	// always); then the base model.
+	p.testPasses, p.testExamples, p.twinPass = 1, nTest, !r.opts.testTwins
+	if r.opts.testTwins {
+		p.testPasses++
+	}
 	if cfg.Eval.Base {
 		p.testPasses++
 	}
-	if full { // the last weights are in memory; best/ and the base are loaded
-		p.loads, p.loadSecs = p.testPasses-1, r.loadSecs
+	if cfg.Adapter.Kind == "full" { // the last weights are in memory; best/ and the base are loaded
+		p.loads, p.loadSecs, p.twinLoad = p.testPasses-1, r.loadSecs, p.twinPass
 	}
 	if r.valSecs > 0 && nVal > 0 {
 		perExample := r.valSecs / float64(nVal) // a forward pass over one example, as validation runs it
@@ -73,7 +94,6 @@ func (r *run) project(step int, stepSecs float64) projection {
 		}
 		p.testSecs = perExample * float64(forwards)
 	}
-	return p
 }
 
 // String is the projection's line.
@@ -99,15 +119,8 @@ func (p projection) String() string {
 		add(p.ckSecs*float64(p.checkpoints), fmt.Sprintf("checkpoints %s (%d × %s, as step %d's%s)",
 			fmtDuration(p.ckSecs*float64(p.checkpoints)), p.checkpoints, fmtDuration(p.ckSecs), p.ckStep, more), p.bestCheckpoints)
 	}
-	switch {
-	case p.testPasses == 0:
-	case p.testSecs > 0 && p.generates == 0:
-		add(p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples)", fmtDuration(p.testSecs), p.testPasses, p.testExamples), false)
-	case p.testSecs > 0:
-		add(p.testSecs, fmt.Sprintf("test evaluation ≥ %s (the prompts of %d × %d examples; generating up to %d tokens each comes on top)",
-			fmtDuration(p.testSecs), p.testPasses, p.testExamples, p.maxNewTokens), true)
-	default:
-		add(0, fmt.Sprintf("test evaluation (%d × %d examples, not timed yet)", p.testPasses, p.testExamples), true)
+	if p.testPasses > 0 {
+		add(p.testPart())
 	}
 	if p.loads > 0 && p.loadSecs > 0 {
 		add(p.loadSecs*float64(p.loads), fmt.Sprintf("loading the model %s (%d × %s, as at the start)",
@@ -118,6 +131,26 @@ func (p projection) String() string {
 		end = "at least " + fmtDuration(total)
 	}
 	return fmt.Sprintf("first step %s: the rest takes %s: %s", fmtDuration(p.stepSecs), end, strings.Join(parts, " + "))
+}
+
+// testPart is the test evaluation's part of the line: its time (0 where
+// not timed yet), its words, and whether the time is a lower bound.
+func (p projection) testPart() (float64, string, bool) {
+	more := ""
+	switch {
+	case p.twinLoad:
+		more = "; one pass more, of best/ loaded, unless the best validation loss is the last step's"
+	case p.twinPass:
+		more = "; one pass more unless the best validation loss is the last step's"
+	}
+	switch {
+	case p.testSecs > 0 && p.generates == 0:
+		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples%s)", fmtDuration(p.testSecs), p.testPasses, p.testExamples, more), p.twinPass
+	case p.testSecs > 0:
+		return p.testSecs, fmt.Sprintf("test evaluation ≥ %s (the prompts of %d × %d examples; generating up to %d tokens each comes on top%s)",
+			fmtDuration(p.testSecs), p.testPasses, p.testExamples, p.maxNewTokens, more), true
+	}
+	return 0, fmt.Sprintf("test evaluation (%d × %d examples, not timed yet%s)", p.testPasses, p.testExamples, more), true
 }
 
 // counted is n things, in the singular for one.

@@ -179,9 +179,75 @@ func TestProjectionLine(t *testing.T) {
 			"first step 10s: the rest takes at least 4m 30s: training 1m 30s (9 steps) + validation 20s (1 × 20s, as step 0's) + " +
 				"checkpoints 30s (1 × 30s, as step 0's, and one more with each new best validation loss) + test evaluation 40s (3 × 10 examples) + " +
 				"loading the model 1m 30s (2 × 45s, as at the start)"},
+		{"adapter, a second pass unless the best is the last", projection{stepSecs: 2, stepsLeft: 10, validations: 1, valSecs: 30,
+			testPasses: 1, testExamples: 10, testSecs: 60, twinPass: true},
+			"first step 2.0s: the rest takes at least 1m 50s: training 20s (10 steps) + validation 30s (1 × 30s, as step 0's) + " +
+				"test evaluation 1m 00s (1 × 10 examples; one pass more unless the best validation loss is the last step's)"},
+		{"full, best/ loaded unless the best is the last", projection{stepSecs: 10, stepsLeft: 9, validations: 1, valSecs: 20,
+			testPasses: 2, testExamples: 10, testSecs: 40, twinPass: true, twinLoad: true, loads: 1, loadSecs: 45},
+			"first step 10s: the rest takes at least 3m 15s: training 1m 30s (9 steps) + validation 20s (1 × 20s, as step 0's) + " +
+				"test evaluation 40s (2 × 10 examples; one pass more, of best/ loaded, unless the best validation loss is the last step's) + " +
+				"loading the model 45s (1 × 45s, as at the start)"},
 	} {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 }
+
+// TestProjectionCountsTestPasses: the projection counts the test passes
+// (and a full-parameter run's loads) the run makes whatever its best step:
+// the best and the last parameters in one pass (they are the same numbers
+// when the best validation loss is the last step's: sameParams), then the
+// base model; the second pass of best or last is counted as one it may
+// make more (twinPass; with best/ loaded for the model's own weights), and
+// testTwins, which makes it always, as certain. From the validation's time
+// per example: SST-2 scores both label candidates of each test example.
+func TestProjectionCountsTestPasses(t *testing.T) {
+	type want struct {
+		passes, loads      int
+		twinPass, twinLoad bool
+		testSecs           float64
+	}
+	for _, tc := range []struct {
+		name        string
+		kind        string
+		base, twins bool
+		skip        bool
+		nTest       int
+		want        want
+	}{
+		{"adapter", "lora", false, false, false, 4, want{1, 0, true, false, 16}},
+		{"adapter and base", "lora", true, false, false, 4, want{2, 0, true, false, 32}},
+		{"full", "full", false, false, false, 4, want{1, 0, true, true, 16}},
+		{"full and base", "full", true, false, false, 4, want{2, 1, true, true, 32}},
+		{"full, both always (testTwins)", "full", false, true, false, 4, want{2, 1, false, false, 32}},
+		{"full and base, both always", "full", true, true, false, 4, want{3, 2, false, false, 48}},
+		{"eval.skip", "full", true, false, true, 4, want{}},
+		{"no test split", "lora", true, false, false, 0, want{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.Task.Name, cfg.Adapter.Kind, cfg.Eval.Base, cfg.Eval.Skip = "sst2", tc.kind, tc.base, tc.skip
+			cfg.Train.Steps, cfg.Train.EvalEvery = 10, 5
+			r := &run{cfg: &cfg, opts: Options{testTwins: tc.twins}, modality: sizedModality{val: 5, test: tc.nTest},
+				valSecs: 10, loadSecs: 45} // 2 s a validation example
+			p := r.project(1, 3)
+			got := want{p.testPasses, p.loads, p.twinPass, p.twinLoad, p.testSecs}
+			if got != tc.want {
+				t.Errorf("passes, loads, twin pass, twin load, seconds: %+v, want %+v", got, tc.want)
+			}
+			if tc.want.loads > 0 && p.loadSecs != 45 {
+				t.Errorf("a load takes %g s, want the start's 45", p.loadSecs)
+			}
+		})
+	}
+}
+
+// sizedModality is a modality of which only sizes is called.
+type sizedModality struct {
+	modality
+	val, test int
+}
+
+func (m sizedModality) sizes() (int, int, int) { return 100, m.val, m.test }

@@ -167,7 +167,9 @@ func TestTestAnswersAfterResume(t *testing.T) {
 // TestTwinTestRunsOnce: when the best validation loss is the last step's,
 // the best and the last adapter (weights) are the same numbers, and the
 // test evaluation scores them once: the other's results and answers are
-// those an evaluation of its own gives (testTwins: both run).
+// those an evaluation of its own gives (testTwins: both run). The
+// projection after the first step counted that one pass, and one more as
+// possible.
 func TestTwinTestRunsOnce(t *testing.T) {
 	dir, cfg := demoConfig(t, 2)
 	for _, kind := range []string{"lora", "full"} {
@@ -184,6 +186,11 @@ func TestTwinTestRunsOnce(t *testing.T) {
 		reused := map[string]string{"lora": "test (last): the same parameters as best's", "full": "test (best): the same parameters as last's"}[kind]
 		if !strings.Contains(log.String(), reused) || strings.Count(log.String(), "test (") != 2 {
 			t.Errorf("%s: the log does not say %q, or scores more than one evaluation:\n%s", kind, reused, log.String())
+		}
+		// The projection after the first step counted the one pass made,
+		// and the second as one the run might have made.
+		if !strings.Contains(log.String(), "(1 × 6 examples; one pass more") {
+			t.Errorf("%s: the projection does not count the one test pass made:\n%s", kind, log.String())
 		}
 		w, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+both), testTwins: true})
 		if err != nil {
