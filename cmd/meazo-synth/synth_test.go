@@ -92,10 +92,13 @@ func TestPaperOutNeverInAModel(t *testing.T) {
 	for _, f := range []string{"config.json", "model.safetensors"} {
 		os.WriteFile(filepath.Join(model, f), []byte("{}"), 0o644)
 	}
-	for _, out := range []string{model, filepath.Join(model, "paper")} {
+	for out, want := range map[string]string{
+		model:                         "is a model directory already",
+		filepath.Join(model, "paper"): "is inside the model directory " + model,
+	} {
 		err := newCommands(io.Discard).Run("paper", []string{"--quick", "--out", out}, nil, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), "the model directory "+model) {
-			t.Errorf("--out %s: %v", out, err)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--out %s: %v, want %q", out, err, want)
 		}
 	}
 }
