@@ -73,6 +73,7 @@ func TestChoiceError(t *testing.T) {
 // Trainer or MeZO's scripts give it is pointed to this config's.
 func TestConfigErrorsNameTheLine(t *testing.T) {
 	const base = "model:\n  path: m\ntask:\n  name: sst2\n  train: t.tsv\n"
+	const pets = "model:\n  path: m\ntask:\n  name: pets\n  train: t.parquet\nadapter:\n  targets: [query, value]\n"
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name, yaml string
@@ -87,6 +88,10 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 		{"Trainer's name", base + "optimizer:\n  learning_rate: 1e-3\n", nil, `F:7: unknown key "optimizer.learning_rate" (did you mean "optimizer.lr"? learning_rate is HF Trainer's or MeZO's name for it)`},
 		{"Trainer's name at the top", base + "max_steps: 5\n", nil, `F:6: unknown key "max_steps" (did you mean "train.steps"?`},
 		{"MeZO's name by --set", base, []string{"optimizer.zo_eps=1e-3"}, `--set optimizer.zo_eps: unknown key "optimizer.zo_eps" (did you mean "optimizer.eps"?`},
+		// A refusal that writes its key with a colon ("eval.merge: …") is
+		// blamed on where the key was given all the same.
+		{"refused value, key and colon", pets + "eval:\n  merge: true\n", nil, "F:9: eval.merge: task pets evaluates with the adapter applied"},
+		{"refused by --set, key and colon", pets, []string{"eval.merge=true"}, "--set eval.merge: task pets evaluates with the adapter applied"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := filepath.Join(dir, "F")
