@@ -111,7 +111,9 @@ func mergeableAdapter(dir string) error {
 
 // checkEmptyOut refuses an output directory that holds anything (or is
 // not a directory): the merged model is written whole, never beside or
-// over other files.
+// over other files. An empty one is refused too where it is the working
+// directory ("--out ."): saveWhole replaces it, which that cannot be (and
+// should not: the shell would be left in a removed directory).
 func checkEmptyOut(dir string) error {
 	st, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -137,6 +139,10 @@ func checkEmptyOut(dir string) error {
 		}
 		return fmt.Errorf("--out %s is not empty (it holds %s): the merged model is written into a new or empty directory only; choose another --out",
 			dir, strings.Join(names, ", "))
+	}
+	if wd, err := os.Stat("."); err == nil && os.SameFile(st, wd) {
+		return fmt.Errorf("--out %s is the current directory: the merged model is written beside --out and moved there whole, "+
+			"which the current directory cannot be; name a new directory (e.g. --out merged)", dir)
 	}
 	return nil
 }

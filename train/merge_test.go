@@ -219,6 +219,27 @@ func TestMergeLoRARefuses(t *testing.T) {
 	}
 }
 
+// TestMergeLoRAIntoCurrentDir: an empty working directory as --out ("." or
+// its path) is refused before the merge, not after it with "remove .:
+// invalid argument", and nothing is written.
+func TestMergeLoRAIntoCurrentDir(t *testing.T) {
+	modelDir, adapterDir := mergeFixture(t, safetensors.F32)
+	cwd := filepath.Join(t.TempDir(), "here")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	for _, out := range []string{".", cwd, cwd + "/"} {
+		_, err := MergeLoRA(MergeOptions{Model: modelDir, Adapter: adapterDir, Out: out})
+		if err == nil || !strings.Contains(err.Error(), "is the current directory") {
+			t.Errorf("--out %s: error %v, want one that says it is the current directory", out, err)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(cwd)); len(entries) != 1 {
+			t.Errorf("--out %s: %d entries beside it, want the directory alone", out, len(entries))
+		}
+	}
+}
+
 func copyFile(t *testing.T, src, dst string) {
 	t.Helper()
 	b, err := os.ReadFile(src)
