@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/meazo-go/meazo/internal/bytesize"
+	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -47,6 +49,9 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 	mask, positions, next := generationPositions(in)
 
 	if err := m.checkGenerationPositions(positions, t, next, opts.MaxNewTokens); err != nil {
+		return nil, err
+	}
+	if err := m.checkCacheMemory(b, t, opts.MaxNewTokens, sysmem.Total()); err != nil {
 		return nil, err
 	}
 	be := m.Backend
@@ -101,6 +106,31 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil, nil)
 	}
 	return out, nil
+}
+
+// checkCacheMemory refuses a generation whose key/value cache, made for
+// t + maxNew positions of b sequences before the first token, needs more
+// than the machine's memory (total bytes; 0: unknown, nothing checked):
+// the cache's mask is host memory, and so are its keys and values on the
+// CPU backend, and Go dies on an allocation past the machine ("fatal
+// error: runtime: out of memory") where an error would have said why (a
+// max_new_tokens typed with three zeros too many). A GPU's keys and values
+// are not counted: its allocator returns an error when they do not fit.
+func (m *Model) checkCacheMemory(b, t, maxNew int, total uint64) error {
+	positions := float64(t) + float64(maxNew)
+	need := 8 * float64(b) * positions // the mask, an int a slot
+	if m.Backend.Name() == "cpu" {
+		need += 2 * 4 * float64(len(m.Layers)) * float64(b) * positions * float64(m.NumKVHeads*m.HeadDim)
+	}
+	if total == 0 || need <= float64(total) {
+		return nil
+	}
+	seqs := fmt.Sprintf("%d sequences", b)
+	if b == 1 {
+		seqs = "1 sequence"
+	}
+	return fmt.Errorf("max_new_tokens %d: the key/value cache of %s of %d prompt positions and %d new ones needs %s, more than this machine's %s of memory",
+		maxNew, seqs, t, maxNew, bytesize.String(int64(min(need, 1<<62))), bytesize.String(int64(min(float64(total), 1<<62))))
 }
 
 // generationPositions returns a generation batch's mask (all ones without

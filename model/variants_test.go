@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/sysmem"
 )
 
 // testModels returns the two fixture models when MEAZO_SHARED is set, and
@@ -254,5 +257,39 @@ func TestGenerateWithPrompt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGenerateRefusesACacheBeyondMemory: a generation length whose
+// key/value cache cannot fit in the machine is an error that says so, not
+// a process killed by the runtime ("fatal error: runtime: out of memory").
+func TestGenerateRefusesACacheBeyondMemory(t *testing.T) {
+	m, err := NewRandom(tinyConfig("Qwen3ForCausalLM"), 3, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 sequences × 10 positions: the mask 160 bytes, the CPU's keys and
+	// values 2·4·layers·2·10·kvHeads·headDim.
+	kv := 2 * 4 * len(m.Layers) * 2 * 10 * m.NumKVHeads * m.HeadDim
+	for _, c := range []struct {
+		total uint64
+		ok    bool
+	}{{0, true}, {uint64(160 + kv), true}, {uint64(160 + kv - 1), false}} {
+		err := m.checkCacheMemory(2, 4, 6, c.total)
+		if (err == nil) != c.ok {
+			t.Errorf("total %d: %v, want ok %v", c.total, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "max_new_tokens 6: the key/value cache of 2 sequences of 4 prompt positions and 6 new ones needs") {
+			t.Errorf("total %d: %v", c.total, err)
+		}
+	}
+	if sysmem.Total() == 0 {
+		t.Skip("the machine's memory cannot be read here")
+	}
+	in := Input{B: 1, T: 2, Tokens: []int{1, 2}}
+	for _, n := range []int{1 << 40, math.MaxInt} {
+		if _, err := m.Generate(in, GenerateOptions{MaxNewTokens: n}); err == nil || !strings.Contains(err.Error(), "more than this machine's") {
+			t.Errorf("MaxNewTokens %d: %v, want it refused", n, err)
+		}
 	}
 }

@@ -1,11 +1,7 @@
 package train
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/meazo-go/meazo/internal/bytesize"
 )
@@ -65,25 +61,3 @@ func checkBatchMemory(batch int, f stepFloor, onHost bool, total uint64) error {
 // size writes a byte count given as a float64 (a floor may pass any
 // int64; capped at 4 EiB), as bytesize does.
 func size(b float64) string { return bytesize.String(int64(min(b, 1<<62))) }
-
-// hostMemory is the machine's memory in bytes (Linux's MemTotal; 0 where
-// it cannot be read).
-func hostMemory() uint64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseUint(fields[1], 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
-}

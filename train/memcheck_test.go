@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/sysmem"
 )
 
 func TestCheckBatchMemory(t *testing.T) {
@@ -38,7 +40,7 @@ func TestCheckBatchMemory(t *testing.T) {
 // before the run writes anything (it used to die out of memory after step
 // 0's checkpoint).
 func TestBatchTooLargeForMemory(t *testing.T) {
-	if hostMemory() == 0 {
+	if sysmem.Total() == 0 {
 		t.Skip("the machine's memory cannot be read here (no /proc/meminfo)")
 	}
 	dir, cfg := demoConfig(t, 1)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/rundir"
@@ -287,7 +288,7 @@ func (r *run) setupEngine() error {
 	if cfg.Train.BatchSize > n {
 		fmt.Fprintf(r.out, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
 	}
-	if err := checkBatchMemory(cfg.Train.BatchSize, r.modality.stepFloor(cfg.Train.BatchSize), r.backend.Name() == "cpu", hostMemory()); err != nil {
+	if err := checkBatchMemory(cfg.Train.BatchSize, r.modality.stepFloor(cfg.Train.BatchSize), r.backend.Name() == "cpu", sysmem.Total()); err != nil {
 		return err
 	}
 	r.sampler, err = data.NewSampler(n, cfg.Train.Seed)

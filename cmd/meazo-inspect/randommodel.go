@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/outpath"
+	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/train"
@@ -260,10 +259,11 @@ func (p tokenizerPlan) write(out string) (string, error) {
 // what is written: peak RSS measured 8.2 bytes a parameter with --dtype f32
 // (Qwen3-0.6B, 8 layers) and 6.0 with bf16 (all of Qwen3-0.6B).
 func checkMemory(cfg *model.Config, bf16 bool) error {
-	avail, ok := memAvailable()
+	a, ok := sysmem.Available()
 	if !ok {
 		return nil
 	}
+	avail := int64(a)
 	perParam := int64(9)
 	if bf16 {
 		perParam = 7
@@ -277,23 +277,6 @@ func checkMemory(cfg *model.Config, bf16 bool) error {
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
-
-// memAvailable is /proc/meminfo's MemAvailable in bytes (Linux).
-func memAvailable() (int64, bool) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err == nil
-		}
-	}
-	return 0, false
-}
 
 // layers is "1 layer" or "N layers".
 func layers(n int) string {
