@@ -74,8 +74,8 @@ func (opts MergeOptions) Check() error {
 	switch {
 	case opts.Model == "" || opts.Adapter == "" || opts.Out == "":
 		return errors.New("--model, --adapter and --out are required")
-	case RunDirAsModel(opts.Model) != "":
-		return fmt.Errorf("--model %s: %s", opts.Model, RunDirAsModel(opts.Model))
+	case NotAModelDir(opts.Model) != "":
+		return fmt.Errorf("--model %s: %s", opts.Model, NotAModelDir(opts.Model))
 	case model.IsViT(opts.Model):
 		return fmt.Errorf("--model %s: an image classifier (ViT): merging is for decoder models", opts.Model)
 	}
@@ -194,7 +194,10 @@ func mergeReport(opts MergeOptions, a *lora.Adapter) (string, error) {
 	}
 	var written []string
 	for d := range dtypes {
-		written = append(written, string(d))
+		written = append(written, dtypeWords[d])
+		if dtypeWords[d] == "" {
+			written[len(written)-1] = string(d)
+		}
 	}
 	slices.Sort(written)
 	s := fmt.Sprintf("wrote %s: %s with the LoRA adapter %s merged into its %s (r %d, scale %g); weights %s",
@@ -204,6 +207,9 @@ func mergeReport(opts MergeOptions, a *lora.Adapter) (string, error) {
 	}
 	return s, nil
 }
+
+// dtypeWords names the dtypes a merge writes as the help text does.
+var dtypeWords = map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}
 
 // storesF16 says whether the checkpoint in dir stores a tensor in float16.
 func storesF16(dir string) bool {

@@ -87,7 +87,7 @@ func TestMergeLoRA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dtype := "weights " + string(tc.want)
+			dtype := "weights " + dtypeWords[tc.want]
 			if !strings.Contains(what, out) || !strings.Contains(what, dtype) {
 				t.Errorf("report %q does not name %s and %s", what, out, dtype)
 			}
@@ -199,6 +199,8 @@ func TestMergeLoRARefuses(t *testing.T) {
 		{"a full-parameter best/", modelDir, full, out, "it is a whole model already, with nothing to merge"},
 		{"fan_in_fan_out", modelDir, fanIn, out, "fan_in_fan_out is not supported"},
 		{"no adapter", modelDir, filepath.Join(root, "missing"), out, "no such directory"},
+		{"no model", filepath.Join(root, "missing"), adapterDir, out, "--model " + filepath.Join(root, "missing") + ": no such directory"},
+		{"a file as the model", afile, adapterDir, out, "--model " + afile + ": a file, not a model directory"},
 		{"a run directory as the model", filepath.Join(root, "run"), adapterDir, out, "a run directory, not a model"},
 		{"--out not empty", modelDir, adapterDir, full2, "is not empty (it holds notes.txt)"},
 		{"--out a file", modelDir, adapterDir, afile, "is a file"},

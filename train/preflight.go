@@ -170,6 +170,23 @@ func checkModelDir(dir string, image bool) string {
 	return missingFiles(gone)
 }
 
+// NotAModelDir says, for a command's flag (--model), why dir cannot be a
+// model directory before anything reads it: it does not exist, it is a
+// file, or it is a run directory (RunDirAsModel); "" otherwise. What the
+// directory lacks is found when it is loaded.
+func NotAModelDir(dir string) string {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such directory"
+	case err != nil:
+		return err.Error()
+	case !st.IsDir():
+		return "a file, not a model directory (config.json, *.safetensors, tokenizer.json, …)"
+	}
+	return RunDirAsModel(dir)
+}
+
 // RunDirAsModel says what a run directory given as a model directory is
 // ("" for a directory with a config.json, or with neither best/ nor
 // checkpoint/): the model of a full-parameter run is its best/ or last/, and

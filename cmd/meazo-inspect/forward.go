@@ -89,7 +89,7 @@ func checkModelDir(modelDir string) error {
 	if modelDir == "" {
 		return cli.Usage(fmt.Errorf("--model is required"))
 	}
-	if what := train.RunDirAsModel(modelDir); what != "" {
+	if what := train.NotAModelDir(modelDir); what != "" {
 		return fmt.Errorf("--model %s: %s", modelDir, what)
 	}
 	return nil
