@@ -126,6 +126,8 @@ func TestOverrideErrorForm(t *testing.T) {
 		{" =5", `--set " =5": want key=value, e.g. --set optimizer.lr=2e-4`},
 		{"train.stepz=5", `--set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
 		{"train=5", `--set train: "train" is a section: set one of its keys (e.g. train.steps=…), not the section`},
+		{"lr=1", `--set lr: unknown key "lr" (did you mean "optimizer.lr"? a key is its section and its name)`},
+		{"batch_size=4", `--set batch_size: unknown key "batch_size" (did you mean "train.batch_size" or "eval.batch_size"? a key is its section and its name)`},
 		{" train.steps =2.5", `--set train.steps: want a whole number, got 2.5`},
 		{"eval.skip=maybe", `--set eval.skip: want true or false, got "maybe"`},
 		{"train.steps=[1", `--set train.steps: yaml: line 1: did not find expected ',' or ']'`},

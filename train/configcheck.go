@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/strictyaml"
@@ -158,6 +159,9 @@ func unknownKey(key string, known []configKey) error {
 	if to, ok := trainerNames[leaf]; ok && to != key {
 		return fmt.Errorf("unknown key %q (did you mean %q? %s is HF Trainer's or MeZO's name for it)", key, to, leaf)
 	}
+	if full := keysNamed(key, known); len(full) > 0 { // "lr" for optimizer.lr
+		return fmt.Errorf("unknown key %q (did you mean %s? a key is its section and its name)", key, quotedOr(full))
+	}
 	var cands []string
 	for _, k := range known {
 		cand := k.key
@@ -167,4 +171,28 @@ func unknownKey(key string, known []configKey) error {
 		cands = append(cands, cand)
 	}
 	return fmt.Errorf("unknown key %q (did you mean %q?)", key, suggest.Closest(key, cands))
+}
+
+// keysNamed returns the known keys whose name within their section is
+// name, where name has no section of its own.
+func keysNamed(name string, known []configKey) []string {
+	if strings.Contains(name, ".") {
+		return nil
+	}
+	var full []string
+	for _, k := range known {
+		if _, leaf, _ := strings.Cut(k.key, "."); leaf == name {
+			full = append(full, k.key)
+		}
+	}
+	return full
+}
+
+// quotedOr writes names quoted and joined by "or".
+func quotedOr(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, " or ")
 }
