@@ -111,14 +111,8 @@ const (
 // an image model's (image: a ViT's config.json) preprocessor_config.json
 // instead of the tokenizer.
 func checkModelDir(dir string, image bool) string {
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "no such directory"
-	case err != nil:
-		return err.Error()
-	case !st.IsDir():
-		return "not a directory (want a model directory: config.json, *.safetensors, tokenizer.json, …)"
+	if what := notADir(dir); what != "" {
+		return what
 	}
 	var gone []string
 	loadConfig := func(path string) error { _, err := model.LoadConfig(path); return err }
@@ -175,6 +169,15 @@ func checkModelDir(dir string, image bool) string {
 // file, or it is a run directory (RunDirAsModel); "" otherwise. What the
 // directory lacks is found when it is loaded.
 func NotAModelDir(dir string) string {
+	if what := notADir(dir); what != "" {
+		return what
+	}
+	return RunDirAsModel(dir)
+}
+
+// notADir says why dir, given as a model directory, is no directory at
+// all ("" when it is one).
+func notADir(dir string) string {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -184,7 +187,7 @@ func NotAModelDir(dir string) string {
 	case !st.IsDir():
 		return "a file, not a model directory (config.json, *.safetensors, tokenizer.json, …)"
 	}
-	return RunDirAsModel(dir)
+	return ""
 }
 
 // RunDirAsModel says what a run directory given as a model directory is
