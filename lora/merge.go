@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/parallel"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
@@ -104,14 +105,22 @@ func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoR
 	buf := be.Alloc(n * k)
 	be.Rows(buf, w, ids)
 	dense := be.ToHost(buf)
-	acc := make([]float32, k)
 	for p, lo := range los {
 		if lo == nil {
 			continue
 		}
-		for i := range len(lo.B) / lo.R {
-			addDelta(dense[(first[p]+i)*k:(first[p]+i+1)*k], acc, lo, i)
-		}
+		// Rows are independent, so they are merged on every core, in
+		// blocks of rows (each row's arithmetic, and so its bits, does
+		// not depend on which goroutine runs it): Qwen3-0.6B's 56
+		// matrices took 5.3 s on one.
+		const block = 64
+		rows := len(lo.B) / lo.R
+		parallel.For((rows+block-1)/block, 0, func(b int) {
+			acc := make([]float32, k)
+			for i := b * block; i < min(rows, (b+1)*block); i++ {
+				addDelta(dense[(first[p]+i)*k:(first[p]+i+1)*k], acc, lo, i)
+			}
+		})
 	}
 	if bf16 {
 		for i, x := range dense {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -288,4 +289,36 @@ func f32(v []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
+}
+
+// TestMergeRowsAnyWorkers: the merge's blocks of rows run on every core,
+// and the merged weights are the same bits on one: each row's arithmetic
+// is its own. The projections here have 256 and 128 rows, several blocks.
+func TestMergeRowsAnyWorkers(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.HeadDim = 256, 256, 64
+	m, err := model.NewRandom(cfg, 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(m, Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range a.Params() { // B is zero at PEFT's init: give it values
+		for j := range p {
+			p[j] = float32(math.Sin(float64(j))) * 0.1
+		}
+	}
+	var got [2]map[string][]float32
+	for i, procs := range []int{1, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		got[i] = tensorValues(t, a.Merge(m))
+		runtime.GOMAXPROCS(prev)
+	}
+	for name, w := range got[0] {
+		if !slices.Equal(w, got[1][name]) {
+			t.Errorf("%s: merged on 1 and on 4 goroutines, the bits differ", name)
+		}
+	}
 }

@@ -3,11 +3,13 @@ package train
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/lora"
@@ -23,6 +25,15 @@ type MergeOptions struct {
 	Adapter string         // --adapter: a saved LoRA adapter (PEFT format, a LoRA run's best/ or last/)
 	Out     string         // --out: the merged model's directory, new or empty
 	Backend tensor.Backend // where the weights are held and merged; nil: the CPU
+	Log     io.Writer      // a line as each phase starts (loading, merging, writing), with its time so far; nil: none
+}
+
+// phase writes a progress line to opts.Log: a large model takes minutes to
+// load and to write, and a command that says nothing meanwhile looks hung.
+func (opts MergeOptions) phase(start time.Time, format string, args ...any) {
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "[%s] %s\n", time.Since(start).Round(100*time.Millisecond), fmt.Sprintf(format, args...))
+	}
 }
 
 // MergeLoRA writes the model with the LoRA adapter merged into its weights
@@ -38,6 +49,8 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", err
 	}
 	opts.Out = filepath.Clean(opts.Out)
+	start := time.Now()
+	opts.phase(start, "loading %s", opts.Model)
 	m, err := model.LoadWith(opts.Model, model.LoadOptions{Backend: opts.Backend, Unstacked: true, BF16Weights: true})
 	if err != nil {
 		return "", err
@@ -55,12 +68,15 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", fmt.Errorf("--adapter %s is not a LoRA adapter (any more)", opts.Adapter)
 	}
 	la := l.a
+	opts.phase(start, "merging %s into %s of %d layers", opts.Adapter, strings.Join(la.Targets(), " and "), len(m.Layers))
 	if err := la.MergeInto(m); err != nil {
 		return "", err
 	}
+	opts.phase(start, "writing %s", opts.Out)
 	if err := saveWhole(m, opts); err != nil {
 		return "", err
 	}
+	opts.phase(start, "done")
 	return mergeReport(opts, la)
 }
 

@@ -25,7 +25,8 @@ targets than q_proj and v_proj).`,
 LoRA adapter (adapter_config.json, adapter_model.safetensors: a LoRA run's best/ or last/, or PEFT's).`,
 		Prints: `into --out (new, or an empty directory) config.json, the weights in the dtype the base model stores
 (bfloat16 or float32; a float16 checkpoint's in float32), sharded with an index as save_pretrained shards,
-and the base model's tokenizer and generation files; on stdout what it merged and wrote.`,
+and the base model's tokenizer and generation files; on stdout what it merged and wrote; on stderr a line as each
+phase (loading, merging, writing) starts.`,
 		Example: "meazo-inspect merge --model models/Llama-3.2-1B --adapter runs/squad-lora/best --out models/llama-squad",
 	}, runMerge)
 }
@@ -54,7 +55,7 @@ func runMerge(args []string, _ io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer be.Close()
-	opts.Backend = be
+	opts.Backend, opts.Log = be, os.Stderr
 	what, err := train.MergeLoRA(opts)
 	if err != nil {
 		return err
