@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/meazo-go/meazo/internal/bytesize"
+	"github.com/meazo-go/meazo/internal/sysmem"
 )
 
 // A step's memory, checked before a run writes anything. A mini-batch of
@@ -20,6 +21,7 @@ import (
 // arrays) and, where the model computes in host memory, the forward's.
 type stepFloor struct {
 	rows, tokens int
+	virtual      int // of tokens, a prompt-tuning run's virtual tokens (each row's, in front)
 	hostPerToken int // the batch's arrays
 	actPerToken  int // the forward's activations, float32
 }
@@ -34,9 +36,10 @@ func (f stepFloor) bytes(onHost bool) float64 {
 }
 
 // textFloor is a text task's floor: B sequences of the longest training
-// example's length, with hidden states and the MLP's gate and up products.
-func textFloor(batch, longest, hidden, intermediate int) stepFloor {
-	return stepFloor{rows: batch, tokens: longest, hostPerToken: 3 * 8, actPerToken: 4 * (hidden + 2*intermediate)}
+// example's length and a prompt-tuning run's virtual tokens, with hidden
+// states and the MLP's gate and up products.
+func textFloor(batch, longest, virtual, hidden, intermediate int) stepFloor {
+	return stepFloor{rows: batch, tokens: longest + virtual, virtual: virtual, hostPerToken: 3 * 8, actPerToken: 4 * (hidden + 2*intermediate)}
 }
 
 // imageFloor is an image task's: B images of side², each 3 float32 a pixel
@@ -54,8 +57,18 @@ func checkBatchMemory(batch int, f stepFloor, onHost bool, total uint64) error {
 	if total == 0 || need <= float64(total) {
 		return nil
 	}
+	if f.virtual > 0 {
+		return fmt.Errorf("train.batch_size %d, adapter.virtual_tokens %d: one step needs at least %s (%d examples of up to %d tokens each, %d of them virtual), more than this machine's %s of memory; use a smaller batch or fewer virtual tokens",
+			batch, f.virtual, size(need), f.rows, f.tokens, f.virtual, size(float64(total)))
+	}
 	return fmt.Errorf("train.batch_size %d: one step needs at least %s (%d examples of up to %d tokens each), more than this machine's %s of memory; use a smaller batch",
 		batch, size(need), f.rows, f.tokens, size(float64(total)))
+}
+
+// checkStepMemory refuses the run's batch size (and a prompt-tuning run's
+// virtual tokens) when a step's floor f exceeds the machine's memory.
+func (r *run) checkStepMemory(f stepFloor) error {
+	return checkBatchMemory(r.cfg.Train.BatchSize, f, r.backend.Name() == "cpu", sysmem.Total())
 }
 
 // size writes a byte count given as a float64 (a floor may pass any

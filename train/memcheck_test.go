@@ -11,7 +11,7 @@ import (
 )
 
 func TestCheckBatchMemory(t *testing.T) {
-	text := textFloor(16, 64, 1024, 3072) // Qwen3-0.6B at 16×64: 16·64·(24 + 4·7168) bytes, 28.0 MiB
+	text := textFloor(16, 64, 0, 1024, 3072) // Qwen3-0.6B at 16×64: 16·64·(24 + 4·7168) bytes, 28.0 MiB
 	for _, tc := range []struct {
 		name   string
 		f      stepFloor
@@ -22,8 +22,10 @@ func TestCheckBatchMemory(t *testing.T) {
 		{"fits", text, true, 1 << 30, ""},
 		{"too large on the host", text, true, 20 << 20, "train.batch_size 16: one step needs at least 28.0 MiB (16 examples of up to 64 tokens each), more than this machine's 20.0 MiB"},
 		{"on a device: the batch's arrays alone", text, false, 20 << 20, ""},
-		{"unknown memory", textFloor(1e9, 21, 64, 128), true, 0, ""},
-		{"a typo", textFloor(1e9, 21, 64, 128), false, 24 << 30, "train.batch_size 1000000000: one step needs at least 469.4 GiB"},
+		{"unknown memory", textFloor(1e9, 21, 0, 64, 128), true, 0, ""},
+		{"a typo", textFloor(1e9, 21, 0, 64, 128), false, 24 << 30, "train.batch_size 1000000000: one step needs at least 469.4 GiB"},
+		{"virtual tokens", textFloor(8, 21, 1e9, 64, 128), false, 24 << 30, "train.batch_size 8, adapter.virtual_tokens 1000000000: one step needs at least"},
+		{"virtual tokens that fit", textFloor(8, 21, 20, 64, 128), true, 1 << 30, ""},
 		{"images", imageFloor(32, 224, 16, 768, 3072), true, 1 << 30, ""},
 		{"images, too many", imageFloor(1e6, 224, 16, 768, 3072), true, 64 << 30, "(1000000 examples of up to 197 tokens each)"},
 	} {
@@ -36,21 +38,30 @@ func TestCheckBatchMemory(t *testing.T) {
 	}
 }
 
-// TestBatchTooLargeForMemory: a batch size no machine could hold is refused
-// before the run writes anything (it used to die out of memory after step
-// 0's checkpoint).
+// TestBatchTooLargeForMemory: a batch size no machine could hold, or a
+// prompt of as many virtual tokens, is refused before the run writes
+// anything (the batch died out of memory after step 0's checkpoint; the
+// prompt as it was made, leaving a run directory behind).
 func TestBatchTooLargeForMemory(t *testing.T) {
 	if sysmem.Total() == 0 {
 		t.Skip("the machine's memory cannot be read here (no /proc/meminfo)")
 	}
-	dir, cfg := demoConfig(t, 1)
-	out := filepath.Join(dir, "run")
-	set := append(slices.Clone(trustSet), "train.batch_size=1000000000", "output.dir="+out)
-	_, err := Run(Options{ConfigPath: cfg, Overrides: set})
-	if err == nil || !strings.Contains(err.Error(), "train.batch_size 1000000000: one step needs at least") {
-		t.Fatalf("error %v, want the batch refused", err)
-	}
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("the refused run left %s behind (%v)", out, err)
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"train.batch_size=1000000000"}, "train.batch_size 1000000000: one step needs at least"},
+		{[]string{"adapter.kind=prompt", "adapter.virtual_tokens=1000000000"}, "adapter.virtual_tokens 1000000000: one step needs at least"},
+	} {
+		dir, cfg := demoConfig(t, 1)
+		out := filepath.Join(dir, "run")
+		set := append(append(slices.Clone(trustSet), c.set...), "output.dir="+out)
+		_, err := Run(Options{ConfigPath: cfg, Overrides: set})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%v: error %v, want it refused", c.set, err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%v: the refused run left %s behind (%v)", c.set, out, err)
+		}
 	}
 }

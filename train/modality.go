@@ -26,9 +26,6 @@ type modality interface {
 	// has them attached), going on from part (scoreTest), and hands record
 	// (if not nil) each example's answer as it is scored.
 	testMetrics(m *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error)
-	// stepFloor is the least memory a training step of batchSize examples
-	// allocates (memcheck.go).
-	stepFloor(batchSize int) stepFloor
 	// free releases the model an image task holds. (A text task's decoder is
 	// the run's r.m, which a full-parameter test evaluation replaces:
 	// closeBackend frees it.)
@@ -86,11 +83,16 @@ func (t *textTask) testMetrics(m *model.Model, what string, pass *evalPass, part
 	return t.eval.testMetrics(m, t.data.test, what, pass, part)
 }
 
-// stepFloor is textFloor's for the longest training example.
-func (t *textTask) stepFloor(batchSize int) stepFloor {
+// textStepFloor is textFloor's for the longest training example, with a
+// prompt-tuning run's virtual tokens.
+func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloor {
 	longest := 0
-	for _, e := range t.data.train {
+	for _, e := range train {
 		longest = max(longest, len(e.IDs))
 	}
-	return textFloor(batchSize, longest, t.m.Config.HiddenSize, t.m.Config.IntermediateSize)
+	virtual := 0
+	if cfg.Adapter.Kind == "prompt" {
+		virtual = cfg.Adapter.VirtualTokens
+	}
+	return textFloor(cfg.Train.BatchSize, longest, virtual, c.HiddenSize, c.IntermediateSize)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/data"
-	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/rundir"
@@ -83,6 +82,11 @@ func (r *run) setupText() error {
 	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString, Format: data.Format(r.cfg.Task.Format)}
 	splits, err := loadSplits(r.cfg, enc, r.out, r.stopStarting)
 	if err != nil {
+		return err
+	}
+	// What a step needs, against the machine's memory, before anything of
+	// the batch's or the adapter's size is made.
+	if err := r.checkStepMemory(textStepFloor(r.cfg, splits.train, &r.m.Config)); err != nil {
 		return err
 	}
 	// The trainable adapter and its parameters θ.
@@ -287,9 +291,6 @@ func (r *run) setupEngine() error {
 	n, _, _ := r.modality.sizes()
 	if cfg.Train.BatchSize > n {
 		fmt.Fprintf(r.out, "warning: train.batch_size %d is more than the %d training examples: each batch repeats examples\n", cfg.Train.BatchSize, n)
-	}
-	if err := checkBatchMemory(cfg.Train.BatchSize, r.modality.stepFloor(cfg.Train.BatchSize), r.backend.Name() == "cpu", sysmem.Total()); err != nil {
-		return err
 	}
 	r.sampler, err = data.NewSampler(n, cfg.Train.Seed)
 	return err

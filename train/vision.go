@@ -67,6 +67,9 @@ func (r *run) setupVision() error {
 	if v.data, err = loadImageSplits(cfg, proc, side, data.PetsClasses, cfg.Train.Threads, r.out, r.stopStarting); err != nil {
 		return err
 	}
+	if err := r.checkStepMemory(v.stepFloor(cfg.Train.BatchSize)); err != nil {
+		return err
+	}
 	if v.adapter, err = newViTAdapter(cfg, v.vit); err != nil {
 		return err
 	}
