@@ -48,10 +48,7 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 	b, t := in.B, in.T
 	mask, positions, next := generationPositions(in)
 
-	if err := m.checkGenerationPositions(positions, t, next, opts.MaxNewTokens); err != nil {
-		return nil, err
-	}
-	if err := m.checkCacheMemory(b, t, opts.MaxNewTokens, sysmem.Total()); err != nil {
+	if err := m.checkGeneration(positions, t, next, opts.MaxNewTokens); err != nil {
 		return nil, err
 	}
 	be := m.Backend
@@ -106,6 +103,16 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil, nil)
 	}
 	return out, nil
+}
+
+// checkGeneration refuses a generation of maxNew tokens after the batch's
+// t positions that the model's positions or the machine's memory cannot
+// hold.
+func (m *Model) checkGeneration(positions []int, t int, next []int, maxNew int) error {
+	if err := m.checkGenerationPositions(positions, t, next, maxNew); err != nil {
+		return err
+	}
+	return m.checkCacheMemory(len(next), t, maxNew, sysmem.Total())
 }
 
 // checkCacheMemory refuses a generation whose key/value cache, made for
