@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/sysmem"
@@ -18,9 +19,13 @@ import (
 
 // stepFloor is a lower bound, in bytes, of what one training step of rows
 // sequences of tokens each allocates: host bytes per token (the batch's
-// arrays) and, where the model computes in host memory, the forward's.
+// arrays) and, where the model computes in host memory, the forward's, for
+// each of the variants a decoder evaluates at once (model.Losses runs every
+// perturbed point of a step in one batched forward).
 type stepFloor struct {
 	rows, tokens int
+	variants     int // evaluated at once: 2q (central differences), q+1 (FZOO); an image task's one at a time
+	q            int // optimizer.q, named where it counts (0: not named)
 	virtual      int // of tokens, a prompt-tuning run's virtual tokens (each row's, in front)
 	hostPerToken int // the batch's arrays
 	actPerToken  int // the forward's activations, float32
@@ -28,41 +33,54 @@ type stepFloor struct {
 
 // bytes is the floor's total, in float64 (it may exceed any int).
 func (f stepFloor) bytes(onHost bool) float64 {
-	per := f.hostPerToken
+	per := float64(f.hostPerToken)
 	if onHost {
-		per += f.actPerToken
+		per += float64(max(1, f.variants)) * float64(f.actPerToken)
 	}
-	return float64(f.rows) * float64(f.tokens) * float64(per)
+	return float64(f.rows) * float64(f.tokens) * per
 }
 
 // textFloor is a text task's floor: B sequences of the longest training
 // example's length and a prompt-tuning run's virtual tokens, with hidden
-// states and the MLP's gate and up products.
-func textFloor(batch, longest, virtual, hidden, intermediate int) stepFloor {
-	return stepFloor{rows: batch, tokens: longest + virtual, virtual: virtual, hostPerToken: 3 * 8, actPerToken: 4 * (hidden + 2*intermediate)}
+// states and the MLP's gate and up products, for each of a step's
+// variants (q directions: 2q of them, or q+1 when oneSided, FZOO's).
+func textFloor(batch, longest, virtual, q int, oneSided bool, hidden, intermediate int) stepFloor {
+	variants := 2 * q
+	if oneSided {
+		variants = q + 1
+	}
+	return stepFloor{rows: batch, tokens: longest + virtual, variants: variants, q: q, virtual: virtual,
+		hostPerToken: 3 * 8, actPerToken: 4 * (hidden + 2*intermediate)}
 }
 
 // imageFloor is an image task's: B images of side², each 3 float32 a pixel
 // on the host, and the encoder's tokens (patches and CLS) with hidden
-// states and the MLP's product.
+// states and the MLP's product (its variants run one at a time).
 func imageFloor(batch, side, patch, hidden, intermediate int) stepFloor {
 	tokens := (side/patch)*(side/patch) + 1
-	return stepFloor{rows: batch, tokens: tokens, hostPerToken: 3 * 4 * side * side / tokens, actPerToken: 4 * (hidden + intermediate)}
+	return stepFloor{rows: batch, tokens: tokens, variants: 1, hostPerToken: 3 * 4 * side * side / tokens, actPerToken: 4 * (hidden + intermediate)}
 }
 
-// checkBatchMemory refuses a batch size whose step needs more than the
-// machine's memory (total: 0 when unknown, then nothing is checked).
+// checkBatchMemory refuses a batch size (with the directions and virtual
+// tokens that multiply it) whose step needs more than the machine's memory
+// (total: 0 when unknown, then nothing is checked).
 func checkBatchMemory(batch int, f stepFloor, onHost bool, total uint64) error {
 	need := f.bytes(onHost)
 	if total == 0 || need <= float64(total) {
 		return nil
 	}
-	if f.virtual > 0 {
-		return fmt.Errorf("train.batch_size %d, adapter.virtual_tokens %d: one step needs at least %s (%d examples of up to %d tokens each, %d of them virtual), more than this machine's %s of memory; use a smaller batch or fewer virtual tokens",
-			batch, f.virtual, size(need), f.rows, f.tokens, f.virtual, size(float64(total)))
+	keys, fixes := []string{fmt.Sprintf("train.batch_size %d", batch)}, []string{"a smaller batch"}
+	what := fmt.Sprintf("%d examples of up to %d tokens each", f.rows, f.tokens)
+	if f.q > 1 {
+		keys, fixes = append(keys, fmt.Sprintf("optimizer.q %d", f.q)), append(fixes, "fewer directions")
+		what = fmt.Sprintf("%d variants at once of %s", f.variants, what)
 	}
-	return fmt.Errorf("train.batch_size %d: one step needs at least %s (%d examples of up to %d tokens each), more than this machine's %s of memory; use a smaller batch",
-		batch, size(need), f.rows, f.tokens, size(float64(total)))
+	if f.virtual > 0 {
+		keys, fixes = append(keys, fmt.Sprintf("adapter.virtual_tokens %d", f.virtual)), append(fixes, "fewer virtual tokens")
+		what += fmt.Sprintf(", %d of them virtual", f.virtual)
+	}
+	return fmt.Errorf("%s: one step needs at least %s (%s), more than this machine's %s of memory; use %s",
+		strings.Join(keys, ", "), size(need), what, size(float64(total)), strings.Join(fixes, " or "))
 }
 
 // checkStepMemory refuses the run's batch size (and a prompt-tuning run's

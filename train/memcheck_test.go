@@ -11,7 +11,8 @@ import (
 )
 
 func TestCheckBatchMemory(t *testing.T) {
-	text := textFloor(16, 64, 0, 1024, 3072) // Qwen3-0.6B at 16×64: 16·64·(24 + 4·7168) bytes, 28.0 MiB
+	// Qwen3-0.6B at 16×64, q = 1: 16·64·(24 + 2·4·7168) bytes, 56.0 MiB.
+	text := textFloor(16, 64, 0, 1, false, 1024, 3072)
 	for _, tc := range []struct {
 		name   string
 		f      stepFloor
@@ -20,12 +21,17 @@ func TestCheckBatchMemory(t *testing.T) {
 		want   string
 	}{
 		{"fits", text, true, 1 << 30, ""},
-		{"too large on the host", text, true, 20 << 20, "train.batch_size 16: one step needs at least 28.0 MiB (16 examples of up to 64 tokens each), more than this machine's 20.0 MiB"},
+		{"too large on the host", text, true, 40 << 20, "train.batch_size 16: one step needs at least 56.0 MiB (16 examples of up to 64 tokens each), more than this machine's 40.0 MiB"},
 		{"on a device: the batch's arrays alone", text, false, 20 << 20, ""},
-		{"unknown memory", textFloor(1e9, 21, 0, 64, 128), true, 0, ""},
-		{"a typo", textFloor(1e9, 21, 0, 64, 128), false, 24 << 30, "train.batch_size 1000000000: one step needs at least 469.4 GiB"},
-		{"virtual tokens", textFloor(8, 21, 1e9, 64, 128), false, 24 << 30, "train.batch_size 8, adapter.virtual_tokens 1000000000: one step needs at least"},
-		{"virtual tokens that fit", textFloor(8, 21, 20, 64, 128), true, 1 << 30, ""},
+		{"unknown memory", textFloor(1e9, 21, 0, 1, false, 64, 128), true, 0, ""},
+		{"a typo", textFloor(1e9, 21, 0, 1, false, 64, 128), false, 24 << 30, "train.batch_size 1000000000: one step needs at least 469.4 GiB"},
+		{"virtual tokens", textFloor(8, 21, 1e9, 1, false, 64, 128), false, 24 << 30, "train.batch_size 8, adapter.virtual_tokens 1000000000: one step needs at least"},
+		{"virtual tokens that fit", textFloor(8, 21, 20, 1, false, 64, 128), true, 1 << 30, ""},
+		// The demo's model (64 wide, MLP 128) at q = 65,536: 131,072
+		// variants of 8 rows in one forward, which grew past 19 GiB.
+		{"many directions", textFloor(8, 21, 0, 65536, false, 64, 128), true, 16 << 30,
+			"train.batch_size 8, optimizer.q 65536: one step needs at least 26.3 GiB (131072 variants at once of 8 examples of up to 21 tokens each), more than this machine's 16.0 GiB of memory; use a smaller batch or fewer directions"},
+		{"FZOO's q+1", textFloor(8, 21, 0, 65536, true, 64, 128), true, 16 << 30, ""},
 		{"images", imageFloor(32, 224, 16, 768, 3072), true, 1 << 30, ""},
 		{"images, too many", imageFloor(1e6, 224, 16, 768, 3072), true, 64 << 30, "(1000000 examples of up to 197 tokens each)"},
 	} {

@@ -94,5 +94,5 @@ func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloo
 	if cfg.Adapter.Kind == "prompt" {
 		virtual = cfg.Adapter.VirtualTokens
 	}
-	return textFloor(cfg.Train.BatchSize, longest, virtual, c.HiddenSize, c.IntermediateSize)
+	return textFloor(cfg.Train.BatchSize, longest, virtual, cfg.Optimizer.Q, cfg.Optimizer.Name == "fzoo", c.HiddenSize, c.IntermediateSize)
 }
