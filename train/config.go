@@ -86,7 +86,7 @@ type OptimizerConfig struct {
 	Name        string  `mapstructure:"name" yaml:"name" doc:"meazo, zo-sgd, zo-adam, radazo or fzoo"`
 	LR          float64 `mapstructure:"lr" yaml:"lr" doc:"learning rate η (with a schedule: its rate after the warmup)"`
 	Eps         float64 `mapstructure:"eps" yaml:"eps" doc:"perturbation scale ε"`
-	Q           int     `mapstructure:"q" yaml:"q" doc:"directions per step (fzoo needs at least 2)"`
+	Q           int     `mapstructure:"q" yaml:"q" doc:"directions per step (fzoo needs at least 2); a decoder evaluates a step's 2q perturbed points (fzoo: q+1) in one batched forward, so memory grows with q"`
 	Dist        string  `mapstructure:"dist" yaml:"dist" doc:"noise: normal, sphere, rademacher or ternary; empty: the optimizer's default (rademacher for fzoo, as its reference; normal otherwise)"`
 	Beta1       float64 `mapstructure:"beta1" yaml:"beta1" doc:"zo-adam / radazo first-moment decay, in [0, 1)"`
 	Beta2       float64 `mapstructure:"beta2" yaml:"beta2" doc:"zo-adam / radazo second-moment decay, in [0, 1)"`
@@ -103,7 +103,7 @@ type OptimizerConfig struct {
 // often to validate, checkpoint and log.
 type TrainConfig struct {
 	Steps           int    `mapstructure:"steps" yaml:"steps" doc:"number of ZO steps T (paper: 10,000 LoRA, 20,000 prompt tuning)"`
-	BatchSize       int    `mapstructure:"batch_size" yaml:"batch_size" doc:"training examples per step"`
+	BatchSize       int    `mapstructure:"batch_size" yaml:"batch_size" doc:"training examples per step; a batch (times 2q, or q+1, and with the virtual tokens) whose step cannot fit in this machine's memory is refused before the run writes anything"`
 	Seed            uint64 `mapstructure:"seed" yaml:"seed" doc:"run seed: noise, sampler order and adapter initialisation"`
 	EvalEvery       int    `mapstructure:"eval_every" yaml:"eval_every" doc:"compute the validation loss every N steps (and at the end)"`
 	CheckpointEvery int    `mapstructure:"checkpoint_every" yaml:"checkpoint_every" doc:"write a resumable checkpoint every N steps (0: only at the end)"`
