@@ -9,13 +9,16 @@ import (
 )
 
 // A step's memory, checked before a run writes anything. A mini-batch of
-// train.batch_size examples is padded to its longest; one forward over it
-// holds at least its hidden states and its MLP's two intermediate products
-// (float32, one value per token and width), and the host builds the
-// batch's token ids, labels and mask (or an image batch's pixels). A batch
-// size that cannot fit (a typo, 1e9) is refused with the figures, where it
-// would otherwise kill the process out of memory after step 0's
-// checkpoint, leaving a run that --resume cannot finish.
+// train.batch_size examples is padded to its longest (with a prompt-tuning
+// run's virtual tokens in front); one forward over it holds at least its
+// hidden states and its MLP's two intermediate products (float32, one
+// value per token and width) for each of the step's perturbed points
+// that a decoder evaluates at once, and the host builds the batch's token
+// ids, labels and mask (or an image batch's pixels). A batch size, a q or
+// a prompt that cannot fit (a typo: 1e9) is refused with the figures,
+// where it would otherwise kill the process out of memory after step 0's
+// checkpoint (leaving a run that --resume cannot finish), or as the
+// adapter is made.
 
 // stepFloor is a lower bound, in bytes, of what one training step of rows
 // sequences of tokens each allocates: host bytes per token (the batch's
