@@ -58,9 +58,8 @@ func save(t *testing.T, b tensor.Backend, bf16 bool) {
 type modelSize struct{ values, largest int }
 
 // saveOn loads the model in src on b (nil: the CPU backend; unstacked, as
-// model.Tensors needs),
-// saves it and returns the folder, the bytes the save allocated and the
-// model's size.
+// model.Tensors needs), saves it and returns the folder, the bytes the
+// save allocated and the model's size.
 func saveOn(t *testing.T, b tensor.Backend, src string, bf16 bool) (string, uint64, modelSize) {
 	m, err := model.LoadWith(src, model.LoadOptions{Backend: b, BF16Weights: bf16, Unstacked: true})
 	if err != nil {
