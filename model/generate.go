@@ -124,11 +124,7 @@ func (m *Model) checkGeneration(positions []int, t int, next []int, maxNew int) 
 // max_new_tokens typed with three zeros too many). A GPU's keys and values
 // are not counted: its allocator returns an error when they do not fit.
 func (m *Model) checkCacheMemory(b, t, maxNew int, total uint64) error {
-	positions := float64(t) + float64(maxNew)
-	need := 8 * float64(b) * positions // the mask, an int a slot
-	if m.Backend.Name() == "cpu" {
-		need += 2 * 4 * float64(len(m.Layers)) * float64(b) * positions * float64(m.NumKVHeads*m.HeadDim)
-	}
+	need := m.CacheHostBytes(b, float64(t)+float64(maxNew))
 	if total == 0 || need <= float64(total) {
 		return nil
 	}
@@ -138,6 +134,18 @@ func (m *Model) checkCacheMemory(b, t, maxNew int, total uint64) error {
 	}
 	return fmt.Errorf("max_new_tokens %d: the key/value cache of %s of %d prompt positions and %d new ones needs %s, more than this machine's %s of memory",
 		maxNew, seqs, t, maxNew, bytesize.String(int64(min(need, 1<<62))), bytesize.String(int64(min(float64(total), 1<<62))))
+}
+
+// CacheHostBytes is the host memory a generation's key/value cache of b
+// sequences of the given number of positions (prompt and new tokens)
+// takes: its mask and, on the CPU backend, its keys and values, float32.
+// In float64: a mistyped length may exceed any int.
+func (m *Model) CacheHostBytes(b int, positions float64) float64 {
+	need := 8 * float64(b) * positions // the mask, an int a slot
+	if m.Backend.Name() == "cpu" {
+		need += 2 * 4 * float64(len(m.Layers)) * float64(b) * positions * float64(m.NumKVHeads*m.HeadDim)
+	}
+	return need
 }
 
 // generationPositions returns a generation batch's mask (all ones without

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/sysmem"
 )
@@ -90,6 +91,25 @@ func checkBatchMemory(batch int, f stepFloor, onHost bool, total uint64) error {
 // virtual tokens) when a step's floor f exceeds the machine's memory.
 func (r *run) checkStepMemory(f stepFloor) error {
 	return checkBatchMemory(r.cfg.Train.BatchSize, f, r.backend.Name() == "cpu", sysmem.Total())
+}
+
+// checkTestGeneration refuses, before the run starts, a generation cap
+// (eval.max_new_tokens) whose test evaluation cannot hold its key/value
+// cache in the machine's memory: otherwise the run would train to the end
+// and fail there. The cache of one evaluation batch holds at least the new
+// tokens of each of its sequences (the prompts come on top).
+func (r *run) checkTestGeneration(tests int) error {
+	task := data.Task(r.cfg.Task.Name)
+	if task == data.SST2 || task == data.Classification || tests == 0 || r.cfg.Eval.Skip {
+		return nil
+	}
+	rows, maxNew := min(r.cfg.Eval.BatchSize, tests), r.cfg.maxNewTokens()
+	need, total := r.m.CacheHostBytes(rows, float64(maxNew)), sysmem.Total()
+	if total == 0 || need <= float64(total) {
+		return nil
+	}
+	return fmt.Errorf("eval.max_new_tokens %d: the test evaluation's key/value cache of %d sequences needs at least %s, more than this machine's %s of memory",
+		maxNew, rows, size(need), size(float64(total)))
 }
 
 // size writes a byte count given as a float64 (a floor may pass any

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/sysmem"
 )
 
@@ -68,6 +69,46 @@ func TestBatchTooLargeForMemory(t *testing.T) {
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Errorf("%v: the refused run left %s behind (%v)", c.set, out, err)
+		}
+	}
+}
+
+// TestTestGenerationTooLargeForMemory: a generation cap whose test
+// evaluation's key/value cache cannot fit is refused before the run
+// writes anything, not after it trained to the end (with task.max_length
+// 0 no length rule skips the test examples first).
+func TestTestGenerationTooLargeForMemory(t *testing.T) {
+	if sysmem.Total() == 0 {
+		t.Skip("the machine's memory cannot be read here (no /proc/meminfo)")
+	}
+	dir, cfg := demoConfig(t, 1)
+	generate := func(i int, ex data.Example) map[string]any {
+		return map[string]any{"id": i, "prompt": "Review: " + ex.Sentence, "completion": data.SST2LabelWords[ex.Label]}
+	}
+	train, test := demoRows(t, dir, "train", "generation", generate), demoRows(t, dir, "dev", "generation", generate)
+	for _, c := range []struct {
+		maxNew string
+		want   string // "": the run goes through
+	}{
+		{"2000000000", "eval.max_new_tokens 2000000000: the test evaluation's key/value cache of 4 sequences needs at least"},
+		{"2", ""},
+	} {
+		out := filepath.Join(dir, "run-"+c.maxNew)
+		set := append(slices.Clone(trustSet), "eval.skip=false", "task.name=generation", "task.train="+train, "task.test="+test,
+			"task.instruction=Answer.", "task.max_length=0", "task.max_train=16", "task.max_validation=4", "task.max_test=4",
+			"eval.batch_size=8", "eval.max_new_tokens="+c.maxNew, "output.dir="+out)
+		_, err := Run(Options{ConfigPath: cfg, Overrides: set})
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("eval.max_new_tokens %s: %v", c.maxNew, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("eval.max_new_tokens %s: error %v, want it refused", c.maxNew, err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("the refused run left %s behind (%v)", out, err)
 		}
 	}
 }

@@ -89,6 +89,9 @@ func (r *run) setupText() error {
 	if err := r.checkStepMemory(textStepFloor(r.cfg, splits.train, &r.m.Config)); err != nil {
 		return err
 	}
+	if err := r.checkTestGeneration(len(splits.test)); err != nil {
+		return err
+	}
 	// The trainable adapter and its parameters θ.
 	if err := r.setupAdapter(); err != nil {
 		return err
