@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,7 +78,7 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", err
 	}
 	opts.phase(start, "done")
-	return mergeReport(opts, la)
+	return mergeReport(opts, la, m)
 }
 
 // Check refuses what MergeLoRA cannot do, before anything is loaded (a
@@ -195,27 +196,23 @@ func saveWhole(m *model.Model, opts MergeOptions) (err error) {
 	return nil
 }
 
-// mergeReport says what MergeLoRA wrote, and that a float16 checkpoint's
-// weights were written in float32.
-func mergeReport(opts MergeOptions, a *lora.Adapter) (string, error) {
-	ck, err := safetensors.OpenCheckpoint(opts.Out)
+// mergeReport says what MergeLoRA wrote from m, and that a float16
+// checkpoint's weights were written in float32: model.Save writes a tensor
+// held in bfloat16 as bfloat16, every other in float32.
+func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model) (string, error) {
+	ts, err := m.Tensors()
 	if err != nil {
 		return "", err
 	}
-	defer ck.Close()
-	dtypes := map[safetensors.Dtype]bool{}
-	for _, n := range ck.Names() {
-		info, _ := ck.Info(n)
-		dtypes[info.Dtype] = true
-	}
-	var written []string
-	for d := range dtypes {
-		written = append(written, dtypeWords[d])
-		if dtypeWords[d] == "" {
-			written[len(written)-1] = string(d)
+	dtypes := map[string]bool{}
+	for _, t := range ts {
+		if t.BF16 {
+			dtypes["bfloat16"] = true
+		} else {
+			dtypes["float32"] = true
 		}
 	}
-	slices.Sort(written)
+	written := slices.Sorted(maps.Keys(dtypes))
 	s := fmt.Sprintf("wrote %s: %s with the LoRA adapter %s merged into its %s (r %d, scale %g); weights %s",
 		opts.Out, opts.Model, opts.Adapter, strings.Join(a.Targets(), " and "), a.Rank(), a.Scale(), strings.Join(written, ", "))
 	if storesF16(opts.Model) {
@@ -223,9 +220,6 @@ func mergeReport(opts MergeOptions, a *lora.Adapter) (string, error) {
 	}
 	return s, nil
 }
-
-// dtypeWords names the dtypes a merge writes as the help text does.
-var dtypeWords = map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}
 
 // storesF16 says whether the checkpoint in dir stores a tensor in float16.
 func storesF16(dir string) bool {

@@ -87,7 +87,7 @@ func TestMergeLoRA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dtype := "weights " + dtypeWords[tc.want]
+			dtype := "weights " + map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}[tc.want]
 			if !strings.Contains(what, out) || !strings.Contains(what, dtype) {
 				t.Errorf("report %q does not name %s and %s", what, out, dtype)
 			}

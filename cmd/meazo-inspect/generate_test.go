@@ -149,16 +149,22 @@ func TestGenerateTextMatchesHF(t *testing.T) {
 func copyModel(t *testing.T, src string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{"config.json", "generation_config.json", "model.safetensors"} {
+	copyFiles(t, src, dir, "config.json", "generation_config.json", "model.safetensors")
+	return dir
+}
+
+// copyFiles copies the named files from the directory src into dst.
+func copyFiles(t *testing.T, src, dst string, names ...string) {
+	t.Helper()
+	for _, f := range names {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return dir
 }
 
 // TestGenerateTextMatchesIDs: the text paths give what the ids path gives
@@ -245,16 +251,7 @@ func qwenChatModel(t *testing.T) string {
 	if _, err := model.WriteRandom(dir, cfg, 11, 0.3); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join("..", "..", "tokenizer", "testdata", "qwen3-tiny")
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyFiles(t, filepath.Join("..", "..", "tokenizer", "testdata", "qwen3-tiny"), dir, "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 	return dir
 }
 
