@@ -13,14 +13,17 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Total returns the machine's memory in bytes (MemTotal), or 0 where it
-// cannot be read.
-func Total() uint64 {
+// cannot be read. It is read once: generation checks it every batch.
+func Total() uint64 { return total() }
+
+var total = sync.OnceValue(func() uint64 {
 	b, _ := field("MemTotal:")
 	return b
-}
+})
 
 // Available returns the memory the kernel estimates a new allocation can
 // take without swapping (MemAvailable), and whether it could be read.
