@@ -35,6 +35,11 @@ func ParseTask(s string) (Task, error) {
 // generation), whose prompt and labels the config gives (OwnTask).
 func (t Task) OwnData() bool { return t == Classification || t == Generation }
 
+// Generates reports whether the task is evaluated by generating an answer
+// (SQuAD, XSum, generation); SST-2 and classification score their label
+// words' log-probabilities instead.
+func (t Task) Generates() bool { return t != SST2 && t != Classification && t != Pets }
+
 // Example is one row of any task; only the fields of its Task are set.
 type Example struct {
 	Task Task

@@ -289,7 +289,7 @@ func evalLength(ex data.Example, enc *data.Encoder, maxNew int, skip bool) (int,
 	if skip {
 		return -1, nil
 	}
-	if ex.Task == data.SST2 || ex.Task == data.Classification {
+	if !ex.Task.Generates() {
 		cs, err := enc.Candidates(ex)
 		if err != nil {
 			return 0, err

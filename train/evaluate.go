@@ -141,7 +141,7 @@ func sumsLen(task data.Task) int {
 // from part as scoreTest says.
 func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string, pass *evalPass, part *evalPartial) (map[string]float64, error) {
 	return scoreTest(e.log, e.task, what, len(exs), pass, part, func() (map[string]float64, error) {
-		if e.task == data.SST2 || e.task == data.Classification {
+		if !e.task.Generates() {
 			return e.classify(m, exs, pass, part)
 		}
 		return e.generative(m, exs, pass, part)

@@ -100,7 +100,7 @@ func (r *run) checkStepMemory(f stepFloor) error {
 // tokens of each of its sequences (the prompts come on top).
 func (r *run) checkTestGeneration(tests int) error {
 	task := data.Task(r.cfg.Task.Name)
-	if task == data.SST2 || task == data.Classification || tests == 0 || r.cfg.Eval.Skip {
+	if !task.Generates() || tests == 0 || r.cfg.Eval.Skip {
 		return nil
 	}
 	rows, maxNew := min(r.cfg.Eval.BatchSize, tests), r.cfg.maxNewTokens()
