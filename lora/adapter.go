@@ -15,10 +15,13 @@ import (
 // Options configures a trainable LoRA adapter. The defaults are the paper's:
 // r = 16, alpha = 16 on q_proj and v_proj.
 type Options struct {
-	R       int      // rank (default 16)
-	Alpha   float64  // lora_alpha (default 16); the update is scaled by Alpha/R
-	Targets []string // projections to adapt (default q_proj, v_proj)
-	Seed    uint64   // seeds the A initialisation
+	R     int     // rank (default 16)
+	Alpha float64 // lora_alpha (default 16); the update is scaled by Alpha/R
+	// Targets are the projections to adapt, by PEFT's names (default
+	// q_proj, v_proj): any of the model's (model.Config.Projections), or
+	// AllLinear alone for every one of them.
+	Targets []string
+	Seed    uint64 // seeds the A initialisation
 	// GroupByLayer makes each decoder layer its own parameter group (for
 	// grouped ZO estimation); otherwise all parameters form group 0.
 	GroupByLayer bool
@@ -38,20 +41,23 @@ func (o *Options) defaults() {
 	}
 }
 
+// AllLinear as the only target adapts every projection of every layer, as
+// PEFT's target_modules="all-linear" does (the head excepted).
+const AllLinear = "all-linear"
+
 // Adapter is a trainable LoRA adapter whose parameters live in flat float32
 // vectors, one per group, in the canonical order of docs/ALGORITHMS.md (the noise contract):
-// layers in increasing order; in a layer q_proj then v_proj (architecture
-// order); for each, lora_A [r][in] then lora_B [out][r], row-major.
+// layers in increasing order; in a layer its targets in architecture order
+// (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj); for
+// each, lora_A [r][in] then lora_B [out][r], row-major.
 type Adapter struct {
 	opts       Options
-	targets    []string // Targets in architecture order
+	targets    []model.Projection // the adapted projections in architecture order
 	layers     int
-	names      string // the model's name of its decoder layers (model.Config.LayersName)
-	in         int
-	out        map[string]int // output width of each target
-	params     [][]float32    // the groups
-	base       string         // base_model_name_or_path written to adapter_config.json
-	multimodal bool           // Ministral-3's checkpoint: PEFT's vision-tower matrices are skipped (visionTowerPrefix)
+	names      string      // the model's name of its decoder layers (model.Config.LayersName)
+	params     [][]float32 // the groups
+	base       string      // base_model_name_or_path written to adapter_config.json
+	multimodal bool        // Ministral-3's checkpoint: PEFT's vision-tower matrices are skipped (visionTowerPrefix)
 }
 
 // New makes an adapter for m with PEFT's initialisation: A ~ U(-1/√in, 1/√in)
@@ -64,9 +70,8 @@ func New(m *model.Model, opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x10ba))
-	bound := 1 / math.Sqrt(float64(a.in))
-	a.eachMatrix(func(_ int, _ string, ab string, v []float32) {
-		if ab == "A" {
+	a.eachMatrix(func(_ int, pr model.Projection, ab string, v []float32) {
+		if bound := 1 / math.Sqrt(float64(pr.In)); ab == "A" {
 			for i := range v {
 				v[i] = float32((2*rng.Float64() - 1) * bound)
 			}
@@ -96,27 +101,61 @@ func planShape(m *model.Model, opts Options) (*Adapter, error) {
 	if opts.R > m.HiddenSize {
 		return nil, fmt.Errorf("lora: rank %d is above the model's hidden size %d", opts.R, m.HiddenSize)
 	}
-	a := &Adapter{opts: opts, layers: m.NumLayers, names: m.LayersName(), in: m.HiddenSize, multimodal: m.Multimodal, out: map[string]int{
-		"q_proj": m.NumHeads * m.HeadDim, "v_proj": m.NumKVHeads * m.HeadDim,
-	}}
-	for _, t := range opts.Targets {
-		if !slices.Contains(supportedTargets, t) {
-			return nil, fmt.Errorf("lora: target module %q is not supported (supported: %v)", t, supportedTargets)
-		}
-	}
-	for _, t := range supportedTargets { // architecture order
-		if slices.Contains(opts.Targets, t) {
-			a.targets = append(a.targets, t)
-		}
+	a := &Adapter{opts: opts, layers: m.NumLayers, names: m.LayersName(), multimodal: m.Multimodal}
+	var err error
+	if a.targets, err = targetsOf(&m.Config, opts.Targets); err != nil {
+		return nil, fmt.Errorf("lora: %w", err)
 	}
 	return a, nil
+}
+
+// targetsOf is the projections of c's layers that targets names (by
+// PEFT's names, or AllLinear alone for all), in architecture order.
+func targetsOf(c *model.Config, targets []string) ([]model.Projection, error) {
+	all := c.Projections()
+	if slices.Equal(targets, []string{AllLinear}) {
+		return all, nil
+	}
+	var ps []model.Projection
+	for _, t := range targets {
+		i := slices.IndexFunc(all, func(p model.Projection) bool { return p.Name == t })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("target module %q is not a projection of this model (%s's: %s, or %s alone for all)", t, c.Architecture, projNames(all), AllLinear)
+		case slices.ContainsFunc(ps, func(p model.Projection) bool { return p.Name == t }):
+			return nil, fmt.Errorf("target module %q is named twice", t)
+		}
+		ps = append(ps, all[i])
+	}
+	slices.SortFunc(ps, func(a, b model.Projection) int { return int(a.Proj - b.Proj) })
+	return ps, nil
+}
+
+// TargetNames is the names of the projections of c's layers that targets
+// names (AllLinear alone: all of them), in architecture order; an error
+// names a target c's layers do not have.
+func TargetNames(c *model.Config, targets []string) ([]string, error) {
+	ps, err := targetsOf(c, targets)
+	if err != nil {
+		return nil, err
+	}
+	return (&Adapter{targets: ps}).Targets(), nil
+}
+
+// projNames is the names of ps, comma-separated.
+func projNames(ps []model.Projection) string {
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // allocate gives a planned adapter its zero parameters.
 func (a *Adapter) allocate() {
 	perLayer := 0
 	for _, t := range a.targets {
-		perLayer += a.opts.R*a.in + a.out[t]*a.opts.R
+		perLayer += a.opts.R * (t.In + t.Out)
 	}
 	if a.opts.GroupByLayer {
 		for range a.layers {
@@ -128,11 +167,11 @@ func (a *Adapter) allocate() {
 }
 
 // matrixShape is the shape of a LoRA matrix ("A" or "B") of target t.
-func (a *Adapter) matrixShape(t, ab string) (rows, cols int) {
+func (a *Adapter) matrixShape(t model.Projection, ab string) (rows, cols int) {
 	if ab == "B" {
-		return a.out[t], a.opts.R
+		return t.Out, a.opts.R
 	}
-	return a.opts.R, a.in
+	return a.opts.R, t.In
 }
 
 // Params returns the parameter groups (the adapter's own storage: the ZO
@@ -145,8 +184,15 @@ func (a *Adapter) Rank() int { return a.opts.R }
 // Alpha is the adapter's lora_alpha; the update's scale is Alpha/Rank.
 func (a *Adapter) Alpha() float64 { return a.opts.Alpha }
 
-// Targets are the projections the adapter updates (q_proj, v_proj).
-func (a *Adapter) Targets() []string { return slices.Clone(a.targets) }
+// Targets are the names of the projections the adapter updates, in
+// architecture order (q_proj, v_proj by default).
+func (a *Adapter) Targets() []string {
+	var names []string
+	for _, t := range a.targets {
+		names = append(names, t.Name)
+	}
+	return names
+}
 
 // Count returns the number of trainable parameters.
 func (a *Adapter) Count() int {
@@ -180,7 +226,7 @@ func (a *Adapter) SetBaseModel(name string) { a.base = name }
 
 // eachMatrix calls fn for every adapter matrix in canonical order with a
 // slice of the given group storage.
-func (a *Adapter) eachMatrixOf(params [][]float32, fn func(layer int, target, ab string, v []float32)) {
+func (a *Adapter) eachMatrixOf(params [][]float32, fn func(layer int, target model.Projection, ab string, v []float32)) {
 	r := a.opts.R
 	for l := 0; l < a.layers; l++ {
 		g, off := 0, 0
@@ -190,7 +236,7 @@ func (a *Adapter) eachMatrixOf(params [][]float32, fn func(layer int, target, ab
 			off = l * (len(params[0]) / a.layers)
 		}
 		for _, t := range a.targets {
-			nA, nB := r*a.in, a.out[t]*r
+			nA, nB := r*t.In, t.Out*r
 			fn(l, t, "A", params[g][off:off+nA])
 			fn(l, t, "B", params[g][off+nA:off+nA+nB])
 			off += nA + nB
@@ -198,7 +244,7 @@ func (a *Adapter) eachMatrixOf(params [][]float32, fn func(layer int, target, ab
 	}
 }
 
-func (a *Adapter) eachMatrix(fn func(layer int, target, ab string, v []float32)) {
+func (a *Adapter) eachMatrix(fn func(layer int, target model.Projection, ab string, v []float32)) {
 	a.eachMatrixOf(a.params, fn)
 }
 
@@ -208,17 +254,12 @@ func (a *Adapter) eachMatrix(fn func(layer int, target, ab string, v []float32))
 func (a *Adapter) View(params [][]float32) *model.Adapter {
 	ad := &model.Adapter{Layers: make([]model.LayerAdapter, a.layers)}
 	var pendingA []float32
-	a.eachMatrixOf(params, func(l int, t, ab string, v []float32) {
+	a.eachMatrixOf(params, func(l int, t model.Projection, ab string, v []float32) {
 		if ab == "A" {
 			pendingA = v
 			return
 		}
-		lo := &model.LoRA{R: a.opts.R, A: pendingA, B: v, Scale: a.Scale()}
-		if t == "q_proj" {
-			ad.Layers[l].Q = lo
-		} else {
-			ad.Layers[l].V = lo
-		}
+		*ad.Layers[l].Slot(t.Proj) = &model.LoRA{R: a.opts.R, A: pendingA, B: v, Scale: a.Scale()}
 	})
 	return ad
 }
@@ -227,7 +268,8 @@ func (a *Adapter) View(params [][]float32) *model.Adapter {
 func (a *Adapter) Attach(m *model.Model) { m.Adapter = a.View(a.params) }
 
 // Save writes the adapter in PEFT format: adapter_model.safetensors (keys
-// base_model.model.model.layers.{i}.self_attn.{q,v}_proj.lora_{A,B}.weight;
+// base_model.model.model.layers.{i}.self_attn.q_proj.lora_{A,B}.weight and
+// so on, model.Projection.Module;
 // OPT's: model.decoder.layers, Ministral-3's checkpoint's:
 // model.language_model.layers) and adapter_config.json, both atomically.
 func (a *Adapter) Save(dir string) error { return a.SaveParams(dir, a.params) }
@@ -236,14 +278,11 @@ func (a *Adapter) Save(dir string) error { return a.SaveParams(dir, a.params) }
 // copy kept by the trainer, say).
 func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 	var tensors []safetensors.Tensor
-	a.eachMatrixOf(params, func(l int, t, ab string, v []float32) {
-		shape := []int{a.opts.R, a.in}
-		if ab == "B" {
-			shape = []int{a.out[t], a.opts.R}
-		}
-		tensors = append(tensors, safetensors.F32Tensor(tensorName(a.names, l, t, ab), shape, v))
+	a.eachMatrixOf(params, func(l int, t model.Projection, ab string, v []float32) {
+		rows, cols := a.matrixShape(t, ab)
+		tensors = append(tensors, safetensors.F32Tensor(tensorName(a.names, l, t.Module, ab), []int{rows, cols}, v))
 	})
-	return savePEFT(dir, tensors, peftConfig(a.opts, a.targets, a.base, "CAUSAL_LM", nil))
+	return savePEFT(dir, tensors, peftConfig(a.opts, a.Targets(), a.base, "CAUSAL_LM", nil))
 }
 
 // Load reads a PEFT LoRA adapter directory into a trainable adapter for m
@@ -276,13 +315,13 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		return nil, nil, err
 	}
 	a.allocate()
-	a.eachMatrix(func(l int, t, ab string, v []float32) {
+	a.eachMatrix(func(l int, t model.Projection, ab string, v []float32) {
 		if err != nil {
 			return
 		}
 		rows, cols := a.matrixShape(t, ab)
 		var w []float32
-		if w, err = readMatrix(f, tensorName(a.names, l, t, ab), rows, cols); err == nil {
+		if w, err = readMatrix(f, tensorName(a.names, l, t.Module, ab), rows, cols); err == nil {
 			copy(v, w)
 		}
 	})
@@ -302,7 +341,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 			return nil, nil, fmt.Errorf("adapter %s: tensor %q is for layer %d, and the model has %d layers: an adapter for another model?",
 				path, t.Name, layer, a.layers)
 		}
-		return nil, nil, fmt.Errorf("adapter %s: tensor %q is not supported (only the LoRA matrices of %v)", path, t.Name, a.targets)
+		return nil, nil, fmt.Errorf("adapter %s: tensor %q is not supported (only the LoRA matrices of %v)", path, t.Name, a.Targets())
 	}
 	return a, cfg, nil
 }
@@ -317,7 +356,7 @@ func (a *Adapter) checkFile(f *safetensors.File) (map[string]bool, error) {
 	for l := range a.layers {
 		for _, t := range a.targets {
 			for _, ab := range []string{"A", "B"} {
-				name := tensorName(a.names, l, t, ab)
+				name := tensorName(a.names, l, t.Module, ab)
 				rows, cols := a.matrixShape(t, ab)
 				if err := checkMatrix(f, name, rows, cols); err != nil {
 					return nil, err

@@ -53,18 +53,18 @@ func TestNewIsPEFTInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(m, Options{Seed: 3})
+	a, err := New(m, Options{Seed: 3, Targets: []string{AllLinear}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound := 1 / math.Sqrt(float64(m.HiddenSize))
-	a.eachMatrix(func(l int, tgt, ab string, v []float32) {
+	a.eachMatrix(func(l int, tgt model.Projection, ab string, v []float32) {
+		bound := 1 / math.Sqrt(float64(tgt.In)) // down_proj's input is the MLP's width
 		for _, x := range v {
 			if ab == "B" && x != 0 {
-				t.Fatalf("layer %d %s lora_B not zero", l, tgt)
+				t.Fatalf("layer %d %s lora_B not zero", l, tgt.Name)
 			}
 			if ab == "A" && (math.Abs(float64(x)) > bound || x == 0) {
-				t.Fatalf("layer %d %s lora_A value %g outside U(-1/√in, 1/√in)", l, tgt, x)
+				t.Fatalf("layer %d %s lora_A value %g outside U(-1/√in, 1/√in)", l, tgt.Name, x)
 			}
 		}
 	})
@@ -110,10 +110,10 @@ func TestSaveLoadPEFTFormat(t *testing.T) {
 			name  string
 			shape []int
 		}{
-			{tensorName(m.LayersName(), l, "q_proj", "A"), []int{16, m.HiddenSize}},
-			{tensorName(m.LayersName(), l, "q_proj", "B"), []int{m.NumHeads * m.HeadDim, 16}},
-			{tensorName(m.LayersName(), l, "v_proj", "A"), []int{16, m.HiddenSize}},
-			{tensorName(m.LayersName(), l, "v_proj", "B"), []int{m.NumKVHeads * m.HeadDim, 16}},
+			{tensorName(m.LayersName(), l, "self_attn.q_proj", "A"), []int{16, m.HiddenSize}},
+			{tensorName(m.LayersName(), l, "self_attn.q_proj", "B"), []int{m.NumHeads * m.HeadDim, 16}},
+			{tensorName(m.LayersName(), l, "self_attn.v_proj", "A"), []int{16, m.HiddenSize}},
+			{tensorName(m.LayersName(), l, "self_attn.v_proj", "B"), []int{m.NumKVHeads * m.HeadDim, 16}},
 		} {
 			info, ok := f.Info(want.name)
 			if !ok || !slices.Equal(info.Shape, want.shape) || info.Dtype != "F32" {
@@ -196,47 +196,51 @@ func tinyConfig() *model.Config {
 	}
 }
 
-// TestMergeStacked: merging into a model whose q|k|v are one stacked
-// matrix (tensor.Stacker) gives the logits, bit for bit, of merging into the
-// same model with separate matrices, and FreeMerged releases what it made.
+// TestMergeStacked: merging into a model whose q|k|v and gate|up are
+// stacked matrices (tensor.Stacker) gives the logits, bit for bit, of
+// merging into the same model with separate matrices, and those of the
+// adapter attached, for an adapter on q_proj and v_proj and one on every
+// projection.
 func TestMergeStacked(t *testing.T) {
 	in := model.Input{B: 1, T: 6, Tokens: []int{3, 1, 4, 1, 5, 9}}
-	var logits [2][]float32
-	for i, stack := range []bool{false, true} {
-		be := cpu.New(cpu.Options{Threads: 1, StackProjections: stack})
-		m, err := model.NewRandomWith(tinyConfig(), 1, 0.2, model.LoadOptions{Backend: be})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := m.Layers[0].Attn.QKV != nil; got != stack {
-			t.Fatalf("stack %v: the model has stacked q|k|v: %v", stack, got)
-		}
-		a, err := New(m, Options{Seed: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range a.Params() { // B is zero at PEFT's init: give it values
-			for j := range p {
-				p[j] = float32(math.Sin(float64(j))) * 0.1
+	for _, targets := range [][]string{nil, {AllLinear}} {
+		var logits [2][]float32
+		for i, stack := range []bool{false, true} {
+			be := cpu.New(cpu.Options{Threads: 1, StackProjections: stack})
+			m, err := model.NewRandomWith(tinyConfig(), 1, 0.2, model.LoadOptions{Backend: be})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		merged := a.Merge(m)
-		out, err := merged.Forward(in, model.Options{Logits: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		logits[i] = out.Logits
-		a.Attach(m)
-		want, _ := m.Forward(in, model.Options{Logits: true})
-		for j := range want.Logits {
-			if d := math.Abs(float64(out.Logits[j] - want.Logits[j])); d > 1e-4 {
-				t.Fatalf("stack %v: merged logit %d is %g, the adapter's %g", stack, j, out.Logits[j], want.Logits[j])
+			if got := m.Layers[0].Attn.QKV != nil && m.Layers[0].MLP.GateUp != nil; got != stack {
+				t.Fatalf("stack %v: the model has stacked q|k|v and gate|up: %v", stack, got)
 			}
+			a, err := New(m, Options{Seed: 3, Targets: targets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range a.Params() { // B is zero at PEFT's init: give it values
+				for j := range p {
+					p[j] = float32(math.Sin(float64(j))) * 0.1
+				}
+			}
+			merged := a.Merge(m)
+			out, err := merged.Forward(in, model.Options{Logits: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits[i] = out.Logits
+			a.Attach(m)
+			want, _ := m.Forward(in, model.Options{Logits: true})
+			for j := range want.Logits {
+				if d := math.Abs(float64(out.Logits[j] - want.Logits[j])); d > 1e-4 {
+					t.Fatalf("%v, stack %v: merged logit %d is %g, the adapter's %g", a.Targets(), stack, j, out.Logits[j], want.Logits[j])
+				}
+			}
+			FreeMerged(merged, m)
 		}
-		FreeMerged(merged, m)
-	}
-	if !slices.Equal(logits[0], logits[1]) {
-		t.Error("merged logits differ between the stacked and the separate q|k|v")
+		if !slices.Equal(logits[0], logits[1]) {
+			t.Errorf("%v: merged logits differ between the stacked and the separate matrices", targets)
+		}
 	}
 }
 

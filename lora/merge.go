@@ -23,7 +23,7 @@ import (
 // fixtures (testdata/make_merge_fixtures.py). Another BLAS or a GPU may
 // round the r-term sums otherwise in their last bit.
 
-// MergeInto merges the adapter into m's own q_proj and v_proj weights, as
+// MergeInto merges the adapter into m's own weights of its targets, as
 // PEFT's merge_and_unload does, and takes the adapter off m: W' = W +
 // scale·B·A, each merged weight stored as it was loaded (bfloat16 when the
 // checkpoint stores it so and m holds it so: model.LoadOptions.BF16Weights;
@@ -36,61 +36,78 @@ func (a *Adapter) MergeInto(m *model.Model) error {
 	}
 	view := a.View(a.params)
 	for l := range m.Layers {
-		attn := &m.Layers[l].Attn
-		for _, p := range []struct {
-			target string
-			w      *tensor.Weight
-			lo     *model.LoRA
-		}{{"q_proj", &attn.Q, view.Layers[l].Q}, {"v_proj", &attn.V, view.Layers[l].V}} {
-			if p.lo == nil {
-				continue
-			}
-			i := slices.IndexFunc(ts, func(t model.Tensor) bool {
-				return t.Layer == l && strings.HasSuffix(t.Name, ".self_attn."+p.target+".weight")
+		for _, t := range a.targets {
+			w := m.Weight(l, t.Proj)
+			i := slices.IndexFunc(ts, func(x model.Tensor) bool {
+				return x.Layer == l && strings.HasSuffix(x.Name, "."+t.Module+".weight")
 			})
-			if i < 0 {
-				return fmt.Errorf("merge the adapter: layer %d has no %s weight", l, p.target)
+			if i < 0 || *w == nil {
+				return fmt.Errorf("merge the adapter: layer %d has no %s weight of its own", l, t.Name)
 			}
-			merged := mergeRows(m.Backend, *p.w, []int{0}, []*model.LoRA{p.lo}, ts[i].BF16)
-			m.Backend.FreeWeight(*p.w)
-			*p.w = merged
+			merged := mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{*view.Layers[l].Slot(t.Proj)}, ts[i].BF16)
+			m.Backend.FreeWeight(*w)
+			*w = merged
 		}
 	}
 	m.Adapter = nil
 	return nil
 }
 
-// Merge returns a copy of m whose q_proj/v_proj weights include the adapter
-// (W + scale·B·A, in float32), so evaluation runs without the low-rank
-// terms. m itself is unchanged; the copy shares every other weight with it.
+// Merge returns a copy of m whose weights include the adapter (W +
+// scale·B·A on each target, in float32), so evaluation runs without the
+// low-rank terms. m itself is unchanged; the copy shares every other
+// weight with it.
 func (a *Adapter) Merge(m *model.Model) *model.Model { return Merge(m, a.View(a.params)) }
 
 // Merge returns a copy of m with the model-side adapter view merged into its
 // weights (see Adapter.Merge), held in float32 whatever m holds them in.
-// In a model whose q|k|v are stacked (tensor.Stacker) the merged rows are
-// q's and v's blocks of the stack.
+// In a model whose projections are stacked (tensor.Stacker: q|k|v,
+// gate|up) the merged rows are the targets' blocks of the stack.
 func Merge(m *model.Model, view *model.Adapter) *model.Model {
 	merged := *m
 	merged.Adapter = nil
 	merged.Layers = slices.Clone(m.Layers)
-	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
 	for l := range merged.Layers {
-		attn := &merged.Layers[l].Attn
-		q, v := view.Layers[l].Q, view.Layers[l].V
-		if attn.QKV != nil {
-			if q != nil || v != nil {
-				attn.QKV = mergeRows(m.Backend, attn.QKV, []int{0, qd + kvd}, []*model.LoRA{q, v}, false)
+		la := &view.Layers[l]
+		for _, st := range stacksOf(&merged, l) {
+			var los []*model.LoRA
+			for _, p := range st.parts {
+				los = append(los, *la.Slot(p))
 			}
-			continue
+			if slices.ContainsFunc(los, func(lo *model.LoRA) bool { return lo != nil }) {
+				*st.w = mergeRows(m.Backend, *st.w, st.first, los, false)
+			}
 		}
-		if q != nil {
-			attn.Q = mergeRows(m.Backend, attn.Q, []int{0}, []*model.LoRA{q}, false)
-		}
-		if v != nil {
-			attn.V = mergeRows(m.Backend, attn.V, []int{0}, []*model.LoRA{v}, false)
+		for _, pr := range m.Projections() {
+			if w, lo := merged.Weight(l, pr.Proj), *la.Slot(pr.Proj); lo != nil && *w != nil {
+				*w = mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, false)
+			}
 		}
 	}
 	return &merged
+}
+
+// stacked is a weight that holds several projections' matrices one on top
+// of the other (tensor.Stacker): parts[i]'s rows start at row first[i].
+type stacked struct {
+	w     *tensor.Weight
+	parts []model.Proj
+	first []int
+}
+
+// stacksOf lists the stacked weights of layer l of m: q|k|v and gate|up,
+// where the backend stacks them.
+func stacksOf(m *model.Model, l int) []stacked {
+	a, mlp := &m.Layers[l].Attn, &m.Layers[l].MLP
+	qd, kvd := m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+	var s []stacked
+	if a.QKV != nil {
+		s = append(s, stacked{&a.QKV, []model.Proj{model.ProjQ, model.ProjK, model.ProjV}, []int{0, qd, qd + kvd}})
+	}
+	if mlp.GateUp != nil {
+		s = append(s, stacked{&mlp.GateUp, []model.Proj{model.ProjGate, model.ProjUp}, []int{0, m.IntermediateSize}})
+	}
+	return s
 }
 
 // mergeRows returns a new matrix: w with scale·B·A added to its rows from
@@ -152,13 +169,16 @@ func addDelta(row, acc []float32, lo *model.LoRA, i int) {
 	}
 }
 
-// FreeMerged releases the weights a Merge of base made (the merged q_proj
-// and v_proj matrices, or q|k|v stacked), once merged is no longer used. On the CPU the
+// FreeMerged releases the weights a Merge of base made (the merged
+// matrices, stacked or not), once merged is no longer used. On the CPU the
 // garbage collector would free them anyway; a device backend needs it.
 func FreeMerged(merged, base *model.Model) {
 	for l := range merged.Layers {
-		m, b := &merged.Layers[l].Attn, &base.Layers[l].Attn
-		for _, w := range [][2]tensor.Weight{{m.Q, b.Q}, {m.V, b.V}, {m.QKV, b.QKV}} {
+		ws := [][2]tensor.Weight{{merged.Layers[l].Attn.QKV, base.Layers[l].Attn.QKV}, {merged.Layers[l].MLP.GateUp, base.Layers[l].MLP.GateUp}}
+		for p := range model.NumProj {
+			ws = append(ws, [2]tensor.Weight{*merged.Weight(l, p), *base.Weight(l, p)})
+		}
+		for _, w := range ws {
 			if w[0] != w[1] {
 				base.Backend.FreeWeight(w[0])
 			}

@@ -34,6 +34,8 @@ func TestMergePEFT(t *testing.T) {
 	}{
 		{"llama-tiny", "llama-tiny", false},
 		{"qwen3-tiny-bf16", "qwen3-tiny/bf16", true},
+		{"llama-tiny-all", "llama-tiny", false}, // every projection: all-linear
+		{"qwen3-tiny-bf16-all", "qwen3-tiny/bf16", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := fixture.Dir(t, "fixtures", "models", tc.base)
@@ -96,7 +98,8 @@ func TestMergedLoadsInTransformers(t *testing.T) {
 		ref       *fixture.Ref
 	}
 	var checks []check
-	for _, tc := range []struct{ name, base string }{{"llama-tiny", "llama-tiny"}, {"qwen3-tiny-bf16", "qwen3-tiny/bf16"}} {
+	for _, tc := range []struct{ name, base string }{{"llama-tiny", "llama-tiny"}, {"qwen3-tiny-bf16", "qwen3-tiny/bf16"},
+		{"llama-tiny-all", "llama-tiny"}, {"qwen3-tiny-bf16-all", "qwen3-tiny/bf16"}} {
 		base := fixture.Dir(t, "fixtures", "models", tc.base)
 		dir := filepath.Join("testdata", "merge", tc.name)
 		m, err := model.LoadWith(base, model.LoadOptions{Unstacked: true, BF16Weights: true})
@@ -128,7 +131,7 @@ func TestMergedLoadsInTransformers(t *testing.T) {
 	}
 }
 
-// mergeWeightsClose checks every merged q_proj and v_proj weight against
+// mergeWeightsClose checks every merged weight of the adapter's targets against
 // PEFT's, element by element, and that nothing else changed. The delta is
 // a float32 GEMM over the rank, whose summation order is the BLAS's.
 // First the bound any order keeps: two float32 sums of r terms are each
@@ -151,18 +154,15 @@ func mergeWeightsClose(t *testing.T, ref *fixture.Ref, before, after map[string]
 	view, scale := a.View(a.Params()), float64(a.Scale())
 	merged, maxd, differ, values := 0, 0.0, 0, 0
 	for name, w := range before {
-		layer, target, ok := projection(name)
-		if !ok || !slices.Contains(a.Targets(), target) {
+		layer, target, ok := projection(name, a)
+		if !ok {
 			if !slices.Equal(w, after[name]) {
 				t.Errorf("%s changed in the merge; only the adapter's targets may", name)
 			}
 			continue
 		}
 		merged++
-		lo := view.Layers[layer].Q
-		if target == "v_proj" {
-			lo = view.Layers[layer].V
-		}
+		lo := *view.Layers[layer].Slot(target)
 		want, got, k := ref.F64("merged/"+name), after[name], len(w)/(len(lo.B)/lo.R)
 		for e := range want {
 			i, j := e/k, e%k
@@ -187,8 +187,8 @@ func mergeWeightsClose(t *testing.T, ref *fixture.Ref, before, after map[string]
 			}
 		}
 	}
-	if merged != 2*len(view.Layers) {
-		t.Errorf("%d weights merged, want q_proj and v_proj of %d layers", merged, len(view.Layers))
+	if merged != len(a.targets)*len(view.Layers) {
+		t.Errorf("%d weights merged, want %v of %d layers", merged, a.Targets(), len(view.Layers))
 	}
 	t.Logf("merged weights: max |Δ| from PEFT's %.3g", maxd)
 	if differ > 0 {
@@ -205,18 +205,18 @@ func roundsEither(exact, bound, a, b float64) bool {
 	return in(a) && in(b)
 }
 
-// projection splits "….layers.L.self_attn.TARGET.weight".
-func projection(name string) (layer int, target string, ok bool) {
-	for _, tg := range SupportedTargets() {
-		suffix := ".self_attn." + tg + ".weight"
+// projection splits "….layers.L.MODULE.weight" of one of a's targets.
+func projection(name string, a *Adapter) (layer int, target model.Proj, ok bool) {
+	for _, tg := range a.targets {
+		suffix := "." + tg.Module + ".weight"
 		if !strings.HasSuffix(name, suffix) {
 			continue
 		}
 		head := strings.TrimSuffix(name, suffix)
 		n, err := strconv.Atoi(head[strings.LastIndex(head, ".")+1:])
-		return n, tg, err == nil
+		return n, tg.Proj, err == nil
 	}
-	return 0, "", false
+	return 0, 0, false
 }
 
 // tensorValues reads every parameter tensor of m back from its backend.

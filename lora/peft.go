@@ -105,16 +105,25 @@ func (c *PEFTConfig) Scale() float32 {
 	return float32(c.LoraAlpha / float64(c.R))
 }
 
-// supportedTargets are the projections this model can adapt.
-var supportedTargets = []string{"q_proj", "v_proj"}
-
-// SupportedTargets lists the projections an adapter can target, in the
-// architecture's order.
-func SupportedTargets() []string { return slices.Clone(supportedTargets) }
+// SupportedTargets lists the target names an adapter of a decoder model
+// may give, whatever the model: the projections of Llama's layers (and
+// Qwen's, Mistral's), then OPT's names of its own, then AllLinear. Which
+// of them a model has is checked against the model (New, Load).
+func SupportedTargets() []string {
+	var names []string
+	for _, arch := range []string{"LlamaForCausalLM", "OPTForCausalLM"} {
+		for _, p := range (&model.Config{Architecture: arch}).Projections() {
+			if !slices.Contains(names, p.Name) {
+				names = append(names, p.Name)
+			}
+		}
+	}
+	return append(names, AllLinear)
+}
 
 // ReadPEFTConfig reads and checks adapter_config.json for a decoder
 // model: the checks every adapter passes (readPEFTConfig), no
-// modules_to_save, and targets among supportedTargets.
+// modules_to_save, and targets among SupportedTargets.
 func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 	c, err := readPEFTConfig(path)
 	if err != nil {
@@ -128,8 +137,8 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported for a decoder model (only LoRA matrices)%s", path, c.ModulesToSave, hint)
 	}
 	for _, t := range c.TargetModules {
-		if !slices.Contains(supportedTargets, t) {
-			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supportedTargets)
+		if supported := SupportedTargets(); !slices.Contains(supported, t) {
+			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supported)
 		}
 	}
 	return c, nil
@@ -173,10 +182,10 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 }
 
 // tensorName is PEFT's saved key for one adapter matrix (adapter name
-// dropped) in a model whose decoder layers are named layers
-// (model.Config.LayersName).
-func tensorName(layers string, layer int, target, ab string) string {
-	return fmt.Sprintf("base_model.model.%s.%d.self_attn.%s.lora_%s.weight", layers, layer, target, ab)
+// dropped) of the projection at module (model.Projection.Module) in a
+// model whose decoder layers are named layers (model.Config.LayersName).
+func tensorName(layers string, layer int, module, ab string) string {
+	return fmt.Sprintf("base_model.model.%s.%d.%s.lora_%s.weight", layers, layer, module, ab)
 }
 
 // visionTowerPrefix is where PEFT puts the LoRA matrices of a

@@ -20,58 +20,36 @@ const peftTol = 2e-4
 // meazo-go's logits; one PEFT made (get_peft_model, save_pretrained) loads
 // in meazo-go with the tensors PEFT holds and gives PEFT's logits; and both
 // adapters move the logits (a zero adapter would pass everything else).
+// Each model is checked with two adapters: on q_proj and v_proj (the
+// paper's), and on every projection of its layers (PEFT's
+// target_modules="all-linear"; for OPT, whose OPT-350m shape has
+// project_in and project_out that all-linear takes too, the list of its
+// layers' six).
 func TestRealPEFTRoundTrip(t *testing.T) {
 	py := fixture.NewPEFT(t)
-	type check struct {
-		name, ours, theirs string
-		m                  *model.Model
-		in                 model.Input
-		a                  *Adapter
-		out                func(job string) string
-	}
-	var checks []check
+	var checks []peftCheck
 	var jobs []map[string]any
 	for name, dir := range py.Models() {
 		m, err := model.Load(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
-		shape, ids, mask := ref.Shape("input_ids"), ref.Ints("input_ids"), ref.Ints("attention_mask")
-		// meazo-go's adapter: PEFT's shape, values as training leaves them.
-		a, err := New(m, Options{R: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
+		for _, all := range []bool{false, true} {
+			c := newPEFTCheck(t, name, dir, m, all)
+			checks = append(checks, c)
+			jobs = append(jobs, c.jobs()...)
 		}
-		r := rand.New(rand.NewPCG(7, 7))
-		for _, p := range a.Params() {
-			for i := range p {
-				p[i] = float32(0.2 * r.NormFloat64())
-			}
-		}
-		a.SetBaseModel(dir)
-		tmp := t.TempDir()
-		c := check{name: name, ours: filepath.Join(tmp, "meazo-lora"), theirs: filepath.Join(tmp, "peft-lora"), m: m, a: a,
-			in:  model.Input{B: shape[0], T: shape[1], Tokens: ids, Mask: mask},
-			out: func(job string) string { return filepath.Join(tmp, job+".safetensors") }}
-		if err := a.Save(c.ours); err != nil {
-			t.Fatal(err)
-		}
-		checks = append(checks, c)
-		jobs = append(jobs, fixture.PEFTJob(map[string]any{"kind": "base"}, dir, ids, mask, shape[0], c.out("base")),
-			fixture.PEFTJob(map[string]any{"kind": "load", "adapter": c.ours}, dir, ids, mask, shape[0], c.out("loaded")),
-			fixture.PEFTJob(map[string]any{"kind": "make-lora", "dir": c.theirs, "r": 4, "alpha": 8, "targets": []string{"q_proj", "v_proj"}, "seed": 1}, dir, ids, mask, shape[0], c.out("made")))
 	}
 	py.Run(map[string]any{"jobs": jobs})
 
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
+			c.a.Attach(c.m) // the previous check of this model attached its own
 			m, in := c.m, c.in
 			real := func(r int) bool { return in.Mask[r] == 1 }
 			base := fixture.Tensors(t, c.out("base"))["logits"]
 
 			// meazo-go → PEFT.
-			c.a.Attach(m)
 			got := logits(t, m, in)
 			loaded := fixture.Tensors(t, c.out("loaded"))
 			sameTensors(t, "PEFT's tensors of meazo-go's adapter", fixture.Tensors(t, filepath.Join(c.ours, "adapter_model.safetensors")), loaded)
@@ -95,6 +73,68 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			fixture.CloseLogits(t, "PEFT's adapter: meazo-go vs PEFT", got, made["logits"], m.VocabSize, real, peftTol)
 			moves(t, "PEFT's adapter", made["logits"], base, m.VocabSize, real)
 		})
+	}
+}
+
+// peftCheck is one adapter's round trip with the real PEFT: meazo-go's
+// adapter a (saved to ours) and PEFT's (made by it in theirs), on model m
+// and the input of its fixture; out names a job's output file.
+type peftCheck struct {
+	name, dir, ours, theirs string
+	m                       *model.Model
+	in                      model.Input
+	a                       *Adapter
+	peftTargets             any // get_peft_model's target_modules
+	out                     func(job string) string
+}
+
+// newPEFTCheck saves meazo-go's adapter of rank 4 on m (the fixture's model
+// in dir): on q_proj and v_proj, or, with all, on every projection of its
+// layers (AllLinear; PEFT's "all-linear" too, but for OPT, whose OPT-350m
+// shape has project_in and project_out that PEFT's all-linear takes as
+// well: the list of its layers' six).
+func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, all bool) peftCheck {
+	t.Helper()
+	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
+	shape, ids, mask := ref.Shape("input_ids"), ref.Ints("input_ids"), ref.Ints("attention_mask")
+	targets, peftTargets := []string{"q_proj", "v_proj"}, any([]string{"q_proj", "v_proj"})
+	if all {
+		targets, peftTargets, name = []string{AllLinear}, AllLinear, name+"/all-linear"
+		if m.IsOPT() {
+			names, _ := TargetNames(&m.Config, targets)
+			peftTargets = names
+		}
+	}
+	// meazo-go's adapter: PEFT's shape, values as training leaves them.
+	a, err := New(m, Options{R: 4, Alpha: 8, Targets: targets, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, p := range a.Params() {
+		for i := range p {
+			p[i] = float32(0.2 * r.NormFloat64())
+		}
+	}
+	a.SetBaseModel(dir)
+	tmp := t.TempDir()
+	c := peftCheck{name: name, dir: dir, ours: filepath.Join(tmp, "meazo-lora"), theirs: filepath.Join(tmp, "peft-lora"), m: m, a: a,
+		in: model.Input{B: shape[0], T: shape[1], Tokens: ids, Mask: mask}, peftTargets: peftTargets,
+		out: func(job string) string { return filepath.Join(tmp, job+".safetensors") }}
+	if err := a.Save(c.ours); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// jobs are scripts/peft_check.py's jobs of c: the base model's logits,
+// PEFT's logits with meazo-go's adapter, and PEFT's own adapter made.
+func (c peftCheck) jobs() []map[string]any {
+	in := c.in
+	return []map[string]any{
+		fixture.PEFTJob(map[string]any{"kind": "base"}, c.dir, in.Tokens, in.Mask, in.B, c.out("base")),
+		fixture.PEFTJob(map[string]any{"kind": "load", "adapter": c.ours}, c.dir, in.Tokens, in.Mask, in.B, c.out("loaded")),
+		fixture.PEFTJob(map[string]any{"kind": "make-lora", "dir": c.theirs, "r": 4, "alpha": 8, "targets": c.peftTargets, "seed": 1}, c.dir, in.Tokens, in.Mask, in.B, c.out("made")),
 	}
 }
 

@@ -161,26 +161,38 @@ func (m *Model) llamaLayer(l int, x tensor.Buf, p *pass, keep []int) tensor.Buf 
 		out, attn, ws = m.keepOnly(x, ws, keep)
 		n, rows = len(keep), spanRows(spans, tn, keep)
 	}
-	ids := m.layerIDs(l)
-	m.residualMatMul(out, attn, n, m.Layers[l].Attn.O, ids.o, m.Layers[l].Attn.OBias, ids.oBias, spans, rows, ws)
+	ids, a := m.layerIDs(l), &m.Layers[l].Attn
+	m.residualMatMul(out, attn, n, residual{a.O, ids.o, a.OBias, ids.oBias, l, ProjO}, spans, rows, ws)
 	m.mlp(l, out, n, spans, rows, ws)
 	return out
 }
 
-// residualMatMul adds x·Wᵀ + bias (tensors wID and bID) to the n rows of
-// the residual stream out. Without a bias the product is added in place
-// (MatMulAdd); with one, the projection's output is formed apart in ws.xn
-// (free once the block's input is projected), bias included, and then
-// added, as HF rounds it.
-func (m *Model) residualMatMul(out, x tensor.Buf, n int, w tensor.Weight, wID int, bias tensor.Buf, bID int, spans []span, rows []int, ws *workspace) {
-	if bias == nil {
-		m.matMul(out, x, n, w, wID, spans, rows, true)
+// residual is a projection whose output residualMatMul adds to the
+// residual stream: its weight and bias with their tensor ids, and which
+// of layer l's projections it is (for the LoRA terms).
+type residual struct {
+	w      tensor.Weight
+	wID    int
+	bias   tensor.Buf
+	bID, l int
+	p      Proj
+}
+
+// residualMatMul adds x·Wᵀ + bias + each span's LoRA term of r to the n
+// rows of the residual stream out. With neither a bias nor a LoRA term the
+// product is added in place (MatMulAdd); otherwise the projection's output
+// is formed apart in ws.xn (free once the block's input is projected),
+// bias and LoRA term included, and then added, as HF rounds it.
+func (m *Model) residualMatMul(out, x tensor.Buf, n int, r residual, spans []span, rows []int, ws *workspace) {
+	if r.bias == nil && !hasLoRA(spans, r.l, r.p) {
+		m.matMul(out, x, n, r.w, r.wID, spans, rows, true)
 		return
 	}
 	d := m.HiddenSize
 	t := ws.xn.Slice(0, n*d)
-	m.matMul(t, x, n, w, wID, spans, rows, false)
-	m.addBias(t, bias, d, bID, spans, rows)
+	m.matMul(t, x, n, r.w, r.wID, spans, rows, false)
+	m.addBias(t, r.bias, d, r.bID, spans, rows)
+	m.loraTerm(r.l, r.p, t, x, spans, rows, ws)
 	m.Backend.Add(out, t)
 }
 
@@ -206,7 +218,9 @@ func (m *Model) selfAttention(l int, x tensor.Buf, p *pass, rows []int) {
 	m.addBias(ws.q, a.QBias, m.NumHeads*hd, ids.qBias, spans, rows)
 	m.addBias(ws.k, a.KBias, kvd, ids.kBias, spans, rows)
 	m.addBias(ws.v, a.VBias, kvd, ids.vBias, spans, rows)
-	m.loraTerms(l, ws.xn, tn, spans, ws)
+	m.loraTerm(l, ProjQ, ws.q, ws.xn, spans, rows, ws)
+	m.loraTerm(l, ProjK, ws.k, ws.xn, spans, rows, ws)
+	m.loraTerm(l, ProjV, ws.v, ws.xn, spans, rows, ws)
 	qcos, qsin := rope.queryTable()
 	m.headNormRoPE(ws.q, a.QNorm, ids.qNorm, m.NumHeads, n, qcos, qsin, rope.rows, spans, rows)
 	m.headNormRoPE(ws.k, a.KNorm, ids.kNorm, m.NumKVHeads, n, rope.cos, rope.sin, rope.rows, spans, rows)
@@ -234,17 +248,28 @@ func (m *Model) headNormRoPE(x, weight tensor.Buf, id, heads, n int, cos, sin te
 	be.RoPE(x, n, heads, hd, cos, sin, tableRows)
 }
 
-// loraTerms adds each span's LoRA terms of layer l, of the projections'
-// input in, to the q and v projections in ws.
-func (m *Model) loraTerms(l int, in tensor.Buf, tn int, spans []span, ws *workspace) {
-	d, qd, kvd := m.HiddenSize, m.NumHeads*m.HeadDim, m.NumKVHeads*m.HeadDim
+// loraTerm adds to each span's rows (rows[i] of them, span by span) of
+// y, projection p's output in layer l, that span's LoRA term of p (none
+// when its adapter has none) of the projection's input x.
+func (m *Model) loraTerm(l int, p Proj, y, x tensor.Buf, spans []span, rows []int, ws *workspace) {
+	pr, _ := m.projection(p)
+	lo := 0
+	for i, sp := range spans {
+		if hi := lo + rows[i]; sp.adapter != nil {
+			m.addLoRA(y.Slice(lo*pr.Out, hi*pr.Out), x.Slice(lo*pr.In, hi*pr.In), hi-lo, pr.In, pr.Out, *sp.adapter.Layers[l].Slot(p), ws)
+		}
+		lo += rows[i]
+	}
+}
+
+// hasLoRA reports whether a span's adapter updates projection p of layer l.
+func hasLoRA(spans []span, l int, p Proj) bool {
 	for _, sp := range spans {
-		if sp.adapter != nil {
-			la, lo, hi := sp.adapter.Layers[l], sp.lo*tn, sp.hi*tn
-			m.addLoRA(ws.q.Slice(lo*qd, hi*qd), in.Slice(lo*d, hi*d), hi-lo, qd, la.Q, ws)
-			m.addLoRA(ws.v.Slice(lo*kvd, hi*kvd), in.Slice(lo*d, hi*d), hi-lo, kvd, la.V, ws)
+		if sp.adapter != nil && *sp.adapter.Layers[l].Slot(p) != nil {
+			return true
 		}
 	}
+	return false
 }
 
 // keepOnly returns, for the rows keep alone, a new buffer of their hidden
@@ -272,15 +297,17 @@ func (m *Model) mlp(l int, x tensor.Buf, n int, spans []span, rows []int, ws *wo
 	}
 	m.addBias(ws.gate, mlp.GateBias, f, ids.gateBias, spans, rows)
 	m.addBias(ws.up, mlp.UpBias, f, ids.upBias, spans, rows)
+	m.loraTerm(l, ProjGate, ws.gate, ws.xn, spans, rows, ws)
+	m.loraTerm(l, ProjUp, ws.up, ws.xn, spans, rows, ws)
 	m.Backend.SiLUMul(ws.gate, ws.up)
-	m.residualMatMul(x, ws.gate, n, mlp.Down, ids.down, mlp.DownBias, ids.downBias, spans, rows, ws)
+	m.residualMatMul(x, ws.gate, n, residual{mlp.Down, ids.down, mlp.DownBias, ids.downBias, l, ProjDown}, spans, rows, ws)
 }
 
-// addLoRA adds PEFT's low-rank term Scale·(x·Aᵀ)·Bᵀ to y [n][out], after
-// the base projection, as PEFT orders it. A nil lora adds nothing. A and B
-// are the adapter's host values, handed to the backend on every call
-// because training changes them between calls.
-func (m *Model) addLoRA(y, x tensor.Buf, n, out int, lora *LoRA, ws *workspace) {
+// addLoRA adds PEFT's low-rank term Scale·(x·Aᵀ)·Bᵀ to y [n][out] of x
+// [n][in], after the base projection, as PEFT orders it. A nil lora adds
+// nothing. A and B are the adapter's host values, handed to the backend on
+// every call because training changes them between calls.
+func (m *Model) addLoRA(y, x tensor.Buf, n, in, out int, lora *LoRA, ws *workspace) {
 	if lora == nil {
 		return
 	}
@@ -293,7 +320,7 @@ func (m *Model) addLoRA(y, x tensor.Buf, n, out int, lora *LoRA, ws *workspace) 
 	}
 	ax := sc.ax.Slice(0, n*lora.R)
 	a, b := be.FromHost(lora.A), be.FromHost(lora.B)
-	be.MatMulNT(ax, x, a, n, lora.R, m.HiddenSize)
+	be.MatMulNT(ax, x, a, n, lora.R, in)
 	be.MatMulNTAdd(y, ax, b, n, out, lora.R, lora.Scale)
 	be.Free(a, b)
 }

@@ -94,7 +94,7 @@ type MLP struct {
 	GateBias, UpBias, DownBias tensor.Buf    // Llama's mlp_bias (OPT: fc1.bias, fc2.bias; no gate); nil without
 }
 
-// Adapter holds the low-rank updates of every layer; a nil Q or V in a
+// Adapter holds the low-rank updates of every layer; a nil update in a
 // layer means that projection has none.
 // It is separate from the frozen weights so that one forward can run several
 // adapters side by side (the perturbed variants of a ZO step).
@@ -102,9 +102,12 @@ type Adapter struct {
 	Layers []LayerAdapter // one per decoder layer
 }
 
-// LayerAdapter holds a layer's LoRA updates of q_proj and v_proj.
+// LayerAdapter holds a layer's LoRA updates, one per projection (Proj;
+// OPT's out_proj, fc1 and fc2 are O, Up and Down; a ViT's query and value
+// are Q and V).
 type LayerAdapter struct {
-	Q, V *LoRA
+	Q, K, V, O     *LoRA
+	Gate, Up, Down *LoRA
 }
 
 // LoRA is a low-rank update of a frozen projection, as PEFT computes it:

@@ -116,6 +116,7 @@ func (m *Model) optLayer(l int, x tensor.Buf, p *pass, keep []int) tensor.Buf {
 	t := ws.xn.Slice(0, n*d) // the block's output (xn is free once q, k and v are formed)
 	m.matMul(t, attn, n, L.Attn.O, ids.o, spans, rows, false)
 	m.addBias(t, L.Attn.OBias, d, ids.oBias, spans, rows)
+	m.loraTerm(l, ProjO, t, attn, spans, rows, ws)
 	be.Add(out, t)
 	if m.PostNorm {
 		m.norm(out, out, L.AttnNorm, L.AttnNormBias, d, ids.attnNorm, ids.attnNormBias, spans, rows, 1)
@@ -138,11 +139,12 @@ func (m *Model) optAttention(l int, in tensor.Buf, p *pass, rows []int) {
 		w        tensor.Weight
 		bias     tensor.Buf
 		wID, bID int
-	}{{ws.q, A.Q, A.QBias, ids.q, ids.qBias}, {ws.k, A.K, A.KBias, ids.k, ids.kBias}, {ws.v, A.V, A.VBias, ids.v, ids.vBias}} {
+		p        Proj
+	}{{ws.q, A.Q, A.QBias, ids.q, ids.qBias, ProjQ}, {ws.k, A.K, A.KBias, ids.k, ids.kBias, ProjK}, {ws.v, A.V, A.VBias, ids.v, ids.vBias, ProjV}} {
 		m.matMul(proj.dst, in, n, proj.w, proj.wID, spans, rows, false)
 		m.addBias(proj.dst, proj.bias, d, proj.bID, spans, rows)
+		m.loraTerm(l, proj.p, proj.dst, in, spans, rows, ws)
 	}
-	m.loraTerms(l, in, tn, spans, ws)
 	m.Backend.Attention(ws.attn, ws.q, ws.k, ws.v, c.store, c.layer(l), tensor.AttentionArgs{
 		Seqs: c.b, Tokens: tn, Heads: m.NumHeads, KVHeads: m.NumKVHeads, HeadDim: m.HeadDim,
 		Start: c.len, Mask: c.mask, Scale: float32(1 / math.Sqrt(float64(m.HeadDim))),
@@ -161,10 +163,12 @@ func (m *Model) optMLP(l int, x tensor.Buf, n int, spans []span, rows []int, ws 
 	h := ws.up.Slice(0, n*f)
 	m.matMul(h, in, n, L.MLP.Up, ids.up, spans, rows, false)
 	m.addBias(h, L.MLP.UpBias, f, ids.upBias, spans, rows)
+	m.loraTerm(l, ProjUp, h, in, spans, rows, ws)
 	be.ReLU(h)
 	t := ws.xn.Slice(0, n*d)
 	m.matMul(t, h, n, L.MLP.Down, ids.down, spans, rows, false)
 	m.addBias(t, L.MLP.DownBias, d, ids.downBias, spans, rows)
+	m.loraTerm(l, ProjDown, t, h, spans, rows, ws)
 	be.Add(x, t)
 	if m.PostNorm {
 		m.norm(x, x, L.MLPNorm, L.MLPNormBias, d, ids.mlpNorm, ids.mlpNormBias, spans, rows, 1)

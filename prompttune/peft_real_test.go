@@ -41,6 +41,9 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if m.WordEmbedDim != 0 && m.WordEmbedDim != m.HiddenSize {
+			continue // OPT-350m's shape: prompt tuning needs embeddings of the hidden size (PEFT fails on it too)
+		}
 		ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
 		shape, ids, mask := ref.Shape("input_ids"), ref.Ints("input_ids"), ref.Ints("attention_mask")
 		p, err := FromText(m, fixedIDs{1, 17, 42}, n, "Sentiment task")

@@ -11,7 +11,7 @@ Runs on Debian's python3-torch (1.13) with ../shared/pylib on PYTHONPATH
 
     {"jobs": [{"kind": "base", ...COMMON},
               {"kind": "load", "adapter": DIR, ...COMMON},
-              {"kind": "make-lora", "dir": DIR, "r": 4, "alpha": 8, "targets": ["q_proj", "v_proj"], "seed": 1, ...COMMON},
+              {"kind": "make-lora", "dir": DIR, "r": 4, "alpha": 8, "targets": ["q_proj", "v_proj"] or "all-linear", "seed": 1, ...COMMON},
               {"kind": "make-prompt", "dir": DIR, "n": 5, "seed": 1, ...COMMON}]}
 
 where COMMON is "base": MODEL_DIR, "input_ids": [[...]], "attention_mask": [[...]], "out": FILE. One run
@@ -56,7 +56,8 @@ def load_base(model_dir):
     if arch == "Qwen2ForCausalLM":
         cls = qwen2_class()
     else:
-        cls = {"LlamaForCausalLM": transformers.LlamaForCausalLM, "Qwen3ForCausalLM": transformers.Qwen3ForCausalLM}[arch]
+        cls = {"LlamaForCausalLM": transformers.LlamaForCausalLM, "Qwen3ForCausalLM": transformers.Qwen3ForCausalLM,
+               "OPTForCausalLM": transformers.OPTForCausalLM}[arch]
     m = cls.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
     return m.eval()
 

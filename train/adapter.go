@@ -88,6 +88,9 @@ func newTrainable(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (trainable, error) {
 	switch cfg.Adapter.Kind {
 	case "lora":
+		if _, err := lora.TargetNames(&m.Config, cfg.Adapter.Targets); err != nil {
+			return nil, fmt.Errorf("adapter.targets: %w", err)
+		}
 		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
 			Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
 		if err != nil {
@@ -280,7 +283,14 @@ func (l *loraAdapter) FreeMerged(merged *model.Model) { lora.FreeMerged(merged, 
 
 func (l *loraAdapter) setBaseModel(name string) { l.a.SetBaseModel(name) }
 
-func (l *loraAdapter) matchConfig(a *AdapterConfig) error { return matchLoRA(a, l.a) }
+func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
+	c := *a // adapter.targets as the model's names (all-linear: each of them)
+	var err error
+	if c.Targets, err = lora.TargetNames(&l.m.Config, a.Targets); err != nil {
+		return fmt.Errorf("adapter.targets: %w", err)
+	}
+	return matchLoRA(&c, l.a)
+}
 
 // loraShape is what adapter.init's LoRA must share with the config.
 type loraShape interface {

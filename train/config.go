@@ -71,7 +71,7 @@ type AdapterConfig struct {
 	Kind          string   `mapstructure:"kind" yaml:"kind" doc:"lora, prompt (prompt tuning) or full (every weight of the model, full-parameter ZO: perturbed and updated in place, in the memory of inference)"`
 	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
 	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r"`
-	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections: one or more of q_proj, v_proj; a ViT's (task pets): query, value"`
+	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections, by PEFT's names: one or more of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (OPT: q_proj, k_proj, v_proj, out_proj, fc1, fc2), or all-linear alone for all of them, as PEFT's target_modules=\"all-linear\"; a ViT's (task pets): query, value"`
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: the text whose tokens' embeddings start the virtual tokens (repeated or cut to their number, as PEFT's TEXT init). The shipped configs carry the paper's text for each task; empty: the task's system prompt (data/chat.go), for a task the paper did not run"`
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer (full: and the embeddings' and the head's), estimated one at a time with prefix caching (paper Alg. 3); LoRA and full"`
@@ -366,7 +366,7 @@ func (c *Config) validateAdapter() error {
 	case c.Adapter.Kind == "lora" && !(c.Adapter.Alpha > 0 && !math.IsInf(c.Adapter.Alpha, 0)):
 		return fmt.Errorf("adapter.alpha must be positive and finite, got %g", c.Adapter.Alpha)
 	case c.Adapter.Kind == "lora" && c.Task.Name != string(data.Pets) && !validTargets(c.Adapter.Targets, lora.SupportedTargets()):
-		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once", c.Adapter.Targets, lora.SupportedTargets())
+		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once (%s only alone)", c.Adapter.Targets, lora.SupportedTargets(), lora.AllLinear)
 	}
 	return nil
 }
@@ -472,10 +472,10 @@ func (c *Config) validateImageTask() error {
 }
 
 // validTargets reports whether ts names one or more of the projections
-// supported, none twice.
+// supported, none twice, and lora.AllLinear only alone.
 func validTargets(ts, supported []string) bool {
 	for i, t := range ts {
-		if !slices.Contains(supported, t) || slices.Contains(ts[:i], t) {
+		if !slices.Contains(supported, t) || slices.Contains(ts[:i], t) || t == lora.AllLinear && len(ts) > 1 {
 			return false
 		}
 	}

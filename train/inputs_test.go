@@ -44,7 +44,8 @@ func TestConfigValueErrors(t *testing.T) {
 		{"beta1 of 1.5", cfg, []string{"optimizer.name=zo-adam", "optimizer.beta1=1.5"}, []string{"--set optimizer.beta1: must be in [0, 1), got 1.5"}},
 		{"beta of 1", cfg, []string{"optimizer.beta=1"}, []string{"--set optimizer.beta: must be in [0, 1), got 1"}},
 		{"negative momentum", cfg, []string{"optimizer.momentum=-0.1"}, []string{"--set optimizer.momentum: must be in [0, 1), got -0.1"}},
-		{"unknown target", cfg, []string{"adapter.targets=[q_proj,k_proj]"}, []string{"--set adapter.targets: [q_proj k_proj]: want one or more of [q_proj v_proj], each once"}},
+		{"unknown target", cfg, []string{"adapter.targets=[q_proj,qkv_proj]"}, []string{"--set adapter.targets: [q_proj qkv_proj]: want one or more of [q_proj k_proj v_proj o_proj gate_proj up_proj down_proj out_proj fc1 fc2 all-linear], each once (all-linear only alone)"}},
+		{"all-linear and more", cfg, []string{"adapter.targets=[all-linear,q_proj]"}, []string{"--set adapter.targets:", "all-linear only alone"}},
 		{"target twice", cfg, []string{"adapter.targets=[v_proj,v_proj]"}, []string{"--set adapter.targets:", "each once"}},
 		{"no target", cfg, []string{"adapter.targets=[]"}, []string{"--set adapter.targets:", "one or more"}},
 		{"zeta 0", cfg, []string{"optimizer.zeta=0"}, []string{"--set optimizer.zeta: must be positive and finite, got 0"}},
@@ -104,6 +105,56 @@ func TestInitAdapterMustMatchConfig(t *testing.T) {
 			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(trustSet, "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestInitAllLinear: a run with adapter.targets [all-linear] saves an
+// adapter on each of the model's projections, named as PEFT names them, and
+// an adapter.init of it matches a config that says all-linear or lists them,
+// not one that says q_proj and v_proj.
+func TestInitAllLinear(t *testing.T) {
+	dir, cfg := demoConfig(t, 0)
+	src := filepath.Join(dir, "src")
+	all := []string{"adapter.targets=[all-linear]", "adapter.r=4"}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(trustSet), all...), "output.dir="+src)}); err != nil {
+		t.Fatal(err)
+	}
+	var saved struct {
+		Targets []string `json:"target_modules"`
+	}
+	b, err := os.ReadFile(filepath.Join(src, "best", "adapter_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+	if !slices.Equal(saved.Targets, names) {
+		t.Errorf("saved target_modules %v, want %v", saved.Targets, names)
+	}
+	init := "adapter.init=" + filepath.Join(src, "best")
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"all-linear", append(slices.Clone(all), init), ""},
+		{"listed", []string{init, "adapter.r=4", "adapter.targets=[" + strings.Join(names, ",") + "]"}, ""},
+		{"q and v", []string{init, "adapter.r=4"}, "adapter.targets [q_proj v_proj]"},
+		{"OPT's name", []string{init, "adapter.r=4", "adapter.targets=[fc1]"}, `adapter.targets: target module "fc1" is not a projection of this model (Qwen3ForCausalLM's: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, or all-linear alone for all)`},
+		{"OPT's name, fresh", []string{"adapter.targets=[q_proj,out_proj]"}, `adapter.targets: target module "out_proj" is not a projection of this model (Qwen3ForCausalLM's:`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(trustSet), "output.dir="+out), tc.set...)})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+			if _, err := os.Stat(out); tc.want != "" && err == nil {
+				t.Errorf("the refused run left %s", out)
 			}
 		})
 	}

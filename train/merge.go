@@ -69,7 +69,7 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", fmt.Errorf("--adapter %s is not a LoRA adapter (any more)", opts.Adapter)
 	}
 	la := l.a
-	opts.phase(start, "merging %s into %s of %d layers", opts.Adapter, strings.Join(la.Targets(), " and "), len(m.Layers))
+	opts.phase(start, "merging %s into %s of %d layers", opts.Adapter, strings.Join(la.Targets(), ", "), len(m.Layers))
 	if err := la.MergeInto(m); err != nil {
 		return "", err
 	}
@@ -214,7 +214,7 @@ func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model) (string, er
 	}
 	written := slices.Sorted(maps.Keys(dtypes))
 	s := fmt.Sprintf("wrote %s: %s with the LoRA adapter %s merged into its %s (r %d, scale %g); weights %s",
-		opts.Out, opts.Model, opts.Adapter, strings.Join(a.Targets(), " and "), a.Rank(), a.Scale(), strings.Join(written, ", "))
+		opts.Out, opts.Model, opts.Adapter, strings.Join(a.Targets(), ", "), a.Rank(), a.Scale(), strings.Join(written, ", "))
 	if storesF16(opts.Model) {
 		s += "\nthe base model stores float16 weights: the merged model's are float32 (every value exact; twice the size)"
 	}

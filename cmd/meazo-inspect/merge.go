@@ -19,8 +19,8 @@ lora_alpha/√r with use_rslora), as PEFT's merge_and_unload does: the delta in 
 rounded once to the weight's dtype. The result is a model like any other: meazo-eval, meazo-inspect, meazo-train
 and transformers' from_pretrained load it without the adapter, and it runs without the low-rank terms. A
 prompt-tuning adapter has no weights to merge, and a full-parameter run's best/ is a whole model already: both
-are refused, as are adapters with settings the LoRA loader does not apply (DoRA, fan_in_fan_out, biases, other
-targets than q_proj and v_proj).`,
+are refused, as are adapters with settings the LoRA loader does not apply (DoRA, fan_in_fan_out, biases,
+targets outside the decoder layers' projections).`,
 		Reads: `--model DIR: the base model (config.json, safetensors weights, tokenizer files); --adapter DIR: a saved
 LoRA adapter (adapter_config.json, adapter_model.safetensors: a LoRA run's best/ or last/, or PEFT's).`,
 		Prints: `into --out (new, or an empty directory) config.json, the weights in the dtype the base model stores

@@ -1,11 +1,13 @@
 """Writes merge/: PEFT's merge_and_unload of a LoRA adapter, for TestMergePEFT.
 
-Two cases, on the shared tiny fixture models ($MEAZO_SHARED/fixtures/models,
+Four cases, on the shared tiny fixture models ($MEAZO_SHARED/fixtures/models,
 made by gen_fixtures.py; its manifest.json says how):
 
 - llama-tiny, float32: r = 4, lora_alpha = 12 (scale 3) on q_proj and v_proj;
 - qwen3-tiny's bf16/ checkpoint, loaded in bfloat16 as a bf16 model is used:
-  r = 4, lora_alpha = 8 with use_rslora (scale 8/sqrt(4) = 4).
+  r = 4, lora_alpha = 8 with use_rslora (scale 8/sqrt(4) = 4);
+- llama-tiny-all and qwen3-tiny-bf16-all: the same on every projection of the
+  layers (target_modules="all-linear": q, k, v, o, gate, up and down_proj).
 
 PEFT starts B at zero (an adapter that changes nothing), so A and B are drawn
 here (N(0, 0.2^2) and N(0, 0.3^2)), as training would leave them. Each case
@@ -14,7 +16,7 @@ writes into merge/<case>/:
 - adapter/: the adapter, saved by PEFT's save_pretrained (float32 tensors);
 - reference.safetensors:
     input_ids      int64 [2, 8]  two token rows (no padding)
-    merged/<name>  q_proj and v_proj weights of every layer after
+    merged/<name>  the adapted projections' weights of every layer after
                    merge_and_unload, in the model's dtype (F32; BF16 for the
                    bf16 case), named as in the model's state dict
     logits_merged  float32 [2, 8, V]: the merged model's forward in float32
@@ -42,11 +44,16 @@ import peft
 from safetensors.torch import save_file
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "merge")
+QV = ["q_proj", "v_proj"]
 CASES = [
     # name, model dir under fixtures/models, class, dtype, LoRA settings
-    ("llama-tiny", "llama-tiny", transformers.LlamaForCausalLM, torch.float32, dict(r=4, lora_alpha=12)),
+    ("llama-tiny", "llama-tiny", transformers.LlamaForCausalLM, torch.float32, dict(r=4, lora_alpha=12, target_modules=QV)),
     ("qwen3-tiny-bf16", "qwen3-tiny/bf16", transformers.Qwen3ForCausalLM, torch.bfloat16,
-     dict(r=4, lora_alpha=8, use_rslora=True)),
+     dict(r=4, lora_alpha=8, use_rslora=True, target_modules=QV)),
+    ("llama-tiny-all", "llama-tiny", transformers.LlamaForCausalLM, torch.float32,
+     dict(r=4, lora_alpha=12, target_modules="all-linear")),
+    ("qwen3-tiny-bf16-all", "qwen3-tiny/bf16", transformers.Qwen3ForCausalLM, torch.bfloat16,
+     dict(r=4, lora_alpha=8, use_rslora=True, target_modules="all-linear")),
 ]
 
 
@@ -56,7 +63,7 @@ def load(cls, path, dtype):
 
 def make_adapter(cls, path, dtype, lora, out):
     base = load(cls, path, dtype)
-    cfg = peft.LoraConfig(target_modules=["q_proj", "v_proj"], lora_dropout=0.0, task_type="CAUSAL_LM", **lora)
+    cfg = peft.LoraConfig(lora_dropout=0.0, task_type="CAUSAL_LM", **lora)
     model = peft.get_peft_model(base, cfg)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -83,7 +90,8 @@ def make_adapter(cls, path, dtype, lora, out):
 
 
 def check_formula(model, merged, dtype):
-    """merged's q/v weights are (W.float() + (B @ A) * scaling).to(dtype), bit for bit."""
+    """merged's adapted weights are (W.float() + (B @ A) * scaling).to(dtype), bit for bit; returns their keys."""
+    keys = []
     for name, mod in model.named_modules():
         if not isinstance(mod, peft.tuners.lora.Linear):
             continue
@@ -93,6 +101,8 @@ def check_formula(model, merged, dtype):
         want = (w.float() + (b @ a) * mod.scaling["default"]).to(dtype)
         key = name.removeprefix("base_model.model.") + ".weight"
         assert torch.equal(merged[key], want), key
+        keys.append(key)
+    return keys
 
 
 def run_case(shared, name, rel, cls, dtype, lora):
@@ -113,11 +123,10 @@ def run_case(shared, name, rel, cls, dtype, lora):
     twin = peft.PeftModel.from_pretrained(load(cls, path, dtype), adapter).eval()
     merged = model.merge_and_unload().eval()
     state = merged.state_dict()
-    check_formula(twin, state, dtype)
-    for k, v in state.items():
-        if k.endswith(("q_proj.weight", "v_proj.weight")):
-            assert v.dtype == dtype, (k, v.dtype)
-            ref["merged/" + k] = v.contiguous()
+    for k in check_formula(twin, state, dtype):
+        v = state[k]
+        assert v.dtype == dtype, (k, v.dtype)
+        ref["merged/" + k] = v.contiguous()
     # The merged model's forward in float32 (exact widening for bf16).
     wide = load(cls, path, torch.float32)
     wide.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)

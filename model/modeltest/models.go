@@ -342,7 +342,9 @@ func seamModels(t *testing.T, b tensor.Backend) map[string]string {
 // fixture's references run either way. Other backends run everything.
 func shortCPU(b tensor.Backend) bool { return testing.Short() && b.Name() == "cpu" }
 
-// randomAdapter makes a LoRA adapter of rank r on q_proj and v_proj.
+// randomAdapter makes a LoRA adapter of rank r on every projection of m's
+// layers (the paper's q_proj and v_proj, and the rest: o_proj and
+// down_proj change how a layer's output reaches the residual stream).
 func randomAdapter(m *model.Model, r int, rng *rand.Rand) *model.Adapter {
 	mk := func(n int) []float32 {
 		v := make([]float32, n)
@@ -353,8 +355,9 @@ func randomAdapter(m *model.Model, r int, rng *rand.Rand) *model.Adapter {
 	}
 	a := &model.Adapter{Layers: make([]model.LayerAdapter, m.NumLayers)}
 	for l := range a.Layers {
-		a.Layers[l].Q = &model.LoRA{R: r, A: mk(r * m.HiddenSize), B: mk(m.NumHeads * m.HeadDim * r), Scale: 2}
-		a.Layers[l].V = &model.LoRA{R: r, A: mk(r * m.HiddenSize), B: mk(m.NumKVHeads * m.HeadDim * r), Scale: 2}
+		for _, p := range m.Projections() {
+			*a.Layers[l].Slot(p.Proj) = &model.LoRA{R: r, A: mk(r * p.In), B: mk(p.Out * r), Scale: 2}
+		}
 	}
 	return a
 }
