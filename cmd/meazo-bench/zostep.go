@@ -21,10 +21,10 @@ import (
 func init() {
 	register("zostep", cli.Help{
 		Summary:  "one ZO step (LoRA, MEAZO) vs two plain forwards; grouped with and without prefix caching",
-		Synopsis: "[-model NAME] [-shapes BxT,...] [-q LIST] [-grouped] [-backend B] [flags]",
-		Does: `Times one MEAZO step with LoRA (r=16 on q_proj and v_proj) on random weights, against two plain forwards over
-the same rows, at each q; -grouped adds grouped (per-layer) estimation with and without prefix caching: what
-a step costs beyond inference.`,
+		Synopsis: "[-model NAME] [-shapes BxT,...] [-q LIST] [-targets LIST] [-grouped] [-backend B] [flags]",
+		Does: `Times one MEAZO step with LoRA (r=16 on q_proj and v_proj, or -targets) on random weights, against two
+plain forwards with the adapter over the same rows, at each q; -grouped adds grouped (per-layer) estimation with
+and without prefix caching: what a step costs beyond inference.`,
 		Reads: randomWeights,
 		Prints: `a header (model, weights, threads, backend), then per shape a line each for two plain forwards and
 each step: median seconds, the ratio, layers evaluated, the host's share; -steps: time per step and losses.`,
@@ -35,6 +35,7 @@ each step: median seconds, the ratio, layers evaluated, the host's share; -steps
 // zoStepBench is zostep's settings (its flags).
 type zoStepBench struct {
 	name, shapes, qs, backend, profile string
+	targets                            []string // LoRA targets (-targets)
 	grouped, bf16                      bool
 	reps, threads, steps               int
 	cfg                                *model.Config // -model's, resolved before a backend is opened
@@ -53,9 +54,11 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	fs.StringVar(&zb.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&zb.bf16, "bf16", false, bf16Usage)
 	fs.IntVar(&zb.steps, "steps", 0, "then a run of this many MEAZO steps (q=1) at the first shape, each on a new random batch: its time per step and losses")
+	targets := fs.String("targets", "q_proj,v_proj", "comma-separated LoRA target projections, or all-linear")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	zb.targets = strings.Split(*targets, ",")
 	if zb.reps < 1 {
 		return nil, fmt.Errorf("-reps: must be >= 1, got %d", zb.reps)
 	}
@@ -65,6 +68,9 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	var err error
 	if zb.cfg, err = benchConfig(zb.name); err != nil {
 		return nil, err
+	}
+	if _, err := lora.TargetNames(zb.cfg, zb.targets); err != nil {
+		return nil, fmt.Errorf("-targets: %w", err)
 	}
 	return &zb, nil
 }
@@ -88,7 +94,8 @@ func runZOStep(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "# %s, %s weights, LoRA r=16 on q_proj/v_proj, MEAZO, %d CPU threads, %s\n", zb.name, weightsName(zb.bf16), zb.threads, be.Describe())
+	names, _ := lora.TargetNames(zb.cfg, zb.targets)
+	fmt.Fprintf(stdout, "# %s, %s weights, LoRA r=16 on %s, MEAZO, %d CPU threads, %s\n", zb.name, weightsName(zb.bf16), strings.Join(names, "/"), zb.threads, be.Describe())
 	fmt.Fprintf(stdout, "# host: the share of a step spent outside the model's evaluation of its variants (noise, perturbation, update)\n")
 	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s %7s %9s\n", "shape", "what", "seconds", "vs 2 forwards", "layers", "host", "host ms")
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -111,7 +118,7 @@ func (zb *zoStepBench) run(stdout io.Writer, m *model.Model, rng *rand.Rand) err
 	if err != nil {
 		return err
 	}
-	a, err := lora.New(m, lora.Options{Seed: 1})
+	a, err := lora.New(m, lora.Options{Seed: 1, Targets: zb.targets})
 	if err != nil {
 		return err
 	}
@@ -143,7 +150,7 @@ func (zb *zoStepBench) shape(stdout io.Writer, m *model.Model, rng *rand.Rand, s
 	}
 	sh := &zoShape{m: m, name: s}
 	sh.in, sh.labels = randomBatch(rng, m.VocabSize, b, t, 3)
-	a, err := lora.New(m, lora.Options{Seed: 1})
+	a, err := lora.New(m, lora.Options{Seed: 1, Targets: zb.targets})
 	if err != nil {
 		return err
 	}
@@ -181,7 +188,7 @@ func (zb *zoStepBench) shape(stdout io.Writer, m *model.Model, rng *rand.Rand, s
 // step times one MEAZO step of a fresh LoRA adapter with q directions
 // (grouped by layer, with or without prefix caching) and prints its line.
 func (zb *zoStepBench) step(stdout io.Writer, sh *zoShape, label string, q int, groupByLayer, cache bool) error {
-	a, err := lora.New(sh.m, lora.Options{Seed: 1, GroupByLayer: groupByLayer})
+	a, err := lora.New(sh.m, lora.Options{Seed: 1, Targets: zb.targets, GroupByLayer: groupByLayer})
 	if err != nil {
 		return err
 	}
