@@ -60,3 +60,30 @@ func ExampleLoad() {
 	// adapter_model.safetensors
 	// the same values: true
 }
+
+// A fresh adapter on every projection of a model's layers (PEFT's
+// target_modules="all-linear"), as a run with adapter.targets
+// [all-linear] makes it: B starts at zero, so the adapted model computes
+// what the base model does until training moves it.
+func ExampleNew() {
+	m, err := model.NewRandom(&model.Config{
+		Architecture: "LlamaForCausalLM", VocabSize: 32, HiddenSize: 16, IntermediateSize: 32, NumLayers: 2,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e4, BOSTokenID: -1,
+	}, 1, 0.02)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Free()
+	a, err := lora.New(m, lora.Options{R: 2, Alpha: 4, Targets: []string{lora.AllLinear}, Seed: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("r=%d on %v: %d parameters\n", a.Rank(), a.Targets(), a.Count())
+	_, err = lora.New(m, lora.Options{Targets: []string{"fc1"}})
+	fmt.Println(err)
+	// Output:
+	// r=2 on [q_proj k_proj v_proj o_proj gate_proj up_proj down_proj]: 1024 parameters
+	// lora: target module "fc1" is not a projection of this model (LlamaForCausalLM's: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, or all-linear alone for all)
+}
