@@ -299,7 +299,11 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := planShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
+	targets, err := targetPaths(&m.Config, cfg.TargetModules)
+	if err != nil {
+		return nil, nil, fmt.Errorf("adapter %s: %w", dir, err)
+	}
+	a, err := planShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: targets, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {
 		return nil, nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/inputfile"
@@ -123,7 +124,8 @@ func SupportedTargets() []string {
 
 // ReadPEFTConfig reads and checks adapter_config.json for a decoder
 // model: the checks every adapter passes (readPEFTConfig), no
-// modules_to_save, and targets among SupportedTargets.
+// modules_to_save, and targets among SupportedTargets (a module path,
+// "model.layers.0.self_attn.q_proj", by its last part: targetPaths).
 func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 	c, err := readPEFTConfig(path)
 	if err != nil {
@@ -137,11 +139,59 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported for a decoder model (only LoRA matrices)%s", path, c.ModulesToSave, hint)
 	}
 	for _, t := range c.TargetModules {
-		if supported := SupportedTargets(); !slices.Contains(supported, t) {
+		// A path ("model.layers.0.self_attn.q_proj") names a module by its
+		// last part; which layers it covers, targetPaths finds.
+		if supported := SupportedTargets(); !slices.Contains(supported, t[strings.LastIndex(t, ".")+1:]) {
 			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supported)
 		}
 	}
 	return c, nil
+}
+
+// targetPaths turns target_modules as PEFT may save them into the names
+// of the projections of c's layers they cover. PEFT matches a target to a
+// module whose name is the target or ends with "." and the target, and
+// saves the full names ("model.layers.0.self_attn.q_proj") of what
+// target_modules="all-linear" found when they are fewer than 20 (PEFT
+// 0.15: tuners_utils.py, MIN_TARGET_MODULES_FOR_OPTIMIZATION): a model of
+// two Llama layers, or three OPT ones. Bare names (and AllLinear) pass as
+// they are, checked against c by targetsOf; a path must cover its
+// projection in every layer, together with the other paths, as an adapter
+// of this package covers every layer (layers_to_transform is refused).
+func targetPaths(c *model.Config, targets []string) ([]string, error) {
+	var names []string
+	layers := map[string]map[int]bool{} // the layers the paths cover, by projection
+	for _, t := range targets {
+		if !strings.Contains(t, ".") {
+			names = append(names, t)
+			continue
+		}
+		found := false
+		for _, p := range c.Projections() {
+			for l := range c.NumLayers {
+				if key := fmt.Sprintf("%s.%d.%s", c.LayersName(), l, p.Module); key == t || strings.HasSuffix(key, "."+t) {
+					found = true
+					if layers[p.Name] == nil {
+						layers[p.Name] = map[int]bool{}
+					}
+					layers[p.Name][l] = true
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("target module %q is no projection of this model's layers (%s.N.<module>)", t, c.LayersName())
+		}
+	}
+	for _, p := range c.Projections() {
+		switch n := len(layers[p.Name]); {
+		case n == 0 || slices.Contains(names, p.Name):
+		case n != c.NumLayers:
+			return nil, fmt.Errorf("target_modules name %s in %d of the model's %d layers: an adapter on some layers only is not supported", p.Name, n, c.NumLayers)
+		default:
+			names = append(names, p.Name)
+		}
+	}
+	return names, nil
 }
 
 // readPEFTConfig reads adapter_config.json and refuses what no loader of

@@ -1,0 +1,112 @@
+package lora
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/model"
+)
+
+// TestLoadPEFTModulePaths: target_modules as PEFT writes them when they
+// are paths rather than bare names load as the projections they match.
+// PEFT 0.15's get_peft_model with target_modules="all-linear" sets
+// target_modules to the full names of the linear modules
+// (tuners_utils.py, _maybe_include_all_linear_layers) and shortens them to
+// bare names only when there are 20 or more (MIN_TARGET_MODULES_FOR_
+// OPTIMIZATION): on a model of 2 Llama layers (14 projections) or of 3 OPT
+// layers (18: the committed opt-tiny) its saved adapter_config.json lists
+// "model.layers.0.self_attn.q_proj", … . PEFT matches a target to a module
+// whose name is the target or ends with "." + the target, so
+// "self_attn.q_proj" is q_proj of every layer; a list that leaves out a
+// projection of some layers is an adapter on some layers only, refused as
+// layers_to_transform is.
+func TestLoadPEFTModulePaths(t *testing.T) {
+	llama, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := model.Load(filepath.Join("..", "model", "testdata", "opt", "opt-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// paths is PEFT's full module name of every projection of every layer of m.
+	paths := func(m *model.Model, layers ...int) []string {
+		var names []string
+		for _, l := range layers {
+			for _, p := range m.Projections() {
+				names = append(names, fmt.Sprintf("%s.%d.%s", m.LayersName(), l, p.Module))
+			}
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		name    string
+		m       *model.Model
+		targets []string // as saved
+		file    []string // target_modules in adapter_config.json
+		want    string   // an error containing it; "" loads, as targets
+	}{
+		{"llama all-linear, PEFT's paths", llama, []string{AllLinear}, paths(llama, 0, 1), ""},
+		{"opt-tiny all-linear, PEFT's paths", opt, []string{AllLinear}, paths(opt, 0, 1, 2), ""},
+		{"suffixes", llama, []string{"q_proj", "v_proj"}, []string{"self_attn.q_proj", "v_proj", "model.layers.1.self_attn.q_proj"}, ""},
+		{"one layer of two", llama, []string{AllLinear}, paths(llama, 0), "name q_proj in 1 of the model's 2 layers: an adapter on some layers only is not supported"},
+		{"no such module", llama, []string{"q_proj"}, []string{"model.layers.0.self_attn.qkv_proj"}, `target module "model.layers.0.self_attn.qkv_proj" is not supported`},
+		{"another model's path", llama, []string{"q_proj"}, []string{"model.decoder.layers.0.fc1"}, `target module "model.decoder.layers.0.fc1" is no projection of this model's layers (model.layers.N.<module>)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := New(tc.m, Options{R: 2, Targets: tc.targets, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range a.Params() {
+				for i := range p {
+					p[i] = float32(i%5) * 0.01
+				}
+			}
+			dir := t.TempDir()
+			if err := a.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			setTargetModules(t, dir, tc.file)
+			b, err := Load(dir, tc.m, false)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("target_modules %v: got %v, want an error containing %q", tc.file, err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("target_modules %v: %v", tc.file, err)
+			}
+			if !slices.Equal(b.Targets(), a.Targets()) || !slices.Equal(b.Params()[0], a.Params()[0]) {
+				t.Errorf("loaded targets %v, want %v (parameters equal: %v)", b.Targets(), a.Targets(), slices.Equal(b.Params()[0], a.Params()[0]))
+			}
+		})
+	}
+}
+
+// setTargetModules rewrites target_modules in dir's adapter_config.json.
+func setTargetModules(t *testing.T, dir string, targets []string) {
+	t.Helper()
+	path := filepath.Join(dir, "adapter_config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["target_modules"] = targets
+	if b, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
