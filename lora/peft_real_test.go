@@ -22,9 +22,7 @@ const peftTol = 2e-4
 // adapters move the logits (a zero adapter would pass everything else).
 // Each model is checked with two adapters: on q_proj and v_proj (the
 // paper's), and on every projection of its layers (PEFT's
-// target_modules="all-linear"; for OPT, whose OPT-350m shape has
-// project_in and project_out that all-linear takes too, the list of its
-// layers' six).
+// target_modules="all-linear", newPEFTCheck).
 func TestRealPEFTRoundTrip(t *testing.T) {
 	py := fixture.NewPEFT(t)
 	var checks []peftCheck
@@ -90,9 +88,10 @@ type peftCheck struct {
 
 // newPEFTCheck saves meazo-go's adapter of rank 4 on m (the fixture's model
 // in dir): on q_proj and v_proj, or, with all, on every projection of its
-// layers (AllLinear; PEFT's "all-linear" too, but for OPT, whose OPT-350m
-// shape has project_in and project_out that PEFT's all-linear takes as
-// well: the list of its layers' six).
+// layers (AllLinear; PEFT's "all-linear" too, which on opt-tiny's 18
+// projections PEFT saves as module paths, but for OPT-350m's shape, whose
+// project_in and project_out PEFT's all-linear takes as well: the list of
+// its layers' six).
 func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, all bool) peftCheck {
 	t.Helper()
 	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
@@ -100,7 +99,7 @@ func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, all bool) peft
 	targets, peftTargets := []string{"q_proj", "v_proj"}, any([]string{"q_proj", "v_proj"})
 	if all {
 		targets, peftTargets, name = []string{AllLinear}, AllLinear, name+"/all-linear"
-		if m.IsOPT() {
+		if m.WordEmbedDim != 0 && m.WordEmbedDim != m.HiddenSize {
 			names, _ := TargetNames(&m.Config, targets)
 			peftTargets = names
 		}
