@@ -97,6 +97,9 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	if opts.Labels != nil && len(opts.Labels) != in.B*in.T {
 		return nil, fmt.Errorf("labels has %d entries, want B·T = %d", len(opts.Labels), in.B*in.T)
 	}
+	if err := m.checkAdapter(m.Adapter); err != nil {
+		return nil, err
+	}
 	nv := 0
 	if m.Prompt != nil {
 		if nv, err = m.promptLength(m.Prompt); err != nil {

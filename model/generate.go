@@ -34,6 +34,9 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 	if opts.MaxNewTokens <= 0 {
 		return nil, fmt.Errorf("max_new_tokens must be positive, got %d", opts.MaxNewTokens)
 	}
+	if err := m.checkAdapter(m.Adapter); err != nil {
+		return nil, err
+	}
 	stop := opts.StopIDs
 	if stop == nil {
 		stop = m.EOSTokenIDs

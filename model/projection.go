@@ -1,6 +1,10 @@
 package model
 
-import "github.com/meazo-go/meazo/tensor"
+import (
+	"fmt"
+
+	"github.com/meazo-go/meazo/tensor"
+)
 
 // A decoder layer's linear maps, named as HF names them, for what must
 // find them by name: a LoRA adapter (PEFT's target_modules and saved keys)
@@ -22,6 +26,14 @@ const (
 	ProjDown             // down_proj (OPT: fc2)
 	NumProj
 )
+
+// String is p's name in Llama's layers ("q_proj", …, "down_proj").
+func (p Proj) String() string {
+	if p < 0 || p >= NumProj {
+		return fmt.Sprintf("Proj(%d)", int(p))
+	}
+	return [...]string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}[p]
+}
 
 // Projection is one of a layer's projections as the checkpoint names it.
 type Projection struct {
@@ -48,12 +60,11 @@ func (c *Config) Projections() []Projection {
 // layers have none (OPT's gate).
 func (c *Config) projection(p Proj) (Projection, bool) {
 	d, qd, kvd, f := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
-	pr := [...]Projection{
-		ProjQ: {ProjQ, "q_proj", "self_attn.q_proj", d, qd}, ProjK: {ProjK, "k_proj", "self_attn.k_proj", d, kvd},
-		ProjV: {ProjV, "v_proj", "self_attn.v_proj", d, kvd}, ProjO: {ProjO, "o_proj", "self_attn.o_proj", qd, d},
-		ProjGate: {ProjGate, "gate_proj", "mlp.gate_proj", d, f}, ProjUp: {ProjUp, "up_proj", "mlp.up_proj", d, f},
-		ProjDown: {ProjDown, "down_proj", "mlp.down_proj", f, d},
-	}[p]
+	width := [...][2]int{ProjQ: {d, qd}, ProjK: {d, kvd}, ProjV: {d, kvd}, ProjO: {qd, d}, ProjGate: {d, f}, ProjUp: {d, f}, ProjDown: {f, d}}[p]
+	pr := Projection{Proj: p, Name: p.String(), Module: "self_attn." + p.String(), In: width[0], Out: width[1]}
+	if p >= ProjGate {
+		pr.Module = "mlp." + p.String()
+	}
 	if c.IsOPT() {
 		switch p {
 		case ProjGate:
@@ -79,4 +90,33 @@ func (la *LayerAdapter) Slot(p Proj) **LoRA {
 func (m *Model) Weight(l int, p Proj) *tensor.Weight {
 	a, mlp := &m.Layers[l].Attn, &m.Layers[l].MLP
 	return [...]*tensor.Weight{ProjQ: &a.Q, ProjK: &a.K, ProjV: &a.V, ProjO: &a.O, ProjGate: &mlp.Gate, ProjUp: &mlp.Up, ProjDown: &mlp.Down}[p]
+}
+
+// checkAdapter refuses an adapter that does not fit the model (made for
+// another model, or by hand): one LayerAdapter per layer, and each update's
+// matrices of its projection's widths, which the forward would otherwise
+// read past.
+func (m *Model) checkAdapter(a *Adapter) error {
+	if a == nil {
+		return nil
+	}
+	if len(a.Layers) != m.NumLayers {
+		return fmt.Errorf("the adapter has %d layers, the model %d", len(a.Layers), m.NumLayers)
+	}
+	for l := range a.Layers {
+		for p := range NumProj {
+			lo := *a.Layers[l].Slot(p)
+			if lo == nil {
+				continue
+			}
+			pr, ok := m.projection(p)
+			switch {
+			case !ok:
+				return fmt.Errorf("layer %d's adapter updates %v, which %s's layers do not have", l, p, m.Architecture)
+			case lo.R <= 0 || len(lo.A) != lo.R*pr.In || len(lo.B) != pr.Out*lo.R:
+				return fmt.Errorf("layer %d's LoRA of %s has %d and %d values at rank %d: want A [r][%d] and B [%d][r]", l, pr.Name, len(lo.A), len(lo.B), lo.R, pr.In, pr.Out)
+			}
+		}
+	}
+	return nil
 }

@@ -109,7 +109,11 @@ func (m *Model) checkVariants(in Input, labels []int, base Variant, variants []V
 		return 0, 0, fmt.Errorf("base: %w", err)
 	}
 	for i, v := range append([]Variant{base}, variants...) {
-		if err := m.checkWeights(v.Weights); err != nil {
+		err := m.checkWeights(v.Weights)
+		if err == nil {
+			err = m.checkAdapter(v.Adapter)
+		}
+		if err != nil {
 			if i == 0 {
 				return 0, 0, fmt.Errorf("base: %w", err)
 			}
