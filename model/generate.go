@@ -28,13 +28,7 @@ type GenerateOptions struct {
 // stop token that ended it.
 func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
-	if err := m.checkInput(in); err != nil {
-		return nil, err
-	}
-	if opts.MaxNewTokens <= 0 {
-		return nil, fmt.Errorf("max_new_tokens must be positive, got %d", opts.MaxNewTokens)
-	}
-	if err := m.checkAdapter(m.Adapter); err != nil {
+	if err := m.checkGenerate(in, opts); err != nil {
 		return nil, err
 	}
 	stop := opts.StopIDs
@@ -106,6 +100,18 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 		last = m.step(cache, tokens, stepMask, stepPos, 1, spans, nil, nil)
 	}
 	return out, nil
+}
+
+// checkGenerate refuses what Generate cannot run before anything is
+// computed: a malformed batch, no new tokens, an adapter of another shape.
+func (m *Model) checkGenerate(in Input, opts GenerateOptions) error {
+	if err := m.checkInput(in); err != nil {
+		return err
+	}
+	if opts.MaxNewTokens <= 0 {
+		return fmt.Errorf("max_new_tokens must be positive, got %d", opts.MaxNewTokens)
+	}
+	return m.checkAdapter(m.Adapter)
 }
 
 // checkGeneration refuses a generation of maxNew tokens after the batch's
