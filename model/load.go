@@ -213,8 +213,13 @@ func build(c *Config, be tensor.Backend, mayStack bool, keepBF16 func(name strin
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
 	fam := familyOf(c)
 	m := &Model{Config: *c, Backend: be, fam: fam}
+	counted := func(name string, shape []int) ([]float32, error) {
+		v, err := load(name, shape)
+		m.params += int64(len(v))
+		return v, err
+	}
 	st, ok := be.(tensor.Stacker)
-	b := &builder{be: be, stack: mayStack && ok && st.StackProjections(), keepBF16: keepBF16, load: load}
+	b := &builder{be: be, stack: mayStack && ok && st.StackProjections(), keepBF16: keepBF16, load: counted}
 	fam.build(m, b)
 	if b.err != nil {
 		return nil, b.err

@@ -54,7 +54,13 @@ type Model struct {
 	fam        *family         // how the model's family computes (family.go)
 	invFreq    []float32       // RoPE inverse frequencies (llama3-scaled for Llama 3.x); nil without RoPE
 	storedBF16 map[string]bool // the tensors the checkpoint stored as bfloat16, by name
+	params     int64           // the parameters loaded (ParamCount)
 }
+
+// ParamCount is the number of the model's parameters, as transformers'
+// num_parameters counts them (a tied head once): those it loaded, so of a
+// multimodal checkpoint (Ministral-3) the language model's alone.
+func (m *Model) ParamCount() int64 { return m.params }
 
 // Layer is one decoder block:
 //

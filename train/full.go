@@ -50,8 +50,7 @@ func newFullState(r *run) (*fullState, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(r.out, "full-parameter training: %d of the model's %d parameters in %d group(s), %s\n", p.Count(), p.ModelSize(), len(p.Dims()),
-		storageNote(r.m, p))
+	fmt.Fprintln(r.out, trainableLine(p.Count(), p.ModelSize(), fmt.Sprintf("full-parameter, in %d group(s), %s", len(p.Dims()), storageNote(r.m, p))))
 	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
 }
 

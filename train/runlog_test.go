@@ -93,7 +93,7 @@ func TestPhasesAndHeartbeat(t *testing.T) {
 			"test evaluation: the best and the last adapter, and the base model, on 8 examples of ",
 			"best/ (the adapter of the lowest validation loss)"}},
 		{"full", []string{
-			"full-parameter training: ", " parameters in 1 group(s), held in float32\n", "the rest takes at least ", "(2 × ", "as step 0's) + checkpoints ",
+			"trainable: ", " parameters (100 %): full-parameter, in 1 group(s), held in float32\n", "the rest takes at least ", "(2 × ", "as step 0's) + checkpoints ",
 			"(1 × ", "as step 0's, and one more with each new best validation loss) + test evaluation ", "(3 × 8 examples) + loading the model ", "(2 × ",
 			"test evaluation: the last and the best weights, and the base model, on 8 examples of ",
 			"loading model " + filepath.Join(dir, "r-full", "best") + " for its test evaluation (best)\n",

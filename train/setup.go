@@ -96,6 +96,9 @@ func (r *run) setupText() error {
 	if err := r.setupAdapter(); err != nil {
 		return err
 	}
+	if r.cfg.Adapter.Kind != "full" { // (newFullState says what it trains)
+		fmt.Fprintln(r.out, trainableLine(r.tr.count(), r.m.ParamCount(), adapterWhat(r.cfg, &r.m.Config)))
+	}
 	// The objective and the evaluator, over the data.
 	r.modality = r.newTextTask(splits, enc)
 	// The optimizer, the ZO engine over θ, and the sampler.

@@ -1,0 +1,58 @@
+package train
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
+)
+
+// trainableLine is the run log's line on what trains and how much of the
+// model that is, as PEFT's print_trainable_parameters says it:
+//
+//	trainable: 2,293,760 of 596,049,920 parameters (0.385 %): LoRA r 16, alpha 16 on q_proj, v_proj
+func trainableLine(trainable, total int64, what string) string {
+	return fmt.Sprintf("trainable: %s of %s parameters (%.3g %%): %s", groupDigits(trainable), groupDigits(total), 100*float64(trainable)/float64(max(total, 1)), what)
+}
+
+// adapterWhat says what adapter trains (LoRA or prompt tuning), for
+// trainableLine; c is the decoder's config (nil for a ViT, whose adapter
+// trains the classifier too).
+func adapterWhat(cfg *Config, c *model.Config) string {
+	a := cfg.Adapter
+	what := fmt.Sprintf("prompt tuning, %d virtual tokens", a.VirtualTokens)
+	if a.Kind == "lora" {
+		names := a.Targets
+		if c != nil {
+			names, _ = lora.TargetNames(c, a.Targets) // checked when the adapter was made
+		}
+		what = fmt.Sprintf("LoRA r %d, alpha %g on %s", a.R, a.Alpha, strings.Join(names, ", "))
+		if c == nil {
+			what += " and the classifier"
+		}
+	}
+	if a.Init != "" {
+		what += ", from adapter.init " + a.Init
+	}
+	return what
+}
+
+// groupDigits writes n with commas between groups of three digits.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, d := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
