@@ -31,7 +31,7 @@ func FuzzPEFTConfig(f *testing.F) {
 			}
 			return
 		}
-		if a, err := newShape(m, Options{R: c.R, Alpha: c.LoraAlpha, Targets: c.TargetModules, RSLoRA: c.UseRSLoRA}); err == nil {
+		if a, err := newShape(m, Options{R: c.R, Alpha: c.LoraAlpha, Targets: c.TargetModules.Names, RSLoRA: c.UseRSLoRA}); err == nil {
 			a.Scale()
 			a.Count()
 		}

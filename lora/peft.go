@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
@@ -26,7 +28,7 @@ type PEFTConfig struct {
 	R             int      `json:"r"`
 	LoraAlpha     float64  `json:"lora_alpha"`
 	LoraDropout   float64  `json:"lora_dropout"`
-	TargetModules []string `json:"target_modules"`
+	TargetModules Targets  `json:"target_modules"`
 	Bias          string   `json:"bias"`
 	UseRSLoRA     bool     `json:"use_rslora"`
 	UseDoRA       bool     `json:"use_dora"`
@@ -41,6 +43,30 @@ type PEFTConfig struct {
 	ModulesToSave         []string `json:"modules_to_save"`
 	TrainableTokenIndices any      `json:"trainable_token_indices"`
 	BaseModel             string   `json:"base_model_name_or_path"`
+}
+
+// Targets is PEFT's target_modules: a list of module names (a name is also
+// matched as the end of a module's full name: "self_attn.q_proj"), or one
+// string, a regular expression that a module's full name must match whole
+// (PEFT's re.fullmatch; "all-linear" as a string is PEFT's all-linear).
+type Targets struct {
+	Names []string
+	Regex string // "" for a list
+}
+
+// UnmarshalJSON reads target_modules: a list of strings, or one string.
+func (t *Targets) UnmarshalJSON(b []byte) error {
+	*t = Targets{}
+	if err := json.Unmarshal(b, &t.Names); err == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, &t.Regex); err != nil {
+		return fmt.Errorf("target_modules is %s: want a list of module names or one regular expression", b)
+	}
+	if t.Regex == AllLinear {
+		*t = Targets{Names: []string{AllLinear}}
+	}
+	return nil
 }
 
 // peftConfig is the adapter_config.json that PEFT writes for a LoRA
@@ -138,7 +164,7 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		}
 		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported for a decoder model (only LoRA matrices)%s", path, c.ModulesToSave, hint)
 	}
-	for _, t := range c.TargetModules {
+	for _, t := range c.TargetModules.Names {
 		// A path ("model.layers.0.self_attn.q_proj") names a module by its
 		// last part; which layers it covers, targetPaths finds.
 		if supported := SupportedTargets(); !slices.Contains(supported, t[strings.LastIndex(t, ".")+1:]) {
@@ -154,22 +180,36 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 // saves the full names ("model.layers.0.self_attn.q_proj") of what
 // target_modules="all-linear" found when they are fewer than 20 (PEFT
 // 0.15: tuners_utils.py, MIN_TARGET_MODULES_FOR_OPTIMIZATION): a model of
-// two Llama layers, or three OPT ones. Bare names (and AllLinear) pass as
-// they are, checked against c by targetsOf; a path must cover its
-// projection in every layer, together with the other paths, as an adapter
-// of this package covers every layer (layers_to_transform is refused).
-func targetPaths(c *model.Config, targets []string) ([]string, error) {
-	var names []string
-	layers := map[string]map[int]bool{} // the layers the paths cover, by projection
-	for _, t := range targets {
-		if !strings.Contains(t, ".") {
-			names = append(names, t)
+// two Llama layers, or three OPT ones. A regular expression must match a
+// module's full name whole (re.fullmatch; Go's regexp reads most of
+// Python's). Bare names (and AllLinear) pass as they are, checked against
+// c by targetsOf; a path or an expression must cover its projections in
+// every layer, together with the other paths, as an adapter of this
+// package covers every layer (layers_to_transform is refused).
+func targetPaths(c *model.Config, t Targets) ([]string, error) {
+	var names, labels []string
+	var matches []func(key string) bool
+	if t.Regex != "" {
+		re, err := regexp.Compile(`^(?:` + t.Regex + `)$`)
+		if err != nil {
+			return nil, fmt.Errorf("target_modules %q is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", t.Regex, err)
+		}
+		matches, labels = append(matches, re.MatchString), append(labels, "the regular expression "+strconv.Quote(t.Regex))
+	}
+	for _, name := range t.Names {
+		if !strings.Contains(name, ".") {
+			names = append(names, name)
 			continue
 		}
+		matches = append(matches, func(key string) bool { return key == name || strings.HasSuffix(key, "."+name) })
+		labels = append(labels, strconv.Quote(name))
+	}
+	layers := map[string]map[int]bool{} // the layers the paths cover, by projection
+	for i, match := range matches {
 		found := false
 		for _, p := range c.Projections() {
 			for l := range c.NumLayers {
-				if key := fmt.Sprintf("%s.%d.%s", c.LayersName(), l, p.Module); key == t || strings.HasSuffix(key, "."+t) {
+				if match(fmt.Sprintf("%s.%d.%s", c.LayersName(), l, p.Module)) {
 					found = true
 					if layers[p.Name] == nil {
 						layers[p.Name] = map[int]bool{}
@@ -179,7 +219,7 @@ func targetPaths(c *model.Config, targets []string) ([]string, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("target module %q is no projection of this model's layers (%s.N.<module>)", t, c.LayersName())
+			return nil, fmt.Errorf("target module %s is no projection of this model's layers (%s.N.<module>)", labels[i], c.LayersName())
 		}
 	}
 	for _, p := range c.Projections() {

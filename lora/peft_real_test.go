@@ -32,8 +32,12 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, all := range []bool{false, true} {
-			c := newPEFTCheck(t, name, dir, m, all)
+		kinds := []string{"q_proj, v_proj", AllLinear}
+		if name == "llama-tiny" || name == "opt-tiny" {
+			kinds = append(kinds, "regex")
+		}
+		for _, kind := range kinds {
+			c := newPEFTCheck(t, name, dir, m, kind)
 			checks = append(checks, c)
 			jobs = append(jobs, c.jobs()...)
 		}
@@ -55,6 +59,13 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			moves(t, "meazo-go's adapter", loaded["logits"], base, m.VocabSize, real)
 
 			// PEFT → meazo-go.
+			cfg, err := ReadPEFTConfig(filepath.Join(c.theirs, "adapter_config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if re, ok := c.peftTargets.(string); ok && re != AllLinear && cfg.TargetModules.Regex != re {
+				t.Errorf("PEFT saved target_modules %+v, not the regular expression %q", cfg.TargetModules, re)
+			}
 			b, err := Load(c.theirs, m, false)
 			if err != nil {
 				t.Fatal(err)
@@ -87,22 +98,29 @@ type peftCheck struct {
 }
 
 // newPEFTCheck saves meazo-go's adapter of rank 4 on m (the fixture's model
-// in dir): on q_proj and v_proj, or, with all, on every projection of its
+// in dir), of one kind: on q_proj and v_proj; on every projection of its
 // layers (AllLinear; PEFT's "all-linear" too, which on opt-tiny's 18
 // projections PEFT saves as module paths, but for OPT-350m's shape, whose
 // project_in and project_out PEFT's all-linear takes as well: the list of
-// its layers' six).
-func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, all bool) peftCheck {
+// its layers' six); or ("regex") on q_proj and the last projection,
+// down_proj or fc2, which PEFT is given as a regular expression and saves
+// so.
+func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, kind string) peftCheck {
 	t.Helper()
 	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
 	shape, ids, mask := ref.Shape("input_ids"), ref.Ints("input_ids"), ref.Ints("attention_mask")
 	targets, peftTargets := []string{"q_proj", "v_proj"}, any([]string{"q_proj", "v_proj"})
-	if all {
+	switch kind {
+	case AllLinear:
 		targets, peftTargets, name = []string{AllLinear}, AllLinear, name+"/all-linear"
 		if m.WordEmbedDim != 0 && m.WordEmbedDim != m.HiddenSize {
 			names, _ := TargetNames(&m.Config, targets)
 			peftTargets = names
 		}
+	case "regex":
+		ps := m.Projections()
+		last := ps[len(ps)-1].Name
+		targets, peftTargets, name = []string{"q_proj", last}, `.*\.(q_proj|`+last+`)`, name+"/regex"
 	}
 	// meazo-go's adapter: PEFT's shape, values as training leaves them.
 	a, err := New(m, Options{R: 4, Alpha: 8, Targets: targets, Seed: 1})

@@ -48,7 +48,7 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 		name    string
 		m       *model.Model
 		targets []string // as saved
-		file    []string // target_modules in adapter_config.json
+		file    any      // target_modules in adapter_config.json: a list, or a regular expression
 		want    string   // an error containing it; "" loads, as targets
 	}{
 		{"llama all-linear, PEFT's paths", llama, []string{AllLinear}, paths(llama, 0, 1), ""},
@@ -57,6 +57,12 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 		{"one layer of two", llama, []string{AllLinear}, paths(llama, 0), "name q_proj in 1 of the model's 2 layers: an adapter on some layers only is not supported"},
 		{"no such module", llama, []string{"q_proj"}, []string{"model.layers.0.self_attn.qkv_proj"}, `target module "model.layers.0.self_attn.qkv_proj" is not supported`},
 		{"another model's path", llama, []string{"q_proj"}, []string{"model.decoder.layers.0.fc1"}, `target module "model.decoder.layers.0.fc1" is no projection of this model's layers (model.layers.N.<module>)`},
+		{"a regular expression", llama, []string{"q_proj", "down_proj"}, `.*\.(q_proj|down_proj)`, ""},
+		{"opt-tiny, a regular expression", opt, []string{"out_proj", "fc2"}, `model\.decoder\.layers\.\d+\.(self_attn\.out_proj|fc2)`, ""},
+		{"all-linear as a string", llama, []string{AllLinear}, "all-linear", ""},
+		{"an expression of one layer", llama, []string{AllLinear}, `model\.layers\.0\..*`, "name q_proj in 1 of the model's 2 layers"},
+		{"an expression matching a part only", llama, []string{"q_proj"}, `q_proj`, `target module the regular expression "q_proj" is no projection`},
+		{"Python's lookbehind", llama, []string{"q_proj"}, `.*(?<=self_attn\.)q_proj`, "is a regular expression Go's regexp cannot read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := New(tc.m, Options{R: 2, Targets: tc.targets, Seed: 1})
@@ -91,7 +97,7 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 }
 
 // setTargetModules rewrites target_modules in dir's adapter_config.json.
-func setTargetModules(t *testing.T, dir string, targets []string) {
+func setTargetModules(t *testing.T, dir string, targets any) {
 	t.Helper()
 	path := filepath.Join(dir, "adapter_config.json")
 	b, err := os.ReadFile(path)

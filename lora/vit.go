@@ -267,12 +267,15 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 	}
 	if !slices.Equal(cfg.ModulesToSave, []string{"classifier"}) {
 		hint := ""
-		if len(cfg.ModulesToSave) == 0 && slices.ContainsFunc(cfg.TargetModules, func(t string) bool { return strings.HasSuffix(t, "_proj") }) {
-			hint = fmt.Sprintf(" (targets %q: a decoder model's adapter, not a ViT's)", cfg.TargetModules)
+		if len(cfg.ModulesToSave) == 0 && slices.ContainsFunc(cfg.TargetModules.Names, func(t string) bool { return strings.HasSuffix(t, "_proj") }) {
+			hint = fmt.Sprintf(" (targets %q: a decoder model's adapter, not a ViT's)", cfg.TargetModules.Names)
 		}
 		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])%s", dir, cfg.ModulesToSave, hint)
 	}
-	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
+	if cfg.TargetModules.Regex != "" {
+		return nil, fmt.Errorf("adapter %s: target_modules is the regular expression %q; a ViT adapter's are a list (query, value)", dir, cfg.TargetModules.Regex)
+	}
+	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules.Names, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
