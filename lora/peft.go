@@ -23,17 +23,17 @@ import (
 // PEFTConfig is the part of PEFT's adapter_config.json that changes the
 // computation.
 type PEFTConfig struct {
-	PeftType      string   `json:"peft_type"`
-	TaskType      string   `json:"task_type"`
-	R             int      `json:"r"`
-	LoraAlpha     float64  `json:"lora_alpha"`
-	LoraDropout   float64  `json:"lora_dropout"`
-	TargetModules Targets  `json:"target_modules"`
-	Bias          string   `json:"bias"`
-	UseRSLoRA     bool     `json:"use_rslora"`
-	UseDoRA       bool     `json:"use_dora"`
-	FanInFanOut   bool     `json:"fan_in_fan_out"`
-	LoraBias      bool     `json:"lora_bias"`
+	PeftType      string  `json:"peft_type"`
+	TaskType      string  `json:"task_type"`
+	R             int     `json:"r"`
+	LoraAlpha     float64 `json:"lora_alpha"`
+	LoraDropout   float64 `json:"lora_dropout"`
+	TargetModules Targets `json:"target_modules"`
+	Bias          string  `json:"bias"`
+	UseRSLoRA     bool    `json:"use_rslora"`
+	UseDoRA       bool    `json:"use_dora"`
+	FanInFanOut   bool    `json:"fan_in_fan_out"`
+	LoraBias      bool    `json:"lora_bias"`
 	// Fields that change the computation per layer; only empty values are supported.
 	AlphaPattern      map[string]any `json:"alpha_pattern"`
 	RankPattern       map[string]any `json:"rank_pattern"`
