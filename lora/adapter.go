@@ -184,6 +184,9 @@ func (a *Adapter) Rank() int { return a.opts.R }
 // Alpha is the adapter's lora_alpha; the update's scale is Alpha/Rank.
 func (a *Adapter) Alpha() float64 { return a.opts.Alpha }
 
+// RSLoRA says whether the update is scaled by Alpha/√Rank (PEFT's use_rslora).
+func (a *Adapter) RSLoRA() bool { return a.opts.RSLoRA }
+
 // Targets are the names of the projections the adapter updates, in
 // architecture order (q_proj, v_proj by default).
 func (a *Adapter) Targets() []string {

@@ -194,6 +194,9 @@ func (a *ViTAdapter) Rank() int { return a.opts.R }
 // Alpha is the adapter's lora_alpha; the update's scale is Alpha/Rank.
 func (a *ViTAdapter) Alpha() float64 { return a.opts.Alpha }
 
+// RSLoRA says whether the update is scaled by Alpha/√Rank (PEFT's use_rslora).
+func (a *ViTAdapter) RSLoRA() bool { return a.opts.RSLoRA }
+
 // Targets are the projections the adapter updates (query, value).
 func (a *ViTAdapter) Targets() []string { return slices.Clone(a.targets) }
 

@@ -91,7 +91,7 @@ func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 		if _, err := lora.TargetNames(&m.Config, cfg.Adapter.Targets); err != nil {
 			return nil, fmt.Errorf("adapter.targets: %w", err)
 		}
-		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
+		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA,
 			Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
 		if err != nil {
 			return nil, err
@@ -296,6 +296,7 @@ func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
 type loraShape interface {
 	Rank() int
 	Alpha() float64
+	RSLoRA() bool
 	Targets() []string
 }
 
@@ -306,9 +307,9 @@ func matchLoRA(a *AdapterConfig, l loraShape) error {
 		return fmt.Errorf("adapter.init %s is a LoRA adapter, but adapter.kind is %q: set adapter.kind to lora", a.Init, a.Kind)
 	}
 	got, want := slices.Sorted(slices.Values(l.Targets())), slices.Sorted(slices.Values(a.Targets))
-	if l.Rank() != a.R || l.Alpha() != a.Alpha || !slices.Equal(got, want) {
-		return fmt.Errorf("adapter.init %s is a LoRA of rank %d, alpha %g on %v, but the config says adapter.r %d, adapter.alpha %g, adapter.targets %v: set them to match the adapter",
-			a.Init, l.Rank(), l.Alpha(), l.Targets(), a.R, a.Alpha, a.Targets)
+	if l.Rank() != a.R || l.Alpha() != a.Alpha || l.RSLoRA() != a.RSLoRA || !slices.Equal(got, want) {
+		return fmt.Errorf("adapter.init %s is a LoRA of rank %d, alpha %g%s on %v, but the config says adapter.r %d, adapter.alpha %g, adapter.rslora %v, adapter.targets %v: set them to match the adapter",
+			a.Init, l.Rank(), l.Alpha(), map[bool]string{true: " (use_rslora)"}[l.RSLoRA()], l.Targets(), a.R, a.Alpha, a.RSLoRA, a.Targets)
 	}
 	return nil
 }

@@ -145,7 +145,7 @@ var trainerNames = map[string]string{
 	"max_steps": "train.steps", "per_device_train_batch_size": "train.batch_size", "eval_steps": "train.eval_every",
 	"save_steps": "train.checkpoint_every", "logging_steps": "train.log_every", "output_dir": "output.dir",
 	"per_device_eval_batch_size": "eval.batch_size", "model_name_or_path": "model.path", "task_name": "task.name",
-	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "num_virtual_tokens": "adapter.virtual_tokens",
+	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "use_rslora": "adapter.rslora", "num_virtual_tokens": "adapter.virtual_tokens",
 	"early_stopping_patience": "train.patience", "seed": "train.seed",
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tokenizer"
 )
@@ -155,6 +156,41 @@ func TestInitAllLinear(t *testing.T) {
 			}
 			if _, err := os.Stat(out); tc.want != "" && err == nil {
 				t.Errorf("the refused run left %s", out)
+			}
+		})
+	}
+}
+
+// TestRSLoRA: adapter.rslora trains PEFT's rank-stabilised LoRA (scale
+// alpha/√r), saved with use_rslora so that PEFT scales it so too, and an
+// adapter.init of it must say adapter.rslora as well.
+func TestRSLoRA(t *testing.T) {
+	dir, cfg := demoConfig(t, 0)
+	src := filepath.Join(dir, "src")
+	rs := []string{"adapter.rslora=true", "adapter.r=4", "adapter.alpha=8"}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(trustSet), rs...), "output.dir="+src)}); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := lora.ReadPEFTConfig(filepath.Join(src, "best", "adapter_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pc.UseRSLoRA || pc.Scale() != 4 {
+		t.Errorf("saved use_rslora %v, scale %g; want true, 8/√4 = 4", pc.UseRSLoRA, pc.Scale())
+	}
+	init := "adapter.init=" + filepath.Join(src, "best")
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"rslora", append(slices.Clone(rs), init), ""},
+		{"without rslora", []string{init, "adapter.r=4", "adapter.alpha=8"}, "is a LoRA of rank 4, alpha 8 (use_rslora) on [q_proj v_proj], but the config says adapter.r 4, adapter.alpha 8, adapter.rslora false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(trustSet), "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -29,6 +29,9 @@ func adapterWhat(cfg *Config, c *model.Config) string {
 			names, _ = lora.TargetNames(c, a.Targets) // checked when the adapter was made
 		}
 		what = fmt.Sprintf("LoRA r %d, alpha %g on %s", a.R, a.Alpha, strings.Join(names, ", "))
+		if a.RSLoRA {
+			what = fmt.Sprintf("LoRA r %d, alpha %g (rsLoRA: scale alpha/√r) on %s", a.R, a.Alpha, strings.Join(names, ", "))
+		}
 		if c == nil {
 			what += " and the classifier"
 		}

@@ -96,7 +96,7 @@ func newViTAdapter(cfg *Config, m *model.ViT) (*lora.ViTAdapter, error) {
 		if err := matchLoRA(&cfg.Adapter, a); err != nil {
 			return nil, err
 		}
-	} else if a, err = lora.NewViT(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets,
+	} else if a, err = lora.NewViT(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA,
 		Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped}); err != nil {
 		return nil, err
 	}
