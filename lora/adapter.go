@@ -151,6 +151,22 @@ func projNames(ps []model.Projection) string {
 	return strings.Join(names, ", ")
 }
 
+// Size is the number of parameters an adapter made with opts on a model
+// of config c would have, without making it (nothing is allocated): what
+// a caller checks against its memory before New. Its errors are New's.
+func Size(c *model.Config, opts Options) (int64, error) {
+	opts.defaults()
+	a, err := planShape(&model.Model{Config: *c}, opts)
+	if err != nil {
+		return 0, err
+	}
+	var perLayer int64
+	for _, t := range a.targets {
+		perLayer += int64(a.opts.R) * int64(t.In+t.Out)
+	}
+	return perLayer * int64(a.layers), nil
+}
+
 // allocate gives a planned adapter its zero parameters.
 func (a *Adapter) allocate() {
 	perLayer := 0

@@ -7,6 +7,8 @@ import (
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/sysmem"
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
 )
 
 // A step's memory, checked before a run writes anything. A mini-batch of
@@ -91,6 +93,36 @@ func checkBatchMemory(batch int, f stepFloor, onHost bool, total uint64) error {
 // virtual tokens) when a step's floor f exceeds the machine's memory.
 func (r *run) checkStepMemory(f stepFloor) error {
 	return checkBatchMemory(r.cfg.Train.BatchSize, f, r.backend.Name() == "cpu", sysmem.Total())
+}
+
+// checkAdapterMemory refuses, before the adapter is made, a LoRA adapter
+// (adapter.r, adapter.targets) whose parameters cannot fit the machine's
+// memory in the copies a step holds at least: the parameters, each of the
+// 2q perturbed points the engine forms, and the best ones kept for
+// evaluation. A rank of the hidden size on every projection of an 8B model
+// is tens of GB: refused with the figures, not killed mid-allocation.
+func (r *run) checkAdapterMemory() error {
+	a := r.cfg.Adapter
+	if a.Kind != "lora" || a.Init != "" { // (an adapter.init's size is its file's, checked as it loads)
+		return nil
+	}
+	return adapterMemory(&r.m.Config, a, r.cfg.Optimizer.Q, sysmem.Total())
+}
+
+// adapterMemory is checkAdapterMemory's test on a model of config c, with
+// q directions, on a machine of total bytes (0: unknown, nothing checked).
+func adapterMemory(c *model.Config, a AdapterConfig, q int, total uint64) error {
+	n, err := lora.Size(c, lora.Options{R: a.R, Alpha: a.Alpha, Targets: a.Targets})
+	if err != nil {
+		return nil // newTrainable says what is wrong
+	}
+	copies := 2*q + 2
+	need := 4 * float64(n) * float64(copies)
+	if total == 0 || need <= float64(total) {
+		return nil
+	}
+	return fmt.Errorf("adapter.r %d on %v: the adapter's %s parameters need at least %s in the %d float32 copies a step holds (the parameters, %d perturbed points, the best), more than this machine's %s of memory; use a smaller adapter.r or fewer adapter.targets",
+		a.R, a.Targets, groupDigits(n), size(need), copies, copies-2, size(float64(total)))
 }
 
 // checkTestGeneration refuses, before the run starts, a generation cap

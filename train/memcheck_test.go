@@ -9,6 +9,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/sysmem"
+	"github.com/meazo-go/meazo/model"
 )
 
 func TestCheckBatchMemory(t *testing.T) {
@@ -109,6 +110,36 @@ func TestTestGenerationTooLargeForMemory(t *testing.T) {
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Errorf("the refused run left %s behind (%v)", out, err)
+		}
+	}
+}
+
+// TestAdapterTooLargeForMemory: a LoRA adapter whose copies in a step
+// cannot fit the machine is refused with its figures before it is made;
+// the paper's adapter and all-linear at r 16 of Qwen3-8B fit 24 GiB. At r
+// 4096 on q_proj and v_proj: 36 layers × 4096 × ((4096 + 4096) + (4096 +
+// 1024)) = 1,962,934,272 parameters; on all seven, 36 × 4096 × 75,776.
+func TestAdapterTooLargeForMemory(t *testing.T) {
+	p, _ := model.LookupPublished("qwen3-8b")
+	c, err := p.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 24 << 30
+	for _, tc := range []struct {
+		r       int
+		targets []string
+		q       int
+		want    string
+	}{
+		{16, []string{"q_proj", "v_proj"}, 1, ""},
+		{16, []string{"all-linear"}, 16, ""},
+		{4096, []string{"q_proj", "v_proj"}, 1, "adapter.r 4096 on [q_proj v_proj]: the adapter's 1,962,934,272 parameters need at least 29.2 GiB in the 4 float32 copies a step holds (the parameters, 2 perturbed points, the best), more than this machine's 24.0 GiB of memory"},
+		{4096, []string{"all-linear"}, 1, "the adapter's 11,173,625,856 parameters"},
+	} {
+		err := adapterMemory(c, AdapterConfig{Kind: "lora", R: tc.r, Alpha: 16, Targets: tc.targets}, tc.q, total)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("r %d on %v, q %d: %v, want %q", tc.r, tc.targets, tc.q, err, tc.want)
 		}
 	}
 }

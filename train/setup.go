@@ -92,6 +92,9 @@ func (r *run) setupText() error {
 	if err := r.checkTestGeneration(len(splits.test)); err != nil {
 		return err
 	}
+	if err := r.checkAdapterMemory(); err != nil {
+		return err
+	}
 	// The trainable adapter and its parameters θ.
 	if err := r.setupAdapter(); err != nil {
 		return err
