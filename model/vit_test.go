@@ -71,6 +71,13 @@ func TestViTRefusesBadInput(t *testing.T) {
 	if _, _, err := m.Loss(px, 2, []int{0, 37}); err == nil || !strings.Contains(err.Error(), "label 37") {
 		t.Errorf("label 37 of 37 classes: %v", err)
 	}
+	// A decoder's update on a ViT (key): refused, not ignored.
+	m.Adapter = &ViTAdapter{Layers: make([]LayerAdapter, m.Config.NumLayers)}
+	m.Adapter.Layers[1].K = &LoRA{R: 1, A: make([]float32, m.Config.HiddenSize), B: make([]float32, m.Config.HiddenSize), Scale: 1}
+	if _, err := m.Logits(px, 2); err == nil || !strings.Contains(err.Error(), "layer 1's adapter updates a projection other than query and value") {
+		t.Errorf("a key update: %v", err)
+	}
+	m.Adapter = nil
 
 	// Another model's config over these weights: a layer's tensors unused.
 	dir := t.TempDir()
