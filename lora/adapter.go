@@ -21,7 +21,11 @@ type Options struct {
 	// q_proj, v_proj): any of the model's (model.Config.Projections), or
 	// AllLinear alone for every one of them.
 	Targets []string
-	Seed    uint64 // seeds the A initialisation
+	// Layers are the decoder layers adapted (PEFT's layers_to_transform),
+	// in any order; nil: every layer. A step's perturbed points then start
+	// at the first of them from the clean pass below (prefix caching).
+	Layers []int
+	Seed   uint64 // seeds the A initialisation
 	// GroupByLayer makes each decoder layer its own parameter group (for
 	// grouped ZO estimation); otherwise all parameters form group 0.
 	GroupByLayer bool
@@ -47,17 +51,18 @@ const AllLinear = "all-linear"
 
 // Adapter is a trainable LoRA adapter whose parameters live in flat float32
 // vectors, one per group, in the canonical order of docs/ALGORITHMS.md (the noise contract):
-// layers in increasing order; in a layer its targets in architecture order
+// its layers in increasing order; in a layer its targets in architecture order
 // (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj); for
 // each, lora_A [r][in] then lora_B [out][r], row-major.
 type Adapter struct {
 	opts       Options
 	targets    []model.Projection // the adapted projections in architecture order
-	layers     int
-	names      string      // the model's name of its decoder layers (model.Config.LayersName)
-	params     [][]float32 // the groups
-	base       string      // base_model_name_or_path written to adapter_config.json
-	multimodal bool        // Ministral-3's checkpoint: PEFT's vision-tower matrices are skipped (visionTowerPrefix)
+	layers     int                // the model's decoder layers
+	adapted    []int              // the layers adapted, increasing (all of them unless Options.Layers)
+	names      string             // the model's name of its decoder layers (model.Config.LayersName)
+	params     [][]float32        // the groups
+	base       string             // base_model_name_or_path written to adapter_config.json
+	multimodal bool               // Ministral-3's checkpoint: PEFT's vision-tower matrices are skipped (visionTowerPrefix)
 }
 
 // New makes an adapter for m with PEFT's initialisation: A ~ U(-1/√in, 1/√in)
@@ -106,7 +111,35 @@ func planShape(m *model.Model, opts Options) (*Adapter, error) {
 	if a.targets, err = targetsOf(&m.Config, opts.Targets); err != nil {
 		return nil, fmt.Errorf("lora: %w", err)
 	}
+	if a.adapted, err = layersOf(m.NumLayers, opts.Layers); err != nil {
+		return nil, fmt.Errorf("lora: %w", err)
+	}
 	return a, nil
+}
+
+// layersOf is the layers of a model of n that layers names (nil: all), in
+// increasing order.
+func layersOf(n int, layers []int) ([]int, error) {
+	if layers == nil {
+		out := make([]int, n)
+		for l := range out {
+			out[l] = l
+		}
+		return out, nil
+	}
+	if len(layers) == 0 {
+		return nil, fmt.Errorf("no layer to adapt (layers is empty)")
+	}
+	out := slices.Sorted(slices.Values(layers))
+	for i, l := range out {
+		switch {
+		case l < 0 || l >= n:
+			return nil, fmt.Errorf("layer %d is not one of the model's %d layers (0 to %d)", l, n, n-1)
+		case i > 0 && l == out[i-1]:
+			return nil, fmt.Errorf("layer %d is named twice", l)
+		}
+	}
+	return out, nil
 }
 
 // targetsOf is the projections of c's layers that targets names (by
@@ -164,7 +197,7 @@ func Size(c *model.Config, opts Options) (int64, error) {
 	for _, t := range a.targets {
 		perLayer += int64(a.opts.R) * int64(t.In+t.Out)
 	}
-	return perLayer * int64(a.layers), nil
+	return perLayer * int64(len(a.adapted)), nil
 }
 
 // allocate gives a planned adapter its zero parameters.
@@ -174,11 +207,11 @@ func (a *Adapter) allocate() {
 		perLayer += a.opts.R * (t.In + t.Out)
 	}
 	if a.opts.GroupByLayer {
-		for range a.layers {
+		for range a.adapted {
 			a.params = append(a.params, make([]float32, perLayer))
 		}
 	} else {
-		a.params = [][]float32{make([]float32, perLayer*a.layers)}
+		a.params = [][]float32{make([]float32, perLayer*len(a.adapted))}
 	}
 }
 
@@ -231,14 +264,20 @@ func (a *Adapter) Scale() float32 {
 }
 
 // GroupLayer returns the first decoder layer group g's parameters touch
-// (prefix caching starts a variant of group g there): g itself when grouped
-// by layer, 0 for a single group.
+// (prefix caching starts a variant of group g there): group g's layer when
+// grouped by layer, the first adapted layer for a single group.
 func (a *Adapter) GroupLayer(g int) int {
 	if a.opts.GroupByLayer {
-		return g
+		return a.adapted[g]
 	}
-	return 0
+	return a.adapted[0]
 }
+
+// Layers are the decoder layers the adapter adapts, in increasing order.
+func (a *Adapter) Layers() []int { return slices.Clone(a.adapted) }
+
+// allLayers says whether the adapter adapts every layer of its model.
+func (a *Adapter) allLayers() bool { return len(a.adapted) == a.layers }
 
 // SetBaseModel records base_model_name_or_path for saving.
 func (a *Adapter) SetBaseModel(name string) { a.base = name }
@@ -247,12 +286,12 @@ func (a *Adapter) SetBaseModel(name string) { a.base = name }
 // slice of the given group storage.
 func (a *Adapter) eachMatrixOf(params [][]float32, fn func(layer int, target model.Projection, ab string, v []float32)) {
 	r := a.opts.R
-	for l := 0; l < a.layers; l++ {
+	for i, l := range a.adapted {
 		g, off := 0, 0
 		if a.opts.GroupByLayer {
-			g = l
+			g = i
 		} else {
-			off = l * (len(params[0]) / a.layers)
+			off = i * (len(params[0]) / len(a.adapted))
 		}
 		for _, t := range a.targets {
 			nA, nB := r*t.In, t.Out*r
@@ -301,7 +340,11 @@ func (a *Adapter) SaveParams(dir string, params [][]float32) error {
 		rows, cols := a.matrixShape(t, ab)
 		tensors = append(tensors, safetensors.F32Tensor(tensorName(a.names, l, t.Module, ab), []int{rows, cols}, v))
 	})
-	return savePEFT(dir, tensors, peftConfig(a.opts, a.Targets(), a.base, "CAUSAL_LM", nil))
+	cfg := peftConfig(a.opts, a.Targets(), a.base, "CAUSAL_LM", nil)
+	if !a.allLayers() {
+		cfg["layers_to_transform"] = a.adapted
+	}
+	return savePEFT(dir, tensors, cfg)
 }
 
 // Load reads a PEFT LoRA adapter directory into a trainable adapter for m
@@ -322,7 +365,10 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 	if err != nil {
 		return nil, nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
-	a, err := planShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: targets, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
+	if cfg.Layers != nil && (cfg.TargetModules.Regex != "" || slices.ContainsFunc(cfg.TargetModules.Names, func(t string) bool { return strings.Contains(t, ".") })) {
+		return nil, nil, fmt.Errorf("adapter %s: layers_to_transform with target_modules given as module paths or a regular expression is not supported (name the projections: q_proj, v_proj, …)", dir)
+	}
+	a, err := planShape(m, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: targets, Layers: cfg.Layers, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {
 		return nil, nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
@@ -363,6 +409,8 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		if n, _ := fmt.Sscanf(t.Name, "base_model.model."+a.names+".%d.%s", &layer, &rest); n == 2 && layer >= a.layers {
 			return nil, nil, fmt.Errorf("adapter %s: tensor %q is for layer %d, and the model has %d layers: an adapter for another model?",
 				path, t.Name, layer, a.layers)
+		} else if n == 2 && !slices.Contains(a.adapted, layer) {
+			return nil, nil, fmt.Errorf("adapter %s: tensor %q is for layer %d, which its layers_to_transform %v leaves out", path, t.Name, layer, a.adapted)
 		}
 		return nil, nil, fmt.Errorf("adapter %s: tensor %q is not supported (only the LoRA matrices of %v)", path, t.Name, a.Targets())
 	}
@@ -376,7 +424,7 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 // error, not memory for matrices that are not there.
 func (a *Adapter) checkFile(f *safetensors.File) (map[string]bool, error) {
 	names := map[string]bool{}
-	for l := range a.layers {
+	for _, l := range a.adapted {
 		for _, t := range a.targets {
 			for _, ab := range []string{"A", "B"} {
 				name := tensorName(a.names, l, t.Module, ab)

@@ -342,3 +342,73 @@ func TestLoadChecksShapesBeforeAllocating(t *testing.T) {
 		t.Errorf("%.0f MiB allocated before the error", mb)
 	}
 }
+
+// TestLayers: an adapter on some layers (PEFT's layers_to_transform) holds
+// their parameters alone, in increasing layer order, updates no other
+// layer, starts its perturbed points at its first layer (prefix caching),
+// saves layers_to_transform and loads back; a layer the model lacks, one
+// named twice or none are refused.
+func TestLayers(t *testing.T) {
+	c := tinyConfig()
+	c.NumLayers = 3
+	m, err := model.NewRandom(c, 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := New(m, Options{R: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, grouped := range []bool{false, true} {
+		a, err := New(m, Options{R: 2, Layers: []int{2, 1}, GroupByLayer: grouped, Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Layers(); !slices.Equal(got, []int{1, 2}) {
+			t.Errorf("Layers() = %v, want [1 2]", got)
+		}
+		if a.Count() != all.Count()*2/3 {
+			t.Errorf("%d parameters, want two thirds of every layer's %d", a.Count(), all.Count())
+		}
+		v := a.View(a.Params())
+		if v.Layers[0].Q != nil || v.Layers[0].V != nil || v.Layers[1].Q == nil || v.Layers[2].V == nil {
+			t.Errorf("layer 0 adapted or layer 1/2 not: %+v", v.Layers)
+		}
+		if want := map[bool][]int{false: {1}, true: {1, 2}}[grouped]; a.GroupLayer(0) != want[0] || grouped && a.GroupLayer(1) != want[1] {
+			t.Errorf("grouped %v: groups start at layers %d, %d; want %v", grouped, a.GroupLayer(0), a.GroupLayer(len(a.Params())-1), want)
+		}
+		for _, p := range a.Params() {
+			for i := range p {
+				p[i] = float32(i%7) * 0.01
+			}
+		}
+		dir := t.TempDir()
+		if err := a.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := ReadPEFTConfig(filepath.Join(dir, "adapter_config.json"))
+		if err != nil || !slices.Equal(cfg.Layers, []int{1, 2}) {
+			t.Fatalf("saved layers_to_transform %v (%v), want [1 2]", cfg, err)
+		}
+		b, err := Load(dir, m, grouped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(a.Params(), b.Params(), slices.Equal) || !slices.Equal(b.Layers(), []int{1, 2}) {
+			t.Error("the loaded adapter differs from the saved one")
+		}
+	}
+	for _, tc := range []struct {
+		layers []int
+		want   string
+	}{
+		{[]int{3}, "layer 3 is not one of the model's 3 layers (0 to 2)"},
+		{[]int{-1}, "layer -1 is not one of the model's 3 layers"},
+		{[]int{1, 1}, "layer 1 is named twice"},
+		{[]int{}, "no layer to adapt"},
+	} {
+		if _, err := New(m, Options{Layers: tc.layers}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("layers %v: %v, want %q", tc.layers, err, tc.want)
+		}
+	}
+}

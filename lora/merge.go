@@ -41,10 +41,14 @@ func (a *Adapter) MergeInto(m *model.Model) error {
 			i := slices.IndexFunc(ts, func(x model.Tensor) bool {
 				return x.Layer == l && strings.HasSuffix(x.Name, "."+t.Module+".weight")
 			})
+			lo := *view.Layers[l].Slot(t.Proj)
+			if lo == nil {
+				continue // a layer layers_to_transform leaves out
+			}
 			if i < 0 || *w == nil {
 				return fmt.Errorf("merge the adapter: layer %d has no %s weight of its own", l, t.Name)
 			}
-			merged := mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{*view.Layers[l].Slot(t.Proj)}, ts[i].BF16)
+			merged := mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, ts[i].BF16)
 			m.Backend.FreeWeight(*w)
 			*w = merged
 		}

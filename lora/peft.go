@@ -35,9 +35,14 @@ type PEFTConfig struct {
 	FanInFanOut   bool    `json:"fan_in_fan_out"`
 	LoraBias      bool    `json:"lora_bias"`
 	// Fields that change the computation per layer; only empty values are supported.
-	AlphaPattern      map[string]any `json:"alpha_pattern"`
-	RankPattern       map[string]any `json:"rank_pattern"`
-	LayersToTransform any            `json:"layers_to_transform"`
+	AlphaPattern map[string]any `json:"alpha_pattern"`
+	RankPattern  map[string]any `json:"rank_pattern"`
+	// The layers adapted: one index, a list, or null for all (Layers has
+	// them, read by readPEFTConfig); layers_pattern names the module list
+	// the index counts in: null or "layers" (the only one these models have).
+	LayersToTransform any   `json:"layers_to_transform"`
+	LayersPattern     any   `json:"layers_pattern"`
+	Layers            []int `json:"-"`
 	// Other weights trained alongside (a whole lm_head, some embedding
 	// rows) and saved in the adapter file; not supported.
 	ModulesToSave         []string `json:"modules_to_save"`
@@ -263,12 +268,58 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 		return nil, fmt.Errorf("adapter config %s: lora_bias is not supported", path)
 	case len(c.AlphaPattern) > 0 || len(c.RankPattern) > 0:
 		return nil, fmt.Errorf("adapter config %s: alpha_pattern/rank_pattern (per-layer rank or alpha) are not supported", path)
-	case c.LayersToTransform != nil:
-		return nil, fmt.Errorf("adapter config %s: layers_to_transform is not supported (the adapter must cover every layer)", path)
 	case c.TrainableTokenIndices != nil:
 		return nil, fmt.Errorf("adapter config %s: trainable_token_indices is not supported (only LoRA matrices)", path)
 	}
+	if err := c.readLayers(); err != nil {
+		return nil, fmt.Errorf("adapter config %s: %w", path, err)
+	}
 	return &c, nil
+}
+
+// readLayers reads layers_to_transform (an index, or a list of them) into
+// Layers, and refuses a layers_pattern other than the decoder layers'.
+func (c *PEFTConfig) readLayers() error {
+	switch p := c.LayersPattern.(type) {
+	case nil:
+	case string:
+		if p != "" && p != "layers" {
+			return fmt.Errorf("layers_pattern %q is not supported (only the decoder layers: \"layers\")", p)
+		}
+	case []any:
+		if len(p) > 1 || len(p) == 1 && p[0] != "layers" {
+			return fmt.Errorf("layers_pattern %v is not supported (only the decoder layers: \"layers\")", p)
+		}
+	default:
+		return fmt.Errorf("layers_pattern %v: want a module list's name", p)
+	}
+	index := func(v any) (int, error) {
+		f, ok := v.(float64)
+		if !ok || f != float64(int(f)) || f < 0 || f > 1<<20 {
+			return 0, fmt.Errorf("layers_to_transform %v: want a layer index or a list of them", c.LayersToTransform)
+		}
+		return int(f), nil
+	}
+	switch v := c.LayersToTransform.(type) {
+	case nil:
+		return nil
+	case []any:
+		if len(v) == 0 {
+			return fmt.Errorf("layers_to_transform is an empty list: no layer to adapt")
+		}
+		for _, x := range v {
+			l, err := index(x)
+			if err != nil {
+				return err
+			}
+			c.Layers = append(c.Layers, l)
+		}
+		return nil
+	default:
+		l, err := index(v)
+		c.Layers = []int{l}
+		return err
+	}
 }
 
 // tensorName is PEFT's saved key for one adapter matrix (adapter name

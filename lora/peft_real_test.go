@@ -34,7 +34,7 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 		}
 		kinds := []string{"q_proj, v_proj", AllLinear}
 		if name == "llama-tiny" || name == "opt-tiny" {
-			kinds = append(kinds, "regex")
+			kinds = append(kinds, "regex", "layers")
 		}
 		for _, kind := range kinds {
 			c := newPEFTCheck(t, name, dir, m, kind)
@@ -93,7 +93,8 @@ type peftCheck struct {
 	m                       *model.Model
 	in                      model.Input
 	a                       *Adapter
-	peftTargets             any // get_peft_model's target_modules
+	peftTargets             any   // get_peft_model's target_modules
+	layers                  []int // its layers_to_transform (nil: every layer)
 	out                     func(job string) string
 }
 
@@ -102,14 +103,16 @@ type peftCheck struct {
 // layers (AllLinear; PEFT's "all-linear" too, which on opt-tiny's 18
 // projections PEFT saves as module paths, but for OPT-350m's shape, whose
 // project_in and project_out PEFT's all-linear takes as well: the list of
-// its layers' six); or ("regex") on q_proj and the last projection,
+// its layers' six); ("regex") on q_proj and the last projection,
 // down_proj or fc2, which PEFT is given as a regular expression and saves
-// so.
+// so; or ("layers") on q_proj and v_proj of layers 1 and 2 only
+// (layers_to_transform).
 func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, kind string) peftCheck {
 	t.Helper()
 	ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
 	shape, ids, mask := ref.Shape("input_ids"), ref.Ints("input_ids"), ref.Ints("attention_mask")
 	targets, peftTargets := []string{"q_proj", "v_proj"}, any([]string{"q_proj", "v_proj"})
+	var layers []int
 	switch kind {
 	case AllLinear:
 		targets, peftTargets, name = []string{AllLinear}, AllLinear, name+"/all-linear"
@@ -121,9 +124,11 @@ func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, kind string) p
 		ps := m.Projections()
 		last := ps[len(ps)-1].Name
 		targets, peftTargets, name = []string{"q_proj", last}, `.*\.(q_proj|`+last+`)`, name+"/regex"
+	case "layers":
+		layers, name = []int{1, 2}, name+"/layers-1-2"
 	}
 	// meazo-go's adapter: PEFT's shape, values as training leaves them.
-	a, err := New(m, Options{R: 4, Alpha: 8, Targets: targets, Seed: 1})
+	a, err := New(m, Options{R: 4, Alpha: 8, Targets: targets, Layers: layers, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +141,7 @@ func newPEFTCheck(t *testing.T, name, dir string, m *model.Model, kind string) p
 	a.SetBaseModel(dir)
 	tmp := t.TempDir()
 	c := peftCheck{name: name, dir: dir, ours: filepath.Join(tmp, "meazo-lora"), theirs: filepath.Join(tmp, "peft-lora"), m: m, a: a,
-		in: model.Input{B: shape[0], T: shape[1], Tokens: ids, Mask: mask}, peftTargets: peftTargets,
+		in: model.Input{B: shape[0], T: shape[1], Tokens: ids, Mask: mask}, peftTargets: peftTargets, layers: layers,
 		out: func(job string) string { return filepath.Join(tmp, job+".safetensors") }}
 	if err := a.Save(c.ours); err != nil {
 		t.Fatal(err)
@@ -151,7 +156,7 @@ func (c peftCheck) jobs() []map[string]any {
 	return []map[string]any{
 		fixture.PEFTJob(map[string]any{"kind": "base"}, c.dir, in.Tokens, in.Mask, in.B, c.out("base")),
 		fixture.PEFTJob(map[string]any{"kind": "load", "adapter": c.ours}, c.dir, in.Tokens, in.Mask, in.B, c.out("loaded")),
-		fixture.PEFTJob(map[string]any{"kind": "make-lora", "dir": c.theirs, "r": 4, "alpha": 8, "targets": c.peftTargets, "seed": 1}, c.dir, in.Tokens, in.Mask, in.B, c.out("made")),
+		fixture.PEFTJob(map[string]any{"kind": "make-lora", "dir": c.theirs, "r": 4, "alpha": 8, "targets": c.peftTargets, "layers": c.layers, "seed": 1}, c.dir, in.Tokens, in.Mask, in.B, c.out("made")),
 	}
 }
 

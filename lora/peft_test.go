@@ -2,8 +2,10 @@ package lora
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
@@ -57,5 +59,39 @@ func TestPEFTFixture(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadLayers: layers_to_transform as PEFT saves it (an index, or a
+// list) and layers_pattern as these models' layers are named; anything
+// else is refused by name.
+func TestReadLayers(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want []int
+		err  string
+	}{
+		{`"layers_to_transform": null`, nil, ""},
+		{`"layers_to_transform": 3`, []int{3}, ""},
+		{`"layers_to_transform": [4, 2], "layers_pattern": "layers"`, []int{4, 2}, ""},
+		{`"layers_to_transform": [1], "layers_pattern": ["layers"]`, []int{1}, ""},
+		{`"layers_to_transform": []`, nil, "layers_to_transform is an empty list"},
+		{`"layers_to_transform": [1.5]`, nil, "want a layer index or a list of them"},
+		{`"layers_to_transform": "all"`, nil, "want a layer index or a list of them"},
+		{`"layers_to_transform": [1], "layers_pattern": "h"`, nil, `layers_pattern "h" is not supported`},
+	} {
+		path := filepath.Join(t.TempDir(), "adapter_config.json")
+		if err := os.WriteFile(path, []byte(`{"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"], `+tc.json+`}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ReadPEFTConfig(path)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.json, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.json, err, tc.err)
+		case err == nil && !slices.Equal(c.Layers, tc.want):
+			t.Errorf("%s: layers %v, want %v", tc.json, c.Layers, tc.want)
+		}
 	}
 }

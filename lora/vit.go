@@ -46,6 +46,9 @@ func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 	if len(opts.Targets) == 0 {
 		opts.Targets = vitTargets
 	}
+	if opts.Layers != nil {
+		return nil, fmt.Errorf("lora: a ViT adapter covers every layer (layers %v)", opts.Layers)
+	}
 	opts.defaults()
 	a, err := newViTShape(&m.Config, opts)
 	if err != nil {
@@ -274,6 +277,9 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 			hint = fmt.Sprintf(" (targets %q: a decoder model's adapter, not a ViT's)", cfg.TargetModules.Names)
 		}
 		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])%s", dir, cfg.ModulesToSave, hint)
+	}
+	if cfg.Layers != nil {
+		return nil, fmt.Errorf("adapter %s: layers_to_transform %v: a ViT adapter covers every layer", dir, cfg.Layers)
 	}
 	if cfg.TargetModules.Regex != "" {
 		return nil, fmt.Errorf("adapter %s: target_modules is the regular expression %q; a ViT adapter's are a list (query, value)", dir, cfg.TargetModules.Regex)

@@ -11,7 +11,7 @@ Runs on Debian's python3-torch (1.13) with ../shared/pylib on PYTHONPATH
 
     {"jobs": [{"kind": "base", ...COMMON},
               {"kind": "load", "adapter": DIR, ...COMMON},
-              {"kind": "make-lora", "dir": DIR, "r": 4, "alpha": 8, "targets": ["q_proj", "v_proj"] or "all-linear", "seed": 1, ...COMMON},
+              {"kind": "make-lora", "dir": DIR, "r": 4, "alpha": 8, "targets": ["q_proj", "v_proj"] or "all-linear", "seed": 1, ["layers": [1, 2],] ...COMMON},
               {"kind": "make-prompt", "dir": DIR, "n": 5, "seed": 1, ...COMMON}]}
 
 where COMMON is "base": MODEL_DIR, "input_ids": [[...]], "attention_mask": [[...]], "out": FILE. One run
@@ -99,7 +99,7 @@ def run(job):
     torch.manual_seed(job["seed"])
     if kind == "make-lora":
         cfg = peft.LoraConfig(r=job["r"], lora_alpha=job["alpha"], target_modules=job["targets"],
-                              lora_dropout=0.0, task_type="CAUSAL_LM")
+                              layers_to_transform=job.get("layers"), lora_dropout=0.0, task_type="CAUSAL_LM")
         model = peft.get_peft_model(base, cfg)
         # PEFT starts B at zero (an adapter that changes nothing): give A and
         # B values, as training would.

@@ -91,7 +91,12 @@ func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 		if _, err := lora.TargetNames(&m.Config, cfg.Adapter.Targets); err != nil {
 			return nil, fmt.Errorf("adapter.targets: %w", err)
 		}
-		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA,
+		for _, l := range cfg.Adapter.Layers {
+			if l >= m.NumLayers {
+				return nil, fmt.Errorf("adapter.layers: layer %d is not one of the model's %d layers (0 to %d)", l, m.NumLayers, m.NumLayers-1)
+			}
+		}
+		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA, Layers: cfg.Adapter.layers(),
 			Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
 		if err != nil {
 			return nil, err
@@ -289,7 +294,19 @@ func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
 	if c.Targets, err = lora.TargetNames(&l.m.Config, a.Targets); err != nil {
 		return fmt.Errorf("adapter.targets: %w", err)
 	}
-	return matchLoRA(&c, l.a)
+	if err := matchLoRA(&c, l.a); err != nil {
+		return err
+	}
+	want := slices.Sorted(slices.Values(a.Layers))
+	if len(want) == 0 { // every layer
+		for i := range l.m.NumLayers {
+			want = append(want, i)
+		}
+	}
+	if got := l.a.Layers(); !slices.Equal(got, want) {
+		return fmt.Errorf("adapter.init %s adapts layers %v (layers_to_transform), but adapter.layers is %v: set it to match the adapter", a.Init, got, a.Layers)
+	}
+	return nil
 }
 
 // loraShape is what adapter.init's LoRA must share with the config.

@@ -72,6 +72,7 @@ type AdapterConfig struct {
 	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
 	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r (alpha/√r with adapter.rslora)"`
 	RSLoRA        bool     `mapstructure:"rslora" yaml:"rslora,omitempty" doc:"LoRA: scale the update by alpha/√r instead of alpha/r, as PEFT's use_rslora (rank-stabilised LoRA); saved in adapter_config.json"`
+	Layers        []int    `mapstructure:"layers" yaml:"layers,omitempty" doc:"LoRA: the decoder layers adapted, e.g. [20, 21, 22, 23] (PEFT's layers_to_transform, saved in adapter_config.json); empty: every layer. A step's perturbed points run from the first of them on, over the clean pass's hidden states below it (prefix caching): with q = 1 on the top quarter of the layers a step evaluates about 1.25 forwards' layers instead of 2"`
 	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections, by PEFT's names: one or more of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (OPT: q_proj, k_proj, v_proj, out_proj, fc1, fc2), or all-linear alone for all of them, as PEFT's target_modules=\"all-linear\"; a ViT's (task pets): query, value"`
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: the text whose tokens' embeddings start the virtual tokens (repeated or cut to their number, as PEFT's TEXT init). The shipped configs carry the paper's text for each task; empty: the task's system prompt (data/chat.go), for a task the paper did not run"`
@@ -369,6 +370,11 @@ func (c *Config) validateAdapter() error {
 	case c.Adapter.Kind == "lora" && c.Task.Name != string(data.Pets) && !validTargets(c.Adapter.Targets, lora.SupportedTargets()):
 		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once (%s only alone)", c.Adapter.Targets, lora.SupportedTargets(), lora.AllLinear)
 	}
+	for i, l := range c.Adapter.Layers {
+		if l < 0 || slices.Contains(c.Adapter.Layers[:i], l) {
+			return fmt.Errorf("adapter.layers %v: want layer indices from 0, each once", c.Adapter.Layers)
+		}
+	}
 	return nil
 }
 
@@ -468,8 +474,18 @@ func (c *Config) validateImageTask() error {
 		return fmt.Errorf("adapter.targets %v: a ViT's LoRA targets one or more of %v, each once (task %s)", c.Adapter.Targets, lora.SupportedViTTargets(), c.Task.Name)
 	case c.Eval.Merge:
 		return fmt.Errorf("eval.merge: task %s evaluates with the adapter applied (merging is not implemented for a ViT)", c.Task.Name)
+	case len(c.Adapter.Layers) > 0:
+		return fmt.Errorf("adapter.layers %v: task %s's ViT adapter covers every layer (leave adapter.layers empty)", c.Adapter.Layers, c.Task.Name)
 	}
 	return nil
+}
+
+// layers is adapter.layers for lora.Options: nil for every layer.
+func (a *AdapterConfig) layers() []int {
+	if len(a.Layers) == 0 {
+		return nil
+	}
+	return a.Layers
 }
 
 // validTargets reports whether ts names one or more of the projections

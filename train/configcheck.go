@@ -107,6 +107,25 @@ func checkValue(key string, v any) error {
 				return fmt.Errorf("%s: want a list of names, got element %v", key, e)
 			}
 		}
+	case "[]int":
+		l, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%s: want a list, e.g. [20, 21], got %s", key, show())
+		}
+		for _, e := range l {
+			var f float64
+			switch x := e.(type) {
+			case int:
+				f = float64(x)
+			case float64:
+				f = x
+			default:
+				f = math.NaN()
+			}
+			if f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
+				return fmt.Errorf("%s: want a list of layer indices (whole numbers from 0), got element %v", key, e)
+			}
+		}
 	case "string":
 		switch v.(type) {
 		case map[string]any, []any:
@@ -145,7 +164,7 @@ var trainerNames = map[string]string{
 	"max_steps": "train.steps", "per_device_train_batch_size": "train.batch_size", "eval_steps": "train.eval_every",
 	"save_steps": "train.checkpoint_every", "logging_steps": "train.log_every", "output_dir": "output.dir",
 	"per_device_eval_batch_size": "eval.batch_size", "model_name_or_path": "model.path", "task_name": "task.name",
-	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "use_rslora": "adapter.rslora", "num_virtual_tokens": "adapter.virtual_tokens",
+	"lora_r": "adapter.r", "lora_alpha": "adapter.alpha", "use_rslora": "adapter.rslora", "layers_to_transform": "adapter.layers", "num_virtual_tokens": "adapter.virtual_tokens",
 	"early_stopping_patience": "train.patience", "seed": "train.seed",
 }
 

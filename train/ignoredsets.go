@@ -27,6 +27,7 @@ var keyUses = []keyUse{
 	{"adapter.r", adapterKind, "adapter.kind", []string{"lora"}},
 	{"adapter.alpha", adapterKind, "adapter.kind", []string{"lora"}},
 	{"adapter.rslora", adapterKind, "adapter.kind", []string{"lora"}},
+	{"adapter.layers", adapterKind, "adapter.kind", []string{"lora"}},
 	{"adapter.targets", adapterKind, "adapter.kind", []string{"lora"}},
 	{"adapter.virtual_tokens", adapterKind, "adapter.kind", []string{"prompt"}},
 	{"adapter.init_text", adapterKind, "adapter.kind", []string{"prompt"}},

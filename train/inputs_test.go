@@ -196,6 +196,45 @@ func TestRSLoRA(t *testing.T) {
 	}
 }
 
+// TestAdapterLayers: adapter.layers trains LoRA on those layers alone,
+// saved with PEFT's layers_to_transform; each step's perturbed points
+// start at the first of them (the demo's 2 layers, q = 1: the clean pass's
+// layer 0, then layer 1 twice, 3 layer evaluations instead of 4); an
+// adapter.init of it must name the same layers.
+func TestAdapterLayers(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	src := filepath.Join(dir, "src")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "adapter.layers=[1]", "eval.skip=true", "output.dir="+src)}); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := lora.ReadPEFTConfig(filepath.Join(src, "best", "adapter_config.json"))
+	if err != nil || !slices.Equal(pc.Layers, []int{1}) {
+		t.Fatalf("saved layers_to_transform %v (%v), want [1]", pc, err)
+	}
+	for _, line := range readLines(t, filepath.Join(src, "timing.jsonl")) {
+		if !strings.Contains(line, `"layer_evals":3,`) {
+			t.Errorf("timing %s: want 3 layer evaluations a step", line)
+		}
+	}
+	init := "adapter.init=" + filepath.Join(src, "best")
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"the same layers", []string{init, "adapter.layers=[1]"}, ""},
+		{"every layer", []string{init}, "adapts layers [1] (layers_to_transform), but adapter.layers is []"},
+		{"a layer the model lacks", []string{"adapter.layers=[0,2]"}, "adapter.layers: layer 2 is not one of the model's 2 layers (0 to 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(trustSet), "train.steps=0", "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestBatchLargerThanData: a batch larger than the training split runs (the
 // sampler repeats examples) and says so.
 func TestBatchLargerThanData(t *testing.T) {

@@ -112,7 +112,7 @@ func (r *run) checkAdapterMemory() error {
 // adapterMemory is checkAdapterMemory's test on a model of config c, with
 // q directions, on a machine of total bytes (0: unknown, nothing checked).
 func adapterMemory(c *model.Config, a AdapterConfig, q int, total uint64) error {
-	n, err := lora.Size(c, lora.Options{R: a.R, Alpha: a.Alpha, Targets: a.Targets})
+	n, err := lora.Size(c, lora.Options{R: a.R, Alpha: a.Alpha, Targets: a.Targets, Layers: a.layers()})
 	if err != nil {
 		return nil // newTrainable says what is wrong
 	}

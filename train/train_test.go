@@ -67,6 +67,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		{"lora-meazo", "LORA", []string{"optimizer.name=meazo"}},
 		{"lora-zo-adam", "LORA", []string{"optimizer.name=zo-adam"}},
 		{"lora-all-linear-meazo", "LORA", []string{"optimizer.name=meazo", "adapter.targets=[all-linear]", "adapter.r=4"}},
+		{"lora-layer-1-grouped-zo-adam", "LORA", []string{"optimizer.name=zo-adam", "adapter.layers=[1]", "adapter.grouped=true"}},
 		{"prompt-meazo", "PROMPT_TUNING", append(slices.Clone(prompt), "optimizer.name=meazo")},
 		{"prompt-zo-adam", "PROMPT_TUNING", append(slices.Clone(prompt), "optimizer.name=zo-adam")},
 		{"lora-zo-sgd-linear-warmup", "LORA", []string{"optimizer.name=zo-sgd", "optimizer.lr=0.05", "optimizer.schedule=linear", "optimizer.warmup_steps=3"}},

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,9 @@ func adapterWhat(cfg *Config, c *model.Config) string {
 		if a.RSLoRA {
 			what = fmt.Sprintf("LoRA r %d, alpha %g (rsLoRA: scale alpha/√r) on %s", a.R, a.Alpha, strings.Join(names, ", "))
 		}
+		if len(a.Layers) > 0 {
+			what += " of " + layerList(a.Layers)
+		}
 		if c == nil {
 			what += " and the classifier"
 		}
@@ -40,6 +44,23 @@ func adapterWhat(cfg *Config, c *model.Config) string {
 		what += ", from adapter.init " + a.Init
 	}
 	return what
+}
+
+// layerList names decoder layers: "layer 3", "layers 20 to 27" (a run of
+// them), "layers 1, 5, 9".
+func layerList(layers []int) string {
+	ls := slices.Sorted(slices.Values(layers))
+	if len(ls) == 1 {
+		return fmt.Sprintf("layer %d", ls[0])
+	}
+	if ls[len(ls)-1]-ls[0] == len(ls)-1 {
+		return fmt.Sprintf("layers %d to %d", ls[0], ls[len(ls)-1])
+	}
+	var s []string
+	for _, l := range ls {
+		s = append(s, strconv.Itoa(l))
+	}
+	return "layers " + strings.Join(s, ", ")
 }
 
 // groupDigits writes n with commas between groups of three digits.
