@@ -116,17 +116,17 @@ func savePEFT(dir string, tensors []safetensors.Tensor, cfg map[string]any) erro
 // peftKeys are the keys of adapter_config.json that ReadPEFTConfig reads
 // and checks (PEFTConfig's), and those of PEFT 0.15's LoraConfig that do
 // not change what a saved adapter computes (its initialisation, the base
-// model's revision, megatron_core without megatron_config, layers_pattern
-// without layers_to_transform). Any other key set to something is refused
+// model's revision, megatron_core without megatron_config). Any other key
+// set to something is refused
 // (exclude_modules, layer_replication, megatron_config, and whatever a
 // newer PEFT adds).
 var peftKeys = map[string]bool{
 	"peft_type": true, "task_type": true, "r": true, "lora_alpha": true, "lora_dropout": true, "target_modules": true,
 	"bias": true, "use_rslora": true, "use_dora": true, "fan_in_fan_out": true, "lora_bias": true, "alpha_pattern": true,
-	"rank_pattern": true, "layers_to_transform": true, "modules_to_save": true, "trainable_token_indices": true,
-	"base_model_name_or_path": true,
-	"inference_mode":          true, "init_lora_weights": true, "revision": true, "auto_mapping": true, "loftq_config": true,
-	"eva_config": true, "corda_config": true, "megatron_core": true, "runtime_config": true, "layers_pattern": true,
+	"rank_pattern": true, "layers_to_transform": true, "layers_pattern": true, "modules_to_save": true,
+	"trainable_token_indices": true, "base_model_name_or_path": true,
+	"inference_mode": true, "init_lora_weights": true, "revision": true, "auto_mapping": true, "loftq_config": true,
+	"eva_config": true, "corda_config": true, "megatron_core": true, "runtime_config": true,
 }
 
 // Scale is the factor PEFT multiplies B(Ax) by: alpha/r, or alpha/√r with rsLoRA.
