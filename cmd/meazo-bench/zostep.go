@@ -21,10 +21,10 @@ import (
 func init() {
 	register("zostep", cli.Help{
 		Summary:  "one ZO step (LoRA, MEAZO) vs two plain forwards; grouped with and without prefix caching",
-		Synopsis: "[-model NAME] [-shapes BxT,...] [-q LIST] [-targets LIST] [-grouped] [-backend B] [flags]",
-		Does: `Times one MEAZO step with LoRA (r=16 on q_proj and v_proj, or -targets) on random weights, against two
-plain forwards with the adapter over the same rows, at each q; -grouped adds grouped (per-layer) estimation with
-and without prefix caching: what a step costs beyond inference.`,
+		Synopsis: "[-model NAME] [-shapes BxT,...] [-q LIST] [-targets LIST] [-top N] [-grouped] [-backend B] [flags]",
+		Does: `Times one MEAZO step with LoRA (r=16 on q_proj and v_proj, or -targets; of every layer, or -top N of them)
+on random weights, against two plain forwards with the adapter over the same rows, at each q; -grouped adds
+grouped (per-layer) estimation with and without prefix caching: what a step costs beyond inference.`,
 		Reads: randomWeights,
 		Prints: `a header (model, weights, threads, backend), then per shape a line each for two plain forwards and
 each step: median seconds, the ratio, layers evaluated, the host's share; -steps: time per step and losses.`,
@@ -36,6 +36,7 @@ each step: median seconds, the ratio, layers evaluated, the host's share; -steps
 type zoStepBench struct {
 	name, shapes, qs, backend, profile string
 	targets                            []string // LoRA targets (-targets)
+	layers                             []int    // LoRA layers (-top: the last N; nil: all)
 	grouped, bf16                      bool
 	reps, threads, steps               int
 	cfg                                *model.Config // -model's, resolved before a backend is opened
@@ -55,6 +56,7 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	fs.BoolVar(&zb.bf16, "bf16", false, bf16Usage)
 	fs.IntVar(&zb.steps, "steps", 0, "then a run of this many MEAZO steps (q=1) at the first shape, each on a new random batch: its time per step and losses")
 	targets := fs.String("targets", "q_proj,v_proj", "comma-separated LoRA target projections, or all-linear")
+	top := fs.Int("top", 0, "LoRA on the last N decoder layers only (adapter.layers; 0: every layer)")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
@@ -71,6 +73,12 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	}
 	if _, err := lora.TargetNames(zb.cfg, zb.targets); err != nil {
 		return nil, fmt.Errorf("-targets: %w", err)
+	}
+	if *top < 0 || *top > zb.cfg.NumLayers {
+		return nil, fmt.Errorf("-top: want 0 to the model's %d layers, got %d", zb.cfg.NumLayers, *top)
+	}
+	for l := zb.cfg.NumLayers - *top; *top > 0 && l < zb.cfg.NumLayers; l++ {
+		zb.layers = append(zb.layers, l)
 	}
 	return &zb, nil
 }
@@ -95,7 +103,11 @@ func runZOStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	names, _ := lora.TargetNames(zb.cfg, zb.targets)
-	fmt.Fprintf(stdout, "# %s, %s weights, LoRA r=16 on %s, MEAZO, %d CPU threads, %s\n", zb.name, weightsName(zb.bf16), strings.Join(names, "/"), zb.threads, be.Describe())
+	of := "every layer"
+	if zb.layers != nil {
+		of = fmt.Sprintf("layers %d to %d", zb.layers[0], zb.layers[len(zb.layers)-1])
+	}
+	fmt.Fprintf(stdout, "# %s, %s weights, LoRA r=16 on %s of %s, MEAZO, %d CPU threads, %s\n", zb.name, weightsName(zb.bf16), strings.Join(names, "/"), of, zb.threads, be.Describe())
 	fmt.Fprintf(stdout, "# host: the share of a step spent outside the model's evaluation of its variants (noise, perturbation, update)\n")
 	fmt.Fprintf(stdout, "%-8s %-22s %10s %14s %8s %7s %9s\n", "shape", "what", "seconds", "vs 2 forwards", "layers", "host", "host ms")
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -118,7 +130,7 @@ func (zb *zoStepBench) run(stdout io.Writer, m *model.Model, rng *rand.Rand) err
 	if err != nil {
 		return err
 	}
-	a, err := lora.New(m, lora.Options{Seed: 1, Targets: zb.targets})
+	a, err := lora.New(m, lora.Options{Seed: 1, Targets: zb.targets, Layers: zb.layers})
 	if err != nil {
 		return err
 	}
@@ -150,7 +162,7 @@ func (zb *zoStepBench) shape(stdout io.Writer, m *model.Model, rng *rand.Rand, s
 	}
 	sh := &zoShape{m: m, name: s}
 	sh.in, sh.labels = randomBatch(rng, m.VocabSize, b, t, 3)
-	a, err := lora.New(m, lora.Options{Seed: 1, Targets: zb.targets})
+	a, err := lora.New(m, lora.Options{Seed: 1, Targets: zb.targets, Layers: zb.layers})
 	if err != nil {
 		return err
 	}
@@ -188,7 +200,7 @@ func (zb *zoStepBench) shape(stdout io.Writer, m *model.Model, rng *rand.Rand, s
 // step times one MEAZO step of a fresh LoRA adapter with q directions
 // (grouped by layer, with or without prefix caching) and prints its line.
 func (zb *zoStepBench) step(stdout io.Writer, sh *zoShape, label string, q int, groupByLayer, cache bool) error {
-	a, err := lora.New(sh.m, lora.Options{Seed: 1, Targets: zb.targets, GroupByLayer: groupByLayer})
+	a, err := lora.New(sh.m, lora.Options{Seed: 1, Targets: zb.targets, Layers: zb.layers, GroupByLayer: groupByLayer})
 	if err != nil {
 		return err
 	}
