@@ -97,39 +97,40 @@ func checkValue(key string, v any) error {
 		if _, ok := v.(bool); !ok {
 			return fmt.Errorf("%s: want true or false, got %s", key, show())
 		}
-	case "[]string":
-		l, ok := v.([]any)
-		if !ok {
-			return fmt.Errorf("%s: want a list, e.g. [a, b], got %s", key, show())
-		}
-		for _, e := range l {
-			if _, ok := e.(string); !ok {
-				return fmt.Errorf("%s: want a list of names, got element %v", key, e)
-			}
-		}
-	case "[]int":
-		l, ok := v.([]any)
-		if !ok {
-			return fmt.Errorf("%s: want a list, e.g. [20, 21], got %s", key, show())
-		}
-		for _, e := range l {
-			var f float64
-			switch x := e.(type) {
-			case int:
-				f = float64(x)
-			case float64:
-				f = x
-			default:
-				f = math.NaN()
-			}
-			if f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
-				return fmt.Errorf("%s: want a list of layer indices (whole numbers from 0), got element %v", key, e)
-			}
-		}
+	case "[]string", "[]int":
+		return checkList(kind, key, v, show)
 	case "string":
 		switch v.(type) {
 		case map[string]any, []any:
 			return fmt.Errorf("%s: want a single value, got %s", key, show())
+		}
+	}
+	return nil
+}
+
+// checkList is checkValue for a list key: of names ([]string), or of
+// layer indices ([]int).
+func checkList(kind, key string, v any, show func() string) error {
+	l, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("%s: want a list, e.g. %s, got %s", key, map[string]string{"[]string": "[a, b]", "[]int": "[20, 21]"}[kind], show())
+	}
+	for _, e := range l {
+		if kind == "[]string" {
+			if _, ok := e.(string); !ok {
+				return fmt.Errorf("%s: want a list of names, got element %v", key, e)
+			}
+			continue
+		}
+		f := math.NaN()
+		switch x := e.(type) {
+		case int:
+			f = float64(x)
+		case float64:
+			f = x
+		}
+		if f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
+			return fmt.Errorf("%s: want a list of layer indices (whole numbers from 0), got element %v", key, e)
 		}
 	}
 	return nil
