@@ -100,10 +100,14 @@ func (r *run) checkStepMemory(f stepFloor) error {
 // memory in the copies a step holds at least: the parameters, each of the
 // 2q perturbed points the engine forms, and the best ones kept for
 // evaluation. A rank of the hidden size on every projection of an 8B model
-// is tens of GB: refused with the figures, not killed mid-allocation.
+// is tens of GB: refused with the figures, not killed mid-allocation. An
+// adapter.init is checked too, by the config's figures: it loads only if
+// its rank and targets are adapter.r and adapter.targets (matchLoRA), and
+// its copies are the same size (a run from one of 131,072 parameters at q
+// 30,000 died out of memory in its first step).
 func (r *run) checkAdapterMemory() error {
 	a := r.cfg.Adapter
-	if a.Kind != "lora" || a.Init != "" { // (an adapter.init's size is its file's, checked as it loads)
+	if a.Kind != "lora" {
 		return nil
 	}
 	return adapterMemory(&r.m.Config, a, r.cfg.Optimizer.Q, sysmem.Total())
@@ -121,7 +125,7 @@ func adapterMemory(c *model.Config, a AdapterConfig, q int, total uint64) error 
 	if total == 0 || need <= float64(total) {
 		return nil
 	}
-	return fmt.Errorf("adapter.r %d on %v: the adapter's %s parameters need at least %s in the %d float32 copies a step holds (the parameters, %d perturbed points, the best), more than this machine's %s of memory; use a smaller adapter.r or fewer adapter.targets",
+	return fmt.Errorf("adapter.r %d on %v: the adapter's %s parameters need at least %s in the %d float32 copies a step holds (the parameters, %d perturbed points, the best), more than this machine's %s of memory; use a smaller adapter.r, fewer adapter.targets or a smaller optimizer.q",
 		a.R, a.Targets, groupDigits(n), size(need), copies, copies-2, size(float64(total)))
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,5 +142,40 @@ func TestAdapterTooLargeForMemory(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("r %d on %v, q %d: %v, want %q", tc.r, tc.targets, tc.q, err, tc.want)
 		}
+	}
+}
+
+// TestAdapterInitTooLargeForMemory: an adapter.init whose copies in a step
+// cannot fit is refused before the run writes anything, as a fresh adapter
+// of its rank and targets is (it was let through, and died out of memory in
+// its first step). The demo's model with r 64 on every projection holds
+// 131,072 parameters, 512 KiB a copy; q is chosen for twice the machine's
+// memory in the 2q + 2 copies, while the batch of one row (about 27 KB a
+// variant) stays far below it.
+func TestAdapterInitTooLargeForMemory(t *testing.T) {
+	total := sysmem.Total()
+	if total == 0 {
+		t.Skip("the machine's memory cannot be read here (no /proc/meminfo)")
+	}
+	dir, cfg := demoConfig(t, 1)
+	lora64 := []string{"adapter.r=64", "adapter.targets=[all-linear]"}
+	first := filepath.Join(dir, "first")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(trustSet), lora64...), "output.dir="+first)}); err != nil {
+		t.Fatal(err)
+	}
+	q := strconv.FormatUint(total>>19, 10)
+	out := filepath.Join(dir, "run")
+	set := append(append(slices.Clone(trustSet), lora64...), "adapter.init="+filepath.Join(first, "best"),
+		"train.batch_size=1", "optimizer.q="+q, "output.dir="+out)
+	_, err := Run(Options{ConfigPath: cfg, Overrides: set})
+	want := "adapter.r 64 on [all-linear]: the adapter's 131,072 parameters need at least"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("optimizer.q %s from adapter.init: error %v, want %q", q, err, want)
+	}
+	if !strings.Contains(err.Error(), "or a smaller optimizer.q") {
+		t.Errorf("the refusal does not name optimizer.q, which made it too large: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused run left %s behind (%v)", out, err)
 	}
 }
