@@ -100,7 +100,7 @@ func (r *run) setupText() error {
 		return err
 	}
 	if r.cfg.Adapter.Kind != "full" { // (newFullState says what it trains)
-		fmt.Fprintln(r.out, trainableLine(r.tr.count(), r.m.ParamCount(), adapterWhat(r.cfg, &r.m.Config)))
+		fmt.Fprintln(r.out, adapterLine(r.tr.count(), r.m.ParamCount(), adapterWhat(r.cfg, &r.m.Config)))
 	}
 	// The objective and the evaluator, over the data.
 	r.modality = r.newTextTask(splits, enc)

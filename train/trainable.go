@@ -11,11 +11,25 @@ import (
 )
 
 // trainableLine is the run log's line on what trains and how much of the
-// model that is, as PEFT's print_trainable_parameters says it:
-//
-//	trainable: 2,293,760 of 596,049,920 parameters (0.385 %): LoRA r 16, alpha 16 on q_proj, v_proj
+// model that is, as PEFT's print_trainable_parameters says it (trainable
+// params, all params, trainable%): for full-parameter training, total is
+// the model's parameters; for an adapter, adapterLine's.
 func trainableLine(trainable, total int64, what string) string {
 	return fmt.Sprintf("trainable: %s of %s parameters (%.3g %%): %s", groupDigits(trainable), groupDigits(total), 100*float64(trainable)/float64(max(total, 1)), what)
+}
+
+// adapterLine is trainableLine for an adapter of trainable parameters on a
+// model of base parameters (transformers' num_parameters). PEFT counts the
+// adapter among all the parameters, as it counts the modules of the
+// PeftModel (a ViT's trainable copy of its classifier too, beside the
+// frozen one): Qwen3-0.6B's 596,049,920 with LoRA r 16 on q_proj and v_proj
+//
+//	trainable: 2,293,760 of 598,343,680 parameters (0.383 %): LoRA r 16, alpha 16 on q_proj, v_proj
+//
+// where base alone as the total gave 0.385 %, and more than 100 % for an
+// adapter larger than a tiny model.
+func adapterLine(trainable, base int64, what string) string {
+	return trainableLine(trainable, base+trainable, what)
 }
 
 // adapterWhat says what adapter trains (LoRA or prompt tuning), for

@@ -75,7 +75,7 @@ func (r *run) setupVision() error {
 	}
 	v.obj = &vitObjective{vit: v.vit, adapter: v.adapter}
 	r.tr = newVisionState(v, cfg.Adapter.Grouped)
-	fmt.Fprintln(r.out, trainableLine(r.tr.count(), int64(v.vit.Config.ParamCount()), adapterWhat(cfg, nil)))
+	fmt.Fprintln(r.out, adapterLine(r.tr.count(), int64(v.vit.Config.ParamCount()), adapterWhat(cfg, nil)))
 	if err := r.setupEngine(); err != nil {
 		return err
 	}
