@@ -256,6 +256,10 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 	switch {
 	case c.PeftType != "LORA":
 		return nil, fmt.Errorf("adapter config %s: peft_type %q, want LORA", path, c.PeftType)
+	case len(c.TargetModules.Names) == 0 && c.TargetModules.Regex == "":
+		// An adapter on no module would load as one that changes nothing,
+		// and score the base model under the adapter's name.
+		return nil, fmt.Errorf("adapter config %s: target_modules is missing or empty: name the modules the adapter's matrices are for, e.g. [\"q_proj\", \"v_proj\"] (PEFT refuses it too)", path)
 	case c.R <= 0:
 		return nil, fmt.Errorf("adapter config %s: r must be positive, got %d", path, c.R)
 	case c.UseDoRA:

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
 )
 
 // TestLoadPEFTModulePaths: target_modules as PEFT writes them when they
@@ -62,6 +63,9 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 		{"all-linear as a string", llama, []string{AllLinear}, "all-linear", ""},
 		{"an expression of one layer", llama, []string{AllLinear}, `model\.layers\.0\..*`, "name q_proj in 1 of the model's 2 layers"},
 		{"an expression matching a part only", llama, []string{"q_proj"}, `q_proj`, `target module the regular expression "q_proj" is no projection`},
+		{"an empty list", llama, []string{"q_proj"}, []string{}, "target_modules is missing or empty"},
+		{"null", llama, []string{"q_proj"}, nil, "target_modules is missing or empty"},
+		{"an empty expression", llama, []string{"q_proj"}, "", "target_modules is missing or empty"},
 		{"Python's lookbehind", llama, []string{"q_proj"}, `.*(?<=self_attn\.)q_proj`, "is a regular expression Go's regexp cannot read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,5 +118,34 @@ func setTargetModules(t *testing.T, dir string, targets any) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLoadRefusesAdapterOnNoModule: an adapter whose target_modules is
+// empty or missing, with no matrices in its file, is refused rather than
+// loaded as an adapter that changes nothing (forward, evaluation and merge
+// ran the base model under its name). PEFT refuses it too: "Target modules
+// set() not found", "Please specify `target_modules`".
+func TestLoadRefusesAdapterOnNoModule(t *testing.T) {
+	m, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, targets := range []any{[]string{}, nil, ""} {
+		a, err := New(m, Options{R: 2, Targets: []string{"q_proj"}, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := a.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		setTargetModules(t, dir, targets)
+		if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), nil, map[string]string{"format": "pt"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(dir, m, false); err == nil || !strings.Contains(err.Error(), "target_modules is missing or empty") {
+			t.Errorf("target_modules %#v and no tensors: %v, want it refused", targets, err)
+		}
 	}
 }
