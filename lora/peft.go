@@ -199,7 +199,7 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("target_modules %q is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", t.Regex, err)
 		}
-		matches, labels = append(matches, re.MatchString), append(labels, "the regular expression "+strconv.Quote(t.Regex))
+		matches, labels = append(matches, re.MatchString), append(labels, strconv.Quote(t.Regex))
 	}
 	for _, name := range t.Names {
 		if !strings.Contains(name, ".") {
@@ -223,6 +223,9 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 				}
 			}
 		}
+		if !found && t.Regex != "" && i == 0 {
+			return nil, noProjectionMatched(c, t.Regex)
+		}
 		if !found {
 			return nil, fmt.Errorf("target module %s is no projection of this model's layers (%s.N.<module>)", labels[i], c.LayersName())
 		}
@@ -237,6 +240,20 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// noProjectionMatched is targetPaths' error for a regular expression that
+// matches none of c's projections. A string target_modules is an
+// expression on the full name, so "q_proj" written as a string (not in a
+// list) matches nothing, as in PEFT ("Target modules q_proj not found"):
+// the error says so, and how to name the module.
+func noProjectionMatched(c *model.Config, re string) error {
+	hint := ""
+	if regexp.QuoteMeta(re) == re {
+		hint = fmt.Sprintf(`; to name the module in every layer, give a list: [%q]`, re)
+	}
+	return fmt.Errorf("target_modules %q is a string, which PEFT reads as a regular expression that a module's full name must match whole (re.fullmatch): it matches no projection of this model's layers (%s.N.<module>)%s",
+		re, c.LayersName(), hint)
 }
 
 // readPEFTConfig reads adapter_config.json and refuses what no loader of
