@@ -4,14 +4,17 @@ package lora
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/inputfile"
@@ -66,7 +69,7 @@ func (t *Targets) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if err := json.Unmarshal(b, &t.Regex); err != nil {
-		return fmt.Errorf("target_modules is %s: want a list of module names or one regular expression", b)
+		return fmt.Errorf("target_modules is %s: want a list of module names or one regular expression", clip(string(b)))
 	}
 	if t.Regex == AllLinear {
 		*t = Targets{Names: []string{AllLinear}}
@@ -173,7 +176,7 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		// A path ("model.layers.0.self_attn.q_proj") names a module by its
 		// last part; which layers it covers, targetPaths finds.
 		if supported := SupportedTargets(); !slices.Contains(supported, t[strings.LastIndex(t, ".")+1:]) {
-			return nil, fmt.Errorf("adapter config %s: target module %q is not supported (supported: %v)", path, t, supported)
+			return nil, fmt.Errorf("adapter config %s: target module %s is not supported (supported: %v)", path, quoteClipped(t), supported)
 		}
 	}
 	return c, nil
@@ -197,9 +200,13 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 	if t.Regex != "" {
 		re, err := regexp.Compile(`^(?:` + t.Regex + `)$`)
 		if err != nil {
-			return nil, fmt.Errorf("target_modules %q is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", t.Regex, err)
+			var se *syntax.Error
+			if errors.As(err, &se) { // (its message holds the whole expression)
+				err = fmt.Errorf("%s in %s", se.Code, quoteClipped(se.Expr))
+			}
+			return nil, fmt.Errorf("target_modules %s is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", quoteClipped(t.Regex), err)
 		}
-		matches, labels = append(matches, re.MatchString), append(labels, strconv.Quote(t.Regex))
+		matches, labels = append(matches, re.MatchString), append(labels, quoteClipped(t.Regex))
 	}
 	for _, name := range t.Names {
 		if !strings.Contains(name, ".") {
@@ -207,7 +214,7 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 			continue
 		}
 		matches = append(matches, func(key string) bool { return key == name || strings.HasSuffix(key, "."+name) })
-		labels = append(labels, strconv.Quote(name))
+		labels = append(labels, quoteClipped(name))
 	}
 	layers := map[string]map[int]bool{} // the layers the paths cover, by projection
 	for i, match := range matches {
@@ -249,11 +256,44 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 // the error says so, and how to name the module.
 func noProjectionMatched(c *model.Config, re string) error {
 	hint := ""
-	if regexp.QuoteMeta(re) == re {
+	if regexp.QuoteMeta(re) == re && len(re) <= clipped {
 		hint = fmt.Sprintf(`; to name the module in every layer, give a list: [%q]`, re)
 	}
-	return fmt.Errorf("target_modules %q is a string, which PEFT reads as a regular expression that a module's full name must match whole (re.fullmatch): it matches no projection of this model's layers (%s.N.<module>)%s",
-		re, c.LayersName(), hint)
+	return fmt.Errorf("target_modules %s is a string, which PEFT reads as a regular expression that a module's full name must match whole (re.fullmatch): it matches no projection of this model's layers (%s.N.<module>)%s",
+		quoteClipped(re), c.LayersName(), hint)
+}
+
+// clipped is how much of a target in adapter_config.json an error quotes:
+// a target_modules of megabytes (an expression of 2,000,000 alternatives)
+// made an error of 72 MB.
+const clipped = 100
+
+// clipPrefix is s's first clipped bytes, cut at a rune's start.
+func clipPrefix(s string) string {
+	if len(s) <= clipped {
+		return s
+	}
+	cut := s[:clipped]
+	for len(cut) > 0 && !utf8.RuneStart(s[len(cut)]) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut
+}
+
+// clip is s, or its first clipped bytes marked with its length.
+func clip(s string) string {
+	if cut := clipPrefix(s); cut != s {
+		return fmt.Sprintf("%s… (%d bytes)", cut, len(s))
+	}
+	return s
+}
+
+// quoteClipped is strconv.Quote of s, clipped as clip does.
+func quoteClipped(s string) string {
+	if cut := clipPrefix(s); cut != s {
+		return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(cut), len(s))
+	}
+	return strconv.Quote(s)
 }
 
 // readPEFTConfig reads adapter_config.json and refuses what no loader of

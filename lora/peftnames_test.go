@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
@@ -148,5 +149,46 @@ func TestLoadRefusesAdapterOnNoModule(t *testing.T) {
 		if _, err := Load(dir, m, false); err == nil || !strings.Contains(err.Error(), "target_modules is missing or empty") {
 			t.Errorf("target_modules %#v and no tensors: %v, want it refused", targets, err)
 		}
+	}
+}
+
+// TestLoadClipsLongTargets: an error about a target_modules of megabytes
+// quotes its start and says how long it is, rather than all of it (an
+// expression of 2,000,000 alternatives that Go's regexp found too large
+// made an error of 72 MB: the expression in ours, and again in regexp's).
+func TestLoadClipsLongTargets(t *testing.T) {
+	m, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", 1<<19) // 1 MiB of two-byte runes
+	for _, tc := range []struct {
+		name string
+		file any
+		want string
+	}{
+		{"an expression Go cannot read", long + "(", "missing closing ) in "},
+		{"an expression matching nothing", long, "matches no projection"},
+		{"a module name", []string{"model." + long}, "is not supported"},
+		{"not a list nor a string", map[string]string{"a": long}, "want a list of module names"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := New(m, Options{R: 2, Targets: []string{"q_proj"}, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := a.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			setTargetModules(t, dir, tc.file)
+			_, err = Load(dir, m, false)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %.300v, want an error containing %q", err, tc.want)
+			}
+			if msg := err.Error(); len(msg) > 1000 || !strings.Contains(msg, " bytes)") || !utf8.ValidString(msg) {
+				t.Errorf("an error of %d bytes (valid UTF-8: %v), want the target clipped: %.400s", len(msg), utf8.ValidString(msg), msg)
+			}
+		})
 	}
 }

@@ -97,7 +97,7 @@ func planViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
 	a := &ViTAdapter{opts: opts, layers: c.NumLayers, hidden: c.HiddenSize, labels: c.NumLabels}
 	for _, t := range opts.Targets {
 		if !slices.Contains(vitTargets, t) {
-			return nil, fmt.Errorf("lora: target module %q is not supported on a ViT (supported: %v)", t, vitTargets)
+			return nil, fmt.Errorf("lora: target module %s is not supported on a ViT (supported: %v)", quoteClipped(t), vitTargets)
 		}
 	}
 	for _, t := range vitTargets {
@@ -274,7 +274,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 	if !slices.Equal(cfg.ModulesToSave, []string{"classifier"}) {
 		hint := ""
 		if len(cfg.ModulesToSave) == 0 && slices.ContainsFunc(cfg.TargetModules.Names, func(t string) bool { return strings.HasSuffix(t, "_proj") }) {
-			hint = fmt.Sprintf(" (targets %q: a decoder model's adapter, not a ViT's)", cfg.TargetModules.Names)
+			hint = fmt.Sprintf(" (targets %s: a decoder model's adapter, not a ViT's)", clip(fmt.Sprintf("%q", cfg.TargetModules.Names)))
 		}
 		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])%s", dir, cfg.ModulesToSave, hint)
 	}
@@ -282,7 +282,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		return nil, fmt.Errorf("adapter %s: layers_to_transform %v: a ViT adapter covers every layer", dir, cfg.Layers)
 	}
 	if cfg.TargetModules.Regex != "" {
-		return nil, fmt.Errorf("adapter %s: target_modules is the regular expression %q; a ViT adapter's are a list (query, value)", dir, cfg.TargetModules.Regex)
+		return nil, fmt.Errorf("adapter %s: target_modules is the regular expression %s; a ViT adapter's are a list (query, value)", dir, quoteClipped(cfg.TargetModules.Regex))
 	}
 	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules.Names, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
 	if err != nil {
