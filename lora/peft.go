@@ -192,8 +192,8 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 // module's full name whole (re.fullmatch; Go's regexp reads most of
 // Python's). Bare names (and AllLinear) pass as they are, checked against
 // c by targetsOf; a path or an expression must cover its projections in
-// every layer, together with the other paths, as an adapter of this
-// package covers every layer (layers_to_transform is refused).
+// every layer, together with the other paths (an adapter on some layers
+// names them in layers_to_transform, its projections by name).
 func targetPaths(c *model.Config, t Targets) ([]string, error) {
 	var names, labels []string
 	var matches []func(key string) bool
@@ -241,7 +241,7 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 		switch n := len(layers[p.Name]); {
 		case n == 0 || slices.Contains(names, p.Name):
 		case n != c.NumLayers:
-			return nil, fmt.Errorf("target_modules name %s in %d of the model's %d layers: an adapter on some layers only is not supported", p.Name, n, c.NumLayers)
+			return nil, fmt.Errorf("target_modules name %s in %d of the model's %d layers: for an adapter on some layers, name the projections (%q) and the layers in layers_to_transform", p.Name, n, c.NumLayers, p.Name)
 		default:
 			names = append(names, p.Name)
 		}

@@ -24,9 +24,9 @@ import (
 // layers (18: the committed opt-tiny) its saved adapter_config.json lists
 // "model.layers.0.self_attn.q_proj", … . PEFT matches a target to a module
 // whose name is the target or ends with "." + the target, so
-// "self_attn.q_proj" is q_proj of every layer; a list that leaves out a
-// projection of some layers is an adapter on some layers only, refused as
-// layers_to_transform is.
+// "self_attn.q_proj" is q_proj of every layer; a list of paths that leaves
+// out a projection of some layers is refused with how to say that
+// (layers_to_transform).
 func TestLoadPEFTModulePaths(t *testing.T) {
 	llama, err := model.NewRandom(tinyConfig(), 1, 0.2)
 	if err != nil {
@@ -56,7 +56,7 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 		{"llama all-linear, PEFT's paths", llama, []string{AllLinear}, paths(llama, 0, 1), ""},
 		{"opt-tiny all-linear, PEFT's paths", opt, []string{AllLinear}, paths(opt, 0, 1, 2), ""},
 		{"suffixes", llama, []string{"q_proj", "v_proj"}, []string{"self_attn.q_proj", "v_proj", "model.layers.1.self_attn.q_proj"}, ""},
-		{"one layer of two", llama, []string{AllLinear}, paths(llama, 0), "name q_proj in 1 of the model's 2 layers: an adapter on some layers only is not supported"},
+		{"one layer of two", llama, []string{AllLinear}, paths(llama, 0), "name q_proj in 1 of the model's 2 layers: for an adapter on some layers, name the projections (\"q_proj\") and the layers in layers_to_transform"},
 		{"no such module", llama, []string{"q_proj"}, []string{"model.layers.0.self_attn.qkv_proj"}, `target module "model.layers.0.self_attn.qkv_proj" is not supported`},
 		{"another model's path", llama, []string{"q_proj"}, []string{"model.decoder.layers.0.fc1"}, `target module "model.decoder.layers.0.fc1" is no projection of this model's layers (model.layers.N.<module>)`},
 		{"a regular expression", llama, []string{"q_proj", "down_proj"}, `.*\.(q_proj|down_proj)`, ""},
