@@ -375,6 +375,9 @@ func (c *PEFTConfig) readLayers() error {
 			}
 			c.Layers = append(c.Layers, l)
 		}
+		// PEFT asks whether a module's layer is in the list: an index
+		// given twice is the same layer.
+		c.Layers = slices.Compact(slices.Sorted(slices.Values(c.Layers)))
 		return nil
 	default:
 		l, err := index(v)
