@@ -102,6 +102,22 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 	}
 }
 
+// savedWithTargets saves an adapter of rank 2 on m's q_proj and returns
+// its directory, with target_modules in adapter_config.json set to targets.
+func savedWithTargets(t *testing.T, m *model.Model, targets any) string {
+	t.Helper()
+	a, err := New(m, Options{R: 2, Targets: []string{"q_proj"}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	setTargetModules(t, dir, targets)
+	return dir
+}
+
 // setTargetModules rewrites target_modules in dir's adapter_config.json.
 func setTargetModules(t *testing.T, dir string, targets any) {
 	t.Helper()
@@ -134,15 +150,7 @@ func TestLoadRefusesAdapterOnNoModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, targets := range []any{[]string{}, nil, ""} {
-		a, err := New(m, Options{R: 2, Targets: []string{"q_proj"}, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		if err := a.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		setTargetModules(t, dir, targets)
+		dir := savedWithTargets(t, m, targets)
 		if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), nil, map[string]string{"format": "pt"}); err != nil {
 			t.Fatal(err)
 		}
@@ -173,16 +181,7 @@ func TestLoadClipsLongTargets(t *testing.T) {
 		{"not a list nor a string", map[string]string{"a": long}, "want a list of module names"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := New(m, Options{R: 2, Targets: []string{"q_proj"}, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			if err := a.Save(dir); err != nil {
-				t.Fatal(err)
-			}
-			setTargetModules(t, dir, tc.file)
-			_, err = Load(dir, m, false)
+			_, err := Load(savedWithTargets(t, m, tc.file), m, false)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %.300v, want an error containing %q", err, tc.want)
 			}
