@@ -156,12 +156,7 @@ func (b *Backend) MatMulNT(y, x, m tensor.Buf, rows, n, k int) {
 	MatMulNT(b.wk, host(y), host(x), host(m), rows, n, k)
 }
 
-func (*Backend) AddScaled(y, x tensor.Buf, s float32) {
-	yh, xh := host(y), host(x)[:y.Len()]
-	for i, v := range xh {
-		yh[i] += v * s
-	}
-}
+func (b *Backend) AddScaled(y, x tensor.Buf, s float32) { AddScaled(b.wk, host(y), host(x), s) }
 
 func (b *Backend) RMSNorm(dst, x, weight tensor.Buf, rows, n int, eps float32) {
 	RMSNorm(b.wk, host(dst), host(x), host(weight), rows, n, eps)
