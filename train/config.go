@@ -79,7 +79,7 @@ type AdapterConfig struct {
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer (full: and the embeddings' and the head's), estimated one at a time with prefix caching (paper Alg. 3); LoRA and full"`
 	Include       []string `mapstructure:"include" yaml:"include" doc:"full: glob patterns (Go's path.Match) of the HF tensor names that train, e.g. [model.layers.*] (OPT: [model.decoder.layers.*]); empty: every tensor. A pattern that matches none of the model's tensors is an error"`
 	Exclude       []string `mapstructure:"exclude" yaml:"exclude" doc:"full: glob patterns of tensor names that do not train even if included, e.g. [model.embed_tokens.weight] (OPT: [model.decoder.embed_tokens.weight]; MeZO's fine-tuning without the embeddings; tied embeddings are the LM head too). A pattern that matches none of the model's tensors is an error; quote one that starts with * (YAML reads it as an alias): ['*norm*']"`
-	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one; its rank, alpha, use_rslora and targets (prompt tuning: virtual tokens) must equal adapter.r, adapter.alpha, adapter.rslora, adapter.targets (adapter.virtual_tokens)"`
+	Init          string   `mapstructure:"init" yaml:"init" doc:"start from this saved adapter directory (PEFT format) instead of a fresh one; its rank, alpha, use_rslora, targets and layers_to_transform (prompt tuning: virtual tokens) must equal adapter.r, adapter.alpha, adapter.rslora, adapter.targets and adapter.layers (adapter.virtual_tokens)"`
 }
 
 // OptimizerConfig is the config's optimizer section: the ZO optimizer, its
