@@ -9,7 +9,8 @@
 #   scripts/gpu/session.sh OUT_DIR [parts...]
 #   parts: env conformance zoagree host bench memcheck train demo profile (default: all, in that order);
 #   also kvprof (rope and store_kv under ncu, this commit against old/meazo-bench: kit.sh with OLD_REV);
-#   also step (the ZO step alone, ours and PyTorch's), default (our forward and step with the default
+#   also step (the ZO step alone, ours and PyTorch's), loratargets (LoRA steps on every projection and on the top
+#   quarter of the layers against q/v, ours alone; ~3 min), default (our forward and step with the default
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
 #   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
 #   steps against an older commit's meazo-bench: kit.sh with OLD_REV), ab (forwards and ZO steps against an
@@ -212,6 +213,19 @@ for part in $parts; do
       echo "## $m" >>"$f"
       timeout 90 "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5 >>"$f" 2>&1
       timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step >>"$f" 2>&1
+    done
+    cat "$f"
+    ;;
+  loratargets) # LoRA on every projection (all-linear) and on the top quarter of the layers (adapter.layers)
+    # against q/v on every layer: ours alone, same run, both models at 8x80 and 8x300
+    f=$out/loratargets.txt
+    : >"$f"
+    for m in Llama-3.2-1B:4 Qwen3-0.6B:7; do
+      cfg=$fx/full-configs/${m%%:*}
+      echo "## ${m%%:*}" >>"$f"
+      for args in "--targets q_proj,v_proj" "--targets all-linear" "--targets q_proj,v_proj --top ${m##*:}"; do
+        timeout 90 "$bin/meazo-bench" zostep --backend cuda --model "$cfg/config.json" --shapes 8x80,8x300 --q 1 --reps 5 $args >>"$f" 2>&1
+      done
     done
     cat "$f"
     ;;
