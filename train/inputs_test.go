@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
@@ -196,6 +197,28 @@ func TestRSLoRA(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAdapterLayersHugeList: a list of a million layer indices with one
+// twice is refused at once, naming that layer, in a message of a line: the
+// check looked for each index among all those before it (5·10¹¹
+// comparisons, minutes), and quoted the whole list (megabytes).
+func TestAdapterLayersHugeList(t *testing.T) {
+	c := Config{Task: TaskConfig{Name: "sst2"}, Adapter: AdapterConfig{Kind: "lora", R: 8, Alpha: 16, Targets: []string{"q_proj", "v_proj"}}}
+	for l := range 1 << 20 {
+		c.Adapter.Layers = append(c.Adapter.Layers, l)
+	}
+	c.Adapter.Layers = append(c.Adapter.Layers, 7)
+	done := make(chan error, 1)
+	go func() { done <- c.validateAdapter() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "layer 7 is named twice") || len(err.Error()) > 200 {
+			t.Errorf("error %.300q (%d bytes), want one line that names layer 7 twice", err, len(fmt.Sprint(err)))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("adapter.layers of a million indices: not checked in 20 s")
 	}
 }
 
