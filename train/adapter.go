@@ -91,10 +91,8 @@ func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 		if _, err := lora.TargetNames(&m.Config, cfg.Adapter.Targets); err != nil {
 			return nil, fmt.Errorf("adapter.targets: %w", err)
 		}
-		for _, l := range cfg.Adapter.Layers {
-			if l >= m.NumLayers {
-				return nil, fmt.Errorf("adapter.layers: layer %d is not one of the model's %d layers (0 to %d)", l, m.NumLayers, m.NumLayers-1)
-			}
+		if err := layersInModel(cfg.Adapter.Layers, m.NumLayers); err != nil {
+			return nil, err
 		}
 		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA, Layers: cfg.Adapter.layers(),
 			Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
@@ -297,6 +295,9 @@ func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
 	if err := matchLoRA(&c, l.a); err != nil {
 		return err
 	}
+	if err := layersInModel(a.Layers, l.m.NumLayers); err != nil {
+		return err // (and the list below is no longer than the model's layers)
+	}
 	want := slices.Sorted(slices.Values(a.Layers))
 	if len(want) == 0 { // every layer
 		for i := range l.m.NumLayers {
@@ -305,6 +306,17 @@ func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
 	}
 	if got := l.a.Layers(); !slices.Equal(got, want) {
 		return fmt.Errorf("adapter.init %s adapts layers %v (layers_to_transform), but adapter.layers is %v: set it to match the adapter", a.Init, got, a.Layers)
+	}
+	return nil
+}
+
+// layersInModel refuses adapter.layers naming a layer past a model's n
+// (Config.Validate has refused indices below 0 and repeats).
+func layersInModel(layers []int, n int) error {
+	for _, l := range layers {
+		if l >= n {
+			return fmt.Errorf("adapter.layers: layer %d is not one of the model's %d layers (0 to %d)", l, n, n-1)
+		}
 	}
 	return nil
 }

@@ -370,9 +370,20 @@ func (c *Config) validateAdapter() error {
 	case c.Adapter.Kind == "lora" && c.Task.Name != string(data.Pets) && !validTargets(c.Adapter.Targets, lora.SupportedTargets()):
 		return fmt.Errorf("adapter.targets %v: want one or more of %v, each once (%s only alone)", c.Adapter.Targets, lora.SupportedTargets(), lora.AllLinear)
 	}
-	for i, l := range c.Adapter.Layers {
-		if l < 0 || slices.Contains(c.Adapter.Layers[:i], l) {
-			return fmt.Errorf("adapter.layers %v: want layer indices from 0, each once", c.Adapter.Layers)
+	return checkLayers(c.Adapter.Layers)
+}
+
+// checkLayers refuses adapter.layers with an index below 0 or one given
+// twice, naming that index alone: sorted, in n log n, as a list of
+// millions is read (checked against the model's layers when it is loaded).
+func checkLayers(layers []int) error {
+	ls := slices.Sorted(slices.Values(layers))
+	for i, l := range ls {
+		switch {
+		case l < 0:
+			return fmt.Errorf("adapter.layers: layer %d: want layer indices from 0, each once", l)
+		case i > 0 && l == ls[i-1]:
+			return fmt.Errorf("adapter.layers: layer %d is named twice: want layer indices from 0, each once", l)
 		}
 	}
 	return nil
@@ -475,7 +486,7 @@ func (c *Config) validateImageTask() error {
 	case c.Eval.Merge:
 		return fmt.Errorf("eval.merge: task %s evaluates with the adapter applied (merging is not implemented for a ViT)", c.Task.Name)
 	case len(c.Adapter.Layers) > 0:
-		return fmt.Errorf("adapter.layers %v: task %s's ViT adapter covers every layer (leave adapter.layers empty)", c.Adapter.Layers, c.Task.Name)
+		return fmt.Errorf("adapter.layers: task %s's ViT adapter covers every layer (leave adapter.layers empty)", c.Task.Name)
 	}
 	return nil
 }

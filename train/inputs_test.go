@@ -50,7 +50,7 @@ func TestConfigValueErrors(t *testing.T) {
 		{"all-linear and more", cfg, []string{"adapter.targets=[all-linear,q_proj]"}, []string{"--set adapter.targets:", "all-linear only alone"}},
 		{"a layer as a scalar", cfg, []string{"adapter.layers=3"}, []string{"--set adapter.layers: want a list, e.g. [20, 21], got 3"}},
 		{"a negative layer", cfg, []string{"adapter.layers=[-1]"}, []string{"--set adapter.layers: want a list of layer indices (whole numbers from 0), got element -1"}},
-		{"a layer twice", cfg, []string{"adapter.layers=[1,1]"}, []string{"--set adapter.layers: [1 1]: want layer indices from 0, each once"}},
+		{"a layer twice", cfg, []string{"adapter.layers=[1,1]"}, []string{"--set adapter.layers: layer 1 is named twice: want layer indices from 0, each once"}},
 		{"target twice", cfg, []string{"adapter.targets=[v_proj,v_proj]"}, []string{"--set adapter.targets:", "each once"}},
 		{"no target", cfg, []string{"adapter.targets=[]"}, []string{"--set adapter.targets:", "one or more"}},
 		{"zeta 0", cfg, []string{"optimizer.zeta=0"}, []string{"--set optimizer.zeta: must be positive and finite, got 0"}},
@@ -251,6 +251,7 @@ func TestAdapterLayers(t *testing.T) {
 		{"the same layers", []string{init, "adapter.layers=[1]"}, ""},
 		{"every layer", []string{init}, "adapts layers [1] (layers_to_transform), but adapter.layers is []"},
 		{"a layer the model lacks", []string{"adapter.layers=[0,2]"}, "adapter.layers: layer 2 is not one of the model's 2 layers (0 to 1)"},
+		{"a layer the model lacks, from adapter.init", []string{init, "adapter.layers=[1,2]"}, "adapter.layers: layer 2 is not one of the model's 2 layers (0 to 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Run(Options{ConfigPath: cfg, Overrides: append(append(slices.Clone(trustSet), "train.steps=0", "output.dir="+filepath.Join(dir, tc.name)), tc.set...)})
