@@ -26,8 +26,9 @@ type Options struct {
 	// at the first of them from the clean pass below (prefix caching).
 	Layers []int
 	Seed   uint64 // seeds the A initialisation
-	// GroupByLayer makes each decoder layer its own parameter group (for
-	// grouped ZO estimation); otherwise all parameters form group 0.
+	// GroupByLayer makes each adapted decoder layer its own parameter group
+	// (for grouped ZO estimation): the i-th of Layers in increasing order is
+	// group i; otherwise all parameters form group 0.
 	GroupByLayer bool
 	// RSLoRA scales by alpha/√r instead of alpha/r (PEFT's use_rslora).
 	RSLoRA bool

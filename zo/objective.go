@@ -17,8 +17,9 @@ const (
 // modify any of them.
 type Variant struct {
 	// Group is the only group that differs from θ0, or AllGroups, or Clean.
-	// With prefix caching a model evaluates a variant of group b (= decoder
-	// layer b) from layer b on, starting from its clean pass's hidden state.
+	// With prefix caching a model evaluates a variant of group b from the
+	// first decoder layer b's parameters act in (layer b, or the b-th of an
+	// adapter's layers) on, starting from its clean pass's hidden state.
 	Group int
 	// Dir is the direction j (0..q-1) and Sign is +1 (θ0+εz), -1 (θ0-εz) or
 	// 0 (Clean). They are informative: the objective needs only Group and Params.
