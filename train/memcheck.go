@@ -125,7 +125,7 @@ func adapterMemory(c *model.Config, a AdapterConfig, q int, total uint64) error 
 	if total == 0 || need <= float64(total) {
 		return nil
 	}
-	return fmt.Errorf("adapter.r %d on %v: the adapter's %s parameters need at least %s in the %d float32 copies a step holds (the parameters, %d perturbed points, the best), more than this machine's %s of memory; use a smaller adapter.r, fewer adapter.targets or a smaller optimizer.q",
+	return fmt.Errorf("adapter.r %d on %v: the adapter's %s parameters need at least %s in the %d float32 copies a step holds (the parameters, %d perturbed points, the best), more than this machine's %s of memory; use a smaller adapter.r, fewer adapter.targets or adapter.layers, or a smaller optimizer.q",
 		a.R, a.Targets, groupDigits(n), size(need), copies, copies-2, size(float64(total)))
 }
 

@@ -39,7 +39,10 @@ type staging struct {
 
 // stageBytes is the pinned staging buffer's size: both variants' LoRA
 // matrices of a step of Qwen3-0.6B (18 MB) fit. A copy of more than a
-// quarter of it goes synchronously (weights, at load).
+// quarter of it goes synchronously (weights, at load). An adapter on every
+// projection (all-linear: 80 MB for the two variants at r 16) does not
+// fit: the stream is waited for each time the buffer fills, which costs
+// time, not bits (not yet measured on a GPU: session.sh loratargets).
 const stageBytes = 32 << 20
 
 // openGPU starts GPU ordinal on the calling OS thread: the primary
