@@ -61,15 +61,16 @@ func (wk Workers) For(n int, body func(lo, hi int)) {
 // start-up by vector versions when the CPU has them (ops_simd_amd64.go). Both
 // give bit-identical results.
 var (
-	opsPath  = "scalar"       // names the kernels in use, for tests and benchmarks
-	siluMul  = siluMulScalar  // gate[i] = silu(gate[i])·up[i]
-	expSub   = expSubScalar   // x[i] = Exp(x[i] - m)
-	maxOf    = maxOfScalar    // max(x), -Inf for an empty x
-	scaleBy  = scaleByScalar  // x[i] *= s
-	sumSq    = sumSqScalar    // Σ x[i]² in float64, in sumPartials order
-	sum64    = sum64Scalar    // Σ x[i] in float64, in sumPartials order
-	expSum64 = expSum64Scalar // Σ exp64(x[i] - m) for m ≥ every x[i], in sumPartials order
-	mulBoth  = mulBothScalar  // dst[i] = w[i]·(x[i]·s)
+	opsPath   = "scalar"        // names the kernels in use, for tests and benchmarks
+	siluMul   = siluMulScalar   // gate[i] = silu(gate[i])·up[i]
+	expSub    = expSubScalar    // x[i] = Exp(x[i] - m)
+	maxOf     = maxOfScalar     // max(x), -Inf for an empty x
+	scaleBy   = scaleByScalar   // x[i] *= s
+	scaledAdd = scaledAddScalar // dst[i] += src[i]·s, the product rounded before the sum
+	sumSq     = sumSqScalar     // Σ x[i]² in float64, in sumPartials order
+	sum64     = sum64Scalar     // Σ x[i] in float64, in sumPartials order
+	expSum64  = expSum64Scalar  // Σ exp64(x[i] - m) for m ≥ every x[i], in sumPartials order
+	mulBoth   = mulBothScalar   // dst[i] = w[i]·(x[i]·s)
 	// RoPE on one head split in halves lo and hi (rotateHalfScalar)
 	rotateHalf = rotateHalfScalar
 )
@@ -199,11 +200,16 @@ func AddScaled(wk Workers, dst, src []float32, s float32) {
 	const chunk = 1 << 16
 	wk.For((len(dst)+chunk-1)/chunk, func(lo, hi int) {
 		lo, hi = lo*chunk, min(hi*chunk, len(dst))
-		d, x := dst[lo:hi], src[lo:hi]
-		for i, v := range x {
-			d[i] += float32(v * s) // the conversion keeps Go from fusing (arm64)
-		}
+		scaledAdd(dst[lo:hi], src[lo:hi], s)
 	})
+}
+
+// scaledAddScalar is scaledAdd one element at a time.
+func scaledAddScalar(dst, src []float32, s float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += float32(v * s) // the conversion keeps Go from fusing (arm64)
+	}
 }
 
 func addScalar(dst, src []float32) {

@@ -29,6 +29,7 @@ func init() {
 		expSub = expSubAVX512
 		maxOf = maxOfAVX512
 		scaleBy = scaleByAVX512
+		scaledAdd = scaledAddAVX512
 		sumSq = sumSqAVX512
 		sum64 = sum64AVX512
 		expSum64 = expSum64AVX512
@@ -130,6 +131,28 @@ func scaleByVec(x []float32, sb uint32) int {
 	i := 0
 	for ; i+16 <= len(x); i += 16 {
 		archsimd.LoadFloat32x16Slice(x[i:]).Mul(sv).StoreSlice(x[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+// scaledAddAVX512 is scaledAddScalar on 16 lanes: a multiply, then an add
+// (not fused), as the scalar code rounds.
+func scaledAddAVX512(dst, src []float32, s float32) {
+	src = src[:len(dst)]
+	i := scaledAddVec(dst, src, math.Float32bits(s))
+	scaledAddScalar(dst[i:], src[i:], s)
+}
+
+// scaledAddVec does scaledAddAVX512's whole vectors (see expSubVec).
+//
+//go:noinline
+func scaledAddVec(dst, src []float32, sb uint32) int {
+	sv := archsimd.BroadcastUint32x16(sb).AsFloat32x16()
+	i := 0
+	for ; i+16 <= len(dst); i += 16 {
+		x := archsimd.LoadFloat32x16Slice(src[i:]).Mul(sv)
+		archsimd.LoadFloat32x16Slice(dst[i:]).Add(x).StoreSlice(dst[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 	return i

@@ -122,6 +122,16 @@ func TestKernelsMatchScalar(t *testing.T) {
 					t.Fatalf("scaleBy n=%d: [%d] %v, scalar %v", n, i, got[i], want[i])
 				}
 			}
+			// scaledAdd: the product rounded, then the sum (a fused
+			// multiply-add would differ in the last bit of some)
+			got, want = append([]float32(nil), up[:n]...), append([]float32(nil), up[:n]...)
+			scaledAdd(got, in, 0.37)
+			scaledAddScalar(want, in, 0.37)
+			for i := range got {
+				if !sameBits(got[i], want[i]) || want[i] != up[i]+float32(in[i]*0.37) && want[i] == want[i] {
+					t.Fatalf("scaledAdd n=%d off=%d: [%d] %v, scalar %v", n, off, i, got[i], want[i])
+				}
+			}
 		}
 	}
 }
