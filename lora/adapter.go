@@ -100,27 +100,38 @@ func newShape(m *model.Model, opts Options) (*Adapter, error) {
 // allocated (allocate).
 func planShape(m *model.Model, opts Options) (*Adapter, error) {
 	if opts.R <= 0 {
-		return nil, fmt.Errorf("lora: rank must be positive, got %d", opts.R)
+		return nil, &OptionError{"R", fmt.Errorf("rank must be positive, got %d", opts.R)}
 	}
 	// A rank above the hidden size adds nothing a full update would not,
 	// and an absurd one (a corrupt adapter_config.json) must not allocate.
 	if opts.R > m.HiddenSize {
-		return nil, fmt.Errorf("lora: rank %d is above the model's hidden size %d", opts.R, m.HiddenSize)
+		return nil, &OptionError{"R", fmt.Errorf("rank %d is above the model's hidden size %d", opts.R, m.HiddenSize)}
 	}
 	a := &Adapter{opts: opts, layers: m.NumLayers, names: m.LayersName(), multimodal: m.Multimodal}
 	var err error
 	if a.targets, err = targetsOf(&m.Config, opts.Targets); err != nil {
-		return nil, fmt.Errorf("lora: %w", err)
+		return nil, err
 	}
-	if a.adapted, err = layersOf(m.NumLayers, opts.Layers); err != nil {
-		return nil, fmt.Errorf("lora: %w", err)
+	if a.adapted, err = LayersOf(m.NumLayers, opts.Layers); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
 
-// layersOf is the layers of a model of n that layers names (nil: all), in
-// increasing order.
-func layersOf(n int, layers []int) ([]int, error) {
+// An OptionError is the refusal of one field of Options (Option: "R",
+// "Targets", "Layers"), so that a caller can name its own setting of it.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return "lora: " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// LayersOf is the layers of a model of n that Options.Layers names (nil:
+// all of them), in increasing order; an OptionError names a layer the
+// model lacks or one given twice.
+func LayersOf(n int, layers []int) ([]int, error) {
 	if layers == nil {
 		out := make([]int, n)
 		for l := range out {
@@ -129,22 +140,23 @@ func layersOf(n int, layers []int) ([]int, error) {
 		return out, nil
 	}
 	if len(layers) == 0 {
-		return nil, fmt.Errorf("no layer to adapt (layers is empty)")
+		return nil, &OptionError{"Layers", fmt.Errorf("no layer to adapt (layers is empty)")}
 	}
 	out := slices.Sorted(slices.Values(layers))
 	for i, l := range out {
 		switch {
 		case l < 0 || l >= n:
-			return nil, fmt.Errorf("layer %d is not one of the model's %d layers (0 to %d)", l, n, n-1)
+			return nil, &OptionError{"Layers", fmt.Errorf("layer %d is not one of the model's %d layers (0 to %d)", l, n, n-1)}
 		case i > 0 && l == out[i-1]:
-			return nil, fmt.Errorf("layer %d is named twice", l)
+			return nil, &OptionError{"Layers", fmt.Errorf("layer %d is named twice", l)}
 		}
 	}
 	return out, nil
 }
 
 // targetsOf is the projections of c's layers that targets names (by
-// PEFT's names, or AllLinear alone for all), in architecture order.
+// PEFT's names, or AllLinear alone for all), in architecture order; its
+// refusals are OptionErrors of Targets.
 func targetsOf(c *model.Config, targets []string) ([]model.Projection, error) {
 	all := c.Projections()
 	if slices.Equal(targets, []string{AllLinear}) {
@@ -155,9 +167,9 @@ func targetsOf(c *model.Config, targets []string) ([]model.Projection, error) {
 		i := slices.IndexFunc(all, func(p model.Projection) bool { return p.Name == t })
 		switch {
 		case i < 0:
-			return nil, fmt.Errorf("target module %q is not a projection of this model (%s's: %s, or %s alone for all)", t, c.Architecture, projNames(all), AllLinear)
+			return nil, &OptionError{"Targets", fmt.Errorf("target module %q is not a projection of this model (%s's: %s, or %s alone for all)", t, c.Architecture, strings.Join(projNames(all), ", "), AllLinear)}
 		case slices.ContainsFunc(ps, func(p model.Projection) bool { return p.Name == t }):
-			return nil, fmt.Errorf("target module %q is named twice", t)
+			return nil, &OptionError{"Targets", fmt.Errorf("target module %q is named twice", t)}
 		}
 		ps = append(ps, all[i])
 	}
@@ -166,23 +178,23 @@ func targetsOf(c *model.Config, targets []string) ([]model.Projection, error) {
 }
 
 // TargetNames is the names of the projections of c's layers that targets
-// names (AllLinear alone: all of them), in architecture order; an error
-// names a target c's layers do not have.
+// names (AllLinear alone: all of them), in architecture order; an
+// OptionError names a target c's layers do not have.
 func TargetNames(c *model.Config, targets []string) ([]string, error) {
 	ps, err := targetsOf(c, targets)
 	if err != nil {
 		return nil, err
 	}
-	return (&Adapter{targets: ps}).Targets(), nil
+	return projNames(ps), nil
 }
 
-// projNames is the names of ps, comma-separated.
-func projNames(ps []model.Projection) string {
+// projNames is the names of ps (PEFT's target names), in their order.
+func projNames(ps []model.Projection) []string {
 	var names []string
 	for _, p := range ps {
 		names = append(names, p.Name)
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // Size is the number of parameters an adapter made with opts on a model
@@ -239,13 +251,7 @@ func (a *Adapter) RSLoRA() bool { return a.opts.RSLoRA }
 
 // Targets are the names of the projections the adapter updates, in
 // architecture order (q_proj, v_proj by default).
-func (a *Adapter) Targets() []string {
-	var names []string
-	for _, t := range a.targets {
-		names = append(names, t.Name)
-	}
-	return names
-}
+func (a *Adapter) Targets() []string { return projNames(a.targets) }
 
 // Count returns the number of trainable parameters.
 func (a *Adapter) Count() int {

@@ -172,10 +172,11 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		}
 		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported for a decoder model (only LoRA matrices)%s", path, c.ModulesToSave, hint)
 	}
+	supported := SupportedTargets()
 	for _, t := range c.TargetModules.Names {
 		// A path ("model.layers.0.self_attn.q_proj") names a module by its
 		// last part; which layers it covers, targetPaths finds.
-		if supported := SupportedTargets(); !slices.Contains(supported, t[strings.LastIndex(t, ".")+1:]) {
+		if !slices.Contains(supported, t[strings.LastIndex(t, ".")+1:]) {
 			return nil, fmt.Errorf("adapter config %s: target module %s is not supported (supported: %v)", path, quoteClipped(t), supported)
 		}
 	}
@@ -216,18 +217,26 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 		matches = append(matches, func(key string) bool { return key == name || strings.HasSuffix(key, "."+name) })
 		labels = append(labels, quoteClipped(name))
 	}
+	type module struct {
+		key, name string // "model.layers.3.self_attn.q_proj", "q_proj"
+		layer     int
+	}
+	var modules []module // every projection of every layer, by its full name (formed once, not per target)
+	for _, p := range c.Projections() {
+		for l := range c.NumLayers {
+			modules = append(modules, module{fmt.Sprintf("%s.%d.%s", c.LayersName(), l, p.Module), p.Name, l})
+		}
+	}
 	layers := map[string]map[int]bool{} // the layers the paths cover, by projection
 	for i, match := range matches {
 		found := false
-		for _, p := range c.Projections() {
-			for l := range c.NumLayers {
-				if match(fmt.Sprintf("%s.%d.%s", c.LayersName(), l, p.Module)) {
-					found = true
-					if layers[p.Name] == nil {
-						layers[p.Name] = map[int]bool{}
-					}
-					layers[p.Name][l] = true
+		for _, mod := range modules {
+			if match(mod.key) {
+				found = true
+				if layers[mod.name] == nil {
+					layers[mod.name] = map[int]bool{}
 				}
+				layers[mod.name][mod.layer] = true
 			}
 		}
 		if !found && t.Regex != "" && i == 0 {

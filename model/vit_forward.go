@@ -238,8 +238,10 @@ func (m *ViT) checkAdapter() error {
 		return fmt.Errorf("vit: the adapter has %d layers, the model %d", len(a.Layers), c.NumLayers)
 	}
 	for l, la := range a.Layers {
-		if la.K != nil || la.O != nil || la.Gate != nil || la.Up != nil || la.Down != nil {
-			return fmt.Errorf("vit: layer %d's adapter updates a projection other than query and value, which a ViT adapter cannot", l)
+		for p := range NumProj {
+			if p != ProjQ && p != ProjV && *la.Slot(p) != nil {
+				return fmt.Errorf("vit: layer %d's adapter updates a projection other than query and value, which a ViT adapter cannot", l)
+			}
 		}
 		for _, lo := range []*LoRA{la.Q, la.V} {
 			if lo != nil && (lo.R <= 0 || len(lo.A) != lo.R*c.HiddenSize || len(lo.B) != c.HiddenSize*lo.R) {

@@ -88,16 +88,10 @@ func newTrainable(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (traina
 func freshAdapter(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (trainable, error) {
 	switch cfg.Adapter.Kind {
 	case "lora":
-		if _, err := lora.TargetNames(&m.Config, cfg.Adapter.Targets); err != nil {
-			return nil, fmt.Errorf("adapter.targets: %w", err)
-		}
-		if err := layersInModel(cfg.Adapter.Layers, m.NumLayers); err != nil {
-			return nil, err
-		}
 		a, err := lora.New(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA, Layers: cfg.Adapter.layers(),
 			Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped})
 		if err != nil {
-			return nil, err
+			return nil, loraKeyError(err)
 		}
 		return &loraAdapter{a: a, m: m, grouped: cfg.Adapter.Grouped}, nil
 	case "prompt":
@@ -290,19 +284,14 @@ func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
 	c := *a // adapter.targets as the model's names (all-linear: each of them)
 	var err error
 	if c.Targets, err = lora.TargetNames(&l.m.Config, a.Targets); err != nil {
-		return fmt.Errorf("adapter.targets: %w", err)
+		return loraKeyError(err)
 	}
 	if err := matchLoRA(&c, l.a); err != nil {
 		return err
 	}
-	if err := layersInModel(a.Layers, l.m.NumLayers); err != nil {
-		return err // (and the list below is no longer than the model's layers)
-	}
-	want := slices.Sorted(slices.Values(a.Layers))
-	if len(want) == 0 { // every layer
-		for i := range l.m.NumLayers {
-			want = append(want, i)
-		}
+	want, err := lora.LayersOf(l.m.NumLayers, a.layers()) // (refused past the model's layers: the message below quotes no more)
+	if err != nil {
+		return loraKeyError(err)
 	}
 	if got := l.a.Layers(); !slices.Equal(got, want) {
 		return fmt.Errorf("adapter.init %s adapts layers %v (layers_to_transform), but adapter.layers is %v: set it to match the adapter", a.Init, got, a.Layers)
@@ -310,15 +299,15 @@ func (l *loraAdapter) matchConfig(a *AdapterConfig) error {
 	return nil
 }
 
-// layersInModel refuses adapter.layers naming a layer past a model's n
-// (Config.Validate has refused indices below 0 and repeats).
-func layersInModel(layers []int, n int) error {
-	for _, l := range layers {
-		if l >= n {
-			return fmt.Errorf("adapter.layers: layer %d is not one of the model's %d layers (0 to %d)", l, n, n-1)
-		}
+// loraKeyError names, in lora's refusal of one of its options, the config
+// key that set it ("adapter.targets: target module \"fc1\" is not …").
+func loraKeyError(err error) error {
+	var oe *lora.OptionError
+	if !errors.As(err, &oe) {
+		return err
 	}
-	return nil
+	key := map[string]string{"R": "adapter.r", "Targets": "adapter.targets", "Layers": "adapter.layers"}[oe.Option]
+	return fmt.Errorf("%s: %w", key, oe.Err)
 }
 
 // loraShape is what adapter.init's LoRA must share with the config.

@@ -43,10 +43,11 @@ func adapterWhat(cfg *Config, c *model.Config) string {
 		if c != nil {
 			names, _ = lora.TargetNames(c, a.Targets) // checked when the adapter was made
 		}
-		what = fmt.Sprintf("LoRA r %d, alpha %g on %s", a.R, a.Alpha, strings.Join(names, ", "))
+		rs := ""
 		if a.RSLoRA {
-			what = fmt.Sprintf("LoRA r %d, alpha %g (rsLoRA: scale alpha/√r) on %s", a.R, a.Alpha, strings.Join(names, ", "))
+			rs = " (rsLoRA: scale alpha/√r)"
 		}
+		what = fmt.Sprintf("LoRA r %d, alpha %g%s on %s", a.R, a.Alpha, rs, strings.Join(names, ", "))
 		if len(a.Layers) > 0 {
 			what += " of " + layerList(a.Layers)
 		}
