@@ -90,6 +90,60 @@ func float32ToBF16(x float32) uint16 {
 	return uint16(u >> 16)
 }
 
+// F16Tensor rounds float32 values to IEEE half precision (float16), to
+// nearest with ties to even, as torch's .to(torch.float16) and numpy do:
+// beyond 65504 a value becomes infinity, below 2⁻²⁴ it becomes a
+// subnormal or zero; NaN stays NaN.
+func F16Tensor(name string, shape []int, v []float32) Tensor {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], Float16Bits(x))
+	}
+	return Tensor{Name: name, Dtype: F16, Shape: slices.Clone(shape), Data: b}
+}
+
+// RoundF16 is x rounded to float16 as F16Tensor stores it, back in
+// float32: the value an F16 checkpoint holds for x.
+func RoundF16(x float32) float32 { return f16ToFloat32(Float16Bits(x)) }
+
+// Float16Bits is the IEEE half nearest x (ties to even), as its 16 bits;
+// a NaN keeps its sign and the top of its payload, and stays a NaN.
+func Float16Bits(x float32) uint16 {
+	u := math.Float32bits(x)
+	sign := uint16(u>>16) & 0x8000
+	exp, mant := int(u>>23)&0xff, u&0x7fffff
+	if exp == 0xff { // infinity, or NaN made quiet so that it stays one
+		if mant != 0 {
+			return sign | 0x7e00 | uint16(mant>>13)
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15 // half's biased exponent
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e >= 1 { // a normal half: keep 10 of the 23 bits; a carry may step the exponent, up to infinity
+		return sign | roundShift(uint32(e)<<10|mant>>13, mant&0x1fff, 13)
+	}
+	// A subnormal half (or zero): units of 2⁻²⁴, the implicit bit included.
+	shift := 14 - e
+	if shift > 24 { // below 2⁻²⁵, the midpoint of 0 and the least subnormal
+		return sign
+	}
+	full := 1<<23 | mant
+	return sign | roundShift(full>>shift, full&(1<<shift-1), shift)
+}
+
+// roundShift rounds kept, the value's bits above a shift of s bits, by
+// rest, the s bits below: up past the midpoint, and at it to even.
+func roundShift(kept, rest uint32, s int) uint16 {
+	half := uint32(1) << (s - 1)
+	if rest > half || rest == half && kept&1 == 1 {
+		kept++
+	}
+	return uint16(kept)
+}
+
 // WriteFile writes tensors (any order; they are stored sorted by name) and
 // metadata (may be nil) to path atomically: a temporary file in the same
 // directory is written, synced and renamed over path.
