@@ -27,7 +27,9 @@ import (
 // PEFT's merge_and_unload does, and takes the adapter off m: W' = W +
 // scale·B·A, each merged weight stored as it was loaded (bfloat16 when the
 // checkpoint stores it so and m holds it so: model.LoadOptions.BF16Weights;
-// float32 otherwise). Model.Save then writes a plain model. m must hold its
+// float16 values held in float32 when the checkpoint stores float16;
+// float32 otherwise). Model.Save then writes a plain model (with
+// SaveOptions.Float16, a float16 checkpoint's merge in float16 as PEFT's). m must hold its
 // projections unstacked (model.LoadOptions.Unstacked), as Save needs.
 func (a *Adapter) MergeInto(m *model.Model) error {
 	ts, err := m.Tensors()
@@ -48,7 +50,7 @@ func (a *Adapter) MergeInto(m *model.Model) error {
 			if i < 0 || *w == nil {
 				return fmt.Errorf("merge the adapter: layer %d has no %s weight of its own", l, t.Name)
 			}
-			merged := mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, ts[i].BF16)
+			merged := mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, ts[i])
 			m.Backend.FreeWeight(*w)
 			*w = merged
 		}
@@ -79,12 +81,12 @@ func Merge(m *model.Model, view *model.Adapter) *model.Model {
 				los = append(los, *la.Slot(p))
 			}
 			if slices.ContainsFunc(los, func(lo *model.LoRA) bool { return lo != nil }) {
-				*st.w = mergeRows(m.Backend, *st.w, st.first, los, false)
+				*st.w = mergeRows(m.Backend, *st.w, st.first, los, model.Tensor{})
 			}
 		}
 		for _, pr := range m.Projections() {
 			if w, lo := merged.Weight(l, pr.Proj), *la.Slot(pr.Proj); lo != nil && *w != nil {
-				*w = mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, false)
+				*w = mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, model.Tensor{})
 			}
 		}
 	}
@@ -115,9 +117,10 @@ func stacksOf(m *model.Model, l int) []stacked {
 }
 
 // mergeRows returns a new matrix: w with scale·B·A added to its rows from
-// first[i] on for each non-nil los[i], stored by the model's backend in
-// float32, or rounded to bfloat16 and stored so when bf16.
-func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoRA, bf16 bool) tensor.Weight {
+// first[i] on for each non-nil los[i], stored by the model's backend as
+// stored says: in float32; rounded to bfloat16 and stored so (stored.BF16);
+// or rounded to float16 and held in float32 (stored.F16).
+func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoRA, stored model.Tensor) tensor.Weight {
 	n, k := w.Shape()
 	ids := make([]int, n)
 	for i := range ids {
@@ -143,12 +146,13 @@ func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoR
 			}
 		})
 	}
-	if bf16 {
+	round := map[bool]func(float32) float32{true: safetensors.RoundBF16, false: safetensors.RoundF16}[stored.BF16]
+	if stored.BF16 || stored.F16 {
 		for i, x := range dense {
-			dense[i] = safetensors.RoundBF16(x)
+			dense[i] = round(x)
 		}
 	}
-	merged := be.Pack(dense, n, k, bf16)
+	merged := be.Pack(dense, n, k, stored.BF16)
 	be.Free(buf)
 	return merged
 }

@@ -28,23 +28,16 @@ const mergeTol = peftTol
 // mergeTol of PEFT's merged model's and, in float32, of our unmerged model
 // with the adapter attached; and the saved files say the model's dtype.
 func TestMergePEFT(t *testing.T) {
-	for _, tc := range []struct {
-		name, base string // the case (testdata/merge/NAME) and its model under fixtures/models
-		bf16       bool
-	}{
-		{"llama-tiny", "llama-tiny", false},
-		{"qwen3-tiny-bf16", "qwen3-tiny/bf16", true},
-		{"llama-tiny-all", "llama-tiny", false}, // every projection: all-linear
-		{"qwen3-tiny-bf16-all", "qwen3-tiny/bf16", true},
-	} {
+	for _, tc := range mergeCases {
 		t.Run(tc.name, func(t *testing.T) {
-			base := fixture.Dir(t, "fixtures", "models", tc.base)
+			base := tc.baseDir(t)
 			dir := filepath.Join("testdata", "merge", tc.name)
 			ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
 			shape := ref.Shape("input_ids")
 			in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids")}
 
-			m, err := model.LoadWith(base, model.LoadOptions{Unstacked: true, BF16Weights: tc.bf16})
+			bf16 := tc.dtype == safetensors.BF16
+			m, err := model.LoadWith(base, model.LoadOptions{Unstacked: true, BF16Weights: bf16})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,13 +55,13 @@ func TestMergePEFT(t *testing.T) {
 			if m.Adapter != nil {
 				t.Error("MergeInto left the adapter on the model")
 			}
-			mergeWeightsClose(t, ref, before, tensorValues(t, m), a, tc.bf16)
+			mergeWeightsClose(t, ref, before, tensorValues(t, m), a, tc.dtype)
 
 			out := filepath.Join(t.TempDir(), "merged")
-			if err := m.Save(out, model.SaveOptions{Source: base}); err != nil {
+			if err := m.Save(out, model.SaveOptions{Source: base, Float16: true}); err != nil {
 				t.Fatal(err)
 			}
-			savedDtypes(t, out, tc.bf16)
+			savedDtypes(t, out, tc.dtype)
 			plain, err := model.Load(out)
 			if err != nil {
 				t.Fatal(err)
@@ -76,13 +69,35 @@ func TestMergePEFT(t *testing.T) {
 			got := logits(t, plain, in)
 			v := plain.VocabSize
 			fixture.CloseLogits(t, "merged model vs PEFT's merge_and_unload", got, f32(ref.F64("logits_merged")), v, nil, mergeTol)
-			if !tc.bf16 {
+			if tc.dtype == safetensors.F32 {
 				fixture.CloseLogits(t, "merged model vs ours with the adapter attached", got, attached, v, nil, mergeTol)
 				fixture.CloseLogits(t, "ours with the adapter attached vs PEFT's", attached, f32(ref.F64("logits_lora")), v, nil, mergeTol)
 			}
 			moves(t, "the merge", got, logits(t, mustLoad(t, base), in), v, nil)
 		})
 	}
+}
+
+// mergeCases are the cases of testdata/merge (make_merge_fixtures.py).
+var mergeCases = []mergeCase{
+	{"llama-tiny", "llama-tiny", safetensors.F32},
+	{"qwen3-tiny-bf16", "qwen3-tiny/bf16", safetensors.BF16},
+	{"llama-tiny-all", "llama-tiny", safetensors.F32}, // every projection: all-linear
+	{"qwen3-tiny-bf16-all", "qwen3-tiny/bf16", safetensors.BF16},
+	{"opt-tiny-f16", "", safetensors.F16}, // a float16 checkpoint, as OPT-1.3B's
+}
+
+type mergeCase struct {
+	name, base string // the case (testdata/merge/NAME) and its model under fixtures/models ("": NAME/model)
+	dtype      safetensors.Dtype
+}
+
+// baseDir is the case's base model's directory.
+func (tc mergeCase) baseDir(t *testing.T) string {
+	if tc.base == "" {
+		return filepath.Join("testdata", "merge", tc.name, "model")
+	}
+	return fixture.Dir(t, "fixtures", "models", tc.base)
 }
 
 // TestMergedLoadsInTransformers: transformers' from_pretrained loads the
@@ -98,9 +113,8 @@ func TestMergedLoadsInTransformers(t *testing.T) {
 		ref       *fixture.Ref
 	}
 	var checks []check
-	for _, tc := range []struct{ name, base string }{{"llama-tiny", "llama-tiny"}, {"qwen3-tiny-bf16", "qwen3-tiny/bf16"},
-		{"llama-tiny-all", "llama-tiny"}, {"qwen3-tiny-bf16-all", "qwen3-tiny/bf16"}} {
-		base := fixture.Dir(t, "fixtures", "models", tc.base)
+	for _, tc := range mergeCases {
+		base := tc.baseDir(t)
 		dir := filepath.Join("testdata", "merge", tc.name)
 		m, err := model.LoadWith(base, model.LoadOptions{Unstacked: true, BF16Weights: true})
 		if err != nil {
@@ -114,7 +128,7 @@ func TestMergedLoadsInTransformers(t *testing.T) {
 			t.Fatal(err)
 		}
 		merged := filepath.Join(t.TempDir(), "merged")
-		if err := m.Save(merged, model.SaveOptions{Source: base}); err != nil {
+		if err := m.Save(merged, model.SaveOptions{Source: base, Float16: true}); err != nil {
 			t.Fatal(err)
 		}
 		ref := fixture.OpenRef(t, filepath.Join(dir, "reference.safetensors"))
@@ -138,7 +152,7 @@ func TestMergedLoadsInTransformers(t *testing.T) {
 // within the error bound of such a sum, (r+1)·u·scale·Σᵣ|B_ir·A_rj| with
 // the scaling's rounding (u = 2⁻²⁴), of the exact one, and the sums with W
 // within one rounding each, u·|W'|: float32 weights must agree within
-// twice that. A bfloat16 weight is that float32 sum rounded, so ours and
+// twice that. A bfloat16 (float16) weight is that float32 sum rounded, so ours and
 // PEFT's must be equal but where the exact sum (float64, here) lies within
 // the bound of the rounding boundary between two neighbours, which either
 // may then be. A weight outside that is a wrong merge (Fatalf). Then the
@@ -148,11 +162,12 @@ func TestMergedLoadsInTransformers(t *testing.T) {
 // PEFT's exactly; another order within the bound (a float64 sum rounded
 // once, the scale applied to B first) fails here. Fixtures remade with
 // another BLAS may need this second check relaxed.
-func mergeWeightsClose(t *testing.T, ref *fixture.Ref, before, after map[string][]float32, a *Adapter, bf16 bool) {
+func mergeWeightsClose(t *testing.T, ref *fixture.Ref, before, after map[string][]float32, a *Adapter, dtype safetensors.Dtype) {
 	t.Helper()
 	const u = 1.0 / (1 << 24)
 	view, scale := a.View(a.Params()), float64(a.Scale())
 	merged, maxd, differ, values := 0, 0.0, 0, 0
+	round := map[safetensors.Dtype]func(float32) float32{safetensors.BF16: safetensors.RoundBF16, safetensors.F16: safetensors.RoundF16}[dtype]
 	for name, w := range before {
 		layer, target, ok := projection(name, a)
 		if !ok {
@@ -180,8 +195,8 @@ func mergeWeightsClose(t *testing.T, ref *fixture.Ref, before, after map[string]
 				differ++
 			}
 			switch {
-			case !bf16 && d <= bound, bf16 && d == 0:
-			case bf16 && roundsEither(exact, bound, float64(got[e]), want[e]):
+			case round == nil && d <= bound, round != nil && d == 0:
+			case round != nil && roundsEither(round, exact, bound, float64(got[e]), want[e]):
 			default:
 				t.Fatalf("%s[%d,%d]: %g, PEFT's %g (|Δ| %.3g, bound %.3g)", name, i, j, got[e], want[e], d, bound)
 			}
@@ -197,10 +212,10 @@ func mergeWeightsClose(t *testing.T, ref *fixture.Ref, before, after map[string]
 	}
 }
 
-// roundsEither says whether a and b are the bfloat16 roundings of two
-// values within bound of exact.
-func roundsEither(exact, bound, a, b float64) bool {
-	lo, hi := safetensors.RoundBF16(float32(exact-bound)), safetensors.RoundBF16(float32(exact+bound))
+// roundsEither says whether a and b are the roundings (bfloat16 or
+// float16) of two values within bound of exact.
+func roundsEither(round func(float32) float32, exact, bound, a, b float64) bool {
+	lo, hi := round(float32(exact-bound)), round(float32(exact+bound))
 	in := func(x float64) bool { return x == float64(lo) || x == float64(hi) }
 	return in(a) && in(b)
 }
@@ -246,12 +261,9 @@ func tensorValues(t *testing.T, m *model.Model) map[string][]float32 {
 
 // savedDtypes: every tensor of the saved model is in the model's dtype,
 // and config.json's torch_dtype says it.
-func savedDtypes(t *testing.T, dir string, bf16 bool) {
+func savedDtypes(t *testing.T, dir string, want safetensors.Dtype) {
 	t.Helper()
-	want, name := safetensors.F32, "float32"
-	if bf16 {
-		want, name = safetensors.BF16, "bfloat16"
-	}
+	name := map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[want]
 	ck, err := safetensors.OpenCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -60,14 +60,17 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	defer r.ck.Close()
 	r.name = checkpointName(r.ck, cfg)
 	be := opts.backend()
-	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
+	stored := func(name string) safetensors.Dtype {
 		info, _ := r.ck.Info(r.name(name))
-		return opts.BF16Weights && info.Dtype == safetensors.BF16
+		return info.Dtype
 	}
-	storedBF16 := map[string]bool{}
+	keepBF16 := func(name string) bool { // exact: the values are bfloat16 already
+		return opts.BF16Weights && stored(name) == safetensors.BF16
+	}
+	storedBF16, storedF16 := map[string]bool{}, map[string]bool{}
 	m, err := build(cfg, be, !opts.Unstacked, keepBF16, func(name string, shape []int) ([]float32, error) {
 		v, err := r.load(name, shape)
-		storedBF16[name] = keepBF16(name)
+		storedBF16[name], storedF16[name] = keepBF16(name), stored(name) == safetensors.F16
 		return v, err
 	})
 	if err != nil {
@@ -77,7 +80,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		m.Free()
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
-	m.storedBF16 = storedBF16
+	m.storedBF16, m.storedF16 = storedBF16, storedF16
 	return m, nil
 }
 

@@ -53,7 +53,8 @@ type Model struct {
 
 	fam        *family         // how the model's family computes (family.go)
 	invFreq    []float32       // RoPE inverse frequencies (llama3-scaled for Llama 3.x); nil without RoPE
-	storedBF16 map[string]bool // the tensors the checkpoint stored as bfloat16, by name
+	storedBF16 map[string]bool // the tensors the checkpoint stored as bfloat16 and held so, by name
+	storedF16  map[string]bool // the tensors the checkpoint stored as float16 (held in float32), by name
 	params     int64           // the parameters loaded (ParamCount)
 }
 

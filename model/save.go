@@ -26,6 +26,12 @@ type SaveOptions struct {
 	// MaxShard is the most bytes of tensors per safetensors file (0:
 	// transformers' default, 5 GB).
 	MaxShard int64
+	// Float16 writes the tensors the checkpoint stored as float16 (OPT's
+	// published weights) as float16 again, each value rounded to nearest
+	// (ties to even), as a float16 model's merge_and_unload leaves them.
+	// Without it they are written in float32, which keeps what a
+	// full-parameter run changed by less than float16 can hold.
+	Float16 bool
 }
 
 // sourceFiles are the files of an HF model directory besides its weights
@@ -36,7 +42,8 @@ var sourceFiles = []string{"generation_config.json", "tokenizer.json", "tokenize
 // Save writes the model's weights as they are now into dir (made if
 // missing) as an HF model directory that transformers' from_pretrained,
 // meazo-eval and meazo-train load: every tensor of Tensors in the dtype it
-// is held in (bfloat16 or float32), sharded as save_pretrained shards
+// is held in (bfloat16 or float32; float16 where it was stored so, with
+// opts.Float16), sharded as save_pretrained shards
 // (safetensors.WriteSharded), with the source directory's other files.
 // The weights are read back from the backend a few megabytes at a time.
 func (m *Model) Save(dir string, opts SaveOptions) error {
@@ -54,17 +61,13 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 	sv := &saver{be: m.Backend}
 	defer sv.free()
 	out := make([]safetensors.Tensor, len(ts))
-	dtype := "bfloat16"
 	for i, t := range ts {
-		out[i] = sv.tensor(t)
-		if !t.BF16 {
-			dtype = "float32"
-		}
+		out[i] = sv.tensor(t, savedDtype(t, opts))
 	}
 	if err := safetensors.WriteSharded(dir, out, map[string]string{"format": "pt"}, maxShard); err != nil {
 		return fmt.Errorf("save model in %s: %w", dir, err)
 	}
-	if err := writeConfig(dir, opts.Source, dtype); err != nil {
+	if err := writeConfig(dir, opts.Source, torchDtype(out)); err != nil {
 		return fmt.Errorf("save model in %s: %w", dir, err)
 	}
 	for _, name := range sourceFiles {
@@ -92,21 +95,44 @@ type saver struct {
 	bytes []byte     // their little-endian bytes
 }
 
-// tensor is t as Save writes it: its bytes produced from the backend
-// while the file is written (the files are written one tensor after
-// another, so the buffers are shared).
-func (sv *saver) tensor(t Tensor) safetensors.Tensor {
-	st := safetensors.Tensor{Name: t.Name, Dtype: safetensors.F32, Shape: []int{t.Rows, t.Cols}}
+// savedDtype is the dtype Save writes t in.
+func savedDtype(t Tensor, opts SaveOptions) safetensors.Dtype {
+	switch {
+	case t.BF16:
+		return safetensors.BF16
+	case t.F16 && opts.Float16:
+		return safetensors.F16
+	}
+	return safetensors.F32
+}
+
+// torchDtype is config.json's torch_dtype for tensors: theirs when they
+// share one, else float32 (transformers then loads every tensor in float32).
+func torchDtype(ts []safetensors.Tensor) string {
+	names := map[safetensors.Dtype]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16"}
+	if len(ts) == 0 || names[ts[0].Dtype] == "" {
+		return "float32"
+	}
+	for _, t := range ts {
+		if t.Dtype != ts[0].Dtype {
+			return "float32"
+		}
+	}
+	return names[ts[0].Dtype]
+}
+
+// tensor is t as Save writes it, in dtype: its bytes produced from the
+// backend while the file is written (the files are written one tensor
+// after another, so the buffers are shared).
+func (sv *saver) tensor(t Tensor, dtype safetensors.Dtype) safetensors.Tensor {
+	st := safetensors.Tensor{Name: t.Name, Dtype: dtype, Shape: []int{t.Rows, t.Cols}}
 	if t.Vector != nil {
 		st.Shape = []int{t.Cols}
-	}
-	if t.BF16 {
-		st.Dtype = safetensors.BF16
 	}
 	st.Produce = func(w io.Writer) (err error) {
 		defer tensor.Recover(&err)
 		if t.Vector != nil {
-			return sv.write(w, sv.toHost(t.Vector)[:t.Cols], t.BF16)
+			return sv.write(w, sv.toHost(t.Vector)[:t.Cols], dtype)
 		}
 		rows := max(1, saveChunk/max(1, t.Cols))
 		ids := make([]int, 0, min(rows, t.Rows))
@@ -118,7 +144,7 @@ func (sv *saver) tensor(t Tensor) safetensors.Tensor {
 			}
 			dst := sv.rows(len(ids) * t.Cols)
 			sv.be.Rows(dst, t.Weight, ids)
-			if err := sv.write(w, sv.toHost(dst), t.BF16); err != nil {
+			if err := sv.write(w, sv.toHost(dst), dtype); err != nil {
 				return err
 			}
 		}
@@ -157,21 +183,22 @@ func (sv *saver) free() {
 	}
 }
 
-// write writes v little-endian as float32, or as bfloat16 (the values are
-// bfloat16 numbers: their top 16 bits), through the saver's byte buffer.
-func (sv *saver) write(w io.Writer, v []float32, bf16 bool) error {
-	size := 4
-	if bf16 {
-		size = 2
-	}
+// write writes v little-endian as float32, as bfloat16 (the values are
+// bfloat16 numbers: their top 16 bits) or as float16 (rounded to nearest),
+// through the saver's byte buffer.
+func (sv *saver) write(w io.Writer, v []float32, dtype safetensors.Dtype) error {
+	size := dtype.Size()
 	if cap(sv.bytes) < size*len(v) {
 		sv.bytes = make([]byte, size*len(v))
 	}
 	b := sv.bytes[:size*len(v)]
 	for i, x := range v {
-		if bf16 {
+		switch dtype {
+		case safetensors.BF16:
 			binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(x)>>16))
-		} else {
+		case safetensors.F16:
+			binary.LittleEndian.PutUint16(b[2*i:], safetensors.Float16Bits(x))
+		default:
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 		}
 	}

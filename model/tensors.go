@@ -22,6 +22,10 @@ type Tensor struct {
 	// is then stored as bfloat16; a vector holds bfloat16 values in
 	// float32). Training keeps it so, and Save writes it so.
 	BF16 bool
+	// F16 says the checkpoint stored the tensor as float16. It is held in
+	// float32 (exactly, until training or a merge changes it); Save writes
+	// it as float16 only when asked to (SaveOptions.Float16).
+	F16 bool
 }
 
 // Size is the tensor's number of elements.
@@ -41,11 +45,11 @@ type tensorList struct {
 
 func (tl *tensorList) matrix(name string, layer int, w tensor.Weight) {
 	n, k := w.Shape()
-	tl.ts = append(tl.ts, Tensor{Name: name, Layer: layer, Rows: n, Cols: k, Weight: w, BF16: tl.m.storedBF16[name]})
+	tl.ts = append(tl.ts, Tensor{Name: name, Layer: layer, Rows: n, Cols: k, Weight: w, BF16: tl.m.storedBF16[name], F16: tl.m.storedF16[name]})
 }
 
 func (tl *tensorList) vector(name string, layer int, v tensor.Buf) {
-	tl.ts = append(tl.ts, Tensor{Name: name, Layer: layer, Rows: 1, Cols: v.Len(), Vector: v, BF16: tl.m.storedBF16[name]})
+	tl.ts = append(tl.ts, Tensor{Name: name, Layer: layer, Rows: 1, Cols: v.Len(), Vector: v, BF16: tl.m.storedBF16[name], F16: tl.m.storedF16[name]})
 }
 
 // errStacked is Tensors' error for a model whose projections are stacked.

@@ -57,17 +57,21 @@ func newFullState(r *run) (*fullState, error) {
 // storageNote says in which dtype the trained weights are held, which
 // decides the run's numbers, its memory and best/'s dtype: bfloat16 (with
 // model.bf16_weights) takes each update by stochastic rounding; a BF16
-// checkpoint without it is widened to float32, twice the memory and disk.
+// checkpoint without it, and a float16 one, are widened to float32, twice
+// the memory and disk.
 func storageNote(m *model.Model, p *fullparam.Params) string {
 	trained := map[string]bool{}
 	for _, name := range p.Tensors() {
 		trained[name] = true
 	}
 	ts, _ := m.Tensors()
-	var bf16 int64
+	var bf16, f16 int64
 	for _, t := range ts {
-		if trained[t.Name] && t.BF16 {
+		switch {
+		case trained[t.Name] && t.BF16:
 			bf16 += int64(t.Size())
+		case trained[t.Name] && t.F16:
+			f16 += int64(t.Size())
 		}
 	}
 	switch {
@@ -77,6 +81,8 @@ func storageNote(m *model.Model, p *fullparam.Params) string {
 		return fmt.Sprintf("%d of them held in bfloat16 (updates rounded stochastically), the rest in float32", bf16)
 	case m.TorchDtype == "bfloat16":
 		return "held in float32: the checkpoint's bfloat16 weights widened, twice their memory, and best/ and last/ are saved in float32 (model.bf16_weights=true keeps them in bfloat16)"
+	case f16 > 0:
+		return "held in float32: the checkpoint's float16 weights widened, twice their memory, and best/ and last/ are saved in float32, which keeps the updates smaller than a float16 can hold"
 	}
 	return "held in float32"
 }

@@ -218,7 +218,7 @@ func TestFullTestEvaluationHoldsOneModel(t *testing.T) {
 
 // TestStorageNote: the log line that starts a full-parameter run says in
 // which dtype the weights train, and that a BF16 checkpoint loaded without
-// model.bf16_weights trains (and is saved) in float32.
+// model.bf16_weights, and a float16 one, train (and are saved) in float32.
 func TestStorageNote(t *testing.T) {
 	dir, _ := demoConfig(t, 1)
 	f32 := filepath.Join(dir, "model")
@@ -230,6 +230,11 @@ func TestStorageNote(t *testing.T) {
 	if _, err := model.WriteRandomBF16(bf16, &demo.Config, 1, 0.02); err != nil {
 		t.Fatal(err)
 	}
+	f16 := filepath.Join(dir, "f16")
+	if _, err := model.WriteRandom(f16, &demo.Config, 1, 0.02); err != nil {
+		t.Fatal(err)
+	}
+	toF16(t, filepath.Join(f16, "model.safetensors"))
 	for _, tc := range []struct {
 		dir       string
 		keepBF16  bool
@@ -241,6 +246,7 @@ func TestStorageNote(t *testing.T) {
 		{bf16, false, nil, "held in float32: the checkpoint's bfloat16 weights widened", "stochastically"},
 		{bf16, true, nil, "held in bfloat16: each update is rounded to bfloat16 stochastically", "float32"},
 		{bf16, true, []string{"model.norm.weight"}, "held in bfloat16: each update is rounded", "float32"},
+		{f16, false, nil, "held in float32: the checkpoint's float16 weights widened", "bfloat16"},
 	} {
 		m, err := model.LoadWith(tc.dir, model.LoadOptions{BF16Weights: tc.keepBF16, Unstacked: true})
 		if err != nil {

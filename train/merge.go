@@ -15,7 +15,6 @@ import (
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -40,8 +39,8 @@ func (opts MergeOptions) phase(start time.Time, format string, args ...any) {
 // MergeLoRA writes the model with the LoRA adapter merged into its weights
 // (lora.Adapter.MergeInto: PEFT's merge_and_unload) into opts.Out, as an
 // HF model directory that loads as a plain model: config.json, the
-// weights as model.Save writes them (in the dtype the checkpoint stores,
-// bfloat16 or float32; a float16 checkpoint's in float32), and the base
+// weights as model.Save writes them (in the dtype the checkpoint stores:
+// bfloat16, float16 or float32), and the base
 // model's tokenizer and generation files. The directory appears whole or
 // not at all: it is written beside opts.Out and renamed there. It returns
 // what it did, in a line or two.
@@ -184,7 +183,7 @@ func saveWhole(m *model.Model, opts MergeOptions) (err error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := m.Save(tmp, model.SaveOptions{Source: opts.Model}); err != nil {
+	if err := m.Save(tmp, model.SaveOptions{Source: opts.Model, Float16: true}); err != nil {
 		return err
 	}
 	if err := os.Remove(opts.Out); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -196,9 +195,9 @@ func saveWhole(m *model.Model, opts MergeOptions) (err error) {
 	return nil
 }
 
-// mergeReport says what MergeLoRA wrote from m, and that a float16
-// checkpoint's weights were written in float32: model.Save writes a tensor
-// held in bfloat16 as bfloat16, every other in float32.
+// mergeReport says what MergeLoRA wrote from m: the adapter, and the
+// dtypes of the weights as model.Save wrote them (bfloat16, float16 where
+// the checkpoint stores it, float32).
 func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model) (string, error) {
 	ts, err := m.Tensors()
 	if err != nil {
@@ -206,30 +205,17 @@ func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model) (string, er
 	}
 	dtypes := map[string]bool{}
 	for _, t := range ts {
-		if t.BF16 {
+		switch {
+		case t.BF16:
 			dtypes["bfloat16"] = true
-		} else {
+		case t.F16:
+			dtypes["float16"] = true
+		default:
 			dtypes["float32"] = true
 		}
 	}
 	written := slices.Sorted(maps.Keys(dtypes))
 	s := fmt.Sprintf("wrote %s: %s with the LoRA adapter %s merged into its %s (r %d, scale %g); weights %s",
 		opts.Out, opts.Model, opts.Adapter, strings.Join(a.Targets(), ", "), a.Rank(), a.Scale(), strings.Join(written, ", "))
-	if storesF16(opts.Model) {
-		s += "\nthe base model stores float16 weights: the merged model's are float32 (every value exact; twice the size)"
-	}
 	return s, nil
-}
-
-// storesF16 says whether the checkpoint in dir stores a tensor in float16.
-func storesF16(dir string) bool {
-	ck, err := safetensors.OpenCheckpoint(dir)
-	if err != nil {
-		return false
-	}
-	defer ck.Close()
-	return slices.ContainsFunc(ck.Names(), func(n string) bool {
-		info, _ := ck.Info(n)
-		return info.Dtype == safetensors.F16
-	})
 }

@@ -1,8 +1,6 @@
 package train
 
 import (
-	"encoding/binary"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,7 +70,7 @@ func TestMergeLoRA(t *testing.T) {
 	}{
 		{"float32", safetensors.F32, safetensors.F32, false},
 		{"bf16", safetensors.BF16, safetensors.BF16, false},
-		{"float16, written in float32", safetensors.F16, safetensors.F32, false},
+		{"float16", safetensors.F16, safetensors.F16, false},
 		{"into an empty directory", safetensors.F32, safetensors.F32, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,12 +85,9 @@ func TestMergeLoRA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dtype := "weights " + map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}[tc.want]
-			if !strings.Contains(what, out) || !strings.Contains(what, dtype) {
-				t.Errorf("report %q does not name %s and %s", what, out, dtype)
-			}
-			if f16 := strings.Contains(what, "stores float16 weights"); f16 != (tc.stored == safetensors.F16) {
-				t.Errorf("report %q: says float16 is written in float32: %v, want %v", what, f16, !f16)
+			dtype := "weights " + map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[tc.want]
+			if !strings.HasSuffix(what, dtype) || !strings.Contains(what, out) {
+				t.Errorf("report %q does not name %s and end with %s", what, out, dtype)
 			}
 			files, err := os.ReadDir(out)
 			if err != nil {
@@ -105,7 +100,8 @@ func TestMergeLoRA(t *testing.T) {
 			if want := []string{"config.json", "model.safetensors", "tokenizer_config.json"}; !slices.Equal(names, want) {
 				t.Errorf("--out holds %v, want %v", names, want)
 			}
-			mergedLogitsMatch(t, modelDir, adapterDir, out, tc.want == safetensors.BF16)
+			mergedLogitsMatch(t, modelDir, adapterDir, out, tc.want)
+			savedAs(t, out, tc.want)
 			if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 1 {
 				t.Errorf("the temporary directory was left beside --out: %d entries", len(entries))
 			}
@@ -115,8 +111,8 @@ func TestMergeLoRA(t *testing.T) {
 
 // mergedLogitsMatch: the merged model's logits are the base model's with
 // the adapter attached, within the float32 tolerance of the fixtures; with
-// bfloat16 weights, within what their rounding changes.
-func mergedLogitsMatch(t *testing.T, modelDir, adapterDir, out string, bf16 bool) {
+// bfloat16 or float16 weights, within what their rounding changes.
+func mergedLogitsMatch(t *testing.T, modelDir, adapterDir, out string, dtype safetensors.Dtype) {
 	t.Helper()
 	in := model.Input{B: 2, T: 5, Tokens: []int{3, 9, 27, 4, 5, 60, 2, 11, 8, 1}}
 	base, err := model.Load(modelDir)
@@ -138,10 +134,9 @@ func mergedLogitsMatch(t *testing.T, modelDir, adapterDir, out string, bf16 bool
 	if err != nil {
 		t.Fatal(err)
 	}
-	tol := 2e-4
-	if bf16 {
-		tol = 5e-2 // the merged weights are rounded to bfloat16 (2⁻⁹ relative), the attached adapter's sums are not
-	}
+	// The merged weights are rounded to the checkpoint's dtype (bfloat16:
+	// 2⁻⁹ relative; float16: 2⁻¹²), the attached adapter's sums are not.
+	tol := map[safetensors.Dtype]float64{safetensors.F32: 2e-4, safetensors.BF16: 5e-2, safetensors.F16: 1e-2}[dtype]
 	fixture.CloseLogits(t, "merged vs attached", got.Logits, want.Logits, merged.VocabSize, nil, tol)
 	base.Adapter = nil
 	plain, err := base.Forward(in, model.Options{Logits: true})
@@ -150,6 +145,21 @@ func mergedLogitsMatch(t *testing.T, modelDir, adapterDir, out string, bf16 bool
 	}
 	if d, _ := fixture.MaxAbsDiff(got.Logits, fixture.Widen(plain.Logits), merged.VocabSize, nil); d < 10*tol {
 		t.Errorf("the merge moves the logits by %.3g only: a merge that changed nothing would pass", d)
+	}
+}
+
+// savedAs: every tensor in dir's model.safetensors is in dtype.
+func savedAs(t *testing.T, dir string, dtype safetensors.Dtype) {
+	t.Helper()
+	f, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, info := range f.Tensors() {
+		if info.Dtype != dtype {
+			t.Errorf("merged %s is %s, want %s as the base model stores it", info.Name, info.Dtype, dtype)
+		}
 	}
 }
 
@@ -268,8 +278,7 @@ func editFile(t *testing.T, path, old, new string) {
 }
 
 // toF16 rewrites the float32 safetensors file path in float16, each value
-// first rounded to a multiple of 2⁻¹⁰ (exact in float16 below 2, and
-// normal there: nothing else is rounded).
+// rounded to the nearest float16, as torch's .half() rounds.
 func toF16(t *testing.T, path string) {
 	t.Helper()
 	f, err := safetensors.Open(path)
@@ -282,29 +291,10 @@ func toF16(t *testing.T, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := make([]byte, 2*len(v))
-		for i, x := range v {
-			q := float32(math.Round(float64(x)*1024) / 1024)
-			if math.Abs(float64(q)) >= 2 {
-				t.Fatalf("%s holds %g, not exact in float16 here", info.Name, x)
-			}
-			binary.LittleEndian.PutUint16(b[2*i:], f16Bits(q))
-		}
-		out = append(out, safetensors.Tensor{Name: info.Name, Dtype: safetensors.F16, Shape: info.Shape, Data: b})
+		out = append(out, safetensors.F16Tensor(info.Name, info.Shape, v))
 	}
 	f.Close()
 	if err := safetensors.WriteFile(path, out, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// f16Bits is the float16 encoding of x, a normal float16 value (or zero).
-func f16Bits(x float32) uint16 {
-	u := math.Float32bits(x)
-	sign := uint16(u>>16) & 0x8000
-	if u&0x7fffffff == 0 {
-		return sign
-	}
-	exp := int(u>>23&0xff) - 127 + 15
-	return sign | uint16(exp)<<10 | uint16(u>>13&0x3ff)
 }

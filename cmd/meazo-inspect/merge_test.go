@@ -92,3 +92,28 @@ func TestMergeCLIBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeCLIF16: a float16 checkpoint's merge (OPT's published dtype) is
+// written in float16, as PEFT's merge_and_unload leaves it, and the report
+// says so.
+func TestMergeCLIF16(t *testing.T) {
+	dir := filepath.Join("..", "..", "lora", "testdata", "merge", "opt-tiny-f16")
+	merged := filepath.Join(t.TempDir(), "merged")
+	var stdout bytes.Buffer
+	if err := runMerge([]string{"--backend", "cpu", "--model", filepath.Join(dir, "model"), "--adapter", filepath.Join(dir, "adapter"), "--out", merged}, nil, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "; weights float16") {
+		t.Errorf("report %q does not say the weights are float16", stdout.String())
+	}
+	f, err := safetensors.Open(filepath.Join(merged, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, info := range f.Tensors() {
+		if info.Dtype != safetensors.F16 {
+			t.Errorf("%s is %s, want F16 as the base model stores it", info.Name, info.Dtype)
+		}
+	}
+}

@@ -7,7 +7,11 @@ made by gen_fixtures.py; its manifest.json says how):
 - qwen3-tiny's bf16/ checkpoint, loaded in bfloat16 as a bf16 model is used:
   r = 4, lora_alpha = 8 with use_rslora (scale 8/sqrt(4) = 4);
 - llama-tiny-all and qwen3-tiny-bf16-all: the same on every projection of the
-  layers (target_modules="all-linear": q, k, v, o, gate, up and down_proj).
+  layers (target_modules="all-linear": q, k, v, o, gate, up and down_proj);
+- opt-tiny-f16: the repository's OPT fixture (model/testdata/opt/opt-tiny)
+  loaded in float16 and saved so by save_pretrained into merge/opt-tiny-f16/model
+  (as facebook/opt-1.3b is published in float16): r = 4, lora_alpha = 8 on every
+  projection (q, k, v, out_proj, fc1, fc2).
 
 PEFT starts B at zero (an adapter that changes nothing), so A and B are drawn
 here (N(0, 0.2^2) and N(0, 0.3^2)), as training would leave them. Each case
@@ -18,21 +22,24 @@ writes into merge/<case>/:
     input_ids      int64 [2, 8]  two token rows (no padding)
     merged/<name>  the adapted projections' weights of every layer after
                    merge_and_unload, in the model's dtype (F32; BF16 for the
-                   bf16 case), named as in the model's state dict
+                   bf16 cases, F16 for the float16 one), named as in the
+                   model's state dict
     logits_merged  float32 [2, 8, V]: the merged model's forward in float32
-                   (the bf16 case: its bf16 weights widened to float32, as
-                   meazo-go computes with them)
+                   (the bf16 and float16 cases: their weights widened to
+                   float32, as meazo-go computes with them)
     logits_lora    float32 [2, 8, V]: the unmerged PeftModel's forward
                    (float32 case only)
 
 The adapter is saved, loaded again with PeftModel.from_pretrained (which
 upcasts bf16/fp16 adapter weights to float32: autocast_adapter_dtype=True) and
 merged, as a user merges a trained adapter. The script checks that the merge is
-W + (B @ A) * scaling computed in float32 and, for the bf16 model, rounded once
-to bfloat16 (PEFT's get_delta_weight in the adapter's float32, then the
-in-place add to the bf16 weight, which torch computes in float32).
+W + (B @ A) * scaling computed in float32 and, for the bf16 and float16 models,
+rounded once to the weight's dtype (PEFT's get_delta_weight in the adapter's
+float32, then the in-place add to the weight, which torch computes in float32).
 
-    PYTHONPATH=$MEAZO_SHARED/pylib /usr/bin/python3 lora/testdata/make_merge_fixtures.py $MEAZO_SHARED
+    PYTHONPATH=$MEAZO_SHARED/pylib /usr/bin/python3 lora/testdata/make_merge_fixtures.py $MEAZO_SHARED [CASE ...]
+
+makes every case, or the cases named.
 """
 import os
 import sys
@@ -44,6 +51,7 @@ import peft
 from safetensors.torch import save_file
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "merge")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QV = ["q_proj", "v_proj"]
 CASES = [
     # name, model dir under fixtures/models, class, dtype, LoRA settings
@@ -54,6 +62,8 @@ CASES = [
      dict(r=4, lora_alpha=12, target_modules="all-linear")),
     ("qwen3-tiny-bf16-all", "qwen3-tiny/bf16", transformers.Qwen3ForCausalLM, torch.bfloat16,
      dict(r=4, lora_alpha=8, use_rslora=True, target_modules="all-linear")),
+    ("opt-tiny-f16", "repo:model/testdata/opt/opt-tiny", transformers.OPTForCausalLM, torch.float16,
+     dict(r=4, lora_alpha=8, target_modules="all-linear")),
 ]
 
 
@@ -105,8 +115,18 @@ def check_formula(model, merged, dtype):
     return keys
 
 
+def model_path(shared, name, rel, cls, dtype):
+    """The case's base model: a shared fixture, or (repo:PATH) a repository
+    fixture saved in dtype into merge/NAME/model first."""
+    if not rel.startswith("repo:"):
+        return os.path.join(shared, "fixtures", "models", rel)
+    out = os.path.join(HERE, name, "model")
+    load(cls, os.path.join(REPO, rel.removeprefix("repo:")), dtype).save_pretrained(out, safe_serialization=True)
+    return out
+
+
 def run_case(shared, name, rel, cls, dtype, lora):
-    path = os.path.join(shared, "fixtures", "models", rel)
+    path = model_path(shared, name, rel, cls, dtype)
     out = os.path.join(HERE, name)
     adapter = os.path.join(out, "adapter")
     torch.manual_seed(20261201)
@@ -137,11 +157,12 @@ def run_case(shared, name, rel, cls, dtype, lora):
 
 
 def main():
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: make_merge_fixtures.py $MEAZO_SHARED")
+    if len(sys.argv) < 2:
+        raise SystemExit("usage: make_merge_fixtures.py $MEAZO_SHARED [CASE ...]")
     torch.set_num_threads(1)
     for case in CASES:
-        run_case(sys.argv[1], *case)
+        if len(sys.argv) == 2 or case[0] in sys.argv[2:]:
+            run_case(sys.argv[1], *case)
 
 
 if __name__ == "__main__":
