@@ -123,10 +123,7 @@ func (b *Backend) MatMulAdd(y, x tensor.Buf, rows int, w tensor.Weight) {
 
 // MatMulNTAdd is MatMulNT into a scratch product, then AddScaled.
 func (b *Backend) MatMulNTAdd(y, x, m tensor.Buf, rows, n, k int, s float32) {
-	tmp := getScratch(rows * n)
-	MatMulNT(b.wk, *tmp, host(x), host(m), rows, n, k)
-	b.AddScaled(HostBuf(host(y)[:rows*n]), HostBuf(*tmp), s)
-	scratch.Put(tmp)
+	MatMulNTAdd(b.wk, host(y), host(x), host(m), rows, n, k, s)
 }
 
 func (b *Backend) Pack(w []float32, n, k int, bf16 bool) tensor.Weight {

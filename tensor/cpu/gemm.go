@@ -133,6 +133,37 @@ func MatMulNT(wk Workers, c, a, b []float32, m, n, k int) {
 	scratch.Put(buf)
 }
 
+// MatMulNTAdd computes c[m][n] += s · (a[m][k] · b[n][k]ᵀ): LoRA's second
+// product, whose sum is formed whole (MatMulNT's bits), then scaled and
+// added (AddScaled's). It goes a block of rows at a time, each block's
+// product into scratch that stays in the core's cache while it is added:
+// the product of all rows at once would be written to memory and read back,
+// which for a short k (the rank) is most of the time. A row's bits do not
+// depend on its block.
+func MatMulNTAdd(wk Workers, c, a, b []float32, m, n, k int, s float32) {
+	checkLen("MatMulNTAdd", c, m*n, a, m*k)
+	if len(b) < n*k {
+		panic(fmt.Sprintf("cpu.MatMulNTAdd: len(b)=%d < n*k=%d", len(b), n*k))
+	}
+	buf := getScratch(panels(n) * k * nr)
+	packNT(*buf, b, n, k)
+	block := max(mr, addBlockBytes/(4*n)/mr*mr) // rows whose product fits the budget
+	wk.For((m+block-1)/block, func(lo, hi int) {
+		tmp := getScratch(block * n)
+		for i := lo * block; i < min(m, hi*block); i += block {
+			rows := min(block, m-i)
+			gemm(1, *tmp, a[i*k:(i+rows)*k], *buf, nil, rows, n, k)
+			scaledAdd(c[i*n:(i+rows)*n], (*tmp)[:rows*n], s)
+		}
+		scratch.Put(tmp)
+	})
+	scratch.Put(buf)
+}
+
+// addBlockBytes is the most bytes of product MatMulNTAdd holds at once per
+// worker: with the output rows it is added to, well within a core's L2.
+const addBlockBytes = 256 << 10
+
 // MatMulNN computes c[m][n] = a[m][k] · b[k][n], overwriting c.
 func MatMulNN(wk Workers, c, a, b []float32, m, n, k int) {
 	checkLen("MatMulNN", c, m*n, a, m*k)

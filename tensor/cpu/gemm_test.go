@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -131,6 +132,32 @@ func TestGEMMBitIdentical(t *testing.T) {
 				for j := range c {
 					if math.Float32bits(c[j]) != math.Float32bits(first[i*n+j]) {
 						t.Fatalf("m=%d n=%d k=%d: row %d alone differs from row in batch at col %d", m, n, k, i, j)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMatMulNTAddBits: MatMulNTAdd, which forms and adds its product a
+// block of rows at a time, gives the bits of the whole product (MatMulNT)
+// scaled and added after (AddScaled), for any number of workers and rows
+// spanning several blocks.
+func TestMatMulNTAddBits(t *testing.T) {
+	withPaths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, s := range [][3]int{{1, 7, 16}, {13, 33, 5}, {300, 1000, 16}, {70, 3072, 16}, {1030, 40, 33}} {
+			m, n, k := s[0], s[1], s[2]
+			a, b, y0 := randMat(r, m*k), randMat(r, n*k), randMat(r, m*n)
+			want, prod := slices.Clone(y0), make([]float32, m*n)
+			MatMulNT(1, prod, a, b, m, n, k)
+			AddScaled(1, want, prod, 0.37)
+			for _, th := range []int{1, 2, 3} {
+				got := slices.Clone(y0)
+				MatMulNTAdd(Workers(th), got, a, b, m, n, k, 0.37)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("m=%d n=%d k=%d threads=%d: y[%d] = %v, MatMulNT then AddScaled give %v", m, n, k, th, i, got[i], want[i])
 					}
 				}
 			}
