@@ -207,6 +207,10 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 			}
 			return nil, fmt.Errorf("target_modules %s is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", quoteClipped(t.Regex), err)
 		}
+		if other := otherModule(c, re); other != "" {
+			return nil, fmt.Errorf("target_modules %s is a regular expression that also matches %s, a module that is not one of the layers' projections: PEFT would adapt it or refuse it, and this loader adapts projections only; match the projections alone, e.g. %q",
+				quoteClipped(t.Regex), other, `.*\.(q_proj|v_proj)`)
+		}
 		matches, labels = append(matches, re.MatchString), append(labels, quoteClipped(t.Regex))
 	}
 	for _, name := range t.Names {
@@ -256,6 +260,28 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// otherModule returns the first of some modules of c other than its
+// projections that re matches (the whole model, the embeddings, a layer,
+// its attention and MLP blocks, the LM head), or "". PEFT matches an
+// expression against every module's name: one that matches ".*" takes
+// containers too (PEFT refuses them) or the embeddings and the head (PEFT
+// adapts them; the loader here cannot).
+func otherModule(c *model.Config, re *regexp.Regexp) string {
+	layers := c.LayersName()
+	others := []string{"", "model", strings.TrimSuffix(layers, ".layers") + ".embed_tokens", layers + ".0", "lm_head"}
+	for _, p := range c.Projections() {
+		if block, _, ok := strings.Cut(p.Module, "."); ok {
+			others = append(others, layers+".0."+block)
+		}
+	}
+	for _, m := range others {
+		if re.MatchString(m) {
+			return strconv.Quote(m)
+		}
+	}
+	return ""
 }
 
 // noProjectionMatched is targetPaths' error for a regular expression that

@@ -62,7 +62,14 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 		{"a regular expression", llama, []string{"q_proj", "down_proj"}, `.*\.(q_proj|down_proj)`, ""},
 		{"opt-tiny, a regular expression", opt, []string{"out_proj", "fc2"}, `model\.decoder\.layers\.\d+\.(self_attn\.out_proj|fc2)`, ""},
 		{"all-linear as a string", llama, []string{AllLinear}, "all-linear", ""},
-		{"an expression of one layer", llama, []string{AllLinear}, `model\.layers\.0\..*`, "name q_proj in 1 of the model's 2 layers"},
+		{"an expression of one layer", llama, []string{AllLinear}, `model\.layers\.0\..*_proj`, "name q_proj in 1 of the model's 2 layers"},
+		// PEFT matches an expression against every module: containers are
+		// refused there ("Target module LlamaAttention(...) is not
+		// supported"), the embeddings and the head adapted.
+		{"an expression matching everything", llama, []string{"q_proj"}, `.*`, `target_modules ".*" is a regular expression that also matches "", a module that is not one of the layers' projections`},
+		{"an expression matching a layer's blocks", llama, []string{"q_proj"}, `model\.layers\.0\..*`, `also matches "model.layers.0.self_attn"`},
+		{"an expression matching the embeddings", llama, []string{"q_proj"}, `.*embed_tokens|.*q_proj`, `also matches "model.embed_tokens"`},
+		{"opt-tiny, an expression matching its head", opt, []string{"fc1"}, `.*(fc1|lm_head)`, `also matches "lm_head"`},
 		{"an expression matching a part only", llama, []string{"q_proj"}, `q_proj`, `target_modules "q_proj" is a string, which PEFT reads as a regular expression that a module's full name must match whole (re.fullmatch): it matches no projection of this model's layers (model.layers.N.<module>); to name the module in every layer, give a list: ["q_proj"]`},
 		{"an expression matching nothing", llama, []string{"q_proj"}, `.*\.qkv`, `target_modules ".*\\.qkv" is a string, which PEFT reads as a regular expression that a module's full name must match whole (re.fullmatch): it matches no projection of this model's layers (model.layers.N.<module>)`},
 		{"an empty list", llama, []string{"q_proj"}, []string{}, "target_modules is missing or empty"},
