@@ -29,8 +29,9 @@ import (
 // checkpoint stores it so and m holds it so: model.LoadOptions.BF16Weights;
 // float16 values held in float32 when the checkpoint stores float16;
 // float32 otherwise). Model.Save then writes a plain model (with
-// SaveOptions.Float16, a float16 checkpoint's merge in float16 as PEFT's). m must hold its
-// projections unstacked (model.LoadOptions.Unstacked), as Save needs.
+// SaveOptions.Float16, a float16 checkpoint's merge in float16, as PEFT
+// leaves it). m must hold its projections unstacked
+// (model.LoadOptions.Unstacked), as Save needs.
 func (a *Adapter) MergeInto(m *model.Model) error {
 	ts, err := m.Tensors()
 	if err != nil {
@@ -146,15 +147,22 @@ func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoR
 			}
 		})
 	}
-	round := map[bool]func(float32) float32{true: safetensors.RoundBF16, false: safetensors.RoundF16}[stored.BF16]
-	if stored.BF16 || stored.F16 {
-		for i, x := range dense {
-			dense[i] = round(x)
-		}
+	switch {
+	case stored.BF16:
+		roundAll(dense, safetensors.RoundBF16)
+	case stored.F16:
+		roundAll(dense, safetensors.RoundF16)
 	}
 	merged := be.Pack(dense, n, k, stored.BF16)
 	be.Free(buf)
 	return merged
+}
+
+// roundAll rounds every value of v with round.
+func roundAll(v []float32, round func(float32) float32) {
+	for i, x := range v {
+		v[i] = round(x)
+	}
 }
 
 // addDelta adds row i of PEFT's delta, fl32(fl32(B·A)·scale), to row (in
