@@ -38,9 +38,14 @@ func ycbcrToRGB(m *image.YCbCr) (*RGB, error) {
 }
 
 // upsampler gives a chroma plane's rows at full resolution, as libjpeg's
-// fancy upsampling does for each subsampling this package reads.
+// upsampling does for each subsampling this package reads: its "fancy"
+// triangle filters, except on a plane of at most 2 columns (an image of
+// at most 4 pixels across at 4:2:0 or 4:2:2), where libjpeg-turbo's
+// jinit_upsampler picks the plain upsamplers (h2v1_upsample,
+// h2v2_upsample), which repeat each sample over the pixels it covers.
 type upsampler struct {
 	ratio   image.YCbCrSubsampleRatio
+	fancy   bool
 	cw, ch  int // the chroma plane's size
 	stride  int
 	colSums []int // upsampleRowH2V2's scratch
@@ -58,6 +63,7 @@ func newUpsampler(ratio image.YCbCrSubsampleRatio, w, h, stride int) (*upsampler
 	default:
 		return nil, fmt.Errorf("JPEG chroma subsampling %v is not supported (4:4:4, 4:2:2 and 4:2:0 are)", ratio)
 	}
+	u.fancy = u.cw > 2 // libjpeg-turbo's "downsampled_width > 2"
 	return u, nil
 }
 
@@ -65,20 +71,33 @@ func newUpsampler(ratio image.YCbCrSubsampleRatio, w, h, stride int) (*upsampler
 // row of the image's width) unless c is at full resolution already.
 func (u *upsampler) row(c []uint8, y int, buf []uint8) []uint8 {
 	line := func(cy int) []uint8 { return c[cy*u.stride : cy*u.stride+u.cw] }
-	switch u.ratio {
-	case image.YCbCrSubsampleRatio420:
+	switch {
+	case u.ratio == image.YCbCrSubsampleRatio444:
+		return line(y)
+	case u.ratio == image.YCbCrSubsampleRatio422 && u.fancy:
+		upsampleRowH2V1(line(y), buf)
+	case u.ratio == image.YCbCrSubsampleRatio422:
+		repeatRow(line(y), buf)
+	case u.fancy: // 4:2:0
 		near := y / 2
 		far := near - 1 // an even output row lies nearer the row above
 		if y%2 == 1 {
 			far = near + 1
 		}
 		upsampleRowH2V2(line(near), line(min(max(far, 0), u.ch-1)), u.colSums, buf)
-		return buf
-	case image.YCbCrSubsampleRatio422:
-		upsampleRowH2V1(line(y), buf)
-		return buf
+	default: // 4:2:0, each chroma row covering two output rows
+		repeatRow(line(y/2), buf)
 	}
-	return line(y)
+	return buf
+}
+
+// repeatRow is libjpeg's plain h2v1_upsample and h2v2_upsample for one
+// output row: each chroma sample repeated over the two columns it covers,
+// the output cropped to len(row).
+func repeatRow(src, row []uint8) {
+	for ox := range row {
+		row[ox] = src[ox/2]
+	}
 }
 
 // upsampleRowH2V2 is libjpeg's h2v2_fancy_upsample for one output row:

@@ -12,8 +12,10 @@ import (
 // samples (Pillow's, through which transformers reads images) bit for bit,
 // and that its pixel_values are transformers' bit for bit: the test JPEGs
 // are 4:2:0 baseline from image/jpeg, and Pillow's 4:4:4, 4:2:2,
-// progressive colour and gray, CMYK, and saturated stripes whose ringing
-// the range limit clamps, a YCCK one, and libjpeg's with restart markers
+// progressive colour and gray, CMYK, saturated stripes whose ringing
+// the range limit clamps, images 1 to 5 pixels across (narrow*.jpg: at
+// most 4, libjpeg-turbo repeats the chroma instead of filtering it), a
+// YCCK one, and libjpeg's with restart markers
 // (rst*.jpg: baseline 4:2:0, 4:2:2, 4:4:4 and gray, intervals in MCUs and
 // in rows, one scan a component, progressive). It logs, for comparison, how
 // far the standard library's image/jpeg (its own inverse DCT and repeated

@@ -8,7 +8,7 @@ Run with Debian's python3 (python3-torch 1.13, python3-pil 9.4.0, python3-numpy)
     PYTHONPATH=../shared/pylib /usr/bin/python3 scripts/make_vit_image_fixtures.py imageproc/testdata
 
 It also writes cmyk_300x200.jpg: Pillow's CMYK JPEG of scene_300x200.png (Go cannot write one), to check that path,
-and pil*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks
+and pil*.jpg, narrow*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks
 (the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler); rst*.jpg (restart_jpegs): JPEGs
 with restart markers, through the system's libjpeg; and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
 cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow and the system's libpng
@@ -22,7 +22,7 @@ refuses every mode but RGB: L, P and I images have no channel axis, LA, RGBA and
 reference.safetensors holds, for every image NAME:
   decoded/NAME               uint8 [H][W][3]   PIL.Image.open(NAME).convert("RGB"), as a dataset loader hands it over
   pixel_values/CONFIG/NAME   float32 [3][h][w] ViTImageProcessor.from_json_file(CONFIG.json)(that image)
-                             (for vit-in21k, only the IN21K_IMAGES)
+                             (for vit-in21k, only the IN21K_IMAGES; none for the NO_PIXEL_VALUES)
 and resized/NAME/WxH, uint8 [H][W][3]: Image.resize((W, H), Image.BILINEAR) of two decoded PNGs at assorted sizes.
 """
 import io
@@ -53,6 +53,14 @@ CONFIGS = {
 RESIZES = [(1, 1), (7, 300), (224, 224), (301, 199), (13, 5), (150, 100), (97, 200)]
 # The published config's 224×224 pixel values are 600 kB an image: kept for these only.
 IN21K_IMAGES = {"scene_300x200.png", "scene_300x200.jpg", "gray_150x100.png"}
+# NARROW_JPEGS: name -> Pillow's subsampling (2: 4:2:0, 1: 4:2:2). libjpeg-turbo upsamples a chroma plane of at most
+# 2 columns (an image of at most 4 pixels across) by repeating its samples, a wider one with its triangle filters;
+# 5 pixels across (3 chroma columns) is the first filtered width. 9 rows: an odd number, and not 1 or 3, which
+# transformers would take for a channels-first image's channel axis.
+NARROW_JPEGS = {"narrow420_1x9.jpg": 2, "narrow420_2x9.jpg": 2, "narrow420_4x9.jpg": 2, "narrow420_5x9.jpg": 2,
+                "narrow422_4x9.jpg": 1}
+# Their decoded samples are kept; their pixel values for one only (123 kB each at 128×80).
+NO_PIXEL_VALUES = set(NARROW_JPEGS) - {"narrow420_4x9.jpg"}
 
 
 def compile_tool(tmp, source, lib):
@@ -65,8 +73,8 @@ def compile_tool(tmp, source, lib):
 
 def pillow_jpegs(out):
     """Writes JPEGs of the kinds image/jpeg cannot write, with Pillow (libjpeg-turbo), so that the decoder is checked
-    on each: 4:4:4 and 4:2:2 chroma, progressive scans (colour and gray), and an image of saturated stripes at low
-    quality, whose ringing takes the inverse DCT's outputs past 0 and 255 (the range limit)."""
+    on each: 4:4:4 and 4:2:2 chroma, progressive scans (colour and gray), an image of saturated stripes at low
+    quality, whose ringing takes the inverse DCT's outputs past 0 and 255 (the range limit), and the NARROW_JPEGS."""
     scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB")
     scene.save(os.path.join(out, "pil444_97x61.jpg"), quality=95, subsampling=0)
     scene.save(os.path.join(out, "pil422_97x61.jpg"), quality=75, subsampling=1)
@@ -79,6 +87,9 @@ def pillow_jpegs(out):
     stripes[..., 2] = np.where(((x + y) // 4) % 2 == 0, 0, 255)
     Image.fromarray(stripes).save(os.path.join(out, "pilstripes_53x45.jpg"), quality=15, subsampling=2)
     ycck_jpeg(np.asarray(scene), os.path.join(out, "ycck_97x61.jpg"))
+    for name, subsampling in NARROW_JPEGS.items():  # columns of the scene whose colours change along them
+        w = int(name.split("_")[1].split("x")[0])
+        scene.crop((40, 20, 40 + w, 29)).save(os.path.join(out, name), quality=90, subsampling=subsampling)
 
 
 def ycck_jpeg(rgb, path):
@@ -221,7 +232,7 @@ def main(out):
             f.write("\n")
         proc = ViTImageProcessor.from_json_file(path)
         for name in names:
-            if cname == "vit-in21k" and name not in IN21K_IMAGES:
+            if cname == "vit-in21k" and name not in IN21K_IMAGES or name in NO_PIXEL_VALUES:
                 continue
             pv = proc(Image.open(os.path.join(out, name)), do_convert_rgb=True, return_tensors="np")["pixel_values"][0]
             converted = proc(Image.open(os.path.join(out, name)).convert("RGB"), return_tensors="np")["pixel_values"][0]
