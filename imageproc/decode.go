@@ -92,8 +92,11 @@ func pngMinBytes(w, h int) int { return h * (1 + (w+7)/8) / 1032 }
 // it) has its DC coefficient coded, in a Huffman code of at least one bit.
 func jpegMinBytes(w, h int) int { return (w + 7) / 8 * ((h + 7) / 8) / 8 }
 
-// Decode reads a PNG or JPEG file's bytes into RGB as Pillow's
-// Image.convert("RGB") would (see toRGB). Any other format, an image larger
+// Decode reads a PNG or JPEG file's bytes into RGB as the HF loaders hand
+// an image to ViTImageProcessor: turned upright by its EXIF Orientation tag
+// (orient.go: ImageOps.exif_transpose, which datasets and transformers'
+// load_image apply) and converted as Pillow's Image.convert("RGB") would
+// (see toRGB). Any other format, an image larger
 // than maxPixels or than its file's bytes can hold (checked from the
 // header, before the pixels are allocated), and a damaged file are errors.
 // The result's Pix may be the front of the decoder's larger buffer (a PNG's
@@ -118,7 +121,7 @@ func Decode(data []byte) (*RGB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode %s image: %w", f.name, err)
 	}
-	return rgb, nil
+	return orient(rgb, orientation(data)), nil
 }
 
 // header finds data's format by its signature and reads the image's size

@@ -12,15 +12,17 @@ and pil*.jpg, narrow*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds imag
 (the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler); rst*.jpg (restart_jpegs): JPEGs
 with restart markers, through the system's libjpeg; and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
 cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow and the system's libpng
-(libpng-dev).
+(libpng-dev); orient*.png and orient*.jpg (oriented_images): images with an EXIF Orientation tag.
 
-Every image's pixel_values are ViTImageProcessor's on the file as Pillow opens it, with do_convert_rgb=True
+Every image's pixel_values are ViTImageProcessor's on the file as Pillow opens it and the HF loaders turn it upright
+(ImageOps.exif_transpose: datasets' Image feature since 2.19, transformers' load_image), with do_convert_rgb=True
 (transformers' convert_to_rgb: Image.convert("RGB") for any mode but RGB); the script checks that they equal those of
 the image converted beforehand. (Without do_convert_rgb, which the published configs leave unset, transformers 4.51
 refuses every mode but RGB: L, P and I images have no channel axis, LA, RGBA and CMYK four or two channels.)
 
 reference.safetensors holds, for every image NAME:
-  decoded/NAME               uint8 [H][W][3]   PIL.Image.open(NAME).convert("RGB"), as a dataset loader hands it over
+  decoded/NAME               uint8 [H][W][3]   ImageOps.exif_transpose(PIL.Image.open(NAME)).convert("RGB"), as a
+                                               dataset loader hands it over (datasets' Image feature since 2.19)
   pixel_values/CONFIG/NAME   float32 [3][h][w] ViTImageProcessor.from_json_file(CONFIG.json)(that image)
                              (for vit-in21k, only the IN21K_IMAGES; none for the NO_PIXEL_VALUES)
 and resized/NAME/WxH, uint8 [H][W][3]: Image.resize((W, H), Image.BILINEAR) of two decoded PNGs at assorted sizes.
@@ -28,6 +30,7 @@ and resized/NAME/WxH, uint8 [H][W][3]: Image.resize((W, H), Image.BILINEAR) of t
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -35,7 +38,7 @@ import tempfile
 import torch113_compat  # noqa: F401  (before transformers: see ../shared/pylib/SOURCES.md)
 import numpy as np
 import PIL
-from PIL import Image, ImageChops, ImageCms
+from PIL import Image, ImageChops, ImageCms, ImageOps
 from safetensors.numpy import save_file
 from transformers import ViTImageProcessor
 
@@ -59,8 +62,14 @@ IN21K_IMAGES = {"scene_300x200.png", "scene_300x200.jpg", "gray_150x100.png"}
 # transformers would take for a channels-first image's channel axis.
 NARROW_JPEGS = {"narrow420_1x9.jpg": 2, "narrow420_2x9.jpg": 2, "narrow420_4x9.jpg": 2, "narrow420_5x9.jpg": 2,
                 "narrow422_4x9.jpg": 1}
-# Their decoded samples are kept; their pixel values for one only (123 kB each at 128×80).
-NO_PIXEL_VALUES = set(NARROW_JPEGS) - {"narrow420_4x9.jpg"}
+# ORIENTED: name -> (EXIF Orientation, its TIFF byte order, its type: 3 SHORT, 4 LONG). The HF loaders (datasets'
+# Image feature since 2.19, transformers' load_image) turn an image upright by this tag (ImageOps.exif_transpose)
+# before ViTImageProcessor sees it; Image.open alone does not. Every orientation, in a PNG's eXIf chunk (lossless),
+# and in JPEGs' APP1 in both byte orders and as a LONG; 9 is no orientation (exif_transpose leaves the image).
+ORIENTED = {"orient%d_13x7.png" % o: (o, "<", 3) for o in range(2, 10)}
+ORIENTED.update({"orient6be_13x7.jpg": (6, ">", 3), "orient5long_13x7.jpg": (5, "<", 4)})
+# Their decoded samples are kept; their pixel values for one of each only (123 kB each at 128×80).
+NO_PIXEL_VALUES = (set(NARROW_JPEGS) | set(ORIENTED)) - {"narrow420_4x9.jpg", "orient6be_13x7.jpg", "orient8_13x7.png"}
 
 
 def compile_tool(tmp, source, lib):
@@ -123,6 +132,25 @@ RESTART_JPEGS = {
     "rstprog_97x61.jpg": (3, 60, "2x2", "2", "progressive"),
     "rstprogrows_97x61.jpg": (3, 60, "2x2", "1r", "progressive"),
 }
+
+
+def exif_orientation(value, order, kind):
+    """An APP1/eXIf payload ("Exif\\0\\0" and a TIFF structure) whose IFD0 holds one entry: Orientation = value, of
+    TIFF type kind (3 SHORT, 4 LONG), in byte order order ("<" II, ">" MM)."""
+    entry = struct.pack(order + "HHI", 0x0112, kind, 1) + struct.pack(order + ("HH" if kind == 3 else "I"), *(
+        (value, 0) if kind == 3 else (value,)))
+    head = (b"II*\x00" if order == "<" else b"MM\x00*") + struct.pack(order + "I", 8)
+    return b"Exif\x00\x00" + head + struct.pack(order + "H", 1) + entry + struct.pack(order + "I", 0)
+
+
+def oriented_images(out):
+    """Writes ORIENTED: a 13×7 corner of scene_97x61.png (asymmetric, so that every transposition shows) with an EXIF
+    Orientation, and checks that Pillow reads the tag as written."""
+    scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB").crop((30, 10, 43, 17))
+    for name, (value, order, kind) in ORIENTED.items():
+        path = os.path.join(out, name)
+        scene.save(path, exif=exif_orientation(value, order, kind), **({"quality": 90} if name.endswith(".jpg") else {}))
+        assert Image.open(path).getexif().get(0x0112) == value, name
 
 
 def restart_jpegs(out):
@@ -216,6 +244,11 @@ def variant_pngs(out):
         print(name, "colour type", colour, "depth", depth, "mode", img.mode, file=sys.stderr)
 
 
+def open_upright(out, name):
+    """The image as the HF loaders hand it over: opened by Pillow and turned upright by its EXIF Orientation."""
+    return ImageOps.exif_transpose(Image.open(os.path.join(out, name)))
+
+
 def main(out):
     assert PIL.__version__ == "9.4.0", PIL.__version__
     Image.open(os.path.join(out, "scene_300x200.png")).convert("CMYK").save(
@@ -223,6 +256,7 @@ def main(out):
     pillow_jpegs(out)
     restart_jpegs(out)
     variant_pngs(out)
+    oriented_images(out)
     names = sorted(n for n in os.listdir(out) if n.endswith((".png", ".jpg")))
     tensors = {}
     for cname, cfg in CONFIGS.items():
@@ -234,12 +268,12 @@ def main(out):
         for name in names:
             if cname == "vit-in21k" and name not in IN21K_IMAGES or name in NO_PIXEL_VALUES:
                 continue
-            pv = proc(Image.open(os.path.join(out, name)), do_convert_rgb=True, return_tensors="np")["pixel_values"][0]
-            converted = proc(Image.open(os.path.join(out, name)).convert("RGB"), return_tensors="np")["pixel_values"][0]
+            pv = proc(open_upright(out, name), do_convert_rgb=True, return_tensors="np")["pixel_values"][0]
+            converted = proc(open_upright(out, name).convert("RGB"), return_tensors="np")["pixel_values"][0]
             assert pv.dtype == np.float32 and np.array_equal(pv.view(np.uint32), converted.view(np.uint32)), name
             tensors["pixel_values/%s/%s" % (cname, name)] = np.ascontiguousarray(pv)
     for name in names:
-        img = Image.open(os.path.join(out, name))
+        img = open_upright(out, name)
         print(name, img.mode, img.size, file=sys.stderr)
         rgb = img.convert("RGB")
         tensors["decoded/" + name] = np.asarray(rgb, dtype=np.uint8).copy()
