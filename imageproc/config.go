@@ -183,6 +183,16 @@ func (c Config) validate() error {
 		if c.DoNormalize && (c.Std[i] == 0 || math.IsNaN(c.Std[i]) || math.IsInf(c.Std[i], 0) || math.IsInf(c.Mean[i], 0)) {
 			return fmt.Errorf("image processor config: channel %d's mean %v and std %v cannot normalise", i, c.Mean[i], c.Std[i])
 		}
+		// The arithmetic is float32's (Pixels): a std of 1e-320 is 0 there,
+		// a mean of 1e308 infinite, a rescale_factor of 1e300 overflows. The
+		// values are monotonic in the sample, so its ends bound them all.
+		mean, std := float32(c.Mean[i]), float32(c.Std[i])
+		for _, sample := range []uint8{0, 255} {
+			if v := c.value(sample, mean, std); math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("image processor config: channel %d's sample %d gives pixel value %v (rescale_factor %v, mean %v, std %v, in float32 as transformers computes them)",
+					i, sample, v, c.RescaleFactor, c.Mean[i], c.Std[i])
+			}
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"image"
 	stdjpeg "image/jpeg"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -229,6 +230,10 @@ func TestParseConfig(t *testing.T) {
 		{name: "other processor", json: `{"image_processor_type": "CLIPImageProcessor"}`, err: "CLIPImageProcessor"},
 		{name: "two means", json: `{"image_mean": [0.5, 0.5]}`, err: "image_mean"},
 		{name: "zero std", json: `{"image_std": [0.5, 0, 0.5]}`, err: "channel 1"},
+		// Pixels computes in float32: these are 0, infinite or overflow there.
+		{name: "std zero in float32", json: `{"image_std": [1e-320, 0.5, 0.5]}`, err: "channel 0's sample 0 gives pixel value -Inf"},
+		{name: "mean infinite in float32", json: `{"image_mean": [0.5, 1e39, 0.5]}`, err: "channel 1's sample 0 gives pixel value -Inf"},
+		{name: "rescale overflows", json: `{"rescale_factor": 1e300}`, err: "channel 0's sample 255 gives pixel value +Inf"},
 		{name: "zero size", json: `{"size": 0}`, err: "size 0×0"},
 		{name: "not json", json: `{"size": `, err: "image processor config"},
 	} {
@@ -282,8 +287,8 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// FuzzParseConfig: any preprocessor_config.json gives a valid Config or an
-// error.
+// FuzzParseConfig: any preprocessor_config.json gives a valid Config, whose
+// pixel values are finite, or an error.
 func FuzzParseConfig(f *testing.F) {
 	for _, name := range []string{"vit-in21k.json", "imagenet-128x80.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -294,9 +299,20 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := ParseConfig(b)
-		if err == nil {
-			if err := c.validate(); err != nil {
-				t.Fatal(err)
+		if err != nil {
+			return
+		}
+		if err := c.validate(); err != nil {
+			t.Fatal(err)
+		}
+		c.DoResize = false // a 2×1 image of the extreme samples, as it is
+		px, err := c.Pixels(&RGB{Width: 2, Height: 1, Pix: []uint8{0, 0, 0, 255, 255, 255}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range px {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("pixel values %v", px)
 			}
 		}
 	})

@@ -27,17 +27,23 @@ func (c Config) Pixels(img *RGB) ([]float32, error) {
 	}
 	for i := 0; i < n; i++ {
 		for ch := 0; ch < 3; ch++ {
-			v := float32(img.Pix[3*i+ch])
-			if c.DoRescale {
-				v = float32(float64(img.Pix[3*i+ch]) * c.RescaleFactor)
-			}
-			if c.DoNormalize {
-				v = (v - mean[ch]) / std[ch]
-			}
-			out[ch*n+i] = v
+			out[ch*n+i] = c.value(img.Pix[3*i+ch], mean[ch], std[ch])
 		}
 	}
 	return out, nil
+}
+
+// value is one sample's pixel value, given its channel's mean and std
+// rounded to float32.
+func (c Config) value(sample uint8, mean, std float32) float32 {
+	v := float32(sample)
+	if c.DoRescale {
+		v = float32(float64(sample) * c.RescaleFactor)
+	}
+	if c.DoNormalize {
+		v = (v - mean) / std
+	}
+	return v
 }
 
 // File decodes a PNG or JPEG file's bytes (Decode) and returns its
