@@ -261,7 +261,8 @@ func TestParseConfig(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg", "ycck_97x61.jpg",
 		"pilprog_97x61.jpg", "pilproggray_97x61.jpg", "gray_150x100.jpg", "pil422_97x61.jpg", "pil444_97x61.jpg", "pilstripes_53x45.jpg", "alpha_120x90.png",
-		"rst420_97x61.jpg", "rstprog_97x61.jpg", "rstscans_97x61.jpg", "png16graytrns_49x31.png", "png16adam7_49x31.png", "pngpaltrns_49x31.png"} {
+		"rst420_97x61.jpg", "rstprog_97x61.jpg", "rstscans_97x61.jpg", "png16graytrns_49x31.png", "png16adam7_49x31.png", "pngpaltrns_49x31.png",
+		"orient6be_13x7.jpg", "orient5long_13x7.jpg", "orient7_13x7.png", "narrow420_2x9.jpg"} {
 		f.Add(readTestdata(f, name))
 	}
 	f.Add(pngHeader(30000, 30000))
