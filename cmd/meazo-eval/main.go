@@ -74,7 +74,7 @@ evaluation is done (never over --data, a device, a pipe or a link, nor in the mo
 its "id"; its input ("sentence", "question" and "context", "document", "text" or "prompt"; pets: "image", its
 0-based row in the file); for SQuAD, XSum and generation the "generated" text as scored, its "references" and its own "scores" in 0-1 under
 the metrics' keys (each metric is 100 x their mean); for SST-2, classification and pets the "predicted" and "gold"
-label indices, their "predicted_label" and "gold_label" (not pets) and "correct".`,
+label indices, their "predicted_label" and "gold_label" (not pets) and "correct"; stderr says how many it wrote where.`,
 		Example: "meazo-eval task --model models/Llama-3.2-1B --adapter runs/squad/best --task squad --data dev-v1.1.json\n" +
 			"meazo-eval task --model runs/opt_fzoo/best --task sst2 --format mezo --data validation.parquet\n" +
 			"meazo-eval task --model models/Qwen3-0.6B --adapter runs/mine/best --task classification --labels '[negative, positive]' --data test.jsonl --predictions preds.jsonl",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -53,13 +54,15 @@ func (p *predictions) record() func(train.Prediction) {
 	return p.answers.Recorder()
 }
 
-// write writes the records to the file, replacing it atomically.
-func (p *predictions) write() error {
+// write writes the records to the file, replacing it atomically, and
+// says so on log.
+func (p *predictions) write(log io.Writer) error {
 	if p == nil {
 		return nil
 	}
 	if err := p.answers.WriteFile(p.path); err != nil {
 		return fmt.Errorf("--predictions: %w", err)
 	}
+	fmt.Fprintf(log, "wrote %d answers (one JSON line each) to %s\n", p.answers.Len(), p.path)
 	return nil
 }

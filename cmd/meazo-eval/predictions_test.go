@@ -43,7 +43,8 @@ func readPredictions(t *testing.T, path string) []train.Prediction {
 
 // TestTaskPredictions: --predictions writes a line per example in the
 // data's order: for SST-2 the sentence and the predicted and gold labels,
-// which give the printed accuracy; for generation the prompt, the generated
+// which give the printed accuracy, and the log says where it wrote how
+// many; for generation the prompt, the generated
 // text, the references and the example's scores, whose mean × 100 is each
 // printed metric.
 func TestTaskPredictions(t *testing.T) {
@@ -55,9 +56,13 @@ func TestTaskPredictions(t *testing.T) {
 	out := filepath.Join(dir, "preds.jsonl")
 
 	var stdout bytes.Buffer
+	var log strings.Builder
 	args := []string{"--model", mdir, "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"), "--max-examples", "9", "--batch-size", "4", "--predictions", out}
-	if err := runTask(args, &stdout, io.Discard); err != nil {
+	if err := runTask(args, &stdout, &log); err != nil {
 		t.Fatal(err)
+	}
+	if want := "wrote 9 answers (one JSON line each) to " + out + "\n"; !strings.HasSuffix(log.String(), want) {
+		t.Errorf("the log ends %q, want %q", log.String()[max(0, log.Len()-200):], want)
 	}
 	var res map[string]float64
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {

@@ -99,7 +99,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report(stdout, res, preds)
+	return report(stdout, log, res, preds)
 }
 
 // checkTaskPaths checks that what the flags name is there (and that a run
@@ -142,12 +142,13 @@ func evaluateText(modelDir, backend string, threads int, bf16 bool, opts train.E
 }
 
 // report prints the metrics, then writes the --predictions file if one
-// was asked for (so that a file that cannot be written loses no metric).
-func report(stdout io.Writer, res map[string]float64, preds *predictions) error {
+// was asked for (so that a file that cannot be written loses no metric)
+// and says on log what it wrote.
+func report(stdout, log io.Writer, res map[string]float64, preds *predictions) error {
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
-	return preds.write()
+	return preds.write(log)
 }
 
 // textOnlyFlags are runTask's flags that an image task has no use for.
@@ -204,7 +205,7 @@ func runImageTask(fs *flag.FlagSet, o imageTask, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report(stdout, res, o.preds)
+	return report(stdout, log, res, o.preds)
 }
 
 // missingRequired names the required flags left empty, of --model, --task
