@@ -270,6 +270,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(withDRI(good))
 	f.Add(badDHT(f, good))
 	f.Add(pngData(pngHeaderOf(64, 64, 16, 2), 64*(1+64*6)))
+	f.Add(progressiveGray(64, 3))
 	cfg := Config{DoResize: true, Height: 8, Width: 8, DoRescale: true, RescaleFactor: 1.0 / 255, DoNormalize: true,
 		Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
 	f.Fuzz(func(t *testing.T, b []byte) {

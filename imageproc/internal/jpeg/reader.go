@@ -169,6 +169,8 @@ type decoder struct {
 
 	comp       [maxComponents]component
 	progCoeffs [maxComponents][]savedBlock // Saved state between progressive-mode scans.
+	scans      int                         // The scans read so far,
+	scanBlocks int                         // and the blocks they cover (chargeScan).
 	huff       [maxTc + 1][maxTh + 1]huffman
 	quant      [maxTq + 1]block // Quantization tables, in zig-zag order.
 	tmp        [2 * blockSize]byte

@@ -5,6 +5,7 @@
 package jpeg
 
 import (
+	"fmt"
 	"image"
 )
 
@@ -145,6 +146,9 @@ func (d *decoder) processSOS(n int) error {
 	if d.img1 == nil && d.img3 == nil {
 		d.makeImg(mxx, myy)
 	}
+	if err := d.chargeScan(scan[:nComp], mxx*myy); err != nil {
+		return err
+	}
 	if d.progressive {
 		for i := 0; i < nComp; i++ {
 			compIndex := scan[i].compIndex
@@ -164,6 +168,40 @@ func (d *decoder) processSOS(n int) error {
 		return d.decodeNonInterleaved(s)
 	}
 	return d.decodeInterleaved(s, mxx, myy)
+}
+
+// maxScanPasses bounds the work of a JPEG's scans: the blocks they decode,
+// together, may be at most maxScanPasses times the frame's blocks (or
+// minScanBudget blocks, for a small image). Each scan visits every block of
+// its components, and an EOB run codes a whole scan of empty blocks in a few
+// bytes, so a progressive JPEG of a few hundred KB can hold tens of
+// thousands of scans of a large image and take minutes to decode, as it
+// would in libjpeg (libjpeg-turbo's report "Two Issues with the JPEG
+// Standard", LJT-01-003, whose remedy is this: a limit on the scans).
+// libjpeg's progressive files cover each component 4 to 6 times, a
+// sequential file once.
+const (
+	maxScanPasses = 64
+	minScanBudget = 1 << 20
+)
+
+// chargeScan counts a scan of the components scan, in a frame of mcus MCUs,
+// against the frame's budget of blocks (maxScanPasses), and refuses the
+// scan that exceeds it.
+func (d *decoder) chargeScan(scan []scanComponent, mcus int) error {
+	frame := 0
+	for _, c := range d.comp[:d.nComp] {
+		frame += mcus * c.h * c.v
+	}
+	for _, sc := range scan {
+		c := d.comp[sc.compIndex]
+		d.scanBlocks += mcus * c.h * c.v
+	}
+	d.scans++
+	if d.scanBlocks > max(maxScanPasses*frame, minScanBudget) {
+		return FormatError(fmt.Sprintf("scan %d: the scans decode more than %d times the image's blocks (too many scans: a file that takes minutes to decode)", d.scans, maxScanPasses))
+	}
+	return nil
 }
 
 // scanComponent is one component of a scan: its index in d.comp and its
