@@ -286,11 +286,15 @@ func layers(n int) string {
 	return fmt.Sprintf("%d layers", n)
 }
 
-// paramCount writes a parameter count in billions, or in millions below
-// one billion (a small config's "0.00B" said nothing).
+// paramCount writes a parameter count in billions, in millions below one
+// billion, and whole below one million (a small config's "0.00B" and a
+// tiny test model's "0.0M" said nothing).
 func paramCount(n int64) string {
-	if n >= 1e9 {
+	switch {
+	case n >= 1e9:
 		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
 	}
-	return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	return fmt.Sprint(n)
 }

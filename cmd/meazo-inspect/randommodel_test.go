@@ -199,13 +199,14 @@ func TestRandomModelViT(t *testing.T) {
 	}
 }
 
-// TestParamCount: billions from one billion on, millions below (a tiny
-// config printed "0.00B parameters").
+// TestParamCount: billions from one billion on, millions below, the whole
+// count below a million (a tiny config printed "0.00B parameters", then a
+// tiny ViT "0.0M parameters").
 func TestParamCount(t *testing.T) {
 	for _, c := range []struct {
 		n    int64
 		want string
-	}{{3_350_400, "3.4M"}, {157_517_824, "157.5M"}, {1_315_758_080, "1.32B"}, {13_945_031_680, "13.95B"}} {
+	}{{44_906, "44906"}, {999_999, "999999"}, {1_000_000, "1.0M"}, {3_350_400, "3.4M"}, {157_517_824, "157.5M"}, {1_315_758_080, "1.32B"}, {13_945_031_680, "13.95B"}} {
 		if got := paramCount(c.n); got != c.want {
 			t.Errorf("%d: %q, want %q", c.n, got, c.want)
 		}

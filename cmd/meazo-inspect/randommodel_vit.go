@@ -60,7 +60,7 @@ func runRandomViT(fs *flag.FlagSet, f *randomModelFlags, stdout io.Writer) error
 	if err := atomicfile.WriteFile(proc, pre); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote a random ViTForImageClassification (%s, hidden %d, %d×%d images, %d classes, %.1fM parameters, f32) and its preprocessor_config.json to %s\n",
-		layers(c.NumLayers), c.HiddenSize, c.ImageSize, c.ImageSize, c.NumLabels, float64(c.ParamCount())/1e6, f.out)
+	fmt.Fprintf(stdout, "wrote a random ViTForImageClassification (%s, hidden %d, %d×%d images, %d classes, %s parameters, f32) and its preprocessor_config.json to %s\n",
+		layers(c.NumLayers), c.HiddenSize, c.ImageSize, c.ImageSize, c.NumLabels, paramCount(int64(c.ParamCount())), f.out)
 	return nil
 }
