@@ -51,7 +51,7 @@ type HubImage struct {
 // imageColumns are the columns of the HF hub's image classification
 // Parquet files (timm/oxford-iiit-pet: the datasets Image feature, a struct
 // of the file's bytes and path, and a ClassLabel).
-var imageColumns = []string{"image.bytes", "label", "image_id?"}
+var imageColumns = []string{"image.bytes", "label", "image_id?", "image.path?"}
 
 // ReadImageParquet reads an HF hub image classification Parquet file
 // (image.bytes, label, and image_id when present) row group by row group.
@@ -102,6 +102,20 @@ func ReadImageParquet(path string, classes int) ([]ImageExample, error) {
 	}
 }
 
+// pathOnly says, for a row without the image's bytes, where its image.path
+// (column i, −1 when the file has none) says the image was: the datasets
+// Image feature keeps only the path of a file it did not embed, which this
+// reader cannot follow (the file is on the machine that wrote the Parquet).
+func pathOnly(values map[int][]parquet.Value, i int) string {
+	if i < 0 {
+		return ""
+	}
+	if p := values[i]; len(p) == 1 && !p[0].IsNull() && p[0].Kind() == parquet.ByteArray && len(p[0].ByteArray()) > 0 {
+		return fmt.Sprintf(" (image.path is %q: the image was not embedded in the file; push or save the dataset with its images embedded)", p[0].ByteArray())
+	}
+	return ""
+}
+
 // imageRow builds an ImageExample from one row's values, or says what is
 // wrong with it.
 func imageRow(row parquet.Row, index map[string]int, classes int) (ImageExample, string) {
@@ -112,7 +126,7 @@ func imageRow(row parquet.Row, index map[string]int, classes int) (ImageExample,
 	}
 	img := values[index["image.bytes"]]
 	if len(img) != 1 || img[0].IsNull() || img[0].Kind() != parquet.ByteArray || len(img[0].ByteArray()) == 0 {
-		return ex, "image.bytes is null, empty or not bytes"
+		return ex, "image.bytes is null, empty or not bytes" + pathOnly(values, index["image.path"])
 	}
 	ex.Image = append([]byte(nil), img[0].ByteArray()...)
 	lv := values[index["label"]]

@@ -69,11 +69,14 @@ func TestReadImageParquetRefuses(t *testing.T) {
 	bad[1].Label = 37
 	empty := append([]petsRow(nil), rows...)
 	empty[2].Image.Bytes = nil
+	pathOnly := append([]petsRow(nil), rows...)
+	pathOnly[0].Image = HubImage{Path: "/data/pets/Abyssinian_1.jpg"}
 	for _, tc := range []struct {
 		name, path, want string
 	}{
 		{"label out of range", writeImageParquet(t, bad), "row 1: label 37 is not one of the 37 classes"},
 		{"no image", writeImageParquet(t, empty), "row 2: image.bytes is null"},
+		{"only the image's path", writeImageParquet(t, pathOnly), `row 0: image.bytes is null, empty or not bytes (image.path is "/data/pets/Abyssinian_1.jpg": the image was not embedded`},
 		{"no image column", writeImageParquet(t, []otherRow{{"a", 1}}), `column "image.bytes" is missing`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
