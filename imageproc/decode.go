@@ -58,16 +58,25 @@ var formats = []format{
 	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }, jpegMinBytes},
 }
 
-// decodePNG is image/png's Decode, except that a 16-bit gray PNG with a
-// tRNS chunk comes back as the 16-bit gray image it is: image/png gives it
-// an alpha channel (NRGBA64), which toRGB would convert by its high byte,
-// where Pillow opens it as mode I like any 16-bit gray PNG (the
-// transparent value kept aside in its info, which convert("RGB") ignores)
-// and clips it to 255.
+// decodePNG is image/png's Decode, except in two cases where Pillow reads
+// the file otherwise. A 16-bit gray PNG with a tRNS chunk comes back as the
+// 16-bit gray image it is: image/png gives it an alpha channel (NRGBA64),
+// which toRGB would convert by its high byte, where Pillow opens it as mode
+// I like any 16-bit gray PNG (the transparent value kept aside in its info,
+// which convert("RGB") ignores) and clips it to 255. And a palette image
+// whose pixels use entries past its PLTE chunk's (an error by the PNG
+// specification) takes them from Pillow's default palette, gray i at entry
+// i, where image/png makes them black.
 func decodePNG(b []byte) (image.Image, error) {
 	m, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
+	}
+	if p, ok := m.(*image.Paletted); ok {
+		plte, _ := pngChunk(b, "PLTE")
+		for i := len(plte) / 3; i < len(p.Palette); i++ {
+			p.Palette[i] = color.RGBA{R: uint8(i), G: uint8(i), B: uint8(i), A: 0xff}
+		}
 	}
 	// image/png decodes nothing whose first chunk is not IHDR, so its bit
 	// depth and colour type are at their fixed offsets.

@@ -71,17 +71,24 @@ func jpegExif(data []byte) []byte {
 // chunks after the image data too (when the image loads, as the loaders
 // load it before reading the tag), so the whole file is searched.
 func pngExif(data []byte) []byte {
+	exif, _ := pngChunk(data, "eXIf")
+	return exif
+}
+
+// pngChunk is the contents of a PNG file's first chunk of the type, and
+// whether it has one (a damaged chunk list ends the search).
+func pngChunk(data []byte, typ string) ([]byte, bool) {
 	for i := 8; i+12 <= len(data); {
 		n := int(binary.BigEndian.Uint32(data[i:]))
 		if n < 0 || n > len(data)-i-12 {
-			return nil
+			return nil, false
 		}
-		if string(data[i+4:i+8]) == "eXIf" {
-			return data[i+8 : i+8+n]
+		if string(data[i+4:i+8]) == typ {
+			return data[i+8 : i+8+n], true
 		}
 		i += 12 + n
 	}
-	return nil
+	return nil, false
 }
 
 // tiffOrientation is the Orientation entry of a TIFF structure's first

@@ -12,7 +12,8 @@ and pil*.jpg, narrow*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds imag
 (the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler); rst*.jpg (restart_jpegs): JPEGs
 with restart markers, through the system's libjpeg; and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
 cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow and the system's libpng
-(libpng-dev); orient*.png and orient*.jpg (oriented_images): images with an EXIF Orientation tag.
+(libpng-dev); pngshortplte*.png (short_palette_pngs): palette PNGs whose pixels use entries past the PLTE's;
+orient*.png and orient*.jpg (oriented_images): images with an EXIF Orientation tag.
 
 Every image's pixel_values are ViTImageProcessor's on the file as Pillow opens it and the HF loaders turn it upright
 (ImageOps.exif_transpose: datasets' Image feature since 2.19, transformers' load_image), with do_convert_rgb=True
@@ -34,6 +35,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import torch113_compat  # noqa: F401  (before transformers: see ../shared/pylib/SOURCES.md)
 import numpy as np
@@ -69,7 +71,8 @@ NARROW_JPEGS = {"narrow420_1x9.jpg": 2, "narrow420_2x9.jpg": 2, "narrow420_4x9.j
 ORIENTED = {"orient%d_13x7.png" % o: (o, "<", 3) for o in range(2, 10)}
 ORIENTED.update({"orient6be_13x7.jpg": (6, ">", 3), "orient5long_13x7.jpg": (5, "<", 4)})
 # Their decoded samples are kept; their pixel values for one of each only (123 kB each at 128×80).
-NO_PIXEL_VALUES = (set(NARROW_JPEGS) | set(ORIENTED)) - {"narrow420_4x9.jpg", "orient6be_13x7.jpg", "orient8_13x7.png"}
+NO_PIXEL_VALUES = (set(NARROW_JPEGS) | set(ORIENTED) | {"pngshortplte4_16x9.png", "pngshortplte8_16x9.png"}) - {
+    "narrow420_4x9.jpg", "orient6be_13x7.jpg", "orient8_13x7.png"}
 
 
 def compile_tool(tmp, source, lib):
@@ -141,6 +144,29 @@ def exif_orientation(value, order, kind):
         (value, 0) if kind == 3 else (value,)))
     head = (b"II*\x00" if order == "<" else b"MM\x00*") + struct.pack(order + "I", 8)
     return b"Exif\x00\x00" + head + struct.pack(order + "H", 1) + entry + struct.pack(order + "I", 0)
+
+
+def short_palette_pngs(out):
+    """Writes pngshortplte*_16x9.png: palette PNGs (8 and 4 bits) whose pixels use entries 0–15 of a 4-entry PLTE (an
+    error by the PNG specification, which Pillow reads with its default palette, gray i at entry i), by hand: Pillow
+    writes every entry a palette image uses."""
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    w, h = 16, 9
+    index = [[(x * 3 + y * 5) % 16 for x in range(w)] for y in range(h)]
+    for depth in (8, 4):
+        if depth == 8:
+            rows = [bytes(r) for r in index]
+        else:
+            rows = [bytes(r[x] << 4 | r[x + 1] for x in range(0, w, 2)) for r in index]
+        png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, 3, 0, 0, 0))
+        png += chunk(b"PLTE", bytes([255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30]))
+        png += chunk(b"IDAT", zlib.compress(b"".join(b"\x00" + r for r in rows))) + chunk(b"IEND", b"")
+        name = "pngshortplte%d_16x9.png" % depth
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(png)
+        assert np.asarray(Image.open(os.path.join(out, name)).convert("RGB"))[0, 5].tolist() == [15, 15, 15], name
 
 
 def oriented_images(out):
@@ -256,6 +282,7 @@ def main(out):
     pillow_jpegs(out)
     restart_jpegs(out)
     variant_pngs(out)
+    short_palette_pngs(out)
     oriented_images(out)
     names = sorted(n for n in os.listdir(out) if n.endswith((".png", ".jpg")))
     tensors = {}
