@@ -2,6 +2,7 @@ package imageproc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -95,6 +96,22 @@ func decodePNG(b []byte) (image.Image, error) {
 // a filter byte and at least one bit a pixel, and deflate packs at most
 // 1032 bytes into one (a 258-byte match coded in 2 bits).
 func pngMinBytes(w, h int) int { return h * (1 + (w+7)/8) / 1032 }
+
+// pngChunk is the contents of a PNG file's first chunk of the type, and
+// whether it has one (a damaged chunk list ends the search).
+func pngChunk(data []byte, typ string) ([]byte, bool) {
+	for i := 8; i+12 <= len(data); {
+		n := int(binary.BigEndian.Uint32(data[i:]))
+		if n < 0 || n > len(data)-i-12 {
+			return nil, false
+		}
+		if string(data[i+4:i+8]) == typ {
+			return data[i+8 : i+8+n], true
+		}
+		i += 12 + n
+	}
+	return nil, false
+}
 
 // jpegMinBytes bounds a JPEG's entropy-coded data from below: every 8×8
 // block of the first component (full size: the others are subsampled from

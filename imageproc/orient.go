@@ -75,22 +75,6 @@ func pngExif(data []byte) []byte {
 	return exif
 }
 
-// pngChunk is the contents of a PNG file's first chunk of the type, and
-// whether it has one (a damaged chunk list ends the search).
-func pngChunk(data []byte, typ string) ([]byte, bool) {
-	for i := 8; i+12 <= len(data); {
-		n := int(binary.BigEndian.Uint32(data[i:]))
-		if n < 0 || n > len(data)-i-12 {
-			return nil, false
-		}
-		if string(data[i+4:i+8]) == typ {
-			return data[i+8 : i+8+n], true
-		}
-		i += 12 + n
-	}
-	return nil, false
-}
-
 // tiffOrientation is the Orientation entry of a TIFF structure's first
 // image file directory (EXIF's IFD0), a SHORT or LONG of count 1 (another
 // type or count is a value exif_transpose has no transposition for), or 0.
