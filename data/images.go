@@ -8,7 +8,7 @@ import (
 )
 
 // ImageExample is one row of an image classification dataset: the encoded
-// image (PNG or JPEG bytes, decoded later by package imageproc) and its
+// image (PNG, JPEG or GIF bytes, decoded later by package imageproc) and its
 // class.
 type ImageExample struct {
 	ID    string // image_id when the file has one, else the row's position

@@ -26,7 +26,7 @@ func NewBudget() *Budget {
 // Acquire waits until the pixels the header of data states fit in the
 // budget, takes them, and returns the function that gives them back (call
 // it once the decoded image is no longer needed). A file whose header is
-// not read (not PNG or JPEG, damaged, too large) takes nothing: Decode
+// not read (not PNG, JPEG or GIF, damaged, too large) takes nothing: Decode
 // refuses it before it allocates.
 func (b *Budget) Acquire(data []byte) (release func()) {
 	n := min(headerPixels(data), b.size)

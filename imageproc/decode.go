@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/gif"
 	"image/png"
 	"io"
 
@@ -57,6 +58,7 @@ type format struct {
 var formats = []format{
 	{"PNG", []byte("\x89PNG\r\n\x1a\n"), png.DecodeConfig, decodePNG, pngMinBytes},
 	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }, jpegMinBytes},
+	{"GIF", []byte("GIF8"), gif.DecodeConfig, decodeGIF, gifMinBytes},
 }
 
 // decodePNG is image/png's Decode, except in two cases where Pillow reads
@@ -118,11 +120,12 @@ func pngChunk(data []byte, typ string) ([]byte, bool) {
 // it) has its DC coefficient coded, in a Huffman code of at least one bit.
 func jpegMinBytes(w, h int) int { return (w + 7) / 8 * ((h + 7) / 8) / 8 }
 
-// Decode reads a PNG or JPEG file's bytes into RGB as the HF loaders hand
-// an image to ViTImageProcessor: turned upright by its EXIF Orientation tag
-// (orient.go: ImageOps.exif_transpose, which datasets and transformers'
-// load_image apply) and converted as Pillow's Image.convert("RGB") would
-// (see toRGB). Any other format, an image larger
+// Decode reads a PNG, JPEG or GIF file's bytes (a GIF's first frame:
+// gif.go) into RGB as the HF loaders hand an image to ViTImageProcessor:
+// turned upright by its EXIF Orientation tag (orient.go:
+// ImageOps.exif_transpose, which datasets and transformers' load_image
+// apply) and converted as Pillow's Image.convert("RGB") would (see toRGB).
+// Any other format, an image larger
 // than maxPixels or than its file's bytes can hold (checked from the
 // header, before the pixels are allocated), and a damaged file are errors.
 // The result's Pix may be the front of the decoder's larger buffer (a PNG's
@@ -168,7 +171,7 @@ func header(data []byte) (*format, image.Config, error) {
 		}
 		return f, cfg, nil
 	}
-	return nil, image.Config{}, fmt.Errorf("decode image: not a PNG or JPEG file (it starts %q)", data[:min(len(data), 8)])
+	return nil, image.Config{}, fmt.Errorf("decode image: not a PNG, JPEG or GIF file (it starts %q)", data[:min(len(data), 8)])
 }
 
 // toRGB converts a decoded image to RGB as Pillow converts the mode it

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"image"
 	"image/color"
+	"image/gif"
 	"image/jpeg"
 	"image/png"
 	"math"
@@ -67,9 +68,44 @@ func encodeJPEG(t *testing.T, m image.Image) []byte {
 	return buf.Bytes()
 }
 
-// drawings are every test image, PNG and JPEG (image/jpeg writes 4:2:0).
+// encodeGIF writes frame as a GIF's only frame on a w×h logical screen
+// whose global colour table is global: a frame whose palette differs
+// carries its own table, and a palette entry of alpha 0 is the frame's
+// transparent index.
+func encodeGIF(t *testing.T, frame *image.Paletted, w, h int, global color.Palette) []byte {
+	var buf bytes.Buffer
+	g := &gif.GIF{Image: []*image.Paletted{frame}, Delay: []int{0}, Config: image.Config{ColorModel: global, Width: w, Height: h}}
+	if err := gif.EncodeAll(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// gifFrames are GIF frames smaller than their 31×19 screen, placed at
+// (6, 4): one on the global colour table, one with its own table and a
+// transparent entry.
+func gifFrames(odd *image.RGBA) (plain, local *image.Paletted, global color.Palette) {
+	global = color.Palette{color.NRGBA{10, 20, 30, 255}, color.NRGBA{250, 40, 40, 255}, color.NRGBA{40, 250, 40, 255}, color.NRGBA{40, 40, 250, 255},
+		color.NRGBA{200, 200, 0, 255}, color.NRGBA{0, 200, 200, 255}, color.NRGBA{200, 0, 200, 255}, color.NRGBA{255, 255, 255, 255}}
+	own := color.Palette{color.NRGBA{90, 60, 30, 255}, color.NRGBA{0, 0, 0, 0}, color.NRGBA{30, 60, 90, 255}, color.NRGBA{128, 128, 128, 255}}
+	r := image.Rect(6, 4, 20, 13)
+	plain, local = image.NewPaletted(r, global), image.NewPaletted(r, own)
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			c := odd.RGBAAt(3*x, 3*y)
+			plain.SetColorIndex(x, y, (c.R>>5+c.G>>6)%8)
+			local.SetColorIndex(x, y, (c.B>>6+uint8(x))%4)
+		}
+	}
+	return plain, local, global
+}
+
+// drawings are every test image, PNG and JPEG (image/jpeg writes 4:2:0),
+// and GIFs whose first frame does not cover the screen (Pillow writes
+// whole frames; its own GIFs come from the fixture script).
 func drawings(t *testing.T) []drawing {
 	big, odd, square := scene(300, 200, 0), scene(97, 61, 1), scene(224, 224, 2)
+	gifPlain, gifLocal, gifGlobal := gifFrames(odd)
 	gray := image.NewGray(image.Rect(0, 0, 150, 100))
 	gray16 := image.NewGray16(image.Rect(0, 0, 40, 30))
 	alpha := image.NewNRGBA(image.Rect(0, 0, 120, 90))
@@ -102,6 +138,8 @@ func drawings(t *testing.T) []drawing {
 		{"scene_300x200.jpg", encodeJPEG(t, big)},
 		{"scene_97x61.jpg", encodeJPEG(t, odd)},
 		{"gray_150x100.jpg", encodeJPEG(t, gray)},
+		{"gifoffset_31x19.gif", encodeGIF(t, gifPlain, 31, 19, gifGlobal)},
+		{"giflocal_31x19.gif", encodeGIF(t, gifLocal, 31, 19, gifGlobal)},
 	}
 }
 

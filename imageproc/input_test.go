@@ -19,6 +19,12 @@ import (
 	"github.com/meazo-go/meazo/internal/fuzzguard"
 )
 
+// gifHeader is a GIF's header and logical screen descriptor for a w×h
+// image with a 2-colour global table, and nothing after.
+func gifHeader(w, h int) []byte {
+	return append([]byte("GIF89a"), byte(w), byte(w>>8), byte(h), byte(h>>8), 0x80, 0, 0, 0, 0, 0, 255, 255, 255)
+}
+
 // pngHeader is a PNG signature and an IHDR chunk declaring w×h RGB, 8 bits.
 func pngHeader(w, h uint32) []byte {
 	var ihdr [13]byte
@@ -50,8 +56,11 @@ func TestDecodeRefusesBadImages(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"empty", nil, "not a PNG or JPEG"},
-		{"gif", []byte("GIF89a\x01\x00\x01\x00"), "not a PNG or JPEG"},
+		{"empty", nil, "not a PNG, JPEG or GIF"},
+		{"webp", []byte("RIFF\x10\x00\x00\x00WEBPVP8 "), "not a PNG, JPEG or GIF"},
+		{"truncated gif header", []byte("GIF89a\x01\x00\x01\x00"), "decode GIF image"},
+		{"huge gif", gifHeader(30000, 30000), "larger than"},
+		{"gif header only", gifHeader(3000, 3000), "cannot hold a 3000×3000 image"},
 		{"truncated jpeg", good[:len(good)/2], "decode JPEG image"},
 		{"truncated png", goodPNG[:len(goodPNG)/2], "decode PNG image"},
 		{"png header only", pngHeader(10, 10), "decode PNG image"},
@@ -262,7 +271,8 @@ func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"scene_97x61.png", "scene_97x61.jpg", "palette_64x48.png", "gray16_40x30.png", "cmyk_300x200.jpg", "ycck_97x61.jpg",
 		"pilprog_97x61.jpg", "pilproggray_97x61.jpg", "gray_150x100.jpg", "pil422_97x61.jpg", "pil444_97x61.jpg", "pilstripes_53x45.jpg", "alpha_120x90.png",
 		"rst420_97x61.jpg", "rstprog_97x61.jpg", "rstscans_97x61.jpg", "png16graytrns_49x31.png", "png16adam7_49x31.png", "pngpaltrns_49x31.png",
-		"orient6be_13x7.jpg", "orient5long_13x7.jpg", "orient7_13x7.png", "narrow420_2x9.jpg"} {
+		"orient6be_13x7.jpg", "orient5long_13x7.jpg", "orient7_13x7.png", "narrow420_2x9.jpg",
+		"gif_49x31.gif", "giftrns_49x31.gif", "giflocal_31x19.gif"} {
 		f.Add(readTestdata(f, name))
 	}
 	f.Add(pngHeader(30000, 30000))

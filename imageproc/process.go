@@ -46,7 +46,7 @@ func (c Config) value(sample uint8, mean, std float32) float32 {
 	return v
 }
 
-// File decodes a PNG or JPEG file's bytes (Decode) and returns its
+// File decodes a PNG, JPEG or GIF file's bytes (Decode) and returns its
 // pixel_values (Pixels): [3][height][width] float32, channels first, the
 // config's Height and Width (the image's own size when it does not resize).
 func (c Config) File(data []byte) ([]float32, error) {

@@ -13,7 +13,9 @@ and pil*.jpg, narrow*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds imag
 with restart markers, through the system's libjpeg; and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
 cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow and the system's libpng
 (libpng-dev); pngshortplte*.png (short_palette_pngs): palette PNGs whose pixels use entries past the PLTE's;
-orient*.png and orient*.jpg (oriented_images): images with an EXIF Orientation tag.
+orient*.png and orient*.jpg (oriented_images): images with an EXIF Orientation tag; gif_49x31.gif and
+giftrns_49x31.gif (pillow_gifs): Pillow's GIFs, one with a transparent index (gifoffset and giflocal, first frames
+smaller than the screen, one with its own colour table, are drawn by draw_test.go).
 
 Every image's pixel_values are ViTImageProcessor's on the file as Pillow opens it and the HF loaders turn it upright
 (ImageOps.exif_transpose: datasets' Image feature since 2.19, transformers' load_image), with do_convert_rgb=True
@@ -169,6 +171,20 @@ def short_palette_pngs(out):
         assert np.asarray(Image.open(os.path.join(out, name)).convert("RGB"))[0, 5].tolist() == [15, 15, 15], name
 
 
+def pillow_gifs(out):
+    """Writes gif_49x31.gif and giftrns_49x31.gif: every other pixel of scene_97x61.png quantized to 16 colours and
+    saved by Pillow (interlaced, as Pillow writes a GIF of 16 rows or more), the second with a transparent index
+    whose colour is not black (Image.convert("RGB") shows the colour; image/gif makes the entry transparent black)."""
+    scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB").resize((49, 31), Image.NEAREST)
+    p = scene.quantize(colors=16, method=Image.Quantize.MEDIANCUT)
+    p.save(os.path.join(out, "gif_49x31.gif"))
+    trns = max(range(16), key=lambda i: sum(p.getpalette()[3 * i:3 * i + 3]))  # the brightest entry
+    p.save(os.path.join(out, "giftrns_49x31.gif"), transparency=trns)
+    back = Image.open(os.path.join(out, "giftrns_49x31.gif"))
+    assert back.mode == "P" and back.info.get("transparency") == trns, back.info
+    assert sum(back.getpalette()[3 * trns:3 * trns + 3]) > 0
+
+
 def oriented_images(out):
     """Writes ORIENTED: a 13×7 corner of scene_97x61.png (asymmetric, so that every transposition shows) with an EXIF
     Orientation, and checks that Pillow reads the tag as written."""
@@ -284,7 +300,8 @@ def main(out):
     variant_pngs(out)
     short_palette_pngs(out)
     oriented_images(out)
-    names = sorted(n for n in os.listdir(out) if n.endswith((".png", ".jpg")))
+    pillow_gifs(out)
+    names = sorted(n for n in os.listdir(out) if n.endswith((".png", ".jpg", ".gif")))
     tensors = {}
     for cname, cfg in CONFIGS.items():
         path = os.path.join(out, cname + ".json")

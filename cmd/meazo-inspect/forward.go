@@ -25,7 +25,7 @@ func init() {
 logits and loss with transformers' on the same batch.`,
 		Reads: `--model DIR: an HF model directory (config.json, safetensors weights); --adapter DIR: a saved adapter (LoRA
 or prompt tuning, PEFT format); --input: the batch as JSON ({"input_ids", "attention_mask", "position_ids",
-"labels"}; a ViT's {"pixel_values"} or {"images"}); a ViT's --images: PNG or JPEG files.`,
+"labels"}; a ViT's {"pixel_values"} or {"images"}); a ViT's --images: PNG, JPEG or GIF files.`,
 		Prints: `out.safetensors (--out): logits, and loss and loss_per_seq where labels are given (a ViT: pixel_values too;
 --hidden-states); on stdout the loss and what was written.`,
 		Example: "meazo-inspect forward --model models/Llama-3.2-1B --input batch.json --out logits.safetensors",
@@ -125,7 +125,7 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional); a ViT's: {"pixel_values": [B][C][H][W]} or {"images": [paths]}, "labels" [B] optional`)
 	outPath := fs.String("out", "", "output safetensors: logits F32 [B,T,V]; loss F32 [1] and loss_per_seq F32 [B] when labels are given (a ViT: logits [B,classes], loss, pixel_values)")
-	images := fs.String("images", "", "a ViT: comma-separated image files (PNG or JPEG) instead of --input, preprocessed as the checkpoint's preprocessor_config.json says")
+	images := fs.String("images", "", "a ViT: comma-separated image files (PNG, JPEG or GIF) instead of --input, preprocessed as the checkpoint's preprocessor_config.json says")
 	hidden := fs.Bool("hidden-states", false, "a ViT: also write hidden_states F32 [layers+1,B,tokens,hidden] (HF's output_hidden_states)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
