@@ -40,7 +40,7 @@ func pngHeader(w, h uint32) []byte {
 	return b.Bytes()
 }
 
-// TestDecodeRefusesBadImages: what is not a whole PNG or JPEG of a sane
+// TestDecodeRefusesBadImages: what is not a whole PNG, JPEG or GIF of a sane
 // size is an error saying what is wrong, before any large allocation.
 func TestDecodeRefusesBadImages(t *testing.T) {
 	good, err := os.ReadFile(filepath.Join("testdata", "scene_97x61.jpg"))
