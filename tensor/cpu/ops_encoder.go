@@ -23,51 +23,70 @@ import (
 func EncoderAttention(wk Workers, out, q, k, v []float32, seqs, tokens, heads, hd int, scale float32) {
 	width := heads * hd
 	wk.For(seqs*heads, func(lo, hi int) {
-		r := encoderRowScratch{p: make([]float32, tokens), p64: make([]uint64, tokens), q64: make([]uint64, hd),
-			kt: make([]float32, hd*tokens), scale: math.Float32bits(scale)}
+		r := newEncoderRowScratch(tokens, hd, scale)
 		for sh := lo; sh < hi; sh++ {
 			s, h := sh/heads, sh%heads
-			base := s * tokens * width
-			for j := 0; j < tokens; j++ { // the head's keys, transposed
-				for d, x := range k[base+j*width+h*hd : base+j*width+(h+1)*hd] {
-					r.kt[d*tokens+j] = x
-				}
-			}
+			base := s*tokens*width + h*hd
+			r.load(k[base:], v[base:], width)
 			for i := 0; i < tokens; i++ {
-				qi := q[base+i*width+h*hd : base+i*width+(h+1)*hd]
-				r.row(out[base+i*width+h*hd:base+i*width+(h+1)*hd], qi, v[base+h*hd:], width)
+				r.row(out[base+i*width:base+i*width+hd], q[base+i*width:base+i*width+hd])
 			}
 		}
 	})
 }
 
-// encoderRowScratch is what one worker's rows share: the head's keys
-// transposed (kt[d·tokens + j] is token j's dimension d), the scores and
-// probabilities p, and the float64 bits of the query (q64) and of the
+// encoderRowScratch is what one worker's rows share: one head's keys
+// transposed and its values, both widened to float64 once for all its
+// query tokens (kt[d·lanes + j] is token j's dimension d, the lanes past
+// the last token zero; vals[j·hd + d]), the scores s over whole groups of 8
+// lanes (the first tokens of them are the scores, then the
+// probabilities), and the float64 bits of the query (q64) and of the
 // probabilities (p64), which the vector kernels broadcast through integer
 // registers (no legacy SSE among their vector code: ops_simd_amd64.go);
 // scale's float32 bits.
 type encoderRowScratch struct {
-	p        []float32
-	p64, q64 []uint64
-	kt       []float32
-	scale    uint32
+	tokens, lanes int
+	s             []float32
+	p64, q64      []uint64
+	kt, vals      []float64
+	scale         uint32
 }
 
-// row computes one query's output o [hd] from the keys in r.kt and the
-// tokens' values, which start at v and are width apart. Each score and each
-// output element is one float64 sum in a fixed order (EncoderAttention's
-// contract). A sum is a chain of dependent additions, and one chain at a
-// time keeps the core waiting on its latency, so encoderSums runs several
-// side by side (in vector lanes where the CPU has them,
-// ops_encoder_simd_amd64.go), each in the same order as alone: the same
-// bits as one at a time (encoderRowRef in the tests).
-func (r *encoderRowScratch) row(o, qi, v []float32, width int) {
+func newEncoderRowScratch(tokens, hd int, scale float32) *encoderRowScratch {
+	lanes := (tokens + 7) &^ 7
+	return &encoderRowScratch{tokens: tokens, lanes: lanes, s: make([]float32, lanes), p64: make([]uint64, tokens), q64: make([]uint64, hd),
+		kt: make([]float64, hd*lanes), vals: make([]float64, tokens*hd), scale: math.Float32bits(scale)}
+}
+
+// load widens one head's keys (transposed) and values, token j's at
+// k[j·width:] and v[j·width:].
+func (r *encoderRowScratch) load(k, v []float32, width int) {
+	hd := len(r.q64)
+	for j := 0; j < r.tokens; j++ {
+		for d, x := range k[j*width : j*width+hd] {
+			r.kt[d*r.lanes+j] = float64(x)
+		}
+		for d, x := range v[j*width : j*width+hd] {
+			r.vals[j*hd+d] = float64(x)
+		}
+	}
+}
+
+// row computes one query's output o [hd] from the head load read. Each
+// score and each output element is one float64 sum in a fixed order
+// (EncoderAttention's contract). A sum is a chain of dependent additions,
+// and one chain at a time keeps the core waiting on its latency, so
+// encoderSums runs several side by side (in vector lanes where the CPU has
+// them, ops_encoder_simd_amd64.go), each in the same order as alone: the
+// same bits as one at a time (encoderRowRef in the tests). The scores are
+// summed over whole groups of 8 lanes; the lanes past the last token sum
+// zeros and are not read.
+func (r *encoderRowScratch) row(o, qi []float32) {
 	for d, x := range qi {
 		r.q64[d] = math.Float64bits(float64(x))
 	}
-	p := r.p
-	encoderSums(p, r.q64, r.kt, len(p), r.scale) // the scores
+	encoderSums(r.s, r.q64, r.kt, r.lanes, r.scale) // the scores
+	p := r.s[:r.tokens]
 	m := float32(math.Inf(-1))
 	for _, x := range p {
 		if x > m { // as the CUDA kernel compares
@@ -79,37 +98,49 @@ func (r *encoderRowScratch) row(o, qi, v []float32, width int) {
 	for _, x := range p {
 		sum += float64(x)
 	}
+	encoderNormalize(p, r.p64, sum)
+	encoderSums(o, r.p64, r.vals, len(o), one32) // the output
+}
+
+// encoderNormalize divides each exponential p[j] by their sum in float64,
+// rounds the probability to float32 into p[j] and keeps its float64 bits in
+// p64[j]. The AVX-512 path replaces it (eight lanes; a division rounds alike
+// in a lane).
+var encoderNormalize = encoderNormalizeGo
+
+func encoderNormalizeGo(p []float32, p64 []uint64, sum float64) {
 	for j := range p {
 		p[j] = float32(float64(p[j]) / sum)
-		r.p64[j] = math.Float64bits(float64(p[j]))
+		p64[j] = math.Float64bits(float64(p[j]))
 	}
-	encoderSums(o, r.p64, v, width, one32) // the output
 }
 
 // encoderSums sets out[c] to the float32 rounding of Σ_i c_i·m[i·stride + c]
 // (in float64, i in order; coef holds the c_i as float64 bits) times scale
-// (its float32 bits). The scores are such sums over the head's dimensions
-// (coef: the query; m: the keys transposed, stride the token count, scale
-// the attention's), the outputs over the tokens (coef: the probabilities;
-// m: the values, stride the row width; scale 1, which leaves every float32
-// as it is). The AVX-512 path replaces it.
+// (its float32 bits). The coefficients and m are float32 values widened, so
+// every product is exact and a fused multiply-add rounds as the sum of the
+// product would. The scores are such sums over the head's dimensions (coef:
+// the query; m: the keys transposed, stride the lanes), the outputs over
+// the tokens (coef: the probabilities; m: the values, stride the head's
+// size; scale 1, which leaves every float32 as it is). The AVX-512 path
+// replaces it.
 var encoderSums = encoderSumsGo
 
 // one32 is the float32 bits of 1.
 const one32 = 0x3f800000
 
 // encoderSumsGo is encoderSums four outputs at a time.
-func encoderSumsGo(out []float32, coef []uint64, m []float32, stride int, scale uint32) {
+func encoderSumsGo(out []float32, coef []uint64, m []float64, stride int, scale uint32) {
 	sc := math.Float32frombits(scale)
 	c := 0
 	for ; c+4 <= len(out); c += 4 {
 		var a0, a1, a2, a3 float64
 		for i, x := range coef {
 			xi, row := math.Float64frombits(x), m[i*stride+c:i*stride+c+4]
-			a0 += xi * float64(row[0])
-			a1 += xi * float64(row[1])
-			a2 += xi * float64(row[2])
-			a3 += xi * float64(row[3])
+			a0 += xi * row[0]
+			a1 += xi * row[1]
+			a2 += xi * row[2]
+			a3 += xi * row[3]
 		}
 		out[c], out[c+1], out[c+2], out[c+3] = float32(a0)*sc, float32(a1)*sc, float32(a2)*sc, float32(a3)*sc
 	}
@@ -117,12 +148,12 @@ func encoderSumsGo(out []float32, coef []uint64, m []float32, stride int, scale 
 }
 
 // encoderSumsTail is encoderSums for the outputs from c0 on, one at a time.
-func encoderSumsTail(out []float32, coef []uint64, m []float32, stride int, scale uint32, c0 int) {
+func encoderSumsTail(out []float32, coef []uint64, m []float64, stride int, scale uint32, c0 int) {
 	sc := math.Float32frombits(scale)
 	for c := c0; c < len(out); c++ {
 		var acc float64
 		for i, x := range coef {
-			acc += math.Float64frombits(x) * float64(m[i*stride+c])
+			acc += math.Float64frombits(x) * m[i*stride+c]
 		}
 		out[c] = float32(acc) * sc
 	}

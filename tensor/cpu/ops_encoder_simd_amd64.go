@@ -2,49 +2,72 @@
 
 package cpu
 
-import "simd/archsimd"
+import (
+	"math"
+	"simd/archsimd"
+)
 
 // The AVX-512 version of the encoder attention's sums (ops_encoder.go):
 // eight float64 lanes, each lane one score (or one output element) summed in
-// the contract's order, products of float32 values exact in float64 and
-// added with a separate Add (no fused multiply-add, which could not change
-// an exact product's sum anyway): the same bits as encoderSumsGo. Several
-// lane groups run side by side, so that the chains' latency is hidden.
+// the contract's order, the operands float32 values widened beforehand so
+// that each product is exact and a fused multiply-add rounds the sum as a
+// separate add would: the same bits as encoderSumsGo. Eight lane groups run
+// side by side, so that the chains' latency is hidden.
 
 func init() {
 	if cpuAVX512 {
-		encoderSums = encoderSumsAVX512
+		encoderSums, encoderNormalize = encoderSumsAVX512, encoderNormalizeAVX512
 	}
 }
 
 // bcast64 is the float64 whose bits are b on 8 lanes.
 func bcast64(b uint64) archsimd.Float64x8 { return archsimd.BroadcastUint64x8(b).AsFloat64x8() }
 
-// encoderSumsAVX512 is encoderSums 32 outputs at a time, then 8.
-func encoderSumsAVX512(out []float32, coef []uint64, m []float32, stride int, scale uint32) {
+// encoderDots64 sets out[0:64] to the float32 roundings of the float64
+// sums Σ_i coef[i]·m[i·stride + c] over the n coefficients, in order, each
+// times scale in float32 (ops_encoder_avx512_amd64.s).
+//
+//go:noescape
+func encoderDots64(out *float32, coef *uint64, n int, m *float64, stride int, scale uint32)
+
+// encoderSumsAVX512 is encoderSums 64 outputs at a time (in assembly), then
+// 8.
+func encoderSumsAVX512(out []float32, coef []uint64, m []float64, stride int, scale uint32) {
 	sc := archsimd.BroadcastUint32x8(scale).AsFloat32x8()
 	c := 0
-	for ; c+32 <= len(out); c += 32 {
-		var a0, a1, a2, a3 archsimd.Float64x8
-		for i, x := range coef {
-			xi, row := bcast64(x), m[i*stride+c:i*stride+c+32]
-			a0 = a0.Add(xi.Mul(archsimd.LoadFloat32x8Slice(row).ConvertToFloat64()))
-			a1 = a1.Add(xi.Mul(archsimd.LoadFloat32x8Slice(row[8:]).ConvertToFloat64()))
-			a2 = a2.Add(xi.Mul(archsimd.LoadFloat32x8Slice(row[16:]).ConvertToFloat64()))
-			a3 = a3.Add(xi.Mul(archsimd.LoadFloat32x8Slice(row[24:]).ConvertToFloat64()))
-		}
-		a0.ConvertToFloat32().Mul(sc).StoreSlice(out[c:])
-		a1.ConvertToFloat32().Mul(sc).StoreSlice(out[c+8:])
-		a2.ConvertToFloat32().Mul(sc).StoreSlice(out[c+16:])
-		a3.ConvertToFloat32().Mul(sc).StoreSlice(out[c+24:])
+	for ; len(coef) > 0 && c+64 <= len(out); c += 64 {
+		_ = m[(len(coef)-1)*stride+c+63] // the last element the kernel reads
+		encoderDots64(&out[c], &coef[0], len(coef), &m[c], stride, scale)
 	}
 	for ; c+8 <= len(out); c += 8 {
 		var a archsimd.Float64x8
 		for i, x := range coef {
-			a = a.Add(bcast64(x).Mul(archsimd.LoadFloat32x8Slice(m[i*stride+c : i*stride+c+8]).ConvertToFloat64()))
+			a = bcast64(x).MulAdd(archsimd.LoadFloat64x8Slice(m[i*stride+c:i*stride+c+8]), a)
 		}
 		a.ConvertToFloat32().Mul(sc).StoreSlice(out[c:])
 	}
 	archsimd.ClearAVXUpperBits()
 	encoderSumsTail(out, coef, m, stride, scale, c)
+}
+
+// encoderNormalizeAVX512 is encoderNormalize eight probabilities at a time.
+func encoderNormalizeAVX512(p []float32, p64 []uint64, sum float64) {
+	j := encoderNormalizeVec(p, p64, math.Float64bits(sum))
+	encoderNormalizeGo(p[j:], p64[j:len(p)], sum)
+}
+
+// encoderNormalizeVec does encoderNormalizeAVX512's whole vectors (see
+// expSubVec) and returns how many it did.
+//
+//go:noinline
+func encoderNormalizeVec(p []float32, p64 []uint64, sumBits uint64) int {
+	s := bcast64(sumBits)
+	j := 0
+	for ; j+8 <= len(p); j += 8 {
+		q := archsimd.LoadFloat32x8Slice(p[j:]).ConvertToFloat64().Div(s).ConvertToFloat32()
+		q.StoreSlice(p[j:])
+		q.ConvertToFloat64().AsUint64x8().StoreSlice(p64[j:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return j
 }

@@ -102,10 +102,10 @@ func encoderRowRef(o, qi, k, v, p []float32, width int, scale float32) {
 func TestEncoderRowMatchesRef(t *testing.T) {
 	type impl struct {
 		name string
-		sums func(out []float32, coef []uint64, m []float32, stride int, scale uint32)
+		sums func(out []float32, coef []uint64, m []float64, stride int, scale uint32)
 	}
 	impls := []impl{{"go", encoderSumsGo}, {"in use", encoderSums}}
-	defer func(s func(out []float32, coef []uint64, m []float32, stride int, scale uint32)) { encoderSums = s }(encoderSums)
+	defer func(s func(out []float32, coef []uint64, m []float64, stride int, scale uint32)) { encoderSums = s }(encoderSums)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct{ tokens, hd, heads int }{{197, 64, 3}, {17, 8, 2}, {5, 17, 1}, {3, 2, 2}, {1, 6, 1}, {64, 40, 2}, {41, 72, 1}} {
 		width := tc.heads * tc.hd
@@ -119,13 +119,8 @@ func TestEncoderRowMatchesRef(t *testing.T) {
 		q, k, v := vec(), vec(), vec()
 		scale := float32(1 / math.Sqrt(float64(tc.hd)))
 		for h := 0; h < tc.heads; h++ {
-			r := encoderRowScratch{p: make([]float32, tc.tokens), p64: make([]uint64, tc.tokens), q64: make([]uint64, tc.hd),
-				kt: make([]float32, tc.hd*tc.tokens), scale: math.Float32bits(scale)}
-			for j := 0; j < tc.tokens; j++ {
-				for d := 0; d < tc.hd; d++ {
-					r.kt[d*tc.tokens+j] = k[j*width+h*tc.hd+d]
-				}
-			}
+			r := newEncoderRowScratch(tc.tokens, tc.hd, scale)
+			r.load(k[h*tc.hd:], v[h*tc.hd:], width)
 			for i := 0; i < tc.tokens; i++ {
 				qi := q[i*width+h*tc.hd : i*width+(h+1)*tc.hd]
 				want := make([]float32, tc.hd)
@@ -133,7 +128,7 @@ func TestEncoderRowMatchesRef(t *testing.T) {
 				for _, im := range impls {
 					encoderSums = im.sums
 					got := make([]float32, tc.hd)
-					r.row(got, qi, v[h*tc.hd:], width)
+					r.row(got, qi)
 					for d := range got {
 						if math.Float32bits(got[d]) != math.Float32bits(want[d]) {
 							t.Fatalf("%s: %d tokens, head dim %d, head %d, token %d, dim %d: %v, want %v", im.name, tc.tokens, tc.hd, h, i, d, got[d], want[d])
@@ -159,7 +154,7 @@ func BenchmarkEncoderAttention(b *testing.B) {
 	}
 	q, k, v := vec(), vec(), vec()
 	out := make([]float32, len(q))
-	defer func(s func(out []float32, coef []uint64, m []float32, stride int, scale uint32)) { encoderSums = s }(encoderSums)
+	defer func(s func(out []float32, coef []uint64, m []float64, stride int, scale uint32)) { encoderSums = s }(encoderSums)
 	for _, path := range []string{"in-use", "go"} {
 		if path == "go" {
 			encoderSums = encoderSumsGo
