@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"slices"
@@ -108,10 +109,16 @@ func LoadStudy(path string) (*Study, error) {
 	}
 	if err := checkStrict(raw, reflect.TypeOf(Study{}), ""); err != nil {
 		var ke *unknownKeyError
-		if errors.As(err, &ke) {
-			if line := strictyaml.Line(b, strings.Split(ke.key, ".")...); line > 0 {
-				return nil, fmt.Errorf("study %s:%d: %w", path, line, err)
-			}
+		var ve *valueError
+		key := ""
+		switch {
+		case errors.As(err, &ke):
+			key = ke.key
+		case errors.As(err, &ve):
+			key = ve.key
+		}
+		if line := strictyaml.Line(b, strings.Split(key, ".")...); key != "" && line > 0 {
+			return nil, fmt.Errorf("study %s:%d: %w", path, line, err)
 		}
 		return nil, fmt.Errorf("study %s: %w", path, err)
 	}
@@ -136,19 +143,28 @@ func (e *unknownKeyError) Error() string {
 	return fmt.Sprintf("unknown key %q (did you mean %q?)", e.key, e.closest)
 }
 
-// checkStrict rejects keys the type t lacks, suggesting the closest one.
+// valueError is a study file's value of the wrong type (key: its path, as
+// unknownKeyError's), for LoadStudy to name the line it is on. The YAML
+// decoder's own message names neither the key nor, for a seed of 1.5 it
+// truncates to 1, any mistake.
+type valueError struct{ key, want string }
+
+func (e *valueError) Error() string { return e.key + ": " + e.want }
+
+// checkStrict rejects keys the type t lacks, suggesting the closest one,
+// and values that are not of their key's type (checkValue).
 func checkStrict(v any, t reflect.Type, prefix string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if v == nil {
+		return nil // strictyaml.Parse refuses a key without a value
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
-			if v == nil {
-				return nil
-			}
-			return fmt.Errorf("%s: want a mapping of keys, got %v", strings.TrimSuffix(prefix, "."), v)
+			return &valueError{strings.TrimSuffix(prefix, "."), fmt.Sprintf("want a mapping of keys, got %v", v)}
 		}
 		known := map[string]reflect.Type{}
 		var names []string
@@ -176,15 +192,82 @@ func checkStrict(v any, t reflect.Type, prefix string) error {
 			}
 		}
 	case reflect.Slice:
-		if l, ok := v.([]any); ok {
-			for i, e := range l {
-				if err := checkStrict(e, t.Elem(), fmt.Sprintf("%s%d.", prefix, i)); err != nil {
-					return err
-				}
+		l, ok := v.([]any)
+		if !ok {
+			return &valueError{strings.TrimSuffix(prefix, "."), "want a list, got " + showValue(v)}
+		}
+		for i, e := range l {
+			if err := checkStrict(e, t.Elem(), fmt.Sprintf("%s%d.", prefix, i)); err != nil {
+				return err
 			}
+		}
+	default:
+		if want := checkValue(v, t.Kind()); want != "" {
+			return &valueError{strings.TrimSuffix(prefix, "."), want + ", got " + showValue(v)}
 		}
 	}
 	return nil
+}
+
+// checkValue says what a scalar of the given kind wants when v, as YAML
+// read it, is not one ("" when it is): the decoder would truncate a seed of
+// 1.5 to 1 without a word.
+func checkValue(v any, kind reflect.Kind) string {
+	switch kind {
+	case reflect.Int, reflect.Uint64:
+		var f float64
+		switch x := v.(type) {
+		case int:
+			f = float64(x)
+		case uint64:
+			if kind == reflect.Uint64 {
+				return ""
+			}
+			f = float64(x)
+		case float64:
+			f = x
+		default:
+			return "want a whole number"
+		}
+		switch {
+		case f != math.Trunc(f) || math.IsInf(f, 0):
+			if kind == reflect.Uint64 {
+				return "want a non-negative whole number"
+			}
+			return "want a whole number"
+		case kind == reflect.Uint64 && f < 0:
+			return "want a non-negative whole number"
+		case kind == reflect.Int && math.Abs(f) > math.MaxInt32:
+			return "want a whole number of at most 2147483647"
+		case kind == reflect.Uint64 && f >= 1<<64:
+			return "want a non-negative whole number below 2^64"
+		}
+	case reflect.Float64:
+		switch v.(type) {
+		case int, uint64, float64:
+		default:
+			return "want a number"
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return "want true or false"
+		}
+	case reflect.String:
+		switch v.(type) {
+		case map[string]any, []any:
+			return "want a single value"
+		}
+	}
+	return ""
+}
+
+// showValue writes a value of a study file for a message: a string quoted,
+// so that "abc" and abc read apart from numbers.
+func showValue(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
 }
 
 // validate checks the study and fills in its defaults, in the order the
@@ -354,6 +437,16 @@ func (x *Executor) check() error {
 			x.Parallel = len(x.GPUs)
 		}
 	}
+	seen := map[int]bool{}
+	for _, g := range x.GPUs {
+		if g < 0 {
+			return fmt.Errorf("executor.gpus: %d is not a GPU index (0, 1, … as nvidia-smi numbers them)", g)
+		}
+		if seen[g] {
+			return fmt.Errorf("executor.gpus: %d given twice (two runs at a time would share it)", g)
+		}
+		seen[g] = true
+	}
 	if len(x.GPUs) > 0 && x.Parallel > len(x.GPUs) {
 		return fmt.Errorf("executor.parallel: %d runs at a time but only %d gpus", x.Parallel, len(x.GPUs))
 	}
@@ -449,7 +542,7 @@ func checkGrid(prefix string, seeds []uint64, coarse []float64) error {
 		seen[s] = true
 	}
 	for _, r := range coarse {
-		if !(r > 0) {
+		if !(r > 0) || math.IsInf(r, 1) {
 			return fmt.Errorf("%scoarse: %v is not a positive learning rate", prefix, r)
 		}
 	}

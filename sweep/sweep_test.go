@@ -145,7 +145,18 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"bad executor", base + "executor: {kind: pbs}\n", `executor.kind: "pbs"`},
 		{"bad name", "out: x\nexperiments:\n  - {name: a/b, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", `experiments.0.name: "a/b"`},
 		{"placeholder needs optimizers", "out: x\nexperiments:\n  - {name: e, config: 'c_{optimizer}.yaml'}\n", "required when config names {optimizer}"},
-		{"wrong type", "seeds: abc\n" + base, "cannot unmarshal"},
+		{"wrong type", "seeds: abc\n" + base, `study.yaml:1: seeds: want a list, got "abc"`},
+		{"negative seed", "seeds: [0, -1]\n" + base, "study.yaml:1: seeds.1: want a non-negative whole number, got -1"},
+		{"rate not a number", "coarse: [1e-2, abc]\n" + base, `study.yaml:1: coarse.1: want a number, got "abc"`},
+		{"fine not a bool", base + "fine: maybe\n", `study.yaml:4: fine: want true or false, got "maybe"`},
+		{"experiment seed a fraction", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, seeds: [1.5]}\n", "study.yaml:3: experiments.0.seeds.0: want a non-negative whole number, got 1.5"},
+		{"parallel out of range", base + "executor: {parallel: 99999999999999999999}\n", "study.yaml:4: executor.parallel: want a whole number of at most 2147483647, got 1e+20"},
+		{"name a mapping", "name: {a: 1}\n" + base, "study.yaml:1: name: want a single value, got map[a:1]"},
+		{"executor a list", base + "executor: [local]\n", "study.yaml:4: executor: want a mapping of keys, got [local]"},
+		{"infinite rate", "coarse: [.inf, 1e-2]\n" + base, "coarse: +Inf is not a positive learning rate"},
+		{"only an infinite rate", "coarse: [.inf]\n" + base, "coarse: +Inf is not a positive learning rate"},
+		{"negative gpu", base + "executor: {gpus: [0, -1]}\n", "executor.gpus: -1 is not a GPU index"},
+		{"gpu twice", base + "executor: {gpus: [0, 1, 0]}\n", "executor.gpus: 0 given twice (two runs at a time would share it)"},
 		{"optimizer twice", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo, zo-sgd, meazo]}\n", `experiments.0.optimizers: "meazo" given twice`},
 		{"empty seeds", "seeds: []\n" + base, "seeds: an empty list"},
 		{"empty coarse", "coarse: []\n" + base, "coarse: an empty list"},
@@ -167,6 +178,9 @@ func TestLoadStudyErrors(t *testing.T) {
 			_, err := LoadStudy(p)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
 				t.Fatalf("got %v, want an error naming %s and containing %q", err, p, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("got %q, want one line", err)
 			}
 		})
 	}
