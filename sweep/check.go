@@ -54,11 +54,25 @@ func (st *Study) CheckConfigs() error {
 			}
 			path = filepath.Join(demo, rel)
 		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("study %s: %s.config: %w (sweep %s)", st.path, st.expKey(sp), err, sp.Name)
+		}
 		if _, err := train.Load(path, append(runs[0].sets(), "output.dir="+runs[0].Dir)); err != nil {
-			return fmt.Errorf("sweep %s: %w", sp.Name, err)
+			return fmt.Errorf("study %s: %s (sweep %s): %w", st.path, st.expKey(sp), sp.Name, err)
 		}
 	}
 	return nil
+}
+
+// expKey names the sweep's experiment as the study file's keys do,
+// experiments.<index>, for messages that point at the file.
+func (st *Study) expKey(sp *SweepPlan) string {
+	for i := range st.Experiments {
+		if &st.Experiments[i] == sp.Exp {
+			return fmt.Sprintf("experiments.%d", i)
+		}
+	}
+	return "experiments." + sp.Exp.Name
 }
 
 // startsAfresh reports whether the sweep will start a run from its config:

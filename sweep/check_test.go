@@ -27,9 +27,9 @@ func TestCheckConfigs(t *testing.T) {
 		name, set, config, want string
 	}{
 		{"good", "train.steps=5", cfg, ""},
-		{"misspelt key", "train.stepz=5", cfg, `sweep e_meazo: --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
-		{"bad value", "train.steps=-5", cfg, "sweep e_meazo: --set train.steps: must not be negative, got -5"},
-		{"no config file", "train.steps=5", filepath.Join(dir, "nope.yaml"), "sweep e_meazo: "},
+		{"misspelt key", "train.stepz=5", cfg, `study.yaml: experiments.0 (sweep e_meazo): --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
+		{"bad value", "train.steps=-5", cfg, "study.yaml: experiments.0 (sweep e_meazo): --set train.steps: must not be negative, got -5"},
+		{"no config file", "train.steps=5", filepath.Join(dir, "nope.yaml"), "study.yaml: experiments.0.config: stat " + filepath.Join(dir, "nope.yaml") + ": no such file or directory (sweep e_meazo)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2]\nset: [%q]\nexperiments:\n  - {name: e, config: %s, optimizers: [meazo, zo-sgd]}\n",
@@ -42,8 +42,8 @@ func TestCheckConfigs(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("good study refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p)):
+				t.Fatalf("got %v, want an error naming %s and containing %q", err, p, tc.want)
 			}
 			if tc.want != "" { // a local run stops there too, before any run
 				if err := st.RunLocal(context.Background(), ModeRun, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -88,7 +88,7 @@ func TestCheckConfigsDemoPending(t *testing.T) {
 	demo := filepath.Join(dir, "demo")
 	for _, tc := range []struct{ set, want string }{
 		{"train.steps=5", ""},
-		{"train.stepz=5", `sweep e_meazo: --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
+		{"train.stepz=5", `experiments.0 (sweep e_meazo): --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
 	} {
 		p := writeStudy(t, fmt.Sprintf("out: %s/out\ndemo: %s\nseeds: [0]\ncoarse: [1e-2]\nset: [%q]\nexperiments:\n  - {name: e, config: %s/demo.yaml, optimizers: [meazo]}\n",
 			dir, demo, tc.set, demo))
