@@ -92,6 +92,7 @@ func Load(args []string, warn func(string)) ([]sweep.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	dirs, failed = once(dirs, failed)
 	var runs []sweep.Run
 	for _, d := range dirs {
 		r, err := sweep.LoadSummary(d.dir)
@@ -108,7 +109,53 @@ func Load(args []string, warn func(string)) ([]sweep.Run, error) {
 	if len(runs) == 0 {
 		return nil, errors.New("no finished runs in " + strings.Join(args, " "))
 	}
-	return append(runs, failed...), nil
+	runs = append(runs, failed...)
+	if err := checkDistinct(runs); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// once drops the run directories named a second time (a sweep and one of
+// its runs, or one sweep twice): each is one seed however it was named.
+func once(dirs []source, failed []sweep.Run) ([]source, []sweep.Run) {
+	seen := map[string]bool{}
+	first := func(dir string) bool {
+		key := filepath.Clean(dir)
+		if abs, err := filepath.Abs(dir); err == nil {
+			key = abs
+		}
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		return true
+	}
+	dirs = slices.DeleteFunc(dirs, func(d source) bool { return !first(d.dir) })
+	failed = slices.DeleteFunc(failed, func(r sweep.Run) bool { return !first(r.Dir) })
+	return dirs, failed
+}
+
+// checkDistinct refuses two runs of one method, learning rate and seed:
+// the figures would average them as two seeds (a sweep and a copy of it, or
+// two attempts at a sweep that one glob names), halving the spread.
+func checkDistinct(runs []sweep.Run) error {
+	type key struct {
+		model, task, adapter string // runs of two experiments: sweep.Setting's error
+		m                    sweep.Method
+		rate                 string
+		seed                 uint64
+	}
+	dirOf := map[key]string{}
+	for _, r := range runs {
+		k := key{r.Model, r.Task, r.Adapter, r.Method(), sweep.RateName(r.LR), r.Seed}
+		if other, ok := dirOf[k]; ok {
+			return fmt.Errorf("%s and %s are both %s at lr %s, seed %d: the figures would count them as two seeds; name one of them",
+				other, r.Dir, k.m, sweep.LRString(r.LR), r.Seed)
+		}
+		dirOf[k] = r.Dir
+	}
+	return nil
 }
 
 // AtBestRate keeps, for each method run at several learning rates, only the

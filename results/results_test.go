@@ -602,3 +602,33 @@ func TestAdapterKindTitles(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadRefusesARunTwice: two run directories of one method, rate and
+// seed (a sweep and a copy of it, or two attempts at one sweep, named by a
+// glob) would be averaged as two seeds, shrinking the bands; Load refuses
+// them naming both. The same directory named twice (a sweep and one of its
+// runs, or the sweep twice) counts once.
+func TestLoadRefusesARunTwice(t *testing.T) {
+	root := t.TempDir()
+	mk := func(dir, opt string, lr float64, seed int) {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "summary.json"), fmt.Appendf(nil, `{"optimizer":%q,"lr":%g,"seed":%d,"steps":1,"steps_done":1,"best_val_loss":1}`, opt, lr, seed), 0o644)
+	}
+	mk(filepath.Join(root, "sw", "lr=1e-4_seed=0"), "meazo", 1e-4, 0)
+	mk(filepath.Join(root, "sw", "lr=1e-4_seed=1"), "meazo", 1e-4, 1)
+	mk(filepath.Join(root, "old", "lr=1e-4_seed=1"), "meazo", 1e-4, 1)
+	mk(filepath.Join(root, "more", "lr=1e-4_seed=2"), "meazo", 1e-4, 2)
+	mk(filepath.Join(root, "sgd", "lr=1e-4_seed=0"), "zo-sgd", 1e-4, 0)
+	quiet := func(string) {}
+	runs, err := Load([]string{filepath.Join(root, "sw"), filepath.Join(root, "sw", "lr=1e-4_seed=0"), filepath.Join(root, "sw") + "/",
+		filepath.Join(root, "more"), filepath.Join(root, "sgd")}, quiet)
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("a directory named twice, other seeds and another optimizer: %d runs, %v; want 4 runs", len(runs), err)
+	}
+	_, err = Load([]string{filepath.Join(root, "sw"), filepath.Join(root, "old")}, quiet)
+	for _, want := range []string{filepath.Join(root, "sw", "lr=1e-4_seed=1"), filepath.Join(root, "old", "lr=1e-4_seed=1"), "seed 1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("two runs of MEAZO at 1e-4, seed 1: %v, want an error naming %q", err, want)
+		}
+	}
+}
