@@ -98,6 +98,11 @@ func ExperimentFigures(e Experiment, smooth int, warn func(string)) ([]Figure, e
 			figs = append(figs, Figure{name, fig})
 		}
 	}
+	if len(e.Incomplete) > 0 {
+		for _, f := range figs {
+			f.Figure.Note += fmt.Sprintf("\nProvisional: %s not complete (meazo-sweep status says what is left); η* may change.", strings.Join(e.Incomplete, ", "))
+		}
+	}
 	return figs, nil
 }
 
@@ -303,8 +308,11 @@ func Robustness(runs []sweep.Run) ([]Figure, error) {
 		}
 	}
 	var skipped []string
-	anyDiverged := false
+	anyDiverged, anyPending := false, false
 	for _, m := range ms {
+		for _, r := range groups[m] {
+			anyPending = anyPending || r.Failed && r.Pending
+		}
 		rates := sweep.RateStatsOf(groups[m])
 		star := sweep.EtaStar(rates)
 		if star < 0 {
@@ -345,7 +353,10 @@ func Robustness(runs []sweep.Run) ([]Figure, error) {
 		return nil, fmt.Errorf("no method has a rate at which all seeds finished: %s", strings.Join(skipped, ", "))
 	}
 	note := "Line: mean over the seeds that did not diverge; shading: mean ± 2 sample standard deviations."
-	if anyDiverged {
+	switch {
+	case anyDiverged && anyPending:
+		note += "\n× on the top edge: a rate at which at least one seed diverged, failed or has no result yet (such a rate cannot be η*)."
+	case anyDiverged:
 		note += "\n× on the top edge: a rate at which at least one seed diverged or failed (such a rate cannot be η*)."
 	}
 	if len(skipped) > 0 {

@@ -22,6 +22,9 @@ type Report struct {
 type Experiment struct {
 	Name string
 	Runs []sweep.Run
+	// Incomplete names the sweeps with runs still to come (stage 2, or
+	// runs without a result), whose η* the figures choose provisionally.
+	Incomplete []string
 }
 
 // cell is one sweep's entry in the results tables.
@@ -126,6 +129,9 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 			rep.Experiments = append(rep.Experiments, Experiment{Name: sp.Exp.Name})
 		}
 		e.Runs = append(e.Runs, runs...)
+		if c.note != "" || len(missing) > 0 {
+			e.Incomplete = append(e.Incomplete, sp.Name)
+		}
 		if len(runs) == 0 {
 			rep.cells = append(rep.cells, c)
 			continue
@@ -154,7 +160,7 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		rep.cells = append(rep.cells, c)
 	}
 	for i := range rep.Experiments {
-		rep.Experiments[i].Runs = byExp[rep.Experiments[i].Name].Runs
+		rep.Experiments[i] = *byExp[rep.Experiments[i].Name]
 	}
 	return rep, nil
 }

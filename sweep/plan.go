@@ -381,7 +381,7 @@ func (sp *SweepPlan) Results(runs []RunSpec, states map[string]RunState) []Run {
 			continue
 		}
 		lr, _ := strconv.ParseFloat(r.LR, 64)
-		out = append(out, Run{Dir: r.Dir, Failed: true, Variant: sp.VariantTitle(), Summary: Summary{Optimizer: sp.Optimizer, LR: lr, Seed: r.Seed,
+		out = append(out, Run{Dir: r.Dir, Failed: true, Pending: s.Status != StatusFailed, Variant: sp.VariantTitle(), Summary: Summary{Optimizer: sp.Optimizer, LR: lr, Seed: r.Seed,
 			Message: s.Status + " " + s.Detail}})
 	}
 	return out

@@ -41,7 +41,11 @@ func OrNaN(p *float64) float64 {
 type Run struct {
 	Dir string
 	Summary
-	Failed  bool
+	Failed bool
+	// Pending marks a Failed run that has no result yet rather than none
+	// at all (new, queued, running, interrupted or unfinished): a study in
+	// progress, whose figures say so.
+	Pending bool
 	Variant string // the study's label of the run's variant (Variant.Title); "" for none
 }
 

@@ -135,3 +135,41 @@ func TestStudyReportInProgress(t *testing.T) {
 		t.Errorf("results.md does not list the runs not run yet:\n%s", md)
 	}
 }
+
+// TestStudyReportProvisional: the figures of a study in progress say that
+// they are provisional, and a rate crossed because a seed has no result yet
+// is not called diverged or failed; once every run is in, neither is said.
+func TestStudyReportProvisional(t *testing.T) {
+	dir := t.TempDir()
+	study := filepath.Join(dir, "study.yaml")
+	body := fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: squad_lora, config: c.yaml, optimizers: [meazo]}\n", dir)
+	if err := os.WriteFile(study, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(lr float64, seed uint64) {
+		run := filepath.Join(dir, "out", "squad_lora_meazo", fmt.Sprintf("lr=%g_seed=%d", lr, seed))
+		fakeRun{opt: "meazo", lr: lr, seed: seed, steps: 20, best: 1 + lr + float64(seed)/100, last: 1.1}.write(t, run)
+	}
+	write(1e-3, 0)
+	write(1e-3, 1)
+	write(1e-2, 0) // seed 1 of 1e-2 has not run yet
+	for _, complete := range []bool{false, true} {
+		if complete {
+			write(1e-2, 1)
+		}
+		out := filepath.Join(dir, fmt.Sprintf("report-%v", complete))
+		if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"robustness_best.svg", "val_loss.svg", "train_loss.svg"} {
+			b, _ := os.ReadFile(filepath.Join(out, "squad_lora", f))
+			if got := strings.Contains(string(b), "Provisional: squad_lora_meazo not complete"); got == complete {
+				t.Errorf("complete %v: %s says provisional: %v", complete, f, got)
+			}
+		}
+		b, _ := os.ReadFile(filepath.Join(out, "squad_lora", "robustness_best.svg"))
+		if got := strings.Contains(string(b), "diverged, failed or has no result yet"); got == complete {
+			t.Errorf("complete %v: robustness_best.svg's cross is for a seed without a result yet: %v", complete, got)
+		}
+	}
+}
