@@ -474,7 +474,10 @@ func (e *stoppedError) Error() string {
 func (e *stoppedError) Is(target error) bool { return target == ErrInterrupted }
 
 // finishSweeps writes sweep.json for every complete sweep and reports η*.
+// A sweep.json it cannot write does not hold back the others' but is the
+// session's error: a study that reports success must have its sweep.json.
 func (st *Study) finishSweeps(log io.Writer) error {
+	var unwritten []error
 	for _, sp := range st.Sweeps() {
 		ss, err := sp.State()
 		if err != nil {
@@ -489,10 +492,14 @@ func (st *Study) finishSweeps(log io.Writer) error {
 		sw, err := sp.WriteSweepJSON(ss)
 		if err != nil {
 			fmt.Fprintf(log, "meazo-sweep: %s: %v\n", sp.Name, err)
+			unwritten = append(unwritten, fmt.Errorf("sweep %s: %w", sp.Name, err))
 			continue
 		}
 		fmt.Fprintf(log, "meazo-sweep: %s: η* = %s (coarse η* %s), written to %s\n", sp.Name, LRString(sw.EtaStar),
 			LRString(ss.CoarseEta), filepath.Join(sp.Dir, SweepFile))
+	}
+	if len(unwritten) > 0 {
+		return fmt.Errorf("%d sweep.json not written (first: %w)", len(unwritten), unwritten[0])
 	}
 	return nil
 }

@@ -568,3 +568,39 @@ executor: {kind: local, parallel: 1, trainer: %s}
 		t.Errorf("no sweep.json: %v", err)
 	}
 }
+
+// TestLocalStudySweepJSONUnwritable: a sweep.json that cannot be written (a
+// full disk, a directory in its place) is an error of the session (exit
+// status 1), not a line in the log after which run reports success.
+func TestLocalStudySweepJSONUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0]
+coarse: [1e-3, 1e-2]
+fine: false
+experiments:
+  - {name: e, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+executor: {kind: local, parallel: 1, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(dir, "out", "e_meazo", "sweep.json", "a user's file")
+	if err := os.MkdirAll(blocker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	err = st.RunLocal(context.Background(), ModeRun, &log)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "out", "e_meazo", "sweep.json")) || errors.Is(err, ErrInterrupted) {
+		t.Fatalf("run: %v, want an error naming e_meazo's sweep.json\n%s", err, log.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "e_zo-sgd", "sweep.json")); err != nil {
+		t.Errorf("the other sweep's sweep.json: %v (one sweep's failure must not hold back the others)", err)
+	}
+	if _, err := os.Stat(blocker); err != nil {
+		t.Errorf("what was in the way: %v", err)
+	}
+}
