@@ -270,4 +270,27 @@ for sw in demo_meazo demo_zo-sgd long_meazo; do
 	[[ $a == "$b" ]] || fail "$sw: η* differs: slurm $a, local $b"
 	say "$sw: η* equal on Slurm and locally: ${a//[[:space:]]/}"
 done
+# resume on Slurm continues the cancelled and the SIGKILLed runs from their
+# checkpoints (and retries the broken one, which fails again). They are the
+# long run's twins (its config, rate and seed), so each must end with the long
+# run's metrics.jsonl, byte for byte, and its sweep with the long run's η*.
+"$R/bin/meazo-sweep" resume "$R/slurm.yaml" || fail "resume on Slurm: exit status $?"
+while :; do
+	q=$(squeue -h -o '%T %j' 2>/dev/null || true)
+	[[ -z $q ]] && break
+	(($(date +%s) > deadline + 300)) && fail "the resumed runs did not finish in time: $q"
+	sleep 1
+done
+"$R/bin/meazo-sweep" status "$R/slurm.yaml" >"$R/status2.txt"
+for sw in cancel_meazo killed_meazo; do
+	grep -q "$sw: 1 runs: 1 done; complete" "$R/status2.txt" || fail "$sw after resume: $(grep "$sw" "$R/status2.txt")"
+	cmp -s "$R/slurm-out/$sw/lr=2e-2_seed=0/metrics.jsonl" "$R/slurm-out/long_meazo/lr=2e-2_seed=0/metrics.jsonl" ||
+		fail "$sw: metrics.jsonl after resume differs from the uninterrupted twin's"
+	a=$(grep '"eta_star"' "$R/slurm-out/$sw/sweep.json")
+	b=$(grep '"eta_star"' "$R/slurm-out/long_meazo/sweep.json")
+	[[ $a == "$b" ]] || fail "$sw: η* $a, its twin's $b"
+done
+grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status2.txt" || fail "the broken run after resume: $(grep broken_meazo "$R/status2.txt")"
+say "resume on Slurm: the cancelled and the SIGKILLed runs ended byte-identical to their uninterrupted twin"
+
 say "PASS: $n runs with byte-identical metrics.jsonl on Slurm and locally; wall time $(($(date +%s) - t0)) s"
