@@ -15,10 +15,13 @@
 #     interrupted, not failed, and its sweep waits (no sweep.json);
 #   - one run that fails (a missing data file) and must not block stage 2;
 # and runs the same study with the local executor beside it, then checks that
-# every run's metrics.jsonl is byte-identical and every sweep's η* equal.
+# every run's metrics.jsonl is byte-identical and every sweep's η* equal;
+# then meazo-sweep resume continues the cancelled and the killed runs on
+# Slurm, which must end byte-identical to the long run (their twin).
 # Needs root (apt-get install slurm-wlm munge when missing). About 3.5 minutes
-# on 2 quiet cores (195 s measured; 355 s when the local study ran after the
-# Slurm one rather than beside it).
+# on 2 quiet cores before the resume (195 s measured; 355 s when the local
+# study ran after the Slurm one rather than beside it); 470 s in all with the
+# resume, measured beside other work (load 4-5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
