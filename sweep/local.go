@@ -374,7 +374,11 @@ func (x *localExecutor) reap(d done) error {
 	switch {
 	case d.code == train.ExitInterrupted:
 		x.interrupted = true
-		fmt.Fprintf(x.log, "meazo-sweep: %s interrupted (checkpointed; meazo-sweep resume continues it)\n", d.spec.Dir)
+		if hasCheckpoint(d.spec.Dir) {
+			fmt.Fprintf(x.log, "meazo-sweep: %s interrupted (checkpointed; meazo-sweep resume continues it)\n", d.spec.Dir)
+		} else { // stopped while it loaded the model or data
+			fmt.Fprintf(x.log, "meazo-sweep: %s interrupted before its first checkpoint (meazo-sweep resume starts it again)\n", d.spec.Dir)
+		}
 	case killed != "": // a crash (an out-of-memory kill): its sweep waits, the others go on
 		x.killedRuns = append(x.killedRuns, d.spec.Dir)
 		fmt.Fprintf(x.log, "meazo-sweep: %s: %s\n", d.spec.Dir, killed)

@@ -95,6 +95,9 @@ func ReadState(dir string) (RunState, error) {
 		if code == 3 && why != "" {
 			return RunState{Status: StatusInterrupted, Detail: why}, nil
 		}
+		if code == 3 && !hasCheckpoint(dir) {
+			return RunState{Status: StatusInterrupted, Detail: "exit status 3, before its first checkpoint: meazo-sweep resume starts it again"}, nil
+		}
 		if code == 3 {
 			return RunState{Status: StatusInterrupted, Detail: "exit status 3"}, nil
 		}

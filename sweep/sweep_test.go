@@ -417,6 +417,14 @@ func TestLocalInterrupt(t *testing.T) {
 	if strings.Join(got, " ") != "interrupted interrupted new" {
 		t.Fatalf("states %v, want two interrupted runs and one never started\n%s", got, log.String())
 	}
+	// Stopped before their first checkpoint, the runs are not said to
+	// have one: resume starts them again.
+	if want := "interrupted before its first checkpoint (meazo-sweep resume starts it again)"; strings.Count(log.String(), want) != 2 || strings.Contains(log.String(), "checkpointed") {
+		t.Errorf("the log does not say %q of each run:\n%s", want, log.String())
+	}
+	if d := ss.States[ss.Stage1[0].Dir].Detail; !strings.Contains(d, "before its first checkpoint") {
+		t.Errorf("status detail %q", d)
+	}
 }
 
 // TestLocalGPUs gives each run one of executor.gpus as CUDA_VISIBLE_DEVICES,
