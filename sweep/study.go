@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -167,6 +168,9 @@ func (st *Study) checkTop() error {
 	}
 	if st.Name == "" {
 		st.Name = "study"
+	}
+	if err := st.checkDemoPlace(); err != nil {
+		return err
 	}
 	// An empty list given on purpose is a mistake, not a request for the
 	// defaults (which would run the paper's 33 runs per sweep).
@@ -393,6 +397,26 @@ func checkVariants(where string, vs []Variant) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkDemoPlace refuses a demo directory that is the study directory or
+// holds it: meazo-sweep's own files there (its lock, the sweeps) would make
+// it a non-empty directory the demo was not written into, refused as if it
+// held the user's files.
+func (st *Study) checkDemoPlace() error {
+	if st.Demo == "" {
+		return nil
+	}
+	demo, err1 := filepath.Abs(st.Demo)
+	out, err2 := filepath.Abs(st.Out)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(demo, out); err == nil && filepath.IsLocal(rel) { // "." too
+		return fmt.Errorf("demo: %s is out, or holds it: the demo writes its model/ and data/ there; give it a directory of its own, e.g. %s",
+			st.Demo, filepath.Join(st.Out, "demo-data"))
 	}
 	return nil
 }

@@ -156,6 +156,8 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"infinite rate", "coarse: [.inf, 1e-2]\n" + base, "coarse: +Inf is not a positive learning rate"},
 		{"only an infinite rate", "coarse: [.inf]\n" + base, "coarse: +Inf is not a positive learning rate"},
 		{"negative gpu", base + "executor: {gpus: [0, -1]}\n", "executor.gpus: -1 is not a GPU index"},
+		{"demo is out", "demo: x/\n" + base, "demo: x/ is out, or holds it: the demo writes its model/ and data/ there; give it a directory of its own, e.g. x/demo-data"},
+		{"demo holds out", "demo: .\n" + base, "demo: . is out, or holds it"},
 		{"gpu twice", base + "executor: {gpus: [0, 1, 0]}\n", "executor.gpus: 0 given twice (two runs at a time would share it)"},
 		{"optimizer twice", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo, zo-sgd, meazo]}\n", `experiments.0.optimizers: "meazo" given twice`},
 		{"empty seeds", "seeds: []\n" + base, "seeds: an empty list"},
