@@ -24,7 +24,7 @@ usage: scripts/sweep.sh --config FILE.yaml [--optimizer NAME] [--out DIR]
   --config     the experiment's meazo-train config
   --optimizer  sets optimizer.name (meazo, zo-sgd, zo-adam, radazo, fzoo); default: the config's
   --out        sweep directory (default sweeps/<config name>_<optimizer>)
-  --seeds      seeds per rate (env SWEEP_SEEDS; default "0 1 2")
+  --seeds      seeds per rate, spaces or commas (env SWEEP_SEEDS; default "0 1 2")
   --coarse     the coarse grid (env SWEEP_COARSE; default 1e-6 5e-6 1e-5 ... 5e-2 1e-1)
   --set        passed to every meazo-train run (repeatable), e.g. --set train.steps=200
 environment: MEAZO_TRAIN (default meazo-train), MEAZO_PLOT (default meazo-plot)
@@ -164,6 +164,18 @@ run_grid() {
 		done
 	done
 }
+
+# The seeds (spaces or commas, as the rates) and the coarse grid, checked
+# before any run: a seed or a rate given twice (0.01 and 1e-2 are one rate)
+# would count one run as two seeds, or make a rate its own neighbour.
+seeds=$(tr ',\t\n' '   ' <<<"$seeds")
+for seed in $seeds; do
+	[[ $seed =~ ^[0-9]+$ ]] || die "--seeds: '$seed' is not a non-negative integer"
+done
+dup=$(printf '%s\n' $seeds | sed 's/^0*\([0-9]\)/\1/' | sort | uniq -d | head -1)
+[[ -z $dup ]] || die "--seeds: $dup given twice"
+dup=$(tr ', \t' '\n\n\n' <<<"$coarse" | grep . | rate_names | grep -vx -- - | sort | uniq -d | head -1) || true
+[[ -z $dup ]] || die "--coarse: $dup given twice"
 
 echo "sweep.sh: stage 1, coarse grid: $coarse; seeds: $seeds"
 run_grid "$coarse"

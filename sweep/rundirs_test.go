@@ -431,3 +431,42 @@ func TestStatusListsWhatNeedsALook(t *testing.T) {
 		t.Errorf("status -v:\n%s", a)
 	}
 }
+
+// TestSweepScriptRefusesRepeats: scripts/sweep.sh refuses a seed or a rate
+// given twice (0.01 and 1e-2 are one rate) before it starts a run, and
+// takes seeds separated by commas as its --coarse takes rates.
+func TestSweepScriptRefusesRepeats(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	self, _ := os.Executable()
+	for _, tc := range []struct{ seeds, coarse, want string }{
+		{"0 1 0", "1e-3", "--seeds: 0 given twice"},
+		{"0 1", "0.01, 1e-3, 1e-2", "--coarse: 1e-2 given twice"},
+		{"0,1", "1e-3", ""},
+	} {
+		dir := t.TempDir()
+		wrapper := func(role string) string {
+			path := filepath.Join(dir, role)
+			writeFile(t, path, fmt.Sprintf("#!/bin/sh\n%s=1 exec %q \"$@\"\n", role, self))
+			os.Chmod(path, 0o755)
+			return path
+		}
+		config := filepath.Join(dir, "c.yaml")
+		writeFile(t, config, "optimizer: {name: meazo}\n")
+		sweepDir := filepath.Join(dir, "out")
+		sh := exec.Command("bash", "../scripts/sweep.sh", "--config", config, "--optimizer", "meazo", "--out", sweepDir, "--seeds", tc.seeds, "--coarse", tc.coarse)
+		sh.Env = append(os.Environ(), "MEAZO_TRAIN="+wrapper("MEAZO_SWEEP_TEST_TRAINER"), "MEAZO_PLOT="+wrapper("MEAZO_SWEEP_TEST_PLOT"))
+		log, err := sh.CombinedOutput()
+		runs, _ := filepath.Glob(filepath.Join(sweepDir, "lr=*"))
+		if tc.want == "" {
+			if err != nil || len(runs) != 2 {
+				t.Errorf("--seeds %q: %v, runs %v\n%s", tc.seeds, err, runs, log)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(string(log), tc.want) || len(runs) != 0 {
+			t.Errorf("--seeds %q --coarse %q: %v, runs %v, want %q before any run\n%s", tc.seeds, tc.coarse, err, runs, tc.want, log)
+		}
+	}
+}

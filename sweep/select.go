@@ -255,12 +255,21 @@ func EtaStar(rates []RateStats) int {
 // what names the list in messages (a flag or a key).
 func ParseRates(what, list string) ([]float64, error) {
 	var rates []float64
+	var spelt []string // each rate as written, for the message about a repeat
 	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' }) {
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil || !(v > 0) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%s: %q is not a positive learning rate", what, f)
 		}
-		rates = append(rates, v)
+		// A rate twice would be its own neighbour in FineGrid (an empty
+		// fine grid) and its runs counted twice.
+		if i := IndexRate(rates, v); i >= 0 {
+			if spelt[i] != f {
+				return nil, fmt.Errorf("%s: %s given twice (as %s before)", what, f, spelt[i])
+			}
+			return nil, fmt.Errorf("%s: %s given twice", what, f)
+		}
+		rates, spelt = append(rates, v), append(spelt, f)
 	}
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("%s: no learning rates given", what)
@@ -277,6 +286,9 @@ func ParseSeeds(what, list string) ([]uint64, error) {
 		s, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %q is not a non-negative integer", what, f)
+		}
+		if slices.Contains(seeds, s) { // its run would count as two seeds
+			return nil, fmt.Errorf("%s: %d given twice", what, s)
 		}
 		seeds = append(seeds, s)
 	}

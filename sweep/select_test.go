@@ -207,3 +207,24 @@ func TestParseSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestParseListsRefuseRepeats: a rate or a seed given twice (1e-2 and 0.01
+// are one rate) is refused, naming it: a seed twice was counted as two seeds
+// of one run in sweep.json, and a rate twice made sweep-fine's grid empty
+// (the rate its own neighbour) and sweep-select look for a run it had.
+func TestParseListsRefuseRepeats(t *testing.T) {
+	for _, tc := range []struct{ list, want string }{
+		{"1e-2 0.01 5e-2", "--coarse: 0.01 given twice (as 1e-2 before)"},
+		{"5e-2, 1e-2, 5e-2", "--coarse: 5e-2 given twice"},
+	} {
+		if _, err := ParseRates("--coarse", tc.list); err == nil || err.Error() != tc.want {
+			t.Errorf("ParseRates(%q): %v, want %q", tc.list, err, tc.want)
+		}
+	}
+	if _, err := ParseSeeds("--seeds", "0 1 0"); err == nil || err.Error() != "--seeds: 0 given twice" {
+		t.Errorf("ParseSeeds(0 1 0): %v", err)
+	}
+	if r, err := ParseRates("--coarse", "5e-2 1e-2"); err != nil || len(r) != 2 || r[0] != 1e-2 {
+		t.Errorf("ParseRates(5e-2 1e-2): %v, %v", r, err)
+	}
+}
