@@ -412,3 +412,48 @@ func TestLayers(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadEmptyLayersToTransform: PEFT 0.15 adapts every layer when
+// layers_to_transform is an empty list, and saves it so
+// (get_peft_model(model, LoraConfig(layers_to_transform=[])) on llama-tiny
+// wraps q_proj in all three layers and writes "layers_to_transform": []):
+// such an adapter loads as one on every layer.
+func TestLoadEmptyLayersToTransform(t *testing.T) {
+	c := tinyConfig()
+	c.NumLayers = 3
+	m, err := model.NewRandom(c, 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(m, Options{R: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "adapter_config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["layers_to_transform"] = []int{}
+	if b, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(dir, m, false)
+	if err != nil {
+		t.Fatalf("layers_to_transform []: %v", err)
+	}
+	if !slices.Equal(got.Layers(), []int{0, 1, 2}) || !slices.Equal(got.Params()[0], a.Params()[0]) {
+		t.Errorf("loaded layers %v (parameters equal: %v), want every layer", got.Layers(), slices.Equal(got.Params()[0], a.Params()[0]))
+	}
+}

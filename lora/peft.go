@@ -400,8 +400,12 @@ func (c *PEFTConfig) readLayers() error {
 	case nil:
 		return nil
 	case []any:
+		// An empty list is every layer, as PEFT 0.15 reads it
+		// (check_target_module_exists uses the indices only when the list
+		// is not empty) and saves it (get_peft_model with
+		// layers_to_transform=[] adapts every layer and writes []).
 		if len(v) == 0 {
-			return fmt.Errorf("layers_to_transform is an empty list: no layer to adapt")
+			return nil
 		}
 		for _, x := range v {
 			l, err := index(x)

@@ -75,7 +75,7 @@ func TestReadLayers(t *testing.T) {
 		{`"layers_to_transform": 3`, []int{3}, ""},
 		{`"layers_to_transform": [4, 2, 4], "layers_pattern": "layers"`, []int{2, 4}, ""},
 		{`"layers_to_transform": [1], "layers_pattern": ["layers"]`, []int{1}, ""},
-		{`"layers_to_transform": []`, nil, "layers_to_transform is an empty list"},
+		{`"layers_to_transform": []`, nil, ""}, // every layer, as PEFT reads (and saves) it
 		{`"layers_to_transform": [1.5]`, nil, "want a layer index or a list of them"},
 		{`"layers_to_transform": "all"`, nil, "want a layer index or a list of them"},
 		{`"layers_to_transform": [1], "layers_pattern": "h"`, nil, `layers_pattern "h" is not supported`},
