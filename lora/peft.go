@@ -262,26 +262,59 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 	return names, nil
 }
 
-// otherModule returns the first of some modules of c other than its
-// projections that re matches (the whole model, the embeddings, a layer,
-// its attention and MLP blocks, the LM head), or "". PEFT matches an
-// expression against every module's name: one that matches ".*" takes
-// containers too (PEFT refuses them) or the embeddings and the head (PEFT
-// adapts them; the loader here cannot).
+// otherModule returns the first module of c other than its projections
+// that re matches, or "". PEFT matches an expression against the name of
+// every module but the root (whose name is empty): the containers (the
+// model, its layers, their blocks), norms and activations it refuses
+// ("Target module SiLU() is not supported"), the embeddings and the head
+// it adapts, and this loader does neither.
 func otherModule(c *model.Config, re *regexp.Regexp) string {
-	layers := c.LayersName()
-	others := []string{"", "model", strings.TrimSuffix(layers, ".layers") + ".embed_tokens", layers + ".0", "lm_head"}
-	for _, p := range c.Projections() {
-		if block, _, ok := strings.Cut(p.Module, "."); ok {
-			others = append(others, layers+".0."+block)
-		}
-	}
-	for _, m := range others {
+	for _, m := range otherModules(c) {
 		if re.MatchString(m) {
 			return strconv.Quote(m)
 		}
 	}
 	return ""
+}
+
+// otherModules are the names of the modules of c's transformers model
+// (named_modules) other than its layers' projections: the model's
+// containers, embeddings, final norm, rotary embedding and head, and
+// each layer's container, blocks, norms and activation.
+func otherModules(c *model.Config) []string {
+	layers := c.LayersName()
+	base := strings.TrimSuffix(layers, ".layers")
+	var others []string
+	for i, r := range layers { // "model", "model.decoder", …
+		if r == '.' {
+			others = append(others, layers[:i])
+		}
+	}
+	others = append(others, layers, base+".embed_tokens", "lm_head")
+	var perLayer []string // within a layer
+	if c.IsOPT() {
+		others = append(others, base+".embed_positions")
+		if !c.NoFinalNorm {
+			others = append(others, base+".final_layer_norm")
+		}
+		if c.WordEmbedDim > 0 && c.WordEmbedDim != c.HiddenSize {
+			others = append(others, base+".project_out", base+".project_in")
+		}
+		perLayer = []string{"self_attn", "activation_fn", "self_attn_layer_norm", "final_layer_norm"}
+	} else {
+		others = append(others, base+".norm", base+".rotary_emb")
+		perLayer = []string{"self_attn", "mlp", "mlp.act_fn", "input_layernorm", "post_attention_layernorm"}
+		if c.QKNorm {
+			perLayer = append(perLayer, "self_attn.q_norm", "self_attn.k_norm")
+		}
+	}
+	for l := range c.NumLayers {
+		others = append(others, fmt.Sprintf("%s.%d", layers, l))
+		for _, m := range perLayer {
+			others = append(others, fmt.Sprintf("%s.%d.%s", layers, l, m))
+		}
+	}
+	return others
 }
 
 // noProjectionMatched is targetPaths' error for a regular expression that

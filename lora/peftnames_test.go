@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 		// PEFT matches an expression against every module: containers are
 		// refused there ("Target module LlamaAttention(...) is not
 		// supported"), the embeddings and the head adapted.
-		{"an expression matching everything", llama, []string{"q_proj"}, `.*`, `target_modules ".*" is a regular expression that also matches "", a module that is not one of the layers' projections`},
+		{"an expression matching everything", llama, []string{"q_proj"}, `.*`, `target_modules ".*" is a regular expression that also matches "model", a module that is not one of the layers' projections`},
 		{"an expression matching a layer's blocks", llama, []string{"q_proj"}, `model\.layers\.0\..*`, `also matches "model.layers.0.self_attn"`},
 		{"an expression matching the embeddings", llama, []string{"q_proj"}, `.*embed_tokens|.*q_proj`, `also matches "model.embed_tokens"`},
 		{"opt-tiny, an expression matching its head", opt, []string{"fc1"}, `.*(fc1|lm_head)`, `also matches "lm_head"`},
@@ -194,6 +195,50 @@ func TestLoadClipsLongTargets(t *testing.T) {
 			}
 			if msg := err.Error(); len(msg) > 1000 || !strings.Contains(msg, " bytes)") || !utf8.ValidString(msg) {
 				t.Errorf("an error of %d bytes (valid UTF-8: %v), want the target clipped: %.400s", len(msg), utf8.ValidString(msg), msg)
+			}
+		})
+	}
+}
+
+// TestRegexOtherModules: a target_modules expression is refused when it
+// matches any module of the model other than its layers' projections, as
+// PEFT 0.15 refuses it (the containers, norms and activations: "Target
+// module SiLU() is not supported") or adapts more than the projections
+// (the embeddings, the head), and accepted when it matches projections
+// alone, the root module too (PEFT skips the root, whose name is empty:
+// "|.*\.q_proj" adapts q_proj there). The modules are those
+// transformers 4.51's named_modules lists, other than the projections,
+// for a two-layer Llama and Qwen3 (LlamaConfig/Qwen3Config of tinyConfig's
+// shape) and the three-layer opt-tiny.
+func TestRegexOtherModules(t *testing.T) {
+	opt, err := model.Load(filepath.Join("..", "model", "testdata", "opt", "opt-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qwen3 := tinyConfig()
+	qwen3.Architecture, qwen3.QKNorm = "Qwen3ForCausalLM", true
+	for _, tc := range []struct {
+		name    string
+		c       *model.Config
+		modules []string // transformers' named_modules, less the projections and the root
+		target  string   // a projection of every layer
+	}{
+		{"llama", tinyConfig(), []string{"model", "model.embed_tokens", "model.layers", "model.layers.0", "model.layers.0.self_attn", "model.layers.0.mlp", "model.layers.0.mlp.act_fn", "model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm", "model.layers.1", "model.layers.1.self_attn", "model.layers.1.mlp", "model.layers.1.mlp.act_fn", "model.layers.1.input_layernorm", "model.layers.1.post_attention_layernorm", "model.norm", "model.rotary_emb", "lm_head"}, "q_proj"},
+		{"qwen3", qwen3, []string{"model", "model.embed_tokens", "model.layers", "model.layers.0", "model.layers.0.self_attn", "model.layers.0.self_attn.q_norm", "model.layers.0.self_attn.k_norm", "model.layers.0.mlp", "model.layers.0.mlp.act_fn", "model.layers.0.input_layernorm", "model.layers.0.post_attention_layernorm", "model.layers.1", "model.layers.1.self_attn", "model.layers.1.self_attn.q_norm", "model.layers.1.self_attn.k_norm", "model.layers.1.mlp", "model.layers.1.mlp.act_fn", "model.layers.1.input_layernorm", "model.layers.1.post_attention_layernorm", "model.norm", "model.rotary_emb", "lm_head"}, "q_proj"},
+		{"opt-tiny", &opt.Config, []string{"model", "model.decoder", "model.decoder.embed_tokens", "model.decoder.embed_positions", "model.decoder.final_layer_norm", "model.decoder.layers", "model.decoder.layers.0", "model.decoder.layers.0.self_attn", "model.decoder.layers.0.activation_fn", "model.decoder.layers.0.self_attn_layer_norm", "model.decoder.layers.0.final_layer_norm", "model.decoder.layers.1", "model.decoder.layers.1.self_attn", "model.decoder.layers.1.activation_fn", "model.decoder.layers.1.self_attn_layer_norm", "model.decoder.layers.1.final_layer_norm", "model.decoder.layers.2", "model.decoder.layers.2.self_attn", "model.decoder.layers.2.activation_fn", "model.decoder.layers.2.self_attn_layer_norm", "model.decoder.layers.2.final_layer_norm", "lm_head"}, "fc1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, m := range tc.modules {
+				re := regexp.QuoteMeta(m) + `|.*\.` + tc.target
+				_, err := targetPaths(tc.c, Targets{Regex: re})
+				if want := fmt.Sprintf("also matches %q, a module that is not one of the layers' projections", m); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: %v, want an error containing %q", re, err, want)
+				}
+			}
+			for _, re := range []string{`|.*\.` + tc.target, `.*\.` + tc.target} {
+				if names, err := targetPaths(tc.c, Targets{Regex: re}); err != nil || !slices.Equal(names, []string{tc.target}) {
+					t.Errorf("%s: %v, %v; want %s", re, names, err, tc.target)
+				}
 			}
 		})
 	}
