@@ -68,7 +68,7 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", fmt.Errorf("--adapter %s is not a LoRA adapter (any more)", opts.Adapter)
 	}
 	la := l.a
-	opts.phase(start, "merging %s into %s of %d layers", opts.Adapter, strings.Join(la.Targets(), ", "), len(m.Layers))
+	opts.phase(start, "merging %s into %s of %s", opts.Adapter, strings.Join(la.Targets(), ", "), layerList(la.Layers()))
 	if err := la.MergeInto(m); err != nil {
 		return "", err
 	}
@@ -215,7 +215,11 @@ func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model) (string, er
 		}
 	}
 	written := slices.Sorted(maps.Keys(dtypes))
+	where := strings.Join(a.Targets(), ", ")
+	if ls := a.Layers(); len(ls) < m.NumLayers { // (layers_to_transform)
+		where += " of " + layerList(ls)
+	}
 	s := fmt.Sprintf("wrote %s: %s with the LoRA adapter %s merged into its %s (r %d, scale %g); weights %s",
-		opts.Out, opts.Model, opts.Adapter, strings.Join(a.Targets(), ", "), a.Rank(), a.Scale(), strings.Join(written, ", "))
+		opts.Out, opts.Model, opts.Adapter, where, a.Rank(), a.Scale(), strings.Join(written, ", "))
 	return s, nil
 }

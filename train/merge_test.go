@@ -298,3 +298,40 @@ func toF16(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestMergeLoRALayers: an adapter on some layers (layers_to_transform) is
+// merged into those layers alone, and the progress line and the report
+// name them, not every layer of the model.
+func TestMergeLoRALayers(t *testing.T) {
+	modelDir, _ := mergeFixture(t, safetensors.F32)
+	m, err := model.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := lora.New(m, lora.Options{R: 2, Alpha: 6, Layers: []int{1}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range a.Params() {
+		for i := range p {
+			p[i] = float32(i%7-3) / 10
+		}
+	}
+	adapterDir := filepath.Join(t.TempDir(), "adapter")
+	if err := a.Save(adapterDir); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "merged")
+	var log strings.Builder
+	what, err := MergeLoRA(MergeOptions{Model: modelDir, Adapter: adapterDir, Out: out, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "merged into its q_proj, v_proj of layer 1 (r 2"; !strings.Contains(what, want) {
+		t.Errorf("report %q does not say %q", what, want)
+	}
+	if want := "into q_proj, v_proj of layer 1\n"; !strings.Contains(log.String(), want) {
+		t.Errorf("progress %q does not say %q", log.String(), want)
+	}
+	mergedLogitsMatch(t, modelDir, adapterDir, out, safetensors.F32)
+}
