@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -19,7 +20,9 @@ import (
 // not checked: its config may have moved or changed since. A config of the
 // study's demo directory that Prepare has not written yet is checked as the
 // built-in demo writes it, in a temporary directory (meazo-sweep plan writes
-// nothing in the study).
+// nothing in the study). And where a sweep's config is there to read, a
+// run directory started with other settings than the study would give it
+// now is refused (checkRunsMatch).
 func (st *Study) CheckConfigs() error {
 	var demo string // the temporary demo, once written
 	defer func() {
@@ -31,6 +34,11 @@ func (st *Study) CheckConfigs() error {
 		runs := sp.Stage1()
 		if len(runs) == 0 {
 			continue
+		}
+		if _, pending := st.demoPending(sp.Config()); !pending && exists(sp.Config()) {
+			if err := st.checkRunsMatch(sp); err != nil {
+				return err
+			}
 		}
 		fresh, err := sp.startsAfresh()
 		if err != nil {
@@ -59,6 +67,43 @@ func (st *Study) CheckConfigs() error {
 		}
 		if _, err := train.Load(path, append(runs[0].sets(), "output.dir="+runs[0].Dir)); err != nil {
 			return fmt.Errorf("study %s: %s (sweep %s): %w", st.path, st.expKey(sp), sp.Name, err)
+		}
+	}
+	return nil
+}
+
+// runMatchIgnores are the settings a run may have been started with
+// otherwise without a different result: where it is, its worker count and
+// its progress lines.
+var runMatchIgnores = []string{"output.dir", "train.threads", "train.log_every"}
+
+// checkRunsMatch refuses a sweep whose run directories were started with
+// settings other than the study gives them now (an experiment's config or
+// set lines, or the study's, edited after its runs; another study pointed
+// at the same out): their results would be counted as this study's, with
+// nothing to say they are not. A setting the run changed since (a resume's
+// --set, an early stop: changes.jsonl) is compared as it started.
+func (st *Study) checkRunsMatch(sp *SweepPlan) error {
+	ss, err := sp.State()
+	if err != nil {
+		return err
+	}
+	for _, r := range ss.Runs() {
+		if !exists(filepath.Join(r.Dir, rundir.ConfigFile)) {
+			continue // never started, or stopped before it wrote one: it starts afresh
+		}
+		want, err := train.Load(sp.Config(), append(r.sets(), "output.dir="+r.Dir))
+		if err != nil {
+			return fmt.Errorf("study %s: %s (sweep %s): %w", st.path, st.expKey(sp), sp.Name, err)
+		}
+		got, err := train.StartedConfig(r.Dir)
+		if err != nil {
+			continue // not a config meazo-train wrote whole: the run's own resume says what is wrong
+		}
+		if d := train.ConfigDiff(got, want, runMatchIgnores...); len(d) > 0 {
+			return fmt.Errorf("study %s: sweep %s: the run %s was started with other settings than the study gives it now (%s; run -> study), "+
+				"so its result is not this study's: remove the run's directory to run it with the study's settings (or the sweep's, %s, for all of them), or put the study's files back as they were",
+				st.path, sp.Name, r.Dir, train.DescribeChanges(d), sp.Dir)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -183,5 +184,43 @@ func TestPrepareDemoAtOnce(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(demo, "model", "model.safetensors")); !bytes.Equal(got, want) {
 		t.Error("the demo's model differs from a single writer's")
+	}
+}
+
+// TestCheckConfigsRunsMatch: a run directory started with other settings
+// than the study gives it now (its experiment's config edited after the
+// run) is refused by name, with the setting that differs; a run started as
+// the study says is accepted, also after an early stop changed its
+// train.steps (changes.jsonl), and so is one on another worker count.
+func TestCheckConfigsRunsMatch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "e.yaml")
+	writeFile(t, cfg, "model: {path: m}\ntask: {name: sst2, train: t.tsv}\ntrain: {steps: 20}\n")
+	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2, 1e-3]\nfine: false\nexperiments:\n  - {name: e, config: %s, optimizers: [meazo]}\n", dir, cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := st.Sweeps()[0].Stage1()[0]
+	start := func(sets ...string) {
+		c, err := train.Load(cfg, append(append(run.sets(), "output.dir="+run.Dir), sets...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, _ := c.YAML()
+		writeFile(t, filepath.Join(run.Dir, rundir.ConfigFile), string(y))
+	}
+	start("train.threads=3")
+	if err := st.CheckConfigs(); err != nil {
+		t.Fatalf("a run started as the study says (on 3 threads): %v", err)
+	}
+	start("train.steps=12")
+	writeFile(t, filepath.Join(run.Dir, rundir.ChangesFile), `{"step":12,"key":"train.steps","old":20,"new":12,"time":"t","reason":"train.patience 2"}`+"\n")
+	if err := st.CheckConfigs(); err != nil {
+		t.Fatalf("a run stopped early: %v", err)
+	}
+	writeFile(t, cfg, "model: {path: m}\ntask: {name: sst2, train: t.tsv}\ntrain: {steps: 30}\n")
+	err = st.CheckConfigs()
+	if err == nil || !strings.Contains(err.Error(), "the run "+run.Dir+" was started with other settings than the study gives it now (train.steps 20 -> 30; run -> study)") {
+		t.Fatalf("the experiment's config edited after the run: %v", err)
 	}
 }
