@@ -67,6 +67,7 @@ var (
 	maxOf     = maxOfScalar     // max(x), -Inf for an empty x
 	scaleBy   = scaleByScalar   // x[i] *= s
 	scaledAdd = scaledAddScalar // dst[i] += src[i]·s, the product rounded before the sum
+	add       = addScalar       // dst[i] += src[i]
 	sumSq     = sumSqScalar     // Σ x[i]² in float64, in sumPartials order
 	sum64     = sum64Scalar     // Σ x[i] in float64, in sumPartials order
 	expSum64  = expSum64Scalar  // Σ exp64(x[i] - m) for m ≥ every x[i], in sumPartials order
@@ -182,12 +183,12 @@ func Add(wk Workers, dst, src []float32) {
 	src = src[:len(dst)]
 	const chunk = 1 << 16
 	if len(dst) <= chunk {
-		addScalar(dst, src)
+		add(dst, src)
 		return
 	}
 	wk.For((len(dst)+chunk-1)/chunk, func(lo, hi int) {
 		lo, hi = lo*chunk, min(hi*chunk, len(dst))
-		addScalar(dst[lo:hi], src[lo:hi])
+		add(dst[lo:hi], src[lo:hi])
 	})
 }
 

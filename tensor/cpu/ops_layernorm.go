@@ -40,10 +40,7 @@ func AddBias(wk Workers, y, bias []float32, rows, n int) {
 	bias = bias[:n]
 	wk.For(rows, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			yr := y[r*n : (r+1)*n]
-			for j, b := range bias {
-				yr[j] += b
-			}
+			add(y[r*n:(r+1)*n], bias)
 		}
 	})
 }

@@ -30,6 +30,7 @@ func init() {
 		maxOf = maxOfAVX512
 		scaleBy = scaleByAVX512
 		scaledAdd = scaledAddAVX512
+		add = addAVX512
 		sumSq = sumSqAVX512
 		sum64 = sum64AVX512
 		expSum64 = expSum64AVX512
@@ -153,6 +154,25 @@ func scaledAddVec(dst, src []float32, sb uint32) int {
 	for ; i+16 <= len(dst); i += 16 {
 		x := archsimd.LoadFloat32x16Slice(src[i:]).Mul(sv)
 		archsimd.LoadFloat32x16Slice(dst[i:]).Add(x).StoreSlice(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+// addAVX512 is addScalar on 16 lanes.
+func addAVX512(dst, src []float32) {
+	src = src[:len(dst)]
+	i := addVec(dst, src)
+	addScalar(dst[i:], src[i:])
+}
+
+// addVec does addAVX512's whole vectors (see expSubVec).
+//
+//go:noinline
+func addVec(dst, src []float32) int {
+	i := 0
+	for ; i+16 <= len(dst); i += 16 {
+		archsimd.LoadFloat32x16Slice(dst[i:]).Add(archsimd.LoadFloat32x16Slice(src[i:])).StoreSlice(dst[i:])
 	}
 	archsimd.ClearAVXUpperBits()
 	return i

@@ -122,6 +122,14 @@ func TestKernelsMatchScalar(t *testing.T) {
 					t.Fatalf("scaleBy n=%d: [%d] %v, scalar %v", n, i, got[i], want[i])
 				}
 			}
+			got, want = append([]float32(nil), up[:n]...), append([]float32(nil), up[:n]...)
+			add(got, in)
+			addScalar(want, in)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("add n=%d off=%d: [%d] %v, scalar %v", n, off, i, got[i], want[i])
+				}
+			}
 			// scaledAdd: the product rounded, then the sum (a fused
 			// multiply-add would differ in the last bit of some)
 			got, want = append([]float32(nil), up[:n]...), append([]float32(nil), up[:n]...)
