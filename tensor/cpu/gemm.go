@@ -145,6 +145,9 @@ func MatMulNTAdd(wk Workers, c, a, b []float32, m, n, k int, s float32) {
 	if len(b) < n*k {
 		panic(fmt.Sprintf("cpu.MatMulNTAdd: len(b)=%d < n*k=%d", len(b), n*k))
 	}
+	if m == 0 || n == 0 { // nothing to add (and no block size for n = 0)
+		return
+	}
 	buf := getScratch(panels(n) * k * nr)
 	packNT(*buf, b, n, k)
 	block := max(mr, addBlockBytes/(4*n)/mr*mr) // rows whose product fits the budget

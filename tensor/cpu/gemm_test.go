@@ -146,7 +146,7 @@ func TestGEMMBitIdentical(t *testing.T) {
 func TestMatMulNTAddBits(t *testing.T) {
 	withPaths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(5, 6))
-		for _, s := range [][3]int{{1, 7, 16}, {13, 33, 5}, {300, 1000, 16}, {70, 3072, 16}, {1030, 40, 33}} {
+		for _, s := range [][3]int{{1, 7, 16}, {13, 33, 5}, {300, 1000, 16}, {70, 3072, 16}, {1030, 40, 33}, {9, 70000, 3}} { // the last: n past the block budget (blocks of mr rows)
 			m, n, k := s[0], s[1], s[2]
 			a, b, y0 := randMat(r, m*k), randMat(r, n*k), randMat(r, m*n)
 			want, prod := slices.Clone(y0), make([]float32, m*n)
@@ -163,6 +163,19 @@ func TestMatMulNTAddBits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMatMulNTAddEmpty: no rows or no columns add nothing, as MatMulNT then
+// AddScaled do (n = 0 divided the block budget by zero).
+func TestMatMulNTAddEmpty(t *testing.T) {
+	for _, s := range [][3]int{{3, 0, 4}, {0, 5, 4}, {0, 0, 0}} {
+		m, n, k := s[0], s[1], s[2]
+		y := []float32{1, 2}
+		MatMulNTAdd(2, y, make([]float32, m*k), make([]float32, n*k), m, n, k, 0.5)
+		if y[0] != 1 || y[1] != 2 {
+			t.Errorf("m=%d n=%d k=%d: y became %v", m, n, k, y)
+		}
+	}
 }
 
 // TestGEMMSuperBlocks: cutting K into super-blocks of any depth adds the
