@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/gif"
 	"image/png"
 	"io"
 
@@ -50,15 +49,20 @@ func (m *RGB) check() error {
 type format struct {
 	name     string
 	magic    []byte
-	config   func(io.Reader) (image.Config, error)
+	config   func([]byte) (image.Config, error)
 	decode   func([]byte) (image.Image, error)
 	minBytes func(w, h int) int
 }
 
 var formats = []format{
-	{"PNG", []byte("\x89PNG\r\n\x1a\n"), png.DecodeConfig, decodePNG, pngMinBytes},
-	{"JPEG", []byte{0xff, 0xd8, 0xff}, jpeg.DecodeConfig, func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }, jpegMinBytes},
-	{"GIF", []byte("GIF8"), gif.DecodeConfig, decodeGIF, gifMinBytes},
+	{"PNG", []byte("\x89PNG\r\n\x1a\n"), readerConfig(png.DecodeConfig), decodePNG, pngMinBytes},
+	{"JPEG", []byte{0xff, 0xd8, 0xff}, readerConfig(jpeg.DecodeConfig), func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }, jpegMinBytes},
+	{"GIF", []byte("GIF8"), gifConfig, decodeGIF, gifMinBytes},
+}
+
+// readerConfig is a DecodeConfig that reads the file's bytes.
+func readerConfig(config func(io.Reader) (image.Config, error)) func([]byte) (image.Config, error) {
+	return func(b []byte) (image.Config, error) { return config(bytes.NewReader(b)) }
 }
 
 // decodePNG is image/png's Decode, except in two cases where Pillow reads
@@ -162,7 +166,7 @@ func header(data []byte) (*format, image.Config, error) {
 		if !bytes.HasPrefix(data, f.magic) {
 			continue
 		}
-		cfg, err := f.config(bytes.NewReader(data))
+		cfg, err := f.config(data)
 		if err != nil {
 			return nil, cfg, fmt.Errorf("decode %s image: %w", f.name, err)
 		}

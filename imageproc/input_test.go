@@ -25,6 +25,15 @@ func gifHeader(w, h int) []byte {
 	return append([]byte("GIF89a"), byte(w), byte(w>>8), byte(h), byte(h>>8), 0x80, 0, 0, 0, 0, 0, 255, 255, 255)
 }
 
+// gifFrameOnly is gifHeader(w, h) followed by blocks, the descriptor of a
+// frame at (x, y) of fw×fh with LZW code size lit and one sub-block of
+// data (a clear code), and the trailer.
+func gifFrameOnly(w, h int, blocks string, x, y, fw, fh int, lit byte) []byte {
+	b := append(gifHeader(w, h), blocks...)
+	b = append(b, ',', byte(x), byte(x>>8), byte(y), byte(y>>8), byte(fw), byte(fw>>8), byte(fh), byte(fh>>8), 0, lit)
+	return append(b, 1, 4, 0, ';')
+}
+
 // pngHeader is a PNG signature and an IHDR chunk declaring w×h RGB, 8 bits.
 func pngHeader(w, h uint32) []byte {
 	var ihdr [13]byte
@@ -61,6 +70,14 @@ func TestDecodeRefusesBadImages(t *testing.T) {
 		{"truncated gif header", []byte("GIF89a\x01\x00\x01\x00"), "decode GIF image"},
 		{"huge gif", gifHeader(30000, 30000), "larger than"},
 		{"gif header only", gifHeader(3000, 3000), "cannot hold a 3000×3000 image"},
+		// Pillow refuses these too (a tiny frame on a large screen: gifMinBytes).
+		{"gif frame past the screen in a few bytes", gifFrameOnly(10, 10, "", 0, 0, 5000, 5000, 2), "cannot hold a 5000×5000 image"},
+		{"gif trailer before the image", append(gifHeader(4, 4), ';'), "has no image"},
+		{"gif 0×0 frame", gifFrameOnly(4, 4, "", 1, 1, 0, 0, 2), "first image is 0×0"},
+		{"gif LZW code size 1", gifFrameOnly(4, 4, "", 0, 0, 4, 4, 1), "LZW code size is 1"},
+		{"gif short control extension", gifFrameOnly(4, 4, "\x21\xf9\x03\x01\x00\x00\x00", 0, 0, 4, 4, 2), "graphic control extension of 3 bytes"},
+		{"gif data short of the frame", gifFrameOnly(4, 4, "", 0, 0, 4, 4, 2), "data ends or is damaged in its row 1 of 4"},
+		{"truncated gif", cut(readTestdata(t, "gifpast_14x10.gif"), 30), "decode GIF image"},
 		{"truncated jpeg", good[:len(good)/2], "decode JPEG image"},
 		{"truncated png", goodPNG[:len(goodPNG)/2], "decode PNG image"},
 		{"png header only", pngHeader(10, 10), "decode PNG image"},
@@ -272,7 +289,7 @@ func FuzzDecode(f *testing.F) {
 		"pilprog_97x61.jpg", "pilproggray_97x61.jpg", "gray_150x100.jpg", "pil422_97x61.jpg", "pil444_97x61.jpg", "pilstripes_53x45.jpg", "alpha_120x90.png",
 		"rst420_97x61.jpg", "rstprog_97x61.jpg", "rstscans_97x61.jpg", "png16graytrns_49x31.png", "png16adam7_49x31.png", "pngpaltrns_49x31.png",
 		"orient6be_13x7.jpg", "orient5long_13x7.jpg", "orient7_13x7.png", "narrow420_2x9.jpg",
-		"gif_49x31.gif", "giftrns_49x31.gif", "giflocal_31x19.gif"} {
+		"gif_49x31.gif", "giftrns_49x31.gif", "giflocal_31x19.gif", "gifpast_14x10.gif", "gifnotable_8x6.gif", "gifextra_12x9.gif"} {
 		f.Add(readTestdata(f, name))
 	}
 	f.Add(pngHeader(30000, 30000))

@@ -15,7 +15,8 @@ cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow 
 (libpng-dev); pngshortplte*.png (short_palette_pngs): palette PNGs whose pixels use entries past the PLTE's;
 orient*.png and orient*.jpg (oriented_images): images with an EXIF Orientation tag; gif_49x31.gif and
 giftrns_49x31.gif (pillow_gifs): Pillow's GIFs, one with a transparent index (gifoffset and giflocal, first frames
-smaller than the screen, one with its own colour table, are drawn by draw_test.go).
+smaller than the screen, one with its own colour table, are drawn by draw_test.go); EDGE_GIFS (edge_gifs): GIFs
+written by hand that image/gif refuses and Pillow opens.
 
 Every image's pixel_values are ViTImageProcessor's on the file as Pillow opens it and the HF loaders turn it upright
 (ImageOps.exif_transpose: datasets' Image feature since 2.19, transformers' load_image), with do_convert_rgb=True
@@ -72,9 +73,13 @@ NARROW_JPEGS = {"narrow420_1x9.jpg": 2, "narrow420_2x9.jpg": 2, "narrow420_4x9.j
 # and in JPEGs' APP1 in both byte orders and as a LONG; 9 is no orientation (exif_transpose leaves the image).
 ORIENTED = {"orient%d_13x7.png" % o: (o, "<", 3) for o in range(2, 10)}
 ORIENTED.update({"orient6be_13x7.jpg": (6, ">", 3), "orient5long_13x7.jpg": (5, "<", 4)})
+# EDGE_GIFS: GIFs written by hand that image/gif refuses and Pillow opens (edge_gifs).
+EDGE_GIFS = ["gifpast_14x10.gif", "gifnoscreen_5x4.gif", "gifshort_8x6.gif", "giflocalshort_12x9.gif",
+             "gifnotable_8x6.gif", "gifextra_12x9.gif"]
 # Their decoded samples are kept; their pixel values for one of each only (123 kB each at 128×80).
-NO_PIXEL_VALUES = (set(NARROW_JPEGS) | set(ORIENTED) | {"pngshortplte4_16x9.png", "pngshortplte8_16x9.png"}) - {
-    "narrow420_4x9.jpg", "orient6be_13x7.jpg", "orient8_13x7.png"}
+NO_PIXEL_VALUES = (set(NARROW_JPEGS) | set(ORIENTED) | set(EDGE_GIFS) |
+                   {"pngshortplte4_16x9.png", "pngshortplte8_16x9.png"}) - {
+    "narrow420_4x9.jpg", "orient6be_13x7.jpg", "orient8_13x7.png", "gifpast_14x10.gif"}
 
 
 def compile_tool(tmp, source, lib):
@@ -183,6 +188,80 @@ def pillow_gifs(out):
     back = Image.open(os.path.join(out, "giftrns_49x31.gif"))
     assert back.mode == "P" and back.info.get("transparency") == trns, back.info
     assert sum(back.getpalette()[3 * trns:3 * trns + 3]) > 0
+
+
+def gif_lzw(pixels, lit_width=8):
+    """A GIF's image data (its code size, then sub-blocks) coding pixels without compression: a clear code every
+    2**lit_width - 3 literals keeps the codes lit_width + 1 bits wide."""
+    clear, width, per = 1 << lit_width, lit_width + 1, (1 << lit_width) - 3
+    codes = []
+    for i in range(0, len(pixels), per):
+        codes += [clear] + pixels[i:i + per]
+    codes.append(clear + 1)  # end of information
+    acc = nbits = 0
+    data = bytearray()
+    for c in codes:
+        acc, nbits = acc | c << nbits, nbits + width
+        while nbits >= 8:
+            data.append(acc & 255)
+            acc, nbits = acc >> 8, nbits - 8
+    if nbits:
+        data.append(acc)
+    blocks = bytearray([lit_width])
+    for i in range(0, len(data), 255):
+        blocks += bytes([len(data[i:i + 255])]) + data[i:i + 255]
+    return bytes(blocks) + b"\0"
+
+
+def gif_file(screen, table, body, version=b"GIF89a"):
+    """A GIF: the header, a screen of size screen with the global colour table table (None: none), then body and
+    the trailer. A table's size is a power of 2 from 2 to 256 entries."""
+    flags = 0x80 | (len(table) // 3).bit_length() - 2 if table is not None else 0
+    return version + struct.pack("<HHBBB", screen[0], screen[1], flags, 0, 0) + (table or b"") + body + b";"
+
+
+def gif_control(trns=None):
+    """A graphic control extension: transparent index trns, or none."""
+    return b"\x21\xf9\x04" + bytes([trns is not None, 0, 0, trns or 0]) + b"\0"
+
+
+def gif_frame(x, y, w, h, pixels, table=None, extra=()):
+    """An image descriptor at (x, y) of w×h with its own colour table (when given), and its data coding pixels and
+    then the extra pixels."""
+    flags = 0x80 | (len(table) // 3).bit_length() - 2 if table is not None else 0
+    return b"," + struct.pack("<HHHHB", x, y, w, h, flags) + (table or b"") + gif_lzw(list(pixels) + list(extra))
+
+
+def edge_gifs(out):
+    """Writes EDGE_GIFS: GIFs that image/gif refuses and Pillow opens, written by hand (uncompressed LZW): a first
+    frame past the screen, a 0×0 screen, pixels and a transparent index past a short global or local table, no
+    colour table at all, and data past the frame's last pixel after a stray byte and two graphic control extensions
+    (the second, without a transparent index, leaves the first's in place in Pillow)."""
+    def table(n, seed):
+        return bytes((i * 37 + seed * 11) % 256 if c == 0 else (i * 91 + seed * 5 + 40) % 256 if c == 1 else
+                     (i * 13 + seed * 200) % 256 for i in range(n) for c in range(3))
+
+    def pix(w, h, mod=256):
+        return [(i * 7) % mod for i in range(w * h)]
+
+    files = {
+        "gifpast_14x10.gif": gif_file((10, 10), table(256, 1), gif_frame(4, 0, 10, 5, pix(10, 5))),
+        "gifnoscreen_5x4.gif": gif_file((0, 0), table(256, 2), gif_frame(0, 0, 5, 4, pix(5, 4))),
+        "gifshort_8x6.gif": gif_file((8, 6), table(4, 3), gif_frame(0, 0, 8, 6, pix(8, 6)), version=b"GIF87a"),
+        "giflocalshort_12x9.gif": gif_file((12, 9), table(256, 4),
+                                           gif_control(200) + gif_frame(2, 2, 5, 4, pix(5, 4), table(2, 5))),
+        "gifnotable_8x6.gif": gif_file((8, 6), None, gif_frame(2, 1, 4, 3, pix(4, 3))),
+        "gifextra_12x9.gif": gif_file((12, 9), table(256, 6), b"\0" + gif_control(9) + gif_control()
+                                      + gif_frame(3, 2, 5, 4, pix(5, 4), extra=[1, 2, 3])),
+    }
+    assert sorted(files) == sorted(EDGE_GIFS)
+    for name, data in files.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        img = Image.open(os.path.join(out, name))
+        mode = "L" if "notable" in name else "P"
+        assert "%dx%d" % img.size in name and img.mode == mode, (name, img.size, img.mode)
+    assert Image.open(os.path.join(out, "gifextra_12x9.gif")).info["transparency"] == 9
 
 
 def oriented_images(out):
@@ -301,6 +380,7 @@ def main(out):
     short_palette_pngs(out)
     oriented_images(out)
     pillow_gifs(out)
+    edge_gifs(out)
     names = sorted(n for n in os.listdir(out) if n.endswith((".png", ".jpg", ".gif")))
     tensors = {}
     for cname, cfg in CONFIGS.items():
