@@ -166,3 +166,51 @@ func BenchmarkEncoderAttention(b *testing.B) {
 		})
 	}
 }
+
+// TestEncoderRowSpecialValues: with infinities, NaNs, zeros of both signs,
+// subnormals and values whose scores overflow, in a few of the inputs or
+// many, every path (the sums and the normalisation, Go and in use) gives
+// the one-at-a-time bits, on and off the lane groups' multiples; a NaN may
+// differ from the reference's in its payload (which NaN an operation
+// passes on depends on its operand order), not in being a NaN.
+func TestEncoderRowSpecialValues(t *testing.T) {
+	type sumsFunc = func(out []float32, coef []uint64, m []float64, stride int, scale uint32)
+	type normFunc = func(p []float32, p64 []uint64, sum float64)
+	defer func(s sumsFunc, n normFunc) { encoderSums, encoderNormalize = s, n }(encoderSums, encoderNormalize)
+	specials := []float32{float32(math.NaN()), math.Float32frombits(0xffc00456), float32(math.Inf(1)), float32(math.Inf(-1)),
+		0, float32(math.Copysign(0, -1)), 3e38, -3e38, 1e-45, 1e20}
+	sizes := []int{1, 2, 7, 8, 9, 17, 63, 64, 65, 72, 129}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for trial := range 600 {
+		tokens, hd := sizes[rng.IntN(len(sizes))], sizes[rng.IntN(len(sizes))]
+		share := []float64{0, 0.002, 0.05}[trial%3]
+		vec := func() []float32 {
+			v := make([]float32, tokens*hd)
+			for i := range v {
+				if v[i] = float32(rng.NormFloat64() * 3); rng.Float64() < share {
+					v[i] = specials[rng.IntN(len(specials))]
+				}
+			}
+			return v
+		}
+		q, k, v := vec(), vec(), vec()
+		scale := []float32{float32(1 / math.Sqrt(float64(hd))), 0, float32(math.Inf(1))}[rng.IntN(3)]
+		i := rng.IntN(tokens)
+		want := make([]float32, hd)
+		encoderRowRef(want, q[i*hd:(i+1)*hd], k, v, make([]float32, tokens), hd, scale)
+		r := newEncoderRowScratch(tokens, hd, scale)
+		r.load(k, v, hd)
+		for _, sums := range []sumsFunc{encoderSumsGo, encoderSums} {
+			for _, norm := range []normFunc{encoderNormalizeGo, encoderNormalize} {
+				encoderSums, encoderNormalize = sums, norm
+				got := make([]float32, hd)
+				r.row(got, q[i*hd:(i+1)*hd])
+				for d := range got {
+					if math.Float32bits(got[d]) != math.Float32bits(want[d]) && !(got[d] != got[d] && want[d] != want[d]) {
+						t.Fatalf("trial %d: %d tokens, head dim %d, scale %v, dim %d: %v, want %v", trial, tokens, hd, scale, d, got[d], want[d])
+					}
+				}
+			}
+		}
+	}
+}
