@@ -72,7 +72,7 @@ func (r *encoderRowScratch) load(k, v []float32, width int) {
 	}
 }
 
-// row computes one query's output o [hd] from the head load read. Each
+// row computes one query's output o [hd] from the head that load read. Each
 // score and each output element is one float64 sum in a fixed order
 // (EncoderAttention's contract). A sum is a chain of dependent additions,
 // and one chain at a time keeps the core waiting on its latency, so
