@@ -13,7 +13,8 @@ import (
 
 // TestBinToSafetensors: scripts/bin_to_safetensors.py, on checkpoints that
 // PyTorch's torch.save wrote (scripts/make_bin_checkpoints.py), converts a
-// state dict exactly (float32 and float16, views made contiguous, the base
+// state dict exactly (float32 and float16, a module's state_dict() with its
+// _metadata, views made contiguous, the base
 // model's names given save_pretrained's "model." and the tied lm_head left
 // out), and refuses what is not a zip checkpoint of a state dict with a
 // message naming the file, writing nothing. Needs Debian's python3-torch
@@ -33,6 +34,12 @@ func TestBinToSafetensors(t *testing.T) {
 	if _, err := Load(filepath.Join(out, "f32")); err != nil {
 		t.Errorf("the converted float32 checkpoint does not load: %v", err)
 	}
+	// torch.save(model.state_dict()): the OrderedDict's _metadata attribute
+	// (the modules' versions) names no tensor and is dropped.
+	if msg, err := convert("meta"); err != nil {
+		t.Fatalf("meta: %v\n%s", err, msg)
+	}
+	sameTensors(t, "meta", filepath.Join(out, "meta", "model.safetensors"), filepath.Join(src, "model.safetensors"))
 	if msg, err := convert("f16"); err != nil {
 		t.Fatalf("f16: %v\n%s", err, msg)
 	}

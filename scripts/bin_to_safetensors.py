@@ -41,6 +41,14 @@ def rebuild_tensor(storage, offset, size, stride, *rest):
     return Tensor(storage, offset, size, stride)
 
 
+class OrderedStateDict(dict):
+    """The OrderedDict a module's state_dict() returns. torch.save(model.state_dict()) pickles its _metadata
+    attribute (each submodule's version) too, which a plain dict cannot take; it names no tensor and is dropped."""
+
+    def __setstate__(self, state):
+        pass
+
+
 class StateDictUnpickler(pickle.Unpickler):
     """Builds the state dict from its pickle: OrderedDicts, tensors, storages; refuses any other global."""
 
@@ -50,7 +58,7 @@ class StateDictUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         if (module, name) == ("collections", "OrderedDict"):
-            return dict
+            return OrderedStateDict
         if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
             return rebuild_tensor
         if module == "torch" and name in DTYPES:

@@ -4,6 +4,8 @@ each in its own folder of OUT with the model's config.json, made by PyTorch's ow
 MODEL_DIR (a model.safetensors):
 
     f32      the state dict as save_pretrained names it, float32: converts to MODEL_DIR's tensors exactly
+    meta     the f32 state dict as torch.save(model.state_dict()) writes it: an OrderedDict carrying PyTorch's
+             _metadata (each submodule's version); converts as f32 does
     f16      float16, saved from the base model ("decoder.…") with a tied lm_head.weight, and two views (a
              transposed and a sliced tensor); expected.safetensors holds what the conversion must give
     legacy   PyTorch's pre-1.6 (non-zip) format
@@ -17,6 +19,7 @@ MODEL_DIR (a model.safetensors):
 import os
 import shutil
 import sys
+from collections import OrderedDict
 
 import torch113_compat  # noqa: F401  (before transformers: see ../shared/pylib/SOURCES.md)
 import torch
@@ -34,6 +37,9 @@ def main():
     model_dir, out = sys.argv[1], sys.argv[2]
     sd = load_file(os.path.join(model_dir, "model.safetensors"))
     torch.save(sd, folder(out, "f32", model_dir))
+    meta = OrderedDict(sd)  # what nn.Module.state_dict() returns: the tensors and, as an attribute, the versions
+    meta._metadata = OrderedDict([("", {"version": 1}), ("model", {"version": 1}), ("model.decoder", {"version": 1})])
+    torch.save(meta, folder(out, "meta", model_dir))
 
     half = {k.removeprefix("model."): v.half() for k, v in sd.items()}
     half["lm_head.weight"] = half["decoder.embed_tokens.weight"]
