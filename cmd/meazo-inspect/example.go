@@ -15,16 +15,19 @@ import (
 func init() {
 	register("example", cli.Help{
 		Summary:  "show one training example: rendered text, token ids, supervised tokens",
-		Synopsis: "--model DIR --task sst2|squad|xsum|classification|generation --data PATH [--labels LIST] [--instruction TEXT] [--index N]",
+		Synopsis: "--model DIR --task sst2|squad|xsum|classification|generation --data PATH [--labels LIST] [--instruction TEXT] [--format chat|mezo] [--index N]",
 		Does: `Shows exactly what training sees of one example of a data file: the text the model's chat template renders,
-every token id, and which tokens the loss supervises (the assistant's answer and its end of turn).`,
+every token id, and which tokens the loss supervises (the assistant's answer and its end of turn). With --format
+mezo (a run's task.format mezo: OPT, which has no chat template), MeZO's SST-2 template instead: the sentence,
+" It was" and the label word, the tokenizer's BOS first, the label word's tokens supervised.`,
 		Reads: `--model DIR: tokenizer.json, tokenizer_config.json (and chat_template.jinja); --data PATH: the task's data
 file (.parquet from the Hub, .tsv of GLUE, .json of the official SQuAD, or .jsonl; classification and
 generation, on your own data: .jsonl, with --labels LIST and --instruction TEXT as the run's task.labels, a YAML
 list such as '[negative, positive]', and task.instruction).`,
 		Prints: `the example's id and token counts, the rendered text, a line per token (* supervised: position,
 id, text), the supervised text.`,
-		Example: "meazo-inspect example --model models/Llama-3.2-1B --task squad --data data/squad/train-v1.1.json --index 3",
+		Example: `meazo-inspect example --model models/Llama-3.2-1B --task squad --data data/squad/train-v1.1.json --index 3
+          meazo-inspect example --model models/opt-1.3b --task sst2 --format mezo --data data/sst2/data/train-00000-of-00001.parquet`,
 	}, runExample)
 }
 
@@ -40,6 +43,7 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	instruction := fs.String("instruction", "", "classification, generation: task.instruction (the system turn; empty: none)")
 	index := fs.Int("index", 0, "which example (0-based, among the file's well-formed rows)")
 	date := fs.String("date", "", "Llama-3.x date_string (default 26 Jul 2024)")
+	formatName := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
@@ -61,12 +65,19 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	} else if *labels != "" || *instruction != "" {
 		return cli.Usage(fmt.Errorf("--labels and --instruction are for tasks classification and generation"))
 	}
+	format, err := data.ParseFormat(*formatName)
+	if err != nil {
+		return cli.Usage(fmt.Errorf("--format: %w", err))
+	}
 	if *index < 0 {
 		return fmt.Errorf("--index %d is negative", *index)
 	}
 	tok, err := tokenizer.Load(*model)
 	if err != nil {
 		return err
+	}
+	if format == data.FormatChat && !tok.HasChatTemplate() {
+		return fmt.Errorf("--model %s: %w (a model without one, such as OPT, takes --format mezo: MeZO's SST-2 template)", *model, tokenizer.ErrNoChatTemplate)
 	}
 	exs, _, err := data.ReadAll(*path, task, data.ReadOptions{Limit: *index + 1, Own: own})
 	if err != nil {
@@ -75,15 +86,19 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if *index >= len(exs) {
 		return fmt.Errorf("%s: --index %d, but the file has %d well-formed examples", *path, *index, len(exs))
 	}
-	enc := &data.Encoder{Tok: tok, DateString: *date}
+	enc := &data.Encoder{Tok: tok, DateString: *date, Format: format}
 	e, err := enc.Encode(exs[*index])
 	if err != nil {
 		return err
 	}
 	start, end := e.Supervised()
 	fmt.Fprintf(stdout, "example %d (id %s) of %s, task %s, model %s\n", *index, exs[*index].ID, *path, task, *model)
-	fmt.Fprintf(stdout, "tokens: %d; prompt: %d; supervised: %d (positions %d..%d: assistant content + end-of-turn)\n\n",
-		len(e.IDs), e.PromptLen, end-start, start, end-1)
+	what := "assistant content + end-of-turn"
+	if format == data.FormatMeZO {
+		what = "the label word"
+	}
+	fmt.Fprintf(stdout, "tokens: %d; prompt: %d; supervised: %d (positions %d..%d: %s)\n\n",
+		len(e.IDs), e.PromptLen, end-start, start, end-1, what)
 	fmt.Fprintln(stdout, "--- rendered text ---")
 	fmt.Fprintln(stdout, e.Text)
 	fmt.Fprintln(stdout, "--- tokens (* = supervised: label = id; others label -100) ---")

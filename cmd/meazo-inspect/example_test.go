@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -69,5 +70,49 @@ func TestHelp(t *testing.T) {
 	if status := commands.Exec([]string{"forward", "-h"}, nil, io.Discard, &stderr); status != 0 ||
 		!strings.Contains(stderr.String(), "Reads:    --model DIR: an HF model directory (config.json, safetensors weights)") {
 		t.Errorf("forward -h: status %d\n%s", status, stderr.String())
+	}
+}
+
+// TestExampleMeZO: --format mezo shows what an OPT run (task.format mezo)
+// trains on: MeZO's SST2Template, "{sentence.strip()} It was terrible|great",
+// with OPT's BOS </s> first and the label word's tokens alone supervised;
+// without it, a tokenizer with no chat template is refused naming --format
+// mezo.
+func TestExampleMeZO(t *testing.T) {
+	dir := t.TempDir()
+	vocab := map[string]int{"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "Ġ": 4} // Ġ: GPT-2's byte-level space
+	for c := '!'; c <= '~'; c++ {
+		vocab[string(c)] = len(vocab)
+	}
+	v, _ := json.Marshal(vocab)
+	tc, _ := json.Marshal(map[string]any{"bos_token": "</s>", "eos_token": "</s>", "unk_token": "</s>", "pad_token": "<pad>", "add_bos_token": true})
+	files := map[string]string{"vocab.json": string(v), "merges.txt": "#version: 0.2\n", "tokenizer_config.json": string(tc),
+		"sst2.tsv": "sentence\tlabel\nhide new secretions from the parental units \t0\na gripping , funny film \t1\n"}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"--model", dir, "--task", "sst2", "--data", filepath.Join(dir, "sst2.tsv"), "--index", "1"}
+	var out bytes.Buffer
+	if err := runExample(append(args, "--format", "mezo"), nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	_, text, _ := strings.Cut(out.String(), "--- rendered text ---\n")
+	text, tokens, _ := strings.Cut(text, "\n--- tokens")
+	if want := "a gripping , funny film It was great"; text != want {
+		t.Errorf("rendered text %q, want %q", text, want)
+	}
+	if _, rows, _ := strings.Cut(tokens, "\n"); !strings.HasPrefix(rows, "      0       2 \"</s>\"\n") {
+		t.Errorf("the first token is not OPT's BOS </s> (2), unsupervised:\n%s", rows)
+	}
+	if got := exampleSupervised(out.String()); got != " great" {
+		t.Errorf("supervised text %q, want \" great\"\n%s", got, out.String())
+	}
+	if err := runExample(args, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "takes --format mezo") {
+		t.Errorf("format chat without a chat template: %v", err)
+	}
+	if err := runExample(append(args, "--format", "alpaca"), nil, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown format "alpaca"`) {
+		t.Errorf("--format alpaca: %v", err)
 	}
 }
