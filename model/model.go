@@ -63,6 +63,26 @@ type Model struct {
 // multimodal checkpoint (Ministral-3) the language model's alone.
 func (m *Model) ParamCount() int64 { return m.params }
 
+// HoldsBF16 says whether some weights are held in bfloat16: those a
+// checkpoint stored as BF16, loaded with LoadOptions.BF16Weights. Given a
+// checkpoint that stores none as BF16, the option keeps nothing in
+// bfloat16.
+func (m *Model) HoldsBF16() bool { return anyTrue(m.storedBF16) }
+
+// StoresF16 says whether the checkpoint stored some weights as F16 (OPT's
+// published checkpoints), which are held in float32.
+func (m *Model) StoresF16() bool { return anyTrue(m.storedF16) }
+
+// anyTrue says whether some value of set is true.
+func anyTrue(set map[string]bool) bool {
+	for _, v := range set {
+		if v {
+			return true
+		}
+	}
+	return false
+}
+
 // Layer is one decoder block:
 //
 //	h   = x + Attn(AttnNorm(x))

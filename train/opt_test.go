@@ -43,7 +43,8 @@ func writeOPTDemo(t *testing.T, dir string) {
 // full) on SST-2 in MeZO's template (task.format mezo): the run trains,
 // scores the test split, and saves a model directory that loads back as
 // OPT with its tokenizer files; without task.format mezo the missing chat
-// template is refused, naming the way out.
+// template is refused, naming the way out; model.bf16_weights, which keeps
+// only BF16 weights in bfloat16, is noted as having no effect.
 func TestOPTFullRun(t *testing.T) {
 	dir, cfg := demoConfig(t, 4)
 	writeOPTDemo(t, dir)
@@ -73,8 +74,46 @@ func TestOPTFullRun(t *testing.T) {
 	if _, err := tokenizer.Load(filepath.Join(out, "last")); err != nil {
 		t.Errorf("last/'s tokenizer: %v", err)
 	}
+	// model.bf16_weights on this float32 checkpoint keeps nothing in
+	// bfloat16: the run says so.
+	var log strings.Builder
+	bf := []string{"task.format=mezo", "train.steps=1", "eval.skip=true", "model.bf16_weights=true", "output.dir=" + filepath.Join(dir, "bf16")}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: bf, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "model.bf16_weights: "+filepath.Join(dir, "model")+" stores no weight as BF16 (its weights are float32), so it has no effect") {
+		t.Errorf("model.bf16_weights on a float32 checkpoint: no note in the run's log:\n%s", log.String())
+	}
 	_, err = Run(Options{ConfigPath: cfg, Overrides: []string{"adapter.kind=full", "output.dir=" + filepath.Join(dir, "chat")}})
 	if err == nil || !strings.Contains(err.Error(), "task.format mezo") {
 		t.Errorf("an OPT run in format chat: %v", err)
+	}
+}
+
+// TestBF16WeightsNote: model.bf16_weights given a checkpoint that stores no
+// weight as BF16 (OPT's float16 one, a float32 one) keeps nothing in
+// bfloat16, and the run says so, naming what the checkpoint stores; a BF16
+// checkpoint, or the option not given, gets no note.
+func TestBF16WeightsNote(t *testing.T) {
+	opt := filepath.Join("..", "model", "testdata", "opt", "opt-tiny")
+	for _, c := range []struct {
+		dir   string
+		asked bool
+		want  string // "" for no note
+	}{
+		{filepath.Join("..", "lora", "testdata", "merge", "opt-tiny-f16", "model"), true, "(its weights are float16), so it has no effect"},
+		{opt, true, "(its weights are float32), so it has no effect"},
+		{filepath.Join(opt, "bf16"), true, ""},
+		{filepath.Join("..", "lora", "testdata", "merge", "opt-tiny-f16", "model"), false, ""},
+	} {
+		m, err := model.LoadWith(c.dir, model.LoadOptions{BF16Weights: c.asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		note := BF16WeightsNote(m, c.dir, c.asked, "model.bf16_weights")
+		m.Free()
+		if (note == "") != (c.want == "") || !strings.Contains(note, c.want) || c.want != "" && !strings.HasPrefix(note, "model.bf16_weights: "+c.dir) {
+			t.Errorf("%s, bf16_weights %v: note %q, want one saying %q", c.dir, c.asked, note, c.want)
+		}
 	}
 }

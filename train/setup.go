@@ -197,6 +197,9 @@ func (r *run) loadModel() error {
 		return err
 	}
 	r.loadSecs = time.Since(t0).Seconds()
+	if note := BF16WeightsNote(r.m, dir, cfg.Model.BF16, "model.bf16_weights"); note != "" {
+		fmt.Fprintln(r.out, note)
+	}
 	if err := checkVocab(r.tok, r.m); err != nil {
 		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
 	}
@@ -211,6 +214,24 @@ func checkVocab(tok *tokenizer.Tokenizer, m *model.Model) error {
 		return fmt.Errorf("the tokenizer has ids up to %d but the model's vocab_size is %d (tokens added without resizing the embedding, or another model's tokenizer.json?)", n-1, v)
 	}
 	return nil
+}
+
+// BF16WeightsNote is a line for the user who asked for bfloat16 weights
+// (setting names the option) and got none: the model in dir stores no
+// weight as BF16 (OPT's float16 checkpoint, a float32 one), so every weight
+// is held in float32, at twice the memory the option promised. Float16 is
+// not rounded to bfloat16, which would change the weights. "" when the
+// option was not given or kept some weights in bfloat16.
+func BF16WeightsNote(m *model.Model, dir string, asked bool, setting string) string {
+	if !asked || m.HoldsBF16() {
+		return ""
+	}
+	stored := "float32"
+	if m.StoresF16() {
+		stored = "float16"
+	}
+	return fmt.Sprintf("%s: %s stores no weight as BF16 (its weights are %s), so it has no effect: every weight is held in float32, "+
+		"twice the memory of bfloat16 (only weights stored as BF16 are kept in bfloat16; %s ones are not rounded to it)", setting, dir, stored, stored)
 }
 
 // modelDir is where the run loads its model from: model.path, or, when a

@@ -129,6 +129,9 @@ func evaluateText(modelDir, backend string, threads int, bf16 bool, opts train.E
 	if err != nil {
 		return nil, err
 	}
+	if note := train.BF16WeightsNote(m, modelDir, bf16, "--bf16-weights"); note != "" {
+		fmt.Fprintln(log, note)
+	}
 	defer m.Free()
 	tok, err := tokenizer.Load(modelDir)
 	if err != nil {
