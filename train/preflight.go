@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/meazo-go/meazo/model"
@@ -130,12 +131,14 @@ func checkModelDir(dir string, image bool) string {
 		}
 	}
 	weights, err := safetensors.CheckpointFiles(dir)
-	if err != nil {
-		what := "model.safetensors (or model.safetensors.index.json and its shards)"
-		if checkFile(filepath.Join(dir, "pytorch_model.bin")) == "" { // OPT's checkpoint (README, docs/MODELS.md)
-			what += "; convert its pytorch_model.bin with python3 scripts/bin_to_safetensors.py " + dir
-		}
-		gone = append(gone, what)
+	convert := "" // the weights are there, in a format to convert first
+	switch {
+	case err == nil:
+	case checkFile(filepath.Join(dir, "pytorch_model.bin")) == "": // OPT's checkpoint (README, docs/MODELS.md)
+		convert = "no model.safetensors: the weights are PyTorch's pytorch_model.bin (as OPT's are published), which a run does not read; " +
+			"convert it first: python3 scripts/bin_to_safetensors.py " + dir
+	default:
+		gone = append(gone, "model.safetensors (or model.safetensors.index.json and its shards)")
 	}
 	for _, w := range weights {
 		if checkFile(w) != "" {
@@ -146,7 +149,7 @@ func checkModelDir(dir string, image bool) string {
 		if checkFile(filepath.Join(dir, "preprocessor_config.json")) != "" {
 			gone = append(gone, "preprocessor_config.json")
 		}
-		return missingFiles(gone)
+		return joinWhat(convert, missingFiles(gone))
 	}
 	// The tokenizer: tokenizer.json, or GPT-2's vocab.json and merges.txt
 	// (OPT's, which tokenizer.Load converts), and tokenizer_config.json.
@@ -161,7 +164,12 @@ func checkModelDir(dir string, image bool) string {
 	if checkFile(filepath.Join(dir, "tokenizer_config.json")) != "" {
 		gone = append(gone, "tokenizer_config.json")
 	}
-	return missingFiles(gone)
+	return joinWhat(convert, missingFiles(gone))
+}
+
+// joinWhat joins what is wrong with a model directory, skipping "".
+func joinWhat(parts ...string) string {
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "; ")
 }
 
 // NotAModelDir says, for a command's flag (--model), why dir cannot be a

@@ -30,6 +30,12 @@ func TestPreflight(t *testing.T) {
 	spOnly := filepath.Join(dir, "sentencepiece-only") // a SentencePiece checkpoint without its conversion
 	os.CopyFS(spOnly, os.DirFS(without("tokenizer.json")))
 	os.WriteFile(filepath.Join(spOnly, "tokenizer.model"), []byte("x"), 0o644)
+	binOnly := filepath.Join(dir, "bin-only") // OPT as published: pytorch_model.bin, not yet converted
+	os.CopyFS(binOnly, os.DirFS(without("model.safetensors")))
+	os.WriteFile(filepath.Join(binOnly, "pytorch_model.bin"), []byte("PK"), 0o644)
+	binNoTok := filepath.Join(dir, "bin-no-tokenizer")
+	os.CopyFS(binNoTok, os.DirFS(binOnly))
+	os.Remove(filepath.Join(binNoTok, "tokenizer.json"))
 	empty := filepath.Join(dir, "empty.tsv")
 	os.WriteFile(empty, nil, 0o644)
 	aRun := filepath.Join(dir, "a-run") // a run directory taken for a model
@@ -45,6 +51,11 @@ func TestPreflight(t *testing.T) {
 		{"tokenizer_config.json", []string{"model.path=" + without("tokenizer_config.json")}, []string{"no tokenizer_config.json there"}},
 		{"config.json", []string{"model.path=" + without("config.json")}, []string{"no config.json there"}},
 		{"weights", []string{"model.path=" + without("model.safetensors")}, []string{"no model.safetensors (or model.safetensors.index.json and its shards) there"}},
+		// The weights are there, to convert: no "interrupted download?".
+		{"pytorch_model.bin", []string{"model.path=" + binOnly}, []string{"model.path " + binOnly + ": no model.safetensors: the weights are PyTorch's pytorch_model.bin " +
+			"(as OPT's are published), which a run does not read; convert it first: python3 scripts/bin_to_safetensors.py " + binOnly}},
+		{"pytorch_model.bin, tokenizer.json", []string{"model.path=" + binNoTok}, []string{"convert it first: python3 scripts/bin_to_safetensors.py " + binNoTok +
+			"; no tokenizer.json (or vocab.json and merges.txt) there (an interrupted download?)"}},
 		{"data", []string{"task.train=" + filepath.Join(dir, "data", "nope.tsv"), "task.test=" + filepath.Join(dir, "data", "gone.tsv")},
 			[]string{"task.train " + filepath.Join(dir, "data", "nope.tsv") + ": no such file", "task.test " + filepath.Join(dir, "data", "gone.tsv") + ": no such file"}},
 		{"adapter.init", []string{"adapter.init=" + dir}, []string{"adapter.init " + dir + ": no adapter_config.json there; want a saved adapter directory"}},
@@ -74,6 +85,9 @@ func TestPreflight(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q\ndoes not say %q", err, w)
 				}
+			}
+			if tc.name == "pytorch_model.bin" && strings.Contains(err.Error(), "interrupted download") {
+				t.Errorf("error %q\ntakes a checkpoint to convert for an interrupted download", err)
 			}
 			if _, serr := os.Stat(out); serr == nil {
 				t.Errorf("a start that failed its checks made %s", out)
