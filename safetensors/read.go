@@ -337,9 +337,12 @@ func readIndex(dir string) (weightMap map[string]string, shards []string, err er
 	js, err := inputfile.ReadFile(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
 		hint := ""
-		if _, err := os.Stat(filepath.Join(dir, "pytorch_model.bin")); err == nil {
-			// facebook/opt-1.3b and other older checkpoints ship PyTorch's format only.
-			hint = ": it has PyTorch's pytorch_model.bin, which scripts/bin_to_safetensors.py converts"
+		for _, bin := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json"} {
+			if _, err := os.Stat(filepath.Join(dir, bin)); err == nil {
+				// facebook/opt-1.3b and other older checkpoints ship PyTorch's format only (the larger ones sharded).
+				hint = ": it has PyTorch's " + bin + ", which scripts/bin_to_safetensors.py converts"
+				break
+			}
 		}
 		return nil, nil, fmt.Errorf("checkpoint %s: neither %s nor %s found%s", dir, singleFileName, indexFileName, hint)
 	} else if err != nil {

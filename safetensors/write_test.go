@@ -314,6 +314,13 @@ func TestShardedCheckpointErrors(t *testing.T) {
 	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "scripts/bin_to_safetensors.py") {
 		t.Errorf("a folder with pytorch_model.bin only: %v, want the converter named", err)
 	}
+	sharded := t.TempDir() // the larger OPT models: shards and pytorch_model.bin.index.json
+	if err := os.WriteFile(filepath.Join(sharded, "pytorch_model.bin.index.json"), []byte(`{"weight_map":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCheckpoint(sharded); err == nil || !strings.Contains(err.Error(), "it has PyTorch's pytorch_model.bin.index.json, which scripts/bin_to_safetensors.py converts") {
+		t.Errorf("a folder with a sharded pytorch_model.bin: %v, want the converter named", err)
+	}
 }
 
 // BenchmarkFloat32BF16 measures BF16 → float32 conversion throughput; the

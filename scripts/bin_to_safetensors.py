@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Converts a model directory's pytorch_model.bin (PyTorch's zip checkpoint, as facebook/opt-1.3b ships its
-weights) into model.safetensors beside it, which meazo-go reads. Only Python 3 and NumPy are needed, no PyTorch:
+weights), or the shards its pytorch_model.bin.index.json names (the larger OPT models'), into one model.safetensors
+beside it, which meazo-go reads. Only Python 3 and NumPy are needed, no PyTorch:
 the checkpoint's pickle is read with an unpickler that builds nothing but the state dict's tensors (any other
 object in it is refused), so the file cannot run code.
 
@@ -10,8 +11,9 @@ The tensors keep their dtype (OPT's are float16; meazo-go widens them to float32
 transformers' save_pretrained writes them for the ForCausalLM class: an OPT checkpoint saved from the base model
 ("decoder.…") gets the "model." prefix, and a tied lm_head.weight (the embeddings again) is left out. Nothing is
 written over: an existing model.safetensors is an error. A file that is not a PyTorch zip checkpoint of a state
-dict (the pre-1.6 format, a truncated download, a pickled model, a tensor whose view reaches past its storage) is
-refused with a message naming the file and what is wrong, and nothing is written.
+dict (the pre-1.6 format, a truncated download, a pickled model, a tensor whose view reaches past its storage), a
+shard the index names that is missing or holds other tensors, a folder without config.json or without a checkpoint,
+are refused with a message naming the file and what is wrong, and nothing is written.
 """
 import json
 import os
@@ -152,6 +154,65 @@ def save(path, tensors):
     os.rename(tmp, path)
 
 
+def read_config(d):
+    """MODEL_DIR's config.json, which says whether the head is tied and the model is OPT."""
+    path = os.path.join(d, "config.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise SystemExit(f"{path}: {e.strerror}: MODEL_DIR is the model's directory (config.json and "
+                         "pytorch_model.bin); nothing written")
+    except ValueError as e:
+        raise SystemExit(f"{path}: not JSON ({e}); nothing written")
+
+
+def sources(d):
+    """The checkpoint files in d: pytorch_model.bin, or the shards pytorch_model.bin.index.json names (the larger
+    OPT models ship so), with that index's weight_map (tensor name -> shard file; None for one file)."""
+    single, index = os.path.join(d, "pytorch_model.bin"), os.path.join(d, "pytorch_model.bin.index.json")
+    if os.path.exists(single):
+        return [single], None
+    if not os.path.exists(index):
+        raise SystemExit(f"{d}: no pytorch_model.bin, nor pytorch_model.bin.index.json and its shards: nothing to convert")
+    try:
+        with open(index) as f:
+            weight_map = json.load(f)["weight_map"]
+        ok = isinstance(weight_map, dict) and weight_map and all(
+            isinstance(k, str) and isinstance(v, str) and v == os.path.basename(v) and v not in ("", ".", "..")
+            for k, v in weight_map.items())
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{index}: not a checkpoint index ({e!r}); nothing written")
+    if not ok:
+        raise SystemExit(f"{index}: its weight_map is not a map of tensor names to shard files of the folder; nothing written")
+    shards = sorted(set(weight_map.values()))
+    for shard in shards:
+        if not os.path.isfile(os.path.join(d, shard)):
+            raise SystemExit(f"{index}: names {shard}, which is not in {d} (an interrupted download?); nothing written")
+    return [os.path.join(d, shard) for shard in shards], weight_map
+
+
+def load_all(srcs, weight_map):
+    """The state dict of every file in srcs together, each shard holding the tensors weight_map gives it."""
+    tensors = {}
+    for src in srcs:
+        try:
+            part = load(src)
+        except BadCheckpoint as e:
+            raise SystemExit(f"{src}: {e}; nothing written")
+        for name in part:
+            if name in tensors:
+                raise SystemExit(f"{src}: tensor {name!r} is in another shard too; nothing written")
+            if weight_map is not None and weight_map.get(name) != os.path.basename(src):
+                raise SystemExit(f"{src}: tensor {name!r} is not this shard's in pytorch_model.bin.index.json; nothing written")
+        tensors.update(part)
+    missing = sorted(set(weight_map or ()) - set(tensors))
+    if missing:
+        raise SystemExit(f"pytorch_model.bin.index.json names {len(missing)} tensor(s) no shard holds ({missing[0]!r}, …); "
+                         "nothing written")
+    return tensors
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: bin_to_safetensors.py MODEL_DIR")
@@ -159,13 +220,8 @@ def main():
     out = os.path.join(d, "model.safetensors")
     if os.path.exists(out):
         raise SystemExit(f"{out} exists: nothing written")
-    with open(os.path.join(d, "config.json")) as f:
-        config = json.load(f)
-    src = os.path.join(d, "pytorch_model.bin")
-    try:
-        tensors = hf_names(load(src), config)
-    except BadCheckpoint as e:
-        raise SystemExit(f"{src}: {e}; nothing written")
+    config = read_config(d)
+    tensors = hf_names(load_all(*sources(d)), config)
     save(out, tensors)
     print(f"wrote {out}: {len(tensors)} tensors, {sum(a.nbytes for a, _ in tensors.values()) / 1e9:.2f} GB")
 

@@ -6,6 +6,9 @@ MODEL_DIR (a model.safetensors):
     f32      the state dict as save_pretrained names it, float32: converts to MODEL_DIR's tensors exactly
     meta     the f32 state dict as torch.save(model.state_dict()) writes it: an OrderedDict carrying PyTorch's
              _metadata (each submodule's version); converts as f32 does
+    sharded  the f32 state dict in two shards (pytorch_model-0000N-of-00002.bin) and the pytorch_model.bin.index.json
+             that save_pretrained writes with them: converts as f32 does
+    shardgone  the same index, its second shard missing (an interrupted download)
     f16      float16, saved from the base model ("decoder.…") with a tied lm_head.weight, and two views (a
              transposed and a sliced tensor); expected.safetensors holds what the conversion must give
     legacy   PyTorch's pre-1.6 (non-zip) format
@@ -16,6 +19,7 @@ MODEL_DIR (a model.safetensors):
 
     PYTHONPATH=../shared/pylib /usr/bin/python3 scripts/make_bin_checkpoints.py MODEL_DIR OUT
 """
+import json
 import os
 import shutil
 import sys
@@ -33,6 +37,19 @@ def folder(out, name, model_dir):
     return os.path.join(d, "pytorch_model.bin")
 
 
+def write_shards(sd, d, keep_second):
+    """sd in two shards in d and the index naming them, as save_pretrained(safe_serialization=False) shards."""
+    names = sorted(sd)
+    parts = {"pytorch_model-00001-of-00002.bin": names[: len(names) // 2],
+             "pytorch_model-00002-of-00002.bin": names[len(names) // 2:]}
+    for i, (shard, part) in enumerate(parts.items()):
+        if i == 0 or keep_second:
+            torch.save({n: sd[n] for n in part}, os.path.join(d, shard))
+    weight_map = {n: shard for shard, part in parts.items() for n in part}
+    with open(os.path.join(d, "pytorch_model.bin.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": sum(t.numel() * 4 for t in sd.values())}, "weight_map": weight_map}, f)
+
+
 def main():
     model_dir, out = sys.argv[1], sys.argv[2]
     sd = load_file(os.path.join(model_dir, "model.safetensors"))
@@ -40,6 +57,8 @@ def main():
     meta = OrderedDict(sd)  # what nn.Module.state_dict() returns: the tensors and, as an attribute, the versions
     meta._metadata = OrderedDict([("", {"version": 1}), ("model", {"version": 1}), ("model.decoder", {"version": 1})])
     torch.save(meta, folder(out, "meta", model_dir))
+    for name in ("sharded", "shardgone"):
+        write_shards(sd, os.path.dirname(folder(out, name, model_dir)), keep_second=name == "sharded")
 
     half = {k.removeprefix("model."): v.half() for k, v in sd.items()}
     half["lm_head.weight"] = half["decoder.embed_tokens.weight"]

@@ -134,7 +134,8 @@ func checkModelDir(dir string, image bool) string {
 	convert := "" // the weights are there, in a format to convert first
 	switch {
 	case err == nil:
-	case checkFile(filepath.Join(dir, "pytorch_model.bin")) == "": // OPT's checkpoint (README, docs/MODELS.md)
+	case checkFile(filepath.Join(dir, "pytorch_model.bin")) == "" || checkFile(filepath.Join(dir, "pytorch_model.bin.index.json")) == "":
+		// OPT's checkpoint (README, docs/MODELS.md); the larger OPT models' is sharded.
 		convert = "no model.safetensors: the weights are PyTorch's pytorch_model.bin (as OPT's are published), which a run does not read; " +
 			"convert it first: python3 scripts/bin_to_safetensors.py " + dir
 	default:

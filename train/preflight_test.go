@@ -33,6 +33,9 @@ func TestPreflight(t *testing.T) {
 	binOnly := filepath.Join(dir, "bin-only") // OPT as published: pytorch_model.bin, not yet converted
 	os.CopyFS(binOnly, os.DirFS(without("model.safetensors")))
 	os.WriteFile(filepath.Join(binOnly, "pytorch_model.bin"), []byte("PK"), 0o644)
+	binSharded := filepath.Join(dir, "bin-sharded") // a larger OPT: shards and their index
+	os.CopyFS(binSharded, os.DirFS(without("model.safetensors")))
+	os.WriteFile(filepath.Join(binSharded, "pytorch_model.bin.index.json"), []byte(`{"weight_map":{}}`), 0o644)
 	binNoTok := filepath.Join(dir, "bin-no-tokenizer")
 	os.CopyFS(binNoTok, os.DirFS(binOnly))
 	os.Remove(filepath.Join(binNoTok, "tokenizer.json"))
@@ -54,6 +57,8 @@ func TestPreflight(t *testing.T) {
 		// The weights are there, to convert: no "interrupted download?".
 		{"pytorch_model.bin", []string{"model.path=" + binOnly}, []string{"model.path " + binOnly + ": no model.safetensors: the weights are PyTorch's pytorch_model.bin " +
 			"(as OPT's are published), which a run does not read; convert it first: python3 scripts/bin_to_safetensors.py " + binOnly}},
+		{"pytorch_model.bin.index.json", []string{"model.path=" + binSharded}, []string{"model.path " + binSharded + ": no model.safetensors: the weights are " +
+			"PyTorch's pytorch_model.bin (as OPT's are published), which a run does not read; convert it first: python3 scripts/bin_to_safetensors.py " + binSharded}},
 		{"pytorch_model.bin, tokenizer.json", []string{"model.path=" + binNoTok}, []string{"convert it first: python3 scripts/bin_to_safetensors.py " + binNoTok +
 			"; no tokenizer.json (or vocab.json and merges.txt) there (an interrupted download?)"}},
 		{"data", []string{"task.train=" + filepath.Join(dir, "data", "nope.tsv"), "task.test=" + filepath.Join(dir, "data", "gone.tsv")},
