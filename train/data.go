@@ -47,10 +47,11 @@ func noExamples(key, path string, st data.ReadStats) error {
 // (docs/ALGORITHMS.md, the data protocol): SST-2 and SQuAD hold out 5% of train (a permutation
 // seeded by task.data_seed) as validation, and so do the tasks on the
 // user's own data without a validation file; examples longer than
-// task.max_length tokens after chat rendering are dropped, then the first
-// max_train / max_validation are kept. stop is polled while the examples are
-// encoded (minutes for a large dataset): a non-nil error ends the load.
-func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while string) error) (*textSplits, error) {
+// maxLength tokens after chat rendering are dropped (task.max_length, or
+// less: positionRule; lengthName names it), then the first max_train /
+// max_validation are kept. stop is polled while the examples are encoded
+// (minutes for a large dataset): a non-nil error ends the load.
+func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder, log io.Writer, stop func(while string) error) (*textSplits, error) {
 	task := data.Task(cfg.Task.Name)
 	spec := data.PaperSplits[task]
 	if task.OwnData() {
@@ -94,7 +95,7 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 		trainEx, valEx = data.Select(all, tr), data.Select(all, va)
 	}
 	s := &textSplits{}
-	rule := newLengthRule(cfg.Task.MaxLength, "task.max_length", enc)
+	rule := newLengthRule(maxLength, lengthName, enc)
 	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, cfg.Train.Threads, "train", log, stop); err != nil {
 		return nil, err
 	}
@@ -102,8 +103,8 @@ func loadSplits(cfg *Config, enc *data.Encoder, log io.Writer, stop func(while s
 		return nil, err
 	}
 	if len(s.train) == 0 || len(s.val) == 0 {
-		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples within task.max_length %d tokens (task.train %s, task.validation %q)",
-			len(s.train), len(s.val), cfg.Task.MaxLength, cfg.Task.Train, cfg.Task.Validation)
+		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples within %s %d tokens (task.train %s, task.validation %q)",
+			len(s.train), len(s.val), lengthName, maxLength, cfg.Task.Train, cfg.Task.Validation)
 	}
 	if cfg.Task.Test != "" && !cfg.Eval.Skip {
 		if s.test, err = loadTest(cfg, enc, rule, opt, log, stop); err != nil {

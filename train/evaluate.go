@@ -340,7 +340,11 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		return nil, err
 	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}
-	if exs, err = newLengthRule(o.MaxLength, "--max-length", enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
+	maxLength, lengthName, note := positionRule(m, o.MaxLength, 0, "--max-length")
+	if note != "" {
+		fmt.Fprintln(o.Log, note)
+	}
+	if exs, err = newLengthRule(maxLength, lengthName, enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Data, err)
 	}
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", len(exs), o.Data, st.Skipped)

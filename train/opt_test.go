@@ -117,3 +117,47 @@ func TestBF16WeightsNote(t *testing.T) {
 		}
 	}
 }
+
+// TestOPTLearnedPositions: an OPT model's learned positions bound the
+// length rule. With task.max_length (2,048) past this model's 128
+// positions, a test example longer than 128 tokens is left out and the log
+// says why, where its forward failed the run's test evaluation; so in
+// meazo-eval's Evaluate (--max-length).
+func TestOPTLearnedPositions(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	writeOPTDemo(t, dir)
+	test := filepath.Join(dir, "long.tsv")
+	long := strings.Repeat("a truly long and winding review ", 30)
+	if err := os.WriteFile(test, []byte("sentence\tlabel\n"+long+"\t1\na fine film\t1\nawful\t0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	set := []string{"adapter.kind=full", "task.format=mezo", "optimizer.name=zo-sgd", "task.max_train=16", "task.max_validation=4",
+		"task.test=" + test, "output.dir=" + filepath.Join(dir, "run")}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	note := "would let a sequence past the model's 128 learned positions (max_position_embeddings): examples longer than 128 tokens are left out"
+	if !strings.Contains(log.String(), "task.max_length 2048 "+note) || !strings.Contains(log.String(), "longer than max_position_embeddings 128 tokens") {
+		t.Errorf("the run's log does not say the positions bind the length rule:\n%s", log.String())
+	}
+
+	modelDir := filepath.Join(dir, "model")
+	m, err := model.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	tok, err := tokenizer.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evalLog strings.Builder
+	res, err := Evaluate(m, tok, EvalOptions{Task: "sst2", Data: test, Format: "mezo", MaxLength: 2048, Log: &evalLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res["accuracy"]; !ok || !strings.Contains(evalLog.String(), "--max-length 2048 "+note) {
+		t.Errorf("Evaluate: %v\n%s", res, evalLog.String())
+	}
+}

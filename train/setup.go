@@ -80,7 +80,15 @@ func (r *run) setupText() error {
 	}
 	// The task's data, read, split and encoded.
 	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString, Format: data.Format(r.cfg.Task.Format)}
-	splits, err := loadSplits(r.cfg, enc, r.out, r.stopStarting)
+	virtual := 0
+	if r.cfg.Adapter.Kind == "prompt" {
+		virtual = r.cfg.Adapter.VirtualTokens
+	}
+	maxLength, lengthName, note := positionRule(r.m, r.cfg.Task.MaxLength, virtual, "task.max_length")
+	if note != "" {
+		fmt.Fprintln(r.out, note)
+	}
+	splits, err := loadSplits(r.cfg, maxLength, lengthName, enc, r.out, r.stopStarting)
 	if err != nil {
 		return err
 	}
@@ -204,6 +212,37 @@ func (r *run) loadModel() error {
 		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
 	}
 	return nil
+}
+
+// positionRule is the length rule (lengthRule's max and name) of setting,
+// whose value is maxLength (0: no rule), on model m with virtual
+// prompt-tuning tokens before each sequence. An OPT model's learned
+// positions (max_position_embeddings) bound it too: a longer sequence fails
+// its forward, at step 0's validation or in the test evaluation, so the
+// examples that would take more are left out as the rule leaves out those
+// past it, and note says so ("" when the positions do not bind). Rotary
+// positions (Llama, Qwen) have no such table; OPT's published models have
+// 2,048 positions, the default rule's length, so only smaller test models
+// are bound.
+func positionRule(m *model.Model, maxLength, virtual int, setting string) (max int, name, note string) {
+	limit := m.MaxPositions - virtual
+	if !m.IsOPT() || maxLength > 0 && maxLength <= limit {
+		return maxLength, setting, ""
+	}
+	rule := fmt.Sprintf("%s %d", setting, maxLength)
+	if maxLength == 0 {
+		rule = setting + " 0 (no length rule)"
+	}
+	with := ""
+	if virtual > 0 {
+		with = fmt.Sprintf(", less the %d virtual tokens", virtual)
+	}
+	name = "max_position_embeddings"
+	if virtual > 0 {
+		name = "max_position_embeddings − adapter.virtual_tokens"
+	}
+	return limit, name, fmt.Sprintf("%s would let a sequence past the model's %d learned positions (max_position_embeddings%s): "+
+		"examples longer than %d tokens are left out as the rule leaves them out", rule, m.MaxPositions, with, limit)
 }
 
 // checkVocab refuses a tokenizer with ids past the model's embedding, which
