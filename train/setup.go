@@ -224,7 +224,7 @@ func (r *run) loadModel() error {
 // positions (Llama, Qwen) have no such table; OPT's published models have
 // 2,048 positions, the default rule's length, so only smaller test models
 // are bound.
-func positionRule(m *model.Model, maxLength, virtual int, setting string) (max int, name, note string) {
+func positionRule(m *model.Model, maxLength, virtual int, setting string) (length int, name, note string) {
 	limit := m.MaxPositions - virtual
 	if !m.IsOPT() || maxLength > 0 && maxLength <= limit {
 		return maxLength, setting, ""
@@ -233,13 +233,9 @@ func positionRule(m *model.Model, maxLength, virtual int, setting string) (max i
 	if maxLength == 0 {
 		rule = setting + " 0 (no length rule)"
 	}
-	with := ""
+	with, name := "", "max_position_embeddings"
 	if virtual > 0 {
-		with = fmt.Sprintf(", less the %d virtual tokens", virtual)
-	}
-	name = "max_position_embeddings"
-	if virtual > 0 {
-		name = "max_position_embeddings − adapter.virtual_tokens"
+		with, name = fmt.Sprintf(", less the %d virtual tokens", virtual), "max_position_embeddings − adapter.virtual_tokens"
 	}
 	return limit, name, fmt.Sprintf("%s would let a sequence past the model's %d learned positions (max_position_embeddings%s): "+
 		"examples longer than %d tokens are left out as the rule leaves them out", rule, m.MaxPositions, with, limit)
