@@ -493,11 +493,47 @@ func readMatrix(f *safetensors.File, name string, rows, cols int) ([]float32, er
 	return f.Float32(name)
 }
 
+// missingLayerHint is what a missing tensor of a layer suggests when the
+// file holds nothing of that layer: the adapter was made for a model of
+// fewer layers, or for some layers without saying which. "" otherwise.
+func missingLayerHint(f *safetensors.File, name string) string {
+	layer := func(n string) int {
+		_, rest, ok := strings.Cut(n, ".layers.")
+		if !ok {
+			return -1
+		}
+		i := strings.IndexByte(rest, '.')
+		l, err := strconv.Atoi(rest[:max(i, 0)])
+		if err != nil {
+			return -1
+		}
+		return l
+	}
+	want, last := layer(name), -1
+	if want < 0 {
+		return ""
+	}
+	for _, t := range f.Tensors() {
+		l := layer(t.Name)
+		if l == want {
+			return ""
+		}
+		last = max(last, l)
+	}
+	switch {
+	case last < 0:
+		return ""
+	case last < want:
+		return fmt.Sprintf(": the file has no tensor past layer %d, as an adapter for a model of %d layers (another model) has", last, last+1)
+	}
+	return fmt.Sprintf(": the file has no tensor of layer %d (an adapter on some layers whose adapter_config.json lacks their layers_to_transform?)", want)
+}
+
 // checkMatrix checks that f holds a tensor name of shape [rows cols].
 func checkMatrix(f *safetensors.File, name string, rows, cols int) error {
 	info, ok := f.Info(name)
 	if !ok {
-		return fmt.Errorf("adapter %s: missing tensor %q", f.Path(), name)
+		return fmt.Errorf("adapter %s: missing tensor %q%s", f.Path(), name, missingLayerHint(f, name))
 	}
 	if len(info.Shape) != 2 || info.Shape[0] != rows || info.Shape[1] != cols {
 		return fmt.Errorf("adapter %s: tensor %q has shape %v, want [%d %d]", f.Path(), name, info.Shape, rows, cols)

@@ -243,3 +243,59 @@ func TestRegexOtherModules(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingLayerHint: a tensor missing from an adapter file says what
+// the file's layers suggest: a model of fewer layers, or layers left out.
+func TestMissingLayerHint(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.NumLayers = 3
+	m, err := model.NewRandom(cfg, 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(m, Options{R: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		drop []int // the layers whose tensors the file loses
+		want string
+	}{
+		{[]int{2}, `layers.2.self_attn.q_proj.lora_A.weight": the file has no tensor past layer 1, as an adapter for a model of 2 layers (another model) has`},
+		{[]int{1}, `layers.1.self_attn.q_proj.lora_A.weight": the file has no tensor of layer 1 (an adapter on some layers whose adapter_config.json lacks their layers_to_transform?)`},
+	} {
+		dir := t.TempDir()
+		if err := a.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		dropLayers(t, filepath.Join(dir, "adapter_model.safetensors"), tc.drop)
+		if _, err := Load(dir, m, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("layers %v dropped: %v, want %q", tc.drop, err, tc.want)
+		}
+	}
+}
+
+// dropLayers rewrites the safetensors file at path without the tensors of
+// the layers given.
+func dropLayers(t *testing.T, path string, layers []int) {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []safetensors.Tensor
+	for _, info := range f.Tensors() {
+		if slices.ContainsFunc(layers, func(l int) bool { return strings.Contains(info.Name, fmt.Sprintf(".layers.%d.", l)) }) {
+			continue
+		}
+		v, err := f.Float32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, safetensors.F32Tensor(info.Name, info.Shape, v))
+	}
+	f.Close()
+	if err := safetensors.WriteFile(path, keep, nil); err != nil {
+		t.Fatal(err)
+	}
+}
