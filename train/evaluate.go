@@ -340,7 +340,11 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		return nil, err
 	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}
-	maxLength, lengthName, note := positionRule(m, o.MaxLength, 0, "--max-length")
+	virtual := 0 // prompt tuning's tokens take positions before every example's
+	if pa, ok := adapter.(*promptAdapter); ok {
+		virtual = pa.p.N
+	}
+	maxLength, lengthName, note := positionRule(m, o.MaxLength, virtual, "--max-length")
 	if note != "" {
 		fmt.Fprintln(o.Log, note)
 	}

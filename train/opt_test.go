@@ -160,4 +160,24 @@ func TestOPTLearnedPositions(t *testing.T) {
 	if _, ok := res["accuracy"]; !ok || !strings.Contains(evalLog.String(), "--max-length 2048 "+note) {
 		t.Errorf("Evaluate: %v\n%s", res, evalLog.String())
 	}
+
+	// A prompt-tuning adapter's virtual tokens take positions too, in the
+	// run and when its best/ is evaluated again.
+	log.Reset()
+	prompt := filepath.Join(dir, "prompt")
+	set = append(set[1:len(set)-1], "adapter.kind=prompt", "adapter.virtual_tokens=20", "train.steps=2", "output.dir="+prompt)
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	less := "(max_position_embeddings, less the 20 virtual tokens): examples longer than 108 tokens are left out"
+	if !strings.Contains(log.String(), less) {
+		t.Errorf("the prompt-tuning run's log does not count its virtual tokens:\n%s", log.String())
+	}
+	evalLog.Reset()
+	if _, err := Evaluate(m, tok, EvalOptions{Task: "sst2", Data: test, Format: "mezo", MaxLength: 2048, Adapter: filepath.Join(prompt, "best"), Log: &evalLog}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(evalLog.String(), less) {
+		t.Errorf("Evaluate with the prompt-tuning adapter does not count its virtual tokens:\n%s", evalLog.String())
+	}
 }
