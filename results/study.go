@@ -193,7 +193,7 @@ func sortRuns(specs []sweep.RunSpec, all []sweep.Run, states map[string]sweep.Ru
 }
 
 // score sets the cell's value from the runs at its η*: the task's test
-// metric of their best adapters, or without a test evaluation (eval.skip)
+// metric of their best adapters (a full-parameter run's best weights), or without a test evaluation (eval.skip)
 // the selection criterion itself, the best validation loss.
 func (c *cell) score(atEta []sweep.Run) {
 	key, label, scale := TaskMetric(c.task)
@@ -203,7 +203,7 @@ func (c *cell) score(atEta []sweep.Run) {
 			vals = append(vals, v*scale)
 		}
 	}
-	c.metric = label + " of the best adapter"
+	c.metric = label + " of the best " + map[bool]string{true: "weights", false: "adapter"}[c.adapter == "full"]
 	if len(vals) == 0 {
 		c.metric = lossMetric
 		for _, r := range atEta {
@@ -299,8 +299,9 @@ func (rep *Report) Markdown() string {
 	if rep.byMethod {
 		b.WriteString(methodLegend)
 	} else {
-		b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (lowest validation loss) of each seed, mean ± sample std over seeds,\n" +
-			"at the optimizer's η* (the rate with the lowest mean best validation loss over seeds; η* below the value).\n" +
+		b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (full-parameter: the best weights) of each seed, at its lowest\n" +
+			"validation loss, mean ± sample std over seeds, at the optimizer's η* (the rate with the lowest mean best validation\n" +
+			"loss over seeds; η* below the value).\n" +
 			"Without a test evaluation (eval.skip) the cell is the best validation loss. **Bold**: the best of its row;\n" +
 			"⚠: the coarse stage's η* was at an end of its grid (below the tables).\n")
 	}

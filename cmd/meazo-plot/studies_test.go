@@ -121,7 +121,7 @@ func TestFigure20Report(t *testing.T) {
 	tmp, study, out := reportShippedStudy(t, "../../configs/studies/opt-figure20.yaml")
 	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
 	for _, want := range []string{
-		"| method | experiment | η* | q | ε | accuracy (%) of the best adapter, higher is better |",
+		"| method | experiment | η* | q | ε | accuracy (%) of the best weights, higher is better |",
 		"| MEAZO | fig20_meazo | 1e-5 | 1 | 1e-3 | 88.20 ± 1.00 |",
 		"| ZO-SGD | fig20_zo-sgd | 2.6e-7 | 1 | 1e-3 | 88.60 ± 1.00 |",
 		"| FZOO | fig20_fzoo | 1e-5 | 8 | 1e-3 | **89.00 ± 1.00** |",
