@@ -40,6 +40,7 @@ type cell struct {
 	mean, std      float64
 	n, seeds       int
 	missing        []missingRun // runs without a result
+	uncounted      []string     // run directories the plan does not count (SweepPlan.Uncounted)
 	note           string
 	edge           string  // where the coarse η* is at an end of the grid (coarseEdge); "" inside it
 	coarseEta      float64 // the coarse stage's η*
@@ -118,7 +119,7 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 		specs := ss.Runs()
 		all := sp.Results(specs, ss.States)
 		runs, failed, missing := sortRuns(specs, all, ss.States)
-		c.missing = missing
+		c.missing, c.uncounted = missing, sp.Uncounted(ss)
 		if !ss.Stage2Known && *sp.Exp.Fine {
 			c.note = "stage 2 not run yet"
 		}
@@ -331,6 +332,7 @@ func (rep *Report) Markdown() string {
 		fmt.Fprintf(&b, "\n⚠ η* at an end of the coarse grid:\n\n%s\n", strings.Join(edges, "\n"))
 	}
 	rep.writeUnread(&b)
+	rep.writeUncounted(&b)
 	if missing, n := rep.missingLines(); len(missing) > 0 {
 		fmt.Fprintf(&b, "\n## Missing (%d)\n\nRuns without a result (meazo-sweep status says more; meazo-sweep resume retries them):\n\n%s\n",
 			n, strings.Join(missing, "\n"))
@@ -397,6 +399,20 @@ func writeTable(b *strings.Builder, n int, kind string, cells []cell) {
 			}
 		}
 		b.WriteString("\n")
+	}
+}
+
+// writeUncounted lists the run directories no sweep's plan counts, if any.
+func (rep *Report) writeUncounted(b *strings.Builder) {
+	var lines []string
+	for _, c := range rep.cells {
+		for _, d := range c.uncounted {
+			lines = append(lines, "- "+d)
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(b, "\n## Not counted (%d)\n\nRun directories in the sweeps that the study's grid no longer holds (a fine grid around an earlier η*, a rate\n"+
+			"or seed the study has since left out): they are in no table or figure.\n\n%s\n", len(lines), strings.Join(lines, "\n"))
 	}
 }
 

@@ -324,6 +324,30 @@ func (ix runDirIndex) name(rate string, seed uint64) string {
 	return runDirName(rate, seed)
 }
 
+// Uncounted lists the run directories in the sweep's directory that its
+// plan does not count (named as runs, but at a rate or seed its grid has no
+// more: a fine grid around an earlier η*, a seed or rate the study since
+// left out), once the plan is known whole (stage 2 known, or none to come).
+// They are in no table or figure; a report says so, so that nothing is
+// counted or dropped without a word.
+func (sp *SweepPlan) Uncounted(ss *StageState) []string {
+	if !ss.Stage2Known && *sp.Exp.Fine {
+		return nil
+	}
+	planned := map[string]bool{}
+	for _, r := range ss.Runs() {
+		planned[filepath.Base(r.Dir)] = true
+	}
+	var out []string
+	entries, _ := os.ReadDir(sp.Dir)
+	for _, e := range entries {
+		if _, _, _, ok := parseRunDirName(e.Name()); ok && !planned[e.Name()] {
+			out = append(out, filepath.Join(sp.Dir, e.Name()))
+		}
+	}
+	return out
+}
+
 // StageState is what the run directories say about a sweep.
 type StageState struct {
 	Stage1, Stage2 []RunSpec

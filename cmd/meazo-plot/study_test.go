@@ -44,6 +44,10 @@ func TestStudyReport(t *testing.T) {
 			}
 		}
 	}
+	// A run of a rate the grid no longer holds (an earlier study's), better
+	// than every counted one: listed as not counted, and in no cell.
+	stray := filepath.Join(dir, "out", "squad_lora_zo-sgd", "lr=5e-2_seed=0")
+	fakeRun{opt: "zo-sgd", lr: 0.05, seed: 0, steps: 20, best: 0.1, last: 0.2}.write(t, stray)
 	out := filepath.Join(dir, "report")
 	stdout, err := runCmd(t, "study", "--out", out, "--png=false", study)
 	if err != nil {
@@ -52,7 +56,7 @@ func TestStudyReport(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
 	for _, want := range []string{"## Table 1: LoRA", "| squad_lora | F1 of the best adapter, higher is better | **70.50 ± 0.71**<br>η*=1e-3 ⚠ | **70.50 ± 0.71**<br>η*=0.01 ⚠ |",
 		"- squad_lora, MEAZO: the coarse η* 1e-3 is the smallest rate of its grid", "- squad_lora, ZO-SGD: the coarse η* 0.01 is the largest rate of its grid",
-		"## Missing (1)", "squad_lora_meazo/lr=0.01_seed=1 (new)"} {
+		"## Missing (1)", "squad_lora_meazo/lr=0.01_seed=1 (new)", "## Not counted (1)", "- " + stray} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}
