@@ -32,7 +32,9 @@ type jsonlRow struct {
 
 // readJSONL reads one JSON object per line with the HF hub's field names
 // (the paper's tasks) or ownRow's (the tasks on the user's own data, whose
-// config own gives; a row without an id is named by its line).
+// config own gives). A row without an id (SST-2: idx) is named by its
+// line, as a TSV or Parquet row without one is by its number, so that its
+// prediction, or the note that skips it, can be traced to the file.
 func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, bad func(*RowError) error) error {
 	f, err := openFile(path)
 	if err != nil {
@@ -48,7 +50,7 @@ func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, b
 		if len(bytes.TrimSpace(b)) > 0 {
 			row := fmt.Sprintf("line %d", line)
 			ex, field, msg := parseJSONLRow(b, task, own)
-			if ex.ID == "" && task.OwnData() {
+			if ex.ID == "" {
 				ex.ID = row
 			}
 			if field == "" {

@@ -293,3 +293,38 @@ func TestTextFormatsEdges(t *testing.T) {
 		}
 	}
 }
+
+// A row without an id is named by its place in the file, as a TSV or
+// Parquet row is by its number: its prediction and the note that skips it
+// for its length would otherwise read "id": "" (several of them alike).
+func TestRowsWithoutIDs(t *testing.T) {
+	for _, c := range []struct {
+		name, content string
+		task          Task
+		want          []string
+	}{
+		{"x.jsonl", `{"document":"d","summary":"s"}` + "\n\n" + `{"id":"x2","document":"d","summary":"s"}` + "\n" + `{"id":"","document":"d","summary":"s"}` + "\n",
+			XSum, []string{"line 1", "x2", "line 4"}},
+		{"s.jsonl", `{"title":"T","context":"C","question":"Q","answers":{"text":["A"]}}` + "\n", SQuAD, []string{"line 1"}},
+		{"s.jsonl", `{"sentence":"ok","label":1}` + "\n" + `{"sentence":"ok","label":1,"idx":7}` + "\n", SST2, []string{"line 1", "7"}},
+		{"d.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A"}]},{"question":"Q","answers":[{"text":"A"}]}]}]}]}`,
+			SQuAD, []string{"q1", "data[0].paragraphs[0].qas[1]"}},
+	} {
+		exs, _, err := ReadAll(writeFile(t, c.name, c.content), c.task, ReadOptions{Strict: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var ids []string
+		for _, ex := range exs {
+			ids = append(ids, ex.ID)
+		}
+		if !reflect.DeepEqual(ids, c.want) {
+			t.Errorf("%s (%s): ids %q, want %q", c.name, c.task, ids, c.want)
+		}
+	}
+	// A question without an id is named by its place in a skip too, once.
+	_, _, err := ReadAll(writeFile(t, "e.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"question":"","answers":[{"text":"A"}]}]}]}]}`), SQuAD, ReadOptions{Strict: true})
+	if err == nil || !strings.HasSuffix(err.Error(), `e.json: data[0].paragraphs[0].qas[0]: field "question": empty`) {
+		t.Errorf("a question without an id skipped: %v", err)
+	}
+}

@@ -115,17 +115,21 @@ func emitArticle(path string, a int, art *squadArticle, emit func(Example) error
 			continue
 		}
 		for q, raw := range par.QAs {
-			row := fmt.Sprintf("data[%d].paragraphs[%d].qas[%d]", a, p, q)
+			place := fmt.Sprintf("data[%d].paragraphs[%d].qas[%d]", a, p, q)
+			row := place
 			var qa squadQA
 			field, msg := "", ""
 			if !utf8.Valid(raw) { // the decoder would make other bytes U+FFFD
 				field, msg = "(question)", "not UTF-8 text"
 			} else if err := json.Unmarshal(raw, &qa); err != nil {
 				field, msg = jsonField(err, "(question)"), jsonMessage(err)
-			} else {
+			} else if qa.ID != "" {
 				row += fmt.Sprintf(" (id %q)", qa.ID)
 			}
 			ex := Example{Task: SQuAD, ID: qa.ID, Title: title, Context: context, Question: qa.Question}
+			if ex.ID == "" { // named by its place, so that its prediction can be traced
+				ex.ID = place
+			}
 			for i, ans := range qa.Answers {
 				if field != "" {
 					break

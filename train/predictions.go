@@ -21,9 +21,10 @@ import (
 // JSON.
 type Prediction struct {
 	// ID is the example's id: the dataset's (SQuAD's id, XSum's id, SST-2's
-	// idx or its 0-based row in a TSV file), a row's "id" in your own data
-	// ("line N" for a row without one), a Pets image's image_id (its
-	// 0-based row in the file when it has none).
+	// idx), a row's "id" in your own data, a Pets image's image_id; for a
+	// row without one its place in the file: its 0-based row in a TSV or
+	// Parquet file, "line N" in JSON Lines, "data[A].paragraphs[P].qas[Q]"
+	// in SQuAD's JSON.
 	ID string `json:"id"`
 	Input
 	*Generated
