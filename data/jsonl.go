@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -81,8 +83,8 @@ func parseJSONLRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg st
 		// decode into an empty row without an error.
 		return ex, "(line)", "want a JSON object, got " + jsonValueKind(t[0])
 	}
-	if key := repeatedKey(b); key != "" {
-		return ex, key, "given twice in the row: which value is meant cannot be told"
+	if key, msg := repeatedKey(b); key != "" {
+		return ex, key, msg
 	}
 	if task.OwnData() {
 		return parseOwnRow(b, task, own)
@@ -174,29 +176,61 @@ func rawID(raw json.RawMessage) string {
 	return ""
 }
 
-// repeatedKey returns a key the JSON object b gives twice ("" if none, or
-// if b is not an object: the decoder reports that). encoding/json would keep
-// the last value without a word.
-func repeatedKey(b []byte) string {
+// repeatedKey returns a key the JSON object b gives twice, and why that is
+// refused ("" if none, or if b is not an object: the decoder reports that).
+// encoding/json would keep the last value without a word; it also matches a
+// key to a row field without regard to case, so "Prompt" beside "prompt"
+// is the prompt given twice.
+func repeatedKey(b []byte) (key, msg string) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
+		return "", ""
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{} // the field a key fills (or the key) -> the key as written
 	for dec.More() {
 		t, err := dec.Token()
 		key, ok := t.(string)
 		if err != nil || !ok {
-			return ""
+			return "", ""
 		}
-		if seen[key] {
-			return key
+		field := rowField(key)
+		if prev, twice := seen[field]; twice {
+			if prev != key {
+				return key, fmt.Sprintf("given twice in the row, also as %q (a key names a field whatever its case): which value is meant cannot be told", prev)
+			}
+			return key, "given twice in the row: which value is meant cannot be told"
 		}
-		seen[key] = true
+		seen[field] = key
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return ""
+			return "", ""
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// rowFields are the keys of the JSON Lines rows (jsonlRow's and ownRow's).
+var rowFields = append(jsonKeys(jsonlRow{}), jsonKeys(ownRow{})...)
+
+// rowField is the row field that encoding/json fills from key (matched
+// without regard to case), or key itself if it fills none.
+func rowField(key string) string {
+	for _, f := range rowFields {
+		if strings.EqualFold(key, f) {
+			return f
+		}
+	}
+	return key
+}
+
+// jsonKeys are the JSON keys of a struct's fields (their json tags).
+func jsonKeys(v any) []string {
+	t := reflect.TypeOf(v)
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }

@@ -251,14 +251,22 @@ func TestNamedTwice(t *testing.T) {
 		{"b.tsv", "sentence\tlabel\tsentence\na\t1\tb\n", `column "sentence" twice (columns 1 and 3)`, SST2},
 		{"c.jsonl", `{"sentence":"ok","label":1,"label":0}` + "\n", `line 1: field "label": given twice`, SST2},
 		{"d.jsonl", `{"document":"d","summary":"a","id":"1","summary":"b"}` + "\n", `field "summary": given twice`, XSum},
+		// encoding/json fills a field from a key in any case: the last would win.
+		{"f.jsonl", `{"prompt":"a","completion":"b","Prompt":"c"}` + "\n", `line 1: field "Prompt": given twice in the row, also as "prompt"`, Generation},
+		{"g.jsonl", `{"document":"d","SUMMARY":"a","summary":"b"}` + "\n", `field "summary": given twice in the row, also as "SUMMARY"`, XSum},
 	} {
 		_, _, err := ReadAll(writeFile(t, c.name, c.content), c.task, ReadOptions{Strict: true})
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name) {
 			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
 		}
 	}
+	// Keys that differ in case but fill no field are not the same key.
+	exs, _, err := ReadAll(writeFile(t, "h.jsonl", `{"sentence":"ok","label":1,"note":"x","Note":"y"}`+"\n"), SST2, ReadOptions{Strict: true})
+	if err != nil || len(exs) != 1 {
+		t.Errorf("keys of no field in two cases: %v", err)
+	}
 	// A key nested in a value may repeat another level's name.
-	exs, _, err := ReadAll(writeFile(t, "e.jsonl", `{"sentence":"ok","label":1,"meta":{"label":"x"}}`+"\n"), SST2, ReadOptions{Strict: true})
+	exs, _, err = ReadAll(writeFile(t, "e.jsonl", `{"sentence":"ok","label":1,"meta":{"label":"x"}}`+"\n"), SST2, ReadOptions{Strict: true})
 	if err != nil || len(exs) != 1 {
 		t.Errorf("a nested key named as a top-level one: %v", err)
 	}
