@@ -161,8 +161,19 @@ func forEachLine(r io.Reader, fn func(line []byte, n int) error) error {
 	}
 }
 
-// decodeLine unmarshals one line, requiring each named field to be present.
-func decodeLine(line []byte, name string, n int, v any, required ...string) error {
+// lineField is a field of an input line: its exact key, and where its
+// value goes.
+type lineField struct {
+	key string
+	dst any
+}
+
+// decodeLine decodes the fields of one line, each of which must be present
+// and not null, by their exact keys, as the official scripts' Python dicts
+// read them: "Prediction" is another key than "prediction". (encoding/json's
+// decoding into a struct matches keys whatever their case, the last one
+// winning, so {"prediction": "x", "Prediction": "y"} would score "y".)
+func decodeLine(line []byte, name string, n int, fields ...lineField) error {
 	// JSON is UTF-8; Go's decoder would turn other bytes into U+FFFD, and
 	// two different answers could then score as equal.
 	if !utf8.Valid(line) {
@@ -172,21 +183,21 @@ func decodeLine(line []byte, name string, n int, v any, required ...string) erro
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return fmt.Errorf("%s:%d: not a JSON object: %v", name, n, err)
 	}
-	for _, f := range required {
-		v, ok := raw[f]
+	for _, f := range fields {
+		v, ok := raw[f.key]
 		if !ok {
-			return fmt.Errorf("%s:%d: field %q is missing", name, n, f)
+			return fmt.Errorf("%s:%d: field %q is missing", name, n, f.key)
 		}
 		if string(bytes.TrimSpace(v)) == "null" {
-			return fmt.Errorf("%s:%d: field %q is null", name, n, f)
+			return fmt.Errorf("%s:%d: field %q is null", name, n, f.key)
 		}
-	}
-	if err := json.Unmarshal(line, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("%s:%d: field %q: want %s, got JSON %s", name, n, te.Field, te.Type, te.Value)
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return fmt.Errorf("%s:%d: field %q: want %s, got JSON %s", name, n, f.key, te.Type, te.Value)
+			}
+			return fmt.Errorf("%s:%d: field %q: %v", name, n, f.key, err)
 		}
-		return fmt.Errorf("%s:%d: %v", name, n, err)
 	}
 	return nil
 }
@@ -196,10 +207,10 @@ func scoreSquad(r io.Reader, name string, w io.Writer) error {
 	var totals eval.SquadTotals
 	err := forEachLine(r, func(line []byte, n int) error {
 		var rec struct {
-			Prediction   string    `json:"prediction"`
-			GroundTruths []*string `json:"ground_truths"`
+			Prediction   string
+			GroundTruths []*string
 		}
-		if err := decodeLine(line, name, n, &rec, "prediction", "ground_truths"); err != nil {
+		if err := decodeLine(line, name, n, lineField{"prediction", &rec.Prediction}, lineField{"ground_truths", &rec.GroundTruths}); err != nil {
 			return err
 		}
 		if len(rec.GroundTruths) == 0 {
@@ -236,11 +247,8 @@ func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
 		dst.FMeasure += s.FMeasure
 	}
 	err := forEachLine(r, func(line []byte, n int) error {
-		var rec struct {
-			Prediction string `json:"prediction"`
-			Reference  string `json:"reference"`
-		}
-		if err := decodeLine(line, name, n, &rec, "prediction", "reference"); err != nil {
+		var rec struct{ Prediction, Reference string }
+		if err := decodeLine(line, name, n, lineField{"prediction", &rec.Prediction}, lineField{"reference", &rec.Reference}); err != nil {
 			return err
 		}
 		s, err := eval.Rouge(rec.Reference, rec.Prediction, stem)

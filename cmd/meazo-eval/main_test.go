@@ -98,6 +98,25 @@ func TestScoreRougeFileOut(t *testing.T) {
 	}
 }
 
+// TestScoreKeysAsPython: a field is read by its exact key, as the official
+// scripts' Python dicts read it; a key in another case is another key
+// (encoding/json's struct decoding would take the last of either).
+func TestScoreKeysAsPython(t *testing.T) {
+	for _, c := range []struct{ metric, in, want string }{
+		{"squad", `{"prediction": "Paris", "ground_truths": ["Lyon"], "Ground_Truths": ["Paris"]}`, `{"exact_match":0,"f1":0}`},
+		{"squad", `{"prediction": "Lyon", "PREDICTION": "Paris", "ground_truths": ["Lyon"]}`, `{"exact_match":1,"f1":1}`},
+		{"rouge", `{"prediction": "a b", "Reference": "c d", "reference": "a b"}`, `"rouge1":{"precision":1,"recall":1,"fmeasure":1}`},
+	} {
+		var out bytes.Buffer
+		if err := runScore([]string{"--metric", c.metric}, strings.NewReader(c.in), &out); err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if first, _, _ := strings.Cut(out.String(), "\n"); !strings.Contains(first, c.want) {
+			t.Errorf("%s: scores %s, want %s", c.in, first, c.want)
+		}
+	}
+}
+
 func TestScoreErrorsNameLineAndField(t *testing.T) {
 	for _, c := range []struct{ metric, in, want string }{
 		{"squad", "{\"prediction\": \"x\", \"ground_truths\": [\"x\"]}\n{\"prediction\": \"x\"}\n", `<stdin>:2: field "ground_truths" is missing`},
@@ -109,6 +128,9 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 		{"rouge", `{"prediction": "x", "reference": null}`, `<stdin>:1: field "reference" is null`},
 		{"squad", `{"prediction": "", "ground_truths": ["Paris", null]}`, `<stdin>:1: field "ground_truths": answer 1 is null`},
 		{"squad", "{\"prediction\": \"caf\xe9\", \"ground_truths\": [\"caf\xe8\"]}", `<stdin>:1: not UTF-8 text`},
+		{"squad", `{"prediction": "x", "ground_truths": ["x", 3]}`, `<stdin>:1: field "ground_truths": want string, got JSON number`},
+		{"rouge", `{"prediction": "x", "reference": ["x"]}`, `<stdin>:1: field "reference": want string, got JSON array`},
+		{"squad", `{"Prediction": "x", "ground_truths": ["x"]}`, `<stdin>:1: field "prediction" is missing`},
 		{"squad", "", `<stdin>: no predictions to score`},
 		{"rouge", "\n  \n", `<stdin>: no predictions to score`},
 		{"rouge", `{"prediction": "a", "reference": "` + strings.Repeat("a ", 200001) + `"}`, `<stdin>:1: rouge: the reference has 200001 tokens`},
