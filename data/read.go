@@ -153,6 +153,11 @@ func checkExample(ex *Example) (field, msg string) {
 		case len(ex.Answers) == 0:
 			return "answers", "no answer"
 		}
+		for i, a := range ex.Answers {
+			if strings.TrimSpace(a) == "" { // as a generation's references
+				return "answers", fmt.Sprintf("answer %d is blank: an empty answer would score as right and train the model to say nothing", i)
+			}
+		}
 	case XSum:
 		// The HF XSum splits hold a few empty documents (validation row 818
 		// of the shared subset is one); they are real rows and are kept.

@@ -74,6 +74,11 @@ func TestMalformedRows(t *testing.T) {
 		{"s.jsonl", `"just a string"` + "\n", SST2, 0, `line 1: want a JSON object, got a string`},
 		{"a.tsv", "sentence\tlabel\nok\t1\nbad\t" + strings.Repeat("9x", 50000) + "\n", SST2, 1, `line 3: field "label": not an integer: "9x9x`},
 		{"s.jsonl", `{"id":"q","title":"T","context":"C","question":"Q","answers":{"text":[],"answer_start":[]}}`, SQuAD, 0, `line 1: field "answers": no answer`},
+		// A blank answer would score an empty generation as right.
+		{"s.jsonl", `{"id":"q","title":"T","context":"C","question":"Q","answers":{"text":["A"]}}` + "\n" + `{"id":"r","title":"T","context":"C","question":"Q","answers":{"text":["A"," "]}}`,
+			SQuAD, 1, `line 2: field "answers": answer 1 is blank`},
+		{"d.json", `{"data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":""}]},{"id":"q2","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
+			SQuAD, 1, `data[0].paragraphs[0].qas[0] (id "q1"): field "answers": answer 0 is blank`},
 		{"d.json", `{"version":"1.1","data":[{"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A","answer_start":0}]},{"id":"q2","question":"","answers":[{"text":"A"}]}]}]}]}`,
 			SQuAD, 1, `data[0].paragraphs[0].qas[1] (id "q2"): field "question": empty`},
 		{"d.json", `{"version":"1.1","data":[{"title":3,"paragraphs":[]}, {"title":"T","paragraphs":[{"context":"C","qas":[{"id":"q1","question":"Q","answers":[{"text":"A"}]}]}]}]}`,
