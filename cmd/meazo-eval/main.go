@@ -30,6 +30,7 @@ import (
 
 	"github.com/meazo-go/meazo/eval"
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/outpath"
@@ -43,7 +44,7 @@ func init() {
 		Synopsis: "--metric squad|rouge [--stem] [--in preds.jsonl] [--out scores.jsonl]",
 		Does: `Scores predictions made by any system with the paper's metrics, computed as the official implementations do
 (the SQuAD v1.1 script's exact match and F1; google-research's rouge_score), so that numbers compare.`,
-		Reads: `JSON Lines, one prediction per line, from --in (a file) or stdin:
+		Reads: `JSON Lines, one prediction per line (64 MiB at most), from --in (a file) or stdin:
   squad: {"prediction": "...", "ground_truths": ["...", ...]}
   rouge: {"prediction": "...", "reference": "..."}`,
 		Prints: `to --out (a file, written atomically) or stdout, one JSON line of scores per input line, then one
@@ -142,11 +143,22 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 	return nil
 }
 
-// forEachLine calls fn with each non-blank line and its 1-based number.
-func forEachLine(r io.Reader, fn func(line []byte, n int) error) error {
+// maxLineBytes caps one input line: a prediction and its answers fit in it
+// many times over (ROUGE's cap, eval.MaxRougeTokens, is a few megabytes
+// of text), and input without newlines (a binary file, /dev/zero piped in)
+// is an error there instead of all of the machine's memory. A variable, for
+// the tests.
+var maxLineBytes = 64 << 20
+
+// forEachLine calls fn with each non-blank line of r (name) and its
+// 1-based number.
+func forEachLine(r io.Reader, name string, fn func(line []byte, n int) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br)
+		if errors.Is(err, errLongLine) {
+			return fmt.Errorf("%s:%d: over %s without a newline: not a line of JSON Lines predictions", name, n, bytesize.String(int64(maxLineBytes)))
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			if ferr := fn(line, n); ferr != nil {
 				return ferr
@@ -157,6 +169,23 @@ func forEachLine(r io.Reader, fn func(line []byte, n int) error) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+var errLongLine = errors.New("line too long")
+
+// readLine is br.ReadBytes('\n') up to maxLineBytes, errLongLine past them.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > maxLineBytes {
+			return nil, errLongLine
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, err
 		}
 	}
 }
@@ -205,7 +234,7 @@ func decodeLine(line []byte, name string, n int, fields ...lineField) error {
 func scoreSquad(r io.Reader, name string, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	var totals eval.SquadTotals
-	err := forEachLine(r, func(line []byte, n int) error {
+	err := forEachLine(r, name, func(line []byte, n int) error {
 		var rec struct {
 			Prediction   string
 			GroundTruths []*string
@@ -246,7 +275,7 @@ func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
 		dst.Recall += s.Recall
 		dst.FMeasure += s.FMeasure
 	}
-	err := forEachLine(r, func(line []byte, n int) error {
+	err := forEachLine(r, name, func(line []byte, n int) error {
 		var rec struct{ Prediction, Reference string }
 		if err := decodeLine(line, name, n, lineField{"prediction", &rec.Prediction}, lineField{"reference", &rec.Reference}); err != nil {
 			return err

@@ -98,6 +98,35 @@ func TestScoreRougeFileOut(t *testing.T) {
 	}
 }
 
+// TestScoreLongLine: input without a newline is an error at maxLineBytes,
+// not read into memory to its end (an endless stream would take all of it);
+// a line at the cap is read whole.
+func TestScoreLongLine(t *testing.T) {
+	defer func(n int) { maxLineBytes = n }(maxLineBytes)
+	maxLineBytes = 1 << 16
+	line := `{"prediction": "a", "reference": "` + strings.Repeat("a ", 3<<15) + "\"}\n"
+	endless := io.MultiReader(strings.NewReader(`{"prediction": "`), zeros{})
+	err := runScore([]string{"--metric", "squad"}, endless, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "<stdin>:1: over 64.0 KiB without a newline") {
+		t.Errorf("an endless line: %v", err)
+	}
+	if err := runScore([]string{"--metric", "rouge"}, strings.NewReader(line), io.Discard); err == nil || !strings.Contains(err.Error(), "<stdin>:1: over") {
+		t.Errorf("a line over the cap: %v", err)
+	}
+	maxLineBytes = len(line)
+	if err := runScore([]string{"--metric", "rouge"}, strings.NewReader(line+line), io.Discard); err != nil {
+		t.Errorf("lines at the cap: %v", err)
+	}
+}
+
+// zeros is an endless stream of zero bytes, as /dev/zero.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
 // TestScoreKeysAsPython: a field is read by its exact key, as the official
 // scripts' Python dicts read it; a key in another case is another key
 // (encoding/json's struct decoding would take the last of either).
