@@ -214,6 +214,8 @@ func (w *rewriter) replace(n nodes.Node) nodes.Node {
 		}
 	case *nodes.List, *nodes.Tuple, *nodes.Dict, *nodes.GetSlice:
 		return guardCall(n.Position(), guardValueName, n)
+	case *nodes.GetItem:
+		n.Node = guardCall(n.Location, guardItemsName, n.Node)
 	case *nodes.Call:
 		if name, ok := n.Func.(*nodes.Name); ok {
 			n.Func = guardCall(name.Name, guardCalleeName, name)
@@ -295,6 +297,11 @@ func (w *rewriter) controlStructure(n nodes.Node) {
 		case *nodes.GetAttribute:
 			t.Node = guardCall(t.Location, guardSetTargetName, t.Node)
 		case *nodes.GetItem:
+			// What is assigned to is the container itself, not the
+			// pyList that reads its items (replace).
+			if f, ok := t.Node.(*nodes.FilteredExpression); ok && f.Filters[0].Name == guardItemsName {
+				t.Node = f.Expression
+			}
 			t.Node = guardCall(t.Location, guardSetTargetName, t.Node)
 		default:
 			return // a name: no value can come to contain itself

@@ -28,6 +28,7 @@ const (
 	guardNegName       = reservedPrefix + "neg"
 	guardSetValueName  = reservedPrefix + "set_value"
 	guardSetTargetName = reservedPrefix + "set_target"
+	guardItemsName     = reservedPrefix + "items"
 )
 
 // guardFunc is a guard: in is the guarded value, args the guard's other
@@ -44,6 +45,7 @@ var guards = map[string]guardFunc{
 	guardNegName:       guardNeg,
 	guardSetValueName:  guardSetValue,
 	guardSetTargetName: guardSetTarget,
+	guardItemsName:     guardItems,
 }
 
 // guardFilters are the guards as the filters the instrumented template calls.
@@ -351,4 +353,30 @@ func argument(p *exec.VarArgs, pos int, name string) (*exec.Value, bool) {
 		return p.Args[pos], true
 	}
 	return nil, false
+}
+
+// guardItems is the container x of an item read x[i]: a list is handed on
+// as a pyList, which gonja indexes through its GetItem; anything else as
+// it is.
+func guardItems(_ *budget, in *exec.Value, _ []*exec.Value) *exec.Value {
+	if !in.IsList() {
+		return in
+	}
+	return exec.AsValue(pyList{in})
+}
+
+// pyList is a list whose items are read as Python reads them. gonja's own
+// bound check is off by one for negative indices: it reads x[-n] of an
+// n-item list as undefined (['a'][-1] is empty, not 'a'), and Qwen3's
+// template fails on an answer holding "</think>" without "<think>" (its
+// content.split('</think>')[0]...split('<think>')[-1] is then undefined).
+type pyList struct{ list *exec.Value }
+
+// GetItem is exec.ItemGetter's: x[i] for -n <= i < n, counting from the
+// end for a negative i; anything else is gonja's.
+func (p pyList) GetItem(key any) (*exec.Value, bool) {
+	if i, ok := key.(int); ok && i < 0 && i >= -p.list.Len() {
+		key = p.list.Len() + i
+	}
+	return p.list.GetItem(key)
 }

@@ -284,6 +284,10 @@ func TestSandboxMatchesJinja(t *testing.T) {
 		{"'b' > 'a'", "True"}, {"3 > 2.5", "True"}, {"- 5", "-5"}, {"- 2.5", "-2.5"},
 		{"'<' + 'a' + '>' + 'b' ~ 'c'", "<a>bc"}, {"1 + 2 * 3 - 4 // 3", "6"},
 		{"range(100000)|length", "100000"},
+		// Negative indices down to -n, as Python's (gonja's own stop at -(n-1)).
+		{"['a'][-1]", "a"}, {"['a', 'b'][-2]", "a"}, {"['a', 'b'][-1]", "b"}, {"'x<t>abc'.split('<t>')[-1]", "abc"},
+		{"'abc'.split('<t>')[-1].upper()", "ABC"}, {"[['a']][-1][-1]", "a"}, {"(['a'][-2] is defined)", "False"},
+		{"['a', 'b'][0]", "a"}, {"(['a'][1] is defined)", "False"}, {"{'k': 1}['k']", "1"}, {"(1, 2)[-2]", "1"},
 		{"('nan'|float) <= 1", "False"}, {"('nan'|float) < 1", "False"}, {"('nan'|float) >= ('nan'|float)", "False"},
 	}
 	for _, c := range cases {
@@ -336,6 +340,26 @@ func TestSandboxKeepsFeatures(t *testing.T) {
 		}
 		if c.want != "" && got != c.want {
 			t.Errorf("%s = %q, want %q", c.src, got, c.want)
+		}
+	}
+}
+
+// TestQwen3ReasoningWithoutOpening: Qwen3's template takes the text before
+// an answer's "</think>" as reasoning, reading it with
+// split('<think>')[-1], a one-item list when the answer has no "<think>".
+// The renders are Jinja2's (transformers' sandboxed environment).
+func TestQwen3ReasoningWithoutOpening(t *testing.T) {
+	tok, err := Load(filepath.Join("testdata", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for answer, want := range map[string]string{
+		"It is Paris.</think>Paris": "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\nIt is Paris.\n</think>\n\nParis<|im_end|>\n",
+		"a</think>b</think>c":       "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\na\n</think>\n\nc<|im_end|>\n",
+	} {
+		got, err := tok.RenderChat([]Message{{Role: "user", Content: "Q"}, {Role: "assistant", Content: answer}}, ChatOptions{})
+		if err != nil || got != want {
+			t.Errorf("%q: %q, %v; Jinja2 renders %q", answer, got, err, want)
 		}
 	}
 }
