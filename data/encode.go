@@ -204,10 +204,23 @@ func (e *Encoder) answered(prompt []tokenizer.Message, promptText, target string
 	}
 	if !strings.HasPrefix(text, promptText) {
 		if text, err = e.answeredWithoutSystem(prompt, promptText, answer); err != nil {
-			return "", nil, err
+			return "", nil, thinkHint(err, target)
 		}
 	}
 	return text, e.Tok.Encode(text, false), nil
+}
+
+// thinkHint adds to err, a render that does not start with the generation
+// prompt, the likely cause when the answer holds "</think>": Qwen3's
+// template takes what comes before it for the model's reasoning and renders
+// that into a think block of its own, where the generation prompt (thinking
+// off) ends with an empty one. Without the hint the message names the
+// template, not the text that the user can change.
+func thinkHint(err error, target string) error {
+	if !strings.Contains(target, "</think>") {
+		return err
+	}
+	return fmt.Errorf("%w: the answer holds \"</think>\", and a template such as Qwen3's renders the text before it as the model's reasoning, in place of the empty think block the generation prompt ends with; train on answers without their reasoning", err)
 }
 
 // answeredWithoutSystem is promptText followed by the assistant turn as

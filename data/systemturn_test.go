@@ -96,3 +96,31 @@ func TestSystemTurnOnlyWhenLast(t *testing.T) {
 		t.Errorf("supervised tokens decode to %q", got)
 	}
 }
+
+// TestThinkInAnswer: Qwen3's template renders the text before a "</think>"
+// in the answer as reasoning, so the answered conversation does not start
+// with the generation prompt (thinking off: an empty think block); the
+// error says that the answer's "</think>" is why, not only that the
+// template's renders disagree.
+func TestThinkInAnswer(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "tokenizer", "testdata", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Encoder{Tok: tok}
+	own := &OwnTask{Instruction: "Answer briefly."}
+	for _, ex := range []Example{
+		{ID: "line 2", Task: Generation, Prompt: "Capital of France?", Completion: "<think>It is Paris.</think>Paris"},
+		{ID: "line 3", Task: Generation, Prompt: "Capital of France?", Completion: "It is Paris.</think>Paris", Own: own},
+	} {
+		_, err := e.Encode(ex)
+		if err == nil || !strings.Contains(err.Error(), `example `+ex.ID+`: the chat template's generation prompt is not a prefix`) ||
+			!strings.Contains(err.Error(), `the answer holds "</think>"`) {
+			t.Errorf("%q: %v, want the render's error with the answer's </think> as its cause", ex.Completion, err)
+		}
+	}
+	// A "<think>" alone is text like any other.
+	if _, err := e.Encode(Example{ID: "line 4", Task: Generation, Prompt: "Tag?", Completion: "<think>"}); err != nil {
+		t.Errorf("an answer holding <think> alone: %v", err)
+	}
+}
