@@ -93,7 +93,9 @@ func parseJSONLRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg st
 		return ex, field, msg
 	}
 	ex.Task = task
-	ex.ID = rawID(r.ID)
+	if ex.ID, msg = rawID(r.ID); msg != "" {
+		return ex, "id", msg
+	}
 	need := func(p *string, name string) (string, bool) {
 		if p == nil {
 			field, msg = name, "missing"
@@ -161,19 +163,22 @@ func jsonValueKind(c byte) string {
 	return "a number or not JSON"
 }
 
-// rawID turns a JSON string or number id into text ("" if absent).
-func rawID(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
+// rawID turns a JSON string or number id into text ("" if absent or
+// null); any other JSON is msg, for the row's error: an id that cannot name
+// the row would leave its prediction without the name the user gave it.
+func rawID(raw json.RawMessage) (id, msg string) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return "", ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+	if json.Unmarshal(t, &s) == nil {
+		return s, ""
 	}
-	if _, err := strconv.ParseFloat(string(raw), 64); err == nil {
-		return string(raw)
+	if _, err := strconv.ParseFloat(string(t), 64); err == nil {
+		return string(t), ""
 	}
-	return ""
+	return "", "want a string or a number, got " + jsonValueKind(t[0])
 }
 
 // repeatedKey returns a key the JSON object b gives twice, and why that is

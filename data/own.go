@@ -95,7 +95,10 @@ func parseOwnRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg stri
 	if field, msg = decodeRow(b, &r); field != "" {
 		return ex, field, msg
 	}
-	ex = Example{Task: task, ID: rawID(r.ID), Own: own}
+	ex = Example{Task: task, Own: own}
+	if ex.ID, msg = rawID(r.ID); msg != "" {
+		return ex, "id", msg
+	}
 	var labels []string // Read refuses a classification without them first
 	if own != nil {
 		labels = own.Labels

@@ -74,6 +74,10 @@ func TestMalformedRows(t *testing.T) {
 		{"s.jsonl", `"just a string"` + "\n", SST2, 0, `line 1: want a JSON object, got a string`},
 		{"a.tsv", "sentence\tlabel\nok\t1\nbad\t" + strings.Repeat("9x", 50000) + "\n", SST2, 1, `line 3: field "label": not an integer: "9x9x`},
 		{"s.jsonl", `{"id":"q","title":"T","context":"C","question":"Q","answers":{"text":[],"answer_start":[]}}`, SQuAD, 0, `line 1: field "answers": no answer`},
+		// An id that is not a string or a number cannot name the row.
+		{"x.jsonl", `{"id":"x1","document":"d","summary":"s"}` + "\n" + `{"id":{"n":2},"document":"d","summary":"s"}` + "\n", XSum, 1, `line 2: field "id": want a string or a number, got an object`},
+		{"g.jsonl", `{"id":true,"prompt":"p","completion":"c"}` + "\n" + `{"id":null,"prompt":"p","completion":"c"}` + "\n" + `{"id":7,"prompt":"p","completion":"c"}` + "\n",
+			Generation, 2, `line 1: field "id": want a string or a number, got a boolean`},
 		// A blank answer would score an empty generation as right.
 		{"s.jsonl", `{"id":"q","title":"T","context":"C","question":"Q","answers":{"text":["A"]}}` + "\n" + `{"id":"r","title":"T","context":"C","question":"Q","answers":{"text":["A"," "]}}`,
 			SQuAD, 1, `line 2: field "answers": answer 1 is blank`},
