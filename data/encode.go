@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -220,8 +221,15 @@ func thinkHint(err error, target string) error {
 	if !strings.Contains(target, "</think>") {
 		return err
 	}
-	return fmt.Errorf("%w: the answer holds \"</think>\", and a template such as Qwen3's renders the text before it as the model's reasoning, in place of the empty think block the generation prompt ends with; train on answers without their reasoning", err)
+	return fmt.Errorf("%w: the answer holds \"</think>\", and a template such as Qwen3's renders the text before it as the model's reasoning, in place of the empty think block the generation prompt ends with; train on answers without their reasoning (%w)", err, ErrAnswer)
 }
+
+// ErrAnswer marks an error of one example's answer text, not of the
+// template or the tokenizer: the chat template cannot render it after the
+// prompt the model is asked (an answer holding Qwen3's "</think>"). A run
+// leaves such an example out, as it leaves out a malformed row, unless
+// task.strict.
+var ErrAnswer = errors.New("an answer the chat template cannot render after the model's prompt")
 
 // answeredWithoutSystem is promptText followed by the assistant turn as
 // the template writes it after prompt without its system messages.

@@ -2,6 +2,7 @@ package data
 
 import (
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -117,6 +118,9 @@ func TestThinkInAnswer(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `example `+ex.ID+`: the chat template's generation prompt is not a prefix`) ||
 			!strings.Contains(err.Error(), `the answer holds "</think>"`) {
 			t.Errorf("%q: %v, want the render's error with the answer's </think> as its cause", ex.Completion, err)
+		}
+		if !errors.Is(err, ErrAnswer) {
+			t.Errorf("%q: %v is not ErrAnswer: a run would stop instead of leaving the example out", ex.Completion, err)
 		}
 	}
 	// A "<think>" alone is text like any other.

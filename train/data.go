@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -96,10 +97,10 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	}
 	s := &textSplits{}
 	rule := newLengthRule(maxLength, lengthName, enc)
-	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, cfg.Train.Threads, "train", log, stop); err != nil {
+	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", log, stop); err != nil {
 		return nil, err
 	}
-	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, "validation", log, stop); err != nil {
+	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, cfg.Task.Strict, "validation", log, stop); err != nil {
 		return nil, err
 	}
 	if len(s.train) == 0 || len(s.val) == 0 {
@@ -200,10 +201,11 @@ func (l leftOut) String() string {
 // and its chat template are safe for concurrent use; the chunk is then
 // taken in order, so the result, the error reported and the count of
 // dropped examples are the sequential loop's.
-func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, what string, log io.Writer, stop func(while string) error) ([]data.Sequence, error) {
+func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, log io.Writer, stop func(while string) error) ([]data.Sequence, error) {
 	const chunk = 512
 	var out []data.Sequence
-	var dropped leftOut
+	var dropped, unrendered leftOut
+	var firstUnrendered error
 	full := func() bool { return limit > 0 && len(out) >= limit }
 	for lo := 0; lo < len(exs) && !full(); lo += chunk {
 		if err := stop("encoding the " + what + " split"); err != nil {
@@ -220,6 +222,13 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, 
 			if full() {
 				break
 			}
+			if errs[i] != nil && !strict && errors.Is(errs[i], data.ErrAnswer) {
+				unrendered.add(ex.ID)
+				if firstUnrendered == nil {
+					firstUnrendered = errs[i]
+				}
+				continue
+			}
 			if errs[i] != nil {
 				return nil, fmt.Errorf("%s split: %w", what, errs[i])
 			}
@@ -231,6 +240,12 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, 
 		}
 	}
 	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than %s %d tokens: %v)\n", what, len(out), rule.name, rule.max, dropped)
+	if unrendered.n > 0 {
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s split: every example left out: %w", what, firstUnrendered)
+		}
+		fmt.Fprintf(log, "warning: %s split: left out %v, whose answers the chat template cannot render after the model's prompt (task.strict stops at the first); the first: %v\n", what, unrendered, firstUnrendered)
+	}
 	return out, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/data"
@@ -47,7 +48,7 @@ func TestEncodeFirstIsSequential(t *testing.T) {
 	median := lengths[len(lengths)/2] // a rule that drops about half
 	for _, tc := range []struct{ max, limit int }{{0, 0}, {0, 700}, {median, 0}, {median, 600}} {
 		rule := lengthRule{max: tc.max, name: "task.max_length"}
-		got, err := encodeFirst(exs, enc, rule, tc.limit, 0, "train", io.Discard, noStop)
+		got, err := encodeFirst(exs, enc, rule, tc.limit, 0, false, "train", io.Discard, noStop)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,5 +75,37 @@ func TestEncodeFirstIsSequential(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("max %d, limit %d: %d examples encoded, want the sequential loop's %d (or other ones)", tc.max, tc.limit, len(got), len(want))
 		}
+	}
+}
+
+// TestEncodeFirstLeavesOutUnrenderedAnswers: an example whose answer the
+// chat template cannot render after the model's prompt (Qwen3's template
+// and an answer holding "</think>") is left out of its split with a
+// warning naming it, as a malformed row is, and stops the run under
+// task.strict or when it leaves nothing.
+func TestEncodeFirstLeavesOutUnrenderedAnswers(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "tokenizer", "testdata", "qwen3-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := &data.Encoder{Tok: tok}
+	ex := func(id, completion string) data.Example {
+		return data.Example{ID: id, Task: data.Generation, Prompt: "Capital of France?", Completion: completion}
+	}
+	exs := []data.Example{ex("line 1", "Paris"), ex("line 2", "It is Paris.</think>Paris"), ex("line 3", "Lyon")}
+	noStop := func(string) error { return nil }
+	var log strings.Builder
+	got, err := encodeFirst(exs, enc, lengthRule{}, 0, 0, false, "train", &log, noStop)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%d examples, %v; want the other two", len(got), err)
+	}
+	if !strings.Contains(log.String(), `warning: train split: left out 1: ids "line 2", whose answers the chat template cannot render`) {
+		t.Errorf("log:\n%s", log.String())
+	}
+	if _, err := encodeFirst(exs, enc, lengthRule{}, 0, 0, true, "train", io.Discard, noStop); err == nil || !strings.Contains(err.Error(), "example line 2") {
+		t.Errorf("task.strict: %v, want the example's error", err)
+	}
+	if _, err := encodeFirst(exs[1:2], enc, lengthRule{}, 0, 0, false, "train", io.Discard, noStop); err == nil || !strings.Contains(err.Error(), "every example left out") {
+		t.Errorf("nothing left: %v", err)
 	}
 }
