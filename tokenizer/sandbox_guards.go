@@ -356,13 +356,16 @@ func argument(p *exec.VarArgs, pos int, name string) (*exec.Value, bool) {
 }
 
 // guardItems is the container x of an item read x[i]: a list is handed on
-// as a pyList, which gonja indexes through its GetItem; anything else as
-// it is.
+// as a pyList and a string as a pyString, which gonja indexes through their
+// GetItem; anything else as it is.
 func guardItems(_ *budget, in *exec.Value, _ []*exec.Value) *exec.Value {
-	if !in.IsList() {
-		return in
+	switch {
+	case in.IsList():
+		return exec.AsValue(pyList{in})
+	case in.IsString():
+		return exec.AsValue(pyString{in})
 	}
-	return exec.AsValue(pyList{in})
+	return in
 }
 
 // pyList is a list whose items are read as Python reads them. gonja's own
@@ -379,4 +382,28 @@ func (p pyList) GetItem(key any) (*exec.Value, bool) {
 		key = p.list.Len() + i
 	}
 	return p.list.GetItem(key)
+}
+
+// pyString is a string whose characters are read as Python reads them: by
+// code point, counting from the end for a negative index, where gonja
+// reads bytes ('é'[0] was half of its UTF-8) with its bound check off by
+// one ('a'[-1] was undefined). Out of range, undefined, as Jinja2's
+// getitem makes an IndexError.
+type pyString struct{ s *exec.Value }
+
+// GetItem is exec.ItemGetter's: s[i] for an int i; anything else is
+// gonja's.
+func (p pyString) GetItem(key any) (*exec.Value, bool) {
+	i, ok := key.(int)
+	if !ok {
+		return p.s.GetItem(key)
+	}
+	r := []rune(p.s.String())
+	if i < 0 {
+		i += len(r)
+	}
+	if i < 0 || i >= len(r) {
+		return exec.AsValue(nil), false
+	}
+	return exec.AsValue(string(r[i])), true
 }

@@ -288,6 +288,9 @@ func TestSandboxMatchesJinja(t *testing.T) {
 		{"['a'][-1]", "a"}, {"['a', 'b'][-2]", "a"}, {"['a', 'b'][-1]", "b"}, {"'x<t>abc'.split('<t>')[-1]", "abc"},
 		{"'abc'.split('<t>')[-1].upper()", "ABC"}, {"[['a']][-1][-1]", "a"}, {"(['a'][-2] is defined)", "False"},
 		{"['a', 'b'][0]", "a"}, {"(['a'][1] is defined)", "False"}, {"{'k': 1}['k']", "1"}, {"(1, 2)[-2]", "1"},
+		// A string's characters by code point, negative indices too, as Python's.
+		{"'a'[-1]", "a"}, {"'abc'[-3]", "a"}, {"'abc'[0]", "a"}, {"'é'[0]", "é"}, {"'héllo'[1]", "é"}, {"'héllo'[-4]", "é"},
+		{"('abc'[3] is defined)", "False"}, {"('abc'[-4] is defined)", "False"}, {"'abc'[1:]", "bc"}, {"'日本語'[-1]", "語"},
 		{"('nan'|float) <= 1", "False"}, {"('nan'|float) < 1", "False"}, {"('nan'|float) >= ('nan'|float)", "False"},
 	}
 	for _, c := range cases {
