@@ -3,7 +3,9 @@ package train
 import (
 	"errors"
 	"fmt"
+	"github.com/meazo-go/meazo/eval"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/meazo-go/meazo/data"
@@ -132,6 +134,9 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 	if test, err = rule.fitTest(test, enc, cfg.maxNewTokens(), log, stop); err != nil {
 		return nil, err
 	}
+	if test, err = fitRouge(task, test, log); err != nil {
+		return nil, err
+	}
 	// Labels the chat template renders alike (it may trim them) are
 	// refused now, not after the training, at the test evaluation.
 	if task == data.Classification {
@@ -245,6 +250,37 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, 
 			return nil, fmt.Errorf("%s split: every example left out: %w", what, firstUnrendered)
 		}
 		fmt.Fprintf(log, "warning: %s split: left out %v, whose answers the chat template cannot render after the model's prompt (task.strict stops at the first); the first: %v\n", what, unrendered, firstUnrendered)
+	}
+	return out, nil
+}
+
+// fitRouge leaves out the test examples of a task scored by ROUGE (XSum,
+// generation) with a reference past eval.MaxRougeTokens tokens, which
+// ROUGE refuses to score (its time grows with the product of the lengths):
+// found at the test evaluation, after the training, one such reference
+// failed the whole evaluation. It says which it left out.
+func fitRouge(task data.Task, exs []data.Example, log io.Writer) ([]data.Example, error) {
+	if task != data.XSum && task != data.Generation {
+		return exs, nil
+	}
+	var out []data.Example
+	var skipped leftOut
+	for _, ex := range exs {
+		long := slices.ContainsFunc(references(task, ex), func(r string) bool {
+			return len(r) > eval.MaxRougeTokens && len(eval.RougeTokenize(r, false)) > eval.MaxRougeTokens
+		})
+		if long {
+			skipped.add(ex.ID)
+			continue
+		}
+		out = append(out, ex)
+	}
+	if skipped.n > 0 {
+		fmt.Fprintf(log, "warning: test split: %v skipped, a reference longer than ROUGE's cap of %d tokens (eval.MaxRougeTokens); the metric is over the other %d\n",
+			skipped, eval.MaxRougeTokens, len(out))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("test split: every example has a reference longer than ROUGE's cap of %d tokens", eval.MaxRougeTokens)
 	}
 	return out, nil
 }

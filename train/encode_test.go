@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/eval"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -107,5 +108,32 @@ func TestEncodeFirstLeavesOutUnrenderedAnswers(t *testing.T) {
 	}
 	if _, err := encodeFirst(exs[1:2], enc, lengthRule{}, 0, 0, false, "train", io.Discard, noStop); err == nil || !strings.Contains(err.Error(), "every example left out") {
 		t.Errorf("nothing left: %v", err)
+	}
+}
+
+// TestFitRouge: a test example of a ROUGE-scored task with a reference
+// past ROUGE's cap is left out with a warning naming it before anything is
+// trained (the evaluation at the end failed on it); other tasks, and
+// examples within the cap, are kept.
+func TestFitRouge(t *testing.T) {
+	long := strings.Repeat("w ", eval.MaxRougeTokens+1)
+	exs := []data.Example{
+		{ID: "line 1", Task: data.Generation, Prompt: "p", Completion: "short"},
+		{ID: "line 2", Task: data.Generation, Prompt: "p", Completion: "short", References: []string{long}},
+		{ID: "line 3", Task: data.Generation, Prompt: "p", Completion: strings.Repeat("w", eval.MaxRougeTokens+10)}, // one token
+	}
+	var log strings.Builder
+	got, err := fitRouge(data.Generation, exs, &log)
+	if err != nil || len(got) != 2 || got[0].ID != "line 1" || got[1].ID != "line 3" {
+		t.Fatalf("kept %v, %v; want lines 1 and 3", got, err)
+	}
+	if !strings.Contains(log.String(), `warning: test split: 1: ids "line 2" skipped, a reference longer than ROUGE's cap`) {
+		t.Errorf("log: %s", log.String())
+	}
+	if _, err := fitRouge(data.XSum, []data.Example{{ID: "0", Task: data.XSum, Summary: long}}, io.Discard); err == nil {
+		t.Error("XSum with every reference too long: no error")
+	}
+	if got, err := fitRouge(data.SQuAD, []data.Example{{ID: "0", Task: data.SQuAD, Answers: []string{long}}}, io.Discard); err != nil || len(got) != 1 {
+		t.Errorf("SQuAD (not scored by ROUGE): %v, %v", got, err)
 	}
 }

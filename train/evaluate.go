@@ -351,6 +351,9 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if exs, err = newLengthRule(maxLength, lengthName, enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Data, err)
 	}
+	if exs, err = fitRouge(task, exs, o.Log); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Data, err)
+	}
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", len(exs), o.Data, st.Skipped)
 	e := &evaluator{task: task, tok: tok, enc: enc, batchSize: o.BatchSize,
 		maxNewTokens: o.MaxNewTokens, stopIDs: StopIDs(tok, m), padID: tok.PadID(), rougeStem: o.RougeStem, log: o.Log, record: o.OnPrediction}
