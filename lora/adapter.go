@@ -424,6 +424,30 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 	return a, cfg, nil
 }
 
+// otherWidthHint is what a matrix of the adapter's rank whose other side
+// is not the model's projection size suggests: an adapter trained on
+// another model (the commonest cause: the wrong base model given to
+// meazo-eval or meazo-inspect), with the base model its config names. ""
+// when the rank side differs too (a damaged config, not another model).
+func (a *Adapter) otherWidthHint(f *safetensors.File, name, ab string, rows, cols int) string {
+	info, ok := f.Info(name)
+	if !ok || len(info.Shape) != 2 {
+		return ""
+	}
+	side, rank, got, want := "input", info.Shape[0], info.Shape[1], cols // lora_A is [r, in]
+	if ab == "B" {
+		side, rank, got, want = "output", info.Shape[1], info.Shape[0], rows // lora_B is [out, r]
+	}
+	if rank != a.opts.R || got == want {
+		return ""
+	}
+	hint := fmt.Sprintf(": an adapter for another model (its %s has %d features, this model's %d)?", side, got, want)
+	if a.base != "" {
+		hint += fmt.Sprintf(" Its adapter_config.json names the base model %q", a.base)
+	}
+	return hint
+}
+
 // checkFile checks, before a planned adapter's parameters are allocated,
 // that f holds each of its matrices in its shape, and returns their names:
 // a rank in adapter_config.json far above the file's (a damaged or a
@@ -437,7 +461,7 @@ func (a *Adapter) checkFile(f *safetensors.File) (map[string]bool, error) {
 				name := tensorName(a.names, l, t.Module, ab)
 				rows, cols := a.matrixShape(t, ab)
 				if err := checkMatrix(f, name, rows, cols); err != nil {
-					return nil, err
+					return nil, fmt.Errorf("%w%s", err, a.otherWidthHint(f, name, ab, rows, cols))
 				}
 				names[name] = true
 			}

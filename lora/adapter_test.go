@@ -314,6 +314,41 @@ func TestLoadRefusesAnotherModelsAdapter(t *testing.T) {
 	}
 }
 
+// TestLoadNamesAnotherWidthsModel: an adapter saved for a model of another
+// hidden size (same layers, same rank) is refused with the shapes, and the
+// error says what that means and which base model the adapter names, so
+// that a user who passed the wrong --model knows what to pass.
+func TestLoadNamesAnotherWidthsModel(t *testing.T) {
+	narrow, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(narrow, Options{R: 8, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.base = "models/narrow"
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	wideCfg := tinyConfig()
+	wideCfg.HiddenSize, wideCfg.HeadDim = 64, 16
+	wide, err := model.NewRandom(wideCfg, 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(dir, wide, false)
+	for _, want := range []string{
+		`tensor "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight" has shape [8 32], want [8 64]`,
+		`an adapter for another model (its input has 32 features, this model's 64)? Its adapter_config.json names the base model "models/narrow"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a width-32 model's adapter on a width-64 model: got %v, want it to contain %q", err, want)
+		}
+	}
+}
+
 // TestLoadChecksShapesBeforeAllocating: an adapter_config.json whose rank
 // is an 8B model's hidden size, beside a file of rank-8 matrices, is an
 // error naming the first matrix of another shape, before the 7 GB of
