@@ -15,7 +15,7 @@ func fixtureModels(t testing.TB) string {
 	t.Helper()
 	shared := os.Getenv("MEAZO_SHARED")
 	if shared == "" {
-		t.Skip("MEAZO_SHARED is unset: set it to the shared folder (e.g. MEAZO_SHARED=/work/shared) to run fixture tests")
+		t.Skip("MEAZO_SHARED is not set: skipping a test that needs the shared reference fixtures (make test sets it to ../shared where that folder is)")
 	}
 	return filepath.Join(shared, "fixtures", "models")
 }

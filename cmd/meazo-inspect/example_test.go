@@ -8,13 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
 func TestExampleCommand(t *testing.T) {
-	dir := os.Getenv("MEAZO_SHARED")
-	if dir == "" {
-		t.Skip("MEAZO_SHARED is not set; it names the shared fixtures folder (e.g. ../shared)")
-	}
+	dir := fixture.Dir(t)
 	for _, c := range []struct {
 		model, task, data string
 		index             int

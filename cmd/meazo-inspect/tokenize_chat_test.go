@@ -9,15 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/fixture"
 )
 
 // tokFixtures is the shared tokenizer fixture folder, or a skip.
 func tokFixtures(t *testing.T) string {
-	dir := os.Getenv("MEAZO_SHARED")
-	if dir == "" {
-		t.Skip("MEAZO_SHARED is not set; it must name the shared fixtures folder (e.g. MEAZO_SHARED=/work/shared)")
-	}
-	return filepath.Join(dir, "fixtures", "tokenizers")
+	return fixture.Dir(t, "fixtures", "tokenizers")
 }
 
 func tokFixtureLines(t *testing.T, path string) []map[string]any {
