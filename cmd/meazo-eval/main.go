@@ -215,7 +215,7 @@ func decodeLine(line []byte, name string, n int, fields ...lineField) error {
 	for _, f := range fields {
 		v, ok := raw[f.key]
 		if !ok {
-			return fmt.Errorf("%s:%d: field %q is missing", name, n, f.key)
+			return fmt.Errorf("%s:%d: field %q is missing%s", name, n, f.key, predictionsHint(raw))
 		}
 		if string(bytes.TrimSpace(v)) == "null" {
 			return fmt.Errorf("%s:%d: field %q is null", name, n, f.key)
@@ -229,6 +229,20 @@ func decodeLine(line []byte, name string, n int, fields ...lineField) error {
 		}
 	}
 	return nil
+}
+
+// predictionsHint is what a line of the predictions files this project
+// writes (a run's predictions_best.jsonl, meazo-eval task --predictions)
+// needs to be scored here: its fields renamed. "" for any other line.
+func predictionsHint(raw map[string]json.RawMessage) string {
+	_, generated := raw["generated"]
+	_, references := raw["references"]
+	if !generated || !references {
+		return ""
+	}
+	return `: this line is one of meazo-train's or meazo-eval task's predictions (scored already: its "scores"); ` +
+		`to score them here, rename the fields: jq -c '{prediction: .generated, ground_truths: .references}' (squad), ` +
+		`jq -c '{prediction: .generated, reference: .references[0]}' (rouge)`
 }
 
 func scoreSquad(r io.Reader, name string, w io.Writer) error {

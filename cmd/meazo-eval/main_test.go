@@ -161,6 +161,11 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 		{"rouge", `{"prediction": "x", "reference": ["x"]}`, `<stdin>:1: field "reference": want string, got JSON array`},
 		{"squad", `{"Prediction": "x", "ground_truths": ["x"]}`, `<stdin>:1: field "prediction" is missing`},
 		{"squad", "", `<stdin>: no predictions to score`},
+		// A run's predictions file (predictions_best.jsonl) says how to score it here.
+		{"squad", `{"id":"q1","question":"Q?","context":"C","generated":"in France","references":["France"],"scores":{"f1":0.5}}`,
+			`<stdin>:1: field "prediction" is missing: this line is one of meazo-train's or meazo-eval task's predictions (scored already: its "scores"); ` +
+				`to score them here, rename the fields: jq -c '{prediction: .generated, ground_truths: .references}' (squad), ` +
+				`jq -c '{prediction: .generated, reference: .references[0]}' (rouge)`},
 		{"rouge", "\n  \n", `<stdin>: no predictions to score`},
 		{"rouge", `{"prediction": "a", "reference": "` + strings.Repeat("a ", 200001) + `"}`, `<stdin>:1: rouge: the reference has 200001 tokens`},
 	} {
