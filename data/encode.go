@@ -188,6 +188,24 @@ func (e *Encoder) EncodeWithTarget(prompt []tokenizer.Message, target string) (E
 	return Encoded{Text: text, IDs: ids, Labels: labels, PromptLen: len(promptIDs)}, nil
 }
 
+// InstructionDropped reports whether the chat template leaves instruction
+// (task.instruction, the system turn of a task on the user's own data) out
+// of the prompt it renders, so that the model never reads it: a template
+// without a system turn does (the built-in demo's, on purpose). MeZO's
+// format has no instruction to drop.
+func (e *Encoder) InstructionDropped(instruction string) (bool, error) {
+	instruction = strings.TrimSpace(instruction)
+	if e.Format == FormatMeZO || instruction == "" {
+		return false, nil
+	}
+	msgs := []tokenizer.Message{{Role: "system", Content: instruction}, {Role: "user", Content: "?"}}
+	text, err := e.Tok.RenderChat(msgs, e.options(true))
+	if err != nil {
+		return false, fmt.Errorf("render a prompt with a system turn: %w", err)
+	}
+	return !strings.Contains(text, instruction), nil
+}
+
 // answered renders prompt answered by an assistant turn with content target,
 // so that the render starts with promptText (prompt's generation prompt).
 // Most templates render it so as they are. Some write the system message

@@ -128,3 +128,52 @@ func TestThinkInAnswer(t *testing.T) {
 		t.Errorf("an answer holding <think> alone: %v", err)
 	}
 }
+
+// TestInstructionDropped: a chat template without a system turn (the
+// built-in demo's) leaves task.instruction out of every prompt it renders,
+// so that the model never reads it, and InstructionDropped says so; Qwen3's
+// template writes it, Mistral-7B-Instruct-v0.3's into the last user turn.
+func TestInstructionDropped(t *testing.T) {
+	qwen, err := tokenizer.Load("../tokenizer/testdata/qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "qwen3-tiny", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	systemless := "{%- for message in messages %}{%- if message.role != 'system' %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}" +
+		"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte(systemless), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bare, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const instruction = "Classify the review. Answer negative or positive."
+	for _, c := range []struct {
+		name        string
+		enc         *Encoder
+		instruction string
+		want        bool
+	}{
+		{"qwen3", &Encoder{Tok: qwen}, instruction, false},
+		{"mistral v0.3 (in the last user turn)", &Encoder{Tok: mistralV03(t)}, instruction, false},
+		{"no system turn", &Encoder{Tok: bare}, instruction, true},
+		{"no system turn, padded", &Encoder{Tok: bare}, "  " + instruction + "\n", true},
+		{"no instruction", &Encoder{Tok: bare}, "", false},
+		{"mezo format", &Encoder{Tok: bare, Format: FormatMeZO}, instruction, false},
+	} {
+		got, err := c.enc.InstructionDropped(c.instruction)
+		if err != nil || got != c.want {
+			t.Errorf("%s: InstructionDropped = %v, %v; want %v", c.name, got, err, c.want)
+		}
+	}
+}

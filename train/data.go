@@ -33,6 +33,22 @@ func checkChatTemplate(tok *tokenizer.Tokenizer, format data.Format, setting str
 	return nil
 }
 
+// warnDroppedInstruction warns when the model's chat template leaves the
+// instruction (key: task.instruction, meazo-eval's --instruction) out of
+// every prompt: the run trains and scores without it, which nothing else
+// would show (the built-in demo's template has no system turn).
+func warnDroppedInstruction(enc *data.Encoder, instruction, key string, log io.Writer) error {
+	dropped, err := enc.InstructionDropped(instruction)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	if dropped {
+		fmt.Fprintf(log, "warning: %s is left out of every prompt: the model's chat template writes no system turn, so the model never reads it "+
+			"(put it into each row's text, or use a model whose template has a system turn)\n", key)
+	}
+	return nil
+}
+
 // noExamples refuses a data file that gave no example at all, before any
 // filtering (which would otherwise be blamed): one with a header and no
 // rows, or with every row malformed.
@@ -66,6 +82,9 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	}
 	if cfg.Task.MaxValidation > 0 {
 		maxVal = cfg.Task.MaxValidation
+	}
+	if err := warnDroppedInstruction(enc, cfg.Task.Instruction, "task.instruction", log); err != nil {
+		return nil, err
 	}
 	opt := data.ReadOptions{Strict: cfg.Task.Strict, Own: cfg.own(), OnSkip: rowWarner(log)}
 

@@ -340,6 +340,9 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		return nil, err
 	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}
+	if err := warnDroppedInstruction(enc, o.Instruction, "--instruction", o.Log); err != nil {
+		return nil, err
+	}
 	virtual := 0 // prompt tuning's tokens take positions before every example's
 	if pa, ok := adapter.(*promptAdapter); ok {
 		virtual = pa.p.N

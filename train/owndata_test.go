@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tokenizer"
 )
 
 // The tasks on the user's own data (classification, generation), trained
@@ -247,5 +249,63 @@ func TestParseLabels(t *testing.T) {
 		if !slices.Equal(got, c.want) || (err == nil) != (c.want != nil) {
 			t.Errorf("ParseLabels(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
+	}
+}
+
+// TestInstructionDroppedWarns: a task.instruction the model's chat template
+// leaves out of every prompt (the demo's template has no system turn) is
+// trained and scored without, and the run says so in a warning; with a
+// template that writes the system turn, or without an instruction, there is
+// no warning. meazo-eval's Evaluate says the same of --instruction.
+func TestInstructionDroppedWarns(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	row := func(i int, ex data.Example) map[string]any {
+		return map[string]any{"text": ex.Sentence, "label": ex.Label}
+	}
+	train, dev := demoRows(t, dir, "train", "warn", row), demoRows(t, dir, "dev", "warn", row)
+	const warning = "warning: task.instruction is left out of every prompt"
+	run := func(name, instruction string) string {
+		var log bytes.Buffer
+		_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"task.name=classification", "task.labels=[terrible, great]",
+			"task.train=" + train, "task.test=" + dev, "task.instruction=" + instruction, "train.checkpoint_every=0",
+			"task.max_train=16", "task.max_validation=4", "task.max_test=4", "eval.base=false", "output.dir=" + filepath.Join(dir, name)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return log.String()
+	}
+	if log := run("dropped", "Say whether the review is great or terrible."); !strings.Contains(log, warning) {
+		t.Errorf("the demo's template with an instruction: no warning %q in the log:\n%s", warning, log)
+	}
+	if log := run("none", ""); strings.Contains(log, warning) {
+		t.Errorf("no instruction: the log warns:\n%s", log)
+	}
+	m, err := model.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	o := EvalOptions{Task: "classification", Data: dev, Labels: []string{"terrible", "great"}, Instruction: "Classify.", MaxExamples: 2, BatchSize: 2, Log: &log}
+	if _, err := Evaluate(m, tok, o); err != nil || !strings.Contains(log.String(), "warning: --instruction is left out of every prompt") {
+		t.Errorf("Evaluate with --instruction on the demo's template: %v, log:\n%s", err, log.String())
+	}
+
+	tc := filepath.Join(dir, "model", "tokenizer_config.json")
+	var tokCfg map[string]any
+	b, _ := os.ReadFile(tc)
+	if err := json.Unmarshal(b, &tokCfg); err != nil {
+		t.Fatal(err)
+	}
+	tokCfg["chat_template"] = chatMLWithSystem
+	b, _ = json.Marshal(tokCfg)
+	if err := os.WriteFile(tc, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if log := run("kept", "Say whether the review is great or terrible."); strings.Contains(log, warning) {
+		t.Errorf("a template with the system turn: the log warns:\n%s", log)
 	}
 }
