@@ -189,6 +189,23 @@ func TestFixtureAdapterTrainable(t *testing.T) {
 	}
 }
 
+// tinyAdapter is a random tinyConfig model of the given layers and a
+// fresh rank-2 adapter (q_proj, v_proj) on it, seeded by seed.
+func tinyAdapter(t *testing.T, layers int, seed uint64) (*model.Model, *Adapter) {
+	t.Helper()
+	c := tinyConfig()
+	c.NumLayers = layers
+	m, err := model.NewRandom(c, 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(m, Options{R: 2, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, a
+}
+
 func tinyConfig() *model.Config {
 	return &model.Config{
 		Architecture: "LlamaForCausalLM", VocabSize: 64, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
@@ -454,16 +471,7 @@ func TestLayers(t *testing.T) {
 // wraps q_proj in all three layers and writes "layers_to_transform": []):
 // such an adapter loads as one on every layer.
 func TestLoadEmptyLayersToTransform(t *testing.T) {
-	c := tinyConfig()
-	c.NumLayers = 3
-	m, err := model.NewRandom(c, 1, 0.2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(m, Options{R: 2, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, a := tinyAdapter(t, 3, 3)
 	dir := t.TempDir()
 	if err := a.Save(dir); err != nil {
 		t.Fatal(err)

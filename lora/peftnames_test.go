@@ -247,16 +247,7 @@ func TestRegexOtherModules(t *testing.T) {
 // TestMissingLayerHint: a tensor missing from an adapter file says what
 // the file's layers suggest: a model of fewer layers, or layers left out.
 func TestMissingLayerHint(t *testing.T) {
-	cfg := tinyConfig()
-	cfg.NumLayers = 3
-	m, err := model.NewRandom(cfg, 1, 0.2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(m, Options{R: 2, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, a := tinyAdapter(t, 3, 1)
 	for _, tc := range []struct {
 		drop []int // the layers whose tensors the file loses
 		want string
