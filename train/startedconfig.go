@@ -31,7 +31,10 @@ func StartedConfig(dir string) (*Config, error) {
 	first := map[string]bool{}
 	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var ch ConfigChange
-		if line == "" || json.Unmarshal([]byte(line), &ch) != nil {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if json.Unmarshal([]byte(line), &ch) != nil {
 			return nil, fmt.Errorf("%s: line %d is not a change", filepath.Join(dir, rundir.ChangesFile), i+1)
 		}
 		if ch.Key == ArithmeticChange || first[ch.Key] {
