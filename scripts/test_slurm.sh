@@ -8,20 +8,23 @@
 #     Slurm may send up to 60 s early: 40-100 s after the start; its
 #     steps sized from a probe run so that it lasts about 150 s here):
 #     meazo-train checkpoints, the task requeues itself and resumes;
-#   - one long run cancelled with scancel once it trains: meazo-train
-#     checkpoints, and the task is not requeued (the run stays interrupted);
-#   - one long run whose meazo-train is killed with SIGKILL (as by an
+#   - one run (a third of the long one) cancelled with scancel once it
+#     trains: meazo-train checkpoints, and the task is not requeued (the run
+#     stays interrupted);
+#   - one such run whose meazo-train is killed with SIGKILL (as by an
 #     out-of-memory killer) after its first checkpoint: it reads as
 #     interrupted, not failed, and its sweep waits (no sweep.json);
+#   - their uninterrupted twin (the same config, rate and seed);
 #   - one run that fails (a missing data file) and must not block stage 2;
 # and runs the same study with the local executor beside it, then checks that
 # every run's metrics.jsonl is byte-identical and every sweep's η* equal;
 # then meazo-sweep resume continues the cancelled and the killed runs on
-# Slurm, which must end byte-identical to the long run (their twin).
+# Slurm, which must end byte-identical to their twin.
 # Needs root (apt-get install slurm-wlm munge when missing). About 3.5 minutes
 # on 2 quiet cores before the resume (195 s measured; 355 s when the local
-# study ran after the Slurm one rather than beside it); 470 s in all with the
-# resume, measured beside other work (load 4-5).
+# study ran after the Slurm one rather than beside it); the resume adds under
+# a minute (it added 190 s while the cancelled and killed runs were the long
+# run's twins: 390 s in all in CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -131,21 +134,26 @@ PROBE
 "$R/bin/meazo-sweep" run "$R/probe.yaml" >"$R/probe.log" 2>&1 || fail "probe run: $(tail -3 "$R/probe.log")"
 sps=$(grep -ho '"seconds_per_step": [0-9.e+-]*' "$R"/probe/probe_meazo/*/summary.json | awk '$2 > s { s = $2 } END { print s }')
 long_steps=$(awk -v s="$sps" 'BEGIN { n = int(150 / s / 100 + 1) * 100; if (n < 750) n = 750; if (n > 50000) n = 50000; print n }')
-say "probe: $sps s/step; the long run gets $long_steps steps"
+# The cancelled and the killed runs, and their uninterrupted twin, a third of
+# it: long enough to be cancelled while training and killed after a
+# checkpoint, short enough that resuming them on Slurm adds under a minute.
+twin_steps=$(((long_steps / 3 + 9) / 10 * 10))
+say "probe: $sps s/step; the long run gets $long_steps steps, the cancelled and killed runs and their twin $twin_steps"
 
 # study OUT EXECUTOR: the test study, with the given output directory and
 # executor; on Slurm, with the run to scancel (task 1 of stage 1, so that it
-# starts at once beside the long run).
+# starts at once beside the long run), the run to kill and their
+# uninterrupted twin.
 study() {
 	local cancel="" name
-	[[ $2 == slurm ]] && for name in cancel killed; do cancel+="
+	[[ $2 == slurm ]] && for name in cancel killed twin; do cancel+="
   - name: $name
     config: $R/demo-data/demo.yaml
     optimizers: [meazo]
     seeds: [0]
     coarse: [2e-2]
     fine: false
-    set: [train.steps=$long_steps, train.checkpoint_every=$((long_steps / 10)), train.eval_every=$((long_steps / 10))]"
+    set: [train.steps=$twin_steps, train.checkpoint_every=$((twin_steps / 10)), train.eval_every=$((twin_steps / 10))]"
 	done
 	cat <<STUDY
 name: t
@@ -184,7 +192,7 @@ study slurm-out slurm >"$R/slurm.yaml"
 study local-out local >"$R/local.yaml"
 
 "$R/bin/meazo-sweep" plan "$R/slurm.yaml" >"$R/plan.txt"
-grep -q -- '--array=0-15%2' "$R/plan.txt" || fail "plan: no stage-1 array of 16 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
+grep -q -- '--array=0-16%2' "$R/plan.txt" || fail "plan: no stage-1 array of 17 runs throttled to 2: $(grep -- --array "$R/plan.txt")"
 grep -q -- '--signal=B:USR1@20' "$R/plan.txt" || fail "plan: no --signal"
 say "plan ok; submitting"
 "$R/bin/meazo-sweep" run "$R/slurm.yaml"
@@ -264,7 +272,7 @@ while IFS= read -r f; do
 	rel=${f#"$R/slurm-out/"}
 	cmp -s "$f" "$R/local-out/$rel" || fail "metrics.jsonl differs: $rel"
 	n=$((n + 1))
-done < <(find "$R/slurm-out" -name metrics.jsonl -not -path '*/cancel_meazo/*' -not -path '*/killed_meazo/*' | sort)
+done < <(find "$R/slurm-out" -name metrics.jsonl -not -path '*/cancel_meazo/*' -not -path '*/killed_meazo/*' -not -path '*/twin_meazo/*' | sort)
 m=$(find "$R/local-out" -name metrics.jsonl | wc -l)
 ((n == m && n > 0)) || fail "$n runs on Slurm, $m locally"
 for sw in demo_meazo demo_zo-sgd long_meazo; do
@@ -275,8 +283,9 @@ for sw in demo_meazo demo_zo-sgd long_meazo; do
 done
 # resume on Slurm continues the cancelled and the SIGKILLed runs from their
 # checkpoints (and retries the broken one, which fails again). They are the
-# long run's twins (its config, rate and seed), so each must end with the long
-# run's metrics.jsonl, byte for byte, and its sweep with the long run's η*.
+# twin run's twins (its config, rate and seed), so each must end with its
+# metrics.jsonl, byte for byte, and its sweep with its η*.
+grep -q 'twin_meazo: 1 runs: 1 done; complete' "$R/status.txt" || fail "the twin run did not finish: $(grep twin_meazo "$R/status.txt")"
 "$R/bin/meazo-sweep" resume "$R/slurm.yaml" || fail "resume on Slurm: exit status $?"
 while :; do
 	q=$(squeue -h -o '%T %j' 2>/dev/null || true)
@@ -287,10 +296,10 @@ done
 "$R/bin/meazo-sweep" status "$R/slurm.yaml" >"$R/status2.txt"
 for sw in cancel_meazo killed_meazo; do
 	grep -q "$sw: 1 runs: 1 done; complete" "$R/status2.txt" || fail "$sw after resume: $(grep "$sw" "$R/status2.txt")"
-	cmp -s "$R/slurm-out/$sw/lr=2e-2_seed=0/metrics.jsonl" "$R/slurm-out/long_meazo/lr=2e-2_seed=0/metrics.jsonl" ||
+	cmp -s "$R/slurm-out/$sw/lr=2e-2_seed=0/metrics.jsonl" "$R/slurm-out/twin_meazo/lr=2e-2_seed=0/metrics.jsonl" ||
 		fail "$sw: metrics.jsonl after resume differs from the uninterrupted twin's"
 	a=$(grep '"eta_star"' "$R/slurm-out/$sw/sweep.json")
-	b=$(grep '"eta_star"' "$R/slurm-out/long_meazo/sweep.json")
+	b=$(grep '"eta_star"' "$R/slurm-out/twin_meazo/sweep.json")
 	[[ $a == "$b" ]] || fail "$sw: η* $a, its twin's $b"
 done
 grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status2.txt" || fail "the broken run after resume: $(grep broken_meazo "$R/status2.txt")"
