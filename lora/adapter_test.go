@@ -476,22 +476,7 @@ func TestLoadEmptyLayersToTransform(t *testing.T) {
 	if err := a.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "adapter_config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["layers_to_transform"] = []int{}
-	if b, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfigKey(t, dir, "layers_to_transform", []int{})
 	got, err := Load(dir, m, false)
 	if err != nil {
 		t.Fatalf("layers_to_transform []: %v", err)

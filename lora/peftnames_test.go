@@ -129,6 +129,12 @@ func savedWithTargets(t *testing.T, m *model.Model, targets any) string {
 // setTargetModules rewrites target_modules in dir's adapter_config.json.
 func setTargetModules(t *testing.T, dir string, targets any) {
 	t.Helper()
+	setConfigKey(t, dir, "target_modules", targets)
+}
+
+// setConfigKey sets key to v in dir's adapter_config.json.
+func setConfigKey(t *testing.T, dir, key string, v any) {
+	t.Helper()
 	path := filepath.Join(dir, "adapter_config.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -138,7 +144,7 @@ func setTargetModules(t *testing.T, dir string, targets any) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["target_modules"] = targets
+	cfg[key] = v
 	if b, err = json.Marshal(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -133,6 +133,23 @@ func TestOwnDataEndToEnd(t *testing.T) {
 	}
 }
 
+// useChatMLWithSystem gives the model in dir chatMLWithSystem as its chat
+// template.
+func useChatMLWithSystem(t *testing.T, dir string) {
+	t.Helper()
+	tc := filepath.Join(dir, "tokenizer_config.json")
+	var tokCfg map[string]any
+	b, _ := os.ReadFile(tc)
+	if err := json.Unmarshal(b, &tokCfg); err != nil {
+		t.Fatal(err)
+	}
+	tokCfg["chat_template"] = chatMLWithSystem
+	b, _ = json.Marshal(tokCfg)
+	if err := os.WriteFile(tc, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // chatMLWithSystem is ChatML with its system turn: the demo's template
 // leaves the system turn out, which would hide where an instruction goes.
 const chatMLWithSystem = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endfor %}" +
@@ -149,17 +166,7 @@ const chatMLWithSystem = "{%- for message in messages %}{{- '<|im_start|>' + mes
 // numbers differ; this is the rendering that can be made identical.
 func TestClassificationIsSST2(t *testing.T) {
 	dir, cfg := demoConfig(t, 8)
-	tc := filepath.Join(dir, "model", "tokenizer_config.json")
-	var tokCfg map[string]any
-	b, _ := os.ReadFile(tc)
-	if err := json.Unmarshal(b, &tokCfg); err != nil {
-		t.Fatal(err)
-	}
-	tokCfg["chat_template"] = chatMLWithSystem
-	b, _ = json.Marshal(tokCfg)
-	if err := os.WriteFile(tc, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	useChatMLWithSystem(t, filepath.Join(dir, "model"))
 	asSST2 := func(i int, ex data.Example) map[string]any {
 		return map[string]any{"id": ex.ID, "text": "Sentence: " + ex.Sentence, "label": ex.Label}
 	}
@@ -294,17 +301,7 @@ func TestInstructionDroppedWarns(t *testing.T) {
 		t.Errorf("Evaluate with --instruction on the demo's template: %v, log:\n%s", err, log.String())
 	}
 
-	tc := filepath.Join(dir, "model", "tokenizer_config.json")
-	var tokCfg map[string]any
-	b, _ := os.ReadFile(tc)
-	if err := json.Unmarshal(b, &tokCfg); err != nil {
-		t.Fatal(err)
-	}
-	tokCfg["chat_template"] = chatMLWithSystem
-	b, _ = json.Marshal(tokCfg)
-	if err := os.WriteFile(tc, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	useChatMLWithSystem(t, filepath.Join(dir, "model"))
 	if log := run("kept", "Say whether the review is great or terrible."); strings.Contains(log, warning) {
 		t.Errorf("a template with the system turn: the log warns:\n%s", log)
 	}
