@@ -204,7 +204,10 @@ func (c *cell) score(atEta []sweep.Run) {
 			vals = append(vals, v*scale)
 		}
 	}
-	c.metric = label + " of the best " + map[bool]string{true: "weights", false: "adapter"}[c.adapter == "full"]
+	c.metric = label + " of the best adapter"
+	if c.adapter == "full" {
+		c.metric = label + " of the best weights"
+	}
 	if len(vals) == 0 {
 		c.metric = lossMetric
 		for _, r := range atEta {

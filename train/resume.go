@@ -50,12 +50,13 @@ func configValues(c *Config) map[string]any {
 }
 
 // configDiff lists the keys whose values differ between a and b, in
-// declaration order.
+// declaration order. An empty list equals a missing one (a default, and the
+// same read back from config.yaml's []).
 func configDiff(a, b *Config) []ConfigChange {
 	av, bv := configValues(a), configValues(b)
 	var out []ConfigChange
 	for _, k := range keys() {
-		if !reflect.DeepEqual(av[k.key], bv[k.key]) {
+		if !reflect.DeepEqual(av[k.key], bv[k.key]) && !(emptyList(av[k.key]) && emptyList(bv[k.key])) {
 			out = append(out, ConfigChange{Key: k.key, Old: av[k.key], New: bv[k.key]})
 		}
 	}

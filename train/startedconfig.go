@@ -84,13 +84,10 @@ func kindOf(k reflect.Kind) string {
 }
 
 // ConfigDiff lists the settings whose values differ between a and b (Old
-// a's, New b's), in the order CONFIG.md lists them, leaving out those named
-// in ignore. An empty list equals a missing one (a default, and the same
-// read back from config.yaml's []).
+// a's, New b's), in the order CONFIG.md lists them (configDiff), leaving out
+// those named in ignore.
 func ConfigDiff(a, b *Config, ignore ...string) []ConfigChange {
-	return slices.DeleteFunc(configDiff(a, b), func(c ConfigChange) bool {
-		return slices.Contains(ignore, c.Key) || emptyList(c.Old) && emptyList(c.New)
-	})
+	return slices.DeleteFunc(configDiff(a, b), func(c ConfigChange) bool { return slices.Contains(ignore, c.Key) })
 }
 
 // emptyList says whether v is a list without elements (nil or not).
