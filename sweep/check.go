@@ -35,16 +35,16 @@ func (st *Study) CheckConfigs() error {
 		if len(runs) == 0 {
 			continue
 		}
-		if _, pending := st.demoPending(sp.Config()); !pending && exists(sp.Config()) {
-			if err := st.checkRunsMatch(sp); err != nil {
-				return err
-			}
-		}
-		fresh, err := sp.startsAfresh()
+		ss, err := sp.State()
 		if err != nil {
 			return err
 		}
-		if !fresh {
+		if _, pending := st.demoPending(sp.Config()); !pending && exists(sp.Config()) {
+			if err := st.checkRunsMatch(sp, ss); err != nil {
+				return err
+			}
+		}
+		if !startsAfresh(sp, ss) {
 			continue
 		}
 		path := sp.Config()
@@ -83,11 +83,7 @@ var runMatchIgnores = []string{"output.dir", "train.threads", "train.log_every"}
 // at the same out): their results would be counted as this study's, with
 // nothing to say they are not. A setting the run changed since (a resume's
 // --set, an early stop: changes.jsonl) is compared as it started.
-func (st *Study) checkRunsMatch(sp *SweepPlan) error {
-	ss, err := sp.State()
-	if err != nil {
-		return err
-	}
+func (st *Study) checkRunsMatch(sp *SweepPlan, ss *StageState) error {
 	for _, r := range ss.Runs() {
 		if !exists(filepath.Join(r.Dir, rundir.ConfigFile)) {
 			continue // never started, or stopped before it wrote one: it starts afresh
@@ -122,24 +118,20 @@ func (st *Study) expKey(sp *SweepPlan) string {
 
 // startsAfresh reports whether the sweep will start a run from its config:
 // a run with neither a result nor a checkpoint, or a stage 2 still to come.
-func (sp *SweepPlan) startsAfresh() (bool, error) {
-	ss, err := sp.State()
-	if err != nil {
-		return false, err
-	}
+func startsAfresh(sp *SweepPlan, ss *StageState) bool {
 	if !ss.Stage2Known && *sp.Exp.Fine {
-		return true, nil
+		return true
 	}
 	for _, r := range ss.Runs() {
 		switch ss.States[r.Dir].Status {
 		case StatusDone, StatusDiverged, StatusRunning:
 		default:
 			if !hasCheckpoint(r.Dir) {
-				return true, nil
+				return true
 			}
 		}
 	}
-	return false, nil
+	return false
 }
 
 // demoPending reports whether path is a file of the study's demo directory
