@@ -567,6 +567,19 @@ func TestTestFigures(t *testing.T) {
 	if figs, err := TestFigures(pets); err != nil || len(figs) != 1 || figs[0].Series[len(figs[0].Series)-1].Name != "chance (2.7 %)" {
 		t.Errorf("pets: %v, %+v", err, figs)
 	}
+	if !strings.Contains(figs[0].Title, "best adapter") || !strings.Contains(figs[0].Note, "best adapter") {
+		t.Errorf("LoRA: %q / %q", figs[0].Title, figs[0].Note)
+	}
+	// A full-parameter study scores its best weights: no adapter.
+	full := slices.Clone(runs)
+	for i := range full {
+		full[i].Adapter = "full"
+	}
+	if figs, err := TestFigures(full); err != nil || len(figs) != 1 {
+		t.Errorf("full: %v, %d figures", err, len(figs))
+	} else if f := figs[0]; strings.Contains(f.Title+f.XLabel+f.Note, "adapter") || !strings.Contains(f.Title, "best weights") || !strings.Contains(f.XLabel, "best weights") {
+		t.Errorf("full-parameter: %q / %q / %q", f.Title, f.XLabel, f.Note)
+	}
 	// Several rates: the robustness figure of the test metric too, each
 	// rate's mean against η/η*.
 	runs = append(runs, run("meazo", 0.02, 0, 0.50, 0.365, 100), run("meazo", 0.02, 1, 0.60, 0.365, 100))

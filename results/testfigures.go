@@ -15,7 +15,7 @@ import (
 //
 //   - test_<metric>.svg: each method at its η*, the base model (at step 0,
 //     where the runs evaluated it: eval.base) and the best adapter (at its
-//     step), mean over seeds;
+//     step; a full-parameter study's best weights), mean over seeds;
 //   - robustness_test.svg, when a method ran at several rates: the best
 //     adapter's test metric against η/η*, as robustness_best.svg draws the
 //     validation loss.
@@ -33,6 +33,16 @@ func TestFigures(runs []sweep.Run) ([]Figure, error) {
 		figs = append(figs, Figure{"robustness_test.svg", testRobustness(runs, key, label, scale, setting)})
 	}
 	return figs, nil
+}
+
+// bestName names what a run's "best" test result scored: the adapter with
+// the lowest validation loss, or a full-parameter run's weights (one figure's
+// runs share their adapter kind: sweep.Setting).
+func bestName(runs []sweep.Run) string {
+	if runs[0].Adapter == "full" {
+		return "best weights"
+	}
+	return "best adapter"
 }
 
 // hasTest says whether some run has the metric key for which ("best", "base").
@@ -65,8 +75,9 @@ func testValues(runs []sweep.Run, key, which string, scale float64) (vals []floa
 func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting string) *plot.Figure {
 	best, rateNote := AtBestRate(runs)
 	ms, groups := sweep.ByMethod(best)
-	fig := &plot.Figure{Title: fmt.Sprintf("Test %s: base model (step 0), best adapter, %s", label, setting),
-		XLabel: "step (base model: 0; best adapter: the step of its lowest validation loss)",
+	name := bestName(runs)
+	fig := &plot.Figure{Title: fmt.Sprintf("Test %s: base model (step 0), %s, %s", label, name, setting),
+		XLabel: "step (base model: 0; " + name + ": the step of its lowest validation loss)",
 		YLabel: "test " + label + " (mean over seeds)", Width: 760, Height: 460}
 	maxStep := 0.0
 	for _, m := range ms {
@@ -95,8 +106,8 @@ func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting str
 		s.Name = fmt.Sprintf("%s (%s%s)", m, sweep.Plural(n, "seed"), rateNote[m])
 		fig.Series = append(fig.Series, s)
 	}
-	note := []string{"Points: the test " + label + " of the base model (no adapter; at step 0, where the runs evaluated it: eval.base)",
-		"and of the best adapter (the lowest validation loss) at its step; mean over seeds (the results table gives their spread)."}
+	note := []string{"Points: the test " + label + " of the base model (before training: step 0, where the runs evaluated it: eval.base)",
+		"and of the " + name + " (the lowest validation loss) at its step; mean over seeds (the results table gives their spread)."}
 	if c := chanceAccuracy(runs[0].Task); key == "accuracy" && c > 0 {
 		fig.Series = append(fig.Series, plot.Series{Name: fmt.Sprintf("chance (%.3g %%)", c), X: []float64{0, math.Max(maxStep, 1)}, Y: []float64{c, c}, Color: "#888888", Dashed: true})
 	}
@@ -109,7 +120,7 @@ func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting str
 func testRobustness(runs []sweep.Run, key, label string, scale float64, setting string) *plot.Figure {
 	fig := &plot.Figure{Title: fmt.Sprintf("Step-size robustness: test %s, %s", label, setting),
 		XLabel: "η / η*  (η*: the method's rate with the lowest mean best validation loss)",
-		YLabel: "test " + label + " of the best adapter (mean over seeds)", LogX: true, Width: 760, Height: 460,
+		YLabel: "test " + label + " of the " + bestName(runs) + " (mean over seeds)", LogX: true, Width: 760, Height: 460,
 		Note: "Line: mean over the seeds with a test result (a diverged or failed seed has none); shading: mean ± 2 sample standard deviations."}
 	ms, groups := sweep.ByMethod(runs)
 	for _, m := range ms {
