@@ -191,12 +191,13 @@ func GEMMTile() string {
 // bits. Calls already running keep their tiles.
 func SetGEMMTile(rows int) error {
 	p := currentPath()
-	ok := rows == 0 || rows == mr
+	heights := []int{mr}
 	for _, t := range p.tall {
-		ok = ok || rows == t.rows
+		heights = append(heights, t.rows)
 	}
-	if !ok {
-		return fmt.Errorf("tile height %d not available on GEMM path %s", rows, p.name)
+	if rows != 0 && !slices.Contains(heights, rows) {
+		slices.Sort(heights)
+		return fmt.Errorf("tile height %d not available on GEMM path %s: its heights are %v rows", rows, p.name, heights)
 	}
 	p.tile.once.Do(func() {}) // a later first use must not choose again
 	p.tile.cur.Store(p.chooseTile(rows))

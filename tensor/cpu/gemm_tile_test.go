@@ -114,6 +114,8 @@ func TestGEMMTileChoice(t *testing.T) {
 	withPaths(t, func(t *testing.T) {
 		if err := SetGEMMTile(5); err == nil {
 			t.Fatal("SetGEMMTile(5) succeeded")
+		} else if want := fmt.Sprintf("GEMM path %s: its heights are [4", currentPath().name); !strings.Contains(err.Error(), want) {
+			t.Errorf("SetGEMMTile(5): %v; want the path's heights (%q)", err, want)
 		}
 		if err := SetGEMMTile(mr); err != nil {
 			t.Fatal(err)
