@@ -23,7 +23,8 @@ usage: scripts/sweep.sh --config FILE.yaml [--optimizer NAME] [--out DIR]
                         [--seeds "0 1 2"] [--coarse "1e-6 5e-6 ..."] [--set key=value ...]
   --config     the experiment's meazo-train config
   --optimizer  sets optimizer.name (meazo, zo-sgd, zo-adam, radazo, fzoo); default: the config's
-  --out        sweep directory (default sweeps/<config name>_<optimizer>)
+  --out        sweep directory (default sweeps/<config name>_<optimizer>; without --optimizer
+               sweeps/<config name>_default)
   --seeds      seeds per rate, spaces or commas (env SWEEP_SEEDS; default "0 1 2")
   --coarse     the coarse grid (env SWEEP_COARSE; default 1e-6 5e-6 1e-5 ... 5e-2 1e-1)
   --set        passed to every meazo-train run (repeatable), e.g. --set train.steps=200
@@ -69,7 +70,6 @@ if [[ -z $out ]]; then
 	name=$(basename "$config")
 	out="sweeps/${name%.*}_${optimizer:-default}"
 fi
-mkdir -p "$out"
 
 # rate_names: each rate read (one a line) as run directory names spell it:
 # the shortest e-notation that reads back as the same number, 1e-2 for 0.01,
@@ -176,6 +176,10 @@ dup=$(printf '%s\n' $seeds | sed 's/^0*\([0-9]\)/\1/' | sort | uniq -d | head -1
 [[ -z $dup ]] || die "--seeds: $dup given twice"
 dup=$(tr ', \t' '\n\n\n' <<<"$coarse" | grep . | rate_names | grep -vx -- - | sort | uniq -d | head -1) || true
 [[ -z $dup ]] || die "--coarse: $dup given twice"
+! tr ', \t' '\n\n\n' <<<"$coarse" | grep . | rate_names | grep -qx -- - || die "--coarse: not a list of positive learning rates: $coarse"
+# Only now, with the arguments checked, is the sweep directory made: a
+# refused command leaves nothing behind.
+mkdir -p "$out"
 
 echo "sweep.sh: stage 1, coarse grid: $coarse; seeds: $seeds"
 run_grid "$coarse"

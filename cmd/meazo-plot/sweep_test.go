@@ -256,3 +256,50 @@ func TestSweepStatus(t *testing.T) {
 		t.Errorf("failed run: %q, %v; want resume", out, err)
 	}
 }
+
+// TestSweepScriptRefusesBeforeWriting: a command sweep.sh refuses (a seed or
+// a rate given twice, a rate that is not one) leaves no sweep directory
+// behind, and calls no trainer.
+func TestSweepScriptRefusesBeforeWriting(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	script, err := filepath.Abs("../../scripts/sweep.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	for _, role := range []string{"trainer", "plot"} {
+		body := fmt.Sprintf("#!/bin/sh\nMEAZO_PLOT_TEST_ROLE=%s exec %q \"$@\"\n", role, self)
+		if err := os.WriteFile(filepath.Join(tmp, role), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(tmp, "exp.yaml")
+	os.WriteFile(config, []byte("optimizer:\n  name: meazo\n"), 0o644)
+	logPath := filepath.Join(tmp, "calls.log")
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--seeds", "0 1 0", "--seeds: 0 given twice"},
+		{"--coarse", "0.01 1e-2", "--coarse: 1e-2 given twice"},
+		{"--coarse", "1e-3 fast", "--coarse: not a list of positive learning rates"},
+	} {
+		sweepDir := filepath.Join(tmp, "sweep")
+		cmd := exec.Command("bash", script, "--config", config, "--out", sweepDir, tc.flag, tc.value)
+		cmd.Env = append(os.Environ(), "MEAZO_TRAIN="+filepath.Join(tmp, "trainer"), "MEAZO_PLOT="+filepath.Join(tmp, "plot"),
+			"FAKE_TRAIN_LOG="+logPath)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s %q: err %v, output %q, want an error saying %q", tc.flag, tc.value, err, out, tc.want)
+		}
+		if _, err := os.Stat(sweepDir); !os.IsNotExist(err) {
+			t.Errorf("%s %q: the refused command left %s behind (%v)", tc.flag, tc.value, sweepDir, err)
+		}
+		if _, err := os.Stat(logPath); !os.IsNotExist(err) {
+			t.Errorf("%s %q: the refused command called the trainer", tc.flag, tc.value)
+		}
+	}
+}
