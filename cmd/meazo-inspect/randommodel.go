@@ -84,7 +84,7 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	fs.StringVar(&f.cfgPath, "config", "", "an HF config.json instead of --model")
 	fs.StringVar(&f.out, "out", "", "directory to write config.json, model.safetensors and the tokenizer into")
 	fs.StringVar(&f.dtype, "dtype", "f32", "how model.safetensors stores the weights: f32, or bf16 (as the published checkpoints; values rounded to bfloat16)")
-	fs.StringVar(&f.tok, "tokenizer", "", `"demo", a model directory to copy the tokenizer from, or "none" (see below)`)
+	fs.StringVar(&f.tok, "tokenizer", "", `"demo", a model directory to copy the tokenizer from, or "none" (see above)`)
 	fs.IntVar(&f.layers, "layers", 0, "keep only the first N decoder layers (0: all): the full width and vocabulary in less memory and time")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.Float64Var(&f.std, "std", 0.02, "standard deviation of the weight matrices")
