@@ -81,6 +81,17 @@ func countString(c map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// planLine prints a run's stage, status and the meazo-train command that
+// run or resume would give it; a finished or diverged run gets none (its
+// meazo-train --resume would be refused: nothing left to do).
+func planLine(w io.Writer, stage string, s RunState, trainer string, r RunSpec) {
+	if s.Status == StatusDone || s.Status == StatusDiverged {
+		fmt.Fprintf(w, "%s %-10s %s (nothing to run)\n", stage, s.Status, r.Dir)
+		return
+	}
+	fmt.Fprintf(w, "%s %-10s %s %s\n", stage, s.Status, trainer, shellJoin(r.TrainArgs()))
+}
+
 // Plan prints every run the study makes (stage 2 as far as it is known) and
 // the meazo-train command of each, once every sweep's config loads.
 func (st *Study) Plan(w io.Writer, trainer string) error {
@@ -95,7 +106,7 @@ func (st *Study) Plan(w io.Writer, trainer string) error {
 		}
 		fmt.Fprintf(w, "# sweep %s: %s, optimizer %s\n", sp.Name, sp.Config(), sp.Optimizer)
 		for _, r := range ss.Stage1 {
-			fmt.Fprintf(w, "stage1 %-10s %s %s\n", ss.States[r.Dir].Status, trainer, shellJoin(r.TrainArgs()))
+			planLine(w, "stage1", ss.States[r.Dir], trainer, r)
 			n++
 		}
 		switch {
@@ -103,7 +114,7 @@ func (st *Study) Plan(w io.Writer, trainer string) error {
 			fmt.Fprintf(w, "# %s\n", ss.Note)
 		case ss.Stage2Known:
 			for _, r := range ss.Stage2 {
-				fmt.Fprintf(w, "stage2 %-10s %s %s\n", ss.States[r.Dir].Status, trainer, shellJoin(r.TrainArgs()))
+				planLine(w, "stage2", ss.States[r.Dir], trainer, r)
 				n++
 			}
 		case *sp.Exp.Fine:
