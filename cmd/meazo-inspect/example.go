@@ -42,7 +42,8 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	labels := fs.String("labels", "", "classification: its labels, as task.labels, a YAML list: '[negative, positive]'")
 	instruction := fs.String("instruction", "", "classification, generation: task.instruction (the system turn; empty: none)")
 	index := fs.Int("index", 0, "which example (0-based, among the file's well-formed rows)")
-	date := fs.String("date", "", "Llama-3.x date_string (default 26 Jul 2024)")
+	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024), as model.date_string and meazo-eval task's --date-string")
+	fs.StringVar(date, "date", "", "the same as --date-string (its older name)")
 	formatName := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)

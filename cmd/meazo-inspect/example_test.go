@@ -36,6 +36,16 @@ func TestExampleCommand(t *testing.T) {
 			t.Errorf("no rendered text in output")
 		}
 	}
+	// The date Llama-3's template prints: --date-string, as meazo-eval task
+	// names it, or its older name --date.
+	for _, flag := range []string{"--date-string", "--date"} {
+		var out bytes.Buffer
+		err := runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers/llama3.2"), "--task", "sst2",
+			"--data", filepath.Join(dir, "data/sst2/dev.tsv"), flag, "01 Jan 2025"}, nil, &out)
+		if err != nil || !strings.Contains(out.String(), "Today Date: 01 Jan 2025") {
+			t.Errorf("%s: %v\n%s", flag, err, out.String())
+		}
+	}
 	// A classification on the user's own data: the instruction is the
 	// system turn, the label string the supervised answer.
 	own := filepath.Join(t.TempDir(), "own.jsonl")
