@@ -102,7 +102,7 @@ func LoadStudy(path string) (*Study, error) {
 	}
 	raw, err := strictyaml.Parse(b) // one document, no key without a value
 	if err != nil {
-		return nil, fmt.Errorf("study %s: %w", path, err)
+		return nil, fmt.Errorf("study %w", strictyaml.At(path, err))
 	}
 	if raw == nil {
 		return nil, fmt.Errorf("study %s: empty file", path)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/inputfile"
+	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/zo"
@@ -217,7 +218,7 @@ func mergeConfigFile(v *viper.Viper, path string, known []configKey) ([]byte, er
 	}
 	raw, err := parseConfigFile(b)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %w", strictyaml.At(path, err))
 	}
 	if err := checkKeys(raw, "", known); err != nil {
 		var ke *keyError

@@ -19,12 +19,12 @@ func TestConfigWrittenIsUsedOrRefused(t *testing.T) {
 		set        []string
 		want       string
 	}{
-		{"an empty value", base + "optimizer:\n  lr:\n", nil, "line 7: optimizer.lr has no value"},
-		{"a null value", base + "optimizer:\n  lr: ~\n", nil, "line 7: optimizer.lr has no value"},
-		{"null written out", base + "  validation: null\n", nil, "line 6: task.validation has no value"},
-		{"an empty list key", base + "adapter:\n  targets:\n", nil, "line 7: adapter.targets has no value"},
-		{"an empty section", base + "train:\n", nil, "line 6: train has no value"},
-		{"a second document", base + "---\noptimizer:\n  lr: 5\n", nil, `line 6: a second YAML document starts ("---")`},
+		{"an empty value", base + "optimizer:\n  lr:\n", nil, "c.yaml:7: optimizer.lr has no value"},
+		{"a null value", base + "optimizer:\n  lr: ~\n", nil, "c.yaml:7: optimizer.lr has no value"},
+		{"null written out", base + "  validation: null\n", nil, "c.yaml:6: task.validation has no value"},
+		{"an empty list key", base + "adapter:\n  targets:\n", nil, "c.yaml:7: adapter.targets has no value"},
+		{"an empty section", base + "train:\n", nil, "c.yaml:6: train has no value"},
+		{"a second document", base + "---\noptimizer:\n  lr: 5\n", nil, `c.yaml:6: a second YAML document starts ("---")`},
 		{"not a mapping", "- model\n- task\n", nil, "want a mapping of sections"},
 		{"--set without a number", base, []string{"optimizer.lr="}, `--set optimizer.lr: want a number, got ""`},
 		// A glob that starts with * is a YAML alias: the error says to quote it.

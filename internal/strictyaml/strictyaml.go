@@ -10,15 +10,69 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
+// Error is what is wrong with a file at a line (0: no line known).
+type Error struct {
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return e.Msg
+}
+
+// At is err about the file at path: it reads "path:LINE: what" when err
+// carries an *Error with its line (the form compilers and editors read),
+// else "path: err"; it wraps err, and keeps what err adds around the *Error.
+func At(path string, err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Line > 0 {
+		return &atError{fmt.Sprintf("%s:%d: %s", path, e.Line, strings.Replace(err.Error(), e.Error(), e.Msg, 1)), err}
+	}
+	return &atError{fmt.Sprintf("%s: %v", path, err), err}
+}
+
+type atError struct {
+	msg string
+	err error
+}
+
+func (e *atError) Error() string { return e.msg }
+func (e *atError) Unwrap() error { return e.err }
+
+// decoderLine is how the YAML decoder names a node's line in its errors.
+var decoderLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// invalid is a YAML error as an *Error. The decoder's (a key written twice)
+// name a node's line, taken out of the message: of its list, the first. The
+// parser's syntax errors keep their text: the line they name is the
+// scanner's where the scanner found the error, but a line before the
+// parser's otherwise (yaml.v3 counts the latter from 0), so it is not
+// given as the file's line.
+func invalid(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		if m := decoderLine.FindStringSubmatch(te.Errors[0]); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return &Error{Line: line, Msg: "invalid YAML: " + m[2]}
+		}
+	}
+	return &Error{Msg: "invalid YAML: " + err.Error()}
+}
+
 // Parse returns the single document of b as maps, lists and scalars (nil
 // for an empty file). A second document, or a mapping key with no value,
-// is an error naming its line (and the key's path, a.b.c).
+// is an *Error naming its line (and the key's path, a.b.c), as is a YAML
+// syntax error where the parser names a line.
 func Parse(b []byte) (any, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
@@ -26,22 +80,22 @@ func Parse(b []byte) (any, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, invalid(err)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, invalid(err)
 	case !isEmpty(&next):
-		return nil, fmt.Errorf("line %d: a second YAML document starts (\"---\"): a file holds one, put the rest in a file of its own", next.Line)
+		return nil, &Error{Line: next.Line, Msg: "a second YAML document starts (\"---\"): a file holds one, put the rest in a file of its own"}
 	}
 	if err := checkValues(&doc, ""); err != nil {
 		return nil, err
 	}
 	var v any
 	if err := doc.Decode(&v); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, invalid(err)
 	}
 	return v, nil
 }
@@ -72,7 +126,7 @@ func checkValues(n *yaml.Node, path string) error {
 			k, v := n.Content[i], n.Content[i+1]
 			p := strings.TrimPrefix(path+"."+k.Value, ".")
 			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-				return fmt.Errorf("line %d: %s has no value (%q); write one (\"\" for an empty string, [] for no items), or remove the line to take the default", k.Line, p, v.Value)
+				return &Error{Line: k.Line, Msg: fmt.Sprintf("%s has no value (%q); write one (\"\" for an empty string, [] for no items), or remove the line to take the default", p, v.Value)}
 			}
 			if err := checkValues(v, p); err != nil {
 				return err

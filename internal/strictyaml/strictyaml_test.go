@@ -1,6 +1,8 @@
 package strictyaml
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -18,7 +20,7 @@ func TestParse(t *testing.T) {
 		{"a null inside a list's mapping", "l:\n  - x: 1\n  - x:\n", `line 3: l[1].x has no value`},
 		{"a second document", "a: 1\n---\nb: 2\n", "line 2: a second YAML document"},
 		{"a second empty mapping document", "a: 1\n---\n{}\n", "line 2: a second YAML document"},
-		{"a duplicate key", "a: 1\na: 2\n", "invalid YAML"},
+		{"a duplicate key", "a: 1\na: 2\n", `line 2: invalid YAML: mapping key "a" already defined at line 1`},
 		{"not YAML", "a: [1\n", "invalid YAML"},
 	}
 	for _, c := range cases {
@@ -28,6 +30,22 @@ func TestParse(t *testing.T) {
 				t.Errorf("error %v, want %q", err, c.wantErr)
 			}
 		})
+	}
+}
+
+// TestAt: an error at a line reads path:LINE: what, whatever wraps it;
+// one without a line path: what.
+func TestAt(t *testing.T) {
+	_, err := Parse([]byte("a:\n  b:\n"))
+	at := At("c.yaml", fmt.Errorf("%w (a hint)", err))
+	if got, want := at.Error(), `c.yaml:2: a.b has no value (""); write one`; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "(a hint)") {
+		t.Errorf("At: %q, want %q… (a hint)", got, want)
+	}
+	if !errors.Is(at, err) {
+		t.Errorf("At does not wrap its error")
+	}
+	if got := At("c.yaml", errors.New("empty")).Error(); got != "c.yaml: empty" {
+		t.Errorf("no line: %q", got)
 	}
 }
 
