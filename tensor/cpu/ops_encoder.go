@@ -28,8 +28,13 @@ func EncoderAttention(wk Workers, out, q, k, v []float32, seqs, tokens, heads, h
 			s, h := sh/heads, sh%heads
 			base := s*tokens*width + h*hd
 			r.load(k[base:], v[base:], width)
-			for i := 0; i < tokens; i++ {
-				r.row(out[base+i*width:base+i*width+hd], q[base+i*width:base+i*width+hd])
+			at := func(b []float32, i int) []float32 { return b[base+i*width : base+i*width+hd] }
+			i := 0
+			for ; i+1 < tokens; i += 2 {
+				r.pair(at(out, i), at(q, i), at(out, i+1), at(q, i+1))
+			}
+			if i < tokens {
+				r.row(at(out, i), at(q, i))
 			}
 		}
 	})
@@ -38,30 +43,39 @@ func EncoderAttention(wk Workers, out, q, k, v []float32, seqs, tokens, heads, h
 // encoderRowScratch is what one worker's rows share: one head's keys
 // transposed and its values, both widened to float64 once for all its
 // query tokens (kt[d·lanes + j] is token j's dimension d, the lanes past
-// the last token zero; vals[j·hd + d]), the scores s over whole groups of 8
-// lanes (the first tokens of them are the scores, then the
-// probabilities), and the float64 bits of the query (q64) and of the
-// probabilities (p64), which the vector kernels broadcast through integer
-// registers (no legacy SSE among their vector code: ops_simd_amd64.go);
-// scale's float32 bits.
+// the last token zero; vals[j·hd + d]); scale's float32 bits; and the
+// buffers of the two queries pair computes at once (encoderQuery).
 type encoderRowScratch struct {
 	tokens, lanes int
-	s             []float32
-	p64, q64      []uint64
+	hd            int
 	kt, vals      []float64
 	scale         uint32
+	q             [2]encoderQuery
+}
+
+// encoderQuery is one query's scratch: its scores s over whole groups of 8
+// lanes (the first tokens of them are the scores, then the probabilities),
+// and the float64 bits of the query (q64) and of the probabilities (p64),
+// which the vector kernels broadcast through integer registers (no legacy
+// SSE among their vector code: ops_simd_amd64.go).
+type encoderQuery struct {
+	s        []float32
+	p64, q64 []uint64
 }
 
 func newEncoderRowScratch(tokens, hd int, scale float32) *encoderRowScratch {
 	lanes := (tokens + 7) &^ 7
-	return &encoderRowScratch{tokens: tokens, lanes: lanes, s: make([]float32, lanes), p64: make([]uint64, tokens), q64: make([]uint64, hd),
-		kt: make([]float64, hd*lanes), vals: make([]float64, tokens*hd), scale: math.Float32bits(scale)}
+	r := &encoderRowScratch{tokens: tokens, lanes: lanes, hd: hd, kt: make([]float64, hd*lanes), vals: make([]float64, tokens*hd), scale: math.Float32bits(scale)}
+	for i := range r.q {
+		r.q[i] = encoderQuery{s: make([]float32, lanes), p64: make([]uint64, tokens), q64: make([]uint64, hd)}
+	}
+	return r
 }
 
 // load widens one head's keys (transposed) and values, token j's at
 // k[j·width:] and v[j·width:].
 func (r *encoderRowScratch) load(k, v []float32, width int) {
-	hd := len(r.q64)
+	hd := r.hd
 	for j := 0; j < r.tokens; j++ {
 		for d, x := range k[j*width : j*width+hd] {
 			r.kt[d*r.lanes+j] = float64(x)
@@ -82,11 +96,38 @@ func (r *encoderRowScratch) load(k, v []float32, width int) {
 // summed over whole groups of 8 lanes; the lanes past the last token sum
 // zeros and are not read.
 func (r *encoderRowScratch) row(o, qi []float32) {
+	a := &r.q[0]
+	a.widen(qi)
+	encoderSums(a.s, a.q64, r.kt, r.lanes, r.scale) // the scores
+	a.softmax(r.tokens)
+	encoderSums(o, a.p64, r.vals, len(o), one32) // the output
+}
+
+// pair is row for two queries at once, with row's bits: encoderSums2 reads
+// each key and value once for both, where the loads, not the multiply-adds,
+// bound a query alone (the head's keys and values are past L1).
+func (r *encoderRowScratch) pair(o0, q0, o1, q1 []float32) {
+	a, b := &r.q[0], &r.q[1]
+	a.widen(q0)
+	b.widen(q1)
+	encoderSums2(a.s, b.s, a.q64, b.q64, r.kt, r.lanes, r.scale)
+	a.softmax(r.tokens)
+	b.softmax(r.tokens)
+	encoderSums2(o0, o1, a.p64, b.p64, r.vals, len(o0), one32)
+}
+
+// widen keeps the float64 bits of the query's elements.
+func (e *encoderQuery) widen(qi []float32) {
 	for d, x := range qi {
-		r.q64[d] = math.Float64bits(float64(x))
+		e.q64[d] = math.Float64bits(float64(x))
 	}
-	encoderSums(r.s, r.q64, r.kt, r.lanes, r.scale) // the scores
-	p := r.s[:r.tokens]
+}
+
+// softmax turns the first tokens scores into probabilities (float32 in s,
+// their float64 bits in p64): the largest score subtracted, the CPU's Exp,
+// each divided by the float64 sum in token order.
+func (e *encoderQuery) softmax(tokens int) {
+	p := e.s[:tokens]
 	m := float32(math.Inf(-1))
 	for _, x := range p {
 		if x > m { // as the CUDA kernel compares
@@ -98,8 +139,7 @@ func (r *encoderRowScratch) row(o, qi []float32) {
 	for _, x := range p {
 		sum += float64(x)
 	}
-	encoderNormalize(p, r.p64, sum)
-	encoderSums(o, r.p64, r.vals, len(o), one32) // the output
+	encoderNormalize(p, e.p64, sum)
 }
 
 // encoderNormalize divides each exponential p[j] by their sum in float64,
@@ -125,6 +165,16 @@ func encoderNormalizeGo(p []float32, p64 []uint64, sum float64) {
 // size; scale 1, which leaves every float32 as it is). The AVX-512 path
 // replaces it.
 var encoderSums = encoderSumsGo
+
+// encoderSums2 is encoderSums for two coefficient vectors of the same
+// length over the same m, out0 and out1 of the same length: the same bits
+// as two calls. The AVX-512 path replaces it.
+var encoderSums2 = encoderSums2Go
+
+func encoderSums2Go(out0, out1 []float32, coef0, coef1 []uint64, m []float64, stride int, scale uint32) {
+	encoderSums(out0, coef0, m, stride, scale)
+	encoderSums(out1, coef1, m, stride, scale)
+}
 
 // one32 is the float32 bits of 1.
 const one32 = 0x3f800000

@@ -16,7 +16,7 @@ import (
 
 func init() {
 	if cpuAVX512 {
-		encoderSums, encoderNormalize = encoderSumsAVX512, encoderNormalizeAVX512
+		encoderSums, encoderSums2, encoderNormalize = encoderSumsAVX512, encoderSums2AVX512, encoderNormalizeAVX512
 	}
 }
 
@@ -30,15 +30,42 @@ func bcast64(b uint64) archsimd.Float64x8 { return archsimd.BroadcastUint64x8(b)
 //go:noescape
 func encoderDots64(out *float32, coef *uint64, n int, m *float64, stride int, scale uint32)
 
+// encoderDots64x2 is encoderDots64 for two coefficient vectors over the
+// same m (ops_encoder_avx512_amd64.s): each value of m is loaded once for
+// both sums.
+//
+//go:noescape
+func encoderDots64x2(out0, out1 *float32, coef0, coef1 *uint64, n int, m *float64, stride int, scale uint32)
+
 // encoderSumsAVX512 is encoderSums 64 outputs at a time (in assembly), then
 // 8.
 func encoderSumsAVX512(out []float32, coef []uint64, m []float64, stride int, scale uint32) {
-	sc := archsimd.BroadcastUint32x8(scale).AsFloat32x8()
 	c := 0
 	for ; len(coef) > 0 && c+64 <= len(out); c += 64 {
 		_ = m[(len(coef)-1)*stride+c+63] // the last element the kernel reads
 		encoderDots64(&out[c], &coef[0], len(coef), &m[c], stride, scale)
 	}
+	encoderSumsFromAVX512(out, coef, m, stride, scale, c)
+}
+
+// encoderSums2AVX512 is encoderSums2: both sums 64 outputs at a time (in
+// assembly), then each alone.
+func encoderSums2AVX512(out0, out1 []float32, coef0, coef1 []uint64, m []float64, stride int, scale uint32) {
+	n := len(coef0)
+	_, _ = coef1[:n], out1[:len(out0)] // as long as coef0 and out0
+	c := 0
+	for ; n > 0 && c+64 <= len(out0); c += 64 {
+		_ = m[(n-1)*stride+c+63] // the last element the kernel reads
+		encoderDots64x2(&out0[c], &out1[c], &coef0[0], &coef1[0], n, &m[c], stride, scale)
+	}
+	encoderSumsFromAVX512(out0, coef0, m, stride, scale, c)
+	encoderSumsFromAVX512(out1, coef1, m, stride, scale, c)
+}
+
+// encoderSumsFromAVX512 is encoderSums for the outputs from c on: 8 at a time,
+// then one at a time.
+func encoderSumsFromAVX512(out []float32, coef []uint64, m []float64, stride int, scale uint32, c int) {
+	sc := archsimd.BroadcastUint32x8(scale).AsFloat32x8()
 	for ; c+8 <= len(out); c += 8 {
 		var a archsimd.Float64x8
 		for i, x := range coef {

@@ -100,14 +100,17 @@ func encoderRowRef(o, qi, k, v, p []float32, width int, scale float32) {
 // them, the vector lanes) give the one-at-a-time bits, for token counts and
 // head sizes on and off the lane groups' multiples.
 func TestEncoderRowMatchesRef(t *testing.T) {
+	type sumsFunc = func(out []float32, coef []uint64, m []float64, stride int, scale uint32)
+	type sums2Func = func(out0, out1 []float32, coef0, coef1 []uint64, m []float64, stride int, scale uint32)
 	type impl struct {
-		name string
-		sums func(out []float32, coef []uint64, m []float64, stride int, scale uint32)
+		name  string
+		sums  sumsFunc
+		sums2 sums2Func
 	}
-	impls := []impl{{"go", encoderSumsGo}, {"in use", encoderSums}}
-	defer func(s func(out []float32, coef []uint64, m []float64, stride int, scale uint32)) { encoderSums = s }(encoderSums)
+	impls := []impl{{"go", encoderSumsGo, encoderSums2Go}, {"in use", encoderSums, encoderSums2}}
+	defer func(s sumsFunc, s2 sums2Func) { encoderSums, encoderSums2 = s, s2 }(encoderSums, encoderSums2)
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, tc := range []struct{ tokens, hd, heads int }{{197, 64, 3}, {17, 8, 2}, {5, 17, 1}, {3, 2, 2}, {1, 6, 1}, {64, 40, 2}, {41, 72, 1}} {
+	for _, tc := range []struct{ tokens, hd, heads int }{{197, 64, 3}, {17, 8, 2}, {5, 17, 1}, {3, 2, 2}, {1, 6, 1}, {64, 40, 2}, {41, 72, 1}, {9, 128, 1}, {70, 65, 1}} {
 		width := tc.heads * tc.hd
 		vec := func() []float32 {
 			v := make([]float32, tc.tokens*width)
@@ -121,19 +124,34 @@ func TestEncoderRowMatchesRef(t *testing.T) {
 		for h := 0; h < tc.heads; h++ {
 			r := newEncoderRowScratch(tc.tokens, tc.hd, scale)
 			r.load(k[h*tc.hd:], v[h*tc.hd:], width)
-			for i := 0; i < tc.tokens; i++ {
-				qi := q[i*width+h*tc.hd : i*width+(h+1)*tc.hd]
-				want := make([]float32, tc.hd)
-				encoderRowRef(want, qi, k[h*tc.hd:], v[h*tc.hd:], make([]float32, tc.tokens), width, scale)
-				for _, im := range impls {
-					encoderSums = im.sums
-					got := make([]float32, tc.hd)
-					r.row(got, qi)
-					for d := range got {
-						if math.Float32bits(got[d]) != math.Float32bits(want[d]) {
-							t.Fatalf("%s: %d tokens, head dim %d, head %d, token %d, dim %d: %v, want %v", im.name, tc.tokens, tc.hd, h, i, d, got[d], want[d])
-						}
+			qOf := func(i int) []float32 { return q[i*width+h*tc.hd : i*width+(h+1)*tc.hd] }
+			want := make([][]float32, tc.tokens)
+			for i := range want {
+				want[i] = make([]float32, tc.hd)
+				encoderRowRef(want[i], qOf(i), k[h*tc.hd:], v[h*tc.hd:], make([]float32, tc.tokens), width, scale)
+			}
+			check := func(name string, i int, got []float32) {
+				t.Helper()
+				for d := range got {
+					if math.Float32bits(got[d]) != math.Float32bits(want[i][d]) {
+						t.Fatalf("%s: %d tokens, head dim %d, head %d, token %d, dim %d: %v, want %v", name, tc.tokens, tc.hd, h, i, d, got[d], want[i][d])
 					}
+				}
+			}
+			for _, im := range impls {
+				encoderSums, encoderSums2 = im.sums, im.sums2
+				for i := 0; i < tc.tokens; i++ {
+					got := make([]float32, tc.hd)
+					r.row(got, qOf(i))
+					check(im.name+" row", i, got)
+					// Two queries at once: the next token's, and the same one twice.
+					j := (i + 1) % tc.tokens
+					got0, got1 := make([]float32, tc.hd), make([]float32, tc.hd)
+					r.pair(got0, qOf(i), got1, qOf(j))
+					check(im.name+" pair", i, got0)
+					check(im.name+" pair", j, got1)
+					r.pair(got0, qOf(i), got1, qOf(i))
+					check(im.name+" pair of one query", i, got1)
 				}
 			}
 		}
@@ -175,8 +193,12 @@ func BenchmarkEncoderAttention(b *testing.B) {
 // passes on depends on its operand order), not in being a NaN.
 func TestEncoderRowSpecialValues(t *testing.T) {
 	type sumsFunc = func(out []float32, coef []uint64, m []float64, stride int, scale uint32)
+	type sums2Func = func(out0, out1 []float32, coef0, coef1 []uint64, m []float64, stride int, scale uint32)
 	type normFunc = func(p []float32, p64 []uint64, sum float64)
-	defer func(s sumsFunc, n normFunc) { encoderSums, encoderNormalize = s, n }(encoderSums, encoderNormalize)
+	defer func(s sumsFunc, s2 sums2Func, n normFunc) {
+		encoderSums, encoderSums2, encoderNormalize = s, s2, n
+	}(encoderSums, encoderSums2, encoderNormalize)
+	sums2InUse := encoderSums2
 	specials := []float32{float32(math.NaN()), math.Float32frombits(0xffc00456), float32(math.Inf(1)), float32(math.Inf(-1)),
 		0, float32(math.Copysign(0, -1)), 3e38, -3e38, 1e-45, 1e20}
 	sizes := []int{1, 2, 7, 8, 9, 17, 63, 64, 65, 72, 129}
@@ -195,21 +217,32 @@ func TestEncoderRowSpecialValues(t *testing.T) {
 		}
 		q, k, v := vec(), vec(), vec()
 		scale := []float32{float32(1 / math.Sqrt(float64(hd))), 0, float32(math.Inf(1))}[rng.IntN(3)]
-		i := rng.IntN(tokens)
-		want := make([]float32, hd)
+		i, j := rng.IntN(tokens), rng.IntN(tokens)
+		want, wantJ := make([]float32, hd), make([]float32, hd)
 		encoderRowRef(want, q[i*hd:(i+1)*hd], k, v, make([]float32, tokens), hd, scale)
+		encoderRowRef(wantJ, q[j*hd:(j+1)*hd], k, v, make([]float32, tokens), hd, scale)
 		r := newEncoderRowScratch(tokens, hd, scale)
 		r.load(k, v, hd)
-		for _, sums := range []sumsFunc{encoderSumsGo, encoderSums} {
-			for _, norm := range []normFunc{encoderNormalizeGo, encoderNormalize} {
-				encoderSums, encoderNormalize = sums, norm
-				got := make([]float32, hd)
-				r.row(got, q[i*hd:(i+1)*hd])
-				for d := range got {
-					if math.Float32bits(got[d]) != math.Float32bits(want[d]) && !(got[d] != got[d] && want[d] != want[d]) {
-						t.Fatalf("trial %d: %d tokens, head dim %d, scale %v, dim %d: %v, want %v", trial, tokens, hd, scale, d, got[d], want[d])
-					}
+		check := func(what string, got, want []float32) {
+			t.Helper()
+			for d := range got {
+				if math.Float32bits(got[d]) != math.Float32bits(want[d]) && !(got[d] != got[d] && want[d] != want[d]) {
+					t.Fatalf("trial %d, %s: %d tokens, head dim %d, scale %v, dim %d: %v, want %v", trial, what, tokens, hd, scale, d, got[d], want[d])
 				}
+			}
+		}
+		for _, sums := range []struct {
+			one sumsFunc
+			two sums2Func
+		}{{encoderSumsGo, encoderSums2Go}, {encoderSums, sums2InUse}} {
+			for _, norm := range []normFunc{encoderNormalizeGo, encoderNormalize} {
+				encoderSums, encoderSums2, encoderNormalize = sums.one, sums.two, norm
+				got, gotJ := make([]float32, hd), make([]float32, hd)
+				r.row(got, q[i*hd:(i+1)*hd])
+				check("row", got, want)
+				r.pair(got, q[i*hd:(i+1)*hd], gotJ, q[j*hd:(j+1)*hd])
+				check("pair", got, want)
+				check("pair's second", gotJ, wantJ)
 			}
 		}
 	}
