@@ -111,8 +111,7 @@ func (r *encoderRowScratch) pair(o0, q0, o1, q1 []float32) {
 	a.widen(q0)
 	b.widen(q1)
 	encoderSums2(a.s, b.s, a.q64, b.q64, r.kt, r.lanes, r.scale)
-	a.softmax(r.tokens)
-	b.softmax(r.tokens)
+	softmax2(a, b, r.tokens)
 	encoderSums2(o0, o1, a.p64, b.p64, r.vals, len(o0), one32)
 }
 
@@ -140,6 +139,32 @@ func (e *encoderQuery) softmax(tokens int) {
 		sum += float64(x)
 	}
 	encoderNormalize(p, e.p64, sum)
+}
+
+// softmax2 is softmax of two queries, their largest scores and sums found
+// in one loop: each is a chain of dependent steps in token order (the
+// contract's), and two side by side wait half as long on their latency.
+func softmax2(a, b *encoderQuery, tokens int) {
+	pa := a.s[:tokens]
+	pb := b.s[:len(pa)] // as long as pa: no bounds checks in the loops
+	ma, mb := float32(math.Inf(-1)), float32(math.Inf(-1))
+	for j, x := range pa {
+		if x > ma { // as the CUDA kernel compares
+			ma = x
+		}
+		if y := pb[j]; y > mb {
+			mb = y
+		}
+	}
+	expSub(pa, ma)
+	expSub(pb, mb)
+	var sa, sb float64
+	for j, x := range pa {
+		sa += float64(x)
+		sb += float64(pb[j])
+	}
+	encoderNormalize(pa, a.p64, sa)
+	encoderNormalize(pb, b.p64, sb)
 }
 
 // encoderNormalize divides each exponential p[j] by their sum in float64,
