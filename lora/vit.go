@@ -6,31 +6,41 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
 
-// vitTargets are the ViT projections a LoRA adapter may update, in the
-// architecture's order (the paper's ViT runs adapt both).
-var vitTargets = []string{"query", "value"}
+// vitTargets are the target names an adapter of a ViT may be made with
+// (Options.Targets, adapter.targets), as PEFT's target_modules lists them:
+// PEFT matches a name to every module whose full name is it or ends with
+// "." and it, so "dense" names the three dense layers of each encoder
+// layer (attention.output.dense, intermediate.dense, output.dense) and
+// "output.dense" two of them (attention.output.dense too). AllLinear alone
+// names every linear layer of the encoder (not the classifier, which the
+// adapter trains whole).
+var vitTargets = []string{"query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense", "dense"}
 
-// SupportedViTTargets lists the ViT projections an adapter can target, in
-// the architecture's order.
-func SupportedViTTargets() []string { return slices.Clone(vitTargets) }
+// SupportedViTTargets lists the target names an adapter of a ViT can be
+// made with, as PEFT reads them (vitTargets), then AllLinear.
+func SupportedViTTargets() []string { return append(slices.Clone(vitTargets), AllLinear) }
 
 // ViTAdapter is a trainable PEFT LoRA adapter of a ViT image classifier:
-// low-rank updates of query and value in every layer and, as PEFT's
-// modules_to_save, a whole trainable copy of the classifier. Its parameters
-// are flat float32 groups in the canonical order: layers in increasing
-// order, in a layer query then value, for each lora_A [r][hidden] then
-// lora_B [hidden][r]; then classifier.weight [labels][hidden] and
-// classifier.bias [labels]. With GroupByLayer each layer is a group and the
-// classifier is the last; otherwise everything is group 0.
+// low-rank updates of some of the linear layers of every encoder layer
+// (query and value by default, as the paper's ViT runs) and, as PEFT's
+// modules_to_save, a whole trainable copy of the classifier. Its
+// parameters are flat float32 groups in the canonical order: layers in
+// increasing order, in a layer its targets in the layer's order (query,
+// key, value, attention.output.dense, intermediate.dense, output.dense:
+// model.ViTConfig.Projections), for each lora_A [r][in] then lora_B
+// [out][r]; then classifier.weight [labels][hidden] and classifier.bias
+// [labels]. With GroupByLayer each layer is a group and the classifier is
+// the last; otherwise everything is group 0.
 type ViTAdapter struct {
 	opts    Options
-	targets []string
+	targets []model.Projection // in the layer's order
 	layers  int
 	hidden  int
 	labels  int
@@ -39,25 +49,29 @@ type ViTAdapter struct {
 }
 
 // NewViT makes an adapter for m with PEFT's initialisation: A ~
-// U(−1/√hidden, 1/√hidden), B = 0, and the classifier copied from m's, so
-// the adapted model starts equal to m. opts.Targets defaults to query and
-// value; the random stream is ours (seeded by opts.Seed).
+// U(−1/√in, 1/√in), B = 0, and the classifier copied from m's, so the
+// adapted model starts equal to m. opts.Targets (PEFT's target_modules,
+// vitTargets, or AllLinear alone) defaults to query and value; the random
+// stream is ours (seeded by opts.Seed).
 func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 	if len(opts.Targets) == 0 {
-		opts.Targets = vitTargets
+		opts.Targets = []string{"query", "value"}
 	}
 	if opts.Layers != nil {
 		return nil, fmt.Errorf("lora: a ViT adapter covers every layer (layers %v)", opts.Layers)
 	}
 	opts.defaults()
-	a, err := newViTShape(&m.Config, opts)
+	targets, err := vitTargetsOf(&m.Config, opts.Targets, false)
+	if err != nil {
+		return nil, &OptionError{"Targets", err}
+	}
+	a, err := newViTShape(&m.Config, opts, targets)
 	if err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x10ba))
-	bound := 1 / math.Sqrt(float64(a.hidden))
-	a.eachLoRA(a.params, func(_ int, _, ab string, v []float32) {
-		if ab == "A" {
+	a.eachLoRA(a.params, func(_ int, pr model.Projection, ab string, v []float32) {
+		if bound := 1 / math.Sqrt(float64(pr.In)); ab == "A" {
 			for i := range v {
 				v[i] = float32((2*rng.Float64() - 1) * bound)
 			}
@@ -77,10 +91,171 @@ func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 	return a, nil
 }
 
+// ViTTargetNames is the target_modules an adapter of a ViT of config c
+// made with targets (Options.Targets) saves, and its Targets: PEFT's
+// names of the same linear layers (vitPEFTTargets); an error names a
+// target that is not one.
+func ViTTargetNames(c *model.ViTConfig, targets []string) ([]string, error) {
+	ps, err := vitTargetsOf(c, targets, false)
+	if err != nil {
+		return nil, err
+	}
+	return vitPEFTTargets(c, ps), nil
+}
+
+// vitModulesOther are the modules of a ViTForImageClassification other
+// than its encoder layers' linear layers and its classifier (its
+// named_modules in transformers 4.51), by full name: those outside the
+// layers, and those of each layer (after "vit.encoder.layer.N").
+var vitModulesOther = [2][]string{
+	{"vit", "vit.embeddings", "vit.embeddings.patch_embeddings", "vit.embeddings.patch_embeddings.projection",
+		"vit.embeddings.dropout", "vit.encoder", "vit.encoder.layer", "vit.layernorm"},
+	{"", ".attention", ".attention.attention", ".attention.output", ".attention.output.dropout", ".intermediate",
+		".intermediate.intermediate_act_fn", ".output", ".output.dropout", ".layernorm_before", ".layernorm_after"},
+}
+
+// peftMatch is PEFT's match of a target_modules name to a module's full
+// name (check_target_module_exists): the name itself, or its end after a
+// ".".
+func peftMatch(key, name string) bool {
+	return key == name || strings.HasSuffix(key, "."+name)
+}
+
+// vitTargetsOf is the linear layers of c's encoder layers that targets
+// names as PEFT reads a target_modules list (peftMatch; AllLinear alone:
+// all of them), in the layer's order. A name must match linear layers
+// only, in every layer (an adapter covers every layer), or it is an
+// error: one that matches no module, or another module (a norm, a
+// container, the patch embedding's convolution), which PEFT would refuse
+// or adapt and the forward cannot. loaded says targets come from a saved
+// adapter_config.json, where "classifier" may stand (PEFT's all-linear
+// lists it; modules_to_save wraps it whole before any LoRA, so it is
+// skipped); in Options it is an error: the classifier is trained whole.
+func vitTargetsOf(c *model.ViTConfig, targets []string, loaded bool) ([]model.Projection, error) {
+	all := c.Projections()
+	if slices.Equal(targets, []string{AllLinear}) {
+		return all, nil
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("no target module: name one or more of %v, or %s alone", vitTargets, AllLinear)
+	}
+	covered := make([][]bool, len(all)) // by projection, the layers named
+	for i := range covered {
+		covered[i] = make([]bool, c.NumLayers)
+	}
+	for _, name := range targets {
+		if name == "classifier" {
+			if loaded {
+				continue
+			}
+			return nil, fmt.Errorf("target module \"classifier\": a ViT adapter trains the classifier whole (PEFT's modules_to_save), not with LoRA; name the encoder's linear layers (%v, or %s alone)", vitTargets, AllLinear)
+		}
+		if name == AllLinear {
+			return nil, fmt.Errorf("target module %q is PEFT's shorthand for every linear layer: give it alone", AllLinear)
+		}
+		if other := vitOtherMatch(c, name); other != "" {
+			return nil, fmt.Errorf("target module %s names %s, which is not a linear layer of the ViT's encoder: PEFT would refuse it or adapt it, and a ViT adapter adapts the encoder's linear layers only (%v, or %s alone)",
+				quoteClipped(name), other, vitTargets, AllLinear)
+		}
+		found := false
+		for l := range c.NumLayers {
+			prefix := fmt.Sprintf("vit.encoder.layer.%d.", l)
+			for i, pr := range all {
+				if peftMatch(prefix+pr.Module, name) {
+					covered[i][l], found = true, true
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("target module %s is no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>; names: %v, or %s alone)", quoteClipped(name), vitTargets, AllLinear)
+		}
+	}
+	var ps []model.Projection
+	for i, pr := range all {
+		switch n := countTrue(covered[i]); {
+		case n == 0:
+		case n != c.NumLayers:
+			return nil, fmt.Errorf("target_modules name %s in %d of the model's %d layers: a ViT adapter covers every layer", pr.Module, n, c.NumLayers)
+		default:
+			ps = append(ps, pr)
+		}
+	}
+	return ps, nil
+}
+
+// vitOtherMatch is the first module of c other than its encoder layers'
+// linear layers and its classifier that name matches (peftMatch), quoted,
+// or "".
+func vitOtherMatch(c *model.ViTConfig, name string) string {
+	for _, m := range vitModulesOther[0] {
+		if peftMatch(m, name) {
+			return strconv.Quote(m)
+		}
+	}
+	for l := range c.NumLayers {
+		for _, m := range vitModulesOther[1] {
+			if key := fmt.Sprintf("vit.encoder.layer.%d%s", l, m); peftMatch(key, name) {
+				return strconv.Quote(key)
+			}
+		}
+	}
+	return ""
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// vitPEFTTargets is the target_modules list that names exactly ps (of c's
+// layers) as PEFT matches names (peftMatch), in the layer's order:
+// query, key, value by name; the dense layers as "dense" when all three,
+// "output.dense" for attention.output.dense and output.dense, else each
+// by its own: attention.output.dense and intermediate.dense by those
+// names, output.dense alone by its full name in every layer
+// ("vit.encoder.layer.N.output.dense": "output.dense" would name
+// attention.output.dense too).
+func vitPEFTTargets(c *model.ViTConfig, ps []model.Projection) []string {
+	has := map[model.Proj]bool{}
+	for _, p := range ps {
+		has[p.Proj] = true
+	}
+	var names []string
+	for _, p := range ps {
+		if p.Proj <= model.ProjV {
+			names = append(names, p.Name)
+		}
+	}
+	switch o, up, down := has[model.ProjO], has[model.ProjUp], has[model.ProjDown]; {
+	case o && up && down:
+		names = append(names, "dense")
+	case o && down:
+		names = append(names, "output.dense")
+	default:
+		if o {
+			names = append(names, "attention.output.dense")
+		}
+		if up {
+			names = append(names, "intermediate.dense")
+		}
+		if down {
+			for l := range c.NumLayers {
+				names = append(names, fmt.Sprintf("vit.encoder.layer.%d.output.dense", l))
+			}
+		}
+	}
+	return names
+}
+
 // newViTShape allocates a zero adapter of the right shape for a model of
 // config c.
-func newViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
-	a, err := planViTShape(c, opts)
+func newViTShape(c *model.ViTConfig, opts Options, targets []model.Projection) (*ViTAdapter, error) {
+	a, err := planViTShape(c, opts, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -88,29 +263,22 @@ func newViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
 	return a, nil
 }
 
-// planViTShape is a ViT adapter of the right shape for c, its parameters
-// not yet allocated (allocate).
-func planViTShape(c *model.ViTConfig, opts Options) (*ViTAdapter, error) {
+// planViTShape is a ViT adapter of the right shape for c on targets (of
+// c.Projections, in their order), its parameters not yet allocated
+// (allocate).
+func planViTShape(c *model.ViTConfig, opts Options, targets []model.Projection) (*ViTAdapter, error) {
 	if opts.R <= 0 || opts.R > c.HiddenSize {
 		return nil, fmt.Errorf("lora: rank %d is not between 1 and the model's hidden size %d", opts.R, c.HiddenSize)
 	}
-	a := &ViTAdapter{opts: opts, layers: c.NumLayers, hidden: c.HiddenSize, labels: c.NumLabels}
-	for _, t := range opts.Targets {
-		if !slices.Contains(vitTargets, t) {
-			return nil, fmt.Errorf("lora: target module %s is not supported on a ViT (supported: %v)", quoteClipped(t), vitTargets)
-		}
-	}
-	for _, t := range vitTargets {
-		if slices.Contains(opts.Targets, t) {
-			a.targets = append(a.targets, t)
-		}
-	}
-	return a, nil
+	return &ViTAdapter{opts: opts, targets: targets, layers: c.NumLayers, hidden: c.HiddenSize, labels: c.NumLabels}, nil
 }
 
 // allocate gives a planned adapter its zero parameters.
 func (a *ViTAdapter) allocate() {
-	perLayer := len(a.targets) * 2 * a.opts.R * a.hidden
+	perLayer := 0
+	for _, pr := range a.targets {
+		perLayer += a.opts.R * (pr.In + pr.Out)
+	}
 	head := a.labels*a.hidden + a.labels
 	if a.opts.GroupByLayer {
 		for range a.layers {
@@ -129,39 +297,39 @@ func (a *ViTAdapter) allocate() {
 func (a *ViTAdapter) checkFile(f *safetensors.File) (map[string]bool, error) {
 	names := map[string]bool{}
 	for l := range a.layers {
-		for _, t := range a.targets {
+		for _, pr := range a.targets {
 			for _, ab := range []string{"A", "B"} {
-				rows, cols := a.matrixShape(ab)
-				if err := checkMatrix(f, vitTensorName(l, t, ab), rows, cols); err != nil {
+				rows, cols := a.matrixShape(pr, ab)
+				if err := checkMatrix(f, vitTensorName(l, pr, ab), rows, cols); err != nil {
 					return nil, err
 				}
-				names[vitTensorName(l, t, ab)] = true
+				names[vitTensorName(l, pr, ab)] = true
 			}
 		}
 	}
 	return names, nil
 }
 
-// matrixShape is the shape of a LoRA matrix, "A" or "B".
-func (a *ViTAdapter) matrixShape(ab string) (rows, cols int) {
+// matrixShape is the shape of pr's LoRA matrix ab, "A" or "B".
+func (a *ViTAdapter) matrixShape(pr model.Projection, ab string) (rows, cols int) {
 	if ab == "B" {
-		return a.hidden, a.opts.R
+		return pr.Out, a.opts.R
 	}
-	return a.opts.R, a.hidden
+	return a.opts.R, pr.In
 }
 
 // eachLoRA calls fn on each LoRA matrix of params in the canonical order.
-func (a *ViTAdapter) eachLoRA(params [][]float32, fn func(layer int, target, ab string, v []float32)) {
-	size := a.opts.R * a.hidden // A and B have the same size here: square projections
+func (a *ViTAdapter) eachLoRA(params [][]float32, fn func(layer int, pr model.Projection, ab string, v []float32)) {
 	off, g := 0, 0
 	for l := range a.layers {
 		if a.opts.GroupByLayer {
 			off, g = 0, l
 		}
-		for _, t := range a.targets {
+		for _, pr := range a.targets {
 			for _, ab := range []string{"A", "B"} {
-				fn(l, t, ab, params[g][off:off+size])
-				off += size
+				rows, cols := a.matrixShape(pr, ab)
+				fn(l, pr, ab, params[g][off:off+rows*cols])
+				off += rows * cols
 			}
 		}
 	}
@@ -200,8 +368,15 @@ func (a *ViTAdapter) Alpha() float64 { return a.opts.Alpha }
 // RSLoRA says whether the update is scaled by Alpha/√Rank (PEFT's use_rslora).
 func (a *ViTAdapter) RSLoRA() bool { return a.opts.RSLoRA }
 
-// Targets are the projections the adapter updates (query, value).
-func (a *ViTAdapter) Targets() []string { return slices.Clone(a.targets) }
+// Targets are the target_modules that Save writes: PEFT's names of the
+// linear layers the adapter updates (["query", "value"] by default;
+// vitPEFTTargets).
+func (a *ViTAdapter) Targets() []string { return vitPEFTTargets(a.config(), a.targets) }
+
+// config is as much of the model's config as the adapter's names need.
+func (a *ViTAdapter) config() *model.ViTConfig {
+	return &model.ViTConfig{NumLayers: a.layers, HiddenSize: a.hidden, NumLabels: a.labels}
+}
 
 // View returns the model's view of params (of the adapter's shape): the
 // LoRA updates and the classifier, sharing params' storage.
@@ -212,14 +387,10 @@ func (a *ViTAdapter) View(params [][]float32) *model.ViTAdapter {
 		scale = float32(a.opts.Alpha / math.Sqrt(float64(a.opts.R)))
 	}
 	var cur *model.LoRA
-	a.eachLoRA(params, func(l int, t, ab string, m []float32) {
+	a.eachLoRA(params, func(l int, pr model.Projection, ab string, m []float32) {
 		if ab == "A" {
 			cur = &model.LoRA{R: a.opts.R, A: m, Scale: scale}
-			if t == "query" {
-				v.Layers[l].Q = cur
-			} else {
-				v.Layers[l].V = cur
-			}
+			*v.Layers[l].Slot(pr.Proj) = cur
 			return
 		}
 		cur.B = m
@@ -232,8 +403,8 @@ func (a *ViTAdapter) View(params [][]float32) *model.ViTAdapter {
 func (a *ViTAdapter) Attach(m *model.ViT) { m.Adapter = a.View(a.params) }
 
 // vitTensorName is PEFT's saved key of one LoRA matrix of a ViT.
-func vitTensorName(layer int, target, ab string) string {
-	return fmt.Sprintf("base_model.model.vit.encoder.layer.%d.attention.attention.%s.lora_%s.weight", layer, target, ab)
+func vitTensorName(layer int, pr model.Projection, ab string) string {
+	return fmt.Sprintf("base_model.model.vit.encoder.layer.%d.%s.lora_%s.weight", layer, pr.Module, ab)
 }
 
 // PEFT saves a modules_to_save copy under the module's own name.
@@ -249,22 +420,21 @@ func (a *ViTAdapter) Save(dir string) error { return a.SaveParams(dir, a.params)
 // SaveParams is Save for other parameter values of the same shape.
 func (a *ViTAdapter) SaveParams(dir string, params [][]float32) error {
 	var tensors []safetensors.Tensor
-	a.eachLoRA(params, func(l int, t, ab string, v []float32) {
-		shape := []int{a.opts.R, a.hidden}
-		if ab == "B" {
-			shape = []int{a.hidden, a.opts.R}
-		}
-		tensors = append(tensors, safetensors.F32Tensor(vitTensorName(l, t, ab), shape, v))
+	a.eachLoRA(params, func(l int, pr model.Projection, ab string, v []float32) {
+		rows, cols := a.matrixShape(pr, ab)
+		tensors = append(tensors, safetensors.F32Tensor(vitTensorName(l, pr, ab), []int{rows, cols}, v))
 	})
 	w, b := a.classifier(params)
 	tensors = append(tensors, safetensors.F32Tensor(vitClassifierWeight, []int{a.labels, a.hidden}, w),
 		safetensors.F32Tensor(vitClassifierBias, []int{a.labels}, b))
-	return savePEFT(dir, tensors, peftConfig(a.opts, a.targets, a.base, nil, []string{"classifier"}))
+	return savePEFT(dir, tensors, peftConfig(a.opts, a.Targets(), a.base, nil, []string{"classifier"}))
 }
 
-// LoadViT reads a PEFT LoRA adapter of a ViT (target_modules among query
-// and value, modules_to_save ["classifier"]) into a trainable adapter for
-// m. A tensor missing, of the wrong shape or with no place in the model is
+// LoadViT reads a PEFT LoRA adapter of a ViT (modules_to_save
+// ["classifier"]; target_modules a list of names of the encoder layers'
+// linear layers as PEFT matches them, full names such as PEFT saves for
+// all-linear on a small model included, or "all-linear": vitTargetsOf)
+// into a trainable adapter for m. A tensor missing, of the wrong shape or with no place in the model is
 // an error naming it.
 func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 	cfg, err := readPEFTConfig(filepath.Join(dir, "adapter_config.json"))
@@ -282,9 +452,16 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		return nil, fmt.Errorf("adapter %s: layers_to_transform %v: a ViT adapter covers every layer", dir, cfg.Layers)
 	}
 	if cfg.TargetModules.Regex != "" {
-		return nil, fmt.Errorf("adapter %s: target_modules is the regular expression %s; a ViT adapter's are a list (query, value)", dir, quoteClipped(cfg.TargetModules.Regex))
+		return nil, fmt.Errorf("adapter %s: target_modules is the regular expression %s; a ViT adapter's are a list (e.g. [\"query\", \"value\"]) or \"all-linear\"", dir, quoteClipped(cfg.TargetModules.Regex))
 	}
-	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules.Names, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA})
+	targets, err := vitTargetsOf(&m.Config, cfg.TargetModules.Names, true)
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", dir, err)
+	}
+	if len(targets) == 0 { // ["classifier"] alone
+		return nil, fmt.Errorf("adapter %s: target_modules %s names no linear layer of the ViT's encoder", dir, clip(fmt.Sprintf("%q", cfg.TargetModules.Names)))
+	}
+	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules.Names, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA}, targets)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
@@ -315,9 +492,9 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 			copy(dst, v)
 		}
 	}
-	a.eachLoRA(a.params, func(l int, t, ab string, v []float32) {
-		rows, cols := a.matrixShape(ab)
-		load(vitTensorName(l, t, ab), rows, cols, v)
+	a.eachLoRA(a.params, func(l int, pr model.Projection, ab string, v []float32) {
+		rows, cols := a.matrixShape(pr, ab)
+		load(vitTensorName(l, pr, ab), rows, cols, v)
 	})
 	w, b := a.classifier(a.params)
 	load(vitClassifierWeight, a.labels, a.hidden, w)
@@ -327,7 +504,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 	}
 	for _, t := range f.Tensors() {
 		if !read[t.Name] {
-			return nil, fmt.Errorf("adapter %s: tensor %q has no place in this %d-layer ViT adapter of %v", path, t.Name, a.layers, a.targets)
+			return nil, fmt.Errorf("adapter %s: tensor %q has no place in this %d-layer ViT adapter of %v", path, t.Name, a.layers, a.Targets())
 		}
 	}
 	return a, nil

@@ -1,6 +1,7 @@
 package lora
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -161,12 +162,23 @@ func TestViTB16Counts(t *testing.T) {
 	if c.NumLabels != 37 || c.ParamCount() != 85_827_109 {
 		t.Errorf("%d classes, %d parameters; want 37, 85,827,109", c.NumLabels, c.ParamCount())
 	}
-	a, err := newViTShape(c, Options{R: 16, Alpha: 16, Targets: vitTargets})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Count() != 618_277 {
-		t.Errorf("%d trainable, want 618,277", a.Count())
+	// PEFT's counts (scripts/make_vit_fixtures.py, make_vit_lora_fixture.py):
+	// r 16 on query and value, and on every linear layer (all-linear).
+	for _, tc := range []struct {
+		targets []string
+		want    int
+	}{{[]string{"query", "value"}, 618_277}, {[]string{AllLinear}, 2_682_661}, {[]string{"query", "key", "value", "dense"}, 2_682_661}} {
+		ps, err := vitTargetsOf(c, tc.targets, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := newViTShape(c, Options{R: 16, Alpha: 16, Targets: tc.targets}, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Count() != tc.want {
+			t.Errorf("%v: %d trainable, want %d", tc.targets, a.Count(), tc.want)
+		}
 	}
 }
 
@@ -192,7 +204,7 @@ func TestLoadViTRefuses(t *testing.T) {
 	}{
 		{"no classifier", classifier, `"modules_to_save": null`, "modules_to_save", false},
 		{"a decoder model's adapter", `"query"`, `"q_proj"`, `a decoder model's adapter, not a ViT's`, true},
-		{"decoder targets", `"query"`, `"q_proj"`, `"q_proj" is not supported on a ViT`, false},
+		{"decoder targets", `"query"`, `"q_proj"`, `target module "q_proj" is no linear layer of the ViT's encoder`, false},
 		{"rank", `"r": 4`, `"r": 8`, "has shape [4 64], want [8 64]", false},
 		{"rank of the hidden size", `"r": 4`, `"r": 64`, "has shape [4 64], want [64 64]", false}, // refused before its parameters are allocated
 	} {
@@ -211,5 +223,156 @@ func TestLoadViTRefuses(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestViTAllLinearPEFT: the adapter the real PEFT 0.15 saved with
+// target_modules="all-linear" (every linear layer of the encoder, B not 0;
+// the classifier in modules_to_save; scripts/make_vit_lora_fixture.py)
+// loads from the full names PEFT saves, and the adapted model's logits are
+// PEFT's float64 ones within 2e-4 (the q/v test's tolerance) and far from
+// those of the q/v adapter; saved again, it is PEFT's tensors under PEFT's
+// names and shapes, its adapter_config.json PEFT's but for target_modules,
+// which names the same modules in PEFT's reading (["query", "key",
+// "value", "dense"]), and it loads back to the same parameters.
+// (PeftModel.from_pretrained on the saved directory gives these logits:
+// make_vit_lora_fixture.py --check.)
+func TestViTAllLinearPEFT(t *testing.T) {
+	m, ref := loadViT(t)
+	src := filepath.Join(vitTiny, "lora-all-linear")
+	lref, err := safetensors.Open(filepath.Join(src, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lref.Close()
+	pixels, _ := ref.Float32("pixel_values")
+	want, _ := lref.Float64("lora_logits_f64")
+	qv, _ := ref.Float64("lora_logits_f64")
+	for _, grouped := range []bool{false, true} {
+		a, err := LoadViT(src, m, grouped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(a.targets); got != 6 {
+			t.Fatalf("%d projections adapted, want 6", got)
+		}
+		a.Attach(m)
+		got, err := m.Logits(pixels, 4)
+		m.Adapter = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDiff(got, want); d > 2e-4 {
+			t.Errorf("grouped %v: logits %.3g from PEFT's", grouped, d)
+		}
+		if d := maxDiff(got, qv); d < 0.1 {
+			t.Errorf("the all-linear adapter's logits are within %.3g of the q/v adapter's: are k, o and the MLP's applied?", d)
+		}
+		dir := t.TempDir()
+		if err := a.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		sameViTTensors(t, filepath.Join(src, "adapter_model.safetensors"), filepath.Join(dir, "adapter_model.safetensors"))
+		ours, peft := readJSON(t, filepath.Join(dir, "adapter_config.json")), readJSON(t, filepath.Join(src, "adapter_config.json"))
+		for k, v := range ours {
+			if k == "target_modules" || k == "base_model_name_or_path" {
+				continue
+			}
+			if fmt.Sprint(peft[k]) != fmt.Sprint(v) {
+				t.Errorf("adapter_config.json %s: %v, PEFT's %v", k, v, peft[k])
+			}
+		}
+		if got := fmt.Sprint(ours["target_modules"]); got != "[query key value dense]" {
+			t.Errorf("target_modules %s, want [query key value dense]", got)
+		}
+		b, err := LoadViT(dir, m, grouped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range a.Params() {
+			if !slices.Equal(a.Params()[g], b.Params()[g]) {
+				t.Errorf("group %d changed in a save and load", g)
+			}
+		}
+	}
+}
+
+func readJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestViTTargets: target_modules names as PEFT 0.15 matches them on
+// ViTForImageClassification (checked with get_peft_model on the fixture:
+// "output.dense" adapts attention.output.dense too, "dense" all three
+// dense layers, full names one layer each), what is refused (PEFT refuses
+// "attention", a container; "projection" is the patch embedding's
+// convolution, which PEFT adapts and the forward cannot), and that the
+// target_modules Save writes for any set of projections names that set
+// again.
+func TestViTTargets(t *testing.T) {
+	m, _ := loadViT(t)
+	c := &m.Config
+	names := func(ps []model.Projection) string {
+		var s []string
+		for _, p := range ps {
+			s = append(s, p.Module)
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		targets []string
+		loaded  bool
+		want    string // the modules, or the error's text
+	}{
+		{[]string{"query", "value"}, false, "attention.attention.query attention.attention.value"},
+		{[]string{"value", "query", "value"}, false, "attention.attention.query attention.attention.value"},
+		{[]string{"output.dense"}, false, "attention.output.dense output.dense"},
+		{[]string{"dense"}, false, "attention.output.dense intermediate.dense output.dense"},
+		{[]string{"attention.output.dense"}, false, "attention.output.dense"},
+		{[]string{"intermediate.dense", "key"}, false, "attention.attention.key intermediate.dense"},
+		{[]string{"attention.query", "attention.attention.key"}, false, "attention.attention.query attention.attention.key"},
+		{[]string{AllLinear}, false, "attention.attention.query attention.attention.key attention.attention.value attention.output.dense intermediate.dense output.dense"},
+		{[]string{"vit.encoder.layer.0.output.dense", "vit.encoder.layer.1.output.dense", "2.output.dense"}, true, "output.dense"},
+		{[]string{"query", "classifier"}, true, "attention.attention.query"},
+		{[]string{"query", "classifier"}, false, `"classifier": a ViT adapter trains the classifier whole`},
+		{[]string{"vit.encoder.layer.0.output.dense"}, true, "target_modules name output.dense in 1 of the model's 3 layers"},
+		{[]string{"attention"}, true, `target module "attention" names "vit.encoder.layer.0.attention", which is not a linear layer`},
+		{[]string{"projection"}, false, `names "vit.embeddings.patch_embeddings.projection"`},
+		{[]string{"layernorm_before"}, false, `names "vit.encoder.layer.0.layernorm_before"`},
+		{[]string{"q_proj"}, false, `target module "q_proj" is no linear layer of the ViT's encoder`},
+		{[]string{"query", AllLinear}, false, `give it alone`},
+		{nil, false, "no target module"},
+	} {
+		ps, err := vitTargetsOf(c, tc.targets, tc.loaded)
+		got := names(ps)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) || err == nil && got != tc.want {
+			t.Errorf("%q (loaded %v): %s, want %s", tc.targets, tc.loaded, got, tc.want)
+		}
+	}
+	all := c.Projections()
+	for set := 1; set < 1<<len(all); set++ {
+		var ps []model.Projection
+		for i, p := range all {
+			if set&(1<<i) != 0 {
+				ps = append(ps, p)
+			}
+		}
+		saved := vitPEFTTargets(c, ps)
+		back, err := vitTargetsOf(c, saved, true)
+		if err != nil || names(back) != names(ps) {
+			t.Errorf("%s saved as %q reads as %s (%v)", names(ps), saved, names(back), err)
+		}
 	}
 }

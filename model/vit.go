@@ -31,13 +31,37 @@ type ViT struct {
 }
 
 // ViTAdapter is what a PEFT LoRA adapter of a ViT changes: low-rank updates
-// of query and value (PEFT's target_modules), one entry per layer, nil where
-// a layer has none; and the classifier, which PEFT trains as a whole copy
+// of an encoder layer's linear layers (PEFT's target_modules; the slots of
+// ViTConfig.Projections: query, key, value, attention.output.dense,
+// intermediate.dense, output.dense), one entry per layer, nil where a layer
+// has none; and the classifier, which PEFT trains as a whole copy
 // (modules_to_save), replacing the model's when not nil.
 type ViTAdapter struct {
 	Layers         []LayerAdapter
 	Classifier     []float32 // classifier.weight [NumLabels][HiddenSize]
 	ClassifierBias []float32 // classifier.bias [NumLabels]
+}
+
+// Projections lists the linear layers of a ViT encoder layer that a LoRA
+// adapter may update, in the order the layer applies them (the canonical
+// order of an adapter's parameters, docs/ALGORITHMS.md), each in the
+// LayerAdapter slot of its place in a decoder layer: query, key and value
+// in Q, K and V, attention.output.dense in O, intermediate.dense in Up,
+// output.dense in Down (a ViT has no Gate). Module is the path within
+// vit.encoder.layer.N; Name is the same without the self-attention's
+// "attention.attention." (PEFT matches a target as the end of a module's
+// path: "output.dense" names attention.output.dense too).
+func (c *ViTConfig) Projections() []Projection {
+	d, f := c.HiddenSize, c.IntermediateSize
+	const a = "attention.attention."
+	return []Projection{
+		{Proj: ProjQ, Name: "query", Module: a + "query", In: d, Out: d},
+		{Proj: ProjK, Name: "key", Module: a + "key", In: d, Out: d},
+		{Proj: ProjV, Name: "value", Module: a + "value", In: d, Out: d},
+		{Proj: ProjO, Name: "attention.output.dense", Module: "attention.output.dense", In: d, Out: d},
+		{Proj: ProjUp, Name: "intermediate.dense", Module: "intermediate.dense", In: d, Out: f},
+		{Proj: ProjDown, Name: "output.dense", Module: "output.dense", In: f, Out: d},
+	}
 }
 
 // ViTEmbeddings turns images into the encoder's first hidden states.

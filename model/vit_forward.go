@@ -160,7 +160,8 @@ func (m *ViT) layer(li int, x tensor.Buf, n int, s *vitScratch) {
 }
 
 // attention is x += O(attention(Q, K, V of LayerNorm(x))), LoRA's terms
-// added to Q and V.
+// added to the projections the adapter updates (q, k and v before the
+// attention, o after it).
 func (m *ViT) attention(li int, x tensor.Buf, n int, s *vitScratch) {
 	l, be, c := &m.Layers[li], m.Backend, &m.Config
 	rows, hd := n*c.Tokens(), c.HeadDim()
@@ -168,23 +169,36 @@ func (m *ViT) attention(li int, x tensor.Buf, n int, s *vitScratch) {
 	l.Q.apply(be, s.q, s.h, rows)
 	l.K.apply(be, s.k, s.h, rows)
 	l.V.apply(be, s.v, s.h, rows)
-	if a := m.layerAdapter(li); a != nil {
+	a := m.layerAdapter(li)
+	if a != nil {
 		m.addLoRA(s.q, s.h, rows, a.Q)
+		m.addLoRA(s.k, s.h, rows, a.K)
 		m.addLoRA(s.v, s.h, rows, a.V)
 	}
 	be.EncoderAttention(s.h, s.q, s.k, s.v, n, c.Tokens(), c.NumHeads, hd, float32(1/math.Sqrt(float64(hd))))
 	l.O.apply(be, s.q, s.h, rows)
+	if a != nil {
+		m.addLoRA(s.q, s.h, rows, a.O)
+	}
 	be.Add(x, s.q)
 }
 
-// mlp is x += Down(GELU(Up(LayerNorm(x)))).
+// mlp is x += Down(GELU(Up(LayerNorm(x)))), LoRA's terms added to Up
+// (before the GELU) and Down, as PEFT adds them to each nn.Linear's output.
 func (m *ViT) mlp(li int, x tensor.Buf, n int, s *vitScratch) {
 	l, be, c := &m.Layers[li], m.Backend, &m.Config
 	rows := n * c.Tokens()
+	a := m.layerAdapter(li)
 	be.LayerNorm(s.h, x, l.NormAfter.W, l.NormAfter.B, rows, c.HiddenSize, c.LayerNormEps)
 	l.Up.apply(be, s.u, s.h, rows)
+	if a != nil {
+		m.addLoRA(s.u, s.h, rows, a.Up)
+	}
 	be.GELU(s.u)
 	l.Down.apply(be, s.q, s.u, rows)
+	if a != nil {
+		m.addLoRA(s.q, s.u, rows, a.Down)
+	}
 	be.Add(x, s.q)
 }
 
@@ -222,16 +236,18 @@ func (m *ViT) layerAdapter(l int) *LayerAdapter {
 }
 
 // addLoRA adds PEFT's LoRA term Scale·B(A x) to y [rows][out] of x
-// [rows][hidden], each product rounded to float32 before the add, as PEFT
-// adds lora_B(lora_A(x))·scaling to the frozen projection's output.
+// [rows][in] (A [R][in], B [out][R]: checkAdapter checked them against the
+// projection's widths), each product rounded to float32 before the add, as
+// PEFT adds lora_B(lora_A(x))·scaling to the frozen projection's output.
 func (m *ViT) addLoRA(y, x tensor.Buf, rows int, lo *LoRA) {
 	if lo == nil {
 		return
 	}
-	be, d := m.Backend, m.Config.HiddenSize
+	be := m.Backend
+	in, out := len(lo.A)/lo.R, len(lo.B)/lo.R
 	a, b, ax := be.FromHost(lo.A), be.FromHost(lo.B), be.Alloc(rows*lo.R)
-	be.MatMulNT(ax, x, a, rows, lo.R, d)
-	be.MatMulNTAdd(y, ax, b, rows, d, lo.R, lo.Scale)
+	be.MatMulNT(ax, x, a, rows, lo.R, in)
+	be.MatMulNTAdd(y, ax, b, rows, out, lo.R, lo.Scale)
 	be.Free(a, b, ax)
 }
 
@@ -259,15 +275,20 @@ func (m *ViT) checkAdapter() error {
 	if len(a.Layers) > c.NumLayers {
 		return fmt.Errorf("vit: the adapter has %d layers, the model %d", len(a.Layers), c.NumLayers)
 	}
+	projs := c.Projections()
 	for l, la := range a.Layers {
 		for p := range NumProj {
-			if p != ProjQ && p != ProjV && *la.Slot(p) != nil {
-				return fmt.Errorf("vit: layer %d's adapter updates a projection other than query and value, which a ViT adapter cannot", l)
+			lo := *la.Slot(p)
+			if lo == nil {
+				continue
 			}
-		}
-		for _, lo := range []*LoRA{la.Q, la.V} {
-			if lo != nil && (lo.R <= 0 || len(lo.A) != lo.R*c.HiddenSize || len(lo.B) != c.HiddenSize*lo.R) {
-				return fmt.Errorf("vit: layer %d's LoRA matrices (%d and %d values, rank %d) do not fit a width of %d", l, len(lo.A), len(lo.B), lo.R, c.HiddenSize)
+			i := slices.IndexFunc(projs, func(pr Projection) bool { return pr.Proj == p })
+			if i < 0 {
+				return fmt.Errorf("vit: layer %d's adapter updates %v, which a ViT layer does not have", l, p)
+			}
+			pr := projs[i]
+			if lo.R <= 0 || len(lo.A) != lo.R*pr.In || len(lo.B) != pr.Out*lo.R {
+				return fmt.Errorf("vit: layer %d's LoRA of %s has %d and %d values at rank %d: want A [r][%d] and B [%d][r]", l, pr.Name, len(lo.A), len(lo.B), lo.R, pr.In, pr.Out)
 			}
 		}
 	}

@@ -71,11 +71,18 @@ func TestViTRefusesBadInput(t *testing.T) {
 	if _, _, err := m.Loss(px, 2, []int{0, 37}); err == nil || !strings.Contains(err.Error(), "label 37") {
 		t.Errorf("label 37 of 37 classes: %v", err)
 	}
-	// A decoder's update on a ViT (key): refused, not ignored.
+	// A decoder's update on a ViT (gate_proj): refused, not ignored; and
+	// output.dense's with the widths of a square projection (A [r][hidden]
+	// where it reads the intermediate size): refused, not read past.
 	m.Adapter = &ViTAdapter{Layers: make([]LayerAdapter, m.Config.NumLayers)}
-	m.Adapter.Layers[1].K = &LoRA{R: 1, A: make([]float32, m.Config.HiddenSize), B: make([]float32, m.Config.HiddenSize), Scale: 1}
-	if _, err := m.Logits(px, 2); err == nil || !strings.Contains(err.Error(), "layer 1's adapter updates a projection other than query and value") {
-		t.Errorf("a key update: %v", err)
+	m.Adapter.Layers[1].Gate = &LoRA{R: 1, A: make([]float32, m.Config.HiddenSize), B: make([]float32, m.Config.IntermediateSize), Scale: 1}
+	if _, err := m.Logits(px, 2); err == nil || !strings.Contains(err.Error(), "layer 1's adapter updates gate_proj, which a ViT layer does not have") {
+		t.Errorf("a gate update: %v", err)
+	}
+	m.Adapter.Layers[1].Gate = nil
+	m.Adapter.Layers[2].Down = &LoRA{R: 1, A: make([]float32, m.Config.HiddenSize), B: make([]float32, m.Config.HiddenSize), Scale: 1}
+	if _, err := m.Logits(px, 2); err == nil || !strings.Contains(err.Error(), "layer 2's LoRA of output.dense has 64 and 64 values at rank 1: want A [r][128] and B [64][r]") {
+		t.Errorf("an output.dense update of the wrong shape: %v", err)
 	}
 	m.Adapter = nil
 

@@ -20,7 +20,9 @@ var ViTModels = []string{"vit/vit-tiny"}
 // hidden states and logits within tol.Logits, the loss within tol.Loss, a
 // repeat run bit-identical, the logits with the fixture's PEFT adapter
 // (LoRA on query/value, the classifier in modules_to_save) within
-// tol.Logits, and nothing left allocated.
+// tol.Logits, those with its all-linear adapter (lora-all-linear: LoRA on
+// every linear layer of the encoder, whose k, o and MLP terms go through
+// the same backend ops) within tol.Logits, and nothing left allocated.
 func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tolerance) {
 	leaks := leakCheck(t, b)
 	m, err := model.LoadViT(dir, b)
@@ -86,6 +88,8 @@ func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.T
 		t.Fatal(err)
 	}
 	closeTo(t, "logits with the PEFT adapter", adapted, read("lora_logits_f64"), m.Config.NumLabels, nil, tol.Logits)
+	m.Adapter = nil
+	vitAllLinear(t, m, dir, pixels, n, tol)
 	m.Free()
 	leaks("the ViT's load, forward and loss")
 }
@@ -95,4 +99,31 @@ func vitModels(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	for _, name := range ViTModels {
 		t.Run(filepath.Base(name), func(t *testing.T) { vitReferences(t, b, CommittedDir(t, name), tol) })
 	}
+}
+
+// vitAllLinear checks the logits of m with the fixture's PEFT adapter on
+// every linear layer of the encoder (scripts/make_vit_lora_fixture.py)
+// against PEFT's float64 ones, within tol.Logits.
+func vitAllLinear(t *testing.T, m *model.ViT, dir string, pixels []float32, n int, tol backendtest.Tolerance) {
+	ldir := filepath.Join(dir, "lora-all-linear")
+	ref, err := safetensors.Open(filepath.Join(ldir, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want, err := ref.Float64("lora_logits_f64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := lora.LoadViT(ldir, m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Attach(m)
+	defer func() { m.Adapter = nil }()
+	got, err := m.Logits(pixels, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "logits with the all-linear PEFT adapter", got, want, m.Config.NumLabels, nil, tol.Logits)
 }
