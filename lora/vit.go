@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/model"
@@ -143,6 +142,7 @@ func vitTargetsOf(c *model.ViTConfig, targets []string, loaded bool) ([]model.Pr
 	for i := range covered {
 		covered[i] = make([]bool, c.NumLayers)
 	}
+	modules := vitModules(c)
 	for _, name := range targets {
 		if name == "classifier" {
 			if loaded {
@@ -153,18 +153,16 @@ func vitTargetsOf(c *model.ViTConfig, targets []string, loaded bool) ([]model.Pr
 		if name == AllLinear {
 			return nil, fmt.Errorf("target module %q is PEFT's shorthand for every linear layer: give it alone", AllLinear)
 		}
-		if other := vitOtherMatch(c, name); other != "" {
-			return nil, fmt.Errorf("target module %s names %s, which is not a linear layer of the ViT's encoder: PEFT would refuse it or adapt it, and a ViT adapter adapts the encoder's linear layers only (%v, or %s alone)",
-				quoteClipped(name), other, vitTargets, AllLinear)
-		}
 		found := false
-		for l := range c.NumLayers {
-			prefix := fmt.Sprintf("vit.encoder.layer.%d.", l)
-			for i, pr := range all {
-				if peftMatch(prefix+pr.Module, name) {
-					covered[i][l], found = true, true
-				}
+		for _, mod := range modules {
+			if !peftMatch(mod.key, name) {
+				continue
 			}
+			if mod.proj < 0 {
+				return nil, fmt.Errorf("target module %s names %q, which is not a linear layer of the ViT's encoder: PEFT would refuse it or adapt it, and a ViT adapter adapts the encoder's linear layers only (%v, or %s alone)",
+					quoteClipped(name), mod.key, vitTargets, AllLinear)
+			}
+			covered[mod.proj][mod.layer], found = true, true
 		}
 		if !found {
 			return nil, fmt.Errorf("target module %s is no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>; names: %v, or %s alone)", quoteClipped(name), vitTargets, AllLinear)
@@ -183,23 +181,34 @@ func vitTargetsOf(c *model.ViTConfig, targets []string, loaded bool) ([]model.Pr
 	return ps, nil
 }
 
-// vitOtherMatch is the first module of c other than its encoder layers'
-// linear layers and its classifier that name matches (peftMatch), quoted,
-// or "".
-func vitOtherMatch(c *model.ViTConfig, name string) string {
-	for _, m := range vitModulesOther[0] {
-		if peftMatch(m, name) {
-			return strconv.Quote(m)
-		}
+// vitModule is a module of a ViTForImageClassification by its full name:
+// one of its encoder layers' linear layers (proj: its index in
+// ViTConfig.Projections, in layer layer), or another module (proj −1).
+type vitModule struct {
+	key         string
+	proj, layer int
+}
+
+// vitModules lists the modules of a ViTForImageClassification of config
+// c but its classifier (which modules_to_save keeps from LoRA): the
+// modules outside the layers first, so that a name matching one of them is
+// reported as such.
+func vitModules(c *model.ViTConfig) []vitModule {
+	var ms []vitModule
+	for _, k := range vitModulesOther[0] {
+		ms = append(ms, vitModule{k, -1, -1})
 	}
+	projs := c.Projections()
 	for l := range c.NumLayers {
-		for _, m := range vitModulesOther[1] {
-			if key := fmt.Sprintf("vit.encoder.layer.%d%s", l, m); peftMatch(key, name) {
-				return strconv.Quote(key)
-			}
+		prefix := fmt.Sprintf("vit.encoder.layer.%d", l)
+		for _, k := range vitModulesOther[1] {
+			ms = append(ms, vitModule{prefix + k, -1, l})
+		}
+		for i, pr := range projs {
+			ms = append(ms, vitModule{prefix + "." + pr.Module, i, l})
 		}
 	}
-	return ""
+	return ms
 }
 
 func countTrue(bs []bool) int {

@@ -146,7 +146,8 @@ func TestNewViTStartsAtTheModel(t *testing.T) {
 // google/vit-base-patch16-224-in21k's config.json sets) with Pets' 37
 // classes has 85,827,109 parameters, and LoRA r = 16 on query and value with
 // the classifier trainable has 618,277: the paper's figures (and the real
-// PEFT's count, scripts/make_vit_fixtures.py).
+// PEFT's count, scripts/make_vit_fixtures.py); on every linear layer of the
+// encoder (all-linear), 2,682,661, PEFT's (make_vit_lora_fixture.py).
 func TestViTB16Counts(t *testing.T) {
 	labels := make([]string, 37)
 	for i := range labels {

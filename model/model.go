@@ -130,8 +130,9 @@ type Adapter struct {
 }
 
 // LayerAdapter holds a layer's LoRA updates, one per projection (Proj;
-// OPT's out_proj, fc1 and fc2 are O, Up and Down; a ViT's query and value
-// are Q and V).
+// OPT's out_proj, fc1 and fc2 are O, Up and Down; a ViT's query, key,
+// value, attention.output.dense, intermediate.dense and output.dense are Q,
+// K, V, O, Up and Down: ViTConfig.Projections).
 type LayerAdapter struct {
 	Q, K, V, O     *LoRA
 	Gate, Up, Down *LoRA

@@ -213,7 +213,7 @@ func AttachAdapter(dir string, m *model.Model) error {
 }
 
 // AttachViTAdapter loads the saved ViT LoRA adapter in dir (PEFT's format:
-// LoRA on query and value, the classifier in modules_to_save) onto m, as
+// LoRA on the encoder's linear layers, the classifier in modules_to_save) onto m, as
 // AttachAdapter does for a decoder.
 func AttachViTAdapter(dir string, m *model.ViT) error {
 	a, err := lora.LoadViT(dir, m, false)

@@ -51,7 +51,7 @@ type ModelConfig struct {
 // TaskConfig is the config's task section: the task, its files and how
 // many examples of each split are used.
 type TaskConfig struct {
-	Name          string   `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum (text, on a decoder); pets (Oxford-IIIT Pets' 37 breeds on a ViT image classifier: LoRA on query/value and the classifier, scored by accuracy); classification or generation: your own data on a decoder, in JSON Lines (README.md, \"Your own data\"): classification rows {\"text\", \"label\"} with task.labels, scored by accuracy as SST-2 (the label whose answer is likeliest); generation rows {\"prompt\", \"completion\"[, \"references\"]}, scored by greedy generation with SQuAD's exact_match and f1 and XSum's ROUGE against the completion and references"`
+	Name          string   `mapstructure:"name" yaml:"name" doc:"sst2, squad or xsum (text, on a decoder); pets (Oxford-IIIT Pets' 37 breeds on a ViT image classifier: LoRA on linear layers of its encoder, query/value as the paper, and the classifier, scored by accuracy); classification or generation: your own data on a decoder, in JSON Lines (README.md, \"Your own data\"): classification rows {\"text\", \"label\"} with task.labels, scored by accuracy as SST-2 (the label whose answer is likeliest); generation rows {\"prompt\", \"completion\"[, \"references\"]}, scored by greedy generation with SQuAD's exact_match and f1 and XSum's ROUGE against the completion and references"`
 	Labels        []string `mapstructure:"labels" yaml:"labels,omitempty" doc:"classification: its classes, the assistant's answer for each (at least 2, distinct, e.g. [negative, positive]); required for it, refused for other tasks"`
 	Instruction   string   `mapstructure:"instruction" yaml:"instruction,omitempty" doc:"classification, generation: the system turn of every conversation, where the paper's tasks have their instructions (data/chat.go); empty: none (the row's text or prompt is the user turn alone); refused for other tasks, whose instructions are the paper's"`
 	Train         string   `mapstructure:"train" yaml:"train" doc:"training data file (.tsv GLUE, .json official SQuAD, .jsonl, .parquet HF hub; classification and generation: .jsonl only); pets: the HF hub's Parquet (timm/oxford-iiit-pet: image.bytes, label, image_id)"`
@@ -74,7 +74,7 @@ type AdapterConfig struct {
 	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r (alpha/√r with adapter.rslora)"`
 	RSLoRA        bool     `mapstructure:"rslora" yaml:"rslora,omitempty" doc:"LoRA: scale the update by alpha/√r instead of alpha/r, as PEFT's use_rslora (rank-stabilised LoRA); saved in adapter_config.json"`
 	Layers        []int    `mapstructure:"layers" yaml:"layers,omitempty" doc:"LoRA: the decoder layers adapted, e.g. [20, 21, 22, 23] (PEFT's layers_to_transform, saved in adapter_config.json); empty: every layer. A step's perturbed points run from the first of them on, over the clean pass's hidden states below it (prefix caching): with q = 1 on the top quarter of the layers a step evaluates about 1.25 forwards' layers instead of 2"`
-	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections, by PEFT's names: one or more of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (OPT: q_proj, k_proj, v_proj, out_proj, fc1, fc2), or all-linear alone for all of them, as PEFT's target_modules=\"all-linear\"; a ViT's (task pets): query, value"`
+	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections, by PEFT's names: one or more of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (OPT: q_proj, k_proj, v_proj, out_proj, fc1, fc2), or all-linear alone for all of them, as PEFT's target_modules=\"all-linear\"; a ViT's (task pets), matched as PEFT matches target_modules (a name adapts each linear layer of every encoder layer whose path ends with it): query, key, value, attention.output.dense, intermediate.dense, output.dense (attention.output.dense too, as in PEFT), dense (all three dense layers), or all-linear alone (every linear layer of the encoder; the classifier is trained whole in any case)"`
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: the text whose tokens' embeddings start the virtual tokens (repeated or cut to their number, as PEFT's TEXT init). The shipped configs carry the paper's text for each task; empty: the task's system prompt (data/chat.go), for a task the paper did not run"`
 	Grouped       bool     `mapstructure:"grouped" yaml:"grouped" doc:"one parameter group per decoder layer (full: and the embeddings' and the head's), estimated one at a time with prefix caching (paper Alg. 3); LoRA and full"`
@@ -477,13 +477,14 @@ func (c *Config) validateRun() error {
 }
 
 // validateImageTask checks what an image task (pets) can train: LoRA on a
-// ViT's query and value (and the classifier, always).
+// ViT's encoder linear layers (lora.SupportedViTTargets; and the
+// classifier, always).
 func (c *Config) validateImageTask() error {
 	switch {
 	case c.Adapter.Kind != "lora":
 		return fmt.Errorf("adapter.kind %s: task %s trains a LoRA adapter of its ViT (adapter.kind lora)", c.Adapter.Kind, c.Task.Name)
 	case !validTargets(c.Adapter.Targets, lora.SupportedViTTargets()):
-		return fmt.Errorf("adapter.targets %v: a ViT's LoRA targets one or more of %v, each once (task %s)", c.Adapter.Targets, lora.SupportedViTTargets(), c.Task.Name)
+		return fmt.Errorf("adapter.targets %v: a ViT's LoRA targets one or more of %v, each once (%s only alone), as PEFT's target_modules names them (task %s)", c.Adapter.Targets, lora.SupportedViTTargets(), lora.AllLinear, c.Task.Name)
 	case c.Eval.Merge:
 		return fmt.Errorf("eval.merge: task %s evaluates with the adapter applied (merging is not implemented for a ViT)", c.Task.Name)
 	case len(c.Adapter.Layers) > 0:

@@ -15,7 +15,8 @@ import (
 )
 
 // An image task (task.name pets) trains a ViT image classifier
-// (ViTForImageClassification) with a LoRA adapter on query and value and
+// (ViTForImageClassification) with a LoRA adapter on linear layers of its
+// encoder (query and value as the paper; adapter.targets) and
 // the classifier as a whole trainable copy (PEFT's modules_to_save). The
 // run is the text tasks' run (run.go: the same loop, engine, checkpoints,
 // resume and summary); what differs is here: the model, the images, the
@@ -93,12 +94,16 @@ func newViTAdapter(cfg *Config, m *model.ViT) (*lora.ViTAdapter, error) {
 		if a, err = lora.LoadViT(cfg.Adapter.Init, m, cfg.Adapter.Grouped); err != nil {
 			return nil, fmt.Errorf("adapter.init: %w", err)
 		}
-		if err := matchLoRA(&cfg.Adapter, a); err != nil {
+		c := cfg.Adapter // adapter.targets as the adapter saves them (all-linear, "dense": the layers' own names)
+		if c.Targets, err = lora.ViTTargetNames(&m.Config, cfg.Adapter.Targets); err != nil {
+			return nil, fmt.Errorf("adapter.targets: %w", err)
+		}
+		if err := matchLoRA(&c, a); err != nil {
 			return nil, err
 		}
 	} else if a, err = lora.NewViT(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA,
 		Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped}); err != nil {
-		return nil, err
+		return nil, loraKeyError(err)
 	}
 	a.SetBaseModel(cfg.ModelName())
 	return a, nil

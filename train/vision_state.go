@@ -39,7 +39,7 @@ func (s *visionState) tests(base bool) []testEval {
 
 // vitFiles are a ViT adapter's parameters as adapterCopies needs them:
 // attached to the ViT, saved and loaded as a PEFT adapter directory
-// (lora.ViTAdapter: LoRA on query and value, the classifier in
+// (lora.ViTAdapter: LoRA on the encoder's linear layers, the classifier in
 // modules_to_save).
 type vitFiles struct {
 	v       *vision

@@ -239,6 +239,8 @@ func TestPetsBadInput(t *testing.T) {
 		{"missing column", []string{"task.train=" + write("nolabel.parquet", noLabel)}, []string{"nolabel.parquet", `column "label" is missing`}},
 		{"classes of the model", []string{"model.path=" + tenClasses}, []string{"10 classes", "the task has 37"}},
 		{"decoder targets", []string{"adapter.targets=[q_proj]"}, []string{"adapter.targets", "query"}},
+		{"the classifier as a target", []string{"adapter.targets=[query, classifier]"}, []string{"adapter.targets: [query classifier]", "dense", "all-linear only alone"}},
+		{"all-linear with another", []string{"adapter.targets=[all-linear, query]"}, []string{"adapter.targets: [all-linear query]", "all-linear only alone"}},
 		{"prompt tuning", []string{"adapter.kind=prompt"}, []string{"--set adapter.kind: prompt: task pets trains a LoRA adapter", "lora"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -434,4 +436,67 @@ func tinyViT(t *testing.T) (*model.ViT, imageproc.Config) {
 		t.Fatal(err)
 	}
 	return m, proc
+}
+
+// TestPetsAllLinear: a short pets run with LoRA on every linear layer of
+// the ViT's encoder (adapter.targets [all-linear], as PEFT's): the
+// trainable count is PEFT's (r 4 on q, k, v, o of 64×64, intermediate.dense
+// 64→128 and output.dense 128→64 in 3 layers, and the classifier), the
+// loss moves, the saved adapter is PEFT's names of the same layers
+// (["query", "key", "value", "dense"]); as adapter.init under the same
+// targets written another way the last adapter starts where the run ended
+// (its validation loss, bit for bit, not the fresh adapter's), grouped or
+// not; under query and value alone it is refused.
+func TestPetsAllLinear(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	s, err := Run(Options{Overrides: petsSet(src, "adapter.targets=[all-linear]")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3*(4*2*4*64+2*4*(64+128)) + 37*64 + 37; s.TrainableParams != want || s.StepsDone != 6 || s.Diverged {
+		t.Fatalf("summary: %d trainable (want %d), %d steps, diverged %v", s.TrainableParams, want, s.StepsDone, s.Diverged)
+	}
+	if losses := trainLosses(t, src); len(losses) != 6 || slices.Min(losses) == slices.Max(losses) {
+		t.Errorf("training losses %v: want 6 that change", losses)
+	}
+	valLoss := func(dir string, step int) (float64, bool) {
+		for _, line := range readLines(t, filepath.Join(dir, "metrics.jsonl")) {
+			var rec struct {
+				Kind    string
+				Step    int
+				ValLoss float64 `json:"val_loss"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == "val" && rec.Step == step {
+				return rec.ValLoss, true
+			}
+		}
+		return 0, false
+	}
+	fresh, _ := valLoss(src, 0)
+	if s.LastValLoss == nil || *s.LastValLoss == fresh {
+		t.Fatalf("the last validation loss %v is the fresh adapter's %v: the check below would not tell a loaded adapter from a fresh one", s.LastValLoss, fresh)
+	}
+	b, err := os.ReadFile(filepath.Join(src, "last", "adapter_config.json"))
+	var cfg struct {
+		TargetModules []string `json:"target_modules"`
+		ModulesToSave []string `json:"modules_to_save"`
+	}
+	if err != nil || json.Unmarshal(b, &cfg) != nil || !slices.Equal(cfg.TargetModules, []string{"query", "key", "value", "dense"}) || !slices.Equal(cfg.ModulesToSave, []string{"classifier"}) {
+		t.Errorf("last/adapter_config.json: %s %v; want target_modules [query key value dense], modules_to_save [classifier]", b, err)
+	}
+	init := "adapter.init=" + filepath.Join(src, "last")
+	for _, grouped := range []string{"false", "true"} {
+		dst := filepath.Join(root, "dst-grouped-"+grouped)
+		if _, err := Run(Options{Overrides: petsSet(dst, init, "adapter.targets=[query,key,value,output.dense,intermediate.dense]", "adapter.grouped="+grouped, "train.steps=1", "eval.skip=true")}); err != nil {
+			t.Fatal(err)
+		}
+		if first, found := valLoss(dst, 0); !found || first != *s.LastValLoss {
+			t.Errorf("grouped %s: validation loss at step 0 %v (found %v), want the saved run's last %v", grouped, first, found, *s.LastValLoss)
+		}
+	}
+	_, err = Run(Options{Overrides: petsSet(filepath.Join(root, "bad"), init)})
+	if err == nil || !strings.Contains(err.Error(), "on [query key value dense], but the config says") {
+		t.Errorf("an all-linear adapter.init under adapter.targets [query, value]: got %v", err)
+	}
 }
