@@ -43,6 +43,11 @@ var modelLinears = map[string][]linear{
 	"qwen06b": {
 		{"q", 1024, 2048}, {"k_v", 1024, 1024}, {"o", 2048, 1024}, {"gate_up", 1024, 3072}, {"down", 3072, 1024}, {"lm_head", 1024, 151936},
 	},
+	// ViT-B/16: query, key, value and the attention output are 768 wide; a
+	// batch of b images is M = 197·b rows (788 at the step's batch 4).
+	"vitb16": {
+		{"qkvo", 768, 768}, {"fc1", 768, 3072}, {"fc2", 3072, 768},
+	},
 }
 
 // gemmBench is gemm's settings (its flags), and the limits its rows are
@@ -59,7 +64,7 @@ type gemmBench struct {
 func parseGEMM(args []string) (*gemmBench, error) {
 	gb := gemmBench{}
 	fs := modes.Flags("gemm")
-	fs.StringVar(&gb.models, "models", "llama1b,qwen06b", "comma-separated models: llama1b, qwen06b")
+	fs.StringVar(&gb.models, "models", "llama1b,qwen06b", "comma-separated models: llama1b, qwen06b, vitb16 (ViT-B/16; its step's batch of 4 images is -m 788)")
 	rows := fs.String("m", "8,128,1024", "comma-separated row counts M")
 	fs.IntVar(&gb.reps, "reps", 7, "timed repetitions per shape (ours and BLAS interleaved); medians are reported")
 	fs.IntVar(&gb.threads, "threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
