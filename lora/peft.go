@@ -199,13 +199,9 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 	var names, labels []string
 	var matches []func(key string) bool
 	if t.Regex != "" {
-		re, err := regexp.Compile(`^(?:` + t.Regex + `)$`)
+		re, err := compileTargets(t.Regex)
 		if err != nil {
-			var se *syntax.Error
-			if errors.As(err, &se) { // (its message holds the whole expression)
-				err = fmt.Errorf("%s in %s", se.Code, quoteClipped(se.Expr))
-			}
-			return nil, fmt.Errorf("target_modules %s is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", quoteClipped(t.Regex), err)
+			return nil, err
 		}
 		if other := otherModule(c, re); other != "" {
 			return nil, fmt.Errorf("target_modules %s is a regular expression that also matches %s, a module that is not one of the layers' projections: PEFT would adapt it or refuse it, and this loader adapts projections only; match the projections alone, e.g. %q",
@@ -260,6 +256,20 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// compileTargets compiles target_modules' regular expression as PEFT
+// matches it: against a module's full name whole (re.fullmatch).
+func compileTargets(expr string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(`^(?:` + expr + `)$`)
+	if err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) { // (its message holds the whole expression)
+			err = fmt.Errorf("%s in %s", se.Code, quoteClipped(se.Expr))
+		}
+		return nil, fmt.Errorf("target_modules %s is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", quoteClipped(expr), err)
+	}
+	return re, nil
 }
 
 // otherModule returns the first module of c other than its projections

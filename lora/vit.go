@@ -1,6 +1,7 @@
 package lora
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -60,7 +61,7 @@ func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 		return nil, fmt.Errorf("lora: a ViT adapter covers every layer (layers %v)", opts.Layers)
 	}
 	opts.defaults()
-	targets, err := vitTargetsOf(&m.Config, opts.Targets, false)
+	targets, err := vitTargetsOf(&m.Config, Targets{Names: opts.Targets}, false)
 	if err != nil {
 		return nil, &OptionError{"Targets", err}
 	}
@@ -95,7 +96,7 @@ func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 // names of the same linear layers (vitPEFTTargets); an error names a
 // target that is not one.
 func ViTTargetNames(c *model.ViTConfig, targets []string) ([]string, error) {
-	ps, err := vitTargetsOf(c, targets, false)
+	ps, err := vitTargetsOf(c, Targets{Names: targets}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -120,30 +121,41 @@ func peftMatch(key, name string) bool {
 	return key == name || strings.HasSuffix(key, "."+name)
 }
 
-// vitTargetsOf is the linear layers of c's encoder layers that targets
-// names as PEFT reads a target_modules list (peftMatch; AllLinear alone:
-// all of them), in the layer's order. A name must match linear layers
+// vitTargetsOf is the linear layers of c's encoder layers that t names as
+// PEFT reads a target_modules (peftMatch for a list; AllLinear alone: all
+// of them; a regular expression: a module's full name matched whole), in
+// the layer's order. A name or the expression must match linear layers
 // only, in every layer (an adapter covers every layer), or it is an
 // error: one that matches no module, or another module (a norm, a
 // container, the patch embedding's convolution), which PEFT would refuse
-// or adapt and the forward cannot. loaded says targets come from a saved
+// or adapt and the forward cannot. loaded says t comes from a saved
 // adapter_config.json, where "classifier" may stand (PEFT's all-linear
 // lists it; modules_to_save wraps it whole before any LoRA, so it is
 // skipped); in Options it is an error: the classifier is trained whole.
-func vitTargetsOf(c *model.ViTConfig, targets []string, loaded bool) ([]model.Projection, error) {
+func vitTargetsOf(c *model.ViTConfig, t Targets, loaded bool) ([]model.Projection, error) {
 	all := c.Projections()
-	if slices.Equal(targets, []string{AllLinear}) {
+	if t.Regex == "" && slices.Equal(t.Names, []string{AllLinear}) {
 		return all, nil
 	}
-	if len(targets) == 0 {
+	if t.Regex == "" && len(t.Names) == 0 {
 		return nil, fmt.Errorf("no target module: name one or more of %v, or %s alone", vitTargets, AllLinear)
 	}
-	covered := make([][]bool, len(all)) // by projection, the layers named
-	for i := range covered {
-		covered[i] = make([]bool, c.NumLayers)
+	type matcher struct {
+		what     string // the target, as an error names it
+		match    func(key string) bool
+		notFound string // its error when it matches no module
 	}
-	modules := vitModules(c)
-	for _, name := range targets {
+	var matchers []matcher
+	if t.Regex != "" { // the classifier, if it matches, is modules_to_save's: vitModules leaves it out
+		re, err := compileTargets(t.Regex)
+		if err != nil {
+			return nil, err
+		}
+		what := fmt.Sprintf("target_modules %s (a regular expression, matched whole)", quoteClipped(t.Regex))
+		matchers = append(matchers, matcher{what, re.MatchString,
+			fmt.Sprintf("%s matches no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>: %v)", what, vitTargets)})
+	}
+	for _, name := range t.Names {
 		if name == "classifier" {
 			if loaded {
 				continue
@@ -153,19 +165,29 @@ func vitTargetsOf(c *model.ViTConfig, targets []string, loaded bool) ([]model.Pr
 		if name == AllLinear {
 			return nil, fmt.Errorf("target module %q is PEFT's shorthand for every linear layer: give it alone", AllLinear)
 		}
+		what := "target module " + quoteClipped(name)
+		matchers = append(matchers, matcher{what, func(key string) bool { return peftMatch(key, name) },
+			fmt.Sprintf("%s is no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>; names: %v, or %s alone)", what, vitTargets, AllLinear)})
+	}
+	covered := make([][]bool, len(all)) // by projection, the layers named
+	for i := range covered {
+		covered[i] = make([]bool, c.NumLayers)
+	}
+	modules := vitModules(c)
+	for _, m := range matchers {
 		found := false
 		for _, mod := range modules {
-			if !peftMatch(mod.key, name) {
+			if !m.match(mod.key) {
 				continue
 			}
 			if mod.proj < 0 {
-				return nil, fmt.Errorf("target module %s names %q, which is not a linear layer of the ViT's encoder: PEFT would refuse it or adapt it, and a ViT adapter adapts the encoder's linear layers only (%v, or %s alone)",
-					quoteClipped(name), mod.key, vitTargets, AllLinear)
+				return nil, fmt.Errorf("%s names %q, which is not a linear layer of the ViT's encoder: PEFT would refuse it or adapt it, and a ViT adapter adapts the encoder's linear layers only (%v, or %s alone)",
+					m.what, mod.key, vitTargets, AllLinear)
 			}
 			covered[mod.proj][mod.layer], found = true, true
 		}
 		if !found {
-			return nil, fmt.Errorf("target module %s is no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>; names: %v, or %s alone)", quoteClipped(name), vitTargets, AllLinear)
+			return nil, errors.New(m.notFound)
 		}
 	}
 	var ps []model.Projection
@@ -442,7 +464,8 @@ func (a *ViTAdapter) SaveParams(dir string, params [][]float32) error {
 // LoadViT reads a PEFT LoRA adapter of a ViT (modules_to_save
 // ["classifier"]; target_modules a list of names of the encoder layers'
 // linear layers as PEFT matches them, full names such as PEFT saves for
-// all-linear on a small model included, or "all-linear": vitTargetsOf)
+// all-linear on a small model included, "all-linear", or a regular
+// expression: vitTargetsOf)
 // into a trainable adapter for m. A tensor missing, of the wrong shape or with no place in the model is
 // an error naming it.
 func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
@@ -460,10 +483,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 	if cfg.Layers != nil {
 		return nil, fmt.Errorf("adapter %s: layers_to_transform %v: a ViT adapter covers every layer", dir, cfg.Layers)
 	}
-	if cfg.TargetModules.Regex != "" {
-		return nil, fmt.Errorf("adapter %s: target_modules is the regular expression %s; a ViT adapter's are a list (e.g. [\"query\", \"value\"]) or \"all-linear\"", dir, quoteClipped(cfg.TargetModules.Regex))
-	}
-	targets, err := vitTargetsOf(&m.Config, cfg.TargetModules.Names, true)
+	targets, err := vitTargetsOf(&m.Config, cfg.TargetModules, true)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}

@@ -82,6 +82,43 @@ func TestViTPEFTAdapter(t *testing.T) {
 	}
 }
 
+// TestLoadViTRegex: the fixture's q/v adapter with target_modules the
+// regular expression ".*\\.(query|value)|classifier" (PEFT 0.15's
+// PeftModel.from_pretrained reads that directory to the fixture's logits,
+// bit for bit in float64) loads to the parameters of the list's.
+func TestLoadViTRegex(t *testing.T) {
+	m, _ := loadViT(t)
+	src := filepath.Join(vitTiny, "lora")
+	cfg, err := os.ReadFile(filepath.Join(src, "adapter_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights, err := os.ReadFile(filepath.Join(src, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		t.Fatal(err)
+	}
+	c["target_modules"] = `.*\.(query|value)|classifier`
+	edited, _ := json.Marshal(c)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "adapter_config.json"), edited, 0o644)
+	os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), weights, 0o644)
+	want, err := LoadViT(src, m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadViT(dir, m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Targets(), []string{"query", "value"}) || !slices.Equal(got.Params()[0], want.Params()[0]) {
+		t.Errorf("targets %q, parameters equal to the list's: %v", got.Targets(), slices.Equal(got.Params()[0], want.Params()[0]))
+	}
+}
+
 // sameViTTensors checks that two safetensors files hold the same names,
 // shapes and values.
 func sameViTTensors(t *testing.T, a, b string) {
@@ -169,7 +206,7 @@ func TestViTB16Counts(t *testing.T) {
 		targets []string
 		want    int
 	}{{[]string{"query", "value"}, 618_277}, {[]string{AllLinear}, 2_682_661}, {[]string{"query", "key", "value", "dense"}, 2_682_661}} {
-		ps, err := vitTargetsOf(c, tc.targets, false)
+		ps, err := vitTargetsOf(c, Targets{Names: tc.targets}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,13 +390,34 @@ func TestViTTargets(t *testing.T) {
 		{[]string{"query", AllLinear}, false, `give it alone`},
 		{nil, false, "no target module"},
 	} {
-		ps, err := vitTargetsOf(c, tc.targets, tc.loaded)
+		ps, err := vitTargetsOf(c, Targets{Names: tc.targets}, tc.loaded)
 		got := names(ps)
 		if err != nil {
 			got = err.Error()
 		}
 		if !strings.Contains(got, tc.want) || err == nil && got != tc.want {
 			t.Errorf("%q (loaded %v): %s, want %s", tc.targets, tc.loaded, got, tc.want)
+		}
+	}
+	// target_modules as one string: PEFT's re.fullmatch of each module's
+	// full name (the classifier, modules_to_save's, never LoRA's).
+	for _, tc := range []struct{ re, want string }{
+		{`.*\.(query|value)`, "attention.attention.query attention.attention.value"},
+		{`.*\.(query|value)|classifier`, "attention.attention.query attention.attention.value"},
+		{`vit\.encoder\.layer\.\d+\.(intermediate|output)\.dense`, "intermediate.dense output.dense"},
+		{`.*dense`, "attention.output.dense intermediate.dense output.dense"},
+		{`query`, `target_modules "query" (a regular expression, matched whole) matches no linear layer`},
+		{`.*\.0\..*query`, "target_modules name attention.attention.query in 1 of the model's 3 layers"},
+		{`.*attention.*`, `(a regular expression, matched whole) names "vit.encoder.layer.0.attention", which is not a linear layer`},
+		{`.*(?=query)`, "a regular expression Go's regexp cannot read"},
+	} {
+		ps, err := vitTargetsOf(c, Targets{Regex: tc.re}, true)
+		got := names(ps)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) || err == nil && got != tc.want {
+			t.Errorf("regular expression %q: %s, want %s", tc.re, got, tc.want)
 		}
 	}
 	all := c.Projections()
@@ -371,7 +429,7 @@ func TestViTTargets(t *testing.T) {
 			}
 		}
 		saved := vitPEFTTargets(c, ps)
-		back, err := vitTargetsOf(c, saved, true)
+		back, err := vitTargetsOf(c, Targets{Names: saved}, true)
 		if err != nil || names(back) != names(ps) {
 			t.Errorf("%s saved as %q reads as %s (%v)", names(ps), saved, names(back), err)
 		}
