@@ -56,7 +56,8 @@ type PEFTConfig struct {
 // Targets is PEFT's target_modules: a list of module names (a name is also
 // matched as the end of a module's full name: "self_attn.q_proj"), or one
 // string, a regular expression that a module's full name must match whole
-// (PEFT's re.fullmatch; "all-linear" as a string is PEFT's all-linear).
+// (PEFT's re.fullmatch; "all-linear" as a string, in any case, is PEFT's
+// all-linear).
 type Targets struct {
 	Names []string
 	Regex string // "" for a list
@@ -71,7 +72,7 @@ func (t *Targets) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &t.Regex); err != nil {
 		return fmt.Errorf("target_modules is %s: want a list of module names or one regular expression", clip(string(b)))
 	}
-	if t.Regex == AllLinear {
+	if strings.EqualFold(t.Regex, AllLinear) { // PEFT lower-cases the string before it compares
 		*t = Targets{Names: []string{AllLinear}}
 	}
 	return nil

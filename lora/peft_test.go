@@ -1,6 +1,7 @@
 package lora
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -92,6 +93,18 @@ func TestReadLayers(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.json, err, tc.err)
 		case err == nil && !slices.Equal(c.Layers, tc.want):
 			t.Errorf("%s: layers %v, want %v", tc.json, c.Layers, tc.want)
+		}
+	}
+}
+
+// TestTargetsAllLinearAnyCase: target_modules "All-Linear" is all-linear,
+// as PEFT 0.15 reads it (_maybe_include_all_linear_layers lower-cases the
+// string), not an expression that matches no module.
+func TestTargetsAllLinearAnyCase(t *testing.T) {
+	for _, s := range []string{`"all-linear"`, `"All-Linear"`, `"ALL-LINEAR"`} {
+		var got Targets
+		if err := json.Unmarshal([]byte(s), &got); err != nil || got.Regex != "" || !slices.Equal(got.Names, []string{AllLinear}) {
+			t.Errorf("%s: %+v, %v; want all-linear", s, got, err)
 		}
 	}
 }
