@@ -52,7 +52,9 @@ func encoderSumsAVX512(out []float32, coef []uint64, m []float64, stride int, sc
 // assembly), then each alone.
 func encoderSums2AVX512(out0, out1 []float32, coef0, coef1 []uint64, m []float64, stride int, scale uint32) {
 	n := len(coef0)
-	_, _ = coef1[:n], out1[:len(out0)] // as long as coef0 and out0
+	if len(coef1) != n || len(out1) != len(out0) { // the kernel reads coef1 and writes out1 as far as coef0 and out0
+		panic("encoderSums2: the two queries' coefficients or outputs differ in length")
+	}
 	c := 0
 	for ; n > 0 && c+64 <= len(out0); c += 64 {
 		_ = m[(n-1)*stride+c+63] // the last element the kernel reads
