@@ -461,19 +461,22 @@ func (a *ViTAdapter) SaveParams(dir string, params [][]float32) error {
 	return savePEFT(dir, tensors, peftConfig(a.opts, a.Targets(), a.base, nil, []string{"classifier"}))
 }
 
-// LoadViT reads a PEFT LoRA adapter of a ViT (modules_to_save
-// ["classifier"]; target_modules a list of names of the encoder layers'
-// linear layers as PEFT matches them, full names such as PEFT saves for
-// all-linear on a small model included, "all-linear", or a regular
-// expression: vitTargetsOf)
-// into a trainable adapter for m. A tensor missing, of the wrong shape or with no place in the model is
-// an error naming it.
+// LoadViT reads a PEFT LoRA adapter of a ViT into a trainable adapter
+// for m: modules_to_save naming the classifier and no other module
+// (vitModulesToSave); target_modules a list of names of the encoder
+// layers' linear layers as PEFT matches them (full names such as PEFT
+// saves for all-linear on a small model included), "all-linear", or a
+// regular expression (vitTargetsOf). A tensor missing, of the wrong shape
+// or with no place in the model is an error naming it.
 func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 	cfg, err := readPEFTConfig(filepath.Join(dir, "adapter_config.json"))
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Equal(cfg.ModulesToSave, []string{"classifier"}) {
+	if err := vitModulesToSave(&m.Config, cfg.ModulesToSave); err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", dir, err)
+	}
+	if !slices.ContainsFunc(cfg.ModulesToSave, func(s string) bool { return strings.HasSuffix("classifier", s) }) { // as PEFT matches it
 		hint := ""
 		if len(cfg.ModulesToSave) == 0 && slices.ContainsFunc(cfg.TargetModules.Names, func(t string) bool { return strings.HasSuffix(t, "_proj") }) {
 			hint = fmt.Sprintf(" (targets %s: a decoder model's adapter, not a ViT's)", clip(fmt.Sprintf("%q", cfg.TargetModules.Names)))
@@ -537,6 +540,25 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		}
 	}
 	return a, nil
+}
+
+// vitModulesToSave checks modules_to_save as PEFT 0.15 matches it
+// (_set_trainable: every module whose full name ends with an entry, no "."
+// needed) against c's modules: an entry that names a module other than
+// the classifier is an error (PEFT would train it whole; the forward
+// cannot); one that names none is skipped, as PEFT skips it (task_type
+// SEQ_CLS adds "classifier" and "score", and a ViT has no score). LoadViT
+// then requires the classifier among what it names.
+func vitModulesToSave(c *model.ViTConfig, names []string) error {
+	modules := vitModules(c)
+	for _, name := range names {
+		for _, mod := range modules {
+			if strings.HasSuffix(mod.key, name) {
+				return fmt.Errorf("modules_to_save %s names %q (PEFT trains every module whose name ends with it whole): a ViT adapter trains the classifier whole, nothing else", quoteClipped(name), mod.key)
+			}
+		}
+	}
+	return nil
 }
 
 // readVector reads a tensor of shape [n].

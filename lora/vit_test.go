@@ -119,6 +119,45 @@ func TestLoadViTRegex(t *testing.T) {
 	}
 }
 
+// TestLoadViTSeqCls: the fixture's adapter as PEFT 0.15 saves it with
+// task_type="SEQ_CLS", which adds "classifier" and "score" to
+// modules_to_save (PeftModelForSequenceClassification; a ViT has no
+// score, which PEFT skips), loads to the parameters of the plain one.
+func TestLoadViTSeqCls(t *testing.T) {
+	m, _ := loadViT(t)
+	src := filepath.Join(vitTiny, "lora")
+	want, err := LoadViT(src, m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(src, "adapter_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights, err := os.ReadFile(filepath.Join(src, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(cfg, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, mts := range [][]string{{"classifier", "classifier", "score"}, {"classifier", "score"}} {
+		c["task_type"], c["modules_to_save"] = "SEQ_CLS", mts
+		edited, _ := json.Marshal(c)
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "adapter_config.json"), edited, 0o644)
+		os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), weights, 0o644)
+		got, err := LoadViT(dir, m, false)
+		if err != nil {
+			t.Fatalf("modules_to_save %q: %v", mts, err)
+		}
+		if !slices.Equal(got.Params()[0], want.Params()[0]) {
+			t.Errorf("modules_to_save %q: other parameters", mts)
+		}
+	}
+}
+
 // sameViTTensors checks that two safetensors files hold the same names,
 // shapes and values.
 func sameViTTensors(t *testing.T, a, b string) {
@@ -241,6 +280,8 @@ func TestLoadViTRefuses(t *testing.T) {
 		noClassifier         bool // modules_to_save null as well
 	}{
 		{"no classifier", classifier, `"modules_to_save": null`, "modules_to_save", false},
+		{"a norm trained whole", classifier, `"modules_to_save": ["classifier", "layernorm"]`, `modules_to_save "layernorm" names "vit.layernorm"`, false},
+		{"every module trained whole", classifier, `"modules_to_save": ["classifier", ""]`, `modules_to_save "" names "vit"`, false},
 		{"a decoder model's adapter", `"query"`, `"q_proj"`, `a decoder model's adapter, not a ViT's`, true},
 		{"decoder targets", `"query"`, `"q_proj"`, `target module "q_proj" is no linear layer of the ViT's encoder`, false},
 		{"rank", `"r": 4`, `"r": 8`, "has shape [4 64], want [8 64]", false},
