@@ -83,10 +83,18 @@ func countString(c map[string]int) string {
 
 // planLine prints a run's stage, status and the meazo-train command that
 // run or resume would give it; a finished or diverged run gets none (its
-// meazo-train --resume would be refused: nothing left to do).
+// meazo-train --resume would be refused: nothing left to do), nor does one
+// training now or waiting in Slurm's queue (run and resume leave it be).
 func planLine(w io.Writer, stage string, s RunState, trainer string, r RunSpec) {
-	if s.Status == StatusDone || s.Status == StatusDiverged {
+	switch s.Status {
+	case StatusDone, StatusDiverged:
 		fmt.Fprintf(w, "%s %-10s %s (nothing to run)\n", stage, s.Status, r.Dir)
+		return
+	case StatusRunning:
+		fmt.Fprintf(w, "%s %-10s %s (training now: %s)\n", stage, s.Status, r.Dir, s.Detail)
+		return
+	case StatusQueued:
+		fmt.Fprintf(w, "%s %-10s %s (queued: %s)\n", stage, s.Status, r.Dir, s.Detail)
 		return
 	}
 	fmt.Fprintf(w, "%s %-10s %s %s\n", stage, s.Status, trainer, shellJoin(r.TrainArgs()))

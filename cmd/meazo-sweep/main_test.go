@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/train"
 )
 
 // TestCommandLine runs meazo-sweep's command lines as main does and checks
@@ -38,6 +40,14 @@ func TestCommandLine(t *testing.T) {
 	os.MkdirAll(filepath.Join(doneRun, "checkpoint"), 0o755)
 	os.WriteFile(filepath.Join(doneRun, "checkpoint", "state.json"), []byte("{}"), 0o644)
 	os.WriteFile(filepath.Join(doneRun, "summary.json"), []byte(`{"optimizer":"meazo","lr":1e-3,"seed":0,"steps":1,"steps_done":1,"best_val_loss":1}`), 0o644)
+	// Its second run trains now (a meazo-train holds its lock): no command either.
+	runningRun := filepath.Join(dir, "finished", "e_meazo", "lr=1e-2_seed=0")
+	os.MkdirAll(runningRun, 0o755)
+	lock, err := train.LockDir(runningRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
 	// A trainer that checkpoints, then is killed by SIGKILL (as by an out-of-memory killer).
 	killed := filepath.Join(dir, "killed.sh")
 	os.WriteFile(killed, []byte("#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ \"$1\" = --out ]; then d=$2; fi; shift; done\n"+
@@ -64,7 +74,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"doc", "x"}, 2, "", "meazo-sweep doc: takes no arguments\n"},
 		{[]string{"status", good}, 0, "e_meazo: 2 runs: 2 new; stage 1 (coarse)", ""},
 		{[]string{"plan", good}, 0, "--set optimizer.lr=1e-3 --set train.seed=0 --out " + dir + "/good/e_meazo/lr=1e-3_seed=0", ""},
-		{[]string{"plan", finished}, 0, "stage1 done       " + doneRun + " (nothing to run)\nstage1 new        /bin/true --config", ""},
+		{[]string{"plan", finished}, 0, "stage1 done       " + doneRun + " (nothing to run)\nstage1 running    " + runningRun + " (training now: pid ", ""},
 		{[]string{"doc"}, 0, "| `executor.slurm.throttle` |", ""},
 		{[]string{"run", nested}, 1, "", "out " + dir + "/arun/study is inside the run directory " + dir + "/arun"},
 		{[]string{"run", study("failing", script("fail.sh", "1"))}, 1, "", "meazo-sweep run: 2 runs failed (meazo-sweep resume retries them)"},

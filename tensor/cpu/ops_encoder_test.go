@@ -151,6 +151,7 @@ func TestEncoderRowMatchesRef(t *testing.T) {
 					check(im.name+" pair", i, got0)
 					check(im.name+" pair", j, got1)
 					r.pair(got0, qOf(i), got1, qOf(i))
+					check(im.name+" pair of one query", i, got0)
 					check(im.name+" pair of one query", i, got1)
 				}
 			}
