@@ -347,7 +347,10 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if pa, ok := adapter.(*promptAdapter); ok {
 		virtual = pa.p.N
 	}
-	maxLength, lengthName, note := positionRule(m, o.MaxLength, virtual, "--max-length")
+	maxLength, lengthName, note, err := positionRule(m, o.MaxLength, virtual, "--max-length")
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", o.Adapter, err)
+	}
 	if note != "" {
 		fmt.Fprintln(o.Log, note)
 	}

@@ -2,12 +2,15 @@ package train
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/prompttune"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -179,5 +182,51 @@ func TestOPTLearnedPositions(t *testing.T) {
 	}
 	if !strings.Contains(evalLog.String(), less) {
 		t.Errorf("Evaluate with the prompt-tuning adapter does not count its virtual tokens:\n%s", evalLog.String())
+	}
+}
+
+// TestOPTVirtualTokensFillPositions: prompt tuning whose virtual tokens take
+// every one of an OPT model's learned positions is refused, by the run and
+// by Evaluate, naming the count, where the length rule read the length left
+// (zero or less) as no rule and every forward failed.
+func TestOPTVirtualTokensFillPositions(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	writeOPTDemo(t, dir)
+	for _, n := range []int{128, 129} {
+		set := []string{"task.format=mezo", "adapter.kind=prompt", fmt.Sprintf("adapter.virtual_tokens=%d", n),
+			"output.dir=" + filepath.Join(dir, fmt.Sprintf("run%d", n))}
+		_, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: io.Discard})
+		want := fmt.Sprintf("adapter.virtual_tokens %d: prompt tuning's %d virtual tokens take all of the model's 128 learned positions", n, n)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%d virtual tokens on a model of 128 positions: %v, want an error saying %q", n, err, want)
+		}
+	}
+
+	modelDir := filepath.Join(dir, "model")
+	m, err := model.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	tok, err := tokenizer.Load(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := prompttune.Random(m, 128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := filepath.Join(dir, "prompt128")
+	if err := p.Save(adapter, m); err != nil {
+		t.Fatal(err)
+	}
+	test := filepath.Join(dir, "test.tsv")
+	if err := os.WriteFile(test, []byte("sentence\tlabel\na fine film\t1\nawful\t0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Evaluate(m, tok, EvalOptions{Task: "sst2", Data: test, Format: "mezo", MaxLength: 2048, Adapter: adapter, Log: io.Discard})
+	want := "adapter " + adapter + ": prompt tuning's 128 virtual tokens take all of the model's 128 learned positions"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Evaluate with 128 virtual tokens on a model of 128 positions: %v, want an error saying %q", err, want)
 	}
 }

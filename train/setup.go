@@ -84,7 +84,10 @@ func (r *run) setupText() error {
 	if r.cfg.Adapter.Kind == "prompt" {
 		virtual = r.cfg.Adapter.VirtualTokens
 	}
-	maxLength, lengthName, note := positionRule(r.m, r.cfg.Task.MaxLength, virtual, "task.max_length")
+	maxLength, lengthName, note, err := positionRule(r.m, r.cfg.Task.MaxLength, virtual, "task.max_length")
+	if err != nil {
+		return fmt.Errorf("adapter.virtual_tokens %d: %w", virtual, err)
+	}
 	if note != "" {
 		fmt.Fprintln(r.out, note)
 	}
@@ -223,11 +226,17 @@ func (r *run) loadModel() error {
 // past it, and note says so ("" when the positions do not bind). Rotary
 // positions (Llama, Qwen) have no such table; OPT's published models have
 // 2,048 positions, the default rule's length, so only smaller test models
-// are bound.
-func positionRule(m *model.Model, maxLength, virtual int, setting string) (length int, name, note string) {
+// are bound. Virtual tokens that take every learned position leave none for
+// an example's tokens: an error (the rule would have read a length of zero
+// or less as no rule, and every forward would fail).
+func positionRule(m *model.Model, maxLength, virtual int, setting string) (length int, name, note string, err error) {
 	limit := m.MaxPositions - virtual
+	if m.IsOPT() && limit < 1 {
+		return 0, "", "", fmt.Errorf("prompt tuning's %d virtual tokens take all of the model's %d learned positions (max_position_embeddings), leaving none for an example's tokens: use fewer than %d",
+			virtual, m.MaxPositions, m.MaxPositions)
+	}
 	if !m.IsOPT() || maxLength > 0 && maxLength <= limit {
-		return maxLength, setting, ""
+		return maxLength, setting, "", nil
 	}
 	rule := fmt.Sprintf("%s %d", setting, maxLength)
 	if maxLength == 0 {
@@ -238,7 +247,7 @@ func positionRule(m *model.Model, maxLength, virtual int, setting string) (lengt
 		with, name = fmt.Sprintf(", less the %d virtual tokens", virtual), "max_position_embeddings − adapter.virtual_tokens"
 	}
 	return limit, name, fmt.Sprintf("%s would let a sequence past the model's %d learned positions (max_position_embeddings%s): "+
-		"examples longer than %d tokens are left out as the rule leaves them out", rule, m.MaxPositions, with, limit)
+		"examples longer than %d tokens are left out as the rule leaves them out", rule, m.MaxPositions, with, limit), nil
 }
 
 // checkVocab refuses a tokenizer with ids past the model's embedding, which
