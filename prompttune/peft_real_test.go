@@ -1,9 +1,14 @@
 package prompttune
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
@@ -21,9 +26,13 @@ func (f fixedIDs) Encode(string, bool) []int { return f }
 // TestRealPEFTRoundTrip: a prompt-tuning adapter meazo-go saved (TEXT init,
 // the base model and tokenizer named, as meazo-train writes it) loads in
 // PeftModel.from_pretrained with the very embeddings meazo-go wrote and
-// gives meazo-go's logits, virtual-token rows included; one PEFT made loads
+// gives meazo-go's logits, virtual-token rows included, and its
+// adapter_config.json has the keys PEFT writes; one PEFT made loads
 // in meazo-go with PEFT's embeddings and gives PEFT's logits; both move the
-// logits of the real tokens.
+// logits of the real tokens. FromText gives PEFT's own TEXT initialisation
+// bit for bit, the text's ids cut (fewer virtual tokens), taken once
+// (as many) or repeated (more); PEFT's adapter saved with
+// safe_serialization=False (adapter_model.bin) is refused, saying so.
 func TestRealPEFTRoundTrip(t *testing.T) {
 	py := fixture.NewPEFT(t)
 	const n = 5
@@ -61,7 +70,12 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 		checks = append(checks, c)
 		jobs = append(jobs, fixture.PEFTJob(map[string]any{"kind": "base"}, dir, ids, mask, shape[0], c.out("base")),
 			fixture.PEFTJob(map[string]any{"kind": "load", "adapter": c.ours}, dir, ids, mask, shape[0], c.out("loaded")),
-			fixture.PEFTJob(map[string]any{"kind": "make-prompt", "dir": c.theirs, "n": n, "seed": 1}, dir, ids, mask, shape[0], c.out("made")))
+			fixture.PEFTJob(map[string]any{"kind": "make-prompt", "dir": c.theirs, "n": n, "seed": 1}, dir, ids, mask, shape[0], c.out("made")),
+			fixture.PEFTJob(map[string]any{"kind": "make-prompt", "dir": c.theirs + "-bin", "n": n, "seed": 1, "safe_serialization": false}, dir, ids, mask, shape[0], c.out("made-bin")))
+		for _, k := range textCounts {
+			jobs = append(jobs, fixture.PEFTJob(map[string]any{"kind": "make-prompt-text", "dir": filepath.Join(tmp, fmt.Sprintf("text%d", k)), "n": k,
+				"text": initText, "ids": []int(initIDs), "seed": 1}, dir, ids, mask, shape[0], c.out(fmt.Sprintf("text%d", k))))
+		}
 	}
 	py.Run(map[string]any{"jobs": jobs})
 
@@ -101,8 +115,56 @@ func TestRealPEFTRoundTrip(t *testing.T) {
 			}
 			fixture.CloseLogits(t, "PEFT's prompt: meazo-go vs PEFT", got, made["logits"], v, withPrompt, peftTol)
 			moves(t, "PEFT's prompt", made["logits"], base, n, in, v)
+			if ours, theirs := configKeySet(t, c.ours), configKeySet(t, c.theirs); !slices.Equal(ours, theirs) {
+				t.Errorf("adapter_config.json keys: meazo-go writes %v, PEFT %v", ours, theirs)
+			}
+
+			// PEFT's TEXT initialisation.
+			for _, k := range textCounts {
+				p, err := FromText(m, initIDs, k, initText)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fixture.Tensors(t, c.out(fmt.Sprintf("text%d", k)))["adapter/prompt_embeddings"]
+				if !slices.Equal(p.Params()[0], want) || len(want) != k*m.HiddenSize {
+					t.Errorf("%d virtual tokens from %d text tokens: FromText's embeddings differ from PEFT's TEXT init", k, len(initIDs))
+				}
+			}
+
+			// PEFT's adapter_model.bin.
+			bin := c.theirs + "-bin"
+			if _, err := os.Stat(filepath.Join(bin, "adapter_model.bin")); err != nil {
+				t.Fatalf("PEFT's safe_serialization=False: %v", err)
+			}
+			if _, err := Load(bin, m); err == nil || !strings.Contains(err.Error(), "adapter_model.bin") || !strings.Contains(err.Error(), "safe_serialization=True") {
+				t.Errorf("PEFT's adapter_model.bin: %v, want an error naming it and the way out", err)
+			}
 		})
 	}
+}
+
+// initText and initIDs are the TEXT init's text and its token ids (what a
+// tokenizer would give); textCounts are the numbers of virtual tokens made
+// from them: fewer, as many and more than the ids.
+const initText = "Sentiment task"
+
+var (
+	initIDs    = fixedIDs{1, 17, 42, 99, 3}
+	textCounts = []int{1, 3, 5, 7, 12}
+)
+
+// configKeySet is the sorted keys of dir's adapter_config.json.
+func configKeySet(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(cfg))
 }
 
 // logits is m's fp32 forward of in: [B·(n+T)·V] with a prompt attached.

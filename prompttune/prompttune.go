@@ -8,7 +8,9 @@ package prompttune
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -111,6 +113,10 @@ func (p *Prompt) SaveParams(dir string, m *model.Model, params [][]float32) erro
 		"tokenizer_name_or_path":     nilIfEmpty(p.Tokenizer),
 		"base_model_name_or_path":    nilIfEmpty(p.BaseModel),
 		"inference_mode":             true,
+		// PEFT 0.15 writes these too, null for such an adapter.
+		"auto_mapping":     nil,
+		"revision":         nil,
+		"tokenizer_kwargs": nil,
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -163,6 +169,11 @@ func Load(dir string, m *model.Model) (*Prompt, error) {
 		return nil, fmt.Errorf("adapter config %s: num_transformer_submodules %d (encoder-decoder) is not supported", cfgPath, cfg.Submodules)
 	}
 	path := filepath.Join(dir, "adapter_model.safetensors")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, "adapter_model.bin")); err == nil {
+			return nil, fmt.Errorf("adapter %s: its weights are adapter_model.bin (PyTorch's pickle, what PEFT's save_pretrained writes with safe_serialization=False), which meazo-go does not read: save the adapter again with safe_serialization=True (PEFT's default) to get adapter_model.safetensors", dir)
+		}
+	}
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load prompt: %w", err)

@@ -12,7 +12,8 @@ Runs on Debian's python3-torch (1.13) with ../shared/pylib on PYTHONPATH
     {"jobs": [{"kind": "base", ...COMMON},
               {"kind": "load", "adapter": DIR, ...COMMON},
               {"kind": "make-lora", "dir": DIR, "r": 4, "alpha": 8, "targets": ["q_proj", "v_proj"] or "all-linear", "seed": 1, ["layers": [1, 2],] ...COMMON},
-              {"kind": "make-prompt", "dir": DIR, "n": 5, "seed": 1, ...COMMON}]}
+              {"kind": "make-prompt", "dir": DIR, "n": 5, "seed": 1, ["safe_serialization": false,] ...COMMON},
+              {"kind": "make-prompt-text", "dir": DIR, "n": 5, "text": TEXT, "ids": [...], "seed": 1, ...COMMON}]}
 
 where COMMON is "base": MODEL_DIR, "input_ids": [[...]], "attention_mask": [[...]], "out": FILE. One run
 serves many jobs: importing torch, transformers and PEFT is most of its time.
@@ -21,8 +22,16 @@ Each job writes FILE (safetensors): "logits" (float32 [B, T', V]; T' counts a
 prompt's virtual tokens too, as PEFT returns them) and, but for "base", each
 tensor of the adapter as PEFT holds it (get_peft_model_state_dict), under
 "adapter/<name as saved>". "make-*" also saves the adapter to DIR with
-PEFT's save_pretrained. Each job starts from a freshly loaded base model
+PEFT's save_pretrained (make-prompt with "safe_serialization": false, as
+adapter_model.bin). Each job starts from a freshly loaded base model
 (PEFT changes the modules it wraps).
+
+"make-prompt-text" is PEFT's own TEXT initialisation (prompt_tuning_init
+"TEXT", tokenizer_name_or_path the base model): pylib has no tokenizers
+library, so AutoTokenizer.from_pretrained gives a stand-in whose
+tokenizer(TEXT)["input_ids"] are "ids" (what the model's tokenizer gives;
+meazo-go's tokenizer is checked against HF's elsewhere); PEFT repeats or
+cuts them to n and copies their embeddings.
 """
 import json
 import os
@@ -77,13 +86,25 @@ def write(path, model, logits):
     save_file(out, path)
 
 
-def save_adapter(model, d):
+def save_adapter(model, d, safe_serialization=True):
     os.makedirs(d, exist_ok=True)
     # Without Jinja2 (absent here) PEFT cannot write its model card; a README
     # already there is kept (pylib/SOURCES.md).
     with open(os.path.join(d, "README.md"), "w") as f:
         f.write("PEFT adapter made by scripts/peft_check.py\n")
-    model.save_pretrained(d)
+    model.save_pretrained(d, safe_serialization=safe_serialization)
+
+
+class IdsTokenizer:
+    """AutoTokenizer's stand-in for make-prompt-text: the ids of one text."""
+
+    def __init__(self, text, ids):
+        self.text, self.ids = text, ids
+
+    def __call__(self, text, **kwargs):
+        if text != self.text:
+            raise SystemExit(f"peft_check.py: PEFT tokenized {text!r}, the job's text is {self.text!r}")
+        return {"input_ids": list(self.ids)}
 
 
 def run(job):
@@ -115,10 +136,20 @@ def run(job):
             emb = base.get_input_embeddings().weight
             ids = torch.randint(0, emb.shape[0], (job["n"],))
             model.prompt_encoder["default"].embedding.weight.copy_(emb[ids])
+    elif kind == "make-prompt-text":
+        tok = IdsTokenizer(job["text"], job["ids"])
+        auto = transformers.AutoTokenizer.from_pretrained
+        transformers.AutoTokenizer.from_pretrained = lambda *args, **kwargs: tok
+        try:
+            cfg = peft.PromptTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=job["n"], prompt_tuning_init="TEXT",
+                                          prompt_tuning_init_text=job["text"], tokenizer_name_or_path=job["base"])
+            model = peft.get_peft_model(base, cfg)
+        finally:
+            transformers.AutoTokenizer.from_pretrained = auto
     else:
         raise SystemExit(f"peft_check.py: unknown job kind {kind!r}")
     model.eval()
-    save_adapter(model, job["dir"])
+    save_adapter(model, job["dir"], job.get("safe_serialization", True))
     write(job["out"], model, logits_of(model, job))
 
 
