@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/peftweights"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -380,8 +381,8 @@ func load(dir string, m *model.Model, groupByLayer bool) (*Adapter, *PEFTConfig,
 		return nil, nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
 	a.base = cfg.BaseModel
-	path := filepath.Join(dir, "adapter_model.safetensors")
-	f, err := safetensors.Open(path)
+	path := filepath.Join(dir, peftweights.File)
+	f, err := peftweights.Open(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load adapter: %w", err)
 	}

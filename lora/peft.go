@@ -19,6 +19,7 @@ import (
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/jsonkeys"
+	"github.com/meazo-go/meazo/internal/peftweights"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -107,7 +108,7 @@ func savePEFT(dir string, tensors []safetensors.Tensor, cfg map[string]any) erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save adapter: %w", err)
 	}
-	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.WriteFile(filepath.Join(dir, peftweights.File), tensors, map[string]string{"format": "pt"}); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/peftweights"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -498,8 +499,8 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
 	a.base = cfg.BaseModel
-	path := filepath.Join(dir, "adapter_model.safetensors")
-	f, err := safetensors.Open(path)
+	path := filepath.Join(dir, peftweights.File)
+	f, err := peftweights.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load adapter: %w", err)
 	}

@@ -8,9 +8,7 @@ package prompttune
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/jsonkeys"
+	"github.com/meazo-go/meazo/internal/peftweights"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
 )
@@ -93,7 +92,7 @@ func (p *Prompt) SaveParams(dir string, m *model.Model, params [][]float32) erro
 		return fmt.Errorf("save prompt: %w", err)
 	}
 	t := safetensors.F32Tensor("prompt_embeddings", []int{p.N, p.Hidden}, params[0])
-	if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []safetensors.Tensor{t}, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.WriteFile(filepath.Join(dir, peftweights.File), []safetensors.Tensor{t}, map[string]string{"format": "pt"}); err != nil {
 		return err
 	}
 	init := "RANDOM"
@@ -168,13 +167,8 @@ func Load(dir string, m *model.Model) (*Prompt, error) {
 	case cfg.Submodules > 1:
 		return nil, fmt.Errorf("adapter config %s: num_transformer_submodules %d (encoder-decoder) is not supported", cfgPath, cfg.Submodules)
 	}
-	path := filepath.Join(dir, "adapter_model.safetensors")
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(dir, "adapter_model.bin")); err == nil {
-			return nil, fmt.Errorf("adapter %s: its weights are adapter_model.bin (PyTorch's pickle, what PEFT's save_pretrained writes with safe_serialization=False), which meazo-go does not read: save the adapter again with safe_serialization=True (PEFT's default) to get adapter_model.safetensors", dir)
-		}
-	}
-	f, err := safetensors.Open(path)
+	path := filepath.Join(dir, peftweights.File)
+	f, err := peftweights.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load prompt: %w", err)
 	}
