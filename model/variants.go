@@ -361,12 +361,25 @@ func (p *variantPass) losses(nVariants int) []float64 {
 	return losses
 }
 
+// PromptTunable says why prompt tuning cannot run on m, or nil: its virtual
+// tokens are hidden_size wide (PEFT's token_dim) and stand in for
+// embeddings, so the embeddings must be as wide (OPT-350m's are narrower,
+// projected up: PEFT fails on it too).
+func (m *Model) PromptTunable() error {
+	if m.embedDim() != m.HiddenSize {
+		return fmt.Errorf("prompt tuning needs embeddings as wide as the hidden size (word_embed_proj_dim %d, hidden_size %d: PEFT's prompts have hidden_size values)",
+			m.embedDim(), m.HiddenSize)
+	}
+	return nil
+}
+
 // promptLength returns the number of virtual tokens in a prompt-tuning
 // embedding [n][hidden].
 func (m *Model) promptLength(p []float32) (int, error) {
-	if len(p) > 0 && m.embedDim() != m.HiddenSize {
-		return 0, fmt.Errorf("prompt tuning needs embeddings as wide as the hidden size (word_embed_proj_dim %d, hidden_size %d: PEFT's prompts have hidden_size values)",
-			m.embedDim(), m.HiddenSize)
+	if len(p) > 0 {
+		if err := m.PromptTunable(); err != nil {
+			return 0, err
+		}
 	}
 	if len(p)%m.HiddenSize != 0 {
 		return 0, fmt.Errorf("prompt embeddings of %d values are not a whole number of %d-wide rows", len(p), m.HiddenSize)

@@ -43,6 +43,9 @@ func FromText(m *model.Model, tok Encoder, n int, text string) (*Prompt, error) 
 	if n <= 0 {
 		return nil, fmt.Errorf("prompttune: number of virtual tokens must be positive, got %d", n)
 	}
+	if err := m.PromptTunable(); err != nil {
+		return nil, fmt.Errorf("prompttune: %w", err)
+	}
 	ids := tok.Encode(text, true)
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("prompttune: init text %q has no tokens", text)
@@ -64,6 +67,9 @@ func FromText(m *model.Model, tok Encoder, n int, text string) (*Prompt, error) 
 func Random(m *model.Model, n int, seed uint64) (*Prompt, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("prompttune: number of virtual tokens must be positive, got %d", n)
+	}
+	if err := m.PromptTunable(); err != nil {
+		return nil, fmt.Errorf("prompttune: %w", err)
 	}
 	r := rand.New(rand.NewPCG(seed, 0x9707))
 	p := &Prompt{N: n, Hidden: m.HiddenSize, params: [][]float32{make([]float32, n*m.HiddenSize)}}
@@ -137,6 +143,9 @@ var configKeys = map[string]bool{
 
 // Load reads a PEFT PROMPT_TUNING adapter for m.
 func Load(dir string, m *model.Model) (*Prompt, error) {
+	if err := m.PromptTunable(); err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", dir, err)
+	}
 	cfgPath := filepath.Join(dir, "adapter_config.json")
 	b, err := inputfile.ReadFile(cfgPath)
 	if err != nil {

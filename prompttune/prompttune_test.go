@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
@@ -135,5 +136,28 @@ func TestSaveLoadPEFTFormat(t *testing.T) {
 	}
 	if _, err := Load(t.TempDir(), m); err == nil {
 		t.Error("loading an empty directory gave no error")
+	}
+}
+
+// TestNarrowEmbeddingsRefused: a model whose embeddings are narrower than
+// its hidden size (OPT-350m's shape, projected up) cannot hold hidden-wide
+// virtual tokens: making or loading a prompt for it is refused at once,
+// naming both widths, not at the first forward of a run.
+func TestNarrowEmbeddingsRefused(t *testing.T) {
+	m, err := model.NewRandom(&model.Config{Architecture: "OPTForCausalLM", VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 4, HeadDim: 8, MaxPositions: 40, WordEmbedDim: 16, LayerNormEps: 1e-5, PostNorm: true, NoFinalNorm: true,
+		TieEmbeddings: true, BOSTokenID: 2, EOSTokenIDs: []int{2}}, 1, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "word_embed_proj_dim 16, hidden_size 32"
+	if _, err := FromText(m, fakeTok{}, 4, "abc"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("FromText: %v, want %q", err, want)
+	}
+	if _, err := Random(m, 4, 1); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Random: %v, want %q", err, want)
+	}
+	if _, err := Load(t.TempDir(), m); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load: %v, want %q", err, want)
 	}
 }
