@@ -209,6 +209,9 @@ func (r *run) checkpointOf(params any, eng []byte) error {
 	if err := os.RemoveAll(old); err != nil {
 		fmt.Fprintf(r.out, "warning: the checkpoint is written, but the previous one is left in %s: %v\n", old, err)
 	}
+	if r.opts.afterCheckpoint != nil {
+		r.opts.afterCheckpoint()
+	}
 	return nil
 }
 

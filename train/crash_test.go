@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -205,5 +206,58 @@ func TestCrashLeftoversRemoved(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s, not a leftover, was removed: %v", p, err)
 		}
+	}
+}
+
+// TestKilledAfterAnyCheckpoint: a full-parameter run killed right after any
+// of its checkpoints (the run directory copied there, as kill -9 leaves it)
+// resumes to the uninterrupted run's metrics, best/ and last/. Among them
+// the checkpoint a new best validation loss writes before best/ is linked
+// to it: with the best at step 0 (lr 0.1: no later validation improves on
+// it), that of step 0's own validation, and with the best at step 4
+// (lr 0.01), one within training.
+func TestKilledAfterAnyCheckpoint(t *testing.T) {
+	for _, lr := range []string{"0.1", "0.01"} {
+		t.Run("lr"+lr, func(t *testing.T) {
+			dir, cfg := demoConfig(t, 6)
+			set := []string{"adapter.kind=full", "optimizer.lr=" + lr, "train.eval_every=2", "train.checkpoint_every=3",
+				"task.max_train=64", "task.max_validation=8", "eval.skip=true"}
+			whole := filepath.Join(dir, "whole")
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Log: io.Discard}); err != nil {
+				t.Fatal(err)
+			}
+			cut := filepath.Join(dir, "cut")
+			var copies []string
+			copyAt := func() {
+				c := filepath.Join(dir, fmt.Sprintf("killed-%d", len(copies)+1))
+				copyDir(t, cut, c)
+				copies = append(copies, c)
+			}
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), Log: io.Discard, afterCheckpoint: copyAt}); err != nil {
+				t.Fatal(err)
+			}
+			if len(copies) < 4 {
+				t.Fatalf("%d checkpoints: want at least step 0's two and steps 3 and 6's", len(copies))
+			}
+			want := readSummary(t, whole)
+			for _, c := range copies {
+				if _, err := Run(Options{Resume: c, Log: io.Discard}); err != nil {
+					t.Fatalf("resume %s: %v", filepath.Base(c), err)
+				}
+				if a, b := readLines(t, filepath.Join(whole, rundir.MetricsFile)), readLines(t, filepath.Join(c, rundir.MetricsFile)); !slices.Equal(a, b) {
+					t.Errorf("%s: metrics.jsonl differs from the uninterrupted run's:\n%s\nwant\n%s", filepath.Base(c), strings.Join(b, "\n"), strings.Join(a, "\n"))
+				}
+				for _, f := range []string{"best/model.safetensors", "last/model.safetensors"} {
+					x, _ := os.ReadFile(filepath.Join(whole, f))
+					y, _ := os.ReadFile(filepath.Join(c, f))
+					if len(x) == 0 || !bytes.Equal(x, y) {
+						t.Errorf("%s: %s differs from the uninterrupted run's", filepath.Base(c), f)
+					}
+				}
+				if got := readSummary(t, c); got.BestStep != want.BestStep || got.Steps != want.Steps {
+					t.Errorf("%s: best step %d of %d steps, want %d of %d", filepath.Base(c), got.BestStep, got.Steps, want.BestStep, want.Steps)
+				}
+			}
+		})
 	}
 }

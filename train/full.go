@@ -136,7 +136,6 @@ func (s *fullState) attach()                     {}
 func (s *fullState) detach()                     {}
 func (s *fullState) snapshot() (any, bool)       { return nil, false }
 func (s *fullState) bestNeedsCheckpoint() bool   { return true }
-func (s *fullState) restored(string, bool) error { return nil }
 func (s *fullState) checkpointDir() string       { return filepath.Join(s.r.dir, rundir.CheckpointDir) }
 func (s *fullState) modelSource() string         { return s.r.cfg.Model.Path }
 func (s *fullState) statePath(dir string) string { return filepath.Join(dir, fullparam.StateFile) }
@@ -146,6 +145,18 @@ func (s *fullState) restore(dir string, _ bool) error {
 	}
 	s.savedStep = s.r.state.Step
 	return nil
+}
+
+// restored links best/ to the checkpoint's weights when they are the best
+// ones: a new best validation loss checkpoints its step before best/ is
+// linked to it, and a process killed between the two left best/ at the
+// best before (or none, at step 0), which no later step would replace if
+// none improves on it.
+func (s *fullState) restored(runDir string, hasBest bool) error {
+	if !hasBest || s.r.state.BestStep != s.r.state.Step {
+		return nil
+	}
+	return s.newBest(runDir)
 }
 
 // save writes the model and the optimizer's moments, or links the

@@ -38,6 +38,10 @@ type Options struct {
 	// wrapBackend, if set, wraps the backend once opened: for tests that
 	// make the device fail.
 	wrapBackend func(tensor.Backend) tensor.Backend
+	// afterCheckpoint, if set, is called when a checkpoint is in place:
+	// for tests that copy the run directory there, as a process killed
+	// right after it leaves it.
+	afterCheckpoint func()
 	// testTwins evaluates the best and the last adapter even when they are
 	// the same step's (sameParams): for tests of what each evaluation does.
 	testTwins bool

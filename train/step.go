@@ -94,6 +94,11 @@ func (r *run) validate(step int) (bool, error) {
 	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
 		return false, err
 	}
+	// The validation is done: a checkpoint from here on (a new best's of
+	// the model's own weights, below) holds it, and must not ask a resume
+	// to run it again (which would log it twice and count it twice
+	// against train.patience).
+	r.state.ValidationPending = false
 	r.state.SinceBest++
 	if loss < r.state.BestValLoss {
 		r.state.BestValLoss, r.state.BestStep, r.state.SinceBest = loss, step, 0
