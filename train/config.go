@@ -117,7 +117,7 @@ type TrainConfig struct {
 
 // EvalConfig is the config's eval section: how the test split is scored.
 type EvalConfig struct {
-	BatchSize    int  `mapstructure:"batch_size" yaml:"batch_size" doc:"sequences per evaluation forward / generation batch"`
+	BatchSize    int  `mapstructure:"batch_size" yaml:"batch_size" doc:"sequences per evaluation forward / generation batch; the validation loss (batch means weighted by their tokens) changes in its last bits with it"`
 	MaxNewTokens int  `mapstructure:"max_new_tokens" yaml:"max_new_tokens" doc:"generation cap (0: the task default, SQuAD 50, XSum and generation 100)"`
 	Base         bool `mapstructure:"base" yaml:"base" doc:"also evaluate the base model (no adapter) on the test split"`
 	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
