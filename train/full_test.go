@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -259,5 +260,51 @@ func TestStorageNote(t *testing.T) {
 		if got := storageNote(m, p); !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
 			t.Errorf("%s, bf16_weights %v: %q, want %q (and not %q)", filepath.Base(tc.dir), tc.keepBF16, got, tc.want, tc.not)
 		}
+	}
+}
+
+// TestFullTestEvaluationWording: a full-parameter run's test evaluation
+// scores weights, not an adapter, and its messages say so: a stop in it
+// ("of the last weights'") and a failure to write its answers ("test
+// evaluation (the last weights)").
+func TestFullTestEvaluationWording(t *testing.T) {
+	_, cfg := demoConfig(t, 2)
+	set := []string{"adapter.kind=full", "optimizer.lr=1e-3", "train.eval_every=2", "task.max_train=40",
+		"task.max_validation=8", "task.max_test=8", "eval.batch_size=2"}
+	dir := t.TempDir()
+	polls := 0
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+filepath.Join(dir, "whole")),
+		Log: io.Discard, Stop: stopAt(0, &polls)}); err != nil {
+		t.Fatal(err)
+	}
+	if s := readSummary(t, filepath.Join(dir, "whole")); s.Test["best"] == nil || s.Test["last"] == nil {
+		t.Fatalf("test results %v", s.Test)
+	}
+	// The last poll is in the test evaluation of the last weights, or of
+	// best/ when its validation loss is not the last step's (evaluated second).
+	stopped := filepath.Join(dir, "stopped")
+	n := 0
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+stopped), Log: io.Discard,
+		Stop: stopAt(polls, &n)}); err != nil {
+		t.Fatal(err)
+	}
+	msg := readSummary(t, stopped).Message
+	if !strings.Contains(msg, "during the test evaluation, at example") || !strings.Contains(msg, "weights'") || strings.Contains(msg, "adapter") {
+		t.Errorf("a stop in a full-parameter run's test evaluation says %q", msg)
+	}
+	// The answers' file cannot be written: a directory takes its name once
+	// last/ is there (written before the test evaluation).
+	failed := filepath.Join(dir, "failed")
+	block := func() string {
+		if _, err := os.Stat(filepath.Join(failed, "last")); err == nil {
+			if err := os.MkdirAll(filepath.Join(failed, "predictions_last.jsonl", "x"), 0o755); err != nil {
+				t.Error(err)
+			}
+		}
+		return ""
+	}
+	_, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+failed), Log: io.Discard, Stop: block})
+	if err == nil || !strings.Contains(err.Error(), "test evaluation (the last weights): ") {
+		t.Errorf("a full-parameter run whose answers cannot be written: %v", err)
 	}
 }

@@ -403,11 +403,11 @@ func (r *run) testEvaluation() (string, error) {
 			return reason, nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
+			return "", fmt.Errorf("test evaluation (%s): %w", r.testSubject(e.name), err)
 		}
 		if r.answers != nil {
 			if err := r.answers.WriteFile(filepath.Join(r.dir, rundir.PredictionsFile(e.name))); err != nil {
-				return "", fmt.Errorf("test evaluation (%s adapter): %w", e.name, err)
+				return "", fmt.Errorf("test evaluation (%s): %w", r.testSubject(e.name), err)
 			}
 		}
 		r.summary.Test[e.name] = res
@@ -430,15 +430,23 @@ func (r *run) testOne(e testEval, nTest int, part *evalPartial) (res map[string]
 	return res, err
 }
 
+// testSubject names what the test evaluation called name ("best", "last",
+// "base") scores: the best or the last adapter, a full-parameter run's
+// best or last weights, or the base model.
+func (r *run) testSubject(name string) string {
+	switch {
+	case name == "base":
+		return "the base model"
+	case r.cfg.Adapter.Kind == "full":
+		return "the " + name + " weights"
+	}
+	return "the " + name + " adapter"
+}
+
 // testCut says, in an interruption's message, how far the test evaluation got.
 func (r *run) testCut() string {
 	tp := r.state.Test
-	whose := func(name string) string {
-		if name == "base" {
-			return "the base model's"
-		}
-		return "the " + name + " adapter's"
-	}
+	whose := func(name string) string { return r.testSubject(name) + "'s" }
 	var done []string
 	for _, name := range []string{"best", "last", "base"} {
 		if _, ok := tp.Finished[name]; ok {
