@@ -142,7 +142,7 @@ func (r *run) checkpoint() error {
 // checkpointOf writes checkpoint/ with the parameters (a snapshot's, or
 // the live ones for nil), the engine state and r.state, the logs as they
 // are now.
-func (r *run) checkpointOf(params any, eng []byte) error {
+func (r *run) checkpointOf(params any, eng []byte) (err error) {
 	// One line a step: the model's own weights checkpoint a new best at
 	// once, and the same step again right after (linking its files).
 	if r.ckLine != r.state.Step {
@@ -176,6 +176,14 @@ func (r *run) checkpointOf(params any, eng []byte) error {
 	}
 	final, tmp := filepath.Join(r.dir, rundir.CheckpointDir), filepath.Join(r.dir, rundir.CheckpointTmpDir)
 	os.RemoveAll(tmp)
+	defer func() {
+		// A checkpoint that could not be written (a full disk) leaves no
+		// part of itself behind: a full-parameter run's is up to a whole
+		// model, which would hold the disk the run stopped for.
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
 	if err := r.tr.save(tmp, params, r.state.Step, !math.IsInf(r.state.BestValLoss, 1)); err != nil {
 		return err
 	}
