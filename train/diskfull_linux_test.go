@@ -62,3 +62,36 @@ func TestFullCheckpointFailureLeavesNoPart(t *testing.T) {
 		t.Errorf("resume after the failed checkpoint: %+v, %v", s, err)
 	}
 }
+
+// TestFullFirstCheckpointFailure: a full-parameter run writes its first
+// checkpoint right after step 0's validation; when that one cannot be
+// written (a full disk) there is nothing to resume, and the error says to
+// start the run again, which the same output directory then takes.
+func TestFullFirstCheckpointFailure(t *testing.T) {
+	_, cfg := demoConfig(t, 2)
+	dir := filepath.Join(t.TempDir(), "run")
+	set := []string{"adapter.kind=full", "task.max_train=40", "task.max_validation=8", "eval.skip=true", "output.dir=" + dir}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Skip(err)
+	}
+	lim := old
+	lim.Cur = 64 << 10 // the logs and config.yaml fit, the weights (about 400 kB) do not
+	if lim.Max < lim.Cur {
+		t.Skipf("RLIMIT_FSIZE hard limit %d", lim.Max)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Skip(err)
+	}
+	_, err := Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: set})
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "checkpoint of step 0") || !strings.Contains(err.Error(), "file too large") ||
+		!strings.HasSuffix(err.Error(), "no checkpoint was written yet (train.checkpoint_every): start the run again with --config (the same output.dir takes it)") {
+		t.Fatalf("a run whose first checkpoint cannot be written: %v", err)
+	}
+	if s, err := Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: set}); err != nil || s.StepsDone != 2 {
+		t.Errorf("the run started again in the same output.dir: %+v, %v", s, err)
+	}
+}

@@ -548,7 +548,7 @@ func (r *run) fail(err error) outcome {
 		// previous one back.
 		err = fmt.Errorf("%w; the previous checkpoint is kept (%s): continue with --resume %s", err, rundir.CheckpointOldDir, r.dir)
 	} else {
-		err = fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every)", err)
+		err = fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every): start the run again with --config (the same output.dir takes it)", err)
 	}
 	return outcome{kind: failed, err: err}
 }
