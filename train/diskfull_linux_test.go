@@ -3,19 +3,89 @@
 package train
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 )
 
+// fsizeChildEnv carries a limitedRun's request to the test binary it starts.
+const fsizeChildEnv = "MEAZO_TEST_FSIZE_CHILD"
+
+type fsizeRequest struct {
+	Limit     uint64
+	Config    string
+	Overrides []string
+}
+
+// limitedRun runs meazo-train's Run in a child process (this test binary
+// again) whose files may be at most limit bytes, as a full disk limits
+// them (EFBIG where ENOSPC would be), and returns Run's error ("" for
+// none). The limit is the process's: in this one it would also fail the
+// testing package's own log.
+func limitedRun(t *testing.T, limit uint64, cfg string, overrides []string) string {
+	t.Helper()
+	req, err := json.Marshal(fsizeRequest{limit, cfg, overrides})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFSizeChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fsizeChildEnv+"="+string(req))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the limited run: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RUN-ERROR: "); ok {
+			return rest
+		}
+		if line == "RUN-OK" {
+			return ""
+		}
+	}
+	if strings.Contains(string(out), "SKIP-LIMIT") {
+		t.Skip(string(out))
+	}
+	t.Fatalf("the limited run printed no result:\n%s", out)
+	return ""
+}
+
+// TestFSizeChild is limitedRun's child; it does nothing in a test run.
+func TestFSizeChild(t *testing.T) {
+	env := os.Getenv(fsizeChildEnv)
+	if env == "" {
+		t.Skip("run by limitedRun only")
+	}
+	var req fsizeRequest
+	if err := json.Unmarshal([]byte(env), &req); err != nil {
+		t.Fatal(err)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil || lim.Max < req.Limit {
+		fmt.Println("SKIP-LIMIT", lim.Max, err)
+		return
+	}
+	lim.Cur = req.Limit
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Println("SKIP-LIMIT", err)
+		return
+	}
+	if _, err := Run(Options{ConfigPath: req.Config, Log: io.Discard, Overrides: req.Overrides}); err != nil {
+		fmt.Println("RUN-ERROR: " + strings.ReplaceAll(err.Error(), "\n", " "))
+		return
+	}
+	fmt.Println("RUN-OK")
+}
+
 // TestFullCheckpointFailureLeavesNoPart: a full-parameter checkpoint that
-// cannot be written (here the files a process may write are limited, as a
-// full disk limits them: EFBIG where ENOSPC would be) stops the run with the
-// error and leaves no checkpoint.tmp/ behind, which would hold up to a whole
-// model of the disk the run stopped for.
+// cannot be written stops the run with the error, keeps the previous
+// checkpoint and leaves no checkpoint.tmp/ behind, which would hold up to
+// a whole model of the disk the run stopped for.
 func TestFullCheckpointFailureLeavesNoPart(t *testing.T) {
 	demo, cfg := demoConfig(t, 2)
 	dir := filepath.Join(t.TempDir(), "run")
@@ -23,28 +93,13 @@ func TestFullCheckpointFailureLeavesNoPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Skip(err)
-	}
 	// ZO-Adam's moments are twice the model: step 0's checkpoint (moments of
-	// zero are not written) fits, step 2's (the last) leaves its model.safetensors and
-	// fails on optimizer_state.safetensors.
-	lim := old
-	lim.Cur = uint64(st.Size()) * 3 / 2
-	if lim.Max < lim.Cur {
-		t.Skipf("RLIMIT_FSIZE hard limit %d", lim.Max)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Skip(err)
-	}
-	_, err = Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: []string{"adapter.kind=full", "optimizer.name=zo-adam", "task.max_train=40",
-		"task.max_validation=8", "eval.skip=true", "output.dir=" + dir}})
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	if err == nil || !strings.Contains(err.Error(), "file too large") || !strings.Contains(err.Error(), "checkpoint of step 2:") || !strings.Contains(err.Error(), "the checkpoint of step 0 is kept") {
-		t.Fatalf("a run whose checkpoint cannot be written: %v", err)
+	// zero are not written) fits, step 2's (the last) writes its
+	// model.safetensors and fails on optimizer_state.safetensors.
+	msg := limitedRun(t, uint64(st.Size())*3/2, cfg, []string{"adapter.kind=full", "optimizer.name=zo-adam", "task.max_train=40",
+		"task.max_validation=8", "eval.skip=true", "output.dir=" + dir})
+	if !strings.Contains(msg, "file too large") || !strings.Contains(msg, "checkpoint of step 2:") || !strings.Contains(msg, "the checkpoint of step 0 is kept") {
+		t.Fatalf("a run whose checkpoint cannot be written: %q", msg)
 	}
 	if _, serr := os.Stat(filepath.Join(dir, "checkpoint.tmp")); serr == nil {
 		ents, _ := os.ReadDir(filepath.Join(dir, "checkpoint.tmp"))
@@ -52,7 +107,7 @@ func TestFullCheckpointFailureLeavesNoPart(t *testing.T) {
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
-		t.Errorf("checkpoint.tmp/ left behind after %v, holding %v", err, names)
+		t.Errorf("checkpoint.tmp/ left behind after %v, holding %v", msg, names)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint", "state.json")); err != nil {
 		t.Errorf("the checkpoint of step 0: %v", err)
@@ -71,25 +126,11 @@ func TestFullFirstCheckpointFailure(t *testing.T) {
 	_, cfg := demoConfig(t, 2)
 	dir := filepath.Join(t.TempDir(), "run")
 	set := []string{"adapter.kind=full", "task.max_train=40", "task.max_validation=8", "eval.skip=true", "output.dir=" + dir}
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Skip(err)
-	}
-	lim := old
-	lim.Cur = 64 << 10 // the logs and config.yaml fit, the weights (about 400 kB) do not
-	if lim.Max < lim.Cur {
-		t.Skipf("RLIMIT_FSIZE hard limit %d", lim.Max)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Skip(err)
-	}
-	_, err := Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: set})
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	if err == nil || !strings.Contains(err.Error(), "checkpoint of step 0") || !strings.Contains(err.Error(), "file too large") ||
-		!strings.HasSuffix(err.Error(), "no checkpoint was written yet (train.checkpoint_every): start the run again with --config (the same output.dir takes it)") {
-		t.Fatalf("a run whose first checkpoint cannot be written: %v", err)
+	// The logs and config.yaml fit, the weights (about 400 kB) do not.
+	msg := limitedRun(t, 64<<10, cfg, set)
+	if !strings.Contains(msg, "checkpoint of step 0") || !strings.Contains(msg, "file too large") ||
+		!strings.HasSuffix(msg, "no checkpoint was written yet (train.checkpoint_every): start the run again with --config (the same output.dir takes it)") {
+		t.Fatalf("a run whose first checkpoint cannot be written: %q", msg)
 	}
 	if s, err := Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: set}); err != nil || s.StepsDone != 2 {
 		t.Errorf("the run started again in the same output.dir: %+v, %v", s, err)
