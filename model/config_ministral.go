@@ -248,11 +248,11 @@ func ministral3JSON(j map[string]any, c *Config) {
 	j["model_type"] = "ministral3"
 	j["max_position_embeddings"] = c.MaxPositionEmbeddings
 	j["sliding_window"] = nil
-	rp := map[string]any{"rope_type": "default", "rope_theta": c.RopeTheta,
+	rp := map[string]any{"rope_type": "default", "rope_theta": pyFloat(c.RopeTheta),
 		"llama_4_scaling_beta": c.Llama4Beta, "original_max_position_embeddings": c.Llama4Original}
 	if y := c.Yarn; y != nil {
-		rp["rope_type"], rp["factor"], rp["beta_fast"], rp["beta_slow"] = "yarn", y.Factor, y.BetaFast, y.BetaSlow
-		rp["original_max_position_embeddings"], rp["attention_factor"], rp["truncate"] = y.Original, y.AttentionFactor, !y.NoTruncate
+		rp["rope_type"], rp["factor"], rp["beta_fast"], rp["beta_slow"] = "yarn", pyFloat(y.Factor), pyFloat(y.BetaFast), pyFloat(y.BetaSlow)
+		rp["original_max_position_embeddings"], rp["attention_factor"], rp["truncate"] = y.Original, pyFloat(y.AttentionFactor), !y.NoTruncate
 	}
 	j["rope_parameters"] = rp
 	for _, k := range []string{"rope_theta", "rope_scaling", "attention_bias"} {

@@ -363,3 +363,38 @@ func TestLoadIgnoresTiedHeadAndInvFreq(t *testing.T) {
 		t.Fatalf("an unknown tensor: %v", err)
 	}
 }
+
+// TestWriteRandomFloats: a written config.json has its floats as Python's
+// json writes them (transformers warns on a rope_scaling factor of 32: "must
+// be a float"): whole ones with ".0", the rest as they read; and they read
+// back to the same values.
+func TestWriteRandomFloats(t *testing.T) {
+	c := tinyConfig("LlamaForCausalLM")
+	c.RopeTheta = 500000
+	c.RopeScaling = &RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
+	dir := t.TempDir()
+	if _, err := WriteRandom(dir, c, 1, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"factor": 32.0`, `"low_freq_factor": 1.0`, `"high_freq_factor": 4.0`, `"rope_theta": 500000.0`, `"original_max_position_embeddings": 8192,`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("config.json lacks %s:\n%s", want, b)
+		}
+	}
+	for x, want := range map[float64]string{32: "32.0", 0.5: "0.5", 1e-5: "1e-05", 1e21: "1e+21", 123456.25: "123456.25"} {
+		if got := string(pyFloat(x)); got != want {
+			t.Errorf("pyFloat(%v) = %s, want %s", x, got, want)
+		}
+	}
+	m, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *m.RopeScaling != *c.RopeScaling || m.RopeTheta != c.RopeTheta {
+		t.Errorf("read back: %+v, theta %v", *m.RopeScaling, m.RopeTheta)
+	}
+}

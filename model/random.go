@@ -167,6 +167,17 @@ func writeRandom(dir string, c *Config, seed uint64, std float64, bf16 bool) (*M
 func (c *Config) MarshalHF() ([]byte, error) { return c.marshalHF("float32") }
 
 // marshalHF renders the config as an HF config.json whose torch_dtype is dtype.
+// pyFloat is x as Python's json writes a float: with a ".0" when it is
+// whole (32.0, not 32), which transformers checks in some keys (a
+// rope_scaling factor written 32 draws "must be a float").
+func pyFloat(x float64) json.Number {
+	s := strconv.FormatFloat(x, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEnN") { // not a fraction, an exponent, Inf or NaN
+		s += ".0"
+	}
+	return json.Number(s)
+}
+
 func (c *Config) marshalHF(dtype string) ([]byte, error) {
 	if c.IsOPT() {
 		return c.marshalOPT(dtype)
@@ -181,7 +192,7 @@ func (c *Config) marshalHF(dtype string) ([]byte, error) {
 		"num_key_value_heads":     c.NumKVHeads,
 		"head_dim":                c.HeadDim,
 		"rms_norm_eps":            json.Number(strconv.FormatFloat(float64(c.RMSNormEps), 'g', -1, 32)),
-		"rope_theta":              c.RopeTheta,
+		"rope_theta":              pyFloat(c.RopeTheta),
 		"tie_word_embeddings":     c.TieEmbeddings,
 		"hidden_act":              "silu",
 		"attention_bias":          c.OBias,
@@ -231,8 +242,8 @@ func (c *Config) marshalHF(dtype string) ([]byte, error) {
 	}
 	if s := c.RopeScaling; s != nil {
 		j["rope_scaling"] = map[string]any{
-			"rope_type": "llama3", "factor": s.Factor, "low_freq_factor": s.LowFreqFactor,
-			"high_freq_factor": s.HighFreqFactor, "original_max_position_embeddings": s.OriginalMaxPositionEmbeddings,
+			"rope_type": "llama3", "factor": pyFloat(s.Factor), "low_freq_factor": pyFloat(s.LowFreqFactor),
+			"high_freq_factor": pyFloat(s.HighFreqFactor), "original_max_position_embeddings": s.OriginalMaxPositionEmbeddings,
 		}
 	} else {
 		j["rope_scaling"] = nil
