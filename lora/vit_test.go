@@ -53,33 +53,49 @@ func TestViTPEFTAdapter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Attach(m)
-		got, err := m.Logits(pixels, 4)
-		m.Adapter = nil
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := adaptedLogits(t, a, m, pixels)
 		if d := maxDiff(got, want); d > 2e-4 {
 			t.Errorf("grouped %v: logits %.3g from PEFT's", grouped, d)
 		}
 		if d := maxDiff(got, base); d < 0.1 {
 			t.Errorf("the adapter moves the logits by only %.3g: is it applied?", d)
 		}
-		dir := t.TempDir()
-		if err := a.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		sameViTTensors(t, filepath.Join(vitTiny, "lora", "adapter_model.safetensors"), filepath.Join(dir, "adapter_model.safetensors"))
-		b, err := LoadViT(dir, m, grouped)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for g := range a.Params() {
-			if !slices.Equal(a.Params()[g], b.Params()[g]) {
-				t.Errorf("group %d changed in a save and load", g)
-			}
+		saveRoundTrip(t, a, m, filepath.Join(vitTiny, "lora"), grouped)
+	}
+}
+
+// adaptedLogits are m's logits of the images with a attached.
+func adaptedLogits(t *testing.T, a *ViTAdapter, m *model.ViT, pixels []float32) []float32 {
+	t.Helper()
+	a.Attach(m)
+	got, err := m.Logits(pixels, 4)
+	m.Adapter = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// saveRoundTrip saves a, checks that its tensors are those of the adapter
+// in src (PEFT's names, shapes and values) and that it loads back to the
+// same parameters, and returns the directory it saved into.
+func saveRoundTrip(t *testing.T, a *ViTAdapter, m *model.ViT, src string, grouped bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	sameViTTensors(t, filepath.Join(src, "adapter_model.safetensors"), filepath.Join(dir, "adapter_model.safetensors"))
+	b, err := LoadViT(dir, m, grouped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range a.Params() {
+		if !slices.Equal(a.Params()[g], b.Params()[g]) {
+			t.Errorf("group %d changed in a save and load", g)
 		}
 	}
+	return dir
 }
 
 // TestLoadViTRegex: the fixture's q/v adapter with target_modules the
@@ -335,23 +351,14 @@ func TestViTAllLinearPEFT(t *testing.T) {
 		if got := len(a.targets); got != 6 {
 			t.Fatalf("%d projections adapted, want 6", got)
 		}
-		a.Attach(m)
-		got, err := m.Logits(pixels, 4)
-		m.Adapter = nil
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := adaptedLogits(t, a, m, pixels)
 		if d := maxDiff(got, want); d > 2e-4 {
 			t.Errorf("grouped %v: logits %.3g from PEFT's", grouped, d)
 		}
 		if d := maxDiff(got, qv); d < 0.1 {
 			t.Errorf("the all-linear adapter's logits are within %.3g of the q/v adapter's: are k, o and the MLP's applied?", d)
 		}
-		dir := t.TempDir()
-		if err := a.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		sameViTTensors(t, filepath.Join(src, "adapter_model.safetensors"), filepath.Join(dir, "adapter_model.safetensors"))
+		dir := saveRoundTrip(t, a, m, src, grouped)
 		ours, peft := readJSON(t, filepath.Join(dir, "adapter_config.json")), readJSON(t, filepath.Join(src, "adapter_config.json"))
 		for k, v := range ours {
 			if k == "target_modules" || k == "base_model_name_or_path" {
@@ -363,15 +370,6 @@ func TestViTAllLinearPEFT(t *testing.T) {
 		}
 		if got := fmt.Sprint(ours["target_modules"]); got != "[query key value dense]" {
 			t.Errorf("target_modules %s, want [query key value dense]", got)
-		}
-		b, err := LoadViT(dir, m, grouped)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for g := range a.Params() {
-			if !slices.Equal(a.Params()[g], b.Params()[g]) {
-				t.Errorf("group %d changed in a save and load", g)
-			}
 		}
 	}
 }
