@@ -105,27 +105,11 @@ func saveRoundTrip(t *testing.T, a *ViTAdapter, m *model.ViT, src string, groupe
 func TestLoadViTRegex(t *testing.T) {
 	m, _ := loadViT(t)
 	src := filepath.Join(vitTiny, "lora")
-	cfg, err := os.ReadFile(filepath.Join(src, "adapter_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	weights, err := os.ReadFile(filepath.Join(src, "adapter_model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(cfg, &c); err != nil {
-		t.Fatal(err)
-	}
-	c["target_modules"] = `.*\.(query|value)|classifier`
-	edited, _ := json.Marshal(c)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "adapter_config.json"), edited, 0o644)
-	os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), weights, 0o644)
 	want, err := LoadViT(src, m, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := editedAdapter(t, src, func(c map[string]any) { c["target_modules"] = `.*\.(query|value)|classifier` })
 	got, err := LoadViT(dir, m, false)
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +130,22 @@ func TestLoadViTSeqCls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, mts := range [][]string{{"classifier", "classifier", "score"}, {"classifier", "score"}} {
+		dir := editedAdapter(t, src, func(c map[string]any) { c["task_type"], c["modules_to_save"] = "SEQ_CLS", mts })
+		got, err := LoadViT(dir, m, false)
+		if err != nil {
+			t.Fatalf("modules_to_save %q: %v", mts, err)
+		}
+		if !slices.Equal(got.Params()[0], want.Params()[0]) {
+			t.Errorf("modules_to_save %q: other parameters", mts)
+		}
+	}
+}
+
+// editedAdapter copies the adapter in src to a new directory, its
+// adapter_config.json changed by edit, and returns the directory.
+func editedAdapter(t *testing.T, src string, edit func(map[string]any)) string {
+	t.Helper()
 	cfg, err := os.ReadFile(filepath.Join(src, "adapter_config.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -158,20 +158,12 @@ func TestLoadViTSeqCls(t *testing.T) {
 	if err := json.Unmarshal(cfg, &c); err != nil {
 		t.Fatal(err)
 	}
-	for _, mts := range [][]string{{"classifier", "classifier", "score"}, {"classifier", "score"}} {
-		c["task_type"], c["modules_to_save"] = "SEQ_CLS", mts
-		edited, _ := json.Marshal(c)
-		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "adapter_config.json"), edited, 0o644)
-		os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), weights, 0o644)
-		got, err := LoadViT(dir, m, false)
-		if err != nil {
-			t.Fatalf("modules_to_save %q: %v", mts, err)
-		}
-		if !slices.Equal(got.Params()[0], want.Params()[0]) {
-			t.Errorf("modules_to_save %q: other parameters", mts)
-		}
-	}
+	edit(c)
+	edited, _ := json.Marshal(c)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "adapter_config.json"), edited, 0o644)
+	os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), weights, 0o644)
+	return dir
 }
 
 // sameViTTensors checks that two safetensors files hold the same names,
