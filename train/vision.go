@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -99,6 +100,9 @@ func newViTAdapter(cfg *Config, m *model.ViT) (*lora.ViTAdapter, error) {
 			return nil, fmt.Errorf("adapter.targets: %w", err)
 		}
 		if err := matchLoRA(&c, a); err != nil {
+			if !slices.Equal(c.Targets, cfg.Adapter.Targets) {
+				return nil, fmt.Errorf("%w (adapter.targets %v as written)", err, cfg.Adapter.Targets)
+			}
 			return nil, err
 		}
 	} else if a, err = lora.NewViT(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA,

@@ -421,6 +421,11 @@ func TestPetsFromSavedAdapter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is a LoRA of rank 4, alpha 8 on [query value], but the config says adapter.r 8") {
 		t.Errorf("an adapter.init of rank 4 under adapter.r 8: got %v", err)
 	}
+	// Targets written otherwise than PEFT names them are quoted as written too.
+	_, err = Run(Options{Overrides: petsSet(filepath.Join(root, "bad-targets"), init, "adapter.targets=[all-linear]")})
+	if err == nil || !strings.Contains(err.Error(), "adapter.targets [query key value dense]") || !strings.Contains(err.Error(), "(adapter.targets [all-linear] as written)") {
+		t.Errorf("a q/v adapter.init under adapter.targets [all-linear]: got %v", err)
+	}
 }
 
 // tinyViT loads the tiny ViT fixture and its preprocessing.
