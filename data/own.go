@@ -156,8 +156,20 @@ func ownLabel(raw json.RawMessage, labels []string) (int, string) {
 		if err != nil {
 			return 0, fmt.Sprintf("want a label's 0-based index (a whole number), got %s", clip(string(t)))
 		}
+		// Labels that are numbers ([1, 2, 3], star ratings) make a
+		// number in a row ambiguous: read as an index, 1 would be "2",
+		// and every row would train on its neighbour's class.
+		named := slices.Index(labels, string(t))
 		if i < 0 || i >= len(labels) {
-			return 0, fmt.Sprintf("index %d is not one of the %d labels' (0 to %d)", i, len(labels), len(labels)-1)
+			msg := fmt.Sprintf("index %d is not one of the %d labels' (0 to %d)", i, len(labels), len(labels)-1)
+			if named >= 0 {
+				msg += fmt.Sprintf(", but %q is a label: write it as a string, \"label\": %q (a JSON number is a label's 0-based index)", t, t)
+			}
+			return 0, msg
+		}
+		if named >= 0 && named != i {
+			return 0, fmt.Sprintf("%d is ambiguous: as a 0-based index it is the label %s, but %q is a label too (index %d): write the label as a string, \"label\": %q (a JSON number is a label's 0-based index)",
+				i, clip(labels[i]), t, named, t)
 		}
 		return i, ""
 	}

@@ -64,6 +64,39 @@ func TestOwnRowErrors(t *testing.T) {
 	}
 }
 
+// TestOwnNumberLabels: labels that are numbers (star ratings) make a JSON
+// number in a row ambiguous; read as an index, each rating 1 would train as
+// "2". Such a number is refused, saying to write the label as a string,
+// unless the label it names is at that index.
+func TestOwnNumberLabels(t *testing.T) {
+	stars := &OwnTask{Labels: []string{"1", "2", "3"}}
+	for _, c := range []struct {
+		row, want string // want: the error after the file's name, or "" and the label index in wantLabel
+		wantLabel int
+	}{
+		{`{"text":"t","label":"1"}`, "", 0},
+		{`{"text":"t","label":"3"}`, "", 2},
+		{`{"text":"t","label":1}`, `line 1: field "label": 1 is ambiguous: as a 0-based index it is the label "2", but "1" is a label too (index 0): write the label as a string, "label": "1" (a JSON number is a label's 0-based index)`, 0},
+		{`{"text":"t","label":3}`, `line 1: field "label": index 3 is not one of the 3 labels' (0 to 2), but "3" is a label: write it as a string, "label": "3" (a JSON number is a label's 0-based index)`, 0},
+		{`{"text":"t","label":0}`, "", 0}, // "0" is no label: the index
+	} {
+		p := writeFile(t, "stars.jsonl", c.row+"\n")
+		exs, _, err := ReadAll(p, Classification, ReadOptions{Own: stars, Strict: true})
+		switch {
+		case c.want == "" && (err != nil || len(exs) != 1 || exs[0].Label != c.wantLabel):
+			t.Errorf("%s: %+v, %v; want label %d", c.row, exs, err, c.wantLabel)
+		case c.want != "" && (err == nil || err.Error() != p+": "+c.want):
+			t.Errorf("%s: error %v\nwant %s: %s", c.row, err, p, c.want)
+		}
+	}
+	// Numbers that are their own indices are no trap.
+	p := writeFile(t, "bits.jsonl", `{"text":"t","label":1}`+"\n")
+	exs, _, err := ReadAll(p, Classification, ReadOptions{Own: &OwnTask{Labels: []string{"0", "1"}}, Strict: true})
+	if err != nil || len(exs) != 1 || exs[0].Label != 1 {
+		t.Errorf("labels [0, 1], a row's 1: %+v, %v; want label 1", exs, err)
+	}
+}
+
 // TestOwnRows reads good rows: a label by string or index, an id or the
 // line, references, the config's part carried by every example.
 func TestOwnRows(t *testing.T) {
