@@ -115,10 +115,15 @@ func checkList(kind, key string, v any, show func() string) error {
 	if !ok {
 		return fmt.Errorf("%s: want a list, e.g. %s, got %s", key, map[string]string{"[]string": "[a, b]", "[]int": "[20, 21]"}[kind], show())
 	}
-	for _, e := range l {
+	for i, e := range l {
 		if kind == "[]string" {
-			if _, ok := e.(string); !ok {
-				return fmt.Errorf("%s: want a list of names, got element %v", key, e)
+			switch e.(type) {
+			case string:
+			case int, float64, bool:
+				// YAML reads [1, 2] as numbers: the names "1" and "2" need quotes.
+				return fmt.Errorf("%s: want a list of names, got element %d, %v, read as a %s: write a name that reads as one in quotes, e.g. [\"%v\"]", key, i, e, map[bool]string{true: "boolean", false: "number"}[isBool(e)], e)
+			default:
+				return fmt.Errorf("%s: want a list of names, got element %d, %v", key, i, e)
 			}
 			continue
 		}
@@ -215,4 +220,10 @@ func quotedOr(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, " or ")
+}
+
+// isBool says whether v is a boolean.
+func isBool(v any) bool {
+	_, ok := v.(bool)
+	return ok
 }
