@@ -80,12 +80,21 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if format == data.FormatChat && !tok.HasChatTemplate() {
 		return fmt.Errorf("--model %s: %w (a model without one, such as OPT, takes --format mezo: MeZO's SST-2 template)", *model, tokenizer.ErrNoChatTemplate)
 	}
-	exs, _, err := data.ReadAll(*path, task, data.ReadOptions{Limit: *index + 1, Own: own})
+	var firstBad *data.RowError
+	exs, st, err := data.ReadAll(*path, task, data.ReadOptions{Limit: *index + 1, Own: own, OnSkip: func(e *data.RowError) {
+		if firstBad == nil {
+			firstBad = e
+		}
+	}})
 	if err != nil {
 		return err
 	}
 	if *index >= len(exs) {
-		return fmt.Errorf("%s: --index %d, but the file has %d well-formed examples", *path, *index, len(exs))
+		why := ""
+		if firstBad != nil { // else the user sees no reason for a file of bad rows
+			why = fmt.Sprintf(" (and %d malformed rows, the first: %v)", st.Skipped, firstBad)
+		}
+		return fmt.Errorf("%s: --index %d, but the file has %d well-formed examples%s", *path, *index, len(exs), why)
 	}
 	enc := &data.Encoder{Tok: tok, DateString: *date, Format: format}
 	e, err := enc.Encode(exs[*index])

@@ -61,6 +61,13 @@ func TestExampleCommand(t *testing.T) {
 		!strings.Contains(err.Error(), "--labels and --instruction are for tasks classification and generation") {
 		t.Errorf("--labels on sst2: %v", err)
 	}
+	// A file of malformed rows says why it has no example.
+	os.WriteFile(own, []byte("text,label\n"+`{"text":"a superb cast","label":"good"}`+"\n"), 0o644)
+	err = runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers/qwen3"), "--task", "classification", "--data", own,
+		"--labels", "[negative, positive]"}, nil, io.Discard)
+	if want := "--index 0, but the file has 0 well-formed examples (and 2 malformed rows, the first: " + own + ": line 1: "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("malformed rows: %v, want …%s…", err, want)
+	}
 	var out bytes.Buffer
 	err = runExample([]string{"--model", filepath.Join(dir, "fixtures/tokenizers/qwen3"), "--task", "sst2",
 		"--data", filepath.Join(dir, "data/sst2/dev.tsv"), "--index", "5000"}, nil, &out)
