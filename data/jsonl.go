@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -43,14 +44,30 @@ func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, b
 		return err
 	}
 	defer f.Close()
-	br, _ := textReader(f)
+	br, _, err := textReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	first := true // no row seen yet
 	for line := 1; ; line++ {
-		b, rerr := br.ReadBytes('\n')
+		b, long, rerr := readRow(br, maxRowBytes)
 		if rerr != nil && rerr != io.EOF {
 			return fmt.Errorf("%s: line %d: %w", path, line, rerr)
 		}
-		if len(bytes.TrimSpace(b)) > 0 {
+		if long > 0 {
+			first = false
+			msg := fmt.Sprintf("%d bytes, past a row's limit of %d bytes (is the file one JSON object a line?)", long, maxRowBytes)
+			if e := bad(&RowError{path, fmt.Sprintf("line %d", line), "(line)", msg}); e != nil {
+				return e
+			}
+		} else if t := bytes.TrimSpace(b); len(t) > 0 {
 			row := fmt.Sprintf("line %d", line)
+			if first && t[0] == '[' {
+				// Every row of it would be refused, one by one (a
+				// pretty-printed array: each of its lines).
+				return fmt.Errorf("%s: %s: the file is a JSON array, not JSON Lines: write one JSON object a line (e.g. jq -c '.[]' %s > rows.jsonl)", path, row, path)
+			}
+			first = false
 			ex, field, msg := parseJSONLRow(b, task, own)
 			if ex.ID == "" {
 				ex.ID = row
@@ -72,6 +89,32 @@ func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, b
 	}
 }
 
+// maxRowBytes bounds a JSON Lines row (a var for tests): a longer line is
+// left out as malformed, read to its end without being kept, so that a
+// file without line breaks (a JSON array written on one line) is read in
+// bounded memory. No model reads a row of this size: 64 MiB of text is
+// millions of tokens.
+var maxRowBytes = 64 << 20
+
+// readRow reads one line of br, its '\n' included, of at most max bytes; a
+// longer one is read to its end and dropped, its length returned as long.
+func readRow(br *bufio.Reader, max int) (b []byte, long int64, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case long > 0:
+			long += int64(len(frag))
+		case len(b)+len(frag) > max:
+			long, b = int64(len(b)+len(frag)), nil
+		default:
+			b = append(b, frag...)
+		}
+		if err != bufio.ErrBufferFull {
+			return b, long, err
+		}
+	}
+}
+
 // parseJSONLRow decodes one line; on failure it names the field.
 func parseJSONLRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg string) {
 	var r jsonlRow
@@ -79,6 +122,9 @@ func parseJSONLRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg st
 		return ex, "(line)", "not UTF-8 text"
 	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
+		if !json.Valid(t) { // text,label: not "a boolean"
+			return ex, "(line)", "want a JSON object, got text that is not JSON: " + clip(string(t))
+		}
 		// Valid JSON that is not an object (an array, a string, null) would
 		// decode into an empty row without an error.
 		return ex, "(line)", "want a JSON object, got " + jsonValueKind(t[0])

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -254,4 +255,42 @@ func idsText(ids []int) string {
 		}
 	}
 	return b.String()
+}
+
+// TestJSONLFileMistakes: the files users write instead of JSON Lines are
+// named as what they are: a JSON array (on one line or pretty-printed) and
+// a UTF-16 file stop the read at once, whatever task.strict; a CSV's lines
+// are "not JSON", not "a boolean" (text,label); a line past maxRowBytes (a
+// file without line breaks) is a malformed row, read without being kept.
+func TestJSONLFileMistakes(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"array on one line", `[{"text":"a","label":0}, {"text":"b","label":1}]` + "\n", `line 1: the file is a JSON array, not JSON Lines: write one JSON object a line (e.g. jq -c '.[]' `},
+		{"pretty array", "\n[\n  {\n    \"text\": \"a\",\n    \"label\": 0\n  }\n]\n", `line 2: the file is a JSON array, not JSON Lines`},
+		{"array of lines", "[\n" + `{"text":"a","label":0},` + "\n" + `{"text":"b","label":1}` + "\n]\n", `line 1: the file is a JSON array`},
+		{"UTF-16", "\xff\xfe{\x00\"\x00", `the file is UTF-16 text (its byte-order mark is FF FE; Windows PowerShell's > writes it): save it as UTF-8`},
+	} {
+		p := writeFile(t, "f.jsonl", c.file)
+		for _, strict := range []bool{false, true} {
+			_, _, err := ReadAll(p, Classification, ReadOptions{Own: sentiment, Strict: strict})
+			if err == nil || !strings.HasPrefix(err.Error(), p+": "+c.want) {
+				t.Errorf("%s (strict %v): %v, want %s: %s…", c.name, strict, err, p, c.want)
+			}
+		}
+	}
+	p := writeFile(t, "csv.jsonl", "text,label\nwhat a film,1\n")
+	_, _, err := ReadAll(p, Classification, ReadOptions{Own: sentiment, Strict: true})
+	if want := p + `: line 1: want a JSON object, got text that is not JSON: "text,label"`; err == nil || err.Error() != want {
+		t.Errorf("a CSV: %v, want %s", err, want)
+	}
+
+	defer func(m int) { maxRowBytes = m }(maxRowBytes)
+	maxRowBytes = 100
+	long := strings.Repeat(`{"text":"`+strings.Repeat("x", 5000)+`","label":0}`, 20) // 100 KB: more than the reader's 64 KiB buffer
+	p = writeFile(t, "long.jsonl", `{"text":"a","label":0}`+"\n"+long+"\n"+`{"text":"b","label":1}`)
+	var skipped []*RowError
+	exs, st, err := ReadAll(p, Classification, ReadOptions{Own: sentiment, OnSkip: func(e *RowError) { skipped = append(skipped, e) }})
+	if err != nil || len(exs) != 2 || exs[0].Text != "a" || exs[1].Text != "b" || exs[1].ID != "line 3" || st.Skipped != 1 ||
+		skipped[0].Error() != fmt.Sprintf("%s: line 2: %d bytes, past a row's limit of 100 bytes (is the file one JSON object a line?)", p, len(long)+1) {
+		t.Errorf("a long row: %+v, %+v, %v, skipped %v", exs, st, err, skipped)
+	}
 }

@@ -215,12 +215,17 @@ func jsonKind(t reflect.Type) string {
 
 // textReader buffers a text file and skips a UTF-8 byte-order mark at its
 // start (editors on Windows write one), which no format here allows; bom is
-// how many bytes it skipped, for byte offsets in messages.
-func textReader(f io.Reader) (br *bufio.Reader, bom int64) {
+// how many bytes it skipped, for byte offsets in messages. A UTF-16 file
+// (its byte-order mark) is an error: read as UTF-8, its first line would be
+// refused and the others read as bytes with NULs between them.
+func textReader(f io.Reader) (br *bufio.Reader, bom int64, err error) {
 	br = bufio.NewReaderSize(f, 1<<16)
+	if b, err := br.Peek(2); err == nil && (string(b) == "\xff\xfe" || string(b) == "\xfe\xff") {
+		return nil, 0, fmt.Errorf("the file is UTF-16 text (its byte-order mark is % X; Windows PowerShell's > writes it): save it as UTF-8", b)
+	}
 	if b, err := br.Peek(3); err == nil && string(b) == "\xef\xbb\xbf" {
 		br.Discard(3)
-		return br, 3
+		return br, 3, nil
 	}
-	return br, 0
+	return br, 0, nil
 }

@@ -40,7 +40,10 @@ func readSquadJSON(path string, emit func(Example) error, bad func(*RowError) er
 		return err
 	}
 	defer f.Close()
-	br, bom := textReader(f)
+	br, bom, err := textReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	dec := json.NewDecoder(br)
 	syntax := func(err error) error {
 		return fmt.Errorf("%s: byte %d: not official SQuAD JSON: %w", path, bom+dec.InputOffset(), err)

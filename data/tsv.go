@@ -19,7 +19,10 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		return err
 	}
 	defer f.Close()
-	br, _ := textReader(f)
+	br, _, err := textReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	header, err := readLine(br)
 	if err != nil {
 		return fmt.Errorf("%s: line 1: reading the header: %w", path, err)
