@@ -55,7 +55,14 @@ func (o *OwnTask) Check(task Task) error {
 // without its labels.
 func checkOwnRead(path, ext string, task Task, own *OwnTask) error {
 	if ext != ".jsonl" {
-		return fmt.Errorf("%s: task %s reads JSON Lines (.jsonl) only, one %s object a line (the %s reader knows the paper's tasks' fields only)", path, task, rowShape(task), ext)
+		why := fmt.Sprintf("the %s reader knows the paper's tasks' fields only", ext)
+		if !slices.Contains([]string{".tsv", ".json", ".parquet"}, ext) { // .csv: no reader at all
+			why = fmt.Sprintf("a %s file is not read: convert it", ext)
+			if ext == "" {
+				why = "the file name has no extension: name it .jsonl"
+			}
+		}
+		return fmt.Errorf("%s: task %s reads JSON Lines (.jsonl) only, one %s object a line (%s)", path, task, rowShape(task), why)
 	}
 	if own == nil {
 		own = &OwnTask{}

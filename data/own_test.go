@@ -136,6 +136,8 @@ func TestOwnFormatsAndLabels(t *testing.T) {
 		{"tsv", "a.tsv", Classification, sentiment, `task classification reads JSON Lines (.jsonl) only, one {"text": …, "label": …} object a line (the .tsv reader`},
 		{"parquet", "a.parquet", Generation, nil, `task generation reads JSON Lines (.jsonl) only, one {"prompt": …, "completion": …} object a line (the .parquet reader`},
 		{"json", "a.json", Classification, sentiment, `reads JSON Lines (.jsonl) only`},
+		{"csv", "a.csv", Classification, sentiment, `task classification reads JSON Lines (.jsonl) only, one {"text": …, "label": …} object a line (a .csv file is not read: convert it)`},
+		{"no extension", "a", Generation, nil, `task generation reads JSON Lines (.jsonl) only, one {"prompt": …, "completion": …} object a line (the file name has no extension: name it .jsonl)`},
 		{"no labels", "a.jsonl", Classification, nil, "task classification needs at least 2 labels, got 0"},
 		{"one label", "a.jsonl", Classification, &OwnTask{Labels: []string{"x"}}, "needs at least 2 labels, got 1"},
 		{"a label twice", "a.jsonl", Classification, &OwnTask{Labels: []string{"x", "y", "x"}}, `label "x" is given twice (0 and 2)`},
