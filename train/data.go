@@ -96,6 +96,9 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 		return nil, err
 	}
 	fmt.Fprintf(log, "read %d training examples from %s (%d malformed rows skipped)\n", st.Examples, cfg.Task.Train, st.Skipped)
+	if task == data.Classification {
+		logLabels(log, "train", cfg.Task.Train, all, cfg.Task.Labels)
+	}
 	trainEx, valEx := all, []data.Example(nil)
 	if cfg.Task.Validation != "" {
 		opt.OnSkip = rowWarner(log)
@@ -162,6 +165,7 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 		if _, err := enc.Candidates(test[0]); err != nil {
 			return nil, fmt.Errorf("task.labels: %w", err)
 		}
+		logLabels(log, "test", cfg.Task.Test, test, cfg.Task.Labels)
 	}
 	return test, nil
 }

@@ -307,3 +307,30 @@ func TestInstructionDroppedWarns(t *testing.T) {
 		t.Errorf("a template with the system turn: the log warns:\n%s", log)
 	}
 }
+
+// TestLogLabels: a classification's log counts each label of the train and
+// the test file; a label without a training example is warned of (one-class
+// data trained without a word), and the test's most frequent label gives
+// the accuracy of always answering it.
+func TestLogLabels(t *testing.T) {
+	labels := []string{"negative", "neutral", "positive"}
+	exs := func(ls ...int) []data.Example {
+		var out []data.Example
+		for _, l := range ls {
+			out = append(out, data.Example{Task: data.Classification, Label: l})
+		}
+		return out
+	}
+	var b bytes.Buffer
+	logLabels(&b, "train", "t.jsonl", exs(2, 2, 0, 2), labels)
+	want := `train labels in t.jsonl: "negative" 1, "neutral" 0, "positive" 3` + "\n" +
+		`warning: task.labels "neutral": no example in the train file t.jsonl, so the model is never trained to answer it` + "\n"
+	if b.String() != want {
+		t.Errorf("train:\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	logLabels(&b, "test", "x.jsonl", exs(0, 1, 1, 2), labels)
+	if want := `test labels in x.jsonl: "negative" 1, "neutral" 2, "positive" 1 (always answering "neutral" scores accuracy 0.500)` + "\n"; b.String() != want {
+		t.Errorf("test:\n%s\nwant\n%s", b.String(), want)
+	}
+}

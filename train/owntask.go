@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -80,4 +82,38 @@ func ParseLabels(s string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// logLabels writes how many examples of a classification's file (what:
+// "train", "test") have each label. Of the train file it warns of a label
+// without an example (one-class data, a class filtered out by mistake):
+// the run never trains the model to answer it. Of the test file it gives
+// the most frequent label's share, the accuracy of always answering it,
+// against which an unbalanced test's accuracy is read.
+func logLabels(log io.Writer, what, path string, exs []data.Example, labels []string) {
+	counts := make([]int, len(labels))
+	for _, ex := range exs {
+		if ex.Label >= 0 && ex.Label < len(labels) {
+			counts[ex.Label]++
+		}
+	}
+	var parts, none []string
+	top := 0
+	for i, l := range labels {
+		parts = append(parts, fmt.Sprintf("%s %d", strconv.Quote(l), counts[i]))
+		if counts[i] == 0 {
+			none = append(none, strconv.Quote(l))
+		}
+		if counts[i] > counts[top] {
+			top = i
+		}
+	}
+	line := fmt.Sprintf("%s labels in %s: %s", what, path, strings.Join(parts, ", "))
+	if what == "test" && len(exs) > 0 {
+		line += fmt.Sprintf(" (always answering %s scores accuracy %.3f)", strconv.Quote(labels[top]), float64(counts[top])/float64(len(exs)))
+	}
+	fmt.Fprintln(log, line)
+	if what == "train" && len(none) > 0 {
+		fmt.Fprintf(log, "warning: task.labels %s: no example in the train file %s, so the model is never trained to answer it\n", strings.Join(none, ", "), path)
+	}
 }
