@@ -99,6 +99,9 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	if task == data.Classification {
 		logLabels(log, "train", cfg.Task.Train, all, cfg.Task.Labels)
 	}
+	if task.OwnData() {
+		warnRepeats(log, cfg.Task.Train, all)
+	}
 	trainEx, valEx := all, []data.Example(nil)
 	if cfg.Task.Validation != "" {
 		opt.OnSkip = rowWarner(log)
@@ -109,6 +112,9 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 			return nil, err
 		}
 		fmt.Fprintf(log, "read %d validation examples from %s (%d skipped)\n", st.Examples, cfg.Task.Validation, st.Skipped)
+		if task.OwnData() {
+			warnOverlap(log, "validation", cfg.Task.Validation, valEx, all)
+		}
 	} else {
 		if spec.ValidationFraction == 0 {
 			return nil, fmt.Errorf("task.validation is required for %s (it has its own validation split)", task)
@@ -131,9 +137,15 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples within %s %d tokens (task.train %s, task.validation %q)",
 			len(s.train), len(s.val), lengthName, maxLength, cfg.Task.Train, cfg.Task.Validation)
 	}
+	if task.OwnData() && cfg.Task.Validation == "" {
+		warnSmallValidation(log, len(s.val), cfg.Task.Train)
+	}
 	if cfg.Task.Test != "" && !cfg.Eval.Skip {
 		if s.test, err = loadTest(cfg, enc, rule, opt, log, stop); err != nil {
 			return nil, err
+		}
+		if task.OwnData() {
+			warnOverlap(log, "test", cfg.Task.Test, s.test, all)
 		}
 	}
 	return s, nil

@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -332,5 +333,75 @@ func TestLogLabels(t *testing.T) {
 	logLabels(&b, "test", "x.jsonl", exs(0, 1, 1, 2), labels)
 	if want := `test labels in x.jsonl: "negative" 1, "neutral" 2, "positive" 1 (always answering "neutral" scores accuracy 0.500)` + "\n"; b.String() != want {
 		t.Errorf("test:\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestOwnDataOverlap: the checks of a stranger's files, unit by unit. A
+// repeated train row, test and validation rows that are training rows, and
+// a validation split of a handful are each warned of, naming the rows;
+// files without them give no warning.
+func TestOwnDataOverlap(t *testing.T) {
+	row := func(task data.Task, id, in string) data.Example {
+		if task == data.Generation {
+			return data.Example{Task: task, ID: id, Prompt: in}
+		}
+		return data.Example{Task: task, ID: id, Text: in}
+	}
+	c := data.Classification
+	train := []data.Example{row(c, "line 1", "good"), row(c, "line 2", "bad"), row(c, "line 3", " good "), row(c, "line 4", "fine")}
+	var b bytes.Buffer
+	warnRepeats(&b, "t.jsonl", train)
+	if want := "warning: 1 of the 4 examples of the train file t.jsonl repeat an earlier example's text (line 3 repeats line 1)\n"; b.String() != want {
+		t.Errorf("repeats:\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	warnRepeats(&b, "t.jsonl", train[:2])
+	warnOverlap(&b, "test", "x.jsonl", []data.Example{row(c, "line 1", "new")}, train)
+	warnSmallValidation(&b, smallValidation, "t.jsonl")
+	if b.Len() != 0 {
+		t.Errorf("clean files warned:\n%s", b.String())
+	}
+	g := data.Generation
+	gtrain := []data.Example{row(g, "a", "p1"), row(g, "b", "p2"), row(g, "c", "p3"), row(g, "d", "p4")}
+	test := []data.Example{row(g, "t1", "p1"), row(g, "t2", "p9"), row(g, "t3", "p2"), row(g, "t4", "p3"), row(g, "t5", "p4")}
+	warnOverlap(&b, "test", "x.jsonl", test, gtrain)
+	if want := "warning: 4 of the 5 test examples in x.jsonl have the prompt of a training example (t1, t3, t4, …): on them the metric scores what the model was trained on\n"; b.String() != want {
+		t.Errorf("test overlap:\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	warnOverlap(&b, "validation", "v.jsonl", test[:1], gtrain)
+	warnSmallValidation(&b, 4, "t.jsonl")
+	want := "warning: 1 of the 1 validation examples in v.jsonl have the prompt of a training example (t1): on them the loss scores what the model was trained on\n" +
+		"warning: the validation split holds 4 examples (held out of t.jsonl): the best parameters and early stopping are chosen on their loss; give more data or a task.validation file\n"
+	if b.String() != want {
+		t.Errorf("validation:\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// TestOwnDataOverlapRun: a run on files with a repeated row, a test row
+// from the train file and a small validation split says so in its log.
+func TestOwnDataOverlapRun(t *testing.T) {
+	dir, cfg := demoConfig(t, 1)
+	var rows []map[string]any
+	for i := range 40 {
+		rows = append(rows, map[string]any{"text": fmt.Sprintf("review number %d", i%39), "label": []string{"terrible", "great"}[i%2]})
+	}
+	trainPath, testPath := filepath.Join(dir, "own-train.jsonl"), filepath.Join(dir, "own-test.jsonl")
+	writeJSONL(t, trainPath, rows)
+	writeJSONL(t, testPath, []map[string]any{{"text": "review number 5", "label": "great"}, {"text": "unseen", "label": "great"}})
+	var log bytes.Buffer
+	_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"task.name=classification", "task.labels=[terrible, great]",
+		"task.train=" + trainPath, "task.test=" + testPath, "output.dir=" + filepath.Join(dir, "run")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"warning: 1 of the 40 examples of the train file " + trainPath + " repeat an earlier example's text (line 40 repeats line 1)",
+		"warning: the validation split holds 2 examples (held out of " + trainPath + ")",
+		"warning: 1 of the 2 test examples in " + testPath + " have the text of a training example (line 1)",
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
 	}
 }

@@ -1,0 +1,101 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/meazo-go/meazo/data"
+)
+
+// Checks of the user's own data that a stranger's files need and the
+// paper's datasets do not: rows repeated within the train file, validation
+// or test rows that are training rows too (a test that measures recall of
+// the training data), and a validation split too small to choose the best
+// parameters on. Each is a warning: the run goes on as configured.
+
+// smallValidation is the size below which a validation split drawn from
+// the train file is said to be small: the best parameters (and early
+// stopping) are chosen on its loss, and a handful of examples make that a
+// draw of chance.
+const smallValidation = 20
+
+// ownInput is the text an example of the user's own data is asked about:
+// classification's text, generation's prompt ("" for the paper's tasks).
+func ownInput(ex data.Example) string {
+	switch ex.Task {
+	case data.Classification:
+		return strings.TrimSpace(ex.Text)
+	case data.Generation:
+		return strings.TrimSpace(ex.Prompt)
+	}
+	return ""
+}
+
+// idList names up to three ids, "…" after them when there are more.
+func idList(ids []string) string {
+	s := strings.Join(ids[:min(3, len(ids))], ", ")
+	if len(ids) > 3 {
+		s += ", …"
+	}
+	return s
+}
+
+// warnRepeats warns of the examples of the train file (path) whose input an
+// earlier one has: trained more often than the others, and, split at random,
+// on both sides of the validation split.
+func warnRepeats(log io.Writer, path string, exs []data.Example) {
+	seen := make(map[string]string, len(exs))
+	var repeats []string
+	for _, ex := range exs {
+		in := ownInput(ex)
+		if in == "" {
+			continue
+		}
+		if first, ok := seen[in]; ok {
+			repeats = append(repeats, fmt.Sprintf("%s repeats %s", ex.ID, first))
+			continue
+		}
+		seen[in] = ex.ID
+	}
+	if len(repeats) > 0 {
+		fmt.Fprintf(log, "warning: %d of the %d examples of the train file %s repeat an earlier example's %s (%s)\n",
+			len(repeats), len(exs), path, inputName(exs[0].Task), idList(repeats))
+	}
+}
+
+// warnOverlap warns of the examples of what ("test", "validation"; file
+// path) whose input is a training example's: their metric measures what
+// the model was trained on, not what it learned.
+func warnOverlap(log io.Writer, what, path string, exs, train []data.Example) {
+	inTrain := make(map[string]bool, len(train))
+	for _, ex := range train {
+		inTrain[ownInput(ex)] = true
+	}
+	var shared []string
+	for _, ex := range exs {
+		if in := ownInput(ex); in != "" && inTrain[in] {
+			shared = append(shared, ex.ID)
+		}
+	}
+	if len(shared) > 0 {
+		fmt.Fprintf(log, "warning: %d of the %d %s examples in %s have the %s of a training example (%s): on them the %s scores what the model was trained on\n",
+			len(shared), len(exs), what, path, inputName(exs[0].Task), idList(shared), map[string]string{"test": "metric", "validation": "loss"}[what])
+	}
+}
+
+// warnSmallValidation warns when the validation split drawn from the train
+// file holds fewer than smallValidation examples.
+func warnSmallValidation(log io.Writer, n int, train string) {
+	if n < smallValidation {
+		fmt.Fprintf(log, "warning: the validation split holds %d examples (held out of %s): the best parameters and early stopping are chosen on their loss; give more data or a task.validation file\n", n, train)
+	}
+}
+
+// inputName names ownInput's field of task in messages.
+func inputName(task data.Task) string {
+	if task == data.Generation {
+		return "prompt"
+	}
+	return "text"
+}
