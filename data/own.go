@@ -180,7 +180,7 @@ func ownLabel(raw json.RawMessage, labels []string) (int, string) {
 		}
 		return i, ""
 	}
-	return 0, fmt.Sprintf("want one of the labels (a string) or its 0-based index, got JSON %s", jsonValueKind(t[0]))
+	return 0, fmt.Sprintf("want one of the labels (a string) or its 0-based index, got %s", jsonValueKind(t[0]))
 }
 
 // listLabels quotes the first labels, for messages.
