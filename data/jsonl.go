@@ -119,7 +119,7 @@ func readRow(br *bufio.Reader, max int) (b []byte, long int64, err error) {
 func parseJSONLRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg string) {
 	var r jsonlRow
 	if !utf8.Valid(b) { // the decoder would make other bytes U+FFFD
-		return ex, "(line)", "not UTF-8 text"
+		return ex, "(line)", notUTF8(b)
 	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
 		if !json.Valid(t) { // text,label: not "a boolean"

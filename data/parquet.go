@@ -207,7 +207,7 @@ func parquetText(v parquet.Value, id bool) (text, msg string) {
 	case k == parquet.ByteArray || k == parquet.FixedLenByteArray:
 		b := v.ByteArray()
 		if !utf8.Valid(b) {
-			return "", "not UTF-8 text"
+			return "", notUTF8(b)
 		}
 		return string(b), ""
 	case id && k == parquet.Int32:

@@ -229,3 +229,27 @@ func textReader(f io.Reader) (br *bufio.Reader, bom int64, err error) {
 	}
 	return br, 0, nil
 }
+
+// notUTF8 is the message for text b that is not valid UTF-8: where the
+// first bad byte is (its byte offset within the row or field, counted from
+// 0) and the likely cause. A file saved as Latin-1 or Windows-1252 (Excel's
+// CSV export, older editors) holds bytes 0x80-0xFF alone; every byte is a
+// character there, so the file converts as a whole.
+func notUTF8(b []byte) string {
+	at := 0
+	for at < len(b) {
+		r, n := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	msg := "not UTF-8 text"
+	if at < len(b) {
+		msg += fmt.Sprintf(": byte 0x%02X at offset %d", b[at], at)
+		if b[at] >= 0x80 {
+			msg += " (a Latin-1 or Windows-1252 file? convert it: iconv -f WINDOWS-1252 -t UTF-8 IN > OUT)"
+		}
+	}
+	return msg
+}

@@ -345,3 +345,21 @@ func TestRowsWithoutIDs(t *testing.T) {
 		t.Errorf("a question without an id skipped: %v", err)
 	}
 }
+
+// TestNotUTF8 says where the first bad byte is and what the file likely is.
+func TestNotUTF8(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"caf\xe9 au lait", "not UTF-8 text: byte 0xE9 at offset 3 (a Latin-1 or Windows-1252 file? convert it: iconv -f WINDOWS-1252 -t UTF-8 IN > OUT)"},
+		{"h\xc3\xa9\xff", "not UTF-8 text: byte 0xFF at offset 3 (a Latin-1 or Windows-1252 file? convert it: iconv -f WINDOWS-1252 -t UTF-8 IN > OUT)"},
+		{"ok", "not UTF-8 text"},
+	} {
+		if got := notUTF8([]byte(c.in)); got != c.want {
+			t.Errorf("notUTF8(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	p := writeFile(t, "own.jsonl", "{\"text\":\"caf\xe9\",\"label\":1}\n")
+	_, _, err := ReadAll(p, Classification, ReadOptions{Own: &OwnTask{Labels: []string{"a", "b"}}, Strict: true})
+	if want := p + `: line 1: not UTF-8 text: byte 0xE9 at offset 12 (a Latin-1`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a Latin-1 row: %v, want %s…", err, want)
+	}
+}

@@ -123,7 +123,7 @@ func emitArticle(path string, a int, art *squadArticle, emit func(Example) error
 			var qa squadQA
 			field, msg := "", ""
 			if !utf8.Valid(raw) { // the decoder would make other bytes U+FFFD
-				field, msg = "(question)", "not UTF-8 text"
+				field, msg = "(question)", notUTF8(raw)
 			} else if err := json.Unmarshal(raw, &qa); err != nil {
 				field, msg = jsonField(err, "(question)"), jsonMessage(err)
 			} else if qa.ID != "" {
@@ -168,7 +168,7 @@ func squadText(raw json.RawMessage) (text, msg string) {
 		return "", ""
 	}
 	if !utf8.Valid(raw) {
-		return "", "not UTF-8 text"
+		return "", notUTF8(raw)
 	}
 	if err := json.Unmarshal(raw, &text); err != nil {
 		return "", jsonMessage(err)

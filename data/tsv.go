@@ -57,7 +57,7 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		}
 		row := fmt.Sprintf("line %d", line)
 		if !utf8.ValidString(text) {
-			if e := bad(&RowError{path, row, "(line)", "not UTF-8 text"}); e != nil {
+			if e := bad(&RowError{path, row, "(line)", notUTF8([]byte(text))}); e != nil {
 				return e
 			}
 			continue
