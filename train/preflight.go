@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"github.com/meazo-go/meazo/data"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -46,7 +47,7 @@ func preflight(cfg *Config) error {
 			case noSuchFile:
 				fix = datasetDownload(f.path)
 			case isADirectory: // a dataset's download directory, say
-				what += " (name the data file in it: .parquet, .tsv, .json or .jsonl)"
+				what += " (name the data file in it: " + dataExts(data.Task(cfg.Task.Name)) + ")"
 			}
 			miss(f.key, f.path, what, fix)
 		}
@@ -284,4 +285,13 @@ func datasetDownload(path string) string {
 		return fmt.Sprintf("Download the dataset:\n  hf download --repo-type dataset %s --local-dir %s", d.repo, dir)
 	}
 	return ""
+}
+
+// dataExts lists the file kinds task reads, for messages: JSON Lines alone
+// for the tasks on the user's own data.
+func dataExts(task data.Task) string {
+	if task.OwnData() {
+		return ".jsonl"
+	}
+	return ".parquet, .tsv, .json or .jsonl"
 }

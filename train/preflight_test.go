@@ -69,6 +69,8 @@ func TestPreflight(t *testing.T) {
 		{"adapter.init, a model", []string{"adapter.init=" + m}, []string{"adapter.init " + m + ": a model directory", "load it as the model"}},
 		{"a directory as the data", []string{"task.train=" + filepath.Join(dir, "data")}, []string{"task.train " + filepath.Join(dir, "data") +
 			": a directory, not a file (name the data file in it: .parquet, .tsv, .json or .jsonl)"}},
+		{"a directory as own data", []string{"task.name=classification", "task.labels=[terrible, great]", "task.train=" + filepath.Join(dir, "data")},
+			[]string{"task.train " + filepath.Join(dir, "data") + ": a directory, not a file (name the data file in it: .jsonl)"}},
 		{"an empty data file", []string{"task.train=" + empty}, []string{"task.train " + empty + ": the file is empty"}},
 		{"the paper's model and data", []string{"model.path=" + filepath.Join(dir, "models", "Llama-3.2-1B"), "model.name=meta-llama/Llama-3.2-1B",
 			"task.train=" + filepath.Join(dir, "data", "squad", "plain_text", "train-00000-of-00001.parquet")}, []string{
