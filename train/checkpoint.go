@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -246,7 +247,13 @@ func (r *run) restore() error {
 		r.state.Test = nil
 	}
 	r.noteArithmetic()
-	if r.state.Inputs, err = checkInputs(r.state.Inputs, r.cfg); err != nil {
+	moved := map[string]string{}
+	for _, c := range r.changes {
+		if old, ok := c.Old.(string); ok && slices.Contains(relocatableKeys, c.Key) {
+			moved[c.Key] = old
+		}
+	}
+	if r.state.Inputs, err = checkInputs(r.state.Inputs, r.cfg, moved); err != nil {
 		return fmt.Errorf("resume %s: %w", r.dir, err)
 	}
 	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {

@@ -136,11 +136,21 @@ func fingerprintInputs(cfg *Config) func() ([]inputFile, error) {
 // checkpoint was computed from.
 var errInputsChanged = errors.New("inputs changed")
 
+// relocatableKeys name where the model and the data are, not what they are:
+// a resume may point them elsewhere (the files moved, or were copied to a
+// node's disk, or a relative path is resumed from another directory) with
+// --set, and checkInputs then requires the files there to be the recorded
+// ones, file for file (a model's by their names in its directory).
+var relocatableKeys = []string{"model.path", "task.train", "task.validation"}
+
 // checkInputs checks the input files of a resumed run against those its
 // checkpoint recorded, hashing again only those whose size or time changed,
-// and returns the records to keep. A checkpoint from before the records
-// were kept has none: its inputs are recorded from now on, unchecked.
-func checkInputs(was []inputFile, cfg *Config) ([]inputFile, error) {
+// and returns the records to keep. moved maps an input that --set pointed
+// elsewhere (a relocatable key) to the path the checkpoint's config gave
+// it: its files are matched to the records by their place in it and always
+// hashed again. A checkpoint from before the records were kept has none:
+// its inputs are recorded from now on, unchecked.
+func checkInputs(was []inputFile, cfg *Config, moved map[string]string) ([]inputFile, error) {
 	paths, err := inputPaths(cfg)
 	if err != nil {
 		return nil, err
@@ -160,31 +170,64 @@ func checkInputs(was []inputFile, cfg *Config) ([]inputFile, error) {
 		return map[string]string{"model.path": "the model in " + cfg.Model.Path, "task.train": "the training data",
 			"task.validation": "the validation data"}[input]
 	}
+	// place is where a file lies in its input: a model's file by its name
+	// in the model's directory (base), a data file is the input itself.
+	place := func(input, base, path string) string {
+		if input != "model.path" {
+			return ""
+		}
+		rel, err := filepath.Rel(base, path)
+		if err != nil {
+			return path
+		}
+		return rel
+	}
+	matches := func(f inputFile, input, path string) bool {
+		if f.Input != input {
+			return false
+		}
+		old, ok := moved[input]
+		if !ok {
+			return f.Path == path
+		}
+		return place(input, old, f.Path) == place(input, cfg.Model.Path, path)
+	}
 	var now []inputFile
+	used := make([]bool, len(was))
 	for _, p := range paths {
-		i := slices.IndexFunc(was, func(f inputFile) bool { return f.Input == p[0] && f.Path == p[1] })
+		i := slices.IndexFunc(was, func(f inputFile) bool { return matches(f, p[0], p[1]) })
 		if i < 0 {
 			return nil, fmt.Errorf("%w: %s has %s, which the run's steps so far were not computed with: resumed, it would mix two; "+
 				"restore the files, or start a new run", errInputsChanged, what(p[0]), p[1])
 		}
+		used[i] = true
 		f := was[i]
-		if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Size || st.ModTime().UnixNano() != f.ModTime {
+		_, relocated := moved[p[0]]
+		if st, err := os.Stat(p[1]); relocated || err != nil || st.Size() != f.Size || st.ModTime().UnixNano() != f.ModTime {
 			g, err := fingerprintFile(p[0], p[1])
 			if err != nil {
 				return nil, err
 			}
 			if g.SHA256 != f.SHA256 {
-				return nil, fmt.Errorf("%w: %s differs from the file the run's steps so far were computed with (%s, SHA-256 %s…, now %s…): "+
-					"resumed, it would mix two; restore it, or start a new run", errInputsChanged, f.Path, what(p[0]), f.SHA256[:12], g.SHA256[:12])
+				was := ""
+				if g.Path != f.Path {
+					was = ", recorded as " + f.Path
+				}
+				return nil, fmt.Errorf("%w: %s differs from the file the run's steps so far were computed with (%s%s, SHA-256 %s…, now %s…): "+
+					"resumed, it would mix two; restore it, or start a new run", errInputsChanged, g.Path, what(p[0]), was, f.SHA256[:12], g.SHA256[:12])
 			}
 			f = g // the same content, moved or touched
 		}
 		now = append(now, f)
 	}
-	for _, f := range was {
-		if !slices.ContainsFunc(now, func(g inputFile) bool { return g.Input == f.Input && g.Path == f.Path }) {
+	for i, f := range was {
+		if !used[i] {
+			missing := f.Path
+			if old, ok := moved[f.Input]; ok && f.Input == "model.path" {
+				missing = filepath.Join(cfg.Model.Path, place(f.Input, old, f.Path)) + " (recorded as " + f.Path + ")"
+			}
 			return nil, fmt.Errorf("%w: %s no longer has %s, which the run's steps so far were computed with: restore it, or start a new run",
-				errInputsChanged, what(f.Input), f.Path)
+				errInputsChanged, what(f.Input), missing)
 		}
 	}
 	return now, nil

@@ -24,10 +24,12 @@ type ConfigChange = rundir.ConfigChange
 
 // resumableKeys may be changed on resume with --set: they do not decide the
 // model, data, adapter shape, noise or sampler order that the checkpoint's
-// state belongs to.
+// state belongs to. model.path, task.train and task.validation say only
+// where the model and the data are: they may point elsewhere when the files
+// there are the recorded ones (relocatableKeys, checkInputs).
 var resumableKeys = []string{
-	"model.bf16_weights", "model.backend",
-	"task.test", "task.max_test", "task.strict",
+	"model.path", "model.bf16_weights", "model.backend",
+	"task.train", "task.validation", "task.test", "task.max_test", "task.strict",
 	"optimizer.lr", "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.beta", "optimizer.zeta",
 	"optimizer.momentum", "optimizer.weight_decay", "optimizer.schedule", "optimizer.warmup_steps",
 	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every", "train.patience",
@@ -160,6 +162,12 @@ func (r *run) resumeConfig() (*Config, error) {
 		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 	}
 	noteIgnoredSets(r.out, cfg, r.opts.Overrides)
+	if !slices.ContainsFunc(r.opts.Overrides, func(o string) bool { k, _, _ := SplitOverride(o); return k == "model.name" }) {
+		// A model moved keeps its name: restore checks that its files are
+		// the recorded ones (Load drops the name of a model.path set to
+		// another model's, which is not one a resume may take).
+		cfg.Model.Name = base.Model.Name
+	}
 	r.changes = configDiff(base, cfg)
 	for _, c := range r.changes {
 		if !slices.Contains(resumableKeys, c.Key) {

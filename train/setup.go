@@ -151,7 +151,11 @@ func (r *run) openRunDir() error {
 		if err := checkOutputDir(r.dir, r.cfg); err != nil {
 			return err
 		}
-		return preflight(r.cfg)
+		if err := preflight(r.cfg); err != nil {
+			return fmt.Errorf("%w\nif the model or the data moved, point the run at their new place: --resume %s --set model.path=DIR "+
+				"(task.train=FILE, task.validation=FILE, task.test=FILE likewise; the model and the data must be the files the run started with)", err, r.dir)
+		}
+		return nil
 	}
 	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
 		return err

@@ -545,3 +545,86 @@ func TestFinishedRunResumesOnlyWithWork(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeRelocatedInputs: a run whose model and data moved (copied to a
+// node's disk, a directory renamed, a relative path resumed from elsewhere)
+// is resumed with --set model.path, task.train and task.test pointing at
+// the new places, and continues bit for bit; the change is recorded. A
+// model at the new place whose files differ from the recorded ones, in
+// content or in number, is refused, naming the file.
+func TestResumeRelocatedInputs(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	set := append(slices.Clone(trustSet), "eval.skip=false", "task.max_test=8")
+	whole := filepath.Join(dir, "whole")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out), StopAfter: 4}); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(dir, "moved")
+	if err := os.Mkdir(moved, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"model", "data"} {
+		if err := os.Rename(filepath.Join(dir, d), filepath.Join(moved, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model, data := filepath.Join(moved, "model"), filepath.Join(moved, "data")
+	if _, err := Run(Options{Resume: out}); err == nil || !strings.Contains(err.Error(), "missing") ||
+		!strings.Contains(err.Error(), "if the model or the data moved, point the run at their new place: --resume "+out+" --set model.path=DIR") {
+		t.Fatalf("resume with the files gone: %v", err)
+	}
+	relocate := []string{"model.path=" + model, "task.train=" + filepath.Join(data, "train.tsv"), "task.test=" + filepath.Join(data, "dev.tsv")}
+
+	// Another model at the new place: a weight changed, or a file more.
+	other := filepath.Join(dir, "other")
+	copyDir(t, model, other)
+	w := filepath.Join(other, "model.safetensors")
+	b := []byte(readFile(t, w))
+	b[len(b)-2] ^= 1
+	if err := os.WriteFile(w, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otherSet := append(slices.Clone(relocate), "model.path="+other)
+	if _, err := Run(Options{Resume: out, Overrides: otherSet}); err == nil ||
+		!strings.Contains(err.Error(), "inputs changed: "+w+" differs from the file the run's steps so far were computed with (the model in "+other+", recorded as "+filepath.Join(dir, "model", "model.safetensors")) {
+		t.Errorf("resume with a changed model at the new place: %v", err)
+	}
+	os.RemoveAll(other)
+	copyDir(t, model, other)
+	if err := os.WriteFile(filepath.Join(other, "merges.txt"), []byte("#version: 0.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Resume: out, Overrides: otherSet}); err == nil ||
+		!strings.Contains(err.Error(), "inputs changed: the model in "+other+" has "+filepath.Join(other, "merges.txt")+", which the run's steps so far were not computed with") {
+		t.Errorf("resume with a file more in the model at the new place: %v", err)
+	}
+
+	s, err := Run(Options{Resume: out, Overrides: relocate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireSameRun(t, whole, out)
+	if w := readSummary(t, whole); fmt.Sprint(s.Test) != fmt.Sprint(w.Test) {
+		t.Errorf("test metrics %v, uninterrupted %v", s.Test, w.Test)
+	}
+	var keys []string
+	for _, c := range s.Changes {
+		keys = append(keys, c.Key)
+	}
+	if want := []string{"model.path", "task.train", "task.test"}; !slices.Equal(keys, want) {
+		t.Errorf("changes %v, want %v", keys, want)
+	}
+	var st checkpointState
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, rundir.CheckpointDir, rundir.StateFile))), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range st.Inputs {
+		if !strings.HasPrefix(f.Path, moved+string(filepath.Separator)) {
+			t.Errorf("state.json records %s at %s, not at its new place", f.Input, f.Path)
+		}
+	}
+}
