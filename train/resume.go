@@ -151,8 +151,21 @@ func (r *run) resumeConfig() (*Config, error) {
 			return nil, fmt.Errorf("resume %s: %w", r.dir, err)
 		}
 	} else if len(d) > 0 {
+		restore := fmt.Sprintf("restore config.yaml (cp %s %s)", filepath.Join(ck, rundir.ConfigFile), filepath.Join(r.dir, rundir.ConfigFile))
+		var fixed []string
+		for _, c := range d {
+			if !slices.Contains(resumableKeys, c.Key) {
+				fixed = append(fixed, c.Key)
+			}
+		}
+		if len(fixed) > 0 {
+			// --set would be refused too: say so, not "use --set".
+			return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings, "+
+				"and %s cannot change on resume (it fixes the run's model, data, adapter, noise or directory): %s, or start a new run with the new settings",
+				r.dir, describeChanges(d), strings.Join(fixed, ", "), restore)
+		}
 		return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings: "+
-			"restore config.yaml, or change a setting explicitly with --resume %s --set key=value (recorded in %s)", r.dir, describeChanges(d), r.dir, rundir.ChangesFile)
+			"%s, then change a setting explicitly with --resume %s --set key=value (recorded in %s)", r.dir, describeChanges(d), restore, r.dir, rundir.ChangesFile)
 	}
 	if len(r.opts.Overrides) == 0 {
 		return base, nil
@@ -171,8 +184,8 @@ func (r *run) resumeConfig() (*Config, error) {
 	r.changes = configDiff(base, cfg)
 	for _, c := range r.changes {
 		if !slices.Contains(resumableKeys, c.Key) {
-			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume (it fixes the run's model, data, adapter, noise or directory); "+
-				"start a new run instead. Changeable: %s", strings.Join(resumableKeys, ", "))})
+			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume (the run's %s, --set %s; it fixes the run's model, data, adapter, noise or directory); "+
+				"start a new run instead. Changeable: %s", fmtValue(c.Old), fmtValue(c.New), strings.Join(resumableKeys, ", "))})
 		}
 	}
 	return cfg, nil

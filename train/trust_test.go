@@ -131,8 +131,13 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 			p := filepath.Join(d, "config.yaml")
 			b, _ := os.ReadFile(p)
 			return os.WriteFile(p, []byte(strings.Replace(string(b), "lr: 0.005", "lr: 0.05", 1)), 0o644)
-		}, Options{}, []string{"config.yaml was edited", "optimizer.lr 0.005 -> 0.05", "--set"}},
-		{"set a fixed key", nil, Options{Overrides: []string{"train.seed=3"}}, []string{"--set train.seed: cannot change on resume"}},
+		}, Options{}, []string{"config.yaml was edited", "optimizer.lr 0.005 -> 0.05", "restore config.yaml (cp " + filepath.Join(dir, "edited-config-lr", "checkpoint", "config.yaml"), "--set"}},
+		{"edited config seed", func(d string) error {
+			p := filepath.Join(d, "config.yaml")
+			b, _ := os.ReadFile(p)
+			return os.WriteFile(p, []byte(strings.Replace(string(b), "    seed: 0", "    seed: 3", 1)), 0o644)
+		}, Options{}, []string{"config.yaml was edited", "train.seed 0 -> 3", "train.seed cannot change on resume", "start a new run"}},
+		{"set a fixed key", nil, Options{Overrides: []string{"train.seed=3"}}, []string{"--set train.seed: cannot change on resume (the run's 0, --set 3;"}},
 		{"config with resume", nil, Options{ConfigPath: cfg}, []string{"--config", "not allowed"}},
 		{"bad --set value", nil, Options{Overrides: []string{"optimizer.lr=fast"}}, []string{"--set optimizer.lr"}},
 	}
@@ -157,6 +162,9 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
+			}
+			if strings.Contains(err.Error(), "cannot change on resume") && strings.Contains(err.Error(), "--set key=value") {
+				t.Errorf("error %q offers --set for a key that cannot change", err)
 			}
 			if strings.Count(err.Error(), "\n") > 0 {
 				t.Errorf("error is not one line: %q", err)
