@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,13 +169,68 @@ func notARunDir(flag, dir string) error {
 		return nil
 	}
 	best := filepath.Join(dir, rundir.BestDir)
+	last := " (or " + filepath.Join(dir, rundir.LastDir) + ")"
+	if _, err := os.Stat(filepath.Join(dir, rundir.LastDir)); err != nil {
+		last = " (its last/ is saved when the run " + notEnded(dir) + ")"
+	}
 	switch {
 	case fileExists(filepath.Join(best, "config.json")):
-		return fmt.Errorf("%s %s is a run directory: score the model it saved, --model %s (or %s)", flag, dir, best, filepath.Join(dir, rundir.LastDir))
+		return fmt.Errorf("%s %s is a run directory: score the model it saved, --model %s%s", flag, dir, best, last)
 	case fileExists(filepath.Join(best, rundir.AdapterFiles[0])):
-		return fmt.Errorf("%s %s is a run directory: score the adapter it saved, --adapter %s (or %s)", flag, dir, best, filepath.Join(dir, rundir.LastDir))
+		return fmt.Errorf("%s %s is a run directory: score the adapter it saved, --adapter %s%s", flag, dir, best, last)
 	}
 	return nil
+}
+
+// notARunResult explains a run's best/ or last/ given that is not there
+// yet (a run still training, or stopped before its end), rather than "no
+// such file or directory": what the run is doing and what to score
+// meanwhile. nil for anything else.
+func notARunResult(flag, dir string) error {
+	name := filepath.Base(filepath.Clean(dir))
+	if dir == "" || name != rundir.LastDir && name != rundir.BestDir {
+		return nil
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	run := filepath.Dir(filepath.Clean(dir))
+	if _, err := os.Stat(filepath.Join(run, rundir.ConfigFile)); err != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(run, rundir.LockFile)); err != nil {
+		return nil // a user's config.yaml beside, not a run
+	}
+	if name == rundir.BestDir {
+		return fmt.Errorf("%s %s: the run %s has saved no best/ yet (it is saved at the run's first validation, step 0's); the run %s",
+			flag, dir, run, state(run))
+	}
+	msg := fmt.Sprintf("%s %s: the run %s has no last/: it is saved when the run %s; ", flag, dir, run, notEnded(run))
+	best := filepath.Join(run, rundir.BestDir)
+	if _, err := os.Stat(best); err == nil {
+		msg += "score its best/ meanwhile, " + flag + " " + best
+	} else {
+		msg += "it has no best/ either"
+	}
+	return errors.New(msg)
+}
+
+// notEnded says when a run's last/ comes: at its end, which a run still
+// training or one stopped before it has not reached.
+func notEnded(run string) string {
+	return "ends, and the run " + state(run)
+}
+
+// state says what a run without last/ is doing, for messages: training
+// (its lock held), or stopped before its end.
+func state(run string) string {
+	if holder, held, err := train.LockHolder(run); err == nil && held {
+		return "is still training (" + holder + ")"
+	}
+	if s, err := rundir.ReadSummary(run); err == nil && s.Interrupted() {
+		return fmt.Sprintf("was interrupted at step %d of %d: continue it with meazo-train --resume %s", s.StepsDone, s.Steps, run)
+	}
+	return "is not training and has not finished (stopped, or crashed): continue it with meazo-train --resume " + run
 }
 
 // fileExists says whether path names a regular file.

@@ -51,11 +51,13 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
 	}
-	if err := notARunDir("--adapter", *adapter); err != nil {
-		return err
-	}
-	if err := notARunDir("--model", *modelDir); err != nil {
-		return err
+	for _, f := range []struct{ flag, dir string }{{"--adapter", *adapter}, {"--model", *modelDir}} {
+		if err := notARunDir(f.flag, f.dir); err != nil {
+			return err
+		}
+		if err := notARunResult(f.flag, f.dir); err != nil {
+			return err
+		}
 	}
 	runData, err := fromRun(fs, *adapter, *modelDir, log)
 	if err != nil {

@@ -554,3 +554,41 @@ func TestTaskFromRun(t *testing.T) {
 		t.Errorf("a broken config.yaml: %v", err)
 	}
 }
+
+// TestTaskOnUnfinishedRun: a run's last/ asked for before the run has saved
+// it (still training, or stopped before its end) is explained, with what
+// the run is doing and its best/ to score meanwhile, not "no such file";
+// the run directory given whole does not offer the last/ it lacks.
+func TestTaskOnUnfinishedRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "task.max_train=32", "task.max_validation=8",
+		"train.checkpoint_every=1"}, StopAfter: 2}); err != nil {
+		t.Fatal(err)
+	}
+	last, best := filepath.Join(run, "last"), filepath.Join(run, "best")
+	stopped := "is not training and has not finished (stopped, or crashed): continue it with meazo-train --resume " + run
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--adapter", last}, "--adapter " + last + ": the run " + run + " has no last/: it is saved when the run ends, and the run " + stopped + "; score its best/ meanwhile, --adapter " + best},
+		{[]string{"--adapter", run}, "--adapter " + run + " is a run directory: score the adapter it saved, --adapter " + best + " (its last/ is saved when the run ends, and the run " + stopped + ")"},
+	} {
+		if err := runTask(c.args, io.Discard, io.Discard); err == nil || err.Error() != c.want {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+	lock, err := train.LockDir(run) // as a meazo-train training there holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	if err := runTask([]string{"--adapter", last}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "has no last/: it is saved when the run ends, and the run is still training (pid ") {
+		t.Errorf("last/ of a run in training: %v", err)
+	}
+}
