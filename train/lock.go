@@ -175,7 +175,7 @@ func checkRunDir(dir string) error {
 
 // checkRunEntries refuses a run directory to resume whose own entries
 // (rundir.Entries: the logs, run.lock, the checkpoints, best/ and last/)
-// are links or not what the run made them (a named pipe, a file where a
+// are links (a log or run.lock: hard links too) or not what the run made them (a named pipe, a file where a
 // directory belongs). A resume writes these in place: it truncates
 // metrics.jsonl and run.lock and appends to them, and it would do so to
 // whatever a link points to, outside the run (a copy made with cp -s, or a
@@ -200,7 +200,18 @@ func checkRunEntries(dir string) error {
 			return fmt.Errorf("resume %s: %s is not a directory (the run makes it one)", dir, p)
 		case !wantDir && !fi.Mode().IsRegular():
 			return fmt.Errorf("resume %s: %s is %s, not a regular file (the run makes it one)", dir, p, inputfile.Kind(fi.Mode()))
+		case slices.Contains(inPlaceFiles, name) && linkCount(fi) > 1:
+			return fmt.Errorf("resume %s: %s has %d hard links: another directory shares it (a copy made with cp -l or cp -al, rsync --link-dest); "+
+				"a resume writes it in place and would change the other's too: give it a file of its own (cp %s %s.own && mv %s.own %s)",
+				dir, p, linkCount(fi), p, p, p, p)
 		}
 	}
 	return nil
 }
+
+// inPlaceFiles are the run's files that a resume truncates and appends to
+// (or, run.lock, rewrites) in place, not by a rename: a hard link to one (a
+// copy of the run made with cp -al) is another run's file too. Everything
+// else is replaced whole, which leaves another directory's link alone (a
+// full-parameter run links best/ and last/ to its checkpoint itself).
+var inPlaceFiles = []string{rundir.MetricsFile, rundir.TimingFile, rundir.ChangesFile, rundir.LockFile}

@@ -14,7 +14,8 @@ import (
 
 // TestResumeRefusesLinksAndPipes: a run directory handed over for --resume
 // whose own files are links (to a file outside the run: a copy made with
-// cp -s, or one crafted to point at someone's file) or named pipes is
+// cp -s, or one crafted to point at someone's file; hard links of the files
+// written in place, as a copy made with cp -al has) or named pipes is
 // refused before anything is written: the file a link points to keeps its
 // bytes (a resume truncated metrics.jsonl through the link and appended its
 // lines there; run.lock got the pid), and no read blocks on a pipe (the
@@ -33,6 +34,12 @@ func TestResumeRefusesLinksAndPipes(t *testing.T) {
 			return os.Symlink(filepath.Join(outside, name), filepath.Join(d, name))
 		}
 	}
+	hardLink := func(name string) func(d string) error {
+		return func(d string) error {
+			os.Remove(filepath.Join(d, name))
+			return os.Link(filepath.Join(outside, name), filepath.Join(d, name))
+		}
+	}
 	fifo := func(name string) func(d string) error {
 		return func(d string) error {
 			os.Remove(filepath.Join(d, name))
@@ -48,6 +55,10 @@ func TestResumeRefusesLinksAndPipes(t *testing.T) {
 		{"run.lock a link", link("run.lock"), []string{"run.lock is a link"}},
 		{"best a link", link("best"), []string{"best is a link"}},
 		{"checkpoint a link", link("checkpoint"), []string{"checkpoint is a link"}},
+		// A copy made with cp -al: the logs and run.lock, written in place, are shared.
+		{"metrics.jsonl a hard link", hardLink("metrics.jsonl"), []string{"metrics.jsonl has 2 hard links", "cp -al", "give it a file of its own"}},
+		{"timing.jsonl a hard link", hardLink("timing.jsonl"), []string{"timing.jsonl has 2 hard links"}},
+		{"run.lock a hard link", hardLink("run.lock"), []string{"run.lock has 2 hard links"}},
 		{"metrics.jsonl a pipe", fifo("metrics.jsonl"), []string{"metrics.jsonl is a named pipe"}},
 		{"changes.jsonl a pipe", fifo("changes.jsonl"), []string{"changes.jsonl is a named pipe"}},
 		{"manifest a pipe", fifo("checkpoint/manifest.json"), []string{"manifest.json", "named pipe"}},
