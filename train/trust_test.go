@@ -636,3 +636,45 @@ func TestResumeRelocatedInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainLongerIsBitIdentical: a finished run given more steps
+// (--resume --set train.steps) trains steps N+1.. as an uninterrupted run of
+// the larger count does, bit for bit (docs/RUNDIR.md): its metrics.jsonl is
+// that run's but for the validation at step N, which the first run made as
+// its end and an uninterrupted run makes only where train.eval_every
+// divides N; with it dividing N, everything is the same, last/ and best/
+// too.
+func TestTrainLongerIsBitIdentical(t *testing.T) {
+	dir, cfg := demoConfig(t, 8)
+	set := []string{"train.checkpoint_every=3", "eval.skip=true", "task.max_train=64", "task.max_validation=8"}
+	whole := filepath.Join(dir, "whole")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "train.eval_every=2", "output.dir="+whole)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		first int
+		extra string // the validation line the longer run has more, "" none
+	}{{4, ""}, {5, `{"kind":"val","step":5,`}} {
+		out := filepath.Join(dir, fmt.Sprint("first", tc.first))
+		if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "train.eval_every=2", fmt.Sprintf("train.steps=%d", tc.first), "output.dir="+out)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(Options{Resume: out, Overrides: []string{"train.steps=8"}}); err != nil {
+			t.Fatal(err)
+		}
+		if tc.extra == "" {
+			requireSameRun(t, whole, out)
+			continue
+		}
+		want, got := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(out, "metrics.jsonl"))
+		i := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, tc.extra) })
+		if i < 0 || !slices.Equal(want, slices.Delete(slices.Clone(got), i, i+1)) {
+			t.Errorf("first %d steps: metrics.jsonl is not the uninterrupted run's with %s… added:\n%s\nuninterrupted:\n%s", tc.first, tc.extra, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		for _, f := range []string{"last/adapter_model.safetensors", "checkpoint/optimizer.bin"} {
+			if readFile(t, filepath.Join(whole, f)) != readFile(t, filepath.Join(out, f)) {
+				t.Errorf("first %d steps: %s differs from the uninterrupted run's", tc.first, f)
+			}
+		}
+	}
+}
