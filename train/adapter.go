@@ -63,12 +63,13 @@ type merger interface {
 }
 
 // newTrainable makes the adapter the config describes on m: read from
-// adapter.init (whose kind and shape must match the config), or fresh.
-func newTrainable(cfg *Config, m *model.Model, tok *tokenizer.Tokenizer) (trainable, error) {
+// init (adapter.init, or on resume the checkpoint: initDir; its kind and
+// shape must match the config), or fresh.
+func newTrainable(cfg *Config, init string, m *model.Model, tok *tokenizer.Tokenizer) (trainable, error) {
 	var t trainable
 	var err error
-	if cfg.Adapter.Init != "" {
-		if t, err = openAdapter(cfg.Adapter.Init, m, cfg.Adapter.Grouped); err != nil {
+	if init != "" {
+		if t, err = openAdapter(init, m, cfg.Adapter.Grouped); err != nil {
 			return nil, err
 		}
 		if err := t.matchConfig(&cfg.Adapter); err != nil {

@@ -151,7 +151,11 @@ func (r *run) openRunDir() error {
 		if err := checkOutputDir(r.dir, r.cfg); err != nil {
 			return err
 		}
-		if err := preflight(r.cfg); err != nil {
+		pc := *r.cfg
+		if r.resumesAdapter() {
+			pc.Adapter.Init = "" // not read: initDir
+		}
+		if err := preflight(&pc); err != nil {
 			return fmt.Errorf("%w\nif the model or the data moved, point the run at their new place: --resume %s --set model.path=DIR "+
 				"(task.train=FILE, task.validation=FILE, task.test=FILE likewise; the model and the data must be the files the run started with)", err, r.dir)
 		}
@@ -318,6 +322,24 @@ func (r *run) replaceModel(dir string) error {
 	return nil
 }
 
+// initDir is where the run reads its adapter from: adapter.init ("" for a
+// fresh one), or, when a run started from adapter.init resumes, its
+// checkpoint. The checkpoint's adapter has the same kind and shape, and its
+// values replace the adapter's anyway (restore): so a resume does not need
+// adapter.init's directory, which may have moved or gone since the start.
+func (r *run) initDir() string {
+	if ck := filepath.Join(r.dir, rundir.CheckpointDir); r.cfg.Adapter.Init != "" && r.resumesAdapter() {
+		return ck
+	}
+	return r.cfg.Adapter.Init
+}
+
+// resumesAdapter says whether the run resumes from a checkpoint that holds
+// its adapter.
+func (r *run) resumesAdapter() bool {
+	return r.opts.Resume != "" && exists(filepath.Join(r.dir, rundir.CheckpointDir, rundir.AdapterFiles[0]))
+}
+
 // setupAdapter makes what trains: the adapter (fresh, or from
 // adapter.init), or the model's own weights (adapter.kind full).
 func (r *run) setupAdapter() error {
@@ -326,7 +348,7 @@ func (r *run) setupAdapter() error {
 		r.tr, err = newFullState(r)
 		return err
 	}
-	a, err := newTrainable(r.cfg, r.m, r.tok)
+	a, err := newTrainable(r.cfg, r.initDir(), r.m, r.tok)
 	if err != nil {
 		return err
 	}

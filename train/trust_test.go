@@ -678,3 +678,43 @@ func TestTrainLongerIsBitIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeWithoutAdapterInit: a run started from adapter.init resumes
+// after that directory moved or was deleted: the checkpoint holds the
+// adapter (its shape and its values), and the resumed run is the
+// uninterrupted one bit for bit, for LoRA and prompt tuning.
+func TestResumeWithoutAdapterInit(t *testing.T) {
+	for _, kind := range []string{"lora", "prompt"} {
+		t.Run(kind, func(t *testing.T) {
+			dir, cfg := demoConfig(t, 6)
+			set := append(slices.Clone(trustSet), "adapter.kind="+kind, "adapter.virtual_tokens=4", "adapter.init_text=a review")
+			// The adapter to start from: a short run's best/.
+			seed := filepath.Join(dir, "seed")
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+seed, "train.steps=3")}); err != nil {
+				t.Fatal(err)
+			}
+			init := filepath.Join(dir, "init")
+			copyDir(t, filepath.Join(seed, "best"), init)
+			set = append(set, "adapter.init="+init, "train.seed=1")
+			whole, out := filepath.Join(dir, "whole"), filepath.Join(dir, "run")
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out), StopAfter: 4}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(init); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(Options{Resume: out}); err != nil {
+				t.Fatalf("resume with adapter.init gone: %v", err)
+			}
+			requireSameRun(t, whole, out)
+			for _, f := range []string{"best/adapter_model.safetensors", "last/adapter_model.safetensors"} {
+				if readFile(t, filepath.Join(whole, f)) != readFile(t, filepath.Join(out, f)) {
+					t.Errorf("%s differs from the uninterrupted run's", f)
+				}
+			}
+		})
+	}
+}

@@ -72,7 +72,7 @@ func (r *run) setupVision() error {
 	if err := r.checkStepMemory(v.stepFloor(cfg.Train.BatchSize)); err != nil {
 		return err
 	}
-	if v.adapter, err = newViTAdapter(cfg, v.vit); err != nil {
+	if v.adapter, err = newViTAdapter(cfg, r.initDir(), v.vit); err != nil {
 		return err
 	}
 	v.obj = &vitObjective{vit: v.vit, adapter: v.adapter}
@@ -86,13 +86,14 @@ func (r *run) setupVision() error {
 }
 
 // newViTAdapter makes the adapter the config describes on m: read from
-// adapter.init (whose rank, alpha and targets must be the config's; its
-// classifier replaces the model's), or fresh.
-func newViTAdapter(cfg *Config, m *model.ViT) (*lora.ViTAdapter, error) {
+// init (adapter.init, or on resume the checkpoint: initDir; its rank, alpha
+// and targets must be the config's; its classifier replaces the model's),
+// or fresh.
+func newViTAdapter(cfg *Config, init string, m *model.ViT) (*lora.ViTAdapter, error) {
 	var a *lora.ViTAdapter
 	var err error
-	if cfg.Adapter.Init != "" {
-		if a, err = lora.LoadViT(cfg.Adapter.Init, m, cfg.Adapter.Grouped); err != nil {
+	if init != "" {
+		if a, err = lora.LoadViT(init, m, cfg.Adapter.Grouped); err != nil {
 			return nil, fmt.Errorf("adapter.init: %w", err)
 		}
 		c := cfg.Adapter // adapter.targets as the adapter saves them (all-linear, "dense": the layers' own names)
