@@ -13,9 +13,10 @@ import (
 )
 
 // RunOf returns the configuration of the meazo-train run that saved dir, and
-// the run's directory, when dir is a run's best/ or last/ (an adapter, or a
-// full-parameter run's model) whose run directory holds config.yaml; nil
-// otherwise. meazo-eval task reads it to score a saved result as its run did:
+// the run's directory, when dir is a run's best/, last/ or checkpoint/ (an
+// adapter, or a full-parameter run's model; the checkpoint's is that of its
+// step, to score a run still training) whose run directory holds
+// config.yaml; nil otherwise. meazo-eval task reads it to score a saved result as its run did:
 // the instruction, labels, chat format and date string decide the text the
 // model sees, and a run's adapter scored without them is scored on prompts it
 // never trained on, with no error to say so.
@@ -24,7 +25,7 @@ func RunOf(dir string) (*Config, string, error) {
 		return nil, "", nil
 	}
 	dir = filepath.Clean(dir)
-	if base := filepath.Base(dir); base != rundir.BestDir && base != rundir.LastDir {
+	if base := filepath.Base(dir); base != rundir.BestDir && base != rundir.LastDir && base != rundir.CheckpointDir {
 		return nil, "", nil
 	}
 	run := filepath.Dir(dir)

@@ -74,7 +74,7 @@ func labelsFlag(l []string) string {
 
 // fromRun scores a run's saved result as the run scored its test split: when
 // --adapter (or, without one, --model: a full-parameter run's model) is a
-// run's best/ or last/, every flag of runSettings the command line leaves out
+// run's best/, last/ or checkpoint/, every flag of runSettings the command line leaves out
 // takes the run's value from its config.yaml (--model only with an adapter:
 // the base model the run trained it on; on another --task than the run's,
 // only what applies to any task; on another --data, not how many of the
@@ -209,6 +209,9 @@ func notARunResult(flag, dir string) error {
 	best := filepath.Join(run, rundir.BestDir)
 	if _, err := os.Stat(best); err == nil {
 		msg += "score its best/ meanwhile, " + flag + " " + best
+		if ck := filepath.Join(run, rundir.CheckpointDir); fileExists(filepath.Join(ck, rundir.StateFile)) {
+			msg += ", or its latest checkpoint's, " + flag + " " + ck
+		}
 	} else {
 		msg += "it has no best/ either"
 	}

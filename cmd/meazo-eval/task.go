@@ -27,7 +27,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	fs := commands.Flags("task")
 	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
 	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model. "+
-		"A run's best/ or last/ (or, as --model, a full-parameter run's) is scored as the run scored it: the flags left out take the run's values (RUN_DIR/config.yaml), and the log says which")
+		"A run's best/, last/ or checkpoint/ (the step it checkpointed: a run still training) (or, as --model, a full-parameter run's) is scored as the run scored it: the flags left out take the run's values (RUN_DIR/config.yaml), and the log says which")
 	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; prompt tuning: no effect)")
 	task := fs.String("task", "", "sst2, squad, xsum, pets (a ViT image classifier), or your own data's classification or generation (as task.name)")
 	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet; classification, generation: .jsonl)")

@@ -534,9 +534,11 @@ func TestTaskFromRun(t *testing.T) {
 		}
 	}
 	// The checkpoint's adapter is an adapter, though its directory holds a
-	// config.yaml and a best/ as a run's does.
-	if err := runTask([]string{"--adapter", filepath.Join(run, "checkpoint")}, io.Discard, io.Discard); err == nil || strings.Contains(err.Error(), "is a run directory") {
-		t.Errorf("--adapter RUN/checkpoint: %v, want it taken as an adapter (refused only for want of --model, --task and --data)", err)
+	// config.yaml and a best/ as a run's does, scored as the run scores
+	// (its step's adapter: here the last step's, last/).
+	atCheckpoint, log := score("--adapter", filepath.Join(run, "checkpoint"))
+	if atLast, _ := score("--adapter", filepath.Join(run, "last")); atCheckpoint != atLast || !strings.Contains(log, "scoring as the run "+run+" did") {
+		t.Errorf("--adapter RUN/checkpoint: %s (log %q), want last/'s scores %s, taken from the run", atCheckpoint, log, atLast)
 	}
 	// An adapter copied out of its run takes nothing from it.
 	copied := filepath.Join(dir, "copied")
@@ -576,7 +578,7 @@ func TestTaskOnUnfinishedRun(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--adapter", last}, "--adapter " + last + ": the run " + run + " has no last/: it is saved when the run ends, and the run " + stopped + "; score its best/ meanwhile, --adapter " + best},
+		{[]string{"--adapter", last}, "--adapter " + last + ": the run " + run + " has no last/: it is saved when the run ends, and the run " + stopped + "; score its best/ meanwhile, --adapter " + best + ", or its latest checkpoint's, --adapter " + filepath.Join(run, "checkpoint")},
 		{[]string{"--adapter", run}, "--adapter " + run + " is a run directory: score the adapter it saved, --adapter " + best + " (its last/ is saved when the run ends, and the run " + stopped + ")"},
 	} {
 		if err := runTask(c.args, io.Discard, io.Discard); err == nil || err.Error() != c.want {
