@@ -62,12 +62,20 @@ type PEFTConfig struct {
 type Targets struct {
 	Names []string
 	Regex string // "" for a list
+	// listedAllLinear is an entry of a list that spells "all-linear" (in
+	// any case): PEFT 0.15 expands all-linear only from a string, and reads
+	// the entry as a module's name, which no module has (readPEFTConfig
+	// refuses it).
+	listedAllLinear string
 }
 
 // UnmarshalJSON reads target_modules: a list of strings, or one string.
 func (t *Targets) UnmarshalJSON(b []byte) error {
 	*t = Targets{}
 	if err := json.Unmarshal(b, &t.Names); err == nil {
+		if i := slices.IndexFunc(t.Names, func(n string) bool { return strings.EqualFold(n, AllLinear) }); i >= 0 {
+			t.listedAllLinear = t.Names[i]
+		}
 		return nil
 	}
 	if err := json.Unmarshal(b, &t.Regex); err != nil {
@@ -397,6 +405,12 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 		// An adapter on no module would load as one that changes nothing,
 		// and score the base model under the adapter's name.
 		return nil, fmt.Errorf("adapter config %s: target_modules is missing or empty: name the modules the adapter's matrices are for, e.g. [\"q_proj\", \"v_proj\"] (PEFT refuses it too)", path)
+	case c.TargetModules.listedAllLinear != "":
+		// PEFT 0.15 refuses ["all-linear"] ("Target modules {'all-linear'}
+		// not found in the base model") and skips the entry beside names
+		// that match: neither is every linear layer.
+		return nil, fmt.Errorf("adapter config %s: target_modules %s is a list holding %q, which PEFT reads as the name of a module, not as its all-linear (no module has that name: PEFT refuses [\"all-linear\"] and ignores it beside other names); for every linear layer write the string \"all-linear\", not a list",
+			path, clip(fmt.Sprintf("%q", c.TargetModules.Names)), c.TargetModules.listedAllLinear)
 	case c.R <= 0:
 		return nil, fmt.Errorf("adapter config %s: r must be positive, got %d", path, c.R)
 	case c.UseDoRA:

@@ -58,6 +58,14 @@ func TestLoadPEFTModulePaths(t *testing.T) {
 		{"opt-tiny all-linear, PEFT's paths", opt, []string{AllLinear}, paths(opt, 0, 1, 2), ""},
 		{"suffixes", llama, []string{"q_proj", "v_proj"}, []string{"self_attn.q_proj", "v_proj", "model.layers.1.self_attn.q_proj"}, ""},
 		{"one layer of two", llama, []string{AllLinear}, paths(llama, 0), "name q_proj in 1 of the model's 2 layers: for an adapter on some layers, name the projections (\"q_proj\") and the layers in layers_to_transform"},
+		// PEFT 0.15 expands all-linear from a string only: get_peft_model
+		// refuses the list ["all-linear"] ("Target modules {'all-linear'}
+		// not found in the base model") and, beside q_proj, adapts q_proj
+		// alone (checked on the tiny ViT, scripts/make_vit_lora_fixture.py's
+		// model).
+		{"all-linear in a list", llama, []string{AllLinear}, []string{"all-linear"}, `a list holding "all-linear", which PEFT reads as the name of a module`},
+		{"ALL-LINEAR in a list", llama, []string{AllLinear}, []string{"ALL-LINEAR"}, `write the string "all-linear", not a list`},
+		{"all-linear in a list beside a name", llama, []string{"q_proj"}, []string{"q_proj", "all-linear"}, `write the string "all-linear", not a list`},
 		{"no such module", llama, []string{"q_proj"}, []string{"model.layers.0.self_attn.qkv_proj"}, `target module "model.layers.0.self_attn.qkv_proj" is not supported`},
 		{"another model's path", llama, []string{"q_proj"}, []string{"model.decoder.layers.0.fc1"}, `target module "model.decoder.layers.0.fc1" is no projection of this model's layers (model.layers.N.<module>)`},
 		{"a regular expression", llama, []string{"q_proj", "down_proj"}, `.*\.(q_proj|down_proj)`, ""},

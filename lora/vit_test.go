@@ -142,6 +142,35 @@ func TestLoadViTSeqCls(t *testing.T) {
 	}
 }
 
+// TestLoadViTListedAllLinear: target_modules ["all-linear"], a list, is
+// refused with how to write all-linear (the string), as PEFT 0.15 refuses
+// it (get_peft_model on the fixture's model: "Target modules
+// {'all-linear'} not found in the base model"; it expands all-linear from
+// a string only); the string loads as every linear layer.
+func TestLoadViTListedAllLinear(t *testing.T) {
+	m, _ := loadViT(t)
+	src := filepath.Join(vitTiny, "lora-all-linear")
+	for _, tc := range []struct {
+		targets any
+		want    string // "": loads
+	}{
+		{[]string{"all-linear"}, `target_modules ["all-linear"] is a list holding "all-linear", which PEFT reads as the name of a module, not as its all-linear`},
+		{[]string{"query", "All-Linear"}, `for every linear layer write the string "all-linear", not a list`},
+		{"all-linear", ""},
+	} {
+		dir := editedAdapter(t, src, func(c map[string]any) { c["target_modules"] = tc.targets })
+		a, err := LoadViT(dir, m, false)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("target_modules %q: %v", tc.targets, err)
+		case tc.want == "" && len(a.targets) != 6:
+			t.Errorf("target_modules %q: %d projections adapted, want 6", tc.targets, len(a.targets))
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("target_modules %q: error %v, want one containing %q", tc.targets, err, tc.want)
+		}
+	}
+}
+
 // editedAdapter copies the adapter in src to a new directory, its
 // adapter_config.json changed by edit, and returns the directory.
 func editedAdapter(t *testing.T, src string, edit func(map[string]any)) string {
