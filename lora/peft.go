@@ -47,6 +47,11 @@ type PEFTConfig struct {
 	LayersToTransform any   `json:"layers_to_transform"`
 	LayersPattern     any   `json:"layers_pattern"`
 	Layers            []int `json:"-"`
+	// layersPatterns is layers_pattern as a list (nil: none given, or an
+	// empty one, which PEFT reads as any module list): each name is
+	// checked against the model by its loader (checkDecoderPattern,
+	// checkViTPattern).
+	layersPatterns []string
 	// Other weights trained alongside (a whole lm_head, some embedding
 	// rows) and saved in the adapter file; not supported.
 	ModulesToSave         []string `json:"modules_to_save"`
@@ -181,6 +186,9 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 			hint = "; an adapter that saves the classifier is an image classifier's (a ViT), not a decoder model's"
 		}
 		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported for a decoder model (only LoRA matrices)%s", path, c.ModulesToSave, hint)
+	}
+	if err := c.checkDecoderPattern(); err != nil {
+		return nil, fmt.Errorf("adapter config %s: %w", path, err)
 	}
 	supported := SupportedTargets()
 	for _, t := range c.TargetModules.Names {
@@ -433,20 +441,33 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 }
 
 // readLayers reads layers_to_transform (an index, or a list of them) into
-// Layers, and refuses a layers_pattern other than the decoder layers'.
+// Layers and layers_pattern (a name, or a list of them) into
+// layersPatterns, and refuses a layers_pattern without layers_to_transform,
+// as PEFT 0.15's LoraConfig does ("When `layers_pattern` is specified,
+// `layers_to_transform` must also be specified"; null, [] and 0 count as
+// not specified there). Whether the pattern names the model's layers, its
+// loader checks.
 func (c *PEFTConfig) readLayers() error {
 	switch p := c.LayersPattern.(type) {
 	case nil:
 	case string:
-		if p != "" && p != "layers" {
-			return fmt.Errorf("layers_pattern %q is not supported (only the decoder layers: \"layers\")", p)
+		if p != "" {
+			c.layersPatterns = []string{p}
 		}
 	case []any:
-		if len(p) > 1 || len(p) == 1 && p[0] != "layers" {
-			return fmt.Errorf("layers_pattern %v is not supported (only the decoder layers: \"layers\")", p)
+		for _, x := range p {
+			s, ok := x.(string)
+			if !ok {
+				return fmt.Errorf("layers_pattern %v: want a module list's name, or a list of them", clip(fmt.Sprint(p)))
+			}
+			c.layersPatterns = append(c.layersPatterns, s)
 		}
 	default:
-		return fmt.Errorf("layers_pattern %v: want a module list's name", p)
+		return fmt.Errorf("layers_pattern %v: want a module list's name, or a list of them", clip(fmt.Sprint(p)))
+	}
+	list, isList := c.LayersToTransform.([]any)
+	if unset := c.LayersToTransform == nil || c.LayersToTransform == float64(0) || isList && len(list) == 0; c.layersPatterns != nil && unset {
+		return fmt.Errorf("layers_pattern %s without layers_to_transform (it is %v): PEFT refuses it (\"When `layers_pattern` is specified, `layers_to_transform` must also be specified\"); give the layers, or remove layers_pattern", c.patternText(), c.LayersToTransform)
 	}
 	index := func(v any) (int, error) {
 		f, ok := v.(float64)
@@ -482,6 +503,25 @@ func (c *PEFTConfig) readLayers() error {
 		c.Layers = []int{l}
 		return err
 	}
+}
+
+// patternText is layers_pattern as an error quotes it: a string quoted, a
+// list of them as Go quotes one, clipped.
+func (c *PEFTConfig) patternText() string {
+	if p, ok := c.LayersPattern.(string); ok {
+		return quoteClipped(p)
+	}
+	return clip(fmt.Sprintf("%q", c.layersPatterns))
+}
+
+// checkDecoderPattern refuses a layers_pattern other than a decoder's
+// layers ("layers": model.layers, model.decoder.layers,
+// model.language_model.layers).
+func (c *PEFTConfig) checkDecoderPattern() error {
+	if c.layersPatterns != nil && !slices.Equal(c.layersPatterns, []string{"layers"}) {
+		return fmt.Errorf("layers_pattern %s is not supported (only the decoder layers: \"layers\")", c.patternText())
+	}
+	return nil
 }
 
 // tensorName is PEFT's saved key for one adapter matrix (adapter name

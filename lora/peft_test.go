@@ -80,6 +80,15 @@ func TestReadLayers(t *testing.T) {
 		{`"layers_to_transform": [1.5]`, nil, "want a layer index or a list of them"},
 		{`"layers_to_transform": "all"`, nil, "want a layer index or a list of them"},
 		{`"layers_to_transform": [1], "layers_pattern": "h"`, nil, `layers_pattern "h" is not supported`},
+		{`"layers_to_transform": [1], "layers_pattern": ["layers", "h"]`, nil, `layers_pattern ["layers" "h"] is not supported`},
+		{`"layers_to_transform": [1], "layers_pattern": [""]`, nil, `layers_pattern [""] is not supported`},
+		{`"layers_to_transform": [1], "layers_pattern": []`, []int{1}, ""},
+		{`"layers_to_transform": [1], "layers_pattern": [3]`, nil, "want a module list's name"},
+		// PEFT 0.15's LoraConfig refuses a pattern without layers (null, [] or 0).
+		{`"layers_pattern": "layers"`, nil, "without layers_to_transform"},
+		{`"layers_to_transform": [], "layers_pattern": "layers"`, nil, "without layers_to_transform"},
+		{`"layers_to_transform": 0, "layers_pattern": "layers"`, nil, "without layers_to_transform (it is 0)"},
+		{`"layers_to_transform": 0, "layers_pattern": null`, []int{0}, ""},
 	} {
 		path := filepath.Join(t.TempDir(), "adapter_config.json")
 		if err := os.WriteFile(path, []byte(`{"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"], `+tc.json+`}`), 0o644); err != nil {

@@ -1,12 +1,15 @@
 package lora
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/peftweights"
@@ -37,12 +40,15 @@ func SupportedViTTargets() []string { return append(slices.Clone(vitTargets), Al
 // key, value, attention.output.dense, intermediate.dense, output.dense:
 // model.ViTConfig.Projections), for each lora_A [r][in] then lora_B
 // [out][r]; then classifier.weight [labels][hidden] and classifier.bias
-// [labels]. With GroupByLayer each layer is a group and the classifier is
-// the last; otherwise everything is group 0.
+// [labels]. With GroupByLayer each adapted layer is a group and the
+// classifier is the last; otherwise everything is group 0. Options.Layers
+// (PEFT's layers_to_transform) adapts some layers only; the classifier is
+// trained whatever they are.
 type ViTAdapter struct {
 	opts    Options
 	targets []model.Projection // in the layer's order
-	layers  int
+	layers  int                // the model's encoder layers
+	adapted []int              // the layers adapted, increasing (all of them unless Options.Layers: layers_to_transform)
 	hidden  int
 	labels  int
 	params  [][]float32
@@ -53,20 +59,22 @@ type ViTAdapter struct {
 // U(−1/√in, 1/√in), B = 0, and the classifier copied from m's, so the
 // adapted model starts equal to m. opts.Targets (PEFT's target_modules,
 // vitTargets, or AllLinear alone) defaults to query and value; the random
-// stream is ours (seeded by opts.Seed).
+// stream is ours (seeded by opts.Seed). opts.Layers (nil: every layer)
+// are the encoder layers adapted, as PEFT's layers_to_transform.
 func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 	if len(opts.Targets) == 0 {
 		opts.Targets = []string{"query", "value"}
 	}
-	if opts.Layers != nil {
-		return nil, fmt.Errorf("lora: a ViT adapter covers every layer (layers %v)", opts.Layers)
-	}
 	opts.defaults()
-	targets, err := vitTargetsOf(&m.Config, Targets{Names: opts.Targets}, false)
+	targets, err := vitTargetsOf(&m.Config, Targets{Names: opts.Targets}, false, nil)
 	if err != nil {
 		return nil, &OptionError{"Targets", err}
 	}
-	a, err := newViTShape(&m.Config, opts, targets)
+	adapted, err := LayersOf(m.Config.NumLayers, opts.Layers)
+	if err != nil {
+		return nil, err
+	}
+	a, err := newViTShape(&m.Config, opts, targets, adapted)
 	if err != nil {
 		return nil, err
 	}
@@ -93,15 +101,19 @@ func NewViT(m *model.ViT, opts Options) (*ViTAdapter, error) {
 }
 
 // ViTTargetNames is the target_modules an adapter of a ViT of config c
-// made with targets (Options.Targets) saves, and its Targets: PEFT's
-// names of the same linear layers (vitPEFTTargets); an error names a
-// target that is not one.
-func ViTTargetNames(c *model.ViTConfig, targets []string) ([]string, error) {
-	ps, err := vitTargetsOf(c, Targets{Names: targets}, false)
+// made with targets (Options.Targets) on layers (Options.Layers; nil:
+// all) saves, and its Targets: PEFT's names of the same linear layers
+// (vitPEFTTargets); an error names a target or a layer that is not one.
+func ViTTargetNames(c *model.ViTConfig, targets []string, layers []int) ([]string, error) {
+	ps, err := vitTargetsOf(c, Targets{Names: targets}, false, nil)
 	if err != nil {
 		return nil, err
 	}
-	return vitPEFTTargets(c, ps), nil
+	adapted, err := LayersOf(c.NumLayers, layers)
+	if err != nil {
+		return nil, err
+	}
+	return vitPEFTTargets(ps, adapted), nil
 }
 
 // vitModulesOther are the modules of a ViTForImageClassification other
@@ -133,10 +145,23 @@ func peftMatch(key, name string) bool {
 // adapter_config.json, where "classifier" may stand (PEFT's all-linear
 // lists it; modules_to_save wraps it whole before any LoRA, so it is
 // skipped); in Options it is an error: the classifier is trained whole.
-func vitTargetsOf(c *model.ViTConfig, t Targets, loaded bool) ([]model.Projection, error) {
+//
+// layers (increasing; nil: every layer) are layers_to_transform's, read
+// as PEFT 0.15's check_target_module_exists reads them for a list of
+// names: a name that is a module's full name matches it whatever its
+// layer; one that ends a module's name matches it only if the module's
+// layer index (vitLayerIndex) is one of layers. Each projection must then
+// be matched in exactly those layers or in none (the adapter's shape).
+// (PEFT refuses layers_to_transform with a regular expression or
+// all-linear: LoadViT refuses them before.)
+func vitTargetsOf(c *model.ViTConfig, t Targets, loaded bool, layers []int) ([]model.Projection, error) {
 	all := c.Projections()
 	if t.Regex == "" && slices.Equal(t.Names, []string{AllLinear}) {
 		return all, nil
+	}
+	inLayers := func(key string) bool {
+		l := vitLayerIndex(key)
+		return layers == nil || l >= 0 && slices.Contains(layers, l)
 	}
 	if t.Regex == "" && len(t.Names) == 0 {
 		return nil, fmt.Errorf("no target module: name one or more of %v, or %s alone", vitTargets, AllLinear)
@@ -167,8 +192,9 @@ func vitTargetsOf(c *model.ViTConfig, t Targets, loaded bool) ([]model.Projectio
 			return nil, fmt.Errorf("target module %q is PEFT's shorthand for every linear layer: give it alone", AllLinear)
 		}
 		what := "target module " + quoteClipped(name)
-		matchers = append(matchers, matcher{what, func(key string) bool { return peftMatch(key, name) },
-			fmt.Sprintf("%s is no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>; names: %v, or %s alone)", what, vitTargets, AllLinear)})
+		match := func(key string) bool { return key == name || strings.HasSuffix(key, "."+name) && inLayers(key) }
+		matchers = append(matchers, matcher{what, match,
+			fmt.Sprintf("%s is no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>; names: %v, or %s alone)%s", what, vitTargets, AllLinear, inLayersHint(layers))})
 	}
 	covered := make([][]bool, len(all)) // by projection, the layers named
 	for i := range covered {
@@ -191,17 +217,70 @@ func vitTargetsOf(c *model.ViTConfig, t Targets, loaded bool) ([]model.Projectio
 			return nil, errors.New(m.notFound)
 		}
 	}
+	want := make([]bool, c.NumLayers) // the layers each projection matched must be
+	for l := range want {
+		want[l] = layers == nil || slices.Contains(layers, l)
+	}
 	var ps []model.Projection
 	for i, pr := range all {
-		switch n := countTrue(covered[i]); {
-		case n == 0:
-		case n != c.NumLayers:
-			return nil, fmt.Errorf("target_modules name %s in %d of the model's %d layers: a ViT adapter covers every layer", pr.Module, n, c.NumLayers)
+		switch {
+		case countTrue(covered[i]) == 0:
+		case !slices.Equal(covered[i], want) && layers == nil:
+			return nil, fmt.Errorf("target_modules name %s in %d of the model's %d layers (%v): for an adapter on some layers, name the module (%q) and the layers in layers_to_transform",
+				pr.Module, countTrue(covered[i]), c.NumLayers, trueAt(covered[i]), pr.Name)
+		case !slices.Equal(covered[i], want):
+			return nil, fmt.Errorf("target_modules name %s in layers %v, not in layers_to_transform's %v: every adapted module must be in the same layers (a full name, \"vit.encoder.layer.N.…\", counts whatever layers_to_transform says, as in PEFT)",
+				pr.Module, trueAt(covered[i]), layers)
 		default:
 			ps = append(ps, pr)
 		}
 	}
 	return ps, nil
+}
+
+// inLayersHint is what an error about a name that matched nothing adds
+// when layers_to_transform restricts the match.
+func inLayersHint(layers []int) string {
+	if layers == nil {
+		return ""
+	}
+	return fmt.Sprintf(" in layers_to_transform's layers %v", layers)
+}
+
+// vitLayerRe is PEFT 0.15's match of a module's layer index when
+// layers_pattern is not given (check_target_module_exists:
+// re.match(r".*\.[^.]*\.(\d+)\.", key)): the number of the last
+// ".name.N." in the key, which for a ViT's modules is the encoder
+// layer's (vit.encoder.layer.N.…), and for the layer itself
+// ("vit.encoder.layer.N", no "." after N) and the modules outside the
+// layers is none. Go's regexp picks the submatch Python's does (leftmost
+// first, .* greedy). checkViTPattern allows only layers_pattern that
+// give the same index.
+var vitLayerRe = regexp.MustCompile(`^.*\.[^.]*\.(\d+)\.`)
+
+// vitLayerIndex is a module's layer index as PEFT reads it (vitLayerRe),
+// or −1.
+func vitLayerIndex(key string) int {
+	m := vitLayerRe.FindStringSubmatch(key)
+	if m == nil {
+		return -1
+	}
+	l, err := strconv.Atoi(m[1])
+	if err != nil {
+		return -1
+	}
+	return l
+}
+
+// trueAt is the indices of bs that are true.
+func trueAt(bs []bool) []int {
+	var is []int
+	for i, b := range bs {
+		if b {
+			is = append(is, i)
+		}
+	}
+	return is
 }
 
 // vitModule is a module of a ViTForImageClassification by its full name:
@@ -244,15 +323,16 @@ func countTrue(bs []bool) int {
 	return n
 }
 
-// vitPEFTTargets is the target_modules list that names exactly ps (of c's
-// layers) as PEFT matches names (peftMatch), in the layer's order:
-// query, key, value by name; the dense layers as "dense" when all three,
-// "output.dense" for attention.output.dense and output.dense, else each
-// by its own: attention.output.dense and intermediate.dense by those
-// names, output.dense alone by its full name in every layer
-// ("vit.encoder.layer.N.output.dense": "output.dense" would name
-// attention.output.dense too).
-func vitPEFTTargets(c *model.ViTConfig, ps []model.Projection) []string {
+// vitPEFTTargets is the target_modules list that names exactly ps in
+// layers (all of the model's, or layers_to_transform's) as PEFT matches
+// names (peftMatch; a name that ends a module's only in layers), in the
+// layer's order: query, key, value by name; the dense layers as "dense"
+// when all three, "output.dense" for attention.output.dense and
+// output.dense, else each by its own: attention.output.dense and
+// intermediate.dense by those names, output.dense alone by its full name
+// in each of layers ("vit.encoder.layer.N.output.dense": "output.dense"
+// would name attention.output.dense too).
+func vitPEFTTargets(ps []model.Projection, layers []int) []string {
 	has := map[model.Proj]bool{}
 	for _, p := range ps {
 		has[p.Proj] = true
@@ -276,7 +356,7 @@ func vitPEFTTargets(c *model.ViTConfig, ps []model.Projection) []string {
 			names = append(names, "intermediate.dense")
 		}
 		if down {
-			for l := range c.NumLayers {
+			for _, l := range layers { // (a full name counts whatever layers_to_transform says)
 				names = append(names, fmt.Sprintf("vit.encoder.layer.%d.output.dense", l))
 			}
 		}
@@ -286,8 +366,8 @@ func vitPEFTTargets(c *model.ViTConfig, ps []model.Projection) []string {
 
 // newViTShape allocates a zero adapter of the right shape for a model of
 // config c.
-func newViTShape(c *model.ViTConfig, opts Options, targets []model.Projection) (*ViTAdapter, error) {
-	a, err := planViTShape(c, opts, targets)
+func newViTShape(c *model.ViTConfig, opts Options, targets []model.Projection, adapted []int) (*ViTAdapter, error) {
+	a, err := planViTShape(c, opts, targets, adapted)
 	if err != nil {
 		return nil, err
 	}
@@ -296,13 +376,13 @@ func newViTShape(c *model.ViTConfig, opts Options, targets []model.Projection) (
 }
 
 // planViTShape is a ViT adapter of the right shape for c on targets (of
-// c.Projections, in their order), its parameters not yet allocated
-// (allocate).
-func planViTShape(c *model.ViTConfig, opts Options, targets []model.Projection) (*ViTAdapter, error) {
+// c.Projections, in their order) in layers adapted (increasing, checked by
+// LayersOf), its parameters not yet allocated (allocate).
+func planViTShape(c *model.ViTConfig, opts Options, targets []model.Projection, adapted []int) (*ViTAdapter, error) {
 	if opts.R <= 0 || opts.R > c.HiddenSize {
 		return nil, fmt.Errorf("lora: rank %d is not between 1 and the model's hidden size %d", opts.R, c.HiddenSize)
 	}
-	return &ViTAdapter{opts: opts, targets: targets, layers: c.NumLayers, hidden: c.HiddenSize, labels: c.NumLabels}, nil
+	return &ViTAdapter{opts: opts, targets: targets, layers: c.NumLayers, adapted: adapted, hidden: c.HiddenSize, labels: c.NumLabels}, nil
 }
 
 // allocate gives a planned adapter its zero parameters.
@@ -313,12 +393,12 @@ func (a *ViTAdapter) allocate() {
 	}
 	head := a.labels*a.hidden + a.labels
 	if a.opts.GroupByLayer {
-		for range a.layers {
+		for range a.adapted {
 			a.params = append(a.params, make([]float32, perLayer))
 		}
 		a.params = append(a.params, make([]float32, head))
 	} else {
-		a.params = [][]float32{make([]float32, perLayer*a.layers+head)}
+		a.params = [][]float32{make([]float32, perLayer*len(a.adapted)+head)}
 	}
 }
 
@@ -328,7 +408,7 @@ func (a *ViTAdapter) allocate() {
 // matrices that are not there), and returns their names.
 func (a *ViTAdapter) checkFile(f *safetensors.File) (map[string]bool, error) {
 	names := map[string]bool{}
-	for l := range a.layers {
+	for _, l := range a.adapted {
 		for _, pr := range a.targets {
 			for _, ab := range []string{"A", "B"} {
 				rows, cols := a.matrixShape(pr, ab)
@@ -353,9 +433,9 @@ func (a *ViTAdapter) matrixShape(pr model.Projection, ab string) (rows, cols int
 // eachLoRA calls fn on each LoRA matrix of params in the canonical order.
 func (a *ViTAdapter) eachLoRA(params [][]float32, fn func(layer int, pr model.Projection, ab string, v []float32)) {
 	off, g := 0, 0
-	for l := range a.layers {
+	for i, l := range a.adapted {
 		if a.opts.GroupByLayer {
-			off, g = 0, l
+			off, g = 0, i
 		}
 		for _, pr := range a.targets {
 			for _, ab := range []string{"A", "B"} {
@@ -403,12 +483,11 @@ func (a *ViTAdapter) RSLoRA() bool { return a.opts.RSLoRA }
 // Targets are the target_modules that Save writes: PEFT's names of the
 // linear layers the adapter updates (["query", "value"] by default;
 // vitPEFTTargets).
-func (a *ViTAdapter) Targets() []string { return vitPEFTTargets(a.config(), a.targets) }
+func (a *ViTAdapter) Targets() []string { return vitPEFTTargets(a.targets, a.adapted) }
 
-// config is as much of the model's config as the adapter's names need.
-func (a *ViTAdapter) config() *model.ViTConfig {
-	return &model.ViTConfig{NumLayers: a.layers, HiddenSize: a.hidden, NumLabels: a.labels}
-}
+// Layers are the encoder layers the adapter adapts, in increasing order
+// (all of them unless it was made or saved with layers_to_transform).
+func (a *ViTAdapter) Layers() []int { return slices.Clone(a.adapted) }
 
 // View returns the model's view of params (of the adapter's shape): the
 // LoRA updates and the classifier, sharing params' storage.
@@ -459,7 +538,11 @@ func (a *ViTAdapter) SaveParams(dir string, params [][]float32) error {
 	w, b := a.classifier(params)
 	tensors = append(tensors, safetensors.F32Tensor(vitClassifierWeight, []int{a.labels, a.hidden}, w),
 		safetensors.F32Tensor(vitClassifierBias, []int{a.labels}, b))
-	return savePEFT(dir, tensors, peftConfig(a.opts, a.Targets(), a.base, nil, []string{"classifier"}))
+	cfg := peftConfig(a.opts, a.Targets(), a.base, nil, []string{"classifier"})
+	if len(a.adapted) < a.layers {
+		cfg["layers_to_transform"] = a.adapted // (layers_pattern left null: PEFT then finds vit.encoder.layer.N's N)
+	}
+	return savePEFT(dir, tensors, cfg)
 }
 
 // LoadViT reads a PEFT LoRA adapter of a ViT into a trainable adapter
@@ -484,17 +567,27 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		}
 		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])%s", dir, cfg.ModulesToSave, hint)
 	}
-	if cfg.Layers != nil {
-		return nil, fmt.Errorf("adapter %s: layers_to_transform %v: a ViT adapter covers every layer", dir, cfg.Layers)
+	if err := checkViTPattern(cfg.layersPatterns); err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
-	targets, err := vitTargetsOf(&m.Config, cfg.TargetModules, true)
+	if cfg.Layers != nil && (cfg.TargetModules.Regex != "" || slices.Equal(cfg.TargetModules.Names, []string{AllLinear})) {
+		// PEFT 0.15's LoraConfig refuses them together: "`layers_to_transform`
+		// cannot be used when `target_modules` is a str".
+		return nil, fmt.Errorf("adapter %s: layers_to_transform %v with target_modules the string %s: PEFT refuses them together (\"`layers_to_transform` cannot be used when `target_modules` is a str\"); name the modules in a list (%q, …)",
+			dir, cfg.Layers, quoteClipped(cmp.Or(cfg.TargetModules.Regex, AllLinear)), "query")
+	}
+	adapted, err := LayersOf(m.Config.NumLayers, cfg.Layers)
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: layers_to_transform: %w", dir, errors.Unwrap(err))
+	}
+	targets, err := vitTargetsOf(&m.Config, cfg.TargetModules, true, cfg.Layers)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
 	if len(targets) == 0 { // ["classifier"] alone
 		return nil, fmt.Errorf("adapter %s: target_modules %s names no linear layer of the ViT's encoder", dir, clip(fmt.Sprintf("%q", cfg.TargetModules.Names)))
 	}
-	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules.Names, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA}, targets)
+	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules.Names, Layers: cfg.Layers, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA}, targets, adapted)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
@@ -536,11 +629,37 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		return nil, err
 	}
 	for _, t := range f.Tensors() {
-		if !read[t.Name] {
-			return nil, fmt.Errorf("adapter %s: tensor %q has no place in this %d-layer ViT adapter of %v", path, t.Name, a.layers, a.Targets())
+		if read[t.Name] {
+			continue
 		}
+		if l := vitLayerIndex(strings.TrimPrefix(t.Name, "base_model.model.")); l >= 0 && l < a.layers && !slices.Contains(a.adapted, l) {
+			return nil, fmt.Errorf("adapter %s: tensor %q is for layer %d, which its layers_to_transform %v leaves out", path, t.Name, l, a.adapted)
+		}
+		return nil, fmt.Errorf("adapter %s: tensor %q has no place in this %d-layer ViT adapter of %v", path, t.Name, a.layers, a.Targets())
 	}
 	return a, nil
+}
+
+// checkViTPattern refuses a layers_pattern (as a list, nil: none) that
+// does not find a ViT's encoder layers as PEFT 0.15 looks for them
+// (re.match(rf".*\.{pattern}\.(\d+)\.", key), each pattern in turn): the
+// encoder's layers are vit.encoder.layer.N, so a list must hold "layer",
+// the only plain name followed by a layer number in the ViT's module
+// names (PEFT's default, none, finds the same: vitLayerRe); a pattern with
+// regular-expression syntax is not read here.
+func checkViTPattern(patterns []string) error {
+	if patterns == nil {
+		return nil
+	}
+	for _, p := range patterns {
+		if regexp.QuoteMeta(p) != p {
+			return fmt.Errorf("layers_pattern %s is a regular expression, which this loader does not read: for a ViT give \"layer\" (its encoder's vit.encoder.layer.N) or null", quoteClipped(p))
+		}
+	}
+	if !slices.Contains(patterns, "layer") {
+		return fmt.Errorf("layers_pattern %s finds no layer of a ViT, whose encoder's layers are vit.encoder.layer.N (PEFT would adapt no module: \"Target modules … not found\"): give \"layer\" or null", clip(fmt.Sprintf("%q", patterns)))
+	}
+	return nil
 }
 
 // vitModulesToSave checks modules_to_save as PEFT 0.15 matches it

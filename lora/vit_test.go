@@ -3,6 +3,7 @@ package lora
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -282,11 +283,11 @@ func TestViTB16Counts(t *testing.T) {
 		targets []string
 		want    int
 	}{{[]string{"query", "value"}, 618_277}, {[]string{AllLinear}, 2_682_661}, {[]string{"query", "key", "value", "dense"}, 2_682_661}} {
-		ps, err := vitTargetsOf(c, Targets{Names: tc.targets}, false)
+		ps, err := vitTargetsOf(c, Targets{Names: tc.targets}, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := newViTShape(c, Options{R: 16, Alpha: 16, Targets: tc.targets}, ps)
+		a, err := newViTShape(c, Options{R: 16, Alpha: 16, Targets: tc.targets}, ps, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,6 +396,183 @@ func TestViTAllLinearPEFT(t *testing.T) {
 	}
 }
 
+// TestViTLayersPEFT: the adapter the real PEFT 0.15 saved with
+// layers_to_transform [0, 2] and layers_pattern "layer" (target_modules
+// ["query", "value", "output.dense"]: PEFT adapts query, value,
+// attention.output.dense and output.dense of layers 0 and 2, none of
+// layer 1; scripts/make_vit_lora_fixture.py's lora-layers) loads on those
+// layers, and the adapted model's logits are PEFT's float64 ones within
+// 2e-4; saved again it is PEFT's tensors under PEFT's names and shapes,
+// its adapter_config.json PEFT's but for the order of target_modules and
+// layers_pattern (null, which PEFT reads to the same layers), and it
+// loads back to the same parameters. (PeftModel.from_pretrained on the
+// saved directory gives these logits: make_vit_lora_fixture.py --check
+// … lora-layers.)
+func TestViTLayersPEFT(t *testing.T) {
+	m, ref := loadViT(t)
+	src := filepath.Join(vitTiny, "lora-layers")
+	lref, err := safetensors.Open(filepath.Join(src, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lref.Close()
+	pixels, _ := ref.Float32("pixel_values")
+	want, _ := lref.Float64("lora_logits_f64")
+	base, _ := ref.Float64("logits_f64")
+	for _, grouped := range []bool{false, true} {
+		a, err := LoadViT(src, m, grouped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Layers(), []int{0, 2}) || len(a.targets) != 4 {
+			t.Fatalf("layers %v, %d projections; want [0 2], 4", a.Layers(), len(a.targets))
+		}
+		if grouped && len(a.Params()) != 3 {
+			t.Errorf("grouped: %d groups, want 3 (layers 0 and 2, the classifier)", len(a.Params()))
+		}
+		v := a.View(a.Params())
+		if l1 := v.Layers[1]; l1.Q != nil || l1.V != nil || l1.O != nil || l1.Down != nil {
+			t.Errorf("layer 1, which layers_to_transform leaves out, has LoRA terms")
+		}
+		got := adaptedLogits(t, a, m, pixels)
+		if d := maxDiff(got, want); d > 2e-4 {
+			t.Errorf("grouped %v: logits %.3g from PEFT's", grouped, d)
+		}
+		if d := maxDiff(got, base); d < 0.1 {
+			t.Errorf("the adapter moves the logits by only %.3g: is it applied?", d)
+		}
+		dir := saveRoundTrip(t, a, m, src, grouped)
+		ours, peft := readJSON(t, filepath.Join(dir, "adapter_config.json")), readJSON(t, filepath.Join(src, "adapter_config.json"))
+		for k, v := range ours {
+			if k == "target_modules" || k == "base_model_name_or_path" {
+				continue
+			}
+			if fmt.Sprint(peft[k]) != fmt.Sprint(v) {
+				t.Errorf("adapter_config.json %s: %v, PEFT's %v", k, v, peft[k])
+			}
+		}
+		if got := fmt.Sprint(ours["target_modules"]); got != "[query value output.dense]" {
+			t.Errorf("target_modules %s, want [query value output.dense]", got)
+		}
+		if got := fmt.Sprint(ours["layers_to_transform"]); got != "[0 2]" {
+			t.Errorf("layers_to_transform %s, want [0 2]", got)
+		}
+	}
+}
+
+// TestLoadViTLayers: layers_to_transform and layers_pattern as PEFT 0.15
+// reads them on a ViT (each checked with get_peft_model on the fixture's
+// model): what loads to the parameters of the fixture's lora-layers, and
+// what is refused, with the reason.
+func TestLoadViTLayers(t *testing.T) {
+	m, _ := loadViT(t)
+	src := filepath.Join(vitTiny, "lora-layers")
+	want, err := LoadViT(src, m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit map[string]any
+		err  string // "": loads as want
+	}{
+		{"no layers_pattern", map[string]any{"layers_pattern": nil}, ""}, // PEFT: the number after the last ".name."
+		{"layers_pattern [] ", map[string]any{"layers_pattern": []string{}}, ""},
+		{"layers_pattern a list", map[string]any{"layers_pattern": []string{"layers", "layer"}}, ""},
+		{"an index twice", map[string]any{"layers_to_transform": []int{2, 0, 2}}, ""},
+		// A full name matches whatever the layer, as PEFT's
+		// check_target_module_exists does (the key in target_modules).
+		{"full names", map[string]any{"target_modules": []string{"query", "value", "attention.output.dense", "vit.encoder.layer.0.output.dense", "vit.encoder.layer.2.output.dense"}}, ""},
+		{"a full name of a layer left out", map[string]any{"target_modules": []string{"query", "value", "output.dense", "vit.encoder.layer.1.output.dense"}},
+			"target_modules name output.dense in layers [0 1 2], not in layers_to_transform's [0 2]"},
+		{"a decoder's layers_pattern", map[string]any{"layers_pattern": "layers"}, `layers_pattern ["layers"] finds no layer of a ViT`},
+		{"layers_pattern a regular expression", map[string]any{"layers_pattern": "lay.r"}, `layers_pattern "lay.r" is a regular expression`},
+		{"layers_pattern without layers", map[string]any{"layers_to_transform": nil}, "without layers_to_transform"},
+		{"layers_pattern with layer 0 as an index", map[string]any{"layers_to_transform": 0}, "without layers_to_transform (it is 0)"}, // PEFT's `not 0`
+		{"a layer past the model's", map[string]any{"layers_to_transform": []int{0, 2, 3}}, "layers_to_transform: layer 3 is not one of the model's 3 layers"},
+		{"a layer the file lacks", map[string]any{"layers_to_transform": []int{0, 1, 2}}, `missing tensor "base_model.model.vit.encoder.layer.1.attention.attention.query.lora_A.weight"`},
+		{"a layer the file has", map[string]any{"layers_to_transform": []int{0}}, "is for layer 2, which its layers_to_transform [0] leaves out"},
+		{"a regular expression", map[string]any{"target_modules": `.*\.(query|value)`}, "PEFT refuses them together"},
+		{"all-linear", map[string]any{"target_modules": "all-linear"}, "PEFT refuses them together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := editedAdapter(t, src, func(c map[string]any) { maps.Copy(c, tc.edit) })
+			got, err := LoadViT(dir, m, false)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err == "" && (!slices.Equal(got.Layers(), want.Layers()) || !slices.Equal(got.Params()[0], want.Params()[0])):
+				t.Errorf("layers %v, parameters equal to the fixture's: %v", got.Layers(), slices.Equal(got.Params()[0], want.Params()[0]))
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("error %v, want one containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestNewViTLayers: a fresh adapter on some layers (Options.Layers) has
+// LoRA matrices in those layers only and the classifier, starts at the
+// model's logits, and saves them with layers_to_transform, loading back
+// to the same parameters; a layer the model lacks is refused.
+func TestNewViTLayers(t *testing.T) {
+	m, ref := loadViT(t)
+	pixels, _ := ref.Float32("pixel_values")
+	before, err := m.Logits(pixels, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := NewViT(m, Options{R: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewViT(m, Options{R: 2, Seed: 1, Layers: []int{1}, GroupByLayer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := m.Config.NumLabels * (m.Config.HiddenSize + 1)
+	if perLayer := (all.Count() - head) / 3; a.Count() != perLayer+head || len(a.Params()) != 2 {
+		t.Errorf("%d parameters in %d groups, want %d in 2 (one layer's and the classifier)", a.Count(), len(a.Params()), perLayer+head)
+	}
+	if got := adaptedLogits(t, a, m, pixels); !slices.Equal(got, before) {
+		t.Errorf("a fresh adapter on layer 1 changes the logits")
+	}
+	for _, p := range a.Params() {
+		for i := range p {
+			p[i] += 0.01 * float32(i%7)
+		}
+	}
+	dir := t.TempDir()
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := readJSON(t, filepath.Join(dir, "adapter_config.json"))
+	if fmt.Sprint(cfg["layers_to_transform"]) != "[1]" || fmt.Sprint(cfg["target_modules"]) != "[query value]" {
+		t.Errorf("saved layers_to_transform %v, target_modules %v; want [1], [query value]", cfg["layers_to_transform"], cfg["target_modules"])
+	}
+	f, err := safetensors.Open(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, ti := range f.Tensors() {
+		if strings.Contains(ti.Name, ".layer.0.") || strings.Contains(ti.Name, ".layer.2.") {
+			t.Errorf("saved %s, of a layer not adapted", ti.Name)
+		}
+	}
+	b, err := LoadViT(dir, m, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range a.Params() {
+		if !slices.Equal(a.Params()[g], b.Params()[g]) {
+			t.Errorf("group %d changed in a save and load", g)
+		}
+	}
+	if _, err := NewViT(m, Options{R: 2, Layers: []int{3}}); err == nil || !strings.Contains(err.Error(), "layer 3 is not one of the model's 3 layers") {
+		t.Errorf("layer 3 of 3: %v", err)
+	}
+}
+
 func readJSON(t *testing.T, path string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -450,7 +628,7 @@ func TestViTTargets(t *testing.T) {
 		{[]string{"query", AllLinear}, false, `give it alone`},
 		{nil, false, "no target module"},
 	} {
-		ps, err := vitTargetsOf(c, Targets{Names: tc.targets}, tc.loaded)
+		ps, err := vitTargetsOf(c, Targets{Names: tc.targets}, tc.loaded, nil)
 		got := names(ps)
 		if err != nil {
 			got = err.Error()
@@ -471,7 +649,7 @@ func TestViTTargets(t *testing.T) {
 		{`.*attention.*`, `(a regular expression, matched whole) names "vit.encoder.layer.0.attention", which is not a linear layer`},
 		{`.*(?=query)`, "a regular expression Go's regexp cannot read"},
 	} {
-		ps, err := vitTargetsOf(c, Targets{Regex: tc.re}, true)
+		ps, err := vitTargetsOf(c, Targets{Regex: tc.re}, true, nil)
 		got := names(ps)
 		if err != nil {
 			got = err.Error()
@@ -488,8 +666,8 @@ func TestViTTargets(t *testing.T) {
 				ps = append(ps, p)
 			}
 		}
-		saved := vitPEFTTargets(c, ps)
-		back, err := vitTargetsOf(c, Targets{Names: saved}, true)
+		saved := vitPEFTTargets(ps, []int{0, 1, 2})
+		back, err := vitTargetsOf(c, Targets{Names: saved}, true, nil)
 		if err != nil || names(back) != names(ps) {
 			t.Errorf("%s saved as %q reads as %s (%v)", names(ps), saved, names(back), err)
 		}

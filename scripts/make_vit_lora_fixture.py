@@ -21,6 +21,15 @@ loads the adapter in DIR (one meazo-go saved) with PeftModel.from_pretrained ont
 prints the modules PEFT adapted and the largest difference of its logits from lora_logits_f64 (0: the same adapter).
 
 It also prints PEFT's trainable count of ViT-B/16 (37 classes) with LoRA r = 16 on all linear layers.
+
+lora-layers/ is the same for an adapter on some layers: target_modules ["query", "value", "output.dense"]
+(output.dense also names attention.output.dense), layers_to_transform [0, 2] and layers_pattern "layer" (the
+encoder's vit.encoder.layer.N), r = 4, lora_alpha = 8, random A, B and head, so PEFT adapts 8 modules of layers 0
+and 2 and none of layer 1; its reference.safetensors holds the same two logits.
+
+    ... scripts/make_vit_lora_fixture.py --check model/testdata/vit/vit-tiny DIR lora-layers
+
+compares with lora-layers' lora_logits_f64 instead.
 """
 import os
 import sys
@@ -51,13 +60,23 @@ def peft_f64(vit_dir, adapter_dir):
 
 
 def make(vit_dir):
-    out = os.path.join(vit_dir, "lora-all-linear")
-    gen = torch.Generator().manual_seed(SEED)
-    torch.manual_seed(SEED)
+    make_one(vit_dir, "lora-all-linear", SEED, target_modules="all-linear")
+    make_one(vit_dir, "lora-layers", SEED + 1, target_modules=["query", "value", "output.dense"],
+             layers_to_transform=[0, 2], layers_pattern="layer")
+
+    big = get_peft_model(ViTForImageClassification(ViTConfig(num_labels=37)),
+                         LoraConfig(r=16, lora_alpha=16, target_modules="all-linear", modules_to_save=["classifier"]))
+    trainable = sum(p.numel() for p in big.parameters() if p.requires_grad)
+    print("ViT-B/16, 37 classes, LoRA r=16 on all-linear + classifier: %d trainable" % trainable)
+
+
+def make_one(vit_dir, name, seed, **lora_args):
+    out = os.path.join(vit_dir, name)
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
     pixels = pixels_of(vit_dir)
     model = ViTForImageClassification.from_pretrained(vit_dir).eval()
-    cfg = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", modules_to_save=["classifier"],
-                     lora_dropout=0.0, bias="none")
+    cfg = LoraConfig(r=4, lora_alpha=8, modules_to_save=["classifier"], lora_dropout=0.0, bias="none", **lora_args)
     pm = get_peft_model(model, cfg).eval()
     with torch.no_grad():  # random A and B (B not 0: the deltas matter), the classifier's copy moved
         for name, p in pm.named_parameters():
@@ -73,23 +92,18 @@ def make(vit_dir):
     save_file(ref, os.path.join(out, "reference.safetensors"),
               metadata={"made_by": "scripts/make_vit_lora_fixture.py"})
 
-    big = get_peft_model(ViTForImageClassification(ViTConfig(num_labels=37)),
-                         LoraConfig(r=16, lora_alpha=16, target_modules="all-linear", modules_to_save=["classifier"]))
-    trainable = sum(p.numel() for p in big.parameters() if p.requires_grad)
-    print("ViT-B/16, 37 classes, LoRA r=16 on all-linear + classifier: %d trainable" % trainable)
 
-
-def check(vit_dir, adapter_dir):
+def check(vit_dir, adapter_dir, fixture="lora-all-linear"):
     pm = peft_f64(vit_dir, adapter_dir)
     print("PEFT adapted %d modules: %s" % (len(pm.base_model.targeted_module_names),
                                           ", ".join(sorted(pm.base_model.targeted_module_names))))
     got = logits(pm, pixels_of(vit_dir).double())
-    want = load_file(os.path.join(vit_dir, "lora-all-linear", "reference.safetensors"))["lora_logits_f64"]
+    want = load_file(os.path.join(vit_dir, fixture, "reference.safetensors"))["lora_logits_f64"]
     print("max |logits - lora_logits_f64| = %.3g" % (got - want).abs().max().item())
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--check":
-        check(sys.argv[2], sys.argv[3])
+        check(*sys.argv[2:5])
     else:
         make(sys.argv[1])
