@@ -201,3 +201,63 @@ func FreeMerged(merged, base *model.Model) {
 		}
 	}
 }
+
+// MergeViT returns a copy of the ViT m with the adapter view merged as
+// PEFT 0.15's merge_and_unload merges it: each adapted linear layer's
+// weight W + scale·B·A (get_delta_weight, in float32: mergeRows), and the
+// classifier the adapter's trained copy (modules_to_save: merging keeps
+// the copy in place of the original). The copy's Adapter holds that
+// classifier alone, so a forward of it runs no low-rank term. m itself is
+// unchanged; the copy shares every other weight with it (FreeMergedViT
+// releases what MergeViT made).
+func MergeViT(m *model.ViT, view *model.ViTAdapter) *model.ViT {
+	merged := *m
+	merged.Layers = slices.Clone(m.Layers)
+	merged.Adapter = &model.ViTAdapter{Classifier: view.Classifier, ClassifierBias: view.ClassifierBias}
+	for l := range merged.Layers {
+		if l >= len(view.Layers) {
+			break
+		}
+		for p := range model.NumProj {
+			lo := *view.Layers[l].Slot(p)
+			lin := vitLinear(&merged.Layers[l], p)
+			if lo == nil || lin == nil {
+				continue
+			}
+			lin.W = mergeRows(m.Backend, lin.W, []int{0}, []*model.LoRA{lo}, model.Tensor{})
+		}
+	}
+	return &merged
+}
+
+// vitLinear is the linear layer of a ViT encoder layer in slot p
+// (model.ViTConfig.Projections), nil for a slot a ViT layer lacks (Gate).
+func vitLinear(l *model.ViTLayer, p model.Proj) *model.ViTLinear {
+	switch p {
+	case model.ProjQ:
+		return &l.Q
+	case model.ProjK:
+		return &l.K
+	case model.ProjV:
+		return &l.V
+	case model.ProjO:
+		return &l.O
+	case model.ProjUp:
+		return &l.Up
+	case model.ProjDown:
+		return &l.Down
+	}
+	return nil
+}
+
+// FreeMergedViT releases the weights a MergeViT of base made, once merged
+// is no longer used.
+func FreeMergedViT(merged, base *model.ViT) {
+	for l := range merged.Layers {
+		for p := range model.NumProj {
+			if w, b := vitLinear(&merged.Layers[l], p), vitLinear(&base.Layers[l], p); w != nil && w.W != b.W {
+				base.Backend.FreeWeight(w.W)
+			}
+		}
+	}
+}

@@ -673,3 +673,58 @@ func TestViTTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeViT: each PEFT-made fixture adapter (q/v, all-linear, some
+// layers) merged into a copy of the ViT (PEFT's merge_and_unload: W +
+// scale·B·A in float32, the classifier the adapter's copy) gives the
+// logits of the model with the adapter attached within 2e-5 (float32
+// rounding: the merged weight's sum and the low-rank term's round
+// otherwise) and PEFT's float64 ones within 2e-4; the model merged from is
+// unchanged, and the copy runs no low-rank term.
+func TestMergeViT(t *testing.T) {
+	m, ref := loadViT(t)
+	pixels, _ := ref.Float32("pixel_values")
+	before, err := m.Logits(pixels, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lora", "lora-all-linear", "lora-layers"} {
+		src := filepath.Join(vitTiny, name)
+		a, err := LoadViT(src, m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRef := ref
+		if name != "lora" {
+			if wantRef, err = safetensors.Open(filepath.Join(src, "reference.safetensors")); err != nil {
+				t.Fatal(err)
+			}
+			defer wantRef.Close()
+		}
+		peft, _ := wantRef.Float64("lora_logits_f64")
+		attached := adaptedLogits(t, a, m, pixels)
+		merged := MergeViT(m, a.View(a.Params()))
+		if len(merged.Adapter.Layers) != 0 || merged.Adapter.Classifier == nil {
+			t.Errorf("%s: the merged copy's adapter has %d layers and classifier %v; want none, and the adapter's classifier", name, len(merged.Adapter.Layers), merged.Adapter.Classifier != nil)
+		}
+		got, err := merged.Logits(pixels, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		FreeMergedViT(merged, m)
+		var d float64
+		for i := range got {
+			d = max(d, math.Abs(float64(got[i]-attached[i])))
+		}
+		if d > 2e-5 {
+			t.Errorf("%s: merged logits %.3g from the attached adapter's", name, d)
+		}
+		if d := maxDiff(got, peft); d > 2e-4 {
+			t.Errorf("%s: merged logits %.3g from PEFT's", name, d)
+		}
+		if after, _ := m.Logits(pixels, 4); !slices.Equal(after, before) {
+			t.Errorf("%s: merging changed the model merged from", name)
+		}
+		t.Logf("%s: merged %.3g from attached, %.3g from PEFT's float64", name, d, maxDiff(got, peft))
+	}
+}
