@@ -73,7 +73,7 @@ type AdapterConfig struct {
 	R             int      `mapstructure:"r" yaml:"r" doc:"LoRA rank"`
 	Alpha         float64  `mapstructure:"alpha" yaml:"alpha" doc:"LoRA alpha; the update is scaled by alpha/r (alpha/√r with adapter.rslora)"`
 	RSLoRA        bool     `mapstructure:"rslora" yaml:"rslora,omitempty" doc:"LoRA: scale the update by alpha/√r instead of alpha/r, as PEFT's use_rslora (rank-stabilised LoRA); saved in adapter_config.json"`
-	Layers        []int    `mapstructure:"layers" yaml:"layers,omitempty" doc:"LoRA: the decoder layers adapted, e.g. [20, 21, 22, 23] (PEFT's layers_to_transform, saved in adapter_config.json); empty: every layer. A step's perturbed points run from the first of them on, over the clean pass's hidden states below it (prefix caching): with q = 1 on the top quarter of the layers a step evaluates about 1.25 forwards' layers instead of 2"`
+	Layers        []int    `mapstructure:"layers" yaml:"layers,omitempty" doc:"LoRA: the decoder layers adapted, e.g. [20, 21, 22, 23] (a ViT's encoder layers for task pets; PEFT's layers_to_transform, saved in adapter_config.json; the ViT's classifier is trained whatever they are); empty: every layer. A decoder's step's perturbed points run from the first of them on, over the clean pass's hidden states below it (prefix caching): with q = 1 on the top quarter of the layers a step evaluates about 1.25 forwards' layers instead of 2"`
 	Targets       []string `mapstructure:"targets" yaml:"targets" doc:"LoRA target projections, by PEFT's names: one or more of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (OPT: q_proj, k_proj, v_proj, out_proj, fc1, fc2), or all-linear alone for all of them, as PEFT's target_modules=\"all-linear\"; a ViT's (task pets), matched as PEFT matches target_modules (a name adapts each linear layer of every encoder layer whose path ends with it): query, key, value, attention.output.dense, intermediate.dense, output.dense (attention.output.dense too, as in PEFT), dense (all three dense layers), or all-linear alone (every linear layer of the encoder; the classifier is trained whole in any case)"`
 	VirtualTokens int      `mapstructure:"virtual_tokens" yaml:"virtual_tokens" doc:"prompt tuning: number of virtual tokens (they take positions before every example: on OPT fewer than max_position_embeddings, or the run is refused)"`
 	InitText      string   `mapstructure:"init_text" yaml:"init_text" doc:"prompt tuning: the text whose tokens' embeddings start the virtual tokens (repeated or cut to their number, as PEFT's TEXT init). The shipped configs carry the paper's text for each task; empty: the task's system prompt (data/chat.go), for a task the paper did not run"`
@@ -121,7 +121,7 @@ type EvalConfig struct {
 	MaxNewTokens int  `mapstructure:"max_new_tokens" yaml:"max_new_tokens" doc:"generation cap (0: the task default, SQuAD 50, XSum and generation 100)"`
 	Base         bool `mapstructure:"base" yaml:"base" doc:"also evaluate the base model (no adapter) on the test split"`
 	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
-	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"merge LoRA into the base weights for evaluation (faster generation)"`
+	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"LoRA: evaluate the test split on a copy of the weights with the adapter merged into them, as PEFT's merge_and_unload (faster generation; a ViT's copy takes the adapter's classifier: the same accuracy without the low-rank terms)"`
 	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum, generation: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
 	Predictions  bool `mapstructure:"predictions" yaml:"predictions" doc:"write each test example's answer, one JSON line each, into predictions_best.jsonl, predictions_last.jsonl (and predictions_base.jsonl) in the run directory: the generated text or the predicted label, the reference and the example's own scores, with the example's input (docs/RUNDIR.md): about 1 KB a SQuAD example, 2-3 KB an XSum one; false in a large sweep that does not need them"`
 }
@@ -477,18 +477,15 @@ func (c *Config) validateRun() error {
 }
 
 // validateImageTask checks what an image task (pets) can train: LoRA on a
-// ViT's encoder linear layers (lora.SupportedViTTargets; and the
-// classifier, always).
+// ViT's encoder linear layers (lora.SupportedViTTargets; of
+// adapter.layers' encoder layers, or all of them; and the classifier,
+// always).
 func (c *Config) validateImageTask() error {
 	switch {
 	case c.Adapter.Kind != "lora":
 		return fmt.Errorf("adapter.kind %s: task %s trains a LoRA adapter of its ViT (adapter.kind lora)", c.Adapter.Kind, c.Task.Name)
 	case !validTargets(c.Adapter.Targets, lora.SupportedViTTargets()):
 		return fmt.Errorf("adapter.targets %v: a ViT's LoRA targets one or more of %v, each once (%s only alone), as PEFT's target_modules names them (task %s)", c.Adapter.Targets, lora.SupportedViTTargets(), lora.AllLinear, c.Task.Name)
-	case c.Eval.Merge:
-		return fmt.Errorf("eval.merge: task %s evaluates with the adapter applied (merging is not implemented for a ViT)", c.Task.Name)
-	case len(c.Adapter.Layers) > 0:
-		return fmt.Errorf("adapter.layers: task %s's ViT adapter covers every layer (leave adapter.layers empty)", c.Task.Name)
 	}
 	return nil
 }

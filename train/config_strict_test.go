@@ -88,10 +88,10 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 		{"Trainer's name", base + "optimizer:\n  learning_rate: 1e-3\n", nil, `F:7: unknown key "optimizer.learning_rate" (did you mean "optimizer.lr"? learning_rate is HF Trainer's or MeZO's name for it)`},
 		{"Trainer's name at the top", base + "max_steps: 5\n", nil, `F:6: unknown key "max_steps" (did you mean "train.steps"?`},
 		{"MeZO's name by --set", base, []string{"optimizer.zo_eps=1e-3"}, `--set optimizer.zo_eps: unknown key "optimizer.zo_eps" (did you mean "optimizer.eps"?`},
-		// A refusal that writes its key with a colon ("eval.merge: …") is
-		// blamed on where the key was given all the same.
-		{"refused value, key and colon", pets + "eval:\n  merge: true\n", nil, "F:9: eval.merge: task pets evaluates with the adapter applied"},
-		{"refused by --set, key and colon", pets, []string{"eval.merge=true"}, "--set eval.merge: task pets evaluates with the adapter applied"},
+		// A refusal that writes its key with a colon ("adapter.layers: …")
+		// is blamed on where the key was given all the same.
+		{"refused value, key and colon", pets + "  layers: [1, 1]\n", nil, "F:8: adapter.layers: layer 1 is named twice"},
+		{"refused by --set, key and colon", pets, []string{"adapter.layers=[1,1]"}, "--set adapter.layers: layer 1 is named twice"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := filepath.Join(dir, "F")

@@ -99,7 +99,7 @@ func SplitOverride(o string) (key, value string, err error) {
 // the config.
 func blame(err error, path string, file []byte, overrides []string) error {
 	key, _, _ := strings.Cut(err.Error(), " ")
-	key = strings.TrimSuffix(key, ":") // "eval.merge: task pets …"
+	key = strings.TrimSuffix(key, ":") // "adapter.layers: layer 1 is named twice …"
 	for _, o := range overrides {
 		if k, _, _ := SplitOverride(o); k == key {
 			return &OverrideError{key, err}

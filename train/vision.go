@@ -76,7 +76,7 @@ func (r *run) setupVision() error {
 		return err
 	}
 	v.obj = &vitObjective{vit: v.vit, adapter: v.adapter}
-	r.tr = newVisionState(v, cfg.Adapter.Grouped)
+	r.tr = newVisionState(v, cfg.Adapter.Grouped, cfg.Eval.Merge)
 	fmt.Fprintln(r.out, adapterLine(r.tr.count(), int64(v.vit.Config.ParamCount()), adapterWhat(cfg, nil)))
 	if err := r.setupEngine(); err != nil {
 		return err
@@ -86,9 +86,9 @@ func (r *run) setupVision() error {
 }
 
 // newViTAdapter makes the adapter the config describes on m: read from
-// init (adapter.init, or on resume the checkpoint: initDir; its rank, alpha
-// and targets must be the config's; its classifier replaces the model's),
-// or fresh.
+// init (adapter.init, or on resume the checkpoint: initDir; its rank,
+// alpha, targets and layers must be the config's; its classifier replaces
+// the model's), or fresh.
 func newViTAdapter(cfg *Config, init string, m *model.ViT) (*lora.ViTAdapter, error) {
 	var a *lora.ViTAdapter
 	var err error
@@ -96,8 +96,12 @@ func newViTAdapter(cfg *Config, init string, m *model.ViT) (*lora.ViTAdapter, er
 		if a, err = lora.LoadViT(init, m, cfg.Adapter.Grouped); err != nil {
 			return nil, fmt.Errorf("adapter.init: %w", err)
 		}
+		want, err := lora.LayersOf(m.Config.NumLayers, cfg.Adapter.layers())
+		if err != nil {
+			return nil, loraKeyError(err)
+		}
 		c := cfg.Adapter // adapter.targets as the adapter saves them (all-linear, "dense": the layers' own names)
-		if c.Targets, err = lora.ViTTargetNames(&m.Config, cfg.Adapter.Targets); err != nil {
+		if c.Targets, err = lora.ViTTargetNames(&m.Config, cfg.Adapter.Targets, cfg.Adapter.layers()); err != nil {
 			return nil, fmt.Errorf("adapter.targets: %w", err)
 		}
 		if err := matchLoRA(&c, a); err != nil {
@@ -106,8 +110,11 @@ func newViTAdapter(cfg *Config, init string, m *model.ViT) (*lora.ViTAdapter, er
 			}
 			return nil, err
 		}
+		if got := a.Layers(); !slices.Equal(got, want) {
+			return nil, fmt.Errorf("adapter.init %s adapts layers %v (layers_to_transform), but adapter.layers is %v: set it to match the adapter", cfg.Adapter.Init, got, cfg.Adapter.Layers)
+		}
 	} else if a, err = lora.NewViT(m, lora.Options{R: cfg.Adapter.R, Alpha: cfg.Adapter.Alpha, Targets: cfg.Adapter.Targets, RSLoRA: cfg.Adapter.RSLoRA,
-		Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped}); err != nil {
+		Layers: cfg.Adapter.layers(), Seed: cfg.Train.Seed, GroupByLayer: cfg.Adapter.Grouped}); err != nil {
 		return nil, loraKeyError(err)
 	}
 	a.SetBaseModel(cfg.ModelName())

@@ -9,21 +9,31 @@ import (
 // adapterCopies over the adapter's files (vitFiles).
 type visionState struct {
 	adapterCopies
-	v *vision
+	v     *vision
+	merge bool // evaluate with LoRA merged into a copy of the weights (eval.merge)
 }
 
-func newVisionState(v *vision, grouped bool) *visionState {
-	return &visionState{adapterCopies: newAdapterCopies(&vitFiles{v: v, grouped: grouped}), v: v}
+func newVisionState(v *vision, grouped, merge bool) *visionState {
+	return &visionState{adapterCopies: newAdapterCopies(&vitFiles{v: v, grouped: grouped}), v: v, merge: merge}
 }
 
 // tests are the test evaluations of the best and the last adapter (and,
 // with base, of the model as loaded: its classifier untrained, so about
 // chance on a fresh one). An image task scores the ViT with the parameters
-// attached (vision.testMetrics): the *model.Model handed to fn is nil.
+// attached (vision.testMetrics), or with eval.merge a copy of the ViT with
+// them merged into its weights (lora.MergeViT, as PEFT's
+// merge_and_unload), put in the ViT's place for the evaluation: the
+// *model.Model handed to fn is nil.
 func (s *visionState) tests(base bool) []testEval {
 	with := func(params [][]float32) func(fn func(*model.Model) error) error {
 		return func(fn func(*model.Model) error) error {
-			if params != nil {
+			switch {
+			case params != nil && s.merge:
+				vit := s.v.vit
+				merged := lora.MergeViT(vit, s.v.adapter.View(params))
+				s.v.vit = merged
+				defer func() { s.v.vit = vit; lora.FreeMergedViT(merged, vit) }()
+			case params != nil:
 				s.files.Attach(params)
 				defer s.files.Detach()
 			}

@@ -505,3 +505,149 @@ func TestPetsAllLinear(t *testing.T) {
 		t.Errorf("an all-linear adapter.init under adapter.targets [query, value]: got %v", err)
 	}
 }
+
+// TestPetsLayers: a pets run with adapter.layers [0, 2] trains LoRA on
+// query and value of those encoder layers alone (and the classifier):
+// PEFT's trainable count, one group per adapted layer and the classifier's
+// when grouped, an adapter saved with layers_to_transform [0, 2] and no
+// tensor of layer 1 (PEFT reads such a directory to meazo-go's logits:
+// lora.TestViTLayersPEFT's fixture, and by hand); as adapter.init under
+// the same layers the last adapter starts where the run ended, and under
+// other layers (or all) it is refused; a layer the ViT lacks is refused
+// naming adapter.layers.
+func TestPetsLayers(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	s, err := Run(Options{Overrides: petsSet(src, "adapter.layers=[2,0]", "adapter.grouped=true", "optimizer.lr=1e-2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*2*2*4*64 + 37*64 + 37; s.TrainableParams != want || s.StepsDone != 6 || s.Diverged {
+		t.Fatalf("summary: %d trainable (want %d), %d steps, diverged %v", s.TrainableParams, want, s.StepsDone, s.Diverged)
+	}
+	if s.StateBytes != 8*3 {
+		t.Errorf("grouped MEAZO keeps %d bytes, want one float64 for each of layers 0 and 2 and the classifier", s.StateBytes)
+	}
+	if losses := trainLosses(t, src); len(losses) != 6 || slices.Min(losses) == slices.Max(losses) {
+		t.Errorf("training losses %v: want 6 that change", losses)
+	}
+	var cfg struct {
+		TargetModules     []string `json:"target_modules"`
+		LayersToTransform []int    `json:"layers_to_transform"`
+	}
+	b, err := os.ReadFile(filepath.Join(src, "last", "adapter_config.json"))
+	if err != nil || json.Unmarshal(b, &cfg) != nil || !slices.Equal(cfg.LayersToTransform, []int{0, 2}) || !slices.Equal(cfg.TargetModules, []string{"query", "value"}) {
+		t.Errorf("last/adapter_config.json: %s %v; want target_modules [query value], layers_to_transform [0 2]", b, err)
+	}
+	m, _ := tinyViT(t)
+	defer m.Free()
+	a, err := lora.LoadViT(filepath.Join(src, "last"), m, false)
+	if err != nil || !slices.Equal(a.Layers(), []int{0, 2}) {
+		t.Fatalf("last/ loads on layers %v (%v), want [0 2]", a.Layers(), err)
+	}
+	if v := a.View(a.Params()); v.Layers[1].Q != nil || v.Layers[1].V != nil {
+		t.Errorf("last/ has LoRA matrices of layer 1")
+	}
+	init := "adapter.init=" + filepath.Join(src, "last")
+	dst := filepath.Join(root, "dst")
+	if _, err := Run(Options{Overrides: petsSet(dst, init, "adapter.layers=[0,2]", "train.steps=1", "eval.skip=true")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range readLines(t, filepath.Join(dst, "metrics.jsonl")) {
+		var rec struct {
+			Kind    string
+			Step    int
+			ValLoss float64 `json:"val_loss"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == "val" && rec.Step == 0 && (s.LastValLoss == nil || rec.ValLoss != *s.LastValLoss) {
+			t.Errorf("validation loss at step 0 %v, want the saved run's last %v", rec.ValLoss, s.LastValLoss)
+		}
+	}
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{init}, "adapts layers [0 2] (layers_to_transform), but adapter.layers is []"},
+		{[]string{init, "adapter.layers=[0]"}, "adapts layers [0 2] (layers_to_transform), but adapter.layers is [0]"},
+		{[]string{"adapter.layers=[3]"}, "adapter.layers: layer 3 is not one of the model's 3 layers"},
+		{[]string{init, "adapter.layers=[0,3]"}, "adapter.layers: layer 3 is not one of the model's 3 layers"},
+	} {
+		_, err := Run(Options{Overrides: petsSet(filepath.Join(root, "bad"), tc.set...)})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want an error containing %q", tc.set, err, tc.want)
+		}
+	}
+}
+
+// TestPetsMerge: eval.merge scores a pets run's best and last adapters on
+// a copy of the ViT with them merged into its weights (lora.MergeViT), put
+// in the ViT's place during the evaluation and taken away after: the test
+// accuracies and every image's prediction are the unmerged run's, with
+// LoRA on every layer and on some; and the copy evaluated runs no
+// low-rank term, its logits within 2e-5 of the adapter's attached.
+func TestPetsMerge(t *testing.T) {
+	root := t.TempDir()
+	for _, more := range [][]string{{"adapter.targets=[all-linear]"}, {"adapter.layers=[1]"}} {
+		runs := map[string]*Summary{}
+		for _, merge := range []string{"false", "true"} {
+			out := filepath.Join(root, strings.Join(more, "-")+"-merge-"+merge)
+			s, err := Run(Options{Overrides: petsSet(out, append(more, "optimizer.lr=1e-2", "eval.merge="+merge)...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs[merge] = s
+		}
+		for _, which := range []string{"best", "last"} {
+			un, mg := runs["false"].Test[which]["accuracy"], runs["true"].Test[which]["accuracy"]
+			if _, ok := runs["true"].Test[which]["accuracy"]; !ok || un != mg {
+				t.Errorf("%v: test accuracy of %s merged %v, unmerged %v", more, which, mg, un)
+			}
+			file := "predictions_" + which + ".jsonl"
+			a, errA := os.ReadFile(filepath.Join(root, strings.Join(more, "-")+"-merge-false", file))
+			b, errB := os.ReadFile(filepath.Join(root, strings.Join(more, "-")+"-merge-true", file))
+			if errA != nil || errB != nil || len(a) == 0 || string(a) != string(b) {
+				t.Errorf("%v: %s merged and unmerged differ (%v, %v)", more, file, errA, errB)
+			}
+		}
+	}
+
+	m, proc := tinyViT(t)
+	defer m.Free()
+	a, err := lora.LoadViT(filepath.Join(vitTiny, "lora-layers"), m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := make([]float32, 3*64*64)
+	for i := range px {
+		px[i] = float32(i%17)/8 - 1
+	}
+	a.Attach(m)
+	attached, err := m.Logits(px, 1)
+	m.Adapter = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &vision{vit: m, proc: proc, adapter: a}
+	s := newVisionState(v, false, true)
+	evals := s.tests(false)
+	if err := evals[1].with(func(*model.Model) error {
+		if v.vit == m || v.vit.Adapter == nil || len(v.vit.Adapter.Layers) != 0 || v.vit.Adapter.Classifier == nil {
+			t.Errorf("the evaluation runs the ViT itself (%v) or a copy with low-rank terms", v.vit == m)
+		}
+		got, err := v.vit.Logits(px, 1)
+		if err != nil {
+			return err
+		}
+		for i := range got {
+			if math.Abs(float64(got[i]-attached[i])) > 2e-5 {
+				t.Errorf("merged logit %d %v, attached %v", i, got[i], attached[i])
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v.vit != m || m.Adapter != nil {
+		t.Errorf("after the evaluation the ViT is not the run's own (%v), or has an adapter attached", v.vit != m)
+	}
+}
