@@ -7,6 +7,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/imageproc"
+	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 )
 
@@ -17,7 +18,8 @@ import (
 // preprocessor_config.json says (proc), in batches of o.BatchSize. The
 // images are decoded a chunk at a time on o.Threads workers, so memory
 // holds the file's encoded bytes and one chunk of decoded images, not the
-// whole split decoded. The result is {"accuracy"} in 0–1, as a run's
+// whole split decoded. With o.Merge the adapter is merged into a copy of
+// m's weights first (lora.MergeViT), as eval.merge. The result is {"accuracy"} in 0–1, as a run's
 // summary.json reports it; o.OnPrediction, if set, is handed each image's
 // Prediction in the file's order.
 func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[string]float64, error) {
@@ -38,6 +40,11 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 			return nil, err
 		}
 		defer func() { m.Adapter = nil }()
+		if o.Merge { // a merged copy, as eval.merge scores a run's adapters (lora.MergeViT)
+			merged := lora.MergeViT(m, m.Adapter)
+			defer lora.FreeMergedViT(merged, m)
+			m = merged
+		}
 	}
 	rows, err := data.ReadImageParquet(o.Data, m.Config.NumLabels)
 	if err != nil {

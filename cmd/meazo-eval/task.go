@@ -28,7 +28,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	modelDir := fs.String("model", "", "HF model directory (weights, config.json and tokenizer files)")
 	adapter := fs.String("adapter", "", "saved adapter directory (PEFT LoRA or PROMPT_TUNING), e.g. RUN_DIR/best; empty: the base model. "+
 		"A run's best/, last/ or checkpoint/ (the step it checkpointed: a run still training) (or, as --model, a full-parameter run's) is scored as the run scored it: the flags left out take the run's values (RUN_DIR/config.yaml), and the log says which")
-	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; prompt tuning: no effect)")
+	merge := fs.Bool("merge", false, "LoRA: merge the adapter into a copy of the weights first (faster generation, as eval.merge; pets: the same accuracy without the low-rank terms; prompt tuning: no effect)")
 	task := fs.String("task", "", "sst2, squad, xsum, pets (a ViT image classifier), or your own data's classification or generation (as task.name)")
 	dataPath := fs.String("data", "", "test file (.tsv, .json, .jsonl or .parquet; pets: the Hub's Parquet; classification, generation: .jsonl)")
 	labels := fs.String("labels", "", "classification: its labels, as the run's task.labels, a YAML list: '[negative, positive]'")
@@ -94,7 +94,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	}
 	opts.OnPrediction = preds.record()
 	if data.Task(*task) == data.Pets {
-		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend,
+		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend, merge: *merge,
 			maxExamples: *maxExamples, batch: *batch, threads: *threads, preds: preds}, stdout, log)
 	}
 	res, err := evaluateText(*modelDir, *backend, *threads, *bf16, opts, log)
@@ -157,11 +157,12 @@ func report(stdout, log io.Writer, res map[string]float64, preds *predictions) e
 }
 
 // textOnlyFlags are runTask's flags that an image task has no use for.
-var textOnlyFlags = []string{"merge", "max-new-tokens", "max-length", "date-string", "rouge-stem", "bf16-weights", "strict", "format", "labels", "instruction"}
+var textOnlyFlags = []string{"max-new-tokens", "max-length", "date-string", "rouge-stem", "bf16-weights", "strict", "format", "labels", "instruction"}
 
 // imageTask is what runImageTask takes from runTask's flags.
 type imageTask struct {
 	model, adapter, data, backend string
+	merge                         bool // --merge: the adapter merged into a copy of the weights
 	maxExamples, batch, threads   int
 	preds                         *predictions // --predictions; nil: none
 }
@@ -205,7 +206,7 @@ func runImageTask(fs *flag.FlagSet, o imageTask, stdout, log io.Writer) error {
 		return err
 	}
 	defer m.Free()
-	res, err := train.EvaluateImages(m, proc, train.EvalOptions{Adapter: o.adapter, Task: string(data.Pets), Data: o.data,
+	res, err := train.EvaluateImages(m, proc, train.EvalOptions{Adapter: o.adapter, Merge: o.merge, Task: string(data.Pets), Data: o.data,
 		MaxExamples: o.maxExamples, BatchSize: o.batch, Threads: o.threads, Log: log, OnPrediction: o.preds.record()})
 	if err != nil {
 		return err

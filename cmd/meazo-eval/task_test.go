@@ -303,8 +303,16 @@ func TestTaskPets(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is a ViTModel, without a classifier") {
 		t.Errorf("a ViTModel without an adapter: got %v", err)
 	}
-	err = runTask([]string{"--model", vit, "--task", "pets", "--data", test, "--merge", "--format", "mezo"}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "--format, --merge: not for an image task") {
+	// --merge scores the adapter merged into a copy of the weights: the run's accuracy (eval.merge's).
+	out.Reset()
+	if err := runTask([]string{"--model", vit, "--task", "pets", "--data", test, "--adapter", filepath.Join(dir, "best"), "--merge"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if json.Unmarshal(out.Bytes(), &res); res["accuracy"] != s.Test["best"]["accuracy"] {
+		t.Errorf("--merge: accuracy %v, want the run's %v", res["accuracy"], s.Test["best"]["accuracy"])
+	}
+	err = runTask([]string{"--model", vit, "--task", "pets", "--data", test, "--max-new-tokens", "5", "--format", "mezo"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--format, --max-new-tokens: not for an image task") {
 		t.Errorf("text-only flags: got %v", err)
 	}
 	err = runTask([]string{"--model", vit, "--task", "pets", "--data", filepath.Join(vit, "config.json")}, io.Discard, io.Discard)
