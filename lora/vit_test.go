@@ -381,18 +381,7 @@ func TestViTAllLinearPEFT(t *testing.T) {
 			t.Errorf("the all-linear adapter's logits are within %.3g of the q/v adapter's: are k, o and the MLP's applied?", d)
 		}
 		dir := saveRoundTrip(t, a, m, src, grouped)
-		ours, peft := readJSON(t, filepath.Join(dir, "adapter_config.json")), readJSON(t, filepath.Join(src, "adapter_config.json"))
-		for k, v := range ours {
-			if k == "target_modules" || k == "base_model_name_or_path" {
-				continue
-			}
-			if fmt.Sprint(peft[k]) != fmt.Sprint(v) {
-				t.Errorf("adapter_config.json %s: %v, PEFT's %v", k, v, peft[k])
-			}
-		}
-		if got := fmt.Sprint(ours["target_modules"]); got != "[query key value dense]" {
-			t.Errorf("target_modules %s, want [query key value dense]", got)
-		}
+		samePEFTConfig(t, dir, src, "[query key value dense]")
 	}
 }
 
@@ -442,18 +431,7 @@ func TestViTLayersPEFT(t *testing.T) {
 			t.Errorf("the adapter moves the logits by only %.3g: is it applied?", d)
 		}
 		dir := saveRoundTrip(t, a, m, src, grouped)
-		ours, peft := readJSON(t, filepath.Join(dir, "adapter_config.json")), readJSON(t, filepath.Join(src, "adapter_config.json"))
-		for k, v := range ours {
-			if k == "target_modules" || k == "base_model_name_or_path" {
-				continue
-			}
-			if fmt.Sprint(peft[k]) != fmt.Sprint(v) {
-				t.Errorf("adapter_config.json %s: %v, PEFT's %v", k, v, peft[k])
-			}
-		}
-		if got := fmt.Sprint(ours["target_modules"]); got != "[query value output.dense]" {
-			t.Errorf("target_modules %s, want [query value output.dense]", got)
-		}
+		ours := samePEFTConfig(t, dir, src, "[query value output.dense]")
 		if got := fmt.Sprint(ours["layers_to_transform"]); got != "[0 2]" {
 			t.Errorf("layers_to_transform %s, want [0 2]", got)
 		}
@@ -727,4 +705,24 @@ func TestMergeViT(t *testing.T) {
 		}
 		t.Logf("%s: merged %.3g from attached, %.3g from PEFT's float64", name, d, maxDiff(got, peft))
 	}
+}
+
+// samePEFTConfig checks the adapter_config.json we saved in dir against
+// PEFT's in src, key by key, but for base_model_name_or_path and the order
+// of target_modules, which must read targets; it returns ours.
+func samePEFTConfig(t *testing.T, dir, src, targets string) map[string]any {
+	t.Helper()
+	ours, peft := readJSON(t, filepath.Join(dir, "adapter_config.json")), readJSON(t, filepath.Join(src, "adapter_config.json"))
+	for k, v := range ours {
+		if k == "target_modules" || k == "base_model_name_or_path" {
+			continue
+		}
+		if fmt.Sprint(peft[k]) != fmt.Sprint(v) {
+			t.Errorf("adapter_config.json %s: %v, PEFT's %v", k, v, peft[k])
+		}
+	}
+	if got := fmt.Sprint(ours["target_modules"]); got != targets {
+		t.Errorf("target_modules %s, want %s", got, targets)
+	}
+	return ours
 }
