@@ -482,7 +482,7 @@ func (m *Model) EmbeddingRow(dst []float32, id int) {
 // HF's output_hidden_states are appended to it.
 // If keep is not nil (and hidden is nil), only the rows keep of the result
 // are needed: the last layer finishes only those (layerForward) and step
-// returns them alone, [len(keep)][hidden] in keep's order.
+// returns them alone, [len(keep)][embedDim] in keep's order.
 //
 // On the first step, if m.Prompt is set, the first rows of each sequence are
 // its virtual tokens (see withVirtualTokens) and get the prompt embeddings.

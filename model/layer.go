@@ -131,8 +131,9 @@ func (m *Model) unstacked(dsts []tensor.Buf, stack, x tensor.Buf, n int, w tenso
 // layerForward applies decoder layer l to x [B·tn][hidden] (the B
 // sequences of tn new tokens of the pass p) in place, as the model's
 // family computes a layer (family.layer: llamaLayer, optLayer). Each of
-// p's spans of sequences gets its own adapter's low-rank terms on Q and V,
-// and reads the layer's weights as it perturbs them (full-parameter ZO).
+// p's spans of sequences gets its own adapter's low-rank terms on the
+// projections that adapter updates (loraTerm), and reads the layer's
+// weights as it perturbs them (full-parameter ZO).
 //
 // With keep nil it returns x. Otherwise only the rows keep of the result
 // are needed (the last layer of a forward whose loss reads a few

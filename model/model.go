@@ -152,7 +152,7 @@ type Input struct {
 	B, T      int
 	Tokens    []int // [B·T]
 	Mask      []int // [B·T], 1 = real token, 0 = padding; nil means all real
-	Positions []int // [B·T] RoPE positions; nil means 0..T-1 on every row, pads included (HF's default)
+	Positions []int // [B·T] position ids; nil means the model's default (positionsOf): 0..T-1 on every row, pads included, for RoPE (HF's), OPT's from the mask
 }
 
 // Options says what Forward should return besides the loss.

@@ -356,8 +356,9 @@ func (r *run) setupAdapter() error {
 	return nil
 }
 
-// setupEngine makes the optimizer and the ZO engine over the adapter's
-// parameters (noise distribution, joint or grouped), and the sampler.
+// setupEngine makes the optimizer and the ZO engine over what trains (an
+// adapter's parameters or the model's own weights: paramState.newEngine;
+// noise distribution, joint or grouped), and the sampler.
 func (r *run) setupEngine() error {
 	cfg := r.cfg
 	opt, err := newOptimizer(cfg.Optimizer)
