@@ -236,7 +236,7 @@ func (e *Engine) stream(step, g, j int) noise.Stream {
 
 // Step runs one zeroth-order step: it builds every perturbed variant, has obj
 // evaluate them all, forms the projected gradients and updates θ. An error
-// from the objective, or a projected gradient that is not finite
+// from the objective, or a loss or projected gradient that is not finite
 // (ErrNonFinite), leaves θ, the optimizer and the step count unchanged. An
 // error of the update itself (a Store's device failing) may leave θ part
 // moved and the optimizer's state advanced: the step cannot be run again,
