@@ -6,7 +6,11 @@
 // taller ones whose height a one-millisecond calibration picks
 // (gemm_tile.go; every height gives the same bits); the element-wise and reduction ops a decoder layer needs
 // (RMSNorm, RoPE, attention over a packed KV cache, SiLU-gated MLP, softmax,
-// cross-entropy) are in ops.go and ops_attention.go.
+// cross-entropy) are in ops.go and ops_attention.go, and those of OPT and the
+// ViT (LayerNorm, GELU, the encoder's attention) in ops_layernorm.go,
+// gelu.go and ops_encoder.go. A model's own weights trained in place
+// (tensor.Trainer: perturbed products, updates) are trainable*.go and
+// gemm_perturbed.go.
 //
 // Every kernel computes each output element in an order that does not depend
 // on the number of worker goroutines (Options.Threads), so results are
