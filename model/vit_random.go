@@ -76,12 +76,12 @@ func (c *ViTConfig) MarshalHF() ([]byte, error) {
 		"num_channels":                 c.NumChannels,
 		"layer_norm_eps":               json.Number(strconv.FormatFloat(float64(c.LayerNormEps), 'g', -1, 32)),
 		"qkv_bias":                     c.QKVBias,
-		"initializer_range":            c.InitializerRange,
+		"initializer_range":            pyFloat(c.InitializerRange),
 		"id2label":                     id2label,
 		"label2id":                     label2id,
 		"torch_dtype":                  "float32",
-		"hidden_dropout_prob":          0.0,
-		"attention_probs_dropout_prob": 0.0,
+		"hidden_dropout_prob":          pyFloat(0),
+		"attention_probs_dropout_prob": pyFloat(0),
 	}, "", "  ")
 	return append(b, '\n'), err
 }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/internal/sysmem"
@@ -120,6 +124,11 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	if _, err := write(f.out, cfg, f.seed, f.std); err != nil {
 		return err
+	}
+	if f.cfgPath != "" {
+		if err := keepConfigKeys(f.out, f.cfgPath); err != nil {
+			return err
+		}
 	}
 	n, _ := cfg.Params()
 	fmt.Fprintf(stdout, "wrote a random %s (%s, hidden %d, vocab %d, %s parameters, %s) to %s\n",
@@ -297,4 +306,61 @@ func paramCount(n int64) string {
 		return fmt.Sprintf("%.1fM", float64(n)/1e6)
 	}
 	return fmt.Sprint(n)
+}
+
+// keepConfigKeys adds to the config.json random-model wrote in out the keys
+// of the user's config.json (src) it does not write (initializer_range,
+// use_cache, transformers_version, …: what the model does not read) and the
+// class names (namesKept), so that
+// the random model's config is the user's but for what random-model set (the
+// shapes it drew, num_hidden_layers cut by --layers, torch_dtype). Where
+// the written model is another class than src names (a multimodal
+// checkpoint's language model), src's keys describe another model and none
+// is added.
+func keepConfigKeys(out, src string) error {
+	path := filepath.Join(out, "config.json")
+	var wrote, user map[string]json.RawMessage
+	for _, f := range []struct {
+		path string
+		to   *map[string]json.RawMessage
+	}{{path, &wrote}, {src, &user}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, f.to); err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	if !bytes.Equal(compactJSON(wrote["architectures"]), compactJSON(user["architectures"])) {
+		return nil
+	}
+	added := false
+	for k, v := range user {
+		if _, ok := wrote[k]; !ok || slices.Contains(namesKept, k) {
+			wrote[k], added = v, true
+		}
+	}
+	if !added {
+		return nil
+	}
+	b, err := json.MarshalIndent(wrote, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(b, '\n'))
+}
+
+// namesKept are the keys of the user's config.json that replace what
+// random-model writes: a classifier's class names (random-model draws as
+// many classes as they name, and would name them LABEL_0, …).
+var namesKept = []string{"id2label", "label2id"}
+
+// compactJSON is v without insignificant space (nil if v is not JSON).
+func compactJSON(v json.RawMessage) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return nil
+	}
+	return b.Bytes()
 }

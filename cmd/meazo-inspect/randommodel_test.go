@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -170,6 +172,19 @@ func TestRandomModelViT(t *testing.T) {
 	if err := commands.Run("random-model", []string{"--config", cfg, "--out", out, "--layers", "2"}, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
+	// Its config is the given one's (a float as Python writes it: 0.0),
+	// but for the layers cut and the dtype.
+	var got, given map[string]any
+	json.Unmarshal(must(os.ReadFile(filepath.Join(out, "config.json"))), &got)
+	json.Unmarshal(must(os.ReadFile(cfg)), &given)
+	for k, v := range given {
+		if k != "num_hidden_layers" && k != "torch_dtype" && fmt.Sprint(got[k]) != fmt.Sprint(v) {
+			t.Errorf("config.json %s: %v, given %v", k, got[k], v)
+		}
+	}
+	if b := must(os.ReadFile(filepath.Join(out, "config.json"))); !strings.Contains(string(b), `"hidden_dropout_prob": 0.0,`) {
+		t.Errorf("config.json writes a float as %s", b)
+	}
 	res := filepath.Join(t.TempDir(), "out.safetensors")
 	if err := runForward([]string{"--model", out, "--images", "../../imageproc/testdata/scene_97x61.jpg", "--out", res}, nil, io.Discard); err != nil {
 		t.Fatal(err)
@@ -210,5 +225,35 @@ func TestParamCount(t *testing.T) {
 		if got := paramCount(c.n); got != c.want {
 			t.Errorf("%d: %q, want %q", c.n, got, c.want)
 		}
+	}
+}
+
+// TestRandomModelKeepsConfigKeys: the keys of --config that the model does
+// not read (initializer_range, use_cache, transformers_version, a
+// sliding_window of null) are written as given; what random-model sets
+// (num_hidden_layers under --layers, torch_dtype) is its own.
+func TestRandomModelKeepsConfigKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	os.WriteFile(cfg, []byte(`{"architectures":["Qwen3ForCausalLM"],"vocab_size":64,"hidden_size":32,"intermediate_size":64,
+		"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":8,"rms_norm_eps":1e-6,
+		"rope_theta":1000000,"tie_word_embeddings":true,"initializer_range":0.02,"use_cache":true,
+		"transformers_version":"4.51.0","sliding_window":null,"torch_dtype":"bfloat16"}`), 0o644)
+	out := filepath.Join(dir, "m")
+	if err := commands.Run("random-model", []string{"--config", cfg, "--out", out, "--tokenizer", "none", "--layers", "1"}, nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(must(os.ReadFile(filepath.Join(out, "config.json"))), &got); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"initializer_range": 0.02, "use_cache": true, "transformers_version": "4.51.0", "sliding_window": nil,
+		"num_hidden_layers": 1.0, "torch_dtype": "float32"} {
+		if v, ok := got[k]; !ok || fmt.Sprint(v) != fmt.Sprint(want) {
+			t.Errorf("config.json %s: %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+	if _, err := model.Load(out); err != nil {
+		t.Errorf("the random model does not load: %v", err)
 	}
 }

@@ -57,6 +57,9 @@ func runRandomViT(fs *flag.FlagSet, f *randomModelFlags, stdout io.Writer) error
 		return err
 	}
 	m.Free()
+	if err := keepConfigKeys(f.out, f.cfgPath); err != nil {
+		return err
+	}
 	if err := atomicfile.WriteFile(proc, pre); err != nil {
 		return err
 	}
