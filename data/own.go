@@ -113,7 +113,7 @@ func parseOwnRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg stri
 	switch task {
 	case Classification:
 		if r.Text == nil {
-			return ex, "text", "missing"
+			return ex, "text", "missing or null"
 		}
 		ex.Text = *r.Text
 		if ex.Label, msg = ownLabel(r.Label, labels); msg != "" {
@@ -122,9 +122,9 @@ func parseOwnRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg stri
 	case Generation:
 		switch {
 		case r.Prompt == nil:
-			return ex, "prompt", "missing"
+			return ex, "prompt", "missing or null"
 		case r.Completion == nil:
-			return ex, "completion", "missing"
+			return ex, "completion", "missing or null"
 		}
 		ex.Prompt, ex.Completion = *r.Prompt, *r.Completion
 		for i, ref := range r.References {

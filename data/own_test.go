@@ -21,6 +21,7 @@ func TestOwnRowErrors(t *testing.T) {
 		wantErr string // the strict error after the file's name
 	}{
 		{"text missing", Classification, `{"label":"positive"}`, `line 2: field "text": missing`},
+		{"text null", Classification, `{"text":null,"label":"positive"}`, `line 2: field "text": missing or null`},
 		{"text empty", Classification, `{"text":"  ","label":1}`, `line 2: field "text": empty`},
 		{"text a number", Classification, `{"text":5,"label":1}`, `line 2: field "text": want a string, got JSON number`},
 		{"label missing", Classification, `{"text":"t"}`, `line 2: field "label": missing`},
