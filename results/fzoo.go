@@ -25,8 +25,9 @@ type FZOORate struct {
 // directories, or sweep directories standing for their runs (as the figure
 // commands read them: a study's fig20_fzoo_fzoo names its seeds' runs).
 // summary.json names the optimizer and η; a run that is not FZOO's, or of
-// another η, is an error, and so is one without σ_t: written before
-// metrics.jsonl had it. Non-finite σ_t (a diverged step) are left out, and
+// another η, is an error, and so is one without σ_t (written before
+// metrics.jsonl had it) and one with a step that moved at another rate than
+// η (a schedule, a rate changed on resume): the equation needs one constant η. Non-finite σ_t (a diverged step) are left out, and
 // so are the runs a sweep lists as failed, each with a warning.
 func FZOORateOf(args []string, warn func(string)) (FZOORate, error) {
 	var r FZOORate
@@ -59,6 +60,13 @@ func FZOORateOf(args []string, warn func(string)) (FZOORate, error) {
 		}
 		n := 0
 		for _, p := range train {
+			// The equation holds for one constant η: a step that moved at
+			// another rate (a schedule's warmup or decay, a resume's --set
+			// optimizer.lr) has no one ZO-SGD rate to match. Lines without
+			// "lr" (NaN) are older runs' and were all at optimizer.lr.
+			if !math.IsNaN(p.LR) && p.LR != s.LR {
+				return r, fmt.Errorf("%s step %d moved at η %g, not the run's %g (optimizer.schedule, or a resume's --set optimizer.lr: changes.jsonl): η / mean σ_t needs FZOO runs at one constant rate", dir, p.Step, p.LR, s.LR)
+			}
 			for _, sg := range p.Sigma {
 				if math.IsNaN(sg) || math.IsInf(sg, 0) {
 					warn(fmt.Sprintf("%s step %d: σ_t is not finite, left out", dir, p.Step))

@@ -83,3 +83,32 @@ func TestFZOORateOfSweep(t *testing.T) {
 		t.Errorf("a sweep directory with sweep.json: %+v, %v, warnings %q; want seed 0's run alone (mean σ_t 35), seed 2's failed one named", r, err, warned)
 	}
 }
+
+// TestFZOORateOneConstantRate: η / mean σ_t holds for a run that moved at its
+// η every step. A run whose logged rate changed (a schedule's decay, a
+// resume's --set optimizer.lr, after which summary.json's η is the new one)
+// is refused, naming the run and the step; a line without "lr" (an older
+// run's) is taken at the run's η.
+func TestFZOORateOneConstantRate(t *testing.T) {
+	dir := writeFZOORun(t, "fzoo", 1e-3, [][]float64{{30}, {40}, {50}})
+	lines := []string{
+		`{"kind":"train","step":1,"loss":0.5,"lr":0.00001,"sigma":[30]}`, // before a resume's --set optimizer.lr=1e-3
+		`{"kind":"train","step":2,"loss":0.5,"lr":0.001,"sigma":[40]}`,
+		`{"kind":"train","step":3,"loss":0.5,"lr":0.001,"sigma":[50]}`,
+	}
+	if err := os.WriteFile(filepath.Join(dir, rundir.MetricsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := FZOORateOf([]string{dir}, func(string) {}); err == nil || !strings.Contains(err.Error(), "step 1 moved at η 1e-05, not the run's 0.001") {
+		t.Errorf("a run whose rate changed: %+v, %v; want an error naming step 1 and both rates", r, err)
+	}
+	lines[0] = `{"kind":"train","step":1,"loss":0.5,"sigma":[30]}`
+	lines[1] = `{"kind":"train","step":2,"loss":0.5,"sigma":[40]}`
+	lines[2] = `{"kind":"train","step":3,"loss":0.5,"sigma":[50]}`
+	if err := os.WriteFile(filepath.Join(dir, rundir.MetricsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := FZOORateOf([]string{dir}, func(string) {}); err != nil || r.MeanSigma != 40 || r.LR != 1e-3 {
+		t.Errorf("lines without lr: %+v, %v; want mean σ_t 40 at the run's η 1e-3", r, err)
+	}
+}

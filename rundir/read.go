@@ -42,6 +42,7 @@ type TrainPoint struct {
 	V      []float64 // nil when null (optimizers other than MEAZO); a null entry is NaN
 	Sigma  []float64 // FZOO's σ_t per unit; nil when absent (the other optimizers); a null entry is NaN
 	Groups []int
+	LR     float64 // the rate the step moved with ("lr"); NaN when absent or null
 }
 
 // ValPoint is one validation line of metrics.jsonl.
@@ -59,6 +60,7 @@ type metricLine struct {
 	V       []*float64 `json:"v"`
 	Sigma   []*float64 `json:"sigma"`
 	Groups  []int      `json:"groups"`
+	LR      *float64   `json:"lr"`
 	ValLoss *float64   `json:"val_loss"`
 }
 
@@ -112,7 +114,7 @@ func ReadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error
 		}
 		switch m.Kind {
 		case KindTrain:
-			p := TrainPoint{Step: *m.Step, Loss: orNaN(m.Loss), Groups: m.Groups}
+			p := TrainPoint{Step: *m.Step, Loss: orNaN(m.Loss), Groups: m.Groups, LR: orNaN(m.LR)}
 			p.V, p.Sigma = orNaNs(m.V), orNaNs(m.Sigma)
 			train[p.Step] = p
 		case KindVal:

@@ -18,7 +18,8 @@ step by σ_t, the spread of its q projected gradients, so ZO-SGD takes a step as
 		Reads: `FZOO_RUN_OR_SWEEP_DIR: FZOO run directories (summary.json: the optimizer and η, one η for all;
 metrics.jsonl: the σ_t every step logs), or sweep directories standing for their runs (a study's
 fig20_fzoo_fzoo: the runs its sweep.json lists, or every subdirectory with a summary.json). A run of
-another optimizer or η, or one without σ_t, is an error; a failed run and non-finite σ_t (a diverged
+another optimizer or η, one without σ_t, or one with a step that moved at another rate than its η (an
+optimizer.schedule, a rate changed on resume) is an error; a failed run and non-finite σ_t (a diverged
 step) are left out with a warning.`,
 		Prints: `FZOO's η, the number of runs, the mean σ_t and how many logged σ_t values it averages; then ZO-SGD's η on
 a line of its own, last, for scripts (set it as the study's fig20_zo-sgd coarse rate). Writes no file.`,
