@@ -7,7 +7,7 @@ import (
 
 // The paper's full-model comparison (its Figure 20): all of OPT-1.3B
 // fine-tuned on SST-2 with FZOO, ZO-SGD and MEAZO, in the setting of FZOO's
-// public code (DKmiyan/FZOO, fzoo.sh, on MeZO's trainer): batch 16, ε = 1e-3,
+// public code (DKmiyan/FZOO, fzoo.sh; trainer.py: MeZO's trainer with FZOO's step): batch 16, ε = 1e-3,
 // 1,000 training and 500 validation examples, 20,000 steps, MeZO's SST-2
 // template (task.format mezo), every parameter trained. FZOO: q = 8
 // one-sided Rademacher perturbations, η = 1e-5 (its defaults); MEAZO: q = 1,
