@@ -27,7 +27,10 @@ type FZOORate struct {
 // summary.json names the optimizer and η; a run that is not FZOO's, or of
 // another η, is an error, and so is one without σ_t (written before
 // metrics.jsonl had it) and one with a step that moved at another rate than
-// η (a schedule, a rate changed on resume): the equation needs one constant η. Non-finite σ_t (a diverged step) are left out, and
+// η (a schedule, a rate changed on resume): the equation needs one constant η.
+// A run named twice (a sweep and one of its runs) counts once; a run that
+// did not finish (interrupted, or still running) is left out with a
+// warning, as the figures leave it out. Non-finite σ_t (a diverged step) are left out, and
 // so are the runs a sweep lists as failed, each with a warning.
 func FZOORateOf(args []string, warn func(string)) (FZOORate, error) {
 	var r FZOORate
@@ -35,18 +38,22 @@ func FZOORateOf(args []string, warn func(string)) (FZOORate, error) {
 	if err != nil {
 		return r, err
 	}
+	srcs, failed = once(srcs, failed)
 	for _, f := range failed {
 		warn(fmt.Sprintf("skipping %s: its sweep lists it as failed", f.Dir))
 	}
-	for _, s := range srcs {
-		r.Runs = append(r.Runs, s.dir)
-	}
 	var sum float64
-	for _, dir := range r.Runs {
+	for _, src := range srcs {
+		dir := src.dir
 		s, err := rundir.ReadSummary(dir)
 		if err != nil {
 			return r, err
 		}
+		if !s.Finished() {
+			warn(fmt.Sprintf("skipping %s: run did not finish (%d of %d steps)", dir, s.StepsDone, s.Steps))
+			continue
+		}
+		r.Runs = append(r.Runs, dir)
 		switch {
 		case s.Optimizer != "fzoo":
 			return r, fmt.Errorf("%s: a %s run, not FZOO's", dir, s.Optimizer)
@@ -82,7 +89,7 @@ func FZOORateOf(args []string, warn func(string)) (FZOORate, error) {
 		r.Steps += n
 	}
 	if len(r.Runs) == 0 {
-		return r, fmt.Errorf("no FZOO run in %s", strings.Join(args, " "))
+		return r, fmt.Errorf("no finished FZOO run in %s", strings.Join(args, " "))
 	}
 	r.MeanSigma = sum / float64(r.Steps)
 	if !(r.MeanSigma > 0) {

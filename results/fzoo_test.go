@@ -15,7 +15,7 @@ import (
 // whose train lines carry the σ_t given (nil: none).
 func writeFZOORun(t *testing.T, optimizer string, lr float64, sigmas [][]float64) string {
 	dir := t.TempDir()
-	s, _ := json.Marshal(rundir.Summary{Model: "m", Task: "sst2", Adapter: "full", Optimizer: optimizer, LR: lr, Steps: len(sigmas)})
+	s, _ := json.Marshal(rundir.Summary{Model: "m", Task: "sst2", Adapter: "full", Optimizer: optimizer, LR: lr, Steps: len(sigmas), StepsDone: len(sigmas), Status: rundir.StatusDone})
 	var lines []string
 	for i, sg := range sigmas {
 		b, _ := json.Marshal(rundir.TrainLine{Kind: rundir.KindTrain, Step: i + 1, Loss: 0.5, LR: lr, Sigma: sg})
@@ -49,7 +49,7 @@ func TestFZOORate(t *testing.T) {
 		{[]string{writeFZOORun(t, "meazo", 1e-5, [][]float64{{1}})}, "not FZOO's"},
 		{[]string{a, writeFZOORun(t, "fzoo", 1e-4, [][]float64{{1}})}, "runs of one rate"},
 		{[]string{writeFZOORun(t, "fzoo", 1e-5, [][]float64{nil})}, "no σ_t"},
-		{nil, "no FZOO run"},
+		{nil, "no finished FZOO run"},
 		{[]string{t.TempDir()}, "not a run directory"},
 	} {
 		if _, err := FZOORateOf(c.dirs, func(string) {}); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -110,5 +110,33 @@ func TestFZOORateOneConstantRate(t *testing.T) {
 	}
 	if r, err := FZOORateOf([]string{dir}, func(string) {}); err != nil || r.MeanSigma != 40 || r.LR != 1e-3 {
 		t.Errorf("lines without lr: %+v, %v; want mean σ_t 40 at the run's η 1e-3", r, err)
+	}
+}
+
+// TestFZOORateCountsEachRunOnce: a run named twice (its sweep and itself, as
+// the README's "the sweep directory, or some of its runs" invites) counts
+// once, and a run that did not finish (interrupted, or still running) is left
+// out with a warning naming it, as the figures leave it out.
+func TestFZOORateCountsEachRunOnce(t *testing.T) {
+	sw := t.TempDir()
+	for name, sigmas := range map[string][][]float64{"lr=1e-5_seed=0": {{30}, {40}}, "lr=1e-5_seed=1": {{50}, {60}}} {
+		if err := os.Rename(writeFZOORun(t, "fzoo", 1e-5, sigmas), filepath.Join(sw, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed0 := filepath.Join(sw, "lr=1e-5_seed=0")
+	r, err := FZOORateOf([]string{sw, seed0, sw + "/"}, func(string) {})
+	if err != nil || len(r.Runs) != 2 || r.Steps != 4 || r.MeanSigma != 45 {
+		t.Errorf("the sweep and its seed 0 named: %+v, %v; want its 2 runs once, 4 σ_t of mean 45", r, err)
+	}
+	interrupted, _ := json.Marshal(rundir.Summary{Model: "m", Task: "sst2", Adapter: "full", Optimizer: "fzoo", LR: 1e-5,
+		Steps: 4, StepsDone: 2, Status: rundir.StatusInterrupted})
+	if err := os.WriteFile(filepath.Join(sw, "lr=1e-5_seed=1", rundir.SummaryFile), interrupted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	r, err = FZOORateOf([]string{sw}, func(s string) { warned = append(warned, s) })
+	if err != nil || len(r.Runs) != 1 || r.MeanSigma != 35 || len(warned) != 1 || !strings.Contains(warned[0], "seed=1: run did not finish (2 of 4 steps)") {
+		t.Errorf("an interrupted seed: %+v, %v, warnings %q; want seed 0's run alone (mean σ_t 35), seed 1 named", r, err, warned)
 	}
 }

@@ -19,8 +19,9 @@ step by σ_t, the spread of its q projected gradients, so ZO-SGD takes a step as
 metrics.jsonl: the σ_t every step logs), or sweep directories standing for their runs (a study's
 fig20_fzoo_fzoo: the runs its sweep.json lists, or every subdirectory with a summary.json). A run of
 another optimizer or η, one without σ_t, or one with a step that moved at another rate than its η (an
-optimizer.schedule, a rate changed on resume) is an error; a failed run and non-finite σ_t (a diverged
-step) are left out with a warning.`,
+optimizer.schedule, a rate changed on resume) is an error; a failed run, a run that did not finish
+(interrupted, or still running) and non-finite σ_t (a diverged step) are left out with a warning; a run
+named twice (its sweep and itself) counts once.`,
 		Prints: `FZOO's η, the number of runs, the mean σ_t and how many logged σ_t values it averages; then ZO-SGD's η on
 a line of its own, last, for scripts (set it as the study's fig20_zo-sgd coarse rate). Writes no file.`,
 		Example: "meazo-plot fzoo-rate sweeps/opt-figure20/fig20_fzoo_fzoo",
