@@ -10,9 +10,10 @@ import (
 	"github.com/meazo-go/meazo/internal/atomicfile"
 )
 
-// Files are the files Load reads from a model directory, in order;
-// chat_template.jinja is optional.
-var Files = []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}
+// Files are the files Load reads from a model directory: tokenizer.json, or
+// GPT-2's vocab.json and merges.txt where there is none (OPT's), and
+// tokenizer_config.json; chat_template.jinja is optional.
+var Files = []string{"tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "chat_template.jinja"}
 
 // companionFiles are tokenizer files transformers reads besides Files, where
 // a model has them: tokenizer.model, the SentencePiece model that

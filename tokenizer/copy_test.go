@@ -59,3 +59,28 @@ func TestCopyFiles(t *testing.T) {
 		t.Error("a failed copy made its target directory")
 	}
 }
+
+// TestCopyFilesGPT2: OPT's tokenizer is vocab.json and merges.txt (no
+// tokenizer.json); a copy carries them, and encodes as the original. Before,
+// only tokenizer_config.json was copied: a directory without a tokenizer.
+func TestCopyFilesGPT2(t *testing.T) {
+	from := gpt2Dir(t, "#version: 0.2\nh e\nt he\nĠ t\nĠt he\n")
+	to := filepath.Join(t.TempDir(), "m")
+	if _, err := CopyFiles(from, to); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"vocab.json", "merges.txt", "tokenizer_config.json"} {
+		a, _ := os.ReadFile(filepath.Join(from, name))
+		if b, err := os.ReadFile(filepath.Join(to, name)); err != nil || !slices.Equal(a, b) {
+			t.Errorf("%s: not copied as it is (%v)", name, err)
+		}
+	}
+	a, _ := Load(from)
+	b, err := Load(to)
+	if err != nil {
+		t.Fatalf("the copy does not load: %v", err)
+	}
+	if x, y := a.Encode("the theme", true), b.Encode("the theme", true); len(x) == 0 || !slices.Equal(x, y) {
+		t.Errorf("the copy encodes as %v, the original as %v", y, x)
+	}
+}

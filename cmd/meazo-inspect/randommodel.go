@@ -27,7 +27,8 @@ func init() {
 		Synopsis: "(--model NAME | --config config.json) --out DIR [flags]",
 		Does:     strings.TrimSpace(randomModelHelp),
 		Reads: `--model NAME: nothing (the built-in shapes); --config: an HF config.json; --tokenizer DIR: the
-tokenizer files of a model there (tokenizer.json, tokenizer_config.json, chat_template.jinja).`,
+tokenizer files of a model there (tokenizer.json or OPT's vocab.json and merges.txt, tokenizer_config.json,
+chat_template.jinja).`,
 		Prints: `into DIR config.json, model.safetensors and the tokenizer (a ViT: preprocessor_config.json instead);
 a line saying what it wrote.`,
 		Example: "meazo-inspect random-model --model llama1b --out models/random-llama1b\nmeazo-inspect random-model --config scripts/gpu/vit-b16-pets-config.json --out models/random-vit",
@@ -65,8 +66,8 @@ A model with random weights runs exactly as the real one does, step for step: us
 run costs on this machine before downloading (docs/PERFORMANCE.md), or to test a set-up. The tokenizer
 (--tokenizer): "demo" (the default) writes the built-in demo's byte-level tokenizer (ChatML template),
 which encodes any text, so meazo-train runs on the result at once; a directory copies the tokenizer of
-a model there (tokenizer.json, tokenizer_config.json, chat_template.jinja); "none" writes none. Without
---tokenizer, a tokenizer.json already in --out is kept.
+a model there (tokenizer.json or OPT's vocab.json and merges.txt, tokenizer_config.json,
+chat_template.jinja); "none" writes none. Without --tokenizer, a tokenizer already in --out is kept.
 
 A ViT image classifier's config.json (--config, ViTForImageClassification with its classes, e.g.
 scripts/gpu/vit-b16-pets-config.json: ViT-B/16 with Pets' 37) gives a random ViT in float32 and a
