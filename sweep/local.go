@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
@@ -384,7 +385,8 @@ func (x *localExecutor) reap(d done) error {
 		fmt.Fprintf(x.log, "meazo-sweep: %s: %s\n", d.spec.Dir, killed)
 	case d.code != 0:
 		x.failed = append(x.failed, d.spec.Dir)
-		fmt.Fprintf(x.log, "meazo-sweep: %s FAILED (exit status %d; see %s)\n", d.spec.Dir, d.code, filepath.Join(d.spec.Dir, LogFile))
+		log := filepath.Join(d.spec.Dir, LogFile)
+		fmt.Fprintf(x.log, "meazo-sweep: %s FAILED (exit status %d; see %s)%s\n", d.spec.Dir, d.code, log, indented(lastError(log)))
 	default:
 		s, _ := ReadState(d.spec.Dir)
 		if s.Status == StatusDone || s.Status == StatusDiverged {
@@ -506,4 +508,39 @@ func (st *Study) finishSweeps(log io.Writer) error {
 		return fmt.Errorf("%d sweep.json not written (first: %w)", len(unwritten), unwritten[0])
 	}
 	return nil
+}
+
+// lastError is the error meazo-train ended its log with (its last line
+// that starts "meazo-train: " and the lines after it, at most 8), so that
+// a failed run says why where meazo-sweep reports it; "" when the log has
+// none (a crash) or cannot be read.
+func lastError(log string) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 16 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tail {
+		f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, tail))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "meazo-train: ") {
+			return strings.Join(lines[i:min(len(lines), i+8)], "\n")
+		}
+	}
+	return ""
+}
+
+// indented is text after a colon, each of its lines indented ("" for none).
+func indented(text string) string {
+	if text == "" {
+		return ""
+	}
+	return ":\n    " + strings.ReplaceAll(text, "\n", "\n    ")
 }

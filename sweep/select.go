@@ -411,6 +411,35 @@ type SweepSeed struct {
 // Selection is the rule, as sweep.json states it.
 const Selection = "eta_star: the rate with the lowest mean over seeds of best_val_loss; a diverged or failed seed counts as +inf (mean null); ties go to the smaller rate"
 
+// noEtaStar says why runs, a seed of which diverged or failed at every
+// rate, give no η*: lower rates help diverged runs, not failed ones, whose
+// cause (a missing model, a bad setting) is the same at every rate and is
+// named from the first.
+func noEtaStar(dir string, runs []Run) error {
+	var diverged, failed int
+	var first *Run
+	for i, r := range runs {
+		switch {
+		case r.Failed:
+			failed++
+			if first == nil {
+				first = &runs[i]
+			}
+		case r.Diverged:
+			diverged++
+		}
+	}
+	switch {
+	case failed == 0:
+		return fmt.Errorf("%s: a seed diverged at every rate, so there is no η*: lower the rates", dir)
+	case diverged == 0:
+		return fmt.Errorf("%s: runs failed at every rate, so there is no η*: fix the failure (the first, %s: %s) and resume; the rates are not its cause",
+			dir, first.Dir, strings.TrimSpace(first.Message))
+	}
+	return fmt.Errorf("%s: a seed diverged or failed at every rate (runs: %d diverged, %d failed; the first failed, %s: %s), so there is no η*: lower the rates and fix the failures",
+		dir, diverged, failed, first.Dir, strings.TrimSpace(first.Message))
+}
+
 // Summarize picks η* among runs (one method, every rate × seed) and describes
 // the sweep as sweep.json does; dir is what the runs' "dir" is relative to,
 // coarse (optional) labels each rate's stage. It fails when no rate is
@@ -429,7 +458,7 @@ func Summarize(dir string, runs []Run, seeds []uint64, coarse []float64) (*Sweep
 	stats := RateStatsOf(runs)
 	star := EtaStar(stats)
 	if star < 0 {
-		return nil, fmt.Errorf("%s: a seed diverged or failed at every rate, so there is no η*; lower the rates or fix the failures", dir)
+		return nil, noEtaStar(dir, runs)
 	}
 	sw := &Sweep{
 		Optimizer: first.Optimizer, Grouped: first.Grouped, Variant: first.Variant, Model: first.Model, Task: first.Task, Adapter: first.Adapter,

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -226,5 +227,52 @@ func TestParseListsRefuseRepeats(t *testing.T) {
 	}
 	if r, err := ParseRates("--coarse", "5e-2 1e-2"); err != nil || len(r) != 2 || r[0] != 1e-2 {
 		t.Errorf("ParseRates(5e-2 1e-2): %v, %v", r, err)
+	}
+}
+
+// TestNoEtaStar: without η*, the message says what to do: failed runs are
+// fixed (their first named, with why), not helped by lower rates; diverged
+// ones are.
+func TestNoEtaStar(t *testing.T) {
+	failed := func(lr float64) Run {
+		return Run{Dir: fmt.Sprintf("s/lr=%g_seed=0", lr), Failed: true, Summary: Summary{LR: lr, Message: "failed meazo-train exit status 1"}}
+	}
+	diverged := func(lr float64) Run {
+		return Run{Dir: fmt.Sprintf("s/lr=%g_seed=0", lr), Summary: Summary{LR: lr, Diverged: true, BestValLoss: ptr(1)}}
+	}
+	for _, c := range []struct {
+		name string
+		runs []Run
+		want string
+	}{
+		{"all failed", []Run{failed(1e-3), failed(1e-2)}, "s: runs failed at every rate, so there is no η*: fix the failure (the first, s/lr=0.001_seed=0: failed meazo-train exit status 1) and resume; the rates are not its cause"},
+		{"all diverged", []Run{diverged(1e-3), diverged(1e-2)}, "s: a seed diverged at every rate, so there is no η*: lower the rates"},
+		{"both", []Run{diverged(1e-3), failed(1e-2)}, "s: a seed diverged or failed at every rate (runs: 1 diverged, 1 failed; the first failed, s/lr=0.01_seed=0: failed meazo-train exit status 1), so there is no η*: lower the rates and fix the failures"},
+	} {
+		_, err := Summarize("s", c.runs, []uint64{0}, nil)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v\nwant %s", c.name, err, c.want)
+		}
+	}
+}
+
+// TestLastError: the error meazo-train ended its log with, its lines after
+// it too; nothing from a log without one.
+func TestLastError(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "meazo-sweep.log")
+	os.WriteFile(log, []byte("step 1/4 loss 2\nmeazo-train: note: not this\nmeazo-train: the run needs files that are missing:\n  model.path m: no such directory\n"), 0o644)
+	if got, want := lastError(log), "meazo-train: the run needs files that are missing:\n  model.path m: no such directory"; got != want {
+		t.Errorf("lastError = %q, want %q", got, want)
+	}
+	if got, want := indented("a\nb"), ":\n    a\n    b"; got != want {
+		t.Errorf("indented = %q, want %q", got, want)
+	}
+	os.WriteFile(log, []byte("step 1/4 loss 2\nKilled\n"), 0o644)
+	if got := lastError(log); got != "" || indented(got) != "" {
+		t.Errorf("a log without an error: %q", got)
+	}
+	if got := lastError(filepath.Join(dir, "none")); got != "" {
+		t.Errorf("no log: %q", got)
 	}
 }
