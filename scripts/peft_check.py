@@ -18,6 +18,10 @@ Runs on Debian's python3-torch (1.13) with ../shared/pylib on PYTHONPATH
 where COMMON is "base": MODEL_DIR, "input_ids": [[...]], "attention_mask": [[...]], "out": FILE. One run
 serves many jobs: importing torch, transformers and PEFT is most of its time.
 
+A ViTForImageClassification base (lora/peft_real_vit_test.go) takes "pixel_values": FILE (a safetensors file
+whose "pixel_values" [B, C, H, W] float32 are the images) instead of "input_ids" and "attention_mask", and the
+"base" and "load" kinds only; its "logits" are [B, classes].
+
 Each job writes FILE (safetensors): "logits" (float32 [B, T', V]; T' counts a
 prompt's virtual tokens too, as PEFT returns them) and, but for "base", each
 tensor of the adapter as PEFT holds it (get_peft_model_state_dict), under
@@ -66,12 +70,18 @@ def load_base(model_dir):
         cls = qwen2_class()
     else:
         cls = {"LlamaForCausalLM": transformers.LlamaForCausalLM, "Qwen3ForCausalLM": transformers.Qwen3ForCausalLM,
-               "OPTForCausalLM": transformers.OPTForCausalLM}[arch]
+               "OPTForCausalLM": transformers.OPTForCausalLM,
+               "ViTForImageClassification": transformers.ViTForImageClassification}[arch]
     m = cls.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
     return m.eval()
 
 
 def logits_of(model, job):
+    if "pixel_values" in job:  # a ViT's images
+        from safetensors.torch import load_file
+        pixels = load_file(job["pixel_values"])["pixel_values"].float()
+        with torch.no_grad():
+            return model(pixel_values=pixels).logits.float().contiguous()
     ids = torch.tensor(job["input_ids"], dtype=torch.long)
     mask = torch.tensor(job["attention_mask"], dtype=torch.long)
     with torch.no_grad():
