@@ -3,8 +3,10 @@ package modeltest
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
@@ -22,7 +24,8 @@ var ViTModels = []string{"vit/vit-tiny"}
 // (LoRA on query/value, the classifier in modules_to_save) within
 // tol.Logits, those with its all-linear adapter (lora-all-linear: LoRA on
 // every linear layer of the encoder, whose k, o and MLP terms go through
-// the same backend ops) within tol.Logits, and nothing left allocated.
+// the same backend ops) within tol.Logits, its adapters merged as vitMerge
+// checks, and nothing left allocated.
 func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.Tolerance) {
 	leaks := leakCheck(t, b)
 	m, err := model.LoadViT(dir, b)
@@ -90,6 +93,7 @@ func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.T
 	closeTo(t, "logits with the PEFT adapter", adapted, read("lora_logits_f64"), m.Config.NumLabels, nil, tol.Logits)
 	m.Adapter = nil
 	vitAllLinear(t, m, dir, pixels, n, tol)
+	vitMerge(t, m, dir, pixels, n, logits, tol)
 	m.Free()
 	leaks("the ViT's load, forward and loss")
 }
@@ -126,4 +130,56 @@ func vitAllLinear(t *testing.T, m *model.ViT, dir string, pixels []float32, n in
 		t.Fatal(err)
 	}
 	closeTo(t, "logits with the all-linear PEFT adapter", got, want, m.Config.NumLabels, nil, tol.Logits)
+}
+
+// vitMerge checks lora.MergeViT on m's backend with each of the fixture's
+// PEFT adapters (q/v, all-linear, and lora-layers' layers_to_transform):
+// the merged copy's logits are those of m with the adapter attached within
+// tol.Logits (the float32 tolerance: W + s·B·A rounds once where the
+// attached adapter adds s·B(A·x) to W·x) and those of the same merge on
+// the CPU within tol.Logits; the model merged from keeps its logits (base, bit for bit);
+// and FreeMergedViT releases everything the merge made (backends that
+// count what is alive: backendtest.Counter).
+func vitMerge(t *testing.T, m *model.ViT, dir string, pixels []float32, n int, base []float32, tol backendtest.Tolerance) {
+	t.Helper()
+	host, err := model.LoadViT(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Free()
+	for _, name := range []string{"lora", "lora-all-linear", "lora-layers"} {
+		t.Run("merged "+name, func(t *testing.T) {
+			logits := func(m *model.ViT) []float32 {
+				t.Helper()
+				got, err := m.Logits(pixels, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			a, err := lora.LoadViT(filepath.Join(dir, name), m, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Attach(m)
+			attached := logits(m)
+			m.Adapter = nil
+
+			leaks := leakCheck(t, m.Backend)
+			merged := lora.MergeViT(m, a.View(a.Params()))
+			got := logits(merged)
+			lora.FreeMergedViT(merged, m)
+			leaks("MergeViT and FreeMergedViT of " + name)
+			if again := logits(m); !slices.Equal(again, base) {
+				t.Errorf("merging %s changed the logits of the model merged from", name)
+			}
+
+			cpuMerged := lora.MergeViT(host, a.View(a.Params()))
+			want := logits(cpuMerged)
+			lora.FreeMergedViT(cpuMerged, host)
+
+			closeTo(t, "merged "+name+" vs attached", got, fixture.Widen(attached), m.Config.NumLabels, nil, tol.Logits)
+			closeTo(t, "merged "+name+" vs the CPU's merge", got, fixture.Widen(want), m.Config.NumLabels, nil, tol.Logits)
+		})
+	}
 }
