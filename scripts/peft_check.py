@@ -18,9 +18,14 @@ Runs on Debian's python3-torch (1.13) with ../shared/pylib on PYTHONPATH
 where COMMON is "base": MODEL_DIR, "input_ids": [[...]], "attention_mask": [[...]], "out": FILE. One run
 serves many jobs: importing torch, transformers and PEFT is most of its time.
 
-A ViTForImageClassification base (lora/peft_real_vit_test.go) takes "pixel_values": FILE (a safetensors file
-whose "pixel_values" [B, C, H, W] float32 are the images) instead of "input_ids" and "attention_mask", and the
-"base" and "load" kinds only; its "logits" are [B, classes].
+A ViTForImageClassification base (lora/peft_real_vit_test.go, train/merge_vit_test.go) takes "pixel_values":
+FILE (a safetensors file whose "pixel_values" [B, C, H, W] float32 are the images) instead of "input_ids" and
+"attention_mask", and the "base", "load" and "merge" kinds only; its "logits" are [B, classes].
+
+    {"kind": "merge", "adapter": DIR, ...COMMON}: the logits of PEFT's merge_and_unload of the adapter in DIR
+        (PeftModel.from_pretrained on the base, then merge_and_unload), and no "adapter/" tensors.
+    "strict": true in a "base" job: from_pretrained must find every weight of the model in the checkpoint and
+        nothing else (output_loading_info: no missing, unexpected or mismatched keys), or the job fails.
 
 Each job writes FILE (safetensors): "logits" (float32 [B, T', V]; T' counts a
 prompt's virtual tokens too, as PEFT returns them) and, but for "base", each
@@ -63,7 +68,7 @@ def qwen2_class():
     return Qwen2ForCausalLM
 
 
-def load_base(model_dir):
+def load_base(model_dir, strict=False):
     with open(os.path.join(model_dir, "config.json")) as f:
         arch = json.load(f)["architectures"][0]
     if arch == "Qwen2ForCausalLM":
@@ -72,7 +77,9 @@ def load_base(model_dir):
         cls = {"LlamaForCausalLM": transformers.LlamaForCausalLM, "Qwen3ForCausalLM": transformers.Qwen3ForCausalLM,
                "OPTForCausalLM": transformers.OPTForCausalLM,
                "ViTForImageClassification": transformers.ViTForImageClassification}[arch]
-    m = cls.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager")
+    m, info = cls.from_pretrained(model_dir, torch_dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
+    if strict and any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")):
+        raise SystemExit(f"peft_check.py: {model_dir} does not load whole in {cls.__name__}: {info}")
     return m.eval()
 
 
@@ -118,7 +125,7 @@ class IdsTokenizer:
 
 
 def run(job):
-    base = load_base(job["base"])
+    base = load_base(job["base"], job.get("strict", False))
     kind = job["kind"]
     if kind == "base":
         write(job["out"], None, logits_of(base, job))
@@ -126,6 +133,10 @@ def run(job):
     if kind == "load":
         model = peft.PeftModel.from_pretrained(base, job["adapter"]).eval()
         write(job["out"], model, logits_of(model, job))
+        return
+    if kind == "merge":
+        model = peft.PeftModel.from_pretrained(base, job["adapter"]).eval().merge_and_unload()
+        write(job["out"], None, logits_of(model, job))
         return
     torch.manual_seed(job["seed"])
     if kind == "make-lora":

@@ -37,7 +37,7 @@ func (opts MergeOptions) phase(start time.Time, format string, args ...any) {
 }
 
 // MergeLoRA writes the model with the LoRA adapter merged into its weights
-// (lora.Adapter.MergeInto: PEFT's merge_and_unload) into opts.Out, as an
+// (lora.Adapter.MergeInto: PEFT's merge_and_unload; a ViT's: mergeViT) into opts.Out, as an
 // HF model directory that loads as a plain model: config.json, the
 // weights as model.Save writes them (in the dtype the checkpoint stores:
 // bfloat16, float16 or float32), and the base
@@ -50,6 +50,9 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 	}
 	opts.Out = filepath.Clean(opts.Out)
 	start := time.Now()
+	if model.IsViT(opts.Model) {
+		return mergeViT(opts, start)
+	}
 	opts.phase(start, "loading %s", opts.Model)
 	m, err := model.LoadWith(opts.Model, model.LoadOptions{Backend: opts.Backend, Unstacked: true, BF16Weights: true})
 	if err != nil {
@@ -92,8 +95,6 @@ func (opts MergeOptions) Check() error {
 		return errors.New("--model, --adapter and --out are required")
 	case NotAModelDir(opts.Model) != "":
 		return fmt.Errorf("--model %s: %s", opts.Model, NotAModelDir(opts.Model))
-	case model.IsViT(opts.Model):
-		return fmt.Errorf("--model %s: an image classifier (ViT): merging is for decoder models", opts.Model)
 	}
 	if err := mergeableAdapter(opts.Adapter); err != nil {
 		return err
@@ -164,9 +165,15 @@ func checkEmptyOut(dir string) error {
 }
 
 // saveWhole saves m into a new directory beside opts.Out and renames it to
-// opts.Out (an empty one there is replaced), so that a failure leaves no
-// half-written model that looks whole.
-func saveWhole(m *model.Model, opts MergeOptions) (err error) {
+// opts.Out (writeWhole).
+func saveWhole(m *model.Model, opts MergeOptions) error {
+	return writeWhole(opts, func(dir string) error { return m.Save(dir, model.SaveOptions{Source: opts.Model, Float16: true}) })
+}
+
+// writeWhole runs write on a new directory beside opts.Out and renames it
+// to opts.Out (an empty one there is replaced), so that a failure leaves
+// no half-written model that looks whole.
+func writeWhole(opts MergeOptions, write func(dir string) error) (err error) {
 	parent := filepath.Dir(opts.Out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -183,7 +190,7 @@ func saveWhole(m *model.Model, opts MergeOptions) (err error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := m.Save(tmp, model.SaveOptions{Source: opts.Model, Float16: true}); err != nil {
+	if err := write(tmp); err != nil {
 		return err
 	}
 	if err := os.Remove(opts.Out); err != nil && !errors.Is(err, fs.ErrNotExist) {

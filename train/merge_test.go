@@ -217,7 +217,8 @@ func TestMergeLoRARefuses(t *testing.T) {
 		{"--out inside the adapter", modelDir, adapterDir, filepath.Join(adapterDir, "merged"), "is inside the input"},
 		{"--out the model", modelDir, adapterDir, modelDir, "is the input"},
 		{"no --out", modelDir, adapterDir, "", "are required"},
-		{"a ViT", filepath.Join("..", "model", "testdata", "vit", "vit-tiny"), adapterDir, out, "an image classifier (ViT)"},
+		{"a ViT with a decoder's adapter", vitTinyDir, adapterDir, out, "is an image classifier (ViT), so --adapter must be a ViT's LoRA adapter: --adapter " + adapterDir + " has no classifier"},
+		{"a decoder with a ViT's adapter", modelDir, filepath.Join(vitTinyDir, "lora"), out, "an adapter that saves the classifier is an image classifier's (a ViT), not a decoder model's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := MergeLoRA(MergeOptions{Model: tc.model, Adapter: tc.adapter, Out: tc.out})

@@ -20,12 +20,16 @@ rounded once to the weight's dtype. The result is a model like any other: meazo-
 and transformers' from_pretrained load it without the adapter, and it runs without the low-rank terms. A
 prompt-tuning adapter has no weights to merge, and a full-parameter run's best/ is a whole model already: both
 are refused, as are adapters with settings the LoRA loader does not apply (DoRA, fan_in_fan_out, biases,
-targets outside the decoder layers' projections).`,
-		Reads: `--model DIR: the base model (config.json, safetensors weights, tokenizer files); --adapter DIR: a saved
-LoRA adapter (adapter_config.json, adapter_model.safetensors: a LoRA run's best/ or last/, or PEFT's).`,
+targets outside the decoder layers' projections). A ViT image classifier's adapter (LoRA on its encoder's linear
+layers, the classifier in modules_to_save) is merged into a ViTForImageClassification, as merge_and_unload leaves it:
+the adapted weights merged, the classifier the adapter's; a ViTModel base (google/vit-base-patch16-224-in21k) becomes
+a ViTForImageClassification with the adapter's classes (LABEL_0…).`,
+		Reads: `--model DIR: the base model (config.json, safetensors weights, tokenizer files; a ViT's
+preprocessor_config.json); --adapter DIR: a saved LoRA adapter (adapter_config.json, adapter_model.safetensors: a
+LoRA run's best/ or last/, or PEFT's).`,
 		Prints: `into --out (new, or an empty directory) config.json, the weights in the dtype the base model stores
 (bfloat16, float16 or float32), sharded with an index as save_pretrained shards,
-and the base model's tokenizer and generation files; on stdout what it merged and wrote; on stderr a line as each
+and the base model's tokenizer and generation files (a ViT: its preprocessor_config.json); on stdout what it merged and wrote; on stderr a line as each
 phase (loading, merging, writing) starts.`,
 		Example: "meazo-inspect merge --model models/Llama-3.2-1B --adapter runs/squad-lora/best --out models/llama-squad",
 	}, runMerge)

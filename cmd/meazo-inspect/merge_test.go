@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,4 +117,32 @@ func TestMergeCLIF16(t *testing.T) {
 			t.Errorf("%s is %s, want F16 as the base model stores it", info.Name, info.Dtype)
 		}
 	}
+}
+
+// TestMergeCLIViT: merge of a ViT adapter (the fixture's PEFT-made one on
+// some layers) writes a ViTForImageClassification that forward runs from
+// image files with the logits of the base with the adapter attached,
+// within the float32 tolerance (the weights against PEFT's merge_and_unload
+// in train's TestMergedViTLoadsInTransformers).
+func TestMergeCLIViT(t *testing.T) {
+	adapter := filepath.Join(vitTiny, "lora-layers")
+	merged := filepath.Join(t.TempDir(), "merged")
+	var stdout bytes.Buffer
+	if err := runMerge([]string{"--backend", "cpu", "--model", vitTiny, "--adapter", adapter, "--out", merged}, nil, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if want := "wrote " + merged + ": the ViTForImageClassification " + vitTiny; !strings.HasPrefix(stdout.String(), want) || !strings.Contains(stdout.String(), "of layers 0, 2 (r 4, scale 2) and the adapter's classifier (37 classes); weights float32") {
+		t.Errorf("merge printed %q", stdout.String())
+	}
+	images := filepath.Join("../../imageproc/testdata", "scene_300x200.png") + "," + filepath.Join("../../imageproc/testdata", "gray_150x100.png")
+	run := func(args ...string) []float32 {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "out.safetensors")
+		if err := runForward(append([]string{"--backend", "cpu", "--images", images, "--out", out}, args...), nil, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		return fixture.Tensors(t, out)["logits"]
+	}
+	got, want := run("--model", merged), run("--model", vitTiny, "--adapter", adapter)
+	fixture.CloseLogits(t, "merged vs attached", got, want, 37, nil, 2e-4)
 }
