@@ -105,19 +105,55 @@ func writeMergedViT(dir, src string, m, merged *model.ViT) ([]string, error) {
 		return nil, err
 	}
 	defer ck.Close()
-	headless := m.Config.Headless
-	// The adapted linear layers' merged weights, by tensor name.
-	mergedW := map[string]func() []float32{}
+	tensors, written, err := mergedViTTensors(ck, src, m, merged)
+	if err != nil {
+		return nil, err
+	}
+	if err := safetensors.WriteSharded(dir, tensors, map[string]string{"format": "pt"}, safetensors.DefaultMaxShard); err != nil {
+		return nil, err
+	}
+	if err := writeViTConfig(dir, src, &m.Config); err != nil {
+		return nil, err
+	}
+	if b, err := inputfile.ReadFile(filepath.Join(src, "preprocessor_config.json")); err == nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "preprocessor_config.json"), b); err != nil {
+			return nil, err
+		}
+	} else if !os.IsNotExist(err) {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	names := map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F64: "float64"}
+	var dtypes []string
+	for d := range written {
+		dtypes = append(dtypes, names[d])
+	}
+	slices.Sort(dtypes)
+	return dtypes, nil
+}
+
+// mergedViTLinears are the merged weights of the linear layers the adapter
+// changed, by tensor name, each read back from the backend when asked.
+func mergedViTLinears(m, merged *model.ViT) map[string]func() []float32 {
+	out := map[string]func() []float32{}
 	for l := range merged.Layers {
 		ml, bl := &merged.Layers[l], &m.Layers[l]
 		for i, lin := range []*model.ViTLinear{&ml.Q, &ml.K, &ml.V, &ml.O, &ml.Up, &ml.Down} {
 			base := []*model.ViTLinear{&bl.Q, &bl.K, &bl.V, &bl.O, &bl.Up, &bl.Down}[i]
 			if lin.W != base.W {
 				w := lin.W
-				mergedW[lin.Name+".weight"] = func() []float32 { return readWeight(m.Backend, w) }
+				out[lin.Name+".weight"] = func() []float32 { return readWeight(m.Backend, w) }
 			}
 		}
 	}
+	return out
+}
+
+// mergedViTTensors are the merged model's tensors in the checkpoint ck's
+// order and dtypes (a ViTModel's under vit., its new classifier last, in
+// its final norm's dtype; no pooler), and the dtypes written.
+func mergedViTTensors(ck *safetensors.Checkpoint, src string, m, merged *model.ViT) ([]safetensors.Tensor, map[safetensors.Dtype]bool, error) {
+	headless := m.Config.Headless
+	mergedW := mergedViTLinears(m, merged)
 	classifier := map[string][]float32{"classifier.weight": merged.Adapter.Classifier, "classifier.bias": merged.Adapter.ClassifierBias}
 	var tensors []safetensors.Tensor
 	written := map[safetensors.Dtype]bool{}
@@ -144,6 +180,7 @@ func writeMergedViT(dir, src string, m, merged *model.ViT) ([]string, error) {
 			headDtype = info.Dtype // a ViTModel's new classifier: stored as its final norm is
 		}
 		var v []float64
+		var err error
 		switch {
 		case mergedW[name] != nil:
 			v = widen(mergedW[name]())
@@ -153,16 +190,16 @@ func writeMergedViT(dir, src string, m, merged *model.ViT) ([]string, error) {
 			delete(classifier, name)
 		default:
 			if v, err = ck.Float64(sn); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			ck.Release(sn)
 		}
 		if err := add(name, info.Dtype, info.Shape, v); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if len(mergedW) > 0 {
-		return nil, fmt.Errorf("--model %s: the checkpoint has no tensor %s to merge into", src, slices.Sorted(maps.Keys(mergedW))[0])
+		return nil, nil, fmt.Errorf("--model %s: the checkpoint has no tensor %s to merge into", src, slices.Sorted(maps.Keys(mergedW))[0])
 	}
 	if headless { // the new classifier, after the encoder, as save_pretrained orders a ViTForImageClassification
 		c := &m.Config
@@ -171,30 +208,11 @@ func writeMergedViT(dir, src string, m, merged *model.ViT) ([]string, error) {
 			shape []int
 		}{{"classifier.weight", []int{c.NumLabels, c.HiddenSize}}, {"classifier.bias", []int{c.NumLabels}}} {
 			if err := add(t.name, headDtype, t.shape, widen(classifier[t.name])); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	if err := safetensors.WriteSharded(dir, tensors, map[string]string{"format": "pt"}, safetensors.DefaultMaxShard); err != nil {
-		return nil, err
-	}
-	if err := writeViTConfig(dir, src, &m.Config); err != nil {
-		return nil, err
-	}
-	if b, err := inputfile.ReadFile(filepath.Join(src, "preprocessor_config.json")); err == nil {
-		if err := atomicfile.WriteFile(filepath.Join(dir, "preprocessor_config.json"), b); err != nil {
-			return nil, err
-		}
-	} else if !os.IsNotExist(err) {
-		return nil, fmt.Errorf("--model: %w", err)
-	}
-	names := map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16", safetensors.F64: "float64"}
-	var dtypes []string
-	for d := range written {
-		dtypes = append(dtypes, names[d])
-	}
-	slices.Sort(dtypes)
-	return dtypes, nil
+	return tensors, written, nil
 }
 
 // readWeight reads a weight of backend be back to the host, [out][in].
