@@ -156,31 +156,11 @@ func checkInputs(was []inputFile, cfg *Config, moved map[string]string) ([]input
 		return nil, err
 	}
 	if len(was) == 0 {
-		var now []inputFile
-		for _, p := range paths {
-			f, err := fingerprintFile(p[0], p[1])
-			if err != nil {
-				return nil, err
-			}
-			now = append(now, f)
-		}
-		return now, nil
+		return fingerprintAll(paths)
 	}
 	what := func(input string) string {
 		return map[string]string{"model.path": "the model in " + cfg.Model.Path, "task.train": "the training data",
 			"task.validation": "the validation data"}[input]
-	}
-	// place is where a file lies in its input: a model's file by its name
-	// in the model's directory (base), a data file is the input itself.
-	place := func(input, base, path string) string {
-		if input != "model.path" {
-			return ""
-		}
-		rel, err := filepath.Rel(base, path)
-		if err != nil {
-			return path
-		}
-		return rel
 	}
 	matches := func(f inputFile, input, path string) bool {
 		if f.Input != input {
@@ -190,7 +170,7 @@ func checkInputs(was []inputFile, cfg *Config, moved map[string]string) ([]input
 		if !ok {
 			return f.Path == path
 		}
-		return place(input, old, f.Path) == place(input, cfg.Model.Path, path)
+		return inputPlace(input, old, f.Path) == inputPlace(input, cfg.Model.Path, path)
 	}
 	var now []inputFile
 	used := make([]bool, len(was))
@@ -201,22 +181,10 @@ func checkInputs(was []inputFile, cfg *Config, moved map[string]string) ([]input
 				"restore the files, or start a new run", errInputsChanged, what(p[0]), p[1])
 		}
 		used[i] = true
-		f := was[i]
 		_, relocated := moved[p[0]]
-		if st, err := os.Stat(p[1]); relocated || err != nil || st.Size() != f.Size || st.ModTime().UnixNano() != f.ModTime {
-			g, err := fingerprintFile(p[0], p[1])
-			if err != nil {
-				return nil, err
-			}
-			if g.SHA256 != f.SHA256 {
-				was := ""
-				if g.Path != f.Path {
-					was = ", recorded as " + f.Path
-				}
-				return nil, fmt.Errorf("%w: %s differs from the file the run's steps so far were computed with (%s%s, SHA-256 %s…, now %s…): "+
-					"resumed, it would mix two; restore it, or start a new run", errInputsChanged, g.Path, what(p[0]), was, f.SHA256[:12], g.SHA256[:12])
-			}
-			f = g // the same content, moved or touched
+		f, err := recheckInput(was[i], p[0], p[1], relocated, what(p[0]))
+		if err != nil {
+			return nil, err
 		}
 		now = append(now, f)
 	}
@@ -224,11 +192,60 @@ func checkInputs(was []inputFile, cfg *Config, moved map[string]string) ([]input
 		if !used[i] {
 			missing := f.Path
 			if old, ok := moved[f.Input]; ok && f.Input == "model.path" {
-				missing = filepath.Join(cfg.Model.Path, place(f.Input, old, f.Path)) + " (recorded as " + f.Path + ")"
+				missing = filepath.Join(cfg.Model.Path, inputPlace(f.Input, old, f.Path)) + " (recorded as " + f.Path + ")"
 			}
 			return nil, fmt.Errorf("%w: %s no longer has %s, which the run's steps so far were computed with: restore it, or start a new run",
 				errInputsChanged, what(f.Input), missing)
 		}
 	}
 	return now, nil
+}
+
+// fingerprintAll records the input files paths lists ([input, path] each).
+func fingerprintAll(paths [][2]string) ([]inputFile, error) {
+	var now []inputFile
+	for _, p := range paths {
+		f, err := fingerprintFile(p[0], p[1])
+		if err != nil {
+			return nil, err
+		}
+		now = append(now, f)
+	}
+	return now, nil
+}
+
+// inputPlace is where a file lies in its input: a model's file by its name
+// in the model's directory (base), a data file is the input itself ("").
+func inputPlace(input, base, path string) string {
+	if input != "model.path" {
+		return ""
+	}
+	rel, err := filepath.Rel(base, path)
+	if err != nil {
+		return path
+	}
+	return rel
+}
+
+// recheckInput checks the file at path (of input, which what names for
+// messages) against its record f: hashed again when it was relocated or
+// its size or time changed, it must have the recorded content. It returns
+// the record to keep (f, or the same content at its new place or time).
+func recheckInput(f inputFile, input, path string, relocated bool, what string) (inputFile, error) {
+	if st, err := os.Stat(path); !relocated && err == nil && st.Size() == f.Size && st.ModTime().UnixNano() == f.ModTime {
+		return f, nil
+	}
+	g, err := fingerprintFile(input, path)
+	if err != nil {
+		return inputFile{}, err
+	}
+	if g.SHA256 != f.SHA256 {
+		was := ""
+		if g.Path != f.Path {
+			was = ", recorded as " + f.Path
+		}
+		return inputFile{}, fmt.Errorf("%w: %s differs from the file the run's steps so far were computed with (%s%s, SHA-256 %s…, now %s…): "+
+			"resumed, it would mix two; restore it, or start a new run", errInputsChanged, g.Path, what, was, f.SHA256[:12], g.SHA256[:12])
+	}
+	return g, nil // the same content, moved or touched
 }
