@@ -357,13 +357,8 @@ func TestLoadViTRefuses(t *testing.T) {
 func TestViTAllLinearPEFT(t *testing.T) {
 	m, ref := loadViT(t)
 	src := filepath.Join(vitTiny, "lora-all-linear")
-	lref, err := safetensors.Open(filepath.Join(src, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lref.Close()
 	pixels, _ := ref.Float32("pixel_values")
-	want, _ := lref.Float64("lora_logits_f64")
+	want := peftLogits(t, src)
 	qv, _ := ref.Float64("lora_logits_f64")
 	for _, grouped := range []bool{false, true} {
 		a, err := LoadViT(src, m, grouped)
@@ -400,13 +395,8 @@ func TestViTAllLinearPEFT(t *testing.T) {
 func TestViTLayersPEFT(t *testing.T) {
 	m, ref := loadViT(t)
 	src := filepath.Join(vitTiny, "lora-layers")
-	lref, err := safetensors.Open(filepath.Join(src, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lref.Close()
 	pixels, _ := ref.Float32("pixel_values")
-	want, _ := lref.Float64("lora_logits_f64")
+	want := peftLogits(t, src)
 	base, _ := ref.Float64("logits_f64")
 	for _, grouped := range []bool{false, true} {
 		a, err := LoadViT(src, m, grouped)
@@ -725,4 +715,20 @@ func samePEFTConfig(t *testing.T, dir, src, targets string) map[string]any {
 		t.Errorf("target_modules %s, want %s", got, targets)
 	}
 	return ours
+}
+
+// peftLogits are the float64 logits PEFT's adapter in src gives the
+// fixture's images (its reference.safetensors).
+func peftLogits(t *testing.T, src string) []float64 {
+	t.Helper()
+	ref, err := safetensors.Open(filepath.Join(src, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want, err := ref.Float64("lora_logits_f64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
 }
