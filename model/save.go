@@ -64,6 +64,28 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 	for i, t := range ts {
 		out[i] = sv.tensor(t, savedDtype(t, opts))
 	}
+	if m.Multimodal {
+		// Ministral-3's multimodal checkpoint: the language model under
+		// the source's names, and the vision tower and projector (never
+		// read, never trained) copied from it unchanged, so that the
+		// result is the whole Mistral3ForConditionalGeneration its
+		// config.json says, which meazo and transformers load as the
+		// source.
+		ck, err := safetensors.OpenCheckpoint(opts.Source)
+		if err != nil {
+			return fmt.Errorf("save model: the multimodal source's vision tower: %w", err)
+		}
+		defer ck.Close()
+		name := multimodalNames(ck)
+		for i := range out {
+			out[i].Name = name(out[i].Name)
+		}
+		for _, n := range ck.Names() {
+			if notLanguageModel(n) {
+				out = append(out, rawTensor(ck, n))
+			}
+		}
+	}
 	if err := safetensors.WriteSharded(dir, out, map[string]string{"format": "pt"}, maxShard); err != nil {
 		return fmt.Errorf("save model in %s: %w", dir, err)
 	}
@@ -76,6 +98,14 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 		}
 	}
 	return nil
+}
+
+// rawTensor is the checkpoint's tensor n as Save writes it: its bytes
+// copied unchanged, in its dtype.
+func rawTensor(ck *safetensors.Checkpoint, n string) safetensors.Tensor {
+	info, _ := ck.Info(n)
+	return safetensors.Tensor{Name: n, Dtype: info.Dtype, Shape: info.Shape,
+		Produce: func(w io.Writer) error { return ck.WriteTensorTo(w, n) }}
 }
 
 // saveChunk is how many values Save reads back from the backend at once.

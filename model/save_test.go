@@ -154,3 +154,67 @@ func saveRoundTrip(t *testing.T, arch string, bf16 bool, maxShard int64) {
 		t.Errorf("sharded %v with max shard %d", sharded, maxShard)
 	}
 }
+
+// TestSaveMultimodal: Ministral-3's Mistral3ForConditionalGeneration
+// checkpoint saved by Save (a full-parameter run's best/ and last/) is the
+// whole multimodal checkpoint again: the language model under the source's
+// names (model.language_model.*), the vision tower and projector copied
+// unchanged, so that it loads back, here and in transformers, as its
+// config.json says. A model saved as it was loaded has every tensor of the
+// source with the source's bytes (float32, and bfloat16 kept in bfloat16).
+// Saved under the causal LM's names (model.embed_tokens.weight) without
+// the vision tower, the model did not load ("missing tensor
+// model.language_model.embed_tokens.weight").
+func TestSaveMultimodal(t *testing.T) {
+	for _, bf16 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bf16=%v", bf16), func(t *testing.T) {
+			src := ministralDir
+			if bf16 {
+				src = filepath.Join(ministralDir, "bf16")
+			}
+			m, err := LoadWith(src, LoadOptions{BF16Weights: bf16, Unstacked: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			dir := t.TempDir()
+			if err := m.Save(dir, SaveOptions{Source: src}); err != nil {
+				t.Fatal(err)
+			}
+			want, err := safetensors.OpenCheckpoint(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer want.Close()
+			got, err := safetensors.OpenCheckpoint(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Close()
+			if !slices.Equal(got.Names(), want.Names()) {
+				t.Fatalf("saved tensors %v, the source's %v", got.Names(), want.Names())
+			}
+			for _, n := range want.Names() {
+				wi, _ := want.Info(n)
+				gi, _ := got.Info(n)
+				if gi.Dtype != wi.Dtype || !slices.Equal(gi.Shape, wi.Shape) {
+					t.Errorf("%s: saved %s %v, the source's %s %v", n, gi.Dtype, gi.Shape, wi.Dtype, wi.Shape)
+					continue
+				}
+				gv, err1 := got.Float32(n)
+				wv, err2 := want.Float32(n)
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				if !slices.Equal(gv, wv) {
+					t.Errorf("%s: saved values differ from the source's", n)
+				}
+			}
+			back, err := LoadWith(dir, LoadOptions{BF16Weights: bf16})
+			if err != nil {
+				t.Fatalf("the saved model does not load: %v", err)
+			}
+			back.Free()
+		})
+	}
+}

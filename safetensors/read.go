@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -435,6 +436,24 @@ func (c *Checkpoint) Float32(name string) ([]float32, error) {
 		return nil, err
 	}
 	return f.Float32(name)
+}
+
+// WriteTensorTo writes the tensor's raw little-endian bytes, whatever its dtype,
+// to w straight from the mapping (no copy of the tensor is made), and
+// then drops its pages from memory (Release): for copying tensors from one
+// checkpoint into another unchanged.
+func (c *Checkpoint) WriteTensorTo(w io.Writer, name string) error {
+	f, err := c.file(name)
+	if err != nil {
+		return err
+	}
+	_, b, err := f.raw(name)
+	if err != nil {
+		return err
+	}
+	defer f.Release(name)
+	_, err = w.Write(b)
+	return err
 }
 
 // Release drops a tensor's mapped pages from memory (see File.Release).
