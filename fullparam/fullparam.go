@@ -116,13 +116,22 @@ type PatternError struct {
 	// lm_head.weight, which a model with tied embeddings does not have:
 	// the embeddings are its head too. Empty otherwise.
 	TiedHead string
+	// Suggest is a pattern one to three edits away from Pattern that does
+	// match the model's tensors (a typo: model.embed_token.weight for
+	// model.embed_tokens.weight, model.layer.* for model.layers.*); empty
+	// when there is none.
+	Suggest string
 }
 
 func (e *PatternError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s pattern %q: %v", e.List, e.Pattern, e.Err)
 	}
-	msg := fmt.Sprintf("%s pattern %q matches none of the model's tensors (they are named %s)", e.List, e.Pattern, e.Names)
+	msg := fmt.Sprintf("%s pattern %q matches none of the model's tensors", e.List, e.Pattern)
+	if e.Suggest != "" {
+		msg += fmt.Sprintf(": did you mean %q?", e.Suggest)
+	}
+	msg += fmt.Sprintf(" (they are named %s)", e.Names)
 	if e.TiedHead != "" {
 		msg += "; the model's LM head is tied to its embeddings (tie_word_embeddings), so it has no lm_head.weight: " + e.TiedHead + " is both, and excluding it freezes both"
 	}
@@ -143,11 +152,63 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 				return &PatternError{List: l.name, Pattern: pat, Err: err}
 			}
 			if !slices.ContainsFunc(ts, func(t model.Tensor) bool { return matches([]string{pat}, t.Name) }) {
-				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tiedHead(ts, pat)}
+				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tiedHead(ts, pat), Suggest: suggest(ts, pat)}
 			}
 		}
 	}
 	return nil
+}
+
+// suggest is the pattern closest to pat, at most maxEdits edits from it,
+// that matches a tensor of ts, or "". Only pat's literal start (up to its
+// first *, ? or [) is edited, against the same-length starts of the
+// tensors' names (give or take maxEdits characters), so that a glob's typo
+// is found as well as a name's.
+func suggest(ts []model.Tensor, pat string) string {
+	const maxEdits = 3
+	prefix, rest := pat, ""
+	if i := strings.IndexAny(pat, "*?[\\"); i >= 0 {
+		prefix, rest = pat[:i], pat[i:]
+	}
+	best, bestDist := "", maxEdits+1
+	// A typo of one character in a short name is all a short name allows.
+	limit := min(maxEdits, max(1, len(prefix)/5))
+	for _, t := range ts {
+		for n := len(prefix) - limit; n <= len(prefix)+limit; n++ {
+			if n < 0 || n > len(t.Name) || rest == "" && n != len(t.Name) {
+				continue
+			}
+			cand := t.Name[:n] + rest
+			d := editDistance(prefix, t.Name[:n])
+			// Of two as close, the longer keeps what the user typed
+			// (model.layer.* is model.layers.*, not model.layer*).
+			if d == 0 || d > limit || d > bestDist || d == bestDist && len(cand) <= len(best) || !slices.ContainsFunc(ts, func(u model.Tensor) bool { return matches([]string{cand}, u.Name) }) {
+				continue
+			}
+			best, bestDist = cand, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // tiedHead is the name of the embeddings of ts when pat names

@@ -61,3 +61,42 @@ func TestPatterns(t *testing.T) {
 		})
 	}
 }
+
+// TestPatternSuggest: a pattern a typo away from the model's names is
+// refused with the pattern that matches ("did you mean"), a glob's typo
+// too; one far from every name (another architecture's names) gets none.
+func TestPatternSuggest(t *testing.T) {
+	for _, tc := range []struct {
+		arch, pattern, want string
+	}{
+		{"LlamaForCausalLM", "model.embed_token.weight", "model.embed_tokens.weight"},
+		{"LlamaForCausalLM", "model.layer.*", "model.layers.*"},
+		{"LlamaForCausalLM", "model.layerz.1.*", "model.layers.1.*"},
+		{"Qwen3ForCausalLM", "model.nrom.weight", "model.norm.weight"},
+		{"OPTForCausalLM", "model.decoder.embed_tokens", ""}, // ".weight" missing: 7 edits, none
+		{"OPTForCausalLM", "model.embed_tokens.weight", ""},  // Llama's name on OPT
+		{"LlamaForCausalLM", "foo", ""},
+	} {
+		t.Run(tc.pattern, func(t *testing.T) {
+			c := tinyConfig(tc.arch, true)
+			m, err := model.FromValues(c, values(c, 1), model.LoadOptions{Backend: cpu.New(cpu.Options{Threads: 1}), Unstacked: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = New(m, Options{Exclude: []string{tc.pattern}})
+			var pe *PatternError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v; want a PatternError", err)
+			}
+			if pe.Suggest != tc.want {
+				t.Errorf("suggests %q; want %q (%v)", pe.Suggest, tc.want, err)
+			}
+			if tc.want != "" && !strings.Contains(err.Error(), `did you mean "`+tc.want+`"?`) {
+				t.Errorf("message %q does not ask `did you mean %q?`", err, tc.want)
+			}
+			if tc.want == "" && strings.Contains(err.Error(), "did you mean") {
+				t.Errorf("message %q suggests a pattern", err)
+			}
+		})
+	}
+}
