@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/meazo-go/meazo/fullparam"
 	"github.com/meazo-go/meazo/model"
@@ -50,8 +52,36 @@ func newFullState(r *run) (*fullState, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(r.out, trainableLine(p.Count(), p.ModelSize(), fmt.Sprintf("full-parameter, in %d group(s), %s", len(p.Dims()), storageNote(r.m, p))))
+	fmt.Fprintln(r.out, trainableLine(p.Count(), p.ModelSize(), fmt.Sprintf("full-parameter%s, in %d group(s), %s%s",
+		tensorCount(r.m, p), len(p.Dims()), storageNote(r.m, p), tiedHeadNote(r.m, p))))
 	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
+}
+
+// tensorCount says how many of the model's tensors train, when not all
+// do (adapter.include, adapter.exclude): " (23 of the model's 24 tensors)".
+func tensorCount(m *model.Model, p *fullparam.Params) string {
+	ts, _ := m.Tensors()
+	if n := len(p.Tensors()); n < len(ts) {
+		return fmt.Sprintf(" (%d of the model's %d tensors)", n, len(ts))
+	}
+	return ""
+}
+
+// tiedHeadNote says, when the model's LM head is tied to its embeddings
+// and the embeddings do not train (adapter.exclude:
+// [model.embed_tokens.weight]), that the head is frozen with them: the
+// log's count has no head of its own to show it.
+func tiedHeadNote(m *model.Model, p *fullparam.Params) string {
+	if !m.TieEmbeddings {
+		return ""
+	}
+	ts, _ := m.Tensors()
+	for _, t := range ts {
+		if strings.HasSuffix(t.Name, "embed_tokens.weight") && !slices.Contains(p.Tensors(), t.Name) {
+			return "; the LM head is tied to " + t.Name + " (tie_word_embeddings), which does not train: the head is frozen too"
+		}
+	}
+	return ""
 }
 
 // storageNote says in which dtype the trained weights are held, which

@@ -308,3 +308,50 @@ func TestFullTestEvaluationWording(t *testing.T) {
 		t.Errorf("a full-parameter run whose answers cannot be written: %v", err)
 	}
 }
+
+// TestTrainedTensorNotes: the line that starts a full-parameter run says
+// how many of the model's tensors train when not all do, and that
+// excluding the embeddings of a model whose LM head is tied to them
+// freezes the head too (its count, the embeddings' alone, did not say so);
+// an untied model's head trains on.
+func TestTrainedTensorNotes(t *testing.T) {
+	dir, _ := demoConfig(t, 1)
+	tied := filepath.Join(dir, "model")
+	demo, err := model.Load(tied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := demo.Config
+	c.TieEmbeddings = false
+	untied := filepath.Join(dir, "untied")
+	if _, err := model.WriteRandom(untied, &c, 1, 0.02); err != nil {
+		t.Fatal(err)
+	}
+	const frozen = "the LM head is tied to model.embed_tokens.weight (tie_word_embeddings), which does not train: the head is frozen too"
+	for _, tc := range []struct {
+		dir         string
+		exclude     []string
+		count, note string // want: tensorCount's, tiedHeadNote's
+	}{
+		{tied, nil, "", ""},
+		{tied, []string{"model.embed_tokens.weight"}, " (23 of the model's 24 tensors)", "; " + frozen},
+		{tied, []string{"model.norm.weight"}, " (23 of the model's 24 tensors)", ""},
+		{untied, []string{"model.embed_tokens.weight"}, " (24 of the model's 25 tensors)", ""},
+	} {
+		m, err := model.LoadWith(tc.dir, model.LoadOptions{Unstacked: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := fullparam.New(m, fullparam.Options{Exclude: tc.exclude})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tensorCount(m, p); got != tc.count {
+			t.Errorf("%s, exclude %v: tensor count %q, want %q", filepath.Base(tc.dir), tc.exclude, got, tc.count)
+		}
+		if got := tiedHeadNote(m, p); got != tc.note {
+			t.Errorf("%s, exclude %v: tied-head note %q, want %q", filepath.Base(tc.dir), tc.exclude, got, tc.note)
+		}
+		m.Free()
+	}
+}
