@@ -163,7 +163,8 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 // that matches a tensor of ts, or "". Only pat's literal start (up to its
 // first *, ? or [) is edited, against the same-length starts of the
 // tensors' names (give or take maxEdits characters), so that a glob's typo
-// is found as well as a name's.
+// is found as well as a name's; failing that, a Llama name (model.…) is
+// tried under OPT's model.decoder.
 func suggest(ts []model.Tensor, pat string) string {
 	const maxEdits = 3
 	prefix, rest := pat, ""
@@ -186,6 +187,12 @@ func suggest(ts []model.Tensor, pat string) string {
 				continue
 			}
 			best, bestDist = cand, d
+		}
+	}
+	if best == "" && strings.HasPrefix(pat, "model.") {
+		// Llama's names on OPT, whose are under model.decoder.
+		if cand := "model.decoder." + strings.TrimPrefix(pat, "model."); slices.ContainsFunc(ts, func(u model.Tensor) bool { return matches([]string{cand}, u.Name) }) {
+			best = cand
 		}
 	}
 	return best

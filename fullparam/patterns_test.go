@@ -64,7 +64,8 @@ func TestPatterns(t *testing.T) {
 
 // TestPatternSuggest: a pattern a typo away from the model's names is
 // refused with the pattern that matches ("did you mean"), a glob's typo
-// too; one far from every name (another architecture's names) gets none.
+// too, and Llama's names on OPT (under model.decoder.); one far from every
+// name gets none.
 func TestPatternSuggest(t *testing.T) {
 	for _, tc := range []struct {
 		arch, pattern, want string
@@ -73,8 +74,10 @@ func TestPatternSuggest(t *testing.T) {
 		{"LlamaForCausalLM", "model.layer.*", "model.layers.*"},
 		{"LlamaForCausalLM", "model.layerz.1.*", "model.layers.1.*"},
 		{"Qwen3ForCausalLM", "model.nrom.weight", "model.norm.weight"},
-		{"OPTForCausalLM", "model.decoder.embed_tokens", ""}, // ".weight" missing: 7 edits, none
-		{"OPTForCausalLM", "model.embed_tokens.weight", ""},  // Llama's name on OPT
+		{"OPTForCausalLM", "model.decoder.embed_tokens", ""},                                 // ".weight" missing: 7 edits, none
+		{"OPTForCausalLM", "model.embed_tokens.weight", "model.decoder.embed_tokens.weight"}, // Llama's name on OPT
+		{"OPTForCausalLM", "model.layers.*", "model.decoder.layers.*"},
+		{"LlamaForCausalLM", "model.decoder.layers.*", ""}, // OPT's on Llama: 8 edits
 		{"LlamaForCausalLM", "foo", ""},
 	} {
 		t.Run(tc.pattern, func(t *testing.T) {
