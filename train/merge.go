@@ -59,9 +59,6 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", err
 	}
 	defer m.Free()
-	if m.Multimodal {
-		return "", fmt.Errorf("--model %s: a multimodal checkpoint (%s) is not merged: its vision tower is not read, and the merged model would lack it", opts.Model, m.Architecture)
-	}
 	a, err := openAdapter(opts.Adapter, m, false)
 	if err != nil {
 		return "", err

@@ -336,3 +336,67 @@ func TestMergeLoRALayers(t *testing.T) {
 	}
 	mergedLogitsMatch(t, modelDir, adapterDir, out, safetensors.F32)
 }
+
+// TestMergeLoRAMultimodal: PEFT's adapter on the tiny Ministral-3 checkpoint
+// (Mistral3ForConditionalGeneration: the language model under
+// model.language_model, a vision tower and a projector the text path never
+// reads) merged into it: the merged directory holds every tensor of the
+// source under its name, the vision tower's and the projector's byte for
+// byte, and gives the logits of the model with the adapter merged in
+// float64 (transformers 5's, made by scripts/make_ministral_fixtures.py)
+// within the adapters' tolerance (MODELS.md: 3e-4).
+func TestMergeLoRAMultimodal(t *testing.T) {
+	src := "../model/testdata/ministral3/ministral3-tiny"
+	out := filepath.Join(t.TempDir(), "merged")
+	if _, err := MergeLoRA(MergeOptions{Model: src, Adapter: filepath.Join(src, "lora"), Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := safetensors.OpenCheckpoint(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := safetensors.OpenCheckpoint(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !slices.Equal(slices.Sorted(slices.Values(a.Names())), slices.Sorted(slices.Values(b.Names()))) {
+		t.Fatalf("merged tensors %v, source's %v", b.Names(), a.Names())
+	}
+	changed := 0
+	for _, n := range a.Names() {
+		x, _ := a.Float64(n)
+		y, _ := b.Float64(n)
+		ia, _ := a.Info(n)
+		ib, _ := b.Info(n)
+		if ia.Dtype != ib.Dtype {
+			t.Errorf("%s: stored as %s, the source's %s", n, ib.Dtype, ia.Dtype)
+		}
+		if !slices.Equal(x, y) {
+			changed++
+			if !strings.HasPrefix(n, "model.language_model.layers.") {
+				t.Errorf("%s changed: only the language model's adapted projections may", n)
+			}
+		}
+	}
+	if changed == 0 {
+		t.Fatal("no tensor changed: the adapter was not merged")
+	}
+	m, err := model.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	ref := fixture.OpenRef(t, filepath.Join(src, "reference.safetensors"))
+	shape, mask := ref.Shape("input_ids"), ref.Ints("attention_mask")
+	res, err := m.Forward(model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst, _ := fixture.MaxAbsDiff(res.Logits, ref.F64("lora_logits_f64"), m.VocabSize, func(r int) bool { return mask[r] == 1 })
+	if worst > 3e-4 {
+		t.Errorf("merged logits %.3g from the float64 merge's", worst)
+	}
+	t.Logf("merged logits within %.3g of the float64 merge's; %d tensors changed", worst, changed)
+}
