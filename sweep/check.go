@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
@@ -63,10 +64,10 @@ func (st *Study) CheckConfigs() error {
 			path = filepath.Join(demo, rel)
 		}
 		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("study %s: %s.config: %w (sweep %s)", st.path, st.expKey(sp), err, sp.Name)
+			return fmt.Errorf("%s: %s.config: %w (sweep %s)", st.where(st.expKey(sp)+".config"), st.expKey(sp), err, sp.Name)
 		}
 		if _, err := train.Load(path, append(runs[0].sets(), "output.dir="+runs[0].Dir)); err != nil {
-			return fmt.Errorf("study %s: %s (sweep %s): %w", st.path, st.expKey(sp), sp.Name, err)
+			return fmt.Errorf("%s: %s (sweep %s): %w", st.where(st.setKey(sp, err)), st.expKey(sp), sp.Name, err)
 		}
 	}
 	return nil
@@ -90,7 +91,7 @@ func (st *Study) checkRunsMatch(sp *SweepPlan, ss *StageState) error {
 		}
 		want, err := train.Load(sp.Config(), append(r.sets(), "output.dir="+r.Dir))
 		if err != nil {
-			return fmt.Errorf("study %s: %s (sweep %s): %w", st.path, st.expKey(sp), sp.Name, err)
+			return fmt.Errorf("%s: %s (sweep %s): %w", st.where(st.setKey(sp, err)), st.expKey(sp), sp.Name, err)
 		}
 		got, err := train.StartedConfig(r.Dir)
 		if err != nil {
@@ -114,6 +115,43 @@ func (st *Study) expKey(sp *SweepPlan) string {
 		}
 	}
 	return "experiments." + sp.Exp.Name
+}
+
+// setKey is the study file's key of the set line that err (meazo-train's
+// error loading the sweep's config with its set lines, "--set KEY: …")
+// is about: the variant's, the experiment's or the study's that gives KEY
+// (the last, as the last wins), else the experiment's key.
+func (st *Study) setKey(sp *SweepPlan, err error) string {
+	exp := st.expKey(sp)
+	rest, ok := strings.CutPrefix(err.Error(), "--set ")
+	if !ok {
+		return exp
+	}
+	key, _, _ := strings.Cut(rest, ":")
+	gives := func(sets []string) int {
+		for i := len(sets) - 1; i >= 0; i-- {
+			if k, _, _ := strings.Cut(sets[i], "="); strings.TrimSpace(k) == key {
+				return i
+			}
+		}
+		return -1
+	}
+	if v := sp.Variant; v != nil {
+		for j := range sp.Exp.Variants {
+			if &sp.Exp.Variants[j] == v {
+				if i := gives(v.Set); i >= 0 {
+					return fmt.Sprintf("%s.variants.%d.set.%d", exp, j, i)
+				}
+			}
+		}
+	}
+	if i := gives(sp.Exp.Set); i >= 0 {
+		return fmt.Sprintf("%s.set.%d", exp, i)
+	}
+	if i := gives(st.Set); i >= 0 {
+		return fmt.Sprintf("set.%d", i)
+	}
+	return exp
 }
 
 // startsAfresh reports whether the sweep will start a run from its config:

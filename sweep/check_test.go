@@ -28,9 +28,9 @@ func TestCheckConfigs(t *testing.T) {
 		name, set, config, want string
 	}{
 		{"good", "train.steps=5", cfg, ""},
-		{"misspelt key", "train.stepz=5", cfg, `study.yaml: experiments.0 (sweep e_meazo): --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
-		{"bad value", "train.steps=-5", cfg, "study.yaml: experiments.0 (sweep e_meazo): --set train.steps: must not be negative, got -5"},
-		{"no config file", "train.steps=5", filepath.Join(dir, "nope.yaml"), "study.yaml: experiments.0.config: stat " + filepath.Join(dir, "nope.yaml") + ": no such file or directory (sweep e_meazo)"},
+		{"misspelt key", "train.stepz=5", cfg, `study.yaml:4: experiments.0 (sweep e_meazo): --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
+		{"bad value", "train.steps=-5", cfg, "study.yaml:4: experiments.0 (sweep e_meazo): --set train.steps: must not be negative, got -5"},
+		{"no config file", "train.steps=5", filepath.Join(dir, "nope.yaml"), "study.yaml:6: experiments.0.config: stat " + filepath.Join(dir, "nope.yaml") + ": no such file or directory (sweep e_meazo)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2]\nset: [%q]\nexperiments:\n  - {name: e, config: %s, optimizers: [meazo, zo-sgd]}\n",
@@ -222,5 +222,36 @@ func TestCheckConfigsRunsMatch(t *testing.T) {
 	err = st.CheckConfigs()
 	if err == nil || !strings.Contains(err.Error(), "the run "+run.Dir+" was started with other settings than the study gives it now (train.steps 20 -> 30; run -> study)") {
 		t.Fatalf("the experiment's config edited after the run: %v", err)
+	}
+}
+
+// TestCheckConfigsNamesSetLine: a set line meazo-train refuses is named by
+// its line in the study file, whether the study's, an experiment's or a
+// variant's gives it.
+func TestCheckConfigsNamesSetLine(t *testing.T) {
+	dir := t.TempDir()
+	demo := filepath.Join(dir, "demo")
+	if _, err := train.WriteDemo(demo, 10); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(demo, "demo.yaml")
+	head := fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2]\nset:\n  - train.steps=5\n  - %%s\nexperiments:\n  - name: a\n    config: %s\n    optimizers: [meazo]\n", dir, cfg)
+	for _, tc := range []struct{ name, body, want string }{
+		{"study's", fmt.Sprintf(head, "train.eval_evry=3"), `study.yaml:6: experiments.0 (sweep a_meazo): --set train.eval_evry: unknown key`},
+		{"experiment's", fmt.Sprintf(head, "train.eval_every=3") + fmt.Sprintf("  - name: b\n    config: %s\n    optimizers: [meazo]\n    set:\n      - adapter.kind=prompt\n      - train.batch_size=-2\n", cfg),
+			`study.yaml:16: experiments.1 (sweep b_meazo): --set train.batch_size`},
+		{"variant's", fmt.Sprintf(head, "train.eval_every=3") + fmt.Sprintf("  - name: c\n    config: %s\n    optimizers: [meazo]\n    variants:\n      - {name: v0}\n      - name: v1\n        set: [optimizer.epz=1]\n", cfg),
+			`study.yaml:17: experiments.1 (sweep c_meazo_v1): --set optimizer.epz: unknown key`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeStudy(t, tc.body)
+			st, err := LoadStudy(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CheckConfigs(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -36,6 +36,7 @@ type Study struct {
 	Executor    Executor     `yaml:"executor" doc:"where the runs go"`
 
 	path string // the file it was read from, for messages
+	src  []byte // its text, for the lines messages name (where)
 }
 
 // Experiment is one meazo-train config searched with each optimizer.
@@ -128,11 +129,28 @@ func LoadStudy(path string) (*Study, error) {
 	if err := dec.Decode(&st); err != nil {
 		return nil, fmt.Errorf("study %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	st.path = path
+	st.path, st.src = path, b
 	if err := st.validate(); err != nil {
-		return nil, fmt.Errorf("study %s: %w", path, err)
+		// validate's messages start with the key they are about
+		// (experiments.2.name: …): name its line, as the checks above do.
+		key, _, _ := strings.Cut(err.Error(), ":")
+		return nil, fmt.Errorf("%s: %w", st.where(strings.Fields(key + " ")[0]), err)
 	}
 	return &st, nil
+}
+
+// where names the study file and the line of key (a dotted path of the
+// study's keys and list indices, "experiments.2.name"), or of the nearest
+// key above it that the file writes: "study FILE:LINE", or "study FILE"
+// when the file writes none of them (a default, or a study not read from
+// a file).
+func (st *Study) where(key string) string {
+	for k := strings.Split(key, "."); len(k) > 0 && k[0] != ""; k = k[:len(k)-1] {
+		if line := strictyaml.Line(st.src, k...); line > 0 {
+			return fmt.Sprintf("study %s:%d", st.path, line)
+		}
+	}
+	return "study " + st.path
 }
 
 // validate checks the study and fills in its defaults, in the order the
@@ -206,8 +224,13 @@ func (st *Study) checkTop() error {
 func (st *Study) checkExperiment(i int, names map[string]bool) error {
 	e := &st.Experiments[i]
 	where := fmt.Sprintf("experiments.%d", i)
-	if e.Seeds != nil && len(e.Seeds) == 0 || e.Coarse != nil && len(e.Coarse) == 0 || e.Optimizers != nil && len(e.Optimizers) == 0 {
-		return fmt.Errorf("%s: an empty seeds, coarse or optimizers list (leave the key out for the default)", where)
+	for _, l := range []struct {
+		key   string
+		empty bool
+	}{{"seeds", e.Seeds != nil && len(e.Seeds) == 0}, {"coarse", e.Coarse != nil && len(e.Coarse) == 0}, {"optimizers", e.Optimizers != nil && len(e.Optimizers) == 0}} {
+		if l.empty {
+			return fmt.Errorf("%s.%s: an empty list (leave the key out for the default)", where, l.key)
+		}
 	}
 	if !nameChars(e.Name, "-_.") {
 		return fmt.Errorf("%s.name: %q: want letters, digits, '-', '_' or '.'", where, e.Name)
