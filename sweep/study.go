@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -186,6 +187,9 @@ func (st *Study) checkTop() error {
 	}
 	if st.Name == "" {
 		st.Name = "study"
+	}
+	if err := checkDirPlace("out", st.Out); err != nil {
+		return err
 	}
 	if err := st.checkDemoPlace(); err != nil {
 		return err
@@ -424,6 +428,26 @@ func checkVariants(where string, vs []Variant) error {
 	return nil
 }
 
+// checkDirPlace refuses a directory the study names (key: out, demo) that
+// is a file, or lies under one: every run would otherwise fail on it with a
+// "not a directory" that names a run's lock, not the study's key.
+func checkDirPlace(key, dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && !fi.IsDir() && p == filepath.Clean(dir):
+			return fmt.Errorf("%s: %s is a file, not a directory (the study's %s directory is made where missing)", key, dir, key)
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("%s: %s lies under %s, which is a file, not a directory", key, dir, p)
+		case err == nil:
+			return nil
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
 // checkDemoPlace refuses a demo directory that is the study directory or
 // holds it: meazo-sweep's own files there (its lock, the sweeps) would make
 // it a non-empty directory the demo was not written into, refused as if it
@@ -431,6 +455,9 @@ func checkVariants(where string, vs []Variant) error {
 func (st *Study) checkDemoPlace() error {
 	if st.Demo == "" {
 		return nil
+	}
+	if err := checkDirPlace("demo", st.Demo); err != nil {
+		return err
 	}
 	demo, err1 := filepath.Abs(st.Demo)
 	out, err2 := filepath.Abs(st.Out)
