@@ -15,7 +15,8 @@
 #     out-of-memory killer) after its first checkpoint: it reads as
 #     interrupted, not failed, and its sweep waits (no sweep.json);
 #   - their uninterrupted twin (the same config, rate and seed);
-#   - one run that fails (a missing data file) and must not block stage 2;
+#   - one run that fails (a data file that does not parse: a missing one would stop
+#     the local study before it starts) and must not block stage 2;
 # and runs the same study with the local executor beside it, then checks that
 # every run's metrics.jsonl is byte-identical and every sweep's η* equal;
 # then meazo-sweep resume continues the cancelled and the killed runs on
@@ -177,7 +178,7 @@ experiments:
     seeds: [0]
     coarse: [2e-2]
     fine: false
-    set: [task.train=$R/no-such-file.tsv]
+    set: [task.train=$R/broken.tsv]
   - name: demo
     config: $R/demo-data/demo.yaml
     optimizers: [meazo, zo-sgd]
@@ -188,6 +189,7 @@ executor:
   slurm: {time: "2", signal_seconds: 20, throttle: 2, cpus_per_task: 1, select_time: "5"}
 STUDY
 }
+printf 'not a TSV\n' >"$R/broken.tsv" # the broken run's training data: no header, so meazo-train exits 1
 study slurm-out slurm >"$R/slurm.yaml"
 study local-out local >"$R/local.yaml"
 

@@ -66,8 +66,18 @@ func (st *Study) CheckConfigs() error {
 		if _, err := os.Stat(path); err != nil {
 			return fmt.Errorf("%s: %s.config: %w (sweep %s)", st.where(st.expKey(sp)+".config"), st.expKey(sp), err, sp.Name)
 		}
-		if _, err := train.Load(path, append(runs[0].sets(), "output.dir="+runs[0].Dir)); err != nil {
+		cfg, err := train.Load(path, append(runs[0].sets(), "output.dir="+runs[0].Dir))
+		if err != nil {
 			return fmt.Errorf("%s: %s (sweep %s): %w", st.where(st.setKey(sp, err)), st.expKey(sp), sp.Name, err)
+		}
+		// On this machine a model or a data file that is not there fails
+		// every run of the sweep at once, alike: say it once, before any
+		// starts (a Slurm job may see other files than the login node).
+		if st.Executor.Kind == "local" {
+			if err := train.Preflight(cfg); err != nil {
+				return fmt.Errorf("%s: %s (sweep %s): no run started, as every run of the sweep would fail: %s",
+					st.where(st.expKey(sp)+".config"), st.expKey(sp), sp.Name, oneLine(err.Error()))
+			}
 		}
 	}
 	return nil
@@ -152,6 +162,26 @@ func (st *Study) setKey(sp *SweepPlan, err error) string {
 		return fmt.Sprintf("set.%d", i)
 	}
 	return exp
+}
+
+// oneLine joins a message of several lines into one (an error of
+// meazo-sweep is one line).
+func oneLine(msg string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 // startsAfresh reports whether the sweep will start a run from its config:

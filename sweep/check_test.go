@@ -30,6 +30,9 @@ func TestCheckConfigs(t *testing.T) {
 		{"good", "train.steps=5", cfg, ""},
 		{"misspelt key", "train.stepz=5", cfg, `study.yaml:4: experiments.0 (sweep e_meazo): --set train.stepz: unknown key "train.stepz" (did you mean "train.steps"?)`},
 		{"bad value", "train.steps=-5", cfg, "study.yaml:4: experiments.0 (sweep e_meazo): --set train.steps: must not be negative, got -5"},
+		// A model that is not there would fail every run alike: said once.
+		{"no model", "model.path=" + filepath.Join(dir, "gone"), cfg, "study.yaml:6: experiments.0 (sweep e_meazo): no run started, as every run of the sweep would fail: " +
+			"the run needs files that are missing or unusable (nothing was written): model.path " + filepath.Join(dir, "gone") + ": no such directory"},
 		{"no config file", "train.steps=5", filepath.Join(dir, "nope.yaml"), "study.yaml:6: experiments.0.config: stat " + filepath.Join(dir, "nope.yaml") + ": no such file or directory (sweep e_meazo)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,7 +198,9 @@ func TestPrepareDemoAtOnce(t *testing.T) {
 func TestCheckConfigsRunsMatch(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "e.yaml")
-	writeFile(t, cfg, "model: {path: m}\ntask: {name: sst2, train: t.tsv}\ntrain: {steps: 20}\n")
+	files := filepath.Dir(testConfigs) // a model and data that are there (TestMain)
+	head := fmt.Sprintf("model: {path: %s/models/Qwen3-0.6B}\ntask: {name: sst2, train: %s/data/sst2/data/train-00000-of-00001.parquet}\n", files, files)
+	writeFile(t, cfg, head+"train: {steps: 20}\n")
 	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2, 1e-3]\nfine: false\nexperiments:\n  - {name: e, config: %s, optimizers: [meazo]}\n", dir, cfg)))
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +223,7 @@ func TestCheckConfigsRunsMatch(t *testing.T) {
 	if err := st.CheckConfigs(); err != nil {
 		t.Fatalf("a run stopped early: %v", err)
 	}
-	writeFile(t, cfg, "model: {path: m}\ntask: {name: sst2, train: t.tsv}\ntrain: {steps: 30}\n")
+	writeFile(t, cfg, head+"train: {steps: 30}\n")
 	err = st.CheckConfigs()
 	if err == nil || !strings.Contains(err.Error(), "the run "+run.Dir+" was started with other settings than the study gives it now (train.steps 20 -> 30; run -> study)") {
 		t.Fatalf("the experiment's config edited after the run: %v", err)
@@ -253,5 +258,23 @@ func TestCheckConfigsNamesSetLine(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckConfigsSlurmLeavesFiles: on Slurm the runs' model and data are
+// the jobs' to find (a compute node may see other files than the machine
+// that submits), so a missing model does not refuse the study there.
+func TestCheckConfigsSlurmLeavesFiles(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(filepath.Join(dir, "demo"), 10); err != nil {
+		t.Fatal(err)
+	}
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2]\nset: [model.path=%s/gone]\nexperiments:\n  - {name: e, config: %s/demo/demo.yaml}\nexecutor: {kind: slurm}\n", dir, dir, dir))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CheckConfigs(); err != nil {
+		t.Errorf("slurm: %v, want no check of the model", err)
 	}
 }

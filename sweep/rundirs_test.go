@@ -192,7 +192,7 @@ func TestRunningRunNotStarted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 5e-3, 1e-2]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 1, trainer: %s}\n", dir, self)))
+			st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 5e-3, 1e-2]\nexperiments:\n  - {name: e, config: "+testConfigs+"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 1, trainer: %s}\n", dir, self)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,7 +257,7 @@ func TestRunDirSpelling(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(sweepDir, "lr=0.001_seed=0")); err != nil {
 		t.Fatal(err)
 	}
-	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 5e-2, 1e-1]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir)))
+	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2, 5e-2, 1e-1]\nexperiments:\n  - {name: e, config: "+testConfigs+"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestLocalKeepsOldSpelling(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-2, 5e-2]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 1, trainer: %s}\n", dir, self)))
+	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-2, 5e-2]\nfine: false\nexperiments:\n  - {name: e, config: "+testConfigs+"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 1, trainer: %s}\n", dir, self)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestSweepScriptNames(t *testing.T) {
 		t.Errorf("sweep.sh did not find the run already done:\n%s", log)
 	}
 	made, _ := filepath.Glob(filepath.Join(sweepDir, "lr=*"))
-	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir)))
+	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: "+testConfigs+"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func readLines(t *testing.T, path string) []string {
 // paper study) are counted, and -v lists them too.
 func TestStatusListsWhatNeedsALook(t *testing.T) {
 	dir := t.TempDir()
-	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-4, 1e-3, 1e-2, 1e-1]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-4, 1e-3, 1e-2, 1e-1]\nfine: false\nexperiments:\n  - {name: e, config: "+testConfigs+"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", dir))
 	st, err := LoadStudy(p)
 	if err != nil {
 		t.Fatal(err)

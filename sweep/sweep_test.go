@@ -41,7 +41,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "meazo-sweep-test")
+	if err == nil {
+		err = makeTestConfigs(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "the tests' configs:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func fakeTrain(args []string) error {
@@ -211,7 +221,7 @@ func TestLocalStudy(t *testing.T) {
 seeds: [0, 1]
 coarse: [1e-3, 5e-3, 1e-2, 5e-2]
 experiments:
-  - {name: e, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+  - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
 executor: {kind: local, parallel: 2, trainer: %s}
 `, dir, self))
 	st, err := LoadStudy(p)
@@ -278,7 +288,7 @@ seeds: [0]
 coarse: [1e-3, 5e-3, 1e-2]
 fine: false
 experiments:
-  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}
+  - {name: e, config: `+testConfigs+`/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}
 executor: {kind: local, parallel: 2, trainer: %s}
 `, dir, self))
 	st, err := LoadStudy(p)
@@ -400,7 +410,7 @@ func TestLocalInterrupt(t *testing.T) {
 	self, _ := os.Executable()
 	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
 	t.Setenv("FAKE_WAIT", "1")
-	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 2, trainer: %s}\n", dir, self))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2, 1e-1]\nexperiments:\n  - {name: e, config: "+testConfigs+"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 2, trainer: %s}\n", dir, self))
 	st, err := LoadStudy(p)
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +458,7 @@ func TestLocalGPUs(t *testing.T) {
 	self, _ := os.Executable()
 	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
 	t.Setenv("FAKE_GPU_LOG", filepath.Join(dir, "gpus"))
-	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {gpus: [3, 5], trainer: %s}\n", dir, self))
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0, 1]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: "+testConfigs+"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {gpus: [3, 5], trainer: %s}\n", dir, self))
 	st, err := LoadStudy(p)
 	if err != nil {
 		t.Fatal(err)
@@ -484,8 +494,8 @@ func TestLocalStudyReadsEachRunFewTimes(t *testing.T) {
 seeds: [0, 1, 2]
 coarse: [1e-4, 1e-3, 5e-3, 1e-2, 5e-2]
 experiments:
-  - {name: a, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd, zo-adam]}
-  - {name: b, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd, zo-adam]}
+  - {name: a, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd, zo-adam]}
+  - {name: b, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd, zo-adam]}
 executor: {kind: local, parallel: 1, trainer: %s}
 `, dir, self))
 	st, err := LoadStudy(p)
@@ -522,7 +532,7 @@ func TestLocalStudyRunsTakenElsewhere(t *testing.T) {
 seeds: [0]
 coarse: [1e-3, 1e-2]
 experiments:
-  - {name: e, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+  - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
 executor: {kind: local, parallel: 1, trainer: %s}
 `, dir, self))
 	st, err := LoadStudy(p)
@@ -568,7 +578,7 @@ seeds: [0]
 coarse: [1e-3, 1e-2]
 fine: false
 experiments:
-  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}
+  - {name: e, config: `+testConfigs+`/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}
 executor: {kind: local, parallel: 1, trainer: %s}
 `, dir, self))
 	st, err := LoadStudy(p)
@@ -603,7 +613,7 @@ seeds: [0]
 coarse: [1e-3, 1e-2]
 fine: false
 experiments:
-  - {name: e, config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+  - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
 executor: {kind: local, parallel: 1, trainer: %s}
 `, dir, self))
 	st, err := LoadStudy(p)

@@ -26,7 +26,7 @@ fine: false
 set: [train.steps=5]
 experiments:
   - name: e
-    config: "../configs/qwen06b_sst2_lora_{optimizer}.yaml"
+    config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml"
     optimizers: [zo-adam]
     set: [optimizer.beta1=0.5]
     variants:

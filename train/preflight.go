@@ -77,6 +77,12 @@ func preflight(cfg *Config) error {
 	return errors.New(msg)
 }
 
+// Preflight is the check a run makes before it writes anything (preflight):
+// that every file cfg names (the model, the data, adapter.init) is there
+// and usable. meazo-sweep makes it for a study's sweeps before it starts
+// their runs on this machine.
+func Preflight(cfg *Config) error { return preflight(cfg) }
+
 // testFile is task.test where the run evaluates on it.
 func testFile(cfg *Config) string {
 	if cfg.Eval.Skip {

@@ -16,10 +16,11 @@ import (
 // program's and the subcommand's names.
 func TestCommandLine(t *testing.T) {
 	dir := t.TempDir()
-	config, err := filepath.Abs("../../configs/llama1b_sst2_lora_meazo.yaml") // plan checks it loads
-	if err != nil {
+	// The demo's config: plan checks it loads, and that its model and data are there.
+	if _, err := train.WriteDemo(filepath.Join(dir, "demo"), 10); err != nil {
 		t.Fatal(err)
 	}
+	config := filepath.Join(dir, "demo", "demo.yaml")
 	// study writes a one-sweep study whose runs are the given trainer.
 	study := func(name, trainer string) string {
 		path := filepath.Join(dir, name+".yaml")

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meazo-go/meazo/train"
 )
 
 // The test here signals this process and runs a shell script as the
@@ -25,8 +27,11 @@ func TestStopSignals(t *testing.T) {
 			started := filepath.Join(dir, "started")
 			trainer := filepath.Join(dir, "train.sh") // meazo-train's part: exit 3 on SIGTERM
 			os.WriteFile(trainer, []byte("#!/bin/sh\ntrap 'exit 3' TERM\ntouch "+started+"\nwhile :; do sleep 0.05; done\n"), 0o755)
+			if _, err := train.WriteDemo(filepath.Join(dir, "demo"), 10); err != nil { // a config whose model and data are there
+				t.Fatal(err)
+			}
 			study := filepath.Join(dir, "study.yaml")
-			os.WriteFile(study, []byte("out: "+dir+"/out\nseeds: [0]\ncoarse: [1e-3]\nfine: false\nexperiments:\n  - {name: e, config: ../../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 1, trainer: "+trainer+"}\n"), 0o644)
+			os.WriteFile(study, []byte("out: "+dir+"/out\nseeds: [0]\ncoarse: [1e-3]\nfine: false\nexperiments:\n  - {name: e, config: "+dir+"/demo/demo.yaml, optimizers: [meazo]}\nexecutor: {parallel: 1, trainer: "+trainer+"}\n"), 0o644)
 			go func() {
 				for range 500 {
 					if _, err := os.Stat(started); err == nil {
