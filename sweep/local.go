@@ -418,7 +418,11 @@ func (x *localExecutor) finish() error {
 		return err
 	}
 	if len(x.elsewhere) > 0 {
-		fmt.Fprintf(x.log, "meazo-sweep: %d runs were running in another process; once they end, meazo-sweep run goes on with their sweeps (stage 2, sweep.json)\n", len(x.elsewhere))
+		were := " were"
+		if len(x.elsewhere) == 1 {
+			were = " was"
+		}
+		fmt.Fprintf(x.log, "meazo-sweep: %s running in another process; once they end, meazo-sweep run goes on with their sweeps (stage 2, sweep.json)\n", Plural(len(x.elsewhere), "run")+were)
 	}
 	stopped, err := x.st.stoppedRuns(x.attempted, x.log)
 	if err != nil {
@@ -429,7 +433,7 @@ func (x *localExecutor) finish() error {
 		return ErrInterrupted
 	}
 	if len(x.failed) > 0 {
-		return fmt.Errorf("%s failed (meazo-sweep resume retries them): %v", Plural(len(x.failed), "run"), x.failed)
+		return fmt.Errorf("%s failed (meazo-sweep resume retries them): %s", Plural(len(x.failed), "run"), runList(x.failed))
 	}
 	if len(stopped) > 0 {
 		return &stoppedError{stopped}
@@ -474,7 +478,20 @@ var ErrInterrupted = errors.New("interrupted: meazo-sweep resume continues the s
 type stoppedError struct{ dirs []string }
 
 func (e *stoppedError) Error() string {
-	return fmt.Sprintf("%d runs stopped before they finished (interrupted, or unfinished after a crash): meazo-sweep resume continues them: %v", len(e.dirs), e.dirs)
+	return fmt.Sprintf("%s stopped before they finished (interrupted, or unfinished after a crash): meazo-sweep resume continues them: %s", Plural(len(e.dirs), "run"), runList(e.dirs))
+}
+
+// runListMax is how many runs an error names before "and N more".
+const runListMax = 3
+
+// runList names runs in a one-line error: the first few, then how many
+// more (a study of thousands of runs may fail them all alike, each named in
+// the log already).
+func runList(dirs []string) string {
+	if len(dirs) <= runListMax {
+		return strings.Join(dirs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (meazo-sweep status lists them)", strings.Join(dirs[:runListMax], ", "), len(dirs)-runListMax)
 }
 
 func (e *stoppedError) Is(target error) bool { return target == ErrInterrupted }

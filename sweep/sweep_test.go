@@ -636,3 +636,23 @@ executor: {kind: local, parallel: 1, trainer: %s}
 		t.Errorf("what was in the way: %v", err)
 	}
 }
+
+// TestRunList: an error names the runs it is about on one line, the first
+// few and then how many more, not a Go slice of thousands.
+func TestRunList(t *testing.T) {
+	for _, tc := range []struct {
+		dirs []string
+		want string
+	}{
+		{[]string{"a"}, "a"},
+		{[]string{"a", "b", "c"}, "a, b, c"},
+		{[]string{"a", "b", "c", "d", "e"}, "a, b, c and 2 more (meazo-sweep status lists them)"},
+	} {
+		if got := runList(tc.dirs); got != tc.want {
+			t.Errorf("runList(%q) = %q, want %q", tc.dirs, got, tc.want)
+		}
+	}
+	if got := (&stoppedError{[]string{"a"}}).Error(); !strings.HasPrefix(got, "1 run stopped before") || !strings.HasSuffix(got, "continues them: a") {
+		t.Errorf("one stopped run: %q", got)
+	}
+}

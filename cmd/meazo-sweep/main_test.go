@@ -78,7 +78,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"plan", finished}, 0, "stage1 done       " + doneRun + " (nothing to run)\nstage1 running    " + runningRun + " (training now: pid ", ""},
 		{[]string{"doc"}, 0, "| `executor.slurm.throttle` |", ""},
 		{[]string{"run", nested}, 1, "", "out " + dir + "/arun/study is inside the run directory " + dir + "/arun"},
-		{[]string{"run", study("failing", script("fail.sh", "1"))}, 1, "", "meazo-sweep run: 2 runs failed (meazo-sweep resume retries them)"},
+		{[]string{"run", study("failing", script("fail.sh", "1"))}, 1, "", "meazo-sweep run: 2 runs failed (meazo-sweep resume retries them): " +
+			dir + "/failing/e_meazo/lr=1e-3_seed=0, " + dir + "/failing/e_meazo/lr=1e-2_seed=0\n"},
 		// meazo-train exits 3 when a signal stopped it after a checkpoint.
 		{[]string{"run", study("interrupted", script("interrupted.sh", "3"))}, 3, "", "meazo-sweep run: interrupted: meazo-sweep resume continues the study\n"},
 		// Killed by a signal after a checkpoint: interrupted too, not failed, and the sweep waits (no stage 2).
