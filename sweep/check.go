@@ -83,6 +83,26 @@ func (st *Study) CheckConfigs() error {
 	return nil
 }
 
+// CheckRunsMatch refuses a study with a run directory started with other
+// settings than the study gives it now (checkRunsMatch), in every sweep
+// whose config is there to read: meazo-plot study reports no result as the
+// study's that is not.
+func (st *Study) CheckRunsMatch() error {
+	for _, sp := range st.Sweeps() {
+		if _, pending := st.demoPending(sp.Config()); pending || !exists(sp.Config()) {
+			continue
+		}
+		ss, err := sp.State()
+		if err != nil {
+			return err
+		}
+		if err := st.checkRunsMatch(sp, ss); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // runMatchIgnores are the settings a run may have been started with
 // otherwise without a different result: where it is, its worker count and
 // its progress lines.

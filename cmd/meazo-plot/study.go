@@ -51,6 +51,11 @@ func cmdStudy(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A run started with other settings than the study now gives it (its
+	// config or a set line edited since) is not the study's result.
+	if err := st.CheckRunsMatch(); err != nil {
+		return err
+	}
 	rep, err := results.ReadStudy(st)
 	if err != nil {
 		return err

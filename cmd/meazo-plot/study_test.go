@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/train"
 )
 
 // TestStudyReport writes a small study's runs (one missing) and checks the
@@ -175,5 +177,47 @@ func TestStudyReportProvisional(t *testing.T) {
 		if got := strings.Contains(string(b), "diverged, failed or has no result yet"); got == complete {
 			t.Errorf("complete %v: robustness_best.svg's cross is for a seed without a result yet: %v", complete, got)
 		}
+	}
+}
+
+// TestStudyReportRefusesEditedStudy: a study edited after its runs started
+// (a set line changed) is not reported as if the runs were its own: the
+// report says which run and which setting, as meazo-sweep run does, and
+// writes nothing; put back as it was, it is reported.
+func TestStudyReportRefusesEditedStudy(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("model: {path: m}\ntask: {name: sst2, train: t.tsv}\ntrain: {steps: 20}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	study := filepath.Join(dir, "study.yaml")
+	write := func(steps int) {
+		body := fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2]\nfine: false\nset: [train.steps=%d]\nexperiments:\n  - {name: e, config: %s, optimizers: [meazo]}\n", dir, steps, cfg)
+		if err := os.WriteFile(study, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := filepath.Join(dir, "out", "e_meazo", "lr=1e-2_seed=0")
+	fakeRun{opt: "meazo", lr: 0.01, seed: 0, steps: 20, best: 1, last: 1.1}.write(t, run)
+	c, err := train.Load(cfg, []string{"train.steps=20", "optimizer.name=meazo", "optimizer.lr=1e-2", "train.seed=0", "output.dir=" + run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := c.YAML()
+	if err := os.WriteFile(filepath.Join(run, "config.yaml"), y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report")
+	write(30)
+	_, err = runCmd(t, "study", "--out", out, "--png=false", study)
+	if err == nil || !strings.Contains(err.Error(), "the run "+run+" was started with other settings than the study gives it now (train.steps 20 -> 30; run -> study)") {
+		t.Fatalf("edited study: %v, want the run and the setting named", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused report wrote %s (%v)", out, err)
+	}
+	write(20)
+	if _, err := runCmd(t, "study", "--out", out, "--png=false", study); err != nil {
+		t.Fatalf("the study as its runs started: %v", err)
 	}
 }
