@@ -153,7 +153,11 @@ func ReadStudy(st *sweep.Study) (*Report, error) {
 			continue
 		}
 		c.eta = rates[i].LR
-		c.edge, c.coarseEta = coarseEdge(rates, sp.Exp.Coarse)
+		if ss.Stage2Known {
+			// Only a settled stage 1 has a coarse η*: before, a rate still
+			// to run may be it, and "extend the grid" would be no advice.
+			c.edge, c.coarseEta = coarseEdge(rates, sp.Exp.Coarse)
+		}
 		c.score(rates[i].Runs)
 		if rep.byMethod {
 			c.q, c.eps, c.unread = estimatorOf(rates[i].Runs)

@@ -137,8 +137,14 @@ func TestStudyReportInProgress(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(out, "squad_lora", "robustness_best.svg")); strings.Contains(string(b), ">1e2<") {
 		t.Errorf("robustness_best.svg draws the rate not run yet (η/η* = 100):\n%s", b)
 	}
-	if md, _ := os.ReadFile(filepath.Join(out, "results.md")); !strings.Contains(string(md), "lr=1e-1_seed=0 (new)") {
+	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
+	if !strings.Contains(string(md), "lr=1e-1_seed=0 (new)") {
 		t.Errorf("results.md does not list the runs not run yet:\n%s", md)
+	}
+	// η* so far is the smallest rate, but stage 1 is not settled: no coarse
+	// η* yet, so no "at an end of the coarse grid, extend coarse".
+	if strings.Contains(string(md), "η*=1e-3 ⚠") || strings.Contains(string(md), "⚠ η* at an end") || !strings.Contains(string(md), "η*=1e-3 |") {
+		t.Errorf("results.md flags the edge of a stage 1 still under way:\n%s", md)
 	}
 }
 
