@@ -56,8 +56,13 @@ func TestStudyReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
-	for _, want := range []string{"## Table 1: LoRA", "| squad_lora | F1 of the best adapter, higher is better | **70.50 ± 0.71**<br>η*=1e-3 ⚠ | **70.50 ± 0.71**<br>η*=0.01 ⚠ |",
-		"- squad_lora, MEAZO: the coarse η* 1e-3 is the smallest rate of its grid", "- squad_lora, ZO-SGD: the coarse η* 0.01 is the largest rate of its grid",
+	// MEAZO's stage 1 is not settled (a run missing at 0.01): its η* so far
+	// is no coarse η*, so it is not flagged at the grid's end; ZO-SGD's is.
+	if strings.Contains(string(md), "MEAZO: the coarse η*") {
+		t.Errorf("results.md flags MEAZO's unsettled stage 1 at the grid's end:\n%s", md)
+	}
+	for _, want := range []string{"## Table 1: LoRA", "| squad_lora | F1 of the best adapter, higher is better | **70.50 ± 0.71**<br>η*=1e-3 | **70.50 ± 0.71**<br>η*=0.01 ⚠ |",
+		"- squad_lora, ZO-SGD: the coarse η* 0.01 is the largest rate of its grid",
 		"## Missing (1)", "squad_lora_meazo/lr=0.01_seed=1 (new)", "## Not counted (1)", "- " + stray} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
