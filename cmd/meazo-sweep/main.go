@@ -73,7 +73,8 @@ state (new, queued, running, done, diverged, failed, interrupted, unfinished) an
 that need a look listed with why.`,
 		Reads: studyReads,
 		Prints: `a line per sweep with its counts and stage, the runs that need a look (-v: every run), and the
-total. Writes nothing.`,
+total; a warning when a run was started with other settings than the study now gives it (run refuses the
+study then). Writes nothing.`,
 		Example: "meazo-sweep status configs/studies/demo.yaml\nmeazo-sweep status -v configs/studies/opt-figure20.yaml",
 	},
 		func(args []string, _ io.Reader, stdout io.Writer) error {
@@ -83,7 +84,15 @@ total. Writes nothing.`,
 			if err != nil {
 				return err
 			}
-			return st.Status(stdout, *verbose)
+			if err := st.Status(stdout, *verbose); err != nil {
+				return err
+			}
+			// The runs' counts above are the directories'; say too when
+			// the study has been edited since they started (run refuses it).
+			if err := st.CheckRunsMatch(); err != nil {
+				fmt.Fprintf(stdout, "warning: run, resume and meazo-plot study refuse this study as it stands: %v\n", err)
+			}
+			return nil
 		})
 	s.Register("run", cli.Help{
 		Summary:  "start the runs never started; stage 2 of a sweep follows its stage 1",

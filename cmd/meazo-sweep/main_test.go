@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -100,5 +101,46 @@ func TestCommandLine(t *testing.T) {
 func TestHelp(t *testing.T) {
 	if err := newCommands(io.Discard).CheckHelp(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStatusEditedStudy: status counts the run directories, and says too
+// when the study was edited after they started (a set line changed), which
+// run would refuse.
+func TestStatusEditedStudy(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := train.WriteDemo(filepath.Join(dir, "demo"), 10); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "demo", "demo.yaml")
+	study := filepath.Join(dir, "study.yaml")
+	write := func(steps int) {
+		body := fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-2]\nfine: false\nset: [train.steps=%d]\nexperiments:\n  - {name: e, config: %s, optimizers: [meazo]}\n", dir, steps, cfg)
+		if err := os.WriteFile(study, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := filepath.Join(dir, "out", "e_meazo", "lr=1e-2_seed=0")
+	c, err := train.Load(cfg, []string{"train.steps=20", "optimizer.name=meazo", "optimizer.lr=1e-2", "train.seed=0", "output.dir=" + run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := c.YAML()
+	os.MkdirAll(run, 0o755)
+	if err := os.WriteFile(filepath.Join(run, "config.yaml"), y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		steps int
+		warn  bool
+	}{{20, false}, {30, true}} {
+		write(tc.steps)
+		var stdout, stderr bytes.Buffer
+		status := newCommands(&stderr).Exec([]string{"status", study}, nil, &stdout, &stderr)
+		warned := strings.Contains(stdout.String(), "warning: run, resume and meazo-plot study refuse this study as it stands: ") &&
+			strings.Contains(stdout.String(), "(train.steps 20 -> 30; run -> study)")
+		if status != 0 || warned != tc.warn || !strings.Contains(stdout.String(), "total: 1 new") {
+			t.Errorf("train.steps=%d: status %d, stdout:\n%s\nstderr:\n%s\nwant status 0, the warning %v", tc.steps, status, stdout.String(), stderr.String(), tc.warn)
+		}
 	}
 }
