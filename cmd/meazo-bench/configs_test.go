@@ -41,10 +41,12 @@ func TestBenchConfig(t *testing.T) {
 		}
 	}
 
+	// -backend cuda: a backend that exists (a misspelt one is itself a usage
+	// error, found first) and fails to open on a machine without a GPU.
 	for _, args := range [][]string{
 		{"zostep", "-model", "qwen3-9b"},
-		{"forward", "-model", "opt-1.3", "-backend", "no-such-backend"},
-		{"fullstep", "-model", filepath.Join(dir, "missing"), "-backend", "no-such-backend"},
+		{"forward", "-model", "opt-1.3", "-backend", "cuda"},
+		{"fullstep", "-model", filepath.Join(dir, "missing"), "-backend", "cuda"},
 	} {
 		err := modes.Run(args[0], args[1:], nil, io.Discard)
 		var ue *cli.UsageError

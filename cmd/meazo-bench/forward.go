@@ -54,11 +54,22 @@ func parseForward(args []string) (*forwardBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return nil, err
+	}
+	if err := backends.CheckName(fb.backend); err != nil {
+		return nil, cli.Usage(fmt.Errorf("-backend: %w", err))
+	}
 	if fb.lossAll {
 		fb.logits = false
 	}
 	if fb.reps < 1 {
-		return nil, fmt.Errorf("-reps: must be >= 1, got %d", fb.reps)
+		return nil, cli.Usage(fmt.Errorf("-reps: must be >= 1, got %d", fb.reps))
+	}
+	for _, s := range strings.Split(fb.shapes, ",") {
+		if _, _, err := parseShape(s); err != nil {
+			return nil, cli.Usage(fmt.Errorf("-shapes: %w", err))
+		}
 	}
 	var err error
 	if fb.cfg, err = benchConfig(fb.name); err != nil {

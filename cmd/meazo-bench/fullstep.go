@@ -62,18 +62,33 @@ func runFullStep(args []string, stdout io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if err := backends.CheckName(*backend); err != nil {
+		return cli.Usage(fmt.Errorf("-backend: %w", err))
+	}
 	var err error
 	if fb.b, fb.t, err = parseShape(*shape); err != nil {
 		return cli.Usage(err)
 	}
 	if fb.steps < 1 {
-		return fmt.Errorf("-reps: must be >= 1, got %d", fb.steps)
+		return cli.Usage(fmt.Errorf("-reps: must be >= 1, got %d", fb.steps))
 	}
 	if fb.warm < 0 {
-		return fmt.Errorf("-warm: must be >= 0, got %d", fb.warm)
+		return cli.Usage(fmt.Errorf("-warm: must be >= 0, got %d", fb.warm))
 	}
 	if *what != "step" && *what != "forward" && *what != "pair" {
 		return cli.Usage(fmt.Errorf("-what %q: want step, forward or pair", *what))
+	}
+	if fb.q < 1 {
+		return cli.Usage(fmt.Errorf("-q: must be >= 1, got %d", fb.q))
+	}
+	if _, err := benchOptimizer(fb.opt); err != nil { // before the model is made
+		return err
+	}
+	if _, err := noise.ParseDist(fb.dist); err != nil {
+		return cli.Usage(fmt.Errorf("-dist: %w", err))
 	}
 	cfg, err := benchConfig(fb.name)
 	if err != nil {
@@ -275,5 +290,5 @@ func benchOptimizer(name string) (zo.Optimizer, error) {
 	case "fzoo":
 		return zo.NewFZOO(1e-5), nil
 	}
-	return nil, fmt.Errorf("-opt %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", name)
+	return nil, cli.Usage(fmt.Errorf("-opt %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", name))
 }

@@ -80,25 +80,28 @@ func parseGEMM(args []string) (*gemmBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return nil, err
+	}
 	if *path != "" {
 		if err := cpu.SetGEMMPath(*path); err != nil {
-			return nil, fmt.Errorf("-path: %w", err)
+			return nil, cli.Usage(fmt.Errorf("-path: %w", err))
 		}
 	}
 	if *tile != 0 {
 		if err := cpu.SetGEMMTile(*tile); err != nil {
-			return nil, fmt.Errorf("-tile: %w", err)
+			return nil, cli.Usage(fmt.Errorf("-tile: %w", err))
 		}
 	}
 	for f := range strings.SplitSeq(*rows, ",") {
 		m, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || m <= 0 {
-			return nil, fmt.Errorf("-m: bad row count %q", f)
+			return nil, cli.Usage(fmt.Errorf("-m: bad row count %q", f))
 		}
 		gb.ms = append(gb.ms, m)
 	}
 	if gb.reps < 1 {
-		return nil, fmt.Errorf("-reps: must be >= 1, got %d", gb.reps)
+		return nil, cli.Usage(fmt.Errorf("-reps: must be >= 1, got %d", gb.reps))
 	}
 	gb.wk = cpu.Workers(gb.threads)
 	cpuClock, clockThreads = *cputime, gb.threads
@@ -115,7 +118,7 @@ func runGEMM(args []string, stdout io.Writer) error {
 	for model := range strings.SplitSeq(gb.models, ",") {
 		ls, ok := modelLinears[model]
 		if !ok {
-			return fmt.Errorf("-models: unknown model %q (have llama1b, qwen06b)", model)
+			return cli.Usage(fmt.Errorf("-models: unknown model %q (have llama1b, qwen06b)", model))
 		}
 		for _, l := range ls {
 			if l.name == "lm_head" && !gb.lmHead {

@@ -51,15 +51,21 @@ func parseViTStep(args []string) (*vitStepBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return nil, err
+	}
+	if err := backends.CheckName(vb.backend); err != nil {
+		return nil, cli.Usage(fmt.Errorf("-backend: %w", err))
+	}
 	switch {
 	case vb.cfgPath == "":
 		return nil, cli.Usage(fmt.Errorf("-model: a ViTForImageClassification config.json is required"))
 	case vb.batch < 1 || vb.batch > 4096:
-		return nil, fmt.Errorf("-batch: must be between 1 and 4096, got %d", vb.batch)
+		return nil, cli.Usage(fmt.Errorf("-batch: must be between 1 and 4096, got %d", vb.batch))
 	case vb.reps < 1:
-		return nil, fmt.Errorf("-reps: must be >= 1, got %d", vb.reps)
+		return nil, cli.Usage(fmt.Errorf("-reps: must be >= 1, got %d", vb.reps))
 	case vb.steps < 0:
-		return nil, fmt.Errorf("-steps: must be >= 0, got %d", vb.steps)
+		return nil, cli.Usage(fmt.Errorf("-steps: must be >= 0, got %d", vb.steps))
 	}
 	var err error
 	if vb.cfg, err = model.LoadViTConfig(vb.cfgPath); err != nil {

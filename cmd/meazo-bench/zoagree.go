@@ -51,13 +51,22 @@ func parseZOAgree(args []string) (*agreeBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return nil, err
+	}
+	if err := backends.CheckName(ab.b); err != nil {
+		return nil, cli.Usage(fmt.Errorf("-b: %w", err))
+	}
+	if err := backends.CheckName(ab.a); err != nil {
+		return nil, cli.Usage(fmt.Errorf("-a: %w", err))
+	}
 	if ab.dir == "" {
 		return nil, cli.Usage(fmt.Errorf("-model is required"))
 	}
 	for s := range strings.SplitSeq(*epsList, ",") {
 		e, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || !(e > 0) {
-			return nil, fmt.Errorf("-eps: bad value %q", s)
+			return nil, cli.Usage(fmt.Errorf("-eps: bad value %q", s))
 		}
 		ab.epss = append(ab.epss, e)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,22 +61,38 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return nil, err
+	}
+	if err := backends.CheckName(zb.backend); err != nil {
+		return nil, cli.Usage(fmt.Errorf("-backend: %w", err))
+	}
 	zb.targets = strings.Split(*targets, ",")
 	if zb.reps < 1 {
-		return nil, fmt.Errorf("-reps: must be >= 1, got %d", zb.reps)
+		return nil, cli.Usage(fmt.Errorf("-reps: must be >= 1, got %d", zb.reps))
 	}
 	if zb.steps < 0 {
-		return nil, fmt.Errorf("-steps: must be >= 0, got %d", zb.steps)
+		return nil, cli.Usage(fmt.Errorf("-steps: must be >= 0, got %d", zb.steps))
+	}
+	for _, s := range strings.Split(zb.shapes, ",") {
+		if _, _, err := parseShape(s); err != nil {
+			return nil, cli.Usage(fmt.Errorf("-shapes: %w", err))
+		}
+	}
+	for _, qv := range strings.Split(zb.qs, ",") {
+		if q, err := strconv.Atoi(strings.TrimSpace(qv)); err != nil || q < 1 {
+			return nil, cli.Usage(fmt.Errorf("-q: bad value %q, want whole numbers of at least 1 such as 1,4", qv))
+		}
 	}
 	var err error
 	if zb.cfg, err = benchConfig(zb.name); err != nil {
 		return nil, err
 	}
 	if _, err := lora.TargetNames(zb.cfg, zb.targets); err != nil {
-		return nil, fmt.Errorf("-targets: %w", err)
+		return nil, cli.Usage(fmt.Errorf("-targets: %w", err))
 	}
 	if *top < 0 || *top > zb.cfg.NumLayers {
-		return nil, fmt.Errorf("-top: want 0 to the model's %d layers, got %d", zb.cfg.NumLayers, *top)
+		return nil, cli.Usage(fmt.Errorf("-top: want 0 to the model's %d layers, got %d", zb.cfg.NumLayers, *top))
 	}
 	for l := zb.cfg.NumLayers - *top; *top > 0 && l < zb.cfg.NumLayers; l++ {
 		zb.layers = append(zb.layers, l)
@@ -182,7 +199,7 @@ func (zb *zoStepBench) shape(stdout io.Writer, m *model.Model, rng *rand.Rand, s
 	for _, qv := range strings.Split(zb.qs, ",") {
 		var q int
 		if _, err := fmt.Sscan(qv, &q); err != nil || q < 1 {
-			return fmt.Errorf("-q: bad value %q", qv)
+			return cli.Usage(fmt.Errorf("-q: bad value %q", qv))
 		}
 		if err := zb.step(stdout, sh, fmt.Sprintf("ZO step q=%d", q), q, false, true); err != nil {
 			return err

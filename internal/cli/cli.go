@@ -237,3 +237,28 @@ func Usage(err error) error {
 	}
 	return &UsageError{err}
 }
+
+// NoArgs refuses, as a usage error (exit 2), the positional arguments left
+// after Parse for a subcommand that takes flags only: a stray word
+// ("meazo-bench forward llama1b", a flag's value after a space where it
+// wanted "=") is said, not ignored while the command runs as if it had not
+// been given.
+func NoArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
+	}
+	return nil
+}
+
+// Alias defines the flag alias on fs as another name of the flag name,
+// already defined: both set the same value. A spelling kept working after a
+// flag was renamed to match the other commands' (-bf16 of -bf16-weights),
+// or the other commands' spelling accepted beside this one's; -h lists it
+// as "the same as -name".
+func Alias(fs *flag.FlagSet, alias, name string) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("cli.Alias: no flag -" + name)
+	}
+	fs.Var(f.Value, alias, "the same as -"+name)
+}

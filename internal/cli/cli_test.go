@@ -37,6 +37,19 @@ func testSet() *Set {
 		}
 		return nil
 	})
+	s.Register("flagsonly", Help{Summary: "flags only"}, func(args []string, _ io.Reader, stdout io.Writer) error {
+		fs := s.Flags("flagsonly")
+		n := fs.Int("n", 1, "how many")
+		Alias(fs, "count", "n")
+		if err := Parse(fs, args); err != nil {
+			return Usage(err)
+		}
+		if err := NoArgs(fs); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, *n)
+		return nil
+	})
 	s.ExitStatus(func(err error) int {
 		if errors.Is(err, errStopped) {
 			return 3
@@ -61,6 +74,10 @@ func TestExec(t *testing.T) {
 		{[]string{"flags", "-h"}, 0, "", "usage: prog flags [-v] FILE\n\nParses its flags.\n\nReads:    FILE: nothing in it\n"},
 		{[]string{"flags", "-x"}, 2, "", "prog flags: flag provided but not defined: -x\n"},
 		{[]string{"flags", "a"}, 2, "", "prog flags: unexpected argument \"a\"\n"},
+		{[]string{"flagsonly", "-n", "3", "a"}, 2, "", "prog flagsonly: unexpected argument \"a\" (flags only)\n(prog flagsonly -h"},
+		{[]string{"flagsonly", "-n", "3"}, 0, "3\n", ""},
+		{[]string{"flagsonly", "-count=4"}, 0, "4\n", ""},
+		{[]string{"flagsonly", "-count", "5", "-h"}, 0, "", "  -count int\n    \tthe same as -n (default 1)\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		status := testSet().Exec(tc.args, nil, &stdout, &stderr)

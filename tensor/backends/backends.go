@@ -6,6 +6,7 @@ package backends
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/meazo-go/meazo/tensor"
@@ -15,6 +16,17 @@ import (
 
 // Usage is the help text of a --backend flag or a model.backend key.
 const Usage = "compute backend: auto (CUDA when a GPU and its libraries load, else the CPU), cpu or cuda"
+
+// CheckName refuses a backend name that is neither "auto" (or empty) nor a
+// registered backend, with the message Open gives it, so that a command
+// can refuse a mistyped --backend as a bad command line before it reads or
+// writes anything.
+func CheckName(name string) error {
+	if name == "" || name == "auto" || slices.Contains(tensor.Names(), name) {
+		return nil
+	}
+	return fmt.Errorf("unknown backend %q (have auto, %s)", name, strings.Join(tensor.Names(), ", "))
+}
 
 // Open opens the backend called name ("auto", "cpu", "cuda") with the given
 // CPU thread count and the settings of the environment (tensor.EnvOptions:

@@ -106,3 +106,16 @@ func TestChoose(t *testing.T) {
 		t.Error("Choose(tpu) succeeded")
 	}
 }
+
+// TestCheckName: the names Open takes pass, without opening anything; a
+// mistyped one gets Open's message.
+func TestCheckName(t *testing.T) {
+	for _, name := range []string{"", "auto", "cpu", "cuda"} {
+		if err := CheckName(name); err != nil {
+			t.Errorf("CheckName(%q): %v", name, err)
+		}
+	}
+	if err := CheckName("gpu"); err == nil || err.Error() != `unknown backend "gpu" (have auto, cuda, cpu)` {
+		t.Errorf("CheckName(gpu): %v", err)
+	}
+}
