@@ -48,8 +48,11 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
 	if *model == "" || *path == "" {
-		return errors.New("--model and --data are required")
+		return cli.Usage(errors.New("--model and --data are required"))
 	}
 	task, err := data.ParseTask(*taskName)
 	if err != nil {
@@ -71,7 +74,7 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 		return cli.Usage(fmt.Errorf("--format: %w", err))
 	}
 	if *index < 0 {
-		return fmt.Errorf("--index %d is negative", *index)
+		return cli.Usage(fmt.Errorf("--index %d is negative", *index))
 	}
 	tok, err := tokenizer.Load(*model)
 	if err != nil {

@@ -130,12 +130,18 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	if err := backends.CheckName(*backend); err != nil {
+		return cli.Usage(fmt.Errorf("--backend: %w", err))
+	}
 	vit := model.IsViT(*modelDir)
 	switch {
 	case !vit && (*images != "" || *hidden):
-		return fmt.Errorf("--images and --hidden-states are for a ViT image classifier; %s is not one", *modelDir)
+		return cli.Usage(fmt.Errorf("--images and --hidden-states are for a ViT image classifier; %s is not one", *modelDir))
 	case *outPath == "" || *input == "" && *images == "":
-		return fmt.Errorf("--input (a ViT: or --images) and --out are required")
+		return cli.Usage(fmt.Errorf("--input (a ViT: or --images) and --out are required"))
 	}
 	inputs := append([]string{*input, *modelDir, *adapter}, strings.Split(*images, ",")...)
 	if err := outpath.CheckFile("--out", *outPath, inputs...); err != nil {

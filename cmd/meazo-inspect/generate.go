@@ -85,6 +85,9 @@ func parseGenerateFlags(args []string) (*generateFlags, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := backends.CheckName(f.backend); err != nil {
+		return nil, cli.Usage(fmt.Errorf("--backend: %w", err))
+	}
 	given := 0
 	for _, set := range []bool{f.input != "", len(f.prompts) > 0, f.messages != ""} {
 		if set {
@@ -115,7 +118,7 @@ func parseStop(s string) ([]int, error) {
 	for _, part := range strings.Split(s, ",") {
 		id, err := strconv.Atoi(strings.TrimSpace(part))
 		if err != nil {
-			return nil, fmt.Errorf("--stop: %q is not a token id", part)
+			return nil, cli.Usage(fmt.Errorf("--stop: %q is not a token id", part))
 		}
 		ids = append(ids, id)
 	}

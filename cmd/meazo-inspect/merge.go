@@ -48,6 +48,9 @@ func runMerge(args []string, _ io.Reader, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
+	if err := backends.CheckName(*backend); err != nil {
+		return cli.Usage(fmt.Errorf("--backend: %w", err))
+	}
 	if opts.Model == "" || opts.Adapter == "" || opts.Out == "" {
 		return cli.Usage(fmt.Errorf("--model, --adapter and --out are required"))
 	}

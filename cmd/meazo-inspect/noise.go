@@ -41,17 +41,17 @@ func runNoise(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	dist, err := noise.ParseDist(*distName)
 	if err != nil {
-		return fmt.Errorf("--dist: %w", err)
+		return cli.Usage(fmt.Errorf("--dist: %w", err))
 	}
 	switch {
 	case *step > math.MaxUint32:
-		return fmt.Errorf("--step %d exceeds 2^32-1", *step)
+		return cli.Usage(fmt.Errorf("--step %d exceeds 2^32-1", *step))
 	case *dir > math.MaxUint32:
-		return fmt.Errorf("--direction %d exceeds 2^32-1", *dir)
+		return cli.Usage(fmt.Errorf("--direction %d exceeds 2^32-1", *dir))
 	case *group < 0:
-		return fmt.Errorf("--group %d is negative", *group)
+		return cli.Usage(fmt.Errorf("--group %d is negative", *group))
 	case *n < 1 || *n > 1<<28:
-		return fmt.Errorf("--n %d outside 1..2^28", *n)
+		return cli.Usage(fmt.Errorf("--n %d outside 1..2^28", *n))
 	}
 	z := make([]float32, *n)
 	noise.Fill(z, dist, noise.Stream{Seed: noise.StreamSeed(*seed, *group), Step: uint32(*step), Dir: uint32(*dir)}, 0)

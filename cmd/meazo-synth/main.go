@@ -60,6 +60,9 @@ func runTrace(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
 	if *specPath == "" {
 		return cli.Usage(fmt.Errorf("--spec is required"))
 	}
@@ -81,6 +84,9 @@ func runPaper(fs *flag.FlagSet, args []string, log io.Writer) error {
 	quick := fs.Bool("quick", false, "small version (3 seeds, 300 steps, 4 rates, d = 9 and 25) for a smoke test")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
 	}
 	if *out == "" {
 		return cli.Usage(fmt.Errorf("--out is required"))

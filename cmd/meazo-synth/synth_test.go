@@ -54,6 +54,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"trace", "--spec", writeSpec(t, `{"h": [2], "x0": [1], "optimizer": "zo-sgd", "lr": 0.01, "eps": 0.001, "q": 1, "steps": 2} trailing`)}, 1, "",
 			"more after the spec's JSON object"},
 		{[]string{"paper"}, 2, "", "meazo-synth paper: --out is required\n"},
+		{[]string{"paper", "stray"}, 2, "", "meazo-synth paper: unexpected argument \"stray\" (flags only)\n"},
+		{[]string{"trace", "stray"}, 2, "", "meazo-synth trace: unexpected argument \"stray\" (flags only)\n"},
 		{[]string{"paper", "-h"}, 0, "", "usage: meazo-synth paper --out DIR [--quick]\n"},
 		{[]string{"trace", "-h"}, 0, "", "\nReads:    SPEC.json (--spec): one JSON object:\n            h          the diagonal of the Hessian"},
 	} {
