@@ -91,6 +91,7 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 	stem := fs.Bool("stem", false, "rouge: apply NLTK's Porter stemmer to tokens longer than 3 characters")
 	in := fs.String("in", "-", "input JSON Lines file (- for stdin)")
 	out := fs.String("out", "-", "output JSON Lines file (- for stdout); written atomically")
+	cli.Alias(fs, "rouge-stem", "stem") // meazo-eval task's and eval.rouge_stem's spelling
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
@@ -98,7 +99,7 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 		return cli.Usage(fmt.Errorf("--metric must be squad or rouge, got %q", *metric))
 	}
 	if *stem && *metric != "rouge" {
-		return cli.Usage(fmt.Errorf("--stem applies only to --metric rouge"))
+		return cli.Usage(fmt.Errorf("--stem (--rouge-stem) applies only to --metric rouge"))
 	}
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (the input is --in FILE, or stdin)", fs.Arg(0)))

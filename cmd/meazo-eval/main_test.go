@@ -58,6 +58,14 @@ func TestScoreRougeFileOut(t *testing.T) {
 	if first["rouge1"]["precision"] != 1 || first["rougeL"]["recall"] != 0.5 {
 		t.Errorf("first line = %v (stemming should match cats/cat)", first)
 	}
+	// --rouge-stem, meazo-eval task's spelling, is --stem.
+	outAlias := filepath.Join(dir, "s2.jsonl")
+	if err := runScore([]string{"--metric", "rouge", "--rouge-stem", "--in", in, "--out", outAlias}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if alias, _ := os.ReadFile(outAlias); !bytes.Equal(alias, data) {
+		t.Errorf("--rouge-stem scored\n%s\n--stem\n%s", alias, data)
+	}
 	// The scores never replace the predictions (the same file by another
 	// name too), nor go to a directory.
 	before, _ := os.ReadFile(in)

@@ -41,6 +41,8 @@ func runTask(args []string, stdout, log io.Writer) error {
 	backend := fs.String("backend", "auto", backends.Usage)
 	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024); use the run's model.date_string")
 	stem := fs.Bool("rouge-stem", false, "XSum, generation: Porter-stem ROUGE tokens (default off, as HF evaluate)")
+	cli.Alias(fs, "max-test", "max-examples") // the config's task.max_test
+	cli.Alias(fs, "stem", "rouge-stem")       // meazo-eval score's spelling
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
 	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
 	predsPath := fs.String("predictions", "", "write each example's answer to this file, one JSON line per example in the data's order (written atomically): its id and input, the generated text, references and own metrics (0-1), or the predicted and gold labels")
@@ -50,6 +52,9 @@ func runTask(args []string, stdout, log io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return cli.Usage(fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0)))
+	}
+	if err := backends.CheckName(*backend); err != nil {
+		return cli.Usage(fmt.Errorf("--backend: %w", err))
 	}
 	for _, f := range []struct{ flag, dir string }{{"--adapter", *adapter}, {"--model", *modelDir}} {
 		if err := notARunDir(f.flag, f.dir); err != nil {
@@ -63,11 +68,16 @@ func runTask(args []string, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case *modelDir == "" || *task == "" || *dataPath == "":
+	if *modelDir == "" || *task == "" || *dataPath == "" {
 		return cli.Usage(missingRequired(map[string]string{"model": *modelDir, "task": *task, "data": *dataPath}))
-	case *maxExamples < 0 || *batch < 1 || *maxNew < 0 || *threads < 0 || *maxLen < 0:
-		return cli.Usage(fmt.Errorf("--max-examples, --max-new-tokens, --max-length and --threads must not be negative and --batch-size must be at least 1"))
+	}
+	for _, f := range []struct {
+		name     string
+		value, m int
+	}{{"max-examples", *maxExamples, 0}, {"batch-size", *batch, 1}, {"max-new-tokens", *maxNew, 0}, {"max-length", *maxLen, 0}, {"threads", *threads, 0}} {
+		if f.value < f.m {
+			return cli.Usage(fmt.Errorf("--%s must be at least %d, got %d", f.name, f.m, f.value))
+		}
 	}
 	var labelList []string
 	if *labels != "" {

@@ -92,7 +92,12 @@ func TestTaskCommandLine(t *testing.T) {
 		want string
 	}{
 		{append(base, "extra"), `unexpected argument "extra"`},
-		{append(base, "--max-examples", "-5"), "must not be negative"},
+		{append(base, "--max-examples", "-5"), "--max-examples must be at least 0, got -5"},
+		{append(base, "--max-test", "-5"), "--max-examples must be at least 0, got -5"}, // task.max_test's spelling
+		{append(base, "--threads", "-1"), "--threads must be at least 0, got -1"},
+		{append(base, "--max-new-tokens", "-1"), "--max-new-tokens must be at least 0, got -1"},
+		{append(base, "--backend", "gpu"), `--backend: unknown backend "gpu" (have auto, cuda, cpu)`},
+		{append(base, "--stem", "--backend", "gpu"), `--backend: unknown backend "gpu"`}, // score's spelling of --rouge-stem
 		{append(base, "--batch-size", "0"), "--batch-size must be at least 1"},
 		{[]string{"--task", "sst2"}, "--model and --data are required"},
 		{[]string{"--task", "sst2", "--model", "m"}, "--data is required"},
