@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -113,7 +114,7 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, name := range []string{"config", "resume", "out", "seed", "demo-dir", "backend"} {
+	for _, name := range []string{"config", "resume", "out", "seed", "demo-dir", "backend", "threads"} {
 		if given[name] && strings.TrimSpace(fs.Lookup(name).Value.String()) == "" {
 			return nil, fmt.Errorf("--%s is given an empty value (an unset shell variable?)", name)
 		}
@@ -121,6 +122,13 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 	if c.configDoc {
 		return c, nil
 	}
+	if err := backends.CheckName(*f.backend); err != nil {
+		return nil, fmt.Errorf("--backend: %w", err)
+	}
+	if c.demoSteps < 0 {
+		return nil, fmt.Errorf("--demo-steps must be at least 0, got %d", c.demoSteps)
+	}
+	f.given = given
 	if err := checkSets(f.sets); err != nil {
 		return nil, err
 	}
@@ -140,8 +148,10 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 
 // flagValues are the flags that become train.Options.
 type flagValues struct {
-	config, seed, out, backend, resume *string
-	sets                               setFlags
+	config, seed, out, backend, resume, threads *string
+	bf16                                        *bool
+	sets                                        setFlags
+	given                                       map[string]bool // the flags on the command line
 }
 
 // defineFlags defines meazo-train's flags on fs: the modes' into the
@@ -153,6 +163,8 @@ func defineFlags(fs *flag.FlagSet) (*cmdline, *flagValues) {
 	f.seed = fs.String("seed", "", "shorthand for --set train.seed=`N`")
 	f.out = fs.String("out", "", "shorthand for --set output.dir=`DIR`")
 	f.backend = fs.String("backend", "", "shorthand for --set model.backend=`NAME`: auto, cpu or cuda")
+	f.threads = fs.String("threads", "", "shorthand for --set train.threads=`N`: CPU worker threads (0: all cores), as meazo-eval task's --threads")
+	f.bf16 = fs.Bool("bf16-weights", false, "shorthand for --set model.bf16_weights=true: keep a BF16 checkpoint's matrices in bfloat16 in memory, as meazo-eval task's --bf16-weights")
 	f.resume = fs.String("resume", "", "continue the run in `RUN_DIR` from its last checkpoint")
 	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
 	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
@@ -172,8 +184,8 @@ func checkModes(given map[string]bool, c *cmdline, sets setFlags) error {
 		}
 	}
 	switch {
-	case modes == 0 && (given["out"] || given["seed"] || given["set"]):
-		return fmt.Errorf("--out, --seed and --set need --config (a new run) or --resume (a run to continue); nothing was run")
+	case modes == 0 && (given["out"] || given["seed"] || given["set"] || given["threads"] || given["bf16-weights"]):
+		return fmt.Errorf("--out, --seed, --threads, --bf16-weights and --set need --config (a new run) or --resume (a run to continue); nothing was run")
 	case !given["demo"] && (given["demo-dir"] || given["demo-steps"]):
 		return fmt.Errorf("--demo-dir and --demo-steps belong to --demo")
 	case modes == 0:
@@ -228,12 +240,23 @@ func (f *flagValues) options() (train.Options, error) {
 	if *f.backend != "" {
 		sets = append(sets, "model.backend="+*f.backend)
 	}
+	if *f.threads != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(*f.threads))
+		if err != nil || n < 0 {
+			return train.Options{}, fmt.Errorf("--threads %s: want a whole number, 0 (all cores) or more", *f.threads)
+		}
+		sets = append(sets, "train.threads="+strconv.Itoa(n))
+	}
+	if f.given["bf16-weights"] {
+		sets = append(sets, "model.bf16_weights="+strconv.FormatBool(*f.bf16))
+	}
 	return train.Options{ConfigPath: *f.config, Overrides: sets, Resume: *f.resume}, nil
 }
 
 // shorthands are the flags that stand for a --set of one key.
 var shorthands = []struct{ flag, key string }{
 	{"seed", "train.seed"}, {"out", "output.dir"}, {"backend", "model.backend"},
+	{"threads", "train.threads"}, {"bf16-weights", "model.bf16_weights"},
 }
 
 // shorthandConflict refuses a shorthand flag given together with a --set of

@@ -43,6 +43,12 @@ func TestCarelessInvocations(t *testing.T) {
 		{"--out and output.dir", []string{"--config", "c.yaml", "--set", "output.dir=b", "--out", "a"}, "--set output.dir: --out sets it too: give one of them"},
 		{"--backend and model.backend", []string{"--config", "c.yaml", "--backend", "cpu", "--set", " model.backend =cuda"}, "--set model.backend: --backend sets it too: give one of them"},
 		{"--demo --backend and model.backend", []string{"--demo", "--backend", "cpu", "--set", "model.backend=cpu"}, "--set model.backend: --backend sets it too"},
+		{"--backend gpu", []string{"--config", "c.yaml", "--backend", "gpu"}, `--backend: unknown backend "gpu" (have auto, cuda, cpu)`},
+		{"negative --demo-steps", []string{"--demo", "--demo-steps", "-5"}, "--demo-steps must be at least 0, got -5"},
+		{"negative --threads", []string{"--config", "c.yaml", "--threads", "-1"}, "--threads -1: want a whole number"},
+		{"--threads without --config", []string{"--threads", "4"}, "need --config"},
+		{"--threads and train.threads", []string{"--config", "c.yaml", "--threads", "1", "--set", "train.threads=2"}, "--set train.threads: --threads sets it too: give one of them"},
+		{"--bf16-weights and model.bf16_weights", []string{"--config", "c.yaml", "--bf16-weights", "--set", "model.bf16_weights=false"}, "--set model.bf16_weights: --bf16-weights sets it too"},
 		{"config", []string{"--config", "c.yaml", "--seed", "3", "--out", "o"}, ""},
 		{"shorthands and other --set", []string{"--config", "c.yaml", "--seed", "3", "--out", "o", "--backend", "cpu", "--set", "train.seed_x=1", "--set", "train.steps=2"}, ""},
 		{"resume", []string{"--resume", "r", "--set", "train.steps=9"}, ""},
@@ -70,6 +76,13 @@ func TestCarelessInvocations(t *testing.T) {
 	c, _ := parseCmdline([]string{"--config", "c.yaml", "--seed", "3", "--out", "o"}, io.Discard)
 	if strings.Join(c.opts.Overrides, " ") != "train.seed=3 output.dir=o" {
 		t.Errorf("overrides %q", c.opts.Overrides)
+	}
+	c, _ = parseCmdline([]string{"--config", "c.yaml", "--threads", "3", "--bf16-weights", "--backend", "cpu"}, io.Discard)
+	if strings.Join(c.opts.Overrides, " ") != "model.backend=cpu train.threads=3 model.bf16_weights=true" {
+		t.Errorf("--threads, --bf16-weights: overrides %q", c.opts.Overrides)
+	}
+	if c, _ := parseCmdline([]string{"--resume", "r", "--bf16-weights=false"}, io.Discard); strings.Join(c.opts.Overrides, " ") != "model.bf16_weights=false" {
+		t.Errorf("--bf16-weights=false: overrides %q", c.opts.Overrides)
 	}
 	if c, _ := parseCmdline([]string{"--config", "c.yaml", "--seed", "010"}, io.Discard); strings.Join(c.opts.Overrides, " ") != "train.seed=10" {
 		t.Errorf("--seed 010: overrides %q, want train.seed=10", c.opts.Overrides)
