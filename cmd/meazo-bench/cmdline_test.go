@@ -48,3 +48,25 @@ func TestBadCommandLines(t *testing.T) {
 		}
 	}
 }
+
+// TestAliases: -bf16-weights, as meazo-train and meazo-eval task spell it,
+// is -bf16 in the modes that time a model; -batch-size is vitstep's -batch.
+func TestAliases(t *testing.T) {
+	if fb, err := parseForward([]string{"-model", "qwen06b", "-bf16-weights"}); err != nil || !fb.bf16 {
+		t.Errorf("forward -bf16-weights: %v", err)
+	}
+	if zb, err := parseZOStep([]string{"-model", "qwen06b", "-bf16-weights"}); err != nil || !zb.bf16 {
+		t.Errorf("zostep -bf16-weights: %v", err)
+	}
+	if ab, err := parseZOAgree([]string{"-model", "m", "-bf16-weights"}); err != nil || !ab.bf16 {
+		t.Errorf("zoagree -bf16-weights: %v", err)
+	}
+	if vb, err := parseViTStep([]string{"-model", "../../scripts/gpu/vit-b16-pets-config.json", "-batch-size", "4"}); err != nil || vb.batch != 4 {
+		t.Errorf("vitstep -batch-size 4: %v", err)
+	}
+	var stderr strings.Builder // fullstep has no parse function: -bf16-weights gets to the missing model
+	if status := modes.Exec([]string{"fullstep", "-bf16-weights", "-model", "/nonexistent.json"}, nil, io.Discard, &stderr); status != 2 ||
+		!strings.Contains(stderr.String(), `-model "/nonexistent.json" is not built in`) {
+		t.Errorf("fullstep -bf16-weights: status %d, %s", status, stderr.String())
+	}
+}

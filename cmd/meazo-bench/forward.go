@@ -50,6 +50,7 @@ func parseForward(args []string) (*forwardBench, error) {
 	fs.BoolVar(&fb.logits, "logits", true, "compute logits at every position and return them to the host (as a plain HF forward does); false: the LM head runs only where a loss needs it")
 	fs.BoolVar(&fb.ops, "ops", false, "also report the time per backend op class (MatMul, Attention, RMSNorm, ...) per forward; the CPU backend only, whose calls return when their work is done")
 	fs.BoolVar(&fb.bf16, "bf16", false, bf16Usage)
+	cli.Alias(fs, "bf16-weights", "bf16") // meazo-train's and meazo-eval task's spelling
 	fs.BoolVar(&fb.lossAll, "loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)

@@ -58,6 +58,7 @@ func runFullStep(args []string, stdout io.Writer) error {
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	backend := fs.String("backend", "cpu", backends.Usage)
 	fs.BoolVar(&fb.bf16, "bf16", false, bf16Usage)
+	cli.Alias(fs, "bf16-weights", "bf16") // meazo-train's and meazo-eval task's spelling
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)

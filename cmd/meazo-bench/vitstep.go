@@ -43,6 +43,7 @@ func parseViTStep(args []string) (*vitStepBench, error) {
 	fs := modes.Flags("vitstep")
 	fs.StringVar(&vb.cfgPath, "model", "", "a ViTForImageClassification config.json (random weights of its shapes; scripts/gpu/vit-b16-pets-config.json is ViT-B/16 with Pets' 37 classes)")
 	fs.IntVar(&vb.batch, "batch", 32, "images per batch (random pixel values and labels)")
+	cli.Alias(fs, "batch-size", "batch") // meazo-eval task's and meazo-inspect generate's spelling
 	fs.IntVar(&vb.reps, "reps", 3, "timed repetitions after one warm-up; the median is reported")
 	fs.IntVar(&vb.steps, "steps", 0, "then a run of this many MEAZO steps, each on a new random batch: its time per step and losses")
 	fs.IntVar(&vb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")

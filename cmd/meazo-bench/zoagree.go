@@ -48,6 +48,7 @@ func parseZOAgree(args []string) (*agreeBench, error) {
 	epsList := fs.String("eps", "1e-3,1e-6", "comma-separated perturbation scales ε")
 	fs.StringVar(&ab.shape, "shape", "4x32", "BxT batch of random tokens; the second half of each row is supervised")
 	fs.BoolVar(&ab.bf16, "bf16", false, "keep the weights in bfloat16 on both backends (model.bf16_weights; with MEAZO_CUDA_BF16_PRODUCTS=1 the GPU multiplies them in bfloat16)")
+	cli.Alias(fs, "bf16-weights", "bf16") // meazo-train's and meazo-eval task's spelling
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}

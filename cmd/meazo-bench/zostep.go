@@ -55,6 +55,7 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	fs.StringVar(&zb.backend, "backend", "cpu", backends.Usage)
 	fs.StringVar(&zb.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&zb.bf16, "bf16", false, bf16Usage)
+	cli.Alias(fs, "bf16-weights", "bf16") // meazo-train's and meazo-eval task's spelling
 	fs.IntVar(&zb.steps, "steps", 0, "then a run of this many MEAZO steps (q=1) at the first shape, each on a new random batch: its time per step and losses")
 	targets := fs.String("targets", "q_proj,v_proj", "comma-separated LoRA target projections, or all-linear")
 	top := fs.Int("top", 0, "LoRA on the last N decoder layers only (adapter.layers; 0: every layer)")
