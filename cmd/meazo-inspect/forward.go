@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -95,20 +96,51 @@ func checkModelDir(modelDir string) error {
 	return nil
 }
 
-// loadModel loads a checkpoint on the named backend and, if adapterDir is
-// set, a saved adapter (LoRA or prompt tuning). The backend's one-line description goes to
-// stderr.
-func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
+// loadFlags are how forward and generate load a model: --backend,
+// --threads and --bf16-weights, spelt and meant as meazo-eval task's.
+type loadFlags struct {
+	backend string
+	threads int
+	bf16    bool
+}
+
+// define defines the flags on fs.
+func (l *loadFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&l.backend, "backend", "auto", backends.Usage)
+	fs.IntVar(&l.threads, "threads", 0, "CPU worker threads (0: all cores); results do not depend on it")
+	fs.BoolVar(&l.bf16, "bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results), as model.bf16_weights")
+}
+
+// check refuses, as a bad command line, a backend that does not exist and
+// negative threads.
+func (l *loadFlags) check() error {
+	if err := backends.CheckName(l.backend); err != nil {
+		return cli.Usage(fmt.Errorf("--backend: %w", err))
+	}
+	if l.threads < 0 {
+		return cli.Usage(fmt.Errorf("--threads must be at least 0, got %d", l.threads))
+	}
+	return nil
+}
+
+// loadModel loads a checkpoint on the backend lf names and, if adapterDir
+// is set, a saved adapter (LoRA or prompt tuning). The backend's one-line
+// description goes to stderr, and so does a note when --bf16-weights has no
+// BF16 weight to keep.
+func loadModel(modelDir, adapterDir string, lf loadFlags) (*model.Model, error) {
 	if err := checkModelDir(modelDir); err != nil {
 		return nil, err
 	}
-	be, err := backends.Open(backend, 0, os.Stderr)
+	be, err := backends.Open(lf.backend, lf.threads, os.Stderr)
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.LoadWith(modelDir, model.LoadOptions{Backend: be})
+	m, err := model.LoadWith(modelDir, model.LoadOptions{Backend: be, BF16Weights: lf.bf16})
 	if err != nil {
 		return nil, err
+	}
+	if note := train.BF16WeightsNote(m, modelDir, lf.bf16, "--bf16-weights"); note != "" {
+		fmt.Fprintln(os.Stderr, note)
 	}
 	if adapterDir != "" {
 		if err := train.AttachAdapter(adapterDir, m); err != nil {
@@ -120,7 +152,8 @@ func loadModel(modelDir, adapterDir, backend string) (*model.Model, error) {
 
 func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	fs := commands.Flags("forward")
-	backend := fs.String("backend", "auto", backends.Usage)
+	var lf loadFlags
+	lf.define(fs)
 	modelDir := fs.String("model", "", "HF model directory (config.json + safetensors)")
 	adapter := fs.String("adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
 	input := fs.String("input", "", `input JSON: {"input_ids": [[...]], "attention_mask", "position_ids", "labels"} (all but input_ids optional); a ViT's: {"pixel_values": [B][C][H][W]} or {"images": [paths]}, "labels" [B] optional`)
@@ -133,13 +166,15 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
-	if err := backends.CheckName(*backend); err != nil {
-		return cli.Usage(fmt.Errorf("--backend: %w", err))
+	if err := lf.check(); err != nil {
+		return err
 	}
 	vit := model.IsViT(*modelDir)
 	switch {
 	case !vit && (*images != "" || *hidden):
 		return cli.Usage(fmt.Errorf("--images and --hidden-states are for a ViT image classifier; %s is not one", *modelDir))
+	case vit && lf.bf16:
+		return cli.Usage(fmt.Errorf("--bf16-weights is for a decoder's checkpoint; a ViT (%s) is held in float32", *modelDir))
 	case *outPath == "" || *input == "" && *images == "":
 		return cli.Usage(fmt.Errorf("--input (a ViT: or --images) and --out are required"))
 	}
@@ -148,14 +183,14 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 		return err
 	}
 	if vit {
-		return runForwardViT(vitForward{model: *modelDir, adapter: *adapter, backend: *backend, input: *input,
+		return runForwardViT(vitForward{model: *modelDir, adapter: *adapter, backend: lf.backend, threads: lf.threads, input: *input,
 			images: *images, out: *outPath, hiddenStates: *hidden}, stdout)
 	}
 	in, labels, err := readBatch(*input)
 	if err != nil {
 		return err
 	}
-	m, err := loadModel(*modelDir, *adapter, *backend)
+	m, err := loadModel(*modelDir, *adapter, lf)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ type vitInput struct {
 // vitForward are forward's flags that a ViT's forward reads.
 type vitForward struct {
 	model, adapter, backend, input, images, out string
+	threads                                     int
 	hiddenStates                                bool
 }
 
@@ -53,7 +54,7 @@ func runForwardViT(o vitForward, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	be, err := backends.Open(o.backend, 0, os.Stderr)
+	be, err := backends.Open(o.backend, o.threads, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/train"
 )
@@ -44,9 +43,10 @@ meazo-inspect generate --model models/Qwen3-0.6B --adapter runs/squad-lora/best 
 
 // generateFlags are generate's settings.
 type generateFlags struct {
-	backend, model, adapter, input, messages, stop string
-	prompts                                        []string
-	maxNew, batch                                  int
+	loadFlags
+	model, adapter, input, messages, stop string
+	prompts                               []string
+	maxNew, batch                         int
 }
 
 func runGenerate(args []string, stdin io.Reader, stdout io.Writer) error {
@@ -70,7 +70,7 @@ func runGenerate(args []string, stdin io.Reader, stdout io.Writer) error {
 func parseGenerateFlags(args []string) (*generateFlags, error) {
 	fs := commands.Flags("generate")
 	f := &generateFlags{}
-	fs.StringVar(&f.backend, "backend", "auto", backends.Usage)
+	f.loadFlags.define(fs)
 	fs.StringVar(&f.model, "model", "", "HF model directory (config.json + safetensors; for text, its tokenizer)")
 	fs.StringVar(&f.adapter, "adapter", "", "saved adapter directory, LoRA or prompt tuning (optional)")
 	fs.Func("prompt", "a text prompt, encoded with the model's tokenizer (repeatable: one generation each)", func(s string) error {
@@ -85,8 +85,8 @@ func parseGenerateFlags(args []string) (*generateFlags, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
-	if err := backends.CheckName(f.backend); err != nil {
-		return nil, cli.Usage(fmt.Errorf("--backend: %w", err))
+	if err := f.loadFlags.check(); err != nil {
+		return nil, err
 	}
 	given := 0
 	for _, set := range []bool{f.input != "", len(f.prompts) > 0, f.messages != ""} {
@@ -131,7 +131,7 @@ func generateIDs(f *generateFlags, opts model.GenerateOptions, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	m, err := loadModel(f.model, f.adapter, f.backend)
+	m, err := loadModel(f.model, f.adapter, f.loadFlags)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func generateText(f *generateFlags, opts model.GenerateOptions, stdin io.Reader,
 	if err != nil {
 		return err
 	}
-	m, err := loadModel(f.model, f.adapter, f.backend)
+	m, err := loadModel(f.model, f.adapter, f.loadFlags)
 	if err != nil {
 		return err
 	}
