@@ -92,6 +92,7 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 	in := fs.String("in", "-", "input JSON Lines file (- for stdin)")
 	out := fs.String("out", "-", "output JSON Lines file (- for stdout); written atomically")
 	cli.Alias(fs, "rouge-stem", "stem") // meazo-eval task's and eval.rouge_stem's spelling
+	cli.Alias(fs, "input", "in")        // meazo-inspect's spelling
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}

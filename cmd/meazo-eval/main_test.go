@@ -58,9 +58,10 @@ func TestScoreRougeFileOut(t *testing.T) {
 	if first["rouge1"]["precision"] != 1 || first["rougeL"]["recall"] != 0.5 {
 		t.Errorf("first line = %v (stemming should match cats/cat)", first)
 	}
-	// --rouge-stem, meazo-eval task's spelling, is --stem.
+	// --rouge-stem, meazo-eval task's spelling, is --stem; --input,
+	// meazo-inspect's, is --in.
 	outAlias := filepath.Join(dir, "s2.jsonl")
-	if err := runScore([]string{"--metric", "rouge", "--rouge-stem", "--in", in, "--out", outAlias}, nil, nil); err != nil {
+	if err := runScore([]string{"--metric", "rouge", "--rouge-stem", "--input", in, "--out", outAlias}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if alias, _ := os.ReadFile(outAlias); !bytes.Equal(alias, data) {

@@ -79,6 +79,9 @@ func runTask(args []string, stdout, log io.Writer) error {
 			return cli.Usage(fmt.Errorf("--%s must be at least %d, got %d", f.name, f.m, f.value))
 		}
 	}
+	if _, err := data.ParseFormat(*format); err != nil { // as meazo-inspect example: before the model loads
+		return cli.Usage(fmt.Errorf("--format: %w", err))
+	}
 	var labelList []string
 	if *labels != "" {
 		var err error

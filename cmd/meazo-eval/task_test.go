@@ -96,6 +96,7 @@ func TestTaskCommandLine(t *testing.T) {
 		{append(base, "--max-test", "-5"), "--max-examples must be at least 0, got -5"}, // task.max_test's spelling
 		{append(base, "--threads", "-1"), "--threads must be at least 0, got -1"},
 		{append(base, "--max-new-tokens", "-1"), "--max-new-tokens must be at least 0, got -1"},
+		{append(base, "--format", "opt"), `--format: unknown format "opt" (want chat or mezo)`},
 		{append(base, "--backend", "gpu"), `--backend: unknown backend "gpu" (have auto, cuda, cpu)`},
 		{append(base, "--stem", "--backend", "gpu"), `--backend: unknown backend "gpu"`}, // score's spelling of --rouge-stem
 		{append(base, "--batch-size", "0"), "--batch-size must be at least 1"},
