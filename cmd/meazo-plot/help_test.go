@@ -30,3 +30,27 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestBadCommandLines: a flag value the command cannot use (a negative
+// --smooth, taken as 0; a rate or η* that is not one, exit 1) is a bad
+// command line, exit 2, before any directory is read.
+func TestBadCommandLines(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"curves", "--smooth", "-1", "/nonexistent"}, `invalid value "-1" for flag -smooth: want a whole number of steps, 0`},
+		{[]string{"all", "--smooth", "x", "/nonexistent"}, `invalid value "x" for flag -smooth`},
+		{[]string{"study", "--smooth", "-3", "/nonexistent.yaml"}, `invalid value "-3" for flag -smooth`},
+		{[]string{"sweep-fine", "--coarse", "abc", "1e-3"}, `--coarse: "abc" is not a positive learning rate`},
+		{[]string{"sweep-fine", "--coarse", "1e-3,1e-2", "abc"}, `η* "abc": not a number`},
+		{[]string{"sweep-select", "--rates", "abc", "--seeds", "0", "/nonexistent"}, `--rates: "abc" is not a positive learning rate`},
+		{[]string{"sweep-select", "--rates", "1e-3", "--seeds", "x", "/nonexistent"}, `--seeds: `},
+		{[]string{"sweep-select", "--rates", "1e-3", "--seeds", "0", "--coarse", "-1", "/nonexistent"}, `--coarse: "-1" is not a positive learning rate`},
+	} {
+		var stderr strings.Builder
+		if status := commands.Exec(c.args, nil, io.Discard, &stderr); status != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: status %d, stderr %q; want 2 and %q", c.args, status, stderr.String(), c.want)
+		}
+	}
+}

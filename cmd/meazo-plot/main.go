@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/outpath"
@@ -56,7 +57,23 @@ func newFlags(name string) (*flag.FlagSet, *string) {
 
 // smoothFlag is the --smooth flag of the commands that draw loss curves.
 func smoothFlag(fs *flag.FlagSet) *int {
-	return fs.Int("smooth", 0, "training-loss running-mean window in steps (0: 1% of the run's steps, at least 1)")
+	w := new(int)
+	fs.Var((*windowFlag)(w), "smooth", "training-loss running-mean window of `W` steps (0: 1% of the run's steps, at least 1)")
+	return w
+}
+
+// windowFlag is --smooth's value: a whole number of steps, 0 or more (a
+// negative window was taken as 0 without a word).
+type windowFlag int
+
+func (w *windowFlag) String() string { return strconv.Itoa(int(*w)) }
+func (w *windowFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return errors.New("want a whole number of steps, 0 (1% of the run's steps) or more")
+	}
+	*w = windowFlag(n)
+	return nil
 }
 
 // warn prints a warning line: something was left out, the output is still usable.

@@ -81,11 +81,11 @@ func cmdSweepFine(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	coarse, err := sweep.ParseRates("--coarse", *coarseList)
 	if err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	eta, err := strconv.ParseFloat(fs.Arg(0), 64)
 	if err != nil {
-		return fmt.Errorf("η* %q: not a number", fs.Arg(0))
+		return cli.Usage(fmt.Errorf("η* %q: not a number", fs.Arg(0)))
 	}
 	fine, err := sweep.FineGrid(coarse, eta)
 	if err != nil {
@@ -112,16 +112,16 @@ func cmdSweepSelect(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	rates, err := sweep.ParseRates("--rates", *rateList)
 	if err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	seeds, err := sweep.ParseSeeds("--seeds", *seedList)
 	if err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	var coarse []float64
 	if *coarseList != "" {
 		if coarse, err = sweep.ParseRates("--coarse", *coarseList); err != nil {
-			return err
+			return cli.Usage(err)
 		}
 	}
 	sw, err := sweep.SelectDir(fs.Arg(0), rates, seeds, coarse)
