@@ -2,6 +2,7 @@ package lora
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -33,9 +34,37 @@ import (
 // leaves it). m must hold its projections unstacked
 // (model.LoadOptions.Unstacked), as Save needs.
 func (a *Adapter) MergeInto(m *model.Model) error {
+	_, err := a.MergeIntoRounded(m)
+	return err
+}
+
+// Rounding is what storing merged weights in their checkpoint's dtype
+// took from a merge: a bfloat16 (or float16) weight holds W + scale·B·A
+// rounded, and an adapter's change smaller than half the weight's spacing
+// there (ZO's small updates, on bfloat16's 8 bits of mantissa) is lost to
+// it, in part or whole.
+type Rounding struct {
+	Dtype string  // "bfloat16" or "float16"; "" when no merged weight was rounded (float32)
+	Err   float64 // ‖round(W + ΔW) − (W + ΔW)‖², summed over the merged matrices
+	Delta float64 // ‖ΔW‖², the adapter's change as the float32 merge holds it, summed likewise
+}
+
+// Relative is ‖round(W + ΔW) − (W + ΔW)‖ / ‖ΔW‖: 0 when the rounding kept
+// the merge whole, about 1 (or more) when it lost the adapter's change.
+func (r Rounding) Relative() float64 {
+	if r.Delta == 0 {
+		return 0
+	}
+	return math.Sqrt(r.Err / r.Delta)
+}
+
+// MergeIntoRounded is MergeInto, and says what the rounding of the merged
+// weights to the dtype they are stored in took from the merge.
+func (a *Adapter) MergeIntoRounded(m *model.Model) (Rounding, error) {
+	var rd Rounding
 	ts, err := m.Tensors()
 	if err != nil {
-		return fmt.Errorf("merge the adapter: %w", err)
+		return rd, fmt.Errorf("merge the adapter: %w", err)
 	}
 	view := a.View(a.params)
 	for l := range m.Layers {
@@ -49,15 +78,15 @@ func (a *Adapter) MergeInto(m *model.Model) error {
 				continue // a layer layers_to_transform leaves out
 			}
 			if i < 0 || *w == nil {
-				return fmt.Errorf("merge the adapter: layer %d has no %s weight of its own", l, t.Name)
+				return rd, fmt.Errorf("merge the adapter: layer %d has no %s weight of its own", l, t.Name)
 			}
-			merged := mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, ts[i])
+			merged := mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, ts[i], &rd)
 			m.Backend.FreeWeight(*w)
 			*w = merged
 		}
 	}
 	m.Adapter = nil
-	return nil
+	return rd, nil
 }
 
 // Merge returns a copy of m whose weights include the adapter (W +
@@ -82,12 +111,12 @@ func Merge(m *model.Model, view *model.Adapter) *model.Model {
 				los = append(los, *la.Slot(p))
 			}
 			if slices.ContainsFunc(los, func(lo *model.LoRA) bool { return lo != nil }) {
-				*st.w = mergeRows(m.Backend, *st.w, st.first, los, model.Tensor{})
+				*st.w = mergeRows(m.Backend, *st.w, st.first, los, model.Tensor{}, nil)
 			}
 		}
 		for _, pr := range m.Projections() {
 			if w, lo := merged.Weight(l, pr.Proj), *la.Slot(pr.Proj); lo != nil && *w != nil {
-				*w = mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, model.Tensor{})
+				*w = mergeRows(m.Backend, *w, []int{0}, []*model.LoRA{lo}, model.Tensor{}, nil)
 			}
 		}
 	}
@@ -120,8 +149,9 @@ func stacksOf(m *model.Model, l int) []stacked {
 // mergeRows returns a new matrix: w with scale·B·A added to its rows from
 // first[i] on for each non-nil los[i], stored by the model's backend as
 // stored says: in float32; rounded to bfloat16 and stored so (stored.BF16);
-// or rounded to float16 and held in float32 (stored.F16).
-func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoRA, stored model.Tensor) tensor.Weight {
+// or rounded to float16 and held in float32 (stored.F16). A non-nil rd
+// adds what that rounding took from the merge (Rounding).
+func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoRA, stored model.Tensor, rd *Rounding) tensor.Weight {
 	n, k := w.Shape()
 	ids := make([]int, n)
 	for i := range ids {
@@ -130,6 +160,10 @@ func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoR
 	buf := be.Alloc(n * k)
 	be.Rows(buf, w, ids)
 	dense := be.ToHost(buf)
+	var orig []float32 // w as it was, where rd measures the rounding
+	if rd != nil && (stored.BF16 || stored.F16) {
+		orig = slices.Clone(dense)
+	}
 	for p, lo := range los {
 		if lo == nil {
 			continue
@@ -149,13 +183,29 @@ func mergeRows(be tensor.Backend, w tensor.Weight, first []int, los []*model.LoR
 	}
 	switch {
 	case stored.BF16:
+		rd.measure("bfloat16", orig, dense, safetensors.RoundBF16)
 		roundAll(dense, safetensors.RoundBF16)
 	case stored.F16:
+		rd.measure("float16", orig, dense, safetensors.RoundF16)
 		roundAll(dense, safetensors.RoundF16)
 	}
 	merged := be.Pack(dense, n, k, stored.BF16)
 	be.Free(buf)
 	return merged
+}
+
+// measure adds to rd what rounding merged (orig with the deltas added, in
+// float32) with round takes from the merge; nothing when rd or orig is nil.
+func (rd *Rounding) measure(dtype string, orig, merged []float32, round func(float32) float32) {
+	if rd == nil || orig == nil {
+		return
+	}
+	rd.Dtype = dtype
+	for j, x := range merged {
+		d, e := float64(x)-float64(orig[j]), float64(round(x))-float64(x)
+		rd.Delta += d * d
+		rd.Err += e * e
+	}
 }
 
 // roundAll rounds every value of v with round.
@@ -224,7 +274,7 @@ func MergeViT(m *model.ViT, view *model.ViTAdapter) *model.ViT {
 			if lo == nil || lin == nil {
 				continue
 			}
-			lin.W = mergeRows(m.Backend, lin.W, []int{0}, []*model.LoRA{lo}, model.Tensor{})
+			lin.W = mergeRows(m.Backend, lin.W, []int{0}, []*model.LoRA{lo}, model.Tensor{}, nil)
 		}
 	}
 	return &merged

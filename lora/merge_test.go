@@ -334,3 +334,80 @@ func TestMergeRowsAnyWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeRounding: MergeIntoRounded says what rounding the merged weights
+// to the checkpoint's dtype took from the merge, ‖round(W+ΔW) − (W+ΔW)‖ /
+// ‖ΔW‖, as the float64 sums over the weights before and after the merge
+// give it (ΔW = scale·B·A); nothing for a float32 model. With the adapter's
+// change scaled down 1000× (a ZO run's small updates), a large part of it
+// is lost to bfloat16's and float16's spacing (about half, and a seventh).
+func TestMergeRounding(t *testing.T) {
+	names := map[safetensors.Dtype]string{safetensors.BF16: "bfloat16", safetensors.F16: "float16"}
+	for _, tc := range mergeCases {
+		for _, shrink := range []float32{1, 1e-3} {
+			t.Run(tc.name+"/"+strconv.FormatFloat(float64(shrink), 'g', -1, 32), func(t *testing.T) {
+				m, err := model.LoadWith(tc.baseDir(t), model.LoadOptions{Unstacked: true, BF16Weights: tc.dtype == safetensors.BF16})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Free()
+				a, err := Load(filepath.Join("testdata", "merge", tc.name, "adapter"), m, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				view := a.View(a.Params())
+				for l := range view.Layers {
+					for p := range model.NumProj {
+						if lo := *view.Layers[l].Slot(p); lo != nil {
+							for i := range lo.B {
+								lo.B[i] *= shrink
+							}
+						}
+					}
+				}
+				before := tensorValues(t, m)
+				rd, err := a.MergeIntoRounded(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := tensorValues(t, m)
+				var errSq, deltaSq float64
+				scale := float64(a.Scale())
+				for name, w := range before {
+					layer, target, ok := projection(name, a)
+					if !ok {
+						continue
+					}
+					lo := *view.Layers[layer].Slot(target)
+					k := len(w) / (len(lo.B) / lo.R)
+					for e := range w {
+						i, j, d := e/k, e%k, 0.0
+						for r := range lo.R {
+							d += scale * float64(lo.B[i*lo.R+r]) * float64(lo.A[r*k+j])
+						}
+						deltaSq += d * d
+						x := float64(after[name][e]) - (float64(w[e]) + d)
+						errSq += x * x
+					}
+				}
+				want := math.Sqrt(errSq / deltaSq)
+				if rd.Dtype != names[tc.dtype] {
+					t.Errorf("Rounding.Dtype %q, want %q", rd.Dtype, names[tc.dtype])
+				}
+				if tc.dtype == safetensors.F32 {
+					if rd.Relative() != 0 {
+						t.Errorf("float32 merge: Relative %g, want 0 (nothing rounded)", rd.Relative())
+					}
+					return
+				}
+				if got := rd.Relative(); math.Abs(got-want) > 1e-3*want {
+					t.Errorf("Relative %.6g, want %.6g (float64 sums over the weights)", got, want)
+				}
+				if shrink < 1 && want < 0.1 {
+					t.Errorf("a 1000× smaller change lost only %.3g of itself to %s rounding: the check is not exercised", want, rd.Dtype)
+				}
+				t.Logf("%s: rounding took %.3g of the adapter's change", rd.Dtype, rd.Relative())
+			})
+		}
+	}
+}

@@ -26,6 +26,13 @@ type MergeOptions struct {
 	Out     string         // --out: the merged model's directory, new or empty
 	Backend tensor.Backend // where the weights are held and merged; nil: the CPU
 	Log     io.Writer      // a line as each phase starts (loading, merging, writing), with its time so far; nil: none
+	// Float32 (--dtype float32) holds and writes every weight of the
+	// language model in float32, so that the merge is kept whole: a
+	// bfloat16 or float16 checkpoint's merged weights are otherwise
+	// rounded to its dtype, which can take most of a small adapter's
+	// change (lora.Rounding). The vision tower and projector of a
+	// multimodal checkpoint are still copied as they are.
+	Float32 bool
 }
 
 // phase writes a progress line to opts.Log: a large model takes minutes to
@@ -54,7 +61,7 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return mergeViT(opts, start)
 	}
 	opts.phase(start, "loading %s", opts.Model)
-	m, err := model.LoadWith(opts.Model, model.LoadOptions{Backend: opts.Backend, Unstacked: true, BF16Weights: true})
+	m, err := model.LoadWith(opts.Model, model.LoadOptions{Backend: opts.Backend, Unstacked: true, BF16Weights: !opts.Float32})
 	if err != nil {
 		return "", err
 	}
@@ -69,7 +76,8 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 	}
 	la := l.a
 	opts.phase(start, "merging %s into %s of %s", opts.Adapter, strings.Join(la.Targets(), ", "), layerList(la.Layers()))
-	if err := la.MergeInto(m); err != nil {
+	rd, err := la.MergeIntoRounded(m)
+	if err != nil {
 		return "", err
 	}
 	opts.phase(start, "writing %s", opts.Out)
@@ -77,7 +85,7 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", err
 	}
 	opts.phase(start, "done")
-	return mergeReport(opts, la, m)
+	return mergeReport(opts, la, m, rd)
 }
 
 // Check refuses what MergeLoRA cannot do, before anything is loaded (a
@@ -164,7 +172,9 @@ func checkEmptyOut(dir string) error {
 // saveWhole saves m into a new directory beside opts.Out and renames it to
 // opts.Out (writeWhole).
 func saveWhole(m *model.Model, opts MergeOptions) error {
-	return writeWhole(opts, func(dir string) error { return m.Save(dir, model.SaveOptions{Source: opts.Model, Float16: true}) })
+	return writeWhole(opts, func(dir string) error {
+		return m.Save(dir, model.SaveOptions{Source: opts.Model, Float16: !opts.Float32})
+	})
 }
 
 // writeWhole runs write on a new directory beside opts.Out and renames it
@@ -201,8 +211,10 @@ func writeWhole(opts MergeOptions, write func(dir string) error) (err error) {
 
 // mergeReport says what MergeLoRA wrote from m: the adapter, and the
 // dtypes of the weights as model.Save wrote them (bfloat16, float16 where
-// the checkpoint stores it, float32).
-func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model) (string, error) {
+// the checkpoint stores it, float32), and, where the merged weights were
+// rounded to bfloat16 or float16, how much of the adapter's change that
+// rounding took (rd).
+func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model, rd lora.Rounding) (string, error) {
 	ts, err := m.Tensors()
 	if err != nil {
 		return "", err
@@ -225,5 +237,23 @@ func mergeReport(opts MergeOptions, a *lora.Adapter, m *model.Model) (string, er
 	}
 	s := fmt.Sprintf("wrote %s: %s with the LoRA adapter %s merged into its %s (r %d, scale %g); weights %s",
 		opts.Out, opts.Model, opts.Adapter, where, a.Rank(), a.Scale(), strings.Join(written, ", "))
+	if rd.Dtype != "" {
+		s += "\n" + roundingNote(rd)
+	}
 	return s, nil
+}
+
+// roundingNote says how much of the adapter's change rounding the merged
+// weights to their checkpoint's dtype took, and how to keep it: a ZO
+// run's adapter changes a weight by less than bfloat16's spacing there
+// more often than not, and the merged model's outputs are then not the
+// adapter's. PEFT's merge_and_unload on the model in that dtype rounds
+// the same way (lora.MergeInto).
+func roundingNote(rd lora.Rounding) string {
+	rel := rd.Relative()
+	s := fmt.Sprintf("rounding the merged weights to %s changed them by %.3g%% of the adapter's change (‖round(W+ΔW) − (W+ΔW)‖ / ‖ΔW‖)", rd.Dtype, 100*rel)
+	if rel < 0.01 {
+		return s
+	}
+	return s + ": the merged model's outputs are not the adapter's; --dtype float32 writes the merged weights in float32, keeping the merge whole (twice the memory and disk of " + rd.Dtype + ")"
 }

@@ -86,8 +86,12 @@ func TestMergeLoRA(t *testing.T) {
 				t.Fatal(err)
 			}
 			dtype := "weights " + map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[tc.want]
-			if !strings.HasSuffix(what, dtype) || !strings.Contains(what, out) {
-				t.Errorf("report %q does not name %s and end with %s", what, out, dtype)
+			first, rounding, _ := strings.Cut(what, "\n")
+			if !strings.HasSuffix(first, dtype) || !strings.Contains(first, out) {
+				t.Errorf("report %q does not name %s and end its first line with %s", what, out, dtype)
+			}
+			if (tc.want != safetensors.F32) != strings.HasPrefix(rounding, "rounding the merged weights to ") {
+				t.Errorf("report %q: a line on the rounding to the stored dtype where, and only where, there is one", what)
 			}
 			files, err := os.ReadDir(out)
 			if err != nil {
@@ -399,4 +403,140 @@ func TestMergeLoRAMultimodal(t *testing.T) {
 		t.Errorf("merged logits %.3g from the float64 merge's", worst)
 	}
 	t.Logf("merged logits within %.3g of the float64 merge's; %d tensors changed", worst, changed)
+}
+
+// TestMergeLoRAFloat32: on Ministral-3's bfloat16 checkpoint, a merge
+// rounds the merged weights to bfloat16 and says how much of the adapter's
+// change that took; with Float32 (--dtype float32) the language model is
+// written in float32 (the vision tower and projector still copied byte for
+// byte), nothing is rounded, and the merged model's logits are those of the
+// adapter attached to the bfloat16 model. The adapter's change scaled down
+// 1000× (the size of a ZO run's: a 20-step r=16 run on the tiny model lost
+// 82% of it) makes the bfloat16 merge lose a large part of it, which its
+// report says.
+func TestMergeLoRAFloat32(t *testing.T) {
+	src := "../model/testdata/ministral3/ministral3-tiny/bf16"
+	adapter := filepath.Join(t.TempDir(), "small")
+	shrinkAdapter(t, "../model/testdata/ministral3/ministral3-tiny/lora", adapter, 1e-3)
+
+	what, err := MergeLoRA(MergeOptions{Model: src, Adapter: adapter, Out: filepath.Join(t.TempDir(), "bf16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(what, "rounding the merged weights to bfloat16 changed them by") || !strings.Contains(what, "--dtype float32") {
+		t.Errorf("the bfloat16 merge does not say what rounding took, or how to keep it:\n%s", what)
+	}
+	t.Log(what)
+	out := filepath.Join(t.TempDir(), "f32")
+	what, err = MergeLoRA(MergeOptions{Model: src, Adapter: adapter, Out: out, Float32: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(what, "rounding") || !strings.HasSuffix(what, "weights float32") {
+		t.Errorf("the float32 merge says:\n%s", what)
+	}
+	a, err := safetensors.OpenCheckpoint(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := safetensors.OpenCheckpoint(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, n := range a.Names() {
+		ia, _ := a.Info(n)
+		ib, ok := b.Info(n)
+		switch {
+		case !ok:
+			t.Errorf("%s missing from the merge", n)
+		case strings.HasPrefix(n, "model.language_model.") || n == "lm_head.weight":
+			if ib.Dtype != safetensors.F32 {
+				t.Errorf("%s stored as %s, want F32", n, ib.Dtype)
+			}
+		default:
+			x, _ := a.Float64(n)
+			y, _ := b.Float64(n)
+			if ib.Dtype != ia.Dtype || !slices.Equal(x, y) {
+				t.Errorf("%s: %s, changed from the source's %s", n, ib.Dtype, ia.Dtype)
+			}
+		}
+	}
+
+	ref := fixture.OpenRef(t, "../model/testdata/ministral3/ministral3-tiny/reference.safetensors")
+	shape, mask := ref.Shape("input_ids"), ref.Ints("attention_mask")
+	in := model.Input{B: shape[0], T: shape[1], Tokens: ref.Ints("input_ids"), Mask: mask}
+	base, err := model.LoadWith(src, model.LoadOptions{BF16Weights: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Free()
+	la, err := lora.Load(adapter, base, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	la.Attach(base)
+	want, err := base.Forward(in, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := model.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer merged.Free()
+	got, err := merged.Forward(in, model.Options{Logits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantF64 := make([]float64, len(want.Logits))
+	for i, v := range want.Logits {
+		wantF64[i] = float64(v)
+	}
+	worst, _ := fixture.MaxAbsDiff(got.Logits, wantF64, merged.VocabSize, func(r int) bool { return mask[r] == 1 })
+	if worst > 3e-5 {
+		t.Errorf("the float32 merge's logits %.3g from the adapter's on the bfloat16 model", worst)
+	}
+	t.Logf("float32 merge: logits within %.3g of the adapter's", worst)
+}
+
+// shrinkAdapter copies the PEFT adapter in src to dst with every lora_B
+// scaled by factor.
+func shrinkAdapter(t *testing.T, src, dst string, factor float64) {
+	t.Helper()
+	f, err := safetensors.Open(filepath.Join(src, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ts []safetensors.Tensor
+	for _, info := range f.Tensors() {
+		n := info.Name
+		v, err := f.Float64(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, len(v))
+		for i := range v {
+			x[i] = float32(v[i])
+			if strings.Contains(n, "lora_B") {
+				x[i] = float32(v[i] * factor)
+			}
+		}
+		ts = append(ts, safetensors.F32Tensor(n, info.Shape, x))
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.WriteFile(filepath.Join(dst, "adapter_model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(src, "adapter_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "adapter_config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

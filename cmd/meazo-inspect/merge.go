@@ -13,10 +13,12 @@ import (
 func init() {
 	register("merge", cli.Help{
 		Summary:  "merge a LoRA adapter into its base model's weights and write a plain model (PEFT's merge_and_unload)",
-		Synopsis: "--model DIR --adapter DIR --out DIR [--backend B]",
+		Synopsis: "--model DIR --adapter DIR --out DIR [--dtype checkpoint|float32] [--backend B]",
 		Does: `Merges a saved LoRA adapter into the weights it adapts, W' = W + scale·B·A (scale lora_alpha/r, or
 lora_alpha/√r with use_rslora), as PEFT's merge_and_unload does: the delta in float32, added in float32 and
-rounded once to the weight's dtype. The result is a model like any other: meazo-eval, meazo-inspect, meazo-train
+rounded once to the weight's dtype; it prints how much of the adapter's change that rounding took (a bfloat16
+checkpoint's spacing is coarse: most of a small ZO adapter's change can be lost), and --dtype float32 writes
+the merged weights in float32 instead, keeping the merge whole. The result is a model like any other: meazo-eval, meazo-inspect, meazo-train
 and transformers' from_pretrained load it without the adapter, and it runs without the low-rank terms. A
 prompt-tuning adapter has no weights to merge, and a full-parameter run's best/ is a whole model already: both
 are refused, as are adapters with settings the LoRA loader does not apply (DoRA, fan_in_fan_out, biases,
@@ -28,7 +30,7 @@ a ViTForImageClassification with the adapter's classes (LABEL_0…).`,
 preprocessor_config.json); --adapter DIR: a saved LoRA adapter (adapter_config.json, adapter_model.safetensors: a
 LoRA run's best/ or last/, or PEFT's).`,
 		Prints: `into --out (new, or an empty directory) config.json, the weights in the dtype the base model stores
-(bfloat16, float16 or float32), sharded with an index as save_pretrained shards,
+(bfloat16, float16 or float32; with --dtype float32 the language model's in float32), sharded with an index as save_pretrained shards,
 and the base model's tokenizer and generation files (a ViT: its preprocessor_config.json); on stdout what it merged and wrote; on stderr a line as each
 phase (loading, merging, writing) starts.`,
 		Example: "meazo-inspect merge --model models/Llama-3.2-1B --adapter runs/squad-lora/best --out models/llama-squad",
@@ -42,6 +44,7 @@ func runMerge(args []string, _ io.Reader, stdout io.Writer) error {
 	fs.StringVar(&opts.Model, "model", "", "the base model's HF directory (config.json + safetensors)")
 	fs.StringVar(&opts.Adapter, "adapter", "", "saved LoRA adapter directory (PEFT format)")
 	fs.StringVar(&opts.Out, "out", "", "directory to write the merged model into (new or empty)")
+	dtype := fs.String("dtype", "checkpoint", "the merged model's weights: checkpoint (the dtype the base model stores, as PEFT's merge_and_unload leaves them) or float32 (the merge kept whole, twice a bfloat16 checkpoint's size)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
@@ -53,6 +56,13 @@ func runMerge(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	if opts.Model == "" || opts.Adapter == "" || opts.Out == "" {
 		return cli.Usage(fmt.Errorf("--model, --adapter and --out are required"))
+	}
+	switch *dtype {
+	case "checkpoint":
+	case "float32":
+		opts.Float32 = true
+	default:
+		return cli.Usage(fmt.Errorf("--dtype %q: want checkpoint or float32", *dtype))
 	}
 	if err := opts.Check(); err != nil {
 		return err

@@ -146,3 +146,40 @@ func TestMergeCLIViT(t *testing.T) {
 	got, want := run("--model", merged), run("--model", vitTiny, "--adapter", adapter)
 	fixture.CloseLogits(t, "merged vs attached", got, want, 37, nil, 2e-4)
 }
+
+// TestMergeDtypeFlag: --dtype float32 writes the bf16 Ministral-3
+// checkpoint's merged language model in float32 and prints no rounding
+// line; the default (checkpoint) keeps bfloat16 and prints one; another
+// value is refused with the two it takes.
+func TestMergeDtypeFlag(t *testing.T) {
+	src := "../../model/testdata/ministral3/ministral3-tiny/bf16"
+	adapter := "../../model/testdata/ministral3/ministral3-tiny/lora"
+	for _, tc := range []struct {
+		args     []string
+		dtype    safetensors.Dtype
+		rounding bool
+	}{{nil, safetensors.BF16, true}, {[]string{"--dtype", "checkpoint"}, safetensors.BF16, true}, {[]string{"--dtype", "float32"}, safetensors.F32, false}} {
+		out := filepath.Join(t.TempDir(), "merged")
+		var stdout bytes.Buffer
+		if err := runMerge(append([]string{"--backend", "cpu", "--model", src, "--adapter", adapter, "--out", out}, tc.args...), nil, &stdout); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(stdout.String(), "rounding the merged weights to bfloat16"); got != tc.rounding {
+			t.Errorf("%v: printed %q", tc.args, stdout.String())
+		}
+		ck, err := safetensors.OpenCheckpoint(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := ck.Info("model.language_model.layers.0.self_attn.q_proj.weight")
+		vis, _ := ck.Info("model.vision_tower.ln_pre.weight")
+		ck.Close()
+		if info.Dtype != tc.dtype || vis.Dtype != safetensors.BF16 {
+			t.Errorf("%v: q_proj stored as %s (want %s), the vision tower's as %s (want BF16)", tc.args, info.Dtype, tc.dtype, vis.Dtype)
+		}
+	}
+	err := runMerge([]string{"--model", src, "--adapter", adapter, "--out", filepath.Join(t.TempDir(), "x"), "--dtype", "f16"}, nil, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `--dtype "f16": want checkpoint or float32`) {
+		t.Errorf("--dtype f16: %v", err)
+	}
+}
