@@ -309,7 +309,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err := checkChatTemplate(tok, format, "--format mezo"); err != nil {
 		return nil, err
 	}
-	if err := checkVocab(tok, m); err != nil {
+	if err := CheckVocab(tok, m); err != nil {
 		return nil, err
 	}
 	if o.Log == nil {

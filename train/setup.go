@@ -219,7 +219,7 @@ func (r *run) loadModel() error {
 	if note := BF16WeightsNote(r.m, dir, cfg.Model.BF16, "model.bf16_weights"); note != "" {
 		fmt.Fprintln(r.out, note)
 	}
-	if err := checkVocab(r.tok, r.m); err != nil {
+	if err := CheckVocab(r.tok, r.m); err != nil {
 		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
 	}
 	return nil
@@ -258,10 +258,10 @@ func positionRule(m *model.Model, maxLength, virtual int, setting string) (lengt
 		"examples longer than %d tokens are left out as the rule leaves them out", rule, m.MaxPositions, with, limit), nil
 }
 
-// checkVocab refuses a tokenizer with ids past the model's embedding, which
+// CheckVocab refuses a tokenizer with ids past the model's embedding, which
 // would fail only in the first forward that meets one (an added token the
 // model was not resized for, or another model's tokenizer.json).
-func checkVocab(tok *tokenizer.Tokenizer, m *model.Model) error {
+func CheckVocab(tok *tokenizer.Tokenizer, m *model.Model) error {
 	if n, v := tok.VocabSize(), m.VocabSize; n > v {
 		return fmt.Errorf("the tokenizer has ids up to %d but the model's vocab_size is %d (tokens added without resizing the embedding, or another model's tokenizer.json?)", n-1, v)
 	}

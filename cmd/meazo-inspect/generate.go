@@ -167,6 +167,9 @@ func generateText(f *generateFlags, opts model.GenerateOptions, stdin io.Reader,
 	if err != nil {
 		return err
 	}
+	if err := train.CheckVocab(tok, m); err != nil {
+		return fmt.Errorf("--model %s: %w", f.model, err)
+	}
 	if opts.StopIDs == nil {
 		opts.StopIDs = train.StopIDs(tok, m)
 	}

@@ -320,3 +320,21 @@ func TestGenerateTextErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateTokenizerPastVocab: a text prompt on a model whose tokenizer
+// has ids past its embedding (the tiny Ministral-3, vocab 512, with the
+// tekken fixture's 1,651-id tokenizer) is refused as meazo-train and
+// meazo-eval refuse it, naming the tokenizer and the vocabulary, before any
+// prompt runs; it said only that an input id was outside the vocabulary.
+func TestGenerateTokenizerPastVocab(t *testing.T) {
+	dir := t.TempDir()
+	copyFiles(t, "../../model/testdata/ministral3/ministral3-tiny/bf16", dir, "config.json", "model.safetensors")
+	copyFiles(t, "../../tokenizer/testdata/tekken", dir, "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+	for _, args := range [][]string{{"--prompt", "hello"}, {"--messages", "-"}} {
+		err := runGenerate(append([]string{"--backend", "cpu", "--model", dir, "--max-new-tokens", "1"}, args...),
+			strings.NewReader(`{"messages": [{"role": "user", "content": "hello"}]}`+"\n"), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "the tokenizer has ids up to 1650 but the model's vocab_size is 512") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
