@@ -61,6 +61,10 @@ var runSettings = []runSetting{
 	{"max-length", "task.max_length", func(c *train.Config) string { return strconv.Itoa(c.Task.MaxLength) }, true, true, scopeAny},
 	{"max-new-tokens", "eval.max_new_tokens", func(c *train.Config) string { return strconv.Itoa(c.Eval.MaxNewTokens) }, true, true, scopeRunTask},
 	{"rouge-stem", "eval.rouge_stem", func(c *train.Config) string { return strconv.FormatBool(c.Eval.RougeStem) }, true, true, scopeRunTask},
+	// The run's storage: the same scores either way, but a run that fit its
+	// machine in bfloat16 may not fit it in float32 (Ministral-3 14B: 25 GiB
+	// of weights, 50 GiB widened).
+	{"bf16-weights", "model.bf16_weights", func(c *train.Config) string { return strconv.FormatBool(c.Model.BF16) }, false, true, scopeAny},
 }
 
 // labelsFlag writes labels as --labels takes them (JSON is YAML): "" for none.
@@ -124,7 +128,11 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 		if err := fs.Set(s.flag, v); err != nil {
 			return nil, fmt.Errorf("%s in %s: %w", s.key, run, err)
 		}
-		taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shell.Quote(v)))
+		if b, ok := fs.Lookup(s.flag).Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			taken = append(taken, fmt.Sprintf("--%s=%s", s.flag, v)) // "--rouge-stem true" would end the flags on a command line
+		} else {
+			taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shell.Quote(v)))
+		}
 		if (s.flag == "model" || s.flag == "data") && !filepath.IsAbs(v) {
 			fmt.Fprintf(log, "note: the run's %s %s is a relative path, read from this directory (config.yaml does not say where meazo-train ran)\n", s.key, v)
 		}

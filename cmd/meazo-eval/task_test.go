@@ -21,6 +21,7 @@ import (
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -606,5 +607,60 @@ func TestTaskOnUnfinishedRun(t *testing.T) {
 	defer lock.Unlock()
 	if err := runTask([]string{"--adapter", last}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "has no last/: it is saved when the run ends, and the run is still training (pid ") {
 		t.Errorf("last/ of a run in training: %v", err)
+	}
+}
+
+// TestTaskFromRunBF16: a run that held its bfloat16 checkpoint in bfloat16
+// (model.bf16_weights) is scored so again (--bf16-weights taken, written
+// as a bool flag is typed): the same scores as in float32, in half the
+// weights' memory, where meazo-eval widened them to float32, twice what
+// the run needed (Ministral-3 14B: 50 GiB instead of 25).
+func TestTaskFromRunBF16(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toBF16(t, filepath.Join(dir, "model", "model.safetensors"))
+	run := filepath.Join(dir, "run")
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "model.bf16_weights=true",
+		"task.max_train=32", "task.max_validation=4", "task.max_test=8", "output.dir=" + run}}); err != nil {
+		t.Fatal(err)
+	}
+	var out, log strings.Builder
+	if err := runTask([]string{"--adapter", filepath.Join(run, "best")}, &out, &log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "--max-examples 8 --bf16-weights=true") || strings.Contains(log.String(), "no effect") {
+		t.Errorf("log %q: want --bf16-weights=true taken from the run", log.String())
+	}
+	var f32 strings.Builder
+	if err := runTask([]string{"--adapter", filepath.Join(run, "best"), "--bf16-weights=false"}, &f32, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != f32.String() {
+		t.Errorf("bfloat16 storage scored %s, float32 %s: want the same", out.String(), f32.String())
+	}
+}
+
+// toBF16 rewrites the safetensors file at path with every tensor rounded
+// to and stored as bfloat16, as published checkpoints are.
+func toBF16(t *testing.T, path string) {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, info := range f.Tensors() {
+		v, err := f.Float32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, safetensors.BF16Tensor(info.Name, info.Shape, v))
+	}
+	f.Close()
+	if err := safetensors.WriteFile(path, ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
 	}
 }
