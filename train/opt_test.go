@@ -121,6 +121,28 @@ func TestBF16WeightsNote(t *testing.T) {
 	}
 }
 
+// TestWidenedNote: a BF16 checkpoint loaded without model.bf16_weights is
+// held in float32 at twice the memory, and the run says so; with the
+// option, or a float32 checkpoint, it says nothing.
+func TestWidenedNote(t *testing.T) {
+	opt := filepath.Join("..", "model", "testdata", "opt", "opt-tiny")
+	for _, c := range []struct {
+		dir   string
+		asked bool
+		want  bool
+	}{{filepath.Join(opt, "bf16"), false, true}, {filepath.Join(opt, "bf16"), true, false}, {opt, false, false}} {
+		m, err := model.LoadWith(c.dir, model.LoadOptions{BF16Weights: c.asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		note := widenedNote(m, c.dir, c.asked)
+		m.Free()
+		if (note != "") != c.want || c.want && !strings.Contains(note, "held in float32, twice their memory") {
+			t.Errorf("%s, bf16_weights %v: note %q, want one: %v", c.dir, c.asked, note, c.want)
+		}
+	}
+}
+
 // TestOPTLearnedPositions: an OPT model's learned positions bound the
 // length rule. With task.max_length (2,048) past this model's 128
 // positions, a test example longer than 128 tokens is left out and the log

@@ -219,6 +219,9 @@ func (r *run) loadModel() error {
 	if note := BF16WeightsNote(r.m, dir, cfg.Model.BF16, "model.bf16_weights"); note != "" {
 		fmt.Fprintln(r.out, note)
 	}
+	if note := widenedNote(r.m, dir, cfg.Model.BF16); note != "" && cfg.Adapter.Kind != "full" { // a full-parameter run's trainable line says so
+		fmt.Fprintln(r.out, note)
+	}
 	if err := CheckVocab(r.tok, r.m); err != nil {
 		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
 	}
@@ -284,6 +287,17 @@ func BF16WeightsNote(m *model.Model, dir string, asked bool, setting string) str
 	}
 	return fmt.Sprintf("%s: %s stores no weight as BF16 (its weights are %s), so it has no effect: every weight is held in float32, "+
 		"twice the memory of bfloat16 (only weights stored as BF16 are kept in bfloat16; %s ones are not rounded to it)", setting, dir, stored, stored)
+}
+
+// widenedNote is a line for the user whose BF16 checkpoint in dir is held
+// in float32 (model.bf16_weights not asked): twice the memory, for results
+// the option would give bit for bit (docs/CONFIG.md). "" otherwise.
+func widenedNote(m *model.Model, dir string, asked bool) string {
+	if asked || m.TorchDtype != "bfloat16" {
+		return ""
+	}
+	return fmt.Sprintf("note: %s stores its weights in bfloat16; they are held in float32, twice their memory, for the same results: "+
+		"model.bf16_weights=true (--bf16-weights) keeps them in bfloat16", dir)
 }
 
 // modelDir is where the run loads its model from: model.path, or, when a
