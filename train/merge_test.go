@@ -355,16 +355,7 @@ func TestMergeLoRAMultimodal(t *testing.T) {
 	if _, err := MergeLoRA(MergeOptions{Model: src, Adapter: filepath.Join(src, "lora"), Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := safetensors.OpenCheckpoint(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := safetensors.OpenCheckpoint(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openCheckpoints(t, src, out)
 	if !slices.Equal(slices.Sorted(slices.Values(a.Names())), slices.Sorted(slices.Values(b.Names()))) {
 		t.Fatalf("merged tensors %v, source's %v", b.Names(), a.Names())
 	}
@@ -435,16 +426,7 @@ func TestMergeLoRAFloat32(t *testing.T) {
 	if strings.Contains(what, "rounding") || !strings.HasSuffix(what, "weights float32") {
 		t.Errorf("the float32 merge says:\n%s", what)
 	}
-	a, err := safetensors.OpenCheckpoint(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := safetensors.OpenCheckpoint(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openCheckpoints(t, src, out)
 	for _, n := range a.Names() {
 		ia, _ := a.Info(n)
 		ib, ok := b.Info(n)
@@ -539,4 +521,22 @@ func shrinkAdapter(t *testing.T, src, dst string, factor float64) {
 	if err := os.WriteFile(filepath.Join(dst, "adapter_config.json"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openCheckpoints opens the safetensors checkpoints of the model
+// directories src and out, closed when the test ends.
+func openCheckpoints(t *testing.T, src, out string) (a, b *safetensors.Checkpoint) {
+	t.Helper()
+	for _, x := range []struct {
+		dir string
+		to  **safetensors.Checkpoint
+	}{{src, &a}, {out, &b}} {
+		ck, err := safetensors.OpenCheckpoint(x.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ck.Close() })
+		*x.to = ck
+	}
+	return a, b
 }
