@@ -25,12 +25,17 @@ type textSplits struct {
 // data is read when the examples are rendered with it (format chat), so
 // that the first example does not fail, named as if it were at fault.
 // setting is how the caller's user chooses the format (task.format mezo,
-// meazo-eval's --format mezo), for the fix the error names.
-func checkChatTemplate(tok *tokenizer.Tokenizer, format data.Format, setting string) error {
-	if format != data.FormatMeZO && !tok.HasChatTemplate() {
+// meazo-eval's --format mezo), for the fix the error names: it is the fix
+// for SST-2 only, MeZO's one template, so for another task the error says
+// that the task needs a chat template (not a fix the next check refuses).
+func checkChatTemplate(tok *tokenizer.Tokenizer, format data.Format, task data.Task, setting string) error {
+	if format == data.FormatMeZO || tok.HasChatTemplate() {
+		return nil
+	}
+	if task == data.SST2 {
 		return fmt.Errorf("%w (a model without one, such as OPT, takes %s: MeZO's SST-2 template)", tokenizer.ErrNoChatTemplate, setting)
 	}
-	return nil
+	return fmt.Errorf("%w (task %s is rendered with it: a model without one, such as OPT, runs only SST-2, with %s)", tokenizer.ErrNoChatTemplate, task, setting)
 }
 
 // warnDroppedInstruction warns when the model's chat template leaves the

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -135,5 +136,38 @@ func TestFitRouge(t *testing.T) {
 	}
 	if got, err := fitRouge(data.SQuAD, []data.Example{{ID: "0", Task: data.SQuAD, Answers: []string{long}}}, io.Discard); err != nil || len(got) != 1 {
 		t.Errorf("SQuAD (not scored by ROUGE): %v, %v", got, err)
+	}
+}
+
+// TestCheckChatTemplateTask: a tokenizer without a chat template is sent to
+// task.format mezo for SST-2 only; for SQuAD, XSum and the generation tasks,
+// which format mezo refuses, the error says that the task needs a template.
+func TestCheckChatTemplateTask(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "tokenizer", "testdata", "qwen3-tiny")
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} { // not chat_template.jinja
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkChatTemplate(tok, data.FormatMeZO, data.SST2, "task.format mezo"); err != nil {
+		t.Errorf("sst2 in format mezo: %v", err)
+	}
+	if err := checkChatTemplate(tok, data.FormatChat, data.SST2, "task.format mezo"); err == nil || !strings.Contains(err.Error(), "takes task.format mezo") {
+		t.Errorf("sst2: %v, want the fix task.format mezo", err)
+	}
+	for _, task := range []data.Task{data.SQuAD, data.XSum, data.Generation} {
+		err := checkChatTemplate(tok, data.FormatChat, task, "task.format mezo")
+		if err == nil || !strings.Contains(err.Error(), "task "+string(task)+" is rendered with it") || strings.Contains(err.Error(), "takes task.format mezo") {
+			t.Errorf("%s: %v, want that the task needs a chat template", task, err)
+		}
 	}
 }

@@ -306,7 +306,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		return nil, err
 	}
 	// The fix named is meazo-eval's flag, the caller users meet (EvalOptions.Format).
-	if err := checkChatTemplate(tok, format, "--format mezo"); err != nil {
+	if err := checkChatTemplate(tok, format, task, "--format mezo"); err != nil {
 		return nil, err
 	}
 	if err := CheckVocab(tok, m); err != nil {
@@ -402,6 +402,11 @@ func (o EvalOptions) task() (data.Task, *data.OwnTask, error) {
 	task, err := data.ParseTask(o.Task)
 	if err != nil {
 		return "", nil, err
+	}
+	// As task.format (Config.Check): refused before the model loads and any
+	// data is read, not at the first example, named as if it were at fault.
+	if o.Format == string(data.FormatMeZO) && task != data.SST2 {
+		return "", nil, fmt.Errorf("--format mezo has only SST-2's template (MeZO's), not task %s: use --format chat with a model that has a chat template", task)
 	}
 	own := ownTask(task, o.Labels, o.Instruction)
 	switch {

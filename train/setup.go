@@ -203,7 +203,7 @@ func (r *run) loadModel() error {
 	if r.tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
 		return err
 	}
-	if err := checkChatTemplate(r.tok, data.Format(cfg.Task.Format), "task.format mezo"); err != nil {
+	if err := checkChatTemplate(r.tok, data.Format(cfg.Task.Format), data.Task(cfg.Task.Name), "task.format mezo"); err != nil {
 		return fmt.Errorf("model %s: %w", cfg.Model.Path, err)
 	}
 	if err := r.openBackend(); err != nil {

@@ -46,7 +46,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
 	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
 	predsPath := fs.String("predictions", "", "write each example's answer to this file, one JSON line per example in the data's order (written atomically): its id and input, the generated text, references and own metrics (0-1), or the predicted and gold labels")
-	format := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT)")
+	format := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT; SST-2 only)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}

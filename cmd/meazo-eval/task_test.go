@@ -413,6 +413,21 @@ func TestTaskNoChatTemplate(t *testing.T) {
 			t.Errorf("--format %s: %v, want %q", c.format, err, c.want)
 		}
 	}
+	// SQuAD has no MeZO template: the missing chat template does not send
+	// the user to --format mezo, and --format mezo is refused up front, not
+	// at the first example (named as if it were at fault).
+	squad := filepath.Join(dir, "squad.json")
+	if err := os.WriteFile(squad, []byte(`{"data": [{"title": "T", "paragraphs": [{"context": "Paris is in France.", "qas": [{"id": "q1", "question": "Where is Paris?", "answers": [{"text": "France", "answer_start": 12}]}]}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sq := []string{"--model", mdir, "--task", "squad", "--data", squad}
+	if err := runTask(sq, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "task squad is rendered with it") || strings.Contains(err.Error(), "takes --format mezo") {
+		t.Errorf("squad without a chat template: %v, want that the task needs one", err)
+	}
+	err = runTask(append(slices.Clone(sq), "--format", "mezo"), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--format mezo has only SST-2's template (MeZO's), not task squad") {
+		t.Errorf("squad with --format mezo: %v", err)
+	}
 }
 
 func first(a, _ string) string { return a }

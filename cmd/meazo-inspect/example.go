@@ -44,7 +44,7 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	index := fs.Int("index", 0, "which example (0-based, among the file's well-formed rows)")
 	date := fs.String("date-string", "", "Llama-3.x chat template date_string (default 26 Jul 2024), as model.date_string and meazo-eval task's --date-string")
 	fs.StringVar(date, "date", "", "the same as --date-string (its older name)")
-	formatName := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT)")
+	formatName := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT; SST-2 only)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
@@ -73,6 +73,9 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return cli.Usage(fmt.Errorf("--format: %w", err))
 	}
+	if format == data.FormatMeZO && task != data.SST2 { // as task.format: not at the example, named as if it were at fault
+		return cli.Usage(fmt.Errorf("--format mezo has only SST-2's template (MeZO's), not task %s: use --format chat with a model that has a chat template", task))
+	}
 	if *index < 0 {
 		return cli.Usage(fmt.Errorf("--index %d is negative", *index))
 	}
@@ -81,6 +84,9 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 		return err
 	}
 	if format == data.FormatChat && !tok.HasChatTemplate() {
+		if task != data.SST2 {
+			return fmt.Errorf("--model %s: %w (task %s is rendered with it: a model without one, such as OPT, runs only SST-2, with --format mezo)", *model, tokenizer.ErrNoChatTemplate, task)
+		}
 		return fmt.Errorf("--model %s: %w (a model without one, such as OPT, takes --format mezo: MeZO's SST-2 template)", *model, tokenizer.ErrNoChatTemplate)
 	}
 	var firstBad *data.RowError

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,6 +128,20 @@ func TestExampleMeZO(t *testing.T) {
 	}
 	if err := runExample(args, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "takes --format mezo") {
 		t.Errorf("format chat without a chat template: %v", err)
+	}
+	// SQuAD has no MeZO template: the message says so up front, not at the
+	// example (named as if it were at fault), and the missing chat template
+	// does not send the user to --format mezo, which is then refused.
+	squad := filepath.Join(dir, "squad.json")
+	if err := os.WriteFile(squad, []byte(`{"data": [{"title": "T", "paragraphs": [{"context": "Paris is in France.", "qas": [{"id": "q1", "question": "Where is Paris?", "answers": [{"text": "France", "answer_start": 12}]}]}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sq := []string{"--model", dir, "--task", "squad", "--data", squad}
+	if err := runExample(append(slices.Clone(sq), "--format", "mezo"), nil, io.Discard); err == nil || !strings.Contains(err.Error(), "--format mezo has only SST-2's template (MeZO's), not task squad") {
+		t.Errorf("squad with --format mezo: %v", err)
+	}
+	if err := runExample(sq, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "task squad is rendered with it") || strings.Contains(err.Error(), "takes --format mezo") {
+		t.Errorf("squad without a chat template: %v, want that the task needs one", err)
 	}
 	if err := runExample(append(args, "--format", "alpaca"), nil, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown format "alpaca"`) {
 		t.Errorf("--format alpaca: %v", err)
