@@ -73,6 +73,12 @@ func (m *Model) HoldsBF16() bool { return anyTrue(m.storedBF16) }
 // published checkpoints), which are held in float32.
 func (m *Model) StoresF16() bool { return anyTrue(m.storedF16) }
 
+// ForgetF16 makes the weights the checkpoint stored as F16 (held in
+// float32 already) float32 ones from now on: their Tensors no longer say
+// F16, so that a merge into them is not rounded to float16 and Save
+// writes them in float32 (meazo-inspect merge --dtype float32).
+func (m *Model) ForgetF16() { clear(m.storedF16) }
+
 // anyTrue says whether some value of set is true.
 func anyTrue(set map[string]bool) bool {
 	for _, v := range set {

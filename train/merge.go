@@ -66,6 +66,9 @@ func MergeLoRA(opts MergeOptions) (string, error) {
 		return "", err
 	}
 	defer m.Free()
+	if opts.Float32 {
+		m.ForgetF16() // a float16 checkpoint's merged weights are not rounded to float16 either
+	}
 	a, err := openAdapter(opts.Adapter, m, false)
 	if err != nil {
 		return "", err

@@ -540,3 +540,40 @@ func openCheckpoints(t *testing.T, src, out string) (a, b *safetensors.Checkpoin
 	}
 	return a, b
 }
+
+// TestMergeLoRAFloat32OnFloat16: --dtype float32 on a float16 checkpoint
+// (OPT's) keeps the merge whole as on a bfloat16 one: the merged weights
+// are written in float32 without being rounded to float16 first, and the
+// report has no rounding line.
+func TestMergeLoRAFloat32OnFloat16(t *testing.T) {
+	modelDir, adapterDir := mergeFixture(t, safetensors.F16)
+	out := filepath.Join(t.TempDir(), "f32")
+	what, err := MergeLoRA(MergeOptions{Model: modelDir, Adapter: adapterDir, Out: out, Float32: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(what, "rounding") || !strings.HasSuffix(what, "weights float32") {
+		t.Errorf("the float32 merge says:\n%s", what)
+	}
+	savedAs(t, out, safetensors.F32)
+	mergedLogitsMatch(t, modelDir, adapterDir, out, safetensors.F32)
+	// Each merged weight is W + ΔW in float32, not its float16 rounding.
+	f, err := safetensors.Open(filepath.Join(out, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := f.Float64("model.layers.0.self_attn.q_proj.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for _, x := range v {
+		if float64(safetensors.RoundF16(float32(x))) != x {
+			off++
+		}
+	}
+	if off == 0 {
+		t.Errorf("every merged q_proj weight is a float16 value: the float32 merge was rounded to float16")
+	}
+}
