@@ -310,3 +310,19 @@ func checkRunAnswers(t *testing.T, dir string, s *Summary) map[string][]byte {
 	}
 	return files
 }
+
+// TestEvaluateImagesDetaches: EvaluateImages leaves the ViT it is given as
+// it was, without the adapter it scored, merged (--merge) or not.
+func TestEvaluateImagesDetaches(t *testing.T) {
+	m, proc := tinyViT(t)
+	defer m.Free()
+	for _, merge := range []bool{false, true} {
+		if _, err := EvaluateImages(m, proc, EvalOptions{Task: "pets", Data: petsTest, BatchSize: 5, Threads: 1, MaxExamples: 2,
+			Adapter: filepath.Join(vitTiny, "lora"), Merge: merge}); err != nil {
+			t.Fatal(err)
+		}
+		if m.Adapter != nil {
+			t.Errorf("merge %v: the adapter is still attached to the ViT after the evaluation", merge)
+		}
+	}
+}

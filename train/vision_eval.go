@@ -39,7 +39,8 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 		if err := AttachViTAdapter(o.Adapter, m); err != nil {
 			return nil, err
 		}
-		defer func() { m.Adapter = nil }()
+		// m itself, not the merged copy that takes its place below.
+		defer func(base *model.ViT) { base.Adapter = nil }(m)
 		if o.Merge { // a merged copy, as eval.merge scores a run's adapters (lora.MergeViT)
 			merged := lora.MergeViT(m, m.Adapter)
 			defer lora.FreeMergedViT(merged, m)
