@@ -123,6 +123,9 @@ type done struct {
 	code int
 	slot int
 	err  error
+	// logFrom is the size of the run's log when this attempt started:
+	// what it wrote follows (the log is appended to across attempts).
+	logFrom int64
 }
 
 // RunLocal runs the study on this machine, executor.parallel runs at a time,
@@ -314,6 +317,10 @@ func (x *localExecutor) start(r RunSpec) error {
 	if err != nil {
 		return err
 	}
+	var logFrom int64
+	if st, err := lf.Stat(); err == nil {
+		logFrom = st.Size()
+	}
 	args := r.TrainArgs()
 	cmd := exec.Command(x.trainer, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
@@ -331,7 +338,7 @@ func (x *localExecutor) start(r RunSpec) error {
 	go func() {
 		code, err := exitStatus(cmd.Wait())
 		lf.Close()
-		x.results <- done{r, code, slot, err}
+		x.results <- done{r, code, slot, err, logFrom}
 	}()
 	return nil
 }
@@ -386,7 +393,7 @@ func (x *localExecutor) reap(d done) error {
 	case d.code != 0:
 		x.failed = append(x.failed, d.spec.Dir)
 		log := filepath.Join(d.spec.Dir, LogFile)
-		fmt.Fprintf(x.log, "meazo-sweep: %s FAILED (exit status %d; see %s)%s\n", d.spec.Dir, d.code, log, indented(lastError(log)))
+		fmt.Fprintf(x.log, "meazo-sweep: %s FAILED (exit status %d; see %s)%s\n", d.spec.Dir, d.code, log, indented(lastError(log, d.logFrom)))
 	default:
 		s, _ := ReadState(d.spec.Dir)
 		if s.Status == StatusDone || s.Status == StatusDiverged {
@@ -530,16 +537,24 @@ func (st *Study) finishSweeps(log io.Writer) error {
 // lastError is the error meazo-train ended its log with (its last line
 // that starts "meazo-train: " and the lines after it, at most 8), so that
 // a failed run says why where meazo-sweep reports it; "" when the log has
-// none (a crash) or cannot be read.
-func lastError(log string) string {
+// none (a crash) or cannot be read. Only what follows offset from is read:
+// the attempt that failed, not an earlier attempt's error or signal line
+// (a resumed run's log holds every attempt's output).
+func lastError(log string, from int64) string {
 	f, err := os.Open(log)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	const tail = 16 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > tail {
-		f.Seek(st.Size()-tail, io.SeekStart)
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	if from = max(from, st.Size()-tail); from > 0 {
+		if _, err := f.Seek(from, io.SeekStart); err != nil {
+			return ""
+		}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, tail))
 	if err != nil {

@@ -262,17 +262,25 @@ func TestLastError(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "meazo-sweep.log")
 	os.WriteFile(log, []byte("step 1/4 loss 2\nmeazo-train: note: not this\nmeazo-train: the run needs files that are missing:\n  model.path m: no such directory\n"), 0o644)
-	if got, want := lastError(log), "meazo-train: the run needs files that are missing:\n  model.path m: no such directory"; got != want {
+	if got, want := lastError(log, 0), "meazo-train: the run needs files that are missing:\n  model.path m: no such directory"; got != want {
 		t.Errorf("lastError = %q, want %q", got, want)
 	}
 	if got, want := indented("a\nb"), ":\n    a\n    b"; got != want {
 		t.Errorf("indented = %q, want %q", got, want)
 	}
 	os.WriteFile(log, []byte("step 1/4 loss 2\nKilled\n"), 0o644)
-	if got := lastError(log); got != "" || indented(got) != "" {
+	if got := lastError(log, 0); got != "" || indented(got) != "" {
 		t.Errorf("a log without an error: %q", got)
 	}
-	if got := lastError(filepath.Join(dir, "none")); got != "" {
+	if got := lastError(filepath.Join(dir, "none"), 0); got != "" {
 		t.Errorf("no log: %q", got)
+	}
+	// A resumed run's log holds every attempt: an earlier attempt's error
+	// or signal line is not the cause of this one's crash.
+	before := "meazo-train: the run needs files that are missing:\n  model.path m: no such directory\n" +
+		"meazo-train: SIGTERM: stopping after the current step or evaluation batch (checkpoint, then exit 3)\n"
+	os.WriteFile(log, []byte(before+"resuming r at step 4 of 8\npanic: runtime error\n"), 0o644)
+	if got := lastError(log, int64(len(before))); got != "" {
+		t.Errorf("an earlier attempt's line quoted as this attempt's error: %q", got)
 	}
 }
