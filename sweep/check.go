@@ -15,7 +15,10 @@ import (
 // optimizer, a rate, a seed, the run directory), so that a mistake in a
 // config file or a set line stops the study before anything starts or is
 // submitted, instead of failing each of its runs (thousands, on a cluster).
-// It reads only the config files: models and data are the runs' to load.
+// On a local executor it also checks, as meazo-train's own preflight does,
+// that the files the config names (model, data, adapter.init) are there
+// (train.Preflight); under Slurm the jobs may see other files, and those
+// are the runs' to check.
 // A sweep that will start no run afresh (every run is done, or resumes from
 // its checkpoint with its own config.yaml, and its stage 2 is known) is
 // not checked: its config may have moved or changed since. A config of the
