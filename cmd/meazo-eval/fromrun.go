@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/shell"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/train"
@@ -100,8 +101,7 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 		return nil, err
 	}
 	files := []string{cfg.Task.Train, cfg.Task.Validation, cfg.Task.Test}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := cli.Given(fs) // an alias (--max-test, --stem) under its flag's name too
 	pets := cfg.Task.Name == "pets"
 	sameTask := !given["task"] || fs.Lookup("task").Value.String() == cfg.Task.Name
 	sameData := sameTask && (!given["data"] || samePath(fs.Lookup("data").Value.String(), cfg.Task.Test))

@@ -187,8 +187,9 @@ type imageTask struct {
 // flag set, to refuse the flags only text tasks take.
 func runImageTask(fs *flag.FlagSet, o imageTask, stdout, log io.Writer) error {
 	var bad []string
+	given := cli.Given(fs) // --stem is --rouge-stem
 	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains(textOnlyFlags, f.Name) {
+		if slices.ContainsFunc(textOnlyFlags, func(n string) bool { return given[n] && fs.Lookup(n).Value == f.Value }) {
 			bad = append(bad, "--"+f.Name)
 		}
 	})

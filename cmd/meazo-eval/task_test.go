@@ -679,3 +679,41 @@ func toBF16(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTaskFromRunAlias: a flag given by its other spelling (--max-test for
+// --max-examples) counts as given: the run's value does not replace it.
+func TestTaskFromRunAlias(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true",
+		"task.max_train=32", "task.max_validation=4", "task.max_test=8", "output.dir=" + run}}); err != nil {
+		t.Fatal(err)
+	}
+	score := func(args ...string) (string, string) {
+		t.Helper()
+		var out, log strings.Builder
+		if err := runTask(args, &out, &log); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		return out.String(), log.String()
+	}
+	best := filepath.Join(run, "best")
+	want, _ := score("--adapter", best, "--max-examples", "3")
+	got, log := score("--adapter", best, "--max-test", "3")
+	if strings.Contains(log, "--max-examples 8") || got != want {
+		t.Errorf("--max-test 3 scored %s (log %q), --max-examples 3 %s", got, log, want)
+	}
+}
+
+// TestImageTaskRefusesStem: --stem, --rouge-stem's other spelling, is
+// refused on an image task as --rouge-stem is.
+func TestImageTaskRefusesStem(t *testing.T) {
+	err := runTask([]string{"--model", "../../model/testdata/vit/vit-tiny", "--task", "pets", "--data", "../../train/testdata/pets/test.parquet", "--stem"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--stem: not for an image task") {
+		t.Errorf("--stem on pets: %v", err)
+	}
+}

@@ -262,3 +262,20 @@ func Alias(fs *flag.FlagSet, alias, name string) {
 	}
 	fs.Var(f.Value, alias, "the same as -"+name)
 }
+
+// Given is the set of fs's flags the command line set, by every name each
+// has: a flag given by its Alias counts as given under its own name too
+// (and the other way), so that a command that takes a value from elsewhere
+// where a flag was left out (meazo-eval task from a run's config.yaml)
+// does not replace one given by its other spelling.
+func Given(fs *flag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		fs.VisitAll(func(g *flag.Flag) {
+			if g.Value == f.Value {
+				given[g.Name] = true
+			}
+		})
+	})
+	return given
+}
