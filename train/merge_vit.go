@@ -60,7 +60,7 @@ func mergeViT(opts MergeOptions, start time.Time) (string, error) {
 	var dtypes []string
 	err = writeWhole(opts, func(dir string) error {
 		var err error
-		dtypes, err = writeMergedViT(dir, opts.Model, m, merged)
+		dtypes, err = writeMergedViT(dir, opts.Model, m, merged, opts.Float32)
 		return err
 	})
 	if err != nil {
@@ -98,14 +98,15 @@ func vitAdapterClasses(dir string) (int, error) {
 
 // writeMergedViT writes into dir the merged ViT's files (see mergeViT)
 // from the checkpoint in src that m was loaded from, and returns the
-// dtypes its weights were written in.
-func writeMergedViT(dir, src string, m, merged *model.ViT) ([]string, error) {
+// dtypes its weights were written in (every one float32 with f32: --dtype
+// float32).
+func writeMergedViT(dir, src string, m, merged *model.ViT, f32 bool) ([]string, error) {
 	ck, err := safetensors.OpenCheckpoint(src)
 	if err != nil {
 		return nil, err
 	}
 	defer ck.Close()
-	tensors, written, err := mergedViTTensors(ck, src, m, merged)
+	tensors, written, err := mergedViTTensors(ck, src, m, merged, f32)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +151,10 @@ func mergedViTLinears(m, merged *model.ViT) map[string]func() []float32 {
 
 // mergedViTTensors are the merged model's tensors in the checkpoint ck's
 // order and dtypes (a ViTModel's under vit., its new classifier last, in
-// its final norm's dtype; no pooler), and the dtypes written.
-func mergedViTTensors(ck *safetensors.Checkpoint, src string, m, merged *model.ViT) ([]safetensors.Tensor, map[safetensors.Dtype]bool, error) {
+// its final norm's dtype; no pooler), and the dtypes written. With f32
+// (--dtype float32) a bfloat16 or float16 tensor is written in float32:
+// the merge kept whole, the base's values widened exactly.
+func mergedViTTensors(ck *safetensors.Checkpoint, src string, m, merged *model.ViT, f32 bool) ([]safetensors.Tensor, map[safetensors.Dtype]bool, error) {
 	headless := m.Config.Headless
 	mergedW := mergedViTLinears(m, merged)
 	classifier := map[string][]float32{"classifier.weight": merged.Adapter.Classifier, "classifier.bias": merged.Adapter.ClassifierBias}
@@ -159,6 +162,9 @@ func mergedViTTensors(ck *safetensors.Checkpoint, src string, m, merged *model.V
 	written := map[safetensors.Dtype]bool{}
 	var headDtype safetensors.Dtype
 	add := func(name string, dtype safetensors.Dtype, shape []int, v []float64) error {
+		if f32 && (dtype == safetensors.BF16 || dtype == safetensors.F16) {
+			dtype = safetensors.F32
+		}
 		t, err := encodeAs(name, dtype, shape, v)
 		if err != nil {
 			return fmt.Errorf("--model %s: %w", src, err)

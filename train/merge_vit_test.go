@@ -377,3 +377,25 @@ func TestMergedViTLoadsInTransformers(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeViTFloat32: --dtype float32 writes a bfloat16 ViT's merge in
+// float32, every tensor, the adapted weights the float32 merge unrounded
+// (it was ignored: the merge was rounded to bfloat16 and said so).
+func TestMergeViTFloat32(t *testing.T) {
+	dir := toBF16ViT(t)
+	adapter := filepath.Join(vitTinyDir, "lora-layers")
+	out := filepath.Join(t.TempDir(), "merged")
+	what, err := MergeLoRA(MergeOptions{Model: dir, Adapter: adapter, Out: out, Float32: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(what, "weights float32") {
+		t.Errorf("report %q", what)
+	}
+	for n, g := range rawTensors(t, out) {
+		if g.Dtype != safetensors.F32 {
+			t.Errorf("%s is %s, want F32", n, g.Dtype)
+		}
+	}
+	fixture.CloseLogits(t, "float32 merged vs attached", vitLogits(t, out, ""), vitLogits(t, dir, adapter), 37, nil, 2e-4)
+}

@@ -30,7 +30,7 @@ a ViTForImageClassification with the adapter's classes (LABEL_0…).`,
 preprocessor_config.json); --adapter DIR: a saved LoRA adapter (adapter_config.json, adapter_model.safetensors: a
 LoRA run's best/ or last/, or PEFT's).`,
 		Prints: `into --out (new, or an empty directory) config.json, the weights in the dtype the base model stores
-(bfloat16, float16 or float32; with --dtype float32 the language model's in float32), sharded with an index as save_pretrained shards,
+(bfloat16, float16 or float32; with --dtype float32 the language model's, or a ViT's every weight, in float32), sharded with an index as save_pretrained shards,
 and the base model's tokenizer and generation files (a ViT: its preprocessor_config.json); on stdout what it merged and wrote; on stderr a line as each
 phase (loading, merging, writing) starts.`,
 		Example: "meazo-inspect merge --model models/Llama-3.2-1B --adapter runs/squad-lora/best --out models/llama-squad",
