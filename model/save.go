@@ -82,7 +82,7 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 		}
 		for _, n := range ck.Names() {
 			if notLanguageModel(n) {
-				out = append(out, rawTensor(ck, n))
+				out = append(out, ck.Copy(n, n))
 			}
 		}
 	}
@@ -98,14 +98,6 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 		}
 	}
 	return nil
-}
-
-// rawTensor is the checkpoint's tensor n as Save writes it: its bytes
-// copied unchanged, in its dtype.
-func rawTensor(ck *safetensors.Checkpoint, n string) safetensors.Tensor {
-	info, _ := ck.Info(n)
-	return safetensors.Tensor{Name: n, Dtype: info.Dtype, Shape: info.Shape,
-		Produce: func(w io.Writer) error { return ck.WriteTensorTo(w, n) }}
 }
 
 // saveChunk is how many values Save reads back from the backend at once.

@@ -456,6 +456,15 @@ func (c *Checkpoint) WriteTensorTo(w io.Writer, name string) error {
 	return err
 }
 
+// Copy is the checkpoint's tensor name, to be written under the name as
+// with its bytes unchanged, in its dtype: read from the checkpoint only when
+// the writer gets to it (WriteTensorTo), never widened or held.
+func (c *Checkpoint) Copy(name, as string) Tensor {
+	info, _ := c.Info(name)
+	return Tensor{Name: as, Dtype: info.Dtype, Shape: info.Shape,
+		Produce: func(w io.Writer) error { return c.WriteTensorTo(w, name) }}
+}
+
 // Release drops a tensor's mapped pages from memory (see File.Release).
 func (c *Checkpoint) Release(name string) {
 	if f, err := c.file(name); err == nil {

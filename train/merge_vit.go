@@ -34,10 +34,10 @@ import (
 // ViTForImageClassification name, in the dtype the base stores it: the
 // adapted linear layers W + scale·B·A (lora.MergeViT: in float32, rounded
 // once to that dtype), the classifier the adapter's trained copy
-// (modules_to_save), every other tensor the base's own values (a pooler,
-// which ViTForImageClassification has not, left out, as its loader leaves
-// it unread). The weights are held in memory once, encoded, as they are
-// written.
+// (modules_to_save), every other tensor the base's own bytes, copied as it
+// is written (a pooler, which ViTForImageClassification has not, left out,
+// as its loader leaves it unread). Only the merged weights and the
+// classifier are held in memory, encoded.
 func mergeViT(opts MergeOptions, start time.Time) (string, error) {
 	labels, err := vitAdapterClasses(opts.Adapter)
 	if err != nil {
@@ -153,7 +153,8 @@ func mergedViTLinears(m, merged *model.ViT) map[string]func() []float32 {
 // order and dtypes (a ViTModel's under vit., its new classifier last, in
 // its final norm's dtype; no pooler), and the dtypes written. With f32
 // (--dtype float32) a bfloat16 or float16 tensor is written in float32:
-// the merge kept whole, the base's values widened exactly.
+// the merge kept whole, the base's values widened exactly; any other of the
+// base's tensors is its bytes copied (safetensors.Checkpoint.Copy).
 func mergedViTTensors(ck *safetensors.Checkpoint, src string, m, merged *model.ViT, f32 bool) ([]safetensors.Tensor, map[safetensors.Dtype]bool, error) {
 	headless := m.Config.Headless
 	mergedW := mergedViTLinears(m, merged)
@@ -194,6 +195,11 @@ func mergedViTTensors(ck *safetensors.Checkpoint, src string, m, merged *model.V
 		case classifier[name] != nil:
 			v = widen(classifier[name])
 			delete(classifier, name)
+		case !f32 || info.Dtype != safetensors.BF16 && info.Dtype != safetensors.F16:
+			// The base's own tensor, in its dtype: its bytes copied.
+			written[info.Dtype] = true
+			tensors = append(tensors, ck.Copy(sn, name))
+			continue
 		default:
 			if v, err = ck.Float64(sn); err != nil {
 				return nil, nil, err
