@@ -270,7 +270,7 @@ func MergeViT(m *model.ViT, view *model.ViTAdapter) *model.ViT {
 		}
 		for p := range model.NumProj {
 			lo := *view.Layers[l].Slot(p)
-			lin := vitLinear(&merged.Layers[l], p)
+			lin := merged.Layers[l].Linear(p)
 			if lo == nil || lin == nil {
 				continue
 			}
@@ -280,32 +280,12 @@ func MergeViT(m *model.ViT, view *model.ViTAdapter) *model.ViT {
 	return &merged
 }
 
-// vitLinear is the linear layer of a ViT encoder layer in slot p
-// (model.ViTConfig.Projections), nil for a slot a ViT layer lacks (Gate).
-func vitLinear(l *model.ViTLayer, p model.Proj) *model.ViTLinear {
-	switch p {
-	case model.ProjQ:
-		return &l.Q
-	case model.ProjK:
-		return &l.K
-	case model.ProjV:
-		return &l.V
-	case model.ProjO:
-		return &l.O
-	case model.ProjUp:
-		return &l.Up
-	case model.ProjDown:
-		return &l.Down
-	}
-	return nil
-}
-
 // FreeMergedViT releases the weights a MergeViT of base made, once merged
 // is no longer used.
 func FreeMergedViT(merged, base *model.ViT) {
 	for l := range merged.Layers {
 		for p := range model.NumProj {
-			if w, b := vitLinear(&merged.Layers[l], p), vitLinear(&base.Layers[l], p); w != nil && w.W != b.W {
+			if w, b := merged.Layers[l].Linear(p), base.Layers[l].Linear(p); w != nil && w.W != b.W {
 				base.Backend.FreeWeight(w.W)
 			}
 		}

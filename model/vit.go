@@ -81,6 +81,26 @@ type ViTLayer struct {
 	Down       ViTLinear // output.dense
 }
 
+// Linear is the layer's linear layer in slot p (ViTConfig.Projections),
+// nil for a slot a ViT layer lacks (ProjGate).
+func (l *ViTLayer) Linear(p Proj) *ViTLinear {
+	switch p {
+	case ProjQ:
+		return &l.Q
+	case ProjK:
+		return &l.K
+	case ProjV:
+		return &l.V
+	case ProjO:
+		return &l.O
+	case ProjUp:
+		return &l.Up
+	case ProjDown:
+		return &l.Down
+	}
+	return nil
+}
+
 // ViTLinear is an nn.Linear: W [out][in], packed, and its bias (nil for
 // q/k/v without qkv_bias).
 type ViTLinear struct {

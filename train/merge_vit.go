@@ -137,10 +137,9 @@ func writeMergedViT(dir, src string, m, merged *model.ViT, f32 bool) ([]string, 
 func mergedViTLinears(m, merged *model.ViT) map[string]func() []float32 {
 	out := map[string]func() []float32{}
 	for l := range merged.Layers {
-		ml, bl := &merged.Layers[l], &m.Layers[l]
-		for i, lin := range []*model.ViTLinear{&ml.Q, &ml.K, &ml.V, &ml.O, &ml.Up, &ml.Down} {
-			base := []*model.ViTLinear{&bl.Q, &bl.K, &bl.V, &bl.O, &bl.Up, &bl.Down}[i]
-			if lin.W != base.W {
+		for p := range model.NumProj {
+			lin, base := merged.Layers[l].Linear(p), m.Layers[l].Linear(p)
+			if lin != nil && lin.W != base.W {
 				w := lin.W
 				out[lin.Name+".weight"] = func() []float32 { return readWeight(m.Backend, w) }
 			}
