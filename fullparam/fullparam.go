@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/zo"
@@ -152,20 +153,20 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 				return &PatternError{List: l.name, Pattern: pat, Err: err}
 			}
 			if !slices.ContainsFunc(ts, func(t model.Tensor) bool { return matches([]string{pat}, t.Name) }) {
-				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tiedHead(ts, pat), Suggest: suggest(ts, pat)}
+				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tiedHead(ts, pat), Suggest: suggestPattern(ts, pat)}
 			}
 		}
 	}
 	return nil
 }
 
-// suggest is the pattern closest to pat, at most maxEdits edits from it,
+// suggestPattern is the pattern closest to pat, at most maxEdits edits from it,
 // that matches a tensor of ts, or "". Only pat's literal start (up to its
 // first *, ? or [) is edited, against the same-length starts of the
 // tensors' names (give or take maxEdits characters), so that a glob's typo
 // is found as well as a name's; failing that, a Llama name (model.…) is
 // tried under OPT's model.decoder.
-func suggest(ts []model.Tensor, pat string) string {
+func suggestPattern(ts []model.Tensor, pat string) string {
 	const maxEdits = 3
 	prefix, rest := pat, ""
 	if i := strings.IndexAny(pat, "*?[\\"); i >= 0 {
@@ -180,7 +181,7 @@ func suggest(ts []model.Tensor, pat string) string {
 				continue
 			}
 			cand := t.Name[:n] + rest
-			d := editDistance(prefix, t.Name[:n])
+			d := suggest.Distance(prefix, t.Name[:n])
 			// Of two as close, the longer keeps what the user typed
 			// (model.layer.* is model.layers.*, not model.layer*).
 			if d == 0 || d > limit || d > bestDist || d == bestDist && len(cand) <= len(best) || !slices.ContainsFunc(ts, func(u model.Tensor) bool { return matches([]string{cand}, u.Name) }) {
@@ -196,26 +197,6 @@ func suggest(ts []model.Tensor, pat string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // tiedHead is the name of the embeddings of ts when pat names
