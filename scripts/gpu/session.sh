@@ -535,16 +535,6 @@ for part in $parts; do
     echo "## MEAZO_CUDA_PAIRED=1: a direction's + and - products as one batched call" >>"$f"
     (cd tensor/cuda && MEAZO_CUDA_PAIRED=1 timeout 120 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 110s \
       -test.run 'TestGPUTrainer|TestGPUFullParameter') >>"$f" 2>&1
-    # memcheck (leaks too): float32 MEAZO on Qwen3 (q/k norms: perturbed vectors), bf16 ZO-Adam (moments, stochastic
-    # rounding) on Llama; racecheck and synccheck: zo_update's reduction in shared memory
-    for run in memcheck:qwen3-tiny:meazo: memcheck:llama-tiny:zo-adam:-bf16 racecheck:qwen3-tiny:radazo: synccheck:llama-tiny:meazo:-bf16; do
-      IFS=: read -r tool m opt flag <<<"$run"
-      leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
-      echo "## compute-sanitizer --tool $tool $leak: fullstep $m -opt $opt -q 2 $flag"
-      timeout 75 compute-sanitizer --tool "$tool" $leak "$bin/meazo-bench" fullstep --backend cuda -model "$fx/$m/config.json" \
-        -shape 4x16 -q 2 -opt "$opt" -warm 0 -reps 1 $flag 2>&1
-    done >>"$f"
-    grep -E "^(--- FAIL|FAIL|ok|PASS)|^## |ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|in blocks of|radii" "$f"
     f=$out/fullbench.txt
     echo "# commit $(cat "$kit/commit")" >"$f"
     for m in llama1b qwen06b; do
@@ -565,6 +555,18 @@ for part in $parts; do
         -what $what -opt meazo -warm 1 -reps 2 >>"$f" 2>&1
     done
     grep -E "^#|^## |forward|step|peak" "$f"
+    # the sanitizer last (the timings above are the goal's evidence), into full.txt
+    f=$out/full.txt
+    # memcheck (leaks too): float32 MEAZO on Qwen3 (q/k norms: perturbed vectors), bf16 ZO-Adam (moments, stochastic
+    # rounding) on Llama; racecheck and synccheck: zo_update's reduction in shared memory
+    for run in memcheck:qwen3-tiny:meazo: memcheck:llama-tiny:zo-adam:-bf16 racecheck:qwen3-tiny:radazo: synccheck:llama-tiny:meazo:-bf16; do
+      IFS=: read -r tool m opt flag <<<"$run"
+      leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
+      echo "## compute-sanitizer --tool $tool $leak: fullstep $m -opt $opt -q 2 $flag"
+      timeout 75 compute-sanitizer --tool "$tool" $leak "$bin/meazo-bench" fullstep --backend cuda -model "$fx/$m/config.json" \
+        -shape 4x16 -q 2 -opt "$opt" -warm 0 -reps 1 $flag 2>&1
+    done >>"$f"
+    grep -E "^## |ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$f"
     ;;
   bf16products) # bfloat16 weights multiplied on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS=1, cublasGemmEx): its check
     # against SGEMM of the activations rounded to bfloat16; projected gradients with bfloat16 weights, CPU (float32
