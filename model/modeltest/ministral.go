@@ -2,7 +2,6 @@ package modeltest
 
 import (
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 
@@ -17,11 +16,10 @@ import (
 // running transformers 5's modeling_ministral3.py): a
 // Mistral3ForConditionalGeneration checkpoint whose language model has YaRN
 // frequencies and the llama-4 query scale at slots 8–15, in float32 and
-// (bf16/) bfloat16. It is found from this source file, so that every
-// backend's tests run it wherever their package is, without MEAZO_SHARED.
-func MinistralFixture() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "ministral3", "ministral3-tiny")
+// (bf16/) bfloat16. It is found as CommittedDir finds the others, so that
+// every backend's tests run it wherever their package is, without MEAZO_SHARED.
+func MinistralFixture(t testing.TB) string {
+	return CommittedDir(t, "ministral3/ministral3-tiny")
 }
 
 // Ministral runs the Ministral-3 fixture on b: against transformers 5's
@@ -36,7 +34,7 @@ func Ministral(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 		if shortCPU(b) {
 			t.Skip("-short on the CPU backend: the run against the CPU is the native tests' (shortCPU says why)")
 		}
-		againstCPU(t, b, MinistralFixture(), tol)
+		againstCPU(t, b, MinistralFixture(t), tol)
 	})
 }
 
@@ -47,7 +45,7 @@ func Ministral(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 // checkpoint, widened to float32 and kept in bfloat16, against the float64
 // forward of its bfloat16 values.
 func ministralReferences(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
-	dir := MinistralFixture()
+	dir := MinistralFixture(t)
 	ref, in, labels, real := referenceBatch(t, dir)
 	leaks := leakCheck(t, b)
 

@@ -12,7 +12,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 
@@ -36,15 +35,16 @@ var FixtureModels = []string{"llama-tiny", "qwen3-tiny"}
 var CommittedModels = []string{"opt/opt-tiny", "opt/opt-tiny-postnorm",
 	"qwen2/qwen2-tiny", "qwen2/qwen2-tiny-untied", "qwen2/llama-bias-tiny", "qwen2/qwen3-bias-tiny", "qwen2/mistral-tiny"}
 
-// CommittedDir is the folder of a committed fixture model, found from
-// this source file's place in the module (tests run from their package's
-// folder, wherever the package that runs the suite is).
+// CommittedDir is the folder of a committed fixture model, found from the
+// module's root above the test's folder (tests run from their package's
+// folder, wherever the package that runs the suite is; a test binary built
+// with -trimpath, as scripts/gpu/kit.sh builds them, knows no source paths).
 func CommittedDir(t testing.TB, name string) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate model/modeltest's source to find model/testdata")
+	root, err := fixture.ModuleRoot()
+	if err != nil {
+		t.Fatalf("finding model/testdata: %v", err)
 	}
-	return filepath.Join(filepath.Dir(file), "..", "testdata", filepath.FromSlash(name))
+	return filepath.Join(root, "model", "testdata", filepath.FromSlash(name))
 }
 
 // fixtureDirs are the fixture models' folders by name: the committed ones,

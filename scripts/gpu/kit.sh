@@ -17,6 +17,11 @@ export CGO_ENABLED=0 GOEXPERIMENT=simd
 go build -trimpath -ldflags="-s -w" -o "$kit/bin/" ./cmd/meazo-train ./cmd/meazo-bench ./cmd/meazo-inspect
 go test -c -trimpath -ldflags="-s -w" -o "$kit/bin/cuda.test" ./tensor/cuda
 go test -c -trimpath -ldflags="-s -w" -o "$kit/bin/zo.test" ./zo
+# The test binary knows no source paths (-trimpath): check here, on the kernel emulator, that it finds the
+# module's committed fixtures from its folder as the GPU machine will run it (a run there found none).
+(cd tensor/cuda && MEAZO_SHARED=$(cd "$OLDPWD" && realpath "$shared") "$OLDPWD/$kit/bin/cuda.test" -test.count=1 \
+  -test.run '^TestEmulatedConformance$/^(References|ViT|Ministral3)$/^(opt-tiny|qwen3-tiny|vit-tiny|References)$' >/dev/null) ||
+  { echo "kit: cuda.test does not pass its committed fixtures on the emulator (run it in tensor/cuda with -test.v)"; exit 1; }
 # The experiments of dev/cuda as PTX, for session.sh's tf32x3 part (needs NVRTC 11.8 here).
 mkdir -p "$kit/dev"
 go run ./tensor/cuda/internal/ptxgen -in dev/cuda/gemm_tf32x3.cu -out "$kit/dev/gemm_tf32x3.ptx" ||

@@ -318,8 +318,8 @@ for part in $parts; do
       [ -e "$MEAZO_CUDA_LIB_PATH/libcublas.so" ] || libs="-I$MEAZO_CUDA_LIB_PATH/../include $(ls "$MEAZO_CUDA_LIB_PATH"/libcublas.so.1[0-9] | head -1)"
     fi
     { echo "# commit $(cat "$kit/commit"); $("$nvcc" --version | tail -1)"
-      timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -arch=sm_90a -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs ||
-        { echo "# again without cuBLAS's emulation"; timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -arch=sm_90a -DNO_EMULATION \
+      timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs ||
+        { echo "# again without cuBLAS's emulation"; timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -DNO_EMULATION \
             -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs; }
       export LD_LIBRARY_PATH=${MEAZO_CUDA_LIB_PATH:+$MEAZO_CUDA_LIB_PATH:}${LD_LIBRARY_PATH:-}
       echo "## memcheck of the correctness check"
