@@ -14,6 +14,7 @@ import (
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/tensor/backends"
+	"github.com/meazo-go/meazo/train"
 )
 
 func init() {
@@ -122,6 +123,11 @@ func (ab *agreeBench) estimate(name string, stdout io.Writer) ([][]float64, erro
 		return nil, err
 	}
 	defer m.Free()
+	// A -bf16 comparison of float32 weights would be labelled as bfloat16's
+	// (the GPU session's bf16products part compared tiny float32 checkpoints).
+	if note := train.BF16WeightsNote(m, ab.dir, ab.bf16, "-bf16"); note != "" {
+		return nil, fmt.Errorf("%s; give a checkpoint that stores BF16 weights (a fixture's bf16/ folder)", note)
+	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	in, labels := randomBatch(rng, m.VocabSize, ab.bsz, ab.t, ab.t-ab.t/2)
 	ad, err := lora.New(m, lora.Options{Seed: 1})

@@ -576,7 +576,7 @@ for part in $parts; do
     echo "# commit $(cat "$kit/commit")" >"$f"
     (cd tensor/cuda && timeout 60 "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestGPUBF16Products|TestGPUWidenedBlocks') >>"$f" 2>&1
     for p in 0 1; do
-      for m in "$fx/llama-tiny" model/testdata/ministral3/ministral3-tiny; do
+      for m in "$fx/llama-tiny/bf16" model/testdata/ministral3/ministral3-tiny/bf16; do # BF16 checkpoints (-bf16 keeps only those in bfloat16)
         echo "## zoagree -bf16 $m, MEAZO_CUDA_BF16_PRODUCTS=$p" >>"$f"
         MEAZO_CUDA_BF16_PRODUCTS=$p timeout 30 "$bin/meazo-bench" zoagree -model "$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6 -bf16 >>"$f" 2>&1
       done
