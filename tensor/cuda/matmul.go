@@ -66,10 +66,15 @@ const (
 
 // gemm3xTF32MinK is the shortest product gemm_3xtf32 takes (Backend.tf32x3MinK;
 // the tests set fewer). Its error has a floor, the split's (about 2.5e-7 of
-// the outputs' rms), where SGEMM's grows with k: on package tensorcore's
-// model of the tensor cores, 1.73× SGEMM's at k = 64, 0.90× at 256, 0.62×
-// at 512 (dev/cuda/tcsim.go). Every projection of the models has k ≥ 768.
-const gemm3xTF32MinK = 256
+// the outputs' rms), where SGEMM's grows with k. Package tensorcore's model
+// of the tensor cores put the crossing below k = 256 (1.73× SGEMM's rms at
+// k = 64, 0.90× at 256, 0.62× at 512: dev/cuda/tcsim.go), but on an H200
+// cuBLAS SGEMM was more accurate than the model of it: 3xTF32 had 1.65× its
+// rms error at 165×192×256, 0.79× at 300×2048×1024, 0.60× at k = 2048 and
+// 0.85× at k = 3072 (docs/bench/2026-11-30-h200/run1-febb616/tcgemm-backend.txt).
+// So 1024, the shortest measured where it is the more accurate; the models'
+// projections have k ≥ 1024 except ViT-B/16's (768), which stay on SGEMM.
+const gemm3xTF32MinK = 1024
 
 // fits3xTF32 reports whether gemm_3xtf32 computes y = x·Wᵀ (or adds it)
 // for these operands: it takes k 32 at a time, stores y's columns in pairs

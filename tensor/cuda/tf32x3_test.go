@@ -41,7 +41,8 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 	defer sg.Close()
 	rng := rand.New(rand.NewPCG(3, 33))
 	for _, s := range []struct{ rows, n, k int }{
-		{165, 192, 256},   // partial tiles of rows and columns (k: gemm3xTF32MinK)
+		{165, 192, 1024},  // partial tiles of rows and columns (k: gemm3xTF32MinK)
+		{165, 192, 256},   // below gemm3xTF32MinK (on an H200 1.65x SGEMM's rms error): SGEMM
 		{300, 2048, 1024}, // Qwen3-0.6B's q, 300 rows
 		{640, 512, 2048},  // Llama-3.2-1B's k/v
 		{80, 1024, 3072},  // Qwen3-0.6B's down
@@ -53,9 +54,9 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 		if !slices.Equal(got, again) {
 			t.Errorf("%d×%d×%d: two runs differ", s.rows, s.n, s.k)
 		}
-		if s.k%32 != 0 {
+		if s.k%32 != 0 || s.k < gemm3xTF32MinK {
 			if !slices.Equal(got, sgemm) {
-				t.Errorf("%d×%d×%d: not SGEMM's bits, though gemm_3xtf32 cannot take k = %d", s.rows, s.n, s.k, s.k)
+				t.Errorf("%d×%d×%d: not SGEMM's bits, though gemm_3xtf32 does not take k = %d", s.rows, s.n, s.k, s.k)
 			}
 			continue
 		}
@@ -96,8 +97,8 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 // loads, split, shared-memory layout, descriptors, accumulator fragments,
 // promotion and stores: each output from its own row and column, in its
 // order), on shapes with partial tiles of rows and columns and one or more
-// tiles of k (taken down to k = 32 here), and from k = 256 (where the
-// backend takes it) within SGEMM's error of float64 (rms, 1.25 margin); a
+// tiles of k (taken down to k = 32 here), and from gemm3xTF32MinK (where
+// the backend takes it) within SGEMM's error of float64 (rms, 1.25 margin); a
 // product it cannot take (k = 48, or k below the backend's minimum) is
 // SGEMM's.
 func TestEmulated3xTF32(t *testing.T) {
@@ -107,11 +108,11 @@ func TestEmulated3xTF32(t *testing.T) {
 		rows, n, k, minK int
 		kernel           bool // gemm_3xtf32 takes it
 	}{
-		{130, 136, 256, 0, true},
+		{130, 136, 1024, 0, true},
 		{7, 10, 32, 32, true},
 		{40, 128, 96, 32, true},
 		{20, 64, 48, 32, false},
-		{20, 64, 64, 0, false}, // below gemm3xTF32MinK
+		{20, 64, 256, 0, false}, // below gemm3xTF32MinK
 	} {
 		tc.tf32x3MinK = s.minK
 		x, w := randomProduct(rng, s.rows, s.n, s.k)
