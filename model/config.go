@@ -3,8 +3,12 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -39,6 +43,7 @@ type Config struct {
 	SlidingWindow    int          // 0 = none (Qwen2 and Qwen3 apply it whenever the key is not null)
 	BOSTokenID       int          // -1 when absent
 	EOSTokenIDs      []int
+	GenerationEOS    []int // generation_config.json's eos_token_id, which HF's generate stops at (LoadWith reads it; nil without)
 	TorchDtype       string
 
 	// Ministral-3 (model_type ministral3) only; zero for the others (config_ministral.go).
@@ -349,15 +354,66 @@ func specialTokens(r rawConfig, c *Config) error {
 	if r.BOSTokenID != nil {
 		c.BOSTokenID = *r.BOSTokenID
 	}
-	if len(r.EOSTokenID) > 0 && string(r.EOSTokenID) != "null" {
-		var one int
-		if json.Unmarshal(r.EOSTokenID, &one) == nil {
-			c.EOSTokenIDs = []int{one}
-		} else if err := json.Unmarshal(r.EOSTokenID, &c.EOSTokenIDs); err != nil {
-			return fmt.Errorf(`"eos_token_id" must be an int or a list of ints: %w`, err)
+	ids, err := eosIDs(r.EOSTokenID)
+	if ids != nil { // absent or null: the architecture's default stays (OPT's </s>)
+		c.EOSTokenIDs = ids
+	}
+	return err
+}
+
+// eosIDs reads an eos_token_id: an int, a list of ints, null or absent.
+func eosIDs(raw json.RawMessage) ([]int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one int
+	if json.Unmarshal(raw, &one) == nil {
+		return []int{one}, nil
+	}
+	var ids []int
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		return nil, fmt.Errorf(`"eos_token_id" must be an int or a list of ints: %w`, err)
+	}
+	return ids, nil
+}
+
+// StopIDs are the ids HF's generate stops at: config.json's eos_token_id
+// and generation_config.json's (which adds Llama-3.x Instruct's
+// <|eot_id|>), each once.
+func (c *Config) StopIDs() []int {
+	stops := slices.Clone(c.EOSTokenIDs)
+	for _, id := range c.GenerationEOS {
+		if !slices.Contains(stops, id) {
+			stops = append(stops, id)
 		}
 	}
-	return nil
+	return stops
+}
+
+// LoadGenerationEOS reads eos_token_id from dir's generation_config.json,
+// where checkpoints name the tokens generation stops at (Llama-3.x's
+// <|eot_id|> and <|eom_id|> are there, not in config.json): nil when the
+// file is absent or names none.
+func LoadGenerationEOS(dir string) ([]int, error) {
+	path := filepath.Join(dir, "generation_config.json")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	b, err := inputfile.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		EOSTokenID json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	ids, err := eosIDs(r.EOSTokenID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ids, nil
 }
 
 // checkRope refuses RoPE settings that are each in range but make the

@@ -33,7 +33,7 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 	}
 	stop := opts.StopIDs
 	if stop == nil {
-		stop = m.EOSTokenIDs
+		stop = m.StopIDs()
 	}
 	if m.Prompt != nil {
 		nv, err := m.promptLength(m.Prompt)

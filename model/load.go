@@ -53,6 +53,9 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.GenerationEOS, err = LoadGenerationEOS(dir); err != nil {
+		return nil, err
+	}
 	r, err := openCheckpoint(dir)
 	if err != nil {
 		return nil, err

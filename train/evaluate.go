@@ -422,10 +422,11 @@ func (o EvalOptions) task() (data.Task, *data.OwnTask, error) {
 }
 
 // StopIDs are the ids that end a generation in evaluation: the
-// tokenizer's end-of-turn ids plus the model config's eos ids.
+// tokenizer's end-of-turn ids plus the model's (config.json's and
+// generation_config.json's eos ids).
 func StopIDs(tok *tokenizer.Tokenizer, m *model.Model) []int {
 	stops := slices.Clone(tok.StopIDs())
-	for _, id := range m.EOSTokenIDs {
+	for _, id := range m.StopIDs() {
 		if !slices.Contains(stops, id) {
 			stops = append(stops, id)
 		}

@@ -1,0 +1,62 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestGenerationConfigStops: the eos ids of generation_config.json (where
+// Llama-3.x Instruct names <|eot_id|>) end a generation as config.json's
+// do, as HF's generate reads them; a malformed file is an error naming it.
+func TestGenerationConfigStops(t *testing.T) {
+	src := filepath.Join("testdata", "opt", "opt-tiny")
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		abs, err := filepath.Abs(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func() (*Model, error) { return Load(dir) }
+	m, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.StopIDs(); !slices.Equal(got, m.EOSTokenIDs) {
+		t.Errorf("without generation_config.json: stops %v, want config.json's %v", got, m.EOSTokenIDs)
+	}
+	m.Free()
+	gen := filepath.Join(dir, "generation_config.json")
+	for _, c := range []struct{ text, want string }{
+		{`{"eos_token_id": [2, 7]}`, "[2 7]"},
+		{`{"eos_token_id": 9}`, "[2 9]"},
+		{`{"eos_token_id": null}`, "[2]"},
+		{`{"eos_token_id": "x"}`, `generation_config.json: "eos_token_id" must be an int or a list of ints`},
+		{`{"eos_token_id": [2,`, "generation_config.json: unexpected end of JSON input"},
+	} {
+		if err := os.WriteFile(gen, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := load()
+		switch {
+		case err != nil:
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want %q", c.text, err, c.want)
+			}
+		case !strings.HasPrefix(c.want, "["):
+			t.Errorf("%s: loaded (stops %v), want an error %q", c.text, m.StopIDs(), c.want)
+		case fmt.Sprint(m.StopIDs()) != c.want:
+			t.Errorf("%s: stops %v, want %s", c.text, m.StopIDs(), c.want)
+		}
+		if m != nil {
+			m.Free()
+		}
+	}
+}
