@@ -57,6 +57,7 @@ func TestConformance(t *testing.T) {
 	modeltest.Models(t, b, backendtest.Float32)
 	t.Run("Ministral3", func(t *testing.T) { modeltest.Ministral(t, b, backendtest.Float32) })
 	t.Run("Save", func(t *testing.T) { modeltest.Save(t, b) })
+	t.Run("GELUBits", func(t *testing.T) { checkGELUBits(t, b) }) // the CPU's bits with or without its fused multiply-adds
 	if cpu.GEMMPath() != "portable" {
 		t.Run("KernelsMatchCPUBits", func(t *testing.T) { backendtest.Ops(t, b, kernelsMatchCPU) })
 	}

@@ -8,7 +8,9 @@
 // half of the 64-bit product (Philox, kernels/noise.cuh). What it checks is the
 // kernels' logic: indexing, layouts, masks, reductions and their order, and
 // the backend's use of them, which then holds on a GPU up to what a GPU
-// computes differently (only libm's exp/log in cross_entropy here).
+// computes differently (only libm's exp/log in cross_entropy here: no other
+// kernel may call a libm function, TestKernelsCallNoLibmMath, since glibc's
+// are not CUDA's; gelu's erf is the CPU's, kernels/erf.cuh).
 //
 // Protocol (stdin/stdout, little-endian, every reply starts with a u32
 // status, 0 = ok): 'A' u64 bytes → u64 ptr | 'F' u64 ptr | 'W' u64 dst u64 n
@@ -76,6 +78,7 @@ static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); ret
 static inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+static inline long long __double_as_longlong(double d) { long long i; std::memcpy(&i, &d, 8); return i; }
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 struct float4 { float x, y, z, w; }; // CUDA's 16-byte vector type (aligned loads and stores)
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }

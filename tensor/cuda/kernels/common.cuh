@@ -14,7 +14,10 @@
 //   fused multiply-adds, so that it rounds as the CPU backend's Go code does;
 //   where the CPU kernels use fused multiply-adds (the dot products of
 //   attention), so do these (fmaf). Exp is the CPU backend's Cephes expf,
-//   transcribed operation by operation. Where the CPU reduces in float64 in 16
+//   transcribed operation by operation; GELU's float64 erf is the CPU's
+//   s_erf.c, transcribed likewise (erf.cuh). No kernel whose bits must be
+//   the CPU's calls a libm function (CUDA's differ from glibc's, which the
+//   emulator would run, and from the CPU's: TestKernelsCallNoLibmMath). Where the CPU reduces in float64 in 16
 //   partial sums (RMSNorm, the softmax normaliser), these kernels do the same
 //   in the same order, so RMSNorm, SiLU, RoPE, the adds and attention give the
 //   CPU backend's bits for the same inputs on amd64 (where Go rounds every
