@@ -98,6 +98,11 @@ func vitReferences(t *testing.T, b tensor.Backend, dir string, tol backendtest.T
 	leaks("the ViT's load, forward and loss")
 }
 
+// ViT is Models for the ViT fixtures alone (a backend's encoder attention
+// paths, each forced in turn): vitReferences on every committed ViT
+// fixture within tol.
+func ViT(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) { vitModels(t, b, tol) }
+
 // vitModels runs vitReferences on every committed ViT fixture.
 func vitModels(t *testing.T, b tensor.Backend, tol backendtest.Tolerance) {
 	for _, name := range ViTModels {

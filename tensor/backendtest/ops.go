@@ -58,21 +58,25 @@ func down(be tensor.Backend, b tensor.Buf) []float32 {
 	return h
 }
 
+// checkOp runs c on b and on ref (the CPU backend) and compares them
+// within tol, then checks that a second run on b gives the same bits.
+func checkOp(t *testing.T, b, ref tensor.Backend, c opCase, tol Tolerance) {
+	want := c.run(ref, &inputs{rand.New(rand.NewPCG(1, 2))})
+	got := c.run(b, &inputs{rand.New(rand.NewPCG(1, 2))})
+	compare(t, c.name, got, want, tol.forOp(c.name))
+	again := c.run(b, &inputs{rand.New(rand.NewPCG(1, 2))})
+	if !SameBits(got, again) {
+		t.Errorf("%s: a second run gives other bits", c.name)
+	}
+}
+
 // Ops checks every Backend operation of b against the CPU backend, and the
 // interface's promises that need no reference (zeros for a query with no
 // visible key, Argmax's rules, float32 precision in MatMul).
 func Ops(t *testing.T, b tensor.Backend, tol Tolerance) {
 	ref := cpu.New(cpu.Options{})
 	for _, c := range opCases() {
-		t.Run(c.name, func(t *testing.T) {
-			want := c.run(ref, &inputs{rand.New(rand.NewPCG(1, 2))})
-			got := c.run(b, &inputs{rand.New(rand.NewPCG(1, 2))})
-			compare(t, c.name, got, want, tol.forOp(c.name))
-			again := c.run(b, &inputs{rand.New(rand.NewPCG(1, 2))})
-			if !SameBits(got, again) {
-				t.Errorf("%s: a second run gives other bits", c.name)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkOp(t, b, ref, c, tol) })
 	}
 	t.Run("AttentionNoVisibleKey", func(t *testing.T) { attentionNoKey(t, b) })
 	t.Run("Argmax", func(t *testing.T) { argmaxRules(t, b) })

@@ -2,8 +2,10 @@ package backendtest
 
 import (
 	"math"
+	"testing"
 
 	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/cpu"
 )
 
 // encoderCases are the checks of the ops of a ViT encoder block beyond
@@ -35,5 +37,24 @@ func encoderCases() []opCase {
 			b.Free(q, k, v)
 			return down(b, out)
 		}},
+		{"EncoderAttentionBatch", func(b tensor.Backend, in *inputs) []float32 {
+			const seqs, tokens, heads, hd = 3, 197, 2, 16 // six (sequence, head) pairs of ViT-B/16's length
+			n := seqs * tokens * heads * hd
+			q, k, v := b.FromHost(in.vec(n, 1.5)), b.FromHost(in.vec(n, 1.5)), b.FromHost(in.vec(n, 1))
+			out := b.Alloc(n)
+			b.EncoderAttention(out, q, k, v, seqs, tokens, heads, hd, 0.25)
+			b.Free(q, k, v)
+			return down(b, out)
+		}},
+	}
+}
+
+// EncoderOps is Ops for the encoder's ops alone (a backend's encoder
+// attention paths, each forced in turn): each against the CPU backend
+// within tol, and a second run bit-identical to the first.
+func EncoderOps(t *testing.T, b tensor.Backend, tol Tolerance) {
+	ref := cpu.New(cpu.Options{})
+	for _, c := range encoderCases() {
+		t.Run(c.name, func(t *testing.T) { checkOp(t, b, ref, c, tol) })
 	}
 }

@@ -94,7 +94,15 @@ type Backend struct {
 	// Options.AttentionChunk sets it.
 	attnChunk int
 	attnPtrs  devArray // the batched GEMMs' pointer arrays
-	stack     bool     // Options.StackProjections
+	// encGEMMMinTokens: EncoderAttention runs the batched GEMMs
+	// (encoderAttentionGEMM) for sequences of at least encGEMMMinTokens
+	// tokens, the exact kernel encoder_attention below; 0 turns the GEMMs
+	// off. Options.Attention sets it (attentionPaths).
+	encGEMMMinTokens int
+	// encScoreBytes bounds the scores encoderAttentionGEMM holds at once
+	// (0: attnGEMMMaxBytes); the tests set less, to take pairs in groups.
+	encScoreBytes int
+	stack         bool // Options.StackProjections
 	// Full-parameter ZO (trainer.go, trainer_update.go): the directions of
 	// an update on the device and as last uploaded, the updates' sums of
 	// squares; perturbChunk, the most elements of a weight formed perturbed
@@ -137,7 +145,7 @@ func Open(o Options) (*Backend, error) {
 // newBackend makes a backend on dev (described by desc, allowing blocks
 // maxShm bytes of dynamic shared memory) with options o.
 func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error) {
-	minHD, minKeys, err := attentionPaths(o.Attention)
+	minHD, minKeys, encMin, err := attentionPaths(o.Attention)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +158,7 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 	}
 	settings := o.settings() // they change the bits: into the description and Arithmetic
 	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{},
-		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, attnChunk: chunk, stack: o.StackProjections,
+		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, encGEMMMinTokens: encMin, attnChunk: chunk, stack: o.StackProjections,
 		bf16Products: o.BF16Products, paired: o.PairedProducts, tf32x3: o.TF32x3}, nil
 }
 

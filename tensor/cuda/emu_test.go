@@ -272,7 +272,84 @@ func TestEmulatedKernelsMatchCPUBits(t *testing.T) {
 	if cpu.GEMMPath() == "portable" {
 		t.Skip("the CPU backend runs its portable path (no fused multiply-adds), whose attention rounds differently by design; the bit-for-bit check needs GOEXPERIMENT=simd on AVX2/AVX-512")
 	}
-	backendtest.Ops(t, newEmuBackend(t), kernelsMatchCPU)
+	b := newEmuBackend(t)
+	b.encGEMMMinTokens = 0 // the exact encoder_attention: the default takes the GEMMs for EncoderAttentionLong's 197 tokens
+	lc := countLaunches(b)
+	backendtest.Ops(t, b, kernelsMatchCPU)
+	if lc.launches["encoder_softmax"] > 0 || lc.launches["encoder_attention"] == 0 {
+		t.Errorf("encoder_softmax launched %d times, encoder_attention %d: want only the exact kernel", lc.launches["encoder_softmax"], lc.launches["encoder_attention"])
+	}
+}
+
+// TestEmulatedEncoderAttention runs the encoder's ops and the ViT fixture
+// with each EncoderAttention path forced: the exact encoder_attention (the
+// CPU backend's bits, where its kernels fuse multiply-adds as the GPU's do)
+// and the batched GEMMs around encoder_softmax, whose GEMMs sum in cuBLAS's
+// order (here the emulator's) and so are held to the float32 tolerance, over
+// all (sequence, head) pairs at once and in groups of two
+// (EncoderAttentionBatch's six pairs of 197 tokens as three groups).
+func TestEmulatedEncoderAttention(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		min    int // encGEMMMinTokens: 0, the exact kernel
+		groups int // pairs per GEMM group (encScoreBytes); 0: the default bound
+	}{
+		{"exact", 0, 0},
+		{"gemm", 1, 0},
+		{"gemm in groups of 2", 1, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newEmuBackend(t)
+			b.encGEMMMinTokens = c.min
+			if c.groups > 0 {
+				b.encScoreBytes = c.groups * 4 * 197 * 197
+			}
+			lc := countLaunches(b)
+			tol := kernelsMatchCPU
+			if c.min > 0 || cpu.GEMMPath() == "portable" {
+				tol = backendtest.Float32
+			}
+			backendtest.EncoderOps(t, b, tol)
+			modeltest.ViT(t, b, backendtest.Float32)
+			gemm := lc.launches["encoder_softmax"] > 0
+			switch {
+			case gemm != (c.min > 0) || (lc.launches["encoder_attention"] > 0) != (c.min == 0):
+				t.Errorf("encoder_softmax launched %d times, encoder_attention %d, with encGEMMMinTokens %d",
+					lc.launches["encoder_softmax"], lc.launches["encoder_attention"], c.min)
+			// Two runs each of EncoderAttentionLong (one group of its two pairs) and
+			// EncoderAttentionBatch (three groups of two), two GEMMs a group.
+			case c.groups > 0 && lc.batched[c.groups] != 2*2*(1+3):
+				t.Errorf("batched GEMMs by batch count %v: want 16 of %d pairs", lc.batched, c.groups)
+			}
+		})
+	}
+}
+
+// TestEmulatedEncoderAttentionDefault checks the default choice of path:
+// the batched GEMMs for ViT-B/16's 197 tokens (two batched GEMMs over its 12
+// heads of 64, one encoder_softmax), the exact kernel for 17 (vit-tiny's).
+func TestEmulatedEncoderAttentionDefault(t *testing.T) {
+	b := newEmuBackend(t)
+	for _, c := range []struct {
+		tokens int
+		gemm   bool
+	}{{197, true}, {17, false}} {
+		const seqs, heads, hd = 1, 12, 64
+		n := seqs * c.tokens * heads * hd
+		q, k, v, out := b.Alloc(n), b.Alloc(n), b.Alloc(n), b.Alloc(n)
+		lc := countLaunches(b)
+		b.EncoderAttention(out, q, k, v, seqs, c.tokens, heads, hd, 0.125)
+		b.dev = lc.device
+		b.Free(q, k, v, out)
+		want := map[string]int{"encoder_attention": 1}
+		wantBatched := map[int]int{}
+		if c.gemm {
+			want, wantBatched = map[string]int{"encoder_softmax": 1}, map[int]int{seqs * heads: 2}
+		}
+		if !maps.Equal(lc.launches, want) || !maps.Equal(lc.batched, wantBatched) {
+			t.Errorf("%d tokens: launches %v and batched GEMMs by batch %v; want %v and %v", c.tokens, lc.launches, lc.batched, want, wantBatched)
+		}
+	}
 }
 
 // TestEmulatedAttentionKernels runs the conformance suite with each

@@ -63,6 +63,7 @@ var kernelParams = map[string][]param{
 	// ViT's encoder (encoder.go).
 	"gelu":              {ptr, i64},
 	"encoder_attention": {ptr, ptr, ptr, ptr, i32, i32, i32, f32},
+	"encoder_softmax":   {ptr, i32, f32},
 	// Full-parameter ZO (trainer.go): the noise contract alone (tests),
 	// perturbed copies and rows, the in-place update.
 	"noise_fill":         {ptr, i64, i64, i32, i32, i32, f64, i64},

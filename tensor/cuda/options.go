@@ -22,7 +22,11 @@ type Options struct {
 	// Attention forces one attention path wherever it can run: "rows"
 	// (attention alone, a block per query), "tiled" (attention_tiled) or
 	// "gemm" (attentionGEMM); "" or "auto": the default choice by length
-	// and head width (see Backend.tiledMinHD and gemmMinKeys).
+	// and head width (see Backend.tiledMinHD and gemmMinKeys). For a ViT's
+	// EncoderAttention, "gemm" forces the batched GEMMs
+	// (encoderAttentionGEMM), "rows" and "tiled" the exact kernel
+	// encoder_attention, and "auto" takes the GEMMs from 64 tokens
+	// (Backend.encGEMMMinTokens).
 	Attention string
 	// AttentionChunk is how many queries attentionGEMM takes at a time
 	// (0: defaultAttnChunk; tensor.AllQueries: all at once).
@@ -67,21 +71,23 @@ func optionsOf(o tensor.Options) Options {
 // within 1 %.
 const defaultAttnChunk = 128
 
-// attentionPaths returns the backend's tiledMinHD and gemmMinKeys for
-// Options.Attention. By default attentionGEMM runs from 256 slots, below
-// that attention_tiled for heads of 128 and attention for the others.
-func attentionPaths(kernel string) (tiledMinHD, gemmMinKeys int, err error) {
+// attentionPaths returns the backend's tiledMinHD, gemmMinKeys and
+// encGEMMMinTokens for Options.Attention. By default attentionGEMM runs
+// from 256 slots, below that attention_tiled for heads of 128 and attention
+// for the others; the encoder's GEMMs from defaultEncGEMMMinTokens tokens,
+// the exact encoder_attention below.
+func attentionPaths(kernel string) (tiledMinHD, gemmMinKeys, encGEMMMinTokens int, err error) {
 	switch kernel {
 	case "", "auto":
-		return 128, 256, nil
+		return 128, 256, defaultEncGEMMMinTokens, nil
 	case "rows":
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	case "tiled":
-		return 1, 0, nil
+		return 1, 0, 0, nil
 	case "gemm":
-		return 128, 1, nil
+		return 128, 1, 1, nil
 	}
-	return 0, 0, fmt.Errorf("cuda: attention kernel %q: want rows, tiled, gemm or auto", kernel)
+	return 0, 0, 0, fmt.Errorf("cuda: attention kernel %q: want rows, tiled, gemm or auto", kernel)
 }
 
 // attnChunkOf returns the backend's attnChunk for Options.AttentionChunk.
@@ -99,7 +105,7 @@ func attnChunkOf(c int) (int, error) {
 
 // check reports an option that has no meaning.
 func (o Options) check() error {
-	if _, _, err := attentionPaths(o.Attention); err != nil {
+	if _, _, _, err := attentionPaths(o.Attention); err != nil {
 		return err
 	}
 	_, err := attnChunkOf(o.AttentionChunk)

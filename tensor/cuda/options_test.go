@@ -15,22 +15,23 @@ func TestOptions(t *testing.T) {
 		name           string
 		o              Options
 		minHD, minKeys int
+		encMin         int // encGEMMMinTokens
 		chunk          int
 		stack          bool
 		desc           string // "": the description names no setting
 	}{
-		{"default", Options{}, 128, 256, defaultAttnChunk, false, ""},
-		{"auto", Options{Attention: "auto"}, 128, 256, defaultAttnChunk, false, ""},
-		{"rows", Options{Attention: "rows"}, 0, 0, defaultAttnChunk, false, "; attention kernel: rows (MEAZO_CUDA_ATTENTION)"},
-		{"tiled", Options{Attention: "tiled"}, 1, 0, defaultAttnChunk, false, "; attention kernel: tiled (MEAZO_CUDA_ATTENTION)"},
-		{"gemm", Options{Attention: "gemm"}, 128, 1, defaultAttnChunk, false, "; attention kernel: gemm (MEAZO_CUDA_ATTENTION)"},
-		{"chunks of 64", Options{AttentionChunk: 64}, 128, 256, 64, false, "; attention chunks of 64 queries (MEAZO_CUDA_ATTN_CHUNK)"},
-		{"all queries", Options{AttentionChunk: tensor.AllQueries}, 128, 256, 0, false, "; attention chunks of 0 queries (MEAZO_CUDA_ATTN_CHUNK)"},
-		{"stacked", Options{StackProjections: true}, 128, 256, defaultAttnChunk, true, "; projections stacked (MEAZO_CUDA_STACK)"},
-		{"synchronous uploads: the GPU's description", Options{SyncUploads: true}, 128, 256, defaultAttnChunk, false, ""},
-		{"bfloat16 products", Options{BF16Products: true}, 128, 256, defaultAttnChunk, false,
+		{"default", Options{}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false, ""},
+		{"auto", Options{Attention: "auto"}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false, ""},
+		{"rows", Options{Attention: "rows"}, 0, 0, 0, defaultAttnChunk, false, "; attention kernel: rows (MEAZO_CUDA_ATTENTION)"},
+		{"tiled", Options{Attention: "tiled"}, 1, 0, 0, defaultAttnChunk, false, "; attention kernel: tiled (MEAZO_CUDA_ATTENTION)"},
+		{"gemm", Options{Attention: "gemm"}, 128, 1, 1, defaultAttnChunk, false, "; attention kernel: gemm (MEAZO_CUDA_ATTENTION)"},
+		{"chunks of 64", Options{AttentionChunk: 64}, 128, 256, defaultEncGEMMMinTokens, 64, false, "; attention chunks of 64 queries (MEAZO_CUDA_ATTN_CHUNK)"},
+		{"all queries", Options{AttentionChunk: tensor.AllQueries}, 128, 256, defaultEncGEMMMinTokens, 0, false, "; attention chunks of 0 queries (MEAZO_CUDA_ATTN_CHUNK)"},
+		{"stacked", Options{StackProjections: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, true, "; projections stacked (MEAZO_CUDA_STACK)"},
+		{"synchronous uploads: the GPU's description", Options{SyncUploads: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false, ""},
+		{"bfloat16 products", Options{BF16Products: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false,
 			"; bfloat16 weights multiplied in bfloat16 on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS)"},
-		{"paired products", Options{PairedProducts: true}, 128, 256, defaultAttnChunk, false,
+		{"paired products", Options{PairedProducts: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false,
 			"; a direction's perturbed products paired (MEAZO_CUDA_PAIRED)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,9 +39,10 @@ func TestOptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.tiledMinHD != c.minHD || b.gemmMinKeys != c.minKeys || b.attnChunk != c.chunk || b.StackProjections() != c.stack {
-				t.Errorf("tiledMinHD %d, gemmMinKeys %d, attnChunk %d, stacked %v; want %d, %d, %d, %v",
-					b.tiledMinHD, b.gemmMinKeys, b.attnChunk, b.StackProjections(), c.minHD, c.minKeys, c.chunk, c.stack)
+			if b.tiledMinHD != c.minHD || b.gemmMinKeys != c.minKeys || b.encGEMMMinTokens != c.encMin || b.attnChunk != c.chunk ||
+				b.StackProjections() != c.stack {
+				t.Errorf("tiledMinHD %d, gemmMinKeys %d, encGEMMMinTokens %d, attnChunk %d, stacked %v; want %d, %d, %d, %d, %v",
+					b.tiledMinHD, b.gemmMinKeys, b.encGEMMMinTokens, b.attnChunk, b.StackProjections(), c.minHD, c.minKeys, c.encMin, c.chunk, c.stack)
 			}
 			if b.Describe() != "gpu"+c.desc || b.Arithmetic() != c.desc {
 				t.Errorf("description %q, arithmetic %q; want %q and %q", b.Describe(), b.Arithmetic(), "gpu"+c.desc, c.desc)

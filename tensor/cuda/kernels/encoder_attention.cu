@@ -1,6 +1,13 @@
-// Attention without a causal mask or a cache (a ViT encoder's).
+// Attention without a causal mask or a cache (a ViT encoder's), by two paths
+// (encoder.go chooses): encoder_attention, exact, a block per query, which
+// gives the CPU backend's bits; and encoder_softmax, the middle step of the
+// path through two batched cuBLAS GEMMs (encoderAttentionGEMM: raw scores
+// q·kᵀ, encoder_softmax, then p·V), which sums in cuBLAS's order and so is
+// within float32 rounding of the CPU backend, not its bits. Neither has been
+// timed against the other on a GPU yet (not run on a GPU).
 
 #include "common.cuh"
+#include "softmax_row.cuh"
 
 extern "C" {
 
@@ -48,6 +55,27 @@ __global__ void encoder_attention(float* out, const float* q, const float* k, co
         for (int j = 0; j < tokens; j++) acc = __dadd_rn(acc, __dmul_rn((double)p[j], (double)v[base + (long long)j * width + d]));
         o[d] = __double2float_rn(acc);
     }
+}
+
+// encoder_softmax turns rows of raw scores into probabilities in place:
+// cuBLAS has written q·k_j of query t against every key j of one (sequence,
+// head) pair p of the group into sc[(p·tokens + t)·tokens + j]; one block per
+// (t, p) scales them, then softmax_row (attention_softmax's arithmetic: the
+// max, Exp of the differences, the float64 normaliser in 16 ordered partial
+// sums, p·float32(1/sum)). A row whose scores are all −Inf (only from
+// infinite inputs) becomes NaN, as the exact kernel and the CPU backend give
+// it (Exp(−Inf − −Inf)). Dynamic shared memory: tokens floats.
+__global__ void encoder_softmax(float* sc, int tokens, float scale) {
+    DYNAMIC_SHARED(float, p); // [tokens]
+    float* r = sc + ((long long)blockIdx.y * tokens + blockIdx.x) * tokens;
+    float mx = NEG_INF;
+    for (int j = threadIdx.x; j < tokens; j += blockDim.x) {
+        float v = __fmul_rn(r[j], scale);
+        p[j] = v;
+        mx = fmaxf(mx, v);
+    }
+    bool seen = softmax_row(p, tokens, mx);
+    for (int j = threadIdx.x; j < tokens; j += blockDim.x) r[j] = seen ? p[j] : __int_as_float(0x7fc00000);
 }
 
 } // extern "C"
