@@ -120,6 +120,10 @@ type Backend interface {
 	// and divides by the exponentials' float64 sum in token order, rounding
 	// each probability to float32; each output is the float64 sum in token
 	// order of probability × value, rounded once. out is none of q, k, v.
+	// (The CUDA backend's batched-GEMM path, its default from 64 tokens,
+	// sums the scores and outputs in cuBLAS's order and normalises as its
+	// decoder attention does: within float32 rounding of this, not its
+	// bits; docs/BACKENDS.md.)
 	EncoderAttention(out, q, k, v Buf, seqs, tokens, heads, hd int, scale float32)
 	// RoPE rotates each of the heads vectors of width hd in every row of x
 	// [rows][heads·hd] by HF's rotate_half rule, with cos and sin
