@@ -380,6 +380,7 @@ func TestEmulatedAttentionKernels(t *testing.T) {
 			b := newEmuBackend(t)
 			b.tiledMinHD, b.maxShm, b.gemmMinKeys = int(min(c.tile, 1)), c.maxShm, 0 // every head width the kernel takes, or off
 			b.attnChunk = c.chunk
+			b.encGEMMMinTokens = 0 // the encoder's exact kernel (its paths: TestEmulatedEncoderAttention)
 			if c.gemm {
 				b.gemmMinKeys = 1 // every call it can take
 			}
