@@ -36,10 +36,12 @@
 #   language model with bfloat16 weights at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
 #   expected ~4-5 min, at most 9 by its timeouts), run-qwen3-8b and run-ministral14b (100 MEAZO steps of each at
 #   8x300 on new random batches, in memory: ~3.5 and ~6.5 min expected, one call each; a meazo-train run would first
-#   write the 33 or 28 GB checkpoint to disk). MODELS_TINY=1 runs the three on the CPU with tiny configs of the same
+#   write the 33 or 28 GB checkpoint to disk), vit (the ViT's encoder attention: ViT-B/16 at batch 32 with the batched
+#   GEMMs and with the exact kernel against PyTorch's step, interleaved, and the suite's encoder ops and ViT fixture
+#   with each path forced; ~2 min). MODELS_TINY=1 runs these on the CPU with tiny configs of the same
 #   architectures, to check them without a GPU (MEAZO_PYTHON: the Python with torch, transformers and peft), here:
 #     scripts/gpu/kit.sh && MODELS_TINY=1 MEAZO_PYTHON=/usr/bin/python3 PYTHONPATH=../shared/pylib \
-#       scripts/gpu/session.sh /tmp/out models run-qwen3-8b run-ministral14b
+#       scripts/gpu/session.sh /tmp/out models run-qwen3-8b run-ministral14b vit
 set -uo pipefail
 out=${1:?usage: session.sh OUT_DIR [parts...]}
 shift
@@ -612,6 +614,28 @@ for part in $parts; do
     echo "## ViT-B/16, Pets' 37 classes, $vit_shape: PyTorch + peft, MeZO" >>"$f"
     timed "$f" 60 "$py" scripts/gpu/bench_torch_cuda.py --device "$mdev" --config "$vit" --shapes "$vit_shape" --reps 3 --vit-step --eps 1e-3
     grep -E "^##|^# torch|^[0-9]+x[0-9]+ |peak|exit status" "$f"
+    ;;
+  vit) # the ViT's encoder attention paths (encoder.go): ViT-B/16 LoRA MEAZO steps at $vit_shape with the batched GEMMs
+    # (MEAZO_CUDA_ATTENTION=gemm; the default at 197 tokens) and with the exact kernel (=rows), and PyTorch + peft's
+    # MeZO step, interleaved over two rounds; then the conformance suite's encoder ops and ViT fixture with each path
+    # forced (KernelsMatchCPUBits runs the exact kernel either way). ~2 min.
+    f=$out/vit.txt
+    echo "# commit $(cat "$kit/commit")" >"$f"
+    for round in 1 2; do
+      for k in gemm rows; do
+        echo "## round $round: ViT-B/16, Pets' 37 classes, $vit_shape: ours, MEAZO_CUDA_ATTENTION=$k" >>"$f"
+        timed "$f" 60 env MEAZO_CUDA_ATTENTION=$k "$bin/meazo-bench" vitstep --backend "$mbe" -model "$vit" -batch "$vit_batch" -reps 3
+      done
+      echo "## round $round: ViT-B/16, Pets' 37 classes, $vit_shape: PyTorch + peft, MeZO" >>"$f"
+      timed "$f" 60 "$py" scripts/gpu/bench_torch_cuda.py --device "$mdev" --config "$vit" --shapes "$vit_shape" --reps 3 --vit-step --eps 1e-3
+    done
+    for k in gemm rows; do
+      echo "## the suite's encoder ops and ViT fixture with MEAZO_CUDA_ATTENTION=$k" >>"$f"
+      (cd tensor/cuda && MEAZO_CUDA_ATTENTION=$k timeout 100 "$bin/cuda.test" -test.count=1 -test.v -test.timeout 90s \
+        -test.run 'TestConformance/(EncoderAttention|ViT|KernelsMatchCPUBits)/(vit|EncoderAttention)') >>"$f" 2>&1 ||
+        echo "# exit status $?" >>"$f"
+    done
+    grep -E "^##|^# torch|^[0-9]+x[0-9]+ |peak|exit status|--- FAIL|^--- |^(ok|FAIL|PASS)" "$f"
     ;;
   run-qwen3-8b) # 100 MEAZO steps of Qwen3-8B (float32) at 8x300 on new random batches: time per step, memory after
     modelrun "$out/run-qwen3-8b.txt" Qwen3-8B "$qwen" 270
