@@ -197,6 +197,15 @@ type Stacker interface {
 	StackProjections() bool
 }
 
+// BF16Multiplier is implemented by backends that can multiply by
+// bfloat16-stored weights in bfloat16 (Options.BF16Products: the CUDA
+// backend, on the tensor cores); BF16Products says whether this one was
+// opened to. A backend without it (the CPU's) widens such weights and
+// multiplies in float32 whatever Options.BF16Products says.
+type BF16Multiplier interface {
+	BF16Products() bool
+}
+
 // NormRoPE is implemented by backends that apply a per-head RMSNorm and
 // RoPE in one pass (Qwen3's q and k norms, which precede the rotation):
 // RMSNormRoPE(x, weight, rows, heads, hd, eps, cos, sin, tableRows) gives

@@ -11,8 +11,9 @@ import (
 // EnvOptions returns o with the settings that environment variables give.
 // They are for benchmark scripts and tests (scripts/gpu/session.sh runs the
 // same binaries with each setting); a program that opens a backend by name
-// (tensor/backends.Open) applies them, and so do the CUDA backend's GPU
-// tests. No backend reads them itself.
+// (tensor/backends.Open, OpenWith) applies them over the options it has
+// from its own configuration (meazo-train's model.bf16_products), and so do
+// the CUDA backend's GPU tests. No backend reads them itself.
 //
 // This is the one list of the module's MEAZO_ environment variables
 // (docs/BACKENDS.md, "Settings and environment variables", keeps the same
@@ -24,7 +25,7 @@ import (
 //	MEAZO_CUDA_ATTENTION=rows|tiled|gemm|auto  Options.Attention (cuda)
 //	MEAZO_CUDA_ATTN_CHUNK=N                    Options.AttentionChunk (cuda; 0: AllQueries)
 //	MEAZO_CUDA_UPLOADS=sync|async              Options.SyncUploads (cuda)
-//	MEAZO_CUDA_BF16_PRODUCTS=1|0               Options.BF16Products (cuda)
+//	MEAZO_CUDA_BF16_PRODUCTS=1|0               Options.BF16Products (cuda; model.bf16_products)
 //	MEAZO_CUDA_PAIRED=1|0                      Options.PairedProducts (cuda)
 //	MEAZO_CUDA_3XTF32=1|0                      Options.TF32x3 (cuda)
 //

@@ -57,7 +57,8 @@ type Options struct {
 	// products summed in float32 (cublasGemmEx), as PyTorch multiplies a
 	// bfloat16 model. Other products, every product of float32 weights and
 	// full-parameter ZO's perturbed products stay float32 (so it is for
-	// frozen weights); the CPU backend ignores it.
+	// frozen weights); the CPU backend ignores it. Unlike the other knobs
+	// it is a user's setting too: meazo-train's model.bf16_products.
 	BF16Products bool
 	// PairedProducts has the CUDA backend run full-parameter ZO's two
 	// products by the + and − variants' matrices of a direction as one

@@ -36,17 +36,29 @@ func CheckName(name string) error {
 // NVIDIA driver is expected, not an error: --backend cuda gives the whole
 // message).
 func Open(name string, threads int, log io.Writer) (tensor.Backend, error) {
-	o, err := tensor.EnvOptions(tensor.Options{Threads: threads})
+	return OpenWith(name, tensor.Options{Threads: threads}, log)
+}
+
+// OpenWith is Open with more of the backend's settings than its threads:
+// those a program's own configuration gives (model.bf16_products sets
+// BF16Products). The environment's settings (tensor.EnvOptions, for
+// benchmarks and tests) apply on top of opts, as Open applies them.
+func OpenWith(name string, opts tensor.Options, log io.Writer) (tensor.Backend, error) {
+	o, err := tensor.EnvOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	b, skipped, err := tensor.Open(name, o)
+	b, skipped, err := open(name, o)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "backend %s%s: %s\n", b.Name(), passedOver(skipped), b.Describe())
 	return b, nil
 }
+
+// open is tensor.Open; a test replaces it to see the options OpenWith
+// passes.
+var open = tensor.Open
 
 // passedOver is " (auto: …)" naming the backends auto passed over and why,
 // each reason cut to its first clause; "" when none was.

@@ -119,3 +119,46 @@ func TestCheckName(t *testing.T) {
 		t.Errorf("CheckName(gpu): %v", err)
 	}
 }
+
+// TestOpenWith: OpenWith opens the backend with the options it is given
+// (model.bf16_products' BF16Products, which no CPU backend shows), the
+// environment's settings applied on top of them: a variable set overrides
+// the option, one unset leaves it.
+func TestOpenWith(t *testing.T) {
+	var got []tensor.Options
+	defer func(o func(string, tensor.Options) (tensor.Backend, []error, error)) { open = o }(open)
+	open = func(name string, o tensor.Options) (tensor.Backend, []error, error) {
+		got = append(got, o)
+		return tensor.Open(name, o)
+	}
+	t.Setenv("MEAZO_CUDA_STACK", "1")
+	var log strings.Builder
+	b, err := OpenWith("cpu", tensor.Options{Threads: 1, BF16Products: true}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	want := tensor.Options{Threads: 1, BF16Products: true, StackProjections: true}
+	if len(got) != 1 || got[0] != want || !strings.HasPrefix(log.String(), "backend cpu: ") {
+		t.Errorf("OpenWith(cpu, BF16Products) with MEAZO_CUDA_STACK=1 opened with %+v, log %q; want %+v", got, log.String(), want)
+	}
+	t.Setenv("MEAZO_CUDA_BF16_PRODUCTS", "0")
+	got = nil
+	if b, err = OpenWith("cpu", tensor.Options{Threads: 1, BF16Products: true}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if len(got) != 1 || got[0].BF16Products {
+		t.Errorf("MEAZO_CUDA_BF16_PRODUCTS=0 over BF16Products: opened with %+v; want the variable's setting", got)
+	}
+	// Open is OpenWith with the threads alone.
+	t.Setenv("MEAZO_CUDA_BF16_PRODUCTS", "")
+	got = nil
+	if b, err = Open("cpu", 3, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if want := (tensor.Options{Threads: 3, StackProjections: true}); len(got) != 1 || got[0] != want {
+		t.Errorf("Open(cpu, 3) opened with %+v, want %+v", got, want)
+	}
+}

@@ -280,4 +280,12 @@ func (b *Backend) Live() (bufs, weights, caches int) {
 // gate|up stacked (tensor.Stacker): Options.StackProjections.
 func (b *Backend) StackProjections() bool { return b.stack }
 
-var _ tensor.Backend = (*Backend)(nil)
+// BF16Products says whether the backend multiplies by bfloat16-stored
+// weights in bfloat16 on the tensor cores (Options.BF16Products;
+// tensor.BF16Multiplier).
+func (b *Backend) BF16Products() bool { return b.bf16Products }
+
+var (
+	_ tensor.Backend        = (*Backend)(nil)
+	_ tensor.BF16Multiplier = (*Backend)(nil)
+)

@@ -113,9 +113,11 @@ func (o Options) check() error {
 }
 
 // settings names the options that change the bits, in the words of the
-// environment variables that set them outside tests (tensor.EnvOptions):
-// they go into the backend's description and its Arithmetic
-// (docs/BACKENDS.md).
+// environment variables that set them outside tests (tensor.EnvOptions),
+// and for BF16Products of the config key that sets it too
+// (model.bf16_products): they go into the backend's description and its
+// Arithmetic (docs/BACKENDS.md), which do not depend on which of the two
+// set it (the same numbers either way).
 func (o Options) settings() string {
 	var s string
 	if o.Attention == "rows" || o.Attention == "tiled" || o.Attention == "gemm" {
@@ -125,7 +127,7 @@ func (o Options) settings() string {
 		s += "; projections stacked (MEAZO_CUDA_STACK)"
 	}
 	if o.BF16Products {
-		s += "; bfloat16 weights multiplied in bfloat16 on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS)"
+		s += "; bfloat16 weights multiplied in bfloat16 on the tensor cores (model.bf16_products or MEAZO_CUDA_BF16_PRODUCTS)"
 	}
 	if o.PairedProducts {
 		s += "; a direction's perturbed products paired (MEAZO_CUDA_PAIRED)"

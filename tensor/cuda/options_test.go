@@ -30,7 +30,7 @@ func TestOptions(t *testing.T) {
 		{"stacked", Options{StackProjections: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, true, "; projections stacked (MEAZO_CUDA_STACK)"},
 		{"synchronous uploads: the GPU's description", Options{SyncUploads: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false, ""},
 		{"bfloat16 products", Options{BF16Products: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false,
-			"; bfloat16 weights multiplied in bfloat16 on the tensor cores (MEAZO_CUDA_BF16_PRODUCTS)"},
+			"; bfloat16 weights multiplied in bfloat16 on the tensor cores (model.bf16_products or MEAZO_CUDA_BF16_PRODUCTS)"},
 		{"paired products", Options{PairedProducts: true}, 128, 256, defaultEncGEMMMinTokens, defaultAttnChunk, false,
 			"; a direction's perturbed products paired (MEAZO_CUDA_PAIRED)"},
 	} {
@@ -43,6 +43,9 @@ func TestOptions(t *testing.T) {
 				b.StackProjections() != c.stack {
 				t.Errorf("tiledMinHD %d, gemmMinKeys %d, encGEMMMinTokens %d, attnChunk %d, stacked %v; want %d, %d, %d, %d, %v",
 					b.tiledMinHD, b.gemmMinKeys, b.encGEMMMinTokens, b.attnChunk, b.StackProjections(), c.minHD, c.minKeys, c.encMin, c.chunk, c.stack)
+			}
+			if b.BF16Products() != c.o.BF16Products {
+				t.Errorf("BF16Products() = %v, opened with %v", b.BF16Products(), c.o.BF16Products)
 			}
 			if b.Describe() != "gpu"+c.desc || b.Arithmetic() != c.desc {
 				t.Errorf("description %q, arithmetic %q; want %q and %q", b.Describe(), b.Arithmetic(), "gpu"+c.desc, c.desc)
