@@ -161,7 +161,7 @@ func (r *run) resumeConfig() (*Config, error) {
 		if len(fixed) > 0 {
 			// --set would be refused too: say so, not "use --set".
 			return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings, "+
-				"and %s cannot change on resume (it fixes the run's model, data, adapter, noise or directory): %s, or start a new run with the new settings",
+				"and %s cannot change on resume (it fixes the run's model, data, adapter, arithmetic, noise or directory): %s, or start a new run with the new settings",
 				r.dir, describeChanges(d), strings.Join(fixed, ", "), restore)
 		}
 		return nil, fmt.Errorf("resume %s: config.yaml was edited since the last checkpoint (%s); a run continues with its recorded settings: "+
@@ -184,7 +184,7 @@ func (r *run) resumeConfig() (*Config, error) {
 	r.changes = configDiff(base, cfg)
 	for _, c := range r.changes {
 		if !slices.Contains(resumableKeys, c.Key) {
-			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume (the run's %s, --set %s; it fixes the run's model, data, adapter, noise or directory); "+
+			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume (the run's %s, --set %s; it fixes the run's model, data, adapter, arithmetic, noise or directory); "+
 				"start a new run instead. Changeable: %s", fmtValue(c.Old), fmtValue(c.New), strings.Join(resumableKeys, ", "))})
 		}
 	}

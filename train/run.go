@@ -38,6 +38,9 @@ type Options struct {
 	// wrapBackend, if set, wraps the backend once opened: for tests that
 	// make the device fail.
 	wrapBackend func(tensor.Backend) tensor.Backend
+	// openBackend, if set, opens the backend instead of backends.OpenWith:
+	// for tests that see the options a run opens it with.
+	openBackend func(name string, o tensor.Options, log io.Writer) (tensor.Backend, error)
 	// afterCheckpoint, if set, is called when a checkpoint is in place:
 	// for tests that copy the run directory there, as a process killed
 	// right after it leaves it.

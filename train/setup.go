@@ -13,6 +13,7 @@ import (
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
@@ -414,15 +415,41 @@ func (r *run) setupEngine() error {
 // openBackend opens the backend model.backend names, on train.threads
 // workers (wrapped for tests that make the device fail).
 func (r *run) openBackend() error {
-	be, err := backends.Open(r.cfg.Model.Backend, r.cfg.Train.Threads, r.out)
+	open := backends.OpenWith
+	if r.opts.openBackend != nil {
+		open = r.opts.openBackend
+	}
+	be, err := open(r.cfg.Model.Backend, r.backendOptions(), r.out)
 	if err != nil {
 		return fmt.Errorf("model.backend: %w", err)
+	}
+	if note := BF16ProductsNote(be, r.cfg.Model.BF16Products, "model.bf16_products"); note != "" {
+		fmt.Fprintln(r.out, note)
 	}
 	if r.opts.wrapBackend != nil {
 		be = r.opts.wrapBackend(be)
 	}
 	r.backend = be
 	return nil
+}
+
+// backendOptions are the settings the run opens its backend with: its
+// threads and model.bf16_products (the environment's, for benchmarks,
+// apply over them: backends.OpenWith).
+func (r *run) backendOptions() tensor.Options {
+	return tensor.Options{Threads: r.cfg.Train.Threads, BF16Products: r.cfg.Model.BF16Products}
+}
+
+// BF16ProductsNote is a line for the user who asked for bfloat16 products
+// (setting names the option) on a backend that has none (the CPU's, which
+// multiplies bfloat16 weights in float32 whatever it is told): the option
+// has no effect there. "" when it was not asked, or the backend takes it.
+func BF16ProductsNote(be tensor.Backend, asked bool, setting string) string {
+	if m, ok := be.(tensor.BF16Multiplier); !asked || ok && m.BF16Products() {
+		return ""
+	}
+	return fmt.Sprintf("%s: the %s backend has no bfloat16 products, so it has no effect: the weights kept in bfloat16 are multiplied in float32, "+
+		"as without it (it is for a GPU's tensor cores: model.backend cuda)", setting, be.Name())
 }
 
 // initialState is the state before a new run's first step: no validation
