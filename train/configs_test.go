@@ -76,10 +76,15 @@ func TestShippedConfigsLoad(t *testing.T) {
 }
 
 // checkMinistral checks a Ministral-3 config is the paper's appendix
-// setting: the BF16 checkpoint run in bf16, SQuAD, LoRA r = 16 on q/v.
+// setting: the BF16 checkpoint run in bf16 (its weights kept in bfloat16
+// and multiplied in bfloat16, as PyTorch runs it), SQuAD, LoRA r = 16 on
+// q/v.
 func checkMinistral(t *testing.T, p string, c *Config) {
 	t.Helper()
 	a := c.Adapter
+	if !c.Model.BF16Products {
+		t.Errorf("%s: bf16_products false; the paper ran Ministral in bfloat16 (model.bf16_products: true)", p)
+	}
 	if !c.Model.BF16 || !strings.HasSuffix(c.Model.Path, "Ministral-3-14B-Instruct-2512-BF16") || c.Task.Name != "squad" ||
 		a.Kind != "lora" || a.R != 16 || !slices.Equal(a.Targets, []string{"q_proj", "v_proj"}) {
 		t.Errorf("%s: bf16 %v, path %s, task %s, adapter %s r %d on %v; want the BF16 checkpoint in bf16, squad, LoRA r 16 on q_proj/v_proj",
