@@ -66,6 +66,9 @@ var runSettings = []runSetting{
 	// machine in bfloat16 may not fit it in float32 (Ministral-3 14B: 25 GiB
 	// of weights, 50 GiB widened).
 	{"bf16-weights", "model.bf16_weights", func(c *train.Config) string { return strconv.FormatBool(c.Model.BF16) }, false, true, scopeAny},
+	// The run's products: on a GPU, bfloat16 ones give other numbers than
+	// float32's (faster), so the scores are the run's only with its setting.
+	{"bf16-products", "model.bf16_products", func(c *train.Config) string { return strconv.FormatBool(c.Model.BF16Products) }, true, true, scopeAny},
 }
 
 // labelsFlag writes labels as --labels takes them (JSON is YAML): "" for none.

@@ -15,6 +15,7 @@ import (
 	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/train"
@@ -44,6 +45,8 @@ func runTask(args []string, stdout, log io.Writer) error {
 	cli.Alias(fs, "max-test", "max-examples") // the config's task.max_test
 	cli.Alias(fs, "stem", "rouge-stem")       // meazo-eval score's spelling
 	bf16 := fs.Bool("bf16-weights", false, "keep BF16 checkpoint matrices in bfloat16 in memory (half the memory, identical results)")
+	bf16Products := fs.Bool("bf16-products", false, "with --bf16-weights, multiply those matrices in bfloat16 on a GPU's tensor cores, as model.bf16_products "+
+		"(as PyTorch runs a bfloat16 model: much faster, not float32's numbers; no effect on the CPU)")
 	strict := fs.Bool("strict", false, "stop at the first malformed data row instead of reporting and skipping it (as task.strict)")
 	predsPath := fs.String("predictions", "", "write each example's answer to this file, one JSON line per example in the data's order (written atomically): its id and input, the generated text, references and own metrics (0-1), or the predicted and gold labels")
 	format := fs.String("format", "chat", "how examples become text (as task.format): chat (the model's chat template) or mezo (MeZO's SST-2 template, for models without one: OPT; SST-2 only)")
@@ -64,12 +67,20 @@ func runTask(args []string, stdout, log io.Writer) error {
 			return err
 		}
 	}
+	onCmdline := cli.Given(fs) // before fromRun sets the run's values
 	runData, err := fromRun(fs, *adapter, *modelDir, log)
 	if err != nil {
 		return err
 	}
 	if *modelDir == "" || *task == "" || *dataPath == "" {
 		return cli.Usage(missingRequired(map[string]string{"model": *modelDir, "task": *task, "data": *dataPath}))
+	}
+	if *bf16Products && !*bf16 && data.Task(*task) != data.Pets { // pets refuses both below
+		if !onCmdline["bf16-products"] { // the run's model.bf16_products, taken by fromRun
+			return cli.Usage(fmt.Errorf("--bf16-weights=false, but the run's model.bf16_products (taken as --bf16-products) multiplies the weights that --bf16-weights keeps in bfloat16: " +
+				"give --bf16-products=false too, or leave out --bf16-weights=false"))
+		}
+		return cli.Usage(fmt.Errorf("--bf16-products multiplies the weights that --bf16-weights keeps in bfloat16: add --bf16-weights"))
 	}
 	for _, f := range []struct {
 		name     string
@@ -110,7 +121,7 @@ func runTask(args []string, stdout, log io.Writer) error {
 		return runImageTask(fs, imageTask{model: *modelDir, adapter: *adapter, data: *dataPath, backend: *backend, merge: *merge,
 			maxExamples: *maxExamples, batch: *batch, threads: *threads, preds: preds}, stdout, log)
 	}
-	res, err := evaluateText(*modelDir, *backend, *threads, *bf16, opts, log)
+	res, err := evaluateText(*modelDir, *backend, tensor.Options{Threads: *threads, BF16Products: *bf16Products}, *bf16, opts, log)
 	if err != nil {
 		return err
 	}
@@ -132,14 +143,18 @@ func checkTaskPaths(modelDir, dataPath, adapter string) error {
 	return nil
 }
 
-// evaluateText loads the decoder in modelDir on the backend and its
-// tokenizer, and evaluates it (with opts' adapter) as opts say.
-func evaluateText(modelDir, backend string, threads int, bf16 bool, opts train.EvalOptions, log io.Writer) (map[string]float64, error) {
-	be, err := backends.Open(backend, threads, log)
+// evaluateText loads the decoder in modelDir on the backend (opened with
+// bo: the threads, --bf16-products) and its tokenizer, and evaluates it
+// (with opts' adapter) as opts say.
+func evaluateText(modelDir, backend string, bo tensor.Options, bf16 bool, opts train.EvalOptions, log io.Writer) (map[string]float64, error) {
+	be, err := backends.OpenWith(backend, bo, log)
 	if err != nil {
 		return nil, err
 	}
 	defer be.Close()
+	if note := train.BF16ProductsNote(be, bo.BF16Products, "--bf16-products"); note != "" {
+		fmt.Fprintln(log, note)
+	}
 	m, err := model.LoadWith(modelDir, model.LoadOptions{BF16Weights: bf16, Backend: be})
 	if err != nil {
 		return nil, err
@@ -170,7 +185,7 @@ func report(stdout, log io.Writer, res map[string]float64, preds *predictions) e
 }
 
 // textOnlyFlags are runTask's flags that an image task has no use for.
-var textOnlyFlags = []string{"max-new-tokens", "max-length", "date-string", "rouge-stem", "bf16-weights", "strict", "format", "labels", "instruction"}
+var textOnlyFlags = []string{"max-new-tokens", "max-length", "date-string", "rouge-stem", "bf16-weights", "bf16-products", "strict", "format", "labels", "instruction"}
 
 // imageTask is what runImageTask takes from runTask's flags.
 type imageTask struct {

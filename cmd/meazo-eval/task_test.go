@@ -322,6 +322,10 @@ func TestTaskPets(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--format, --max-new-tokens: not for an image task") {
 		t.Errorf("text-only flags: got %v", err)
 	}
+	err = runTask([]string{"--model", vit, "--task", "pets", "--data", test, "--bf16-products"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--bf16-products: not for an image task") {
+		t.Errorf("--bf16-products on pets: got %v", err)
+	}
 	err = runTask([]string{"--model", vit, "--task", "pets", "--data", filepath.Join(vit, "config.json")}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "config.json") {
 		t.Errorf("a data file that is not Parquet: got %v", err)
@@ -655,6 +659,53 @@ func TestTaskFromRunBF16(t *testing.T) {
 	}
 	if out.String() != f32.String() {
 		t.Errorf("bfloat16 storage scored %s, float32 %s: want the same", out.String(), f32.String())
+	}
+}
+
+// TestTaskBF16Products: --bf16-products opens the backend with bfloat16
+// products, and needs --bf16-weights; a run with model.bf16_products is
+// scored so again (taken from its config.yaml, with its bf16_weights), a
+// command line that says otherwise gets a note, and one that drops its
+// --bf16-weights alone is refused, naming both. On the CPU it has no
+// effect: the scores are float32's, and the log says so once.
+func TestTaskBF16Products(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toBF16(t, filepath.Join(dir, "model", "model.safetensors"))
+	run := filepath.Join(dir, "run")
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "model.bf16_weights=true", "model.bf16_products=true",
+		"task.max_train=32", "task.max_validation=4", "task.max_test=8", "output.dir=" + run}, Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	best := filepath.Join(run, "best")
+	const note = "--bf16-products: the cpu backend has no bfloat16 products, so it has no effect"
+	var out, log strings.Builder
+	if err := runTask([]string{"--adapter", best, "--backend", "cpu"}, &out, &log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "--bf16-weights=true --bf16-products=true") || strings.Count(log.String(), note) != 1 {
+		t.Errorf("log %q: want --bf16-weights=true --bf16-products=true taken from the run, and once %q", log.String(), note)
+	}
+	var f32, f32log strings.Builder
+	if err := runTask([]string{"--adapter", best, "--backend", "cpu", "--bf16-products=false"}, &f32, &f32log); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != f32.String() {
+		t.Errorf("on the CPU, bfloat16 products scored %s, float32's %s: want the same", out.String(), f32.String())
+	}
+	if !strings.Contains(f32log.String(), "note: --bf16-products differs from the run's model.bf16_products") || strings.Contains(f32log.String(), note) {
+		t.Errorf("--bf16-products=false on a run with them: log %q; want a note that it differs, and no note that it has no effect", f32log.String())
+	}
+	err = runTask([]string{"--adapter", best, "--bf16-weights=false"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--bf16-weights=false, but the run's model.bf16_products (taken as --bf16-products)") {
+		t.Errorf("--bf16-weights=false on a run with bf16_products: %v", err)
+	}
+	err = runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"), "--bf16-products"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--bf16-products multiplies the weights that --bf16-weights keeps in bfloat16: add --bf16-weights") {
+		t.Errorf("--bf16-products without --bf16-weights: %v", err)
 	}
 }
 
