@@ -41,6 +41,7 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
 fi
 
 R=$(mktemp -d /tmp/meazo-slurm-test.XXXXXX)
+S="$R/slurm out" # the Slurm study's directory
 chmod 755 "$R"
 stop_daemons() {
 	local f
@@ -59,7 +60,7 @@ cleanup() {
 	if ((rc == 0)); then
 		rm -rf "$R"
 	else
-		echo "test_slurm: logs kept in $R (slurm logs: $R/log, $R/slurm-out/logs)" >&2
+		echo "test_slurm: logs kept in $R (slurm logs: $R/log, $S/logs)" >&2
 	fi
 }
 trap cleanup EXIT
@@ -190,7 +191,7 @@ executor:
 STUDY
 }
 printf 'not a TSV\n' >"$R/broken.tsv" # the broken run's training data: no header, so meazo-train exits 1
-study slurm-out slurm >"$R/slurm.yaml"
+study "slurm out" slurm >"$R/slurm.yaml" # a space in the path: sbatch must read each #SBATCH --output whole
 study local-out local >"$R/local.yaml"
 
 "$R/bin/meazo-sweep" plan "$R/slurm.yaml" >"$R/plan.txt"
@@ -208,7 +209,7 @@ say "the same study started locally beside it (pid $local_pid)"
 
 # scancel the cancel run once it trains (a line in its metrics.jsonl: meazo-train
 # catches signals by then); it must checkpoint and stay cancelled, not requeue.
-cancel_dir=$R/slurm-out/cancel_meazo/lr=2e-2_seed=0
+cancel_dir=$S/cancel_meazo/lr=2e-2_seed=0
 cancel_job=$(cat "$cancel_dir/meazo-sweep.job") || fail "the cancel run has no meazo-sweep.job"
 for _ in $(seq 240); do
 	[[ -s $cancel_dir/metrics.jsonl ]] && break
@@ -223,7 +224,7 @@ say "scancel $cancel_job (the cancel run, training)"
 
 # SIGKILL the killed run's meazo-train once it has a checkpoint, as an
 # out-of-memory killer would: the task records exit status 137.
-killed_dir=$R/slurm-out/killed_meazo/lr=2e-2_seed=0
+killed_dir=$S/killed_meazo/lr=2e-2_seed=0
 for _ in $(seq 480); do
 	[[ -f $killed_dir/checkpoint/state.json ]] && break
 	sleep 0.5
@@ -251,17 +252,17 @@ grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status.txt" || fail "the broken run
 grep -q 'cancel_meazo: 1 runs: 1 interrupted' "$R/status.txt" || fail "the cancelled run is not interrupted"
 grep -q 'killed_meazo: 1 runs: 1 interrupted' "$R/status.txt" || fail "the killed run is not interrupted"
 [[ $(cat "$killed_dir/meazo-sweep.exit") == 137 ]] || fail "the killed run's exit status is not 137: $(cat "$killed_dir/meazo-sweep.exit")"
-[[ ! -e $R/slurm-out/killed_meazo/sweep.json ]] || fail "the killed run's sweep chose η* without it: $(cat "$R/slurm-out/killed_meazo/sweep.json")"
+[[ ! -e $S/killed_meazo/sweep.json ]] || fail "the killed run's sweep chose η* without it: $(cat "$S/killed_meazo/sweep.json")"
 grep -q '"signal": "SIGTERM"' "$cancel_dir/summary.json" || fail "the cancelled run's summary: $(cat "$cancel_dir/summary.json")"
 [[ $(cat "$cancel_dir/meazo-sweep.exit") == 3 ]] || fail "the cancelled run's exit status is not 3"
-! grep -q 'requeueing\|restart 1' "$R"/slurm-out/logs/*stage1_*_1.out || fail "the cancelled task was requeued: $(cat "$R"/slurm-out/logs/*stage1_*_1.out)"
-grep -q 'not requeued' "$R"/slurm-out/logs/*stage1_*_1.out || fail "the cancelled task did not say it is not requeued"
+! grep -q 'requeueing\|restart 1' "$S"/logs/*stage1_*_1.out || fail "the cancelled task was requeued: $(cat "$S"/logs/*stage1_*_1.out)"
+grep -q 'not requeued' "$S"/logs/*stage1_*_1.out || fail "the cancelled task did not say it is not requeued"
 grep -Eq 'demo_meazo: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_meazo is not complete"
 grep -Eq 'demo_zo-sgd: [0-9]+ runs: [0-9]+ done; complete' "$R/status.txt" || fail "demo_zo-sgd is not complete"
-grep -l 'requeueing' "$R"/slurm-out/logs/*stage1_*_0.out >/dev/null || fail "no task was requeued"
-grep -q "\"steps_done\": $long_steps" "$R/slurm-out/long_meazo/lr=2e-2_seed=0/summary.json" || fail "long run: not $long_steps steps"
-grep -q '^resuming .* at step' "$R"/slurm-out/logs/*stage1_*_0.out || fail "the requeued run did not resume from its checkpoint"
-say "time limit: $(grep -h 'SIGUSR1 (time\|requeueing\|restart 1\|^resuming\|^done:' "$R"/slurm-out/logs/*stage1_*_0.out | tr '\n' ';')"
+grep -l 'requeueing' "$S"/logs/*stage1_*_0.out >/dev/null || fail "no task was requeued"
+grep -q "\"steps_done\": $long_steps" "$S/long_meazo/lr=2e-2_seed=0/summary.json" || fail "long run: not $long_steps steps"
+grep -q '^resuming .* at step' "$S"/logs/*stage1_*_0.out || fail "the requeued run did not resume from its checkpoint"
+say "time limit: $(grep -h 'SIGUSR1 (time\|requeueing\|restart 1\|^resuming\|^done:' "$S"/logs/*stage1_*_0.out | tr '\n' ';')"
 
 say "waiting for the local study"
 local_rc=0
@@ -271,14 +272,14 @@ local_pid=
 say "local study done"
 n=0
 while IFS= read -r f; do
-	rel=${f#"$R/slurm-out/"}
+	rel=${f#"$S/"}
 	cmp -s "$f" "$R/local-out/$rel" || fail "metrics.jsonl differs: $rel"
 	n=$((n + 1))
-done < <(find "$R/slurm-out" -name metrics.jsonl -not -path '*/cancel_meazo/*' -not -path '*/killed_meazo/*' -not -path '*/twin_meazo/*' | sort)
+done < <(find "$S" -name metrics.jsonl -not -path '*/cancel_meazo/*' -not -path '*/killed_meazo/*' -not -path '*/twin_meazo/*' | sort)
 m=$(find "$R/local-out" -name metrics.jsonl | wc -l)
 ((n == m && n > 0)) || fail "$n runs on Slurm, $m locally"
 for sw in demo_meazo demo_zo-sgd long_meazo; do
-	a=$(grep '"eta_star"' "$R/slurm-out/$sw/sweep.json")
+	a=$(grep '"eta_star"' "$S/$sw/sweep.json")
 	b=$(grep '"eta_star"' "$R/local-out/$sw/sweep.json")
 	[[ $a == "$b" ]] || fail "$sw: η* differs: slurm $a, local $b"
 	say "$sw: η* equal on Slurm and locally: ${a//[[:space:]]/}"
@@ -298,10 +299,10 @@ done
 "$R/bin/meazo-sweep" status "$R/slurm.yaml" >"$R/status2.txt"
 for sw in cancel_meazo killed_meazo; do
 	grep -q "$sw: 1 runs: 1 done; complete" "$R/status2.txt" || fail "$sw after resume: $(grep "$sw" "$R/status2.txt")"
-	cmp -s "$R/slurm-out/$sw/lr=2e-2_seed=0/metrics.jsonl" "$R/slurm-out/twin_meazo/lr=2e-2_seed=0/metrics.jsonl" ||
+	cmp -s "$S/$sw/lr=2e-2_seed=0/metrics.jsonl" "$S/twin_meazo/lr=2e-2_seed=0/metrics.jsonl" ||
 		fail "$sw: metrics.jsonl after resume differs from the uninterrupted twin's"
-	a=$(grep '"eta_star"' "$R/slurm-out/$sw/sweep.json")
-	b=$(grep '"eta_star"' "$R/slurm-out/twin_meazo/sweep.json")
+	a=$(grep '"eta_star"' "$S/$sw/sweep.json")
+	b=$(grep '"eta_star"' "$S/twin_meazo/sweep.json")
 	[[ $a == "$b" ]] || fail "$sw: η* $a, its twin's $b"
 done
 grep -q 'broken_meazo: 1 runs: 1 failed' "$R/status2.txt" || fail "the broken run after resume: $(grep broken_meazo "$R/status2.txt")"

@@ -182,6 +182,9 @@ func (st *Study) buildSlurm(studyPath string, runs []RunSpec, maxArray int, dry 
 	if err != nil {
 		return nil, err
 	}
+	if strings.ContainsAny(out, "\\\n") { // sbatch's file-name patterns: a backslash turns %A, %a, %j off
+		return nil, fmt.Errorf("out: %q holds a backslash or a line break, which the jobs' #SBATCH --output lines cannot carry; use another directory for a Slurm study", out)
+	}
 	studyAbs, err := filepath.Abs(studyPath)
 	if err != nil {
 		return nil, err

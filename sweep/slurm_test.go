@@ -301,3 +301,89 @@ func TestSlurmScripts(t *testing.T) {
 		})
 	}
 }
+
+// sbatchArgs splits an #SBATCH line's options as sbatch does (Slurm's
+// src/sbatch/opt.c _get_argument: white space outside quotes ends an
+// argument, "…" or '…' group, a backslash escapes the next character).
+func sbatchArgs(line string) []string {
+	var args []string
+	var cur strings.Builder
+	in, quote, esc, started := false, byte(0), false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case esc:
+			cur.WriteByte(c)
+			esc = false
+		case c == '\\':
+			esc, started = true, true
+		case in && c == quote:
+			in = false
+		case in:
+			cur.WriteByte(c)
+		case c == '"' || c == '\'':
+			in, quote, started = true, c, true
+		case c == ' ' || c == '\t':
+			if started || cur.Len() > 0 {
+				args = append(args, cur.String())
+				cur.Reset()
+				started = false
+			}
+		default:
+			cur.WriteByte(c)
+			started = true
+		}
+	}
+	if started || cur.Len() > 0 {
+		args = append(args, cur.String())
+	}
+	return args
+}
+
+// TestSbatchPath: a log file's path reaches sbatch whole, with spaces,
+// quotes and % in the study's directory (an unquoted space split the
+// #SBATCH --output line, and a % in a directory name read as a pattern).
+func TestSbatchPath(t *testing.T) {
+	for _, dir := range []string{"/runs/plain", "/runs/my study", "/runs/50% off", `/runs/it's "x"`, "/runs/tab\there"} {
+		line := "#SBATCH --output=" + sbatchPath(dir+"/s1_", "%A_%a.out")
+		args := sbatchArgs(strings.TrimPrefix(line, "#SBATCH "))
+		want := "--output=" + strings.ReplaceAll(dir, "%", "%%") + "/s1_%A_%a.out"
+		if len(args) != 1 || args[0] != want {
+			t.Errorf("%q: sbatch reads %q, want [%q]", line, args, want)
+		}
+	}
+}
+
+// TestSlurmScriptsSpacedDir: a study whose directory holds a space gets
+// #SBATCH --output lines sbatch reads whole; one with a backslash is
+// refused before anything is written.
+func TestSlurmScriptsSpacedDir(t *testing.T) {
+	self, _ := os.Executable()
+	for _, sub := range []string{"my study", `back\slash`} {
+		dir := filepath.Join(t.TempDir(), sub)
+		p := writeStudy(t, fmt.Sprintf("out: %q\nseeds: [0]\ncoarse: [1e-3]\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s}\n", dir, self))
+		st, err := LoadStudy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := st.buildSlurm(p, st.Sweeps()[0].Stage1(), 1001, false)
+		if strings.Contains(sub, `\`) {
+			if err == nil || !strings.Contains(err.Error(), "holds a backslash") {
+				t.Errorf("%s: %v, want a refusal", sub, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, script := range []string{s.arrays[0].script, s.selectScript} {
+			for _, l := range strings.Split(script, "\n") {
+				if strings.HasPrefix(l, "#SBATCH --output") {
+					if args := sbatchArgs(strings.TrimPrefix(l, "#SBATCH ")); len(args) != 1 || !strings.Contains(args[0], dir+"/logs/") {
+						t.Errorf("%q: sbatch reads %q", l, args)
+					}
+				}
+			}
+		}
+	}
+}

@@ -26,6 +26,19 @@ func (st *Study) commonSbatch(b *strings.Builder) {
 	}
 }
 
+// sbatchPath is an #SBATCH file name: path with its % doubled (sbatch reads
+// %j, %A, … in it as patterns, %% as %), then the pattern tail, in double
+// quotes where it holds a space, a quote or a backslash (sbatch splits an
+// #SBATCH line at white space outside quotes and reads \" and \\ in them as
+// " and \).
+func sbatchPath(path, pattern string) string {
+	s := strings.ReplaceAll(path, "%", "%%") + pattern
+	if !strings.ContainsAny(s, " \t\"'\\") {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
 // setupLines writes a job's first commands: into the directory meazo-sweep
 // ran in (relative paths are to it), then the study's setup lines.
 func (st *Study) setupLines(b *strings.Builder, cwd string) {
@@ -63,7 +76,7 @@ func (st *Study) taskSbatch(b *strings.Builder, name string, stage, n int, logDi
 	b.WriteString("#!/bin/bash\n")
 	fmt.Fprintf(b, "#SBATCH --job-name=meazo-%s-s%d\n", st.Name, stage)
 	fmt.Fprintf(b, "#SBATCH --array=0-%d%%%d\n", n-1, s.Throttle)
-	fmt.Fprintf(b, "#SBATCH --output=%s/%s_%%A_%%a.out\n", logDir, name)
+	fmt.Fprintf(b, "#SBATCH --output=%s\n", sbatchPath(logDir+"/"+name+"_", "%A_%a.out"))
 	b.WriteString("#SBATCH --open-mode=append\n")
 	fmt.Fprintf(b, "#SBATCH --time=%s\n", s.Time)
 	fmt.Fprintf(b, "#SBATCH --cpus-per-task=%d\n", s.CPUsPerTask)
@@ -174,7 +187,7 @@ func (st *Study) selectScript(stamp, logDir, cwd, self, studyAbs string) string 
 	var b strings.Builder
 	b.WriteString("#!/bin/bash\n")
 	fmt.Fprintf(&b, "#SBATCH --job-name=meazo-%s-select\n", st.Name)
-	fmt.Fprintf(&b, "#SBATCH --output=%s/%s-select_%%j.out\n", logDir, stamp)
+	fmt.Fprintf(&b, "#SBATCH --output=%s\n", sbatchPath(logDir+"/"+stamp+"-select_", "%j.out"))
 	fmt.Fprintf(&b, "#SBATCH --time=%s\n#SBATCH --cpus-per-task=1\n", st.Executor.Slurm.SelectTime)
 	st.commonSbatch(&b)
 	fmt.Fprintf(&b, "# meazo-sweep, study %s: after a stage, pick each sweep's η* and submit the next stage.\n", st.Name)
