@@ -44,7 +44,7 @@ func parseForward(args []string) (*forwardBench, error) {
 	fs.StringVar(&fb.shapes, "shapes", "1x128,8x128,8x256", "comma-separated BxT batch shapes")
 	fs.IntVar(&fb.reps, "reps", 3, "timed repetitions per shape after one warm-up; the median is reported")
 	fs.IntVar(&fb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
-	fs.StringVar(&fb.backend, "backend", "cpu", backends.Usage)
+	fs.StringVar(&fb.backend, "backend", "auto", backends.Usage)
 	fs.StringVar(&fb.profile, "cpuprofile", "", "write a CPU profile of the timed forwards to this file")
 	fs.IntVar(&fb.generate, "generate", 0, "also time greedy generation of this many new tokens per row after each BxT prompt (KV cache), reporting ms per decode step")
 	fs.BoolVar(&fb.logits, "logits", true, "compute logits at every position and return them to the host (as a plain HF forward does); false: the LM head runs only where a loss needs it")

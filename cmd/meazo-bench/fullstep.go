@@ -56,7 +56,7 @@ func runFullStep(args []string, stdout io.Writer) error {
 	fs.IntVar(&fb.steps, "reps", 2, "timed repetitions after the warm-up ones")
 	fs.IntVar(&fb.warm, "warm", 1, "untimed repetitions first")
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "CPU worker threads")
-	backend := fs.String("backend", "cpu", backends.Usage)
+	backend := fs.String("backend", "auto", backends.Usage)
 	fs.BoolVar(&fb.bf16, "bf16", false, bf16Usage)
 	cli.Alias(fs, "bf16-weights", "bf16") // meazo-train's and meazo-eval task's spelling
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")

@@ -47,7 +47,7 @@ func parseViTStep(args []string) (*vitStepBench, error) {
 	fs.IntVar(&vb.reps, "reps", 3, "timed repetitions after one warm-up; the median is reported")
 	fs.IntVar(&vb.steps, "steps", 0, "then a run of this many MEAZO steps, each on a new random batch: its time per step and losses")
 	fs.IntVar(&vb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
-	fs.StringVar(&vb.backend, "backend", "cpu", backends.Usage)
+	fs.StringVar(&vb.backend, "backend", "auto", backends.Usage)
 	fs.StringVar(&vb.profile, "cpuprofile", "", "write a CPU profile of the timed forwards and steps to this file")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)

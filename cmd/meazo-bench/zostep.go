@@ -52,7 +52,7 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	fs.BoolVar(&zb.grouped, "grouped", false, "also time grouped (per-layer) estimation with and without prefix caching at q=1")
 	fs.IntVar(&zb.reps, "reps", 2, "timed repetitions after one warm-up; the median is reported")
 	fs.IntVar(&zb.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
-	fs.StringVar(&zb.backend, "backend", "cpu", backends.Usage)
+	fs.StringVar(&zb.backend, "backend", "auto", backends.Usage)
 	fs.StringVar(&zb.profile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&zb.bf16, "bf16", false, bf16Usage)
 	cli.Alias(fs, "bf16-weights", "bf16") // meazo-train's and meazo-eval task's spelling
