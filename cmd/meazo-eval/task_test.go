@@ -629,12 +629,11 @@ func TestTaskOnUnfinishedRun(t *testing.T) {
 	}
 }
 
-// TestTaskFromRunBF16: a run that held its bfloat16 checkpoint in bfloat16
-// (model.bf16_weights) is scored so again (--bf16-weights taken, written
-// as a bool flag is typed): the same scores as in float32, in half the
-// weights' memory, where meazo-eval widened them to float32, twice what
-// the run needed (Ministral-3 14B: 50 GiB instead of 25).
-func TestTaskFromRunBF16(t *testing.T) {
+// bf16DemoRun trains the demo for a few steps from its checkpoint stored
+// in bfloat16, with model.bf16_weights and the extra overrides, and returns
+// the run's directory.
+func bf16DemoRun(t *testing.T, extra ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	cfg, err := train.WriteDemo(dir, 2)
 	if err != nil {
@@ -642,10 +641,21 @@ func TestTaskFromRunBF16(t *testing.T) {
 	}
 	toBF16(t, filepath.Join(dir, "model", "model.safetensors"))
 	run := filepath.Join(dir, "run")
-	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "model.bf16_weights=true",
-		"task.max_train=32", "task.max_validation=4", "task.max_test=8", "output.dir=" + run}}); err != nil {
+	overrides := append([]string{"eval.skip=true", "model.bf16_weights=true", "task.max_train=32", "task.max_validation=4",
+		"task.max_test=8", "output.dir=" + run}, extra...)
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: overrides, Log: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
+	return run
+}
+
+// TestTaskFromRunBF16: a run that held its bfloat16 checkpoint in bfloat16
+// (model.bf16_weights) is scored so again (--bf16-weights taken, written
+// as a bool flag is typed): the same scores as in float32, in half the
+// weights' memory, where meazo-eval widened them to float32, twice what
+// the run needed (Ministral-3 14B: 50 GiB instead of 25).
+func TestTaskFromRunBF16(t *testing.T) {
+	run := bf16DemoRun(t)
 	var out, log strings.Builder
 	if err := runTask([]string{"--adapter", filepath.Join(run, "best")}, &out, &log); err != nil {
 		t.Fatal(err)
@@ -669,17 +679,7 @@ func TestTaskFromRunBF16(t *testing.T) {
 // --bf16-weights alone is refused, naming both. On the CPU it has no
 // effect: the scores are float32's, and the log says so once.
 func TestTaskBF16Products(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := train.WriteDemo(dir, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	toBF16(t, filepath.Join(dir, "model", "model.safetensors"))
-	run := filepath.Join(dir, "run")
-	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true", "model.bf16_weights=true", "model.bf16_products=true",
-		"task.max_train=32", "task.max_validation=4", "task.max_test=8", "output.dir=" + run}, Log: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
+	run := bf16DemoRun(t, "model.bf16_products=true")
 	best := filepath.Join(run, "best")
 	const note = "--bf16-products: the cpu backend has no bfloat16 products, so it has no effect"
 	var out, log strings.Builder
@@ -699,10 +699,11 @@ func TestTaskBF16Products(t *testing.T) {
 	if !strings.Contains(f32log.String(), "note: --bf16-products differs from the run's model.bf16_products") || strings.Contains(f32log.String(), note) {
 		t.Errorf("--bf16-products=false on a run with them: log %q; want a note that it differs, and no note that it has no effect", f32log.String())
 	}
-	err = runTask([]string{"--adapter", best, "--bf16-weights=false"}, io.Discard, io.Discard)
+	err := runTask([]string{"--adapter", best, "--bf16-weights=false"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--bf16-weights=false, but the run's model.bf16_products (taken as --bf16-products)") {
 		t.Errorf("--bf16-weights=false on a run with bf16_products: %v", err)
 	}
+	dir := filepath.Dir(run) // WriteDemo's folder: the model and the data
 	err = runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "data", "dev.tsv"), "--bf16-products"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--bf16-products multiplies the weights that --bf16-weights keeps in bfloat16: add --bf16-weights") {
 		t.Errorf("--bf16-products without --bf16-weights: %v", err)
