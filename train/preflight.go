@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/meazo-go/meazo/data"
@@ -206,19 +207,41 @@ func notADir(dir string) string {
 	return ""
 }
 
-// RunDirAsModel says what a run directory given as a model directory is
-// ("" for a directory with a config.json, or with neither best/ nor
-// checkpoint/): the model of a full-parameter run is its best/ or last/, and
-// a LoRA or prompt-tuning run's hold adapters, for the base model.
+// RunDirAsModel says what a run directory, or a saved adapter (a LoRA or
+// prompt-tuning run's best/, last/ or checkpoint/), given as a model
+// directory is ("" for a directory with a config.json, or with neither
+// adapter_config.json, best/ nor checkpoint/): the model of a full-parameter
+// run is its best/ or last/, and a LoRA or prompt-tuning run's hold
+// adapters, for the base model.
 func RunDirAsModel(dir string) string {
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
 		return ""
+	}
+	if _, err := os.Stat(filepath.Join(dir, "adapter_config.json")); err == nil {
+		return adapterAsModel(dir)
 	}
 	if !isRunDir(dir) {
 		return ""
 	}
 	return fmt.Sprintf("a run directory, not a model: a full-parameter run's models are %s and %s; "+
 		"a LoRA or prompt-tuning run's hold adapters, for its base model", filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
+}
+
+// adapterAsModel says what a saved adapter given as a model directory is,
+// and where it goes instead, naming its base model where its
+// adapter_config.json does (base_model_name_or_path).
+func adapterAsModel(dir string) string {
+	base := ""
+	if b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json")); err == nil {
+		var c struct {
+			Base string `json:"base_model_name_or_path"`
+		}
+		if json.Unmarshal(b, &c) == nil && c.Base != "" {
+			base = fmt.Sprintf(" (its adapter_config.json names %q)", c.Base)
+		}
+	}
+	return "a saved adapter (adapter_config.json, no config.json), not a model: give it as the adapter " +
+		"(--adapter " + dir + "; meazo-train: adapter.init) and its base model" + base + " as the model"
 }
 
 // isRunDir reports whether dir looks like a run directory (a best/ or a

@@ -43,6 +43,8 @@ func TestPreflight(t *testing.T) {
 	os.WriteFile(empty, nil, 0o644)
 	aRun := filepath.Join(dir, "a-run") // a run directory taken for a model
 	os.MkdirAll(filepath.Join(aRun, "best"), 0o755)
+	anAdapter := filepath.Join(aRun, "best") // a LoRA run's best/ taken for a model
+	os.WriteFile(filepath.Join(anAdapter, "adapter_config.json"), []byte(`{"peft_type": "LORA", "base_model_name_or_path": "org/base"}`), 0o644)
 	for _, tc := range []struct {
 		name string
 		set  []string
@@ -66,6 +68,9 @@ func TestPreflight(t *testing.T) {
 		{"adapter.init", []string{"adapter.init=" + dir}, []string{"adapter.init " + dir + ": no adapter_config.json there; want a saved adapter directory"}},
 		{"a run directory as the model", []string{"model.path=" + aRun}, []string{"model.path " + aRun +
 			": a run directory, not a model: a full-parameter run's models are " + filepath.Join(aRun, "best")}},
+		{"a saved adapter as the model", []string{"model.path=" + anAdapter}, []string{"model.path " + anAdapter +
+			": a saved adapter (adapter_config.json, no config.json), not a model: give it as the adapter (--adapter " + anAdapter +
+			"; meazo-train: adapter.init) and its base model (its adapter_config.json names \"org/base\") as the model"}},
 		{"adapter.init, a model", []string{"adapter.init=" + m}, []string{"adapter.init " + m + ": a model directory", "load it as the model"}},
 		{"a directory as the data", []string{"task.train=" + filepath.Join(dir, "data")}, []string{"task.train " + filepath.Join(dir, "data") +
 			": a directory, not a file (name the data file in it: .parquet, .tsv, .json or .jsonl)"}},

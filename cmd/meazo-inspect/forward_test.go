@@ -109,6 +109,12 @@ func TestForwardCLIErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "a run directory, not a model") {
 		t.Errorf("a run directory as the model: %v, want it named as one", err)
 	}
+	// So is a saved adapter (a LoRA run's best/), with where it goes.
+	os.WriteFile(filepath.Join(run, "best", "adapter_config.json"), []byte(`{"peft_type": "LORA"}`), 0o644)
+	err = runForward([]string{"--model", filepath.Join(run, "best"), "--input", writeBatch(t), "--out", filepath.Join(t.TempDir(), "o.st")}, nil, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "a saved adapter (adapter_config.json, no config.json), not a model: give it as the adapter (--adapter "+filepath.Join(run, "best")) {
+		t.Errorf("a saved adapter as the model: %v, want it named as one", err)
+	}
 }
 
 // demoModel writes the demo's tiny model and returns its directory.
