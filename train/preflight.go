@@ -240,8 +240,8 @@ func adapterAsModel(dir string) string {
 			base = fmt.Sprintf(" (its adapter_config.json names %q)", c.Base)
 		}
 	}
-	return "a saved adapter (adapter_config.json, no config.json), not a model: give it as the adapter " +
-		"(--adapter " + dir + "; meazo-train: adapter.init) and its base model" + base + " as the model"
+	return "a saved adapter (adapter_config.json, no config.json), not a model: the model is its base model" + base +
+		", with --adapter " + dir + " where the command takes one (meazo-train: adapter.init)"
 }
 
 // isRunDir reports whether dir looks like a run directory (a best/ or a

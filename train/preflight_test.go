@@ -69,8 +69,8 @@ func TestPreflight(t *testing.T) {
 		{"a run directory as the model", []string{"model.path=" + aRun}, []string{"model.path " + aRun +
 			": a run directory, not a model: a full-parameter run's models are " + filepath.Join(aRun, "best")}},
 		{"a saved adapter as the model", []string{"model.path=" + anAdapter}, []string{"model.path " + anAdapter +
-			": a saved adapter (adapter_config.json, no config.json), not a model: give it as the adapter (--adapter " + anAdapter +
-			"; meazo-train: adapter.init) and its base model (its adapter_config.json names \"org/base\") as the model"}},
+			": a saved adapter (adapter_config.json, no config.json), not a model: the model is its base model (its adapter_config.json names \"org/base\"), " +
+			"with --adapter " + anAdapter + " where the command takes one (meazo-train: adapter.init)"}},
 		{"adapter.init, a model", []string{"adapter.init=" + m}, []string{"adapter.init " + m + ": a model directory", "load it as the model"}},
 		{"a directory as the data", []string{"task.train=" + filepath.Join(dir, "data")}, []string{"task.train " + filepath.Join(dir, "data") +
 			": a directory, not a file (name the data file in it: .parquet, .tsv, .json or .jsonl)"}},

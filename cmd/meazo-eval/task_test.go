@@ -563,7 +563,7 @@ func TestTaskFromRun(t *testing.T) {
 		{"--model", run, "--model " + run + " is a run directory: score the adapter it saved, --adapter " + best},
 		{"--model", full, "--model " + full + " is a run directory: score the model it saved, --model " + fullBest},
 		// A LoRA run's best/ given as the model (a full-parameter run's is one).
-		{"--model", best, "--model " + best + ": a saved adapter (adapter_config.json, no config.json), not a model: give it as the adapter (--adapter " + best},
+		{"--model", best, "--model " + best + ": a saved adapter (adapter_config.json, no config.json), not a model: the model is its base model"},
 	} {
 		if err := runTask([]string{c.flag, c.dir}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: %v, want %q", c.flag, c.dir, err, c.want)

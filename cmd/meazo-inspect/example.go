@@ -79,6 +79,9 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if *index < 0 {
 		return cli.Usage(fmt.Errorf("--index %d is negative", *index))
 	}
+	if what := train.NotAModelDir(*model); what != "" {
+		return fmt.Errorf("--model %s: %s", *model, what)
+	}
 	tok, err := tokenizer.Load(*model)
 	if err != nil {
 		return err

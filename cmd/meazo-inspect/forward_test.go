@@ -112,7 +112,7 @@ func TestForwardCLIErrors(t *testing.T) {
 	// So is a saved adapter (a LoRA run's best/), with where it goes.
 	os.WriteFile(filepath.Join(run, "best", "adapter_config.json"), []byte(`{"peft_type": "LORA"}`), 0o644)
 	err = runForward([]string{"--model", filepath.Join(run, "best"), "--input", writeBatch(t), "--out", filepath.Join(t.TempDir(), "o.st")}, nil, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "a saved adapter (adapter_config.json, no config.json), not a model: give it as the adapter (--adapter "+filepath.Join(run, "best")) {
+	if err == nil || !strings.Contains(err.Error(), "a saved adapter (adapter_config.json, no config.json), not a model: the model is its base model, with --adapter "+filepath.Join(run, "best")+" where the command takes one") {
 		t.Errorf("a saved adapter as the model: %v, want it named as one", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/tokenizer"
+	"github.com/meazo-go/meazo/train"
 )
 
 func init() {
@@ -62,6 +63,9 @@ func loadModelFlag(fs *flag.FlagSet, args []string, dir *string) (*tokenizer.Tok
 	}
 	if *dir == "" {
 		return nil, cli.Usage(errors.New("--model DIR is required"))
+	}
+	if what := train.NotAModelDir(*dir); what != "" {
+		return nil, fmt.Errorf("--model %s: %s", *dir, what)
 	}
 	return tokenizer.Load(*dir)
 }

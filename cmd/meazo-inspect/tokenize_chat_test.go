@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,5 +127,28 @@ func TestTokenizeCommandBadLine(t *testing.T) {
 	err := commands.Run("tokenize", []string{"--model", filepath.Join(fx, "qwen3")}, strings.NewReader("{\"text\":\"a\"}\n{\"txt\":1}\n"), &stdout)
 	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), `"text"`) {
 		t.Fatalf("error %v should name line 2 and field text", err)
+	}
+}
+
+// TestTokenizerCommandsRefuseRunDirs: example, tokenize and chat name a run
+// directory or a saved adapter given as --model for what it is (as forward
+// and generate do), not as a missing tokenizer.json.
+func TestTokenizerCommandsRefuseRunDirs(t *testing.T) {
+	run := t.TempDir()
+	best := filepath.Join(run, "best")
+	os.MkdirAll(best, 0o755)
+	os.WriteFile(filepath.Join(best, "adapter_config.json"), []byte(`{"peft_type": "LORA", "base_model_name_or_path": "org/base"}`), 0o644)
+	data := filepath.Join(t.TempDir(), "d.tsv")
+	os.WriteFile(data, []byte("sentence\tlabel\ngood\t1\n"), 0o644)
+	for _, c := range []struct{ dir, want string }{
+		{run, "--model " + run + ": a run directory, not a model"},
+		{best, "--model " + best + `: a saved adapter (adapter_config.json, no config.json), not a model: the model is its base model (its adapter_config.json names "org/base")`},
+	} {
+		for _, cmd := range [][]string{{"example", "--task", "sst2", "--data", data}, {"tokenize"}, {"chat"}} {
+			err := commands.Run(cmd[0], append([]string{"--model", c.dir}, cmd[1:]...), strings.NewReader(""), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s --model %s: %v, want %q", cmd[0], c.dir, err, c.want)
+			}
+		}
 	}
 }
