@@ -410,6 +410,8 @@ func (c *Config) tensorsNotFull() error {
 // validateOptimizer checks optimizer.*: its name, rates and decays.
 func (c *Config) validateOptimizer() error {
 	switch {
+	case strings.EqualFold(c.Optimizer.Name, "mezo"): // one letter from meazo, but MeZO's optimizer is ZO-SGD
+		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)", c.Optimizer.Name)
 	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
 		return choiceError("optimizer.name", c.Optimizer.Name, "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo")
 	case !(c.Optimizer.LR > 0) || math.IsInf(c.Optimizer.LR, 0):
