@@ -424,6 +424,15 @@ func (x *localExecutor) finish() error {
 	if err := x.st.finishSweeps(x.log); err != nil {
 		return err
 	}
+	if len(x.attempted) == 0 && len(x.elsewhere) == 0 && !x.interrupted {
+		// A study run again once it is done (or all it can do is done):
+		// say so, not only the η* lines, which read as if it had run.
+		what := x.progress.String()
+		if !x.progress.complete() {
+			what += "; meazo-sweep resume retries failed runs and continues stopped ones, meazo-sweep status lists them"
+		}
+		fmt.Fprintf(x.log, "meazo-sweep: nothing new to run (%s)\n", what)
+	}
 	if len(x.elsewhere) > 0 {
 		were := " were"
 		if len(x.elsewhere) == 1 {

@@ -37,6 +37,17 @@ func (p *studyProgress) update(i int, sp *SweepPlan, ss *StageState) {
 // is read again).
 func (p *studyProgress) result(i int, dir string) { p.results[i][dir] = true }
 
+// complete says whether every run known has a result and no stage 2 is
+// still to come.
+func (p *studyProgress) complete() bool {
+	for i := range p.known {
+		if len(p.results[i]) < p.known[i] || p.stage2Unknown[i] {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *studyProgress) String() string {
 	known, results, later := 0, 0, 0
 	for i := range p.known {

@@ -267,11 +267,19 @@ executor: {kind: local, parallel: 2, trainer: %s}
 	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil || strings.Contains(log.String(), "start") {
 		t.Fatalf("run again: %v (it must start nothing)\n%s", err, log.String())
 	}
+	// ... and says so, with what is left to do.
+	if !regexp.MustCompile(`meazo-sweep: nothing new to run \(\d+ of \d+ runs have a result; meazo-sweep resume retries failed runs`).MatchString(log.String()) {
+		t.Errorf("run again: the log does not say that nothing was left to run, and why:\n%s", log.String())
+	}
 	if err := st.RunLocal(context.Background(), ModeResume, &log); err != nil || strings.Count(log.String(), "start") != 2 {
 		t.Fatalf("resume: %v (it must start the 2 failed runs)\n%s", err, log.String())
 	}
 	if sw := readSweep(t, filepath.Join(dir, "out/e_meazo/sweep.json")); sw.Rates[0].FailedSeeds != 0 || sw.EtaStar != 6e-3 {
 		t.Fatalf("after resume: %+v", sw.Rates[0])
+	}
+	log.Reset()
+	if err := st.RunLocal(context.Background(), ModeRun, &log); err != nil || !regexp.MustCompile(`meazo-sweep: nothing new to run \((\d+) of (\d+) runs have a result\)\n`).MatchString(log.String()) {
+		t.Errorf("run once done: %v, want it to say nothing was left to run\n%s", err, log.String())
 	}
 }
 
