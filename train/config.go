@@ -215,7 +215,7 @@ func mergeConfigFile(v *viper.Viper, path string, known []configKey) ([]byte, er
 	}
 	b, err := inputfile.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w%s", err, nearestConfig(path, err))
 	}
 	raw, err := parseConfigFile(b)
 	if err != nil {

@@ -147,3 +147,20 @@ func TestOverrideErrorForm(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingConfigSuggestsNearest: a config file that is not there is
+// answered with the file of its directory a few letters away, if any.
+func TestMissingConfigSuggestsNearest(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "qwen06b_sst2_lora_meazo.yaml"), []byte("model: {path: m}\n"), 0o644)
+	for _, c := range []struct{ name, want string }{
+		{"qwen06b_sst2_lora_mezo.yaml", " (did you mean " + filepath.Join(dir, "qwen06b_sst2_lora_meazo.yaml") + "?)"},
+		{"qwen0.6b_sst2_lora_meazo.yml", " (did you mean " + filepath.Join(dir, "qwen06b_sst2_lora_meazo.yaml") + "?)"},
+		{"llama1b_squad_prompt_fzoo.yaml", ""},
+	} {
+		_, err := Load(filepath.Join(dir, c.name), nil)
+		if err == nil || !strings.HasSuffix(err.Error(), "no such file or directory"+c.want) {
+			t.Errorf("%s: %v, want it to end %q", c.name, err, "no such file or directory"+c.want)
+		}
+	}
+}

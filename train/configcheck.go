@@ -1,8 +1,12 @@
 package train
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,6 +32,31 @@ func parseConfigFile(b []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("invalid YAML: want a mapping of sections (model:, task:, …), got %v", doc)
 	}
 	return m, nil
+}
+
+// nearestConfig is, for a config file that is not there (err), the file of
+// its directory whose name is nearest, as " (did you mean …?)", where one is
+// a few letters away (configs/qwen06b_sst2_lora_mezo.yaml: …_meazo.yaml);
+// "" otherwise.
+func nearestConfig(path string, err error) string {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	entries, rerr := os.ReadDir(filepath.Dir(path))
+	if rerr != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			names = append(names, e.Name())
+		}
+	}
+	base := filepath.Base(path)
+	if c := suggest.Closest(base, names); c != "" && suggest.Distance(base, c) <= 3 {
+		return fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(path), c))
+	}
+	return ""
 }
 
 // startsWithStar finds a YAML value that starts with *: a glob of
