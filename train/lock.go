@@ -162,6 +162,13 @@ func checkRunDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("resume %s: not a directory", dir)
 	}
+	// A run's best/, last/ or checkpoint/ (whose config.yaml is the
+	// checkpoint's) given for the run.
+	if base, parent := filepath.Base(filepath.Clean(dir)), filepath.Dir(filepath.Clean(dir)); base == rundir.BestDir || base == rundir.LastDir || base == rundir.CheckpointDir {
+		if _, err := os.Stat(filepath.Join(parent, rundir.ConfigFile)); err == nil {
+			return fmt.Errorf("resume %s: what a run saved, not its run directory: resume the run, --resume %s", dir, parent)
+		}
+	}
 	if err := checkRunEntries(dir); err != nil {
 		return err
 	}

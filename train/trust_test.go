@@ -476,6 +476,21 @@ func TestResumeOfNothing(t *testing.T) {
 			t.Errorf("--resume %s: %v", dir, err)
 		}
 	}
+	// What a run saved (best/, last/, checkpoint/, whose config.yaml is the
+	// checkpoint's) given for the run names the run to resume.
+	run := filepath.Join(root, "run")
+	for _, sub := range []string{"best", "last", "checkpoint"} {
+		os.MkdirAll(filepath.Join(run, sub), 0o755)
+	}
+	os.WriteFile(filepath.Join(run, "config.yaml"), []byte("model: {path: m}\n"), 0o644)
+	os.WriteFile(filepath.Join(run, "checkpoint", "config.yaml"), []byte("model: {path: m}\n"), 0o644)
+	for _, sub := range []string{"best", "last", "checkpoint"} {
+		dir := filepath.Join(run, sub)
+		_, err := Run(Options{Resume: dir})
+		if want := "resume " + dir + ": what a run saved, not its run directory: resume the run, --resume " + run; err == nil || err.Error() != want {
+			t.Errorf("--resume %s: %v, want %q", dir, err, want)
+		}
+	}
 }
 
 // TestResumeRefusesChangedInputs: a resume whose model directory or data

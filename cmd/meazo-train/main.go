@@ -26,6 +26,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -110,6 +111,9 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 		return nil, errHelp
 	}
 	if fs.NArg() > 0 {
+		if ext := filepath.Ext(fs.Arg(0)); (ext == ".yaml" || ext == ".yml") && fs.Lookup("config").Value.String() == "" {
+			return nil, fmt.Errorf("unexpected argument %q (flags only: the config is --config %s; see -h)", fs.Arg(0), fs.Arg(0))
+		}
 		return nil, fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
 	}
 	given := map[string]bool{}

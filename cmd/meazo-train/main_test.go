@@ -35,6 +35,7 @@ func TestCarelessInvocations(t *testing.T) {
 		{"--demo with optimizer.name", []string{"--demo", "--set", "optimizer.name=fzoo"}, "--set optimizer.name: --demo runs MEAZO, ZO-SGD and ZO-Adam, one each (train another"},
 		{"--demo-dir without --demo", []string{"--demo-dir", "d"}, "belong to --demo"},
 		{"argument", []string{"--config", "c.yaml", "extra"}, `unexpected argument "extra"`},
+		{"the config as an argument", []string{"configs/c.yaml", "--set", "train.steps=3"}, `unexpected argument "configs/c.yaml" (flags only: the config is --config configs/c.yaml; see -h)`},
 		{"help argument", []string{"help"}, "help"},
 		{"--set without =", []string{"--config", "c.yaml", "--set", "train.steps"}, `--set "train.steps": want key=value, e.g. --set optimizer.lr=2e-4 (see -h)`},
 		{"--set without a key", []string{"--config", "c.yaml", "--set", " =5"}, `--set " =5": want key=value`},
