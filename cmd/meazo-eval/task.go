@@ -14,6 +14,7 @@ import (
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/imageproc"
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -105,7 +106,12 @@ func runTask(args []string, stdout, log io.Writer) error {
 		Labels: labelList, Instruction: *instruction, Log: log}
 	if err := opts.CheckTask(); err != nil && data.Task(*task) != data.Pets {
 		if _, perr := data.ParseTask(*task); perr != nil { // data's list is the text tasks': add the image task
-			return cli.Usage(fmt.Errorf("--task: unknown task %q (want sst2, squad, xsum, pets, classification or generation)", *task))
+			tasks := []string{"sst2", "squad", "xsum", "pets", "classification", "generation"}
+			hint := ""
+			if c := suggest.Closest(strings.ToLower(*task), tasks); suggest.Distance(strings.ToLower(*task), c) <= 2 {
+				hint = fmt.Sprintf("; did you mean %q?", c) // as meazo-train's task.name
+			}
+			return cli.Usage(fmt.Errorf("--task: unknown task %q (want sst2, squad, xsum, pets, classification or generation%s)", *task, hint))
 		}
 		return cli.Usage(err)
 	}
@@ -136,6 +142,9 @@ func checkTaskPaths(modelDir, dataPath, adapter string) error {
 		if _, err := os.Stat(f.path); f.path != "" && err != nil {
 			return fmt.Errorf("%s %s: %w", f.flag, f.path, errors.Unwrap(err))
 		}
+	}
+	if st, err := os.Stat(dataPath); dataPath != "" && err == nil && st.IsDir() { // a dataset's download directory, say
+		return fmt.Errorf("--data %s: a directory, not a file (name the data file in it: .parquet, .tsv, .json or .jsonl)", dataPath)
 	}
 	if what := train.RunDirAsModel(modelDir); what != "" {
 		return fmt.Errorf("--model %s: %s", modelDir, what)

@@ -74,6 +74,13 @@ func TestTaskOnDemo(t *testing.T) {
 			t.Errorf("missing %s: %v (log %q)", miss, err, log.String())
 		}
 	}
+	// A directory as the data (a dataset's download directory) is named as
+	// one, before any backend opens.
+	var dlog strings.Builder
+	err = runTask([]string{"--model", filepath.Join(dir, "model"), "--task", "sst2", "--data", filepath.Join(dir, "data")}, io.Discard, &dlog)
+	if want := "--data " + filepath.Join(dir, "data") + ": a directory, not a file (name the data file in it"; err == nil || !strings.Contains(err.Error(), want) || dlog.Len() > 0 {
+		t.Errorf("a directory as --data: %v (log %q), want an error saying %q", err, dlog.String(), want)
+	}
 	// The run directory given as the model is named as one, before any backend opens.
 	runDir := filepath.Join(dir, "run")
 	var log strings.Builder
@@ -109,6 +116,7 @@ func TestTaskCommandLine(t *testing.T) {
 		{[]string{"--model", "m", "--task", "classification", "--data", "d.jsonl", "--labels", "a,b"}, "want a list, e.g. --labels '[negative, positive]'"},
 		{[]string{"--model", "m", "--task", "generation", "--data", "d.jsonl", "--labels", "[a, b]"}, "task generation has no labels"},
 		{[]string{"--model", "m", "--task", "summaries", "--data", "d.jsonl"}, `--task: unknown task "summaries" (want sst2, squad, xsum, pets, classification or generation)`},
+		{[]string{"--model", "m", "--task", "sst-2", "--data", "d.tsv"}, `--task: unknown task "sst-2" (want sst2, squad, xsum, pets, classification or generation; did you mean "sst2"?)`},
 	} {
 		err := runTask(c.args, io.Discard, io.Discard)
 		var ue *cli.UsageError
