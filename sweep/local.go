@@ -411,7 +411,7 @@ func (x *localExecutor) interrupt() {
 		return
 	}
 	x.interrupted = true
-	fmt.Fprintf(x.log, "meazo-sweep: stopping: the %d running runs checkpoint and stop; nothing new starts\n", len(x.running))
+	fmt.Fprintf(x.log, "meazo-sweep: stopping: each running run (%d) checkpoints and stops; nothing new starts\n", len(x.running))
 	for _, c := range x.running {
 		c.Process.Signal(syscall.SIGTERM)
 	}
