@@ -73,6 +73,21 @@ func openGPU(ordinal int, syncUploads, tf32x3 bool) (g *gpu, desc string, maxShm
 	return g, desc, maxShm, nil
 }
 
+// shmKernels are the kernels of kernels/ whose dynamic shared memory the
+// backend sizes up to maxShm (less the value: attention_tiled's larger
+// static arrays), beyond the 48 KiB a launch gets without
+// cuFuncSetAttribute: every kernel with DYNAMIC_SHARED
+// (TestShmKernelsAllowed). One missing fails to launch once its shared
+// memory passes 48 KiB (EncoderAttention from about 12,000 tokens), though
+// the backend's own bound (maxShm) lets the call through.
+var shmKernels = map[string]int{
+	"attention":         0,
+	"attention_tiled":   tiledExtraShm,
+	"attention_softmax": 0,
+	"encoder_attention": 0,
+	"encoder_softmax":   0,
+}
+
 func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxShm int, err error) {
 	d := g.drv
 	if err := d.check("cuDeviceGet", d.deviceGet(&g.dev, ordinal)); err != nil {
@@ -106,17 +121,13 @@ func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxSh
 		g.fns[name] = fn
 	}
 	// Attention keeps a query's scores in shared memory: allow what the
-	// device allows beyond the default 48 KiB, less the kernel's static
-	// shared arrays.
+	// device allows beyond the default 48 KiB, less the kernels' static
+	// shared arrays, to every kernel that takes dynamic shared memory.
 	maxShm = int(shm) - 4096
-	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
-		return "", 0, err
-	}
-	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_tiled"], funcAttrMaxDynamicShmem, int32(maxShm-tiledExtraShm))); err != nil {
-		return "", 0, err
-	}
-	if err := d.check("cuFuncSetAttribute", d.funcSetAttribute(g.fns["attention_softmax"], funcAttrMaxDynamicShmem, int32(maxShm))); err != nil {
-		return "", 0, err
+	for name, extra := range shmKernels {
+		if err := d.check("cuFuncSetAttribute "+name, d.funcSetAttribute(g.fns[name], funcAttrMaxDynamicShmem, int32(maxShm-extra))); err != nil {
+			return "", 0, err
+		}
 	}
 	var hopperDesc string
 	if tf32x3 {
