@@ -128,10 +128,17 @@ func TestBF16ProductsNote(t *testing.T) {
 	if got := BF16ProductsNote(cpu, true, "--bf16-products"); !strings.HasPrefix(got, "--bf16-products: the cpu backend has no bfloat16 products, so it has no effect") {
 		t.Errorf("asked on the CPU: %q", got)
 	}
+	t.Setenv("MEAZO_CUDA_BF16_PRODUCTS", "0")
 	for _, on := range []bool{true, false} {
 		got := BF16ProductsNote(bf16Backend{cpu, on}, true, "model.bf16_products")
 		if (got == "") != on {
 			t.Errorf("a backend whose BF16Products() is %v: note %q", on, got)
+		}
+		// A backend that has bfloat16 products but was opened without them (the
+		// environment's setting over the config's): the note names the variable,
+		// not a backend without such products.
+		if !on && (strings.Contains(got, "has no bfloat16 products") || !strings.Contains(got, `MEAZO_CUDA_BF16_PRODUCTS="0"`)) {
+			t.Errorf("a backend with bfloat16 products opened without them: note %q; want it to name MEAZO_CUDA_BF16_PRODUCTS", got)
 		}
 	}
 }

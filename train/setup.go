@@ -443,10 +443,18 @@ func (r *run) backendOptions() tensor.Options {
 // BF16ProductsNote is a line for the user who asked for bfloat16 products
 // (setting names the option) on a backend that has none (the CPU's, which
 // multiplies bfloat16 weights in float32 whatever it is told): the option
-// has no effect there. "" when it was not asked, or the backend takes it.
+// has no effect there. On a backend that has them but was opened without
+// (the environment's MEAZO_CUDA_BF16_PRODUCTS=0 applies over the option:
+// backends.OpenWith) it says so and names the variable. "" when it was not
+// asked, or the backend takes it.
 func BF16ProductsNote(be tensor.Backend, asked bool, setting string) string {
-	if m, ok := be.(tensor.BF16Multiplier); !asked || ok && m.BF16Products() {
+	m, ok := be.(tensor.BF16Multiplier)
+	switch {
+	case !asked || ok && m.BF16Products():
 		return ""
+	case ok:
+		return fmt.Sprintf("%s: the %s backend was opened without bfloat16 products (the environment's MEAZO_CUDA_BF16_PRODUCTS=%q applies over it), "+
+			"so it has no effect: the weights kept in bfloat16 are multiplied in float32", setting, be.Name(), os.Getenv("MEAZO_CUDA_BF16_PRODUCTS"))
 	}
 	return fmt.Sprintf("%s: the %s backend has no bfloat16 products, so it has no effect: the weights kept in bfloat16 are multiplied in float32, "+
 		"as without it (it is for a GPU's tensor cores: model.backend cuda)", setting, be.Name())
