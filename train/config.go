@@ -336,11 +336,12 @@ func (c *Config) validateInputs() error {
 		return fmt.Errorf("task.format mezo has only SST-2's template (MeZO's), not task.name %s: use task.format chat with a model that has a chat template", c.Task.Name)
 	case !slices.Contains([]string{"auto", "cpu", "cuda"}, c.Model.Backend):
 		return fmt.Errorf("model.backend %q: want auto, cpu or cuda (cuda: an NVIDIA GPU)", c.Model.Backend) // no "did you mean": gpu is one edit from cpu
-	case c.Model.BF16Products && !c.Model.BF16:
-		return fmt.Errorf("model.bf16_products multiplies the weights that model.bf16_weights keeps in bfloat16, and it is off: add model.bf16_weights: true (--set model.bf16_weights=true)")
+	// adapter.kind full first: adding model.bf16_weights, as the other says, would not help it.
 	case c.Model.BF16Products && c.Adapter.Kind == "full":
 		return fmt.Errorf("model.bf16_products is for frozen weights (adapter.kind lora or prompt), not adapter.kind full: a full-parameter run's perturbed products stay float32, " +
 			"so its clean passes (validation, FZOO's) would multiply otherwise than its perturbed ones; leave it off")
+	case c.Model.BF16Products && !c.Model.BF16:
+		return fmt.Errorf("model.bf16_products multiplies the weights that model.bf16_weights keeps in bfloat16, and it is off: add model.bf16_weights: true (--set model.bf16_weights=true)")
 	}
 	return nil
 }
