@@ -73,7 +73,8 @@ const (
 // rms error at 165×192×256, 0.79× at 300×2048×1024, 0.60× at k = 2048 and
 // 0.85× at k = 3072 (docs/bench/2026-11-30-h200/run1-febb616/tcgemm-backend.txt).
 // So 1024, the shortest measured where it is the more accurate; the models'
-// projections have k ≥ 1024 except ViT-B/16's (768), which stay on SGEMM.
+// projections have k ≥ 1024 except ViT-B/16's (768) and Qwen2.5-0.5B's
+// from its hidden states (896; configs/ runs it), which stay on SGEMM.
 const gemm3xTF32MinK = 1024
 
 // fits3xTF32 reports whether gemm_3xtf32 computes y = x·Wᵀ (or adds it)
