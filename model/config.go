@@ -39,8 +39,11 @@ type Config struct {
 	SlidingWindow    int          // 0 = none (Qwen2 and Qwen3 apply it whenever the key is not null)
 	BOSTokenID       int          // -1 when absent
 	EOSTokenIDs      []int
-	GenerationEOS    []int // generation_config.json's eos_token_id, which HF's generate stops at (LoadWith reads it; nil without)
-	TorchDtype       string
+	GenerationEOS    []int // generation_config.json's eos_token_id, which HF's generate stops at (LoadWith reads it)
+	// HasGenerationConfig: the checkpoint has a generation_config.json, whose
+	// eos ids replace config.json's in generation (StopIDs).
+	HasGenerationConfig bool
+	TorchDtype          string
 
 	// Ministral-3 (model_type ministral3) only; zero for the others (config_ministral.go).
 	Yarn                  *Yarn   // YaRN frequencies and cos/sin scale, nil for plain RoPE or llama3

@@ -10,8 +10,10 @@ import (
 )
 
 // TestGenerationConfigStops: the eos ids of generation_config.json (where
-// Llama-3.x Instruct names <|eot_id|>) end a generation as config.json's
-// do, as HF's generate reads them; a malformed file is an error naming it.
+// Llama-3.x Instruct names <|eot_id|>) end a generation in place of
+// config.json's, as transformers 4.51 loads them (GenerationConfig.from_pretrained
+// when the file is there, checked with the real library: {"eos_token_id": 9}
+// stops at 9 alone, null at none); a malformed file is an error naming it.
 func TestGenerationConfigStops(t *testing.T) {
 	src := filepath.Join("testdata", "opt", "opt-tiny")
 	dir := t.TempDir()
@@ -36,8 +38,9 @@ func TestGenerationConfigStops(t *testing.T) {
 	gen := filepath.Join(dir, "generation_config.json")
 	for _, c := range []struct{ text, want string }{
 		{`{"eos_token_id": [2, 7]}`, "[2 7]"},
-		{`{"eos_token_id": 9}`, "[2 9]"},
-		{`{"eos_token_id": null}`, "[2]"},
+		{`{"eos_token_id": 9}`, "[9]"},
+		{`{"eos_token_id": null}`, "[]"},
+		{`{"bos_token_id": 1}`, "[]"},
 		{`{"eos_token_id": "x"}`, `generation_config.json: "eos_token_id" must be an int or a list of ints`},
 		{`{"eos_token_id": [2,`, "generation_config.json: unexpected end of JSON input"},
 	} {
