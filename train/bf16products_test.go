@@ -193,3 +193,43 @@ func TestBF16ProductsResume(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvBF16Products: a backend opened with bfloat16 products by the
+// environment though the config said no: with bfloat16 weights a note says
+// the config does not record it; a full-parameter run is refused (its
+// perturbed products stay float32); without bfloat16 weights, or when the
+// config asked, nothing.
+func TestEnvBF16Products(t *testing.T) {
+	cpu, err := backends.Open("cpu", 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	t.Setenv("MEAZO_CUDA_BF16_PRODUCTS", "1")
+	cfg := func(bf16, products bool, kind string) *Config {
+		c := &Config{}
+		c.Model.BF16, c.Model.BF16Products, c.Adapter.Kind = bf16, products, kind
+		return c
+	}
+	on := bf16Backend{cpu, true}
+	for _, c := range []struct {
+		be         tensor.Backend
+		cfg        *Config
+		note, fail string
+	}{
+		{on, cfg(true, false, "lora"), `note: MEAZO_CUDA_BF16_PRODUCTS="1" in the environment turns on bfloat16 products though model.bf16_products is false`, ""},
+		{on, cfg(true, false, "full"), "", "which full-parameter training (adapter.kind full) cannot use"},
+		{on, cfg(false, false, "lora"), "", ""},
+		{on, cfg(true, true, "lora"), "", ""},
+		{bf16Backend{cpu, false}, cfg(true, false, "full"), "", ""},
+		{cpu, cfg(true, false, "full"), "", ""},
+	} {
+		note, err := envBF16Products(c.be, c.cfg)
+		if (c.note == "") != (note == "") || !strings.HasPrefix(note, c.note) {
+			t.Errorf("%+v: note %q, want %q", c.cfg.Model, note, c.note)
+		}
+		if (c.fail == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.fail) {
+			t.Errorf("%+v %s: error %v, want %q", c.cfg.Model, c.cfg.Adapter.Kind, err, c.fail)
+		}
+	}
+}

@@ -426,6 +426,14 @@ func (r *run) openBackend() error {
 	if note := BF16ProductsNote(be, r.cfg.Model.BF16Products, "model.bf16_products"); note != "" {
 		fmt.Fprintln(r.out, note)
 	}
+	note, err := envBF16Products(be, r.cfg)
+	if err != nil {
+		be.Close()
+		return err
+	}
+	if note != "" {
+		fmt.Fprintln(r.out, note)
+	}
 	if r.opts.wrapBackend != nil {
 		be = r.opts.wrapBackend(be)
 	}
@@ -458,6 +466,27 @@ func BF16ProductsNote(be tensor.Backend, asked bool, setting string) string {
 	}
 	return fmt.Sprintf("%s: the %s backend has no bfloat16 products, so it has no effect: the weights kept in bfloat16 are multiplied in float32, "+
 		"as without it (it is for a GPU's tensor cores: model.backend cuda)", setting, be.Name())
+}
+
+// envBF16Products checks a backend that multiplies bfloat16 weights in
+// bfloat16 though the config did not ask (MEAZO_CUDA_BF16_PRODUCTS=1, a
+// benchmark's setting, applies over model.bf16_products): with
+// model.bf16_weights the run's numbers are those of bfloat16 products while
+// its config.yaml says otherwise, which a note says (meazo-eval scores the
+// run as its config says); with adapter.kind full it is refused, as the key
+// is (the perturbed products stay float32, the clean passes would not).
+func envBF16Products(be tensor.Backend, cfg *Config) (string, error) {
+	m, ok := be.(tensor.BF16Multiplier)
+	if !ok || !m.BF16Products() || cfg.Model.BF16Products || !cfg.Model.BF16 {
+		return "", nil
+	}
+	env := fmt.Sprintf("MEAZO_CUDA_BF16_PRODUCTS=%q in the environment", os.Getenv("MEAZO_CUDA_BF16_PRODUCTS"))
+	if cfg.Adapter.Kind == "full" {
+		return "", fmt.Errorf("%s multiplies the weights kept in bfloat16 in bfloat16, which full-parameter training (adapter.kind full) cannot use: "+
+			"its perturbed products stay float32; unset the variable", env)
+	}
+	return fmt.Sprintf("note: %s turns on bfloat16 products though model.bf16_products is false: the run's numbers are theirs, "+
+		"while its config.yaml (and meazo-eval's scoring of it) says float32 products; set model.bf16_products: true to record it", env), nil
 }
 
 // initialState is the state before a new run's first step: no validation
