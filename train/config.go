@@ -122,7 +122,7 @@ type EvalConfig struct {
 	MaxNewTokens int  `mapstructure:"max_new_tokens" yaml:"max_new_tokens" doc:"generation cap (0: the task default, SQuAD 50, XSum and generation 100)"`
 	Base         bool `mapstructure:"base" yaml:"base" doc:"also evaluate the base model (no adapter) on the test split"`
 	Skip         bool `mapstructure:"skip" yaml:"skip" doc:"skip the final test evaluation"`
-	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"LoRA: evaluate the test split on a copy of the weights with the adapter merged into them, as PEFT's merge_and_unload (faster generation; a ViT's copy takes the adapter's classifier: the same accuracy without the low-rank terms)"`
+	Merge        bool `mapstructure:"merge" yaml:"merge" doc:"LoRA: evaluate the test split on a copy of the weights with the adapter merged into them, as PEFT's merge_and_unload (faster generation; a ViT's copy takes the adapter's classifier: the same accuracy without the low-rank terms; the merged copy is float32, so with model.bf16_products its products are float32's, not the run's)"`
 	RougeStem    bool `mapstructure:"rouge_stem" yaml:"rouge_stem" doc:"XSum, generation: Porter-stem ROUGE tokens (off: HF evaluate's default, as the paper's metric)"`
 	Predictions  bool `mapstructure:"predictions" yaml:"predictions" doc:"write each test example's answer, one JSON line each, into predictions_best.jsonl, predictions_last.jsonl (and predictions_base.jsonl) in the run directory: the generated text or the predicted label, the reference and the example's own scores, with the example's input (docs/RUNDIR.md): about 1 KB a SQuAD example, 2-3 KB an XSum one; false in a large sweep that does not need them"`
 }
