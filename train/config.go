@@ -219,6 +219,9 @@ func mergeConfigFile(v *viper.Viper, path string, known []configKey) ([]byte, er
 	}
 	raw, err := parseConfigFile(b)
 	if err != nil {
+		if what := notAConfig(path, b); what != "" {
+			return nil, fmt.Errorf("config %s: does not look like a YAML config (%s): --config takes a .yaml file of sections model:, task:, …, e.g. configs/qwen06b_sst2_lora_meazo.yaml", path, what)
+		}
 		return nil, fmt.Errorf("config %w", strictyaml.At(path, err))
 	}
 	if err := checkKeys(raw, "", known); err != nil {

@@ -53,6 +53,39 @@ func TestConfigWrittenIsUsedOrRefused(t *testing.T) {
 	}
 }
 
+// TestNotAConfigFile: a file that is clearly no config (Markdown, Python,
+// binary) is said to be one, not answered with its YAML error; a Markdown
+// list of "- **bold**" items does not get the hint about globs starting
+// with *, which is for the errors such a glob gives.
+func TestNotAConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"README.md", "# meazo\n\nIt trains:\n\n- **fast**: yes\n- *slow*\n", "(a Markdown file)"},
+		{"x.py", "import os\nprint(1)\n", "(a Python file)"},
+		{"model.safetensors", "\x08\x00\x00\x00{\"a\": 1}\x00*, *", "(a binary file)"},
+	} {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p, nil)
+		if want := "config " + p + ": does not look like a YAML config " + c.want; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "alias") {
+			t.Errorf("%s: error %v, want one saying %q and not about aliases", c.name, err, want)
+		}
+	}
+	// A YAML file whose error is not an alias's gets no alias hint, though
+	// a value-like * is in it (in a comment).
+	p := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(p, []byte("model:\n  path: m: x\n# see: *notes*\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p, nil); err == nil || strings.Contains(err.Error(), "alias") || strings.Contains(err.Error(), "does not look like") {
+		t.Errorf("c.yaml: error %v, want its YAML error alone", err)
+	}
+}
+
 // TestChoiceError: a setting with fixed choices names them, and the closest
 // where the value is a likely typo of it.
 func TestChoiceError(t *testing.T) {

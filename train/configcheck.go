@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
@@ -32,6 +34,26 @@ func parseConfigFile(b []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("invalid YAML: want a mapping of sections (model:, task:, …), got %v", doc)
 	}
 	return m, nil
+}
+
+// notAConfig says what the file at path, of text b, that is not a YAML
+// config's mapping, is instead where that is clear: "a binary file", "a
+// Markdown file", "a Python file"; "" otherwise (its YAML error says more).
+func notAConfig(path string, b []byte) string {
+	if bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
+		return "a binary file"
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".md", ".markdown":
+		return "a Markdown file"
+	case ".py":
+		return "a Python file"
+	case ".sh":
+		return "a shell script"
+	case ".go":
+		return "a Go file"
+	}
+	return ""
 }
 
 // nearestConfig is, for a config file that is not there (err), the file of
@@ -65,10 +87,15 @@ func nearestConfig(path string, err error) string {
 // numeric character", a message that does not say what to do.
 var startsWithStar = regexp.MustCompile(`(?m)(^|[\[,:]|^\s*-)\s*\*`)
 
+// aliasErrors are the YAML errors a value starting with * gives: an alias
+// name that is not one (*norm*), or one of no anchor (*norm).
+var aliasErrors = regexp.MustCompile(`did not find expected alphabetic or numeric character|unknown anchor '[^']*' referenced`)
+
 // aliasHint adds to err, a YAML error in text, that a value starting with *
-// must be quoted, where text has one.
+// must be quoted, where err is the error such a value gives and text has
+// one (not any error of a text with "- **bold**" in it: a Markdown file).
 func aliasHint(err error, text string) error {
-	if !startsWithStar.MatchString(text) {
+	if !aliasErrors.MatchString(err.Error()) || !startsWithStar.MatchString(text) {
 		return err
 	}
 	return fmt.Errorf(`%w (YAML reads a value that starts with * as an alias: quote a glob that does, e.g. [model.layers.*, "*norm*"])`, err)
