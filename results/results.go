@@ -65,6 +65,9 @@ func sources(args []string) (dirs []source, failed []sweep.Run, err error) {
 				dirs = append(dirs, source{dir: sub})
 			}
 		}
+		if run, what := rundir.OfRun(arg); len(dirs) == n && run != "" {
+			return nil, nil, fmt.Errorf("%s: not a run directory but %s's %s: give %s", arg, run, what, run)
+		}
 		if len(dirs) == n {
 			return nil, nil, fmt.Errorf("%s: not a run directory (no summary.json) nor a sweep directory (no sweep.json, no subdirectory with a summary.json)", arg)
 		}

@@ -83,6 +83,9 @@ func ReadSecondMoment(dir string) (SecondMoment, error) {
 	path := filepath.Join(ckpt, rundir.OptimizerFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
+		if run, what := rundir.OfRun(dir); run != "" {
+			return SecondMoment{}, fmt.Errorf("%s: no checkpoint (no %s): it is %s's %s: give %s or its %s/", dir, rundir.OptimizerFile, run, what, run, rundir.CheckpointDir)
+		}
 		return SecondMoment{}, fmt.Errorf("%s: no checkpoint (no %s): give a run directory or its checkpoint/", dir, rundir.OptimizerFile)
 	}
 	if err != nil {

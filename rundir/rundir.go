@@ -5,6 +5,11 @@
 // field and its type.
 package rundir
 
+import (
+	"os"
+	"path/filepath"
+)
+
 // Names of the files and directories at the root of a run directory
 // (docs/RUNDIR.md's table).
 const (
@@ -179,4 +184,30 @@ type TimingLine struct {
 	LayerEvals int     `json:"layer_evals"`
 	Seconds    float64 `json:"seconds"`
 	Step       int     `json:"step"`
+}
+
+// OfRun says whose dir is where dir is a run directory's best/, last/ or
+// checkpoint/ (or that checkpoint's best/), a path a user may give where a
+// run directory is wanted: the run directory ("runs/a") and what dir is in
+// it ("best/", "checkpoint/best/"); "", "" otherwise. A run directory is
+// known by its summary.json, metrics.jsonl or run.lock (a checkpoint holds
+// a config.yaml too).
+func OfRun(dir string) (run, what string) {
+	dir = filepath.Clean(dir)
+	for d, what := dir, ""; ; {
+		base := filepath.Base(d)
+		if base != BestDir && base != LastDir && base != CheckpointDir || what != "" && base != CheckpointDir {
+			return "", ""
+		}
+		what = base + "/" + what
+		d = filepath.Dir(d)
+		for _, f := range []string{SummaryFile, MetricsFile, LockFile} {
+			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+				return d, what
+			}
+		}
+		if base != BestDir {
+			return "", ""
+		}
+	}
 }

@@ -120,3 +120,31 @@ func TestFirstForeign(t *testing.T) {
 		}
 	})
 }
+
+// TestOfRun: a run's best/, last/, checkpoint/ and checkpoint/best/ are
+// known as the run's; a directory of those names elsewhere (the checkpoint's
+// config.yaml does not make it a run) is not.
+func TestOfRun(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	for _, d := range []string{"best", "last", "checkpoint/best", "other/best"} {
+		if err := os.MkdirAll(filepath.Join(run, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(run, MetricsFile), nil, 0o644)
+	os.WriteFile(filepath.Join(run, CheckpointDir, ConfigFile), nil, 0o644)
+	for _, c := range []struct{ dir, run, what string }{
+		{filepath.Join(run, "best"), run, "best/"},
+		{filepath.Join(run, "last") + "/", run, "last/"},
+		{filepath.Join(run, "checkpoint"), run, "checkpoint/"},
+		{filepath.Join(run, "checkpoint", "best"), run, "checkpoint/best/"},
+		{run, "", ""},
+		{filepath.Join(run, "other", "best"), "", ""},
+		{filepath.Join(root, "best"), "", ""},
+	} {
+		if r, w := OfRun(c.dir); r != c.run || w != c.what {
+			t.Errorf("OfRun(%s) = %q, %q, want %q, %q", c.dir, r, w, c.run, c.what)
+		}
+	}
+}

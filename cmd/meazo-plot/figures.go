@@ -10,6 +10,7 @@ import (
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/plot"
 	"github.com/meazo-go/meazo/results"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -127,6 +128,9 @@ func cmdVT(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	r, err := sweep.LoadSummary(fs.Arg(0))
 	if err != nil {
+		if run, what := rundir.OfRun(fs.Arg(0)); run != "" {
+			return fmt.Errorf("%s: not a run directory but %s's %s: give %s", fs.Arg(0), run, what, run)
+		}
 		return err
 	}
 	if err := mkdirOut(*out, fs.Arg(0)); err != nil {

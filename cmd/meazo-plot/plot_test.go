@@ -210,11 +210,24 @@ func TestBadInput(t *testing.T) {
 	other := filepath.Join(root, "other")
 	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, other)
 	os.WriteFile(filepath.Join(other, "summary.json"), []byte(`{"optimizer":"meazo","lr":1e-4,"steps":10,"steps_done":10,"task":"sst2"}`), 0o644)
+	// A run's best/, last/ and checkpoint/ are named as such, with the run
+	// directory to give.
+	saved := filepath.Join(root, "saved")
+	fakeRun{opt: "meazo", lr: 1e-4, steps: 10, best: 1, last: 1}.write(t, saved)
+	for _, d := range []string{"best", "last", "checkpoint/best"} {
+		os.MkdirAll(filepath.Join(saved, d), 0o755)
+	}
 	out := filepath.Join(root, "plots")
 	for _, c := range []struct {
 		args []string
 		want string // in the error; "" means success
 	}{
+		{[]string{"all", "--out", out, filepath.Join(saved, "best")}, filepath.Join(saved, "best") + ": not a run directory but " + saved + "'s best/: give " + saved},
+		{[]string{"curves", "--out", out, filepath.Join(saved, "last") + "/"}, "not a run directory but " + saved + "'s last/: give " + saved},
+		{[]string{"memory", "--out", out, filepath.Join(saved, "checkpoint")}, "not a run directory but " + saved + "'s checkpoint/: give " + saved},
+		{[]string{"vt", "--out", out, filepath.Join(saved, "checkpoint", "best")}, "not a run directory but " + saved + "'s checkpoint/best/: give " + saved},
+		{[]string{"vt-stats", "--out", out, filepath.Join(saved, "best")}, "it is " + saved + "'s best/: give " + saved + " or its checkpoint/"},
+		{[]string{"all", "--out", out, filepath.Join(root, "missing", "best")}, filepath.Join(root, "missing", "best")},
 		{[]string{"curves", "--out", out, filepath.Join(root, "missing")}, filepath.Join(root, "missing")},
 		{[]string{"curves", "--out", out, broken}, filepath.Join(broken, "metrics.jsonl") + " line 2"},
 		{[]string{"curves", "--out", out, cut}, ""},
