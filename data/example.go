@@ -1,6 +1,11 @@
 package data
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/meazo-go/meazo/internal/suggest"
+)
 
 // Task is one of the paper's three text tasks, or a task on the user's own
 // data (classification, generation).
@@ -28,7 +33,15 @@ func ParseTask(s string) (Task, error) {
 	case SST2, SQuAD, XSum, Classification, Generation:
 		return t, nil
 	}
-	return "", fmt.Errorf("unknown task %q (want sst2, squad, xsum, classification or generation)", s)
+	if Task(s) == Pets {
+		return "", fmt.Errorf("task %q is the image task: want a text task, sst2, squad, xsum, classification or generation", s)
+	}
+	hint := ""
+	tasks := []string{string(SST2), string(SQuAD), string(XSum), string(Classification), string(Generation)}
+	if c := suggest.Closest(strings.ToLower(s), tasks); c != "" && suggest.Distance(strings.ToLower(s), c) <= 2 {
+		hint = fmt.Sprintf("; did you mean %q?", c) // as meazo-train's task.name
+	}
+	return "", fmt.Errorf("unknown task %q (want sst2, squad, xsum, classification or generation%s)", s, hint)
 }
 
 // OwnData says whether t is a task on the user's own data (classification,

@@ -31,6 +31,12 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"merge", "--model", none, "--adapter", none, "--out", none, "--backend", "gpu"}, `--backend: unknown backend "gpu"`},
 		{[]string{"example", "stray"}, `unexpected argument "stray" (flags only)`},
 		{[]string{"example", "--task", "sst2"}, "--model and --data are required"},
+		// A mistyped task gets meazo-train's and meazo-eval task's "did you mean".
+		{[]string{"example", "--model", none, "--data", none, "--task", "sst"}, `--task: unknown task "sst" (want sst2, squad, xsum, classification or generation; did you mean "sst2"?)`},
+		{[]string{"example", "--model", none, "--data", none, "--task", "SQuAD"}, `did you mean "squad"?`},
+		{[]string{"example", "--model", none, "--data", none, "--task", "summaries"}, `--task: unknown task "summaries" (want sst2, squad, xsum, classification or generation)`},
+		{[]string{"example", "--model", none, "--data", none, "--task", "pets"}, `--task: task "pets" is the image task: want a text task`},
+		{[]string{"example", "--model", none, "--data", none}, "--task is required"},
 		{[]string{"example", "--model", none, "--data", none, "--task", "sst2", "--index", "-1"}, "--index -1 is negative"},
 		{[]string{"noise", "--dist", "uniform"}, "--dist: "},
 		{[]string{"noise", "--n", "0"}, "--n 0 outside 1..2^28"},

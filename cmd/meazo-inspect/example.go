@@ -54,9 +54,12 @@ func runExample(args []string, _ io.Reader, stdout io.Writer) error {
 	if *model == "" || *path == "" {
 		return cli.Usage(errors.New("--model and --data are required"))
 	}
+	if *taskName == "" {
+		return cli.Usage(errors.New("--task is required: sst2, squad, xsum, classification or generation"))
+	}
 	task, err := data.ParseTask(*taskName)
 	if err != nil {
-		return err
+		return cli.Usage(fmt.Errorf("--task: %w", err))
 	}
 	var own *data.OwnTask
 	if task.OwnData() {
