@@ -287,8 +287,10 @@ func (e *Experiment) checkOptimizers(where string, demo bool) error {
 		e.Optimizers = []string{o}
 	}
 	for i, o := range e.Optimizers {
-		switch o {
-		case "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo":
+		switch {
+		case slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, o):
+		case strings.EqualFold(o, "mezo"): // one letter from meazo, but MeZO's optimizer is ZO-SGD (as meazo-train's optimizer.name)
+			return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)", where, o)
 		default:
 			return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", where, o)
 		}

@@ -152,6 +152,8 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"unknown key in a list", "out: x\nexperiments:\n  - {name: e, confg: c.yaml}\n", `study.yaml:3: unknown key "experiments.0.confg" (did you mean "experiments.0.config"?)`},
 		{"no out", "experiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", "out: the study directory is required"},
 		{"bad optimizer", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [sgd]}\n", `study.yaml:3: experiments.0.optimizers: "sgd"`},
+		// MeZO is ZO-SGD, not the nearest name (meazo): as meazo-train's optimizer.name mezo.
+		{"mezo for an optimizer", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [zo-adam, MeZO]}\n", `study.yaml:3: experiments.0.optimizers: "MeZO": want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)`},
 		{"sweep key in set", "set: [optimizer.lr=1]\n" + base, `study.yaml:1: set: "optimizer.lr=1": the sweep sets optimizer.lr itself`},
 		{"bad executor", base + "executor: {kind: pbs}\n", `study.yaml:4: executor.kind: "pbs"`},
 		{"bad name", "out: x\nexperiments:\n  - {name: a/b, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\n", `experiments.0.name: "a/b"`},

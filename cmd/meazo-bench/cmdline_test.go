@@ -22,6 +22,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"forward", "-model", none, "-reps", "0"}, "-reps: must be >= 1, got 0"},
 		{[]string{"fullstep", "-model", none, "stray"}, `unexpected argument "stray"`},
 		{[]string{"fullstep", "-model", none, "-opt", "sgd"}, `-opt "sgd": want meazo`},
+		{[]string{"fullstep", "-model", none, "-opt", "mezo"}, `-opt "mezo": want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)`},
 		{[]string{"fullstep", "-model", none, "-q", "0"}, "-q: must be >= 1, got 0"},
 		{[]string{"fullstep", "-model", none, "-dist", "uniform"}, "-dist: "},
 		{[]string{"fullstep", "-model", none, "-backend", "gpu"}, `-backend: unknown backend "gpu"`},
