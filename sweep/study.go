@@ -17,6 +17,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/strictyaml"
+	"github.com/meazo-go/meazo/train"
 )
 
 // DefaultCoarse is the paper's coarse grid (docs/SWEEPS.md).
@@ -287,12 +288,8 @@ func (e *Experiment) checkOptimizers(where string, demo bool) error {
 		e.Optimizers = []string{o}
 	}
 	for i, o := range e.Optimizers {
-		switch {
-		case slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, o):
-		case strings.EqualFold(o, "mezo"): // one letter from meazo, but MeZO's optimizer is ZO-SGD (as meazo-train's optimizer.name)
-			return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)", where, o)
-		default:
-			return fmt.Errorf("%s.optimizers: %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", where, o)
+		if err := train.OptimizerChoice(where+".optimizers:", o); err != nil {
+			return err
 		}
 		if slices.Contains(e.Optimizers[:i], o) {
 			return fmt.Errorf("%s.optimizers: %q given twice", where, o)

@@ -411,13 +411,30 @@ func (c *Config) tensorsNotFull() error {
 	return fmt.Errorf("%s %v: chooses tensors of a full-parameter run (adapter.kind full), not of adapter.kind %s", key, v, c.Adapter.Kind)
 }
 
+// Optimizers are the values of optimizer.name (and of a study's
+// optimizers, meazo-bench's -opt).
+var Optimizers = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
+
+// OptimizerChoice checks an optimizer's name against Optimizers, for key
+// (the setting or flag that gave it): nil for one of them, else the
+// choices, with a did-you-mean, and for mezo (one letter from meazo) that
+// MeZO's optimizer is zo-sgd.
+func OptimizerChoice(key, name string) error {
+	switch {
+	case slices.Contains(Optimizers, name):
+		return nil
+	case strings.EqualFold(name, "mezo"):
+		return fmt.Errorf("%s %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)", key, name)
+	}
+	return choiceError(key, name, Optimizers...)
+}
+
 // validateOptimizer checks optimizer.*: its name, rates and decays.
 func (c *Config) validateOptimizer() error {
+	if err := OptimizerChoice("optimizer.name", c.Optimizer.Name); err != nil {
+		return err
+	}
 	switch {
-	case strings.EqualFold(c.Optimizer.Name, "mezo"): // one letter from meazo, but MeZO's optimizer is ZO-SGD
-		return fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)", c.Optimizer.Name)
-	case !slices.Contains([]string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}, c.Optimizer.Name):
-		return choiceError("optimizer.name", c.Optimizer.Name, "meazo", "zo-sgd", "zo-adam", "radazo", "fzoo")
 	case !(c.Optimizer.LR > 0) || math.IsInf(c.Optimizer.LR, 0):
 		return fmt.Errorf("optimizer.lr must be positive and finite, got %g", c.Optimizer.LR)
 	case !(c.Optimizer.Eps > 0) || math.IsInf(c.Optimizer.Eps, 0):

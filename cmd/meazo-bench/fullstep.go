@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/fullparam"
@@ -292,8 +291,5 @@ func benchOptimizer(name string) (zo.Optimizer, error) {
 	case "fzoo":
 		return zo.NewFZOO(1e-5), nil
 	}
-	if strings.EqualFold(name, "mezo") { // one letter from meazo, but MeZO's optimizer is ZO-SGD (as meazo-train's optimizer.name)
-		return nil, cli.Usage(fmt.Errorf("-opt %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)", name))
-	}
-	return nil, cli.Usage(fmt.Errorf("-opt %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", name))
+	return nil, cli.Usage(train.OptimizerChoice("-opt", name))
 }
