@@ -422,8 +422,9 @@ func (o EvalOptions) task() (data.Task, *data.OwnTask, error) {
 }
 
 // StopIDs are the ids that end a generation in evaluation: the
-// tokenizer's end-of-turn ids plus the model's (config.json's and
-// generation_config.json's eos ids).
+// tokenizer's end-of-turn ids plus the model's (Model.StopIDs: HF's,
+// generation_config.json's eos ids where the checkpoint has that file,
+// else config.json's).
 func StopIDs(tok *tokenizer.Tokenizer, m *model.Model) []int {
 	stops := slices.Clone(tok.StopIDs())
 	for _, id := range m.StopIDs() {
