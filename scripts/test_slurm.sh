@@ -44,10 +44,19 @@ R=$(mktemp -d /tmp/meazo-slurm-test.XXXXXX)
 S="$R/slurm out" # the Slurm study's directory
 chmod 755 "$R"
 stop_daemons() {
-	local f
+	local f pids=() p
 	for f in "$R/state/slurmd.pid" "$R/state/slurmctld.pid" "$R/munge/munged.pid"; do
-		[[ -f $f ]] && kill "$(cat "$f")" 2>/dev/null || true
+		[[ -f $f ]] && p=$(cat "$f") && kill "$p" 2>/dev/null && pids+=("$p") || true
 	done
+	# Wait for them to exit (up to 20 s): slurmctld writes its state files as it stops,
+	# and removing $R under it failed ("Directory not empty").
+	for _ in $(seq 40); do
+		p=
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && break; p=; done
+		[[ -z ${p:-} ]] && break
+		sleep 0.5
+	done
+	return 0
 }
 local_pid=
 cleanup() {
