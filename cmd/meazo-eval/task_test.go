@@ -639,21 +639,24 @@ func TestTaskOnUnfinishedRun(t *testing.T) {
 	}
 }
 
-// bf16DemoRun trains the demo for a few steps from its checkpoint stored
-// in bfloat16, with model.bf16_weights and the extra overrides, and returns
-// the run's directory.
-func bf16DemoRun(t *testing.T, extra ...string) string {
+// demoRun trains the demo for a few steps (eval.skip, 32 training, 4
+// validation and 8 test examples) with the extra overrides, its checkpoint
+// first stored in bfloat16 with bf16 (and model.bf16_weights set), and
+// returns the run's directory (WriteDemo's folder's run/).
+func demoRun(t *testing.T, bf16 bool, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg, err := train.WriteDemo(dir, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toBF16(t, filepath.Join(dir, "model", "model.safetensors"))
 	run := filepath.Join(dir, "run")
-	overrides := append([]string{"eval.skip=true", "model.bf16_weights=true", "task.max_train=32", "task.max_validation=4",
-		"task.max_test=8", "output.dir=" + run}, extra...)
-	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: overrides, Log: io.Discard}); err != nil {
+	overrides := []string{"eval.skip=true", "task.max_train=32", "task.max_validation=4", "task.max_test=8", "output.dir=" + run}
+	if bf16 {
+		toBF16(t, filepath.Join(dir, "model", "model.safetensors"))
+		overrides = append(overrides, "model.bf16_weights=true")
+	}
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: append(overrides, extra...), Log: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	return run
@@ -665,7 +668,7 @@ func bf16DemoRun(t *testing.T, extra ...string) string {
 // weights' memory, where meazo-eval widened them to float32, twice what
 // the run needed (Ministral-3 14B: 50 GiB instead of 25).
 func TestTaskFromRunBF16(t *testing.T) {
-	run := bf16DemoRun(t)
+	run := demoRun(t, true)
 	var out, log strings.Builder
 	if err := runTask([]string{"--adapter", filepath.Join(run, "best")}, &out, &log); err != nil {
 		t.Fatal(err)
@@ -689,7 +692,7 @@ func TestTaskFromRunBF16(t *testing.T) {
 // --bf16-weights alone is refused, naming both. On the CPU it has no
 // effect: the scores are float32's, and the log says so once.
 func TestTaskBF16Products(t *testing.T) {
-	run := bf16DemoRun(t, "model.bf16_products=true")
+	run := demoRun(t, true, "model.bf16_products=true")
 	best := filepath.Join(run, "best")
 	const note = "--bf16-products: the cpu backend has no bfloat16 products, so it has no effect"
 	var out, log strings.Builder
@@ -745,16 +748,7 @@ func toBF16(t *testing.T, path string) {
 // TestTaskFromRunAlias: a flag given by its other spelling (--max-test for
 // --max-examples) counts as given: the run's value does not replace it.
 func TestTaskFromRunAlias(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := train.WriteDemo(dir, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "run")
-	if _, err := train.Run(train.Options{ConfigPath: cfg, Overrides: []string{"eval.skip=true",
-		"task.max_train=32", "task.max_validation=4", "task.max_test=8", "output.dir=" + run}}); err != nil {
-		t.Fatal(err)
-	}
+	run := demoRun(t, false)
 	score := func(args ...string) (string, string) {
 		t.Helper()
 		var out, log strings.Builder
