@@ -246,6 +246,33 @@ func TestHugeRowsAreClipped(t *testing.T) {
 	}
 }
 
+// TestTSVLongLines: a TSV line past maxRowBytes (a file without line
+// breaks, a column of megabytes) is read to its end without being kept: a
+// malformed row that the next rows survive, and a header that long is an
+// error, not a header held in memory.
+func TestTSVLongLines(t *testing.T) {
+	defer func(m int) { maxRowBytes = m }(maxRowBytes)
+	maxRowBytes = 100
+	long := "x" + strings.Repeat("y", 100000) + "\t1" // past the reader's 64 KiB buffer too
+	p := writeFile(t, "long.tsv", "sentence\tlabel\na\t1\n"+long+"\r\nb\t0")
+	var skipped []*RowError
+	exs, st, err := ReadAll(p, SST2, ReadOptions{OnSkip: func(e *RowError) { skipped = append(skipped, e) }})
+	want := fmt.Sprintf("%s: line 3: %d bytes, past a row's limit of 100 bytes (is the file one row a line?)", p, len(long)+2)
+	if err != nil || len(exs) != 2 || exs[0].Sentence != "a" || exs[1].Sentence != "b" || exs[1].Label != 0 || st.Skipped != 1 ||
+		len(skipped) != 1 || skipped[0].Error() != want {
+		t.Errorf("a long row: %+v, %+v, %v, skipped %v; want %s", exs, st, err, skipped, want)
+	}
+	_, _, err = ReadAll(p, SST2, ReadOptions{Strict: true})
+	if err == nil || err.Error() != want {
+		t.Errorf("a long row, strict: %v, want %s", err, want)
+	}
+	p = writeFile(t, "header.tsv", long+"\nok\t1\n")
+	_, _, err = ReadAll(p, SST2, ReadOptions{})
+	if want := fmt.Sprintf("%s: line 1: reading the header: %d bytes, past a line's limit of 100 bytes", p, len(long)+1); err == nil || err.Error() != want {
+		t.Errorf("a long header: %v, want %s", err, want)
+	}
+}
+
 // TestTextFormatsEdges: a UTF-8 byte-order mark is skipped; an official
 // SQuAD file that is cut short, has data after its end, or gives "data"
 // twice is an error, not fewer or more questions.

@@ -23,7 +23,10 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	header, err := readLine(br)
+	header, long, err := readLine(br)
+	if err == nil && long > 0 {
+		err = fmt.Errorf("%d bytes, past a line's limit of %d bytes", long, maxRowBytes)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: line 1: reading the header: %w", path, err)
 	}
@@ -45,17 +48,24 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		idCol, hasID = col["index"]
 	}
 	for line := 2; ; line++ {
-		text, err := readLine(br)
+		text, long, err := readLine(br)
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
+		row := fmt.Sprintf("line %d", line)
+		if long > 0 {
+			msg := fmt.Sprintf("%d bytes, past a row's limit of %d bytes (is the file one row a line?)", long, maxRowBytes)
+			if e := bad(&RowError{path, row, "(line)", msg}); e != nil {
+				return e
+			}
+			continue
+		}
 		if text == "" {
 			continue
 		}
-		row := fmt.Sprintf("line %d", line)
 		if !utf8.ValidString(text) {
 			if e := bad(&RowError{path, row, "(line)", notUTF8([]byte(text))}); e != nil {
 				return e
@@ -93,15 +103,17 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 	}
 }
 
-// readLine returns the next line without its "\n" or "\r\n"; io.EOF after the last.
-func readLine(br *bufio.Reader) (string, error) {
-	s, err := br.ReadString('\n')
-	if err == io.EOF && s != "" {
+// readLine returns the next line without its "\n" or "\r\n"; io.EOF after
+// the last. A line longer than maxRowBytes is read to its end without being
+// kept (bounded memory, as for JSON Lines): its length comes back as long.
+func readLine(br *bufio.Reader) (s string, long int64, err error) {
+	b, long, err := readRow(br, maxRowBytes)
+	if err == io.EOF && (len(b) > 0 || long > 0) {
 		err = nil
 	}
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	s = strings.TrimSuffix(s, "\n")
-	return strings.TrimSuffix(s, "\r"), nil
+	s = strings.TrimSuffix(string(b), "\n")
+	return strings.TrimSuffix(s, "\r"), long, nil
 }
