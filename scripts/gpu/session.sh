@@ -28,7 +28,7 @@
 #   tcgemm (float32-accurate products on Hopper's tensor cores, kernels_sm90a/gemm_3xtf32.cu: dev/cuda/gemm_wgmma.cu
 #   built here with nvcc, against cuBLAS SGEMM, TF32 and cuBLAS's own float32 emulation; then in the backend with
 #   MEAZO_CUDA_3XTF32=1: its accuracy test, the conformance suite, zoagree; ~4 min), tcbench (forwards and steps with
-#   MEAZO_CUDA_3XTF32=1 against the default and PyTorch; ~3 min), tcfull (full-parameter steps with it: against the CPU,
+#   MEAZO_CUDA_3XTF32=1 against the default and PyTorch with TF32 off and on; ~5 min), tcfull (full-parameter steps with it: against the CPU,
 #   then timed against the default and PyTorch MeZO's; ~3 min),
 #   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
@@ -343,8 +343,8 @@ for part in $parts; do
     grep -E "^##|^(---|FAIL|ok|PASS)|tf32x3_test|^1e-0" "$f" | head -30
     ;;
   tcbench) # issue 33's table with MEAZO_CUDA_3XTF32=1 (gemm_3xtf32 for the projections) against the default and
-    # PyTorch (TF32 off), interleaved in one run: forwards 8x128 and MEAZO LoRA steps 8x80 and 8x300 of both
-    # models, each with the GPU's peak memory; then Qwen3-8B's LoRA step at 8x300 with it. About 4 minutes.
+    # PyTorch (TF32 off, then on), interleaved in one run: forwards 8x128 and MEAZO LoRA steps 8x80 and 8x300 of
+    # both models, each with the GPU's peak memory; then Qwen3-8B's LoRA step at 8x300 with it. About 5 minutes.
     f=$out/tcbench.txt
     echo "# commit $(cat "$kit/commit")" >"$f"
     for m in Llama-3.2-1B Qwen3-0.6B; do
@@ -358,6 +358,11 @@ for part in $parts; do
       echo "## $m, PyTorch" >>"$f"
       peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 10 --loss-all >>"$f" 2>&1
       peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step >>"$f" 2>&1
+      # Issue 33's last table: the peer with TF32 on (torch.backends.cuda.matmul.allow_tf32), what a careless
+      # comparison would run; not float32-accurate, so a reference for speed only.
+      echo "## $m, PyTorch, TF32 on" >>"$f"
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x128 --reps 10 --loss-all --tf32 >>"$f" 2>&1
+      peakmem "$f" timeout 90 python3 scripts/gpu/bench_torch_cuda.py --config "$cfg" --shapes 8x80,8x300 --reps 5 --mezo-step --tf32 >>"$f" 2>&1
     done
     # Issue 31's Qwen3-8B step (1.22x PyTorch's on SGEMM, goal 1.3x; `models` times the default and PyTorch's)
     echo "## Qwen3-8B 8x300, ours, MEAZO_CUDA_3XTF32=1" >>"$f"
