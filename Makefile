@@ -17,10 +17,12 @@ demo:
 	$(GO) run ./cmd/meazo-plot all --out demo-run/plots demo-run/run-meazo demo-run/run-zo-sgd demo-run/run-zo-adam
 	@echo "plots and memory table in demo-run/plots/"
 
-# Every command into bin/.
+# Every command into bin/, each stamped with the commit it was built from
+# (-version; summary.json's "program"): -buildvcs=auto over a GOFLAGS that
+# turns it off, and no stamp outside a checkout.
 build:
 	mkdir -p bin
-	$(SIMD) $(GO) build -o bin/ ./cmd/...
+	$(SIMD) $(GO) build -buildvcs=auto -o bin/ ./cmd/...
 
 # The README's second command (and what .ci/run calls): every test, with the
 # SIMD kernels and with the portable fallback.

@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/buildinfo"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/train"
@@ -59,6 +60,7 @@ func checkSets(sets setFlags) error {
 // cmdline is a parsed command line.
 type cmdline struct {
 	configDoc bool
+	version   bool
 	demo      bool
 	demoDir   string
 	demoSteps int
@@ -78,6 +80,7 @@ const usageHead = `usage:
   meazo-train --demo [--demo-dir demo-run] [--demo-steps N] [--set k=v]...  the built-in demo (tiny random model, no downloads;
                                                                              --set applies to each of its three runs)
   meazo-train --config-doc                                                   print docs/CONFIG.md
+  meazo-train --version                                                      which build this is
 SIGINT, SIGTERM or SIGUSR1 finish the current step (or evaluation batch), write a checkpoint and record the stop in summary.json
 ("status": "interrupted"), then exit 3. Exit status: 0 done (or diverged: a result), 1 error,
 2 bad command line, 3 interrupted (continue with --resume).
@@ -123,7 +126,7 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 			return nil, fmt.Errorf("--%s is given an empty value (an unset shell variable?)", name)
 		}
 	}
-	if c.configDoc {
+	if c.configDoc || c.version {
 		return c, nil
 	}
 	if err := backends.CheckName(*f.backend); err != nil {
@@ -174,6 +177,7 @@ func defineFlags(fs *flag.FlagSet) (*cmdline, *flagValues) {
 	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
 	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "the number of steps (`N`) of each run of --demo")
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
+	fs.BoolVar(&c.version, "version", false, "print which build this is (version or commit, Go toolchain and experiments) and exit")
 	return c, f
 }
 
@@ -294,6 +298,10 @@ func main() {
 	}
 	if c.configDoc {
 		fmt.Print(train.ConfigDoc())
+		return
+	}
+	if c.version {
+		fmt.Println(buildinfo.String("meazo-train"))
 		return
 	}
 	if !c.demo {

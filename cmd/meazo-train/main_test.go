@@ -55,6 +55,7 @@ func TestCarelessInvocations(t *testing.T) {
 		{"resume", []string{"--resume", "r", "--set", "train.steps=9"}, ""},
 		{"demo", []string{"--demo", "--demo-dir", "d", "--set", "train.batch_size=4"}, ""},
 		{"config-doc", []string{"--config-doc"}, ""},
+		{"version", []string{"--version"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +74,9 @@ func TestCarelessInvocations(t *testing.T) {
 				t.Errorf("demo = %v", c.demo)
 			}
 		})
+	}
+	if c, _ := parseCmdline([]string{"-version"}, io.Discard); c == nil || !c.version {
+		t.Errorf("-version: %+v, want the version asked for", c)
 	}
 	c, _ := parseCmdline([]string{"--config", "c.yaml", "--seed", "3", "--out", "o"}, io.Discard)
 	if strings.Join(c.opts.Overrides, " ") != "train.seed=3 output.dir=o" {

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/buildinfo"
 	"github.com/meazo-go/meazo/internal/suggest"
 )
 
@@ -69,7 +70,8 @@ func (s *Set) ExitStatus(status func(err error) int) {
 }
 
 func (s *Set) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: %s <%s> [flags]   (%s <%s> -h: what it reads and prints, its flags)\n%ss:\n", s.program, s.noun, s.program, s.noun, s.noun)
+	fmt.Fprintf(w, "usage: %s <%s> [flags]   (%s <%s> -h: what it reads and prints, its flags; %s -version: which build)\n%ss:\n",
+		s.program, s.noun, s.program, s.noun, s.program, s.noun)
 	width := 10
 	for n := range s.commands {
 		width = max(width, len(n))
@@ -89,7 +91,8 @@ func (s *Set) Main() {
 }
 
 // Exec runs the subcommand named by args[0] with the rest of args and
-// returns the exit status Main exits with: 0 when it succeeds (and for -h),
+// returns the exit status Main exits with: 0 when it succeeds (and for -h,
+// and -version, which prints the build: buildinfo.String),
 // 2 for a usage error (no or an unknown subcommand, for which the usage is
 // printed, or a UsageError from the subcommand: a flag that does not parse),
 // and 1, or what ExitStatus maps its error to, when it fails, the error
@@ -101,6 +104,10 @@ func (s *Set) Exec(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "-version" || args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(stdout, buildinfo.String(s.program))
 		return 0
 	}
 	cmd, ok := s.commands[args[0]]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/meazo-go/meazo/internal/buildinfo"
 	"io"
 	"strings"
 	"testing"
@@ -66,6 +67,9 @@ func TestExec(t *testing.T) {
 		stdout, stderr string // stderr: contained in it; "" means empty
 	}{
 		{[]string{"ok"}, 0, "done\n", ""},
+		{[]string{"-version"}, 0, buildinfo.String("prog") + "\n", ""},
+		{[]string{"--version"}, 0, buildinfo.String("prog") + "\n", ""},
+		{[]string{"version"}, 0, buildinfo.String("prog") + "\n", ""},
 		{[]string{}, 2, "", "usage: prog <command> [flags]"},
 		{[]string{"-h"}, 0, "", "  fail       fails\n"},
 		{[]string{"frobnicate"}, 2, "", "prog: unknown command \"frobnicate\"\nusage: prog"},
