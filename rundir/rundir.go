@@ -125,6 +125,7 @@ type Summary struct {
 	SecondsPerStep  float64                       `json:"seconds_per_step"`
 	Changes         []ConfigChange                `json:"changes,omitempty"` // settings changed on resume (changes.jsonl)
 	Backend         string                        `json:"backend"`           // the backend that ran the last session of the run, and on what
+	Program         string                        `json:"program,omitempty"` // the build of meazo-go that ran it (-version's)
 	// Status is StatusDone, StatusDiverged or StatusInterrupted; Signal names
 	// what interrupted the run.
 	Status string `json:"status"`

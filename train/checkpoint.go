@@ -11,6 +11,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/buildinfo"
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/rundir"
 )
@@ -48,6 +49,11 @@ type checkpointState struct {
 	// (noise.Version). A resume on another says that the run is no longer
 	// bit for bit the one an uninterrupted run would have made.
 	Arithmetic string `json:"arithmetic,omitempty"`
+	// The build of meazo-go that computed the steps so far
+	// (buildinfo.Version): a kernel changed between two builds rounds
+	// otherwise with the same arithmetic, so a resume by another build says
+	// so too (noteProgram). Absent in checkpoints from before the field.
+	Program string `json:"program,omitempty"`
 	// The fingerprints of the model and the data the steps so far were
 	// computed from (inputs.go): a resume checks them.
 	Inputs []inputFile `json:"inputs,omitempty"`
@@ -82,8 +88,40 @@ func (r *run) noteArithmetic() {
 // arithmetic and the noise contract's version.
 func (r *run) arithmetic() string { return r.backend.Arithmetic() + "; noise " + noise.Version }
 
-// ArithmeticChange is the key of the change noteArithmetic records.
-const ArithmeticChange = "arithmetic"
+// noteProgram records, as a change on resume, that another build of
+// meazo-go than the one that computed the run's steps so far goes on with
+// it: one with a kernel changed in between computes other bits on the same
+// arithmetic, and nothing else would tell. A note rather than a warning:
+// most builds compute the same bits.
+func (r *run) noteProgram() {
+	now := r.program()
+	if was := r.state.Program; was != "" && was != now {
+		fmt.Fprintf(r.out, "note: the run's steps so far were computed by meazo-go %s; this process is %s: if a kernel changed "+
+			"in between, the run goes on correctly but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
+		r.changes = append(r.changes, ConfigChange{Key: ProgramChange, Old: was, New: now})
+	}
+	r.state.Program = now
+}
+
+// program is this build's version (buildinfo.Version; Options.program in
+// tests).
+func (r *run) program() string {
+	if r.opts.program != "" {
+		return r.opts.program
+	}
+	return buildinfo.Version()
+}
+
+// ArithmeticChange and ProgramChange are the keys of the changes
+// noteArithmetic and noteProgram record: not settings (config.yaml holds
+// neither), a record of what computed the steps after them.
+const (
+	ArithmeticChange = "arithmetic"
+	ProgramChange    = "program"
+)
+
+// notASetting says whether a change's key is one of those records.
+func notASetting(key string) bool { return key == ArithmeticChange || key == ProgramChange }
 
 // snapshot is the state of a run after a step, kept in memory while the
 // next step runs (the parameters, the engine's state, the logs' sizes), so
@@ -247,6 +285,7 @@ func (r *run) restore() error {
 		r.state.Test = nil
 	}
 	r.noteArithmetic()
+	r.noteProgram()
 	moved := map[string]string{}
 	for _, c := range r.changes {
 		if old, ok := c.Old.(string); ok && slices.Contains(relocatableKeys, c.Key) {

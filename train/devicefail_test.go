@@ -120,6 +120,49 @@ func TestResumeRecordsOtherArithmetic(t *testing.T) {
 	}
 }
 
+// TestResumeRecordsOtherProgram resumes a run with another build of
+// meazo-go than the one that started it (Options.program): the log notes
+// it, changes.jsonl and summary.json record it, the checkpoint and the
+// summary name the new build, the run is still the same run for a study
+// (StartedConfig) and resumes again after a stop before its checkpoint
+// (pendingChanges); the same build records nothing.
+func TestResumeRecordsOtherProgram(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	run := filepath.Join(dir, "run")
+	set := []string{"train.eval_every=3", "train.checkpoint_every=2", "eval.skip=true", "task.max_train=100",
+		"task.max_validation=8", "output.dir=" + run}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 2, program: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if _, err := Run(Options{Resume: run, StopAfter: 2, Log: &log, program: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "note: the run's steps") || len(readChanges(run)) != 0 {
+		t.Fatalf("a resume by the same build recorded a change: %v\n%s", readChanges(run), log.String())
+	}
+	log.Reset()
+	if _, err := Run(Options{Resume: run, Log: &log, program: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "note: the run's steps so far were computed by meazo-go v1; this process is v2: ") {
+		t.Errorf("no note of the other build in the log:\n%s", log.String())
+	}
+	s := readSummary(t, run)
+	if len(s.Changes) != 1 || s.Changes[0].Step != 4 || s.Changes[0].Key != ProgramChange || s.Changes[0].Old != "v1" ||
+		s.Changes[0].New != "v2" || s.StepsDone != 6 || s.Program != "v2" {
+		t.Errorf("summary: steps_done %d, program %q, changes %+v; want step 4's change v1 -> v2", s.StepsDone, s.Program, s.Changes)
+	}
+	b, err := os.ReadFile(filepath.Join(run, "checkpoint", "state.json"))
+	if err != nil || !strings.Contains(string(b), `"program":"v2"`) && !strings.Contains(string(b), `"program": "v2"`) {
+		t.Errorf("the last checkpoint's state does not name program v2 (%v):\n%s", err, b)
+	}
+	started, err := StartedConfig(run)
+	if err != nil || started.Train.Steps != 6 {
+		t.Errorf("StartedConfig after a change of build: %v, %+v", err, started)
+	}
+}
+
 func readCheckpointArithmetic(t *testing.T, run string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(run, "checkpoint", "state.json"))

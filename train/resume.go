@@ -237,7 +237,7 @@ func pendingChanges(dir string, d []ConfigChange) bool {
 		if json.Unmarshal([]byte(line), &c) != nil || c.Step != st.Step && !(c.Reason != "" && c.Step > st.Step) {
 			return false
 		}
-		if c.Key == ArithmeticChange { // not a setting: config.yaml does not hold it
+		if notASetting(c.Key) { // config.yaml does not hold it
 			continue
 		}
 		pending[c.Key] = changeValues(c)

@@ -38,6 +38,9 @@ type Options struct {
 	// wrapBackend, if set, wraps the backend once opened: for tests that
 	// make the device fail.
 	wrapBackend func(tensor.Backend) tensor.Backend
+	// program, if set, is the build's version the run records instead of
+	// buildinfo.Version's: for tests of a resume by another build.
+	program string
 	// openBackend, if set, opens the backend instead of backends.OpenWith:
 	// for tests that see the options a run opens it with.
 	openBackend func(name string, o tensor.Options, log io.Writer) (tensor.Backend, error)

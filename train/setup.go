@@ -490,9 +490,10 @@ func envBF16Products(be tensor.Backend, cfg *Config) (string, error) {
 }
 
 // initialState is the state before a new run's first step: no validation
-// yet (the best loss +Inf, the last NaN), and the backend's arithmetic.
+// yet (the best loss +Inf, the last NaN), the backend's arithmetic and this
+// build.
 func (r *run) initialState() checkpointState {
-	return checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic()}
+	return checkpointState{BestValLoss: math.Inf(1), LastValLoss: math.NaN(), Arithmetic: r.arithmetic(), Program: r.program()}
 }
 
 // openLogs opens metrics.jsonl and timing.jsonl: truncated for a new run,

@@ -37,7 +37,7 @@ func StartedConfig(dir string) (*Config, error) {
 		if json.Unmarshal([]byte(line), &ch) != nil {
 			return nil, fmt.Errorf("%s: line %d is not a change", filepath.Join(dir, rundir.ChangesFile), i+1)
 		}
-		if ch.Key == ArithmeticChange || first[ch.Key] {
+		if notASetting(ch.Key) || first[ch.Key] {
 			continue
 		}
 		first[ch.Key] = true

@@ -36,6 +36,7 @@ func (r *run) fillSummary() {
 	r.summary.Steps = r.cfg.Train.Steps // as the run ends (an early stop lowers it)
 	r.summary.Changes = readChanges(r.dir)
 	r.summary.Backend = r.backend.Name() + ": " + r.backend.Describe()
+	r.summary.Program = r.program()
 	if r.state.Step > 0 {
 		r.summary.SecondsPerStep = r.state.Seconds / float64(r.state.Step)
 	}
