@@ -3,13 +3,16 @@ package train
 import (
 	"errors"
 	"fmt"
-	"github.com/meazo-go/meazo/eval"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/eval"
+	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/parallel"
+	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -67,6 +70,34 @@ func noExamples(key, path string, st data.ReadStats) error {
 	return fmt.Errorf("%s %s: no examples in the file", key, path)
 }
 
+// checkHeld refuses a data file larger than the memory this machine has
+// available, saying what to do instead (fix): a run holds every example
+// of the file in memory (the
+// validation split is drawn from all of task.train's rows, before
+// task.max_train keeps the first), so such a file would end, after minutes
+// of reading, with the process killed for memory instead of an error. A
+// file that fits may still not fit with the model; this catches the
+// hopeless case at once. Where the memory cannot be read, nothing is
+// checked.
+func checkHeld(key, path, fix string) error {
+	st, err := os.Stat(path)
+	if path == "" || err != nil {
+		return nil // the read says what is wrong
+	}
+	avail, ok := availableMemory()
+	if !ok || st.Size() <= int64(avail) {
+		return nil
+	}
+	return fmt.Errorf("%s %s is %s, more than the %s of memory this machine has available: every example of it would be "+
+		"held in memory; %s", key, path, bytesize.String(st.Size()), bytesize.String(int64(avail)), fix)
+}
+
+// trainPart is checkHeld's fix for the training and validation files.
+const trainPart = "train on a part of it (a copy of its first rows: head -n 100000 for JSON Lines)"
+
+// availableMemory is sysmem.Available (a var for tests).
+var availableMemory = sysmem.Available
+
 // loadSplits reads the task's files and draws the paper's splits
 // (docs/ALGORITHMS.md, the data protocol): SST-2 and SQuAD hold out 5% of train (a permutation
 // seeded by task.data_seed) as validation, and so do the tasks on the
@@ -93,6 +124,12 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	}
 	opt := data.ReadOptions{Strict: cfg.Task.Strict, Own: cfg.own(), OnSkip: rowWarner(log)}
 
+	if err := checkHeld("task.train", cfg.Task.Train, trainPart); err != nil {
+		return nil, err
+	}
+	if err := checkHeld("task.validation", cfg.Task.Validation, trainPart); err != nil {
+		return nil, err
+	}
 	all, st, err := data.ReadAll(cfg.Task.Train, task, opt)
 	if err != nil {
 		return nil, err
@@ -162,6 +199,11 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 	task := data.Task(cfg.Task.Name)
 	opt.Limit = cfg.Task.MaxTest
 	opt.OnSkip = rowWarner(log)
+	if opt.Limit == 0 { // with one, the read stops there
+		if err := checkHeld("task.test", cfg.Task.Test, "task.max_test: N evaluates its first N examples only"); err != nil {
+			return nil, err
+		}
+	}
 	test, st, err := data.ReadAll(cfg.Task.Test, task, opt)
 	if err != nil {
 		return nil, err

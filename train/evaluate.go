@@ -332,6 +332,11 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		}
 		params = adapter.Params()
 	}
+	if o.MaxExamples == 0 { // with a limit, the read stops there
+		if err := checkHeld("--data", o.Data, "--max-examples N evaluates its first N examples only"); err != nil {
+			return nil, err
+		}
+	}
 	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, Own: own, OnSkip: rowWarner(o.Log)})
 	if err != nil {
 		return nil, err

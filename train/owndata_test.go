@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -403,5 +404,28 @@ func TestOwnDataOverlapRun(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, log.String())
 		}
+	}
+}
+
+// TestDataLargerThanMemory: a training file larger than the memory
+// available is refused before it is read (a run holds all of it), naming
+// the key, the file and both sizes, with nothing written; one that fits
+// trains.
+func TestDataLargerThanMemory(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	run := filepath.Join(dir, "run")
+	defer func(f func() (uint64, bool)) { availableMemory = f }(availableMemory)
+	availableMemory = func() (uint64, bool) { return 100, true }
+	_, err := Run(Options{ConfigPath: cfg, Overrides: []string{"output.dir=" + run}, Log: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "task.train ") ||
+		!strings.Contains(err.Error(), ", more than the 100 B of memory this machine has available: every example of it would be held in memory; train on a part of it") {
+		t.Fatalf("a training file larger than the memory: %v", err)
+	}
+	if _, err := os.Stat(run); !os.IsNotExist(err) {
+		t.Errorf("the refused run left %s (%v)", run, err)
+	}
+	availableMemory = func() (uint64, bool) { return 0, false } // unknown: nothing checked
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: []string{"output.dir=" + run, "eval.skip=true"}, Log: io.Discard}); err != nil {
+		t.Errorf("with the memory unknown: %v", err)
 	}
 }
