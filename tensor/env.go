@@ -27,7 +27,7 @@ import (
 //	MEAZO_CUDA_UPLOADS=sync|async              Options.SyncUploads (cuda)
 //	MEAZO_CUDA_BF16_PRODUCTS=1|0               Options.BF16Products (cuda; model.bf16_products)
 //	MEAZO_CUDA_PAIRED=1|0                      Options.PairedProducts (cuda)
-//	MEAZO_CUDA_3XTF32=1|0                      Options.TF32x3 (cuda)
+//	MEAZO_CUDA_3XTF32=1|all|0                  Options.TF32x3, TF32x3AllShapes (cuda)
 //
 // and those that do not:
 //
@@ -98,7 +98,13 @@ var envOptions = []struct {
 	{"MEAZO_CUDA_UPLOADS", func(o *Options, v string) error { return either(&o.SyncUploads, v, "sync", "async") }},
 	{"MEAZO_CUDA_BF16_PRODUCTS", func(o *Options, v string) error { return either(&o.BF16Products, v, "1", "0") }},
 	{"MEAZO_CUDA_PAIRED", func(o *Options, v string) error { return either(&o.PairedProducts, v, "1", "0") }},
-	{"MEAZO_CUDA_3XTF32", func(o *Options, v string) error { return either(&o.TF32x3, v, "1", "0") }},
+	{"MEAZO_CUDA_3XTF32", func(o *Options, v string) error {
+		if err := oneOf(&v, v, "1", "all", "0"); err != nil {
+			return err
+		}
+		o.TF32x3, o.TF32x3AllShapes = v != "0", v == "all"
+		return nil
+	}},
 }
 
 // either sets *dst to true for v == yes and to false for v == no.

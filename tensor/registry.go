@@ -74,6 +74,10 @@ type Options struct {
 	// refuse it. Not yet run on a GPU: off until measured
 	// (docs/BACKENDS.md); the CPU backend ignores it.
 	TF32x3 bool
+	// TF32x3AllShapes has TF32x3 take every product it can, also those
+	// whose grid would leave much of the GPU idle in its last wave (which
+	// it otherwise leaves to SGEMM): to measure the rule.
+	TF32x3AllShapes bool
 }
 
 // AllQueries is the Options.AttentionChunk that takes all of a call's

@@ -342,14 +342,14 @@ for part in $parts; do
       done; } >"$f" 2>&1
     grep -E "^##|^(---|FAIL|ok|PASS)|tf32x3_test|^1e-0" "$f" | head -30
     ;;
-  tcbench) # issue 33's table with MEAZO_CUDA_3XTF32=1 (gemm_3xtf32 for the projections) against the default and
-    # PyTorch (TF32 off, then on), interleaved in one run: forwards 8x128 and MEAZO LoRA steps 8x80 and 8x300 of
+  tcbench) # issue 33's table with MEAZO_CUDA_3XTF32=1 (gemm_3xtf32 for the projections whose grid fills the GPU),
+    # =all (for every projection it takes) against the default and PyTorch (TF32 off, then on), in one run: forwards 8x128 and MEAZO LoRA steps 8x80 and 8x300 of
     # both models, each with the GPU's peak memory; then Qwen3-8B's LoRA step at 8x300 with it. About 5 minutes.
     f=$out/tcbench.txt
     echo "# commit $(cat "$kit/commit")" >"$f"
     for m in Llama-3.2-1B Qwen3-0.6B; do
       cfg=$fx/full-configs/$m
-      for tc in 1 0; do
+      for tc in 1 all 0; do
         echo "## $m, ours, MEAZO_CUDA_3XTF32=$tc" >>"$f"
         (export MEAZO_CUDA_3XTF32=$tc
           peakmem "$f" timeout 90 "$bin/meazo-bench" forward --backend cuda --model "$cfg/config.json" --shapes 8x128 --reps 10 --loss-all >>"$f" 2>&1

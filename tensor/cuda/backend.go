@@ -67,7 +67,8 @@ type Backend struct {
 	mask         devArray // the attention mask of the current step
 	maskNow      []int32  // what mask holds
 	bf16Products bool     // Options.BF16Products
-	tf32x3       bool     // Options.TF32x3: gemm_3xtf32 where fits3xTF32
+	tf32x3       bool     // Options.TF32x3: gemm_3xtf32 where fits3xTF32 and fills3xTF32
+	sms          int      // the GPU's multiprocessors, for fills3xTF32 (0: unknown, or Options.TF32x3AllShapes: every shape)
 	tf32x3MinK   int      // the shortest product it takes (0: gemm3xTF32MinK; the tests set fewer)
 	out          devArray // small results (cross-entropy, argmax)
 	closed       bool
@@ -153,19 +154,29 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
-	if hd, ok := dev.(hopperDevice); o.TF32x3 && (!ok || !hd.hasHopperKernels()) {
+	hd, ok := dev.(hopperDevice)
+	if o.TF32x3 && (!ok || !hd.hasHopperKernels()) {
 		return nil, fmt.Errorf("cuda: float32 products on the tensor cores (MEAZO_CUDA_3XTF32) need a Hopper GPU with kernels_sm90a loaded; this device has none")
+	}
+	sms := 0
+	if o.TF32x3 && !o.TF32x3AllShapes {
+		sms = hd.multiprocessors()
 	}
 	settings := o.settings() // they change the bits: into the description and Arithmetic
 	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{},
 		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, encGEMMMinTokens: encMin, attnChunk: chunk, stack: o.StackProjections,
-		bf16Products: o.BF16Products, paired: o.PairedProducts, tf32x3: o.TF32x3}, nil
+		bf16Products: o.BF16Products, paired: o.PairedProducts, tf32x3: o.TF32x3, sms: sms}, nil
 }
 
 // hopperDevice is a device that may have loaded kernels_sm90a: a Hopper GPU
 // asked for Options.TF32x3, or the kernel emulator (its wgmma a model of
-// the tensor cores' arithmetic).
-type hopperDevice interface{ hasHopperKernels() bool }
+// the tensor cores' arithmetic). multiprocessors is the number of its
+// streaming multiprocessors, which decides which products fill it
+// (fills3xTF32); 0 where that is not a question (the emulator).
+type hopperDevice interface {
+	hasHopperKernels() bool
+	multiprocessors() int
+}
 
 // failf reports a device failure (see tensor.DeviceError).
 func failf(format string, args ...any) { tensor.Fail(fmt.Errorf(format, args...)) }

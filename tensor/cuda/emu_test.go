@@ -162,6 +162,10 @@ func (e *emu) bind() error { return nil }
 // model of the tensor cores' arithmetic (emu.cpp; package tensorcore).
 func (e *emu) hasHopperKernels() bool { return true }
 
+// multiprocessors: 0, so that gemm_3xtf32 takes every shape it can on the
+// emulator (its tests set Backend.sms to test fills3xTF32).
+func (e *emu) multiprocessors() int { return 0 }
+
 func (e *emu) malloc(bytes uint64) (uint64, error) {
 	e.put(byte('A'), bytes)
 	if err := e.reply("malloc"); err != nil {

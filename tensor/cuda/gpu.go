@@ -15,6 +15,7 @@ type gpu struct {
 	ctx              uintptr
 	module           uintptr
 	hopper           uintptr // kernels_sm90a's module, loaded for Options.TF32x3 only
+	sms              int32   // streaming multiprocessors (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 	handle           uintptr
 	fns              map[string]uintptr
 	alpha, beta, one *float32 // sgemmBatched's α = 1 and β = 0 or 1, which cuBLAS reads through host pointers
@@ -100,6 +101,7 @@ func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxSh
 		return "", 0, err
 	}
 	var major, minor, shm, ver int32
+	d.deviceGetAttribute(&g.sms, attrMultiprocessors, g.dev)
 	d.deviceGetAttribute(&major, attrComputeMajor, g.dev)
 	d.deviceGetAttribute(&minor, attrComputeMinor, g.dev)
 	d.deviceGetAttribute(&shm, attrMaxSharedOptin, g.dev)
@@ -377,3 +379,7 @@ func (g *gpu) loadHopper(ordinal int32, major, minor int32, shm int) (string, er
 
 // hasHopperKernels reports whether kernels_sm90a is loaded (hopperDevice).
 func (g *gpu) hasHopperKernels() bool { return g.hopper != 0 }
+
+// multiprocessors is the GPU's number of streaming multiprocessors
+// (hopperDevice).
+func (g *gpu) multiprocessors() int { return int(g.sms) }

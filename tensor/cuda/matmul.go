@@ -36,7 +36,7 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
 // Full-parameter ZO multiplies by a matrix a block of its rows at a time,
 // each block giving a block of y's columns (trainer.go).
 func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s float32) {
-	if b.tf32x3 && k >= cmp.Or(b.tf32x3MinK, gemm3xTF32MinK) && fits3xTF32(y, x, w, rows, n, ldy, k) {
+	if b.tf32x3 && k >= cmp.Or(b.tf32x3MinK, gemm3xTF32MinK) && fits3xTF32(y, x, w, rows, n, ldy, k) && fills3xTF32(rows, n, b.sms) {
 		added := 0
 		if add {
 			added = 1
@@ -86,6 +86,32 @@ const gemm3xTF32MinK = 1024
 func fits3xTF32(y, x, w uint64, rows, n, ldy, k int) bool {
 	return k%32 == 0 && n%2 == 0 && ldy%2 == 0 && ldy >= n && x%16 == 0 && w%16 == 0 && y%8 == 0 && rows <= 65535*128
 }
+
+// fills3xTF32 reports whether gemm_3xtf32's grid for a product of rows × n
+// keeps at least gemm3xTF32MinFill of the GPU's sms multiprocessors busy
+// over its waves (sms ≤ 0: every shape). Its blocks of 128 × 128 outputs
+// run one to a multiprocessor, so a grid of 160 blocks on 132 takes two
+// waves, the second 28 blocks on an otherwise idle GPU: 61 % of two waves'
+// capacity used, where SGEMM picks smaller tiles or splits k. On an H200
+// (docs/bench/2026-11-30-h200/run1-febb616/tcbench.txt) it made Llama-3.2-1B's
+// forward at 1,024 rows faster than SGEMM (0.053 against 0.061 s: its q,
+// o and down products 128 blocks, 97 %) but the ZO step at 8×80 (1,280
+// rows: those products 160 blocks, 61 %) slower (0.072 against 0.066 s),
+// and Qwen3-0.6B's step likewise at 8×80 (0.048 against 0.041; most of its
+// grids 80 or 160 blocks) while faster at 8×300 (0.117 against 0.136;
+// 77-99 %). A rule from those, to be set from tcgemm's shapes
+// (scripts/gpu/session.sh), not a measured crossing.
+func fills3xTF32(rows, n, sms int) bool {
+	if sms <= 0 {
+		return true
+	}
+	blocks := ((n + 127) / 128) * ((rows + 127) / 128)
+	waves := (blocks + sms - 1) / sms
+	return float64(blocks) >= gemm3xTF32MinFill*float64(waves*sms)
+}
+
+// gemm3xTF32MinFill is fills3xTF32's threshold.
+const gemm3xTF32MinFill = 0.75
 
 // defaultWideChunk is the most elements of a bfloat16 weight widened to
 // float32 at once for SGEMM (Backend.wideChunk; the tests set fewer):

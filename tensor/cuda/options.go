@@ -56,13 +56,17 @@ type Options struct {
 	// the kernel emulator runs it with a model of the tensor cores'
 	// arithmetic. Off until measured on a GPU.
 	TF32x3 bool
+	// TF32x3AllShapes gives gemm_3xtf32 every product fits3xTF32 allows,
+	// not only those whose grid fills the GPU (fills3xTF32): to measure
+	// the rule.
+	TF32x3AllShapes bool
 }
 
 // optionsOf takes the CUDA backend's settings from o.
 func optionsOf(o tensor.Options) Options {
 	return Options{Device: o.Device, StackProjections: o.StackProjections, Attention: o.Attention,
 		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads, BF16Products: o.BF16Products,
-		PairedProducts: o.PairedProducts, TF32x3: o.TF32x3}
+		PairedProducts: o.PairedProducts, TF32x3: o.TF32x3, TF32x3AllShapes: o.TF32x3AllShapes}
 }
 
 // defaultAttnChunk is attnChunk's default. Measured on an H200
@@ -108,6 +112,9 @@ func (o Options) check() error {
 	if _, _, _, err := attentionPaths(o.Attention); err != nil {
 		return err
 	}
+	if o.TF32x3AllShapes && !o.TF32x3 {
+		return fmt.Errorf("cuda: TF32x3AllShapes without TF32x3")
+	}
 	_, err := attnChunkOf(o.AttentionChunk)
 	return err
 }
@@ -132,8 +139,10 @@ func (o Options) settings() string {
 	if o.PairedProducts {
 		s += "; a direction's perturbed products paired (MEAZO_CUDA_PAIRED)"
 	}
-	if o.TF32x3 {
-		s += "; float32 products as 3xTF32 on the tensor cores (MEAZO_CUDA_3XTF32)"
+	if o.TF32x3 && o.TF32x3AllShapes {
+		s += "; float32 products as 3xTF32 on the tensor cores, every shape (MEAZO_CUDA_3XTF32=all)"
+	} else if o.TF32x3 {
+		s += "; float32 products as 3xTF32 on the tensor cores where their grid fills the GPU (MEAZO_CUDA_3XTF32)"
 	}
 	if o.AttentionChunk != 0 {
 		s += fmt.Sprintf("; attention chunks of %d queries (MEAZO_CUDA_ATTN_CHUNK)", max(o.AttentionChunk, 0))

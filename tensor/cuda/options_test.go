@@ -64,9 +64,10 @@ func TestOptions(t *testing.T) {
 // CUDA backend's reaches its Options (a backend opened by name).
 func TestOptionsOf(t *testing.T) {
 	o := tensor.Options{Threads: 3, Device: 2, StackProjections: true, GEMMPath: "avx2", GEMMTile: 8,
-		Attention: "gemm", AttentionChunk: 64, SyncUploads: true, BF16Products: true, PairedProducts: true, TF32x3: true}
+		Attention: "gemm", AttentionChunk: 64, SyncUploads: true, BF16Products: true, PairedProducts: true, TF32x3: true,
+		TF32x3AllShapes: true}
 	want := Options{Device: 2, StackProjections: true, Attention: "gemm", AttentionChunk: 64, SyncUploads: true,
-		BF16Products: true, PairedProducts: true, TF32x3: true}
+		BF16Products: true, PairedProducts: true, TF32x3: true, TF32x3AllShapes: true}
 	if got := optionsOf(o); got != want {
 		t.Errorf("optionsOf(%+v) = %+v, want %+v", o, got, want)
 	}
@@ -80,18 +81,32 @@ type hopperFake struct {
 }
 
 func (h hopperFake) hasHopperKernels() bool { return h.loaded }
+func (h hopperFake) multiprocessors() int   { return 132 }
 
 // TestTF32x3NeedsHopper checks that Options.TF32x3 opens a backend only on a
-// device with kernels_sm90a loaded, names itself in the arithmetic, and is
-// refused elsewhere (a device without them: another GPU) with a message
-// that names the setting.
+// device with kernels_sm90a loaded, names itself in the arithmetic (every
+// shape or only those that fill the device's multiprocessors, which it
+// then knows), and is refused elsewhere (a device without them: another
+// GPU) with a message that names the setting.
 func TestTF32x3NeedsHopper(t *testing.T) {
-	b, err := newBackend(hopperFake{loaded: true}, "gpu", 48<<10, Options{TF32x3: true})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		all   bool
+		sms   int
+		arith string
+	}{
+		{false, 132, "; float32 products as 3xTF32 on the tensor cores where their grid fills the GPU (MEAZO_CUDA_3XTF32)"},
+		{true, 0, "; float32 products as 3xTF32 on the tensor cores, every shape (MEAZO_CUDA_3XTF32=all)"},
+	} {
+		b, err := newBackend(hopperFake{loaded: true}, "gpu", 48<<10, Options{TF32x3: true, TF32x3AllShapes: c.all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Arithmetic() != c.arith || !b.tf32x3 || b.sms != c.sms {
+			t.Errorf("all shapes %v: arithmetic %q, tf32x3 %v, sms %d; want %q, true, %d", c.all, b.Arithmetic(), b.tf32x3, b.sms, c.arith, c.sms)
+		}
 	}
-	if want := "; float32 products as 3xTF32 on the tensor cores (MEAZO_CUDA_3XTF32)"; b.Arithmetic() != want || !b.tf32x3 {
-		t.Errorf("arithmetic %q, tf32x3 %v; want %q, true", b.Arithmetic(), b.tf32x3, want)
+	if _, err := Open(Options{TF32x3AllShapes: true}); err == nil || !strings.Contains(err.Error(), "TF32x3AllShapes without TF32x3") {
+		t.Errorf("TF32x3AllShapes without TF32x3: %v, want it refused before the GPU", err)
 	}
 	for _, dev := range []device{nil, hopperFake{loaded: false}} {
 		if _, err := newBackend(dev, "gpu", 48<<10, Options{TF32x3: true}); err == nil || !strings.Contains(err.Error(), "MEAZO_CUDA_3XTF32") {
@@ -100,6 +115,33 @@ func TestTF32x3NeedsHopper(t *testing.T) {
 	}
 	if b, err := newBackend(nil, "gpu", 48<<10, Options{}); err != nil || b.tf32x3 {
 		t.Errorf("default options: err %v, tf32x3 %v; want SGEMM without a Hopper device", err, b != nil && b.tf32x3)
+	}
+}
+
+// TestFills3xTF32 checks which grids of gemm_3xtf32's 128 × 128 blocks, one
+// a multiprocessor, are left to it on a GPU of 132 (an H100 or H200): those
+// that keep at least 75 % of the multiprocessors busy over their waves.
+// The shapes are the models' (docs/bench/2026-11-30-h200's tcbench).
+func TestFills3xTF32(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		rows, n, sms int
+		want         bool
+	}{
+		{"Llama q at 1,024 rows: 128 blocks, one wave of 97 %", 1024, 2048, 132, true},
+		{"Llama q at 1,280 rows (the 8x80 step's two variants): 160 blocks in two waves, 61 %", 1280, 2048, 132, false},
+		{"Llama k at 1,024 rows: 32 blocks, 24 %", 1024, 512, 132, false},
+		{"Llama gate at 1,280 rows: 640 blocks in five waves, 97 %", 1280, 8192, 132, true},
+		{"Qwen3 k at 4,800 rows: 304 blocks in three waves, 77 %", 4800, 1024, 132, true},
+		{"Qwen3 o at 1,280 rows: 80 blocks, 61 %", 1280, 1024, 132, false},
+		{"the LM head at the supervised rows: 1,002 blocks in eight waves, 95 %", 48, 128256, 132, true},
+		{"exactly 75 %: 99 blocks of 132", 99 * 128, 128, 132, true},
+		{"just under: 98 blocks", 98 * 128, 128, 132, false},
+		{"an unknown GPU: every shape", 1280, 2048, 0, true},
+	} {
+		if got := fills3xTF32(c.rows, c.n, c.sms); got != c.want {
+			t.Errorf("%s: fills3xTF32(%d, %d, %d) = %v, want %v", c.name, c.rows, c.n, c.sms, got, c.want)
+		}
 	}
 }
 
