@@ -70,6 +70,23 @@ func noExamples(key, path string, st data.ReadStats) error {
 	return fmt.Errorf("%s %s: no examples in the file", key, path)
 }
 
+// readExamples reads the examples of the file the setting key names, all
+// of them or opt.Limit's first, and refuses a file without a usable one;
+// without a limit, first a file larger than the memory available
+// (checkHeld; fix says what to do instead).
+func readExamples(key, path string, task data.Task, opt data.ReadOptions, fix string) ([]data.Example, data.ReadStats, error) {
+	if opt.Limit == 0 { // with one, the read stops there
+		if err := checkHeld(key, path, fix); err != nil {
+			return nil, data.ReadStats{}, err
+		}
+	}
+	exs, st, err := data.ReadAll(path, task, opt)
+	if err != nil {
+		return nil, st, err
+	}
+	return exs, st, noExamples(key, path, st)
+}
+
 // checkHeld refuses a data file larger than the memory this machine has
 // available, saying what to do instead (fix): a run holds every example
 // of the file in memory (the
@@ -124,17 +141,8 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	}
 	opt := data.ReadOptions{Strict: cfg.Task.Strict, Own: cfg.own(), OnSkip: rowWarner(log)}
 
-	if err := checkHeld("task.train", cfg.Task.Train, trainPart); err != nil {
-		return nil, err
-	}
-	if err := checkHeld("task.validation", cfg.Task.Validation, trainPart); err != nil {
-		return nil, err
-	}
-	all, st, err := data.ReadAll(cfg.Task.Train, task, opt)
+	all, st, err := readExamples("task.train", cfg.Task.Train, task, opt, trainPart)
 	if err != nil {
-		return nil, err
-	}
-	if err := noExamples("task.train", cfg.Task.Train, st); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "read %d training examples from %s (%d malformed rows skipped)\n", st.Examples, cfg.Task.Train, st.Skipped)
@@ -147,10 +155,7 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	trainEx, valEx := all, []data.Example(nil)
 	if cfg.Task.Validation != "" {
 		opt.OnSkip = rowWarner(log)
-		if valEx, st, err = data.ReadAll(cfg.Task.Validation, task, opt); err != nil {
-			return nil, err
-		}
-		if err := noExamples("task.validation", cfg.Task.Validation, st); err != nil {
+		if valEx, st, err = readExamples("task.validation", cfg.Task.Validation, task, opt, trainPart); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(log, "read %d validation examples from %s (%d skipped)\n", st.Examples, cfg.Task.Validation, st.Skipped)
@@ -199,16 +204,8 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 	task := data.Task(cfg.Task.Name)
 	opt.Limit = cfg.Task.MaxTest
 	opt.OnSkip = rowWarner(log)
-	if opt.Limit == 0 { // with one, the read stops there
-		if err := checkHeld("task.test", cfg.Task.Test, "task.max_test: N evaluates its first N examples only"); err != nil {
-			return nil, err
-		}
-	}
-	test, st, err := data.ReadAll(cfg.Task.Test, task, opt)
+	test, st, err := readExamples("task.test", cfg.Task.Test, task, opt, "task.max_test: N evaluates its first N examples only")
 	if err != nil {
-		return nil, err
-	}
-	if err := noExamples("task.test", cfg.Task.Test, st); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)

@@ -332,16 +332,9 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		}
 		params = adapter.Params()
 	}
-	if o.MaxExamples == 0 { // with a limit, the read stops there
-		if err := checkHeld("--data", o.Data, "--max-examples N evaluates its first N examples only"); err != nil {
-			return nil, err
-		}
-	}
-	exs, st, err := data.ReadAll(o.Data, task, data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, Own: own, OnSkip: rowWarner(o.Log)})
+	opt := data.ReadOptions{Limit: o.MaxExamples, Strict: o.Strict, Own: own, OnSkip: rowWarner(o.Log)}
+	exs, st, err := readExamples("--data", o.Data, task, opt, "--max-examples N evaluates its first N examples only")
 	if err != nil {
-		return nil, err
-	}
-	if err := noExamples("--data", o.Data, st); err != nil {
 		return nil, err
 	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}
