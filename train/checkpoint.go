@@ -75,13 +75,8 @@ type testProgress struct {
 // so. So does a program that draws other noise (noise.Version). A
 // checkpoint from before the field existed says nothing: no record.
 func (r *run) noteArithmetic() {
-	now := r.arithmetic()
-	if was := r.state.Arithmetic; was != "" && was != now {
-		fmt.Fprintf(r.out, "warning: the run's steps so far were computed with %s; this process computes with %s, which rounds "+
-			"differently: the run goes on correctly, but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
-		r.changes = append(r.changes, ConfigChange{Key: ArithmeticChange, Old: was, New: now})
-	}
-	r.state.Arithmetic = now
+	r.state.Arithmetic = r.noteOther(ArithmeticChange, r.state.Arithmetic, r.arithmetic(),
+		"warning: the run's steps so far were computed with %s; this process computes with %s, which rounds differently: ")
 }
 
 // arithmetic is what decides this process's numbers: the backend's
@@ -94,13 +89,19 @@ func (r *run) arithmetic() string { return r.backend.Arithmetic() + "; noise " +
 // arithmetic, and nothing else would tell. A note rather than a warning:
 // most builds compute the same bits.
 func (r *run) noteProgram() {
-	now := r.program()
-	if was := r.state.Program; was != "" && was != now {
-		fmt.Fprintf(r.out, "note: the run's steps so far were computed by meazo-go %s; this process is %s: if a kernel changed "+
-			"in between, the run goes on correctly but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
-		r.changes = append(r.changes, ConfigChange{Key: ProgramChange, Old: was, New: now})
+	r.state.Program = r.noteOther(ProgramChange, r.state.Program, r.program(),
+		"note: the run's steps so far were computed by meazo-go %s; this process is %s: if a kernel changed in between, ")
+}
+
+// noteOther records the change key from was (the checkpoint's; "" in one
+// from before the field: no record) to now, saying so with what (a format
+// of was and now), and returns now.
+func (r *run) noteOther(key, was, now, what string) string {
+	if was != "" && was != now {
+		fmt.Fprintf(r.out, what+"the run goes on correctly, but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
+		r.changes = append(r.changes, ConfigChange{Key: key, Old: was, New: now})
 	}
-	r.state.Program = now
+	return now
 }
 
 // program is this build's version (buildinfo.Version; Options.program in
