@@ -77,10 +77,12 @@ var kernelParams = map[string][]param{
 
 // hopperParams is kernelParams for the kernels of kernels_sm90a/ (the
 // module hopperPTX), which a GPU loads for Options.TF32x3 only.
-// gemm_3xtf32_every2 is there for dev/cuda/gemm_wgmma.cu's comparison; the
+// gemm_3xtf32_serial and gemm_3xtf32_every2 are there for
+// dev/cuda/gemm_wgmma.cu's comparison (and TestEmulated3xTF32Variants); the
 // backend launches gemm_3xtf32.
 var hopperParams = map[string][]param{
 	"gemm_3xtf32":        {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
+	"gemm_3xtf32_serial": {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
 	"gemm_3xtf32_every2": {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
 }
 

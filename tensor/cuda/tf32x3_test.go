@@ -153,6 +153,62 @@ func TestEmulated3xTF32(t *testing.T) {
 	}
 }
 
+// TestEmulated3xTF32Variants launches each of kernels_sm90a's three
+// gemm_3xtf32 kernels on the kernel emulator, whose wgmma are asynchronous
+// (performed at the wait, on the shared memory of that moment, so that a
+// stage overwritten while tensor cores still read it gives other bits):
+// gemm_3xtf32 (the backend's: the next tile split and stored while the
+// tensor cores work) and gemm_3xtf32_serial (stored after the wait) must
+// both give tensorcore.Dot3xTF32's bits promoting every tile, and
+// gemm_3xtf32_every2 the model's promoting every second tile, on one to
+// five tiles of k (odd counts: the last promotion of every2 is a lone
+// tile's) with partial tiles of rows and columns, adding into y or not.
+func TestEmulated3xTF32Variants(t *testing.T) {
+	b := newEmuBackendWith(t, Options{TF32x3: true})
+	rng := rand.New(rand.NewPCG(6, 66))
+	for _, s := range []struct{ rows, n, k int }{{7, 10, 32}, {130, 136, 64}, {40, 130, 96}, {129, 2, 160}} {
+		x, w := randomProduct(rng, s.rows, s.n, s.k)
+		y0 := make([]float32, s.rows*s.n)
+		for i := range y0 {
+			y0[i] = float32(rng.NormFloat64())
+		}
+		for _, v := range []struct {
+			kernel string
+			every  int // k8 steps between promotions: 4 a tile of 32
+		}{{"gemm_3xtf32", 4}, {"gemm_3xtf32_serial", 4}, {"gemm_3xtf32_every2", 8}} {
+			for _, add := range []int32{0, 1} {
+				xb, wb, yb := b.FromHost(slices.Clone(x)), b.FromHost(slices.Clone(w)), b.FromHost(slices.Clone(y0))
+				func() {
+					defer b.enter()()
+					b.launch(v.kernel, [3]uint32{uint32((s.n + 127) / 128), uint32((s.rows + 127) / 128), 1}, 256, gemm3xTF32Shm,
+						devPtr(dbuf(yb).ptr), devPtr(dbuf(xb).ptr), devPtr(dbuf(wb).ptr), i32Arg(s.rows), i32Arg(s.n),
+						i32Arg(s.k), i32Arg(s.n), i32Arg(add), f32Arg(1), i32Arg(gemm3xTF32Col), i32Arg(128))
+				}()
+				got, wrong := b.ToHost(yb), 0
+				b.Free(xb, wb, yb)
+				for r := range s.rows {
+					for c := range s.n {
+						want := tensorcore.Dot3xTF32(x[r*s.k:(r+1)*s.k], w[c*s.k:(c+1)*s.k], v.every)
+						if add == 1 { // the float64 sum of two float32s rounds as fmaf(1, want, y0)
+							want = float32(float64(want) + float64(y0[r*s.n+c]))
+						}
+						if math.Float32bits(got[r*s.n+c]) != math.Float32bits(want) {
+							if wrong++; wrong <= 3 {
+								t.Errorf("%s %d×%d×%d add %d: y[%d][%d] = %g, the model's %g", v.kernel, s.rows, s.n, s.k, add, r, c,
+									got[r*s.n+c], want)
+							}
+						}
+					}
+				}
+				if wrong > 0 {
+					t.Errorf("%s %d×%d×%d add %d: %d of %d outputs differ from the model's", v.kernel, s.rows, s.n, s.k, add,
+						wrong, s.rows*s.n)
+				}
+			}
+		}
+	}
+}
+
 // TestEmulated3xTF32Added runs gemm_3xtf32 on the kernel emulator where it
 // adds into y (MatMulAdd: a residual's projection; MatMulNTAdd, scaled) and
 // where it writes a block of a wider y's columns (gemmCols: full-parameter

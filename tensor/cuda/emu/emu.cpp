@@ -16,10 +16,11 @@
 // status, 0 = ok): 'A' u64 bytes → u64 ptr | 'F' u64 ptr | 'W' u64 dst u64 n
 // bytes… | 'R' u64 src u64 n → bytes… | 'C' u64 dst u64 src u64 n | 'S' u64
 // dst u32 v u64 n | 'L' u32 len name… u32 grid[3] u32 block u32 shmem u32
-// nargs u64 args… | 'G' i32 ta tb m n k u64 a i32 lda u64 b i32 ldb u64 c
-// i32 ldc f32 α f32 β (cuBLAS sgemm, column-major) | 'H' the same with a
-// and b in bfloat16 (cublasGemmEx, float32 sums) | 'B' the same as 'G' up to
-// ldc, a, b and c arrays of pointers, then i32 batch and f32 β
+// nargs u64 args… (status 3: a thread ended with wgmma not waited for) |
+// 'G' i32 ta tb m n k u64 a i32 lda u64 b i32 ldb u64 c i32 ldc f32 α f32 β
+// (cuBLAS sgemm, column-major) | 'H' the same with a and b in bfloat16
+// (cublasGemmEx, float32 sums) | 'B' the same as 'G' up to ldc, a, b and c
+// arrays of pointers, then i32 batch and f32 β
 // (cublasSgemmBatched, α = 1).
 //
 // The test that builds it (../emu_test.go) writes three files beside it:
@@ -159,12 +160,12 @@ static float emu_tc_step(float c, const float* a, const float* b) {
     unsigned bits = ((unsigned)(exp + 127) << 23) | (unsigned)(u & 0x7fffff);
     return __uint_as_float(sum < 0 ? bits | 0x80000000u : bits);
 }
-// emu_wgmma_m64n128k8_tf32 is wgmma.mma_async.m64n128k8.f32.tf32.tf32 for
-// the calling thread's 64 accumulators: its rows and columns by the PTX
-// ISA's fragment layout, the operands read through the descriptors as the
-// K-major canonical layout without swizzling places them (core matrices of
-// 8 rows × 16 bytes; SBO between rows' groups, LBO between k's quads).
-static void emu_wgmma_m64n128k8_tf32(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+// emu_wgmma_run performs wgmma.mma_async.m64n128k8.f32.tf32.tf32 for the
+// calling thread's 64 accumulators: its rows and columns by the PTX ISA's
+// fragment layout, the operands read through the descriptors as the K-major
+// canonical layout without swizzling places them (core matrices of 8 rows ×
+// 16 bytes; SBO between rows' groups, LBO between k's quads).
+static void emu_wgmma_run(float* d, unsigned long long da, unsigned long long db, int accumulate) {
     auto field = [](unsigned long long desc, int shift) { return (unsigned)((desc >> shift) & 0x3FFF) << 4; };
     auto elem = [&](unsigned long long desc, int r, int kk) {
         unsigned a = field(desc, 0) + (r / 8) * field(desc, 32) + (kk / 4) * field(desc, 16) + (r % 8) * 16 + (kk % 4) * 4;
@@ -180,6 +181,42 @@ static void emu_wgmma_m64n128k8_tf32(float* d, unsigned long long da, unsigned l
             for (int kk = 0; kk < 8; kk++) a[kk] = elem(da, row, kk), b[kk] = elem(db, col, kk);
             d[4 * j + e] = emu_tc_step(accumulate ? d[4 * j + e] : 0.0f, a, b);
         }
+}
+// wgmma is asynchronous: issued, committed in groups (wgmma.commit_group),
+// and complete only at a wait (wgmma.wait_group); until then the GPU may
+// read its operands' shared memory and its accumulator at any time, and
+// write the accumulator. The emulator queues each thread's wgmma at issue
+// and performs them at the wait, on the shared memory and accumulator of
+// that moment: a kernel that reads the accumulator before the wait (its
+// promotion moved above it) gets other bits here, which performing them at
+// issue hid; one that overwrites a stage the wgmma in flight read gets
+// other bits either way. A kernel may wait after a __syncthreads, so the
+// queues are each thread's own. A wait does not cover uncommitted wgmma
+// (as on the GPU); run() refuses a launch that ends with any not waited for.
+struct EmuWgmma {
+    float* d;
+    unsigned long long da, db;
+    int accumulate;
+};
+struct EmuWgmmaQueue {
+    std::vector<EmuWgmma> issued;                 // since the last commit
+    std::vector<std::vector<EmuWgmma>> committed; // groups, oldest first
+};
+static std::vector<EmuWgmmaQueue> emu_wgmma_queues; // one a thread of the block (run sizes it)
+static void emu_wgmma_m64n128k8_tf32(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    emu_wgmma_queues[threadIdx.x].issued.push_back({d, da, db, accumulate});
+}
+static void emu_wgmma_commit() {
+    EmuWgmmaQueue& q = emu_wgmma_queues[threadIdx.x];
+    q.committed.push_back(std::move(q.issued));
+    q.issued.clear();
+}
+// emu_wgmma_wait is wgmma.wait_group 0: every committed group, in order.
+static void emu_wgmma_wait() {
+    EmuWgmmaQueue& q = emu_wgmma_queues[threadIdx.x];
+    for (auto& group : q.committed)
+        for (auto& op : group) emu_wgmma_run(op.d, op.da, op.db, op.accumulate);
+    q.committed.clear();
 }
 #include "hopper_unit.inc"
 
@@ -221,8 +258,10 @@ static void fiberMain() {
 }
 
 // run executes one launch: every block, its threads as fibers, round-robin
-// from one __syncthreads to the next.
-static void run(const std::function<void()>& kernel, dim3 grid, unsigned block, unsigned shmem) {
+// from one __syncthreads to the next. It returns false if a thread ended
+// with wgmma it had not waited for (their results never written: a kernel
+// bug that a GPU would not report).
+static bool run(const std::function<void()>& kernel, dim3 grid, unsigned block, unsigned shmem) {
     const size_t stack = 64 << 10;
     static std::vector<Fiber> fibers;
     static std::vector<std::vector<char>> stacks;
@@ -230,6 +269,7 @@ static void run(const std::function<void()>& kernel, dim3 grid, unsigned block, 
         fibers.resize(block); // moving a Fiber is safe: its stack stays where it is, and cur is set before each switch
         stacks.resize(block, std::vector<char>(stack));
     }
+    emu_wgmma_queues.assign(block, EmuWgmmaQueue{});
     std::vector<char> dyn(shmem + 16);
     emu_dynamic_shared = dyn.data();
     gridDim = grid;
@@ -267,7 +307,13 @@ static void run(const std::function<void()>& kernel, dim3 grid, unsigned block, 
                         left = left || !cur->done;
                     }
                 }
+                for (const auto& q : emu_wgmma_queues)
+                    if (!q.issued.empty() || !q.committed.empty()) {
+                        std::fprintf(stderr, "emu: block (%u, %u, %u) ended with wgmma not waited for\n", x, y, z);
+                        return false;
+                    }
             }
+    return true;
 }
 
 // sgemm: C = α·op(A)·op(B) + β·C, each product summed in order with fused
@@ -368,8 +414,7 @@ int main() {
             auto it = kernels.find(name);
             if (it == kernels.end()) { ok(1); break; }
             const uint64_t* s = args.data();
-            run([&] { it->second(s); }, grid, block, shmem);
-            ok();
+            ok(run([&] { it->second(s); }, grid, block, shmem) ? 0 : 3);
             break;
         }
         case 'G':   // sgemm

@@ -23,22 +23,34 @@
 // float32 sum on the CUDA cores: on a model of the tensor cores'
 // arithmetic (internal/tensorcore, dev/cuda/tcsim.go) 0.25-0.47× the rms
 // error of a float32 FMA chain at k = 1,024-8,192. The split's own error is
-// a floor that the chain's crosses near k = 200, so the backend uses it from
-// k = 256 (matmul.go). Every output is one thread's fixed sequence of
+// a floor that the chain's crosses near k = 200 on that model (on an H200
+// cuBLAS SGEMM was more accurate than the model of it, so the backend uses
+// it from k = 1,024: matmul.go's gemm3xTF32MinK). Every output is one thread's fixed sequence of
 // operations, so a run is bit-identical to itself.
 //
-// NOT YET RUN ON A GPU (written 2026-11-29 on a machine without one); the
-// option stays off by default until scripts/gpu/session.sh's tcgemm part
-// has checked and timed it. On the kernel emulator (tensor/cuda/emu), where
-// the primitives below are emu.cpp's model of them, every output is the
-// bits of internal/tensorcore's model of this kernel (TestEmulated3xTF32).
+// The option stays off by default until scripts/gpu/session.sh's tcgemm
+// part has checked and timed it. On an H200 (2026-11-30, with the serial
+// order below, then the only one) a forward at 8×128 tokens with it took
+// 1.09× PyTorch's speed for Llama-3.2-1B and 0.98× for Qwen3-0.6B
+// (docs/bench/2026-11-30-h200/run1-febb616/tcbench.txt). The overlapped
+// order, the backend's since, is NOT YET RUN ON A GPU: written on a
+// machine without one, its speed unmeasured; dev/cuda/gemm_wgmma.cu times
+// both orders in one run. On the
+// kernel emulator (tensor/cuda/emu), where the primitives below are
+// emu.cpp's model of them (wgmma performed at the wait), every output of
+// each order is the bits of internal/tensorcore's model of this kernel
+// (TestEmulated3xTF32, TestEmulated3xTF32Variants).
 
 // A block is two warpgroups (256 threads) and computes 128 rows × 128
 // columns of y: warpgroup g rows [64g, 64g+64), every column, with one
 // wgmma.m64n128k8 per k8 step and product term. Tiles of k are 32 wide; two
-// stages of shared memory; the next tile's inputs are read from global
-// memory into registers while the tensor cores work on this one, then split
-// into hi and lo and stored into the other stage.
+// stages of shared memory. The backend's order (gemm_wgmma's OVERLAP, below)
+// splits the next tile into hi and lo and stores it into the other stage
+// while the tensor cores work on this one, and reads the tile after it from
+// global memory into the registers that frees; with one block a
+// multiprocessor (its shared memory and registers), nothing else fills the
+// tensor cores' idle time in the order before (split and store after the
+// wait), which gemm_3xtf32_serial keeps for comparison.
 //
 // Shared memory holds each operand tile (128 rows × 32 of k, hi and lo
 // apart) in wgmma's canonical K-major layout without swizzling: a "core
@@ -60,7 +72,11 @@
 
 // The primitives: inline PTX on the GPU; on the kernel emulator (g++, no
 // __CUDACC__), emu.cpp's model of them (its wgmma has the tensor cores'
-// arithmetic as Microsoft's MMA-Sim measured it on Hopper).
+// arithmetic as Microsoft's MMA-Sim measured it on Hopper, and is
+// asynchronous as on the GPU: performed at the wait, on the shared memory
+// and accumulator of that moment, so that reading the accumulator before
+// the wait, or overwriting a stage that wgmma in flight read, gives other
+// bits there too).
 #ifdef __CUDACC__
 #define GW_SHARED(name) extern __shared__ __align__(128) unsigned char name[]
 
@@ -104,13 +120,15 @@ __device__ __forceinline__ void gw_pin(float (&d)[64]) {
 }
 // The fences: before the tensor cores read registers the CUDA cores wrote
 // (gw_fence), after shared-memory stores that they will read
-// (gw_fence_smem), and the wait for their results (gw_commit_wait).
+// (gw_fence_smem: st.shared is the generic proxy, wgmma's operand reads the
+// async proxy). gw_commit closes the group of the wgmma issued since the
+// last one; gw_wait waits until every committed group has written its
+// accumulator (wait_group 0): until then the accumulator must be neither
+// read nor written, and the shared memory the group reads not overwritten.
 __device__ __forceinline__ void gw_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void gw_fence_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void gw_commit_wait() {
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-}
+__device__ __forceinline__ void gw_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void gw_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 #else
 #define GW_SHARED(name) DYNAMIC_SHARED(unsigned char, name)
 static unsigned gw_smem(const void* p) { return emu_shared_address(p); }
@@ -122,7 +140,8 @@ static void gw_wgmma(float (&d)[64], unsigned long long a, unsigned long long b,
 static void gw_pin(float (&)[64]) {}
 static void gw_fence() {}
 static void gw_fence_smem() {}
-static void gw_commit_wait() {}
+static void gw_commit() { emu_wgmma_commit(); }
+static void gw_wait() { emu_wgmma_wait(); }
 #endif
 
 // gw_desc is a wgmma matrix descriptor: start address, leading- and
@@ -169,16 +188,49 @@ __device__ __forceinline__ void gw_out(float* p, float a, float b, int add, floa
     *q = make_float2(a, b);
 }
 
-// gemm_wgmma is the body of gemm_3xtf32 and gemm_3xtf32_every2 (below,
-// which say how to launch them): the tensor-core accumulator is added to the
-// float32 sum every PROMOTE tiles of k.
-template <int PROMOTE>
+// gw_store_stage splits and stores the next tile's x and W (registers
+// gw_load read) into a stage, then fences them for the tensor cores (which
+// read them after the __syncthreads that follows).
+__device__ __forceinline__ void gw_store_stage(const float4 (&xv)[4], const float4 (&wv)[4], unsigned stage) {
+    gw_store(xv, stage);
+    gw_store(wv, stage + 2 * GW_TILE_BYTES);
+    gw_fence_smem();
+}
+
+// gemm_wgmma is the body of the gemm_3xtf32 kernels (below, which say how to
+// launch them): the tensor-core accumulator is added to the float32 sum
+// every PROMOTE tiles of k. OVERLAP chooses the order of a tile's work;
+// both orders compute the same operations on the same values, so give the
+// same bits:
+//
+//   OVERLAP false (gemm_3xtf32_serial): load tile t+1 into registers; issue
+//   tile t's 12 wgmma; wait for them; promote; split and store tile t+1 into
+//   the other stage; __syncthreads. The tensor cores idle while the CUDA
+//   cores split and store, and the CUDA cores wait while they work.
+//
+//   OVERLAP true (gemm_3xtf32, the backend's): issue tile t's 12 wgmma and
+//   commit them; while they run, split and store tile t+1 (its registers
+//   loaded during tile t−1) into the other stage and load tile t+2 into the
+//   registers just freed; then wait; promote; __syncthreads.
+//
+// What makes the overlap legal (PTX ISA, wgmma.mma_async and wgmma.fence):
+// the stores go to the stage the in-flight wgmma do not read (tile t+1's,
+// last read by tile t−1's wgmma, which every warpgroup waited for before
+// the previous __syncthreads); they touch neither the accumulator nor
+// anything a wgmma reads from registers (its operands are in shared
+// memory), and gw_pin keeps the compiler from moving the accumulator's
+// reads (the promotion) above the wait; fence.proxy.async then the
+// __syncthreads make the stores visible to the next tile's wgmma; and
+// wgmma.fence precedes each tile's first wgmma, after the promotion read
+// the accumulator that it overwrites.
+template <int PROMOTE, bool OVERLAP>
 __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float* w, int rows, int n, int k, int ldy,
                                            int add, float s, unsigned lbo, unsigned sbo) {
     GW_SHARED(smem);
     const unsigned base = gw_smem(smem);
     const int wg = threadIdx.x >> 7;
     const int row0 = blockIdx.y * GW_TM, col0 = blockIdx.x * GW_TN;
+    const int tiles = k / GW_TK;
     float acc[64], sum[64];
 #pragma unroll
     for (int i = 0; i < 64; i++) acc[i] = 0.f, sum[i] = 0.f;
@@ -186,15 +238,16 @@ __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float
     float4 xv[4], wv[4];
     gw_load(xv, x, rows, k, row0, 0);
     gw_load(wv, w, n, k, col0, 0);
-    gw_store(xv, base);
-    gw_store(wv, base + 2 * GW_TILE_BYTES);
-    gw_fence_smem();
+    gw_store_stage(xv, wv, base);
+    if (OVERLAP && tiles > 1) { // one tile further ahead: tile 1 is stored while tile 0's wgmma run
+        gw_load(xv, x, rows, k, row0, GW_TK);
+        gw_load(wv, w, n, k, col0, GW_TK);
+    }
     __syncthreads();
 
-    const int tiles = k / GW_TK;
     for (int t = 0; t < tiles; t++) {
-        const unsigned stage = base + (t & 1) * GW_STAGE_BYTES;
-        if (t + 1 < tiles) { // the next tile's inputs, in flight while the tensor cores work
+        const unsigned stage = base + (t & 1) * GW_STAGE_BYTES, next = base + ((t + 1) & 1) * GW_STAGE_BYTES;
+        if (!OVERLAP && t + 1 < tiles) { // the next tile's inputs, in flight while the tensor cores work
             gw_load(xv, x, rows, k, row0, (t + 1) * GW_TK);
             gw_load(wv, w, n, k, col0, (t + 1) * GW_TK);
         }
@@ -210,18 +263,21 @@ __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float
             gw_wgmma(acc, gw_desc(xhi + o, lbo, sbo), gw_desc(wlo + o, lbo, sbo), 1);
             gw_wgmma(acc, gw_desc(xhi + o, lbo, sbo), gw_desc(whi + o, lbo, sbo), 1);
         }
-        gw_commit_wait();
+        gw_commit();
+        if (OVERLAP) { // while the tensor cores work: the next stage, then the loads of the tile after it
+            if (t + 1 < tiles) gw_store_stage(xv, wv, next);
+            if (t + 2 < tiles) {
+                gw_load(xv, x, rows, k, row0, (t + 2) * GW_TK);
+                gw_load(wv, w, n, k, col0, (t + 2) * GW_TK);
+            }
+        }
+        gw_wait();
         gw_pin(acc);
         if (t % PROMOTE == PROMOTE - 1 || t + 1 == tiles) {
 #pragma unroll
             for (int i = 0; i < 64; i++) sum[i] = __fadd_rn(sum[i], acc[i]);
         }
-        if (t + 1 < tiles) {
-            const unsigned next = base + ((t + 1) & 1) * GW_STAGE_BYTES;
-            gw_store(xv, next);
-            gw_store(wv, next + 2 * GW_TILE_BYTES);
-            gw_fence_smem();
-        }
+        if (!OVERLAP && t + 1 < tiles) gw_store_stage(xv, wv, next);
         __syncthreads();
     }
 
@@ -240,19 +296,26 @@ __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float
 }
 
 extern "C" {
-// gemm_3xtf32: y = x · Wᵀ, the accumulator promoted every tile of k (the
-// backend's); gemm_3xtf32_every2 every second tile (for comparison only).
-// Grid (⌈n/128⌉, ⌈rows/128⌉), 256 threads, GW_SMEM_BYTES of dynamic shared
-// memory; k a multiple of 32, n and ldy of 2, x and w 16-byte aligned, y
-// 8-byte; add 0 (y = x·Wᵀ) or 1 (y += s·x·Wᵀ). lbo and sbo are the
-// shared-memory descriptors' offsets for this layout, GW_COL_BYTES and 128
-// (arguments so that a check can try them swapped).
+// gemm_3xtf32: y = x · Wᵀ, the accumulator promoted every tile of k, the
+// next tile stored while the tensor cores work (the backend's);
+// gemm_3xtf32_serial the same in the order before (stored after the wait)
+// and gemm_3xtf32_every2 promoted every second tile (overlapped), both for
+// dev/cuda/gemm_wgmma.cu's comparison only. All three: grid (⌈n/128⌉,
+// ⌈rows/128⌉), 256 threads, GW_SMEM_BYTES of dynamic shared memory; k a
+// multiple of 32, n and ldy of 2, x and w 16-byte aligned, y 8-byte; add 0
+// (y = x·Wᵀ) or 1 (y += s·x·Wᵀ). lbo and sbo are the shared-memory
+// descriptors' offsets for this layout, GW_COL_BYTES and 128 (arguments so
+// that a check can try them swapped).
 __global__ void __launch_bounds__(256, 1) gemm_3xtf32(float* y, const float* x, const float* w, int rows, int n, int k,
                                                       int ldy, int add, float s, unsigned lbo, unsigned sbo) {
-    gemm_wgmma<1>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
+    gemm_wgmma<1, true>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
+}
+__global__ void __launch_bounds__(256, 1) gemm_3xtf32_serial(float* y, const float* x, const float* w, int rows, int n,
+                                                             int k, int ldy, int add, float s, unsigned lbo, unsigned sbo) {
+    gemm_wgmma<1, false>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
 }
 __global__ void __launch_bounds__(256, 1) gemm_3xtf32_every2(float* y, const float* x, const float* w, int rows, int n,
                                                              int k, int ldy, int add, float s, unsigned lbo, unsigned sbo) {
-    gemm_wgmma<2>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
+    gemm_wgmma<2, true>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
 }
 } // extern "C"
