@@ -14,14 +14,19 @@
 // (-DNO_EMULATION leaves cuBLAS's emulation out, for a cuBLAS whose headers
 // say 12.9 but lack it.)
 //
-// It checks the kernel against float64 first (and, if that fails, again
+// It checks the kernels against float64 first (and, if that fails, again
 // with the shared-memory descriptors' two offsets swapped, printing where
-// the result is wrong), then compares on each of the models' projection
-// shapes, in the same run: the kernel promoting every tile (the backend's)
-// and every second tile, cuBLAS SGEMM, cuBLAS TF32 and, where cuBLAS has it
-// (12.9 and later), cuBLAS's own float32 emulation on bfloat16 tensor cores
-// (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, forced with the EAGER strategy):
-// time, and error against float64.
+// the result is wrong), and that the two orders of a tile's work give the
+// same bits, then compares on each of the models' projection shapes, in
+// the same run: the backend's kernel (wgmma/1: promoting every tile, the
+// next tile split and stored while the tensor cores work), the same in the
+// order before (wgmma/1s: split and stored after the wait), promoting every
+// second tile (wgmma/2, overlapped), cuBLAS SGEMM, cuBLAS TF32 and, where
+// cuBLAS has it (12.9 and later), cuBLAS's own float32 emulation on
+// bfloat16 tensor cores (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, forced with
+// the EAGER strategy): time, and error against float64. The column 1s/1 is
+// wgmma/1s's time over wgmma/1's: what the overlap gains; =1s whether the
+// two gave the same bits on that shape.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -102,20 +107,22 @@ static Err errors(const float* y, const double* y64, const double* mag, int rows
 static cublasHandle_t blas, blas_emu; // blas_emu: the handle whose emulation strategy is EAGER
 static bool have_emulation = false;
 
-enum Method { OURS1, OURS2, SGEMM, TF32, BF16X9, NMETHODS };
-static const char* names[NMETHODS] = {"wgmma/1", "wgmma/2", "sgemm", "tf32", "bf16x9"};
+enum Method { OURS1, OURS1S, OURS2, SGEMM, TF32, BF16X9, NMETHODS };
+static const char* names[NMETHODS] = {"wgmma/1", "wgmma/1s", "wgmma/2", "sgemm", "tf32", "bf16x9"};
+// The kernels of the three wgmma methods (gemm_3xtf32.cu).
+typedef void (*Kernel)(float*, const float*, const float*, int, int, int, int, int, float, unsigned, unsigned);
+static const Kernel kernels[3] = {gemm_3xtf32, gemm_3xtf32_serial, gemm_3xtf32_every2};
+static const char* kernelNames[3] = {"gemm_3xtf32", "gemm_3xtf32_serial", "gemm_3xtf32_every2"};
 static unsigned g_lbo = GW_COL_BYTES, g_sbo = 128;
 
 static bool run(Method m, float* y, const float* x, const float* w, int rows, int n, int k) {
     const float one = 1, zero = 0;
     switch (m) {
     case OURS1:
+    case OURS1S:
     case OURS2: {
         dim3 grid((n + GW_TN - 1) / GW_TN, (rows + GW_TM - 1) / GW_TM);
-        if (m == OURS1)
-            gemm_3xtf32<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, n, 0, 1.f, g_lbo, g_sbo);
-        else
-            gemm_3xtf32_every2<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, n, 0, 1.f, g_lbo, g_sbo);
+        kernels[m - OURS1]<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, n, 0, 1.f, g_lbo, g_sbo);
         return cudaGetLastError() == cudaSuccess;
     }
     case SGEMM:
@@ -185,13 +192,14 @@ struct Problem {
         CK(cudaDeviceSynchronize());
         return errors(y, y64, mag, checked, n);
     }
-    // repeatable reports whether two runs give the same bits.
-    bool repeatable(Method m) {
+    // same reports whether a run of m and one of m2 give the same bits
+    // (m2 = m: whether two runs do).
+    bool same(Method m, Method m2) {
         std::vector<float> a((size_t)rows * n), b((size_t)rows * n);
         run(m, y, x, w, rows, n, k);
         CK(cudaMemcpy(a.data(), y, a.size() * 4, cudaMemcpyDeviceToHost));
         CK(cudaMemset(y, 0, (size_t)rows * n * 4));
-        run(m, y, x, w, rows, n, k);
+        run(m2, y, x, w, rows, n, k);
         CK(cudaMemcpy(b.data(), y, b.size() * 4, cudaMemcpyDeviceToHost));
         return memcmp(a.data(), b.data(), a.size() * 4) == 0;
     }
@@ -230,12 +238,13 @@ int main(int argc, char** argv) {
         printf("# gemm_wgmma needs an sm_90 GPU (Hopper)\n");
         return 2;
     }
-    CK(cudaFuncSetAttribute(gemm_3xtf32, cudaFuncAttributeMaxDynamicSharedMemorySize, GW_SMEM_BYTES));
-    CK(cudaFuncSetAttribute(gemm_3xtf32_every2, cudaFuncAttributeMaxDynamicSharedMemorySize, GW_SMEM_BYTES));
-    cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, gemm_3xtf32));
-    printf("# gemm_3xtf32: %d registers, %zu bytes of local memory per thread, %d bytes of dynamic shared memory\n",
-           fa.numRegs, fa.localSizeBytes, GW_SMEM_BYTES);
+    for (int i = 0; i < 3; i++) {
+        CK(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, GW_SMEM_BYTES));
+        cudaFuncAttributes fa;
+        CK(cudaFuncGetAttributes(&fa, kernels[i]));
+        printf("# %s (%s): %d registers, %zu bytes of local memory per thread, %d bytes of dynamic shared memory\n",
+               kernelNames[i], names[OURS1 + i], fa.numRegs, fa.localSizeBytes, GW_SMEM_BYTES);
+    }
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
         printf("# cublasCreate failed\n");
         return 1;
@@ -249,18 +258,26 @@ int main(int argc, char** argv) {
     // Correctness first, on a shape with partial tiles in rows (and columns,
     // 192 = 1.5 tiles), against float64: the error must be within 8 times a
     // float32 FMA chain's bound on every output (max/Σ|x·w| below 8·k·2^-24).
+    // Then the bits: each kernel's two runs must agree, and wgmma/1 with
+    // wgmma/1s (the same operations in another order: a difference is a race,
+    // a stage overwritten while the tensor cores read it).
     {
         Problem p(128 + 37, 192, 256, 165);
         bool ok = false;
         for (int attempt = 0; attempt < 2 && !ok; attempt++) {
-            Err e1 = p.check(OURS1), e2 = p.check(OURS2), es = p.check(SGEMM);
+            Err e[3], es = p.check(SGEMM);
             double bound = 8.0 * p.k * ldexp(1.0, -24);
-            ok = e1.max < bound && e2.max < bound;
-            printf("# check 165x192x256 (lbo %u, sbo %u): wgmma/1 rms %.2e max %.2e; wgmma/2 rms %.2e max %.2e; sgemm rms %.2e max "
-                   "%.2e; bound %.2e: %s\n",
-                   g_lbo, g_sbo, e1.rms, e1.max, e2.rms, e2.max, es.rms, es.max, bound, ok ? "PASS" : "FAIL");
+            ok = true;
+            printf("# check 165x192x256 (lbo %u, sbo %u):", g_lbo, g_sbo);
+            for (int i = 0; i < 3; i++) {
+                e[i] = p.check((Method)(OURS1 + i));
+                ok = ok && e[i].max < bound;
+                printf(" %s rms %.2e max %.2e;", names[OURS1 + i], e[i].rms, e[i].max);
+            }
+            printf(" sgemm rms %.2e max %.2e; bound %.2e: %s\n", es.rms, es.max, bound, ok ? "PASS" : "FAIL");
             if (!ok) {
-                diagnose(p, OURS1);
+                for (int i = 0; i < 3; i++)
+                    if (!(e[i].max < bound)) diagnose(p, (Method)(OURS1 + i));
                 std::swap(g_lbo, g_sbo);
             }
         }
@@ -268,8 +285,10 @@ int main(int argc, char** argv) {
             printf("# gemm_wgmma is wrong with either descriptor offset order: stopping\n");
             return 1;
         }
-        printf("# repeat runs bit-identical: wgmma/1 %s, wgmma/2 %s\n", p.repeatable(OURS1) ? "yes" : "NO",
-               p.repeatable(OURS2) ? "yes" : "NO");
+        bool same1 = p.same(OURS1, OURS1S);
+        printf("# repeat runs bit-identical: wgmma/1 %s, wgmma/1s %s, wgmma/2 %s; wgmma/1 and wgmma/1s bit-identical: %s\n",
+               p.same(OURS1, OURS1) ? "yes" : "NO", p.same(OURS1S, OURS1S) ? "yes" : "NO", p.same(OURS2, OURS2) ? "yes" : "NO",
+               same1 ? "yes" : "NO (a race: the overlapped order is wrong)");
     }
     if (argc > 1 && strcmp(argv[1], "--check") == 0) return 0; // for compute-sanitizer: the check alone
 
@@ -282,11 +301,11 @@ int main(int argc, char** argv) {
         {"Qwen3 down", 3072, 1024},  {"Llama lm_head", 2048, 128256},
     };
     int rowsList[] = {640, 1024, 2400, 4800};
-    printf("# median of 20 after 3 warm-ups (ms); TFLOP/s of the best of ours; errors on the first 256 rows against float64: "
-           "rms(y-y64)/rms(y64) and max |y-y64|/Σ|x·w|\n");
+    printf("# median of 20 after 3 warm-ups (ms); TFLOP/s and speed over SGEMM's of the best of ours; 1s/1: wgmma/1s's time "
+           "over wgmma/1's; =1s: whether they gave the same bits (a NO is a race); errors on the first 256 rows against float64: rms(y-y64)/rms(y64) and max |y-y64|/Σ|x·w|\n");
     printf("%-14s %5s %5s %6s", "shape", "M", "K", "N");
     for (int m = 0; m < NMETHODS; m++) printf(" %9s", names[m]);
-    printf(" %7s %8s", "TFLOP/s", "/sgemm");
+    printf(" %7s %8s %6s %4s", "TFLOP/s", "/sgemm", "1s/1", "=1s");
     for (int m = 0; m < NMETHODS; m++) printf(" %9s", (std::string("rms ") + names[m]).c_str());
     for (int m = 0; m < NMETHODS; m++) printf(" %9s", (std::string("max ") + names[m]).c_str());
     printf("\n");
@@ -300,11 +319,12 @@ int main(int argc, char** argv) {
                 e[m] = p.check((Method)m);
                 t[m] = timed((Method)m, p.y, p.x, p.w, rows, s.n, s.k);
             }
-            double best = std::min(t[OURS1], t[OURS2]);
+            double best = std::min({t[OURS1], t[OURS1S], t[OURS2]});
             double fl = 2.0 * rows * s.k * (double)s.n;
             printf("%-14s %5d %5d %6d", s.name, rows, s.k, s.n);
             for (int m = 0; m < NMETHODS; m++) printf(" %9.4f", t[m]);
-            printf(" %7.1f %8.2f", fl / best / 1e9, t[SGEMM] / best);
+            printf(" %7.1f %8.2f %6.2f %4s", fl / best / 1e9, t[SGEMM] / best, t[OURS1S] / t[OURS1],
+                   p.same(OURS1, OURS1S) ? "yes" : "NO");
             for (int m = 0; m < NMETHODS; m++) printf(" %9.2e", e[m].rms);
             for (int m = 0; m < NMETHODS; m++) printf(" %9.2e", e[m].max);
             printf("\n");
