@@ -426,10 +426,12 @@ for part in $parts; do
     grep -E "^## |^ +[A-Za-z_].*\(|gpu__time_duration" "$out/stepprofile.txt" | head -80
     ;;
   fullprofile) # where a full-parameter step's time goes beyond two forwards: every kernel's GPU time (ncu), Llama-3.2-1B
-    # at 16x64 and 8x300 (the shapes short of 1.5x PyTorch in docs/bench/2026-11-28-h200-full/), one step and, apart,
-    # the two plain forwards (ncu replays each kernel alone: its times are shares, not wall time; fullbench.txt has the
-    # wall time). perturb_copy and zo_update against the HBM bandwidth: 12 and 8 bytes a weight.
-    for shape in 16x64 8x300; do
+    # at 8x300 (the shape short of 1.5x PyTorch on 2026-11-30: 1.34x, 24 ms over two forwards in evaluating the
+    # variants, docs/bench/2026-11-30-h200/run1-febb616/fullbench.txt), one step and, apart, the two plain forwards
+    # (ncu replays each kernel alone: its times are shares, not wall time; fullbench.txt has the wall time).
+    # perturb_copy and zo_update against the HBM bandwidth: 12 and 8 bytes a weight. FULLPROFILE_SHAPES="16x64 8x300"
+    # for both shapes (each run up to 150 s).
+    for shape in ${FULLPROFILE_SHAPES:-8x300}; do
       for what in step forward; do
         echo "## llama1b $shape fullstep -what $what"
         timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" fullstep --backend cuda \
