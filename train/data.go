@@ -89,13 +89,12 @@ func readExamples(key, path string, task data.Task, opt data.ReadOptions, fix st
 
 // checkHeld refuses a data file larger than the memory this machine has
 // available, saying what to do instead (fix): a run holds every example
-// of the file in memory (the
-// validation split is drawn from all of task.train's rows, before
-// task.max_train keeps the first), so such a file would end, after minutes
-// of reading, with the process killed for memory instead of an error. A
-// file that fits may still not fit with the model; this catches the
-// hopeless case at once. Where the memory cannot be read, nothing is
-// checked.
+// of the file in memory (the validation split is drawn from all of
+// task.train's rows, before task.max_train keeps the first), so such a
+// file would end, after minutes of reading, with the process killed for
+// memory instead of an error. A file that fits may still not fit with the
+// model; this catches the hopeless case at once. Where the memory cannot
+// be read, nothing is checked.
 func checkHeld(key, path, fix string) error {
 	st, err := os.Stat(path)
 	if path == "" || err != nil {
