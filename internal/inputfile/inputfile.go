@@ -31,13 +31,26 @@ func Open(path string) (*os.File, error) {
 	return os.Open(path)
 }
 
-// ReadFile is os.ReadFile of a regular file.
+// ReadFile is os.ReadFile of a regular file of at most MaxReadFile bytes.
+// What is read whole is a config, an index, a tokenizer or a small input,
+// megabytes at most; a larger file is a wrong path (a weights file where
+// its config was meant), and reading it would fill memory before the parse
+// said so.
 func ReadFile(path string) ([]byte, error) {
 	if err := Check(path); err != nil {
 		return nil, err
 	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxReadFile {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%d bytes, more than the %d MiB a file read whole may have "+
+			"(a config, an index, a tokenizer): is it the file meant?", fi.Size(), MaxReadFile>>20)}
+	}
 	return os.ReadFile(path)
 }
+
+// MaxReadFile is the largest file ReadFile reads (a var for tests): 1 GiB,
+// far above any tokenizer.json (Ministral's tekken: 15 MB) or
+// safetensors index.
+var MaxReadFile int64 = 1 << 30
 
 // Kind names what a file that is not a regular one is, for messages: "a
 // named pipe (FIFO)", "a socket", "a device", "a directory".

@@ -69,3 +69,33 @@ func TestRefusesWhatIsNotAFile(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// TestReadFileRefusesHugeFiles: a file above MaxReadFile (a sparse one of
+// 1 GiB + 1 byte at the real limit, taking no disk) is refused naming it
+// and its size, without being read; one at the limit is read.
+func TestReadFileRefusesHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "config.json")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxReadFile + 1); err != nil {
+		f.Close()
+		t.Skipf("no sparse file here: %v", err)
+	}
+	f.Close()
+	_, err = ReadFile(huge)
+	if want := "read " + huge + ": 1073741825 bytes, more than the 1024 MiB a file read whole may have"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a file of 1 GiB + 1: %v, want %s…", err, want)
+	}
+	defer func(m int64) { MaxReadFile = m }(MaxReadFile)
+	MaxReadFile = 2
+	small := filepath.Join(dir, "small.json")
+	if err := os.WriteFile(small, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(small); err != nil || string(b) != "{}" {
+		t.Errorf("a file at the limit: %q, %v", b, err)
+	}
+}
