@@ -95,6 +95,27 @@ func Dot3xTF32(x, w []float32, every int) float32 {
 	return sum + acc
 }
 
+// Dot3xTF32Split is one output of gemm_3xtf32 with k split in slices (its
+// kernels gemm_3xtf32_split and gemm_3xtf32_reduce): of the T = len(x)/32
+// tiles of k, slice z takes [⌊z·T/slices⌋, ⌊(z+1)·T/slices⌋), its own
+// Dot3xTF32 (promoted every tile), and the slices' sums are added in
+// order, p0 + p1 + …, each addition rounded to nearest in float32.
+// len(x) = len(w), a multiple of 32; 1 ≤ slices ≤ T.
+func Dot3xTF32Split(x, w []float32, slices int) float32 {
+	tiles := len(x) / 32
+	var sum float32
+	for z := range slices {
+		k0, k1 := 32*(z*tiles/slices), 32*((z+1)*tiles/slices)
+		p := Dot3xTF32(x[k0:k1], w[k0:k1], 4)
+		if z == 0 {
+			sum = p
+		} else {
+			sum += p
+		}
+	}
+	return sum
+}
+
 func splitAll(v []float32) (hi, lo []float32) {
 	hi, lo = make([]float32, len(v)), make([]float32, len(v))
 	for i, x := range v {

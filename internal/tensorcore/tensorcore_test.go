@@ -75,3 +75,23 @@ func TestModelMatchesH100(t *testing.T) {
 		t.Errorf("rms errors %.2e and %.2e: want 5.5e-6 to 9e-6 (the H100's 7e-6) and below 4e-7", never, every4)
 	}
 }
+
+// TestDot3xTF32Split: one slice is Dot3xTF32 promoted every tile; three
+// of seven tiles are tiles [0, 2), [2, 4) and [4, 7), each its own
+// Dot3xTF32, added in order in float32.
+func TestDot3xTF32Split(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, w := make([]float32, 7*32), make([]float32, 7*32)
+	for i := range x {
+		x[i], w[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	if a, b := Dot3xTF32Split(x, w, 1), Dot3xTF32(x, w, 4); math.Float32bits(a) != math.Float32bits(b) {
+		t.Errorf("one slice: %g, Dot3xTF32 %g", a, b)
+	}
+	want := Dot3xTF32(x[:64], w[:64], 4)
+	want += Dot3xTF32(x[64:128], w[64:128], 4)
+	want += Dot3xTF32(x[128:], w[128:], 4)
+	if got := Dot3xTF32Split(x, w, 3); math.Float32bits(got) != math.Float32bits(want) {
+		t.Errorf("three slices: %g, want %g", got, want)
+	}
+}
