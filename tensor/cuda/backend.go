@@ -67,9 +67,10 @@ type Backend struct {
 	mask         devArray // the attention mask of the current step
 	maskNow      []int32  // what mask holds
 	bf16Products bool     // Options.BF16Products
-	tf32x3       bool     // Options.TF32x3: gemm_3xtf32 where fits3xTF32 and fills3xTF32
+	tf32x3       bool     // Options.TF32x3: gemm_3xtf32 where fits3xTF32 and split3xTF32 allow
 	sms          int      // the GPU's multiprocessors, for fills3xTF32 (0: unknown, or Options.TF32x3AllShapes: every shape)
 	tf32x3MinK   int      // the shortest product it takes (0: gemm3xTF32MinK; the tests set fewer)
+	tf32x3Split  int      // tests: the slices of k of every product it takes, up to k/32 (0: split3xTF32's)
 	out          devArray // small results (cross-entropy, argmax)
 	closed       bool
 	poisoned     error // a sticky device error: every later call fails with it

@@ -427,13 +427,14 @@ type launchCounter struct {
 	launches       map[string]int
 	tiles          map[uint64]int
 	softmaxQueries map[uint32]int
-	batched        map[int]int // cublasSgemmBatched calls by batch count
+	batched        map[int]int    // cublasSgemmBatched calls by batch count
+	slices         map[uint32]int // gemm_3xtf32_split launches by their grid's z (slices of k)
 }
 
 // countLaunches has b's device counted from now on.
 func countLaunches(b *Backend) *launchCounter {
 	lc := &launchCounter{device: b.dev, launches: map[string]int{}, tiles: map[uint64]int{}, softmaxQueries: map[uint32]int{},
-		batched: map[int]int{}}
+		batched: map[int]int{}, slices: map[uint32]int{}}
 	b.dev = lc
 	return lc
 }
@@ -445,6 +446,8 @@ func (l *launchCounter) launch(name string, grid [3]uint32, block, shmem uint32,
 		l.tiles[args[len(args)-1]]++
 	case "attention_softmax":
 		l.softmaxQueries[grid[0]]++
+	case "gemm_3xtf32_split":
+		l.slices[grid[2]]++
 	}
 	return l.device.launch(name, grid, block, shmem, args)
 }

@@ -367,10 +367,12 @@ func (g *gpu) loadHopper(ordinal int32, major, minor int32, shm int) (string, er
 		}
 		g.fns[name] = fn
 	}
-	fn := g.fns["gemm_3xtf32"]
-	if err := g.drv.check("cuFuncSetAttribute", g.drv.funcSetAttribute(fn, funcAttrMaxDynamicShmem, int32(gemm3xTF32Shm))); err != nil {
-		return "", err
+	for _, name := range []string{"gemm_3xtf32_split", "gemm_3xtf32"} { // the two the backend launches with GW_SMEM_BYTES
+		if err := g.drv.check("cuFuncSetAttribute "+name, g.drv.funcSetAttribute(g.fns[name], funcAttrMaxDynamicShmem, int32(gemm3xTF32Shm))); err != nil {
+			return "", err
+		}
 	}
+	fn := g.fns["gemm_3xtf32"]
 	var regs, local int32
 	g.drv.funcGetAttribute(&regs, funcAttrNumRegs, fn)
 	g.drv.funcGetAttribute(&local, funcAttrLocalBytes, fn)

@@ -79,11 +79,14 @@ var kernelParams = map[string][]param{
 // module hopperPTX), which a GPU loads for Options.TF32x3 only.
 // gemm_3xtf32_serial and gemm_3xtf32_every2 are there for
 // dev/cuda/gemm_wgmma.cu's comparison (and TestEmulated3xTF32Variants); the
-// backend launches gemm_3xtf32.
+// backend launches gemm_3xtf32, or with k split in slices
+// gemm_3xtf32_split and gemm_3xtf32_reduce (matmul.go's split3xTF32).
 var hopperParams = map[string][]param{
 	"gemm_3xtf32":        {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
 	"gemm_3xtf32_serial": {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
 	"gemm_3xtf32_every2": {ptr, ptr, ptr, i32, i32, i32, i32, i32, f32, i32, i32},
+	"gemm_3xtf32_split":  {ptr, ptr, ptr, i32, i32, i32, i32, i32, i32},
+	"gemm_3xtf32_reduce": {ptr, ptr, i32, i32, i32, i32, i32, f32},
 }
 
 // Arguments of launch, typed so that each matches its PTX parameter.

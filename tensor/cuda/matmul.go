@@ -36,15 +36,15 @@ func (b *Backend) gemm(y, x, w uint64, rows, n, k int, add bool, s float32) {
 // Full-parameter ZO multiplies by a matrix a block of its rows at a time,
 // each block giving a block of y's columns (trainer.go).
 func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s float32) {
-	if b.tf32x3 && k >= cmp.Or(b.tf32x3MinK, gemm3xTF32MinK) && fits3xTF32(y, x, w, rows, n, ldy, k) && fills3xTF32(rows, n, b.sms) {
-		added := 0
-		if add {
-			added = 1
+	if b.tf32x3 && k >= cmp.Or(b.tf32x3MinK, gemm3xTF32MinK) && fits3xTF32(y, x, w, rows, n, ldy, k) {
+		slices := split3xTF32(rows, n, k, b.sms)
+		if b.tf32x3Split > 0 {
+			slices = min(b.tf32x3Split, k/32)
 		}
-		b.launch("gemm_3xtf32", [3]uint32{uint32((n + 127) / 128), uint32((rows + 127) / 128), 1}, 256, gemm3xTF32Shm,
-			devPtr(y), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k), i32Arg(ldy), i32Arg(added), f32Arg(s),
-			i32Arg(gemm3xTF32Col), i32Arg(128))
-		return
+		if slices > 0 {
+			b.gemm3xTF32(y, x, w, rows, n, ldy, k, add, s, slices)
+			return
+		}
 	}
 	alpha, beta := float32(1), float32(0)
 	if add {
@@ -54,6 +54,69 @@ func (b *Backend) gemmCols(y, x, w uint64, rows, n, ldy, k int, add bool, s floa
 		b.fail(err)
 	}
 }
+
+// gemm3xTF32 is gemmCols by gemm_3xtf32 (fits3xTF32), its k in slices
+// (1 ≤ slices ≤ k/32): one slice, gemm_3xtf32 into y; more,
+// gemm_3xtf32_split's sums of each slice into a scratch matrix
+// [slices][rows][n] from the pool, then gemm_3xtf32_reduce adds them in
+// order into y.
+func (b *Backend) gemm3xTF32(y, x, w uint64, rows, n, ldy, k int, add bool, s float32, slices int) {
+	added := 0
+	if add {
+		added = 1
+	}
+	grid := [3]uint32{uint32((n + 127) / 128), uint32((rows + 127) / 128), 1}
+	if slices == 1 {
+		b.launch("gemm_3xtf32", grid, 256, gemm3xTF32Shm,
+			devPtr(y), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k), i32Arg(ldy), i32Arg(added), f32Arg(s),
+			i32Arg(gemm3xTF32Col), i32Arg(128))
+		return
+	}
+	part := b.malloc(slotBytes(slices * rows * n))
+	defer b.recycle(part) // the launches below are on the stream before any later use of it
+	grid[2] = uint32(slices)
+	b.launch("gemm_3xtf32_split", grid, 256, gemm3xTF32Shm,
+		devPtr(part), devPtr(x), devPtr(w), i32Arg(rows), i32Arg(n), i32Arg(k), i32Arg(slices),
+		i32Arg(gemm3xTF32Col), i32Arg(128))
+	b.launch("gemm_3xtf32_reduce", blocks1D(rows*n/2), 256, 0,
+		devPtr(y), devPtr(part), i32Arg(rows), i32Arg(n), i32Arg(ldy), i32Arg(slices), i32Arg(added), f32Arg(s))
+}
+
+// split3xTF32 is how many slices of k gemm_3xtf32 takes a product of
+// rows × n × k in on a GPU of sms multiprocessors (k ≥ the backend's
+// minimum, fits3xTF32), 0 for none (SGEMM): one where its grid fills the
+// GPU (fills3xTF32; and where sms ≤ 0: the emulator,
+// MEAZO_CUDA_3XTF32=all), else the fewest up to gemm3xTF32MaxSplit whose
+// grid of blocks × slices fills it by the same rule (fillsGrid) while each
+// slice keeps at least gemm3xTF32MinSliceTiles tiles of 32 of k. The
+// slices are summed apart and then added in a fixed order, so the bits
+// depend on the number of slices: a GPU of sms multiprocessors always
+// splits a shape the same way, and its bits are its own (another GPU may
+// split otherwise). At 1,280 rows on an H100 or H200 (132) Llama-3.2-1B's
+// q, o and down products (160 blocks, 61 % in two waves) take 2 slices
+// (320 blocks, 81 % in three), its k and v 3 (40 blocks; 120, 91 %);
+// Qwen3-0.6B's q 2 and its o and down 3 (80 blocks; 240, 91 %), but its
+// k and v (80 blocks, k = 1,024: 32 tiles) none. A rule, not a measured
+// crossing: dev/cuda/gemm_wgmma.cu times the split against SGEMM.
+func split3xTF32(rows, n, k, sms int) int {
+	if fills3xTF32(rows, n, sms) { // sms ≤ 0 included
+		return 1
+	}
+	blocks := ((n + 127) / 128) * ((rows + 127) / 128)
+	for slices := 2; slices <= gemm3xTF32MaxSplit && k/32/slices >= gemm3xTF32MinSliceTiles; slices++ {
+		if fillsGrid(blocks*slices, sms) {
+			return slices
+		}
+	}
+	return 0
+}
+
+// The bounds of split3xTF32: at most 4 slices, each of at least 16 tiles
+// (512 values of k).
+const (
+	gemm3xTF32MaxSplit      = 4
+	gemm3xTF32MinSliceTiles = 16
+)
 
 // gemm_3xtf32's layout (kernels_sm90a/gemm_3xtf32.cu): a k-quad column of a
 // 128-row tile is 128 rows of 16 bytes and 16 of padding (the shared-memory
@@ -105,7 +168,12 @@ func fills3xTF32(rows, n, sms int) bool {
 	if sms <= 0 {
 		return true
 	}
-	blocks := ((n + 127) / 128) * ((rows + 127) / 128)
+	return fillsGrid(((n+127)/128)*((rows+127)/128), sms)
+}
+
+// fillsGrid reports whether a grid of blocks, one a multiprocessor, keeps
+// at least gemm3xTF32MinFill of sms multiprocessors busy over its waves.
+func fillsGrid(blocks, sms int) bool {
 	waves := (blocks + sms - 1) / sms
 	return float64(blocks) >= gemm3xTF32MinFill*float64(waves*sms)
 }

@@ -145,6 +145,46 @@ func TestFills3xTF32(t *testing.T) {
 	}
 }
 
+// TestSplit3xTF32 checks how many slices of k split3xTF32 gives a
+// product: one where its grid fills the GPU (fills3xTF32), else the fewest
+// up to 4 whose grid of blocks × slices does, each slice at least 16 tiles
+// of 32 of k; 0 (SGEMM) where none does. The shapes are the models' at a
+// ZO step of 8×80 (1,280 rows) and 640 rows on an H100 or H200 (132).
+func TestSplit3xTF32(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		rows, n, k, sms int
+		want            int
+	}{
+		{"Llama q at 1,024 rows: 128 blocks, 97 %", 1024, 2048, 2048, 132, 1},
+		{"Llama q/o at 1,280 rows: 160 blocks (61 %), 320 in 2 slices (81 %)", 1280, 2048, 2048, 132, 2},
+		{"Llama down at 1,280 rows: 160 blocks, k = 8,192", 1280, 2048, 8192, 132, 2},
+		{"Llama k/v at 1,280 rows: 40 blocks (30 %), 80 (61 %), 120 in 3 slices (91 %)", 1280, 512, 2048, 132, 3},
+		{"Llama gate at 1,280 rows: 640 blocks, 97 %", 1280, 8192, 2048, 132, 1},
+		{"Llama q/o at 640 rows: 80 blocks (61 %), 160 (61 %), 240 in 3 slices (91 %)", 640, 2048, 2048, 132, 3},
+		{"Llama k/v at 640 rows: 20 blocks; 80 in 4 slices (61 %): none", 640, 512, 2048, 132, 0},
+		{"Qwen3 q at 1,280 rows: 160 blocks, k = 1,024: 2 slices of 16 tiles", 1280, 2048, 1024, 132, 2},
+		{"Qwen3 k/v at 1,280 rows: 80 blocks, k = 1,024: 3 slices would be 10 tiles", 1280, 1024, 1024, 132, 0},
+		{"Qwen3 o at 1,280 rows: 80 blocks, 240 in 3 slices", 1280, 1024, 2048, 132, 3},
+		{"Qwen3 down at 1,280 rows: 80 blocks, k = 3,072", 1280, 1024, 3072, 132, 3},
+		{"Qwen3 gate/up at 1,280 rows: 240 blocks, 91 %", 1280, 3072, 1024, 132, 1},
+		{"TestGemm3xTF32OnGPU's 1280x1280x1024: 100 blocks, 76 %", 1280, 1280, 1024, 132, 1},
+		{"TestGemm3xTF32OnGPU's 896x1024x1024: 56 blocks (42 %), 112 in 2 slices (85 %)", 896, 1024, 1024, 132, 2},
+		{"TestGemm3xTF32OnGPU's 300x2048x1024: 48 blocks, 96 (73 %), 3 slices of 10 tiles", 300, 2048, 1024, 132, 0},
+		{"one block on 132: 4 slices are 3 %", 128, 128, 8192, 132, 0},
+		{"one block on 4: 3 slices of 16 tiles, 75 %", 128, 128, 1536, 4, 3},
+		{"one block on 4, 64 tiles: 3 slices (75 %) before 4", 128, 128, 2048, 4, 3},
+		{"one block on 4, 47 tiles: 3 slices of 15 too short", 128, 128, 1504, 4, 0},
+		{"two blocks on 4: 2 slices of 16 tiles", 256, 128, 1024, 4, 2},
+		{"two blocks on 4, 31 tiles: slices of 15", 256, 128, 992, 4, 0},
+		{"an unknown GPU (the emulator, MEAZO_CUDA_3XTF32=all): one slice", 1280, 2048, 2048, 0, 1},
+	} {
+		if got := split3xTF32(c.rows, c.n, c.k, c.sms); got != c.want {
+			t.Errorf("%s: split3xTF32(%d, %d, %d, %d) = %d, want %d", c.name, c.rows, c.n, c.k, c.sms, got, c.want)
+		}
+	}
+}
+
 // TestFits3xTF32 checks which products gemm_3xtf32 takes: k a multiple of
 // 32, n and the rows' distance even, x and W 16-byte aligned, y 8-byte;
 // added products and blocks of columns too.

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,10 +21,14 @@ import (
 // against float64 no worse than cuBLAS SGEMM's (rms over the outputs, with
 // a margin of 1.25 for the sample), every output within 8·k·2^-24 of its
 // Σ|x·w|, two runs bit-identical; and a product gemm_3xtf32 cannot take
-// (k not a multiple of 32) SGEMM's bits. It also says how many outputs
-// have the bits of internal/tensorcore's model (the emulator's): all of
-// them if the model is exact on this GPU. Without a Hopper GPU it skips,
-// unless MEAZO_CUDA_3XTF32=1 (scripts/gpu/session.sh tcgemm sets it).
+// (k not a multiple of 32) SGEMM's bits. It also says which path each
+// product took on this GPU (split3xTF32: SGEMM, gemm_3xtf32, or k split in
+// S slices) and how many outputs have the bits of internal/tensorcore's
+// model of that path (the emulator's): all of them if the model is exact
+// on this GPU. On an H100 or H200 (132 multiprocessors) one shape takes
+// gemm_3xtf32 unsplit, two split k, the others SGEMM (too small a grid).
+// Without a Hopper GPU it skips, unless MEAZO_CUDA_3XTF32=1
+// (scripts/gpu/session.sh tcgemm sets it).
 func TestGemm3xTF32OnGPU(t *testing.T) {
 	tc, err := Open(Options{TF32x3: true})
 	if err != nil {
@@ -41,12 +46,15 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 	defer sg.Close()
 	rng := rand.New(rand.NewPCG(3, 33))
 	for _, s := range []struct{ rows, n, k int }{
-		{165, 192, 1024},  // partial tiles of rows and columns (k: gemm3xTF32MinK)
-		{165, 192, 256},   // below gemm3xTF32MinK (on an H200 1.65x SGEMM's rms error): SGEMM
-		{300, 2048, 1024}, // Qwen3-0.6B's q, 300 rows
-		{640, 512, 2048},  // Llama-3.2-1B's k/v
-		{80, 1024, 3072},  // Qwen3-0.6B's down
-		{64, 256, 48},     // k not a multiple of 32: SGEMM
+		{165, 192, 1024},   // partial tiles of rows and columns (k: gemm3xTF32MinK)
+		{165, 192, 256},    // below gemm3xTF32MinK (on an H200 1.65x SGEMM's rms error): SGEMM
+		{300, 2048, 1024},  // Qwen3-0.6B's q, 300 rows
+		{640, 512, 2048},   // Llama-3.2-1B's k/v
+		{80, 1024, 3072},   // Qwen3-0.6B's down
+		{1280, 1280, 1024}, // 100 blocks: on an H100/H200 (132 multiprocessors, 76 %) gemm_3xtf32 unsplit
+		{896, 1024, 1024},  // 56 blocks (42 %): on an H100/H200 in 2 slices (85 %)
+		{1280, 512, 2048},  // Llama-3.2-1B's k/v at 8x80: 40 blocks; on an H100/H200 in 3 slices (91 %)
+		{64, 256, 48},      // k not a multiple of 32: SGEMM
 	} {
 		x, w := randomProduct(rng, s.rows, s.n, s.k)
 		product := func(b *Backend) []float32 { return matMul(b, x, w, s.rows, s.n, s.k) }
@@ -60,6 +68,7 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 			}
 			continue
 		}
+		slices := split3xTF32(s.rows, s.n, s.k, tc.sms) // 0: SGEMM; 1: gemm_3xtf32; more: split k
 		var sqTC, sqSG, sqRef, worst float64
 		same, compared := 0, 0 // outputs of the first two rows with the tensor-core model's bits
 		for r := range s.rows {
@@ -69,9 +78,9 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 					p := float64(x[r*s.k+i]) * float64(w[c*s.k+i])
 					ref, mag = ref+p, mag+math.Abs(p)
 				}
-				if r < 2 {
+				if r < 2 && slices > 0 {
 					compared++
-					if got[r*s.n+c] == tensorcore.Dot3xTF32(x[r*s.k:(r+1)*s.k], w[c*s.k:(c+1)*s.k], 4) {
+					if got[r*s.n+c] == tensorcore.Dot3xTF32Split(x[r*s.k:(r+1)*s.k], w[c*s.k:(c+1)*s.k], slices) {
 						same++
 					}
 				}
@@ -83,8 +92,12 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 			}
 		}
 		rmsTC, rmsSG := math.Sqrt(sqTC/sqRef), math.Sqrt(sqSG/sqRef)
-		t.Logf("%d×%d×%d: rms error 3xTF32 %.2e, SGEMM %.2e; worst |y − y64|/Σ|x·w| %.2e; the tensor-core model's bits on %d of %d outputs",
-			s.rows, s.n, s.k, rmsTC, rmsSG, worst, same, compared)
+		path := map[int]string{0: "SGEMM (the grid would not fill the GPU)", 1: "gemm_3xtf32"}[slices]
+		if slices > 1 {
+			path = fmt.Sprintf("k in %d slices (gemm_3xtf32_split, gemm_3xtf32_reduce)", slices)
+		}
+		t.Logf("%d×%d×%d on %d multiprocessors, %s: rms error %.2e, SGEMM %.2e; worst |y − y64|/Σ|x·w| %.2e; the tensor-core model's bits on %d of %d outputs",
+			s.rows, s.n, s.k, tc.sms, path, rmsTC, rmsSG, worst, same, compared)
 		if rmsTC > 1.25*rmsSG || worst > 8*float64(s.k)*math.Ldexp(1, -24) || math.IsNaN(rmsTC) {
 			t.Errorf("%d×%d×%d: rms error %.2e against SGEMM's %.2e, worst %.2e: not float32-accurate", s.rows, s.n, s.k, rmsTC, rmsSG, worst)
 		}
@@ -298,6 +311,23 @@ func TestEmulatedConformance3xTF32(t *testing.T) {
 	t.Logf("gemm_3xtf32 ran %d times", lc.launches["gemm_3xtf32"])
 }
 
+// TestEmulatedConformance3xTF32Split is TestEmulatedConformance3xTF32
+// with every product gemm_3xtf32 takes split in 3 slices of k (fewer where
+// k has fewer tiles: gemm_3xtf32_split and gemm_3xtf32_reduce, their
+// workspace from the pool on every product).
+func TestEmulatedConformance3xTF32Split(t *testing.T) {
+	b := newEmuBackendWith(t, Options{TF32x3: true})
+	b.tf32x3MinK, b.tf32x3Split = 32, 3
+	lc := countLaunches(b)
+	backendtest.Ops(t, b, backendtest.Float32)
+	if lc.launches["gemm_3xtf32_split"] == 0 || lc.launches["gemm_3xtf32_reduce"] != lc.launches["gemm_3xtf32_split"] {
+		t.Errorf("gemm_3xtf32_split ran %d times and gemm_3xtf32_reduce %d: %v", lc.launches["gemm_3xtf32_split"],
+			lc.launches["gemm_3xtf32_reduce"], lc.launches)
+	}
+	t.Logf("gemm_3xtf32_split ran %d times (by slices: %v), gemm_3xtf32 %d", lc.launches["gemm_3xtf32_split"], lc.slices,
+		lc.launches["gemm_3xtf32"])
+}
+
 // TestEmulated3xTF32Fill: on a GPU of known multiprocessors (Backend.sms),
 // a product whose grid fills them takes gemm_3xtf32 and one that would
 // leave most idle in its last wave takes SGEMM, with SGEMM's bits.
@@ -355,4 +385,161 @@ func matMul(b *Backend, x, w []float32, rows, n, k int) []float32 {
 	b.Free(xb, yb)
 	b.FreeWeight(wb)
 	return out
+}
+
+// TestEmulated3xTF32Split runs gemm_3xtf32 with k in 2 and 3 slices
+// (Backend.tf32x3Split: gemm_3xtf32_split, then gemm_3xtf32_reduce) on the
+// kernel emulator: every output must be tensorcore.Dot3xTF32Split's bits
+// (each slice the model's sum over its tiles, the slices added in order in
+// float32), written (MatMul), added (MatMulNTAdd, scaled: fmaf(s, sum, y))
+// and into a block of a wider y's columns (gemmCols with ldy > n,
+// full-parameter ZO's blocks; elements outside the block untouched), on
+// partial tiles of rows and columns and tile counts that do not divide
+// evenly; a second run gives the same bits; and gemm_3xtf32 itself does
+// not run.
+func TestEmulated3xTF32Split(t *testing.T) {
+	b := newEmuBackendWith(t, Options{TF32x3: true})
+	b.tf32x3MinK = 32
+	lc := countLaunches(b)
+	rng := rand.New(rand.NewPCG(8, 88))
+	for _, c := range []struct {
+		rows, n, k, slices int
+	}{
+		{130, 136, 160, 2}, // 5 tiles: [0, 2), [2, 5)
+		{130, 136, 160, 3}, // [0, 1), [1, 3), [3, 5)
+		{7, 10, 96, 3},     // a tile a slice
+		{40, 130, 64, 2},
+	} {
+		b.tf32x3Split = c.slices
+		x, w := randomProduct(rng, c.rows, c.n, c.k)
+		dot := func(r, col int) float32 {
+			return tensorcore.Dot3xTF32Split(x[r*c.k:(r+1)*c.k], w[col*c.k:(col+1)*c.k], c.slices)
+		}
+		for _, v := range []struct {
+			name      string
+			ldy, col0 int
+			add       bool
+			s         float32
+		}{
+			{"MatMul", c.n, 0, false, 1},
+			{"MatMulNTAdd, s = 0.5", c.n, 0, true, 0.5},
+			{"a block of columns", c.n + 38, 34, false, 1},
+			{"a block of columns, added", c.n + 38, 34, true, 1},
+		} {
+			name := fmt.Sprintf("%d×%d×%d in %d slices, %s", c.rows, c.n, c.k, c.slices, v.name)
+			y0 := make([]float32, c.rows*v.ldy)
+			for i := range y0 {
+				y0[i] = float32(rng.NormFloat64())
+			}
+			run := func() []float32 {
+				xb, wb, yb := b.FromHost(slices.Clone(x)), b.FromHost(slices.Clone(w)), b.FromHost(slices.Clone(y0))
+				defer b.Free(xb, wb, yb)
+				switch {
+				case v.ldy == c.n && v.add:
+					b.MatMulNTAdd(yb, xb, wb, c.rows, c.n, c.k, v.s)
+				case v.ldy == c.n:
+					b.MatMulNT(yb, xb, wb, c.rows, c.n, c.k)
+				default:
+					func() {
+						defer b.enter()()
+						b.gemmCols(dbuf(yb).ptr+4*uint64(v.col0), dbuf(xb).ptr, dbuf(wb).ptr, c.rows, c.n, v.ldy, c.k, v.add, v.s)
+					}()
+				}
+				return b.ToHost(yb)
+			}
+			before, tc := lc.slices[uint32(c.slices)], lc.launches["gemm_3xtf32"]
+			reduced := lc.launches["gemm_3xtf32_reduce"]
+			got := run()
+			if lc.slices[uint32(c.slices)] != before+1 || lc.launches["gemm_3xtf32_reduce"] != reduced+1 || lc.launches["gemm_3xtf32"] != tc {
+				t.Fatalf("%s: not one gemm_3xtf32_split of %d slices and one gemm_3xtf32_reduce: %v, %v", name, c.slices, lc.launches, lc.slices)
+			}
+			wrong := 0
+			for r := range c.rows {
+				for col := range v.ldy {
+					i, want := r*v.ldy+col, y0[r*v.ldy+col]
+					if col >= v.col0 && col < v.col0+c.n {
+						want = dot(r, col-v.col0)
+						if v.add { // s·dot is exact for s = 1 and 0.5; the float64 sum of two float32s rounds as fmaf's
+							want = float32(float64(v.s*want) + float64(y0[i]))
+						}
+					}
+					if math.Float32bits(got[i]) != math.Float32bits(want) {
+						if wrong++; wrong <= 3 {
+							t.Errorf("%s: y[%d][%d] = %g, want %g", name, r, col, got[i], want)
+						}
+					}
+				}
+			}
+			if wrong > 0 {
+				t.Errorf("%s: %d of %d elements of y wrong", name, wrong, c.rows*v.ldy)
+			}
+			if again := run(); !slices.Equal(again, got) {
+				t.Errorf("%s: a second run gave other bits", name)
+			}
+		}
+	}
+}
+
+// TestEmulated3xTF32SplitChosen: on a GPU of 4 multiprocessors
+// (Backend.sms), a product whose grid leaves most of them idle takes
+// split3xTF32's slices (one gemm_3xtf32_split of that many, one
+// gemm_3xtf32_reduce) with the model's bits of that split; one that fills
+// the GPU gemm_3xtf32 alone, with the model's bits unsplit; and one whose
+// slices would be too short SGEMM, with SGEMM's bits.
+func TestEmulated3xTF32SplitChosen(t *testing.T) {
+	b := newEmuBackendWith(t, Options{TF32x3: true})
+	b.sms, b.tf32x3MinK = 4, 32
+	ref := newEmuBackend(t) // SGEMM
+	rng := rand.New(rand.NewPCG(9, 99))
+	for _, c := range []struct {
+		rows, n, k int
+		slices     int // 0: SGEMM
+	}{
+		{256, 128, 1024, 2}, // 2 blocks of 4 multiprocessors (50 %); in 2 slices of 16 tiles, 4 (100 %)
+		{100, 120, 1536, 3}, // 1 block (25 %); 2 (50 %); in 3 slices of 16 tiles, 3 (75 %)
+		{512, 64, 1024, 1},  // 4 blocks: one full wave
+		{256, 128, 992, 0},  // 2 blocks, and 31 tiles: slices of 15 are too short
+	} {
+		lc := countLaunches(b)
+		x, w := randomProduct(rng, c.rows, c.n, c.k)
+		got := matMul(b, x, w, c.rows, c.n, c.k)
+		b.dev = lc.device
+		name := fmt.Sprintf("%d×%d×%d on 4 multiprocessors", c.rows, c.n, c.k)
+		wantLaunches := map[string]int{}
+		switch c.slices {
+		case 0:
+		case 1:
+			wantLaunches["gemm_3xtf32"] = 1
+		default:
+			wantLaunches["gemm_3xtf32_split"], wantLaunches["gemm_3xtf32_reduce"] = 1, 1
+		}
+		for _, k := range []string{"gemm_3xtf32", "gemm_3xtf32_split", "gemm_3xtf32_reduce"} {
+			if lc.launches[k] != wantLaunches[k] {
+				t.Errorf("%s: %d launches of %s, want %d (all: %v)", name, lc.launches[k], k, wantLaunches[k], lc.launches)
+			}
+		}
+		if c.slices > 1 && lc.slices[uint32(c.slices)] != 1 {
+			t.Errorf("%s: gemm_3xtf32_split's slices %v, want %d", name, lc.slices, c.slices)
+		}
+		if c.slices == 0 {
+			if !slices.Equal(got, matMul(ref, x, w, c.rows, c.n, c.k)) {
+				t.Errorf("%s: not SGEMM's bits", name)
+			}
+			continue
+		}
+		wrong := 0
+		for r := range c.rows {
+			for col := range c.n {
+				want := tensorcore.Dot3xTF32Split(x[r*c.k:(r+1)*c.k], w[col*c.k:(col+1)*c.k], c.slices)
+				if math.Float32bits(got[r*c.n+col]) != math.Float32bits(want) {
+					if wrong++; wrong <= 3 {
+						t.Errorf("%s: y[%d][%d] = %g, the model's in %d slices %g", name, r, col, got[r*c.n+col], c.slices, want)
+					}
+				}
+			}
+		}
+		if wrong > 0 {
+			t.Errorf("%s: %d of %d outputs differ from the model's", name, wrong, c.rows*c.n)
+		}
+	}
 }

@@ -28,6 +28,16 @@
 // it from k = 1,024: matmul.go's gemm3xTF32MinK). Every output is one thread's fixed sequence of
 // operations, so a run is bit-identical to itself.
 //
+// Split k (gemm_3xtf32_split, gemm_3xtf32_reduce): a grid of 128 × 128
+// blocks too small to keep the GPU's multiprocessors busy (matmul.go's
+// split3xTF32) takes k's tiles in 2-4 contiguous slices, a block for each
+// slice of each 128 × 128 outputs, each writing its slice's float32 sum to
+// a workspace; a second kernel adds the slices in a fixed order. Its bits
+// are those of that split (tensorcore.Dot3xTF32Split), deterministic, and
+// differ from the unsplit kernel's by the rounding of the slices' sums.
+// NOT YET RUN ON A GPU: whether it is faster than SGEMM on those shapes is
+// what dev/cuda/gemm_wgmma.cu's wgmma/S column is for.
+//
 // The option stays off by default until scripts/gpu/session.sh's tcgemm
 // part has checked and timed it. On an H200 (2026-11-30, with the serial
 // order below, then the only one) a forward at 8×128 tokens with it took
@@ -223,14 +233,18 @@ __device__ __forceinline__ void gw_store_stage(const float4 (&xv)[4], const floa
 // __syncthreads make the stores visible to the next tile's wgmma; and
 // wgmma.fence precedes each tile's first wgmma, after the promotion read
 // the accumulator that it overwrites.
+//
+// The block takes the tiles of k [kt0, kt0 + tiles) (tiles ≥ 1): all of k
+// (kt0 = 0, tiles = k/32) in gemm_3xtf32, one slice of them in
+// gemm_3xtf32_split.
 template <int PROMOTE, bool OVERLAP>
 __device__ __forceinline__ void gemm_wgmma(float* y, const float* x, const float* w, int rows, int n, int k, int ldy,
-                                           int add, float s, unsigned lbo, unsigned sbo) {
+                                           int add, float s, unsigned lbo, unsigned sbo, int kt0, int tiles) {
     GW_SHARED(smem);
     const unsigned base = gw_smem(smem);
     const int wg = threadIdx.x >> 7;
     const int row0 = blockIdx.y * GW_TM, col0 = blockIdx.x * GW_TN;
-    const int tiles = k / GW_TK;
+    x += (size_t)kt0 * GW_TK, w += (size_t)kt0 * GW_TK; // the slice's first column (rows stay k apart)
     float acc[64], sum[64];
 #pragma unroll
     for (int i = 0; i < 64; i++) acc[i] = 0.f, sum[i] = 0.f;
@@ -308,14 +322,53 @@ extern "C" {
 // that a check can try them swapped).
 __global__ void __launch_bounds__(256, 1) gemm_3xtf32(float* y, const float* x, const float* w, int rows, int n, int k,
                                                       int ldy, int add, float s, unsigned lbo, unsigned sbo) {
-    gemm_wgmma<1, true>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
+    gemm_wgmma<1, true>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo, 0, k / GW_TK);
 }
 __global__ void __launch_bounds__(256, 1) gemm_3xtf32_serial(float* y, const float* x, const float* w, int rows, int n,
                                                              int k, int ldy, int add, float s, unsigned lbo, unsigned sbo) {
-    gemm_wgmma<1, false>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
+    gemm_wgmma<1, false>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo, 0, k / GW_TK);
 }
 __global__ void __launch_bounds__(256, 1) gemm_3xtf32_every2(float* y, const float* x, const float* w, int rows, int n,
                                                              int k, int ldy, int add, float s, unsigned lbo, unsigned sbo) {
-    gemm_wgmma<2, true>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo);
+    gemm_wgmma<2, true>(y, x, w, rows, n, k, ldy, add, s, lbo, sbo, 0, k / GW_TK);
+}
+
+// gemm_3xtf32_split is gemm_3xtf32 with k split in slices (split k: for a
+// grid of 128 × 128 blocks that would leave multiprocessors idle, more
+// blocks): grid (⌈n/128⌉, ⌈rows/128⌉, slices), 256 threads,
+// GW_SMEM_BYTES of dynamic shared memory, 1 ≤ slices ≤ k/32, the other
+// requirements gemm_3xtf32's. Block z takes the tiles of k [⌊z·T/S⌋,
+// ⌊(z+1)·T/S⌋) of T = k/32 (contiguous, their counts differing by one at
+// most) and writes its float32 sum over them, in gemm_3xtf32's order
+// (promoted every tile), to part [z][rows][n] with plain stores;
+// gemm_3xtf32_reduce then adds the slices. Each output of a slice is one
+// thread's fixed sequence of operations, as in gemm_3xtf32.
+__global__ void __launch_bounds__(256, 1) gemm_3xtf32_split(float* part, const float* x, const float* w, int rows, int n,
+                                                            int k, int slices, unsigned lbo, unsigned sbo) {
+    const int tiles = k / GW_TK, z = blockIdx.z;
+    const int t0 = (int)((long long)tiles * z / slices), t1 = (int)((long long)tiles * (z + 1) / slices);
+    gemm_wgmma<1, true>(part + (size_t)z * rows * n, x, w, rows, n, k, n, 0, 1.f, lbo, sbo, t0, t1 - t0);
+}
+
+// gemm_3xtf32_reduce adds gemm_3xtf32_split's slices: each output's sum
+// p0 + p1 + … + p(S−1) of part [S][rows][n], in that order, each addition
+// rounded to nearest in float32, written to y [rows][ldy] (columns [0, n))
+// as gemm_3xtf32 writes its sum: y = sum, or with add fmaf(s, sum, y).
+// Whatever the blocks' scheduling, an output's bits are those of its own
+// fixed sequence of operations. A grid-stride loop over the rows·n/2 pairs
+// of outputs (n and ldy even, part and y 8-byte aligned), 256 threads a
+// block.
+__global__ void __launch_bounds__(256) gemm_3xtf32_reduce(float* y, const float* part, int rows, int n, int ldy,
+                                                          int slices, int add, float s) {
+    const size_t outputs = (size_t)rows * n, pairs = outputs / 2;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pairs; i += (size_t)gridDim.x * blockDim.x) {
+        float2 sum = reinterpret_cast<const float2*>(part)[i];
+        for (int z = 1; z < slices; z++) {
+            const float2 p = reinterpret_cast<const float2*>(part + (size_t)z * outputs)[i];
+            sum.x = __fadd_rn(sum.x, p.x), sum.y = __fadd_rn(sum.y, p.y);
+        }
+        const size_t r = 2 * i / n, c = 2 * i % n;
+        gw_out(y + r * ldy + c, sum.x, sum.y, add, s);
+    }
 }
 } // extern "C"
