@@ -26,7 +26,14 @@
 // bfloat16 tensor cores (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, forced with
 // the EAGER strategy): time, and error against float64. The column 1s/1 is
 // wgmma/1s's time over wgmma/1's: what the overlap gains; =1s whether the
-// two gave the same bits on that shape.
+// two gave the same bits on that shape. wgmma/S is the backend's split k
+// (gemm_3xtf32_split into a workspace, then gemm_3xtf32_reduce: both
+// launches timed) in the S slices the backend's rule (matmul.go's
+// split3xTF32, mirrored in split3xtf32 below) chooses for the shape on
+// this GPU, timed only where S > 1; the column S is that choice (1: the
+// backend takes gemm_3xtf32, wgmma/1; 0: SGEMM) and sg/S SGEMM's time over
+// wgmma/S's (above 1: the split is faster than SGEMM there). The rows 640
+// and 1,280 (a ZO step of 8×80) come first: there the rule splits.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -107,13 +114,44 @@ static Err errors(const float* y, const double* y64, const double* mag, int rows
 static cublasHandle_t blas, blas_emu; // blas_emu: the handle whose emulation strategy is EAGER
 static bool have_emulation = false;
 
-enum Method { OURS1, OURS1S, OURS2, SGEMM, TF32, BF16X9, NMETHODS };
-static const char* names[NMETHODS] = {"wgmma/1", "wgmma/1s", "wgmma/2", "sgemm", "tf32", "bf16x9"};
+enum Method { OURS1, OURS1S, OURS2, SPLIT, SGEMM, TF32, BF16X9, NMETHODS };
+static const char* names[NMETHODS] = {"wgmma/1", "wgmma/1s", "wgmma/2", "wgmma/S", "sgemm", "tf32", "bf16x9"};
 // The kernels of the three wgmma methods (gemm_3xtf32.cu).
 typedef void (*Kernel)(float*, const float*, const float*, int, int, int, int, int, float, unsigned, unsigned);
 static const Kernel kernels[3] = {gemm_3xtf32, gemm_3xtf32_serial, gemm_3xtf32_every2};
 static const char* kernelNames[3] = {"gemm_3xtf32", "gemm_3xtf32_serial", "gemm_3xtf32_every2"};
 static unsigned g_lbo = GW_COL_BYTES, g_sbo = 128;
+
+// The split path's slices (SPLIT runs only for g_slices ≥ 2) and its
+// workspace [g_slices][rows][n], grown by use_slices.
+static int g_slices = 0;
+static float* g_part = nullptr;
+static size_t g_part_floats = 0;
+
+static void use_slices(int slices, int rows, int n) {
+    g_slices = slices;
+    size_t need = (size_t)slices * rows * n;
+    if (slices >= 2 && need > g_part_floats) {
+        if (g_part) CK(cudaFree(g_part));
+        CK(cudaMalloc(&g_part, need * 4));
+        g_part_floats = need;
+    }
+}
+
+// split3xtf32 is the backend's rule (tensor/cuda/matmul.go's split3xTF32,
+// fills3xTF32 and fillsGrid, which it must mirror): the slices of k for a
+// product on sms multiprocessors, 0 for SGEMM.
+static bool fills_grid(int blocks, int sms) {
+    int waves = (blocks + sms - 1) / sms;
+    return (double)blocks >= 0.75 * (double)(waves * sms);
+}
+static int split3xtf32(int rows, int n, int k, int sms) {
+    int blocks = ((n + 127) / 128) * ((rows + 127) / 128);
+    if (fills_grid(blocks, sms)) return 1;
+    for (int s = 2; s <= 4 && k / 32 / s >= 16; s++)
+        if (fills_grid(blocks * s, sms)) return s;
+    return 0;
+}
 
 static bool run(Method m, float* y, const float* x, const float* w, int rows, int n, int k) {
     const float one = 1, zero = 0;
@@ -123,6 +161,15 @@ static bool run(Method m, float* y, const float* x, const float* w, int rows, in
     case OURS2: {
         dim3 grid((n + GW_TN - 1) / GW_TN, (rows + GW_TM - 1) / GW_TM);
         kernels[m - OURS1]<<<grid, 256, GW_SMEM_BYTES>>>(y, x, w, rows, n, k, n, 0, 1.f, g_lbo, g_sbo);
+        return cudaGetLastError() == cudaSuccess;
+    }
+    case SPLIT: { // as the backend launches them (matmul.go's gemm3xTF32)
+        if (g_slices < 2) return false;
+        dim3 grid((n + GW_TN - 1) / GW_TN, (rows + GW_TM - 1) / GW_TM, g_slices);
+        gemm_3xtf32_split<<<grid, 256, GW_SMEM_BYTES>>>(g_part, x, w, rows, n, k, g_slices, g_lbo, g_sbo);
+        size_t pairs = (size_t)rows * n / 2;
+        unsigned blocks = (unsigned)std::max<size_t>(1, std::min<size_t>((pairs + 255) / 256, 65535 * 8));
+        gemm_3xtf32_reduce<<<blocks, 256>>>(y, g_part, rows, n, n, g_slices, 0, 1.f);
         return cudaGetLastError() == cudaSuccess;
     }
     case SGEMM:
@@ -245,6 +292,15 @@ int main(int argc, char** argv) {
         printf("# %s (%s): %d registers, %zu bytes of local memory per thread, %d bytes of dynamic shared memory\n",
                kernelNames[i], names[OURS1 + i], fa.numRegs, fa.localSizeBytes, GW_SMEM_BYTES);
     }
+    {
+        CK(cudaFuncSetAttribute(gemm_3xtf32_split, cudaFuncAttributeMaxDynamicSharedMemorySize, GW_SMEM_BYTES));
+        cudaFuncAttributes fa, fr;
+        CK(cudaFuncGetAttributes(&fa, gemm_3xtf32_split));
+        CK(cudaFuncGetAttributes(&fr, gemm_3xtf32_reduce));
+        printf("# gemm_3xtf32_split (%s): %d registers, %zu bytes of local memory per thread; gemm_3xtf32_reduce: %d "
+               "registers, %zu bytes of local memory\n",
+               names[SPLIT], fa.numRegs, fa.localSizeBytes, fr.numRegs, fr.localSizeBytes);
+    }
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
         printf("# cublasCreate failed\n");
         return 1;
@@ -289,6 +345,20 @@ int main(int argc, char** argv) {
         printf("# repeat runs bit-identical: wgmma/1 %s, wgmma/1s %s, wgmma/2 %s; wgmma/1 and wgmma/1s bit-identical: %s\n",
                p.same(OURS1, OURS1) ? "yes" : "NO", p.same(OURS1S, OURS1S) ? "yes" : "NO", p.same(OURS2, OURS2) ? "yes" : "NO",
                same1 ? "yes" : "NO (a race: the overlapped order is wrong)");
+        // The split path on the same shape: 8 tiles of k in 2 slices ([0, 4), [4, 8)) and in 3 ([0, 2), [2, 5),
+        // [5, 8)), within the same bound, two runs bit-identical (the reduce adds the slices in a fixed order).
+        for (int slices = 2; slices <= 3; slices++) {
+            use_slices(slices, p.rows, p.n);
+            Err e = p.check(SPLIT);
+            bool fine = e.max < 8.0 * p.k * ldexp(1.0, -24), same = p.same(SPLIT, SPLIT);
+            printf("# check 165x192x256 in %d slices (wgmma/S): rms %.2e max %.2e: %s; repeat runs bit-identical: %s\n", slices,
+                   e.rms, e.max, fine ? "PASS" : "FAIL", same ? "yes" : "NO");
+            ok = ok && fine && same;
+        }
+        if (!ok) {
+            printf("# the split path is wrong: stopping\n");
+            return 1;
+        }
     }
     if (argc > 1 && strcmp(argv[1], "--check") == 0) return 0; // for compute-sanitizer: the check alone
 
@@ -300,12 +370,12 @@ int main(int argc, char** argv) {
         {"Qwen3 q", 1024, 2048},     {"Qwen3 k/v", 1024, 1024},   {"Qwen3 o", 2048, 1024},       {"Qwen3 gate/up", 1024, 3072},
         {"Qwen3 down", 3072, 1024},  {"Llama lm_head", 2048, 128256},
     };
-    int rowsList[] = {640, 1024, 2400, 4800};
+    int rowsList[] = {640, 1280, 1024, 2400, 4800}; // 640 and 1,280 first: the rule splits there
     printf("# median of 20 after 3 warm-ups (ms); TFLOP/s and speed over SGEMM's of the best of ours; 1s/1: wgmma/1s's time "
            "over wgmma/1's; =1s: whether they gave the same bits (a NO is a race); errors on the first 256 rows against float64: rms(y-y64)/rms(y64) and max |y-y64|/Σ|x·w|\n");
     printf("%-14s %5s %5s %6s", "shape", "M", "K", "N");
     for (int m = 0; m < NMETHODS; m++) printf(" %9s", names[m]);
-    printf(" %7s %8s %6s %4s", "TFLOP/s", "/sgemm", "1s/1", "=1s");
+    printf(" %7s %8s %6s %4s %2s %6s", "TFLOP/s", "/sgemm", "1s/1", "=1s", "S", "sg/S");
     for (int m = 0; m < NMETHODS; m++) printf(" %9s", (std::string("rms ") + names[m]).c_str());
     for (int m = 0; m < NMETHODS; m++) printf(" %9s", (std::string("max ") + names[m]).c_str());
     printf("\n");
@@ -313,6 +383,8 @@ int main(int argc, char** argv) {
         for (auto& s : shapes) {
             if (s.n == 128256 && rows != 1024) continue;
             Problem p(rows, s.n, s.k, s.n > 16384 ? 64 : 256);
+            const int slices = split3xtf32(rows, s.n, s.k, prop.multiProcessorCount);
+            use_slices(slices, rows, s.n); // wgmma/S: nan unless slices ≥ 2
             double t[NMETHODS];
             Err e[NMETHODS];
             for (int m = 0; m < NMETHODS; m++) {
@@ -323,13 +395,14 @@ int main(int argc, char** argv) {
             double fl = 2.0 * rows * s.k * (double)s.n;
             printf("%-14s %5d %5d %6d", s.name, rows, s.k, s.n);
             for (int m = 0; m < NMETHODS; m++) printf(" %9.4f", t[m]);
-            printf(" %7.1f %8.2f %6.2f %4s", fl / best / 1e9, t[SGEMM] / best, t[OURS1S] / t[OURS1],
-                   p.same(OURS1, OURS1S) ? "yes" : "NO");
+            printf(" %7.1f %8.2f %6.2f %4s %2d %6.2f", fl / best / 1e9, t[SGEMM] / best, t[OURS1S] / t[OURS1],
+                   p.same(OURS1, OURS1S) ? "yes" : "NO", slices, t[SGEMM] / t[SPLIT]);
             for (int m = 0; m < NMETHODS; m++) printf(" %9.2e", e[m].rms);
             for (int m = 0; m < NMETHODS; m++) printf(" %9.2e", e[m].max);
             printf("\n");
             fflush(stdout);
         }
     cublasDestroy(blas);
+    if (g_part) cudaFree(g_part);
     return 0;
 }

@@ -309,7 +309,8 @@ for part in $parts; do
   tcgemm) # dev/cuda/gemm_wgmma.cu (3xTF32 on Hopper's wgmma, the accumulation rounded on the CUDA cores every tile
     # of k; never run on a GPU before) against cuBLAS SGEMM, TF32 and cuBLAS's BF16x9 float32 emulation, same run:
     # built here with the machine's nvcc for sm_90a; its correctness check, then memcheck on the check, then the
-    # models' 37 projection shapes (time and error against float64). About 2 minutes.
+    # models' 46 projection shapes (time and error against float64; rows 640 and 1,280 first, with the backend's
+    # split k where its rule splits). About 2 minutes (never timed).
     f=$out/tcgemm.txt
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     # cuBLAS where the backend found it (the toolkit's, or PyTorch's pip tree with its headers beside it); by
@@ -328,7 +329,7 @@ for part in $parts; do
       timeout 120 compute-sanitizer --tool memcheck "$kit/gemm_wgmma" --check 2>&1 | tail -n 15
       echo "## the models' shapes"
       timeout 240 "$kit/gemm_wgmma"; echo "# exit status $?"; } >"$f" 2>&1
-    tail -n 45 "$f"
+    tail -n 60 "$f"
     # The same kernel in the backend (Options.TF32x3): its accuracy test, the conformance suite, projected
     # gradients against the CPU at eps 1e-3 and 1e-6 (issue 33's conditions for a default), all with it on.
     f=$out/tcgemm-backend.txt
