@@ -395,8 +395,9 @@ func matMul(b *Backend, x, w []float32, rows, n, k int) []float32 {
 // and into a block of a wider y's columns (gemmCols with ldy > n,
 // full-parameter ZO's blocks; elements outside the block untouched), on
 // partial tiles of rows and columns and tile counts that do not divide
-// evenly; a second run gives the same bits; and gemm_3xtf32 itself does
-// not run.
+// evenly; a second run gives the same bits, its workspace from the pool
+// (no more device memory held) and returned to it; and gemm_3xtf32 itself
+// does not run.
 func TestEmulated3xTF32Split(t *testing.T) {
 	b := newEmuBackendWith(t, Options{TF32x3: true})
 	b.tf32x3MinK = 32
@@ -473,8 +474,13 @@ func TestEmulated3xTF32Split(t *testing.T) {
 			if wrong > 0 {
 				t.Errorf("%s: %d of %d elements of y wrong", name, wrong, c.rows*v.ldy)
 			}
+			live, held := b.liveBytes, b.heldBytes
 			if again := run(); !slices.Equal(again, got) {
 				t.Errorf("%s: a second run gave other bits", name)
+			}
+			if b.liveBytes != live || b.heldBytes != held { // the workspace returned to the pool, and taken from it again
+				t.Errorf("%s: a second run left %d bytes live (%d before) and the device holding %d (%d before)", name,
+					b.liveBytes, live, b.heldBytes, held)
 			}
 		}
 	}
