@@ -68,7 +68,7 @@ type Backend struct {
 	maskNow      []int32  // what mask holds
 	bf16Products bool     // Options.BF16Products
 	tf32x3       bool     // Options.TF32x3: gemm_3xtf32 where fits3xTF32 and split3xTF32 allow
-	sms          int      // the GPU's multiprocessors, for fills3xTF32 (0: unknown, or Options.TF32x3AllShapes: every shape)
+	sms          int      // the GPU's multiprocessors, for split3xTF32 (0: unknown, or Options.TF32x3AllShapes: every shape, unsplit)
 	tf32x3MinK   int      // the shortest product it takes (0: gemm3xTF32MinK; the tests set fewer)
 	tf32x3Split  int      // tests: the slices of k of every product it takes, up to k/32 (0: split3xTF32's)
 	out          devArray // small results (cross-entropy, argmax)
@@ -172,8 +172,9 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 // hopperDevice is a device that may have loaded kernels_sm90a: a Hopper GPU
 // asked for Options.TF32x3, or the kernel emulator (its wgmma a model of
 // the tensor cores' arithmetic). multiprocessors is the number of its
-// streaming multiprocessors, which decides which products fill it
-// (fills3xTF32); 0 where that is not a question (the emulator).
+// streaming multiprocessors, which decides which products fill it, and
+// in how many slices of k (split3xTF32); 0 where that is not a question
+// (the emulator).
 type hopperDevice interface {
 	hasHopperKernels() bool
 	multiprocessors() int

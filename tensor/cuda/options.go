@@ -57,8 +57,8 @@ type Options struct {
 	// arithmetic. Off until measured on a GPU.
 	TF32x3 bool
 	// TF32x3AllShapes gives gemm_3xtf32 every product fits3xTF32 allows,
-	// not only those whose grid fills the GPU (fills3xTF32): to measure
-	// the rule.
+	// unsplit, not only those whose grid fills the GPU, split or not
+	// (split3xTF32): to measure the rule.
 	TF32x3AllShapes bool
 }
 
