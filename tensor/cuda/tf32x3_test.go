@@ -26,7 +26,9 @@ import (
 // S slices) and how many outputs have the bits of internal/tensorcore's
 // model of that path (the emulator's): all of them if the model is exact
 // on this GPU. On an H100 or H200 (132 multiprocessors) one shape takes
-// gemm_3xtf32 unsplit, two split k, the others SGEMM (too small a grid).
+// gemm_3xtf32 unsplit, two split k, the others SGEMM (too small a grid);
+// so every shape is also checked with the kernel unsplit
+// (MEAZO_CUDA_3XTF32=all), whatever its grid.
 // Without a Hopper GPU it skips, unless MEAZO_CUDA_3XTF32=1
 // (scripts/gpu/session.sh tcgemm sets it).
 func TestGemm3xTF32OnGPU(t *testing.T) {
@@ -38,7 +40,12 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 		t.Skipf("no Hopper GPU here, so gemm_3xtf32 did not run: %v", err)
 	}
 	defer tc.Close()
-	t.Log(tc.Describe()) // with the JIT's registers and local memory for gemm_3xtf32
+	t.Log(tc.Describe())                                           // with the JIT's registers and local memory for gemm_3xtf32
+	all, err := Open(Options{TF32x3: true, TF32x3AllShapes: true}) // the kernel on every shape, unsplit
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
 	sg, err := Open(Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -58,50 +65,78 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 	} {
 		x, w := randomProduct(rng, s.rows, s.n, s.k)
 		product := func(b *Backend) []float32 { return matMul(b, x, w, s.rows, s.n, s.k) }
-		got, again, sgemm := product(tc), product(tc), product(sg)
-		if !slices.Equal(got, again) {
-			t.Errorf("%d×%d×%d: two runs differ", s.rows, s.n, s.k)
-		}
+		sgemm := product(sg)
 		if s.k%32 != 0 || s.k < gemm3xTF32MinK {
-			if !slices.Equal(got, sgemm) {
-				t.Errorf("%d×%d×%d: not SGEMM's bits, though gemm_3xtf32 does not take k = %d", s.rows, s.n, s.k, s.k)
+			for _, b := range []*Backend{tc, all} {
+				if !slices.Equal(product(b), sgemm) {
+					t.Errorf("%d×%d×%d: not SGEMM's bits, though gemm_3xtf32 does not take k = %d", s.rows, s.n, s.k, s.k)
+				}
 			}
 			continue
 		}
-		slices := split3xTF32(s.rows, s.n, s.k, tc.sms) // 0: SGEMM; 1: gemm_3xtf32; more: split k
-		var sqTC, sqSG, sqRef, worst float64
-		same, compared := 0, 0 // outputs of the first two rows with the tensor-core model's bits
-		for r := range s.rows {
-			for c := range s.n {
-				var ref, mag float64
-				for i := range s.k {
-					p := float64(x[r*s.k+i]) * float64(w[c*s.k+i])
-					ref, mag = ref+p, mag+math.Abs(p)
+		// The backend's rule (split3xTF32: SGEMM, gemm_3xtf32 or k in slices
+		// on this GPU), then the kernel unsplit whatever the grid: the
+		// accuracy of both on the models' shapes.
+		ref, mag := reference64(x, w, s.rows, s.n, s.k)
+		check3xTF32OnGPU(t, s.rows, s.n, s.k, x, w, ref, mag, product(tc), product(tc), sgemm, split3xTF32(s.rows, s.n, s.k, tc.sms), tc.sms)
+		check3xTF32OnGPU(t, s.rows, s.n, s.k, x, w, ref, mag, product(all), product(all), sgemm, 1, 0)
+	}
+}
+
+// check3xTF32OnGPU checks and logs one product of TestGemm3xTF32OnGPU: got
+// and again (two runs) on the path split says (0: SGEMM; 1: gemm_3xtf32;
+// more: k in that many slices) against float64 (ref64, and mag64 its
+// Σ|x·w|: reference64) and SGEMM's result sgemm.
+func check3xTF32OnGPU(t *testing.T, rows, n, k int, x, w []float32, ref64, mag64 []float64, got, again, sgemm []float32, split, sms int) {
+	t.Helper()
+	if !slices.Equal(got, again) {
+		t.Errorf("%d×%d×%d: two runs differ", rows, n, k)
+	}
+	var sqTC, sqSG, sqRef, worst float64
+	same, compared := 0, 0 // outputs of the first two rows with the tensor-core model's bits
+	for r := range rows {
+		for c := range n {
+			ref, mag := ref64[r*n+c], mag64[r*n+c]
+			if r < 2 && split > 0 {
+				compared++
+				if got[r*n+c] == tensorcore.Dot3xTF32Split(x[r*k:(r+1)*k], w[c*k:(c+1)*k], split) {
+					same++
 				}
-				if r < 2 && slices > 0 {
-					compared++
-					if got[r*s.n+c] == tensorcore.Dot3xTF32Split(x[r*s.k:(r+1)*s.k], w[c*s.k:(c+1)*s.k], slices) {
-						same++
-					}
-				}
-				d := float64(got[r*s.n+c]) - ref
-				sqTC, sqRef = sqTC+d*d, sqRef+ref*ref
-				e := float64(sgemm[r*s.n+c]) - ref
-				sqSG += e * e
-				worst = math.Max(worst, math.Abs(d)/mag)
 			}
-		}
-		rmsTC, rmsSG := math.Sqrt(sqTC/sqRef), math.Sqrt(sqSG/sqRef)
-		path := map[int]string{0: "SGEMM (the grid would not fill the GPU)", 1: "gemm_3xtf32"}[slices]
-		if slices > 1 {
-			path = fmt.Sprintf("k in %d slices (gemm_3xtf32_split, gemm_3xtf32_reduce)", slices)
-		}
-		t.Logf("%d×%d×%d on %d multiprocessors, %s: rms error %.2e, SGEMM %.2e; worst |y − y64|/Σ|x·w| %.2e; the tensor-core model's bits on %d of %d outputs",
-			s.rows, s.n, s.k, tc.sms, path, rmsTC, rmsSG, worst, same, compared)
-		if rmsTC > 1.25*rmsSG || worst > 8*float64(s.k)*math.Ldexp(1, -24) || math.IsNaN(rmsTC) {
-			t.Errorf("%d×%d×%d: rms error %.2e against SGEMM's %.2e, worst %.2e: not float32-accurate", s.rows, s.n, s.k, rmsTC, rmsSG, worst)
+			d := float64(got[r*n+c]) - ref
+			sqTC, sqRef = sqTC+d*d, sqRef+ref*ref
+			e := float64(sgemm[r*n+c]) - ref
+			sqSG += e * e
+			worst = math.Max(worst, math.Abs(d)/mag)
 		}
 	}
+	rmsTC, rmsSG := math.Sqrt(sqTC/sqRef), math.Sqrt(sqSG/sqRef)
+	path := map[int]string{0: "SGEMM (the grid would not fill the GPU)", 1: "gemm_3xtf32"}[split]
+	if split > 1 {
+		path = fmt.Sprintf("k in %d slices (gemm_3xtf32_split, gemm_3xtf32_reduce)", split)
+	}
+	if sms == 0 {
+		path += ", every shape (MEAZO_CUDA_3XTF32=all)"
+	}
+	t.Logf("%d×%d×%d on %d multiprocessors, %s: rms error %.2e, SGEMM %.2e; worst |y − y64|/Σ|x·w| %.2e; the tensor-core model's bits on %d of %d outputs",
+		rows, n, k, sms, path, rmsTC, rmsSG, worst, same, compared)
+	if rmsTC > 1.25*rmsSG || worst > 8*float64(k)*math.Ldexp(1, -24) || math.IsNaN(rmsTC) {
+		t.Errorf("%d×%d×%d, %s: rms error %.2e against SGEMM's %.2e, worst %.2e: not float32-accurate", rows, n, k, path, rmsTC, rmsSG, worst)
+	}
+}
+
+// reference64 is x·Wᵀ in float64 and Σ|x·w| of each output.
+func reference64(x, w []float32, rows, n, k int) (ref, mag []float64) {
+	ref, mag = make([]float64, rows*n), make([]float64, rows*n)
+	for r := range rows {
+		for c := range n {
+			for i := range k {
+				p := float64(x[r*k+i]) * float64(w[c*k+i])
+				ref[r*n+c], mag[r*n+c] = ref[r*n+c]+p, mag[r*n+c]+math.Abs(p)
+			}
+		}
+	}
+	return ref, mag
 }
 
 // TestEmulated3xTF32 runs gemm_3xtf32 through the backend on the kernel
