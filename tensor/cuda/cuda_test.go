@@ -38,10 +38,12 @@ func openOrSkip(t *testing.T) *Backend {
 		t.Skipf("no CUDA GPU here, so the GPU checks did not run: %v", err)
 	}
 	if o.TF32x3 {
-		// The fixtures' products are short (k = 64 in the tiny models): take
-		// them all on the tensor cores, as TestEmulatedConformance3xTF32 does,
-		// so that the checks run under MEAZO_CUDA_3XTF32=1 exercise the kernel.
-		b.tf32x3MinK = 32
+		// The fixtures' products are short (k = 64 in the tiny models) and
+		// their grids far from filling the GPU: take them all on the tensor
+		// cores, unsplit, as TestEmulatedConformance3xTF32 does, so that the
+		// checks run under MEAZO_CUDA_3XTF32=1 exercise the kernel (the fill
+		// rule and the split k: TestGemm3xTF32OnGPU).
+		b.tf32x3MinK, b.sms = 32, 0
 	}
 	t.Cleanup(func() { b.Close() })
 	t.Log(b.Describe())
