@@ -337,9 +337,13 @@ for part in $parts; do
       (cd tensor/cuda && MEAZO_CUDA_3XTF32=1 timeout 120 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 110s -test.run 'TestGemm3xTF32OnGPU')
       echo "## the suite with MEAZO_CUDA_3XTF32=1"
       suite MEAZO_CUDA_3XTF32=1
-      for m in llama-tiny qwen3-tiny; do
-        echo "## zoagree $m, MEAZO_CUDA_3XTF32=1"
-        MEAZO_CUDA_3XTF32=1 timeout 60 "$bin/meazo-bench" zoagree -model "$fx/$m" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
+      # zoagree on products the kernel takes: the tiny fixtures' (k = 64) are below gemm3xTF32MinK, so a random
+      # model of Qwen3-0.6B's shapes (k >= 1024), its batch's grids too small for the fill rule: =all puts every
+      # product on the kernel; =0 (SGEMM) beside it, each against the CPU.
+      timeout 60 "$bin/meazo-inspect" random-model --model qwen06b --out "$kit/zoagree-qwen06b" >/dev/null
+      for tc in all 0; do
+        echo "## zoagree random Qwen3-0.6B shapes, MEAZO_CUDA_3XTF32=$tc"
+        MEAZO_CUDA_3XTF32=$tc timeout 120 "$bin/meazo-bench" zoagree -model "$kit/zoagree-qwen06b" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
       done; } >"$f" 2>&1
     grep -E "^##|^(---|FAIL|ok|PASS)|tf32x3_test|^1e-0" "$f" | head -30
     ;;
