@@ -363,41 +363,6 @@ func TestEmulatedConformance3xTF32Split(t *testing.T) {
 		lc.launches["gemm_3xtf32"])
 }
 
-// TestEmulated3xTF32Fill: on a GPU of known multiprocessors (Backend.sms),
-// a product whose grid fills them takes gemm_3xtf32 and one that would
-// leave most idle in its last wave takes SGEMM, with SGEMM's bits.
-func TestEmulated3xTF32Fill(t *testing.T) {
-	b := newEmuBackendWith(t, Options{TF32x3: true})
-	b.tf32x3MinK, b.sms = 32, 4
-	ref := newEmuBackend(t) // SGEMM
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, c := range []struct {
-		rows, n int
-		tc      bool // gemm_3xtf32 expected
-	}{
-		{512, 128, true},  // 4 blocks: one full wave
-		{640, 128, false}, // 5 blocks in two waves: 62 %
-		{256, 384, true},  // 6 blocks in two waves: 75 %
-		{130, 128, false}, // 2 blocks (the second of 2 rows) in one wave: 50 %
-		{128, 128, false}, // 1 block: 25 %
-		{1024, 128, true}, // 8 blocks: two full waves
-		{1152, 128, true}, // 9 blocks in three waves: 75 %
-		{1280, 128, true}, // 10 blocks in three waves: 83 %
-	} {
-		x, w := randomProduct(rng, c.rows, c.n, 64)
-		lc := countLaunches(b)
-		got := matMul(b, x, w, c.rows, c.n, 64)
-		ran := lc.launches["gemm_3xtf32"] > 0
-		b.dev = lc.device
-		if ran != c.tc {
-			t.Errorf("%d x %d on 4 multiprocessors: gemm_3xtf32 %v, want %v", c.rows, c.n, ran, c.tc)
-		}
-		if !c.tc && !slices.Equal(got, matMul(ref, x, w, c.rows, c.n, 64)) {
-			t.Errorf("%d x %d: not SGEMM's bits", c.rows, c.n)
-		}
-	}
-}
-
 // randomProduct returns x [rows][k] ~ N(0, 1) and W [n][k] ~ N(0, 1/k), as
 // the dev/cuda harnesses draw them.
 func randomProduct(rng *rand.Rand, rows, n, k int) (x, w []float32) {
