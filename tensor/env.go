@@ -99,10 +99,11 @@ var envOptions = []struct {
 	{"MEAZO_CUDA_BF16_PRODUCTS", func(o *Options, v string) error { return either(&o.BF16Products, v, "1", "0") }},
 	{"MEAZO_CUDA_PAIRED", func(o *Options, v string) error { return either(&o.PairedProducts, v, "1", "0") }},
 	{"MEAZO_CUDA_3XTF32", func(o *Options, v string) error {
-		if err := oneOf(&v, v, "1", "all", "0"); err != nil {
+		var mode string
+		if err := oneOf(&mode, v, "1", "all", "0"); err != nil {
 			return err
 		}
-		o.TF32x3, o.TF32x3AllShapes = v != "0", v == "all"
+		o.TF32x3, o.TF32x3AllShapes = mode != "0", mode == "all"
 		return nil
 	}},
 }
