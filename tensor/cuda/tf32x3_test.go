@@ -28,7 +28,11 @@ import (
 // on this GPU. On an H100 or H200 (132 multiprocessors) one shape takes
 // gemm_3xtf32 unsplit, two split k, the others SGEMM (too small a grid);
 // so every shape is also checked with the kernel unsplit
-// (MEAZO_CUDA_3XTF32=all), whatever its grid.
+// (MEAZO_CUDA_3XTF32=all), whatever its grid: there against the bound
+// alone, not SGEMM's error, because on a small grid cuBLAS splits k and
+// its sums are shorter (on an H200, 165×192×1024 unsplit had 1.41× SGEMM's
+// rms error, docs/bench/2026-11-30-h200/run5-ff46f2f); =all is a knob to
+// measure the rule, and the rule sends that shape to SGEMM.
 // Without a Hopper GPU it skips, unless MEAZO_CUDA_3XTF32=1
 // (scripts/gpu/session.sh tcgemm sets it).
 func TestGemm3xTF32OnGPU(t *testing.T) {
@@ -79,14 +83,17 @@ func TestGemm3xTF32OnGPU(t *testing.T) {
 		// accuracy of both on the models' shapes.
 		ref, mag := reference64(x, w, s.rows, s.n, s.k)
 		check3xTF32OnGPU(t, s.rows, s.n, s.k, x, w, ref, mag, product(tc), product(tc), sgemm, split3xTF32(s.rows, s.n, s.k, tc.sms), tc.sms)
-		check3xTF32OnGPU(t, s.rows, s.n, s.k, x, w, ref, mag, product(all), product(all), sgemm, 1, 0)
+		check3xTF32OnGPU(t, s.rows, s.n, s.k, x, w, ref, mag, product(all), product(all), nil, 1, 0)
 	}
 }
 
 // check3xTF32OnGPU checks and logs one product of TestGemm3xTF32OnGPU: got
 // and again (two runs) on the path split says (0: SGEMM; 1: gemm_3xtf32;
 // more: k in that many slices) against float64 (ref64, and mag64 its
-// Σ|x·w|: reference64) and SGEMM's result sgemm.
+// Σ|x·w|: reference64) and SGEMM's result sgemm, whose rms error it may
+// not pass by more than the sample's margin; with sgemm nil (the kernel
+// unsplit on a shape the rule may not give it) only the bound on every
+// output holds.
 func check3xTF32OnGPU(t *testing.T, rows, n, k int, x, w []float32, ref64, mag64 []float64, got, again, sgemm []float32, split, sms int) {
 	t.Helper()
 	if !slices.Equal(got, again) {
@@ -105,8 +112,10 @@ func check3xTF32OnGPU(t *testing.T, rows, n, k int, x, w []float32, ref64, mag64
 			}
 			d := float64(got[r*n+c]) - ref
 			sqTC, sqRef = sqTC+d*d, sqRef+ref*ref
-			e := float64(sgemm[r*n+c]) - ref
-			sqSG += e * e
+			if sgemm != nil {
+				e := float64(sgemm[r*n+c]) - ref
+				sqSG += e * e
+			}
 			worst = math.Max(worst, math.Abs(d)/mag)
 		}
 	}
@@ -118,10 +127,16 @@ func check3xTF32OnGPU(t *testing.T, rows, n, k int, x, w []float32, ref64, mag64
 	if sms == 0 {
 		path += ", every shape (MEAZO_CUDA_3XTF32=all)"
 	}
-	t.Logf("%d×%d×%d on %d multiprocessors, %s: rms error %.2e, SGEMM %.2e; worst |y − y64|/Σ|x·w| %.2e; the tensor-core model's bits on %d of %d outputs",
-		rows, n, k, sms, path, rmsTC, rmsSG, worst, same, compared)
-	if rmsTC > 1.25*rmsSG || worst > 8*float64(k)*math.Ldexp(1, -24) || math.IsNaN(rmsTC) {
-		t.Errorf("%d×%d×%d, %s: rms error %.2e against SGEMM's %.2e, worst %.2e: not float32-accurate", rows, n, k, path, rmsTC, rmsSG, worst)
+	t.Logf("%d×%d×%d on %d multiprocessors, %s: rms error %.2e; worst |y − y64|/Σ|x·w| %.2e; the tensor-core model's bits on %d of %d outputs",
+		rows, n, k, sms, path, rmsTC, worst, same, compared)
+	bound := 8 * float64(k) * math.Ldexp(1, -24)
+	switch {
+	case math.IsNaN(rmsTC) || worst > bound:
+		t.Errorf("%d×%d×%d, %s: worst |y − y64|/Σ|x·w| %.2e past 8·k·2^-24 = %.2e (rms %.2e): not float32-accurate", rows, n, k, path, worst, bound, rmsTC)
+	case sgemm != nil && rmsTC > 1.25*rmsSG:
+		t.Errorf("%d×%d×%d, %s: rms error %.2e against SGEMM's %.2e: less accurate than SGEMM", rows, n, k, path, rmsTC, rmsSG)
+	case sgemm != nil:
+		t.Logf("%d×%d×%d: SGEMM's rms error %.2e", rows, n, k, rmsSG)
 	}
 }
 
