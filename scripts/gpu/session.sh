@@ -31,9 +31,12 @@
 #   MEAZO_CUDA_3XTF32=1 against the default and PyTorch with TF32 off and on; ~5 min), tcfull (full-parameter steps with it: against the CPU,
 #   then timed against the default and PyTorch MeZO's; ~3 min),
 #   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
+#   tcsanitize (compute-sanitizer racecheck and synccheck on gemm_3xtf32 in the harness, then memcheck, racecheck and
+#   synccheck on a LoRA step with MEAZO_CUDA_3XTF32=1; ~3 min), vitprofile (ncu per kernel of the ViT-B/16 step, ours
+#   and PyTorch's; ~3 min),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
-#   language model with bfloat16 weights at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
+#   language model with bfloat16 weights multiplied in bfloat16 at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
 #   expected ~4-5 min, at most 9 by its timeouts), run-qwen3-8b and run-ministral14b (100 MEAZO steps of each at
 #   8x300 on new random batches, in memory: ~3.5 and ~6.5 min expected, one call each; a meazo-train run would first
 #   write the 33 or 28 GB checkpoint to disk), vit (the ViT's encoder attention: ViT-B/16 at batch 32 with the batched
@@ -136,6 +139,23 @@ modelrun() {
   { echo "# commit $(cat "$kit/commit")"; echo "## $name $lm_shape: $run_steps steps"; } >"$f"
   timed "$f" "$secs" "$bin/meazo-bench" zostep --backend "$mbe" -model "$ours" -shapes "$lm_shape" -q 1 -reps 1 -steps "$run_steps" "$@"
   grep -E "^##|steps on|peak|exit status" "$f"
+}
+
+# build_wgmma: dev/cuda/gemm_wgmma.cu built with the machine's nvcc for sm_90a into $kit/gemm_wgmma (once), linked
+# against cuBLAS where the backend found it (the toolkit's, or PyTorch's pip tree with its headers beside it; by the
+# versioned file when there is no unversioned libcublas.so); its library path exported. ptxas's report on stdout.
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+build_wgmma() {
+  export LD_LIBRARY_PATH=${MEAZO_CUDA_LIB_PATH:+$MEAZO_CUDA_LIB_PATH:}${LD_LIBRARY_PATH:-}
+  [ -x "$kit/gemm_wgmma" ] && return 0
+  local libs=-lcublas
+  if [ -n "${MEAZO_CUDA_LIB_PATH:-}" ]; then
+    libs="-I$MEAZO_CUDA_LIB_PATH/../include -L$MEAZO_CUDA_LIB_PATH -lcublas"
+    [ -e "$MEAZO_CUDA_LIB_PATH/libcublas.so" ] || libs="-I$MEAZO_CUDA_LIB_PATH/../include $(ls "$MEAZO_CUDA_LIB_PATH"/libcublas.so.1[0-9] | head -1)"
+  fi
+  timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs ||
+    { echo "# again without cuBLAS's emulation"; timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -DNO_EMULATION \
+        -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs; }
 }
 
 for part in $parts; do
@@ -312,19 +332,8 @@ for part in $parts; do
     # models' 46 projection shapes (time and error against float64; rows 640 and 1,280 first, with the backend's
     # split k where its rule splits). About 2 minutes (never timed).
     f=$out/tcgemm.txt
-    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-    # cuBLAS where the backend found it (the toolkit's, or PyTorch's pip tree with its headers beside it); by
-    # the versioned file when there is no unversioned libcublas.so to link against.
-    libs=-lcublas
-    if [ -n "${MEAZO_CUDA_LIB_PATH:-}" ]; then
-      libs="-I$MEAZO_CUDA_LIB_PATH/../include -L$MEAZO_CUDA_LIB_PATH -lcublas"
-      [ -e "$MEAZO_CUDA_LIB_PATH/libcublas.so" ] || libs="-I$MEAZO_CUDA_LIB_PATH/../include $(ls "$MEAZO_CUDA_LIB_PATH"/libcublas.so.1[0-9] | head -1)"
-    fi
     { echo "# commit $(cat "$kit/commit"); $("$nvcc" --version | tail -1)"
-      timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs ||
-        { echo "# again without cuBLAS's emulation"; timeout 240 "$nvcc" -allow-unsupported-compiler -Xptxas -v -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -DNO_EMULATION \
-            -o "$kit/gemm_wgmma" dev/cuda/gemm_wgmma.cu $libs; }
-      export LD_LIBRARY_PATH=${MEAZO_CUDA_LIB_PATH:+$MEAZO_CUDA_LIB_PATH:}${LD_LIBRARY_PATH:-}
+      build_wgmma
       echo "## memcheck of the correctness check"
       timeout 120 compute-sanitizer --tool memcheck "$kit/gemm_wgmma" --check 2>&1 | tail -n 15
       echo "## the models' shapes"
@@ -346,6 +355,27 @@ for part in $parts; do
         MEAZO_CUDA_3XTF32=$tc timeout 120 "$bin/meazo-bench" zoagree -model "$kit/zoagree-qwen06b" -a cpu -b cuda -directions 64 -eps 1e-3,1e-6
       done; } >"$f" 2>&1
     grep -E "^##|^(---|FAIL|ok|PASS)|tf32x3_test|^1e-0" "$f" | head -30
+    ;;
+  tcsanitize) # issue 33's last condition before gemm_3xtf32 may be the default on Hopper: compute-sanitizer racecheck
+    # and synccheck on the harness's correctness check (the kernel unsplit, serial and every2, k in 2 and 3 slices with
+    # the reduce), then memcheck (leaks too), racecheck and synccheck on a whole LoRA MEAZO step in the backend with
+    # MEAZO_CUDA_3XTF32=1: a 2-layer model of Qwen3-0.6B's shapes at 8x160 (1,280 rows: on 132 multiprocessors its
+    # gate/up products take the kernel unsplit, q k in 2 slices, o and down 3; k/v SGEMM). Each tool at most 150 s.
+    f=$out/tcsanitize.txt
+    { echo "# commit $(cat "$kit/commit")"
+      build_wgmma >"$kit/wgmma-build.txt" 2>&1 || cat "$kit/wgmma-build.txt"
+      for tool in racecheck synccheck; do
+        echo "## compute-sanitizer --tool $tool: gemm_wgmma --check"
+        timeout 150 compute-sanitizer --tool $tool "$kit/gemm_wgmma" --check 2>&1 | tail -n 12
+      done
+      timeout 60 "$bin/meazo-inspect" random-model --model qwen06b --layers 2 --out "$kit/tcsanitize-qwen06b" >/dev/null
+      for tool in memcheck racecheck synccheck; do
+        leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
+        echo "## compute-sanitizer --tool $tool $leak: zostep, 2 layers of Qwen3-0.6B, 8x160 q=1, MEAZO_CUDA_3XTF32=1"
+        MEAZO_CUDA_3XTF32=1 timeout 150 compute-sanitizer --tool $tool $leak "$bin/meazo-bench" zostep --backend cuda \
+          --model "$kit/tcsanitize-qwen06b" --shapes 8x160 --q 1 --reps 1 2>&1 | tail -n 14
+      done; } >"$f" 2>&1
+    grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Target application|3xTF32" "$f"
     ;;
   tcbench) # issue 33's table with MEAZO_CUDA_3XTF32=1 (gemm_3xtf32 for the projections whose grid fills the GPU),
     # =all (for every projection it takes) against the default and PyTorch (TF32 off, then on), in one run: forwards 8x128 and MEAZO LoRA steps 8x80 and 8x300 of
@@ -489,12 +519,17 @@ for part in $parts; do
     ;;
   stepcheck) # compute-sanitizer on a whole MEAZO LoRA step of the real shapes (issue 33: not only a 5-token forward):
     # Qwen3-0.6B (q/k norms, rope, store_kv, attention at 300 keys, LoRA, the loss) at 2x300, memcheck with leak check,
-    # racecheck and synccheck, the default kernels; each tool its own timeout
+    # racecheck and synccheck, the default kernels; each tool its own timeout. racecheck on the whole 28 layers did
+    # not finish in 150 s (2026-11-30, run6): it checks the first 4 layers (the same kernels and shapes, layer by
+    # layer) of a random model of the same config.
+    timeout 60 "$bin/meazo-inspect" random-model --model qwen06b --layers 4 --out "$kit/stepcheck-qwen06b" >/dev/null
     for tool in memcheck racecheck synccheck; do
       leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
-      echo "## compute-sanitizer --tool $tool $leak: zostep Qwen3-0.6B 2x300 q=1"
+      model=$fx/full-configs/Qwen3-0.6B/config.json what="Qwen3-0.6B"
+      [ "$tool" = racecheck ] && model=$kit/stepcheck-qwen06b what="Qwen3-0.6B's first 4 layers"
+      echo "## compute-sanitizer --tool $tool $leak: zostep $what 2x300 q=1"
       timeout 150 compute-sanitizer --tool $tool $leak "$bin/meazo-bench" zostep --backend cuda \
-        --model "$fx/full-configs/Qwen3-0.6B/config.json" --shapes 2x300 --q 1 --reps 1 2>&1 | tail -20
+        --model "$model" --shapes 2x300 --q 1 --reps 1 2>&1 | tail -20
     done >"$out/stepcheck.txt"
     grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/stepcheck.txt"
     ;;
@@ -619,11 +654,12 @@ for part in $parts; do
     ;;
   models) # issue 31's models, ours against PyTorch + peft (MeZO's two forwards) in the same run; each command with
     # nvidia-smi's peak and its own (the backend's; PyTorch's allocator's). Ministral's PyTorch runs in bfloat16 (weights
-    # and products, as the paper runs it); ours keeps bfloat16 weights and multiplies in float32.
+    # and products, as the paper runs it); ours keeps bfloat16 weights and multiplies them in bfloat16 on the tensor
+    # cores too (MEAZO_CUDA_BF16_PRODUCTS=1; bf16products times the float32 products as well).
     f=$out/models.txt
     echo "# commit $(cat "$kit/commit")" >"$f"
     modelstep "$f" Qwen3-8B "$qwen" "$qwen_cfg" float32 100
-    modelstep "$f" "Ministral-3 14B (language model)" "$ministral" "$ministral_cfg" bfloat16 120 -bf16
+    MEAZO_CUDA_BF16_PRODUCTS=1 modelstep "$f" "Ministral-3 14B (language model), bfloat16 products" "$ministral" "$ministral_cfg" bfloat16 120 -bf16
     echo "## ViT-B/16, Pets' 37 classes, $vit_shape: ours, then $run_steps steps" >>"$f"
     timed "$f" 60 "$bin/meazo-bench" vitstep --backend "$mbe" -model "$vit" -batch "$vit_batch" -reps 3 -steps "$run_steps"
     echo "## ViT-B/16, Pets' 37 classes, $vit_shape: PyTorch + peft, MeZO" >>"$f"
@@ -641,6 +677,10 @@ for part in $parts; do
         echo "## round $round: ViT-B/16, Pets' 37 classes, $vit_shape: ours, MEAZO_CUDA_ATTENTION=$k" >>"$f"
         timed "$f" 60 env MEAZO_CUDA_ATTENTION=$k "$bin/meazo-bench" vitstep --backend "$mbe" -model "$vit" -batch "$vit_batch" -reps 3
       done
+      if [ -z "${MODELS_TINY:-}" ]; then # the projections of 6,304 rows fill an H100/H200: gemm_3xtf32 under its rule
+        echo "## round $round: ViT-B/16, Pets' 37 classes, $vit_shape: ours, MEAZO_CUDA_ATTENTION=gemm MEAZO_CUDA_3XTF32=1" >>"$f"
+        timed "$f" 60 env MEAZO_CUDA_ATTENTION=gemm MEAZO_CUDA_3XTF32=1 "$bin/meazo-bench" vitstep --backend "$mbe" -model "$vit" -batch "$vit_batch" -reps 3
+      fi
       echo "## round $round: ViT-B/16, Pets' 37 classes, $vit_shape: PyTorch + peft, MeZO" >>"$f"
       timed "$f" 60 "$py" scripts/gpu/bench_torch_cuda.py --device "$mdev" --config "$vit" --shapes "$vit_shape" --reps 3 --vit-step --eps 1e-3
     done
@@ -652,11 +692,25 @@ for part in $parts; do
     done
     grep -E "^##|^# torch|^[0-9]+x[0-9]+ |peak|exit status|--- FAIL|^--- |^(ok|FAIL|PASS)" "$f"
     ;;
+  vitprofile) # where the ViT-B/16 LoRA step's time goes against PyTorch's (0.095 against 0.072 s on an H200, run7):
+    # every kernel's GPU time (ncu) of ours (default kernels: SGEMM, the batched-GEMM attention) and of PyTorch + peft's
+    # MeZO step, at batch 32, one timed rep after the warm-up each (ncu replays each kernel alone: shares, not wall time)
+    f=$out/vitprofile.txt
+    { echo "# commit $(cat "$kit/commit")"
+      echo "## ViT-B/16 $vit_shape vitstep ours"
+      timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" vitstep --backend cuda \
+        -model "$vit" -batch "$vit_batch" -reps 1 2>&1
+      echo "## ViT-B/16 $vit_shape PyTorch + peft, MeZO"
+      timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
+        --device cuda --config "$vit" --shapes "$vit_shape" --reps 1 --vit-step --eps 1e-3 2>&1; } >"$f"
+    python3 scripts/gpu/ncu_summary.py "$f" 2>&1 | head -120
+    ;;
   run-qwen3-8b) # 100 MEAZO steps of Qwen3-8B (float32) at 8x300 on new random batches: time per step, memory after
     modelrun "$out/run-qwen3-8b.txt" Qwen3-8B "$qwen" 270
     ;;
-  run-ministral14b) # the same for Ministral-3 14B's language model with bfloat16 weights
-    modelrun "$out/run-ministral14b.txt" "Ministral-3 14B (language model)" "$ministral" 480 -bf16
+  run-ministral14b) # the same for Ministral-3 14B's language model with bfloat16 weights, multiplied in bfloat16 on the
+    # tensor cores (model.bf16_products; 0.284 s/step on an H200, 2.43 with the weights widened per product)
+    MEAZO_CUDA_BF16_PRODUCTS=1 modelrun "$out/run-ministral14b.txt" "Ministral-3 14B (language model), bfloat16 products" "$ministral" 300 -bf16
     ;;
   *) echo "unknown part $part" ;;
   esac
