@@ -140,17 +140,19 @@ static void use_slices(int slices, int rows, int n) {
 
 // split3xtf32 is the backend's rule (tensor/cuda/matmul.go's split3xTF32,
 // fills3xTF32 and fillsGrid, which it must mirror): the slices of k for a
-// product on sms multiprocessors, 0 for SGEMM.
-static bool fills_grid(int blocks, int sms) {
+// product on sms multiprocessors, 0 for SGEMM: 1 where the grid keeps 75 %
+// of them busy over its waves, else the fewest of 2-4 slices of >= 16 tiles
+// that do, else 1 where the grid alone keeps 60 % busy.
+static bool fills_grid(int blocks, int sms, double fill) {
     int waves = (blocks + sms - 1) / sms;
-    return (double)blocks >= 0.75 * (double)(waves * sms);
+    return (double)blocks >= fill * (double)(waves * sms);
 }
 static int split3xtf32(int rows, int n, int k, int sms) {
     int blocks = ((n + 127) / 128) * ((rows + 127) / 128);
-    if (fills_grid(blocks, sms)) return 1;
+    if (fills_grid(blocks, sms, 0.75)) return 1;
     for (int s = 2; s <= 4 && k / 32 / s >= 16; s++)
-        if (fills_grid(blocks * s, sms)) return s;
-    return 0;
+        if (fills_grid(blocks * s, sms, 0.75)) return s;
+    return fills_grid(blocks, sms, 0.6) ? 1 : 0;
 }
 
 static bool run(Method m, float* y, const float* x, const float* w, int rows, int n, int k) {

@@ -96,17 +96,26 @@ func (b *Backend) gemm3xTF32(y, x, w uint64, rows, n, ldy, k int, add bool, s fl
 // q, o and down products (160 blocks, 61 % in two waves) take 2 slices
 // (320 blocks, 81 % in three), its k and v 3 (40 blocks; 120, 91 %);
 // Qwen3-0.6B's q 2 and its o and down 3 (80 blocks; 240, 91 %), but its
-// k and v (80 blocks, k = 1,024: 32 tiles) none. A rule, not a measured
-// crossing: dev/cuda/gemm_wgmma.cu times the split against SGEMM.
+// k and v (80 blocks, k = 1,024: 32 tiles) none: those, and its q at 640
+// rows (80 blocks, 160 in 2 slices: 61 % either way), take the kernel
+// unsplit (gemm3xTF32MinFillUnsplit), where Llama's k and v at 640 rows (20
+// blocks, 15 %) stay on SGEMM. On an H200 every product this rule gives
+// the kernel ran 1.21-1.89× faster than SGEMM at 0.23-0.97× its rms error
+// (run5-ff46f2f/tcgemm.txt, the models' 46 shapes), where its first form,
+// without the unsplit fallback, left two shapes on SGEMM that the kernel ran
+// 1.20× and 1.25× faster. dev/cuda/gemm_wgmma.cu mirrors it.
 func split3xTF32(rows, n, k, sms int) int {
 	if fills3xTF32(rows, n, sms) { // sms ≤ 0 included
 		return 1
 	}
-	blocks := ((n + 127) / 128) * ((rows + 127) / 128)
+	blocks := grid3xTF32(rows, n)
 	for slices := 2; slices <= gemm3xTF32MaxSplit && k/32/slices >= gemm3xTF32MinSliceTiles; slices++ {
-		if fillsGrid(blocks*slices, sms) {
+		if fillsGrid(blocks*slices, sms, gemm3xTF32MinFill) {
 			return slices
 		}
+	}
+	if fillsGrid(blocks, sms, gemm3xTF32MinFillUnsplit) {
+		return 1
 	}
 	return 0
 }
@@ -156,30 +165,45 @@ func fits3xTF32(y, x, w uint64, rows, n, ldy, k int) bool {
 // run one to a multiprocessor, so a grid of 160 blocks on 132 takes two
 // waves, the second 28 blocks on an otherwise idle GPU: 61 % of two waves'
 // capacity used, where SGEMM picks smaller tiles or splits k. On an H200
-// (docs/bench/2026-11-30-h200/run1-febb616/tcbench.txt) it made Llama-3.2-1B's
-// forward at 1,024 rows faster than SGEMM (0.053 against 0.061 s: its q,
-// o and down products 128 blocks, 97 %) but the ZO step at 8×80 (1,280
-// rows: those products 160 blocks, 61 %) slower (0.072 against 0.066 s),
-// and Qwen3-0.6B's step likewise at 8×80 (0.048 against 0.041; most of its
-// grids 80 or 160 blocks) while faster at 8×300 (0.117 against 0.136;
-// 77-99 %). A rule from those, to be set from tcgemm's shapes
-// (scripts/gpu/session.sh), not a measured crossing.
+// (docs/bench/2026-11-30-h200/run1-febb616/tcbench.txt) its first version,
+// which waited for the tensor cores before loading the next tile, made
+// Llama-3.2-1B's forward at 1,024 rows faster than SGEMM (0.053 against
+// 0.061 s: its q, o and down products 128 blocks, 97 %) but the ZO step at
+// 8×80 (1,280 rows: those products 160 blocks, 61 %) slower (0.072 against
+// 0.066 s). The threshold came from those figures; at ff46f2f, on the
+// models' 46 shapes, every grid of ≥ 77 % ran 1.24-1.89× SGEMM's speed
+// (docs/bench/2026-11-30-h200/run5-ff46f2f/tcgemm.txt).
 func fills3xTF32(rows, n, sms int) bool {
 	if sms <= 0 {
 		return true
 	}
-	return fillsGrid(((n+127)/128)*((rows+127)/128), sms)
+	return fillsGrid(grid3xTF32(rows, n), sms, gemm3xTF32MinFill)
 }
+
+// grid3xTF32 is the number of 128 × 128 blocks of gemm_3xtf32's grid for a
+// product of rows × n.
+func grid3xTF32(rows, n int) int { return ((n + 127) / 128) * ((rows + 127) / 128) }
 
 // fillsGrid reports whether a grid of blocks, one a multiprocessor, keeps
-// at least gemm3xTF32MinFill of sms multiprocessors busy over its waves.
-func fillsGrid(blocks, sms int) bool {
+// at least the fraction fill of sms multiprocessors busy over its waves.
+func fillsGrid(blocks, sms int, fill float64) bool {
 	waves := (blocks + sms - 1) / sms
-	return float64(blocks) >= gemm3xTF32MinFill*float64(waves*sms)
+	return float64(blocks) >= fill*float64(waves*sms)
 }
 
-// gemm3xTF32MinFill is fills3xTF32's threshold.
-const gemm3xTF32MinFill = 0.75
+// The thresholds of split3xTF32: a grid that keeps gemm3xTF32MinFill of the
+// GPU busy takes the kernel as it is (or with k split into slices, so that
+// it does); where no split does, a grid of at least gemm3xTF32MinFillUnsplit
+// still takes it unsplit. On an H200 at ff46f2f (run5-ff46f2f/tcgemm.txt)
+// grids of 61 % ran 1.10-1.25× SGEMM's speed unsplit (Qwen3-0.6B's q at
+// 640 rows and k/v at 1,280, one wave; Llama-3.2-1B's q/o and Qwen3's q at
+// 1,280, two), grids of 30 % 0.70-0.83× (Qwen3's k/v and o at 640 rows) and
+// of 15 % 0.43× (Llama's k/v at 640): 0.6 lies between what was measured to
+// win and to lose, not at a measured crossing.
+const (
+	gemm3xTF32MinFill        = 0.75
+	gemm3xTF32MinFillUnsplit = 0.6
+)
 
 // defaultWideChunk is the most elements of a bfloat16 weight widened to
 // float32 at once for SGEMM (Backend.wideChunk; the tests set fewer):

@@ -148,8 +148,9 @@ func TestFills3xTF32(t *testing.T) {
 // TestSplit3xTF32 checks how many slices of k split3xTF32 gives a
 // product: one where its grid fills the GPU (fills3xTF32), else the fewest
 // up to 4 whose grid of blocks × slices does, each slice at least 16 tiles
-// of 32 of k; 0 (SGEMM) where none does. The shapes are the models' at a
-// ZO step of 8×80 (1,280 rows) and 640 rows on an H100 or H200 (132).
+// of 32 of k; where none does, one if the grid alone keeps 60 % of the GPU
+// busy, else 0 (SGEMM). The shapes are the models' at a ZO step of 8×80
+// (1,280 rows) and 640 rows on an H100 or H200 (132).
 func TestSplit3xTF32(t *testing.T) {
 	for _, c := range []struct {
 		name            string
@@ -164,7 +165,9 @@ func TestSplit3xTF32(t *testing.T) {
 		{"Llama q/o at 640 rows: 80 blocks (61 %), 160 (61 %), 240 in 3 slices (91 %)", 640, 2048, 2048, 132, 3},
 		{"Llama k/v at 640 rows: 20 blocks; 80 in 4 slices (61 %): none", 640, 512, 2048, 132, 0},
 		{"Qwen3 q at 1,280 rows: 160 blocks, k = 1,024: 2 slices of 16 tiles", 1280, 2048, 1024, 132, 2},
-		{"Qwen3 k/v at 1,280 rows: 80 blocks, k = 1,024: 3 slices would be 10 tiles", 1280, 1024, 1024, 132, 0},
+		{"Qwen3 k/v at 1,280 rows: 80 blocks (61 %), 160 in 2 slices (61 %), 3 slices would be 10 tiles: unsplit", 1280, 1024, 1024, 132, 1},
+		{"Qwen3 q at 640 rows: 80 blocks, 160 in 2 slices, 61 % either way: unsplit", 640, 2048, 1024, 132, 1},
+		{"Qwen3 k/v at 640 rows: 40 blocks (30 %), 80 in 2 slices (61 %): none", 640, 1024, 1024, 132, 0},
 		{"Qwen3 o at 1,280 rows: 80 blocks, 240 in 3 slices", 1280, 1024, 2048, 132, 3},
 		{"Qwen3 down at 1,280 rows: 80 blocks, k = 3,072", 1280, 1024, 3072, 132, 3},
 		{"Qwen3 gate/up at 1,280 rows: 240 blocks, 91 %", 1280, 3072, 1024, 132, 1},
@@ -177,6 +180,9 @@ func TestSplit3xTF32(t *testing.T) {
 		{"one block on 4, 47 tiles: 3 slices of 15 too short", 128, 128, 1504, 4, 0},
 		{"two blocks on 4: 2 slices of 16 tiles", 256, 128, 1024, 4, 2},
 		{"two blocks on 4, 31 tiles: slices of 15", 256, 128, 992, 4, 0},
+		{"six blocks on 10, 31 tiles: no slices, 60 % unsplit", 6 * 128, 128, 992, 10, 1},
+		{"five blocks on 10, 31 tiles: 50 %", 5 * 128, 128, 992, 10, 0},
+		{"seven blocks on 10, 64 tiles: 70 %; 28 in 4 slices (93 %) before unsplit", 7 * 128, 128, 2048, 10, 4},
 		{"an unknown GPU (the emulator, MEAZO_CUDA_3XTF32=all): one slice", 1280, 2048, 2048, 0, 1},
 	} {
 		if got := split3xTF32(c.rows, c.n, c.k, c.sms); got != c.want {
