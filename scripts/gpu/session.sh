@@ -33,7 +33,7 @@
 #   stepcheck (compute-sanitizer memcheck, racecheck, synccheck on a whole LoRA step of Qwen3-0.6B's shapes at 2x300),
 #   tcsanitize (compute-sanitizer racecheck and synccheck on gemm_3xtf32 in the harness, then memcheck, racecheck and
 #   synccheck on a LoRA step with MEAZO_CUDA_3XTF32=1; ~3 min), vitprofile (ncu per kernel of the ViT-B/16 step, ours
-#   and PyTorch's; ~3 min),
+#   and PyTorch's; ~3 min), bf16profile (the same for Ministral-3 14B's first 4 layers with bfloat16 products; ~3 min),
 #   models (issue 31's models on random weights of the real shapes, ours against PyTorch + peft running MeZO's two
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
 #   language model with bfloat16 weights multiplied in bfloat16 at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
@@ -703,6 +703,21 @@ for part in $parts; do
       echo "## ViT-B/16 $vit_shape PyTorch + peft, MeZO"
       timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
         --device cuda --config "$vit" --shapes "$vit_shape" --reps 1 --vit-step --eps 1e-3 2>&1; } >"$f"
+    python3 scripts/gpu/ncu_summary.py "$f" 2>&1 | head -120
+    ;;
+  bf16profile) # where Ministral-3 14B's LoRA step with bfloat16 products spends its time against PyTorch's bfloat16
+    # step (0.284 against 0.324 s on an H200, febb616; goal 1.3x): every kernel's GPU time (ncu) of both, on the first
+    # 4 of its 40 layers (the same shapes; the embedding and head whole), at 8x300, one timed rep after the warm-up
+    f=$out/bf16profile.txt cfg=$kit/ministral-4layers.json
+    python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["text_config"]["num_hidden_layers"]=4; json.dump(c,open(sys.argv[2],"w"))' \
+      model/testdata/ministral3/Ministral-3-14B-Instruct-2512-BF16.config.json "$cfg"
+    { echo "# commit $(cat "$kit/commit")"
+      echo "## Ministral-3 14B, 4 layers, 8x300 zostep ours, bfloat16 weights and products"
+      MEAZO_CUDA_BF16_PRODUCTS=1 timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" zostep \
+        --backend cuda -model "$cfg" -shapes 8x300 -q 1 -reps 1 -bf16 2>&1
+      echo "## Ministral-3 14B, 4 layers, 8x300 PyTorch + peft, MeZO, bfloat16"
+      timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
+        --device cuda --config "$cfg" --shapes 8x300 --reps 1 --mezo-step --dtype bfloat16 2>&1; } >"$f"
     python3 scripts/gpu/ncu_summary.py "$f" 2>&1 | head -120
     ;;
   run-qwen3-8b) # 100 MEAZO steps of Qwen3-8B (float32) at 8x300 on new random batches: time per step, memory after
