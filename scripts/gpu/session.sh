@@ -660,6 +660,9 @@ for part in $parts; do
     echo "# commit $(cat "$kit/commit")" >"$f"
     modelstep "$f" Qwen3-8B "$qwen" "$qwen_cfg" float32 100
     MEAZO_CUDA_BF16_PRODUCTS=1 modelstep "$f" "Ministral-3 14B (language model), bfloat16 products" "$ministral" "$ministral_cfg" bfloat16 120 -bf16
+    # q|k|v and gate|up as one product each: x rounded to bfloat16 once for them instead of three and two times
+    echo "## Ministral-3 14B (language model), bfloat16 products, projections stacked (MEAZO_CUDA_STACK=1) $lm_shape: ours" >>"$f"
+    timed "$f" 120 env MEAZO_CUDA_BF16_PRODUCTS=1 MEAZO_CUDA_STACK=1 "$bin/meazo-bench" zostep --backend "$mbe" -model "$ministral" -shapes "$lm_shape" -q 1 -reps 3 -bf16
     echo "## ViT-B/16, Pets' 37 classes, $vit_shape: ours, then $run_steps steps" >>"$f"
     timed "$f" 60 "$bin/meazo-bench" vitstep --backend "$mbe" -model "$vit" -batch "$vit_batch" -reps 3 -steps "$run_steps"
     echo "## ViT-B/16, Pets' 37 classes, $vit_shape: PyTorch + peft, MeZO" >>"$f"
