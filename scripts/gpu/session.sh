@@ -554,18 +554,19 @@ for part in $parts; do
     ;;
   tcfull) # full-parameter ZO with MEAZO_CUDA_3XTF32=1 (gemm_3xtf32 for the perturbed weights' blocks of columns and
     # the residuals' added products; issue 30's Llama goal waits on faster products): full-parameter steps against the
-    # CPU's with it on, then steps of Llama-3.2-1B and Qwen3-0.6B at 16x64 and 8x300 with it, without it and PyTorch
-    # MeZO's, interleaved, each with its peak device memory. About 3 minutes.
+    # CPU's with it on, then MEAZO steps of Llama-3.2-1B and Qwen3-0.6B at 16x64 and 8x300 with it and without it,
+    # ZO-SGD's with it, and PyTorch MeZO's, interleaved, each with its peak device memory. About 2.5 minutes.
     f=$out/tcfull.txt
     { echo "# commit $(cat "$kit/commit")"
       (cd tensor/cuda && MEAZO_CUDA_3XTF32=1 timeout 150 "$bin/cuda.test" -test.v -test.count=1 -test.timeout 140s \
         -test.run 'TestGPUFullParameter|TestGPUBlockedProduct'); } >"$f" 2>&1
     for m in llama1b qwen06b; do
       for s in 16x64 8x300; do
-        for tc in 1 0; do
-          echo "## $m $s, MEAZO_CUDA_3XTF32=$tc" >>"$f"
+        for run in meazo:1 meazo:0 zo-sgd:1; do # issue 30 asks MEAZO's and ZO-SGD's steps
+          opt=${run%%:*} tc=${run##*:}
+          echo "## $m $s, $opt, MEAZO_CUDA_3XTF32=$tc" >>"$f"
           MEAZO_CUDA_3XTF32=$tc peakmem "$f" timeout 60 "$bin/meazo-bench" fullstep --backend cuda -model $m -shape $s -what step \
-            -opt meazo -warm 1 -reps 3 >>"$f" 2>&1
+            -opt $opt -warm 1 -reps 3 >>"$f" 2>&1
         done
         echo "## $m $s, PyTorch" >>"$f"
         peakmem "$f" timeout 90 python3 scripts/bench/mezo_full_step.py --device cuda --model $m --shape $s --what step --warm 1 --reps 3 >>"$f" 2>&1
