@@ -160,10 +160,14 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 		return nil, fmt.Errorf("cuda: float32 products on the tensor cores (MEAZO_CUDA_3XTF32) need a Hopper GPU with kernels_sm90a loaded; this device has none")
 	}
 	sms := 0
-	if o.TF32x3 && !o.TF32x3AllShapes {
-		sms = hd.multiprocessors()
-	}
 	settings := o.settings() // they change the bits: into the description and Arithmetic
+	if o.TF32x3 && !o.TF32x3AllShapes {
+		// split3xTF32 chooses by the count: two GPUs of one name (a MIG
+		// slice, another board) with other counts split otherwise.
+		if sms = hd.multiprocessors(); sms > 0 { // the emulator's 0: every shape
+			settings += fmt.Sprintf(", by its %d multiprocessors", sms)
+		}
+	}
 	return &Backend{dev: dev, desc: desc + settings, arith: settings, maxShm: maxShm, free: map[uint64][]cached{},
 		live: map[uint64]uint64{}, tiledMinHD: minHD, gemmMinKeys: minKeys, encGEMMMinTokens: encMin, attnChunk: chunk, stack: o.StackProjections,
 		bf16Products: o.BF16Products, paired: o.PairedProducts, tf32x3: o.TF32x3, sms: sms}, nil

@@ -94,7 +94,7 @@ func TestTF32x3NeedsHopper(t *testing.T) {
 		sms   int
 		arith string
 	}{
-		{false, 132, "; float32 products as 3xTF32 on the tensor cores where their grid fills the GPU (MEAZO_CUDA_3XTF32)"},
+		{false, 132, "; float32 products as 3xTF32 on the tensor cores where their grid fills the GPU (MEAZO_CUDA_3XTF32), by its 132 multiprocessors"},
 		{true, 0, "; float32 products as 3xTF32 on the tensor cores, every shape (MEAZO_CUDA_3XTF32=all)"},
 	} {
 		b, err := newBackend(hopperFake{loaded: true}, "gpu", 48<<10, Options{TF32x3: true, TF32x3AllShapes: c.all})
