@@ -157,8 +157,8 @@ var maxLineBytes = 64 << 20
 func forEachLine(r io.Reader, name string, fn func(line []byte, n int) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
-		line, err := readLine(br)
-		if errors.Is(err, errLongLine) {
+		line, err := inputfile.ReadLine(br, maxLineBytes)
+		if errors.Is(err, inputfile.ErrLongLine) {
 			return fmt.Errorf("%s:%d: over %s without a newline: not a line of JSON Lines predictions", name, n, bytesize.String(int64(maxLineBytes)))
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -171,23 +171,6 @@ func forEachLine(r io.Reader, name string, fn func(line []byte, n int) error) er
 		}
 		if err != nil {
 			return err
-		}
-	}
-}
-
-var errLongLine = errors.New("line too long")
-
-// readLine is br.ReadBytes('\n') up to maxLineBytes, errLongLine past them.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > maxLineBytes {
-			return nil, errLongLine
-		}
-		line = append(line, chunk...)
-		if err != bufio.ErrBufferFull {
-			return line, err
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/model"
@@ -243,7 +244,10 @@ func readConversations(tok *tokenizer.Tokenizer, path string, stdin io.Reader) (
 	var out []textPrompt
 	r := bufio.NewReader(in)
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, err := inputfile.ReadLine(r, maxLineBytes)
+		if errors.Is(err, inputfile.ErrLongLine) {
+			return nil, fmt.Errorf("--messages %s line %d: over %s without a newline: not a line of JSON Lines", path, n, bytesize.String(int64(maxLineBytes)))
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			p, perr := renderConversation(tok, line)
 			if perr != nil {

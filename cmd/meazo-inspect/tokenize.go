@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/train"
 )
@@ -70,6 +72,13 @@ func loadModelFlag(fs *flag.FlagSet, args []string, dir *string) (*tokenizer.Tok
 	return tokenizer.Load(*dir)
 }
 
+// maxLineBytes bounds one line of JSON Lines that chat, tokenize and
+// generate --messages read from a stream: a conversation or a text fits in
+// it many times over (64 MiB is millions of tokens), and input without
+// newlines is an error there instead of all of the machine's memory. A
+// variable, for the tests.
+var maxLineBytes = 64 << 20
+
 // eachJSONLine calls handle for every non-blank line of in and writes each
 // result as one JSON line. Errors name the input line.
 func eachJSONLine(in io.Reader, out io.Writer, handle func(line []byte) (any, error)) error {
@@ -78,7 +87,11 @@ func eachJSONLine(in io.Reader, out io.Writer, handle func(line []byte) (any, er
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, err := inputfile.ReadLine(r, maxLineBytes)
+		if errors.Is(err, inputfile.ErrLongLine) {
+			w.Flush()
+			return fmt.Errorf("stdin line %d: over %s without a newline: not a line of JSON Lines", n, bytesize.String(int64(maxLineBytes)))
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			v, herr := handle(line)
 			if herr != nil {

@@ -7,6 +7,8 @@
 package inputfile
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -66,4 +68,26 @@ func Kind(m fs.FileMode) string {
 		return "a directory"
 	}
 	return "a special file"
+}
+
+// ErrLongLine is ReadLine's error for a line longer than its bound.
+var ErrLongLine = errors.New("line too long")
+
+// ReadLine is br.ReadBytes('\n') of at most max bytes, ErrLongLine past
+// them (what was read of the line is dropped). Streams of JSON Lines come
+// from users (a file, stdin): one without newlines (a binary file,
+// /dev/zero piped in, a JSON array on one line) is then an error instead
+// of all of the machine's memory.
+func ReadLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			return nil, ErrLongLine
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
 }

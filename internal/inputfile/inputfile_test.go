@@ -3,9 +3,12 @@
 package inputfile
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,5 +100,36 @@ func TestReadFileRefusesHugeFiles(t *testing.T) {
 	}
 	if b, err := ReadFile(small); err != nil || string(b) != "{}" {
 		t.Errorf("a file at the limit: %q, %v", b, err)
+	}
+}
+
+// TestReadLine: lines up to the bound come back whole, '\n' included (the
+// last without one, with io.EOF); a longer one is ErrLongLine, also one
+// longer than bufio's buffer.
+func TestReadLine(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		max   int
+		lines []string
+		err   error
+	}{
+		{"ab\ncd", 3, []string{"ab\n", "cd"}, io.EOF},
+		{"abc\n", 3, nil, ErrLongLine},
+		{"abc\n", 4, []string{"abc\n", ""}, io.EOF},
+		{strings.Repeat("x", 40000) + "\n", 40001, []string{strings.Repeat("x", 40000) + "\n", ""}, io.EOF},
+		{strings.Repeat("x", 40000) + "\n", 39999, nil, ErrLongLine},
+	} {
+		br := bufio.NewReaderSize(strings.NewReader(c.in), 16)
+		var got []string
+		var err error
+		for err == nil {
+			var line []byte
+			if line, err = ReadLine(br, c.max); err == nil || err == io.EOF {
+				got = append(got, string(line))
+			}
+		}
+		if err != c.err || !slices.Equal(got, c.lines) {
+			t.Errorf("ReadLine(%.10q…, %d): lines %.3q, %v; want %.3q, %v", c.in, c.max, got, err, c.lines, c.err)
+		}
 	}
 }
