@@ -27,7 +27,7 @@ import (
 //	MEAZO_CUDA_UPLOADS=sync|async              Options.SyncUploads (cuda)
 //	MEAZO_CUDA_BF16_PRODUCTS=1|0               Options.BF16Products (cuda; model.bf16_products)
 //	MEAZO_CUDA_PAIRED=1|0                      Options.PairedProducts (cuda)
-//	MEAZO_CUDA_3XTF32=1|all|0                  Options.TF32x3, TF32x3AllShapes (cuda)
+//	MEAZO_CUDA_3XTF32=1|auto|all|0             Options.TF32x3, TF32x3Auto, TF32x3AllShapes (cuda)
 //
 // and those that do not:
 //
@@ -100,10 +100,10 @@ var envOptions = []struct {
 	{"MEAZO_CUDA_PAIRED", func(o *Options, v string) error { return either(&o.PairedProducts, v, "1", "0") }},
 	{"MEAZO_CUDA_3XTF32", func(o *Options, v string) error {
 		var mode string
-		if err := oneOf(&mode, v, "1", "all", "0"); err != nil {
+		if err := oneOf(&mode, v, "1", "auto", "all", "0"); err != nil {
 			return err
 		}
-		o.TF32x3, o.TF32x3AllShapes = mode != "0", mode == "all"
+		o.TF32x3, o.TF32x3Auto, o.TF32x3AllShapes = mode == "1" || mode == "all", mode == "auto", mode == "all"
 		return nil
 	}},
 }

@@ -69,11 +69,14 @@ type Options struct {
 	// TF32x3 has the CUDA backend multiply float32 matrices on Hopper's
 	// tensor cores (H100, H200) where the shapes allow: each operand split
 	// into two TF32 parts, three tensor-core products a term, the sums
-	// rounded to nearest in float32 every 32 terms (gemm_3xtf32), an error
-	// below SGEMM's on a model of the tensor cores' arithmetic. Other GPUs
-	// refuse it. Not yet run on a GPU: off until measured
-	// (docs/BACKENDS.md); the CPU backend ignores it.
+	// rounded to nearest in float32 every 32 terms (gemm_3xtf32); on an
+	// H200 faster than SGEMM on every shape it takes, at a lower error.
+	// Other GPUs refuse it. Off by default until its last sanitizer checks
+	// have run (docs/BACKENDS.md); the CPU backend ignores it.
 	TF32x3 bool
+	// TF32x3Auto is TF32x3 where the GPU is a Hopper and SGEMM elsewhere,
+	// without an error (MEAZO_CUDA_3XTF32=auto).
+	TF32x3Auto bool
 	// TF32x3AllShapes has TF32x3 take every product it can, also those
 	// whose grid would leave much of the GPU idle in its last wave (which
 	// it otherwise leaves to SGEMM): to measure the rule.

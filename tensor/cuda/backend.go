@@ -131,7 +131,14 @@ func Open(o Options) (*Backend, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	g, desc, maxShm, err := openGPU(o.Device, o.SyncUploads, o.TF32x3)
+	hopper := hopperNo
+	switch {
+	case o.TF32x3:
+		hopper = hopperNeeded
+	case o.TF32x3Auto:
+		hopper = hopperIfAble
+	}
+	g, desc, maxShm, err := openGPU(o.Device, o.SyncUploads, hopper)
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +163,13 @@ func newBackend(dev device, desc string, maxShm int, o Options) (*Backend, error
 		return nil, err
 	}
 	hd, ok := dev.(hopperDevice)
-	if o.TF32x3 && (!ok || !hd.hasHopperKernels()) {
+	hopper := ok && hd.hasHopperKernels()
+	if o.TF32x3 && !hopper {
 		return nil, fmt.Errorf("cuda: float32 products on the tensor cores (MEAZO_CUDA_3XTF32) need a Hopper GPU with kernels_sm90a loaded; this device has none")
 	}
+	// TF32x3Auto is TF32x3 where the device can, and nothing elsewhere: the
+	// same bits, so the same Arithmetic, as TF32x3 or as neither.
+	o.TF32x3, o.TF32x3Auto = o.TF32x3 || o.TF32x3Auto && hopper, false
 	sms := 0
 	settings := o.settings() // they change the bits: into the description and Arithmetic
 	if o.TF32x3 && !o.TF32x3AllShapes {

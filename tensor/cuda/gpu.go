@@ -51,7 +51,7 @@ const stageBytes = 32 << 20
 // GPU), pinned memory for asynchronous uploads unless syncUploads, and a
 // cuBLAS handle in full float32 math. It returns the device's one-line
 // description and the dynamic shared memory a block may use.
-func openGPU(ordinal int, syncUploads, tf32x3 bool) (g *gpu, desc string, maxShm int, err error) {
+func openGPU(ordinal int, syncUploads bool, hopper hopperWish) (g *gpu, desc string, maxShm int, err error) {
 	drv, err := loadDriver()
 	if err != nil {
 		return nil, "", 0, err
@@ -67,7 +67,7 @@ func openGPU(ordinal int, syncUploads, tf32x3 bool) (g *gpu, desc string, maxShm
 		return nil, "", 0, fmt.Errorf("cuda: no GPU %d (the driver sees %d; check CUDA_VISIBLE_DEVICES and, in Docker, --gpus)", ordinal, n)
 	}
 	g = &gpu{drv: drv, fns: map[string]uintptr{}}
-	if desc, maxShm, err = g.start(int32(ordinal), syncUploads, tf32x3); err != nil {
+	if desc, maxShm, err = g.start(int32(ordinal), syncUploads, hopper); err != nil {
 		g.close()
 		return nil, "", 0, err
 	}
@@ -89,7 +89,18 @@ var shmKernels = map[string]int{
 	"encoder_softmax":   0,
 }
 
-func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxShm int, err error) {
+// hopperWish is whether start loads kernels_sm90a: not at all, or for
+// Options.TF32x3 (a GPU that cannot run it fails the open), or for
+// Options.TF32x3Auto (one that cannot is described and runs SGEMM).
+type hopperWish int
+
+const (
+	hopperNo hopperWish = iota
+	hopperNeeded
+	hopperIfAble
+)
+
+func (g *gpu) start(ordinal int32, syncUploads bool, hopper hopperWish) (desc string, maxShm int, err error) {
 	d := g.drv
 	if err := d.check("cuDeviceGet", d.deviceGet(&g.dev, ordinal)); err != nil {
 		return "", 0, err
@@ -132,9 +143,12 @@ func (g *gpu) start(ordinal int32, syncUploads, tf32x3 bool) (desc string, maxSh
 		}
 	}
 	var hopperDesc string
-	if tf32x3 {
+	if hopper != hopperNo {
 		if hopperDesc, err = g.loadHopper(ordinal, major, minor, int(shm)); err != nil {
-			return "", 0, err
+			if hopper == hopperNeeded {
+				return "", 0, err
+			}
+			g.hopper, hopperDesc = 0, "; float32 products by SGEMM, not on the tensor cores (MEAZO_CUDA_3XTF32=auto): "+strings.TrimPrefix(err.Error(), "cuda: ")
 		}
 	}
 	// Pinned memory for asynchronous uploads; without it (or with

@@ -50,12 +50,16 @@ type Options struct {
 	// idle. Off until measured on a GPU.
 	PairedProducts bool
 	// TF32x3 multiplies float32 matrices on Hopper's tensor cores where
-	// fits3xTF32 allows (kernels_sm90a/gemm_3xtf32.cu): operands split into
-	// two TF32 parts, the tensor cores' sums added to a float32 sum every 32
-	// terms. Opening a backend with it fails on GPUs other than Hopper;
-	// the kernel emulator runs it with a model of the tensor cores'
-	// arithmetic. Off until measured on a GPU.
+	// fits3xTF32 and split3xTF32 allow (kernels_sm90a/gemm_3xtf32.cu):
+	// operands split into two TF32 parts, the tensor cores' sums added to a
+	// float32 sum every 32 terms. Opening a backend with it fails on GPUs
+	// other than Hopper; the kernel emulator runs it with a model of the
+	// tensor cores' arithmetic. Off by default until compute-sanitizer's
+	// racecheck and synccheck have run on it (docs/BACKENDS.md).
 	TF32x3 bool
+	// TF32x3Auto is TF32x3 on a Hopper GPU and nothing on others (a study
+	// on a mixed cluster): not with TF32x3.
+	TF32x3Auto bool
 	// TF32x3AllShapes gives gemm_3xtf32 every product fits3xTF32 allows,
 	// unsplit, not only those whose grid fills the GPU, split or not
 	// (split3xTF32): to measure the rule.
@@ -66,7 +70,7 @@ type Options struct {
 func optionsOf(o tensor.Options) Options {
 	return Options{Device: o.Device, StackProjections: o.StackProjections, Attention: o.Attention,
 		AttentionChunk: o.AttentionChunk, SyncUploads: o.SyncUploads, BF16Products: o.BF16Products,
-		PairedProducts: o.PairedProducts, TF32x3: o.TF32x3, TF32x3AllShapes: o.TF32x3AllShapes}
+		PairedProducts: o.PairedProducts, TF32x3: o.TF32x3, TF32x3Auto: o.TF32x3Auto, TF32x3AllShapes: o.TF32x3AllShapes}
 }
 
 // defaultAttnChunk is attnChunk's default. Measured on an H200
@@ -114,6 +118,9 @@ func (o Options) check() error {
 	}
 	if o.TF32x3AllShapes && !o.TF32x3 {
 		return fmt.Errorf("cuda: TF32x3AllShapes without TF32x3")
+	}
+	if o.TF32x3 && o.TF32x3Auto {
+		return fmt.Errorf("cuda: TF32x3 and TF32x3Auto: one or the other")
 	}
 	_, err := attnChunkOf(o.AttentionChunk)
 	return err

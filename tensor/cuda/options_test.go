@@ -116,6 +116,37 @@ func TestTF32x3NeedsHopper(t *testing.T) {
 	if b, err := newBackend(nil, "gpu", 48<<10, Options{}); err != nil || b.tf32x3 {
 		t.Errorf("default options: err %v, tf32x3 %v; want SGEMM without a Hopper device", err, b != nil && b.tf32x3)
 	}
+	if _, err := Open(Options{TF32x3: true, TF32x3Auto: true}); err == nil || !strings.Contains(err.Error(), "one or the other") {
+		t.Errorf("TF32x3 and TF32x3Auto: %v, want them refused together before the GPU", err)
+	}
+}
+
+// TestTF32x3Auto checks MEAZO_CUDA_3XTF32=auto: on a device with
+// kernels_sm90a the backend TF32x3 gives, with its Arithmetic (the same
+// bits); on others (another GPU: the kernels not loaded, or no Hopper
+// device at all) SGEMM without an error, and the Arithmetic of the default.
+func TestTF32x3Auto(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		dev    device
+		tf32x3 bool
+	}{
+		{"a Hopper GPU", hopperFake{loaded: true}, true},
+		{"another GPU", hopperFake{loaded: false}, false},
+		{"a device without Hopper's kernels", nil, false},
+	} {
+		auto, err := newBackend(c.dev, "gpu", 48<<10, Options{TF32x3Auto: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want, err := newBackend(c.dev, "gpu", 48<<10, Options{TF32x3: c.tf32x3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auto.tf32x3 != c.tf32x3 || auto.sms != want.sms || auto.Arithmetic() != want.Arithmetic() || auto.Describe() != want.Describe() {
+			t.Errorf("%s: tf32x3 %v, sms %d, arithmetic %q; want %v, %d, %q", c.name, auto.tf32x3, auto.sms, auto.Arithmetic(), c.tf32x3, want.sms, want.Arithmetic())
+		}
+	}
 }
 
 // TestFills3xTF32 checks which grids of gemm_3xtf32's 128 × 128 blocks, one
