@@ -13,13 +13,24 @@ import (
 // logits [n][NumLabels].
 func (m *ViT) Logits(pixels []float32, n int) (logits []float32, err error) {
 	defer tensor.Recover(&err)
-	x, err := m.encode(pixels, n, nil)
+	im, err := m.Images(pixels, n)
+	if err != nil {
+		return nil, err
+	}
+	defer im.Free()
+	return m.LogitsOf(im)
+}
+
+// LogitsOf is Logits on images already on the model's backend.
+func (m *ViT) LogitsOf(im *ViTImages) (logits []float32, err error) {
+	defer tensor.Recover(&err)
+	x, err := m.encode(im, nil)
 	if err != nil {
 		return nil, err
 	}
 	be := m.Backend
 	defer be.Free(x)
-	out := m.classify(x, n)
+	out := m.classify(x, im.n)
 	defer be.Free(out)
 	return be.ToHost(out), nil
 }
@@ -29,15 +40,26 @@ func (m *ViT) Logits(pixels []float32, n int) (logits []float32, err error) {
 // float64, with the logits.
 func (m *ViT) Loss(pixels []float32, n int, labels []int) (loss float64, logits []float32, err error) {
 	defer tensor.Recover(&err)
-	if len(labels) != n {
-		return 0, nil, fmt.Errorf("vit loss: %d labels for %d images", len(labels), n)
+	if err := m.checkLabels(labels, n); err != nil {
+		return 0, nil, err
 	}
-	for i, l := range labels {
-		if l < 0 || l >= m.Config.NumLabels {
-			return 0, nil, fmt.Errorf("vit loss: image %d's label %d is not one of the %d classes", i, l, m.Config.NumLabels)
-		}
+	im, err := m.Images(pixels, n)
+	if err != nil {
+		return 0, nil, err
 	}
-	x, err := m.encode(pixels, n, nil)
+	defer im.Free()
+	return m.LossOf(im, labels)
+}
+
+// LossOf is Loss on images already on the model's backend: a ZO step's
+// variants (train's objective) share one upload of the mini-batch.
+func (m *ViT) LossOf(im *ViTImages, labels []int) (loss float64, logits []float32, err error) {
+	defer tensor.Recover(&err)
+	n := im.n
+	if err := m.checkLabels(labels, n); err != nil {
+		return 0, nil, err
+	}
+	x, err := m.encode(im, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -55,18 +77,73 @@ func (m *ViT) Loss(pixels []float32, n int, labels []int) (loss float64, logits 
 	return loss / float64(n), be.ToHost(out), nil
 }
 
-// encode returns the encoder's output [n·tokens][hidden] before the final
-// LayerNorm; keep, if not nil, sees the hidden states before each layer and
-// after the last (HF's hidden_states).
-func (m *ViT) encode(pixels []float32, n int, keep func(l int, x tensor.Buf)) (tensor.Buf, error) {
+// checkLabels refuses labels that are not one class of the model's per
+// image of n.
+func (m *ViT) checkLabels(labels []int, n int) error {
+	if len(labels) != n {
+		return fmt.Errorf("vit loss: %d labels for %d images", len(labels), n)
+	}
+	for i, l := range labels {
+		if l < 0 || l >= m.Config.NumLabels {
+			return fmt.Errorf("vit loss: image %d's label %d is not one of the %d classes", i, l, m.Config.NumLabels)
+		}
+	}
+	return nil
+}
+
+// ViTImages is a mini-batch of images on a ViT's backend, cut into its
+// patches (ViTConfig.patches), for any number of forwards: on a GPU the
+// cut and the upload (19 MB of pixel values for 32 images at 224×224, a
+// synchronous copy from pageable memory) are host time during which the
+// device waits, so a ZO step's variants share one.
+type ViTImages struct {
+	patches tensor.Buf // [n·Patches][channels·patch·patch]
+	n       int
+	be      tensor.Backend
+}
+
+// Images cuts n images' pixel_values ([n][channels][side][side]) into
+// patches and copies them to the model's backend; Free releases them.
+func (m *ViT) Images(pixels []float32, n int) (im *ViTImages, err error) {
+	defer tensor.Recover(&err)
 	c := &m.Config
 	if n <= 0 || len(pixels) != n*c.PixelsPerImage() {
 		return nil, fmt.Errorf("vit: %d pixel values for %d images of %d×%d×%d", len(pixels), n, c.NumChannels, c.ImageSize, c.ImageSize)
 	}
+	return &ViTImages{patches: m.Backend.FromHost(c.patches(pixels, n)), n: n, be: m.Backend}, nil
+}
+
+// Len is the number of images.
+func (im *ViTImages) Len() int { return im.n }
+
+// Free releases the images' device memory (once; later calls do nothing).
+// A failed device's error is the forwards' to report, not Free's.
+func (im *ViTImages) Free() {
+	if im.patches == nil {
+		return
+	}
+	p := im.patches
+	im.patches = nil
+	var err error
+	defer tensor.Recover(&err)
+	im.be.Free(p)
+}
+
+// encode returns the encoder's output [n·tokens][hidden] before the final
+// LayerNorm; keep, if not nil, sees the hidden states before each layer and
+// after the last (HF's hidden_states).
+func (m *ViT) encode(im *ViTImages, keep func(l int, x tensor.Buf)) (tensor.Buf, error) {
+	c, n := &m.Config, im.n
+	switch {
+	case im.patches == nil:
+		return nil, fmt.Errorf("vit: images used after Free")
+	case im.patches.Len() != n*c.Patches()*c.NumChannels*c.PatchSize*c.PatchSize:
+		return nil, fmt.Errorf("vit: images made for another model (%d patch values for %d images)", im.patches.Len(), n)
+	}
 	if err := m.checkAdapter(); err != nil {
 		return nil, err
 	}
-	x := m.embed(pixels, n)
+	x := m.embed(im)
 	s := m.newScratch(n * c.Tokens())
 	defer s.free(m.Backend)
 	for l := range m.Layers {
@@ -107,13 +184,11 @@ func (c *ViTConfig) patches(pixels []float32, n int) []float32 {
 
 // embed is ViTEmbeddings: the patches' projection and bias, the CLS token
 // in front of each image's patches, the positions added.
-func (m *ViT) embed(pixels []float32, n int) tensor.Buf {
-	be, c := m.Backend, &m.Config
+func (m *ViT) embed(im *ViTImages) tensor.Buf {
+	be, c, n := m.Backend, &m.Config, im.n
 	d, np, t := c.HiddenSize, n*c.Patches(), c.Tokens()
-	patches := be.FromHost(c.patches(pixels, n))
 	rows := be.Alloc((np + 1) * d) // the patch embeddings, then the CLS token
-	m.Embed.Patch.apply(be, rows.Slice(0, np*d), patches, np)
-	be.Free(patches)
+	m.Embed.Patch.apply(be, rows.Slice(0, np*d), im.patches, np)
 	be.Copy(rows.Slice(np*d, (np+1)*d), m.Embed.CLS)
 	ids := make([]int, 0, n*t)
 	for img := range n {
@@ -255,9 +330,14 @@ func (m *ViT) addLoRA(y, x tensor.Buf, rows int, lo *LoRA) {
 // each layer's output [n·tokens][hidden], before the final LayerNorm.
 func (m *ViT) HiddenStates(pixels []float32, n int) (states [][]float32, err error) {
 	defer tensor.Recover(&err)
+	im, err := m.Images(pixels, n)
+	if err != nil {
+		return nil, err
+	}
+	defer im.Free()
 	// A copy: a host backend's ToHost may return the buffer itself, which
 	// the next layer changes in place.
-	x, err := m.encode(pixels, n, func(_ int, x tensor.Buf) { states = append(states, slices.Clone(m.Backend.ToHost(x))) })
+	x, err := m.encode(im, func(_ int, x tensor.Buf) { states = append(states, slices.Clone(m.Backend.ToHost(x))) })
 	if err != nil {
 		return nil, err
 	}

@@ -71,6 +71,36 @@ func TestViTRefusesBadInput(t *testing.T) {
 	if _, _, err := m.Loss(px, 2, []int{0, 37}); err == nil || !strings.Contains(err.Error(), "label 37") {
 		t.Errorf("label 37 of 37 classes: %v", err)
 	}
+	// Images uploaded once: forwards on them give Loss's and Logits' bits;
+	// after Free, and with labels for another number of images, an error.
+	for i := range px {
+		px[i] = float32(i%13)/13 - 0.5
+	}
+	im, err := m.Images(px, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantLogits, err := m.Loss(px, 2, []int{3, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got, logits, err := m.LossOf(im, []int{3, 5})
+		if err != nil || got != want || !slices.Equal(logits, wantLogits) {
+			t.Fatalf("LossOf: %v, %v (%v); Loss: %v, %v", got, logits, err, want, wantLogits)
+		}
+	}
+	if got, err := m.LogitsOf(im); err != nil || !slices.Equal(got, wantLogits) {
+		t.Errorf("LogitsOf: %v (%v), want %v", got, err, wantLogits)
+	}
+	if _, _, err := m.LossOf(im, []int{3}); err == nil || !strings.Contains(err.Error(), "1 labels for 2 images") {
+		t.Errorf("one label for two images: %v", err)
+	}
+	im.Free()
+	im.Free()
+	if _, err := m.LogitsOf(im); err == nil || !strings.Contains(err.Error(), "after Free") {
+		t.Errorf("images used after Free: %v", err)
+	}
 	// A decoder's update on a ViT (gate_proj): refused, not ignored; and
 	// output.dense's with the widths of a square projection (A [r][hidden]
 	// where it reads the intermediate size): refused, not read past.

@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -331,12 +334,29 @@ func TestPetsAccuracy(t *testing.T) {
 	}
 }
 
+// uploadCounter counts a backend's uploads (FromHost) by their length.
+type uploadCounter struct {
+	tensor.Backend
+	sizes map[int]int
+}
+
+func (u *uploadCounter) FromHost(src []float32) tensor.Buf {
+	u.sizes[len(src)]++
+	return u.Backend.FromHost(src)
+}
+
 // TestViTObjective: the exported image objective (meazo-bench vitstep's)
 // gives each variant the loss of the ViT with the adapter over that
-// variant's parameters, bit for bit; SetImages on a decoder's objective is
-// an error.
+// variant's parameters, bit for bit, from one upload of the images for the
+// step's variants; SetImages on a decoder's objective is an error.
 func TestViTObjective(t *testing.T) {
-	m, err := model.LoadViT(vitTiny, nil)
+	cpu, err := backends.Open("cpu", 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	be := &uploadCounter{Backend: cpu, sizes: map[int]int{}}
+	m, err := model.LoadViT(vitTiny, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +379,13 @@ func TestViTObjective(t *testing.T) {
 	for i := range shifted[0] {
 		shifted[0][i] += 0.01 * float32(i%5-2)
 	}
+	clear(be.sizes)
 	got, err := obj.Evaluate(a.Params(), []zo.Variant{{Group: zo.Clean, Params: a.Params()}, {Group: zo.AllGroups, Sign: 1, Params: shifted}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if up := be.sizes[len(px)]; up != 1 { // the patches hold as many values as the pixels
+		t.Errorf("the step's two variants uploaded the images %d times, want once", up)
 	}
 	for i, params := range [][][]float32{a.Params(), shifted} {
 		m.Adapter = a.View(params)

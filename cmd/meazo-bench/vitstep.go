@@ -20,7 +20,8 @@ func init() {
 		Summary:  "one ZO step (LoRA on query/value and the classifier, MEAZO) of a ViT image classifier vs two plain forwards",
 		Synopsis: "-model config.json [-batch N] [-steps N] [-backend B] [flags]",
 		Does: `Times one MEAZO step of a ViT image classifier (LoRA r=16 on query and value, the classifier trained whole) on
-random weights and images, against two plain forwards: what a Pets run's step costs here.`,
+random weights and images, against two plain forwards on one upload of the images (as the step's two
+variants share one): what a Pets run's step costs here.`,
 		Reads: `-model: a ViTForImageClassification config.json (scripts/gpu/vit-b16-pets-config.json: ViT-B/16,
 Pets' 37 classes); random weights of its shapes.`,
 		Prints: `a header (the model, the adapter, threads, backend), then a line each for two plain forwards and the
@@ -115,8 +116,13 @@ func runViTStep(args []string, stdout io.Writer) error {
 	defer stop()
 	a.Attach(m)
 	two, _, err := zb.median(nil, func() error {
+		im, err := m.Images(pixels, vb.batch)
+		if err != nil {
+			return err
+		}
+		defer im.Free()
 		for range 2 {
-			if _, _, err := m.Loss(pixels, vb.batch, labels); err != nil {
+			if _, _, err := m.LossOf(im, labels); err != nil {
 				return err
 			}
 		}
