@@ -28,6 +28,17 @@ func layerNormCases() []opCase {
 			b.Free(w, bias)
 			return down(b, x)
 		}},
+		{"LayerNormInPlaceTiled", func(b tensor.Backend, in *inputs) []float32 {
+			const n = 5000 // wider than the CUDA kernel's shared tile of 2048: two whole tiles and a part, not a multiple of 16
+			x := in.vec(2*n, 1)
+			for i := range x {
+				x[i] -= 3
+			}
+			xb, w, bias := b.FromHost(x), b.FromHost(in.vec(n, 1)), b.FromHost(in.vec(n, 0.1))
+			b.LayerNorm(xb, xb, w, bias, 2, n, 1e-5)
+			b.Free(w, bias)
+			return down(b, xb)
+		}},
 		{"LayerNormConstantRow", func(b tensor.Backend, in *inputs) []float32 { // variance 0: rstd = 1/√eps, the output is the bias
 			const n = 40
 			x := make([]float32, 2*n)
