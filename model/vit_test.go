@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -307,5 +308,35 @@ func TestWriteRandomViT(t *testing.T) {
 	headless.Headless, headless.NumLabels = true, 0
 	if _, err := WriteRandomViT(t.TempDir(), &headless, 3, 0.02); err == nil || !strings.Contains(err.Error(), "no classifier") {
 		t.Errorf("a ViTModel config: got %v", err)
+	}
+}
+
+// TestViTPatches: the patches of images cut side by side are the
+// convolution's input rows: patch (gy, gx) of image i holds, channel by
+// channel and row by row, the p×p pixels at (gy·p, gx·p), for a batch of
+// more images than workers.
+func TestViTPatches(t *testing.T) {
+	c := &ViTConfig{NumChannels: 3, ImageSize: 12, PatchSize: 4}
+	n := 2*runtime.GOMAXPROCS(0) + 1
+	px := make([]float32, n*c.PixelsPerImage())
+	for i := range px {
+		px[i] = float32(i)
+	}
+	got := c.patches(px, n)
+	p, side, grid, width := c.PatchSize, c.ImageSize, c.ImageSize/c.PatchSize, c.NumChannels*c.PatchSize*c.PatchSize
+	if len(got) != len(px) {
+		t.Fatalf("%d patch values for %d pixels", len(got), len(px))
+	}
+	for img := range n {
+		for k := range c.Patches() {
+			gy, gx := k/grid, k%grid
+			for j := range width {
+				ch, y, x := j/(p*p), j/p%p, j%p
+				want := px[img*c.PixelsPerImage()+ch*side*side+(gy*p+y)*side+gx*p+x]
+				if v := got[(img*c.Patches()+k)*width+j]; v != want {
+					t.Fatalf("image %d, patch %d, value %d: %v, want %v", img, k, j, v, want)
+				}
+			}
+		}
 	}
 }
