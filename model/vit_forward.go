@@ -228,6 +228,33 @@ func (l *ViTLinear) apply(be tensor.Backend, y, x tensor.Buf, rows int) {
 	}
 }
 
+// applyGELU computes y = GELU(x·Wᵀ + b): apply then GELU, the bias added
+// in the activation's pass where the backend fuses them (tensor.BiasFuser),
+// with the same bits.
+func (l *ViTLinear) applyGELU(be tensor.Backend, y, x tensor.Buf, rows int) {
+	if f, ok := be.(tensor.BiasFuser); ok && l.B != nil {
+		be.MatMul(y, x, rows, l.W)
+		f.AddBiasGELU(y, l.B, rows, l.Out)
+		return
+	}
+	l.apply(be, y, x, rows)
+	be.GELU(y)
+}
+
+// addTo adds x·Wᵀ + b to r [rows][Out] (the residual), the bias added to
+// the products first: apply into y then Add(r, y), the bias added in the
+// residual's pass where the backend fuses them (tensor.BiasFuser), with the
+// same bits; y is scratch.
+func (l *ViTLinear) addTo(be tensor.Backend, r, y, x tensor.Buf, rows int) {
+	if f, ok := be.(tensor.BiasFuser); ok && l.B != nil {
+		be.MatMul(y, x, rows, l.W)
+		f.AddBiasResidual(r, y, l.B, rows, l.Out)
+		return
+	}
+	l.apply(be, y, x, rows)
+	be.Add(r, y)
+}
+
 // vitScratch is a forward's activation buffers, which its layers share
 // (each layer writes them whole before it reads them): h, q, k and v of
 // n·tokens rows of the hidden size, u of the MLP's. One set per forward
@@ -267,10 +294,12 @@ func (m *ViT) attention(li int, x tensor.Buf, n int, s *vitScratch) {
 		m.addLoRA(s.v, s.h, rows, a.V)
 	}
 	be.EncoderAttention(s.h, s.q, s.k, s.v, n, c.Tokens(), c.NumHeads, hd, float32(1/math.Sqrt(float64(hd))))
-	l.O.apply(be, s.q, s.h, rows)
-	if a != nil {
-		m.addLoRA(s.q, s.h, rows, a.O)
+	if a == nil || a.O == nil {
+		l.O.addTo(be, x, s.q, s.h, rows)
+		return
 	}
+	l.O.apply(be, s.q, s.h, rows) // the LoRA term is added between the bias and the residual
+	m.addLoRA(s.q, s.h, rows, a.O)
 	be.Add(x, s.q)
 }
 
@@ -281,15 +310,19 @@ func (m *ViT) mlp(li int, x tensor.Buf, n int, s *vitScratch) {
 	rows := n * c.Tokens()
 	a := m.layerAdapter(li)
 	be.LayerNorm(s.h, x, l.NormAfter.W, l.NormAfter.B, rows, c.HiddenSize, c.LayerNormEps)
-	l.Up.apply(be, s.u, s.h, rows)
-	if a != nil {
+	if a == nil || a.Up == nil {
+		l.Up.applyGELU(be, s.u, s.h, rows)
+	} else {
+		l.Up.apply(be, s.u, s.h, rows) // the LoRA term is added between the bias and the GELU
 		m.addLoRA(s.u, s.h, rows, a.Up)
+		be.GELU(s.u)
 	}
-	be.GELU(s.u)
+	if a == nil || a.Down == nil {
+		l.Down.addTo(be, x, s.q, s.u, rows)
+		return
+	}
 	l.Down.apply(be, s.q, s.u, rows)
-	if a != nil {
-		m.addLoRA(s.q, s.u, rows, a.Down)
-	}
+	m.addLoRA(s.q, s.u, rows, a.Down)
 	be.Add(x, s.q)
 }
 

@@ -217,6 +217,18 @@ type NormRoPE interface {
 	RMSNormRoPE(x, weight Buf, rows, heads, hd int, eps float32, cos, sin Buf, tableRows int)
 }
 
+// BiasFuser is implemented by backends that add a projection's bias in
+// the pass of the operation that follows it (a ViT's MLP activation and
+// residual adds): AddBiasGELU(x, bias, rows, n) gives the bits of
+// AddBias(x, bias, rows, n) then GELU(x); AddBiasResidual(y, x, bias, rows,
+// n) those of AddBias(x, bias, rows, n) then Add(y, x), except that x is
+// left as it was. On a GPU each is a read and a write of x fewer; the CPU
+// backend does not implement it.
+type BiasFuser interface {
+	AddBiasGELU(x, bias Buf, rows, n int)
+	AddBiasResidual(y, x, bias Buf, rows, n int)
+}
+
 // Buf is a backend's array of float32 values (activations, norms, adapter
 // parameters). Its elements are reached only through the Backend that made
 // it; Slice gives a view that shares its storage.

@@ -19,6 +19,20 @@ func encoderCases() []opCase {
 			b.GELU(x.Slice(0, 4999)) // the last element stays
 			return down(b, x)
 		}},
+		{"AddBiasGELU", func(b tensor.Backend, in *inputs) []float32 {
+			const rows, n = 9, 300
+			x, bias := b.FromHost(in.vec(rows*n+3, 3)), b.FromHost(in.vec(n+1, 1))
+			addBiasGELU(b, x.Slice(3, 3+rows*n), bias.Slice(1, 1+n), rows, n) // views at offsets
+			b.Free(bias)
+			return down(b, x)
+		}},
+		{"AddBiasResidual", func(b tensor.Backend, in *inputs) []float32 {
+			const rows, n = 7, 300
+			y, x, bias := b.FromHost(in.vec(rows*n+2, 1)), b.FromHost(in.vec(rows*n, 1)), b.FromHost(in.vec(n, 0.5))
+			addBiasResidual(b, y.Slice(2, 2+rows*n), x, bias, rows, n)
+			b.Free(bias)
+			return append(down(b, y), down(b, x)...) // x as it was
+		}},
 		{"EncoderAttention", func(b tensor.Backend, in *inputs) []float32 {
 			const seqs, tokens, heads, hd = 2, 17, 3, 8 // a CLS token and 16 patches
 			n := seqs * tokens * heads * hd
@@ -47,6 +61,32 @@ func encoderCases() []opCase {
 			return down(b, out)
 		}},
 	}
+}
+
+// addBiasGELU is x = GELU(x + bias): in one call where b is a
+// tensor.BiasFuser, else as AddBias then GELU (the CPU's reference).
+func addBiasGELU(b tensor.Backend, x, bias tensor.Buf, rows, n int) {
+	if f, ok := b.(tensor.BiasFuser); ok {
+		f.AddBiasGELU(x, bias, rows, n)
+		return
+	}
+	b.AddBias(x, bias, rows, n)
+	b.GELU(x)
+}
+
+// addBiasResidual is y += x + bias, x unchanged: in one call where b is a
+// tensor.BiasFuser, else as AddBias on a copy of x then Add (the CPU's
+// reference).
+func addBiasResidual(b tensor.Backend, y, x, bias tensor.Buf, rows, n int) {
+	if f, ok := b.(tensor.BiasFuser); ok {
+		f.AddBiasResidual(y, x, bias, rows, n)
+		return
+	}
+	t := b.Alloc(rows * n)
+	b.Copy(t, x)
+	b.AddBias(t, bias, rows, n)
+	b.Add(y, t)
+	b.Free(t)
 }
 
 // EncoderOps is Ops for the encoder's ops alone (a backend's encoder

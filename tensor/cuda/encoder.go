@@ -17,6 +17,31 @@ func (b *Backend) GELU(x tensor.Buf) {
 	b.launch("gelu", blocks1D(x.Len()), 256, 0, devPtr(dbuf(x).ptr), i64Arg(x.Len()))
 }
 
+// AddBiasGELU implements tensor.BiasFuser: add_bias_gelu, AddBias then
+// GELU in one pass.
+func (b *Backend) AddBiasGELU(x, bias tensor.Buf, rows, n int) {
+	defer b.enter()()
+	need(rows >= 0 && n >= 0 && x.Len() >= rows*n && bias.Len() >= n, "AddBiasGELU: %d rows of %d with x, bias of %d, %d floats", rows, n, x.Len(), bias.Len())
+	if rows*n == 0 {
+		return
+	}
+	b.launch("add_bias_gelu", blocks1D(rows*n), 256, 0, devPtr(dbuf(x).ptr), devPtr(dbuf(bias).ptr), i32Arg(n), i64Arg(rows*n))
+}
+
+// AddBiasResidual implements tensor.BiasFuser: add_bias_residual, y += x
+// + bias in one pass, x unchanged.
+func (b *Backend) AddBiasResidual(y, x, bias tensor.Buf, rows, n int) {
+	defer b.enter()()
+	need(rows >= 0 && n >= 0 && x.Len() >= rows*n && y.Len() >= rows*n && bias.Len() >= n,
+		"AddBiasResidual: %d rows of %d with y, x, bias of %d, %d, %d floats", rows, n, y.Len(), x.Len(), bias.Len())
+	if rows*n == 0 {
+		return
+	}
+	b.launch("add_bias_residual", blocks1D(rows*n), 256, 0, devPtr(dbuf(y).ptr), devPtr(dbuf(x).ptr), devPtr(dbuf(bias).ptr), i32Arg(n), i64Arg(rows*n))
+}
+
+var _ tensor.BiasFuser = (*Backend)(nil)
+
 // defaultEncGEMMMinTokens is encGEMMMinTokens's default: the batched GEMMs
 // for sequences of 64 tokens or more (ViT-B/16's 197 at 224×224), the exact
 // kernel below. Chosen without a GPU (not run on a GPU yet): the exact

@@ -57,11 +57,13 @@ var kernelParams = map[string][]param{
 	"cross_entropy":     {ptr, ptr, i32, ptr, ptr},
 	"argmax":            {ptr, ptr, i32},
 	// OPT's blocks (elementwise.go).
-	"layer_norm": {ptr, ptr, ptr, ptr, i32, f32},
-	"add_bias":   {ptr, ptr, i32, i64},
-	"relu":       {ptr, i64},
+	"layer_norm":        {ptr, ptr, ptr, ptr, i32, f32},
+	"add_bias":          {ptr, ptr, i32, i64},
+	"add_bias_residual": {ptr, ptr, ptr, i32, i64},
+	"relu":              {ptr, i64},
 	// ViT's encoder (encoder.go).
 	"gelu":              {ptr, i64},
+	"add_bias_gelu":     {ptr, ptr, i32, i64},
 	"encoder_attention": {ptr, ptr, ptr, ptr, i32, i32, i32, f32},
 	"encoder_softmax":   {ptr, i32, f32},
 	// Full-parameter ZO (trainer.go): the noise contract alone (tests),
