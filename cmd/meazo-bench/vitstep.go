@@ -24,8 +24,9 @@ random weights and images, against two plain forwards on one upload of the image
 variants share one): what a Pets run's step costs here.`,
 		Reads: `-model: a ViTForImageClassification config.json (scripts/gpu/vit-b16-pets-config.json: ViT-B/16,
 Pets' 37 classes); random weights of its shapes.`,
-		Prints: `a header (the model, the adapter, threads, backend), then a line each for two plain forwards and the
-ZO step: median seconds, the ratio, the host's share; -steps: time per step and losses.`,
+		Prints: `a header (the model, the adapter, threads, backend), then a line each for two plain forwards (and
+their images' cut into patches and upload alone) and the ZO step: median seconds, the ratio, the host's share;
+-steps: time per step and losses.`,
 		Example: "meazo-bench vitstep -model scripts/gpu/vit-b16-pets-config.json -batch 16",
 	}, runViTStep)
 }
@@ -132,6 +133,19 @@ func runViTStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%-8s %-22s %10.3f %14s\n", shape, "2 plain forwards", two, "1.00")
+	// Their share that is the host's cut of the images and the upload (on
+	// a GPU a synchronous copy from pageable memory, the device idle).
+	up, _, err := zb.median(nil, func() error {
+		im, err := m.Images(pixels, vb.batch)
+		if err == nil {
+			im.Free()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-8s %-22s %10.4f %14.3f\n", shape, "of which images in", up, up/two)
 	eng, err := zo.New(a.Params(), zo.NewMEAZO(1e-4), zo.Config{Eps: 1e-3, Q: 1, Seed: 1})
 	if err != nil {
 		return err

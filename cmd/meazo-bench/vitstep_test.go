@@ -24,6 +24,7 @@ func TestViTStep(t *testing.T) {
 		`^# .*: ViT, 3 layers, hidden 64, 64x64 images in 16 patches, 37 classes, 153317 parameters`,
 		`LoRA r=16 on query/value and the classifier trained whole \(14693 trainable\)`,
 		`^3x64 +2 plain forwards +[0-9.]+ +1\.00$`,
+		`^3x64 +of which images in +[0-9.]+ +[0-9.]+$`,
 		`^3x64 +ZO step q=1 +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$`,
 		`^3x64 +4 MEAZO steps on new random batches: [0-9.]+ s/step .*; loss [0-9.]+ at the first, [0-9.]+ at the last$`,
 		`^peak RSS [0-9.]+ GiB$`,
