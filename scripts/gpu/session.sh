@@ -708,6 +708,15 @@ for part in $parts; do
       timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
         --device cuda --config "$vit" --shapes "$vit_shape" --reps 1 --vit-step --eps 1e-3 2>&1; } >"$f"
     python3 scripts/gpu/ncu_summary.py "$f" 2>&1 | head -120
+    # ncu times kernels alone: the host's share (the images' cut and upload, gaps between launches) needs a timeline
+    if command -v nsys >/dev/null; then
+      { echo "# commit $(cat "$kit/commit")"; echo "## nsys profile -t cuda --stats=true: vitstep ours"
+        timeout 120 nsys profile -t cuda --stats=true -o "$kit/vitstep" --force-overwrite true "$bin/meazo-bench" vitstep --backend cuda \
+          -model "$vit" -batch "$vit_batch" -reps 3 2>&1 | grep -v "^$" | head -150; } >"$out/vitnsys.txt"
+      grep -E "^##|of which|ZO step|plain forwards" "$out/vitnsys.txt"
+    else
+      echo "# no nsys on this machine: the ViT step's timeline not taken" | tee "$out/vitnsys.txt"
+    fi
     ;;
   bf16profile) # where Ministral-3 14B's LoRA step with bfloat16 products spends its time against PyTorch's bfloat16
     # step (0.284 against 0.324 s on an H200, febb616; goal 1.3x): every kernel's GPU time (ncu) of both, on the first
