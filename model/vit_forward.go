@@ -102,6 +102,9 @@ type ViTImages struct {
 	patches tensor.Buf // [n·Patches][channels·patch·patch]
 	n       int
 	be      tensor.Backend
+	// The geometry they were cut for: another model's (another patch size
+	// for the same pixels) has as many values in another order.
+	channels, side, patch int
 }
 
 // Images cuts n images' pixel_values ([n][channels][side][side]) into
@@ -112,7 +115,8 @@ func (m *ViT) Images(pixels []float32, n int) (im *ViTImages, err error) {
 	if n <= 0 || len(pixels) != n*c.PixelsPerImage() {
 		return nil, fmt.Errorf("vit: %d pixel values for %d images of %d×%d×%d", len(pixels), n, c.NumChannels, c.ImageSize, c.ImageSize)
 	}
-	return &ViTImages{patches: m.Backend.FromHost(c.patches(pixels, n)), n: n, be: m.Backend}, nil
+	return &ViTImages{patches: m.Backend.FromHost(c.patches(pixels, n)), n: n, be: m.Backend,
+		channels: c.NumChannels, side: c.ImageSize, patch: c.PatchSize}, nil
 }
 
 // Len is the number of images.
@@ -139,6 +143,11 @@ func (m *ViT) encode(im *ViTImages, keep func(l int, x tensor.Buf)) (tensor.Buf,
 	switch {
 	case im.patches == nil:
 		return nil, fmt.Errorf("vit: images used after Free")
+	case im.be != m.Backend:
+		return nil, fmt.Errorf("vit: images uploaded to another backend than the model's")
+	case im.channels != c.NumChannels || im.side != c.ImageSize || im.patch != c.PatchSize:
+		return nil, fmt.Errorf("vit: images cut for another model (%d channels of %d×%d in patches of %d; this model's: %d of %d×%d in %d)",
+			im.channels, im.side, im.side, im.patch, c.NumChannels, c.ImageSize, c.ImageSize, c.PatchSize)
 	case im.patches.Len() != n*c.Patches()*c.NumChannels*c.PatchSize*c.PatchSize:
 		return nil, fmt.Errorf("vit: images made for another model (%d patch values for %d images)", im.patches.Len(), n)
 	}

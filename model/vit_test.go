@@ -97,6 +97,26 @@ func TestViTRefusesBadInput(t *testing.T) {
 	if _, _, err := m.LossOf(im, []int{3}); err == nil || !strings.Contains(err.Error(), "1 labels for 2 images") {
 		t.Errorf("one label for two images: %v", err)
 	}
+	// Images cut for another model: on another backend, or in patches of
+	// another size (as many values, in another order), an error.
+	other, err := LoadViT(vitTinyDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Free()
+	if _, err := other.LogitsOf(im); err == nil || !strings.Contains(err.Error(), "another backend") {
+		t.Errorf("images of another backend: %v", err)
+	}
+	c8 := m.Config
+	c8.PatchSize = 8
+	small, err := NewRandomViT(&c8, 1, 0.02, m.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Free()
+	if _, err := small.LogitsOf(im); err == nil || !strings.Contains(err.Error(), "cut for another model") {
+		t.Errorf("images cut in patches of %d for a model of patches of 8: %v", m.Config.PatchSize, err)
+	}
 	im.Free()
 	im.Free()
 	if _, err := m.LogitsOf(im); err == nil || !strings.Contains(err.Error(), "after Free") {
