@@ -39,6 +39,24 @@ func layerNormCases() []opCase {
 			b.Free(w, bias)
 			return down(b, xb)
 		}},
+		{"LayerNormInPlaceTwoTiles", func(b tensor.Backend, in *inputs) []float32 {
+			const n = 4096 // two whole tiles of the CUDA kernel's 2048: no part tile
+			x, w, bias := b.FromHost(in.vec(2*n, 2)), b.FromHost(in.vec(n, 1)), b.FromHost(in.vec(n, 0.1))
+			b.LayerNorm(x, x, w, bias, 2, n, 1e-5)
+			b.Free(w, bias)
+			return down(b, x)
+		}},
+		{"LayerNormNarrow", func(b tensor.Backend, in *inputs) []float32 {
+			const rows, n = 3, 7 // fewer elements than the 16 partial sums
+			x := in.vec(rows*n, 1)
+			for i := range x {
+				x[i] += 5
+			}
+			xb, w, bias, dst := b.FromHost(x), b.FromHost(in.vec(n, 1)), b.FromHost(in.vec(n, 1)), b.Alloc(rows*n)
+			b.LayerNorm(dst, xb, w, bias, rows, n, 1e-5)
+			b.Free(xb, w, bias)
+			return down(b, dst)
+		}},
 		{"LayerNormConstantRow", func(b tensor.Backend, in *inputs) []float32 { // variance 0: rstd = 1/√eps, the output is the bias
 			const n = 40
 			x := make([]float32, 2*n)
