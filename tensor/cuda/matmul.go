@@ -100,7 +100,7 @@ func (b *Backend) gemm3xTF32(y, x, w uint64, rows, n, ldy, k int, add bool, s fl
 // rows (80 blocks, 160 in 2 slices: 61 % either way), take the kernel
 // unsplit (gemm3xTF32MinFillUnsplit), where Llama's k and v at 640 rows (20
 // blocks, 15 %) stay on SGEMM. On an H200 every product this rule gives
-// the kernel ran 1.21-1.89× faster than SGEMM at 0.23-0.97× its rms error
+// the kernel ran 1.20-1.89× faster than SGEMM at 0.23-0.97× its rms error
 // (run5-ff46f2f/tcgemm.txt, the models' 46 shapes), where its first form,
 // without the unsplit fallback, left two shapes on SGEMM that the kernel ran
 // 1.20× and 1.25× faster. dev/cuda/gemm_wgmma.cu mirrors it.
@@ -194,12 +194,13 @@ func fillsGrid(blocks, sms int, fill float64) bool {
 // The thresholds of split3xTF32: a grid that keeps gemm3xTF32MinFill of the
 // GPU busy takes the kernel as it is (or with k split into slices, so that
 // it does); where no split does, a grid of at least gemm3xTF32MinFillUnsplit
-// still takes it unsplit. On an H200 at ff46f2f (run5-ff46f2f/tcgemm.txt)
-// grids of 61 % ran 1.10-1.25× SGEMM's speed unsplit (Qwen3-0.6B's q at
-// 640 rows and k/v at 1,280, one wave; Llama-3.2-1B's q/o and Qwen3's q at
-// 1,280, two), grids of 30 % 0.70-0.83× (Qwen3's k/v and o at 640 rows) and
-// of 15 % 0.43× (Llama's k/v at 640): 0.6 lies between what was measured to
-// win and to lose, not at a measured crossing.
+// still takes it unsplit. On an H200 at ff46f2f (run5-ff46f2f/tcgemm.txt,
+// gemm_3xtf32's column wgmma/1) grids of 61 % ran 1.10-1.25× SGEMM's speed
+// unsplit (Qwen3-0.6B's q at 640 rows and k/v at 1,280, one wave;
+// Llama-3.2-1B's q/o and Qwen3's q at 1,280, two; the other 61 % grids,
+// which the rule splits, 0.99-1.14×), grids of 30 % 0.66-0.80× (Qwen3's k/v
+// and o at 640 rows) and of 15 % 0.42× (Llama's k/v at 640): 0.6 lies
+// between what was measured to win and to lose, not at a measured crossing.
 const (
 	gemm3xTF32MinFill        = 0.75
 	gemm3xTF32MinFillUnsplit = 0.6
