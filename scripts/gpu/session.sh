@@ -327,10 +327,10 @@ for part in $parts; do
     tail -n 60 "$f"
     ;;
   tcgemm) # dev/cuda/gemm_wgmma.cu (3xTF32 on Hopper's wgmma, the accumulation rounded on the CUDA cores every tile
-    # of k; never run on a GPU before) against cuBLAS SGEMM, TF32 and cuBLAS's BF16x9 float32 emulation, same run:
-    # built here with the machine's nvcc for sm_90a; its correctness check, then memcheck on the check, then the
-    # models' 46 projection shapes (time and error against float64; rows 640 and 1,280 first, with the backend's
-    # split k where its rule splits). About 2 minutes (never timed).
+    # of k) against cuBLAS SGEMM, TF32 and cuBLAS's BF16x9 float32 emulation, same run: built here with the
+    # machine's nvcc for sm_90a; its correctness check, then memcheck on the check, then the models' 46 projection
+    # shapes and ViT-B/16's 3 at 6,304 rows (time and error against float64; rows 640 and 1,280 first, with the
+    # backend's split k where its rule splits). 79 s with the backend's checks at ff46f2f (run5, 46 shapes).
     f=$out/tcgemm.txt
     { echo "# commit $(cat "$kit/commit"); $("$nvcc" --version | tail -1)"
       build_wgmma
