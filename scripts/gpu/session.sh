@@ -698,14 +698,17 @@ for part in $parts; do
     ;;
   vitprofile) # where the ViT-B/16 LoRA step's time goes against PyTorch's (0.095 against 0.072 s on an H200, run7):
     # every kernel's GPU time (ncu) of ours (default kernels: SGEMM, the batched-GEMM attention) and of PyTorch + peft's
-    # MeZO step, at batch 32, one timed rep after the warm-up each (ncu replays each kernel alone: shares, not wall time)
+    # MeZO step, at batch 32, one timed rep after the warm-up each (ncu replays each kernel alone: shares, not wall time;
+    # its summary comes only at the end, so the launches are capped to end well inside the timeout: ~30 ms a kernel
+    # under ncu, ours ~2,200 launches a run, PyTorch's ~2,400 with its weights' initialisation: the first 1,200 and
+    # 2,000 cover the warm-up's step, whose kernels are the timed one's)
     f=$out/vitprofile.txt
     { echo "# commit $(cat "$kit/commit")"
       echo "## ViT-B/16 $vit_shape vitstep ours"
-      timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" vitstep --backend cuda \
+      timeout 150 ncu --launch-count 1200 --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" vitstep --backend cuda \
         -model "$vit" -batch "$vit_batch" -reps 1 2>&1
       echo "## ViT-B/16 $vit_shape PyTorch + peft, MeZO"
-      timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
+      timeout 150 ncu --launch-count 2000 --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
         --device cuda --config "$vit" --shapes "$vit_shape" --reps 1 --vit-step --eps 1e-3 2>&1; } >"$f"
     python3 scripts/gpu/ncu_summary.py "$f" 2>&1 | head -120
     # ncu times kernels alone: the host's share (the images' cut and upload, gaps between launches) needs a timeline
@@ -726,10 +729,10 @@ for part in $parts; do
       model/testdata/ministral3/Ministral-3-14B-Instruct-2512-BF16.config.json "$cfg"
     { echo "# commit $(cat "$kit/commit")"
       echo "## Ministral-3 14B, 4 layers, 8x300 zostep ours, bfloat16 weights and products"
-      MEAZO_CUDA_BF16_PRODUCTS=1 timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" zostep \
+      MEAZO_CUDA_BF16_PRODUCTS=1 timeout 150 ncu --launch-count 1500 --metrics gpu__time_duration.sum --print-summary per-kernel "$bin/meazo-bench" zostep \
         --backend cuda -model "$cfg" -shapes 8x300 -q 1 -reps 1 -bf16 2>&1
       echo "## Ministral-3 14B, 4 layers, 8x300 PyTorch + peft, MeZO, bfloat16"
-      timeout 150 ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
+      timeout 150 ncu --launch-count 2000 --metrics gpu__time_duration.sum --print-summary per-kernel "$py" scripts/gpu/bench_torch_cuda.py \
         --device cuda --config "$cfg" --shapes 8x300 --reps 1 --mezo-step --dtype bfloat16 2>&1; } >"$f"
     python3 scripts/gpu/ncu_summary.py "$f" 2>&1 | head -120
     ;;
