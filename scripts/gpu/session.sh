@@ -165,8 +165,11 @@ for part in $parts; do
     { echo "commit $(cat "$kit/commit")"; date -u; nvidia-smi; echo "MEAZO_CUDA_LIB_PATH=${MEAZO_CUDA_LIB_PATH:-}";
       ls "${MEAZO_CUDA_LIB_PATH:-/nonexistent}" 2>&1 | head; uname -r; nproc; grep -m1 'model name' /proc/cpuinfo;
       echo "avx512: $(grep -m1 -o 'avx512[a-z]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"; cat /sys/fs/cgroup/cpu.max 2>/dev/null;
-      timeout 60 python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'; } >"$out/env.txt" 2>&1
-    tail -4 "$out/env.txt"
+      timeout 60 python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'
+      # the backend as MEAZO_CUDA_3XTF32=auto opens it here (on a Hopper GPU: =1's description and arithmetic)
+      MEAZO_CUDA_3XTF32=auto timeout 60 "$bin/meazo-bench" zostep --backend cuda -model "$fx/llama-tiny/config.json" -shapes 1x8 -q 1 -reps 1 2>&1 | head -1
+    } >"$out/env.txt" 2>&1
+    tail -5 "$out/env.txt"
     ;;
   conformance) # the suite on the GPU, the TF32 canary, the kernels' CPU bits; then the suite with the batched
     # GEMMs' attention on every call, in chunks of 4 queries (the default's 128 take only calls of more than 128)
