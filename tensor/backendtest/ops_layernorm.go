@@ -8,7 +8,12 @@ import (
 
 // layerNormCases are the checks of the ops of OPT-style blocks: LayerNorm
 // with a bias, a projection's bias, ReLU.
-func layerNormCases() []opCase {
+func layerNormCases() []opCase { return append(layerNormOnlyCases(), biasReLUCases()...) }
+
+// layerNormOnlyCases check LayerNorm: at offsets, rows wider than a GPU
+// block's threads and than the CUDA kernel's shared tile, narrower than its
+// partial sums, a constant row.
+func layerNormOnlyCases() []opCase {
 	return []opCase{
 		{"LayerNorm", func(b tensor.Backend, in *inputs) []float32 {
 			const rows, n = 5, 45
@@ -68,6 +73,12 @@ func layerNormCases() []opCase {
 			b.Free(w, bias)
 			return down(b, xb)
 		}},
+	}
+}
+
+// biasReLUCases check a projection's bias and ReLU, and the empty calls.
+func biasReLUCases() []opCase {
+	return []opCase{
 		{"AddBias", func(b tensor.Backend, in *inputs) []float32 {
 			const rows, n = 7, 300
 			y, bias := b.FromHost(in.vec(rows*n+2, 1)), b.FromHost(in.vec(n+1, 1))
