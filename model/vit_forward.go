@@ -148,8 +148,6 @@ func (m *ViT) encode(im *ViTImages, keep func(l int, x tensor.Buf)) (tensor.Buf,
 	case im.channels != c.NumChannels || im.side != c.ImageSize || im.patch != c.PatchSize:
 		return nil, fmt.Errorf("vit: images cut for another model (%d channels of %d×%d in patches of %d; this model's: %d of %d×%d in %d)",
 			im.channels, im.side, im.side, im.patch, c.NumChannels, c.ImageSize, c.ImageSize, c.PatchSize)
-	case im.patches.Len() != n*c.Patches()*c.NumChannels*c.PatchSize*c.PatchSize:
-		return nil, fmt.Errorf("vit: images made for another model (%d patch values for %d images)", im.patches.Len(), n)
 	}
 	if err := m.checkAdapter(); err != nil {
 		return nil, err
