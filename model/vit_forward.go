@@ -3,10 +3,9 @@ package model
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 
+	"github.com/meazo-go/meazo/internal/parallel"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -192,16 +191,7 @@ func (c *ViTConfig) patches(pixels []float32, n int) []float32 {
 			}
 		}
 	}
-	workers := min(n, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for img := w; img < n; img += workers {
-				cut(img)
-			}
-		})
-	}
-	wg.Wait()
+	parallel.For(n, 0, cut)
 	return out
 }
 
