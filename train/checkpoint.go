@@ -73,8 +73,13 @@ type testProgress struct {
 // build (GOEXPERIMENT=simd or not). The run goes on correctly, but its
 // numbers are no longer those of an uninterrupted run, and the record says
 // so. So does a program that draws other noise (noise.Version). A
-// checkpoint from before the field existed says nothing: no record.
+// checkpoint from before the field (73c9eef, 2026-11-27) was computed with
+// the noise before noise v2 (305122f, 2026-11-28), whatever its backend:
+// its resume is recorded as a change from unrecordedArithmetic.
 func (r *run) noteArithmetic() {
+	if r.state.Arithmetic == "" {
+		r.state.Arithmetic = unrecordedArithmetic
+	}
 	r.state.Arithmetic = r.noteOther(ArithmeticChange, r.state.Arithmetic, r.arithmetic(),
 		"warning: the run's steps so far were computed with %s; this process computes with %s, which rounds differently: ")
 }
@@ -88,16 +93,22 @@ func (r *run) arithmetic() string { return r.backend.Arithmetic() + "; noise " +
 // it: one with a kernel changed in between computes other bits on the same
 // arithmetic, and nothing else would tell. A note rather than a warning:
 // most builds compute the same bits.
+//
+// A checkpoint from before the field (fb76aa3, 2026-11-30) was written by a
+// build older than every build that records one, so by another build than
+// this one: its resume is recorded as a change from unrecordedProgram.
 func (r *run) noteProgram() {
+	if r.state.Program == "" {
+		r.state.Program = unrecordedProgram
+	}
 	r.state.Program = r.noteOther(ProgramChange, r.state.Program, r.program(),
 		"note: the run's steps so far were computed by meazo-go %s; this process is %s: if a kernel changed in between, ")
 }
 
-// noteOther records the change key from was (the checkpoint's; "" in one
-// from before the field: no record) to now, saying so with what (a format
-// of was and now), and returns now.
+// noteOther records the change key from was (the checkpoint's) to now,
+// saying so with what (a format of was and now), and returns now.
 func (r *run) noteOther(key, was, now, what string) string {
-	if was != "" && was != now {
+	if was != now {
 		fmt.Fprintf(r.out, what+"the run goes on correctly, but not bit for bit as it would have (recorded in %s)\n", was, now, rundir.ChangesFile)
 		r.changes = append(r.changes, ConfigChange{Key: key, Old: was, New: now})
 	}
@@ -119,6 +130,14 @@ func (r *run) program() string {
 const (
 	ArithmeticChange = "arithmetic"
 	ProgramChange    = "program"
+)
+
+// unrecordedArithmetic and unrecordedProgram are the old values of those
+// changes when the checkpoint resumed records none: it was written by a
+// build from before the field.
+const (
+	unrecordedArithmetic = "unrecorded (a build before 2026-11-27; noise before noise v2)"
+	unrecordedProgram    = "unrecorded (a build before 2026-11-30)"
 )
 
 // notASetting says whether a change's key is one of those records.
@@ -270,9 +289,14 @@ func (r *run) restore() error {
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", r.dir, err)
 	}
-	if err := json.Unmarshal(b, &r.state); err != nil {
+	// Into a zero state, not over the new run's (initialState): a field the
+	// checkpoint lacks (arithmetic, program: one from before them) is absent,
+	// not this process's.
+	var st checkpointState
+	if err := json.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("resume %s: state.json: %w", r.dir, err)
 	}
+	r.state = st
 	r.state.BestValLoss, r.state.LastValLoss = math.Inf(1), math.NaN()
 	if r.state.BestJSON != nil {
 		r.state.BestValLoss = *r.state.BestJSON

@@ -163,6 +163,46 @@ func TestResumeRecordsOtherProgram(t *testing.T) {
 	}
 }
 
+// TestResumeRecordsUnrecordedArithmetic resumes a checkpoint whose state
+// records neither arithmetic nor program, as every build before 73c9eef
+// (2026-11-27) wrote them: such a build drew the noise before noise v2, so
+// the resumed steps are not those it would have computed. The resume warns
+// and records both changes, as for a checkpoint that names another
+// arithmetic and build (it was silent: the state was read over the new
+// run's, which names this process's).
+func TestResumeRecordsUnrecordedArithmetic(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	run := filepath.Join(dir, "run")
+	set := []string{"train.eval_every=3", "train.checkpoint_every=2", "eval.skip=true", "task.max_train=100",
+		"task.max_validation=8", "output.dir=" + run}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 2, program: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := editState(run, func(m map[string]any) { delete(m, "arithmetic"); delete(m, "program") }); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if _, err := Run(Options{Resume: run, Log: &log, program: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	now := readCheckpointArithmetic(t, run)
+	if !strings.Contains(log.String(), "warning: the run's steps so far were computed with "+unrecordedArithmetic+"; this process computes with "+now) {
+		t.Errorf("no warning of the unrecorded arithmetic in the log:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "note: the run's steps so far were computed by meazo-go "+unrecordedProgram+"; this process is v2: ") {
+		t.Errorf("no note of the unrecorded build in the log:\n%s", log.String())
+	}
+	s := readSummary(t, run)
+	if len(s.Changes) != 2 || s.Changes[0].Step != 2 || s.Changes[0].Key != ArithmeticChange ||
+		s.Changes[0].Old != unrecordedArithmetic || s.Changes[0].New != now ||
+		s.Changes[1].Key != ProgramChange || s.Changes[1].Old != unrecordedProgram || s.Changes[1].New != "v2" || s.StepsDone != 6 {
+		t.Errorf("summary: steps_done %d, changes %+v; want step 2's arithmetic and program changes from unrecorded", s.StepsDone, s.Changes)
+	}
+	if got := readChanges(run); len(got) != 2 {
+		t.Errorf("changes.jsonl: %v, want the 2 changes", got)
+	}
+}
+
 func readCheckpointArithmetic(t *testing.T, run string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(run, "checkpoint", "state.json"))
