@@ -131,3 +131,29 @@ func TestMethodSets(t *testing.T) {
 		t.Errorf("commonPrefix = %q", got)
 	}
 }
+
+// TestStudyOtherArithmetic: the report lists the runs with a result that a
+// resume continued on another arithmetic (an upgrade across noise v2, a
+// requeue on another CPU), and only those; a run without a result, or one
+// resumed by another build alone, is not listed.
+func TestStudyOtherArithmetic(t *testing.T) {
+	moved := run("meazo", false, 1e-3, 0, 1, false)
+	moved.Dir = "runs/moved"
+	moved.Changes = []rundir.ConfigChange{{Step: 510, Key: rundir.ArithmeticChange, Old: "cpu amd64, GEMM path avx512", New: "cpu amd64, GEMM path avx2; noise v2"},
+		{Step: 510, Key: rundir.ProgramChange, Old: "v1", New: "v2"}}
+	rebuilt := run("meazo", false, 1e-3, 1, 1, false)
+	rebuilt.Changes = []rundir.ConfigChange{{Step: 5, Key: rundir.ProgramChange, Old: "v1", New: "v2"}}
+	failed := run("meazo", false, 1e-4, 0, 1, false)
+	failed.Failed, failed.Changes = true, moved.Changes
+	rep := &Report{Experiments: []Experiment{{Name: "e", Runs: []sweep.Run{moved, rebuilt, failed}}}}
+	md := rep.Markdown()
+	want := "## Resumed on another arithmetic (1)\n"
+	line := "- runs/moved: from step 511 on, cpu amd64, GEMM path avx2; noise v2 (before: cpu amd64, GEMM path avx512)\n"
+	if !strings.Contains(md, want) || !strings.Contains(md, line) {
+		t.Errorf("markdown lacks %q and %q:\n%s", want, line, md)
+	}
+	rep.Experiments[0].Runs = []sweep.Run{rebuilt}
+	if md := rep.Markdown(); strings.Contains(md, "another arithmetic") {
+		t.Errorf("a run resumed by another build on the same arithmetic is listed:\n%s", md)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -339,6 +340,7 @@ func (rep *Report) Markdown() string {
 		fmt.Fprintf(&b, "\n⚠ η* at an end of the coarse grid:\n\n%s\n", strings.Join(edges, "\n"))
 	}
 	rep.writeUnread(&b)
+	rep.writeOtherArithmetic(&b)
 	rep.writeUncounted(&b)
 	if missing, n := rep.missingLines(); len(missing) > 0 {
 		fmt.Fprintf(&b, "\n## Missing (%d)\n\nRuns without a result (meazo-sweep status says more; meazo-sweep resume retries them):\n\n%s\n",
@@ -406,6 +408,33 @@ func writeTable(b *strings.Builder, n int, kind string, cells []cell) {
 			}
 		}
 		b.WriteString("\n")
+	}
+}
+
+// writeOtherArithmetic lists the runs with a result whose later steps
+// another arithmetic computed than their first (changes.jsonl's
+// "arithmetic" lines): a study resumed on another CPU or GPU, or by a build
+// that draws other noise (an upgrade across noise v2). Each is a correct
+// run, but the study's numbers are then not those a study started afresh
+// gives, which nothing else in the report says.
+func (rep *Report) writeOtherArithmetic(b *strings.Builder) {
+	var lines []string
+	for _, e := range rep.Experiments {
+		for _, r := range e.Runs {
+			if r.Failed {
+				continue
+			}
+			for _, c := range r.Changes {
+				if c.Key == rundir.ArithmeticChange {
+					lines = append(lines, fmt.Sprintf("- %s: from step %d on, %v (before: %v)", r.Dir, c.Step+1, c.New, c.Old))
+				}
+			}
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(b, "\n## Resumed on another arithmetic (%d)\n\nRuns whose later steps another arithmetic computed than their first (a resume on another\n"+
+			"CPU, GPU or backend, or by a build that draws other noise; changes.jsonl): each is a correct run, but not bit for bit\n"+
+			"the run a study started afresh makes.\n\n%s\n", len(lines), strings.Join(lines, "\n"))
 	}
 }
 

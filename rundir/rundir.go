@@ -152,6 +152,14 @@ type ConfigChange struct {
 	Reason string `json:"reason,omitempty"` // a change the run made itself (train.patience's early stop); absent for a --set on resume
 }
 
+// The keys of the changes a resume records that are not settings (config.yaml
+// holds neither): another arithmetic (backend, CPU or GPU, noise contract)
+// or another build of meazo-go computed the steps after them.
+const (
+	ArithmeticChange = "arithmetic"
+	ProgramChange    = "program"
+)
+
 // Metric line kinds ("kind" in metrics.jsonl).
 const (
 	KindTrain = "train"

@@ -128,8 +128,8 @@ func (r *run) program() string {
 // noteArithmetic and noteProgram record: not settings (config.yaml holds
 // neither), a record of what computed the steps after them.
 const (
-	ArithmeticChange = "arithmetic"
-	ProgramChange    = "program"
+	ArithmeticChange = rundir.ArithmeticChange
+	ProgramChange    = rundir.ProgramChange
 )
 
 // unrecordedArithmetic and unrecordedProgram are the old values of those
