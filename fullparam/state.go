@@ -168,3 +168,39 @@ func (p *Params) shape(i int) []int {
 	}
 	return []int{p.tensors[i].Cols}
 }
+
+// ReadSecondMoments calls fn with the second moment v of every tensor in the
+// state file path (SaveState's: NAME.v, float32), one tensor at a time in the
+// file's order, without a model or a backend: for tools that look inside a
+// checkpoint (meazo-plot vt-stats). Each tensor's mapped pages are released
+// once it is copied out, so a model-sized state is never resident at once. A file that
+// holds anything but NAME.m and NAME.v in float32 is an error; a missing one
+// is fs.ErrNotExist.
+func ReadSecondMoments(path string, fn func(name string, v []float32) error) error {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, info := range f.Tensors() {
+		name, isV := strings.CutSuffix(info.Name, vSuffix)
+		_, isM := strings.CutSuffix(info.Name, mSuffix)
+		switch {
+		case !isV && !isM || name == "":
+			return fmt.Errorf("%s: %s is not an optimizer state (NAME%s or NAME%s)", path, info.Name, mSuffix, vSuffix)
+		case info.Dtype != safetensors.F32:
+			return fmt.Errorf("%s: %s is %s, not the F32 SaveState writes", path, info.Name, info.Dtype)
+		case isM:
+			continue
+		}
+		v, err := f.Float32(info.Name)
+		if err != nil {
+			return err
+		}
+		f.Release(info.Name)
+		if err := fn(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,12 +1,16 @@
 package results
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/safetensors"
+	"github.com/meazo-go/meazo/train"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -85,5 +89,81 @@ func TestSecondMomentTable(t *testing.T) {
 	}
 	if _, err := ReadSecondMoment(dir); err == nil || !strings.Contains(err.Error(), "no checkpoint") {
 		t.Errorf("no checkpoint: %v", err)
+	}
+}
+
+// TestSecondMomentFullParameter reads the v of full-parameter ZO-Adam runs
+// (one group, and grouped per layer), which optimizer.bin does not hold: the
+// checkpoint's optimizer_state.safetensors, checked against its NAME.v
+// tensors read here directly. Without that file the error names it; at
+// step 0, before the first update made it, v is all zeros.
+func TestSecondMomentFullParameter(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(filepath.Join(dir, "demo"), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, grouped := range []bool{false, true} {
+		run := filepath.Join(dir, fmt.Sprintf("full-grouped-%v", grouped))
+		s, err := train.Run(train.Options{ConfigPath: cfg, Log: io.Discard, Overrides: []string{"adapter.kind=full",
+			"optimizer.name=zo-adam", "optimizer.lr=0.005", "eval.base=false", "task.max_test=8",
+			fmt.Sprintf("adapter.grouped=%v", grouped), "output.dir=" + run}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadSecondMoment(run)
+		if err != nil {
+			t.Fatalf("grouped %v: %v", grouped, err)
+		}
+		f, err := safetensors.Open(filepath.Join(run, "checkpoint", "optimizer_state.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs [][]float32
+		for _, info := range f.Tensors() {
+			if strings.HasSuffix(info.Name, ".v") {
+				v, err := f.Float32(info.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vs = append(vs, v)
+			}
+		}
+		f.Close()
+		want := Moments(vs...)
+		groups := 1
+		if grouped {
+			groups = 4 // the embeddings, two layers, the final norm
+		}
+		if got.Step != 3 || got.Steps != 3 || got.Optimizer != "zo-adam" || got.Groups != groups || got.Stats != want ||
+			want.N != s.TrainableParams || !(want.Max > want.Min) {
+			t.Errorf("grouped %v: read %+v, want %+v of %d parameters in %d groups at step 3", grouped, got, want, s.TrainableParams, groups)
+		}
+		table := SecondMomentTable([]SecondMoment{got})
+		if !strings.Contains(table, fmt.Sprintf("| coordinates | %d in %d group", want.N, groups)) || !strings.Contains(table, "optimizer_state.safetensors") {
+			t.Errorf("table:\n%s", table)
+		}
+	}
+	// The same checkpoint without its moments: named, not "0 tensors".
+	run := filepath.Join(dir, "full-grouped-false")
+	ckpt := filepath.Join(dir, "copy")
+	os.MkdirAll(ckpt, 0o755)
+	b, err := os.ReadFile(filepath.Join(run, "checkpoint", "optimizer.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ckpt, "optimizer.bin"), b, 0o644)
+	if _, err := ReadSecondMoment(ckpt); err == nil || !strings.Contains(err.Error(), "optimizer_state.safetensors: missing") {
+		t.Errorf("no optimizer_state.safetensors: %v", err)
+	}
+	// At step 0 (a stop in step 0's validation) no update has made v: zeros.
+	step := len("zo-engine/2")
+	for i := range 8 {
+		b[step+i] = 0
+	}
+	os.WriteFile(filepath.Join(ckpt, "optimizer.bin"), b, 0o644)
+	got, err := ReadSecondMoment(ckpt)
+	if err != nil || got.Step != 0 || got.Stats.N != 102784 || got.Stats.Max != 0 || got.Stats.Min != 0 || got.Stats.Std != 0 {
+		t.Errorf("step 0: %+v, %v", got, err)
 	}
 }

@@ -3,6 +3,7 @@ package zo
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -112,6 +113,11 @@ func readOptimizerState(b []byte) (name string, f64 []float64, f32 [][]float32, 
 	return name, f64, f32, nil
 }
 
+// ErrExternalMoments is SavedState.SecondMoments' error for an engine whose
+// per-coordinate state a Store keeps (a full-parameter run: its checkpoint's
+// optimizer_state.safetensors, fullparam.StateFile), not the optimizer.
+var ErrExternalMoments = errors.New("no per-coordinate moments here: the engine's Store keeps them (a full-parameter run's optimizer_state.safetensors)")
+
 // SecondMoments returns the per-coordinate second moment v of ZO-Adam or
 // R-AdaZO, one slice per group, as the last update left it (uncorrected: the
 // v the update divides by is v/(1-β2^t) for ZO-Adam, v itself for R-AdaZO
@@ -128,6 +134,9 @@ func (s *SavedState) SecondMoments() ([][]float32, error) {
 	}
 	// ZO-Adam with β1 = 0 keeps no m: the state is v alone; otherwise m, then v.
 	g := len(s.Dims)
+	if len(s.Tensors) == 0 && g > 0 {
+		return nil, fmt.Errorf("%s state: %w", s.Optimizer, ErrExternalMoments)
+	}
 	if len(s.Tensors) != g && len(s.Tensors) != 2*g {
 		return nil, fmt.Errorf("%s state: %d tensors for %d groups", s.Optimizer, len(s.Tensors), g)
 	}

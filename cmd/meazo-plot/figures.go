@@ -62,7 +62,8 @@ few bytes; ZO-Adam adds two floats per trainable parameter) and the process's me
 		Does: `Summarises the second-moment vector v_t of ZO-Adam or R-AdaZO runs as the paper's Table 4 does: its min, max,
 mean, standard deviation and kurtosis, read from a checkpoint without loading a model.`,
 		Reads: `RUN_OR_CHECKPOINT_DIR: run directories (their checkpoint/) or checkpoint directories, each with optimizer.bin
-(the optimizer's exact state); a run that did not finish is read where its checkpoint stopped.`,
+(the optimizer's exact state; a full-parameter run's v is in its optimizer_state.safetensors beside it); a run that
+did not finish is read where its checkpoint stopped.`,
 		Prints: `a markdown table, one column per directory (an unfinished run's names the step it holds); the
 same in DIR/vt_stats.md.`,
 		Example: "meazo-plot vt-stats --out plots/table4 runs/llama1b_sst2_lora_zo-adam runs/llama1b_sst2_lora_radazo",
