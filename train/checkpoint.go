@@ -346,6 +346,9 @@ func (r *run) restore() error {
 	if err := r.restoreTestAnswers(dir); err != nil {
 		return fmt.Errorf("resume %s: %w", r.dir, err)
 	}
+	// Nothing refuses the resume from here: it changes the run, and
+	// run.lock names this process for good.
+	r.lock.Keep()
 	// Steps logged after the checkpoint are run again: cut them off.
 	if err := os.Truncate(filepath.Join(r.dir, rundir.MetricsFile), r.state.MetricsBytes); err != nil {
 		return fmt.Errorf("resume: %w", err)

@@ -22,9 +22,17 @@ type startMade struct {
 // opens the path again, see openLocked) and the directory if it made it and
 // nothing else is left there. Nothing was trained, so nothing is lost; what
 // it leaves is what was there before it (the demo's marker, meazo-sweep's
-// files). A resumed run's files are never touched.
+// files). A resumed run's files are never touched: a resume that fails
+// before it changes the run (Lock.Keep) leaves run.lock as it was (PutBack),
+// or removes the one it made where there was none.
 func (r *run) removeFailedStart() {
-	if r.opts.Resume != "" || r.lock == nil {
+	if r.lock == nil {
+		return
+	}
+	if r.opts.Resume != "" {
+		if r.made.lock && !r.lock.kept {
+			os.Remove(filepath.Join(r.dir, rundir.LockFile))
+		}
 		return
 	}
 	// Only what this start wrote: a start refused under the lock (another

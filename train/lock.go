@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,26 +18,83 @@ import (
 )
 
 // Lock is a held run-directory lock.
-type Lock struct{ f *os.File }
+type Lock struct {
+	f    *os.File
+	path string
+	// prior is the file as the lock found it (an earlier process's owner
+	// line and modification time), for PutBack; kept, once Keep is called.
+	prior *lockPrior
+	kept  bool
+}
+
+type lockPrior struct {
+	text []byte
+	mod  time.Time
+}
 
 // LockDir takes the exclusive lock of dir (created if missing) for this
-// process, or returns an error naming the process that holds it.
+// process, or returns an error naming the process that holds it. The file
+// names this process at once, while it holds the lock (LockHolder's
+// messages and meazo-sweep's status read it), so that no one is told to
+// wait for, or stop, a process that is gone; a start refused before it
+// changed anything puts the earlier owner line back (PutBack).
 func LockDir(dir string) (*Lock, error) {
 	path := filepath.Join(dir, rundir.LockFile)
 	f, err := openLocked(path, dir)
 	if err != nil {
 		return nil, err
 	}
+	l := &Lock{f: f, path: path}
+	if fi, err := f.Stat(); err == nil && fi.Size() <= maxLockText {
+		if text, err := io.ReadAll(f); err == nil {
+			l.prior = &lockPrior{text: text, mod: fi.ModTime()}
+		}
+	}
 	host, _ := os.Hostname()
 	info := fmt.Sprintf("pid %d on host %s, started %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(info), 0)
-	}
-	if err != nil {
+	if err := l.write([]byte(info)); err != nil {
+		l.PutBack()
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return &Lock{f: f}, nil
+	return l, nil
+}
+
+// maxLockText is the most of a lock file's text that LockDir keeps to put
+// back: an owner line is under a hundred bytes.
+const maxLockText = 64 << 10
+
+// write replaces the lock file's text.
+func (l *Lock) write(text []byte) error {
+	err := l.f.Truncate(0)
+	if err == nil {
+		_, err = l.f.WriteAt(text, 0)
+	}
+	return err
+}
+
+// Keep makes this process's owner line the file's for good: the run goes
+// ahead (a resume accepted, about to change the run), and PutBack no longer
+// undoes it. Safe on nil.
+func (l *Lock) Keep() {
+	if l != nil {
+		l.prior, l.kept = nil, true
+	}
+}
+
+// PutBack restores, while the lock is still held, the text and modification
+// time the lock file had before LockDir (a new file: empty), unless Keep
+// was called: a resume refused (or a start that failed) before it changed
+// anything leaves run.lock as it found it. Safe on nil. Call it before the
+// file may be removed (removeFailedStart): it names the file by its path.
+func (l *Lock) PutBack() {
+	if l == nil || l.f == nil || l.prior == nil {
+		return
+	}
+	if l.write(l.prior.text) == nil {
+		os.Chtimes(l.path, time.Time{}, l.prior.mod) // the zero time: the access time as it is
+	}
+	l.prior = nil
 }
 
 // openLocked opens (or creates) the lock file path, and dir if missing, and

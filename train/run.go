@@ -116,6 +116,7 @@ func Run(opts Options) (_ *Summary, err error) {
 	defer r.closeBackend()
 	defer tensor.Recover(&err) // a device failure outside the model's calls (merging LoRA on a GPU, …) is an error too
 	if err := r.setup(); err != nil {
+		r.lock.PutBack() // the owner line as it was (a resume refused changes nothing), unless the resume went ahead
 		r.removeFailedStart()
 		return nil, err
 	}

@@ -137,6 +137,7 @@ func (r *run) openRunDir() error {
 		if err := checkRunDir(r.dir); err != nil {
 			return err
 		}
+		r.made = startMade{lock: !exists(filepath.Join(r.dir, rundir.LockFile))}
 		if r.lock, err = LockDir(r.dir); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -152,11 +153,29 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 				}
 				before, _ = os.ReadFile(filepath.Join(d, "metrics.jsonl"))
 			}
+			// run.lock as an earlier process left it, a while ago: a refused
+			// resume leaves its text and time (docs/RUNDIR.md: a resume that
+			// fails changes nothing).
+			lock := filepath.Join(d, rundir.LockFile)
+			lockText := []byte("pid 1 on host earlier, started 2026-11-01T00:00:00Z\n")
+			lockTime := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+			if err := os.WriteFile(lock, lockText, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(lock, lockTime, lockTime)
 			opts := tc.opts
 			opts.Resume = d
 			s, err := Run(opts)
 			if err == nil {
 				t.Fatalf("resume accepted the damaged directory (summary %+v)", s)
+			}
+			if b, _ := os.ReadFile(lock); string(b) != string(lockText) {
+				t.Errorf("a refused resume rewrote run.lock: %q, was %q", b, lockText)
+			}
+			if fi, err := os.Stat(lock); err != nil {
+				t.Error(err)
+			} else if !fi.ModTime().Equal(lockTime) {
+				t.Errorf("a refused resume changed run.lock's time to %v", fi.ModTime())
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -184,6 +203,33 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 			t.Error("resume created the missing directory")
 		}
 	})
+}
+
+// TestResumeRunLockOwner: a resume refused once it holds the lock (a
+// setting that cannot change, inputs that moved) leaves no run.lock where
+// there was none, and one that goes ahead names this process in it.
+func TestResumeRunLockOwner(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	run := filepath.Join(dir, "run")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(trustSet, "output.dir="+run), StopAfter: 3}); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(run, rundir.LockFile)
+	os.Remove(lock) // a copy of the run without it
+	for _, set := range [][]string{{"train.seed=3"}, {"model.path=" + filepath.Join(dir, "nowhere")}} {
+		if _, err := Run(Options{Resume: run, Overrides: set}); err == nil {
+			t.Fatalf("--set %v: resumed", set)
+		}
+		if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("--set %v: a refused resume left a run.lock where there was none (%v)", set, err)
+		}
+	}
+	if _, err := Run(Options{Resume: run}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(lock); err != nil || !strings.HasPrefix(string(b), fmt.Sprintf("pid %d on host ", os.Getpid())) {
+		t.Errorf("run.lock after the resume: %q, %v; want this process's owner line", b, err)
+	}
 }
 
 // TestResumeRecoversInterruptedSwap: a run interrupted while swapping in a
