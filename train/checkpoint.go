@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -76,12 +77,40 @@ type testProgress struct {
 // checkpoint from before the field (73c9eef, 2026-11-27) was computed with
 // the noise before noise v2 (305122f, 2026-11-28), whatever its backend:
 // its resume is recorded as a change from unrecordedArithmetic.
+//
+// Only a resume that computes a step does: one with no step left (the test
+// evaluation a stop cut short, a validation pending at the last step, a
+// finished run tested again) evaluates the parameters its steps computed,
+// bit for bit, and an evaluation draws no noise. It records nothing, and
+// the checkpoint keeps naming the arithmetic of the steps; on another
+// backend, whose rounding the evaluation's numbers can show in their last
+// digits, the log notes it (summary.json's backend names it).
 func (r *run) noteArithmetic() {
 	if r.state.Arithmetic == "" {
 		r.state.Arithmetic = unrecordedArithmetic
 	}
-	r.state.Arithmetic = r.noteOther(ArithmeticChange, r.state.Arithmetic, r.arithmetic(),
+	was, now := r.state.Arithmetic, r.arithmetic()
+	if r.state.Step >= r.cfg.Train.Steps {
+		if wb, nb := backendArithmetic(was), backendArithmetic(now); wb != "" && wb != nb {
+			fmt.Fprintf(r.out, "note: the run's steps were computed with %s; this process evaluates with %s, which rounds differently: "+
+				"the evaluation's numbers may differ in their last digits from the same evaluation there (no step is left, so no change is recorded)\n", wb, nb)
+		}
+		return
+	}
+	r.state.Arithmetic = r.noteOther(ArithmeticChange, was, now,
 		"warning: the run's steps so far were computed with %s; this process computes with %s, which rounds differently: ")
+}
+
+// backendArithmetic is the backend's part of a recorded arithmetic (what an
+// evaluation's rounding depends on, without the noise contract's version):
+// "" where unrecorded. A checkpoint of 2026-11-27 records the backend's
+// alone (the noise before noise v2).
+func backendArithmetic(a string) string {
+	if a == unrecordedArithmetic {
+		return ""
+	}
+	backend, _, _ := strings.Cut(a, "; noise ")
+	return backend
 }
 
 // arithmetic is what decides this process's numbers: the backend's

@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,6 +201,88 @@ func TestResumeRecordsUnrecordedArithmetic(t *testing.T) {
 	}
 	if got := readChanges(run); len(got) != 2 {
 		t.Errorf("changes.jsonl: %v, want the 2 changes", got)
+	}
+}
+
+// TestEvalOnlyResumeRecordsNoArithmetic resumes a run stopped in its test
+// evaluation (no step left) with another arithmetic than its checkpoint's:
+// the noise of a build before noise v2 (as a checkpoint of 2026-11-27
+// records it: the backend's arithmetic alone), an unrecorded one, and
+// another backend's. No step runs, so no warning and no change is recorded,
+// and the test metrics are the uninterrupted run's; another backend is
+// noted, as its rounding can show in the evaluation's numbers. The same
+// checkpoint given steps to compute (--set train.steps) warns and records.
+func TestEvalOnlyResumeRecordsNoArithmetic(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	set := []string{"train.eval_every=2", "task.max_train=200", "task.max_validation=16", "task.max_test=8", "eval.batch_size=4"}
+	whole := filepath.Join(dir, "whole")
+	want, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := func(name string) (string, string) {
+		run := filepath.Join(dir, name)
+		n := 0 // poll 20: at example 4 of 8 of the best adapter's test (TestStopReport)
+		if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+run), Stop: stopAt(20, &n)}); err != nil {
+			t.Fatal(err)
+		}
+		if st := readState(t, run); st.Test == nil || st.Step != 4 {
+			t.Fatalf("%s: not stopped in the test evaluation: %+v", name, st)
+		}
+		return run, readCheckpointArithmetic(t, run)
+	}
+	for _, tc := range []struct {
+		name     string
+		edit     func(arith string, m map[string]any)
+		wrap     func(tensor.Backend) tensor.Backend
+		wantNote bool
+	}{
+		{"noise before v2", func(a string, m map[string]any) { m["arithmetic"], _, _ = strings.Cut(a, "; noise ") }, nil, false},
+		{"unrecorded", func(_ string, m map[string]any) { delete(m, "arithmetic") }, nil, false},
+		{"another backend", nil, func(b tensor.Backend) tensor.Backend { return arithBackend{b, "another arithmetic"} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run, arith := stopped(strings.ReplaceAll(tc.name, " ", "-"))
+			if tc.edit != nil {
+				if err := editState(run, func(m map[string]any) { tc.edit(arith, m) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var log strings.Builder
+			got, err := Run(Options{Resume: run, Log: &log, wrapBackend: tc.wrap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(log.String(), "warning") || strings.Contains(log.String(), "not bit for bit") {
+				t.Errorf("an evaluation-only resume warned:\n%s", log.String())
+			}
+			if note := strings.Contains(log.String(), "note: the run's steps were computed with "+arith[:strings.Index(arith, "; noise ")]+"; this process evaluates with another arithmetic"); note != tc.wantNote {
+				t.Errorf("note of the other backend %v, want %v:\n%s", note, tc.wantNote, log.String())
+			}
+			if c := readChanges(run); len(c) != 0 || len(got.Changes) != 0 {
+				t.Errorf("an evaluation-only resume recorded changes: %+v, summary %+v", c, got.Changes)
+			}
+			if got.Status != "done" || fmt.Sprint(got.Test) != fmt.Sprint(want.Test) {
+				t.Errorf("resumed: %s, test %v; the uninterrupted run's %v", got.Status, got.Test, want.Test)
+			}
+		})
+	}
+	// With steps to compute, the noise before v2 is a change.
+	run, arith := stopped("more-steps")
+	old, _, _ := strings.Cut(arith, "; noise ")
+	if err := editState(run, func(m map[string]any) { m["arithmetic"] = old }); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	got, err := Run(Options{Resume: run, Log: &log, Overrides: []string{"train.steps=6"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "warning: the run's steps so far were computed with "+old+"; this process computes with "+arith) {
+		t.Errorf("no warning of the arithmetic with steps to compute:\n%s", log.String())
+	}
+	if c := readChanges(run); len(c) != 2 || c[1].Key != ArithmeticChange || c[1].Old != old || c[1].New != arith || got.StepsDone != 6 {
+		t.Errorf("changes %+v, steps done %d; want train.steps and the arithmetic", c, got.StepsDone)
 	}
 }
 
