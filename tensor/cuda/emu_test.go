@@ -26,10 +26,11 @@ import (
 // file). Memory
 // addresses are the child's own.
 type emu struct {
-	cmd *exec.Cmd
-	in  *bufio.Writer
-	out *bufio.Reader
-	mu  sync.Mutex
+	cmd   *exec.Cmd
+	in    *bufio.Writer
+	out   *bufio.Reader
+	mu    sync.Mutex
+	races *lockedBuffer // the race checker's reports (emuRaceCheck)
 }
 
 var (
@@ -38,9 +39,14 @@ var (
 	emuErr  error
 )
 
+// emuRaceCheck: with MEAZO_CUDA_EMU_RACE=1 every emulated test runs on the
+// emulator built as a race checker (emu.cpp's top; racecheck_test.go).
+var emuRaceCheck = os.Getenv("MEAZO_CUDA_EMU_RACE") == "1"
+
 // buildEmu compiles the emulator once per test binary: emu/emu.cpp with the
 // kernels' translation unit (kernels/, as NVRTC compiles it) and a table of
-// the kernels the backend declares (kernelParams).
+// the kernels the backend declares (kernelParams); under emuRaceCheck with
+// ThreadSanitizer.
 func buildEmu() (string, error) {
 	emuOnce.Do(func() {
 		cxx, err := exec.LookPath("g++")
@@ -67,8 +73,13 @@ func buildEmu() (string, error) {
 			return
 		}
 		emuBin = filepath.Join(dir, "emu")
-		out, err := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-U_FORTIFY_SOURCE",
-			"-I", dir, "-I", kernels, "-I", hopper, "-o", emuBin, "emu/emu.cpp").CombinedOutput()
+		flags := []string{"-O2"}
+		if emuRaceCheck {
+			flags = []string{"-O1", "-g", "-fsanitize=thread"}
+		}
+		args := append(flags, "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-U_FORTIFY_SOURCE",
+			"-I", dir, "-I", kernels, "-I", hopper, "-o", emuBin, "emu/emu.cpp")
+		out, err := exec.Command(cxx, args...).CombinedOutput()
 		if err != nil {
 			emuErr = fmt.Errorf("building the kernel emulator: %v\n%s", err, out)
 		}
@@ -88,12 +99,24 @@ func writeEmuSources(dir string) error {
 	for _, name := range slices.Sorted(maps.Keys(hopperParams)) {
 		fmt.Fprintf(&table, "KERNEL(%s)\n", name)
 	}
+	var probe []byte // the race checker's test kernels (racecheck_test.go)
+	if emuRaceCheck {
+		var err error
+		if probe, err = os.ReadFile("emu/race_probe.cu"); err != nil {
+			return err
+		}
+		table.WriteString("KERNEL(emu_probe_racy)\nKERNEL(emu_probe_synced)\n")
+	}
 	for unit, folder := range map[string]string{"kernels_unit.inc": "kernels", "hopper_unit.inc": "kernels_sm90a"} {
 		src, err := kernelsrc.Read(folder)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, unit), []byte(src.Unit), 0o644); err != nil {
+		text := []byte(src.Unit)
+		if folder == "kernels" {
+			text = append(text, probe...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, unit), text, 0o644); err != nil {
 			return err
 		}
 	}
@@ -112,7 +135,7 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	t.Helper()
 	bin, err := buildEmu()
 	if err != nil {
-		if os.Getenv("MEAZO_REQUIRE_CUDA_EMU") == "1" {
+		if os.Getenv("MEAZO_REQUIRE_CUDA_EMU") == "1" || emuRaceCheck {
 			t.Fatal(err)
 		}
 		t.Skipf("the kernel emulator is not available, so the emulated checks did not run: %v", err)
@@ -121,6 +144,9 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	stdin, _ := e.cmd.StdinPipe()
 	stdout, _ := e.cmd.StdoutPipe()
 	e.cmd.Stderr = os.Stderr
+	if emuRaceCheck {
+		e.races = raceReports(t, e.cmd)
+	}
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +235,9 @@ func (e *emu) memsetD32(dst uint64, v uint32, n uint64) error {
 }
 
 func (e *emu) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
+	if emuRaceCheck {
+		raceChecked.add(name)
+	}
 	e.put(byte('L'), uint32(len(name)), []byte(name), grid, block, shmem, uint32(len(args)), args)
 	return e.reply("launch " + name)
 }

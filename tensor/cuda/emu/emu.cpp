@@ -23,6 +23,18 @@
 // arrays of pointers, then i32 batch and f32 β
 // (cublasSgemmBatched, α = 1).
 //
+// Built with -fsanitize=thread (racecheck_test.go), it is a race checker,
+// compute-sanitizer's racecheck without a GPU: each thread of a block is a
+// ThreadSanitizer fiber, switched to without synchronisation; a
+// __syncthreads is a release by every thread of an object of that barrier
+// alone and an acquire of it once all have arrived; a block's threads
+// acquire at their start what the blocks before released at their end (so
+// blocks, which run one after another here, are ordered, and a block's
+// __shared__ statics and stacks may be reused by the next); the host's side
+// (main, the scheduler, the GEMMs) is ignored. Two threads of a block that
+// touch one address, shared or global, between two barriers, one writing,
+// are then a data race that TSan reports.
+//
 // The test that builds it (../emu_test.go) writes three files beside it:
 // kernels_unit.inc, the translation unit of ../kernels that NVRTC compiles
 // to the PTX (package kernelsrc), hopper_unit.inc, the same of
@@ -45,7 +57,18 @@
 
 struct dim3 { unsigned x = 0, y = 0, z = 0; };
 static dim3 blockIdx, blockDim, gridDim;
-struct Fiber { ucontext_t ctx; jmp_buf jb; dim3 idx; bool done, started; };
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define EMU_RACECHECK 1
+extern "C" void __tsan_ignore_thread_begin(); // the runtime's, not in its header
+#endif
+struct Fiber {
+    ucontext_t ctx;
+    jmp_buf jb;
+    dim3 idx;
+    bool done, started;
+    void* tsan; // its ThreadSanitizer fiber (EMU_RACECHECK)
+};
 static Fiber* cur; // the running thread of the block
 #define threadIdx (cur->idx)
 static void* emu_dynamic_shared;
@@ -56,12 +79,42 @@ static void* emu_dynamic_shared;
 #define __shared__ static
 static ucontext_t sched;
 static jmp_buf schedJB;
+#ifdef EMU_RACECHECK
+// The race checker's synchronisation objects (see the top): addresses that
+// only ThreadSanitizer reads. emu_round_sync is the barrier that ends the
+// scheduler's current round (a fresh one each round, reused after 2^16);
+// the blocks before block number emu_blocks end with a release of
+// emu_block_sync[emu_blocks % 2 ^ 1], which its threads acquire, and it ends
+// with one of the other (not of the one its own threads acquire: they
+// would be ordered after each other's ends).
+static void* emu_sched_fiber;
+static unsigned emu_blocks;
+static char emu_block_sync[2], emu_sync_arena[1 << 16];
+static void* emu_round_sync = emu_sync_arena;
+static unsigned emu_rounds;
+#endif
 // yield returns to the scheduler; setjmp/longjmp switch without the signal
 // mask system calls of swapcontext (makecontext only sets up each stack).
+// In the race checker's build each switch first tells ThreadSanitizer
+// which fiber runs next.
 static void yield() {
-    if (!_setjmp(cur->jb)) _longjmp(schedJB, 1);
+    if (!_setjmp(cur->jb)) {
+#ifdef EMU_RACECHECK
+        __tsan_switch_to_fiber(emu_sched_fiber, __tsan_switch_to_fiber_no_sync);
+#endif
+        _longjmp(schedJB, 1);
+    }
 }
-static void __syncthreads() { yield(); }
+static void __syncthreads() {
+#ifdef EMU_RACECHECK
+    void* barrier = emu_round_sync;
+    __tsan_release(barrier);
+    yield();
+    __tsan_acquire(barrier);
+#else
+    yield();
+#endif
+}
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
@@ -251,9 +304,34 @@ static std::function<void()> body;
 // fiberMain runs the kernel body once per block, for ever.
 static void fiberMain() {
     for (;;) {
+#ifdef EMU_RACECHECK
+        unsigned block = emu_blocks;
+        __tsan_acquire(&emu_block_sync[(block & 1) ^ 1]);
+#endif
         body();
+#ifdef EMU_RACECHECK
+        __tsan_release(&emu_block_sync[block & 1]);
+#endif
         cur->done = true;
         yield();
+    }
+}
+
+// enter switches from the scheduler to thread f, to its first statement or
+// back from its last yield.
+static void enter(Fiber& f) {
+    cur = &f;
+    if (!_setjmp(schedJB)) {
+#ifdef EMU_RACECHECK
+        if (!f.tsan) f.tsan = __tsan_create_fiber(0);
+        __tsan_switch_to_fiber(f.tsan, __tsan_switch_to_fiber_no_sync);
+#endif
+        if (!f.started) {
+            f.started = true;
+            swapcontext(&sched, &f.ctx); // first entry: onto its own stack
+        } else {
+            _longjmp(f.jb, 1);
+        }
     }
 }
 
@@ -279,6 +357,9 @@ static bool run(const std::function<void()>& kernel, dim3 grid, unsigned block, 
         for (unsigned y = 0; y < grid.y; y++)
             for (unsigned x = 0; x < grid.x; x++) {
                 blockIdx = dim3{x, y, z};
+#ifdef EMU_RACECHECK
+                emu_blocks++;
+#endif
                 for (unsigned t = 0; t < block; t++) {
                     Fiber& f = fibers[t];
                     if (!f.started) {
@@ -293,18 +374,13 @@ static bool run(const std::function<void()>& kernel, dim3 grid, unsigned block, 
                 }
                 for (bool left = true; left;) { // one round: every thread to its next barrier or its end
                     left = false;
+#ifdef EMU_RACECHECK
+                    emu_round_sync = emu_sync_arena + (emu_rounds++ % sizeof emu_sync_arena);
+#endif
                     for (unsigned t = 0; t < block; t++) {
                         if (fibers[t].done) continue;
-                        cur = &fibers[t];
-                        if (!_setjmp(schedJB)) {
-                            if (!cur->started) {
-                                cur->started = true;
-                                swapcontext(&sched, &cur->ctx); // first entry: onto its own stack
-                            } else {
-                                _longjmp(cur->jb, 1);
-                            }
-                        }
-                        left = left || !cur->done;
+                        enter(fibers[t]);
+                        left = left || !fibers[t].done;
                     }
                 }
                 for (const auto& q : emu_wgmma_queues)
@@ -364,6 +440,17 @@ template <typename T> static T rd() {
 static void ok(uint32_t status = 0) { std::fwrite(&status, 4, 1, stdout); }
 
 int main() {
+#ifdef EMU_RACECHECK
+    emu_sched_fiber = __tsan_get_current_fiber();
+    __tsan_ignore_thread_begin(); // the host's side: only the kernels' threads are checked
+    // At the end of the input, out without the static objects' destructors:
+    // the host's side is not checked, and their frees would be (the
+    // ignoring is over by then).
+    std::atexit([] {
+        std::fflush(stdout);
+        std::_Exit(0);
+    });
+#endif
     for (;;) {
         int cmd = std::fgetc(stdin);
         if (cmd == EOF) return 0;

@@ -1,0 +1,25 @@
+// Two kernels for the race checker's own test (racecheck_test.go), added to
+// the emulator's build under MEAZO_CUDA_EMU_RACE=1 only, never to the PTX:
+// the same neighbour's read of a shared array, without and with the
+// __syncthreads that orders it after the neighbour's write.
+
+extern "C" {
+
+// emu_probe_racy: each thread writes its slot of a shared array and reads
+// its neighbour's, with no barrier between (a race on a GPU).
+__global__ void emu_probe_racy(float* out) {
+    __shared__ float tile[256];
+    tile[threadIdx.x] = (float)threadIdx.x;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 1) % blockDim.x];
+}
+
+// emu_probe_synced: the same with the barrier; over several blocks, which
+// reuse the static array here as each has its own on a GPU.
+__global__ void emu_probe_synced(float* out) {
+    __shared__ float tile[256];
+    tile[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 1) % blockDim.x];
+}
+
+} // extern "C"
