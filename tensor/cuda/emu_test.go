@@ -105,7 +105,8 @@ func writeEmuSources(dir string) error {
 		if probe, err = os.ReadFile("emu/race_probe.cu"); err != nil {
 			return err
 		}
-		table.WriteString("KERNEL(emu_probe_racy)\nKERNEL(emu_probe_synced)\n")
+		probe = append([]byte("#line 1 \"emu/race_probe.cu\"\n"), probe...) // its reports name its lines
+		table.WriteString("KERNEL(emu_probe_racy)\nKERNEL(emu_probe_synced)\nKERNEL(emu_probe_divergent)\n")
 	}
 	for unit, folder := range map[string]string{"kernels_unit.inc": "kernels", "hopper_unit.inc": "kernels_sm90a"} {
 		src, err := kernelsrc.Read(folder)

@@ -4,7 +4,8 @@ package cuda
 // test-racecheck`): built with ThreadSanitizer, each thread of a block a
 // fiber and each __syncthreads a barrier it knows of (emu/emu.cpp's top), it
 // reports two threads of a block that touch one address between two
-// barriers, one of them writing: what compute-sanitizer's racecheck finds
+// barriers, one of them writing, and threads of a block that wait at
+// different barriers: what compute-sanitizer's racecheck and synccheck find
 // on a GPU, for every kernel the emulated tests launch, without one.
 
 import (
@@ -51,9 +52,9 @@ func raceReports(t *testing.T, cmd *exec.Cmd) *lockedBuffer {
 	cmd.Env = append(os.Environ(), "TSAN_OPTIONS=halt_on_error=0 report_signal_unsafe=0 history_size=4")
 	cmd.Stderr = io.MultiWriter(os.Stderr, reports)
 	t.Cleanup(func() {
-		if r := reports.String(); strings.Contains(r, "WARNING: ThreadSanitizer") {
-			t.Errorf("the race checker found %d races in the kernels this test launched:\n%s",
-				strings.Count(r, "WARNING: ThreadSanitizer"), r)
+		if r := reports.String(); strings.Contains(r, "WARNING: ") {
+			t.Errorf("the race checker found %d races and %d barriers in divergent code in the kernels this test launched:\n%s",
+				strings.Count(r, "WARNING: ThreadSanitizer"), strings.Count(r, "WARNING: emu synccheck"), r)
 		}
 	})
 	return reports
@@ -61,9 +62,10 @@ func raceReports(t *testing.T, cmd *exec.Cmd) *lockedBuffer {
 
 // TestRaceCheckerFindsRaces: the race checker itself, on emu/race_probe.cu
 // (built in under MEAZO_CUDA_EMU_RACE=1 only): a block whose threads read a
-// shared slot that another writes with no barrier between is reported, and
-// only that kernel; with the barrier, over several blocks that reuse the
-// same static array, nothing is.
+// shared slot that another writes with no barrier between is one race
+// reported; with the barrier, over several blocks that reuse the same
+// static array, nothing is; with the barrier in both branches of a branch
+// on the thread index, one barrier in divergent code is.
 func TestRaceCheckerFindsRaces(t *testing.T) {
 	if !emuRaceCheck {
 		t.Skip("MEAZO_CUDA_EMU_RACE=1 (make test-racecheck) builds the race checker this tests")
@@ -74,9 +76,8 @@ func TestRaceCheckerFindsRaces(t *testing.T) {
 	}
 	const threads, blocks = 64, 3
 	for _, c := range []struct {
-		kernel string
-		races  bool
-	}{{"emu_probe_synced", false}, {"emu_probe_racy", true}} {
+		kernel, want string // what the checker must report; "" nothing
+	}{{"emu_probe_synced", ""}, {"emu_probe_racy", "WARNING: ThreadSanitizer: data race"}, {"emu_probe_divergent", "WARNING: emu synccheck"}} {
 		e := &emu{cmd: exec.Command(bin)}
 		stdin, _ := e.cmd.StdinPipe()
 		stdout, _ := e.cmd.StdoutPipe()
@@ -98,11 +99,13 @@ func TestRaceCheckerFindsRaces(t *testing.T) {
 			t.Fatalf("%s: %v", c.kernel, err)
 		}
 		r := reports.String()
-		found := strings.Contains(r, "WARNING: ThreadSanitizer: data race") && strings.Contains(r, c.kernel)
-		if found != c.races || (!c.races && strings.Contains(r, "ThreadSanitizer")) {
-			t.Errorf("%s: race reported %v, want %v; the checker wrote:\n%s", c.kernel, found, c.races, r)
-		} else if found {
-			t.Logf("%s: reported as it should be; the report's first lines:\n%s", c.kernel, firstLines(r, 12))
+		switch {
+		case c.want == "" && strings.Contains(r, "WARNING"):
+			t.Errorf("%s: the checker reported what is not there:\n%s", c.kernel, r)
+		case c.want != "" && (strings.Count(r, "WARNING") != 1 || !strings.Contains(r, c.want) || !strings.Contains(r, c.kernel)):
+			t.Errorf("%s: want one report %q naming it; the checker wrote:\n%s", c.kernel, c.want, r)
+		case c.want != "":
+			t.Logf("%s: reported as it should be; the report's first lines:\n%s", c.kernel, firstLines(r, 6))
 		}
 	}
 }

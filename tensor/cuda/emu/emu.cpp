@@ -33,7 +33,9 @@
 // __shared__ statics and stacks may be reused by the next); the host's side
 // (main, the scheduler, the GEMMs) is ignored. Two threads of a block that
 // touch one address, shared or global, between two barriers, one writing,
-// are then a data race that TSan reports.
+// are then a data race that TSan reports. It also reports, as
+// compute-sanitizer's synccheck, the threads of a block waiting at different
+// __syncthreads (checkBarrier).
 //
 // The test that builds it (../emu_test.go) writes three files beside it:
 // kernels_unit.inc, the translation unit of ../kernels that NVRTC compiles
@@ -67,7 +69,9 @@ struct Fiber {
     jmp_buf jb;
     dim3 idx;
     bool done, started;
-    void* tsan; // its ThreadSanitizer fiber (EMU_RACECHECK)
+    void* tsan;       // its ThreadSanitizer fiber (EMU_RACECHECK)
+    const char* file; // where the __syncthreads it waits at is (EMU_RACECHECK)
+    int line;
 };
 static Fiber* cur; // the running thread of the block
 #define threadIdx (cur->idx)
@@ -105,16 +109,20 @@ static void yield() {
         _longjmp(schedJB, 1);
     }
 }
-static void __syncthreads() {
 #ifdef EMU_RACECHECK
+// A __syncthreads of the race checker's build also notes where it is
+// called from (checkBarrier).
+static void emu_syncthreads(const char* file, int line) {
+    cur->file = file, cur->line = line;
     void* barrier = emu_round_sync;
     __tsan_release(barrier);
     yield();
     __tsan_acquire(barrier);
-#else
-    yield();
-#endif
 }
+#define __syncthreads() emu_syncthreads(__FILE__, __LINE__)
+#else
+static void __syncthreads() { yield(); }
+#endif
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
@@ -335,11 +343,34 @@ static void enter(Fiber& f) {
     }
 }
 
+#ifdef EMU_RACECHECK
+// checkBarrier reports, as compute-sanitizer's synccheck would, a round in
+// which the threads of the block still running wait at different
+// __syncthreads (a barrier in divergent code: on a GPU they would not meet
+// there as the code means), and says whether it did. Threads that ended
+// are not waited for.
+static bool checkBarrier(const std::string& name, const std::vector<Fiber>& fibers, unsigned block) {
+    const Fiber* first = nullptr;
+    for (unsigned t = 0; t < block; t++) {
+        const Fiber& f = fibers[t];
+        if (f.done) continue;
+        if (!first) {
+            first = &f;
+        } else if (f.line != first->line || std::strcmp(f.file, first->file) != 0) {
+            std::fprintf(stderr, "WARNING: emu synccheck: %s, block (%u, %u, %u): thread %u waits at the __syncthreads of %s:%d, thread %u at %s:%d\n",
+                         name.c_str(), blockIdx.x, blockIdx.y, blockIdx.z, first->idx.x, first->file, first->line, f.idx.x, f.file, f.line);
+            return true;
+        }
+    }
+    return false;
+}
+#endif
+
 // run executes one launch: every block, its threads as fibers, round-robin
 // from one __syncthreads to the next. It returns false if a thread ended
 // with wgmma it had not waited for (their results never written: a kernel
 // bug that a GPU would not report).
-static bool run(const std::function<void()>& kernel, dim3 grid, unsigned block, unsigned shmem) {
+static bool run(const std::string& name, const std::function<void()>& kernel, dim3 grid, unsigned block, unsigned shmem) {
     const size_t stack = 64 << 10;
     static std::vector<Fiber> fibers;
     static std::vector<std::vector<char>> stacks;
@@ -353,6 +384,8 @@ static bool run(const std::function<void()>& kernel, dim3 grid, unsigned block, 
     gridDim = grid;
     blockDim = dim3{block, 1, 1};
     body = kernel;
+    bool divergent = false; // reported once a launch
+    (void)divergent;
     for (unsigned z = 0; z < grid.z; z++)
         for (unsigned y = 0; y < grid.y; y++)
             for (unsigned x = 0; x < grid.x; x++) {
@@ -382,6 +415,9 @@ static bool run(const std::function<void()>& kernel, dim3 grid, unsigned block, 
                         enter(fibers[t]);
                         left = left || !fibers[t].done;
                     }
+#ifdef EMU_RACECHECK
+                    divergent = divergent || (left && checkBarrier(name, fibers, block));
+#endif
                 }
                 for (const auto& q : emu_wgmma_queues)
                     if (!q.issued.empty() || !q.committed.empty()) {
@@ -501,7 +537,7 @@ int main() {
             auto it = kernels.find(name);
             if (it == kernels.end()) { ok(1); break; }
             const uint64_t* s = args.data();
-            ok(run([&] { it->second(s); }, grid, block, shmem) ? 0 : 3);
+            ok(run(name, [&] { it->second(s); }, grid, block, shmem) ? 0 : 3);
             break;
         }
         case 'G':   // sgemm

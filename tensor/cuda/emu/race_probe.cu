@@ -1,7 +1,8 @@
-// Two kernels for the race checker's own test (racecheck_test.go), added to
-// the emulator's build under MEAZO_CUDA_EMU_RACE=1 only, never to the PTX:
-// the same neighbour's read of a shared array, without and with the
-// __syncthreads that orders it after the neighbour's write.
+// Kernels for the race checker's own test (racecheck_test.go), added to the
+// emulator's build under MEAZO_CUDA_EMU_RACE=1 only, never to the PTX: the
+// same neighbour's read of a shared array, without and with the
+// __syncthreads that orders it after the neighbour's write, and with the
+// barrier in divergent code.
 
 extern "C" {
 
@@ -19,6 +20,19 @@ __global__ void emu_probe_synced(float* out) {
     __shared__ float tile[256];
     tile[threadIdx.x] = (float)threadIdx.x;
     __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 1) % blockDim.x];
+}
+
+// emu_probe_divergent: the barrier in each branch of a branch on the thread
+// index: the two halves of the block wait at different __syncthreads.
+__global__ void emu_probe_divergent(float* out) {
+    __shared__ float tile[256];
+    tile[threadIdx.x] = (float)threadIdx.x;
+    if (threadIdx.x < blockDim.x / 2) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
     out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 1) % blockDim.x];
 }
 
