@@ -9,7 +9,7 @@ SIMD := GOEXPERIMENT=simd
 # a MEAZO_SHARED set by hand to a folder that is not there still fails them.
 export MEAZO_SHARED ?= $(wildcard $(abspath ../shared))
 
-.PHONY: demo build test shared-note test-simd test-portable test-race test-racecheck vet vet-cross bench fuzz docker docker-cuda docker-bases
+.PHONY: demo build test shared-note test-simd test-portable test-race test-kernel-checks vet vet-cross bench fuzz docker docker-cuda docker-bases
 
 # The README's first command: the built-in default job, no downloads.
 demo:
@@ -64,14 +64,21 @@ test-race:
 	$(SIMD) $(GO) test -race -count=1 ./tensor/cpu ./tensor/backendtest ./model/... ./zo ./lora
 	$(SIMD) $(GO) test -race -count=1 -run 'TestEncodeFirstIsSequential' ./train
 
-# The CUDA kernels under a race checker, without a GPU (docs/BACKENDS.md,
+# The CUDA kernels under two checkers, without a GPU (docs/BACKENDS.md,
 # "Testing a backend"): every kernel on the kernel emulator built with
-# ThreadSanitizer (g++), failing on any race between the threads of a block
-# (TestRaceCheck; TestRaceCheckerFindsRaces proves the checker). The model
-# checks against the CPU launch the same kernels again: left out. About 4
-# minutes on 2 cores (CI runs it).
-test-racecheck:
-	MEAZO_CUDA_EMU_RACE=1 $(SIMD) $(GO) test -count=1 -timeout 30m -run 'TestRaceCheck' -skip 'TestRaceCheck/Model/AgainstCPU' ./tensor/cuda
+# ThreadSanitizer (races between the threads of a block, barriers in
+# divergent code) and with AddressSanitizer (accesses outside an
+# allocation), failing on any report (TestKernelsChecked;
+# TestCheckerFindsFaults proves each checker). The model checks against the
+# CPU launch the same kernels again: left out. Both at once, about 4 minutes
+# on 2 cores (CI runs it).
+KERNEL_CHECKS := race memory
+test-kernel-checks:
+	$(MAKE) -j2 --output-sync=target $(addprefix kernel-check-,$(KERNEL_CHECKS))
+
+kernel-check-%:
+	MEAZO_CUDA_EMU_CHECK=$* $(SIMD) $(GO) test -count=1 -timeout 30m -run 'TestCheckerFindsFaults|TestKernelsChecked' \
+		-skip 'TestKernelsChecked/Model/AgainstCPU' ./tensor/cuda
 
 bench:
 	scripts/bench_gemm.sh

@@ -38,9 +38,9 @@ import (
 //	MEAZO_REQUIRE_PEFT=1     a test that needs NVRTC, the kernel emulator,
 //	                         cuBLAS or the real PEFT fails without it instead
 //	                         of skipping (CI)
-//	MEAZO_CUDA_EMU_RACE=1    the CUDA backend's emulated tests run on the
-//	                         kernel emulator built as a race checker
-//	                         (make test-racecheck)
+//	MEAZO_CUDA_EMU_CHECK=race|memory  the CUDA backend's emulated tests run
+//	                         on the kernel emulator built as that checker
+//	                         (make test-kernel-checks)
 //	MEAZO_PYTHON=PATH        the python3 with python3-torch that the real-PEFT
 //	                         tests run (internal/fixture; /usr/bin/python3)
 //	MEAZO_TRAIN=PATH         the meazo-train that meazo-sweep and

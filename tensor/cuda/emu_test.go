@@ -30,7 +30,7 @@ type emu struct {
 	in    *bufio.Writer
 	out   *bufio.Reader
 	mu    sync.Mutex
-	races *lockedBuffer // the race checker's reports (emuRaceCheck)
+	races *lockedBuffer // the checker's reports (emuCheck)
 }
 
 var (
@@ -39,16 +39,46 @@ var (
 	emuErr  error
 )
 
-// emuRaceCheck: with MEAZO_CUDA_EMU_RACE=1 every emulated test runs on the
-// emulator built as a race checker (emu.cpp's top; racecheck_test.go).
-var emuRaceCheck = os.Getenv("MEAZO_CUDA_EMU_RACE") == "1"
+// emuCheck is MEAZO_CUDA_EMU_CHECK: with "race" or "memory" every emulated
+// test runs on the emulator built as that checker (emu.cpp's top;
+// checkers_test.go), with ThreadSanitizer or AddressSanitizer.
+var emuCheck = os.Getenv("MEAZO_CUDA_EMU_CHECK")
+
+// emuCheckers are the checkers' compiler flags, the environment their
+// runtime reads (every report kept: the run goes on after one) and the
+// starts of their reports (not of their notes: AddressSanitizer's warning
+// that it does not fully support the emulator's fibers is one).
+var emuCheckers = map[string]struct {
+	flags   []string
+	env     string
+	reports []string
+}{
+	"race": {[]string{"-fsanitize=thread"}, "TSAN_OPTIONS=halt_on_error=0 report_signal_unsafe=0 history_size=4",
+		[]string{"WARNING: ThreadSanitizer", "WARNING: emu synccheck"}},
+	"memory": {[]string{"-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer"},
+		"ASAN_OPTIONS=halt_on_error=0 detect_leaks=0", []string{"ERROR: AddressSanitizer"}},
+}
+
+// checkerFaults is how many reports of the checker emuCheck r holds.
+func checkerFaults(r string) int {
+	n := 0
+	for _, start := range emuCheckers[emuCheck].reports {
+		n += strings.Count(r, start)
+	}
+	return n
+}
 
 // buildEmu compiles the emulator once per test binary: emu/emu.cpp with the
 // kernels' translation unit (kernels/, as NVRTC compiles it) and a table of
-// the kernels the backend declares (kernelParams); under emuRaceCheck with
-// ThreadSanitizer.
+// the kernels the backend declares (kernelParams); under emuCheck as that
+// checker.
 func buildEmu() (string, error) {
 	emuOnce.Do(func() {
+		checker, ok := emuCheckers[emuCheck]
+		if !ok && emuCheck != "" {
+			emuErr = fmt.Errorf("$MEAZO_CUDA_EMU_CHECK=%q: want race or memory", emuCheck)
+			return
+		}
 		cxx, err := exec.LookPath("g++")
 		if err != nil {
 			emuErr = fmt.Errorf("no g++ to build the kernel emulator: %w", err)
@@ -74,8 +104,8 @@ func buildEmu() (string, error) {
 		}
 		emuBin = filepath.Join(dir, "emu")
 		flags := []string{"-O2"}
-		if emuRaceCheck {
-			flags = []string{"-O1", "-g", "-fsanitize=thread"}
+		if ok {
+			flags = append([]string{"-O1", "-g"}, checker.flags...)
 		}
 		args := append(flags, "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-U_FORTIFY_SOURCE",
 			"-I", dir, "-I", kernels, "-I", hopper, "-o", emuBin, "emu/emu.cpp")
@@ -99,14 +129,16 @@ func writeEmuSources(dir string) error {
 	for _, name := range slices.Sorted(maps.Keys(hopperParams)) {
 		fmt.Fprintf(&table, "KERNEL(%s)\n", name)
 	}
-	var probe []byte // the race checker's test kernels (racecheck_test.go)
-	if emuRaceCheck {
+	var probe []byte // the checkers' test kernels (checkers_test.go)
+	if emuCheck != "" {
 		var err error
-		if probe, err = os.ReadFile("emu/race_probe.cu"); err != nil {
+		if probe, err = os.ReadFile("emu/probe.cu"); err != nil {
 			return err
 		}
-		probe = append([]byte("#line 1 \"emu/race_probe.cu\"\n"), probe...) // its reports name its lines
-		table.WriteString("KERNEL(emu_probe_racy)\nKERNEL(emu_probe_synced)\nKERNEL(emu_probe_divergent)\n")
+		probe = append([]byte("#line 1 \"emu/probe.cu\"\n"), probe...) // its reports name its lines
+		for _, name := range probeKernels {
+			fmt.Fprintf(&table, "KERNEL(%s)\n", name)
+		}
 	}
 	for unit, folder := range map[string]string{"kernels_unit.inc": "kernels", "hopper_unit.inc": "kernels_sm90a"} {
 		src, err := kernelsrc.Read(folder)
@@ -136,7 +168,7 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	t.Helper()
 	bin, err := buildEmu()
 	if err != nil {
-		if os.Getenv("MEAZO_REQUIRE_CUDA_EMU") == "1" || emuRaceCheck {
+		if os.Getenv("MEAZO_REQUIRE_CUDA_EMU") == "1" || emuCheck != "" {
 			t.Fatal(err)
 		}
 		t.Skipf("the kernel emulator is not available, so the emulated checks did not run: %v", err)
@@ -145,8 +177,8 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	stdin, _ := e.cmd.StdinPipe()
 	stdout, _ := e.cmd.StdoutPipe()
 	e.cmd.Stderr = os.Stderr
-	if emuRaceCheck {
-		e.races = raceReports(t, e.cmd)
+	if emuCheck != "" {
+		e.races = checkerReports(t, e.cmd)
 	}
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -156,6 +188,9 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Under the memory checker a read past a buffer's end is past its
+	// allocation, and a freed buffer's memory is freed (not cached).
+	b.exactAllocs = emuCheck == "memory"
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -236,8 +271,8 @@ func (e *emu) memsetD32(dst uint64, v uint32, n uint64) error {
 }
 
 func (e *emu) launch(name string, grid [3]uint32, block, shmem uint32, args []uint64) error {
-	if emuRaceCheck {
-		raceChecked.add(name)
+	if emuCheck != "" {
+		checked.add(name)
 	}
 	e.put(byte('L'), uint32(len(name)), []byte(name), grid, block, shmem, uint32(len(args)), args)
 	return e.reply("launch " + name)

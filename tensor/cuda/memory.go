@@ -50,9 +50,13 @@ func sizeClass(bytes uint64) uint64 {
 }
 
 // malloc returns device memory for a buffer of bytes: a cached block of its
-// size class, else a new one (see alloc for out-of-memory).
+// size class, else a new one (see alloc for out-of-memory); under
+// exactAllocs a new one of bytes.
 func (b *Backend) malloc(bytes uint64) uint64 {
 	class := sizeClass(bytes)
+	if b.exactAllocs {
+		class = max(bytes, 4)
+	}
 	var p uint64
 	if ps := b.free[class]; len(ps) > 0 {
 		p = ps[len(ps)-1].ptr
@@ -103,6 +107,10 @@ func (b *Backend) recycle(p uint64) {
 	}
 	delete(b.live, p)
 	b.liveBytes -= bytes
+	if b.exactAllocs {
+		b.devFree(p, bytes)
+		return
+	}
 	b.freed++
 	b.free[bytes] = append(b.free[bytes], cached{p, b.freed})
 	b.cachedBytes += bytes

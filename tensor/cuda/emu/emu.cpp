@@ -23,7 +23,13 @@
 // arrays of pointers, then i32 batch and f32 β
 // (cublasSgemmBatched, α = 1).
 //
-// Built with -fsanitize=thread (racecheck_test.go), it is a race checker,
+// Built with -fsanitize=address (checkers_test.go), it is a memory checker:
+// AddressSanitizer reports a kernel's access outside a device allocation
+// (calloc), a __shared__ array (a global here) or the launch's dynamic
+// shared memory, as compute-sanitizer's memcheck does on a GPU (not an
+// access inside an allocation but outside the view a kernel was given).
+//
+// Built with -fsanitize=thread (checkers_test.go), it is a race checker,
 // compute-sanitizer's racecheck without a GPU: each thread of a block is a
 // ThreadSanitizer fiber, switched to without synchronisation; a
 // __syncthreads is a release by every thread of an object of that barrier
@@ -379,7 +385,11 @@ static bool run(const std::string& name, const std::function<void()>& kernel, di
         stacks.resize(block, std::vector<char>(stack));
     }
     emu_wgmma_queues.assign(block, EmuWgmmaQueue{});
+#ifdef __SANITIZE_ADDRESS__
+    std::vector<char> dyn(shmem ? shmem : 1); // the memory checker's: a read past the launch's size is one past the vector
+#else
     std::vector<char> dyn(shmem + 16);
+#endif
     emu_dynamic_shared = dyn.data();
     gridDim = grid;
     blockDim = dim3{block, 1, 1};

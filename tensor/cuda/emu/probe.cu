@@ -1,8 +1,8 @@
-// Kernels for the race checker's own test (racecheck_test.go), added to the
-// emulator's build under MEAZO_CUDA_EMU_RACE=1 only, never to the PTX: the
+// Kernels for the checkers' own test (checkers_test.go), added to the
+// emulator's build under MEAZO_CUDA_EMU_CHECK only, never to the PTX: the
 // same neighbour's read of a shared array, without and with the
 // __syncthreads that orders it after the neighbour's write, and with the
-// barrier in divergent code.
+// barrier in divergent code; a read past the end of a device allocation.
 
 extern "C" {
 
@@ -34,6 +34,14 @@ __global__ void emu_probe_divergent(float* out) {
         __syncthreads();
     }
     out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 1) % blockDim.x];
+}
+
+// emu_probe_past_end: the last thread of the grid reads one element past
+// the end of out, which holds one element a thread.
+__global__ void emu_probe_past_end(float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, n = gridDim.x * blockDim.x;
+    out[i] = (float)i;
+    if (i == n - 1) out[i] = out[n];
 }
 
 } // extern "C"
