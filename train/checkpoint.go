@@ -314,6 +314,45 @@ func (r *run) checkpointOf(params any, eng []byte) (err error) {
 // restore loads checkpoint/ into the run and cuts the logs back to it.
 func (r *run) restore() error {
 	dir := filepath.Join(r.dir, rundir.CheckpointDir) // in place: resumeConfig has recovered an interrupted swap
+	if err := r.readState(dir); err != nil {
+		return err
+	}
+	r.noteArithmetic()
+	r.noteProgram()
+	moved := map[string]string{}
+	for _, c := range r.changes {
+		if old, ok := c.Old.(string); ok && slices.Contains(relocatableKeys, c.Key) {
+			moved[c.Key] = old
+		}
+	}
+	var err error
+	if r.state.Inputs, err = checkInputs(r.state.Inputs, r.cfg, moved); err != nil {
+		return fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {
+		return err
+	}
+	hasBest := !math.IsInf(r.state.BestValLoss, 1)
+	if err := r.tr.restore(dir, hasBest); err != nil {
+		return err
+	}
+	if err := r.restoreEngine(dir); err != nil {
+		return err
+	}
+	if r.sampler, err = data.ResumeSampler(r.state.Sampler); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if err := r.checkLogs(); err != nil {
+		return err
+	}
+	if err := r.restoreTestAnswers(dir); err != nil {
+		return fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	return r.goOn(hasBest)
+}
+
+// readState reads the checkpoint's state.json in dir into the run's state.
+func (r *run) readState(dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, rundir.StateFile))
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", r.dir, err)
@@ -338,24 +377,11 @@ func (r *run) restore() error {
 		fmt.Fprintf(r.out, "the test evaluation a stop cut short starts again: settings changed on resume\n")
 		r.state.Test = nil
 	}
-	r.noteArithmetic()
-	r.noteProgram()
-	moved := map[string]string{}
-	for _, c := range r.changes {
-		if old, ok := c.Old.(string); ok && slices.Contains(relocatableKeys, c.Key) {
-			moved[c.Key] = old
-		}
-	}
-	if r.state.Inputs, err = checkInputs(r.state.Inputs, r.cfg, moved); err != nil {
-		return fmt.Errorf("resume %s: %w", r.dir, err)
-	}
-	if err := r.checkState(filepath.Join(dir, rundir.StateFile)); err != nil {
-		return err
-	}
-	hasBest := !math.IsInf(r.state.BestValLoss, 1)
-	if err := r.tr.restore(dir, hasBest); err != nil {
-		return err
-	}
+	return nil
+}
+
+// restoreEngine loads the ZO engine's state from the checkpoint in dir.
+func (r *run) restoreEngine(dir string) error {
 	eng, err := os.ReadFile(filepath.Join(dir, rundir.OptimizerFile))
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -366,17 +392,14 @@ func (r *run) restore() error {
 	if r.engine.StepCount() != r.state.Step {
 		return corrupted("%s is at step %d, state.json at step %d", filepath.Join(dir, rundir.OptimizerFile), r.engine.StepCount(), r.state.Step)
 	}
-	if r.sampler, err = data.ResumeSampler(r.state.Sampler); err != nil {
-		return fmt.Errorf("resume: %w", err)
-	}
-	if err := r.checkLogs(); err != nil {
-		return err
-	}
-	if err := r.restoreTestAnswers(dir); err != nil {
-		return fmt.Errorf("resume %s: %w", r.dir, err)
-	}
-	// Nothing refuses the resume from here: it changes the run, and
-	// run.lock names this process for good.
+	return nil
+}
+
+// goOn commits the run to the resume once nothing refuses it: run.lock
+// names this process for good, the logs are cut back to the checkpoint,
+// best/ is the checkpoint's, and what the last test wrote is gone unless
+// the resume finishes that test.
+func (r *run) goOn(hasBest bool) error {
 	r.lock.Keep()
 	// Steps logged after the checkpoint are run again: cut them off.
 	if err := os.Truncate(filepath.Join(r.dir, rundir.MetricsFile), r.state.MetricsBytes); err != nil {
