@@ -49,7 +49,7 @@ func (l *lockedBuffer) String() string {
 // report kept, the run going on after one, and once the test's emulator is
 // closed (cleanups run last first: this one after the backend's Close) the
 // test fails with each report it wrote.
-func checkerReports(t *testing.T, cmd *exec.Cmd) *lockedBuffer {
+func checkerReports(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	reports := &lockedBuffer{}
 	cmd.Env = append(os.Environ(), emuCheckers[emuCheck].env)
@@ -59,7 +59,6 @@ func checkerReports(t *testing.T, cmd *exec.Cmd) *lockedBuffer {
 			t.Errorf("the %s checker found %d faults in the kernels this test launched:\n%s", emuCheck, checkerFaults(r), r)
 		}
 	})
-	return reports
 }
 
 // probeKernels are emu/probe.cu's, built into the emulator under a checker.

@@ -26,11 +26,10 @@ import (
 // file). Memory
 // addresses are the child's own.
 type emu struct {
-	cmd   *exec.Cmd
-	in    *bufio.Writer
-	out   *bufio.Reader
-	mu    sync.Mutex
-	races *lockedBuffer // the checker's reports (emuCheck)
+	cmd *exec.Cmd
+	in  *bufio.Writer
+	out *bufio.Reader
+	mu  sync.Mutex
 }
 
 var (
@@ -178,7 +177,7 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	stdout, _ := e.cmd.StdoutPipe()
 	e.cmd.Stderr = os.Stderr
 	if emuCheck != "" {
-		e.races = checkerReports(t, e.cmd)
+		checkerReports(t, e.cmd)
 	}
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
