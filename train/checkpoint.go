@@ -98,7 +98,7 @@ func (r *run) noteArithmetic() {
 		return
 	}
 	r.state.Arithmetic = r.noteOther(ArithmeticChange, was, now,
-		"warning: the run's steps so far were computed with %s; this process computes with %s, which rounds differently: ")
+		"warning: the run's steps so far were computed with %s; this process computes with %s, whose rounding or noise differs: ")
 }
 
 // backendArithmetic is the backend's part of a recorded arithmetic (what an
