@@ -97,7 +97,7 @@ func (r *run) noteArithmetic() {
 		}
 		return
 	}
-	r.state.Arithmetic = r.noteOther(ArithmeticChange, was, now,
+	r.state.Arithmetic = r.noteOther(rundir.ArithmeticChange, was, now,
 		"warning: the run's steps so far were computed with %s; this process computes with %s, whose rounding or noise differs: ")
 }
 
@@ -130,7 +130,7 @@ func (r *run) noteProgram() {
 	if r.state.Program == "" {
 		r.state.Program = unrecordedProgram
 	}
-	r.state.Program = r.noteOther(ProgramChange, r.state.Program, r.program(),
+	r.state.Program = r.noteOther(rundir.ProgramChange, r.state.Program, r.program(),
 		"note: the run's steps so far were computed by meazo-go %s; this process is %s: if a kernel changed in between, ")
 }
 
@@ -153,14 +153,6 @@ func (r *run) program() string {
 	return buildinfo.Version()
 }
 
-// ArithmeticChange and ProgramChange are the keys of the changes
-// noteArithmetic and noteProgram record: not settings (config.yaml holds
-// neither), a record of what computed the steps after them.
-const (
-	ArithmeticChange = rundir.ArithmeticChange
-	ProgramChange    = rundir.ProgramChange
-)
-
 // unrecordedArithmetic and unrecordedProgram are the old values of those
 // changes when the checkpoint resumed records none: it was written by a
 // build from before the field.
@@ -169,8 +161,11 @@ const (
 	unrecordedProgram    = "unrecorded (a build before 2026-11-30)"
 )
 
-// notASetting says whether a change's key is one of those records.
-func notASetting(key string) bool { return key == ArithmeticChange || key == ProgramChange }
+// notASetting says whether a change's key is one of the records
+// noteArithmetic and noteProgram make (rundir.ArithmeticChange,
+// rundir.ProgramChange): not settings, a record of what computed the steps
+// after them.
+func notASetting(key string) bool { return key == rundir.ArithmeticChange || key == rundir.ProgramChange }
 
 // snapshot is the state of a run after a step, kept in memory while the
 // next step runs (the parameters, the engine's state, the logs' sizes), so

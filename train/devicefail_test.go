@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/noise"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor"
 )
 
@@ -111,7 +112,7 @@ func TestResumeRecordsOtherArithmetic(t *testing.T) {
 		t.Errorf("no warning of the other arithmetic in the log:\n%s", log.String())
 	}
 	s := readSummary(t, run)
-	want := []ConfigChange{{Step: 4, Key: ArithmeticChange, Old: was, New: "another arithmetic; noise " + noise.Version}}
+	want := []ConfigChange{{Step: 4, Key: rundir.ArithmeticChange, Old: was, New: "another arithmetic; noise " + noise.Version}}
 	if len(s.Changes) != 1 || s.Changes[0].Step != want[0].Step || s.Changes[0].Key != want[0].Key ||
 		s.Changes[0].Old != want[0].Old || s.Changes[0].New != want[0].New || s.StepsDone != 6 {
 		t.Errorf("summary: steps_done %d, changes %+v, want %+v", s.StepsDone, s.Changes, want)
@@ -150,7 +151,7 @@ func TestResumeRecordsOtherProgram(t *testing.T) {
 		t.Errorf("no note of the other build in the log:\n%s", log.String())
 	}
 	s := readSummary(t, run)
-	if len(s.Changes) != 1 || s.Changes[0].Step != 4 || s.Changes[0].Key != ProgramChange || s.Changes[0].Old != "v1" ||
+	if len(s.Changes) != 1 || s.Changes[0].Step != 4 || s.Changes[0].Key != rundir.ProgramChange || s.Changes[0].Old != "v1" ||
 		s.Changes[0].New != "v2" || s.StepsDone != 6 || s.Program != "v2" {
 		t.Errorf("summary: steps_done %d, program %q, changes %+v; want step 4's change v1 -> v2", s.StepsDone, s.Program, s.Changes)
 	}
@@ -194,9 +195,9 @@ func TestResumeRecordsUnrecordedArithmetic(t *testing.T) {
 		t.Errorf("no note of the unrecorded build in the log:\n%s", log.String())
 	}
 	s := readSummary(t, run)
-	if len(s.Changes) != 2 || s.Changes[0].Step != 2 || s.Changes[0].Key != ArithmeticChange ||
+	if len(s.Changes) != 2 || s.Changes[0].Step != 2 || s.Changes[0].Key != rundir.ArithmeticChange ||
 		s.Changes[0].Old != unrecordedArithmetic || s.Changes[0].New != now ||
-		s.Changes[1].Key != ProgramChange || s.Changes[1].Old != unrecordedProgram || s.Changes[1].New != "v2" || s.StepsDone != 6 {
+		s.Changes[1].Key != rundir.ProgramChange || s.Changes[1].Old != unrecordedProgram || s.Changes[1].New != "v2" || s.StepsDone != 6 {
 		t.Errorf("summary: steps_done %d, changes %+v; want step 2's arithmetic and program changes from unrecorded", s.StepsDone, s.Changes)
 	}
 	if got := readChanges(run); len(got) != 2 {
@@ -281,7 +282,7 @@ func TestEvalOnlyResumeRecordsNoArithmetic(t *testing.T) {
 	if !strings.Contains(log.String(), "warning: the run's steps so far were computed with "+old+"; this process computes with "+arith) {
 		t.Errorf("no warning of the arithmetic with steps to compute:\n%s", log.String())
 	}
-	if c := readChanges(run); len(c) != 2 || c[1].Key != ArithmeticChange || c[1].Old != old || c[1].New != arith || got.StepsDone != 6 {
+	if c := readChanges(run); len(c) != 2 || c[1].Key != rundir.ArithmeticChange || c[1].Old != old || c[1].New != arith || got.StepsDone != 6 {
 		t.Errorf("changes %+v, steps done %d; want train.steps and the arithmetic", c, got.StepsDone)
 	}
 }
