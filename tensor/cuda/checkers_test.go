@@ -12,12 +12,10 @@ package cuda
 // launch's dynamic shared memory (memcheck's).
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -45,20 +43,19 @@ func (l *lockedBuffer) String() string {
 	return l.buf.String()
 }
 
-// checkerReports readies the checker's run as cmd (not yet started): every
-// report kept, the run going on after one, and once the test's emulator is
-// closed (cleanups run last first: this one after the backend's Close) the
-// test fails with each report it wrote.
-func checkerReports(t *testing.T, cmd *exec.Cmd) {
+// checkerReports returns the stderr of a test's emulator under the checker:
+// os.Stderr, and every report kept, so that once the emulator is closed
+// (cleanups run last first: this one after the backend's Close) the test
+// fails with each report it wrote.
+func checkerReports(t *testing.T) io.Writer {
 	t.Helper()
 	reports := &lockedBuffer{}
-	cmd.Env = append(os.Environ(), emuCheckers[emuCheck].env)
-	cmd.Stderr = io.MultiWriter(os.Stderr, reports)
 	t.Cleanup(func() {
 		if r := reports.String(); checkerFaults(r) > 0 {
 			t.Errorf("the %s checker found %d faults in the kernels this test launched:\n%s", emuCheck, checkerFaults(r), r)
 		}
 	})
+	return io.MultiWriter(os.Stderr, reports)
 }
 
 // probeKernels are emu/probe.cu's, built into the emulator under a checker.
@@ -86,16 +83,8 @@ func TestCheckerFindsFaults(t *testing.T) {
 		"memory": {"emu_probe_past_end": "ERROR: AddressSanitizer: heap-buffer-overflow"},
 	}[emuCheck]
 	for _, kernel := range probeKernels {
-		e := &emu{cmd: exec.Command(bin)}
-		stdin, _ := e.cmd.StdinPipe()
-		stdout, _ := e.cmd.StdoutPipe()
 		reports := &lockedBuffer{}
-		e.cmd.Env = append(os.Environ(), emuCheckers[emuCheck].env)
-		e.cmd.Stderr = reports
-		if err := e.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		e.in, e.out = bufio.NewWriter(stdin), bufio.NewReader(stdout)
+		e, stdin := startEmu(t, bin, reports)
 		out, err := e.malloc(4 * threads * blocks)
 		if err == nil {
 			err = e.launch(kernel, [3]uint32{blocks, 1, 1}, threads, 0, []uint64{out})

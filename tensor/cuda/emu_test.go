@@ -172,17 +172,11 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 		}
 		t.Skipf("the kernel emulator is not available, so the emulated checks did not run: %v", err)
 	}
-	e := &emu{cmd: exec.Command(bin)}
-	stdin, _ := e.cmd.StdinPipe()
-	stdout, _ := e.cmd.StdoutPipe()
-	e.cmd.Stderr = os.Stderr
+	stderr := io.Writer(os.Stderr)
 	if emuCheck != "" {
-		checkerReports(t, e.cmd)
+		stderr = checkerReports(t)
 	}
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.in, e.out = bufio.NewWriterSize(stdin, 1<<20), bufio.NewReaderSize(stdout, 1<<20)
+	e, _ := startEmu(t, bin, stderr)
 	b, err := newBackend(e, "kernel emulator (kernels/*.cu on the CPU)", 48<<10, o)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +186,25 @@ func newEmuBackendWith(t *testing.T, o Options) *Backend {
 	b.exactAllocs = emuCheck == "memory"
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// startEmu starts the emulator bin as a device, its stderr to stderr and,
+// under a checker, its runtime's settings in the environment; closing stdin
+// ends it (as the end of its input).
+func startEmu(t *testing.T, bin string, stderr io.Writer) (e *emu, stdin io.WriteCloser) {
+	t.Helper()
+	e = &emu{cmd: exec.Command(bin)}
+	stdin, _ = e.cmd.StdinPipe()
+	stdout, _ := e.cmd.StdoutPipe()
+	e.cmd.Stderr = stderr
+	if emuCheck != "" {
+		e.cmd.Env = append(os.Environ(), emuCheckers[emuCheck].env)
+	}
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.in, e.out = bufio.NewWriterSize(stdin, 1<<20), bufio.NewReaderSize(stdout, 1<<20)
+	return e, stdin
 }
 
 func (e *emu) put(vs ...any) {
