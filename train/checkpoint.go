@@ -165,7 +165,9 @@ const (
 // noteArithmetic and noteProgram make (rundir.ArithmeticChange,
 // rundir.ProgramChange): not settings, a record of what computed the steps
 // after them.
-func notASetting(key string) bool { return key == rundir.ArithmeticChange || key == rundir.ProgramChange }
+func notASetting(key string) bool {
+	return key == rundir.ArithmeticChange || key == rundir.ProgramChange
+}
 
 // snapshot is the state of a run after a step, kept in memory while the
 // next step runs (the parameters, the engine's state, the logs' sizes), so
