@@ -264,6 +264,9 @@ func (r *run) step(step, ran int) outcome {
 	if ran == 0 && step+1 < total { // what the rest costs, from this step
 		r.note(r.project(step+1, secs).String())
 	}
+	if ran == 0 {
+		r.checkDisk()
+	}
 	if validates {
 		if end := r.validateStep(step+1, before); end.kind != continueRun {
 			return end
