@@ -115,6 +115,9 @@ func ReadSecondMoment(dir string) (SecondMoment, error) {
 	path := filepath.Join(ckpt, rundir.OptimizerFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
+		if s, serr := rundir.ReadSummary(dir); serr == nil && s.WeightsKept != "" {
+			return SecondMoment{}, fmt.Errorf("%s: no checkpoint: the run is %s and kept no checkpoint (output.keep_weights: %s), so its optimizer's v is gone", dir, s.Status, s.WeightsKept)
+		}
 		if run, what := rundir.OfRun(dir); run != "" {
 			return SecondMoment{}, fmt.Errorf("%s: no checkpoint (no %s): it is %s's %s: give %s or its %s/", dir, rundir.OptimizerFile, run, what, run, rundir.CheckpointDir)
 		}

@@ -90,6 +90,17 @@ func TestSecondMomentTable(t *testing.T) {
 	if _, err := ReadSecondMoment(dir); err == nil || !strings.Contains(err.Error(), "no checkpoint") {
 		t.Errorf("no checkpoint: %v", err)
 	}
+	// A finished run that kept no checkpoint (output.keep_weights) says so.
+	pruned := filepath.Join(dir, "pruned")
+	if err := os.MkdirAll(pruned, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pruned, "summary.json"), []byte(`{"optimizer": "zo-adam", "lr": 0.001, "status": "done", "weights_kept": "best"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSecondMoment(pruned); err == nil || !strings.Contains(err.Error(), "the run is done and kept no checkpoint (output.keep_weights: best)") {
+		t.Errorf("a run that kept no checkpoint: %v", err)
+	}
 }
 
 // TestSecondMomentFullParameter reads the v of full-parameter ZO-Adam runs

@@ -100,6 +100,14 @@ const (
 	StatusInterrupted = "interrupted" // stopped by a signal after a checkpoint: resumes
 )
 
+// What a finished run keeps of its weights (output.keep_weights; summary.json's
+// "weights_kept", absent for KeepAll).
+const (
+	KeepAll  = "all"  // checkpoint/, best/ and last/: it can be trained further
+	KeepBest = "best" // best/ alone
+	KeepNone = "none" // no weights: the logs, summary.json and the test answers
+)
+
 // Summary is summary.json. The field order is the file's key order.
 type Summary struct {
 	Model           string                        `json:"model"`
@@ -123,9 +131,10 @@ type Summary struct {
 	PeakRSSBytes    int64                         `json:"peak_rss_bytes"`
 	PeakDeviceBytes int64                         `json:"peak_device_bytes,omitempty"` // GPU memory the backend held at most (weights, buffers, its cache); absent on the CPU
 	SecondsPerStep  float64                       `json:"seconds_per_step"`
-	Changes         []ConfigChange                `json:"changes,omitempty"` // settings changed on resume (changes.jsonl)
-	Backend         string                        `json:"backend"`           // the backend that ran the last session of the run, and on what
-	Program         string                        `json:"program,omitempty"` // the build of meazo-go that ran it (-version's)
+	Changes         []ConfigChange                `json:"changes,omitempty"`      // settings changed on resume (changes.jsonl)
+	Backend         string                        `json:"backend"`                // the backend that ran the last session of the run, and on what
+	Program         string                        `json:"program,omitempty"`      // the build of meazo-go that ran it (-version's)
+	WeightsKept     string                        `json:"weights_kept,omitempty"` // KeepBest or KeepNone: what the finished run kept of its weights (absent: KeepAll)
 	// Status is StatusDone, StatusDiverged or StatusInterrupted; Signal names
 	// what interrupted the run.
 	Status string `json:"status"`

@@ -67,6 +67,10 @@ func TestReadSummary(t *testing.T) {
 	if _, err := ReadSummary(dir); err == nil || !strings.Contains(err.Error(), `field "lr" is 0`) {
 		t.Errorf("error %v", err)
 	}
+	os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"optimizer":"meazo","lr":1,"weights_kept":"last"}`), 0o644)
+	if _, err := ReadSummary(dir); err == nil || !strings.Contains(err.Error(), `field "weights_kept" is "last", want "best" or "none"`) {
+		t.Errorf("error %v", err)
+	}
 }
 
 // TestFirstForeign: a run's own files, in its folders too, and the

@@ -107,9 +107,9 @@ func (st *Study) CheckRunsMatch() error {
 }
 
 // runMatchIgnores are the settings a run may have been started with
-// otherwise without a different result: where it is, its worker count and
-// its progress lines.
-var runMatchIgnores = []string{"output.dir", "train.threads", "train.log_every"}
+// otherwise without a different result: where it is, what it keeps of its
+// weights at the end, its worker count and its progress lines.
+var runMatchIgnores = []string{"output.dir", "output.keep_weights", "train.threads", "train.log_every"}
 
 // checkRunsMatch refuses a sweep whose run directories were started with
 // settings other than the study gives them now (an experiment's config or

@@ -23,6 +23,7 @@ import (
 	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
 	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -130,6 +131,8 @@ type EvalConfig struct {
 // OutputConfig is the config's output section: where the run directory is.
 type OutputConfig struct {
 	Dir string `mapstructure:"dir" yaml:"dir" doc:"run directory (created; see docs/RUNDIR.md)"`
+	// KeepWeights is rundir.KeepAll, KeepBest or KeepNone.
+	KeepWeights string `mapstructure:"keep_weights" yaml:"keep_weights" doc:"what a finished run (done or diverged) keeps of its weights once its test evaluation is over: all (checkpoint/, best/ and last/: it can be trained further with --resume --set train.steps=N), best (best/ alone; checkpoint/ and last/ removed) or none (no weights: the logs, summary.json and the test answers stay). A full-parameter run's checkpoint is a whole model: a study of them keeps best or none. An interrupted run keeps everything (it resumes)"`
 }
 
 // Defaults are the paper's settings where it has one.
@@ -141,7 +144,7 @@ func Defaults() Config {
 		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8, Schedule: "constant"},
 		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
 		Eval:      EvalConfig{BatchSize: 8, Predictions: true},
-		Output:    OutputConfig{Dir: "runs/run"},
+		Output:    OutputConfig{Dir: "runs/run", KeepWeights: rundir.KeepAll},
 	}
 }
 
@@ -488,6 +491,8 @@ func (c *Config) validateRun() error {
 		return fmt.Errorf("eval.batch_size must be at least 1, got %d", c.Eval.BatchSize)
 	case c.Output.Dir == "":
 		return fmt.Errorf("output.dir is required")
+	case !slices.Contains([]string{rundir.KeepAll, rundir.KeepBest, rundir.KeepNone}, c.Output.KeepWeights):
+		return fmt.Errorf("output.keep_weights must be %s, %s or %s, got %q", rundir.KeepAll, rundir.KeepBest, rundir.KeepNone, c.Output.KeepWeights)
 	}
 	// Counts and limits where 0 means none (or the default), and no
 	// negative value means anything. Each error starts with its key, so

@@ -105,6 +105,11 @@ func checkNewRunDir(dir string) error {
 	var other []string
 	for _, e := range entries {
 		switch n := e.Name(); {
+		case n == rundir.SummaryFile && started:
+			if s, err := rundir.ReadSummary(dir); err == nil && s.WeightsKept != "" {
+				return fmt.Errorf("run directory %s holds a finished run (%s, %d steps; its weights pruned: output.keep_weights %s): choose another output.dir", dir, s.Status, s.StepsDone, s.WeightsKept)
+			}
+			other = append(other, n)
 		case n == rundir.CheckpointDir || n == rundir.CheckpointOldDir:
 			if s, err := rundir.ReadSummary(dir); err == nil && s.Status == rundir.StatusDone {
 				return fmt.Errorf("run directory %s holds a finished run (%d steps): choose another output.dir (--resume %s --set train.steps=N trains it further)", dir, s.StepsDone, dir)

@@ -34,6 +34,7 @@ var resumableKeys = []string{
 	"optimizer.momentum", "optimizer.weight_decay", "optimizer.schedule", "optimizer.warmup_steps",
 	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every", "train.patience",
 	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem", "eval.predictions",
+	"output.keep_weights",
 }
 
 // configValues flattens a config into key → value.
@@ -96,6 +97,14 @@ func recoverCheckpointDir(runDir string) error {
 		}
 	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if s, err := rundir.ReadSummary(runDir); err == nil && s.WeightsKept != "" {
+			kept := "its best/"
+			if s.WeightsKept == rundir.KeepNone {
+				kept = "no weights"
+			}
+			return fmt.Errorf("resume %s: the run is %s and kept %s, no checkpoint (output.keep_weights: %s): it cannot go on; "+
+				"start a new run with --config (with output.keep_weights: all, a finished run can be trained further)", runDir, s.Status, kept, s.WeightsKept)
+		}
 		return fmt.Errorf("resume %s: no checkpoint (%s): the run stopped before its first one; start it again with --config", runDir, dir)
 	}
 	// checkpoint/ appears only by the rename of a complete checkpoint.tmp/:

@@ -508,8 +508,8 @@ func (r *run) finish(end outcome) (*Summary, error) {
 		fmt.Fprintf(r.out, "%s\n", s.Message)
 	case diverged:
 		s.Diverged, s.Status, s.DivergedAt, s.StepsDone = true, rundir.StatusDiverged, &end.step, end.step-1
-		s.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); "+
-			"the last checkpoint (step %d) and the best adapter (step %d) are kept", end.step, r.cfg.Optimizer.LR, r.lastCheckpointStep(), r.state.BestStep)
+		s.Message = fmt.Sprintf("diverged at step %d: the training or validation loss, or a projected gradient, is NaN or infinite (learning rate %g too large?); %s",
+			end.step, r.cfg.Optimizer.LR, r.divergedKeeps())
 		fmt.Fprintf(r.out, "%s\n", s.Message)
 	case finished:
 		s.StepsDone, s.Status = r.state.Step, rundir.StatusDone
@@ -518,22 +518,22 @@ func (r *run) finish(end outcome) (*Summary, error) {
 	if end.kind == finished {
 		s.Message = earlyStopMessage(s.Changes, s.StepsDone)
 	}
+	if end.kind == finished || end.kind == diverged {
+		if keep := r.cfg.Output.KeepWeights; keep != rundir.KeepAll {
+			s.WeightsKept = keep
+		}
+	}
 	err := r.writeSummary()
+	if err == nil && (end.kind == finished || end.kind == diverged) {
+		r.pruneWeights()
+	}
 	if end.kind != finished {
 		return s, err
 	}
 	if err != nil {
 		return nil, err
 	}
-	what, flag := "the adapter", "--adapter"
-	if r.cfg.Adapter.Kind == "full" {
-		what, flag = "the model", "--model"
-	}
-	answers := fmt.Sprintf("each test answer: meazo-eval task %s %s --predictions FILE", flag, filepath.Join(r.dir, rundir.BestDir))
-	if r.cfg.Eval.Predictions && len(r.summary.Test) > 0 {
-		answers = "each test answer: " + filepath.Join(r.dir, rundir.PredictionsFile("best"))
-	}
-	fmt.Fprintf(r.out, "results in %s: summary.json, best/ (%s of the lowest validation loss), last/; %s\n", r.dir, what, answers)
+	fmt.Fprintf(r.out, "results in %s: %s\n", r.dir, r.resultsLine())
 	return s, nil
 }
 

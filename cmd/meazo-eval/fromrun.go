@@ -181,10 +181,17 @@ func notARunDir(flag, dir string) error {
 	}
 	best := filepath.Join(dir, rundir.BestDir)
 	last := " (or " + filepath.Join(dir, rundir.LastDir) + ")"
-	if _, err := os.Stat(filepath.Join(dir, rundir.LastDir)); err != nil {
+	pruned, isPruned := prunedRun(dir)
+	switch _, err := os.Stat(filepath.Join(dir, rundir.LastDir)); {
+	case err == nil:
+	case isPruned:
+		last = " (the run " + pruned + ")"
+	default:
 		last = " (its last/ is saved when the run " + notEnded(dir) + ")"
 	}
 	switch {
+	case isPruned && !fileExists(filepath.Join(best, "config.json")) && !fileExists(filepath.Join(best, rundir.AdapterFiles[0])):
+		return fmt.Errorf("%s %s is a run directory: the run %s", flag, dir, pruned)
 	case fileExists(filepath.Join(best, "config.json")):
 		return fmt.Errorf("%s %s is a run directory: score the model it saved, --model %s%s", flag, dir, best, last)
 	case fileExists(filepath.Join(best, rundir.AdapterFiles[0])):
@@ -212,6 +219,9 @@ func notARunResult(flag, dir string) error {
 	if _, err := os.Stat(filepath.Join(run, rundir.LockFile)); err != nil {
 		return nil // a user's config.yaml beside, not a run
 	}
+	if pruned, ok := prunedRun(run); ok {
+		return fmt.Errorf("%s %s: the run %s %s", flag, dir, run, pruned)
+	}
 	if name == rundir.BestDir {
 		return fmt.Errorf("%s %s: the run %s has saved no best/ yet (it is saved at the run's first validation, step 0's); the run %s",
 			flag, dir, run, state(run))
@@ -227,6 +237,21 @@ func notARunResult(flag, dir string) error {
 		msg += "it has no best/ either"
 	}
 	return errors.New(msg)
+}
+
+// prunedRun says what a finished run whose weights output.keep_weights
+// pruned kept, for messages, and whether it is one.
+func prunedRun(run string) (string, bool) {
+	s, err := rundir.ReadSummary(run)
+	if err != nil || s.WeightsKept == "" {
+		return "", false
+	}
+	kept := "only its best/"
+	if s.WeightsKept == rundir.KeepNone {
+		kept = "none of its weights"
+	}
+	return fmt.Sprintf("is %s and kept %s (output.keep_weights: %s); its test results are in %s",
+		s.Status, kept, s.WeightsKept, filepath.Join(run, rundir.SummaryFile)), true
 }
 
 // notEnded says when a run's last/ comes: at its end, which a run still

@@ -773,3 +773,40 @@ func TestImageTaskRefusesStem(t *testing.T) {
 		t.Errorf("--stem on pets: %v", err)
 	}
 }
+
+// TestTaskOnPrunedRun: a finished run that kept only best/ or no weights
+// (output.keep_weights) says so when its last/, best/ or directory is
+// given, rather than that the run has not ended.
+func TestTaskOnPrunedRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type evalCase struct {
+		args []string
+		want string
+	}
+	for _, keep := range []string{"best", "none"} {
+		run := filepath.Join(dir, keep)
+		if _, err := train.Run(train.Options{ConfigPath: cfg, Log: io.Discard, Overrides: []string{"output.dir=" + run, "task.max_train=32",
+			"task.max_validation=8", "task.max_test=8", "output.keep_weights=" + keep}}); err != nil {
+			t.Fatal(err)
+		}
+		kept := map[string]string{"best": "only its best/", "none": "none of its weights"}[keep]
+		pruned := "is done and kept " + kept + " (output.keep_weights: " + keep + "); its test results are in " + filepath.Join(run, "summary.json")
+		last, best := filepath.Join(run, "last"), filepath.Join(run, "best")
+		cases := []evalCase{{[]string{"--adapter", last}, "--adapter " + last + ": the run " + run + " " + pruned}}
+		if keep == "best" {
+			cases = append(cases, evalCase{[]string{"--adapter", run}, "--adapter " + run + " is a run directory: score the adapter it saved, --adapter " + best + " (the run " + pruned + ")"})
+		} else {
+			cases = append(cases, evalCase{[]string{"--adapter", best}, "--adapter " + best + ": the run " + run + " " + pruned},
+				evalCase{[]string{"--adapter", run}, "--adapter " + run + " is a run directory: the run " + pruned})
+		}
+		for _, c := range cases {
+			if err := runTask(c.args, io.Discard, io.Discard); err == nil || err.Error() != c.want {
+				t.Errorf("%q:\n got %v\nwant %s", c.args, err, c.want)
+			}
+		}
+	}
+}

@@ -34,10 +34,12 @@ func addOPT(files map[string]string) {
 # (a row per method with its η, q, ε and test accuracy; the three methods' curves in fig20_meazo_vs_zo-sgd_vs_fzoo/)
 # ZO-SGD's rate from your own FZOO runs (then set it as fig20_zo-sgd's coarse rate):
 #   meazo-plot fzoo-rate sweeps/opt-figure20/fig20_fzoo_fzoo
+# Each finished run keeps only its best/ model (5.3 GB in float32; output.keep_weights=best).
 name: opt-figure20
 out: sweeps/opt-figure20
 seeds: [0, 1, 2]
 fine: false
+set: [output.keep_weights=best]
 experiments:
 `)
 	for _, r := range optRuns {
