@@ -314,8 +314,6 @@ func (r *run) restore() error {
 	if err := r.readState(dir); err != nil {
 		return err
 	}
-	r.noteArithmetic()
-	r.noteProgram()
 	moved := map[string]string{}
 	for _, c := range r.changes {
 		if old, ok := c.Old.(string); ok && slices.Contains(relocatableKeys, c.Key) {
@@ -345,6 +343,10 @@ func (r *run) restore() error {
 	if err := r.restoreTestAnswers(dir); err != nil {
 		return fmt.Errorf("resume %s: %w", r.dir, err)
 	}
+	// Once nothing can refuse the resume: a refused one neither goes on nor
+	// records, so it must not say that it does.
+	r.noteArithmetic()
+	r.noteProgram()
 	return r.goOn(hasBest)
 }
 

@@ -122,6 +122,57 @@ func TestResumeRecordsOtherArithmetic(t *testing.T) {
 	}
 }
 
+// TestRefusedResumeNotesNoArithmetic: a resume on another arithmetic and
+// build that is then refused (here: metrics.jsonl edited since the
+// checkpoint) says nothing of either, neither "the run goes on" nor
+// "recorded in changes.jsonl" (it did neither), and records nothing; the
+// same resume once the log is put back warns, notes and records both.
+func TestRefusedResumeNotesNoArithmetic(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	run := filepath.Join(dir, "run")
+	set := []string{"train.eval_every=3", "train.checkpoint_every=2", "eval.skip=true", "task.max_train=100",
+		"task.max_validation=8", "output.dir=" + run}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 2, program: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	metrics := filepath.Join(run, rundir.MetricsFile)
+	orig, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := slices.Clone(orig)
+	edited[0] = ' '
+	if err := os.WriteFile(metrics, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := func(b tensor.Backend) tensor.Backend { return arithBackend{b, "another arithmetic"} }
+	var log strings.Builder
+	if _, err := Run(Options{Resume: run, Log: &log, wrapBackend: other, program: "v2"}); err == nil || !strings.Contains(err.Error(), "the log was edited") {
+		t.Fatalf("resume of an edited metrics.jsonl: %v, want its refusal", err)
+	}
+	for _, said := range []string{"the run's steps", "goes on correctly", "recorded in"} {
+		if strings.Contains(log.String(), said) {
+			t.Errorf("a refused resume said %q:\n%s", said, log.String())
+		}
+	}
+	if c := readChanges(run); len(c) != 0 {
+		t.Errorf("a refused resume recorded %+v", c)
+	}
+	if err := os.WriteFile(metrics, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	if _, err := Run(Options{Resume: run, Log: &log, wrapBackend: other, program: "v2"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "warning: the run's steps so far were computed with") || !strings.Contains(log.String(), "note: the run's steps so far were computed by meazo-go v1") {
+		t.Errorf("the resume that went ahead did not warn and note:\n%s", log.String())
+	}
+	if c := readChanges(run); len(c) != 2 || c[0].Key != rundir.ArithmeticChange || c[1].Key != rundir.ProgramChange {
+		t.Errorf("changes %+v, want the arithmetic and the program", c)
+	}
+}
+
 // TestResumeRecordsOtherProgram resumes a run with another build of
 // meazo-go than the one that started it (Options.program): the log notes
 // it, changes.jsonl and summary.json record it, the checkpoint and the
