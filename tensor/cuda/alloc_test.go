@@ -115,3 +115,37 @@ func TestCacheBounded(t *testing.T) {
 		t.Errorf("after Close: DeviceMemory() = %d, %d; the device holds %d, peak %d", held, peak, d.held, d.peak)
 	}
 }
+
+// TestExactAllocs: with the backend's cache off for the memory checker
+// (exactAllocs, checkers_test.go), every device allocation a kernel reads
+// through is of the exact size asked for: buffers, and the scratch arrays
+// of indices, masks and pointers, also when a shorter array follows a
+// longer one (a kernel reading past the shorter would be inside the
+// longer's allocation); a freed buffer goes back to the device, and Close
+// returns everything.
+func TestExactAllocs(t *testing.T) {
+	d := &countingDevice{sizes: map[uint64]uint64{}}
+	b, err := newBackend(d, "counting", 1<<16, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.exactAllocs = true
+	x := b.Alloc(3).(buf)
+	if got := d.sizes[x.ptr]; got != 12 {
+		t.Errorf("a buffer of 3 floats: an allocation of %d bytes, want 12", got)
+	}
+	b.Free(x)
+	if _, ok := d.sizes[x.ptr]; ok {
+		t.Error("a freed buffer's allocation was kept (cached)")
+	}
+	for _, n := range []int{5, 2, 2, 700, 1} {
+		p := b.uploadInts(&b.ids, make([]int, n))
+		if got := d.sizes[p]; got != uint64(4*n) {
+			t.Errorf("uploadInts of %d ints: an allocation of %d bytes, want %d", n, got, 4*n)
+		}
+	}
+	b.Close()
+	if d.held != 0 {
+		t.Errorf("after Close the device holds %d bytes", d.held)
+	}
+}

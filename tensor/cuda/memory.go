@@ -141,16 +141,27 @@ func (b *Backend) trim(limit uint64) {
 	}
 }
 
-// grow makes a at least bytes long (contents not kept).
+// grow makes a at least bytes long (contents not kept); under exactAllocs
+// exactly bytes long, so that the memory checker sees a kernel's read past
+// the index, mask or pointer array a launch was given (a shorter one in
+// a larger array kept from before would hide it). UpdateWeight's partial
+// sums keep their size while any is unread, so they are kept then too.
 func (b *Backend) grow(a *devArray, bytes uint64) {
-	if a.bytes >= bytes {
+	if b.exactAllocs {
+		bytes = max(bytes, 4)
+		if a.bytes == bytes {
+			return
+		}
+	} else if a.bytes >= bytes {
 		return
 	}
 	if a.ptr != 0 {
 		b.devFree(a.ptr, a.bytes)
 		a.ptr, a.bytes = 0, 0
 	}
-	bytes = max(bytes, 1024)
+	if !b.exactAllocs {
+		bytes = max(bytes, 1024)
+	}
 	a.ptr, a.bytes = b.alloc(bytes), bytes
 }
 
