@@ -58,7 +58,7 @@ type Backend struct {
 	liveBytes    uint64              // bytes live in buffers and caches (weights not counted)
 	peakBytes    uint64              // the most liveBytes has been: the largest working set
 	cachedBytes  uint64              // bytes in free, held for reuse
-	exactAllocs  bool                // each buffer an allocation of its own size, freed at Free: the emulator's memory checker (checkers_test.go)
+	exactAllocs  bool                // each buffer and scratch array an allocation of its own size, freed at Free: the emulator's memory checker (checkers_test.go)
 	heldBytes    uint64              // bytes allocated from the device and not yet returned
 	peakHeld     uint64              // the most heldBytes has been (DeviceMemory)
 	weights      int
