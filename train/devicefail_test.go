@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/rundir"
@@ -170,6 +171,54 @@ func TestRefusedResumeNotesNoArithmetic(t *testing.T) {
 	}
 	if c := readChanges(run); len(c) != 2 || c[0].Key != rundir.ArithmeticChange || c[1].Key != rundir.ProgramChange {
 		t.Errorf("changes %+v, want the arithmetic and the program", c)
+	}
+}
+
+// setupFailBackend is a backend whose device fails (panics with a
+// tensor.DeviceError, as a GPU's out-of-memory does) while a resume sets
+// up: when restore asks its arithmetic, outside the model's calls.
+type setupFailBackend struct{ tensor.Backend }
+
+func (setupFailBackend) Arithmetic() string {
+	tensor.Fail(errors.New("injected device failure"))
+	return ""
+}
+
+// TestResumeDeviceFailureLeavesLock: a resume whose device fails while it
+// sets up (before it goes ahead) returns the failure as its error and, as
+// every refused resume, leaves run.lock as it found it: the earlier owner
+// line and time put back, or no run.lock where there was none.
+func TestResumeDeviceFailureLeavesLock(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	run := filepath.Join(dir, "run")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(trustSet), "output.dir="+run), StopAfter: 3}); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(run, rundir.LockFile)
+	text := []byte("pid 1 on host earlier, started 2026-11-01T00:00:00Z\n")
+	when := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.WriteFile(lock, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(lock, when, when); err != nil {
+		t.Fatal(err)
+	}
+	fail := func(b tensor.Backend) tensor.Backend { return setupFailBackend{b} }
+	if _, err := Run(Options{Resume: run, wrapBackend: fail}); err == nil || !strings.Contains(err.Error(), "injected device failure") {
+		t.Fatalf("resume on a failing device: %v, want the device's failure", err)
+	}
+	if b, _ := os.ReadFile(lock); string(b) != string(text) {
+		t.Errorf("run.lock after the failed resume: %q, was %q", b, text)
+	}
+	if fi, err := os.Stat(lock); err != nil || !fi.ModTime().Equal(when) {
+		t.Errorf("run.lock's time after the failed resume: %v (%v), was %v", fi.ModTime(), err, when)
+	}
+	os.Remove(lock)
+	if _, err := Run(Options{Resume: run, wrapBackend: fail}); err == nil {
+		t.Fatal("resume on a failing device: no error")
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed resume left a run.lock where there was none (%v)", err)
 	}
 }
 

@@ -115,7 +115,7 @@ func Run(opts Options) (_ *Summary, err error) {
 	defer func() { r.lock.Unlock() }()
 	defer r.closeBackend()
 	defer tensor.Recover(&err) // a device failure outside the model's calls (merging LoRA on a GPU, …) is an error too
-	if err := r.setup(); err != nil {
+	if err := r.setupRecovered(); err != nil {
 		r.lock.PutBack() // the owner line as it was (a resume refused changes nothing), unless the resume went ahead
 		r.removeFailedStart()
 		return nil, err
@@ -123,6 +123,17 @@ func Run(opts Options) (_ *Summary, err error) {
 	defer r.metrics.Close()
 	defer r.timing.Close()
 	return r.train()
+}
+
+// setupRecovered is setup with a device failure during it (a panic with a
+// tensor.DeviceError outside the model's calls: an out-of-memory while the
+// adapter, the optimizer's state or the checkpoint is put on a GPU) as its
+// error, so that Run takes back what the failed start wrote and a refused
+// resume puts run.lock back, as for any other error (Run's own Recover
+// comes after those).
+func (r *run) setupRecovered() (err error) {
+	defer tensor.Recover(&err)
+	return r.setup()
 }
 
 // outcome is how a step leaves the run: it goes on (continueRun), or the
