@@ -67,6 +67,16 @@ func checkerFaults(r string) int {
 	return n
 }
 
+// TestMain removes the emulator buildEmu built (its directory under the
+// system's temporary directory) once the tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if emuBin != "" {
+		os.RemoveAll(filepath.Dir(emuBin))
+	}
+	os.Exit(code)
+}
+
 // buildEmu compiles the emulator once per test binary: emu/emu.cpp with the
 // kernels' translation unit (kernels/, as NVRTC compiles it) and a table of
 // the kernels the backend declares (kernelParams); under emuCheck as that
