@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -13,6 +14,11 @@ import (
 type startMade struct {
 	dir, lock    bool
 	config, logs bool
+	// configInput is what config.yaml held before this start replaced it,
+	// when it was the --config file (an earlier start's config.yaml given
+	// again, as the resume of a run stopped before its first checkpoint
+	// suggests): a failed start puts it back, as it found it.
+	configInput []byte
 }
 
 // removeFailedStart takes back what a new run's start wrote when the start
@@ -20,7 +26,8 @@ type startMade struct {
 // cannot open, a stop while loading): config.yaml and the logs, the
 // run.lock it made (removed while still held: a process waiting for it
 // opens the path again, see openLocked) and the directory if it made it and
-// nothing else is left there. Nothing was trained, so nothing is lost; what
+// nothing else is left there (config.yaml that was the --config file
+// itself gets back what it held). Nothing was trained, so nothing is lost; what
 // it leaves is what was there before it (the demo's marker, meazo-sweep's
 // files). A resumed run's files are never touched: a resume that fails
 // before it changes the run (Lock.Keep) leaves run.lock as it was (PutBack),
@@ -37,7 +44,9 @@ func (r *run) removeFailedStart() {
 	}
 	// Only what this start wrote: a start refused under the lock (another
 	// run got there in between) leaves that run's files alone.
-	if r.made.config {
+	if r.made.config && r.made.configInput != nil {
+		atomicfile.WriteFile(filepath.Join(r.dir, rundir.ConfigFile), r.made.configInput)
+	} else if r.made.config {
 		os.Remove(filepath.Join(r.dir, rundir.ConfigFile))
 	}
 	if r.made.logs {

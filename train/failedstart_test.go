@@ -143,3 +143,56 @@ func TestLockAfterRemoval(t *testing.T) {
 		})
 	}
 }
+
+// TestStartAgainFromItsConfig: a run killed before its first checkpoint
+// (its run.lock and config.yaml, nothing else) is not resumed: the refusal
+// says to start it again from its config.yaml, which holds every setting it
+// started with. A start from that file that fails puts the file back as it
+// was (it is the start's input), and one that does not fail starts the run.
+func TestStartAgainFromItsConfig(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	run := filepath.Join(dir, "run")
+	c, err := Load(cfg, []string{"output.dir=" + run, "eval.skip=true", "task.max_validation=8", "optimizer.lr=0.02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(run, 0o755)
+	own := filepath.Join(run, rundir.ConfigFile)
+	os.WriteFile(own, y, 0o644)
+	os.WriteFile(filepath.Join(run, rundir.LockFile), []byte("pid 1, host gone, started then\n"), 0o644)
+
+	_, err = Run(Options{Resume: run})
+	if want := "start it again with the settings it started with: --config " + own + " --out " + run; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("--resume of a run without a checkpoint: %v, want it to end %q", err, want)
+	}
+	bad := filepath.Join(dir, "nochat")
+	os.MkdirAll(bad, 0o755)
+	ents, _ := os.ReadDir(filepath.Join(dir, "model"))
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(dir, "model", e.Name()))
+		if e.Name() == "tokenizer_config.json" {
+			b = []byte(`{"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}`)
+		}
+		os.WriteFile(filepath.Join(bad, e.Name()), b, 0o644)
+	}
+	if _, err := Run(Options{ConfigPath: own, Overrides: []string{"model.path=" + bad, "output.dir=" + run}}); err == nil {
+		t.Fatal("a model without a chat template started")
+	}
+	if b, err := os.ReadFile(own); err != nil || string(b) != string(y) {
+		t.Fatalf("the failed start from %s did not leave it as it was: %v\n%s", own, err, b)
+	}
+	if _, err := Run(Options{ConfigPath: own, Overrides: []string{"output.dir=" + run}, StopAfter: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(filepath.Join(run, rundir.CheckpointDir, rundir.ConfigFile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Optimizer.LR != 0.02 || !got.Eval.Skip {
+		t.Errorf("the run started again with lr %v, eval.skip %v: not its settings", got.Optimizer.LR, got.Eval.Skip)
+	}
+}

@@ -105,7 +105,10 @@ func recoverCheckpointDir(runDir string) error {
 			return fmt.Errorf("resume %s: the run is %s and kept %s, no checkpoint (output.keep_weights: %s): it cannot go on; "+
 				"start a new run with --config (with output.keep_weights: all, a finished run can be trained further)", runDir, s.Status, kept, s.WeightsKept)
 		}
-		return fmt.Errorf("resume %s: no checkpoint (%s): the run stopped before its first one; start it again with --config", runDir, dir)
+		// config.yaml (there: checkRunDir) is every setting the run
+		// started with, --set included: what a new start needs again.
+		return fmt.Errorf("resume %s: no checkpoint (%s): the run stopped before its first one; start it again with the settings it started with: --config %s --out %s",
+			runDir, dir, filepath.Join(runDir, rundir.ConfigFile), runDir)
 	}
 	// checkpoint/ appears only by the rename of a complete checkpoint.tmp/:
 	// with it in place, a checkpoint.tmp/ is one a crash cut short, and a

@@ -193,6 +193,16 @@ func (r *run) openRunDir() error {
 	if err := removeLeftovers(r.dir); err != nil {
 		return err
 	}
+	// The --config file may be this directory's config.yaml (an earlier
+	// start's, given again): it is an input, which a failed start must not
+	// take away.
+	if own, err := os.Stat(filepath.Join(r.dir, rundir.ConfigFile)); err == nil {
+		if given, err := os.Stat(r.opts.ConfigPath); err == nil && os.SameFile(own, given) {
+			if r.made.configInput, err = os.ReadFile(r.opts.ConfigPath); err != nil {
+				return err
+			}
+		}
+	}
 	r.made.config = true // from here, config.yaml is this start's
 	return r.writeConfig()
 }
