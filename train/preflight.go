@@ -103,7 +103,7 @@ func checkFile(path string) string {
 	case st.IsDir():
 		return isADirectory
 	case st.Mode().IsRegular() && st.Size() == 0: // (a pipe's size is 0 too: refused when read)
-		return "the file is empty"
+		return fileIsEmpty
 	}
 	return ""
 }
@@ -111,6 +111,7 @@ func checkFile(path string) string {
 const (
 	noSuchFile   = "no such file"
 	isADirectory = "a directory, not a file"
+	fileIsEmpty  = "the file is empty"
 )
 
 // checkModelDir says what is missing of a model directory ("" if
@@ -149,8 +150,13 @@ func checkModelDir(dir string, image bool) string {
 	default:
 		gone = append(gone, "model.safetensors (or model.safetensors.index.json and its shards)")
 	}
+	var empty []string // there, but empty: not "no … there"
 	for _, w := range weights {
-		if checkFile(w) != "" {
+		switch checkFile(w) {
+		case "":
+		case fileIsEmpty:
+			empty = append(empty, filepath.Base(w))
+		default:
 			gone = append(gone, filepath.Base(w))
 		}
 	}
@@ -158,7 +164,7 @@ func checkModelDir(dir string, image bool) string {
 		if checkFile(filepath.Join(dir, "preprocessor_config.json")) != "" {
 			gone = append(gone, "preprocessor_config.json")
 		}
-		return joinWhat(convert, missingFiles(gone))
+		return joinWhat(convert, missingFiles(gone), emptyFiles(empty))
 	}
 	// The tokenizer: tokenizer.json, or GPT-2's vocab.json and merges.txt
 	// (OPT's, which tokenizer.Load converts), and tokenizer_config.json.
@@ -170,10 +176,14 @@ func checkModelDir(dir string, image bool) string {
 		}
 		gone = append(gone, what)
 	}
-	if checkFile(filepath.Join(dir, "tokenizer_config.json")) != "" {
+	switch checkFile(filepath.Join(dir, "tokenizer_config.json")) {
+	case "":
+	case fileIsEmpty:
+		empty = append(empty, "tokenizer_config.json")
+	default:
 		gone = append(gone, "tokenizer_config.json")
 	}
-	return joinWhat(convert, missingFiles(gone))
+	return joinWhat(convert, missingFiles(gone), emptyFiles(empty))
 }
 
 // joinWhat joins what is wrong with a model directory, skipping "".
@@ -261,6 +271,18 @@ func missingFiles(gone []string) string {
 		return "no " + strings.Join(gone, ", no ") + " there (an interrupted download?)"
 	}
 	return ""
+}
+
+// emptyFiles says which files of a model directory are there but empty
+// ("" for none).
+func emptyFiles(empty []string) string {
+	switch len(empty) {
+	case 0:
+		return ""
+	case 1:
+		return empty[0] + " is there but empty (an interrupted download?)"
+	}
+	return strings.Join(empty, ", ") + " are there but empty (an interrupted download?)"
 }
 
 // modelDownload is the command that downloads the config's model into

@@ -39,6 +39,15 @@ func TestPreflight(t *testing.T) {
 	binNoTok := filepath.Join(dir, "bin-no-tokenizer")
 	os.CopyFS(binNoTok, os.DirFS(binOnly))
 	os.Remove(filepath.Join(binNoTok, "tokenizer.json"))
+	// Files there but empty (a download cut off before its first byte).
+	withEmpty := func(names ...string) string {
+		to := filepath.Join(dir, "empty-"+strings.Join(names, "-"))
+		os.CopyFS(to, os.DirFS(m))
+		for _, n := range names {
+			os.WriteFile(filepath.Join(to, n), nil, 0o644)
+		}
+		return to
+	}
 	empty := filepath.Join(dir, "empty.tsv")
 	os.WriteFile(empty, nil, 0o644)
 	aRun := filepath.Join(dir, "a-run") // a run directory taken for a model
@@ -55,6 +64,9 @@ func TestPreflight(t *testing.T) {
 		{"tokenizer.model only", []string{"model.path=" + spOnly}, []string{"no tokenizer.json (only SentencePiece's tokenizer.model, from which transformers writes it: AutoTokenizer.from_pretrained(dir).save_pretrained(dir)) there"}},
 		{"tokenizer_config.json", []string{"model.path=" + without("tokenizer_config.json")}, []string{"no tokenizer_config.json there"}},
 		{"config.json", []string{"model.path=" + without("config.json")}, []string{"no config.json there"}},
+		{"empty weights", []string{"model.path=" + withEmpty("model.safetensors")}, []string{": model.safetensors is there but empty (an interrupted download?)"}},
+		{"empty weights and tokenizer_config.json", []string{"model.path=" + withEmpty("model.safetensors", "tokenizer_config.json")},
+			[]string{": model.safetensors, tokenizer_config.json are there but empty (an interrupted download?)"}},
 		{"weights", []string{"model.path=" + without("model.safetensors")}, []string{"no model.safetensors (or model.safetensors.index.json and its shards) there"}},
 		// The weights are there, to convert: no "interrupted download?".
 		{"pytorch_model.bin", []string{"model.path=" + binOnly}, []string{"model.path " + binOnly + ": no model.safetensors: the weights are PyTorch's pytorch_model.bin " +
