@@ -129,10 +129,11 @@ func TestFullFirstCheckpointFailure(t *testing.T) {
 	// The logs and config.yaml fit, the weights (about 400 kB) do not.
 	msg := limitedRun(t, 64<<10, cfg, set)
 	if !strings.Contains(msg, "checkpoint of step 0") || !strings.Contains(msg, "file too large") ||
-		!strings.HasSuffix(msg, "no checkpoint was written yet (train.checkpoint_every): start the run again with --config (the same output.dir takes it)") {
+		!strings.HasSuffix(msg, "no checkpoint was written yet: start the run again with the settings it started with: --config "+filepath.Join(dir, "config.yaml")+" --out "+dir) {
 		t.Fatalf("a run whose first checkpoint cannot be written: %q", msg)
 	}
-	if s, err := Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: set}); err != nil || s.StepsDone != 2 {
-		t.Errorf("the run started again in the same output.dir: %+v, %v", s, err)
+	// As the error says: from the run's own config.yaml.
+	if s, err := Run(Options{ConfigPath: filepath.Join(dir, "config.yaml"), Log: io.Discard, Overrides: []string{"output.dir=" + dir}}); err != nil || s.StepsDone != 2 {
+		t.Errorf("the run started again in the same output.dir from its config.yaml: %+v, %v", s, err)
 	}
 }

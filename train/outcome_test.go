@@ -38,7 +38,8 @@ func TestOutcomes(t *testing.T) {
 			lastLine: "interrupted by SIGUSR1 after step 1 of 4; checkpoint written: continue with --resume "},
 		{name: "diverged", set: []string{"optimizer.name=zo-sgd", "optimizer.lr=1e30"}, status: "diverged", lastLine: "diverged at step 2: "},
 		{name: "failed", opts: Options{wrapBackend: failAt(1)}, status: "-",
-			err: "validation at step 0: injected device failure; no checkpoint was written yet (train.checkpoint_every): start the run again with --config (the same output.dir takes it)", lastLine: "validation of step 0: 8 examples"},
+			err: "validation at step 0: injected device failure; no checkpoint was written yet: start the run again with the settings it started with: --config " +
+				filepath.Join(dir, "failed", "config.yaml") + " --out " + filepath.Join(dir, "failed"), lastLine: "validation of step 0: 8 examples"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -569,7 +569,12 @@ func (r *run) fail(err error) outcome {
 		// previous one back.
 		err = fmt.Errorf("%w; the previous checkpoint is kept (%s): continue with --resume %s", err, rundir.CheckpointOldDir, r.dir)
 	} else {
-		err = fmt.Errorf("%w; no checkpoint was written yet (train.checkpoint_every): start the run again with --config (the same output.dir takes it)", err)
+		// The first checkpoint comes right after step 0's validation, so
+		// nothing was trained; config.yaml holds every setting the run
+		// started with (--set included), and the same directory takes a
+		// new start.
+		err = fmt.Errorf("%w; no checkpoint was written yet: start the run again with the settings it started with: --config %s --out %s",
+			err, filepath.Join(r.dir, rundir.ConfigFile), r.dir)
 	}
 	return outcome{kind: failed, err: err}
 }
