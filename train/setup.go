@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -158,6 +159,10 @@ func (r *run) openRunDir() error {
 			pc.Adapter.Init = "" // not read: initDir
 		}
 		if err := preflight(&pc); err != nil {
+			if from := startedFrom(r.dir, &pc); from != "" {
+				err = fmt.Errorf("%w\nthe run was started from %s (its output.dir is %s), to which its relative paths are: "+
+					"resume it from there: cd %s && meazo-train --resume %s", err, from, pc.Output.Dir, from, pc.Output.Dir)
+			}
 			return fmt.Errorf("%w\nif the model or the data moved, point the run at their new place: --resume %s --set model.path=DIR "+
 				"(task.train=FILE, task.validation=FILE, task.test=FILE likewise; the model and the data must be the files the run started with)", err, r.dir)
 		}
@@ -553,4 +558,35 @@ func newOptimizer(c OptimizerConfig) (zo.Optimizer, error) {
 		return zo.NewFZOO(c.LR), nil
 	}
 	return nil, fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Name)
+}
+
+// startedFrom is the directory a run was started from, when a resume from
+// another one misses the run's relative paths (config.yaml records them as
+// given): the run directory's absolute path less its output.dir, where that
+// is relative and ends it, and every relative path of the run is there
+// from it. "" when that cannot be told, or is the working directory.
+func startedFrom(runDir string, cfg *Config) string {
+	out := filepath.Clean(cfg.Output.Dir)
+	abs, err := filepath.Abs(runDir)
+	if err != nil || filepath.IsAbs(out) || out == "." || !strings.HasSuffix(abs, string(filepath.Separator)+out) {
+		return ""
+	}
+	from := strings.TrimSuffix(abs, string(filepath.Separator)+out)
+	if wd, err := os.Getwd(); err != nil || wd == from {
+		return ""
+	}
+	relative := 0
+	for _, p := range []string{cfg.Model.Path, cfg.Task.Train, cfg.Task.Validation, testFile(cfg), cfg.Adapter.Init} {
+		if p == "" || filepath.IsAbs(p) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(from, p)); err != nil {
+			return ""
+		}
+		relative++
+	}
+	if relative == 0 {
+		return ""
+	}
+	return from
 }

@@ -779,3 +779,34 @@ func TestResumeWithoutAdapterInit(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeFromAnotherDirectory: a run whose config has relative paths,
+// resumed from another working directory, misses its files there; the
+// error names the directory it was started from, which its run directory's
+// path less its output.dir gives, and the resume from there goes on.
+func TestResumeFromAnotherDirectory(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	t.Chdir(dir)
+	set := append(slices.Clone(trustSet), "model.path=model", "task.train=data/train.tsv", "task.test=data/dev.tsv", "output.dir=runs/x")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 3, Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(dir, "elsewhere")
+	os.Mkdir(elsewhere, 0o755)
+	t.Chdir(elsewhere)
+	_, err := Run(Options{Resume: filepath.Join("..", "runs", "x"), Log: io.Discard})
+	want := "the run was started from " + dir + " (its output.dir is runs/x), to which its relative paths are: resume it from there: cd " + dir + " && meazo-train --resume runs/x"
+	if err == nil || !strings.Contains(err.Error(), "model.path model: no such directory") || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a resume from another directory: %v\nwant it to say %q", err, want)
+	}
+	// Where the run's relative paths are not there either, nothing is guessed.
+	os.Rename(filepath.Join(dir, "model"), filepath.Join(dir, "model.moved"))
+	if _, err := Run(Options{Resume: filepath.Join("..", "runs", "x"), Log: io.Discard}); err == nil || strings.Contains(err.Error(), "was started from") {
+		t.Fatalf("a resume whose files are gone from the start directory too: %v", err)
+	}
+	os.Rename(filepath.Join(dir, "model.moved"), filepath.Join(dir, "model"))
+	t.Chdir(dir)
+	if s, err := Run(Options{Resume: filepath.Join("runs", "x"), Log: io.Discard}); err != nil || s.StepsDone != 6 {
+		t.Fatalf("the resume from the start directory: %+v, %v", s, err)
+	}
+}
