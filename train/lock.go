@@ -113,7 +113,9 @@ func openLocked(path, dir string) (*os.File, error) {
 		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			// The first file a run writes there: a read-only or another
+			// user's directory fails here, which the run directory names.
+			return nil, fmt.Errorf("cannot write in the run directory %s: %w", dir, err)
 		}
 		if lockOpened != nil {
 			lockOpened(path)

@@ -94,4 +94,15 @@ func TestLockDirCannotCreate(t *testing.T) {
 	if b, _ := os.ReadFile(file); string(b) != "mine" {
 		t.Errorf("the file in the way was changed: %q", b)
 	}
+	// A directory there that takes no run.lock (read-only; here: a
+	// directory in its place, as root writes anywhere) is named likewise.
+	dir = t.TempDir()
+	os.Mkdir(filepath.Join(dir, "run.lock"), 0o755)
+	if l, err = LockDir(dir); err == nil {
+		l.Unlock()
+		t.Fatal("LockDir with a directory as its run.lock succeeded")
+	}
+	if want := "cannot write in the run directory " + dir + ": open " + filepath.Join(dir, "run.lock") + ": is a directory"; err.Error() != want {
+		t.Errorf("got %q, want %q", err, want)
+	}
 }
