@@ -56,6 +56,10 @@ type group struct {
 	// caching): the embeddings' at 0 (a tied head too: it is the
 	// embeddings), the final norm's and an untied head's after the last.
 	layer int
+	// at is its tensors' model.Tensor.Layer when grouped: −1 the
+	// embeddings, a decoder layer, NumLayers the final norm and an untied
+	// head (GroupAt).
+	at int
 }
 
 // moments is the optimizer state of one tensor, in the weight's layout.
@@ -87,7 +91,7 @@ func New(m *model.Model, opts Options) (*Params, error) {
 		// A new group for the first tensor, and when grouped for each
 		// layer: the embeddings (−1), the decoder layers, the head's.
 		if len(p.groups) == 0 || opts.Grouped && t.Layer != lastLayer {
-			p.groups = append(p.groups, group{layer: max(t.Layer, 0)})
+			p.groups = append(p.groups, group{layer: max(t.Layer, 0), at: t.Layer})
 		}
 		lastLayer = t.Layer
 		g := &p.groups[len(p.groups)-1]
@@ -276,6 +280,12 @@ func (p *Params) ModelSize() int64 {
 // GroupLayer is the first decoder layer group g acts at: a variant that
 // perturbs it alone joins the model's base pass there (prefix caching).
 func (p *Params) GroupLayer(g int) int { return p.groups[g].layer }
+
+// GroupAt says what group g of a grouped run (Options.Grouped) holds, as
+// model.Tensor.Layer numbers it: −1 the embeddings, i decoder layer i,
+// NumLayers the final norm (and an untied LM head). Without Options.Grouped
+// the one group holds every trained tensor and GroupAt is its first's.
+func (p *Params) GroupAt(g int) int { return p.groups[g].at }
 
 // Tensors lists the trained tensors' names, group by group.
 func (p *Params) Tensors() []string {

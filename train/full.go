@@ -52,9 +52,46 @@ func newFullState(r *run) (*fullState, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(r.out, trainableLine(p.Count(), p.ModelSize(), fmt.Sprintf("full-parameter%s, in %d group(s), %s%s",
-		tensorCount(r.m, p), len(p.Dims()), storageNote(r.m, p), tiedHeadNote(r.m, p))))
+	fmt.Fprintln(r.out, trainableLine(p.Count(), p.ModelSize(), fmt.Sprintf("full-parameter%s, in %d group(s)%s, %s%s",
+		tensorCount(r.m, p), len(p.Dims()), groupsNote(r.m, p, r.cfg.Adapter.Grouped), storageNote(r.m, p), tiedHeadNote(r.m, p))))
 	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
+}
+
+// groupsNote says, for a grouped run, what each group holds, as
+// metrics.jsonl's "groups" and meazo-plot vt number them (group 0 is the
+// embeddings', not layer 0's, unless they do not train): " (0: the
+// embeddings; 1–28: layers 0–27; 29: the final norm)". "" ungrouped.
+func groupsNote(m *model.Model, p *fullparam.Params, grouped bool) string {
+	if !grouped {
+		return ""
+	}
+	n := len(p.Dims())
+	what := func(at int) string {
+		switch {
+		case at < 0:
+			return "the embeddings"
+		case at >= m.Config.NumLayers && slices.Contains(p.Tensors(), "lm_head.weight"):
+			return "the final norm and the LM head"
+		case at >= m.Config.NumLayers:
+			return "the final norm"
+		}
+		return fmt.Sprintf("layer %d", at)
+	}
+	var parts []string
+	for g := 0; g < n; {
+		end := g // a run of consecutive decoder layers in consecutive groups
+		layer := func(at int) bool { return at >= 0 && at < m.Config.NumLayers }
+		for layer(p.GroupAt(g)) && end+1 < n && layer(p.GroupAt(end+1)) && p.GroupAt(end+1) == p.GroupAt(end)+1 {
+			end++
+		}
+		if end > g {
+			parts = append(parts, fmt.Sprintf("%d–%d: layers %d–%d", g, end, p.GroupAt(g), p.GroupAt(end)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d: %s", g, what(p.GroupAt(g))))
+		}
+		g = end + 1
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // tensorCount says how many of the model's tensors train, when not all

@@ -355,3 +355,50 @@ func TestTrainedTensorNotes(t *testing.T) {
 		m.Free()
 	}
 }
+
+// TestGroupsNote: a grouped full-parameter run's first line says what each
+// group holds, as metrics.jsonl and meazo-plot vt number them: group 0 is
+// the embeddings', so that group i is layer i−1's, unless the embeddings do
+// not train or adapter.include leaves layers out; an untied head is the
+// final norm's group's.
+func TestGroupsNote(t *testing.T) {
+	dir, _ := demoConfig(t, 1)
+	tied := filepath.Join(dir, "model")
+	demo, err := model.Load(tied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := demo.Config
+	c.TieEmbeddings = false
+	c.NumLayers = 3
+	untied := filepath.Join(dir, "untied")
+	if _, err := model.WriteRandom(untied, &c, 1, 0.02); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dir              string
+		grouped          bool
+		include, exclude []string
+		want             string
+	}{
+		{tied, false, nil, nil, ""},
+		{tied, true, nil, nil, " (0: the embeddings; 1–2: layers 0–1; 3: the final norm)"},
+		{tied, true, nil, []string{"model.embed_tokens.weight"}, " (0–1: layers 0–1; 2: the final norm)"},
+		{tied, true, []string{"model.layers.1.*"}, nil, " (0: layer 1)"},
+		{untied, true, nil, nil, " (0: the embeddings; 1–3: layers 0–2; 4: the final norm and the LM head)"},
+		{untied, true, []string{"model.layers.0.*", "model.layers.2.*"}, nil, " (0: layer 0; 1: layer 2)"},
+	} {
+		m, err := model.LoadWith(tc.dir, model.LoadOptions{Unstacked: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := fullparam.New(m, fullparam.Options{Include: tc.include, Exclude: tc.exclude, Grouped: tc.grouped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := groupsNote(m, p, tc.grouped); got != tc.want {
+			t.Errorf("%s, grouped %v, include %v, exclude %v: %q, want %q", filepath.Base(tc.dir), tc.grouped, tc.include, tc.exclude, got, tc.want)
+		}
+		m.Free()
+	}
+}
