@@ -2,7 +2,9 @@ package train
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/meazo-go/meazo/fullparam"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
@@ -400,5 +403,40 @@ func TestGroupsNote(t *testing.T) {
 			t.Errorf("%s, grouped %v, include %v, exclude %v: %q, want %q", filepath.Base(tc.dir), tc.grouped, tc.include, tc.exclude, got, tc.want)
 		}
 		m.Free()
+	}
+}
+
+// TestNaNWeightIsNotHidden: a model whose weights hold a NaN (here one
+// element of a query projection, which makes a head's scores all NaN) is
+// refused at step 0's validation, as PyTorch's forward gives NaN there; the
+// attention's softmax had read a row of NaN scores as a query that sees no
+// key, so the run trained on finite losses and saved the NaN as best/.
+func TestNaNWeightIsNotHidden(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	bad := filepath.Join(dir, "nan")
+	copyDir(t, filepath.Join(dir, "model"), bad)
+	w := filepath.Join(bad, "model.safetensors")
+	f, err := safetensors.Open(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, ok := f.Info("model.layers.0.self_attn.q_proj.weight")
+	f.Close()
+	if !ok {
+		t.Fatal("no q_proj in layer 0")
+	}
+	b, err := os.ReadFile(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := 8 + int64(binary.LittleEndian.Uint64(b)) + info.Begin
+	binary.LittleEndian.PutUint32(b[at:], math.Float32bits(float32(math.NaN())))
+	if err := os.WriteFile(w, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(Options{ConfigPath: cfg, Overrides: []string{"model.path=" + bad, "adapter.kind=full", "task.max_train=40", "task.max_validation=8",
+		"eval.skip=true", "output.dir=" + filepath.Join(dir, "run")}})
+	if want := "the validation loss of the starting model is not finite: check the model (" + bad + ") and the data"; err == nil || err.Error() != want {
+		t.Fatalf("a model with a NaN weight: %v, want %q", err, want)
 	}
 }

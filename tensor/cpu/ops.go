@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -261,7 +262,8 @@ func Exp(x float32) float32 {
 // entries with allowed(j) true; the others become exactly 0. This equals HF's
 // additive-mask softmax (a finite minimum added to masked scores) on any row
 // with at least one allowed entry. A row with none becomes all zeros rather
-// than NaN. The normaliser is accumulated in float64.
+// than NaN; a NaN among the allowed scores makes the whole row NaN, as in
+// PyTorch. The normaliser is accumulated in float64.
 func SoftmaxRow(scores []float32, allowed func(j int) bool) {
 	for j := range scores {
 		if !allowed(j) {
@@ -275,6 +277,16 @@ func SoftmaxRow(scores []float32, allowed func(j int) bool) {
 func softmaxMasked(scores []float32) {
 	maxv := maxOf(scores)
 	if math.IsInf(float64(maxv), -1) {
+		// Every entry masked, or NaN: maxOf passes over a NaN, so a row of
+		// NaN scores (a NaN in the query's or the keys' weights) would
+		// read as a query that sees no key, and its zeros would hide the
+		// NaN from every check downstream. PyTorch's softmax gives NaN.
+		if slices.ContainsFunc(scores, func(v float32) bool { return v != v }) {
+			for j := range scores {
+				scores[j] = float32(math.NaN())
+			}
+			return
+		}
 		clear(scores)
 		return
 	}

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -178,6 +179,24 @@ func TestSoftmaxRow(t *testing.T) {
 	for j, v := range s {
 		if v != 0 {
 			t.Errorf("fully masked row: p[%d] = %v, want 0", j, v)
+		}
+	}
+	// A NaN score (a NaN weight in q or k) makes the row NaN, as PyTorch's
+	// softmax does: one among finite scores, and the rows where every
+	// visible score is NaN, which must not pass for a row that sees no key.
+	nan := float32(math.NaN())
+	for _, row := range [][]float32{{1, nan, 3}, {nan, nan, nan}, {nan, 2, nan}, make([]float32, 40)} {
+		if len(row) == 40 {
+			for j := range row {
+				row[j] = nan
+			}
+		}
+		in := slices.Clone(row)
+		SoftmaxRow(row, func(j int) bool { return j != 1 || in[1] != in[1] })
+		for j, v := range row {
+			if v == v {
+				t.Errorf("scores %v: p[%d] = %v, want NaN", in, j, v)
+			}
 		}
 	}
 }
