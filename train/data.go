@@ -179,6 +179,15 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, cfg.Task.Strict, "validation", log, stop); err != nil {
 		return nil, err
 	}
+	if (len(s.train) == 0 || len(s.val) == 0) && (len(trainEx) == 0 || len(valEx) == 0) {
+		// Empty before any filtering: too few examples, not too long ones.
+		held := ""
+		if cfg.Task.Validation == "" {
+			held = fmt.Sprintf(", of which %g %% (at least one) are held out for validation (task.validation is empty)", spec.ValidationFraction*100)
+		}
+		return nil, fmt.Errorf("too few examples: task.train %s has %d usable example(s)%s; that leaves %d for training and %d for validation",
+			cfg.Task.Train, len(all), held, len(trainEx), len(valEx))
+	}
 	if len(s.train) == 0 || len(s.val) == 0 {
 		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples within %s %d tokens (task.train %s, task.validation %q)",
 			len(s.train), len(s.val), lengthName, maxLength, cfg.Task.Train, cfg.Task.Validation)

@@ -196,3 +196,22 @@ func TestStartAgainFromItsConfig(t *testing.T) {
 		t.Errorf("the run started again with lr %v, eval.skip %v: not its settings", got.Optimizer.LR, got.Eval.Skip)
 	}
 }
+
+// TestTooFewExamples: a training file with one usable example, all of it
+// held out for validation, is refused as too few examples (not as examples
+// over task.max_length, which the run did not drop), and the failed start
+// leaves nothing.
+func TestTooFewExamples(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	one := filepath.Join(dir, "one.tsv")
+	os.WriteFile(one, []byte("sentence\tlabel\na fine film\t1\na bad row\t7\n"), 0o644)
+	out := filepath.Join(dir, "run")
+	_, err := Run(Options{ConfigPath: cfg, Overrides: []string{"task.train=" + one, "output.dir=" + out}})
+	want := "too few examples: task.train " + one + " has 1 usable example(s), of which 5 % (at least one) are held out for validation (task.validation is empty); that leaves 0 for training and 1 for validation"
+	if err == nil || err.Error() != want {
+		t.Fatalf("one example: %v, want %q", err, want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the failed start left %s: %v", out, err)
+	}
+}
