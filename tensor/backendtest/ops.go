@@ -79,6 +79,7 @@ func Ops(t *testing.T, b tensor.Backend, tol Tolerance) {
 		t.Run(c.name, func(t *testing.T) { checkOp(t, b, ref, c, tol) })
 	}
 	t.Run("AttentionNoVisibleKey", func(t *testing.T) { attentionNoKey(t, b) })
+	t.Run("AttentionNaN", func(t *testing.T) { attentionNaN(t, b) })
 	t.Run("Argmax", func(t *testing.T) { argmaxRules(t, b) })
 	t.Run("CrossEntropy", func(t *testing.T) { crossEntropy(t, b, ref, tol.forOp("CrossEntropy")) })
 	t.Run("MatMulFullFloat32", func(t *testing.T) { matMulPrecision(t, b) })
@@ -392,6 +393,40 @@ func attentionNoKey(t *testing.T, b tensor.Backend) {
 	for i, x := range down(b, out) {
 		if x != 0 || math.Signbit(float64(x)) {
 			t.Fatalf("output %d of a query with no visible key is %g, want +0", i, x)
+		}
+	}
+}
+
+// attentionNaN: a NaN score makes its query's output NaN, as PyTorch's
+// softmax does, whether every score of the row is NaN (a NaN in the query)
+// or one (a NaN in a key); never the zeros of a query that sees no key,
+// which would hide a NaN weight. Queries whose scores are finite are not
+// touched. A prefill of 6 tokens, 2 heads on 1 kv head.
+func attentionNaN(t *testing.T, b tensor.Backend) {
+	const tokens, heads, hd = 6, 2, 8
+	in := &inputs{rand.New(rand.NewPCG(5, 6))}
+	nan := float32(math.NaN())
+	qv, kv := in.vec(tokens*heads*hd, 1), in.vec(tokens*hd, 1)
+	for d := range hd {
+		qv[(1*heads+0)*hd+d] = nan // token 1, head 0: every score of its row NaN
+	}
+	kv[3*hd+2] = nan // key 3: one NaN score in the rows of tokens 3 to 5
+	c := b.NewKVCache(1, 1, tokens, hd, 1)
+	defer b.FreeKVCache(c)
+	q, k, v := b.FromHost(qv), b.FromHost(kv), b.FromHost(in.vec(tokens*hd, 1))
+	out := b.Alloc(tokens * heads * hd)
+	b.Attention(out, q, k, v, c, 0, tensor.AttentionArgs{Seqs: 1, Tokens: tokens, Heads: heads, KVHeads: 1, HeadDim: hd,
+		Mask: []int{1, 1, 1, 1, 1, 1}, Scale: 0.5})
+	b.Free(q, k, v)
+	got := down(b, out)
+	for tok := range tokens {
+		for h := range heads {
+			wantNaN := tok == 1 && h == 0 || tok >= 3
+			for d := range hd {
+				if x := got[(tok*heads+h)*hd+d]; (x != x) != wantNaN {
+					t.Errorf("token %d, head %d, output %d: %g, want NaN %v", tok, h, d, x, wantNaN)
+				}
+			}
 		}
 	}
 }

@@ -38,7 +38,7 @@ __global__ void attention(float* out, const float* q, const float* kc, const flo
             sc = __fmul_rn(acc, scale);
         }
         p[j] = sc;
-        mx = fmaxf(mx, sc);
+        mx = max_nan(mx, sc);
     }
     float* o = out + row * hd;
     if (!softmax_row(p, n, mx)) { // no visible key: zeros, never NaN

@@ -28,7 +28,7 @@ __global__ void attention_softmax(float* sc, const int* mask, int tokens, int he
         float v = NEG_INF;
         if (m[j] == 1 && (window <= 0 || qslot - j < window)) v = __fmul_rn(r[j], scale);
         p[j] = v;
-        mx = fmaxf(mx, v);
+        mx = max_nan(mx, v);
     }
     bool seen = softmax_row(p, nv, mx);
     for (int j = threadIdx.x; j < n; j += blockDim.x) r[j] = seen && j < nv ? p[j] : 0.0f; // no visible key: zeros, never NaN

@@ -90,7 +90,7 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
                     int qslot = first + q0 + i;
                     sc[i] = NEG_INF;
                     if (q0 + i < nq && ok && j <= qslot && (window <= 0 || qslot - j < window)) sc[i] = __fmul_rn(acc[i][c], scale);
-                    mx[i] = fmaxf(mx[i], sc[i]);
+                    mx[i] = max_nan(mx[i], sc[i]);
                 }
                 *(float4*)&pt[j * ps + q0] = make_float4(sc[0], sc[1], sc[2], sc[3]);
                 *(float4*)&pt[j * ps + q0 + 4] = make_float4(sc[4], sc[5], sc[6], sc[7]);
@@ -103,7 +103,7 @@ __global__ void attention_tiled(float* out, const float* q, const float* kc, con
     if (threadIdx.x < nq) { // each query's max (exact in any order)
         int i = threadIdx.x;
         float mi = NEG_INF;
-        for (int l = 0; l < 32; l++) mi = fmaxf(mi, red[i][l]);
+        for (int l = 0; l < 32; l++) mi = max_nan(mi, red[i][l]); // a NaN score: the row NaN
         red[i][0] = mi;
     }
     __syncthreads();

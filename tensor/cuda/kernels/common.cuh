@@ -74,6 +74,15 @@ __device__ __forceinline__ float inv_std_of_parts(const double* part, int n, flo
     return __double2float_rn(__ddiv_rn(1.0, __dsqrt_rn((double)__fadd_rn(variance, eps))));
 }
 
+// max_nan is the larger of a and b, or NaN if either is: a decoder's
+// attention takes its scores' max with it, so that a row with a NaN score (a
+// NaN in the query's or the keys' weights) becomes NaN, as PyTorch's softmax
+// and the CPU backend give it, and never the zeros of a query that sees no
+// key (fmaxf passes over a NaN, so a row of NaN scores had the max −Inf).
+__device__ __forceinline__ float max_nan(float a, float b) {
+    return a != a || b != b ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+}
+
 // cephes_expf is the CPU backend's Exp (tensor/cpu/ops.go): Cephes expf,
 // about 1 ulp, 0 below -87.3, +Inf above 88.7.
 __device__ __forceinline__ float cephes_expf(float x) {

@@ -8,12 +8,13 @@
 #include "common.cuh"
 
 // softmax_row turns a block's row of n scores p[0..n) (−Inf where masked;
-// mx: the largest this thread wrote) into probabilities in place, as the
-// CPU backend does: the max over the block, p = Exp(score − max), the
-// normaliser in float64 in 16 partial sums over j ≡ r (mod 16) in slot
-// order, then p ·= float32(1/sum). It returns false, and leaves p as it
-// was, when every score is −Inf (a query that sees no key). Every thread of
-// the block (at most 256) must call it.
+// mx: the largest this thread wrote, NaN if it wrote one: max_nan) into
+// probabilities in place, as the CPU backend does: the max over the block,
+// p = Exp(score − max), the normaliser in float64 in 16 partial sums over
+// j ≡ r (mod 16) in slot order, then p ·= float32(1/sum); a NaN score makes
+// every p NaN. It returns false, and leaves p as it was, when every score is
+// −Inf (a query that sees no key). Every thread of the block (at most 256)
+// must call it.
 __device__ bool softmax_row(float* p, int n, float mx) {
     __shared__ float red[256];
     __shared__ double part[16];
@@ -21,7 +22,7 @@ __device__ bool softmax_row(float* p, int n, float mx) {
     red[threadIdx.x] = mx;
     __syncthreads();
     for (int w = blockDim.x / 2; w > 0; w /= 2) { // max is exact in any order
-        if (threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
+        if (threadIdx.x < w) red[threadIdx.x] = max_nan(red[threadIdx.x], red[threadIdx.x + w]);
         __syncthreads();
     }
     mx = red[0];
