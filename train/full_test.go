@@ -440,3 +440,32 @@ func TestNaNWeightIsNotHidden(t *testing.T) {
 		t.Fatalf("a model with a NaN weight: %v, want %q", err, want)
 	}
 }
+
+// TestFullResumeKeepsBF16Weights: model.bf16_weights cannot change on the
+// resume of a full-parameter run (it decides how the trained weights are
+// stored and rounded), and the refusal changes nothing; an adapter's run
+// may change it (its weights are frozen: the same results).
+func TestFullResumeKeepsBF16Weights(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	for _, kind := range []string{"full", "lora"} {
+		out := filepath.Join(dir, kind)
+		if _, err := Run(Options{ConfigPath: cfg, Log: io.Discard, StopAfter: 1, Overrides: []string{"output.dir=" + out, "adapter.kind=" + kind,
+			"task.max_validation=8", "eval.skip=true", "model.backend=cpu"}}); err != nil {
+			t.Fatal(err)
+		}
+		before := readFile(t, filepath.Join(out, "config.yaml"))
+		_, err := Run(Options{Resume: out, Log: io.Discard, Overrides: []string{"model.bf16_weights=true"}})
+		if kind == "lora" {
+			if err != nil {
+				t.Errorf("lora: --set model.bf16_weights=true on resume: %v", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "cannot change on resume of a full-parameter run (the run's false, --set true)") {
+			t.Errorf("full: --set model.bf16_weights=true on resume: %v, want a refusal", err)
+		}
+		if readFile(t, filepath.Join(out, "config.yaml")) != before {
+			t.Error("full: the refused resume changed config.yaml")
+		}
+	}
+}

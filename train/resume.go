@@ -199,6 +199,13 @@ func (r *run) resumeConfig() (*Config, error) {
 			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume (the run's %s, --set %s; it fixes the run's model, data, adapter, arithmetic, noise or directory); "+
 				"start a new run instead. Changeable: %s", fmtValue(c.Old), fmtValue(c.New), strings.Join(resumableKeys, ", "))})
 		}
+		if c.Key == "model.bf16_weights" && cfg.Adapter.Kind == "full" {
+			// Frozen weights give the same results either way; trained
+			// ones are stored, rounded and saved in what it says.
+			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a full-parameter run (the run's %s, --set %s): "+
+				"it decides how the trained weights are stored and each update rounded (bfloat16 with stochastic rounding, or float32), and so the run's numbers; "+
+				"start a new run instead", fmtValue(c.Old), fmtValue(c.New))})
+		}
 	}
 	return cfg, nil
 }
