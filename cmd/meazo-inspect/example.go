@@ -27,7 +27,7 @@ list such as '[negative, positive]', and task.instruction).`,
 		Prints: `the example's id and token counts, the rendered text, a line per token (* supervised: position,
 id, text), the supervised text.`,
 		Example: `meazo-inspect example --model models/Llama-3.2-1B --task squad --data data/squad/train-v1.1.json --index 3
-          meazo-inspect example --model models/opt-1.3b --task sst2 --format mezo --data data/sst2/data/train-00000-of-00001.parquet`,
+meazo-inspect example --model models/opt-1.3b --task sst2 --format mezo --data data/sst2/data/train-00000-of-00001.parquet`,
 	}, runExample)
 }
 
