@@ -114,6 +114,7 @@ type TrainConfig struct {
 	CheckpointEvery int    `mapstructure:"checkpoint_every" yaml:"checkpoint_every" doc:"write a resumable checkpoint every N steps (0: only at the end)"`
 	Threads         int    `mapstructure:"threads" yaml:"threads" doc:"worker threads for the kernels and for encoding the data (0: all cores); results do not depend on it"`
 	LogEvery        int    `mapstructure:"log_every" yaml:"log_every" doc:"print a progress line every N steps when not on a terminal (0: every step)"`
+	Objective       string `mapstructure:"objective" yaml:"objective" doc:"what each perturbed variant's loss is: loss (the mini-batch's cross-entropy) or f1 (tasks squad and generation, adapter.kind lora or prompt: minus the mean SQuAD F1, 0-1, of the answers generated greedily for the mini-batch as the test evaluation generates them, eval.max_new_tokens and eval.batch_size included; MeZO's non-differentiable objective, docs/ALGORITHMS.md). The validation loss, best/ and train.patience stay on the cross-entropy; metrics.jsonl's train loss is then -F1. A step costs up to eval.max_new_tokens forwards per variant"`
 	Patience        int    `mapstructure:"patience" yaml:"patience" doc:"stop early once this many validations in a row have not lowered the best validation loss (0: never, the paper's protocol): the run ends there as if train.steps were that step (changes.jsonl records it; --resume DIR --set train.steps=N trains on), and tests its best; the count runs during a warmup too, as HF's EarlyStoppingCallback's does"`
 }
 
@@ -142,7 +143,7 @@ func Defaults() Config {
 		Task:      TaskConfig{MaxLength: data.DefaultMaxTokens, Format: string(data.FormatChat)},
 		Adapter:   AdapterConfig{Kind: "lora", R: 16, Alpha: 16, Targets: []string{"q_proj", "v_proj"}, VirtualTokens: 20},
 		Optimizer: OptimizerConfig{Name: "meazo", LR: 2e-4, Eps: 1e-6, Q: 1, Dist: "", Beta1: 0.9, Beta2: 0.999, Beta: 0.999, Zeta: 1e-8, Schedule: "constant"},
-		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10},
+		Train:     TrainConfig{Steps: 10000, BatchSize: 8, EvalEvery: 500, CheckpointEvery: 500, LogEvery: 10, Objective: ObjectiveLoss},
 		Eval:      EvalConfig{BatchSize: 8, Predictions: true},
 		Output:    OutputConfig{Dir: "runs/run", KeepWeights: rundir.KeepAll},
 	}
@@ -319,7 +320,7 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	for _, check := range []func() error{c.validateInputs, c.validateOwnTask, c.validateAdapter, c.validateOptimizer, c.validateRun} {
+	for _, check := range []func() error{c.validateInputs, c.validateOwnTask, c.validateAdapter, c.validateOptimizer, c.validateRun, c.validateObjective} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -506,6 +507,29 @@ func (c *Config) validateRun() error {
 		if n.v < 0 {
 			return fmt.Errorf("%s must not be negative, got %d", n.key, n.v)
 		}
+	}
+	return nil
+}
+
+// The values of train.objective.
+const (
+	ObjectiveLoss = "loss" // the mini-batch's cross-entropy
+	ObjectiveF1   = "f1"   // minus the mean SQuAD F1 of the generated answers (f1Objective)
+)
+
+// validateObjective checks train.objective: f1 needs generated answers
+// scored by SQuAD's F1 (tasks squad and generation) and an adapter whose
+// variants a generation can take (LoRA, prompt tuning).
+func (c *Config) validateObjective() error {
+	switch {
+	case c.Train.Objective != ObjectiveLoss && c.Train.Objective != ObjectiveF1:
+		return choiceError("train.objective", c.Train.Objective, ObjectiveLoss, ObjectiveF1)
+	case c.Train.Objective != ObjectiveF1:
+		return nil
+	case c.Task.Name != string(data.SQuAD) && c.Task.Name != string(data.Generation):
+		return fmt.Errorf("train.objective f1 scores generated answers by SQuAD's F1: it takes task.name squad or generation, not %s (train.objective loss trains on the cross-entropy)", c.Task.Name)
+	case c.Adapter.Kind == "full":
+		return fmt.Errorf("train.objective f1 is not supported with adapter.kind full: generation with perturbed full weights is not built; use adapter.kind lora or prompt, or train.objective loss")
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ import (
 type textSplits struct {
 	train, val []data.Sequence
 	test       []data.Example
+	// trainEx are the examples encoded as train, in its order, for
+	// train.objective f1 (which generates their answers); nil otherwise.
+	trainEx []data.Example
 }
 
 // checkChatTemplate refuses a tokenizer without a chat template before any
@@ -173,7 +176,11 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	}
 	s := &textSplits{}
 	rule := newLengthRule(maxLength, lengthName, enc)
-	if s.train, err = encodeFirst(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", log, stop); err != nil {
+	genNew := 0 // train.objective f1 generates for the training examples: they must fit as test examples do
+	if cfg.Train.Objective == ObjectiveF1 {
+		genNew = cfg.maxNewTokens()
+	}
+	if s.train, s.trainEx, err = encodeKept(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", genNew, log, stop); err != nil {
 		return nil, err
 	}
 	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, cfg.Task.Strict, "validation", log, stop); err != nil {
@@ -294,20 +301,34 @@ func (l leftOut) String() string {
 // taken in order, so the result, the error reported and the count of
 // dropped examples are the sequential loop's.
 func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, log io.Writer, stop func(while string) error) ([]data.Sequence, error) {
+	out, _, err := encodeKept(exs, enc, rule, limit, workers, strict, what, 0, log, stop)
+	return out, err
+}
+
+// encodeKept is encodeFirst that also returns the examples it kept, in
+// order (kept[i] is encoded as seqs[i]), for the training split of
+// train.objective f1, which generates answers for them. With genNew > 0 it
+// also drops the examples whose generation (the prompt and genNew new
+// tokens, as a test example's: fitTest) the length rule refuses.
+func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, genNew int, log io.Writer, stop func(while string) error) (seqs []data.Sequence, kept []data.Example, err error) {
 	const chunk = 512
 	var out []data.Sequence
-	var dropped, unrendered leftOut
+	var dropped, unrendered, noGen leftOut
 	var firstUnrendered error
 	full := func() bool { return limit > 0 && len(out) >= limit }
 	for lo := 0; lo < len(exs) && !full(); lo += chunk {
 		if err := stop("encoding the " + what + " split"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		part := exs[lo:min(lo+chunk, len(exs))]
 		encs, errs := make([]data.Sequence, len(part)), make([]error, len(part))
+		genLen := make([]int, len(part)) // the tokens of its generation (genNew > 0)
 		parallel.For(len(part), workers, func(i int) {
 			if !rule.tooLong(part[i], -1) {
 				encs[i], errs[i] = encodeSequence(enc, part[i])
+				if errs[i] == nil && genNew > 0 && rule.max > 0 {
+					genLen[i], errs[i] = evalLength(part[i], enc, genNew, false)
+				}
 			}
 		})
 		for i, ex := range part {
@@ -322,23 +343,34 @@ func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, 
 				continue
 			}
 			if errs[i] != nil {
-				return nil, fmt.Errorf("%s split: %w", what, errs[i])
+				return nil, nil, fmt.Errorf("%s split: %w", what, errs[i])
 			}
 			if rule.tooLong(ex, -1) || rule.tooLong(ex, len(encs[i].IDs)) {
 				dropped.add(ex.ID)
 				continue
 			}
+			if rule.tooLong(ex, genLen[i]) {
+				noGen.add(ex.ID)
+				continue
+			}
 			out = append(out, encs[i])
+			if genNew > 0 {
+				kept = append(kept, ex)
+			}
 		}
 	}
 	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than %s %d tokens: %v)\n", what, len(out), rule.name, rule.max, dropped)
+	if noGen.n > 0 {
+		fmt.Fprintf(log, "%s split: dropped %v as their generation for train.objective f1 (the prompt and %d new tokens) would exceed %s %d tokens\n",
+			what, noGen, genNew, rule.name, rule.max)
+	}
 	if unrendered.n > 0 {
 		if len(out) == 0 {
-			return nil, fmt.Errorf("%s split: every example left out: %w", what, firstUnrendered)
+			return nil, nil, fmt.Errorf("%s split: every example left out: %w", what, firstUnrendered)
 		}
 		fmt.Fprintf(log, "warning: %s split: left out %v, whose answers the chat template cannot render after the model's prompt (task.strict stops at the first); the first: %v\n", what, unrendered, firstUnrendered)
 	}
-	return out, nil
+	return out, kept, nil
 }
 
 // fitRouge leaves out the test examples of a task scored by ROUGE (XSum,

@@ -233,23 +233,12 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 func (e *evaluator) generative(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
 	for lo := part.Done; lo < len(exs); lo += e.batchSize {
 		chunk := exs[lo:min(lo+e.batchSize, len(exs))]
-		prompts := make([][]int, len(chunk))
-		for i, ex := range chunk {
-			_, ids, err := e.enc.EncodePrompt(ex)
-			if err != nil {
-				return nil, err
-			}
-			prompts[i] = ids
-		}
-		b := data.GenerateBatch(prompts, e.padID)
-		outs, err := m.Generate(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask},
-			model.GenerateOptions{MaxNewTokens: e.maxNewTokens, StopIDs: e.stopIDs})
+		preds, _, err := e.answers(m, chunk)
 		if err != nil {
 			return nil, err
 		}
 		for i, ex := range chunk {
-			pred := eval.ExtractAnswer(Continuation(e.tok, outs[i], e.stopIDs), answerPrefix(e.task))
-			if err := e.scoreGenerated(ex, pred, part.Sums); err != nil {
+			if err := e.scoreGenerated(ex, preds[i], part.Sums); err != nil {
 				return nil, err
 			}
 		}
@@ -259,6 +248,35 @@ func (e *evaluator) generative(m *model.Model, exs []data.Example, pass *evalPas
 		}
 	}
 	return e.generatedMetrics(part.Sums, len(exs)), nil
+}
+
+// answers are the answers m generates for chunk, one generation batch:
+// greedy decoding from each example's generation prompt, up to
+// e.maxNewTokens tokens or a stop id, with the task's answer prefix taken
+// off (what is scored). steps is the generation's forwards (the prompt's
+// and one per new token but the last). The test evaluation and
+// train.objective f1 (f1Objective) both generate through it.
+func (e *evaluator) answers(m *model.Model, chunk []data.Example) (preds []string, steps int, err error) {
+	prompts := make([][]int, len(chunk))
+	for i, ex := range chunk {
+		_, ids, err := e.enc.EncodePrompt(ex)
+		if err != nil {
+			return nil, 0, err
+		}
+		prompts[i] = ids
+	}
+	b := data.GenerateBatch(prompts, e.padID)
+	outs, err := m.Generate(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask},
+		model.GenerateOptions{MaxNewTokens: e.maxNewTokens, StopIDs: e.stopIDs})
+	if err != nil {
+		return nil, 0, err
+	}
+	preds = make([]string, len(chunk))
+	for i := range chunk {
+		preds[i] = eval.ExtractAnswer(Continuation(e.tok, outs[i], e.stopIDs), answerPrefix(e.task))
+		steps = max(steps, len(outs[i]))
+	}
+	return preds, max(steps, 1), nil
 }
 
 // EvalOptions configures Evaluate.

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"fmt"
+
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/model"
 )
@@ -40,29 +42,57 @@ type textTask struct {
 	m    *model.Model
 	data *textSplits
 	obj  *decoderObjective
+	// gen, with train.objective f1, is what the engine evaluates instead of
+	// obj: the generated answers' F1 (obj still computes nothing then).
+	gen  *f1Objective
 	eval *evaluator // the test metric; its batch size and pad id are the validation's too
 }
 
 // newTextTask makes a text task's modality over its data: the objective
 // (the model and what trains, for the engine) and the evaluator.
-func (r *run) newTextTask(splits *textSplits, enc *data.Encoder) *textTask {
+func (r *run) newTextTask(splits *textSplits, enc *data.Encoder) (*textTask, error) {
 	cfg := r.cfg
 	obj := &decoderObjective{m: r.m, view: r.tr.(viewer)} // a decoder's trained parameters are their own view (adapterState, fullState)
 	eval := &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: cfg.maxNewTokens(), stopIDs: StopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
-	return &textTask{m: r.m, data: splits, obj: obj, eval: eval}
+	t := &textTask{m: r.m, data: splits, obj: obj, eval: eval}
+	if cfg.Train.Objective == ObjectiveF1 {
+		// An adapter's (Validate refuses f1 for adapter.kind full); the
+		// objective generates with its own evaluator, the test evaluation's
+		// settings without its prediction records.
+		as, ok := r.tr.(*adapterState)
+		if !ok {
+			return nil, fmt.Errorf("train.objective f1 is not supported with adapter.kind %s: generation with perturbed full weights is not built", cfg.Adapter.Kind)
+		}
+		ge := *eval
+		t.gen = &f1Objective{m: r.m, a: as.a, eval: &ge}
+	}
+	return t, nil
 }
 
 func (t *textTask) sizes() (train, val, test int) {
 	return len(t.data.train), len(t.data.val), len(t.data.test)
 }
 
-func (t *textTask) objective() objective { return t.obj }
+func (t *textTask) objective() objective {
+	if t.gen != nil {
+		return t.gen
+	}
+	return t.obj
+}
 
 func (t *textTask) free() {}
 
-// setBatch pads the examples into the objective's ids, mask and labels.
+// setBatch pads the examples into the objective's ids, mask and labels
+// (train.objective f1: hands it the examples, whose answers it generates).
 func (t *textTask) setBatch(idx []int) error {
+	if t.gen != nil {
+		t.gen.batch = t.gen.batch[:0]
+		for _, j := range idx {
+			t.gen.batch = append(t.gen.batch, t.data.trainEx[j])
+		}
+		return nil
+	}
 	exs := make([]data.Sequence, len(idx))
 	for i, j := range idx {
 		exs[i] = t.data.train[j]

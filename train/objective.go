@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/eval"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/zo"
@@ -59,6 +61,69 @@ func (o *decoderObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float6
 }
 
 func (o *decoderObjective) layerEvals() int { return o.evals }
+
+// f1Objective is train.objective f1 (MeZO's non-differentiable objective,
+// its zo_forward_nondiff): a variant's loss is minus the mean over the
+// mini-batch of the SQuAD F1 (0-1; the best over the example's references,
+// as the official script scores) of the answers generated greedily with
+// the variant's parameters attached, exactly as the test evaluation
+// generates them (evaluator.answers: the same prompts, eval.batch_size
+// examples a generation, eval.max_new_tokens, stop ids and answer
+// extraction). One variant at a time; FZOO's clean variant is θ0.
+type f1Objective struct {
+	m     *model.Model
+	a     trainable  // attaches a variant's parameters for the generation
+	eval  *evaluator // the test evaluation's generation
+	batch []data.Example
+
+	evals int // decoder-layer evaluations of the last step: layers × generation forwards
+}
+
+// Evaluate implements zo.Objective.
+func (o *f1Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
+	o.evals = 0
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		params := v.Params
+		if params == nil { // (an engine over host slices gives every variant its parameters; θ0 is the safe reading of none)
+			params = base
+		}
+		f1, err := o.meanF1(params)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = 0 - f1 // (not -f1: an F1 of 0 is a loss of 0, not -0, in metrics.jsonl)
+	}
+	return out, nil
+}
+
+// meanF1 is the mean SQuAD F1 (0-1) of the answers generated for the
+// mini-batch with params attached.
+func (o *f1Objective) meanF1(params [][]float32) (float64, error) {
+	if len(o.batch) == 0 {
+		return 0, fmt.Errorf("train.objective f1: an empty mini-batch")
+	}
+	var sum float64
+	err := withAdapter(o.m, o.a, params, false, func(m *model.Model) error {
+		e := o.eval
+		for lo := 0; lo < len(o.batch); lo += e.batchSize {
+			chunk := o.batch[lo:min(lo+e.batchSize, len(o.batch))]
+			preds, steps, err := e.answers(m, chunk)
+			if err != nil {
+				return err
+			}
+			o.evals += steps * m.NumLayers
+			for i, ex := range chunk {
+				_, f1 := eval.SquadScore(preds[i], references(e.task, ex))
+				sum += f1
+			}
+		}
+		return nil
+	})
+	return sum / float64(len(o.batch)), err
+}
+
+func (o *f1Objective) layerEvals() int { return o.evals }
 
 // vitObjective is an image task's objective: the mini-batch's mean
 // cross-entropy over the classes under each variant's parameters (base for

@@ -206,6 +206,10 @@ func (r *run) resumeConfig() (*Config, error) {
 				"it decides how the trained weights are stored and each update rounded (bfloat16 with stochastic rounding, or float32), and so the run's numbers; "+
 				"start a new run instead", fmtValue(c.Old), fmtValue(c.New))})
 		}
+		if cfg.Train.Objective == ObjectiveF1 && (c.Key == "eval.max_new_tokens" || c.Key == "eval.batch_size") {
+			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective f1 run (the run's %s, --set %s): "+
+				"the training loss generates its answers with it, so the steps after the resume would train on another objective; start a new run instead", fmtValue(c.Old), fmtValue(c.New))})
+		}
 	}
 	return cfg, nil
 }

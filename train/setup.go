@@ -116,7 +116,9 @@ func (r *run) setupText() error {
 		fmt.Fprintln(r.out, adapterLine(r.tr.count(), r.m.ParamCount(), adapterWhat(r.cfg, &r.m.Config)))
 	}
 	// The objective and the evaluator, over the data.
-	r.modality = r.newTextTask(splits, enc)
+	if r.modality, err = r.newTextTask(splits, enc); err != nil {
+		return err
+	}
 	// The optimizer, the ZO engine over θ, and the sampler.
 	if err := r.setupEngine(); err != nil {
 		return err
