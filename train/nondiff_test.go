@@ -197,9 +197,13 @@ func TestF1ObjectiveRunResumes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := append(f1RunSet(train, test), tc.set...)
 			whole := filepath.Join(dir, tc.name+"-whole")
-			s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)})
+			var log strings.Builder
+			s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Log: &log})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !strings.Contains(log.String(), "the training loss is minus the mean F1 (0-1) of the answers generated for the batch (train.objective f1, up to 4 new tokens)") {
+				t.Errorf("the run's log does not say what its training loss is:\n%s", log.String())
 			}
 			if s.StepsDone != 6 || s.Diverged || s.BestValLoss == nil || !(*s.BestValLoss > 0) {
 				t.Fatalf("summary: %+v", s)

@@ -169,6 +169,11 @@ func (r *run) trainingLine() string {
 	if t.CheckpointEvery > 0 {
 		ck = fmt.Sprintf("every %d steps", t.CheckpointEvery)
 	}
-	return fmt.Sprintf("training: steps %d to %d, batch %d; validation every %d steps, checkpoint %s",
+	line := fmt.Sprintf("training: steps %d to %d, batch %d; validation every %d steps, checkpoint %s",
 		min(r.state.Step+1, t.Steps), t.Steps, t.BatchSize, t.EvalEvery, ck)
+	if t.Objective == ObjectiveF1 {
+		line += fmt.Sprintf("; the training loss is minus the mean F1 (0-1) of the answers generated for the batch (train.objective f1, up to %d new tokens), the validation loss the cross-entropy",
+			r.cfg.maxNewTokens())
+	}
+	return line
 }
