@@ -186,18 +186,8 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, cfg.Task.Strict, "validation", log, stop); err != nil {
 		return nil, err
 	}
-	if (len(s.train) == 0 || len(s.val) == 0) && (len(trainEx) == 0 || len(valEx) == 0) {
-		// Empty before any filtering: too few examples, not too long ones.
-		held := ""
-		if cfg.Task.Validation == "" {
-			held = fmt.Sprintf(", of which %g %% (at least one) are held out for validation (task.validation is empty)", spec.ValidationFraction*100)
-		}
-		return nil, fmt.Errorf("too few examples: task.train %s has %d usable example(s)%s; that leaves %d for training and %d for validation",
-			cfg.Task.Train, len(all), held, len(trainEx), len(valEx))
-	}
-	if len(s.train) == 0 || len(s.val) == 0 {
-		return nil, fmt.Errorf("empty split after filtering: %d train, %d validation examples within %s %d tokens (task.train %s, task.validation %q)",
-			len(s.train), len(s.val), lengthName, maxLength, cfg.Task.Train, cfg.Task.Validation)
+	if err := checkSplits(cfg, spec, s, len(all), len(trainEx), len(valEx), lengthName, maxLength); err != nil {
+		return nil, err
 	}
 	if task.OwnData() && cfg.Task.Validation == "" {
 		warnSmallValidation(log, len(s.val), cfg.Task.Train)
@@ -211,6 +201,26 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 		}
 	}
 	return s, nil
+}
+
+// checkSplits refuses a training or validation split left empty: by too
+// few examples in task.train (all of them, trainN and valN before the
+// length rule), or by the length rule.
+func checkSplits(cfg *Config, spec data.SplitSpec, s *textSplits, all, trainN, valN int, lengthName string, maxLength int) error {
+	if (len(s.train) == 0 || len(s.val) == 0) && (trainN == 0 || valN == 0) {
+		// Empty before any filtering: too few examples, not too long ones.
+		held := ""
+		if cfg.Task.Validation == "" {
+			held = fmt.Sprintf(", of which %g %% (at least one) are held out for validation (task.validation is empty)", spec.ValidationFraction*100)
+		}
+		return fmt.Errorf("too few examples: task.train %s has %d usable example(s)%s; that leaves %d for training and %d for validation",
+			cfg.Task.Train, all, held, trainN, valN)
+	}
+	if len(s.train) == 0 || len(s.val) == 0 {
+		return fmt.Errorf("empty split after filtering: %d train, %d validation examples within %s %d tokens (task.train %s, task.validation %q)",
+			len(s.train), len(s.val), lengthName, maxLength, cfg.Task.Train, cfg.Task.Validation)
+	}
+	return nil
 }
 
 // loadTest reads task.test (its first task.max_test examples) and keeps

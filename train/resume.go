@@ -194,24 +194,34 @@ func (r *run) resumeConfig() (*Config, error) {
 		cfg.Model.Name = base.Model.Name
 	}
 	r.changes = configDiff(base, cfg)
-	for _, c := range r.changes {
+	if err := checkResumeChanges(r.changes, cfg); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	return cfg, nil
+}
+
+// checkResumeChanges refuses the settings a resume may not change: those
+// not resumable, a full-parameter run's model.bf16_weights, and what a
+// train.objective f1 run's loss generates with.
+func checkResumeChanges(changes []ConfigChange, cfg *Config) error {
+	for _, c := range changes {
 		if !slices.Contains(resumableKeys, c.Key) {
-			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume (the run's %s, --set %s; it fixes the run's model, data, adapter, arithmetic, noise or directory); "+
-				"start a new run instead. Changeable: %s", fmtValue(c.Old), fmtValue(c.New), strings.Join(resumableKeys, ", "))})
+			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume (the run's %s, --set %s; it fixes the run's model, data, adapter, arithmetic, noise or directory); "+
+				"start a new run instead. Changeable: %s", fmtValue(c.Old), fmtValue(c.New), strings.Join(resumableKeys, ", "))}
 		}
 		if c.Key == "model.bf16_weights" && cfg.Adapter.Kind == "full" {
 			// Frozen weights give the same results either way; trained
 			// ones are stored, rounded and saved in what it says.
-			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a full-parameter run (the run's %s, --set %s): "+
+			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a full-parameter run (the run's %s, --set %s): "+
 				"it decides how the trained weights are stored and each update rounded (bfloat16 with stochastic rounding, or float32), and so the run's numbers; "+
-				"start a new run instead", fmtValue(c.Old), fmtValue(c.New))})
+				"start a new run instead", fmtValue(c.Old), fmtValue(c.New))}
 		}
 		if cfg.Train.Objective == ObjectiveF1 && (c.Key == "eval.max_new_tokens" || c.Key == "eval.batch_size") {
-			return nil, fmt.Errorf("resume %s: %w", r.dir, &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective f1 run (the run's %s, --set %s): "+
-				"the training loss generates its answers with it, so the steps after the resume would train on another objective; start a new run instead", fmtValue(c.Old), fmtValue(c.New))})
+			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective f1 run (the run's %s, --set %s): "+
+				"the training loss generates its answers with it, so the steps after the resume would train on another objective; start a new run instead", fmtValue(c.Old), fmtValue(c.New))}
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // restoreConfig puts back a run's config.yaml that is gone (deleted by
@@ -485,4 +495,35 @@ func readChanges(dir string) []ConfigChange {
 		}
 	}
 	return out
+}
+
+// startedFrom is the directory a run was started from, when a resume from
+// another one misses the run's relative paths (config.yaml records them as
+// given): the run directory's absolute path less its output.dir, where that
+// is relative and ends it, and every relative path of the run is there
+// from it. "" when that cannot be told, or is the working directory.
+func startedFrom(runDir string, cfg *Config) string {
+	out := filepath.Clean(cfg.Output.Dir)
+	abs, err := filepath.Abs(runDir)
+	if err != nil || filepath.IsAbs(out) || out == "." || !strings.HasSuffix(abs, string(filepath.Separator)+out) {
+		return ""
+	}
+	from := strings.TrimSuffix(abs, string(filepath.Separator)+out)
+	if wd, err := os.Getwd(); err != nil || wd == from {
+		return ""
+	}
+	relative := 0
+	for _, p := range []string{cfg.Model.Path, cfg.Task.Train, cfg.Task.Validation, testFile(cfg), cfg.Adapter.Init} {
+		if p == "" || filepath.IsAbs(p) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(from, p)); err != nil {
+			return ""
+		}
+		relative++
+	}
+	if relative == 0 {
+		return ""
+	}
+	return from
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/data"
@@ -200,18 +199,26 @@ func (r *run) openRunDir() error {
 	if err := removeLeftovers(r.dir); err != nil {
 		return err
 	}
-	// The --config file may be this directory's config.yaml (an earlier
-	// start's, given again): it is an input, which a failed start must not
-	// take away.
-	if own, err := os.Stat(filepath.Join(r.dir, rundir.ConfigFile)); err == nil {
-		if given, err := os.Stat(r.opts.ConfigPath); err == nil && os.SameFile(own, given) {
-			if r.made.configInput, err = os.ReadFile(r.opts.ConfigPath); err != nil {
-				return err
-			}
-		}
+	if err := r.keepConfigInput(); err != nil {
+		return err
 	}
 	r.made.config = true // from here, config.yaml is this start's
 	return r.writeConfig()
+}
+
+// keepConfigInput keeps what the --config file holds when it is this
+// directory's config.yaml (an earlier start's, given again): it is an
+// input, which a failed start puts back rather than take away.
+func (r *run) keepConfigInput() error {
+	own, err := os.Stat(filepath.Join(r.dir, rundir.ConfigFile))
+	if err != nil {
+		return nil
+	}
+	if given, err := os.Stat(r.opts.ConfigPath); err == nil && os.SameFile(own, given) {
+		r.made.configInput, err = os.ReadFile(r.opts.ConfigPath)
+		return err
+	}
+	return nil
 }
 
 // loadModel loads the tokenizer (first: it fails faster than the
@@ -560,35 +567,4 @@ func newOptimizer(c OptimizerConfig) (zo.Optimizer, error) {
 		return zo.NewFZOO(c.LR), nil
 	}
 	return nil, fmt.Errorf("optimizer.name %q: want meazo, zo-sgd, zo-adam, radazo or fzoo", c.Name)
-}
-
-// startedFrom is the directory a run was started from, when a resume from
-// another one misses the run's relative paths (config.yaml records them as
-// given): the run directory's absolute path less its output.dir, where that
-// is relative and ends it, and every relative path of the run is there
-// from it. "" when that cannot be told, or is the working directory.
-func startedFrom(runDir string, cfg *Config) string {
-	out := filepath.Clean(cfg.Output.Dir)
-	abs, err := filepath.Abs(runDir)
-	if err != nil || filepath.IsAbs(out) || out == "." || !strings.HasSuffix(abs, string(filepath.Separator)+out) {
-		return ""
-	}
-	from := strings.TrimSuffix(abs, string(filepath.Separator)+out)
-	if wd, err := os.Getwd(); err != nil || wd == from {
-		return ""
-	}
-	relative := 0
-	for _, p := range []string{cfg.Model.Path, cfg.Task.Train, cfg.Task.Validation, testFile(cfg), cfg.Adapter.Init} {
-		if p == "" || filepath.IsAbs(p) {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(from, p)); err != nil {
-			return ""
-		}
-		relative++
-	}
-	if relative == 0 {
-		return ""
-	}
-	return from
 }
