@@ -38,7 +38,7 @@ func TestSize(t *testing.T) {
 }
 
 // TestFreeAsDf checks Free against df's available bytes of the same
-// directory (the same statfs fields: f_bavail × f_bsize), allowing for
+// directory (the same statfs fields: f_bavail × f_frsize), allowing for
 // other writers between the two reads.
 func TestFreeAsDf(t *testing.T) {
 	dir := t.TempDir()

@@ -6,8 +6,8 @@ import "syscall"
 
 func free(dir string) (uint64, bool) {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil || st.Bsize <= 0 {
+	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, false
 	}
-	return uint64(st.Bavail) * uint64(st.Bsize), true
+	return avail(&st)
 }
