@@ -115,10 +115,17 @@ func ReadSecondMoment(dir string) (SecondMoment, error) {
 	path := filepath.Join(ckpt, rundir.OptimizerFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		if s, serr := rundir.ReadSummary(dir); serr == nil && s.WeightsKept != "" {
-			return SecondMoment{}, fmt.Errorf("%s: no checkpoint: the run is %s and kept no checkpoint (output.keep_weights: %s), so its optimizer's v is gone", dir, s.Status, s.WeightsKept)
+		// A run's best/, last/ or checkpoint/ given: the run's summary says
+		// whether it kept a checkpoint to give instead.
+		run, what := rundir.OfRun(dir)
+		who, of := "the run", dir
+		if run != "" {
+			who, of = "the run "+run, run
 		}
-		if run, what := rundir.OfRun(dir); run != "" {
+		if s, serr := rundir.ReadSummary(of); serr == nil && s.WeightsKept != "" {
+			return SecondMoment{}, fmt.Errorf("%s: no checkpoint: %s is %s and kept no checkpoint (output.keep_weights: %s), so its optimizer's v is gone", dir, who, s.Status, s.WeightsKept)
+		}
+		if run != "" {
 			return SecondMoment{}, fmt.Errorf("%s: no checkpoint (no %s): it is %s's %s: give %s or its %s/", dir, rundir.OptimizerFile, run, what, run, rundir.CheckpointDir)
 		}
 		return SecondMoment{}, fmt.Errorf("%s: no checkpoint (no %s): give a run directory or its checkpoint/", dir, rundir.OptimizerFile)

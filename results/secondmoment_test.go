@@ -101,6 +101,13 @@ func TestSecondMomentTable(t *testing.T) {
 	if _, err := ReadSecondMoment(pruned); err == nil || !strings.Contains(err.Error(), "the run is done and kept no checkpoint (output.keep_weights: best)") {
 		t.Errorf("a run that kept no checkpoint: %v", err)
 	}
+	// Its best/, last/ or checkpoint/ given: the same, not "give the run or its checkpoint/".
+	for _, sub := range []string{"best", "last", "checkpoint"} {
+		_, err := ReadSecondMoment(filepath.Join(pruned, sub))
+		if err == nil || !strings.Contains(err.Error(), "the run "+pruned+" is done and kept no checkpoint (output.keep_weights: best)") {
+			t.Errorf("%s/ of a run that kept no checkpoint: %v", sub, err)
+		}
+	}
 }
 
 // TestSecondMomentFullParameter reads the v of full-parameter ZO-Adam runs
