@@ -250,8 +250,12 @@ func prunedRun(run string) (string, bool) {
 	if s.WeightsKept == rundir.KeepNone {
 		kept = "none of its weights"
 	}
-	return fmt.Sprintf("is %s and kept %s (output.keep_weights: %s); its test results are in %s",
-		s.Status, kept, s.WeightsKept, filepath.Join(run, rundir.SummaryFile)), true
+	results := "its test results are in"
+	if len(s.Test) == 0 { // diverged, or eval.skip
+		results = "it has no test results; its validation losses are in"
+	}
+	return fmt.Sprintf("is %s and kept %s (output.keep_weights: %s); %s %s",
+		s.Status, kept, s.WeightsKept, results, filepath.Join(run, rundir.SummaryFile)), true
 }
 
 // notEnded says when a run's last/ comes: at its end, which a run still

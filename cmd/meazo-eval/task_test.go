@@ -809,4 +809,15 @@ func TestTaskOnPrunedRun(t *testing.T) {
 			}
 		}
 	}
+	// A diverged run has no test results to point to.
+	run := filepath.Join(dir, "diverged")
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Log: io.Discard, Overrides: []string{"output.dir=" + run, "task.max_train=32",
+		"task.max_validation=8", "task.max_test=8", "optimizer.name=zo-sgd", "optimizer.lr=1e30", "output.keep_weights=none"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "--adapter " + run + " is a run directory: the run is diverged and kept none of its weights (output.keep_weights: none); " +
+		"it has no test results; its validation losses are in " + filepath.Join(run, "summary.json")
+	if err := runTask([]string{"--adapter", run}, io.Discard, io.Discard); err == nil || err.Error() != want {
+		t.Errorf("a diverged run:\n got %v\nwant %s", err, want)
+	}
 }
