@@ -9,5 +9,5 @@ func avail(st *syscall.Statfs_t) (uint64, bool) {
 	if st.Bsize <= 0 {
 		return 0, false
 	}
-	return uint64(st.Bavail) * uint64(st.Bsize), true
+	return bytesOf(uint64(st.Bavail), uint64(st.Bsize)), true
 }

@@ -15,5 +15,5 @@ func avail(st *syscall.Statfs_t) (uint64, bool) {
 	if unit <= 0 {
 		return 0, false
 	}
-	return uint64(st.Bavail) * uint64(unit), true
+	return bytesOf(uint64(st.Bavail), uint64(unit)), true
 }

@@ -1,6 +1,7 @@
 package diskspace
 
 import (
+	"math"
 	"syscall"
 	"testing"
 )
@@ -18,6 +19,7 @@ func TestAvailUnits(t *testing.T) {
 		{syscall.Statfs_t{Bavail: 10, Bsize: 1 << 20, Frsize: 4096}, 40960, true}, // Bavail × Bsize would say 10 MiB
 		{syscall.Statfs_t{Bavail: 10, Bsize: 4096}, 40960, true},
 		{syscall.Statfs_t{Bavail: 10}, 0, false},
+		{syscall.Statfs_t{Bavail: 1 << 62, Bsize: 4096, Frsize: 4096}, math.MaxUint64, true}, // not wrapped around to 0
 	} {
 		if got, ok := avail(&c.st); got != c.want || ok != c.ok {
 			t.Errorf("Bavail %d, Bsize %d, Frsize %d: %d, %v; want %d, %v", c.st.Bavail, c.st.Bsize, c.st.Frsize, got, ok, c.want, c.ok)

@@ -9,6 +9,7 @@ package diskspace
 
 import (
 	"io/fs"
+	"math"
 	"path/filepath"
 )
 
@@ -32,4 +33,14 @@ func Size(dir string) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// bytesOf is blocks × unit bytes, at most the largest uint64: the counts are
+// what the file system says (a FUSE one's, whatever its daemon answers), and
+// a huge one must not wrap around to a few bytes and a false warning.
+func bytesOf(blocks, unit uint64) uint64 {
+	if unit != 0 && blocks > math.MaxUint64/unit {
+		return math.MaxUint64
+	}
+	return blocks * unit
 }
