@@ -32,7 +32,7 @@ func ReadSummary(dir string) (Summary, error) {
 	case !(s.LR > 0) || math.IsInf(s.LR, 0):
 		return Summary{}, fmt.Errorf("%s: field \"lr\" is %v, want a positive learning rate", path, s.LR)
 	case s.WeightsKept != "" && s.WeightsKept != KeepBest && s.WeightsKept != KeepNone:
-		return Summary{}, fmt.Errorf("%s: field \"weights_kept\" is %q, want %q or %q (or none: %s)", path, s.WeightsKept, KeepBest, KeepNone, KeepAll)
+		return Summary{}, fmt.Errorf("%s: field \"weights_kept\" is %q, want %q or %q (or no field: %s)", path, s.WeightsKept, KeepBest, KeepNone, KeepAll)
 	}
 	return s, nil
 }

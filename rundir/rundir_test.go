@@ -68,7 +68,7 @@ func TestReadSummary(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{"optimizer":"meazo","lr":1,"weights_kept":"last"}`), 0o644)
-	if _, err := ReadSummary(dir); err == nil || !strings.Contains(err.Error(), `field "weights_kept" is "last", want "best" or "none"`) {
+	if _, err := ReadSummary(dir); err == nil || !strings.Contains(err.Error(), `field "weights_kept" is "last", want "best" or "none" (or no field: all)`) {
 		t.Errorf("error %v", err)
 	}
 }
