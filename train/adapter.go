@@ -15,7 +15,6 @@ import (
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/prompttune"
-	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tokenizer"
 )
 
@@ -193,8 +192,7 @@ func notAnAdapter(dir string) string {
 		return "a model directory (config.json, no adapter_config.json), as a full-parameter run's best/ and last/ are: " +
 			"load it as the model (--model, model.path), not as an adapter"
 	case isRunDir(dir):
-		return fmt.Sprintf("a run directory, not an adapter: a LoRA or prompt-tuning run's adapters are %s and %s",
-			filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
+		return "a run directory, not an adapter: " + runWeights(dir, "a LoRA or prompt-tuning run's adapters")
 	}
 	return "no adapter_config.json there; " + want
 }

@@ -60,6 +60,9 @@ func TestOpenAdapter(t *testing.T) {
 	otherDir := filepath.Join(root, "ia3")
 	modelDir := filepath.Join(root, "full-best") // a full-parameter run's best/: a model
 	runDir := filepath.Join(root, "run")         // a run directory, its adapters in best/ and last/
+	prunedDir := filepath.Join(root, "pruned")   // a run that kept no weights (output.keep_weights: none)
+	os.MkdirAll(prunedDir, 0o755)
+	os.WriteFile(filepath.Join(prunedDir, "summary.json"), []byte(`{"optimizer": "meazo", "lr": 1e-3, "status": "done", "weights_kept": "none"}`), 0o644)
 	for _, d := range []string{emptyDir, otherDir, modelDir, filepath.Join(runDir, "best")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -101,6 +104,8 @@ func TestOpenAdapter(t *testing.T) {
 		{"a model directory", modelDir, 0, "load it as the model (--model, model.path), not as an adapter"},
 		{"a run directory", runDir, 0, "a run directory, not an adapter: a LoRA or prompt-tuning run's adapters are " +
 			filepath.Join(runDir, "best") + " and " + filepath.Join(runDir, "last")},
+		{"a run that kept no weights", prunedDir, 0, "a run directory, not an adapter: a LoRA or prompt-tuning run's adapters are its best/ and last/, " +
+			"and this one kept neither (output.keep_weights: none)"},
 		{"other peft_type", otherDir, 0, `peft_type "IA3"`},
 		{"NaN in the adapter", nanDir, 0, "parameter group 0 holds NaN"},
 	} {

@@ -233,8 +233,22 @@ func RunDirAsModel(dir string) string {
 	if !isRunDir(dir) {
 		return ""
 	}
-	return fmt.Sprintf("a run directory, not a model: a full-parameter run's models are %s and %s; "+
-		"a LoRA or prompt-tuning run's hold adapters, for its base model", filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir))
+	return "a run directory, not a model: " + runWeights(dir, "a full-parameter run's models") + "; a LoRA or prompt-tuning run's hold adapters, for its base model"
+}
+
+// runWeights completes what (a run's models or adapters) for run directory
+// dir: its best/ and last/, or what output.keep_weights left of them once
+// the run finished.
+func runWeights(dir, what string) string {
+	best, last := filepath.Join(dir, rundir.BestDir), filepath.Join(dir, rundir.LastDir)
+	s, err := rundir.ReadSummary(dir)
+	switch {
+	case err != nil || s.WeightsKept == "":
+		return fmt.Sprintf("%s are %s and %s", what, best, last)
+	case s.WeightsKept == rundir.KeepBest:
+		return fmt.Sprintf("%s are its best/ and last/, and this one kept only %s (output.keep_weights: best)", what, best)
+	}
+	return fmt.Sprintf("%s are its best/ and last/, and this one kept neither (output.keep_weights: none)", what)
 }
 
 // adapterAsModel says what a saved adapter given as a model directory is,
@@ -255,14 +269,16 @@ func adapterAsModel(dir string) string {
 }
 
 // isRunDir reports whether dir looks like a run directory (a best/ or a
-// checkpoint/ in it): what a model or an adapter directory is mistaken for.
+// checkpoint/ in it, or the summary.json of a run that kept neither:
+// output.keep_weights): what a model or an adapter directory is mistaken for.
 func isRunDir(dir string) bool {
 	for _, sub := range []string{rundir.BestDir, rundir.CheckpointDir} {
 		if st, err := os.Stat(filepath.Join(dir, sub)); err == nil && st.IsDir() {
 			return true
 		}
 	}
-	return false
+	s, err := rundir.ReadSummary(dir)
+	return err == nil && s.WeightsKept != ""
 }
 
 // missingFiles says which files of a model directory are missing ("" for none).

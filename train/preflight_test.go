@@ -54,6 +54,13 @@ func TestPreflight(t *testing.T) {
 	os.MkdirAll(filepath.Join(aRun, "best"), 0o755)
 	anAdapter := filepath.Join(aRun, "best") // a LoRA run's best/ taken for a model
 	os.WriteFile(filepath.Join(anAdapter, "adapter_config.json"), []byte(`{"peft_type": "LORA", "base_model_name_or_path": "org/base"}`), 0o644)
+	// Runs that kept only best/, or no weights (output.keep_weights).
+	prunedBest, prunedNone := filepath.Join(dir, "pruned-best"), filepath.Join(dir, "pruned-none")
+	os.MkdirAll(filepath.Join(prunedBest, "best"), 0o755)
+	os.MkdirAll(prunedNone, 0o755)
+	for run, keep := range map[string]string{prunedBest: "best", prunedNone: "none"} {
+		os.WriteFile(filepath.Join(run, "summary.json"), []byte(`{"optimizer": "meazo", "lr": 1e-5, "status": "done", "weights_kept": "`+keep+`"}`), 0o644)
+	}
 	for _, tc := range []struct {
 		name string
 		set  []string
@@ -80,6 +87,11 @@ func TestPreflight(t *testing.T) {
 		{"adapter.init", []string{"adapter.init=" + dir}, []string{"adapter.init " + dir + ": no adapter_config.json there; want a saved adapter directory"}},
 		{"a run directory as the model", []string{"model.path=" + aRun}, []string{"model.path " + aRun +
 			": a run directory, not a model: a full-parameter run's models are " + filepath.Join(aRun, "best")}},
+		{"a run that kept best/ as the model", []string{"model.path=" + prunedBest}, []string{"model.path " + prunedBest +
+			": a run directory, not a model: a full-parameter run's models are its best/ and last/, and this one kept only " +
+			filepath.Join(prunedBest, "best") + " (output.keep_weights: best)"}},
+		{"a run that kept no weights as the model", []string{"model.path=" + prunedNone}, []string{"model.path " + prunedNone +
+			": a run directory, not a model: a full-parameter run's models are its best/ and last/, and this one kept neither (output.keep_weights: none)"}},
 		{"a saved adapter as the model", []string{"model.path=" + anAdapter}, []string{"model.path " + anAdapter +
 			": a saved adapter (adapter_config.json, no config.json), not a model: the model is its base model (its adapter_config.json names \"org/base\"), " +
 			"with --adapter " + anAdapter + " where the command takes one (meazo-train: adapter.init)"}},
