@@ -30,8 +30,9 @@ func keptDirs(keep string) []string {
 // keep, once summary.json has recorded the result (and what it keeps). The
 // checkpoint is first renamed to checkpoint.tmp/, a name never read as a
 // checkpoint, so that a crash while it goes leaves no half of one to resume
-// from (only that directory, to remove by hand). A directory that cannot be
-// removed costs disk space, not the result: a warning says so.
+// from (only that directory, to remove by hand); best/ and last/ lose the
+// files that describe them first. A directory that cannot be removed costs
+// disk space, not the result: a warning says so.
 func (r *run) pruneWeights() {
 	keep := r.cfg.Output.KeepWeights
 	if keep == rundir.KeepAll || keep == "" {
@@ -58,6 +59,12 @@ func (r *run) pruneWeights() {
 				continue
 			}
 			dir = tmp
+		} else {
+			// best/ and last/ keep their names while they go: their
+			// descriptions first, so that a crash leaves no directory that
+			// loads as a model or an adapter.
+			os.Remove(filepath.Join(dir, "config.json"))
+			os.Remove(filepath.Join(dir, rundir.AdapterFiles[0]))
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			fmt.Fprintf(r.out, "warning: output.keep_weights %s: %s is left: %v\n", keep, dir, err)

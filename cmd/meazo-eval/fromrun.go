@@ -209,10 +209,10 @@ func notARunResult(flag, dir string) error {
 	if dir == "" || name != rundir.LastDir && name != rundir.BestDir {
 		return nil
 	}
-	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+	run := filepath.Dir(filepath.Clean(dir))
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) && !prunedDir(run, name) {
 		return nil
 	}
-	run := filepath.Dir(filepath.Clean(dir))
 	if _, err := os.Stat(filepath.Join(run, rundir.ConfigFile)); err != nil {
 		return nil
 	}
@@ -237,6 +237,13 @@ func notARunResult(flag, dir string) error {
 		msg += "it has no best/ either"
 	}
 	return errors.New(msg)
+}
+
+// prunedDir says whether run pruned its directory name (best or last) at
+// its end: what is left of it is what a crash during the removal left.
+func prunedDir(run, name string) bool {
+	s, err := rundir.ReadSummary(run)
+	return err == nil && (s.WeightsKept == rundir.KeepNone || s.WeightsKept == rundir.KeepBest && name == rundir.LastDir)
 }
 
 // prunedRun says what a finished run whose weights output.keep_weights

@@ -808,6 +808,17 @@ func TestTaskOnPrunedRun(t *testing.T) {
 				t.Errorf("%q:\n got %v\nwant %s", c.args, err, c.want)
 			}
 		}
+		// What a crash during the removal leaves of last/ (its description
+		// goes first) is named as pruned too.
+		if err := os.MkdirAll(last, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(last, "adapter_model.safetensors"), []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := runTask(cases[0].args, io.Discard, io.Discard); err == nil || err.Error() != cases[0].want {
+			t.Errorf("a partial last/ of a pruned run: %v, want %s", err, cases[0].want)
+		}
 	}
 	// A diverged run has no test results to point to.
 	run := filepath.Join(dir, "diverged")
