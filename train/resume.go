@@ -98,12 +98,13 @@ func recoverCheckpointDir(runDir string) error {
 	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if s, err := rundir.ReadSummary(runDir); err == nil && s.WeightsKept != "" {
-			kept := "its best/"
+			kept, score := "its best/", fmt.Sprintf("; to test its best/ on other data: meazo-eval task --adapter %s --data FILE (--model for a full-parameter run's)",
+				filepath.Join(runDir, rundir.BestDir))
 			if s.WeightsKept == rundir.KeepNone {
-				kept = "no weights"
+				kept, score = "no weights", ""
 			}
 			return fmt.Errorf("resume %s: the run is %s and kept %s, no checkpoint (output.keep_weights: %s): it cannot go on; "+
-				"start a new run with --config (with output.keep_weights: all, a finished run can be trained further)", runDir, s.Status, kept, s.WeightsKept)
+				"start a new run with --config (with output.keep_weights: all, a finished run can be trained further)%s", runDir, s.Status, kept, s.WeightsKept, score)
 		}
 		// config.yaml (there: checkRunDir) is every setting the run
 		// started with, --set included: what a new start needs again.
