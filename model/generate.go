@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -239,11 +240,22 @@ func withVirtualSlots(in Input, nv int) Input {
 func finiteLogits(logits []float32, width int) error {
 	for i, v := range logits {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return fmt.Errorf("the logits of sequence %d are not finite (%v at vocabulary entry %d): the model's weights or config.json hold values that make its arithmetic meaningless", i/width, v, i%width)
+			return &nonFiniteLogitsError{fmt.Sprintf("the logits of sequence %d are not finite (%v at vocabulary entry %d): the model's weights or config.json hold values that make its arithmetic meaningless", i/width, v, i%width)}
 		}
 	}
 	return nil
 }
+
+// ErrNonFiniteLogits is what Generate's error matches (errors.Is) when the
+// logits of its first step are NaN or infinite (finiteLogits): a trainer
+// that generates with perturbed parameters (train.objective f1) reads it
+// as a loss that is not finite, the run diverging, not as a failure.
+var ErrNonFiniteLogits = errors.New("model: the logits are not finite")
+
+type nonFiniteLogitsError struct{ msg string }
+
+func (e *nonFiniteLogitsError) Error() string        { return e.msg }
+func (e *nonFiniteLogitsError) Is(target error) bool { return target == ErrNonFiniteLogits }
 
 // checkGenerationPositions refuses a generation whose positions run past
 // an OPT model's learned positions: the prompt's, or the last new token

@@ -299,3 +299,34 @@ func TestF1ObjectiveRefusals(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestF1ObjectiveDiverges: a perturbation that makes the model's
+// arithmetic overflow (an ε far too large) ends a train.objective f1 run
+// as diverged, as it ends a train.objective loss run (its cross-entropy is
+// not finite), not failed with the generation's "logits are not finite"
+// and a resume that would fail at the same variant again.
+func TestF1ObjectiveDiverges(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	train, test := f1Data(t, dir)
+	for _, tc := range []struct {
+		name string
+		set  []string
+	}{
+		{"loss", []string{"train.objective=loss"}},
+		{"f1", nil},
+		{"f1-fzoo", []string{"optimizer.name=fzoo", "optimizer.q=2"}},
+		{"f1-prompt", []string{"adapter.kind=prompt", "adapter.virtual_tokens=2", "adapter.init_text=Say great or terrible.", "optimizer.eps=1e38"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			set := append(f1RunSet(train, test), "optimizer.eps=1e30", "output.dir="+out) // (the prompt's virtual tokens are normalised: 1e38)
+			s, err := Run(Options{ConfigPath: cfg, Overrides: append(set, tc.set...)})
+			if err != nil {
+				t.Fatalf("the run failed: %v", err)
+			}
+			if !s.Diverged || s.Status != "diverged" {
+				t.Errorf("summary %+v: want the run diverged", s)
+			}
+		})
+	}
+}

@@ -1,7 +1,9 @@
 package train
 
 import (
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/eval"
@@ -89,6 +91,18 @@ func (o *f1Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, er
 			params = base
 		}
 		f1, err := o.meanF1(params)
+		if errors.Is(err, model.ErrNonFiniteLogits) {
+			// The variant's parameters make the model's arithmetic
+			// overflow (an ε or a step too large: the run diverging). Its
+			// loss is not finite, as its cross-entropy would be, and the
+			// engine ends the run as diverged, not failed with a resume
+			// that would fail at the same variant again. The variants
+			// after it are not generated.
+			for j := i; j < len(out); j++ {
+				out[j] = math.NaN()
+			}
+			return out, nil
+		}
 		if err != nil {
 			return nil, err
 		}
