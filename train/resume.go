@@ -502,7 +502,8 @@ func readChanges(dir string) []ConfigChange {
 // another one misses the run's relative paths (config.yaml records them as
 // given): the run directory's absolute path less its output.dir, where that
 // is relative and ends it, and every relative path of the run is there
-// from it. "" when that cannot be told, or is the working directory.
+// from it. "" when that cannot be told, or is the working directory (under
+// any name).
 func startedFrom(runDir string, cfg *Config) string {
 	out := filepath.Clean(cfg.Output.Dir)
 	abs, err := filepath.Abs(runDir)
@@ -510,8 +511,8 @@ func startedFrom(runDir string, cfg *Config) string {
 		return ""
 	}
 	from := strings.TrimSuffix(abs, string(filepath.Separator)+out)
-	if wd, err := os.Getwd(); err != nil || wd == from {
-		return ""
+	if wd, err := os.Getwd(); err != nil || wd == from || sameDir(wd, from) {
+		return "" // (the same directory under another name, through a link: the resume is there already)
 	}
 	relative := 0
 	for _, p := range []string{cfg.Model.Path, cfg.Task.Train, cfg.Task.Validation, testFile(cfg), cfg.Adapter.Init} {
@@ -527,4 +528,15 @@ func startedFrom(runDir string, cfg *Config) string {
 		return ""
 	}
 	return from
+}
+
+// sameDir says whether a and b are the same directory (os.SameFile: a link
+// to it, another mount of it); false when either cannot be read.
+func sameDir(a, b string) bool {
+	x, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	y, err := os.Stat(b)
+	return err == nil && os.SameFile(x, y)
 }

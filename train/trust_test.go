@@ -810,3 +810,30 @@ func TestResumeFromAnotherDirectory(t *testing.T) {
 		t.Fatalf("the resume from the start directory: %+v, %v", s, err)
 	}
 }
+
+// TestResumeFromALinkToTheStartDirectory: a resume from the directory the
+// run was started from, reached through a link, whose preflight fails on
+// something else (an absolute path gone) is not told to resume from that
+// same directory under its other name.
+func TestResumeFromALinkToTheStartDirectory(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	val := filepath.Join(t.TempDir(), "val.tsv")
+	if err := os.WriteFile(val, []byte(readFile(t, filepath.Join(dir, "data", "dev.tsv"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	set := append(slices.Clone(trustSet), "model.path=model", "task.train=data/train.tsv", "task.validation="+val, "output.dir=runs/x")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 3, Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(link)
+	os.Remove(val)
+	_, err := Run(Options{Resume: filepath.Join(dir, "runs", "x"), Log: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "task.validation") || strings.Contains(err.Error(), "was started from") {
+		t.Fatalf("a resume from the start directory through a link, with task.validation gone: %v\nwant it to name task.validation, not another directory to resume from", err)
+	}
+}
