@@ -125,6 +125,7 @@ func checkModelDir(dir string, image bool) string {
 		return what
 	}
 	var gone []string
+	var empty []string // there, but empty: not "no … there"
 	loadConfig := func(path string) error { _, err := model.LoadConfig(path); return err }
 	if image {
 		loadConfig = func(path string) error { _, err := model.LoadViTConfig(path); return err }
@@ -135,6 +136,8 @@ func checkModelDir(dir string, image bool) string {
 				return what
 			}
 			gone = append(gone, "config.json")
+		} else if checkFile(filepath.Join(dir, "config.json")) == fileIsEmpty {
+			empty = append(empty, "config.json")
 		} else {
 			return err.Error()
 		}
@@ -150,7 +153,6 @@ func checkModelDir(dir string, image bool) string {
 	default:
 		gone = append(gone, "model.safetensors (or model.safetensors.index.json and its shards)")
 	}
-	var empty []string // there, but empty: not "no … there"
 	for _, w := range weights {
 		switch checkFile(w) {
 		case "":
@@ -161,20 +163,28 @@ func checkModelDir(dir string, image bool) string {
 		}
 	}
 	if image {
-		if checkFile(filepath.Join(dir, "preprocessor_config.json")) != "" {
+		switch checkFile(filepath.Join(dir, "preprocessor_config.json")) {
+		case "":
+		case fileIsEmpty:
+			empty = append(empty, "preprocessor_config.json")
+		default:
 			gone = append(gone, "preprocessor_config.json")
 		}
 		return joinWhat(convert, missingFiles(gone), emptyFiles(empty))
 	}
 	// The tokenizer: tokenizer.json, or GPT-2's vocab.json and merges.txt
 	// (OPT's, which tokenizer.Load converts), and tokenizer_config.json.
-	if checkFile(filepath.Join(dir, "tokenizer.json")) != "" &&
+	if tj := checkFile(filepath.Join(dir, "tokenizer.json")); tj != "" &&
 		(checkFile(filepath.Join(dir, "vocab.json")) != "" || checkFile(filepath.Join(dir, "merges.txt")) != "") {
 		what := "tokenizer.json (or vocab.json and merges.txt)"
 		if checkFile(filepath.Join(dir, "tokenizer.model")) == "" {
 			what = "tokenizer.json (only SentencePiece's tokenizer.model, from which transformers writes it: AutoTokenizer.from_pretrained(dir).save_pretrained(dir))"
 		}
-		gone = append(gone, what)
+		if tj == fileIsEmpty {
+			empty = append(empty, "tokenizer.json")
+		} else {
+			gone = append(gone, what)
+		}
 	}
 	switch checkFile(filepath.Join(dir, "tokenizer_config.json")) {
 	case "":

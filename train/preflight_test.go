@@ -74,6 +74,8 @@ func TestPreflight(t *testing.T) {
 		{"empty weights", []string{"model.path=" + withEmpty("model.safetensors")}, []string{": model.safetensors is there but empty (an interrupted download?)"}},
 		{"empty weights and tokenizer_config.json", []string{"model.path=" + withEmpty("model.safetensors", "tokenizer_config.json")},
 			[]string{": model.safetensors, tokenizer_config.json are there but empty (an interrupted download?)"}},
+		{"empty tokenizer.json", []string{"model.path=" + withEmpty("tokenizer.json")}, []string{": tokenizer.json is there but empty (an interrupted download?)"}},
+		{"empty config.json", []string{"model.path=" + withEmpty("config.json")}, []string{": config.json is there but empty (an interrupted download?)"}},
 		{"weights", []string{"model.path=" + without("model.safetensors")}, []string{"no model.safetensors (or model.safetensors.index.json and its shards) there"}},
 		// The weights are there, to convert: no "interrupted download?".
 		{"pytorch_model.bin", []string{"model.path=" + binOnly}, []string{"model.path " + binOnly + ": no model.safetensors: the weights are PyTorch's pytorch_model.bin " +

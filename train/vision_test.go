@@ -219,6 +219,15 @@ func TestPetsBadInput(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(vitTiny, f))
 		os.WriteFile(filepath.Join(noProcessor, f), b, 0o644)
 	}
+	emptyProcessor := filepath.Join(dir, "empty-processor") // a download cut off before its first byte
+	os.Mkdir(emptyProcessor, 0o755)
+	for _, f := range []string{"model.safetensors", "config.json", "preprocessor_config.json"} {
+		b, _ := os.ReadFile(filepath.Join(vitTiny, f))
+		if f == "preprocessor_config.json" {
+			b = nil
+		}
+		os.WriteFile(filepath.Join(emptyProcessor, f), b, 0o644)
+	}
 	// A preprocessor_config.json whose resize is not the model's image_size
 	// is refused before any image is decoded: resized to 32768×32768 first,
 	// each image took 3 GiB and more (a 2-thread run was killed at 24 GiB).
@@ -237,6 +246,7 @@ func TestPetsBadInput(t *testing.T) {
 		{"preprocessor size not the model's", []string{"model.path=" + hugeResize},
 			[]string{"huge-resize", "preprocessor_config.json", "32768×32768", "64×64"}},
 		{"no preprocessor config", []string{"model.path=" + noProcessor}, []string{"no preprocessor_config.json", "nothing was written"}},
+		{"empty preprocessor config", []string{"model.path=" + emptyProcessor}, []string{"preprocessor_config.json is there but empty (an interrupted download?)", "nothing was written"}},
 		{"corrupt image", []string{"task.train=" + write("corrupt.parquet", corrupt)}, []string{"corrupt.parquet", "row 7", "breed"}},
 		{"label out of range", []string{"task.train=" + write("label.parquet", label)}, []string{"label.parquet", "row 3", "label 37"}},
 		{"missing column", []string{"task.train=" + write("nolabel.parquet", noLabel)}, []string{"nolabel.parquet", `column "label" is missing`}},
