@@ -148,6 +148,24 @@ func (r *run) checkTestGeneration(tests int) error {
 		maxNew, rows, size(need), size(float64(total)))
 }
 
+// checkF1Generation is checkTestGeneration for train.objective f1, whose
+// every step generates answers for the mini-batch (eval.batch_size
+// sequences at a time), with or without a test evaluation: refused before
+// the run starts, not at its first step, after which the resume could not
+// change eval.max_new_tokens.
+func (r *run) checkF1Generation() error {
+	if r.cfg.Train.Objective != ObjectiveF1 {
+		return nil
+	}
+	rows, maxNew := min(r.cfg.Eval.BatchSize, r.cfg.Train.BatchSize), r.cfg.maxNewTokens()
+	need, total := r.m.CacheHostBytes(rows, float64(maxNew)), sysmem.Total()
+	if total == 0 || need <= float64(total) {
+		return nil
+	}
+	return fmt.Errorf("eval.max_new_tokens %d: the key/value cache of train.objective f1's generation of %d sequences (a step's answers) needs at least %s, more than this machine's %s of memory",
+		maxNew, rows, size(need), size(float64(total)))
+}
+
 // size writes a byte count given as a float64 (a floor may pass any
 // int64; capped at 4 EiB), as bytesize does.
 func size(b float64) string { return bytesize.String(int64(min(b, 1<<62))) }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,15 +92,20 @@ func TestTestGenerationTooLargeForMemory(t *testing.T) {
 	for _, c := range []struct {
 		maxNew string
 		want   string // "": the run goes through
+		set    []string
 	}{
-		{"2000000000", "eval.max_new_tokens 2000000000: the test evaluation's key/value cache of 4 sequences needs at least"},
-		{"2", ""},
+		{"2000000000", "eval.max_new_tokens 2000000000: the test evaluation's key/value cache of 4 sequences needs at least", nil},
+		{"2", "", nil},
+		// train.objective f1 generates at every step: refused without a test evaluation too.
+		{"2000000000", "eval.max_new_tokens 2000000000: the key/value cache of train.objective f1's generation of 2 sequences (a step's answers) needs at least",
+			[]string{"eval.skip=true", "train.objective=f1", "train.batch_size=2"}},
+		{"2", "", []string{"eval.skip=true", "train.objective=f1", "train.batch_size=2"}},
 	} {
-		out := filepath.Join(dir, "run-"+c.maxNew)
+		out := filepath.Join(dir, fmt.Sprintf("run-%s-%d", c.maxNew, len(c.set)))
 		set := append(slices.Clone(trustSet), "eval.skip=false", "task.name=generation", "task.train="+train, "task.test="+test,
 			"task.instruction=Answer.", "task.max_length=0", "task.max_train=16", "task.max_validation=4", "task.max_test=4",
 			"eval.batch_size=8", "eval.max_new_tokens="+c.maxNew, "output.dir="+out)
-		_, err := Run(Options{ConfigPath: cfg, Overrides: set})
+		_, err := Run(Options{ConfigPath: cfg, Overrides: append(set, c.set...)})
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("eval.max_new_tokens %s: %v", c.maxNew, err)

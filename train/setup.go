@@ -104,6 +104,9 @@ func (r *run) setupText() error {
 	if err := r.checkTestGeneration(len(splits.test)); err != nil {
 		return err
 	}
+	if err := r.checkF1Generation(); err != nil {
+		return err
+	}
 	if err := r.checkAdapterMemory(); err != nil {
 		return err
 	}
