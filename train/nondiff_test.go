@@ -13,7 +13,6 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/lora"
-	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
@@ -33,15 +32,7 @@ const f1MaxNew = 4
 // or "terrible". It returns the training and test files.
 func f1Data(t *testing.T, dir string) (train, test string) {
 	t.Helper()
-	m, err := model.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Free()
-	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok := demoModel(t, dir)
 	var paths []string
 	for _, f := range []struct {
 		name string
@@ -93,15 +84,7 @@ func f1Data(t *testing.T, dir string) (train, test string) {
 func TestF1ObjectiveIsEvaluationsF1(t *testing.T) {
 	dir, _ := demoConfig(t, 1)
 	trainFile, _ := f1Data(t, dir)
-	m, err := model.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Free()
-	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok := demoModel(t, dir)
 	own := ownTask(data.Generation, nil, "")
 	exs, _, err := data.ReadAll(trainFile, data.Generation, data.ReadOptions{Strict: true, Own: own, Limit: 12})
 	if err != nil {

@@ -14,8 +14,6 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/data"
-	"github.com/meazo-go/meazo/model"
-	"github.com/meazo-go/meazo/tokenizer"
 )
 
 // The tasks on the user's own data (classification, generation), trained
@@ -290,14 +288,7 @@ func TestInstructionDroppedWarns(t *testing.T) {
 	if log := run("none", ""); strings.Contains(log, warning) {
 		t.Errorf("no instruction: the log warns:\n%s", log)
 	}
-	m, err := model.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok := demoModel(t, dir)
 	var log bytes.Buffer
 	o := EvalOptions{Task: "classification", Data: dev, Labels: []string{"terrible", "great"}, Instruction: "Classify.", MaxExamples: 2, BatchSize: 2, Log: &log}
 	if _, err := Evaluate(m, tok, o); err != nil || !strings.Contains(log.String(), "warning: --instruction is left out of every prompt") {

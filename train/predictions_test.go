@@ -12,9 +12,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/eval"
-	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
-	"github.com/meazo-go/meazo/tokenizer"
 )
 
 // TestExampleScores: a generated answer's own scores, in 0-1 under the
@@ -70,15 +68,7 @@ func TestExampleScores(t *testing.T) {
 // (label tasks), in batches that split the file unevenly.
 func TestPredictionsMatchMetrics(t *testing.T) {
 	dir, _ := demoConfig(t, 1)
-	m, err := model.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Free()
-	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok := demoModel(t, dir)
 	write := func(name string, lines ...string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -28,6 +29,22 @@ func demoConfig(t *testing.T, steps int) (string, string) {
 		t.Fatal(err)
 	}
 	return dir, path
+}
+
+// demoModel loads the demo's model and tokenizer that demoConfig wrote
+// into dir; the model is freed when the test ends.
+func demoModel(t *testing.T, dir string) (*model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
+	m, err := model.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Free)
+	tok, err := tokenizer.Load(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, tok
 }
 
 func readLines(t *testing.T, path string) []string {
