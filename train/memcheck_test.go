@@ -185,3 +185,29 @@ func TestAdapterInitTooLargeForMemory(t *testing.T) {
 		t.Errorf("the refused run left %s behind (%v)", out, err)
 	}
 }
+
+// TestF1StepFloor: a train.objective f1 step evaluates its variants one at
+// a time, generating for eval.batch_size examples at once, so its floor is
+// one variant's of that batch, not the 2q variants of the batched
+// cross-entropy forward (which refused f1 runs of a large q that fit).
+func TestF1StepFloor(t *testing.T) {
+	c := &model.Config{HiddenSize: 64, IntermediateSize: 256}
+	train := []data.Sequence{{IDs: make([]int32, 40)}, {IDs: make([]int32, 90)}}
+	cfg := Defaults()
+	cfg.Train.BatchSize, cfg.Eval.BatchSize, cfg.Optimizer.Q = 16, 4, 50000
+	loss := textStepFloor(&cfg, train, c)
+	cfg.Train.Objective = ObjectiveF1
+	f1 := textStepFloor(&cfg, train, c)
+	if loss.variants != 100000 || loss.rows != 16 {
+		t.Errorf("loss: %d variants of %d rows, want 100000 of 16", loss.variants, loss.rows)
+	}
+	if f1.variants != 1 || f1.rows != 4 || f1.q != 0 || f1.tokens != 90 {
+		t.Errorf("f1: %d variants of %d rows of %d tokens (q %d), want 1 of 4 of 90 (q not named)", f1.variants, f1.rows, f1.tokens, f1.q)
+	}
+	if err := checkBatchMemory(cfg.Train.BatchSize, f1, true, 1<<30); err != nil {
+		t.Errorf("f1 with q 50000 on 1 GiB: %v", err)
+	}
+	if err := checkBatchMemory(cfg.Train.BatchSize, loss, true, 1<<30); err == nil {
+		t.Error("loss with q 50000 on 1 GiB: not refused")
+	}
+}

@@ -114,7 +114,9 @@ func (t *textTask) testMetrics(m *model.Model, what string, pass *evalPass, part
 }
 
 // textStepFloor is textFloor's for the longest training example, with a
-// prompt-tuning run's virtual tokens.
+// prompt-tuning run's virtual tokens; with train.objective f1, whose
+// variants are evaluated one at a time, that of one variant's generation
+// batch.
 func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloor {
 	longest := 0
 	for _, e := range train {
@@ -124,5 +126,11 @@ func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloo
 	if cfg.Adapter.Kind == "prompt" {
 		virtual = cfg.Adapter.VirtualTokens
 	}
-	return textFloor(cfg.Train.BatchSize, longest, virtual, cfg.Optimizer.Q, cfg.Optimizer.Name == "fzoo", c.HiddenSize, c.IntermediateSize)
+	f := textFloor(cfg.Train.BatchSize, longest, virtual, cfg.Optimizer.Q, cfg.Optimizer.Name == "fzoo", c.HiddenSize, c.IntermediateSize)
+	if cfg.Train.Objective == ObjectiveF1 {
+		// f1Objective generates for one variant at a time, eval.batch_size
+		// examples a generation (its key/value cache: checkF1Generation).
+		f.rows, f.variants, f.q = min(cfg.Eval.BatchSize, cfg.Train.BatchSize), 1, 0
+	}
+	return f
 }
