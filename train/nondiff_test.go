@@ -313,3 +313,21 @@ func TestF1ObjectiveDiverges(t *testing.T) {
 		})
 	}
 }
+
+// TestF1ResumeSameCap: an f1 run's eval.max_new_tokens set on resume to
+// the cap it already had (0 is the task's default) changes nothing, so it
+// is not refused; another cap is.
+func TestF1ResumeSameCap(t *testing.T) {
+	cfg := Defaults()
+	cfg.Task.Name, cfg.Train.Objective = "squad", ObjectiveF1
+	def := defaultMaxNewTokens(data.SQuAD)
+	for _, c := range []struct {
+		old, new int
+		refused  bool
+	}{{0, def, false}, {def, 0, false}, {0, def + 1, true}, {4, 8, true}} {
+		err := checkResumeChanges([]ConfigChange{{Key: "eval.max_new_tokens", Old: c.old, New: c.new}}, &cfg)
+		if (err != nil) != c.refused {
+			t.Errorf("eval.max_new_tokens %d -> %d: %v, want refused %v", c.old, c.new, err, c.refused)
+		}
+	}
+}

@@ -217,12 +217,24 @@ func checkResumeChanges(changes []ConfigChange, cfg *Config) error {
 				"it decides how the trained weights are stored and each update rounded (bfloat16 with stochastic rounding, or float32), and so the run's numbers; "+
 				"start a new run instead", fmtValue(c.Old), fmtValue(c.New))}
 		}
-		if cfg.Train.Objective == ObjectiveF1 && (c.Key == "eval.max_new_tokens" || c.Key == "eval.batch_size") {
+		if cfg.Train.Objective == ObjectiveF1 && (c.Key == "eval.max_new_tokens" && !sameNewTokens(c, cfg) || c.Key == "eval.batch_size") {
 			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective f1 run (the run's %s, --set %s): "+
 				"the training loss generates its answers with it, so the steps after the resume would train on another objective; start a new run instead", fmtValue(c.Old), fmtValue(c.New))}
 		}
 	}
 	return nil
+}
+
+// sameNewTokens says whether a change of eval.max_new_tokens leaves the
+// cap the same: 0 stands for the task's default.
+func sameNewTokens(c ConfigChange, cfg *Config) bool {
+	tokens := func(v any) int {
+		if n, ok := v.(int); ok && n > 0 {
+			return n
+		}
+		return defaultMaxNewTokens(data.Task(cfg.Task.Name))
+	}
+	return tokens(c.Old) == tokens(c.New)
 }
 
 // restoreConfig puts back a run's config.yaml that is gone (deleted by
