@@ -185,8 +185,9 @@ func TestF1ObjectiveRunResumes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(log.String(), "the training loss is minus the mean F1 (0-1) of the answers generated for the batch (train.objective f1, up to 4 new tokens)") {
-				t.Errorf("the run's log does not say what its training loss is:\n%s", log.String())
+			if !strings.Contains(log.String(), "the training loss is minus the mean F1 (0-1) of the answers generated for the batch (train.objective f1, up to 4 new tokens)") ||
+				!strings.Contains(log.String(), "/6 -F1 ") {
+				t.Errorf("the run's log does not say what its training loss is, or its progress lines do not name it -F1:\n%s", log.String())
 			}
 			if s.StepsDone != 6 || s.Diverged || s.BestValLoss == nil || !(*s.BestValLoss > 0) {
 				t.Fatalf("summary: %+v", s)

@@ -21,10 +21,13 @@ type progress struct {
 	memory   func() string // the peak memory so far, for the line's end ("": none known)
 	mem      string        // memory's last answer, asked again at most once a second
 	memAt    time.Time
+	// lossName names the training loss in the lines: "loss", or "-F1"
+	// for train.objective f1, whose loss is minus the answers' F1.
+	lossName string
 }
 
 func newProgress(w *runLog, terminal bool, total, every int, memory func() string) *progress {
-	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now(), memory: memory}
+	return &progress{w: w, terminal: terminal, total: total, every: max(every, 1), start: time.Now(), memory: memory, lossName: "loss"}
 }
 
 // begin starts the clock before the first step after step.
@@ -50,12 +53,12 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 	if p.terminal {
 		const width = 30
 		fill := width * step / max(p.total, 1)
-		fmt.Fprintf(p.w, "\r[%s%s] %d/%d loss %.4f%s  %s  ETA %s%s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
-			step, p.total, loss, val, perStep(stepSecs), eta, mem)
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d %s %.4f%s  %s  ETA %s%s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
+			step, p.total, p.lossName, loss, val, perStep(stepSecs), eta, mem)
 		return
 	}
 	if step%p.every == 0 || step == p.total {
-		fmt.Fprintf(p.w, "step %d/%d loss %.4f%s, %s, ETA %s%s\n", step, p.total, loss, val, perStep(stepSecs), eta, mem)
+		fmt.Fprintf(p.w, "step %d/%d %s %.4f%s, %s, ETA %s%s\n", step, p.total, p.lossName, loss, val, perStep(stepSecs), eta, mem)
 	}
 }
 
