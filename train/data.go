@@ -23,7 +23,8 @@ type textSplits struct {
 	train, val []data.Sequence
 	test       []data.Example
 	// trainEx are the examples encoded as train, in its order, for
-	// train.objective f1 (which generates their answers); nil otherwise.
+	// train.objective f1 or accuracy (which generates their answers or
+	// predicts their labels); nil otherwise.
 	trainEx []data.Example
 }
 
@@ -176,11 +177,11 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	}
 	s := &textSplits{}
 	rule := newLengthRule(maxLength, lengthName, enc)
-	genNew := 0 // train.objective f1 generates for the training examples: they must fit as test examples do
-	if cfg.Train.Objective == ObjectiveF1 {
-		genNew = cfg.maxNewTokens()
+	var scored *scoredAs // train.objective f1 or accuracy scores the training examples: they must fit as test examples do
+	if o := cfg.Train.Objective; o == ObjectiveF1 || o == ObjectiveAccuracy {
+		scored = &scoredAs{objective: o, maxNew: cfg.maxNewTokens()}
 	}
-	if s.train, s.trainEx, err = encodeKept(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", genNew, log, stop); err != nil {
+	if s.train, s.trainEx, err = encodeKept(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", scored, log, stop); err != nil {
 		return nil, err
 	}
 	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, cfg.Task.Strict, "validation", log, stop); err != nil {
@@ -311,16 +312,32 @@ func (l leftOut) String() string {
 // taken in order, so the result, the error reported and the count of
 // dropped examples are the sequential loop's.
 func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, log io.Writer, stop func(while string) error) ([]data.Sequence, error) {
-	out, _, err := encodeKept(exs, enc, rule, limit, workers, strict, what, 0, log, stop)
+	out, _, err := encodeKept(exs, enc, rule, limit, workers, strict, what, nil, log, stop)
 	return out, err
+}
+
+// scoredAs is how train.objective f1 or accuracy scores a training
+// example: as the test evaluation scores a test example.
+type scoredAs struct {
+	objective string // ObjectiveF1, ObjectiveAccuracy
+	maxNew    int    // f1: the generation's new tokens (eval.max_new_tokens)
+}
+
+// evaluation is what the length rule measures of a scored example.
+func (s *scoredAs) evaluation() string {
+	if s.objective == ObjectiveAccuracy {
+		return "longest label candidate for train.objective accuracy"
+	}
+	return fmt.Sprintf("generation for train.objective f1 (the prompt and %d new tokens)", s.maxNew)
 }
 
 // encodeKept is encodeFirst that also returns the examples it kept, in
 // order (kept[i] is encoded as seqs[i]), for the training split of
-// train.objective f1, which generates answers for them. With genNew > 0 it
-// also drops the examples whose generation (the prompt and genNew new
-// tokens, as a test example's: fitTest) the length rule refuses.
-func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, genNew int, log io.Writer, stop func(while string) error) (seqs []data.Sequence, kept []data.Example, err error) {
+// train.objective f1 or accuracy (scored), which generates answers for
+// them or predicts their labels. It also drops the examples whose
+// evaluation (the prompt and maxNew new tokens, or the longest label
+// candidate, as a test example's: fitTest) the length rule refuses.
+func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, scored *scoredAs, log io.Writer, stop func(while string) error) (seqs []data.Sequence, kept []data.Example, err error) {
 	const chunk = 512
 	var out []data.Sequence
 	var dropped, unrendered, noGen leftOut
@@ -332,12 +349,13 @@ func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, w
 		}
 		part := exs[lo:min(lo+chunk, len(exs))]
 		encs, errs := make([]data.Sequence, len(part)), make([]error, len(part))
-		genLen := make([]int, len(part)) // the tokens of its generation (genNew > 0)
+		genLen := make([]int, len(part)) // the tokens of its evaluation (scored)
 		parallel.For(len(part), workers, func(i int) {
 			if !rule.tooLong(part[i], -1) {
 				encs[i], errs[i] = encodeSequence(enc, part[i])
-				if errs[i] == nil && genNew > 0 && rule.max > 0 {
-					genLen[i], errs[i] = evalLength(part[i], enc, genNew, false)
+				// (accuracy's candidates always: each label must render)
+				if errs[i] == nil && scored != nil && (rule.max > 0 || scored.objective == ObjectiveAccuracy) {
+					genLen[i], errs[i] = evalLength(part[i], enc, scored.maxNew, false)
 				}
 			}
 		})
@@ -364,15 +382,15 @@ func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, w
 				continue
 			}
 			out = append(out, encs[i])
-			if genNew > 0 {
+			if scored != nil {
 				kept = append(kept, ex)
 			}
 		}
 	}
 	fmt.Fprintf(log, "%s split: %d examples encoded (dropped as longer than %s %d tokens: %v)\n", what, len(out), rule.name, rule.max, dropped)
 	if noGen.n > 0 {
-		fmt.Fprintf(log, "%s split: dropped %v as their generation for train.objective f1 (the prompt and %d new tokens) would exceed %s %d tokens\n",
-			what, noGen, genNew, rule.name, rule.max)
+		fmt.Fprintf(log, "%s split: dropped %v as their %s would exceed %s %d tokens\n",
+			what, noGen, scored.evaluation(), rule.name, rule.max)
 	}
 	if unrendered.n > 0 {
 		if len(out) == 0 {

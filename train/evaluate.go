@@ -174,38 +174,22 @@ func scoreTest(log io.Writer, task data.Task, what string, n int, pass *evalPass
 // candidates are batched as one list, k per example, so a pass can stop
 // only after a batch that ends on a whole example.
 func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
-	var seqs []data.Sequence
-	var labels []string // the task's, the same for every example
-	for _, ex := range exs {
-		cs, err := e.enc.Candidates(ex)
-		if err != nil {
-			return nil, err
-		}
-		labels = cs.Labels
-		for c, s := range cs.Full {
-			seq, err := data.NewSequence(s.IDs, cs.Span[c][0], cs.Span[c][1])
-			if err != nil {
-				return nil, fmt.Errorf("test example %q: %w", ex.ID, err)
-			}
-			seqs = append(seqs, seq)
-		}
+	seqs, labels, err := e.candidateSeqs(exs, "test example")
+	if err != nil {
+		return nil, err
 	}
 	k := len(labels)
 	scores := make([]float64, len(seqs))
 	next := part.Done // the first example not yet counted
 	for lo := k * part.Done; lo < len(seqs); lo += e.batchSize {
 		hi := min(lo+e.batchSize, len(seqs))
-		b := data.TrainBatch(seqs[lo:hi], e.padID)
-		out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.Options{Labels: b.Labels})
-		if err != nil {
-			return nil, err
-		}
-		for i, l := range out.LossPerSeq {
-			if math.IsNaN(l) || math.IsInf(l, 0) {
+		if err := e.scoreCandidates(m, seqs, lo, hi, scores); err != nil {
+			var nf *nonFiniteScore
+			if errors.As(err, &nf) {
 				return nil, fmt.Errorf("test example %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
-					exs[(lo+i)/k].ID, labels[(lo+i)%k], l)
+					exs[nf.i/k].ID, labels[nf.i%k], nf.loss)
 			}
-			scores[lo+i] = -l // mean log-probability of the label tokens
+			return nil, err
 		}
 		for ; k*next+k <= hi; next++ {
 			ex := exs[next]
@@ -226,6 +210,59 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 		}
 	}
 	return map[string]float64{"accuracy": part.Sums[0] / float64(len(exs))}, nil
+}
+
+// candidateSeqs are the label candidates of exs, k per example in order,
+// each supervised on its label tokens (labels: the task's, the same for
+// every example); what names an example in an error ("test example").
+// classify and train.objective accuracy (accuracyObjective) score them.
+func (e *evaluator) candidateSeqs(exs []data.Example, what string) (seqs []data.Sequence, labels []string, err error) {
+	for _, ex := range exs {
+		cs, err := e.enc.Candidates(ex)
+		if err != nil {
+			return nil, nil, err
+		}
+		labels = cs.Labels
+		for c, s := range cs.Full {
+			seq, err := data.NewSequence(s.IDs, cs.Span[c][0], cs.Span[c][1])
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s %q: %w", what, ex.ID, err)
+			}
+			seqs = append(seqs, seq)
+		}
+	}
+	return seqs, labels, nil
+}
+
+// nonFiniteScore is scoreCandidates' error for a candidate (seqs[i]) whose
+// loss is not finite.
+type nonFiniteScore struct {
+	i    int
+	loss float64
+}
+
+func (e *nonFiniteScore) Error() string {
+	return fmt.Sprintf("label candidate %d: the loss is not finite (%v)", e.i, e.loss)
+}
+
+// scoreCandidates is one batch of classify: seqs[lo:hi] in one forward of
+// m, each candidate's score (the mean log-probability of its label tokens)
+// into scores[lo:hi]. A score that is not finite is a *nonFiniteScore.
+// classify and train.objective accuracy (accuracyObjective) both score
+// through it, eval.batch_size candidates a forward.
+func (e *evaluator) scoreCandidates(m *model.Model, seqs []data.Sequence, lo, hi int, scores []float64) error {
+	b := data.TrainBatch(seqs[lo:hi], e.padID)
+	out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.Options{Labels: b.Labels})
+	if err != nil {
+		return err
+	}
+	for i, l := range out.LossPerSeq {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return &nonFiniteScore{i: lo + i, loss: l}
+		}
+		scores[lo+i] = -l // mean log-probability of the label tokens
+	}
+	return nil
 }
 
 // generative decodes greedily from each example's generation prompt and

@@ -42,9 +42,10 @@ type textTask struct {
 	m    *model.Model
 	data *textSplits
 	obj  *decoderObjective
-	// gen, with train.objective f1, is what the engine evaluates instead of
-	// obj: the generated answers' F1 (obj still computes nothing then).
-	gen  *f1Objective
+	// gen, with train.objective f1 or accuracy, is what the engine
+	// evaluates instead of obj: the generated answers' F1, or the predicted
+	// labels' accuracy (obj still computes nothing then).
+	gen  exampleObjective
 	eval *evaluator // the test metric; its batch size and pad id are the validation's too
 }
 
@@ -56,16 +57,19 @@ func (r *run) newTextTask(splits *textSplits, enc *data.Encoder) (*textTask, err
 	eval := &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: cfg.maxNewTokens(), stopIDs: StopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
 	t := &textTask{m: r.m, data: splits, obj: obj, eval: eval}
-	if cfg.Train.Objective == ObjectiveF1 {
-		// An adapter's (Validate refuses f1 for adapter.kind full); the
-		// objective generates with its own evaluator, the test evaluation's
+	if cfg.Train.Objective == ObjectiveF1 || cfg.Train.Objective == ObjectiveAccuracy {
+		// An adapter's (Validate refuses both for adapter.kind full); the
+		// objective scores with its own evaluator, the test evaluation's
 		// settings without its prediction records.
 		as, ok := r.tr.(*adapterState)
 		if !ok {
-			return nil, fmt.Errorf("train.objective f1 is not supported with adapter.kind %s: generation with perturbed full weights is not built", cfg.Adapter.Kind)
+			return nil, fmt.Errorf("train.objective %s is not supported with adapter.kind %s: perturbed full weights are not built for it", cfg.Train.Objective, cfg.Adapter.Kind)
 		}
 		ge := *eval
 		t.gen = &f1Objective{m: r.m, a: as.a, eval: &ge}
+		if cfg.Train.Objective == ObjectiveAccuracy {
+			t.gen = &accuracyObjective{m: r.m, a: as.a, eval: &ge}
+		}
 	}
 	return t, nil
 }
@@ -84,13 +88,15 @@ func (t *textTask) objective() objective {
 func (t *textTask) free() {}
 
 // setBatch pads the examples into the objective's ids, mask and labels
-// (train.objective f1: hands it the examples, whose answers it generates).
+// (train.objective f1 or accuracy: hands it the examples, whose answers it
+// generates or whose labels it predicts).
 func (t *textTask) setBatch(idx []int) error {
 	if t.gen != nil {
-		t.gen.batch = t.gen.batch[:0]
-		for _, j := range idx {
-			t.gen.batch = append(t.gen.batch, t.data.trainEx[j])
+		exs := make([]data.Example, len(idx))
+		for i, j := range idx {
+			exs[i] = t.data.trainEx[j]
 		}
+		t.gen.setExamples(exs)
 		return nil
 	}
 	exs := make([]data.Sequence, len(idx))
@@ -114,9 +120,9 @@ func (t *textTask) testMetrics(m *model.Model, what string, pass *evalPass, part
 }
 
 // textStepFloor is textFloor's for the longest training example, with a
-// prompt-tuning run's virtual tokens; with train.objective f1, whose
-// variants are evaluated one at a time, that of one variant's generation
-// batch.
+// prompt-tuning run's virtual tokens; with train.objective f1 or accuracy,
+// whose variants are evaluated one at a time, that of one variant's
+// generation batch or forward of label candidates.
 func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloor {
 	longest := 0
 	for _, e := range train {
@@ -127,10 +133,16 @@ func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloo
 		virtual = cfg.Adapter.VirtualTokens
 	}
 	f := textFloor(cfg.Train.BatchSize, longest, virtual, cfg.Optimizer.Q, cfg.Optimizer.Name == "fzoo", c.HiddenSize, c.IntermediateSize)
-	if cfg.Train.Objective == ObjectiveF1 {
+	if cfg.Train.Objective == ObjectiveF1 || cfg.Train.Objective == ObjectiveAccuracy {
 		// f1Objective generates for one variant at a time, eval.batch_size
-		// examples a generation (its key/value cache: checkF1Generation).
+		// examples a generation (its key/value cache: checkF1Generation);
+		// accuracyObjective scores one variant's label candidates at a
+		// time, eval.batch_size a forward (the validation's batches).
 		f.rows, f.variants, f.q = min(cfg.Eval.BatchSize, cfg.Train.BatchSize), 1, 0
+		if cfg.Train.Objective == ObjectiveAccuracy {
+			k := max(len(cfg.Task.Labels), len(data.SST2LabelWords)) // the candidates of an example
+			f.rows = min(cfg.Eval.BatchSize, cfg.Train.BatchSize*k)
+		}
 	}
 	return f
 }

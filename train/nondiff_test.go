@@ -250,7 +250,7 @@ func TestF1ObjectiveRefusals(t *testing.T) {
 		{[]string{"train.objective=f1", "task.name=classification", "task.labels=[a, b]"}, "not classification"},
 		{[]string{"train.objective=f1", "task.name=pets", "adapter.targets=[query, value]"}, "not pets"},
 		{[]string{"train.objective=f1", "task.name=squad", "adapter.kind=full"}, "not supported with adapter.kind full: generation with perturbed full weights is not built"},
-		{[]string{"train.objective=F1"}, `train.objective: "F1": want loss or f1 (did you mean "f1"?)`},
+		{[]string{"train.objective=F1"}, `train.objective: "F1": want loss, f1 or accuracy (did you mean "f1"?)`},
 	} {
 		_, err := Load(cfg, tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -139,6 +139,97 @@ func (o *f1Objective) meanF1(params [][]float32) (float64, error) {
 
 func (o *f1Objective) layerEvals() int { return o.evals }
 
+// exampleObjective is a non-differentiable objective (train.objective f1,
+// accuracy): it scores the mini-batch's examples as the test evaluation
+// does, not their encoded training sequences.
+type exampleObjective interface {
+	objective
+	setExamples(exs []data.Example)
+}
+
+func (o *f1Objective) setExamples(exs []data.Example) { o.batch = exs }
+
+// accuracyObjective is train.objective accuracy (MeZO's non-differentiable
+// objective for classification, its zo_forward_nondiff on a classification
+// task): a variant's loss is minus the fraction of the mini-batch whose
+// label, predicted with the variant's parameters attached exactly as the
+// test evaluation predicts it (evaluator.classify: every label candidate
+// scored by its label tokens' mean log-probability, eval.batch_size
+// candidates a forward, eval.PredictLabel's rule and tie-break), is the
+// gold label. One variant at a time; FZOO's clean variant is θ0.
+type accuracyObjective struct {
+	m     *model.Model
+	a     trainable  // attaches a variant's parameters for the scoring
+	eval  *evaluator // the test evaluation's scoring
+	batch []data.Example
+
+	evals int // decoder-layer evaluations of the last step: layers × forwards
+}
+
+func (o *accuracyObjective) setExamples(exs []data.Example) { o.batch = exs }
+
+// Evaluate implements zo.Objective.
+func (o *accuracyObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
+	o.evals = 0
+	if len(o.batch) == 0 {
+		return nil, fmt.Errorf("train.objective accuracy: an empty mini-batch")
+	}
+	seqs, labels, err := o.eval.candidateSeqs(o.batch, "training example")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		params := v.Params
+		if params == nil { // (as f1Objective's)
+			params = base
+		}
+		acc, err := o.accuracy(params, seqs, len(labels))
+		var nf *nonFiniteScore
+		if errors.As(err, &nf) {
+			// As f1Objective's: the variant's arithmetic overflows, its
+			// loss is not finite and the engine ends the run as diverged.
+			for j := i; j < len(out); j++ {
+				out[j] = math.NaN()
+			}
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = 0 - acc // (not -acc: an accuracy of 0 is a loss of 0, not -0)
+	}
+	return out, nil
+}
+
+// accuracy is the fraction of the mini-batch (seqs: its label candidates,
+// k per example) whose predicted label is the gold one, with params
+// attached.
+func (o *accuracyObjective) accuracy(params [][]float32, seqs []data.Sequence, k int) (float64, error) {
+	scores := make([]float64, len(seqs))
+	err := withAdapter(o.m, o.a, params, false, func(m *model.Model) error {
+		for lo := 0; lo < len(seqs); lo += o.eval.batchSize {
+			if err := o.eval.scoreCandidates(m, seqs, lo, min(lo+o.eval.batchSize, len(seqs)), scores); err != nil {
+				return err
+			}
+			o.evals += m.NumLayers
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	correct := 0
+	for i, ex := range o.batch {
+		if eval.PredictLabel(scores[k*i:k*i+k]) == ex.Label {
+			correct++
+		}
+	}
+	return float64(correct) / float64(len(o.batch)), nil
+}
+
+func (o *accuracyObjective) layerEvals() int { return o.evals }
+
 // vitObjective is an image task's objective: the mini-batch's mean
 // cross-entropy over the classes under each variant's parameters (base for
 // the clean one), one forward each, all on one upload of the images.

@@ -22,7 +22,8 @@ type progress struct {
 	mem      string        // memory's last answer, asked again at most once a second
 	memAt    time.Time
 	// lossName names the training loss in the lines: "loss", or "-F1"
-	// for train.objective f1, whose loss is minus the answers' F1.
+	// and "-accuracy" for train.objective f1 and accuracy, whose loss is
+	// minus the answers' F1 or the predicted labels' accuracy.
 	lossName string
 }
 

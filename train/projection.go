@@ -175,5 +175,8 @@ func (r *run) trainingLine() string {
 		line += fmt.Sprintf("; the training loss is minus the mean F1 (0-1) of the answers generated for the batch (train.objective f1, up to %d new tokens), the validation loss the cross-entropy",
 			r.cfg.maxNewTokens())
 	}
+	if t.Objective == ObjectiveAccuracy {
+		line += "; the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy), the validation loss the cross-entropy"
+	}
 	return line
 }

@@ -202,8 +202,9 @@ func (r *run) resumeConfig() (*Config, error) {
 }
 
 // checkResumeChanges refuses the settings a resume may not change: those
-// not resumable, a full-parameter run's model.bf16_weights, and what a
-// train.objective f1 run's loss generates with.
+// not resumable, a full-parameter run's model.bf16_weights, what a
+// train.objective f1 run's loss generates with, and how a train.objective
+// accuracy run's loss batches its label candidates.
 func checkResumeChanges(changes []ConfigChange, cfg *Config) error {
 	for _, c := range changes {
 		if !slices.Contains(resumableKeys, c.Key) {
@@ -220,6 +221,14 @@ func checkResumeChanges(changes []ConfigChange, cfg *Config) error {
 		if cfg.Train.Objective == ObjectiveF1 && (c.Key == "eval.max_new_tokens" && !sameNewTokens(c, cfg) || c.Key == "eval.batch_size") {
 			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective f1 run (the run's %s, --set %s): "+
 				"the training loss generates its answers with it, so the steps after the resume would train on another objective; start a new run instead", fmtValue(c.Old), fmtValue(c.New))}
+		}
+		if cfg.Train.Objective == ObjectiveAccuracy && c.Key == "eval.batch_size" {
+			// The CPU backend scores a candidate alike in any batch; cuBLAS
+			// may choose another kernel for another shape, and a near tie
+			// between labels then goes the other way.
+			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective accuracy run (the run's %s, --set %s): "+
+				"the training loss scores the label candidates that many a forward, and a GPU may round batches of another shape otherwise, so the steps after the resume "+
+				"would not be the run's; start a new run instead", fmtValue(c.Old), fmtValue(c.New))}
 		}
 	}
 	return nil

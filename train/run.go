@@ -165,8 +165,11 @@ const (
 func (r *run) train() (*Summary, error) {
 	r.summary = r.newSummary()
 	r.prog = newProgress(r.out, r.opts.Terminal, r.cfg.Train.Steps, r.cfg.Train.LogEvery, r.peakMemory)
-	if r.cfg.Train.Objective == ObjectiveF1 {
+	switch r.cfg.Train.Objective {
+	case ObjectiveF1:
 		r.prog.lossName = "-F1"
+	case ObjectiveAccuracy:
+		r.prog.lossName = "-accuracy"
 	}
 	end := r.pendingValidation()
 	if end.kind == continueRun && r.state.Step < r.cfg.Train.Steps { // (none left: that validation stopped the run early)

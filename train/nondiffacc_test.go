@@ -1,0 +1,321 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/tokenizer"
+	"github.com/meazo-go/meazo/zo"
+)
+
+// train.objective accuracy (MeZO's non-differentiable objective for
+// classification): each variant's loss is minus the fraction of the
+// mini-batch whose label, predicted as the test evaluation predicts it, is
+// the gold one.
+
+// accLabels are the classes of the classification tests: the demo's
+// sentiment, as task.labels.
+var accLabels = []string{"negative", "positive"}
+
+// accBatch reads the demo's first n training examples as task (sst2, or
+// classification on rows written from them) and writes them to a file
+// Evaluate reads: the same examples.
+func accBatch(t *testing.T, dir string, task data.Task, n int) ([]data.Example, string) {
+	t.Helper()
+	src := filepath.Join(dir, "data", "train.tsv")
+	if task == data.Classification {
+		src = demoRows(t, dir, "train", "acc", func(_ int, ex data.Example) map[string]any {
+			return map[string]any{"text": ex.Sentence, "label": accLabels[ex.Label]}
+		})
+	}
+	exs, _, err := data.ReadAll(src, task, data.ReadOptions{Strict: true, Own: ownTask(task, accLabels, ""), Limit: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task == data.Classification {
+		var rows []map[string]any
+		for _, ex := range exs {
+			rows = append(rows, map[string]any{"text": ex.Text, "label": accLabels[ex.Label]})
+		}
+		file := filepath.Join(dir, "data", "batch-acc.jsonl")
+		writeJSONL(t, file, rows)
+		return exs, file
+	}
+	var b strings.Builder
+	b.WriteString("sentence\tlabel\n")
+	for _, ex := range exs {
+		fmt.Fprintf(&b, "%s\t%d\n", ex.Sentence, ex.Label)
+	}
+	file := filepath.Join(dir, "data", "batch-acc.tsv")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return exs, file
+}
+
+// TestAccuracyObjectiveIsEvaluationsAccuracy checks the objective against
+// the test evaluation, on SST-2 and on a classification of the user's: for
+// θ0 (FZOO's clean variant) and two perturbed LoRA parameter sets, minus
+// the loss of the objective is the accuracy (0-1) that Evaluate, the code
+// behind meazo-eval and a run's test evaluation, gives the same examples
+// with the same parameters saved as an adapter, exactly; the three differ,
+// so the comparison says something; and eval.batch_size (5, splitting
+// examples' candidates across forwards, or 16) does not change the losses
+// on the CPU.
+func TestAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
+	dir, _ := demoConfig(t, 1)
+	m, tok := demoModel(t, dir)
+	for _, task := range []data.Task{data.SST2, data.Classification} {
+		t.Run(string(task), func(t *testing.T) {
+			exs, file := accBatch(t, dir, task, 24)
+			a, err := lora.New(m, lora.Options{R: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			la := &loraAdapter{a: a, m: m}
+			rng := rand.New(rand.NewPCG(3, 4))
+			perturbed := func(scale float32) [][]float32 {
+				var out [][]float32
+				for _, g := range la.Params() {
+					p := slices.Clone(g)
+					for i := range p {
+						p[i] += scale * float32(rng.NormFloat64())
+					}
+					out = append(out, p)
+				}
+				return out
+			}
+			base := perturbed(0.5) // θ0: a trained adapter's B is not 0
+			plus, minus := perturbed(1.5), perturbed(1.5)
+			enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: data.FormatChat}
+			vs := []zo.Variant{{Group: zo.Clean, Params: base}, {Group: 0, Sign: 1, Params: plus}, {Group: 0, Sign: -1, Params: minus}}
+			var losses []float64
+			for _, batch := range []int{5, 16} { // 5: an example's two candidates in two forwards
+				e := &evaluator{task: task, tok: tok, enc: enc, batchSize: batch, padID: tok.PadID(), log: io.Discard}
+				obj := &accuracyObjective{m: m, a: la, eval: e}
+				obj.setExamples(exs)
+				got, err := obj.Evaluate(base, vs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Adapter != nil {
+					t.Error("the adapter is still attached after Evaluate")
+				}
+				forwards := 3 * ((2*len(exs) + batch - 1) / batch)
+				if obj.layerEvals() != forwards*m.NumLayers {
+					t.Errorf("batch %d: layer evaluations %d, want %d (3 variants × %d forwards of the candidates × %d layers)",
+						batch, obj.layerEvals(), forwards*m.NumLayers, forwards/3, m.NumLayers)
+				}
+				if losses != nil && !slices.Equal(got, losses) {
+					t.Errorf("eval.batch_size %d: losses %v, with 5 %v", batch, got, losses)
+				}
+				losses = got
+			}
+			for i, params := range [][][]float32{base, plus, minus} {
+				adir := filepath.Join(dir, fmt.Sprintf("adapter-%s-%d", task, i))
+				if err := la.Save(adir, params); err != nil {
+					t.Fatal(err)
+				}
+				opt := EvalOptions{Adapter: adir, Task: string(task), Data: file, BatchSize: 5}
+				if task == data.Classification {
+					opt.Labels = accLabels
+				}
+				res, err := Evaluate(m, tok, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := -losses[i], res["accuracy"]; got != want {
+					t.Errorf("variant %d: the objective's accuracy is %v, the evaluation's %v", i, got, want)
+				}
+				if x := losses[i]; !(x >= -1 && x <= 0) || x == 0 && math.Signbit(x) {
+					t.Errorf("variant %d: loss %v is not minus an accuracy in [-1, 0] (0, not -0)", i, x)
+				}
+			}
+			if losses[0] == losses[1] && losses[1] == losses[2] || losses[0] == 0 || losses[0] == -1 {
+				t.Errorf("losses %v: the parameters should predict differently, with an accuracy strictly between 0 and 1 at θ0", losses)
+			}
+		})
+	}
+}
+
+// accRunSet is the settings of a short train.objective accuracy run on the
+// demo's SST-2.
+func accRunSet() []string {
+	return []string{"train.objective=accuracy", "eval.batch_size=5", "eval.base=false", "task.max_validation=8",
+		"task.max_test=20", "optimizer.name=zo-sgd", "optimizer.eps=0.5", "optimizer.lr=0.05",
+		"train.eval_every=3", "train.checkpoint_every=2"}
+}
+
+// TestAccuracyObjectiveRunResumes trains a few steps with train.objective
+// accuracy (LoRA on SST-2, FZOO grouped, prompt tuning, and LoRA on a
+// classification of the user's), checks that metrics.jsonl's train losses
+// are minus accuracies that moved the adapter while the validation stays a
+// cross-entropy, and that a run stopped and resumed writes what the
+// uninterrupted one does, bit for bit.
+func TestAccuracyObjectiveRunResumes(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	rows := func(name string) string {
+		return demoRows(t, dir, name, "acc", func(_ int, ex data.Example) map[string]any {
+			return map[string]any{"text": ex.Sentence, "label": accLabels[ex.Label]}
+		})
+	}
+	ownTrain, ownTest := rows("train"), rows("dev")
+	for _, tc := range []struct {
+		name string
+		set  []string
+	}{
+		{"zo-sgd", nil},
+		{"fzoo-grouped", []string{"optimizer.name=fzoo", "optimizer.q=2", "optimizer.lr=0.01", "adapter.grouped=true"}},
+		{"prompt", []string{"adapter.kind=prompt", "adapter.virtual_tokens=2", "adapter.init_text=Say great or terrible.", "optimizer.eps=1"}},
+		{"classification", []string{"task.name=classification", "task.train=" + ownTrain, "task.test=" + ownTest, "task.labels=[negative, positive]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := append(accRunSet(), tc.set...)
+			whole := filepath.Join(dir, tc.name+"-whole")
+			var log strings.Builder
+			s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Log: &log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(log.String(), "the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy)") ||
+				!strings.Contains(log.String(), "/6 -accuracy ") {
+				t.Errorf("the run's log does not say what its training loss is, or its progress lines do not name it -accuracy:\n%s", log.String())
+			}
+			if s.StepsDone != 6 || s.Diverged || s.BestValLoss == nil || !(*s.BestValLoss > 0) {
+				t.Fatalf("summary: %+v", s)
+			}
+			if _, ok := s.Test["best"]["accuracy"]; !ok {
+				t.Errorf("test metrics %v: no accuracy", s.Test)
+			}
+			moved, varied := false, false
+			for _, line := range readLines(t, filepath.Join(whole, "metrics.jsonl")) {
+				var l rundir.TrainLine
+				if err := json.Unmarshal([]byte(line), &l); err != nil {
+					t.Fatal(err)
+				}
+				if l.Kind != rundir.KindTrain {
+					continue
+				}
+				for _, x := range append([]float64{l.Loss}, l.Losses...) {
+					if !(x >= -1 && x <= 0) || x == 0 && math.Signbit(x) {
+						t.Fatalf("step %d: loss %v is not minus an accuracy (in [-1, 0]; 0, not -0): %s", l.Step, x, line)
+					}
+				}
+				// Minus a count of 8 (train.batch_size) over 8.
+				if x := l.Losses[0] * 8; x != math.Round(x) {
+					t.Errorf("step %d: loss %v is not minus a count of the batch's 8 examples over 8", l.Step, l.Losses[0])
+				}
+				varied = varied || slices.ContainsFunc(l.Losses, func(x float64) bool { return x != l.Losses[0] })
+				moved = moved || l.UpdateNorm > 0
+			}
+			if !varied || !moved {
+				t.Errorf("no step's variants scored differently (%v) or moved the adapter (%v): the run did not train on accuracy", varied, moved)
+			}
+			cut := filepath.Join(dir, tc.name+"-cut")
+			// The last checkpoint before the stop is step 4: step 5 runs again.
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), StopAfter: 5}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(Options{Resume: cut}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "prompt" {
+				a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
+				if !slices.Equal(a, b) {
+					t.Fatalf("metrics.jsonl differs after a resume:\n%v\n%v", a, b)
+				}
+				return
+			}
+			requireSameRun(t, whole, cut)
+		})
+	}
+}
+
+// TestAccuracyObjectiveRefusals: train.objective accuracy is refused when
+// the config is loaded for a task whose answers are generated (f1 takes
+// squad and generation), for pets, for full-parameter training; and a
+// resume of an accuracy run may not change eval.batch_size, while
+// eval.max_new_tokens, which it does not read, stays changeable.
+func TestAccuracyObjectiveRefusals(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"train.objective=accuracy", "task.name=squad"}, "it takes task.name sst2 or classification, not squad, which generates its answers (train.objective f1 trains squad and generation"},
+		{[]string{"train.objective=accuracy", "task.name=generation"}, "not generation, which generates its answers"},
+		{[]string{"train.objective=accuracy", "task.name=xsum", "task.validation=" + cfg}, "not xsum"},
+		{[]string{"train.objective=accuracy", "task.name=pets", "adapter.targets=[query, value]"}, "--set train.objective: accuracy is not built for task.name pets"},
+		{[]string{"train.objective=accuracy", "adapter.kind=full"}, "--set train.objective: accuracy is not supported with adapter.kind full"},
+		{[]string{"train.objective=acuracy"}, `train.objective: "acuracy": want loss, f1 or accuracy (did you mean "accuracy"?)`},
+	} {
+		_, err := Load(cfg, tc.set)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %v: error %v, want one saying %q", tc.set, err, tc.want)
+		}
+	}
+	for _, set := range [][]string{
+		{"train.objective=accuracy", "adapter.grouped=true"},
+		{"train.objective=accuracy", "adapter.kind=prompt"},
+		{"train.objective=accuracy", "task.name=classification", "task.labels=[a, b]"},
+	} {
+		if _, err := Load(cfg, set); err != nil {
+			t.Errorf("--set %v: %v", set, err)
+		}
+	}
+
+	out := filepath.Join(dir, "run")
+	set := append(accRunSet(), "output.dir="+out, "train.steps=4")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(Options{Resume: out, Overrides: []string{"eval.batch_size=4"}})
+	if err == nil || !strings.Contains(err.Error(), "--set eval.batch_size: cannot change on resume of a train.objective accuracy run") {
+		t.Errorf("resume --set eval.batch_size=4: error %v, want a refusal", err)
+	}
+	// What stays changeable is: the run goes on.
+	if _, err := Run(Options{Resume: out, Overrides: []string{"train.log_every=1", "eval.max_new_tokens=8"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestAccuracyObjectiveDiverges: a perturbation that makes the model's
+// arithmetic overflow (an ε far too large) ends a train.objective accuracy
+// run as diverged, as a train.objective loss run, not failed with the
+// scoring's "not finite" and a resume that would fail again.
+func TestAccuracyObjectiveDiverges(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	for _, tc := range []struct {
+		name string
+		set  []string
+	}{
+		{"lora", nil},
+		{"fzoo", []string{"optimizer.name=fzoo", "optimizer.q=2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			set := append(accRunSet(), "optimizer.eps=1e30", "output.dir="+out)
+			s, err := Run(Options{ConfigPath: cfg, Overrides: append(set, tc.set...)})
+			if err != nil {
+				t.Fatalf("the run failed: %v", err)
+			}
+			if !s.Diverged || s.Status != "diverged" {
+				t.Errorf("summary %+v: want the run diverged", s)
+			}
+		})
+	}
+}
