@@ -14,6 +14,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
@@ -317,5 +318,86 @@ func TestAccuracyObjectiveDiverges(t *testing.T) {
 				t.Errorf("summary %+v: want the run diverged", s)
 			}
 		})
+	}
+}
+
+// TestAccuracyTrainingSplitFitsAsTests: with train.objective accuracy a
+// training example is kept only where every label candidate fits
+// task.max_length, as a test example's must (a label longer than the gold
+// one would put past the limit what the objective scores), and the log
+// counts those dropped so; the kept examples come back with their
+// sequences, in order.
+func TestAccuracyTrainingSplitFitsAsTests(t *testing.T) {
+	dir, _ := demoConfig(t, 1)
+	_, tok := demoModel(t, dir)
+	labels := []string{"no", "great great great great great great great great"}
+	own := ownTask(data.Classification, labels, "")
+	file := demoRows(t, dir, "dev", "long", func(_ int, ex data.Example) map[string]any {
+		return map[string]any{"text": ex.Sentence, "label": 0} // the short label: the training sequence fits
+	})
+	exs, _, err := data.ReadAll(file, data.Classification, data.ReadOptions{Strict: true, Own: own, Limit: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: data.FormatChat}
+	var longest []int
+	for _, ex := range exs {
+		n, err := evalLength(ex, enc, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest = append(longest, n)
+	}
+	limit := slices.Sorted(slices.Values(longest))[len(longest)/2] // about half of them fit
+	rule := lengthRule{max: limit, name: "task.max_length"}
+	noStop := func(string) error { return nil }
+	var log strings.Builder
+	seqs, kept, err := encodeKept(exs, enc, rule, 0, 0, true, "train", &scoredAs{objective: ObjectiveAccuracy}, &log, noStop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []data.Example
+	for i, ex := range exs {
+		if longest[i] <= limit {
+			want = append(want, ex)
+		}
+	}
+	if len(want) == 0 || len(want) == len(exs) {
+		t.Fatalf("the limit %d keeps %d of %d: the test says nothing", limit, len(want), len(exs))
+	}
+	if len(kept) != len(want) || len(seqs) != len(kept) {
+		t.Fatalf("kept %d examples (%d sequences), want %d", len(kept), len(seqs), len(want))
+	}
+	for i, ex := range kept {
+		e, err := encodeSequence(enc, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.ID != want[i].ID || !slices.Equal(seqs[i].IDs, e.IDs) {
+			t.Fatalf("kept example %d: %q, want %q with its sequence", i, ex.ID, want[i].ID)
+		}
+	}
+	if msg := fmt.Sprintf("train split: dropped %d: ids", len(exs)-len(want)); !strings.Contains(log.String(), msg) ||
+		!strings.Contains(log.String(), "as their longest label candidate for train.objective accuracy would exceed task.max_length") {
+		t.Errorf("the log does not count the examples dropped for their label candidates (%q):\n%s", msg, log.String())
+	}
+}
+
+// TestAccuracyStepFloor: a train.objective accuracy step scores one
+// variant at a time, eval.batch_size label candidates a forward, so its
+// floor is one such forward (at most k candidates per example of the
+// batch), not the 2q variants of the batched cross-entropy forward.
+func TestAccuracyStepFloor(t *testing.T) {
+	c := &model.Config{HiddenSize: 64, IntermediateSize: 256}
+	train := []data.Sequence{{IDs: make([]int32, 40)}, {IDs: make([]int32, 90)}}
+	cfg := Defaults()
+	cfg.Train.Objective, cfg.Optimizer.Q = ObjectiveAccuracy, 50000
+	for _, tc := range []struct{ batch, evalBatch, rows int }{{16, 4, 4}, {2, 16, 4}, {3, 5, 5}} {
+		cfg.Train.BatchSize, cfg.Eval.BatchSize = tc.batch, tc.evalBatch
+		f := textStepFloor(&cfg, train, c)
+		if f.variants != 1 || f.rows != tc.rows || f.q != 0 || f.tokens != 90 {
+			t.Errorf("batch %d, eval.batch_size %d: %d variants of %d rows of %d tokens (q %d), want 1 of %d of 90 (q not named)",
+				tc.batch, tc.evalBatch, f.variants, f.rows, f.tokens, f.q, tc.rows)
+		}
 	}
 }
