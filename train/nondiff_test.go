@@ -245,7 +245,7 @@ func TestF1ObjectiveRefusals(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{[]string{"train.objective=f1"}, "it takes task.name squad or generation, not sst2"},
+		{[]string{"train.objective=f1"}, "it takes task.name squad or generation, not sst2 (train.objective accuracy trains it on its predicted labels, loss on the cross-entropy)"},
 		{[]string{"train.objective=f1", "task.name=xsum", "task.validation=" + cfg}, "it takes task.name squad or generation, not xsum"},
 		{[]string{"train.objective=f1", "task.name=classification", "task.labels=[a, b]"}, "not classification"},
 		{[]string{"train.objective=f1", "task.name=pets", "adapter.targets=[query, value]"}, "not pets"},

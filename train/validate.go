@@ -238,7 +238,11 @@ func (c *Config) validateObjective() error {
 	case c.Train.Objective != ObjectiveF1:
 		return nil
 	case c.Task.Name != string(data.SQuAD) && c.Task.Name != string(data.Generation):
-		return fmt.Errorf("train.objective f1 scores generated answers by SQuAD's F1: it takes task.name squad or generation, not %s (train.objective loss trains on the cross-entropy)", c.Task.Name)
+		alt := "train.objective loss trains on the cross-entropy"
+		if c.Task.Name == string(data.SST2) || c.Task.Name == string(data.Classification) {
+			alt = "train.objective accuracy trains it on its predicted labels, loss on the cross-entropy"
+		}
+		return fmt.Errorf("train.objective f1 scores generated answers by SQuAD's F1: it takes task.name squad or generation, not %s (%s)", c.Task.Name, alt)
 	case c.Adapter.Kind == "full":
 		return fmt.Errorf("train.objective f1 is not supported with adapter.kind full: generation with perturbed full weights is not built; use adapter.kind lora or prompt, or train.objective loss")
 	}
