@@ -392,6 +392,9 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err != nil {
 		return nil, err
 	}
+	if task.OwnData() {
+		warnRepeatedIDs(o.Log, "test", o.Data, exs)
+	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}
 	if err := warnDroppedInstruction(enc, o.Instruction, "--instruction", o.Log); err != nil {
 		return nil, err

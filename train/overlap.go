@@ -64,6 +64,35 @@ func warnRepeats(log io.Writer, path string, exs []data.Example) {
 	}
 }
 
+// warnRepeatedIDs warns of the examples of what ("train", "validation",
+// "test"; file path) whose id an earlier one has: an "id" given twice in the
+// user's file. The log's warnings and the predictions file name examples by
+// id, and lines that share one cannot be told apart or joined back to their
+// rows.
+func warnRepeatedIDs(log io.Writer, what, path string, exs []data.Example) {
+	count := make(map[string]int, len(exs))
+	var order []string // the repeated ids, in the order of their second use
+	n := 0
+	for _, ex := range exs {
+		count[ex.ID]++
+		if count[ex.ID] > 1 {
+			n++
+			if count[ex.ID] == 2 {
+				order = append(order, ex.ID)
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	named := make([]string, len(order))
+	for i, id := range order {
+		named[i] = fmt.Sprintf("%q %d times", id, count[id])
+	}
+	fmt.Fprintf(log, "warning: %d of the %d %s examples in %s have the id of an earlier example (%s): the log and the predictions file name examples by id, and theirs cannot be told apart; give each row its own \"id\" (or none: its line number is its id)\n",
+		n, len(exs), what, path, idList(named))
+}
+
 // warnOverlap warns of the examples of what ("test", "validation"; file
 // path) whose input is a training example's: their metric measures what
 // the model was trained on, not what it learned.

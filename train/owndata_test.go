@@ -370,6 +370,30 @@ func TestOwnDataOverlap(t *testing.T) {
 	}
 }
 
+// TestRepeatedIDs: ids given to more than one row of a file are warned of
+// (the predictions file names examples by id), with how often each is
+// used; unique ids give no warning.
+func TestRepeatedIDs(t *testing.T) {
+	exs := func(ids ...string) []data.Example {
+		var out []data.Example
+		for _, id := range ids {
+			out = append(out, data.Example{Task: data.Generation, ID: id, Prompt: "p " + id})
+		}
+		return out
+	}
+	var b bytes.Buffer
+	warnRepeatedIDs(&b, "test", "x.jsonl", exs("a", "line 2", "b"))
+	if b.Len() != 0 {
+		t.Errorf("unique ids warned:\n%s", b.String())
+	}
+	warnRepeatedIDs(&b, "test", "x.jsonl", exs("x", "x", "y", "x", "y", "z"))
+	want := `warning: 3 of the 6 test examples in x.jsonl have the id of an earlier example ("x" 3 times, "y" 2 times): ` +
+		`the log and the predictions file name examples by id, and theirs cannot be told apart; give each row its own "id" (or none: its line number is its id)` + "\n"
+	if b.String() != want {
+		t.Errorf("repeated ids:\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
 // TestOwnDataOverlapRun: a run on files with a repeated row, a test row
 // from the train file and a small validation split says so in its log.
 func TestOwnDataOverlapRun(t *testing.T) {
@@ -380,7 +404,8 @@ func TestOwnDataOverlapRun(t *testing.T) {
 	}
 	trainPath, testPath := filepath.Join(dir, "own-train.jsonl"), filepath.Join(dir, "own-test.jsonl")
 	writeJSONL(t, trainPath, rows)
-	writeJSONL(t, testPath, []map[string]any{{"text": "review number 5", "label": "great"}, {"text": "unseen", "label": "great"}})
+	writeJSONL(t, testPath, []map[string]any{{"text": "review number 5", "label": "great"}, {"text": "unseen", "label": "great"},
+		{"id": "q", "text": "new one", "label": "terrible"}, {"id": "q", "text": "new two", "label": "great"}})
 	var log bytes.Buffer
 	_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"task.name=classification", "task.labels=[terrible, great]",
 		"task.train=" + trainPath, "task.test=" + testPath, "output.dir=" + filepath.Join(dir, "run")}})
@@ -390,7 +415,8 @@ func TestOwnDataOverlapRun(t *testing.T) {
 	for _, want := range []string{
 		"warning: 1 of the 40 examples of the train file " + trainPath + " repeat an earlier example's text (line 40 repeats line 1)",
 		"warning: the validation split holds 2 examples (held out of " + trainPath + ")",
-		"warning: 1 of the 2 test examples in " + testPath + " have the text of a training example (line 1)",
+		"warning: 1 of the 4 test examples in " + testPath + " have the text of a training example (line 1)",
+		"warning: 1 of the 4 test examples in " + testPath + ` have the id of an earlier example ("q" 2 times)`,
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, log.String())
