@@ -38,7 +38,7 @@ type jsonlRow struct {
 // config own gives). A row without an id (SST-2: idx) is named by its
 // line, as a TSV or Parquet row without one is by its number, so that its
 // prediction, or the note that skips it, can be traced to the file.
-func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, bad func(*RowError) error) error {
+func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, bad func(*RowError) error, unread func(row, key string)) error {
 	f, err := openFile(path)
 	if err != nil {
 		return err
@@ -79,8 +79,15 @@ func readJSONL(path string, task Task, own *OwnTask, emit func(Example) error, b
 				if e := bad(&RowError{path, row, field, msg}); e != nil {
 					return e
 				}
-			} else if err := emit(ex); err != nil {
-				return err
+			} else {
+				if task.OwnData() {
+					for _, k := range unreadKeys(b, task) {
+						unread(row, k)
+					}
+				}
+				if err := emit(ex); err != nil {
+					return err
+				}
 			}
 		}
 		if rerr == io.EOF {

@@ -94,6 +94,70 @@ type ownRow struct {
 	References []string `json:"references"`
 }
 
+// UnreadKey is a key of a classification's or a generation's rows that
+// the task does not read, counted over a file: a mistyped field
+// ("refrences", whose answers would then never score) or the user's own
+// metadata, kept in the file and not used.
+type UnreadKey struct {
+	Key   string
+	First string // the first row that has it: "line 6"
+	Rows  int    // the rows that have it (those read; malformed ones are not counted)
+}
+
+// maxUnreadKeys bounds ReadStats.Unread: a file whose rows each bring keys
+// of their own is counted past it, not listed.
+const maxUnreadKeys = 8
+
+// noteUnread counts key in row.
+func (st *ReadStats) noteUnread(row, key string) {
+	for i := range st.Unread {
+		if st.Unread[i].Key == key {
+			st.Unread[i].Rows++
+			return
+		}
+	}
+	if len(st.Unread) < maxUnreadKeys {
+		st.Unread = append(st.Unread, UnreadKey{Key: key, First: row, Rows: 1})
+	} else {
+		st.MoreUnread++
+	}
+}
+
+// OwnKeys are the keys a row of task (classification or generation) reads.
+func OwnKeys(task Task) []string {
+	if task == Classification {
+		return []string{"id", "text", "label"}
+	}
+	return []string{"id", "prompt", "completion", "references"}
+}
+
+// unreadKeys returns the keys of the JSON object b that a row of task does
+// not read. A key is read when it matches one of OwnKeys without regard to
+// case, as encoding/json fills a field ("Prompt" is the prompt).
+func unreadKeys(b []byte, task Task) []string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	known := OwnKeys(task)
+	var out []string
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return out
+		}
+		if !slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, key) }) {
+			out = append(out, key)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return out
+		}
+	}
+	return out
+}
+
 // parseOwnRow decodes one JSON object of a task on the user's own data; on
 // failure it names the field. The emptiness of the text, prompt and
 // completion is checkExample's.

@@ -124,6 +124,35 @@ func TestOwnRows(t *testing.T) {
 	}
 }
 
+// TestOwnUnreadKeys: the keys of a classification's or a generation's rows
+// that the task does not read are counted per file with their first row
+// (a key matching a read one in another case is read, as encoding/json
+// reads it; a malformed row's keys are not counted), up to maxUnreadKeys,
+// the others only counted.
+func TestOwnUnreadKeys(t *testing.T) {
+	p := writeFile(t, "g.jsonl", `{"prompt":"a","completion":"b","refrences":["c"]}`+"\n"+
+		`{"Prompt":"d","completion":"e","source":"web","refrences":["f"]}`+"\n"+
+		`{"prompt":"","completion":"e","bad":1}`+"\n"+
+		`{"id":"q","prompt":"g","completion":"h","references":["i"]}`+"\n")
+	exs, st, err := ReadAll(p, Generation, ReadOptions{})
+	want := []UnreadKey{{Key: "refrences", First: "line 1", Rows: 2}, {Key: "source", First: "line 2", Rows: 1}}
+	if err != nil || len(exs) != 3 || !reflect.DeepEqual(st.Unread, want) || st.MoreUnread != 0 {
+		t.Errorf("generation: %d examples, unread %+v (%d more), %v; want 3, %+v", len(exs), st.Unread, st.MoreUnread, err, want)
+	}
+	var rows strings.Builder
+	for i := range maxUnreadKeys + 3 {
+		fmt.Fprintf(&rows, `{"text":"t","label":0,"k%d":1,"ID":"%d"}`+"\n", i, i)
+	}
+	_, st, err = ReadAll(writeFile(t, "c.jsonl", rows.String()), Classification, ReadOptions{Own: sentiment})
+	if err != nil || len(st.Unread) != maxUnreadKeys || st.Unread[0] != (UnreadKey{Key: "k0", First: "line 1", Rows: 1}) || st.MoreUnread != 3 {
+		t.Errorf("classification: unread %+v (%d more), %v; want %d listed from k0, 3 more", st.Unread, st.MoreUnread, err, maxUnreadKeys)
+	}
+	_, st, _ = ReadAll(writeFile(t, "ok.jsonl", `{"id":1,"text":"t","label":"positive"}`+"\n"), Classification, ReadOptions{Own: sentiment})
+	if st.Unread != nil || st.MoreUnread != 0 {
+		t.Errorf("a row of read keys only: unread %+v", st.Unread)
+	}
+}
+
 // TestOwnFormatsAndLabels: the tasks on the user's own data read JSON Lines
 // only, and a classification reads its rows against valid labels only.
 func TestOwnFormatsAndLabels(t *testing.T) {

@@ -51,6 +51,12 @@ func (e *RowError) Error() string {
 type ReadStats struct {
 	Examples int // passed to the callback
 	Skipped  int // malformed rows left out
+	// Unread: the keys of a classification's or a generation's rows that
+	// the task does not read (a mistyped "refrences", or the user's own
+	// metadata), the first maxUnreadKeys of them in the order met;
+	// MoreUnread counts the other keys.
+	Unread     []UnreadKey
+	MoreUnread int
 }
 
 // errStop ends a read early (Limit reached) without an error.
@@ -104,7 +110,7 @@ func Read(path string, task Task, opt ReadOptions, fn func(Example) error) (Read
 		}
 		err = readSquadJSON(path, emit, bad)
 	case ".jsonl":
-		err = readJSONL(path, task, opt.Own, emit, bad)
+		err = readJSONL(path, task, opt.Own, emit, bad, st.noteUnread)
 	default:
 		return st, fmt.Errorf("%s: unknown format %q (want .parquet, .tsv, .json or .jsonl)", path, ext)
 	}

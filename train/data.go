@@ -153,6 +153,7 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 		logLabels(log, "train", cfg.Task.Train, all, cfg.Task.Labels)
 	}
 	if task.OwnData() {
+		warnUnreadKeys(log, cfg.Task.Train, task, st)
 		warnRepeatedIDs(log, "train", cfg.Task.Train, all)
 		warnRepeats(log, cfg.Task.Train, all)
 	}
@@ -164,6 +165,7 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 		}
 		fmt.Fprintf(log, "read %d validation examples from %s (%d skipped)\n", st.Examples, cfg.Task.Validation, st.Skipped)
 		if task.OwnData() {
+			warnUnreadKeys(log, cfg.Task.Validation, task, st)
 			warnRepeatedIDs(log, "validation", cfg.Task.Validation, valEx)
 			warnOverlap(log, "validation", cfg.Task.Validation, valEx, all)
 		}
@@ -238,6 +240,7 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 	}
 	fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)
 	if task.OwnData() {
+		warnUnreadKeys(log, cfg.Task.Test, task, st)
 		warnRepeatedIDs(log, "test", cfg.Task.Test, test)
 	}
 	if test, err = rule.fitTest(test, enc, cfg.maxNewTokens(), log, stop); err != nil {

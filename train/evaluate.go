@@ -393,6 +393,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 		return nil, err
 	}
 	if task.OwnData() {
+		warnUnreadKeys(o.Log, o.Data, task, st)
 		warnRepeatedIDs(o.Log, "test", o.Data, exs)
 	}
 	enc := &data.Encoder{Tok: tok, DateString: o.DateString, Format: format}

@@ -3,9 +3,11 @@ package train
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/internal/suggest"
 )
 
 // Checks of the user's own data that a stranger's files need and the
@@ -91,6 +93,34 @@ func warnRepeatedIDs(log io.Writer, what, path string, exs []data.Example) {
 	}
 	fmt.Fprintf(log, "warning: %d of the %d %s examples in %s have the id of an earlier example (%s): the log and the predictions file name examples by id, and theirs cannot be told apart; give each row its own \"id\" (or none: its line number is its id)\n",
 		n, len(exs), what, path, idList(named))
+}
+
+// warnUnreadKeys warns of the keys of path's rows that its task
+// (classification, generation) does not read (st.Unread): a mistyped
+// "refrences" would leave every reference unscored without a word; a key
+// of the user's own is named too, and the run goes on.
+func warnUnreadKeys(log io.Writer, path string, task data.Task, st data.ReadStats) {
+	if len(st.Unread) == 0 {
+		return
+	}
+	known := data.OwnKeys(task)
+	var keys []string
+	for _, u := range st.Unread {
+		k := fmt.Sprintf("%q (%s, %d %s", u.Key, u.First, u.Rows, map[bool]string{true: "row", false: "rows"}[u.Rows == 1])
+		if c := suggest.Closest(strings.ToLower(u.Key), known); c != "" && suggest.Distance(strings.ToLower(u.Key), c) <= 2 {
+			k += fmt.Sprintf("; did you mean %q?", c)
+		}
+		keys = append(keys, k+")")
+	}
+	if st.MoreUnread > 0 {
+		keys = append(keys, fmt.Sprintf("and %d more keys", st.MoreUnread))
+	}
+	q := make([]string, len(known))
+	for i, k := range known {
+		q[i] = strconv.Quote(k)
+	}
+	fmt.Fprintf(log, "warning: %s: keys a %s row does not read, left unused: %s; a %s row reads %s\n",
+		path, task, strings.Join(keys, ", "), task, strings.Join(q, ", "))
 }
 
 // warnOverlap warns of the examples of what ("test", "validation"; file

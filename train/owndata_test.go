@@ -405,7 +405,7 @@ func TestOwnDataOverlapRun(t *testing.T) {
 	trainPath, testPath := filepath.Join(dir, "own-train.jsonl"), filepath.Join(dir, "own-test.jsonl")
 	writeJSONL(t, trainPath, rows)
 	writeJSONL(t, testPath, []map[string]any{{"text": "review number 5", "label": "great"}, {"text": "unseen", "label": "great"},
-		{"id": "q", "text": "new one", "label": "terrible"}, {"id": "q", "text": "new two", "label": "great"}})
+		{"id": "q", "text": "new one", "label": "terrible"}, {"id": "q", "text": "new two", "label": "great", "lable": "terrible"}})
 	var log bytes.Buffer
 	_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"task.name=classification", "task.labels=[terrible, great]",
 		"task.train=" + trainPath, "task.test=" + testPath, "output.dir=" + filepath.Join(dir, "run")}})
@@ -417,6 +417,7 @@ func TestOwnDataOverlapRun(t *testing.T) {
 		"warning: the validation split holds 2 examples (held out of " + trainPath + ")",
 		"warning: 1 of the 4 test examples in " + testPath + " have the text of a training example (line 1)",
 		"warning: 1 of the 4 test examples in " + testPath + ` have the id of an earlier example ("q" 2 times)`,
+		"warning: " + testPath + `: keys a classification row does not read, left unused: "lable" (line 4, 1 row; did you mean "label"?); a classification row reads "id", "text", "label"`,
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, log.String())
