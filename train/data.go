@@ -128,17 +128,7 @@ var availableMemory = sysmem.Available
 // (minutes for a large dataset): a non-nil error ends the load.
 func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder, log io.Writer, stop func(while string) error) (*textSplits, error) {
 	task := data.Task(cfg.Task.Name)
-	spec := data.PaperSplits[task]
-	if task.OwnData() {
-		spec = data.OwnSplit
-	}
-	maxTrain, maxVal := spec.MaxTrain, spec.MaxValidation
-	if cfg.Task.MaxTrain > 0 {
-		maxTrain = cfg.Task.MaxTrain
-	}
-	if cfg.Task.MaxValidation > 0 {
-		maxVal = cfg.Task.MaxValidation
-	}
+	spec, maxTrain, maxVal := splitLimits(cfg, task)
 	if err := warnDroppedInstruction(enc, cfg.Task.Instruction, "task.instruction", log); err != nil {
 		return nil, err
 	}
@@ -206,6 +196,24 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 		}
 	}
 	return s, nil
+}
+
+// splitLimits is the task's split (the paper's, or own data's) and the
+// most training and validation examples kept: the split's limits, or
+// task.max_train and task.max_validation where set.
+func splitLimits(cfg *Config, task data.Task) (spec data.SplitSpec, maxTrain, maxVal int) {
+	spec = data.PaperSplits[task]
+	if task.OwnData() {
+		spec = data.OwnSplit
+	}
+	maxTrain, maxVal = spec.MaxTrain, spec.MaxValidation
+	if cfg.Task.MaxTrain > 0 {
+		maxTrain = cfg.Task.MaxTrain
+	}
+	if cfg.Task.MaxValidation > 0 {
+		maxVal = cfg.Task.MaxValidation
+	}
+	return spec, maxTrain, maxVal
 }
 
 // checkSplits refuses a training or validation split left empty: by too
