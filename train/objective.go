@@ -84,20 +84,27 @@ type f1Objective struct {
 // Evaluate implements zo.Objective.
 func (o *f1Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, error) {
 	o.evals = 0
+	return minusMetric(base, vs, o.meanF1, func(err error) bool { return errors.Is(err, model.ErrNonFiniteLogits) })
+}
+
+// minusMetric is a non-differentiable objective's Evaluate: each variant's
+// loss is minus metric of its parameters, one variant after the other
+// (every variant of an engine over host slices has its parameters; θ0 is
+// the safe reading of none). A variant whose metric fails with overflow
+// (its parameters make the model's arithmetic overflow: an ε or a step too
+// large, the run diverging) has a loss that is not finite, as its
+// cross-entropy would, and the engine ends the run as diverged, not failed
+// with a resume that would fail at the same variant again; the variants
+// after it are not evaluated.
+func minusMetric(base [][]float32, vs []zo.Variant, metric func([][]float32) (float64, error), overflow func(error) bool) ([]float64, error) {
 	out := make([]float64, len(vs))
 	for i, v := range vs {
 		params := v.Params
-		if params == nil { // (an engine over host slices gives every variant its parameters; θ0 is the safe reading of none)
+		if params == nil {
 			params = base
 		}
-		f1, err := o.meanF1(params)
-		if errors.Is(err, model.ErrNonFiniteLogits) {
-			// The variant's parameters make the model's arithmetic
-			// overflow (an ε or a step too large: the run diverging). Its
-			// loss is not finite, as its cross-entropy would be, and the
-			// engine ends the run as diverged, not failed with a resume
-			// that would fail at the same variant again. The variants
-			// after it are not generated.
+		m, err := metric(params)
+		if err != nil && overflow(err) {
 			for j := i; j < len(out); j++ {
 				out[j] = math.NaN()
 			}
@@ -106,7 +113,7 @@ func (o *f1Objective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, er
 		if err != nil {
 			return nil, err
 		}
-		out[i] = 0 - f1 // (not -f1: an F1 of 0 is a loss of 0, not -0, in metrics.jsonl)
+		out[i] = 0 - m // (not -m: a metric of 0 is a loss of 0, not -0, in metrics.jsonl)
 	}
 	return out, nil
 }
@@ -178,28 +185,9 @@ func (o *accuracyObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, len(vs))
-	for i, v := range vs {
-		params := v.Params
-		if params == nil { // (as f1Objective's)
-			params = base
-		}
-		acc, err := o.accuracy(params, seqs, len(labels))
-		var nf *nonFiniteScore
-		if errors.As(err, &nf) {
-			// As f1Objective's: the variant's arithmetic overflows, its
-			// loss is not finite and the engine ends the run as diverged.
-			for j := i; j < len(out); j++ {
-				out[j] = math.NaN()
-			}
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[i] = 0 - acc // (not -acc: an accuracy of 0 is a loss of 0, not -0)
-	}
-	return out, nil
+	accuracy := func(params [][]float32) (float64, error) { return o.accuracy(params, seqs, len(labels)) }
+	var nf *nonFiniteScore
+	return minusMetric(base, vs, accuracy, func(err error) bool { return errors.As(err, &nf) })
 }
 
 // accuracy is the fraction of the mini-batch (seqs: its label candidates,
