@@ -195,44 +195,64 @@ func TestF1ObjectiveRunResumes(t *testing.T) {
 			if _, ok := s.Test["best"]["f1"]; !ok {
 				t.Errorf("test metrics %v: no f1", s.Test)
 			}
-			moved, varied := false, false
-			for _, line := range readLines(t, filepath.Join(whole, "metrics.jsonl")) {
-				var l rundir.TrainLine
-				if err := json.Unmarshal([]byte(line), &l); err != nil {
-					t.Fatal(err)
-				}
-				if l.Kind != rundir.KindTrain {
-					continue
-				}
-				for _, x := range append([]float64{l.Loss}, l.Losses...) {
-					if !(x >= -1 && x <= 0) || x == 0 && math.Signbit(x) {
-						t.Fatalf("step %d: loss %v is not minus an F1 (in [-1, 0]; an F1 of 0 is a loss of 0, not -0): %s", l.Step, x, line)
-					}
-				}
-				varied = varied || slices.ContainsFunc(l.Losses, func(x float64) bool { return x != l.Losses[0] })
-				moved = moved || l.UpdateNorm > 0
-			}
-			if !varied || !moved {
-				t.Errorf("no step's variants scored differently (%v) or moved the adapter (%v): the run did not train on F1", varied, moved)
-			}
-			cut := filepath.Join(dir, tc.name+"-cut")
-			// The last checkpoint before the stop is step 4: step 5 runs again.
-			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), StopAfter: 5}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Run(Options{Resume: cut}); err != nil {
-				t.Fatal(err)
-			}
-			if tc.name == "prompt" {
-				a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
-				if !slices.Equal(a, b) {
-					t.Fatalf("metrics.jsonl differs after a resume:\n%v\n%v", a, b)
-				}
-				return
-			}
-			requireSameRun(t, whole, cut)
+			checkMinusMetricLines(t, whole, "an F1", nil)
+			checkStoppedRunResumes(t, cfg, set, filepath.Join(dir, tc.name+"-cut"), whole, tc.name == "prompt")
 		})
 	}
+}
+
+// checkMinusMetricLines checks the train lines of a run's metrics.jsonl
+// (in whole) under a non-differentiable objective: every loss is minus a
+// metric in [0, 1] (what: "an F1"; a metric of 0 a loss of 0, not -0),
+// some step's variants scored differently and the adapter moved; each, if
+// not nil, checks a line further.
+func checkMinusMetricLines(t *testing.T, whole, what string, each func(l rundir.TrainLine)) {
+	t.Helper()
+	moved, varied := false, false
+	for _, line := range readLines(t, filepath.Join(whole, "metrics.jsonl")) {
+		var l rundir.TrainLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Kind != rundir.KindTrain {
+			continue
+		}
+		for _, x := range append([]float64{l.Loss}, l.Losses...) {
+			if !(x >= -1 && x <= 0) || x == 0 && math.Signbit(x) {
+				t.Fatalf("step %d: loss %v is not minus %s (in [-1, 0]; 0, not -0): %s", l.Step, x, what, line)
+			}
+		}
+		if each != nil {
+			each(l)
+		}
+		varied = varied || slices.ContainsFunc(l.Losses, func(x float64) bool { return x != l.Losses[0] })
+		moved = moved || l.UpdateNorm > 0
+	}
+	if !varied || !moved {
+		t.Errorf("no step's variants scored differently (%v) or moved the adapter (%v): the run did not train on %s", varied, moved, what)
+	}
+}
+
+// checkStoppedRunResumes runs the config with set into cut, stopped after
+// 5 steps (the last checkpoint before is step 4: step 5 runs again), resumes
+// it, and requires the run whole's result: metrics.jsonl alone where
+// logsOnly (prompt tuning), else requireSameRun's.
+func checkStoppedRunResumes(t *testing.T, cfg string, set []string, cut, whole string, logsOnly bool) {
+	t.Helper()
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), StopAfter: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Resume: cut}); err != nil {
+		t.Fatal(err)
+	}
+	if logsOnly {
+		a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
+		if !slices.Equal(a, b) {
+			t.Fatalf("metrics.jsonl differs after a resume:\n%v\n%v", a, b)
+		}
+		return
+	}
+	requireSameRun(t, whole, cut)
 }
 
 // TestF1ObjectiveRefusals: train.objective f1 is refused when the config

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -199,46 +198,13 @@ func TestAccuracyObjectiveRunResumes(t *testing.T) {
 			if _, ok := s.Test["best"]["accuracy"]; !ok {
 				t.Errorf("test metrics %v: no accuracy", s.Test)
 			}
-			moved, varied := false, false
-			for _, line := range readLines(t, filepath.Join(whole, "metrics.jsonl")) {
-				var l rundir.TrainLine
-				if err := json.Unmarshal([]byte(line), &l); err != nil {
-					t.Fatal(err)
-				}
-				if l.Kind != rundir.KindTrain {
-					continue
-				}
-				for _, x := range append([]float64{l.Loss}, l.Losses...) {
-					if !(x >= -1 && x <= 0) || x == 0 && math.Signbit(x) {
-						t.Fatalf("step %d: loss %v is not minus an accuracy (in [-1, 0]; 0, not -0): %s", l.Step, x, line)
-					}
-				}
+			checkMinusMetricLines(t, whole, "an accuracy", func(l rundir.TrainLine) {
 				// Minus a count of 8 (train.batch_size) over 8.
 				if x := l.Losses[0] * 8; x != math.Round(x) {
 					t.Errorf("step %d: loss %v is not minus a count of the batch's 8 examples over 8", l.Step, l.Losses[0])
 				}
-				varied = varied || slices.ContainsFunc(l.Losses, func(x float64) bool { return x != l.Losses[0] })
-				moved = moved || l.UpdateNorm > 0
-			}
-			if !varied || !moved {
-				t.Errorf("no step's variants scored differently (%v) or moved the adapter (%v): the run did not train on accuracy", varied, moved)
-			}
-			cut := filepath.Join(dir, tc.name+"-cut")
-			// The last checkpoint before the stop is step 4: step 5 runs again.
-			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+cut), StopAfter: 5}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Run(Options{Resume: cut}); err != nil {
-				t.Fatal(err)
-			}
-			if tc.name == "prompt" {
-				a, b := readLines(t, filepath.Join(whole, "metrics.jsonl")), readLines(t, filepath.Join(cut, "metrics.jsonl"))
-				if !slices.Equal(a, b) {
-					t.Fatalf("metrics.jsonl differs after a resume:\n%v\n%v", a, b)
-				}
-				return
-			}
-			requireSameRun(t, whole, cut)
+			})
+			checkStoppedRunResumes(t, cfg, set, filepath.Join(dir, tc.name+"-cut"), whole, tc.name == "prompt")
 		})
 	}
 }
