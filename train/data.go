@@ -172,8 +172,8 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	s := &textSplits{}
 	rule := newLengthRule(maxLength, lengthName, enc)
 	var scored *scoredAs // train.objective f1 or accuracy scores the training examples: they must fit as test examples do
-	if o := cfg.Train.Objective; o == ObjectiveF1 || o == ObjectiveAccuracy {
-		scored = &scoredAs{objective: o, maxNew: cfg.maxNewTokens()}
+	if cfg.Train.scoresExamples() {
+		scored = &scoredAs{objective: cfg.Train.Objective, maxNew: cfg.maxNewTokens()}
 	}
 	if s.train, s.trainEx, err = encodeKept(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", scored, log, stop); err != nil {
 		return nil, err

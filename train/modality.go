@@ -57,7 +57,7 @@ func (r *run) newTextTask(splits *textSplits, enc *data.Encoder) (*textTask, err
 	eval := &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: cfg.maxNewTokens(), stopIDs: StopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
 	t := &textTask{m: r.m, data: splits, obj: obj, eval: eval}
-	if cfg.Train.Objective == ObjectiveF1 || cfg.Train.Objective == ObjectiveAccuracy {
+	if cfg.Train.scoresExamples() {
 		// An adapter's (Validate refuses both for adapter.kind full); the
 		// objective scores with its own evaluator, the test evaluation's
 		// settings without its prediction records.
@@ -133,7 +133,7 @@ func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloo
 		virtual = cfg.Adapter.VirtualTokens
 	}
 	f := textFloor(cfg.Train.BatchSize, longest, virtual, cfg.Optimizer.Q, cfg.Optimizer.Name == "fzoo", c.HiddenSize, c.IntermediateSize)
-	if cfg.Train.Objective == ObjectiveF1 || cfg.Train.Objective == ObjectiveAccuracy {
+	if cfg.Train.scoresExamples() {
 		// f1Objective generates for one variant at a time, eval.batch_size
 		// examples a generation (its key/value cache: checkF1Generation);
 		// accuracyObjective scores one variant's label candidates at a

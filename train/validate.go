@@ -225,6 +225,13 @@ const (
 	ObjectiveAccuracy = "accuracy"
 )
 
+// scoresExamples says whether the objective scores the mini-batch's
+// examples as the test evaluation does (f1, accuracy: a non-differentiable
+// objective, each variant evaluated alone) rather than its cross-entropy.
+func (t *TrainConfig) scoresExamples() bool {
+	return t.Objective == ObjectiveF1 || t.Objective == ObjectiveAccuracy
+}
+
 // validateObjective checks train.objective: f1 needs generated answers
 // scored by SQuAD's F1 (tasks squad and generation), accuracy a text task's
 // label candidates (sst2 and classification), and both an adapter whose
