@@ -41,6 +41,8 @@ type projection struct {
 	generates, maxNewTokens  int     // generated tokens per example on top of testSecs (SQuAD, XSum, generation)
 	loads                    int     // models the test evaluation loads whatever the best step (the model's own weights: the base)
 	loadSecs                 float64 // one load, as the start's
+	lead                     string  // what the line starts with ("": the first step's time, "the rest takes")
+	ckUntimed                string  // why no checkpoint was timed ("": "not timed yet")
 }
 
 // project is the projection after a step of stepSecs at step (steps done).
@@ -118,6 +120,12 @@ func (p projection) String() string {
 		}
 		add(p.ckSecs*float64(p.checkpoints), fmt.Sprintf("checkpoints %s (%d × %s, as step %d's%s)",
 			fmtDuration(p.ckSecs*float64(p.checkpoints)), p.checkpoints, fmtDuration(p.ckSecs), p.ckStep, more), p.bestCheckpoints)
+	} else if p.checkpoints > 0 {
+		why := p.ckUntimed
+		if why == "" {
+			why = "not timed yet"
+		}
+		add(0, counted(p.checkpoints, "checkpoint")+" ("+why+")", true)
 	}
 	if p.testPasses > 0 {
 		add(p.testPart())
@@ -130,7 +138,11 @@ func (p projection) String() string {
 	if atLeast {
 		end = "at least " + fmtDuration(total)
 	}
-	return fmt.Sprintf("first step %s: the rest takes %s: %s", fmtDuration(p.stepSecs), end, strings.Join(parts, " + "))
+	lead := p.lead
+	if lead == "" {
+		lead = fmt.Sprintf("first step %s: the rest takes", fmtDuration(p.stepSecs))
+	}
+	return fmt.Sprintf("%s %s: %s", lead, end, strings.Join(parts, " + "))
 }
 
 // testPart is the test evaluation's part of the line: its time (0 where

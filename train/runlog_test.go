@@ -173,7 +173,8 @@ func TestProjectionLine(t *testing.T) {
 			"first step 2.0s: the rest takes about 5m 21s: training 3m 20s (100 steps) + validation 1m 00s (2 × 30s, as step 0's) + " +
 				"checkpoints 1.0s (1 × 1.0s, as step 0's) + test evaluation 1m 00s (3 × 10 examples)"},
 		{"nothing timed yet", projection{stepSecs: 1, stepsLeft: 10, validations: 1, checkpoints: 1, testPasses: 2, testExamples: 5},
-			"first step 1.0s: the rest takes at least 10s: training 10s (10 steps) + 1 validation (not timed yet) + test evaluation (2 × 5 examples, not timed yet)"},
+			"first step 1.0s: the rest takes at least 10s: training 10s (10 steps) + 1 validation (not timed yet) + 1 checkpoint (not timed yet) + " +
+				"test evaluation (2 × 5 examples, not timed yet)"},
 		{"full", projection{stepSecs: 10, stepsLeft: 9, validations: 1, valSecs: 20, checkpoints: 1, ckSecs: 30, bestCheckpoints: true,
 			testPasses: 3, testExamples: 10, testSecs: 40, loads: 2, loadSecs: 45},
 			"first step 10s: the rest takes at least 4m 30s: training 1m 30s (9 steps) + validation 20s (1 × 20s, as step 0's) + " +
