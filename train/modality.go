@@ -23,6 +23,9 @@ type modality interface {
 	// the trained parameters attached (paramState.attach). A stop request
 	// ends it between batches (a *stoppedError).
 	validationLoss(pass *evalPass) (float64, error)
+	// sampleValidation keeps the first n validation examples (Check times
+	// a sample of them); restore puts the others back.
+	sampleValidation(n int) (restore func())
 	// testMetrics scores the test set with m, the model with the parameters
 	// of a test evaluation (testEval.with; nil for an image task, whose ViT
 	// has them attached), going on from part (scoreTest), and hands record
@@ -111,6 +114,12 @@ func (t *textTask) setBatch(idx []int) error {
 
 func (t *textTask) validationLoss(pass *evalPass) (float64, error) {
 	return validationLoss(t.m, t.data.val, t.eval.batchSize, t.eval.padID, pass)
+}
+
+func (t *textTask) sampleValidation(n int) func() {
+	all := t.data.val
+	t.data.val = all[:min(n, len(all))]
+	return func() { t.data.val = all }
 }
 
 func (t *textTask) testMetrics(m *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {

@@ -219,11 +219,7 @@ func (r *run) pendingValidation() outcome {
 	}
 	if !ok {
 		if step == 0 {
-			what := "adapter" // (LoRA's starts as the model itself; a prompt's virtual tokens do not)
-			if r.cfg.Adapter.Kind == "full" {
-				what = "model"
-			}
-			return outcome{kind: failed, err: fmt.Errorf("the validation loss of the starting %s is not finite: check the model (%s) and the data", what, r.cfg.Model.Path)}
+			return outcome{kind: failed, err: r.startNotFinite()}
 		}
 		return outcome{kind: diverged, step: step}
 	}

@@ -172,22 +172,7 @@ func (r *run) openRunDir() error {
 		}
 		return nil
 	}
-	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
-		return err
-	}
-	noteIgnoredSets(r.out, r.cfg, r.opts.Overrides)
-	// Every file the run reads, there before anything is written.
-	if err := preflight(r.cfg); err != nil {
-		return err
-	}
-	r.dir = r.cfg.Output.Dir
-	if err := checkOutputDir(r.dir, r.cfg); err != nil {
-		return err
-	}
-	// Checked before the lock, so that a refused directory gets no
-	// run.lock, and again under it, so that no other process can have
-	// started a run there in between.
-	if err := checkNewRunDir(r.dir); err != nil {
+	if err := r.newRunConfig(); err != nil {
 		return err
 	}
 	// The lock comes first of what is written: a second process on the
@@ -207,6 +192,29 @@ func (r *run) openRunDir() error {
 	}
 	r.made.config = true // from here, config.yaml is this start's
 	return r.writeConfig()
+}
+
+// newRunConfig reads a new run's config (--config, --set) and checks,
+// writing nothing, that every file the run reads is there and that
+// output.dir can take a new run: the part of openRunDir that Check shares.
+func (r *run) newRunConfig() error {
+	var err error
+	if r.cfg, err = Load(r.opts.ConfigPath, r.opts.Overrides); err != nil {
+		return err
+	}
+	noteIgnoredSets(r.out, r.cfg, r.opts.Overrides)
+	// Every file the run reads, there before anything is written.
+	if err := preflight(r.cfg); err != nil {
+		return err
+	}
+	r.dir = r.cfg.Output.Dir
+	if err := checkOutputDir(r.dir, r.cfg); err != nil {
+		return err
+	}
+	// Checked before the lock, so that a refused directory gets no
+	// run.lock, and again under it (openRunDir), so that no other process
+	// can have started a run there in between.
+	return checkNewRunDir(r.dir)
 }
 
 // keepConfigInput keeps what the --config file holds when it is this

@@ -125,6 +125,12 @@ func (v *vision) sizes() (train, val, test int) {
 	return len(v.data.train), len(v.data.val), len(v.data.test)
 }
 
+func (v *vision) sampleValidation(n int) func() {
+	all := v.data.val
+	v.data.val = all[:min(n, len(all))]
+	return func() { v.data.val = all }
+}
+
 func (v *vision) objective() objective { return v.obj }
 
 func (v *vision) free() { v.vit.Free() }

@@ -1,0 +1,208 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/meazo-go/meazo/internal/bytesize"
+	"github.com/meazo-go/meazo/internal/sysmem"
+	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/zo"
+)
+
+// CheckSteps is how many training steps Check runs and times: the first
+// pays for warming up (a GPU's kernels, the allocator), so the projection
+// takes the last one's time.
+const CheckSteps = 2
+
+// checkValidationBatches is how many batches of eval.batch_size examples
+// of the validation split Check scores: enough to time the validation and
+// to see the starting loss finite (a sample: the split is in its seeded
+// order), not the whole split, which a paper run validates for minutes.
+const checkValidationBatches = 4
+
+// Check is meazo-train --check: a new run's start up to its first step —
+// the config, every input file, the model on its backend, the data read,
+// split and encoded, the memory checks, what trains and the engine — then
+// step 0's validation (of a sample: checkValidationBatches) and CheckSteps
+// training steps on real batches, timed, and what the whole run would
+// take: its time (the projection a run prints after its first step), its
+// peak memory and, for the model's own weights, its checkpoints' room on
+// disk. It writes nothing: not output.dir (which
+// must be free for the run, as a start needs it), no lock, no log. So a
+// config can be tried on the machine, or the Slurm partition, that will run
+// it, before hours are queued for it: whatever would stop the run in its
+// first minutes stops the check the same way, with the same message.
+//
+// Check takes a new run's Options (ConfigPath, Overrides, Log, Stop); a
+// resume needs no check: it reads and checks everything before it changes
+// anything, and a refused resume changes nothing.
+func Check(opts Options) (err error) {
+	if opts.Resume != "" {
+		return errors.New("--check checks a new run's config (--config); a --resume needs none: it checks everything before it changes anything, and a refused resume changes nothing")
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	r := &run{out: newRunLog(opts.Log), opts: opts, ckLine: -1}
+	defer r.out.heartbeat(heartbeatEvery)()
+	defer r.closeBackend()
+	defer tensor.Recover(&err)
+	if err := r.newRunConfig(); err != nil {
+		return err
+	}
+	if err := r.stopStarting("loading the model"); err != nil {
+		return err
+	}
+	setup := r.setupText
+	if isImageTask(r.cfg) {
+		setup = r.setupVision
+	}
+	if err := setup(); err != nil {
+		return err
+	}
+	secs, err := r.checkRuns()
+	if err != nil {
+		return err
+	}
+	r.checkReport(secs)
+	return nil
+}
+
+// checkRuns runs step 0's validation of a sample and CheckSteps training
+// steps, as the run would (nothing logged, nothing checkpointed), and
+// returns the last step's seconds; r.valSecs is the whole validation's,
+// from the sample's.
+func (r *run) checkRuns() (float64, error) {
+	_, nVal, _ := r.modality.sizes()
+	n := min(nVal, checkValidationBatches*r.cfg.Eval.BatchSize)
+	what := fmt.Sprintf("%d examples", nVal)
+	if n < nVal {
+		what = fmt.Sprintf("the first %d of its %d examples, timed", n, nVal)
+	}
+	r.out.begin("validation of step 0", "validation of step 0: "+what)
+	restore := r.modality.sampleValidation(n)
+	pass := newEvalPass("validation of step 0", n, r.note, r.stopRequested)
+	r.tr.attach()
+	t0 := time.Now()
+	loss, err := r.modality.validationLoss(pass)
+	r.tr.detach()
+	restore()
+	if err != nil {
+		return 0, fmt.Errorf("validation at step 0: %w", err)
+	}
+	if finite(loss) == nil {
+		return 0, r.startNotFinite()
+	}
+	secs := time.Since(t0).Seconds()
+	r.valSecs, r.valStep = secs*float64(nVal)/float64(max(n, 1)), 0
+	if n < nVal {
+		fmt.Fprintf(r.out, "validation loss at step 0 over %s: %.4f (%s; all %d ≈ %s)\n", what, loss, fmtDuration(secs), nVal, fmtDuration(r.valSecs))
+	} else {
+		fmt.Fprintf(r.out, "validation loss at step 0: %.4f (%s)\n", loss, fmtDuration(secs))
+	}
+	steps := min(CheckSteps, r.cfg.Train.Steps)
+	if steps > 0 {
+		r.out.begin("training", fmt.Sprintf("training: %s of batch %d, timed (nothing is saved)", counted(steps, "step"), r.cfg.Train.BatchSize))
+	}
+	secs = 0
+	for i := 1; i <= steps; i++ {
+		if reason := r.stopRequested(); reason != "" {
+			return 0, fmt.Errorf("the check was stopped by %s before its step %d (nothing was written)", reason, i)
+		}
+		r.out.doing(fmt.Sprintf("step %d of %d", i, steps))
+		t0 := time.Now()
+		if err := r.nextBatch(); err != nil {
+			return 0, fmt.Errorf("step %d: %w", i, err)
+		}
+		st, err := r.engine.Step(r.modality.objective())
+		if err != nil && !errors.Is(err, zo.ErrNonFinite) {
+			return 0, fmt.Errorf("step %d: %w", i, err)
+		}
+		if err != nil || !finiteStats(st) {
+			return 0, fmt.Errorf("step %d diverged: a loss or a projected gradient is not finite (a smaller optimizer.lr or optimizer.eps?)", i)
+		}
+		secs = time.Since(t0).Seconds()
+		fmt.Fprintf(r.out, "step %d: loss %.4f (%s)\n", i, st.Loss, fmtDuration(secs))
+	}
+	return secs, nil
+}
+
+// startNotFinite is the error of a step 0 whose validation loss is not
+// finite: the starting adapter's, or model's.
+func (r *run) startNotFinite() error {
+	what := "adapter" // (LoRA's starts as the model itself; a prompt's virtual tokens do not)
+	if r.cfg.Adapter.Kind == "full" {
+		what = "model"
+	}
+	return fmt.Errorf("the validation loss of the starting %s is not finite: check the model (%s) and the data", what, r.cfg.Model.Path)
+}
+
+// checkReport prints what the run would take, from the check's timings
+// (the last step's seconds), and that nothing was written.
+func (r *run) checkReport(stepSecs float64) {
+	steps := min(CheckSteps, r.cfg.Train.Steps)
+	p := r.project(0, stepSecs)
+	p.validations++ // step 0's
+	p.checkpoints++ // and its checkpoint
+	p.ckUntimed = "not timed: the check writes none"
+	p.lead = fmt.Sprintf("a step %s (the check's step %d): the run would take", fmtDuration(stepSecs), steps)
+	if steps == 0 {
+		p.lead = "the run (train.steps 0) would take"
+	}
+	fmt.Fprintf(r.out, "check: %s\n", p)
+	mem := r.peakMemory()
+	if total := sysmem.Total(); total > 0 {
+		mem += fmt.Sprintf(" (the machine has %s)", bytesize.String(int64(min(total, 1<<62))))
+	}
+	if mem != "" {
+		over := "step 0's validation"
+		if steps > 0 {
+			over += " and " + counted(steps, "step")
+		}
+		fmt.Fprintf(r.out, "check: %s over %s; the test evaluation may need more\n", mem, over)
+	}
+	if line := r.checkpointRoom(); line != "" {
+		fmt.Fprintln(r.out, "check: "+line)
+	}
+	fmt.Fprintf(r.out, "check passed: nothing was written (output.dir %s is free for the run); start it with the same command without --check\n", r.dir)
+}
+
+// checkpointRoom is, for the model's own weights (adapter.kind full, whose
+// checkpoint is a whole model), the room its checkpoints take against the
+// free space of output.dir's file system ("" for an adapter's, which is
+// small, or where the free space cannot be read).
+func (r *run) checkpointRoom() string {
+	if r.cfg.Adapter.Kind != "full" || r.m == nil {
+		return ""
+	}
+	width := int64(4)
+	if r.m.HoldsBF16() {
+		width = 2
+	}
+	size := r.m.ParamCount()*width + r.tr.stateBytes()
+	free, ok := diskFree(existingParent(r.dir))
+	if !ok {
+		return ""
+	}
+	line := fmt.Sprintf("a checkpoint is about %s (the model's weights as it holds them, and the optimizer's state; the tokenizer's files besides); the disk of %s has %s free",
+		bytesize.String(size), r.dir, bytesize.String(int64(min(free, 1<<62))))
+	if free < uint64(3*size) {
+		line += fmt.Sprintf(", less than the %s of three (the checkpoint, the next one written beside it, and best/'s): the run would stop when one does not fit", bytesize.String(3*size))
+	}
+	return line
+}
+
+// existingParent is dir, or its nearest parent that exists (a new run's
+// output.dir is made by its start).
+func existingParent(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			return d
+		}
+	}
+}

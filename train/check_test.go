@@ -1,0 +1,201 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/internal/diskspace"
+	"github.com/meazo-go/meazo/rundir"
+)
+
+// tree lists every file under dir with its size and modification time: what
+// Check must leave as it found it.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files[p] = fmt.Sprint(info.Size(), info.ModTime().UnixNano(), info.Mode())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// runLosses are the step-0 validation loss and the first two steps' losses
+// of the run in dir, from its metrics.jsonl.
+func runLosses(t *testing.T, dir string) (val float64, steps []float64) {
+	t.Helper()
+	for _, line := range readLines(t, filepath.Join(dir, rundir.MetricsFile)) {
+		var l struct {
+			Kind    string  `json:"kind"`
+			Step    int     `json:"step"`
+			Loss    float64 `json:"loss"`
+			ValLoss float64 `json:"val_loss"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case l.Kind == rundir.KindVal && l.Step == 0:
+			val = l.ValLoss
+		case l.Kind != rundir.KindVal && l.Step <= CheckSteps:
+			steps = append(steps, l.Loss)
+		}
+	}
+	return val, steps
+}
+
+// TestCheckIsTheRunsStart: --check runs what the run's start does — step 0's
+// validation and its first steps, with the same numbers the run then logs —
+// and writes nothing: not output.dir, not a file anywhere in the demo's
+// directory. Its report projects the run's time, names its peak memory and,
+// for the model's own weights, the room a checkpoint takes, which is the
+// size of the checkpoint the run then writes (within 2 %).
+func TestCheckIsTheRunsStart(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	for _, kind := range []string{"lora", "full"} {
+		t.Run(kind, func(t *testing.T) {
+			out := filepath.Join(dir, "run-"+kind)
+			set := []string{"output.dir=" + out, "adapter.kind=" + kind, "task.max_validation=8", "task.max_test=8", "model.backend=cpu"}
+			before := tree(t, dir)
+			var log syncBuilder
+			if err := Check(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			got := log.String()
+			if after := tree(t, dir); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("the check changed the demo's directory:\nbefore %v\nafter  %v", before, after)
+			}
+			for _, want := range []string{"validation loss at step 0: ", "step 2: loss ", "check: a step ", "the run would take ",
+				"(4 steps)", "check: peak RSS ", "check passed: nothing was written (output.dir " + out + " is free for the run)"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("the report lacks %q:\n%s", want, got)
+				}
+			}
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
+				t.Fatal(err)
+			}
+			val, steps := runLosses(t, out)
+			if len(steps) != CheckSteps {
+				t.Fatalf("the run logged %d of its first %d steps", len(steps), CheckSteps)
+			}
+			want := []string{regexp.QuoteMeta(fmt.Sprintf("validation loss at step 0: %.4f ", val))}
+			for i, l := range steps {
+				want = append(want, regexp.QuoteMeta(fmt.Sprintf("step %d: loss %.4f ", i+1, l)))
+			}
+			if !regexp.MustCompile("(?s)" + strings.Join(want, ".*")).MatchString(got) {
+				t.Errorf("the check's losses are not the run's (%q):\n%s", want, got)
+			}
+			room := regexp.MustCompile(`a checkpoint is about ([0-9.]+) (B|KiB|MiB)`).FindStringSubmatch(got)
+			if kind == "lora" {
+				if room != nil {
+					t.Errorf("an adapter's check names a checkpoint's room:\n%s", got)
+				}
+				return
+			}
+			if room == nil {
+				t.Fatalf("a full-parameter check does not name a checkpoint's room:\n%s", got)
+			}
+			estimate, _ := strconv.ParseFloat(room[1], 64)
+			estimate *= map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20}[room[2]]
+			size, err := diskspace.Size(filepath.Join(out, rundir.CheckpointDir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The estimate is the weights and the optimizer's state; the
+			// checkpoint has the tokenizer's and the run's small files besides.
+			var besides int64
+			for p, info := range tree(t, filepath.Join(dir, "model")) {
+				if !strings.HasSuffix(p, ".safetensors") && !strings.HasSuffix(p, "/model") {
+					n, _ := strconv.ParseInt(strings.Fields(info)[0], 10, 64)
+					besides += n
+				}
+			}
+			if float64(size) < estimate || float64(size) > estimate+float64(besides)+16<<10 {
+				t.Errorf("the check's checkpoint is about %.0f B, the run's is %d B (the model's other files: %d B)", estimate, size, besides)
+			}
+		})
+	}
+}
+
+// TestCheckSamplesTheValidation: the check scores the first
+// checkValidationBatches batches of the validation split, with the loss a
+// run validating only those examples logs, and projects the whole split's
+// time from theirs.
+func TestCheckSamplesTheValidation(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	set := []string{"eval.batch_size=2", "task.max_test=8", "model.backend=cpu"}
+	var log syncBuilder
+	if err := Check(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+dir+"/c"), Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	out := dir + "/r"
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+out, "task.max_validation=8")}); err != nil {
+		t.Fatal(err)
+	}
+	val, _ := runLosses(t, out)
+	got := log.String()
+	if want := fmt.Sprintf("validation loss at step 0 over the first 8 of its 64 examples, timed: %.4f (", val); !strings.Contains(got, want) {
+		t.Errorf("want %q in:\n%s", want, got)
+	}
+	if !regexp.MustCompile(`validation [^(]+ \(\d+ × [^,]+, as step 0's\)`).MatchString(got) {
+		t.Errorf("no validation time projected:\n%s", got)
+	}
+}
+
+// TestCheckRefusesWhatTheStartRefuses: a config the start refuses is
+// refused by the check with the start's message (an output.dir that holds a
+// run; a missing model), a resume has nothing to check, and a full disk is
+// named in the report.
+func TestCheckRefusesWhatTheStartRefuses(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	out := filepath.Join(dir, "taken")
+	quick := []string{"task.max_validation=8", "task.max_test=8", "model.backend=cpu"}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+out)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{
+		{"output.dir holds a run", Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+out)}},
+		{"no model", Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+out+"-2", "model.path="+filepath.Join(dir, "nothing"))}},
+	} {
+		errStart := func() error { _, err := Run(c.opts); return err }()
+		errCheck := Check(c.opts)
+		if errStart == nil || errCheck == nil || errCheck.Error() != errStart.Error() {
+			t.Errorf("%s: the check says %v, the start %v", c.name, errCheck, errStart)
+		}
+	}
+	if _, err := os.Stat(out + "-2"); err == nil {
+		t.Errorf("a refused check or start made %s", out+"-2")
+	}
+	if err := Check(Options{Resume: out}); err == nil || !strings.Contains(err.Error(), "a --resume needs none") {
+		t.Errorf("a check of a resume: %v", err)
+	}
+	defer func(f func(string) (uint64, bool)) { diskFree = f }(diskFree)
+	diskFree = func(string) (uint64, bool) { return 1000, true }
+	var log syncBuilder
+	if err := Check(Options{ConfigPath: cfg, Log: &log, Overrides: append(quick, "output.dir="+out+"-3", "adapter.kind=full")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.String(); !strings.Contains(got, "has 1000 B free, less than the ") {
+		t.Errorf("a full disk is not named:\n%s", got)
+	}
+}
