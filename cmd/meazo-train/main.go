@@ -3,6 +3,7 @@
 //	meazo-train --config configs/llama1b_squad_lora_meazo.yaml [--set optimizer.lr=2e-4] [--seed 1] [--out runs/x]
 //	meazo-train --resume runs/x [--set train.steps=N]  # continue an interrupted run bit-identically
 //	meazo-train --demo [--demo-dir demo-run]          # the built-in demo: a tiny model made on the spot, no downloads
+//	meazo-train --check --config C.yaml [--set ...]  # try the run's start and two steps, writing nothing
 //	meazo-train --config-doc > docs/CONFIG.md
 //
 // With none of --config, --resume or --demo it prints its usage and exits 2.
@@ -61,6 +62,7 @@ func checkSets(sets setFlags) error {
 type cmdline struct {
 	configDoc bool
 	version   bool
+	check     bool
 	demo      bool
 	demoDir   string
 	demoSteps int
@@ -77,6 +79,8 @@ var (
 const usageHead = `usage:
   meazo-train --config C.yaml [--set key=value]... [--seed N] [--out DIR]   train as the config says
   meazo-train --resume RUN_DIR [--set key=value]...                          continue a run from its last checkpoint
+  meazo-train --check --config C.yaml [--set key=value]...                   try a new run's start, write nothing: inputs, memory,
+                                                                             step 0's validation, two steps timed, what the run takes
   meazo-train --demo [--demo-dir demo-run] [--demo-steps N] [--set k=v]...  the built-in demo (tiny random model, no downloads;
                                                                              --set applies to each of its three runs)
   meazo-train --config-doc                                                   print docs/CONFIG.md
@@ -176,6 +180,7 @@ func defineFlags(fs *flag.FlagSet) (*cmdline, *flagValues) {
 	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
 	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
 	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "the number of steps (`N`) of each run of --demo")
+	fs.BoolVar(&c.check, "check", false, "with --config: do what the run's start does (every input, the model, the data, the memory checks), then step 0's validation and two steps, timed; print what the whole run would take (time, memory, a full-parameter run's disk) and exit, writing nothing")
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	fs.BoolVar(&c.version, "version", false, "print which build this is (version or commit, Go toolchain and experiments) and exit")
 	return c, f
@@ -194,6 +199,8 @@ func checkModes(given map[string]bool, c *cmdline, sets setFlags) error {
 	switch {
 	case modes == 0 && (given["out"] || given["seed"] || given["set"] || given["threads"] || given["bf16-weights"]):
 		return fmt.Errorf("--out, --seed, --threads, --bf16-weights and --set need --config (a new run) or --resume (a run to continue); nothing was run")
+	case given["check"] && !given["config"]:
+		return fmt.Errorf("--check tries a new run's start: it takes --config (a --resume needs no check: it checks everything before it changes anything)")
 	case !given["demo"] && (given["demo-dir"] || given["demo-steps"]):
 		return fmt.Errorf("--demo-dir and --demo-steps belong to --demo")
 	case modes == 0:
@@ -312,6 +319,12 @@ func main() {
 	c.opts.Log, c.opts.Terminal = os.Stderr, isTerminal(os.Stderr)
 	if c.demo {
 		if err := demo(c.opts, c.demoDir, c.demoSteps); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if c.check {
+		if err := train.Check(c.opts); err != nil {
 			fail(err)
 		}
 		return
