@@ -211,8 +211,10 @@ func TestAccuracyObjectiveRunResumes(t *testing.T) {
 
 // TestAccuracyObjectiveRefusals: train.objective accuracy is refused when
 // the config is loaded for a task whose answers are generated (f1 takes
-// squad and generation), for pets, for full-parameter training; and a
-// resume of an accuracy run may not change eval.batch_size, while
+// squad and generation), for full-parameter training (pets: for anything
+// but LoRA); it loads for sst2, classification and pets; and a
+// resume of a text task's accuracy run may not change eval.batch_size
+// (a pets run's may: TestPetsAccuracyObjectiveSettings), while
 // eval.max_new_tokens, which it does not read, stays changeable.
 func TestAccuracyObjectiveRefusals(t *testing.T) {
 	dir, cfg := demoConfig(t, 2)
@@ -220,10 +222,10 @@ func TestAccuracyObjectiveRefusals(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{[]string{"train.objective=accuracy", "task.name=squad"}, "it takes task.name sst2 or classification, not squad, which generates its answers (train.objective f1 trains squad and generation"},
+		{[]string{"train.objective=accuracy", "task.name=squad"}, "it takes task.name sst2, classification or pets, not squad, which generates its answers (train.objective f1 trains squad and generation"},
 		{[]string{"train.objective=accuracy", "task.name=generation"}, "not generation, which generates its answers"},
 		{[]string{"train.objective=accuracy", "task.name=xsum", "task.validation=" + cfg}, "not xsum"},
-		{[]string{"train.objective=accuracy", "task.name=pets", "adapter.targets=[query, value]"}, "--set train.objective: accuracy is not built for task.name pets"},
+		{[]string{"train.objective=accuracy", "task.name=pets", "adapter.targets=[query, value]", "adapter.kind=full"}, "--set adapter.kind: full: task pets trains a LoRA adapter"},
 		{[]string{"train.objective=accuracy", "adapter.kind=full"}, "--set train.objective: accuracy is not supported with adapter.kind full"},
 		{[]string{"train.objective=acuracy"}, `train.objective: "acuracy": want loss, f1 or accuracy (did you mean "accuracy"?)`},
 	} {
@@ -236,6 +238,7 @@ func TestAccuracyObjectiveRefusals(t *testing.T) {
 		{"train.objective=accuracy", "adapter.grouped=true"},
 		{"train.objective=accuracy", "adapter.kind=prompt"},
 		{"train.objective=accuracy", "task.name=classification", "task.labels=[a, b]"},
+		{"train.objective=accuracy", "task.name=pets", "adapter.targets=[query, value]"}, // vitObjective's accuracy
 	} {
 		if _, err := Load(cfg, set); err != nil {
 			t.Errorf("--set %v: %v", set, err)

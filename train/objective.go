@@ -220,13 +220,19 @@ func (o *accuracyObjective) layerEvals() int { return o.evals }
 
 // vitObjective is an image task's objective: the mini-batch's mean
 // cross-entropy over the classes under each variant's parameters (base for
-// the clean one), one forward each, all on one upload of the images.
+// the clean one), one forward each, all on one upload of the images. With
+// accuracy (train.objective accuracy: MeZO's --optimize_acc) a variant's
+// loss is instead minus the fraction of the mini-batch whose class, as the
+// test evaluation predicts it (predictClasses: the highest logit, the
+// first of equal ones), is its label: the same forward of the mini-batch,
+// its logits not its cross-entropy.
 type vitObjective struct {
 	vit     *model.ViT
 	adapter *lora.ViTAdapter
 	// The mini-batch: pixel_values and classes.
-	pixels []float32
-	labels []int
+	pixels   []float32
+	labels   []int
+	accuracy bool
 
 	evals int // encoder-layer evaluations of the last step
 }
@@ -246,6 +252,11 @@ func (o *vitObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, e
 		return nil, err
 	}
 	defer im.Free()
+	if o.accuracy {
+		accuracy := func(params [][]float32) (float64, error) { return o.accuracyOf(im, params) }
+		var nf *nonFiniteLogit
+		return minusMetric(base, vs, accuracy, func(err error) bool { return errors.As(err, &nf) })
+	}
 	out := make([]float64, len(vs))
 	for i, zv := range vs {
 		params := zv.Params
@@ -260,6 +271,28 @@ func (o *vitObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float64, e
 		out[i] = loss
 	}
 	return out, nil
+}
+
+// accuracyOf is the fraction of the mini-batch (im) whose class the ViT
+// with params attached predicts right (predictClasses; a logit that is not
+// finite is its *nonFiniteLogit).
+func (o *vitObjective) accuracyOf(im *model.ViTImages, params [][]float32) (float64, error) {
+	o.vit.Adapter = o.adapter.View(params)
+	logits, err := o.vit.LogitsOf(im)
+	if err != nil {
+		return 0, err
+	}
+	preds, err := predictClasses(logits, o.vit.Config.NumLabels)
+	if err != nil {
+		return 0, err
+	}
+	correct := 0
+	for i, p := range preds {
+		if p == o.labels[i] {
+			correct++
+		}
+	}
+	return float64(correct) / float64(len(o.labels)), nil
 }
 
 func (o *vitObjective) layerEvals() int { return o.evals }

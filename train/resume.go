@@ -222,10 +222,12 @@ func checkResumeChanges(changes []ConfigChange, cfg *Config) error {
 			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective f1 run (the run's %s, --set %s): "+
 				"the training loss generates its answers with it, so the steps after the resume would train on another objective; start a new run instead", fmtValue(c.Old), fmtValue(c.New))}
 		}
-		if cfg.Train.Objective == ObjectiveAccuracy && c.Key == "eval.batch_size" {
+		if cfg.Train.Objective == ObjectiveAccuracy && c.Key == "eval.batch_size" && !isImageTask(cfg) {
 			// The CPU backend scores a candidate alike in any batch; cuBLAS
 			// may choose another kernel for another shape, and a near tie
-			// between labels then goes the other way.
+			// between labels then goes the other way. (An image task's
+			// objective runs the mini-batch in one forward, as its loss
+			// does: it does not read eval.batch_size.)
 			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume of a train.objective accuracy run (the run's %s, --set %s): "+
 				"the training loss scores the label candidates that many a forward, and a GPU may round batches of another shape otherwise, so the steps after the resume "+
 				"would not be the run's; start a new run instead", fmtValue(c.Old), fmtValue(c.New))}

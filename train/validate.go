@@ -221,7 +221,8 @@ func (c *Config) validateRun() error {
 const (
 	ObjectiveLoss = "loss" // the mini-batch's cross-entropy
 	ObjectiveF1   = "f1"   // minus the mean SQuAD F1 of the generated answers (f1Objective)
-	// minus the fraction of the mini-batch whose predicted label is right (accuracyObjective)
+	// minus the fraction of the mini-batch whose predicted label is right
+	// (accuracyObjective; pets: vitObjective's accuracy)
 	ObjectiveAccuracy = "accuracy"
 )
 
@@ -233,9 +234,11 @@ func (t *TrainConfig) scoresExamples() bool {
 }
 
 // validateObjective checks train.objective: f1 needs generated answers
-// scored by SQuAD's F1 (tasks squad and generation), accuracy a text task's
-// label candidates (sst2 and classification), and both an adapter whose
-// variants the test evaluation's forwards can take (LoRA, prompt tuning).
+// scored by SQuAD's F1 (tasks squad and generation), accuracy predicted
+// labels (a text task's label candidates: sst2 and classification; or an
+// image task's classes: pets), and both an adapter whose variants the test
+// evaluation's forwards can take (LoRA, prompt tuning; pets takes LoRA
+// alone, validateImageTask).
 func (c *Config) validateObjective() error {
 	switch {
 	case !slices.Contains([]string{ObjectiveLoss, ObjectiveF1, ObjectiveAccuracy}, c.Train.Objective):
@@ -246,7 +249,7 @@ func (c *Config) validateObjective() error {
 		return nil
 	case c.Task.Name != string(data.SQuAD) && c.Task.Name != string(data.Generation):
 		alt := "train.objective loss trains on the cross-entropy"
-		if c.Task.Name == string(data.SST2) || c.Task.Name == string(data.Classification) {
+		if slices.Contains([]string{string(data.SST2), string(data.Classification), string(data.Pets)}, c.Task.Name) {
 			alt = "train.objective accuracy trains it on its predicted labels, loss on the cross-entropy"
 		}
 		return fmt.Errorf("train.objective f1 scores generated answers by SQuAD's F1: it takes task.name squad or generation, not %s (%s)", c.Task.Name, alt)
@@ -257,13 +260,11 @@ func (c *Config) validateObjective() error {
 }
 
 // validateAccuracy checks train.objective accuracy: the predicted labels
-// of a text classification task (sst2, classification), an adapter.
+// of a classification task (sst2, classification, pets), an adapter.
 func (c *Config) validateAccuracy() error {
 	switch {
-	case c.Task.Name == string(data.Pets):
-		return fmt.Errorf("train.objective accuracy is not built for task.name pets (an image task: its variants are scored on the ViT's cross-entropy); it takes task.name sst2 or classification, or use train.objective loss")
-	case c.Task.Name != string(data.SST2) && c.Task.Name != string(data.Classification):
-		return fmt.Errorf("train.objective accuracy scores predicted labels: it takes task.name sst2 or classification, not %s, which generates its answers (train.objective f1 trains squad and generation on their F1, loss on the cross-entropy)", c.Task.Name)
+	case !slices.Contains([]string{string(data.SST2), string(data.Classification), string(data.Pets)}, c.Task.Name):
+		return fmt.Errorf("train.objective accuracy scores predicted labels: it takes task.name sst2, classification or pets, not %s, which generates its answers (train.objective f1 trains squad and generation on their F1, loss on the cross-entropy)", c.Task.Name)
 	case c.Adapter.Kind == "full":
 		return fmt.Errorf("train.objective accuracy is not supported with adapter.kind full: scoring perturbed full weights one variant at a time is not built; use adapter.kind lora or prompt, or train.objective loss")
 	}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,8 +22,9 @@ import (
 // the classifier as a whole trainable copy (PEFT's modules_to_save). The
 // run is the text tasks' run (run.go: the same loop, engine, checkpoints,
 // resume and summary); what differs is here: the model, the images, the
-// objective (mean cross-entropy over the classes) and the metric
-// (accuracy).
+// objective (mean cross-entropy over the classes, or with train.objective
+// accuracy minus the fraction of the mini-batch predicted right) and the
+// metric (accuracy).
 
 // isImageTask says whether the config's task classifies images.
 func isImageTask(cfg *Config) bool { return data.Task(cfg.Task.Name) == data.Pets }
@@ -75,7 +77,7 @@ func (r *run) setupVision() error {
 	if v.adapter, err = newViTAdapter(cfg, r.initDir(), v.vit); err != nil {
 		return err
 	}
-	v.obj = &vitObjective{vit: v.vit, adapter: v.adapter}
+	v.obj = &vitObjective{vit: v.vit, adapter: v.adapter, accuracy: cfg.Train.Objective == ObjectiveAccuracy}
 	r.tr = newVisionState(v, cfg.Adapter.Grouped, cfg.Eval.Merge)
 	fmt.Fprintln(r.out, adapterLine(r.tr.count(), int64(v.vit.Config.ParamCount()), adapterWhat(cfg, nil)))
 	if err := r.setupEngine(); err != nil {
@@ -218,23 +220,46 @@ func (v *vision) accuracy(pass *evalPass, part *evalPartial, record func(Predict
 }
 
 // predict runs the ViT on a batch of n images (pixel_values px; the first
-// is test image number first, for errors) and returns the class of each
-// one's highest logit (the first of equal ones).
+// is test image number first, for errors) and returns each one's class
+// (predictClasses).
 func (v *vision) predict(px []float32, n, first int) ([]int, error) {
 	logits, err := v.vit.Logits(px, n)
 	if err != nil {
 		return nil, err
 	}
-	k := v.vit.Config.NumLabels
-	preds := make([]int, n)
+	preds, err := predictClasses(logits, v.vit.Config.NumLabels)
+	if nf := (*nonFiniteLogit)(nil); errors.As(err, &nf) {
+		return nil, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", first+nf.image, nf.class, nf.value)
+	}
+	return preds, err
+}
+
+// predictClasses is an image task's prediction rule, the test
+// evaluation's (predict) and train.objective accuracy's (vitObjective):
+// the class of each image's highest logit (logits: [images][k]), the first
+// of equal ones (eval.PredictLabel, as torch.argmax). A logit that is not
+// finite is a *nonFiniteLogit.
+func predictClasses(logits []float32, k int) ([]int, error) {
+	preds := make([]int, len(logits)/k)
+	scores := make([]float64, k)
 	for i := range preds {
-		scores := make([]float64, k)
 		for c := range scores {
 			if scores[c] = float64(logits[i*k+c]); math.IsNaN(scores[c]) || math.IsInf(scores[c], 0) {
-				return nil, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", first+i, c, scores[c])
+				return nil, &nonFiniteLogit{image: i, class: c, value: scores[c]}
 			}
 		}
 		preds[i] = eval.PredictLabel(scores)
 	}
 	return preds, nil
+}
+
+// nonFiniteLogit is predictClasses' error for image number image (of the
+// batch) whose logit of class is not finite.
+type nonFiniteLogit struct {
+	image, class int
+	value        float64
+}
+
+func (e *nonFiniteLogit) Error() string {
+	return fmt.Sprintf("image %d: its logit of class %d is not finite (%v)", e.image, e.class, e.value)
 }

@@ -282,7 +282,13 @@ type noLabelRow struct {
 // and returns its path and rows.
 func halfOwnLabels(t *testing.T) (string, []petsRow, []int) {
 	t.Helper()
-	rows, err := parquet.ReadFile[petsRow](petsTest)
+	return halfOwnLabelsOf(t, petsTest)
+}
+
+// halfOwnLabelsOf is halfOwnLabels of the images of the Pets file src.
+func halfOwnLabelsOf(t *testing.T, src string) (string, []petsRow, []int) {
+	t.Helper()
+	rows, err := parquet.ReadFile[petsRow](src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +315,7 @@ func halfOwnLabels(t *testing.T) (string, []petsRow, []int) {
 			rows[i].Label = int64((pred + 1) % data.PetsClasses)
 		}
 	}
-	test := filepath.Join(t.TempDir(), "test.parquet")
+	test := filepath.Join(t.TempDir(), filepath.Base(src))
 	if err := parquet.WriteFile(test, rows); err != nil {
 		t.Fatal(err)
 	}
