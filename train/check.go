@@ -82,9 +82,9 @@ func (r *run) checkRuns() (float64, error) {
 	n := min(nVal, checkValidationBatches*r.cfg.Eval.BatchSize)
 	what := fmt.Sprintf("%d examples", nVal)
 	if n < nVal {
-		what = fmt.Sprintf("the first %d of its %d examples, timed", n, nVal)
+		what = fmt.Sprintf("the first %d of its %d examples", n, nVal)
 	}
-	r.out.begin("validation of step 0", "validation of step 0: "+what)
+	r.out.begin("validation of step 0", "validation of step 0: "+what+", timed")
 	restore := r.modality.sampleValidation(n)
 	pass := newEvalPass("validation of step 0", n, r.note, r.stopRequested)
 	r.tr.attach()

@@ -151,7 +151,7 @@ func TestCheckSamplesTheValidation(t *testing.T) {
 	}
 	val, _ := runLosses(t, out)
 	got := log.String()
-	if want := fmt.Sprintf("validation loss at step 0 over the first 8 of its 64 examples, timed: %.4f (", val); !strings.Contains(got, want) {
+	if want := fmt.Sprintf("validation loss at step 0 over the first 8 of its 64 examples: %.4f (", val); !strings.Contains(got, want) {
 		t.Errorf("want %q in:\n%s", want, got)
 	}
 	if !regexp.MustCompile(`validation [^(]+ \(\d+ × [^,]+, as step 0's\)`).MatchString(got) {
