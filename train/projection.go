@@ -100,8 +100,24 @@ func (r *run) projectTest(p *projection) {
 
 // String is the projection's line.
 func (p projection) String() string {
-	parts := []string{fmt.Sprintf("training %s (%s)", fmtDuration(p.stepSecs*float64(p.stepsLeft)), counted(p.stepsLeft, "step"))}
-	total, atLeast := p.stepSecs*float64(p.stepsLeft), false
+	parts, total, atLeast := p.parts()
+	end := "about " + fmtDuration(total)
+	if atLeast {
+		end = "at least " + fmtDuration(total)
+	}
+	lead := p.lead
+	if lead == "" {
+		lead = fmt.Sprintf("first step %s: the rest takes", fmtDuration(p.stepSecs))
+	}
+	return fmt.Sprintf("%s %s: %s", lead, end, strings.Join(parts, " + "))
+}
+
+// parts are the projection's parts in words, their total seconds, and
+// whether the total is a lower bound (a part not timed, or one that may
+// come more often).
+func (p projection) parts() (parts []string, total float64, atLeast bool) {
+	parts = []string{fmt.Sprintf("training %s (%s)", fmtDuration(p.stepSecs*float64(p.stepsLeft)), counted(p.stepsLeft, "step"))}
+	total = p.stepSecs * float64(p.stepsLeft)
 	add := func(secs float64, part string, lowerBound bool) {
 		parts, total, atLeast = append(parts, part), total+secs, atLeast || lowerBound
 	}
@@ -134,15 +150,7 @@ func (p projection) String() string {
 		add(p.loadSecs*float64(p.loads), fmt.Sprintf("loading the model %s (%d × %s, as at the start)",
 			fmtDuration(p.loadSecs*float64(p.loads)), p.loads, fmtDuration(p.loadSecs)), false)
 	}
-	end := "about " + fmtDuration(total)
-	if atLeast {
-		end = "at least " + fmtDuration(total)
-	}
-	lead := p.lead
-	if lead == "" {
-		lead = fmt.Sprintf("first step %s: the rest takes", fmtDuration(p.stepSecs))
-	}
-	return fmt.Sprintf("%s %s: %s", lead, end, strings.Join(parts, " + "))
+	return parts, total, atLeast
 }
 
 // testPart is the test evaluation's part of the line: its time (0 where
