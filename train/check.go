@@ -41,9 +41,9 @@ const checkValidationBatches = 4
 // Check takes a new run's Options (ConfigPath, Overrides, Log, Stop); a
 // resume needs no check: it reads and checks everything before it changes
 // anything, and a refused resume changes nothing.
-func Check(opts Options) (err error) {
+func Check(opts Options) (_ *CheckReport, err error) {
 	if opts.Resume != "" {
-		return errors.New("--check checks a new run's config (--config); a --resume needs none: it checks everything before it changes anything, and a refused resume changes nothing")
+		return nil, errors.New("--check checks a new run's config (--config); a --resume needs none: it checks everything before it changes anything, and a refused resume changes nothing")
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -52,25 +52,26 @@ func Check(opts Options) (err error) {
 	defer r.out.heartbeat(heartbeatEvery)()
 	defer r.closeBackend()
 	defer tensor.Recover(&err)
+	t0 := time.Now()
 	if err := r.newRunConfig(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.stopStarting("loading the model"); err != nil {
-		return err
+		return nil, err
 	}
 	setup := r.setupText
 	if isImageTask(r.cfg) {
 		setup = r.setupVision
 	}
 	if err := setup(); err != nil {
-		return err
+		return nil, err
 	}
+	startSecs := time.Since(t0).Seconds()
 	secs, err := r.checkRuns()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.checkReport(secs)
-	return nil
+	return r.checkReport(startSecs, secs), nil
 }
 
 // checkRuns runs step 0's validation of a sample and CheckSteps training
@@ -143,8 +144,9 @@ func (r *run) startNotFinite() error {
 }
 
 // checkReport prints what the run would take, from the check's timings
-// (the last step's seconds), and that nothing was written.
-func (r *run) checkReport(stepSecs float64) {
+// (the start's and the last step's seconds), and that nothing was written,
+// and returns it.
+func (r *run) checkReport(startSecs, stepSecs float64) *CheckReport {
 	steps := min(CheckSteps, r.cfg.Train.Steps)
 	p := r.project(0, stepSecs)
 	p.validations++ // step 0's
@@ -170,6 +172,7 @@ func (r *run) checkReport(stepSecs float64) {
 		fmt.Fprintln(r.out, "check: "+line)
 	}
 	fmt.Fprintf(r.out, "check passed: nothing was written (output.dir %s is free for the run); start it with the same command without --check\n", r.dir)
+	return r.newCheckReport(startSecs, p)
 }
 
 // checkpointRoom is, for the model's own weights (adapter.kind full, whose
@@ -180,11 +183,7 @@ func (r *run) checkpointRoom() string {
 	if r.cfg.Adapter.Kind != "full" || r.m == nil {
 		return ""
 	}
-	width := int64(4)
-	if r.m.HoldsBF16() {
-		width = 2
-	}
-	size := r.m.ParamCount()*width + r.tr.stateBytes()
+	size := r.checkpointBytes()
 	free, ok := diskFree(existingParent(r.dir))
 	if !ok {
 		return ""
@@ -195,6 +194,20 @@ func (r *run) checkpointRoom() string {
 		line += fmt.Sprintf(", less than the %s of three (the checkpoint, the next one written beside it, and best/'s): the run would stop when one does not fit", bytesize.String(3*size))
 	}
 	return line
+}
+
+// checkpointBytes is about the size of a full-parameter run's checkpoint:
+// the model's weights as the run holds them and the optimizer's state
+// beside them (0 for an adapter's).
+func (r *run) checkpointBytes() int64 {
+	if r.cfg.Adapter.Kind != "full" || r.m == nil {
+		return 0
+	}
+	width := int64(4)
+	if r.m.HoldsBF16() {
+		width = 2
+	}
+	return r.m.ParamCount()*width + r.tr.stateBytes()
 }
 
 // existingParent is dir, or its nearest parent that exists (a new run's

@@ -75,8 +75,13 @@ func TestCheckIsTheRunsStart(t *testing.T) {
 			set := []string{"output.dir=" + out, "adapter.kind=" + kind, "task.max_validation=8", "task.max_test=8", "model.backend=cpu"}
 			before := tree(t, dir)
 			var log syncBuilder
-			if err := Check(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+			rep, err := Check(Options{ConfigPath: cfg, Overrides: set, Log: &log})
+			if err != nil {
 				t.Fatalf("%v\n%s", err, log.String())
+			}
+			if rep.StartSeconds <= 0 || rep.ValidationSeconds <= 0 || rep.StepSeconds <= 0 || rep.Steps != 4 || rep.PeakRSSBytes <= 0 ||
+				rep.RunSeconds < 4*rep.StepSeconds+rep.ValidationSeconds || !rep.RunAtLeast || (rep.CheckpointBytes > 0) != (kind == "full") {
+				t.Errorf("report %+v", rep)
 			}
 			got := log.String()
 			if after := tree(t, dir); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -142,7 +147,7 @@ func TestCheckSamplesTheValidation(t *testing.T) {
 	dir, cfg := demoConfig(t, 2)
 	set := []string{"eval.batch_size=2", "task.max_test=8", "model.backend=cpu"}
 	var log syncBuilder
-	if err := Check(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+dir+"/c"), Log: &log}); err != nil {
+	if _, err := Check(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+dir+"/c"), Log: &log}); err != nil {
 		t.Fatal(err)
 	}
 	out := dir + "/r"
@@ -178,7 +183,7 @@ func TestCheckRefusesWhatTheStartRefuses(t *testing.T) {
 		{"no model", Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+out+"-2", "model.path="+filepath.Join(dir, "nothing"))}},
 	} {
 		errStart := func() error { _, err := Run(c.opts); return err }()
-		errCheck := Check(c.opts)
+		_, errCheck := Check(c.opts)
 		if errStart == nil || errCheck == nil || errCheck.Error() != errStart.Error() {
 			t.Errorf("%s: the check says %v, the start %v", c.name, errCheck, errStart)
 		}
@@ -186,13 +191,13 @@ func TestCheckRefusesWhatTheStartRefuses(t *testing.T) {
 	if _, err := os.Stat(out + "-2"); err == nil {
 		t.Errorf("a refused check or start made %s", out+"-2")
 	}
-	if err := Check(Options{Resume: out}); err == nil || !strings.Contains(err.Error(), "a --resume needs none") {
+	if _, err := Check(Options{Resume: out}); err == nil || !strings.Contains(err.Error(), "a --resume needs none") {
 		t.Errorf("a check of a resume: %v", err)
 	}
 	defer func(f func(string) (uint64, bool)) { diskFree = f }(diskFree)
 	diskFree = func(string) (uint64, bool) { return 1000, true }
 	var log syncBuilder
-	if err := Check(Options{ConfigPath: cfg, Log: &log, Overrides: append(quick, "output.dir="+out+"-3", "adapter.kind=full")}); err != nil {
+	if _, err := Check(Options{ConfigPath: cfg, Log: &log, Overrides: append(quick, "output.dir="+out+"-3", "adapter.kind=full")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := log.String(); !strings.Contains(got, "has 1000 B free, less than the ") {

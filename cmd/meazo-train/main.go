@@ -21,6 +21,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -180,7 +181,7 @@ func defineFlags(fs *flag.FlagSet) (*cmdline, *flagValues) {
 	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
 	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
 	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "the number of steps (`N`) of each run of --demo")
-	fs.BoolVar(&c.check, "check", false, "with --config: do what the run's start does (every input, the model, the data, the memory checks), then step 0's validation and two steps, timed; print what the whole run would take (time, memory, a full-parameter run's disk) and exit, writing nothing")
+	fs.BoolVar(&c.check, "check", false, "with --config: do what the run's start does (every input, the model, the data, the memory checks), then step 0's validation and two steps, timed; print what the whole run would take (time, memory, a full-parameter run's disk) and exit, writing nothing (stdout: the same as one JSON line, for scripts)")
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	fs.BoolVar(&c.version, "version", false, "print which build this is (version or commit, Go toolchain and experiments) and exit")
 	return c, f
@@ -324,9 +325,14 @@ func main() {
 		return
 	}
 	if c.check {
-		if err := train.Check(c.opts); err != nil {
+		rep, err := train.Check(c.opts)
+		if err != nil {
 			fail(err)
 		}
+		// The report for scripts (meazo-sweep check), on stdout: the
+		// lines above went to stderr.
+		b, _ := json.Marshal(rep)
+		fmt.Println(string(b))
 		return
 	}
 	report(train.Run(c.opts))
