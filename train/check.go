@@ -102,9 +102,9 @@ func (r *run) checkRuns() (float64, error) {
 	secs := time.Since(t0).Seconds()
 	r.valSecs, r.valStep = secs*float64(nVal)/float64(max(n, 1)), 0
 	if n < nVal {
-		fmt.Fprintf(r.out, "validation loss at step 0 over %s: %.4f (%s; all %d ≈ %s)\n", what, loss, fmtDuration(secs), nVal, fmtDuration(r.valSecs))
+		fmt.Fprintf(r.out, "validation loss at step 0 over %s: %.4f (%s; all %d ≈ %s)\n", what, loss, FormatDuration(secs), nVal, FormatDuration(r.valSecs))
 	} else {
-		fmt.Fprintf(r.out, "validation loss at step 0: %.4f (%s)\n", loss, fmtDuration(secs))
+		fmt.Fprintf(r.out, "validation loss at step 0: %.4f (%s)\n", loss, FormatDuration(secs))
 	}
 	steps := min(CheckSteps, r.cfg.Train.Steps)
 	if steps > 0 {
@@ -128,7 +128,7 @@ func (r *run) checkRuns() (float64, error) {
 			return 0, fmt.Errorf("step %d diverged: a loss or a projected gradient is not finite (a smaller optimizer.lr or optimizer.eps?)", i)
 		}
 		secs = time.Since(t0).Seconds()
-		fmt.Fprintf(r.out, "step %d: loss %.4f (%s)\n", i, st.Loss, fmtDuration(secs))
+		fmt.Fprintf(r.out, "step %d: loss %.4f (%s)\n", i, st.Loss, FormatDuration(secs))
 	}
 	return secs, nil
 }
@@ -152,7 +152,7 @@ func (r *run) checkReport(startSecs, stepSecs float64) *CheckReport {
 	p.validations++ // step 0's
 	p.checkpoints++ // and its checkpoint
 	p.ckUntimed = "not timed: the check writes none"
-	p.lead = fmt.Sprintf("a step %s (the check's step %d): the run would take", fmtDuration(stepSecs), steps)
+	p.lead = fmt.Sprintf("a step %s (the check's step %d): the run would take", FormatDuration(stepSecs), steps)
 	if steps == 0 {
 		p.lead = "the run (train.steps 0) would take"
 	}

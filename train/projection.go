@@ -101,13 +101,13 @@ func (r *run) projectTest(p *projection) {
 // String is the projection's line.
 func (p projection) String() string {
 	parts, total, atLeast := p.parts()
-	end := "about " + fmtDuration(total)
+	end := "about " + FormatDuration(total)
 	if atLeast {
-		end = "at least " + fmtDuration(total)
+		end = "at least " + FormatDuration(total)
 	}
 	lead := p.lead
 	if lead == "" {
-		lead = fmt.Sprintf("first step %s: the rest takes", fmtDuration(p.stepSecs))
+		lead = fmt.Sprintf("first step %s: the rest takes", FormatDuration(p.stepSecs))
 	}
 	return fmt.Sprintf("%s %s: %s", lead, end, strings.Join(parts, " + "))
 }
@@ -116,7 +116,7 @@ func (p projection) String() string {
 // whether the total is a lower bound (a part not timed, or one that may
 // come more often).
 func (p projection) parts() (parts []string, total float64, atLeast bool) {
-	parts = []string{fmt.Sprintf("training %s (%s)", fmtDuration(p.stepSecs*float64(p.stepsLeft)), counted(p.stepsLeft, "step"))}
+	parts = []string{fmt.Sprintf("training %s (%s)", FormatDuration(p.stepSecs*float64(p.stepsLeft)), counted(p.stepsLeft, "step"))}
 	total = p.stepSecs * float64(p.stepsLeft)
 	add := func(secs float64, part string, lowerBound bool) {
 		parts, total, atLeast = append(parts, part), total+secs, atLeast || lowerBound
@@ -125,7 +125,7 @@ func (p projection) parts() (parts []string, total float64, atLeast bool) {
 	case p.validations == 0:
 	case p.valSecs > 0:
 		add(p.valSecs*float64(p.validations), fmt.Sprintf("validation %s (%d × %s, as step %d's)",
-			fmtDuration(p.valSecs*float64(p.validations)), p.validations, fmtDuration(p.valSecs), p.valStep), false)
+			FormatDuration(p.valSecs*float64(p.validations)), p.validations, FormatDuration(p.valSecs), p.valStep), false)
 	default:
 		add(0, counted(p.validations, "validation")+" (not timed yet)", true)
 	}
@@ -135,7 +135,7 @@ func (p projection) parts() (parts []string, total float64, atLeast bool) {
 			more = ", and one more with each new best validation loss"
 		}
 		add(p.ckSecs*float64(p.checkpoints), fmt.Sprintf("checkpoints %s (%d × %s, as step %d's%s)",
-			fmtDuration(p.ckSecs*float64(p.checkpoints)), p.checkpoints, fmtDuration(p.ckSecs), p.ckStep, more), p.bestCheckpoints)
+			FormatDuration(p.ckSecs*float64(p.checkpoints)), p.checkpoints, FormatDuration(p.ckSecs), p.ckStep, more), p.bestCheckpoints)
 	} else if p.checkpoints > 0 {
 		why := p.ckUntimed
 		if why == "" {
@@ -148,7 +148,7 @@ func (p projection) parts() (parts []string, total float64, atLeast bool) {
 	}
 	if p.loads > 0 && p.loadSecs > 0 {
 		add(p.loadSecs*float64(p.loads), fmt.Sprintf("loading the model %s (%d × %s, as at the start)",
-			fmtDuration(p.loadSecs*float64(p.loads)), p.loads, fmtDuration(p.loadSecs)), false)
+			FormatDuration(p.loadSecs*float64(p.loads)), p.loads, FormatDuration(p.loadSecs)), false)
 	}
 	return parts, total, atLeast
 }
@@ -165,10 +165,10 @@ func (p projection) testPart() (float64, string, bool) {
 	}
 	switch {
 	case p.testSecs > 0 && p.generates == 0:
-		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples%s)", fmtDuration(p.testSecs), p.testPasses, p.testExamples, more), p.twinPass
+		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples%s)", FormatDuration(p.testSecs), p.testPasses, p.testExamples, more), p.twinPass
 	case p.testSecs > 0:
 		return p.testSecs, fmt.Sprintf("test evaluation ≥ %s (the prompts of %d × %d examples; generating up to %d tokens each comes on top%s)",
-			fmtDuration(p.testSecs), p.testPasses, p.testExamples, p.maxNewTokens, more), true
+			FormatDuration(p.testSecs), p.testPasses, p.testExamples, p.maxNewTokens, more), true
 	}
 	return 0, fmt.Sprintf("test evaluation (%d × %d examples, not timed yet%s)", p.testPasses, p.testExamples, more), true
 }

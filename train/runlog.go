@@ -84,7 +84,7 @@ func (l *runLog) beat(now time.Time, every time.Duration) {
 	if l.open {
 		l.write([]byte("\n"))
 	}
-	l.write([]byte(fmt.Sprintf("… %s: %s so far\n", l.phase, fmtDuration(now.Sub(l.since).Seconds()))))
+	l.write([]byte(fmt.Sprintf("… %s: %s so far\n", l.phase, FormatDuration(now.Sub(l.since).Seconds()))))
 }
 
 // heartbeat calls beat once a second until stop is called.
@@ -108,9 +108,9 @@ func (l *runLog) heartbeat(every time.Duration) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// fmtDuration writes seconds as people read a wait: "0.4s", "12s",
+// FormatDuration writes seconds as people read a wait: "0.4s", "12s",
 // "3m 20s", "1h 07m", "5d 16h".
-func fmtDuration(secs float64) string {
+func FormatDuration(secs float64) string {
 	switch s := int64(secs + 0.5); {
 	case secs < 0.0005:
 		return "<1ms"

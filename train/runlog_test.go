@@ -152,8 +152,8 @@ func (s *syncBuilder) String() string {
 // TestFmtDuration: waits as people read them.
 func TestFmtDuration(t *testing.T) {
 	for secs, want := range map[float64]string{0.04: "40ms", 0.0004: "<1ms", 0.4: "0.4s", 12: "12s", 200: "3m 20s", 4020: "1h 07m", 489600: "5d 16h"} {
-		if got := fmtDuration(secs); got != want {
-			t.Errorf("fmtDuration(%g) = %q, want %q", secs, got, want)
+		if got := FormatDuration(secs); got != want {
+			t.Errorf("FormatDuration(%g) = %q, want %q", secs, got, want)
 		}
 	}
 }
