@@ -55,6 +55,9 @@ func TestMain(m *testing.M) {
 }
 
 func fakeTrain(args []string) error {
+	if len(args) > 0 && args[0] == "--check" {
+		return fakeCheck(args[1:])
+	}
 	sets := map[string]string{}
 	var out string
 	for i := 0; i+1 < len(args); i += 2 {

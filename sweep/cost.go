@@ -1,0 +1,209 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/meazo-go/meazo/internal/bytesize"
+	"github.com/meazo-go/meazo/train"
+)
+
+// CheckCost is meazo-sweep check: for every sweep whose name matches one of
+// patterns (path.Match; none: every sweep), meazo-train --check (trainer)
+// of its first run — the run's start, step 0's validation of a sample and
+// two steps, timed, on this machine — and what the sweep and the study
+// would take: each sweep's runs of stage 1 and the most its stage 2 can
+// have, their run time summed, and under Slurm how each run fits the job's
+// time limit. It writes nothing in the study (the checks' output.dir is a
+// temporary directory, which they leave empty). The checks' own lines go
+// to log when verbose, else only a failed check's.
+func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string, patterns []string, verbose bool) error {
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("-sweep %q: %w", p, err)
+		}
+	}
+	if err := st.CheckConfigs(); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "meazo-sweep-check")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var sum studyCost
+	for _, sp := range st.Sweeps() {
+		runs := sp.Stage1()
+		if len(runs) == 0 || !matchesAny(patterns, sp.Name) {
+			continue
+		}
+		fmt.Fprintf(log, "checking sweep %s (%s) …\n", sp.Name, sp.Config())
+		rep, err := st.checkRun(ctx, trainer, runs[0], tmp, log, verbose)
+		if err != nil {
+			return fmt.Errorf("sweep %s: %w", sp.Name, err)
+		}
+		fine := 0
+		if *sp.Exp.Fine {
+			fine = maxFine(sp.Exp.Coarse) * len(sp.Exp.Seeds)
+		}
+		sum.add(rep, len(runs), fine)
+		fmt.Fprintln(w, sweepCostLine(sp.Name, rep, len(runs), fine))
+		if st.Executor.Kind == "slurm" {
+			if line := st.slurmFit(rep); line != "" {
+				fmt.Fprintln(w, "  "+line)
+			}
+		}
+	}
+	if sum.sweeps == 0 {
+		return fmt.Errorf("no sweep of the study matches -sweep %s", strings.Join(patterns, ", "))
+	}
+	fmt.Fprintln(w, sum.String())
+	return nil
+}
+
+// matchesAny reports whether name matches one of patterns (none: all).
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return len(patterns) == 0
+}
+
+// checkRun runs meazo-train --check for run r, with its output.dir in tmp
+// (the run's own directory may hold the run already), and reads its
+// report. A config of the study's demo that is not written yet is checked
+// as the demo writes it, in tmp.
+func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp string, log io.Writer, verbose bool) (*train.CheckReport, error) {
+	config := r.Sweep.Config()
+	if rel, ok := st.demoPending(config); ok {
+		demo := filepath.Join(tmp, "demo")
+		if !exists(filepath.Join(demo, "demo.yaml")) {
+			if _, err := train.WriteDemo(demo, 150); err != nil {
+				return nil, err
+			}
+		}
+		config = filepath.Join(demo, rel)
+	}
+	args := []string{"--check", "--config", config}
+	for _, s := range r.sets() {
+		args = append(args, "--set", s)
+	}
+	args = append(args, "--out", filepath.Join(tmp, r.Sweep.Name))
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, trainer, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if verbose {
+		cmd.Stderr = io.MultiWriter(&stderr, log)
+	}
+	if err := cmd.Run(); err != nil {
+		if !verbose {
+			log.Write(stderr.Bytes())
+		}
+		return nil, fmt.Errorf("meazo-train --check of %s failed (%v): its lines are above", r.Dir, err)
+	}
+	var rep train.CheckReport
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {
+		return nil, fmt.Errorf("%s --check printed no report (an older meazo-train?): %w", trainer, err)
+	}
+	return &rep, nil
+}
+
+// runSeconds is a whole run's time by report rep: its start and the rest.
+func runSeconds(rep *train.CheckReport) float64 { return rep.StartSeconds + rep.RunSeconds }
+
+// sweepCostLine is a sweep's line: one run's time (rep) and the runs of its
+// stage 1 and the most of its stage 2 (fine).
+func sweepCostLine(name string, rep *train.CheckReport, coarse, fine int) string {
+	run := runSeconds(rep)
+	line := fmt.Sprintf("sweep %s: a run %s (its start %s, %d steps of %s, a validation %s); stage 1: %d runs, %s",
+		name, approx(run, rep.RunAtLeast), train.FormatDuration(rep.StartSeconds), rep.Steps, train.FormatDuration(rep.StepSeconds),
+		train.FormatDuration(rep.ValidationSeconds), coarse, approx(float64(coarse)*run, rep.RunAtLeast))
+	if fine > 0 {
+		line += fmt.Sprintf("; stage 2: up to %d runs, %s", fine, approx(float64(fine)*run, rep.RunAtLeast))
+	}
+	line += "; peak RSS " + bytesize.String(rep.PeakRSSBytes)
+	if rep.PeakDeviceBytes > 0 {
+		line += ", device " + bytesize.String(rep.PeakDeviceBytes)
+	}
+	if rep.CheckpointBytes > 0 {
+		line += ", a checkpoint about " + bytesize.String(rep.CheckpointBytes)
+	}
+	return line
+}
+
+// slurmFit says how a run of report rep fits the Slurm executor's job time
+// limit: a job must hold the run's start and a whole validation (a job
+// stopped during one runs it again from its start: the run would never get
+// past it), and a longer run takes several jobs, each requeued when the
+// last is stopped, each paying the start again. "" where one job holds it.
+func (st *Study) slurmFit(rep *train.CheckReport) string {
+	s := st.Executor.Slurm
+	limit, err := parseSlurmTime(s.Time)
+	if err != nil {
+		return ""
+	}
+	usable := float64(limit - s.SignalSecs)
+	need := rep.StartSeconds + rep.ValidationSeconds + rep.StepSeconds
+	switch {
+	case need >= usable:
+		return fmt.Sprintf("warning: a job of executor.slurm.time %s, less signal_seconds %d, has %s: less than the run's start (%s), "+
+			"a validation (%s) and a step (%s); a job stopped during a validation runs it again from its start, so the run would never get past it: raise executor.slurm.time",
+			s.Time, s.SignalSecs, train.FormatDuration(usable), train.FormatDuration(rep.StartSeconds), train.FormatDuration(rep.ValidationSeconds), train.FormatDuration(rep.StepSeconds))
+	case runSeconds(rep) > usable:
+		jobs := int(rep.RunSeconds/(usable-rep.StartSeconds)) + 1
+		return fmt.Sprintf("each run takes about %d jobs of executor.slurm.time %s (requeued when one is stopped, each starting again: %s)",
+			jobs, s.Time, train.FormatDuration(rep.StartSeconds))
+	}
+	return ""
+}
+
+// studyCost sums the sweeps' costs.
+type studyCost struct {
+	sweeps, coarse, fine int
+	coarseSecs, fineSecs float64
+	atLeast              bool
+}
+
+func (c *studyCost) add(rep *train.CheckReport, coarse, fine int) {
+	c.sweeps++
+	c.coarse += coarse
+	c.fine += fine
+	c.coarseSecs += float64(coarse) * runSeconds(rep)
+	c.fineSecs += float64(fine) * runSeconds(rep)
+	c.atLeast = c.atLeast || rep.RunAtLeast
+}
+
+// String is the study's line.
+func (c *studyCost) String() string {
+	s := fmt.Sprintf("the %s checked: %d runs in stage 1, %s of run time", counted(c.sweeps, "sweep"), c.coarse, approx(c.coarseSecs, c.atLeast))
+	if c.fine > 0 {
+		s += fmt.Sprintf(", and up to %d in stage 2, %s more", c.fine, approx(c.fineSecs, c.atLeast))
+	}
+	return s + " on this machine, one run at a time (runs side by side on other GPUs or nodes divide it)"
+}
+
+// approx is secs as "about D", or "at least D" for a lower bound.
+func approx(secs float64, atLeast bool) string {
+	if atLeast {
+		return "at least " + train.FormatDuration(secs)
+	}
+	return "about " + train.FormatDuration(secs)
+}
+
+// counted is n things, in the singular for one.
+func counted(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}

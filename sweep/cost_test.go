@@ -1,0 +1,118 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/train"
+)
+
+// fakeCheck is the fake meazo-train's --check: it appends its arguments to
+// $FAKE_CHECK_LOG and prints a report whose run takes 100 s with meazo and
+// 200 s with another optimizer; with $FAKE_CHECK_FAIL it fails as a refused
+// start does.
+func fakeCheck(args []string) error {
+	if f := os.Getenv("FAKE_CHECK_LOG"); f != "" {
+		lf, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(lf, strings.Join(args, " "))
+		lf.Close()
+	}
+	if os.Getenv("FAKE_CHECK_FAIL") != "" {
+		return fmt.Errorf("model.path models/x: no such directory")
+	}
+	run := 200.0
+	if slices.Contains(args, "optimizer.name=meazo") {
+		run = 100
+	}
+	b, _ := json.Marshal(train.CheckReport{StartSeconds: 10, ValidationSeconds: 30, StepSeconds: 0.5, Steps: 100, RunSeconds: run, PeakRSSBytes: 1 << 30})
+	fmt.Println(string(b))
+	return nil
+}
+
+// TestCheckCost: meazo-sweep check runs meazo-train --check once per sweep,
+// on its first run's settings with output.dir in a temporary directory (not
+// the run's), sums each sweep's stage 1 and the most its stage 2 can have,
+// writes nothing in the study, takes -sweep patterns, and shows a failed
+// check's lines.
+func TestCheckCost(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	calls := filepath.Join(dir, "calls")
+	t.Setenv("FAKE_CHECK_LOG", calls)
+	p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0, 1]
+coarse: [1e-3, 5e-3, 1e-2, 5e-2]
+experiments:
+  - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+executor: {kind: local, trainer: %s}
+`, dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, log bytes.Buffer
+	if err := st.CheckCost(context.Background(), &out, &log, self, nil, false); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	fine := maxFine([]float64{1e-3, 5e-3, 1e-2, 5e-2}) * 2
+	for _, want := range []string{
+		"sweep e_meazo: a run about 1m 50s (its start 10s, 100 steps of 0.5s, a validation 30s); stage 1: 8 runs, about 14m 40s; " +
+			fmt.Sprintf("stage 2: up to %d runs, about %s; peak RSS 1.0 GiB\n", fine, train.FormatDuration(float64(fine)*110)),
+		"sweep e_zo-sgd: a run about 3m 30s",
+		fmt.Sprintf("the 2 sweeps checked: 16 runs in stage 1, about 42m 40s of run time, and up to %d in stage 2, %s more on this machine", 2*fine, "about "+train.FormatDuration(float64(fine)*320)),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("want %q in:\n%s", want, out.String())
+		}
+	}
+	b, _ := os.ReadFile(calls)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "--set optimizer.name=meazo --set optimizer.lr=1e-3 --set train.seed=0 --out ") ||
+		strings.Contains(lines[0], filepath.Join(dir, "out")) {
+		t.Errorf("the checks were run with:\n%s\nwant the first run's settings, output.dir elsewhere than the study's", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Errorf("the check wrote the study's out")
+	}
+	out.Reset()
+	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"*_zo-sgd"}, false); err != nil || strings.Contains(out.String(), "e_meazo") || !strings.Contains(out.String(), "the 1 sweep checked") {
+		t.Errorf("-sweep *_zo-sgd: %v\n%s", err, out.String())
+	}
+	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"x*"}, false); err == nil || !strings.Contains(err.Error(), "no sweep of the study matches -sweep x*") {
+		t.Errorf("-sweep x*: %v", err)
+	}
+	t.Setenv("FAKE_CHECK_FAIL", "1")
+	log.Reset()
+	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
+	if err == nil || !strings.Contains(err.Error(), "sweep e_meazo: meazo-train --check of ") || !strings.Contains(log.String(), "no such directory") {
+		t.Errorf("a failed check: %v\n%s", err, log.String())
+	}
+}
+
+// TestSlurmFit: a run longer than a job takes several, each paying the
+// start again; a job that cannot hold the start, a validation and a step is
+// a warning (a job stopped during a validation runs it again).
+func TestSlurmFit(t *testing.T) {
+	rep := &train.CheckReport{StartSeconds: 60, ValidationSeconds: 600, StepSeconds: 2, RunSeconds: 10000}
+	for _, c := range []struct{ time, want string }{
+		{"4:00:00", ""},
+		{"1:00:00", "each run takes about 4 jobs of executor.slurm.time 1:00:00 (requeued when one is stopped, each starting again: 1m 00s)"},
+		{"15", "warning: a job of executor.slurm.time 15, less signal_seconds 300, has 10m 00s: less than the run's start (1m 00s), a validation (10m 00s) and a step (2.0s)"},
+	} {
+		st := &Study{Executor: Executor{Kind: "slurm", Slurm: Slurm{Time: c.time, SignalSecs: 300}}}
+		if got := st.slurmFit(rep); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+			t.Errorf("time %s: %q, want %q", c.time, got, c.want)
+		}
+	}
+}
