@@ -7,6 +7,7 @@
 //	meazo-sweep run    STUDY.yaml      start the runs never started; stage 2 follows stage 1
 //	meazo-sweep status [-v] STUDY.yaml what each run directory says (-v: every run)
 //	meazo-sweep resume STUDY.yaml      also retry failed runs and continue interrupted or unfinished ones
+//	meazo-sweep check  STUDY.yaml      time one run of each sweep here; what the study would take
 //	meazo-sweep doc                    the study file's keys (docs/SWEEPS.md)
 //
 // The subcommands are dispatched by internal/cli like those of the other
@@ -25,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/meazo-go/meazo/internal/cli"
@@ -116,6 +118,36 @@ checkpoint (meazo-train --resume), failed ones again.`,
 		Prints:  "as run: progress on stderr; the runs' directories and sweep.json under out.",
 		Example: "meazo-sweep resume configs/studies/paper.yaml",
 	}, runCmd("resume", sweep.ModeResume, s, log))
+	s.Register("check", cli.Help{
+		Summary:  "time one run of each sweep here and say what the study would take; writes nothing",
+		Synopsis: "[-v] [-sweep PATTERN]... STUDY.yaml",
+		Does: `Runs meazo-train --check for the first run of every sweep (or of those -sweep names): the run's start,
+step 0's validation of a sample and two steps, timed, on this machine, writing nothing. Then says what
+each sweep's runs would take (stage 1, and the most stage 2 can have) and the study's sum; for executor
+slurm, how a run fits executor.slurm.time (how many requeued jobs, or a warning where a job cannot hold the
+run's start and a validation, which a stopped job runs again from its start). Run it where the runs will
+run (a node of the Slurm partition: srun meazo-sweep check …), one check at a time.`,
+		Reads: studyReads + "\nEvery checked sweep's meazo-train config, model and data, as its runs read them.",
+		Prints: `a line per sweep checked and the study's sum on stdout; "checking sweep …" and, for a failed check (or
+with -v every check), meazo-train's lines on stderr. Writes nothing.`,
+		Example: "meazo-sweep check configs/studies/demo.yaml\nmeazo-sweep check -sweep 'qwen06b_*' configs/studies/paper.yaml",
+	}, func(args []string, _ io.Reader, stdout io.Writer) error {
+		fs := s.Flags("check")
+		verbose := fs.Bool("v", false, "show every check's own lines (stderr)")
+		var patterns patternFlags
+		fs.Var(&patterns, "sweep", "check only the sweeps whose name matches `PATTERN` (path.Match: qwen06b_*; repeatable)")
+		st, _, err := loadStudy(fs, args)
+		if err != nil {
+			return err
+		}
+		trainer, err := st.FindTrainer()
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), stopsig.Stop(syscall.SIGHUP)...)
+		defer stop()
+		return st.CheckCost(ctx, stdout, log, trainer, patterns, *verbose)
+	})
 	s.Register("doc", cli.Help{
 		Summary: "print the study file's keys",
 		Does:    "Prints the keys a study file takes, with their defaults and meaning (the table in docs/SWEEPS.md).",
@@ -134,6 +166,15 @@ checkpoint (meazo-train --resume), failed ones again.`,
 		return err
 	})
 	return s
+}
+
+// patternFlags collects repeated -sweep PATTERN.
+type patternFlags []string
+
+func (p *patternFlags) String() string { return strings.Join(*p, " ") }
+func (p *patternFlags) Set(v string) error {
+	*p = append(*p, v)
+	return nil
 }
 
 // exitStatus tells a caller what to do after a failure: 3 when a signal
