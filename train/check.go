@@ -32,11 +32,11 @@ const checkValidationBatches = 4
 // training steps on real batches, timed, and what the whole run would
 // take: its time (the projection a run prints after its first step), its
 // peak memory and, for the model's own weights, its checkpoints' room on
-// disk. It writes nothing: not output.dir (which
-// must be free for the run, as a start needs it), no lock, no log. So a
-// config can be tried on the machine, or the Slurm partition, that will run
-// it, before hours are queued for it: whatever would stop the run in its
-// first minutes stops the check the same way, with the same message.
+// disk. It writes nothing: not output.dir (which must be free for the run,
+// as a start needs it), no lock, no log. So a config can be tried on the
+// machine, or the Slurm partition, that will run it, before hours are
+// queued for it: whatever would stop the run in its first minutes stops
+// the check the same way, with the same message.
 //
 // Check takes a new run's Options (ConfigPath, Overrides, Log, Stop); a
 // resume needs no check: it reads and checks everything before it changes
