@@ -106,6 +106,9 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 		cmd.Stderr = io.MultiWriter(&stderr, log)
 	}
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped by a signal during the check of %s (nothing was written)", r.Dir)
+		}
 		if !verbose {
 			log.Write(stderr.Bytes())
 		}

@@ -92,6 +92,11 @@ executor: {kind: local, trainer: %s}
 	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"x*"}, false); err == nil || !strings.Contains(err.Error(), "no sweep of the study matches -sweep x*") {
 		t.Errorf("-sweep x*: %v", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := st.CheckCost(ctx, &out, &log, self, nil, false); err == nil || !strings.Contains(err.Error(), "stopped by a signal during the check of ") {
+		t.Errorf("a stopped check: %v", err)
+	}
 	t.Setenv("FAKE_CHECK_FAIL", "1")
 	log.Reset()
 	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
