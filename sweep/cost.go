@@ -11,8 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/meazo-go/meazo/internal/bytesize"
+	"github.com/meazo-go/meazo/internal/stopsig"
 	"github.com/meazo-go/meazo/train"
 )
 
@@ -102,6 +104,12 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, trainer, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A signal stops the check (ctx): SIGTERM to its process group, which
+	// holds what the trainer started too; whatever still holds the pipes
+	// after checkStopWait is killed and let go of.
+	cmd.SysProcAttr = stopsig.ChildAttr()
+	cmd.Cancel = func() error { return stopGroup(cmd.Process) }
+	cmd.WaitDelay = checkStopWait
 	if verbose {
 		cmd.Stderr = io.MultiWriter(&stderr, log)
 	}
@@ -120,6 +128,10 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 	}
 	return &rep, nil
 }
+
+// checkStopWait is how long a check stopped by a signal has to end before
+// it is killed.
+const checkStopWait = 10 * time.Second
 
 // runSeconds is a whole run's time by report rep: its start and the rest.
 func runSeconds(rep *train.CheckReport) float64 { return rep.StartSeconds + rep.RunSeconds }
