@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path"
@@ -167,17 +168,26 @@ func (st *Study) slurmFit(rep *train.CheckReport) string {
 	if err != nil {
 		return ""
 	}
+	timeLimit := fmt.Sprintf("executor.slurm.time %s (%s)", s.Time, train.FormatDuration(float64(limit)))
 	usable := float64(limit - s.SignalSecs)
 	need := rep.StartSeconds + rep.ValidationSeconds + rep.StepSeconds
 	switch {
+	case usable <= 0:
+		return fmt.Sprintf("warning: %s is not longer than signal_seconds %d: each job is told to stop as it starts, so no run "+
+			"would ever get past its start: raise executor.slurm.time (or lower signal_seconds)", timeLimit, s.SignalSecs)
 	case need >= usable:
-		return fmt.Sprintf("warning: a job of executor.slurm.time %s, less signal_seconds %d, has %s: less than the run's start (%s), "+
+		return fmt.Sprintf("warning: a job of %s, less signal_seconds %d, has %s: less than the run's start (%s), "+
 			"a validation (%s) and a step (%s); a job stopped during a validation runs it again from its start, so the run would never get past it: raise executor.slurm.time",
-			s.Time, s.SignalSecs, train.FormatDuration(usable), train.FormatDuration(rep.StartSeconds), train.FormatDuration(rep.ValidationSeconds), train.FormatDuration(rep.StepSeconds))
+			timeLimit, s.SignalSecs, train.FormatDuration(usable), train.FormatDuration(rep.StartSeconds), train.FormatDuration(rep.ValidationSeconds), train.FormatDuration(rep.StepSeconds))
 	case runSeconds(rep) > usable:
-		jobs := int(rep.RunSeconds/(usable-rep.StartSeconds)) + 1
-		return fmt.Sprintf("each run takes about %d jobs of executor.slurm.time %s (requeued when one is stopped, each starting again: %s)",
-			jobs, s.Time, train.FormatDuration(rep.StartSeconds))
+		// Each job has usable - start for the run's own work.
+		jobs := int(math.Ceil(rep.RunSeconds / (usable - rep.StartSeconds)))
+		how := "about"
+		if rep.RunAtLeast {
+			how = "at least"
+		}
+		return fmt.Sprintf("each run takes %s %d jobs of %s (requeued when one is stopped, each starting again: %s)",
+			how, jobs, timeLimit, train.FormatDuration(rep.StartSeconds))
 	}
 	return ""
 }

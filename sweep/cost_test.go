@@ -110,14 +110,25 @@ executor: {kind: local, trainer: %s}
 // a warning (a job stopped during a validation runs it again).
 func TestSlurmFit(t *testing.T) {
 	rep := &train.CheckReport{StartSeconds: 60, ValidationSeconds: 600, StepSeconds: 2, RunSeconds: 10000}
-	for _, c := range []struct{ time, want string }{
-		{"4:00:00", ""},
-		{"1:00:00", "each run takes about 4 jobs of executor.slurm.time 1:00:00 (requeued when one is stopped, each starting again: 1m 00s)"},
-		{"15", "warning: a job of executor.slurm.time 15, less signal_seconds 300, has 10m 00s: less than the run's start (1m 00s), a validation (10m 00s) and a step (2.0s)"},
+	for _, c := range []struct {
+		time string
+		rep  *train.CheckReport
+		want string
+	}{
+		{"4:00:00", rep, ""},
+		{"1:00:00", rep, "each run takes about 4 jobs of executor.slurm.time 1:00:00 (1h 00m) (requeued when one is stopped, each starting again: 1m 00s)"},
+		// A run of exactly two jobs' work (3300 s less the start, twice) takes two, not three.
+		{"1:00:00", &train.CheckReport{StartSeconds: 60, ValidationSeconds: 600, StepSeconds: 2, RunSeconds: 2 * 3240}, "each run takes about 2 jobs of"},
+		// A projection that is a lower bound gives a lower bound.
+		{"1:00:00", &train.CheckReport{StartSeconds: 60, ValidationSeconds: 600, StepSeconds: 2, RunSeconds: 10000, RunAtLeast: true}, "each run takes at least 4 jobs of"},
+		{"15", rep, "warning: a job of executor.slurm.time 15 (15m 00s), less signal_seconds 300, has 10m 00s: less than the run's start (1m 00s), a validation (10m 00s) and a step (2.0s)"},
+		// A time limit within signal_seconds: no time at all, not "<1ms".
+		{"5", rep, "warning: executor.slurm.time 5 (5m 00s) is not longer than signal_seconds 300: each job is told to stop as it starts"},
+		{"1", &train.CheckReport{StartSeconds: 1, RunSeconds: 2}, "warning: executor.slurm.time 1 (1m 00s) is not longer than signal_seconds 300"},
 	} {
 		st := &Study{Executor: Executor{Kind: "slurm", Slurm: Slurm{Time: c.time, SignalSecs: 300}}}
-		if got := st.slurmFit(rep); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
-			t.Errorf("time %s: %q, want %q", c.time, got, c.want)
+		if got := st.slurmFit(c.rep); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+			t.Errorf("time %s, %+v: %q, want %q", c.time, c.rep, got, c.want)
 		}
 	}
 }
