@@ -121,7 +121,13 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 		if !verbose {
 			log.Write(stderr.Bytes())
 		}
-		return nil, fmt.Errorf("meazo-train --check of %s failed (%v): its lines are above", r.Dir, err)
+		switch {
+		case bytes.Contains(stderr.Bytes(), []byte("flag provided but not defined: -check")):
+			return nil, fmt.Errorf("%s has no --check (%v): an older meazo-train? Build this one (make build) or point executor.trainer or $MEAZO_TRAIN at it", trainer, err)
+		case len(bytes.TrimSpace(stderr.Bytes())) == 0:
+			return nil, fmt.Errorf("%s --check of %s failed (%v) and printed nothing on stderr", trainer, r.Dir, err)
+		}
+		return nil, fmt.Errorf("%s --check of %s failed (%v): its lines are above", trainer, r.Dir, err)
 	}
 	var rep train.CheckReport
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {

@@ -27,7 +27,14 @@ func fakeCheck(args []string) error {
 		fmt.Fprintln(lf, strings.Join(args, " "))
 		lf.Close()
 	}
-	if os.Getenv("FAKE_CHECK_FAIL") != "" {
+	switch os.Getenv("FAKE_CHECK_FAIL") {
+	case "":
+	case "old": // an older meazo-train, without --check: the flag package's refusal
+		fmt.Fprintln(os.Stderr, "flag provided but not defined: -check")
+		os.Exit(2)
+	case "silent":
+		os.Exit(1)
+	default:
 		return fmt.Errorf("model.path models/x: no such directory")
 	}
 	run := 200.0
@@ -100,8 +107,22 @@ executor: {kind: local, trainer: %s}
 	t.Setenv("FAKE_CHECK_FAIL", "1")
 	log.Reset()
 	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
-	if err == nil || !strings.Contains(err.Error(), "sweep e_meazo: meazo-train --check of ") || !strings.Contains(log.String(), "no such directory") {
+	if err == nil || !strings.Contains(err.Error(), "sweep e_meazo: "+self+" --check of ") || !strings.Contains(err.Error(), "its lines are above") ||
+		!strings.Contains(log.String(), "no such directory") {
 		t.Errorf("a failed check: %v\n%s", err, log.String())
+	}
+	// A trainer that fails without a word: no "lines above" to point at.
+	t.Setenv("FAKE_CHECK_FAIL", "silent")
+	log.Reset()
+	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
+	if err == nil || !strings.Contains(err.Error(), self+" --check of ") || !strings.Contains(err.Error(), "failed (exit status 1) and printed nothing on stderr") {
+		t.Errorf("a silent failed check: %v\n%s", err, log.String())
+	}
+	// An older meazo-train: said so, not left to the user to read the flag error.
+	t.Setenv("FAKE_CHECK_FAIL", "old")
+	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
+	if err == nil || !strings.Contains(err.Error(), self+" has no --check (exit status 2): an older meazo-train?") {
+		t.Errorf("a trainer without --check: %v", err)
 	}
 }
 
