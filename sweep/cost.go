@@ -66,10 +66,23 @@ func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string
 		}
 	}
 	if sum.sweeps == 0 {
-		return fmt.Errorf("no sweep of the study matches -sweep %s", strings.Join(patterns, ", "))
+		return fmt.Errorf("no sweep of the study matches -sweep %s; its sweeps: %s", strings.Join(patterns, ", "), st.sweepNames(8))
 	}
 	fmt.Fprintln(w, sum.String())
 	return nil
+}
+
+// sweepNames lists the study's sweeps' names, the first n of them and how
+// many more.
+func (st *Study) sweepNames(n int) string {
+	var names []string
+	for _, sp := range st.Sweeps() {
+		names = append(names, sp.Name)
+	}
+	if len(names) > n {
+		return fmt.Sprintf("%s, … (%d in all: meazo-sweep plan lists them)", strings.Join(names[:n], ", "), len(names))
+	}
+	return strings.Join(names, ", ")
 }
 
 // matchesAny reports whether name matches one of patterns (none: all).

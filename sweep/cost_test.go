@@ -96,7 +96,7 @@ executor: {kind: local, trainer: %s}
 	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"*_zo-sgd"}, false); err != nil || strings.Contains(out.String(), "e_meazo") || !strings.Contains(out.String(), "the 1 sweep checked") {
 		t.Errorf("-sweep *_zo-sgd: %v\n%s", err, out.String())
 	}
-	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"x*"}, false); err == nil || !strings.Contains(err.Error(), "no sweep of the study matches -sweep x*") {
+	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"x*"}, false); err == nil || !strings.Contains(err.Error(), "no sweep of the study matches -sweep x*; its sweeps: e_meazo, e_zo-sgd") {
 		t.Errorf("-sweep x*: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
