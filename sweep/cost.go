@@ -24,8 +24,9 @@ import (
 // of its first run — the run's start, step 0's validation of a sample and
 // two steps, timed, on this machine — and what the sweep and the study
 // would take: each sweep's runs of stage 1 and the most its stage 2 can
-// have, their run time summed, and under Slurm how each run fits the job's
-// time limit. It writes nothing in the study (the checks' output.dir is a
+// have (those left, where its run directories hold results: a complete
+// sweep is not checked), their run time summed, and under Slurm how each
+// run fits the job's time limit. It writes nothing in the study (the checks' output.dir is a
 // temporary directory, which they leave empty). The checks' own lines go
 // to log when verbose, else only a failed check's.
 func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string, patterns []string, verbose bool) error {
@@ -43,9 +44,20 @@ func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string
 	}
 	defer os.RemoveAll(tmp)
 	var sum studyCost
+	matched := 0
 	for _, sp := range st.Sweeps() {
 		runs := sp.Stage1()
 		if len(runs) == 0 || !matchesAny(patterns, sp.Name) {
+			continue
+		}
+		matched++
+		left, err := sp.left()
+		if err != nil {
+			return err
+		}
+		if left.coarse == 0 && left.fine == 0 {
+			fmt.Fprintf(w, "sweep %s: complete, all %d runs have a result: not checked\n", sp.Name, left.coarseAll+left.fineAll)
+			sum.complete++
 			continue
 		}
 		fmt.Fprintf(log, "checking sweep %s (%s) …\n", sp.Name, sp.Config())
@@ -53,19 +65,15 @@ func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string
 		if err != nil {
 			return fmt.Errorf("sweep %s: %w", sp.Name, err)
 		}
-		fine := 0
-		if *sp.Exp.Fine {
-			fine = maxFine(sp.Exp.Coarse) * len(sp.Exp.Seeds)
-		}
-		sum.add(rep, len(runs), fine)
-		fmt.Fprintln(w, sweepCostLine(sp.Name, rep, len(runs), fine))
+		sum.add(rep, left)
+		fmt.Fprintln(w, sweepCostLine(sp.Name, rep, left))
 		if st.Executor.Kind == "slurm" {
 			if line := st.slurmFit(rep); line != "" {
 				fmt.Fprintln(w, "  "+line)
 			}
 		}
 	}
-	if sum.sweeps == 0 {
+	if matched == 0 {
 		return fmt.Errorf("no sweep of the study matches -sweep %s; its sweeps: %s", strings.Join(patterns, ", "), st.sweepNames(8))
 	}
 	fmt.Fprintln(w, sum.String())
@@ -156,15 +164,67 @@ const checkStopWait = 10 * time.Second
 // runSeconds is a whole run's time by report rep: its start and the rest.
 func runSeconds(rep *train.CheckReport) float64 { return rep.StartSeconds + rep.RunSeconds }
 
-// sweepCostLine is a sweep's line: one run's time (rep) and the runs of its
-// stage 1 and the most of its stage 2 (fine).
-func sweepCostLine(name string, rep *train.CheckReport, coarse, fine int) string {
+// sweepLeft is what a sweep has left to run, by its run directories: its
+// runs without a result (not done nor diverged: new, failed, interrupted,
+// …) of stage 1 and, once stage 1 has all its results, of stage 2 (the
+// fine grid around its η*); before then, the most stage 2 can have
+// (fineUpTo). The All counts are the stages' runs, with a result or not.
+type sweepLeft struct {
+	coarse, coarseAll int
+	fine, fineAll     int
+	fineUpTo          bool
+}
+
+// left reads what sweep sp has left to run.
+func (sp *SweepPlan) left() (sweepLeft, error) {
+	ss, err := sp.State()
+	if err != nil {
+		return sweepLeft{}, err
+	}
+	pending := func(runs []RunSpec) int {
+		n := 0
+		for _, r := range runs {
+			if s := ss.States[r.Dir].Status; s != StatusDone && s != StatusDiverged {
+				n++
+			}
+		}
+		return n
+	}
+	l := sweepLeft{coarse: pending(ss.Stage1), coarseAll: len(ss.Stage1)}
+	switch {
+	case l.coarse > 0 && *sp.Exp.Fine: // its η*, and so its fine grid, may change yet
+		l.fine = maxFine(sp.Exp.Coarse) * len(sp.Exp.Seeds)
+		l.fineAll, l.fineUpTo = l.fine, true
+	case l.coarse == 0:
+		l.fine, l.fineAll = pending(ss.Stage2), len(ss.Stage2)
+	}
+	return l, nil
+}
+
+// stageLeft is a stage's part of a sweep's line: its n runs left of all,
+// each of run seconds.
+func stageLeft(n, all int, run float64, atLeast bool) string {
+	switch n {
+	case all:
+		return fmt.Sprintf("%s, %s", counted(n, "run"), approx(float64(n)*run, atLeast))
+	case 0:
+		return fmt.Sprintf("all %d runs have a result", all)
+	}
+	return fmt.Sprintf("%d of %d runs left, %s", n, all, approx(float64(n)*run, atLeast))
+}
+
+// sweepCostLine is a sweep's line: one run's time (rep) and the runs left
+// of its stages.
+func sweepCostLine(name string, rep *train.CheckReport, left sweepLeft) string {
 	run := runSeconds(rep)
-	line := fmt.Sprintf("sweep %s: a run %s (its start %s, %d steps of %s, a validation %s); stage 1: %d runs, %s",
+	line := fmt.Sprintf("sweep %s: a run %s (its start %s, %d steps of %s, a validation %s); stage 1: %s",
 		name, approx(run, rep.RunAtLeast), train.FormatDuration(rep.StartSeconds), rep.Steps, train.FormatDuration(rep.StepSeconds),
-		train.FormatDuration(rep.ValidationSeconds), coarse, approx(float64(coarse)*run, rep.RunAtLeast))
-	if fine > 0 {
-		line += fmt.Sprintf("; stage 2: up to %d runs, %s", fine, approx(float64(fine)*run, rep.RunAtLeast))
+		train.FormatDuration(rep.ValidationSeconds), stageLeft(left.coarse, left.coarseAll, run, rep.RunAtLeast))
+	switch {
+	case left.fineUpTo:
+		line += fmt.Sprintf("; stage 2: up to %d runs, %s", left.fine, approx(float64(left.fine)*run, rep.RunAtLeast))
+	case left.fineAll > 0:
+		line += "; stage 2: " + stageLeft(left.fine, left.fineAll, run, rep.RunAtLeast)
 	}
 	line += "; peak RSS " + bytesize.String(rep.PeakRSSBytes)
 	if rep.PeakDeviceBytes > 0 {
@@ -211,29 +271,49 @@ func (st *Study) slurmFit(rep *train.CheckReport) string {
 	return ""
 }
 
-// studyCost sums the sweeps' costs.
+// studyCost sums the sweeps' costs: the runs they have left.
 type studyCost struct {
 	sweeps, coarse, fine int
 	coarseSecs, fineSecs float64
 	atLeast              bool
+	fineUpTo             bool // a sweep's stage 2 is not known yet: fine is the most
+	someDone             bool // a run checked has a result: the counts are what is left
+	complete             int  // sweeps matched with every run's result: not checked
 }
 
-func (c *studyCost) add(rep *train.CheckReport, coarse, fine int) {
+func (c *studyCost) add(rep *train.CheckReport, left sweepLeft) {
 	c.sweeps++
-	c.coarse += coarse
-	c.fine += fine
-	c.coarseSecs += float64(coarse) * runSeconds(rep)
-	c.fineSecs += float64(fine) * runSeconds(rep)
+	c.coarse += left.coarse
+	c.fine += left.fine
+	c.coarseSecs += float64(left.coarse) * runSeconds(rep)
+	c.fineSecs += float64(left.fine) * runSeconds(rep)
 	c.atLeast = c.atLeast || rep.RunAtLeast
+	c.fineUpTo = c.fineUpTo || left.fineUpTo
+	c.someDone = c.someDone || left.coarse < left.coarseAll || left.fine < left.fineAll
 }
 
 // String is the study's line.
 func (c *studyCost) String() string {
-	s := fmt.Sprintf("the %s checked: %d runs in stage 1, %s of run time", counted(c.sweeps, "sweep"), c.coarse, approx(c.coarseSecs, c.atLeast))
-	if c.fine > 0 {
-		s += fmt.Sprintf(", and up to %d in stage 2, %s more", c.fine, approx(c.fineSecs, c.atLeast))
+	if c.sweeps == 0 {
+		return fmt.Sprintf("nothing left to run: the %s matched %s complete", counted(c.complete, "sweep"), map[bool]string{true: "is", false: "are"}[c.complete == 1])
 	}
-	return s + " on this machine, one run at a time (runs side by side on other GPUs or nodes divide it)"
+	in := "in"
+	if c.someDone {
+		in = "left in"
+	}
+	s := fmt.Sprintf("the %s checked: %d runs %s stage 1, %s of run time", counted(c.sweeps, "sweep"), c.coarse, in, approx(c.coarseSecs, c.atLeast))
+	if c.fine > 0 {
+		upTo := ""
+		if c.fineUpTo {
+			upTo = "up to "
+		}
+		s += fmt.Sprintf(", and %s%d %s stage 2, %s more", upTo, c.fine, in, approx(c.fineSecs, c.atLeast))
+	}
+	s += " on this machine, one run at a time (runs side by side on other GPUs or nodes divide it)"
+	if c.complete > 0 {
+		s += fmt.Sprintf("; %s complete, not checked", counted(c.complete, "sweep"))
+	}
+	return s
 }
 
 // approx is secs as "about D", or "at least D" for a lower bound.

@@ -153,3 +153,70 @@ func TestSlurmFit(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCostLeft: check counts what a study has left to run, by its run
+// directories: a stage's runs without a result, stage 2's own grid once
+// stage 1 has all its results (not the most it could have), and a complete
+// sweep is neither checked nor counted.
+func TestCheckCostLeft(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	calls := filepath.Join(dir, "calls")
+	t.Setenv("FAKE_CHECK_LOG", calls)
+	st, err := LoadStudy(writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0, 1]
+coarse: [1e-3, 5e-3, 1e-2, 5e-2]
+experiments:
+  - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
+  - {name: f, config: "`+testConfigs+`/qwen06b_sst2_lora_meazo.yaml", optimizers: [meazo], fine: false}
+executor: {kind: local, trainer: %s}
+`, dir, self)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAll := func(runs []RunSpec) {
+		for _, r := range runs {
+			if err := fakeTrain(r.FreshArgs()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sweeps := st.Sweeps() // e_meazo, e_zo-sgd, f_meazo
+	runAll(sweeps[0].Stage1())
+	ss, err := sweeps[0].State()
+	if err != nil || !ss.Stage2Known || len(ss.Stage2) < 3 {
+		t.Fatalf("e_meazo's stage 2 after its stage 1: %v, %+v", err, ss)
+	}
+	n2 := len(ss.Stage2)
+	runAll(ss.Stage2[:2])
+	runAll(sweeps[1].Stage1()[:3])
+	runAll(sweeps[2].Stage1())
+
+	var out, log bytes.Buffer
+	if err := st.CheckCost(context.Background(), &out, &log, self, nil, false); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	upTo := maxFine([]float64{1e-3, 5e-3, 1e-2, 5e-2}) * 2
+	for _, want := range []string{
+		fmt.Sprintf("sweep e_meazo: a run about 1m 50s (its start 10s, 100 steps of 0.5s, a validation 30s); stage 1: all 8 runs have a result; stage 2: %d of %d runs left, about %s; peak RSS",
+			n2-2, n2, train.FormatDuration(float64(n2-2)*110)),
+		fmt.Sprintf("sweep e_zo-sgd: a run about 3m 30s (its start 10s, 100 steps of 0.5s, a validation 30s); stage 1: 5 of 8 runs left, about 17m 30s; stage 2: up to %d runs, about %s; peak RSS",
+			upTo, train.FormatDuration(float64(upTo)*210)),
+		"sweep f_meazo: complete, all 8 runs have a result: not checked\n",
+		fmt.Sprintf("the 2 sweeps checked: 5 runs left in stage 1, about 17m 30s of run time, and up to %d left in stage 2, about %s more on this machine",
+			n2-2+upTo, train.FormatDuration(float64(n2-2)*110+float64(upTo)*210)),
+		"; 1 sweep complete, not checked\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("want %q in:\n%s", want, out.String())
+		}
+	}
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "\n") != 2 {
+		t.Errorf("want 2 checks (not the complete sweep's), got:\n%s", b)
+	}
+	out.Reset()
+	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"f_*"}, false); err != nil || !strings.HasSuffix(out.String(), "nothing left to run: the 1 sweep matched is complete\n") {
+		t.Errorf("-sweep f_*: %v\n%s", err, out.String())
+	}
+}
