@@ -43,6 +43,14 @@ func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if st.Executor.Kind == "slurm" {
+		// Where a job has no time at all, each sweep's line says so.
+		if limit, err := parseSlurmTime(st.Executor.Slurm.Time); err == nil && limit > st.Executor.Slurm.SignalSecs {
+			if warn := st.earlySignalWarning(); warn != "" {
+				fmt.Fprintln(w, warn)
+			}
+		}
+	}
 	var sum studyCost
 	matched := 0
 	for _, sp := range st.Sweeps() {

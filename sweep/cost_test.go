@@ -220,3 +220,42 @@ executor: {kind: local, trainer: %s}
 		t.Errorf("-sweep f_*: %v\n%s", err, out.String())
 	}
 }
+
+// TestCheckCostSlurm: under executor slurm each sweep's line is followed by
+// how a run fits a job, and a time limit that leaves the task script too
+// little to tell the time limit's SIGUSR1 from a re-sent one is warned of
+// once, as run warns of it; one within signal_seconds only by the sweeps'
+// own warning.
+func TestCheckCostSlurm(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	for _, c := range []struct {
+		time, signal string
+		want         []string
+		not          string
+	}{
+		{"2", "60", []string{"warning: executor.slurm.time 2 leaves under 75 s before signal_seconds 60: ",
+			"  each run takes about 2 jobs of executor.slurm.time 2 (2m 00s) (requeued when one is stopped, each starting again: 10s)"}, ""},
+		{"1", "300", []string{"  warning: executor.slurm.time 1 (1m 00s) is not longer than signal_seconds 300"}, "leaves under"},
+		{"1:00:00", "300", []string{"sweep e_meazo: "}, "warning"},
+	} {
+		st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: "+testConfigs+
+			"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, slurm: {time: \"%s\", signal_seconds: %s}}\n", dir, c.time, c.signal)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, log bytes.Buffer
+		if err := st.CheckCost(context.Background(), &out, &log, self, nil, false); err != nil {
+			t.Fatalf("%v\n%s", err, log.String())
+		}
+		for _, want := range c.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("time %s, signal_seconds %s: want %q in:\n%s", c.time, c.signal, want, out.String())
+			}
+		}
+		if c.not != "" && strings.Contains(out.String(), c.not) {
+			t.Errorf("time %s, signal_seconds %s: want no %q in:\n%s", c.time, c.signal, c.not, out.String())
+		}
+	}
+}

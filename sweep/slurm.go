@@ -258,15 +258,26 @@ func (st *Study) SlurmPlan(w io.Writer, studyPath string) error {
 	return nil
 }
 
+// earlySignalWarning warns, where executor.slurm.time leaves too little
+// before signal_seconds for the task script to tell the time limit's
+// SIGUSR1 from one re-sent at once to a requeued task (earliestSignal),
+// that a requeued run may stop after a few steps each time. "" otherwise.
+func (st *Study) earlySignalWarning() string {
+	if st.earliestSignal() >= 10 {
+		return ""
+	}
+	return fmt.Sprintf("warning: executor.slurm.time %s leaves under %d s before signal_seconds %d: Slurm may send "+
+		"the time limit's SIGUSR1 up to 60 s early and sends it again at once to a requeued task, so a requeued run may stop after a "+
+		"few steps each time; a time limit longer by a minute or more avoids that",
+		st.Executor.Slurm.Time, signalEarly+10, st.Executor.Slurm.SignalSecs)
+}
+
 // SlurmSubmit submits the runs this mode starts (stage 1, or stage 2 of the
 // sweeps whose stage 1 is settled) and a selection job after them; with
 // nothing left to submit it writes sweep.json for the complete sweeps.
 func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io.Writer) error {
-	if !selectJob && st.earliestSignal() < 10 {
-		fmt.Fprintf(log, "meazo-sweep: warning: executor.slurm.time %s leaves under %d s before signal_seconds %d: Slurm may send "+
-			"the time limit's SIGUSR1 up to 60 s early and sends it again at once to a requeued task, so a requeued run may stop after a "+
-			"few steps each time; a time limit longer by a minute or more avoids that\n",
-			st.Executor.Slurm.Time, signalEarly+10, st.Executor.Slurm.SignalSecs)
+	if w := st.earlySignalWarning(); !selectJob && w != "" {
+		fmt.Fprintf(log, "meazo-sweep: %s\n", w)
 	}
 	unlock, err := lockSubmissions(st.Out, log)
 	if err != nil {
