@@ -273,8 +273,8 @@ func (st *Study) slurmFit(rep *train.CheckReport) string {
 		if rep.RunAtLeast {
 			how = "at least"
 		}
-		return fmt.Sprintf("each run takes %s %d jobs of %s (requeued when one is stopped, each starting again: %s)",
-			how, jobs, timeLimit, train.FormatDuration(rep.StartSeconds))
+		return fmt.Sprintf("each run takes %s %d jobs of %s (requeued when one is stopped, each starting again: %s; a run %s in all)",
+			how, jobs, timeLimit, train.FormatDuration(rep.StartSeconds), approx(runSeconds(rep)+float64(jobs-1)*rep.StartSeconds, rep.RunAtLeast))
 	}
 	return ""
 }

@@ -137,7 +137,7 @@ func TestSlurmFit(t *testing.T) {
 		want string
 	}{
 		{"4:00:00", rep, ""},
-		{"1:00:00", rep, "each run takes about 4 jobs of executor.slurm.time 1:00:00 (1h 00m) (requeued when one is stopped, each starting again: 1m 00s)"},
+		{"1:00:00", rep, "each run takes about 4 jobs of executor.slurm.time 1:00:00 (1h 00m) (requeued when one is stopped, each starting again: 1m 00s; a run about 2h 50m in all)"},
 		// A run of exactly two jobs' work (3300 s less the start, twice) takes two, not three.
 		{"1:00:00", &train.CheckReport{StartSeconds: 60, ValidationSeconds: 600, StepSeconds: 2, RunSeconds: 2 * 3240}, "each run takes about 2 jobs of"},
 		// A projection that is a lower bound gives a lower bound.
@@ -236,7 +236,7 @@ func TestCheckCostSlurm(t *testing.T) {
 		not          string
 	}{
 		{"2", "60", []string{"warning: executor.slurm.time 2 leaves under 75 s before signal_seconds 60: ",
-			"  each run takes about 2 jobs of executor.slurm.time 2 (2m 00s) (requeued when one is stopped, each starting again: 10s)"}, ""},
+			"  each run takes about 2 jobs of executor.slurm.time 2 (2m 00s) (requeued when one is stopped, each starting again: 10s; a run about 2m 00s in all)"}, ""},
 		{"1", "300", []string{"  warning: executor.slurm.time 1 (1m 00s) is not longer than signal_seconds 300"}, "leaves under"},
 		{"1:00:00", "300", []string{"sweep e_meazo: "}, "warning"},
 	} {
