@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,6 +141,10 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 	cmd.SysProcAttr = stopsig.ChildAttr()
 	cmd.Cancel = func() error { return stopGroup(cmd.Process) }
 	cmd.WaitDelay = checkStopWait
+	if x := st.Executor; x.Kind == "local" && len(x.GPUs) > 0 {
+		// On a GPU of the study's, as its runs: not on one it leaves to others.
+		cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+strconv.Itoa(x.GPUs[0]))
+	}
 	if verbose {
 		cmd.Stderr = io.MultiWriter(&stderr, log)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,7 @@ import (
 )
 
 // fakeCheck is the fake meazo-train's --check: it appends its arguments to
-// $FAKE_CHECK_LOG and prints a report whose run takes 100 s with meazo and
+// $FAKE_CHECK_LOG (and CUDA_VISIBLE_DEVICES where set) and prints a report whose run takes 100 s with meazo and
 // 200 s with another optimizer; with $FAKE_CHECK_FAIL it fails as a refused
 // start does.
 func fakeCheck(args []string) error {
@@ -24,7 +25,11 @@ func fakeCheck(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(lf, strings.Join(args, " "))
+		line := strings.Join(args, " ")
+		if g, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+			line += " CUDA_VISIBLE_DEVICES=" + g
+		}
+		fmt.Fprintln(lf, line)
 		lf.Close()
 	}
 	switch os.Getenv("FAKE_CHECK_FAIL") {
@@ -257,5 +262,28 @@ func TestCheckCostSlurm(t *testing.T) {
 		if c.not != "" && strings.Contains(out.String(), c.not) {
 			t.Errorf("time %s, signal_seconds %s: want no %q in:\n%s", c.time, c.signal, c.not, out.String())
 		}
+	}
+}
+
+// TestCheckCostGPU: with executor.gpus, the check runs on the study's first
+// GPU, as its runs run on the study's GPUs (not on GPU 0, which the study
+// may leave to others).
+func TestCheckCostGPU(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+	calls := filepath.Join(dir, "calls")
+	t.Setenv("FAKE_CHECK_LOG", calls)
+	st, err := LoadStudy(writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nexperiments:\n  - {name: e, config: "+testConfigs+
+		"/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: local, gpus: [2, 3]}\n", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CheckCost(context.Background(), io.Discard, io.Discard, self, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(calls); !strings.HasSuffix(strings.TrimSpace(string(b)), " CUDA_VISIBLE_DEVICES=2") {
+		t.Errorf("the check ran with %s, want CUDA_VISIBLE_DEVICES=2 (executor.gpus [2, 3])", b)
 	}
 }
