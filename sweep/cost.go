@@ -308,7 +308,7 @@ func (c *studyCost) add(rep *train.CheckReport, left sweepLeft) {
 // String is the study's line.
 func (c *studyCost) String() string {
 	if c.sweeps == 0 {
-		return fmt.Sprintf("nothing left to run: the %s matched %s complete", counted(c.complete, "sweep"), map[bool]string{true: "is", false: "are"}[c.complete == 1])
+		return fmt.Sprintf("nothing left to run: the %s %s complete", counted(c.complete, "sweep"), map[bool]string{true: "is", false: "are"}[c.complete == 1])
 	}
 	in := "in"
 	if c.someDone {

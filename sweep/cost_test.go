@@ -221,7 +221,7 @@ executor: {kind: local, trainer: %s}
 		t.Errorf("want 2 checks (not the complete sweep's), got:\n%s", b)
 	}
 	out.Reset()
-	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"f_*"}, false); err != nil || !strings.HasSuffix(out.String(), "nothing left to run: the 1 sweep matched is complete\n") {
+	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"f_*"}, false); err != nil || !strings.HasSuffix(out.String(), "nothing left to run: the 1 sweep is complete\n") {
 		t.Errorf("-sweep f_*: %v\n%s", err, out.String())
 	}
 }
