@@ -314,7 +314,7 @@ func (c *studyCost) String() string {
 	if c.someDone {
 		in = "left in"
 	}
-	s := fmt.Sprintf("the %s checked: %d runs %s stage 1, %s of run time", counted(c.sweeps, "sweep"), c.coarse, in, approx(c.coarseSecs, c.atLeast))
+	s := fmt.Sprintf("the %s checked: %s %s stage 1, %s of run time", counted(c.sweeps, "sweep"), counted(c.coarse, "run"), in, approx(c.coarseSecs, c.atLeast))
 	if c.fine > 0 {
 		upTo := ""
 		if c.fineUpTo {

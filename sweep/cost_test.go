@@ -217,8 +217,14 @@ executor: {kind: local, trainer: %s}
 			t.Errorf("want %q in:\n%s", want, out.String())
 		}
 	}
-	if b, _ := os.ReadFile(calls); strings.Count(string(b), "\n") != 2 {
-		t.Errorf("want 2 checks (not the complete sweep's), got:\n%s", b)
+	// One run left in stage 1: "1 run", not "1 runs".
+	runAll(sweeps[1].Stage1()[3:7])
+	out.Reset()
+	if err := st.CheckCost(context.Background(), &out, &log, self, nil, false); err != nil || !strings.Contains(out.String(), "the 2 sweeps checked: 1 run left in stage 1, about 3m 30s of run time") {
+		t.Errorf("one run left in stage 1: %v\n%s", err, out.String())
+	}
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "\n") != 4 {
+		t.Errorf("want 2 checks each time (not the complete sweep's), got:\n%s", b)
 	}
 	out.Reset()
 	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"f_*"}, false); err != nil || !strings.HasSuffix(out.String(), "nothing left to run: the 1 sweep is complete\n") {
