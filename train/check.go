@@ -40,7 +40,12 @@ const checkValidationBatches = 4
 //
 // Check takes a new run's Options (ConfigPath, Overrides, Log, Stop); a
 // resume needs no check: it reads and checks everything before it changes
-// anything, and a refused resume changes nothing.
+// anything, and a refused resume changes nothing. A stop request
+// (Options.Stop: a signal) ends the check at the next point a run would
+// stop at — between the start's phases, between evaluation batches, before
+// a step, and before the report — with an error that says so (not
+// ErrStoppedStarting: there is nothing to start or resume again, only the
+// check to run again).
 func Check(opts Options) (_ *CheckReport, err error) {
 	if opts.Resume != "" {
 		return nil, errors.New("--check checks a new run's config (--config); a --resume needs none: it checks everything before it changes anything, and a refused resume changes nothing")
@@ -56,22 +61,49 @@ func Check(opts Options) (_ *CheckReport, err error) {
 	if err := r.newRunConfig(); err != nil {
 		return nil, err
 	}
-	if err := r.stopStarting("loading the model"); err != nil {
-		return nil, err
-	}
 	setup := r.setupText
 	if isImageTask(r.cfg) {
 		setup = r.setupVision
 	}
+	if err := r.stopStarting("loading the model"); err != nil {
+		return nil, r.checkStopped(err, "the run's start")
+	}
 	if err := setup(); err != nil {
-		return nil, err
+		return nil, r.checkStopped(err, "the run's start")
 	}
 	startSecs := time.Since(t0).Seconds()
 	secs, err := r.checkRuns()
 	if err != nil {
 		return nil, err
 	}
+	if reason := r.stopRequested(); reason != "" {
+		return nil, r.checkStopped(&stoppedError{reason}, checkPhase(min(CheckSteps, r.cfg.Train.Steps)))
+	}
 	return r.checkReport(startSecs, secs), nil
+}
+
+// checkStopped is err, or, where err is a stop request's (a signal's,
+// while the check was in phase), the check's own error for it: nothing was
+// written and the run is not checked.
+func (r *run) checkStopped(err error, phase string) error {
+	reason, stopped := stopReason(err)
+	if errors.Is(err, ErrStoppedStarting) {
+		reason, stopped = r.stopRequested(), true
+	}
+	if !stopped {
+		return err
+	}
+	return fmt.Errorf("the check was stopped by %s during %s: nothing was written, and the run is not checked (run the check again)", reason, phase)
+}
+
+// checkPhase is what the check was doing when a stop request is seen after
+// its step done (0: step 0's validation, whose last batch the request came
+// after).
+func checkPhase(done int) string {
+	if done == 0 {
+		return "step 0's validation"
+	}
+	return fmt.Sprintf("its step %d", done)
 }
 
 // checkRuns runs step 0's validation of a sample and CheckSteps training
@@ -93,6 +125,9 @@ func (r *run) checkRuns() (float64, error) {
 	loss, err := r.modality.validationLoss(pass)
 	r.tr.detach()
 	restore()
+	if _, stopped := stopReason(err); stopped {
+		return 0, r.checkStopped(err, "step 0's validation")
+	}
 	if err != nil {
 		return 0, fmt.Errorf("validation at step 0: %w", err)
 	}
@@ -113,7 +148,7 @@ func (r *run) checkRuns() (float64, error) {
 	secs = 0
 	for i := 1; i <= steps; i++ {
 		if reason := r.stopRequested(); reason != "" {
-			return 0, fmt.Errorf("the check was stopped by %s before its step %d (nothing was written)", reason, i)
+			return 0, r.checkStopped(&stoppedError{reason}, checkPhase(i-1))
 		}
 		r.out.doing(fmt.Sprintf("step %d of %d", i, steps))
 		t0 := time.Now()

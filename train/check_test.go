@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -202,5 +203,47 @@ func TestCheckRefusesWhatTheStartRefuses(t *testing.T) {
 	}
 	if got := log.String(); !strings.Contains(got, "has 1000 B free, less than the ") {
 		t.Errorf("a full disk is not named:\n%s", got)
+	}
+}
+
+// TestCheckStopsCleanly: a stop request (a signal) at each point the check
+// polls for one — between the start's phases, between the validation's
+// batches, before each step and before the report — ends it with the
+// check's own error (not ErrStoppedStarting, whose "start it again" and
+// exit status 3 are a run's), naming what it was doing, with nothing
+// written; once every poll has passed, the check passes.
+func TestCheckStopsCleanly(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	set := []string{"output.dir=" + filepath.Join(dir, "run"), "task.max_validation=8", "eval.batch_size=2", "task.max_test=8", "model.backend=cpu"}
+	before := tree(t, dir)
+	phases := map[string]bool{}
+	for k := 1; ; k++ {
+		if k > 200 {
+			t.Fatal("the check still stops after 200 polls")
+		}
+		polls := 0
+		stop := func() string {
+			if polls++; polls >= k {
+				return "SIGTERM"
+			}
+			return ""
+		}
+		_, err := Check(Options{ConfigPath: cfg, Overrides: set, Stop: stop})
+		if err == nil {
+			break
+		}
+		m := regexp.MustCompile(`^the check was stopped by SIGTERM during (.+): nothing was written, and the run is not checked \(run the check again\)$`).FindStringSubmatch(err.Error())
+		if m == nil || errors.Is(err, ErrStoppedStarting) {
+			t.Fatalf("a stop at poll %d: %v", k, err)
+		}
+		phases[m[1]] = true
+		if after := tree(t, dir); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("a check stopped at poll %d changed the demo's directory:\nbefore %v\nafter  %v", k, before, after)
+		}
+	}
+	for _, want := range []string{"the run's start", "step 0's validation", "its step 1", "its step 2"} {
+		if !phases[want] {
+			t.Errorf("no stop during %q (got %v)", want, phases)
+		}
 	}
 }

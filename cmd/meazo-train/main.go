@@ -16,8 +16,12 @@
 // (train.ExitInterrupted); --resume continues bit-identically. A second
 // SIGINT exits at once (status 130; the last checkpoint is kept). A stop
 // while the run starts (before its first step) exits 3 with nothing new
-// written: start a new run again, resume a resumed one again.
-// Exit statuses: 0 done or diverged, 1 error, 2 bad command line, 3 interrupted.
+// written: start a new run again, resume a resumed one again. A --check
+// stopped by one of them writes nothing, as ever, and exits 1 (it is not
+// done: run it again).
+// Exit statuses: 0 done or diverged (--check: passed), 1 error (--check:
+// the run would be refused, or the check was stopped), 2 bad command line,
+// 3 interrupted.
 package main
 
 import (
@@ -87,7 +91,8 @@ const usageHead = `usage:
   meazo-train --config-doc                                                   print docs/CONFIG.md
   meazo-train --version                                                      which build this is
 SIGINT, SIGTERM or SIGUSR1 finish the current step (or evaluation batch), write a checkpoint and record the stop in summary.json
-("status": "interrupted"), then exit 3. Exit status: 0 done (or diverged: a result), 1 error,
+("status": "interrupted"), then exit 3; a --check stopped by one writes nothing and exits 1. Exit status: 0 done
+(or diverged: a result; --check: passed), 1 error (--check: the run would be refused, or the check was stopped),
 2 bad command line, 3 interrupted (continue with --resume).
 
 `
@@ -314,7 +319,7 @@ func main() {
 	}
 	if !c.demo {
 		// At once: a signal while the run starts stops it cleanly too.
-		c.opts.Stop = stopOnSignals()
+		c.opts.Stop = stopOnSignals(c.check)
 	}
 	cli.LowGC()
 	c.opts.Log, c.opts.Terminal = os.Stderr, isTerminal(os.Stderr)

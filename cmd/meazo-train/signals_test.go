@@ -8,6 +8,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,5 +232,56 @@ func TestExitStatuses(t *testing.T) {
 				t.Errorf("summary.json: %+v, %v; want status %q", s, err, tc.status)
 			}
 		})
+	}
+}
+
+// TestCheckStopsOnSignal: a SIGTERM during --check's validation (or, on a
+// fast machine, its steps: it stops before its report either way) ends it
+// with exit status 1 (not a run's 3, "continue with --resume": a check has
+// nothing to resume), a signal line and an error that say so, and nothing
+// written.
+func TestCheckStopsOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	// Steps of 64 examples: long enough to be signalled in.
+	cmd := self(t, "--check", "--config", cfg, "--out", out, "--set", "train.batch_size=64")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(log.String(), "validation of step 0") {
+		n, err := stderr.Read(buf)
+		log.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the check ended before its validation: %v\n%s", err, log.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stderr)
+	log.Write(rest)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit after SIGTERM: %v, want status 1\n%s", err, log.String())
+	}
+	for _, want := range []string{"meazo-train: SIGTERM: stopping the check after the current step or evaluation batch (it writes nothing; exit 1)",
+		"meazo-train: the check was stopped by SIGTERM during ", "nothing was written, and the run is not checked (run the check again)"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, log.String())
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a stopped check made %s: %v", out, err)
 	}
 }
