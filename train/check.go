@@ -143,7 +143,7 @@ func (r *run) checkRuns() (float64, error) {
 	}
 	steps := min(CheckSteps, r.cfg.Train.Steps)
 	if steps > 0 {
-		r.out.begin("training", fmt.Sprintf("training: %s of batch %d, timed (nothing is saved)", counted(steps, "step"), r.cfg.Train.BatchSize))
+		r.out.begin("training", fmt.Sprintf("training: %s of batch %d, timed (nothing is saved)%s", counted(steps, "step"), r.cfg.Train.BatchSize, r.objectiveNote()))
 	}
 	secs = 0
 	for i := 1; i <= steps; i++ {

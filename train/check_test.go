@@ -247,3 +247,29 @@ func TestCheckStopsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSaysTheObjective: a train.objective accuracy check says, as the
+// run does, that its step losses are minus accuracies (its "loss -0.2500"
+// is otherwise a puzzle), and its losses are the run's.
+func TestCheckSaysTheObjective(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	set := []string{"train.objective=accuracy", "task.max_validation=8", "task.max_test=8", "model.backend=cpu"}
+	var log syncBuilder
+	if _, err := Check(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+dir+"/c"), Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	out := dir + "/r"
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+out)}); err != nil {
+		t.Fatal(err)
+	}
+	got := log.String()
+	if want := "training: 2 steps of batch 8, timed (nothing is saved); the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy)"; !strings.Contains(got, want) {
+		t.Errorf("want %q in:\n%s", want, got)
+	}
+	_, steps := runLosses(t, out)
+	for i, l := range steps {
+		if want := fmt.Sprintf("step %d: loss %.4f ", i+1, l); !strings.Contains(got, want) {
+			t.Errorf("want %q in:\n%s", want, got)
+		}
+	}
+}

@@ -189,14 +189,20 @@ func (r *run) trainingLine() string {
 	if t.CheckpointEvery > 0 {
 		ck = fmt.Sprintf("every %d steps", t.CheckpointEvery)
 	}
-	line := fmt.Sprintf("training: steps %d to %d, batch %d; validation every %d steps, checkpoint %s",
-		min(r.state.Step+1, t.Steps), t.Steps, t.BatchSize, t.EvalEvery, ck)
-	if t.Objective == ObjectiveF1 {
-		line += fmt.Sprintf("; the training loss is minus the mean F1 (0-1) of the answers generated for the batch (train.objective f1, up to %d new tokens), the validation loss the cross-entropy",
+	return fmt.Sprintf("training: steps %d to %d, batch %d; validation every %d steps, checkpoint %s",
+		min(r.state.Step+1, t.Steps), t.Steps, t.BatchSize, t.EvalEvery, ck) + r.objectiveNote()
+}
+
+// objectiveNote is what the training loss is, where it is not the
+// cross-entropy (train.objective f1 or accuracy), for the line that starts
+// the training ("" for train.objective loss).
+func (r *run) objectiveNote() string {
+	switch r.cfg.Train.Objective {
+	case ObjectiveF1:
+		return fmt.Sprintf("; the training loss is minus the mean F1 (0-1) of the answers generated for the batch (train.objective f1, up to %d new tokens), the validation loss the cross-entropy",
 			r.cfg.maxNewTokens())
+	case ObjectiveAccuracy:
+		return "; the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy), the validation loss the cross-entropy"
 	}
-	if t.Objective == ObjectiveAccuracy {
-		line += "; the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy), the validation loss the cross-entropy"
-	}
-	return line
+	return ""
 }
