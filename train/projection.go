@@ -43,13 +43,14 @@ type projection struct {
 	loadSecs                 float64 // one load, as the start's
 	lead                     string  // what the line starts with ("": the first step's time, "the rest takes")
 	ckUntimed                string  // why no checkpoint was timed ("": "not timed yet")
+	patience                 int     // train.patience: early stopping may end the run before stepsLeft
 }
 
 // project is the projection after a step of stepSecs at step (steps done).
 func (r *run) project(step int, stepSecs float64) projection {
 	cfg := r.cfg
 	p := projection{stepSecs: stepSecs, stepsLeft: cfg.Train.Steps - step, valSecs: r.valSecs, valStep: r.valStep,
-		ckSecs: r.ckSecs, ckStep: r.ckStep, bestCheckpoints: cfg.Adapter.Kind == "full"}
+		ckSecs: r.ckSecs, ckStep: r.ckStep, bestCheckpoints: cfg.Adapter.Kind == "full", patience: cfg.Train.Patience}
 	for s := step + 1; s <= cfg.Train.Steps; s++ {
 		if s%cfg.Train.EvalEvery == 0 || s == cfg.Train.Steps {
 			p.validations++
@@ -105,6 +106,9 @@ func (p projection) String() string {
 	if atLeast {
 		end = "at least " + FormatDuration(total)
 	}
+	if p.patience > 0 && p.stepsLeft > 0 {
+		end += fmt.Sprintf(" if it runs all %s (train.patience %d may end it sooner)", counted(p.stepsLeft, "step"), p.patience)
+	}
 	lead := p.lead
 	if lead == "" {
 		lead = fmt.Sprintf("first step %s: the rest takes", FormatDuration(p.stepSecs))
@@ -116,7 +120,9 @@ func (p projection) String() string {
 // whether the total is a lower bound (a part not timed, or one that may
 // come more often).
 func (p projection) parts() (parts []string, total float64, atLeast bool) {
-	parts = []string{fmt.Sprintf("training %s (%s)", FormatDuration(p.stepSecs*float64(p.stepsLeft)), counted(p.stepsLeft, "step"))}
+	if p.stepsLeft > 0 { // (none: a check of train.steps 0)
+		parts = append(parts, fmt.Sprintf("training %s (%s)", FormatDuration(p.stepSecs*float64(p.stepsLeft)), counted(p.stepsLeft, "step")))
+	}
 	total = p.stepSecs * float64(p.stepsLeft)
 	add := func(secs float64, part string, lowerBound bool) {
 		parts, total, atLeast = append(parts, part), total+secs, atLeast || lowerBound
@@ -140,6 +146,9 @@ func (p projection) parts() (parts []string, total float64, atLeast bool) {
 		why := p.ckUntimed
 		if why == "" {
 			why = "not timed yet"
+		}
+		if p.bestCheckpoints {
+			why += "; one more with each new best validation loss"
 		}
 		add(0, counted(p.checkpoints, "checkpoint")+" ("+why+")", true)
 	}

@@ -189,6 +189,18 @@ func TestProjectionLine(t *testing.T) {
 			"first step 10s: the rest takes at least 3m 15s: training 1m 30s (9 steps) + validation 20s (1 × 20s, as step 0's) + " +
 				"test evaluation 40s (2 × 10 examples; one pass more, of best/ loaded, unless the best validation loss is the last step's) + " +
 				"loading the model 45s (1 × 45s, as at the start)"},
+		// A check's: its checkpoints are not timed, a full run's are more with each new best.
+		{"full, checkpoints not timed", projection{stepSecs: 10, stepsLeft: 9, validations: 2, valSecs: 20, checkpoints: 2, bestCheckpoints: true,
+			ckUntimed: "not timed: the check writes none", lead: "a step 10s (the check's step 2): the run would take"},
+			"a step 10s (the check's step 2): the run would take at least 2m 10s: training 1m 30s (9 steps) + validation 40s (2 × 20s, as step 0's) + " +
+				"2 checkpoints (not timed: the check writes none; one more with each new best validation loss)"},
+		// A check of train.steps 0: no training at all.
+		{"no steps", projection{validations: 1, valSecs: 20, testPasses: 1, testExamples: 10, testSecs: 40, lead: "the run (train.steps 0) would take"},
+			"the run (train.steps 0) would take about 1m 00s: validation 20s (1 × 20s, as step 0's) + test evaluation 40s (1 × 10 examples)"},
+		// Early stopping may end the run before its last step.
+		{"patience", projection{stepSecs: 2, stepsLeft: 100, validations: 2, valSecs: 30, patience: 3},
+			"first step 2.0s: the rest takes about 4m 20s if it runs all 100 steps (train.patience 3 may end it sooner): training 3m 20s (100 steps) + " +
+				"validation 1m 00s (2 × 30s, as step 0's)"},
 	} {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
