@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/internal/bytesize"
@@ -190,24 +191,48 @@ func (r *run) checkReport(startSecs, stepSecs float64) *CheckReport {
 	p.lead = fmt.Sprintf("a step %s (the check's step %d): the run would take", FormatDuration(stepSecs), steps)
 	if steps == 0 {
 		p.lead = "the run (train.steps 0) would take"
+		p.twinPass, p.twinLoad = false, false // its best is its last, step 0
 	}
 	fmt.Fprintf(r.out, "check: %s\n", p)
-	mem := r.peakMemory()
-	if total := sysmem.Total(); total > 0 {
-		mem += fmt.Sprintf(" (the machine has %s)", bytesize.String(int64(min(total, 1<<62))))
+	over := "step 0's validation"
+	if steps > 0 {
+		over += " and " + counted(steps, "step")
 	}
-	if mem != "" {
-		over := "step 0's validation"
-		if steps > 0 {
-			over += " and " + counted(steps, "step")
-		}
-		fmt.Fprintf(r.out, "check: %s over %s; the test evaluation may need more\n", mem, over)
+	if line := r.checkMemory(over, p.testPasses > 0); line != "" {
+		fmt.Fprintln(r.out, "check: "+line)
 	}
 	if line := r.checkpointRoom(); line != "" {
 		fmt.Fprintln(r.out, "check: "+line)
 	}
 	fmt.Fprintf(r.out, "check passed: nothing was written (output.dir %s is free for the run); start it with the same command without --check\n", r.dir)
 	return r.newCheckReport(startSecs, p)
+}
+
+// checkMemory is the check's line on memory: the process's peak RSS, with
+// the machine's memory, and a GPU's peak, over what the check ran (over),
+// and, where the run has a test evaluation (withTest), that it may take
+// more ("" where none can be read).
+func (r *run) checkMemory(over string, withTest bool) string {
+	var parts []string
+	if rss := peakRSS(); rss > 0 {
+		part := "peak RSS " + bytesize.String(rss)
+		if total := sysmem.Total(); total > 0 {
+			part += fmt.Sprintf(" (the machine has %s)", bytesize.String(int64(min(total, 1<<62))))
+		}
+		parts = append(parts, part)
+	}
+	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
+		_, peak := dm.DeviceMemory()
+		parts = append(parts, "peak GPU memory "+bytesize.String(int64(min(peak, 1<<62))))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	line := strings.Join(parts, ", ") + " over " + over
+	if withTest {
+		line += "; the test evaluation may need more"
+	}
+	return line
 }
 
 // checkpointRoom is, for the model's own weights (adapter.kind full, whose

@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/diskspace"
+	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/tensor"
 )
 
 // tree lists every file under dir with its size and modification time: what
@@ -271,5 +273,55 @@ func TestCheckSaysTheObjective(t *testing.T) {
 		if want := fmt.Sprintf("step %d: loss %.4f ", i+1, l); !strings.Contains(got, want) {
 			t.Errorf("want %q in:\n%s", want, got)
 		}
+	}
+}
+
+// TestCheckReportSaysOnlyWhatHappens: a check of train.steps 0 projects no
+// training and no second test pass (its best is its last, step 0); one of
+// eval.skip names no test evaluation that may need more memory.
+func TestCheckReportSaysOnlyWhatHappens(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	quick := []string{"output.dir=" + filepath.Join(dir, "run"), "task.max_validation=8", "task.max_test=8", "model.backend=cpu"}
+	for _, c := range []struct {
+		set       string
+		want, not []string
+	}{
+		{"train.steps=0", []string{"check: the run (train.steps 0) would take at least ", ": validation ", "test evaluation ", "; the test evaluation may need more"},
+			[]string{"training ", "(0 steps)", "one pass more"}},
+		{"eval.skip=true", []string{"check: a step ", " over step 0's validation and 2 steps\n"}, []string{"test evaluation", "may need more"}},
+	} {
+		var log syncBuilder
+		if _, err := Check(Options{ConfigPath: cfg, Overrides: append(quick, c.set), Log: &log}); err != nil {
+			t.Fatal(err)
+		}
+		report := log.String()[strings.Index(log.String(), "check: "):]
+		for _, want := range c.want {
+			if !strings.Contains(report, want) {
+				t.Errorf("%s: the report lacks %q:\n%s", c.set, want, report)
+			}
+		}
+		for _, not := range c.not {
+			if strings.Contains(report, not) {
+				t.Errorf("%s: the report says %q:\n%s", c.set, not, report)
+			}
+		}
+	}
+}
+
+// deviceBackend is a backend whose device memory peaked at 3 GiB.
+type deviceBackend struct{ tensor.Backend }
+
+func (deviceBackend) DeviceMemory() (held, peak uint64) { return 1 << 30, 3 << 30 }
+
+// TestCheckMemoryLine: the machine's memory is said beside the peak RSS it
+// bounds, not after a GPU's peak, which is named as such.
+func TestCheckMemoryLine(t *testing.T) {
+	if peakRSS() == 0 || sysmem.Total() == 0 {
+		t.Skip("no peak RSS or machine memory to read here")
+	}
+	r := &run{backend: deviceBackend{}}
+	got := r.checkMemory("step 0's validation", false)
+	if !regexp.MustCompile(`^peak RSS [0-9.]+ [KMG]iB \(the machine has [0-9.]+ [KMGT]iB\), peak GPU memory 3.0 GiB over step 0's validation$`).MatchString(got) {
+		t.Errorf("memory line %q", got)
 	}
 }
