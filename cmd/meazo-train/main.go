@@ -205,6 +205,8 @@ func checkModes(given map[string]bool, c *cmdline, sets setFlags) error {
 	switch {
 	case modes == 0 && (given["out"] || given["seed"] || given["set"] || given["threads"] || given["bf16-weights"]):
 		return fmt.Errorf("--out, --seed, --threads, --bf16-weights and --set need --config (a new run) or --resume (a run to continue); nothing was run")
+	case given["check"] && given["demo"]:
+		return fmt.Errorf("--check tries a new run's start from --config; it does not take --demo (to check a run of the demo's config: --check --config %s)", filepath.Join(c.demoDir, "demo.yaml"))
 	case given["check"] && !given["config"]:
 		return fmt.Errorf("--check tries a new run's start: it takes --config (a --resume needs no check: it checks everything before it changes anything)")
 	case !given["demo"] && (given["demo-dir"] || given["demo-steps"]):

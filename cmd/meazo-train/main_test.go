@@ -52,7 +52,7 @@ func TestCarelessInvocations(t *testing.T) {
 		{"--bf16-weights and model.bf16_weights", []string{"--config", "c.yaml", "--bf16-weights", "--set", "model.bf16_weights=false"}, "--set model.bf16_weights: --bf16-weights sets it too"},
 		{"--check alone", []string{"--check"}, "--check tries a new run's start: it takes --config"},
 		{"--check --resume", []string{"--check", "--resume", "r"}, "a --resume needs no check"},
-		{"--check --demo", []string{"--check", "--demo"}, "it takes --config"},
+		{"--check --demo", []string{"--check", "--demo"}, "--check tries a new run's start from --config; it does not take --demo (to check a run of the demo's config: --check --config demo-run/demo.yaml)"},
 		{"check", []string{"--check", "--config", "c.yaml", "--out", "o"}, ""},
 		{"config", []string{"--config", "c.yaml", "--seed", "3", "--out", "o"}, ""},
 		{"shorthands and other --set", []string{"--config", "c.yaml", "--seed", "3", "--out", "o", "--backend", "cpu", "--set", "train.seed_x=1", "--set", "train.steps=2"}, ""},
