@@ -191,7 +191,8 @@ func (r *run) checkReport(startSecs, stepSecs float64) *CheckReport {
 	p.lead = fmt.Sprintf("a step %s (the check's step %d): the run would take", FormatDuration(stepSecs), steps)
 	if steps == 0 {
 		p.lead = "the run (train.steps 0) would take"
-		p.twinPass, p.twinLoad = false, false // its best is its last, step 0
+		// Its best is its last, step 0: one test pass, no checkpoint of a new best.
+		p.twinPass, p.twinLoad, p.bestCheckpoints = false, false, false
 	}
 	fmt.Fprintf(r.out, "check: %s\n", p)
 	over := "step 0's validation"

@@ -288,10 +288,12 @@ func TestCheckReportSaysOnlyWhatHappens(t *testing.T) {
 	}{
 		{"train.steps=0", []string{"check: the run (train.steps 0) would take at least ", ": validation ", "test evaluation ", "; the test evaluation may need more"},
 			[]string{"training ", "(0 steps)", "one pass more"}},
+		{"train.steps=0,adapter.kind=full", []string{"check: the run (train.steps 0) would take at least ", "1 checkpoint (not timed: the check writes none)"},
+			[]string{"(0 steps)", "one pass more", "one more with each new best"}},
 		{"eval.skip=true", []string{"check: a step ", " over step 0's validation and 2 steps\n"}, []string{"test evaluation", "may need more"}},
 	} {
 		var log syncBuilder
-		if _, err := Check(Options{ConfigPath: cfg, Overrides: append(quick, c.set), Log: &log}); err != nil {
+		if _, err := Check(Options{ConfigPath: cfg, Overrides: append(quick, strings.Split(c.set, ",")...), Log: &log}); err != nil {
 			t.Fatal(err)
 		}
 		report := log.String()[strings.Index(log.String(), "check: "):]
