@@ -202,10 +202,14 @@ func (r *run) checkReport(startSecs, stepSecs float64) *CheckReport {
 	if line := r.checkMemory(over, p.testPasses > 0); line != "" {
 		fmt.Fprintln(r.out, "check: "+line)
 	}
-	if line := r.checkpointRoom(); line != "" {
+	passed := "check passed"
+	if line, short := r.checkpointRoom(); line != "" {
 		fmt.Fprintln(r.out, "check: "+line)
+		if short {
+			passed = "check passed except for the disk (see above)"
+		}
 	}
-	fmt.Fprintf(r.out, "check passed: nothing was written (output.dir %s is free for the run); start it with the same command without --check\n", r.dir)
+	fmt.Fprintf(r.out, "%s: nothing was written (output.dir %s is free for the run); start it with the same command without --check\n", passed, r.dir)
 	return r.newCheckReport(startSecs, p)
 }
 
@@ -239,22 +243,23 @@ func (r *run) checkMemory(over string, withTest bool) string {
 // checkpointRoom is, for the model's own weights (adapter.kind full, whose
 // checkpoint is a whole model), the room its checkpoints take against the
 // free space of output.dir's file system ("" for an adapter's, which is
-// small, or where the free space cannot be read).
-func (r *run) checkpointRoom() string {
+// small, or where the free space cannot be read), and whether the disk is
+// short of it.
+func (r *run) checkpointRoom() (line string, short bool) {
 	if r.cfg.Adapter.Kind != "full" || r.m == nil {
-		return ""
+		return "", false
 	}
 	size := r.checkpointBytes()
 	free, ok := diskFree(existingParent(r.dir))
 	if !ok {
-		return ""
+		return "", false
 	}
-	line := fmt.Sprintf("a checkpoint is about %s (the model's weights as it holds them, and the optimizer's state; the tokenizer's files besides); the disk of %s has %s free",
+	line = fmt.Sprintf("a checkpoint is about %s (the model's weights as it holds them, and the optimizer's state; the tokenizer's files besides); the disk of %s has %s free",
 		bytesize.String(size), r.dir, bytesize.String(int64(min(free, 1<<62))))
-	if free < uint64(3*size) {
+	if short = free < uint64(3*size); short {
 		line += fmt.Sprintf(", less than the %s of three (the checkpoint, the next one written beside it, and best/'s): the run would stop when one does not fit", bytesize.String(3*size))
 	}
-	return line
+	return line, short
 }
 
 // checkpointBytes is about the size of a full-parameter run's checkpoint:
