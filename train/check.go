@@ -56,6 +56,7 @@ func Check(opts Options) (_ *CheckReport, err error) {
 	}
 	r := &run{out: newRunLog(opts.Log), opts: opts, ckLine: -1}
 	defer r.out.heartbeat(heartbeatEvery)()
+	r.out.doing("loading the model and the data") // (the heartbeat's: a big model loads for minutes)
 	defer r.closeBackend()
 	defer tensor.Recover(&err)
 	t0 := time.Now()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,11 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meazo-go/meazo/internal/diskspace"
 	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tensor"
+	"github.com/meazo-go/meazo/tensor/backends"
 )
 
 // tree lists every file under dir with its size and modification time: what
@@ -325,5 +328,27 @@ func TestCheckMemoryLine(t *testing.T) {
 	got := r.checkMemory("step 0's validation", false)
 	if !regexp.MustCompile(`^peak RSS [0-9.]+ [KMG]iB \(the machine has [0-9.]+ [KMGT]iB\), peak GPU memory 3.0 GiB over step 0's validation$`).MatchString(got) {
 		t.Errorf("memory line %q", got)
+	}
+}
+
+// TestCheckHeartbeat: while the check loads the model, as while a run
+// does, a silent phase gets the heartbeat's line naming it (a big model
+// loads for minutes).
+func TestCheckHeartbeat(t *testing.T) {
+	defer func(e time.Duration) { heartbeatEvery = e }(heartbeatEvery)
+	heartbeatEvery = 50 * time.Millisecond
+	dir, cfg := demoConfig(t, 2)
+	slowOpen := func(name string, o tensor.Options, log io.Writer) (tensor.Backend, error) {
+		time.Sleep(1200 * time.Millisecond) // the heartbeat ticks once a second at most
+		return backends.OpenWith(name, o, log)
+	}
+	var log syncBuilder
+	_, err := Check(Options{ConfigPath: cfg, Log: &log, openBackend: slowOpen,
+		Overrides: []string{"output.dir=" + dir + "/run", "task.max_validation=8", "task.max_test=8", "model.backend=cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := log.String(); !strings.Contains(got, "… loading the model and the data: ") {
+		t.Errorf("no heartbeat while loading:\n%s", got)
 	}
 }
