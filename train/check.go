@@ -11,6 +11,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/sysmem"
+	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/zo"
 )
@@ -26,18 +27,25 @@ const CheckSteps = 2
 // order), not the whole split, which a paper run validates for minutes.
 const checkValidationBatches = 4
 
+// checkTestBatches is how many batches of eval.batch_size test examples
+// Check evaluates, timed, with the parameters as they start: the test
+// evaluation's time per example, generating the answers included (SQuAD,
+// XSum, generation), which a validation's forward does not tell.
+const checkTestBatches = 2
+
 // Check is meazo-train --check: a new run's start up to its first step —
 // the config, every input file, the model on its backend, the data read,
 // split and encoded, the memory checks, what trains and the engine — then
-// step 0's validation (of a sample: checkValidationBatches) and CheckSteps
-// training steps on real batches, timed, and what the whole run would
-// take: its time (the projection a run prints after its first step), its
-// peak memory and, for the model's own weights, its checkpoints' room on
-// disk. It writes nothing: not output.dir (which must be free for the run,
-// as a start needs it), no lock, no log. So a config can be tried on the
-// machine, or the Slurm partition, that will run it, before hours are
-// queued for it: whatever would stop the run in its first minutes stops
-// the check the same way, with the same message.
+// step 0's validation (of a sample: checkValidationBatches), the test
+// evaluation of a sample (checkTestBatches, with the starting parameters)
+// and CheckSteps training steps on real batches, timed, and what the
+// whole run would take: its time (the projection a run prints after its
+// first step), its peak memory and, for the model's own weights, its
+// checkpoints' room on disk. It writes nothing: not output.dir (which must
+// be free for the run, as a start needs it), no lock, no log. So a config
+// can be tried on the machine, or the Slurm partition, that will run it,
+// before hours are queued for it: whatever would stop the run in its first
+// minutes stops the check the same way, with the same message.
 //
 // Check takes a new run's Options (ConfigPath, Overrides, Log, Stop); a
 // resume needs no check: it reads and checks everything before it changes
@@ -74,14 +82,22 @@ func Check(opts Options) (_ *CheckReport, err error) {
 		return nil, r.checkStopped(err, "the run's start")
 	}
 	startSecs := time.Since(t0).Seconds()
-	secs, err := r.checkRuns()
+	if err := r.checkValidation(); err != nil {
+		return nil, err
+	}
+	testSecs, testN, err := r.checkTest()
 	if err != nil {
 		return nil, err
 	}
-	if reason := r.stopRequested(); reason != "" {
-		return nil, r.checkStopped(&stoppedError{reason}, checkPhase(min(CheckSteps, r.cfg.Train.Steps)))
+	before := "step 0's validation"
+	if testN > 0 {
+		before = "its test evaluation of a sample"
 	}
-	return r.checkReport(startSecs, secs), nil
+	secs, err := r.checkSteps(before)
+	if err != nil {
+		return nil, err
+	}
+	return r.checkReport(startSecs, secs, testSecs, testN), nil
 }
 
 // checkStopped is err, or, where err is a stop request's (a signal's,
@@ -98,21 +114,10 @@ func (r *run) checkStopped(err error, phase string) error {
 	return fmt.Errorf("the check was stopped by %s during %s: nothing was written, and the run is not checked (run the check again)", reason, phase)
 }
 
-// checkPhase is what the check was doing when a stop request is seen after
-// its step done (0: step 0's validation, whose last batch the request came
-// after).
-func checkPhase(done int) string {
-	if done == 0 {
-		return "step 0's validation"
-	}
-	return fmt.Sprintf("its step %d", done)
-}
-
-// checkRuns runs step 0's validation of a sample and CheckSteps training
-// steps, as the run would (nothing logged, nothing checkpointed), and
-// returns the last step's seconds; r.valSecs is the whole validation's,
-// from the sample's.
-func (r *run) checkRuns() (float64, error) {
+// checkValidation runs step 0's validation of a sample (the first
+// checkValidationBatches batches), timed, as the run would; r.valSecs is
+// the whole validation's, from the sample's.
+func (r *run) checkValidation() error {
 	_, nVal, _ := r.modality.sizes()
 	n := min(nVal, checkValidationBatches*r.cfg.Eval.BatchSize)
 	what := fmt.Sprintf("%d examples", nVal)
@@ -128,13 +133,13 @@ func (r *run) checkRuns() (float64, error) {
 	r.tr.detach()
 	restore()
 	if _, stopped := stopReason(err); stopped {
-		return 0, r.checkStopped(err, "step 0's validation")
+		return r.checkStopped(err, "step 0's validation")
 	}
 	if err != nil {
-		return 0, fmt.Errorf("validation at step 0: %w", err)
+		return fmt.Errorf("validation at step 0: %w", err)
 	}
 	if finite(loss) == nil {
-		return 0, r.startNotFinite()
+		return r.startNotFinite()
 	}
 	secs := time.Since(t0).Seconds()
 	r.valSecs, r.valStep = secs*float64(nVal)/float64(max(n, 1)), 0
@@ -143,14 +148,62 @@ func (r *run) checkRuns() (float64, error) {
 	} else {
 		fmt.Fprintf(r.out, "validation loss at step 0: %.4f (%s)\n", loss, FormatDuration(secs))
 	}
+	return nil
+}
+
+// checkTest runs the test evaluation of a sample (the first
+// checkTestBatches batches of eval.batch_size test examples) with the
+// parameters as they start, timed, and returns its seconds per example,
+// generating the answers included, and the sample's size (0, 0: the run
+// has no test evaluation).
+func (r *run) checkTest() (perExample float64, n int, err error) {
+	_, _, nTest := r.modality.sizes()
+	if nTest == 0 || r.cfg.Eval.Skip {
+		return 0, 0, nil
+	}
+	n = min(nTest, checkTestBatches*r.cfg.Eval.BatchSize)
+	what := fmt.Sprintf("its %d examples", nTest)
+	if n < nTest {
+		what = fmt.Sprintf("the first %d of its %d examples", n, nTest)
+	}
+	subject := "the starting " + strings.TrimPrefix(r.testSubject("last"), "the last ")
+	r.out.begin("test evaluation of a sample", fmt.Sprintf("test evaluation of %s, with %s, timed", what, subject))
+	restore := r.modality.sampleTest(n)
+	defer restore()
+	pass := newEvalPass("test evaluation of a sample", n, r.note, r.stopRequested)
+	t0 := time.Now()
+	for _, e := range r.tr.tests(false) {
+		if e.name == "last" { // the parameters as they are, where they are
+			err = e.with(func(m *model.Model) error {
+				_, err := r.modality.testMetrics(m, "a sample, "+subject, pass, &evalPartial{}, nil)
+				return err
+			})
+		}
+	}
+	if _, stopped := stopReason(err); stopped {
+		return 0, 0, r.checkStopped(err, "its test evaluation of a sample")
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("test evaluation of a sample (%s): %w", subject, err)
+	}
+	return time.Since(t0).Seconds() / float64(n), n, nil
+}
+
+// checkSteps runs CheckSteps training steps, timed, as the run would
+// (nothing logged, nothing checkpointed), and returns the last one's
+// seconds; before names what ran before them (for a stop's message).
+func (r *run) checkSteps(before string) (float64, error) {
 	steps := min(CheckSteps, r.cfg.Train.Steps)
 	if steps > 0 {
 		r.out.begin("training", fmt.Sprintf("training: %s of batch %d, timed (nothing is saved)%s", counted(steps, "step"), r.cfg.Train.BatchSize, r.objectiveNote()))
 	}
-	secs = 0
-	for i := 1; i <= steps; i++ {
+	secs := 0.0
+	for i := 1; i <= steps+1; i++ {
 		if reason := r.stopRequested(); reason != "" {
-			return 0, r.checkStopped(&stoppedError{reason}, checkPhase(i-1))
+			return 0, r.checkStopped(&stoppedError{reason}, before)
+		}
+		if i > steps { // (the poll after the last step)
+			break
 		}
 		r.out.doing(fmt.Sprintf("step %d of %d", i, steps))
 		t0 := time.Now()
@@ -166,6 +219,7 @@ func (r *run) checkRuns() (float64, error) {
 		}
 		secs = time.Since(t0).Seconds()
 		fmt.Fprintf(r.out, "step %d: loss %.4f (%s)\n", i, st.Loss, FormatDuration(secs))
+		before = fmt.Sprintf("its step %d", i)
 	}
 	return secs, nil
 }
@@ -181,11 +235,15 @@ func (r *run) startNotFinite() error {
 }
 
 // checkReport prints what the run would take, from the check's timings
-// (the start's and the last step's seconds), and that nothing was written,
-// and returns it.
-func (r *run) checkReport(startSecs, stepSecs float64) *CheckReport {
+// (the start's and the last step's seconds; the test evaluation's per
+// example, over a sample of testN), and that nothing was written, and
+// returns it.
+func (r *run) checkReport(startSecs, stepSecs, testPerExample float64, testN int) *CheckReport {
 	steps := min(CheckSteps, r.cfg.Train.Steps)
 	p := r.project(0, stepSecs)
+	if testN > 0 && p.testPasses > 0 {
+		p.testSecs, p.generates, p.testSample = testPerExample*float64(p.testPasses*p.testExamples), 0, testN
+	}
 	p.validations++ // step 0's
 	p.checkpoints++ // and its checkpoint
 	p.ckUntimed = "not timed: the check writes none"
@@ -196,10 +254,18 @@ func (r *run) checkReport(startSecs, stepSecs float64) *CheckReport {
 		p.twinPass, p.twinLoad, p.bestCheckpoints = false, false, false
 	}
 	fmt.Fprintf(r.out, "check: %s\n", p)
-	over := "step 0's validation"
-	if steps > 0 {
-		over += " and " + counted(steps, "step")
+	done := []string{"step 0's validation"}
+	if testN > 0 {
+		done = append(done, counted(testN, "test example"))
 	}
+	if steps > 0 {
+		done = append(done, counted(steps, "step"))
+	}
+	over := strings.Join(done[:len(done)-1], ", ")
+	if len(done) > 1 {
+		over += " and "
+	}
+	over += done[len(done)-1]
 	if line := r.checkMemory(over, p.testPasses > 0); line != "" {
 		fmt.Fprintln(r.out, "check: "+line)
 	}

@@ -352,3 +352,45 @@ func TestCheckHeartbeat(t *testing.T) {
 		t.Errorf("no heartbeat while loading:\n%s", got)
 	}
 }
+
+// TestCheckTimesATestSample: the check scores a sample of the test set
+// with the starting parameters — the metric a run's test of step 0's
+// adapter gets on those examples — and projects the test evaluation from
+// its time, generation included: a generation task's projection is no
+// longer a bound from the validation's forwards with the generating "on top".
+func TestCheckTimesATestSample(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	quick := []string{"task.max_validation=8", "task.max_test=8", "eval.batch_size=4", "model.backend=cpu"}
+	var log syncBuilder
+	if _, err := Check(Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+dir+"/c"), Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Run(Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+dir+"/r", "train.steps=0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := log.String()
+	want := `test evaluation of its 8 examples, with the starting adapter, timed\n` +
+		`test \(a sample, the starting adapter, 8 examples, \d+s\): ` + regexp.QuoteMeta(FormatMetrics(s.Test["best"])) + `\n(?s).*` +
+		`\+ test evaluation [^(]+ \(2 × 8 examples, as the check's 8 took; one pass more unless the best validation loss is the last step's\)`
+	if !regexp.MustCompile(want).MatchString(got) {
+		t.Errorf("want %q in:\n%s", want, got)
+	}
+
+	var rows []map[string]any
+	for i := range 24 {
+		rows = append(rows, map[string]any{"id": i, "prompt": fmt.Sprintf("Review %d: a fine film", i), "completion": "great"})
+	}
+	gen := filepath.Join(dir, "gen.jsonl")
+	writeJSONL(t, gen, rows)
+	log = syncBuilder{}
+	_, err = Check(Options{ConfigPath: cfg, Log: &log, Overrides: append(quick, "output.dir="+dir+"/g", "task.name=generation",
+		"task.train="+gen, "task.test="+gen, "eval.max_new_tokens=4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = log.String()
+	if !strings.Contains(got, "(2 × 8 examples, as the check's 8 took") || strings.Contains(got, "generating up to") {
+		t.Errorf("a generation task's test evaluation is not projected from its timed sample:\n%s", got)
+	}
+}

@@ -26,6 +26,9 @@ type modality interface {
 	// sampleValidation keeps the first n validation examples (Check times
 	// a sample of them); restore puts the others back.
 	sampleValidation(n int) (restore func())
+	// sampleTest keeps the first n test examples (Check times a sample of
+	// the test evaluation); restore puts the others back.
+	sampleTest(n int) (restore func())
 	// testMetrics scores the test set with m, the model with the parameters
 	// of a test evaluation (testEval.with; nil for an image task, whose ViT
 	// has them attached), going on from part (scoreTest), and hands record
@@ -120,6 +123,12 @@ func (t *textTask) sampleValidation(n int) func() {
 	all := t.data.val
 	t.data.val = all[:min(n, len(all))]
 	return func() { t.data.val = all }
+}
+
+func (t *textTask) sampleTest(n int) func() {
+	all := t.data.test
+	t.data.test = all[:min(n, len(all))]
+	return func() { t.data.test = all }
 }
 
 func (t *textTask) testMetrics(m *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {

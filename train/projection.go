@@ -44,6 +44,7 @@ type projection struct {
 	lead                     string  // what the line starts with ("": the first step's time, "the rest takes")
 	ckUntimed                string  // why no checkpoint was timed ("": "not timed yet")
 	patience                 int     // train.patience: early stopping may end the run before stepsLeft
+	testSample               int     // testSecs is from the test evaluation of a sample of this many (a check's), generation included
 }
 
 // project is the projection after a step of stepSecs at step (steps done).
@@ -173,6 +174,8 @@ func (p projection) testPart() (float64, string, bool) {
 		more = "; one pass more unless the best validation loss is the last step's"
 	}
 	switch {
+	case p.testSecs > 0 && p.testSample > 0:
+		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples, as the check's %d took%s)", FormatDuration(p.testSecs), p.testPasses, p.testExamples, p.testSample, more), p.twinPass
 	case p.testSecs > 0 && p.generates == 0:
 		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples%s)", FormatDuration(p.testSecs), p.testPasses, p.testExamples, more), p.twinPass
 	case p.testSecs > 0:

@@ -133,6 +133,12 @@ func (v *vision) sampleValidation(n int) func() {
 	return func() { v.data.val = all }
 }
 
+func (v *vision) sampleTest(n int) func() {
+	all := v.data.test
+	v.data.test = all[:min(n, len(all))]
+	return func() { v.data.test = all }
+}
+
 func (v *vision) objective() objective { return v.obj }
 
 func (v *vision) free() { v.vit.Free() }

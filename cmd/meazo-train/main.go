@@ -85,7 +85,8 @@ const usageHead = `usage:
   meazo-train --config C.yaml [--set key=value]... [--seed N] [--out DIR]   train as the config says
   meazo-train --resume RUN_DIR [--set key=value]...                          continue a run from its last checkpoint
   meazo-train --check --config C.yaml [--set key=value]...                   try a new run's start, write nothing: inputs, memory,
-                                                                             step 0's validation, two steps timed, what the run takes
+                                                                             step 0's validation, a test sample, two steps, timed,
+                                                                             what the run takes
   meazo-train --demo [--demo-dir demo-run] [--demo-steps N] [--set k=v]...  the built-in demo (tiny random model, no downloads;
                                                                              --set applies to each of its three runs)
   meazo-train --config-doc                                                   print docs/CONFIG.md
@@ -186,7 +187,7 @@ func defineFlags(fs *flag.FlagSet) (*cmdline, *flagValues) {
 	fs.BoolVar(&c.demo, "demo", false, "run the built-in demo: a tiny random model and a synthetic task made on the spot, three optimizers")
 	fs.StringVar(&c.demoDir, "demo-dir", "demo-run", "the directory (`DIR`) where --demo writes its model, data and runs")
 	fs.IntVar(&c.demoSteps, "demo-steps", train.DemoSteps, "the number of steps (`N`) of each run of --demo")
-	fs.BoolVar(&c.check, "check", false, "with --config: do what the run's start does (every input, the model, the data, the memory checks), then step 0's validation and two steps, timed; print what the whole run would take (time, memory, a full-parameter run's disk) and exit, writing nothing (stdout: the same as one JSON line, for scripts)")
+	fs.BoolVar(&c.check, "check", false, "with --config: do what the run's start does (every input, the model, the data, the memory checks), then step 0's validation, a sample of the test evaluation and two steps, timed; print what the whole run would take (time, memory, a full-parameter run's disk) and exit, writing nothing (stdout: the same as one JSON line, for scripts)")
 	fs.BoolVar(&c.configDoc, "config-doc", false, "print the documentation of every config key (docs/CONFIG.md) and exit")
 	fs.BoolVar(&c.version, "version", false, "print which build this is (version or commit, Go toolchain and experiments) and exit")
 	return c, f
