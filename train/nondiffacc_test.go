@@ -183,21 +183,7 @@ func TestAccuracyObjectiveRunResumes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := append(accRunSet(), tc.set...)
 			whole := filepath.Join(dir, tc.name+"-whole")
-			var log strings.Builder
-			s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole), Log: &log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(log.String(), "the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy)") ||
-				!strings.Contains(log.String(), "/6 -accuracy ") {
-				t.Errorf("the run's log does not say what its training loss is, or its progress lines do not name it -accuracy:\n%s", log.String())
-			}
-			if s.StepsDone != 6 || s.Diverged || s.BestValLoss == nil || !(*s.BestValLoss > 0) {
-				t.Fatalf("summary: %+v", s)
-			}
-			if _, ok := s.Test["best"]["accuracy"]; !ok {
-				t.Errorf("test metrics %v: no accuracy", s.Test)
-			}
+			runAccuracy6(t, Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+whole)})
 			checkMinusMetricLines(t, whole, "an accuracy", func(l rundir.TrainLine) {
 				// Minus a count of 8 (train.batch_size) over 8.
 				if x := l.Losses[0] * 8; x != math.Round(x) {
@@ -368,5 +354,28 @@ func TestAccuracyStepFloor(t *testing.T) {
 			t.Errorf("batch %d, eval.batch_size %d: %d variants of %d rows of %d tokens (q %d), want 1 of %d of 90 (q not named)",
 				tc.batch, tc.evalBatch, f.variants, f.rows, f.tokens, f.q, tc.rows)
 		}
+	}
+}
+
+// runAccuracy6 runs a train.objective accuracy run of 6 steps as opts say
+// and checks that its log says what its training loss is, its progress
+// lines name it -accuracy, it trains its 6 steps and tests an accuracy.
+func runAccuracy6(t *testing.T, opts Options) {
+	t.Helper()
+	var log strings.Builder
+	opts.Log = &log
+	s, err := Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy)") ||
+		!strings.Contains(log.String(), "/6 -accuracy ") {
+		t.Errorf("the run's log does not say what its training loss is, or its progress lines do not name it -accuracy:\n%s", log.String())
+	}
+	if s.StepsDone != 6 || s.Diverged || s.BestValLoss == nil || !(*s.BestValLoss > 0) {
+		t.Fatalf("summary: %+v", s)
+	}
+	if _, ok := s.Test["best"]["accuracy"]; !ok {
+		t.Errorf("test metrics %v: no accuracy", s.Test)
 	}
 }

@@ -132,21 +132,7 @@ func TestPetsAccuracyObjectiveRunResumes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := petsAccSet(train, tc.set...)
 			whole := filepath.Join(root, tc.name+"-whole")
-			var log strings.Builder
-			s, err := Run(Options{Overrides: append(slices.Clone(set), "output.dir="+whole), Log: &log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(log.String(), "the training loss is minus the fraction of the batch whose label is predicted right (train.objective accuracy)") ||
-				!strings.Contains(log.String(), "/6 -accuracy ") {
-				t.Errorf("the run's log does not say what its training loss is, or its progress lines do not name it -accuracy:\n%s", log.String())
-			}
-			if s.StepsDone != 6 || s.Diverged || s.BestValLoss == nil || !(*s.BestValLoss > 0) {
-				t.Fatalf("summary: %+v", s)
-			}
-			if _, ok := s.Test["best"]["accuracy"]; !ok {
-				t.Errorf("test metrics %v: no accuracy", s.Test)
-			}
+			runAccuracy6(t, Options{Overrides: append(slices.Clone(set), "output.dir="+whole)})
 			checkMinusMetricLines(t, whole, "an accuracy", func(l rundir.TrainLine) {
 				for _, x := range l.Losses {
 					if x*4 != math.Round(x*4) {
