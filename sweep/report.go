@@ -130,7 +130,7 @@ func (st *Study) Plan(w io.Writer, trainer string) error {
 				maxFine(sp.Exp.Coarse), len(sp.Exp.Seeds))
 		}
 	}
-	fmt.Fprintf(w, "# %d runs known now\n", n)
+	fmt.Fprintf(w, "# %d runs known now (meazo-sweep check times one run of each sweep here and says what they would take)\n", n)
 	return nil
 }
 
