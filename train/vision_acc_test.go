@@ -140,6 +140,7 @@ func TestPetsAccuracyObjectiveRunResumes(t *testing.T) {
 					}
 				}
 			})
+			checkStoppedRunResumes(t, "", set, filepath.Join(root, tc.name+"-cut"), whole, false)
 		})
 	}
 }
