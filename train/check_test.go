@@ -394,3 +394,43 @@ func TestCheckTimesATestSample(t *testing.T) {
 		t.Errorf("a generation task's test evaluation is not projected from its timed sample:\n%s", got)
 	}
 }
+
+// TestCheckCountsTheRunsShape: the check's projection counts what the run
+// does — step 0's validation and checkpoint, one every eval_every and
+// checkpoint_every steps (none with checkpoint_every 0) and at the last
+// step, which is no multiple of either, and the test passes (best and
+// last, then the base model) — and scales the timed validation sample to
+// the whole split: the sample's time, the whole one's, and each part of
+// the line, are the report's numbers.
+func TestCheckCountsTheRunsShape(t *testing.T) {
+	dir, cfg := demoConfig(t, 7)
+	for _, c := range []struct {
+		set                      string
+		validations, checkpoints int
+	}{
+		{"train.eval_every=3,train.checkpoint_every=2", 4, 5}, // validations 0 3 6 7, checkpoints 0 2 4 6 7
+		{"train.eval_every=5,train.checkpoint_every=0", 3, 2}, // 0 5 7; 0 7
+	} {
+		var log syncBuilder
+		set := append([]string{"output.dir=" + filepath.Join(dir, "run"), "eval.batch_size=8", "task.max_test=24", "eval.base=true", "model.backend=cpu"},
+			strings.Split(c.set, ",")...)
+		rep, err := Check(Options{ConfigPath: cfg, Overrides: set, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := log.String()
+		val := rep.ValidationSeconds // of all 64, from the first 32's
+		for _, want := range []string{
+			"validation loss at step 0 over the first 32 of its 64 examples: ",
+			fmt.Sprintf(" (%s; all 64 ≈ %s)\n", FormatDuration(val*32/64), FormatDuration(val)),
+			"test evaluation of the first 16 of its 24 examples, with the starting adapter, timed\n",
+			fmt.Sprintf(": the run would take at least %s: training %s (7 steps) + validation %s (%d × %s, as step 0's) + %d checkpoints (not timed: the check writes none) + test evaluation ",
+				FormatDuration(rep.RunSeconds), FormatDuration(7*rep.StepSeconds), FormatDuration(float64(c.validations)*val), c.validations, FormatDuration(val), c.checkpoints),
+			" (2 × 24 examples, as the check's 16 took; one pass more unless the best validation loss is the last step's)\n",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: want %q in:\n%s", c.set, want, got)
+			}
+		}
+	}
+}
