@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,38 +192,5 @@ func TestPetsAccuracyObjectiveSettings(t *testing.T) {
 	}
 	if s.StepsDone != 4 {
 		t.Errorf("the resumed run did %d steps, want 4", s.StepsDone)
-	}
-}
-
-// TestCheckPets: a check of the image task scores a sample of the
-// validation images (the first 4 batches of eval.batch_size: 8 of the 12)
-// and of the test images (2 batches: 4 of 12), with the loss a run
-// validating those 8 images logs and the steps the run then takes, and
-// writes nothing.
-func TestCheckPets(t *testing.T) {
-	root := t.TempDir()
-	set := petsSet("", "task.validation="+petsTest, "eval.batch_size=2")
-	var log syncBuilder
-	if _, err := Check(Options{Overrides: append(slices.Clone(set), "output.dir="+filepath.Join(root, "c")), Log: &log}); err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
-	if entries, _ := os.ReadDir(root); len(entries) != 0 {
-		t.Errorf("the check wrote %v", entries)
-	}
-	out := filepath.Join(root, "r")
-	if _, err := Run(Options{Overrides: append(slices.Clone(set), "output.dir="+out, "task.max_validation=8")}); err != nil {
-		t.Fatal(err)
-	}
-	val, steps := runLosses(t, out)
-	got := log.String()
-	want := []string{fmt.Sprintf("validation loss at step 0 over the first 8 of its 12 examples: %.4f (", val),
-		"test evaluation of the first 4 of its 12 examples, with the starting adapter, timed\ntest (a sample, the starting adapter, 4 examples, "}
-	for i, l := range steps {
-		want = append(want, fmt.Sprintf("step %d: loss %.4f ", i+1, l))
-	}
-	for _, w := range want {
-		if !strings.Contains(got, w) {
-			t.Errorf("want %q in:\n%s", w, got)
-		}
 	}
 }
