@@ -119,16 +119,16 @@ func (t *textTask) validationLoss(pass *evalPass) (float64, error) {
 	return validationLoss(t.m, t.data.val, t.eval.batchSize, t.eval.padID, pass)
 }
 
-func (t *textTask) sampleValidation(n int) func() {
-	all := t.data.val
-	t.data.val = all[:min(n, len(all))]
-	return func() { t.data.val = all }
-}
+func (t *textTask) sampleValidation(n int) func() { return keepFirst(&t.data.val, n) }
 
-func (t *textTask) sampleTest(n int) func() {
-	all := t.data.test
-	t.data.test = all[:min(n, len(all))]
-	return func() { t.data.test = all }
+func (t *textTask) sampleTest(n int) func() { return keepFirst(&t.data.test, n) }
+
+// keepFirst keeps the first n elements of the slice *s (a split, sampled)
+// and returns the function that puts the others back.
+func keepFirst[T any](s *[]T, n int) (restore func()) {
+	all := *s
+	*s = all[:min(n, len(all))]
+	return func() { *s = all }
 }
 
 func (t *textTask) testMetrics(m *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {

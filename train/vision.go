@@ -127,17 +127,9 @@ func (v *vision) sizes() (train, val, test int) {
 	return len(v.data.train), len(v.data.val), len(v.data.test)
 }
 
-func (v *vision) sampleValidation(n int) func() {
-	all := v.data.val
-	v.data.val = all[:min(n, len(all))]
-	return func() { v.data.val = all }
-}
+func (v *vision) sampleValidation(n int) func() { return keepFirst(&v.data.val, n) }
 
-func (v *vision) sampleTest(n int) func() {
-	all := v.data.test
-	v.data.test = all[:min(n, len(all))]
-	return func() { v.data.test = all }
-}
+func (v *vision) sampleTest(n int) func() { return keepFirst(&v.data.test, n) }
 
 func (v *vision) objective() objective { return v.obj }
 
