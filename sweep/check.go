@@ -60,7 +60,7 @@ func (st *Study) CheckConfigs() error {
 				if demo, err = os.MkdirTemp("", "meazo-sweep-demo"); err != nil {
 					return err
 				}
-				if _, err := train.WriteDemo(demo, 150); err != nil {
+				if _, err := train.WriteDemo(demo, demoSteps); err != nil {
 					return err
 				}
 			}
@@ -224,6 +224,11 @@ func startsAfresh(sp *SweepPlan, ss *StageState) bool {
 	}
 	return false
 }
+
+// demoSteps is the train.steps of the built-in demo's demo.yaml as a
+// study writes it (Prepare), and as plan and check read it before then; a
+// study's set gives its runs their own.
+const demoSteps = 150
 
 // demoPending reports whether path is a file of the study's demo directory
 // that Prepare has not written yet, and its path in that directory.

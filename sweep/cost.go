@@ -122,7 +122,7 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 	if rel, ok := st.demoPending(config); ok {
 		demo := filepath.Join(tmp, "demo")
 		if !exists(filepath.Join(demo, "demo.yaml")) {
-			if _, err := train.WriteDemo(demo, 150); err != nil {
+			if _, err := train.WriteDemo(demo, demoSteps); err != nil {
 				return nil, err
 			}
 		}

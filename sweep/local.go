@@ -74,7 +74,7 @@ func (st *Study) Prepare(log io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(log, "meazo-sweep: writing the built-in demo's model and data into %s\n", st.Demo)
-		if _, err := train.WriteDemo(abs, 150); err != nil {
+		if _, err := train.WriteDemo(abs, demoSteps); err != nil {
 			return err
 		}
 	}
