@@ -96,17 +96,7 @@ func TestF1ObjectiveIsEvaluationsF1(t *testing.T) {
 	}
 	la := &loraAdapter{a: a, m: m}
 	rng := rand.New(rand.NewPCG(3, 4))
-	perturbed := func(scale float32) [][]float32 {
-		var out [][]float32
-		for _, g := range la.Params() {
-			p := slices.Clone(g)
-			for i := range p {
-				p[i] += scale * float32(rng.NormFloat64())
-			}
-			out = append(out, p)
-		}
-		return out
-	}
+	perturbed := func(scale float32) [][]float32 { return perturbedParams(rng, la.Params(), scale) }
 	base := perturbed(0.3) // θ0: a trained adapter's B is not 0
 	plus, minus := perturbed(0.5), perturbed(0.5)
 	enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: data.FormatChat}
@@ -199,6 +189,20 @@ func TestF1ObjectiveRunResumes(t *testing.T) {
 			checkStoppedRunResumes(t, cfg, set, filepath.Join(dir, tc.name+"-cut"), whole, tc.name == "prompt")
 		})
 	}
+}
+
+// perturbedParams is a copy of params with scale times a standard normal
+// draw of rng added to each value: a variant's parameters, or a trained θ0.
+func perturbedParams(rng *rand.Rand, params [][]float32, scale float32) [][]float32 {
+	var out [][]float32
+	for _, g := range params {
+		p := slices.Clone(g)
+		for i := range p {
+			p[i] += scale * float32(rng.NormFloat64())
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // checkMinusMetricLines checks the train lines of a run's metrics.jsonl

@@ -85,17 +85,7 @@ func TestAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
 			}
 			la := &loraAdapter{a: a, m: m}
 			rng := rand.New(rand.NewPCG(3, 4))
-			perturbed := func(scale float32) [][]float32 {
-				var out [][]float32
-				for _, g := range la.Params() {
-					p := slices.Clone(g)
-					for i := range p {
-						p[i] += scale * float32(rng.NormFloat64())
-					}
-					out = append(out, p)
-				}
-				return out
-			}
+			perturbed := func(scale float32) [][]float32 { return perturbedParams(rng, la.Params(), scale) }
 			base := perturbed(0.5) // θ0: a trained adapter's B is not 0
 			plus, minus := perturbed(1.5), perturbed(1.5)
 			enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: data.FormatChat}

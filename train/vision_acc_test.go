@@ -51,17 +51,7 @@ func TestPetsAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	perturbed := func(scale float32) [][]float32 {
-		var out [][]float32
-		for _, g := range a.Params() {
-			p := slices.Clone(g)
-			for i := range p {
-				p[i] += scale * float32(rng.NormFloat64())
-			}
-			out = append(out, p)
-		}
-		return out
-	}
+	perturbed := func(scale float32) [][]float32 { return perturbedParams(rng, a.Params(), scale) }
 	base := a.Params() // fresh: LoRA's B is 0 and the classifier the ViT's own
 	plus, minus := perturbed(0.05), perturbed(0.2)
 	obj := &vitObjective{vit: m, adapter: a, pixels: px, labels: labels, accuracy: true}
