@@ -18,8 +18,9 @@ type CheckReport struct {
 	Steps       int     `json:"steps"` // train.steps
 	// RunSeconds is the whole run's projection, training, validations, the
 	// test evaluation and its loads; a lower bound where RunAtLeast (a
-	// part not timed: the checkpoints, generated tokens, a second test
-	// pass).
+	// part not timed, the checkpoints, or one that may come: a second test
+	// pass, a new best's checkpoint; the test sample's time includes its
+	// generated answers).
 	RunSeconds float64 `json:"run_seconds"`
 	RunAtLeast bool    `json:"run_at_least"`
 	// PeakRSSBytes and PeakDeviceBytes are the check's peaks (0: not known
