@@ -22,15 +22,15 @@ import (
 
 // CheckCost is meazo-sweep check: for every sweep whose name matches one of
 // patterns (path.Match; none: every sweep), meazo-train --check (trainer)
-// of its first run — the run's start, step 0's validation of a sample and
-// two steps, timed, on this machine — and what the sweep and the study
-// would take: each sweep's runs of stage 1 and the most its stage 2 can
-// have (those left, where its run directories hold results: a complete
-// sweep is not checked), their run time summed, and under Slurm how each
-// run fits the job's time limit. It writes nothing in the study (the
-// checks' output.dir is a temporary directory, which they leave empty).
-// The checks' own lines go to log when verbose, else only a failed
-// check's.
+// of its first run — the run's start, step 0's validation of a sample, the
+// test evaluation of a sample and two steps, timed, on this machine — and
+// what the sweep and the study would take: each sweep's runs of stage 1 and
+// the most its stage 2 can have (those left, where its run directories hold
+// results: a complete sweep is not checked), their run time summed, and
+// under Slurm how each run fits the job's time limit. It writes nothing in
+// the study (the checks' output.dir is a temporary directory, which they
+// leave empty). The checks' own lines go to log when verbose, else only a
+// failed check's.
 func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string, patterns []string, verbose bool) error {
 	for _, p := range patterns {
 		if _, err := path.Match(p, ""); err != nil {

@@ -122,12 +122,12 @@ checkpoint (meazo-train --resume), failed ones again.`,
 		Summary:  "time one run of each sweep here and say what the study would take; writes nothing",
 		Synopsis: "[-v] [-sweep PATTERN]... STUDY.yaml",
 		Does: `Runs meazo-train --check for the first run of every sweep (or of those -sweep names): the run's start,
-step 0's validation of a sample and two steps, timed, on this machine, writing nothing. Then says what
-each sweep's runs would take (stage 1, and the most stage 2 can have; in a study under way, the runs left,
-and a complete sweep is not checked) and the study's sum; for executor slurm, how a run fits
-executor.slurm.time (how many requeued jobs, or a warning where a job cannot hold the run's start and a
-validation, which a stopped job runs again from its start). Run it where the runs will run (a node of the
-Slurm partition: srun meazo-sweep check …), one check at a time.`,
+step 0's validation of a sample, the test evaluation of a sample and two steps, timed, on this machine,
+writing nothing. Then says what each sweep's runs would take (stage 1, and the most stage 2 can have; in a
+study under way, the runs left, and a complete sweep is not checked) and the study's sum; for executor
+slurm, how a run fits executor.slurm.time (how many requeued jobs, or a warning where a job cannot hold
+the run's start and a validation, which a stopped job runs again from its start). Run it where the runs
+will run (a node of the Slurm partition: srun meazo-sweep check …), one check at a time.`,
 		Reads: studyReads + "\nEvery checked sweep's meazo-train config, model and data, as its runs read them.",
 		Prints: `a line per sweep checked and the study's sum on stdout; "checking sweep …" and, for a failed check (or
 with -v every check), meazo-train's lines on stderr. Writes nothing.`,
