@@ -285,3 +285,41 @@ func TestCheckStopsOnSignal(t *testing.T) {
 		t.Errorf("a stopped check made %s: %v", out, err)
 	}
 }
+
+// TestCheckReportsOnStdout: meazo-train --check prints its report as one
+// JSON line on stdout, alone (meazo-sweep check reads it; the check's lines
+// go to stderr), exits 0, and writes nothing; a check the start would
+// refuse exits 1 with no report.
+func TestCheckReportsOnStdout(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	args := []string{"--check", "--config", cfg, "--out", out, "--set", "task.max_validation=8", "--set", "task.max_test=8"}
+	var stdout, stderr strings.Builder
+	cmd := self(t, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep train.CheckReport
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil || strings.Count(stdout.String(), "\n") != 1 {
+		t.Fatalf("stdout is not one JSON line (%v):\n%s", err, stdout.String())
+	}
+	if rep.Steps != 4 || rep.StepSeconds <= 0 || rep.RunSeconds <= 0 || !strings.Contains(stderr.String(), "check passed: nothing was written") {
+		t.Errorf("report %+v\n%s", rep, stderr.String())
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the check made %s: %v", out, err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	cmd = self(t, append(args, "--set", "model.path="+filepath.Join(dir, "nothing"))...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var ee *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &ee) || ee.ExitCode() != 1 || stdout.Len() != 0 {
+		t.Errorf("a refused check: %v, stdout %q, want exit status 1 and no report\n%s", err, stdout.String(), stderr.String())
+	}
+}
