@@ -241,8 +241,8 @@ func (r *run) startNotFinite() error {
 func (r *run) checkReport(startSecs, stepSecs, testPerExample float64, testN int) *CheckReport {
 	steps := min(CheckSteps, r.cfg.Train.Steps)
 	p := r.project(0, stepSecs)
-	if testN > 0 && p.testPasses > 0 {
-		p.testSecs, p.generates, p.testSample = testPerExample*float64(p.testPasses*p.testExamples), 0, testN
+	if testN > 0 {
+		p.timeTestFromSample(testPerExample, testN)
 	}
 	p.validations++ // step 0's
 	p.checkpoints++ // and its checkpoint

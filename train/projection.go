@@ -163,6 +163,16 @@ func (p projection) parts() (parts []string, total float64, atLeast bool) {
 	return parts, total, atLeast
 }
 
+// timeTestFromSample times p's test passes from a test evaluation of a
+// sample of n examples (a check's) that took perExample seconds each, its
+// generated answers included: nothing comes on top.
+func (p *projection) timeTestFromSample(perExample float64, n int) {
+	if p.testPasses == 0 {
+		return
+	}
+	p.testSecs, p.generates, p.testSample = perExample*float64(p.testPasses*p.testExamples), 0, n
+}
+
 // testPart is the test evaluation's part of the line: its time (0 where
 // not timed yet), its words, and whether the time is a lower bound.
 func (p projection) testPart() (float64, string, bool) {

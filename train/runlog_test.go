@@ -257,6 +257,24 @@ func TestProjectionCountsTestPasses(t *testing.T) {
 	}
 }
 
+// TestProjectionFromTestSample: a check's test sample times every pass the
+// run makes, per example, generating included (a generation task's bound
+// from the validation's forwards, with the generating "on top", gives way
+// to it); a run without a test evaluation gets none.
+func TestProjectionFromTestSample(t *testing.T) {
+	p := projection{stepSecs: 1, stepsLeft: 10, testPasses: 2, testExamples: 24, testSecs: 5, generates: 48, maxNewTokens: 50, twinPass: true}
+	p.timeTestFromSample(0.5, 16)
+	want := "first step 1.0s: the rest takes at least 34s: training 10s (10 steps) + " +
+		"test evaluation 24s (2 × 24 examples, as the check's 16 took; one pass more unless the best validation loss is the last step's)"
+	if got := p.String(); got != want {
+		t.Errorf("\n got %q\nwant %q", got, want)
+	}
+	none := projection{stepSecs: 1, stepsLeft: 10}
+	if none.timeTestFromSample(0.5, 16); none.testSecs != 0 || strings.Contains(none.String(), "test") {
+		t.Errorf("a run without a test evaluation: %+v, %q", none, none.String())
+	}
+}
+
 // sizedModality is a modality of which only sizes is called.
 type sizedModality struct {
 	modality
