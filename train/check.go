@@ -142,7 +142,7 @@ func (r *run) checkValidation() error {
 		return r.startNotFinite()
 	}
 	secs := time.Since(t0).Seconds()
-	r.valSecs, r.valStep = secs*float64(nVal)/float64(max(n, 1)), 0
+	r.valSecs, r.valStep = pass.perExample(n)*float64(nVal), 0 // (its first batch's warming up left out)
 	if n < nVal {
 		fmt.Fprintf(r.out, "validation loss at step 0 over %s: %.4f (%s; all %d ≈ %s)\n", what, loss, FormatDuration(secs), nVal, FormatDuration(r.valSecs))
 	} else {
@@ -171,7 +171,6 @@ func (r *run) checkTest() (perExample float64, n int, err error) {
 	restore := r.modality.sampleTest(n)
 	defer restore()
 	pass := newEvalPass("test evaluation of a sample", n, r.note, r.stopRequested)
-	t0 := time.Now()
 	for _, e := range r.tr.tests(false) {
 		if e.name == "last" { // the parameters as they are, where they are
 			err = e.with(func(m *model.Model) error {
@@ -186,7 +185,7 @@ func (r *run) checkTest() (perExample float64, n int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("test evaluation of a sample (%s): %w", subject, err)
 	}
-	return time.Since(t0).Seconds() / float64(n), n, nil
+	return pass.perExample(n), n, nil
 }
 
 // checkSteps runs CheckSteps training steps, timed, as the run would

@@ -420,10 +420,10 @@ func TestCheckCountsTheRunsShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := log.String()
-		val := rep.ValidationSeconds // of all 64, from the first 32's
+		val := rep.ValidationSeconds // of all 64, from the first 32's (perExample: after their first batch)
 		for _, want := range []string{
 			"validation loss at step 0 over the first 32 of its 64 examples: ",
-			fmt.Sprintf(" (%s; all 64 ≈ %s)\n", FormatDuration(val*32/64), FormatDuration(val)),
+			fmt.Sprintf("; all 64 ≈ %s)\n", FormatDuration(val)),
 			"test evaluation of the first 16 of its 24 examples, with the starting adapter, timed\n",
 			fmt.Sprintf(": the run would take at least %s: training %s (7 steps) + validation %s (%d × %s, as step 0's) + %d checkpoints (not timed: the check writes none) + test evaluation ",
 				FormatDuration(rep.RunSeconds), FormatDuration(7*rep.StepSeconds), FormatDuration(float64(c.validations)*val), c.validations, FormatDuration(val), c.checkpoints),
@@ -466,5 +466,26 @@ func TestCheckPets(t *testing.T) {
 		if !strings.Contains(got, w) {
 			t.Errorf("want %q in:\n%s", w, got)
 		}
+	}
+}
+
+// TestPerExampleLeavesTheFirstBatchOut: a pass's time per example is
+// taken after its first batch (whose warming up would be multiplied by the
+// whole split's size over the sample's), and over the whole pass where the
+// first batch was all of it or no batch has ended.
+func TestPerExampleLeavesTheFirstBatchOut(t *testing.T) {
+	p := newEvalPass("x", 8, nil, nil)
+	p.start = p.start.Add(-10 * time.Second) // a first batch of 10 s
+	if got := p.perExample(8); got < 1.2 || got > 1.4 {
+		t.Errorf("no batch ended: %v s an example, want the whole pass's 10 s / 8", got)
+	}
+	if err := p.after(4, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.perExample(8); got > 0.5 {
+		t.Errorf("after a first batch of 4 that took 10 s: %v s an example, want the later batches' (about 0)", got)
+	}
+	if got := p.perExample(4); got < 2.4 || got > 2.6 {
+		t.Errorf("a pass of one batch: %v s an example, want 10 s / 4", got)
 	}
 }

@@ -27,6 +27,10 @@ type evalPass struct {
 	start, last time.Time
 	note        func(string)  // prints a line; nil: no progress lines
 	stop        func() string // the stop poll (Options.Stop); nil: never
+	// The examples done by the pass's first batch and when it ended (0:
+	// none yet): perExample leaves the first batch's warming up out.
+	firstDone int
+	firstEnd  time.Time
 }
 
 // evalProgressEvery is how often a long evaluation says how far it got.
@@ -58,6 +62,9 @@ func (p *evalPass) after(done int, canStop bool) error {
 	if p == nil {
 		return nil
 	}
+	if p.firstDone == 0 && done > p.from {
+		p.firstDone, p.firstEnd = done-p.from, time.Now()
+	}
 	if canStop && p.stop != nil {
 		if reason := p.stop(); reason != "" {
 			return &stoppedError{reason}
@@ -70,6 +77,17 @@ func (p *evalPass) after(done int, canStop bool) error {
 		p.note(fmt.Sprintf("%s: %d/%d examples (%s, ETA %s)", p.what, done, p.total, elapsed.Round(time.Second), eta.Round(time.Second)))
 	}
 	return nil
+}
+
+// perExample is the seconds per example of a pass of n examples that has
+// just ended: from the end of its first batch where it had more (the first
+// pays for warming up: a GPU's first kernels and allocations, cold caches),
+// else over the whole pass.
+func (p *evalPass) perExample(n int) float64 {
+	if p.firstDone > 0 && n > p.firstDone {
+		return time.Since(p.firstEnd).Seconds() / float64(n-p.firstDone)
+	}
+	return time.Since(p.start).Seconds() / float64(max(n, 1))
 }
 
 // validationLoss is the token-weighted mean cross-entropy over every
