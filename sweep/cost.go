@@ -54,6 +54,7 @@ func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string
 		}
 	}
 	var sum studyCost
+	var disk diskNeed
 	matched := 0
 	for _, sp := range st.Sweeps() {
 		runs := sp.Stage1()
@@ -76,6 +77,13 @@ func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string
 			return fmt.Errorf("sweep %s: %w", sp.Name, err)
 		}
 		sum.add(rep, left)
+		if rep.CheckpointBytes > 0 {
+			keep, err := st.keepWeights(runs[0], tmp)
+			if err != nil {
+				return fmt.Errorf("sweep %s: %w", sp.Name, err)
+			}
+			disk.add(rep, left.coarse+left.fine, keep)
+		}
 		fmt.Fprintln(w, sweepCostLine(sp.Name, rep, left))
 		if st.Executor.Kind == "slurm" {
 			if line := st.slurmFit(rep); line != "" {
@@ -87,6 +95,9 @@ func (st *Study) CheckCost(ctx context.Context, w, log io.Writer, trainer string
 		return fmt.Errorf("no sweep of the study matches -sweep %s; its sweeps: %s", strings.Join(patterns, ", "), st.sweepNames(8))
 	}
 	fmt.Fprintln(w, sum.String())
+	if line := disk.line(st.Out, st.sideBySide()); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	return nil
 }
 
@@ -118,15 +129,9 @@ func matchesAny(patterns []string, name string) bool {
 // report. A config of the study's demo that is not written yet is checked
 // as the demo writes it, in tmp.
 func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp string, log io.Writer, verbose bool) (*train.CheckReport, error) {
-	config := r.Sweep.Config()
-	if rel, ok := st.demoPending(config); ok {
-		demo := filepath.Join(tmp, "demo")
-		if !exists(filepath.Join(demo, "demo.yaml")) {
-			if _, err := train.WriteDemo(demo, demoSteps); err != nil {
-				return nil, err
-			}
-		}
-		config = filepath.Join(demo, rel)
+	config, err := st.checkConfig(r, tmp)
+	if err != nil {
+		return nil, err
 	}
 	args := []string{"--check", "--config", config}
 	for _, s := range r.sets() {
@@ -169,6 +174,45 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 		return nil, fmt.Errorf("%s --check printed no report (an older meazo-train?): %w", trainer, err)
 	}
 	return &rep, nil
+}
+
+// checkConfig is the config file run r's check reads: the sweep's, or for
+// a config of the study's demo that is not written yet, the demo's as it
+// writes it, in tmp.
+func (st *Study) checkConfig(r RunSpec, tmp string) (string, error) {
+	config := r.Sweep.Config()
+	if rel, ok := st.demoPending(config); ok {
+		demo := filepath.Join(tmp, "demo")
+		if !exists(filepath.Join(demo, "demo.yaml")) {
+			if _, err := train.WriteDemo(demo, demoSteps); err != nil {
+				return "", err
+			}
+		}
+		config = filepath.Join(demo, rel)
+	}
+	return config, nil
+}
+
+// keepWeights is run r's output.keep_weights.
+func (st *Study) keepWeights(r RunSpec, tmp string) (string, error) {
+	config, err := st.checkConfig(r, tmp)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := train.Load(config, append(r.sets(), "output.dir="+r.Dir))
+	if err != nil {
+		return "", err
+	}
+	return cfg.Output.KeepWeights, nil
+}
+
+// sideBySide is how many runs the executor runs at once: local
+// executor.parallel, Slurm's throttle.
+func (st *Study) sideBySide() int {
+	if st.Executor.Kind == "slurm" {
+		return st.Executor.Slurm.Throttle
+	}
+	return max(st.Executor.Parallel, 1)
 }
 
 // checkStopWait is how long a check stopped by a signal has to end before

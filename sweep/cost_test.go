@@ -46,7 +46,11 @@ func fakeCheck(args []string) error {
 	if slices.Contains(args, "optimizer.name=meazo") {
 		run = 100
 	}
-	b, _ := json.Marshal(train.CheckReport{StartSeconds: 10, ValidationSeconds: 30, StepSeconds: 0.5, Steps: 100, RunSeconds: run, PeakRSSBytes: 1 << 30})
+	rep := train.CheckReport{StartSeconds: 10, ValidationSeconds: 30, StepSeconds: 0.5, Steps: 100, RunSeconds: run, PeakRSSBytes: 1 << 30}
+	if os.Getenv("FAKE_CHECK_FULL") != "" { // a full-parameter run's: a checkpoint of 1 GiB
+		rep.CheckpointBytes = 1 << 30
+	}
+	b, _ := json.Marshal(rep)
 	fmt.Println(string(b))
 	return nil
 }
@@ -291,5 +295,63 @@ func TestCheckCostGPU(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(calls); !strings.HasSuffix(strings.TrimSpace(string(b)), " CUDA_VISIBLE_DEVICES=2") {
 		t.Errorf("the check ran with %s, want CUDA_VISIBLE_DEVICES=2 (executor.gpus [2, 3])", b)
+	}
+}
+
+// TestCheckCostDisk: for full-parameter runs, check adds what the runs left
+// keep on the study's disk by their output.keep_weights (all: up to two
+// checkpoints each; best: one; none: nothing) and what the runs side by
+// side hold while they run (three each), against the free space of out's
+// file system, with a warning where it does not fit; an adapter's study
+// gets no disk line.
+func TestCheckCostDisk(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	defer func(f func(string) (uint64, bool)) { diskFree = f }(diskFree)
+	var asked string
+	free := uint64(100 << 30)
+	diskFree = func(d string) (uint64, bool) { asked = d; return free, true }
+	fine := maxFine([]float64{1e-3, 5e-3, 1e-2, 5e-2}) * 2
+	for _, c := range []struct {
+		keep     string
+		full     bool
+		free     uint64
+		want     string
+		warnings bool
+	}{
+		{"best", false, 100 << 30, "", false},
+		{"best", true, 100 << 30, fmt.Sprintf("disk: the full-parameter runs left keep up to %d.0 GiB once finished (output.keep_weights), and 2 runs at a time up to 3.0 GiB each while they run: up to %d.0 GiB; the disk of %s/out has 100.0 GiB free", 8+fine, 8+fine+6, dir), false},
+		{"all", true, 10 << 30, fmt.Sprintf("warning: disk: the full-parameter runs left keep up to %d.0 GiB once finished", 2*(8+fine)), true},
+		{"none", true, 10 << 30, "disk: the full-parameter runs left keep up to 0 B once finished (output.keep_weights), and 2 runs at a time up to 3.0 GiB each while they run: up to 6.0 GiB", false},
+	} {
+		t.Setenv("FAKE_CHECK_FULL", map[bool]string{true: "1"}[c.full])
+		free = c.free
+		p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0, 1]
+coarse: [1e-3, 5e-3, 1e-2, 5e-2]
+set: [output.keep_weights=%s]
+experiments:
+  - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo]}
+executor: {kind: local, parallel: 2, trainer: %s}
+`, dir, c.keep, self))
+		st, err := LoadStudy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, log bytes.Buffer
+		if err := st.CheckCost(context.Background(), &out, &log, self, nil, false); err != nil {
+			t.Fatalf("%v\n%s", err, log.String())
+		}
+		got := out.String()
+		if c.want == "" && strings.Contains(got, "disk") || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("keep %s, full %v: want %q in:\n%s", c.keep, c.full, c.want, got)
+		}
+		if strings.Contains(got, "warning: disk") != c.warnings {
+			t.Errorf("keep %s, free %d: warned %v:\n%s", c.keep, c.free, !c.warnings, got)
+		}
+		if c.full && asked != dir {
+			t.Errorf("free space read for %q, want out's nearest existing directory %q", asked, dir)
+		}
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/meazo-go/meazo/internal/bytesize"
+	"github.com/meazo-go/meazo/internal/diskspace"
 	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
@@ -316,7 +315,7 @@ func (r *run) checkpointRoom() (line string, short bool) {
 		return "", false
 	}
 	size := r.checkpointBytes()
-	free, ok := diskFree(existingParent(r.dir))
+	free, ok := diskFree(diskspace.Nearest(r.dir))
 	if !ok {
 		return "", false
 	}
@@ -340,14 +339,4 @@ func (r *run) checkpointBytes() int64 {
 		width = 2
 	}
 	return r.m.ParamCount()*width + r.tr.stateBytes()
-}
-
-// existingParent is dir, or its nearest parent that exists (a new run's
-// output.dir is made by its start).
-func existingParent(dir string) string {
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
-			return d
-		}
-	}
 }

@@ -10,12 +10,23 @@ package diskspace
 import (
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 )
 
 // Free returns the bytes an unprivileged process may still write on the
 // file system that holds dir, and whether it could be read.
 func Free(dir string) (uint64, bool) { return free(dir) }
+
+// Nearest is path, or its nearest parent that exists: where a directory not
+// made yet (a new run's, a study's) will be, for Free.
+func Nearest(path string) string {
+	for d := filepath.Clean(path); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			return d
+		}
+	}
+}
 
 // Size returns the bytes of the regular files under dir (links not
 // followed; a file linked twice counted twice).

@@ -70,3 +70,18 @@ func TestFreeAsDf(t *testing.T) {
 		t.Errorf("Free(%s) = %d, df says %d available", dir, got, want)
 	}
 }
+
+// TestNearest: a path that exists is itself; one not made yet is its
+// nearest parent that exists.
+func TestNearest(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ path, want string }{
+		{dir, dir},
+		{filepath.Join(dir, "a", "b", "c"), dir},
+		{"/", "/"},
+	} {
+		if got := Nearest(c.path); got != c.want {
+			t.Errorf("Nearest(%q) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}
