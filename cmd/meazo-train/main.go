@@ -138,6 +138,9 @@ func parseCmdline(args []string, stderr io.Writer) (*cmdline, error) {
 		}
 	}
 	if c.configDoc || c.version {
+		if c.check {
+			return nil, fmt.Errorf("--check tries a new run's start (with --config); --config-doc and --version print and exit")
+		}
 		return c, nil
 	}
 	if err := backends.CheckName(*f.backend); err != nil {

@@ -54,6 +54,8 @@ func TestCarelessInvocations(t *testing.T) {
 		{"--check --resume", []string{"--check", "--resume", "r"}, "a --resume needs no check"},
 		{"--check --demo", []string{"--check", "--demo"}, "--check tries a new run's start from --config; it does not take --demo (to check a run of the demo's config: --check --config demo-run/demo.yaml)"},
 		{"check", []string{"--check", "--config", "c.yaml", "--out", "o"}, ""},
+		{"--check --config-doc", []string{"--check", "--config-doc"}, "--config-doc and --version print and exit"},
+		{"--check --version", []string{"--version", "--check"}, "--config-doc and --version print and exit"},
 		{"config", []string{"--config", "c.yaml", "--seed", "3", "--out", "o"}, ""},
 		{"shorthands and other --set", []string{"--config", "c.yaml", "--seed", "3", "--out", "o", "--backend", "cpu", "--set", "train.seed_x=1", "--set", "train.steps=2"}, ""},
 		{"resume", []string{"--resume", "r", "--set", "train.steps=9"}, ""},
