@@ -169,6 +169,9 @@ func (st *Study) checkRun(ctx context.Context, trainer string, r RunSpec, tmp st
 		}
 		return nil, fmt.Errorf("%s --check of %s failed (%v): its lines are above", trainer, r.Dir, err)
 	}
+	if verbose { // the check's last line names its output.dir and its own command
+		fmt.Fprintf(log, "(the output.dir above is the check's temporary one; the run's is %s, and meazo-sweep run starts it)\n", r.Dir)
+	}
 	var rep train.CheckReport
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {
 		return nil, fmt.Errorf("%s --check printed no report (an older meazo-train?): %w", trainer, err)

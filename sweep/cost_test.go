@@ -101,6 +101,11 @@ executor: {kind: local, trainer: %s}
 	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 		t.Errorf("the check wrote the study's out")
 	}
+	log.Reset()
+	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"e_meazo"}, true); err != nil ||
+		!strings.Contains(log.String(), "(the output.dir above is the check's temporary one; the run's is "+filepath.Join(dir, "out", "e_meazo")) {
+		t.Errorf("-v: %v; the log does not say whose output.dir the check's is:\n%s", err, log.String())
+	}
 	out.Reset()
 	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"*_zo-sgd"}, false); err != nil || strings.Contains(out.String(), "e_meazo") || !strings.Contains(out.String(), "the 1 sweep checked") {
 		t.Errorf("-sweep *_zo-sgd: %v\n%s", err, out.String())
