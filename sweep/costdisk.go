@@ -34,7 +34,7 @@ func (d *diskNeed) add(rep *train.CheckReport, runs int, keep string) {
 		return
 	}
 	d.kept += int64(runs) * keptCheckpoints[keep] * rep.CheckpointBytes
-	d.running = max(d.running, 3*rep.CheckpointBytes)
+	d.running = max(d.running, train.CheckpointsOnDisk*rep.CheckpointBytes)
 }
 
 // line is the study's disk line for runs side by side at once, against

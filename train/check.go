@@ -321,8 +321,9 @@ func (r *run) checkpointRoom() (line string, short bool) {
 	}
 	line = fmt.Sprintf("a checkpoint is about %s (the model's weights as it holds them, and the optimizer's state; the tokenizer's files besides); the disk of %s has %s free",
 		bytesize.String(size), r.dir, bytesize.String(int64(min(free, 1<<62))))
-	if short = free < uint64(3*size); short {
-		line += fmt.Sprintf(", less than the %s of three (the checkpoint, the next one written beside it, and best/'s): the run would stop when one does not fit", bytesize.String(3*size))
+	if need := CheckpointsOnDisk * size; free < uint64(need) {
+		short = true
+		line += fmt.Sprintf(", less than the %s of three (the checkpoint, the next one written beside it, and best/'s): the run would stop when one does not fit", bytesize.String(need))
 	}
 	return line, short
 }

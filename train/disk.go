@@ -12,6 +12,12 @@ import (
 // diskFree is diskspace.Free (a var for tests).
 var diskFree = diskspace.Free
 
+// CheckpointsOnDisk is how many checkpoints a run may hold on disk at once:
+// the last one, the next written beside it (checkpoint.tmp/) before it
+// replaces it, and an earlier one whose files best/ keeps. The run's disk
+// warning, the check's and meazo-sweep check's count by it.
+const CheckpointsOnDisk = 3
+
 // checkDisk warns, once the run has a checkpoint to measure, when its file
 // system cannot take the checkpoints to come: a full-parameter checkpoint
 // is a whole model, and one that does not fit stops the run, maybe hours
@@ -35,7 +41,7 @@ func (r *run) checkDisk() {
 // keeps the files of its step's checkpoint (a full-parameter run's are
 // links to them) when later ones replace it.
 func diskWarning(dir string, step int, size int64, free uint64) string {
-	need := 2 * size
+	need := (CheckpointsOnDisk - 1) * size // beside the one on disk
 	if free >= uint64(need) {
 		return ""
 	}
