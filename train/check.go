@@ -291,9 +291,8 @@ func (r *run) checkMemory(over string, withTest bool) string {
 		}
 		parts = append(parts, part)
 	}
-	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
-		_, peak := dm.DeviceMemory()
-		parts = append(parts, "peak GPU memory "+bytesize.String(int64(min(peak, 1<<62))))
+	if peak, ok := r.peakDevice(); ok {
+		parts = append(parts, "peak GPU memory "+bytesize.String(peak))
 	}
 	if len(parts) == 0 {
 		return ""

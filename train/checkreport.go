@@ -1,7 +1,5 @@
 package train
 
-import "github.com/meazo-go/meazo/tensor"
-
 // CheckReport is what Check measured and what it projects for the whole
 // run, for a program that plans runs (meazo-sweep check; meazo-train
 // --check prints it as JSON on stdout). Seconds are this machine's.
@@ -38,9 +36,6 @@ func (r *run) newCheckReport(startSecs float64, p projection) *CheckReport {
 	_, total, atLeast := p.parts()
 	rep := &CheckReport{StartSeconds: startSecs, ValidationSeconds: r.valSecs, StepSeconds: p.stepSecs, Steps: r.cfg.Train.Steps,
 		RunSeconds: total, RunAtLeast: atLeast, PeakRSSBytes: peakRSS(), CheckpointBytes: r.checkpointBytes()}
-	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
-		_, peak := dm.DeviceMemory()
-		rep.PeakDeviceBytes = int64(peak)
-	}
+	rep.PeakDeviceBytes, _ = r.peakDevice()
 	return rep
 }

@@ -29,10 +29,7 @@ func (r *run) fillSummary() {
 	r.summary.BestValLoss, r.summary.BestStep, r.summary.LastValLoss = finite(r.state.BestValLoss), r.state.BestStep, finite(r.state.LastValLoss)
 	r.summary.StateBytes = r.engine.Optimizer().StateBytes() + r.tr.stateBytes()
 	r.summary.PeakRSSBytes = peakRSS()
-	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
-		_, peak := dm.DeviceMemory()
-		r.summary.PeakDeviceBytes = int64(peak)
-	}
+	r.summary.PeakDeviceBytes, _ = r.peakDevice()
 	r.summary.Steps = r.cfg.Train.Steps // as the run ends (an early stop lowers it)
 	r.summary.Changes = readChanges(r.dir)
 	r.summary.Backend = r.backend.Name() + ": " + r.backend.Describe()
@@ -66,11 +63,21 @@ func (r *run) peakMemory() string {
 	if rss := peakRSS(); rss > 0 {
 		parts = append(parts, "peak RSS "+bytesize.String(rss))
 	}
-	if dm, ok := r.backend.(tensor.DeviceMemory); ok {
-		_, peak := dm.DeviceMemory()
-		parts = append(parts, "device "+bytesize.String(int64(peak)))
+	if peak, ok := r.peakDevice(); ok {
+		parts = append(parts, "device "+bytesize.String(peak))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// peakDevice is the device memory the backend has allocated at its peak,
+// and whether it computes on a device that counts it (a GPU).
+func (r *run) peakDevice() (int64, bool) {
+	dm, ok := r.backend.(tensor.DeviceMemory)
+	if !ok {
+		return 0, false
+	}
+	_, peak := dm.DeviceMemory()
+	return int64(min(peak, 1<<62)), true
 }
 
 // peakRSS is the process's peak resident set size in bytes (VmHWM; 0 where
