@@ -73,14 +73,9 @@ experiments:
   - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo, zo-sgd]}
 executor: {kind: local, trainer: %s}
 `, dir, self))
-	st, err := LoadStudy(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out, log bytes.Buffer
-	if err := st.CheckCost(context.Background(), &out, &log, self, nil, false); err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
+	st, out := checkCostOf(t, p, self)
+	var err error
+	var log bytes.Buffer
 	fine := maxFine([]float64{1e-3, 5e-3, 1e-2, 5e-2}) * 2
 	for _, want := range []string{
 		"sweep e_meazo: a run about 1m 50s (its start 10s, 100 steps of 0.5s, a validation 30s); stage 1: 8 runs, about 14m 40s; " +
@@ -102,25 +97,25 @@ executor: {kind: local, trainer: %s}
 		t.Errorf("the check wrote the study's out")
 	}
 	log.Reset()
-	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"e_meazo"}, true); err != nil ||
+	if err := st.CheckCost(context.Background(), out, &log, self, []string{"e_meazo"}, true); err != nil ||
 		!strings.Contains(log.String(), "(the output.dir above is the check's temporary one; the run's is "+filepath.Join(dir, "out", "e_meazo")) {
 		t.Errorf("-v: %v; the log does not say whose output.dir the check's is:\n%s", err, log.String())
 	}
 	out.Reset()
-	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"*_zo-sgd"}, false); err != nil || strings.Contains(out.String(), "e_meazo") || !strings.Contains(out.String(), "the 1 sweep checked") {
+	if err := st.CheckCost(context.Background(), out, &log, self, []string{"*_zo-sgd"}, false); err != nil || strings.Contains(out.String(), "e_meazo") || !strings.Contains(out.String(), "the 1 sweep checked") {
 		t.Errorf("-sweep *_zo-sgd: %v\n%s", err, out.String())
 	}
-	if err := st.CheckCost(context.Background(), &out, &log, self, []string{"x*"}, false); err == nil || !strings.Contains(err.Error(), "no sweep of the study matches -sweep x*; its sweeps: e_meazo, e_zo-sgd") {
+	if err := st.CheckCost(context.Background(), out, &log, self, []string{"x*"}, false); err == nil || !strings.Contains(err.Error(), "no sweep of the study matches -sweep x*; its sweeps: e_meazo, e_zo-sgd") {
 		t.Errorf("-sweep x*: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := st.CheckCost(ctx, &out, &log, self, nil, false); err == nil || !strings.Contains(err.Error(), "stopped by a signal during the check of ") {
+	if err := st.CheckCost(ctx, out, &log, self, nil, false); err == nil || !strings.Contains(err.Error(), "stopped by a signal during the check of ") {
 		t.Errorf("a stopped check: %v", err)
 	}
 	t.Setenv("FAKE_CHECK_FAIL", "1")
 	log.Reset()
-	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
+	err = st.CheckCost(context.Background(), out, &log, self, nil, false)
 	if err == nil || !strings.Contains(err.Error(), "sweep e_meazo: "+self+" --check of ") || !strings.Contains(err.Error(), "its lines are above") ||
 		!strings.Contains(log.String(), "no such directory") {
 		t.Errorf("a failed check: %v\n%s", err, log.String())
@@ -128,13 +123,13 @@ executor: {kind: local, trainer: %s}
 	// A trainer that fails without a word: no "lines above" to point at.
 	t.Setenv("FAKE_CHECK_FAIL", "silent")
 	log.Reset()
-	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
+	err = st.CheckCost(context.Background(), out, &log, self, nil, false)
 	if err == nil || !strings.Contains(err.Error(), self+" --check of ") || !strings.Contains(err.Error(), "failed (exit status 1) and printed nothing on stderr") {
 		t.Errorf("a silent failed check: %v\n%s", err, log.String())
 	}
 	// An older meazo-train: said so, not left to the user to read the flag error.
 	t.Setenv("FAKE_CHECK_FAIL", "old")
-	err = st.CheckCost(context.Background(), &out, &log, self, nil, false)
+	err = st.CheckCost(context.Background(), out, &log, self, nil, false)
 	if err == nil || !strings.Contains(err.Error(), self+" has no --check (exit status 2): an older meazo-train?") {
 		t.Errorf("a trainer without --check: %v", err)
 	}
@@ -340,14 +335,7 @@ experiments:
   - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo]}
 executor: {kind: local, parallel: 2, trainer: %s}
 `, dir, c.keep, self))
-		st, err := LoadStudy(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out, log bytes.Buffer
-		if err := st.CheckCost(context.Background(), &out, &log, self, nil, false); err != nil {
-			t.Fatalf("%v\n%s", err, log.String())
-		}
+		_, out := checkCostOf(t, p, self)
 		got := out.String()
 		if c.want == "" && strings.Contains(got, "disk") || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("keep %s, full %v: want %q in:\n%s", c.keep, c.full, c.want, got)
@@ -359,4 +347,20 @@ executor: {kind: local, parallel: 2, trainer: %s}
 			t.Errorf("free space read for %q, want out's nearest existing directory %q", asked, dir)
 		}
 	}
+}
+
+// checkCostOf loads the study file p and runs its check with the fake
+// trainer self, every sweep, not verbose; out holds what it printed.
+func checkCostOf(t *testing.T, p, self string) (st *Study, out *bytes.Buffer) {
+	t.Helper()
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	out = new(bytes.Buffer)
+	if err := st.CheckCost(context.Background(), out, &log, self, nil, false); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	return st, out
 }

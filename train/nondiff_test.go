@@ -328,13 +328,7 @@ func TestF1ObjectiveDiverges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, tc.name)
 			set := append(f1RunSet(train, test), "optimizer.eps=1e30", "output.dir="+out) // (the prompt's virtual tokens are normalised: 1e38)
-			s, err := Run(Options{ConfigPath: cfg, Overrides: append(set, tc.set...)})
-			if err != nil {
-				t.Fatalf("the run failed: %v", err)
-			}
-			if !s.Diverged || s.Status != "diverged" {
-				t.Errorf("summary %+v: want the run diverged", s)
-			}
+			requireDiverged(t, Options{ConfigPath: cfg, Overrides: append(set, tc.set...)})
 		})
 	}
 }
@@ -354,5 +348,18 @@ func TestF1ResumeSameCap(t *testing.T) {
 		if (err != nil) != c.refused {
 			t.Errorf("eval.max_new_tokens %d -> %d: %v, want refused %v", c.old, c.new, err, c.refused)
 		}
+	}
+}
+
+// requireDiverged runs as opts say and requires a run that ends diverged
+// (a result, not an error).
+func requireDiverged(t *testing.T, opts Options) {
+	t.Helper()
+	s, err := Run(opts)
+	if err != nil {
+		t.Fatalf("the run failed: %v", err)
+	}
+	if !s.Diverged || s.Status != "diverged" {
+		t.Errorf("summary %+v: want the run diverged", s)
 	}
 }

@@ -125,12 +125,7 @@ func TestAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, want := -losses[i], res["accuracy"]; got != want {
-					t.Errorf("variant %d: the objective's accuracy is %v, the evaluation's %v", i, got, want)
-				}
-				if x := losses[i]; !(x >= -1 && x <= 0) || x == 0 && math.Signbit(x) {
-					t.Errorf("variant %d: loss %v is not minus an accuracy in [-1, 0] (0, not -0)", i, x)
-				}
+				checkMinusAccuracy(t, i, losses[i], res["accuracy"])
 			}
 			if losses[0] == losses[1] && losses[1] == losses[2] || losses[0] == 0 || losses[0] == -1 {
 				t.Errorf("losses %v: the parameters should predict differently, with an accuracy strictly between 0 and 1 at θ0", losses)
@@ -255,13 +250,7 @@ func TestAccuracyObjectiveDiverges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, tc.name)
 			set := append(accRunSet(), "optimizer.eps=1e30", "output.dir="+out)
-			s, err := Run(Options{ConfigPath: cfg, Overrides: append(set, tc.set...)})
-			if err != nil {
-				t.Fatalf("the run failed: %v", err)
-			}
-			if !s.Diverged || s.Status != "diverged" {
-				t.Errorf("summary %+v: want the run diverged", s)
-			}
+			requireDiverged(t, Options{ConfigPath: cfg, Overrides: append(set, tc.set...)})
 		})
 	}
 }
@@ -367,5 +356,17 @@ func runAccuracy6(t *testing.T, opts Options) {
 	}
 	if _, ok := s.Test["best"]["accuracy"]; !ok {
 		t.Errorf("test metrics %v: no accuracy", s.Test)
+	}
+}
+
+// checkMinusAccuracy checks variant i's loss against the evaluation's
+// accuracy of the same parameters: minus it, in [-1, 0], 0 not -0.
+func checkMinusAccuracy(t *testing.T, i int, loss, accuracy float64) {
+	t.Helper()
+	if -loss != accuracy {
+		t.Errorf("variant %d: the objective's accuracy is %v, the evaluation's %v", i, -loss, accuracy)
+	}
+	if !(loss >= -1 && loss <= 0) || loss == 0 && math.Signbit(loss) {
+		t.Errorf("variant %d: loss %v is not minus an accuracy in [-1, 0] (0, not -0)", i, loss)
 	}
 }

@@ -75,12 +75,7 @@ func TestPetsAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := -losses[i], res["accuracy"]; got != want {
-			t.Errorf("variant %d: the objective's accuracy is %v, the evaluation's %v", i, got, want)
-		}
-		if x := losses[i]; !(x >= -1 && x <= 0) || x == 0 && math.Signbit(x) {
-			t.Errorf("variant %d: loss %v is not minus an accuracy in [-1, 0] (0, not -0)", i, x)
-		}
+		checkMinusAccuracy(t, i, losses[i], res["accuracy"])
 	}
 	if losses[0] != -0.5 || losses[0] == losses[1] && losses[1] == losses[2] {
 		t.Errorf("losses %v: want -0.5 at θ0 (the ViT's own classes label half the images) and the parameters predicting differently", losses)
@@ -150,13 +145,7 @@ func TestPetsAccuracyObjectiveDiverges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := append(petsAccSet(petsTrain, tc.set...), "optimizer.eps=1e30", "output.dir="+filepath.Join(root, tc.name))
-			s, err := Run(Options{Overrides: set})
-			if err != nil {
-				t.Fatalf("the run failed: %v", err)
-			}
-			if !s.Diverged || s.Status != "diverged" {
-				t.Errorf("summary %+v: want the run diverged", s)
-			}
+			requireDiverged(t, Options{Overrides: set})
 		})
 	}
 }
