@@ -50,7 +50,8 @@ type TrainPoint struct {
 // ValPoint is one validation line of metrics.jsonl.
 type ValPoint struct {
 	Step    int
-	ValLoss float64 // NaN when null
+	ValLoss float64            // NaN when null
+	Metrics map[string]float64 // "val_metrics" (eval.validation_metrics); nil when absent
 }
 
 // metricLine is any line of metrics.jsonl as read: TrainLine and ValLine's
@@ -64,6 +65,8 @@ type metricLine struct {
 	Groups  []int      `json:"groups"`
 	LR      *float64   `json:"lr"`
 	ValLoss *float64   `json:"val_loss"`
+	// ValMetrics: a metric's value is finite, but a null one is read as NaN.
+	ValMetrics map[string]*float64 `json:"val_metrics"`
 }
 
 // orNaNs is a list of optional numbers with NaN for each null; nil for nil.
@@ -120,7 +123,7 @@ func ReadMetrics(dir string, warn func(string)) ([]TrainPoint, []ValPoint, error
 			p.V, p.Sigma = orNaNs(m.V), orNaNs(m.Sigma)
 			train[p.Step] = p
 		case KindVal:
-			val[*m.Step] = ValPoint{Step: *m.Step, ValLoss: orNaN(m.ValLoss)}
+			val[*m.Step] = ValPoint{Step: *m.Step, ValLoss: orNaN(m.ValLoss), Metrics: orNaNMap(m.ValMetrics)}
 		default: // other kinds may be added to the contract; readers ignore them
 		}
 	}
@@ -145,4 +148,16 @@ func orNaN(p *float64) float64 {
 		return math.NaN()
 	}
 	return *p
+}
+
+// orNaNMap is a map of optional numbers with NaN for each null; nil for nil.
+func orNaNMap(m map[string]*float64) map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = orNaN(v)
+	}
+	return out
 }

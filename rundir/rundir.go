@@ -110,21 +110,26 @@ const (
 
 // Summary is summary.json. The field order is the file's key order.
 type Summary struct {
-	Model           string                        `json:"model"`
-	Task            string                        `json:"task"`
-	Adapter         string                        `json:"adapter"`
-	Grouped         bool                          `json:"grouped"`
-	Optimizer       string                        `json:"optimizer"`
-	LR              float64                       `json:"lr"`
-	Seed            uint64                        `json:"seed"`
-	Steps           int                           `json:"steps"`
-	StepsDone       int                           `json:"steps_done"`
-	Diverged        bool                          `json:"diverged"`
-	DivergedAt      *int                          `json:"diverged_at"`
-	Message         string                        `json:"message"`
-	BestValLoss     *float64                      `json:"best_val_loss"` // null before the first validation
-	BestStep        int                           `json:"best_step"`
+	Model       string   `json:"model"`
+	Task        string   `json:"task"`
+	Adapter     string   `json:"adapter"`
+	Grouped     bool     `json:"grouped"`
+	Optimizer   string   `json:"optimizer"`
+	LR          float64  `json:"lr"`
+	Seed        uint64   `json:"seed"`
+	Steps       int      `json:"steps"`
+	StepsDone   int      `json:"steps_done"`
+	Diverged    bool     `json:"diverged"`
+	DivergedAt  *int     `json:"diverged_at"`
+	Message     string   `json:"message"`
+	BestValLoss *float64 `json:"best_val_loss"` // null before the first validation
+	BestStep    int      `json:"best_step"`
+	// BestValMetrics and LastValMetrics are the task's metric on the
+	// validation split (eval.validation_metrics) at the best step and at
+	// the last validation, as ValLine's ValMetrics; absent when off.
+	BestValMetrics  map[string]float64            `json:"best_val_metrics,omitempty"`
 	LastValLoss     *float64                      `json:"last_val_loss"`
+	LastValMetrics  map[string]float64            `json:"last_val_metrics,omitempty"`
 	Test            map[string]map[string]float64 `json:"test"`
 	TrainableParams int                           `json:"trainable_params"`
 	StateBytes      int64                         `json:"optimizer_state_bytes"`
@@ -195,6 +200,11 @@ type ValLine struct {
 	Kind    string  `json:"kind"` // KindVal
 	Step    int     `json:"step"`
 	ValLoss float64 `json:"val_loss"`
+	// ValMetrics is the task's metric on the validation split with the
+	// same parameters (eval.validation_metrics: {"accuracy"},
+	// {"exact_match","f1"}, ROUGE's; the test evaluation's keys and
+	// scales); absent when off.
+	ValMetrics map[string]float64 `json:"val_metrics,omitempty"`
 }
 
 // TimingLine is a step's line of timing.jsonl.

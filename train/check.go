@@ -124,11 +124,19 @@ func (r *run) checkValidation() error {
 		what = fmt.Sprintf("the first %d of its %d examples", n, nVal)
 	}
 	r.out.begin("validation of step 0", "validation of step 0: "+what+", timed")
+	nMetric := r.modality.metricExamples() // (the whole split's, before the sample)
 	restore := r.modality.sampleValidation(n)
 	pass := newEvalPass("validation of step 0", n, r.note, r.stopRequested)
 	r.tr.attach()
 	t0 := time.Now()
 	loss, err := r.modality.validationLoss(pass)
+	secs := time.Since(t0).Seconds()
+	var metrics map[string]float64
+	var mPass *evalPass
+	if err == nil && finite(loss) != nil && r.cfg.Eval.ValidationMetrics {
+		mPass = newEvalPass("validation of step 0 (its metric)", r.modality.metricExamples(), r.note, r.stopRequested)
+		metrics, err = r.modality.validationMetrics(mPass)
+	}
 	r.tr.detach()
 	restore()
 	if _, stopped := stopReason(err); stopped {
@@ -140,14 +148,29 @@ func (r *run) checkValidation() error {
 	if finite(loss) == nil {
 		return r.startNotFinite()
 	}
-	secs := time.Since(t0).Seconds()
 	r.valSecs, r.valStep = pass.perExample(n)*float64(nVal), 0 // (its first batch's warming up left out)
 	if n < nVal {
 		fmt.Fprintf(r.out, "validation loss at step 0 over %s: %.4f (%s; all %d ≈ %s)\n", what, loss, FormatDuration(secs), nVal, FormatDuration(r.valSecs))
 	} else {
 		fmt.Fprintf(r.out, "validation loss at step 0: %.4f (%s)\n", loss, FormatDuration(secs))
 	}
+	if mPass != nil {
+		r.checkMetricLine(metrics, mPass, nMetric)
+	}
 	return nil
+}
+
+// checkMetricLine times step 0's validation metric (eval.validation_metrics)
+// of a sample (pass's) for the whole split's nAll examples into
+// r.valMetricSecs, and says so with the sample's metric.
+func (r *run) checkMetricLine(metrics map[string]float64, pass *evalPass, nAll int) {
+	r.valMetricSecs = pass.perExample(pass.total) * float64(nAll)
+	over := fmt.Sprintf("its %d examples", nAll)
+	if pass.total < nAll {
+		over = fmt.Sprintf("the first %d of its %d examples", pass.total, nAll)
+	}
+	fmt.Fprintf(r.out, "validation metric at step 0 over %s (eval.validation_metrics): %s (%s; every validation ≈ %s more)\n",
+		over, FormatMetrics(metrics), FormatDuration(time.Since(pass.start).Seconds()), FormatDuration(r.valMetricSecs))
 }
 
 // checkTest runs the test evaluation of a sample (the first

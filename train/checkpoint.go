@@ -39,6 +39,12 @@ type checkpointState struct {
 	// parameters before a step, a full-parameter run: otherwise a stop in a
 	// later validation checkpoints the state before its step.)
 	ValidationPending bool `json:"validation_pending,omitempty"`
+	// The task's metric on the validation split at the best step and at
+	// the last validation (eval.validation_metrics; absent when off), for
+	// summary.json. A validation replaces them, never changes them in
+	// place (a snapshot shares them).
+	BestValMetrics map[string]float64 `json:"best_val_metrics,omitempty"`
+	LastValMetrics map[string]float64 `json:"last_val_metrics,omitempty"`
 	// The validations in a row since the best validation loss, for
 	// train.patience (absent: 0).
 	SinceBest int `json:"validations_since_best,omitempty"`

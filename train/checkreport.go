@@ -9,8 +9,11 @@ type CheckReport struct {
 	// time a Slurm job is requeued).
 	StartSeconds float64 `json:"start_seconds"`
 	// ValidationSeconds is one validation of the whole validation split,
-	// from the sample Check scored.
-	ValidationSeconds float64 `json:"validation_seconds"`
+	// from the sample Check scored: its loss and, with
+	// eval.validation_metrics, its metric, ValidationMetricSeconds of it
+	// (absent when off).
+	ValidationSeconds       float64 `json:"validation_seconds"`
+	ValidationMetricSeconds float64 `json:"validation_metric_seconds,omitempty"`
 	// StepSeconds is the last timed step's (0 with train.steps 0).
 	StepSeconds float64 `json:"step_seconds"`
 	Steps       int     `json:"steps"` // train.steps
@@ -34,7 +37,7 @@ type CheckReport struct {
 // whose projection is p.
 func (r *run) newCheckReport(startSecs float64, p projection) *CheckReport {
 	_, total, atLeast := p.parts()
-	rep := &CheckReport{StartSeconds: startSecs, ValidationSeconds: r.valSecs, StepSeconds: p.stepSecs, Steps: r.cfg.Train.Steps,
+	rep := &CheckReport{StartSeconds: startSecs, ValidationSeconds: r.valSecs + r.valMetricSecs, ValidationMetricSeconds: r.valMetricSecs, StepSeconds: p.stepSecs, Steps: r.cfg.Train.Steps,
 		RunSeconds: total, RunAtLeast: atLeast, PeakRSSBytes: peakRSS(), CheckpointBytes: r.checkpointBytes()}
 	rep.PeakDeviceBytes, _ = r.peakDevice()
 	return rep

@@ -22,6 +22,10 @@ import (
 type textSplits struct {
 	train, val []data.Sequence
 	test       []data.Example
+	// valEx are the validation examples eval.validation_metrics scores: those
+	// of val (in its order) that the test evaluation's rules let be scored
+	// (scorable); nil when it is off.
+	valEx []data.Example
 	// trainEx are the examples encoded as train, in its order, for
 	// train.objective f1 or accuracy (which generates their answers or
 	// predicts their labels); nil otherwise.
@@ -175,14 +179,20 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	if cfg.Train.scoresExamples() {
 		scored = &scoredAs{objective: cfg.Train.Objective, maxNew: cfg.maxNewTokens()}
 	}
-	if s.train, s.trainEx, err = encodeKept(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", scored, log, stop); err != nil {
+	if s.train, s.trainEx, err = encodeKept(trainEx, enc, rule, maxTrain, cfg.Train.Threads, cfg.Task.Strict, "train", scored, false, log, stop); err != nil {
 		return nil, err
 	}
-	if s.val, err = encodeFirst(valEx, enc, rule, maxVal, cfg.Train.Threads, cfg.Task.Strict, "validation", log, stop); err != nil {
+	keepVal := cfg.Eval.ValidationMetrics
+	if s.val, s.valEx, err = encodeKept(valEx, enc, rule, maxVal, cfg.Train.Threads, cfg.Task.Strict, "validation", nil, keepVal, log, stop); err != nil {
 		return nil, err
 	}
 	if err := checkSplits(cfg, spec, s, len(all), len(trainEx), len(valEx), lengthName, maxLength); err != nil {
 		return nil, err
+	}
+	if keepVal {
+		if s.valEx, err = scorable(cfg, "validation", s.valEx, enc, rule, log, stop); err != nil {
+			return nil, err
+		}
 	}
 	if task.OwnData() && cfg.Task.Validation == "" {
 		warnSmallValidation(log, len(s.val), cfg.Task.Train)
@@ -251,10 +261,7 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 		warnUnreadKeys(log, cfg.Task.Test, task, st)
 		warnRepeatedIDs(log, "test", cfg.Task.Test, test)
 	}
-	if test, err = rule.fitTest(test, enc, cfg.maxNewTokens(), log, stop); err != nil {
-		return nil, err
-	}
-	if test, err = fitRouge(task, test, log); err != nil {
+	if test, err = scorable(cfg, "test", test, enc, rule, log, stop); err != nil {
 		return nil, err
 	}
 	// Labels the chat template renders alike (it may trim them) are
@@ -328,7 +335,7 @@ func (l leftOut) String() string {
 // taken in order, so the result, the error reported and the count of
 // dropped examples are the sequential loop's.
 func encodeFirst(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, log io.Writer, stop func(while string) error) ([]data.Sequence, error) {
-	out, _, err := encodeKept(exs, enc, rule, limit, workers, strict, what, nil, log, stop)
+	out, _, err := encodeKept(exs, enc, rule, limit, workers, strict, what, nil, false, log, stop)
 	return out, err
 }
 
@@ -350,10 +357,11 @@ func (s *scoredAs) evaluation() string {
 // encodeKept is encodeFirst that also returns the examples it kept, in
 // order (kept[i] is encoded as seqs[i]), for the training split of
 // train.objective f1 or accuracy (scored), which generates answers for
-// them or predicts their labels. It also drops the examples whose
+// them or predicts their labels, and (keep) for the validation split of
+// eval.validation_metrics. With scored it also drops the examples whose
 // evaluation (the prompt and maxNew new tokens, or the longest label
 // candidate, as a test example's: fitTest) the length rule refuses.
-func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, scored *scoredAs, log io.Writer, stop func(while string) error) (seqs []data.Sequence, kept []data.Example, err error) {
+func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, scored *scoredAs, keep bool, log io.Writer, stop func(while string) error) (seqs []data.Sequence, kept []data.Example, err error) {
 	const chunk = 512
 	var out []data.Sequence
 	var dropped, unrendered, noGen leftOut
@@ -398,7 +406,7 @@ func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, w
 				continue
 			}
 			out = append(out, encs[i])
-			if scored != nil {
+			if scored != nil || keep {
 				kept = append(kept, ex)
 			}
 		}
@@ -417,12 +425,23 @@ func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, w
 	return out, kept, nil
 }
 
+// scorable are the examples of split ("test", "validation") the test
+// evaluation's rules let be scored: fitTest's, with the run's generation
+// cap, then fitRouge's.
+func scorable(cfg *Config, split string, exs []data.Example, enc *data.Encoder, rule lengthRule, log io.Writer, stop func(while string) error) ([]data.Example, error) {
+	exs, err := rule.fitTest(split, exs, enc, cfg.maxNewTokens(), log, stop)
+	if err != nil {
+		return nil, err
+	}
+	return fitRouge(split, data.Task(cfg.Task.Name), exs, log)
+}
+
 // fitRouge leaves out the test examples of a task scored by ROUGE (XSum,
 // generation) with a reference past eval.MaxRougeTokens tokens, which
 // ROUGE refuses to score (its time grows with the product of the lengths):
 // found at the test evaluation, after the training, one such reference
 // failed the whole evaluation. It says which it left out.
-func fitRouge(task data.Task, exs []data.Example, log io.Writer) ([]data.Example, error) {
+func fitRouge(split string, task data.Task, exs []data.Example, log io.Writer) ([]data.Example, error) {
 	if task != data.XSum && task != data.Generation {
 		return exs, nil
 	}
@@ -439,11 +458,11 @@ func fitRouge(task data.Task, exs []data.Example, log io.Writer) ([]data.Example
 		out = append(out, ex)
 	}
 	if skipped.n > 0 {
-		fmt.Fprintf(log, "warning: test split: %v skipped, a reference longer than ROUGE's cap of %d tokens (eval.MaxRougeTokens); the metric is over the other %d\n",
-			skipped, eval.MaxRougeTokens, len(out))
+		fmt.Fprintf(log, "warning: %s split: %v skipped, a reference longer than ROUGE's cap of %d tokens (eval.MaxRougeTokens); the metric is over the other %d\n",
+			split, skipped, eval.MaxRougeTokens, len(out))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("test split: every example has a reference longer than ROUGE's cap of %d tokens", eval.MaxRougeTokens)
+		return nil, fmt.Errorf("%s split: every example has a reference longer than ROUGE's cap of %d tokens", split, eval.MaxRougeTokens)
 	}
 	return out, nil
 }
@@ -464,7 +483,7 @@ func encodeSequence(enc *data.Encoder, ex data.Example) (data.Sequence, error) {
 
 // fitTest keeps the test examples whose evaluation fits the length rule with
 // maxNew tokens generated (SQuAD, XSum, generation), and says how many it skipped.
-func (r lengthRule) fitTest(exs []data.Example, enc *data.Encoder, maxNew int, log io.Writer, stop func(while string) error) ([]data.Example, error) {
+func (r lengthRule) fitTest(split string, exs []data.Example, enc *data.Encoder, maxNew int, log io.Writer, stop func(while string) error) ([]data.Example, error) {
 	if r.max <= 0 {
 		return exs, nil
 	}
@@ -472,13 +491,13 @@ func (r lengthRule) fitTest(exs []data.Example, enc *data.Encoder, maxNew int, l
 	var skipped leftOut
 	for i, ex := range exs {
 		if i%256 == 255 && stop != nil { // a large test split takes seconds
-			if err := stop("measuring the test split"); err != nil {
+			if err := stop("measuring the " + split + " split"); err != nil {
 				return nil, err
 			}
 		}
 		n, err := evalLength(ex, enc, maxNew, r.tooLong(ex, -1))
 		if err != nil {
-			return nil, fmt.Errorf("test split: %w", err)
+			return nil, fmt.Errorf("%s split: %w", split, err)
 		}
 		if n < 0 || r.tooLong(ex, n) {
 			skipped.add(ex.ID)
@@ -487,11 +506,11 @@ func (r lengthRule) fitTest(exs []data.Example, enc *data.Encoder, maxNew int, l
 		out = append(out, ex)
 	}
 	if skipped.n > 0 {
-		fmt.Fprintf(log, "test split: %d examples skipped as their evaluation would exceed %s %d tokens (%v); the metric is over the other %d\n",
-			skipped.n, r.name, r.max, skipped, len(out))
+		fmt.Fprintf(log, "%s split: %d examples skipped as their evaluation would exceed %s %d tokens (%v); the metric is over the other %d\n",
+			split, skipped.n, r.name, r.max, skipped, len(out))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("test split: every example is longer than %s %d tokens", r.name, r.max)
+		return nil, fmt.Errorf("%s split: every example is longer than %s %d tokens", split, r.name, r.max)
 	}
 	return out, nil
 }

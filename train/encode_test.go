@@ -124,17 +124,17 @@ func TestFitRouge(t *testing.T) {
 		{ID: "line 3", Task: data.Generation, Prompt: "p", Completion: strings.Repeat("w", eval.MaxRougeTokens+10)}, // one token
 	}
 	var log strings.Builder
-	got, err := fitRouge(data.Generation, exs, &log)
+	got, err := fitRouge("test", data.Generation, exs, &log)
 	if err != nil || len(got) != 2 || got[0].ID != "line 1" || got[1].ID != "line 3" {
 		t.Fatalf("kept %v, %v; want lines 1 and 3", got, err)
 	}
 	if !strings.Contains(log.String(), `warning: test split: 1: ids "line 2" skipped, a reference longer than ROUGE's cap`) {
 		t.Errorf("log: %s", log.String())
 	}
-	if _, err := fitRouge(data.XSum, []data.Example{{ID: "0", Task: data.XSum, Summary: long}}, io.Discard); err == nil {
+	if _, err := fitRouge("test", data.XSum, []data.Example{{ID: "0", Task: data.XSum, Summary: long}}, io.Discard); err == nil {
 		t.Error("XSum with every reference too long: no error")
 	}
-	if got, err := fitRouge(data.SQuAD, []data.Example{{ID: "0", Task: data.SQuAD, Answers: []string{long}}}, io.Discard); err != nil || len(got) != 1 {
+	if got, err := fitRouge("test", data.SQuAD, []data.Example{{ID: "0", Task: data.SQuAD, Answers: []string{long}}}, io.Discard); err != nil || len(got) != 1 {
 		t.Errorf("SQuAD (not scored by ROUGE): %v, %v", got, err)
 	}
 }

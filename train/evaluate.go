@@ -130,6 +130,9 @@ type evaluator struct {
 	padID        int
 	rougeStem    bool
 	log          io.Writer
+	// split names the examples scored, in errors: "test" ("" too), or
+	// "validation" (eval.validation_metrics: validationMetrics).
+	split string
 	// record, if set, is handed each text example's Prediction as it is
 	// scored (Evaluate's EvalOptions.OnPrediction).
 	record func(Prediction)
@@ -159,11 +162,37 @@ func sumsLen(task data.Task) int {
 // from part as scoreTest says.
 func (e *evaluator) testMetrics(m *model.Model, exs []data.Example, what string, pass *evalPass, part *evalPartial) (map[string]float64, error) {
 	return scoreTest(e.log, e.task, what, len(exs), pass, part, func() (map[string]float64, error) {
-		if !e.task.Generates() {
-			return e.classify(m, exs, pass, part)
-		}
-		return e.generative(m, exs, pass, part)
+		return e.score(m, exs, pass, part)
 	})
+}
+
+// score is the task's metrics on exs, continued from part (initialized:
+// scoreTest, validationMetrics): the test evaluation's rules, which
+// validationMetrics shares.
+func (e *evaluator) score(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
+	if !e.task.Generates() {
+		return e.classify(m, exs, pass, part)
+	}
+	return e.generative(m, exs, pass, part)
+}
+
+// validationMetrics is the task's metrics on the validation examples exs
+// (eval.validation_metrics) with m as it is: score, the test evaluation's
+// rules, from the start (a validation a stop cuts short runs again whole),
+// nothing recorded or logged.
+func (e *evaluator) validationMetrics(m *model.Model, exs []data.Example, pass *evalPass) (map[string]float64, error) {
+	ve := *e
+	ve.split, ve.record = "validation", nil
+	return ve.score(m, exs, pass, &evalPartial{Sums: make([]float64, sumsLen(e.task))})
+}
+
+// example names an example of the split scored in an error ("test
+// example", "validation example").
+func (e *evaluator) example() string {
+	if e.split == "" {
+		return "test example"
+	}
+	return e.split + " example"
 }
 
 // scoreTest runs score, a test evaluation (named what) of n examples of
@@ -192,7 +221,7 @@ func scoreTest(log io.Writer, task data.Task, what string, n int, pass *evalPass
 // candidates are batched as one list, k per example, so a pass can stop
 // only after a batch that ends on a whole example.
 func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
-	seqs, labels, err := e.candidateSeqs(exs, "test example")
+	seqs, labels, err := e.candidateSeqs(exs, e.example())
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +233,8 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 		if err := e.scoreCandidates(m, seqs, lo, hi, scores); err != nil {
 			var nf *nonFiniteScore
 			if errors.As(err, &nf) {
-				return nil, fmt.Errorf("test example %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
-					exs[nf.i/k].ID, labels[nf.i%k], nf.loss)
+				return nil, fmt.Errorf("%s %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
+					e.example(), exs[nf.i/k].ID, labels[nf.i%k], nf.loss)
 			}
 			return nil, err
 		}
@@ -429,10 +458,10 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if note != "" {
 		fmt.Fprintln(o.Log, note)
 	}
-	if exs, err = newLengthRule(maxLength, lengthName, enc).fitTest(exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
+	if exs, err = newLengthRule(maxLength, lengthName, enc).fitTest("test", exs, enc, o.MaxNewTokens, o.Log, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Data, err)
 	}
-	if exs, err = fitRouge(task, exs, o.Log); err != nil {
+	if exs, err = fitRouge("test", task, exs, o.Log); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Data, err)
 	}
 	fmt.Fprintf(o.Log, "evaluating on %d examples of %s (%d malformed rows skipped)\n", len(exs), o.Data, st.Skipped)

@@ -46,7 +46,7 @@ func (e *evaluator) exampleScores(ex data.Example, pred string) ([]float64, erro
 		em, f1 := eval.SquadScore(pred, refs)
 		s, err := eval.RougeMulti(refs, pred, e.rougeStem)
 		if err != nil {
-			return nil, fmt.Errorf("test example %q: %w", ex.ID, err)
+			return nil, fmt.Errorf("%s %q: %w", e.example(), ex.ID, err)
 		}
 		return append([]float64{em, f1}, rougeFs(s)...), nil
 	}

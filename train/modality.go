@@ -23,6 +23,13 @@ type modality interface {
 	// the trained parameters attached (paramState.attach). A stop request
 	// ends it between batches (a *stoppedError).
 	validationLoss(pass *evalPass) (float64, error)
+	// validationMetrics is the task's metric on the validation split
+	// (eval.validation_metrics) with the trained parameters attached, by
+	// the test evaluation's rules (evaluator.score; vision.accuracy), over
+	// its metricExamples examples. A stop request ends it between batches
+	// (a *stoppedError): the validation is then run again whole.
+	validationMetrics(pass *evalPass) (map[string]float64, error)
+	metricExamples() int
 	// sampleValidation keeps the first n validation examples (Check times
 	// a sample of them); restore puts the others back.
 	sampleValidation(n int) (restore func())
@@ -119,7 +126,18 @@ func (t *textTask) validationLoss(pass *evalPass) (float64, error) {
 	return validationLoss(t.m, t.data.val, t.eval.batchSize, t.eval.padID, pass)
 }
 
-func (t *textTask) sampleValidation(n int) func() { return keepFirst(&t.data.val, n) }
+func (t *textTask) validationMetrics(pass *evalPass) (map[string]float64, error) {
+	return t.eval.validationMetrics(t.m, t.data.valEx, pass)
+}
+
+func (t *textTask) metricExamples() int { return len(t.data.valEx) }
+
+// sampleValidation keeps the first n validation examples, and of those
+// eval.validation_metrics scores the first n.
+func (t *textTask) sampleValidation(n int) func() {
+	restoreVal, restoreEx := keepFirst(&t.data.val, n), keepFirst(&t.data.valEx, n)
+	return func() { restoreVal(); restoreEx() }
+}
 
 func (t *textTask) sampleTest(n int) func() { return keepFirst(&t.data.test, n) }
 

@@ -286,7 +286,7 @@ func TestAccuracyTrainingSplitFitsAsTests(t *testing.T) {
 	rule := lengthRule{max: limit, name: "task.max_length"}
 	noStop := func(string) error { return nil }
 	var log strings.Builder
-	seqs, kept, err := encodeKept(exs, enc, rule, 0, 0, true, "train", &scoredAs{objective: ObjectiveAccuracy}, &log, noStop)
+	seqs, kept, err := encodeKept(exs, enc, rule, 0, 0, true, "train", &scoredAs{objective: ObjectiveAccuracy}, false, &log, noStop)
 	if err != nil {
 		t.Fatal(err)
 	}

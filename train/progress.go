@@ -25,6 +25,10 @@ type progress struct {
 	// and "-accuracy" for train.objective f1 and accuracy, whose loss is
 	// minus the answers' F1 or the predicted labels' accuracy.
 	lossName string
+	// valMetrics are the last validation's metric (eval.validation_metrics;
+	// nil: off), shown after its loss; a line is printed at each step that
+	// validates with it, whatever train.log_every.
+	valMetrics map[string]float64
 }
 
 func newProgress(w *runLog, terminal bool, total, every int, memory func() string) *progress {
@@ -46,6 +50,9 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 	val := ""
 	if !math.IsNaN(valLoss) {
 		val = fmt.Sprintf(" val %.4f", valLoss)
+		if p.valMetrics != nil {
+			val += " (" + FormatMetrics(p.valMetrics) + ")"
+		}
 		if valStep >= 0 && valStep != step {
 			val += fmt.Sprintf(" (step %d)", valStep)
 		}
@@ -58,7 +65,7 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 			step, p.total, p.lossName, loss, val, perStep(stepSecs), eta, mem)
 		return
 	}
-	if step%p.every == 0 || step == p.total {
+	if step%p.every == 0 || step == p.total || p.valMetrics != nil && valStep == step {
 		fmt.Fprintf(p.w, "step %d/%d %s %.4f%s, %s, ETA %s%s\n", step, p.total, p.lossName, loss, val, perStep(stepSecs), eta, mem)
 	}
 }

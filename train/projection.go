@@ -30,6 +30,7 @@ type projection struct {
 	validations              int
 	valSecs                  float64 // one validation (0: none timed yet)
 	valStep                  int     // the step of the validation timed
+	valMetricSecs            float64 // its metric's, on top of valSecs (eval.validation_metrics; 0: off or not timed)
 	checkpoints              int     // the ones due (checkpoint_every and the end)
 	ckSecs                   float64 // one checkpoint (0: none timed yet)
 	ckStep                   int     // the step of the checkpoint timed
@@ -50,7 +51,7 @@ type projection struct {
 // project is the projection after a step of stepSecs at step (steps done).
 func (r *run) project(step int, stepSecs float64) projection {
 	cfg := r.cfg
-	p := projection{stepSecs: stepSecs, stepsLeft: cfg.Train.Steps - step, valSecs: r.valSecs, valStep: r.valStep,
+	p := projection{stepSecs: stepSecs, stepsLeft: cfg.Train.Steps - step, valSecs: r.valSecs, valStep: r.valStep, valMetricSecs: r.valMetricSecs,
 		ckSecs: r.ckSecs, ckStep: r.ckStep, bestCheckpoints: cfg.Adapter.Kind == "full", patience: cfg.Train.Patience}
 	for s := step + 1; s <= cfg.Train.Steps; s++ {
 		if s%cfg.Train.EvalEvery == 0 || s == cfg.Train.Steps {
@@ -131,8 +132,12 @@ func (p projection) parts() (parts []string, total float64, atLeast bool) {
 	switch {
 	case p.validations == 0:
 	case p.valSecs > 0:
-		add(p.valSecs*float64(p.validations), fmt.Sprintf("validation %s (%d × %s, as step %d's)",
-			FormatDuration(p.valSecs*float64(p.validations)), p.validations, FormatDuration(p.valSecs), p.valStep), false)
+		one, metric := p.valSecs+p.valMetricSecs, ""
+		if p.valMetricSecs > 0 {
+			metric = fmt.Sprintf(", its metric %s of it", FormatDuration(p.valMetricSecs))
+		}
+		add(one*float64(p.validations), fmt.Sprintf("validation %s (%d × %s, as step %d's%s)",
+			FormatDuration(one*float64(p.validations)), p.validations, FormatDuration(one), p.valStep, metric), false)
 	default:
 		add(0, counted(p.validations, "validation")+" (not timed yet)", true)
 	}

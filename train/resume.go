@@ -33,7 +33,7 @@ var resumableKeys = []string{
 	"optimizer.lr", "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.beta", "optimizer.zeta",
 	"optimizer.momentum", "optimizer.weight_decay", "optimizer.schedule", "optimizer.warmup_steps",
 	"train.steps", "train.eval_every", "train.checkpoint_every", "train.threads", "train.log_every", "train.patience",
-	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem", "eval.predictions",
+	"eval.batch_size", "eval.max_new_tokens", "eval.base", "eval.skip", "eval.merge", "eval.rouge_stem", "eval.predictions", "eval.validation_metrics",
 	"output.keep_weights",
 }
 

@@ -79,6 +79,7 @@ type run struct {
 	out                     *runLog        // the log (Options.Log): lines, phases and the heartbeat (runlog.go)
 	valSecs                 float64        // the last validation's wall-clock seconds (0: none yet)
 	valStep                 int            // its step
+	valMetricSecs           float64        // its metric's seconds (eval.validation_metrics; 0: none yet)
 	lastValStep             int            // the step of state.LastValLoss, when that is not NaN (−1: not known, a resume's metrics.jsonl unreadable)
 	loadSecs                float64        // loading the model at the start (a full-parameter test evaluation loads it again)
 	ckSecs                  float64        // the longest checkpoint's wall-clock seconds (0: none yet)
@@ -224,6 +225,9 @@ func (r *run) pendingValidation() outcome {
 		return outcome{kind: diverged, step: step}
 	}
 	r.state.ValidationPending = false
+	if r.state.LastValMetrics != nil { // (no progress line before the first step)
+		r.note(fmt.Sprintf("validation of step %d: loss %.4f (%s)", step, r.state.LastValLoss, FormatMetrics(r.state.LastValMetrics)))
+	}
 	// A validation a stop cut short may be the one that stops the run
 	// early, as it would have without the stop (stopEarly checkpoints).
 	if stoppedEarly, err := r.stopEarly(step); err != nil {
@@ -304,6 +308,7 @@ func (r *run) step(step, ran int) outcome {
 			return r.fail(fmt.Errorf("checkpoint of step %d: %w", step+1, err))
 		}
 	}
+	r.prog.valMetrics = r.state.LastValMetrics
 	r.prog.update(step+1, st.Loss, r.state.Seconds/float64(step+1), r.state.LastValLoss, r.lastValStep)
 	return outcome{}
 }

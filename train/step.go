@@ -70,8 +70,11 @@ func writeJSONLine(f *os.File, v any) error {
 	return nil
 }
 
-// validate computes the validation loss and keeps the best adapter. It
-// returns false if the loss is not finite (the run has diverged).
+// validate computes the validation loss (and, with
+// eval.validation_metrics, the task's metric on the validation split) and
+// keeps the best adapter. It returns false if the loss is not finite (the
+// run has diverged). Nothing is logged or kept until both are done, so that
+// a stop in either part leaves the validation to run again whole.
 func (r *run) validate(step int) (bool, error) {
 	what := fmt.Sprintf("validation of step %d", step)
 	r.out.doing(what)
@@ -80,18 +83,22 @@ func (r *run) validate(step int) (bool, error) {
 	r.tr.attach()
 	t0 := time.Now()
 	loss, err := r.modality.validationLoss(pass)
-	r.tr.detach()
 	if err == nil {
 		r.valSecs, r.valStep = time.Since(t0).Seconds(), step
 	}
+	var metrics map[string]float64
+	if err == nil && finite(loss) != nil && r.cfg.Eval.ValidationMetrics {
+		metrics, err = r.validationMetrics(step)
+	}
+	r.tr.detach()
 	if err != nil {
 		return false, fmt.Errorf("validation at step %d: %w", step, err)
 	}
 	if finite(loss) == nil {
 		return false, nil
 	}
-	r.state.LastValLoss, r.lastValStep = loss, step
-	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss}); err != nil {
+	r.state.LastValLoss, r.state.LastValMetrics, r.lastValStep = loss, metrics, step
+	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss, ValMetrics: metrics}); err != nil {
 		return false, err
 	}
 	// The validation is done: a checkpoint from here on (a new best's of
@@ -101,7 +108,7 @@ func (r *run) validate(step int) (bool, error) {
 	r.state.ValidationPending = false
 	r.state.SinceBest++
 	if loss < r.state.BestValLoss {
-		r.state.BestValLoss, r.state.BestStep, r.state.SinceBest = loss, step, 0
+		r.state.BestValLoss, r.state.BestValMetrics, r.state.BestStep, r.state.SinceBest = loss, metrics, step, 0
 		if r.tr.bestNeedsCheckpoint() {
 			// The model's own weights: best/ shares the files of a checkpoint
 			// of this step, written first.
@@ -115,4 +122,20 @@ func (r *run) validate(step int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// validationMetrics scores the validation split by the task's metric
+// (eval.validation_metrics), the trained parameters attached, timed into
+// r.valMetricSecs (--check's and the projection's). A stop request ends it
+// between batches, as it does the loss part.
+func (r *run) validationMetrics(step int) (map[string]float64, error) {
+	what := fmt.Sprintf("validation of step %d (its metric)", step)
+	r.out.doing(what)
+	pass := newEvalPass(what, r.modality.metricExamples(), r.note, r.stopRequested)
+	t0 := time.Now()
+	metrics, err := r.modality.validationMetrics(pass)
+	if err == nil {
+		r.valMetricSecs = time.Since(t0).Seconds()
+	}
+	return metrics, err
 }

@@ -182,22 +182,32 @@ func (v *vision) validationLoss(pass *evalPass) (float64, error) {
 // not nil).
 func (v *vision) testMetrics(_ *model.Model, what string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {
 	return scoreTest(v.log, data.Pets, what, len(v.data.test), pass, part, func() (map[string]float64, error) {
-		return v.accuracy(pass, part, record)
+		return v.accuracy(v.data.test, "test", pass, part, record)
 	})
 }
 
-// accuracy is the test split's accuracy: the class of the highest logit
-// (the first of equal ones) against the label, continued from part.
-func (v *vision) accuracy(pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {
-	n, batchSize := len(v.data.test), v.batchSize
+// validationMetrics is the validation split's {"accuracy"}
+// (eval.validation_metrics) with the adapter attached: accuracy, the test
+// evaluation's rule, from the start.
+func (v *vision) validationMetrics(pass *evalPass) (map[string]float64, error) {
+	return v.accuracy(v.data.val, "validation", pass, &evalPartial{Sums: make([]float64, sumsLen(data.Pets))}, nil)
+}
+
+func (v *vision) metricExamples() int { return len(v.data.val) }
+
+// accuracy is the accuracy on the images of split (named so in errors:
+// "test", "validation"): the class of the highest logit (the first of
+// equal ones) against the label, continued from part.
+func (v *vision) accuracy(images []labeledImage, split string, pass *evalPass, part *evalPartial, record func(Prediction)) (map[string]float64, error) {
+	n, batchSize := len(images), v.batchSize
 	for lo := part.Done; lo < n; lo += batchSize {
 		hi := min(lo+batchSize, n)
-		batch := v.data.test[lo:hi]
+		batch := images[lo:hi]
 		px, labels, err := pixels(v.proc, batch)
 		if err != nil {
 			return nil, err
 		}
-		preds, err := v.predict(px, len(labels), lo)
+		preds, err := v.predict(px, len(labels), split, lo)
 		if err != nil {
 			return nil, err
 		}
@@ -218,16 +228,16 @@ func (v *vision) accuracy(pass *evalPass, part *evalPartial, record func(Predict
 }
 
 // predict runs the ViT on a batch of n images (pixel_values px; the first
-// is test image number first, for errors) and returns each one's class
-// (predictClasses).
-func (v *vision) predict(px []float32, n, first int) ([]int, error) {
+// is image number first of split, "test" or "validation", for errors) and
+// returns each one's class (predictClasses).
+func (v *vision) predict(px []float32, n int, split string, first int) ([]int, error) {
 	logits, err := v.vit.Logits(px, n)
 	if err != nil {
 		return nil, err
 	}
 	preds, err := predictClasses(logits, v.vit.Config.NumLabels)
 	if nf := (*nonFiniteLogit)(nil); errors.As(err, &nf) {
-		return nil, fmt.Errorf("test image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", first+nf.image, nf.class, nf.value)
+		return nil, fmt.Errorf("%s image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", split, first+nf.image, nf.class, nf.value)
 	}
 	return preds, err
 }

@@ -75,7 +75,7 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 			if err != nil {
 				return nil, err
 			}
-			preds, err := v.predict(px, len(labels), lo+b)
+			preds, err := v.predict(px, len(labels), "test", lo+b)
 			if err != nil {
 				return nil, err
 			}

@@ -1,0 +1,168 @@
+package train
+
+import (
+	"encoding/json"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/rundir"
+)
+
+// valLines reads the validation lines of a run's metrics.jsonl.
+func valLines(t *testing.T, dir string) []rundir.ValLine {
+	t.Helper()
+	var out []rundir.ValLine
+	for _, line := range readLines(t, filepath.Join(dir, "metrics.jsonl")) {
+		var l rundir.ValLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Kind == rundir.KindVal {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// checkValMetricsAreEvaluate checks a finished run with
+// eval.validation_metrics: every validation (step 0's included) logged
+// its metric, once; summary.json's best_val_metrics are the best step's
+// line's and equal, exactly, what evaluate (Evaluate on the validation
+// examples) scores best/ at, and last_val_metrics the last line's and
+// last/'s; and some validation's metric differs from step 0's, so that
+// the comparison sees the parameters of each step.
+func checkValMetricsAreEvaluate(t *testing.T, out string, steps []int, evaluate func(adapter string) map[string]float64) {
+	t.Helper()
+	lines := valLines(t, out)
+	var got []int
+	for _, l := range lines {
+		got = append(got, l.Step)
+		if len(l.ValMetrics) == 0 {
+			t.Fatalf("validation of step %d: no val_metrics", l.Step)
+		}
+	}
+	if !slices.Equal(got, steps) {
+		t.Fatalf("validations of steps %v, want %v, each once", got, steps)
+	}
+	s := readSummary(t, out)
+	best := lines[slices.IndexFunc(lines, func(l rundir.ValLine) bool { return l.Step == s.BestStep })]
+	last := lines[len(lines)-1]
+	if !maps.Equal(s.BestValMetrics, best.ValMetrics) || !maps.Equal(s.LastValMetrics, last.ValMetrics) {
+		t.Errorf("summary: best_val_metrics %v, last_val_metrics %v; the lines of steps %d and %d: %v, %v",
+			s.BestValMetrics, s.LastValMetrics, best.Step, last.Step, best.ValMetrics, last.ValMetrics)
+	}
+	for _, c := range []struct {
+		adapter string
+		want    map[string]float64
+	}{{"best", best.ValMetrics}, {"last", last.ValMetrics}} {
+		if res := evaluate(filepath.Join(out, c.adapter)); !maps.Equal(res, c.want) {
+			t.Errorf("%s/ scored on the validation examples: %v; the run's validation metric of its step: %v", c.adapter, res, c.want)
+		}
+	}
+	if !slices.ContainsFunc(lines, func(l rundir.ValLine) bool { return !maps.Equal(l.ValMetrics, lines[0].ValMetrics) }) {
+		t.Errorf("every validation scored %v: the test cannot tell the steps' parameters apart", lines[0].ValMetrics)
+	}
+}
+
+// TestValidationMetricsText: with eval.validation_metrics, an SST-2 run
+// logs the validation accuracy at every validation, the accuracy
+// meazo-eval's Evaluate gives the same parameters saved as an adapter on
+// the validation examples; and the run's validation losses, best step and
+// adapters are those of the same run without it (the selection stays on
+// the loss), whose lines, summary and checkpoint hold no metric field.
+func TestValidationMetricsText(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	val := filepath.Join(dir, "data", "dev.tsv")
+	set := []string{"task.validation=" + val, "task.max_validation=24", "task.max_train=200", "train.eval_every=2",
+		"optimizer.lr=0.05", "eval.batch_size=5", "eval.skip=true"}
+	on, off := filepath.Join(dir, "on"), filepath.Join(dir, "off")
+	var log strings.Builder
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+on, "eval.validation_metrics=true"), Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	m, tok := demoModel(t, dir)
+	checkValMetricsAreEvaluate(t, on, []int{0, 2, 4, 6}, func(adapter string) map[string]float64 {
+		res, err := Evaluate(m, tok, EvalOptions{Adapter: adapter, Task: "sst2", Data: val, MaxExamples: 24, BatchSize: 5, MaxLength: data.DefaultMaxTokens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	})
+	for _, want := range []string{"validation of step 0: loss ", "(accuracy "} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log.String())
+		}
+	}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+off)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"metrics.jsonl", "summary.json", "checkpoint/state.json"} {
+		if strings.Contains(readFile(t, filepath.Join(off, f)), "val_metrics") {
+			t.Errorf("off by default, yet %s has a val_metrics field", f)
+		}
+	}
+	a, b := valLines(t, on), valLines(t, off)
+	for i := range a {
+		a[i].ValMetrics = nil
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("the validation losses differ with the metric on:\n%v\n%v", a, b)
+	}
+	if s, u := readSummary(t, on), readSummary(t, off); s.BestStep != u.BestStep || readFile(t, filepath.Join(on, "best", "adapter_model.safetensors")) != readFile(t, filepath.Join(off, "best", "adapter_model.safetensors")) {
+		t.Errorf("best step %d with the metric, %d without, or another best/", s.BestStep, u.BestStep)
+	}
+}
+
+// TestValidationMetricsGeneration: a generation task's validation metric
+// (exact_match, f1 and ROUGE, by greedy generation up to
+// eval.max_new_tokens) is what Evaluate scores the validation examples at
+// with the same parameters.
+func TestValidationMetricsGeneration(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	train, test := f1Data(t, dir)
+	out := filepath.Join(dir, "gen")
+	set := append(f1RunSet(train, test), "train.objective=loss", "optimizer.lr=0.2", "task.validation="+test, "eval.skip=true",
+		"eval.validation_metrics=true", "output.dir="+out)
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
+		t.Fatal(err)
+	}
+	m, tok := demoModel(t, dir)
+	checkValMetricsAreEvaluate(t, out, []int{0, 3, 6}, func(adapter string) map[string]float64 {
+		res, err := Evaluate(m, tok, EvalOptions{Adapter: adapter, Task: "generation", Data: test, MaxExamples: 8, BatchSize: 5,
+			MaxNewTokens: f1MaxNew, MaxLength: data.DefaultMaxTokens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := res["f1"]; !ok {
+			t.Fatalf("no f1: %v", res)
+		}
+		return res
+	})
+}
+
+// TestValidationMetricsPets: an image task's validation accuracy (the
+// class of the highest logit) is EvaluateImages' on the validation images
+// with the same adapter.
+func TestValidationMetricsPets(t *testing.T) {
+	val, _, _ := halfOwnLabels(t) // half the images labelled with the ViT's own classes: an accuracy that can move
+	train, _, _ := halfOwnLabelsOf(t, petsTrain)
+	out := filepath.Join(t.TempDir(), "pets")
+	if _, err := Run(Options{Overrides: petsSet(out, "task.train="+train, "task.validation="+val, "task.max_validation=10", "optimizer.lr=0.05",
+		"eval.skip=true", "eval.validation_metrics=true")}); err != nil {
+		t.Fatal(err)
+	}
+	m, proc := tinyViT(t)
+	defer m.Free()
+	checkValMetricsAreEvaluate(t, out, []int{0, 3, 6}, func(adapter string) map[string]float64 {
+		res, err := EvaluateImages(m, proc, EvalOptions{Adapter: adapter, Task: string(data.Pets), Data: val, MaxExamples: 10, BatchSize: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	})
+}
