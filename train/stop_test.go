@@ -141,9 +141,11 @@ func checkStopAnywhere(t *testing.T, cfg string, set []string, last int) {
 		if _, err := Run(Options{Resume: cut}); err == nil || !strings.Contains(err.Error(), "is finished") {
 			t.Fatalf("stop at poll %d, resumed once it was done: %v, want a refusal", at, err)
 		}
-		if end.Status != "done" || !reflect.DeepEqual(end.Test, want.Test) || *end.BestValLoss != *want.BestValLoss || end.BestStep != want.BestStep {
-			t.Fatalf("stop at poll %d, resumed: status %q test %v best %v at %d; uninterrupted: test %v best %v at %d",
-				at, end.Status, end.Test, *end.BestValLoss, end.BestStep, want.Test, *want.BestValLoss, want.BestStep)
+		if end.Status != "done" || !reflect.DeepEqual(end.Test, want.Test) || *end.BestValLoss != *want.BestValLoss || end.BestStep != want.BestStep ||
+			!reflect.DeepEqual(end.BestValMetrics, want.BestValMetrics) || !reflect.DeepEqual(end.LastValMetrics, want.LastValMetrics) {
+			t.Fatalf("stop at poll %d, resumed: status %q test %v best %v at %d (validation metrics %v, last %v); uninterrupted: test %v best %v at %d (%v, %v)",
+				at, end.Status, end.Test, *end.BestValLoss, end.BestStep, end.BestValMetrics, end.LastValMetrics,
+				want.Test, *want.BestValLoss, want.BestStep, want.BestValMetrics, want.LastValMetrics)
 		}
 		if got := readFile(t, filepath.Join(cut, "metrics.jsonl")); got != string(wantMetrics) {
 			t.Fatalf("stop at poll %d: metrics.jsonl of the resumed run differs from the uninterrupted run's", at)

@@ -166,3 +166,38 @@ func TestValidationMetricsPets(t *testing.T) {
 		return res
 	})
 }
+
+// TestValidationMetricsStopAnywhere: with eval.validation_metrics, a stop
+// at any poll, those between the batches of a validation's metric
+// included, is resumed into the uninterrupted run, bit for bit, each
+// validation logged once (checkStopAnywhere): an adapter's, whose stop in
+// a later validation checkpoints the state before its step, and the
+// model's own weights, whose stop leaves the validation pending.
+func TestValidationMetricsStopAnywhere(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  []string
+	}{
+		{"lora", nil},
+		{"full", []string{"adapter.kind=full", "optimizer.lr=1e-3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, cfg := demoConfig(t, 4)
+			set := append([]string{"train.eval_every=3", "train.checkpoint_every=4", "task.max_train=200", "task.max_validation=7",
+				"task.max_test=4", "eval.batch_size=3", "eval.base=false", "eval.validation_metrics=true"}, tc.set...)
+			// The metric's polls come on top of the loss's: 7 examples, 14 candidates in
+			// batches of 3, polled after 6 and 12 (a whole example's end), at each validation.
+			var polls [2]int
+			for i, on := range []string{"true", "false"} {
+				out := filepath.Join(t.TempDir(), "polls")
+				if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "eval.validation_metrics="+on, "output.dir="+out), Stop: stopAt(0, &polls[i])}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if validations := 3; polls[0] != polls[1]+2*validations {
+				t.Fatalf("%d polls with the metric, %d without: want 2 more a validation", polls[0], polls[1])
+			}
+			checkStopAnywhere(t, cfg, set, 0)
+		})
+	}
+}
