@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"reflect"
@@ -199,5 +200,62 @@ func TestValidationMetricsStopAnywhere(t *testing.T) {
 			}
 			checkStopAnywhere(t, cfg, set, 0)
 		})
+	}
+}
+
+// TestCheckTimesTheValidationMetric: with eval.validation_metrics, --check
+// scores the metric on its validation sample (the metric a run validating
+// those examples logs at step 0), times it for the whole split, and counts
+// it into every validation of its projection and its report
+// (validation_metric_seconds, within validation_seconds); without it, the
+// report has no such part.
+func TestCheckTimesTheValidationMetric(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	set := []string{"eval.batch_size=2", "task.max_test=8", "model.backend=cpu", "train.eval_every=1"}
+	var log syncBuilder
+	rep, err := Check(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+dir+"/c", "eval.validation_metrics=true"), Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := dir + "/r"
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out, "task.max_validation=8", "eval.validation_metrics=true")}); err != nil {
+		t.Fatal(err)
+	}
+	got := log.String()
+	want := fmt.Sprintf("validation metric at step 0 over the first 8 of its 64 examples (eval.validation_metrics): %s (", FormatMetrics(valLines(t, out)[0].ValMetrics))
+	if !strings.Contains(got, want) {
+		t.Errorf("want %q in:\n%s", want, got)
+	}
+	if !(rep.ValidationMetricSeconds > 0) || !(rep.ValidationSeconds > rep.ValidationMetricSeconds) {
+		t.Errorf("report: validation_seconds %v, validation_metric_seconds %v", rep.ValidationSeconds, rep.ValidationMetricSeconds)
+	}
+	// Step 0's validation and the 2 steps': each with its metric.
+	if want := fmt.Sprintf("+ validation %s (3 × %s, as step 0's, its metric %s of it) +", FormatDuration(3*rep.ValidationSeconds),
+		FormatDuration(rep.ValidationSeconds), FormatDuration(rep.ValidationMetricSeconds)); !strings.Contains(got, want) {
+		t.Errorf("want %q in:\n%s", want, got)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil || !strings.Contains(string(b), `"validation_metric_seconds":`) {
+		t.Errorf("the report's JSON: %s (%v)", b, err)
+	}
+
+	log = syncBuilder{}
+	if rep, err = Check(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+dir+"/c"), Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(rep); rep.ValidationMetricSeconds != 0 || strings.Contains(string(b), "validation_metric") || strings.Contains(log.String(), "metric") {
+		t.Errorf("off: the report %s, or the log says a metric:\n%s", b, log.String())
+	}
+}
+
+// TestProjectionCountsTheValidationMetric: a validation's metric time is
+// projected on top of its loss's at every validation to come.
+func TestProjectionCountsTheValidationMetric(t *testing.T) {
+	p := projection{stepSecs: 1, stepsLeft: 10, validations: 3, valSecs: 10, valStep: 0}
+	_, off, _ := p.parts()
+	p.valMetricSecs = 5
+	parts, on, _ := p.parts()
+	if off != 40 || on != 55 {
+		t.Errorf("projected %v s without the metric, %v s with it (%v): want 40 and 55", off, on, parts)
 	}
 }
