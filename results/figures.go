@@ -156,7 +156,9 @@ func MethodColors(ms []sweep.Method) map[sweep.Method]string {
 // metrics.jsonl cannot be read (a damaged file) is left out, with a warning
 // and a note in the figures: one damaged file among a study's thousands does
 // not cost the whole report.
-// The figures are train_loss.svg and val_loss.svg.
+// The figures are train_loss.svg and val_loss.svg, and where the runs
+// logged the task's metric at their validations (eval.validation_metrics)
+// val_METRIC.svg of each (valMetricFigures).
 func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	setting, err := sweep.Setting(runs)
 	if err != nil {
@@ -175,14 +177,16 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	train := &plot.Figure{Title: "Training loss, " + setting, XLabel: "step", YLabel: fmt.Sprintf("training loss (running mean of %d steps)", smooth), Width: 760, Height: 460}
 	val := &plot.Figure{Title: "Validation loss, " + setting, XLabel: "step", YLabel: "validation loss", Width: 760, Height: 460}
 	var notes curveNotes
+	metrics := valMetricCurves{}
 	for _, m := range ms {
-		trainCurves, valCurves := notes.readMethod(m, groups[m], smooth, warn)
+		trainCurves, valCurves, metricCurves := notes.readMethod(m, groups[m], smooth, warn)
 		if len(trainCurves) == 0 {
 			continue
 		}
 		name := fmt.Sprintf("%s (%s%s)", m, sweep.Plural(len(trainCurves), "seed"), rateNote[m])
 		train.Series = append(train.Series, bandSeries(m, color[m], name, SeedBand(trainCurves).Thin(MaxPoints)))
 		val.Series = append(val.Series, bandSeries(m, color[m], name, SeedBand(valCurves).Thin(MaxPoints)))
+		metrics.add(m, color[m], rateNote[m], metricCurves)
 	}
 	if len(train.Series) == 0 {
 		return nil, fmt.Errorf("nothing to draw: %s", strings.Join(notes.readErrs, "; "))
@@ -190,7 +194,7 @@ func Curves(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 	note := notes.note(warn)
 	train.Note = note + fmt.Sprintf("\nEach seed's training loss is first smoothed by a trailing running mean over %d steps.", smooth)
 	val.Note = note
-	return []Figure{{"train_loss.svg", train}, {"val_loss.svg", val}}, nil
+	return append([]Figure{{"train_loss.svg", train}, {"val_loss.svg", val}}, metrics.figures(setting, note)...), nil
 }
 
 // curveNotes collects, while Curves reads the seeds, what its figures'
@@ -201,9 +205,10 @@ type curveNotes struct {
 }
 
 // readMethod reads the training (smoothed) and validation loss curves of a
-// method's seeds, noting those it leaves out, those cut short, those that
-// diverged, and seeds of different lengths.
-func (n *curveNotes) readMethod(m sweep.Method, runs []sweep.Run, smooth int, warn func(string)) (trainCurves, valCurves []map[int]float64) {
+// method's seeds, and by metric those of the validation metrics they
+// logged (none without eval.validation_metrics), noting those it leaves
+// out, those cut short, those that diverged, and seeds of different lengths.
+func (n *curveNotes) readMethod(m sweep.Method, runs []sweep.Run, smooth int, warn func(string)) (trainCurves, valCurves []map[int]float64, metricCurves map[string][]map[int]float64) {
 	nDiv := 0
 	lo, hi := math.MaxInt, 0 // the steps of the seeds that did not diverge
 	for _, r := range runs {
@@ -243,12 +248,13 @@ func (n *curveNotes) readMethod(m sweep.Method, runs []sweep.Run, smooth int, wa
 			c[p.Step] = p.ValLoss
 		}
 		valCurves = append(valCurves, c)
+		metricCurves = addMetricCurves(metricCurves, vp)
 		if r.Diverged {
 			nDiv++
 		}
 	}
 	if len(trainCurves) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if nDiv > 0 {
 		n.diverged = append(n.diverged, fmt.Sprintf("%s: %d of %d seeds diverged", m, nDiv, len(trainCurves)))
@@ -256,7 +262,7 @@ func (n *curveNotes) readMethod(m sweep.Method, runs []sweep.Run, smooth int, wa
 	if lo < hi {
 		n.uneven = append(n.uneven, fmt.Sprintf("%s: seeds ran %d to %d steps", m, lo, hi))
 	}
-	return trainCurves, valCurves
+	return trainCurves, valCurves, metricCurves
 }
 
 // note is the figures' note, warning of the seeds cut short and of seeds

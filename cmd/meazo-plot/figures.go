@@ -22,7 +22,7 @@ func init() {
 the rate with the lowest mean best validation loss over seeds, as the search chooses it; a band of ± 2
 standard deviations over seeds. Methods of separate sweeps (the paper's Figure 20) go in one figure.`,
 		Reads:   runsRead,
-		Prints:  "DIR/train_loss.svg (smoothed by --smooth) and DIR/val_loss.svg; their paths, one a line.",
+		Prints:  "DIR/train_loss.svg (smoothed by --smooth) and DIR/val_loss.svg, and DIR/val_METRIC.svg of each metric the runs logged at their validations (eval.validation_metrics: val_accuracy.svg, val_f1.svg, …); their paths, one a line.",
 		Example: "meazo-plot curves --out plots/squad sweeps/squad_meazo sweeps/squad_zo-sgd",
 	}, drawCmd("curves", true, func(runs []sweep.Run, smooth int) ([]results.Figure, error) {
 		return results.Curves(runs, smooth, warn)

@@ -1,0 +1,51 @@
+package results
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/meazo-go/meazo/sweep"
+)
+
+// TestCurvesDrawTheValidationMetric: runs whose validations logged the
+// task's metric (eval.validation_metrics) get a figure of each metric
+// beside the validation loss, a band over seeds per method as the loss
+// has; runs without it get only the loss figures, and a metric whose name
+// would not make a plain file name is not drawn.
+func TestCurvesDrawTheValidationMetric(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, val string) sweep.Run {
+		r := run("meazo", false, 1e-3, uint64(len(name)), 1.0, false)
+		r.Dir, r.StepsDone = filepath.Join(root, name), 2
+		os.MkdirAll(r.Dir, 0o755)
+		lines := `{"kind":"train","step":1,"loss":2,"groups":[-1],"v":[0.1]}` + "\n" + `{"kind":"train","step":2,"loss":1.5,"groups":[-1],"v":[0.1]}` + "\n" + val
+		if err := os.WriteFile(filepath.Join(r.Dir, "metrics.jsonl"), []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	files := func(figs []Figure) []string {
+		var s []string
+		for _, f := range figs {
+			s = append(s, f.File)
+		}
+		return s
+	}
+	off := write("off", `{"kind":"val","step":0,"val_loss":1.5}`+"\n"+`{"kind":"val","step":2,"val_loss":1.4}`+"\n")
+	figs, err := Curves([]sweep.Run{off}, 1, func(w string) { t.Log(w) })
+	if err != nil || !slices.Equal(files(figs), []string{"train_loss.svg", "val_loss.svg"}) {
+		t.Fatalf("runs without validation metrics: %v, %v", files(figs), err)
+	}
+	a := write("a", `{"kind":"val","step":0,"val_loss":1.5,"val_metrics":{"f1":40,"exact_match":30,"../x":1}}`+"\n"+`{"kind":"val","step":2,"val_loss":1.4,"val_metrics":{"f1":50,"exact_match":35,"../x":1}}`+"\n")
+	b := write("bb", `{"kind":"val","step":0,"val_loss":1.5,"val_metrics":{"f1":44,"exact_match":30,"../x":1}}`+"\n"+`{"kind":"val","step":2,"val_loss":1.3,"val_metrics":{"f1":60,"exact_match":45,"../x":1}}`+"\n")
+	figs, err = Curves([]sweep.Run{a, b}, 1, func(w string) { t.Log(w) })
+	if want := []string{"train_loss.svg", "val_loss.svg", "val_exact_match.svg", "val_f1.svg"}; err != nil || !slices.Equal(files(figs), want) {
+		t.Fatalf("runs with validation metrics: %v, %v; want %v", files(figs), err, want)
+	}
+	f1 := figs[3]
+	if len(f1.Series) != 1 || !slices.Equal(f1.Series[0].X, []float64{0, 2}) || !slices.Equal(f1.Series[0].Y, []float64{42, 55}) || f1.YLabel != "validation f1" {
+		t.Errorf("val_f1.svg: %+v, want the mean of the 2 seeds, 42 at step 0 and 55 at step 2", f1.Series)
+	}
+}
