@@ -22,6 +22,10 @@ func TestLineKeyOrder(t *testing.T) {
 	if want := `{"kind":"val","step":3,"val_loss":1.5}`; string(b) != want {
 		t.Errorf("val line %s, want %s", b, want)
 	}
+	b, _ = json.Marshal(ValLine{Kind: KindVal, Step: 3, ValLoss: 1.5, ValMetrics: map[string]float64{"f1": 70.5, "exact_match": 60}})
+	if want := `{"kind":"val","step":3,"val_loss":1.5,"val_metrics":{"exact_match":60,"f1":70.5}}`; string(b) != want {
+		t.Errorf("val line with its metric %s, want %s", b, want)
+	}
 }
 
 func TestReadMetrics(t *testing.T) {
@@ -43,6 +47,11 @@ func TestReadMetrics(t *testing.T) {
 	}
 	if len(tp) != 1 || tp[0].Loss != 3 || tp[0].V != nil || len(vp) != 1 || vp[0].ValLoss != 2 || len(warned) != 1 {
 		t.Errorf("got %+v %+v, warnings %q", tp, vp, warned)
+	}
+	// A validation's metric (eval.validation_metrics) is read; absent, none.
+	write(`{"kind":"val","step":0,"val_loss":2,"val_metrics":{"accuracy":0.5,"f1":null}}` + "\n" + `{"kind":"val","step":2,"val_loss":1}` + "\n")
+	if _, vp, err := ReadMetrics(dir, nil); err != nil || len(vp) != 2 || vp[0].Metrics["accuracy"] != 0.5 || !math.IsNaN(vp[0].Metrics["f1"]) || vp[1].Metrics != nil {
+		t.Errorf("got %+v, %v; want step 0's metrics (NaN for null) and none at step 2", vp, err)
 	}
 	write("{\"kind\":\"train\",\"step\":1,\"loss\":null,\"v\":[1,null]}\n{\"kind\":\"train\"}\n")
 	if _, _, err := ReadMetrics(dir, nil); err == nil || !strings.Contains(err.Error(), MetricsFile+" line 2: ") {
