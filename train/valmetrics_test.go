@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/rundir"
@@ -257,5 +258,55 @@ func TestProjectionCountsTheValidationMetric(t *testing.T) {
 	parts, on, _ := p.parts()
 	if off != 40 || on != 55 {
 		t.Errorf("projected %v s without the metric, %v s with it (%v): want 40 and 55", off, on, parts)
+	}
+}
+
+// TestProgressShowsTheValidationMetric: with eval.validation_metrics the
+// progress line of a validation's step shows its metric after its loss,
+// whatever train.log_every; a step between validations is logged only as
+// log_every says, and an older validation's metric says its step.
+func TestProgressShowsTheValidationMetric(t *testing.T) {
+	var b strings.Builder
+	p := newProgress(newRunLog(&b), false, 10, 5, nil)
+	p.begin(0)
+	p.start = time.Now().Add(-3 * time.Second)
+	p.valMetrics = map[string]float64{"accuracy": 0.75}
+	p.update(3, 1, 0.5, 0.25, 3)
+	if want := "step 3/10 loss 1.0000 val 0.2500 (accuracy 0.750), 0.50 s/step"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("the validation's step: %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	p.update(4, 1, 0.5, 0.25, 3)
+	if b.String() != "" {
+		t.Errorf("a step between validations, not a multiple of log_every: %q", b.String())
+	}
+	p.update(5, 1, 0.5, 0.25, 3)
+	if want := "step 5/10 loss 1.0000 val 0.2500 (accuracy 0.750) (step 3), "; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("log_every's step: %q, want %q", b.String(), want)
+	}
+}
+
+// TestValidationMetricsOnResume: eval.validation_metrics may be turned on
+// when a run is resumed (it changes no parameter): the validations from
+// then on log the metric, the earlier ones stay as they were.
+func TestValidationMetricsOnResume(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	out := filepath.Join(dir, "run")
+	set := []string{"train.eval_every=2", "train.checkpoint_every=2", "task.max_train=100", "task.max_validation=8", "eval.skip=true", "output.dir=" + out}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 2}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Run(Options{Resume: out, Overrides: []string{"eval.validation_metrics=true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var with []int
+	for _, l := range valLines(t, out) {
+		if l.ValMetrics != nil {
+			with = append(with, l.Step)
+		}
+	}
+	if !slices.Equal(with, []int{4}) || s.LastValMetrics == nil {
+		t.Errorf("validations with a metric: %v (want step 4's), last_val_metrics %v", with, s.LastValMetrics)
 	}
 }
