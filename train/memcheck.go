@@ -130,22 +130,33 @@ func adapterMemory(c *model.Config, a AdapterConfig, q int, total uint64) error 
 }
 
 // checkTestGeneration refuses, before the run starts, a generation cap
-// (eval.max_new_tokens) whose test evaluation cannot hold its key/value
-// cache in the machine's memory: otherwise the run would train to the end
-// and fail there. The cache of one evaluation batch holds at least the new
-// tokens of each of its sequences (the prompts come on top).
-func (r *run) checkTestGeneration(tests int) error {
+// (eval.max_new_tokens) whose test evaluation, or whose validation metric
+// (eval.validation_metrics, of vals examples), cannot hold its key/value
+// cache in the machine's memory: otherwise the run would train to the end,
+// or to its first validation, and fail there. The cache of one evaluation
+// batch holds at least the new tokens of each of its sequences (the
+// prompts come on top).
+func (r *run) checkTestGeneration(tests, vals int) error {
 	task := data.Task(r.cfg.Task.Name)
-	if !task.Generates() || tests == 0 || r.cfg.Eval.Skip {
+	if r.cfg.Eval.Skip {
+		tests = 0
+	}
+	if !r.cfg.Eval.ValidationMetrics {
+		vals = 0
+	}
+	if !task.Generates() || tests == 0 && vals == 0 {
 		return nil
 	}
-	rows, maxNew := min(r.cfg.Eval.BatchSize, tests), r.cfg.maxNewTokens()
+	what, rows, maxNew := "the test evaluation's", min(r.cfg.Eval.BatchSize, max(tests, vals)), r.cfg.maxNewTokens()
+	if tests < vals {
+		what = "the validation metric's (eval.validation_metrics)"
+	}
 	need, total := r.m.CacheHostBytes(rows, float64(maxNew)), sysmem.Total()
 	if total == 0 || need <= float64(total) {
 		return nil
 	}
-	return fmt.Errorf("eval.max_new_tokens %d: the test evaluation's key/value cache of %d sequences needs at least %s, more than this machine's %s of memory",
-		maxNew, rows, size(need), size(float64(total)))
+	return fmt.Errorf("eval.max_new_tokens %d: %s key/value cache of %d sequences needs at least %s, more than this machine's %s of memory",
+		maxNew, what, rows, size(need), size(float64(total)))
 }
 
 // checkF1Generation is checkTestGeneration for train.objective f1, whose

@@ -100,6 +100,9 @@ func TestTestGenerationTooLargeForMemory(t *testing.T) {
 		{"2000000000", "eval.max_new_tokens 2000000000: the key/value cache of train.objective f1's generation of 2 sequences (a step's answers) needs at least",
 			[]string{"eval.skip=true", "train.objective=f1", "train.batch_size=2"}},
 		{"2", "", []string{"eval.skip=true", "train.objective=f1", "train.batch_size=2"}},
+		// eval.validation_metrics generates at every validation: refused without a test evaluation too.
+		{"2000000000", "eval.max_new_tokens 2000000000: the validation metric's (eval.validation_metrics) key/value cache of 4 sequences needs at least",
+			[]string{"eval.skip=true", "eval.validation_metrics=true"}},
 	} {
 		out := filepath.Join(dir, fmt.Sprintf("run-%s-%d", c.maxNew, len(c.set)))
 		set := append(slices.Clone(trustSet), "eval.skip=false", "task.name=generation", "task.train="+train, "task.test="+test,

@@ -101,7 +101,7 @@ func (r *run) setupText() error {
 	if err := r.checkStepMemory(textStepFloor(r.cfg, splits.train, &r.m.Config)); err != nil {
 		return err
 	}
-	if err := r.checkTestGeneration(len(splits.test)); err != nil {
+	if err := r.checkTestGeneration(len(splits.test), len(splits.valEx)); err != nil {
 		return err
 	}
 	if err := r.checkF1Generation(); err != nil {
