@@ -130,12 +130,14 @@ func (r *run) checkValidation() error {
 	r.tr.attach()
 	t0 := time.Now()
 	loss, err := r.modality.validationLoss(pass)
+	pass.finish() // (the metric's pass, below, is timed on its own)
 	secs := time.Since(t0).Seconds()
 	var metrics map[string]float64
 	var mPass *evalPass
 	if err == nil && finite(loss) != nil && r.cfg.Eval.ValidationMetrics {
 		mPass = newEvalPass("validation of step 0 (its metric)", r.modality.metricExamples(), r.note, r.stopRequested)
 		metrics, err = r.modality.validationMetrics(mPass)
+		mPass.finish()
 	}
 	r.tr.detach()
 	restore()
@@ -170,7 +172,7 @@ func (r *run) checkMetricLine(metrics map[string]float64, pass *evalPass, nAll i
 		over = fmt.Sprintf("the first %d of its %d examples", pass.total, nAll)
 	}
 	fmt.Fprintf(r.out, "validation metric at step 0 over %s (eval.validation_metrics): %s (%s; every validation ≈ %s more)\n",
-		over, FormatMetrics(metrics), FormatDuration(time.Since(pass.start).Seconds()), FormatDuration(r.valMetricSecs))
+		over, FormatMetrics(metrics), FormatDuration(pass.end.Sub(pass.start).Seconds()), FormatDuration(r.valMetricSecs))
 }
 
 // checkTest runs the test evaluation of a sample (the first

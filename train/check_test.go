@@ -488,4 +488,12 @@ func TestPerExampleLeavesTheFirstBatchOut(t *testing.T) {
 	if got := p.perExample(4); got < 2.4 || got > 2.6 {
 		t.Errorf("a pass of one batch: %v s an example, want 10 s / 4", got)
 	}
+	// Once finished, what comes after (a check's validation metric follows
+	// its loss) is not this pass's time.
+	p.finish()
+	was := p.perExample(4)
+	time.Sleep(20 * time.Millisecond)
+	if got := p.perExample(4); got != was {
+		t.Errorf("a finished pass: %v s an example some time later, want %v as at its end", got, was)
+	}
 }

@@ -31,6 +31,7 @@ type evalPass struct {
 	// none yet): perExample leaves the first batch's warming up out.
 	firstDone int
 	firstEnd  time.Time
+	end       time.Time // when finish was called (zero: still going)
 }
 
 // evalProgressEvery is how often a long evaluation says how far it got.
@@ -79,15 +80,24 @@ func (p *evalPass) after(done int, canStop bool) error {
 	return nil
 }
 
+// finish marks the pass's end, so that perExample, asked later (after
+// another pass: a check's validation metric follows its loss), times this
+// pass alone.
+func (p *evalPass) finish() { p.end = time.Now() }
+
 // perExample is the seconds per example of a pass of n examples that has
-// just ended: from the end of its first batch where it had more (the first
-// pays for warming up: a GPU's first kernels and allocations, cold caches),
-// else over the whole pass.
+// ended (at finish, else now): from the end of its first batch where it had
+// more (the first pays for warming up: a GPU's first kernels and
+// allocations, cold caches), else over the whole pass.
 func (p *evalPass) perExample(n int) float64 {
-	if p.firstDone > 0 && n > p.firstDone {
-		return time.Since(p.firstEnd).Seconds() / float64(n-p.firstDone)
+	end := p.end
+	if end.IsZero() {
+		end = time.Now()
 	}
-	return time.Since(p.start).Seconds() / float64(max(n, 1))
+	if p.firstDone > 0 && n > p.firstDone {
+		return end.Sub(p.firstEnd).Seconds() / float64(n-p.firstDone)
+	}
+	return end.Sub(p.start).Seconds() / float64(max(n, 1))
 }
 
 // validationLoss is the token-weighted mean cross-entropy over every
