@@ -353,7 +353,7 @@ func specialTokens(r rawConfig, c *Config) error {
 	if r.BOSTokenID != nil {
 		c.BOSTokenID = *r.BOSTokenID
 	}
-	ids, err := eosIDs(r.EOSTokenID)
+	ids, err := eosIDs(r.EOSTokenID, c.VocabSize)
 	if ids != nil { // absent or null: the architecture's default stays (OPT's </s>)
 		c.EOSTokenIDs = ids
 	}

@@ -13,7 +13,8 @@ import (
 // Llama-3.x Instruct names <|eot_id|>) end a generation in place of
 // config.json's, as transformers 4.51 loads them (GenerationConfig.from_pretrained
 // when the file is there, checked with the real library: {"eos_token_id": 9}
-// stops at 9 alone, null at none); a malformed file is an error naming it.
+// stops at 9 alone, null at none); a malformed file is an error naming it,
+// and so is one whose ids are not the model's.
 func TestGenerationConfigStops(t *testing.T) {
 	src := filepath.Join("testdata", "opt", "opt-tiny")
 	dir := t.TempDir()
@@ -43,6 +44,12 @@ func TestGenerationConfigStops(t *testing.T) {
 		{`{"bos_token_id": 1}`, "[]"},
 		{`{"eos_token_id": "x"}`, `generation_config.json: "eos_token_id" must be an int or a list of ints`},
 		{`{"eos_token_id": [2,`, "generation_config.json: unexpected end of JSON input"},
+		// Repeats are dropped (the list is searched at every generated
+		// token: a million ids made generation hang); an id no token of the
+		// 512-token vocabulary has, or a negative one, is refused.
+		{`{"eos_token_id": [7, 2, 7, 2]}`, "[7 2]"},
+		{`{"eos_token_id": 512}`, `generation_config.json: "eos_token_id" 512 is not a token id of this model (0 to vocab_size-1, 511)`},
+		{`{"eos_token_id": [2, -1]}`, `generation_config.json: "eos_token_id" -1 is not a token id`},
 	} {
 		if err := os.WriteFile(gen, []byte(c.text), 0o644); err != nil {
 			t.Fatal(err)

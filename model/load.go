@@ -53,7 +53,7 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.GenerationEOS, cfg.HasGenerationConfig, err = LoadGenerationEOS(dir); err != nil {
+	if cfg.GenerationEOS, cfg.HasGenerationConfig, err = LoadGenerationEOS(dir, cfg.VocabSize); err != nil {
 		return nil, err
 	}
 	r, err := openCheckpoint(dir)

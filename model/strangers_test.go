@@ -27,6 +27,8 @@ func TestNewArchitecturesRefuseBadDirectories(t *testing.T) {
 		{"opt hidden_size 1e9", opt, map[string]any{"hidden_size": 1e9}, nil, []string{"config.json", `"hidden_size"`}},
 		{"opt num_hidden_layers 1e6", opt, map[string]any{"num_hidden_layers": 1e6}, nil, []string{"config.json", `"num_hidden_layers"`}},
 		{"opt vocab_size 0", opt, map[string]any{"vocab_size": 0}, nil, []string{"config.json", `"vocab_size"`}},
+		{"opt eos_token_id past the vocabulary", opt, map[string]any{"eos_token_id": []any{2, 1e6}}, nil,
+			[]string{"config.json", `"eos_token_id" 1000000 is not a token id`}},
 		{"opt heads do not divide", opt, map[string]any{"num_attention_heads": 5}, nil, []string{"config.json", `"num_attention_heads" 5`}},
 		{"opt 4096 layers", opt, map[string]any{"num_hidden_layers": 4096}, nil, []string{`missing tensor "model.decoder.layers.3.`}},
 		{"ministral hidden_size 1e9", ministralDir, map[string]any{"hidden_size": 1e9}, nil, []string{"config.json", "text_config", `"hidden_size"`}},
