@@ -541,8 +541,13 @@ func (o EvalOptions) task() (data.Task, *data.OwnTask, error) {
 // else config.json's).
 func StopIDs(tok *tokenizer.Tokenizer, m *model.Model) []int {
 	stops := slices.Clone(tok.StopIDs())
-	for _, id := range m.StopIDs() {
-		if !slices.Contains(stops, id) {
+	seen := map[int]bool{}
+	for _, id := range stops {
+		seen[id] = true
+	}
+	for _, id := range m.StopIDs() { // as many as the vocabulary: a set, not a search each
+		if !seen[id] {
+			seen[id] = true
 			stops = append(stops, id)
 		}
 	}
