@@ -207,7 +207,8 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// TestMalformedFiles checks that broken inputs give an error naming the file and the field.
+// TestMalformedFiles checks that broken inputs give an error naming the file and the field,
+// of a line's length whatever the file holds.
 func TestMalformedFiles(t *testing.T) {
 	good := map[string]string{
 		"tokenizer.json": `{"added_tokens":[{"id":5,"content":"<s>","special":true}],
@@ -239,6 +240,11 @@ func TestMalformedFiles(t *testing.T) {
 		{"two tokens one id", "tokenizer.json", `"c":4`, `"c":2`, `model.vocab: "ab" and "c" both have id 2`},
 		{"added token on another token's id", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":2,"content":"<s>"`, `added_tokens[0] ("<s>"): id 2 is model.vocab's "ab"`},
 		{"added id far too large", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":1099511627776,"content":"<s>"`, `added_tokens[0] ("<s>"): id 1099511627776 outside`},
+		// A stranger's string of megabytes is quoted in part, with its length.
+		{"added token of 1 MiB on another token's id", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":2,"content":"<s>` + strings.Repeat("x", 1<<20) + `"`,
+			`added_tokens[0] ("<s>xxxxxxxxxx` + strings.Repeat("x", 67) + `"… (1048579 bytes)): id 2 is model.vocab's "ab"`},
+		{"model type of 1 MiB", "tokenizer.json", `"type":"BPE"`, `"type":"` + strings.Repeat("é", 1<<19) + `"`, `model.type: "ééééé`},
+		{"merge of 1 MiB", "tokenizer.json", `"a b"`, `"a ` + strings.Repeat("z", 1<<20) + `"`, `zz"… (1048576 bytes): token not in model.vocab`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,6 +274,9 @@ func TestMalformedFiles(t *testing.T) {
 				t.Fatal("no error")
 			}
 			msg := err.Error()
+			if len(msg) > 1000 {
+				t.Fatalf("error of %d bytes, beginning %.300q", len(msg), msg)
+			}
 			if !strings.Contains(msg, filepath.Join(dir, c.file)) || !strings.Contains(msg, c.wantField) {
 				t.Errorf("error %q should name %s and %q", msg, c.file, c.wantField)
 			}

@@ -75,7 +75,7 @@ func (p *spLayout) parseModel(m *bpeModel) error {
 	}
 	id, ok := m.Vocab[*m.UnkToken]
 	if !ok {
-		return fmt.Errorf("model.unk_token: %q is not in model.vocab", *m.UnkToken)
+		return fmt.Errorf("model.unk_token: %s is not in model.vocab", quote(*m.UnkToken))
 	}
 	p.unkID = int32(id)
 	return nil
@@ -91,7 +91,7 @@ func (p *spLayout) parsePreTokenizer(raw json.RawMessage) error {
 		return err
 	}
 	if c.Type != "Metaspace" {
-		return fmt.Errorf("type %q is not supported (a SentencePiece-style tokenizer has a Metaspace pre-tokenizer or none; a byte-level one has Split and ByteLevel)", c.Type)
+		return fmt.Errorf("type %s is not supported (a SentencePiece-style tokenizer has a Metaspace pre-tokenizer or none; a byte-level one has Split and ByteLevel)", quote(c.Type))
 	}
 	m, err := c.metaspace()
 	if err != nil {
@@ -118,7 +118,7 @@ func (c *component) metaspace() (metaspace, error) {
 		case "never":
 			m.prepend = prependNever
 		default:
-			return m, fmt.Errorf("prepend_scheme: %q is not one of always, first, never", *c.PrependScheme)
+			return m, fmt.Errorf("prepend_scheme: %s is not one of always, first, never", quote(*c.PrependScheme))
 		}
 	}
 	if c.AddPrefixSpace != nil && !*c.AddPrefixSpace && m.prepend != prependNever {
@@ -168,7 +168,7 @@ func (p *spLayout) parseDecoder(raw json.RawMessage) error {
 		}
 		p.decoders = append(p.decoders, metaspaceDecoder(m))
 	default:
-		return fmt.Errorf("type %q is not supported in a SentencePiece-style tokenizer (known: Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)", c.Type)
+		return fmt.Errorf("type %s is not supported in a SentencePiece-style tokenizer (known: Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)", quote(c.Type))
 	}
 	return nil
 }
