@@ -97,6 +97,11 @@ func TestOpenMalformed(t *testing.T) {
 		{"a field given twice", fileBytes(`{"x":{"dtype":"F32","shape":[2],"shape":[1,2],"data_offsets":[0,8]}}`, make([]byte, 8)),
 			[]string{`tensor "x"`, `field "shape" given twice`}},
 		{"metadata not strings", fileBytes(`{"__metadata__":{"format":1}}`, nil), []string{"__metadata__ must be an object of string values"}},
+		// A name of megabytes is quoted in part, with its length.
+		{"dtype of 1 MiB", fileBytes(`{"w":{"dtype":"`+strings.Repeat("F", 1<<20)+`","shape":[1],"data_offsets":[0,4]}}`, make([]byte, 4)),
+			[]string{`tensor "w": unknown dtype "FFFFFFFF`, `F"… (1048576 bytes)`}},
+		{"tensor name of 1 MiB", fileBytes(`{`+f32(strings.Repeat("é", 1<<19), "[2]", 0, 12)+`}`, make([]byte, 12)),
+			[]string{`tensor "ééé`, `é"… (1048576 bytes): dtype F32 shape [2] needs 8 bytes`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeBytes(t, tc.file)
@@ -116,6 +121,9 @@ func TestOpenMalformed(t *testing.T) {
 			}
 			if strings.Contains(msg, "\n") {
 				t.Errorf("error %q is more than one line", msg)
+			}
+			if len(msg) > 1000 {
+				t.Errorf("error of %d bytes, beginning %.300q", len(msg), msg)
 			}
 		})
 	}

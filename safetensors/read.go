@@ -111,10 +111,10 @@ func (f *File) Close() error {
 func (f *File) raw(name string) (TensorInfo, []byte, error) {
 	i, ok := f.index[name]
 	if !ok {
-		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: no tensor %q", f.path, name)
+		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: no tensor %s", f.path, quote(name))
 	}
 	if f.buf == nil {
-		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: tensor %q: file is closed", f.path, name)
+		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: tensor %s: file is closed", f.path, quote(name))
 	}
 	t := f.tensors[i]
 	return t, f.buf[f.dataStart+t.Begin : f.dataStart+t.End], nil
@@ -249,7 +249,7 @@ func intReader(d Dtype) func([]byte) int64 {
 }
 
 func (f *File) dtypeError(t TensorInfo, method, accepted string) error {
-	return fmt.Errorf("safetensors %s: tensor %q has dtype %s; %s reads %s", f.path, t.Name, t.Dtype, method, accepted)
+	return fmt.Errorf("safetensors %s: tensor %s has dtype %s; %s reads %s", f.path, quote(t.Name), t.Dtype, method, accepted)
 }
 
 // bf16ToFloat32 is exact: a bfloat16 is the top half of a float32.
@@ -330,6 +330,9 @@ func CheckpointFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
+// maxPath is the longest path a shard's name may be (Linux's PATH_MAX).
+const maxPath = 4096
+
 // readIndex reads dir's model.safetensors.index.json: its weight_map
 // (tensor name -> shard file) and the shard files it names, sorted, each
 // checked to be a file of dir.
@@ -361,7 +364,10 @@ func readIndex(dir string) (weightMap map[string]string, shards []string, err er
 	shards = slices.Compact(slices.Sorted(maps.Values(index.WeightMap)))
 	for _, s := range shards {
 		if !filepath.IsLocal(s) {
-			return nil, nil, fmt.Errorf("checkpoint index %s: shard %q is not a file inside %s", indexPath, s, dir)
+			return nil, nil, fmt.Errorf("checkpoint index %s: shard %s is not a file inside %s", indexPath, quote(s), dir)
+		}
+		if len(s) > maxPath { // the open's error would quote it whole
+			return nil, nil, fmt.Errorf("checkpoint index %s: shard %s is no file's name (longer than a path can be)", indexPath, quote(s))
 		}
 	}
 	return index.WeightMap, shards, nil
@@ -380,7 +386,7 @@ func (c *Checkpoint) openShards() error {
 	for _, s := range shardNames {
 		f, err := Open(filepath.Join(c.dir, s))
 		if err != nil {
-			return fmt.Errorf("checkpoint index %s: shard %q: %w", indexPath, s, err)
+			return fmt.Errorf("checkpoint index %s: shard %s: %w", indexPath, quote(s), err)
 		}
 		shards[s] = f
 		c.files = append(c.files, f)
@@ -390,7 +396,7 @@ func (c *Checkpoint) openShards() error {
 		s := weightMap[name]
 		f := shards[s]
 		if _, ok := f.index[name]; !ok {
-			return fmt.Errorf("checkpoint index %s: tensor %q is listed in shard %q, but %s has no such tensor", indexPath, name, s, f.path)
+			return fmt.Errorf("checkpoint index %s: tensor %s is listed in shard %s, but %s has no such tensor", indexPath, quote(name), quote(s), f.path)
 		}
 		c.where[name] = f
 	}
@@ -398,7 +404,7 @@ func (c *Checkpoint) openShards() error {
 		f := shards[s]
 		for _, t := range f.tensors {
 			if listed, ok := weightMap[t.Name]; !ok || listed != s {
-				return fmt.Errorf("checkpoint index %s: shard %s holds tensor %q, which the index does not list for that shard", indexPath, f.path, t.Name)
+				return fmt.Errorf("checkpoint index %s: shard %s holds tensor %s, which the index does not list for that shard", indexPath, f.path, quote(t.Name))
 			}
 		}
 	}
@@ -424,7 +430,7 @@ func (c *Checkpoint) Info(name string) (TensorInfo, bool) {
 func (c *Checkpoint) file(name string) (*File, error) {
 	f, ok := c.where[name]
 	if !ok {
-		return nil, fmt.Errorf("checkpoint %s: no tensor %q", c.dir, name)
+		return nil, fmt.Errorf("checkpoint %s: no tensor %s", c.dir, quote(name))
 	}
 	return f, nil
 }

@@ -288,6 +288,10 @@ func TestShardedCheckpointErrors(t *testing.T) {
 		{"shard outside dir", strings.Replace(goodIndex, `"model-00002-of-00002.safetensors"`, `"../model-00002-of-00002.safetensors"`, 1),
 			[]string{`shard "../model-00002-of-00002.safetensors" is not a file inside`}},
 		{"no weight_map", `{"metadata": {}}`, []string{"weight_map is missing or empty"}},
+		{"shard name of 1 MiB", strings.Replace(goodIndex, `"model-00002-of-00002.safetensors"`, `"`+strings.Repeat("s", 1<<20)+`"`, 1),
+			[]string{`sss"… (1048576 bytes) is no file's name`}},
+		{"tensor name of 1 MiB", strings.Replace(goodIndex, `"model.norm.weight"`, `"`+strings.Repeat("n", 1<<20)+`"`, 1),
+			[]string{`nnn"… (1048576 bytes) is listed in shard "model-00002-of-00002.safetensors"`}},
 		{"bad JSON", `{"weight_map": [`, []string{indexFileName, "unexpected end of JSON input"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,6 +300,9 @@ func TestShardedCheckpointErrors(t *testing.T) {
 			if err == nil {
 				c.Close()
 				t.Fatal("OpenCheckpoint succeeded, want an error")
+			}
+			if len(err.Error()) > 1000 {
+				t.Fatalf("error of %d bytes, beginning %.300q", len(err.Error()), err)
 			}
 			for _, w := range append(tc.want, dir) {
 				if !strings.Contains(err.Error(), w) {
