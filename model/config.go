@@ -160,7 +160,7 @@ func ParseConfig(b []byte) (*Config, error) {
 // one (config_ministral.go): whole says so.
 func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (c *Config, whole bool, err error) {
 	if len(r.Architectures) != 1 {
-		return nil, false, fmt.Errorf(`"architectures" must name exactly one class, got %q`, r.Architectures)
+		return nil, false, fmt.Errorf(`"architectures" must name exactly one class, got %s`, quoteList(r.Architectures))
 	}
 	c = &Config{Architecture: r.Architectures[0], BOSTokenID: -1, TorchDtype: r.TorchDtype}
 	switch c.Architecture {
@@ -178,12 +178,12 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 		return c, true, err
 	default:
 		if slices.Contains(ViTArchitectures, c.Architecture) {
-			return nil, false, fmt.Errorf("architecture %q is an image classifier, not a language model: it runs image tasks (task.name pets, meazo-eval task --task pets, meazo-inspect forward), not this", c.Architecture)
+			return nil, false, fmt.Errorf("architecture %s is an image classifier, not a language model: it runs image tasks (task.name pets, meazo-eval task --task pets, meazo-inspect forward), not this", quote(c.Architecture))
 		}
-		return nil, false, fmt.Errorf("unsupported architecture %q (supported: %s, and %s for image tasks)", c.Architecture, strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
+		return nil, false, fmt.Errorf("unsupported architecture %s (supported: %s, and %s for image tasks)", quote(c.Architecture), strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
-		return nil, false, fmt.Errorf(`unsupported "hidden_act" %q (only silu)`, r.HiddenAct)
+		return nil, false, fmt.Errorf(`unsupported "hidden_act" %s (only silu)`, quote(r.HiddenAct))
 	}
 	c.projectionBiases(r)
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
@@ -406,7 +406,7 @@ func ropeBlock(r rawConfig, present map[string]json.RawMessage) (ropeSource, err
 	}
 	for k, v := range keys {
 		if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '{' {
-			return out, fmt.Errorf(`"rope_parameters": a block per layer type (%q) is not supported`, k)
+			return out, fmt.Errorf(`"rope_parameters": a block per layer type (%s) is not supported`, quote(k))
 		}
 	}
 	var p struct {
@@ -479,7 +479,7 @@ func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 	case kind == "yarn":
 		return c.parseYarnScaling(rs, maxPos)
 	}
-	return fmt.Errorf(`"rope_scaling": unsupported rope_type %q (supported: llama3, linear, yarn, default)`, kind)
+	return fmt.Errorf(`"rope_scaling": unsupported rope_type %s (supported: llama3, linear, yarn, default)`, quote(kind))
 }
 
 // parseLlama3 reads a llama3 block: all four keys, each a positive finite

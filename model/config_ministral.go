@@ -102,7 +102,7 @@ func parseMinistral3(b []byte, _ rawConfig, _ map[string]json.RawMessage, multim
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf(`"rope_parameters": unsupported rope_type %q for ministral3 (supported: yarn, default)`, kind)
+		return nil, fmt.Errorf(`"rope_parameters": unsupported rope_type %s for ministral3 (supported: yarn, default)`, quote(kind))
 	}
 	if err := checkRope(c); err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func ministral3Keys(b []byte, multimodal bool) (map[string]json.RawMessage, erro
 		var s string
 		_ = json.Unmarshal(mt, &s)
 		if s != "ministral3" {
-			return nil, fmt.Errorf(`model_type %q is not supported (only ministral3, Ministral-3's language model)`, s)
+			return nil, fmt.Errorf(`model_type %s is not supported (only ministral3, Ministral-3's language model)`, quote(s))
 		}
 	}
 	if raw, ok := keys["sliding_window"]; ok && !isNull(raw) {

@@ -63,7 +63,7 @@ func parseOPT(b []byte, r rawConfig, present map[string]json.RawMessage) (*Confi
 		}
 	}
 	if act := o.ActivationFunction; act != "" && act != "relu" {
-		return nil, fmt.Errorf(`unsupported "activation_function" %q (only relu)`, act)
+		return nil, fmt.Errorf(`unsupported "activation_function" %s (only relu)`, quote(act))
 	}
 	if o.EnableBias != nil && !*o.EnableBias {
 		return nil, fmt.Errorf(`"enable_bias" false is not supported (OPT's projections have biases)`)

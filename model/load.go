@@ -132,10 +132,10 @@ func (r *checkpointReader) load(name string, shape []int) ([]float32, error) {
 	sn := r.name(name)
 	info, ok := r.ck.Info(sn)
 	if !ok {
-		return nil, fmt.Errorf("missing tensor %q", sn)
+		return nil, fmt.Errorf("missing tensor %s", quote(sn))
 	}
 	if !slices.Equal(info.Shape, shape) {
-		return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", sn, info.Shape, shape)
+		return nil, fmt.Errorf("tensor %s has shape %v, the config implies %v", quote(sn), info.Shape, shape)
 	}
 	r.read[sn] = true
 	v, err := r.ck.Float32(sn)
@@ -179,6 +179,11 @@ func checkAllRead(unused []string, cfg *Config) error {
 	if len(unused) > 3 {
 		more = fmt.Sprintf(" and %d more", len(unused)-3)
 		unused = unused[:3]
+	}
+	for i, n := range unused {
+		if len(n) > quotedMax { // a stranger's name of megabytes
+			unused[i] = quote(n)
+		}
 	}
 	return fmt.Errorf("the checkpoint holds tensors that the %d-layer %s config.json describes has no use for (%s%s): "+
 		"config.json does not describe these weights (num_hidden_layers, architectures?)", cfg.NumLayers, cfg.Architecture, strings.Join(unused, ", "), more)

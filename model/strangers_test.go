@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -29,6 +30,18 @@ func TestNewArchitecturesRefuseBadDirectories(t *testing.T) {
 		{"opt vocab_size 0", opt, map[string]any{"vocab_size": 0}, nil, []string{"config.json", `"vocab_size"`}},
 		{"opt eos_token_id past the vocabulary", opt, map[string]any{"eos_token_id": []any{2, 1e6}}, nil,
 			[]string{"config.json", `"eos_token_id" 1000000 is not a token id`}},
+		// A stranger's string of megabytes is quoted in part, with its length.
+		{"opt architecture of 1 MiB", opt, map[string]any{"architectures": []string{strings.Repeat("A", 1<<20)}}, nil,
+			[]string{"config.json", `unsupported architecture "AAAA`, `A"… (1048576 bytes)`}},
+		{"opt 100000 architectures", opt, map[string]any{"architectures": make([]string, 100000)}, nil,
+			[]string{"config.json", `"architectures" must name exactly one class, got ["" "" "" … (99997 more)]`}},
+		{"opt activation of 1 MiB", opt, map[string]any{"activation_function": strings.Repeat("r", 1<<20)}, nil,
+			[]string{"config.json", `"activation_function" "rrrr`, `r"… (1048576 bytes)`}},
+		{"vit hidden_act of 1 MiB", vit, map[string]any{"hidden_act": strings.Repeat("g", 1<<20)}, nil,
+			[]string{"config.json", `hidden_act "gggg`, `g"… (1048576 bytes)`}},
+		{"ministral rope_type of 1 MiB", ministralDir, map[string]any{"rope_parameters": map[string]any{"rope_theta": 1e6,
+			"llama_4_scaling_beta": 0.1, "original_max_position_embeddings": 16384, "rope_type": strings.Repeat("y", 1<<20)}}, nil,
+			[]string{"config.json", `rope_type "yyyy`, `y"… (1048576 bytes)`}},
 		{"opt heads do not divide", opt, map[string]any{"num_attention_heads": 5}, nil, []string{"config.json", `"num_attention_heads" 5`}},
 		{"opt 4096 layers", opt, map[string]any{"num_hidden_layers": 4096}, nil, []string{`missing tensor "model.decoder.layers.3.`}},
 		{"ministral hidden_size 1e9", ministralDir, map[string]any{"hidden_size": 1e9}, nil, []string{"config.json", "text_config", `"hidden_size"`}},
@@ -76,6 +89,9 @@ func TestNewArchitecturesRefuseBadDirectories(t *testing.T) {
 				_, err = Load(dir)
 			}
 			runtime.ReadMemStats(&ms)
+			if err != nil && len(err.Error()) > 1000 {
+				t.Fatalf("error of %d bytes, beginning %.300q", len(err.Error()), err)
+			}
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Fatalf("error %v; want one containing %q", err, w)
@@ -137,4 +153,13 @@ func editHeader(t *testing.T, dir, old, new string) {
 	}
 	copy(b[8+i:], new)
 	os.WriteFile(p, b, 0o644)
+}
+
+// TestCheckAllReadQuotesLongNames: the tensors a checkpoint holds beyond the
+// config's are named, a name of megabytes in part.
+func TestCheckAllReadQuotesLongNames(t *testing.T) {
+	err := checkAllRead([]string{"a.weight", strings.Repeat("x", 1<<20)}, &Config{NumLayers: 2, Architecture: "LlamaForCausalLM"})
+	if err == nil || len(err.Error()) > 1000 || !strings.Contains(err.Error(), `(a.weight, "xxxx`) || !strings.Contains(err.Error(), `x"… (1048576 bytes))`) {
+		t.Fatalf("error %.300q (%d bytes), want the long name quoted in part", err, len(fmt.Sprint(err)))
+	}
 }
