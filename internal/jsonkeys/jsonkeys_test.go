@@ -1,6 +1,9 @@
 package jsonkeys
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestUnapplied(t *testing.T) {
 	known := map[string]bool{"r": true, "lora_alpha": true}
@@ -11,9 +14,10 @@ func TestUnapplied(t *testing.T) {
 		{`{"r": 4, "z": 1, "target_parameters": ["mlp.experts"]}`, "target_parameters", `["mlp.experts"]`},
 		{`{"r": 4, "alora_invocation_tokens": [5, 6]}`, "alora_invocation_tokens", "[5, 6]"},
 		{`[1, 2]`, "", ""},
+		{`{"` + strings.Repeat("é", 1<<19) + `": 1}`, strings.Repeat("é", 30) + "…", "1"},
 	} {
 		if k, v := Unapplied([]byte(c.json), known); k != c.key || v != c.value {
-			t.Errorf("%s: %q %q, want %q %q", c.json, k, v, c.key, c.value)
+			t.Errorf("%.100s: %.100q %q, want %.100q %q", c.json, k, v, c.key, c.value)
 		}
 	}
 }
