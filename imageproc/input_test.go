@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"image"
 	stdjpeg "image/jpeg"
@@ -262,12 +263,18 @@ func TestParseConfig(t *testing.T) {
 		{name: "rescale overflows", json: `{"rescale_factor": 1e300}`, err: "channel 0's sample 255 gives pixel value +Inf"},
 		{name: "zero size", json: `{"size": 0}`, err: "size 0×0"},
 		{name: "not json", json: `{"size": `, err: "image processor config"},
+		// A value of megabytes is quoted in part, with its length.
+		{name: "processor of 1 MiB", json: `{"image_processor_type": "` + strings.Repeat("P", 1<<20) + `"}`, err: `P"… (1048576 bytes) is not ViTImageProcessor`},
+		{name: "size key of 1 MiB", json: `{"size": {"` + strings.Repeat("é", 1<<19) + `": 1}}`, err: `é"… (1048576 bytes) is not implemented`},
+		{name: "size of 1 MiB", json: `{"size": "` + strings.Repeat("s", 1<<20) + `"}`, err: `s… (1048578 bytes) is neither a number`},
+		{name: "a million means", json: `{"image_mean": [` + strings.Repeat("0.5, ", 1<<20) + `0.5]}`, err: `image_mean = [0.5, 0.5,`},
+		{name: "unknown key of 1 MiB", json: `{"` + strings.Repeat("k", 1<<20) + `": 1}`, err: `kkk…" = 1 is not applied`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfig([]byte(tc.json))
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				if err == nil || len(err.Error()) > 1000 || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %.300v (%d bytes), want one containing %q", err, len(fmt.Sprint(err)), tc.err)
 				}
 				return
 			}
