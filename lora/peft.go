@@ -185,7 +185,15 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		if slices.Contains(c.ModulesToSave, "classifier") {
 			hint = "; an adapter that saves the classifier is an image classifier's (a ViT), not a decoder model's"
 		}
-		return nil, fmt.Errorf("adapter config %s: modules_to_save %v is not supported for a decoder model (only LoRA matrices)%s", path, c.ModulesToSave, hint)
+		names := make([]string, 0, 4)
+		for i, s := range c.ModulesToSave {
+			if i == 3 {
+				names = append(names, fmt.Sprintf("… (%d more)", len(c.ModulesToSave)-3))
+				break
+			}
+			names = append(names, clip(s))
+		}
+		return nil, fmt.Errorf("adapter config %s: modules_to_save [%s] is not supported for a decoder model (only LoRA matrices)%s", path, strings.Join(names, " "), hint)
 	}
 	if err := c.checkDecoderPattern(); err != nil {
 		return nil, fmt.Errorf("adapter config %s: %w", path, err)
@@ -408,7 +416,7 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 	}
 	switch {
 	case c.PeftType != "LORA":
-		return nil, fmt.Errorf("adapter config %s: peft_type %q, want LORA", path, c.PeftType)
+		return nil, fmt.Errorf("adapter config %s: peft_type %s, want LORA", path, quoteClipped(c.PeftType))
 	case len(c.TargetModules.Names) == 0 && c.TargetModules.Regex == "":
 		// An adapter on no module would load as one that changes nothing,
 		// and score the base model under the adapter's name.
@@ -426,7 +434,7 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 	case c.FanInFanOut:
 		return nil, fmt.Errorf("adapter config %s: fan_in_fan_out is not supported", path)
 	case c.Bias != "" && c.Bias != "none":
-		return nil, fmt.Errorf("adapter config %s: bias %q is not supported (only \"none\")", path, c.Bias)
+		return nil, fmt.Errorf("adapter config %s: bias %s is not supported (only \"none\")", path, quoteClipped(c.Bias))
 	case c.LoraBias:
 		return nil, fmt.Errorf("adapter config %s: lora_bias is not supported", path)
 	case len(c.AlphaPattern) > 0 || len(c.RankPattern) > 0:

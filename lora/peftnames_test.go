@@ -214,6 +214,40 @@ func TestLoadClipsLongTargets(t *testing.T) {
 	}
 }
 
+// TestLoadClipsLongConfigValues: an error about another adapter_config.json
+// value of megabytes (peft_type, bias, modules_to_save) quotes its start
+// and says how long it is, and names at most three modules to save.
+func TestLoadClipsLongConfigValues(t *testing.T) {
+	m, err := model.NewRandom(tinyConfig(), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", 1<<19) // 1 MiB of two-byte runes
+	for _, tc := range []struct {
+		key  string
+		v    any
+		want string
+	}{
+		{"peft_type", long, "want LORA"},
+		{"bias", long, "is not supported"},
+		{"modules_to_save", []string{"lm_head", long}, `modules_to_save [lm_head éé`},
+		{"modules_to_save", make([]string, 100000), `modules_to_save [   … (99997 more)]`},
+		{"not_a_key", 1, `é… is 1, which this loader does not apply`},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			dir := savedWithTargets(t, m, []string{"q_proj"})
+			setConfigKey(t, dir, strings.ReplaceAll(tc.key, "not_a_key", long), tc.v)
+			_, err := Load(dir, m, false)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %.300v, want an error containing %q", err, tc.want)
+			}
+			if msg := err.Error(); len(msg) > 1000 || !utf8.ValidString(msg) {
+				t.Errorf("an error of %d bytes (valid UTF-8: %v), want the value clipped: %.400s", len(msg), utf8.ValidString(msg), msg)
+			}
+		})
+	}
+}
+
 // TestRegexOtherModules: a target_modules expression is refused when it
 // matches any module of the model other than its layers' projections, as
 // PEFT 0.15 refuses it (the containers, norms and activations: "Target

@@ -152,7 +152,7 @@ func readAdapter(dir string, m *model.Model, grouped bool) (trainable, error) {
 		}
 		return &promptAdapter{p: p, m: m}, nil
 	}
-	return nil, fmt.Errorf("adapter %s: adapter_config.json has peft_type %q; supported: LORA, PROMPT_TUNING", dir, kind)
+	return nil, fmt.Errorf("adapter %s: adapter_config.json has peft_type %s; supported: LORA, PROMPT_TUNING", dir, clipValue(kind))
 }
 
 // peftType is the peft_type of the adapter saved in dir, as its

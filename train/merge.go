@@ -129,7 +129,7 @@ func mergeableAdapter(dir string) error {
 		return fmt.Errorf("--adapter %s is a prompt-tuning adapter: its virtual tokens are put before the input, not added to a weight, "+
 			"so there is nothing to merge; use it as it is (--adapter, with meazo-eval or meazo-inspect generate)", dir)
 	case kind != "LORA":
-		return fmt.Errorf("--adapter %s: adapter_config.json has peft_type %q; only a LoRA adapter (LORA) is merged", dir, kind)
+		return fmt.Errorf("--adapter %s: adapter_config.json has peft_type %s; only a LoRA adapter (LORA) is merged", dir, clipValue(kind))
 	}
 	return nil
 }
