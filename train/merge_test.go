@@ -577,3 +577,16 @@ func TestMergeLoRAFloat32OnFloat16(t *testing.T) {
 		t.Errorf("every merged q_proj weight is a float16 value: the float32 merge was rounded to float16")
 	}
 }
+
+// TestMergeableAdapterQuotesLongPEFTType: an adapter_config.json whose
+// peft_type is megabytes long is refused with its start and its length.
+func TestMergeableAdapterQuotesLongPEFTType(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "adapter_config.json"), []byte(`{"peft_type": "`+strings.Repeat("P", 1<<20)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := mergeableAdapter(dir)
+	if err == nil || len(err.Error()) > 1000 || !strings.Contains(err.Error(), `peft_type "PPPP`) || !strings.Contains(err.Error(), "only a LoRA adapter (LORA) is merged") {
+		t.Fatalf("error %.300v, want the peft_type quoted in part", err)
+	}
+}
