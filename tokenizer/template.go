@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -99,6 +100,13 @@ func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) 
 			if len(args.Args) > 0 {
 				msg = args.Args[0].String()
 			}
+			if len(msg) > raisedMax { // a message the template built, up to 16 MiB
+				cut := raisedMax
+				for cut > 0 && !utf8.RuneStart(msg[cut]) {
+					cut--
+				}
+				msg = fmt.Sprintf("%s… (%d bytes)", msg[:cut], len(msg))
+			}
 			b.fail(errors.New("the template raised an error: " + msg))
 			return "", b.err
 		},
@@ -127,6 +135,10 @@ func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) 
 	}
 	return w.String(), nil
 }
+
+// raisedMax is how much of raise_exception's message an error quotes (the
+// real templates' are a line; one built by the template may be 16 MiB).
+const raisedMax = 300
 
 // fail names the template in a render's error.
 func (c *chatTemplate) fail(err error) error {
