@@ -183,8 +183,11 @@ func Load(dir string, m *model.Model) (*Prompt, error) {
 	}
 	defer f.Close()
 	info, ok := f.Info("prompt_embeddings")
-	if !ok || len(info.Shape) != 2 || info.Shape[0] != cfg.N || info.Shape[1] != cfg.TokenDim {
-		return nil, fmt.Errorf("adapter %s: want tensor \"prompt_embeddings\" of shape [%d %d], found %+v", path, cfg.N, cfg.TokenDim, info)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("adapter %s: no tensor \"prompt_embeddings\" (a prompt-tuning adapter's one tensor, [num_virtual_tokens token_dim])", path)
+	case len(info.Shape) != 2 || info.Shape[0] != cfg.N || info.Shape[1] != cfg.TokenDim:
+		return nil, fmt.Errorf("adapter %s: tensor \"prompt_embeddings\" has shape %v, want [%d %d] (adapter_config.json's num_virtual_tokens and token_dim)", path, info.Shape, cfg.N, cfg.TokenDim)
 	}
 	v, err := f.Float32("prompt_embeddings")
 	if err != nil {

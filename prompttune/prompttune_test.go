@@ -139,6 +139,41 @@ func TestSaveLoadPEFTFormat(t *testing.T) {
 	}
 }
 
+// TestLoadNamesTheTensorAtFault: an adapter whose prompt_embeddings is
+// missing or of another shape than its config's is refused, saying which
+// (not a dump of the tensor's header record).
+func TestLoadNamesTheTensorAtFault(t *testing.T) {
+	m := tinyModel(t)
+	p, err := FromText(m, fakeTok{}, 5, "Classify the sentiment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		tensor safetensors.Tensor
+		want   string
+	}{
+		{"another shape", safetensors.F32Tensor("prompt_embeddings", []int{6, m.HiddenSize}, make([]float32, 6*m.HiddenSize)),
+			`tensor "prompt_embeddings" has shape [6 16], want [5 16] (adapter_config.json's num_virtual_tokens and token_dim)`},
+		{"another name", safetensors.F32Tensor("embeddings", []int{5, m.HiddenSize}, make([]float32, 5*m.HiddenSize)),
+			`no tensor "prompt_embeddings"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := p.Save(dir, m); err != nil {
+				t.Fatal(err)
+			}
+			if err := safetensors.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []safetensors.Tensor{tc.tensor}, nil); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(dir, m)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Begin:") {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestNarrowEmbeddingsRefused: a model whose embeddings are narrower than
 // its hidden size (OPT-350m's shape, projected up) cannot hold hidden-wide
 // virtual tokens: making or loading a prompt for it is refused at once,
