@@ -125,7 +125,7 @@ func ministral3Keys(b []byte, multimodal bool) (map[string]json.RawMessage, erro
 		}
 	}
 	if raw, ok := keys["sliding_window"]; ok && !isNull(raw) {
-		return nil, fmt.Errorf(`"sliding_window" %s is not supported for ministral3 (the published configs say null)`, raw)
+		return nil, fmt.Errorf(`"sliding_window" %s is not supported for ministral3 (the published configs say null)`, clipRaw(raw))
 	}
 	return keys, nil
 }

@@ -38,3 +38,16 @@ func quoteList(ss []string) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+// clipRaw is a JSON value as written, or its first quotedMax bytes (cut at
+// a rune's start) with its length.
+func clipRaw(raw []byte) string {
+	if len(raw) <= quotedMax {
+		return string(raw)
+	}
+	cut := quotedMax
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", raw[:cut], len(raw))
+}

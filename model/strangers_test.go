@@ -42,6 +42,8 @@ func TestNewArchitecturesRefuseBadDirectories(t *testing.T) {
 		{"ministral rope_type of 1 MiB", ministralDir, map[string]any{"rope_parameters": map[string]any{"rope_theta": 1e6,
 			"llama_4_scaling_beta": 0.1, "original_max_position_embeddings": 16384, "rope_type": strings.Repeat("y", 1<<20)}}, nil,
 			[]string{"config.json", `rope_type "yyyy`, `y"… (1048576 bytes)`}},
+		{"ministral sliding_window of 1 MiB", ministralDir, map[string]any{"sliding_window": strings.Repeat("w", 1<<20)}, nil,
+			[]string{"config.json", `"sliding_window" "wwww`, `w… (1048578 bytes) is not supported`}},
 		{"opt heads do not divide", opt, map[string]any{"num_attention_heads": 5}, nil, []string{"config.json", `"num_attention_heads" 5`}},
 		{"opt 4096 layers", opt, map[string]any{"num_hidden_layers": 4096}, nil, []string{`missing tensor "model.decoder.layers.3.`}},
 		{"ministral hidden_size 1e9", ministralDir, map[string]any{"hidden_size": 1e9}, nil, []string{"config.json", "text_config", `"hidden_size"`}},
