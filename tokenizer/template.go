@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,10 +143,33 @@ const raisedMax = 300
 
 // fail names the template in a render's error.
 func (c *chatTemplate) fail(err error) error {
+	err = engineError(err)
 	if c.name == "" {
 		return fmt.Errorf("chat template: %w", err)
 	}
 	return fmt.Errorf("chat template of %s: %w", c.name, err)
+}
+
+// filterCall is how gonja's error chain names each filter it was calling:
+// its token struct printed whole.
+var filterCall = regexp.MustCompile(`unable to evaluate filter &\{<Token\[Name\] Val='(\w+)' Pos=\d+ Line=(\d+) Col=(\d+)> \w+ \[[^\]]*\] map\[[^\]]*\]\}: invalid call to filter '\w+': `)
+
+// engineError is a render error of gonja's without the Go structs its chain
+// prints for each filter call: the sandbox's own filters (reservedPrefix),
+// which the template does not have, are left out, and the template's are
+// named with their line and column.
+func engineError(err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "unable to evaluate filter &{") {
+		return err
+	}
+	return errors.New(filterCall.ReplaceAllStringFunc(msg, func(m string) string {
+		g := filterCall.FindStringSubmatch(m)
+		if strings.HasPrefix(g[1], reservedPrefix) {
+			return ""
+		}
+		return fmt.Sprintf("filter %s (line %s, column %s): ", g[1], g[2], g[3])
+	}))
 }
 
 // limitedWriter collects the rendered text, up to limit bytes.
