@@ -100,8 +100,9 @@ func WriteDemo(dir string, steps int) (string, error) {
 	yaml := fmt.Sprintf(`# The built-in demo (meazo-train --demo): a tiny random model with a planted
 # sentiment direction in its embeddings, LoRA trained by zeroth-order steps
 # (README.md, "The demo"). meazo-train --demo sets optimizer.name and
-# optimizer.lr per run (train.DemoLR: meazo 0.05, zo-sgd 0.05, zo-adam 0.005);
-# the lr below is what a run of this file without --set gets.
+# optimizer.lr per run (train.DemoLR: meazo 0.05, zo-sgd 0.05, zo-adam 0.005)
+# and eval.validation_metrics: true (each validation's accuracy); the lr
+# below is what a run of this file without --set gets.
 model:
   path: %[1]s/model
   name: %[3]s

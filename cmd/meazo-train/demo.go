@@ -59,7 +59,8 @@ func demo(opts train.Options, dir string, steps int) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "== %s -> %s\n", opt, out)
-		args := []string{"--config", path, "--set", "optimizer.name=" + opt, "--set", "optimizer.lr=" + train.DemoLR[opt]}
+		args := []string{"--config", path, "--set", "optimizer.name=" + opt, "--set", "optimizer.lr=" + train.DemoLR[opt],
+			"--set", "eval.validation_metrics=true"} // (not in demo.yaml: the demo study's 60 runs need no metric)
 		for _, o := range opts.Overrides {
 			args = append(args, "--set", o)
 		}

@@ -116,6 +116,10 @@ func TestDemoRuns(t *testing.T) {
 					t.Errorf("demo run %s: %v", opt, err)
 				}
 			}
+			// The demo's runs log each validation's accuracy (for its plots).
+			if s, err := rundir.ReadSummary(filepath.Join(dir, "run-"+opt)); err != nil || s.BestValMetrics["accuracy"] <= 0 {
+				t.Errorf("demo run %s: best_val_metrics %v (%v), want its accuracy", opt, s.BestValMetrics, err)
+			}
 		}
 	}
 }
