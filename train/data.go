@@ -191,7 +191,7 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 	}
 	if keepVal {
 		if s.valEx, err = scorable(cfg, "validation", s.valEx, enc, rule, log, stop); err != nil {
-			return nil, err
+			return nil, noneScorable(err)
 		}
 	}
 	if task.OwnData() && cfg.Task.Validation == "" {
@@ -436,6 +436,21 @@ func scorable(cfg *Config, split string, exs []data.Example, enc *data.Encoder, 
 	return fitRouge(split, data.Task(cfg.Task.Name), exs, log)
 }
 
+// errNoneScorable is what scorable's error wraps when the test
+// evaluation's rules leave none of a split's examples to score.
+var errNoneScorable = errors.New("no example left to score")
+
+// noneScorable is scorable's error for the validation split of
+// eval.validation_metrics, saying, where the rules left no example, that
+// it is the metric's doing: the same examples were just encoded for the
+// validation loss, which scores them with their own answers.
+func noneScorable(err error) error {
+	if !errors.Is(err, errNoneScorable) {
+		return err
+	}
+	return fmt.Errorf("eval.validation_metrics: %w; the validation loss scores these examples with their own answers, but the metric scores only those the test evaluation could: turn eval.validation_metrics off (or, where the length rule left them out, raise task.max_length or lower eval.max_new_tokens)", err)
+}
+
 // fitRouge leaves out the test examples of a task scored by ROUGE (XSum,
 // generation) with a reference past eval.MaxRougeTokens tokens, which
 // ROUGE refuses to score (its time grows with the product of the lengths):
@@ -462,7 +477,7 @@ func fitRouge(split string, task data.Task, exs []data.Example, log io.Writer) (
 			split, skipped, eval.MaxRougeTokens, len(out))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s split: every example has a reference longer than ROUGE's cap of %d tokens", split, eval.MaxRougeTokens)
+		return nil, fmt.Errorf("%s split: %w: every example has a reference longer than ROUGE's cap of %d tokens", split, errNoneScorable, eval.MaxRougeTokens)
 	}
 	return out, nil
 }
@@ -510,7 +525,7 @@ func (r lengthRule) fitTest(split string, exs []data.Example, enc *data.Encoder,
 			split, skipped.n, r.name, r.max, skipped, len(out))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s split: every example is longer than %s %d tokens", split, r.name, r.max)
+		return nil, fmt.Errorf("%s split: %w: every example's evaluation would exceed %s %d tokens", split, errNoneScorable, r.name, r.max)
 	}
 	return out, nil
 }

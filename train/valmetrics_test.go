@@ -310,3 +310,28 @@ func TestValidationMetricsOnResume(t *testing.T) {
 		t.Errorf("validations with a metric: %v (want step 4's), last_val_metrics %v", with, s.LastValMetrics)
 	}
 }
+
+// TestValidationMetricsNoneScorable: where the test evaluation's rules
+// leave none of the validation examples to score (here every generation
+// prompt with eval.max_new_tokens exceeds task.max_length), the refusal
+// names eval.validation_metrics, the key that asked for it, rather than
+// calling the examples the validation loss has just encoded too long.
+func TestValidationMetricsNoneScorable(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	train, test := f1Data(t, dir)
+	set := append(f1RunSet(train, test), "train.objective=loss", "task.validation="+test, "eval.skip=true",
+		"eval.max_new_tokens=5000", "output.dir="+filepath.Join(dir, "run"))
+	var log strings.Builder
+	_, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "eval.validation_metrics=true"), Log: &log})
+	if err == nil || !strings.Contains(err.Error(), "eval.validation_metrics: validation split: no example left to score: every example's evaluation would exceed task.max_length") ||
+		!strings.Contains(err.Error(), "turn eval.validation_metrics off") {
+		t.Fatalf("error %v, want a refusal naming eval.validation_metrics; log:\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "validation split: 8 examples encoded") {
+		t.Errorf("the validation loss's examples fit, yet the log says:\n%s", log.String())
+	}
+	// Without the metric the same run trains (its validation loss needs no room to generate).
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
+		t.Errorf("eval.validation_metrics off: %v", err)
+	}
+}
