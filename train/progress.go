@@ -26,8 +26,9 @@ type progress struct {
 	// minus the answers' F1 or the predicted labels' accuracy.
 	lossName string
 	// valMetrics are the last validation's metric (eval.validation_metrics;
-	// nil: off), shown after its loss; a line is printed at each step that
-	// validates with it, whatever train.log_every.
+	// nil: off), shown after its loss (a terminal's bar: barMetric's); a
+	// line is printed at each step that validates with it, whatever
+	// train.log_every.
 	valMetrics map[string]float64
 }
 
@@ -50,7 +51,9 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 	val := ""
 	if !math.IsNaN(valLoss) {
 		val = fmt.Sprintf(" val %.4f", valLoss)
-		if p.valMetrics != nil {
+		if p.valMetrics != nil && p.terminal {
+			val += " (" + FormatMetrics(barMetric(p.valMetrics)) + ")"
+		} else if p.valMetrics != nil {
 			val += " (" + FormatMetrics(p.valMetrics) + ")"
 		}
 		if valStep >= 0 && valStep != step {
@@ -68,6 +71,21 @@ func (p *progress) update(step int, loss, stepSecs, valLoss float64, valStep int
 	if step%p.every == 0 || step == p.total || p.valMetrics != nil && valStep == step {
 		fmt.Fprintf(p.w, "step %d/%d %s %.4f%s, %s, ETA %s%s\n", step, p.total, p.lossName, loss, val, perStep(stepSecs), eta, mem)
 	}
+}
+
+// barMetric is the one of a validation's metrics that the terminal's bar
+// shows: the task's own, as meazo-plot's tables take it (accuracy; ROUGE-L
+// for XSum and generation; SQuAD's F1). The bar is redrawn in place with
+// a carriage return, and a line wider than the terminal (all six of
+// generation's metrics made it some 200 columns) wraps, leaving a line
+// behind at every step. The log's lines (not a terminal) show them all.
+func barMetric(m map[string]float64) map[string]float64 {
+	for _, k := range []string{"accuracy", "rougeL", "f1"} {
+		if v, ok := m[k]; ok {
+			return map[string]float64{k: v}
+		}
+	}
+	return m
 }
 
 // memoryNote is ", " and the peak memory for a line's end (or ""): read

@@ -335,3 +335,37 @@ func TestValidationMetricsNoneScorable(t *testing.T) {
 		t.Errorf("eval.validation_metrics off: %v", err)
 	}
 }
+
+// TestProgressBarShowsOneValidationMetric: a terminal's bar, redrawn in
+// place, shows the task's own metric of a validation (SQuAD's f1, XSum's
+// and generation's rougeL, accuracy), not all of generation's six, whose
+// line would wrap on a terminal and leave a line behind at every step;
+// the log's lines show them all.
+func TestProgressBarShowsOneValidationMetric(t *testing.T) {
+	gen := map[string]float64{"exact_match": 12.5, "f1": 47.7, "rouge1": 46.7, "rouge2": 18.8, "rougeL": 46.7, "rougeLsum": 46.7}
+	for _, c := range []struct {
+		metrics map[string]float64
+		want    string
+	}{
+		{gen, " val 0.2500 (rougeL 46.70)  "},
+		{map[string]float64{"exact_match": 58.2, "f1": 70.4}, " val 0.2500 (f1 70.40)  "},
+		{map[string]float64{"accuracy": 0.75}, " val 0.2500 (accuracy 0.750)  "},
+	} {
+		var b strings.Builder
+		p := newProgress(newRunLog(&b), true, 10, 5, nil)
+		p.begin(0)
+		p.valMetrics = c.metrics
+		p.update(3, 1, 0.5, 0.25, 3)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("the bar %q, want %q in it", b.String(), c.want)
+		}
+	}
+	var b strings.Builder
+	p := newProgress(newRunLog(&b), false, 10, 5, nil)
+	p.begin(0)
+	p.valMetrics = gen
+	p.update(3, 1, 0.5, 0.25, 3)
+	if want := " val 0.2500 (" + FormatMetrics(gen) + "), "; !strings.Contains(b.String(), want) {
+		t.Errorf("the log's line %q, want %q in it", b.String(), want)
+	}
+}
