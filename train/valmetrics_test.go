@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meazo-go/meazo/data"
+	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 )
 
@@ -367,5 +368,47 @@ func TestProgressBarShowsOneValidationMetric(t *testing.T) {
 	p.update(3, 1, 0.5, 0.25, 3)
 	if want := " val 0.2500 (" + FormatMetrics(gen) + "), "; !strings.Contains(b.String(), want) {
 		t.Errorf("the log's line %q, want %q in it", b.String(), want)
+	}
+}
+
+// TestValidationMetricsPromptAndFull: the validation accuracy of a
+// prompt-tuning run and of full-parameter runs (joint and grouped, whose
+// best/ and last/ are model directories) is what Evaluate scores the saved
+// parameters at on the validation examples.
+func TestValidationMetricsPromptAndFull(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  []string
+	}{
+		{"prompt", []string{"adapter.kind=prompt", "adapter.virtual_tokens=3", "optimizer.lr=0.05"}},
+		{"full", []string{"adapter.kind=full", "optimizer.lr=1e-3"}},
+		{"full-grouped", []string{"adapter.kind=full", "adapter.grouped=true", "optimizer.lr=1e-3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, cfg := demoConfig(t, 6)
+			val, out := filepath.Join(dir, "data", "dev.tsv"), filepath.Join(dir, "run")
+			set := append([]string{"task.validation=" + val, "task.max_validation=24", "task.max_train=200", "train.eval_every=2",
+				"eval.batch_size=5", "eval.skip=true", "eval.validation_metrics=true", "output.dir=" + out}, tc.set...)
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
+				t.Fatal(err)
+			}
+			_, tok := demoModel(t, dir)
+			checkValMetricsAreEvaluate(t, out, []int{0, 2, 4, 6}, func(saved string) map[string]float64 {
+				from, adapter := filepath.Join(dir, "model"), saved
+				if tc.name != "prompt" { // a full-parameter run's best/ and last/ are the model itself
+					from, adapter = saved, ""
+				}
+				m, err := model.Load(from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Free()
+				res, err := Evaluate(m, tok, EvalOptions{Adapter: adapter, Task: "sst2", Data: val, MaxExamples: 24, BatchSize: 5, MaxLength: data.DefaultMaxTokens})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			})
+		})
 	}
 }
