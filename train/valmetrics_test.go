@@ -170,6 +170,36 @@ func TestValidationMetricsPets(t *testing.T) {
 	})
 }
 
+// TestValidationMetricsPetsIsFree: an image task's validation accuracy
+// is read from the logits of the validation loss's forwards, no pass of
+// its own: a run polls for a stop no more often with it (a pass of its
+// own would poll between its batches, as the loss's does), and its losses
+// are the same.
+func TestValidationMetricsPetsIsFree(t *testing.T) {
+	var polls [2]int
+	var lines [2][]rundir.ValLine
+	for i, on := range []string{"true", "false"} {
+		out := filepath.Join(t.TempDir(), "pets")
+		if _, err := Run(Options{Overrides: petsSet(out, "task.validation="+petsTest, "task.max_validation=10", "eval.skip=true",
+			"eval.validation_metrics="+on), Stop: stopAt(0, &polls[i])}); err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = valLines(t, out)
+	}
+	if polls[0] != polls[1] {
+		t.Errorf("%d polls with the metric, %d without: the metric ran a pass of its own", polls[0], polls[1])
+	}
+	if len(lines[0]) != 3 || len(lines[0][0].ValMetrics) == 0 {
+		t.Fatalf("validations with the metric: %v", lines[0])
+	}
+	for i := range lines[0] {
+		lines[0][i].ValMetrics = nil
+	}
+	if !reflect.DeepEqual(lines[0], lines[1]) {
+		t.Errorf("the validation losses differ with the metric on:\n%v\n%v", lines[0], lines[1])
+	}
+}
+
 // TestValidationMetricsStopAnywhere: with eval.validation_metrics, a stop
 // at any poll, those between the batches of a validation's metric
 // included, is resumed into the uninterrupted run, bit for bit, each

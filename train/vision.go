@@ -39,6 +39,21 @@ type vision struct {
 	obj       *vitObjective
 	batchSize int       // eval.batch_size: a validation's and a test evaluation's batches
 	log       io.Writer // where a test evaluation writes its metrics
+	// valMetrics (eval.validation_metrics) has validationLoss also count
+	// the images its logits predict right, into valAcc (nil until a whole
+	// pass has ended), which validationMetrics then reads: the accuracy
+	// comes free with the loss's forwards.
+	valMetrics bool
+	valAcc     *valAccuracy
+}
+
+// valAccuracy is what a whole validation loss pass found of the accuracy:
+// how many of its n images the class of the highest logit got right, or
+// the error predict would have returned (a logit that is not finite in an
+// image whose loss is: of any other class than its label's, -Inf).
+type valAccuracy struct {
+	right, n int
+	err      error
 }
 
 // setupVision is an image task's part of setup: the backend and the ViT
@@ -55,7 +70,7 @@ func (r *run) setupVision() error {
 	}
 	fmt.Fprintf(r.out, "loading model %s\n", cfg.Model.Path)
 	t0 := time.Now()
-	v := &vision{proc: proc, batchSize: cfg.Eval.BatchSize, log: r.out}
+	v := &vision{proc: proc, batchSize: cfg.Eval.BatchSize, log: r.out, valMetrics: cfg.Eval.ValidationMetrics}
 	if v.vit, err = model.LoadViTWith(cfg.Model.Path, model.ViTLoadOptions{Backend: r.backend, NumLabels: data.PetsClasses, HeadSeed: cfg.Train.Seed}); err != nil {
 		return err
 	}
@@ -154,27 +169,58 @@ func (v *vision) stepFloor(batchSize int) stepFloor {
 }
 
 // validationLoss is the mean cross-entropy over the validation images with
-// the adapter attached, accumulated in float64.
+// the adapter attached, accumulated in float64. With eval.validation_metrics
+// it also counts, from the same logits, the images the test evaluation's
+// rule (predictClasses, as predict) gets right, into v.valAcc once the pass
+// is whole: the batches are accuracy's (eval.batch_size from the first
+// image), and a batch's logits are the same forward's either way (encode
+// and classify; the loss only reads them).
 func (v *vision) validationLoss(pass *evalPass) (float64, error) {
 	batchSize := v.batchSize
 	var sum float64
 	n := len(v.data.val)
+	v.valAcc = nil
+	var acc valAccuracy
 	for lo := 0; lo < n; lo += batchSize {
 		hi := min(lo+batchSize, n)
 		px, labels, err := pixels(v.proc, v.data.val[lo:hi])
 		if err != nil {
 			return 0, err
 		}
-		loss, _, err := v.vit.Loss(px, hi-lo, labels)
+		loss, logits, err := v.vit.Loss(px, hi-lo, labels)
 		if err != nil {
 			return 0, err
+		}
+		if v.valMetrics && acc.err == nil {
+			acc.err = acc.count(logits, v.vit.Config.NumLabels, labels, lo)
 		}
 		sum += loss * float64(hi-lo)
 		if err := pass.after(hi, hi < n); err != nil {
 			return 0, err
 		}
 	}
+	if v.valMetrics {
+		acc.n = n
+		v.valAcc = &acc
+	}
 	return sum / float64(n), nil
+}
+
+// count adds the images of a batch (logits: [images][k]; the first is
+// validation image number first) whose class, by predictClasses, is their
+// label; an error is predict's, which the metric's own pass would have
+// stopped at.
+func (a *valAccuracy) count(logits []float32, k int, labels []int, first int) error {
+	preds, err := predictClasses(logits, k)
+	if err != nil {
+		return predictError(err, "validation", first)
+	}
+	for i, p := range preds {
+		if p == labels[i] {
+			a.right++
+		}
+	}
+	return nil
 }
 
 // testMetrics is the test split's {"accuracy"} with whatever adapter the
@@ -187,9 +233,17 @@ func (v *vision) testMetrics(_ *model.Model, what string, pass *evalPass, part *
 }
 
 // validationMetrics is the validation split's {"accuracy"}
-// (eval.validation_metrics) with the adapter attached: accuracy, the test
-// evaluation's rule, from the start.
+// (eval.validation_metrics) with the adapter attached: that the validation
+// loss's pass just counted (validationLoss), which it hands over once, else
+// accuracy's own pass, the test evaluation's rule, from the start.
 func (v *vision) validationMetrics(pass *evalPass) (map[string]float64, error) {
+	if a := v.valAcc; a != nil && a.n == len(v.data.val) {
+		v.valAcc = nil
+		if a.err != nil {
+			return nil, a.err
+		}
+		return map[string]float64{"accuracy": float64(a.right) / float64(a.n)}, nil
+	}
 	return v.accuracy(v.data.val, "validation", pass, &evalPartial{Sums: make([]float64, sumsLen(data.Pets))}, nil)
 }
 
@@ -236,10 +290,19 @@ func (v *vision) predict(px []float32, n int, split string, first int) ([]int, e
 		return nil, err
 	}
 	preds, err := predictClasses(logits, v.vit.Config.NumLabels)
-	if nf := (*nonFiniteLogit)(nil); errors.As(err, &nf) {
-		return nil, fmt.Errorf("%s image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", split, first+nf.image, nf.class, nf.value)
+	if err != nil {
+		return nil, predictError(err, split, first)
 	}
-	return preds, err
+	return preds, nil
+}
+
+// predictError is predictClasses' error err of a batch whose first image
+// is image number first of split, named so.
+func predictError(err error, split string, first int) error {
+	if nf := (*nonFiniteLogit)(nil); errors.As(err, &nf) {
+		return fmt.Errorf("%s image %d: its logit of class %d is not finite (%v): the weights or the adapter hold values that make the arithmetic meaningless", split, first+nf.image, nf.class, nf.value)
+	}
+	return err
 }
 
 // predictClasses is an image task's prediction rule, the test
