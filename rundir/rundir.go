@@ -127,19 +127,23 @@ type Summary struct {
 	// BestValMetrics and LastValMetrics are the task's metric on the
 	// validation split (eval.validation_metrics) at the best step and at
 	// the last validation, as ValLine's ValMetrics; absent when off.
-	BestValMetrics  map[string]float64            `json:"best_val_metrics,omitempty"`
-	LastValLoss     *float64                      `json:"last_val_loss"`
-	LastValMetrics  map[string]float64            `json:"last_val_metrics,omitempty"`
-	Test            map[string]map[string]float64 `json:"test"`
-	TrainableParams int                           `json:"trainable_params"`
-	StateBytes      int64                         `json:"optimizer_state_bytes"`
-	PeakRSSBytes    int64                         `json:"peak_rss_bytes"`
-	PeakDeviceBytes int64                         `json:"peak_device_bytes,omitempty"` // GPU memory the backend held at most (weights, buffers, its cache); absent on the CPU
-	SecondsPerStep  float64                       `json:"seconds_per_step"`
-	Changes         []ConfigChange                `json:"changes,omitempty"`      // settings changed on resume (changes.jsonl)
-	Backend         string                        `json:"backend"`                // the backend that ran the last session of the run, and on what
-	Program         string                        `json:"program,omitempty"`      // the build of meazo-go that ran it (-version's)
-	WeightsKept     string                        `json:"weights_kept,omitempty"` // KeepBest or KeepNone: what the finished run kept of its weights (absent: KeepAll)
+	BestValMetrics map[string]float64 `json:"best_val_metrics,omitempty"`
+	LastValLoss    *float64           `json:"last_val_loss"`
+	LastValMetrics map[string]float64 `json:"last_val_metrics,omitempty"`
+	// ValMetricExamples is how many validation examples the metric is over
+	// (the length rule and ROUGE's cap may leave some of the validation
+	// loss's out), as ValLine's; absent when off.
+	ValMetricExamples int                           `json:"val_metric_examples,omitempty"`
+	Test              map[string]map[string]float64 `json:"test"`
+	TrainableParams   int                           `json:"trainable_params"`
+	StateBytes        int64                         `json:"optimizer_state_bytes"`
+	PeakRSSBytes      int64                         `json:"peak_rss_bytes"`
+	PeakDeviceBytes   int64                         `json:"peak_device_bytes,omitempty"` // GPU memory the backend held at most (weights, buffers, its cache); absent on the CPU
+	SecondsPerStep    float64                       `json:"seconds_per_step"`
+	Changes           []ConfigChange                `json:"changes,omitempty"`      // settings changed on resume (changes.jsonl)
+	Backend           string                        `json:"backend"`                // the backend that ran the last session of the run, and on what
+	Program           string                        `json:"program,omitempty"`      // the build of meazo-go that ran it (-version's)
+	WeightsKept       string                        `json:"weights_kept,omitempty"` // KeepBest or KeepNone: what the finished run kept of its weights (absent: KeepAll)
 	// Status is StatusDone, StatusDiverged or StatusInterrupted; Signal names
 	// what interrupted the run.
 	Status string `json:"status"`
@@ -205,6 +209,10 @@ type ValLine struct {
 	// {"exact_match","f1"}, ROUGE's; the test evaluation's keys and
 	// scales); absent when off.
 	ValMetrics map[string]float64 `json:"val_metrics,omitempty"`
+	// ValMetricExamples is how many validation examples ValMetrics is
+	// over: those the test evaluation's length rule and ROUGE's cap let be
+	// scored; absent with ValMetrics.
+	ValMetricExamples int `json:"val_metric_examples,omitempty"`
 }
 
 // TimingLine is a step's line of timing.jsonl.

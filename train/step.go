@@ -98,7 +98,11 @@ func (r *run) validate(step int) (bool, error) {
 		return false, nil
 	}
 	r.state.LastValLoss, r.state.LastValMetrics, r.lastValStep = loss, metrics, step
-	if err := writeJSONLine(r.metrics, rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss, ValMetrics: metrics}); err != nil {
+	line := rundir.ValLine{Kind: rundir.KindVal, Step: step, ValLoss: loss, ValMetrics: metrics}
+	if metrics != nil {
+		line.ValMetricExamples = r.modality.metricExamples()
+	}
+	if err := writeJSONLine(r.metrics, line); err != nil {
 		return false, err
 	}
 	// The validation is done: a checkpoint from here on (a new best's of

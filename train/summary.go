@@ -28,6 +28,9 @@ func (r *run) newSummary() Summary {
 func (r *run) fillSummary() {
 	r.summary.BestValLoss, r.summary.BestStep, r.summary.LastValLoss = finite(r.state.BestValLoss), r.state.BestStep, finite(r.state.LastValLoss)
 	r.summary.BestValMetrics, r.summary.LastValMetrics = r.state.BestValMetrics, r.state.LastValMetrics
+	if r.summary.BestValMetrics != nil || r.summary.LastValMetrics != nil {
+		r.summary.ValMetricExamples = r.modality.metricExamples()
+	}
 	r.summary.StateBytes = r.engine.Optimizer().StateBytes() + r.tr.stateBytes()
 	r.summary.PeakRSSBytes = peakRSS()
 	r.summary.PeakDeviceBytes, _ = r.peakDevice()

@@ -111,7 +111,7 @@ func TestValidationMetricsText(t *testing.T) {
 	}
 	a, b := valLines(t, on), valLines(t, off)
 	for i := range a {
-		a[i].ValMetrics = nil
+		a[i].ValMetrics, a[i].ValMetricExamples = nil, 0
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("the validation losses differ with the metric on:\n%v\n%v", a, b)
@@ -193,7 +193,7 @@ func TestValidationMetricsPetsIsFree(t *testing.T) {
 		t.Fatalf("validations with the metric: %v", lines[0])
 	}
 	for i := range lines[0] {
-		lines[0][i].ValMetrics = nil
+		lines[0][i].ValMetrics, lines[0][i].ValMetricExamples = nil, 0
 	}
 	if !reflect.DeepEqual(lines[0], lines[1]) {
 		t.Errorf("the validation losses differ with the metric on:\n%v\n%v", lines[0], lines[1])
@@ -364,6 +364,47 @@ func TestValidationMetricsNoneScorable(t *testing.T) {
 	// Without the metric the same run trains (its validation loss needs no room to generate).
 	if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
 		t.Errorf("eval.validation_metrics off: %v", err)
+	}
+}
+
+// TestValidationMetricExamples: where the length rule leaves some
+// validation examples out of the metric (here 2 of 8, whose prompt and
+// eval.max_new_tokens exceed task.max_length) though not out of the loss,
+// every validation line and summary.json say how many the metric is over
+// (val_metric_examples), the log's count; a run without the metric says
+// nothing of it.
+func TestValidationMetricExamples(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	train, test := f1Data(t, dir)
+	out := filepath.Join(dir, "run")
+	set := append(f1RunSet(train, test), "train.objective=loss", "task.validation="+test, "eval.skip=true",
+		"task.max_length=64", "eval.max_new_tokens=44", "train.eval_every=1")
+	var log strings.Builder
+	s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out, "eval.validation_metrics=true"), Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "validation split: 2 examples skipped as their evaluation would exceed task.max_length 64 tokens"; !strings.Contains(log.String(), want) ||
+		!strings.Contains(log.String(), "the metric is over the other 6\n") {
+		t.Fatalf("the log does not leave 2 of the 8 out of the metric:\n%s", log.String())
+	}
+	lines := valLines(t, out)
+	for _, l := range lines {
+		if l.ValMetricExamples != 6 {
+			t.Errorf("validation of step %d: val_metric_examples %d, want 6", l.Step, l.ValMetricExamples)
+		}
+	}
+	if len(lines) != 3 || s.ValMetricExamples != 6 || readSummary(t, out).ValMetricExamples != 6 {
+		t.Errorf("%d validations; summary's val_metric_examples %d (summary.json's %d), want 6", len(lines), s.ValMetricExamples, readSummary(t, out).ValMetricExamples)
+	}
+	off := filepath.Join(dir, "off")
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+off)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"metrics.jsonl", "summary.json"} {
+		if strings.Contains(readFile(t, filepath.Join(off, f)), "val_metric_examples") {
+			t.Errorf("off, yet %s has val_metric_examples", f)
+		}
 	}
 }
 
