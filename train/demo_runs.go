@@ -141,19 +141,18 @@ func cleanDemoRun(dir string) error {
 
 // DemoTable prints one line per demo run from its summary.json: the test
 // accuracy of the base model and of the best adapter, the best validation
-// loss and the time per step.
+// loss, the validation accuracy at its step (eval.validation_metrics) and
+// the time per step.
 func DemoTable(w io.Writer, runs []string) error {
-	fmt.Fprintf(w, "\n%-9s %8s %9s %9s %14s %8s\n", "optimizer", "lr", "base acc", "test acc", "best val loss", "s/step")
+	fmt.Fprintf(w, "\n%-9s %8s %9s %9s %14s %8s %8s\n", "optimizer", "lr", "base acc", "test acc", "best val loss", "val acc", "s/step")
 	for _, dir := range runs {
 		s, err := rundir.ReadSummary(dir)
 		if err != nil {
 			return err
 		}
-		acc := func(which string) string {
-			if m, ok := s.Test[which]; ok {
-				if a, ok := m["accuracy"]; ok {
-					return fmt.Sprintf("%.1f %%", 100*a)
-				}
+		acc := func(m map[string]float64) string {
+			if a, ok := m["accuracy"]; ok {
+				return fmt.Sprintf("%.1f %%", 100*a)
 			}
 			return "n/a"
 		}
@@ -164,8 +163,8 @@ func DemoTable(w io.Writer, runs []string) error {
 		if s.Diverged {
 			best = "diverged"
 		}
-		fmt.Fprintf(w, "%-9s %8g %9s %9s %14s %8.3f\n", s.Optimizer, s.LR, acc("base"), acc("best"), best, s.SecondsPerStep)
+		fmt.Fprintf(w, "%-9s %8g %9s %9s %14s %8s %8.3f\n", s.Optimizer, s.LR, acc(s.Test["base"]), acc(s.Test["best"]), best, acc(s.BestValMetrics), s.SecondsPerStep)
 	}
-	fmt.Fprintf(w, "test acc: the adapter with the best validation loss, on the test split; base: no adapter; chance is 50 %%.\n")
+	fmt.Fprintf(w, "test acc: the adapter with the best validation loss, on the test split; val acc: its validation accuracy; base: no adapter; chance is 50 %%.\n")
 	return nil
 }

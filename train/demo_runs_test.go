@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,43 @@ func TestDemoMarksItsPlots(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "plots", rundir.PlotMarker)); err != nil {
 		t.Errorf("plots/ not marked: %v", err)
+	}
+}
+
+// TestDemoTableShowsTheBestValidationAccuracy: the demo's table shows,
+// beside the best validation loss, the validation accuracy its run logged
+// at that step (best_val_metrics, in % as the test accuracies), and n/a
+// for a run that logged none.
+func TestDemoTableShowsTheBestValidationAccuracy(t *testing.T) {
+	root := t.TempDir()
+	loss := 2.6287
+	var runs []string
+	for _, s := range []rundir.Summary{
+		{Optimizer: "meazo", LR: 0.05, BestValLoss: &loss, BestStep: 600, BestValMetrics: map[string]float64{"accuracy": 0.969},
+			Test: map[string]map[string]float64{"best": {"accuracy": 0.98}, "base": {"accuracy": 0.365}}, SecondsPerStep: 0.01},
+		{Optimizer: "zo-sgd", LR: 0.05, BestValLoss: &loss, Test: map[string]map[string]float64{}, SecondsPerStep: 0.01},
+	} {
+		dir := filepath.Join(root, s.Optimizer)
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rundir.SummaryFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, dir)
+	}
+	var b strings.Builder
+	if err := DemoTable(&b, runs); err != nil {
+		t.Fatal(err)
+	}
+	want := "\noptimizer       lr  base acc  test acc  best val loss  val acc   s/step\n" +
+		"meazo         0.05    36.5 %    98.0 %         2.6287   96.9 %    0.010\n" +
+		"zo-sgd        0.05       n/a       n/a         2.6287      n/a    0.010\n"
+	if got := b.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("the table:\n%s\nwant it to begin:\n%s", got, want)
 	}
 }

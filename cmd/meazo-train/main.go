@@ -364,11 +364,22 @@ func report(s *train.Summary, err error) {
 	if s.PeakDeviceBytes > 0 {
 		gpu = fmt.Sprintf("; peak GPU memory %.2f GiB", float64(s.PeakDeviceBytes)/(1<<30))
 	}
+	fmt.Fprintf(os.Stderr, "%s%s\n\n", doneLine(s), gpu)
+}
+
+// doneLine is a finished run's last line but its GPU memory: the steps, the
+// best validation loss and its step, with that validation's metric where the
+// run logged one (eval.validation_metrics), and the test results.
+func doneLine(s *train.Summary) string {
 	steps := "steps"
 	if s.StepsDone == 1 {
 		steps = "step"
 	}
-	fmt.Fprintf(os.Stderr, "done: %d %s, best validation loss %s at step %d; test %s%s\n\n", s.StepsDone, steps, fmtPtr(s.BestValLoss), s.BestStep, train.FormatTest(s.Test), gpu)
+	metric := ""
+	if len(s.BestValMetrics) > 0 {
+		metric = " (" + train.FormatMetrics(s.BestValMetrics) + ")"
+	}
+	return fmt.Sprintf("done: %d %s, best validation loss %s at step %d%s; test %s", s.StepsDone, steps, fmtPtr(s.BestValLoss), s.BestStep, metric, train.FormatTest(s.Test))
 }
 
 func fmtPtr(p *float64) string {

@@ -136,3 +136,19 @@ func TestDemoFailedStartLeavesNothing(t *testing.T) {
 		t.Errorf("after %v, %s is still there (%v)", err, dir, serr)
 	}
 }
+
+// TestDoneLine: a finished run's last line shows the best step's
+// validation metric where the run logged one (eval.validation_metrics),
+// and nothing more where it did not.
+func TestDoneLine(t *testing.T) {
+	loss := 2.6287
+	s := &train.Summary{StepsDone: 600, BestValLoss: &loss, BestStep: 600, BestValMetrics: map[string]float64{"accuracy": 0.969},
+		Test: map[string]map[string]float64{"best": {"accuracy": 0.98}}}
+	if got, want := doneLine(s), "done: 600 steps, best validation loss 2.6287 at step 600 (accuracy 0.969); test best: accuracy 0.980"; got != want {
+		t.Errorf("doneLine = %q, want %q", got, want)
+	}
+	s.BestValMetrics = nil
+	if got, want := doneLine(s), "done: 600 steps, best validation loss 2.6287 at step 600; test best: accuracy 0.980"; got != want {
+		t.Errorf("without a metric: doneLine = %q, want %q", got, want)
+	}
+}
