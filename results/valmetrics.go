@@ -24,7 +24,7 @@ func addMetricCurves(curves map[string][]map[int]float64, vp []rundir.ValPoint) 
 			if seed[k] == nil {
 				seed[k] = map[int]float64{}
 			}
-			seed[k][p.Step] = v
+			seed[k][p.Step] = v * valMetricScale(k)
 		}
 	}
 	if len(seed) > 0 && curves == nil {
@@ -34,6 +34,26 @@ func addMetricCurves(curves map[string][]map[int]float64, vp []rundir.ValPoint) 
 		curves[k] = append(curves[k], c)
 	}
 	return curves
+}
+
+// valMetricScale is the factor from a validation metric as logged (the test
+// split's scales: accuracy in 0–1, the others in 0–100) to its figure's unit:
+// accuracy in %, as the test accuracy's figure and the study tables draw it
+// (TaskMetric), the others as they are.
+func valMetricScale(k string) float64 {
+	if k == "accuracy" {
+		return 100
+	}
+	return 1
+}
+
+// valMetricLabel is metric k's name in its figure, with its unit where it
+// is scaled (valMetricScale).
+func valMetricLabel(k string) string {
+	if valMetricScale(k) == 100 {
+		return k + " (%)"
+	}
+	return k
 }
 
 // valMetricCurves are the series of each validation metric, by metric, in
@@ -51,15 +71,17 @@ func (v valMetricCurves) add(m sweep.Method, color, rateNote string, curves map[
 
 // figures are val_METRIC.svg of each metric, sorted by name (none for runs
 // without eval.validation_metrics; none of a name that is not letters,
-// digits and underscores), with the loss figures' note.
+// digits and underscores, nor of one named loss, whose val_loss.svg would
+// take the validation loss's place), with the loss figures' note.
 func (v valMetricCurves) figures(setting, note string) []Figure {
 	var figs []Figure
 	for _, k := range slices.Sorted(maps.Keys(v)) {
-		if !safeName(k) { // a name from metrics.jsonl becomes a file's
+		if !safeName(k) || k == "loss" { // a name from metrics.jsonl becomes a file's
 			continue
 		}
+		label := valMetricLabel(k)
 		figs = append(figs, Figure{"val_" + k + ".svg", &plot.Figure{
-			Title: fmt.Sprintf("Validation %s, %s", k, setting), XLabel: "step", YLabel: "validation " + k, Width: 760, Height: 460,
+			Title: fmt.Sprintf("Validation %s, %s", label, setting), XLabel: "step", YLabel: "validation " + label, Width: 760, Height: 460,
 			Series: v[k],
 			Note:   note + fmt.Sprintf("\nThe task's %s on the validation split at each validation (eval.validation_metrics), scored as the test split is; η* is chosen by the validation loss.", k),
 		}})

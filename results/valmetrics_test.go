@@ -13,7 +13,9 @@ import (
 // task's metric (eval.validation_metrics) get a figure of each metric
 // beside the validation loss, a band over seeds per method as the loss
 // has; runs without it get only the loss figures, and a metric whose name
-// would not make a plain file name is not drawn.
+// would not make a plain file name is not drawn, nor one named loss (a
+// hand-edited file), which would take val_loss.svg's place; accuracy,
+// logged in 0–1, is drawn in %, as the test accuracy's figure draws it.
 func TestCurvesDrawTheValidationMetric(t *testing.T) {
 	root := t.TempDir()
 	write := func(name, val string) sweep.Run {
@@ -47,5 +49,19 @@ func TestCurvesDrawTheValidationMetric(t *testing.T) {
 	f1 := figs[3]
 	if len(f1.Series) != 1 || !slices.Equal(f1.Series[0].X, []float64{0, 2}) || !slices.Equal(f1.Series[0].Y, []float64{42, 55}) || f1.YLabel != "validation f1" {
 		t.Errorf("val_f1.svg: %+v, want the mean of the 2 seeds, 42 at step 0 and 55 at step 2", f1.Series)
+	}
+	// Accuracy (logged in 0–1) is drawn in %, as the test accuracy's
+	// figure draws it; a metric named loss (a hand-edited file) does not
+	// take val_loss.svg's place.
+	c := write("c", `{"kind":"val","step":0,"val_loss":1.5,"val_metrics":{"accuracy":0.5,"loss":9}}`+"\n"+`{"kind":"val","step":2,"val_loss":1.25,"val_metrics":{"accuracy":0.75,"loss":9}}`+"\n")
+	figs, err = Curves([]sweep.Run{c}, 1, func(w string) { t.Log(w) })
+	if want := []string{"train_loss.svg", "val_loss.svg", "val_accuracy.svg"}; err != nil || !slices.Equal(files(figs), want) {
+		t.Fatalf("runs with accuracy and a metric named loss: %v, %v; want %v", files(figs), err, want)
+	}
+	if val := figs[1]; val.YLabel != "validation loss" || !slices.Equal(val.Series[0].Y, []float64{1.5, 1.25}) {
+		t.Errorf("val_loss.svg: %s, %v; want the validation loss", val.YLabel, val.Series[0].Y)
+	}
+	if acc := figs[2]; acc.YLabel != "validation accuracy (%)" || !slices.Equal(acc.Series[0].Y, []float64{50, 75}) {
+		t.Errorf("val_accuracy.svg: %s, %v; want 50 and 75 %%", acc.YLabel, acc.Series[0].Y)
 	}
 }
