@@ -43,7 +43,8 @@ const methodLegend = "# Study results\n\nEach experiment of this study runs one 
 	"(the rate with the lowest mean best validation loss over seeds), the q (directions per step) and ε (perturbation\n" +
 	"scale) its runs at η* used (their config.yaml), and the test metric of the best adapter (full-parameter: the best\n" +
 	"weights) of each seed, at its lowest validation loss, mean ± sample std over seeds. Without a test evaluation\n" +
-	"(eval.skip) the value is the best validation loss.\n" +
+	"(eval.skip) the value is the same metric on the validation split at the best step where the runs logged it\n" +
+	"(eval.validation_metrics), else the best validation loss.\n" +
 	"**Bold**: the best value of the table; ⚠: the coarse stage's η* was at an end of its grid (below the tables).\n"
 
 // writeMethodTable writes Table n of a study laid out by method: a row per

@@ -199,19 +199,31 @@ func sortRuns(specs []sweep.RunSpec, all []sweep.Run, states map[string]sweep.Ru
 }
 
 // score sets the cell's value from the runs at its η*: the task's test
-// metric of their best adapters (a full-parameter run's best weights), or without a test evaluation (eval.skip)
-// the selection criterion itself, the best validation loss.
+// metric of their best adapters (a full-parameter run's best weights), or
+// without a test evaluation (eval.skip) the same metric on the validation
+// split at their best step where they logged it (eval.validation_metrics:
+// best_val_metrics, on the test metric's scale), else the selection
+// criterion itself, the best validation loss.
 func (c *cell) score(atEta []sweep.Run) {
 	key, label, scale := TaskMetric(c.task)
-	var vals []float64
-	for _, r := range atEta {
-		if v, ok := r.Test["best"][key]; ok && key != "" && !r.Diverged {
-			vals = append(vals, v*scale)
-		}
-	}
-	c.metric = label + " of the best adapter"
+	of := " of the best adapter"
 	if c.adapter == "full" {
-		c.metric = label + " of the best weights"
+		of = " of the best weights"
+	}
+	metricOf := func(m func(r sweep.Run) map[string]float64) []float64 {
+		var vals []float64
+		for _, r := range atEta {
+			if v, ok := m(r)[key]; ok && key != "" && !r.Diverged {
+				vals = append(vals, v*scale)
+			}
+		}
+		return vals
+	}
+	c.metric = label + of
+	vals := metricOf(func(r sweep.Run) map[string]float64 { return r.Test["best"] })
+	if len(vals) == 0 {
+		c.metric = "validation " + label + of
+		vals = metricOf(func(r sweep.Run) map[string]float64 { return r.BestValMetrics })
 	}
 	if len(vals) == 0 {
 		c.metric = lossMetric
@@ -311,7 +323,8 @@ func (rep *Report) Markdown() string {
 		b.WriteString("# Study results\n\nEach cell: the test metric of the best adapter (full-parameter: the best weights) of each seed, at its lowest\n" +
 			"validation loss, mean ± sample std over seeds, at the optimizer's η* (the rate with the lowest mean best validation\n" +
 			"loss over seeds; η* below the value).\n" +
-			"Without a test evaluation (eval.skip) the cell is the best validation loss. **Bold**: the best of its row;\n" +
+			"Without a test evaluation (eval.skip) the cell is the same metric on the validation split at the best step where the\n" +
+			"runs logged it (eval.validation_metrics), else the best validation loss. **Bold**: the best of its row;\n" +
 			"⚠: the coarse stage's η* was at an end of its grid (below the tables).\n")
 	}
 	kinds := map[string][]cell{}

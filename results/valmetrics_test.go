@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,5 +64,43 @@ func TestCurvesDrawTheValidationMetric(t *testing.T) {
 	}
 	if acc := figs[2]; acc.YLabel != "validation accuracy (%)" || !slices.Equal(acc.Series[0].Y, []float64{50, 75}) {
 		t.Errorf("val_accuracy.svg: %s, %v; want 50 and 75 %%", acc.YLabel, acc.Series[0].Y)
+	}
+}
+
+// TestStudyCellShowsTheValidationMetric: without a test evaluation
+// (eval.skip) a study's cell is the task's metric on the validation split
+// at the best step where the runs logged it (best_val_metrics, on the test
+// metric's scale: accuracy in %), labelled as validation and higher is
+// better, not the best validation loss; runs without it keep the loss, and
+// runs with a test result keep that.
+func TestStudyCellShowsTheValidationMetric(t *testing.T) {
+	at := func(test, val map[string]float64, loss float64) sweep.Run {
+		r := run("meazo", false, 1e-3, 0, loss, false)
+		r.Task, r.BestValMetrics = "sst2", val
+		r.Test = map[string]map[string]float64{}
+		if test != nil {
+			r.Test["best"] = test
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		runs   []sweep.Run
+		metric string
+		mean   float64
+	}{
+		{"validation metric", []sweep.Run{at(nil, map[string]float64{"accuracy": 0.9}, 1), at(nil, map[string]float64{"accuracy": 0.8}, 2)},
+			"validation accuracy (%) of the best adapter", 85},
+		{"loss", []sweep.Run{at(nil, nil, 1), at(nil, nil, 2)}, lossMetric, 1.5},
+		{"test", []sweep.Run{at(map[string]float64{"accuracy": 0.7}, map[string]float64{"accuracy": 0.9}, 1)}, "accuracy (%) of the best adapter", 70},
+	} {
+		c := cell{task: "sst2", adapter: "lora", eta: 1e-3, seeds: len(tc.runs)}
+		c.score(tc.runs)
+		if c.metric != tc.metric || math.Abs(c.mean-tc.mean) > 1e-9 || c.n != len(tc.runs) {
+			t.Errorf("%s: metric %q, mean %v over %d; want %q, %v over %d", tc.name, c.metric, c.mean, c.n, tc.metric, tc.mean, len(tc.runs))
+		}
+		if want := "higher is better"; tc.metric != lossMetric && direction(c.metric) != want {
+			t.Errorf("%s: %s", tc.name, direction(c.metric))
+		}
 	}
 }
