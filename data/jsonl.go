@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/clip"
 )
 
 // jsonlRow holds the HF field names of all three tasks. Pointers tell a
@@ -130,7 +132,7 @@ func parseJSONLRow(b []byte, task Task, own *OwnTask) (ex Example, field, msg st
 	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
 		if !json.Valid(t) { // text,label: not "a boolean"
-			return ex, "(line)", "want a JSON object, got text that is not JSON: " + clip(string(t))
+			return ex, "(line)", "want a JSON object, got text that is not JSON: " + clip.Quote(string(t))
 		}
 		// Valid JSON that is not an object (an array, a string, null) would
 		// decode into an empty row without an error.

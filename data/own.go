@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/suggest"
 )
 
@@ -43,7 +44,7 @@ func (o *OwnTask) Check(task Task) error {
 			return fmt.Errorf("label %d is blank: it would be an empty answer", i)
 		}
 		if j := slices.Index(o.Labels[:i], l); j >= 0 {
-			return fmt.Errorf("label %s is given twice (%d and %d): a row's label would not say which class it is", clip(l), j, i)
+			return fmt.Errorf("label %s is given twice (%d and %d): a row's label would not say which class it is", clip.Quote(l), j, i)
 		}
 	}
 	return nil
@@ -217,7 +218,7 @@ func ownLabel(raw json.RawMessage, labels []string) (int, string) {
 		if i := slices.Index(labels, s); i >= 0 {
 			return i, ""
 		}
-		msg := fmt.Sprintf("%s is not one of the labels (%s)", clip(s), listLabels(labels))
+		msg := fmt.Sprintf("%s is not one of the labels (%s)", clip.Quote(s), listLabels(labels))
 		if c := suggest.Closest(strings.ToLower(s), labels); c != "" && suggest.Distance(strings.ToLower(s), strings.ToLower(c)) <= 2 {
 			msg += fmt.Sprintf(" (did you mean %q?)", c) // a typo, or another case: labels are compared exactly
 		}
@@ -225,7 +226,7 @@ func ownLabel(raw json.RawMessage, labels []string) (int, string) {
 	case t[0] == '-' || t[0] >= '0' && t[0] <= '9':
 		i, err := strconv.Atoi(string(t))
 		if err != nil {
-			return 0, fmt.Sprintf("want a label's 0-based index (a whole number), got %s", clip(string(t)))
+			return 0, fmt.Sprintf("want a label's 0-based index (a whole number), got %s", clip.Quote(string(t)))
 		}
 		// Labels that are numbers ([1, 2, 3], star ratings) make a
 		// number in a row ambiguous: read as an index, 1 would be "2",
@@ -240,7 +241,7 @@ func ownLabel(raw json.RawMessage, labels []string) (int, string) {
 		}
 		if named >= 0 && named != i {
 			return 0, fmt.Sprintf("%d is ambiguous: as a 0-based index it is the label %s, but %q is a label too (index %d): write the label as a string, \"label\": %q (a JSON number is a label's 0-based index)",
-				i, clip(labels[i]), t, named, t)
+				i, clip.Quote(labels[i]), t, named, t)
 		}
 		return i, ""
 	}
@@ -252,7 +253,7 @@ func listLabels(labels []string) string {
 	const shown = 6
 	var q []string
 	for _, l := range labels[:min(len(labels), shown)] {
-		q = append(q, clip(l))
+		q = append(q, clip.Quote(l))
 	}
 	if len(labels) > shown {
 		q = append(q, fmt.Sprintf("… %d in all", len(labels)))

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -180,19 +179,6 @@ func checkExample(ex *Example) (field, msg string) {
 		}
 	}
 	return "", ""
-}
-
-// clip quotes s for a message, cut to its first 60 bytes (at a rune
-// boundary) when longer than 80: a malformed row may be megabytes long.
-func clip(s string) string {
-	if len(s) <= 80 {
-		return strconv.Quote(s)
-	}
-	cut := 60
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 // jsonKind names the JSON a Go type decodes from, for messages (not the Go

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/clip"
 )
 
 // readGLUETSV reads GLUE's SST-2 TSV: a header naming the columns (sentence,
@@ -41,7 +43,7 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 	sentenceCol, ok1 := col["sentence"]
 	labelCol, ok2 := col["label"]
 	if !ok1 || !ok2 {
-		return fmt.Errorf("%s: line 1: header %s lacks the sentence and label columns (a GLUE TSV begins with a sentence<TAB>label header)", path, clip(header))
+		return fmt.Errorf("%s: line 1: header %s lacks the sentence and label columns (a GLUE TSV begins with a sentence<TAB>label header)", path, clip.Quote(header))
 	}
 	idCol, hasID := col["idx"]
 	if !hasID {
@@ -85,7 +87,7 @@ func readGLUETSV(path string, emit func(Example) error, bad func(*RowError) erro
 		}
 		label, err := strconv.Atoi(strings.TrimSpace(fields[labelCol]))
 		if err != nil {
-			if e := bad(&RowError{path, row, "label", fmt.Sprintf("not an integer: %s", clip(fields[labelCol]))}); e != nil {
+			if e := bad(&RowError{path, row, "label", fmt.Sprintf("not an integer: %s", clip.Quote(fields[labelCol]))}); e != nil {
 				return e
 			}
 			continue

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
-	"unicode/utf8"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/jsonkeys"
 )
@@ -83,7 +82,7 @@ func ParseConfig(b []byte) (Config, error) {
 	}
 	for _, t := range []string{raw.ProcessorType, raw.ExtractorType} {
 		if !processorTypes[t] {
-			return Config{}, fmt.Errorf("image processor config: processor %s is not ViTImageProcessor", quote(t))
+			return Config{}, fmt.Errorf("image processor config: processor %s is not ViTImageProcessor", clip.Quote(t))
 		}
 	}
 	c := Default(224)
@@ -126,18 +125,18 @@ func parseSize(raw json.RawMessage, h, w int) (int, int, error) {
 	}
 	var hw map[string]int
 	if err := json.Unmarshal(raw, &hw); err != nil {
-		return 0, 0, fmt.Errorf("image processor config: size %s is neither a number nor {\"height\", \"width\"}", clipRaw(raw))
+		return 0, 0, fmt.Errorf("image processor config: size %s is neither a number nor {\"height\", \"width\"}", clip.Raw(string(raw)))
 	}
 	for k := range hw {
 		if k != "height" && k != "width" {
-			return 0, 0, fmt.Errorf("image processor config: size key %s is not implemented (height and width are)", quote(k))
+			return 0, 0, fmt.Errorf("image processor config: size key %s is not implemented (height and width are)", clip.Quote(k))
 		}
 	}
 	if _, ok := hw["height"]; !ok {
-		return 0, 0, fmt.Errorf("image processor config: size %s has no height", clipRaw(raw))
+		return 0, 0, fmt.Errorf("image processor config: size %s has no height", clip.Raw(string(raw)))
 	}
 	if _, ok := hw["width"]; !ok {
-		return 0, 0, fmt.Errorf("image processor config: size %s has no width", clipRaw(raw))
+		return 0, 0, fmt.Errorf("image processor config: size %s has no width", clip.Raw(string(raw)))
 	}
 	return hw["height"], hw["width"], nil
 }
@@ -155,7 +154,7 @@ func parseTriple(key string, raw json.RawMessage, dst *[3]float64) error {
 	}
 	var three []float64
 	if err := json.Unmarshal(raw, &three); err != nil || len(three) != 3 {
-		return fmt.Errorf("image processor config: %s = %s is not a number or three numbers", key, clipRaw(raw))
+		return fmt.Errorf("image processor config: %s = %s is not a number or three numbers", key, clip.Raw(string(raw)))
 	}
 	copy(dst[:], three)
 	return nil
@@ -225,40 +224,4 @@ func (c Config) JSON() ([]byte, error) {
 		"image_std":            c.Std,
 	}, "", "  ")
 	return append(b, '\n'), err
-}
-
-// quotedMax is how much of a string or value from the file an error quotes:
-// a stranger's processor type or image_mean of megabytes made an error of
-// megabytes.
-const quotedMax = 80
-
-// quote is strconv.Quote of s, or of its first quotedMax bytes (cut at a
-// rune's start) with its length, for a message.
-func quote(s string) string {
-	if cut := clipPrefix(s); cut != s {
-		return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(cut), len(s))
-	}
-	return strconv.Quote(s)
-}
-
-// clipRaw is a JSON value as written, or its first quotedMax bytes with its
-// length.
-func clipRaw(raw []byte) string {
-	s := string(raw)
-	if cut := clipPrefix(s); cut != s {
-		return fmt.Sprintf("%s… (%d bytes)", cut, len(s))
-	}
-	return s
-}
-
-// clipPrefix is s's first quotedMax bytes, cut at a rune's start.
-func clipPrefix(s string) string {
-	if len(s) <= quotedMax {
-		return s
-	}
-	cut := quotedMax
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

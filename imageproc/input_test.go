@@ -268,7 +268,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "size key of 1 MiB", json: `{"size": {"` + strings.Repeat("é", 1<<19) + `": 1}}`, err: `é"… (1048576 bytes) is not implemented`},
 		{name: "size of 1 MiB", json: `{"size": "` + strings.Repeat("s", 1<<20) + `"}`, err: `s… (1048578 bytes) is neither a number`},
 		{name: "a million means", json: `{"image_mean": [` + strings.Repeat("0.5, ", 1<<20) + `0.5]}`, err: `image_mean = [0.5, 0.5,`},
-		{name: "unknown key of 1 MiB", json: `{"` + strings.Repeat("k", 1<<20) + `": 1}`, err: `kkk…" = 1 is not applied`},
+		{name: "unknown key of 1 MiB", json: `{"` + strings.Repeat("k", 1<<20) + `": 1}`, err: `kkk… (1048576 bytes)" = 1 is not applied`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfig([]byte(tc.json))

@@ -14,9 +14,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/inputfile"
 	"github.com/meazo-go/meazo/internal/jsonkeys"
 	"github.com/meazo-go/meazo/internal/peftweights"
@@ -84,7 +84,7 @@ func (t *Targets) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if err := json.Unmarshal(b, &t.Regex); err != nil {
-		return fmt.Errorf("target_modules is %s: want a list of module names or one regular expression", clip(string(b)))
+		return fmt.Errorf("target_modules is %s: want a list of module names or one regular expression", clip.Raw(string(b)))
 	}
 	if strings.EqualFold(t.Regex, AllLinear) { // PEFT lower-cases the string before it compares
 		*t = Targets{Names: []string{AllLinear}}
@@ -191,7 +191,7 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 				names = append(names, fmt.Sprintf("… (%d more)", len(c.ModulesToSave)-3))
 				break
 			}
-			names = append(names, clip(s))
+			names = append(names, clip.Raw(s))
 		}
 		return nil, fmt.Errorf("adapter config %s: modules_to_save [%s] is not supported for a decoder model (only LoRA matrices)%s", path, strings.Join(names, " "), hint)
 	}
@@ -203,7 +203,7 @@ func ReadPEFTConfig(path string) (*PEFTConfig, error) {
 		// A path ("model.layers.0.self_attn.q_proj") names a module by its
 		// last part; which layers it covers, targetPaths finds.
 		if !slices.Contains(supported, t[strings.LastIndex(t, ".")+1:]) {
-			return nil, fmt.Errorf("adapter config %s: target module %s is not supported (supported: %v)", path, quoteClipped(t), supported)
+			return nil, fmt.Errorf("adapter config %s: target module %s is not supported (supported: %v)", path, clip.Quote(t), supported)
 		}
 	}
 	return c, nil
@@ -231,9 +231,9 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 		}
 		if other := otherModule(c, re); other != "" {
 			return nil, fmt.Errorf("target_modules %s is a regular expression that also matches %s, a module that is not one of the layers' projections: PEFT would adapt it or refuse it, and this loader adapts projections only; match the projections alone, e.g. %q",
-				quoteClipped(t.Regex), other, `.*\.(q_proj|v_proj)`)
+				clip.Quote(t.Regex), other, `.*\.(q_proj|v_proj)`)
 		}
-		matches, labels = append(matches, re.MatchString), append(labels, quoteClipped(t.Regex))
+		matches, labels = append(matches, re.MatchString), append(labels, clip.Quote(t.Regex))
 	}
 	for _, name := range t.Names {
 		if !strings.Contains(name, ".") {
@@ -241,7 +241,7 @@ func targetPaths(c *model.Config, t Targets) ([]string, error) {
 			continue
 		}
 		matches = append(matches, func(key string) bool { return key == name || strings.HasSuffix(key, "."+name) })
-		labels = append(labels, quoteClipped(name))
+		labels = append(labels, clip.Quote(name))
 	}
 	type module struct {
 		key, name string // "model.layers.3.self_attn.q_proj", "q_proj"
@@ -291,9 +291,9 @@ func compileTargets(expr string) (*regexp.Regexp, error) {
 	if err != nil {
 		var se *syntax.Error
 		if errors.As(err, &se) { // (its message holds the whole expression)
-			err = fmt.Errorf("%s in %s", se.Code, quoteClipped(se.Expr))
+			err = fmt.Errorf("%s in %s", se.Code, clip.Quote(se.Expr))
 		}
-		return nil, fmt.Errorf("target_modules %s is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", quoteClipped(expr), err)
+		return nil, fmt.Errorf("target_modules %s is a regular expression Go's regexp cannot read (no lookaround, no backreferences): %w", clip.Quote(expr), err)
 	}
 	return re, nil
 }
@@ -360,44 +360,11 @@ func otherModules(c *model.Config) []string {
 // the error says so, and how to name the module.
 func noProjectionMatched(c *model.Config, re string) error {
 	hint := ""
-	if regexp.QuoteMeta(re) == re && len(re) <= clipped {
+	if regexp.QuoteMeta(re) == re && len(re) <= clip.Max {
 		hint = fmt.Sprintf(`; to name the module in every layer, give a list: [%q]`, re)
 	}
 	return fmt.Errorf("target_modules %s is a string, which PEFT reads as a regular expression that a module's full name must match whole (re.fullmatch): it matches no projection of this model's layers (%s.N.<module>)%s",
-		quoteClipped(re), c.LayersName(), hint)
-}
-
-// clipped is how much of a target in adapter_config.json an error quotes:
-// a target_modules of megabytes (an expression of 2,000,000 alternatives)
-// made an error of 72 MB.
-const clipped = 100
-
-// clipPrefix is s's first clipped bytes, cut at a rune's start.
-func clipPrefix(s string) string {
-	if len(s) <= clipped {
-		return s
-	}
-	cut := s[:clipped]
-	for len(cut) > 0 && !utf8.RuneStart(s[len(cut)]) {
-		cut = cut[:len(cut)-1]
-	}
-	return cut
-}
-
-// clip is s, or its first clipped bytes marked with its length.
-func clip(s string) string {
-	if cut := clipPrefix(s); cut != s {
-		return fmt.Sprintf("%s… (%d bytes)", cut, len(s))
-	}
-	return s
-}
-
-// quoteClipped is strconv.Quote of s, clipped as clip does.
-func quoteClipped(s string) string {
-	if cut := clipPrefix(s); cut != s {
-		return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(cut), len(s))
-	}
-	return strconv.Quote(s)
+		clip.Quote(re), c.LayersName(), hint)
 }
 
 // readPEFTConfig reads adapter_config.json and refuses what no loader of
@@ -416,7 +383,7 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 	}
 	switch {
 	case c.PeftType != "LORA":
-		return nil, fmt.Errorf("adapter config %s: peft_type %s, want LORA", path, quoteClipped(c.PeftType))
+		return nil, fmt.Errorf("adapter config %s: peft_type %s, want LORA", path, clip.Quote(c.PeftType))
 	case len(c.TargetModules.Names) == 0 && c.TargetModules.Regex == "":
 		// An adapter on no module would load as one that changes nothing,
 		// and score the base model under the adapter's name.
@@ -426,7 +393,7 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 		// not found in the base model") and skips the entry beside names
 		// that match: neither is every linear layer.
 		return nil, fmt.Errorf("adapter config %s: target_modules %s is a list holding %q, which PEFT reads as the name of a module, not as its all-linear (no module has that name: PEFT refuses [\"all-linear\"] and ignores it beside other names); for every linear layer write the string \"all-linear\", not a list",
-			path, clip(fmt.Sprintf("%q", c.TargetModules.Names)), c.TargetModules.listedAllLinear)
+			path, clip.Raw(fmt.Sprintf("%q", c.TargetModules.Names)), c.TargetModules.listedAllLinear)
 	case c.R <= 0:
 		return nil, fmt.Errorf("adapter config %s: r must be positive, got %d", path, c.R)
 	case c.UseDoRA:
@@ -434,7 +401,7 @@ func readPEFTConfig(path string) (*PEFTConfig, error) {
 	case c.FanInFanOut:
 		return nil, fmt.Errorf("adapter config %s: fan_in_fan_out is not supported", path)
 	case c.Bias != "" && c.Bias != "none":
-		return nil, fmt.Errorf("adapter config %s: bias %s is not supported (only \"none\")", path, quoteClipped(c.Bias))
+		return nil, fmt.Errorf("adapter config %s: bias %s is not supported (only \"none\")", path, clip.Quote(c.Bias))
 	case c.LoraBias:
 		return nil, fmt.Errorf("adapter config %s: lora_bias is not supported", path)
 	case len(c.AlphaPattern) > 0 || len(c.RankPattern) > 0:
@@ -466,12 +433,12 @@ func (c *PEFTConfig) readLayers() error {
 		for _, x := range p {
 			s, ok := x.(string)
 			if !ok {
-				return fmt.Errorf("layers_pattern %v: want a module list's name, or a list of them", clip(fmt.Sprint(p)))
+				return fmt.Errorf("layers_pattern %v: want a module list's name, or a list of them", clip.Raw(fmt.Sprint(p)))
 			}
 			c.layersPatterns = append(c.layersPatterns, s)
 		}
 	default:
-		return fmt.Errorf("layers_pattern %v: want a module list's name, or a list of them", clip(fmt.Sprint(p)))
+		return fmt.Errorf("layers_pattern %v: want a module list's name, or a list of them", clip.Raw(fmt.Sprint(p)))
 	}
 	list, isList := c.LayersToTransform.([]any)
 	if unset := c.LayersToTransform == nil || c.LayersToTransform == float64(0) || isList && len(list) == 0; c.layersPatterns != nil && unset {
@@ -517,9 +484,9 @@ func (c *PEFTConfig) readLayers() error {
 // list of them as Go quotes one, clipped.
 func (c *PEFTConfig) patternText() string {
 	if p, ok := c.LayersPattern.(string); ok {
-		return quoteClipped(p)
+		return clip.Quote(p)
 	}
-	return clip(fmt.Sprintf("%q", c.layersPatterns))
+	return clip.Raw(fmt.Sprintf("%q", c.layersPatterns))
 }
 
 // checkDecoderPattern refuses a layers_pattern other than a decoder's

@@ -232,7 +232,7 @@ func TestLoadClipsLongConfigValues(t *testing.T) {
 		{"bias", long, "is not supported"},
 		{"modules_to_save", []string{"lm_head", long}, `modules_to_save [lm_head éé`},
 		{"modules_to_save", make([]string, 100000), `modules_to_save [   … (99997 more)]`},
-		{"not_a_key", 1, `é… is 1, which this loader does not apply`},
+		{"not_a_key", 1, `é… (1048576 bytes) is 1, which this loader does not apply`},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			dir := savedWithTargets(t, m, []string{"q_proj"})

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/peftweights"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/safetensors"
@@ -177,7 +178,7 @@ func vitTargetsOf(c *model.ViTConfig, t Targets, loaded bool, layers []int) ([]m
 		if err != nil {
 			return nil, err
 		}
-		what := fmt.Sprintf("target_modules %s (a regular expression, matched whole)", quoteClipped(t.Regex))
+		what := fmt.Sprintf("target_modules %s (a regular expression, matched whole)", clip.Quote(t.Regex))
 		matchers = append(matchers, matcher{what, re.MatchString,
 			fmt.Sprintf("%s matches no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>: %v)", what, vitTargets)})
 	}
@@ -191,7 +192,7 @@ func vitTargetsOf(c *model.ViTConfig, t Targets, loaded bool, layers []int) ([]m
 		if name == AllLinear {
 			return nil, fmt.Errorf("target module %q is PEFT's shorthand for every linear layer: give it alone", AllLinear)
 		}
-		what := "target module " + quoteClipped(name)
+		what := "target module " + clip.Quote(name)
 		match := func(key string) bool { return key == name || strings.HasSuffix(key, "."+name) && inLayers(key) }
 		matchers = append(matchers, matcher{what, match,
 			fmt.Sprintf("%s is no linear layer of the ViT's encoder (vit.encoder.layer.N.<module>; names: %v, or %s alone)%s", what, vitTargets, AllLinear, inLayersHint(layers))})
@@ -563,7 +564,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 	if !slices.ContainsFunc(cfg.ModulesToSave, func(s string) bool { return strings.HasSuffix("classifier", s) }) { // as PEFT matches it
 		hint := ""
 		if len(cfg.ModulesToSave) == 0 && slices.ContainsFunc(cfg.TargetModules.Names, func(t string) bool { return strings.HasSuffix(t, "_proj") }) {
-			hint = fmt.Sprintf(" (targets %s: a decoder model's adapter, not a ViT's)", clip(fmt.Sprintf("%q", cfg.TargetModules.Names)))
+			hint = fmt.Sprintf(" (targets %s: a decoder model's adapter, not a ViT's)", clip.Raw(fmt.Sprintf("%q", cfg.TargetModules.Names)))
 		}
 		return nil, fmt.Errorf("adapter %s: modules_to_save is %q; a ViT adapter trains the classifier ([\"classifier\"])%s", dir, cfg.ModulesToSave, hint)
 	}
@@ -574,7 +575,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		// PEFT 0.15's LoraConfig refuses them together: "`layers_to_transform`
 		// cannot be used when `target_modules` is a str".
 		return nil, fmt.Errorf("adapter %s: layers_to_transform %v with target_modules the string %s: PEFT refuses them together (\"`layers_to_transform` cannot be used when `target_modules` is a str\"); name the modules in a list (%q, …)",
-			dir, cfg.Layers, quoteClipped(cmp.Or(cfg.TargetModules.Regex, AllLinear)), "query")
+			dir, cfg.Layers, clip.Quote(cmp.Or(cfg.TargetModules.Regex, AllLinear)), "query")
 	}
 	adapted, err := LayersOf(m.Config.NumLayers, cfg.Layers)
 	if err != nil {
@@ -585,7 +586,7 @@ func LoadViT(dir string, m *model.ViT, groupByLayer bool) (*ViTAdapter, error) {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}
 	if len(targets) == 0 { // ["classifier"] alone
-		return nil, fmt.Errorf("adapter %s: target_modules %s names no linear layer of the ViT's encoder", dir, clip(fmt.Sprintf("%q", cfg.TargetModules.Names)))
+		return nil, fmt.Errorf("adapter %s: target_modules %s names no linear layer of the ViT's encoder", dir, clip.Raw(fmt.Sprintf("%q", cfg.TargetModules.Names)))
 	}
 	a, err := planViTShape(&m.Config, Options{R: cfg.R, Alpha: cfg.LoraAlpha, Targets: cfg.TargetModules.Names, Layers: cfg.Layers, GroupByLayer: groupByLayer, RSLoRA: cfg.UseRSLoRA}, targets, adapted)
 	if err != nil {
@@ -653,11 +654,11 @@ func checkViTPattern(patterns []string) error {
 	}
 	for _, p := range patterns {
 		if regexp.QuoteMeta(p) != p {
-			return fmt.Errorf("layers_pattern %s is a regular expression, which this loader does not read: for a ViT give \"layer\" (its encoder's vit.encoder.layer.N) or null", quoteClipped(p))
+			return fmt.Errorf("layers_pattern %s is a regular expression, which this loader does not read: for a ViT give \"layer\" (its encoder's vit.encoder.layer.N) or null", clip.Quote(p))
 		}
 	}
 	if !slices.Contains(patterns, "layer") {
-		return fmt.Errorf("layers_pattern %s finds no layer of a ViT, whose encoder's layers are vit.encoder.layer.N (PEFT would adapt no module: \"Target modules … not found\"): give \"layer\" or null", clip(fmt.Sprintf("%q", patterns)))
+		return fmt.Errorf("layers_pattern %s finds no layer of a ViT, whose encoder's layers are vit.encoder.layer.N (PEFT would adapt no module: \"Target modules … not found\"): give \"layer\" or null", clip.Raw(fmt.Sprintf("%q", patterns)))
 	}
 	return nil
 }
@@ -674,7 +675,7 @@ func vitModulesToSave(c *model.ViTConfig, names []string) error {
 	for _, name := range names {
 		for _, mod := range modules {
 			if strings.HasSuffix(mod.key, name) {
-				return fmt.Errorf("modules_to_save %s names %q (PEFT trains every module whose name ends with it whole): a ViT adapter trains the classifier whole, nothing else", quoteClipped(name), mod.key)
+				return fmt.Errorf("modules_to_save %s names %q (PEFT trains every module whose name ends with it whole): a ViT adapter trains the classifier whole, nothing else", clip.Quote(name), mod.key)
 			}
 		}
 	}

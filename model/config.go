@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
@@ -160,7 +161,7 @@ func ParseConfig(b []byte) (*Config, error) {
 // one (config_ministral.go): whole says so.
 func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (c *Config, whole bool, err error) {
 	if len(r.Architectures) != 1 {
-		return nil, false, fmt.Errorf(`"architectures" must name exactly one class, got %s`, quoteList(r.Architectures))
+		return nil, false, fmt.Errorf(`"architectures" must name exactly one class, got %s`, clip.List(r.Architectures))
 	}
 	c = &Config{Architecture: r.Architectures[0], BOSTokenID: -1, TorchDtype: r.TorchDtype}
 	switch c.Architecture {
@@ -178,12 +179,12 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 		return c, true, err
 	default:
 		if slices.Contains(ViTArchitectures, c.Architecture) {
-			return nil, false, fmt.Errorf("architecture %s is an image classifier, not a language model: it runs image tasks (task.name pets, meazo-eval task --task pets, meazo-inspect forward), not this", quote(c.Architecture))
+			return nil, false, fmt.Errorf("architecture %s is an image classifier, not a language model: it runs image tasks (task.name pets, meazo-eval task --task pets, meazo-inspect forward), not this", clip.Quote(c.Architecture))
 		}
-		return nil, false, fmt.Errorf("unsupported architecture %s (supported: %s, and %s for image tasks)", quote(c.Architecture), strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
+		return nil, false, fmt.Errorf("unsupported architecture %s (supported: %s, and %s for image tasks)", clip.Quote(c.Architecture), strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
-		return nil, false, fmt.Errorf(`unsupported "hidden_act" %s (only silu)`, quote(r.HiddenAct))
+		return nil, false, fmt.Errorf(`unsupported "hidden_act" %s (only silu)`, clip.Quote(r.HiddenAct))
 	}
 	c.projectionBiases(r)
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {
@@ -406,7 +407,7 @@ func ropeBlock(r rawConfig, present map[string]json.RawMessage) (ropeSource, err
 	}
 	for k, v := range keys {
 		if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '{' {
-			return out, fmt.Errorf(`"rope_parameters": a block per layer type (%s) is not supported`, quote(k))
+			return out, fmt.Errorf(`"rope_parameters": a block per layer type (%s) is not supported`, clip.Quote(k))
 		}
 	}
 	var p struct {
@@ -479,7 +480,7 @@ func parseRopeScaling(raw json.RawMessage, c *Config, maxPos *int) error {
 	case kind == "yarn":
 		return c.parseYarnScaling(rs, maxPos)
 	}
-	return fmt.Errorf(`"rope_scaling": unsupported rope_type %s (supported: llama3, linear, yarn, default)`, quote(kind))
+	return fmt.Errorf(`"rope_scaling": unsupported rope_type %s (supported: llama3, linear, yarn, default)`, clip.Quote(kind))
 }
 
 // parseLlama3 reads a llama3 block: all four keys, each a positive finite

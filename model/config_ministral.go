@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/meazo-go/meazo/internal/clip"
 )
 
 // Yarn is a rope_parameters block of type "yarn" as transformers 5 reads it
@@ -102,7 +104,7 @@ func parseMinistral3(b []byte, _ rawConfig, _ map[string]json.RawMessage, multim
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf(`"rope_parameters": unsupported rope_type %s for ministral3 (supported: yarn, default)`, quote(kind))
+		return nil, fmt.Errorf(`"rope_parameters": unsupported rope_type %s for ministral3 (supported: yarn, default)`, clip.Quote(kind))
 	}
 	if err := checkRope(c); err != nil {
 		return nil, err
@@ -121,11 +123,11 @@ func ministral3Keys(b []byte, multimodal bool) (map[string]json.RawMessage, erro
 		var s string
 		_ = json.Unmarshal(mt, &s)
 		if s != "ministral3" {
-			return nil, fmt.Errorf(`model_type %s is not supported (only ministral3, Ministral-3's language model)`, quote(s))
+			return nil, fmt.Errorf(`model_type %s is not supported (only ministral3, Ministral-3's language model)`, clip.Quote(s))
 		}
 	}
 	if raw, ok := keys["sliding_window"]; ok && !isNull(raw) {
-		return nil, fmt.Errorf(`"sliding_window" %s is not supported for ministral3 (the published configs say null)`, clipRaw(raw))
+		return nil, fmt.Errorf(`"sliding_window" %s is not supported for ministral3 (the published configs say null)`, clip.Raw(string(raw)))
 	}
 	return keys, nil
 }

@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/meazo-go/meazo/internal/clip"
 )
 
 // rawOPT mirrors the keys of an OPTConfig that the Llama-style keys of
@@ -63,7 +65,7 @@ func parseOPT(b []byte, r rawConfig, present map[string]json.RawMessage) (*Confi
 		}
 	}
 	if act := o.ActivationFunction; act != "" && act != "relu" {
-		return nil, fmt.Errorf(`unsupported "activation_function" %s (only relu)`, quote(act))
+		return nil, fmt.Errorf(`unsupported "activation_function" %s (only relu)`, clip.Quote(act))
 	}
 	if o.EnableBias != nil && !*o.EnableBias {
 		return nil, fmt.Errorf(`"enable_bias" false is not supported (OPT's projections have biases)`)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
@@ -132,10 +133,10 @@ func (r *checkpointReader) load(name string, shape []int) ([]float32, error) {
 	sn := r.name(name)
 	info, ok := r.ck.Info(sn)
 	if !ok {
-		return nil, fmt.Errorf("missing tensor %s", quote(sn))
+		return nil, fmt.Errorf("missing tensor %s", clip.Quote(sn))
 	}
 	if !slices.Equal(info.Shape, shape) {
-		return nil, fmt.Errorf("tensor %s has shape %v, the config implies %v", quote(sn), info.Shape, shape)
+		return nil, fmt.Errorf("tensor %s has shape %v, the config implies %v", clip.Quote(sn), info.Shape, shape)
 	}
 	r.read[sn] = true
 	v, err := r.ck.Float32(sn)
@@ -181,8 +182,8 @@ func checkAllRead(unused []string, cfg *Config) error {
 		unused = unused[:3]
 	}
 	for i, n := range unused {
-		if len(n) > quotedMax { // a stranger's name of megabytes
-			unused[i] = quote(n)
+		if len(n) > clip.Max { // a stranger's name of megabytes
+			unused[i] = clip.Quote(n)
 		}
 	}
 	return fmt.Errorf("the checkpoint holds tensors that the %d-layer %s config.json describes has no use for (%s%s): "+

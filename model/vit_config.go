@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
@@ -102,10 +103,10 @@ func ParseViTConfig(b []byte) (*ViTConfig, error) {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	if len(r.Architectures) != 1 || !slices.Contains(ViTArchitectures, r.Architectures[0]) {
-		return nil, fmt.Errorf(`"architectures" is %s, not ["ViTForImageClassification"] or ["ViTModel"]`, quoteList(r.Architectures))
+		return nil, fmt.Errorf(`"architectures" is %s, not ["ViTForImageClassification"] or ["ViTModel"]`, clip.List(r.Architectures))
 	}
 	if r.HiddenAct != nil && *r.HiddenAct != "gelu" {
-		return nil, fmt.Errorf(`hidden_act %s is not implemented ("gelu", the exact GELU, is)`, quote(*r.HiddenAct))
+		return nil, fmt.Errorf(`hidden_act %s is not implemented ("gelu", the exact GELU, is)`, clip.Quote(*r.HiddenAct))
 	}
 	c := &ViTConfig{HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072, ImageSize: 224,
 		PatchSize: 16, NumChannels: 3, LayerNormEps: 1e-12, QKVBias: true, InitializerRange: 0.02,

@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/clip"
 )
 
 // Dtype is an element type, spelled as in the format ("F32", "BF16", ...).
@@ -156,7 +158,7 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		if seen[e.key] {
-			return fail("header has key %s twice", quote(e.key))
+			return fail("header has key %s twice", clip.Quote(e.key))
 		}
 		seen[e.key] = true
 		if e.key == metadataKey {
@@ -167,7 +169,7 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 		}
 		t, err := decodeTensorInfo(e.key, e.value)
 		if err != nil {
-			return fail("tensor %s: %v", quote(e.key), err)
+			return fail("tensor %s: %v", clip.Quote(e.key), err)
 		}
 		h.tensors = append(h.tensors, t)
 	}
@@ -187,7 +189,7 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 	for i := range h.tensors {
 		t := &h.tensors[i]
 		if t.End > dataLen {
-			return fail("tensor %s: data offsets [%d,%d) past end of file (%d bytes of data)", quote(t.Name), t.Begin, t.End, dataLen)
+			return fail("tensor %s: data offsets [%d,%d) past end of file (%d bytes of data)", clip.Quote(t.Name), t.Begin, t.End, dataLen)
 		}
 		prevEnd := int64(0)
 		if prev != nil {
@@ -195,9 +197,9 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 		}
 		switch {
 		case t.Begin < prevEnd:
-			return fail("tensor %s: data offsets [%d,%d) overlap tensor %s at [%d,%d)", quote(t.Name), t.Begin, t.End, quote(prev.Name), prev.Begin, prev.End)
+			return fail("tensor %s: data offsets [%d,%d) overlap tensor %s at [%d,%d)", clip.Quote(t.Name), t.Begin, t.End, clip.Quote(prev.Name), prev.Begin, prev.End)
 		case t.Begin > prevEnd:
-			return fail("tensor %s: data offsets [%d,%d) leave bytes [%d,%d) of the data section unused (it must be fully covered)", quote(t.Name), t.Begin, t.End, prevEnd, t.Begin)
+			return fail("tensor %s: data offsets [%d,%d) leave bytes [%d,%d) of the data section unused (it must be fully covered)", clip.Quote(t.Name), t.Begin, t.End, prevEnd, t.Begin)
 		}
 		prev = t
 	}
@@ -205,7 +207,7 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 	case prev == nil && dataLen > 0:
 		return fail("header has no tensors but the data section is %d bytes (it must be fully covered)", dataLen)
 	case prev != nil && prev.End != dataLen:
-		return fail("tensor %s: last tensor ends at %d but the data section is %d bytes (it must be fully covered)", quote(prev.Name), prev.End, dataLen)
+		return fail("tensor %s: last tensor ends at %d but the data section is %d bytes (it must be fully covered)", clip.Quote(prev.Name), prev.End, dataLen)
 	}
 	return h, nil
 }
@@ -219,7 +221,7 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 		seen := map[string]bool{}
 		for _, e := range entries {
 			if seen[e.key] {
-				return TensorInfo{}, fmt.Errorf("field %s given twice", quote(e.key))
+				return TensorInfo{}, fmt.Errorf("field %s given twice", clip.Quote(e.key))
 			}
 			seen[e.key] = true
 		}
@@ -241,7 +243,7 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 	}
 	t := TensorInfo{Name: name, Dtype: Dtype(*raw.Dtype)}
 	if !t.Dtype.Valid() {
-		return TensorInfo{}, fmt.Errorf("unknown dtype %s", quote(*raw.Dtype))
+		return TensorInfo{}, fmt.Errorf("unknown dtype %s", clip.Quote(*raw.Dtype))
 	}
 
 	t.Shape = make([]int, len(raw.Shape))
@@ -338,7 +340,7 @@ func splitObject(js []byte) ([]objectEntry, error) {
 		}
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
-			return nil, fmt.Errorf("value of %s: %v", quote(key), err)
+			return nil, fmt.Errorf("value of %s: %v", clip.Quote(key), err)
 		}
 		entries = append(entries, objectEntry{key, value})
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
@@ -111,10 +112,10 @@ func (f *File) Close() error {
 func (f *File) raw(name string) (TensorInfo, []byte, error) {
 	i, ok := f.index[name]
 	if !ok {
-		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: no tensor %s", f.path, quote(name))
+		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: no tensor %s", f.path, clip.Quote(name))
 	}
 	if f.buf == nil {
-		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: tensor %s: file is closed", f.path, quote(name))
+		return TensorInfo{}, nil, fmt.Errorf("safetensors %s: tensor %s: file is closed", f.path, clip.Quote(name))
 	}
 	t := f.tensors[i]
 	return t, f.buf[f.dataStart+t.Begin : f.dataStart+t.End], nil
@@ -249,7 +250,7 @@ func intReader(d Dtype) func([]byte) int64 {
 }
 
 func (f *File) dtypeError(t TensorInfo, method, accepted string) error {
-	return fmt.Errorf("safetensors %s: tensor %s has dtype %s; %s reads %s", f.path, quote(t.Name), t.Dtype, method, accepted)
+	return fmt.Errorf("safetensors %s: tensor %s has dtype %s; %s reads %s", f.path, clip.Quote(t.Name), t.Dtype, method, accepted)
 }
 
 // bf16ToFloat32 is exact: a bfloat16 is the top half of a float32.
@@ -364,10 +365,10 @@ func readIndex(dir string) (weightMap map[string]string, shards []string, err er
 	shards = slices.Compact(slices.Sorted(maps.Values(index.WeightMap)))
 	for _, s := range shards {
 		if !filepath.IsLocal(s) {
-			return nil, nil, fmt.Errorf("checkpoint index %s: shard %s is not a file inside %s", indexPath, quote(s), dir)
+			return nil, nil, fmt.Errorf("checkpoint index %s: shard %s is not a file inside %s", indexPath, clip.Quote(s), dir)
 		}
 		if len(s) > maxPath { // the open's error would quote it whole
-			return nil, nil, fmt.Errorf("checkpoint index %s: shard %s is no file's name (longer than a path can be)", indexPath, quote(s))
+			return nil, nil, fmt.Errorf("checkpoint index %s: shard %s is no file's name (longer than a path can be)", indexPath, clip.Quote(s))
 		}
 	}
 	return index.WeightMap, shards, nil
@@ -386,7 +387,7 @@ func (c *Checkpoint) openShards() error {
 	for _, s := range shardNames {
 		f, err := Open(filepath.Join(c.dir, s))
 		if err != nil {
-			return fmt.Errorf("checkpoint index %s: shard %s: %w", indexPath, quote(s), err)
+			return fmt.Errorf("checkpoint index %s: shard %s: %w", indexPath, clip.Quote(s), err)
 		}
 		shards[s] = f
 		c.files = append(c.files, f)
@@ -396,7 +397,7 @@ func (c *Checkpoint) openShards() error {
 		s := weightMap[name]
 		f := shards[s]
 		if _, ok := f.index[name]; !ok {
-			return fmt.Errorf("checkpoint index %s: tensor %s is listed in shard %s, but %s has no such tensor", indexPath, quote(name), quote(s), f.path)
+			return fmt.Errorf("checkpoint index %s: tensor %s is listed in shard %s, but %s has no such tensor", indexPath, clip.Quote(name), clip.Quote(s), f.path)
 		}
 		c.where[name] = f
 	}
@@ -404,7 +405,7 @@ func (c *Checkpoint) openShards() error {
 		f := shards[s]
 		for _, t := range f.tensors {
 			if listed, ok := weightMap[t.Name]; !ok || listed != s {
-				return fmt.Errorf("checkpoint index %s: shard %s holds tensor %s, which the index does not list for that shard", indexPath, f.path, quote(t.Name))
+				return fmt.Errorf("checkpoint index %s: shard %s holds tensor %s, which the index does not list for that shard", indexPath, f.path, clip.Quote(t.Name))
 			}
 		}
 	}
@@ -430,7 +431,7 @@ func (c *Checkpoint) Info(name string) (TensorInfo, bool) {
 func (c *Checkpoint) file(name string) (*File, error) {
 	f, ok := c.where[name]
 	if !ok {
-		return nil, fmt.Errorf("checkpoint %s: no tensor %s", c.dir, quote(name))
+		return nil, fmt.Errorf("checkpoint %s: no tensor %s", c.dir, clip.Quote(name))
 	}
 	return f, nil
 }

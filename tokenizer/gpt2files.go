@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
@@ -92,7 +93,7 @@ func gpt2Converted(vocabRaw, mergesRaw []byte, cfg gpt2Config) ([]byte, error) {
 	for i, l := range lines {
 		f := strings.Fields(l)
 		if len(f) != 2 {
-			return nil, fmt.Errorf("merges.txt line %d: %s is not two tokens", i+2, quote(l))
+			return nil, fmt.Errorf("merges.txt line %d: %s is not two tokens", i+2, clip.Quote(l))
 		}
 		lines[i] = f[0] + " " + f[1]
 	}
@@ -139,7 +140,7 @@ func gpt2Specials(vocab map[string]int, cfg gpt2Config) ([]addedTokenJSON, error
 		}
 		id, ok := vocab[name]
 		if !ok {
-			return nil, fmt.Errorf("tokenizer_config.json: %s %s is not in vocab.json (added tokens are not supported)", f.key, quote(name))
+			return nil, fmt.Errorf("tokenizer_config.json: %s %s is not in vocab.json (added tokens are not supported)", f.key, clip.Quote(name))
 		}
 		seen[name] = true
 		added = append(added, addedTokenJSON{ID: id, Content: name, Special: true})

@@ -8,12 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/meazo-go/meazo/internal/clip"
 	"github.com/meazo-go/meazo/internal/inputfile"
 )
 
@@ -209,7 +208,7 @@ func parseTokenizerJSON(raw []byte) (*Tokenizer, error) {
 
 // unsupportedModel is the error for a tokenizer model other than BPE.
 func unsupportedModel(typ string) error {
-	return fmt.Errorf("model.type: %s is not supported (want BPE)", quote(typ))
+	return fmt.Errorf("model.type: %s is not supported (want BPE)", clip.Quote(typ))
 }
 
 // check refuses a model this package does not implement, rather than
@@ -239,7 +238,7 @@ func (m *bpeModel) check() error {
 func (t *Tokenizer) parseVocab(vocab map[string]int, added int, spStyle bool) error {
 	for tok, id := range vocab {
 		if id < 0 || id >= maxTokenID {
-			return fmt.Errorf("model.vocab[%s]: id %d outside [0, %d)", quote(tok), id, maxTokenID)
+			return fmt.Errorf("model.vocab[%s]: id %d outside [0, %d)", clip.Quote(tok), id, maxTokenID)
 		}
 		if id >= t.vocabSize {
 			t.vocabSize = id + 1
@@ -255,7 +254,7 @@ func (t *Tokenizer) parseVocab(vocab map[string]int, added int, spStyle bool) er
 	for tok, id := range vocab {
 		if other, dup := seen[id]; dup {
 			a, b := min(tok, other), max(tok, other) // the same message whatever the map's order
-			return fmt.Errorf("model.vocab: %s and %s both have id %d", quote(a), quote(b), id)
+			return fmt.Errorf("model.vocab: %s and %s both have id %d", clip.Quote(a), clip.Quote(b), id)
 		}
 		seen[id] = tok
 	}
@@ -305,7 +304,7 @@ func (t *Tokenizer) parseMerges(raw json.RawMessage, vocab map[string]int) error
 		for i, l := range lines {
 			a, b, ok := strings.Cut(l, " ")
 			if !ok || strings.Contains(b, " ") {
-				return fmt.Errorf("model.merges[%d]: %s is not two tokens separated by one space", i, quote(l))
+				return fmt.Errorf("model.merges[%d]: %s is not two tokens separated by one space", i, clip.Quote(l))
 			}
 			pairs[i] = [2]string{a, b}
 		}
@@ -318,7 +317,7 @@ func (t *Tokenizer) parseMerges(raw json.RawMessage, vocab map[string]int) error
 		b, okB := vocab[p[1]]
 		c, okC := vocab[p[0]+p[1]]
 		if !okA || !okB || !okC {
-			return fmt.Errorf("model.merges[%d]: %s %s: token not in model.vocab", i, quote(p[0]), quote(p[1]))
+			return fmt.Errorf("model.merges[%d]: %s %s: token not in model.vocab", i, clip.Quote(p[0]), clip.Quote(p[1]))
 		}
 		t.merges[pairKey(int32(a), int32(b))] = uint64(i)<<32 | uint64(c)
 	}
@@ -342,15 +341,15 @@ func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
 		case a.Content == "":
 			return fmt.Errorf("added_tokens[%d]: empty content", i)
 		case a.ID < 0 || a.ID >= maxTokenID:
-			return fmt.Errorf("added_tokens[%d] (%s): id %d outside [0, %d)", i, quote(a.Content), a.ID, maxTokenID)
+			return fmt.Errorf("added_tokens[%d] (%s): id %d outside [0, %d)", i, clip.Quote(a.Content), a.ID, maxTokenID)
 		case a.ID < len(t.idToToken) && t.idToToken[a.ID] != "" && string(byteLevelDecode(t.idToToken[a.ID])) != a.Content && t.idToToken[a.ID] != a.Content:
-			return fmt.Errorf("added_tokens[%d] (%s): id %d is model.vocab's %s", i, quote(a.Content), a.ID, quote(t.idToToken[a.ID]))
+			return fmt.Errorf("added_tokens[%d] (%s): id %d is model.vocab's %s", i, clip.Quote(a.Content), a.ID, clip.Quote(t.idToToken[a.ID]))
 		case a.SingleWord || a.Lstrip || a.Rstrip:
-			return fmt.Errorf("added_tokens[%d] (%s): single_word/lstrip/rstrip are not supported", i, quote(a.Content))
+			return fmt.Errorf("added_tokens[%d] (%s): single_word/lstrip/rstrip are not supported", i, clip.Quote(a.Content))
 		case a.Normalized && a.Special:
 			// HF never normalizes special tokens; the flag has no effect.
 		case a.Normalized:
-			return fmt.Errorf("added_tokens[%d] (%s): normalized=true is not supported", i, quote(a.Content))
+			return fmt.Errorf("added_tokens[%d] (%s): normalized=true is not supported", i, clip.Quote(a.Content))
 		}
 		t.added[a.Content] = a.ID
 		t.addedByID[a.ID] = addedToken{content: a.Content, special: a.Special}
@@ -412,7 +411,7 @@ func (t *Tokenizer) parseNormalizer(raw json.RawMessage) error {
 		}
 		t.normalizers = append(t.normalizers, func(s string) string { return strings.ReplaceAll(s, pattern, content) })
 	default:
-		return fmt.Errorf("type %s is not supported (known: NFC, Prepend, Replace, Sequence)", quote(c.Type))
+		return fmt.Errorf("type %s is not supported (known: NFC, Prepend, Replace, Sequence)", clip.Quote(c.Type))
 	}
 	return nil
 }
@@ -479,7 +478,7 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 			case tekkenSplitRegex:
 				t.split = splitter{tekken: true}
 			default:
-				return fmt.Errorf("pretokenizers[%d].pattern.Regex: unsupported pattern %s (known: the Llama-3, Qwen2/3 and Mistral tekken patterns)", i, quote(*p.Pattern.Regex))
+				return fmt.Errorf("pretokenizers[%d].pattern.Regex: unsupported pattern %s (known: the Llama-3, Qwen2/3 and Mistral tekken patterns)", i, clip.Quote(*p.Pattern.Regex))
 			}
 			if p.Behavior != "Isolated" || p.Invert {
 				return fmt.Errorf("pretokenizers[%d].behavior: only Isolated without invert is supported", i)
@@ -497,7 +496,7 @@ func (t *Tokenizer) parsePreTokenizer(raw json.RawMessage) error {
 			}
 			haveByteLevel = true
 		default:
-			return fmt.Errorf("pretokenizers[%d].type: %s is not supported", i, quote(p.Type))
+			return fmt.Errorf("pretokenizers[%d].type: %s is not supported", i, clip.Quote(p.Type))
 		}
 	}
 	if !haveSplit || !haveByteLevel {
@@ -540,7 +539,7 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
 			case p.SpecialToken != nil:
 				id, ok := t.tokenToID[p.SpecialToken.ID]
 				if !ok {
-					return fmt.Errorf("single[%d].SpecialToken.id: %s is not a token", i, quote(p.SpecialToken.ID))
+					return fmt.Errorf("single[%d].SpecialToken.id: %s is not a token", i, clip.Quote(p.SpecialToken.ID))
 				}
 				if seen {
 					t.suffix = append(t.suffix, id)
@@ -556,7 +555,7 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("type %s is not supported", quote(c.Type))
+	return fmt.Errorf("type %s is not supported", clip.Quote(c.Type))
 }
 
 func (t *Tokenizer) parseDecoder(raw json.RawMessage) error {
@@ -568,7 +567,7 @@ func (t *Tokenizer) parseDecoder(raw json.RawMessage) error {
 		return err
 	}
 	if c.Type != "ByteLevel" {
-		return fmt.Errorf("type %s is not supported (only ByteLevel)", quote(c.Type))
+		return fmt.Errorf("type %s is not supported (only ByteLevel)", clip.Quote(c.Type))
 	}
 	return nil
 }
@@ -590,7 +589,7 @@ func (t *Tokenizer) applyConfig(raw []byte) (string, error) {
 		}
 		id, ok := t.tokenToID[name]
 		if !ok {
-			return -1, fmt.Errorf("%s: %s is not in tokenizer.json", field, quote(name))
+			return -1, fmt.Errorf("%s: %s is not in tokenizer.json", field, clip.Quote(name))
 		}
 		return id, nil
 	}
@@ -687,21 +686,4 @@ func tokenName(v json.RawMessage) (string, error) {
 func isNull(raw json.RawMessage) bool {
 	s := bytes.TrimSpace(raw)
 	return len(s) == 0 || bytes.Equal(s, []byte("null"))
-}
-
-// quotedMax is how much of a string from a tokenizer file an error quotes:
-// a stranger's token, merge or type name of 10 MB made an error of 10 MB.
-const quotedMax = 80
-
-// quote is strconv.Quote of s, or of its first quotedMax bytes (cut at a
-// rune's start) with its length, for a message.
-func quote(s string) string {
-	if len(s) <= quotedMax {
-		return strconv.Quote(s)
-	}
-	cut := quotedMax
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/clip"
 )
 
 // sentencePieceStyle tells the two BPE layouts apart (spm.go): a byte-level
@@ -75,7 +77,7 @@ func (p *spLayout) parseModel(m *bpeModel) error {
 	}
 	id, ok := m.Vocab[*m.UnkToken]
 	if !ok {
-		return fmt.Errorf("model.unk_token: %s is not in model.vocab", quote(*m.UnkToken))
+		return fmt.Errorf("model.unk_token: %s is not in model.vocab", clip.Quote(*m.UnkToken))
 	}
 	p.unkID = int32(id)
 	return nil
@@ -91,7 +93,7 @@ func (p *spLayout) parsePreTokenizer(raw json.RawMessage) error {
 		return err
 	}
 	if c.Type != "Metaspace" {
-		return fmt.Errorf("type %s is not supported (a SentencePiece-style tokenizer has a Metaspace pre-tokenizer or none; a byte-level one has Split and ByteLevel)", quote(c.Type))
+		return fmt.Errorf("type %s is not supported (a SentencePiece-style tokenizer has a Metaspace pre-tokenizer or none; a byte-level one has Split and ByteLevel)", clip.Quote(c.Type))
 	}
 	m, err := c.metaspace()
 	if err != nil {
@@ -118,7 +120,7 @@ func (c *component) metaspace() (metaspace, error) {
 		case "never":
 			m.prepend = prependNever
 		default:
-			return m, fmt.Errorf("prepend_scheme: %s is not one of always, first, never", quote(*c.PrependScheme))
+			return m, fmt.Errorf("prepend_scheme: %s is not one of always, first, never", clip.Quote(*c.PrependScheme))
 		}
 	}
 	if c.AddPrefixSpace != nil && !*c.AddPrefixSpace && m.prepend != prependNever {
@@ -168,7 +170,7 @@ func (p *spLayout) parseDecoder(raw json.RawMessage) error {
 		}
 		p.decoders = append(p.decoders, metaspaceDecoder(m))
 	default:
-		return fmt.Errorf("type %s is not supported in a SentencePiece-style tokenizer (known: Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)", quote(c.Type))
+		return fmt.Errorf("type %s is not supported in a SentencePiece-style tokenizer (known: Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)", clip.Quote(c.Type))
 	}
 	return nil
 }

@@ -6,7 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/clip"
 
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -101,13 +102,7 @@ func (c *chatTemplate) render(msgs []Message, vars map[string]any, date string) 
 			if len(args.Args) > 0 {
 				msg = args.Args[0].String()
 			}
-			if len(msg) > raisedMax { // a message the template built, up to 16 MiB
-				cut := raisedMax
-				for cut > 0 && !utf8.RuneStart(msg[cut]) {
-					cut--
-				}
-				msg = fmt.Sprintf("%s… (%d bytes)", msg[:cut], len(msg))
-			}
+			msg = clip.RawN(msg, raisedMax) // a message the template built, up to 16 MiB
 			b.fail(errors.New("the template raised an error: " + msg))
 			return "", b.err
 		},

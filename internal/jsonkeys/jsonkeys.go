@@ -8,12 +8,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
-	"unicode/utf8"
+
+	"github.com/meazo-go/meazo/internal/clip"
 )
 
 // Unapplied returns the first key (in sorted order) of the JSON object b
 // that is not in known and whose value is not off (the key clipped to 60
-// bytes), with that value as written (clipped); "" when there is none or b
+// bytes, clip.RawN), with that value as written (clipped the same way); "" when there is none or b
 // is not an object (the reader reports that).
 func Unapplied(b []byte, known map[string]bool) (key, value string) {
 	var m map[string]json.RawMessage
@@ -27,18 +28,8 @@ func Unapplied(b []byte, known map[string]bool) (key, value string) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !known[k] && !isOff(m[k]) {
-			v := string(bytes.TrimSpace(m[k]))
-			if len(v) > 60 {
-				v = v[:60] + "…"
-			}
-			if len(k) > 60 { // a stranger's key of megabytes made an error of megabytes
-				cut := 60
-				for cut > 0 && !utf8.RuneStart(k[cut]) {
-					cut--
-				}
-				k = k[:cut] + "…"
-			}
-			return k, v
+			// (a stranger's key of megabytes made an error of megabytes)
+			return clip.RawN(k, 60), clip.RawN(string(bytes.TrimSpace(m[k])), 60)
 		}
 	}
 	return "", ""
