@@ -362,16 +362,19 @@ func (s *scoredAs) evaluation() string {
 // evaluation (the prompt and maxNew new tokens, or the longest label
 // candidate, as a test example's: fitTest) the length rule refuses.
 func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, workers int, strict bool, what string, scored *scoredAs, keep bool, log io.Writer, stop func(while string) error) (seqs []data.Sequence, kept []data.Example, err error) {
-	const chunk = 512
+	// The examples go in chunks of 512, the first of a few: a chat template
+	// that fails on every example (a render that fails can take 60 ms, a
+	// recursion's) is reported after those, not after a chunk of them.
+	const first, chunk = 8, 512
 	var out []data.Sequence
 	var dropped, unrendered, noGen leftOut
 	var firstUnrendered error
 	full := func() bool { return limit > 0 && len(out) >= limit }
-	for lo := 0; lo < len(exs) && !full(); lo += chunk {
+	for lo, size := 0, first; lo < len(exs) && !full(); lo, size = lo+size, chunk {
 		if err := stop("encoding the " + what + " split"); err != nil {
 			return nil, nil, err
 		}
-		part := exs[lo:min(lo+chunk, len(exs))]
+		part := exs[lo:min(lo+size, len(exs))]
 		encs, errs := make([]data.Sequence, len(part)), make([]error, len(part))
 		genLen := make([]int, len(part)) // the tokens of its evaluation (scored)
 		parallel.For(len(part), workers, func(i int) {
