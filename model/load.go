@@ -91,16 +91,20 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 // checkpointName maps a tensor's name in the model (HF's state dict of the
 // ForCausalLM class) to its name in the checkpoint. They are the same but
 // for Ministral-3's multimodal checkpoint (its language model's names:
-// multimodalNames) and an OPT checkpoint saved from the base model
-// (OPTModel), whose names lack the "model." prefix, which from_pretrained
-// adds back when it loads one into OPTForCausalLM.
+// multimodalNames) and a checkpoint saved from the base model (LlamaModel,
+// Qwen3Model, OPTModel, …), whose names lack the "model." prefix, which
+// from_pretrained adds back when it loads one into the ForCausalLM class.
 func checkpointName(ck *safetensors.Checkpoint, cfg *Config) func(string) string {
 	if cfg.Multimodal {
 		return multimodalNames(ck)
 	}
-	_, full := ck.Info("model.decoder.embed_tokens.weight")
-	_, base := ck.Info("decoder.embed_tokens.weight")
-	if !cfg.IsOPT() || full || !base {
+	embed := "model.embed_tokens.weight"
+	if cfg.IsOPT() {
+		embed = "model.decoder.embed_tokens.weight"
+	}
+	_, full := ck.Info(embed)
+	_, base := ck.Info(strings.TrimPrefix(embed, "model."))
+	if full || !base {
 		return func(name string) string { return name }
 	}
 	return func(name string) string { return strings.TrimPrefix(name, "model.") }

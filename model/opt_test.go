@@ -130,10 +130,44 @@ func TestOPTPositionLimit(t *testing.T) {
 	}
 }
 
-// TestOPTBaseModelNames: a checkpoint saved from OPTModel (names without
-// "model.", as from_pretrained accepts them) loads to the same model.
-func TestOPTBaseModelNames(t *testing.T) {
-	m, ref, dir := optFixture(t, "opt-tiny")
+// TestBaseModelNames: a checkpoint saved from the base model (OPTModel,
+// Qwen2Model: names without "model.", as from_pretrained accepts them; an
+// untied model's lm_head.weight as it was) loads to the same model.
+func TestBaseModelNames(t *testing.T) {
+	for _, dir := range []string{"testdata/opt/opt-tiny", "testdata/qwen2/qwen2-tiny", "testdata/qwen2/qwen2-tiny-untied"} {
+		m, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mb, err := Load(withoutModelPrefix(t, dir))
+		if err != nil {
+			t.Errorf("%s without the model. prefix: %v", dir, err)
+			continue
+		}
+		in := Input{B: 1, T: 5, Tokens: []int{1, 7, 3, 12, 5}}
+		a, _ := m.Forward(in, Options{Logits: true})
+		b, err := mb.Forward(in, Options{Logits: true})
+		if err != nil || !slices.Equal(a.Logits, b.Logits) {
+			t.Errorf("%s: the checkpoint without the model. prefix gives other logits (%v)", dir, err)
+		}
+		names := func(m *Model) []string {
+			ts, _ := m.Tensors()
+			var n []string
+			for _, t := range ts {
+				n = append(n, t.Name)
+			}
+			return n
+		}
+		if !slices.Equal(names(m), names(mb)) {
+			t.Errorf("%s: Tensors names differ: %v vs %v", dir, names(mb), names(m))
+		}
+	}
+}
+
+// withoutModelPrefix copies dir's config.json and its model.safetensors
+// with each tensor's "model." prefix cut, as a base model saves it.
+func withoutModelPrefix(t *testing.T, dir string) string {
+	t.Helper()
 	f, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -151,31 +185,14 @@ func TestOPTBaseModelNames(t *testing.T) {
 	if err := safetensors.WriteFile(filepath.Join(base, "model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err := os.WriteFile(filepath.Join(base, "config.json"), cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mb, err := Load(base)
+	cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Input{B: 1, T: 5, Tokens: ref.Ints("gen0_prompt")}
-	a, _ := m.Forward(in, Options{Logits: true})
-	b, err := mb.Forward(in, Options{Logits: true})
-	if err != nil || !slices.Equal(a.Logits, b.Logits) {
-		t.Errorf("the checkpoint without the model. prefix gives other logits (%v)", err)
+	if err := os.WriteFile(filepath.Join(base, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	names := func(m *Model) []string {
-		ts, _ := m.Tensors()
-		var n []string
-		for _, t := range ts {
-			n = append(n, t.Name)
-		}
-		return n
-	}
-	if !slices.Equal(names(m), names(mb)) {
-		t.Errorf("Tensors names differ: %v vs %v", names(mb), names(m))
-	}
+	return base
 }
 
 // TestOPTTensorsOrder: Tensors lists OPTForCausalLM's named_parameters in
