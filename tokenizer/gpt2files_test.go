@@ -124,6 +124,17 @@ func TestGPT2Files(t *testing.T) {
 			t.Errorf("merges %q: error %v, want one saying %s", merges, err, wantErr)
 		}
 	}
+	// One of the two files alone is named, not the tokenizer.json that is
+	// missing too.
+	for _, gone := range []string{"merges.txt", "vocab.json"} {
+		dir := gpt2Dir(t, "#version: 0.2\nh e\n")
+		if err := os.Remove(filepath.Join(dir, gone)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "without its "+gone) {
+			t.Errorf("no %s: error %v, want one naming it", gone, err)
+		}
+	}
 }
 
 // FuzzGPT2Files: GPT-2's files' reader, then encoding with what it

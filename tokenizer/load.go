@@ -111,6 +111,13 @@ func Load(dir string) (*Tokenizer, error) {
 		path = filepath.Join(dir, "vocab.json and merges.txt")
 		raw, err = gpt2TokenizerJSON(dir)
 	}
+	if errors.Is(err, os.ErrNotExist) && regularFile(filepath.Join(dir, "vocab.json")) != regularFile(filepath.Join(dir, "merges.txt")) {
+		have, lack := "vocab.json", "merges.txt"
+		if !regularFile(filepath.Join(dir, have)) {
+			have, lack = lack, have
+		}
+		return nil, fmt.Errorf("load tokenizer: %s has no tokenizer.json and GPT-2's %s without its %s: both are read together (or a tokenizer.json alone): %w", dir, have, lack, err)
+	}
 	if errors.Is(err, os.ErrNotExist) && regularFile(filepath.Join(dir, "tokenizer.model")) {
 		return nil, fmt.Errorf("load tokenizer: %s has a SentencePiece tokenizer.model but no tokenizer.json, which is what is read: "+
 			"transformers writes one (AutoTokenizer.from_pretrained(dir).save_pretrained(dir)): %w", dir, err)
