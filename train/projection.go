@@ -46,6 +46,7 @@ type projection struct {
 	ckUntimed                string  // why no checkpoint was timed ("": "not timed yet")
 	patience                 int     // train.patience: early stopping may end the run before stepsLeft
 	testSample               int     // testSecs is from the test evaluation of a sample of this many (a check's), generation included
+	testFromVal              bool    // testSecs is from the validation metric's time per example (eval.validation_metrics), generation included
 }
 
 // project is the projection after a step of stepSecs at step (steps done).
@@ -99,6 +100,22 @@ func (r *run) projectTest(p *projection) {
 		}
 		p.testSecs = perExample * float64(forwards)
 	}
+	// eval.validation_metrics scores validation examples by the test
+	// evaluation's own code (generating included), so its time per example
+	// is the test's, a whole estimate where the loss's gives a bound. (Pets'
+	// metric is counted from the loss's own forwards: no test pass's time.)
+	if n := r.metricExamplesTimed(); n > 0 && data.Task(cfg.Task.Name) != data.Pets {
+		p.testSecs, p.generates, p.testFromVal = r.valMetricSecs/float64(n)*float64(p.testPasses*p.testExamples), 0, true
+	}
+}
+
+// metricExamplesTimed is how many validation examples the validation
+// metric scored in the time r.valMetricSecs (0: none timed).
+func (r *run) metricExamplesTimed() int {
+	if r.valMetricSecs <= 0 {
+		return 0
+	}
+	return r.modality.metricExamples()
 }
 
 // String is the projection's line.
@@ -175,7 +192,7 @@ func (p *projection) timeTestFromSample(perExample float64, n int) {
 	if p.testPasses == 0 {
 		return
 	}
-	p.testSecs, p.generates, p.testSample = perExample*float64(p.testPasses*p.testExamples), 0, n
+	p.testSecs, p.generates, p.testSample, p.testFromVal = perExample*float64(p.testPasses*p.testExamples), 0, n, false
 }
 
 // testPart is the test evaluation's part of the line: its time (0 where
@@ -191,6 +208,8 @@ func (p projection) testPart() (float64, string, bool) {
 	switch {
 	case p.testSecs > 0 && p.testSample > 0:
 		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples, as the check's %d took%s)", FormatDuration(p.testSecs), p.testPasses, p.testExamples, p.testSample, more), p.twinPass
+	case p.testSecs > 0 && p.testFromVal:
+		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples, as the validation metric's took%s)", FormatDuration(p.testSecs), p.testPasses, p.testExamples, more), p.twinPass
 	case p.testSecs > 0 && p.generates == 0:
 		return p.testSecs, fmt.Sprintf("test evaluation %s (%d × %d examples%s)", FormatDuration(p.testSecs), p.testPasses, p.testExamples, more), p.twinPass
 	case p.testSecs > 0:

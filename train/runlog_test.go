@@ -275,10 +275,36 @@ func TestProjectionFromTestSample(t *testing.T) {
 	}
 }
 
-// sizedModality is a modality of which only sizes is called.
+// TestProjectionFromTheValidationMetric: with eval.validation_metrics timed,
+// a generation task's test evaluation is projected from the metric's time
+// per example (the test's own scoring, generating included), not as a
+// bound from the loss's forwards with the generating on top; Pets' metric,
+// read from the loss's forwards, times no test pass.
+func TestProjectionFromTheValidationMetric(t *testing.T) {
+	for _, task := range []string{"squad", "pets"} {
+		cfg := Defaults()
+		cfg.Task.Name, cfg.Train.Steps, cfg.Train.EvalEvery = task, 10, 5
+		r := &run{cfg: &cfg, modality: sizedModality{val: 5, test: 4, metric: 4}, valSecs: 10, valMetricSecs: 20} // 5 s a validation example's metric
+		p := r.project(1, 3)
+		if task == "pets" {
+			if p.testFromVal || p.testSecs != 8 { // 2 s an image's forward, 4 images
+				t.Errorf("pets: test %g s (from the metric %v), want 8 s from the loss's forwards", p.testSecs, p.testFromVal)
+			}
+			continue
+		}
+		_, part, bound := p.testPart()
+		if p.testSecs != 20 || p.generates != 0 || !bound || !strings.Contains(part, "as the validation metric's took") {
+			t.Errorf("squad: test %g s, %d generations on top, %q (bound %v); want 20 s from the metric's 5 s an example", p.testSecs, p.generates, part, bound)
+		}
+	}
+}
+
+// sizedModality is a modality of which only sizes (and metricExamples) is
+// called.
 type sizedModality struct {
 	modality
-	val, test int
+	val, test, metric int
 }
 
 func (m sizedModality) sizes() (int, int, int) { return 100, m.val, m.test }
+func (m sizedModality) metricExamples() int    { return m.metric }
