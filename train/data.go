@@ -371,8 +371,10 @@ func encodeKept(exs []data.Example, enc *data.Encoder, rule lengthRule, limit, w
 	var firstUnrendered error
 	full := func() bool { return limit > 0 && len(out) >= limit }
 	for lo, size := 0, first; lo < len(exs) && !full(); lo, size = lo+size, chunk {
-		if err := stop("encoding the " + what + " split"); err != nil {
-			return nil, nil, err
+		if lo != first { // (a poll a chunk of 512: none more for the few)
+			if err := stop("encoding the " + what + " split"); err != nil {
+				return nil, nil, err
+			}
 		}
 		part := exs[lo:min(lo+size, len(exs))]
 		encs, errs := make([]data.Sequence, len(part)), make([]error, len(part))

@@ -32,7 +32,7 @@ func stopAt(n int, polls *int) func() string {
 
 // setupPolls is how often a run polls for a stop before its first step in
 // these tests: before it loads the model, and as it starts encoding the
-// train and the validation splits (every 256 examples; the tests' splits
+// train and the validation splits (then every 512 examples; the tests' splits
 // are shorter).
 const setupPolls = 3
 
