@@ -62,7 +62,9 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	defer r.ck.Close()
-	r.name = checkpointName(r.ck, cfg)
+	if r.name, err = checkpointName(r.ck, cfg); err != nil {
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
 	be := opts.backend()
 	stored := func(name string) safetensors.Dtype {
 		info, _ := r.ck.Info(r.name(name))
@@ -94,9 +96,13 @@ func LoadWith(dir string, opts LoadOptions) (*Model, error) {
 // multimodalNames) and a checkpoint saved from the base model (LlamaModel,
 // Qwen3Model, OPTModel, …), whose names lack the "model." prefix, which
 // from_pretrained adds back when it loads one into the ForCausalLM class.
-func checkpointName(ck *safetensors.Checkpoint, cfg *Config) func(string) string {
+// As from_pretrained, it refuses such a checkpoint with an lm_head.weight
+// (which no base model saves: transformers calls the state dict corrupted),
+// and an untied model's (tie_word_embeddings false) without one, whose head
+// from_pretrained would make up at random.
+func checkpointName(ck *safetensors.Checkpoint, cfg *Config) (func(string) string, error) {
 	if cfg.Multimodal {
-		return multimodalNames(ck)
+		return multimodalNames(ck), nil
 	}
 	embed := "model.embed_tokens.weight"
 	if cfg.IsOPT() {
@@ -105,9 +111,18 @@ func checkpointName(ck *safetensors.Checkpoint, cfg *Config) func(string) string
 	_, full := ck.Info(embed)
 	_, base := ck.Info(strings.TrimPrefix(embed, "model."))
 	if full || !base {
-		return func(name string) string { return name }
+		return func(name string) string { return name }, nil
 	}
-	return func(name string) string { return strings.TrimPrefix(name, "model.") }
+	_, head := ck.Info("lm_head.weight")
+	switch {
+	case head:
+		return nil, fmt.Errorf("the checkpoint's names are a base model's (%s, without the model. prefix) but it holds lm_head.weight, which no base model has: "+
+			"from_pretrained refuses such a state dict as corrupted; save the %s's whole state dict (names with model.)", strings.TrimPrefix(embed, "model."), cfg.Architecture)
+	case !cfg.TieEmbeddings:
+		return nil, fmt.Errorf("the checkpoint is a base model's (%s, without the model. prefix), without the lm_head.weight that the untied %s (tie_word_embeddings false) needs: "+
+			"from_pretrained would make the head up at random; save the %s's whole state dict (names with model.)", strings.TrimPrefix(embed, "model."), cfg.Architecture, cfg.Architecture)
+	}
+	return func(name string) string { return strings.TrimPrefix(name, "model.") }, nil
 }
 
 // checkpointReader reads a model's tensors from a checkpoint, each by its

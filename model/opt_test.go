@@ -131,15 +131,23 @@ func TestOPTPositionLimit(t *testing.T) {
 }
 
 // TestBaseModelNames: a checkpoint saved from the base model (OPTModel,
-// Qwen2Model: names without "model.", as from_pretrained accepts them; an
-// untied model's lm_head.weight as it was) loads to the same model.
+// Qwen2Model: names without "model.", as from_pretrained accepts them)
+// loads to the same model; as from_pretrained, an untied model's without
+// its lm_head.weight (from_pretrained makes one up) or one that keeps an
+// lm_head.weight (from_pretrained: "corrupted") is refused.
 func TestBaseModelNames(t *testing.T) {
-	for _, dir := range []string{"testdata/opt/opt-tiny", "testdata/qwen2/qwen2-tiny", "testdata/qwen2/qwen2-tiny-untied"} {
+	untied := "testdata/qwen2/qwen2-tiny-untied"
+	for head, want := range map[bool]string{false: "without the lm_head.weight that the untied", true: "holds lm_head.weight, which no base model has"} {
+		if _, err := Load(withoutModelPrefix(t, untied, head)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s without the model. prefix (its lm_head.weight kept: %v): %v, want an error with %q", untied, head, err, want)
+		}
+	}
+	for _, dir := range []string{"testdata/opt/opt-tiny", "testdata/qwen2/qwen2-tiny"} {
 		m, err := Load(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mb, err := Load(withoutModelPrefix(t, dir))
+		mb, err := Load(withoutModelPrefix(t, dir, false))
 		if err != nil {
 			t.Errorf("%s without the model. prefix: %v", dir, err)
 			continue
@@ -165,8 +173,9 @@ func TestBaseModelNames(t *testing.T) {
 }
 
 // withoutModelPrefix copies dir's config.json and its model.safetensors
-// with each tensor's "model." prefix cut, as a base model saves it.
-func withoutModelPrefix(t *testing.T, dir string) string {
+// with each tensor's "model." prefix cut, as a base model saves it, and
+// without lm_head.weight but with head.
+func withoutModelPrefix(t *testing.T, dir string, head bool) string {
 	t.Helper()
 	f, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
 	if err != nil {
@@ -175,6 +184,9 @@ func withoutModelPrefix(t *testing.T, dir string) string {
 	defer f.Close()
 	var tensors []safetensors.Tensor
 	for _, info := range f.Tensors() {
+		if info.Name == "lm_head.weight" && !head {
+			continue
+		}
 		v, err := f.Float32(info.Name)
 		if err != nil {
 			t.Fatal(err)
