@@ -25,14 +25,22 @@ func direction(metric string) string {
 
 // bestInRow marks the cells of one row (one experiment) with the best mean:
 // the lowest loss or the highest metric; ties are all best. A row with
-// fewer than two values has no best to mark.
+// fewer than two values has no best to mark, nor has a row whose values
+// are of different metrics (a test metric beside a validation one or a
+// loss: eval.skip or eval.validation_metrics in some of its sweeps only),
+// which are not on one scale.
 func bestInRow[K comparable](row map[K]cell) map[K]bool {
 	best, n := math.NaN(), 0
 	better := func(a, b float64) bool { return a > b }
+	metric := ""
 	for _, c := range row {
 		if c.eta == 0 || c.n == 0 || math.IsNaN(c.mean) {
 			continue
 		}
+		if n > 0 && c.metric != metric {
+			return map[K]bool{}
+		}
+		metric = c.metric
 		if c.metric == lossMetric {
 			better = func(a, b float64) bool { return a < b }
 		}
