@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/meazo-go/meazo/rundir"
@@ -387,20 +388,17 @@ func writeTable(b *strings.Builder, n int, kind string, cells []cell) {
 	}
 	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(opts)) + "\n")
 	for _, e := range exps {
-		metric := ""
+		var metrics []string
 		row := map[sweep.Method]cell{}
 		for _, c := range cells {
 			if c.exp == e {
 				row[c.method()] = c
-				if c.metric != "" {
-					metric = c.metric
+				if c.metric != "" && !slices.Contains(metrics, c.metric) {
+					metrics = append(metrics, c.metric)
 				}
 			}
 		}
-		if metric != "" {
-			metric += ", " + direction(metric)
-		}
-		fmt.Fprintf(b, "| %s | %s |", e, metric)
+		fmt.Fprintf(b, "| %s | %s |", e, metricColumn(metrics))
 		best := bestInRow(row)
 		for _, o := range opts {
 			c, ok := row[o]
@@ -554,4 +552,17 @@ func csvField(s string) string {
 		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 	}
 	return s
+}
+
+// metricColumn is a row's metric column: its cells' metric, each with
+// which way is better; a row whose sweeps differ (eval.skip or
+// eval.validation_metrics in some only) names each of its metrics, the
+// first cell's first, so that no cell's value stands under another
+// metric's name.
+func metricColumn(metrics []string) string {
+	parts := make([]string, len(metrics))
+	for i, m := range metrics {
+		parts[i] = m + ", " + direction(m)
+	}
+	return strings.Join(parts, "; ")
 }
