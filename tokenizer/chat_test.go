@@ -246,7 +246,7 @@ func TestMalformedFiles(t *testing.T) {
 		{"added id far too large", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":1099511627776,"content":"<s>"`, `added_tokens[0] ("<s>"): id 1099511627776 outside`},
 		// A stranger's string of megabytes is quoted in part, with its length.
 		{"added token of 1 MiB on another token's id", "tokenizer.json", `{"id":5,"content":"<s>"`, `{"id":2,"content":"<s>` + strings.Repeat("x", 1<<20) + `"`,
-			`added_tokens[0] ("<s>xxxxxxxxxx` + strings.Repeat("x", 67) + `"… (1048579 bytes)): id 2 is model.vocab's "ab"`},
+			`added_tokens[0] ("<s>xxxxxxxxxx` + strings.Repeat("x", 147) + `"… (1048579 bytes)): id 2 is model.vocab's "ab"`},
 		{"model type of 1 MiB", "tokenizer.json", `"type":"BPE"`, `"type":"` + strings.Repeat("é", 1<<19) + `"`, `model.type: "ééééé`},
 		{"merge of 1 MiB", "tokenizer.json", `"a b"`, `"a ` + strings.Repeat("z", 1<<20) + `"`, `zz"… (1048576 bytes): token not in model.vocab`},
 	}

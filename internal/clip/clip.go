@@ -13,8 +13,11 @@ import (
 )
 
 // Max is how many bytes of a string from an input file a message quotes
-// unless the caller says otherwise: enough to recognise a name.
-const Max = 80
+// unless the caller says otherwise: a whole name as real checkpoints write
+// them (a PEFT adapter's tensor names reach 90 bytes:
+// base_model.model.model.language_model.layers.25.self_attn.q_proj.lora_A.default.weight),
+// and still a line, not megabytes.
+const Max = 160
 
 // Prefix is s's first n bytes, cut back to a rune's start; s itself when it
 // is no longer than n.

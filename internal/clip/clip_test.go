@@ -6,13 +6,13 @@ import (
 )
 
 func TestClip(t *testing.T) {
-	long := strings.Repeat("a", 100)
+	long := strings.Repeat("a", Max+20)
 	for _, c := range []struct {
 		name, got, want string
 	}{
 		{"short quote", Quote("q_proj"), `"q_proj"`},
 		{"exactly Max", Quote(long[:Max]), `"` + long[:Max] + `"`},
-		{"long quote", Quote(long), `"` + long[:Max] + `"… (100 bytes)`},
+		{"long quote", Quote(long), `"` + long[:Max] + `"… (180 bytes)`},
 		{"quote of n", QuoteN("abcdef", 3), `"abc"… (6 bytes)`},
 		{"cut at a rune's start", QuoteN("ab€", 3), `"ab"… (5 bytes)`},
 		{"raw", RawN(`{"a": 1}`, 4), `{"a"… (8 bytes)`},
