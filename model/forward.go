@@ -97,6 +97,9 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	if opts.Labels != nil && len(opts.Labels) != in.B*in.T {
 		return nil, fmt.Errorf("labels has %d entries, want B·T = %d", len(opts.Labels), in.B*in.T)
 	}
+	if opts.Choices != nil && opts.Labels == nil {
+		return nil, fmt.Errorf("choices without labels: the labels mark where the choices are scored")
+	}
 	if err := m.checkAdapter(m.Adapter); err != nil {
 		return nil, err
 	}
@@ -131,6 +134,11 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		if sup, err = m.supervised(opts.Labels, in.B, in.T); err != nil {
 			return nil, err
 		}
+		if opts.Choices != nil {
+			if err := m.checkChoices(opts.Choices, sup, in.B); err != nil {
+				return nil, err
+			}
+		}
 		if !opts.Logits && !opts.HiddenStates {
 			keep = sup.rows
 		}
@@ -147,21 +155,79 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		out.Logits = be.ToHost(logits)
 	}
 	if opts.Labels != nil {
-		var ce []float64
-		switch {
-		case logits != nil:
-			ce = be.CrossEntropy(logits, m.VocabSize, sup.rows, sup.targets)
-		case keep != nil: // h holds the supervised rows alone
-			ce = m.headCrossEntropy(h, sup.targets)
-		default:
-			sel := be.Alloc(len(sup.rows) * m.embedDim())
-			defer be.Free(sel)
-			be.Gather(sel, h, m.embedDim(), sup.rows)
-			ce = m.headCrossEntropy(sel, sup.targets)
+		ce := m.supervisedCE(h, logits, sup, keep != nil, opts.Choices)
+		n := len(sup.rows)
+		out.setLoss(ce[:n], sup.seqOf, in.B)
+		if opts.Choices != nil {
+			out.ChoiceLoss = splitChoices(ce[n:], opts.Choices)
 		}
-		out.setLoss(ce, sup.seqOf, in.B)
 	}
 	return out, nil
+}
+
+// supervisedCE is the cross-entropy at every supervised row against its
+// label, then, with choices, at each sequence's supervised row against each
+// of its choices. h is the final hidden states: of the supervised rows
+// alone (kept), else of every position; logits, when Forward computed them
+// all, are read instead. The choices share their row's one LM-head product.
+func (m *Model) supervisedCE(h, logits tensor.Buf, sup supervision, kept bool, choices [][]int) []float64 {
+	be := m.Backend
+	idx, targets := indices(len(sup.rows)), sup.targets
+	for s, cs := range choices { // s's one supervised row is its s-th
+		for _, c := range cs {
+			idx, targets = append(idx, s), append(targets, c)
+		}
+	}
+	if logits != nil {
+		rows := make([]int, len(idx))
+		for j, i := range idx {
+			rows[j] = sup.rows[i]
+		}
+		return be.CrossEntropy(logits, m.VocabSize, rows, targets)
+	}
+	if !kept {
+		sel := be.Alloc(len(sup.rows) * m.embedDim())
+		defer be.Free(sel)
+		be.Gather(sel, h, m.embedDim(), sup.rows)
+		h = sel
+	}
+	head := m.headLogits(h, len(sup.rows), nil)
+	defer be.Free(head)
+	return be.CrossEntropy(head, m.VocabSize, idx, targets)
+}
+
+// splitChoices cuts the choices' cross-entropies, in order, into one slice
+// per sequence.
+func splitChoices(ce []float64, choices [][]int) [][]float64 {
+	out := make([][]float64, len(choices))
+	for s, cs := range choices {
+		out[s], ce = ce[:len(cs)], ce[len(cs):]
+	}
+	return out
+}
+
+// checkChoices refuses Options.Choices that Forward cannot score: one
+// entry per sequence, a token of the vocabulary each, and exactly one
+// supervised position in every sequence that has choices.
+func (m *Model) checkChoices(choices [][]int, sup supervision, b int) error {
+	if len(choices) != b {
+		return fmt.Errorf("choices has %d entries, want one per sequence (%d)", len(choices), b)
+	}
+	count := make([]int, b)
+	for _, s := range sup.seqOf {
+		count[s]++
+	}
+	for s, cs := range choices {
+		if count[s] != 1 {
+			return fmt.Errorf("sequence %d has %d supervised positions: choices need exactly one", s, count[s])
+		}
+		for _, c := range cs {
+			if c < 0 || c >= m.VocabSize {
+				return fmt.Errorf("choices[%d] holds %d, outside the vocabulary [0, %d)", s, c, m.VocabSize)
+			}
+		}
+	}
+	return nil
 }
 
 // positionsOf returns the positions of a batch of b sequences of t tokens
@@ -242,20 +308,33 @@ func (m *Model) supervised(labels []int, b, t int) (supervision, error) {
 // + and − variants of a direction read the head with one draw of its noise
 // (the head is the model's largest matrix, and the rows few).
 func (m *Model) headCrossEntropy(h tensor.Buf, targets []int, weights ...[]*tensor.Perturbation) []float64 {
-	be, v, n := m.Backend, m.VocabSize, len(targets)
+	be, n := m.Backend, len(targets)
+	if len(weights) == 0 {
+		weights = [][]*tensor.Perturbation{nil}
+	}
+	all := make([]int, 0, len(weights)*n)
+	for range weights {
+		all = append(all, targets...)
+	}
+	logits := m.headLogits(h, n, weights)
+	defer be.Free(logits)
+	return be.CrossEntropy(logits, m.VocabSize, indices(len(all)), all)
+}
+
+// headLogits is the LM head's product with blocks of n rows of h, block i
+// as weights[i] perturbs the head (nil: one block, the head as it is), in a
+// buffer the caller frees.
+func (m *Model) headLogits(h tensor.Buf, n int, weights [][]*tensor.Perturbation) tensor.Buf {
 	if len(weights) == 0 {
 		weights = [][]*tensor.Perturbation{nil}
 	}
 	spans, rows := make([]span, len(weights)), make([]int, len(weights))
-	all := make([]int, 0, len(weights)*n)
 	for i, w := range weights {
 		spans[i], rows[i] = span{lo: i, hi: i + 1, weights: w}, n
-		all = append(all, targets...)
 	}
-	logits := be.Alloc(len(all) * v)
-	defer be.Free(logits)
-	m.matMul(logits, h, len(all), m.LMHead, m.headID(), spans, rows, false)
-	return be.CrossEntropy(logits, v, indices(len(all)), all)
+	logits := m.Backend.Alloc(len(weights) * n * m.VocabSize)
+	m.matMul(logits, h, len(weights)*n, m.LMHead, m.headID(), spans, rows, false)
+	return logits
 }
 
 // indices returns 0, 1, …, n−1.

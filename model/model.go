@@ -166,6 +166,14 @@ type Options struct {
 	Logits       bool  // all logits [B·T][vocab]
 	HiddenStates bool  // HF's output_hidden_states: embeddings, input of each layer, final-norm output
 	Labels       []int // [B·T], unshifted as in HF; -100 = not supervised; nil = no loss
+	// Choices, with Labels, asks for more than each label's loss: for
+	// sequence s (each with exactly one supervised position), the
+	// cross-entropy of every token of Choices[s] there, into
+	// Output.ChoiceLoss. It scores a classification's label candidates
+	// from one forward of the prompt they share when each is one token:
+	// the position that predicts them is the same, so a forward per
+	// candidate would compute it k times.
+	Choices [][]int
 }
 
 // Output holds what Forward computed.
@@ -174,6 +182,7 @@ type Output struct {
 	HiddenStates [][]float32 // NumLayers+1 entries of [B·(N+T)][hidden] when Options.HiddenStates
 	Loss         float64     // token-weighted mean cross-entropy over the batch (HF's out.loss)
 	LossPerSeq   []float64   // per-sequence mean cross-entropy; NaN for a row with no supervised token
+	ChoiceLoss   [][]float64 // with Options.Choices: [B][len(Choices[s])], each choice's cross-entropy at s's supervised position
 	Tokens       int         // number of supervised tokens
 	// VirtualTokens is N, the rows of each sequence before its T tokens in
 	// Logits and HiddenStates: a prompt-tuning adapter's virtual tokens, as

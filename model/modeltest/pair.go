@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -97,7 +98,39 @@ func (p *pair) forward(what string, in model.Input, labels []int) (largest float
 		t.Errorf("%s: the loss-only forward's loss %.17g differs from the full forward's %.17g", what, lossOnly.Loss, got.Loss)
 	}
 	p.afterLoad(what + " loss-only forward")
+	p.choices(what, in)
 	return largest
+}
+
+// choices compares Options.Choices (a classification's label candidates
+// scored from one forward): each row of in supervised at its last real
+// token, scored against three other tokens besides that one.
+func (p *pair) choices(what string, in model.Input) {
+	labels, choices := make([]int, in.B*in.T), make([][]int, in.B)
+	for i := range labels {
+		labels[i] = -100
+	}
+	for s := range in.B {
+		last := s*in.T - 1 // right padding: the row's last real token
+		for _, v := range in.Mask[s*in.T : (s+1)*in.T] {
+			last += v
+		}
+		labels[last] = in.Tokens[last]
+		choices[s] = []int{in.Tokens[last], (in.Tokens[last] + 1) % p.host.VocabSize, s, p.host.VocabSize - 1}
+	}
+	opts := model.Options{Labels: labels, Choices: choices}
+	want, err := p.host.Forward(in, opts)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	got, err := p.seam.Forward(in, opts)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for s := range want.ChoiceLoss {
+		p.sameLoss(fmt.Sprintf("%s choices of row %d", what, s), got.ChoiceLoss[s], want.ChoiceLoss[s])
+	}
+	p.afterLoad(what + " choices")
 }
 
 // generate compares a left-padded greedy generation: the tokens, and the
