@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"time"
 
@@ -228,19 +227,20 @@ func scoreTest(log io.Writer, task data.Task, what string, n int, pass *evalPass
 // classify scores every label candidate of every example (SST-2's two, a
 // classification's task.labels) by the mean log-probability of its label
 // tokens (docs/ALGORITHMS.md's data protocol) and reports accuracy. The
-// candidates are batched as one list, k per example, so a pass can stop
-// only after a batch that ends on a whole example.
+// candidates' sequences (labelCandidates: one per example, or k) are
+// batched as one list, so a pass can stop only after a batch that ends on a
+// whole example.
 func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass, part *evalPartial) (map[string]float64, error) {
-	seqs, labels, err := e.candidateSeqs(exs, e.example())
+	c, err := e.candidateSeqs(exs, e.example())
 	if err != nil {
 		return nil, err
 	}
-	k := len(labels)
-	scores := make([]float64, len(seqs))
+	labels, k := c.labels, len(c.labels)
+	scores := make([]float64, k*len(exs))
 	next := part.Done // the first example not yet counted
-	for lo := k * part.Done; lo < len(seqs); lo += e.batchSize {
-		hi := min(lo+e.batchSize, len(seqs))
-		if err := e.scoreCandidates(m, seqs, lo, hi, scores); err != nil {
+	for lo := k * part.Done / c.per; lo < len(c.seqs); lo += e.batchSize {
+		hi := min(lo+e.batchSize, len(c.seqs))
+		if err := e.scoreCandidates(m, c, lo, hi, scores); err != nil {
 			var nf *nonFiniteScore
 			if errors.As(err, &nf) {
 				return nil, fmt.Errorf("%s %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
@@ -248,7 +248,7 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 			}
 			return nil, err
 		}
-		for ; k*next+k <= hi; next++ {
+		for ; k*next+k <= hi*c.per; next++ {
 			ex := exs[next]
 			pred := eval.PredictLabel(scores[k*next : k*next+k])
 			if pred == ex.Label {
@@ -262,64 +262,11 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 		// A stop after a batch that splits an example would resume on batches
 		// of other shapes, which a backend may compute differently in the last
 		// bits (the CPU's do not; a GPU library may choose another algorithm).
-		if err := pass.after(next, hi%k == 0 && hi < len(seqs)); err != nil {
+		if err := pass.after(next, (hi*c.per)%k == 0 && hi < len(c.seqs)); err != nil {
 			return nil, err
 		}
 	}
 	return map[string]float64{"accuracy": part.Sums[0] / float64(len(exs))}, nil
-}
-
-// candidateSeqs are the label candidates of exs, k per example in order,
-// each supervised on its label tokens (labels: the task's, the same for
-// every example); what names an example in an error ("test example").
-// classify and train.objective accuracy (accuracyObjective) score them.
-func (e *evaluator) candidateSeqs(exs []data.Example, what string) (seqs []data.Sequence, labels []string, err error) {
-	for _, ex := range exs {
-		cs, err := e.enc.Candidates(ex)
-		if err != nil {
-			return nil, nil, err
-		}
-		labels = cs.Labels
-		for c, s := range cs.Full {
-			seq, err := data.NewSequence(s.IDs, cs.Span[c][0], cs.Span[c][1])
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s %q: %w", what, ex.ID, err)
-			}
-			seqs = append(seqs, seq)
-		}
-	}
-	return seqs, labels, nil
-}
-
-// nonFiniteScore is scoreCandidates' error for a candidate (seqs[i]) whose
-// loss is not finite.
-type nonFiniteScore struct {
-	i    int
-	loss float64
-}
-
-func (e *nonFiniteScore) Error() string {
-	return fmt.Sprintf("label candidate %d: the loss is not finite (%v)", e.i, e.loss)
-}
-
-// scoreCandidates is one batch of classify: seqs[lo:hi] in one forward of
-// m, each candidate's score (the mean log-probability of its label tokens)
-// into scores[lo:hi]. A score that is not finite is a *nonFiniteScore.
-// classify and train.objective accuracy (accuracyObjective) both score
-// through it, eval.batch_size candidates a forward.
-func (e *evaluator) scoreCandidates(m *model.Model, seqs []data.Sequence, lo, hi int, scores []float64) error {
-	b := data.TrainBatch(seqs[lo:hi], e.padID)
-	out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.Options{Labels: b.Labels})
-	if err != nil {
-		return err
-	}
-	for i, l := range out.LossPerSeq {
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return &nonFiniteScore{i: lo + i, loss: l}
-		}
-		scores[lo+i] = -l // mean log-probability of the label tokens
-	}
-	return nil
 }
 
 // generative decodes greedily from each example's generation prompt and

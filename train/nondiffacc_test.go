@@ -91,7 +91,7 @@ func TestAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
 			enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: data.FormatChat}
 			vs := []zo.Variant{{Group: zo.Clean, Params: base}, {Group: 0, Sign: 1, Params: plus}, {Group: 0, Sign: -1, Params: minus}}
 			var losses []float64
-			for _, batch := range []int{5, 16} { // 5: an example's two candidates in two forwards
+			for _, batch := range []int{5, 16} { // 5: an example's two candidates in two forwards (classification)
 				e := &evaluator{task: task, tok: tok, enc: enc, batchSize: batch, padID: tok.PadID(), log: io.Discard}
 				obj := &accuracyObjective{m: m, a: la, eval: e}
 				obj.setExamples(exs)
@@ -102,10 +102,17 @@ func TestAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
 				if m.Adapter != nil {
 					t.Error("the adapter is still attached after Evaluate")
 				}
-				forwards := 3 * ((2*len(exs) + batch - 1) / batch)
+				// SST-2's labels are one token each here: one forward of
+				// each example's prompt scores both (labelCandidates);
+				// this classification's are not: a forward per candidate.
+				seqs := 2 * len(exs)
+				if task == data.SST2 {
+					seqs = len(exs)
+				}
+				forwards := 3 * ((seqs + batch - 1) / batch)
 				if obj.layerEvals() != forwards*m.NumLayers {
-					t.Errorf("batch %d: layer evaluations %d, want %d (3 variants × %d forwards of the candidates × %d layers)",
-						batch, obj.layerEvals(), forwards*m.NumLayers, forwards/3, m.NumLayers)
+					t.Errorf("batch %d: layer evaluations %d, want %d (3 variants × %d forwards of %d sequences × %d layers)",
+						batch, obj.layerEvals(), forwards*m.NumLayers, forwards/3, seqs, m.NumLayers)
 				}
 				if losses != nil && !slices.Equal(got, losses) {
 					t.Errorf("eval.batch_size %d: losses %v, with 5 %v", batch, got, losses)

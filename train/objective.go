@@ -161,9 +161,10 @@ func (o *f1Objective) setExamples(exs []data.Example) { o.batch = exs }
 // task): a variant's loss is minus the fraction of the mini-batch whose
 // label, predicted with the variant's parameters attached exactly as the
 // test evaluation predicts it (evaluator.classify: every label candidate
-// scored by its label tokens' mean log-probability, eval.batch_size
-// candidates a forward, eval.PredictLabel's rule and tie-break), is the
-// gold label. One variant at a time; FZOO's clean variant is θ0.
+// scored by its label tokens' mean log-probability, labelCandidates'
+// sequences eval.batch_size a forward, eval.PredictLabel's rule and
+// tie-break), is the gold label. One variant at a time; FZOO's clean
+// variant is θ0.
 type accuracyObjective struct {
 	m     *model.Model
 	a     trainable  // attaches a variant's parameters for the scoring
@@ -181,23 +182,23 @@ func (o *accuracyObjective) Evaluate(base [][]float32, vs []zo.Variant) ([]float
 	if len(o.batch) == 0 {
 		return nil, fmt.Errorf("train.objective accuracy: an empty mini-batch")
 	}
-	seqs, labels, err := o.eval.candidateSeqs(o.batch, "training example")
+	c, err := o.eval.candidateSeqs(o.batch, "training example")
 	if err != nil {
 		return nil, err
 	}
-	accuracy := func(params [][]float32) (float64, error) { return o.accuracy(params, seqs, len(labels)) }
+	accuracy := func(params [][]float32) (float64, error) { return o.accuracy(params, c) }
 	var nf *nonFiniteScore
 	return minusMetric(base, vs, accuracy, func(err error) bool { return errors.As(err, &nf) })
 }
 
-// accuracy is the fraction of the mini-batch (seqs: its label candidates,
-// k per example) whose predicted label is the gold one, with params
-// attached.
-func (o *accuracyObjective) accuracy(params [][]float32, seqs []data.Sequence, k int) (float64, error) {
-	scores := make([]float64, len(seqs))
+// accuracy is the fraction of the mini-batch (c: its label candidates)
+// whose predicted label is the gold one, with params attached.
+func (o *accuracyObjective) accuracy(params [][]float32, c labelCandidates) (float64, error) {
+	k := len(c.labels)
+	scores := make([]float64, k*len(o.batch))
 	err := withAdapter(o.m, o.a, params, false, func(m *model.Model) error {
-		for lo := 0; lo < len(seqs); lo += o.eval.batchSize {
-			if err := o.eval.scoreCandidates(m, seqs, lo, min(lo+o.eval.batchSize, len(seqs)), scores); err != nil {
+		for lo := 0; lo < len(c.seqs); lo += o.eval.batchSize {
+			if err := o.eval.scoreCandidates(m, c, lo, min(lo+o.eval.batchSize, len(c.seqs)), scores); err != nil {
 				return err
 			}
 			o.evals += m.NumLayers

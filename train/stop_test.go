@@ -291,16 +291,17 @@ func TestStopReport(t *testing.T) {
 			func(st checkpointState) bool { return !st.ValidationPending && st.Step == 1 }},
 		{"a later validation", nil, 11, "interrupted by SIGUSR1 after step 1 of 4 (during the validation of step 2, which runs again with its step)",
 			func(st checkpointState) bool { return !st.ValidationPending && st.Step == 1 }},
-		// 13-14 before steps 3 and 4, 15 after step 4 (the last), 16-18 in its validation; 19-21 in the
-		// best adapter's test (8 examples, 16 candidates in 4 batches, after examples 2, 4, 6).
-		{"the test evaluation", nil, 20, "interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 4 of 8 of the best adapter's; resume goes on from there)",
+		// 13-14 before steps 3 and 4, 15 after step 4 (the last), 16-18 in its validation; 19 in the
+		// best adapter's test (8 examples whose one-token labels are scored from one sequence each: 2
+		// batches, a poll after example 4).
+		{"the test evaluation", nil, 19, "interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 4 of 8 of the best adapter's; resume goes on from there)",
 			func(st checkpointState) bool {
 				return st.Test != nil && st.Test.Current == "best" && st.Test.Partial.Done == 4 && len(st.Test.Partial.Sums) == 1 && st.Step == 4
 			}},
 		// Batches of 3: after the start's 3 polls, 5 in each validation (4 before step 0's, 5-9; 10-11
 		// before steps 1-2, 12-16; 17-18 before steps 3-4, 19 after step 4, 20-24); the best adapter's
-		// test: 16 candidates end batches at 3, 6, 9, 12, 15 and 16, and only those that end on a whole
-		// example poll: 25 and 26, after examples 3 and 6.
+		// test: 8 sequences, one per example, end batches at 3, 6 and 8, and polls 25 and 26 come after
+		// examples 3 and 6.
 		{"a test evaluation in odd batches", []string{"eval.batch_size=3"}, 25,
 			"interrupted by SIGUSR1 after step 4 of 4 (during the test evaluation, at example 3 of 8 of the best adapter's;",
 			func(st checkpointState) bool { return st.Test != nil && st.Test.Partial.Done == 3 }},
