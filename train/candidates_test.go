@@ -9,7 +9,6 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/internal/fixture"
-	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tokenizer"
 )
@@ -26,6 +25,13 @@ func scoreAll(t *testing.T, e *evaluator, m *model.Model, c labelCandidates, n i
 	return scores
 }
 
+// candidateEvaluator is an evaluator of task's label candidates rendered
+// in format, batch sequences a forward.
+func candidateEvaluator(tok *tokenizer.Tokenizer, task data.Task, format data.Format, batch int) *evaluator {
+	enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: format}
+	return &evaluator{task: task, tok: tok, enc: enc, batchSize: batch, padID: tok.PadID(), log: io.Discard}
+}
+
 // TestSharedCandidatesScoreAsWhole checks labelCandidates' one forward of
 // each example's prompt against a forward of each candidate's whole render
 // (the way every candidate was scored before), on the demo's SST-2 in both
@@ -39,8 +45,7 @@ func TestSharedCandidatesScoreAsWhole(t *testing.T) {
 	m, tok := demoModel(t, dir)
 	exs, _ := accBatch(t, dir, data.SST2, 24)
 	for _, format := range []data.Format{data.FormatChat, data.FormatMeZO} {
-		enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: format}
-		e := &evaluator{task: data.SST2, tok: tok, enc: enc, batchSize: 5, padID: tok.PadID(), log: io.Discard}
+		e := candidateEvaluator(tok, data.SST2, format, 5)
 		shared, err := e.candidateSeqs(exs, "test example")
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +55,7 @@ func TestSharedCandidatesScoreAsWhole(t *testing.T) {
 		}
 		cands := make([]data.Candidates, len(exs))
 		for i, ex := range exs {
-			if cands[i], err = enc.Candidates(ex); err != nil {
+			if cands[i], err = e.enc.Candidates(ex); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -58,11 +63,7 @@ func TestSharedCandidatesScoreAsWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := lora.New(m, lora.Options{R: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		la := &loraAdapter{a: a, m: m}
+		la := demoLoRA(t, m)
 		params := perturbedParams(rand.New(rand.NewPCG(3, 4)), la.Params(), 0.5)
 		for _, p := range [][][]float32{nil, params} { // nil: no adapter
 			var got, want []float64
@@ -83,9 +84,7 @@ func TestSharedCandidatesScoreAsWhole(t *testing.T) {
 	}
 
 	own, _ := accBatch(t, dir, data.Classification, 4)
-	enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: data.FormatChat}
-	e := &evaluator{task: data.Classification, tok: tok, enc: enc, batchSize: 5, padID: tok.PadID(), log: io.Discard}
-	c, err := e.candidateSeqs(own, "test example")
+	c, err := candidateEvaluator(tok, data.Classification, data.FormatChat, 5).candidateSeqs(own, "test example")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +108,7 @@ func TestSharedCandidatesRealTokenizers(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, format := range []data.Format{data.FormatChat, data.FormatMeZO} {
-			enc := &data.Encoder{Tok: tok, DateString: tokenizer.DefaultDateString, Format: format}
-			e := &evaluator{task: data.SST2, tok: tok, enc: enc, batchSize: 8, padID: tok.PadID(), log: io.Discard}
-			c, err := e.candidateSeqs(exs, "test example")
+			c, err := candidateEvaluator(tok, data.SST2, format, 8).candidateSeqs(exs, "test example")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/lora"
+	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/zo"
@@ -90,11 +91,7 @@ func TestF1ObjectiveIsEvaluationsF1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := lora.New(m, lora.Options{R: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	la := &loraAdapter{a: a, m: m}
+	la := demoLoRA(t, m)
 	rng := rand.New(rand.NewPCG(3, 4))
 	perturbed := func(scale float32) [][]float32 { return perturbedParams(rng, la.Params(), scale) }
 	base := perturbed(0.3) // θ0: a trained adapter's B is not 0
@@ -189,6 +186,17 @@ func TestF1ObjectiveRunResumes(t *testing.T) {
 			checkStoppedRunResumes(t, cfg, set, filepath.Join(dir, tc.name+"-cut"), whole, tc.name == "prompt")
 		})
 	}
+}
+
+// demoLoRA is a rank-4 LoRA adapter on m's q and v projections (seed 1),
+// as the objectives' tests attach it.
+func demoLoRA(t *testing.T, m *model.Model) *loraAdapter {
+	t.Helper()
+	a, err := lora.New(m, lora.Options{R: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &loraAdapter{a: a, m: m}
 }
 
 // perturbedParams is a copy of params with scale times a standard normal

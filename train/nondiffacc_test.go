@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/meazo-go/meazo/data"
-	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/tokenizer"
@@ -79,11 +78,7 @@ func TestAccuracyObjectiveIsEvaluationsAccuracy(t *testing.T) {
 	for _, task := range []data.Task{data.SST2, data.Classification} {
 		t.Run(string(task), func(t *testing.T) {
 			exs, file := accBatch(t, dir, task, 24)
-			a, err := lora.New(m, lora.Options{R: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			la := &loraAdapter{a: a, m: m}
+			la := demoLoRA(t, m)
 			rng := rand.New(rand.NewPCG(3, 4))
 			perturbed := func(scale float32) [][]float32 { return perturbedParams(rng, la.Params(), scale) }
 			base := perturbed(0.5) // θ0: a trained adapter's B is not 0
