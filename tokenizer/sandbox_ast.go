@@ -82,9 +82,9 @@ func blockNesting(tag []*tokens.Token) int {
 
 // instrument rewrites a parsed template so that its evaluation goes through
 // the guards (sandbox_guards.go), each applied as a filter (x|guard(…)):
-//   - every operator but and/or (and a comparison with a literal, which
-//     costs the literal's length) is computed by guardOp, one guard for a
-//     chain a + b + c; unary minus by guardNeg;
+//   - every operator but and/or is computed by guardOp (with Python's type
+//     rules, so comparisons with a literal too), one guard for a chain
+//     a + b + c; unary minus by guardNeg;
 //   - list, tuple and dict literals, slices and every call's result pass
 //     through guardValue, and a method call's receiver too;
 //   - a call of a name (a macro, caller, loop) calls what guardCallee
@@ -99,15 +99,17 @@ func blockNesting(tag []*tokens.Token) int {
 // The rewrite walks the whole tree by reflection, so that it reaches the
 // expressions of every control structure, including those gonja keeps in
 // unexported fields (set, with, filter).
-func instrument(root *nodes.Template) error {
-	w := &rewriter{done: map[nodes.Node]nodes.Node{}, chains: map[*nodes.FilteredExpression]bool{}}
+func instrument(root *nodes.Template, src string, cfg *config.Config) error {
+	w := &rewriter{done: map[nodes.Node]nodes.Node{}, chains: map[*nodes.FilteredExpression]opKind{},
+		groups: closedGroups(src, cfg)}
 	w.node(root)
 	return w.err
 }
 
 type rewriter struct {
-	done   map[nodes.Node]nodes.Node          // each node's replacement (itself if none)
-	chains map[*nodes.FilteredExpression]bool // guardOp calls that a following operator may extend
+	done   map[nodes.Node]nodes.Node            // each node's replacement (itself if none)
+	chains map[*nodes.FilteredExpression]opKind // guardOp calls that a following operator of the same kind extends
+	groups map[int]int                          // closedGroups
 	depth  int
 	err    error
 }
@@ -194,19 +196,22 @@ func (w *rewriter) replace(n nodes.Node) nodes.Node {
 	switch n := n.(type) {
 	case *nodes.BinaryExpression:
 		op := n.Operator.Token
-		if op.Type == tokens.And || op.Type == tokens.Or || isComparison(op.Type) && (isLiteral(n.Left) || isLiteral(n.Right)) {
-			return n // a comparison with a literal costs at most the literal's length
+		if op.Type == tokens.And || op.Type == tokens.Or {
+			return n
 		}
 		opName := &nodes.String{Location: op, Val: op.Val}
-		if left, ok := n.Left.(*nodes.FilteredExpression); ok && w.chains[left] && !isComparison(op.Type) {
-			// a + b + c: one guard for the chain, which it evaluates left to right
+		kind := kindOfOp(op.Type)
+		if left, ok := n.Left.(*nodes.FilteredExpression); ok && w.chains[left] == kind && !w.grouped(left, op) {
+			// a + b + c: one guard for the chain, which it evaluates left
+			// to right; a < b < c: one guard, which compares as Python
+			// chains (a < b and b < c), where (a < b) != c compares a bool
 			f := left.Filters[0]
 			line := f.Args[len(f.Args)-1]
 			f.Args = append(f.Args[:len(f.Args)-1], opName, n.Right, line)
 			return left
 		}
 		c := guardCall(op, guardOpName, n.Left, opName, n.Right)
-		w.chains[c] = !isComparison(op.Type)
+		w.chains[c] = kind
 		return c
 	case *nodes.UnaryExpression:
 		if n.Negative {
@@ -237,6 +242,59 @@ func (w *rewriter) replace(n nodes.Node) nodes.Node {
 		w.controlStructure(n)
 	}
 	return n
+}
+
+// closedGroups maps the position of each token that follows a closing
+// parenthesis to the position of the parenthesis that opened it: gonja's
+// syntax tree keeps no parentheses, and (a == b) != c differs from
+// a == b != c (Python chains the second).
+func closedGroups(src string, cfg *config.Config) map[int]int {
+	groups := map[int]int{}
+	var open []int
+	after := -1 // the opening of the parenthesis just closed
+	for stream := tokens.LexAll(src, cfg); !stream.End(); stream.Next() {
+		tok := stream.Current()
+		if tok.Type == tokens.Whitespace {
+			continue
+		}
+		if after >= 0 {
+			groups[tok.Pos], after = after, -1
+		}
+		switch tok.Type {
+		case tokens.LeftParenthesis:
+			open = append(open, tok.Pos)
+		case tokens.RightParenthesis:
+			if len(open) > 0 {
+				after, open = open[len(open)-1], open[:len(open)-1]
+			}
+		}
+	}
+	return groups
+}
+
+// grouped says whether the operand before op is a parenthesised group
+// that holds the whole of left, as in (a == b) != c.
+func (w *rewriter) grouped(left nodes.Node, op *tokens.Token) bool {
+	opened, ok := w.groups[op.Pos]
+	start := left.Position()
+	return ok && start != nil && opened < start.Pos
+}
+
+// opKind tells the operators that chain apart: arithmetic (a + b + c is
+// (a + b) + c) and comparisons (a < b < c is a < b and b < c).
+type opKind int
+
+const (
+	notChained opKind = iota
+	arithmetic
+	comparison
+)
+
+func kindOfOp(t tokens.Type) opKind {
+	if isComparison(t) {
+		return comparison
+	}
+	return arithmetic
 }
 
 func isComparison(t tokens.Type) bool {

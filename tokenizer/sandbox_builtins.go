@@ -222,11 +222,21 @@ func sandboxFilters(extra map[string]exec.FilterFunction) *exec.FilterSet {
 			if err == nil {
 				err = b.charge(1, n)
 			}
+			if err == nil {
+				err = checkFilterTypes(name, in, p)
+			}
+			out := exec.AsValue(nil)
+			switch {
+			case err != nil:
+			case name == "sum":
+				out, err = sumOf(in, p, b.valueCap)
+			default:
+				out = f(e, in, p)
+			}
 			if err != nil {
 				b.fail(err)
 				return exec.AsValue(err)
 			}
-			out := f(e, in, p)
 			if out.IsError() {
 				return out
 			}

@@ -11,7 +11,8 @@ import (
 )
 
 // guardOp: v0|guardOp(op1, v1, op2, v2, …) evaluates a chain of binary operators
-// left to right ((v0 op1 v1) op2 v2 …) as gonja does, with the checks Python
+// left to right ((v0 op1 v1) op2 v2 …) as gonja does, or a chain of
+// comparisons as Python does (v0 op1 v1 and v1 op2 v2 …), with the checks Python
 // makes: a division or modulo by zero and an integer result that does not
 // fit in 64 bits raise (gonja printed +Inf, wrapped around, or crashed), and
 // a string or list is never made larger than one value may be. Floor
@@ -26,17 +27,32 @@ func guardOp(b *budget, v *exec.Value, args []*exec.Value) *exec.Value {
 		if err := b.admit(r); err != nil {
 			return exec.AsValue(err)
 		}
-		out, err := binaryOp(op, v, r, b.valueCap)
+		left := v
+		if i > 0 && isComparisonOp(op) { // a < b < c: a < b and b < c
+			if !v.IsTrue() {
+				return v
+			}
+			left = args[i-1]
+		}
+		out, err := binaryOp(op, left, r, b.valueCap)
 		if err == nil {
 			err = b.admit(out)
 		}
 		if err != nil {
-			b.fail(fmt.Errorf("%s %s %s: %w", describe(v), op, describe(r), err))
+			b.fail(fmt.Errorf("%s %s %s: %w", describe(left), op, describe(r), err))
 			return exec.AsValue(b.err)
 		}
 		v = out
 	}
 	return v
+}
+
+func isComparisonOp(op string) bool {
+	switch op {
+	case "==", "!=", "<", "<=", ">", ">=":
+		return true
+	}
+	return false
 }
 
 var (
@@ -45,44 +61,57 @@ var (
 )
 
 // binaryOp computes l op r; limit is the most bytes one value may have.
+// Operands Python's operator does not take fail with Python's TypeError
+// (sandbox_types.go).
 func binaryOp(op string, l, r *exec.Value, limit int64) (*exec.Value, error) {
 	switch op {
 	case "+":
 		return add(l, r, limit)
-	case "-":
-		if l.IsFloat() || r.IsFloat() {
-			return exec.AsValue(l.Float() - r.Float()), nil
-		}
-		return intResult(sub64(int64(l.Integer()), int64(r.Integer())))
 	case "*":
 		return multiply(l, r, limit)
+	case "~":
+		return concat(l.String(), r.String(), limit)
+	case "==":
+		return exec.AsValue(equal(l, r)), nil
+	case "!=":
+		return exec.AsValue(!equal(l, r)), nil
+	case "<", "<=", ">", ">=":
+		c, ok, err := order(op, l, r)
+		if err != nil {
+			return nil, err
+		}
+		return exec.AsValue(ok && ordered(op, c, 0)), nil
+	case "%":
+		if l.IsString() {
+			return nil, errors.New("string formatting with % is not supported: use the format filter or ~")
+		}
+	}
+	if !isNum(l) || !isNum(r) {
+		return nil, unsupported(op, l, r)
+	}
+	switch op {
+	case "-":
+		if l.IsFloat() || r.IsFloat() {
+			return exec.AsValue(floatOf(l) - floatOf(r)), nil
+		}
+		return intResult(sub64(intOf(l), intOf(r)))
 	case "/":
-		if r.Float() == 0 {
+		if floatOf(r) == 0 {
 			return nil, errZeroDivision
 		}
-		return exec.AsValue(l.Float() / r.Float()), nil
+		return exec.AsValue(floatOf(l) / floatOf(r)), nil
 	case "//", "%":
 		return floorDivMod(op, l, r)
 	case "**":
 		return power(l, r)
-	case "~":
-		return concat(l.String(), r.String(), limit)
-	case "==":
-		return exec.AsValue(l.EqualValueTo(r)), nil
-	case "!=":
-		return exec.AsValue(!l.EqualValueTo(r)), nil
-	case "<", "<=", ">", ">=":
-		return exec.AsValue(compare(op, l, r)), nil
 	}
 	return nil, fmt.Errorf("unknown operator %q", op)
 }
 
+// add is Python's +: numbers, two strings or two lists.
 func add(l, r *exec.Value, limit int64) (*exec.Value, error) {
 	switch {
-	case l.IsList():
-		if !r.IsList() {
-			return nil, errors.New("a list can only be added to a list")
-		}
+	case l.IsList() && r.IsList():
 		if l.Len()+r.Len() > maxValueItems {
 			return nil, fmt.Errorf("the list would have more than %d items", maxValueItems)
 		}
@@ -93,12 +122,16 @@ func add(l, r *exec.Value, limit int64) (*exec.Value, error) {
 			}
 		}
 		return exec.AsValue(out), nil
-	case l.IsFloat() || r.IsFloat():
-		return exec.AsValue(l.Float() + r.Float()), nil
-	case l.IsString() || r.IsString():
+	case l.IsString() && r.IsString():
 		return concat(l.String(), r.String(), limit)
+	case l.IsString() || l.IsList():
+		return nil, fmt.Errorf("can only concatenate %s (not \"%s\") to %s", pyType(l), pyType(r), pyType(l))
+	case !isNum(l) || !isNum(r):
+		return nil, unsupported("+", l, r)
+	case l.IsFloat() || r.IsFloat():
+		return exec.AsValue(floatOf(l) + floatOf(r)), nil
 	}
-	return intResult(add64(int64(l.Integer()), int64(r.Integer())))
+	return intResult(add64(intOf(l), intOf(r)))
 }
 
 func concat(l, r string, limit int64) (*exec.Value, error) {
@@ -108,20 +141,25 @@ func concat(l, r string, limit int64) (*exec.Value, error) {
 	return exec.AsValue(l + r), nil
 }
 
+// multiply is Python's *: numbers, or a string or list repeated an int's times.
 func multiply(l, r *exec.Value, limit int64) (*exec.Value, error) {
-	switch {
-	case l.IsFloat() || r.IsFloat():
-		return exec.AsValue(l.Float() * r.Float()), nil
-	case l.IsString() && r.IsInteger():
-		return repeatString(l.String(), int64(r.Integer()), limit)
-	case r.IsString() && l.IsInteger():
-		return repeatString(r.String(), int64(l.Integer()), limit)
-	case l.IsList() && r.IsInteger():
-		return repeatList(l, int64(r.Integer()))
-	case r.IsList() && l.IsInteger():
-		return repeatList(r, int64(l.Integer()))
+	seq, n := l, r
+	if r.IsString() || r.IsList() {
+		seq, n = r, l
 	}
-	return intResult(mul64(int64(l.Integer()), int64(r.Integer())))
+	switch {
+	case (seq.IsString() || seq.IsList()) && !isInt(n):
+		return nil, fmt.Errorf("can't multiply sequence by non-int of type '%s'", pyType(n))
+	case seq.IsString():
+		return repeatString(seq.String(), intOf(n), limit)
+	case seq.IsList():
+		return repeatList(seq, intOf(n))
+	case !isNum(l) || !isNum(r):
+		return nil, unsupported("*", l, r)
+	case l.IsFloat() || r.IsFloat():
+		return exec.AsValue(floatOf(l) * floatOf(r)), nil
+	}
+	return intResult(mul64(intOf(l), intOf(r)))
 }
 
 // repeatString is Python's s * n: empty when n <= 0.
@@ -154,11 +192,8 @@ func repeatList(l *exec.Value, n int64) (*exec.Value, error) {
 // floorDivMod is Python's // and %: the quotient rounded down, the
 // remainder with the divisor's sign.
 func floorDivMod(op string, l, r *exec.Value) (*exec.Value, error) {
-	if l.IsString() && op == "%" {
-		return nil, errors.New("string formatting with % is not supported: use the format filter or ~")
-	}
 	if l.IsFloat() || r.IsFloat() {
-		x, y := l.Float(), r.Float()
+		x, y := floatOf(l), floatOf(r)
 		if y == 0 {
 			return nil, errZeroDivision
 		}
@@ -171,7 +206,7 @@ func floorDivMod(op string, l, r *exec.Value) (*exec.Value, error) {
 		}
 		return exec.AsValue(math.Round((x - m) / y)), nil
 	}
-	x, y := int64(l.Integer()), int64(r.Integer())
+	x, y := intOf(l), intOf(r)
 	if y == 0 {
 		return nil, errZeroDivision
 	}
@@ -195,10 +230,10 @@ func floorDivMod(op string, l, r *exec.Value) (*exec.Value, error) {
 // exponent, raising on overflow; a float otherwise, raising where Python
 // raises (zero to a negative power, a float result too large).
 func power(l, r *exec.Value) (*exec.Value, error) {
-	if l.IsInteger() && r.IsInteger() && r.Integer() >= 0 {
-		return intResult(pow64(int64(l.Integer()), int64(r.Integer())))
+	if isInt(l) && isInt(r) && intOf(r) >= 0 {
+		return intResult(pow64(intOf(l), intOf(r)))
 	}
-	x, y := l.Float(), r.Float()
+	x, y := floatOf(l), floatOf(r)
 	if x == 0 && y < 0 {
 		return nil, errZeroDivision
 	}
@@ -210,16 +245,6 @@ func power(l, r *exec.Value) (*exec.Value, error) {
 		return nil, errors.New("a negative number to a fractional power has no real value")
 	}
 	return exec.AsValue(p), nil
-}
-
-func compare(op string, l, r *exec.Value) bool {
-	switch {
-	case l.IsFloat() || r.IsFloat():
-		return ordered(op, l.Float(), r.Float()) // NaN compares false, as in Python
-	case l.IsString() || r.IsString():
-		return ordered(op, l.String(), r.String())
-	}
-	return ordered(op, l.Integer(), r.Integer())
 }
 
 func ordered[T cmp.Ordered](op string, a, b T) bool {
@@ -239,12 +264,12 @@ func guardNeg(b *budget, v *exec.Value, _ []*exec.Value) *exec.Value {
 	switch {
 	case v.IsFloat():
 		return exec.AsValue(-v.Float())
-	case v.IsInteger() && int64(v.Integer()) != math.MinInt64:
-		return exec.AsValue(-v.Integer())
-	case v.IsInteger():
-		b.fail(fmt.Errorf("-(%d): %w", v.Integer(), errOverflow))
+	case isInt(v) && intOf(v) != math.MinInt64:
+		return exec.AsValue(int(-intOf(v)))
+	case isInt(v):
+		b.fail(fmt.Errorf("-(%d): %w", intOf(v), errOverflow))
 	default:
-		b.fail(fmt.Errorf("unary minus of %s, which is not a number", describe(v)))
+		b.fail(fmt.Errorf("-%s: bad operand type for unary -: '%s'", describe(v), pyType(v)))
 	}
 	return exec.AsValue(b.err)
 }
@@ -310,7 +335,9 @@ func describe(v *exec.Value) string {
 		return fmt.Sprintf("a list of %d items", v.Len())
 	case v.IsDict():
 		return fmt.Sprintf("a dict of %d items", v.Len())
-	case v.IsNumber() || v.IsBool() || v.IsNil():
+	case v.IsNil():
+		return "none" // or undefined
+	case v.IsNumber() || v.IsBool():
 		return v.String()
 	}
 	return "a value"

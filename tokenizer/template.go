@@ -56,7 +56,7 @@ func newChatTemplate(src string) (_ *chatTemplate, err error) {
 		}
 		return nil, fmt.Errorf("chat template does not parse: %w", err)
 	}
-	if err := instrument(tpl.Root()); err != nil {
+	if err := instrument(tpl.Root(), src, cfg); err != nil {
 		return nil, fmt.Errorf("chat template refused: %w", err)
 	}
 	return &chatTemplate{tpl: tpl}, nil
