@@ -49,7 +49,8 @@ func splitChoices(ce []float64, choices [][]int) [][]float64 {
 
 // checkChoices refuses Options.Choices that Forward cannot score: one
 // entry per sequence, a token of the vocabulary each, and exactly one
-// supervised position in every sequence that has choices.
+// supervised position in every sequence (supervisedCE reads sequence s's
+// choices at the s-th supervised row).
 func (m *Model) checkChoices(choices [][]int, sup supervision, b int) error {
 	if len(choices) != b {
 		return fmt.Errorf("choices has %d entries, want one per sequence (%d)", len(choices), b)

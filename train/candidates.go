@@ -72,7 +72,7 @@ func buildCandidates(exs []data.Example, cands []data.Candidates, what string, s
 		}
 	}
 	c.per = 1
-	if shared {
+	if shared && len(c.labels) > 0 { // no examples: no labels either
 		c.per = len(c.labels)
 	}
 	return c, nil

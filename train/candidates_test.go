@@ -118,3 +118,22 @@ func TestSharedCandidatesRealTokenizers(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidateForwards: the projection counts a forward per test example
+// where its label candidates share one (SST-2's), and one per label where
+// they do not (the demo's classification labels, several tokens each).
+func TestCandidateForwards(t *testing.T) {
+	dir, _ := demoConfig(t, 1)
+	_, tok := demoModel(t, dir)
+	for _, tc := range []struct {
+		task data.Task
+		want int
+	}{{data.SST2, 1}, {data.Classification, 2}} {
+		exs, _ := accBatch(t, dir, tc.task, 2)
+		e := candidateEvaluator(tok, tc.task, data.FormatChat, 4)
+		r := &run{modality: &textTask{data: &textSplits{test: exs}, eval: e}}
+		if got := r.candidateForwards(); got != tc.want {
+			t.Errorf("%s: %d forwards a test example, want %d", tc.task, got, tc.want)
+		}
+	}
+}

@@ -173,12 +173,10 @@ func textStepFloor(cfg *Config, train []data.Sequence, c *model.Config) stepFloo
 		// f1Objective generates for one variant at a time, eval.batch_size
 		// examples a generation (its key/value cache: checkF1Generation);
 		// accuracyObjective scores one variant's label candidates at a
-		// time, eval.batch_size a forward (the validation's batches).
+		// time, eval.batch_size sequences a forward: one an example where
+		// its labels are one token each (labelCandidates), else one a
+		// candidate, so at least as many as the floor's.
 		f.rows, f.variants, f.q = min(cfg.Eval.BatchSize, cfg.Train.BatchSize), 1, 0
-		if cfg.Train.Objective == ObjectiveAccuracy {
-			k := max(len(cfg.Task.Labels), len(data.SST2LabelWords)) // the candidates of an example
-			f.rows = min(cfg.Eval.BatchSize, cfg.Train.BatchSize*k)
-		}
 	}
 	return f
 }

@@ -320,15 +320,16 @@ func TestAccuracyTrainingSplitFitsAsTests(t *testing.T) {
 }
 
 // TestAccuracyStepFloor: a train.objective accuracy step scores one
-// variant at a time, eval.batch_size label candidates a forward, so its
-// floor is one such forward (at most k candidates per example of the
-// batch), not the 2q variants of the batched cross-entropy forward.
+// variant at a time, eval.batch_size sequences of label candidates a
+// forward, so its floor is one such forward (at least one sequence per
+// example of the batch: SST-2's candidates share one), not the 2q
+// variants of the batched cross-entropy forward.
 func TestAccuracyStepFloor(t *testing.T) {
 	c := &model.Config{HiddenSize: 64, IntermediateSize: 256}
 	train := []data.Sequence{{IDs: make([]int32, 40)}, {IDs: make([]int32, 90)}}
 	cfg := Defaults()
 	cfg.Train.Objective, cfg.Optimizer.Q = ObjectiveAccuracy, 50000
-	for _, tc := range []struct{ batch, evalBatch, rows int }{{16, 4, 4}, {2, 16, 4}, {3, 5, 5}} {
+	for _, tc := range []struct{ batch, evalBatch, rows int }{{16, 4, 4}, {2, 16, 2}, {3, 5, 3}} {
 		cfg.Train.BatchSize, cfg.Eval.BatchSize = tc.batch, tc.evalBatch
 		f := textStepFloor(&cfg, train, c)
 		if f.variants != 1 || f.rows != tc.rows || f.q != 0 || f.tokens != 90 {

@@ -13,8 +13,8 @@ import (
 
 // projection is what the rest of a run will take, in seconds: training
 // from the step's measured time, the validations from the last one timed
-// (step 0's), the checkpoints from the longest one written (step 0's), and a
-// lower bound of the test evaluation from the validation's time per
+// (step 0's), the checkpoints from the longest one written (step 0's), and
+// an estimate of the test evaluation from the validation's time per
 // example; for the model's own weights (adapter.kind full), each model the
 // test evaluation loads again, as long as loading it at the start took.
 //
@@ -90,10 +90,8 @@ func (r *run) projectTest(p *projection) {
 		perExample := r.valSecs / float64(nVal) // a forward pass over one example, as validation runs it
 		forwards := p.testPasses * p.testExamples
 		switch data.Task(cfg.Task.Name) {
-		case data.SST2:
-			forwards *= 2 // both label candidates are scored
-		case data.Classification:
-			forwards *= len(cfg.Task.Labels) // every label's candidate is scored
+		case data.SST2, data.Classification:
+			forwards *= r.candidateForwards()
 		case data.Pets: // one forward an image, as in validation
 		default:
 			p.generates, p.maxNewTokens = p.testPasses*p.testExamples, cfg.maxNewTokens()
@@ -107,6 +105,21 @@ func (r *run) projectTest(p *projection) {
 	if n := r.metricExamplesTimed(); n > 0 && data.Task(cfg.Task.Name) != data.Pets {
 		p.testSecs, p.generates, p.testFromVal = r.valMetricSecs/float64(n)*float64(p.testPasses*p.testExamples), 0, true
 	}
+}
+
+// candidateForwards is the forwards that score a test example's label
+// candidates (labelCandidates), as the first test example's take: one where
+// its labels are one token each (SST-2's), else one a label.
+func (r *run) candidateForwards() int {
+	t, ok := r.modality.(*textTask)
+	if !ok || len(t.data.test) == 0 {
+		return 1
+	}
+	c, err := t.eval.candidateSeqs(t.data.test[:1], "test example")
+	if err != nil { // the test evaluation will say so
+		return 1
+	}
+	return len(c.seqs)
 }
 
 // metricExamplesTimed is how many validation examples the validation

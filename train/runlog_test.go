@@ -215,7 +215,8 @@ func TestProjectionLine(t *testing.T) {
 // base model; the second pass of best or last is counted as one it may
 // make more (twinPass; with best/ loaded for the model's own weights), and
 // testTwins, which makes it always, as certain. From the validation's time
-// per example: SST-2 scores both label candidates of each test example.
+// per example: a forward a test example (sizedModality has no candidates to
+// count: TestCandidateForwards counts them).
 func TestProjectionCountsTestPasses(t *testing.T) {
 	type want struct {
 		passes, loads      int
@@ -230,12 +231,12 @@ func TestProjectionCountsTestPasses(t *testing.T) {
 		nTest       int
 		want        want
 	}{
-		{"adapter", "lora", false, false, false, 4, want{1, 0, true, false, 16}},
-		{"adapter and base", "lora", true, false, false, 4, want{2, 0, true, false, 32}},
-		{"full", "full", false, false, false, 4, want{1, 0, true, true, 16}},
-		{"full and base", "full", true, false, false, 4, want{2, 1, true, true, 32}},
-		{"full, both always (testTwins)", "full", false, true, false, 4, want{2, 1, false, false, 32}},
-		{"full and base, both always", "full", true, true, false, 4, want{3, 2, false, false, 48}},
+		{"adapter", "lora", false, false, false, 4, want{1, 0, true, false, 8}},
+		{"adapter and base", "lora", true, false, false, 4, want{2, 0, true, false, 16}},
+		{"full", "full", false, false, false, 4, want{1, 0, true, true, 8}},
+		{"full and base", "full", true, false, false, 4, want{2, 1, true, true, 16}},
+		{"full, both always (testTwins)", "full", false, true, false, 4, want{2, 1, false, false, 16}},
+		{"full and base, both always", "full", true, true, false, 4, want{3, 2, false, false, 24}},
 		{"eval.skip", "full", true, false, true, 4, want{}},
 		{"no test split", "lora", true, false, false, 0, want{}},
 	} {
