@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -160,10 +161,11 @@ func ParseConfig(b []byte) (*Config, error) {
 // (config_opt.go), its own checks in its own order, and so is a Ministral-3
 // one (config_ministral.go): whole says so.
 func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage) (c *Config, whole bool, err error) {
-	if len(r.Architectures) != 1 {
-		return nil, false, fmt.Errorf(`"architectures" must name exactly one class, got %s`, clip.List(r.Architectures))
+	arch, err := architectureOf(r)
+	if err != nil {
+		return nil, false, err
 	}
-	c = &Config{Architecture: r.Architectures[0], BOSTokenID: -1, TorchDtype: r.TorchDtype}
+	c = &Config{Architecture: arch, BOSTokenID: -1, TorchDtype: r.TorchDtype}
 	switch c.Architecture {
 	case "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM":
 	case "Qwen3ForCausalLM":
@@ -181,7 +183,7 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 		if slices.Contains(ViTArchitectures, c.Architecture) {
 			return nil, false, fmt.Errorf("architecture %s is an image classifier, not a language model: it runs image tasks (task.name pets, meazo-eval task --task pets, meazo-inspect forward), not this", clip.Quote(c.Architecture))
 		}
-		return nil, false, fmt.Errorf("unsupported architecture %s (supported: %s, and %s for image tasks)", clip.Quote(c.Architecture), strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
+		return nil, false, fmt.Errorf("unsupported architecture %s (supported: %s, and %s for image tasks; a base class, LlamaModel or Qwen3Model, by its model_type)", clip.Quote(c.Architecture), strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "silu" {
 		return nil, false, fmt.Errorf(`unsupported "hidden_act" %s (only silu)`, clip.Quote(r.HiddenAct))
@@ -191,6 +193,39 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 		return nil, false, fmt.Errorf(`"quantization_config": quantized checkpoints are not supported (float32, bfloat16 or float16 weights only)`)
 	}
 	return c, false, nil
+}
+
+// causalLMs are, for each model_type this package runs as a causal LM, the
+// class AutoModelForCausalLM builds and the family's base class.
+var causalLMs = map[string]struct{ causal, base string }{
+	"llama":      {"LlamaForCausalLM", "LlamaModel"},
+	"mistral":    {"MistralForCausalLM", "MistralModel"},
+	"qwen2":      {"Qwen2ForCausalLM", "Qwen2Model"},
+	"qwen3":      {"Qwen3ForCausalLM", "Qwen3Model"},
+	"opt":        {"OPTForCausalLM", "OPTModel"},
+	"ministral3": {"Ministral3ForCausalLM", "Ministral3Model"},
+}
+
+// architectureOf is the class a config.json describes: its one
+// "architectures" class, or, where it names none or the family's base class
+// (a model saved from LlamaModel, Qwen3Model, …), the causal LM of its
+// "model_type", the class transformers' AutoModelForCausalLM builds for it
+// (from_pretrained picks the class by model_type alone, and adds back the
+// "model." prefix a base class's weights lack: load.go's checkpointName).
+func architectureOf(r rawConfig) (string, error) {
+	lm, known := causalLMs[r.ModelType]
+	switch {
+	case len(r.Architectures) == 0 && known:
+		return lm.causal, nil
+	case len(r.Architectures) == 0:
+		types := slices.Sorted(maps.Keys(causalLMs))
+		return "", fmt.Errorf(`"architectures" is absent and "model_type" %s is none of %s, so the model's class is unknown`, clip.Quote(r.ModelType), strings.Join(types, ", "))
+	case len(r.Architectures) != 1:
+		return "", fmt.Errorf(`"architectures" must name exactly one class, got %s`, clip.List(r.Architectures))
+	case known && r.Architectures[0] == lm.base:
+		return lm.causal, nil
+	}
+	return r.Architectures[0], nil
 }
 
 // projectionBiases sets which projections have a bias, as the HF classes

@@ -198,6 +198,41 @@ func TestConfigRejectsNonPositiveNormAndRope(t *testing.T) {
 	}
 }
 
+// TestConfigArchitecture: the class comes from "architectures", or, where
+// it names none or the family's base class (a model saved from LlamaModel,
+// Qwen3Model), from "model_type", as AutoModelForCausalLM picks it
+// (transformers 4.51's _get_model_class: the model_type's one class,
+// "architectures" unread).
+func TestConfigArchitecture(t *testing.T) {
+	base := `{%s"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":2,"head_dim":4}`
+	for _, tc := range []struct{ keys, want, err string }{
+		{`"architectures":["Qwen3ForCausalLM"],`, "Qwen3ForCausalLM", ""},
+		{`"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3",`, "Qwen3ForCausalLM", ""},
+		{`"model_type":"qwen3",`, "Qwen3ForCausalLM", ""},
+		{`"architectures":[],"model_type":"llama",`, "LlamaForCausalLM", ""},
+		{`"architectures":["Qwen3Model"],"model_type":"qwen3",`, "Qwen3ForCausalLM", ""},
+		{`"architectures":["LlamaModel"],"model_type":"llama",`, "LlamaForCausalLM", ""},
+		{`"architectures":["MistralModel"],"model_type":"mistral",`, "MistralForCausalLM", ""},
+		{`"architectures":["Qwen2Model"],"model_type":"qwen2",`, "Qwen2ForCausalLM", ""},
+		{`"architectures":["LlamaModel"],`, "", `unsupported architecture "LlamaModel"`},
+		{`"architectures":["LlamaModel"],"model_type":"qwen3",`, "", `unsupported architecture "LlamaModel"`},
+		{`"architectures":["GPT2LMHeadModel"],"model_type":"gpt2",`, "", `unsupported architecture "GPT2LMHeadModel"`},
+		{`"model_type":"gpt2",`, "", `"architectures" is absent and "model_type" "gpt2" is none of llama, ministral3, mistral, opt, qwen2, qwen3`},
+		{``, "", `"architectures" is absent and "model_type" "" is none of`},
+		{`"architectures":["LlamaForCausalLM","LlamaModel"],"model_type":"llama",`, "", `"architectures" must name exactly one class`},
+	} {
+		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.keys)))
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.keys, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.keys, err)
+		case tc.err == "" && c.Architecture != tc.want:
+			t.Errorf("%s: architecture %s, want %s", tc.keys, c.Architecture, tc.want)
+		}
+	}
+}
+
 // TestConfigBoundsSizes: sizes far beyond any model are refused before
 // anything is allocated for them (fuzzing found head_dim 2^62 panicking in
 // the RoPE table, and 2^30 asking 2 GiB).

@@ -131,10 +131,13 @@ func TestOPTPositionLimit(t *testing.T) {
 }
 
 // TestBaseModelNames: a checkpoint saved from the base model (OPTModel,
-// Qwen2Model: names without "model.", as from_pretrained accepts them)
-// loads to the same model; as from_pretrained, an untied model's without
-// its lm_head.weight (from_pretrained makes one up) or one that keeps an
-// lm_head.weight (from_pretrained: "corrupted") is refused.
+// Qwen2Model: names without "model.", as from_pretrained accepts them, and
+// the base class in config.json's "architectures", which
+// AutoModelForCausalLM ignores, as it ignores a missing one: it picks the
+// class by model_type) loads to the same model; as from_pretrained, an
+// untied model's without its lm_head.weight (from_pretrained makes one up)
+// or one that keeps an lm_head.weight (from_pretrained: "corrupted") is
+// refused.
 func TestBaseModelNames(t *testing.T) {
 	untied := "testdata/qwen2/qwen2-tiny-untied"
 	for head, want := range map[bool]string{false: "without the lm_head.weight that the untied", true: "holds lm_head.weight, which no base model has"} {
@@ -147,16 +150,28 @@ func TestBaseModelNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		base := map[string]string{"testdata/opt/opt-tiny": "OPTModel", "testdata/qwen2/qwen2-tiny": "Qwen2Model"}[dir]
+		for _, keys := range []map[string]any{{}, {"architectures": []string{base}}, {"architectures": nil}} {
+			bdir := withoutModelPrefix(t, dir, false)
+			setConfigKeys(t, bdir, keys)
+			mb, err := Load(bdir)
+			if err != nil {
+				t.Errorf("%s without the model. prefix, config %v: %v", dir, keys, err)
+				continue
+			}
+			if mb.Architecture != m.Architecture {
+				t.Errorf("%s without the model. prefix, config %v: architecture %s, want %s", dir, keys, mb.Architecture, m.Architecture)
+			}
+			in := Input{B: 1, T: 5, Tokens: []int{1, 7, 3, 12, 5}}
+			a, _ := m.Forward(in, Options{Logits: true})
+			b, err := mb.Forward(in, Options{Logits: true})
+			if err != nil || !slices.Equal(a.Logits, b.Logits) {
+				t.Errorf("%s: the checkpoint without the model. prefix, config %v, gives other logits (%v)", dir, keys, err)
+			}
+		}
 		mb, err := Load(withoutModelPrefix(t, dir, false))
 		if err != nil {
-			t.Errorf("%s without the model. prefix: %v", dir, err)
-			continue
-		}
-		in := Input{B: 1, T: 5, Tokens: []int{1, 7, 3, 12, 5}}
-		a, _ := m.Forward(in, Options{Logits: true})
-		b, err := mb.Forward(in, Options{Logits: true})
-		if err != nil || !slices.Equal(a.Logits, b.Logits) {
-			t.Errorf("%s: the checkpoint without the model. prefix gives other logits (%v)", dir, err)
+			t.Fatal(err)
 		}
 		names := func(m *Model) []string {
 			ts, _ := m.Tensors()
