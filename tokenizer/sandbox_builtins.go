@@ -259,6 +259,9 @@ func sandboxTests() *exec.TestSet {
 			if err == nil {
 				err = b.charge(1, n)
 			}
+			if err == nil {
+				err = checkTestTypes(name, in, p)
+			}
 			if err != nil {
 				b.fail(err)
 				return false, err

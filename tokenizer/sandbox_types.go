@@ -228,3 +228,19 @@ func sumOf(in *exec.Value, p *exec.VarArgs, limit int64) (*exec.Value, error) {
 	}
 	return total, nil
 }
+
+// checkTestTypes fails where Jinja2's test name raises a TypeError: x in s
+// where s is a string and x is not, or s is a number or bool (gonja said
+// false). An s that is none is left to gonja (false): gonja cannot tell
+// none from undefined, and Jinja2's undefined holds nothing.
+func checkTestTypes(name string, in *exec.Value, p *exec.VarArgs) error {
+	s, ok := argument(p, 0, "seq")
+	switch {
+	case name != "in" || !ok:
+	case s.IsString() && !in.IsString():
+		return fmt.Errorf("%s in %s: 'in <string>' requires string as left operand, not %s", describe(in), describe(s), pyType(in))
+	case isNum(s):
+		return fmt.Errorf("%s in %s: argument of type '%s' is not iterable", describe(in), describe(s), pyType(s))
+	}
+	return nil
+}

@@ -55,6 +55,10 @@ func TestSandboxTypeErrorsAsJinja(t *testing.T) {
 		{"[1, 'a']|sum", "unsupported operand type(s) for +: 'int' and 'str'"},
 		{"['a', 'b']|sum", "unsupported operand type(s) for +: 'int' and 'str'"},
 		{"[1, 2]|sum(start='a')", "sum() can't sum strings [use ''.join(seq) instead]"},
+		{"1 in 'abc'", "'in <string>' requires string as left operand, not int"},
+		{"none in 'abc'", "'in <string>' requires string as left operand, not NoneType"},
+		{"'a' in 1", "argument of type 'int' is not iterable"},
+		{"'a' not in 1.5", "argument of type 'float' is not iterable"},
 	}
 	for _, c := range cases {
 		got, err := renderExpr(t, c.expr)
@@ -85,6 +89,8 @@ func TestSandboxTypesMatchJinja(t *testing.T) {
 		{"[3, 1, 2]|max", "3"}, {"['b', 'a']|min", "a"}, {"[[2], [1]]|sort", "[[1], [2]]"},
 		{"[{'n': 2}, {'n': 1}]|sort(attribute='n')|map(attribute='n')|list", "[1, 2]"},
 		{"messages[0]|dictsort", "[('content', 'hello'), ('role', 'user')]"},
+		{"'b' in 'abc'", "True"}, {"'role' in messages[0]", "True"}, {"1 in [1, 2]", "True"}, {"'x' not in 'abc'", "True"},
+		{"'a' in messages[0].nothing", "False"},
 	}
 	for _, c := range cases {
 		got, err := renderExpr(t, c.expr)
