@@ -17,7 +17,7 @@ import (
 func TestPathsFollowCPU(t *testing.T) {
 	want := map[string]struct{ gemm, ops string }{
 		"avx512": {"avx512", "avx512"},
-		"avx2":   {"avx2", "scalar"},
+		"avx2":   {"avx2", "avx2"},
 		"avx":    {"portable", "scalar"},
 		"sse":    {"portable", "scalar"},
 	}

@@ -14,7 +14,7 @@ import (
 // cores each costs a microcode assist of hundreds of cycles (see
 // ops_simd_amd64.go), which no benchmark on an AMD machine would show.
 func TestKernelsHaveNoLegacySSE(t *testing.T) {
-	asmcheck.NoLegacySSE(t, ".", regexp.MustCompile(`tensor/cpu\.(\w+AVX512\w*|\w+AVX2\w*|\w+Vec|kern\w+|exp16|exp64x8|load\w+|store\w+|bcast\w+)$`),
+	asmcheck.NoLegacySSE(t, ".", regexp.MustCompile(`tensor/cpu\.(\w+AVX512\w*|\w+AVX2\w*|\w+Vec8?|kern\w+|exp8|exp16|exp64x8|load\w+|store\w+|bcast\w+)$`),
 		// The element-wise kernels the scalar code calls return with the upper halves clean.
-		regexp.MustCompile(`tensor/cpu\.(siluMul|expSub|maxOf|scaleBy|scaledAdd|sumSq|sum64|expSum64|mulBoth|rotateHalf|perturbValues|perturbPair|perturbValuesBF16|perturbPairBF16|sgdValues|sgdDirection|sgdBF16Blocks|sgdBlocks|stateBlocks|stateBF16Blocks|addScaled|encoderSums|encoderSums2|encoderNormalize|add)(AVX512|AVX2|Vec)$`), 30)
+		regexp.MustCompile(`tensor/cpu\.(siluMul|expSub|maxOf|scaleBy|scaledAdd|sumSq|sum64|expSum64|mulBoth|rotateHalf|perturbValues|perturbPair|perturbValuesBF16|perturbPairBF16|sgdValues|sgdDirection|sgdBF16Blocks|sgdBlocks|stateBlocks|stateBF16Blocks|addScaled|encoderSums|encoderSums2|encoderNormalize|add)(AVX512|AVX2|Vec|Vec8)$`), 30)
 }
