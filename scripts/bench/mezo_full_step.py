@@ -182,7 +182,14 @@ def main():
     n = sum(p.numel() for p in model.parameters())
     print("# %s (%d parameters), %s, %s, torch %s, %d threads" % (args.model, n, args.dtype, args.shape, torch.__version__, args.threads))
     if args.device == "cpu":
-        print("# BLAS: %s" % blas_library())
+        blas = blas_library()
+        print("# BLAS: %s" % blas)
+        if not any(name in blas.lower() for name in ("openblas", "mkl", "blis")):
+            # Debian's python3-torch without its recommends leaves libblas.so.3 on
+            # netlib's reference BLAS: such a figure says nothing about PyTorch.
+            msg = "# WARNING: not an optimised BLAS (install libopenblas0-pthread); these times are not PyTorch's"
+            print(msg)
+            print(msg, file=sys.stderr)
     batch = make_batch(model.config.vocab_size, b, t, args.device)
     reset_peak(args.device)
     if args.what == "forward":
