@@ -22,31 +22,55 @@ var panelLanes = [8]int{0, 4, 1, 5, 2, 6, 3, 7}
 // The AVX-512 path draws 32 rows of normals at once; it needs width and
 // rows 32, and lo, stride and kc multiples of 4 (rows that start on a
 // block), as a float32 weight of the model's shapes has them. Anything
-// else takes the general path, which fills row by row.
+// else takes the general path, which fills 8 rows at a time.
 func (s Stream) FillPanel(dst []float32, lo, stride, rows, kc, width int, dist Dist, norm float64) {
 	if rows < 0 || rows > width || kc < 0 || len(dst) < kc*width {
 		panic("noise: FillPanel: bad shape")
 	}
 	dst = dst[:kc*width]
 	if !s.fillPanelVector(dst, lo, stride, rows, kc, width, dist) {
-		var row [256]float32
-		for r := range width {
-			for k0 := 0; k0 < kc; k0 += len(row) {
-				n := min(len(row), kc-k0)
-				if r < rows {
-					s.fillValues(row[:n], lo+r*stride+k0, dist)
-				} else {
-					clear(row[:n])
-				}
-				for k, v := range row[:n] {
-					dst[(k0+k)*width+r] = v
-				}
-			}
-		}
+		s.fillPanelRows(dst, lo, stride, rows, kc, width, dist)
 	}
 	if dist == Sphere {
 		for i, v := range dst {
 			dst[i] = float32(float64(v) / norm)
+		}
+	}
+}
+
+// fillPanelRows is FillPanel's general path: 8 rows at a time, each drawn
+// along the stream, then written to the panel 8 adjacent values per depth
+// (the AVX2 machines' path, which has no panel kernel: a value at a time,
+// each write to another cache line, took as long as drawing the normals).
+func (s Stream) fillPanelRows(dst []float32, lo, stride, rows, kc, width int, dist Dist) {
+	var buf [8][256]float32
+	for k0 := 0; k0 < kc; k0 += len(buf[0]) {
+		n := min(len(buf[0]), kc-k0)
+		for r0 := 0; r0 < width; r0 += len(buf) {
+			g := min(len(buf), width-r0)
+			for i := range g {
+				if r := r0 + i; r < rows {
+					s.fillValues(buf[i][:n], lo+r*stride+k0, dist)
+				} else {
+					clear(buf[i][:n])
+				}
+			}
+			if g < len(buf) {
+				for k := range n {
+					for i := range g {
+						dst[(k0+k)*width+r0+i] = buf[i][k]
+					}
+				}
+				continue
+			}
+			b0 := buf[0][:n]
+			b1, b2, b3, b4 := buf[1][:len(b0)], buf[2][:len(b0)], buf[3][:len(b0)], buf[4][:len(b0)]
+			b5, b6, b7 := buf[5][:len(b0)], buf[6][:len(b0)], buf[7][:len(b0)]
+			for k := range b0 {
+				d := (*[8]float32)(dst[(k0+k)*width+r0:])
+				d[0], d[1], d[2], d[3] = b0[k], b1[k], b2[k], b3[k]
+				d[4], d[5], d[6], d[7] = b4[k], b5[k], b6[k], b7[k]
+			}
 		}
 	}
 }

@@ -19,6 +19,7 @@ func TestFillPanel(t *testing.T) {
 		{0, 1024, 32, 256, 32}, {1<<34 - 4096, 128, 32, 128, 32}, {1<<34 - 64, 8, 32, 8, 32}, // the last block before the high word moves, and across it
 		{1<<42 + 4, 16, 32, 16, 32},
 		{0, 1024, 7, 1024, 32}, {2, 1024, 32, 64, 32}, {0, 18, 32, 16, 32}, {0, 64, 32, 6, 32}, {5, 40, 9, 33, 16}, {0, 0, 32, 8, 32},
+		{3, 700, 5, 300, 13}, {7, 700, 30, 520, 32}, // a last group of fewer than 8 rows; depths past the general path's 256
 	}
 	for _, k := range paths() {
 		for _, s := range testStreams[:2] {
