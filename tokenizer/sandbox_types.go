@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -80,13 +81,13 @@ func order(op string, l, r *exec.Value) (int, bool, error) {
 	case isNum(l) && isNum(r):
 		if !l.IsFloat() && !r.IsFloat() {
 			a, b := intOf(l), intOf(r)
-			return cmpInt(a, b), true, nil
+			return cmp.Compare(a, b), true, nil
 		}
 		a, b := floatOf(l), floatOf(r)
 		if a != a || b != b {
 			return 0, false, nil // NaN: every ordering is false, as in Python
 		}
-		return cmpFloat(a, b), true, nil
+		return cmp.Compare(a, b), true, nil // no NaN here
 	case l.IsString() && r.IsString():
 		return strings.Compare(l.String(), r.String()), true, nil
 	case l.IsList() && r.IsList():
@@ -97,29 +98,9 @@ func order(op string, l, r *exec.Value) (int, bool, error) {
 			}
 			return order(op, a, b) // the first items that differ decide
 		}
-		return cmpInt(int64(l.Len()), int64(r.Len())), true, nil
+		return cmp.Compare(l.Len(), r.Len()), true, nil
 	}
 	return 0, false, notOrdered(op, l, r)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // equal is Python's ==: numbers by value (1 == 1.0 == True), the rest as
