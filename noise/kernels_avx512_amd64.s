@@ -8912,7 +8912,7 @@ done:
 	VZEROUPPER
 	RET
 
-// func normalsPanelAVX512(dst *float32, rows *[4][16]uint32, n int, a *kernelArgs)
+// func normalsPanelAVX512(dst *float32, rows *[64]uint32, n int, a *kernelArgs)
 TEXT ·normalsPanelAVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ rows+8(FP), R12

@@ -6,11 +6,6 @@ import "unsafe"
 // the width of the CPU backend's GEMM panels.
 const PanelRows = 32
 
-// panelLanes is the row of each quadword lane of a group of 8 rows in the
-// panel kernel: the order of the blocks in an AVX-512 group (internal/asmgen
-// says why), so that its output holds rows 0-3 and 4-7 in order.
-var panelLanes = [8]int{0, 4, 1, 5, 2, 6, 3, 7}
-
 // FillPanel writes the noise of rows rows of a weight, kc elements of each,
 // in a GEMM panel's layout: dst[k·width + r] is element lo + r·stride + k
 // of z, for r < rows and k < kc, and the columns rows ≤ r < width are zero.
@@ -19,10 +14,10 @@ var panelLanes = [8]int{0, 4, 1, 5, 2, 6, 3, 7}
 // that filling the rows with FillRange would need. The values are
 // FillRange's, bit for bit (Sphere's divided by norm likewise).
 //
-// The AVX-512 path draws 32 rows of normals at once; it needs width and
-// rows 32, and lo, stride and kc multiples of 4 (rows that start on a
-// block), as a float32 weight of the model's shapes has them. Anything
-// else takes the general path, which fills 8 rows at a time.
+// The vector paths (AVX-512 and AVX2) draw 32 rows of normals at once; they
+// need width and rows 32, and lo, stride and kc multiples of 4 (rows that
+// start on a block), as a float32 weight of the model's shapes has them.
+// Anything else takes the general path, which fills 8 rows at a time.
 func (s Stream) FillPanel(dst []float32, lo, stride, rows, kc, width int, dist Dist, norm float64) {
 	if rows < 0 || rows > width || kc < 0 || len(dst) < kc*width {
 		panic("noise: FillPanel: bad shape")
@@ -40,8 +35,8 @@ func (s Stream) FillPanel(dst []float32, lo, stride, rows, kc, width int, dist D
 
 // fillPanelRows is FillPanel's general path: 8 rows at a time, each drawn
 // along the stream, then written to the panel 8 adjacent values per depth
-// (the AVX2 machines' path, which has no panel kernel: a value at a time,
-// each write to another cache line, took as long as drawing the normals).
+// (a value at a time, each write to another cache line, took as long as
+// drawing the normals).
 func (s Stream) fillPanelRows(dst []float32, lo, stride, rows, kc, width int, dist Dist) {
 	var buf [8][256]float32
 	for k0 := 0; k0 < kc; k0 += len(buf[0]) {
@@ -87,11 +82,12 @@ func (s Stream) fillPanelVector(dst []float32, lo, stride, rows, kc, width int, 
 	if first>>32 != last>>32 {
 		return false
 	}
-	var lanes [4][16]uint32
-	for g := range lanes {
-		for l, r := range panelLanes {
-			lanes[g][2*l] = uint32(((8*g + r) * stride) / 4)
-		}
+	// The counter offset of each quadword lane's row: the kernel's groups
+	// hold their rows in the lane order of its FillRange kernel.
+	var lanes [2 * PanelRows]uint32
+	g := len(vecPath.lanes)
+	for q := range PanelRows {
+		lanes[2*q] = uint32((q/g*g + vecPath.lanes[q%g]) * stride / 4)
 	}
 	a := s.newKernelArgs(first)
 	return vecPath.panel(unsafe.SliceData(dst), &lanes, kc/4, &a, dist)

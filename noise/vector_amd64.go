@@ -60,11 +60,15 @@ func (k *vecKernels) values(dst *float32, skip, n int, a *kernelArgs, dist Dist)
 
 // panel runs k's panel kernel (panel.go) if it has one for dist, and
 // reports whether it did.
-func (k *vecKernels) panel(dst *float32, rows *[4][16]uint32, n int, a *kernelArgs, dist Dist) bool {
-	if k.isa != isaAVX512 || dist != Normal && dist != Sphere {
+func (k *vecKernels) panel(dst *float32, rows *[64]uint32, n int, a *kernelArgs, dist Dist) bool {
+	switch {
+	case dist != Normal && dist != Sphere:
 		return false
+	case k.isa == isaAVX512:
+		normalsPanelAVX512(dst, rows, n, a)
+	default:
+		normalsPanelAVX2(dst, rows, n, a)
 	}
-	normalsPanelAVX512(dst, rows, n, a)
 	return true
 }
 
@@ -139,11 +143,14 @@ func ternaryAVX2(dst *float32, skip, n int, a *kernelArgs)
 //go:noescape
 func bitsAVX2(dst *uint32, skip, n int, a *kernelArgs)
 
-// normalsPanelAVX512 is the normals of 32 rows in a panel's layout
-// (panel.go).
+// normalsPanelAVX512 and normalsPanelAVX2 are the normals of 32 rows in a
+// panel's layout (panel.go).
 //
 //go:noescape
-func normalsPanelAVX512(dst *float32, rows *[4][16]uint32, n int, a *kernelArgs)
+func normalsPanelAVX512(dst *float32, rows *[64]uint32, n int, a *kernelArgs)
+
+//go:noescape
+func normalsPanelAVX2(dst *float32, rows *[64]uint32, n int, a *kernelArgs)
 
 // The transforms on given words, for the tests (vecKernels.words).
 

@@ -11,4 +11,4 @@ func (*vecKernels) values(*float32, int, int, *kernelArgs, Dist) { panic("noise:
 
 func (*vecKernels) bits(*uint32, int, int, *kernelArgs) { panic("noise: no vector path") }
 
-func (*vecKernels) panel(*float32, *[4][16]uint32, int, *kernelArgs, Dist) bool { return false }
+func (*vecKernels) panel(*float32, *[64]uint32, int, *kernelArgs, Dist) bool { return false }

@@ -306,12 +306,80 @@ func wordsKernel2(f *file, d dist2) {
 	f.ins("ADDQ $256, AX", "ADDQ $128, DI", "DECQ CX", "JNZ step", "VZEROUPPER", "RET")
 }
 
+// panelOut2 turns two groups' normals into a panel's layout: rows 0-3 of
+// 8 (group 0: rows 0, 1 in its v4, rows 2, 3 in its v0, a row's 4
+// elements in order in each 128-bit lane) and rows 4-7 (group 1) become
+// four vectors, depth 0 to 3 of the 8 rows in order, in v1, v2, v3, v5 of
+// group 0. A transpose of 8×4 in three rounds: 128-bit lanes paired
+// (rows 0|4, 1|5, 2|6, 3|7), then pairs of values, then pairs of pairs.
+func panelOut2(a, b g2) chain {
+	r04, r15, r26, r37 := a.v[1], a.v[2], a.v[3], a.v[5]
+	t0, t1, t2, t3 := b.v[1], b.v[2], b.v[3], b.v[5]
+	return chain{
+		op("VPERM2F128", "$0x20", b.v[4], a.v[4], r04),
+		op("VPERM2F128", "$0x31", b.v[4], a.v[4], r15),
+		op("VPERM2F128", "$0x20", b.v[0], a.v[0], r26),
+		op("VPERM2F128", "$0x31", b.v[0], a.v[0], r37),
+		op("VUNPCKLPS", r15, r04, t0), // depths 0, 1 of rows 0, 1 (4, 5)
+		op("VUNPCKHPS", r15, r04, t1), // depths 2, 3 of rows 0, 1
+		op("VUNPCKLPS", r37, r26, t2), // depths 0, 1 of rows 2, 3
+		op("VUNPCKHPS", r37, r26, t3),
+		op("VUNPCKLPD", t2, t0, r04), // depth 0 of rows 0-3 (4-7)
+		op("VUNPCKHPD", t2, t0, r15),
+		op("VUNPCKLPD", t3, t1, r26),
+		op("VUNPCKHPD", t3, t1, r37),
+	}
+}
+
+// panelKernel2 writes normalsPanelAVX2, normalsPanelAVX512's counterpart
+// (panel.go): the normals of 32 rows, n blocks of each, in a GEMM panel's
+// layout. Row r's blocks start at the counter A_CTR plus its lane's offset
+// in rows (R13: group g of 4 rows, 8 dwords at 32·g, quadword lanes in the
+// order of P_LANES4) and advance by one a step. A step is 4 pairs of
+// groups (8 rows each) of one block a row: 512 bytes of dst, at depths
+// 4i..4i+3; a pair's 32 values are 4 vectors of 8 rows, one a depth.
+func panelKernel2(f *file) {
+	name := "normalsPanelAVX2"
+	f.text(fmt.Sprintf("func %s(dst *float32, rows *[64]uint32, n int, a *kernelArgs)", name), name, 32*19+32, 32)
+	f.ins(
+		"MOVQ dst+0(FP), DI",
+		"MOVQ rows+8(FP), R13",
+		"MOVQ n+16(FP), BX",
+		"MOVQ a+24(FP), SI",
+		"LEAQ 31(SP), R12",
+		"ANDQ $-32, R12")
+	for i := range 19 {
+		f.ins(op("VPBROADCASTD", fmt.Sprintf("%d(SI)", 4*(i+1)), "Y0"), op("VMOVDQA", "Y0", key2(i)))
+	}
+	f.ins("VPBROADCASTD A_CTR, Y15", "PCALIGN $64")
+	f.label("step")
+	f.ins("TESTQ BX, BX", "JZ done")
+	for pair := range 4 {
+		xs := [2]g2{group2(0), group2(1)}
+		cs := make([]chain, 2)
+		for h := range xs {
+			xs[h].lanes = fmt.Sprintf("%d(R13)", 32*(2*pair+h))
+			cs[h] = append(philox2(xs[h]), log2(xs[h])...)
+			cs[h] = append(cs[h], sincos2(xs[h])...)
+		}
+		f.ins(stagger(lag2, cs...)...)
+		f.ins(panelOut2(xs[0], xs[1])...)
+		for d, o := range []string{xs[0].v[1], xs[0].v[2], xs[0].v[3], xs[0].v[5]} {
+			f.ins(op("VMOVUPS", o, fmt.Sprintf("%d(DI)", 128*d+32*pair)))
+		}
+	}
+	f.ins("ADDQ $512, DI", "VPADDD C_ONEI, Y15, Y15", "DECQ BX", "JMP step")
+	f.label("done")
+	f.ins("VZEROUPPER", "RET")
+}
+
 func avx2() []byte {
 	var f file
 	f.line("%s", header)
 	for _, d := range []dist2{normalDist2, radeDist2, ternaryDist2, bitsDist2} {
 		kernel2(&f, d)
 	}
+	panelKernel2(&f)
 	for _, d := range []dist2{normalDist2, ternaryDist2} {
 		wordsKernel2(&f, d)
 	}

@@ -400,7 +400,7 @@ func panelOut512(x g512) chain {
 // (the 32 rows) of one block each: 512 bytes of dst, at depths 4i..4i+3.
 func panelKernel512(f *file) {
 	name := "normalsPanelAVX512"
-	f.text(fmt.Sprintf("func %s(dst *float32, rows *[4][16]uint32, n int, a *kernelArgs)", name), name, 0, 32)
+	f.text(fmt.Sprintf("func %s(dst *float32, rows *[64]uint32, n int, a *kernelArgs)", name), name, 0, 32)
 	f.ins(
 		"MOVQ dst+0(FP), DI",
 		"MOVQ rows+8(FP), R12",
