@@ -18,18 +18,27 @@ import (
 	"github.com/meazo-go/meazo/tensor"
 )
 
-// kSuperPerturbed is the depth of the K slices a perturbed panel is formed
-// for, the plain GEMM's super-block: up to 32×4096 float32, 512 KiB of
-// W + εZ and as much of W − εZ per worker. A tile adds a whole slice before
-// the next tile, so the output is read and written once per slice: at 1024,
-// what it was, the products with K = 2048 to 8192 (Llama's, Qwen3's
-// down_proj) took 3-9 % longer (BenchmarkMatMulPerturbed, the newer Xeon).
-// (The order of the K slices a tile adds does not depend on it.)
-const kSuperPerturbed = defaultKSuper
+// perturbedValues is what a worker forms at once, for each sign: a K
+// slice of W + s·εZ of taskPanels adjacent panels (and of W − s·εZ beside it
+// for a mirrored pair), 1 MiB of float32 each; a group of fewer panels (a
+// task of a narrow weight) takes deeper slices in the same room. A block of
+// rows then sweeps every panel of the group before the next block, as the
+// plain GEMM's tiles do, so that the rows' values are read back from the
+// cache once per group of panels: sweeping all the rows past one panel
+// before the next read them from memory once per panel (the + and − rows
+// of Qwen3-0.6B's products at 16×64 tokens are 8-24 MiB), which on a Zen 3
+// made the pair's products 1.18-1.49 times as long as the plain ones over
+// the same rows (1.04-1.10 grouped; 2048 deep was no faster, 512 slower).
+// A tile adds a whole slice before the next, so the output is read and
+// written once per slice. (The order of the K slices a tile adds does not
+// depend on their depth.)
+const perturbedValues = 1024 * taskPanels * nr
+
+// sliceDepth is the depth of the slices of a group of panels panels wide.
+func sliceDepth(k, panels int) int { return min(k, perturbedValues/(panels*nr)) }
 
 // noiseDepth is the depth of noise drawn at once: 32×1024 float32, 128 KiB,
-// a quarter of a slice, so that the noise is still in L1/L2 when W ± εZ is
-// formed from it and a worker's scratch stays at 1.125 MiB.
+// so that the noise is still in L1/L2 when W ± εZ is formed from it.
 const noiseDepth = 1024
 
 // segment is a row range [lo, hi) of a perturbed GEMM and how it reads W;
@@ -65,25 +74,26 @@ func segmentsOf(segs []tensor.Segment, m int) []segment {
 	return out
 }
 
-// panelScratch is a worker's perturbed panel slice: W + scale·z, and with
-// a mirrored segment W − scale·z (in mirror, formed in the same pass), and
-// room for noiseDepth rows of noise at a time.
+// panelScratch is a worker's perturbed slices of a group of panels:
+// W + scale·z, and with a mirrored segment W − scale·z (in mirror, formed
+// in the same pass), each panel's slice after the previous one's; and room
+// for noiseDepth rows of noise at a time.
 type panelScratch struct {
 	z, w, mirror []float32
-	key          panelKey // the slice and noise mirror was formed for
+	key          panelKey // the slices and noise mirror was formed for
 	mirrorScale  float64  // mirror holds W + mirrorScale·z; 0: nothing
 }
 
-// panelKey names the noise of a panel slice of the weight a task
-// multiplies by.
+// panelKey names the noise of the slices of a group of panels of the
+// weight a task multiplies by.
 type panelKey struct {
-	noise       tensor.Noise
-	p, kLo, kHi int
+	noise    tensor.Noise
+	p0, p1   int
+	kLo, kHi int
 }
 
 var panelScratches = sync.Pool{New: func() any {
-	n := kSuperPerturbed * nr
-	return &panelScratch{z: make([]float32, noiseDepth*nr), w: make([]float32, n), mirror: make([]float32, n)}
+	return &panelScratch{z: make([]float32, noiseDepth*nr), w: make([]float32, perturbedValues), mirror: make([]float32, perturbedValues)}
 }}
 
 // MatMulPackedPerturbed computes y[m][N] = x[m][K] · Wᵀ with the rows of
@@ -103,8 +113,8 @@ func MatMulPackedPerturbed(wk Workers, y, x []float32, m int, w *Packed, segs []
 	path := currentPath()
 	tiles := path.tilesInUse()
 	j.kern, j.kern16, j.tall, j.exact = path.kern, path.kern16, tiles.tall, tiles.exact
-	// Tasks are whole panels over every row: a panel's noise is drawn by
-	// one worker only.
+	// Tasks are whole groups of panels over every row: a panel's noise is
+	// drawn by one worker only.
 	th := wk.n()
 	if 2*m*w.N*w.K < serialFlops {
 		th = 1
@@ -118,72 +128,117 @@ func MatMulPackedPerturbed(wk Workers, y, x []float32, m int, w *Packed, segs []
 		sc := panelScratches.Get().(*panelScratch)
 		sc.mirrorScale = 0
 		p0 := t * j.taskPanels
-		for p := p0; p < min(np, p0+j.taskPanels); p++ {
-			j.perturbedPanel(w, sg, p, min(np, p0+j.taskPanels), sc, &tmp)
-		}
+		j.perturbedPanels(w, sg, p0, min(np, p0+j.taskPanels), sc, &tmp)
 		panelScratches.Put(sc)
 	})
 	j.c, j.a, j.b, j.b16, j.kern, j.kern16, j.tall, j.exact = nil, nil, nil, nil, nil, nil, nil, nil
 	jobs.Put(j)
 }
 
-// perturbedPanel computes panel p's columns of every row, K slice by K
-// slice, each segment's rows against the panel as it reads it. While the
-// rows sweep past a slice, the next slice of W (this panel's, or the next
-// panel's first) is fetched from memory a share at each block of rows, so
-// that forming it waits for nothing but its noise.
-func (j *gemmJob) perturbedPanel(w *Packed, sg []segment, p, pEnd int, sc *panelScratch, tmp *[mr * nr]float32) {
+// perturbedPanels computes the columns of panels [p0, p1) of every row, K
+// slice by K slice: for each segment, each block of its rows against every
+// panel of the group as the segment reads it. While the rows sweep past a
+// slice, the group's next slice of W is fetched from memory a share at each
+// block of rows, so that forming it waits for nothing but its noise. (The
+// first slice of the group a worker takes next is not: it cannot know which
+// until it takes it, and claiming it ahead measured no faster on a Zen 3.)
+func (j *gemmJob) perturbedPanels(w *Packed, sg []segment, p0, p1 int, sc *panelScratch, tmp *[mr * nr]float32) {
 	blocks := 0
 	for _, s := range sg {
 		blocks += (s.hi - s.lo + mcBlock - 1) / mcBlock
 	}
-	for kLo := 0; kLo < j.k; kLo += kSuperPerturbed {
-		kHi := min(j.k, kLo+kSuperPerturbed)
-		next := nextSlice(w, p, pEnd, kHi)
-		share := (len(next) + blocks - 1) / blocks
+	var pds [taskPanels]panelData
+	group := pds[:p1-p0]
+	depth := sliceDepth(j.k, len(group))
+	for kLo := 0; kLo < j.k; kLo += depth {
+		kHi := min(j.k, kLo+depth)
+		next := nextSlices(w, p0, p1, kHi, depth, blocks)
 		for _, s := range sg {
-			pd := panelData{j.b, j.b16, p * j.k * nr}
 			if s.p != nil {
-				pd = sc.perturbed(w, p, kLo, kHi, s.p, s.mirrored)
+				sc.perturbed(w, p0, kLo, kHi, s.p, s.mirrored, group)
+			} else {
+				for i := range group {
+					group[i] = panelData{j.b, j.b16, (p0 + i) * j.k * nr}
+				}
 			}
 			for r0 := s.lo; r0 < s.hi; r0 += mcBlock {
-				if n := min(share, len(next)); n > 0 {
-					prefetchL2(unsafe.Pointer(&next[0]), n)
-					next = next[n:]
+				next.fetch()
+				for i, pd := range group {
+					j.panelTiles(pd, p0+i, r0, min(s.hi, r0+mcBlock), kLo, kHi, tmp)
 				}
-				j.panelTiles(pd, p, r0, min(s.hi, r0+mcBlock), kLo, kHi, tmp)
 			}
 		}
 	}
 }
 
-// nextSlice is the bytes of W a task forms after the slice of panel p
-// ending at kHi: the panel's next slice, or the next panel's first (none
-// past pEnd).
-func nextSlice(w *Packed, p, pEnd, kHi int) []byte {
-	lo, hi := (p*w.K+kHi)*nr, (p*w.K+min(w.K, kHi+kSuperPerturbed))*nr
-	if kHi == w.K {
-		if p+1 >= pEnd {
-			return nil
-		}
-		lo, hi = (p+1)*w.K*nr, ((p+1)*w.K+min(w.K, kSuperPerturbed))*nr
-	}
-	if w.data16 != nil {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&w.data16[lo])), 2*(hi-lo))
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w.data[lo])), 4*(hi-lo))
+// prefetcher fetches a list of byte ranges a share at a time.
+type prefetcher struct {
+	ranges [taskPanels][]byte
+	n      int // ranges left: ranges[:n]
+	share  int // bytes a call
 }
 
-// perturbed forms the slice [kLo, kHi) of panel p of W as pt makes it, in
-// the scratch, and returns where it is; with mirrored, W − scale·z too, for
-// the segment that reads it next (then returned without any work). The
-// noise is drawn noiseDepth deep at a time.
-func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturbation, mirrored bool) panelData {
-	key := panelKey{pt.Noise, p, kLo, kHi}
+// nextSlices returns the prefetcher of the slices [kLo, kLo+depth) of
+// panels [p0, p1) of W (none from kLo = K), in blocks shares.
+func nextSlices(w *Packed, p0, p1, kLo, depth, blocks int) prefetcher {
+	var f prefetcher
+	if kLo >= w.K {
+		return f
+	}
+	total := 0
+	for p := p1 - 1; p >= p0; p-- { // fetch ranges from the end of the list: the first panel first
+		lo, hi := (p*w.K+kLo)*nr, (p*w.K+min(w.K, kLo+depth))*nr
+		if w.data16 != nil {
+			f.ranges[f.n] = unsafe.Slice((*byte)(unsafe.Pointer(&w.data16[lo])), 2*(hi-lo))
+		} else {
+			f.ranges[f.n] = unsafe.Slice((*byte)(unsafe.Pointer(&w.data[lo])), 4*(hi-lo))
+		}
+		total += len(f.ranges[f.n])
+		f.n++
+	}
+	f.share = (total + blocks - 1) / blocks
+	return f
+}
+
+// fetch asks for the next share of the ranges.
+func (f *prefetcher) fetch() {
+	for left := f.share; left > 0 && f.n > 0; {
+		r := &f.ranges[f.n-1]
+		n := min(left, len(*r))
+		prefetchL2(unsafe.Pointer(&(*r)[0]), n)
+		*r = (*r)[n:]
+		left -= n
+		if len(*r) == 0 {
+			f.n--
+		}
+	}
+}
+
+// perturbed forms the slices [kLo, kHi) of the panels of group (p0 on) of
+// W as pt makes them, in the scratch, and sets group to where they are;
+// with mirrored, W − scale·z too, for the segment that reads it next (then
+// set without any work). The noise is drawn noiseDepth deep at a time.
+func (sc *panelScratch) perturbed(w *Packed, p0, kLo, kHi int, pt *tensor.Perturbation, mirrored bool, group []panelData) {
+	key := panelKey{pt.Noise, p0, p0 + len(group), kLo, kHi}
+	stride := (kHi - kLo) * nr
 	if sc.mirrorScale != 0 && sc.key == key && pt.Scale == sc.mirrorScale {
-		return panelData{b: sc.mirror, base: -kLo * nr}
+		for i := range group {
+			group[i] = panelData{b: sc.mirror, base: i*stride - kLo*nr}
+		}
+		return
 	}
 	sc.key, sc.mirrorScale = key, 0
+	for i := range group {
+		sc.formPanel(w, p0+i, kLo, kHi, pt, mirrored, i*stride)
+		group[i] = panelData{b: sc.w, base: i*stride - kLo*nr}
+	}
+	if mirrored {
+		sc.mirrorScale = -pt.Scale
+	}
+}
+
+// formPanel forms the slice [kLo, kHi) of panel p at off in the scratch.
+func (sc *panelScratch) formPanel(w *Packed, p, kLo, kHi int, pt *tensor.Perturbation, mirrored bool, off int) {
 	cols := min(nr, w.N-p*nr)
 	for k0 := kLo; k0 < kHi; k0 += noiseDepth {
 		kc := min(kHi, k0+noiseDepth) - k0
@@ -191,7 +246,7 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 		// stream), drawn in the panel's layout.
 		z := sc.z[:kc*nr]
 		pt.Stream.FillPanel(z, int(pt.Offset)+p*nr*w.K+k0, w.K, cols, kc, nr, pt.Dist, pt.Norm)
-		src, d := (p*w.K+k0)*nr, (k0-kLo)*nr
+		src, d := (p*w.K+k0)*nr, off+(k0-kLo)*nr
 		dst := sc.w[d : d+kc*nr]
 		switch {
 		case mirrored && w.data16 != nil:
@@ -204,10 +259,6 @@ func (sc *panelScratch) perturbed(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 			perturbValues(dst, w.data[src:src+kc*nr], z, pt.Scale)
 		}
 	}
-	if mirrored {
-		sc.mirrorScale = -pt.Scale
-	}
-	return panelData{b: sc.w, base: -kLo * nr}
 }
 
 // toPanel writes rows [cols][kc] (row col of a panel, along K) into dst in
