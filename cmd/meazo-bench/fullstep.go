@@ -234,19 +234,24 @@ func (fb *fullBench) step(stdout io.Writer, m *model.Model) error {
 // fb.steps times after fb.warm untimed pairs, and reports each pair's ratio
 // and their median: on a machine whose speed drifts (a VM), the two halves
 // of a pair run seconds apart, so their ratio drifts far less than that of
-// runs minutes apart. (Peak memory needs the separate -what runs.)
+// runs minutes apart. The same ratio in the process's CPU time (every
+// thread's) leaves out what a VM's other guests take (steal time), which
+// wall time counts: it is the work a step adds, where wall time is what a
+// user waits. (Peak memory needs the separate -what runs.)
 func (fb *fullBench) pair(stdout io.Writer, m *model.Model) error {
 	s, err := fb.newStepper(m)
 	if err != nil {
 		return err
 	}
 	in, labels := fb.batch(m.VocabSize, fb.b)
-	var ratios []float64
+	var ratios, cpuRatios []float64
 	for i := range fb.warm + fb.steps {
+		c0, _ := processCPUSeconds()
 		total, eval, err := s.run()
 		if err != nil {
 			return err
 		}
+		c1, _ := processCPUSeconds()
 		t0 := time.Now()
 		for range 2 {
 			if _, err := m.Forward(in, model.Options{Labels: labels}); err != nil {
@@ -254,16 +259,25 @@ func (fb *fullBench) pair(stdout io.Writer, m *model.Model) error {
 			}
 		}
 		fwd := time.Since(t0)
+		c2, _ := processCPUSeconds()
 		if i < fb.warm {
 			continue
 		}
 		r := total.Seconds() / fwd.Seconds()
 		ratios = append(ratios, r)
-		fmt.Fprintf(stdout, "pair %d: step %.3f s (evaluating the variants %.3f s, update %.3f s), 2 forwards of %dx%d %.3f s, step / 2 forwards %.3f\n",
+		fmt.Fprintf(stdout, "pair %d: step %.3f s (evaluating the variants %.3f s, update %.3f s), 2 forwards of %dx%d %.3f s, step / 2 forwards %.3f",
 			i-fb.warm+1, total.Seconds(), eval.Seconds(), (total - eval).Seconds(), fb.b, fb.t, fwd.Seconds(), r)
+		if c2 > c1 && c1 > c0 {
+			cpuRatios = append(cpuRatios, (c1-c0)/(c2-c1))
+			fmt.Fprintf(stdout, "; CPU time %.2f s / %.2f s = %.3f", c1-c0, c2-c1, (c1-c0)/(c2-c1))
+		}
+		fmt.Fprintln(stdout)
 	}
 	fmt.Fprintf(stdout, "full-parameter %s step / 2 forwards: median %.3f of %d pairs (min %.3f, max %.3f)\n",
 		fb.opt, stats.Median(ratios), len(ratios), slices.Min(ratios), slices.Max(ratios))
+	if len(cpuRatios) > 0 {
+		fmt.Fprintf(stdout, "in CPU time: median %.3f (min %.3f, max %.3f)\n", stats.Median(cpuRatios), slices.Min(cpuRatios), slices.Max(cpuRatios))
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/stats"
+	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
 )
@@ -25,7 +26,8 @@ which GEMM path and tile run fastest here (scripts/bench_gemm.sh).`,
 		Reads: "nothing: random matrices of the shapes of -models.",
 		Prints: `the path, tile, threads and clock; the FMA peak and the memory bandwidth; then a line per shape
 (M, K, N): our median GFLOP/s with its % of the peak and of the roof, the best repetition, and
-OpenBLAS's with the ratio where built with it.`,
+OpenBLAS's with the ratio where built with it; with -pair, full-parameter ZO's product of the same rows
+(the first half reading W + εZ, the second W − εZ, the noise drawn as it runs) and its time over ours.`,
 		Example: "meazo-bench gemm -models llama1b -m 8,128",
 	}, runGEMM)
 }
@@ -57,6 +59,7 @@ type gemmBench struct {
 	ms              []int
 	reps, threads   int
 	lmHead, bf16    bool
+	pair            bool
 	wk              cpu.Workers
 	peak, bandwidth float64 // the FMA peak (the best seen so far) and the memory read bandwidth
 }
@@ -70,6 +73,7 @@ func parseGEMM(args []string) (*gemmBench, error) {
 	fs.IntVar(&gb.threads, "threads", runtime.GOMAXPROCS(0), "worker threads, for ours and for BLAS")
 	fs.BoolVar(&gb.lmHead, "lmhead", false, "include the lm_head shapes (0.5-0.6 GiB of weights each, slow at large M)")
 	fs.BoolVar(&gb.bf16, "bf16", false, "also time the bf16-weight variant (PackBF16)")
+	fs.BoolVar(&gb.pair, "pair", false, "also time full-parameter ZO's product of the same rows: half W + εZ, half W − εZ (MatMulPackedPerturbed)")
 	cputime := fs.Bool("cputime", false, "time by process CPU time / threads instead of wall time (a shared machine: waiting for a core is not counted; Linux)")
 	env, err := tensor.EnvOptions(tensor.Options{})
 	if err != nil {
@@ -168,6 +172,9 @@ func (gb *gemmBench) header(stdout io.Writer) {
 	if gb.bf16 {
 		head += fmt.Sprintf("  %9s", "ours-bf16")
 	}
+	if gb.pair {
+		head += fmt.Sprintf("  %9s %9s", "pair", "pair/ours")
+	}
 	fmt.Fprintln(stdout, head)
 }
 
@@ -189,53 +196,77 @@ func (gb *gemmBench) linear(stdout io.Writer, r *rand.Rand, model string, l line
 		ours := func() { cpu.MatMulPacked(gb.wk, y, x, m, pw) }
 		blas := func() { blasSgemmNT(y, x, w, m, l.n, l.k, gb.threads) }
 		ours16 := func() { cpu.MatMulPacked(gb.wk, y, x, m, pw16) }
-		to, tb, t16 := gb.times(ours, blas, ours16)
+		segs := pairSegments(m)
+		pair := func() { cpu.MatMulPackedPerturbed(gb.wk, y, x, m, pw, segs) }
+		ts := gb.times(ours, blas, ours16, pair)
 		if p, _ := fmaPeak(gb.threads, cpu.GEMMPath()); p > gb.peak {
 			gb.peak = p
 		}
-		fmt.Fprintln(stdout, gb.line(model+"/"+l.name, m, l, to, tb, t16))
+		fmt.Fprintln(stdout, gb.line(model+"/"+l.name, m, l, ts))
 	}
 }
 
+// pairSegments are the segments of a full-parameter step's product of m
+// rows: the + variant of a direction, then its − variant.
+func pairSegments(m int) []tensor.Segment {
+	z := tensor.Noise{Stream: noise.Stream{Seed: noise.StreamSeed(1, 0), Step: 2}, Dist: noise.Normal, Norm: 1}
+	return []tensor.Segment{{Rows: m / 2, P: &tensor.Perturbation{Noise: z, Scale: 1e-3}},
+		{Rows: m - m/2, P: &tensor.Perturbation{Noise: z, Scale: -1e-3}}}
+}
+
+// shapeTimes are a shape's repetitions of each product, in seconds.
+type shapeTimes struct{ ours, blas, ours16, pair []float64 }
+
 // times warms up the products, then times each reps times, interleaved:
-// ours, BLAS's (if linked) and ours on bf16 weights (with -bf16).
-func (gb *gemmBench) times(ours, blas, ours16 func()) (to, tb, t16 []float64) {
-	ours() // warm up
-	if haveBLAS {
-		blas()
-	}
-	if gb.bf16 {
-		ours16()
+// ours, BLAS's (if linked), ours on bf16 weights (with -bf16) and the
+// full-parameter pair (with -pair).
+func (gb *gemmBench) times(ours, blas, ours16, pair func()) shapeTimes {
+	var ts shapeTimes
+	runs := []struct {
+		on bool
+		f  func()
+		to *[]float64
+	}{{true, ours, &ts.ours}, {haveBLAS, blas, &ts.blas}, {gb.bf16, ours16, &ts.ours16}, {gb.pair, pair, &ts.pair}}
+	for _, r := range runs { // warm up
+		if r.on {
+			r.f()
+		}
 	}
 	for range gb.reps {
-		to = append(to, timeIt(ours))
-		if haveBLAS {
-			tb = append(tb, timeIt(blas))
-		}
-		if gb.bf16 {
-			t16 = append(t16, timeIt(ours16))
+		for _, r := range runs {
+			if r.on {
+				*r.to = append(*r.to, timeIt(r.f))
+			}
 		}
 	}
-	return to, tb, t16
+	return ts
 }
 
 // line is one shape's row of the table: GFLOP/s of the median and the best
-// repetition, against the peak and the roof, and BLAS's and bf16's medians.
-func (gb *gemmBench) line(name string, m int, l linear, to, tb, t16 []float64) string {
+// repetition, against the peak and the roof, BLAS's, bf16's and the pair's
+// medians.
+func (gb *gemmBench) line(name string, m int, l linear, ts shapeTimes) string {
 	flop := 2 * float64(m) * float64(l.n) * float64(l.k)
-	g := flop / stats.Median(to) / 1e9
+	g := flop / stats.Median(ts.ours) / 1e9
 	roof := gb.peak
 	if gb.bandwidth > 0 && gb.peak > 0 {
 		roof = min(gb.peak, gb.bandwidth*float64(m)/2)
 	}
-	gBest := flop / slices.Min(to) / 1e9
+	gBest := flop / slices.Min(ts.ours) / 1e9
 	line := fmt.Sprintf("%-18s %6d %6d %6d  %9.1f %7s %7s %9.1f %7s", name, m, l.k, l.n, g, pctStr(g, gb.peak), pctStr(g, roof), gBest, pctStr(gBest, gb.peak))
 	if haveBLAS {
-		gBLAS := flop / stats.Median(tb) / 1e9
+		gBLAS := flop / stats.Median(ts.blas) / 1e9
 		line += fmt.Sprintf("  %9.1f %8.2fx", gBLAS, g/gBLAS)
 	}
 	if gb.bf16 {
-		line += fmt.Sprintf("  %9.1f", flop/stats.Median(t16)/1e9)
+		line += fmt.Sprintf("  %9.1f", flop/stats.Median(ts.ours16)/1e9)
+	}
+	if gb.pair {
+		ratios := make([]float64, len(ts.pair))
+		for i, t := range ts.pair {
+			ratios[i] = t / ts.ours[i] // of a repetition's two products, run one after the other
+		}
+		line += fmt.Sprintf("  %9.1f %8.3fx", flop/stats.Median(ts.pair)/1e9, stats.Median(ratios))
 	}
 	return line
 }
