@@ -254,6 +254,17 @@ func maskStore2(f *file, o [2]string, off int) {
 // lag2 is lag512's counterpart (the same measurements).
 const lag2 = 0.125
 
+// keyVectors2 writes the kernel arguments' key schedule as ymm vectors on
+// the kernel's stack frame (32·19 bytes, aligned to 32 from R12) and the
+// first block's counter word into Y15, then aligns the loop that follows.
+func keyVectors2(f *file) {
+	f.ins("LEAQ 31(SP), R12", "ANDQ $-32, R12")
+	for i := range 19 {
+		f.ins(op("VPBROADCASTD", fmt.Sprintf("%d(SI)", 4*(i+1)), "Y0"), op("VMOVDQA", "Y0", key2(i)))
+	}
+	f.ins("VPBROADCASTD A_CTR, Y15", "PCALIGN $64")
+}
+
 // kernel2 writes a distribution's kernel: batches of 2 groups while 32
 // elements or more are left, then one masked step of 2 or 1 groups.
 func kernel2(f *file, d dist2) {
@@ -274,13 +285,8 @@ func kernel2(f *file, d dist2) {
 		"ADDQ CX, BX",
 		"MOVL $0xFFFF, DX",
 		"SHLL CX, DX",
-		"ANDL $0xFFFF, DX",
-		"LEAQ 31(SP), R12",
-		"ANDQ $-32, R12")
-	for i := range 19 {
-		f.ins(op("VPBROADCASTD", fmt.Sprintf("%d(SI)", 4*(i+1)), "Y0"), op("VMOVDQA", "Y0", key2(i)))
-	}
-	f.ins("VPBROADCASTD A_CTR, Y15", "PCALIGN $64")
+		"ANDL $0xFFFF, DX")
+	keyVectors2(f)
 	f.label("batch")
 	f.ins("CMPQ BX, $32", "JLT last")
 	step2(f, d, 2, storeAll, false, "B")
@@ -345,13 +351,8 @@ func panelKernel2(f *file) {
 		"MOVQ dst+0(FP), DI",
 		"MOVQ rows+8(FP), R13",
 		"MOVQ n+16(FP), BX",
-		"MOVQ a+24(FP), SI",
-		"LEAQ 31(SP), R12",
-		"ANDQ $-32, R12")
-	for i := range 19 {
-		f.ins(op("VPBROADCASTD", fmt.Sprintf("%d(SI)", 4*(i+1)), "Y0"), op("VMOVDQA", "Y0", key2(i)))
-	}
-	f.ins("VPBROADCASTD A_CTR, Y15", "PCALIGN $64")
+		"MOVQ a+24(FP), SI")
+	keyVectors2(f)
 	f.label("step")
 	f.ins("TESTQ BX, BX", "JZ done")
 	for pair := range 4 {
