@@ -24,9 +24,11 @@ type vecKernels struct {
 
 	// For the tests: the Normal and Ternary transforms on given words
 	// instead of Philox's, for groups of len(lanes) blocks (a multiple of
-	// 32 blocks in all); lanes[l] is the block (within the group) whose
-	// words lie in lane l of each word's vector (internal/asmgen).
+	// 32 blocks in all).
 	words [4]func(dst *float32, words *uint64, groups int)
+	// lanes[l] is the block (within a group of len(lanes)) whose words lie
+	// in lane l of each word's vector (internal/asmgen): the words' layout
+	// for the tests, and the row of each lane in the panel kernel's groups.
 	lanes []int
 }
 
