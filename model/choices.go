@@ -7,16 +7,18 @@ import (
 )
 
 // supervisedCE is the cross-entropy at every supervised row against its
-// label, then, with choices, at each sequence's supervised row against each
-// of its choices. h is the final hidden states: of the supervised rows
-// alone (kept), else of every position; logits, when Forward computed them
-// all, are read instead. The choices share their row's one LM-head product.
-func (m *Model) supervisedCE(h, logits tensor.Buf, sup supervision, kept bool, choices [][]int) []float64 {
+// label, then, with choices, at each sequence's choice row (choiceRows)
+// against each of its choices. h is the final hidden states: of the
+// supervised rows alone (kept), else of every position; logits, when
+// Forward computed them all, are read instead. The choices share their
+// row's one LM-head product.
+func (m *Model) supervisedCE(h, logits tensor.Buf, sup supervision, kept bool, choices [][]int, at []int) []float64 {
 	be := m.Backend
 	idx, targets := indices(len(sup.rows)), sup.targets
-	for s, cs := range choices { // s's one supervised row is its s-th
+	row := choiceRows(sup, len(choices), at)
+	for s, cs := range choices {
 		for _, c := range cs {
-			idx, targets = append(idx, s), append(targets, c)
+			idx, targets = append(idx, row[s]), append(targets, c)
 		}
 	}
 	if logits != nil {
@@ -47,21 +49,48 @@ func splitChoices(ce []float64, choices [][]int) [][]float64 {
 	return out
 }
 
-// checkChoices refuses Options.Choices that Forward cannot score: one
-// entry per sequence, a token of the vocabulary each, and exactly one
-// supervised position in every sequence (supervisedCE reads sequence s's
-// choices at the s-th supervised row).
-func (m *Model) checkChoices(choices [][]int, sup supervision, b int) error {
+// choiceRows is, for each of the first b sequences, the index in sup of
+// the supervised row its choices are scored at: its at[s]-th (at nil: its
+// first); -1 where it has not that many.
+func choiceRows(sup supervision, b int, at []int) []int {
+	row, seen := make([]int, b), make([]int, b)
+	for s := range row {
+		row[s] = -1
+	}
+	for i, s := range sup.seqOf {
+		if s >= b {
+			continue
+		}
+		if seen[s] == choiceAt(at, s) {
+			row[s] = i
+		}
+		seen[s]++
+	}
+	return row
+}
+
+// choiceAt is at[s], 0 where at is nil.
+func choiceAt(at []int, s int) int {
+	if at == nil {
+		return 0
+	}
+	return at[s]
+}
+
+// checkChoices refuses Options.Choices and ChoiceAt that Forward cannot
+// score: one entry each per sequence, a token of the vocabulary each, and
+// the supervised position ChoiceAt names in every sequence with choices.
+func (m *Model) checkChoices(choices [][]int, at []int, sup supervision, b int) error {
 	if len(choices) != b {
 		return fmt.Errorf("choices has %d entries, want one per sequence (%d)", len(choices), b)
 	}
-	count := make([]int, b)
-	for _, s := range sup.seqOf {
-		count[s]++
+	if at != nil && len(at) != b {
+		return fmt.Errorf("choice_at has %d entries, want one per sequence (%d)", len(at), b)
 	}
+	row := choiceRows(sup, b, at)
 	for s, cs := range choices {
-		if count[s] != 1 {
-			return fmt.Errorf("sequence %d has %d supervised positions: choices need exactly one", s, count[s])
+		if len(cs) > 0 && row[s] < 0 {
+			return fmt.Errorf("sequence %d has choices at its supervised token %d (from 0), which it does not have", s, choiceAt(at, s))
 		}
 		for _, c := range cs {
 			if c < 0 || c >= m.VocabSize {

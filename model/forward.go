@@ -100,6 +100,9 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	if opts.Choices != nil && opts.Labels == nil {
 		return nil, fmt.Errorf("choices without labels: the labels mark where the choices are scored")
 	}
+	if opts.ChoiceAt != nil && opts.Choices == nil {
+		return nil, fmt.Errorf("choice_at without choices")
+	}
 	if err := m.checkAdapter(m.Adapter); err != nil {
 		return nil, err
 	}
@@ -135,7 +138,7 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 			return nil, err
 		}
 		if opts.Choices != nil {
-			if err := m.checkChoices(opts.Choices, sup, in.B); err != nil {
+			if err := m.checkChoices(opts.Choices, opts.ChoiceAt, sup, in.B); err != nil {
 				return nil, err
 			}
 		}
@@ -155,7 +158,7 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		out.Logits = be.ToHost(logits)
 	}
 	if opts.Labels != nil {
-		ce := m.supervisedCE(h, logits, sup, keep != nil, opts.Choices)
+		ce := m.supervisedCE(h, logits, sup, keep != nil, opts.Choices, opts.ChoiceAt)
 		n := len(sup.rows)
 		out.setLoss(ce[:n], sup.seqOf, in.B)
 		if opts.Choices != nil {

@@ -167,13 +167,20 @@ type Options struct {
 	HiddenStates bool  // HF's output_hidden_states: embeddings, input of each layer, final-norm output
 	Labels       []int // [B·T], unshifted as in HF; -100 = not supervised; nil = no loss
 	// Choices, with Labels, asks for more than each label's loss: for
-	// sequence s (each with exactly one supervised position), the
-	// cross-entropy of every token of Choices[s] there, into
-	// Output.ChoiceLoss. It scores a classification's label candidates
-	// from one forward of the prompt they share when each is one token:
-	// the position that predicts them is the same, so a forward per
-	// candidate would compute it k times.
+	// sequence s, the cross-entropy of every token of Choices[s] in place
+	// of one of its supervised tokens (the first, or ChoiceAt's; it must
+	// have it if Choices[s] is not empty), into Output.ChoiceLoss. It
+	// scores a classification's label candidates from one forward of the
+	// prompt they share when each is one token: the position that predicts
+	// them is the same, so a forward per candidate would compute it k
+	// times. The sequence may go on past that token (a validation example
+	// answered with its own label and its end-of-turn): causal attention
+	// keeps what follows from reaching it.
 	Choices [][]int
+	// ChoiceAt[s] is which of sequence s's supervised tokens, counted from
+	// 0 in order, Choices[s] stand in for (a label word after an answer's
+	// "Sentiment:", all supervised); nil: the first of each.
+	ChoiceAt []int
 }
 
 // Output holds what Forward computed.
@@ -182,7 +189,7 @@ type Output struct {
 	HiddenStates [][]float32 // NumLayers+1 entries of [B·(N+T)][hidden] when Options.HiddenStates
 	Loss         float64     // token-weighted mean cross-entropy over the batch (HF's out.loss)
 	LossPerSeq   []float64   // per-sequence mean cross-entropy; NaN for a row with no supervised token
-	ChoiceLoss   [][]float64 // with Options.Choices: [B][len(Choices[s])], each choice's cross-entropy at s's supervised position
+	ChoiceLoss   [][]float64 // with Options.Choices: [B][len(Choices[s])], each choice's cross-entropy in place of s's supervised token that ChoiceAt names
 	Tokens       int         // number of supervised tokens
 	// VirtualTokens is N, the rows of each sequence before its T tokens in
 	// Logits and HiddenStates: a prompt-tuning adapter's virtual tokens, as

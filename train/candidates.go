@@ -89,6 +89,14 @@ func (e *nonFiniteScore) Error() string {
 	return fmt.Sprintf("label candidate %d: the loss is not finite (%v)", e.i, e.loss)
 }
 
+// nonFiniteAnswer is the error of a classification's metric for an
+// example (what: "test example", "validation example") whose answer label
+// scores a loss that is not finite.
+func nonFiniteAnswer(what, id, label string, loss float64) error {
+	return fmt.Errorf("%s %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
+		what, id, label, loss)
+}
+
 // scoreCandidates is one batch of classify: c.seqs[lo:hi] in one forward of
 // m, each candidate's score (the mean log-probability of its label tokens)
 // into scores[lo·c.per:hi·c.per]. A score that is not finite is a

@@ -164,13 +164,20 @@ func (r *run) checkValidation() error {
 
 // checkMetricLine times step 0's validation metric (eval.validation_metrics)
 // of a sample (pass's) for the whole split's nAll examples into
-// r.valMetricSecs, and says so with the sample's metric.
+// r.valMetricSecs, and says so with the sample's metric. A metric the
+// whole split's loss forwards count (freeMetric) takes no time of its own.
 func (r *run) checkMetricLine(metrics map[string]float64, pass *evalPass, nAll int) {
-	r.valMetricSecs = pass.perExample(pass.total) * float64(nAll)
 	over := fmt.Sprintf("its %d examples", nAll)
 	if pass.total < nAll {
 		over = fmt.Sprintf("the first %d of its %d examples", pass.total, nAll)
 	}
+	if r.modality.freeMetric() {
+		r.valMetricSecs = 0
+		fmt.Fprintf(r.out, "validation metric at step 0 over %s (eval.validation_metrics): %s (counted in the validation loss's forwards: no time of its own)\n",
+			over, FormatMetrics(metrics))
+		return
+	}
+	r.valMetricSecs = pass.perExample(pass.total) * float64(nAll)
 	fmt.Fprintf(r.out, "validation metric at step 0 over %s (eval.validation_metrics): %s (%s; every validation ≈ %s more)\n",
 		over, FormatMetrics(metrics), FormatDuration(pass.end.Sub(pass.start).Seconds()), FormatDuration(r.valMetricSecs))
 }

@@ -101,17 +101,26 @@ func (p *evalPass) perExample(n int) float64 {
 
 // validationLoss is the token-weighted mean cross-entropy over every
 // supervised token of the validation set, with whatever adapter m has
-// attached, accumulated in float64. A stop request ends it between batches
-// (a *stoppedError): the validation is then run again whole.
-func validationLoss(m *model.Model, exs []data.Sequence, batchSize, padID int, pass *evalPass) (float64, error) {
+// attached, accumulated in float64. With c (not nil), each forward also
+// scores the label candidates of the metric examples among its sequences,
+// counted into c.acc. A stop request ends it between batches (a
+// *stoppedError): the validation is then run again whole.
+func validationLoss(m *model.Model, exs []data.Sequence, batchSize, padID int, pass *evalPass, c *valChoices) (float64, error) {
 	var sum float64
 	var tokens int
 	for lo := 0; lo < len(exs); lo += batchSize {
 		hi := min(lo+batchSize, len(exs))
 		b := data.TrainBatch(exs[lo:hi], padID)
-		out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, model.Options{Labels: b.Labels})
+		opts := model.Options{Labels: b.Labels}
+		if c != nil {
+			opts.Choices, opts.ChoiceAt = c.choices[lo:hi], c.at[lo:hi]
+		}
+		out, err := m.Forward(model.Input{B: b.Size, T: b.Len, Tokens: b.IDs, Mask: b.Mask}, opts)
 		if err != nil {
 			return 0, err
+		}
+		if c != nil {
+			c.count(out.ChoiceLoss, lo)
 		}
 		if out.Tokens > 0 { // no supervised token: its NaN mean would poison the sum
 			sum += out.Loss * float64(out.Tokens)
@@ -243,8 +252,7 @@ func (e *evaluator) classify(m *model.Model, exs []data.Example, pass *evalPass,
 		if err := e.scoreCandidates(m, c, lo, hi, scores); err != nil {
 			var nf *nonFiniteScore
 			if errors.As(err, &nf) {
-				return nil, fmt.Errorf("%s %q: the loss of its answer %q is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless",
-					e.example(), exs[nf.i/k].ID, labels[nf.i%k], nf.loss)
+				return nil, nonFiniteAnswer(e.example(), exs[nf.i/k].ID, labels[nf.i%k], nf.loss)
 			}
 			return nil, err
 		}

@@ -30,6 +30,11 @@ type modality interface {
 	// (a *stoppedError): the validation is then run again whole.
 	validationMetrics(pass *evalPass) (map[string]float64, error)
 	metricExamples() int
+	// freeMetric reports whether validationMetrics reads the metric off
+	// the validation loss's forwards (an image task's accuracy; a
+	// classification's with one-token labels, valChoices) rather than
+	// running a pass of its own, whose time would tell a test evaluation's.
+	freeMetric() bool
 	// sampleValidation keeps the first n validation examples (Check times
 	// a sample of them); restore puts the others back.
 	sampleValidation(n int) (restore func())
@@ -60,6 +65,28 @@ type textTask struct {
 	// labels' accuracy (obj still computes nothing then).
 	gen  exampleObjective
 	eval *evaluator // the test metric; its batch size and pad id are the validation's too
+	// valMetrics (eval.validation_metrics): where plan (valChoices) can
+	// score the metric examples' label candidates in the validation loss's
+	// forwards, validationLoss counts the accuracy into valAcc (nil until a
+	// whole pass has ended), which validationMetrics then reads.
+	valMetrics bool
+	plan       *textPlan // made on first need, again for other data.val or data.valEx
+	valAcc     *valAccuracy
+}
+
+// textPlan is the valChoices made for a validation split's sequences and
+// metric examples (nil: there is none for them).
+type textPlan struct {
+	val []data.Sequence
+	exs []data.Example
+	c   *valChoices
+}
+
+// isFor reports whether p was made for val and exs: sampleValidation swaps
+// in their first few, and then puts them back.
+func (p *textPlan) isFor(val []data.Sequence, exs []data.Example) bool {
+	return len(p.val) == len(val) && len(p.exs) == len(exs) &&
+		(len(val) == 0 || &p.val[0] == &val[0]) && (len(exs) == 0 || &p.exs[0] == &exs[0])
 }
 
 // newTextTask makes a text task's modality over its data: the objective
@@ -69,7 +96,7 @@ func (r *run) newTextTask(splits *textSplits, enc *data.Encoder) (*textTask, err
 	obj := &decoderObjective{m: r.m, view: r.tr.(viewer)} // a decoder's trained parameters are their own view (adapterState, fullState)
 	eval := &evaluator{task: data.Task(cfg.Task.Name), tok: r.tok, enc: enc, batchSize: cfg.Eval.BatchSize,
 		maxNewTokens: cfg.maxNewTokens(), stopIDs: StopIDs(r.tok, r.m), padID: r.tok.PadID(), rougeStem: cfg.Eval.RougeStem, log: r.out}
-	t := &textTask{m: r.m, data: splits, obj: obj, eval: eval}
+	t := &textTask{m: r.m, data: splits, obj: obj, eval: eval, valMetrics: cfg.Eval.ValidationMetrics}
 	if cfg.Train.scoresExamples() {
 		// An adapter's (Validate refuses both for adapter.kind full); the
 		// objective scores with its own evaluator, the test evaluation's
@@ -122,13 +149,52 @@ func (t *textTask) setBatch(idx []int) error {
 	return nil
 }
 
+// validationLoss is the validation loss; with eval.validation_metrics and
+// a plan (valChoices), its forwards also score the metric examples' label
+// candidates, the accuracy into t.valAcc once the pass is whole.
 func (t *textTask) validationLoss(pass *evalPass) (float64, error) {
-	return validationLoss(t.m, t.data.val, t.eval.batchSize, t.eval.padID, pass)
+	t.valAcc = nil
+	c := t.choices()
+	if c != nil {
+		c.acc = valAccuracy{n: len(c.valEx)}
+	}
+	loss, err := validationLoss(t.m, t.data.val, t.eval.batchSize, t.eval.padID, pass, c)
+	if err == nil && c != nil {
+		acc := c.acc
+		t.valAcc = &acc
+	}
+	return loss, err
 }
 
+// choices is the plan of the current validation split (made on first
+// need), or nil: eval.validation_metrics off, or no plan for its examples.
+func (t *textTask) choices() *valChoices {
+	if !t.valMetrics {
+		return nil
+	}
+	if t.plan == nil || !t.plan.isFor(t.data.val, t.data.valEx) {
+		t.plan = &textPlan{t.data.val, t.data.valEx, newValChoices(t.eval, t.data.val, t.data.valEx)}
+	}
+	return t.plan.c
+}
+
+// validationMetrics is the validation split's metric (eval.validation_metrics):
+// the accuracy the validation loss's pass just counted (validationLoss),
+// which it hands over once, else the metric's own pass, the test
+// evaluation's rules, from the start.
 func (t *textTask) validationMetrics(pass *evalPass) (map[string]float64, error) {
+	if a := t.valAcc; a != nil && a.n == len(t.data.valEx) {
+		t.valAcc = nil
+		if a.err != nil {
+			return nil, a.err
+		}
+		return map[string]float64{"accuracy": float64(a.right) / float64(a.n)}, nil
+	}
 	return t.eval.validationMetrics(t.m, t.data.valEx, pass)
 }
+
+// freeMetric: the plan's metric needs no pass of its own.
+func (t *textTask) freeMetric() bool { return t.choices() != nil }
 
 func (t *textTask) metricExamples() int { return len(t.data.valEx) }
 

@@ -100,9 +100,10 @@ func (r *run) projectTest(p *projection) {
 	}
 	// eval.validation_metrics scores validation examples by the test
 	// evaluation's own code (generating included), so its time per example
-	// is the test's, a whole estimate where the loss's gives a bound. (Pets'
-	// metric is counted from the loss's own forwards: no test pass's time.)
-	if n := r.metricExamplesTimed(); n > 0 && data.Task(cfg.Task.Name) != data.Pets {
+	// is the test's, a whole estimate where the loss's gives a bound. (A
+	// metric counted from the loss's own forwards, Pets' or a one-token
+	// label's, takes no time a test pass would.)
+	if n := r.metricExamplesTimed(); n > 0 && !r.modality.freeMetric() {
 		p.testSecs, p.generates, p.testFromVal = r.valMetricSecs/float64(n)*float64(p.testPasses*p.testExamples), 0, true
 	}
 }

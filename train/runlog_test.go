@@ -279,13 +279,13 @@ func TestProjectionFromTestSample(t *testing.T) {
 // TestProjectionFromTheValidationMetric: with eval.validation_metrics timed,
 // a generation task's test evaluation is projected from the metric's time
 // per example (the test's own scoring, generating included), not as a
-// bound from the loss's forwards with the generating on top; Pets' metric,
-// read from the loss's forwards, times no test pass.
+// bound from the loss's forwards with the generating on top; a metric read
+// from the loss's forwards (Pets', freeMetric) times no test pass.
 func TestProjectionFromTheValidationMetric(t *testing.T) {
 	for _, task := range []string{"squad", "pets"} {
 		cfg := Defaults()
 		cfg.Task.Name, cfg.Train.Steps, cfg.Train.EvalEvery = task, 10, 5
-		r := &run{cfg: &cfg, modality: sizedModality{val: 5, test: 4, metric: 4}, valSecs: 10, valMetricSecs: 20} // 5 s a validation example's metric
+		r := &run{cfg: &cfg, modality: sizedModality{val: 5, test: 4, metric: 4, metricFree: task == "pets"}, valSecs: 10, valMetricSecs: 20} // 5 s a validation example's metric
 		p := r.project(1, 3)
 		if task == "pets" {
 			if p.testFromVal || p.testSecs != 8 { // 2 s an image's forward, 4 images
@@ -300,12 +300,14 @@ func TestProjectionFromTheValidationMetric(t *testing.T) {
 	}
 }
 
-// sizedModality is a modality of which only sizes (and metricExamples) is
-// called.
+// sizedModality is a modality of which only sizes (and metricExamples,
+// freeMetric) is called.
 type sizedModality struct {
 	modality
 	val, test, metric int
+	metricFree        bool
 }
 
 func (m sizedModality) sizes() (int, int, int) { return 100, m.val, m.test }
 func (m sizedModality) metricExamples() int    { return m.metric }
+func (m sizedModality) freeMetric() bool       { return m.metricFree }

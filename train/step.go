@@ -130,8 +130,9 @@ func (r *run) validate(step int) (bool, error) {
 
 // validationMetrics scores the validation split by the task's metric
 // (eval.validation_metrics), the trained parameters attached, timed into
-// r.valMetricSecs (--check's and the projection's). A stop request ends it
-// between batches, as it does the loss part.
+// r.valMetricSecs (--check's and the projection's; 0 for a metric counted
+// in the loss's forwards, which takes no time of its own). A stop request
+// ends it between batches, as it does the loss part.
 func (r *run) validationMetrics(step int) (map[string]float64, error) {
 	what := fmt.Sprintf("validation of step %d (its metric)", step)
 	r.out.doing(what)
@@ -140,6 +141,9 @@ func (r *run) validationMetrics(step int) (map[string]float64, error) {
 	metrics, err := r.modality.validationMetrics(pass)
 	if err == nil {
 		r.valMetricSecs = time.Since(t0).Seconds()
+		if r.modality.freeMetric() {
+			r.valMetricSecs = 0
+		}
 	}
 	return metrics, err
 }

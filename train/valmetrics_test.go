@@ -200,26 +200,65 @@ func TestValidationMetricsPetsIsFree(t *testing.T) {
 	}
 }
 
+// TestValidationMetricsTextIsFree: an SST-2 run's validation accuracy
+// (its label words one token each) is counted in the validation loss's
+// forwards (valChoices), no pass of its own: a run polls for a stop no more
+// often with it, and its losses are the same. (TestValidationMetricsText
+// checks that the accuracy is the test evaluation's.)
+func TestValidationMetricsTextIsFree(t *testing.T) {
+	_, cfg := demoConfig(t, 4)
+	set := []string{"train.eval_every=2", "task.max_train=100", "task.max_validation=9", "eval.batch_size=4", "eval.skip=true"}
+	var polls [2]int
+	var lines [2][]rundir.ValLine
+	for i, on := range []string{"true", "false"} {
+		out := filepath.Join(t.TempDir(), "free")
+		if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out, "eval.validation_metrics="+on), Stop: stopAt(0, &polls[i])}); err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = valLines(t, out)
+	}
+	if polls[0] != polls[1] {
+		t.Errorf("%d polls with the metric, %d without: the metric ran a pass of its own", polls[0], polls[1])
+	}
+	if len(lines[0]) != 3 || len(lines[0][0].ValMetrics) == 0 || lines[0][0].ValMetricExamples != 9 {
+		t.Fatalf("validations with the metric: %v", lines[0])
+	}
+	for i := range lines[0] {
+		lines[0][i].ValMetrics, lines[0][i].ValMetricExamples = nil, 0
+	}
+	if !reflect.DeepEqual(lines[0], lines[1]) {
+		t.Errorf("the validation losses differ with the metric on:\n%v\n%v", lines[0], lines[1])
+	}
+}
+
 // TestValidationMetricsStopAnywhere: with eval.validation_metrics, a stop
 // at any poll, those between the batches of a validation's metric
 // included, is resumed into the uninterrupted run, bit for bit, each
 // validation logged once (checkStopAnywhere): an adapter's, whose stop in
 // a later validation checkpoints the state before its step, and the
-// model's own weights, whose stop leaves the validation pending.
+// model's own weights, whose stop leaves the validation pending; SST-2's
+// metric counted in the loss's forwards (valChoices), and a classification
+// whose labels are several tokens each scored by a pass of its own.
 func TestValidationMetricsStopAnywhere(t *testing.T) {
+	dir, cfg := demoConfig(t, 4)
+	own := func(name string) string {
+		return demoRows(t, dir, name, "own", func(_ int, ex data.Example) map[string]any {
+			return map[string]any{"text": ex.Sentence, "label": accLabels[ex.Label]}
+		})
+	}
 	for _, tc := range []struct {
-		name string
-		set  []string
+		name  string
+		set   []string
+		extra int // polls a validation's metric adds to the loss's
 	}{
-		{"lora", nil},
-		{"full", []string{"adapter.kind=full", "optimizer.lr=1e-3"}},
+		{"lora", nil, 0},
+		{"full", []string{"adapter.kind=full", "optimizer.lr=1e-3"}, 0},
+		// 7 examples, 14 candidates in batches of 3, polled after 6 and 12 (a whole example's end).
+		{"classification", []string{"task.name=classification", "task.train=" + own("train"), "task.test=" + own("dev"), "task.labels=[negative, positive]"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, cfg := demoConfig(t, 4)
 			set := append([]string{"train.eval_every=3", "train.checkpoint_every=4", "task.max_train=200", "task.max_validation=7",
 				"task.max_test=4", "eval.batch_size=3", "eval.base=false", "eval.validation_metrics=true"}, tc.set...)
-			// The metric's polls come on top of the loss's: 7 examples, 14 candidates in
-			// batches of 3, polled after 6 and 12 (a whole example's end), at each validation.
 			var polls [2]int
 			for i, on := range []string{"true", "false"} {
 				out := filepath.Join(t.TempDir(), "polls")
@@ -227,8 +266,8 @@ func TestValidationMetricsStopAnywhere(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if validations := 3; polls[0] != polls[1]+2*validations {
-				t.Fatalf("%d polls with the metric, %d without: want 2 more a validation", polls[0], polls[1])
+			if validations := 3; polls[0] != polls[1]+tc.extra*validations {
+				t.Fatalf("%d polls with the metric, %d without: want %d more a validation", polls[0], polls[1], tc.extra)
 			}
 			checkStopAnywhere(t, cfg, set, 0)
 		})
@@ -239,24 +278,33 @@ func TestValidationMetricsStopAnywhere(t *testing.T) {
 // scores the metric on its validation sample (the metric a run validating
 // those examples logs at step 0), times it for the whole split, and counts
 // it into every validation of its projection and its report
-// (validation_metric_seconds, within validation_seconds); without it, the
-// report has no such part.
+// (validation_metric_seconds, within validation_seconds): a classification
+// whose labels are several tokens each, which a pass of its own scores.
+// SST-2's metric, counted in the loss's forwards, takes no time of its
+// own: the check says so, and neither its projection nor its report has a
+// part for it. Without the metric, the report has no such part either.
 func TestCheckTimesTheValidationMetric(t *testing.T) {
 	dir, cfg := demoConfig(t, 2)
+	own := func(name string) string {
+		return demoRows(t, dir, name, "own", func(_ int, ex data.Example) map[string]any {
+			return map[string]any{"text": ex.Sentence, "label": accLabels[ex.Label]}
+		})
+	}
 	set := []string{"eval.batch_size=2", "task.max_test=8", "model.backend=cpu", "train.eval_every=1"}
+	cls := append(slices.Clone(set), "task.name=classification", "task.train="+own("train"), "task.test="+own("dev"), "task.labels=[negative, positive]")
 	var log syncBuilder
-	rep, err := Check(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+dir+"/c", "eval.validation_metrics=true"), Log: &log})
+	rep, err := Check(Options{ConfigPath: cfg, Overrides: append(slices.Clone(cls), "output.dir="+dir+"/c", "eval.validation_metrics=true"), Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := dir + "/r"
-	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+out, "task.max_validation=8", "eval.validation_metrics=true")}); err != nil {
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(cls), "output.dir="+out, "task.max_validation=8", "eval.validation_metrics=true")}); err != nil {
 		t.Fatal(err)
 	}
 	got := log.String()
 	want := fmt.Sprintf("validation metric at step 0 over the first 8 of its 64 examples (eval.validation_metrics): %s (", FormatMetrics(valLines(t, out)[0].ValMetrics))
-	if !strings.Contains(got, want) {
-		t.Errorf("want %q in:\n%s", want, got)
+	if !strings.Contains(got, want) || strings.Contains(got, "no time of its own") {
+		t.Errorf("want %q, timed, in:\n%s", want, got)
 	}
 	if !(rep.ValidationMetricSeconds > 0) || !(rep.ValidationSeconds > rep.ValidationMetricSeconds) {
 		t.Errorf("report: validation_seconds %v, validation_metric_seconds %v", rep.ValidationSeconds, rep.ValidationMetricSeconds)
@@ -271,12 +319,23 @@ func TestCheckTimesTheValidationMetric(t *testing.T) {
 		t.Errorf("the report's JSON: %s (%v)", b, err)
 	}
 
-	log = syncBuilder{}
-	if rep, err = Check(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+dir+"/c"), Log: &log}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := json.Marshal(rep); rep.ValidationMetricSeconds != 0 || strings.Contains(string(b), "validation_metric") || strings.Contains(log.String(), "metric") {
-		t.Errorf("off: the report %s, or the log says a metric:\n%s", b, log.String())
+	for _, on := range []bool{true, false} {
+		log = syncBuilder{}
+		over := append(slices.Clone(set), "output.dir="+dir+"/c")
+		if on {
+			over = append(over, "eval.validation_metrics=true")
+		}
+		if rep, err = Check(Options{ConfigPath: cfg, Overrides: over, Log: &log}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(rep)
+		if rep.ValidationMetricSeconds != 0 || strings.Contains(string(b), "validation_metric") || strings.Contains(log.String(), "its metric") {
+			t.Errorf("sst2, metric %v: the report %s, or the projection counts a metric:\n%s", on, b, log.String())
+		}
+		if free := strings.Contains(log.String(), "validation metric at step 0 over the first 8 of its 64 examples (eval.validation_metrics): accuracy ") &&
+			strings.Contains(log.String(), "(counted in the validation loss's forwards: no time of its own)"); free != on {
+			t.Errorf("sst2, metric %v: the check's line of a metric counted in the loss's forwards: %v, in:\n%s", on, free, log.String())
+		}
 	}
 }
 

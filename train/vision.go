@@ -249,6 +249,9 @@ func (v *vision) validationMetrics(pass *evalPass) (map[string]float64, error) {
 
 func (v *vision) metricExamples() int { return len(v.data.val) }
 
+// freeMetric: the accuracy is counted from the validation loss's logits.
+func (v *vision) freeMetric() bool { return v.valMetrics }
+
 // accuracy is the accuracy on the images of split (named so in errors:
 // "test", "validation"): the class of the highest logit (the first of
 // equal ones) against the label, continued from part.
