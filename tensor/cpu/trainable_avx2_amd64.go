@@ -5,6 +5,7 @@ package cpu
 import (
 	"math"
 	"simd/archsimd"
+	"unsafe"
 
 	"github.com/meazo-go/meazo/update"
 )
@@ -47,40 +48,75 @@ func useTrainableAVX2() {
 	useBF16Vector(perturbValuesBF16AVX2, perturbPairBF16AVX2, sgdBF16BlocksAVX2, stateBF16BlocksAVX2)
 }
 
+// The loops below read and write through pointers (load4, store4) rather
+// than archsimd's slice loads: with the slice forms, the compiler's bounds
+// checks and index arithmetic, and the spills they cost, took most of each
+// iteration (forming W ± εZ ran at the scalar loop's rate on a Zen 3,
+// 1.5 ns a weight; 0.5-0.65 ns with pointers, the update's loop 1.2-2.3x as
+// fast). Each reads only within the slices its caller resliced to length.
+
+// load4 is the four float32 at off bytes past p.
+func load4(p unsafe.Pointer, off uintptr) archsimd.Float32x4 {
+	return archsimd.LoadFloat32x4((*[4]float32)(unsafe.Add(p, off)))
+}
+
+// store4 writes v at off bytes past p.
+func store4(v archsimd.Float32x4, p unsafe.Pointer, off uintptr) {
+	v.Store((*[4]float32)(unsafe.Add(p, off)))
+}
+
+// load4d is the four float64 at off bytes past p.
+func load4d(p unsafe.Pointer, off uintptr) archsimd.Float64x4 {
+	return archsimd.LoadFloat64x4((*[4]float64)(unsafe.Add(p, off)))
+}
+
+// base is the address of s's first element (s may be empty: it is then
+// never read).
+func base[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
 func perturbValuesAVX2(dst, w, z []float32, scaleBits uint64) {
-	w, z = w[:len(dst)], z[:len(dst)]
+	n := len(dst)
+	w, z = w[:n], z[:n]
 	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
+	pd, pw, pz := base(dst), base(w), base(z)
 	i := 0
-	for ; i+4 <= len(dst); i += 4 {
-		wv := archsimd.LoadFloat32x4Slice(w[i:]).ConvertToFloat64()
-		zv := archsimd.LoadFloat32x4Slice(z[i:]).ConvertToFloat64()
-		wv.Add(s.Mul(zv)).ConvertToFloat32().StoreSlice(dst[i:])
+	for ; i+8 <= n; i += 8 {
+		o := uintptr(4 * i)
+		store4(load4(pw, o).ConvertToFloat64().Add(s.Mul(load4(pz, o).ConvertToFloat64())).ConvertToFloat32(), pd, o)
+		store4(load4(pw, o+16).ConvertToFloat64().Add(s.Mul(load4(pz, o+16).ConvertToFloat64())).ConvertToFloat32(), pd, o+16)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbValuesScalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
 func perturbPairAVX2(plus, minus, w, z []float32, scaleBits uint64) {
-	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	n := len(plus)
+	w, z, minus = w[:n], z[:n], minus[:n]
 	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
+	pp, pm, pw, pz := base(plus), base(minus), base(w), base(z)
 	i := 0
-	for ; i+4 <= len(plus); i += 4 {
-		wv := archsimd.LoadFloat32x4Slice(w[i:]).ConvertToFloat64()
-		sz := s.Mul(archsimd.LoadFloat32x4Slice(z[i:]).ConvertToFloat64())
-		wv.Add(sz).ConvertToFloat32().StoreSlice(plus[i:])
-		wv.Sub(sz).ConvertToFloat32().StoreSlice(minus[i:])
+	for ; i+8 <= n; i += 8 {
+		o := uintptr(4 * i)
+		w0, w1 := load4(pw, o).ConvertToFloat64(), load4(pw, o+16).ConvertToFloat64()
+		z0, z1 := s.Mul(load4(pz, o).ConvertToFloat64()), s.Mul(load4(pz, o+16).ConvertToFloat64())
+		store4(w0.Add(z0).ConvertToFloat32(), pp, o)
+		store4(w1.Add(z1).ConvertToFloat32(), pp, o+16)
+		store4(w0.Sub(z0).ConvertToFloat32(), pm, o)
+		store4(w1.Sub(z1).ConvertToFloat32(), pm, o+16)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbPairScalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
 func addScaledAVX2(g []float64, z []float32, wdBits uint64) {
-	z = z[:len(g)]
+	n := len(g)
+	z = z[:n]
 	wd := archsimd.BroadcastUint64x4(wdBits).AsFloat64x4()
+	pg, pz := base(g), base(z)
 	i := 0
-	for ; i+4 <= len(g); i += 4 {
-		zv := archsimd.LoadFloat32x4Slice(z[i:]).ConvertToFloat64()
-		archsimd.LoadFloat64x4Slice(g[i:]).Add(wd.Mul(zv)).StoreSlice(g[i:])
+	for ; i+4 <= n; i += 4 {
+		zv := load4(pz, uintptr(4*i)).ConvertToFloat64()
+		load4d(pg, uintptr(8*i)).Add(wd.Mul(zv)).Store((*[4]float64)(unsafe.Add(pg, uintptr(8*i))))
 	}
 	archsimd.ClearAVXUpperBits()
 	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
@@ -95,34 +131,40 @@ func sgdBlocksAVX2(p *[16]float64, theta []float32, ghat []float64, z []float32,
 	lr := archsimd.BroadcastUint64x4(lrBits).AsFloat64x4()
 	wd := archsimd.BroadcastUint64x4(wdBits).AsFloat64x4()
 	var zero, a0, a1, a2, a3 archsimd.Float64x4
-	i := 0
-	for ; i+16 <= len(theta); i += 16 {
-		for q := range 4 {
-			j := i + 4*q
-			var g archsimd.Float64x4
-			if ghat != nil {
-				g = archsimd.LoadFloat64x4Slice(ghat[j:])
-			} else {
-				g = zero.Add(w.Mul(archsimd.LoadFloat32x4Slice(z[j:]).ConvertToFloat64()))
-			}
-			x := archsimd.LoadFloat32x4Slice(theta[j:]).ConvertToFloat64()
-			n := x.Sub(lr.Mul(g.Add(wd.Mul(x)))).ConvertToFloat32()
-			d := n.ConvertToFloat64().Sub(x)
-			switch q {
-			case 0:
-				a0 = a0.Add(d.Mul(d))
-			case 1:
-				a1 = a1.Add(d.Mul(d))
-			case 2:
-				a2 = a2.Add(d.Mul(d))
-			default:
-				a3 = a3.Add(d.Mul(d))
-			}
-			n.StoreSlice(theta[j:])
+	n := len(theta) / 16 * 16
+	pt := base(theta)
+	if ghat != nil {
+		pg := base(ghat[:n])
+		for i := 0; i < n; i += 16 {
+			o, og := uintptr(4*i), uintptr(8*i)
+			a0 = a0.Add(sgdQuad(pt, o, load4d(pg, og), lr, wd))
+			a1 = a1.Add(sgdQuad(pt, o+16, load4d(pg, og+32), lr, wd))
+			a2 = a2.Add(sgdQuad(pt, o+32, load4d(pg, og+64), lr, wd))
+			a3 = a3.Add(sgdQuad(pt, o+48, load4d(pg, og+96), lr, wd))
+		}
+	} else {
+		pz := base(z[:n])
+		for i := 0; i < n; i += 16 {
+			o := uintptr(4 * i)
+			// ĝ = 0 + w·z, as addScaled makes it on a cleared buffer (−0 becomes +0).
+			a0 = a0.Add(sgdQuad(pt, o, zero.Add(w.Mul(load4(pz, o).ConvertToFloat64())), lr, wd))
+			a1 = a1.Add(sgdQuad(pt, o+16, zero.Add(w.Mul(load4(pz, o+16).ConvertToFloat64())), lr, wd))
+			a2 = a2.Add(sgdQuad(pt, o+32, zero.Add(w.Mul(load4(pz, o+32).ConvertToFloat64())), lr, wd))
+			a3 = a3.Add(sgdQuad(pt, o+48, zero.Add(w.Mul(load4(pz, o+48).ConvertToFloat64())), lr, wd))
 		}
 	}
 	storePartialsAVX2(p, a0, a1, a2, a3)
-	return i
+	return n
+}
+
+// sgdQuad moves the four weights at off bytes past t by ĝ g, as sgdElem
+// does, and returns their squared changes.
+func sgdQuad(t unsafe.Pointer, off uintptr, g, lr, wd archsimd.Float64x4) archsimd.Float64x4 {
+	x := load4(t, off).ConvertToFloat64()
+	n := x.Sub(lr.Mul(g.Add(wd.Mul(x)))).ConvertToFloat32()
+	store4(n, t, off)
+	d := n.ConvertToFloat64().Sub(x)
+	return d.Mul(d)
 }
 
 // stateBlocksAVX2 is stateBlocksAVX512 four weights at a time.
