@@ -27,30 +27,36 @@ func widenBF16AVX2(w []uint16) (lo, hi archsimd.Float64x4) {
 }
 
 func perturbValuesBF16AVX2(dst []float32, w []uint16, z []float32, scaleBits uint64) {
-	w, z = w[:len(dst)], z[:len(dst)]
+	n := len(dst)
+	w, z = w[:n], z[:n]
 	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
+	pd, pz := base(dst), base(z)
 	i := 0
-	for ; i+8 <= len(dst); i += 8 {
+	for ; i+8 <= n; i += 8 { // through pointers, as trainable_avx2_amd64.go's loops
+		o := uintptr(4 * i)
 		lo, hi := widenBF16AVX2(w[i:])
-		lo.Add(s.Mul(archsimd.LoadFloat32x4Slice(z[i:]).ConvertToFloat64())).ConvertToFloat32().StoreSlice(dst[i:])
-		hi.Add(s.Mul(archsimd.LoadFloat32x4Slice(z[i+4:]).ConvertToFloat64())).ConvertToFloat32().StoreSlice(dst[i+4:])
+		store4(lo.Add(s.Mul(load4(pz, o).ConvertToFloat64())).ConvertToFloat32(), pd, o)
+		store4(hi.Add(s.Mul(load4(pz, o+16).ConvertToFloat64())).ConvertToFloat32(), pd, o+16)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbValuesBF16Scalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
 func perturbPairBF16AVX2(plus, minus []float32, w []uint16, z []float32, scaleBits uint64) {
-	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	n := len(plus)
+	w, z, minus = w[:n], z[:n], minus[:n]
 	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
+	pp, pm, pz := base(plus), base(minus), base(z)
 	i := 0
-	for ; i+8 <= len(plus); i += 8 {
+	for ; i+8 <= n; i += 8 {
+		o := uintptr(4 * i)
 		lo, hi := widenBF16AVX2(w[i:])
-		sl := s.Mul(archsimd.LoadFloat32x4Slice(z[i:]).ConvertToFloat64())
-		sh := s.Mul(archsimd.LoadFloat32x4Slice(z[i+4:]).ConvertToFloat64())
-		lo.Add(sl).ConvertToFloat32().StoreSlice(plus[i:])
-		hi.Add(sh).ConvertToFloat32().StoreSlice(plus[i+4:])
-		lo.Sub(sl).ConvertToFloat32().StoreSlice(minus[i:])
-		hi.Sub(sh).ConvertToFloat32().StoreSlice(minus[i+4:])
+		sl := s.Mul(load4(pz, o).ConvertToFloat64())
+		sh := s.Mul(load4(pz, o+16).ConvertToFloat64())
+		store4(lo.Add(sl).ConvertToFloat32(), pp, o)
+		store4(hi.Add(sh).ConvertToFloat32(), pp, o+16)
+		store4(lo.Sub(sl).ConvertToFloat32(), pm, o)
+		store4(hi.Sub(sh).ConvertToFloat32(), pm, o+16)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbPairBF16Scalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
