@@ -11,7 +11,8 @@ type CheckReport struct {
 	// ValidationSeconds is one validation of the whole validation split,
 	// from the sample Check scored: its loss and, with
 	// eval.validation_metrics, its metric, ValidationMetricSeconds of it
-	// (absent when off).
+	// (absent when off, and where the loss's forwards count the metric:
+	// SST-2's accuracy, Pets').
 	ValidationSeconds       float64 `json:"validation_seconds"`
 	ValidationMetricSeconds float64 `json:"validation_metric_seconds,omitempty"`
 	// StepSeconds is the last timed step's (0 with train.steps 0).
