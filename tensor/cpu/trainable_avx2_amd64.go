@@ -52,7 +52,7 @@ func useTrainableAVX2() {
 // than archsimd's slice loads: with the slice forms, the compiler's bounds
 // checks and index arithmetic, and the spills they cost, took most of each
 // iteration (forming W ± εZ ran at the scalar loop's rate on a Zen 3,
-// 1.5 ns a weight; 0.5-0.65 ns with pointers, the update's loop 1.2-2.3x as
+// 1.5 ns a weight; 0.5-0.65 ns with pointers, the update's loop 1.25-2.1x as
 // fast). Each reads only within the slices its caller resliced to length.
 
 // load4 is the four float32 at off bytes past p.
