@@ -167,40 +167,46 @@ func sgdQuad(t unsafe.Pointer, off uintptr, g, lr, wd archsimd.Float64x4) archsi
 	return d.Mul(d)
 }
 
-// stateBlocksAVX2 is stateBlocksAVX512 four weights at a time.
+// stateBlocksAVX2 is stateBlocksAVX512 four weights at a time, through
+// pointers as the loops above.
 func stateBlocksAVX2(p *[16]float64, kind update.Kind, theta []float32, ghat []float64, m, v []float32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x4 { return archsimd.BroadcastUint64x4(c[k]).AsFloat64x4() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
-	load := func(s []float32, j int) archsimd.Float64x4 {
-		return archsimd.LoadFloat32x4Slice(s[j:]).ConvertToFloat64()
+	n := len(theta) / 16 * 16
+	pt, pg := base(theta), base(ghat[:n])
+	var pm, pv unsafe.Pointer // nil where the rule keeps no such state
+	if m != nil {
+		pm = base(m[:n])
+	}
+	if v != nil {
+		pv = base(v[:n])
 	}
 	var a0, a1, a2, a3 archsimd.Float64x4
-	i := 0
-	for ; i+16 <= len(theta); i += 16 {
+	for i := 0; i < n; i += 16 {
 		for q := range 4 {
-			j := i + 4*q
-			x, g := load(theta, j), archsimd.LoadFloat64x4Slice(ghat[j:])
+			o := uintptr(4 * (i + 4*q))
+			x, g := load4(pt, o).ConvertToFloat64(), load4d(pg, 2*o)
 			var nx archsimd.Float64x4
 			switch {
 			case kind == update.SGD: // with momentum
-				b := mu.Mul(load(m, j)).Add(g.Add(wd.Mul(x)))
-				b.ConvertToFloat32().StoreSlice(m[j:])
+				b := mu.Mul(load4(pm, o).ConvertToFloat64()).Add(g.Add(wd.Mul(x)))
+				store4(b.ConvertToFloat32(), pm, o)
 				nx = x.Sub(lr.Mul(b))
 			case kind == update.Adam:
 				mh := g
-				if m != nil {
-					mm := b1.Mul(load(m, j)).Add(b1c.Mul(g))
-					mm.ConvertToFloat32().StoreSlice(m[j:])
+				if pm != nil {
+					mm := b1.Mul(load4(pm, o).ConvertToFloat64()).Add(b1c.Mul(g))
+					store4(mm.ConvertToFloat32(), pm, o)
 					mh = mm.Div(c1)
 				}
-				vv := b2.Mul(load(v, j)).Add(b2c.Mul(g).Mul(g))
-				vv.ConvertToFloat32().StoreSlice(v[j:])
+				vv := b2.Mul(load4(pv, o).ConvertToFloat64()).Add(b2c.Mul(g).Mul(g))
+				store4(vv.ConvertToFloat32(), pv, o)
 				nx = x.Sub(lr.Mul(mh).Div(vv.Div(c2).Sqrt().Add(eps)))
 			default: // R-AdaZO
-				mm := b1.Mul(load(m, j)).Add(b1c.Mul(g))
-				vv := b2.Mul(load(v, j)).Add(b2c.Mul(mm).Mul(mm))
-				mm.ConvertToFloat32().StoreSlice(m[j:])
-				vv.ConvertToFloat32().StoreSlice(v[j:])
+				mm := b1.Mul(load4(pm, o).ConvertToFloat64()).Add(b1c.Mul(g))
+				vv := b2.Mul(load4(pv, o).ConvertToFloat64()).Add(b2c.Mul(mm).Mul(mm))
+				store4(mm.ConvertToFloat32(), pm, o)
+				store4(vv.ConvertToFloat32(), pv, o)
 				nx = x.Sub(lr.Mul(mm.Div(c1)).Div(vv.Div(c2).Sqrt().Add(eps)))
 			}
 			n32 := nx.ConvertToFloat32()
@@ -215,9 +221,9 @@ func stateBlocksAVX2(p *[16]float64, kind update.Kind, theta []float32, ghat []f
 			default:
 				a3 = a3.Add(d.Mul(d))
 			}
-			n32.StoreSlice(theta[j:])
+			store4(n32, pt, o)
 		}
 	}
 	storePartialsAVX2(p, a0, a1, a2, a3)
-	return i
+	return n
 }
