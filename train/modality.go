@@ -183,12 +183,8 @@ func (t *textTask) choices() *valChoices {
 // which it hands over once, else the metric's own pass, the test
 // evaluation's rules, from the start.
 func (t *textTask) validationMetrics(pass *evalPass) (map[string]float64, error) {
-	if a := t.valAcc; a != nil && a.n == len(t.data.valEx) {
-		t.valAcc = nil
-		if a.err != nil {
-			return nil, a.err
-		}
-		return map[string]float64{"accuracy": float64(a.right) / float64(a.n)}, nil
+	if metrics, ok, err := takeAccuracy(&t.valAcc, len(t.data.valEx)); ok {
+		return metrics, err
 	}
 	return t.eval.validationMetrics(t.m, t.data.valEx, pass)
 }

@@ -56,6 +56,21 @@ type valAccuracy struct {
 	err      error
 }
 
+// takeAccuracy hands over, once, the accuracy *a holds if it is a whole
+// pass's over n examples (ok false: none, or a pass over others: the
+// metric then runs its own pass).
+func takeAccuracy(a **valAccuracy, n int) (metrics map[string]float64, ok bool, err error) {
+	acc := *a
+	if acc == nil || acc.n != n {
+		return nil, false, nil
+	}
+	*a = nil
+	if acc.err != nil {
+		return nil, true, acc.err
+	}
+	return map[string]float64{"accuracy": float64(acc.right) / float64(acc.n)}, true, nil
+}
+
 // setupVision is an image task's part of setup: the backend and the ViT
 // (with a fresh classifier of the task's classes on a checkpoint without
 // one), the images, the adapter, the engine and the evaluation.
@@ -237,12 +252,8 @@ func (v *vision) testMetrics(_ *model.Model, what string, pass *evalPass, part *
 // loss's pass just counted (validationLoss), which it hands over once, else
 // accuracy's own pass, the test evaluation's rule, from the start.
 func (v *vision) validationMetrics(pass *evalPass) (map[string]float64, error) {
-	if a := v.valAcc; a != nil && a.n == len(v.data.val) {
-		v.valAcc = nil
-		if a.err != nil {
-			return nil, a.err
-		}
-		return map[string]float64{"accuracy": float64(a.right) / float64(a.n)}, nil
+	if metrics, ok, err := takeAccuracy(&v.valAcc, len(v.data.val)); ok {
+		return metrics, err
 	}
 	return v.accuracy(v.data.val, "validation", pass, &evalPartial{Sums: make([]float64, sumsLen(data.Pets))}, nil)
 }
