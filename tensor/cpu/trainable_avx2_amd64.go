@@ -115,8 +115,8 @@ func addScaledAVX2(g []float64, z []float32, wdBits uint64) {
 	pg, pz := base(g), base(z)
 	i := 0
 	for ; i+4 <= n; i += 4 {
-		zv := load4(pz, uintptr(4*i)).ConvertToFloat64()
-		load4d(pg, uintptr(8*i)).Add(wd.Mul(zv)).Store((*[4]float64)(unsafe.Add(pg, uintptr(8*i))))
+		g4 := (*[4]float64)(unsafe.Add(pg, uintptr(8*i)))
+		archsimd.LoadFloat64x4(g4).Add(wd.Mul(load4(pz, uintptr(4*i)).ConvertToFloat64())).Store(g4)
 	}
 	archsimd.ClearAVXUpperBits()
 	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
