@@ -5,6 +5,7 @@ package cpu
 import (
 	"math"
 	"simd/archsimd"
+	"unsafe"
 
 	"github.com/meazo-go/meazo/update"
 )
@@ -71,11 +72,20 @@ func stateBF16Vector(r *update.Rule, theta []uint16, ghat []float64, m, v []floa
 func stateBF16BlocksAVX512(p *[16]float64, kind update.Kind, theta []uint16, ghat []float64, m, v []float32, rnd []uint32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x8 { return archsimd.BroadcastUint64x8(c[k]).AsFloat64x8() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
-	load := func(s []float32, j int) archsimd.Float64x8 {
+	n := len(theta) / 16 * 16
+	pt, pg, pr := base(theta), base(ghat[:n]), base(rnd[:n])
+	var pm, pv unsafe.Pointer // nil where the rule keeps no such state
+	if m != nil {
+		pm = base(m[:n])
+	}
+	if v != nil {
+		pv = base(v[:n])
+	}
+	load := func(s unsafe.Pointer, off uintptr) archsimd.Float64x8 {
 		if s == nil {
 			return archsimd.Float64x8{}
 		}
-		return archsimd.LoadFloat32x8Slice(s[j:]).ConvertToFloat64()
+		return wide8(s, off)
 	}
 	// step is update.Rule.Target on eight weights: the new value, m and v.
 	step := func(x, g, mo, vo archsimd.Float64x8) (nx, mm, vv archsimd.Float64x8) {
@@ -98,43 +108,47 @@ func stateBF16BlocksAVX512(p *[16]float64, kind update.Kind, theta []uint16, gha
 	}
 	var a0, a1 archsimd.Float64x8
 	i := 0
-	for ; i+16 <= len(theta); i += 16 {
-		x0, x1 := widenBF16(theta[i:]), widenBF16(theta[i+8:])
-		nx0, m0, v0 := step(x0, archsimd.LoadFloat64x8Slice(ghat[i:]), load(m, i), load(v, i))
-		nx1, m1, v1 := step(x1, archsimd.LoadFloat64x8Slice(ghat[i+8:]), load(m, i+8), load(v, i+8))
+	for ; i < n; i += 16 {
+		o := uintptr(4 * i) // bytes to the block's float32 (m, v, rnd); its ĝ at 2o, its weights at o/2
+		x0, x1 := wideBF16(pt, o/2), wideBF16(pt, o/2+16)
+		nx0, m0, v0 := step(x0, load8d(pg, 2*o), load(pm, o), load(pv, o))
+		nx1, m1, v1 := step(x1, load8d(pg, 2*o+64), load(pm, o+32), load(pv, o+32))
 		n0, n1 := nx0.ConvertToFloat32(), nx1.ConvertToFloat32()
 		if n0.Equal(n0).And(n1.Equal(n1)).ToBits() != 0xFF {
 			break
 		}
-		if m != nil {
-			m0.ConvertToFloat32().StoreSlice(m[i:])
-			m1.ConvertToFloat32().StoreSlice(m[i+8:])
+		if pm != nil {
+			store8(m0.ConvertToFloat32(), pm, o)
+			store8(m1.ConvertToFloat32(), pm, o+32)
 		}
-		if v != nil {
-			v0.ConvertToFloat32().StoreSlice(v[i:])
-			v1.ConvertToFloat32().StoreSlice(v[i+8:])
+		if pv != nil {
+			store8(v0.ConvertToFloat32(), pv, o)
+			store8(v1.ConvertToFloat32(), pv, o+32)
 		}
-		s0, s1 := storeBF16AVX512(theta[i:], rnd[i:], n0, n1, x0, x1)
+		s0, s1 := storeBF16AVX512(pt, pr, o, n0, n1, x0, x1)
 		a0, a1 = a0.Add(s0), a1.Add(s1)
 	}
-	a0.StoreSlice(p[:8])
-	a1.StoreSlice(p[8:])
+	a0.Store((*[8]float64)(p[:8]))
+	a1.Store((*[8]float64)(p[8:]))
 	archsimd.ClearAVXUpperBits()
 	return i
 }
 
 // storeBF16AVX512 rounds 16 new values (n0, n1, float32) to bfloat16
 // stochastically, as update.StochasticBF16 does (the random word's low 16
-// bits added below bfloat16's mantissa, then dropped), stores them into
-// theta and returns their squared changes from the old values x0, x1.
-// (No NaN among the new values: the callers leave such blocks to the
-// scalar code, whose rounding keeps NaN's bits.)
-func storeBF16AVX512(theta []uint16, rnd []uint32, n0, n1 archsimd.Float32x8, x0, x1 archsimd.Float64x8) (archsimd.Float64x8, archsimd.Float64x8) {
+// bits added below bfloat16's mantissa, then dropped), stores them at o/2
+// bytes past theta (their random words at o bytes past rnd) and returns
+// their squared changes from the old values x0, x1. (No NaN among the new
+// values: the callers leave such blocks to the scalar code, whose rounding
+// keeps NaN's bits.)
+func storeBF16AVX512(theta, rnd unsafe.Pointer, o uintptr, n0, n1 archsimd.Float32x8, x0, x1 archsimd.Float64x8) (archsimd.Float64x8, archsimd.Float64x8) {
 	low, sixteen := archsimd.BroadcastUint32x8(0xFFFF), archsimd.BroadcastUint32x8(16)
-	b0 := n0.AsUint32x8().Add(archsimd.LoadUint32x8Slice(rnd).And(low)).ShiftRight(sixteen)
-	b1 := n1.AsUint32x8().Add(archsimd.LoadUint32x8Slice(rnd[8:]).And(low)).ShiftRight(sixteen)
-	b0.TruncateToUint16().StoreSlice(theta)
-	b1.TruncateToUint16().StoreSlice(theta[8:])
+	r0 := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(rnd, o)))
+	r1 := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(rnd, o+32)))
+	b0 := n0.AsUint32x8().Add(r0.And(low)).ShiftRight(sixteen)
+	b1 := n1.AsUint32x8().Add(r1.And(low)).ShiftRight(sixteen)
+	b0.TruncateToUint16().Store((*[8]uint16)(unsafe.Add(theta, o/2)))
+	b1.TruncateToUint16().Store((*[8]uint16)(unsafe.Add(theta, o/2+16)))
 	d0 := b0.ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64().Sub(x0)
 	d1 := b1.ShiftAllLeft(16).AsFloat32x8().ConvertToFloat64().Sub(x1)
 	return d0.Mul(d0), d1.Mul(d1)

@@ -52,40 +52,65 @@ func useTrainableAVX512() {
 	}
 }
 
+// The loops below read and write through pointers (the GEMM kernels' load8
+// and store8, the AVX2 file's base) as the AVX2 loops do, for the same
+// reason: with archsimd's slice loads, bounds checks, index arithmetic and
+// their spills took most of each iteration. Each reads only within the
+// slices its caller resliced to length.
+
+// load8d is the eight float64 at off bytes past p.
+func load8d(p unsafe.Pointer, off uintptr) archsimd.Float64x8 {
+	return archsimd.LoadFloat64x8((*[8]float64)(unsafe.Add(p, off)))
+}
+
+// wide8 is the eight float32 at off bytes past p, widened to float64.
+func wide8(p unsafe.Pointer, off uintptr) archsimd.Float64x8 {
+	return load8(p, off).ConvertToFloat64()
+}
+
 func perturbValuesAVX512(dst, w, z []float32, scaleBits uint64) {
-	w, z = w[:len(dst)], z[:len(dst)]
+	n := len(dst)
+	w, z = w[:n], z[:n]
 	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	pd, pw, pz := base(dst), base(w), base(z)
 	i := 0
-	for ; i+8 <= len(dst); i += 8 {
-		wv := archsimd.LoadFloat32x8Slice(w[i:]).ConvertToFloat64()
-		zv := archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()
-		wv.Add(s.Mul(zv)).ConvertToFloat32().StoreSlice(dst[i:])
+	for ; i+16 <= n; i += 16 {
+		o := uintptr(4 * i)
+		store8(wide8(pw, o).Add(s.Mul(wide8(pz, o))).ConvertToFloat32(), pd, o)
+		store8(wide8(pw, o+32).Add(s.Mul(wide8(pz, o+32))).ConvertToFloat32(), pd, o+32)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbValuesScalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
 func perturbPairAVX512(plus, minus, w, z []float32, scaleBits uint64) {
-	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	n := len(plus)
+	w, z, minus = w[:n], z[:n], minus[:n]
 	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	pp, pm, pw, pz := base(plus), base(minus), base(w), base(z)
 	i := 0
-	for ; i+8 <= len(plus); i += 8 {
-		wv := archsimd.LoadFloat32x8Slice(w[i:]).ConvertToFloat64()
-		sz := s.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64())
-		wv.Add(sz).ConvertToFloat32().StoreSlice(plus[i:])
-		wv.Sub(sz).ConvertToFloat32().StoreSlice(minus[i:])
+	for ; i+16 <= n; i += 16 {
+		o := uintptr(4 * i)
+		w0, w1 := wide8(pw, o), wide8(pw, o+32)
+		z0, z1 := s.Mul(wide8(pz, o)), s.Mul(wide8(pz, o+32))
+		store8(w0.Add(z0).ConvertToFloat32(), pp, o)
+		store8(w1.Add(z1).ConvertToFloat32(), pp, o+32)
+		store8(w0.Sub(z0).ConvertToFloat32(), pm, o)
+		store8(w1.Sub(z1).ConvertToFloat32(), pm, o+32)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbPairScalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
 func addScaledAVX512(g []float64, z []float32, wdBits uint64) {
-	z = z[:len(g)]
+	n := len(g)
+	z = z[:n]
 	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+	pg, pz := base(g), base(z)
 	i := 0
-	for ; i+8 <= len(g); i += 8 {
-		zv := archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()
-		archsimd.LoadFloat64x8Slice(g[i:]).Add(wd.Mul(zv)).StoreSlice(g[i:])
+	for ; i+8 <= n; i += 8 {
+		g8 := (*[8]float64)(unsafe.Add(pg, uintptr(8*i)))
+		archsimd.LoadFloat64x8(g8).Add(wd.Mul(wide8(pz, uintptr(4*i)))).Store(g8)
 	}
 	archsimd.ClearAVXUpperBits()
 	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
@@ -94,41 +119,36 @@ func addScaledAVX512(g []float64, z []float32, wdBits uint64) {
 // sgdValuesAVX512 is sgdValuesScalar (ghat) or, with ghat nil,
 // sgdDirectionScalar (w·z), 16 weights at a time.
 func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits, wdBits uint64) float64 {
-	if ghat != nil {
-		ghat = ghat[:len(theta)]
-	} else {
-		z = z[:len(theta)]
-	}
+	n := len(theta) / 16 * 16
 	var p [16]float64
-	i := 0
-	if len(theta) >= 16 {
+	if n > 0 {
 		w := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
 		lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
 		wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
 		var zero, a0, a1 archsimd.Float64x8
-		for ; i+16 <= len(theta); i += 16 {
-			var g0, g1 archsimd.Float64x8
-			if ghat != nil {
-				g0, g1 = archsimd.LoadFloat64x8Slice(ghat[i:]), archsimd.LoadFloat64x8Slice(ghat[i+8:])
-			} else {
-				g0 = zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()))
-				g1 = zero.Add(w.Mul(archsimd.LoadFloat32x8Slice(z[i+8:]).ConvertToFloat64()))
+		pt := base(theta)
+		if ghat != nil {
+			pg := base(ghat[:n])
+			for i := 0; i < n; i += 16 {
+				o, og := uintptr(4*i), uintptr(8*i)
+				a0 = a0.Add(sgdOctet(pt, o, load8d(pg, og), lr, wd))
+				a1 = a1.Add(sgdOctet(pt, o+32, load8d(pg, og+64), lr, wd))
 			}
-			x0 := archsimd.LoadFloat32x8Slice(theta[i:]).ConvertToFloat64()
-			x1 := archsimd.LoadFloat32x8Slice(theta[i+8:]).ConvertToFloat64()
-			n0 := x0.Sub(lr.Mul(g0.Add(wd.Mul(x0)))).ConvertToFloat32()
-			n1 := x1.Sub(lr.Mul(g1.Add(wd.Mul(x1)))).ConvertToFloat32()
-			d0, d1 := n0.ConvertToFloat64().Sub(x0), n1.ConvertToFloat64().Sub(x1)
-			a0, a1 = a0.Add(d0.Mul(d0)), a1.Add(d1.Mul(d1))
-			n0.StoreSlice(theta[i:])
-			n1.StoreSlice(theta[i+8:])
+		} else {
+			pz := base(z[:n])
+			for i := 0; i < n; i += 16 {
+				o := uintptr(4 * i)
+				// ĝ = 0 + w·z, as addScaled makes it on a cleared buffer (−0 becomes +0).
+				a0 = a0.Add(sgdOctet(pt, o, zero.Add(w.Mul(wide8(pz, o))), lr, wd))
+				a1 = a1.Add(sgdOctet(pt, o+32, zero.Add(w.Mul(wide8(pz, o+32))), lr, wd))
+			}
 		}
-		a0.StoreSlice(p[:8])
-		a1.StoreSlice(p[8:])
+		a0.Store((*[8]float64)(p[:8]))
+		a1.Store((*[8]float64)(p[8:]))
 		archsimd.ClearAVXUpperBits()
 	}
 	w, lr, wd := math.Float64frombits(wBits), math.Float64frombits(lrBits), math.Float64frombits(wdBits)
-	for ; i < len(theta); i++ {
+	for i := n; i < len(theta); i++ {
 		if ghat != nil {
 			sgdElem(&p, theta, i, ghat[i], lr, wd)
 		} else {
@@ -136,6 +156,16 @@ func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits
 		}
 	}
 	return sumPartials(&p)
+}
+
+// sgdOctet moves the eight weights at off bytes past t by ĝ g, as sgdElem
+// does, and returns their squared changes.
+func sgdOctet(t unsafe.Pointer, off uintptr, g, lr, wd archsimd.Float64x8) archsimd.Float64x8 {
+	x := wide8(t, off)
+	n := x.Sub(lr.Mul(g.Add(wd.Mul(x)))).ConvertToFloat32()
+	store8(n, t, off)
+	d := n.ConvertToFloat64().Sub(x)
+	return d.Mul(d)
 }
 
 // stateValuesVector is stateValuesScalar with whole blocks of 16 weights
@@ -173,36 +203,41 @@ func stateValuesVector(r *update.Rule, theta []float32, ghat []float64, m, v []f
 func stateBlocksAVX512(p *[16]float64, kind update.Kind, theta []float32, ghat []float64, m, v []float32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x8 { return archsimd.BroadcastUint64x8(c[k]).AsFloat64x8() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
-	load := func(s []float32, j int) archsimd.Float64x8 {
-		return archsimd.LoadFloat32x8Slice(s[j:]).ConvertToFloat64()
+	n := len(theta) / 16 * 16
+	pt, pg := base(theta), base(ghat[:n])
+	var pm, pv unsafe.Pointer // nil where the rule keeps no such state
+	if m != nil {
+		pm = base(m[:n])
+	}
+	if v != nil {
+		pv = base(v[:n])
 	}
 	var a0, a1 archsimd.Float64x8
-	i := 0
-	for ; i+16 <= len(theta); i += 16 {
+	for i := 0; i < n; i += 16 {
 		for h := range 2 {
-			j := i + 8*h
-			x, g := load(theta, j), archsimd.LoadFloat64x8Slice(ghat[j:])
+			o := uintptr(4 * (i + 8*h))
+			x, g := wide8(pt, o), load8d(pg, 2*o)
 			var nx archsimd.Float64x8
 			switch {
 			case kind == update.SGD: // with momentum
-				b := mu.Mul(load(m, j)).Add(g.Add(wd.Mul(x)))
-				b.ConvertToFloat32().StoreSlice(m[j:])
+				b := mu.Mul(wide8(pm, o)).Add(g.Add(wd.Mul(x)))
+				store8(b.ConvertToFloat32(), pm, o)
 				nx = x.Sub(lr.Mul(b))
 			case kind == update.Adam:
 				mh := g
-				if m != nil {
-					mm := b1.Mul(load(m, j)).Add(b1c.Mul(g))
-					mm.ConvertToFloat32().StoreSlice(m[j:])
+				if pm != nil {
+					mm := b1.Mul(wide8(pm, o)).Add(b1c.Mul(g))
+					store8(mm.ConvertToFloat32(), pm, o)
 					mh = mm.Div(c1)
 				}
-				vv := b2.Mul(load(v, j)).Add(b2c.Mul(g).Mul(g))
-				vv.ConvertToFloat32().StoreSlice(v[j:])
+				vv := b2.Mul(wide8(pv, o)).Add(b2c.Mul(g).Mul(g))
+				store8(vv.ConvertToFloat32(), pv, o)
 				nx = x.Sub(lr.Mul(mh).Div(vv.Div(c2).Sqrt().Add(eps)))
 			default: // R-AdaZO
-				mm := b1.Mul(load(m, j)).Add(b1c.Mul(g))
-				vv := b2.Mul(load(v, j)).Add(b2c.Mul(mm).Mul(mm))
-				mm.ConvertToFloat32().StoreSlice(m[j:])
-				vv.ConvertToFloat32().StoreSlice(v[j:])
+				mm := b1.Mul(wide8(pm, o)).Add(b1c.Mul(g))
+				vv := b2.Mul(wide8(pv, o)).Add(b2c.Mul(mm).Mul(mm))
+				store8(mm.ConvertToFloat32(), pm, o)
+				store8(vv.ConvertToFloat32(), pv, o)
 				nx = x.Sub(lr.Mul(mm.Div(c1)).Div(vv.Div(c2).Sqrt().Add(eps)))
 			}
 			n32 := nx.ConvertToFloat32()
@@ -212,42 +247,50 @@ func stateBlocksAVX512(p *[16]float64, kind update.Kind, theta []float32, ghat [
 			} else {
 				a1 = a1.Add(d.Mul(d))
 			}
-			n32.StoreSlice(theta[j:])
+			store8(n32, pt, o)
 		}
 	}
-	a0.StoreSlice(p[:8])
-	a1.StoreSlice(p[8:])
+	a0.Store((*[8]float64)(p[:8]))
+	a1.Store((*[8]float64)(p[8:]))
 	archsimd.ClearAVXUpperBits()
-	return i
+	return n
 }
 
-// widenBF16 is the 8 bfloat16 weights (bits) at w as float64 (the GEMM
-// kernels' loadBF16x8, widened again).
-func widenBF16(w []uint16) archsimd.Float64x8 {
-	return loadBF16x8(unsafe.Pointer(unsafe.SliceData(w[:8])), 0).ConvertToFloat64()
+// wideBF16 is the 8 bfloat16 weights (bits) at off bytes past p as
+// float64 (the GEMM kernels' loadBF16x8, widened again).
+func wideBF16(p unsafe.Pointer, off uintptr) archsimd.Float64x8 {
+	return loadBF16x8(p, off).ConvertToFloat64()
 }
 
 func perturbValuesBF16AVX512(dst []float32, w []uint16, z []float32, scaleBits uint64) {
-	w, z = w[:len(dst)], z[:len(dst)]
+	n := len(dst)
+	w, z = w[:n], z[:n]
 	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	pd, pw, pz := base(dst), base(w), base(z)
 	i := 0
-	for ; i+8 <= len(dst); i += 8 {
-		zv := archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()
-		widenBF16(w[i:]).Add(s.Mul(zv)).ConvertToFloat32().StoreSlice(dst[i:])
+	for ; i+16 <= n; i += 16 {
+		o, ow := uintptr(4*i), uintptr(2*i)
+		store8(wideBF16(pw, ow).Add(s.Mul(wide8(pz, o))).ConvertToFloat32(), pd, o)
+		store8(wideBF16(pw, ow+16).Add(s.Mul(wide8(pz, o+32))).ConvertToFloat32(), pd, o+32)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbValuesBF16Scalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
 func perturbPairBF16AVX512(plus, minus []float32, w []uint16, z []float32, scaleBits uint64) {
-	w, z, minus = w[:len(plus)], z[:len(plus)], minus[:len(plus)]
+	n := len(plus)
+	w, z, minus = w[:n], z[:n], minus[:n]
 	s := archsimd.BroadcastUint64x8(scaleBits).AsFloat64x8()
+	pp, pm, pw, pz := base(plus), base(minus), base(w), base(z)
 	i := 0
-	for ; i+8 <= len(plus); i += 8 {
-		wv := widenBF16(w[i:])
-		sz := s.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64())
-		wv.Add(sz).ConvertToFloat32().StoreSlice(plus[i:])
-		wv.Sub(sz).ConvertToFloat32().StoreSlice(minus[i:])
+	for ; i+16 <= n; i += 16 {
+		o, ow := uintptr(4*i), uintptr(2*i)
+		w0, w1 := wideBF16(pw, ow), wideBF16(pw, ow+16)
+		z0, z1 := s.Mul(wide8(pz, o)), s.Mul(wide8(pz, o+32))
+		store8(w0.Add(z0).ConvertToFloat32(), pp, o)
+		store8(w1.Add(z1).ConvertToFloat32(), pp, o+32)
+		store8(w0.Sub(z0).ConvertToFloat32(), pm, o)
+		store8(w1.Sub(z1).ConvertToFloat32(), pm, o+32)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbPairBF16Scalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
@@ -325,27 +368,35 @@ func sgdBF16BlocksAVX512(p *[16]float64, theta []uint16, ghat []float64, z []flo
 	wv := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
 	lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
 	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+	n := len(theta) / 16 * 16
+	pt, pr := base(theta), base(rnd[:n])
+	var pg, pz unsafe.Pointer // ĝ from ghat, or w·z
+	if ghat != nil {
+		pg = base(ghat[:n])
+	} else {
+		pz = base(z[:n])
+	}
 	var zero, a0, a1 archsimd.Float64x8
 	i := 0
-	for ; i+16 <= len(theta); i += 16 {
+	for ; i < n; i += 16 {
+		o := uintptr(4 * i) // bytes to the block's float32 (rnd); its ĝ at 2o, its weights at o/2
 		var g0, g1 archsimd.Float64x8
-		if ghat != nil {
-			g0, g1 = archsimd.LoadFloat64x8Slice(ghat[i:]), archsimd.LoadFloat64x8Slice(ghat[i+8:])
+		if pg != nil {
+			g0, g1 = load8d(pg, 2*o), load8d(pg, 2*o+64)
 		} else {
-			g0 = zero.Add(wv.Mul(archsimd.LoadFloat32x8Slice(z[i:]).ConvertToFloat64()))
-			g1 = zero.Add(wv.Mul(archsimd.LoadFloat32x8Slice(z[i+8:]).ConvertToFloat64()))
+			g0, g1 = zero.Add(wv.Mul(wide8(pz, o))), zero.Add(wv.Mul(wide8(pz, o+32)))
 		}
-		x0, x1 := widenBF16(theta[i:]), widenBF16(theta[i+8:])
+		x0, x1 := wideBF16(pt, o/2), wideBF16(pt, o/2+16)
 		n0 := x0.Sub(lr.Mul(g0.Add(wd.Mul(x0)))).ConvertToFloat32()
 		n1 := x1.Sub(lr.Mul(g1.Add(wd.Mul(x1)))).ConvertToFloat32()
 		if n0.Equal(n0).And(n1.Equal(n1)).ToBits() != 0xFF {
 			break
 		}
-		s0, s1 := storeBF16AVX512(theta[i:], rnd[i:], n0, n1, x0, x1)
+		s0, s1 := storeBF16AVX512(pt, pr, o, n0, n1, x0, x1)
 		a0, a1 = a0.Add(s0), a1.Add(s1)
 	}
-	a0.StoreSlice(p[:8])
-	a1.StoreSlice(p[8:])
+	a0.Store((*[8]float64)(p[:8]))
+	a1.Store((*[8]float64)(p[8:]))
 	archsimd.ClearAVXUpperBits()
 	return i
 }
