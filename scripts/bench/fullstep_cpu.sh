@@ -12,6 +12,17 @@ set -euo pipefail
 out=${1:?usage: fullstep_cpu.sh OUT [PAIRS]}
 pairs=${2:-6}
 cd "$(dirname "$0")/../.."
+# Debian's torch calls whatever libblas.so.3 points at; netlib's reference BLAS
+# is some 40x slower than OpenBLAS and would make the peer's figure meaningless:
+# refuse before the Go half runs rather than after.
+blas=$(readlink -f "$(ldconfig -p | awk '/libblas\.so\.3 /{print $NF; exit}')" 2>/dev/null || true)
+case $blas in
+*openblas* | *mkl* | *blis*) ;;
+*)
+	echo "fullstep_cpu.sh: libblas.so.3 is ${blas:-not installed}, not an optimised BLAS: install libopenblas0-pthread so that PyTorch's times are PyTorch's" >&2
+	exit 2
+	;;
+esac
 mkdir -p "$out"
 lscpu >"$out/lscpu.txt"
 git rev-parse HEAD >"$out/commit.txt"
