@@ -74,6 +74,22 @@ func load4d(p unsafe.Pointer, off uintptr) archsimd.Float64x4 {
 // never read).
 func base[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
 
+// stateBlocks is what the vector loops of the rules with state read: the
+// number of weights in whole blocks of 16, and the addresses of θ, ĝ, m and
+// v (m or v nil where the rule keeps no such state), each checked to hold
+// that many.
+func stateBlocks[T any](theta []T, ghat []float64, m, v []float32) (n int, pt, pg, pm, pv unsafe.Pointer) {
+	n = len(theta) / 16 * 16
+	pt, pg = base(theta), base(ghat[:n])
+	if m != nil {
+		pm = base(m[:n])
+	}
+	if v != nil {
+		pv = base(v[:n])
+	}
+	return n, pt, pg, pm, pv
+}
+
 func perturbValuesAVX2(dst, w, z []float32, scaleBits uint64) {
 	n := len(dst)
 	w, z = w[:n], z[:n]
@@ -172,15 +188,7 @@ func sgdQuad(t unsafe.Pointer, off uintptr, g, lr, wd archsimd.Float64x4) archsi
 func stateBlocksAVX2(p *[16]float64, kind update.Kind, theta []float32, ghat []float64, m, v []float32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x4 { return archsimd.BroadcastUint64x4(c[k]).AsFloat64x4() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
-	n := len(theta) / 16 * 16
-	pt, pg := base(theta), base(ghat[:n])
-	var pm, pv unsafe.Pointer // nil where the rule keeps no such state
-	if m != nil {
-		pm = base(m[:n])
-	}
-	if v != nil {
-		pv = base(v[:n])
-	}
+	n, pt, pg, pm, pv := stateBlocks(theta, ghat, m, v)
 	var a0, a1, a2, a3 archsimd.Float64x4
 	for i := 0; i < n; i += 16 {
 		for q := range 4 {

@@ -72,15 +72,8 @@ func stateBF16Vector(r *update.Rule, theta []uint16, ghat []float64, m, v []floa
 func stateBF16BlocksAVX512(p *[16]float64, kind update.Kind, theta []uint16, ghat []float64, m, v []float32, rnd []uint32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x8 { return archsimd.BroadcastUint64x8(c[k]).AsFloat64x8() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
-	n := len(theta) / 16 * 16
-	pt, pg, pr := base(theta), base(ghat[:n]), base(rnd[:n])
-	var pm, pv unsafe.Pointer // nil where the rule keeps no such state
-	if m != nil {
-		pm = base(m[:n])
-	}
-	if v != nil {
-		pv = base(v[:n])
-	}
+	n, pt, pg, pm, pv := stateBlocks(theta, ghat, m, v)
+	pr := base(rnd[:n])
 	load := func(s unsafe.Pointer, off uintptr) archsimd.Float64x8 {
 		if s == nil {
 			return archsimd.Float64x8{}

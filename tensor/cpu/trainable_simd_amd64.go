@@ -83,6 +83,15 @@ func perturbValuesAVX512(dst, w, z []float32, scaleBits uint64) {
 	perturbValuesScalar(dst[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
+// storePair16 writes the 16 weights w0, w1 plus and minus their scaled
+// noise z0, z1, as float32, at o bytes past plus (pp) and minus (pm).
+func storePair16(pp, pm unsafe.Pointer, o uintptr, w0, w1, z0, z1 archsimd.Float64x8) {
+	store8(w0.Add(z0).ConvertToFloat32(), pp, o)
+	store8(w1.Add(z1).ConvertToFloat32(), pp, o+32)
+	store8(w0.Sub(z0).ConvertToFloat32(), pm, o)
+	store8(w1.Sub(z1).ConvertToFloat32(), pm, o+32)
+}
+
 func perturbPairAVX512(plus, minus, w, z []float32, scaleBits uint64) {
 	n := len(plus)
 	w, z, minus = w[:n], z[:n], minus[:n]
@@ -93,10 +102,7 @@ func perturbPairAVX512(plus, minus, w, z []float32, scaleBits uint64) {
 		o := uintptr(4 * i)
 		w0, w1 := wide8(pw, o), wide8(pw, o+32)
 		z0, z1 := s.Mul(wide8(pz, o)), s.Mul(wide8(pz, o+32))
-		store8(w0.Add(z0).ConvertToFloat32(), pp, o)
-		store8(w1.Add(z1).ConvertToFloat32(), pp, o+32)
-		store8(w0.Sub(z0).ConvertToFloat32(), pm, o)
-		store8(w1.Sub(z1).ConvertToFloat32(), pm, o+32)
+		storePair16(pp, pm, o, w0, w1, z0, z1)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbPairScalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
@@ -203,15 +209,7 @@ func stateValuesVector(r *update.Rule, theta []float32, ghat []float64, m, v []f
 func stateBlocksAVX512(p *[16]float64, kind update.Kind, theta []float32, ghat []float64, m, v []float32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x8 { return archsimd.BroadcastUint64x8(c[k]).AsFloat64x8() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
-	n := len(theta) / 16 * 16
-	pt, pg := base(theta), base(ghat[:n])
-	var pm, pv unsafe.Pointer // nil where the rule keeps no such state
-	if m != nil {
-		pm = base(m[:n])
-	}
-	if v != nil {
-		pv = base(v[:n])
-	}
+	n, pt, pg, pm, pv := stateBlocks(theta, ghat, m, v)
 	var a0, a1 archsimd.Float64x8
 	for i := 0; i < n; i += 16 {
 		for h := range 2 {
@@ -287,10 +285,7 @@ func perturbPairBF16AVX512(plus, minus []float32, w []uint16, z []float32, scale
 		o, ow := uintptr(4*i), uintptr(2*i)
 		w0, w1 := wideBF16(pw, ow), wideBF16(pw, ow+16)
 		z0, z1 := s.Mul(wide8(pz, o)), s.Mul(wide8(pz, o+32))
-		store8(w0.Add(z0).ConvertToFloat32(), pp, o)
-		store8(w1.Add(z1).ConvertToFloat32(), pp, o+32)
-		store8(w0.Sub(z0).ConvertToFloat32(), pm, o)
-		store8(w1.Sub(z1).ConvertToFloat32(), pm, o+32)
+		storePair16(pp, pm, o, w0, w1, z0, z1)
 	}
 	archsimd.ClearAVXUpperBits()
 	perturbPairBF16Scalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
