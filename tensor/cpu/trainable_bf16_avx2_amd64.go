@@ -19,10 +19,11 @@ import (
 // is exact: they are below 2¹⁶ once shifted. TestAVX2KernelsHaveNoAVX512
 // reads the machine code for AVX-512 instructions.
 
-// widenBF16AVX2 is the 8 bfloat16 weights (bits) at w as float64, the
-// first four and the last four (loadBF16x8, widened again a half at a time).
-func widenBF16AVX2(w []uint16) (lo, hi archsimd.Float64x4) {
-	f := loadBF16x8(unsafe.Pointer(unsafe.SliceData(w[:8])), 0)
+// wideBF16AVX2 is the 8 bfloat16 weights (bits) at off bytes past p as
+// float64, the first four and the last four (loadBF16x8, widened again a
+// half at a time).
+func wideBF16AVX2(p unsafe.Pointer, off uintptr) (lo, hi archsimd.Float64x4) {
+	f := loadBF16x8(p, off)
 	return f.GetLo().ConvertToFloat64(), f.GetHi().ConvertToFloat64()
 }
 
@@ -30,11 +31,11 @@ func perturbValuesBF16AVX2(dst []float32, w []uint16, z []float32, scaleBits uin
 	n := len(dst)
 	w, z = w[:n], z[:n]
 	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
-	pd, pz := base(dst), base(z)
+	pd, pw, pz := base(dst), base(w), base(z)
 	i := 0
 	for ; i+8 <= n; i += 8 { // through pointers, as trainable_avx2_amd64.go's loops
 		o := uintptr(4 * i)
-		lo, hi := widenBF16AVX2(w[i:])
+		lo, hi := wideBF16AVX2(pw, o/2)
 		store4(lo.Add(s.Mul(load4(pz, o).ConvertToFloat64())).ConvertToFloat32(), pd, o)
 		store4(hi.Add(s.Mul(load4(pz, o+16).ConvertToFloat64())).ConvertToFloat32(), pd, o+16)
 	}
@@ -46,11 +47,11 @@ func perturbPairBF16AVX2(plus, minus []float32, w []uint16, z []float32, scaleBi
 	n := len(plus)
 	w, z, minus = w[:n], z[:n], minus[:n]
 	s := archsimd.BroadcastUint64x4(scaleBits).AsFloat64x4()
-	pp, pm, pz := base(plus), base(minus), base(z)
+	pp, pm, pw, pz := base(plus), base(minus), base(w), base(z)
 	i := 0
 	for ; i+8 <= n; i += 8 {
 		o := uintptr(4 * i)
-		lo, hi := widenBF16AVX2(w[i:])
+		lo, hi := wideBF16AVX2(pw, o/2)
 		sl := s.Mul(load4(pz, o).ConvertToFloat64())
 		sh := s.Mul(load4(pz, o+16).ConvertToFloat64())
 		store4(lo.Add(sl).ConvertToFloat32(), pp, o)
@@ -67,28 +68,38 @@ func sgdBF16BlocksAVX2(p *[16]float64, theta []uint16, ghat []float64, z []float
 	wv := archsimd.BroadcastUint64x4(wBits).AsFloat64x4()
 	lr := archsimd.BroadcastUint64x4(lrBits).AsFloat64x4()
 	wd := archsimd.BroadcastUint64x4(wdBits).AsFloat64x4()
-	// step is the new value of the four weights x from j, as float32.
-	step := func(x archsimd.Float64x4, j int) archsimd.Float32x4 {
+	n := len(theta) / 16 * 16
+	pt, pr := base(theta), base(rnd[:n])
+	var pg, pz unsafe.Pointer // ĝ from ghat, or w·z
+	if ghat != nil {
+		pg = base(ghat[:n])
+	} else {
+		pz = base(z[:n])
+	}
+	// step is the new value of the four weights x at o bytes into the
+	// float32 arrays, as float32.
+	step := func(x archsimd.Float64x4, o uintptr) archsimd.Float32x4 {
 		var g archsimd.Float64x4
-		if ghat != nil {
-			g = archsimd.LoadFloat64x4Slice(ghat[j:])
+		if pg != nil {
+			g = load4d(pg, 2*o)
 		} else {
 			var zero archsimd.Float64x4
-			g = zero.Add(wv.Mul(archsimd.LoadFloat32x4Slice(z[j:]).ConvertToFloat64()))
+			g = zero.Add(wv.Mul(load4(pz, o).ConvertToFloat64()))
 		}
 		return x.Sub(lr.Mul(g.Add(wd.Mul(x)))).ConvertToFloat32()
 	}
 	var a0, a1, a2, a3 archsimd.Float64x4
 	i := 0
-	for ; i+16 <= len(theta); i += 16 {
-		x0, x1 := widenBF16AVX2(theta[i:])
-		x2, x3 := widenBF16AVX2(theta[i+8:])
-		n0, n1, n2, n3 := step(x0, i), step(x1, i+4), step(x2, i+8), step(x3, i+12)
+	for ; i < n; i += 16 {
+		o := uintptr(4 * i) // bytes to the block's float32 (z, rnd); its ĝ at 2o, its weights at o/2
+		x0, x1 := wideBF16AVX2(pt, o/2)
+		x2, x3 := wideBF16AVX2(pt, o/2+16)
+		n0, n1, n2, n3 := step(x0, o), step(x1, o+16), step(x2, o+32), step(x3, o+48)
 		if hasNaNAVX2(n0, n1, n2, n3) {
 			break
 		}
-		s0, s1 := storeBF16AVX2(theta[i:], rnd[i:], n0, n1, x0, x1)
-		s2, s3 := storeBF16AVX2(theta[i+8:], rnd[i+8:], n2, n3, x2, x3)
+		s0, s1 := storeBF16AVX2(pt, pr, o, n0, n1, x0, x1)
+		s2, s3 := storeBF16AVX2(pt, pr, o+32, n2, n3, x2, x3)
 		a0, a1, a2, a3 = a0.Add(s0), a1.Add(s1), a2.Add(s2), a3.Add(s3)
 	}
 	storePartialsAVX2(p, a0, a1, a2, a3)
@@ -99,16 +110,18 @@ func sgdBF16BlocksAVX2(p *[16]float64, theta []uint16, ghat []float64, z []float
 func stateBF16BlocksAVX2(p *[16]float64, kind update.Kind, theta []uint16, ghat []float64, m, v []float32, rnd []uint32, c *[10]uint64) int {
 	bc := func(k int) archsimd.Float64x4 { return archsimd.BroadcastUint64x4(c[k]).AsFloat64x4() }
 	lr, wd, mu, b1, b1c, b2, b2c, c1, c2, eps := bc(0), bc(1), bc(2), bc(3), bc(4), bc(5), bc(6), bc(7), bc(8), bc(9)
-	load := func(s []float32, j int) archsimd.Float64x4 {
+	n, pt, pg, pm, pv := stateBlocks(theta, ghat, m, v)
+	pr := base(rnd[:n])
+	load := func(s unsafe.Pointer, o uintptr) archsimd.Float64x4 {
 		if s == nil {
 			return archsimd.Float64x4{}
 		}
-		return archsimd.LoadFloat32x4Slice(s[j:]).ConvertToFloat64()
+		return load4(s, o).ConvertToFloat64()
 	}
-	// step is update.Rule.Target on the four weights x from j: the new
-	// value as float32, m and v.
-	step := func(x archsimd.Float64x4, j int) (n archsimd.Float32x4, mm, vv archsimd.Float64x4) {
-		g, mo, vo := archsimd.LoadFloat64x4Slice(ghat[j:]), load(m, j), load(v, j)
+	// step is update.Rule.Target on the four weights x at o bytes into the
+	// float32 arrays: the new value as float32, m and v.
+	step := func(x archsimd.Float64x4, o uintptr) (n archsimd.Float32x4, mm, vv archsimd.Float64x4) {
+		g, mo, vo := load4d(pg, 2*o), load(pm, o), load(pv, o)
 		var nx archsimd.Float64x4
 		switch {
 		case kind == update.SGD: // with momentum
@@ -116,7 +129,7 @@ func stateBF16BlocksAVX2(p *[16]float64, kind update.Kind, theta []uint16, ghat 
 			nx = x.Sub(lr.Mul(mm))
 		case kind == update.Adam:
 			mh := g
-			if m != nil {
+			if pm != nil {
 				mm = b1.Mul(mo).Add(b1c.Mul(g))
 				mh = mm.Div(c1)
 			}
@@ -129,33 +142,34 @@ func stateBF16BlocksAVX2(p *[16]float64, kind update.Kind, theta []uint16, ghat 
 		}
 		return nx.ConvertToFloat32(), mm, vv
 	}
-	// keep stores the state of the four weights from j.
-	keep := func(j int, mm, vv archsimd.Float64x4) {
-		if m != nil {
-			mm.ConvertToFloat32().StoreSlice(m[j:])
+	// keep stores the state of the four weights at o bytes.
+	keep := func(o uintptr, mm, vv archsimd.Float64x4) {
+		if pm != nil {
+			store4(mm.ConvertToFloat32(), pm, o)
 		}
-		if v != nil {
-			vv.ConvertToFloat32().StoreSlice(v[j:])
+		if pv != nil {
+			store4(vv.ConvertToFloat32(), pv, o)
 		}
 	}
 	var a0, a1, a2, a3 archsimd.Float64x4
 	i := 0
-	for ; i+16 <= len(theta); i += 16 {
-		x0, x1 := widenBF16AVX2(theta[i:])
-		x2, x3 := widenBF16AVX2(theta[i+8:])
-		n0, m0, v0 := step(x0, i)
-		n1, m1, v1 := step(x1, i+4)
-		n2, m2, v2 := step(x2, i+8)
-		n3, m3, v3 := step(x3, i+12)
+	for ; i < n; i += 16 {
+		o := uintptr(4 * i) // bytes to the block's float32 (m, v, rnd); its ĝ at 2o, its weights at o/2
+		x0, x1 := wideBF16AVX2(pt, o/2)
+		x2, x3 := wideBF16AVX2(pt, o/2+16)
+		n0, m0, v0 := step(x0, o)
+		n1, m1, v1 := step(x1, o+16)
+		n2, m2, v2 := step(x2, o+32)
+		n3, m3, v3 := step(x3, o+48)
 		if hasNaNAVX2(n0, n1, n2, n3) {
 			break
 		}
-		keep(i, m0, v0)
-		keep(i+4, m1, v1)
-		keep(i+8, m2, v2)
-		keep(i+12, m3, v3)
-		s0, s1 := storeBF16AVX2(theta[i:], rnd[i:], n0, n1, x0, x1)
-		s2, s3 := storeBF16AVX2(theta[i+8:], rnd[i+8:], n2, n3, x2, x3)
+		keep(o, m0, v0)
+		keep(o+16, m1, v1)
+		keep(o+32, m2, v2)
+		keep(o+48, m3, v3)
+		s0, s1 := storeBF16AVX2(pt, pr, o, n0, n1, x0, x1)
+		s2, s3 := storeBF16AVX2(pt, pr, o+32, n2, n3, x2, x3)
 		a0, a1, a2, a3 = a0.Add(s0), a1.Add(s1), a2.Add(s2), a3.Add(s3)
 	}
 	storePartialsAVX2(p, a0, a1, a2, a3)
@@ -169,13 +183,16 @@ func hasNaNAVX2(n0, n1, n2, n3 archsimd.Float32x4) bool {
 
 // storeBF16AVX2 is storeBF16AVX512 on 8 new values (n0, n1: four each):
 // it rounds them to bfloat16 stochastically as update.StochasticBF16 does,
-// stores them into theta and returns their squared changes from the old
-// values x0, x1. (No NaN among the new values.)
-func storeBF16AVX2(theta []uint16, rnd []uint32, n0, n1 archsimd.Float32x4, x0, x1 archsimd.Float64x4) (archsimd.Float64x4, archsimd.Float64x4) {
+// stores them at o/2 bytes past theta (their random words at o bytes past
+// rnd) and returns their squared changes from the old values x0, x1. (No
+// NaN among the new values.)
+func storeBF16AVX2(theta, rnd unsafe.Pointer, o uintptr, n0, n1 archsimd.Float32x4, x0, x1 archsimd.Float64x4) (archsimd.Float64x4, archsimd.Float64x4) {
 	low, sixteen := archsimd.BroadcastUint32x4(0xFFFF), archsimd.BroadcastUint32x4(16)
-	b0 := n0.AsUint32x4().Add(archsimd.LoadUint32x4Slice(rnd).And(low)).ShiftRight(sixteen)
-	b1 := n1.AsUint32x4().Add(archsimd.LoadUint32x4Slice(rnd[4:]).And(low)).ShiftRight(sixteen)
-	b0.AsInt32x4().SaturateToUint16Concat(b1.AsInt32x4()).StoreSlice(theta)
+	r0 := archsimd.LoadUint32x4((*[4]uint32)(unsafe.Add(rnd, o)))
+	r1 := archsimd.LoadUint32x4((*[4]uint32)(unsafe.Add(rnd, o+16)))
+	b0 := n0.AsUint32x4().Add(r0.And(low)).ShiftRight(sixteen)
+	b1 := n1.AsUint32x4().Add(r1.And(low)).ShiftRight(sixteen)
+	b0.AsInt32x4().SaturateToUint16Concat(b1.AsInt32x4()).Store((*[8]uint16)(unsafe.Add(theta, o/2)))
 	d0 := b0.ShiftAllLeft(16).AsFloat32x4().ConvertToFloat64().Sub(x0)
 	d1 := b1.ShiftAllLeft(16).AsFloat32x4().ConvertToFloat64().Sub(x1)
 	return d0.Mul(d0), d1.Mul(d1)
