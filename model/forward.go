@@ -91,19 +91,7 @@ func (m *Model) checkInput(in Input) error {
 // layer past its attention.
 func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 	defer tensor.Recover(&err) // a device failure (out of memory, …) is an error
-	if err := m.checkInput(in); err != nil {
-		return nil, err
-	}
-	if opts.Labels != nil && len(opts.Labels) != in.B*in.T {
-		return nil, fmt.Errorf("labels has %d entries, want B·T = %d", len(opts.Labels), in.B*in.T)
-	}
-	if opts.Choices != nil && opts.Labels == nil {
-		return nil, fmt.Errorf("choices without labels: the labels mark where the choices are scored")
-	}
-	if opts.ChoiceAt != nil && opts.Choices == nil {
-		return nil, fmt.Errorf("choice_at without choices")
-	}
-	if err := m.checkAdapter(m.Adapter); err != nil {
+	if err := m.checkForward(in, opts); err != nil {
 		return nil, err
 	}
 	nv := 0
@@ -166,6 +154,25 @@ func (m *Model) Forward(in Input, opts Options) (out *Output, err error) {
 		}
 	}
 	return out, nil
+}
+
+// checkForward refuses what Forward cannot run before anything is
+// computed: a malformed batch, options that do not fit it, an adapter of
+// another shape.
+func (m *Model) checkForward(in Input, opts Options) error {
+	if err := m.checkInput(in); err != nil {
+		return err
+	}
+	if opts.Labels != nil && len(opts.Labels) != in.B*in.T {
+		return fmt.Errorf("labels has %d entries, want B·T = %d", len(opts.Labels), in.B*in.T)
+	}
+	if opts.Choices != nil && opts.Labels == nil {
+		return fmt.Errorf("choices without labels: the labels mark where the choices are scored")
+	}
+	if opts.ChoiceAt != nil && opts.Choices == nil {
+		return fmt.Errorf("choice_at without choices")
+	}
+	return m.checkAdapter(m.Adapter)
 }
 
 // positionsOf returns the positions of a batch of b sequences of t tokens
