@@ -74,6 +74,16 @@ func load4d(p unsafe.Pointer, off uintptr) archsimd.Float64x4 {
 // never read).
 func base[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
 
+// sgdSource is where the vector loops of plain SGD read ĝ for n weights:
+// ghat's address (pz nil), or with ghat nil that of the noise z whose w·z
+// stands for it (pg nil), checked to hold n.
+func sgdSource(n int, ghat []float64, z []float32) (pg, pz unsafe.Pointer) {
+	if ghat != nil {
+		return base(ghat[:n]), nil
+	}
+	return nil, base(z[:n])
+}
+
 // stateBlocks is what the vector loops of the rules with state read: the
 // number of weights in whole blocks of 16, and the addresses of θ, ĝ, m and
 // v (m or v nil where the rule keeps no such state), each checked to hold

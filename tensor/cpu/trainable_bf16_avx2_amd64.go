@@ -70,12 +70,7 @@ func sgdBF16BlocksAVX2(p *[16]float64, theta []uint16, ghat []float64, z []float
 	wd := archsimd.BroadcastUint64x4(wdBits).AsFloat64x4()
 	n := len(theta) / 16 * 16
 	pt, pr := base(theta), base(rnd[:n])
-	var pg, pz unsafe.Pointer // ĝ from ghat, or w·z
-	if ghat != nil {
-		pg = base(ghat[:n])
-	} else {
-		pz = base(z[:n])
-	}
+	pg, pz := sgdSource(n, ghat, z)
 	// step is the new value of the four weights x at o bytes into the
 	// float32 arrays, as float32.
 	step := func(x archsimd.Float64x4, o uintptr) archsimd.Float32x4 {

@@ -365,12 +365,7 @@ func sgdBF16BlocksAVX512(p *[16]float64, theta []uint16, ghat []float64, z []flo
 	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
 	n := len(theta) / 16 * 16
 	pt, pr := base(theta), base(rnd[:n])
-	var pg, pz unsafe.Pointer // ĝ from ghat, or w·z
-	if ghat != nil {
-		pg = base(ghat[:n])
-	} else {
-		pz = base(z[:n])
-	}
+	pg, pz := sgdSource(n, ghat, z)
 	var zero, a0, a1 archsimd.Float64x8
 	i := 0
 	for ; i < n; i += 16 {
