@@ -134,7 +134,9 @@ func updatePiece(sc *updateScratch, u *tensor.Update, p *Packed, md, vd []float3
 	lo, hi := (pi*p.K+k0)*nr, (pi*p.K+k0+kc)*nr
 	sgd := u.Rule.Kind == update.SGD && md == nil
 	lr, wd := u.Rule.LR, u.Rule.WeightDecay
-	prefetchPiece(p, md, vd, lo, hi)
+	if sgd {
+		prefetchPiece(p, lo, hi)
+	}
 	if sgd && len(u.Streams) == 1 {
 		z := sc.zp[:kc*nr]
 		u.Streams[0].FillPanel(z, int(u.Offset)+pi*nr*p.K+k0, p.K, min(nr, p.N-pi*nr), kc, nr, u.Dist, u.Norms[0])
@@ -158,21 +160,21 @@ func updatePiece(sc *updateScratch, u *tensor.Update, p *Packed, md, vd []float3
 	}
 }
 
-// prefetchPiece fetches elements [lo, hi) of a panel's weights and
-// optimizer state from memory while the piece's noise is drawn: the update
-// is one pass over every weight, and without it each piece waited for its
-// weights after its noise (measured on Qwen3-0.6B's step, 2 threads of a
-// newer Xeon: the update took 0.81 s, 0.47 s with it).
-func prefetchPiece(p *Packed, md, vd []float32, lo, hi int) {
+// prefetchPiece fetches elements [lo, hi) of a panel's weights from memory
+// while the piece's noise is drawn, for plain SGD (MEAZO, ZO-SGD, FZOO),
+// whose update is one light pass over every weight: without it each piece
+// waited for its weights after its noise (Qwen3-0.6B's step, 2 threads of a
+// newer Xeon: the update took 0.81 s, 0.47 s with it). The rules with
+// optimizer state fetch nothing ahead: their loops are bound by their
+// arithmetic (ZO-Adam's and R-AdaZO's divisions), the hardware's own
+// prefetching keeps up with them, and fetching θ, m and v ahead stalled
+// them on the fetches (BenchmarkUpdateWeight, the same Xeon: ZO-Adam 55 →
+// 45 ms, R-AdaZO the same, momentum within ±7 % either way).
+func prefetchPiece(p *Packed, lo, hi int) {
 	if p.data16 == nil {
 		prefetchL2(unsafe.Pointer(&p.data[lo]), 4*(hi-lo))
 	} else {
 		prefetchL2(unsafe.Pointer(&p.data16[lo]), 2*(hi-lo))
-	}
-	for _, s := range [][]float32{md, vd} {
-		if s != nil {
-			prefetchL2(unsafe.Pointer(&s[lo]), 4*(hi-lo))
-		}
 	}
 }
 

@@ -13,9 +13,10 @@ import (
 // written) of a full-parameter update of a 96 MiB matrix, past the caches as
 // a model's weights are, on each path of the element-wise loops the CPU has
 // (avx512, avx2, scalar): "sgd" is MEAZO's and ZO-SGD's q = 1 step, "adam"
-// ZO-Adam's (with its two moments), "sgd-bf16" and "adam-bf16" the same on
-// bfloat16 weights (the bytes counted as float32's); against the parts of the first, "noise"
-// (the normals alone, drawn in the panels' layout) and "pass" (a plain
+// ZO-Adam's (with its two moments), "momentum" ZO-SGD's with momentum,
+// "sgd-bf16" and "adam-bf16" the first two on bfloat16 weights (the bytes
+// counted as float32's); against the parts of the first, "noise" (the
+// normals alone, drawn in the panels' layout) and "pass" (a plain
 // read-modify-write of every weight).
 func BenchmarkUpdateWeight(b *testing.B) {
 	const n, k = 24576, 1024
@@ -24,8 +25,9 @@ func BenchmarkUpdateWeight(b *testing.B) {
 	be := &Backend{wk: wk}
 	u := &tensor.Update{Streams: []noise.Stream{{Seed: 1, Step: 2}}, Dist: noise.Normal, Norms: []float64{1},
 		Weights: []float64{0.5}, Rule: update.Rule{Kind: update.SGD, LR: 1e-7}}
-	adam := *u
+	adam, momentum := *u, *u
 	adam.Rule = update.Rule{Kind: update.Adam, LR: 1e-7, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, C1: 1, C2: 1}
+	momentum.Rule = update.Rule{Kind: update.SGD, LR: 1e-7, Momentum: 0.9}
 	m, v := be.NewState(w), be.NewState(w)
 	be.updateWeight(w, m, v, &adam) // the state's pages touched
 	w16 := PackBF16(randMat(rand.New(rand.NewPCG(1, 1)), n*k), n, k)
@@ -36,7 +38,8 @@ func BenchmarkUpdateWeight(b *testing.B) {
 		name    string
 		w, m, v tensor.Weight
 		u       *tensor.Update
-	}{{"sgd", w, nil, nil, u}, {"adam", w, m, v, &adam}, {"sgd-bf16", w16, nil, nil, u}, {"adam-bf16", w16, m16, v16, &adam}}
+	}{{"sgd", w, nil, nil, u}, {"adam", w, m, v, &adam}, {"momentum", w, m, nil, &momentum},
+		{"sgd-bf16", w16, nil, nil, u}, {"adam-bf16", w16, m16, v16, &adam}}
 	for _, path := range trainablePaths() {
 		path.use()
 		for _, c := range cases {
