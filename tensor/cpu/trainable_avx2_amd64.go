@@ -26,22 +26,7 @@ func useTrainableAVX2() {
 	addScaled = func(g []float64, z []float32, wd float64) {
 		addScaledAVX2(g, z, math.Float64bits(wd))
 	}
-	sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
-		var p [16]float64
-		i := sgdBlocksAVX2(&p, theta, ghat, nil, 0, math.Float64bits(lr), math.Float64bits(wd))
-		for ; i < len(theta); i++ {
-			sgdElem(&p, theta, i, ghat[i], lr, wd)
-		}
-		return sumPartials(&p)
-	}
-	sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
-		var p [16]float64
-		i := sgdBlocksAVX2(&p, theta, nil, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
-		for ; i < len(theta); i++ {
-			sgdElem(&p, theta, i, 0+float64(w*float64(z[i])), lr, wd) // ĝ as on a cleared buffer
-		}
-		return sumPartials(&p)
-	}
+	useSGDVector(sgdBlocksAVX2)
 	stateValues = func(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
 		return stateValuesVector(r, theta, ghat, m, v, stateBlocksAVX2)
 	}
@@ -148,10 +133,7 @@ func addScaledAVX2(g []float64, z []float32, wdBits uint64) {
 	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
 }
 
-// sgdBlocksAVX2 is sgdValuesScalar (ghat) or, with ghat nil,
-// sgdDirectionScalar (w·z) on whole blocks of 16 weights from the start:
-// it writes the squared changes' partial sums into p (lane j: weights ≡ j
-// mod 16) and returns the number of weights it moved.
+// sgdBlocksAVX2 is an sgdBlocks, four weights a vector.
 func sgdBlocksAVX2(p *[16]float64, theta []float32, ghat []float64, z []float32, wBits, lrBits, wdBits uint64) int {
 	w := archsimd.BroadcastUint64x4(wBits).AsFloat64x4()
 	lr := archsimd.BroadcastUint64x4(lrBits).AsFloat64x4()

@@ -40,13 +40,8 @@ func useTrainableAVX512() {
 	addScaled = func(g []float64, z []float32, wd float64) {
 		addScaledAVX512(g, z, math.Float64bits(wd))
 	}
-	sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
-		return sgdValuesAVX512(theta, ghat, nil, 0, math.Float64bits(lr), math.Float64bits(wd))
-	}
+	useSGDVector(sgdBlocksAVX512)
 	useBF16Vector(perturbValuesBF16AVX512, perturbPairBF16AVX512, sgdBF16BlocksAVX512, stateBF16BlocksAVX512)
-	sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
-		return sgdValuesAVX512(theta, nil, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
-	}
 	stateValues = func(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
 		return stateValuesVector(r, theta, ghat, m, v, stateBlocksAVX512)
 	}
@@ -122,46 +117,62 @@ func addScaledAVX512(g []float64, z []float32, wdBits uint64) {
 	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
 }
 
-// sgdValuesAVX512 is sgdValuesScalar (ghat) or, with ghat nil,
-// sgdDirectionScalar (w·z), 16 weights at a time.
-func sgdValuesAVX512(theta []float32, ghat []float64, z []float32, wBits, lrBits, wdBits uint64) float64 {
-	n := len(theta) / 16 * 16
-	var p [16]float64
-	if n > 0 {
-		w := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
-		lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
-		wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
-		var zero, a0, a1 archsimd.Float64x8
-		pt := base(theta)
-		if ghat != nil {
-			pg := base(ghat[:n])
-			for i := 0; i < n; i += 16 {
-				o, og := uintptr(4*i), uintptr(8*i)
-				a0 = a0.Add(sgdOctet(pt, o, load8d(pg, og), lr, wd))
-				a1 = a1.Add(sgdOctet(pt, o+32, load8d(pg, og+64), lr, wd))
-			}
-		} else {
-			pz := base(z[:n])
-			for i := 0; i < n; i += 16 {
-				o := uintptr(4 * i)
-				// ĝ = 0 + w·z, as addScaled makes it on a cleared buffer (−0 becomes +0).
-				a0 = a0.Add(sgdOctet(pt, o, zero.Add(w.Mul(wide8(pz, o))), lr, wd))
-				a1 = a1.Add(sgdOctet(pt, o+32, zero.Add(w.Mul(wide8(pz, o+32))), lr, wd))
-			}
-		}
-		a0.Store((*[8]float64)(p[:8]))
-		a1.Store((*[8]float64)(p[8:]))
-		archsimd.ClearAVXUpperBits()
-	}
-	w, lr, wd := math.Float64frombits(wBits), math.Float64frombits(lrBits), math.Float64frombits(wdBits)
-	for i := n; i < len(theta); i++ {
-		if ghat != nil {
+// sgdBlocks is the vector loop of plain SGD on float32 weights
+// (sgdBlocksAVX512, sgdBlocksAVX2): it moves theta by ĝ from ghat, or with
+// ghat nil by w·z, in whole blocks of 16 weights from the start, writes the
+// squared changes' partial sums into p (lane j: weights ≡ j mod 16) and
+// returns the number of weights it moved.
+type sgdBlocks func(p *[16]float64, theta []float32, ghat []float64, z []float32, wBits, lrBits, wdBits uint64) int
+
+// useSGDVector installs sgdValues and sgdDirection as the vector loop
+// blocks with the scalar code for the tail.
+func useSGDVector(blocks sgdBlocks) {
+	sgdValues = func(theta []float32, ghat []float64, lr, wd float64) float64 {
+		var p [16]float64
+		i := blocks(&p, theta, ghat, nil, 0, math.Float64bits(lr), math.Float64bits(wd))
+		for ; i < len(theta); i++ {
 			sgdElem(&p, theta, i, ghat[i], lr, wd)
-		} else {
+		}
+		return sumPartials(&p)
+	}
+	sgdDirection = func(theta, z []float32, w, lr, wd float64) float64 {
+		var p [16]float64
+		i := blocks(&p, theta, nil, z, math.Float64bits(w), math.Float64bits(lr), math.Float64bits(wd))
+		for ; i < len(theta); i++ {
 			sgdElem(&p, theta, i, 0+float64(w*float64(z[i])), lr, wd) // ĝ as on a cleared buffer
 		}
+		return sumPartials(&p)
 	}
-	return sumPartials(&p)
+}
+
+// sgdBlocksAVX512 is an sgdBlocks, eight weights a vector.
+func sgdBlocksAVX512(p *[16]float64, theta []float32, ghat []float64, z []float32, wBits, lrBits, wdBits uint64) int {
+	w := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
+	lr := archsimd.BroadcastUint64x8(lrBits).AsFloat64x8()
+	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+	var zero, a0, a1 archsimd.Float64x8
+	n := len(theta) / 16 * 16
+	pt := base(theta)
+	if ghat != nil {
+		pg := base(ghat[:n])
+		for i := 0; i < n; i += 16 {
+			o, og := uintptr(4*i), uintptr(8*i)
+			a0 = a0.Add(sgdOctet(pt, o, load8d(pg, og), lr, wd))
+			a1 = a1.Add(sgdOctet(pt, o+32, load8d(pg, og+64), lr, wd))
+		}
+	} else {
+		pz := base(z[:n])
+		for i := 0; i < n; i += 16 {
+			o := uintptr(4 * i)
+			// ĝ = 0 + w·z, as addScaled makes it on a cleared buffer (−0 becomes +0).
+			a0 = a0.Add(sgdOctet(pt, o, zero.Add(w.Mul(wide8(pz, o))), lr, wd))
+			a1 = a1.Add(sgdOctet(pt, o+32, zero.Add(w.Mul(wide8(pz, o+32))), lr, wd))
+		}
+	}
+	a0.Store((*[8]float64)(p[:8]))
+	a1.Store((*[8]float64)(p[8:]))
+	archsimd.ClearAVXUpperBits()
+	return n
 }
 
 // sgdOctet moves the eight weights at off bytes past t by ĝ g, as sgdElem
