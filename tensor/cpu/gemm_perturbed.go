@@ -30,12 +30,18 @@ import (
 // made the pair's products 1.18-1.49 times as long as the plain ones over
 // the same rows (1.04-1.10 grouped; 2048 deep was no faster, 512 slower).
 // A tile adds a whole slice before the next, so the output is read and
-// written once per slice. (The order of the K slices a tile adds does not
-// depend on their depth.)
+// written once per slice.
 const perturbedValues = 1024 * taskPanels * nr
 
-// sliceDepth is the depth of the slices of a group of panels panels wide.
-func sliceDepth(k, panels int) int { return min(k, perturbedValues/(panels*nr)) }
+// sliceDepth is the depth of the slices of a group of panels panels wide: a
+// multiple of kcBlock, so that a slice ends where a block of the plain
+// GEMM's K ends and the sums are rounded where MatMul rounds them (a group
+// of 3, 5, 6 or 7 panels has room for 2730, 1638, 1365 or 1170: its last
+// block would run past the slice and add K columns twice).
+func sliceDepth(k, panels int) int {
+	d := perturbedValues / (panels * nr)
+	return min(k, d-d%kcBlock)
+}
 
 // noiseDepth is the depth of noise drawn at once: 32×1024 float32, 128 KiB,
 // so that the noise is still in L1/L2 when W ± εZ is formed from it.

@@ -41,10 +41,12 @@ func TestMatMulPackedPerturbedLayouts(t *testing.T) {
 		{"+a,-a,-a,+a", []tensor.Segment{{Rows: 3, P: a}, {Rows: 2, P: am}, {Rows: 1, P: am}, {Rows: 2, P: a}}},
 		{"empty+a,-a,empty", []tensor.Segment{{Rows: 0, P: a}, {Rows: 3, P: am}, {Rows: 0}}},
 	}
-	shapes := []struct{ n, k int }{{290, noiseDepth}, {290, 4097}, {1030, noiseDepth + 1}, {33, 3}}
+	// Groups of 2 panels (290 wide, one thread), 8 (1030), 1 (33), and 3
+	// and 5 (384 and 640), whose slices are shallower than K.
+	shapes := []struct{ n, k int }{{290, noiseDepth}, {290, 4097}, {1030, noiseDepth + 1}, {33, 3}, {384, 3072}, {640, 2048}}
 	packings := []bool{false, true}
-	if testing.Short() { // under emulation (scripts/test_cpus.sh): two slices of groups of two, float32
-		shapes, packings = shapes[1:2], packings[:1]
+	if testing.Short() { // under emulation (scripts/test_cpus.sh): two slices of groups of two, then of three, float32
+		shapes, packings = []struct{ n, k int }{shapes[1], shapes[4]}, packings[:1]
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, sh := range shapes {
@@ -80,6 +82,31 @@ func TestMatMulPackedPerturbedLayouts(t *testing.T) {
 						lo += s.Rows
 					}
 				})
+			}
+		}
+	}
+}
+
+// TestMatMulPackedPerturbedThreads: the worker count sets how many panels a
+// task forms at once (of 64 panels: 8, 5, 4 and 3 on 2, 3, 4 and 5 workers),
+// never the bits.
+func TestMatMulPackedPerturbedThreads(t *testing.T) {
+	const n, k, m = 2048, 2048, 6
+	rng := rand.New(rand.NewPCG(5, 6))
+	w, x := randMat(rng, n*k), randMat(rng, m*k)
+	p := &tensor.Perturbation{Noise: tensor.Noise{Stream: noise.Stream{Seed: 11, Step: 3}, Dist: noise.Normal, Norm: 1}, Scale: 1e-3}
+	minus := *p
+	minus.Scale = -p.Scale
+	segs := []tensor.Segment{{Rows: 2, P: p}, {Rows: 1}, {Rows: 3, P: &minus}}
+	pw := Pack(1, w, n, k)
+	want := make([]float32, m*n)
+	MatMulPackedPerturbed(1, want, x, m, pw, segs)
+	for _, th := range []int{2, 3, 4, 5} {
+		got := make([]float32, m*n)
+		MatMulPackedPerturbed(Workers(th), got, x, m, pw, segs)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d workers: row %d, column %d: %v, one worker gives %v", th, i/n, i%n, got[i], want[i])
 			}
 		}
 	}
