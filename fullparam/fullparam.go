@@ -52,8 +52,8 @@ type group struct {
 	tensors []int
 	offsets []int64
 	size    int64
-	// layer is the first decoder layer the group acts at (prefix
-	// caching): the embeddings' at 0 (a tied head too: it is the
+	// layer is the first decoder layer any of the group's tensors acts at
+	// (prefix caching): the embeddings' at 0 (a tied head too: it is the
 	// embeddings), the final norm's and an untied head's after the last.
 	layer int
 	// at is its tensors' model.Tensor.Layer when grouped: −1 the
@@ -95,6 +95,9 @@ func New(m *model.Model, opts Options) (*Params, error) {
 		}
 		lastLayer = t.Layer
 		g := &p.groups[len(p.groups)-1]
+		// Where the group's variants start is its earliest tensor's layer,
+		// not its first's: OPT lists its final norm before its layers.
+		g.layer = min(g.layer, max(t.Layer, 0))
 		g.tensors = append(g.tensors, i)
 		g.offsets = append(g.offsets, g.size)
 		g.size += int64(t.Size())
