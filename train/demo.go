@@ -102,7 +102,9 @@ func WriteDemo(dir string, steps int) (string, error) {
 # (README.md, "The demo"). meazo-train --demo sets optimizer.name and
 # optimizer.lr per run (train.DemoLR: meazo 0.05, zo-sgd 0.05, zo-adam 0.005)
 # and eval.validation_metrics: true (each validation's accuracy); the lr
-# below is what a run of this file without --set gets.
+# below is what a run of this file without --set gets: the demo's MEAZO run
+# is --set optimizer.lr=0.05 --set eval.validation_metrics=true. A run of
+# this file writes into run/ beside it, which the demo leaves as it is.
 model:
   path: %[1]s/model
   name: %[3]s

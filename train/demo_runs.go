@@ -29,10 +29,12 @@ func DemoRunDir(root, opt string) string {
 // demoRunName is the name of DemoRunDir.
 func demoRunName(opt string) string { return "run-" + opt }
 
-// demoRoot lists what the demo writes at the root of --demo-dir: its
-// marker, WriteDemo's files, make demo's plots/ and the run directories.
+// demoRoot lists what may be at the root of --demo-dir: the demo's marker,
+// WriteDemo's files, make demo's plots/ and the run directories; and run/,
+// where a run of demo.yaml itself writes (output.dir), which the demo never
+// touches.
 var demoRoot = func() []string {
-	names := []string{rundir.DemoMarker, "model", "data", "demo.yaml", "plots"}
+	names := []string{rundir.DemoMarker, "model", "data", "demo.yaml", "plots", "run"}
 	for _, opt := range DemoOptimizers {
 		names = append(names, demoRunName(opt))
 	}

@@ -74,6 +74,15 @@ func TestDemoDeletesOnlyItsOwnFiles(t *testing.T) {
 		if err := ClaimDemoDir(fresh); err != nil {
 			t.Errorf("claiming the demo's own directory again: %v", err)
 		}
+		// A run of demo.yaml itself (output.dir: <demo dir>/run) is left
+		// where it is, and does not stop the demo.
+		write(t, filepath.Join(fresh, "run", "metrics.jsonl"))
+		if err := ClaimDemoDir(fresh); err != nil {
+			t.Errorf("a demo dir holding a run of its demo.yaml: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(fresh, "run", "metrics.jsonl")); err != nil {
+			t.Errorf("the run of demo.yaml: %v", err)
+		}
 		write(t, filepath.Join(fresh, "thesis.tex"))
 		if err := ClaimDemoDir(fresh); err == nil || !strings.Contains(err.Error(), "thesis.tex") {
 			t.Errorf("a demo dir with a user's file in it: %v", err)
