@@ -281,10 +281,8 @@ func (b *Backend) Attention(out, q, k, v tensor.Buf, cache tensor.KVCache, layer
 	b.wk.Tasks(a.Seqs*kvh, func(task int) {
 		seq, g := task/kvh, task%kvh
 		kt, vt := kc[task*c.kLen:(task+1)*c.kLen], vc[task*c.vLen:(task+1)*c.vLen]
-		for t := range tn {
-			src := ((seq*tn+t)*kvh + g) * hd
-			storeKV(kt, vt, c.capacity, hd, a.Start+t, kh[src:src+hd], vh[src:src+hd])
-		}
+		src := (seq*tn*kvh + g) * hd // the sequence's first new token's key
+		storeKV(kt, vt, c.capacity, hd, a.Start, tn, kh[src:], vh[src:], kvh*hd)
 		keyOK := a.Mask[seq*c.capacity : (seq+1)*c.capacity]
 		first := (seq*tn*heads + g*rep) * hd // head g·rep at the sequence's first new token
 		if tn == 1 {

@@ -27,8 +27,9 @@ import (
 // cache once per group of panels: sweeping all the rows past one panel
 // before the next read them from memory once per panel (the + and − rows
 // of Qwen3-0.6B's products at 16×64 tokens are 8-24 MiB), which on a Zen 3
-// made the pair's products 1.18-1.49 times as long as the plain ones over
-// the same rows (1.04-1.10 grouped; 2048 deep was no faster, 512 slower).
+// made the pair's products much longer than the plain ones over the same
+// rows (docs/ALGORITHMS.md has the figures; 2048 deep was no faster, 512
+// slower).
 // A tile adds a whole slice before the next, so the output is read and
 // written once per slice.
 const perturbedValues = 1024 * taskPanels * nr
@@ -263,58 +264,6 @@ func (sc *panelScratch) formPanel(w *Packed, p, kLo, kHi int, pt *tensor.Perturb
 			perturbValuesBF16(dst, w.data16[src:src+kc*nr], z, pt.Scale)
 		default:
 			perturbValues(dst, w.data[src:src+kc*nr], z, pt.Scale)
-		}
-	}
-}
-
-// toPanel writes rows [cols][kc] (row col of a panel, along K) into dst in
-// a panel's layout [kc][nr], zero in the columns past cols: the noise of a
-// panel is drawn row by row, as the stream runs, and read by columns. The
-// values are moved, never computed on, so float32 goes as its bits
-// (toPanelBits: an 8×8 transpose in registers where the CPU has AVX-512).
-func toPanel[T float32 | uint32](dst, rows []T, cols, kc int) {
-	toPanelBits(unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst)),
-		unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(rows))), len(rows)), cols, kc)
-}
-
-// toPanelBits is toPanel on 32-bit words.
-var toPanelBits = toPanelScalar
-
-// toPanelScalar moves eight rows at a time, so that every write fills part
-// of one cache line and the reads run along eight rows; from column c0 on,
-// and from depth k0 on for the columns before c0 (what a vector version
-// left).
-func toPanelScalar(dst, rows []uint32, cols, kc int) { toPanelFrom(dst, rows, cols, kc, 0, 0) }
-
-func toPanelFrom(dst, rows []uint32, cols, kc, c0, k0 int) {
-	if k0 < kc {
-		for c := 0; c < c0; c += 8 {
-			for kk := k0; kk < kc; kk++ {
-				d := dst[kk*nr+c : kk*nr+c+8]
-				for i := range d {
-					d[i] = rows[(c+i)*kc+kk]
-				}
-			}
-		}
-	}
-	for ; c0 < nr; c0 += 8 {
-		if c0+8 > cols {
-			for kk := range kc {
-				for c := c0; c < c0+8; c++ {
-					var v uint32
-					if c < cols {
-						v = rows[c*kc+kk]
-					}
-					dst[kk*nr+c] = v
-				}
-			}
-			continue
-		}
-		r0, r1, r2, r3 := rows[c0*kc:(c0+1)*kc], rows[(c0+1)*kc:(c0+2)*kc], rows[(c0+2)*kc:(c0+3)*kc], rows[(c0+3)*kc:(c0+4)*kc]
-		r4, r5, r6, r7 := rows[(c0+4)*kc:(c0+5)*kc], rows[(c0+5)*kc:(c0+6)*kc], rows[(c0+6)*kc:(c0+7)*kc], rows[(c0+7)*kc:(c0+8)*kc]
-		for kk := range kc {
-			d := dst[kk*nr+c0 : kk*nr+c0+8]
-			d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = r0[kk], r1[kk], r2[kk], r3[kk], r4[kk], r5[kk], r6[kk], r7[kk]
 		}
 	}
 }

@@ -21,21 +21,47 @@ func kvHeadLen(capacity, hd int) (kLen, vLen int) {
 	return panels(capacity) * hd * nr, panels(hd) * panels(capacity) * nr * nr
 }
 
-// storeKV writes the key k and value v (length hd) of cache slot slot into
-// one head's key and value buffers (see kvHeadLen).
-func storeKV(kc, vc []float32, capacity, hd, slot int, k, v []float32) {
-	if slot < 0 || slot >= capacity {
-		panic(fmt.Sprintf("cpu.storeKV: slot %d outside the capacity %d", slot, capacity))
+// storeKV writes the keys and values of the n consecutive cache slots from
+// slot on into one head's key and value buffers (see kvHeadLen): the key of
+// slot+t is k[t·ld:][:hd], its value v[t·ld:][:hd] (a head's rows in a
+// [tokens][kv heads·hd] activation). A key panel holds one dimension of its
+// 32 slots side by side, so a run that fills a whole panel is transposed
+// into it, a cache line at a time (toPanel); a slot at a time writes one
+// float into each of hd lines, which in a forward's cache were seldom still
+// in L1 from one slot to the next. The other slots (decoding, a run's
+// partial panels) go a slot at a time.
+func storeKV(kc, vc []float32, capacity, hd, slot, n int, k, v []float32, ld int) {
+	if slot < 0 || n < 0 || slot+n > capacity {
+		panic(fmt.Sprintf("cpu.storeKV: slots [%d, %d) outside the capacity %d", slot, slot+n, capacity))
 	}
-	kp := kc[(slot/nr)*hd*nr+slot%nr:]
-	for d, x := range k[:hd] {
-		kp[d*nr] = x
+	if n == 0 {
+		return
+	}
+	if last := (n-1)*ld + hd; len(k) < last || len(v) < last || ld < hd {
+		panic(fmt.Sprintf("cpu.storeKV: %d slots of %d: k of %d floats, v of %d (rows %d apart)", n, hd, len(k), len(v), ld))
+	}
+	for lo := slot; lo < slot+n; {
+		hi := min(slot+n, (lo/nr+1)*nr)
+		kp, src := kc[(lo/nr)*hd*nr:(lo/nr+1)*hd*nr], k[(lo-slot)*ld:]
+		if hi-lo == nr {
+			toPanel(kp, src, nr, hd, ld)
+		} else {
+			for t := range hi - lo {
+				for d, x := range src[t*ld : t*ld+hd] {
+					kp[d*nr+lo%nr+t] = x
+				}
+			}
+		}
+		lo = hi
 	}
 	panelLen := panels(capacity) * nr * nr
-	for p := range panels(hd) {
-		cols := min(nr, hd-p*nr)
-		off := p*panelLen + slot*nr
-		copy(vc[off:off+cols], v[p*nr:p*nr+cols])
+	for t := range n {
+		vt := v[t*ld : t*ld+hd]
+		for p := range panels(hd) {
+			cols := min(nr, hd-p*nr)
+			off := p*panelLen + (slot+t)*nr
+			copy(vc[off:off+cols], vt[p*nr:p*nr+cols])
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,9 +67,7 @@ func TestAttend(t *testing.T) {
 			}
 			kLen, vLen := kvHeadLen(c.capacity, c.hd)
 			kc, vc := make([]float32, kLen), make([]float32, vLen)
-			for j := range c.capacity {
-				storeKV(kc, vc, c.capacity, c.hd, j, k[j*c.hd:(j+1)*c.hd], v[j*c.hd:(j+1)*c.hd])
-			}
+			storeKV(kc, vc, c.capacity, c.hd, 0, c.capacity, k, v, c.hd)
 			q := randMat(r, c.rows*c.hd)
 			qpos := make([]int, c.rows)
 			for i := range qpos {
@@ -148,5 +147,75 @@ func TestAttendChecksExtent(t *testing.T) {
 			}()
 			attend(make([]float32, c.outLen), c.ldo, make([]float32, c.qLen), c.ldq, qpos, kc, vc, capacity, hd, keyOK, 0, 1)
 		})
+	}
+}
+
+// TestStoreKV: runs of slots stored at any start, across panel boundaries,
+// from rows ld floats apart, land where kvHeadLen's layout puts them (key
+// panels [slot/32][d][slot%32], value panels [d/32][slot][d%32]) and leave
+// every other float as it was.
+func TestStoreKV(t *testing.T) {
+	cases := []struct {
+		capacity, hd, ld int
+		runs             [][2]int // [slot, n]
+	}{
+		{1, 32, 32, [][2]int{{0, 1}}},
+		{64, 128, 1024, [][2]int{{0, 64}}},                          // a prefill, Qwen3-0.6B's kv heads
+		{100, 40, 40, [][2]int{{0, 7}, {7, 30}, {37, 1}, {38, 62}}}, // hd not a multiple of 32
+		{70, 64, 96, [][2]int{{5, 60}, {65, 0}, {65, 5}}},
+		{40, 96, 200, [][2]int{{31, 2}, {0, 31}, {33, 1}, {34, 1}}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("cap%d_hd%d_ld%d", c.capacity, c.hd, c.ld), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(c.capacity), uint64(c.ld)))
+			kLen, vLen := kvHeadLen(c.capacity, c.hd)
+			kc, vc := randMat(r, kLen), randMat(r, vLen)
+			wantK, wantV := slices.Clone(kc), slices.Clone(vc)
+			panelLen := panels(c.capacity) * nr * nr
+			for _, run := range c.runs {
+				slot, n := run[0], run[1]
+				k, v := randMat(r, max(0, (n-1)*c.ld+c.hd)), randMat(r, max(0, (n-1)*c.ld+c.hd))
+				storeKV(kc, vc, c.capacity, c.hd, slot, n, k, v, c.ld)
+				for i := range n {
+					s := slot + i
+					for d := range c.hd {
+						wantK[(s/nr)*c.hd*nr+d*nr+s%nr] = k[i*c.ld+d]
+						wantV[(d/nr)*panelLen+s*nr+d%nr] = v[i*c.ld+d]
+					}
+				}
+			}
+			for i := range wantK {
+				if kc[i] != wantK[i] {
+					t.Fatalf("key cache [%d] = %v, want %v", i, kc[i], wantK[i])
+				}
+			}
+			for i := range wantV {
+				if vc[i] != wantV[i] {
+					t.Fatalf("value cache [%d] = %v, want %v", i, vc[i], wantV[i])
+				}
+			}
+		})
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "cpu.storeKV:") {
+			t.Errorf("recovered %v, want storeKV's panic", r)
+		}
+	}()
+	kLen, vLen := kvHeadLen(8, 32)
+	storeKV(make([]float32, kLen), make([]float32, vLen), 8, 32, 0, 2, make([]float32, 64), make([]float32, 63), 32)
+}
+
+// BenchmarkStoreKV stores one head's keys and values of a 16×64 prefill of
+// Qwen3-0.6B (64 slots of 128, rows 8 kv heads apart), as the attention of
+// a full-parameter step does 28·8·32 times.
+func BenchmarkStoreKV(b *testing.B) {
+	const capacity, hd, ld = 64, 128, 8 * 128
+	kLen, vLen := kvHeadLen(capacity, hd)
+	kc, vc := make([]float32, kLen), make([]float32, vLen)
+	r := rand.New(rand.NewPCG(1, 1))
+	k, v := randMat(r, capacity*ld), randMat(r, capacity*ld)
+	b.SetBytes(2 * 4 * capacity * hd)
+	for b.Loop() {
+		storeKV(kc, vc, capacity, hd, 0, capacity, k, v, ld)
 	}
 }

@@ -24,15 +24,15 @@ var transIdx = [6][8]uint32{
 // toPanelAVX512 is toPanelScalar with each full group of eight columns
 // moved as 8×8 blocks transposed in registers; the depths past the last
 // whole block and a partial group of columns go to the scalar code.
-func toPanelAVX512(dst, rows []uint32, cols, kc int) {
+func toPanelAVX512(dst, rows []uint32, cols, kc, ld int) {
 	groups, k8 := min(cols, nr)/8*8, kc/8*8
 	for c0 := 0; c0 < groups; c0 += 8 {
 		for k := 0; k < k8; k += 8 {
-			transpose8(dst[k*nr+c0:], rows[c0*kc+k:], kc)
+			transpose8(dst[k*nr+c0:], rows[c0*ld+k:], ld)
 		}
 	}
 	archsimd.ClearAVXUpperBits()
-	toPanelFrom(dst, rows, cols, kc, groups, k8)
+	toPanelFrom(dst, rows, cols, kc, ld, groups, k8)
 }
 
 // transpose8 writes dst[j·nr + i] = src[i·stride + j] for i, j < 8.

@@ -216,7 +216,7 @@ func roundingWords(sc *updateScratch, u *tensor.Update, p *Packed, pi, k0, kc in
 	for col := range cols {
 		u.Rounding.FillBits(sc.rowsW[col*kc:(col+1)*kc], int(u.Offset)+(pi*nr+col)*p.K+k0)
 	}
-	toPanel(sc.rnd[:kc*nr], sc.rowsW[:], cols, kc)
+	toPanel(sc.rnd[:kc*nr], sc.rowsW[:], cols, kc, kc)
 }
 
 // updateVector moves x in one piece (vectors are a layer's width) and

@@ -196,34 +196,37 @@ func at(s []float32, i int) float32 {
 
 // TestToPanelMatchesScalar: the panel transpose in use (8×8 blocks in
 // registers where the CPU has AVX-512) moves the same words as the scalar
-// one, for every count of columns and depths that leave partial blocks.
+// one, for every count of columns and depths that leave partial blocks,
+// rows next to each other or further apart.
 func TestToPanelMatchesScalar(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, cols := range []int{1, 7, 8, 9, 16, 24, 31, nr} {
 		for _, kc := range []int{1, 5, 8, 13, 64, 255, 256} {
-			rows := make([]uint32, cols*kc)
-			for i := range rows {
-				rows[i] = rng.Uint32()
-			}
-			got, want := make([]uint32, kc*nr), make([]uint32, kc*nr)
-			for i := range got {
-				got[i], want[i] = 0xdeadbeef, 0xdeadbeef
-			}
-			toPanelBits(got, rows, cols, kc)
-			toPanelScalar(want, rows, cols, kc)
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("cols %d, kc %d: word %d (depth %d, column %d) is %#x, want %#x", cols, kc, i, i/nr, i%nr, got[i], want[i])
+			for _, ld := range []int{kc, kc + 5} {
+				rows := make([]uint32, (cols-1)*ld+kc)
+				for i := range rows {
+					rows[i] = rng.Uint32()
 				}
-			}
-			for kk := range kc {
-				for c := range nr {
-					var v uint32
-					if c < cols {
-						v = rows[c*kc+kk]
+				got, want := make([]uint32, kc*nr), make([]uint32, kc*nr)
+				for i := range got {
+					got[i], want[i] = 0xdeadbeef, 0xdeadbeef
+				}
+				toPanelBits(got, rows, cols, kc, ld)
+				toPanelScalar(want, rows, cols, kc, ld)
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("cols %d, kc %d, ld %d: word %d (depth %d, column %d) is %#x, want %#x", cols, kc, ld, i, i/nr, i%nr, got[i], want[i])
 					}
-					if want[kk*nr+c] != v {
-						t.Fatalf("cols %d, kc %d: scalar depth %d column %d is %#x, want %#x", cols, kc, kk, c, want[kk*nr+c], v)
+				}
+				for kk := range kc {
+					for c := range nr {
+						var v uint32
+						if c < cols {
+							v = rows[c*ld+kk]
+						}
+						if want[kk*nr+c] != v {
+							t.Fatalf("cols %d, kc %d, ld %d: scalar depth %d column %d is %#x, want %#x", cols, kc, ld, kk, c, want[kk*nr+c], v)
+						}
 					}
 				}
 			}
