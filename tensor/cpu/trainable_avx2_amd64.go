@@ -23,8 +23,8 @@ func useTrainableAVX2() {
 	perturbPair = func(plus, minus, w, z []float32, scale float64) {
 		perturbPairAVX2(plus, minus, w, z, math.Float64bits(scale))
 	}
-	addScaled = func(g []float64, z []float32, wd float64) {
-		addScaledAVX2(g, z, math.Float64bits(wd))
+	addScaled = func(g []float64, z []float32, w float64) {
+		addScaledAVX2(g, z, math.Float64bits(w))
 	}
 	useSGDVector(sgdBlocksAVX2)
 	stateValues = func(r *update.Rule, theta []float32, ghat []float64, m, v []float32) float64 {
@@ -119,18 +119,18 @@ func perturbPairAVX2(plus, minus, w, z []float32, scaleBits uint64) {
 	perturbPairScalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
-func addScaledAVX2(g []float64, z []float32, wdBits uint64) {
+func addScaledAVX2(g []float64, z []float32, wBits uint64) {
 	n := len(g)
 	z = z[:n]
-	wd := archsimd.BroadcastUint64x4(wdBits).AsFloat64x4()
+	w := archsimd.BroadcastUint64x4(wBits).AsFloat64x4()
 	pg, pz := base(g), base(z)
 	i := 0
 	for ; i+4 <= n; i += 4 {
 		g4 := (*[4]float64)(unsafe.Add(pg, uintptr(8*i)))
-		archsimd.LoadFloat64x4(g4).Add(wd.Mul(load4(pz, uintptr(4*i)).ConvertToFloat64())).Store(g4)
+		archsimd.LoadFloat64x4(g4).Add(w.Mul(load4(pz, uintptr(4*i)).ConvertToFloat64())).Store(g4)
 	}
 	archsimd.ClearAVXUpperBits()
-	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
+	addScaledScalar(g[i:], z[i:], math.Float64frombits(wBits))
 }
 
 // sgdBlocksAVX2 is an sgdBlocks, four weights a vector.

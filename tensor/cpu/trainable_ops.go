@@ -20,9 +20,10 @@ var (
 	// step without momentum, as update.Rule.Apply computes it; returns
 	// Σ (θ_new − θ_old)² in sumPartials order.
 	sgdValues = sgdValuesScalar
-	// g[i] += float64(wd · float64(z[i])): one direction's term of ĝ.
+	// g[i] += float64(w · float64(z[i])): one direction's term of ĝ, w its
+	// weight in the estimate (not a weight decay, wd elsewhere).
 	addScaled = addScaledScalar
-	// sgdValues with ĝ = 0 + wd·z formed as it is read: one direction's
+	// sgdValues with ĝ = 0 + w·z formed as it is read: one direction's
 	// step (MEAZO, ZO-SGD at q = 1) without ĝ's float64 buffer, the same
 	// bits as addScaled on a cleared ĝ then sgdValues.
 	sgdDirection = sgdDirectionScalar
@@ -57,10 +58,10 @@ func perturbPairScalar(plus, minus, w, z []float32, scale float64) {
 	}
 }
 
-func addScaledScalar(g []float64, z []float32, wd float64) {
+func addScaledScalar(g []float64, z []float32, w float64) {
 	z = z[:len(g)]
 	for i, zv := range z {
-		g[i] += float64(wd * float64(zv))
+		g[i] += float64(w * float64(zv))
 	}
 }
 

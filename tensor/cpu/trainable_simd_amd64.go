@@ -37,8 +37,8 @@ func useTrainableAVX512() {
 	perturbPair = func(plus, minus, w, z []float32, scale float64) {
 		perturbPairAVX512(plus, minus, w, z, math.Float64bits(scale))
 	}
-	addScaled = func(g []float64, z []float32, wd float64) {
-		addScaledAVX512(g, z, math.Float64bits(wd))
+	addScaled = func(g []float64, z []float32, w float64) {
+		addScaledAVX512(g, z, math.Float64bits(w))
 	}
 	useSGDVector(sgdBlocksAVX512)
 	useBF16Vector(perturbValuesBF16AVX512, perturbPairBF16AVX512, sgdBF16BlocksAVX512, stateBF16BlocksAVX512)
@@ -103,18 +103,18 @@ func perturbPairAVX512(plus, minus, w, z []float32, scaleBits uint64) {
 	perturbPairScalar(plus[i:], minus[i:], w[i:], z[i:], math.Float64frombits(scaleBits))
 }
 
-func addScaledAVX512(g []float64, z []float32, wdBits uint64) {
+func addScaledAVX512(g []float64, z []float32, wBits uint64) {
 	n := len(g)
 	z = z[:n]
-	wd := archsimd.BroadcastUint64x8(wdBits).AsFloat64x8()
+	w := archsimd.BroadcastUint64x8(wBits).AsFloat64x8()
 	pg, pz := base(g), base(z)
 	i := 0
 	for ; i+8 <= n; i += 8 {
 		g8 := (*[8]float64)(unsafe.Add(pg, uintptr(8*i)))
-		archsimd.LoadFloat64x8(g8).Add(wd.Mul(wide8(pz, uintptr(4*i)))).Store(g8)
+		archsimd.LoadFloat64x8(g8).Add(w.Mul(wide8(pz, uintptr(4*i)))).Store(g8)
 	}
 	archsimd.ClearAVXUpperBits()
-	addScaledScalar(g[i:], z[i:], math.Float64frombits(wdBits))
+	addScaledScalar(g[i:], z[i:], math.Float64frombits(wBits))
 }
 
 // sgdBlocks is the vector loop of plain SGD on float32 weights
