@@ -6,8 +6,8 @@
 // backend's tensor.Trainer operations. Nothing the size of the model is
 // copied or stored: not θ (the weights are θ), not z (drawn again from the
 // seed wherever it is needed), not a perturbed copy (formed as a weight is
-// read). ZO-Adam's and R-AdaZO's moments are the only addition, next to the
-// weights on the same device.
+// read). The optimizers' moments (ZO-Adam's two, R-AdaZO's, ZO-SGD's
+// momentum) are the only addition, next to the weights on the same device.
 package fullparam
 
 import (
@@ -30,10 +30,11 @@ type Options struct {
 	// fine-tuning without the embeddings; with tied embeddings that also
 	// freezes the LM head, the same matrix).
 	Include, Exclude []string
-	// Grouped gives each layer its own parameter group (the embeddings,
-	// each decoder layer, then the final norm with an untied LM head), for
-	// grouped (block-coordinate) estimation; otherwise every trained tensor
-	// is in one group.
+	// Grouped gives each layer its own parameter group, in the order of
+	// model.Tensors (Llama's and Qwen3's: the embeddings, each decoder
+	// layer, then the final norm with an untied LM head; OPT lists its
+	// final norm before its layers), for grouped (block-coordinate)
+	// estimation; otherwise every trained tensor is in one group.
 	Grouped bool
 }
 
@@ -159,7 +160,7 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 			if _, err := path.Match(pat, ""); err != nil {
 				return &PatternError{List: l.name, Pattern: pat, Err: err}
 			}
-			if !slices.ContainsFunc(ts, func(t model.Tensor) bool { return matches([]string{pat}, t.Name) }) {
+			if !matchesSome(ts, pat) {
 				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tiedHead(ts, pat), Suggest: suggestPattern(ts, pat)}
 			}
 		}
@@ -191,7 +192,7 @@ func suggestPattern(ts []model.Tensor, pat string) string {
 			d := suggest.Distance(prefix, t.Name[:n])
 			// Of two as close, the longer keeps what the user typed
 			// (model.layer.* is model.layers.*, not model.layer*).
-			if d == 0 || d > limit || d > bestDist || d == bestDist && len(cand) <= len(best) || !slices.ContainsFunc(ts, func(u model.Tensor) bool { return matches([]string{cand}, u.Name) }) {
+			if d == 0 || d > limit || d > bestDist || d == bestDist && len(cand) <= len(best) || !matchesSome(ts, cand) {
 				continue
 			}
 			best, bestDist = cand, d
@@ -199,7 +200,7 @@ func suggestPattern(ts []model.Tensor, pat string) string {
 	}
 	if best == "" && strings.HasPrefix(pat, "model.") {
 		// Llama's names on OPT, whose are under model.decoder.
-		if cand := "model.decoder." + strings.TrimPrefix(pat, "model."); slices.ContainsFunc(ts, func(u model.Tensor) bool { return matches([]string{cand}, u.Name) }) {
+		if cand := "model.decoder." + strings.TrimPrefix(pat, "model."); matchesSome(ts, cand) {
 			best = cand
 		}
 	}
@@ -236,6 +237,11 @@ func someNames(ts []model.Tensor) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// matchesSome says whether pat matches the name of any of ts.
+func matchesSome(ts []model.Tensor, pat string) bool {
+	return slices.ContainsFunc(ts, func(t model.Tensor) bool { return matches([]string{pat}, t.Name) })
 }
 
 // matches says whether name matches one of the patterns.

@@ -138,6 +138,7 @@ func (p *Params) LoadState(path string) (err error) {
 			return err
 		}
 		p.setState(i, isM, v)
+		f.Release(info.Name) // a model-sized state (ZO-Adam's: twice the weights) is never resident as a file too
 	}
 	return nil
 }
