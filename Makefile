@@ -15,7 +15,7 @@ export MEAZO_SHARED ?= $(wildcard $(abspath ../shared))
 demo:
 	$(SIMD) $(GO) run ./cmd/meazo-train --demo --demo-dir demo-run
 	$(GO) run ./cmd/meazo-plot all --out demo-run/plots demo-run/run-meazo demo-run/run-zo-sgd demo-run/run-zo-adam
-	@echo "plots and memory table in demo-run/plots/"
+	@echo "plots and memory table in demo-run/plots/; make build puts the commands (meazo-train, meazo-eval, ...) in bin/"
 
 # Every command into bin/, each stamped with the commit it was built from
 # (-version; summary.json's "program"): -buildvcs=auto over a GOFLAGS that

@@ -115,7 +115,7 @@ func parseFile(path string, buf []byte) (header, int64, error) {
 		return header{}, 0, fmt.Errorf("safetensors %s: header length %d exceeds the %d-byte limit", path, n, maxHeaderLen)
 	}
 	if n > uint64(size-8) {
-		return header{}, 0, fmt.Errorf("safetensors %s: header length %d is past end of file (%d bytes after the length prefix)", path, n, size-8)
+		return header{}, 0, fmt.Errorf("safetensors %s: header length %d is past end of file (%d bytes after the length prefix): the file is truncated (an incomplete download or copy?) or not a safetensors file", path, n, size-8)
 	}
 	start := 8 + int64(n)
 	h, err := parseHeader(path, buf[8:start], size-start)
@@ -189,7 +189,7 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 	for i := range h.tensors {
 		t := &h.tensors[i]
 		if t.End > dataLen {
-			return fail("tensor %s: data offsets [%d,%d) past end of file (%d bytes of data)", clip.Quote(t.Name), t.Begin, t.End, dataLen)
+			return fail("tensor %s: data offsets [%d,%d) past end of file (%d bytes of data): the file is truncated (an incomplete download or copy?)", clip.Quote(t.Name), t.Begin, t.End, dataLen)
 		}
 		prevEnd := int64(0)
 		if prev != nil {

@@ -43,7 +43,7 @@ func TestOpenMalformed(t *testing.T) {
 	}{
 		{"empty file", nil, []string{"file is 0 bytes"}},
 		{"truncated prefix", []byte{8, 0, 0}, []string{"file is 3 bytes", "8-byte header length"}},
-		{"truncated data", valid[:len(valid)-4], []string{`tensor "b"`, "data offsets [8,16) past end of file (12 bytes of data)"}},
+		{"truncated data", valid[:len(valid)-4], []string{`tensor "b"`, "data offsets [8,16) past end of file (12 bytes of data): the file is truncated"}},
 		{"header length past end", withLen(1000, `{}`), []string{"header length 1000 is past end of file (2 bytes"}},
 		{"header too large", withLen(200_000_000, `{}`), []string{"header length 200000000 exceeds the 100000000-byte limit"}},
 		{"offsets past end", fileBytes(`{`+f32("model.norm.weight", "[4]", 0, 16)+`}`, make([]byte, 8)),

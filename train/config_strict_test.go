@@ -167,6 +167,8 @@ func TestOverrideErrorForm(t *testing.T) {
 		{"train.batch_size=0", `--set train.batch_size: must be at least 1, got 0`},
 		{"model.backend=gpu", `--set model.backend: "gpu": want auto, cpu or cuda (cuda: an NVIDIA GPU)`},
 		{"optimizer.name=zo_sgd", `--set optimizer.name: "zo_sgd": want meazo, zo-sgd, zo-adam, radazo or fzoo (did you mean "zo-sgd"?)`},
+		{"optimizer.name=adam", `--set optimizer.name: "adam": want meazo, zo-sgd, zo-adam, radazo or fzoo (did you mean "zo-adam"?)`},
+		{"optimizer.name=SGD", `--set optimizer.name: "SGD": want meazo, zo-sgd, zo-adam, radazo or fzoo (did you mean "zo-sgd"?)`},
 		// MeZO is ZO-SGD, not the nearest name (meazo).
 		{"optimizer.name=mezo", `--set optimizer.name: "mezo": want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)`},
 		{"adapter.exclude=[lm_head.weight]", `--set adapter.exclude: [lm_head.weight]: chooses tensors of a full-parameter run (adapter.kind full), not of adapter.kind lora`},

@@ -96,7 +96,9 @@ func SplitOverride(o string) (key, value string, err error) {
 // blame is err, a value the checks refuse (its message starts with its
 // key), with where it was given: --set when an override set that key (an
 // *OverrideError), else the config file's line (file is its text), else
-// the config.
+// the config. A key the file does not hold has its default, which another
+// key's --set may have made wrong (optimizer.q's 1 once optimizer.name=fzoo
+// is set): the overrides are named with the file.
 func blame(err error, path string, file []byte, overrides []string) error {
 	key, _, _ := strings.Cut(err.Error(), " ")
 	key = strings.TrimSuffix(key, ":") // "adapter.layers: layer 1 is named twice …"
@@ -109,7 +111,11 @@ func blame(err error, path string, file []byte, overrides []string) error {
 	case path == "":
 		return fmt.Errorf("config: %w", err)
 	case strings.Contains(key, "."):
-		return fmt.Errorf("config %s: %w", fileLine(path, file, key), err)
+		where := fileLine(path, file, key)
+		if where == path && len(overrides) > 0 {
+			where += " with --set " + strings.Join(overrides, ", --set ")
+		}
+		return fmt.Errorf("config %s: %w", where, err)
 	}
 	return fmt.Errorf("config %s: %w", path, err)
 }

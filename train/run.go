@@ -225,9 +225,6 @@ func (r *run) pendingValidation() outcome {
 		return outcome{kind: diverged, step: step}
 	}
 	r.state.ValidationPending = false
-	if r.state.LastValMetrics != nil { // (no progress line before the first step)
-		r.note(fmt.Sprintf("validation of step %d: loss %.4f (%s)", step, r.state.LastValLoss, FormatMetrics(r.state.LastValMetrics)))
-	}
 	// A validation a stop cut short may be the one that stops the run
 	// early, as it would have without the stop (stopEarly checkpoints).
 	if stoppedEarly, err := r.stopEarly(step); err != nil {

@@ -110,6 +110,7 @@ func (r *run) validate(step int) (bool, error) {
 	// to run it again (which would log it twice and count it twice
 	// against train.patience).
 	r.state.ValidationPending = false
+	r.note(validationNote(step, loss, metrics, r.state.BestValLoss))
 	r.state.SinceBest++
 	if loss < r.state.BestValLoss {
 		r.state.BestValLoss, r.state.BestValMetrics, r.state.BestStep, r.state.SinceBest = loss, metrics, step, 0
@@ -126,6 +127,21 @@ func (r *run) validate(step int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// validationNote is the log's line for a validation: its loss, the
+// metrics if any, and whether it is the best so far (best: the lowest
+// before it, +Inf at the first), which is also why a run that trains the
+// model's own weights writes a checkpoint right after it.
+func validationNote(step int, loss float64, metrics map[string]float64, best float64) string {
+	s := fmt.Sprintf("validation of step %d: loss %.4f", step, loss)
+	if metrics != nil {
+		s += " (" + FormatMetrics(metrics) + ")"
+	}
+	if loss < best && !math.IsInf(best, 1) {
+		s += fmt.Sprintf(", the best so far (was %.4f)", best)
+	}
+	return s
 }
 
 // validationMetrics scores the validation split by the task's metric

@@ -173,7 +173,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown section", cfg, []string{"trian.steps=3"}, []string{`"train.steps"`}},
 		{"missing model", cfg, []string{"model.path=" + filepath.Join(dir, "nope"), "output.dir=" + filepath.Join(dir, "r1")}, []string{filepath.Join(dir, "nope") + ": no such directory"}},
 		{"bad optimizer", cfg, []string{"optimizer.name=adam"}, []string{"optimizer.name", "meazo"}},
-		{"fzoo q", cfg, []string{"optimizer.name=fzoo"}, []string{"optimizer.q must be at least 2 for fzoo"}},
+		{"fzoo q", cfg, []string{"optimizer.name=fzoo"}, []string{"optimizer.q must be at least 2 for fzoo", "demo.yaml with --set optimizer.name=fzoo:"}},
 		{"fzoo q by --set", cfg, []string{"optimizer.name=fzoo", "optimizer.q=1"}, []string{"--set optimizer.q: must be at least 2 for fzoo"}},
 		{"alpha by --set", cfg, []string{"adapter.alpha=0"}, []string{"--set adapter.alpha: must be positive"}},
 		{"missing data", cfg, []string{"task.train=/no/such.tsv", "output.dir=" + filepath.Join(dir, "r2")}, []string{"/no/such.tsv"}},

@@ -127,14 +127,16 @@ var Optimizers = []string{"meazo", "zo-sgd", "zo-adam", "radazo", "fzoo"}
 
 // OptimizerChoice checks an optimizer's name against Optimizers, for key
 // (the setting or flag that gave it): nil for one of them, else the
-// choices, with a did-you-mean, and for mezo (one letter from meazo) that
-// MeZO's optimizer is zo-sgd.
+// choices, with a did-you-mean (zo-adam for adam), and for mezo (one
+// letter from meazo) that MeZO's optimizer is zo-sgd.
 func OptimizerChoice(key, name string) error {
 	switch {
 	case slices.Contains(Optimizers, name):
 		return nil
 	case strings.EqualFold(name, "mezo"):
 		return fmt.Errorf("%s %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (MeZO's optimizer is zo-sgd; meazo is MEAZO)", key, name)
+	case slices.Contains(Optimizers, "zo-"+strings.ToLower(name)): // adam, SGD: too far from zo-adam for choiceError's spelling
+		return fmt.Errorf("%s %q: want meazo, zo-sgd, zo-adam, radazo or fzoo (did you mean %q?)", key, name, "zo-"+strings.ToLower(name))
 	}
 	return choiceError(key, name, Optimizers...)
 }
