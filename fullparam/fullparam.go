@@ -296,6 +296,15 @@ func (p *Params) GroupLayer(g int) int { return p.groups[g].layer }
 // the one group holds every trained tensor and GroupAt is its first's.
 func (p *Params) GroupAt(g int) int { return p.groups[g].at }
 
+// GroupTensors lists the names of group g's tensors, in order.
+func (p *Params) GroupTensors(g int) []string {
+	var names []string
+	for _, i := range p.groups[g].tensors {
+		names = append(names, p.tensors[i].Name)
+	}
+	return names
+}
+
 // Tensors lists the trained tensors' names, group by group.
 func (p *Params) Tensors() []string {
 	var names []string

@@ -66,17 +66,6 @@ func groupsNote(m *model.Model, p *fullparam.Params, grouped bool) string {
 		return ""
 	}
 	n := len(p.Dims())
-	what := func(at int) string {
-		switch {
-		case at < 0:
-			return "the embeddings"
-		case at >= m.Config.NumLayers && slices.Contains(p.Tensors(), "lm_head.weight"):
-			return "the final norm and the LM head"
-		case at >= m.Config.NumLayers:
-			return "the final norm"
-		}
-		return fmt.Sprintf("layer %d", at)
-	}
 	var parts []string
 	for g := 0; g < n; {
 		end := g // a run of consecutive decoder layers in consecutive groups
@@ -84,14 +73,35 @@ func groupsNote(m *model.Model, p *fullparam.Params, grouped bool) string {
 		for layer(p.GroupAt(g)) && end+1 < n && layer(p.GroupAt(end+1)) && p.GroupAt(end+1) == p.GroupAt(end)+1 {
 			end++
 		}
-		if end > g {
+		switch {
+		case end > g:
 			parts = append(parts, fmt.Sprintf("%d–%d: layers %d–%d", g, end, p.GroupAt(g), p.GroupAt(end)))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d: %s", g, what(p.GroupAt(g))))
+		case layer(p.GroupAt(g)):
+			parts = append(parts, fmt.Sprintf("%d: layer %d", g, p.GroupAt(g)))
+		default:
+			parts = append(parts, fmt.Sprintf("%d: %s", g, outsideLayers(p.GroupTensors(g))))
 		}
 		g = end + 1
 	}
 	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// outsideLayers names what a group of tensors acting before or after the
+// decoder layers holds, from their names: "the final norm and the LM head".
+// (OPT-350m lists project_out between its embeddings and project_in, so
+// that each is a group of its own.)
+func outsideLayers(names []string) string {
+	var parts []string
+	for _, k := range []struct{ in, what string }{{"embed_", "the embeddings"}, {"project_in", "project_in"},
+		{"norm", "the final norm"}, {"project_out", "project_out"}, {"lm_head", "the LM head"}} {
+		if slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, k.in) }) {
+			parts = append(parts, k.what)
+		}
+	}
+	if len(parts) == 0 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(parts, " and ")
 }
 
 // tensorCount says how many of the model's tensors train, when not all

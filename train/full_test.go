@@ -404,6 +404,30 @@ func TestGroupsNote(t *testing.T) {
 		}
 		m.Free()
 	}
+	// OPT-350m's shape: project_in and project_out, no final norm, listed
+	// out of the order they act in.
+	c350 := &model.Config{Architecture: "OPTForCausalLM", VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
+		NumHeads: 4, NumKVHeads: 4, HeadDim: 8, MaxPositions: 16, WordEmbedDim: 16, LayerNormEps: 1e-5, TieEmbeddings: true,
+		BOSTokenID: 2, EOSTokenIDs: []int{2}, PostNorm: true, NoFinalNorm: true}
+	ones := func(_ string, shape []int) ([]float32, error) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		return slices.Repeat([]float32{0.01}, n), nil
+	}
+	m, err := model.FromValues(c350, ones, model.LoadOptions{Unstacked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	p, err := fullparam.New(m, fullparam.Options{Grouped: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := groupsNote(m, p, true), " (0: the embeddings; 1: project_out; 2: project_in; 3–4: layers 0–1)"; got != want {
+		t.Errorf("OPT-350m's shape: %q, want %q", got, want)
+	}
 }
 
 // TestNaNWeightIsNotHidden: a model whose weights hold a NaN (here one
