@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 
 	"github.com/meazo-go/meazo/tensor"
@@ -92,10 +93,32 @@ func (*Backend) Describe() string {
 
 // Arithmetic: the GEMM path (each rounds its own way; neither the tile
 // height nor the element-wise kernels' vector or scalar code changes the
-// bits) and the architecture (the Go compiler fuses multiply-adds on arm64).
+// bits) and the architecture (the Go compiler fuses multiply-adds on arm64),
+// with the amd64 level where it is not the default v1: with GOAMD64=v3 the
+// compiler fuses them in any Go code whose products are not converted
+// (ours are: TestScalarKernelsUnfused; the standard library's need not be).
 func (*Backend) Arithmetic() string {
-	return fmt.Sprintf("cpu %s, GEMM path %s", runtime.GOARCH, GEMMPath())
+	s := fmt.Sprintf("cpu %s, GEMM path %s", runtime.GOARCH, GEMMPath())
+	if amd64Level != "" && amd64Level != "v1" {
+		s += " (GOAMD64=" + amd64Level + ")"
+	}
+	return s
 }
+
+// amd64Level is the GOAMD64 level this binary was built for, from its build
+// information ("" where it has none, or on another architecture).
+var amd64Level = func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "GOAMD64" {
+			return s.Value
+		}
+	}
+	return ""
+}()
 
 func (*Backend) Alloc(n int) tensor.Buf            { return HostBuf(make([]float32, n)) }
 func (*Backend) FromHost(src []float32) tensor.Buf { return HostBuf(src) }
@@ -183,8 +206,8 @@ func rotateHalfScalar(lo, hi, cos, sin []float32) {
 	hi = hi[:len(lo)]
 	for i, c := range cos[:len(lo)] {
 		a, b := lo[i], hi[i]
-		lo[i] = a*c - b*sin[i]
-		hi[i] = b*c + a*sin[i]
+		lo[i] = float32(a*c) - float32(b*sin[i]) // unfused, as the vector kernel (TestScalarKernelsUnfused)
+		hi[i] = float32(b*c) + float32(a*sin[i])
 	}
 }
 

@@ -4,7 +4,10 @@ import "unsafe"
 
 // kernPortable is the pure-Go micro kernel (any GOARCH, any build): the 4×32
 // tile is computed as eight 4×4 register blocks, each element accumulated in
-// a scalar in k order.
+// a scalar in k order, each product rounded before it is added (the
+// compiler would fuse them with GOAMD64=v3, and the portable path would
+// round otherwise than a v1 build reporting the same arithmetic:
+// TestScalarKernelsUnfused).
 func kernPortable(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc bool) {
 	// Rows past the valid ones re-read the last valid row; their results
 	// land in tile rows the caller ignores.
@@ -25,25 +28,25 @@ func kernPortable(a *float32, lda, rows int, b, c *float32, ldc, kc int, acc boo
 			bk := bj[k*nr : k*nr+4 : k*nr+4]
 			b0, b1, b2, b3 := bk[0], bk[1], bk[2], bk[3]
 			x := a0[k]
-			s00 += x * b0
-			s01 += x * b1
-			s02 += x * b2
-			s03 += x * b3
+			s00 += float32(x * b0)
+			s01 += float32(x * b1)
+			s02 += float32(x * b2)
+			s03 += float32(x * b3)
 			x = a1[k]
-			s10 += x * b0
-			s11 += x * b1
-			s12 += x * b2
-			s13 += x * b3
+			s10 += float32(x * b0)
+			s11 += float32(x * b1)
+			s12 += float32(x * b2)
+			s13 += float32(x * b3)
 			x = a2[k]
-			s20 += x * b0
-			s21 += x * b1
-			s22 += x * b2
-			s23 += x * b3
+			s20 += float32(x * b0)
+			s21 += float32(x * b1)
+			s22 += float32(x * b2)
+			s23 += float32(x * b3)
 			x = a3[k]
-			s30 += x * b0
-			s31 += x * b1
-			s32 += x * b2
-			s33 += x * b3
+			s30 += float32(x * b0)
+			s31 += float32(x * b1)
+			s32 += float32(x * b2)
+			s33 += float32(x * b3)
 		}
 		if acc {
 			s00, s01, s02, s03 = s00+c0[j], s01+c0[j+1], s02+c0[j+2], s03+c0[j+3]

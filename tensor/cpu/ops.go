@@ -130,7 +130,7 @@ func RMSNorm(wk Workers, dst, x, weight []float32, rows, n int, eps float32) {
 func sumSqScalar(x []float32) float64 {
 	var p [16]float64
 	for i, v := range x {
-		p[i%16] += float64(v) * float64(v)
+		p[i%16] += float64(float64(v) * float64(v)) // exact either way; converted for TestScalarKernelsUnfused
 	}
 	return sumPartials(&p)
 }
@@ -243,15 +243,18 @@ func Exp(x float32) float32 {
 	if x < lo {
 		return 0
 	}
-	k := float32(math.Floor(float64(x*log2e + 0.5)))
-	r := x - k*c1 - k*c2
+	// Every product converted: the compiler fuses x*y + z into one
+	// rounding on arm64 and with GOAMD64=v3, where the vector kernels round
+	// twice (TestScalarKernelsUnfused).
+	k := float32(math.Floor(float64(float32(x*log2e) + 0.5)))
+	r := x - float32(k*c1) - float32(k*c2)
 	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	p = p*r*r + r + 1
+	p = float32(p*r) + 1.3981999507e-3
+	p = float32(p*r) + 8.3334519073e-3
+	p = float32(p*r) + 4.1665795894e-2
+	p = float32(p*r) + 1.6666665459e-1
+	p = float32(p*r) + 5.0000001201e-1
+	p = float32(float32(p*r)*r) + r + 1
 	if k > 127 { // x in (88.38, 88.72]: 2^128 is not a float32, scale in two steps (p·2 is exact)
 		return p * 2 * 0x1p127
 	}
