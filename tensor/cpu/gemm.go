@@ -357,7 +357,9 @@ type panelData struct {
 
 // panelTiles adds the slices [kLo, kHi) of K to the tiles of panel p (its
 // values in pd) × rows [r0, r1), at most mcBlock rows, each tile over the
-// whole range before the next.
+// whole range before the next, kcBlock deep at a time: a range that starts
+// at a multiple of kcBlock is summed as MatMul sums it (a block never runs
+// past kHi; the perturbed GEMM's once did, past slices of other depths).
 func (j *gemmJob) panelTiles(pd panelData, p, r0, r1, kLo, kHi int, tmp *[mr * nr]float32) {
 	n, k := j.n, j.k
 	cols := min(nr, n-p*nr)
@@ -365,7 +367,7 @@ func (j *gemmJob) panelTiles(pd panelData, p, r0, r1, kLo, kHi int, tmp *[mr * n
 		cp := j.c[i*n+p*nr:]
 		if t := j.tallTile(r1-i, cols, pd.b16 != nil); t != nil {
 			for k0 := kLo; k0 < kHi; k0 += kcBlock {
-				kc := min(kcBlock, k-k0)
+				kc := min(kcBlock, kHi-k0)
 				if boff := pd.base + k0*nr; pd.b16 != nil {
 					t.kern16(&j.a[i*k+k0], k, &pd.b16[boff], &cp[0], n, kc, k0 > 0)
 				} else {
@@ -384,7 +386,7 @@ func (j *gemmJob) panelTiles(pd panelData, p, r0, r1, kLo, kHi int, tmp *[mr * n
 			}
 		}
 		for k0 := kLo; k0 < kHi; k0 += kcBlock {
-			kc := min(kcBlock, k-k0)
+			kc := min(kcBlock, kHi-k0)
 			boff := pd.base + k0*nr
 			if full {
 				j.tile(pd, &j.a[i*k+k0], mr, boff, &cp[0], n, kc, k0 > 0)
