@@ -2,7 +2,9 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -292,6 +294,13 @@ func (r *run) checkpointOf(params any, eng []byte) (err error) {
 	if err := r.checkpointExtras(tmp); err != nil {
 		return err
 	}
+	// Every name in checkpoint.tmp/ on the disk before it is swapped in,
+	// and the swap itself after: a power loss must not bring back the old
+	// checkpoint under a state that says it holds the new one, or a new
+	// one missing a file.
+	if err := atomicfile.SyncDir(tmp); err != nil {
+		return err
+	}
 	old := filepath.Join(r.dir, rundir.CheckpointOldDir)
 	os.RemoveAll(old)
 	if _, err := os.Stat(final); err == nil {
@@ -300,6 +309,9 @@ func (r *run) checkpointOf(params any, eng []byte) (err error) {
 		}
 	}
 	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(r.dir); err != nil {
 		return err
 	}
 	// The checkpoint is in place: a previous one that cannot be removed
@@ -421,6 +433,20 @@ func (r *run) goOn(hasBest bool) error {
 	os.Remove(filepath.Join(r.dir, rundir.SummaryFile))
 	if r.state.Test == nil { // the run trains on, or tests again: the answers of its last test are not its next one's
 		if err := removeTestAnswers(r.dir); err != nil {
+			return fmt.Errorf("resume %s: %w", r.dir, err)
+		}
+	}
+	if r.state.Step < r.cfg.Train.Steps {
+		// A finished run trained further: its last/ is not the run's last
+		// weights any more (meazo-eval would score them as if), and for a
+		// full-parameter run it is a whole model beside the checkpoints.
+		// Renamed first, so that a crash leaves it whole or gone
+		// (recoverSwap).
+		last := filepath.Join(r.dir, rundir.LastDir)
+		if err := os.Rename(last, last+".old"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("resume %s: %w", r.dir, err)
+		}
+		if err := os.RemoveAll(last + ".old"); err != nil {
 			return fmt.Errorf("resume %s: %w", r.dir, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meazo-go/meazo/fullparam"
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/zo"
@@ -322,11 +323,21 @@ func linkModel(src, dst string) error {
 }
 
 // replaceWithLinks makes dir a model directory of links to src's model
-// files: written as dir.tmp, then swapped in by renames.
-func replaceWithLinks(src, dir string) error {
+// files: written as dir.tmp, then swapped in by renames. One that could not
+// be written leaves no dir.tmp behind: where links fail it is a copy of a
+// whole model, on the disk that may have filled.
+func replaceWithLinks(src, dir string) (err error) {
 	tmp, old := dir+".tmp", dir+".old"
 	os.RemoveAll(tmp)
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
 	if err := linkModel(src, tmp); err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return err
 	}
 	os.RemoveAll(old)
@@ -336,7 +347,10 @@ func replaceWithLinks(src, dir string) error {
 	if err := os.Rename(tmp, dir); err != nil {
 		return err
 	}
-	return os.RemoveAll(old)
+	if err := os.RemoveAll(old); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(dir))
 }
 
 // linkOrCopy hard-links src to dst, or copies it where links fail (a file

@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 )
 
 // WriteFile writes data to path atomically, with mode 0644.
@@ -32,10 +34,34 @@ func WriteFile(path string, data []byte) error {
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
+	if err == nil {
+		err = SyncDir(filepath.Dir(path))
+	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// SyncDir flushes dir's entries (a rename, a new or removed name in it) to
+// the disk: a file's own sync makes its data durable, not the name it was
+// renamed to, which a power loss can undo on a file system that does not
+// order its metadata. Where a directory cannot be synced (Windows, whose
+// renames are durable without it; file systems that refuse it: EINVAL, or
+// no such call), it does nothing.
+func SyncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
+		err = nil
+	}
+	return errors.Join(err, d.Close())
 }
 
 // IsLeftover says whether name is a temporary file that an interrupted

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,20 @@ func TestRemoveLeftovers(t *testing.T) {
 	}
 	if err := RemoveLeftovers(filepath.Join(dir, "missing"), "config.yaml"); err != nil {
 		t.Fatalf("missing dir: %v", err)
+	}
+}
+
+// TestSyncDir: a directory's entries can be synced; a missing one is an
+// error naming it.
+func TestSyncDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteFile(filepath.Join(dir, "a"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncDir(dir); err != nil {
+		t.Errorf("SyncDir(%s): %v", dir, err)
+	}
+	if err := SyncDir(filepath.Join(dir, "gone")); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("SyncDir of a missing directory: %v", err)
 	}
 }
