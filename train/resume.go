@@ -410,6 +410,20 @@ func (r *run) checkLogs() error {
 			return fmt.Errorf("resume %s: the first %d bytes of %s differ from what the checkpoint at step %d recorded: the log was edited", r.dir, l.size, p, r.state.Step)
 		}
 	}
+	// changes.jsonl is the record of every setting changed on resume, which
+	// summary.json's "changes" shows beside the run's (final) config: one
+	// cut short would leave the run reading as if trained at its last rate.
+	p := filepath.Join(r.dir, rundir.ChangesFile)
+	var size int64
+	if st, err := os.Stat(p); err == nil {
+		size = st.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("resume %s: %w", r.dir, err)
+	}
+	if size < r.state.ChangesBytes {
+		return fmt.Errorf("resume %s: %s is %d bytes, shorter than the %d bytes the checkpoint at step %d recorded: the settings changed on an earlier resume are missing from it, so the run cannot continue it",
+			r.dir, p, size, r.state.ChangesBytes, r.state.Step)
+	}
 	return nil
 }
 
@@ -493,7 +507,9 @@ func appendChanges(dir string, cs []ConfigChange) error {
 			return err
 		}
 	}
-	return f.Close()
+	// On the disk before the checkpoint that records its size (a resume
+	// refuses a shorter file).
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // writeConfig writes the run's resolved config to config.yaml, atomically.

@@ -313,6 +313,14 @@ func TestResumeWithSetIsRecorded(t *testing.T) {
 	if err != nil || c.Optimizer.LR != 0.001 || c.Train.Steps != 7 {
 		t.Errorf("config.yaml after the change: %+v %v", c, err)
 	}
+	// changes.jsonl cut short (as a power loss could, before it was synced)
+	// is refused: the run would read as trained at 0.001 throughout.
+	if err := os.Truncate(filepath.Join(out, rundir.ChangesFile), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(Options{Resume: out, Overrides: []string{"train.steps=8"}}); err == nil || !strings.Contains(err.Error(), "changes.jsonl is 0 bytes, shorter than the") {
+		t.Errorf("resume with changes.jsonl emptied: %v", err)
+	}
 }
 
 // TestRunDirLock: a second process (here a second Run, or a child process)
