@@ -3,7 +3,9 @@ package train
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/meazo-go/meazo/fullparam"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/cpu"
@@ -53,6 +56,34 @@ func TestFullResumeIsBitIdentical(t *testing.T) {
 			}
 			requireSameFullRun(t, whole, cut)
 		})
+	}
+}
+
+// TestTrainedFurtherDropsLast: a finished full-parameter run trained
+// further (--resume --set train.steps=N) has no last/ until it finishes
+// again: the old one is neither its last weights nor room the disk checks
+// count (a whole model beside the checkpoints and best/).
+func TestTrainedFurtherDropsLast(t *testing.T) {
+	dir, cfg := demoConfig(t, 3)
+	out := filepath.Join(dir, "run")
+	set := []string{"adapter.kind=full", "train.eval_every=2", "eval.skip=true", "task.max_train=64", "task.max_validation=8", "output.dir=" + out}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, rundir.LastDir)); err != nil {
+		t.Fatalf("the finished run: %v", err)
+	}
+	if _, err := Run(Options{Resume: out, Overrides: []string{"train.steps=6"}, StopAfter: 1}); err != nil { // steps of this process
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, rundir.LastDir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("last/ of the run trained further, stopped at step 4 of 6: %v, want none", err)
+	}
+	if _, err := Run(Options{Resume: out}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, rundir.LastDir, "model.safetensors")); err != nil {
+		t.Errorf("last/ once finished again: %v", err)
 	}
 }
 
