@@ -311,6 +311,7 @@ func (r *run) checkpointOf(params any, eng []byte) (err error) {
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
+	r.tr.committed()
 	if err := atomicfile.SyncDir(r.dir); err != nil {
 		return err
 	}

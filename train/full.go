@@ -35,7 +35,9 @@ type fullState struct {
 	// savedStep is the step whose weights checkpoint/ holds (−1: none yet):
 	// a checkpoint of that step again (during the test evaluation, or the
 	// one a stop writes) links them instead of reading the weights back.
-	savedStep int
+	// writtenStep is the step save last wrote into checkpoint.tmp/, which
+	// becomes savedStep once it is renamed into place (committed).
+	savedStep, writtenStep int
 	// released says the weights and the optimizer's moments were let go
 	// for the test evaluation of another model (release); heldStateBytes
 	// is the moments' size they had, for the summary.
@@ -55,7 +57,7 @@ func newFullState(r *run) (*fullState, error) {
 	}
 	fmt.Fprintln(r.out, trainableLine(p.Count(), p.ModelSize(), fmt.Sprintf("full-parameter%s, in %d group(s)%s, %s%s",
 		tensorCount(r.m, p), len(p.Dims()), groupsNote(r.m, p, r.cfg.Adapter.Grouped), storageNote(r.m, p), tiedHeadNote(r.m, p))))
-	return &fullState{fullView: fullView{p}, r: r, savedStep: -1}, nil
+	return &fullState{fullView: fullView{p}, r: r, savedStep: -1, writtenStep: -1}, nil
 }
 
 // groupsNote says, for a grouped run, what each group holds, as
@@ -255,9 +257,11 @@ func (s *fullState) save(dir string, _ any, step int, _ bool) error {
 			return err
 		}
 	}
-	s.savedStep = step
+	s.writtenStep = step
 	return nil
 }
+
+func (s *fullState) committed() { s.savedStep = s.writtenStep }
 
 // linkIfPresent links (or copies) src to dst where src exists.
 func linkIfPresent(src, dst string) error {

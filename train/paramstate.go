@@ -36,6 +36,9 @@ type paramState interface {
 	// needs besides them (optimizer moments, the best adapter) into the
 	// checkpoint directory dir being written, at step.
 	save(dir string, snap any, step int, hasBest bool) error
+	// committed says that the checkpoint directory save last wrote is now
+	// the run's checkpoint/ (renamed into place).
+	committed()
 	// restore reads back what save wrote into the checkpoint directory dir;
 	// restored then puts the run directory runDir in agreement with it,
 	// once nothing can refuse the resume.
@@ -131,6 +134,7 @@ func (s *adapterCopies) attach()                   { s.files.Attach(s.params) }
 func (s *adapterCopies) detach()                   { s.files.Detach() }
 func (s *adapterCopies) snapshot() (any, bool)     { return cloneParams(s.params), true }
 func (s *adapterCopies) bestNeedsCheckpoint() bool { return false }
+func (s *adapterCopies) committed()                {}
 
 func (s *adapterCopies) save(dir string, snap any, step int, hasBest bool) error {
 	params := s.params
