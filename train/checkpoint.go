@@ -294,10 +294,15 @@ func (r *run) checkpointOf(params any, eng []byte) (err error) {
 	if err := r.checkpointExtras(tmp); err != nil {
 		return err
 	}
-	// Every name in checkpoint.tmp/ on the disk before it is swapped in,
-	// and the swap itself after: a power loss must not bring back the old
-	// checkpoint under a state that says it holds the new one, or a new
-	// one missing a file.
+	return r.swapCheckpoint(tmp, final)
+}
+
+// swapCheckpoint puts the checkpoint written in tmp in place of final,
+// the previous one kept as checkpoint.old/ until then. Every name in tmp
+// is on the disk before the swap, and the swap itself after: a power loss
+// must not bring back the old checkpoint under a state that says it holds
+// the new one, or a new one missing a file.
+func (r *run) swapCheckpoint(tmp, final string) error {
 	if err := atomicfile.SyncDir(tmp); err != nil {
 		return err
 	}
