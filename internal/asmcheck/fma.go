@@ -22,50 +22,28 @@ var fusedOp = regexp.MustCompile(`^(V?FN?M(ADD|SUB)\w*|FML[AS]\w*)$`)
 // go command.
 func NoFusedMultiplyAdd(t testing.TB, dir string) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to compile with")
-	}
 	fused := regexp.MustCompile(`\)\t(V?FN?M(ADD|SUB)\w*|FML[AS]\w*)\t`)
-	for _, env := range [][]string{{"GOARCH=arm64"}, {"GOARCH=amd64", "GOAMD64=v3"}} {
-		cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
-		cmd.Dir = dir
-		cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux"), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v go build -gcflags=-S: %v\n%s", env, err, out)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
+	eachFusingBuild(t, dir, nil, func(env []string, listing string) {
+		for _, line := range strings.Split(listing, "\n") {
 			if fused.MatchString(line) {
 				t.Errorf("%v: a fused multiply-add: %s", env, strings.TrimSpace(line))
 			}
 		}
-	}
+	})
 }
 
 // NoFusedMultiplyAddIn is NoFusedMultiplyAdd for the functions of a
 // package that also holds fused code on purpose (vector kernels whose
 // contract is the fused product): it compiles the package in dir as the
-// product builds it (GOEXPERIMENT=simd) for amd64 with GOAMD64=v3 and for
-// arm64, and fails t for every fused multiply-add in a function whose
-// symbol matches funcs, and when fewer than atLeast functions matched on
-// amd64 (a renamed function must not silently leave the check).
+// product builds it (GOEXPERIMENT=simd) and fails t for every fused
+// multiply-add in a function whose symbol matches funcs, and when fewer
+// than atLeast functions matched on amd64 (a renamed function must not
+// silently leave the check).
 func NoFusedMultiplyAddIn(t testing.TB, dir string, funcs *regexp.Regexp, atLeast int) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to compile with")
-	}
-	for _, env := range [][]string{{"GOARCH=amd64", "GOAMD64=v3"}, {"GOARCH=arm64"}} {
-		cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
-		cmd.Dir = dir
-		cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOEXPERIMENT=simd"), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v go build -gcflags=-S: %v\n%s", env, err, out)
-		}
+	eachFusingBuild(t, dir, []string{"GOEXPERIMENT=simd"}, func(env []string, listing string) {
 		var checked []string
-		for _, fn := range parse(string(out)) {
+		for _, fn := range parse(listing) {
 			if !funcs.MatchString(fn.name) {
 				continue
 			}
@@ -80,5 +58,27 @@ func NoFusedMultiplyAddIn(t testing.TB, dir string, funcs *regexp.Regexp, atLeas
 			t.Fatalf("%v: checked %d functions (%v); want at least %d", env, len(checked), checked, atLeast)
 		}
 		t.Logf("%v: %d functions checked", env, len(checked))
+	})
+}
+
+// eachFusingBuild compiles the package in dir with -gcflags=-S for the two
+// builds whose compiler fuses multiply-adds, arm64 and amd64 with
+// GOAMD64=v3 (with extra in the environment), and calls check with each
+// build's environment and listing. It skips t without a go command.
+func eachFusingBuild(t testing.TB, dir string, extra []string, check func(env []string, listing string)) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to compile with")
+	}
+	for _, env := range [][]string{{"GOARCH=arm64"}, {"GOARCH=amd64", "GOAMD64=v3"}} {
+		cmd := exec.Command(goTool, "build", "-gcflags=-S", "-o", os.DevNull, ".")
+		cmd.Dir = dir
+		cmd.Env = append(append(append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux"), extra...), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v go build -gcflags=-S: %v\n%s", env, err, out)
+		}
+		check(env, string(out))
 	}
 }
