@@ -308,10 +308,8 @@ func (p *Params) GroupTensors(g int) []string {
 // Tensors lists the trained tensors' names, group by group.
 func (p *Params) Tensors() []string {
 	var names []string
-	for _, g := range p.groups {
-		for _, i := range g.tensors {
-			names = append(names, p.tensors[i].Name)
-		}
+	for g := range p.groups {
+		names = append(names, p.GroupTensors(g)...)
 	}
 	return names
 }
