@@ -366,9 +366,13 @@ func TestCheckTimesATestSample(t *testing.T) {
 	if _, err := Check(Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+dir+"/c"), Log: &log}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Run(Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+dir+"/r", "train.steps=0")})
+	var runLog syncBuilder
+	s, err := Run(Options{ConfigPath: cfg, Overrides: append(quick, "output.dir="+dir+"/r", "train.steps=0"), Log: &runLog})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if line := "train.steps is 0: nothing is trained; the starting weights are validated and tested\n"; !strings.Contains(runLog.String(), line) {
+		t.Errorf("a run of train.steps 0 does not say %q:\n%s", line, runLog.String())
 	}
 	got := log.String()
 	want := `test evaluation of its 8 examples, with the starting adapter, timed\n` +

@@ -103,7 +103,7 @@ type OptimizerConfig struct {
 // TrainConfig is the config's train section: steps, batch, seed, and how
 // often to validate, checkpoint and log.
 type TrainConfig struct {
-	Steps           int    `mapstructure:"steps" yaml:"steps" doc:"number of ZO steps T (paper: 10,000 LoRA, 20,000 prompt tuning)"`
+	Steps           int    `mapstructure:"steps" yaml:"steps" doc:"number of ZO steps T (paper: 10,000 LoRA, 20,000 prompt tuning; 0 trains nothing: the starting weights are validated and tested, a baseline)"`
 	BatchSize       int    `mapstructure:"batch_size" yaml:"batch_size" doc:"training examples per step; a batch (times 2q, or q+1, and with the virtual tokens) whose step cannot fit in this machine's memory is refused before the run writes anything"`
 	Seed            uint64 `mapstructure:"seed" yaml:"seed" doc:"run seed: noise, sampler order and adapter initialisation"`
 	EvalEvery       int    `mapstructure:"eval_every" yaml:"eval_every" doc:"compute the validation loss every N steps (and at the end)"`

@@ -172,6 +172,9 @@ func (r *run) train() (*Summary, error) {
 	case ObjectiveAccuracy:
 		r.prog.lossName = "-accuracy"
 	}
+	if r.cfg.Train.Steps == 0 {
+		fmt.Fprintln(r.out, "train.steps is 0: nothing is trained; the starting weights are validated and tested")
+	}
 	end := r.pendingValidation()
 	if end.kind == continueRun && r.state.Step < r.cfg.Train.Steps { // (none left: that validation stopped the run early)
 		r.out.begin("training", r.trainingLine())
