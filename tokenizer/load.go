@@ -342,7 +342,6 @@ const maxVocabHoles = 1 << 16
 func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
 	t.added = make(map[string]int, len(list))
 	t.addedByID = make(map[int]addedToken, len(list))
-	lengths := map[int]bool{}
 	for i, a := range list {
 		switch {
 		case a.Content == "":
@@ -364,13 +363,12 @@ func (t *Tokenizer) parseAddedTokens(list []addedTokenJSON) error {
 		if a.ID >= t.vocabSize {
 			t.vocabSize = a.ID + 1
 		}
-		lengths[len(a.Content)] = true
 		t.addedFirstByte[a.Content[0]] = true
 	}
-	for n := range lengths {
-		t.addedLengths = append(t.addedLengths, n)
+	for content := range t.added {
+		t.addedSorted = append(t.addedSorted, content)
 	}
-	sort.Sort(sort.Reverse(sort.IntSlice(t.addedLengths)))
+	sort.Strings(t.addedSorted)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode/utf8"
 )
 
@@ -84,7 +85,11 @@ func (p splitter) next(s string, i int) int {
 	}
 	r0, w0 := runeAt(s, i)
 
-	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+	// (?i:'s|'t|'re|'ve|'m|'ll|'d): Oniguruma's case folding also matches
+	// U+017F (ſ, LATIN SMALL LETTER LONG S) for s.
+	if r0 == '\'' && strings.HasPrefix(s[i+1:], "\u017f") {
+		return i + 3
+	}
 	if r0 == '\'' && i+1 < len(s) {
 		switch s[i+1] | 0x20 {
 		case 's', 't', 'm', 'd':

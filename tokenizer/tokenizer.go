@@ -12,6 +12,7 @@ package tokenizer
 
 import (
 	"hash/maphash"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -30,7 +31,7 @@ type Tokenizer struct {
 
 	added          map[string]int // added-token content to id
 	addedByID      map[int]addedToken
-	addedLengths   []int // distinct content lengths, longest first
+	addedSorted    []string // added-token contents, sorted (longestAdded)
 	addedFirstByte [256]bool
 
 	normalizers    []normalizer // tokenizer.json's normalizer, in order
@@ -146,20 +147,36 @@ func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
 		}
 		// Leftmost-longest: the first position where any added token
 		// starts, and the longest one there.
-		for _, n := range t.addedLengths {
-			if i+n > len(text) {
-				continue
-			}
-			if id, ok := t.added[text[i:i+n]]; ok {
-				dst = t.appendSegment(dst, text[start:i], start == 0)
-				dst = append(dst, id)
-				start = i + n
-				i = start - 1
-				break
-			}
+		if n := t.longestAdded(text[i:]); n > 0 {
+			dst = t.appendSegment(dst, text[start:i], start == 0)
+			dst = append(dst, t.added[text[i:i+n]])
+			start = i + n
+			i = start - 1
 		}
 	}
 	return t.appendSegment(dst, text[start:], start == 0)
+}
+
+// longestAdded is the length of the longest added token that s begins with
+// (0 if none). It narrows the sorted contents one byte of s at a time, so it
+// costs O(L log n) for a match walk of L bytes, whatever the number and
+// lengths of the added tokens (trying every distinct length instead hashed
+// the sum of those lengths at every position: a tokenizer.json with
+// thousands of long added tokens made encoding quadratic).
+func (t *Tokenizer) longestAdded(s string) int {
+	a := t.addedSorted
+	lo, hi, best := 0, len(a), 0
+	for d := 0; d < len(s) && lo < hi; d++ {
+		// a[lo:hi] all begin with s[:d] and are longer than d bytes.
+		c := s[d]
+		lo += sort.Search(hi-lo, func(k int) bool { return a[lo+k][d] >= c })
+		hi = lo + sort.Search(hi-lo, func(k int) bool { return a[lo+k][d] > c })
+		if lo < hi && len(a[lo]) == d+1 { // the shortest sorts first
+			best = d + 1
+			lo++
+		}
+	}
+	return best
 }
 
 // appendSegment encodes text that contains no added token; atStart says

@@ -1,8 +1,12 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meazo-go/meazo/internal/fixture"
@@ -103,4 +107,72 @@ func trunc(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// manyAddedLengths is the Qwen3 fixture's tokenizer with 1,500 more added
+// tokens "x a…a y" of as many lengths, all beginning with "x": the shape
+// of a tokenizer.json that made encoding quadratic when every position
+// tried every distinct added-token length.
+func manyAddedLengths(tb testing.TB) *Tokenizer {
+	raw, err := os.ReadFile("testdata/qwen3-tiny/tokenizer.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(raw, &f); err != nil {
+		tb.Fatal(err)
+	}
+	added := f["added_tokens"].([]any)
+	for k := 1; k <= 1500; k++ {
+		added = append(added, map[string]any{"id": 2000 + k, "content": "x" + strings.Repeat("a", k) + "y", "special": true})
+	}
+	f["added_tokens"] = added
+	raw, _ = json.Marshal(f)
+	tok, err := parseTokenizerJSON(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok
+}
+
+// longestAdded finds the longest added token at a position, as a search
+// over every added token does (HF's Aho-Corasick, leftmost-longest).
+func TestLongestAdded(t *testing.T) {
+	tok := manyAddedLengths(t)
+	brute := func(s string) int {
+		best := 0
+		for content := range tok.added {
+			if len(content) > best && strings.HasPrefix(s, content) {
+				best = len(content)
+			}
+		}
+		return best
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteByte("xay<|"[rng.IntN(5)])
+		}
+		s := b.String()
+		if got, want := tok.longestAdded(s), brute(s); got != want {
+			t.Fatalf("longestAdded(%q) = %d, want %d", s, got, want)
+		}
+	}
+	x := int(tok.byteIDs['x'])
+	if got, want := tok.Encode("xxaay", false), []int{x, 2002}; !slices.Equal(got, want) {
+		t.Errorf("Encode(xxaay) = %v, want %v", got, want)
+	}
+}
+
+// Oniguruma's (?i:'s|...) folds U+017F (ſ) to s, so Llama-3's and Qwen's
+// pre-tokenizers split "'ſe" as "'ſ", "e" (libonig 6.9.8 and Python's
+// regex module agree).
+func TestContractionLongS(t *testing.T) {
+	for _, sp := range []splitter{{maxDigits: 3}, {maxDigits: 1}} {
+		s := "'\u017fe"
+		if j := sp.next(s, 0); s[:j] != "'\u017f" {
+			t.Errorf("first piece of %q: %q, want %q", s, s[:j], "'\u017f")
+		}
+	}
 }
