@@ -72,11 +72,14 @@ func (p *spLayout) appendSegment(t *Tokenizer, dst []int, s string, atStart bool
 	}
 	// MergedWithNext: each replacement character starts a new word.
 	for s != "" {
-		j := strings.Index(s[len(m.replacement):], m.replacement)
+		// The first character of s starts the word, whether or not it is
+		// the replacement ("a▁b", with no "▁" prepended, is "a" and "▁b").
+		_, w := utf8.DecodeRuneInString(s)
+		j := strings.Index(s[w:], m.replacement)
 		if j < 0 {
 			return t.appendWord(dst, s)
 		}
-		j += len(m.replacement)
+		j += w
 		dst = t.appendWord(dst, s[:j])
 		s = s[j:]
 	}

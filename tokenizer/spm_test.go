@@ -556,3 +556,20 @@ func TestOnlyTokenizerModel(t *testing.T) {
 		t.Errorf("error %v, want one saying to write tokenizer.json", err)
 	}
 }
+
+// HF's Metaspace with split: true cuts before every "▁" (MergedWithNext),
+// the first character included: "a b" with prepend_scheme never is the
+// words "a" and "▁b", never the merge "a▁".
+func TestMetaspaceSplitFirstWord(t *testing.T) {
+	raw := `{"added_tokens":[],"normalizer":null,
+	"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"never","split":true},
+	"decoder":{"type":"Metaspace","replacement":"▁","prepend_scheme":"never","split":true},
+	"model":{"type":"BPE","unk_token":"<unk>","vocab":{"<unk>":0,"a":1,"▁":2,"b":3,"▁b":4,"a▁":5},"merges":["a ▁","▁ b"]}}`
+	tok, err := parseTokenizerJSON([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tok.Encode("a b", false), []int{1, 4}; !slices.Equal(got, want) {
+		t.Errorf("Encode(%q) = %v, want %v", "a b", got, want)
+	}
+}
