@@ -25,7 +25,7 @@ type outputBound func(self *exec.Value, p *exec.VarArgs) int64
 
 var filterBounds = map[string]outputBound{
 	"center": func(in *exec.Value, p *exec.VarArgs) int64 {
-		return max(measure(in), intArg(p, 0, "width", 0))
+		return max(measure(in), clampWidth(intArg(p, 0, "width", 0)))
 	},
 	"indent": func(in *exec.Value, p *exec.VarArgs) int64 {
 		width := int64(4)
@@ -36,7 +36,7 @@ var filterBounds = map[string]outputBound{
 			}
 		}
 		s := in.String()
-		return int64(len(s)) + max(width, 0)*int64(strings.Count(s, "\n")+1)
+		return int64(len(s)) + clampWidth(width)*int64(strings.Count(s, "\n")+1)
 	},
 	"replace": func(in *exec.Value, p *exec.VarArgs) int64 {
 		return replaceBound(in.String(), strArg(p, 0, "old"), strArg(p, 1, "new"), intArg(p, 2, "count", -1))
@@ -49,13 +49,13 @@ var filterBounds = map[string]outputBound{
 	},
 	"tojson": func(in *exec.Value, p *exec.VarArgs) int64 {
 		s, _ := sizeOf(in, measureLimit)
-		return 6*s.bytes + s.bytes/8*int64(s.depth)*max(intArg(p, 0, "indent", 0), 0)
+		return 6*s.bytes + s.bytes/8*int64(s.depth)*clampWidth(intArg(p, 0, "indent", 0))
 	},
 	"batch": func(in *exec.Value, p *exec.VarArgs) int64 {
-		return measure(in) + 8*max(intArg(p, 0, "linecount", 0), 0)
+		return measure(in) + 8*clampWidth(intArg(p, 0, "linecount", 0))
 	},
 	"slice": func(in *exec.Value, p *exec.VarArgs) int64 {
-		return measure(in) + 32*max(intArg(p, 0, "slices", 0), 0)
+		return measure(in) + 32*clampWidth(intArg(p, 0, "slices", 0))
 	},
 	"list": func(in *exec.Value, p *exec.VarArgs) int64 {
 		return measure(in) + 24*itemCount(in)
@@ -66,7 +66,7 @@ var methodBounds = map[string]outputBound{
 	"center": widthBound, "ljust": widthBound, "rjust": widthBound, "zfill": widthBound,
 	"expandtabs": func(self *exec.Value, p *exec.VarArgs) int64 {
 		s := self.String()
-		return int64(len(s)) + int64(strings.Count(s, "\t"))*max(intArg(p, 1, "tabsize", 8), 0)
+		return int64(len(s)) + int64(strings.Count(s, "\t"))*clampWidth(intArg(p, 1, "tabsize", 8))
 	},
 	"replace": func(self *exec.Value, p *exec.VarArgs) int64 {
 		return replaceBound(self.String(), strArg(p, 0, "old"), strArg(p, 1, "new"), intArg(p, 2, "count", -1))
@@ -81,8 +81,14 @@ var methodBounds = map[string]outputBound{
 }
 
 func widthBound(self *exec.Value, p *exec.VarArgs) int64 {
-	return int64(len(self.String())) + 4*intArg(p, 0, "width", 0)
+	return int64(len(self.String())) + 4*clampWidth(intArg(p, 0, "width", 0))
 }
+
+// clampWidth is a width or count argument in [0, 1<<32]: far past every
+// limit, and small enough that a bound it is multiplied into cannot wrap
+// around (a width near 1<<62 made "its result could reach -3 bytes", and
+// some wrapped to a small positive bound that let the builtin run).
+func clampWidth(w int64) int64 { return min(max(w, 0), 1<<32) }
 
 // splitBound bounds a split's parts: one per separator, or per word.
 func splitBound(self *exec.Value, p *exec.VarArgs) int64 {
@@ -135,7 +141,62 @@ func formatBound(format string, p *exec.VarArgs) int64 {
 		widths += w
 	}
 	fields := int64(strings.Count(format, "%") + strings.Count(format, "{"))
+	// A field nested in another's spec ("{:>{}}", "{0:{1}}") takes the
+	// width or precision from an argument: bound it by the largest number
+	// among them.
+	if nested := nestedFields(format); nested > 0 {
+		var widest int64
+		for _, a := range p.Args {
+			widest = max(widest, numericArg(a))
+		}
+		for _, a := range p.KwArgs {
+			widest = max(widest, numericArg(a))
+		}
+		widths += nested * widest
+	}
 	return int64(len(format)) + widths + fields*(args+64)
+}
+
+// nestedFields counts the replacement fields of a str.format string that
+// lie inside another field's spec.
+func nestedFields(format string) int64 {
+	var n int64
+	depth := 0
+	for i := 0; i < len(format); i++ {
+		switch format[i] {
+		case '{':
+			if depth == 0 && i+1 < len(format) && format[i+1] == '{' {
+				i++ // "{{" is a literal brace
+				continue
+			}
+			if depth > 0 {
+				n++
+			}
+			depth++
+		case '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return n
+}
+
+// numericArg is the number an argument's text spells (what a nested field
+// puts into a spec), up to 1<<40; 0 when it is not digits.
+func numericArg(v *exec.Value) int64 {
+	s := strings.TrimLeft(v.String(), "+-")
+	if s == "" || len(s) > 64 {
+		return 0
+	}
+	var w int64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0
+		}
+		w = min(w*10+int64(s[i]-'0'), 1<<40)
+	}
+	return w
 }
 
 // measure is sizeOf's bytes for a bound, or more than any value may have

@@ -366,3 +366,25 @@ func TestQwen3ReasoningWithoutOpening(t *testing.T) {
 		}
 	}
 }
+
+// A str.format field nested in another's spec takes its width from an
+// argument: the bound must see it before the method allocates it (762 MB
+// of heap held before it did).
+func TestFormatNestedWidthBounded(t *testing.T) {
+	_, err, m := renderMeasured(t, `{{ "{:>{}}".format("x", 400000000) }}`)
+	if err == nil || !strings.Contains(err.Error(), "could reach") {
+		t.Errorf("error %v, want the result's bound refused before it runs", err)
+	}
+	if m.peakHeap > 128<<20 {
+		t.Errorf("the render held %d MB of heap", m.peakHeap>>20)
+	}
+}
+
+// Width arguments near 1<<63 must not wrap a bound into a negative (or
+// small) number ("its result could reach -3 bytes").
+func TestWidthBoundNoWrap(t *testing.T) {
+	_, err, _ := renderMeasured(t, `{{ "x".zfill(9223372036854775807) }}`)
+	if err == nil || strings.Contains(err.Error(), "reach -") {
+		t.Errorf("error %v", err)
+	}
+}
