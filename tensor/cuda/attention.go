@@ -59,7 +59,7 @@ func (b *Backend) NewKVCache(seqs, kvHeads, capacity, hd, layers int) tensor.KVC
 }
 
 func (b *Backend) FreeKVCache(x tensor.KVCache) {
-	defer b.enter()()
+	defer b.enterRelease()()
 	c := x.(*kvCache)
 	for i := range c.k {
 		b.recycle(c.k[i])
@@ -124,8 +124,8 @@ func (b *Backend) uploadMask(mask []int) {
 	if slices.EqualFunc(b.maskNow, mask, func(x int32, y int) bool { return int(x) == y }) {
 		return
 	}
+	b.maskNow = b.maskNow[:0] // until the upload is done: a failed one (out of memory in grow) must not leave it naming the mask
 	b.uploadInts(&b.mask, mask)
-	b.maskNow = b.maskNow[:0]
 	for _, m := range mask {
 		b.maskNow = append(b.maskNow, int32(m))
 	}

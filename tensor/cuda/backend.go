@@ -221,8 +221,19 @@ func need(ok bool, format string, args ...any) {
 
 // enter makes the calling goroutine the backend's only user until the
 // returned function runs, on an OS thread with the device's context
-// current.
-func (b *Backend) enter() func() {
+// current. On a backend a kernel fault has poisoned it panics again with
+// that fault's error.
+func (b *Backend) enter() func() { return b.lock(false) }
+
+// enterRelease is enter for the methods that only give memory back (Free,
+// FreeWeight, FreeKVCache, Close): on a poisoned backend they still run,
+// so that a caller's cleanup after a kernel fault (model.Free and Close,
+// deferred outside tensor.Recover) does not panic again with the error
+// already reported. What they ask of the device then fails quietly
+// (cuMemFree's result is not read), and Close releases the context.
+func (b *Backend) enterRelease() func() { return b.lock(true) }
+
+func (b *Backend) lock(releasing bool) func() {
 	b.mu.Lock()
 	runtime.LockOSThread()
 	if b.closed {
@@ -231,8 +242,12 @@ func (b *Backend) enter() func() {
 		panic("cuda: backend used after Close")
 	}
 	err := b.poisoned
-	if err == nil {
+	switch {
+	case err == nil:
 		err = b.dev.bind()
+	case releasing:
+		b.dev.bind() // best effort: the context's own error is already reported
+		err = nil
 	}
 	if err != nil {
 		runtime.UnlockOSThread()
@@ -255,7 +270,7 @@ func (b *Backend) Arithmetic() string { return b.arith }
 // Close frees every allocation the backend still holds and releases the
 // device.
 func (b *Backend) Close() error {
-	defer b.enter()()
+	defer b.enterRelease()()
 	b.release()
 	b.closed = true
 	return nil

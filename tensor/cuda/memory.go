@@ -256,7 +256,7 @@ func (b *Backend) ToHostInto(x tensor.Buf, dst []float32) []float32 {
 }
 
 func (b *Backend) Free(bufs ...tensor.Buf) {
-	defer b.enter()()
+	defer b.enterRelease()()
 	for _, x := range bufs {
 		v := dbuf(x)
 		if v.root == 0 {

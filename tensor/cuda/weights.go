@@ -64,7 +64,7 @@ func toBF16(f float32) uint16 {
 }
 
 func (b *Backend) FreeWeight(x tensor.Weight) {
-	defer b.enter()()
+	defer b.enterRelease()()
 	p := dweight(x).ptr
 	bytes, ok := b.live[p]
 	if !ok {
