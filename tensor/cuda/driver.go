@@ -132,6 +132,17 @@ func (e *driverError) Error() string {
 	return msg
 }
 
-// sticky reports an error after which the context cannot be used again
-// (CUDA_ERROR_ILLEGAL_ADDRESS, 700, … CUDA_ERROR_LAUNCH_FAILED, 719).
-func (e *driverError) sticky() bool { return e.code >= 700 && e.code <= 719 }
+// sticky reports an error after which the context cannot be used again,
+// as cuda.h documents each: CUDA_ERROR_ILLEGAL_ADDRESS (700),
+// LAUNCH_TIMEOUT (702), CONTEXT_IS_DESTROYED (709), ASSERT (710) and
+// HARDWARE_STACK_ERROR … LAUNCH_FAILED (714-719). The others of the 700s
+// (LAUNCH_OUT_OF_RESOURCES, 701: a launch asked for too many registers or
+// too much shared memory; the peer and host-registration errors) leave the
+// context as it was.
+func (e *driverError) sticky() bool {
+	switch e.code {
+	case 700, 702, 709, 710, 714, 715, 716, 717, 718, 719:
+		return true
+	}
+	return false
+}
