@@ -38,7 +38,7 @@
 #   forwards in the same run, s/step and peak GPU memory: Qwen3-8B LoRA step in float32 at 8x300, Ministral-3 14B's
 #   language model with bfloat16 weights multiplied in bfloat16 at 8x300, ViT-B/16 on Pets' 37 classes at batch 32, then 100 ViT steps;
 #   expected ~4-5 min, at most 9 by its timeouts), run-qwen3-8b and run-ministral14b (100 MEAZO steps of each at
-#   8x300 on new random batches, in memory: ~3.5 and ~6.5 min expected, one call each; a meazo-train run would first
+#   8x300 on new random batches, in memory: ~3.5 min and at most 5 by its timeout, one call each; a meazo-train run would first
 #   write the 33 or 28 GB checkpoint to disk), vit (the ViT's encoder attention: ViT-B/16 at batch 32 with the batched
 #   GEMMs and with the exact kernel against PyTorch's step, interleaved, and the suite's encoder ops and ViT fixture
 #   with each path forced; ~2 min). MODELS_TINY=1 runs these on the CPU with tiny configs of the same
@@ -363,19 +363,20 @@ for part in $parts; do
     # and synccheck on the harness's correctness check (the kernel unsplit, serial and every2, k in 2 and 3 slices with
     # the reduce), then memcheck (leaks too), racecheck and synccheck on a whole LoRA MEAZO step in the backend with
     # MEAZO_CUDA_3XTF32=1: a 2-layer model of Qwen3-0.6B's shapes at 8x160 (1,280 rows: on 132 multiprocessors its
-    # gate/up products take the kernel unsplit, q k in 2 slices, o and down 3; k/v SGEMM). Each tool at most 150 s.
+    # gate/up products take the kernel unsplit, the others in slices or unsplit as split3xTF32 decides). Each tool
+    # at most 100 s, so that the part stays inside a first call of about 560 s (gemm_wgmma's build: about a minute).
     f=$out/tcsanitize.txt
     { echo "# commit $(cat "$kit/commit")"
       build_wgmma >"$kit/wgmma-build.txt" 2>&1 || cat "$kit/wgmma-build.txt"
       for tool in racecheck synccheck; do
         echo "## compute-sanitizer --tool $tool: gemm_wgmma --check"
-        timeout 150 compute-sanitizer --tool $tool "$kit/gemm_wgmma" --check 2>&1 | tail -n 12
+        timeout 100 compute-sanitizer --tool $tool "$kit/gemm_wgmma" --check 2>&1 | tail -n 12
       done
       timeout 60 "$bin/meazo-inspect" random-model --model qwen06b --layers 2 --out "$kit/tcsanitize-qwen06b" >/dev/null
       for tool in memcheck racecheck synccheck; do
         leak=; [ "$tool" = memcheck ] && leak="--leak-check full"
         echo "## compute-sanitizer --tool $tool $leak: zostep, 2 layers of Qwen3-0.6B, 8x160 q=1, MEAZO_CUDA_3XTF32=1"
-        MEAZO_CUDA_3XTF32=1 timeout 150 compute-sanitizer --tool $tool $leak "$bin/meazo-bench" zostep --backend cuda \
+        MEAZO_CUDA_3XTF32=1 timeout 100 compute-sanitizer --tool $tool $leak "$bin/meazo-bench" zostep --backend cuda \
           --model "$kit/tcsanitize-qwen06b" --shapes 8x160 --q 1 --reps 1 2>&1 | tail -n 14
       done; } >"$f" 2>&1
     grep -E "^##|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Target application|3xTF32" "$f"
