@@ -459,6 +459,15 @@ func (a *ViTAdapter) classifier(params [][]float32) (w, b []float32) {
 // engine updates them in place).
 func (a *ViTAdapter) Params() [][]float32 { return a.params }
 
+// BiasSpan is where the classifier's bias lies in Params: group g's
+// coordinates [lo, hi), the last of the last group. A trainer exempts it
+// from weight decay, as MeZO's update does every bias.
+func (a *ViTAdapter) BiasSpan() (g, lo, hi int) {
+	g = len(a.params) - 1
+	hi = len(a.params[g])
+	return g, hi - a.labels, hi
+}
+
 // Count is the number of trainable parameters: PEFT's trainable count of
 // the same adapter (the LoRA matrices and the classifier's copy).
 func (a *ViTAdapter) Count() int {

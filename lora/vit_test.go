@@ -732,3 +732,24 @@ func peftLogits(t *testing.T, src string) []float64 {
 	}
 	return want
 }
+
+// BiasSpan names the classifier's bias within Params, joint and grouped
+// by layer: the coordinates the view's classifier bias reads.
+func TestViTBiasSpan(t *testing.T) {
+	m, _ := loadViT(t)
+	for _, grouped := range []bool{false, true} {
+		a, err := NewViT(m, Options{R: 4, Alpha: 8, Seed: 3, GroupByLayer: grouped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, lo, hi := a.BiasSpan()
+		p := a.Params()
+		for i := lo; i < hi; i++ {
+			p[g][i] = float32(1000 + i - lo)
+		}
+		bias := a.View(p).ClassifierBias
+		if len(bias) != hi-lo || bias[0] != 1000 || bias[len(bias)-1] != float32(999+hi-lo) {
+			t.Errorf("grouped %v: BiasSpan (%d, %d, %d) is not the classifier's bias %v", grouped, g, lo, hi, bias)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 package train
 
 import (
+	"slices"
+
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
+	"github.com/meazo-go/meazo/zo"
 )
 
 // visionState is a ViT's LoRA adapter (and classifier) trained on the host:
@@ -15,6 +18,15 @@ type visionState struct {
 
 func newVisionState(v *vision, grouped, merge bool) *visionState {
 	return &visionState{adapterCopies: newAdapterCopies(&vitFiles{v: v, grouped: grouped}), v: v, merge: merge}
+}
+
+// newEngine is adapterCopies' with the classifier's bias exempt from
+// weight decay (optimizer.weight_decay), as MeZO's update exempts every
+// bias.
+func (s *visionState) newEngine(opt zo.Optimizer, cfg zo.Config) (*zo.Engine, error) {
+	g, lo, hi := s.v.adapter.BiasSpan()
+	cfg.NoDecay = append(slices.Clone(cfg.NoDecay), zo.Span{Group: g, Lo: lo, Hi: hi})
+	return s.adapterCopies.newEngine(opt, cfg)
 }
 
 // tests are the test evaluations of the best and the last adapter (and,

@@ -2,6 +2,7 @@ package zo
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -58,7 +59,14 @@ type Config struct {
 	Workers int // goroutines for noise and updates; 0 means GOMAXPROCS. Results do not depend on it.
 	// Schedule scales the optimizer's rate per step; the zero value keeps it constant.
 	Schedule Schedule
+	// NoDecay are coordinates ZO-SGD's weight decay leaves alone: biases and
+	// norm weights, which MeZO's update never decays (a ViT adapter's copy
+	// of the classifier's bias). Host θ only (New); a Store keeps its own.
+	NoDecay []Span
 }
+
+// Span is the coordinates [Lo, Hi) of parameter group Group.
+type Span struct{ Group, Lo, Hi int }
 
 // Engine runs zeroth-order steps on parameter groups it does not own. θ is
 // either host slices (New: an adapter's parameters, perturbed into buffers
@@ -170,6 +178,18 @@ func newEngine(dims []int, opt Optimizer, cfg Config, external bool) (*Engine, e
 	}
 	if err := cfg.Schedule.check(); err != nil {
 		return nil, fmt.Errorf("zo: %w", err)
+	}
+	cfg.NoDecay = slices.Clone(cfg.NoDecay)
+	slices.SortFunc(cfg.NoDecay, func(a, b Span) int { return cmp.Or(a.Group-b.Group, a.Lo-b.Lo) })
+	for i, sp := range cfg.NoDecay {
+		switch {
+		case i > 0 && cfg.NoDecay[i-1].Group == sp.Group && cfg.NoDecay[i-1].Hi > sp.Lo:
+			return nil, fmt.Errorf("zo: NoDecay spans %+v and %+v overlap", cfg.NoDecay[i-1], sp)
+		case external:
+			return nil, fmt.Errorf("zo: NoDecay is for host parameters; a Store exempts its own")
+		case sp.Group < 0 || sp.Group >= len(dims) || sp.Lo < 0 || sp.Lo >= sp.Hi || sp.Hi > dims[sp.Group]:
+			return nil, fmt.Errorf("zo: NoDecay span %+v is not within the parameter groups %v", sp, dims)
+		}
 	}
 	units := len(dims)
 	if cfg.Mode == Joint {

@@ -270,14 +270,40 @@ func (h *hostParams) update(step int, units []unit, norms noiseNorms, weights []
 				ghat[i] += float64(w * float64(zi))
 			}
 		}
-		m, v := e.opt.state(tk.g)
-		sq[k] = rules[tk.u].Apply(h.params[tk.g][tk.lo:tk.hi], ghat, span(m, tk.lo, tk.hi), span(v, tk.lo, tk.hi))
+		sq[k] = h.apply(&rules[tk.u], tk, ghat)
 	})
 	var ss float64
 	for _, s := range sq {
 		ss += s
 	}
 	return ss, nil
+}
+
+// apply moves the task's coordinates by rule, those of Config.NoDecay
+// without its weight decay, and returns Σ (θ_new − θ_old)².
+func (h *hostParams) apply(rule *update.Rule, tk chunkTask, ghat []float64) float64 {
+	m, v := h.e.opt.state(tk.g)
+	theta := h.params[tk.g]
+	piece := func(r *update.Rule, lo, hi int) float64 {
+		return r.Apply(theta[lo:hi], ghat[lo-tk.lo:hi-tk.lo], span(m, lo, hi), span(v, lo, hi))
+	}
+	if rule.WeightDecay == 0 {
+		return piece(rule, tk.lo, tk.hi)
+	}
+	noDecay := *rule
+	noDecay.WeightDecay = 0
+	var ss float64
+	at := tk.lo
+	for _, sp := range h.e.cfg.NoDecay {
+		lo, hi := max(sp.Lo, at), min(sp.Hi, tk.hi)
+		if sp.Group != tk.g || lo >= hi {
+			continue
+		}
+		ss += piece(rule, at, lo)
+		ss += piece(&noDecay, lo, hi)
+		at = hi
+	}
+	return ss + piece(rule, at, tk.hi)
 }
 
 // span is s[lo:hi], or nil for a nil s.

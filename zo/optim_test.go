@@ -180,3 +180,47 @@ func TestOptimizerSettings(t *testing.T) {
 		t.Errorf("lr 0 (estimate without moving): %v", err)
 	}
 }
+
+// ZO-SGD's weight decay leaves Config.NoDecay's coordinates alone (MeZO
+// never decays a bias or a norm weight) and moves every other one by
+// 1 − ηλ, in both groups, spans across chunk boundaries included.
+func TestNoDecay(t *testing.T) {
+	dims := []int{3*noise.ChunkSize + 7, 40}
+	params := make([][]float32, len(dims))
+	for g, d := range dims {
+		params[g] = make([]float32, d)
+		for i := range params[g] {
+			params[g][i] = 1
+		}
+	}
+	spans := []Span{{1, 30, 40}, {0, noise.ChunkSize - 5, noise.ChunkSize + 5}, {0, 0, 2}}
+	o := NewSGD(0.1)
+	o.WeightDecay = 0.5
+	e, err := New(params, o, Config{Eps: 1e-3, Q: 1, Seed: 1, Mode: Joint, Workers: 3, NoDecay: spans})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := objectiveFunc(func(_ [][]float32, vs []Variant) ([]float64, error) { return make([]float64, len(vs)), nil })
+	if _, err := e.Step(flat); err != nil {
+		t.Fatal(err)
+	}
+	decayed := float32(1 - float64(0.1*(0+float64(0.5*1.0))))
+	for g, p := range params {
+		for i, x := range p {
+			want := decayed
+			for _, sp := range spans {
+				if sp.Group == g && i >= sp.Lo && i < sp.Hi {
+					want = 1
+				}
+			}
+			if x != want {
+				t.Fatalf("group %d [%d] = %v, want %v", g, i, x, want)
+			}
+		}
+	}
+	for _, bad := range [][]Span{{{0, 5, 5}}, {{2, 0, 1}}, {{1, 0, 41}}, {{0, 0, 10}, {0, 9, 12}}} {
+		if _, err := New(params, NewSGD(0.1), Config{Eps: 1e-3, Q: 1, NoDecay: bad}); err == nil {
+			t.Errorf("NoDecay %v accepted", bad)
+		}
+	}
+}
