@@ -347,8 +347,14 @@ func (p *Params) Update(g int, su zo.StoreUpdate) (ss float64, err error) {
 	rounding.Dir = roundingDir
 	for j, i := range gr.tensors {
 		t := &p.tensors[i]
+		rule := su.Rule
+		if t.Weight == nil {
+			// A vector is a norm's weight or a bias: as MeZO's update, no
+			// weight decay there.
+			rule.WeightDecay = 0
+		}
 		u := &tensor.Update{Streams: su.Streams, Dist: su.Dist, Norms: su.Norms, Offset: gr.offsets[j],
-			Weights: su.Weights, Rule: su.Rule, Rounding: rounding}
+			Weights: su.Weights, Rule: rule, Rounding: rounding}
 		st := p.moments(i, su.Rule.HasM(), su.Rule.HasV())
 		if t.Weight != nil {
 			p.be.UpdateWeight(t.Weight, st.m, st.v, u)

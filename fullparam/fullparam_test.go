@@ -146,20 +146,24 @@ func (o *hostObjective) Evaluate(_ [][]float32, vs []zo.Variant) ([]float64, err
 
 // hostParams lays the model's trained tensors out as the engine's host
 // slices, group by group, as Params counts their elements.
-func hostParams(p *Params, init func(string, []int) ([]float32, error)) [][]float32 {
+// hostParams is p's θ as host slices, and the spans of its vectors (norm
+// weights, biases), which weight decay leaves alone.
+func hostParams(p *Params, init func(string, []int) ([]float32, error)) ([][]float32, []zo.Span) {
 	out := make([][]float32, len(p.groups))
+	var vectors []zo.Span
 	for g, gr := range p.groups {
 		for _, i := range gr.tensors {
 			t := p.tensors[i]
 			shape := []int{t.Rows, t.Cols}
 			if t.Vector != nil {
 				shape = []int{t.Cols}
+				vectors = append(vectors, zo.Span{Group: g, Lo: len(out[g]), Hi: len(out[g]) + t.Cols})
 			}
 			v, _ := init(t.Name, shape)
 			out[g] = append(out[g], v...)
 		}
 	}
-	return out
+	return out, vectors
 }
 
 // TestStoreStepIsHostStep: full-parameter steps on the model's own weights
@@ -168,7 +172,8 @@ func hostParams(p *Params, init func(string, []int) ([]float32, error)) [][]floa
 // the engine's host path over the same θ as slices, with every variant's
 // loss computed by Forward on a model built from its values: every
 // optimizer, joint and grouped, tied and untied heads, with some tensors
-// excluded.
+// excluded; ZO-SGD's weight decay sparing norm weights and biases, as
+// MeZO's update does.
 func TestStoreStepIsHostStep(t *testing.T) {
 	opts := []struct {
 		name string
@@ -244,7 +249,8 @@ func storeStepIsHostStep(t *testing.T, c *model.Config, newOpt func() zo.Optimiz
 	if err != nil {
 		t.Fatal(err)
 	}
-	theta := hostParams(p, init)
+	theta, vectors := hostParams(p, init)
+	cfg.NoDecay = vectors
 	host, err := zo.New(theta, newOpt(), cfg)
 	if err != nil {
 		t.Fatal(err)

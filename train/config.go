@@ -94,7 +94,7 @@ type OptimizerConfig struct {
 	Beta        float64 `mapstructure:"beta" yaml:"beta" doc:"meazo second-moment decay, in [0, 1)"`
 	Zeta        float64 `mapstructure:"zeta" yaml:"zeta" doc:"meazo denominator constant ζ (positive: keeps the first step finite when v̂ is 0)"`
 	Momentum    float64 `mapstructure:"momentum" yaml:"momentum" doc:"zo-sgd momentum, in [0, 1) (0: none)"`
-	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay" doc:"zo-sgd weight decay λ (>= 0)"`
+	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay" doc:"zo-sgd weight decay λ (>= 0); never on a bias or a norm weight, as MeZO's update"`
 	BiasCorrect bool    `mapstructure:"bias_correction" yaml:"bias_correction" doc:"radazo: apply Adam's bias correction (the reference code does not)"`
 	Schedule    string  `mapstructure:"schedule" yaml:"schedule" doc:"learning-rate schedule over train.steps: constant (the paper's), linear or cosine (reaching 0 at train.steps, so the last step's rate is small but not 0); the rates of HF transformers' get_*_schedule_with_warmup"`
 	WarmupSteps int     `mapstructure:"warmup_steps" yaml:"warmup_steps" doc:"steps of linear warmup from 0 to optimizer.lr before the schedule (HF's num_warmup_steps: step 0's rate is 0, as there; metrics.jsonl numbers that step 1, with lr 0)"`
