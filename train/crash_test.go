@@ -261,3 +261,33 @@ func TestKilledAfterAnyCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// optimizer.momentum and optimizer.beta1 may change on resume, but not
+// between 0 and above 0: that changes the state the optimizer keeps (a
+// momentum buffer, a first moment), which the checkpoint's cannot be; the
+// refusal names the key instead of optimizer.bin's tensor count.
+func TestResumeRefusesStateLayoutChange(t *testing.T) {
+	dir, cfg := demoConfig(t, 6)
+	common := []string{"train.eval_every=3", "train.checkpoint_every=3", "eval.skip=true", "task.max_train=50", "task.max_validation=8"}
+	for _, tc := range []struct {
+		name     string
+		set, chg []string
+	}{
+		{"sgd-momentum-on", []string{"optimizer.name=zo-sgd", "optimizer.lr=1e-3"}, []string{"optimizer.momentum=0.9"}},
+		{"sgd-momentum-off", []string{"optimizer.name=zo-sgd", "optimizer.lr=1e-3", "optimizer.momentum=0.9"}, []string{"optimizer.momentum=0"}},
+		{"adam-beta1-off", []string{"optimizer.name=zo-adam"}, []string{"optimizer.beta1=0"}},
+		{"adam-beta1-on", []string{"optimizer.name=zo-adam", "optimizer.beta1=0"}, []string{"optimizer.beta1=0.9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cut := filepath.Join(dir, tc.name)
+			set := append(slices.Clone(common), tc.set...)
+			if _, err := Run(Options{ConfigPath: cfg, Overrides: append(set, "output.dir="+cut), StopAfter: 4}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Run(Options{Resume: cut, Overrides: tc.chg})
+			if err == nil || !strings.Contains(err.Error(), "between 0 and a value above 0") {
+				t.Errorf("resume with %v: %v, want a refusal naming the key (not optimizer.bin's tensor count)", tc.chg, err)
+			}
+		})
+	}
+}

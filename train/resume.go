@@ -211,6 +211,13 @@ func checkResumeChanges(changes []ConfigChange, cfg *Config) error {
 			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume (the run's %s, --set %s; it fixes the run's model, data, adapter, arithmetic, noise or directory); "+
 				"start a new run instead. Changeable: %s", fmtValue(c.Old), fmtValue(c.New), strings.Join(resumableKeys, ", "))}
 		}
+		if stateKeyOf(cfg.Optimizer.Name) == c.Key && (c.Old == 0.0) != (c.New == 0.0) {
+			// 0 and not 0 keep different state (no momentum buffer, no
+			// first moment): the checkpoint's state cannot be restored.
+			return &OverrideError{c.Key, fmt.Errorf("cannot change on resume between 0 and a value above 0 (the run's %s, --set %s): "+
+				"%s keeps its state with it (a momentum buffer or a first moment) or without, and the checkpoint's is the run's; change it among values above 0, or start a new run instead",
+				fmtValue(c.Old), fmtValue(c.New), cfg.Optimizer.Name)}
+		}
 		if c.Key == "model.bf16_weights" && cfg.Adapter.Kind == "full" {
 			// Frozen weights give the same results either way; trained
 			// ones are stored, rounded and saved in what it says.
@@ -234,6 +241,18 @@ func checkResumeChanges(changes []ConfigChange, cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// stateKeyOf is the setting whose being 0 or not decides the state the
+// optimizer keeps: zo-sgd's momentum buffer, zo-adam's first moment.
+func stateKeyOf(optimizer string) string {
+	switch optimizer {
+	case "zo-sgd":
+		return "optimizer.momentum"
+	case "zo-adam":
+		return "optimizer.beta1"
+	}
+	return ""
 }
 
 // sameNewTokens says whether a change of eval.max_new_tokens leaves the
