@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -158,6 +159,12 @@ func sentences(text string, stem bool) [][]string {
 // LCS with every candidate sentence, with per-token counts clipped so that no
 // token is counted more often than it occurs on either side.
 func summaryLevelLCS(refSents, canSents [][]string) RougeScore {
+	// A line without tokens (only punctuation) has an empty LCS with every
+	// line and adds nothing to m or n: leaving such lines out changes no
+	// score, and bounds the pairs below by the tokens (MaxRougeTokens)
+	// instead of the lines, which cost three bytes each (".\n").
+	refSents = slices.DeleteFunc(slices.Clone(refSents), func(s []string) bool { return len(s) == 0 })
+	canSents = slices.DeleteFunc(slices.Clone(canSents), func(s []string) bool { return len(s) == 0 })
 	if len(refSents) == 0 || len(canSents) == 0 {
 		return RougeScore{}
 	}
@@ -188,6 +195,9 @@ func summaryLevelLCS(refSents, canSents [][]string) RougeScore {
 		union := map[int]bool{}
 		rIDs := intern(r, ids)
 		for _, c := range cands {
+			if len(union) == len(r) {
+				break // every index of r is in the union already
+			}
 			for _, i := range c.indices(rIDs) {
 				union[i] = true
 			}
