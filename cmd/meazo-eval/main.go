@@ -26,6 +26,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/meazo-go/meazo/eval"
@@ -197,6 +199,14 @@ func decodeLine(line []byte, name string, n int, fields ...lineField) error {
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return fmt.Errorf("%s:%d: not a JSON object: %v", name, n, err)
 	}
+	// A lone surrogate escape (\ud800) is a character of Python's str, but
+	// Go's decoder makes every one U+FFFD: "\ud800" and "\udc00" would
+	// score as equal where the official script scores them as different.
+	for _, f := range fields {
+		if v, ok := raw[f.key]; ok && loneSurrogate(v) {
+			return fmt.Errorf("%s:%d: field %q holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF not in a pair): not text", name, n, f.key)
+		}
+	}
 	for _, f := range fields {
 		v, ok := raw[f.key]
 		if !ok {
@@ -208,7 +218,7 @@ func decodeLine(line []byte, name string, n int, fields ...lineField) error {
 		if err := json.Unmarshal(v, f.dst); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return fmt.Errorf("%s:%d: field %q: want %s, got JSON %s", name, n, f.key, te.Type, te.Value)
+				return fmt.Errorf("%s:%d: field %q: want %s, got JSON %s", name, n, f.key, jsonKind(te.Type), te.Value)
 			}
 			return fmt.Errorf("%s:%d: field %q: %v", name, n, f.key, err)
 		}
@@ -305,4 +315,65 @@ func scoreRouge(r io.Reader, name string, stem bool, w io.Writer) error {
 	}
 	return enc.Encode(map[string]any{"aggregate": true, "count": count, "stem": stem,
 		"rouge1": mean(sum.Rouge1), "rouge2": mean(sum.Rouge2), "rougeL": mean(sum.RougeL), "rougeLsum": mean(sum.RougeLsum)})
+}
+
+// loneSurrogate reports whether the valid JSON v holds a \u escape of a
+// UTF-16 surrogate that is not part of a high-low pair.
+func loneSurrogate(v []byte) bool {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(v) || v[i] != '\\' || v[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range v[i+2 : i+6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // a two-byte escape: \" \\ \n ...
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo < 0xE000 {
+				i += 11
+				continue
+			}
+			return true
+		case r >= 0xDC00 && r < 0xE000:
+			return true
+		}
+		i += 5
+	}
+	return false
+}
+
+// jsonKind names the JSON a Go type decodes from ("a list of strings", not
+// Go's "[]*string").
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(jsonKind(t.Elem()), "a ") + "s"
+	}
+	return t.String()
 }

@@ -166,8 +166,8 @@ func TestScoreErrorsNameLineAndField(t *testing.T) {
 		{"rouge", `{"prediction": "x", "reference": null}`, `<stdin>:1: field "reference" is null`},
 		{"squad", `{"prediction": "", "ground_truths": ["Paris", null]}`, `<stdin>:1: field "ground_truths": answer 1 is null`},
 		{"squad", "{\"prediction\": \"caf\xe9\", \"ground_truths\": [\"caf\xe8\"]}", `<stdin>:1: not UTF-8 text`},
-		{"squad", `{"prediction": "x", "ground_truths": ["x", 3]}`, `<stdin>:1: field "ground_truths": want string, got JSON number`},
-		{"rouge", `{"prediction": "x", "reference": ["x"]}`, `<stdin>:1: field "reference": want string, got JSON array`},
+		{"squad", `{"prediction": "x", "ground_truths": ["x", 3]}`, `<stdin>:1: field "ground_truths": want a string, got JSON number`},
+		{"rouge", `{"prediction": "x", "reference": ["x"]}`, `<stdin>:1: field "reference": want a string, got JSON array`},
 		{"squad", `{"Prediction": "x", "ground_truths": ["x"]}`, `<stdin>:1: field "prediction" is missing`},
 		{"squad", "", `<stdin>: no predictions to score`},
 		// A run's predictions file (predictions_best.jsonl) says how to score it here.
@@ -207,5 +207,22 @@ func TestHelp(t *testing.T) {
 	if status := commands.Exec([]string{"task", "-h"}, nil, io.Discard, &stderr); status != 0 ||
 		!strings.Contains(stderr.String(), "Reads:    --model: an HF model directory (config.json, safetensors weights, tokenizer.json") {
 		t.Errorf("task -h: status %d\n%s", status, stderr.String())
+	}
+}
+
+// Python's json.loads keeps "\ud800" and "\udc00" as two different
+// characters, so evaluate-v1.1.py scores this line EM 0, F1 0; Go's decoder
+// made both U+FFFD and scored it EM 1, F1 1: such a field is refused.
+func TestScoreSquadLoneSurrogates(t *testing.T) {
+	in := `{"prediction": "\ud800", "ground_truths": ["\udc00"]}` + "\n"
+	var out bytes.Buffer
+	err := runScore([]string{"--metric", "squad"}, strings.NewReader(in), &out)
+	if want := `<stdin>:1: field "prediction" holds a lone UTF-16 surrogate escape`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("two different lone surrogates: %v (output %s), want %q", err, out.String(), want)
+	}
+	// A pair is one character, and an escaped backslash is no escape.
+	in = `{"prediction": "\ud83d\ude00 \\ud800", "ground_truths": ["\ud83d\ude00"]}` + "\n"
+	if err := runScore([]string{"--metric", "squad"}, strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
 	}
 }
