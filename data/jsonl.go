@@ -230,7 +230,9 @@ func rawID(raw json.RawMessage) (id, msg string) {
 	if json.Unmarshal(t, &s) == nil {
 		return s, ""
 	}
-	if _, err := strconv.ParseFloat(string(t), 64); err == nil {
+	// A JSON number names the row by its text, whatever its size (1e400
+	// is valid JSON, out of float64's range: ParseFloat's ErrRange).
+	if _, err := strconv.ParseFloat(string(t), 64); err == nil || errors.Is(err, strconv.ErrRange) {
 		return string(t), ""
 	}
 	return "", "want a string or a number, got " + jsonValueKind(t[0])

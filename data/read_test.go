@@ -390,3 +390,10 @@ func TestNotUTF8(t *testing.T) {
 		t.Errorf("a Latin-1 row: %v, want %s…", err, want)
 	}
 }
+
+// A JSON number id out of float64's range is still a number: it names its row.
+func TestJSONLHugeNumberID(t *testing.T) {
+	if id, msg := rawID([]byte("1e400")); id != "1e400" || msg != "" {
+		t.Errorf("rawID(1e400) = %q, %q; want the id 1e400", id, msg)
+	}
+}
