@@ -26,20 +26,29 @@ type RougeScores struct {
 // Porter-stem tokens longer than 3 characters if stem is set, and keep the
 // non-empty [a-z0-9]+ tokens.
 func RougeTokenize(text string, stem bool) []string {
-	text = pyLower(text)
-	tokens := strings.FieldsFunc(text, func(r rune) bool {
+	tokens := rougeWords(text)
+	if stem {
+		stemWords(tokens)
+	}
+	return tokens
+}
+
+// rougeWords is RougeTokenize without the stemming.
+func rougeWords(text string) []string {
+	return strings.FieldsFunc(pyLower(text), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 	})
-	if stem {
-		for i, t := range tokens {
-			if len(t) > 3 {
-				tokens[i] = PorterStem(t)
-			}
+}
+
+// stemWords Porter-stems, in place, the tokens longer than 3 characters.
+// Stems of [a-z0-9]+ tokens are non-empty [a-z0-9]+ tokens, so the final
+// validity filter of rouge_score removes nothing, and the count stays.
+func stemWords(tokens []string) {
+	for i, t := range tokens {
+		if len(t) > 3 {
+			tokens[i] = PorterStem(t)
 		}
 	}
-	// Stems of [a-z0-9]+ tokens are non-empty [a-z0-9]+ tokens, so the
-	// final validity filter of rouge_score removes nothing here.
-	return tokens
 }
 
 // MaxRougeTokens caps the tokens of a reference or a prediction that Rouge
@@ -57,8 +66,9 @@ const MaxRougeTokens = 200_000
 // RougeScorer(["rouge1","rouge2","rougeL","rougeLsum"]).score(target, prediction)).
 // Texts over MaxRougeTokens tokens are an error.
 func Rouge(reference, prediction string, stem bool) (RougeScores, error) {
-	ref := RougeTokenize(reference, stem)
-	pred := RougeTokenize(prediction, stem)
+	// The cap is checked before the stemming, the costly part of a long
+	// text (stemming keeps the count).
+	ref, pred := rougeWords(reference), rougeWords(prediction)
 	for _, x := range []struct {
 		what string
 		n    int
@@ -67,6 +77,10 @@ func Rouge(reference, prediction string, stem bool) (RougeScores, error) {
 			return RougeScores{}, fmt.Errorf("rouge: the %s has %d tokens, over the cap of %d (MaxRougeTokens: ROUGE-L's time grows with the product of the lengths)",
 				x.what, x.n, MaxRougeTokens)
 		}
+	}
+	if stem {
+		stemWords(ref)
+		stemWords(pred)
 	}
 	return RougeScores{
 		Rouge1:    scoreNgrams(ref, pred, 1),
