@@ -401,13 +401,21 @@ func (sp *SweepPlan) Results(runs []RunSpec, states map[string]RunState) []Run {
 	var out []Run
 	for _, r := range runs {
 		s := states[r.Dir]
+		lr, _ := strconv.ParseFloat(r.LR, 64)
+		if (s.Status == StatusDone || s.Status == StatusDiverged) && (!SameRate(s.Run.LR, lr) || s.Run.Seed != r.Seed) {
+			// A result at another rate or seed than its directory's (a
+			// resume's --set optimizer.lr): counted where its summary says,
+			// it would be a seed too many at that rate and leave its own
+			// rate eligible with a seed too few. It is no result of the plan.
+			s = RunState{Status: StatusFailed, Detail: fmt.Sprintf("summary.json says lr %s, seed %d, not the plan's lr %s, seed %d (changed by a resume's --set?): remove the run directory to run it again",
+				LRString(s.Run.LR), s.Run.Seed, LRString(lr), r.Seed)}
+		}
 		if s.Status == StatusDone || s.Status == StatusDiverged {
 			run := s.Run
 			run.Variant = sp.VariantTitle()
 			out = append(out, run)
 			continue
 		}
-		lr, _ := strconv.ParseFloat(r.LR, 64)
 		out = append(out, Run{Dir: r.Dir, Failed: true, Pending: s.Status != StatusFailed, Variant: sp.VariantTitle(), Summary: Summary{Optimizer: sp.Optimizer, LR: lr, Seed: r.Seed,
 			Message: s.Status + " " + s.Detail}})
 	}

@@ -284,3 +284,35 @@ func TestLastError(t *testing.T) {
 		t.Errorf("an earlier attempt's line quoted as this attempt's error: %q", got)
 	}
 }
+
+// A run whose summary.json names another rate than its directory's (resumed
+// with --set optimizer.lr) must not count as a seed of that other rate, nor
+// leave its own rate eligible with a seed missing.
+func TestResultsAtAnotherRateThanPlanned(t *testing.T) {
+	fine := false
+	sp := &SweepPlan{Name: "e_meazo", Dir: "/s", Optimizer: "meazo", Exp: &Experiment{Seeds: []uint64{0, 1}, Coarse: []float64{1e-2, 5e-2}, Fine: &fine}}
+	v := func(x float64) *float64 { return &x }
+	specs := []RunSpec{}
+	states := map[string]RunState{}
+	add := func(lr string, seed uint64, sumLR, best float64) {
+		dir := filepath.Join("/s", runDirName(lr, seed))
+		specs = append(specs, RunSpec{Sweep: sp, LR: lr, Seed: seed, Stage: 1, Dir: dir})
+		states[dir] = RunState{Status: StatusDone, Run: Run{Dir: dir, Summary: Summary{Optimizer: "meazo", LR: sumLR, Seed: seed, Steps: 1, StepsDone: 1, BestValLoss: v(best)}}}
+	}
+	add("1e-2", 0, 0.01, 5)
+	add("1e-2", 1, 0.05, 1) // resumed with --set optimizer.lr=0.05
+	add("5e-2", 0, 0.05, 6)
+	add("5e-2", 1, 0.05, 6)
+	for _, st := range RateStatsOf(sp.Results(specs, states)) {
+		if len(st.Runs) != 2 {
+			t.Errorf("rate %g counts %d runs, want one per seed (2)", st.LR, len(st.Runs))
+		}
+	}
+	sw, err := Summarize("/s", sp.Results(specs, states), sp.Exp.Seeds, sp.Exp.Coarse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw.EtaStar != 0.05 {
+		t.Errorf("η* = %g from rate 0.01's one matching seed; want 0.05 (0.01 has a seed that is not its own)", sw.EtaStar)
+	}
+}
