@@ -104,6 +104,10 @@ func Load(args []string, warn func(string)) ([]sweep.Run, error) {
 		}
 		if !r.Finished() {
 			warn(fmt.Sprintf("skipping %s: run did not finish (%d of %d steps) %s", d.dir, r.StepsDone, r.Steps, r.Message))
+			// Still a seed of its rate, with no result yet: its rate
+			// cannot be η* on the seeds that did finish (as in a study).
+			r.Variant, r.Failed, r.Pending = d.variant, true, true
+			failed = append(failed, r)
 			continue
 		}
 		r.Variant = d.variant
