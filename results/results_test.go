@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -642,6 +643,58 @@ func TestLoadRefusesARunTwice(t *testing.T) {
 	for _, want := range []string{filepath.Join(root, "sw", "lr=1e-4_seed=1"), filepath.Join(root, "old", "lr=1e-4_seed=1"), "seed 1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("two runs of MEAZO at 1e-4, seed 1: %v, want an error naming %q", err, want)
+		}
+	}
+}
+
+// results.csv stays 14 columns whatever the model's name (a path with a
+// comma or a quote): every text field is quoted as CSV quotes.
+func TestCSVQuotesTextFields(t *testing.T) {
+	rep := &Report{cells: []cell{{sweep: "e_meazo", exp: "e", optimizer: "meazo", model: `/data/llama,3 "1B"`, task: "sst2", adapter: "lora",
+		eta: 0.05, metric: "accuracy (%) of the best adapter", mean: 57.25, std: 3.18, n: 2, seeds: 2}}}
+	rows, err := csv.NewReader(strings.NewReader(rep.CSV())).ReadAll()
+	if err != nil {
+		t.Fatalf("results.csv does not parse: %v\n%s", err, rep.CSV())
+	}
+	if len(rows[1]) != len(rows[0]) {
+		t.Fatalf("row has %d fields, header %d:\n%s", len(rows[1]), len(rows[0]), rep.CSV())
+	}
+	if rows[1][1] != `/data/llama,3 "1B"` || rows[1][9] != "57.25" {
+		t.Errorf("model %q mean %q", rows[1][1], rows[1][9])
+	}
+}
+
+// A sweep directory without sweep.json (still running): a rate one of whose
+// seeds has not finished must not become η* on the seeds that did.
+func TestLoadUnfinishedSeedBarsItsRate(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, lr float64, seed int, best float64, done int) {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		status := "done"
+		if done < 20 {
+			status = "interrupted"
+		}
+		b, _ := json.Marshal(map[string]any{"optimizer": "meazo", "lr": lr, "seed": seed, "model": "m", "task": "sst2", "adapter": "lora",
+			"steps": 20, "steps_done": done, "status": status, "diverged": false, "best_val_loss": best, "last_val_loss": best})
+		if err := os.WriteFile(filepath.Join(d, "summary.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("lr=1e-2_seed=0", 0.01, 0, 1, 20)
+	write("lr=1e-2_seed=1", 0.01, 1, 9, 10) // interrupted half way
+	write("lr=2e-2_seed=0", 0.02, 0, 5, 20)
+	write("lr=2e-2_seed=1", 0.02, 1, 5, 20)
+	runs, err := Load([]string{dir}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, notes := AtBestRate(runs)
+	for m, n := range notes {
+		if n != ", η*=0.02 of 2 rates" {
+			t.Errorf("%s: %q; want η*=0.02 (0.01 has a seed without a result)", m, n)
 		}
 	}
 }

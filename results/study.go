@@ -540,8 +540,10 @@ func (rep *Report) CSV() string {
 		if c.n > 0 {
 			mean, std = num(c.mean), num(c.std)
 		}
-		fmt.Fprintf(&b, "%s,%s,%s,%s,%v,%s,%s,%s,%q,%s,%s,%d,%d,%d\n", c.exp, c.model, c.task, c.adapter, c.grouped, c.optimizer,
-			csvField(c.variant), eta, c.metric, mean, std, c.n, c.seeds, len(c.missing))
+		// Every text field through csvField: a model is its config's
+		// model.name or model.path, which may hold a comma or a quote.
+		fmt.Fprintf(&b, "%s,%s,%s,%s,%v,%s,%s,%s,%s,%s,%s,%d,%d,%d\n", csvField(c.exp), csvField(c.model), csvField(c.task), csvField(c.adapter), c.grouped,
+			csvField(c.optimizer), csvField(c.variant), eta, `"`+strings.ReplaceAll(c.metric, `"`, `""`)+`"`, mean, std, c.n, c.seeds, len(c.missing))
 	}
 	return b.String()
 }
