@@ -528,6 +528,17 @@ func (st *Study) finishSweeps(log io.Writer) error {
 		if !ss.Complete() || ss.Note != "" {
 			continue
 		}
+		// Checked again here, not only before the first run: another
+		// study started at the same moment on the same out (whose runs
+		// Prepare could not see yet) may have run some of them with its
+		// settings, and η* must not be chosen from a mix.
+		if _, pending := st.demoPending(sp.Config()); !pending && exists(sp.Config()) {
+			if err := st.checkRunsMatch(sp, ss); err != nil {
+				fmt.Fprintf(log, "meazo-sweep: %s: sweep.json not written: %v\n", sp.Name, err)
+				unwritten = append(unwritten, fmt.Errorf("sweep %s: %w", sp.Name, err))
+				continue
+			}
+		}
 		sw, err := sp.WriteSweepJSON(ss)
 		if err != nil {
 			fmt.Fprintf(log, "meazo-sweep: %s: %v\n", sp.Name, err)

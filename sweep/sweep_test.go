@@ -200,6 +200,10 @@ func TestLoadStudyErrors(t *testing.T) {
 		{"key without a value", base + "coarse:\n", "study.yaml:4: coarse has no value"},
 		{"null in an experiment", "out: x\nexperiments:\n  - {name: e, config: ~, optimizers: [meazo]}\n", "study.yaml:3: experiments[0].config has no value"},
 		{"second document", base + "---\nout: y\n", "study.yaml:4: a second YAML document"},
+		// The name goes into the Slurm scripts (#SBATCH --job-name, a comment): a line break in it ran as a command.
+		{"name with a space", "name: my study\n" + base, `name: "my study": want letters, digits`},
+		{"name with a line break", "name: \"x\\ntouch /tmp/pwned\"\n" + base, `name: "x\ntouch /tmp/pwned": want letters, digits`},
+		{"label with a bar", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: [{name: a, label: 'q | 1'}]}\n", `experiments.0.variants.0.label: "q | 1": no '|'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeStudy(t, tc.body)
@@ -667,5 +671,63 @@ func TestRunList(t *testing.T) {
 	}
 	if got := (&stoppedError{[]string{"a"}}).Error(); !strings.HasPrefix(got, "1 run stopped before") || !strings.HasSuffix(got, "continues them: a") {
 		t.Errorf("one stopped run: %q", got)
+	}
+}
+
+// TestFinishRechecksSettings: a study started at the same moment as
+// another on the same out (with other settings) checked the runs'
+// settings only before its first run, so both could write a sweep.json
+// chosen from a mix of the two studies' runs. The check runs again
+// before a sweep.json is written.
+func TestFinishRechecksSettings(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
+	study := func(steps int) *Study {
+		p := writeStudy(t, fmt.Sprintf(`out: %s/out
+seeds: [0]
+coarse: [1e-3, 1e-2]
+fine: false
+set: [train.steps=%d]
+experiments:
+  - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo]}
+executor: {kind: local, parallel: 1, trainer: %s}
+`, dir, steps, self))
+		st, err := LoadStudy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	var log bytes.Buffer
+	first := study(20)
+	if err := first.RunLocal(context.Background(), ModeRun, &log); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	sp := first.Sweeps()[0]
+	ss, err := sp.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ss.Runs() { // the config.yaml meazo-train writes (the test's trainer writes none)
+		c, err := train.Load(sp.Config(), append(r.sets(), "output.dir="+r.Dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, _ := c.YAML()
+		writeFile(t, filepath.Join(r.Dir, rundir.ConfigFile), string(y))
+	}
+	sweepJSON := filepath.Join(dir, "out/e_meazo", SweepFile)
+	if err := os.Remove(sweepJSON); err != nil {
+		t.Fatal(err)
+	}
+	// The other study reaches its end with these runs as its own.
+	log.Reset()
+	err = study(30).finishSweeps(&log)
+	if err == nil || !strings.Contains(log.String(), "sweep.json not written") {
+		t.Errorf("finish over another study's runs: %v\n%s", err, log.String())
+	}
+	if _, err := os.Stat(sweepJSON); err == nil {
+		t.Errorf("a sweep.json was written from runs of other settings")
 	}
 }
