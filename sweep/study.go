@@ -27,7 +27,7 @@ var DefaultCoarse = []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e
 // two-stage learning-rate search, and how to run them. Every field's doc tag
 // is its documentation (StudyDoc).
 type Study struct {
-	Name        string       `yaml:"name" doc:"the study's name (Slurm job names)"`
+	Name        string       `yaml:"name" doc:"the study's name (Slurm job names): letters, digits, '-', '_' and '.'"`
 	Out         string       `yaml:"out" doc:"the study directory: one sweep directory per experiment × optimizer (× variant), OUT/<experiment>_<optimizer>[_<variant>]/lr=<rate>_seed=<seed>"`
 	Demo        string       `yaml:"demo" doc:"optional: a directory where meazo-sweep first writes the built-in demo's tiny model, tokenizer, data and demo.yaml (once; kept afterwards)"`
 	Seeds       []uint64     `yaml:"seeds" doc:"seeds per rate (default [0, 1, 2])"`
@@ -58,7 +58,7 @@ type Experiment struct {
 // its own --set lines, its own sweep, its own line in the figures.
 type Variant struct {
 	Name  string   `yaml:"name" doc:"names the variant's sweep directories (letters, digits, '-', '_', '.', '=')"`
-	Label string   `yaml:"label" doc:"how tables and figures name it (default: the name), e.g. 'β1 = 0'"`
+	Label string   `yaml:"label" doc:"how tables and figures name it (default: the name), e.g. 'β1 = 0': one line, no vertical bar (it heads a column of results.md)"`
 	Set   []string `yaml:"set" doc:"meazo-train --set key=value for the variant's runs (after the experiment's)"`
 }
 
@@ -188,6 +188,12 @@ func (st *Study) checkTop() error {
 	}
 	if st.Name == "" {
 		st.Name = "study"
+	}
+	// The name goes into the Slurm scripts as it is (#SBATCH --job-name, a
+	// comment line): a space would split the #SBATCH line and a line break
+	// would end the comment and run the rest as a shell command.
+	if !nameChars(st.Name, "-_.") {
+		return fmt.Errorf("name: %q: want letters, digits, '-', '_' or '.' (it names the study's Slurm jobs)", st.Name)
 	}
 	if err := checkDirPlace("out", st.Out); err != nil {
 		return err
@@ -417,6 +423,9 @@ func checkVariants(where string, vs []Variant) error {
 		names[v.Name], titles[v.Title()] = true, true
 		if strings.ContainsAny(v.Label, "\n\r") {
 			return fmt.Errorf("%s.label: %q: one line", vw, v.Label)
+		}
+		if strings.Contains(v.Label, "|") { // it heads a column of results.md: a '|' there splits the column
+			return fmt.Errorf("%s.label: %q: no '|' (it would split its column of the results table)", vw, v.Label)
 		}
 		for _, s := range v.Set {
 			if err := checkSet(vw+".set", s); err != nil {
