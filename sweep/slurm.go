@@ -417,13 +417,13 @@ func sbatch(args ...string) (string, error) {
 // days-hours:minutes:seconds) in seconds.
 func parseSlurmTime(t string) (int, error) {
 	bad := fmt.Errorf("executor.slurm.time: %q is not a Slurm time limit", t)
-	days := 0
+	days, hasDays := 0, false // "0-4" is 4 hours, as "1-4" is 28: the form, not the number, says which
 	if d, rest, ok := strings.Cut(t, "-"); ok {
 		n, err := strconv.Atoi(d)
 		if err != nil || n < 0 {
 			return 0, bad
 		}
-		days, t = n, rest
+		days, t, hasDays = n, rest, true
 	}
 	var nums []int
 	for _, f := range strings.Split(t, ":") {
@@ -435,15 +435,15 @@ func parseSlurmTime(t string) (int, error) {
 	}
 	var secs int
 	switch {
-	case days > 0 && len(nums) == 1:
+	case hasDays && len(nums) == 1:
 		secs = nums[0] * 3600
-	case days > 0 && len(nums) == 2:
+	case hasDays && len(nums) == 2:
 		secs = nums[0]*3600 + nums[1]*60
 	case len(nums) == 3:
 		secs = nums[0]*3600 + nums[1]*60 + nums[2]
-	case days == 0 && len(nums) == 1:
+	case !hasDays && len(nums) == 1:
 		secs = nums[0] * 60
-	case days == 0 && len(nums) == 2:
+	case !hasDays && len(nums) == 2:
 		secs = nums[0]*60 + nums[1]
 	default:
 		return 0, bad

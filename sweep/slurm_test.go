@@ -249,7 +249,8 @@ func TestParseSlurmTime(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int
-	}{{"2", 120}, {"2:30", 150}, {"1:00:00", 3600}, {"1-0", 86400}, {"1-2", 93600}, {"1-2:3", 93780}, {"1-2:3:4", 93784}, {"x", -1}, {"1:2:3:4", -1}, {"-1", -1}} {
+	}{{"2", 120}, {"2:30", 150}, {"1:00:00", 3600}, {"1-0", 86400}, {"1-2", 93600}, {"1-2:3", 93780}, {"1-2:3:4", 93784}, {"x", -1}, {"1:2:3:4", -1}, {"-1", -1},
+		{"0-4", 4 * 3600}, {"0-4:30", 4*3600 + 30*60}} { // "0-4" is 4 hours to sbatch, as "1-4" is 28
 		got, err := parseSlurmTime(tc.in)
 		if (err != nil) != (tc.want < 0) || (err == nil && got != tc.want) {
 			t.Errorf("parseSlurmTime(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
