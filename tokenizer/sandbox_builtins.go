@@ -345,7 +345,7 @@ func sandboxMethods() exec.Methods {
 		Bool:  wrapMethods(m.Bool),
 		Int:   wrapMethods(m.Int),
 		Float: wrapMethods(m.Float),
-		Str:   wrapMethods(m.Str),
+		Str:   wrapMethods(pyStr(m.Str)),
 		Dict:  wrapMethods(m.Dict),
 		List:  wrapMethods(m.List),
 	}
@@ -373,6 +373,51 @@ func wrapMethods[I any](set *exec.MethodSet[I]) *exec.MethodSet[I] {
 		}
 	}
 	return exec.NewMethodSet(wrapped)
+}
+
+// pyStr is gonja's str methods with center, ljust and rjust as Python's:
+// in gonja 2.9.1 a call without a fillchar ("x".center(5)) failed (its
+// default ' ' is a rune, which its own argument check refuses), and center
+// put an odd column of padding on the other side than CPython.
+func pyStr(set *exec.MethodSet[string]) *exec.MethodSet[string] {
+	methods := builtinSet[exec.Method[string]](set, "methods")
+	for _, name := range []string{"center", "ljust", "rjust"} {
+		methods[name] = func(self string, _ *exec.Value, p *exec.VarArgs) (any, error) {
+			var (
+				width int
+				fill  string
+			)
+			if err := p.Take(
+				exec.PositionalArgument("width", nil, exec.IntArgument(&width)),
+				exec.PositionalArgument("fillchar", exec.AsValue(" "), exec.StringArgument(&fill)),
+			); err != nil {
+				return nil, exec.ErrInvalidCall(err)
+			}
+			if utf8.RuneCountInString(fill) != 1 {
+				return nil, fmt.Errorf("%s: the fill character must be exactly one character long", name)
+			}
+			return pyPad(name, self, width, fill), nil
+		}
+	}
+	return exec.NewMethodSet(methods)
+}
+
+// pyPad pads s to width code points with fill as CPython's str.center,
+// ljust and rjust do (center: the odd column on the left when width is
+// odd).
+func pyPad(name, s string, width int, fill string) string {
+	marg := width - utf8.RuneCountInString(s)
+	if marg <= 0 {
+		return s
+	}
+	left := 0
+	switch name {
+	case "center":
+		left = marg/2 + (marg & width & 1)
+	case "rjust":
+		left = marg
+	}
+	return strings.Repeat(fill, left) + s + strings.Repeat(fill, marg-left)
 }
 
 // sandboxAbort carries a limit's error from where no budget is at hand.

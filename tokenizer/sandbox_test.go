@@ -388,3 +388,24 @@ func TestWidthBoundNoWrap(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// str.center, ljust and rjust are Python's: fillchar defaults to a space
+// (gonja's own default failed its own argument check), and center puts an
+// odd column where CPython does (the expected strings are Python 3.11's).
+func TestStrPadDefaults(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`[{{ "ab".center(6) }}]`, "[  ab  ]"},
+		{`[{{ "ab".ljust(4) }}]`, "[ab  ]"},
+		{`[{{ "ab".rjust(4) }}]`, "[  ab]"},
+		{`[{{ "ab".rjust(4, "*") }}]`, "[**ab]"},
+		{`[{{ "ab".center(5, "-") }}]`, "[--ab-]"}, // Python's: the odd column on the left
+		{`[{{ "abc".center(6) }}]`, "[ abc  ]"},
+		{`[{{ "abc".center(7, "é") }}]`, "[ééabcéé]"},
+		{`[{{ "abcd".center(2) }}]`, "[abcd]"},
+	} {
+		got, err, _ := renderMeasured(t, tc.src)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.src, got, err, tc.want)
+		}
+	}
+}
