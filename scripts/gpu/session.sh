@@ -98,6 +98,7 @@ llamamodel() {
 # and the real SQuAD data, stopped after SECONDS.
 squadrun() {
   local secs=$1 model=$2 run=$3; shift 3
+  [ -d "$MEAZO_SHARED/data/squad" ] || { echo "# no SQuAD in the kit: make it with KIT_SQUAD=1 scripts/gpu/kit.sh"; return 1; }
   timeout "$secs" "$bin/meazo-train" --config configs/llama1b_squad.yaml --backend cuda --out "$run" --set model.path="$model" \
     --set task.train="$MEAZO_SHARED/data/squad/train-v1.1-subset.json" --set task.test="$MEAZO_SHARED/data/squad/dev-v1.1.json" "$@"
 }
