@@ -92,9 +92,46 @@ func (m *Model) Save(dir string, opts SaveOptions) error {
 	if err := writeConfig(dir, opts.Source, torchDtype(out)); err != nil {
 		return fmt.Errorf("save model in %s: %w", dir, err)
 	}
+	if err := CheckSourceFiles(opts.Source); err != nil {
+		return fmt.Errorf("save model in %s: %w", dir, err)
+	}
 	for _, name := range sourceFiles {
 		if err := copyIfPresent(filepath.Join(opts.Source, name), filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("save model in %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// CheckSourceFiles checks that the files Save copies from the model
+// directory src (tokenizer files, generation_config.json, …) are in it: a
+// symbolic link among them may only lead inside src or, in the Hugging Face
+// cache's layout (models--org--name/snapshots/REV/FILE ->
+// ../../blobs/HASH), inside the repository's cache directory. A stranger's
+// repository (a git clone) may hold a link to a file of the user's (a
+// token, a key), and the saved model, made to be shared, would hold its
+// contents. A run that will save a model calls it before it trains, so
+// that it refuses at the start rather than at its end.
+func CheckSourceFiles(src string) error {
+	root, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	if snap := filepath.Dir(root); filepath.Base(snap) == "snapshots" {
+		root = filepath.Dir(snap)
+	}
+	for _, name := range sourceFiles {
+		p := filepath.Join(src, name)
+		if st, err := os.Lstat(p); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			continue // absent, or a file of the directory's own
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return fmt.Errorf("%s is a symbolic link that leads nowhere: %w", p, err)
+		}
+		if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
+			return fmt.Errorf("%s is a symbolic link to %s, outside the model's directory: a saved model would carry that file's contents; "+
+				"remove the link, or copy the file into the directory", p, real)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/meazo-go/meazo/internal/fixture"
 	"github.com/meazo-go/meazo/safetensors"
 )
 
@@ -216,5 +217,69 @@ func TestSaveMultimodal(t *testing.T) {
 			}
 			back.Free()
 		})
+	}
+}
+
+// A model directory (a git clone of a stranger's repository) whose
+// added_tokens.json links to a file outside it: Save refuses rather than
+// copy the file's contents into the model it writes, and CheckSourceFiles
+// (which a run calls before it trains) says so; the Hugging Face cache's
+// own links (snapshots/REV/FILE -> ../../blobs/HASH) are followed.
+func TestSaveRefusesLinksOut(t *testing.T) {
+	src := fixture.Dir(t, "fixtures", "models", "llama-tiny")
+	copyIn := func(dir string) {
+		for _, n := range []string{"config.json", "generation_config.json", "model.safetensors"} {
+			b, err := os.ReadFile(filepath.Join(src, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("hf_SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(t.TempDir(), "repo")
+	os.MkdirAll(repo, 0o755)
+	copyIn(repo)
+	if err := os.Symlink(secret, filepath.Join(repo, "added_tokens.json")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSourceFiles(repo); err == nil {
+		t.Error("CheckSourceFiles accepts a link out of the directory")
+	}
+	out := filepath.Join(t.TempDir(), "best")
+	err = m.Save(out, SaveOptions{Source: repo})
+	if b, rerr := os.ReadFile(filepath.Join(out, "added_tokens.json")); rerr == nil {
+		t.Fatalf("Save copied the link's target into %s: %q", out, b)
+	}
+	if err == nil {
+		t.Fatal("Save did not refuse the link")
+	}
+
+	cache := filepath.Join(t.TempDir(), "models--org--name")
+	snap := filepath.Join(cache, "snapshots", "abc")
+	blobs := filepath.Join(cache, "blobs")
+	os.MkdirAll(snap, 0o755)
+	os.MkdirAll(blobs, 0o755)
+	copyIn(blobs)
+	for _, n := range []string{"config.json", "generation_config.json", "model.safetensors"} {
+		if err := os.Symlink(filepath.Join("..", "..", "blobs", n), filepath.Join(snap, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out = filepath.Join(t.TempDir(), "best")
+	if err := m.Save(out, SaveOptions{Source: snap}); err != nil {
+		t.Fatalf("a model in the Hugging Face cache: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "generation_config.json")); err != nil {
+		t.Fatal(err)
 	}
 }

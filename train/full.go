@@ -46,6 +46,10 @@ type fullState struct {
 }
 
 func newFullState(r *run) (*fullState, error) {
+	// Checked before training, not when best/ is first written.
+	if err := model.CheckSourceFiles(r.cfg.Model.Path); err != nil {
+		return nil, fmt.Errorf("model.path: %w", err)
+	}
 	p, err := fullparam.New(r.m, fullparam.Options{Include: r.cfg.Adapter.Include, Exclude: r.cfg.Adapter.Exclude,
 		Grouped: r.cfg.Adapter.Grouped})
 	if pe := (*fullparam.PatternError)(nil); errors.As(err, &pe) {
