@@ -224,6 +224,12 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 				return TensorInfo{}, fmt.Errorf("field %s given twice", clip.Quote(e.key))
 			}
 			seen[e.key] = true
+			// A shape of millions of dimensions (a few bytes each in a
+			// 100 MB header) would cost gigabytes to decode: refuse it
+			// before it is (no tensor has more than a handful).
+			if e.key == "shape" && bytes.Count(e.value, []byte(",")) >= maxDims {
+				return TensorInfo{}, fmt.Errorf("shape has more than %d dimensions", maxDims)
+			}
 		}
 	}
 	var raw rawTensorInfo
@@ -282,6 +288,10 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// maxDims is the most dimensions a tensor's shape may have (PyTorch's
+// kernels handle at most 25; every tensor meazo reads has 1, 2 or 4).
+const maxDims = 64
 
 // byteSize is elements × dtype size for a shape of non-negative dims, checked
 // for overflow the way the official crate does it (checked product of the

@@ -73,6 +73,9 @@ func TestOpenMalformed(t *testing.T) {
 			[]string{`tensor "w": missing dtype`}},
 		{"missing shape", fileBytes(`{"w":{"dtype":"F32","data_offsets":[0,4]}}`, make([]byte, 4)),
 			[]string{`tensor "w": missing shape`}},
+		// Millions of dimensions cost gigabytes to decode (2.8 GB for 49 M in a 98 MB header): refused unread.
+		{"too many dimensions", fileBytes(`{`+f32("w", "["+strings.Repeat("1,", 64)+"1]", 0, 4)+`}`, make([]byte, 4)),
+			[]string{`tensor "w": shape has more than 64 dimensions`}},
 		{"missing offsets", fileBytes(`{"w":{"dtype":"F32","shape":[1]}}`, make([]byte, 4)),
 			[]string{`tensor "w": missing data_offsets`}},
 		{"three offsets", fileBytes(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}}`, make([]byte, 4)),
