@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -69,5 +70,21 @@ func TestAliases(t *testing.T) {
 	if status := modes.Exec([]string{"fullstep", "-bf16-weights", "-model", "/nonexistent.json"}, nil, io.Discard, &stderr); status != 2 ||
 		!strings.Contains(stderr.String(), `-model "/nonexistent.json" is not built in`) {
 		t.Errorf("fullstep -bf16-weights: status %d, %s", status, stderr.String())
+	}
+}
+
+// -cpuprofile into the model's own config.json (or any file of a model
+// directory) is refused: os.Create truncated it.
+func TestProfileNotOverInputs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := dir + "/config.json"
+	if err := os.WriteFile(cfg, []byte(`{"model_type": "llama"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startProfile(cfg, cfg); err == nil {
+		t.Fatal("a profile over the -model config was accepted")
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != `{"model_type": "llama"}` {
+		t.Errorf("the config became %q", b)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/zo"
@@ -150,10 +151,15 @@ func reportPeak(w io.Writer, be tensor.Backend) {
 }
 
 // startProfile starts a CPU profile written to path (nothing if path is
-// empty); stop ends it and closes the file.
-func startProfile(path string) (stop func(), err error) {
+// empty); stop ends it and closes the file. A path that is one of inputs
+// (the -model config), or lies in a model or run directory, is refused:
+// os.Create would truncate it.
+func startProfile(path string, inputs ...string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
+	}
+	if err := outpath.CheckFile("-cpuprofile", path, inputs...); err != nil {
+		return nil, err
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -101,7 +101,7 @@ func runForward(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stop, err := startProfile(fb.profile)
+	stop, err := startProfile(fb.profile, fb.name)
 	if err != nil {
 		return err
 	}

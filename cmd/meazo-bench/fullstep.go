@@ -108,7 +108,7 @@ func runFullStep(args []string, stdout io.Writer) error {
 	// What follows is measured from here: the model's loading (random
 	// weights drawn on the host) is not.
 	resetPeak(be)
-	stop, err := startProfile(*profile)
+	stop, err := startProfile(*profile, fb.name)
 	if err != nil {
 		return err
 	}

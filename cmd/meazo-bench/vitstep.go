@@ -110,7 +110,7 @@ func runViTStep(args []string, stdout io.Writer) error {
 	}
 	shape := fmt.Sprintf("%dx%d", vb.batch, c.ImageSize)
 	zb := zoStepBench{reps: vb.reps}
-	stop, err := startProfile(vb.profile)
+	stop, err := startProfile(vb.profile, vb.cfgPath)
 	if err != nil {
 		return err
 	}

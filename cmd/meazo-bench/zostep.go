@@ -111,7 +111,7 @@ func runZOStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer be.Close()
-	stop, err := startProfile(zb.profile)
+	stop, err := startProfile(zb.profile, zb.name)
 	if err != nil {
 		return err
 	}

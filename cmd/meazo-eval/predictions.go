@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +36,9 @@ func newPredictions(path string, inputs ...string) (*predictions, error) {
 	if err := outpath.CheckFile("--predictions", path, inputs...); err != nil {
 		return nil, err
 	}
+	if err := checkReplaceable(path); err != nil {
+		return nil, err
+	}
 	// The file is written at the end: find out now, not after an hour of
 	// generation, that its directory is missing or read-only.
 	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
@@ -43,6 +48,30 @@ func newPredictions(path string, inputs ...string) (*predictions, error) {
 	probe.Close()
 	os.Remove(probe.Name())
 	return &predictions{path: path}, nil
+}
+
+// checkReplaceable refuses an existing file that is not an earlier
+// predictions file (empty, or its first line a JSON object with an "id"):
+// --predictions data/train.tsv or --predictions config.yaml, a slip of
+// the flags, would replace the user's file with the answers.
+func checkReplaceable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // missing (or unreadable: the write says)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	if !sc.Scan() {
+		return nil // empty
+	}
+	var rec map[string]json.RawMessage
+	if json.Unmarshal(sc.Bytes(), &rec) == nil {
+		if _, ok := rec["id"]; ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("--predictions %s exists and is not a predictions file (its first line is not a JSON object with an \"id\"): writing would replace it; name a new file, or remove it first", path)
 }
 
 // record is the evaluation's train.EvalOptions.OnPrediction; nil for no

@@ -186,3 +186,41 @@ func TestTaskPredictionsRefused(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// --predictions replaces an earlier predictions file (a JSON object with
+// an "id" on its first line) or an empty one, and refuses any other file:
+// --predictions data/train.tsv, a slip of the flags, replaced the data.
+func TestPredictionsReplaceOnlyPredictions(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"preds.jsonl", `{"id": 3, "generated": "x"}` + "\n", true},
+		{"empty.jsonl", "", true},
+		{"train.tsv", "sentence\tlabel\nfine\t1\n", false},
+		{"demo.yaml", "model:\n  path: m\n", false},
+		{"other.jsonl", `{"prompt": "p"}` + "\n", false},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkReplaceable(p); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	if err := checkReplaceable(filepath.Join(dir, "new.jsonl")); err != nil {
+		t.Errorf("a new file: %v", err)
+	}
+}
+
+// A predictions file written by a Windows editor (a byte-order mark before
+// its first line) is scored, as the data files are read.
+func TestScoreBOM(t *testing.T) {
+	in := "\xef\xbb\xbf" + `{"prediction": "Paris", "ground_truths": ["Paris"]}` + "\n"
+	var out bytes.Buffer
+	if err := runScore([]string{"--metric", "squad"}, strings.NewReader(in), &out); err != nil || !strings.Contains(out.String(), `"exact_match":100`) {
+		t.Errorf("%v: %s", err, out.String())
+	}
+}

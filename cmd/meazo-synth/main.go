@@ -12,10 +12,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/inputfile"
@@ -70,6 +73,7 @@ func runTrace(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	raw = inputfile.TrimBOM(raw) // as the data files allow
 	t, err := synth.ParseTrace(raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *specPath, err)
@@ -94,7 +98,7 @@ func runPaper(fs *flag.FlagSet, args []string, log io.Writer) error {
 	if err := outpath.Check("--out", *out); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := claimOut(*out); err != nil {
 		return err
 	}
 	cfg := synth.FullPaper()
@@ -102,4 +106,29 @@ func runPaper(fs *flag.FlagSet, args []string, log io.Writer) error {
 		cfg = synth.QuickPaper()
 	}
 	return synth.WritePaper(cfg, *out, log)
+}
+
+// synthMarker marks a directory meazo-synth paper made (or found empty):
+// a later run replaces its own files there, and nowhere else.
+const synthMarker = ".meazo-synth"
+
+// claimOut creates dir, or accepts it when it is empty or holds
+// synthMarker; a directory holding anything else is refused, as
+// meazo-train and meazo-plot refuse one: the paper's files (summary.md,
+// the CSVs and SVGs) would replace files of the same names there.
+func claimOut(dir string) error {
+	ents, err := os.ReadDir(dir)
+	switch {
+	case err == nil && len(ents) > 0:
+		if _, err := os.Stat(filepath.Join(dir, synthMarker)); err == nil {
+			return nil
+		}
+		return fmt.Errorf("--out %s is not empty and meazo-synth did not make it (no %s): its summary.md, CSV and SVG files would replace files of the same names there; choose a new or empty directory (or, if an older meazo-synth made it, add an empty %s to it)", dir, synthMarker, synthMarker)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, synthMarker), []byte("made by meazo-synth paper: it replaces its own files here\n"), 0o644)
 }

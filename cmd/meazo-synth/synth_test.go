@@ -112,3 +112,27 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// paper --out takes a new or empty directory, or one it made before (its
+// marker), and refuses one holding the user's files, which its summary.md,
+// CSV and SVG files would replace.
+func TestPaperOutClaimed(t *testing.T) {
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "mine")
+	os.MkdirAll(mine, 0o755)
+	os.WriteFile(filepath.Join(mine, "summary.md"), []byte("my notes"), 0o644)
+	if err := claimOut(mine); err == nil {
+		t.Error("a directory of the user's files was taken")
+	}
+	if b, _ := os.ReadFile(filepath.Join(mine, "summary.md")); string(b) != "my notes" {
+		t.Errorf("summary.md became %q", b)
+	}
+	made := filepath.Join(dir, "made")
+	if err := claimOut(made); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(made, "summary.md"), []byte("paper"), 0o644)
+	if err := claimOut(made); err != nil {
+		t.Errorf("its own directory again: %v", err)
+	}
+}
