@@ -154,10 +154,13 @@ func writeRandom(dir string, c *Config, seed uint64, std float64, bf16 bool) (*M
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfg); err != nil {
+	// The weights first, config.json last: a write stopped between them
+	// (Ctrl-C) leaves no config.json, which would make the directory look
+	// like a model and a second random-model refuse it.
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
 		return nil, err
 	}
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -33,6 +33,11 @@ type MergeOptions struct {
 	// change (lora.Rounding). The vision tower and projector of a
 	// multimodal checkpoint are still copied as they are.
 	Float32 bool
+	// OnTemp, when set, is told the temporary directory beside Out that
+	// the merge writes into, before it writes there, and "" once that is
+	// renamed to Out or removed: a signal handler removes it, so that a
+	// merge stopped by Ctrl-C leaves no hidden half-written model.
+	OnTemp func(dir string)
 }
 
 // phase writes a progress line to opts.Log: a large model takes minutes to
@@ -192,9 +197,15 @@ func writeWhole(opts MergeOptions, write func(dir string) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	if opts.OnTemp != nil {
+		opts.OnTemp(tmp)
+	}
 	defer func() {
 		if err != nil {
 			os.RemoveAll(tmp)
+		}
+		if opts.OnTemp != nil {
+			opts.OnTemp("")
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil {

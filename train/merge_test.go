@@ -81,9 +81,13 @@ func TestMergeLoRA(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			what, err := MergeLoRA(MergeOptions{Model: modelDir, Adapter: adapterDir, Out: out})
+			var temps []string // OnTemp: the directory a signal handler removes, then "" once it is renamed
+			what, err := MergeLoRA(MergeOptions{Model: modelDir, Adapter: adapterDir, Out: out, OnTemp: func(d string) { temps = append(temps, d) }})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(temps) != 2 || filepath.Dir(temps[0]) != filepath.Dir(out) || temps[0] == out || temps[1] != "" {
+				t.Errorf("OnTemp was told %q, want the temporary directory beside --out, then \"\"", temps)
 			}
 			dtype := "weights " + map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[tc.want]
 			first, rounding, _ := strings.Cut(what, "\n")

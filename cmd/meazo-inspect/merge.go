@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"sync"
 
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/stopsig"
 	"github.com/meazo-go/meazo/tensor/backends"
 	"github.com/meazo-go/meazo/train"
 )
@@ -73,10 +76,46 @@ func runMerge(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	defer be.Close()
 	opts.Backend, opts.Log = be, os.Stderr
+	stop := removeTempOnSignal(&opts)
+	defer stop()
 	what, err := train.MergeLoRA(opts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, what)
 	return nil
+}
+
+// removeTempOnSignal makes SIGINT or SIGTERM (Ctrl-C) remove the temporary
+// directory the merge is writing (opts.OnTemp), as large as the model and
+// hidden beside --out, then exit 130; stop undoes it.
+func removeTempOnSignal(opts *train.MergeOptions) (stop func()) {
+	var mu sync.Mutex
+	cur := ""
+	opts.OnTemp = func(dir string) {
+		mu.Lock()
+		cur = dir
+		mu.Unlock()
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopsig.Stop()...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			mu.Lock() // held until exit: the merge cannot rename it meanwhile
+			if cur != "" {
+				os.RemoveAll(cur)
+				fmt.Fprintf(os.Stderr, "meazo-inspect merge: %s: stopped; removed the partly written %s (nothing written to %s)\n", stopsig.Name(s), cur, opts.Out)
+			} else {
+				fmt.Fprintf(os.Stderr, "meazo-inspect merge: %s: stopped\n", stopsig.Name(s))
+			}
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }

@@ -119,6 +119,11 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := checkMemory(cfg, f.dtype == "bf16"); err != nil {
 		return err
 	}
+	// A random-model stopped while writing (Ctrl-C) leaves its hidden
+	// temporary weights file, as large as the model: remove it.
+	if err := atomicfile.RemoveLeftovers(f.out, "model.safetensors", "config.json"); err != nil {
+		return err
+	}
 	write := model.WriteRandom
 	if f.dtype == "bf16" {
 		write = model.WriteRandomBF16
