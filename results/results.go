@@ -68,6 +68,9 @@ func sources(args []string) (dirs []source, failed []sweep.Run, err error) {
 		if run, what := rundir.OfRun(arg); len(dirs) == n && run != "" {
 			return nil, nil, fmt.Errorf("%s: not a run directory but %s's %s: give %s", arg, run, what, run)
 		}
+		if len(dirs) == n && exists(filepath.Join(arg, rundir.ConfigFile)) && exists(filepath.Join(arg, rundir.LockFile)) {
+			return nil, nil, fmt.Errorf("%s: a run that has not ended (no summary.json yet: it is still training, or was killed; meazo-train --resume %s finishes a killed one): meazo-plot draws a run once it ends or is interrupted (SIGINT writes its summary.json)", arg, arg)
+		}
 		if len(dirs) == n {
 			return nil, nil, fmt.Errorf("%s: not a run directory (no summary.json) nor a sweep directory (no sweep.json, no subdirectory with a summary.json)", arg)
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meazo-go/meazo/rundir"
 	"github.com/meazo-go/meazo/sweep"
 )
 
@@ -696,5 +697,19 @@ func TestLoadUnfinishedSeedBarsItsRate(t *testing.T) {
 		if n != ", η*=0.02 of 2 rates" {
 			t.Errorf("%s: %q; want η*=0.02 (0.01 has a seed without a result)", m, n)
 		}
+	}
+}
+
+// A run still training (config.yaml and run.lock, no summary.json yet) is
+// named as such, not as "not a run directory".
+func TestLoadRunNotEnded(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{rundir.ConfigFile, rundir.LockFile} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Load([]string{dir}, func(string) {}); err == nil || !strings.Contains(err.Error(), "a run that has not ended") {
+		t.Errorf("got %v", err)
 	}
 }

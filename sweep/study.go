@@ -110,6 +110,9 @@ func LoadStudy(path string) (*Study, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("study %s: empty file", path)
 	}
+	if m, ok := raw.(map[string]any); ok && m["experiments"] == nil && (m["model"] != nil || m["task"] != nil || m["optimizer"] != nil) {
+		return nil, fmt.Errorf("study %s: a meazo-train config (model:, task:, optimizer:), not a study file: train it with meazo-train --config %s, or name it in a study's experiments (config: %s; meazo-sweep doc lists a study's keys)", path, path, path)
+	}
 	if err := checkStrict(raw, reflect.TypeOf(Study{}), ""); err != nil {
 		var ke *unknownKeyError
 		var ve *valueError

@@ -203,6 +203,7 @@ func TestLoadStudyErrors(t *testing.T) {
 		// The name goes into the Slurm scripts (#SBATCH --job-name, a comment): a line break in it ran as a command.
 		{"name with a space", "name: my study\n" + base, `name: "my study": want letters, digits`},
 		{"name with a line break", "name: \"x\\ntouch /tmp/pwned\"\n" + base, `name: "x\ntouch /tmp/pwned": want letters, digits`},
+		{"a meazo-train config", "model: {path: m}\ntask: {name: sst2}\noptimizer: {name: meazo}\n", "a meazo-train config (model:, task:, optimizer:), not a study file"},
 		{"label with a bar", "out: x\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo], variants: [{name: a, label: 'q | 1'}]}\n", `experiments.0.variants.0.label: "q | 1": no '|'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

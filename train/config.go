@@ -220,6 +220,9 @@ func mergeConfigFile(v *viper.Viper, path string, known []configKey) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("config: %w%s", err, nearestConfig(path, err))
 	}
+	if what := foreignConfig(b); what != "" {
+		return nil, fmt.Errorf("config %s: %s", path, what)
+	}
 	raw, err := parseConfigFile(b)
 	if err != nil {
 		if what := notAConfig(path, b); what != "" {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/meazo-go/meazo/internal/strictyaml"
 	"github.com/meazo-go/meazo/internal/suggest"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // parseConfigFile reads a config file's one YAML document, a mapping; a
@@ -52,6 +54,28 @@ func notAConfig(path string, b []byte) string {
 		return "a shell script"
 	case ".go":
 		return "a Go file"
+	}
+	return ""
+}
+
+// foreignConfig says, for a file that is another command's input rather
+// than a meazo-train config, what it is and where it goes: a model's HF
+// config.json (its keys would be reported one by one as unknown, or its
+// nulls as missing values) and a meazo-sweep study file. "" otherwise.
+func foreignConfig(b []byte) string {
+	var top map[string]any
+	if yaml.Unmarshal(b, &top) != nil || top == nil {
+		return ""
+	}
+	_, arch := top["architectures"]
+	_, mt := top["model_type"]
+	if arch || mt {
+		return "a model's config.json (architectures, model_type), not a meazo-train config: give the model's directory as model.path (--set model.path=DIR), and --config a .yaml file of sections model:, task:, …"
+	}
+	_, exps := top["experiments"]
+	_, coarse := top["coarse"]
+	if exps || coarse {
+		return "a meazo-sweep study file (experiments:, coarse:), not a meazo-train config: run it with meazo-sweep run FILE (meazo-sweep plan FILE lists its runs)"
 	}
 	return ""
 }

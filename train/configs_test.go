@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,5 +90,24 @@ func checkMinistral(t *testing.T, p string, c *Config) {
 		a.Kind != "lora" || a.R != 16 || !slices.Equal(a.Targets, []string{"q_proj", "v_proj"}) {
 		t.Errorf("%s: bf16 %v, path %s, task %s, adapter %s r %d on %v; want the BF16 checkpoint in bf16, squad, LoRA r 16 on q_proj/v_proj",
 			p, c.Model.BF16, c.Model.Path, c.Task.Name, a.Kind, a.R, a.Targets)
+	}
+}
+
+// --config given another command's file (a model's config.json, a study)
+// says what it is and where it goes, instead of naming its first key
+// unknown or its first null a missing value.
+func TestForeignConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, body, want string }{
+		{"config.json", `{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "rope_scaling": null}`, "a model's config.json"},
+		{"study.yaml", "out: runs\ncoarse: [1e-3]\nexperiments:\n  - {name: e, config: c.yaml, optimizers: [meazo]}\n", "a meazo-sweep study file"},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(p, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want it named %q", tc.name, err, tc.want)
+		}
 	}
 }

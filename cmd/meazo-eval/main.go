@@ -160,6 +160,9 @@ func forEachLine(r io.Reader, name string, fn func(line []byte, n int) error) er
 	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
 		line, err := inputfile.ReadLine(br, maxLineBytes)
+		if n == 1 {
+			line = inputfile.TrimBOM(line) // as the data files allow
+		}
 		if errors.Is(err, inputfile.ErrLongLine) {
 			return fmt.Errorf("%s:%d: over %s without a newline: not a line of JSON Lines predictions", name, n, bytesize.String(int64(maxLineBytes)))
 		}

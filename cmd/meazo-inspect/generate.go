@@ -245,6 +245,9 @@ func readConversations(tok *tokenizer.Tokenizer, path string, stdin io.Reader) (
 	r := bufio.NewReader(in)
 	for n := 1; ; n++ {
 		line, err := inputfile.ReadLine(r, maxLineBytes)
+		if n == 1 {
+			line = inputfile.TrimBOM(line) // as the data files allow
+		}
 		if errors.Is(err, inputfile.ErrLongLine) {
 			return nil, fmt.Errorf("--messages %s line %d: over %s without a newline: not a line of JSON Lines", path, n, bytesize.String(int64(maxLineBytes)))
 		}

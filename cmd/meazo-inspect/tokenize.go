@@ -88,6 +88,9 @@ func eachJSONLine(in io.Reader, out io.Writer, handle func(line []byte) (any, er
 	enc.SetEscapeHTML(false)
 	for n := 1; ; n++ {
 		line, err := inputfile.ReadLine(r, maxLineBytes)
+		if n == 1 {
+			line = inputfile.TrimBOM(line) // as the data files allow
+		}
 		if errors.Is(err, inputfile.ErrLongLine) {
 			w.Flush()
 			return fmt.Errorf("stdin line %d: over %s without a newline: not a line of JSON Lines", n, bytesize.String(int64(maxLineBytes)))

@@ -8,6 +8,7 @@ package inputfile
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -91,3 +92,8 @@ func ReadLine(br *bufio.Reader, max int) ([]byte, error) {
 		}
 	}
 }
+
+// TrimBOM is b without a leading UTF-8 byte-order mark, which Windows
+// editors write at the start of a file: the first line of JSON Lines, or a
+// whole JSON file, read as the data loaders read one.
+func TrimBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) }

@@ -80,6 +80,9 @@ func Parse(b []byte) (any, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
+		if line := tabIndent(b); line > 0 {
+			return nil, &Error{Line: line, Msg: "invalid YAML: a tab in the indentation (YAML indents with spaces only): replace it with spaces"}
+		}
 		return nil, invalid(err)
 	}
 	var next yaml.Node
@@ -98,6 +101,19 @@ func Parse(b []byte) (any, error) {
 		return nil, invalid(err)
 	}
 	return v, nil
+}
+
+// tabIndent is the 1-based number of the first line of b whose
+// indentation holds a tab, which YAML forbids (the parser's message, "found
+// character that cannot start any token", does not say so); 0 if none.
+func tabIndent(b []byte) int {
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		indent := line[:len(line)-len(bytes.TrimLeft(line, " \t"))]
+		if bytes.IndexByte(indent, '\t') >= 0 && len(bytes.TrimSpace(line)) > 0 {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // isEmpty says whether a document holds nothing (a trailing "---").

@@ -76,3 +76,16 @@ func TestLine(t *testing.T) {
 		t.Error("a document without the key gave a line")
 	}
 }
+
+// A tab in a line's indentation (YAML forbids it) is named with its line,
+// instead of the parser's "found character that cannot start any token".
+func TestTabIndent(t *testing.T) {
+	_, err := Parse([]byte("model:\n  path: m\ntrain:\n\tsteps: 3\n"))
+	var e *Error
+	if !errors.As(err, &e) || e.Line != 4 || !strings.Contains(e.Msg, "a tab in the indentation") {
+		t.Errorf("got %v, want line 4 named for its tab", err)
+	}
+	if _, err := Parse([]byte("a: \"x\ty\"\n")); err != nil {
+		t.Errorf("a tab inside a value: %v", err)
+	}
+}
