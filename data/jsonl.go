@@ -202,7 +202,7 @@ func decodeRow(b []byte, r any) (field, msg string) {
 	if err := json.Unmarshal(b, r); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return te.Field, fmt.Sprintf("want %s, got JSON %s", jsonKind(te.Type), te.Value)
+			return te.Field, fmt.Sprintf("want %s, got JSON %s", JSONKind(te.Type), te.Value)
 		}
 		return "(line)", "not a JSON object: " + err.Error()
 	}

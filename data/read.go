@@ -181,9 +181,9 @@ func checkExample(ex *Example) (field, msg string) {
 	return "", ""
 }
 
-// jsonKind names the JSON a Go type decodes from, for messages (not the Go
+// JSONKind names the JSON a Go type decodes from, for messages (not the Go
 // type's own name).
-func jsonKind(t reflect.Type) string {
+func JSONKind(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

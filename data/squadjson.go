@@ -189,7 +189,7 @@ func jsonField(err error, whole string) string {
 func jsonMessage(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("want %s, got JSON %s", jsonKind(te.Type), te.Value)
+		return fmt.Sprintf("want %s, got JSON %s", JSONKind(te.Type), te.Value)
 	}
 	return err.Error()
 }

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/meazo-go/meazo/data"
 	"github.com/meazo-go/meazo/eval"
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/bytesize"
@@ -366,17 +367,14 @@ func loneSurrogate(v []byte) bool {
 	return false
 }
 
-// jsonKind names the JSON a Go type decodes from ("a list of strings", not
-// Go's "[]*string").
+// jsonKind is data.JSONKind with a list's elements named ("a list of
+// strings", not "a list").
 func jsonKind(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Slice:
-		return "a list of " + strings.TrimPrefix(jsonKind(t.Elem()), "a ") + "s"
+	if t.Kind() == reflect.Slice {
+		return "a list of " + strings.TrimPrefix(data.JSONKind(t.Elem()), "a ") + "s"
 	}
-	return t.String()
+	return data.JSONKind(t)
 }
