@@ -394,6 +394,12 @@ func fail(err error) {
 	if errors.Is(err, train.ErrStoppedStarting) || errors.Is(err, errDemoInterrupted) {
 		os.Exit(train.ExitInterrupted)
 	}
+	// A --set the run refuses (its value, or what it makes of the config)
+	// is a bad command line, as -h says, however late it is found.
+	var oe *train.OverrideError
+	if errors.As(err, &oe) {
+		os.Exit(2)
+	}
 	os.Exit(1)
 }
 

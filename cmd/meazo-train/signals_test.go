@@ -175,7 +175,8 @@ func waitForFile(t *testing.T, path string) {
 // TestExitStatuses runs meazo-train to each end a run can come to and
 // checks its exit status, summary.json's status and its last line: done
 // and diverged (a result) exit 0, a failure 1 with no summary.json (here a
-// file-size limit, as a full disk, fails the first checkpoint's write).
+// file-size limit, as a full disk, fails the first checkpoint's write),
+// and a --set the run refuses 2, a bad command line.
 // An interrupted run's exit 3 is TestSignalInterruptsAndResumes's.
 func TestExitStatuses(t *testing.T) {
 	dir := t.TempDir()
@@ -194,6 +195,9 @@ func TestExitStatuses(t *testing.T) {
 		{"done", nil, "", 0, rundir.StatusDone, "done: 4 steps, best validation loss "},
 		{"diverged", []string{"optimizer.name=zo-sgd", "optimizer.lr=1e30"}, "", 0, rundir.StatusDiverged, "diverged at step 2: "},
 		{"failed", nil, "8", 1, "", "meazo-train: write safetensors "},
+		// A --set the run refuses is a bad command line, as -h says.
+		{"bad --set value", []string{"train.steps=abc"}, "", 2, "", "meazo-train: --set train.steps: want a whole number"},
+		{"--set refused by the checks", []string{"train.batch_size=0"}, "", 2, "", "meazo-train: --set train.batch_size: "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
