@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/meazo-go/meazo/noise"
 	"github.com/meazo-go/meazo/zo"
@@ -17,8 +18,8 @@ const SpecHelp = `SPEC.json (--spec): one JSON object:
   h          the diagonal of the Hessian (required)
   x0         the starting point, as many values as h (required)
   optimizer  zo-sgd, zo-adam, radazo, meazo or fzoo (required)
-  lr, eps    the learning rate and the perturbation size (eps required, > 0)
-  steps      the number of steps
+  lr, eps    the learning rate (required, ≥ 0) and the perturbation size (required, > 0)
+  steps      the number of steps (required, ≥ 1)
   q          directions per step (default 1; fzoo needs 2 or more)
   seed       the noise seed (default 0)
   dist       the noise: normal (default), rademacher, sphere or ternary
@@ -28,17 +29,19 @@ const SpecHelp = `SPEC.json (--spec): one JSON object:
 `
 
 // traceSpec is a spec file (SpecHelp documents it). Pointer fields are
-// optional and take the optimizer's defaults (q: 1); mode (joint, grouped,
+// optional and take the optimizer's defaults (q: 1), but lr and steps,
+// which a spec must give (a trace that forgot them printed nothing, or
+// never moved, and said nothing); mode (joint, grouped,
 // cyclic) defaults to grouped (Jacobi) when groups are given and joint
 // otherwise.
 type traceSpec struct {
 	H         []float64 `json:"h"`
 	X0        []float64 `json:"x0"`
 	Optimizer string    `json:"optimizer"`
-	LR        float64   `json:"lr"`
+	LR        *float64  `json:"lr"`
 	Eps       float64   `json:"eps"`
 	Q         *int      `json:"q"`
-	Steps     int       `json:"steps"`
+	Steps     *int      `json:"steps"`
 	Seed      uint64    `json:"seed"`
 	Dist      string    `json:"dist"`
 	Beta1     *float64  `json:"beta1"`
@@ -93,8 +96,14 @@ func (sp *traceSpec) trace() (*Trace, error) {
 		return nil, badField("eps", "must be positive, got %g", sp.Eps)
 	case sp.Q != nil && *sp.Q < 1:
 		return nil, badField("q", "must be at least 1, got %d", *sp.Q)
-	case sp.Steps < 0:
-		return nil, badField("steps", "negative (%d)", sp.Steps)
+	case sp.LR == nil:
+		return nil, badField("lr", "missing (the learning rate; 0 keeps x where it is)")
+	case !(*sp.LR >= 0) || math.IsInf(*sp.LR, 1):
+		return nil, badField("lr", "must be finite and at least 0, got %g", *sp.LR)
+	case sp.Steps == nil:
+		return nil, badField("steps", "missing (the number of steps to trace)")
+	case *sp.Steps < 1:
+		return nil, badField("steps", "must be at least 1, got %d", *sp.Steps)
 	}
 	if sp.Dist == "" {
 		sp.Dist = "normal"
@@ -107,11 +116,11 @@ func (sp *traceSpec) trace() (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	opt, err := newOptimizer(optimizerSettings{sp.Optimizer, sp.LR, sp.Beta1, sp.Beta2, sp.Beta, sp.Zeta})
+	opt, err := newOptimizer(optimizerSettings{sp.Optimizer, *sp.LR, sp.Beta1, sp.Beta2, sp.Beta, sp.Zeta})
 	if err != nil {
 		return nil, badField("optimizer", "%v", err)
 	}
-	t := &Trace{steps: sp.Steps, lay: newLayout(d, groups)}
+	t := &Trace{steps: *sp.Steps, lay: newLayout(d, groups)}
 	t.params = t.lay.split(sp.X0)
 	q := 1
 	if sp.Q != nil {

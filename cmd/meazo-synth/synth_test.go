@@ -25,6 +25,10 @@ func TestTraceErrors(t *testing.T) {
 		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": 1, "eps": 0, "q": 1, "steps": 1}`, `"eps"`},
 		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": 1, "eps": 1, "q": 1, "steps": 1, "dist": "x"}`, `"dist"`},
 		{`{"h": [1], "x0": [1], "lr": 1, "extra": 3}`, `unknown field`},
+		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": 1, "eps": 1}`, `"steps": missing`},
+		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": 1, "eps": 1, "steps": 0}`, `"steps": must be at least 1`},
+		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "eps": 1, "steps": 2}`, `"lr": missing`},
+		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": -1, "eps": 1, "steps": 2}`, `"lr": must be finite`},
 	} {
 		err := newCommands(io.Discard).Run("trace", []string{"--spec", writeSpec(t, tc.spec)}, nil, &strings.Builder{})
 		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "spec.json") {
