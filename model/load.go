@@ -258,8 +258,22 @@ func build(c *Config, be tensor.Backend, mayStack bool, keepBF16 func(name strin
 	return m, nil
 }
 
+// listTensors calls list with the name and shape of each tensor a model of
+// config c reads, in the order build reads them, building nothing.
+func listTensors(c *Config, list func(name string, shape []int)) error {
+	fam := familyOf(c)
+	m := &Model{Config: *c, fam: fam}
+	b := &builder{load: func(name string, shape []int) ([]float32, error) {
+		list(name, slices.Clone(shape))
+		return nil, nil
+	}}
+	fam.build(m, b)
+	return b.err
+}
+
 // builder reads a model's tensors by name and hands them to the backend;
-// after the first error it reads nothing more and keeps that error.
+// after the first error it reads nothing more and keeps that error. With
+// no backend (listTensors) it only reads.
 type builder struct {
 	be       tensor.Backend
 	stack    bool // the backend stacks projections (tensor.Stacker)
@@ -274,7 +288,7 @@ func (b *builder) vector(name string, n int) tensor.Buf {
 		return nil
 	}
 	v, err := b.load(name, []int{n})
-	if b.err = err; err != nil {
+	if b.err = err; err != nil || b.be == nil {
 		return nil
 	}
 	return b.be.FromHost(v)
@@ -289,7 +303,7 @@ func (b *builder) matrix(name string, rows, cols int) tensor.Weight {
 		return nil
 	}
 	v, err := b.load(name, []int{rows, cols})
-	if b.err = err; err != nil {
+	if b.err = err; err != nil || b.be == nil {
 		return nil
 	}
 	return b.be.Pack(v, rows, cols, b.bf16(name))

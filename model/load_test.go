@@ -48,8 +48,9 @@ func biasConfigs() map[string]*Config {
 }
 
 // TestWriteRandomRoundTrip writes random models, F32 and BF16, and reads
-// them back: the same config and logits as the model WriteRandom returned,
-// and a BF16 checkpoint's matrices kept in bfloat16 with BF16Weights.
+// them back: the same config and logits as NewRandomWith's model of the
+// same seed (the values WriteRandom promises), and a BF16 checkpoint's
+// matrices kept in bfloat16 with BF16Weights.
 func TestWriteRandomRoundTrip(t *testing.T) {
 	for _, arch := range []string{"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"} {
 		for _, bf16 := range []bool{false, true} {
@@ -59,7 +60,10 @@ func TestWriteRandomRoundTrip(t *testing.T) {
 				if bf16 {
 					write = WriteRandomBF16
 				}
-				mem, err := write(dir, tinyConfig(arch), 7, 0.2)
+				if err := write(dir, tinyConfig(arch), 7, 0.2); err != nil {
+					t.Fatal(err)
+				}
+				mem, err := NewRandomWith(tinyConfig(arch), 7, 0.2, LoadOptions{BF16Weights: bf16})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -97,7 +101,7 @@ func TestWriteRandomRoundTrip(t *testing.T) {
 // the file and the problem.
 func TestLoadErrors(t *testing.T) {
 	good := t.TempDir()
-	if _, err := WriteRandom(good, tinyConfig("LlamaForCausalLM"), 1, 0.2); err != nil {
+	if err := WriteRandom(good, tinyConfig("LlamaForCausalLM"), 1, 0.2); err != nil {
 		t.Fatal(err)
 	}
 	weights, _ := os.ReadFile(filepath.Join(good, "model.safetensors"))
@@ -364,7 +368,7 @@ func TestNewRandomBF16(t *testing.T) {
 func TestLoadIgnoresTiedHeadAndInvFreq(t *testing.T) {
 	dir := t.TempDir()
 	c := tinyConfig("Qwen3ForCausalLM")
-	if _, err := WriteRandom(dir, c, 1, 0.2); err != nil {
+	if err := WriteRandom(dir, c, 1, 0.2); err != nil {
 		t.Fatal(err)
 	}
 	ck, err := safetensors.OpenCheckpoint(dir)
@@ -408,7 +412,7 @@ func TestWriteRandomFloats(t *testing.T) {
 	c.RopeTheta = 500000
 	c.RopeScaling = &RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
 	dir := t.TempDir()
-	if _, err := WriteRandom(dir, c, 1, 0.2); err != nil {
+	if err := WriteRandom(dir, c, 1, 0.2); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))

@@ -194,7 +194,7 @@ func TestParamsCountsTheCheckpoint(t *testing.T) {
 
 	for name, c := range configs {
 		dir := t.TempDir()
-		if _, err := WriteRandom(dir, c, 1, 0.02); err != nil {
+		if err := WriteRandom(dir, c, 1, 0.02); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		f, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))

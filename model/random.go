@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -33,13 +34,7 @@ import (
 func randomLoader(seed uint64, std float64, keep bool) weightLoader {
 	var reuse []float32
 	return func(name string, shape []int) ([]float32, error) {
-		h := fnv.New64a()
-		h.Write([]byte(name))
-		stream := h.Sum64()
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
+		n := numElements(shape)
 		var v []float32
 		if !keep && len(shape) == 2 && n <= maxReuse {
 			if cap(reuse) < n {
@@ -49,26 +44,71 @@ func randomLoader(seed uint64, std float64, keep bool) weightLoader {
 		} else {
 			v = make([]float32, n)
 		}
-		// norm weights: 1 ± 0.1; matrices: uniform on [-a, a], std a/√3.
-		center, a := float32(0), float32(std*math.Sqrt(3))
-		if isNormWeight(name) {
-			center, a = 1, 0.1
-		}
-		parallel.For((n+randomChunk-1)/randomChunk, 0, func(c int) {
-			r := rand.NewPCG(seed+uint64(c)*0x9e3779b97f4a7c15, stream)
-			chunk := v[c*randomChunk : min(n, (c+1)*randomChunk)]
-			for i := 0; i < len(chunk); i += 2 {
-				// Two uniform values in [-1, 1) from the top and bottom 24
-				// bits of one 64-bit draw.
-				u := r.Uint64()
-				chunk[i] = center + a*(float32(u>>40)*0x1p-23-1)
-				if i+1 < len(chunk) {
-					chunk[i+1] = center + a*(float32(u&(1<<24-1))*0x1p-23-1)
-				}
-			}
-		})
+		newRandomTensor(seed, std, name).fill(v, 0)
 		return v, nil
 	}
+}
+
+// randomTensor draws one tensor's random values, chunk by chunk.
+type randomTensor struct {
+	seed, stream uint64
+	center, a    float32 // values uniform on [center−a, center+a)
+}
+
+// newRandomTensor is the named tensor's generator: norm weights 1 ± 0.1,
+// matrices uniform on [-a, a] with standard deviation a/√3 = std.
+func newRandomTensor(seed uint64, std float64, name string) randomTensor {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	r := randomTensor{seed: seed, stream: h.Sum64(), a: float32(std * math.Sqrt(3))}
+	if isNormWeight(name) {
+		r.center, r.a = 1, 0.1
+	}
+	return r
+}
+
+// fill writes into v the values from element first·randomChunk on (a run
+// of whole chunks, the last one maybe cut short), the chunks in parallel.
+func (r randomTensor) fill(v []float32, first int) {
+	parallel.For((len(v)+randomChunk-1)/randomChunk, 0, func(c int) {
+		g := rand.NewPCG(r.seed+uint64(first+c)*0x9e3779b97f4a7c15, r.stream)
+		chunk := v[c*randomChunk : min(len(v), (c+1)*randomChunk)]
+		for i := 0; i < len(chunk); i += 2 {
+			// Two uniform values in [-1, 1) from the top and bottom 24
+			// bits of one 64-bit draw.
+			u := g.Uint64()
+			chunk[i] = r.center + r.a*(float32(u>>40)*0x1p-23-1)
+			if i+1 < len(chunk) {
+				chunk[i+1] = r.center + r.a*(float32(u&(1<<24-1))*0x1p-23-1)
+			}
+		}
+	})
+}
+
+// write writes the tensor's n values to w as dtype (F32, or BF16 rounded
+// as a BF16 checkpoint's are), a few chunks at a time: a model of any size
+// is written in a few megabytes of memory.
+func (r randomTensor) write(w io.Writer, n int, dtype safetensors.Dtype) error {
+	v := make([]float32, min(n, writeChunks*randomChunk))
+	b := make([]byte, dtype.Size()*len(v))
+	for done := 0; done < n; done += len(v) {
+		v = v[:min(len(v), n-done)]
+		r.fill(v, done/randomChunk)
+		m := safetensors.Encode(b, v, dtype)
+		if _, err := w.Write(b[:m]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// numElements is the number of elements of a shape.
+func numElements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
 
 // isNormWeight tells a normalisation's scale by its HF name: the decoders'
@@ -81,6 +121,7 @@ func isNormWeight(name string) bool {
 
 const (
 	randomChunk = 1 << 16 // values drawn from one generator
+	writeChunks = 16      // chunks a random tensor is written in at a time
 	maxReuse    = 1 << 25 // largest matrix made in the reused buffer (128 MiB)
 )
 
@@ -119,51 +160,42 @@ func bf16Loader(load weightLoader) weightLoader {
 
 // WriteRandom writes a random model in HF format (config.json and an F32
 // model.safetensors without lm_head.weight when tied, as save_pretrained
-// does) and returns it loaded.
-func WriteRandom(dir string, c *Config, seed uint64, std float64) (*Model, error) {
-	return writeRandom(dir, c, seed, std, false)
+// does) with the values NewRandom gives. It holds none of the model in
+// memory: each tensor is drawn as it is written.
+func WriteRandom(dir string, c *Config, seed uint64, std float64) error {
+	return writeRandom(dir, c, seed, std, safetensors.F32)
 }
 
 // WriteRandomBF16 is WriteRandom with every tensor stored as BF16, as the
-// published checkpoints are: the values are rounded to bfloat16, and the
-// model returned holds the rounded values in float32.
-func WriteRandomBF16(dir string, c *Config, seed uint64, std float64) (*Model, error) {
-	return writeRandom(dir, c, seed, std, true)
+// published checkpoints are: NewRandomWith's values with BF16Weights.
+func WriteRandomBF16(dir string, c *Config, seed uint64, std float64) error {
+	return writeRandom(dir, c, seed, std, safetensors.BF16)
 }
 
-func writeRandom(dir string, c *Config, seed uint64, std float64, bf16 bool) (*Model, error) {
-	load, dtype, tensor := randomLoader(seed, std, true), "float32", safetensors.F32Tensor
-	if bf16 {
-		load, dtype, tensor = bf16Loader(load), "bfloat16", safetensors.BF16Tensor // exact: the values are rounded
-	}
+func writeRandom(dir string, c *Config, seed uint64, std float64, dtype safetensors.Dtype) error {
 	var tensors []safetensors.Tensor
-	m, err := build(c, LoadOptions{}.backend(), true, nil, func(name string, shape []int) ([]float32, error) {
-		v, err := load(name, shape)
-		if err == nil {
-			tensors = append(tensors, tensor(name, shape, v))
-		}
-		return v, err
+	err := listTensors(c, func(name string, shape []int) {
+		r, n := newRandomTensor(seed, std, name), numElements(shape)
+		tensors = append(tensors, safetensors.Tensor{Name: name, Dtype: dtype, Shape: shape,
+			Produce: func(w io.Writer) error { return r.write(w, n, dtype) }})
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
-	cfg, err := c.marshalHF(dtype)
+	cfg, err := c.marshalHF(map[safetensors.Dtype]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}[dtype])
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The weights first, config.json last: a write stopped between them
 	// (Ctrl-C) leaves no config.json, which would make the directory look
 	// like a model and a second random-model refuse it.
 	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfg); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfg)
 }
 
 // MarshalHF renders the config as an HF config.json (of float32 weights).

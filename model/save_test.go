@@ -56,7 +56,7 @@ func saveGarbage(t *testing.T) {
 	c := tinyConfig("Qwen3ForCausalLM")
 	c.VocabSize, c.HiddenSize, c.IntermediateSize = 4096, 256, 512
 	src := t.TempDir()
-	if _, err := WriteRandom(src, c, 9, 0.3); err != nil {
+	if err := WriteRandom(src, c, 9, 0.3); err != nil {
 		t.Fatal(err)
 	}
 	m, err := LoadWith(src, LoadOptions{Unstacked: true})
@@ -95,7 +95,7 @@ func saveRoundTrip(t *testing.T, arch string, bf16 bool, maxShard int64) {
 	if bf16 {
 		write = WriteRandomBF16
 	}
-	if _, err := write(src, c, 9, 0.3); err != nil {
+	if err := write(src, c, 9, 0.3); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(src, "tokenizer.json"), []byte(`{"model": {}}`), 0o644); err != nil {

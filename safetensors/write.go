@@ -41,11 +41,40 @@ func (t Tensor) size() int64 {
 
 // F32Tensor packs float32 values. WriteFile checks len(v) against shape.
 func F32Tensor(name string, shape []int, v []float32) Tensor {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	return encoded(name, shape, v, F32)
+}
+
+// encoded is a tensor of v's values stored as d (F32, BF16 or F16).
+func encoded(name string, shape []int, v []float32, d Dtype) Tensor {
+	b := make([]byte, d.Size()*len(v))
+	Encode(b, v, d)
+	return Tensor{Name: name, Dtype: d, Shape: slices.Clone(shape), Data: b}
+}
+
+// Encode writes v's values into dst as a file of dtype d stores them (F32;
+// BF16 and F16 rounded as BF16Tensor and F16Tensor round) and returns the
+// number of bytes written, d.Size()·len(v), which dst must hold: for a
+// tensor produced piece by piece (Tensor.Produce). It panics on another
+// dtype.
+func Encode(dst []byte, v []float32, d Dtype) int {
+	dst = dst[:d.Size()*len(v)]
+	switch d {
+	case F32:
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(x))
+		}
+	case BF16:
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(dst[2*i:], float32ToBF16(x))
+		}
+	case F16:
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(dst[2*i:], Float16Bits(x))
+		}
+	default:
+		panic("safetensors.Encode: no float32 encoding to " + string(d))
 	}
-	return Tensor{Name: name, Dtype: F32, Shape: slices.Clone(shape), Data: b}
+	return len(dst)
 }
 
 // F64Tensor packs float64 values.
@@ -69,11 +98,7 @@ func I64Tensor(name string, shape []int, v []int64) Tensor {
 // BF16Tensor rounds float32 values to bfloat16, to nearest with ties to even
 // (as torch's .to(torch.bfloat16) does); NaN stays NaN.
 func BF16Tensor(name string, shape []int, v []float32) Tensor {
-	b := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(b[2*i:], float32ToBF16(x))
-	}
-	return Tensor{Name: name, Dtype: BF16, Shape: slices.Clone(shape), Data: b}
+	return encoded(name, shape, v, BF16)
 }
 
 // RoundBF16 is x rounded to bfloat16 as BF16Tensor stores it (to nearest,
@@ -95,11 +120,7 @@ func float32ToBF16(x float32) uint16 {
 // beyond 65504 a value becomes infinity, below 2⁻²⁴ it becomes a
 // subnormal or zero; NaN stays NaN.
 func F16Tensor(name string, shape []int, v []float32) Tensor {
-	b := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(b[2*i:], Float16Bits(x))
-	}
-	return Tensor{Name: name, Dtype: F16, Shape: slices.Clone(shape), Data: b}
+	return encoded(name, shape, v, F16)
 }
 
 // RoundF16 is x rounded to float16 as F16Tensor stores it, back in

@@ -72,7 +72,7 @@ func bf16Demo(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	bf16 := filepath.Join(dir, "bf16")
-	if _, err := model.WriteRandomBF16(bf16, &demo.Config, 1, 0.02); err != nil {
+	if err := model.WriteRandomBF16(bf16, &demo.Config, 1, 0.02); err != nil {
 		t.Fatal(err)
 	}
 	demo.Free()

@@ -69,7 +69,7 @@ func WriteDemo(dir string, steps int) (string, error) {
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
 		BOSTokenID: -1, EOSTokenIDs: []int{258},
 	}
-	if _, err := model.WriteRandom(modelDir, cfg, 1, 0.15); err != nil {
+	if err := model.WriteRandom(modelDir, cfg, 1, 0.15); err != nil {
 		return "", err
 	}
 	if err := plantSentiment(modelDir, vocab, demoPlantStrength); err != nil {

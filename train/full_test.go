@@ -262,11 +262,11 @@ func TestStorageNote(t *testing.T) {
 		t.Fatal(err)
 	}
 	bf16 := filepath.Join(dir, "bf16")
-	if _, err := model.WriteRandomBF16(bf16, &demo.Config, 1, 0.02); err != nil {
+	if err := model.WriteRandomBF16(bf16, &demo.Config, 1, 0.02); err != nil {
 		t.Fatal(err)
 	}
 	f16 := filepath.Join(dir, "f16")
-	if _, err := model.WriteRandom(f16, &demo.Config, 1, 0.02); err != nil {
+	if err := model.WriteRandom(f16, &demo.Config, 1, 0.02); err != nil {
 		t.Fatal(err)
 	}
 	toF16(t, filepath.Join(f16, "model.safetensors"))
@@ -358,7 +358,7 @@ func TestTrainedTensorNotes(t *testing.T) {
 	c := demo.Config
 	c.TieEmbeddings = false
 	untied := filepath.Join(dir, "untied")
-	if _, err := model.WriteRandom(untied, &c, 1, 0.02); err != nil {
+	if err := model.WriteRandom(untied, &c, 1, 0.02); err != nil {
 		t.Fatal(err)
 	}
 	const frozen = "the LM head is tied to model.embed_tokens.weight (tie_word_embeddings), which does not train: the head is frozen too"
@@ -406,7 +406,7 @@ func TestGroupsNote(t *testing.T) {
 	c.TieEmbeddings = false
 	c.NumLayers = 3
 	untied := filepath.Join(dir, "untied")
-	if _, err := model.WriteRandom(untied, &c, 1, 0.02); err != nil {
+	if err := model.WriteRandom(untied, &c, 1, 0.02); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

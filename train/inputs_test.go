@@ -292,7 +292,7 @@ func TestTokenizerLargerThanModel(t *testing.T) {
 	}
 	small := filepath.Join(dir, "small")
 	c.VocabSize = tok.VocabSize() - 1
-	if _, err := model.WriteRandom(small, c, 1, 0.02); err != nil {
+	if err := model.WriteRandom(small, c, 1, 0.02); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {

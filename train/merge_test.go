@@ -28,7 +28,7 @@ func mergeFixture(t *testing.T, dtype safetensors.Dtype) (modelDir, adapterDir s
 	if dtype == safetensors.BF16 {
 		write = model.WriteRandomBF16
 	}
-	if _, err := write(modelDir, cfg, 3, 0.2); err != nil {
+	if err := write(modelDir, cfg, 3, 0.2); err != nil {
 		t.Fatal(err)
 	}
 	if dtype == safetensors.F16 {

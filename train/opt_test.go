@@ -29,7 +29,7 @@ func writeOPTDemo(t *testing.T, dir string) {
 	cfg := &model.Config{Architecture: "OPTForCausalLM", VocabSize: (len(vocab) + 63) / 64 * 64, HiddenSize: 32, IntermediateSize: 64,
 		NumLayers: 2, NumHeads: 4, NumKVHeads: 4, HeadDim: 8, MaxPositions: 128, WordEmbedDim: 32, LayerNormEps: 1e-5,
 		TieEmbeddings: true, BOSTokenID: vocab["</s>"], EOSTokenIDs: []int{vocab["</s>"]}}
-	if _, err := model.WriteRandom(modelDir, cfg, 1, 0.15); err != nil {
+	if err := model.WriteRandom(modelDir, cfg, 1, 0.15); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := json.Marshal(vocab)

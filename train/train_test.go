@@ -304,7 +304,7 @@ func TestEndToEndRealData(t *testing.T) {
 	cfg := &model.Config{Architecture: "Qwen3ForCausalLM", VocabSize: 151936, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
 		BOSTokenID: -1, EOSTokenIDs: []int{151645}}
-	if _, err := model.WriteRandom(modelDir, cfg, 5, 0.1); err != nil {
+	if err := model.WriteRandom(modelDir, cfg, 5, 0.1); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {

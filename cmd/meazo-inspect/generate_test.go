@@ -178,7 +178,7 @@ func TestGenerateTextMatchesIDs(t *testing.T) {
 	chars := t.TempDir()
 	cfg := &model.Config{Architecture: "LlamaForCausalLM", VocabSize: 64, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-5, RopeTheta: 5e5, TieEmbeddings: true, BOSTokenID: 1, EOSTokenIDs: []int{2}}
-	if _, err := model.WriteRandom(chars, cfg, 7, 0.3); err != nil {
+	if err := model.WriteRandom(chars, cfg, 7, 0.3); err != nil {
 		t.Fatal(err)
 	}
 	writeCharTokenizer(t, chars, 64, "</s>")
@@ -248,7 +248,7 @@ func qwenChatModel(t *testing.T) string {
 	cfg := &model.Config{Architecture: "Qwen3ForCausalLM", VocabSize: 773, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieEmbeddings: true, QKNorm: true,
 		BOSTokenID: -1, EOSTokenIDs: []int{2}}
-	if _, err := model.WriteRandom(dir, cfg, 11, 0.3); err != nil {
+	if err := model.WriteRandom(dir, cfg, 11, 0.3); err != nil {
 		t.Fatal(err)
 	}
 	copyFiles(t, filepath.Join("..", "..", "tokenizer", "testdata", "qwen3-tiny"), dir, "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")

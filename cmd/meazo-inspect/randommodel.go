@@ -14,8 +14,8 @@ import (
 
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/cli"
+	"github.com/meazo-go/meazo/internal/diskspace"
 	"github.com/meazo-go/meazo/internal/outpath"
-	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tokenizer"
 	"github.com/meazo-go/meazo/train"
@@ -116,7 +116,7 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMemory(cfg, f.dtype == "bf16"); err != nil {
+	if err := checkDisk(f.out, cfg, f.dtype == "bf16"); err != nil {
 		return err
 	}
 	// A random-model stopped while writing (Ctrl-C) leaves its hidden
@@ -128,7 +128,7 @@ func runRandomModel(args []string, _ io.Reader, stdout io.Writer) error {
 	if f.dtype == "bf16" {
 		write = model.WriteRandomBF16
 	}
-	if _, err := write(f.out, cfg, f.seed, f.std); err != nil {
+	if err := write(f.out, cfg, f.seed, f.std); err != nil {
 		return err
 	}
 	if f.cfgPath != "" {
@@ -269,24 +269,22 @@ func (p tokenizerPlan) write(out string) (string, error) {
 	return "with the tokenizer of " + p.choice, err
 }
 
-// checkMemory refuses a model that would not fit in the memory available,
-// before any weight is drawn. Writing one holds its weights in float32 and
-// what is written: peak RSS measured 8.2 bytes a parameter with --dtype f32
-// (Qwen3-0.6B, 8 layers) and 6.0 with bf16 (all of Qwen3-0.6B).
-func checkMemory(cfg *model.Config, bf16 bool) error {
-	a, ok := sysmem.Available()
+// checkDisk refuses a model that would not fit on the disk of dir: the
+// weights are drawn as they are written, in a few megabytes of memory, so
+// the disk is the one limit (a 14B model in float32 is 52 GiB).
+func checkDisk(dir string, cfg *model.Config, bf16 bool) error {
+	free, ok := diskspace.Free(diskspace.Nearest(dir))
 	if !ok {
 		return nil
 	}
-	avail := int64(a)
-	perParam := int64(9)
+	perParam := int64(4)
 	if bf16 {
-		perParam = 7
+		perParam = 2
 	}
 	n, nonEmbed := cfg.Params()
-	if need := perParam * n; need > avail {
-		return fmt.Errorf("writing this model holds about %.1f GiB in memory and %.1f GiB is available: cut it to fewer layers with --layers N (each layer is about %.2f GiB)",
-			gib(need), gib(avail), gib(perParam*nonEmbed/int64(max(cfg.NumLayers, 1))))
+	if need := perParam * n; need > int64(min(free, math.MaxInt64)) {
+		return fmt.Errorf("the weights take %.1f GiB and %s has %.1f GiB free: cut the model to fewer layers with --layers N (each layer is about %.2f GiB), or write it elsewhere",
+			gib(need), dir, gib(int64(min(free, math.MaxInt64))), gib(perParam*nonEmbed/int64(max(cfg.NumLayers, 1))))
 	}
 	return nil
 }

@@ -318,7 +318,7 @@ func seamModels(t *testing.T, b tensor.Backend) map[string]string {
 		"random-opt-postnorm-untied": opt,
 	} {
 		dir := t.TempDir()
-		if _, err := model.WriteRandom(dir, c, 5, 0.3); err != nil {
+		if err := model.WriteRandom(dir, c, 5, 0.3); err != nil {
 			t.Fatal(err)
 		}
 		dirs[name] = dir

@@ -34,7 +34,7 @@ func save(t *testing.T, b tensor.Backend, bf16 bool) {
 	if bf16 {
 		write = model.WriteRandomBF16
 	}
-	if _, err := write(src, c, 9, 0.3); err != nil {
+	if err := write(src, c, 9, 0.3); err != nil {
 		t.Fatal(err)
 	}
 	leaks := leakCheck(t, b)
