@@ -227,7 +227,7 @@ func (s *fullState) restore(dir string, _ bool) error {
 	if err := s.p.LoadState(s.statePath(dir)); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	s.savedStep = s.r.state.Step
+	s.savedStep, s.writtenStep = s.r.state.Step, s.r.state.Step
 	return nil
 }
 
@@ -246,12 +246,22 @@ func (s *fullState) restored(runDir string, hasBest bool) error {
 // save writes the model and the optimizer's moments, or links the
 // checkpoint's files when it holds this step's (nothing has changed them
 // since; after release they are no longer in memory).
+//
+// The step linked is the step written: a resumed run's first checkpoint
+// of the step it resumed at links, and forgetting the step there (it once
+// did) made a later checkpoint of that step save whatever model was in
+// memory, best/'s during its test evaluation.
 func (s *fullState) save(dir string, _ any, step int, _ bool) error {
 	if step == s.savedStep {
 		if err := linkModel(s.checkpointDir(), dir); err != nil {
 			return err
 		}
+		s.writtenStep = step
 		return linkIfPresent(s.statePath(s.checkpointDir()), s.statePath(dir))
+	}
+	if s.released {
+		// The trained weights are gone; the model in memory is another.
+		return fmt.Errorf("checkpoint of step %d: the run's weights were released for the test evaluation and checkpoint/ holds step %d's", step, s.savedStep)
 	}
 	if err := s.r.m.Save(dir, model.SaveOptions{Source: s.modelSource()}); err != nil {
 		return err
