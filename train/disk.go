@@ -2,8 +2,10 @@ package train
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
+	"github.com/meazo-go/meazo/fullparam"
 	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/diskspace"
 	"github.com/meazo-go/meazo/rundir"
@@ -21,11 +23,17 @@ const CheckpointsOnDisk = 3
 // checkDisk warns, once the run has a checkpoint to measure, when its file
 // system cannot take the checkpoints to come: a full-parameter checkpoint
 // is a whole model, and one that does not fit stops the run, maybe hours
-// in. Nothing is said where the free space cannot be read.
+// in. Nothing is said where the free space cannot be read. The checkpoint
+// on disk may be step 0's, made before the optimizer had moments: those to
+// come hold them too.
 func (r *run) checkDisk() {
-	size, err := diskspace.Size(filepath.Join(r.dir, rundir.CheckpointDir))
+	dir := filepath.Join(r.dir, rundir.CheckpointDir)
+	size, err := diskspace.Size(dir)
 	if err != nil || size == 0 {
 		return
+	}
+	if _, err := os.Stat(filepath.Join(dir, fullparam.StateFile)); err != nil {
+		size += r.tr.stateBytes() // a model's moments (0 for an adapter's)
 	}
 	if free, ok := diskFree(r.dir); ok {
 		if s := diskWarning(r.dir, r.lastCheckpointStep(), size, free); s != "" {

@@ -1,8 +1,11 @@
 package train
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/internal/diskspace"
 )
 
 func TestDiskWarning(t *testing.T) {
@@ -57,5 +60,41 @@ func TestRunWarnsOfDisk(t *testing.T) {
 				t.Errorf("free space read for %q, want the run directory %q", asked, out)
 			}
 		})
+	}
+}
+
+// TestRunWarnsOfDiskWithMoments: the warning after the first step counts
+// the optimizer's moments a full-parameter ZO-Adam checkpoint holds from
+// then on, which step 0's checkpoint on disk does not (a run with room for
+// two more step-0 checkpoints but not for two of its later ones was not
+// warned).
+func TestRunWarnsOfDiskWithMoments(t *testing.T) {
+	defer func(f func(string) (uint64, bool)) { diskFree = f }(diskFree)
+	dir, cfg := demoConfig(t, 2)
+	set := []string{"task.max_validation=8", "eval.skip=true", "adapter.kind=full", "optimizer.name=zo-adam", "optimizer.lr=1e-3",
+		"train.checkpoint_every=1"}
+	run := func(out string, free uint64) string {
+		diskFree = func(string) (uint64, bool) { return free, true }
+		var log syncBuilder
+		if _, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: append(slices.Clone(set), "output.dir="+out)}); err != nil {
+			t.Fatal(err)
+		}
+		return log.String()
+	}
+	run(dir+"/sized", 1<<50)
+	later, err := diskspace.Size(dir + "/sized/checkpoint") // step 2's: the weights and the moments
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := diskspace.Size(dir + "/sized/checkpoint/model.safetensors") // about step 0's
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := uint64(2 * later * 9 / 10) // short of two later checkpoints, room for two of step 0's
+	if free <= uint64(3*first) {
+		t.Fatalf("checkpoints of %d and %d bytes: the moments do not make the difference this test needs", first, later)
+	}
+	if log := run(dir+"/tight", free); !strings.Contains(log, "warning: the disk of ") {
+		t.Errorf("%d bytes free for checkpoints of %d bytes: no warning\n%s", free, later, log)
 	}
 }
