@@ -130,11 +130,18 @@ type PatternError struct {
 	// model.embed_tokens.weight, model.layer.* for model.layers.*); empty
 	// when there is none.
 	Suggest string
+	// Include is set for an exclude pattern that matches tensors, but none
+	// that the include patterns (these) select: it would exclude nothing.
+	Include []string
 }
 
 func (e *PatternError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s pattern %q: %v", e.List, e.Pattern, e.Err)
+	}
+	if e.Include != nil {
+		return fmt.Sprintf("%s pattern %q matches none of the tensors the include patterns %q select, so it excludes nothing: drop it, or correct it or the include patterns",
+			e.List, e.Pattern, e.Include)
 	}
 	msg := fmt.Sprintf("%s pattern %q matches none of the model's tensors", e.List, e.Pattern)
 	if e.Suggest != "" {
@@ -142,15 +149,21 @@ func (e *PatternError) Error() string {
 	}
 	msg += fmt.Sprintf(" (they are named %s)", e.Names)
 	if e.TiedHead != "" {
-		msg += "; the model's LM head is tied to its embeddings (tie_word_embeddings), so it has no lm_head.weight: " + e.TiedHead + " is both, and excluding it freezes both"
+		msg += "; the model's LM head is tied to its embeddings (tie_word_embeddings), so it has no lm_head.weight: " + e.TiedHead + " is both"
+		if e.List == "include" {
+			msg += ", and including it trains both"
+		} else {
+			msg += ", and excluding it freezes both"
+		}
 	}
 	return msg
 }
 
 func (e *PatternError) Unwrap() error { return e.Err }
 
-// checkPatterns refuses a malformed pattern, and one that names no tensor
-// of the model.
+// checkPatterns refuses a malformed pattern, one that names no tensor of
+// the model, and an exclude pattern that names none of the tensors the
+// include patterns select.
 func checkPatterns(ts []model.Tensor, opts Options) error {
 	for _, l := range []struct {
 		name string
@@ -163,6 +176,15 @@ func checkPatterns(ts []model.Tensor, opts Options) error {
 			if !matchesSome(ts, pat) {
 				return &PatternError{List: l.name, Pattern: pat, Names: someNames(ts), TiedHead: tiedHead(ts, pat), Suggest: suggestPattern(ts, pat)}
 			}
+		}
+	}
+	if len(opts.Include) == 0 {
+		return nil
+	}
+	included := slices.DeleteFunc(slices.Clone(ts), func(t model.Tensor) bool { return !matches(opts.Include, t.Name) })
+	for _, pat := range opts.Exclude {
+		if !matchesSome(included, pat) {
+			return &PatternError{List: "exclude", Pattern: pat, Include: opts.Include}
 		}
 	}
 	return nil

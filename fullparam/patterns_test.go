@@ -20,7 +20,7 @@ func TestPatterns(t *testing.T) {
 		opts        Options
 		wantList    string // "": accepted
 		wantInMsg   string
-		wantTrained int64 // when accepted: parameters trained, -1 for the whole model
+		wantTrained int64 // when accepted: parameters left out, -1 for none, -2 for some
 	}{
 		{"llama exclude embeddings", "LlamaForCausalLM", Options{Exclude: []string{"model.embed_tokens.weight"}}, "", "", 96 * 32},
 		{"opt exclude embeddings", "OPTForCausalLM", Options{Exclude: []string{"model.decoder.embed_tokens.weight"}}, "", "", 96 * 32},
@@ -35,6 +35,12 @@ func TestPatterns(t *testing.T) {
 			"so it has no lm_head.weight: model.decoder.embed_tokens.weight is both", 0},
 		{"the names shown end with the last ones", "LlamaForCausalLM", Options{Exclude: []string{"model.final_norm.weight"}}, "exclude",
 			", …, model.layers.1.post_attention_layernorm.weight, model.norm.weight)", 0},
+		{"lm_head of a tied model, included", "Qwen3ForCausalLM", Options{Include: []string{"lm_head.weight"}}, "include",
+			"model.embed_tokens.weight is both, and including it trains both", 0},
+		{"exclude outside the include", "LlamaForCausalLM", Options{Include: []string{"model.layers.0.*"}, Exclude: []string{"model.layers.1.*"}},
+			"exclude", `exclude pattern "model.layers.1.*" matches none of the tensors the include patterns ["model.layers.0.*"] select`, 0},
+		{"exclude inside the include", "LlamaForCausalLM", Options{Include: []string{"model.layers.*"}, Exclude: []string{"model.layers.1.*"}},
+			"", "", -2},
 		{"malformed", "LlamaForCausalLM", Options{Exclude: []string{"model.layers.[0"}}, "exclude", "syntax error", 0},
 		{"every tensor", "Qwen3ForCausalLM", Options{}, "", "", -1},
 	} {
@@ -48,6 +54,12 @@ func TestPatterns(t *testing.T) {
 			if tc.wantList == "" {
 				if err != nil {
 					t.Fatal(err)
+				}
+				if tc.wantTrained == -2 { // some trained, some not
+					if p.Count() == 0 || p.Count() == p.ModelSize() {
+						t.Errorf("trains %d of %d parameters", p.Count(), p.ModelSize())
+					}
+					return
 				}
 				if want := tc.wantTrained; want < 0 && p.Count() != p.ModelSize() || want >= 0 && p.ModelSize()-p.Count() != want {
 					t.Errorf("trains %d of %d parameters; want %d left out", p.Count(), p.ModelSize(), tc.wantTrained)
