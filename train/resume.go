@@ -497,10 +497,20 @@ func (r *run) applyChanges() error {
 		return nil
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
+	stoppedEarly := earlyStopMessage(readChanges(r.dir), r.state.Step) != ""
 	for i := range r.changes {
 		r.changes[i].Step, r.changes[i].Time = r.state.Step, now
-		if c := r.changes[i]; c.Key == "train.steps" && c.Old == any(r.state.Step) {
-			r.state.SinceBest = 0 // training on from where the run had ended (an early stop): train.patience counts afresh
+		c := r.changes[i]
+		if c.Key == "train.steps" && c.Old == any(r.state.Step) && stoppedEarly {
+			// Training on from an early stop: train.patience counts afresh.
+			// A run that ran all its steps keeps its count, and goes on as
+			// the uninterrupted run of the larger count does.
+			r.state.SinceBest = 0
+		}
+		if c.Key == "train.steps" && c.New == any(r.state.Step) && r.lastValStep != r.state.Step {
+			// Ending at this step now: its validation, at the end of every
+			// run, has not run.
+			r.state.ValidationPending = true
 		}
 		fmt.Fprintf(r.out, "changed on resume at step %d: %s\n", r.state.Step, describeChanges(r.changes[i:i+1]))
 	}
