@@ -104,13 +104,26 @@ func (m *Model) Generate(in Input, opts GenerateOptions) (out [][]int, err error
 }
 
 // checkGenerate refuses what Generate cannot run before anything is
-// computed: a malformed batch, no new tokens, an adapter of another shape.
+// computed: a malformed batch, a right-padded row, no new tokens, a stop
+// id outside the vocabulary (the first is fed to rows that have stopped),
+// an adapter of another shape.
 func (m *Model) checkGenerate(in Input, opts GenerateOptions) error {
 	if err := m.checkInput(in); err != nil {
 		return err
 	}
+	for r := 0; in.Mask != nil && r < in.B; r++ {
+		if in.Mask[r*in.T+in.T-1] == 0 {
+			// HF's generate only warns, and continues from the padding.
+			return fmt.Errorf("row %d ends in padding (attention_mask 0 at its last position): a row is continued from its last position, so pad on the left", r)
+		}
+	}
 	if opts.MaxNewTokens <= 0 {
 		return fmt.Errorf("max_new_tokens must be positive, got %d", opts.MaxNewTokens)
+	}
+	for _, id := range opts.StopIDs {
+		if id < 0 || id >= m.VocabSize {
+			return fmt.Errorf("stop token id %d is outside the vocabulary [0, %d)", id, m.VocabSize)
+		}
 	}
 	return m.checkAdapter(m.Adapter)
 }

@@ -70,3 +70,36 @@ func TestGenerationConfigStops(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateRefuses: what Generate cannot continue is an error before
+// anything runs: a stop id outside the vocabulary (the first one, fed to
+// the rows that have stopped, panicked in the embedding lookup) and a
+// right-padded row (continued from its padding: other tokens than the same
+// prompt's left-padded, without a word).
+func TestGenerateRefuses(t *testing.T) {
+	m, err := NewRandom(tinyConfig("LlamaForCausalLM"), 1, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	left := Input{B: 2, T: 3, Tokens: []int{0, 5, 9, 4, 7, 8}, Mask: []int{0, 1, 1, 1, 1, 1}}
+	right := Input{B: 2, T: 3, Tokens: []int{5, 9, 0, 4, 7, 8}, Mask: []int{1, 1, 0, 1, 1, 1}}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		stop []int
+		want string // "": generates
+	}{
+		{"left-padded", left, []int{3}, ""},
+		{"stop id past the vocabulary", left, []int{m.VocabSize, 3}, fmt.Sprintf("stop token id %d is outside the vocabulary", m.VocabSize)},
+		{"negative stop id", left, []int{3, -1}, "stop token id -1 is outside"},
+		{"right-padded", right, []int{3}, "row 0 ends in padding"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := m.Generate(tc.in, GenerateOptions{MaxNewTokens: 3, StopIDs: tc.stop})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
