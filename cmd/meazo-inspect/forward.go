@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -49,8 +50,16 @@ func readBatch(path string) (model.Input, []int, error) {
 		return in, nil, err
 	}
 	var j batchJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt "attention_masks" was dropped, the logits those of no mask
+	if err := dec.Decode(&j); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			return in, nil, fmt.Errorf("%s: %s: the keys are input_ids, attention_mask, position_ids and labels", path, strings.TrimPrefix(err.Error(), "json: "))
+		}
 		return in, nil, fmt.Errorf("%s: invalid JSON: %w", path, err)
+	}
+	if dec.More() {
+		return in, nil, fmt.Errorf("%s: more after the batch's JSON object", path)
 	}
 	if len(j.InputIDs) == 0 || len(j.InputIDs[0]) == 0 {
 		return in, nil, fmt.Errorf(`%s: "input_ids" must be a non-empty [B][T] array`, path)

@@ -102,6 +102,14 @@ func TestForwardCLIErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "row 1") {
 		t.Errorf("ragged input: %v, want an error naming row 1", err)
 	}
+	// A misspelt key is named, not dropped (the logits were a batch's
+	// without its mask).
+	typo := filepath.Join(dir, "typo.json")
+	os.WriteFile(typo, []byte(`{"input_ids": [[1,2,3]], "attention_masks": [[0,1,1]]}`), 0o644)
+	err = runForward([]string{"--model", dir, "--input", typo, "--out", filepath.Join(t.TempDir(), "o.st")}, nil, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `unknown field "attention_masks": the keys are input_ids, attention_mask`) {
+		t.Errorf("a misspelt key: %v, want an error naming it", err)
+	}
 	// A run directory given as the model is named as one.
 	run := filepath.Join(dir, "run")
 	os.MkdirAll(filepath.Join(run, "best"), 0o755)

@@ -136,6 +136,9 @@ func vitPixels(o vitForward, c *model.ViTConfig) (px []float32, labels []int, n 
 		px, n, err = flattenPixels(in.PixelValues, c)
 	default:
 		for i, p := range in.Images {
+			if p == "" { // "a.png," (joined to the base, it named the directory)
+				return nil, nil, 0, fmt.Errorf("%s: image %d of %d is an empty name", where, i+1, len(in.Images))
+			}
 			if !filepath.IsAbs(p) {
 				in.Images[i] = filepath.Join(base, p)
 			}

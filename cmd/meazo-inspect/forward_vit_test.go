@@ -128,6 +128,7 @@ func TestForwardViTRefusesBadInput(t *testing.T) {
 		{"both", []string{"--input", write("b.json", map[string]any{"labels": []int{1}}), "--images", png}, "--input and --images: give one"},
 		{"not an image", []string{"--images", filepath.Join(vitTiny, "config.json")}, "config.json"},
 		{"out is an input", []string{"--input", write("o.json", map[string]any{"images": []string{"out.safetensors"}})}, "--out"},
+		{"an empty name", []string{"--images", png + ","}, "--images: image 2 of 2 is an empty name"},
 	} {
 		err := runForward(append([]string{"--model", vitTiny, "--out", out}, c.args...), nil, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -102,6 +102,8 @@ func parseGenerateFlags(args []string) (*generateFlags, error) {
 		return nil, cli.Usage(errors.New("give the prompts one way: --prompt (repeatable), --messages or --input"))
 	case f.batch < 1:
 		return nil, cli.Usage(fmt.Errorf("--batch-size must be positive, got %d", f.batch))
+	case f.maxNew < 1:
+		return nil, cli.Usage(fmt.Errorf("--max-new-tokens must be positive, got %d", f.maxNew))
 	}
 	return f, nil
 }
@@ -128,9 +130,12 @@ func parseStop(s string) ([]int, error) {
 
 // generateIDs is generate on --input's batch of token ids.
 func generateIDs(f *generateFlags, opts model.GenerateOptions, stdout io.Writer) error {
-	in, _, err := readBatch(f.input)
+	in, labels, err := readBatch(f.input)
 	if err != nil {
 		return err
+	}
+	if labels != nil {
+		return fmt.Errorf(`%s: "labels": generate reads input_ids, attention_mask and position_ids (labels are forward's)`, f.input)
 	}
 	m, err := loadModel(f.model, f.adapter, f.loadFlags)
 	if err != nil {
