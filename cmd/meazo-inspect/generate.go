@@ -32,7 +32,7 @@ tokens and the config's eos_token_id, as evaluation does; token ids (--input) st
 		Reads: `--model DIR: an HF model directory (config.json, safetensors weights; for text, its tokenizer files);
 --adapter DIR: a saved adapter (LoRA or prompt tuning); --messages FILE (- for stdin): JSON Lines, one
 conversation a line, as chat reads them ({"messages": [{"role","content"}...], "enable_thinking": bool,
-"date_string": "..."}); --input: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded; mask optional).`,
+"date_string": "..."}); --input: {"input_ids": [[...]], "attention_mask": [[...]]} (left-padded; mask optional; position_ids as forward's; forward's "labels" are ignored).`,
 		Prints: `text: one JSON line per prompt, in order: {"prompt": the text the model read, "prompt_ids": [...], "ids":
 the generated ids (with the stop token that ended them), "text": their text without the stop token, decoded as
 transformers' decode(skip_special_tokens=True)}. --input: one JSON object {"sequences": [[...]]}, each prompt's
@@ -130,12 +130,9 @@ func parseStop(s string) ([]int, error) {
 
 // generateIDs is generate on --input's batch of token ids.
 func generateIDs(f *generateFlags, opts model.GenerateOptions, stdout io.Writer) error {
-	in, labels, err := readBatch(f.input)
+	in, _, err := readBatch(f.input) // forward's file: its labels are not generate's
 	if err != nil {
 		return err
-	}
-	if labels != nil {
-		return fmt.Errorf(`%s: "labels": generate reads input_ids, attention_mask and position_ids (labels are forward's)`, f.input)
 	}
 	m, err := loadModel(f.model, f.adapter, f.loadFlags)
 	if err != nil {
