@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/meazo-go/meazo/model"
 )
 
 // TestBadCommandLines: a stray argument or a flag value no mode can use is a
@@ -42,6 +44,12 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"zostep", "-model", none, "-shapes", "8"}, `-shapes: bad shape "8"`},
 		{[]string{"zostep", "-model", "qwen06b", "-top", "-1"}, "-top: want 0 to the model's 28 layers, got -1"},
 		{[]string{"zostep", "-model", "qwen06b", "-targets", "c_attn"}, "-targets: "},
+		{[]string{"forward", "-model", none, "-threads", "0"}, "-threads must be at least 1, got 0"},
+		{[]string{"fullstep", "-model", none, "-threads", "-1"}, "-threads must be at least 1, got -1"},
+		{[]string{"gemm", "-threads", "0"}, "-threads must be at least 1, got 0"},
+		{[]string{"vitstep", "-model", none, "-threads", "0"}, "-threads must be at least 1"},
+		{[]string{"zostep", "-model", none, "-threads", "0"}, "-threads must be at least 1"},
+		{[]string{"zoagree", "-model", none, "-directions", "0"}, "-directions must be at least 1, got 0"},
 	} {
 		var stderr strings.Builder
 		status := modes.Exec(c.args, nil, io.Discard, &stderr)
@@ -86,5 +94,18 @@ func TestProfileNotOverInputs(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(cfg); string(b) != `{"model_type": "llama"}` {
 		t.Errorf("the config became %q", b)
+	}
+}
+
+// TestForwardMemoryRefused: a shape whose forward cannot fit in memory is
+// refused with the figures (-shapes 100000x100000 died of "runtime: out of
+// memory"); one that fits passes.
+func TestForwardMemoryRefused(t *testing.T) {
+	c := &model.Config{HiddenSize: 64, IntermediateSize: 128, VocabSize: 512}
+	if err := checkForwardMemory(c, 100000, 100000, true, 24<<30); err == nil || !strings.Contains(err.Error(), "a forward of 100000×100000 takes at least") {
+		t.Errorf("100000×100000 on 24 GiB: %v", err)
+	}
+	if err := checkForwardMemory(c, 8, 128, true, 24<<30); err != nil {
+		t.Errorf("8×128: %v", err)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/bytesize"
 	"github.com/meazo-go/meazo/internal/cli"
 	"github.com/meazo-go/meazo/internal/stats"
+	"github.com/meazo-go/meazo/internal/sysmem"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/tensor"
 	"github.com/meazo-go/meazo/tensor/backends"
@@ -54,6 +56,9 @@ func parseForward(args []string) (*forwardBench, error) {
 	fs.BoolVar(&fb.lossAll, "loss-all", false, "supervise every position instead: the LM head at every position and the loss on the backend, so only the losses come back (HF's model(input_ids, labels=input_ids).loss); on a GPU this times the forward without a host copy of the logits (implies -logits=false)")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
+	}
+	if err := checkThreads(fb.threads); err != nil {
+		return nil, err
 	}
 	if err := cli.NoArgs(fs); err != nil {
 		return nil, err
@@ -156,6 +161,9 @@ func (fb *forwardBench) shape(stdout io.Writer, m *model.Model, timer *opTimer, 
 	if fb.lossAll {
 		supervised = t
 	}
+	if err := checkForwardMemory(&m.Config, b, t, fb.logits, sysmem.Total()); err != nil {
+		return fmt.Errorf("-shapes %s: %w", s, err)
+	}
 	in, labels := randomBatch(r, m.VocabSize, b, t, supervised)
 	opts := model.Options{Logits: fb.logits}
 	if !fb.logits {
@@ -238,4 +246,22 @@ func forwardFLOPs(c *model.Config, b, t, headRows int) float64 {
 	perLayer += 2 * 2 * float64(b) * float64(c.NumHeads) * float64(t) * float64(t) * hd
 	head := 2 * float64(headRows) * d * float64(c.VocabSize)
 	return float64(c.NumLayers)*perLayer + head
+}
+
+// checkForwardMemory refuses a batch whose forward needs more than the
+// machine's memory (total bytes; 0: unknown, nothing checked), rather than
+// dying of it: at least its hidden states (about 8 of the width and 3 of
+// the MLP's a token, in float32) and, with logits, those of every
+// position.
+func checkForwardMemory(c *model.Config, b, t int, logits bool, total uint64) error {
+	perToken := float64(8*c.HiddenSize + 3*c.IntermediateSize)
+	if logits {
+		perToken += float64(c.VocabSize)
+	}
+	need := 4 * perToken * float64(b) * float64(t)
+	if total > 0 && need > float64(total) {
+		return fmt.Errorf("a forward of %d×%d takes at least %s, more than this machine's %s", b, t,
+			bytesize.String(int64(min(need, 1<<62))), bytesize.String(int64(min(total, 1<<62))))
+	}
+	return nil
 }

@@ -63,6 +63,9 @@ func runFullStep(args []string, stdout io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return cli.Usage(err)
 	}
+	if err := checkThreads(*threads); err != nil {
+		return err
+	}
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}

@@ -84,6 +84,9 @@ func parseGEMM(args []string) (*gemmBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := checkThreads(gb.threads); err != nil {
+		return nil, err
+	}
 	if err := cli.NoArgs(fs); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/meazo-go/meazo/internal/cli"
@@ -29,3 +30,13 @@ func register(name string, h cli.Help, run func(args []string, stdout io.Writer)
 const randomWeights = "nothing but -model's config: random weights of its shapes (a built-in published model by name, no download)."
 
 func main() { modes.Main() }
+
+// checkThreads refuses a -threads below 1: no worker ran, and the figures
+// printed (a memory bandwidth of millions of GB/s, no FMA peak) were of
+// nothing.
+func checkThreads(n int) error {
+	if n < 1 {
+		return cli.Usage(fmt.Errorf("-threads must be at least 1, got %d", n))
+	}
+	return nil
+}

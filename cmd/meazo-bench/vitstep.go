@@ -54,6 +54,9 @@ func parseViTStep(args []string) (*vitStepBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := checkThreads(vb.threads); err != nil {
+		return nil, err
+	}
 	if err := cli.NoArgs(fs); err != nil {
 		return nil, err
 	}

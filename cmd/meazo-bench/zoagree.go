@@ -56,6 +56,9 @@ func parseZOAgree(args []string) (*agreeBench, error) {
 	if err := cli.NoArgs(fs); err != nil {
 		return nil, err
 	}
+	if ab.dirs < 1 {
+		return nil, cli.Usage(fmt.Errorf("-directions must be at least 1, got %d", ab.dirs))
+	}
 	if err := backends.CheckName(ab.b); err != nil {
 		return nil, cli.Usage(fmt.Errorf("-b: %w", err))
 	}
@@ -196,12 +199,15 @@ func reportAgreement(stdout io.Writer, eps float64, da, db []float64) {
 		x, y := da[i], db[i]
 		den := math.Max(math.Abs(x), math.Abs(y))
 		r := 0.0
-		if den > 0 {
+		switch {
+		case math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0):
+			r = math.Inf(1) // a backend whose d is not finite agrees with nothing
+		case den > 0:
 			r = math.Abs(x-y) / den
 		}
 		rel = append(rel, r)
 		mag = append(mag, math.Abs(x))
-		if (x > 0) == (y > 0) {
+		if !math.IsInf(r, 1) && (x > 0) == (y > 0) {
 			agree++
 		}
 		if r <= 1e-3 {

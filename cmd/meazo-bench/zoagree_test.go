@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,5 +27,18 @@ func TestZOAgreeBF16NeedsBF16Weights(t *testing.T) {
 	if status := modes.Exec(append(args, "-model", filepath.Join(dir, "bf16")), nil, &stdout, &stderr); status != 0 ||
 		!strings.Contains(stdout.String(), "1e-03") {
 		t.Errorf("zoagree -bf16 on the BF16 checkpoint: status %d, stderr %q, stdout %q", status, stderr.String(), stdout.String())
+	}
+}
+
+// TestAgreementOfNonFinite: a backend whose projected gradients are NaN
+// agrees with nothing (it was reported as 100 % within 1e-3, the relative
+// difference 0).
+func TestAgreementOfNonFinite(t *testing.T) {
+	var out strings.Builder
+	nan := math.NaN()
+	reportAgreement(&out, 1e-3, []float64{1.5, -2, 3, 0.5}, []float64{nan, nan, math.Inf(1), 0.5})
+	f := strings.Fields(out.String())
+	if want := []string{"1e-03", "+Inf", "+Inf", "+Inf", "25.0%", "25.0%"}; !slices.Equal(f[:6], want) {
+		t.Errorf("line %q, want it to begin %q", out.String(), want)
 	}
 }

@@ -62,6 +62,9 @@ func parseZOStep(args []string) (*zoStepBench, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, cli.Usage(err)
 	}
+	if err := checkThreads(zb.threads); err != nil {
+		return nil, err
+	}
 	if err := cli.NoArgs(fs); err != nil {
 		return nil, err
 	}
