@@ -178,8 +178,10 @@ func (f *randomModelFlags) checkFlags(fs *flag.FlagSet) error {
 		return cli.Usage(fmt.Errorf("give one of --model (%s) and --config", model.PublishedNames()))
 	case f.out == "":
 		return cli.Usage(fmt.Errorf("--out is required"))
-	case !(f.std > 0) || math.IsInf(f.std, 0):
-		return cli.Usage(fmt.Errorf("--std must be positive and finite, got %g", f.std))
+	case !(f.std >= 1e-30 && f.std <= 1e30):
+		// The weights are float32 (or bfloat16, of the same range): past
+		// these they were all infinite, or all zero.
+		return cli.Usage(fmt.Errorf("--std must be between 1e-30 and 1e30, got %g", f.std))
 	case f.dtype != "f32" && f.dtype != "bf16":
 		return cli.Usage(fmt.Errorf("--dtype: %q is not f32 or bf16", f.dtype))
 	case f.layers < 0:

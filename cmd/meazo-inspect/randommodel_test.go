@@ -85,6 +85,8 @@ func TestRandomModelByName(t *testing.T) {
 		{"--model", "qwen06b", "--config", "c.json", "--out", "o"},
 		{"--out", "o"},
 		{"--model", "qwen06b", "--out", "o", "--layers", "-1"},
+		{"--model", "qwen06b", "--out", "o", "--std", "1e300"}, // float32 weights of ±Inf
+		{"--model", "qwen06b", "--out", "o", "--std", "1e-300"},
 	} {
 		var ue *cli.UsageError
 		if err := commands.Run("random-model", args, nil, io.Discard); !errors.As(err, &ue) {
