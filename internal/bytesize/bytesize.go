@@ -13,7 +13,7 @@ func String(n int64) string {
 	}
 	v, u := float64(n)/unit, "KiB"
 	for _, next := range []string{"MiB", "GiB", "TiB"} {
-		if v < unit {
+		if v < unit-0.05 { // what prints as 1024.0 is the next unit's 1.0
 			break
 		}
 		v, u = v/unit, next

@@ -25,8 +25,11 @@ func Prefix(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	// Back over at most a rune's continuation bytes: in invalid UTF-8
+	// (a stranger's binary name) a longer run is no rune to keep whole,
+	// and walking back over all of it quoted the string as "".
 	cut := max(n, 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
+	for i := 0; i < utf8.UTFMax-1 && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
 		cut--
 	}
 	return s[:cut]

@@ -19,6 +19,8 @@ func TestClip(t *testing.T) {
 		{"raw short", Raw(`[1, 2]`), `[1, 2]`},
 		{"prefix zero", Prefix("€", 0), ""},
 		{"prefix inside the first rune", Prefix("€x", 2), ""},
+		{"prefix of invalid UTF-8", Prefix(strings.Repeat("\x80", 10), 5), strings.Repeat("\x80", 2)},
+		{"a 4-byte rune cut after its third byte", Prefix("ab😀", 5), "ab"},
 		{"list", List([]string{"a", "b"}), `["a" "b"]`},
 		{"list of five", List([]string{"a", "b", "c", "d", "e"}), `["a" "b" "c" … (2 more)]`},
 		{"empty list", List(nil), `[]`},
