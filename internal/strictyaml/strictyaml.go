@@ -80,7 +80,7 @@ func Parse(b []byte) (any, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		if line := tabIndent(b); line > 0 {
+		if line := tabIndent(b); line > 0 && tabError(err) {
 			return nil, &Error{Line: line, Msg: "invalid YAML: a tab in the indentation (YAML indents with spaces only): replace it with spaces"}
 		}
 		return nil, invalid(err)
@@ -114,6 +114,15 @@ func tabIndent(b []byte) int {
 		}
 	}
 	return 0
+}
+
+// tabError says whether the parser's error is one a tab in the
+// indentation causes: a file with a legal tab (in a block scalar, before a
+// comment) and an error elsewhere gets the parser's message, not the tab's.
+func tabError(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "found character that cannot start any token") ||
+		strings.Contains(msg, "found a tab character")
 }
 
 // isEmpty says whether a document holds nothing (a trailing "---").

@@ -88,4 +88,12 @@ func TestTabIndent(t *testing.T) {
 	if _, err := Parse([]byte("a: \"x\ty\"\n")); err != nil {
 		t.Errorf("a tab inside a value: %v", err)
 	}
+	// A legal tab (in a block scalar) is not blamed for an error elsewhere.
+	_, err = Parse([]byte("a: |\n  x\n  \tindented with a tab\nb: [1, 2\n"))
+	if err == nil || strings.Contains(err.Error(), "tab") || !strings.Contains(err.Error(), "did not find expected") {
+		t.Errorf("an unclosed list after a block scalar holding a tab: got %v, want the parser's error", err)
+	}
+	if _, err := Parse([]byte("a:\n  b: 1\n\tc: 2\n")); err == nil || !strings.Contains(err.Error(), "a tab in the indentation") {
+		t.Errorf("a tab after a nested key: %v", err)
+	}
 }
