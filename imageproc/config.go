@@ -40,12 +40,12 @@ var knownKeys = map[string]bool{
 
 // rawConfig is the file's JSON; pointers tell an absent key from a zero.
 type rawConfig struct {
-	DoResize      *bool           `json:"do_resize"`
+	DoResize      json.RawMessage `json:"do_resize"`
 	Size          json.RawMessage `json:"size"`
 	Resample      *int            `json:"resample"`
-	DoRescale     *bool           `json:"do_rescale"`
-	RescaleFactor *float64        `json:"rescale_factor"`
-	DoNormalize   *bool           `json:"do_normalize"`
+	DoRescale     json.RawMessage `json:"do_rescale"`
+	RescaleFactor json.RawMessage `json:"rescale_factor"`
+	DoNormalize   json.RawMessage `json:"do_normalize"`
 	ImageMean     json.RawMessage `json:"image_mean"`
 	ImageStd      json.RawMessage `json:"image_std"`
 	ProcessorType string          `json:"image_processor_type"`
@@ -86,11 +86,23 @@ func ParseConfig(b []byte) (Config, error) {
 		}
 	}
 	c := Default(224)
-	setBool(&c.DoResize, raw.DoResize)
-	setBool(&c.DoRescale, raw.DoRescale)
-	setBool(&c.DoNormalize, raw.DoNormalize)
-	if raw.RescaleFactor != nil {
-		c.RescaleFactor = *raw.RescaleFactor
+	for _, f := range []struct {
+		key string
+		raw json.RawMessage
+		dst *bool
+	}{{"do_resize", raw.DoResize, &c.DoResize}, {"do_rescale", raw.DoRescale, &c.DoRescale}, {"do_normalize", raw.DoNormalize, &c.DoNormalize}} {
+		if err := setFlag(f.key, f.raw, f.dst); err != nil {
+			return Config{}, err
+		}
+	}
+	switch {
+	case string(raw.RescaleFactor) == "null":
+		// transformers multiplies by it and fails.
+		return Config{}, fmt.Errorf("image processor config: rescale_factor is null (ViTImageProcessor fails on it): give a number, 1/255 as a rule")
+	case len(raw.RescaleFactor) > 0:
+		if err := json.Unmarshal(raw.RescaleFactor, &c.RescaleFactor); err != nil {
+			return Config{}, fmt.Errorf("image processor config: rescale_factor %s is not a number", clip.Raw(string(raw.RescaleFactor)))
+		}
 	}
 	if raw.Resample != nil && *raw.Resample != pilBilinear {
 		return Config{}, fmt.Errorf("image processor config: resample = %d; only BILINEAR (%d) is implemented", *raw.Resample, pilBilinear)
@@ -108,10 +120,21 @@ func ParseConfig(b []byte) (Config, error) {
 	return c, c.validate()
 }
 
-func setBool(dst *bool, v *bool) {
-	if v != nil {
-		*dst = *v
+// setFlag reads a do_… flag as ViTImageProcessor does: absent keeps the
+// default (true), and null turns the step off (it keeps the None, which
+// preprocess reads as false), as false does.
+func setFlag(key string, raw json.RawMessage, dst *bool) error {
+	switch string(raw) {
+	case "":
+		return nil
+	case "null":
+		*dst = false
+		return nil
 	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return fmt.Errorf("image processor config: %s %s is not true, false or null", key, clip.Raw(string(raw)))
+	}
+	return nil
 }
 
 // parseSize reads "size": a number (a square) or {"height": h, "width": w}.

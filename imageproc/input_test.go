@@ -251,6 +251,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "rect and scalar mean", json: `{"size": {"height": 10, "width": 20}, "image_mean": 0.25, "image_std": [1, 2, 3], "do_rescale": false}`,
 			want: Config{DoResize: true, Height: 10, Width: 20, RescaleFactor: 1.0 / 255,
 				DoNormalize: true, Mean: [3]float64{0.25, 0.25, 0.25}, Std: [3]float64{1, 2, 3}}},
+		// null turns a step off, as in ViTImageProcessor (it keeps the None).
+		{name: "null flags", json: `{"do_resize": null, "do_rescale": null, "do_normalize": null}`, want: Config{Height: 224, Width: 224,
+			RescaleFactor: 1.0 / 255, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}},
+		{name: "null rescale factor", json: `{"rescale_factor": null}`, err: "rescale_factor is null"},
+		{name: "flag not a bool", json: `{"do_resize": 1}`, err: "do_resize 1 is not true, false or null"},
 		{name: "bicubic", json: `{"resample": 3}`, err: "only BILINEAR"},
 		{name: "center crop", json: `{"do_center_crop": true, "crop_size": 224}`, err: `"crop_size"`},
 		{name: "shortest edge", json: `{"size": {"shortest_edge": 224}}`, err: "shortest_edge"},
