@@ -3,6 +3,7 @@ package imageproc
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 )
 
 // An image's EXIF Orientation tag says how to turn its stored pixels to
@@ -75,9 +76,13 @@ func pngExif(data []byte) []byte {
 	return exif
 }
 
-// tiffOrientation is the Orientation entry of a TIFF structure's first
-// image file directory (EXIF's IFD0), a SHORT or LONG of count 1 (another
-// type or count is a value exif_transpose has no transposition for), or 0.
+// tiffOrientation is the orientation a TIFF structure's first image file
+// directory (EXIF's IFD0) gives as Pillow 9.4 reads it (getexif, then
+// exif_transpose's table of 2-8), or 0: the last Orientation entry counts
+// (a later one replaces an earlier one), its first value (Pillow warns and
+// keeps the first of several), of any numeric type whose value is a whole
+// number (SHORT, LONG, their signed kinds, SBYTE, RATIONAL, FLOAT, DOUBLE;
+// BYTE reads as bytes and ASCII as text, which transpose nothing).
 func tiffOrientation(tiff []byte) int {
 	if len(tiff) < 8 {
 		return 0
@@ -95,24 +100,67 @@ func tiffOrientation(tiff []byte) int {
 	if ifd < 8 || ifd > len(tiff)-2 {
 		return 0
 	}
-	count := int(order.Uint16(tiff[ifd:]))
-	for k := range count {
+	o := 0
+	for k := range int(order.Uint16(tiff[ifd:])) {
 		e := ifd + 2 + 12*k
 		if e+12 > len(tiff) {
-			return 0
+			break
 		}
-		if order.Uint16(tiff[e:]) != exifOrientation || order.Uint32(tiff[e+4:]) != 1 {
-			continue
+		if order.Uint16(tiff[e:]) == exifOrientation {
+			o = tiffEntryValue(tiff, order, e)
 		}
-		switch order.Uint16(tiff[e+2:]) {
-		case 3: // SHORT
-			return int(order.Uint16(tiff[e+8:]))
-		case 4: // LONG
-			return int(min(order.Uint32(tiff[e+8:]), 9))
-		}
+	}
+	if o < 1 || o > 8 {
 		return 0
 	}
-	return 0
+	return o
+}
+
+// tiffEntryValue is the first value of the directory entry at e when it is
+// a whole number of a numeric type (at most 9: no orientation is larger),
+// else 0.
+func tiffEntryValue(tiff []byte, order binary.ByteOrder, e int) int {
+	typ, n := order.Uint16(tiff[e+2:]), order.Uint32(tiff[e+4:])
+	size := map[uint16]int{3: 2, 4: 4, 5: 8, 6: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8}[typ]
+	if size == 0 || n == 0 {
+		return 0
+	}
+	v := tiff[e+8 : e+12] // the values, where they fit in the entry
+	if int64(size)*int64(n) > 4 {
+		off := int(order.Uint32(tiff[e+8:]))
+		if off < 0 || off > len(tiff)-size {
+			return 0
+		}
+		v = tiff[off : off+size]
+	}
+	var x float64
+	switch typ {
+	case 3:
+		x = float64(order.Uint16(v))
+	case 4:
+		x = float64(order.Uint32(v))
+	case 6:
+		x = float64(int8(v[0]))
+	case 8:
+		x = float64(int16(order.Uint16(v)))
+	case 9:
+		x = float64(int32(order.Uint32(v)))
+	case 5, 10:
+		num, den := order.Uint32(v), order.Uint32(v[4:])
+		if typ == 10 {
+			x = float64(int32(num)) / float64(int32(den))
+		} else {
+			x = float64(num) / float64(den)
+		}
+	case 11:
+		x = float64(math.Float32frombits(order.Uint32(v)))
+	case 12:
+		x = math.Float64frombits(order.Uint64(v))
+	}
+	if x != math.Trunc(x) || x < 0 || x > 9 {
+		return 0
+	}
+	return int(x)
 }
 
 // orient transposes img as Pillow's exif_transpose does for orientation o

@@ -2,6 +2,7 @@ package imageproc
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
 )
 
@@ -10,6 +11,25 @@ import (
 // every orientation, both byte orders, SHORT and LONG); these are the tag
 // reader's refusals of what Pillow would not read as an orientation, and of
 // damaged bytes.
+
+// withValues is tiff with two LONG values appended (a RATIONAL's numerator
+// and denominator, at offset 26).
+func withValues(tiff []byte, order binary.AppendByteOrder, a, b uint32) []byte {
+	return order.AppendUint32(order.AppendUint32(tiff, a), b)
+}
+
+// twoEntries is an IFD0 of two Orientation entries (SHORT), a then b.
+func twoEntries(order binary.AppendByteOrder, a, b uint16) []byte {
+	t := []byte("II*\x00\x08\x00\x00\x00")
+	t = order.AppendUint16(t, 2)
+	for _, v := range []uint16{a, b} {
+		t = order.AppendUint16(t, 0x0112)
+		t = order.AppendUint16(t, 3)
+		t = order.AppendUint32(t, 1)
+		t = order.AppendUint16(order.AppendUint16(t, v), 0)
+	}
+	return order.AppendUint32(t, 0)
+}
 
 // tiffIFD0 is a TIFF structure in byte order order whose IFD0 holds one
 // entry: tag, of type kind and count, its value field value.
@@ -49,9 +69,25 @@ func TestTIFFOrientation(t *testing.T) {
 		{"SHORT, big-endian", tiffIFD0(be, 0x0112, 3, 1, 8), 8},
 		{"LONG", tiffIFD0(le, 0x0112, 4, 1, 5), 5},
 		{"another tag", tiffIFD0(le, 0x0110, 3, 1, 6), 0},
-		{"two values", tiffIFD0(le, 0x0112, 3, 2, 6), 0},
+		// As Pillow 9.4 reads them (checked with Image.getexif and
+		// ImageOps.exif_transpose): the first of several values, signed
+		// and fractional types of a whole value, the last entry of two;
+		// BYTE reads as bytes there, and transposes nothing.
+		{"two values", tiffIFD0(le, 0x0112, 3, 2, 6), 6},
+		{"SSHORT", tiffIFD0(le, 0x0112, 8, 1, 6), 6},
+		{"SSHORT, negative", tiffIFD0(le, 0x0112, 8, 1, 0xfffe), 0},
+		{"SLONG", tiffIFD0(le, 0x0112, 9, 1, 7), 7},
+		{"SBYTE", tiffIFD0(le, 0x0112, 6, 1, 6), 6},
+		{"BYTE", tiffIFD0(le, 0x0112, 1, 1, 6), 0},
+		{"FLOAT", tiffIFD0(le, 0x0112, 11, 1, math.Float32bits(6)), 6},
+		{"FLOAT, not whole", tiffIFD0(le, 0x0112, 11, 1, math.Float32bits(6.5)), 0},
+		{"RATIONAL at an offset", withValues(tiffIFD0(le, 0x0112, 5, 1, 26), le, 12, 2), 6},
+		{"RATIONAL of zero", withValues(tiffIFD0(le, 0x0112, 5, 1, 26), le, 6, 0), 0},
+		{"RATIONAL past the end", tiffIFD0(le, 0x0112, 5, 1, 1000), 0},
+		{"the last of two entries", twoEntries(le, 3, 6), 6},
+		{"a later entry that transposes nothing", twoEntries(le, 6, 1), 1},
 		{"ASCII", tiffIFD0(le, 0x0112, 2, 1, 6), 0},
-		{"huge LONG", tiffIFD0(le, 0x0112, 4, 1, 1<<31), 9},
+		{"huge LONG", tiffIFD0(le, 0x0112, 4, 1, 1<<31), 0},
 		{"not TIFF", append([]byte("XX*\x00"), tiffIFD0(le, 0x0112, 3, 1, 6)[4:]...), 0},
 		{"IFD past the end", withIFD(tiffIFD0(le, 0x0112, 3, 1, 6), 1000), 0},
 		{"IFD inside the header", withIFD(tiffIFD0(le, 0x0112, 3, 1, 6), 2), 0},
