@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -74,8 +75,18 @@ func readerConfig(config func(io.Reader) (image.Config, error)) func([]byte) (im
 // whose pixels use entries past its PLTE chunk's (an error by the PNG
 // specification) takes them from Pillow's default palette, gray i at entry
 // i, where image/png makes them black.
+//
+// A file whose image data Pillow reads in full but whose end image/png
+// refuses is read from its chunks up to the image data's end (pngThroughData).
 func decodePNG(b []byte) (image.Image, error) {
 	m, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		if fixed := pngThroughData(b); fixed != nil {
+			if m2, err2 := png.Decode(bytes.NewReader(fixed)); err2 == nil {
+				m, err = m2, nil
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +128,39 @@ func pngChunk(data []byte, typ string) ([]byte, bool) {
 		i += 12 + n
 	}
 	return nil, false
+}
+
+// pngThroughData is a PNG file's chunks up to its last IDAT, the IDAT
+// chunks' checksums recomputed, then an IEND; nil when it has no IDAT.
+// Pillow 9.4 reads the image data without checking its checksums (its
+// load_read skips them) and stops at whatever follows it without
+// checking it: a file cut after its image data (no IEND), or with a
+// damaged IDAT or IEND checksum, opens there with every pixel, where
+// image/png refuses it. The chunks before the data are kept as they are:
+// Pillow checks their checksums too.
+func pngThroughData(data []byte) []byte {
+	end := 0
+	var idat []int // offsets of the IDAT chunks
+	for i := 8; i+12 <= len(data); {
+		n := int(binary.BigEndian.Uint32(data[i:]))
+		if n < 0 || n > len(data)-i-12 {
+			break
+		}
+		if string(data[i+4:i+8]) == "IDAT" {
+			idat, end = append(idat, i), i+12+n
+		}
+		i += 12 + n
+	}
+	if idat == nil {
+		return nil
+	}
+	out := append(make([]byte, 0, end+12), data[:end]...) // data is the caller's
+	out = append(out, 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82)
+	for _, i := range idat {
+		n := int(binary.BigEndian.Uint32(out[i:]))
+		binary.BigEndian.PutUint32(out[i+8+n:], crc32.ChecksumIEEE(out[i+4:i+8+n]))
+	}
+	return out
 }
 
 // jpegMinBytes bounds a JPEG's entropy-coded data from below: every 8×8
