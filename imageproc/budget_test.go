@@ -50,3 +50,22 @@ func TestBudgetBoundsPixelsInFlight(t *testing.T) {
 		t.Errorf("%d pixels free after every release, want %d", b.free, b.size)
 	}
 }
+
+// TestProgressiveJPEGCountsTwice: a progressive JPEG takes twice its
+// pixels of a budget (its coefficients stay through its scans: 12-16
+// bytes a pixel where the other files take at most 8).
+func TestProgressiveJPEGCountsTwice(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want int
+	}{
+		{"scene_97x61.jpg", 97 * 61},
+		{"pilprog_97x61.jpg", 2 * 97 * 61},
+		{"pilproggray_97x61.jpg", 2 * 97 * 61},
+		{"scene_97x61.png", 97 * 61},
+	} {
+		if got := headerPixels(readTestdata(t, tc.file)); got != tc.want {
+			t.Errorf("%s: %d pixels of the budget, want %d", tc.file, got, tc.want)
+		}
+	}
+}

@@ -41,9 +41,25 @@ func orientation(data []byte) int {
 // starts "Exif\0\0", among the segments before the first scan (where
 // Pillow reads them), or nil.
 func jpegExif(data []byte) []byte {
+	var exif []byte
+	jpegSegments(data, func(marker byte, seg []byte) bool {
+		if marker == 0xe1 && bytes.HasPrefix(seg, []byte("Exif\x00\x00")) {
+			exif = seg[6:]
+			return false
+		}
+		return true
+	})
+	return exif
+}
+
+// jpegSegments calls visit with each marker segment of a JPEG file before
+// its first scan (the marker and the segment's contents) until visit
+// returns false or the segments end (the first scan, or bytes that are not
+// a segment).
+func jpegSegments(data []byte, visit func(marker byte, seg []byte) bool) {
 	for i := 2; i+4 <= len(data); {
 		if data[i] != 0xff {
-			return nil
+			return
 		}
 		marker := data[i+1]
 		switch {
@@ -51,21 +67,17 @@ func jpegExif(data []byte) []byte {
 			i++
 			continue
 		case marker == 0xda || marker == 0xd9: // SOS, EOI
-			return nil
+			return
 		case marker == 0x01 || marker >= 0xd0 && marker <= 0xd7: // no length
 			i += 2
 			continue
 		}
 		end := i + 2 + int(binary.BigEndian.Uint16(data[i+2:]))
-		if end > len(data) || end < i+4 {
-			return nil
-		}
-		if seg := data[i+4 : end]; marker == 0xe1 && bytes.HasPrefix(seg, []byte("Exif\x00\x00")) {
-			return seg[6:]
+		if end > len(data) || end < i+4 || !visit(marker, data[i+4:end]) {
+			return
 		}
 		i = end
 	}
-	return nil
 }
 
 // pngExif is the contents of a PNG's eXIf chunk, or nil. Pillow reads the
