@@ -84,18 +84,25 @@ func New(m *model.Model, opts Options) (*Params, error) {
 		return nil, fmt.Errorf("full-parameter training: %w", err)
 	}
 	p := &Params{m: m, be: be, tensors: ts, state: make([]moments, len(ts))}
-	lastLayer := 0
+	groupOf := map[int]int{} // a tensor's layer → its group, when grouped
 	for i, t := range ts {
 		if !trains(t.Name, opts) {
 			continue
 		}
-		// A new group for the first tensor, and when grouped for each
-		// layer: the embeddings (−1), the decoder layers, the head's.
-		if len(p.groups) == 0 || opts.Grouped && t.Layer != lastLayer {
+		// One group, or when grouped one per layer: the embeddings' (−1),
+		// the decoder layers', the head's, in the order their first tensor
+		// comes (OPT-350m lists project_out, the head's, between the
+		// embeddings and project_in, which joins the embeddings' group).
+		key := 0
+		if opts.Grouped {
+			key = t.Layer
+		}
+		gi, ok := groupOf[key]
+		if !ok {
+			gi, groupOf[key] = len(p.groups), len(p.groups)
 			p.groups = append(p.groups, group{layer: max(t.Layer, 0), at: t.Layer})
 		}
-		lastLayer = t.Layer
-		g := &p.groups[len(p.groups)-1]
+		g := &p.groups[gi]
 		// Where the group's variants start is its earliest tensor's layer,
 		// not its first's: OPT lists its final norm before its layers.
 		g.layer = min(g.layer, max(t.Layer, 0))

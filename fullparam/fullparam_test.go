@@ -313,3 +313,38 @@ func firstDiff(a, b []float32) int {
 }
 
 var _ tensor.Trainer = (*cpu.Backend)(nil)
+
+// TestGroupsPerLayer: grouped, a model has one group for what acts before
+// its first layer, one per layer, and one for what acts after the last,
+// whatever order its tensors are listed in: OPT-350m's shape lists
+// project_out (after the layers) between the embeddings and project_in
+// (before them), which made two groups of the embeddings' side.
+func TestGroupsPerLayer(t *testing.T) {
+	for _, tc := range []struct {
+		arch string
+		want []int // each group's GroupAt
+	}{
+		{"LlamaForCausalLM", []int{-1, 0, 1, 2}},
+		{"OPTForCausalLM", []int{-1, 2, 0, 1}}, // the final norm is listed before the layers
+		{"OPTForCausalLM-postnorm", []int{-1, 2, 0, 1}},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			c := tinyConfig(tc.arch, true)
+			m, err := model.FromValues(c, values(c, 1), model.LoadOptions{Backend: cpu.New(cpu.Options{Threads: 1}), Unstacked: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(m, Options{Grouped: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for g := range len(p.Dims()) {
+				got = append(got, p.GroupAt(g))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("groups at layers %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
