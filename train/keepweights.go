@@ -85,7 +85,16 @@ func (r *run) divergedKeeps() string {
 	case rundir.KeepNone:
 		return "no weights are kept (output.keep_weights: none)"
 	}
-	return fmt.Sprintf("the last checkpoint (step %d) and the best %s (step %d) are kept", r.lastCheckpointStep(), r.weightsNoun(), r.state.BestStep)
+	ck := r.lastCheckpointStep()
+	msg := fmt.Sprintf("the last checkpoint (step %d) and the best %s (step %d) are kept", ck, r.weightsNoun(), r.state.BestStep)
+	if r.state.ValidationPending && ck == r.state.Step {
+		// A full-parameter run keeps no copy of its weights from before a
+		// step: a stop during the validation that found them diverged
+		// checkpointed them, and every --resume validates them again.
+		msg += fmt.Sprintf("; that checkpoint holds the weights that diverged (a stop during step %d's validation saved them), so a --resume diverges again: start a new run, from the best model with --set model.path=%s",
+			ck, filepath.Join(r.dir, rundir.BestDir))
+	}
+	return msg
 }
 
 // weightsNoun is what the run trains: an adapter, or the model's own weights.

@@ -90,3 +90,29 @@ func TestKeepWeightsValues(t *testing.T) {
 		t.Errorf("output.keep_weights=last: %v", err)
 	}
 }
+
+// TestDivergedKeepsSaysCheckpointDiverged: a full-parameter run whose
+// pending validation (a stop cut it short, and the checkpoint then holds
+// the step's weights) finds them diverged says that the checkpoint holds
+// the diverged weights and a resume cannot help; a run that diverged in a
+// step keeps an earlier checkpoint and says nothing of the kind.
+func TestDivergedKeepsSaysCheckpointDiverged(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, rundir.CheckpointDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rundir.CheckpointDir, rundir.StateFile), []byte(`{"step": 6}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		step    int
+		pending bool
+		says    bool
+	}{{6, true, true}, {8, false, false}} {
+		r := &run{dir: dir, cfg: &Config{Adapter: AdapterConfig{Kind: "full"}}, state: checkpointState{Step: tc.step, BestStep: 2, ValidationPending: tc.pending}}
+		got := r.divergedKeeps()
+		if says := strings.Contains(got, "that checkpoint holds the weights that diverged"); says != tc.says || !strings.Contains(got, "the last checkpoint (step 6)") {
+			t.Errorf("step %d, pending %v: %q", tc.step, tc.pending, got)
+		}
+	}
+}
