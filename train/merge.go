@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/lora"
 	"github.com/meazo-go/meazo/model"
@@ -193,6 +194,7 @@ func writeWhole(opts MergeOptions, write func(dir string) error) (err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	noteLeftovers(opts, parent)
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(opts.Out)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -220,7 +222,27 @@ func writeWhole(opts MergeOptions, write func(dir string) error) (err error) {
 	if err := os.Rename(tmp, opts.Out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	if err := atomicfile.SyncDir(parent); err != nil { // the rename, on the disk
+		return fmt.Errorf("--out: %w", err)
+	}
 	return nil
+}
+
+// noteLeftovers names, in opts.Log, the temporary directories beside
+// opts.Out that earlier merges killed before their end (SIGKILL, out of
+// memory) left, each the size of a model. They are not removed: one may
+// be a merge running now into the same --out.
+func noteLeftovers(opts MergeOptions, parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil || opts.Log == nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && atomicfile.IsLeftover(e.Name(), filepath.Base(opts.Out)) {
+			fmt.Fprintf(opts.Log, "note: %s is what a merge into %s that did not end left (a whole model's files, unless a merge into it runs now): remove it to free its space\n",
+				filepath.Join(parent, e.Name()), opts.Out)
+		}
+	}
 }
 
 // mergeReport says what MergeLoRA wrote from m: the adapter, and the

@@ -594,3 +594,23 @@ func TestMergeableAdapterQuotesLongPEFTType(t *testing.T) {
 		t.Fatalf("error %.300v, want the peft_type quoted in part", err)
 	}
 }
+
+// TestMergeNotesLeftovers: a merge names the temporary directory an earlier
+// merge into the same --out left when it was killed (a whole model's
+// files), and removes nothing (it may be a merge running now).
+func TestMergeNotesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	left := filepath.Join(dir, ".merged.tmp-123")
+	if err := os.Mkdir(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, ".other.tmp-5"), 0o755)
+	var log strings.Builder
+	noteLeftovers(MergeOptions{Out: filepath.Join(dir, "merged"), Log: &log}, dir)
+	if !strings.Contains(log.String(), "note: "+left+" is what a merge into") || strings.Contains(log.String(), "other") {
+		t.Errorf("log %q", log.String())
+	}
+	if _, err := os.Stat(left); err != nil {
+		t.Errorf("the leftover was removed: %v", err)
+	}
+}
