@@ -99,6 +99,11 @@ func (s *Set) Main() {
 // printed on one line after the program's and the subcommand's names. The
 // usage and the error go to stderr; it is Main without the exit, for tests.
 func (s *Set) Exec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		if _, ok := s.commands[args[1]]; ok {
+			args = []string{args[1], "-h"} // "prog help forward": forward's help, as go help build
+		}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		s.usage(stderr)
 		if len(args) == 0 {
@@ -112,7 +117,11 @@ func (s *Set) Exec(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	}
 	cmd, ok := s.commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "%s: unknown %s %q\n", s.program, s.noun, args[0])
+		hint := ""
+		if c := suggest.Closest(args[0], s.Names()); c != "" && suggest.Distance(args[0], c) <= min(2, len(args[0])-1) {
+			hint = fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		fmt.Fprintf(stderr, "%s: unknown %s %q%s\n", s.program, s.noun, args[0], hint)
 		s.usage(stderr)
 		return 2
 	}
