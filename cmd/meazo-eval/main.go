@@ -114,6 +114,10 @@ func runScore(args []string, stdin io.Reader, stdout io.Writer) error {
 		if err := outpath.CheckFile("--out", *out, *in); err != nil {
 			return err
 		}
+		// Nor a file of the user's (--out data.jsonl, a slip of the flags).
+		if err := checkOurLines("--out", *out, "scores", "exact_match", "rouge1", "aggregate"); err != nil {
+			return err
+		}
 	}
 	r, name := stdin, "<stdin>"
 	if *in != "-" {

@@ -78,6 +78,16 @@ func TestScoreRougeFileOut(t *testing.T) {
 	if after, _ := os.ReadFile(in); !bytes.Equal(after, before) {
 		t.Error("the predictions file changed")
 	}
+	// Nor another file of the user's (a data file, a slip of the flags);
+	// an earlier scores file is replaced.
+	data2 := filepath.Join(dir, "data.jsonl")
+	os.WriteFile(data2, []byte(`{"document": "d", "summary": "s"}`+"\n"), 0o644)
+	if err := runScore([]string{"--metric", "rouge", "--in", in, "--out", data2}, nil, nil); err == nil || !strings.Contains(err.Error(), "exists and is not scores") {
+		t.Errorf("--out over a data file: %v, want a refusal", err)
+	}
+	if err := runScore([]string{"--metric", "rouge", "--in", in, "--out", outPath}, nil, nil); err != nil {
+		t.Errorf("--out over earlier scores: %v", err)
+	}
 	// Nor replace a link to a device (/dev/stdout is one) by a file.
 	devLink := filepath.Join(dir, "stdout")
 	if err := os.Symlink(os.DevNull, devLink); err != nil {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/meazo-go/meazo/internal/outpath"
 	"github.com/meazo-go/meazo/train"
@@ -55,6 +57,13 @@ func newPredictions(path string, inputs ...string) (*predictions, error) {
 // --predictions data/train.tsv or --predictions config.yaml, a slip of
 // the flags, would replace the user's file with the answers.
 func checkReplaceable(path string) error {
+	return checkOurLines("--predictions", path, "a predictions file", "id")
+}
+
+// checkOurLines refuses an existing file at path (given as flag) unless
+// it is empty or its first line is a JSON object with one of keys: a file
+// of ours (what) that writing may replace.
+func checkOurLines(flag, path, what string, keys ...string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil // missing (or unreadable: the write says)
@@ -67,11 +76,26 @@ func checkReplaceable(path string) error {
 	}
 	var rec map[string]json.RawMessage
 	if json.Unmarshal(sc.Bytes(), &rec) == nil {
-		if _, ok := rec["id"]; ok {
-			return nil
+		for _, k := range keys {
+			if _, ok := rec[k]; ok {
+				return nil
+			}
 		}
 	}
-	return fmt.Errorf("--predictions %s exists and is not a predictions file (its first line is not a JSON object with an \"id\"): writing would replace it; name a new file, or remove it first", path)
+	return fmt.Errorf("%s %s exists and is not %s (its first line is not a JSON object with %s): writing would replace it; name a new file, or remove it first",
+		flag, path, what, quotedOr(keys))
+}
+
+// quotedOr is "\"a\"", "\"a\" or \"b\"", "\"a\", \"b\" or \"c\"".
+func quotedOr(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = strconv.Quote(k)
+	}
+	if len(q) == 1 {
+		return "an " + q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // record is the evaluation's train.EvalOptions.OnPrediction; nil for no

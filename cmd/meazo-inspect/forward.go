@@ -191,6 +191,9 @@ func runForward(args []string, _ io.Reader, stdout io.Writer) error {
 	if err := outpath.CheckFile("--out", *outPath, inputs...); err != nil {
 		return err
 	}
+	if err := checkSafetensorsOut(*outPath); err != nil {
+		return err
+	}
 	if vit {
 		return runForwardViT(vitForward{model: *modelDir, adapter: *adapter, backend: lf.backend, threads: lf.threads, input: *input,
 			images: *images, out: *outPath, hiddenStates: *hidden}, stdout)
@@ -251,4 +254,19 @@ func finiteOutput(out *model.Output, rows, vocab int) error {
 		return fmt.Errorf("the loss is not finite (%v): the model's weights or config.json hold values that make its arithmetic meaningless", out.Loss)
 	}
 	return nil
+}
+
+// checkSafetensorsOut refuses an existing --out that is neither empty nor a
+// safetensors file: --out config.json or --out train.tsv, a slip of the
+// flags, would be replaced by the logits. An earlier output is replaced.
+func checkSafetensorsOut(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Size() == 0 {
+		return nil // missing (or unreadable: the write says), or empty
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("--out %s exists and is not a safetensors file: writing would replace it; name a new file, or remove it first", path)
+	}
+	return f.Close()
 }

@@ -110,6 +110,13 @@ func TestForwardCLIErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unknown field "attention_masks": the keys are input_ids, attention_mask`) {
 		t.Errorf("a misspelt key: %v, want an error naming it", err)
 	}
+	// An --out that exists and is not a safetensors file is not replaced.
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(notes, []byte("mine\n"), 0o644)
+	err = runForward([]string{"--model", dir, "--input", writeBatch(t), "--out", notes}, nil, &bytes.Buffer{})
+	if b, _ := os.ReadFile(notes); err == nil || !strings.Contains(err.Error(), "exists and is not a safetensors file") || string(b) != "mine\n" {
+		t.Errorf("--out over a text file: %v", err)
+	}
 	// A run directory given as the model is named as one.
 	run := filepath.Join(dir, "run")
 	os.MkdirAll(filepath.Join(run, "best"), 0o755)
