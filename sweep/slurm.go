@@ -300,6 +300,10 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 		}
 		return st.stoppedErr(nil, selectJob, log)
 	}
+	if _, err := lookSbatch("sbatch"); err != nil {
+		// Before a script is written: none would run.
+		return fmt.Errorf("executor slurm: sbatch is not on the PATH here (%v): submit from a machine of the cluster, or see what would be submitted with meazo-sweep plan", err)
+	}
 	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), false)
 	if err != nil {
 		return err
@@ -399,6 +403,9 @@ func lockFile(path, what string, log io.Writer) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// lookSbatch finds sbatch (exec.LookPath; a variable for the tests).
+var lookSbatch = exec.LookPath
 
 func sbatch(args ...string) (string, error) {
 	cmd := exec.Command("sbatch", append([]string{"--parsable"}, args...)...)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -387,4 +388,27 @@ func TestSlurmScriptsSpacedDir(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSlurmWithoutSbatch: a study with runs to submit on a machine without
+// sbatch fails before it writes a script (it wrote them all, then failed).
+func TestSlurmWithoutSbatch(t *testing.T) {
+	defer func(f func(string) (string, error)) { lookSbatch = f }(lookSbatch)
+	lookSbatch = func(string) (string, error) { return "", exec.ErrNotFound }
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	p := writeStudy(t, fmt.Sprintf("out: %s/out\nseeds: [0]\ncoarse: [1e-3, 1e-2]\nfine: false\nexperiments:\n  - {name: e, config: ../configs/qwen06b_sst2_lora_meazo.yaml, optimizers: [meazo]}\nexecutor: {kind: slurm, trainer: %s, slurm: {time: \"5\"}}\n", dir, self))
+	st, err := LoadStudy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SlurmSubmit(p, ModeRun, false, io.Discard); err == nil || !strings.Contains(err.Error(), "sbatch is not on the PATH") {
+		t.Fatalf("run: %v, want sbatch named", err)
+	}
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && (strings.HasSuffix(path, ".sbatch") || strings.HasSuffix(path, ".tasks")) {
+			t.Errorf("a script was written: %s", path)
+		}
+		return nil
+	})
 }
