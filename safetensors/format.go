@@ -149,9 +149,18 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 		return fail("header does not start with '{'")
 	}
 
+	// Counted before the parse, which takes tens of microseconds an entry:
+	// a stranger's header of 1.7 million empty tensors took a minute and
+	// a gigabyte to open.
+	if n := bytes.Count(js, []byte(`"data_offsets"`)); n > maxTensors {
+		return fail("header lists %d tensors, more than the %d any model file has", n, maxTensors)
+	}
 	entries, err := splitObject(js)
 	if err != nil {
 		return fail("header is not a valid JSON object: %v", err)
+	}
+	if len(entries) > maxTensors+1 { // the tensors and __metadata__
+		return fail("header has %d entries, more than the %d tensors any model file has", len(entries), maxTensors)
 	}
 
 	var h header
@@ -288,6 +297,10 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// maxTensors is the most tensors a file may list: a model's shard holds
+// hundreds to a few thousand (a whole 14B model about 400).
+const maxTensors = 100_000
 
 // maxDims is the most dimensions a tensor's shape may have (PyTorch's
 // kernels handle at most 25; every tensor meazo reads has 1, 2 or 4).
