@@ -98,3 +98,23 @@ func TestRunWarnsOfDiskWithMoments(t *testing.T) {
 		t.Errorf("%d bytes free for checkpoints of %d bytes: no warning\n%s", free, later, log)
 	}
 }
+
+// TestProjectionCountsMoments: the projection after a full-parameter
+// ZO-Adam run's first step times its checkpoints as step 0's with the
+// moments it did not hold yet (three times its bytes).
+func TestProjectionCountsMoments(t *testing.T) {
+	_, cfg := demoConfig(t, 3)
+	for _, tc := range []struct {
+		opt  string
+		says bool
+	}{{"zo-adam", true}, {"meazo", false}} {
+		var log syncBuilder
+		if _, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"output.dir=" + t.TempDir(), "task.max_validation=8", "eval.skip=true",
+			"adapter.kind=full", "optimizer.name=" + tc.opt, "optimizer.lr=1e-3"}}); err != nil {
+			t.Fatal(err)
+		}
+		if says := strings.Contains(log.String(), "as step 0's with the optimizer's moments"); says != tc.says {
+			t.Errorf("%s: the projection scales the checkpoints: %v, want %v\n%s", tc.opt, says, tc.says, log.String())
+		}
+	}
+}

@@ -34,6 +34,7 @@ type projection struct {
 	checkpoints              int     // the ones due (checkpoint_every and the end)
 	ckSecs                   float64 // one checkpoint (0: none timed yet)
 	ckStep                   int     // the step of the checkpoint timed
+	ckScaled                 bool    // ckSecs is that checkpoint's, scaled to the optimizer's moments it did not hold
 	bestCheckpoints          bool    // a new best also checkpoints (the model's own weights)
 	testSecs                 float64 // the test evaluation's lower bound (0: none, or not known)
 	testPasses, testExamples int     // the passes the test makes whatever the best step (testSecs covers them)
@@ -60,6 +61,15 @@ func (r *run) project(step int, stepSecs float64) projection {
 		}
 		if cfg.Train.CheckpointEvery > 0 && s%cfg.Train.CheckpointEvery == 0 || s == cfg.Train.Steps {
 			p.checkpoints++
+		}
+	}
+	if r.tr != nil && r.ckStep == 0 && r.tr.stateBytes() > 0 {
+		state := r.tr.stateBytes()
+		// Step 0's checkpoint held no moments; those to come hold them
+		// (ZO-Adam's two beside a model's weights: three times the bytes).
+		if all := r.checkpointBytes(); all > state {
+			p.ckSecs *= float64(all) / float64(all-state)
+			p.ckScaled = true
 		}
 	}
 	r.projectTest(&p)
@@ -174,8 +184,11 @@ func (p projection) parts() (parts []string, total float64, atLeast bool) {
 	}
 	if p.checkpoints > 0 && p.ckSecs > 0 {
 		more := ""
+		if p.ckScaled {
+			more = " with the optimizer's moments"
+		}
 		if p.bestCheckpoints {
-			more = ", and one more with each new best validation loss"
+			more += ", and one more with each new best validation loss"
 		}
 		add(p.ckSecs*float64(p.checkpoints), fmt.Sprintf("checkpoints %s (%d × %s, as step %d's%s)",
 			FormatDuration(p.ckSecs*float64(p.checkpoints)), p.checkpoints, FormatDuration(p.ckSecs), p.ckStep, more), p.bestCheckpoints)
