@@ -72,13 +72,18 @@ func checkOurLines(flag, path, what string, keys ...string) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	if !sc.Scan() {
-		return nil // empty
-	}
-	var rec map[string]json.RawMessage
-	if json.Unmarshal(sc.Bytes(), &rec) == nil {
-		for _, k := range keys {
-			if _, ok := rec[k]; ok {
-				return nil
+		if sc.Err() == nil {
+			return nil // empty
+		}
+		// A first line over 64 MiB (a file of one long line) is no
+		// predictions file of ours, and was taken for an empty one.
+	} else {
+		var rec map[string]json.RawMessage
+		if json.Unmarshal(sc.Bytes(), &rec) == nil {
+			for _, k := range keys {
+				if _, ok := rec[k]; ok {
+					return nil
+				}
 			}
 		}
 	}

@@ -201,6 +201,8 @@ func TestPredictionsReplaceOnlyPredictions(t *testing.T) {
 		{"train.tsv", "sentence\tlabel\nfine\t1\n", false},
 		{"demo.yaml", "model:\n  path: m\n", false},
 		{"other.jsonl", `{"prompt": "p"}` + "\n", false},
+		{"oneline.json", `{"x": "` + strings.Repeat("a", 65<<20) + `"}`, false}, // read as empty, and replaced
+
 	} {
 		p := filepath.Join(dir, tc.name)
 		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
