@@ -1,7 +1,7 @@
 // Package imageproc turns an image file into a vision model's pixel_values
 // exactly as transformers' ViTImageProcessor does, as its checkpoint's
 // preprocessor_config.json says: decode (PNG with the standard library, JPEG
-// with internal/jpeg), turn upright by the EXIF orientation (as the HF
+// with internal/jpeg, a GIF's first frame as Pillow reads it: gif.go), turn upright by the EXIF orientation (as the HF
 // loaders do before the processor sees the image), convert to RGB, resize with Pillow's BILINEAR filter,
 // rescale to [0, 1] and normalise by the channel means and deviations,
 // channels first.
