@@ -356,11 +356,24 @@ func (e *Engine) evaluate(obj Objective, variants []Variant) ([]float64, error) 
 	}
 	for i, l := range losses {
 		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return nil, &nonFiniteError{fmt.Sprintf("zo step %d: loss of variant %d (group %d, direction %d, sign %+d) is %g",
-				e.step+1, i, variants[i].Group, variants[i].Dir, variants[i].Sign, l)}
+			v := variants[i]
+			where := fmt.Sprintf("%s, direction %d, sign %+d", groupName(v.Group), v.Dir, v.Sign)
+			if v.Group == Clean {
+				where = "θ0 itself, unperturbed"
+			}
+			return nil, &nonFiniteError{fmt.Sprintf("zo step %d: loss of variant %d (%s) is %g", e.step+1, i, where, l)}
 		}
 	}
 	return losses, nil
+}
+
+// groupName names a variant's group in a message: "group g", or "all
+// groups" for a joint perturbation (AllGroups).
+func groupName(g int) string {
+	if g == AllGroups {
+		return "all groups"
+	}
+	return fmt.Sprintf("group %d", g)
 }
 
 // ErrNonFinite is what Step's error matches (errors.Is) when a loss or a
@@ -406,7 +419,7 @@ func (e *Engine) estimate(units []unit, losses []float64) (*Stats, [][]float64, 
 		}
 		for j, dj := range d {
 			if math.IsNaN(dj) || math.IsInf(dj, 0) {
-				return nil, nil, &nonFiniteError{fmt.Sprintf("zo step %d: projected gradient %d of group %d is %g (ε %g)", e.step+1, j, u.label(), dj, eps)}
+				return nil, nil, &nonFiniteError{fmt.Sprintf("zo step %d: projected gradient %d of %s is %g (ε %g)", e.step+1, j, groupName(u.label()), dj, eps)}
 			}
 		}
 		st.Units[ui] = UnitStats{Group: u.label(), D: d}

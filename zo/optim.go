@@ -268,7 +268,10 @@ func (o *MEAZO) weights(unit, t int, d, w []float64) {
 		g += dj
 	}
 	g /= float64(len(d))
-	o.v[unit] = o.Beta*o.v[unit] + (1-o.Beta)*g*g
+	// Each product rounded on its own (float64()): fused into a
+	// multiply-add on arm64 and with GOAMD64=v3, v's bits depended on the
+	// build (TestNoFusedMultiplyAdd).
+	o.v[unit] = float64(o.Beta*o.v[unit]) + float64(float64((1-o.Beta)*g)*g)
 	vhat := o.v[unit] / (1 - math.Pow(o.Beta, float64(t)))
 	o.coef[unit] = o.LR / (math.Sqrt(vhat) + o.Zeta)
 }
@@ -334,7 +337,8 @@ func (o *FZOO) sigma(d []float64) float64 {
 	}
 	mean /= q
 	for _, x := range d {
-		sd += (x - mean) * (x - mean)
+		dx := x - mean
+		sd += float64(dx * dx) // not fused: the same bits on every build
 	}
 	return math.Sqrt(sd / q)
 }
