@@ -5,6 +5,8 @@ package fuzzguard
 
 import (
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"time"
 )
@@ -16,38 +18,48 @@ const (
 )
 
 // Run calls fn and panics (which fails the fuzz input) when fn runs longer
-// than MaxTime or allocates more than MaxBytes in all while it runs. fn
-// runs on the caller's goroutine: a panic in it reaches the fuzzer as it
-// is, with its stack, and a t.Fatal in it stops the test. The limits are
-// watched from another goroutine, whose panic while fn still runs ends
-// the process (a hung fn cannot be stopped any other way).
+// than MaxTime or allocates more than MaxBytes in all while it runs. fn runs
+// on a goroutine of its own, watched from the caller's: a panic in fn is
+// panicked again on the caller's goroutine with the stack where it
+// happened in its message, and a t.Fatal in fn (which ends fn's goroutine)
+// ends the caller's too, so that the test stops there as it would without
+// Run. (Run on the caller's goroutine, fn stalled go test -fuzz's workers.)
 func Run(fn func()) {
+	done := make(chan outcome, 1)
+	go func() {
+		returned := false
+		defer func() {
+			switch r := recover(); {
+			case r != nil:
+				done <- outcome{panicked: fmt.Sprintf("%v\n\n[fuzzguard: the panic happened here]\n%s", r, debug.Stack())}
+			case !returned: // runtime.Goexit: t.Fatal or t.SkipNow in fn
+				done <- outcome{exited: true}
+			default:
+				done <- outcome{}
+			}
+		}()
+		fn()
+		returned = true
+	}()
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}} // cumulative
 	metrics.Read(s)
 	base := s[0].Value.Uint64()
-	allocated := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64() - base
-	}
-	done := make(chan struct{})
-	defer close(done) // also when fn panics or calls t.Fatal
-	go watch(done, allocated)
-	fn()
-	if n := allocated(); n > MaxBytes {
-		panic(fmt.Sprintf("fuzzguard: the input made it allocate %d bytes", n))
-	}
-}
-
-// watch panics when MaxTime passes or more than MaxBytes are allocated
-// before done is closed.
-func watch(done <-chan struct{}, allocated func() uint64) {
+	allocated := func() uint64 { metrics.Read(s); return s[0].Value.Uint64() - base }
 	deadline := time.After(MaxTime)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case <-done:
+		case o := <-done:
+			switch {
+			case o.panicked != "":
+				panic(o.panicked)
+			case o.exited:
+				runtime.Goexit()
+			}
+			if n := allocated(); n > MaxBytes {
+				panic(fmt.Sprintf("fuzzguard: the input made it allocate %d bytes", n))
+			}
 			return
 		case <-deadline:
 			panic(fmt.Sprintf("fuzzguard: the input made it run over %v", MaxTime))
@@ -57,4 +69,11 @@ func watch(done <-chan struct{}, allocated func() uint64) {
 			}
 		}
 	}
+}
+
+// outcome is how fn ended: it returned, panicked (the panic's value and
+// stack), or its goroutine exited (runtime.Goexit).
+type outcome struct {
+	panicked string
+	exited   bool
 }

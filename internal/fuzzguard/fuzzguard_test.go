@@ -1,23 +1,39 @@
 package fuzzguard
 
 import (
-	"runtime/debug"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 // TestPanicKeepsItsStack: a panic in fn reaches Run's caller with the
-// frames of the code that panicked (re-panicked from another goroutine,
-// its stack ended in Run, the fuzz crash's cause in no frame).
+// frames of the code that panicked in its message (re-panicked from fn's
+// goroutine, the fuzz crash's stack ended in Run, its cause in no frame).
 func TestPanicKeepsItsStack(t *testing.T) {
-	var stack string
 	var got any
 	func() {
-		defer func() { got, stack = recover(), string(debug.Stack()) }()
+		defer func() { got = recover() }()
 		Run(panicsHere)
 	}()
-	if got == nil || !strings.Contains(stack, "fuzzguard.panicsHere") {
-		t.Errorf("recovered %v; the stack has no frame of panicsHere:\n%s", got, stack)
+	if msg := fmt.Sprint(got); !strings.Contains(msg, "assignment to entry in nil map") || !strings.Contains(msg, "fuzzguard.panicsHere") {
+		t.Errorf("recovered %q; want the panic and a frame of panicsHere", msg)
+	}
+}
+
+// TestGoexitEndsTheCaller: fn ending its goroutine (t.Fatal does) ends
+// the caller's too: the code after Run does not run.
+func TestGoexitEndsTheCaller(t *testing.T) {
+	after := false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(runtime.Goexit)
+		after = true
+	}()
+	<-done
+	if after {
+		t.Error("the code after Run ran after fn's goroutine exited")
 	}
 }
 
