@@ -566,6 +566,20 @@ func readChanges(dir string) []ConfigChange {
 	return out
 }
 
+// StartDir is the directory the run in runDir (whose config.yaml is cfg)
+// was most likely started from: its absolute path less its output.dir,
+// where that is relative and ends it; "" when that cannot be told. The
+// run's relative paths (config.yaml keeps them as given) are relative to
+// it.
+func StartDir(runDir string, cfg *Config) string {
+	out := filepath.Clean(cfg.Output.Dir)
+	abs, err := filepath.Abs(runDir)
+	if err != nil || filepath.IsAbs(out) || out == "." || !strings.HasSuffix(abs, string(filepath.Separator)+out) {
+		return ""
+	}
+	return strings.TrimSuffix(abs, string(filepath.Separator)+out)
+}
+
 // startedFrom is the directory a run was started from, when a resume from
 // another one misses the run's relative paths (config.yaml records them as
 // given): the run directory's absolute path less its output.dir, where that
@@ -573,12 +587,10 @@ func readChanges(dir string) []ConfigChange {
 // from it. "" when that cannot be told, or is the working directory (under
 // any name).
 func startedFrom(runDir string, cfg *Config) string {
-	out := filepath.Clean(cfg.Output.Dir)
-	abs, err := filepath.Abs(runDir)
-	if err != nil || filepath.IsAbs(out) || out == "." || !strings.HasSuffix(abs, string(filepath.Separator)+out) {
+	from := StartDir(runDir, cfg)
+	if from == "" {
 		return ""
 	}
-	from := strings.TrimSuffix(abs, string(filepath.Separator)+out)
 	if wd, err := os.Getwd(); err != nil || wd == from || sameDir(wd, from) {
 		return "" // (the same directory under another name, through a link: the resume is there already)
 	}

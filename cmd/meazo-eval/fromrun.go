@@ -128,6 +128,9 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 		case v == "" || v == effective(s.flag, fs.Lookup(s.flag).DefValue):
 			continue
 		}
+		if (s.flag == "model" || s.flag == "data") && !filepath.IsAbs(v) {
+			v = fromStart(v, s.key, run, cfg, log)
+		}
 		if err := fs.Set(s.flag, v); err != nil {
 			return nil, fmt.Errorf("%s in %s: %w", s.key, run, err)
 		}
@@ -136,14 +139,30 @@ func fromRun(fs *flag.FlagSet, adapter, model string, log io.Writer) ([]string, 
 		} else {
 			taken = append(taken, fmt.Sprintf("--%s %s", s.flag, shell.Quote(v)))
 		}
-		if (s.flag == "model" || s.flag == "data") && !filepath.IsAbs(v) {
-			fmt.Fprintf(log, "note: the run's %s %s is a relative path, read from this directory (config.yaml does not say where meazo-train ran)\n", s.key, v)
-		}
 	}
 	if len(taken) > 0 {
 		fmt.Fprintf(log, "scoring as the run %s did (its config.yaml): %s\n", run, strings.Join(taken, " "))
 	}
 	return slices.DeleteFunc(files, func(f string) bool { return f == "" }), nil
+}
+
+// fromStart is the run's relative path v (of key) as the run read it:
+// joined to the directory the run was started from (train.StartDir) where
+// the file is there, else v read from this directory; the log says which
+// where it is not plain.
+func fromStart(v, key, run string, cfg *train.Config, log io.Writer) string {
+	start := train.StartDir(run, cfg)
+	if start != "" {
+		if _, err := os.Stat(filepath.Join(start, v)); err == nil {
+			if wd, err := os.Getwd(); err == nil && samePath(wd, start) {
+				return v // here
+			}
+			fmt.Fprintf(log, "note: the run's %s %s is relative to where the run was started, %s: reading %s\n", key, v, start, filepath.Join(start, v))
+			return filepath.Join(start, v)
+		}
+	}
+	fmt.Fprintf(log, "note: the run's %s %s is a relative path, read from this directory (it is not where the run's output.dir says the run was started)\n", key, v)
+	return v
 }
 
 // samePath reports whether a and b name the same file or directory,

@@ -832,3 +832,33 @@ func TestTaskOnPrunedRun(t *testing.T) {
 		t.Errorf("a diverged run:\n got %v\nwant %s", err, want)
 	}
 }
+
+// TestTaskFromRunRelativePaths: a run started with relative paths (as the
+// shipped configs have them), scored from another directory, reads its
+// model and test file where the run did (the directory its output.dir says
+// it was started from), with a note; it failed with "no such file".
+func TestTaskFromRunRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := train.WriteDemo(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if _, err := train.Run(train.Options{ConfigPath: cfg, Log: io.Discard, Overrides: []string{"eval.skip=true", "model.path=model",
+		"task.train=data/train.tsv", "task.test=data/dev.tsv", "task.max_validation=4", "task.max_test=6", "output.dir=runs/r"}}); err != nil {
+		t.Fatal(err)
+	}
+	best := filepath.Join(dir, "runs", "r", "best")
+	var here strings.Builder
+	if err := runTask([]string{"--adapter", best}, io.Discard, &here); err != nil || strings.Contains(here.String(), "note: the run's model.path") {
+		t.Fatalf("from where the run started: %v, log %q", err, here.String())
+	}
+	t.Chdir(t.TempDir())
+	var log strings.Builder
+	if err := runTask([]string{"--adapter", best}, io.Discard, &log); err != nil {
+		t.Fatalf("from elsewhere: %v\n%s", err, log.String())
+	}
+	if want := "note: the run's model.path model is relative to where the run was started, " + dir + ": reading " + filepath.Join(dir, "model"); !strings.Contains(log.String(), want) {
+		t.Errorf("log %q, want %q", log.String(), want)
+	}
+}
