@@ -300,9 +300,8 @@ func (st *Study) SlurmSubmit(studyPath string, mode Mode, selectJob bool, log io
 		}
 		return st.stoppedErr(nil, selectJob, log)
 	}
-	if _, err := lookSbatch("sbatch"); err != nil {
-		// Before a script is written: none would run.
-		return fmt.Errorf("executor slurm: sbatch is not on the PATH here (%v): submit from a machine of the cluster, or see what would be submitted with meazo-sweep plan", err)
+	if err := needSbatch(); err != nil {
+		return err
 	}
 	sub, err := st.buildSlurm(studyPath, runs, st.maxArraySize(), false)
 	if err != nil {
@@ -406,6 +405,15 @@ func lockFile(path, what string, log io.Writer) (func(), error) {
 
 // lookSbatch finds sbatch (exec.LookPath; a variable for the tests).
 var lookSbatch = exec.LookPath
+
+// needSbatch refuses, before a script is written, a submission from a
+// machine without sbatch: none of the scripts would run.
+func needSbatch() error {
+	if _, err := lookSbatch("sbatch"); err != nil {
+		return fmt.Errorf("executor slurm: sbatch is not on the PATH here (%v): submit from a machine of the cluster, or see what would be submitted with meazo-sweep plan", err)
+	}
+	return nil
+}
 
 func sbatch(args ...string) (string, error) {
 	cmd := exec.Command("sbatch", append([]string{"--parsable"}, args...)...)
