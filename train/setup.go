@@ -211,6 +211,12 @@ func (r *run) newRunConfig() error {
 	if err := checkOutputDir(r.dir, r.cfg); err != nil {
 		return err
 	}
+	// A run training there now is named first: the directory's checkpoint
+	// would otherwise say "continue it with --resume", which then finds
+	// it in use.
+	if holder, held, err := LockHolder(r.dir); err == nil && held {
+		return fmt.Errorf("run directory %s is in use by %s; wait for it to end (or stop it) before starting a run there, or choose another output.dir", r.dir, holder)
+	}
 	// Checked before the lock, so that a refused directory gets no
 	// run.lock, and again under it (openRunDir), so that no other process
 	// can have started a run there in between.

@@ -376,6 +376,12 @@ func TestRunDirLock(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by pid %d", cmd.Process.Pid)) {
 		t.Errorf("resume while another process holds the run: %v", err)
 	}
+	// So is a new run there: not "continue it with --resume", which the
+	// lock would then refuse.
+	_, err = Run(Options{ConfigPath: cfg, Log: io.Discard, Overrides: append(trustSet, "output.dir="+out)})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by pid %d", cmd.Process.Pid)) {
+		t.Errorf("a new run while another process holds the directory: %v", err)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	l, err := LockDir(out)
