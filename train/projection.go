@@ -262,8 +262,26 @@ func (r *run) trainingLine() string {
 	if t.CheckpointEvery > 0 {
 		ck = fmt.Sprintf("every %d steps", t.CheckpointEvery)
 	}
-	return fmt.Sprintf("training: steps %d to %d, batch %d; validation every %d steps, checkpoint %s",
-		min(r.state.Step+1, t.Steps), t.Steps, t.BatchSize, t.EvalEvery, ck) + r.objectiveNote()
+	return fmt.Sprintf("training: steps %d to %d, batch %d, %s; validation every %d steps, checkpoint %s",
+		min(r.state.Step+1, t.Steps), t.Steps, t.BatchSize, r.optimizerLine(), t.EvalEvery, ck) + r.objectiveNote()
+}
+
+// optimizerLine names the optimizer and the settings a run is compared by
+// (--set changes them; the log said none of them): "meazo lr 0.05 eps
+// 0.001 q 1", the schedule where it is not constant, and the estimation
+// where the parameters are grouped.
+func (r *run) optimizerLine() string {
+	o := r.cfg.Optimizer
+	s := fmt.Sprintf("%s lr %g eps %g q %d", o.Name, o.LR, o.Eps, o.Q)
+	if o.Schedule != "" && o.Schedule != "constant" || o.WarmupSteps > 0 {
+		s += fmt.Sprintf(" (schedule %s, %d warmup steps)", o.Schedule, o.WarmupSteps)
+	}
+	if r.engine != nil {
+		if mode, groups := r.engine.Estimation(); groups > 1 {
+			s += fmt.Sprintf(", %s estimation over %d parameter groups", mode, groups)
+		}
+	}
+	return s
 }
 
 // objectiveNote is what the training loss is, where it is not the

@@ -113,7 +113,7 @@ func TestPhasesAndHeartbeat(t *testing.T) {
 			for _, want := range append([]string{
 				"validation of step 0: 8 examples\n",
 				"writing the checkpoint of step 0\n",
-				"training: steps 1 to 3, batch 8; validation every 2 steps, checkpoint every 200 steps\n",
+				"training: steps 1 to 3, batch 8, meazo lr 0.005 eps 0.001 q 1; validation every 2 steps, checkpoint every 200 steps\n",
 				"first step ", "the rest takes ", "training ", "(2 steps) + validation ",
 				"… step ", " so far\n",
 			}, tc.want...) {
@@ -311,3 +311,27 @@ type sizedModality struct {
 func (m sizedModality) sizes() (int, int, int) { return 100, m.val, m.test }
 func (m sizedModality) metricExamples() int    { return m.metric }
 func (m sizedModality) freeMetric() bool       { return m.metricFree }
+
+// TestTrainingLineNamesTheOptimizer: the line that starts the training
+// names the optimizer and what a run is compared by (the log said none of
+// them): its rate, ε, q, a schedule, and grouped estimation.
+func TestTrainingLineNamesTheOptimizer(t *testing.T) {
+	_, cfg := demoConfig(t, 2)
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"optimizer.name=zo-adam", "optimizer.q=2"}, "batch 8, zo-adam lr 0.005 eps 0.001 q 2; validation"},
+		{[]string{"adapter.grouped=true", "optimizer.schedule=cosine", "optimizer.warmup_steps=1"},
+			"meazo lr 0.005 eps 0.001 q 1 (schedule cosine, 1 warmup steps), grouped estimation over 2 parameter groups; validation"},
+	} {
+		var log syncBuilder
+		if _, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: append([]string{"output.dir=" + t.TempDir(), "task.max_validation=8",
+			"eval.skip=true"}, tc.set...)}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(log.String(), tc.want) {
+			t.Errorf("%v: the log does not say %q:\n%s", tc.set, tc.want, log.String())
+		}
+	}
+}

@@ -211,6 +211,10 @@ func (e *Engine) Params() [][]float32 { return e.θ.base() }
 // Optimizer returns the engine's optimizer.
 func (e *Engine) Optimizer() Optimizer { return e.opt }
 
+// Estimation returns how a step estimates: the mode and the number of
+// parameter groups.
+func (e *Engine) Estimation() (Mode, int) { return e.cfg.Mode, len(e.dims) }
+
 // StepCount returns the number of steps taken (the next step's noise index).
 func (e *Engine) StepCount() int { return e.step }
 
