@@ -436,7 +436,8 @@ func TestGroupsNote(t *testing.T) {
 		m.Free()
 	}
 	// OPT-350m's shape: project_in and project_out, no final norm, listed
-	// out of the order they act in.
+	// out of the order they act in: project_in joins the embeddings' group,
+	// project_out is the head's.
 	c350 := &model.Config{Architecture: "OPTForCausalLM", VocabSize: 96, HiddenSize: 32, IntermediateSize: 64, NumLayers: 2,
 		NumHeads: 4, NumKVHeads: 4, HeadDim: 8, MaxPositions: 16, WordEmbedDim: 16, LayerNormEps: 1e-5, TieEmbeddings: true,
 		BOSTokenID: 2, EOSTokenIDs: []int{2}, PostNorm: true, NoFinalNorm: true}
@@ -456,7 +457,7 @@ func TestGroupsNote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := groupsNote(m, p, true), " (0: the embeddings; 1: project_out; 2: project_in; 3–4: layers 0–1)"; got != want {
+	if got, want := groupsNote(m, p, true), " (0: the embeddings and project_in; 1: project_out; 2–3: layers 0–1)"; got != want {
 		t.Errorf("OPT-350m's shape: %q, want %q", got, want)
 	}
 }
