@@ -75,8 +75,8 @@ func checkOurLines(flag, path, what string, keys ...string) error {
 		if sc.Err() == nil {
 			return nil // empty
 		}
-		// A first line over 64 MiB (a file of one long line) is no
-		// predictions file of ours, and was taken for an empty one.
+		// A first line over 64 MiB (a file of one long line) is no file
+		// of ours; it was taken for an empty one and replaced.
 	} else {
 		var rec map[string]json.RawMessage
 		if json.Unmarshal(sc.Bytes(), &rec) == nil {
@@ -91,7 +91,7 @@ func checkOurLines(flag, path, what string, keys ...string) error {
 		flag, path, what, quotedOr(keys))
 }
 
-// quotedOr is "\"a\"", "\"a\" or \"b\"", "\"a\", \"b\" or \"c\"".
+// quotedOr lists keys for a message: `an "a"`, `"a" or "b"`, `"a", "b" or "c"`.
 func quotedOr(keys []string) string {
 	q := make([]string, len(keys))
 	for i, k := range keys {
