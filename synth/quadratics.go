@@ -85,7 +85,8 @@ func writeQuadratics(cfg PaperConfig, out string, summary, log io.Writer) error 
 	fmt.Fprintf(summary, "# Synthetic quadratics (9-d, %d seeds, %d steps, q = 1, eps = %g)\n\n", cfg.Seeds, cfg.Steps, cfg.Eps)
 	fmt.Fprintf(summary, "Best learning rate per method (lowest mean log10 F at the last step); final log10 F mean ± std over seeds;\n")
 	fmt.Fprintf(summary, "good rates = grid rates whose final mean log10 F is at least 3 below the initial one (F reduced 1000×),\n")
-	fmt.Fprintf(summary, "a measure of how flat the method is across step sizes.\n\n")
+	fmt.Fprintf(summary, "a measure of how flat the method is across step sizes. A run that diverges (F infinite or NaN, or log10 F past %g)\n", capLog)
+	fmt.Fprintf(summary, "counts as log10 F = %g from there on, in the means and in quad_robustness.csv: a %g there is a divergence, not a measurement.\n\n", capLog, capLog)
 	fmt.Fprintf(summary, "| problem | scheme | method | best lr | final log10 F | good rates |\n|---|---|---|---|---|---|\n")
 	robust := [][]string{{"problem", "scheme", "method", "lr", "mean_log10_final_F", "std_log10_final_F"}}
 	for pi, prob := range quadProblems {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -153,5 +154,21 @@ func TestWritePaperReproducible(t *testing.T) {
 		if err != nil || !bytes.Equal(a, b) || len(a) < 200 {
 			t.Errorf("%s: %d bytes with 1 thread, %d with 4 (%v): want the same bytes, not trivial", e.Name(), len(a), len(b), err)
 		}
+	}
+}
+
+// TestTraceKeepsLinesOfAFailedRun: a trace whose point overflows at some
+// step writes the lines of the steps before it, then says after how many
+// steps it failed (the buffered lines were lost).
+func TestTraceKeepsLinesOfAFailedRun(t *testing.T) {
+	tr, err := ParseTrace([]byte(`{"h": [1e300], "x0": [1], "optimizer": "zo-sgd", "lr": 1e-299, "eps": 0.5, "steps": 50, "seed": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err = tr.Run(&out)
+	lines := strings.Count(out.String(), "\n")
+	if err == nil || lines == 0 || !strings.Contains(err.Error(), fmt.Sprintf("after %d of 50 steps", lines)) {
+		t.Errorf("error %v with %d lines written; want the lines of the steps before the failure and their count in the error", err, lines)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -22,8 +23,9 @@ const SpecHelp = `SPEC.json (--spec): one JSON object:
   steps      the number of steps (required, ≥ 1)
   q          directions per step (default 1; fzoo needs 2 or more)
   seed       the noise seed (default 0)
-  dist       the noise: normal (default), rademacher, sphere or ternary
-  beta1, beta2, beta, zeta   the optimizer's hyperparameters (default: the optimizer's)
+  dist       the noise: normal, rademacher, sphere or ternary (default: rademacher for fzoo, as meazo-train's; else normal)
+  beta1, beta2, beta, zeta   the optimizer's hyperparameters (default: the optimizer's; beta1 and beta2
+             are zo-adam's and radazo's, beta and zeta meazo's: another optimizer's are refused)
   groups     lists of indices of x, one per parameter group (default: one group)
   mode       joint, grouped or cyclic (default: grouped with groups, else joint)
 `
@@ -107,7 +109,11 @@ func (sp *traceSpec) trace() (*Trace, error) {
 	}
 	if sp.Dist == "" {
 		sp.Dist = "normal"
+		if sp.Optimizer == "fzoo" {
+			sp.Dist = "rademacher" // its reference's, and meazo-train's default for it
+		}
 	}
+
 	dist, err := noise.ParseDist(sp.Dist)
 	if err != nil {
 		return nil, badField("dist", "%v", err)
@@ -119,6 +125,9 @@ func (sp *traceSpec) trace() (*Trace, error) {
 	opt, err := newOptimizer(optimizerSettings{sp.Optimizer, *sp.LR, sp.Beta1, sp.Beta2, sp.Beta, sp.Zeta})
 	if err != nil {
 		return nil, badField("optimizer", "%v", err)
+	}
+	if err := sp.checkHyperparameters(); err != nil {
+		return nil, err
 	}
 	t := &Trace{steps: *sp.Steps, lay: newLayout(d, groups)}
 	t.params = t.lay.split(sp.X0)
@@ -179,6 +188,23 @@ type traceLine struct {
 	X    []float64 `json:"x"`
 }
 
+// checkHyperparameters refuses a hyperparameter the spec's optimizer does
+// not have: it was left unused, the trace the same as without it.
+func (sp *traceSpec) checkHyperparameters() error {
+	adam := sp.Optimizer == "zo-adam" || sp.Optimizer == "radazo"
+	for _, h := range []struct {
+		field string
+		given bool
+		has   bool
+	}{{"beta1", sp.Beta1 != nil, adam}, {"beta2", sp.Beta2 != nil, adam},
+		{"beta", sp.Beta != nil, sp.Optimizer == "meazo"}, {"zeta", sp.Zeta != nil, sp.Optimizer == "meazo"}} {
+		if h.given && !h.has {
+			return badField(h.field, "%s has no %s (beta1 and beta2 are zo-adam's and radazo's, beta and zeta meazo's)", sp.Optimizer, h.field)
+		}
+	}
+	return nil
+}
+
 // Run takes the trace's steps, writing one JSON line per step to w: the
 // step, its loss, the projected gradients of every unit (d), the second
 // moments the optimizer reports (v, MEAZO's per group) and the point after
@@ -186,10 +212,11 @@ type traceLine struct {
 func (t *Trace) Run(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	for range t.steps {
+	for i := range t.steps {
 		st, err := t.eng.Step(t.obj)
 		if err != nil {
-			return err
+			// The lines of the steps that ran are written, then the error.
+			return errors.Join(bw.Flush(), fmt.Errorf("after %d of %d steps: %w", i, t.steps, err))
 		}
 		var ds []float64
 		for _, u := range st.Units {

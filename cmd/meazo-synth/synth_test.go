@@ -29,6 +29,8 @@ func TestTraceErrors(t *testing.T) {
 		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": 1, "eps": 1, "steps": 0}`, `"steps": must be at least 1`},
 		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "eps": 1, "steps": 2}`, `"lr": missing`},
 		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "meazo", "lr": -1, "eps": 1, "steps": 2}`, `"lr": must be finite`},
+		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "zo-adam", "lr": 1, "eps": 1, "steps": 2, "beta": 0.5}`, `"beta": zo-adam has no beta`},
+		{`{"h": [1, 2], "x0": [1, 2], "optimizer": "fzoo", "q": 2, "lr": 1, "eps": 1, "steps": 2, "beta1": 0.5}`, `"beta1": fzoo has no beta1`},
 	} {
 		err := newCommands(io.Discard).Run("trace", []string{"--spec", writeSpec(t, tc.spec)}, nil, &strings.Builder{})
 		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "spec.json") {
