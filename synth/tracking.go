@@ -162,7 +162,7 @@ func (tr *tracker) zo(x []float64, method string, maxSteps int, eps float64) err
 // each dimension's CSV and figure, and their table in summary.
 func writeTracking(cfg PaperConfig, out string, summary, log io.Writer) error {
 	fmt.Fprintf(summary, "# Second-moment tracking (eta = 1e-4, q = %d, until F < 1e-3 or %d steps)\n\n", trackDirs, cfg.TrackSteps)
-	fmt.Fprintf(summary, "spread = median over recorded steps ≥ 500 of log10(max_i v̂_i / min_i v̂_i); v̂ / (‖∇F‖²/q) = median of median_i v̂_i divided by ‖∇F‖²/q.\n\n")
+	fmt.Fprintf(summary, "spread = median over recorded steps ≥ 500 of log10(max_i v̂_i / min_i v̂_i); v̂ / (‖∇F‖²/q) = median of median_i v̂_i divided by ‖∇F‖²/q (each median of an even count the upper of its two middle values).\n\n")
 	fmt.Fprintf(summary, "| d | method | steps | final F | spread | v̂ / (‖∇F‖²/q) |\n|---|---|---|---|---|---|\n")
 	fmt.Fprintf(log, "second-moment tracking ...\n")
 	res, err := runTracking(cfg)
