@@ -38,8 +38,9 @@ func newCommands(log io.Writer) *cli.Set {
 		Does: `Runs one zeroth-order optimizer on f(x) = ½ Σ h_i x_i², whose function values are exact, step by step: how an
 optimizer behaves on a known curvature, apart from any model (a test's or a notebook's reference).`,
 		Reads: synth.SpecHelp,
-		Prints: `one JSON line per step: {"step", "loss", "d" (the projected gradients), "v" (the second
-moments the optimizer keeps), "x" (the point after the step)}.`,
+		Prints: `one JSON line per step: {"step", "loss", "d" (the projected gradients), "v" (MEAZO's
+second moment per group; null for the others, whose moments are per coordinate), "x" (the point after the step,
+held in float32)}.`,
 		Example: "meazo-synth trace --spec spec.json",
 	}, func(args []string, _ io.Reader, stdout io.Writer) error {
 		return runTrace(s.Flags("trace"), args, stdout)
