@@ -40,7 +40,7 @@ func crashMidResume(t *testing.T, out, lr string) {
 	if err := os.WriteFile(filepath.Join(out, rundir.ConfigFile), y, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	line := `{"step":3,"key":"optimizer.lr","old":0.005,"new":` + lr + `,"time":"2026-11-26T20:00:00Z"}` + "\n"
+	line := `{"step":3,"key":"optimizer.lr","old":0.05,"new":` + lr + `,"time":"2026-11-26T20:00:00Z"}` + "\n"
 	f, err := os.OpenFile(filepath.Join(out, rundir.ChangesFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +74,8 @@ func TestResumeAfterCrashedResume(t *testing.T) {
 	if a, b := readLines(t, filepath.Join(whole, rundir.MetricsFile)), readLines(t, filepath.Join(plain, rundir.MetricsFile)); !slices.Equal(a, b) {
 		t.Errorf("metrics differ from the uninterrupted run's")
 	}
-	if c, err := Load(filepath.Join(plain, rundir.ConfigFile), nil); err != nil || c.Optimizer.LR != 0.005 {
-		t.Errorf("config.yaml after the resume: lr %v, %v; want the checkpoint's 0.005", c.Optimizer.LR, err)
+	if c, err := Load(filepath.Join(plain, rundir.ConfigFile), nil); err != nil || c.Optimizer.LR != 0.05 {
+		t.Errorf("config.yaml after the resume: lr %v, %v; want the checkpoint's 0.05", c.Optimizer.LR, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(plain, rundir.ChangesFile)); len(b) != 0 {
 		t.Errorf("changes.jsonl keeps the unapplied change: %q", b)
@@ -101,8 +101,8 @@ func TestResumeAfterCrashedResume(t *testing.T) {
 	if _, err := Run(Options{Resume: refused, Overrides: []string{"train.seed=5"}, Log: io.Discard}); err == nil {
 		t.Fatal("--set train.seed on resume accepted")
 	}
-	if c, err := Load(filepath.Join(refused, rundir.ConfigFile), nil); err != nil || c.Optimizer.LR != 0.005 {
-		t.Errorf("config.yaml after the refused resume: lr %v, %v; want the checkpoint's 0.005", c.Optimizer.LR, err)
+	if c, err := Load(filepath.Join(refused, rundir.ConfigFile), nil); err != nil || c.Optimizer.LR != 0.05 {
+		t.Errorf("config.yaml after the refused resume: lr %v, %v; want the checkpoint's 0.05", c.Optimizer.LR, err)
 	}
 	if err := os.Truncate(filepath.Join(refused, rundir.ChangesFile), 0); err != nil { // as a resume killed after cutting them
 		t.Fatal(err)

@@ -101,10 +101,10 @@ func WriteDemo(dir string, steps int) (string, error) {
 # sentiment direction in its embeddings, LoRA trained by zeroth-order steps
 # (README.md, "The demo"). meazo-train --demo sets optimizer.name and
 # optimizer.lr per run (train.DemoLR: meazo 0.05, zo-sgd 0.05, zo-adam 0.005)
-# and eval.validation_metrics: true (each validation's accuracy); the lr
-# below is what a run of this file without --set gets: the demo's MEAZO run
-# is --set optimizer.lr=0.05 --set eval.validation_metrics=true. A run of
-# this file writes into run/ beside it, which the demo leaves as it is.
+# and eval.validation_metrics: true. A run of this file as it stands is the
+# demo's MEAZO run without the validation accuracy (add --set
+# eval.validation_metrics=true); it writes into run/ beside it, which the
+# demo leaves as it is.
 model:
   path: %[1]s/model
   name: %[3]s
@@ -119,7 +119,7 @@ adapter:
   alpha: 16
 optimizer:
   name: meazo
-  lr: 0.005
+  lr: %[4]s
   eps: 0.001
 train:
   steps: %[2]d
@@ -133,7 +133,7 @@ eval:
   base: true
 output:
   dir: %[1]s/run
-`, dir, steps, DemoModelName)
+`, dir, steps, DemoModelName, DemoLR["meazo"])
 	path := filepath.Join(dir, "demo.yaml")
 	return path, atomicfile.WriteFile(path, []byte(yaml))
 }

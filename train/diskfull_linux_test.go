@@ -96,7 +96,7 @@ func TestFullCheckpointFailureLeavesNoPart(t *testing.T) {
 	// ZO-Adam's moments are twice the model: step 0's checkpoint (moments of
 	// zero are not written) fits, step 2's (the last) writes its
 	// model.safetensors and fails on optimizer_state.safetensors.
-	msg := limitedRun(t, uint64(st.Size())*3/2, cfg, []string{"adapter.kind=full", "optimizer.name=zo-adam", "task.max_train=40",
+	msg := limitedRun(t, uint64(st.Size())*3/2, cfg, []string{"adapter.kind=full", "optimizer.name=zo-adam", "optimizer.lr=0.005", "task.max_train=40",
 		"task.max_validation=8", "eval.skip=true", "output.dir=" + dir})
 	if !strings.Contains(msg, "file too large") || !strings.Contains(msg, "checkpoint of step 2:") || !strings.Contains(msg, "the checkpoint of step 0 is kept") {
 		t.Fatalf("a run whose checkpoint cannot be written: %q", msg)

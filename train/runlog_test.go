@@ -113,7 +113,7 @@ func TestPhasesAndHeartbeat(t *testing.T) {
 			for _, want := range append([]string{
 				"validation of step 0: 8 examples\n",
 				"writing the checkpoint of step 0\n",
-				"training: steps 1 to 3, batch 8, meazo lr 0.005 eps 0.001 q 1; validation every 2 steps, checkpoint every 200 steps\n",
+				"training: steps 1 to 3, batch 8, meazo lr 0.05 eps 0.001 q 1; validation every 2 steps, checkpoint every 200 steps\n",
 				"first step ", "the rest takes ", "training ", "(2 steps) + validation ",
 				"… step ", " so far\n",
 			}, tc.want...) {
@@ -321,9 +321,9 @@ func TestTrainingLineNamesTheOptimizer(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{[]string{"optimizer.name=zo-adam", "optimizer.q=2"}, "batch 8, zo-adam lr 0.005 eps 0.001 q 2; validation"},
+		{[]string{"optimizer.name=zo-adam", "optimizer.q=2"}, "batch 8, zo-adam lr 0.05 eps 0.001 q 2; validation"},
 		{[]string{"adapter.grouped=true", "optimizer.schedule=cosine", "optimizer.warmup_steps=1"},
-			"meazo lr 0.005 eps 0.001 q 1 (schedule cosine, 1 warmup steps), grouped estimation over 2 parameter groups; validation"},
+			"meazo lr 0.05 eps 0.001 q 1 (schedule cosine, 1 warmup steps), grouped estimation over 2 parameter groups; validation"},
 	} {
 		var log syncBuilder
 		if _, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: append([]string{"output.dir=" + t.TempDir(), "task.max_validation=8",

@@ -173,7 +173,7 @@ func TestTestAnswersAfterResume(t *testing.T) {
 func TestTwinTestRunsOnce(t *testing.T) {
 	dir, cfg := demoConfig(t, 2)
 	for _, kind := range []string{"lora", "full"} {
-		set := []string{"adapter.kind=" + kind, "train.eval_every=2", "task.max_train=64", "task.max_validation=8", "task.max_test=6", "eval.base=false"}
+		set := []string{"adapter.kind=" + kind, "optimizer.lr=0.005", "train.eval_every=2", "task.max_train=64", "task.max_validation=8", "task.max_test=6", "eval.base=false"}
 		once, both := filepath.Join(dir, kind+"-once"), filepath.Join(dir, kind+"-both")
 		var log bytes.Buffer
 		s, err := Run(Options{ConfigPath: cfg, Overrides: append(slices.Clone(set), "output.dir="+once), Log: &log})

@@ -131,8 +131,8 @@ func TestResumeRefusesDamagedRunDir(t *testing.T) {
 		{"edited config lr", func(d string) error {
 			p := filepath.Join(d, "config.yaml")
 			b, _ := os.ReadFile(p)
-			return os.WriteFile(p, []byte(strings.Replace(string(b), "lr: 0.005", "lr: 0.05", 1)), 0o644)
-		}, Options{}, []string{"config.yaml was edited", "optimizer.lr 0.005 -> 0.05", "restore config.yaml (cp " + filepath.Join(dir, "edited-config-lr", "checkpoint", "config.yaml"), "--set"}},
+			return os.WriteFile(p, []byte(strings.Replace(string(b), "lr: 0.05", "lr: 0.02", 1)), 0o644)
+		}, Options{}, []string{"config.yaml was edited", "optimizer.lr 0.05 -> 0.02", "restore config.yaml (cp " + filepath.Join(dir, "edited-config-lr", "checkpoint", "config.yaml"), "--set"}},
 		{"edited config seed", func(d string) error {
 			p := filepath.Join(d, "config.yaml")
 			b, _ := os.ReadFile(p)
@@ -289,7 +289,7 @@ func TestResumeWithSetIsRecorded(t *testing.T) {
 	if s.StepsDone != 7 || s.LR != 0.001 || len(s.Changes) != 2 {
 		t.Fatalf("summary: steps %d, lr %g, changes %+v", s.StepsDone, s.LR, s.Changes)
 	}
-	for i, want := range []ConfigChange{{Step: 3, Key: "optimizer.lr", Old: 0.005, New: 0.001}, {Step: 3, Key: "train.steps", Old: 6.0, New: 7.0}} {
+	for i, want := range []ConfigChange{{Step: 3, Key: "optimizer.lr", Old: 0.05, New: 0.001}, {Step: 3, Key: "train.steps", Old: 6.0, New: 7.0}} {
 		got := readSummary(t, out).Changes[i]
 		if got.Step != want.Step || got.Key != want.Key || fmt.Sprint(got.Old) != fmt.Sprint(want.Old) || fmt.Sprint(got.New) != fmt.Sprint(want.New) {
 			t.Errorf("change %d: %+v, want %+v", i, got, want)
@@ -305,7 +305,7 @@ func TestResumeWithSetIsRecorded(t *testing.T) {
 			LR   float64
 		}
 		json.Unmarshal([]byte(line), &rec)
-		if want := map[bool]float64{true: 0.005, false: 0.001}[rec.Step <= 3]; rec.Kind == "train" && rec.LR != want {
+		if want := map[bool]float64{true: 0.05, false: 0.001}[rec.Step <= 3]; rec.Kind == "train" && rec.LR != want {
 			t.Errorf("step %d logged lr %g, want %g", rec.Step, rec.LR, want)
 		}
 	}
