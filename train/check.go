@@ -277,6 +277,7 @@ func (r *run) checkReport(startSecs, stepSecs, testPerExample float64, testN int
 	p.validations++ // step 0's
 	p.checkpoints++ // and its checkpoint
 	p.ckUntimed = "not timed: the check writes none"
+	p.startSecs = startSecs
 	p.lead = fmt.Sprintf("a step %s (the check's step %d): the run would take", FormatDuration(stepSecs), steps)
 	if steps == 0 {
 		p.lead = "the run (train.steps 0) would take"

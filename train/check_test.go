@@ -290,7 +290,7 @@ func TestCheckReportSaysOnlyWhatHappens(t *testing.T) {
 		set       string
 		want, not []string
 	}{
-		{"train.steps=0", []string{"check: the run (train.steps 0) would take at least ", ": validation ", "test evaluation ", "; the test evaluation may need more"},
+		{"train.steps=0", []string{"check: the run (train.steps 0) would take at least ", "the engine: as the check's) + validation ", "test evaluation ", "; the test evaluation may need more"},
 			[]string{"training ", "(0 steps)", "one pass more"}},
 		{"train.steps=0,adapter.kind=full", []string{"check: the run (train.steps 0) would take at least ", "1 checkpoint (not timed: the check writes none)"},
 			[]string{"(0 steps)", "one pass more", "one more with each new best"}},
@@ -429,8 +429,8 @@ func TestCheckCountsTheRunsShape(t *testing.T) {
 			"validation loss at step 0 over the first 32 of its 64 examples: ",
 			fmt.Sprintf("; all 64 ≈ %s)\n", FormatDuration(val)),
 			"test evaluation of the first 16 of its 24 examples, with the starting adapter, timed\n",
-			fmt.Sprintf(": the run would take at least %s: training %s (7 steps) + validation %s (%d × %s, as step 0's) + %d checkpoints (not timed: the check writes none) + test evaluation ",
-				FormatDuration(rep.RunSeconds), FormatDuration(7*rep.StepSeconds), FormatDuration(float64(c.validations)*val), c.validations, FormatDuration(val), c.checkpoints),
+			fmt.Sprintf(": the run would take at least %s: start %s (the model, the data, the engine: as the check's) + training %s (7 steps) + validation %s (%d × %s, as step 0's) + %d checkpoints (not timed: the check writes none) + test evaluation ",
+				FormatDuration(rep.StartSeconds+rep.RunSeconds), FormatDuration(rep.StartSeconds), FormatDuration(7*rep.StepSeconds), FormatDuration(float64(c.validations)*val), c.validations, FormatDuration(val), c.checkpoints),
 			" (2 × 24 examples, as the check's 16 took; one pass more unless the best validation loss is the last step's)\n",
 		} {
 			if !strings.Contains(got, want) {

@@ -44,6 +44,7 @@ type projection struct {
 	loads                    int     // models the test evaluation loads whatever the best step (the model's own weights: the base)
 	loadSecs                 float64 // one load, as the start's
 	lead                     string  // what the line starts with ("": the first step's time, "the rest takes")
+	startSecs                float64 // a check's start (the model, the data, the engine), the line's first part (0: none)
 	ckUntimed                string  // why no checkpoint was timed ("": "not timed yet")
 	patience                 int     // train.patience: early stopping may end the run before stepsLeft
 	testSample               int     // testSecs is from the test evaluation of a sample of this many (a check's), generation included
@@ -145,6 +146,10 @@ func (r *run) metricExamplesTimed() int {
 // String is the projection's line.
 func (p projection) String() string {
 	parts, total, atLeast := p.parts()
+	if p.startSecs > 0 {
+		parts = append([]string{fmt.Sprintf("start %s (the model, the data, the engine: as the check's)", FormatDuration(p.startSecs))}, parts...)
+		total += p.startSecs
+	}
 	end := "about " + FormatDuration(total)
 	if atLeast {
 		end = "at least " + FormatDuration(total)

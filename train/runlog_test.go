@@ -191,8 +191,9 @@ func TestProjectionLine(t *testing.T) {
 				"loading the model 45s (1 × 45s, as at the start)"},
 		// A check's: its checkpoints are not timed, a full run's are more with each new best.
 		{"full, checkpoints not timed", projection{stepSecs: 10, stepsLeft: 9, validations: 2, valSecs: 20, checkpoints: 2, bestCheckpoints: true,
-			ckUntimed: "not timed: the check writes none", lead: "a step 10s (the check's step 2): the run would take"},
-			"a step 10s (the check's step 2): the run would take at least 2m 10s: training 1m 30s (9 steps) + validation 40s (2 × 20s, as step 0's) + " +
+			ckUntimed: "not timed: the check writes none", lead: "a step 10s (the check's step 2): the run would take", startSecs: 25},
+			"a step 10s (the check's step 2): the run would take at least 2m 35s: start 25s (the model, the data, the engine: as the check's) + " +
+				"training 1m 30s (9 steps) + validation 40s (2 × 20s, as step 0's) + " +
 				"2 checkpoints (not timed: the check writes none; one more with each new best validation loss)"},
 		// A check of train.steps 0: no training at all.
 		{"no steps", projection{validations: 1, valSecs: 20, testPasses: 1, testExamples: 10, testSecs: 40, lead: "the run (train.steps 0) would take"},
