@@ -195,6 +195,12 @@ type localExecutor struct {
 	ready [][]RunSpec // per sweep, as last read: runs to start
 	stale []bool      // per sweep: read it again before starting its runs
 
+	// fineChecked: a sweep's stage 1 runs matched the study's settings when
+	// its stage 2 was first ready; fineRefused: they did not, and its stage
+	// 2 is not started (the error, for finish).
+	fineChecked []bool
+	fineRefused []error
+
 	interrupted bool           // a signal, or a run that exited interrupted: nothing new starts
 	failed      []string       // runs whose meazo-train failed
 	progress    *studyProgress // how many runs have a result, for each run's line
@@ -219,6 +225,7 @@ func (st *Study) newLocalExecutor(mode Mode, log io.Writer) (*localExecutor, err
 		x.free[i] = i
 	}
 	x.ready, x.stale = make([][]RunSpec, len(x.sweeps)), make([]bool, len(x.sweeps))
+	x.fineChecked, x.fineRefused = make([]bool, len(x.sweeps)), make([]error, len(x.sweeps))
 	for i, sp := range x.sweeps {
 		x.sweepOf[sp] = i
 		x.stale[i] = true
@@ -278,6 +285,9 @@ func (x *localExecutor) refresh() ([]RunSpec, error) {
 					x.stale[i] = true // it ends without telling us
 					x.runsElsewhere(r, s)
 				}
+				if r.Stage == 2 && !x.fineReady(i, sp, ss) {
+					continue
+				}
 				if x.running[r.Dir] == nil && !x.attempted[r.Dir] && x.mode.startable(s) {
 					x.ready[i] = append(x.ready[i], r)
 				}
@@ -291,6 +301,29 @@ func (x *localExecutor) refresh() ([]RunSpec, error) {
 	}
 	sort.SliceStable(next, func(i, j int) bool { return next[i].Stage < next[j].Stage })
 	return next, nil
+}
+
+// fineReady says whether sweep i's stage 2 may start: its fine grid was
+// chosen from stage 1 runs started with the study's settings. Prepare
+// checked them before the first run, but another study started on the
+// same out at the same moment (whose runs Prepare could not see yet) may
+// have run some of stage 1 with its own, and the fine grid must not be
+// chosen from a mix. Checked once per sweep; a refusal is logged once and
+// reported by finish.
+func (x *localExecutor) fineReady(i int, sp *SweepPlan, ss *StageState) bool {
+	if x.fineChecked[i] {
+		return x.fineRefused[i] == nil
+	}
+	x.fineChecked[i] = true
+	if _, pending := x.st.demoPending(sp.Config()); pending || !exists(sp.Config()) {
+		return true
+	}
+	if err := x.st.checkRunsMatch(sp, ss); err != nil {
+		fmt.Fprintf(x.log, "meazo-sweep: %s: stage 2 not started: %v\n", sp.Name, err)
+		x.fineRefused[i] = fmt.Errorf("sweep %s: %w", sp.Name, err)
+		return false
+	}
+	return true
 }
 
 // runsElsewhere logs, once per run, that another process is training it.
@@ -450,6 +483,11 @@ func (x *localExecutor) finish() error {
 	}
 	if len(x.failed) > 0 {
 		return fmt.Errorf("%s failed (meazo-sweep resume retries them): %s", Plural(len(x.failed), "run"), runList(x.failed))
+	}
+	for _, err := range x.fineRefused {
+		if err != nil {
+			return fmt.Errorf("stage 2 not started: %w", err)
+		}
 	}
 	if len(stopped) > 0 {
 		return &stoppedError{stopped}

@@ -675,25 +675,25 @@ func TestRunList(t *testing.T) {
 	}
 }
 
-// TestFinishRechecksSettings: a study started at the same moment as
-// another on the same out (with other settings) checked the runs'
-// settings only before its first run, so both could write a sweep.json
-// chosen from a mix of the two studies' runs. The check runs again
-// before a sweep.json is written.
-func TestFinishRechecksSettings(t *testing.T) {
-	dir := t.TempDir()
+// otherStudysRuns runs a study of train.steps 20 (stage 1 only) on dir's
+// out, with the config.yaml meazo-train would write in each run directory
+// (the test's trainer writes none), and returns a study of the same out
+// and grid whose runs get train.steps 30, with a stage 2 if fine: what a
+// second study started at the same moment on the same out meets.
+func otherStudysRuns(t *testing.T, dir string, fine bool) *Study {
+	t.Helper()
 	self, _ := os.Executable()
 	t.Setenv("MEAZO_SWEEP_TEST_TRAINER", "1")
-	study := func(steps int) *Study {
+	study := func(steps int, fine bool) *Study {
 		p := writeStudy(t, fmt.Sprintf(`out: %s/out
 seeds: [0]
 coarse: [1e-3, 1e-2]
-fine: false
+fine: %t
 set: [train.steps=%d]
 experiments:
   - {name: e, config: "`+testConfigs+`/qwen06b_sst2_lora_{optimizer}.yaml", optimizers: [meazo]}
 executor: {kind: local, parallel: 1, trainer: %s}
-`, dir, steps, self))
+`, dir, fine, steps, self))
 		st, err := LoadStudy(p)
 		if err != nil {
 			t.Fatal(err)
@@ -701,7 +701,7 @@ executor: {kind: local, parallel: 1, trainer: %s}
 		return st
 	}
 	var log bytes.Buffer
-	first := study(20)
+	first := study(20, false)
 	if err := first.RunLocal(context.Background(), ModeRun, &log); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
@@ -710,7 +710,7 @@ executor: {kind: local, parallel: 1, trainer: %s}
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range ss.Runs() { // the config.yaml meazo-train writes (the test's trainer writes none)
+	for _, r := range ss.Runs() {
 		c, err := train.Load(sp.Config(), append(r.sets(), "output.dir="+r.Dir))
 		if err != nil {
 			t.Fatal(err)
@@ -718,17 +718,49 @@ executor: {kind: local, parallel: 1, trainer: %s}
 		y, _ := c.YAML()
 		writeFile(t, filepath.Join(r.Dir, rundir.ConfigFile), string(y))
 	}
+	return study(30, fine)
+}
+
+// TestFinishRechecksSettings: a study started at the same moment as
+// another on the same out (with other settings) checked the runs'
+// settings only before its first run, so both could write a sweep.json
+// chosen from a mix of the two studies' runs. The check runs again
+// before a sweep.json is written.
+func TestFinishRechecksSettings(t *testing.T) {
+	dir := t.TempDir()
+	other := otherStudysRuns(t, dir, false)
 	sweepJSON := filepath.Join(dir, "out/e_meazo", SweepFile)
 	if err := os.Remove(sweepJSON); err != nil {
 		t.Fatal(err)
 	}
 	// The other study reaches its end with these runs as its own.
-	log.Reset()
-	err = study(30).finishSweeps(&log)
+	var log bytes.Buffer
+	err := other.finishSweeps(&log)
 	if err == nil || !strings.Contains(log.String(), "sweep.json not written") {
 		t.Errorf("finish over another study's runs: %v\n%s", err, log.String())
 	}
 	if _, err := os.Stat(sweepJSON); err == nil {
 		t.Errorf("a sweep.json was written from runs of other settings")
+	}
+}
+
+// TestStage2RechecksSettings: for the same reason, a study whose stage 1
+// was run (in part) by another study's settings does not start a stage 2
+// whose grid was chosen from them, and says why at its end.
+func TestStage2RechecksSettings(t *testing.T) {
+	other := otherStudysRuns(t, t.TempDir(), true)
+	var log bytes.Buffer
+	x, err := other.newLocalExecutor(ModeRun, &log) // past Prepare, which the other study's runs were not there for yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.startReady(); err != nil {
+		t.Fatal(err)
+	}
+	if len(x.running) != 0 || !strings.Contains(log.String(), "e_meazo: stage 2 not started: ") || !strings.Contains(log.String(), "train.steps 20 -> 30") {
+		t.Fatalf("stage 2 over another study's stage 1: %d started\n%s", len(x.running), log.String())
+	}
+	if err := x.finish(); err == nil || !strings.Contains(err.Error(), "stage 2 not started: sweep e_meazo: ") {
+		t.Errorf("finish: %v", err)
 	}
 }
