@@ -20,5 +20,5 @@
 // does. The pixel values are bit-identical to ViTImageProcessor's (with
 // do_convert_rgb) for PNG (8- and 16-bit, every colour type, tRNS, Adam7)
 // and JPEG (baseline and progressive, with and without restart markers;
-// 4:2:0, 4:2:2, 4:4:4, gray, CMYK, YCCK).
+// 4:2:0, 4:2:2, 4:4:4, 4:4:0, 4:1:1, 4:1:0, gray, CMYK, YCCK).
 package imageproc

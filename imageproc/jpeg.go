@@ -37,33 +37,48 @@ func ycbcrToRGB(m *image.YCbCr) (*RGB, error) {
 	return out, nil
 }
 
-// upsampler gives a chroma plane's rows at full resolution, as libjpeg's
-// upsampling does for each subsampling this package reads: its "fancy"
-// triangle filters, except on a plane of at most 2 columns (an image of
-// at most 4 pixels across at 4:2:0 or 4:2:2), where libjpeg-turbo's
-// jinit_upsampler picks the plain upsamplers (h2v1_upsample,
-// h2v2_upsample), which repeat each sample over the pixels it covers.
+// upsampler gives a chroma plane's rows at full resolution, as libjpeg-turbo's
+// jinit_upsampler chooses for the plane's expansion (hx across, vx down):
+// its "fancy" triangle filters at 2×1 (4:2:2), 2×2 (4:2:0) and 1×2 (4:4:0),
+// except at 2×1 and 2×2 on a plane of at most 2 columns (an image of at
+// most 4 pixels across), where it picks the plain upsamplers
+// (h2v1_upsample, h2v2_upsample); and at 4×1 and 4×2 (4:1:1, 4:1:0) its
+// int_upsample, which has no filter. The plain ones repeat each sample
+// over the pixels it covers.
 type upsampler struct {
-	ratio   image.YCbCrSubsampleRatio
+	hx, vx  int // the image's pixels per chroma sample, across and down
 	fancy   bool
 	cw, ch  int // the chroma plane's size
 	stride  int
 	colSums []int // upsampleRowH2V2's scratch
 }
 
+// expansions are the subsampling ratios image/jpeg returns, as the pixels
+// a chroma sample covers across and down.
+var expansions = map[image.YCbCrSubsampleRatio][2]int{
+	image.YCbCrSubsampleRatio444: {1, 1},
+	image.YCbCrSubsampleRatio422: {2, 1},
+	image.YCbCrSubsampleRatio420: {2, 2},
+	image.YCbCrSubsampleRatio440: {1, 2},
+	image.YCbCrSubsampleRatio411: {4, 1},
+	image.YCbCrSubsampleRatio410: {4, 2},
+}
+
 func newUpsampler(ratio image.YCbCrSubsampleRatio, w, h, stride int) (*upsampler, error) {
-	u := &upsampler{ratio: ratio, cw: w, ch: h, stride: stride}
-	switch ratio {
-	case image.YCbCrSubsampleRatio444:
-	case image.YCbCrSubsampleRatio420:
-		u.cw, u.ch = (w+1)/2, (h+1)/2
-		u.colSums = make([]int, u.cw)
-	case image.YCbCrSubsampleRatio422:
-		u.cw = (w + 1) / 2
-	default:
-		return nil, fmt.Errorf("JPEG chroma subsampling %v is not supported (4:4:4, 4:2:2 and 4:2:0 are)", ratio)
+	e, ok := expansions[ratio]
+	if !ok {
+		return nil, fmt.Errorf("JPEG chroma subsampling %v is not supported (4:4:4, 4:2:2, 4:2:0, 4:4:0, 4:1:1 and 4:1:0 are)", ratio)
 	}
-	u.fancy = u.cw > 2 // libjpeg-turbo's "downsampled_width > 2"
+	u := &upsampler{hx: e[0], vx: e[1], cw: (w + e[0] - 1) / e[0], ch: (h + e[1] - 1) / e[1], stride: stride}
+	switch {
+	case u.hx == 2: // libjpeg-turbo's "downsampled_width > 2"
+		u.fancy = u.cw > 2
+	case u.hx == 1 && u.vx == 2: // h1v2_fancy_upsample, whatever the width
+		u.fancy = true
+	}
+	if u.hx == 2 && u.vx == 2 {
+		u.colSums = make([]int, u.cw)
+	}
 	return u, nil
 }
 
@@ -71,32 +86,49 @@ func newUpsampler(ratio image.YCbCrSubsampleRatio, w, h, stride int) (*upsampler
 // row of the image's width) unless c is at full resolution already.
 func (u *upsampler) row(c []uint8, y int, buf []uint8) []uint8 {
 	line := func(cy int) []uint8 { return c[cy*u.stride : cy*u.stride+u.cw] }
+	// The chroma row nearest output row y, and the next nearest at 2 rows
+	// a chroma row: the row above for the first of the two, below for the
+	// second, and the edge row itself past the first and last (libjpeg's
+	// context rows).
+	near := y / u.vx
+	far := near - 1
+	if y%2 == 1 {
+		far = near + 1
+	}
+	far = min(max(far, 0), u.ch-1)
 	switch {
-	case u.ratio == image.YCbCrSubsampleRatio444:
+	case u.hx == 1 && u.vx == 1:
 		return line(y)
-	case u.ratio == image.YCbCrSubsampleRatio422 && u.fancy:
-		upsampleRowH2V1(line(y), buf)
-	case u.ratio == image.YCbCrSubsampleRatio422:
-		repeatRow(line(y), buf)
-	case u.fancy: // 4:2:0
-		near := y / 2
-		far := near - 1 // an even output row lies nearer the row above
-		if y%2 == 1 {
-			far = near + 1
-		}
-		upsampleRowH2V2(line(near), line(min(max(far, 0), u.ch-1)), u.colSums, buf)
-	default: // 4:2:0, each chroma row covering two output rows
-		repeatRow(line(y/2), buf)
+	case !u.fancy:
+		repeatRow(line(near), u.hx, buf)
+	case u.vx == 1: // 4:2:2
+		upsampleRowH2V1(line(near), buf)
+	case u.hx == 1: // 4:4:0
+		upsampleRowH1V2(line(near), line(far), y%2, buf)
+	default: // 4:2:0
+		upsampleRowH2V2(line(near), line(far), u.colSums, buf)
 	}
 	return buf
 }
 
-// repeatRow is libjpeg's plain h2v1_upsample and h2v2_upsample for one
-// output row: each chroma sample repeated over the two columns it covers,
-// the output cropped to len(row).
-func repeatRow(src, row []uint8) {
+// repeatRow is libjpeg's plain h2v1_upsample and h2v2_upsample, and its
+// int_upsample, for one output row: each chroma sample repeated over the
+// n columns it covers, the output cropped to len(row).
+func repeatRow(src []uint8, n int, row []uint8) {
 	for ox := range row {
-		row[ox] = src[ox/2]
+		row[ox] = src[ox/n]
+	}
+}
+
+// upsampleRowH1V2 is libjpeg-turbo's h1v2_fancy_upsample for one output
+// row: each output sample is 3/4 of the sample in near (the chroma row
+// nearest the output row) and 1/4 of the one in far (the next nearest),
+// rounding bias 1 for the first output row a chroma row covers (second 0)
+// and 2 for the second.
+func upsampleRowH1V2(near, far []uint8, second int, row []uint8) {
+	bias := 1 + second
+	for x := range row {
+		row[x] = uint8((3*int(near[x]) + int(far[x]) + bias) >> 2)
 	}
 }
 

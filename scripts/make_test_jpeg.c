@@ -1,9 +1,10 @@
 /* Writes the test JPEGs that neither image/jpeg nor Pillow 9.4 can write
  * with the system's libjpeg, for imageproc's decoder checks
  * (scripts/make_vit_image_fixtures.py runs it): YCCK (Adobe transform 2,
- * the colour space of Photoshop's CMYK JPEGs), and JPEGs with restart
- * markers (a DRI segment and RSTn markers in the entropy-coded data),
- * baseline, progressive or one scan a component.
+ * the colour space of Photoshop's CMYK JPEGs), JPEGs with restart markers
+ * (a DRI segment and RSTn markers in the entropy-coded data), baseline,
+ * progressive or one scan a component, and the chroma subsamplings Pillow
+ * does not offer (4:4:0, 4:1:1, 4:1:0).
  *
  *   cc -O2 -o make_test_jpeg scripts/make_test_jpeg.c -ljpeg
  *   make_test_jpeg WIDTH HEIGHT INPUT QUALITY SAMPLING RESTART SCANS < pixels > out.jpg
@@ -12,7 +13,8 @@
  * converts to YCbCr), "gray" (1 byte) or "cmyk" (4 bytes, C, M, Y, K, which
  * libjpeg converts to YCCK and marks with an Adobe segment), WIDTH x HEIGHT
  * of them row by row. SAMPLING is the luma's sampling factors for "rgb",
- * HxV (2x2 is 4:2:0, 2x1 4:2:2, 1x1 4:4:4; chroma is 1x1), or "-" for
+ * HxV (2x2 is 4:2:0, 2x1 4:2:2, 1x1 4:4:4, 1x2 4:4:0, 4x1 4:1:1, 4x2 4:1:0;
+ * chroma is 1x1), or "-" for
  * libjpeg's defaults (YCCK's: Y and K 2x2, Cb and Cr 1x1). RESTART is the
  * restart interval in MCUs ("5") or in MCU rows ("2r"), as cjpeg's -restart
  * takes it, or 0 for none. SCANS is "baseline" (one interleaved scan),
@@ -40,7 +42,7 @@ int main(int argc, char **argv) {
 	int hs = 0, vs = 0, keepSampling = strcmp(sampling, "-") == 0;
 	int restart = atoi(argv[6]), inRows = strchr(argv[6], 'r') != NULL;
 	if (w <= 0 || h <= 0 || w > 4096 || h > 4096 || n == 0 || q < 1 || q > 100 ||
-	    (!keepSampling && (n != 3 || sscanf(sampling, "%dx%d", &hs, &vs) != 2 || hs < 1 || hs > 2 || vs < 1 || vs > 2)) ||
+	    (!keepSampling && (n != 3 || sscanf(sampling, "%dx%d", &hs, &vs) != 2 || (hs != 1 && hs != 2 && hs != 4) || vs < 1 || vs > 2)) ||
 	    restart < 0 || restart > 65535 ||
 	    (strcmp(scans, "baseline") != 0 && strcmp(scans, "progressive") != 0 && strcmp(scans, "components") != 0)) {
 		return usage(argv[0]);

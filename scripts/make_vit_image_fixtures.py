@@ -10,7 +10,8 @@ Run with Debian's python3 (python3-torch 1.13, python3-pil 9.4.0, python3-numpy)
 It also writes cmyk_300x200.jpg: Pillow's CMYK JPEG of scene_300x200.png (Go cannot write one), to check that path,
 and pil*.jpg, narrow*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks
 (the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler); rst*.jpg (restart_jpegs): JPEGs
-with restart markers, through the system's libjpeg; and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
+with restart markers, and sub*.jpg (subsampled_jpegs): 4:4:0, 4:1:1 and 4:1:0 JPEGs, through the system's libjpeg;
+and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
 cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow and the system's libpng
 (libpng-dev); pngshortplte*.png (short_palette_pngs): palette PNGs whose pixels use entries past the PLTE's;
 orient*.png and orient*.jpg (oriented_images): images with an EXIF Orientation tag; gif_49x31.gif and
@@ -78,7 +79,7 @@ EDGE_GIFS = ["gifpast_14x10.gif", "gifnoscreen_5x4.gif", "gifshort_8x6.gif", "gi
              "gifnotable_8x6.gif", "gifextra_12x9.gif"]
 # Their decoded samples are kept; their pixel values for one of each only (123 kB each at 128×80).
 NO_PIXEL_VALUES = (set(NARROW_JPEGS) | set(ORIENTED) | set(EDGE_GIFS) |
-                   {"pngshortplte4_16x9.png", "pngshortplte8_16x9.png"}) - {
+                   {"pngshortplte4_16x9.png", "pngshortplte8_16x9.png", "sub440_13x5.jpg", "sub411_7x9.jpg"}) - {
     "narrow420_4x9.jpg", "orient6be_13x7.jpg", "orient8_13x7.png", "gifpast_14x10.gif"}
 
 
@@ -365,6 +366,29 @@ def variant_pngs(out):
         print(name, "colour type", colour, "depth", depth, "mode", img.mode, file=sys.stderr)
 
 
+# SUBSAMPLED_JPEGS: name -> luma sampling (chroma 1x1): the subsamplings Pillow 9.4 does not write. libjpeg-turbo
+# upsamples 4:4:0's chroma with its h1v2 triangle filter whatever the size, and 4:1:1's and 4:1:0's by repeating each
+# sample (int_upsample). 97×61 is no whole number of MCUs (8×32, 32×8 and 32×16 pixels); 13×5 has 3 chroma rows at
+# 4:4:0, 7×9 2 chroma columns at 4:1:1.
+SUBSAMPLED_JPEGS = {"sub440_97x61.jpg": "1x2", "sub411_97x61.jpg": "4x1", "sub410_97x61.jpg": "4x2",
+                    "sub440_13x5.jpg": "1x2", "sub411_7x9.jpg": "4x1"}
+
+
+def subsampled_jpegs(out):
+    """Writes SUBSAMPLED_JPEGS of scene_97x61.png (the small ones: crops where its colours change) through the
+    system's libjpeg (scripts/make_test_jpeg.c)."""
+    scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB")
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = compile_tool(tmp, "make_test_jpeg.c", "jpeg")
+        for name, sampling in SUBSAMPLED_JPEGS.items():
+            w, h = (int(v) for v in name[:-4].split("_")[1].split("x"))
+            px = scene if (w, h) == scene.size else scene.crop((40, 20, 40 + w, 20 + h))
+            args = [exe, str(w), str(h), "rgb", "85", sampling, "0", "baseline"]
+            jpeg = subprocess.run(args, input=px.tobytes(), capture_output=True, check=True).stdout
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(jpeg)
+
+
 def open_upright(out, name):
     """The image as the HF loaders hand it over: opened by Pillow and turned upright by its EXIF Orientation."""
     return ImageOps.exif_transpose(Image.open(os.path.join(out, name)))
@@ -376,6 +400,7 @@ def main(out):
         os.path.join(out, "cmyk_300x200.jpg"), quality=90)
     pillow_jpegs(out)
     restart_jpegs(out)
+    subsampled_jpegs(out)
     variant_pngs(out)
     short_palette_pngs(out)
     oriented_images(out)
