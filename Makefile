@@ -95,7 +95,8 @@ FUZZMINIMIZE ?= 3s
 FUZZ_TARGETS := safetensors:FuzzParseHeader tokenizer:FuzzTokenizerJSON tokenizer:FuzzChatTemplate data:FuzzReadText \
 	data:FuzzReadParquet zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics train:FuzzConfigLoad \
 	imageproc:FuzzDecode imageproc:FuzzParseConfig model:FuzzParseViTConfig data:FuzzReadImageParquet tokenizer:FuzzGPT2Files \
-	model:FuzzLoadDir lora:FuzzLoadDir tokenizer:FuzzLoadDir prompttune:FuzzLoad sweep:FuzzLoadStudy
+	model:FuzzLoadDir lora:FuzzLoadDir tokenizer:FuzzLoadDir prompttune:FuzzLoad sweep:FuzzLoadStudy \
+	cmd/meazo-eval:FuzzScore synth:FuzzParseTrace
 fuzz:
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  $(SIMD) $(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE); \
