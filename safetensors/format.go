@@ -171,7 +171,7 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 		}
 		seen[e.key] = true
 		if e.key == metadataKey {
-			if err := json.Unmarshal(e.value, &h.metadata); err != nil {
+			if err := decodeMetadata(e.value, &h.metadata); err != nil {
 				return fail("%s must be an object of string values: %v", metadataKey, err)
 			}
 			continue
@@ -224,28 +224,42 @@ func parseHeader(path string, js []byte, dataLen int64) (header, error) {
 // decodeTensorInfo checks one header entry on its own: dtype, shape and that
 // the offsets hold exactly elements×dtype size bytes.
 func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
-	// A field given twice is refused, as HF's parser does (a decoder into a
-	// struct would keep the last one).
-	if entries, err := splitObject(value); err == nil {
-		seen := map[string]bool{}
-		for _, e := range entries {
-			if seen[e.key] {
-				return TensorInfo{}, fmt.Errorf("field %s given twice", clip.Quote(e.key))
-			}
-			seen[e.key] = true
-			// A shape of millions of dimensions (a few bytes each in a
-			// 100 MB header) would cost gigabytes to decode: refuse it
-			// before it is (no tensor has more than a handful).
-			if e.key == "shape" && bytes.Count(e.value, []byte(",")) >= maxDims {
-				return TensorInfo{}, fmt.Errorf("shape has more than %d dimensions", maxDims)
-			}
+	entries, err := splitObject(value)
+	if err != nil {
+		return TensorInfo{}, fmt.Errorf("not a {dtype, shape, data_offsets} object: %v", err)
+	}
+	// The fields are HF's by their exact names, others ignored, as serde
+	// reads them: a decoder into a struct would also take "DTYPE" or
+	// "Shape" for them, and so read a file HF refuses, or one HF reads, as
+	// another tensor. A field given twice is refused, as HF's parser does
+	// (a decoder into a struct would keep the last one).
+	fields := map[string]json.RawMessage{}
+	for _, e := range entries {
+		if _, twice := fields[e.key]; twice {
+			return TensorInfo{}, fmt.Errorf("field %s given twice", clip.Quote(e.key))
+		}
+		fields[e.key] = e.value
+		// A shape of millions of dimensions (a few bytes each in a
+		// 100 MB header) would cost gigabytes to decode: refuse it
+		// before it is (no tensor has more than a handful).
+		if e.key == "shape" && bytes.Count(e.value, []byte(",")) >= maxDims {
+			return TensorInfo{}, fmt.Errorf("shape has more than %d dimensions", maxDims)
 		}
 	}
 	var raw rawTensorInfo
-	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return TensorInfo{}, fmt.Errorf("not a {dtype, shape, data_offsets} object: %v", err)
+	for _, f := range []struct {
+		key string
+		dst any
+	}{{"dtype", &raw.Dtype}, {"shape", &raw.Shape}, {"data_offsets", &raw.DataOffsets}} {
+		v, ok := fields[f.key]
+		if !ok {
+			continue // missing: said below
+		}
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		if err := dec.Decode(f.dst); err != nil {
+			return TensorInfo{}, fmt.Errorf("not a {dtype, shape, data_offsets} object: field %s: %v", f.key, err)
+		}
 	}
 	if raw.Dtype == nil {
 		return TensorInfo{}, fmt.Errorf("missing dtype")
@@ -344,6 +358,28 @@ type objectEntry struct {
 // splitObject splits a JSON object into its entries in file order, keeping
 // duplicate keys (a map would silently keep only the last one). Anything after
 // the closing brace other than whitespace is an error.
+// decodeMetadata decodes __metadata__ into m: an object of strings, or
+// null. A null value in it is refused, as HF's parser refuses it
+// (encoding/json would read it as "").
+func decodeMetadata(js []byte, m *map[string]string) error {
+	if string(bytes.TrimSpace(js)) == "null" {
+		return nil
+	}
+	entries, err := splitObject(js)
+	if err != nil {
+		return err
+	}
+	*m = make(map[string]string, len(entries))
+	for _, e := range entries {
+		var v string
+		if !bytes.HasPrefix(bytes.TrimSpace(e.value), []byte(`"`)) || json.Unmarshal(e.value, &v) != nil {
+			return fmt.Errorf("the value of %s is %.40s, not a string", clip.Quote(e.key), e.value)
+		}
+		(*m)[e.key] = v
+	}
+	return nil
+}
+
 func splitObject(js []byte) ([]objectEntry, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	if tok, err := dec.Token(); err != nil {

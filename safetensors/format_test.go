@@ -100,6 +100,12 @@ func TestOpenMalformed(t *testing.T) {
 		{"a field given twice", fileBytes(`{"x":{"dtype":"F32","shape":[2],"shape":[1,2],"data_offsets":[0,8]}}`, make([]byte, 8)),
 			[]string{`tensor "x"`, `field "shape" given twice`}},
 		{"metadata not strings", fileBytes(`{"__metadata__":{"format":1}}`, nil), []string{"__metadata__ must be an object of string values"}},
+		// HF's parser refuses a null value (encoding/json read it as "").
+		{"metadata value null", fileBytes(`{"__metadata__":{"format":"pt","x":null}}`, nil),
+			[]string{"__metadata__ must be an object of string values", `the value of "x" is null, not a string`}},
+		// HF reads fields by their exact names: "DTYPE" is no dtype (encoding/json took it for one).
+		{"fields in capitals", fileBytes(`{"w":{"DTYPE":"F32","Shape":[1],"Data_Offsets":[0,4]}}`, make([]byte, 4)),
+			[]string{`tensor "w": missing dtype`}},
 		// A name of megabytes is quoted in part, with its length.
 		{"dtype of 1 MiB", fileBytes(`{"w":{"dtype":"`+strings.Repeat("F", 1<<20)+`","shape":[1],"data_offsets":[0,4]}}`, make([]byte, 4)),
 			[]string{`tensor "w": unknown dtype "FFFFFFFF`, `F"… (1048576 bytes)`}},
@@ -168,6 +174,9 @@ func TestOpenAccepts(t *testing.T) {
 		{"header order is not offset order", fileBytes(`{"b":{"dtype":"I16","shape":[1],"data_offsets":[2,4]},`+
 			`"a":{"dtype":"I16","shape":[1],"data_offsets":[0,2]}}`, make([]byte, 4)), []string{"a", "b"}},
 		{"unknown fields ignored", fileBytes(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[1]}}`, make([]byte, 1)), []string{"a"}},
+		// Read by their exact names: U8 [1], as HF reads it (the capitals once made it F16 [4], 8 bytes the file has not).
+		{"fields in capitals ignored", fileBytes(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"DTYPE":"F16","SHAPE":[4]}}`, make([]byte, 1)), []string{"a"}},
+		{"metadata null", fileBytes(`{"__metadata__":null}`, nil), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Open(writeBytes(t, tc.file))

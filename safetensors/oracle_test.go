@@ -132,6 +132,10 @@ func TestOracleDifferences(t *testing.T) {
 		{`{"w":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}}`, 4, true, false},
 		{`{"w":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}}`, 8, true, false},
 		{`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"note":1}}`, 4, true, false},
+		// Fields by their exact names, as HF reads them: other capitals are other fields.
+		{`{"w":{"DTYPE":"F32","Shape":[1],"Data_Offsets":[0,4]}}`, 4, false, false},
+		{`{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"DTYPE":"F16","SHAPE":[4]}}`, 1, true, false},
+		{`{"__metadata__":{"format":null}}`, 0, false, false},
 		{`{"w":{"dtype":"F32","shape":[-0],"data_offsets":[0,0]}}`, 0, false, false},
 		{`{"w":{"dtype":"F32","shape":[0],"data_offsets":[-0,0]}}`, 0, false, false},
 		{`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`, 4, false, false},
