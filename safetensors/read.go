@@ -331,6 +331,24 @@ func CheckpointFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
+// danglingLink reports whether path is a symbolic link whose target does
+// not exist, and the target: the HF cache's snapshots link to its blobs,
+// and an interrupted or pruned download leaves the links without them.
+func danglingLink(path string) (string, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return "", false
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return "", false
+	}
+	target, err := os.Readlink(path)
+	if err != nil {
+		return "", false
+	}
+	return target, true
+}
+
 // maxPath is the longest path a shard's name may be (Linux's PATH_MAX).
 const maxPath = 4096
 
@@ -341,6 +359,11 @@ func readIndex(dir string) (weightMap map[string]string, shards []string, err er
 	indexPath := filepath.Join(dir, indexFileName)
 	js, err := inputfile.ReadFile(indexPath)
 	if errors.Is(err, os.ErrNotExist) {
+		for _, name := range []string{singleFileName, indexFileName} {
+			if target, ok := danglingLink(filepath.Join(dir, name)); ok {
+				return nil, nil, fmt.Errorf("checkpoint %s: %s is a symbolic link to %s, which does not exist (an incomplete or pruned download? download the model again)", dir, name, target)
+			}
+		}
 		hint := ""
 		for _, bin := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json"} {
 			if _, err := os.Stat(filepath.Join(dir, bin)); err == nil {

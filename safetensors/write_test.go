@@ -315,6 +315,19 @@ func TestShardedCheckpointErrors(t *testing.T) {
 	if _, err := OpenCheckpoint(dir); err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "neither model.safetensors nor") {
 		t.Errorf("empty dir: %v", err)
 	}
+	// The HF cache's layout, its blob missing (an interrupted or pruned download): said so, not "neither".
+	dangling := t.TempDir()
+	if err := os.Symlink("../../blobs/abc123", filepath.Join(dangling, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	for _, open := range []func(string) error{
+		func(d string) error { _, err := OpenCheckpoint(d); return err },
+		func(d string) error { _, err := CheckpointFiles(d); return err },
+	} {
+		if err := open(dangling); err == nil || !strings.Contains(err.Error(), "model.safetensors is a symbolic link to ../../blobs/abc123, which does not exist") {
+			t.Errorf("a dangling model.safetensors link: %v", err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "pytorch_model.bin"), []byte("PK"), 0o644); err != nil {
 		t.Fatal(err)
 	}
