@@ -14,6 +14,7 @@ import (
 	"github.com/meazo-go/meazo/internal/atomicfile"
 	"github.com/meazo-go/meazo/model"
 	"github.com/meazo-go/meazo/rundir"
+	"github.com/meazo-go/meazo/safetensors"
 	"github.com/meazo-go/meazo/zo"
 )
 
@@ -223,12 +224,54 @@ func (s *fullState) bestNeedsCheckpoint() bool   { return true }
 func (s *fullState) checkpointDir() string       { return filepath.Join(s.r.dir, rundir.CheckpointDir) }
 func (s *fullState) modelSource() string         { return s.r.cfg.Model.Path }
 func (s *fullState) statePath(dir string) string { return filepath.Join(dir, fullparam.StateFile) }
-func (s *fullState) restore(dir string, _ bool) error {
+func (s *fullState) restore(dir string, hasBest bool) error {
+	if hasBest && s.r.state.BestStep != s.r.state.Step {
+		if err := s.checkBest(); err != nil {
+			return err
+		}
+	}
 	if err := s.p.LoadState(s.statePath(dir)); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	s.savedStep, s.writtenStep = s.r.state.Step, s.r.state.Step
 	return nil
+}
+
+// checkBest refuses a resume whose best/ holds an earlier step's weights
+// (no checkpoint holds them any more, and the manifest's checksums cover
+// checkpoint/ only) with a file missing or cut short: the run would train
+// to its end and then fail best/'s test evaluation, or score what is left.
+// best/'s files are the checkpoint's model files, of the same sizes (the
+// same tensors in the same dtype), and open; their contents have no
+// checksum to be checked against.
+func (s *fullState) checkBest() error {
+	best := filepath.Join(s.r.dir, rundir.BestDir)
+	damaged := func(why error) error {
+		return fmt.Errorf("resume %s: best/ holds the weights of step %d, the best validation loss (checkpoint/ holds step %d's, and no other copy of them is left), and it is damaged: %w; "+
+			"the run cannot report its best: start it again, or score last/ or checkpoint/ with meazo-eval task", s.r.dir, s.r.state.BestStep, s.r.state.Step, why)
+	}
+	files, err := model.SavedFiles(s.checkpointDir())
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	for _, f := range files {
+		want, err := os.Stat(filepath.Join(s.checkpointDir(), f))
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		got, err := os.Stat(filepath.Join(best, f))
+		switch {
+		case err != nil:
+			return damaged(err)
+		case got.Size() != want.Size():
+			return damaged(fmt.Errorf("%s is %d bytes, checkpoint/'s %d", filepath.Join(best, f), got.Size(), want.Size()))
+		}
+	}
+	c, err := safetensors.OpenCheckpoint(best)
+	if err != nil {
+		return damaged(err)
+	}
+	return c.Close()
 }
 
 // restored links best/ to the checkpoint's weights when they are the best

@@ -3,7 +3,9 @@ package train
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -523,5 +525,67 @@ func TestFullResumeKeepsBF16Weights(t *testing.T) {
 		if readFile(t, filepath.Join(out, "config.yaml")) != before {
 			t.Error("full: the refused resume changed config.yaml")
 		}
+	}
+}
+
+// TestResumeRefusesDamagedBest: a full-parameter run's best/ of a step
+// before its checkpoint's is the only copy of those weights (the
+// manifest's checksums cover checkpoint/ only). Cut short, missing a file
+// or with its header damaged, the resume trained to the end and then
+// failed best/'s test evaluation, or scored what was left; it is refused
+// before it trains, saying what is lost. An intact best/ resumes.
+func TestResumeRefusesDamagedBest(t *testing.T) {
+	dir, cfg := demoConfig(t, 9)
+	base := filepath.Join(dir, "base")
+	set := []string{"adapter.kind=full", "optimizer.name=zo-adam", "optimizer.lr=0.1", "output.dir=" + base,
+		"train.checkpoint_every=3", "train.eval_every=3", "task.max_train=64", "task.max_validation=8", "task.max_test=8", "eval.batch_size=8"}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, StopAfter: 7, Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	var st checkpointState
+	if b, err := os.ReadFile(filepath.Join(base, rundir.CheckpointDir, rundir.StateFile)); err != nil || json.Unmarshal(b, &st) != nil || st.BestStep >= st.Step {
+		t.Fatalf("this test needs a best step before the checkpoint's: best %d, checkpoint %d (%v)", st.BestStep, st.Step, err)
+	}
+	weights := filepath.Join(rundir.BestDir, "model.safetensors")
+	for _, tc := range []struct {
+		name   string
+		damage func(run string) error
+		want   string
+	}{
+		{"intact", func(string) error { return nil }, ""},
+		{"cut short", func(run string) error {
+			fi, err := os.Stat(filepath.Join(run, weights))
+			if err != nil {
+				return err
+			}
+			return os.Truncate(filepath.Join(run, weights), fi.Size()-10)
+		}, "bytes, checkpoint/'s"},
+		{"header byte", func(run string) error { return flipByte(filepath.Join(run, weights), 20) }, "safetensors"},
+		{"config.json missing", func(run string) error { return os.Remove(filepath.Join(run, rundir.BestDir, "config.json")) }, "config.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			copyDir(t, base, run)
+			if err := tc.damage(run); err != nil {
+				t.Fatal(err)
+			}
+			metrics, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile))
+			_, err := Run(Options{Resume: run, Log: io.Discard})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("resume with an intact best/: %v", err)
+				}
+				return
+			}
+			msg := fmt.Sprint(err)
+			for _, w := range []string{fmt.Sprintf("best/ holds the weights of step %d, the best validation loss", st.BestStep), "it is damaged", tc.want, "start it again"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("resume with best/ %s: %v; want %q in it", tc.name, err, w)
+				}
+			}
+			if after, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile)); !bytes.Equal(after, metrics) {
+				t.Errorf("the refused resume changed metrics.jsonl")
+			}
+		})
 	}
 }
