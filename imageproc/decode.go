@@ -238,6 +238,8 @@ func toRGB(m image.Image) (*RGB, error) {
 		return ycbcrToRGB(m)
 	case *jpeg.YCCK:
 		return ycckToRGB(m)
+	case *jpeg.CMYK:
+		return cmykPlanesToRGB(m)
 	case *image.RGBA: // a PNG without alpha: opaque, so not premultiplied
 		return inPlace(m.Pix, m.Stride, 4, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[1], p[2] }), nil
 	case *image.NRGBA:
@@ -246,10 +248,6 @@ func toRGB(m image.Image) (*RGB, error) {
 		return inPlace(m.Pix, m.Stride, 8, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[2], p[4] }), nil
 	case *image.NRGBA64:
 		return inPlace(m.Pix, m.Stride, 8, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[2], p[4] }), nil
-	case *image.CMYK:
-		return inPlace(m.Pix, m.Stride, 4, m.Rect, func(p []uint8) (uint8, uint8, uint8) {
-			return cmykToRGB(color.CMYK{C: p[0], M: p[1], Y: p[2], K: p[3]})
-		}), nil
 	}
 	b := m.Bounds()
 	out := &RGB{Width: b.Dx(), Height: b.Dy(), Pix: make([]uint8, 3*b.Dx()*b.Dy())}

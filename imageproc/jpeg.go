@@ -69,7 +69,16 @@ func newUpsampler(ratio image.YCbCrSubsampleRatio, w, h, stride int) (*upsampler
 	if !ok {
 		return nil, fmt.Errorf("JPEG chroma subsampling %v is not supported (4:4:4, 4:2:2, 4:2:0, 4:4:0, 4:1:1 and 4:1:0 are)", ratio)
 	}
-	u := &upsampler{hx: e[0], vx: e[1], cw: (w + e[0] - 1) / e[0], ch: (h + e[1] - 1) / e[1], stride: stride}
+	return newPlaneUpsampler(e[0], e[1], w, h, stride)
+}
+
+// newPlaneUpsampler is the upsampler of a plane whose sample covers hx × vx
+// pixels of a w × h image, its rows stride apart.
+func newPlaneUpsampler(hx, vx, w, h, stride int) (*upsampler, error) {
+	if hx != 1 && hx != 2 && hx != 4 || vx != 1 && vx != 2 {
+		return nil, fmt.Errorf("JPEG plane subsampled %d×%d is not supported", hx, vx)
+	}
+	u := &upsampler{hx: hx, vx: vx, cw: (w + hx - 1) / hx, ch: (h + vx - 1) / vx, stride: stride}
 	switch {
 	case u.hx == 2: // libjpeg-turbo's "downsampled_width > 2"
 		u.fancy = u.cw > 2
@@ -206,22 +215,57 @@ func clamp8(v int) uint8 { return uint8(min(max(v, 0), 255)) }
 
 // ycckToRGB converts a YCbCrK JPEG's planes to RGB as Pillow does: libjpeg
 // converts Y, Cb and Cr as it does a colour JPEG's (ycbcrToRGB) and outputs
-// 255 minus each, with K as stored; Pillow reads an Adobe JPEG's CMYK as
-// inverted, so its C, M and Y are libjpeg's R, G and B and its K is 255
-// minus the stored one, and then converts CMYK to RGB (cmykToRGB). A black
-// plane at a lower resolution than Y is repeated, not upsampled as libjpeg
-// would (no such file has been seen).
+// 255 minus each, with K as stored (upsampled as chroma is, where it is
+// subsampled); Pillow reads an Adobe JPEG's CMYK as inverted, so its C, M
+// and Y are libjpeg's R, G and B and its K is 255 minus the stored one,
+// and then converts CMYK to RGB (cmykToRGB).
 func ycckToRGB(m *jpeg.YCCK) (*RGB, error) {
 	rgb, err := ycbcrToRGB(m.YCbCr)
 	if err != nil {
 		return nil, err
 	}
+	kUp, err := newPlaneUpsampler(m.KH, m.KV, rgb.Width, rgb.Height, m.KStride)
+	if err != nil {
+		return nil, err
+	}
+	kRow := make([]uint8, rgb.Width)
 	for y := 0; y < rgb.Height; y++ {
+		ks := kUp.row(m.K, y, kRow)
 		for x := 0; x < rgb.Width; x++ {
 			i := 3 * (y*rgb.Width + x)
-			k := 255 - m.K[y/m.KV*m.KStride+x/m.KH]
-			rgb.Pix[i], rgb.Pix[i+1], rgb.Pix[i+2] = cmykToRGB(color.CMYK{C: rgb.Pix[i], M: rgb.Pix[i+1], Y: rgb.Pix[i+2], K: k})
+			rgb.Pix[i], rgb.Pix[i+1], rgb.Pix[i+2] = cmykToRGB(color.CMYK{C: rgb.Pix[i], M: rgb.Pix[i+1], Y: rgb.Pix[i+2], K: 255 - ks[x]})
 		}
 	}
 	return rgb, nil
+}
+
+// cmykPlanesToRGB converts a CMYK JPEG's planes to RGB as Pillow does:
+// libjpeg upsamples each subsampled plane as it does chroma and outputs
+// the samples as stored; Pillow reads an Adobe JPEG's CMYK as inverted
+// (255 minus each) and converts CMYK to RGB (cmykToRGB).
+func cmykPlanesToRGB(m *jpeg.CMYK) (*RGB, error) {
+	b := m.Bounds()
+	w, h := b.Dx(), b.Dy()
+	if b.Min != (image.Point{}) {
+		return nil, fmt.Errorf("CMYK image starts at %v, not (0, 0)", b.Min)
+	}
+	up, err := newUpsampler(m.SubsampleRatio, w, h, m.CStride)
+	if err != nil {
+		return nil, err
+	}
+	kUp, err := newPlaneUpsampler(m.KH, m.KV, w, h, m.KStride)
+	if err != nil {
+		return nil, err
+	}
+	out := &RGB{Width: w, Height: h, Pix: make([]uint8, 3*w*h)}
+	mRow, yRow, kRow := make([]uint8, w), make([]uint8, w), make([]uint8, w)
+	for y := 0; y < h; y++ {
+		cs := m.Y[y*m.YStride : y*m.YStride+w]
+		ms, ys, ks := up.row(m.Cb, y, mRow), up.row(m.Cr, y, yRow), kUp.row(m.K, y, kRow)
+		dst := out.Pix[3*y*w : 3*(y+1)*w]
+		for x := range cs {
+			dst[3*x], dst[3*x+1], dst[3*x+2] = cmykToRGB(color.CMYK{C: 255 - cs[x], M: 255 - ms[x], Y: 255 - ys[x], K: 255 - ks[x]})
+		}
+	}
+	return out, nil
 }

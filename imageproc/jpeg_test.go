@@ -18,7 +18,9 @@ import (
 // YCCK one, and libjpeg's with restart markers
 // (rst*.jpg: baseline 4:2:0, 4:2:2, 4:4:4 and gray, intervals in MCUs and
 // in rows, one scan a component, progressive) and with the subsamplings
-// Pillow does not write (sub*.jpg: 4:4:0, 4:1:1 and 4:1:0, and small ones). It logs, for comparison, how
+// Pillow does not write (sub*.jpg: 4:4:0, 4:1:1 and 4:1:0, and small ones),
+// Pillow's CMYK with subsampled planes (pilcmyk*.jpg) and a YCCK one with
+// its K subsampled (ycckk420_97x61.jpg). It logs, for comparison, how
 // far the standard library's image/jpeg (its own inverse DCT and repeated
 // chroma) is from libjpeg on each, or that it refuses it (go test -v -run
 // JPEG).

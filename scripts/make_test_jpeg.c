@@ -12,9 +12,9 @@
  * INPUT is the pixels' kind: "rgb" (3 bytes a pixel, which libjpeg
  * converts to YCbCr), "gray" (1 byte) or "cmyk" (4 bytes, C, M, Y, K, which
  * libjpeg converts to YCCK and marks with an Adobe segment), WIDTH x HEIGHT
- * of them row by row. SAMPLING is the luma's sampling factors for "rgb",
- * HxV (2x2 is 4:2:0, 2x1 4:2:2, 1x1 4:4:4, 1x2 4:4:0, 4x1 4:1:1, 4x2 4:1:0;
- * chroma is 1x1), or "-" for
+ * of them row by row. SAMPLING is the first component's sampling factors,
+ * HxV (for "rgb" 2x2 is 4:2:0, 2x1 4:2:2, 1x1 4:4:4, 1x2 4:4:0, 4x1 4:1:1,
+ * 4x2 4:1:0; the other components are 1x1: for "cmyk", K too), or "-" for
  * libjpeg's defaults (YCCK's: Y and K 2x2, Cb and Cr 1x1). RESTART is the
  * restart interval in MCUs ("5") or in MCU rows ("2r"), as cjpeg's -restart
  * takes it, or 0 for none. SCANS is "baseline" (one interleaved scan),
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
 	int hs = 0, vs = 0, keepSampling = strcmp(sampling, "-") == 0;
 	int restart = atoi(argv[6]), inRows = strchr(argv[6], 'r') != NULL;
 	if (w <= 0 || h <= 0 || w > 4096 || h > 4096 || n == 0 || q < 1 || q > 100 ||
-	    (!keepSampling && (n != 3 || sscanf(sampling, "%dx%d", &hs, &vs) != 2 || (hs != 1 && hs != 2 && hs != 4) || vs < 1 || vs > 2)) ||
+	    (!keepSampling && (n == 1 || sscanf(sampling, "%dx%d", &hs, &vs) != 2 || (hs != 1 && hs != 2 && hs != 4) || vs < 1 || vs > 2)) ||
 	    restart < 0 || restart > 65535 ||
 	    (strcmp(scans, "baseline") != 0 && strcmp(scans, "progressive") != 0 && strcmp(scans, "components") != 0)) {
 		return usage(argv[0]);
@@ -70,6 +70,10 @@ int main(int argc, char **argv) {
 	if (!keepSampling) {
 		c.comp_info[0].h_samp_factor = hs;
 		c.comp_info[0].v_samp_factor = vs;
+		for (int i = 1; i < c.num_components; i++) {
+			c.comp_info[i].h_samp_factor = 1;
+			c.comp_info[i].v_samp_factor = 1;
+		}
 	}
 	if (inRows) {
 		c.restart_in_rows = restart;

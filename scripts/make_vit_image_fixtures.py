@@ -94,7 +94,8 @@ def compile_tool(tmp, source, lib):
 def pillow_jpegs(out):
     """Writes JPEGs of the kinds image/jpeg cannot write, with Pillow (libjpeg-turbo), so that the decoder is checked
     on each: 4:4:4 and 4:2:2 chroma, progressive scans (colour and gray), an image of saturated stripes at low
-    quality, whose ringing takes the inverse DCT's outputs past 0 and 255 (the range limit), and the NARROW_JPEGS."""
+    quality, whose ringing takes the inverse DCT's outputs past 0 and 255 (the range limit), CMYK with subsampled
+    components, and the NARROW_JPEGS; and YCCK ones through the system's libjpeg."""
     scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB")
     scene.save(os.path.join(out, "pil444_97x61.jpg"), quality=95, subsampling=0)
     scene.save(os.path.join(out, "pil422_97x61.jpg"), quality=75, subsampling=1)
@@ -107,21 +108,25 @@ def pillow_jpegs(out):
     stripes[..., 2] = np.where(((x + y) // 4) % 2 == 0, 0, 255)
     Image.fromarray(stripes).save(os.path.join(out, "pilstripes_53x45.jpg"), quality=15, subsampling=2)
     ycck_jpeg(np.asarray(scene), os.path.join(out, "ycck_97x61.jpg"))
+    ycck_jpeg(np.asarray(scene), os.path.join(out, "ycckk420_97x61.jpg"), sampling="2x2")  # K subsampled too
+    for name, subsampling in (("pilcmyk420_97x61.jpg", 2), ("pilcmyk422_97x61.jpg", 1)):  # C at 2x2 or 2x1, M, Y and K 1x1
+        scene.convert("CMYK").save(os.path.join(out, name), quality=85, subsampling=subsampling)
     for name, subsampling in NARROW_JPEGS.items():  # columns of the scene whose colours change along them
         w = int(name.split("_")[1].split("x")[0])
         scene.crop((40, 20, 40 + w, 29)).save(os.path.join(out, name), quality=90, subsampling=subsampling)
 
 
-def ycck_jpeg(rgb, path):
+def ycck_jpeg(rgb, path, sampling="-"):
     """Writes a YCCK JPEG (Adobe transform 2, as Photoshop saves CMYK) of rgb with a black ramp, through the system's
-    libjpeg (scripts/make_test_jpeg.c: Pillow writes CMYK JPEGs untransformed)."""
+    libjpeg (scripts/make_test_jpeg.c: Pillow writes CMYK JPEGs untransformed): libjpeg's sampling (Y and K 2x2), or
+    Y at SAMPLING and the others, K included, 1x1."""
     with tempfile.TemporaryDirectory() as tmp:
         exe = compile_tool(tmp, "make_test_jpeg.c", "jpeg")
         h, w, _ = rgb.shape
         y, x = np.mgrid[0:h, 0:w]
         k = (x * 3 + y * 5) % 97
         cmyk = np.stack([255 - rgb[..., 0], 255 - rgb[..., 1], 255 - rgb[..., 2], k], -1).astype(np.uint8)
-        args = [exe, str(w), str(h), "cmyk", "80", "-", "0", "baseline"]
+        args = [exe, str(w), str(h), "cmyk", "80", sampling, "0", "baseline"]
         jpeg = subprocess.run(args, input=cmyk.tobytes(), capture_output=True, check=True).stdout
     with open(path, "wb") as f:
         f.write(jpeg)

@@ -41,6 +41,13 @@ type YCCK struct {
 	KH, KV  int
 }
 
+// CMYK is a CMYK JPEG's planes (Adobe transform 0), returned unconverted
+// as YCCK's are: C, M and Y in the YCbCr's Y, Cb and Cr (M and Y at its
+// subsampling), K as YCCK's; the samples as stored (an Adobe CMYK JPEG's
+// are inverted: 255 is no ink). libjpeg upsamples each subsampled plane
+// as it does a colour JPEG's chroma; the caller does the same.
+type CMYK struct{ YCCK }
+
 // A FormatError reports that the input is not a valid JPEG.
 type FormatError string
 
@@ -419,26 +426,26 @@ func (d *decoder) processSOF(n int) error {
 			}
 
 		case 4:
-			// For 4-component images (either CMYK or YCbCrK), we only support two
-			// hv vectors: [0x11 0x11 0x11 0x11] and [0x22 0x11 0x11 0x22].
-			// Theoretically, 4-component JPEG images could mix and match hv values
-			// but in practice, those two combinations are the only ones in use,
-			// and it simplifies the applyBlack code below if we can assume that:
-			//	- for CMYK, the C and K channels have full samples, and if the M
-			//	  and Y channels subsample, they subsample both horizontally and
-			//	  vertically.
-			//	- for YCbCrK, the Y and K channels have full samples.
+			// For 4-component images (CMYK or YCbCrK), the first component
+			// has the largest factors (it is full size), the second and
+			// third the same ones, and each factor of the others divides
+			// the first's, as for YCbCr: the planes are returned as they
+			// are (applyBlack) and upsampled by the caller as libjpeg
+			// upsamples them. (image/jpeg allowed only [0x11 0x11 0x11
+			// 0x11] and [0x22 0x11 0x11 0x22]; Pillow writes a CMYK JPEG
+			// with subsampling as [0x22 0x11 0x11 0x11], and libjpeg reads
+			// any.)
 			switch i {
 			case 0:
-				if hv != 0x11 && hv != 0x22 {
+				if v == 4 {
 					return errUnsupportedSubsamplingRatio
 				}
-			case 1, 2:
-				if hv != 0x11 {
+			case 1, 3:
+				if d.comp[0].h%h != 0 || d.comp[0].v%v != 0 {
 					return errUnsupportedSubsamplingRatio
 				}
-			case 3:
-				if d.comp[0].h != h || d.comp[0].v != v {
+			case 2:
+				if d.comp[1].h != h || d.comp[1].v != v {
 					return errUnsupportedSubsamplingRatio
 				}
 			}
@@ -694,66 +701,23 @@ func (d *decoder) decode(r io.Reader, configOnly bool) (image.Image, error) {
 	return nil, FormatError("missing SOS marker")
 }
 
-// applyBlack combines d.img3 and d.blackPix into a CMYK image. The formula
-// used depends on whether the JPEG image is stored as CMYK or YCbCrK,
-// indicated by the APP14 (Adobe) metadata.
-//
-// Adobe CMYK JPEG images are inverted, where 255 means no ink instead of full
-// ink, so we apply "v = 255 - v" at various points. Note that a double
-// inversion is a no-op, so inversions might be implicit in the code below.
+// applyBlack returns a 4-component JPEG's planes: YCCK for YCbCrK, CMYK
+// for CMYK, as the APP14 (Adobe) metadata says, unconverted (the caller
+// upsamples and converts them as libjpeg does).
 func (d *decoder) applyBlack() (image.Image, error) {
 	if !d.adobeTransformValid {
 		return nil, UnsupportedError("unknown color model: 4-component JPEG doesn't have Adobe APP14 metadata")
 	}
-
+	h0, v0, h3, v3 := d.comp[0].h, d.comp[0].v, d.comp[3].h, d.comp[3].v
+	planes := YCCK{YCbCr: d.img3, K: d.blackPix, KStride: d.blackStride, KH: h0 / h3, KV: v0 / v3}
 	// If the 4-component JPEG image isn't explicitly marked as "Unknown (RGB
 	// or CMYK)" as per
 	// https://www.sno.phy.queensu.ca/~phil/exiftool/TagNames/JPEG.html#Adobe
 	// we assume that it is YCbCrK. This matches libjpeg's jdapimin.c.
 	if d.adobeTransform != adobeTransformUnknown {
-		// YCbCrK: the planes as decoded, for the caller to convert as
-		// libjpeg does (YCCK's comment).
-		h0, v0, h3, v3 := d.comp[0].h, d.comp[0].v, d.comp[3].h, d.comp[3].v
-		if h0%h3 != 0 || v0%v3 != 0 {
-			return nil, UnsupportedError("YCbCrK sampling factors")
-		}
-		return &YCCK{YCbCr: d.img3, K: d.blackPix, KStride: d.blackStride, KH: h0 / h3, KV: v0 / v3}, nil
+		return &planes, nil
 	}
-
-	// The first three channels (cyan, magenta, yellow) of the CMYK
-	// were decoded into d.img3, but each channel was decoded into a separate
-	// []byte slice, and some channels may be subsampled. We interleave the
-	// separate channels into an image.CMYK's single []byte slice containing 4
-	// contiguous bytes per pixel.
-	bounds := d.img3.Bounds()
-	img := image.NewCMYK(bounds)
-
-	translations := [4]struct {
-		src    []byte
-		stride int
-	}{
-		{d.img3.Y, d.img3.YStride},
-		{d.img3.Cb, d.img3.CStride},
-		{d.img3.Cr, d.img3.CStride},
-		{d.blackPix, d.blackStride},
-	}
-	for t, translation := range translations {
-		subsample := d.comp[t].h != d.comp[0].h || d.comp[t].v != d.comp[0].v
-		for iBase, y := 0, bounds.Min.Y; y < bounds.Max.Y; iBase, y = iBase+img.Stride, y+1 {
-			sy := y - bounds.Min.Y
-			if subsample {
-				sy /= 2
-			}
-			for i, x := iBase+t, bounds.Min.X; x < bounds.Max.X; i, x = i+4, x+1 {
-				sx := x - bounds.Min.X
-				if subsample {
-					sx /= 2
-				}
-				img.Pix[i] = 255 - translation.src[sy*translation.stride+sx]
-			}
-		}
-	}
-	return img, nil
+	return &CMYK{planes}, nil
 }
 
 func (d *decoder) isRGB() bool {
