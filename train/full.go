@@ -248,7 +248,7 @@ func (s *fullState) checkBest() error {
 	best := filepath.Join(s.r.dir, rundir.BestDir)
 	damaged := func(why error) error {
 		return fmt.Errorf("resume %s: best/ holds the weights of step %d, the best validation loss (checkpoint/ holds step %d's, and no other copy of them is left), and it is damaged: %w; "+
-			"the run cannot report its best: start it again, or score last/ or checkpoint/ with meazo-eval task", s.r.dir, s.r.state.BestStep, s.r.state.Step, why)
+			"the run cannot report its best: start it again (checkpoint/, step %d's weights, is a model meazo-eval task scores)", s.r.dir, s.r.state.BestStep, s.r.state.Step, why, s.r.state.Step)
 	}
 	files, err := model.SavedFiles(s.checkpointDir())
 	if err != nil {
