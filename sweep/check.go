@@ -139,6 +139,29 @@ func (st *Study) checkRunsMatch(sp *SweepPlan, ss *StageState) error {
 	return nil
 }
 
+// fineReady says whether sweep i's stage 2 may start: its fine grid was
+// chosen from stage 1 runs started with the study's settings. Prepare
+// checked them before the first run, but another study started on the
+// same out at the same moment (whose runs Prepare could not see yet) may
+// have run some of stage 1 with its own, and the fine grid must not be
+// chosen from a mix. Checked once per sweep; a refusal is logged once and
+// reported by finish.
+func (x *localExecutor) fineReady(i int, sp *SweepPlan, ss *StageState) bool {
+	if x.fineChecked[i] {
+		return x.fineRefused[i] == nil
+	}
+	x.fineChecked[i] = true
+	if _, pending := x.st.demoPending(sp.Config()); pending || !exists(sp.Config()) {
+		return true
+	}
+	if err := x.st.checkRunsMatch(sp, ss); err != nil {
+		fmt.Fprintf(x.log, "meazo-sweep: %s: stage 2 not started: %v\n", sp.Name, err)
+		x.fineRefused[i] = fmt.Errorf("sweep %s: %w", sp.Name, err)
+		return false
+	}
+	return true
+}
+
 // expKey names the sweep's experiment as the study file's keys do,
 // experiments.<index>, for messages that point at the file.
 func (st *Study) expKey(sp *SweepPlan) string {

@@ -303,29 +303,6 @@ func (x *localExecutor) refresh() ([]RunSpec, error) {
 	return next, nil
 }
 
-// fineReady says whether sweep i's stage 2 may start: its fine grid was
-// chosen from stage 1 runs started with the study's settings. Prepare
-// checked them before the first run, but another study started on the
-// same out at the same moment (whose runs Prepare could not see yet) may
-// have run some of stage 1 with its own, and the fine grid must not be
-// chosen from a mix. Checked once per sweep; a refusal is logged once and
-// reported by finish.
-func (x *localExecutor) fineReady(i int, sp *SweepPlan, ss *StageState) bool {
-	if x.fineChecked[i] {
-		return x.fineRefused[i] == nil
-	}
-	x.fineChecked[i] = true
-	if _, pending := x.st.demoPending(sp.Config()); pending || !exists(sp.Config()) {
-		return true
-	}
-	if err := x.st.checkRunsMatch(sp, ss); err != nil {
-		fmt.Fprintf(x.log, "meazo-sweep: %s: stage 2 not started: %v\n", sp.Name, err)
-		x.fineRefused[i] = fmt.Errorf("sweep %s: %w", sp.Name, err)
-		return false
-	}
-	return true
-}
-
 // runsElsewhere logs, once per run, that another process is training it.
 func (x *localExecutor) runsElsewhere(r RunSpec, s RunState) {
 	if !x.elsewhere[r.Dir] {
@@ -590,47 +567,4 @@ func (st *Study) finishSweeps(log io.Writer) error {
 		return fmt.Errorf("%d sweep.json not written (first: %w)", len(unwritten), unwritten[0])
 	}
 	return nil
-}
-
-// lastError is the error meazo-train ended its log with (its last line
-// that starts "meazo-train: " and the lines after it, at most 8), so that
-// a failed run says why where meazo-sweep reports it; "" when the log has
-// none (a crash) or cannot be read. Only what follows offset from is read:
-// the attempt that failed, not an earlier attempt's error or signal line
-// (a resumed run's log holds every attempt's output).
-func lastError(log string, from int64) string {
-	f, err := os.Open(log)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	const tail = 16 << 10
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	if from = max(from, st.Size()-tail); from > 0 {
-		if _, err := f.Seek(from, io.SeekStart); err != nil {
-			return ""
-		}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, tail))
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], "meazo-train: ") {
-			return strings.Join(lines[i:min(len(lines), i+8)], "\n")
-		}
-	}
-	return ""
-}
-
-// indented is text after a colon, each of its lines indented ("" for none).
-func indented(text string) string {
-	if text == "" {
-		return ""
-	}
-	return ":\n    " + strings.ReplaceAll(text, "\n", "\n    ")
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -151,4 +152,47 @@ func shellJoin(args []string) string {
 		q[i] = shell.Quote(a)
 	}
 	return strings.Join(q, " ")
+}
+
+// lastError is the error meazo-train ended its log with (its last line
+// that starts "meazo-train: " and the lines after it, at most 8), so that
+// a failed run says why where meazo-sweep reports it; "" when the log has
+// none (a crash) or cannot be read. Only what follows offset from is read:
+// the attempt that failed, not an earlier attempt's error or signal line
+// (a resumed run's log holds every attempt's output).
+func lastError(log string, from int64) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 16 << 10
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	if from = max(from, st.Size()-tail); from > 0 {
+		if _, err := f.Seek(from, io.SeekStart); err != nil {
+			return ""
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, tail))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "meazo-train: ") {
+			return strings.Join(lines[i:min(len(lines), i+8)], "\n")
+		}
+	}
+	return ""
+}
+
+// indented is text after a colon, each of its lines indented ("" for none).
+func indented(text string) string {
+	if text == "" {
+		return ""
+	}
+	return ":\n    " + strings.ReplaceAll(text, "\n", "\n    ")
 }
