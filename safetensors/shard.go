@@ -20,13 +20,24 @@ const DefaultMaxShard = 5_000_000_000
 // model.safetensors.index.json (its metadata's total_size is the tensors'
 // bytes), which is written last. Each file is written atomically, and the
 // tensors' bytes may be produced while they are written (Tensor.Produce).
+// dir must hold no checkpoint yet: the files of another one beside these
+// would be read in their place (model.safetensors wins over an index) or
+// mixed with them, and they are not this function's to remove.
 func WriteSharded(dir string, tensors []Tensor, metadata map[string]string, maxShard int64) error {
+	if old, err := filepath.Glob(filepath.Join(dir, "model*.safetensors*")); err != nil || len(old) > 0 {
+		return fmt.Errorf("write safetensors in %s: it holds a checkpoint already (%v): write into an empty directory", dir, old)
+	}
 	var shards [][]Tensor
 	var size, total int64
+	seen := make(map[string]bool, len(tensors))
 	for _, t := range tensors {
 		if err := checkTensor(t); err != nil {
 			return fmt.Errorf("write safetensors in %s: tensor %q: %w", dir, t.Name, err)
 		}
+		if seen[t.Name] { // in another shard, it would make an index that lists it once
+			return fmt.Errorf("write safetensors in %s: tensor %q given twice", dir, t.Name)
+		}
+		seen[t.Name] = true
 		if len(shards) == 0 || size > 0 && size+t.size() > maxShard {
 			shards, size = append(shards, nil), 0
 		}

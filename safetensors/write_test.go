@@ -367,3 +367,30 @@ func BenchmarkFloat32BF16(b *testing.B) {
 		}
 	}
 }
+
+// TestWriteShardedRefuses: a name given twice (landing in two shards, it
+// made a checkpoint whose index lists it once, which no reader opens), and
+// a directory that holds a checkpoint already (a sharded save beside an
+// earlier model.safetensors was read as the earlier one) are refused, and
+// nothing is written.
+func TestWriteShardedRefuses(t *testing.T) {
+	f32 := func(name string, n int) Tensor { return F32Tensor(name, []int{n}, make([]float32, n)) }
+	dir := t.TempDir()
+	err := WriteSharded(dir, []Tensor{f32("a", 10), f32("b", 10), f32("a", 10)}, nil, 80)
+	if err == nil || !strings.Contains(err.Error(), `tensor "a" given twice`) {
+		t.Errorf("a name twice: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Errorf("a refused write left %d files", len(ents))
+	}
+	if err := WriteSharded(dir, []Tensor{f32("w", 1)}, nil, 1000); err != nil {
+		t.Fatal(err)
+	}
+	err = WriteSharded(dir, []Tensor{f32("w", 1), f32("x", 100)}, nil, 100)
+	if err == nil || !strings.Contains(err.Error(), "holds a checkpoint already") {
+		t.Errorf("a sharded save over model.safetensors: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the refused save left %d files, want the first save's one", len(ents))
+	}
+}
