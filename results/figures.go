@@ -41,8 +41,9 @@ func All(runs []sweep.Run, smooth int, warn func(string)) ([]Figure, error) {
 		return nil, err
 	}
 	figs = append(figs, test...)
-	for _, r := range VTRuns(runs) {
-		name := VTFile(r.Method())
+	vts := VTRuns(runs)
+	for i, name := range vtFiles(vts) {
+		r := vts[i]
 		fig, err := VT(r, warn)
 		if err != nil { // the other figures are still worth writing
 			warn(fmt.Sprintf("no %s: %v", name, err))
@@ -71,6 +72,24 @@ func VTFile(m sweep.Method) string {
 	return name + ".svg"
 }
 
+// vtFiles names the v_t figures of runs (VTFile), one name each: two
+// variants whose labels spell the same file name ("β₁ = 0" and "β₂ = 0"
+// both vt_meazo_---=-0.svg; the second figure once replaced the first)
+// take _2, _3, … after the first, in the runs' order.
+func vtFiles(runs []sweep.Run) []string {
+	names := make([]string, len(runs))
+	used := map[string]bool{}
+	for i, r := range runs {
+		name := VTFile(r.Method())
+		base := strings.TrimSuffix(name, ".svg")
+		for n := 2; used[name]; n++ {
+			name = fmt.Sprintf("%s_%d.svg", base, n)
+		}
+		used[name], names[i] = true, name
+	}
+	return names
+}
+
 // ExperimentFigures are a study experiment's figures: the loss curves, and
 // where the runs allow them the robustness figures and MEAZO's v_t (a
 // warning says why one is missing: a study in progress lacks some).
@@ -90,8 +109,9 @@ func ExperimentFigures(e Experiment, smooth int, warn func(string)) ([]Figure, e
 		figs = append(figs, test...)
 	}
 	// v_t per parameter group of each MEAZO method at η* (its first seed).
-	for _, r := range VTRuns(e.Runs) {
-		name := VTFile(r.Method())
+	vts := VTRuns(e.Runs)
+	for i, name := range vtFiles(vts) {
+		r := vts[i]
 		if fig, err := VT(r, warn); err != nil {
 			warn(fmt.Sprintf("%s: no %s: %v", e.Name, name, err))
 		} else {

@@ -34,7 +34,7 @@ type FZOORate struct {
 // so are the runs a sweep lists as failed, each with a warning.
 func FZOORateOf(args []string, warn func(string)) (FZOORate, error) {
 	var r FZOORate
-	srcs, failed, err := sources(args)
+	srcs, failed, err := sources(args, warn)
 	if err != nil {
 		return r, err
 	}

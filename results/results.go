@@ -28,7 +28,7 @@ import (
 // Failed, with the sweep's setting, so that the figures choose η* as the
 // sweep did: a rate with a seed missing cannot be it. The runs of a sweep
 // of a study's variant carry its label (sweep.json's "variant").
-func sources(args []string) (dirs []source, failed []sweep.Run, err error) {
+func sources(args []string, warn func(string)) (dirs []source, failed []sweep.Run, err error) {
 	for _, arg := range args {
 		if exists(filepath.Join(arg, rundir.SummaryFile)) {
 			dirs = append(dirs, source{dir: arg})
@@ -61,8 +61,16 @@ func sources(args []string) (dirs []source, failed []sweep.Run, err error) {
 		}
 		n := len(dirs)
 		for _, e := range entries {
-			if sub := filepath.Join(arg, e.Name()); e.IsDir() && exists(filepath.Join(sub, rundir.SummaryFile)) {
+			sub := filepath.Join(arg, e.Name())
+			switch {
+			case !e.IsDir():
+			case exists(filepath.Join(sub, rundir.SummaryFile)):
 				dirs = append(dirs, source{dir: sub})
+			case exists(filepath.Join(sub, rundir.ConfigFile)):
+				// A seed still training, or one that stopped without a
+				// summary: its rate cannot be told here (a sweep.json
+				// would name it), so it is said, not silently skipped.
+				warn(fmt.Sprintf("%s: a run without a result yet (still training, or stopped before it wrote summary.json): left out, so η* is chosen without it and may change", sub))
 			}
 		}
 		if run, what := rundir.OfRun(arg); len(dirs) == n && run != "" {
@@ -94,7 +102,7 @@ func exists(path string) bool {
 // configured; the failed runs a sweep.json lists come back marked Failed (no
 // numbers, only their rate and seed), for the choice of η*.
 func Load(args []string, warn func(string)) ([]sweep.Run, error) {
-	dirs, failed, err := sources(args)
+	dirs, failed, err := sources(args, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +199,11 @@ func AtBestRate(runs []sweep.Run) ([]sweep.Run, map[sweep.Method]string) {
 			notes[m] = fmt.Sprintf(", η=%s", sweep.LRString(rates[0].LR))
 		} else {
 			if star := sweep.EtaStar(rates); star >= 0 {
+				notes[m] = fmt.Sprintf(", η*=%s of %d rates", sweep.LRString(rates[star].LR), len(rates))
 				i = star
-			} // else every rate diverged or failed somewhere: the smallest with a run
-			notes[m] = fmt.Sprintf(", η*=%s of %d rates", sweep.LRString(rates[i].LR), len(rates))
+			} else { // every rate diverged or failed somewhere: the smallest with a run, which is no η*
+				notes[m] = fmt.Sprintf(", no η* (a seed diverged or failed at each of %d rates): η=%s, the smallest drawn", len(rates), sweep.LRString(rates[i].LR))
+			}
 		}
 		kept = append(kept, finished(rates[i].Runs)...)
 	}

@@ -80,6 +80,10 @@ func TestBestRate(t *testing.T) {
 	if notes[sweep.Method{Optimizer: "meazo"}] != ", η*=1e-3 of 2 rates" || notes[sweep.Method{Optimizer: "meazo", Grouped: true}] != ", η=1e-4" {
 		t.Errorf("notes %v", notes)
 	}
+	// ZO-SGD diverged at both rates: no η* (its legend once said "η*=1e-4", which the table and sweep.json deny).
+	if n := notes[sweep.Method{Optimizer: "zo-sgd"}]; n != ", no η* (a seed diverged or failed at each of 2 rates): η=1e-4, the smallest drawn" {
+		t.Errorf("ZO-SGD's note %q", n)
+	}
 	vt := VTRuns(runs)
 	if len(vt) != 2 || vt[0].Seed != 0 || vt[0].LR != 1e-3 || !vt[1].Grouped {
 		t.Errorf("VTRuns = %+v", vt)
@@ -143,7 +147,11 @@ func TestSources(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "closed"), 0o755)
 	b, _ := json.Marshal(sw)
 	os.WriteFile(filepath.Join(root, "closed", "sweep.json"), b, 0o644)
-	got, failed, err := sources([]string{filepath.Join(root, "run"), filepath.Join(root, "open"), filepath.Join(root, "closed")})
+	// A seed still training in the open sweep (config.yaml, no summary.json): left out, with a warning.
+	os.MkdirAll(filepath.Join(root, "open", "training"), 0o755)
+	os.WriteFile(filepath.Join(root, "open", "training", rundir.ConfigFile), nil, 0o644)
+	var warns []string
+	got, failed, err := sources([]string{filepath.Join(root, "run"), filepath.Join(root, "open"), filepath.Join(root, "closed")}, func(s string) { warns = append(warns, s) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +167,10 @@ func TestSources(t *testing.T) {
 	if len(failed) != 1 || !reflect.DeepEqual(failed[0], want) {
 		t.Errorf("failed = %+v, want [%+v]", failed, want)
 	}
-	if _, _, err := sources([]string{filepath.Join(root, "open", "c")}); err == nil || !strings.Contains(err.Error(), "not a run directory") {
+	if len(warns) != 1 || !strings.Contains(warns[0], filepath.Join("open", "training")+": a run without a result yet") {
+		t.Errorf("warnings %q, want one on open/training", warns)
+	}
+	if _, _, err := sources([]string{filepath.Join(root, "open", "c")}, func(string) {}); err == nil || !strings.Contains(err.Error(), "not a run directory") {
 		t.Errorf("empty directory: %v", err)
 	}
 }
@@ -711,5 +722,62 @@ func TestLoadRunNotEnded(t *testing.T) {
 	}
 	if _, err := Load([]string{dir}, func(string) {}); err == nil || !strings.Contains(err.Error(), "a run that has not ended") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestVTFilesUnique: two variants whose labels spell the same file name
+// ("β₁ = 0" and "β₂ = 0": vt_meazo_---=-0.svg) get two names; the second
+// figure replaced the first.
+func TestVTFilesUnique(t *testing.T) {
+	var runs []sweep.Run
+	for _, label := range []string{"β₁ = 0", "β₂ = 0", "", "a b", "a-b"} {
+		r := run("meazo", false, 1e-3, 0, 1, false)
+		r.Variant = label
+		runs = append(runs, r)
+	}
+	got := vtFiles(runs)
+	want := []string{"vt_meazo_---=-0.svg", "vt_meazo_---=-0_2.svg", "vt_meazo.svg", "vt_meazo_a-b.svg", "vt_meazo_a-b_2.svg"}
+	if !slices.Equal(got, want) {
+		t.Errorf("vtFiles = %q, want %q", got, want)
+	}
+}
+
+// TestTestFiguresVariantColours: a study's variants of one optimizer take
+// colours of their own in the test-metric figures, as in the curves (both
+// were ZO-Adam's green).
+func TestTestFiguresVariantColours(t *testing.T) {
+	var runs []sweep.Run
+	for _, v := range []string{"β1 = 0", "β1 = 0.9"} {
+		for _, lr := range []float64{1e-3, 1e-2} {
+			for seed := uint64(0); seed < 2; seed++ {
+				r := run("zo-adam", false, lr, seed, 1+lr, false)
+				r.Variant, r.Task = v, "sst2"
+				r.Test = map[string]map[string]float64{"best": {"accuracy": 0.9}, "base": {"accuracy": 0.5}}
+				runs = append(runs, r)
+			}
+		}
+	}
+	figs, err := TestFigures(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range figs {
+		colors := map[string]bool{}
+		for _, s := range f.Series {
+			colors[s.Color] = true
+		}
+		if len(f.Series) < 2 || len(colors) != len(f.Series) {
+			t.Errorf("%s: %d series in %d colours", f.File, len(f.Series), len(colors))
+		}
+	}
+}
+
+// TestRunningMeanNoWindow: a window of 1 or less is a copy, as documented
+// (w ≤ 0 gave the running mean of everything so far).
+func TestRunningMeanNoWindow(t *testing.T) {
+	for _, w := range []int{-3, 0, 1} {
+		if got := RunningMean([]float64{1, 3, 5, 7}, w); !slices.Equal(got, []float64{1, 3, 5, 7}) {
+			t.Errorf("RunningMean(w=%d) = %v", w, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package results
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/meazo-go/meazo/sweep"
@@ -12,6 +13,9 @@ import (
 // none. w ≤ 1 returns a copy. A diverged step (NaN, ±Inf) thus leaves a gap
 // only where the window holds nothing else.
 func RunningMean(ys []float64, w int) []float64 {
+	if w <= 1 {
+		return slices.Clone(ys)
+	}
 	out := make([]float64, len(ys))
 	var sum float64
 	var n int

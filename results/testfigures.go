@@ -80,13 +80,14 @@ func baseAndBest(runs []sweep.Run, key, label string, scale float64, setting str
 		XLabel: "step (base model: 0; " + name + ": the step of its lowest validation loss)",
 		YLabel: "test " + label + " (mean over seeds)", Width: 760, Height: 460}
 	maxStep := 0.0
+	colors := MethodColors(ms) // a variant after an optimizer's first takes its own, as in the curves
 	for _, m := range ms {
 		marker := plot.Circle
 		if m.Grouped {
 			marker = plot.Triangle
 		}
 		// Markers only: nothing is measured between the two points.
-		s := plot.Series{Color: MethodColor(m), Marker: marker, NoLine: true}
+		s := plot.Series{Color: colors[m], Marker: marker, NoLine: true}
 		n := 0
 		for _, which := range []string{"base", "best"} {
 			vals, step := testValues(groups[m], key, which, scale)
@@ -123,6 +124,7 @@ func testRobustness(runs []sweep.Run, key, label string, scale float64, setting 
 		YLabel: "test " + label + " of the " + bestName(runs) + " (mean over seeds)", LogX: true, Width: 760, Height: 460,
 		Note: "Line: mean over the seeds with a test result (a diverged or failed seed has none); shading: mean ± 2 sample standard deviations."}
 	ms, groups := sweep.ByMethod(runs)
+	colors := MethodColors(ms)
 	for _, m := range ms {
 		rates := sweep.RateStatsOf(groups[m])
 		star := sweep.EtaStar(rates)
@@ -134,7 +136,7 @@ func testRobustness(runs []sweep.Run, key, label string, scale float64, setting 
 		if m.Grouped {
 			marker = plot.Triangle
 		}
-		s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, sweep.LRString(eta)), Color: MethodColor(m), Dashed: m.Grouped, Marker: marker}
+		s := plot.Series{Name: fmt.Sprintf("%s, η*=%s", m, sweep.LRString(eta)), Color: colors[m], Dashed: m.Grouped, Marker: marker}
 		for _, r := range rates {
 			vals, _ := testValues(r.Runs, key, "best", scale)
 			mean, std, _ := sweep.MeanStd(vals)

@@ -81,10 +81,9 @@ func warn(msg string) { fmt.Fprintln(os.Stderr, "meazo-plot: warning:", msg) }
 
 // mkdirOut creates the output directory, which must not be, nor be inside,
 // one of the inputs, a model directory or a run directory (outpath). One
-// it makes, or finds empty, it marks as meazo-plot's (plotMarker): there,
-// and in the directories it makes inside, its files may be replaced by the
-// next run; in any other, names must not collide (checkReplace), so that a
-// user's own train_loss.svg survives.
+// it makes, or finds empty, it marks as meazo-plot's (plotMarker): there
+// its files may be replaced by the next run; in any other, names must not
+// collide (checkReplace), so that a user's own train_loss.svg survives.
 func mkdirOut(dir string, inputs ...string) error {
 	if err := outpath.Check("--out", dir, inputs...); err != nil {
 		return err
@@ -96,7 +95,7 @@ func mkdirOut(dir string, inputs ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
-	if len(ents) == 0 && !ownedDir(dir) {
+	if len(ents) == 0 {
 		return plot.WriteFileAtomic(filepath.Join(dir, plotMarker), []byte("made by meazo-plot: it replaces its own figures here\n"))
 	}
 	return nil
@@ -106,16 +105,12 @@ func mkdirOut(dir string, inputs ...string) error {
 // older meazo-plot made has none: adding an empty one lets it be replaced.
 const plotMarker = rundir.PlotMarker
 
-// ownedDir says whether dir or a directory above it holds plotMarker.
+// ownedDir says whether dir holds plotMarker. Only dir: a marker above it
+// made every directory below meazo-plot's, a user's own one inside an
+// earlier --out included, and its files were replaced.
 func ownedDir(dir string) bool {
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, plotMarker)); err == nil {
-			return true
-		}
-		if filepath.Dir(d) == d {
-			return false
-		}
-	}
+	_, err := os.Stat(filepath.Join(dir, plotMarker))
+	return err == nil
 }
 
 // checkReplace refuses to write paths where a file is already there, unless
@@ -124,7 +119,7 @@ func ownedDir(dir string) bool {
 func checkReplace(paths ...string) error {
 	for _, p := range paths {
 		if _, err := os.Lstat(p); err == nil && !ownedDir(filepath.Dir(p)) {
-			return fmt.Errorf("--out: %s is already there, in a directory meazo-plot did not make (no %s in it or above): move it away or choose another --out "+
+			return fmt.Errorf("--out: %s is already there, in a directory meazo-plot did not make (no %s in it): move it away or choose another --out "+
 				"(or, if an older meazo-plot made that directory, add an empty %s to it)", p, plotMarker, plotMarker)
 		}
 	}

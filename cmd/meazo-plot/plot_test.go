@@ -307,4 +307,15 @@ func TestOutKeepsUsersFiles(t *testing.T) {
 	if _, err := runCmd(t, "curves", "--out", empty, run); err != nil {
 		t.Errorf("curves once the marker is added: %v", err)
 	}
+	// A user's directory inside one of its own is the user's: the marker
+	// above it once made its files meazo-plot's to replace.
+	inside := filepath.Join(root, "plots", "mine")
+	os.MkdirAll(inside, 0o755)
+	os.WriteFile(filepath.Join(inside, "train_loss.svg"), []byte("my figure"), 0o644)
+	if _, err := runCmd(t, "curves", "--out", inside, run); err == nil || !strings.Contains(err.Error(), "train_loss.svg is already there") {
+		t.Errorf("curves into a user's directory inside its own: %v, want a refusal", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inside, "train_loss.svg")); string(b) != "my figure" {
+		t.Error("the user's train_loss.svg inside meazo-plot's directory was replaced")
+	}
 }
