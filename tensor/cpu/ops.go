@@ -323,7 +323,10 @@ func scaleByScalar(x []float32, s float32) {
 // exponentials are float64 (exp64, as accurate as math.Exp) and summed in
 // sumPartials order, so the vector and scalar kernels give the same bits. A
 // NaN or infinite value (which makes the plain sum of x NaN or infinite)
-// takes the serial formula, which propagates it.
+// takes the serial formula: a NaN gives NaN, and so does an infinite value
+// (exp(∞ − ∞)), where PyTorch's logsumexp gives ±∞. Either is not finite,
+// which is all the loss's callers test (a diverged step), and the CUDA
+// kernel (cross_entropy.cu) computes the same max-then-exp.
 func LogSumExp(x []float32) float64 {
 	if s := sum64(x); len(x) == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
 		maxv := math.Inf(-1)

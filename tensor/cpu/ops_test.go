@@ -245,3 +245,15 @@ func TestExp64(t *testing.T) {
 		}
 	}
 }
+
+// TestLogSumExpNonFinite pins what the doc says of non-finite values: NaN
+// for a NaN and for an infinite value alike (PyTorch gives ±∞ for the
+// latter; a loss is non-finite either way).
+func TestLogSumExpNonFinite(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, x := range [][]float32{{inf, 0, 1}, {-inf, -inf}, {float32(math.NaN()), 1}, {0, inf, -inf}} {
+		if got := LogSumExp(x); !math.IsNaN(got) {
+			t.Errorf("LogSumExp(%v) = %v, want NaN", x, got)
+		}
+	}
+}
