@@ -12,27 +12,35 @@ import (
 // inverse DCT) to RGB as libjpeg (which Pillow uses) outputs it: the chroma
 // planes are upsampled with libjpeg's "fancy" triangle filters
 // (jdsample.c), not repeated as image/jpeg's YCbCr.At repeats them, then
-// converted with libjpeg's fixed-point tables (jdcolor.c). The chroma is
-// upsampled one row at a time, as libjpeg does, so that a large image's
-// memory is its planes and its RGB, not full-size chroma planes besides.
+// converted with libjpeg's fixed-point tables (jdcolor.c).
 func ycbcrToRGB(m *image.YCbCr) (*RGB, error) {
+	return planesToRGB(m, func(_ int, dst, luma, cb, cr []uint8) {
+		for x, l := range luma {
+			dst[3*x], dst[3*x+1], dst[3*x+2] = libjpegYCCToRGB(l, cb[x], cr[x])
+		}
+	})
+}
+
+// planesToRGB makes the RGB image of a JPEG's first three planes (the
+// first at full size, the other two at the YCbCr's subsampling) a row at a
+// time, as libjpeg does, so that a large image's memory is its planes and
+// its RGB, not full-size planes besides: convert writes row y (dst, 3
+// bytes a pixel) from the three planes' rows, the second and third
+// upsampled.
+func planesToRGB(m *image.YCbCr, convert func(y int, dst, p0, p1, p2 []uint8)) (*RGB, error) {
 	b := m.Bounds()
 	w, h := b.Dx(), b.Dy()
 	if b.Min != (image.Point{}) {
-		return nil, fmt.Errorf("YCbCr image starts at %v, not (0, 0)", b.Min)
+		return nil, fmt.Errorf("JPEG image starts at %v, not (0, 0)", b.Min)
 	}
 	up, err := newUpsampler(m.SubsampleRatio, w, h, m.CStride)
 	if err != nil {
 		return nil, err
 	}
 	out := &RGB{Width: w, Height: h, Pix: make([]uint8, 3*w*h)}
-	cbRow, crRow := make([]uint8, w), make([]uint8, w)
+	row1, row2 := make([]uint8, w), make([]uint8, w)
 	for y := 0; y < h; y++ {
-		cb, cr := up.row(m.Cb, y, cbRow), up.row(m.Cr, y, crRow)
-		luma, dst := m.Y[y*m.YStride:y*m.YStride+w], out.Pix[3*y*w:3*(y+1)*w]
-		for x, l := range luma {
-			dst[3*x], dst[3*x+1], dst[3*x+2] = libjpegYCCToRGB(l, cb[x], cr[x])
-		}
+		convert(y, out.Pix[3*y*w:3*(y+1)*w], m.Y[y*m.YStride:y*m.YStride+w], up.row(m.Cb, y, row1), up.row(m.Cr, y, row2))
 	}
 	return out, nil
 }
@@ -220,23 +228,17 @@ func clamp8(v int) uint8 { return uint8(min(max(v, 0), 255)) }
 // and Y are libjpeg's R, G and B and its K is 255 minus the stored one,
 // and then converts CMYK to RGB (cmykToRGB).
 func ycckToRGB(m *jpeg.YCCK) (*RGB, error) {
-	rgb, err := ycbcrToRGB(m.YCbCr)
+	black, err := blackRows(m)
 	if err != nil {
 		return nil, err
 	}
-	kUp, err := newPlaneUpsampler(m.KH, m.KV, rgb.Width, rgb.Height, m.KStride)
-	if err != nil {
-		return nil, err
-	}
-	kRow := make([]uint8, rgb.Width)
-	for y := 0; y < rgb.Height; y++ {
-		ks := kUp.row(m.K, y, kRow)
-		for x := 0; x < rgb.Width; x++ {
-			i := 3 * (y*rgb.Width + x)
-			rgb.Pix[i], rgb.Pix[i+1], rgb.Pix[i+2] = cmykToRGB(color.CMYK{C: rgb.Pix[i], M: rgb.Pix[i+1], Y: rgb.Pix[i+2], K: 255 - ks[x]})
+	return planesToRGB(m.YCbCr, func(y int, dst, luma, cb, cr []uint8) {
+		k := black(y)
+		for x, l := range luma {
+			r, g, b := libjpegYCCToRGB(l, cb[x], cr[x])
+			dst[3*x], dst[3*x+1], dst[3*x+2] = cmykToRGB(color.CMYK{C: r, M: g, Y: b, K: 255 - k[x]})
 		}
-	}
-	return rgb, nil
+	})
 }
 
 // cmykPlanesToRGB converts a CMYK JPEG's planes to RGB as Pillow does:
@@ -244,28 +246,27 @@ func ycckToRGB(m *jpeg.YCCK) (*RGB, error) {
 // the samples as stored; Pillow reads an Adobe JPEG's CMYK as inverted
 // (255 minus each) and converts CMYK to RGB (cmykToRGB).
 func cmykPlanesToRGB(m *jpeg.CMYK) (*RGB, error) {
-	b := m.Bounds()
-	w, h := b.Dx(), b.Dy()
-	if b.Min != (image.Point{}) {
-		return nil, fmt.Errorf("CMYK image starts at %v, not (0, 0)", b.Min)
-	}
-	up, err := newUpsampler(m.SubsampleRatio, w, h, m.CStride)
+	black, err := blackRows(&m.YCCK)
 	if err != nil {
 		return nil, err
 	}
-	kUp, err := newPlaneUpsampler(m.KH, m.KV, w, h, m.KStride)
-	if err != nil {
-		return nil, err
-	}
-	out := &RGB{Width: w, Height: h, Pix: make([]uint8, 3*w*h)}
-	mRow, yRow, kRow := make([]uint8, w), make([]uint8, w), make([]uint8, w)
-	for y := 0; y < h; y++ {
-		cs := m.Y[y*m.YStride : y*m.YStride+w]
-		ms, ys, ks := up.row(m.Cb, y, mRow), up.row(m.Cr, y, yRow), kUp.row(m.K, y, kRow)
-		dst := out.Pix[3*y*w : 3*(y+1)*w]
-		for x := range cs {
-			dst[3*x], dst[3*x+1], dst[3*x+2] = cmykToRGB(color.CMYK{C: 255 - cs[x], M: 255 - ms[x], Y: 255 - ys[x], K: 255 - ks[x]})
+	return planesToRGB(m.YCbCr, func(y int, dst, c, mg, yl []uint8) {
+		k := black(y)
+		for x := range c {
+			dst[3*x], dst[3*x+1], dst[3*x+2] = cmykToRGB(color.CMYK{C: 255 - c[x], M: 255 - mg[x], Y: 255 - yl[x], K: 255 - k[x]})
 		}
+	})
+}
+
+// blackRows returns the black plane's rows at full size, upsampled as
+// chroma is where the plane is subsampled; each row is valid until the
+// next call.
+func blackRows(m *jpeg.YCCK) (func(y int) []uint8, error) {
+	b := m.Bounds()
+	up, err := newPlaneUpsampler(m.KH, m.KV, b.Dx(), b.Dy(), m.KStride)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	row := make([]uint8, b.Dx())
+	return func(y int) []uint8 { return up.row(m.K, y, row) }, nil
 }
