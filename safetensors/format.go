@@ -255,9 +255,7 @@ func decodeTensorInfo(name string, value []byte) (TensorInfo, error) {
 		if !ok {
 			continue // missing: said below
 		}
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.UseNumber()
-		if err := dec.Decode(f.dst); err != nil {
+		if err := json.Unmarshal(v, f.dst); err != nil { // (numbers into json.Number: as written)
 			return TensorInfo{}, fmt.Errorf("not a {dtype, shape, data_offsets} object: field %s: %v", f.key, err)
 		}
 	}
