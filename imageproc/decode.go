@@ -226,8 +226,9 @@ func header(data []byte) (*format, image.Config, error) {
 // opened the file in: gray is repeated in the three channels (L and LA),
 // alpha is dropped without compositing (RGBA and PA keep their colour
 // values), 16-bit channels keep their high byte (Pillow's RGB;16B), a
-// palette is looked up, and YCbCr goes through libjpeg's upsampling and
-// colour conversion (jpeg.go). 16-bit grayscale (with or without a tRNS
+// palette is looked up, YCbCr goes through libjpeg's upsampling and
+// colour conversion (jpeg.go), and a JPEG that stores RGB through its
+// upsampling alone. 16-bit grayscale (with or without a tRNS
 // chunk: decodePNG) opens in Pillow as mode I, whose conversion to RGB clips
 // every value above 255 to 255; that is done here too, so the pixels are the
 // ones transformers would see. Gamma and ICC profiles are not applied, as
@@ -240,6 +241,8 @@ func toRGB(m image.Image) (*RGB, error) {
 		return ycckToRGB(m)
 	case *jpeg.CMYK:
 		return cmykPlanesToRGB(m)
+	case *jpeg.RGB:
+		return rgbPlanesToRGB(m)
 	case *image.RGBA: // a PNG without alpha: opaque, so not premultiplied
 		return inPlace(m.Pix, m.Stride, 4, m.Rect, func(p []uint8) (uint8, uint8, uint8) { return p[0], p[1], p[2] }), nil
 	case *image.NRGBA:

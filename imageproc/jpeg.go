@@ -21,6 +21,17 @@ func ycbcrToRGB(m *image.YCbCr) (*RGB, error) {
 	})
 }
 
+// rgbPlanesToRGB is a JPEG that stores R, G and B as libjpeg outputs it:
+// a subsampled G and B upsampled as a colour JPEG's chroma, and no
+// conversion (jdcolor.c's rgb_rgb_convert copies).
+func rgbPlanesToRGB(m *jpeg.RGB) (*RGB, error) {
+	return planesToRGB(m.YCbCr, func(_ int, dst, r, g, b []uint8) {
+		for x := range r {
+			dst[3*x], dst[3*x+1], dst[3*x+2] = r[x], g[x], b[x]
+		}
+	})
+}
+
 // planesToRGB makes the RGB image of a JPEG's first three planes (the
 // first at full size, the other two at the YCbCr's subsampling) a row at a
 // time, as libjpeg does, so that a large image's memory is its planes and

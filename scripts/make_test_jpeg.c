@@ -3,8 +3,9 @@
  * (scripts/make_vit_image_fixtures.py runs it): YCCK (Adobe transform 2,
  * the colour space of Photoshop's CMYK JPEGs), JPEGs with restart markers
  * (a DRI segment and RSTn markers in the entropy-coded data), baseline,
- * progressive or one scan a component, and the chroma subsamplings Pillow
- * does not offer (4:4:0, 4:1:1, 4:1:0).
+ * progressive or one scan a component, the chroma subsamplings Pillow
+ * does not offer (4:4:0, 4:1:1, 4:1:0), and JPEGs that store RGB, not
+ * YCbCr (Pillow 9.4 always converts RGB to YCbCr).
  *
  *   cc -O2 -o make_test_jpeg scripts/make_test_jpeg.c -ljpeg
  *   make_test_jpeg WIDTH HEIGHT INPUT QUALITY SAMPLING RESTART SCANS < pixels > out.jpg
@@ -12,7 +13,14 @@
  * INPUT is the pixels' kind: "rgb" (3 bytes a pixel, which libjpeg
  * converts to YCbCr), "gray" (1 byte) or "cmyk" (4 bytes, C, M, Y, K, which
  * libjpeg converts to YCCK and marks with an Adobe segment), WIDTH x HEIGHT
- * of them row by row. SAMPLING is the first component's sampling factors,
+ * of them row by row; three more kinds take "rgb"'s pixels: "rgb-stored"
+ * stores them as R, G and B, unconverted (libjpeg marks it with an Adobe
+ * segment of transform 0 and names the components 'R', 'G', 'B'),
+ * "rgb-ids" the same without the Adobe segment (a reader tells RGB by the
+ * component names alone), and "ycc-rgb-ids" converts them to YCbCr with
+ * an Adobe segment of transform 1 (YCbCr), no JFIF segment, and the
+ * components named 'R', 'G', 'B' (libjpeg's readers believe the Adobe
+ * segment). SAMPLING is the first component's sampling factors,
  * HxV (for "rgb" 2x2 is 4:2:0, 2x1 4:2:2, 1x1 4:4:4, 1x2 4:4:0, 4x1 4:1:1,
  * 4x2 4:1:0; the other components are 1x1: for "cmyk", K too), or "-" for
  * libjpeg's defaults (YCCK's: Y and K 2x2, Cb and Cr 1x1). RESTART is the
@@ -28,7 +36,7 @@
 #include <jpeglib.h>
 
 static int usage(const char *prog) {
-	fprintf(stderr, "usage: %s WIDTH HEIGHT rgb|gray|cmyk QUALITY HxV|- RESTART[r] baseline|progressive|components < pixels > out.jpg\n", prog);
+	fprintf(stderr, "usage: %s WIDTH HEIGHT rgb|rgb-stored|rgb-ids|ycc-rgb-ids|gray|cmyk QUALITY HxV|- RESTART[r] baseline|progressive|components < pixels > out.jpg\n", prog);
 	return 2;
 }
 
@@ -38,7 +46,8 @@ int main(int argc, char **argv) {
 	}
 	int w = atoi(argv[1]), h = atoi(argv[2]), q = atoi(argv[4]);
 	const char *input = argv[3], *sampling = argv[5], *scans = argv[7];
-	int n = strcmp(input, "rgb") == 0 ? 3 : strcmp(input, "gray") == 0 ? 1 : strcmp(input, "cmyk") == 0 ? 4 : 0;
+	int stored = strcmp(input, "rgb-stored") == 0 || strcmp(input, "rgb-ids") == 0, yccIDs = strcmp(input, "ycc-rgb-ids") == 0;
+	int n = strcmp(input, "rgb") == 0 || stored || yccIDs ? 3 : strcmp(input, "gray") == 0 ? 1 : strcmp(input, "cmyk") == 0 ? 4 : 0;
 	int hs = 0, vs = 0, keepSampling = strcmp(sampling, "-") == 0;
 	int restart = atoi(argv[6]), inRows = strchr(argv[6], 'r') != NULL;
 	if (w <= 0 || h <= 0 || w > 4096 || h > 4096 || n == 0 || q < 1 || q > 100 ||
@@ -65,6 +74,17 @@ int main(int argc, char **argv) {
 	jpeg_set_defaults(&c);
 	if (n == 4) {
 		jpeg_set_colorspace(&c, JCS_YCCK);
+	}
+	if (stored) {
+		jpeg_set_colorspace(&c, JCS_RGB); /* writes the Adobe segment, transform 0, and IDs 'R', 'G', 'B' */
+		c.write_Adobe_marker = strcmp(input, "rgb-stored") == 0;
+	}
+	if (yccIDs) {
+		c.write_JFIF_header = FALSE;
+		c.write_Adobe_marker = TRUE; /* transform 1 for YCbCr */
+		c.comp_info[0].component_id = 'R';
+		c.comp_info[1].component_id = 'G';
+		c.comp_info[2].component_id = 'B';
 	}
 	jpeg_set_quality(&c, q, TRUE);
 	if (!keepSampling) {

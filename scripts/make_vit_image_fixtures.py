@@ -10,7 +10,8 @@ Run with Debian's python3 (python3-torch 1.13, python3-pil 9.4.0, python3-numpy)
 It also writes cmyk_300x200.jpg: Pillow's CMYK JPEG of scene_300x200.png (Go cannot write one), to check that path,
 and pil*.jpg, narrow*.jpg and ycck_97x61.jpg (pillow_jpegs): the JPEG kinds image/jpeg cannot write, for the decoder's checks
 (the YCCK one through the system's libjpeg: libjpeg62-turbo-dev and a C compiler); rst*.jpg (restart_jpegs): JPEGs
-with restart markers, and sub*.jpg (subsampled_jpegs): 4:4:0, 4:1:1 and 4:1:0 JPEGs, through the system's libjpeg;
+with restart markers, and sub*.jpg, rgb*.jpg and yccrgbids*.jpg (subsampled_jpegs): 4:4:0, 4:1:1 and 4:1:0 JPEGs
+and JPEGs that store RGB, through the system's libjpeg;
 and png*_49x31.png (variant_pngs): the PNG kinds Go's encoder
 cannot write (16-bit gray, gray+alpha, tRNS, Adam7, gAMA, iCCP), through Pillow and the system's libpng
 (libpng-dev); pngshortplte*.png (short_palette_pngs): palette PNGs whose pixels use entries past the PLTE's;
@@ -377,18 +378,27 @@ def variant_pngs(out):
 # 4:4:0, 7×9 2 chroma columns at 4:1:1.
 SUBSAMPLED_JPEGS = {"sub440_97x61.jpg": "1x2", "sub411_97x61.jpg": "4x1", "sub410_97x61.jpg": "4x2",
                     "sub440_13x5.jpg": "1x2", "sub411_7x9.jpg": "4x1"}
+# JPEGs that store R, G and B, not YCbCr (the kind and the first component's sampling, as make_test_jpeg.c takes
+# them): libjpeg upsamples a subsampled G and B as it does chroma (its fancy filters), and converts nothing; it tells
+# RGB by an Adobe segment of transform 0 or, without one, by the component names 'R', 'G', 'B'; an Adobe segment of
+# transform 1 says YCbCr whatever the names (yccrgbids). 2×9 has 1 G column at 4:2:0 (no fancy filter).
+STORED_RGB_JPEGS = {"rgbstored420_97x61.jpg": ("rgb-stored", "2x2"), "rgbstored422_97x61.jpg": ("rgb-stored", "2x1"),
+                    "rgbstored444_97x61.jpg": ("rgb-stored", "1x1"), "rgbstored440_13x5.jpg": ("rgb-stored", "1x2"),
+                    "rgbstored420_2x9.jpg": ("rgb-stored", "2x2"), "rgbids420_97x61.jpg": ("rgb-ids", "2x2"),
+                    "yccrgbids420_97x61.jpg": ("ycc-rgb-ids", "2x2")}
 
 
 def subsampled_jpegs(out):
-    """Writes SUBSAMPLED_JPEGS of scene_97x61.png (the small ones: crops where its colours change) through the
-    system's libjpeg (scripts/make_test_jpeg.c)."""
+    """Writes SUBSAMPLED_JPEGS and STORED_RGB_JPEGS of scene_97x61.png (the small ones: crops where its colours
+    change) through the system's libjpeg (scripts/make_test_jpeg.c)."""
     scene = Image.open(os.path.join(out, "scene_97x61.png")).convert("RGB")
     with tempfile.TemporaryDirectory() as tmp:
         exe = compile_tool(tmp, "make_test_jpeg.c", "jpeg")
-        for name, sampling in SUBSAMPLED_JPEGS.items():
+        kinds = {name: ("rgb", sampling) for name, sampling in SUBSAMPLED_JPEGS.items()} | STORED_RGB_JPEGS
+        for name, (kind, sampling) in kinds.items():
             w, h = (int(v) for v in name[:-4].split("_")[1].split("x"))
             px = scene if (w, h) == scene.size else scene.crop((40, 20, 40 + w, 20 + h))
-            args = [exe, str(w), str(h), "rgb", "85", sampling, "0", "baseline"]
+            args = [exe, str(w), str(h), kind, "85", sampling, "0", "baseline"]
             jpeg = subprocess.run(args, input=px.tobytes(), capture_output=True, check=True).stdout
             with open(os.path.join(out, name), "wb") as f:
                 f.write(jpeg)

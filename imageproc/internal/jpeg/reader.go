@@ -48,6 +48,15 @@ type YCCK struct {
 // as it does a colour JPEG's chroma; the caller does the same.
 type CMYK struct{ YCCK }
 
+// RGB is the planes of a JPEG that stores R, G and B, not YCbCr (an Adobe
+// segment of transform 0, or components named 'R', 'G', 'B'), returned
+// unconverted: R, G and B in the YCbCr's Y, Cb and Cr, G and B at its
+// subsampling. libjpeg upsamples a subsampled G and B as it does a colour
+// JPEG's chroma, with its fancy filters, and converts nothing; the caller
+// does the same (package imageproc). At gives the planes' samples as
+// YCbCr, which they are not.
+type RGB struct{ *image.YCbCr }
+
 // A FormatError reports that the input is not a valid JPEG.
 type FormatError string
 
@@ -694,7 +703,7 @@ func (d *decoder) decode(r io.Reader, configOnly bool) (image.Image, error) {
 		if d.blackPix != nil {
 			return d.applyBlack()
 		} else if d.isRGB() {
-			return d.convertToRGB()
+			return &RGB{d.img3}, nil
 		}
 		return d.img3, nil
 	}
@@ -720,34 +729,20 @@ func (d *decoder) applyBlack() (image.Image, error) {
 	return &CMYK{planes}, nil
 }
 
+// isRGB reports whether a 3-component JPEG stores R, G and B, not YCbCr,
+// by libjpeg's rule (jdapimin.c's default_decompress_parms), which Pillow
+// follows: a JFIF segment says YCbCr; else an Adobe segment says RGB for
+// transform 0 ("Unknown", in practice RGB) and YCbCr for any other, whatever
+// the components are named; else the component names 'R', 'G', 'B' say
+// RGB.
 func (d *decoder) isRGB() bool {
 	if d.jfif {
 		return false
 	}
-	if d.adobeTransformValid && d.adobeTransform == adobeTransformUnknown {
-		// https://www.sno.phy.queensu.ca/~phil/exiftool/TagNames/JPEG.html#Adobe
-		// says that 0 means Unknown (and in practice RGB) and 1 means YCbCr.
-		return true
+	if d.adobeTransformValid {
+		return d.adobeTransform == adobeTransformUnknown
 	}
 	return d.comp[0].c == 'R' && d.comp[1].c == 'G' && d.comp[2].c == 'B'
-}
-
-func (d *decoder) convertToRGB() (image.Image, error) {
-	cScale := d.comp[0].h / d.comp[1].h
-	bounds := d.img3.Bounds()
-	img := image.NewRGBA(bounds)
-	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
-		po := img.PixOffset(bounds.Min.X, y)
-		yo := d.img3.YOffset(bounds.Min.X, y)
-		co := d.img3.COffset(bounds.Min.X, y)
-		for i, iMax := 0, bounds.Max.X-bounds.Min.X; i < iMax; i++ {
-			img.Pix[po+4*i+0] = d.img3.Y[yo+i]
-			img.Pix[po+4*i+1] = d.img3.Cb[co+i/cScale]
-			img.Pix[po+4*i+2] = d.img3.Cr[co+i/cScale]
-			img.Pix[po+4*i+3] = 255
-		}
-	}
-	return img, nil
 }
 
 // Decode reads a JPEG image from r and returns it as an [image.Image].
