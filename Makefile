@@ -96,7 +96,7 @@ FUZZ_TARGETS := safetensors:FuzzParseHeader tokenizer:FuzzTokenizerJSON tokenize
 	data:FuzzReadParquet zo:FuzzEngineState model:FuzzParseConfig lora:FuzzPEFTConfig results:FuzzMetrics train:FuzzConfigLoad \
 	imageproc:FuzzDecode imageproc:FuzzParseConfig model:FuzzParseViTConfig data:FuzzReadImageParquet tokenizer:FuzzGPT2Files \
 	model:FuzzLoadDir lora:FuzzLoadDir tokenizer:FuzzLoadDir prompttune:FuzzLoad sweep:FuzzLoadStudy \
-	cmd/meazo-eval:FuzzScore synth:FuzzParseTrace
+	cmd/meazo-eval:FuzzScore synth:FuzzParseTrace train:FuzzVerifyManifest
 fuzz:
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  $(SIMD) $(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE); \
