@@ -353,9 +353,6 @@ type objectEntry struct {
 	value json.RawMessage
 }
 
-// splitObject splits a JSON object into its entries in file order, keeping
-// duplicate keys (a map would silently keep only the last one). Anything after
-// the closing brace other than whitespace is an error.
 // decodeMetadata decodes __metadata__ into m: an object of strings, or
 // null. A null value in it is refused, as HF's parser refuses it
 // (encoding/json would read it as "").
@@ -378,6 +375,9 @@ func decodeMetadata(js []byte, m *map[string]string) error {
 	return nil
 }
 
+// splitObject splits a JSON object into its entries in file order, keeping
+// duplicate keys (a map would silently keep only the last one). Anything after
+// the closing brace other than whitespace is an error.
 func splitObject(js []byte) ([]objectEntry, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	if tok, err := dec.Token(); err != nil {
