@@ -290,7 +290,7 @@ func (a *Adapter) allLayers() bool { return len(a.adapted) == a.layers }
 // SetBaseModel records base_model_name_or_path for saving.
 func (a *Adapter) SetBaseModel(name string) { a.base = name }
 
-// eachMatrix calls fn for every adapter matrix in canonical order with a
+// eachMatrixOf calls fn for every adapter matrix in canonical order with a
 // slice of the given group storage.
 func (a *Adapter) eachMatrixOf(params [][]float32, fn func(layer int, target model.Projection, ab string, v []float32)) {
 	r := a.opts.R

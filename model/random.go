@@ -201,7 +201,6 @@ func writeRandom(dir string, c *Config, seed uint64, std float64, dtype safetens
 // MarshalHF renders the config as an HF config.json (of float32 weights).
 func (c *Config) MarshalHF() ([]byte, error) { return c.marshalHF("float32") }
 
-// marshalHF renders the config as an HF config.json whose torch_dtype is dtype.
 // pyFloat is x as Python's json writes a float: with a ".0" when it is
 // whole (32.0, not 32), which transformers checks in some keys (a
 // rope_scaling factor written 32 draws "must be a float").
@@ -213,6 +212,7 @@ func pyFloat(x float64) json.Number {
 	return json.Number(s)
 }
 
+// marshalHF renders the config as an HF config.json whose torch_dtype is dtype.
 func (c *Config) marshalHF(dtype string) ([]byte, error) {
 	if c.IsOPT() {
 		return c.marshalOPT(dtype)

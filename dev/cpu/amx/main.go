@@ -212,7 +212,7 @@ func amxGEMM(y []float32, pa, pb []uint16, m, n, k, threads int, cfg *[64]byte, 
 	wg.Wait()
 }
 
-// errors is the rms and the largest of |y − ref| / rms(ref).
+// errorsAgainst is the rms and the largest of |y − ref| / rms(ref).
 func errorsAgainst(y []float32, ref []float64) (rms, max float64) {
 	var ss, rs float64
 	for i, r := range ref {
