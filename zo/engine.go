@@ -215,6 +215,9 @@ func (e *Engine) Optimizer() Optimizer { return e.opt }
 // parameter groups.
 func (e *Engine) Estimation() (Mode, int) { return e.cfg.Mode, len(e.dims) }
 
+// Dims returns the size of each parameter group, in group order.
+func (e *Engine) Dims() []int { return slices.Clone(e.dims) }
+
 // StepCount returns the number of steps taken (the next step's noise index).
 func (e *Engine) StepCount() int { return e.step }
 
