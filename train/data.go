@@ -95,6 +95,22 @@ func readExamples(key, path string, task data.Task, opt data.ReadOptions, fix st
 	return exs, st, noExamples(key, path, st)
 }
 
+// warnShards warns that a data file is one shard of a split the HF hub
+// split into several (data.OtherShards): a data file names one file, so
+// the run reads part of the split, and its metric is not the split's.
+func warnShards(log io.Writer, key, path string) {
+	others := data.OtherShards(path)
+	if len(others) == 0 {
+		return
+	}
+	more := ""
+	if len(others) > 1 {
+		more = fmt.Sprintf(" and %d more", len(others)-1)
+	}
+	fmt.Fprintf(log, "warning: %s %s is one shard of a split: %s%s beside it, which this run does not read (one file a key: join the shards into one file to use the whole split)\n",
+		key, path, others[0], more)
+}
+
 // checkHeld refuses a data file larger than the memory this machine has
 // available, saying what to do instead (fix): a run holds every example
 // of the file in memory (the validation split is drawn from all of
@@ -143,6 +159,7 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 		return nil, err
 	}
 	fmt.Fprintf(log, "read %d training examples from %s (%d malformed rows skipped)\n", st.Examples, cfg.Task.Train, st.Skipped)
+	warnShards(log, "task.train", cfg.Task.Train)
 	if task == data.Classification {
 		logLabels(log, "train", cfg.Task.Train, all, cfg.Task.Labels)
 	}
@@ -158,6 +175,7 @@ func loadSplits(cfg *Config, maxLength int, lengthName string, enc *data.Encoder
 			return nil, err
 		}
 		fmt.Fprintf(log, "read %d validation examples from %s (%d skipped)\n", st.Examples, cfg.Task.Validation, st.Skipped)
+		warnShards(log, "task.validation", cfg.Task.Validation)
 		if task.OwnData() {
 			warnUnreadKeys(log, cfg.Task.Validation, task, st)
 			warnRepeatedIDs(log, "validation", cfg.Task.Validation, valEx)
@@ -257,6 +275,7 @@ func loadTest(cfg *Config, enc *data.Encoder, rule lengthRule, opt data.ReadOpti
 		return nil, err
 	}
 	fmt.Fprintf(log, "read %d test examples from %s (%d skipped)\n", st.Examples, cfg.Task.Test, st.Skipped)
+	warnShards(log, "task.test", cfg.Task.Test)
 	if task.OwnData() {
 		warnUnreadKeys(log, cfg.Task.Test, task, st)
 		warnRepeatedIDs(log, "test", cfg.Task.Test, test)

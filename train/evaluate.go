@@ -404,6 +404,7 @@ func Evaluate(m *model.Model, tok *tokenizer.Tokenizer, o EvalOptions) (map[stri
 	if err != nil {
 		return nil, err
 	}
+	warnShards(o.Log, "--data", o.Data)
 	if task.OwnData() {
 		warnUnreadKeys(o.Log, o.Data, task, st)
 		warnRepeatedIDs(o.Log, "test", o.Data, exs)

@@ -43,6 +43,7 @@ func loadImageSplits(cfg *Config, proc imageproc.Config, side, classes, workers 
 		return nil, fmt.Errorf("task.train: %w", err)
 	}
 	fmt.Fprintf(log, "read %d training images from %s\n", len(all), cfg.Task.Train)
+	warnShards(log, "task.train", cfg.Task.Train)
 	train := imageSource{key: "task.train", path: cfg.Task.Train}
 	val := imageSource{key: "task.train", path: cfg.Task.Train}
 	if cfg.Task.Validation != "" {
@@ -50,6 +51,7 @@ func loadImageSplits(cfg *Config, proc imageproc.Config, side, classes, workers 
 			return nil, fmt.Errorf("task.validation: %w", err)
 		}
 		val.key, val.path, val.index = "task.validation", cfg.Task.Validation, firstRows(len(val.rows))
+		warnShards(log, "task.validation", cfg.Task.Validation)
 		train.rows, train.index = all, firstRows(len(all))
 	} else {
 		tr, va, err := data.TrainValidation(len(all), data.PetsSplit, cfg.Task.DataSeed)
@@ -86,6 +88,7 @@ func loadImageSplits(cfg *Config, proc imageproc.Config, side, classes, workers 
 			return nil, err
 		}
 		fmt.Fprintf(log, "read %d test images from %s\n", len(s.test), cfg.Task.Test)
+		warnShards(log, "task.test", cfg.Task.Test)
 	}
 	return s, nil
 }

@@ -51,6 +51,7 @@ func EvaluateImages(m *model.ViT, proc imageproc.Config, o EvalOptions) (map[str
 	if err != nil {
 		return nil, err
 	}
+	warnShards(o.Log, "--data", o.Data)
 	src := imageSource{key: "--data", path: o.Data, rows: rows, index: firstRows(len(rows))}
 	src.cut(o.MaxExamples)
 	n := len(src.rows)

@@ -691,3 +691,32 @@ func TestPetsMerge(t *testing.T) {
 		t.Errorf("after the evaluation the ViT is not the run's own (%v), or has an adapter attached", v.vit != m)
 	}
 }
+
+// TestShardWarning: a data file that is one shard of a split of several
+// (the HF hub's names) is warned about with the shards the run does not
+// read, for the training and the test file.
+func TestShardWarning(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(petsTrain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := filepath.Join(dir, "train-00000-of-00002.parquet")
+	for _, p := range []string{train, filepath.Join(dir, "train-00001-of-00002.parquet")} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log strings.Builder
+	out := filepath.Join(t.TempDir(), "run")
+	if _, err := Run(Options{Log: &log, Overrides: petsSet(out, "task.train="+train, "train.steps=1", "eval.skip=true")}); err != nil {
+		t.Fatal(err)
+	}
+	want := "warning: task.train " + train + " is one shard of a split: " + filepath.Join(dir, "train-00001-of-00002.parquet") + " beside it"
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("the run's output does not say %q:\n%s", want, log.String())
+	}
+	if strings.Contains(log.String(), "task.test "+petsTest) {
+		t.Errorf("a test file of one shard (%s) was warned about", petsTest)
+	}
+}
