@@ -130,7 +130,10 @@ func Names() []string {
 // Open returns the backend registered as name. "auto" (or "") opens the
 // first registered backend that opens, in priority order, and reports in
 // skipped why each one before it could not be used; for any other name
-// skipped is nil.
+// skipped is nil. Where none opens, the error gives the last one's reason
+// first: the fallback (the CPU) is what a machine without a GPU meant to
+// run, and its reason (a setting it refuses) would read as a footnote to
+// the GPU's missing library.
 func Open(name string, o Options) (b Backend, skipped []error, err error) {
 	registryMu.Lock()
 	regs := slices.Clone(registry)
@@ -143,6 +146,7 @@ func Open(name string, o Options) (b Backend, skipped []error, err error) {
 			}
 			skipped = append(skipped, named(r.name, err))
 		}
+		slices.Reverse(skipped)
 		return nil, nil, fmt.Errorf("no backend could be opened: %w", errors.Join(skipped...))
 	}
 	for _, r := range regs {

@@ -162,3 +162,20 @@ func TestOpenWith(t *testing.T) {
 		t.Errorf("Open(cpu, 3) opened with %+v, want %+v", got, want)
 	}
 }
+
+// TestAutoFailureLeadsWithCPU: where no backend opens under "auto", the
+// error gives the CPU's reason first (a setting it refuses), then the
+// GPU's (on a machine without one, its missing library).
+func TestAutoFailureLeadsWithCPU(t *testing.T) {
+	if gpu, err := cuda.Open(cuda.Options{}); err == nil {
+		gpu.Close()
+		t.Skip("a GPU opens here, so auto does not fail")
+	}
+	_, _, err := tensor.Open("auto", tensor.Options{GEMMTile: 5})
+	if want := "no backend could be opened: cpu: tile height 5 not available"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Open(auto) with a tile height no path has: %v; want it to begin %q", err, want)
+	}
+	if !strings.Contains(err.Error(), "\ncuda: ") {
+		t.Errorf("Open(auto): %v; want the GPU's reason after the CPU's", err)
+	}
+}
