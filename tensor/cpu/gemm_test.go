@@ -258,3 +258,41 @@ func TestSetGEMMPathUnknown(t *testing.T) {
 		t.Fatalf("path changed to %s after a failed SetGEMMPath", GEMMPath())
 	}
 }
+
+// TestFMAPathsAgree: the AVX-512 and AVX2 paths sum each product in the
+// same order with fused multiply-adds, so they give the same bits, float32
+// and bfloat16 weights alike (docs/BACKENDS.md, MEAZO_GEMM: a resume across
+// them is still recorded as another arithmetic). Skipped where the CPU
+// lacks either.
+func TestFMAPathsAgree(t *testing.T) {
+	paths := GEMMPaths()
+	if !slices.Contains(paths, "avx512") || !slices.Contains(paths, "avx2") {
+		t.Skipf("this build and CPU have the GEMM paths %v, not both avx512 and avx2", paths)
+	}
+	defer SetGEMMPath("")
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, s := range gemmShapes {
+		m, n, k := s[0], s[1], s[2]
+		a, b := randMat(r, m*k), randMat(r, n*k)
+		results := map[string][][]float32{}
+		for _, path := range []string{"avx512", "avx2"} {
+			if err := SetGEMMPath(path); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []*Packed{Pack(2, b, n, k), PackBF16(b, n, k)} {
+				c := make([]float32, m*n)
+				MatMulPacked(2, c, a, m, w)
+				results[path] = append(results[path], c)
+			}
+		}
+		for i, kind := range []string{"float32", "bfloat16"} {
+			x, y := results["avx512"][i], results["avx2"][i]
+			for j := range x {
+				if math.Float32bits(x[j]) != math.Float32bits(y[j]) {
+					t.Errorf("m=%d n=%d k=%d, %s weights: element %d is %v on avx512, %v on avx2", m, n, k, kind, j, x[j], y[j])
+					break
+				}
+			}
+		}
+	}
+}
