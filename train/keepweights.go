@@ -105,6 +105,19 @@ func (r *run) weightsNoun() string {
 	return "adapter"
 }
 
+// predictionFiles are the paths of the run's predictions files, one per
+// test evaluation that wrote one (best, last, base: the weights differ, so
+// do the answers).
+func (r *run) predictionFiles() []string {
+	var out []string
+	for _, name := range rundir.PredictionsFiles() {
+		if p := filepath.Join(r.dir, name); exists(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // resultsLine lists a finished run's results: summary.json, the weights it
 // keeps and where each test answer is.
 func (r *run) resultsLine() string {
@@ -123,7 +136,7 @@ func (r *run) resultsLine() string {
 	line := strings.Join(parts, ", ")
 	switch {
 	case r.cfg.Eval.Predictions && len(r.summary.Test) > 0:
-		line += "; each test answer: " + filepath.Join(r.dir, rundir.PredictionsFile("best"))
+		line += "; each test answer: " + strings.Join(r.predictionFiles(), ", ")
 	case slices.Contains(kept, rundir.BestDir):
 		line += fmt.Sprintf("; each test answer: meazo-eval task %s %s --predictions FILE", flag, filepath.Join(r.dir, rundir.BestDir))
 	}

@@ -316,3 +316,23 @@ func TestEvaluateImagesDetaches(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsLineNamesEveryPredictionsFile: a finished run's last line
+// names each predictions file it wrote (the best, the last and the base
+// weights answer differently), not only the best one's.
+func TestResultsLineNamesEveryPredictionsFile(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	out := filepath.Join(dir, "run")
+	var log strings.Builder
+	set := []string{"train.eval_every=1", "task.max_train=32", "task.max_validation=8", "task.max_test=4", "eval.base=true", "output.dir=" + out}
+	if _, err := Run(Options{ConfigPath: cfg, Overrides: set, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	last := lines[len(lines)-1]
+	for _, name := range rundir.PredictionsFiles() {
+		if p := filepath.Join(out, name); !strings.Contains(last, p) {
+			t.Errorf("the run's last line does not name %s:\n%s", p, last)
+		}
+	}
+}
