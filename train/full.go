@@ -46,17 +46,25 @@ type fullState struct {
 	heldStateBytes int64
 }
 
-func newFullState(r *run) (*fullState, error) {
-	// Checked before training, not when best/ is first written.
-	if err := model.CheckSourceFiles(r.cfg.Model.Path); err != nil {
-		return nil, fmt.Errorf("model.path: %w", err)
-	}
+// fullParams selects what a full-parameter run trains: the model's tensors
+// that adapter.include and adapter.exclude select, in their groups. A
+// pattern's error names its key.
+func fullParams(r *run) (*fullparam.Params, error) {
 	p, err := fullparam.New(r.m, fullparam.Options{Include: r.cfg.Adapter.Include, Exclude: r.cfg.Adapter.Exclude,
 		Grouped: r.cfg.Adapter.Grouped})
 	if pe := (*fullparam.PatternError)(nil); errors.As(err, &pe) {
 		// "adapter.exclude pattern … matches none of the model's tensors": the key.
 		return nil, fmt.Errorf("adapter.%w", pe)
 	}
+	return p, err
+}
+
+func newFullState(r *run) (*fullState, error) {
+	// Checked before training, not when best/ is first written.
+	if err := model.CheckSourceFiles(r.cfg.Model.Path); err != nil {
+		return nil, fmt.Errorf("model.path: %w", err)
+	}
+	p, err := fullParams(r)
 	if err != nil {
 		return nil, err
 	}

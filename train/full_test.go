@@ -589,3 +589,19 @@ func TestResumeRefusesDamagedBest(t *testing.T) {
 		})
 	}
 }
+
+// TestFullPatternsBeforeData: a full-parameter run's include or exclude
+// pattern that names no tensor is refused, with its key, before the
+// training data is read (minutes for a large dataset).
+func TestFullPatternsBeforeData(t *testing.T) {
+	dir, cfg := demoConfig(t, 2)
+	var log strings.Builder
+	_, err := Run(Options{ConfigPath: cfg, Log: &log, Overrides: []string{"adapter.kind=full", "adapter.exclude=[model.embed_token.weight]",
+		"output.dir=" + filepath.Join(dir, "run")}})
+	if err == nil || !strings.Contains(err.Error(), "adapter.exclude") {
+		t.Fatalf("an exclude pattern of no tensor: %v; want an error naming adapter.exclude", err)
+	}
+	if strings.Contains(log.String(), "training examples") {
+		t.Errorf("the training data was read before the pattern was refused:\n%s", log.String())
+	}
+}

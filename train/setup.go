@@ -81,6 +81,14 @@ func (r *run) setupText() error {
 	if err := r.loadModel(); err != nil {
 		return err
 	}
+	// A full-parameter run's include and exclude patterns, checked against
+	// the model's tensors before the data is read (minutes for a large
+	// dataset), not after.
+	if r.cfg.Adapter.Kind == "full" {
+		if _, err := fullParams(r); err != nil {
+			return err
+		}
+	}
 	// The task's data, read, split and encoded.
 	enc := &data.Encoder{Tok: r.tok, DateString: r.cfg.Model.DateString, Format: data.Format(r.cfg.Task.Format)}
 	virtual := 0
