@@ -185,8 +185,8 @@ func parseArchitecture(b []byte, r rawConfig, present map[string]json.RawMessage
 		}
 		return nil, false, fmt.Errorf("unsupported architecture %s (supported: %s, and %s for image tasks; a base class, LlamaModel or Qwen3Model, by its model_type)", clip.Quote(c.Architecture), strings.Join(Architectures, ", "), strings.Join(ViTArchitectures, ", "))
 	}
-	if r.HiddenAct != "" && r.HiddenAct != "silu" {
-		return nil, false, fmt.Errorf(`unsupported "hidden_act" %s (only silu)`, clip.Quote(r.HiddenAct))
+	if r.HiddenAct != "" && r.HiddenAct != "silu" && r.HiddenAct != "swish" { // transformers' ACT2CLS: swish is nn.SiLU too
+		return nil, false, fmt.Errorf(`unsupported "hidden_act" %s (only silu, or its other name swish)`, clip.Quote(r.HiddenAct))
 	}
 	c.projectionBiases(r)
 	if raw, ok := present["quantization_config"]; ok && !isNull(raw) {

@@ -224,6 +224,9 @@ func TestConfigArchitecture(t *testing.T) {
 		{`"model_type":"gpt2",`, "", `"architectures" is absent and "model_type" "gpt2" is none of llama, ministral3, mistral, opt, qwen2, qwen3`},
 		{``, "", `"architectures" is absent and "model_type" "" is none of`},
 		{`"architectures":["LlamaForCausalLM","LlamaModel"],"model_type":"llama",`, "", `"architectures" must name exactly one class`},
+		// transformers' ACT2CLS: "swish" is nn.SiLU, as "silu" is.
+		{`"architectures":["LlamaForCausalLM"],"hidden_act":"swish",`, "LlamaForCausalLM", ""},
+		{`"architectures":["LlamaForCausalLM"],"hidden_act":"gelu",`, "", `unsupported "hidden_act" "gelu"`},
 	} {
 		c, err := ParseConfig([]byte(fmt.Sprintf(base, tc.keys)))
 		switch {

@@ -21,7 +21,7 @@ type ViTConfig struct {
 	ImageSize        int     // the square images' side in pixels
 	PatchSize        int     // the square patches' side
 	NumChannels      int     // 3: RGB
-	NumLabels        int     // classes: the classifier's outputs (id2label's size)
+	NumLabels        int     // classes: the classifier's outputs (id2label's size, or num_labels, or 2)
 	LayerNormEps     float32 // 1e-12 in google/vit-*
 	QKVBias          bool    // query, key and value have biases
 	// Headless is a ViTModel checkpoint (google/vit-base-patch16-224-in21k):
@@ -45,13 +45,35 @@ type rawViTConfig struct {
 	NumHeads         *int              `json:"num_attention_heads"`
 	IntermediateSize *int              `json:"intermediate_size"`
 	HiddenAct        *string           `json:"hidden_act"`
-	ImageSize        *int              `json:"image_size"`
-	PatchSize        *int              `json:"patch_size"`
+	ImageSize        json.RawMessage   `json:"image_size"` // n or [n, n]: readSide
+	PatchSize        json.RawMessage   `json:"patch_size"`
 	NumChannels      *int              `json:"num_channels"`
 	LayerNormEps     *float64          `json:"layer_norm_eps"`
 	QKVBias          *bool             `json:"qkv_bias"`
 	InitializerRange *float64          `json:"initializer_range"`
 	ID2Label         map[string]string `json:"id2label"`
+	NumLabels        *int              `json:"num_labels"`
+}
+
+// readSide reads a square's side as ViTConfig may give it, n or [n, n]
+// (its patch embedding takes a pair for height and width; this package's
+// images and patches are square), into dst; absent or null leaves dst.
+func readSide(key string, raw json.RawMessage, dst *int) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if json.Unmarshal(raw, dst) == nil {
+		return nil
+	}
+	var hw []int
+	if err := json.Unmarshal(raw, &hw); err != nil || len(hw) != 2 {
+		return fmt.Errorf("%s is %.40s: want n or [height, width]", key, raw)
+	}
+	if hw[0] != hw[1] {
+		return fmt.Errorf("%s is [%d, %d]: only square images and patches are supported", key, hw[0], hw[1])
+	}
+	*dst = hw[0]
+	return nil
 }
 
 // ViTArchitectures are the HF classes LoadViT reads: an image classifier,
@@ -93,8 +115,9 @@ func LoadViTConfig(path string) (*ViTConfig, error) {
 // Headless) config.json with ViTConfig's defaults for absent keys (ViT-B/16
 // at 224: width 768, 12 layers of 12 heads, MLP 3072, 16×16 patches, 3
 // channels, eps 1e-12, biased q/k/v, "gelu", initializer_range 0.02). The
-// classes are id2label's entries, which must be 0…n−1 (a classifier's
-// config must have some). Another architecture or activation, or a size
+// classes are id2label's entries, which must be 0…n−1, or without it
+// num_labels, or 2, as transformers counts them (a classifier must have
+// some). image_size and patch_size may be n or [n, n]. Another architecture or activation, or a size
 // that does not fit (heads not dividing the width, patches not tiling the
 // image), is an error.
 func ParseViTConfig(b []byte) (*ViTConfig, error) {
@@ -115,11 +138,16 @@ func ParseViTConfig(b []byte) (*ViTConfig, error) {
 		dst *int
 		src *int
 	}{{&c.HiddenSize, r.HiddenSize}, {&c.NumLayers, r.NumLayers}, {&c.NumHeads, r.NumHeads},
-		{&c.IntermediateSize, r.IntermediateSize}, {&c.ImageSize, r.ImageSize}, {&c.PatchSize, r.PatchSize},
-		{&c.NumChannels, r.NumChannels}} {
+		{&c.IntermediateSize, r.IntermediateSize}, {&c.NumChannels, r.NumChannels}} {
 		if f.src != nil {
 			*f.dst = *f.src
 		}
+	}
+	if err := readSide("image_size", r.ImageSize, &c.ImageSize); err != nil {
+		return nil, err
+	}
+	if err := readSide("patch_size", r.PatchSize, &c.PatchSize); err != nil {
+		return nil, err
 	}
 	if r.LayerNormEps != nil {
 		c.LayerNormEps = float32(*r.LayerNormEps)
@@ -130,8 +158,18 @@ func ParseViTConfig(b []byte) (*ViTConfig, error) {
 	if r.InitializerRange != nil {
 		c.InitializerRange = *r.InitializerRange
 	}
-	c.NumLabels = len(r.ID2Label)
-	for i := 0; i < c.NumLabels; i++ {
+	// PretrainedConfig's rule: id2label's entries; without it num_labels,
+	// else 2 (save_pretrained leaves a classifier's default id2label of two
+	// classes out). A ViTModel without id2label takes the task's (LoadViTWith).
+	switch {
+	case r.ID2Label != nil:
+		c.NumLabels = len(r.ID2Label)
+	case r.NumLabels != nil:
+		c.NumLabels = *r.NumLabels
+	case !c.Headless:
+		c.NumLabels = 2
+	}
+	for i := 0; r.ID2Label != nil && i < c.NumLabels; i++ {
 		if _, ok := r.ID2Label[fmt.Sprint(i)]; !ok {
 			return nil, fmt.Errorf("id2label has %d entries but no %q: the classes must be numbered 0…%d", c.NumLabels, fmt.Sprint(i), c.NumLabels-1)
 		}

@@ -37,7 +37,17 @@ func TestParseViTConfig(t *testing.T) {
 		{name: "huge", json: `{` + arch + `, "image_size": 4096, "patch_size": 4}`, err: "more tokens"},
 		{name: "zero layers", json: `{` + arch + `, "num_hidden_layers": 0}`, err: "num_hidden_layers is 0"},
 		{name: "labels with a gap", json: `{"architectures": ["ViTForImageClassification"], "id2label": {"0": "a", "2": "b"}}`, err: `no "1"`},
-		{name: "no labels", json: `{"architectures": ["ViTForImageClassification"]}`, err: "id2label's classes is 0"},
+		// transformers' PretrainedConfig: without id2label num_labels, else 2
+		// (save_pretrained leaves two default labels out of config.json).
+		{name: "no labels", json: `{"architectures": ["ViTForImageClassification"]}`, check: func(c *ViTConfig) bool { return c.NumLabels == 2 }},
+		{name: "num_labels", json: `{"architectures": ["ViTForImageClassification"], "num_labels": 5}`, check: func(c *ViTConfig) bool { return c.NumLabels == 5 }},
+		{name: "id2label over num_labels", json: `{` + arch + `, "num_labels": 5}`, check: func(c *ViTConfig) bool { return c.NumLabels == 2 }},
+		{name: "empty id2label", json: `{"architectures": ["ViTForImageClassification"], "id2label": {}}`, err: "id2label's classes is 0"},
+		{name: "sizes as pairs", json: `{` + arch + `, "image_size": [32, 32], "patch_size": [8, 8]}`, check: func(c *ViTConfig) bool {
+			return c.ImageSize == 32 && c.PatchSize == 8 && c.Tokens() == 17
+		}},
+		{name: "oblong images", json: `{` + arch + `, "image_size": [32, 48]}`, err: "image_size is [32, 48]: only square images"},
+		{name: "size of three", json: `{` + arch + `, "patch_size": [8, 8, 8]}`, err: "patch_size is [8, 8, 8]: want n or [height, width]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := ParseViTConfig([]byte(tc.json))
