@@ -4,6 +4,7 @@
 //	meazo-bench gemm      GEMM GFLOP/s on the model shapes vs OpenBLAS and the FMA peak
 //	meazo-bench forward   full forward time, tokens/s, GFLOP/s and peak RSS (vs PyTorch: scripts/bench_forward.sh)
 //	meazo-bench zostep    one ZO step vs two plain forwards; grouped with and without prefix caching; -steps N: N steps on new batches
+//	meazo-bench zomem     the peak memory of an adapter's ZO step (LoRA or prompt; any optimizer; grouped) or of the plain forward
 //	meazo-bench vitstep   a ViT image classifier's ZO step (LoRA, classifier trained) vs two plain forwards; -steps N likewise
 //
 // Build with GOEXPERIMENT=simd for the SIMD kernels and with -tags openblas
