@@ -97,13 +97,13 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 // that state to the end. Every row runs the layers it would in one pass,
 // through the same kernels, so the losses are the same.
 func (m *Model) lossesByGroup(seq sequences, sup supervision, positions []int, base Variant, variants []Variant, maxFrom int) ([]float64, VariantStats, error) {
-	states, evals := m.baseStates(seq, sup, positions, base, variants, maxFrom)
+	states := map[int]tensor.Buf{} // freed however this returns: a device failure panics (Losses recovers it)
 	defer func() {
 		for _, s := range states {
 			m.Backend.Free(s)
 		}
 	}()
-	stats := VariantStats{LayerEvals: evals}
+	stats := VariantStats{LayerEvals: m.baseStates(seq, sup, positions, base, variants, maxFrom, states)}
 	losses := make([]float64, len(variants))
 	for from := 0; from <= m.NumLayers; from++ {
 		var group []int
@@ -112,32 +112,41 @@ func (m *Model) lossesByGroup(seq sequences, sup supervision, positions []int, b
 				group = append(group, i)
 			}
 		}
-		if len(group) == 0 {
-			continue
-		}
-		p := m.newVariantPass(seq, sup, positions, len(group))
-		for _, i := range group {
-			p.add(i, variants[i], states[from]) // nil at layer 0: embedded
-		}
-		for l := from; l < m.NumLayers; l++ {
-			stats.LayerEvals += p.layer(l)
-		}
-		p.final()
-		got := p.losses(len(variants))
-		p.free()
-		for _, i := range group {
-			losses[i] = got[i]
+		if len(group) > 0 {
+			stats.LayerEvals += m.groupLosses(seq, sup, positions, variants, group, states[from], losses)
 		}
 	}
 	return losses, stats, nil
 }
 
-// baseStates runs the base pass alone through layers [0, maxFrom) and
-// returns copies of its hidden state entering each layer l > 0 a variant
-// joins at (at l = NumLayers, after the last layer: its finished rows), and
-// the layer evaluations it made. They are B·T·hidden values each: 117 MB
-// for Qwen3-0.6B's 28 layers at 16×64.
-func (m *Model) baseStates(seq sequences, sup supervision, positions []int, base Variant, variants []Variant, maxFrom int) (map[int]tensor.Buf, int) {
+// groupLosses runs the variants of group (indices into variants, all
+// joining at one layer) from hidden state from (nil at layer 0: they are
+// embedded) to the end, writes their losses into losses and returns the
+// layer evaluations it made.
+func (m *Model) groupLosses(seq sequences, sup supervision, positions []int, variants []Variant, group []int, from tensor.Buf, losses []float64) int {
+	p := m.newVariantPass(seq, sup, positions, len(group))
+	defer p.free()
+	for _, i := range group {
+		p.add(i, variants[i], from)
+	}
+	evals := 0
+	for l := variants[group[0]].From; l < m.NumLayers; l++ {
+		evals += p.layer(l)
+	}
+	p.final()
+	got := p.losses(len(variants))
+	for _, i := range group {
+		losses[i] = got[i]
+	}
+	return evals
+}
+
+// baseStates runs the base pass alone through layers [0, maxFrom), puts
+// into states a copy of its hidden state entering each layer l > 0 a
+// variant joins at (at l = NumLayers, after the last layer: its finished
+// rows), and returns the layer evaluations it made. They are B·T·hidden
+// values each: 117 MB for Qwen3-0.6B's 28 layers at 16×64.
+func (m *Model) baseStates(seq sequences, sup supervision, positions []int, base Variant, variants []Variant, maxFrom int, states map[int]tensor.Buf) int {
 	joins := map[int]bool{}
 	for _, v := range variants {
 		joins[v.From] = v.From > 0
@@ -145,7 +154,7 @@ func (m *Model) baseStates(seq sequences, sup supervision, positions []int, base
 	p := m.newVariantPass(seq, sup, positions, 1)
 	defer p.free()
 	p.add(-1, base, nil)
-	states, evals := map[int]tensor.Buf{}, 0
+	evals := 0
 	for l := 0; ; l++ {
 		if joins[l] {
 			x := p.slots(0, 1)
@@ -153,7 +162,7 @@ func (m *Model) baseStates(seq sequences, sup supervision, positions []int, base
 			m.Backend.Copy(states[l], x)
 		}
 		if l == maxFrom {
-			return states, evals
+			return evals
 		}
 		evals += p.layer(l)
 	}
