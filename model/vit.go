@@ -155,7 +155,7 @@ func LoadViTWith(dir string, opts ViTLoadOptions) (*ViT, error) {
 	case cfg.Headless:
 		return nil, fmt.Errorf("load model %s: config.json is a ViTModel (no classifier): the number of classes must be given", dir)
 	case opts.NumLabels > 0 && cfg.NumLabels != opts.NumLabels:
-		return nil, fmt.Errorf("load model %s: config.json's id2label has %d classes, but the task has %d: the classifier does not fit the task", dir, cfg.NumLabels, opts.NumLabels)
+		return nil, fmt.Errorf("load model %s: config.json gives %d classes (id2label, else num_labels, else transformers' 2), but the task has %d: the classifier does not fit the task", dir, cfg.NumLabels, opts.NumLabels)
 	}
 	r, err := openCheckpoint(dir)
 	if err != nil {

@@ -117,9 +117,9 @@ func LoadViTConfig(path string) (*ViTConfig, error) {
 // channels, eps 1e-12, biased q/k/v, "gelu", initializer_range 0.02). The
 // classes are id2label's entries, which must be 0…n−1, or without it
 // num_labels, or 2, as transformers counts them (a classifier must have
-// some). image_size and patch_size may be n or [n, n]. Another architecture or activation, or a size
-// that does not fit (heads not dividing the width, patches not tiling the
-// image), is an error.
+// some). image_size and patch_size may be n or [n, n]. Another
+// architecture or activation, or a size that does not fit (heads not
+// dividing the width, patches not tiling the image), is an error.
 func ParseViTConfig(b []byte) (*ViTConfig, error) {
 	var r rawViTConfig
 	if err := json.Unmarshal(b, &r); err != nil {

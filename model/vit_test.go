@@ -230,7 +230,7 @@ func TestLoadViTHeadless(t *testing.T) {
 	again.Free()
 	other.Free()
 	// A classifier checkpoint of other classes than the task's.
-	if _, err := LoadViTWith(vitTinyDir, ViTLoadOptions{NumLabels: 10}); err == nil || !strings.Contains(err.Error(), "37 classes, but the task has 10") {
+	if _, err := LoadViTWith(vitTinyDir, ViTLoadOptions{NumLabels: 10}); err == nil || !strings.Contains(err.Error(), "gives 37 classes (id2label, else num_labels, else transformers' 2), but the task has 10") {
 		t.Errorf("37 classes for a task of 10: %v", err)
 	}
 }
