@@ -14,7 +14,7 @@
 #   kernels), tiled (the attention kernels against each other), attnprof (ncu on the attention kernels
 #   alone), uploads (ZO steps with staged asynchronous uploads against synchronous ones), keptnoise (ZO
 #   steps against an older commit's meazo-bench: kit.sh with OLD_REV), grouped (grouped ZO steps and their peak
-#   device memory against OLD_REV=71d86f7's, all groups at once), ab (forwards and ZO steps against an
+#   device memory; with OLD_REV=71d86f7, against all groups at once), ab (forwards and ZO steps against an
 #   older commit's meazo-bench), chunks (attention's chunks of queries, MEAZO_CUDA_ATTN_CHUNK), stack (stacked projections against
 #   apart, MEAZO_CUDA_STACK), sgemm (cuBLAS SGEMM's rate alone,
 #   and on the step's projections apart and stacked), stepprofile (ncu per kernel of a ZO step), tf32x3 (the
@@ -312,19 +312,21 @@ for part in $parts; do
     done
     grep -E "^## |^8x.*ZO" "$f"
     ;;
-  grouped) # grouped estimation (one group per layer, prefix caching): this commit runs one group's variants at a
-    # time (f464b2b: 3.1x less memory and 20 % faster on the CPU), gpu-kit's old/meazo-bench (kit.sh with
-    # OLD_REV=71d86f7) all groups' at once: their ZO steps interleaved, both models at 8x80, then each one's
-    # peak device memory (zomem, a process each)
+  grouped) # grouped estimation (one group per layer, prefix caching), never timed on a GPU: this commit runs one
+    # group's variants at a time (f464b2b: 3.1x less memory and 20 % faster on the CPU); with gpu-kit's
+    # old/meazo-bench (kit.sh with OLD_REV=71d86f7, if the kit still fits) all groups' at once, interleaved.
+    # Both models at 8x80: the ZO steps (zostep -grouped: also without prefix caching), then each version's peak
+    # device memory (zomem, a process each)
     f=$out/grouped.txt
+    versions=new; [ -x "$kit/old/meazo-bench" ] && versions="new old"
     echo "# new: $(cat "$kit/commit"), old: $(cat "$kit/old/commit" 2>/dev/null)" >"$f"
     for m in Llama-3.2-1B Qwen3-0.6B; do
-      for v in new old new old; do
+      for v in $versions $versions; do
         b=$bin/meazo-bench; [ $v = old ] && b=$kit/old/meazo-bench
         echo "## $v $m zostep" >>"$f"
         timeout 90 "$b" zostep --backend cuda --model "$fx/full-configs/$m/config.json" --shapes 8x80 --q 1 --reps 3 -grouped >>"$f" 2>&1
       done
-      for v in new old; do
+      for v in $versions; do
         b=$bin/meazo-bench; [ $v = old ] && b=$kit/old/meazo-bench
         echo "## $v $m zomem -grouped" >>"$f"
         timeout 90 "$b" zomem --backend cuda --model "$fx/full-configs/$m/config.json" --shape 8x80 -grouped -steps 2 >>"$f" 2>&1
