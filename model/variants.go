@@ -72,30 +72,16 @@ func (m *Model) Losses(in Input, labels []int, base Variant, variants []Variant)
 	if err != nil {
 		return nil, stats, err
 	}
-	if maxFrom > 0 {
-		return m.lossesByGroup(seq, sup, positions, base, variants, maxFrom)
-	}
-	// Make room for every member's hidden states, and the rope, cache and workspace they share.
-	p := m.newVariantPass(seq, sup, positions, len(variants))
-	defer p.free()
-	// Embed every variant, run each layer over all of them at once.
-	for i, v := range variants {
-		p.add(i, v, nil)
-	}
-	for l := 0; l < m.NumLayers; l++ {
-		stats.LayerEvals += p.layer(l)
-	}
-	// Final norm, then each variant's mean cross-entropy over its supervised tokens.
-	p.final()
-	return p.losses(len(variants)), stats, nil
+	return m.lossesByGroup(seq, sup, positions, base, variants, maxFrom)
 }
 
-// lossesByGroup is Losses for variants that join the base pass at layers
-// up to maxFrom (> 0): the base pass alone through the layers before
-// maxFrom, its hidden state kept where variants join (baseStates), then
-// the variants that join at each layer, together (a group's 2q), from
-// that state to the end. Every row runs the layers it would in one pass,
-// through the same kernels, so the losses are the same.
+// lossesByGroup runs Losses's passes: where variants join the base pass at
+// layers up to maxFrom > 0, the base pass alone through the layers before
+// maxFrom, its hidden state kept where variants join (baseStates); then
+// the variants that join at each layer together (a group's 2q; every
+// variant, at layer 0, when none joins later), from that state to the end.
+// Every row runs the layers it would in one pass, through the same
+// kernels, so the losses are the same.
 func (m *Model) lossesByGroup(seq sequences, sup supervision, positions []int, base Variant, variants []Variant, maxFrom int) ([]float64, VariantStats, error) {
 	states := map[int]tensor.Buf{} // freed however this returns: a device failure panics (Losses recovers it)
 	defer func() {
@@ -103,7 +89,10 @@ func (m *Model) lossesByGroup(seq sequences, sup supervision, positions []int, b
 			m.Backend.Free(s)
 		}
 	}()
-	stats := VariantStats{LayerEvals: m.baseStates(seq, sup, positions, base, variants, maxFrom, states)}
+	var stats VariantStats
+	if maxFrom > 0 {
+		stats.LayerEvals = m.baseStates(seq, sup, positions, base, variants, maxFrom, states)
+	}
 	losses := make([]float64, len(variants))
 	for from := 0; from <= m.NumLayers; from++ {
 		var group []int
